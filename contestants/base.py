@@ -1,0 +1,128 @@
+"""The one protocol every merchant agent follows, and the registry of kinds.
+
+A contestant is created from its YAML entry (`kind` plus parameters), reset at the start of
+each match, asked for a decision every day, sometimes asked to recall a past fact, and asked
+for its usage (tokens, cost) at the end.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from market.scenario import Scenario
+from market.types import Decision, Observation
+
+
+class ContestantConfigError(ValueError):
+    """A contestant entry that cannot be built: unknown kind or bad parameters.
+
+    `field` names the offending parameter (dotted) where there is one.
+    """
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+class Params(BaseModel):
+    """Base of every contestant's parameter model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RecallProbe(BaseModel):
+    """A question about the merchant's own past: its value of `fact` at the end of `day`."""
+
+    day: int
+    fact: Literal["cash", "inventory", "price", "ordered"]
+    product: str | None = None
+
+
+class Usage(BaseModel):
+    """What a contestant consumed; additive across calls."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
+
+
+class Contestant(ABC):
+    """A merchant agent.
+
+    `needs_actor` says the contestant must run in its own Ray actor (it holds a model, is
+    slow, or may crash its process). Instant rule baselines run inside the match loop.
+    """
+
+    kind: ClassVar[str]
+    params_model: ClassVar[type[Params]] = Params
+    needs_actor: ClassVar[bool] = False
+
+    def __init__(self, params: Params):
+        self.params = params
+
+    @abstractmethod
+    def reset(self, *, merchant: str, scenario: Scenario, rng: np.random.Generator) -> None:
+        """Forget everything; a new match starts."""
+
+    @abstractmethod
+    def decide(self, observation: Observation) -> Decision | Any:
+        """Today's decision. Anything that is not a Decision is parsed by the market."""
+
+    def recall(self, probe: RecallProbe) -> float | None:
+        """Answer a memory probe; None means "don't know"."""
+        return None
+
+    def usage(self) -> Usage:
+        return Usage()
+
+
+_REGISTRY: dict[str, type[Contestant]] = {}
+
+
+def register(cls: type[Contestant]) -> type[Contestant]:
+    """Class decorator: make a contestant kind available to tournament YAML."""
+    if cls.kind in _REGISTRY:
+        raise ValueError(f"contestant kind {cls.kind!r} registered twice")
+    _REGISTRY[cls.kind] = cls
+    return cls
+
+
+def kinds() -> dict[str, type[Contestant]]:
+    _load_builtin_kinds()
+    return dict(_REGISTRY)
+
+
+def contestant_class(kind: str) -> type[Contestant]:
+    _load_builtin_kinds()
+    try:
+        return _REGISTRY[kind]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY))
+        raise ContestantConfigError(f"unknown contestant kind {kind!r} (known: {known})", "kind") from None
+
+
+def validate_params(kind: str, params: dict[str, Any]) -> Params:
+    """Check a contestant's YAML parameters without building it."""
+    cls = contestant_class(kind)
+    try:
+        return cls.params_model.model_validate(params)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or None
+        raise ContestantConfigError(error["msg"], field) from None
+
+
+def create(kind: str, params: dict[str, Any]) -> Contestant:
+    return contestant_class(kind)(validate_params(kind, params))
+
+
+def _load_builtin_kinds() -> None:
+    from contestants import baselines  # noqa: F401  (registers on import)

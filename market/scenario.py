@@ -1,0 +1,140 @@
+"""A scenario: the rules of one market, as read from a YAML file in scenarios/.
+
+The model only validates; reading files belongs to the caller (market/ does no I/O).
+Every field has a default so a scenario file states only what makes it different.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Product(_Strict):
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
+    name: str = ""
+    unit_cost: float = Field(gt=0, description="what the supplier charges per unit")
+    reference_price: float = Field(gt=0, description="the price customers judge prices against")
+    quality: float = Field(0.0, description="enters customers' utility times choice.quality_weight")
+    base_demand: float = Field(ge=0, description="customers per day wanting this product, before effects")
+    holding_cost: float = Field(0.0, ge=0, description="cost per unit held overnight")
+    lead_time: int = Field(0, ge=0, le=60, description="days from order to arrival; 0 arrives at once")
+    initial_stock: float = Field(0.0, ge=0)
+    initial_price: float | None = Field(None, gt=0, description="defaults to reference_price")
+
+    @property
+    def start_price(self) -> float:
+        return self.initial_price if self.initial_price is not None else self.reference_price
+
+
+class Choice(_Strict):
+    """Multinomial logit: u = -price_sensitivity * price / reference_price
+    + reputation_weight * reputation + quality_weight * quality; the outside option has
+    utility `no_purchase_utility`."""
+
+    price_sensitivity: float = Field(4.0, ge=0)
+    reputation_weight: float = Field(2.0, ge=0)
+    quality_weight: float = Field(0.0, ge=0)
+    no_purchase_utility: float = -2.0
+
+
+class Demand(_Strict):
+    mode: Literal["stochastic", "expected"] = Field(
+        "stochastic",
+        description="stochastic: Poisson arrivals and sampled choices; expected: market size "
+        "times logit share, no noise",
+    )
+    stock_limited: bool = Field(
+        True,
+        description="false (expected mode only): sales are not capped by stock and units are "
+        "bought at unit cost when sold, an exact logit price game",
+    )
+    weekday_factors: tuple[float, float, float, float, float, float, float] = (1, 1, 1, 1, 1, 1, 1)
+    seasonal_amplitude: float = Field(0.0, ge=0, lt=1)
+    seasonal_period: int = Field(30, ge=1)
+
+    @model_validator(mode="after")
+    def _stock_limit_needs_expected(self) -> Demand:
+        if not self.stock_limited and self.mode != "expected":
+            raise ValueError("stock_limited: false needs mode: expected")
+        if any(f < 0 for f in self.weekday_factors):
+            raise ValueError("weekday_factors must not be negative")
+        return self
+
+
+class Reputation(_Strict):
+    """Reputation in [minimum, maximum]; each day
+    r' = clip((1 - memory) * fill_rate + memory * r + advertising_gain * (1 - exp(-spend / advertising_scale)))
+    where fill_rate is the share of the merchant's first-choice customers it served."""
+
+    initial: float = Field(0.6, ge=0, le=1)
+    memory: float = Field(0.9, ge=0, le=1)
+    advertising_gain: float = Field(0.05, ge=0)
+    advertising_scale: float = Field(100.0, gt=0)
+    minimum: float = Field(0.0, ge=0, le=1)
+    maximum: float = Field(1.0, ge=0, le=1)
+
+
+class Finance(_Strict):
+    initial_cash: float = Field(10_000.0, ge=0)
+    fixed_daily_cost: float = Field(0.0, ge=0)
+    credit_share: float = Field(0.0, ge=0, le=1, description="share of revenue sold on credit")
+    credit_days: int = Field(0, ge=0, le=60, description="days until a credit sale may be collected")
+
+
+class Event(_Strict):
+    name: str
+    kind: Literal["demand", "cost"]
+    start_day: int = Field(ge=1)
+    end_day: int = Field(ge=1)
+    multiplier: float = Field(gt=0)
+    product: str | None = Field(None, description="None: every product")
+    announce_days_ahead: int = Field(0, ge=0, description="shown to merchants this many days early")
+    announced: bool = True
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Event:
+        if self.end_day < self.start_day:
+            raise ValueError("end_day is before start_day")
+        return self
+
+
+class Visibility(_Strict):
+    rival_prices: bool = True
+    rival_reputation: bool = True
+    rival_sales: bool = False
+
+
+class Scenario(_Strict):
+    name: str
+    description: str = ""
+    days: int = Field(30, ge=1, le=3650, description="default match length")
+    products: tuple[Product, ...] = Field(min_length=1)
+    choice: Choice = Choice()
+    demand: Demand = Demand()
+    reputation: Reputation = Reputation()
+    finance: Finance = Finance()
+    events: tuple[Event, ...] = ()
+    visibility: Visibility = Visibility()
+    target_net_worth: float | None = Field(None, description="goal a merchant is scored against")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        ids = [p.id for p in self.products]
+        if len(set(ids)) != len(ids):
+            raise ValueError("product ids must be unique")
+        for event in self.events:
+            if event.product is not None and event.product not in ids:
+                raise ValueError(f"event {event.name!r} names unknown product {event.product!r}")
+        if self.reputation.minimum > self.reputation.maximum:
+            raise ValueError("reputation.minimum is above reputation.maximum")
+        return self
+
+    @property
+    def product_ids(self) -> list[str]:
+        return [p.id for p in self.products]

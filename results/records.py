@@ -1,0 +1,45 @@
+"""What a finished match hands to the record: plain pydantic data, written in one transaction."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from market.types import DayRecord
+
+FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
+
+
+class Fault(BaseModel):
+    """A day on which a merchant gave no usable decision and did nothing instead."""
+
+    day: int
+    merchant: str
+    kind: FaultKind
+    detail: str
+
+
+class MerchantResult(BaseModel):
+    merchant: str = Field(description="seat name in the match, e.g. 'm0'")
+    contestant: str = Field(description="contestant name from the tournament YAML")
+    final_cash: float
+    net_worth: float
+    profit: float = Field(description="net worth at the end minus net worth at the start")
+    rank: int = Field(description="1 is best; ties share the better rank")
+    market_share: float = Field(description="share of all units sold in the match")
+    bankrupt_day: int | None
+    faults: int
+    rejected_operations: int
+
+
+class FinishedMatch(BaseModel):
+    key: str = Field(description="the match's identity within its tournament; stable across runs")
+    index: int = Field(description="position in the tournament's schedule")
+    scenario: str
+    seed: int
+    days: int
+    wall_seconds: float
+    merchants: list[MerchantResult]
+    days_played: list[DayRecord]
+    faults: list[Fault]
