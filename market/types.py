@@ -123,6 +123,12 @@ def _clip(value: Any, limit: int = 500) -> Any:
     """Keep garbage small enough to store."""
     if isinstance(value, (int, float, bool)) or value is None:
         return value
+    if isinstance(value, (dict, list)):
+        try:
+            if len(json.dumps(value)) <= limit:
+                return value
+        except (TypeError, ValueError):
+            pass
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[:limit] + "…"
 
