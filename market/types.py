@@ -8,6 +8,7 @@ schema is what a language model is asked to fill.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -69,12 +70,14 @@ class Decision(BaseModel):
         return cls()
 
 
-class Rejection(BaseModel):
-    """An operation the market did not apply, and why."""
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """An operation the market did not apply, and why.
 
-    model_config = ConfigDict(frozen=True)
+    index is the operation's position in the decision, or -1 for the decision as a whole.
+    """
 
-    index: int = Field(description="position in the decision's operations; -1 for the decision")
+    index: int
     operation: Any
     reason: str
 
@@ -85,29 +88,37 @@ def parse_decision(raw: Any) -> tuple[list[Any], list[Rejection]]:
     Accepts a Decision, a dict with "operations", a list of operations, a JSON string of
     either, or None (do nothing). Each operation is validated on its own.
     """
+    indexed, rejections = parse_decision_indexed(raw)
+    return [op for _, op in indexed], rejections
+
+
+def parse_decision_indexed(raw: Any) -> tuple[list[tuple[int, Any]], list[Rejection]]:
+    """`parse_decision`, keeping each valid operation's position in the decision, so that a
+    later rejection can name the position the merchant gave it."""
     if raw is None:
         return [], []
     if isinstance(raw, Decision):
-        return list(raw.operations), []
+        return list(enumerate(raw.operations)), []
     if isinstance(raw, (str, bytes)):
         try:
             raw = json.loads(raw)
         except ValueError as exc:
-            return [], [Rejection(index=-1, operation=_clip(raw), reason=f"malformed decision: not JSON ({exc.msg})")]
+            why = getattr(exc, "msg", None) or str(exc)  # UnicodeDecodeError has no .msg
+            return [], [Rejection(index=-1, operation=_clip(raw), reason=f"malformed decision: not JSON ({why})")]
     if isinstance(raw, dict):
         if "operations" not in raw:
             return [], [Rejection(index=-1, operation=_clip(raw), reason="malformed decision: no 'operations' list")]
         raw = raw["operations"]
     if not isinstance(raw, list):
         return [], [Rejection(index=-1, operation=_clip(raw), reason="malformed decision: operations must be a list")]
-    operations: list[Any] = []
+    operations: list[tuple[int, Any]] = []
     rejections: list[Rejection] = []
     for index, item in enumerate(raw):
         if isinstance(item, _Op):
-            operations.append(item)
+            operations.append((index, item))
             continue
         try:
-            operations.append(_OPERATION.validate_python(item))
+            operations.append((index, _OPERATION.validate_python(item)))
         except ValidationError as exc:
             rejections.append(Rejection(index=index, operation=_clip(item), reason=f"malformed operation: {_first_error(exc)}"))
     return operations, rejections
@@ -133,7 +144,13 @@ def _clip(value: Any, limit: int = 500) -> Any:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-class ProductState(BaseModel):
+# The types below are built many thousands of times a second on the match loop, so they are
+# slotted dataclasses rather than pydantic models (which cost ~20 us each to construct).
+# pydantic still validates and serialises them through TypeAdapter (see `record_adapter`).
+
+
+@dataclass(slots=True)
+class ProductState:
     """A merchant's own position in one product."""
 
     product: str
@@ -145,7 +162,8 @@ class ProductState(BaseModel):
     holding_cost: float
 
 
-class PublicMerchant(BaseModel):
+@dataclass(slots=True)
+class PublicMerchant:
     """What everyone can see of a merchant, as of the end of yesterday.
 
     Fields the scenario keeps private are None.
@@ -158,7 +176,8 @@ class PublicMerchant(BaseModel):
     bankrupt: bool
 
 
-class EventNotice(BaseModel):
+@dataclass(slots=True)
+class EventNotice:
     name: str
     kind: str
     product: str | None
@@ -167,19 +186,66 @@ class EventNotice(BaseModel):
     multiplier: float
 
 
-class Observation(BaseModel):
-    """Everything one merchant knows at the start of a day."""
+@dataclass(slots=True)
+class DayRecord:
+    """What happened to one merchant on one day: the decision, what the market did with
+    it, and the state after the day. Money identities hold on every record:
+
+    cash_end - cash_start = revenue_cash + collected - purchases - advertising - holding - fixed
+    receivables(today) = receivables(yesterday) + revenue - revenue_cash - collected
+
+    first_choice: customers who chose this merchant (in any round of choosing);
+    lost_sales: those of them turned away by a stock-out; inventory: units in stock at the
+    end of the day; receivables: credit sales outstanding at the end of the day;
+    net_worth: cash + stock in hand and in transit at unit cost + receivables.
+    """
 
     merchant: str
-    day: int = Field(description="today, counting from 1")
-    days: int = Field(description="length of the match")
+    day: int
+    operations: list[dict]
+    rejections: list[Rejection]
+    prices: dict[str, float]
+    first_choice: dict[str, float]
+    units_sold: dict[str, float]
+    lost_sales: dict[str, float]
+    arrived: dict[str, float]
+    ordered: dict[str, float]
+    inventory: dict[str, float]
+    in_transit: dict[str, float]
+    unit_cost: dict[str, float]
+    revenue: float
+    revenue_cash: float
+    collected: float
+    purchases: float
+    advertising: float
+    holding: float
+    fixed: float
+    cash_start: float
+    cash_end: float
+    receivables: float
+    reputation: float
+    net_worth: float
+    bankrupt: bool
+
+
+@dataclass(slots=True)
+class Observation:
+    """Everything one merchant knows at the start of a day.
+
+    day counts from 1 to days; receivables_due may be collected today, receivables_pending
+    are not yet due; market lists every merchant, this one included.
+    """
+
+    merchant: str
+    day: int
+    days: int
     cash: float
     reputation: float
-    receivables_due: float = Field(description="credit sales that may be collected today")
-    receivables_pending: float = Field(description="credit sales not yet due")
+    receivables_due: float
+    receivables_pending: float
     products: list[ProductState]
     yesterday: DayRecord | None
-    market: list[PublicMerchant] = Field(description="every merchant in the market, this one included")
+    market: list[PublicMerchant]
     events: list[EventNotice]
     fixed_daily_cost: float
 
@@ -193,39 +259,5 @@ class Observation(BaseModel):
         return [m for m in self.market if m.merchant != self.merchant]
 
 
-class DayRecord(BaseModel):
-    """What happened to one merchant on one day: the decision, what the market did with
-    it, and the state after the day. Money identities hold on every record:
-
-    cash_end - cash_start = revenue_cash + collected - purchases - advertising - holding - fixed
-    """
-
-    merchant: str
-    day: int
-    operations: list[dict]
-    rejections: list[Rejection]
-    prices: dict[str, float]
-    first_choice: dict[str, float] = Field(description="customers who chose this merchant first")
-    units_sold: dict[str, float]
-    lost_sales: dict[str, float] = Field(description="first-choice customers turned away by a stock-out")
-    arrived: dict[str, float] = Field(description="units from earlier orders that arrived today")
-    ordered: dict[str, float]
-    inventory: dict[str, float] = Field(description="units in stock at the end of the day")
-    in_transit: dict[str, float]
-    unit_cost: dict[str, float]
-    revenue: float
-    revenue_cash: float
-    collected: float
-    purchases: float
-    advertising: float
-    holding: float
-    fixed: float
-    cash_start: float
-    cash_end: float
-    receivables: float = Field(description="outstanding credit sales at the end of the day")
-    reputation: float
-    net_worth: float = Field(description="cash + stock and goods in transit at cost + receivables")
-    bankrupt: bool
-
-
-Observation.model_rebuild()
+record_adapter: TypeAdapter[DayRecord] = TypeAdapter(DayRecord)
+observation_adapter: TypeAdapter[Observation] = TypeAdapter(Observation)

@@ -1,0 +1,215 @@
+"""The `arena` command: run tournaments and read their results.
+
+Thin on purpose: parse, call tournaments/ and results/, print. A mistake the user can fix
+prints one line (file, field, problem) and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from results import store
+from results.db import engine_for
+from results.errors import DatabaseError, NotFound
+from results.ratings import LeaderboardRow, leaderboard
+from tournaments.config import ConfigError, load_tournament
+from tournaments.runner import run_tournament
+from tournaments.schedule import schedule
+
+app = typer.Typer(
+    help="Tournaments of merchant agents in one shared market, rated Elo-style in SQLite.\n\n"
+    "Start with: arena run tournaments/round_robin.yaml",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="SQLAlchemy database URL [default: $ARENA_DB or sqlite:///arena.db]", show_default=False),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+
+USER_ERRORS = (ConfigError, DatabaseError, NotFound)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn a mistake the user can fix into one line on stderr and exit status 2."""
+    try:
+        yield
+    except USER_ERRORS as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def run(
+    config: Annotated[Path, typer.Argument(help="Tournament YAML file.", show_default=False)],
+    db: DbOption = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the latest unfinished run of this file, skipping finished matches.")
+    ] = False,
+    address: Annotated[
+        str | None,
+        typer.Option("--address", help="Join the Ray cluster at ADDR (else $RAY_ADDRESS, else start a local one).", show_default=False),
+    ] = None,
+) -> None:
+    """Play a tournament and print its table.
+
+    Every finished match is saved at once, so an interrupted run loses only the matches in
+    flight: run again with --resume to finish it.
+    """
+    with user_errors():
+        tournament = load_tournament(config)
+        engine = engine_for(db)
+    with _progress() as observer:
+        summary = run_tournament(tournament, engine, resume=resume, address=address, observer=observer)
+    if summary.resumed:
+        out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
+    out.print(_leaderboard_table(leaderboard(engine, summary.tournament_id), f"{tournament.spec.name} (tournament {summary.tournament_id})"))
+
+
+@app.command()
+def validate(config: Annotated[Path, typer.Argument(help="Tournament YAML file.", show_default=False)]) -> None:
+    """Check a tournament file and its scenarios without running anything."""
+    with user_errors():
+        tournament = load_tournament(config)
+    matches = schedule(tournament)
+    spec = tournament.spec
+    out.print(
+        f"{config}: ok — {len(spec.contestants)} contestants, {len(tournament.scenarios)} scenarios, "
+        f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, {sum(m.days for m in matches)} market days"
+    )
+
+
+@app.command(name="leaderboard")
+def leaderboard_command(
+    db: DbOption = None,
+    tournament: Annotated[int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The Elo table over all stored matches, or one tournament's."""
+    with user_errors():
+        rows = leaderboard(engine_for(db), tournament)
+    if as_json:
+        print(json.dumps([row.model_dump() for row in rows], indent=2))
+    else:
+        out.print(_leaderboard_table(rows, f"tournament {tournament}" if tournament else "all tournaments"))
+
+
+@app.command()
+def matches(
+    db: DbOption = None,
+    tournament: Annotated[int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List stored matches."""
+    with user_errors():
+        rows = store.list_matches(engine_for(db), tournament)
+    if as_json:
+        print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
+        return
+    table = Table("id", "tournament", "#", "scenario", "seed", "days", "key", "seconds")
+    for row in rows:
+        table.add_row(str(row.id), str(row.tournament_id), str(row.index), row.scenario, str(row.seed), str(row.days), row.key, f"{row.wall_seconds:.2f}")
+    out.print(table)
+
+
+@app.command()
+def show(
+    match_id: Annotated[int, typer.Argument(help="Match id (see `arena matches`).", show_default=False)],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One match: its results, then a day-by-day table of every merchant."""
+    with user_errors():
+        detail = store.match_detail(engine_for(db), match_id)
+    if as_json:
+        from market.types import record_adapter
+
+        print(
+            json.dumps(
+                {
+                    "match": detail.match.model_dump(mode="json"),
+                    "results": [r.model_dump() for r in detail.results],
+                    "faults": [f.model_dump() for f in detail.faults],
+                    "days": [record_adapter.dump_python(d, mode="json") for d in detail.days],
+                },
+                indent=2,
+            )
+        )
+        return
+    m = detail.match
+    results = Table("rank", "merchant", "net worth", "profit", "cash", "share", "bankrupt", "faults", "rejected", title=f"match {m.id}: {m.key}")
+    for r in sorted(detail.results, key=lambda r: r.rank):
+        results.add_row(
+            str(r.rank), r.merchant, _money(r.net_worth), _money(r.profit), _money(r.final_cash), f"{r.market_share:.0%}",
+            "" if r.bankrupt_day is None else f"day {r.bankrupt_day}", str(r.faults), str(r.rejected_operations),
+        )
+    out.print(results)
+    days = Table("day", "merchant", "prices", "sold", "lost", "stock", "cash", "net worth", "rep.", "notes", title="day by day")
+    faults = {(f.day, f.merchant): f for f in detail.faults}
+    for d in detail.days:
+        notes = [f"{f.kind}: {f.detail}" for f in [faults.get((d.day, d.merchant))] if f]
+        notes += [r.reason for r in d.rejections if r.index >= 0]
+        days.add_row(
+            str(d.day), d.merchant, _per_product(d.prices, "{:.2f}"), _per_product(d.units_sold), _per_product(d.lost_sales),
+            _per_product(d.inventory), _money(d.cash_end), _money(d.net_worth), f"{d.reputation:.2f}", "; ".join(notes),
+        )
+    out.print(days)
+
+
+def _leaderboard_table(rows: list[LeaderboardRow], title: str) -> Table:
+    table = Table("#", "contestant", "rating", "matches", "wins", "mean profit", "faults", title=title)
+    for place, row in enumerate(rows, start=1):
+        profit = "" if row.mean_profit is None else _money(row.mean_profit)
+        table.add_row(str(place), row.contestant, f"{row.rating:.0f}", str(row.matches), str(row.wins), profit, str(row.faults))
+    return table
+
+
+def _money(value: float) -> str:
+    return f"{value:,.2f}"
+
+
+def _per_product(values: dict[str, float], fmt: str = "{:g}") -> str:
+    if len(values) == 1:
+        return fmt.format(next(iter(values.values())))
+    return " ".join(f"{k}={fmt.format(v)}" for k, v in values.items())
+
+
+class _RichObserver:
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.matches = self.days = None
+
+    def started(self, tournament_id: int, matches: int, days: int, skipped: int) -> None:
+        self.matches = self.progress.add_task(f"tournament {tournament_id}: matches", total=matches, completed=skipped)
+        self.days = self.progress.add_task("market days", total=days)
+
+    def advanced(self, matches_done: int, days_done: int) -> None:
+        self.progress.update(self.matches, completed=matches_done)
+        self.progress.update(self.days, completed=days_done)
+
+
+@contextmanager
+def _progress() -> Iterator[_RichObserver]:
+    progress = Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+        console=err,
+    )
+    with progress:
+        yield _RichObserver(progress)
+
+

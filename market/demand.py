@@ -1,0 +1,97 @@
+"""Customers: how many arrive, and whom they buy from.
+
+Choice is a multinomial logit over the merchants that sell the product plus a no-purchase
+option. A customer whose chosen merchant has run out chooses again among those still in
+stock (or leaves); by the logit's independence of irrelevant alternatives that is the same
+as choosing with the sold-out merchant removed. The allocation therefore proceeds in rounds:
+all customers choose, merchants with more takers than stock sell out, the overflow chooses
+again among the rest. Each round removes at least one merchant, so it ends.
+
+Every function is vectorised over merchants; arrays are indexed [merchant].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from market.scenario import Choice, Demand
+
+
+def demand_factor(demand: Demand, day: int) -> float:
+    """Weekday times season: weekday_factors[(day-1) % 7] * (1 + A sin(2 pi (day-1) / period))."""
+    weekday = demand.weekday_factors[(day - 1) % 7]
+    season = 1.0 + demand.seasonal_amplitude * np.sin(2.0 * np.pi * (day - 1) / demand.seasonal_period)
+    return float(weekday * season)
+
+
+def utilities(choice: Choice, prices: np.ndarray, reference_price: float, reputation: np.ndarray, quality: float) -> np.ndarray:
+    """u = -price_sensitivity * price / reference_price + reputation_weight * reputation + quality_weight * quality."""
+    return (
+        -choice.price_sensitivity * prices / reference_price
+        + choice.reputation_weight * reputation
+        + choice.quality_weight * quality
+    )
+
+
+def logit_shares(utility: np.ndarray, outside: float) -> np.ndarray:
+    """Choice probabilities [merchants..., no purchase]: exp(u_i) / (exp(u_0) + sum_j exp(u_j))."""
+    top = max(float(utility.max(initial=outside)), outside)
+    weights = np.exp(np.append(utility, outside) - top)
+    return weights / weights.sum()
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Customers of one product on one day.
+
+    wanted[i]: customers who chose merchant i (in any round); sold[i] <= stock[i];
+    wanted - sold is what stock-outs cost merchant i; customers == sold.sum() + no_purchase.
+    """
+
+    wanted: np.ndarray
+    sold: np.ndarray
+    no_purchase: float
+
+
+def allocate(
+    customers: float,
+    utility: np.ndarray,
+    outside: float,
+    stock: np.ndarray | None,
+    rng: np.random.Generator | None,
+) -> Allocation:
+    """Split `customers` between merchants (utility per merchant; -inf means not selling).
+
+    With a generator, customers are whole and choices are sampled; without one, flows are
+    expected values. `stock` None means sales are not capped.
+    """
+    n = utility.shape[0]
+    wanted = np.zeros(n)
+    sold = np.zeros(n)
+    remaining = np.ones(n, dtype=bool) & np.isfinite(utility)
+    left = np.inf if stock is None else stock.astype(float).copy()
+    choosing = customers
+    no_purchase = 0.0
+    while choosing > 0:
+        shares = logit_shares(np.where(remaining, utility, -np.inf), outside)
+        if rng is None:
+            picks = choosing * shares
+        else:
+            picks = rng.multinomial(int(choosing), shares).astype(float)
+        no_purchase += picks[-1]
+        picks = picks[:-1]
+        wanted += picks
+        served = np.minimum(picks, left)
+        sold += served
+        if stock is None:
+            break
+        left = left - served
+        overflow = picks - served
+        choosing = float(overflow.sum())
+        if choosing <= 1e-9 * max(customers, 1.0):
+            no_purchase += choosing
+            break
+        remaining &= left > 1e-12
+    return Allocation(wanted=wanted, sold=sold, no_purchase=float(no_purchase))

@@ -1,0 +1,406 @@
+"""MarketEnv: several merchants in one market, as a PettingZoo ParallelEnv.
+
+One day, in order:
+1. goods ordered earlier arrive; credit sales whose credit days have passed become due;
+2. each merchant's operations are validated against its own state, in the order given, and
+   the valid ones applied (prices, orders paid now, advertising, collecting receivables);
+3. customers arrive and choose (market/demand.py); sales are capped by stock;
+4. holding and fixed costs are paid, reputation moves, and a merchant whose cash is below
+   zero goes bankrupt (terminated). The last day truncates everyone.
+
+Observations are `Observation` models (or flat arrays with numeric=True, for RL code).
+Actions are anything `parse_decision` accepts, or a dict of arrays from `action_space`.
+Rewards are the day's change in net worth.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from market.demand import allocate, demand_factor, utilities
+from market.scenario import Scenario
+from market.types import (
+    Advertise,
+    Collect,
+    DayRecord,
+    EventNotice,
+    Observation,
+    Order,
+    ProductState,
+    PublicMerchant,
+    Rejection,
+    SetPrice,
+    Wait,
+    parse_decision_indexed,
+)
+
+PRICE_CEILING_FACTOR = 100.0  # a posted price above reference_price * this is rejected
+
+
+class MarketEnv(ParallelEnv):
+    metadata = {"name": "arena_market_v0", "render_modes": []}
+
+    def __init__(self, scenario: Scenario, merchants: list[str] | int = 2, days: int | None = None, numeric: bool = False):
+        if isinstance(merchants, int):
+            merchants = [f"m{i}" for i in range(merchants)]
+        if not merchants or len(set(merchants)) != len(merchants):
+            raise ValueError("merchants must be unique names, at least one")
+        self.scenario = scenario
+        self.days = days or scenario.days
+        self.numeric = numeric
+        self.possible_agents = list(merchants)
+        self.agents: list[str] = []
+        self._index = {name: i for i, name in enumerate(merchants)}
+        self._rng = np.random.default_rng()
+        products = scenario.products
+        self._unit_cost0 = np.array([p.unit_cost for p in products])
+        self._reference = np.array([p.reference_price for p in products])
+        self._holding = np.array([p.holding_cost for p in products])
+        self._lead = np.array([p.lead_time for p in products])
+        self._product_ids = scenario.product_ids
+        self._pid = {p: j for j, p in enumerate(self._product_ids)}
+
+    # --- PettingZoo API -------------------------------------------------------------
+
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent: str) -> spaces.Dict:
+        m, p = len(self.possible_agents), len(self.scenario.products)
+        big = np.float32(1e12)
+        return spaces.Dict(
+            {
+                "day": spaces.Box(0, self.days + 1, (1,), np.float32),
+                "cash": spaces.Box(-big, big, (1,), np.float32),
+                "reputation": spaces.Box(0, 1, (1,), np.float32),
+                "inventory": spaces.Box(0, big, (p,), np.float32),
+                "in_transit": spaces.Box(0, big, (p,), np.float32),
+                "unit_cost": spaces.Box(0, big, (p,), np.float32),
+                "prices": spaces.Box(0, big, (m, p), np.float32),
+            }
+        )
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent: str) -> spaces.Dict:
+        p = len(self.scenario.products)
+        return spaces.Dict(
+            {
+                "price": spaces.Box(0, (self._reference * 3).astype(np.float32), (p,), np.float32),
+                "order": spaces.Box(0, 100, (p,), np.float32),
+                "advertise": spaces.Box(0, 100, (1,), np.float32),
+            }
+        )
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        s, m, p = self.scenario, len(self.possible_agents), len(self.scenario.products)
+        self.agents = list(self.possible_agents)
+        self.day = 1
+        self.cash = np.full(m, s.finance.initial_cash)
+        self.inventory = np.tile([pr.initial_stock for pr in s.products], (m, 1)).astype(float)
+        self.prices = np.tile([pr.start_price for pr in s.products], (m, 1)).astype(float)
+        self.reputation = np.full(m, s.reputation.initial)
+        self.pipeline = np.zeros((m, p, max(int(self._lead.max()), 1)))  # [.., k]: arrives in k+1 days
+        self.credit = np.zeros((m, max(s.finance.credit_days, 1)))  # [.., k]: due in k+1 days
+        self.due = np.zeros(m)
+        self.bankrupt = np.zeros(m, dtype=bool)
+        self.units_sold = np.zeros((m, p))
+        self.records: dict[str, DayRecord] = {}
+        return self._observations(), {a: {} for a in self.agents}
+
+    def step(self, actions: dict[str, Any]):
+        s = self.scenario
+        m, p = len(self.possible_agents), len(s.products)
+        day = self.day
+        unit_cost = self._unit_cost_today(day)
+        worth_start = self.net_worth(unit_cost)
+        cash_start = self.cash.copy()
+
+        arrived = self.pipeline[:, :, 0].copy()
+        self.inventory += arrived
+        _shift_left(self.pipeline)
+        self.due += self.credit[:, 0]
+        _shift_left(self.credit)
+
+        ordered = np.zeros((m, p))
+        advertising = np.zeros(m)
+        collected = np.zeros(m)
+        applied: list[list[dict]] = [[] for _ in range(m)]
+        rejected: list[list[Rejection]] = [[] for _ in range(m)]
+        for agent in self.agents:
+            i = self._index[agent]
+            operations, rejections = self._operations(actions.get(agent))
+            rejected[i].extend(rejections)
+            for index, op in operations:
+                reason = self._apply(i, op, unit_cost, ordered, advertising, collected)
+                if reason is None:
+                    applied[i].append(op.model_dump())
+                else:
+                    rejected[i].append(Rejection(index=index, operation=op.model_dump(), reason=reason))
+
+        wanted, sold = self._clear_market(day)
+        revenue_by_product = sold * self.prices
+        revenue = revenue_by_product.sum(axis=1)
+        on_credit = revenue * s.finance.credit_share
+        revenue_cash = revenue - on_credit
+        if s.finance.credit_days == 0:
+            self.due += on_credit
+        else:
+            self.credit[:, s.finance.credit_days - 1] += on_credit
+        if s.demand.stock_limited:
+            self.inventory -= sold
+            made_to_order = np.zeros(m)
+        else:
+            made_to_order = (sold * unit_cost).sum(axis=1)
+        purchases = (ordered * unit_cost).sum(axis=1) + made_to_order
+        holding = (self.inventory * self._holding).sum(axis=1)
+        fixed = np.where(self.bankrupt, 0.0, s.finance.fixed_daily_cost)
+        self.cash += revenue_cash - made_to_order - holding - fixed
+        self.units_sold += sold
+        self._update_reputation(wanted, sold, advertising)
+
+        newly_bankrupt = (self.cash < 0) & ~self.bankrupt
+        self.bankrupt |= newly_bankrupt
+        worth_end = self.net_worth(unit_cost)
+        in_transit = self.pipeline.sum(axis=2)
+
+        playing = list(self.agents)
+        self.records = {}
+        for agent in playing:
+            i = self._index[agent]
+            self.records[agent] = DayRecord(
+                merchant=agent,
+                day=day,
+                operations=applied[i],
+                rejections=rejected[i],
+                prices=self._by_product(self.prices[i]),
+                first_choice=self._by_product(wanted[i]),
+                units_sold=self._by_product(sold[i]),
+                lost_sales=self._by_product(wanted[i] - sold[i]),
+                arrived=self._by_product(arrived[i]),
+                ordered=self._by_product(ordered[i]),
+                inventory=self._by_product(self.inventory[i]),
+                in_transit=self._by_product(in_transit[i]),
+                unit_cost=self._by_product(unit_cost),
+                revenue=float(revenue[i]),
+                revenue_cash=float(revenue_cash[i]),
+                collected=float(collected[i]),
+                purchases=float(purchases[i]),
+                advertising=float(advertising[i]),
+                holding=float(holding[i]),
+                fixed=float(fixed[i]),
+                cash_start=float(cash_start[i]),
+                cash_end=float(self.cash[i]),
+                receivables=float(self.due[i] + self.credit[i].sum()),
+                reputation=float(self.reputation[i]),
+                net_worth=float(worth_end[i]),
+                bankrupt=bool(self.bankrupt[i]),
+            )
+
+        last_day = day >= self.days
+        self.day += 1
+        rewards = {a: float(worth_end[self._index[a]] - worth_start[self._index[a]]) for a in playing}
+        terminations = {a: bool(self.bankrupt[self._index[a]]) for a in playing}
+        truncations = {a: last_day for a in playing}
+        infos = {a: {"record": self.records[a]} for a in playing}
+        self.agents = [] if last_day else [a for a in playing if not terminations[a]]
+        observations = self._observations(playing)
+        return observations, rewards, terminations, truncations, infos
+
+    # --- the day's pieces -----------------------------------------------------------
+
+    def _operations(self, action: Any) -> tuple[list[tuple[int, Any]], list[Rejection]]:
+        """(position in the decision, operation) for each well-formed operation, plus rejections."""
+        if isinstance(action, dict) and "price" in action and "operations" not in action:
+            try:
+                return list(enumerate(self._from_arrays(action))), []
+            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                reason = f"malformed decision: not an action_space sample ({type(exc).__name__}: {exc})"
+                return [], [Rejection(index=-1, operation=repr(action)[:500], reason=reason)]
+        return parse_decision_indexed(action)
+
+    def _from_arrays(self, action: dict) -> list[Any]:
+        """An action sampled from action_space, as operations."""
+        ops: list[Any] = []
+        for j, product in enumerate(self.scenario.product_ids):
+            ops.append(SetPrice(product=product, price=float(action["price"][j])))
+            quantity = float(np.floor(action["order"][j]))
+            if quantity > 0:
+                ops.append(Order(product=product, quantity=quantity))
+        amount = float(np.asarray(action["advertise"]).reshape(-1)[0])
+        if amount > 0:
+            ops.append(Advertise(amount=amount))
+        return ops
+
+    def _apply(self, i: int, op: Any, unit_cost: np.ndarray, ordered: np.ndarray, advertising: np.ndarray, collected: np.ndarray) -> str | None:
+        """Apply one operation to merchant i; return why not, or None when applied."""
+        if isinstance(op, Wait):
+            return None
+        if isinstance(op, Collect):
+            collected[i] += self.due[i]
+            self.cash[i] += self.due[i]
+            self.due[i] = 0.0
+            return None
+        if isinstance(op, Advertise):
+            if not math.isfinite(op.amount) or op.amount < 0:
+                return "advertising amount must be a non-negative number"
+            if op.amount > self.cash[i]:
+                return f"advertising {op.amount:.2f} exceeds cash {self.cash[i]:.2f}"
+            self.cash[i] -= op.amount
+            advertising[i] += op.amount
+            return None
+        j = self._pid.get(op.product)
+        if j is None:
+            return f"unknown product {op.product!r}"
+        if isinstance(op, SetPrice):
+            if not math.isfinite(op.price) or op.price <= 0:
+                return "price must be a positive number"
+            ceiling = self._reference[j] * PRICE_CEILING_FACTOR
+            if op.price > ceiling:
+                return f"price {op.price:.2f} is above the ceiling {ceiling:.2f}"
+            self.prices[i, j] = op.price
+            return None
+        # Order
+        quantity = op.quantity
+        if not math.isfinite(quantity) or quantity <= 0:
+            return "order quantity must be a positive number"
+        if self.scenario.demand.mode == "stochastic" and quantity != int(quantity):
+            return "order quantity must be a whole number of units"
+        cost = quantity * unit_cost[j]
+        if cost > self.cash[i]:
+            return f"order costs {cost:.2f}, more than cash {self.cash[i]:.2f}"
+        self.cash[i] -= cost
+        ordered[i, j] += quantity
+        lead = int(self._lead[j])
+        if lead == 0:
+            self.inventory[i, j] += quantity
+        else:
+            self.pipeline[i, j, lead - 1] += quantity
+        return None
+
+    def _clear_market(self, day: int) -> tuple[np.ndarray, np.ndarray]:
+        s = self.scenario
+        m, p = self.prices.shape
+        wanted, sold = np.zeros((m, p)), np.zeros((m, p))
+        factor = demand_factor(s.demand, day)
+        rng = self._rng if s.demand.mode == "stochastic" else None
+        for j, product in enumerate(s.products):
+            mean = product.base_demand * factor * self._event_multiplier("demand", product.id, day)
+            customers = float(rng.poisson(mean)) if rng is not None else mean
+            utility = utilities(s.choice, self.prices[:, j], product.reference_price, self.reputation, product.quality)
+            utility = np.where(self.bankrupt, -np.inf, utility)
+            stock = self.inventory[:, j] if s.demand.stock_limited else None
+            allocation = allocate(customers, utility, s.choice.no_purchase_utility, stock, rng)
+            wanted[:, j], sold[:, j] = allocation.wanted, allocation.sold
+        return wanted, sold
+
+    def _update_reputation(self, wanted: np.ndarray, sold: np.ndarray, advertising: np.ndarray) -> None:
+        r = self.scenario.reputation
+        demand, served = wanted.sum(axis=1), sold.sum(axis=1)
+        fill_rate = np.divide(served, demand, out=np.ones_like(served), where=demand > 0)
+        boost = r.advertising_gain * (1.0 - np.exp(-advertising / r.advertising_scale))
+        updated = np.clip((1 - r.memory) * fill_rate + r.memory * self.reputation + boost, r.minimum, r.maximum)
+        self.reputation = np.where(self.bankrupt, self.reputation, updated)
+
+    def _event_multiplier(self, kind: str, product: str, day: int) -> float:
+        factor = 1.0
+        for event in self.scenario.events:
+            if event.kind == kind and event.start_day <= day <= event.end_day and event.product in (None, product):
+                factor *= event.multiplier
+        return factor
+
+    def _unit_cost_today(self, day: int) -> np.ndarray:
+        if not self.scenario.events:
+            return self._unit_cost0
+        return np.array([p.unit_cost * self._event_multiplier("cost", p.id, day) for p in self.scenario.products])
+
+    def net_worth(self, unit_cost: np.ndarray | None = None) -> np.ndarray:
+        """cash + (stock in hand and in transit) at unit cost + receivables."""
+        cost = self._unit_cost_today(self.day) if unit_cost is None else unit_cost
+        goods = ((self.inventory + self.pipeline.sum(axis=2)) * cost).sum(axis=1)
+        return self.cash + goods + self.due + self.credit.sum(axis=1)
+
+    # --- observations ---------------------------------------------------------------
+
+    def _by_product(self, row: np.ndarray) -> dict[str, float]:
+        return dict(zip(self._product_ids, row.tolist()))
+
+    def _observations(self, agents: list[str] | None = None) -> dict[str, Any]:
+        agents = self.agents if agents is None else agents
+        if self.numeric:
+            return {a: self._numeric(a) for a in agents}
+        s, day = self.scenario, min(self.day, self.days)
+        vis = s.visibility
+        board = [
+            PublicMerchant(
+                merchant=name,
+                prices=self._by_product(self.prices[i]) if vis.rival_prices else None,
+                reputation=float(self.reputation[i]) if vis.rival_reputation else None,
+                units_sold=self._by_product(self.units_sold[i]) if vis.rival_sales else None,
+                bankrupt=bool(self.bankrupt[i]),
+            )
+            for i, name in enumerate(self.possible_agents)
+        ]
+        events = [
+            EventNotice(
+                name=e.name, kind=e.kind, product=e.product, start_day=e.start_day, end_day=e.end_day, multiplier=e.multiplier
+            )
+            for e in s.events
+            if e.announced and e.start_day - e.announce_days_ahead <= day <= e.end_day
+        ]
+        unit_cost = self._unit_cost_today(day)
+        in_transit = self.pipeline.sum(axis=2)
+        return {a: self._observation(a, day, board, events, unit_cost, in_transit) for a in agents}
+
+    def _observation(self, agent, day, board, events, unit_cost, in_transit) -> Observation:
+        i, s = self._index[agent], self.scenario
+        products = [
+            ProductState(
+                product=pr.id,
+                price=float(self.prices[i, j]),
+                unit_cost=float(unit_cost[j]),
+                inventory=float(self.inventory[i, j]),
+                in_transit=float(in_transit[i, j]),
+                lead_time=pr.lead_time,
+                holding_cost=pr.holding_cost,
+            )
+            for j, pr in enumerate(s.products)
+        ]
+        return Observation(
+            merchant=agent,
+            day=day,
+            days=self.days,
+            cash=float(self.cash[i]),
+            reputation=float(self.reputation[i]),
+            receivables_due=float(self.due[i]),
+            receivables_pending=float(self.credit[i].sum()),
+            products=products,
+            yesterday=self.records.get(agent),
+            market=board,
+            events=events,
+            fixed_daily_cost=s.finance.fixed_daily_cost,
+        )
+
+    def _numeric(self, agent: str) -> dict[str, np.ndarray]:
+        i = self._index[agent]
+        f32 = np.float32
+        return {
+            "day": np.array([min(self.day, self.days)], f32),
+            "cash": np.array([self.cash[i]], f32),
+            "reputation": np.array([self.reputation[i]], f32),
+            "inventory": self.inventory[i].astype(f32),
+            "in_transit": self.pipeline[i].sum(axis=1).astype(f32),
+            "unit_cost": self._unit_cost_today(min(self.day, self.days)).astype(f32),
+            "prices": self.prices.astype(f32),
+        }
+
+
+def _shift_left(buffer: np.ndarray) -> None:
+    """Move a ring of future days one day closer, in place: [.., k] <- [.., k+1]."""
+    buffer[..., :-1] = buffer[..., 1:]
+    buffer[..., -1] = 0.0

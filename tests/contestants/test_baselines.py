@@ -1,0 +1,331 @@
+"""Behaviour of the rule-based merchants in contestants/baselines.py."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from contestants.base import ContestantConfigError, RecallProbe, create, kinds, validate_params
+from contestants.baselines import RuleMerchant
+from market.scenario import Demand, Product, Scenario
+from market.types import Collect, Decision, EventNotice, Order, SetPrice, parse_decision
+
+BASELINE_KINDS = sorted(kind for kind, cls in kinds().items() if issubclass(cls, RuleMerchant))
+INSTANT_KINDS = [kind for kind in BASELINE_KINDS if not kinds()[kind].needs_actor]
+
+
+def started(kind: str, scenario: Scenario, seed: int = 7, **params):
+    merchant = create(kind, params)
+    merchant.reset(merchant="me", scenario=scenario, rng=np.random.default_rng(seed))
+    return merchant
+
+
+def prices_of(decision: Decision) -> dict[str, float]:
+    return {op.product: op.price for op in decision.operations if isinstance(op, SetPrice)}
+
+
+def orders_of(decision: Decision) -> dict[str, float]:
+    return {op.product: op.quantity for op in decision.operations if isinstance(op, Order)}
+
+
+# ---- registry and parameters ----------------------------------------------------------------
+
+
+def test_all_baseline_kinds_are_registered():
+    expected = {"fixed_price", "random", "reorder_point", "undercut", "cost_plus", "best_response", "latency", "chaos"}
+    assert expected <= set(BASELINE_KINDS)
+    assert {kind for kind in BASELINE_KINDS if kinds()[kind].needs_actor} == {"latency", "chaos"}
+
+
+@pytest.mark.parametrize("kind", BASELINE_KINDS)
+def test_unknown_parameter_is_a_config_error(kind):
+    with pytest.raises(ContestantConfigError) as caught:
+        create(kind, {"no_such_knob": 1})
+    assert caught.value.field == "no_such_knob"
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "field"),
+    [
+        ("fixed_price", {"price": 0}, "price"),
+        ("fixed_price", {"markup": -1}, "markup"),
+        ("fixed_price", {"reorder_level": 50, "target_stock": 40}, None),
+        ("fixed_price", {"markup": 0.2, "price": 12}, None),
+        ("random", {"min_markup": 0.5, "max_markup": 0.1}, None),
+        ("random", {"max_order": -1}, "max_order"),
+        ("undercut", {"step": 0}, "step"),
+        ("best_response", {"grid_points": 1}, "grid_points"),
+        ("latency", {"latency_s": -0.1}, "latency_s"),
+        ("chaos", {"fault": "explode"}, "fault"),
+        ("chaos", {"every": 0}, "every"),
+    ],
+)
+def test_bad_parameter_values_are_config_errors(kind, params, field):
+    with pytest.raises(ContestantConfigError) as caught:
+        validate_params(kind, params)
+    assert caught.value.field == field
+
+
+def test_unknown_kind_is_a_config_error():
+    with pytest.raises(ContestantConfigError):
+        create("oracle", {})
+
+
+@pytest.mark.parametrize("kind", [k for k in BASELINE_KINDS if k != "chaos"])
+def test_every_kind_decides_with_default_params(kind, scenario, observe):
+    params = {"latency_s": 0.001} if kind == "latency" else {}
+    merchant = started(kind, scenario, **params)
+    for day in (1, 2):
+        decision = merchant.decide(observe(scenario, day=day))
+        assert isinstance(decision, Decision)
+        assert all(op.price > 0 for op in decision.operations if isinstance(op, SetPrice))
+
+
+def test_latency_sleeps_then_answers_like_fixed_price(scenario, observe):
+    merchant = started("latency", scenario, latency_s=0.02, markup=0.5)
+    begin = time.perf_counter()
+    decision = merchant.decide(observe(scenario))
+    assert time.perf_counter() - begin >= 0.02
+    assert prices_of(decision) == {"widget": 15.0}
+
+
+# ---- chaos ------------------------------------------------------------------------------------
+
+
+def test_chaos_raise(scenario, observe):
+    merchant = started("chaos", scenario, fault="raise")
+    with pytest.raises(RuntimeError):
+        merchant.decide(observe(scenario))
+
+
+def test_chaos_garbage_is_not_a_decision_and_the_market_rejects_it(scenario, observe):
+    merchant = started("chaos", scenario, fault="garbage")
+    for day in (1, 2):
+        answer = merchant.decide(observe(scenario, day=day))
+        assert not isinstance(answer, Decision)
+        operations, rejections = parse_decision(answer)
+        assert operations == [] and rejections
+
+
+def test_chaos_behaves_between_faults(scenario, observe):
+    merchant = started("chaos", scenario, fault="raise", every=3)
+    for day in (1, 2, 4, 5):
+        assert isinstance(merchant.decide(observe(scenario, day=day)), Decision)
+    with pytest.raises(RuntimeError):
+        merchant.decide(observe(scenario, day=6))
+
+
+# ---- pricing rules ------------------------------------------------------------------------------
+
+
+def test_fixed_price_keeps_its_price_when_cost_moves(scenario, observe):
+    merchant = started("fixed_price", scenario, markup=0.5)
+    assert prices_of(merchant.decide(observe(scenario, price={"widget": 20.0}))) == {"widget": 15.0}
+    shocked = observe(scenario, day=2, price={"widget": 15.0}, unit_cost={"widget": 14.0})
+    assert prices_of(merchant.decide(shocked)) == {}  # already at 15: nothing to change
+    assert prices_of(started("fixed_price", scenario, price=17.5).decide(observe(scenario))) == {"widget": 17.5}
+
+
+def test_cost_plus_follows_unit_cost(scenario, observe):
+    merchant = started("cost_plus", scenario, margin=0.3)
+    assert prices_of(merchant.decide(observe(scenario))) == {"widget": pytest.approx(13.0)}
+    shocked = observe(scenario, day=2, price={"widget": 13.0}, unit_cost={"widget": 15.0})
+    assert prices_of(merchant.decide(shocked)) == {"widget": pytest.approx(19.5)}
+
+
+def test_reorder_point_prices_at_reference(scenario, observe):
+    merchant = started("reorder_point", scenario, price_factor=0.9)
+    assert prices_of(merchant.decide(observe(scenario))) == {"widget": pytest.approx(18.0)}
+
+
+def test_undercut_goes_just_below_cheapest_rival(scenario, observe):
+    merchant = started("undercut", scenario, step=0.02)
+    obs = observe(scenario, rivals={"r1": {"widget": 16.0}, "r2": {"widget": 14.0}, "r3": None})
+    assert prices_of(merchant.decide(obs)) == {"widget": pytest.approx(13.72)}
+
+
+def test_undercut_raises_to_just_below_the_cheapest_rival(scenario, observe):
+    merchant = started("undercut", scenario, step=0.1)
+    obs = observe(scenario, price={"widget": 11.0}, rivals={"r1": {"widget": 19.0}})
+    assert prices_of(merchant.decide(obs)) == {"widget": pytest.approx(17.1)}
+
+
+def test_undercut_never_goes_below_its_floor(scenario, observe):
+    merchant = started("undercut", scenario, min_markup=0.05)
+    obs = observe(scenario, rivals={"r1": {"widget": 10.2}}, unit_cost={"widget": 10.0})
+    assert prices_of(merchant.decide(obs)) == {"widget": pytest.approx(10.5)}
+
+
+def test_undercut_keeps_its_price_without_visible_rivals(scenario, observe):
+    merchant = started("undercut", scenario)
+    hidden = observe(scenario, rivals={"r1": None, "r2": {"widget": 5.0}}, bankrupt=("r2",))
+    assert prices_of(merchant.decide(hidden)) == {}
+
+
+def test_undercut_prices_each_product_against_its_own_rivals(two_products, observe):
+    merchant = started("undercut", two_products, step=0.1, min_markup=0.0)
+    obs = observe(two_products, rivals={"r1": {"a": 15.0, "b": 20.0}, "r2": {"a": 18.0, "b": 9.0}})
+    assert prices_of(merchant.decide(obs)) == {"a": pytest.approx(13.5), "b": pytest.approx(8.1)}
+
+
+def _expected_profit(scenario: Scenario, prices: np.ndarray, rivals: list[tuple[float, float]], reputation: float):
+    """Brute force, written independently of the merchant: (p - c) * logit share of all customers."""
+    product, choice = scenario.products[0], scenario.choice
+
+    def u(price, rep):
+        return -choice.price_sensitivity * price / product.reference_price + choice.reputation_weight * rep
+
+    rest = math.exp(choice.no_purchase_utility) + sum(math.exp(u(p, r)) for p, r in rivals)
+    own = np.exp(u(prices, reputation))
+    return (prices - product.unit_cost) * own / (own + rest)
+
+
+def test_best_response_picks_the_profit_maximising_price(scenario, observe):
+    merchant = started("best_response", scenario, grid_points=60, max_price_factor=3.0)
+    obs = observe(scenario, reputation=0.7, rivals={"r1": {"widget": 18.0}, "r2": {"widget": 22.0}}, rival_reputation=0.5)
+    chosen = prices_of(merchant.decide(obs))["widget"]
+
+    low, high = 10.0, 60.0
+    fine = np.linspace(low, high, 200_001)
+    profit = _expected_profit(scenario, fine, [(18.0, 0.5), (22.0, 0.5)], 0.7)
+    best = fine[np.argmax(profit)]
+    step = (high - low) / 59
+    assert abs(chosen - best) <= step
+    coarse = np.linspace(low, high, 60)
+    chosen_profit = _expected_profit(scenario, np.array([chosen]), [(18.0, 0.5), (22.0, 0.5)], 0.7)[0]
+    assert chosen_profit >= _expected_profit(scenario, coarse, [(18.0, 0.5), (22.0, 0.5)], 0.7).max() - 1e-9
+
+
+def test_best_response_raises_its_price_when_rivals_do(scenario, observe):
+    merchant = started("best_response", scenario, grid_points=400)
+    cheap = prices_of(merchant.decide(observe(scenario, rivals={"r1": {"widget": 12.0}})))["widget"]
+    dear = prices_of(merchant.decide(observe(scenario, day=2, rivals={"r1": {"widget": 30.0}})))["widget"]
+    assert dear > cheap
+
+
+def test_best_response_treats_a_hidden_price_as_the_reference_price(scenario, observe):
+    hidden = prices_of(started("best_response", scenario).decide(observe(scenario, rivals={"r1": None})))
+    shown = prices_of(started("best_response", scenario).decide(observe(scenario, rivals={"r1": {"widget": 20.0}})))
+    assert hidden == shown
+
+
+def test_best_response_stocks_for_expected_demand_over_lead_time(scenario, observe):
+    merchant = started("best_response", scenario, cover_days=3)
+    decision = merchant.decide(observe(scenario))
+    target = orders_of(decision)["widget"]
+    surge = [EventNotice(name="fair", kind="demand", product=None, start_day=1, end_day=3, multiplier=2.0)]
+    bigger = orders_of(started("best_response", scenario, cover_days=3).decide(observe(scenario, events=surge)))["widget"]
+    # lead time 2 + 3 cover days of 50 customers a day at a share strictly between 0 and 1
+    assert 0 < target < 50 * 5
+    assert bigger == pytest.approx(2 * target, abs=1)
+
+
+# ---- restocking -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("inventory", "in_transit", "expected"), [(15, 0, 25), (5, 10, 25), (0, 0, 40), (16, 0, None), (10, 6, None)])
+def test_reorder_point_orders_up_to_S_only_at_or_below_s(scenario, observe, inventory, in_transit, expected):
+    merchant = started("reorder_point", scenario, reorder_level=15, target_stock=40)
+    decision = merchant.decide(observe(scenario, inventory=inventory, in_transit=in_transit))
+    assert orders_of(decision).get("widget") == expected
+
+
+@pytest.mark.parametrize("kind", INSTANT_KINDS)
+def test_orders_never_exceed_cash(kind, two_products, observe):
+    params = {"max_order": 1000} if kind == "random" else {}
+    if kind in ("fixed_price", "reorder_point", "undercut", "cost_plus"):
+        params = {"target_stock": 1000}
+    for cash in (0.0, 6.5, 55.0, 123.4):
+        merchant = started(kind, two_products, **params)
+        decision = merchant.decide(observe(two_products, cash=cash))
+        orders = orders_of(decision)
+        costs = {"a": 10.0, "b": 7.0}
+        assert all(q == int(q) and q > 0 for q in orders.values())
+        assert sum(q * costs[p] for p, q in orders.items()) <= cash
+        if kind != "random" and cash >= 55:
+            assert orders  # a cash-limited merchant still spends what it can
+
+
+def test_restocking_keeps_back_the_fixed_daily_cost(scenario, observe):
+    merchant = started("reorder_point", scenario)
+    assert orders_of(merchant.decide(observe(scenario, cash=100.0, fixed_daily_cost=35.0))) == {"widget": 6.0}
+
+
+def test_no_orders_when_sales_are_not_limited_by_stock(observe):
+    game = Scenario(
+        name="game",
+        products=(Product(id="widget", unit_cost=10.0, reference_price=20.0, base_demand=50.0),),
+        demand=Demand(mode="expected", stock_limited=False),
+    )
+    assert orders_of(started("reorder_point", game).decide(observe(game))) == {}
+
+
+def test_collects_receivables_when_due(scenario, observe):
+    merchant = started("cost_plus", scenario)
+    assert not any(isinstance(op, Collect) for op in merchant.decide(observe(scenario)).operations)
+    assert any(isinstance(op, Collect) for op in merchant.decide(observe(scenario, day=2, receivables_due=50.0)).operations)
+
+
+# ---- random ------------------------------------------------------------------------------------
+
+
+def _random_run(scenario: Scenario, observe, seed: int) -> list[list]:
+    merchant = started("random", scenario, seed=seed, max_order=50)
+    return [merchant.decide(observe(scenario, day=day)).operations for day in range(1, 6)]
+
+
+def test_random_is_reproducible_and_seed_dependent(two_products, observe):
+    first = _random_run(two_products, observe, seed=1)
+    assert first == _random_run(two_products, observe, seed=1)
+    assert first != _random_run(two_products, observe, seed=2)
+    for day in first:
+        for op in day:
+            if isinstance(op, SetPrice):
+                cost = {"a": 10.0, "b": 7.0}[op.product]
+                assert cost <= op.price <= 2 * cost
+
+
+def test_random_does_not_touch_global_random_state(scenario, observe):
+    np.random.seed(0)
+    before = np.random.random()
+    np.random.seed(0)
+    _random_run(scenario, observe, seed=3)
+    assert np.random.random() == before
+
+
+# ---- memory ------------------------------------------------------------------------------------
+
+
+def test_recall_answers_from_its_own_records(scenario, observe, record):
+    merchant = started("fixed_price", scenario)
+    merchant.decide(observe(scenario, day=1, cash=1000.0, inventory=30.0, price={"widget": 20.0}))
+    yesterday = record(1, cash_end=950.0, prices={"widget": 22.0}, inventory={"widget": 25.0}, ordered={"widget": 10.0})
+    merchant.decide(observe(scenario, day=2, cash=950.0, yesterday=yesterday))
+
+    def ask(day, fact, product="widget"):
+        return merchant.recall(RecallProbe(day=day, fact=fact, product=product))
+
+    assert ask(0, "cash") == 1000.0
+    assert ask(1, "cash") == 950.0
+    assert ask(1, "price") == 22.0
+    assert ask(1, "inventory") == 25.0
+    assert ask(1, "ordered") == 10.0
+    assert ask(1, "price", product=None) == 22.0  # the only product
+    assert ask(1, "price", product="gadget") is None
+    assert ask(2, "cash") is None  # today has not ended
+    assert ask(7, "cash") is None
+
+    merchant.reset(merchant="me", scenario=scenario, rng=np.random.default_rng(0))
+    assert ask(1, "cash") is None
+
+
+def test_recall_needs_a_product_when_there_are_several(two_products, observe, record):
+    merchant = started("cost_plus", two_products)
+    yesterday = record(3, cash_end=500.0, prices={"a": 12.0, "b": 9.0}, inventory={"a": 1.0, "b": 2.0}, ordered={"a": 4.0})
+    merchant.decide(observe(two_products, day=4, yesterday=yesterday))
+    assert merchant.recall(RecallProbe(day=3, fact="price", product="b")) == 9.0
+    assert merchant.recall(RecallProbe(day=3, fact="ordered", product="b")) == 0.0
+    assert merchant.recall(RecallProbe(day=3, fact="price")) is None

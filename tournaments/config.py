@@ -1,0 +1,183 @@
+"""Tournament YAML: read, validate, resolve scenario files.
+
+Every mistake a user can make in the file becomes a `ConfigError` naming the file and the
+field, raised before anything runs or is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from contestants.base import ContestantConfigError, contestant_class, validate_params
+from market.scenario import Scenario
+
+MAX_MERCHANTS_PER_MATCH = 16
+
+
+class ConfigError(ValueError):
+    """A problem in a file the user wrote: `file: field: what is wrong`."""
+
+    def __init__(self, file: str | Path, field: str | None, message: str):
+        self.file, self.field, self.message = str(file), field, message
+        where = f"{self.file}: {field}" if field else self.file
+        super().__init__(f"{where}: {message}")
+
+
+class ContestantEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")
+    kind: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    isolate: bool | None = Field(None, description="run in its own Ray actor; default: the kind decides")
+
+
+class TournamentSpec(BaseModel):
+    """The tournament file's schema. Unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    seed: int = 0
+    format: Literal["round_robin", "free_for_all", "gauntlet"] = "round_robin"
+    group_size: int = Field(2, ge=2, le=MAX_MERCHANTS_PER_MATCH, description="merchants per match (round_robin)")
+    challenger: str | None = Field(None, description="gauntlet: the contestant who meets each of the others")
+    contestants: list[ContestantEntry] = Field(min_length=2)
+    scenarios: list[str] = Field(min_length=1, description="scenario names (scenarios/NAME.yaml) or paths")
+    seeds: list[int] | None = None
+    repetitions: int | None = Field(None, ge=1, le=10_000, description="shorthand for seeds 0..n-1")
+    days: int | None = Field(None, ge=1, le=3650, description="overrides each scenario's days")
+    rotate_seats: bool = True
+    max_concurrent_matches: int = Field(8, ge=1, le=1024)
+    decision_timeout_s: float = Field(10.0, gt=0, le=3600)
+
+    @field_validator("contestants")
+    @classmethod
+    def _unique_names(cls, entries: list[ContestantEntry]) -> list[ContestantEntry]:
+        names = [e.name for e in entries]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"contestant names must be unique; repeated: {', '.join(duplicates)}")
+        return entries
+
+    @model_validator(mode="after")
+    def _coherent(self) -> TournamentSpec:
+        if self.seeds is not None and self.repetitions is not None:
+            raise ValueError("give seeds or repetitions, not both")
+        if self.format == "round_robin" and self.group_size > len(self.contestants):
+            raise ValueError(f"group_size {self.group_size} is larger than the {len(self.contestants)} contestants")
+        if self.format == "free_for_all" and len(self.contestants) > MAX_MERCHANTS_PER_MATCH:
+            raise ValueError(f"free_for_all puts every contestant in one market; at most {MAX_MERCHANTS_PER_MATCH}")
+        if self.format == "gauntlet":
+            if self.challenger is None:
+                raise ValueError("gauntlet needs a challenger")
+            if self.challenger not in {e.name for e in self.contestants}:
+                raise ValueError(f"challenger {self.challenger!r} is not among the contestants")
+        elif self.challenger is not None:
+            raise ValueError(f"challenger only applies to the gauntlet format, not {self.format}")
+        return self
+
+    @property
+    def seed_list(self) -> list[int]:
+        if self.seeds is not None:
+            return list(self.seeds)
+        return list(range(self.repetitions or 1))
+
+
+class Tournament(BaseModel):
+    """A validated tournament: the spec, its scenarios loaded, and the text it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: TournamentSpec
+    scenarios: dict[str, Scenario]
+    path: str
+    text: str
+
+    @property
+    def config_hash(self) -> str:
+        """Identity of a tournament for --resume: the YAML text and the scenario files."""
+        digest = hashlib.sha256(self.text.encode())
+        for name in sorted(self.scenarios):
+            digest.update(self.scenarios[name].model_dump_json().encode())
+        return digest.hexdigest()
+
+
+def load_tournament(path: str | Path) -> Tournament:
+    path = Path(path)
+    data, text = _read_yaml(path)
+    try:
+        spec = TournamentSpec.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(path, exc) from None
+    for i, entry in enumerate(spec.contestants):
+        try:
+            contestant_class(entry.kind)
+            validate_params(entry.kind, entry.params)
+        except ContestantConfigError as exc:
+            field = f"contestants[{i}].kind" if exc.field == "kind" else f"contestants[{i}].params" + (f".{exc.field}" if exc.field else "")
+            raise ConfigError(path, field, str(exc)) from None
+    scenarios: dict[str, Scenario] = {}
+    for i, entry in enumerate(spec.scenarios):
+        scenario = load_scenario(_find_scenario(path, entry, f"scenarios[{i}]"))
+        if scenario.name in scenarios:
+            raise ConfigError(path, f"scenarios[{i}]", f"scenario {scenario.name!r} is listed twice")
+        scenarios[scenario.name] = scenario
+    return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    data, _ = _read_yaml(path)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(path, exc) from None
+
+
+def _read_yaml(path: Path) -> tuple[Any, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(path, None, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, None, f"cannot read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(path, where, f"invalid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, "expected a mapping of settings at the top level")
+    return data, text
+
+
+def _find_scenario(tournament_path: Path, entry: str, field: str) -> Path:
+    """A path (relative to the tournament file) or a name looked up in scenarios/ folders."""
+    base = tournament_path.parent
+    if entry.endswith((".yaml", ".yml")) or "/" in entry:
+        candidates = [base / entry]
+    else:
+        file = f"{entry}.yaml"
+        candidates = [base / file, base / "scenarios" / file, base.parent / "scenarios" / file, Path("scenarios") / file]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    looked = ", ".join(str(c) for c in dict.fromkeys(candidates))
+    raise ConfigError(tournament_path, field, f"scenario {entry!r} not found (looked in {looked})")
+
+
+def _config_error(path: Path, exc: ValidationError) -> ConfigError:
+    error = exc.errors()[0]
+    field = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in error["loc"]).replace(".[", "[")
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "unknown key"
+    return ConfigError(path, field or None, message)

@@ -1,0 +1,55 @@
+"""Which matches a tournament plays, in a fixed order.
+
+round_robin: every group of `group_size` contestants plays every scenario x seed.
+free_for_all: all contestants in one market, every scenario x seed.
+gauntlet: the challenger meets each other contestant alone, every scenario x seed.
+
+With rotate_seats, the group's seat order turns by one for each successive seed, so no
+contestant always holds the same seat (seat order decides who is listed first to rivals and
+the order of tie-breaking).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from pydantic import BaseModel
+
+from tournaments.config import Tournament
+
+
+class MatchSpec(BaseModel):
+    key: str
+    index: int
+    scenario: str
+    seed: int
+    days: int
+    seats: tuple[str, ...]
+
+
+def schedule(tournament: Tournament) -> list[MatchSpec]:
+    spec = tournament.spec
+    names = [c.name for c in spec.contestants]
+    if spec.format == "round_robin":
+        groups = [list(g) for g in combinations(names, spec.group_size)]
+    elif spec.format == "free_for_all":
+        groups = [names]
+    else:
+        groups = [[spec.challenger, other] for other in names if other != spec.challenger]
+    matches: list[MatchSpec] = []
+    for scenario_name, scenario in tournament.scenarios.items():
+        for turn, seed in enumerate(spec.seed_list):
+            for group in groups:
+                shift = turn % len(group) if spec.rotate_seats else 0
+                seats = tuple(group[shift:] + group[:shift])
+                matches.append(
+                    MatchSpec(
+                        key=f"{scenario_name}/seed={seed}/{'+'.join(sorted(group))}",
+                        index=len(matches),
+                        scenario=scenario_name,
+                        seed=seed,
+                        days=spec.days or scenario.days,
+                        seats=seats,
+                    )
+                )
+    return matches
