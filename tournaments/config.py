@@ -28,6 +28,15 @@ class ConfigError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+class _FieldError(ValueError):
+    """Raised by a whole-model check to name the field it is about (pydantic reports such
+    errors at the model's own location, which names no field)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
 class ContestantEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -49,7 +58,7 @@ class TournamentSpec(BaseModel):
     challenger: str | None = Field(None, description="gauntlet: the contestant who meets each of the others")
     contestants: list[ContestantEntry] = Field(min_length=2)
     scenarios: list[str] = Field(min_length=1, description="scenario names (scenarios/NAME.yaml) or paths")
-    seeds: list[int] | None = None
+    seeds: list[int] | None = Field(None, min_length=1)
     repetitions: int | None = Field(None, ge=1, le=10_000, description="shorthand for seeds 0..n-1")
     days: int | None = Field(None, ge=1, le=3650, description="overrides each scenario's days")
     rotate_seats: bool = True
@@ -65,21 +74,32 @@ class TournamentSpec(BaseModel):
             raise ValueError(f"contestant names must be unique; repeated: {', '.join(duplicates)}")
         return entries
 
+    @field_validator("seeds")
+    @classmethod
+    def _unique_seeds(cls, seeds: list[int] | None) -> list[int] | None:
+        if seeds is not None:
+            duplicates = sorted({s for s in seeds if seeds.count(s) > 1})
+            if duplicates:
+                raise ValueError(f"must be unique; repeated: {', '.join(map(str, duplicates))}")
+        return seeds
+
     @model_validator(mode="after")
     def _coherent(self) -> TournamentSpec:
         if self.seeds is not None and self.repetitions is not None:
-            raise ValueError("give seeds or repetitions, not both")
+            raise _FieldError("repetitions", "give seeds or repetitions, not both")
         if self.format == "round_robin" and self.group_size > len(self.contestants):
-            raise ValueError(f"group_size {self.group_size} is larger than the {len(self.contestants)} contestants")
+            raise _FieldError("group_size", f"{self.group_size} is larger than the {len(self.contestants)} contestants")
+        if self.format != "round_robin" and "group_size" in self.model_fields_set:
+            raise _FieldError("group_size", f"only applies to the round_robin format, not {self.format}")
         if self.format == "free_for_all" and len(self.contestants) > MAX_MERCHANTS_PER_MATCH:
-            raise ValueError(f"free_for_all puts every contestant in one market; at most {MAX_MERCHANTS_PER_MATCH}")
+            raise _FieldError("contestants", f"free_for_all puts every contestant in one market; at most {MAX_MERCHANTS_PER_MATCH}")
         if self.format == "gauntlet":
             if self.challenger is None:
-                raise ValueError("gauntlet needs a challenger")
+                raise _FieldError("challenger", "the gauntlet format needs a challenger")
             if self.challenger not in {e.name for e in self.contestants}:
-                raise ValueError(f"challenger {self.challenger!r} is not among the contestants")
+                raise _FieldError("challenger", f"{self.challenger!r} is not among the contestants")
         elif self.challenger is not None:
-            raise ValueError(f"challenger only applies to the gauntlet format, not {self.format}")
+            raise _FieldError("challenger", f"only applies to the gauntlet format, not {self.format}")
         return self
 
     @property
@@ -121,7 +141,7 @@ def load_tournament(path: str | Path) -> Tournament:
             validate_params(entry.kind, entry.params)
         except ContestantConfigError as exc:
             field = f"contestants[{i}].kind" if exc.field == "kind" else f"contestants[{i}].params" + (f".{exc.field}" if exc.field else "")
-            raise ConfigError(path, field, str(exc)) from None
+            raise ConfigError(path, field, str(exc).removeprefix("Value error, ")) from None
     scenarios: dict[str, Scenario] = {}
     for i, entry in enumerate(spec.scenarios):
         scenario = load_scenario(_find_scenario(path, entry, f"scenarios[{i}]"))
@@ -148,7 +168,7 @@ def _read_yaml(path: Path) -> tuple[Any, str]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, None, f"cannot read: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -157,6 +177,24 @@ def _read_yaml(path: Path) -> tuple[Any, str]:
     if not isinstance(data, dict):
         raise ConfigError(path, None, "expected a mapping of settings at the top level")
     return data, text
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load, except that a key repeated in one mapping is an error, not a silent overwrite."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` keys may be overridden by design
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) or key is None:
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _find_scenario(tournament_path: Path, entry: str, field: str) -> Path:
@@ -178,6 +216,9 @@ def _config_error(path: Path, exc: ValidationError) -> ConfigError:
     error = exc.errors()[0]
     field = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in error["loc"]).replace(".[", "[")
     message = error["msg"].removeprefix("Value error, ")
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, _FieldError):
+        field = ".".join(filter(None, [field, cause.field]))
     if error["type"] == "extra_forbidden":
         message = "unknown key"
     return ConfigError(path, field or None, message)

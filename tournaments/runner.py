@@ -8,8 +8,10 @@ matches in schedule order, so it does not depend on which match happened to fini
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,12 +20,15 @@ from typing import Any, Protocol
 import ray
 
 from contestants.base import contestant_class
+from market.scenario import Scenario
 from results import store
-from tournaments.actors import MatchWorker, start_host
-from tournaments.config import Tournament
+from results.records import FinishedMatch
+from tournaments.actors import start_host
+from tournaments.config import ContestantEntry, Tournament
+from tournaments.match import Match
 from tournaments.schedule import MatchSpec, schedule
 
-POLL_SECONDS = 0.25
+POLL_SECONDS = 0.2
 
 
 class RunObserver(Protocol):
@@ -70,6 +75,7 @@ def run_tournament(
             name=spec.name,
             config_path=tournament.path,
             config_text=tournament.text,
+            config_hash=tournament.config_hash,
             seed=spec.seed,
             contestants=[(c.name, c.kind, c.params) for c in spec.contestants],
             planned_matches=len(plan),
@@ -81,6 +87,7 @@ def run_tournament(
         done_days = sum(m.days for m in plan if m.key in done)
         with ray_session(address):
             _play(tournament, todo, engine, tournament_id, observer, done_matches=len(plan) - len(todo), done_days=done_days)
+    observer.advanced(len(plan), sum(m.days for m in plan))
     store.finish_tournament(engine, tournament_id, "finished")
     return RunSummary(tournament_id, played=len(todo), skipped=len(plan) - len(todo), resumed=previous is not None)
 
@@ -97,47 +104,71 @@ def _play(
     spec = tournament.spec
     entries = {c.name: c for c in spec.contestants}
     needed = {name for m in todo for name in m.seats}
-    hosts = {
-        name: start_host(entry)
-        for name, entry in entries.items()
-        if name in needed and (entry.isolate if entry.isolate is not None else contestant_class(entry.kind).needs_actor)
-    }
-    ray.get([host.ready.remote() for host in hosts.values()])
-    cpus = int(ray.available_resources().get("CPU", 1))
-    worker_count = max(1, min(spec.max_concurrent_matches, cpus, len(todo)))
-    per_worker = -(-spec.max_concurrent_matches // worker_count)
-    scenarios = {m.scenario: tournament.scenarios[m.scenario] for m in todo}
-    workers = [
-        MatchWorker.options(max_concurrency=per_worker + 1).remote(scenarios, entries, spec.seed, spec.decision_timeout_s)
-        for _ in range(worker_count)
-    ]
-    load = [0] * worker_count
-    in_flight: dict[Any, int] = {}
-    queue: Iterator[MatchSpec] = iter(todo)
-
-    def submit() -> bool:
-        match = next(queue, None)
-        if match is None:
-            return False
-        w = load.index(min(load))
-        load[w] += 1
-        in_flight[workers[w].play.remote(match, {n: hosts[n] for n in match.seats if n in hosts})] = w
-        return True
-
-    while len(in_flight) < spec.max_concurrent_matches and submit():
-        pass
+    hosts = {name: start_host(entry) for name, entry in entries.items() if name in needed and _isolated(entry)}
+    progress = _Progress(observer, done_matches, done_days)
     try:
-        while in_flight:
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=POLL_SECONDS)
-            for ref in ready:
-                load[in_flight.pop(ref)] -= 1
-                store.save_match(engine, tournament_id, ray.get(ref))
-                done_matches += 1
-                submit()
-            observer.advanced(done_matches, done_days + sum(ray.get([w.progress.remote() for w in workers])))
+        ray.get([host.ready.remote() for host in hosts.values()])
+        asyncio.run(_play_all(tournament, todo, entries, hosts, engine, tournament_id, progress))
     finally:
-        for actor in [*workers, *hosts.values()]:
-            ray.kill(actor)
+        for host in hosts.values():
+            ray.kill(host)
+
+
+def _isolated(entry: ContestantEntry) -> bool:
+    return entry.isolate if entry.isolate is not None else contestant_class(entry.kind).needs_actor
+
+
+async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, progress: _Progress) -> None:
+    """Keep up to max_concurrent_matches matches going; record each as it finishes.
+
+    A match of instant contestants is a Ray task on the cluster's warm worker pool: it runs
+    straight through, with no Ray call per day. A match with hosted contestants mostly waits
+    for them, so it runs here as a coroutine, many side by side in one process.
+    """
+    spec = tournament.spec
+    slots = asyncio.Semaphore(spec.max_concurrent_matches)
+
+    async def one(match: MatchSpec) -> None:
+        async with slots:
+            scenario = tournament.scenarios[match.scenario]
+            seated_hosts = {n: hosts[n] for n in match.seats if n in hosts}
+            if seated_hosts:
+                game = Match(match, scenario, spec.seed, entries, seated_hosts, spec.decision_timeout_s)
+                finished = await game.play(on_day=progress.day)
+            else:
+                finished = await play_instant_match.remote(match, scenario, spec.seed, entries)
+                progress.day(match.days)
+            store.save_match(engine, tournament_id, finished)
+            progress.match()
+
+    await asyncio.gather(*(one(match) for match in todo))
+
+
+@ray.remote(num_cpus=1)
+def play_instant_match(match: MatchSpec, scenario: Scenario, seed: int, entries: dict[str, ContestantEntry]) -> FinishedMatch:
+    return asyncio.run(Match(match, scenario, seed, entries, hosts={}, timeout_s=0).play())
+
+
+class _Progress:
+    """Counts finished matches and played days, telling the observer at most every POLL_SECONDS."""
+
+    def __init__(self, observer: RunObserver, matches: int, days: int):
+        self.observer, self.matches, self.days = observer, matches, days
+        self.told = 0.0
+
+    def day(self, days: int = 1) -> None:
+        self.days += days
+        self._tell(force=False)
+
+    def match(self) -> None:
+        self.matches += 1
+        self._tell(force=True)
+
+    def _tell(self, force: bool) -> None:
+        now = time.monotonic()
+        if force or now - self.told >= POLL_SECONDS:
+            self.told = now
+            self.observer.advanced(self.matches, self.days)
 
 
 @contextmanager

@@ -1,0 +1,65 @@
+"""Opening the database: one engine per URL, tables created, SQLite tuned for a tournament."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
+from sqlmodel import SQLModel
+
+from results import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from results.errors import DatabaseError
+
+DEFAULT_URL = "sqlite:///arena.db"
+
+
+def engine_for(url: str | None = None) -> Engine:
+    """An engine for `url`, else $ARENA_DB, else sqlite:///arena.db, with all tables created.
+
+    SQLite gets WAL (readers do not block the writer while a tournament runs) and enforced
+    foreign keys. Raises DatabaseError, with any password masked, when the URL cannot be
+    parsed or the database cannot be opened.
+    """
+    from_env = not url and bool(os.environ.get("ARENA_DB"))
+    raw = url or os.environ.get("ARENA_DB") or DEFAULT_URL
+    source = " (from $ARENA_DB)" if from_env else ""
+    try:
+        parsed = make_url(raw)
+    except (ArgumentError, ValueError):
+        raise DatabaseError(f"cannot parse database URL {_mask(raw)!r}{source}") from None
+    shown = parsed.render_as_string(hide_password=True) + source
+    engine = None
+    try:
+        engine = create_engine(parsed)
+        if parsed.get_backend_name() == "sqlite":
+            event.listen(engine, "connect", _sqlite_pragmas)
+        SQLModel.metadata.create_all(engine)
+    except (SQLAlchemyError, ImportError) as exc:
+        if engine is not None:
+            engine.dispose()
+        raise DatabaseError(f"cannot open database {shown}: {_reason(exc)}") from exc
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")  # with WAL: safe against crashes, not power loss
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _mask(raw: str) -> str:
+    """Hide the password of a URL that SQLAlchemy could not parse (so cannot mask itself)."""
+    return re.sub(r"(//[^/:@]*:).*@", r"\1***@", raw)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ImportError):
+        return f"database driver not installed ({exc})"
+    cause = exc.orig if isinstance(exc, DBAPIError) else exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__

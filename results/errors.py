@@ -1,0 +1,14 @@
+"""The record's typed errors, in one place so every module of results/ can raise them."""
+
+from __future__ import annotations
+
+
+class DatabaseError(ValueError):
+    """The database URL cannot be parsed, or the database cannot be opened or reached.
+
+    The message is one line and never contains a password.
+    """
+
+
+class NotFound(LookupError):
+    """No tournament or match with the id asked for."""

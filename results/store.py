@@ -1,0 +1,234 @@
+"""Writing and reading tournaments and matches.
+
+Every function takes an engine and opens its own short session, so callers (the runner, the
+CLI) never hold a session open across a match.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+from sqlalchemy import Engine, insert
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, SQLModel, select
+
+from market.types import DayRecord
+from results.errors import NotFound
+from results.ratings import leaderboard
+from results.records import Fault, FinishedMatch, MerchantResult
+from results.tables import (
+    ContestantRow,
+    DayRow,
+    FaultRow,
+    MatchResultRow,
+    MatchRow,
+    RatingSnapshot,
+    Tournament,
+    utcnow,
+)
+
+# DayRecord is a plain dataclass on the market's hot path; pydantic (de)serialises it here.
+_DAY_RECORD = TypeAdapter(DayRecord)
+
+__all__ = [
+    "MatchDetail",
+    "NotFound",
+    "finish_tournament",
+    "find_resumable",
+    "finished_keys",
+    "get_tournament",
+    "list_matches",
+    "list_tournaments",
+    "match_detail",
+    "save_match",
+    "start_tournament",
+]
+
+
+def start_tournament(
+    engine: Engine,
+    name: str,
+    config_path: str,
+    config_text: str,
+    config_hash: str,
+    seed: int,
+    contestants: list[tuple[str, str, dict[str, Any]]],
+    planned_matches: int,
+) -> int:
+    """Record a new running tournament and its contestants (name, kind, params); return its id.
+
+    `config_hash` identifies the tournament's files for resuming (the caller decides what
+    goes into it: the YAML text and the scenarios it names)."""
+    with Session(engine) as session:
+        tournament = Tournament(
+            name=name,
+            config_path=config_path,
+            config_text=config_text,
+            config_hash=config_hash,
+            seed=seed,
+            planned_matches=planned_matches,
+        )
+        session.add(tournament)
+        session.flush()
+        for contestant, kind, params in contestants:
+            session.add(
+                ContestantRow(
+                    tournament_id=tournament.id, name=contestant, kind=kind, params=json.dumps(params, sort_keys=True)
+                )
+            )
+        session.commit()
+        return tournament.id
+
+
+def find_resumable(engine: Engine, config_hash: str) -> Tournament | None:
+    """The latest tournament with this config hash that is not finished (running or stopped)."""
+    with Session(engine) as session:
+        statement = (
+            select(Tournament)
+            .where(Tournament.config_hash == config_hash, Tournament.status != "finished")
+            .order_by(Tournament.created_at.desc(), Tournament.id.desc())
+        )
+        return session.exec(statement).first()
+
+
+def get_tournament(engine: Engine, tournament_id: int) -> Tournament:
+    with Session(engine) as session:
+        return _require(session, Tournament, tournament_id)
+
+
+def list_tournaments(engine: Engine) -> list[Tournament]:
+    with Session(engine) as session:
+        return list(session.exec(select(Tournament).order_by(Tournament.id)))
+
+
+def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
+    """Keys of the matches already recorded for the tournament: the ones a resumed run skips."""
+    with Session(engine) as session:
+        _require(session, Tournament, tournament_id)
+        return set(session.exec(select(MatchRow.key).where(MatchRow.tournament_id == tournament_id)))
+
+
+def save_match(engine: Engine, tournament_id: int, match: FinishedMatch) -> int:
+    """Write a match with its results, day records and faults in one transaction; return its id.
+
+    All or nothing: if any row fails, nothing of the match is stored. A key already recorded
+    for the tournament is not written again (the first write wins) and its id is returned;
+    the unique (tournament, key) constraint decides, so this holds for concurrent writers too.
+    """
+    with Session(engine) as session:
+        _require(session, Tournament, tournament_id)
+        row = MatchRow(
+            tournament_id=tournament_id,
+            key=match.key,
+            index=match.index,
+            scenario=match.scenario,
+            seed=match.seed,
+            days=match.days,
+            wall_seconds=match.wall_seconds,
+        )
+        session.add(row)
+        try:
+            session.flush()
+        except IntegrityError:
+            session.rollback()
+            existing = session.exec(
+                select(MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key == match.key)
+            ).first()
+            if existing is None:
+                raise
+            return existing
+        match_id = row.id
+        _bulk_insert(session, MatchResultRow, [{**r.model_dump(), "match_id": match_id} for r in match.merchants])
+        _bulk_insert(session, DayRow, [_day_row(match_id, day) for day in match.days_played])
+        _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
+        session.commit()
+        return match_id
+
+
+def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finished", "stopped"]) -> None:
+    """Mark the tournament finished or stopped and snapshot its own leaderboard.
+
+    The snapshot keeps the table as it was reported, whatever later changes to the rating
+    formula; a tournament stopped, resumed and finished has one snapshot per ending.
+    """
+    if status not in ("finished", "stopped"):
+        raise ValueError(f"a tournament ends 'finished' or 'stopped', not {status!r}")
+    rows = leaderboard(engine, tournament_id)
+    with Session(engine) as session:
+        tournament = _require(session, Tournament, tournament_id)
+        tournament.status = status
+        tournament.finished_at = utcnow()
+        session.add(tournament)
+        for row in rows:
+            session.add(
+                RatingSnapshot(
+                    tournament_id=tournament_id,
+                    contestant=row.contestant,
+                    rating=row.rating,
+                    matches=row.matches,
+                    wins=row.wins,
+                )
+            )
+        session.commit()
+
+
+def list_matches(engine: Engine, tournament_id: int | None = None) -> list[MatchRow]:
+    """Matches in schedule order (tournament, then index); all tournaments when no id is given."""
+    with Session(engine) as session:
+        statement = select(MatchRow).order_by(MatchRow.tournament_id, MatchRow.index, MatchRow.key)
+        if tournament_id is not None:
+            _require(session, Tournament, tournament_id)
+            statement = statement.where(MatchRow.tournament_id == tournament_id)
+        return list(session.exec(statement))
+
+
+@dataclass(frozen=True)
+class MatchDetail:
+    """One stored match; results, days and faults in the order they were recorded."""
+
+    match: MatchRow
+    results: list[MerchantResult]
+    days: list[DayRecord]
+    faults: list[Fault]
+
+
+def match_detail(engine: Engine, match_id: int) -> MatchDetail:
+    with Session(engine) as session:
+        match = _require(session, MatchRow, match_id)
+        results = session.exec(select(MatchResultRow).where(MatchResultRow.match_id == match_id).order_by(MatchResultRow.id))
+        days = session.exec(select(DayRow.record).where(DayRow.match_id == match_id).order_by(DayRow.id))
+        faults = session.exec(select(FaultRow).where(FaultRow.match_id == match_id).order_by(FaultRow.id))
+        return MatchDetail(
+            match=match,
+            results=[MerchantResult.model_validate(r, from_attributes=True) for r in results],
+            days=[_DAY_RECORD.validate_json(record) for record in days],
+            faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
+        )
+
+
+def _day_row(match_id: int, day: DayRecord) -> dict[str, Any]:
+    return {
+        "match_id": match_id,
+        "merchant": day.merchant,
+        "day": day.day,
+        "cash_end": day.cash_end,
+        "net_worth": day.net_worth,
+        "revenue": day.revenue,
+        "record": _DAY_RECORD.dump_json(day).decode(),
+    }
+
+
+def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, Any]]) -> None:
+    """One executemany per table: a match may have thousands of day rows."""
+    if rows:
+        session.exec(insert(table), params=rows)
+
+
+def _require(session: Session, table: type[SQLModel], row_id: int):
+    row = session.get(table, row_id)
+    if row is None:
+        raise NotFound(f"no {table.__tablename__} with id {row_id}")
+    return row

@@ -1,0 +1,117 @@
+"""The SQLModel tables of the record.
+
+Timestamps are UTC. JSON columns (`params`, `record`) are text holding JSON so that any
+database stores them the same way. Contestants are identified by name across tournaments;
+results refer to contestants by name, not by row id, for that reason.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import CheckConstraint, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Tournament(SQLModel, table=True):
+    __tablename__ = "tournament"
+    __table_args__ = (CheckConstraint("status IN ('running', 'finished', 'stopped')", name="ck_tournament_status"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str
+    config_path: str
+    config_text: str = Field(sa_type=Text, description="the tournament YAML as it was read")
+    config_hash: str = Field(index=True, description="see results.store.config_hash")
+    seed: int
+    status: str = Field(default="running", description="'running' | 'finished' | 'stopped'")
+    created_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    planned_matches: int
+
+
+class ContestantRow(SQLModel, table=True):
+    __tablename__ = "contestant"
+    __table_args__ = (UniqueConstraint("tournament_id", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE")
+    name: str
+    kind: str
+    params: str = Field(sa_type=Text, description="JSON object; never holds secrets (keys come from env vars)")
+
+
+class MatchRow(SQLModel, table=True):
+    __tablename__ = "match"
+    __table_args__ = (
+        UniqueConstraint("tournament_id", "key"),
+        Index("ix_match_tournament_index", "tournament_id", "index"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE")
+    key: str = Field(description="the match's identity within its tournament; stable across runs")
+    index: int = Field(description="position in the tournament's schedule")
+    scenario: str
+    seed: int
+    days: int
+    wall_seconds: float
+    finished_at: datetime = Field(default_factory=utcnow)
+
+
+class MatchResultRow(SQLModel, table=True):
+    __tablename__ = "match_result"
+    __table_args__ = (UniqueConstraint("match_id", "merchant"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
+    merchant: str = Field(description="seat name in the match, e.g. 'm0'")
+    contestant: str = Field(index=True)
+    final_cash: float
+    net_worth: float
+    profit: float
+    rank: int
+    market_share: float
+    bankrupt_day: int | None = None
+    faults: int
+    rejected_operations: int
+
+
+class DayRow(SQLModel, table=True):
+    __tablename__ = "day"
+    __table_args__ = (Index("ix_day_match_merchant_day", "match_id", "merchant", "day", unique=True),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
+    merchant: str
+    day: int
+    cash_end: float
+    net_worth: float
+    revenue: float
+    record: str = Field(sa_type=Text, description="the full market.types.DayRecord as JSON")
+
+
+class FaultRow(SQLModel, table=True):
+    __tablename__ = "fault"
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
+    merchant: str
+    day: int
+    kind: str
+    detail: str = Field(sa_type=Text)
+
+
+class RatingSnapshot(SQLModel, table=True):
+    __tablename__ = "rating_snapshot"
+
+    id: int | None = Field(default=None, primary_key=True)
+    tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE", index=True)
+    contestant: str
+    rating: float
+    matches: int
+    wins: int
+    created_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from results.records import Fault, FinishedMatch
+from results.store import (
+    NotFound,
+    find_resumable,
+    finish_tournament,
+    finished_keys,
+    get_tournament,
+    list_matches,
+    list_tournaments,
+    match_detail,
+    save_match,
+    start_tournament,
+)
+from results.tables import ContestantRow, DayRow, FaultRow, MatchResultRow, MatchRow, RatingSnapshot
+
+
+def _count(engine, table) -> int:
+    with Session(engine) as session:
+        return session.exec(select(func.count()).select_from(table)).one()
+
+
+def _nothing_stored(engine) -> bool:
+    return all(_count(engine, table) == 0 for table in (MatchRow, MatchResultRow, DayRow, FaultRow))
+
+
+def test_start_tournament_records_config_and_contestants(engine, tournament):
+    stored = get_tournament(engine, tournament)
+    assert stored.status == "running"
+    assert stored.config_text == "name: spring\nseed: 7\n"
+    assert stored.config_hash == "hash-spring"
+    assert stored.planned_matches == 4
+    assert stored.finished_at is None
+    with Session(engine) as session:
+        rows = session.exec(select(ContestantRow).order_by(ContestantRow.name)).all()
+    assert [(r.name, r.kind, json.loads(r.params)) for r in rows] == [
+        ("alpha", "rule", {"markup": 1.5}),
+        ("beta", "llm", {"model": "x/y"}),
+        ("gamma", "rule", {}),
+    ]
+
+
+def test_match_round_trips(engine, tournament, make_match):
+    match = make_match("rr-0", 0, {"alpha": 1, "beta": 2, "gamma": 2})
+    match_id = save_match(engine, tournament, match)
+
+    detail = match_detail(engine, match_id)
+    assert detail.match.key == "rr-0" and detail.match.tournament_id == tournament
+    assert detail.days == match.days_played
+    assert detail.results == match.merchants
+    assert detail.faults == match.faults
+    rebuilt = FinishedMatch(
+        **detail.match.model_dump(include={"key", "index", "scenario", "seed", "days", "wall_seconds"}),
+        merchants=detail.results,
+        days_played=detail.days,
+        faults=detail.faults,
+    )
+    assert rebuilt == match
+
+
+def test_day_rows_carry_queryable_columns(engine, tournament, make_match):
+    match_id = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}, days=4))
+    with Session(engine) as session:
+        rows = session.exec(select(DayRow).where(DayRow.match_id == match_id, DayRow.merchant == "m1")).all()
+    assert sorted(r.day for r in rows) == [1, 2, 3, 4]
+    for row in rows:
+        record = json.loads(row.record)
+        assert (row.cash_end, row.net_worth, row.revenue) == (record["cash_end"], record["net_worth"], record["revenue"])
+
+
+def test_same_key_is_stored_once(engine, tournament, make_match):
+    first = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))
+    again = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 2, "beta": 1}))
+    assert again == first
+    assert _count(engine, MatchRow) == 1
+    assert _count(engine, MatchResultRow) == 2
+    assert _count(engine, DayRow) == 6
+    assert _count(engine, FaultRow) == 1
+    assert [r.rank for r in match_detail(engine, first).results] == [1, 2]
+
+
+def test_same_key_in_another_tournament_is_another_match(engine, tournament, make_match):
+    other = start_tournament(engine, "other", "o.yaml", "x: 1\n", "hash-o", 1, [], 1)
+    first = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))
+    second = save_match(engine, other, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))
+    assert first != second
+
+
+def test_failing_day_row_leaves_nothing(engine, tournament, make_match, make_day):
+    match = make_match("rr-0", 0, {"alpha": 1, "beta": 2})
+    match.days_played.append(make_day("m0", 1))  # a second m0 day 1 breaks the unique index
+    with pytest.raises(IntegrityError):
+        save_match(engine, tournament, match)
+    assert _nothing_stored(engine)
+    assert finished_keys(engine, tournament) == set()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_failing_last_row_leaves_nothing(engine, tournament, make_match):
+    """The faults are written last; a NOT NULL violation there must undo the days too."""
+    broken = Fault.model_construct(day=1, merchant="m0", kind="error", detail=None)
+    match = make_match("rr-0", 0, {"alpha": 1, "beta": 2}, faults=[broken])
+    with pytest.raises(IntegrityError):
+        save_match(engine, tournament, match)
+    assert _nothing_stored(engine)
+
+    save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))
+    assert finished_keys(engine, tournament) == {"rr-0"}
+
+
+def test_finished_keys(engine, tournament, make_match):
+    assert finished_keys(engine, tournament) == set()
+    save_match(engine, tournament, make_match("rr-1", 1, {"alpha": 1, "beta": 2}))
+    save_match(engine, tournament, make_match("rr-0", 0, {"beta": 1, "gamma": 2}))
+    other = start_tournament(engine, "other", "o.yaml", "x: 1\n", "hash-o", 1, [], 1)
+    save_match(engine, other, make_match("rr-9", 9, {"alpha": 1, "beta": 2}))
+    assert finished_keys(engine, tournament) == {"rr-0", "rr-1"}
+
+
+def test_find_resumable_ignores_finished(engine):
+    digest = "hash-a"
+    assert find_resumable(engine, digest) is None
+
+    done = start_tournament(engine, "t", "t.yaml", "a: 1\n", "hash-a", 3, [], 2)
+    finish_tournament(engine, done, "finished")
+    assert find_resumable(engine, digest) is None
+
+    stopped = start_tournament(engine, "t", "t.yaml", "a: 1\n", "hash-a", 3, [], 2)
+    finish_tournament(engine, stopped, "stopped")
+    assert find_resumable(engine, digest).id == stopped
+
+    running = start_tournament(engine, "t", "t.yaml", "a: 1\n", "hash-a", 3, [], 2)
+    start_tournament(engine, "t", "t.yaml", "a: 1\n", "hash-b", 4, [], 2)  # other files, other hash
+    assert find_resumable(engine, digest).id == running
+
+    finish_tournament(engine, running, "finished")
+    assert find_resumable(engine, digest).id == stopped
+
+
+def test_finish_tournament_snapshots_ratings(engine, tournament, make_match):
+    save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))
+    finish_tournament(engine, tournament, "finished")
+    stored = get_tournament(engine, tournament)
+    assert stored.status == "finished" and stored.finished_at is not None
+    with Session(engine) as session:
+        snapshots = session.exec(select(RatingSnapshot).order_by(RatingSnapshot.contestant)).all()
+    assert [(s.contestant, s.rating, s.matches, s.wins) for s in snapshots] == [
+        ("alpha", 1016.0, 1, 1),
+        ("beta", 984.0, 1, 0),
+        ("gamma", 1000.0, 0, 0),
+    ]
+
+
+def test_finish_tournament_rejects_other_status(engine, tournament):
+    with pytest.raises(ValueError, match="'running'"):
+        finish_tournament(engine, tournament, "running")
+
+
+def test_list_matches_in_schedule_order(engine, tournament, make_match):
+    other = start_tournament(engine, "other", "o.yaml", "x: 1\n", "hash-o", 1, [], 1)
+    save_match(engine, other, make_match("o-0", 0, {"alpha": 1, "beta": 2}))
+    for index in (2, 0, 1):
+        save_match(engine, tournament, make_match(f"rr-{index}", index, {"alpha": 1, "beta": 2}))
+    assert [m.key for m in list_matches(engine, tournament)] == ["rr-0", "rr-1", "rr-2"]
+    assert [m.key for m in list_matches(engine)] == ["rr-0", "rr-1", "rr-2", "o-0"]
+    assert [t.id for t in list_tournaments(engine)] == [tournament, other]
+
+
+def test_unknown_ids_raise_not_found(engine, tournament, make_match):
+    with pytest.raises(NotFound, match="no match with id 99"):
+        match_detail(engine, 99)
+    with pytest.raises(NotFound, match="no tournament with id 99"):
+        save_match(engine, 99, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))
+    for call in (get_tournament, finished_keys, list_matches):
+        with pytest.raises(NotFound, match="no tournament with id 99"):
+            call(engine, 99)
+    with pytest.raises(NotFound):
+        finish_tournament(engine, 99, "finished")
+    assert _nothing_stored(engine)
