@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -21,13 +22,15 @@ from results import store
 from results.db import engine_for
 from results.errors import DatabaseError, NotFound
 from results.ratings import LeaderboardRow, leaderboard
+from tournaments.cluster import ClusterError
 from tournaments.config import ConfigError, load_tournament
-from tournaments.runner import run_tournament
 from tournaments.schedule import schedule
 
 app = typer.Typer(
     help="Tournaments of merchant agents in one shared market, rated Elo-style in SQLite.\n\n"
-    "Start with: arena run tournaments/round_robin.yaml",
+    "Start with: arena run tournaments/round_robin.yaml\n\n"
+    "An interrupted run continues with: arena run FILE --resume. "
+    "To play on an existing Ray cluster: arena run FILE --address ADDR.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -37,11 +40,11 @@ err = Console(stderr=True)
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", help="SQLAlchemy database URL [default: $ARENA_DB or sqlite:///arena.db]", show_default=False),
+    typer.Option("--db", help="SQLAlchemy database URL; default: $ARENA_DB, else sqlite:///arena.db", show_default=False),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 
-USER_ERRORS = (ConfigError, DatabaseError, NotFound)
+USER_ERRORS = (ConfigError, DatabaseError, NotFound, ClusterError)
 
 
 @contextmanager
@@ -50,7 +53,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except USER_ERRORS as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -74,7 +77,9 @@ def run(
     with user_errors():
         tournament = load_tournament(config)
         engine = engine_for(db)
-    with _progress() as observer:
+    from tournaments.runner import run_tournament  # imports Ray: only when a tournament is really played
+
+    with user_errors(), _progress() as observer:
         summary = run_tournament(tournament, engine, resume=resume, address=address, observer=observer)
     if summary.resumed:
         out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
@@ -90,7 +95,10 @@ def validate(config: Annotated[Path, typer.Argument(help="Tournament YAML file."
     spec = tournament.spec
     out.print(
         f"{config}: ok — {len(spec.contestants)} contestants, {len(tournament.scenarios)} scenarios, "
-        f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, {sum(m.days for m in matches)} market days"
+        f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, {sum(m.days for m in matches)} market days",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )
 
 

@@ -94,4 +94,6 @@ def allocate(
             no_purchase += choosing
             break
         remaining &= left > 1e-12
+    if stock is not None:
+        sold = np.minimum(sold, stock)  # summing a sold-out merchant's rounds can overshoot by an ulp
     return Allocation(wanted=wanted, sold=sold, no_purchase=float(no_purchase))

@@ -271,7 +271,7 @@ class MarketEnv(ParallelEnv):
             return "order quantity must be a positive number"
         if self.scenario.demand.mode == "stochastic" and quantity != int(quantity):
             return "order quantity must be a whole number of units"
-        cost = quantity * unit_cost[j]
+        cost = quantity * float(unit_cost[j])  # a Python float: a huge quantity gives inf, no warning
         if cost > self.cash[i]:
             return f"order costs {cost:.2f}, more than cash {self.cash[i]:.2f}"
         self.cash[i] -= cost
@@ -377,8 +377,9 @@ class MarketEnv(ParallelEnv):
             days=self.days,
             cash=float(self.cash[i]),
             reputation=float(self.reputation[i]),
-            receivables_due=float(self.due[i]),
-            receivables_pending=float(self.credit[i].sum()),
+            # credit[:, 0] falls due as the day starts (step 1), so it may be collected today
+            receivables_due=float(self.due[i] + self.credit[i, 0]),
+            receivables_pending=float(self.credit[i, 1:].sum()),
             products=products,
             yesterday=self.records.get(agent),
             market=board,

@@ -133,6 +133,10 @@ class Scenario(_Strict):
                 raise ValueError(f"event {event.name!r} names unknown product {event.product!r}")
         if self.reputation.minimum > self.reputation.maximum:
             raise ValueError("reputation.minimum is above reputation.maximum")
+        if self.demand.mode == "stochastic":
+            for product in self.products:
+                if not float(product.initial_stock).is_integer():
+                    raise ValueError(f"product {product.id!r}: initial_stock must be whole units in stochastic mode")
         return self
 
     @property

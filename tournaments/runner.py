@@ -9,11 +9,8 @@ matches in schedule order, so it does not depend on which match happened to fini
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,6 +21,7 @@ from market.scenario import Scenario
 from results import store
 from results.records import FinishedMatch
 from tournaments.actors import start_host
+from tournaments.cluster import ray_session
 from tournaments.config import ContestantEntry, Tournament
 from tournaments.match import Match
 from tournaments.schedule import MatchSpec, schedule
@@ -66,30 +64,29 @@ def run_tournament(
     spec = tournament.spec
     plan = schedule(tournament)
     previous = store.find_resumable(engine, tournament.config_hash) if resume else None
-    if previous is not None:
-        tournament_id = previous.id
-        done = store.finished_keys(engine, tournament_id)
-    else:
-        tournament_id = store.start_tournament(
-            engine,
-            name=spec.name,
-            config_path=tournament.path,
-            config_text=tournament.text,
-            config_hash=tournament.config_hash,
-            seed=spec.seed,
-            contestants=[(c.name, c.kind, c.params) for c in spec.contestants],
-            planned_matches=len(plan),
-        )
-        done = set()
+    done = store.finished_keys(engine, previous.id) if previous is not None else set()
     todo = [m for m in plan if m.key not in done]
-    observer.started(tournament_id, len(plan), sum(m.days for m in plan), skipped=len(plan) - len(todo))
-    if todo:
+    with ray_session(address) if todo else nullcontext():
+        if previous is not None:
+            tournament_id = previous.id
+        else:  # recorded only once Ray is up, so a bad address leaves nothing behind
+            tournament_id = store.start_tournament(
+                engine,
+                name=spec.name,
+                config_path=tournament.path,
+                config_text=tournament.text,
+                config_hash=tournament.config_hash,
+                seed=spec.seed,
+                contestants=[(c.name, c.kind, c.params) for c in spec.contestants],
+                planned_matches=len(plan),
+            )
         done_days = sum(m.days for m in plan if m.key in done)
-        with ray_session(address):
-            _play(tournament, todo, engine, tournament_id, observer, done_matches=len(plan) - len(todo), done_days=done_days)
+        observer.started(tournament_id, len(plan), sum(m.days for m in plan), skipped=len(done))
+        if todo:
+            _play(tournament, todo, engine, tournament_id, observer, done_matches=len(done), done_days=done_days)
     observer.advanced(len(plan), sum(m.days for m in plan))
     store.finish_tournament(engine, tournament_id, "finished")
-    return RunSummary(tournament_id, played=len(todo), skipped=len(plan) - len(todo), resumed=previous is not None)
+    return RunSummary(tournament_id, played=len(todo), skipped=len(done), resumed=previous is not None)
 
 
 def _play(
@@ -169,22 +166,3 @@ class _Progress:
         if force or now - self.told >= POLL_SECONDS:
             self.told = now
             self.observer.advanced(self.matches, self.days)
-
-
-@contextmanager
-def ray_session(address: str | None) -> Iterator[None]:
-    """Join the cluster at `address` (or RAY_ADDRESS), or start a local one for this run."""
-    if ray.is_initialized():
-        yield
-        return
-    ray.init(
-        address=address or os.environ.get("RAY_ADDRESS") or None,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.ERROR,
-        configure_logging=True,
-    )
-    try:
-        yield
-    finally:
-        ray.shutdown()

@@ -1,0 +1,328 @@
+"""The CLI's promise for mistakes a user can fix: one line on stderr naming the file and the
+field, exit status 2, no traceback, and nothing written to the database.
+
+Everything goes through the real Typer app; no tournament is played (no Ray is started:
+every case here fails before the runner is called, or never reaches it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from arena.cli import app
+from tournaments.config import load_tournament
+from tournaments.schedule import schedule
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "tournaments" / "round_robin.yaml"
+
+runner = CliRunner()
+
+BASE = """\
+name: t
+scenarios: [price_war]
+contestants:
+  - {name: a, kind: fixed_price}
+  - {name: b, kind: random}
+"""
+
+BROKEN_SCENARIO = """\
+name: broken
+days: 5
+products:
+  - id: w
+    unit_cost: -1
+    reference_price: 2
+    base_demand: 5
+"""
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder holding scenarios/price_war.yaml, made the working directory so that no
+    scenario of the repository is found by accident."""
+    (tmp_path / "scenarios").mkdir()
+    shutil.copy(ROOT / "scenarios" / "price_war.yaml", tmp_path / "scenarios" / "price_war.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ARENA_DB", raising=False)
+    return tmp_path
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def one_error_line(result) -> str:
+    """Assert the user-error contract and return the one line on stderr."""
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output, output
+    assert result.exit_code == 2, (result.exit_code, output, result.exception)
+    # exit 2 came from typer.Exit, not from an exception that escaped
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert result.stdout.strip() == "", result.stdout
+    return lines[0]
+
+
+def db_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("x.db"))
+
+
+def case(id: str, files: dict[str, str], target: str, needles: list[str], named: str | None = None):
+    """`files` are written, `target` is given to the CLI, and the error line must name the
+    file `named` (default: the target) and contain every needle."""
+    return pytest.param(files, target, named or target, needles, id=id)
+
+
+CASES = [
+    case(
+        "yaml-syntax",
+        {"t.yaml": "name: t\ncontestants: [\n  - name: a\n"},
+        "t.yaml",
+        ["invalid YAML", "line 3, column 3"],
+    ),
+    case("top-level-list", {"t.yaml": "- name: t\n- seed: 1\n"}, "t.yaml", ["mapping"]),
+    case("empty-file", {"t.yaml": ""}, "t.yaml", ["mapping"]),
+    case("missing-file", {}, "missing.yaml", ["no such file"]),
+    case("unknown-top-level-key", {"t.yaml": BASE + "colour: red\n"}, "t.yaml", ["colour", "unknown key"]),
+    case(
+        "unknown-kind",
+        {"t.yaml": BASE.replace("kind: random", "kind: oracle")},
+        "t.yaml",
+        ["contestants[1].kind", "'oracle'", "fixed_price"],
+    ),
+    case(
+        "unknown-param-key",
+        {"t.yaml": BASE.replace("kind: fixed_price}", "kind: fixed_price, params: {bogus: 1}}")},
+        "t.yaml",
+        ["contestants[0].params.bogus"],
+    ),
+    case(
+        # price = unit_cost * (1 + markup) must stay positive: the model wants markup > -1
+        "negative-markup",
+        {"t.yaml": BASE.replace("kind: fixed_price}", "kind: fixed_price, params: {markup: -1.5}}")},
+        "t.yaml",
+        ["contestants[0].params.markup", "greater than -1"],
+    ),
+    case(
+        "params-not-a-mapping",
+        {"t.yaml": BASE.replace("kind: fixed_price}", "kind: fixed_price, params: 3}")},
+        "t.yaml",
+        ["contestants[0].params", "dictionary"],
+    ),
+    case(
+        "params-in-conflict",
+        {"t.yaml": BASE.replace("kind: fixed_price}", "kind: fixed_price, params: {markup: 0.2, price: 9}}")},
+        "t.yaml",
+        ["contestants[0].params: give markup or price, not both"],
+    ),
+    case(
+        "duplicate-names",
+        {"t.yaml": BASE.replace("name: b", "name: a")},
+        "t.yaml",
+        ["contestants", "unique", "repeated: a"],
+    ),
+    case("group-size-too-large", {"t.yaml": BASE + "group_size: 3\n"}, "t.yaml", ["group_size", "3", "2 contestants"]),
+    case(
+        "group-size-outside-round-robin",
+        {"t.yaml": BASE + "format: free_for_all\ngroup_size: 2\n"},
+        "t.yaml",
+        ["group_size", "round_robin"],
+    ),
+    case("gauntlet-without-challenger", {"t.yaml": BASE + "format: gauntlet\n"}, "t.yaml", ["challenger", "gauntlet"]),
+    case(
+        "gauntlet-unknown-challenger",
+        {"t.yaml": BASE + "format: gauntlet\nchallenger: zed\n"},
+        "t.yaml",
+        ["challenger", "'zed'", "not among the contestants"],
+    ),
+    case("challenger-outside-gauntlet", {"t.yaml": BASE + "challenger: a\n"}, "t.yaml", ["challenger", "gauntlet"]),
+    case("seeds-and-repetitions", {"t.yaml": BASE + "seeds: [1, 2]\nrepetitions: 3\n"}, "t.yaml", ["seeds", "repetitions"]),
+    case("empty-seeds", {"t.yaml": BASE + "seeds: []\n"}, "t.yaml", ["seeds", "at least 1"]),
+    case("repeated-seed", {"t.yaml": BASE + "seeds: [4, 5, 4]\n"}, "t.yaml", ["seeds", "repeated: 4"]),
+    case("repeated-yaml-key", {"t.yaml": BASE + "seed: 1\nseed: 2\n"}, "t.yaml", ["line 7", "'seed'", "twice"]),
+    case("days-zero", {"t.yaml": BASE + "days: 0\n"}, "t.yaml", ["days", "greater than or equal to 1"]),
+    case(
+        "max-concurrent-zero",
+        {"t.yaml": BASE + "max_concurrent_matches: 0\n"},
+        "t.yaml",
+        ["max_concurrent_matches", "greater than or equal to 1"],
+    ),
+    case(
+        "unknown-scenario",
+        {"t.yaml": BASE.replace("[price_war]", "[price_war, atlantis]")},
+        "t.yaml",
+        ["scenarios[1]", "'atlantis' not found", "looked in", os.path.join("scenarios", "atlantis.yaml")],
+    ),
+    case(
+        "scenario-invalid-field",
+        {"t.yaml": BASE.replace("[price_war]", "[broken]"), "scenarios/broken.yaml": BROKEN_SCENARIO},
+        "t.yaml",
+        ["products[0].unit_cost", "greater than 0"],
+        "broken.yaml",
+    ),
+    case(
+        "scenario-yaml-syntax",
+        {"t.yaml": BASE.replace("[price_war]", "[broken]"), "scenarios/broken.yaml": "name: broken\ndays: [1\n"},
+        "t.yaml",
+        ["invalid YAML", "line 3"],
+        "broken.yaml",
+    ),
+    case(
+        # rich markup in what the user wrote must be printed, not interpreted (nor crash)
+        "markup-in-values",
+        {"t.yaml": BASE.replace("kind: random", 'kind: "[/bold]"')},
+        "t.yaml",
+        ["contestants[1].kind", "'[/bold]'"],
+    ),
+    case("markup-in-file-name", {"t[draft].yaml": BASE + "colour: red\n"}, "t[draft].yaml", ["t[draft].yaml: colour: unknown key"]),
+]
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+@pytest.mark.parametrize(("files", "target", "named", "needles"), CASES)
+def test_config_mistakes_are_one_line_exit_2_and_write_nothing(work, command, files, target, named, needles):
+    for name, text in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(text)
+    args = [command, work / target]
+    if command == "run":
+        args += ["--db", f"sqlite:///{work}/x.db"]
+    line = one_error_line(invoke(*args))
+    assert named in line
+    for needle in needles:
+        assert needle in line, (needle, line)
+    assert db_files(work) == []
+
+
+def test_paths_are_named_as_given(work):
+    """A relative path is reported as the user typed it."""
+    (work / "t.yaml").write_text(BASE + "days: 0\n")
+    line = one_error_line(invoke("run", "t.yaml", "--db", f"sqlite:///{work}/x.db"))
+    assert line == "error: t.yaml: days: Input should be greater than or equal to 1"
+    assert db_files(work) == []
+
+
+def test_a_real_process_prints_one_line_and_no_traceback(work):
+    """The same contract outside CliRunner: the installed entry point, real stderr."""
+    (work / "t.yaml").write_text(BASE.replace("kind: random", "kind: oracle"))
+    proc = subprocess.run(
+        [sys.executable, "-c", "from arena.cli import app; app()", "run", "t.yaml", "--db", f"sqlite:///{work}/x.db"],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "t.yaml" in lines[0] and "contestants[1].kind" in lines[0] and "oracle" in lines[0]
+    assert proc.stdout == ""
+    assert db_files(work) == []
+
+
+# ---- validate ----------------------------------------------------------------------------
+
+
+def test_validate_shipped_tournament_prints_the_scheduled_match_count():
+    result = invoke("validate", SHIPPED)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    planned = len(schedule(load_tournament(SHIPPED)))
+    assert planned == 15 * 2 * 3  # C(6, 2) pairs x 2 scenarios x 3 seeds
+    assert f"{planned} matches" in result.stdout
+    assert len(result.stdout.strip().splitlines()) == 1  # long paths are not wrapped
+
+
+def test_validate_never_touches_a_database(work, monkeypatch):
+    monkeypatch.setenv("ARENA_DB", "notadb://x")
+    (work / "t.yaml").write_text(BASE)
+    result = invoke("validate", "t.yaml")
+    assert result.exit_code == 0, result.stderr
+    assert "t.yaml: ok" in result.stdout and "1 matches" in result.stdout
+    assert not (work / "arena.db").exists()
+
+
+# ---- databases ---------------------------------------------------------------------------
+
+
+def test_unknown_database_scheme(work):
+    line = one_error_line(invoke("leaderboard", "--db", "notadb://x"))
+    assert "notadb" in line
+
+
+def test_unknown_database_scheme_in_run_fails_before_anything_runs(work):
+    (work / "t.yaml").write_text(BASE)
+    line = one_error_line(invoke("run", "t.yaml", "--db", "notadb://x"))
+    assert "notadb" in line
+
+
+def test_database_url_from_environment(work, monkeypatch):
+    monkeypatch.setenv("ARENA_DB", "notadb://x")
+    line = one_error_line(invoke("matches"))
+    assert "notadb" in line and "$ARENA_DB" in line
+
+
+def test_unparseable_database_url(work):
+    line = one_error_line(invoke("leaderboard", "--db", "::::"))
+    assert "::::" in line
+
+
+def test_unopenable_sqlite_file(work):
+    line = one_error_line(invoke("leaderboard", "--db", f"sqlite:///{work}/no/such/folder/x.db"))
+    assert "x.db" in line
+
+
+def test_show_unknown_match(work):
+    line = one_error_line(invoke("show", "999", "--db", f"sqlite:///{work}/x.db"))
+    assert "no match with id 999" in line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["leaderboard"],
+        ["matches", "--json"],
+        ["show", "1"],
+        ["run", "t.yaml"],
+    ],
+    ids=["leaderboard", "matches", "show", "run"],
+)
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://arena:hunter2secret@127.0.0.1:1/arena",
+        "postgresql+psycopg2://arena:hunter2secret@127.0.0.1:1/arena?connect_timeout=2",
+        "postgresql://arena:hunter2secret@127.0.0.1:notaport/arena",
+    ],
+    ids=["default-driver", "psycopg2", "unparseable"],
+)
+def test_database_password_never_printed(work, args, url):
+    (work / "t.yaml").write_text(BASE)
+    result = invoke(*args, "--db", url)
+    line = one_error_line(result)
+    assert "hunter2secret" not in result.stdout + result.stderr
+    assert "arena" in line and "***" in line
+
+
+# ---- help --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"]], ids=["arena", "run"])
+def test_help_mentions_resume_and_address(args):
+    result = invoke(*args)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "--resume" in result.stdout
+    assert "--address" in result.stdout

@@ -1,0 +1,205 @@
+"""Reading tournament files: the identity used by --resume, and the file/field every
+mistake is reported against (the CLI's wording is tested in tests/arena)."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from market.scenario import Scenario
+from tournaments.config import ConfigError, load_scenario, load_tournament
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TOURNAMENT = """\
+name: hashing
+seed: 5
+scenarios: [small]
+seeds: [1, 2]
+contestants:
+  - {name: a, kind: fixed_price}
+  - {name: b, kind: undercut}
+"""
+
+SMALL = """\
+name: small
+days: 6
+products:
+  - {id: w, unit_cost: 10, reference_price: 20, base_demand: 30, initial_stock: 20}
+"""
+
+
+def write(folder: Path, tournament: str = TOURNAMENT, scenario: str = SMALL) -> Path:
+    (folder / "scenarios").mkdir(parents=True, exist_ok=True)
+    (folder / "scenarios" / "small.yaml").write_text(scenario)
+    (folder / "t.yaml").write_text(tournament)
+    return folder / "t.yaml"
+
+
+# ---- config_hash -------------------------------------------------------------------------
+
+
+def test_hash_is_equal_for_identical_files(tmp_path):
+    a = load_tournament(write(tmp_path / "a"))
+    b = load_tournament(write(tmp_path / "b"))
+    assert a.config_hash == b.config_hash
+    assert a.config_hash == load_tournament(tmp_path / "a" / "t.yaml").config_hash
+    assert len(a.config_hash) == 64
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("seed: 5", "seed: 6"), ("seeds: [1, 2]", "seeds: [1, 3]"), ("kind: undercut", "kind: cost_plus")],
+)
+def test_hash_changes_with_the_tournament_text(tmp_path, old, new):
+    before = load_tournament(write(tmp_path / "a")).config_hash
+    assert old in TOURNAMENT
+    after = load_tournament(write(tmp_path / "b", TOURNAMENT.replace(old, new))).config_hash
+    assert before != after
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("days: 6", "days: 7"), ("unit_cost: 10", "unit_cost: 11"), ("initial_stock: 20}", "initial_stock: 20}\nevents: []\nchoice: {price_sensitivity: 5}")],
+)
+def test_hash_changes_with_a_referenced_scenario_file(tmp_path, old, new):
+    path = write(tmp_path)
+    before = load_tournament(path).config_hash
+    assert old in SMALL
+    (tmp_path / "scenarios" / "small.yaml").write_text(SMALL.replace(old, new))
+    assert load_tournament(path).config_hash != before
+
+
+def test_hash_changes_when_a_scenario_is_added(tmp_path):
+    path = write(tmp_path)
+    before = load_tournament(path).config_hash
+    other = SMALL.replace("name: small", "name: other")
+    (tmp_path / "scenarios" / "other.yaml").write_text(other)
+    path.write_text(TOURNAMENT.replace("[small]", "[small, other]"))
+    assert load_tournament(path).config_hash != before
+
+
+def test_the_text_is_kept_as_written(tmp_path):
+    path = write(tmp_path, "# a comment\n" + TOURNAMENT)
+    tournament = load_tournament(path)
+    assert tournament.text == path.read_text()
+    assert tournament.path == str(path)
+
+
+# ---- where a mistake is reported -----------------------------------------------------------
+
+
+def error(path: Path) -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        load_tournament(path)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("addition", "field"),
+    [
+        ("group_size: 3\n", "group_size"),
+        ("format: gauntlet\n", "challenger"),
+        ("format: gauntlet\nchallenger: zed\n", "challenger"),
+        ("challenger: a\n", "challenger"),
+        ("format: gauntlet\nchallenger: a\ngroup_size: 2\n", "group_size"),
+        ("repetitions: 2\n", "repetitions"),  # seeds are given too
+        ("days: 0\n", "days"),
+        ("max_concurrent_matches: 0\n", "max_concurrent_matches"),
+        ("decision_timeout_s: 0\n", "decision_timeout_s"),
+        ("colour: red\n", "colour"),
+    ],
+)
+def test_whole_file_checks_name_their_field(tmp_path, addition, field):
+    exc = error(write(tmp_path, TOURNAMENT + addition))
+    assert exc.file == str(tmp_path / "t.yaml")
+    assert exc.field == field
+    assert str(exc).startswith(f"{tmp_path / 't.yaml'}: {field}: ")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "words"),
+    [
+        ("seeds: [1, 2]", "seeds: [2, 1, 2]", "seeds", "repeated: 2"),
+        ("seeds: [1, 2]", "seeds: []", "seeds", "at least 1"),
+        ("name: b", "name: a", "contestants", "repeated: a"),
+        ("kind: undercut", "kind: oracle", "contestants[1].kind", "oracle"),
+        ("kind: undercut", "kind: undercut, params: {step: 2}", "contestants[1].params.step", "less than 1"),
+        ("kind: undercut", "kind: undercut, params: {reorder_level: 9, target_stock: 3}", "contestants[1].params", "target_stock must be above"),
+        ("[small]", "[small, nowhere]", "scenarios[1]", "not found"),
+        ("[small]", "[small, scenarios/small.yaml]", "scenarios[1]", "listed twice"),
+    ],
+)
+def test_entry_checks_name_their_field(tmp_path, old, new, field, words):
+    assert old in TOURNAMENT
+    exc = error(write(tmp_path, TOURNAMENT.replace(old, new)))
+    assert exc.field == field
+    assert words in exc.message
+    assert not exc.message.startswith("Value error")
+
+
+def test_scenario_mistakes_name_the_scenario_file(tmp_path):
+    exc = error(write(tmp_path, scenario=SMALL.replace("unit_cost: 10", "unit_cost: 0")))
+    assert Path(exc.file) == tmp_path / "scenarios" / "small.yaml"
+    assert exc.field == "products[0].unit_cost"
+
+
+def test_not_found_lists_where_it_looked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exc = error(write(tmp_path / "deep", TOURNAMENT.replace("[small]", "[nowhere]")))
+    for place in [tmp_path / "deep" / "nowhere.yaml", tmp_path / "deep" / "scenarios" / "nowhere.yaml", tmp_path / "scenarios" / "nowhere.yaml"]:
+        assert str(place) in exc.message
+
+
+def test_yaml_mistakes_name_line_and_column(tmp_path):
+    exc = error(write(tmp_path, "name: t\nseed: [1\n"))
+    assert exc.field is not None and exc.field.startswith("line ") and "column" in exc.field
+
+
+def test_a_key_given_twice_is_an_error_not_an_overwrite(tmp_path):
+    exc = error(write(tmp_path, TOURNAMENT + "seed: 6\n"))
+    assert exc.field == "line 8, column 1"
+    assert "'seed'" in exc.message
+
+
+def test_yaml_anchors_and_merge_keys_still_work(tmp_path):
+    text = textwrap.dedent(
+        """\
+        name: anchors
+        scenarios: [small]
+        contestants:
+          - &base {name: a, kind: fixed_price, params: {markup: 0.3}}
+          - <<: *base
+            name: b
+        """
+    )
+    tournament = load_tournament(write(tmp_path, text))
+    assert [(c.name, c.params) for c in tournament.spec.contestants] == [("a", {"markup": 0.3}), ("b", {"markup": 0.3})]
+
+
+# ---- shipped files ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_scenarios_load(path):
+    scenario = load_scenario(path)
+    assert isinstance(scenario, Scenario)
+    assert scenario.name == path.stem
+
+
+def test_shipped_tournament_loads_from_anywhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tournament = load_tournament(ROOT / "tournaments" / "round_robin.yaml")
+    assert set(tournament.scenarios) == {"price_war", "multi_product"}
+
+
+def test_a_copy_of_the_shipped_tournament_has_the_same_hash(tmp_path):
+    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
+    (tmp_path / "tournaments").mkdir()
+    shutil.copy(ROOT / "tournaments" / "round_robin.yaml", tmp_path / "tournaments" / "round_robin.yaml")
+    original = load_tournament(ROOT / "tournaments" / "round_robin.yaml")
+    copy = load_tournament(tmp_path / "tournaments" / "round_robin.yaml")
+    assert original.config_hash == copy.config_hash

@@ -1,0 +1,49 @@
+"""Connecting to Ray: join a cluster or start a local one for the length of a run."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class ClusterError(ConnectionError):
+    """The Ray cluster named by --address or RAY_ADDRESS cannot be reached."""
+
+
+@contextmanager
+def ray_session(address: str | None) -> Iterator[None]:
+    """Join the cluster at `address` (or $RAY_ADDRESS), or start a local one for this run
+    (never a cluster found lying around: that is what --address is for).
+
+    Ray is imported here, not at module level, so the CLI starts fast when it only reads results.
+    """
+    import ray
+
+    if ray.is_initialized():
+        yield
+        return
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address is not None:
+        _check_reachable(address)
+    try:
+        ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    except ConnectionError as exc:
+        raise ClusterError(f"cannot reach the Ray cluster at {address}: {str(exc).splitlines()[0]}") from None
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _check_reachable(address: str, seconds: float = 5.0) -> None:
+    """Fail in seconds, not minutes: Ray itself retries an unreachable address for a long time."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ClusterError(f"--address must be HOST:PORT, not {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=seconds).close()
+    except OSError as exc:
+        raise ClusterError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
