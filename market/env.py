@@ -167,40 +167,40 @@ class MarketEnv(ParallelEnv):
         newly_bankrupt = (self.cash < 0) & ~self.bankrupt
         self.bankrupt |= newly_bankrupt
         worth_end = self.net_worth(unit_cost)
-        in_transit = self.pipeline.sum(axis=2)
 
         playing = list(self.agents)
-        self.records = {}
-        for agent in playing:
-            i = self._index[agent]
-            self.records[agent] = DayRecord(
-                merchant=agent,
-                day=day,
-                operations=applied[i],
-                rejections=rejected[i],
-                prices=self._by_product(self.prices[i]),
-                first_choice=self._by_product(wanted[i]),
-                units_sold=self._by_product(sold[i]),
-                lost_sales=self._by_product(wanted[i] - sold[i]),
-                arrived=self._by_product(arrived[i]),
-                ordered=self._by_product(ordered[i]),
-                inventory=self._by_product(self.inventory[i]),
-                in_transit=self._by_product(in_transit[i]),
-                unit_cost=self._by_product(unit_cost),
-                revenue=float(revenue[i]),
-                revenue_cash=float(revenue_cash[i]),
-                collected=float(collected[i]),
-                purchases=float(purchases[i]),
-                advertising=float(advertising[i]),
-                holding=float(holding[i]),
-                fixed=float(fixed[i]),
-                cash_start=float(cash_start[i]),
-                cash_end=float(self.cash[i]),
-                receivables=float(self.due[i] + self.credit[i].sum()),
-                reputation=float(self.reputation[i]),
-                net_worth=float(worth_end[i]),
-                bankrupt=bool(self.bankrupt[i]),
-            )
+        self.records = self._records(
+            playing,
+            day,
+            applied,
+            rejected,
+            per_product=dict(
+                prices=self.prices,
+                first_choice=wanted,
+                units_sold=sold,
+                lost_sales=wanted - sold,
+                arrived=arrived,
+                ordered=ordered,
+                inventory=self.inventory,
+                in_transit=self.pipeline.sum(axis=2),
+                unit_cost=np.broadcast_to(unit_cost, sold.shape),
+            ),
+            per_merchant=dict(
+                revenue=revenue,
+                revenue_cash=revenue_cash,
+                collected=collected,
+                purchases=purchases,
+                advertising=advertising,
+                holding=holding,
+                fixed=fixed,
+                cash_start=cash_start,
+                cash_end=self.cash,
+                receivables=self.due + self.credit.sum(axis=1),
+                reputation=self.reputation,
+                net_worth=worth_end,
+                bankrupt=self.bankrupt,
+            ),
+        )
 
         last_day = day >= self.days
         self.day += 1
@@ -213,6 +213,25 @@ class MarketEnv(ParallelEnv):
         return observations, rewards, terminations, truncations, infos
 
     # --- the day's pieces -----------------------------------------------------------
+
+    def _records(self, playing, day, applied, rejected, per_product, per_merchant) -> dict[str, DayRecord]:
+        """One DayRecord per merchant that played. Arrays become Python lists once per day,
+        not once per merchant: this loop is the hot path of a match."""
+        ids = self._product_ids
+        columns = {name: values.tolist() for name, values in per_product.items()}
+        scalars = {name: values.tolist() for name, values in per_merchant.items()}
+        records = {}
+        for agent in playing:
+            i = self._index[agent]
+            records[agent] = DayRecord(
+                merchant=agent,
+                day=day,
+                operations=applied[i],
+                rejections=rejected[i],
+                **{name: dict(zip(ids, rows[i])) for name, rows in columns.items()},
+                **{name: values[i] for name, values in scalars.items()},
+            )
+        return records
 
     def _operations(self, action: Any) -> tuple[list[tuple[int, Any]], list[Rejection]]:
         """(position in the decision, operation) for each well-formed operation, plus rejections."""

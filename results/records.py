@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SkipValidation
 
 from market.types import DayRecord
 
@@ -41,5 +41,5 @@ class FinishedMatch(BaseModel):
     days: int
     wall_seconds: float
     merchants: list[MerchantResult]
-    days_played: list[DayRecord]
+    days_played: Annotated[list[DayRecord], SkipValidation]  # built by the market, trusted: no per-record copy
     faults: list[Fault]

@@ -9,8 +9,10 @@ matches in schedule order, so it does not depend on which match happened to fini
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from contextlib import nullcontext
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -80,10 +82,12 @@ def run_tournament(
                 contestants=[(c.name, c.kind, c.params) for c in spec.contestants],
                 planned_matches=len(plan),
             )
-        done_days = sum(m.days for m in plan if m.key in done)
-        observer.started(tournament_id, len(plan), sum(m.days for m in plan), skipped=len(done))
+        total_days, done_days = sum(m.days for m in plan), sum(m.days for m in plan if m.key in done)
+        start = functools.partial(observer.started, tournament_id, len(plan), total_days, len(done))
         if todo:
-            _play(tournament, todo, engine, tournament_id, observer, done_matches=len(done), done_days=done_days)
+            _play(tournament, todo, engine, tournament_id, _Progress(observer, len(done), done_days), start)
+        else:
+            start()
     observer.advanced(len(plan), sum(m.days for m in plan))
     store.finish_tournament(engine, tournament_id, "finished")
     return RunSummary(tournament_id, played=len(todo), skipped=len(done), resumed=previous is not None)
@@ -94,17 +98,17 @@ def _play(
     todo: list[MatchSpec],
     engine: Any,
     tournament_id: int,
-    observer: RunObserver,
-    done_matches: int,
-    done_days: int,
+    progress: _Progress,
+    start: Callable[[], None],
 ) -> None:
+    """Start the hosted contestants, tell `start` once they are ready, play `todo`."""
     spec = tournament.spec
     entries = {c.name: c for c in spec.contestants}
     needed = {name for m in todo for name in m.seats}
     hosts = {name: start_host(entry) for name, entry in entries.items() if name in needed and _isolated(entry)}
-    progress = _Progress(observer, done_matches, done_days)
     try:
         ray.get([host.ready.remote() for host in hosts.values()])
+        start()
         asyncio.run(_play_all(tournament, todo, entries, hosts, engine, tournament_id, progress))
     finally:
         for host in hosts.values():

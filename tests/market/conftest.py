@@ -18,14 +18,15 @@ import yaml
 from market.env import PRICE_CEILING_FACTOR, MarketEnv
 from market.scenario import Scenario
 from market.types import DayRecord, Decision, Observation, Rejection
+from scenario_params import SCENARIO_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIO_FILES = sorted((ROOT / "scenarios").glob("*.yaml"))
 TOLERANCE = 1e-6  # relative
 
 
 def load_scenario_file(path: Path) -> Scenario:
     return Scenario.model_validate(yaml.safe_load(path.read_text()))
+
 
 
 def load_scenario(name: str) -> Scenario:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from market.demand import allocate, logit_shares
 from market.env import MarketEnv
+from scenario_params import scenarios_where
 
 FUZZ = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -176,9 +177,8 @@ def test_reset_with_the_same_seed_replays_the_match(scenario, market):
     assert repr(first) == repr(second)
 
 
+@scenarios_where(lambda s: s.demand.mode == "stochastic")  # expected-mode demand has no noise
 def test_a_different_seed_gives_different_sales(scenario, market):
-    if scenario.demand.mode != "stochastic":
-        pytest.skip("expected-mode demand has no noise")
 
     def sales(seed):
         history = _play(scenario, market, seed=seed, action_seed=3)
@@ -212,12 +212,11 @@ def test_a_thousand_merchants(market):
     assert total_sold > 0
 
 
+@scenarios_where(lambda s: s.demand.stock_limited and s.demand.mode == "stochastic")
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), merchants=st.integers(1, 16), action_seed=st.integers(0, 2**32 - 1))
 def test_identities_hold_in_expected_mode_with_stock_limits(scenario, market, seed, merchants, action_seed):
     """No shipped scenario combines expected demand with stock limits, so fuzz that variant of
     each stock-limited one (fractional flows and sell-outs: rounding must not make stock negative)."""
-    if not scenario.demand.stock_limited or scenario.demand.mode == "expected":
-        pytest.skip("only stock-limited stochastic scenarios have an expected-mode variant to test")
     variant = market.vary(scenario, **{"demand.mode": "expected"})
     market.run(MarketEnv(variant, merchants), market.random_policy(variant, action_seed), seed=seed)

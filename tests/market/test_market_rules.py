@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from market.env import PRICE_CEILING_FACTOR, MarketEnv
 from market.types import Decision, Order, SetPrice
+from scenario_params import scenarios_where
 
 
 def watching(policy):
@@ -323,9 +324,8 @@ def test_credit_with_zero_credit_days_is_due_the_next_morning(market):
 # --- 8. events -----------------------------------------------------------------------------
 
 
+@scenarios_where(lambda s: any(e.kind == "demand" for e in s.events))
 def test_a_demand_event_multiplies_the_market_size(market, scenario):
-    if not any(e.kind == "demand" for e in scenario.events):
-        pytest.skip("no demand event in this scenario")
     plenty = {"demand.mode": "expected", "products.initial_stock": 1e6, "products.holding_cost": 0, "finance.fixed_daily_cost": 0}
     with_events = market.vary(scenario, **plenty)
     without = market.vary(scenario, events=[], **plenty)
@@ -342,10 +342,8 @@ def test_a_demand_event_multiplies_the_market_size(market, scenario):
     assert raised > 0
 
 
+@scenarios_where(lambda s: any(e.kind == "cost" for e in s.events))
 def test_a_cost_event_changes_unit_cost_on_its_days(market, scenario):
-    cost_events = [e for e in scenario.events if e.kind == "cost"]
-    if not cost_events:
-        pytest.skip("no cost event in this scenario")
     policy, seen = watching(market.constant_policy(lambda m, obs: [Order(product=p.id, quantity=1) for p in scenario.products]))
     history = market.run(MarketEnv(scenario, 1), policy, seed=0)
     assert len(history) == scenario.days
@@ -360,9 +358,8 @@ def test_a_cost_event_changes_unit_cost_on_its_days(market, scenario):
     assert changed > 0
 
 
+@scenarios_where(lambda s: bool(s.events))
 def test_events_are_announced_ahead_and_unannounced_ones_never_shown(market, scenario):
-    if not scenario.events:
-        pytest.skip("no events in this scenario")
     policy, seen = watching(market.constant_policy({}))
     market.run(MarketEnv(scenario, 1), policy, seed=0)
     shown_days: dict[str, list[int]] = {e.name: [] for e in scenario.events}

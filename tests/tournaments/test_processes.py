@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -126,8 +128,11 @@ def _wait_for_port(port: int, process: subprocess.Popen, seconds: float = 180) -
 
 def test_run_joins_a_ray_head_on_loopback(tmp_path, slow_tournament):
     port = _free_port()
+    # its own temp dir (short: Ray puts unix sockets in it), so the head leaves no
+    # /tmp/ray/ray_current_cluster behind for later ray.init() calls to find
+    temp_dir = tempfile.mkdtemp(prefix="rayhead", dir="/tmp")
     head = subprocess.Popen(
-        [str(BIN / "ray"), "start", "--head", "--block", f"--port={port}", f"--node-ip-address={LOOPBACK}",
+        [str(BIN / "ray"), "start", "--head", "--block", f"--temp-dir={temp_dir}", f"--port={port}", f"--node-ip-address={LOOPBACK}",
          "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), start_new_session=True,
     )
@@ -144,3 +149,4 @@ def test_run_joins_a_ray_head_on_loopback(tmp_path, slow_tournament):
             head.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
+        shutil.rmtree(temp_dir, ignore_errors=True)

@@ -1,0 +1,152 @@
+"""How fast arena plays: run by hand, prints JSON. Not a test.
+
+    python benchmarks/throughput.py            # everything
+    python benchmarks/throughput.py --only engine
+
+(a) parallel efficiency: a round robin of 8 `latency` merchants (each answer takes 0.2 s,
+    each merchant in its own Ray actor) over 20 days, all 28 matches at once. The critical
+    path is days x latency for each round of concurrent matches; efficiency = critical path /
+    wall time of play (from all actors ready to the last match recorded), at most 1.0.
+(b) throughput in merchant-days per second with instant baselines:
+    - market: the bare env.step loop, no agents (everyone does nothing);
+    - engine: whole matches (observations, baseline decisions, step, day records, scoring)
+      in one process;
+    - tournament: a free-for-all tournament through Ray on every core, each match written to
+      SQLite, from the start of play to the last match recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import ray
+
+from market.env import MarketEnv
+from results.db import engine_for
+from tournaments.config import Tournament, TournamentSpec, load_scenario
+from tournaments.match import Match
+from tournaments.runner import run_tournament
+from tournaments.schedule import schedule
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTANT = ["fixed_price", "random", "reorder_point", "undercut", "cost_plus", "best_response", "fixed_price", "cost_plus"]
+
+
+def tournament(spec: dict, scenario_names: list[str]) -> Tournament:
+    scenarios = {name: load_scenario(ROOT / "scenarios" / f"{name}.yaml") for name in scenario_names}
+    return Tournament(spec=TournamentSpec.model_validate({**spec, "scenarios": scenario_names}), scenarios=scenarios, path="<benchmark>", text=json.dumps(spec))
+
+
+class Clock:
+    """An observer that notes when play starts (actors ready) and when it ends."""
+
+    def started(self, tournament_id: int, matches: int, days: int, skipped: int) -> None:
+        self.start = time.perf_counter()
+
+    def advanced(self, matches_done: int, days_done: int) -> None:
+        self.end = time.perf_counter()
+
+
+def parallel_efficiency(db_dir: str, latency: float = 0.2, days: int = 20) -> dict:
+    spec = {
+        "name": "efficiency",
+        "days": days,
+        "max_concurrent_matches": 28,
+        "decision_timeout_s": 30,
+        "contestants": [{"name": f"slow{i}", "kind": "latency", "params": {"latency_s": latency}} for i in range(8)],
+    }
+    t = tournament(spec, ["price_war"])
+    matches = len(schedule(t))
+    clock = Clock()
+    started = time.perf_counter()
+    run_tournament(t, engine_for(f"sqlite:///{db_dir}/efficiency.db"), observer=clock)
+    rounds = -(-matches // spec["max_concurrent_matches"])
+    critical = rounds * days * latency
+    wall = clock.end - clock.start
+    return {
+        "matches": matches,
+        "concurrent": spec["max_concurrent_matches"],
+        "critical_path_s": critical,
+        "play_wall_s": round(wall, 3),
+        "efficiency": round(critical / wall, 3),
+        "actor_startup_s": round(clock.start - started, 3),
+    }
+
+
+def market_only(merchants: int = 8, days: int = 3000) -> dict:
+    env = MarketEnv(load_scenario(ROOT / "scenarios" / "logit_game.yaml"), merchants, days=days)
+    env.reset(seed=1)
+    nothing = {a: None for a in env.agents}
+    start = time.perf_counter()
+    for _ in range(days):
+        env.step(nothing)
+    seconds = time.perf_counter() - start
+    return {"merchants": merchants, "days": days, "merchant_days_per_s": round(merchants * days / seconds)}
+
+
+def engine_in_process(merchants: int, seeds: int = 10) -> dict:
+    spec = {
+        "name": "engine",
+        "format": "free_for_all",
+        "repetitions": seeds,
+        "contestants": [{"name": f"{kind}{i}", "kind": kind} for i, kind in enumerate(INSTANT[:merchants])],
+    }
+    t = tournament(spec, ["price_war", "multi_product"])
+    entries = {c.name: c for c in t.spec.contestants}
+    merchant_days = 0
+    start = time.perf_counter()
+    for match in schedule(t):
+        finished = asyncio.run(Match(match, t.scenarios[match.scenario], 0, entries, {}, 1.0).play())
+        merchant_days += len(finished.days_played)
+    seconds = time.perf_counter() - start
+    return {"merchants_per_match": merchants, "merchant_days": merchant_days, "merchant_days_per_s": round(merchant_days / seconds)}
+
+
+def engine_tournament(db_dir: str, seeds: int = 40) -> dict:
+    spec = {
+        "name": "throughput",
+        "format": "free_for_all",
+        "repetitions": seeds,
+        "max_concurrent_matches": 8,
+        "contestants": [{"name": f"{kind}{i}", "kind": kind} for i, kind in enumerate(INSTANT)],
+    }
+    t = tournament(spec, ["price_war", "multi_product"])
+    merchant_days = sum(len(m.seats) * m.days for m in schedule(t))
+    clock = Clock()
+    run_tournament(t, engine_for(f"sqlite:///{db_dir}/throughput.db"), observer=clock)
+    seconds = clock.end - clock.start
+    return {"matches": len(schedule(t)), "merchant_days": merchant_days, "seconds": round(seconds, 3), "merchant_days_per_s": round(merchant_days / seconds)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=["efficiency", "market", "engine", "tournament"])
+    args = parser.parse_args()
+    report: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "processor": platform.processor() or platform.machine()}}
+    with tempfile.TemporaryDirectory() as db_dir:
+        if args.only in (None, "market"):
+            report["market"] = market_only()
+        if args.only in (None, "engine"):
+            report["engine"] = {f"{n}_merchants": engine_in_process(n) for n in (2, 8)}
+        if args.only in (None, "efficiency", "tournament"):
+            started = time.perf_counter()
+            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+            report["ray_init_s"] = round(time.perf_counter() - started, 3)
+            if args.only in (None, "tournament"):
+                report["tournament"] = engine_tournament(db_dir)
+            if args.only in (None, "efficiency"):
+                report["parallel_efficiency"] = parallel_efficiency(db_dir)
+            ray.shutdown()
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
