@@ -110,18 +110,16 @@ class RuleMerchant(Contestant):
     # -- memory -------------------------------------------------------------------------
 
     def _remember(self, observation: Observation) -> None:
-        self._books[observation.day - 1] = _Books(
-            cash=observation.cash,
-            inventory={s.product: s.inventory for s in observation.products},
-            prices={s.product: s.price for s in observation.products},
-        )
+        """Yesterday's record when there is one (the record's dicts are never changed after
+        the market makes them, so they are kept, not copied); else the observation."""
         record = observation.yesterday
         if record is not None:
-            self._books[record.day] = _Books(
-                cash=record.cash_end,
-                inventory=dict(record.inventory),
-                prices=dict(record.prices),
-                ordered=dict(record.ordered),
+            self._books[record.day] = _Books(record.cash_end, record.inventory, record.prices, record.ordered)
+        else:
+            self._books[observation.day - 1] = _Books(
+                cash=observation.cash,
+                inventory={s.product: s.inventory for s in observation.products},
+                prices={s.product: s.price for s in observation.products},
             )
 
     def recall(self, probe: RecallProbe) -> float | None:

@@ -169,38 +169,7 @@ class MarketEnv(ParallelEnv):
         worth_end = self.net_worth(unit_cost)
 
         playing = list(self.agents)
-        self.records = self._records(
-            playing,
-            day,
-            applied,
-            rejected,
-            per_product=dict(
-                prices=self.prices,
-                first_choice=wanted,
-                units_sold=sold,
-                lost_sales=wanted - sold,
-                arrived=arrived,
-                ordered=ordered,
-                inventory=self.inventory,
-                in_transit=self.pipeline.sum(axis=2),
-                unit_cost=np.broadcast_to(unit_cost, sold.shape),
-            ),
-            per_merchant=dict(
-                revenue=revenue,
-                revenue_cash=revenue_cash,
-                collected=collected,
-                purchases=purchases,
-                advertising=advertising,
-                holding=holding,
-                fixed=fixed,
-                cash_start=cash_start,
-                cash_end=self.cash,
-                receivables=self.due + self.credit.sum(axis=1),
-                reputation=self.reputation,
-                net_worth=worth_end,
-                bankrupt=self.bankrupt,
-            ),
-        )
+        self.records = self._records(playing, day, applied, rejected, unit_cost, wanted, sold, arrived, ordered, revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, worth_end)
 
         last_day = day >= self.days
         self.day += 1
@@ -214,23 +183,30 @@ class MarketEnv(ParallelEnv):
 
     # --- the day's pieces -----------------------------------------------------------
 
-    def _records(self, playing, day, applied, rejected, per_product, per_merchant) -> dict[str, DayRecord]:
+    def _records(self, playing, day, applied, rejected, unit_cost, wanted, sold, arrived, ordered, *money) -> dict[str, DayRecord]:
         """One DayRecord per merchant that played. Arrays become Python lists once per day,
-        not once per merchant: this loop is the hot path of a match."""
+        not once per merchant: this loop is the hot path of a match. `money` holds, per
+        merchant: revenue, revenue_cash, collected, purchases, advertising, holding, fixed,
+        cash_start, net worth at the end."""
         ids = self._product_ids
-        columns = {name: values.tolist() for name, values in per_product.items()}
-        scalars = {name: values.tolist() for name, values in per_merchant.items()}
+        prices, wanted_, sold_ = self.prices.tolist(), wanted.tolist(), sold.tolist()
+        lost, arrived_, ordered_ = (wanted - sold).tolist(), arrived.tolist(), ordered.tolist()
+        inventory, in_transit = self.inventory.tolist(), self.pipeline.sum(axis=2).tolist()
+        cost = dict(zip(ids, unit_cost.tolist()))
+        revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, worth = (a.tolist() for a in money)
+        cash, reputation, bankrupt = self.cash.tolist(), self.reputation.tolist(), self.bankrupt.tolist()
+        receivables = (self.due + self.credit.sum(axis=1)).tolist()
         records = {}
         for agent in playing:
             i = self._index[agent]
             records[agent] = DayRecord(
-                merchant=agent,
-                day=day,
-                operations=applied[i],
-                rejections=rejected[i],
-                **{name: dict(zip(ids, rows[i])) for name, rows in columns.items()},
-                **{name: values[i] for name, values in scalars.items()},
-            )
+                agent, day, applied[i], rejected[i],
+                dict(zip(ids, prices[i])), dict(zip(ids, wanted_[i])), dict(zip(ids, sold_[i])), dict(zip(ids, lost[i])),
+                dict(zip(ids, arrived_[i])), dict(zip(ids, ordered_[i])), dict(zip(ids, inventory[i])), dict(zip(ids, in_transit[i])),
+                dict(cost),
+                revenue[i], revenue_cash[i], collected[i], purchases[i], advertising[i], holding[i], fixed[i],
+                cash_start[i], cash[i], receivables[i], reputation[i], worth[i], bankrupt[i],
+            )  # fmt: skip
         return records
 
     def _operations(self, action: Any) -> tuple[list[tuple[int, Any]], list[Rejection]]:
@@ -346,22 +322,23 @@ class MarketEnv(ParallelEnv):
 
     # --- observations ---------------------------------------------------------------
 
-    def _by_product(self, row: np.ndarray) -> dict[str, float]:
-        return dict(zip(self._product_ids, row.tolist()))
-
     def _observations(self, agents: list[str] | None = None) -> dict[str, Any]:
+        """Each merchant's view of the new day. Arrays become Python lists once, here, and
+        the public board is shared by every observation: this runs for every merchant-day."""
         agents = self.agents if agents is None else agents
         if self.numeric:
             return {a: self._numeric(a) for a in agents}
-        s, day = self.scenario, min(self.day, self.days)
+        s, day, ids = self.scenario, min(self.day, self.days), self._product_ids
         vis = s.visibility
+        prices, reputation, bankrupt = self.prices.tolist(), self.reputation.tolist(), self.bankrupt.tolist()
+        sold = self.units_sold.tolist()
         board = [
             PublicMerchant(
                 merchant=name,
-                prices=self._by_product(self.prices[i]) if vis.rival_prices else None,
-                reputation=float(self.reputation[i]) if vis.rival_reputation else None,
-                units_sold=self._by_product(self.units_sold[i]) if vis.rival_sales else None,
-                bankrupt=bool(self.bankrupt[i]),
+                prices=dict(zip(ids, prices[i])) if vis.rival_prices else None,
+                reputation=reputation[i] if vis.rival_reputation else None,
+                units_sold=dict(zip(ids, sold[i])) if vis.rival_sales else None,
+                bankrupt=bankrupt[i],
             )
             for i, name in enumerate(self.possible_agents)
         ]
@@ -372,39 +349,33 @@ class MarketEnv(ParallelEnv):
             for e in s.events
             if e.announced and e.start_day - e.announce_days_ahead <= day <= e.end_day
         ]
-        unit_cost = self._unit_cost_today(day)
-        in_transit = self.pipeline.sum(axis=2)
-        return {a: self._observation(a, day, board, events, unit_cost, in_transit) for a in agents}
-
-    def _observation(self, agent, day, board, events, unit_cost, in_transit) -> Observation:
-        i, s = self._index[agent], self.scenario
-        products = [
-            ProductState(
-                product=pr.id,
-                price=float(self.prices[i, j]),
-                unit_cost=float(unit_cost[j]),
-                inventory=float(self.inventory[i, j]),
-                in_transit=float(in_transit[i, j]),
-                lead_time=pr.lead_time,
-                holding_cost=pr.holding_cost,
+        unit_cost = self._unit_cost_today(day).tolist()
+        inventory, in_transit, cash = self.inventory.tolist(), self.pipeline.sum(axis=2).tolist(), self.cash.tolist()
+        # credit[:, 0] falls due as the day starts (step 1), so it may be collected today
+        due = (self.due + self.credit[:, 0]).tolist()
+        pending = self.credit[:, 1:].sum(axis=1).tolist()
+        products = s.products
+        observations = {}
+        for agent in agents:
+            i = self._index[agent]
+            observations[agent] = Observation(
+                merchant=agent,
+                day=day,
+                days=self.days,
+                cash=cash[i],
+                reputation=reputation[i],
+                receivables_due=due[i],
+                receivables_pending=pending[i],
+                products=[
+                    ProductState(pr.id, prices[i][j], unit_cost[j], inventory[i][j], in_transit[i][j], pr.lead_time, pr.holding_cost)
+                    for j, pr in enumerate(products)
+                ],
+                yesterday=self.records.get(agent),
+                market=board,
+                events=events,
+                fixed_daily_cost=s.finance.fixed_daily_cost,
             )
-            for j, pr in enumerate(s.products)
-        ]
-        return Observation(
-            merchant=agent,
-            day=day,
-            days=self.days,
-            cash=float(self.cash[i]),
-            reputation=float(self.reputation[i]),
-            # credit[:, 0] falls due as the day starts (step 1), so it may be collected today
-            receivables_due=float(self.due[i] + self.credit[i, 0]),
-            receivables_pending=float(self.credit[i, 1:].sum()),
-            products=products,
-            yesterday=self.records.get(agent),
-            market=board,
-            events=events,
-            fixed_daily_cost=s.finance.fixed_daily_cost,
-        )
+        return observations
 
     def _numeric(self, agent: str) -> dict[str, np.ndarray]:
         i = self._index[agent]

@@ -91,6 +91,18 @@ class Match:
             faults=self.faults,
         )
 
+    def play_here(self) -> FinishedMatch:
+        """Play to the end on a private event loop (for matches with no hosted contestants).
+
+        Not asyncio.run: on Python 3.11 its SIGINT bookkeeping ends up repr()-ing the
+        finished task, that is the whole match, which costs more than playing a short one.
+        """
+        loop = asyncio.new_event_loop()
+        try:
+            return loop.run_until_complete(self.play())
+        finally:
+            loop.close()
+
     def _local_decisions(self, observations: dict, day: int, agents: list[str]) -> dict[str, Any]:
         decisions: dict[str, Any] = {}
         for name in agents:

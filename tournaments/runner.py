@@ -147,7 +147,7 @@ async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, pro
 
 @ray.remote(num_cpus=1)
 def play_instant_match(match: MatchSpec, scenario: Scenario, seed: int, entries: dict[str, ContestantEntry]) -> FinishedMatch:
-    return asyncio.run(Match(match, scenario, seed, entries, hosts={}, timeout_s=0).play())
+    return Match(match, scenario, seed, entries, hosts={}, timeout_s=0).play_here()
 
 
 class _Progress:
