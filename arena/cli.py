@@ -79,8 +79,13 @@ def run(
         engine = engine_for(db)
     from tournaments.runner import run_tournament  # imports Ray: only when a tournament is really played
 
-    with user_errors(), _progress() as observer:
-        summary = run_tournament(tournament, engine, resume=resume, address=address, observer=observer)
+    try:
+        with user_errors(), _progress() as observer:
+            summary = run_tournament(tournament, engine, resume=resume, address=address, observer=observer)
+    except KeyboardInterrupt:
+        again = f"arena run {config} --resume" + (f" --db {db}" if db else "")
+        err.print(f"interrupted: finished matches are saved; `{again}` plays the rest", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     if summary.resumed:
         out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
     out.print(_leaderboard_table(leaderboard(engine, summary.tournament_id), f"{tournament.spec.name} (tournament {summary.tournament_id})"))
@@ -110,7 +115,7 @@ def leaderboard_command(
 ) -> None:
     """The Elo table over all stored matches, or one tournament's."""
     with user_errors():
-        rows = leaderboard(engine_for(db), tournament)
+        rows = leaderboard(engine_for(db, create=False), tournament)
     if as_json:
         print(json.dumps([row.model_dump() for row in rows], indent=2))
     else:
@@ -125,7 +130,7 @@ def matches(
 ) -> None:
     """List stored matches."""
     with user_errors():
-        rows = store.list_matches(engine_for(db), tournament)
+        rows = store.list_matches(engine_for(db, create=False), tournament)
     if as_json:
         print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
         return
@@ -143,7 +148,7 @@ def show(
 ) -> None:
     """One match: its results, then a day-by-day table of every merchant."""
     with user_errors():
-        detail = store.match_detail(engine_for(db), match_id)
+        detail = store.match_detail(engine_for(db, create=False), match_id)
     if as_json:
         from market.types import record_adapter
 

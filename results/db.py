@@ -16,8 +16,11 @@ from results.errors import DatabaseError
 DEFAULT_URL = "sqlite:///arena.db"
 
 
-def engine_for(url: str | None = None) -> Engine:
+def engine_for(url: str | None = None, *, create: bool = True) -> Engine:
     """An engine for `url`, else $ARENA_DB, else sqlite:///arena.db, with all tables created.
+
+    With create=False (commands that only read) a SQLite file that does not exist is an
+    error rather than a new empty database left behind.
 
     SQLite gets WAL (readers do not block the writer while a tournament runs) and enforced
     foreign keys. Raises DatabaseError, with any password masked, when the URL cannot be
@@ -31,6 +34,8 @@ def engine_for(url: str | None = None) -> Engine:
     except (ArgumentError, ValueError):
         raise DatabaseError(f"cannot parse database URL {_mask(raw)!r}{source}") from None
     shown = parsed.render_as_string(hide_password=True) + source
+    if not create and parsed.get_backend_name() == "sqlite" and not _sqlite_file_exists(parsed.database):
+        raise DatabaseError(f"no database at {shown}: run a tournament first, or name one with --db")
     engine = None
     try:
         engine = create_engine(parsed)
@@ -42,6 +47,11 @@ def engine_for(url: str | None = None) -> Engine:
             engine.dispose()
         raise DatabaseError(f"cannot open database {shown}: {_reason(exc)}") from exc
     return engine
+
+
+def _sqlite_file_exists(database: str | None) -> bool:
+    in_memory = database in (None, "", ":memory:") or database.startswith("file::memory:")
+    return in_memory or os.path.exists(database)
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:

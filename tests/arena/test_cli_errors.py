@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.cli import app
+from results.db import engine_for
 from tournaments.config import load_tournament
 from tournaments.schedule import schedule
 
@@ -285,8 +286,16 @@ def test_unopenable_sqlite_file(work):
 
 
 def test_show_unknown_match(work):
+    engine_for(f"sqlite:///{work}/x.db").dispose()  # an empty database
     line = one_error_line(invoke("show", "999", "--db", f"sqlite:///{work}/x.db"))
     assert "no match with id 999" in line
+
+
+@pytest.mark.parametrize("command", [["leaderboard"], ["matches"], ["show", "1"]])
+def test_reading_commands_do_not_create_a_database(work, command):
+    line = one_error_line(invoke(*command, "--db", f"sqlite:///{work}/missing.db"))
+    assert "no database at" in line and "missing.db" in line
+    assert not (work / "missing.db").exists()
 
 
 @pytest.mark.parametrize(
