@@ -158,6 +158,7 @@ def show(
                     "match": detail.match.model_dump(mode="json"),
                     "results": [r.model_dump() for r in detail.results],
                     "faults": [f.model_dump() for f in detail.faults],
+                    "probes": [p.model_dump() for p in detail.probes],
                     "days": [record_adapter.dump_python(d, mode="json") for d in detail.days],
                 },
                 indent=2,
@@ -172,6 +173,15 @@ def show(
             "" if r.bankrupt_day is None else f"day {r.bankrupt_day}", str(r.faults), str(r.rejected_operations),
         )
     out.print(results)
+    if detail.probes:
+        probes = Table("day", "merchant", "asked", "truth", "answer", "error", title="memory probes")
+        for p in detail.probes:
+            when = "on" if p.fact == "ordered" else "at end of"
+            asked = f"{p.fact}{'[' + p.product + ']' if p.product else ''} {when} day {p.asked_day}"
+            answer = "—" if p.answer is None else f"{p.answer:,.2f}"
+            error = "no answer" if p.relative_error is None else f"{p.relative_error:.1%}"
+            probes.add_row(str(p.day), p.merchant, escape(asked), f"{p.truth:,.2f}", answer, error)
+        out.print(probes)
     days = Table("day", "merchant", "prices", "sold", "lost", "stock", "cash", "net worth", "rep.", "notes", title="day by day")
     faults = {(f.day, f.merchant): f for f in detail.faults}
     for d in detail.days:

@@ -31,7 +31,7 @@ import ray
 from market.env import MarketEnv
 from results.db import engine_for
 from tournaments.config import Tournament, TournamentSpec, load_scenario
-from tournaments.match import Match
+from tournaments.match import Match, MatchRules
 from tournaments.runner import run_tournament
 from tournaments.schedule import schedule
 
@@ -109,7 +109,7 @@ def engine_in_process(merchants: int, seeds: int = 10) -> dict:
     merchant_days = 0
     start = time.perf_counter()
     for match in schedule(t):
-        finished = Match(match, t.scenarios[match.scenario], 0, entries, {}, 1.0).play_here()
+        finished = Match(match, t.scenarios[match.scenario], MatchRules(seed=0, timeout_s=1.0), entries, {}).play_here()
         merchant_days += len(finished.days_played)
     seconds = time.perf_counter() - start
     return {"merchants_per_match": merchants, "merchant_days": merchant_days, "merchant_days_per_s": round(merchant_days / seconds)}

@@ -20,6 +20,22 @@ class Fault(BaseModel):
     detail: str
 
 
+class ProbeResult(BaseModel):
+    """One memory probe: on `day` the merchant was asked its `fact` at the end of `asked_day`.
+
+    relative_error = |answer - truth| / max(|truth|, 1); None when it gave no answer.
+    """
+
+    merchant: str
+    day: int
+    asked_day: int
+    fact: str
+    product: str | None
+    truth: float
+    answer: float | None
+    relative_error: float | None
+
+
 class MerchantResult(BaseModel):
     merchant: str = Field(description="seat name in the match, e.g. 'm0'")
     contestant: str = Field(description="contestant name from the tournament YAML")
@@ -43,3 +59,4 @@ class FinishedMatch(BaseModel):
     merchants: list[MerchantResult]
     days_played: Annotated[list[DayRecord], SkipValidation]  # built by the market, trusted: no per-record copy
     faults: list[Fault]
+    probes: list[ProbeResult] = Field(default_factory=list)

@@ -18,13 +18,14 @@ from sqlmodel import Session, SQLModel, select
 from market.types import DayRecord
 from results.errors import NotFound
 from results.ratings import leaderboard
-from results.records import Fault, FinishedMatch, MerchantResult
+from results.records import Fault, FinishedMatch, MerchantResult, ProbeResult
 from results.tables import (
     ContestantRow,
     DayRow,
     FaultRow,
     MatchResultRow,
     MatchRow,
+    ProbeRow,
     RatingSnapshot,
     Tournament,
     utcnow,
@@ -144,6 +145,7 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch) -> int:
         _bulk_insert(session, MatchResultRow, [{**r.model_dump(), "match_id": match_id} for r in match.merchants])
         _bulk_insert(session, DayRow, [_day_row(match_id, day) for day in match.days_played])
         _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
+        _bulk_insert(session, ProbeRow, [{**p.model_dump(), "match_id": match_id} for p in match.probes])
         session.commit()
         return match_id
 
@@ -187,12 +189,13 @@ def list_matches(engine: Engine, tournament_id: int | None = None) -> list[Match
 
 @dataclass(frozen=True)
 class MatchDetail:
-    """One stored match; results, days and faults in the order they were recorded."""
+    """One stored match; results, days, faults and memory probes in the order they were recorded."""
 
     match: MatchRow
     results: list[MerchantResult]
     days: list[DayRecord]
     faults: list[Fault]
+    probes: list[ProbeResult]
 
 
 def match_detail(engine: Engine, match_id: int) -> MatchDetail:
@@ -201,11 +204,13 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
         results = session.exec(select(MatchResultRow).where(MatchResultRow.match_id == match_id).order_by(MatchResultRow.id))
         days = session.exec(select(DayRow.record).where(DayRow.match_id == match_id).order_by(DayRow.id))
         faults = session.exec(select(FaultRow).where(FaultRow.match_id == match_id).order_by(FaultRow.id))
+        probes = session.exec(select(ProbeRow).where(ProbeRow.match_id == match_id).order_by(ProbeRow.id))
         return MatchDetail(
             match=match,
             results=[MerchantResult.model_validate(r, from_attributes=True) for r in results],
             days=[_DAY_RECORD.validate_json(record) for record in days],
             faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
+            probes=[ProbeResult.model_validate(p, from_attributes=True) for p in probes],
         )
 
 

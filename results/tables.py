@@ -105,6 +105,23 @@ class FaultRow(SQLModel, table=True):
     detail: str = Field(sa_type=Text)
 
 
+class ProbeRow(SQLModel, table=True):
+    """A memory probe's question, the truth and the merchant's answer (see ProbeResult)."""
+
+    __tablename__ = "probe"
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
+    merchant: str
+    day: int
+    asked_day: int
+    fact: str
+    product: str | None = None
+    truth: float
+    answer: float | None = None
+    relative_error: float | None = None
+
+
 class RatingSnapshot(SQLModel, table=True):
     __tablename__ = "rating_snapshot"
 

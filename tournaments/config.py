@@ -64,6 +64,7 @@ class TournamentSpec(BaseModel):
     rotate_seats: bool = True
     max_concurrent_matches: int = Field(8, ge=1, le=1024)
     decision_timeout_s: float = Field(10.0, gt=0, le=3600)
+    recall_every: int = Field(5, ge=0, le=3650, description="ask memory probes every this many days; 0: never")
 
     @field_validator("contestants")
     @classmethod

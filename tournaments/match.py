@@ -9,30 +9,46 @@ that day, and the fault is recorded; the match goes on.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
-from contestants.base import Contestant, create
+from contestants.base import Contestant, RecallProbe, create
 from market.env import MarketEnv
 from market.scenario import Scenario
 from market.types import DayRecord
-from results.records import Fault, FinishedMatch
+from results.records import Fault, FinishedMatch, ProbeResult
 from tournaments.config import ContestantEntry
 from tournaments.schedule import MatchSpec
 from tournaments.scoring import score_match
 
 
 def match_seeds(tournament_seed: int, key: str, seats: int) -> list[int]:
-    """Seeds for the market (first) and each seat, from the tournament seed and the match
-    key alone, so a match plays the same wherever and whenever it runs."""
+    """Seeds for the market (first), each seat, and the memory probes (last), from the
+    tournament seed and the match key alone, so a match plays the same wherever and
+    whenever it runs."""
     sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(key.encode())])
-    return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 1)]
+    return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 2)]
+
+
+@dataclass(frozen=True)
+class MatchRules:
+    """What every match of a tournament shares."""
+
+    seed: int
+    timeout_s: float
+    recall_every: int = 0  # 0: no memory probes
+
+    def probe_day(self, day: int) -> bool:
+        """Probes ask about a day at least two days back (yesterday is in today's observation)."""
+        return self.recall_every > 0 and day >= 3 and day % self.recall_every == 0
 
 
 class Match:
@@ -40,21 +56,22 @@ class Match:
         self,
         spec: MatchSpec,
         scenario: Scenario,
-        tournament_seed: int,
+        rules: MatchRules,
         entries: dict[str, ContestantEntry],
         hosts: dict[str, Any],
-        timeout_s: float,
     ):
-        self.spec, self.scenario, self.timeout_s = spec, scenario, timeout_s
-        seeds = match_seeds(tournament_seed, spec.key, len(spec.seats))
+        self.spec, self.scenario, self.rules, self.timeout_s = spec, scenario, rules, rules.timeout_s
+        seeds = match_seeds(rules.seed, spec.key, len(spec.seats))
         self.market_seed = seeds[0]
-        self.seat_seeds = dict(zip(spec.seats, seeds[1:]))
+        self.seat_seeds = dict(zip(spec.seats, seeds[1:-1]))
+        self.probe_rng = np.random.default_rng(seeds[-1])
         self.hosts = {name: hosts[name] for name in spec.seats if name in hosts}
         self.local: dict[str, Contestant] = {
             name: create(entries[name].kind, entries[name].params) for name in spec.seats if name not in self.hosts
         }
         self.faults: list[Fault] = []
         self.records: list[DayRecord] = []
+        self.probes: list[ProbeResult] = []
         self._needs_reset: set[str] = set(self.hosts)
 
     async def play(self, on_day: Callable[[], None] = lambda: None) -> FinishedMatch:
@@ -66,6 +83,8 @@ class Match:
         try:
             while env.agents:
                 day = env.day
+                if self.rules.probe_day(day):
+                    await self._probe(day, env.agents)
                 decisions = self._local_decisions(observations, day, env.agents)
                 if self.hosts:
                     decisions.update(await self._hosted_decisions(observations, day, env.agents))
@@ -89,6 +108,7 @@ class Match:
             merchants=score_match(self.scenario, self.spec.days, seats, self.records, self.faults),
             days_played=self.records,
             faults=self.faults,
+            probes=self.probes,
         )
 
     def play_here(self) -> FinishedMatch:
@@ -102,6 +122,39 @@ class Match:
             return loop.run_until_complete(self.play())
         finally:
             loop.close()
+
+    async def _probe(self, day: int, agents: list[str]) -> None:
+        """Ask every merchant the same question about its own past; compare with the record."""
+        asked_day = int(self.probe_rng.integers(1, day - 1))
+        fact = PROBE_FACTS[int(self.probe_rng.integers(len(PROBE_FACTS)))]
+        products = self.scenario.product_ids
+        product = None if fact == "cash" else products[int(self.probe_rng.integers(len(products)))]
+        probe = RecallProbe(day=asked_day, fact=fact, product=product)
+        answers = {name: self._recall_here(name, probe) for name in agents if name in self.local}
+        hosted = [name for name in agents if name in self.hosts and name not in self._needs_reset]
+        if hosted:
+            calls = {name: asyncio.ensure_future(_await(self.hosts[name].recall.remote(self.spec.key, name, probe))) for name in hosted}
+            done, _ = await asyncio.wait(calls.values(), timeout=self.timeout_s)
+            for name, call in calls.items():
+                if call not in done:
+                    call.cancel()
+                answers[name] = call.result() if call in done and call.exception() is None else None
+        truths = {r.merchant: r for r in self.records if r.day == asked_day}
+        for name in agents:
+            if name not in truths:
+                continue
+            truth = _recorded(truths[name], fact, product)
+            answer = _number(answers.get(name))
+            error = None if answer is None else abs(answer - truth) / max(abs(truth), 1.0)
+            self.probes.append(
+                ProbeResult(merchant=name, day=day, asked_day=asked_day, fact=fact, product=product, truth=truth, answer=answer, relative_error=error)
+            )
+
+    def _recall_here(self, name: str, probe: RecallProbe) -> Any:
+        try:
+            return self.local[name].recall(probe)
+        except Exception:  # a contestant's bug: no answer
+            return None
 
     def _local_decisions(self, observations: dict, day: int, agents: list[str]) -> dict[str, Any]:
         decisions: dict[str, Any] = {}
@@ -171,6 +224,27 @@ class Match:
 
     def _fault(self, day: int, merchant: str, kind: str, detail: str) -> None:
         self.faults.append(Fault(day=day, merchant=merchant, kind=kind, detail=detail[:500]))
+
+
+PROBE_FACTS = ("cash", "inventory", "price", "ordered")
+
+
+def _recorded(record: DayRecord, fact: str, product: str | None) -> float:
+    if fact == "cash":
+        return record.cash_end
+    table = {"inventory": record.inventory, "price": record.prices, "ordered": record.ordered}[fact]
+    return table[product]
+
+
+def _number(answer: Any) -> float | None:
+    """A finite number, or None for anything else (no answer, text, NaN)."""
+    if isinstance(answer, bool):
+        return None
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 async def _await(ref: ray.ObjectRef) -> Any:

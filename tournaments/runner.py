@@ -25,7 +25,7 @@ from results.records import FinishedMatch
 from tournaments.actors import start_host
 from tournaments.cluster import ray_session
 from tournaments.config import ContestantEntry, Tournament
-from tournaments.match import Match
+from tournaments.match import Match, MatchRules
 from tournaments.schedule import MatchSpec, schedule
 
 POLL_SECONDS = 0.2
@@ -128,16 +128,17 @@ async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, pro
     """
     spec = tournament.spec
     slots = asyncio.Semaphore(spec.max_concurrent_matches)
+    rules = MatchRules(seed=spec.seed, timeout_s=spec.decision_timeout_s, recall_every=spec.recall_every)
 
     async def one(match: MatchSpec) -> None:
         async with slots:
             scenario = tournament.scenarios[match.scenario]
             seated_hosts = {n: hosts[n] for n in match.seats if n in hosts}
             if seated_hosts:
-                game = Match(match, scenario, spec.seed, entries, seated_hosts, spec.decision_timeout_s)
+                game = Match(match, scenario, rules, entries, seated_hosts)
                 finished = await game.play(on_day=progress.day)
             else:
-                finished = await play_instant_match.remote(match, scenario, spec.seed, entries)
+                finished = await play_instant_match.remote(match, scenario, rules, entries)
                 progress.day(match.days)
             store.save_match(engine, tournament_id, finished)
             progress.match()
@@ -146,8 +147,8 @@ async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, pro
 
 
 @ray.remote(num_cpus=1)
-def play_instant_match(match: MatchSpec, scenario: Scenario, seed: int, entries: dict[str, ContestantEntry]) -> FinishedMatch:
-    return Match(match, scenario, seed, entries, hosts={}, timeout_s=0).play_here()
+def play_instant_match(match: MatchSpec, scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> FinishedMatch:
+    return Match(match, scenario, rules, entries, hosts={}).play_here()
 
 
 class _Progress:

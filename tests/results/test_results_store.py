@@ -7,7 +7,7 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from results.records import Fault, FinishedMatch
+from results.records import Fault, FinishedMatch, ProbeResult
 from results.store import (
     NotFound,
     find_resumable,
@@ -50,6 +50,10 @@ def test_start_tournament_records_config_and_contestants(engine, tournament):
 
 def test_match_round_trips(engine, tournament, make_match):
     match = make_match("rr-0", 0, {"alpha": 1, "beta": 2, "gamma": 2})
+    match.probes = [
+        ProbeResult(merchant="m0", day=3, asked_day=1, fact="cash", product=None, truth=120.0, answer=132.0, relative_error=0.1),
+        ProbeResult(merchant="m1", day=3, asked_day=1, fact="price", product="tea", truth=4.5, answer=None, relative_error=None),
+    ]
     match_id = save_match(engine, tournament, match)
 
     detail = match_detail(engine, match_id)
@@ -57,11 +61,13 @@ def test_match_round_trips(engine, tournament, make_match):
     assert detail.days == match.days_played
     assert detail.results == match.merchants
     assert detail.faults == match.faults
+    assert detail.probes == match.probes
     rebuilt = FinishedMatch(
         **detail.match.model_dump(include={"key", "index", "scenario", "seed", "days", "wall_seconds"}),
         merchants=detail.results,
         days_played=detail.days,
         faults=detail.faults,
+        probes=detail.probes,
     )
     assert rebuilt == match
 

@@ -1,0 +1,51 @@
+"""Language-model providers behind one interface: OpenAI (and compatible servers), Anthropic,
+and an embedded llama.cpp model. Importing this package imports no SDK.
+
+    provider = get_provider("local/smollm2", {"no_cache": True})
+    completion = provider.complete(CompletionRequest(messages=[...], json_schema=Decision.model_json_schema()))
+    completion.output  # the JSON object, or None with the raw answer in completion.text
+"""
+
+from contestants.llm.cache import ResponseCache, request_key
+from contestants.llm.errors import MissingCredentialsError, ProviderConfigError, ProviderError
+from contestants.llm.pricing import DEFAULT_PRICES, Price, cost, price_table
+from contestants.llm.providers import (
+    Provider,
+    ProviderSettings,
+    RemoteSettings,
+    get_provider,
+    provider_class,
+    provider_names,
+    register_provider,
+    split_model,
+    validate_settings,
+)
+from contestants.llm.retry import Failure, RetryPolicy
+from contestants.llm.types import Completion, CompletionRequest, Message, TokenUsage
+
+__all__ = [
+    "DEFAULT_PRICES",
+    "Completion",
+    "CompletionRequest",
+    "Failure",
+    "Message",
+    "MissingCredentialsError",
+    "Price",
+    "Provider",
+    "ProviderConfigError",
+    "ProviderError",
+    "ProviderSettings",
+    "RemoteSettings",
+    "ResponseCache",
+    "RetryPolicy",
+    "TokenUsage",
+    "cost",
+    "get_provider",
+    "price_table",
+    "provider_class",
+    "provider_names",
+    "register_provider",
+    "request_key",
+    "split_model",
+    "validate_settings",
+]

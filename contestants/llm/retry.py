@@ -1,0 +1,202 @@
+"""The one retry policy of every provider.
+
+A failed attempt is first normalised into a `Failure` (each provider maps its SDK's
+exceptions, see `sdk_failure`); the policy then decides on the Failure alone:
+
+- retried: HTTP 408, 429 and 5xx, timeouts, connection errors;
+- not retried: any other 4xx, a response that is not what the API promises, anything else;
+- the wait before a retry is the server's Retry-After when it sent one, else exponential
+  backoff with full jitter; never past the total deadline;
+- at most `max_retries` retries, each attempt bounded by `timeout` seconds, all of them
+  together by `total_timeout`.
+
+After the last failure a `ProviderError` with a one-line message is raised; known secrets
+are masked out of it, and it carries no chained SDK exception (whose request holds the key).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import tenacity
+
+from contestants.llm.errors import ProviderError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+FailureKind = Literal["status", "timeout", "connection", "bad_response", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failed attempt, in provider-neutral terms. `detail` is short and one line."""
+
+    kind: FailureKind
+    detail: str
+    status: int | None = None
+    retry_after: float | None = None
+
+    @property
+    def retryable(self) -> bool:
+        if self.kind in ("timeout", "connection"):
+            return True
+        return self.kind == "status" and self.status is not None and (self.status in (408, 429) or self.status >= 500)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_retries: int = 3
+    timeout: float = 60.0
+    total_timeout: float = 300.0
+    backoff_initial: float = 1.0
+    backoff_max: float = 30.0
+
+
+class BadResponse(Exception):
+    """The server answered 2xx with something that is not the promised response."""
+
+
+class _AttemptFailed(Exception):
+    def __init__(self, failure: Failure):
+        super().__init__(failure.detail)
+        self.failure = failure
+
+
+def call_with_retries(
+    attempt: Callable[[float], T],
+    *,
+    classify: Callable[[BaseException], Failure | None],
+    policy: RetryPolicy,
+    label: str,
+    secrets: Iterable[str] = (),
+) -> tuple[T, int]:
+    """Run `attempt(timeout_seconds)` under the policy; return its result and the number of attempts.
+
+    `classify` returns None for exceptions that are not call failures (bugs): those propagate
+    untouched. `label` ("provider/model") starts every message.
+    """
+    secrets = tuple(s for s in secrets if s)
+    deadline = time.monotonic() + policy.total_timeout
+    attempts = 0
+    backoff = tenacity.wait_random_exponential(multiplier=policy.backoff_initial, max=policy.backoff_max)
+
+    def run_once() -> T:
+        nonlocal attempts
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _AttemptFailed(Failure("timeout", f"total timeout of {policy.total_timeout:g} s reached"))
+        attempts += 1
+        try:
+            return attempt(min(policy.timeout, remaining))
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+        raise _AttemptFailed(failure)  # outside the except block: no SDK exception in __context__
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        failure = _failure_of(state)
+        return failure.retry_after if failure.retry_after is not None else backoff(state)
+
+    def stop(state: tenacity.RetryCallState) -> bool:
+        return state.attempt_number > policy.max_retries or time.monotonic() + state.upcoming_sleep >= deadline
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        failure = _failure_of(state)
+        log.warning(
+            "%s: %s; retry %d of %d in %.2f s",
+            label, _clean(failure.detail, secrets), state.attempt_number, policy.max_retries, state.upcoming_sleep,
+        )
+
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(lambda exc: isinstance(exc, _AttemptFailed) and exc.failure.retryable),
+        wait=wait,
+        stop=stop,
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+    try:
+        return retrying(run_once), attempts
+    except _AttemptFailed as exc:
+        failure = exc.failure
+    noun = "attempt" if attempts == 1 else "attempts"
+    message = _clean(f"{label}: {failure.detail} (gave up after {attempts} {noun})", secrets)
+    raise ProviderError(message, model=label, kind=failure.kind, status=failure.status, attempts=attempts)
+
+
+def _failure_of(state: tenacity.RetryCallState) -> Failure:
+    exc = state.outcome.exception() if state.outcome else None
+    assert isinstance(exc, _AttemptFailed)
+    return exc.failure
+
+
+def _clean(text: str, secrets: tuple[str, ...], limit: int = 300) -> str:
+    """One line, at most `limit` characters, every secret masked."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds to wait from a response's retry-after-ms / Retry-After (seconds or HTTP date)."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(float(value) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def sdk_failure(exc: BaseException, sdk: Any) -> Failure | None:
+    """Map an exception of the `openai` or `anthropic` SDK (same shape) or of httpx2 to a Failure.
+
+    Both SDKs raise APIStatusError (with the response) for HTTP errors, APITimeoutError (a
+    subclass of APIConnectionError) for timeouts, and APIResponseValidationError for bodies
+    that do not fit the API. `sdk` is the imported module.
+    """
+    import httpx2
+
+    if isinstance(exc, sdk.APIStatusError):
+        message = _error_message(exc)
+        return Failure("status", f"HTTP {exc.status_code}: {message}", exc.status_code, retry_after(exc.response.headers))
+    if isinstance(exc, (sdk.APITimeoutError, httpx2.TimeoutException)):
+        return Failure("timeout", "request timed out")
+    if isinstance(exc, (sdk.APIConnectionError, httpx2.TransportError)):
+        cause = exc.__cause__ or exc
+        return Failure("connection", f"connection error ({type(cause).__name__})")
+    if isinstance(exc, (sdk.APIResponseValidationError, BadResponse, json.JSONDecodeError)):
+        return Failure("bad_response", f"malformed response: {exc}")
+    return None
+
+
+def _error_message(exc: Any) -> str:
+    """The server's own error message where the body has one, else the SDK's."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+    return str(getattr(exc, "message", "") or type(exc).__name__)
