@@ -159,6 +159,7 @@ def show(
                     "results": [r.model_dump() for r in detail.results],
                     "faults": [f.model_dump() for f in detail.faults],
                     "probes": [p.model_dump() for p in detail.probes],
+                    "calls": [c.model_dump() for c in detail.calls],
                     "days": [record_adapter.dump_python(d, mode="json") for d in detail.days],
                 },
                 indent=2,
@@ -173,6 +174,16 @@ def show(
             "" if r.bankrupt_day is None else f"day {r.bankrupt_day}", str(r.faults), str(r.rejected_operations),
         )
     out.print(results)
+    if detail.calls:
+        usage = Table("merchant", "calls", "input tokens", "output tokens", "cached calls", "retries", "seconds", "cost $", title="model calls")
+        for merchant in dict.fromkeys(c.merchant for c in detail.calls):
+            mine = [c for c in detail.calls if c.merchant == merchant]
+            usage.add_row(
+                merchant, str(len(mine)), f"{sum(c.input_tokens for c in mine):,}", f"{sum(c.output_tokens for c in mine):,}",
+                str(sum(c.cached for c in mine)), str(sum(max(c.attempts - 1, 0) for c in mine)),
+                f"{sum(c.latency for c in mine):.1f}", f"{sum(c.cost or 0.0 for c in mine):.4f}",
+            )
+        out.print(usage)
     if detail.probes:
         probes = Table("day", "merchant", "asked", "truth", "answer", "error", title="memory probes")
         for p in detail.probes:
@@ -195,10 +206,14 @@ def show(
 
 
 def _leaderboard_table(rows: list[LeaderboardRow], title: str) -> Table:
-    table = Table("#", "contestant", "rating", "matches", "wins", "mean profit", "faults", title=title)
+    """The table; token and cost columns appear once some contestant used a model."""
+    with_models = any(row.tokens for row in rows)
+    columns = ["#", "contestant", "rating", "matches", "wins", "mean profit", "faults"] + (["tokens", "cost $"] if with_models else [])
+    table = Table(*columns, title=title)
     for place, row in enumerate(rows, start=1):
         profit = "" if row.mean_profit is None else _money(row.mean_profit)
-        table.add_row(str(place), row.contestant, f"{row.rating:.0f}", str(row.matches), str(row.wins), profit, str(row.faults))
+        cells = [str(place), row.contestant, f"{row.rating:.0f}", str(row.matches), str(row.wins), profit, str(row.faults)]
+        table.add_row(*cells, *([f"{row.tokens:,}", f"{row.cost:.4f}"] if with_models else []))
     return table
 
 

@@ -42,16 +42,33 @@ class RecallProbe(BaseModel):
     product: str | None = None
 
 
+class ModelCall(BaseModel):
+    """One call a contestant made to a language model, for the accounting table.
+
+    cost is in USD (None: the model has no known price); a cached call cost nothing and
+    made no request; request_hash identifies what was asked (the response cache's key).
+    """
+
+    day: int
+    purpose: Literal["decide", "repair", "recall", "reflect"]
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    latency: float
+    attempts: int
+    cost: float | None
+    cached: bool
+    request_hash: str
+
+
 class Usage(BaseModel):
-    """What a contestant consumed; additive across calls."""
+    """What a contestant consumed in a match."""
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
 
 
 class Contestant(ABC):
@@ -68,6 +85,12 @@ class Contestant(ABC):
     def __init__(self, params: Params):
         self.params = params
 
+    @classmethod
+    def preflight(cls, params: Params) -> None:
+        """Checks that need the world outside the file (an API key in the environment, a
+        model file on disk), run when a tournament is validated, before any match. Raises
+        ContestantConfigError."""
+
     @abstractmethod
     def reset(self, *, merchant: str, scenario: Scenario, rng: np.random.Generator) -> None:
         """Forget everything; a new match starts."""
@@ -81,7 +104,18 @@ class Contestant(ABC):
         return None
 
     def usage(self) -> Usage:
-        return Usage()
+        """Totals of `calls()`."""
+        calls = self.calls()
+        return Usage(
+            calls=len(calls),
+            input_tokens=sum(c.input_tokens for c in calls),
+            output_tokens=sum(c.output_tokens for c in calls),
+            cost=sum(c.cost or 0.0 for c in calls),
+        )
+
+    def calls(self) -> list[ModelCall]:
+        """The model calls made since the last reset (language-model merchants)."""
+        return []
 
 
 _REGISTRY: dict[str, type[Contestant]] = {}
@@ -126,3 +160,4 @@ def create(kind: str, params: dict[str, Any]) -> Contestant:
 
 def _load_builtin_kinds() -> None:
     from contestants import baselines  # noqa: F401  (registers on import)
+    from contestants.llm import merchant  # noqa: F401

@@ -25,10 +25,10 @@ from typing import Iterable, NamedTuple, Sequence
 
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, func, select
 
 from results.errors import NotFound
-from results.tables import ContestantRow, MatchResultRow, MatchRow, Tournament
+from results.tables import ContestantRow, MatchResultRow, MatchRow, ModelCallRow, Tournament
 
 START = 1000.0
 SCALE = 400.0
@@ -74,6 +74,8 @@ class LeaderboardRow(BaseModel):
     mean_profit: float | None = Field(description="over the contestant's seats; None before its first match")
     mean_net_worth: float | None
     faults: int
+    tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
+    cost: float = Field(0.0, description="USD, for models with a known price")
 
 
 def leaderboard(engine: Engine, tournament_id: int | None = None) -> list[LeaderboardRow]:
@@ -102,6 +104,19 @@ def leaderboard(engine: Engine, tournament_id: int | None = None) -> list[Leader
             registered = registered.where(ContestantRow.tournament_id == tournament_id)
         seats = session.exec(statement).all()
         names = set(session.exec(registered))
+        spent = (
+            select(
+                MatchResultRow.contestant,
+                func.sum(ModelCallRow.input_tokens + ModelCallRow.output_tokens),
+                func.coalesce(func.sum(ModelCallRow.cost), 0.0),
+            )
+            .join(ModelCallRow, (ModelCallRow.match_id == MatchResultRow.match_id) & (ModelCallRow.merchant == MatchResultRow.merchant))
+            .join(MatchRow, MatchRow.id == MatchResultRow.match_id)
+            .group_by(MatchResultRow.contestant)
+        )
+        if tournament_id is not None:
+            spent = spent.where(MatchRow.tournament_id == tournament_id)
+        usage = {name: (int(tokens or 0), float(cost or 0.0)) for name, tokens, cost in session.exec(spent)}
 
     matches: list[RankedMatch] = []
     played: dict[str, set] = defaultdict(set)
@@ -130,6 +145,8 @@ def leaderboard(engine: Engine, tournament_id: int | None = None) -> list[Leader
             mean_profit=_mean(profits[name]),
             mean_net_worth=_mean(net_worths[name]),
             faults=faults[name],
+            tokens=usage.get(name, (0, 0.0))[0],
+            cost=usage.get(name, (0, 0.0))[1],
         )
         for name in names | ratings.keys()
     ]

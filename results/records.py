@@ -36,6 +36,23 @@ class ProbeResult(BaseModel):
     relative_error: float | None
 
 
+class ModelCallRecord(BaseModel):
+    """One language-model call of a merchant (see contestants.base.ModelCall)."""
+
+    merchant: str
+    day: int
+    purpose: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    latency: float
+    attempts: int
+    cost: float | None
+    cached: bool
+    request_hash: str
+
+
 class MerchantResult(BaseModel):
     merchant: str = Field(description="seat name in the match, e.g. 'm0'")
     contestant: str = Field(description="contestant name from the tournament YAML")
@@ -60,3 +77,4 @@ class FinishedMatch(BaseModel):
     days_played: Annotated[list[DayRecord], SkipValidation]  # built by the market, trusted: no per-record copy
     faults: list[Fault]
     probes: list[ProbeResult] = Field(default_factory=list)
+    calls: list[ModelCallRecord] = Field(default_factory=list)

@@ -18,13 +18,14 @@ from sqlmodel import Session, SQLModel, select
 from market.types import DayRecord
 from results.errors import NotFound
 from results.ratings import leaderboard
-from results.records import Fault, FinishedMatch, MerchantResult, ProbeResult
+from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeResult
 from results.tables import (
     ContestantRow,
     DayRow,
     FaultRow,
     MatchResultRow,
     MatchRow,
+    ModelCallRow,
     ProbeRow,
     RatingSnapshot,
     Tournament,
@@ -146,6 +147,7 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch) -> int:
         _bulk_insert(session, DayRow, [_day_row(match_id, day) for day in match.days_played])
         _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
         _bulk_insert(session, ProbeRow, [{**p.model_dump(), "match_id": match_id} for p in match.probes])
+        _bulk_insert(session, ModelCallRow, [{**c.model_dump(), "match_id": match_id} for c in match.calls])
         session.commit()
         return match_id
 
@@ -196,6 +198,7 @@ class MatchDetail:
     days: list[DayRecord]
     faults: list[Fault]
     probes: list[ProbeResult]
+    calls: list[ModelCallRecord]
 
 
 def match_detail(engine: Engine, match_id: int) -> MatchDetail:
@@ -205,12 +208,14 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
         days = session.exec(select(DayRow.record).where(DayRow.match_id == match_id).order_by(DayRow.id))
         faults = session.exec(select(FaultRow).where(FaultRow.match_id == match_id).order_by(FaultRow.id))
         probes = session.exec(select(ProbeRow).where(ProbeRow.match_id == match_id).order_by(ProbeRow.id))
+        calls = session.exec(select(ModelCallRow).where(ModelCallRow.match_id == match_id).order_by(ModelCallRow.id))
         return MatchDetail(
             match=match,
             results=[MerchantResult.model_validate(r, from_attributes=True) for r in results],
             days=[_DAY_RECORD.validate_json(record) for record in days],
             faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
             probes=[ProbeResult.model_validate(p, from_attributes=True) for p in probes],
+            calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
         )
 
 

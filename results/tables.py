@@ -122,6 +122,27 @@ class ProbeRow(SQLModel, table=True):
     relative_error: float | None = None
 
 
+class ModelCallRow(SQLModel, table=True):
+    """A language-model call (see ModelCallRecord). The request is kept only as its hash."""
+
+    __tablename__ = "model_call"
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
+    merchant: str
+    day: int
+    purpose: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    latency: float
+    attempts: int
+    cost: float | None = None
+    cached: bool
+    request_hash: str
+
+
 class RatingSnapshot(SQLModel, table=True):
     __tablename__ = "rating_snapshot"
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import ray
 
-from contestants.base import Contestant, RecallProbe, Usage, create
+from contestants.base import Contestant, ModelCall, RecallProbe, create
 from market.scenario import Scenario
 from market.types import Observation
 from tournaments.config import ContestantEntry
@@ -41,9 +41,10 @@ class ContestantHost:
     def recall(self, match_key: str, merchant: str, probe: RecallProbe) -> float | None:
         return self.instances[(match_key, merchant)].recall(probe)
 
-    def finish(self, match_key: str, merchant: str) -> Usage:
+    def finish(self, match_key: str, merchant: str) -> list[ModelCall]:
+        """Forget the match; hand back the model calls made in it."""
         contestant = self.instances.pop((match_key, merchant), None)
-        return contestant.usage() if contestant is not None else Usage()
+        return contestant.calls() if contestant is not None else []
 
 
 def start_host(entry: ContestantEntry) -> Any:

@@ -138,8 +138,7 @@ def load_tournament(path: str | Path) -> Tournament:
         raise _config_error(path, exc) from None
     for i, entry in enumerate(spec.contestants):
         try:
-            contestant_class(entry.kind)
-            validate_params(entry.kind, entry.params)
+            contestant_class(entry.kind).preflight(validate_params(entry.kind, entry.params))
         except ContestantConfigError as exc:
             field = f"contestants[{i}].kind" if exc.field == "kind" else f"contestants[{i}].params" + (f".{exc.field}" if exc.field else "")
             raise ConfigError(path, field, str(exc).removeprefix("Value error, ")) from None

@@ -20,11 +20,11 @@ import numpy as np
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
-from contestants.base import Contestant, RecallProbe, create
+from contestants.base import Contestant, ModelCall, RecallProbe, create
 from market.env import MarketEnv
 from market.scenario import Scenario
 from market.types import DayRecord
-from results.records import Fault, FinishedMatch, ProbeResult
+from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeResult
 from tournaments.config import ContestantEntry
 from tournaments.schedule import MatchSpec
 from tournaments.scoring import score_match
@@ -72,6 +72,7 @@ class Match:
         self.faults: list[Fault] = []
         self.records: list[DayRecord] = []
         self.probes: list[ProbeResult] = []
+        self.calls: list[ModelCallRecord] = []
         self._needs_reset: set[str] = set(self.hosts)
 
     async def play(self, on_day: Callable[[], None] = lambda: None) -> FinishedMatch:
@@ -96,7 +97,7 @@ class Match:
                     self.records.append(record)
                 on_day()
         finally:
-            await self._release_hosts()
+            await self._collect_calls()
         seats = {name: name for name in self.spec.seats}
         return FinishedMatch(
             key=self.spec.key,
@@ -109,6 +110,7 @@ class Match:
             days_played=self.records,
             faults=self.faults,
             probes=self.probes,
+            calls=self.calls,
         )
 
     def play_here(self) -> FinishedMatch:
@@ -218,9 +220,18 @@ class Match:
         else:
             self._fault(day, name, "error", _describe(exc))
 
-    async def _release_hosts(self) -> None:
-        calls = [_await(host.finish.remote(self.spec.key, name)) for name, host in self.hosts.items()]
-        await asyncio.gather(*calls, return_exceptions=True)
+    async def _collect_calls(self) -> None:
+        """Gather every contestant's model calls; hosts forget the match as they hand them over."""
+        for name, contestant in self.local.items():
+            self._add_calls(name, contestant.calls())
+        names = list(self.hosts)
+        answers = await asyncio.gather(*(_await(self.hosts[n].finish.remote(self.spec.key, n)) for n in names), return_exceptions=True)
+        for name, calls in zip(names, answers):
+            if not isinstance(calls, BaseException):  # an actor that died took its log with it
+                self._add_calls(name, calls)
+
+    def _add_calls(self, merchant: str, calls: list[ModelCall]) -> None:
+        self.calls.extend(ModelCallRecord(merchant=merchant, **call.model_dump()) for call in calls)
 
     def _fault(self, day: int, merchant: str, kind: str, detail: str) -> None:
         self.faults.append(Fault(day=day, merchant=merchant, kind=kind, detail=detail[:500]))

@@ -1,0 +1,128 @@
+"""What a language-model merchant reads: the rules once, then a compact report each day.
+
+Templates are files in templates/ whose first line is `version: NAME`; the version is stored
+with the results so a change of wording is visible in the record. Placeholders are `$name`
+(string.Template), so JSON braces in a template need no escaping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from string import Template as _Text
+
+from contestants.base import RecallProbe
+from market.scenario import Scenario
+from market.types import Observation
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    version: str
+    body: str
+
+    def render(self, **values: object) -> str:
+        return _Text(self.body).substitute({k: str(v) for k, v in values.items()}).strip()
+
+
+@cache
+def template(name: str) -> Template:
+    text = (TEMPLATES / f"{name}.md").read_text(encoding="utf-8")
+    first, _, body = text.partition("\n")
+    if not first.startswith("version:"):
+        raise ValueError(f"template {name}.md must start with 'version: NAME'")
+    return Template(name=name, version=first.removeprefix("version:").strip(), body=body)
+
+
+def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool) -> str:
+    """The rules of this match and the goal, as the merchant template words them."""
+    finance = scenario.finance
+    credit = ""
+    if finance.credit_share > 0:
+        credit = (
+            f"- {finance.credit_share:.0%} of every sale is on credit: it can be collected "
+            f"{finance.credit_days} days later with a collect operation, and not before.\n"
+        )
+    products = "\n".join(
+        f"- {p.id}{f' ({p.name})' if p.name else ''}: unit cost {_money(p.unit_cost)}, usual price "
+        f"{_money(p.reference_price)}, lead time {p.lead_time} days, holding cost {_money(p.holding_cost)} per unit per day"
+        for p in scenario.products
+    )
+    target = f"; {_money(scenario.target_net_worth)} would be a good result" if scenario.target_net_worth else ""
+    notes_rule = (
+        "\nWrite in the decision's `note` what you want to remember: your plan and what you learnt. "
+        "You will be shown your notes, not your earlier reports."
+        if notes
+        else ""
+    )
+    return template("merchant").render(
+        days=days,
+        merchant=merchant,
+        fractional_units="" if scenario.demand.mode == "stochastic" else " or fractions",
+        fixed_cost=_money(finance.fixed_daily_cost),
+        credit=credit,
+        products=products,
+        target=target,
+        notes_rule=notes_rule,
+    )
+
+
+def daily_report(observation: Observation) -> str:
+    """Today's situation in a few lines: numbers rounded, yesterday's results, rivals' public moves."""
+    o = observation
+    lines = [f"Day {o.day} of {o.days}. Cash {_money(o.cash)}. Reputation {o.reputation:.2f} (0 to 1)."]
+    if o.receivables_due or o.receivables_pending:
+        lines.append(f"Receivables: {_money(o.receivables_due)} due now (collect them), {_money(o.receivables_pending)} not yet due.")
+    for p in o.products:
+        lines.append(
+            f"{p.product}: your price {_money(p.price)}, unit cost {_money(p.unit_cost)}, in stock {p.inventory:g}, "
+            f"arriving {p.in_transit:g}, lead time {p.lead_time} days."
+        )
+    y = o.yesterday
+    if y is not None:
+        sold = ", ".join(f"{k} {v:g}" + (f" (turned away {y.lost_sales[k]:g})" if y.lost_sales.get(k) else "") for k, v in y.units_sold.items())
+        lines.append(
+            f"Yesterday: sold {sold}; revenue {_money(y.revenue)}; spent {_money(y.purchases)} on stock, "
+            f"{_money(y.advertising)} on ads, {_money(y.holding + y.fixed)} on holding and fixed costs."
+        )
+        for rejection in y.rejections:
+            lines.append(f"Rejected yesterday: {rejection.reason}.")
+    rivals = o.rivals()
+    if rivals:
+        lines.append("Rivals as of yesterday:")
+        for r in rivals:
+            if r.bankrupt:
+                lines.append(f"- {r.merchant}: bankrupt")
+                continue
+            parts = []
+            if r.prices is not None:
+                parts.append("prices " + ", ".join(f"{k} {_money(v)}" for k, v in r.prices.items()))
+            if r.reputation is not None:
+                parts.append(f"reputation {r.reputation:.2f}")
+            if r.units_sold is not None:
+                parts.append("sold so far " + ", ".join(f"{k} {v:g}" for k, v in r.units_sold.items()))
+            lines.append(f"- {r.merchant}: " + ("; ".join(parts) or "nothing visible"))
+    for e in o.events:
+        target = e.product or "every product"
+        effect = "demand" if e.kind == "demand" else "unit cost"
+        lines.append(f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {e.start_day} to {e.end_day}.")
+    return "\n".join(lines)
+
+
+def recall_question(probe: RecallProbe) -> str:
+    d, p = probe.day, probe.product
+    question = {
+        "cash": f"What was your cash at the end of day {d}?",
+        "inventory": f"How many units of {p} did you have in stock at the end of day {d}?",
+        "price": f"What was your price of {p} at the end of day {d}?",
+        "ordered": f"How many units of {p} did you order on day {d}?",
+    }[probe.fact]
+    return template("recall").render(question=question)
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.2f}"
