@@ -88,6 +88,9 @@ def run(
         raise typer.Exit(130) from None
     if summary.resumed:
         out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
+    if summary.stopped:
+        again = f"arena run {config} --resume" + (f" --db {db}" if db else "")
+        out.print(f"Stopped: {summary.stopped}; matches not started are left for `{again}` (raise the budget first).", markup=False, highlight=False, soft_wrap=True)
     out.print(_leaderboard_table(leaderboard(engine, summary.tournament_id), f"{tournament.spec.name} (tournament {summary.tournament_id})"))
 
 

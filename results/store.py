@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 from sqlalchemy import Engine, insert
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, SQLModel, select
+from sqlmodel import Session, SQLModel, func, select
 
 from market.types import DayRecord
 from results.errors import NotFound
@@ -46,6 +46,7 @@ __all__ = [
     "list_tournaments",
     "match_detail",
     "save_match",
+    "spent",
     "start_tournament",
 ]
 
@@ -177,6 +178,20 @@ def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finis
                 )
             )
         session.commit()
+
+
+def spent(engine: Engine, tournament_id: int) -> tuple[int, float]:
+    """Tokens (input + output) and USD of the model calls recorded for a tournament."""
+    with Session(engine) as session:
+        tokens, cost = session.exec(
+            select(
+                func.coalesce(func.sum(ModelCallRow.input_tokens + ModelCallRow.output_tokens), 0),
+                func.coalesce(func.sum(ModelCallRow.cost), 0.0),
+            )
+            .join(MatchRow, MatchRow.id == ModelCallRow.match_id)
+            .where(MatchRow.tournament_id == tournament_id)
+        ).one()
+        return int(tokens), float(cost)
 
 
 def list_matches(engine: Engine, tournament_id: int | None = None) -> list[MatchRow]:

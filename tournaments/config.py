@@ -46,6 +46,23 @@ class ContestantEntry(BaseModel):
     isolate: bool | None = Field(None, description="run in its own Ray actor; default: the kind decides")
 
 
+class Budget(BaseModel):
+    """Stop starting new matches once the tournament's model calls reach either limit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokens: int | None = Field(None, gt=0, description="input + output tokens")
+    cost_usd: float | None = Field(None, gt=0)
+
+    def exceeded_by(self, tokens: int, cost: float) -> str | None:
+        """Why the budget is spent, or None while it is not."""
+        if self.tokens is not None and tokens >= self.tokens:
+            return f"token budget reached ({tokens:,} of {self.tokens:,})"
+        if self.cost_usd is not None and cost >= self.cost_usd:
+            return f"cost budget reached (${cost:.4f} of ${self.cost_usd:.4f})"
+        return None
+
+
 class TournamentSpec(BaseModel):
     """The tournament file's schema. Unknown keys are errors."""
 
@@ -65,6 +82,7 @@ class TournamentSpec(BaseModel):
     max_concurrent_matches: int = Field(8, ge=1, le=1024)
     decision_timeout_s: float = Field(10.0, gt=0, le=3600)
     recall_every: int = Field(5, ge=0, le=3650, description="ask memory probes every this many days; 0: never")
+    budget: Budget | None = None
 
     @field_validator("contestants")
     @classmethod
@@ -122,8 +140,9 @@ class Tournament(BaseModel):
 
     @property
     def config_hash(self) -> str:
-        """Identity of a tournament for --resume: the YAML text and the scenario files."""
-        digest = hashlib.sha256(self.text.encode())
+        """Identity of a tournament for --resume: what decides its matches, that is the
+        settings (not the budget, which only decides how many are played) and the scenarios."""
+        digest = hashlib.sha256(self.spec.model_dump_json(exclude={"budget"}).encode())
         for name in sorted(self.scenarios):
             digest.update(self.scenarios[name].model_dump_json().encode())
         return digest.hexdigest()
@@ -204,7 +223,8 @@ def _find_scenario(tournament_path: Path, entry: str, field: str) -> Path:
         candidates = [base / entry]
     else:
         file = f"{entry}.yaml"
-        candidates = [base / file, base / "scenarios" / file, base.parent / "scenarios" / file, Path("scenarios") / file]
+        near = [base, *base.resolve().parents[:2]]  # the file's folder and two above it
+        candidates = [base / file, *(folder / "scenarios" / file for folder in near), Path("scenarios") / file]
     for candidate in candidates:
         if candidate.is_file():
             return candidate

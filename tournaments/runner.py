@@ -24,7 +24,7 @@ from results import store
 from results.records import FinishedMatch
 from tournaments.actors import start_host
 from tournaments.cluster import ray_session
-from tournaments.config import ContestantEntry, Tournament
+from tournaments.config import Budget, ContestantEntry, Tournament
 from tournaments.match import Match, MatchRules
 from tournaments.schedule import MatchSpec, schedule
 
@@ -52,6 +52,7 @@ class RunSummary:
     played: int
     skipped: int
     resumed: bool
+    stopped: str | None = None  # why matches were left unplayed (the budget), if they were
 
 
 def run_tournament(
@@ -84,13 +85,16 @@ def run_tournament(
             )
         total_days, done_days = sum(m.days for m in plan), sum(m.days for m in plan if m.key in done)
         start = functools.partial(observer.started, tournament_id, len(plan), total_days, len(done))
+        spending = _Spending(spec.budget, *store.spent(engine, tournament_id))
         if todo:
-            _play(tournament, todo, engine, tournament_id, _Progress(observer, len(done), done_days), start)
+            _play(tournament, todo, engine, tournament_id, _Progress(observer, len(done), done_days), start, spending)
         else:
             start()
-    observer.advanced(len(plan), sum(m.days for m in plan))
-    store.finish_tournament(engine, tournament_id, "finished")
-    return RunSummary(tournament_id, played=len(todo), skipped=len(done), resumed=previous is not None)
+    played = len(store.finished_keys(engine, tournament_id)) - len(done)
+    if spending.stopped is None:
+        observer.advanced(len(plan), total_days)
+    store.finish_tournament(engine, tournament_id, "finished" if spending.stopped is None else "stopped")
+    return RunSummary(tournament_id, played=played, skipped=len(done), resumed=previous is not None, stopped=spending.stopped)
 
 
 def _play(
@@ -100,6 +104,7 @@ def _play(
     tournament_id: int,
     progress: _Progress,
     start: Callable[[], None],
+    spending: _Spending,
 ) -> None:
     """Start the hosted contestants, tell `start` once they are ready, play `todo`."""
     spec = tournament.spec
@@ -109,7 +114,7 @@ def _play(
     try:
         ray.get([host.ready.remote() for host in hosts.values()])
         start()
-        asyncio.run(_play_all(tournament, todo, entries, hosts, engine, tournament_id, progress))
+        asyncio.run(_play_all(tournament, todo, entries, hosts, engine, tournament_id, progress, spending))
     finally:
         for host in hosts.values():
             ray.kill(host)
@@ -119,7 +124,7 @@ def _isolated(entry: ContestantEntry) -> bool:
     return entry.isolate if entry.isolate is not None else contestant_class(entry.kind).needs_actor
 
 
-async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, progress: _Progress) -> None:
+async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, progress: _Progress, spending: _Spending) -> None:
     """Keep up to max_concurrent_matches matches going; record each as it finishes.
 
     A match of instant contestants is a Ray task on the cluster's warm worker pool: it runs
@@ -132,6 +137,8 @@ async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, pro
 
     async def one(match: MatchSpec) -> None:
         async with slots:
+            if spending.stopped is not None:
+                return  # the budget is spent: matches not yet started are left for --resume
             scenario = tournament.scenarios[match.scenario]
             seated_hosts = {n: hosts[n] for n in match.seats if n in hosts}
             if seated_hosts:
@@ -141,6 +148,7 @@ async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, pro
                 finished = await play_instant_match.remote(match, scenario, rules, entries)
                 progress.day(match.days)
             store.save_match(engine, tournament_id, finished)
+            spending.add(finished)
             progress.match()
 
     await asyncio.gather(*(one(match) for match in todo))
@@ -149,6 +157,22 @@ async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, pro
 @ray.remote(num_cpus=1)
 def play_instant_match(match: MatchSpec, scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> FinishedMatch:
     return Match(match, scenario, rules, entries, hosts={}).play_here()
+
+
+class _Spending:
+    """The tournament's model spending against its budget; `stopped` says why play stopped."""
+
+    def __init__(self, budget: Budget | None, tokens: int, cost: float):
+        self.budget, self.tokens, self.cost = budget, tokens, cost
+        self.stopped = self._check()
+
+    def add(self, match: FinishedMatch) -> None:
+        self.tokens += sum(c.input_tokens + c.output_tokens for c in match.calls)
+        self.cost += sum(c.cost or 0.0 for c in match.calls)
+        self.stopped = self.stopped or self._check()
+
+    def _check(self) -> str | None:
+        return self.budget.exceeded_by(self.tokens, self.cost) if self.budget is not None else None
 
 
 class _Progress:
