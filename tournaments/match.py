@@ -92,13 +92,13 @@ class Match:
                 observations, _, _, _, infos = env.step(decisions)
                 for name, info in infos.items():
                     record: DayRecord = info["record"]
-                    if any(r.index == -1 for r in record.rejections):
-                        self._fault(day, name, "malformed", record.rejections[0].reason)
+                    whole = [r for r in record.rejections if r.index == -1]
+                    if whole:  # the answer was not a decision at all; keep what it was
+                        self._fault(day, name, "malformed", f"{whole[0].reason}: {whole[0].operation!r}")
                     self.records.append(record)
                 on_day()
         finally:
             await self._collect_calls()
-        seats = {name: name for name in self.spec.seats}
         return FinishedMatch(
             key=self.spec.key,
             index=self.spec.index,
@@ -106,7 +106,7 @@ class Match:
             seed=self.spec.seed,
             days=self.spec.days,
             wall_seconds=time.perf_counter() - started,
-            merchants=score_match(self.scenario, self.spec.days, seats, self.records, self.faults),
+            merchants=score_match(self.scenario, self.spec.days, self.spec.seats, self.records, self.faults),
             days_played=self.records,
             faults=self.faults,
             probes=self.probes,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from market.scenario import Scenario
 from market.types import DayRecord
@@ -27,10 +28,8 @@ def rank_merchants(final: dict[str, tuple[bool, int, float]]) -> dict[str, int]:
     return ranks
 
 
-def score_match(
-    scenario: Scenario, days: int, seats: dict[str, str], records: list[DayRecord], faults: list[Fault]
-) -> list[MerchantResult]:
-    """`seats` maps merchant (seat) name -> contestant name, in seat order."""
+def score_match(scenario: Scenario, days: int, seats: Sequence[str], records: list[DayRecord], faults: list[Fault]) -> list[MerchantResult]:
+    """Results in seat order. A merchant is named after the contestant in its seat."""
     last: dict[str, DayRecord] = {}
     sold: dict[str, float] = defaultdict(float)
     rejected: dict[str, int] = defaultdict(int)
@@ -49,7 +48,7 @@ def score_match(
     return [
         MerchantResult(
             merchant=merchant,
-            contestant=contestant,
+            contestant=merchant,
             final_cash=last[merchant].cash_end,
             net_worth=last[merchant].net_worth,
             profit=last[merchant].net_worth - start,
@@ -59,5 +58,5 @@ def score_match(
             faults=fault_count[merchant],
             rejected_operations=rejected[merchant],
         )
-        for merchant, contestant in seats.items()
+        for merchant in seats
     ]
