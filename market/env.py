@@ -61,6 +61,7 @@ class MarketEnv(ParallelEnv):
         products = scenario.products
         self._unit_cost0 = np.array([p.unit_cost for p in products])
         self._reference = np.array([p.reference_price for p in products])
+        self._quality = np.array([p.quality for p in products])
         self._holding = np.array([p.holding_cost for p in products])
         self._lead = np.array([p.lead_time for p in products])
         self._product_ids = scenario.product_ids
@@ -284,13 +285,13 @@ class MarketEnv(ParallelEnv):
         wanted, sold = np.zeros((m, p)), np.zeros((m, p))
         factor = demand_factor(s.demand, day)
         rng = self._rng if s.demand.mode == "stochastic" else None
+        utility = utilities(s.choice, self.prices, self._reference, self.reputation[:, None], self._quality)
+        utility = np.where(self.bankrupt[:, None], -np.inf, utility)
         for j, product in enumerate(s.products):
             mean = product.base_demand * factor * self._event_multiplier("demand", product.id, day)
             customers = float(rng.poisson(mean)) if rng is not None else mean
-            utility = utilities(s.choice, self.prices[:, j], product.reference_price, self.reputation, product.quality)
-            utility = np.where(self.bankrupt, -np.inf, utility)
             stock = self.inventory[:, j] if s.demand.stock_limited else None
-            allocation = allocate(customers, utility, s.choice.no_purchase_utility, stock, rng)
+            allocation = allocate(customers, utility[:, j], s.choice.no_purchase_utility, stock, rng)
             wanted[:, j], sold[:, j] = allocation.wanted, allocation.sold
         return wanted, sold
 
