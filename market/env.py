@@ -64,6 +64,10 @@ class MarketEnv(ParallelEnv):
         self._quality = np.array([p.quality for p in products])
         self._holding = np.array([p.holding_cost for p in products])
         self._lead = np.array([p.lead_time for p in products])
+        # what validating an operation reads, as Python numbers (numpy scalars are slower)
+        self._ceilings = [p.reference_price * PRICE_CEILING_FACTOR for p in products]
+        self._lead_days = [p.lead_time for p in products]
+        self._whole_units = scenario.demand.mode == "stochastic"
         self._product_ids = scenario.product_ids
         self._pid = {p: j for j, p in enumerate(self._product_ids)}
 
@@ -132,17 +136,18 @@ class MarketEnv(ParallelEnv):
         advertising = np.zeros(m)
         collected = np.zeros(m)
         applied: list[list[dict]] = [[] for _ in range(m)]
+        costs = unit_cost.tolist()
         rejected: list[list[Rejection]] = [[] for _ in range(m)]
         for agent in self.agents:
             i = self._index[agent]
             operations, rejections = self._operations(actions.get(agent))
             rejected[i].extend(rejections)
             for index, op in operations:
-                reason = self._apply(i, op, unit_cost, ordered, advertising, collected)
+                reason = self._apply(i, op, costs, ordered, advertising, collected)
                 if reason is None:
-                    applied[i].append(op.model_dump())
+                    applied[i].append(_as_dict(op))
                 else:
-                    rejected[i].append(Rejection(index=index, operation=op.model_dump(), reason=reason))
+                    rejected[i].append(Rejection(index=index, operation=_as_dict(op), reason=reason))
 
         wanted, sold = self._clear_market(day)
         revenue_by_product = sold * self.prices
@@ -233,8 +238,8 @@ class MarketEnv(ParallelEnv):
             ops.append(Advertise(amount=amount))
         return ops
 
-    def _apply(self, i: int, op: Any, unit_cost: np.ndarray, ordered: np.ndarray, advertising: np.ndarray, collected: np.ndarray) -> str | None:
-        """Apply one operation to merchant i; return why not, or None when applied."""
+    def _apply(self, i: int, op: Any, unit_cost: list[float], ordered: np.ndarray, advertising: np.ndarray, collected: np.ndarray) -> str | None:
+        """Apply one operation to merchant i (unit_cost: today's, per product); return why not, or None when applied."""
         if isinstance(op, Wait):
             return None
         if isinstance(op, Collect):
@@ -256,7 +261,7 @@ class MarketEnv(ParallelEnv):
         if isinstance(op, SetPrice):
             if not math.isfinite(op.price) or op.price <= 0:
                 return "price must be a positive number"
-            ceiling = self._reference[j] * PRICE_CEILING_FACTOR
+            ceiling = self._ceilings[j]
             if op.price > ceiling:
                 return f"price {op.price:.2f} is above the ceiling {ceiling:.2f}"
             self.prices[i, j] = op.price
@@ -265,14 +270,14 @@ class MarketEnv(ParallelEnv):
         quantity = op.quantity
         if not math.isfinite(quantity) or quantity <= 0:
             return "order quantity must be a positive number"
-        if self.scenario.demand.mode == "stochastic" and quantity != int(quantity):
+        if self._whole_units and quantity != int(quantity):
             return "order quantity must be a whole number of units"
-        cost = quantity * float(unit_cost[j])  # a Python float: a huge quantity gives inf, no warning
+        cost = quantity * unit_cost[j]  # Python floats: a huge quantity gives inf, no warning
         if cost > self.cash[i]:
             return f"order costs {cost:.2f}, more than cash {self.cash[i]:.2f}"
         self.cash[i] -= cost
         ordered[i, j] += quantity
-        lead = int(self._lead[j])
+        lead = self._lead_days[j]
         if lead == 0:
             self.inventory[i, j] += quantity
         else:
@@ -396,3 +401,10 @@ def _shift_left(buffer: np.ndarray) -> None:
     """Move a ring of future days one day closer, in place: [.., k] <- [.., k+1]."""
     buffer[..., :-1] = buffer[..., 1:]
     buffer[..., -1] = 0.0
+
+
+def _as_dict(operation: Any) -> dict:
+    """`operation.model_dump()`, without the serializer's cost (this runs for every applied
+    operation): an operation's fields are plain strings and floats, so a copy of its
+    `__dict__` is the same dict."""
+    return dict(operation.__dict__)
