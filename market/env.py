@@ -116,6 +116,7 @@ class MarketEnv(ParallelEnv):
         self.bankrupt = np.zeros(m, dtype=bool)
         self.units_sold = np.zeros((m, p))
         self.records: dict[str, DayRecord] = {}
+        self._closing: tuple[np.ndarray, np.ndarray] | None = None  # (unit costs, net worth) at the end of the last step
         return self._observations(), {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, Any]):
@@ -123,7 +124,10 @@ class MarketEnv(ParallelEnv):
         m, p = len(self.possible_agents), len(s.products)
         day = self.day
         unit_cost = self._unit_cost_today(day)
-        worth_start = self.net_worth(unit_cost)
+        if self._closing is not None and self._closing[0] is unit_cost:
+            worth_start = self._closing[1]  # nothing moves between days: yesterday's close, same costs
+        else:
+            worth_start = self.net_worth(unit_cost)
         cash_start = self.cash.copy()
 
         arrived = self.pipeline[:, :, 0].copy()
@@ -173,6 +177,7 @@ class MarketEnv(ParallelEnv):
         newly_bankrupt = (self.cash < 0) & ~self.bankrupt
         self.bankrupt |= newly_bankrupt
         worth_end = self.net_worth(unit_cost)
+        self._closing = (unit_cost, worth_end)
 
         playing = list(self.agents)
         self.records = self._records(playing, day, applied, rejected, unit_cost, wanted, sold, arrived, ordered, revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, worth_end)
