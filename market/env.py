@@ -309,8 +309,10 @@ class MarketEnv(ParallelEnv):
         r = self.scenario.reputation
         demand, served = wanted.sum(axis=1), sold.sum(axis=1)
         fill_rate = np.divide(served, demand, out=np.ones_like(served), where=demand > 0)
-        boost = r.advertising_gain * (1.0 - np.exp(-advertising / r.advertising_scale))
-        updated = np.clip((1 - r.memory) * fill_rate + r.memory * self.reputation + boost, r.minimum, r.maximum)
+        updated = (1 - r.memory) * fill_rate + r.memory * self.reputation
+        if advertising.any():  # no spend adds a boost of exactly zero, so it is skipped
+            updated += r.advertising_gain * (1.0 - np.exp(-advertising / r.advertising_scale))
+        updated = np.clip(updated, r.minimum, r.maximum)
         self.reputation = np.where(self.bankrupt, self.reputation, updated)
 
     def _event_multiplier(self, kind: str, product: str, day: int) -> float:
