@@ -184,10 +184,11 @@ class MarketEnv(ParallelEnv):
 
         last_day = day >= self.days
         self.day += 1
-        rewards = {a: float(worth_end[self._index[a]] - worth_start[self._index[a]]) for a in playing}
-        terminations = {a: bool(self.bankrupt[self._index[a]]) for a in playing}
+        change = (worth_end - worth_start).tolist()
+        rewards = {a: change[self._index[a]] for a in playing}
+        terminations = {a: record.bankrupt for a, record in self.records.items()}
         truncations = {a: last_day for a in playing}
-        infos = {a: {"record": self.records[a]} for a in playing}
+        infos = {a: {"record": record} for a, record in self.records.items()}
         self.agents = [] if last_day else [a for a in playing if not terminations[a]]
         observations = self._observations(playing)
         return observations, rewards, terminations, truncations, infos
