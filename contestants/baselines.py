@@ -29,6 +29,7 @@ from market.scenario import Product, Scenario
 from market.types import Collect, Decision, Observation, Operation, Order, ProductState, SetPrice
 
 _EPS = 1e-9
+_COLLECT = Collect()  # operations are frozen, so every decision can share this one
 
 
 @dataclass
@@ -99,7 +100,7 @@ class RuleMerchant(Contestant):
         if self.scenario is None:
             raise RuntimeError(f"{self.kind}: decide() called before reset()")
         self._remember(observation)
-        operations: list[Operation] = [Collect()] if observation.receivables_due > 0 else []
+        operations: list[Operation] = [_COLLECT] if observation.receivables_due > 0 else []
         operations.extend(self.rule(observation))
         return Decision(operations=operations)
 
@@ -294,12 +295,9 @@ class Undercut(RuleMerchant):
 
     def rule(self, observation: Observation) -> list[Operation]:
         prices = {}
+        boards = [m.prices for m in observation.rivals() if not m.bankrupt and m.prices]
         for state in observation.products:
-            visible = [
-                m.prices[state.product]
-                for m in observation.rivals()
-                if not m.bankrupt and m.prices and m.prices.get(state.product) is not None
-            ]
+            visible = [board[state.product] for board in boards if board.get(state.product) is not None]
             if visible:
                 floor = state.unit_cost * (1 + self.params.min_markup)
                 prices[state.product] = max(min(visible) * (1 - self.params.step), floor)

@@ -26,8 +26,13 @@ def demand_factor(demand: Demand, day: int) -> float:
     return float(weekday * season)
 
 
-def utilities(choice: Choice, prices: np.ndarray, reference_price: float, reputation: np.ndarray, quality: float) -> np.ndarray:
-    """u = -price_sensitivity * price / reference_price + reputation_weight * reputation + quality_weight * quality."""
+def utilities(
+    choice: Choice, prices: np.ndarray, reference_price: float | np.ndarray, reputation: np.ndarray, quality: float | np.ndarray
+) -> np.ndarray:
+    """u = -price_sensitivity * price / reference_price + reputation_weight * reputation + quality_weight * quality.
+
+    Broadcasts: prices [merchant, product] with reference_price and quality per product and
+    reputation [merchant, 1] gives every product's utilities in one pass."""
     return (
         -choice.price_sensitivity * prices / reference_price
         + choice.reputation_weight * reputation
@@ -37,8 +42,12 @@ def utilities(choice: Choice, prices: np.ndarray, reference_price: float, reputa
 
 def logit_shares(utility: np.ndarray, outside: float) -> np.ndarray:
     """Choice probabilities [merchants..., no purchase]: exp(u_i) / (exp(u_0) + sum_j exp(u_j))."""
-    top = max(float(utility.max(initial=outside)), outside)
-    weights = np.exp(np.append(utility, outside) - top)
+    return _softmax(np.append(utility, outside))
+
+
+def _softmax(options: np.ndarray) -> np.ndarray:
+    """exp(u_k) / sum_l exp(u_l) over every option, computed after subtracting the largest u."""
+    weights = np.exp(options - options.max())
     return weights / weights.sum()
 
 
@@ -70,12 +79,13 @@ def allocate(
     n = utility.shape[0]
     wanted = np.zeros(n)
     sold = np.zeros(n)
-    remaining = np.ones(n, dtype=bool) & np.isfinite(utility)
-    left = np.inf if stock is None else stock.astype(float).copy()
+    # every option's utility, no purchase last; a merchant out of the running has -inf
+    options = np.append(np.where(np.isfinite(utility), utility, -np.inf), outside)
+    left = None if stock is None else stock.astype(float)
     choosing = customers
     no_purchase = 0.0
     while choosing > 0:
-        shares = logit_shares(np.where(remaining, utility, -np.inf), outside)
+        shares = _softmax(options)
         if rng is None:
             picks = choosing * shares
         else:
@@ -83,17 +93,17 @@ def allocate(
         no_purchase += picks[-1]
         picks = picks[:-1]
         wanted += picks
+        if left is None:
+            sold += picks
+            break
         served = np.minimum(picks, left)
         sold += served
-        if stock is None:
-            break
-        left = left - served
-        overflow = picks - served
-        choosing = float(overflow.sum())
+        left -= served
+        choosing = float((picks - served).sum())
         if choosing <= 1e-9 * max(customers, 1.0):
             no_purchase += choosing
             break
-        remaining &= left > 1e-12
+        options[:-1][left <= 1e-12] = -np.inf
     if stock is not None:
         sold = np.minimum(sold, stock)  # summing a sold-out merchant's rounds can overshoot by an ulp
     return Allocation(wanted=wanted, sold=sold, no_purchase=float(no_purchase))

@@ -61,8 +61,13 @@ class MarketEnv(ParallelEnv):
         products = scenario.products
         self._unit_cost0 = np.array([p.unit_cost for p in products])
         self._reference = np.array([p.reference_price for p in products])
+        self._quality = np.array([p.quality for p in products])
         self._holding = np.array([p.holding_cost for p in products])
         self._lead = np.array([p.lead_time for p in products])
+        # what validating an operation reads, as Python numbers (numpy scalars are slower)
+        self._ceilings = [p.reference_price * PRICE_CEILING_FACTOR for p in products]
+        self._lead_days = [p.lead_time for p in products]
+        self._whole_units = scenario.demand.mode == "stochastic"
         self._product_ids = scenario.product_ids
         self._pid = {p: j for j, p in enumerate(self._product_ids)}
 
@@ -111,6 +116,7 @@ class MarketEnv(ParallelEnv):
         self.bankrupt = np.zeros(m, dtype=bool)
         self.units_sold = np.zeros((m, p))
         self.records: dict[str, DayRecord] = {}
+        self._closing: tuple[np.ndarray, np.ndarray] | None = None  # (unit costs, net worth) at the end of the last step
         return self._observations(), {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, Any]):
@@ -118,7 +124,10 @@ class MarketEnv(ParallelEnv):
         m, p = len(self.possible_agents), len(s.products)
         day = self.day
         unit_cost = self._unit_cost_today(day)
-        worth_start = self.net_worth(unit_cost)
+        if self._closing is not None and self._closing[0] is unit_cost:
+            worth_start = self._closing[1]  # nothing moves between days: yesterday's close, same costs
+        else:
+            worth_start = self.net_worth(unit_cost)
         cash_start = self.cash.copy()
 
         arrived = self.pipeline[:, :, 0].copy()
@@ -131,17 +140,18 @@ class MarketEnv(ParallelEnv):
         advertising = np.zeros(m)
         collected = np.zeros(m)
         applied: list[list[dict]] = [[] for _ in range(m)]
+        costs = unit_cost.tolist()
         rejected: list[list[Rejection]] = [[] for _ in range(m)]
         for agent in self.agents:
             i = self._index[agent]
             operations, rejections = self._operations(actions.get(agent))
             rejected[i].extend(rejections)
             for index, op in operations:
-                reason = self._apply(i, op, unit_cost, ordered, advertising, collected)
+                reason = self._apply(i, op, costs, ordered, advertising, collected)
                 if reason is None:
-                    applied[i].append(op.model_dump())
+                    applied[i].append(_as_dict(op))
                 else:
-                    rejected[i].append(Rejection(index=index, operation=op.model_dump(), reason=reason))
+                    rejected[i].append(Rejection(index=index, operation=_as_dict(op), reason=reason))
 
         wanted, sold = self._clear_market(day)
         revenue_by_product = sold * self.prices
@@ -167,16 +177,18 @@ class MarketEnv(ParallelEnv):
         newly_bankrupt = (self.cash < 0) & ~self.bankrupt
         self.bankrupt |= newly_bankrupt
         worth_end = self.net_worth(unit_cost)
+        self._closing = (unit_cost, worth_end)
 
         playing = list(self.agents)
         self.records = self._records(playing, day, applied, rejected, unit_cost, wanted, sold, arrived, ordered, revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, worth_end)
 
         last_day = day >= self.days
         self.day += 1
-        rewards = {a: float(worth_end[self._index[a]] - worth_start[self._index[a]]) for a in playing}
-        terminations = {a: bool(self.bankrupt[self._index[a]]) for a in playing}
+        change = (worth_end - worth_start).tolist()
+        rewards = {a: change[self._index[a]] for a in playing}
+        terminations = {a: record.bankrupt for a, record in self.records.items()}
         truncations = {a: last_day for a in playing}
-        infos = {a: {"record": self.records[a]} for a in playing}
+        infos = {a: {"record": record} for a, record in self.records.items()}
         self.agents = [] if last_day else [a for a in playing if not terminations[a]]
         observations = self._observations(playing)
         return observations, rewards, terminations, truncations, infos
@@ -232,8 +244,8 @@ class MarketEnv(ParallelEnv):
             ops.append(Advertise(amount=amount))
         return ops
 
-    def _apply(self, i: int, op: Any, unit_cost: np.ndarray, ordered: np.ndarray, advertising: np.ndarray, collected: np.ndarray) -> str | None:
-        """Apply one operation to merchant i; return why not, or None when applied."""
+    def _apply(self, i: int, op: Any, unit_cost: list[float], ordered: np.ndarray, advertising: np.ndarray, collected: np.ndarray) -> str | None:
+        """Apply one operation to merchant i (unit_cost: today's, per product); return why not, or None when applied."""
         if isinstance(op, Wait):
             return None
         if isinstance(op, Collect):
@@ -255,7 +267,7 @@ class MarketEnv(ParallelEnv):
         if isinstance(op, SetPrice):
             if not math.isfinite(op.price) or op.price <= 0:
                 return "price must be a positive number"
-            ceiling = self._reference[j] * PRICE_CEILING_FACTOR
+            ceiling = self._ceilings[j]
             if op.price > ceiling:
                 return f"price {op.price:.2f} is above the ceiling {ceiling:.2f}"
             self.prices[i, j] = op.price
@@ -264,14 +276,14 @@ class MarketEnv(ParallelEnv):
         quantity = op.quantity
         if not math.isfinite(quantity) or quantity <= 0:
             return "order quantity must be a positive number"
-        if self.scenario.demand.mode == "stochastic" and quantity != int(quantity):
+        if self._whole_units and quantity != int(quantity):
             return "order quantity must be a whole number of units"
-        cost = quantity * float(unit_cost[j])  # a Python float: a huge quantity gives inf, no warning
+        cost = quantity * unit_cost[j]  # Python floats: a huge quantity gives inf, no warning
         if cost > self.cash[i]:
             return f"order costs {cost:.2f}, more than cash {self.cash[i]:.2f}"
         self.cash[i] -= cost
         ordered[i, j] += quantity
-        lead = int(self._lead[j])
+        lead = self._lead_days[j]
         if lead == 0:
             self.inventory[i, j] += quantity
         else:
@@ -284,13 +296,13 @@ class MarketEnv(ParallelEnv):
         wanted, sold = np.zeros((m, p)), np.zeros((m, p))
         factor = demand_factor(s.demand, day)
         rng = self._rng if s.demand.mode == "stochastic" else None
+        utility = utilities(s.choice, self.prices, self._reference, self.reputation[:, None], self._quality)
+        utility = np.where(self.bankrupt[:, None], -np.inf, utility)
         for j, product in enumerate(s.products):
             mean = product.base_demand * factor * self._event_multiplier("demand", product.id, day)
             customers = float(rng.poisson(mean)) if rng is not None else mean
-            utility = utilities(s.choice, self.prices[:, j], product.reference_price, self.reputation, product.quality)
-            utility = np.where(self.bankrupt, -np.inf, utility)
             stock = self.inventory[:, j] if s.demand.stock_limited else None
-            allocation = allocate(customers, utility, s.choice.no_purchase_utility, stock, rng)
+            allocation = allocate(customers, utility[:, j], s.choice.no_purchase_utility, stock, rng)
             wanted[:, j], sold[:, j] = allocation.wanted, allocation.sold
         return wanted, sold
 
@@ -298,8 +310,10 @@ class MarketEnv(ParallelEnv):
         r = self.scenario.reputation
         demand, served = wanted.sum(axis=1), sold.sum(axis=1)
         fill_rate = np.divide(served, demand, out=np.ones_like(served), where=demand > 0)
-        boost = r.advertising_gain * (1.0 - np.exp(-advertising / r.advertising_scale))
-        updated = np.clip((1 - r.memory) * fill_rate + r.memory * self.reputation + boost, r.minimum, r.maximum)
+        updated = (1 - r.memory) * fill_rate + r.memory * self.reputation
+        if advertising.any():  # no spend adds a boost of exactly zero, so it is skipped
+            updated += r.advertising_gain * (1.0 - np.exp(-advertising / r.advertising_scale))
+        updated = np.clip(updated, r.minimum, r.maximum)
         self.reputation = np.where(self.bankrupt, self.reputation, updated)
 
     def _event_multiplier(self, kind: str, product: str, day: int) -> float:
@@ -395,3 +409,10 @@ def _shift_left(buffer: np.ndarray) -> None:
     """Move a ring of future days one day closer, in place: [.., k] <- [.., k+1]."""
     buffer[..., :-1] = buffer[..., 1:]
     buffer[..., -1] = 0.0
+
+
+def _as_dict(operation: Any) -> dict:
+    """`operation.model_dump()`, without the serializer's cost (this runs for every applied
+    operation): an operation's fields are plain strings and floats, so a copy of its
+    `__dict__` is the same dict."""
+    return dict(operation.__dict__)
