@@ -21,6 +21,7 @@ from contestants.llm.providers import (
     validate_settings,
 )
 from contestants.llm.retry import Failure, RetryPolicy
+from contestants.llm.schema import constrained_schema
 from contestants.llm.types import Completion, CompletionRequest, Message, TokenUsage
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "ResponseCache",
     "RetryPolicy",
     "TokenUsage",
+    "constrained_schema",
     "cost",
     "get_provider",
     "price_table",

@@ -33,7 +33,8 @@ class AnthropicProvider(RemoteProvider):
         return self._client
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
-        """System messages go to `system`; the API has no seed, so `request.seed` is unused."""
+        """System messages go to `system`. The Messages API (SDK 2.x) takes neither a seed nor
+        a temperature, so those request fields only key the cache here."""
         from anthropic.types import Message
 
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
@@ -41,7 +42,6 @@ class AnthropicProvider(RemoteProvider):
             "model": self.model,
             "messages": [m.model_dump() for m in request.messages if m.role != "system"],
             "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
             "tools": [{"name": request.schema_name, "input_schema": request.json_schema}],
             "tool_choice": {"type": "tool", "name": request.schema_name},
             "timeout": timeout,

