@@ -20,13 +20,16 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from contestants.base import Contestant, ContestantConfigError, ModelCall, Params, RecallProbe, register
 from contestants.llm.errors import ProviderConfigError
 from contestants.llm.memory import Memory, MemoryKind
+from contestants.llm.schema import constrained_schema
 from contestants.llm.prompts import daily_report, recall_question, system_prompt, template
 from contestants.llm.providers import Provider, get_provider, validate_settings
 from contestants.llm.types import Completion, CompletionRequest, Message
 from market.scenario import Scenario
 from market.types import Decision, Observation
 
-DECISION_SCHEMA = Decision.model_json_schema()
+# Tightened (every field required, lists and strings bounded): a small model decoding under
+# a grammar otherwise answers `{}` or repeats one operation until it runs out of tokens.
+DECISION_SCHEMA = constrained_schema(Decision.model_json_schema())
 RECALL_SCHEMA = {
     "type": "object",
     "properties": {"value": {"type": ["number", "null"]}},

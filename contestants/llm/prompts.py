@@ -47,8 +47,10 @@ def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool) -> 
             f"- {finance.credit_share:.0%} of every sale is on credit: it can be collected "
             f"{finance.credit_days} days later with a collect operation, and not before.\n"
         )
+    # Only the id, which operations must use: a display name ("Widget") invites the model to
+    # write that instead.
     products = "\n".join(
-        f"- {p.id}{f' ({p.name})' if p.name else ''}: unit cost {_money(p.unit_cost)}, usual price "
+        f"- {p.id}: unit cost {_money(p.unit_cost)}, usual price "
         f"{_money(p.reference_price)}, lead time {p.lead_time} days, holding cost {_money(p.holding_cost)} per unit per day"
         for p in scenario.products
     )
