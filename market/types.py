@@ -260,4 +260,3 @@ class Observation:
 
 
 record_adapter: TypeAdapter[DayRecord] = TypeAdapter(DayRecord)
-observation_adapter: TypeAdapter[Observation] = TypeAdapter(Observation)

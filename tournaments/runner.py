@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from contextlib import nullcontext
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
