@@ -68,7 +68,7 @@ def slow_tournament(tmp_path: Path, root: Path) -> Path:
             contestants:
               - {{name: fixed, kind: fixed_price}}
               - {{name: cost_plus, kind: cost_plus}}
-              - {{name: slowpoke, kind: latency, params: {{latency_s: 0.05}}}}
+              - {{name: slowpoke, kind: latency, params: {{latency_s: 0.1}}}}
             """
         )
     )
@@ -81,13 +81,16 @@ def test_kill_9_then_resume_gives_the_uninterrupted_table(tmp_path, slow_tournam
     planned = stored_matches(whole)
     assert planned == 12
 
-    process = subprocess.Popen(
-        [ARENA, "run", str(slow_tournament), "--db", f"sqlite:///{killed}"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), start_new_session=True,
-    )
+    log = tmp_path / "killed.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [ARENA, "run", str(slow_tournament), "--db", f"sqlite:///{killed}"],
+            cwd=tmp_path, stdout=output, stderr=output, env=_env(), start_new_session=True,
+        )
     deadline = time.monotonic() + 240
     while stored_matches(killed) < 2 and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert process.poll() is None, f"the run ended before it could be killed:\n{log.read_text()[-2000:]}"
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     done_before = stored_matches(killed)

@@ -1,0 +1,178 @@
+"""Tournaments of language-model merchants through `arena run`, against a loopback server
+that misbehaves on purpose: faults are recorded and bounded, the key never leaks, and a
+second run replays from the response cache without a single request."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+ARENA = str(Path(sys.executable).parent / "arena")
+SENTINEL = "sk-arena-sentinel-7f3a9c"
+DECISION = {"operations": [{"op": "set_price", "product": "widget", "price": 18.0}], "note": "steady"}
+
+
+class MoodyServer:
+    """An OpenAI-compatible chat endpoint on 127.0.0.1 whose behaviour is the first part of
+    the path: /ok, /flaky (429 every other request), /500, /hang, /nonjson, /echo (a 401 that
+    repeats the Authorization header). Counts requests per behaviour."""
+
+    def __init__(self):
+        self.requests: Counter[str] = Counter()
+        self.release = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                mood = self.path.strip("/").split("/")[0]
+                server.requests[mood] += 1
+                if mood == "hang":
+                    server.release.wait(5)
+                    return
+                if mood == "ok" or (mood == "flaky" and server.requests[mood] % 2 == 0):
+                    return self._send(200, _completion())
+                if mood == "flaky":
+                    return self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
+                if mood == "nonjson":
+                    return self._send(200, "<html>gateway</html>")
+                if mood == "echo":
+                    return self._send(401, {"error": {"message": f"bad key {self.headers.get('Authorization')}"}})
+                self._send(500, {"error": {"message": "boom"}})
+
+            def _send(self, status, body, headers=None):
+                data = (body if isinstance(body, str) else json.dumps(body)).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http.daemon_threads = True
+        self.port = self.http.server_address[1]
+        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def url(self, mood: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{mood}/v1"
+
+    def close(self):
+        self.release.set()
+        self.http.shutdown()
+        self.http.server_close()
+
+
+def _completion() -> dict:
+    call = {"id": "c1", "type": "function", "function": {"name": "decision", "arguments": json.dumps(DECISION)}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "moody",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50},
+    }
+
+
+@pytest.fixture
+def server():
+    moody = MoodyServer()
+    yield moody
+    moody.close()
+
+
+def tournament(folder: Path, root: Path, server: MoodyServer, moods: list[str], cache: bool) -> Path:
+    entries = "\n".join(
+        f"""  - name: "{mood}"
+    kind: llm
+    params: {{model: openai/moody, base_url: "{server.url(mood)}", api_key_env: ARENA_SENTINEL_KEY,
+             memory: stateless, max_retries: 2, timeout: 1, backoff_initial: 0, backoff_max: 0,
+             no_cache: {str(not cache).lower()}}}"""
+        for mood in moods
+    )
+    path = folder / "llm.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            name: moody
+            seed: 3
+            format: free_for_all
+            scenarios: [{root}/scenarios/price_war.yaml]
+            days: 3
+            recall_every: 0
+            decision_timeout_s: 20
+            contestants:
+              - {{name: fixed, kind: fixed_price}}
+            """
+        )
+        + entries
+        + "\n"
+    )
+    return path
+
+
+def arena(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ARENA_SENTINEL_KEY": SENTINEL}
+    env.pop("RAY_ADDRESS", None)
+    return subprocess.run([ARENA, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+
+
+def rows(db: Path, query: str) -> list[tuple]:
+    with sqlite3.connect(db) as connection:
+        return connection.execute(query).fetchall()
+
+
+def test_misbehaving_servers_give_faults_not_crashes_and_the_key_never_leaks(tmp_path, root, server):
+    moods = ["ok", "flaky", "500", "hang", "nonjson", "echo"]
+    config = tournament(tmp_path, root, server, moods, cache=False)
+    db = tmp_path / "t.db"
+    result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}")
+    shown = arena(tmp_path, "show", "1", "--db", f"sqlite:///{db}")
+    assert result.returncode == 0, result.stderr
+    for output in (result, shown):
+        assert "Traceback" not in output.stdout + output.stderr
+        assert SENTINEL not in output.stdout + output.stderr
+    for file in tmp_path.glob("t.db*"):
+        assert SENTINEL.encode() not in file.read_bytes()
+
+    faults = Counter((merchant, kind) for merchant, kind in rows(db, "select merchant, kind from fault"))
+    assert faults == {("500", "error"): 3, ("hang", "error"): 3, ("nonjson", "error"): 3, ("echo", "error"): 3}
+    prices = dict(rows(db, "select merchant, json_extract(record, '$.prices.widget') from day where day = 3"))
+    assert prices["ok"] == prices["flaky"] == 18.0  # their decisions were applied
+    # retries: 429, 500 and timeouts up to max_retries=2 more attempts; 401 and non-JSON never
+    assert server.requests["500"] == server.requests["hang"] == 3 * 3
+    assert server.requests["echo"] == server.requests["nonjson"] == 3
+    assert server.requests["flaky"] == 3 * 2 and server.requests["ok"] == 3
+    calls = dict(rows(db, "select merchant, sum(attempts) from model_call group by merchant"))
+    assert calls == {"ok": 3, "flaky": 6}  # failed calls leave a fault, not a call row
+
+
+def test_a_second_run_replays_from_the_cache_with_no_request(tmp_path, root, server):
+    config = tournament(tmp_path, root, server, ["ok", "flaky"], cache=True)
+    first = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/a.db")
+    assert first.returncode == 0, first.stderr
+    asked = sum(server.requests.values())
+    assert asked > 0
+    second = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/b.db")
+    assert second.returncode == 0, second.stderr
+    assert sum(server.requests.values()) == asked  # not one request more
+    assert rows(tmp_path / "b.db", "select count(*), sum(cached), sum(attempts) from model_call") == [(6, 6, 0)]
+    tables = [
+        json.loads(arena(tmp_path, "leaderboard", "--db", f"sqlite:///{tmp_path}/{name}.db", "--json").stdout) for name in "ab"
+    ]
+    assert tables[0] == tables[1]
