@@ -8,6 +8,7 @@ at once. Ray restarts it if its process dies; the match then resets its state.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,12 @@ HOST_THREADS = 64
 
 @ray.remote(num_cpus=0, max_restarts=-1)
 class ContestantHost:
-    def __init__(self, entry: ContestantEntry):
+    def __init__(self, entry: ContestantEntry, working_dir: str):
+        # Relative paths in a contestant's settings (a response cache, a model file) mean the
+        # folder `arena run` was started in, not wherever Ray starts its workers (with `uv run`
+        # that is a per-session copy of the project). Skipped on a node that lacks the folder.
+        if os.path.isdir(working_dir):
+            os.chdir(working_dir)
         self.entry = entry
         self.instances: dict[tuple[str, str], Contestant] = {}
 
@@ -48,4 +54,4 @@ class ContestantHost:
 
 
 def start_host(entry: ContestantEntry) -> Any:
-    return ContestantHost.options(max_concurrency=HOST_THREADS, name=None).remote(entry)
+    return ContestantHost.options(max_concurrency=HOST_THREADS).remote(entry, os.getcwd())
