@@ -19,18 +19,10 @@ class AnthropicProvider(RemoteProvider):
     settings_model = AnthropicSettings
     settings: AnthropicSettings
 
-    def _sdk_client(self) -> Any:
-        if self._client is None:
-            import anthropic
+    def _new_client(self, **options: Any) -> Any:
+        import anthropic
 
-            self._client = anthropic.Anthropic(
-                api_key=self._api_key(),
-                base_url=self.settings.base_url,
-                max_retries=0,  # the retry policy is ours alone
-                timeout=self.settings.timeout,
-                http_client=self._http_client,
-            )
-        return self._client
+        return anthropic.Anthropic(**options)
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
         """System messages go to `system`. The Messages API (SDK 2.x) takes neither a seed nor

@@ -28,18 +28,10 @@ class OpenAIProvider(RemoteProvider):
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "structured": self.settings.structured}
 
-    def _sdk_client(self) -> Any:
-        if self._client is None:
-            import openai
+    def _new_client(self, **options: Any) -> Any:
+        import openai
 
-            self._client = openai.OpenAI(
-                api_key=self._api_key(),
-                base_url=self.settings.base_url,
-                max_retries=0,  # the retry policy is ours alone
-                timeout=self.settings.timeout,
-                http_client=self._http_client,
-            )
-        return self._client
+        return openai.OpenAI(**options)
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
         from openai.types.chat import ChatCompletion

@@ -158,6 +158,22 @@ class RemoteProvider(Provider):
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "base_url": self.settings.base_url}
 
+    def _sdk_client(self) -> Any:
+        """The SDK's client, built on first use with the SDK's own retries off."""
+        if self._client is None:
+            self._client = self._new_client(
+                api_key=self._api_key(),
+                base_url=self.settings.base_url,
+                max_retries=0,  # the retry policy is ours alone
+                timeout=self.settings.timeout,
+                http_client=self._http_client,
+            )
+        return self._client
+
+    @abstractmethod
+    def _new_client(self, **options: Any) -> Any:
+        """The SDK's client class called with `options` (imports the SDK)."""
+
     def _api_key(self) -> str:
         """The key, or a placeholder the SDKs accept when the server needs none."""
         variable = self.settings.api_key_env
