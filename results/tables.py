@@ -143,6 +143,23 @@ class ModelCallRow(SQLModel, table=True):
     request_hash: str
 
 
+class MetricRow(SQLModel, table=True):
+    """One metric of one merchant in one match (see results.metrics for the definitions).
+
+    Computed from the match's stored records when the match is saved; None where a metric
+    does not apply (no probes asked, no price moves)."""
+
+    __tablename__ = "metric"
+    __table_args__ = (UniqueConstraint("match_id", "merchant", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
+    merchant: str
+    contestant: str = Field(index=True)
+    name: str = Field(index=True)
+    value: float | None = None
+
+
 class RatingSnapshot(SQLModel, table=True):
     __tablename__ = "rating_snapshot"
 
