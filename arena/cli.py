@@ -185,6 +185,8 @@ def show(
     out.print(results)
     if metrics:
         out.print(_metrics_table(metrics, {r.merchant: r.contestant for r in detail.results}))
+    else:
+        out.print("No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False)
     if detail.calls:
         usage = Table("merchant", "calls", "input tokens", "output tokens", "cached calls", "retries", "seconds", "cost $", title="model calls")
         for merchant in dict.fromkeys(c.merchant for c in detail.calls):

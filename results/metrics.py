@@ -18,6 +18,7 @@ defined rather than one that would measure nothing.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -31,6 +32,7 @@ from results.records import Fault, ProbeResult
 
 Group = Literal["coherence", "operations", "economics"]
 Unit = Literal["share", "count", "money", "ratio", "day", "per_day"]
+Compute = Callable[["Seat"], "float | None"]
 
 LARGE_RESTOCK_DAYS = 5.0  # an order of at least this many days of the product's mean daily demand
 CLEARANCE_CUT = 0.2  # a price cut of at least this share of the price on the restock day
@@ -43,19 +45,19 @@ class Metric:
     name: str
     group: Group
     unit: Unit
-    compute: Callable[[Seat], float | None]
+    compute: Compute
 
     @property
     def formula(self) -> str:
         """The definition, as written in the metric function's docstring."""
-        return self.compute.__doc__ or ""
+        return inspect.getdoc(self.compute) or ""
 
 
 METRICS: dict[str, Metric] = {}
 
 
-def _metric(group: Group, unit: Unit) -> Callable[[Callable[[Seat], float | None]], Callable[[Seat], float | None]]:
-    def register(compute: Callable[[Seat], float | None]) -> Callable[[Seat], float | None]:
+def _metric(group: Group, unit: Unit) -> Callable[[Compute], Compute]:
+    def register(compute: Compute) -> Compute:
         METRICS[compute.__name__] = Metric(compute.__name__, group, unit, compute)
         return compute
 
@@ -184,14 +186,15 @@ def rejection_kind(reason: str) -> str:
 def validity_rate(seat: Seat) -> float | None:
     """Share of the operations the merchant submitted that the market applied:
     validity_rate = applied / (applied + rejected), over all its days. A decision that was not
-    a list of operations at all counts as one rejected submission; a day without a decision
-    (a fault) submits nothing (see fault_days). None when nothing was submitted."""
+    a list of operations at all counts as one rejected submission (and is a fault too); a day
+    on which no answer came (timeout, error) submits nothing (see fault_days). None when
+    nothing was submitted."""
     if seat.submitted == 0:
         return None
     return (seat.submitted - sum(seat.rejections.values())) / seat.submitted
 
 
-def _rejected_share(kind: str) -> Callable[[Seat], float | None]:
+def _rejected_share(kind: str) -> Compute:
     def share(seat: Seat) -> float | None:
         if seat.submitted == 0:
             return None

@@ -95,12 +95,14 @@ def test_rescore_fills_in_what_needs_the_scenario(stored):
 
 
 def test_rescore_restores_deleted_metrics(stored):
-    url, tournament_id, _ = stored
+    """As for a match stored before metrics existed."""
+    url, tournament_id, match_id = stored
     engine = engine_for(url, create=False)
     with Session(engine) as session:
         session.exec(delete(MetricRow))
         session.commit()
     engine.dispose()
+    assert "No metrics stored for this match: `arena rescore` computes them." in runner.invoke(app, ["show", str(match_id), "--db", url]).output
     assert runner.invoke(app, ["rescore", "--db", url, "--tournament", str(tournament_id)]).exit_code == 0
     assert len(_values(url, tournament_id)) == 2 * len(METRICS)
 
