@@ -299,7 +299,7 @@ def _day_row(match_id: int, day: DayRecord) -> dict[str, Any]:
 
 
 def _metric_rows(match_id: int, results: Iterable[MerchantResult], scores: dict[str, dict[str, float | None]]) -> list[dict[str, Any]]:
-    """Rows of the metric table, seat by seat; a merchant is named after its contestant."""
+    """Rows of the metric table in seat order (the order of the results), metrics in registry order."""
     return [
         {"match_id": match_id, "merchant": r.merchant, "contestant": r.contestant, "name": name, "value": value}
         for r in results
