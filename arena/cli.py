@@ -7,7 +7,7 @@ prints one line (file, field, problem) and exits with status 2.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -18,10 +18,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from contestants.base import RunOptions
 from results import store
 from results.db import engine_for
 from results.errors import DatabaseError, NotFound
 from results.ratings import LeaderboardRow, leaderboard
+from results.records import ModelCallRecord
 from tournaments.cluster import ClusterError
 from tournaments.config import ConfigError, load_tournament
 from tournaments.schedule import schedule
@@ -68,6 +70,10 @@ def run(
         str | None,
         typer.Option("--address", help="Join the Ray cluster at ADDR (else $RAY_ADDRESS, else start a local one).", show_default=False),
     ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Language models answer afresh: their response cache is neither read nor written."),
+    ] = False,
 ) -> None:
     """Play a tournament and print its table.
 
@@ -81,7 +87,8 @@ def run(
 
     try:
         with user_errors(), _progress() as observer:
-            summary = run_tournament(tournament, engine, resume=resume, address=address, observer=observer)
+            options = RunOptions(no_cache=no_cache)
+            summary = run_tournament(tournament, engine, resume=resume, address=address, observer=observer, options=options)
     except KeyboardInterrupt:
         again = f"arena run {config} --resume" + (f" --db {db}" if db else "")
         err.print(f"interrupted: finished matches are saved; `{again}` plays the rest", markup=False, highlight=False, soft_wrap=True)
@@ -178,15 +185,7 @@ def show(
         )
     out.print(results)
     if detail.calls:
-        usage = Table("merchant", "calls", "input tokens", "output tokens", "cached calls", "retries", "seconds", "cost $", title="model calls")
-        for merchant in dict.fromkeys(c.merchant for c in detail.calls):
-            mine = [c for c in detail.calls if c.merchant == merchant]
-            usage.add_row(
-                merchant, str(len(mine)), f"{sum(c.input_tokens for c in mine):,}", f"{sum(c.output_tokens for c in mine):,}",
-                str(sum(c.cached for c in mine)), str(sum(max(c.attempts - 1, 0) for c in mine)),
-                f"{sum(c.latency for c in mine):.1f}", f"{sum(c.cost or 0.0 for c in mine):.4f}",
-            )
-        out.print(usage)
+        out.print(_calls_table(detail.calls))
     if detail.probes:
         probes = Table("day", "merchant", "asked", "truth", "answer", "error", title="memory probes")
         for p in detail.probes:
@@ -206,6 +205,31 @@ def show(
             _per_product(d.inventory), _money(d.cash_end), _money(d.net_worth), f"{d.reputation:.2f}", "; ".join(notes),
         )
     out.print(days)
+
+
+def _calls_table(calls: list[ModelCallRecord]) -> Table:
+    """Model calls totalled per merchant and purpose, with what makes them reproducible."""
+    table = Table(
+        "merchant", "purpose", "calls", "input tokens", "output tokens", "cached calls", "retries", "seconds", "cost $",
+        "model", "temp.", "seed", "prompt", title="model calls",
+    )
+    groups: dict[tuple[str, str], list[ModelCallRecord]] = {}
+    for call in calls:
+        groups.setdefault((call.merchant, call.purpose), []).append(call)
+    for (merchant, purpose), mine in groups.items():
+        table.add_row(
+            merchant, purpose, str(len(mine)), f"{sum(c.input_tokens for c in mine):,}", f"{sum(c.output_tokens for c in mine):,}",
+            str(sum(c.cached for c in mine)), str(sum(max(c.attempts - 1, 0) for c in mine)),
+            f"{sum(c.latency for c in mine):.1f}", f"{sum(c.cost or 0.0 for c in mine):.4f}",
+            escape(_distinct(c.model for c in mine)), _distinct(f"{c.temperature:g}" for c in mine),
+            _distinct(c.seed for c in mine), escape(_distinct(c.prompt_version for c in mine)),
+        )
+    return table
+
+
+def _distinct(values: Iterable[object]) -> str:
+    """Each value once, in order of appearance ("—" for None)."""
+    return ", ".join(dict.fromkeys("—" if value is None else str(value) for value in values))
 
 
 def _leaderboard_table(rows: list[LeaderboardRow], title: str) -> Table:
