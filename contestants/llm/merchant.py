@@ -124,7 +124,7 @@ class LLMMerchant(Contestant):
         self.memory = Memory(self.params.memory, self.params.window)
         self.system: str | None = None
         self.system_templates = ("merchant", "think") if self.params.think else ("merchant",)
-        self.yesterday: tuple[int, str] | None = None  # the last day decided, and what was decided
+        self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self._calls = []
 
     def decide(self, observation: Observation) -> Any:
@@ -151,7 +151,7 @@ class LLMMerchant(Contestant):
             completion = self._ask("repair", day, repair, schema, "decision", (*templates, "repair"))
             decision, _ = _as_decision(completion)
         self.memory.remember(day, prompt, completion.text, decision.note if decision else None)
-        self.yesterday = (day, _as_shown(decision))
+        self.last_decision = (day, _as_shown(decision))
         return decision if decision is not None else completion.text
 
     def recall(self, probe: RecallProbe) -> float | None:
@@ -168,9 +168,9 @@ class LLMMerchant(Contestant):
     def _reflect(self, day: int, report: str) -> str | None:
         """The model's reflection on yesterday's decision, now that `report` shows its outcome
         (None on day 1, after a day without a decision, or if the answer has no reflection)."""
-        if self.yesterday is None or self.yesterday[0] != day - 1:
+        if self.last_decision is None or self.last_decision[0] != day - 1:
             return None
-        messages = self.memory.messages(self.system, reflect_question(day - 1, self.yesterday[1], report))
+        messages = self.memory.messages(self.system, reflect_question(day - 1, self.last_decision[1], report))
         completion = self._ask("reflect", day, messages, REFLECT_SCHEMA, "reflection", (*self.system_templates, "reflect"))
         reflection = (completion.output or {}).get("reflection")
         return (reflection.strip() or None) if isinstance(reflection, str) else None
