@@ -185,7 +185,7 @@ def show(
         )
     out.print(results)
     if detail.calls:
-        out.print(_calls_table(detail.calls))
+        out.print(*_calls_tables(detail.calls))
     if detail.probes:
         probes = Table("day", "merchant", "asked", "truth", "answer", "error", title="memory probes")
         for p in detail.probes:
@@ -207,24 +207,25 @@ def show(
     out.print(days)
 
 
-def _calls_table(calls: list[ModelCallRecord]) -> Table:
-    """Model calls totalled per merchant and purpose, with what makes them reproducible."""
-    table = Table(
-        "merchant", "purpose", "calls", "input tokens", "output tokens", "cached calls", "retries", "seconds", "cost $",
-        "model", "temp.", "seed", "prompt", title="model calls",
-    )
+def _calls_tables(calls: list[ModelCallRecord]) -> tuple[Table, Table]:
+    """Model calls per merchant and purpose: what they consumed, and how they were made (what
+    reproduces them)."""
+    usage = Table("merchant", "purpose", "calls", "input tokens", "output tokens", "cached calls", "retries", "seconds", "cost $", title="model calls")
+    made = Table("merchant", "purpose", "model", "temperature", "seed", "prompt templates", title="how the calls were made")
     groups: dict[tuple[str, str], list[ModelCallRecord]] = {}
     for call in calls:
         groups.setdefault((call.merchant, call.purpose), []).append(call)
     for (merchant, purpose), mine in groups.items():
-        table.add_row(
+        usage.add_row(
             merchant, purpose, str(len(mine)), f"{sum(c.input_tokens for c in mine):,}", f"{sum(c.output_tokens for c in mine):,}",
             str(sum(c.cached for c in mine)), str(sum(max(c.attempts - 1, 0) for c in mine)),
             f"{sum(c.latency for c in mine):.1f}", f"{sum(c.cost or 0.0 for c in mine):.4f}",
-            escape(_distinct(c.model for c in mine)), _distinct(f"{c.temperature:g}" for c in mine),
+        )
+        made.add_row(
+            merchant, purpose, escape(_distinct(c.model for c in mine)), _distinct(f"{c.temperature:g}" for c in mine),
             _distinct(c.seed for c in mine), escape(_distinct(c.prompt_version for c in mine)),
         )
-    return table
+    return usage, made
 
 
 def _distinct(values: Iterable[object]) -> str:

@@ -58,11 +58,16 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
     ]
     assert {(c["temperature"], c["seed"]) for c in calls} == {(0.4, calls[0]["seed"])} and calls[0]["seed"] is not None
 
-    monkeypatch.setattr(cli.out, "width", 250)  # one line per row
+    monkeypatch.setattr(cli.out, "width", 200)  # one line per row
     table = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db"]).stdout
-    cells = [line.split("│") for line in table.splitlines()]
-    rows = {row[2].strip(): "│".join(row) for row in cells if len(row) > 2 and row[2].strip() in ("decide", "reflect")}
-    decide, reflect = rows["decide"], rows["reflect"]
-    assert "canned/x" in decide and "0.4" in decide and str(calls[0]["seed"]) in decide
-    assert "merchant-v1, merchant-v1+reflection-v1" in decide and " 3 " in decide  # three decide calls
-    assert "merchant-v1+reflect-v1" in reflect and " 2 " in reflect
+    usage, made = rows(table, "model calls"), rows(table, "how the calls were made")
+    assert usage["decide"][:2] == ["3", "90"] and usage["reflect"][:2] == ["2", "60"]  # calls, input tokens
+    assert made["decide"] == ["canned/x", "0.4", str(calls[0]["seed"]), "merchant-v1, merchant-v1+reflection-v1"]
+    assert made["reflect"] == ["canned/x", "0.4", str(calls[0]["seed"]), "merchant-v1+reflect-v1"]
+
+
+def rows(shown: str, title: str) -> dict[str, list[str]]:
+    """The rows of the table titled `title` by purpose: the cells after merchant and purpose."""
+    table = shown.split(title, 1)[1].split("┘", 1)[0]
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in table.splitlines() if line.startswith("│")]
+    return {row[1]: row[2:] for row in cells if row[1]}
