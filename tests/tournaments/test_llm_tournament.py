@@ -96,7 +96,7 @@ def server():
     moody.close()
 
 
-def tournament(folder: Path, root: Path, server: MoodyServer, moods: list[str], cache: bool, inline: list[str] = ()) -> Path:
+def tournament(folder: Path, root: Path, server: MoodyServer, moods: list[str], cache: bool, inline: tuple[str, ...] = ()) -> Path:
     """A tournament of one LLM merchant per mood, in its own actor, and per `inline` mood one
     more (named MOOD-inline) that runs inside the match loop."""
     seats = [(mood, mood, "") for mood in moods] + [(f"{mood}-inline", mood, "\n    isolate: false") for mood in inline]
@@ -182,7 +182,7 @@ def test_a_second_run_replays_from_the_cache_with_no_request(tmp_path, root, ser
 
 
 def test_no_cache_asks_the_model_again_and_leaves_the_cache_as_it_was(tmp_path, root, server):
-    config = tournament(tmp_path, root, server, ["ok"], cache=True, inline=["ok"])
+    config = tournament(tmp_path, root, server, ["ok"], cache=True, inline=("ok",))
     first = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/a.db")
     assert first.returncode == 0, first.stderr
     assert server.requests["ok"] == 6  # two merchants, three days
