@@ -7,7 +7,7 @@ prints one line (file, field, problem) and exits with status 2.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -19,12 +19,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from market.scenario import Scenario
+from contestants.base import RunOptions
 from results import store
 from results.db import engine_for
 from results.errors import DatabaseError, NotFound
 from results.metrics import METRICS
 from results.ratings import LeaderboardRow, leaderboard
 from results.tables import Tournament
+from results.records import ModelCallRecord
 from tournaments.cluster import ClusterError
 from tournaments.config import ConfigError, load_tournament
 from tournaments.schedule import schedule
@@ -71,6 +73,10 @@ def run(
         str | None,
         typer.Option("--address", help="Join the Ray cluster at ADDR (else $RAY_ADDRESS, else start a local one).", show_default=False),
     ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Language models answer afresh: their response cache is neither read nor written."),
+    ] = False,
 ) -> None:
     """Play a tournament and print its table.
 
@@ -84,7 +90,8 @@ def run(
 
     try:
         with user_errors(), _progress() as observer:
-            summary = run_tournament(tournament, engine, resume=resume, address=address, observer=observer)
+            options = RunOptions(no_cache=no_cache)
+            summary = run_tournament(tournament, engine, resume=resume, address=address, observer=observer, options=options)
     except KeyboardInterrupt:
         again = f"arena run {config} --resume" + (f" --db {db}" if db else "")
         err.print(f"interrupted: finished matches are saved; `{again}` plays the rest", markup=False, highlight=False, soft_wrap=True)
@@ -188,15 +195,7 @@ def show(
     else:
         out.print("No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False)
     if detail.calls:
-        usage = Table("merchant", "calls", "input tokens", "output tokens", "cached calls", "retries", "seconds", "cost $", title="model calls")
-        for merchant in dict.fromkeys(c.merchant for c in detail.calls):
-            mine = [c for c in detail.calls if c.merchant == merchant]
-            usage.add_row(
-                merchant, str(len(mine)), f"{sum(c.input_tokens for c in mine):,}", f"{sum(c.output_tokens for c in mine):,}",
-                str(sum(c.cached for c in mine)), str(sum(max(c.attempts - 1, 0) for c in mine)),
-                f"{sum(c.latency for c in mine):.1f}", f"{sum(c.cost or 0.0 for c in mine):.4f}",
-            )
-        out.print(usage)
+        out.print(*_calls_tables(detail.calls))
     if detail.probes:
         probes = Table("day", "merchant", "asked", "truth", "answer", "error", title="memory probes")
         for p in detail.probes:
@@ -286,6 +285,32 @@ def _metric_value(value: float | None, unit: str) -> str:
     if unit == "per_day":
         return f"{value:+.4f}/day"
     return f"{value:g}" if unit == "count" else f"{value:.2f}"
+
+
+def _calls_tables(calls: list[ModelCallRecord]) -> tuple[Table, Table]:
+    """Model calls per merchant and purpose: what they consumed, and how they were made (what
+    reproduces them)."""
+    usage = Table("merchant", "purpose", "calls", "input tokens", "output tokens", "cached calls", "retries", "seconds", "cost $", title="model calls")
+    made = Table("merchant", "purpose", "model", "temperature", "seed", "prompt templates", title="how the calls were made")
+    groups: dict[tuple[str, str], list[ModelCallRecord]] = {}
+    for call in calls:
+        groups.setdefault((call.merchant, call.purpose), []).append(call)
+    for (merchant, purpose), mine in groups.items():
+        usage.add_row(
+            merchant, purpose, str(len(mine)), f"{sum(c.input_tokens for c in mine):,}", f"{sum(c.output_tokens for c in mine):,}",
+            str(sum(c.cached for c in mine)), str(sum(max(c.attempts - 1, 0) for c in mine)),
+            f"{sum(c.latency for c in mine):.1f}", f"{sum(c.cost or 0.0 for c in mine):.4f}",
+        )
+        made.add_row(
+            merchant, purpose, escape(_distinct(c.model for c in mine)), _distinct(f"{c.temperature:g}" for c in mine),
+            _distinct(c.seed for c in mine), escape(_distinct(c.prompt_version for c in mine)),
+        )
+    return usage, made
+
+
+def _distinct(values: Iterable[object]) -> str:
+    """Each value once, in order of appearance ("—" for None)."""
+    return ", ".join(dict.fromkeys("—" if value is None else str(value) for value in values))
 
 
 def _leaderboard_table(rows: list[LeaderboardRow], title: str) -> Table:

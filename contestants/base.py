@@ -42,11 +42,26 @@ class RecallProbe(BaseModel):
     product: str | None = None
 
 
+class RunOptions(BaseModel):
+    """How this run plays its contestants, apart from what the tournament file says
+    (`arena run` flags). The same options reach every contestant, inline or in an actor.
+
+    no_cache: language models answer afresh; their response cache is neither read nor written.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    no_cache: bool = False
+
+
 class ModelCall(BaseModel):
     """One call a contestant made to a language model, for the accounting table.
 
     cost is in USD (None: the model has no known price); a cached call cost nothing and
     made no request; request_hash identifies what was asked (the response cache's key).
+    prompt_version names the prompt templates the request was built from ("merchant-v1+
+    recall-v1"); temperature and seed are what the request asked for (a provider without
+    seeds, Anthropic, ignores the seed).
     """
 
     day: int
@@ -60,6 +75,9 @@ class ModelCall(BaseModel):
     cost: float | None
     cached: bool
     request_hash: str
+    prompt_version: str
+    temperature: float
+    seed: int | None
 
 
 class Usage(BaseModel):
@@ -84,6 +102,11 @@ class Contestant(ABC):
 
     def __init__(self, params: Params):
         self.params = params
+
+    @classmethod
+    def for_run(cls, params: Params, options: RunOptions) -> Params:
+        """The parameters to play with under this run's options (default: unchanged)."""
+        return params
 
     @classmethod
     def preflight(cls, params: Params) -> None:
@@ -154,8 +177,9 @@ def validate_params(kind: str, params: dict[str, Any]) -> Params:
         raise ContestantConfigError(error["msg"], field) from None
 
 
-def create(kind: str, params: dict[str, Any]) -> Contestant:
-    return contestant_class(kind)(validate_params(kind, params))
+def create(kind: str, params: dict[str, Any], options: RunOptions | None = None) -> Contestant:
+    cls = contestant_class(kind)
+    return cls(cls.for_run(validate_params(kind, params), options or RunOptions()))
 
 
 def _load_builtin_kinds() -> None:

@@ -51,6 +51,9 @@ class ModelCallRecord(BaseModel):
     cost: float | None
     cached: bool
     request_hash: str
+    prompt_version: str
+    temperature: float
+    seed: int | None
 
 
 class MerchantResult(BaseModel):

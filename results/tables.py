@@ -141,6 +141,9 @@ class ModelCallRow(SQLModel, table=True):
     cost: float | None = None
     cached: bool
     request_hash: str
+    prompt_version: str = Field(description="the prompt templates' versions, e.g. 'merchant-v1+recall-v1'")
+    temperature: float
+    seed: int | None = None
 
 
 class MetricRow(SQLModel, table=True):

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import ray
 
-from contestants.base import Contestant, ModelCall, RecallProbe, create
+from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, create
 from market.scenario import Scenario
 from market.types import Observation
 from tournaments.config import ContestantEntry
@@ -36,8 +36,8 @@ class ContestantHost:
     def ready(self) -> bool:
         return True
 
-    def reset(self, match_key: str, merchant: str, scenario: Scenario, seed: int) -> None:
-        contestant = create(self.entry.kind, self.entry.params)
+    def reset(self, match_key: str, merchant: str, scenario: Scenario, seed: int, options: RunOptions) -> None:
+        contestant = create(self.entry.kind, self.entry.params, options)
         contestant.reset(merchant=merchant, scenario=scenario, rng=np.random.default_rng(seed))
         self.instances[(match_key, merchant)] = contestant
 

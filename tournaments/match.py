@@ -22,7 +22,7 @@ import numpy as np
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
-from contestants.base import Contestant, ModelCall, RecallProbe, create
+from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, create
 from market.env import MarketEnv
 from market.scenario import Scenario
 from market.types import DayRecord
@@ -47,6 +47,7 @@ class MatchRules:
     seed: int
     timeout_s: float
     recall_every: int = 0  # 0: no memory probes
+    options: RunOptions = RunOptions()  # `arena run` flags, for creating the contestants
 
     def probe_day(self, day: int) -> bool:
         """Probes ask about a day at least two days back (yesterday is in today's observation)."""
@@ -69,7 +70,7 @@ class Match:
         self.probe_rng = np.random.default_rng(seeds[-1])
         self.hosts = {name: hosts[name] for name in spec.seats if name in hosts}
         self.local: dict[str, Contestant] = {
-            name: create(entries[name].kind, entries[name].params) for name in spec.seats if name not in self.hosts
+            name: create(entries[name].kind, entries[name].params, rules.options) for name in spec.seats if name not in self.hosts
         }
         self.faults: list[Fault] = []
         self.records: list[DayRecord] = []
@@ -202,7 +203,7 @@ class Match:
             return
         calls = {
             name: asyncio.ensure_future(
-                _await(self.hosts[name].reset.remote(self.spec.key, name, self.scenario, self.seat_seeds[name]))
+                _await(self.hosts[name].reset.remote(self.spec.key, name, self.scenario, self.seat_seeds[name], self.rules.options))
             )
             for name in names
         }

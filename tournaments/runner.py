@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import ray
 
-from contestants.base import contestant_class
+from contestants.base import RunOptions, contestant_class
 from market.scenario import Scenario
 from results import store
 from results.records import FinishedMatch
@@ -62,7 +62,12 @@ def run_tournament(
     resume: bool = False,
     address: str | None = None,
     observer: RunObserver | None = None,
+    options: RunOptions = RunOptions(),
 ) -> RunSummary:
+    """Play `tournament` (what is left of it with `resume`), saving each match as it finishes.
+
+    `options` (`arena run` flags) reach every contestant's creation, inline or in an actor.
+    """
     observer = observer or _Silent()
     spec = tournament.spec
     plan = schedule(tournament)
@@ -87,7 +92,7 @@ def run_tournament(
         start = functools.partial(observer.started, tournament_id, len(plan), total_days, len(done))
         spending = _Spending(spec.budget, *store.spent(engine, tournament_id))
         if todo:
-            _play(tournament, todo, engine, tournament_id, _Progress(observer, len(done), done_days), start, spending)
+            _play(tournament, todo, engine, tournament_id, _Progress(observer, len(done), done_days), start, spending, options)
         else:
             start()
     played = len(store.finished_keys(engine, tournament_id)) - len(done)
@@ -105,6 +110,7 @@ def _play(
     progress: _Progress,
     start: Callable[[], None],
     spending: _Spending,
+    options: RunOptions,
 ) -> None:
     """Start the hosted contestants, tell `start` once they are ready, play `todo`."""
     spec = tournament.spec
@@ -114,7 +120,7 @@ def _play(
     try:
         ray.get([host.ready.remote() for host in hosts.values()])
         start()
-        asyncio.run(_play_all(tournament, todo, entries, hosts, engine, tournament_id, progress, spending))
+        asyncio.run(_play_all(tournament, todo, entries, hosts, engine, tournament_id, progress, spending, options))
     finally:
         for host in hosts.values():
             ray.kill(host)
@@ -124,7 +130,9 @@ def _isolated(entry: ContestantEntry) -> bool:
     return entry.isolate if entry.isolate is not None else contestant_class(entry.kind).needs_actor
 
 
-async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, progress: _Progress, spending: _Spending) -> None:
+async def _play_all(
+    tournament, todo, entries, hosts, engine, tournament_id, progress: _Progress, spending: _Spending, options: RunOptions
+) -> None:
     """Keep up to max_concurrent_matches matches going; record each as it finishes.
 
     A match of instant contestants is a Ray task on the cluster's warm worker pool: it runs
@@ -133,7 +141,7 @@ async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, pro
     """
     spec = tournament.spec
     slots = asyncio.Semaphore(spec.max_concurrent_matches)
-    rules = MatchRules(seed=spec.seed, timeout_s=spec.decision_timeout_s, recall_every=spec.recall_every)
+    rules = MatchRules(seed=spec.seed, timeout_s=spec.decision_timeout_s, recall_every=spec.recall_every, options=options)
 
     async def one(match: MatchSpec) -> None:
         async with slots:

@@ -7,21 +7,38 @@ model); if that fails too, the raw text goes to the market, which rejects it as 
 decision and the runner records the fault. A call that fails for good (retries exhausted)
 raises, which the runner records as an `error` fault for the day.
 
-Every call is logged with its purpose, tokens, latency, attempts and cost (`calls()`).
+Two optional steps make the model deliberate (both cost tokens):
+- `think`: the decision's schema gets a `reasoning` field before the operations, so the
+  model writes its reasoning first and then decides, in the same call;
+- `reflect`: from day 2, a `reflect` call first shows the model yesterday's decision and
+  today's report (its outcome) and asks what worked; the answer goes with today's report
+  into the decision prompt.
+
+Every call is logged with its purpose, tokens, latency, attempts, cost, the prompt
+templates' versions, temperature and seed (`calls()`).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from contestants.base import Contestant, ContestantConfigError, ModelCall, Params, RecallProbe, register
+from contestants.base import Contestant, ContestantConfigError, ModelCall, Params, RecallProbe, RunOptions, register
 from contestants.llm.errors import ProviderConfigError
 from contestants.llm.memory import Memory, MemoryKind
 from contestants.llm.schema import constrained_schema
-from contestants.llm.prompts import daily_report, recall_question, system_prompt, template
+from contestants.llm.prompts import (
+    daily_report,
+    recall_question,
+    reflect_question,
+    repair_request,
+    system_prompt,
+    versions,
+    with_reflection,
+)
 from contestants.llm.providers import Provider, get_provider, validate_settings
 from contestants.llm.types import Completion, CompletionRequest, Message
 from market.scenario import Scenario
@@ -30,16 +47,29 @@ from market.types import Decision, Observation
 # Tightened (every field required, lists and strings bounded): a small model decoding under
 # a grammar otherwise answers `{}` or repeats one operation until it runs out of tokens.
 DECISION_SCHEMA = constrained_schema(Decision.model_json_schema())
+# think: the same decision with its reasoning first (JSON generation follows property order).
+THINK_SCHEMA = {
+    **DECISION_SCHEMA,
+    "properties": {"reasoning": {"type": "string", "maxLength": 800}, **DECISION_SCHEMA["properties"]},
+    "required": ["reasoning", *DECISION_SCHEMA["required"]],
+}
 RECALL_SCHEMA = {
     "type": "object",
     "properties": {"value": {"type": ["number", "null"]}},
     "required": ["value"],
 }
+REFLECT_SCHEMA = {
+    "type": "object",
+    "properties": {"reflection": {"type": "string", "maxLength": 600}},
+    "required": ["reflection"],
+    "additionalProperties": False,
+}
 
 
 class LLMParams(Params):
     """A model and how it plays. Keys not listed here are the provider's settings
-    (base_url, api_key_env, model_path, timeout, max_retries, prices, no_cache, ...)."""
+    (base_url, api_key_env, model_path, timeout, max_retries, max_concurrent_calls, prices,
+    no_cache, ...)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -48,6 +78,8 @@ class LLMParams(Params):
     window: int = Field(5, ge=1, le=100, description="days of conversation the window memory keeps")
     temperature: float = Field(0.0, ge=0, le=2)
     max_tokens: int = Field(400, gt=0, le=32_000)
+    think: bool = Field(False, description="write its reasoning before the decision, in the same answer")
+    reflect: bool = Field(False, description="from day 2, reflect on yesterday's decision against its outcome first")
 
     @model_validator(mode="after")
     def _provider_settings_are_valid(self) -> LLMParams:
@@ -73,6 +105,12 @@ class LLMMerchant(Contestant):
         self._calls: list[ModelCall] = []
 
     @classmethod
+    def for_run(cls, params: LLMParams, options: RunOptions) -> LLMParams:
+        if options.no_cache:
+            return type(params).model_validate({**params.model_dump(), "no_cache": True})
+        return params
+
+    @classmethod
     def preflight(cls, params: LLMParams) -> None:
         """A missing API key or model file is a validation error, not a fault on day 1."""
         try:
@@ -85,42 +123,61 @@ class LLMMerchant(Contestant):
         self.seed = int(rng.integers(2**31 - 1))
         self.memory = Memory(self.params.memory, self.params.window)
         self.system: str | None = None
+        self.system_templates = ("merchant", "think") if self.params.think else ("merchant",)
+        self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self._calls = []
 
     def decide(self, observation: Observation) -> Any:
+        day = observation.day
         if self.system is None:
-            self.system = system_prompt(self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes")
+            self.system = system_prompt(
+                self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes", think=self.params.think
+            )
         report = daily_report(observation)
-        messages = self.memory.messages(self.system, report)
-        completion = self._ask("decide", observation.day, messages, DECISION_SCHEMA, "decision")
+        prompt, templates = report, self.system_templates
+        reflection = self._reflect(day, report) if self.params.reflect else None
+        if reflection is not None:
+            prompt, templates = with_reflection(report, reflection), (*templates, "reflection")
+        messages = self.memory.messages(self.system, prompt)
+        schema = THINK_SCHEMA if self.params.think else DECISION_SCHEMA
+        completion = self._ask("decide", day, messages, schema, "decision", templates)
         decision, problem = _as_decision(completion)
         if decision is None:
             repair = (
                 *messages,
                 Message(role="assistant", content=completion.text),
-                Message(role="user", content=f"That is not a valid decision ({problem}). Answer again, following the schema exactly."),
+                Message(role="user", content=repair_request(problem)),
             )
-            completion = self._ask("repair", observation.day, repair, DECISION_SCHEMA, "decision")
+            completion = self._ask("repair", day, repair, schema, "decision", (*templates, "repair"))
             decision, _ = _as_decision(completion)
-        self.memory.remember(observation.day, report, completion.text, decision.note if decision else None)
+        self.memory.remember(day, prompt, completion.text, decision.note if decision else None)
+        self.last_decision = (day, _as_shown(decision))
         return decision if decision is not None else completion.text
 
     def recall(self, probe: RecallProbe) -> float | None:
         if self.system is None:
             return None
         messages = self.memory.messages(self.system, recall_question(probe))
-        completion = self._ask("recall", probe.day, messages, RECALL_SCHEMA, "recall")
+        completion = self._ask("recall", probe.day, messages, RECALL_SCHEMA, "recall", (*self.system_templates, "recall"))
         value = (completion.output or {}).get("value")
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     def calls(self) -> list[ModelCall]:
         return list(self._calls)
 
-    @property
-    def prompt_version(self) -> str:
-        return f"{template('merchant').version}+{template('recall').version}"
+    def _reflect(self, day: int, report: str) -> str | None:
+        """The model's reflection on yesterday's decision, now that `report` shows its outcome
+        (None on day 1, after a day without a decision, or if the answer has no reflection)."""
+        if self.last_decision is None or self.last_decision[0] != day - 1:
+            return None
+        messages = self.memory.messages(self.system, reflect_question(day - 1, self.last_decision[1], report))
+        completion = self._ask("reflect", day, messages, REFLECT_SCHEMA, "reflection", (*self.system_templates, "reflect"))
+        reflection = (completion.output or {}).get("reflection")
+        return (reflection.strip() or None) if isinstance(reflection, str) else None
 
-    def _ask(self, purpose: str, day: int, messages: tuple[Message, ...], schema: dict, name: str) -> Completion:
+    def _ask(
+        self, purpose: str, day: int, messages: tuple[Message, ...], schema: dict, name: str, templates: tuple[str, ...]
+    ) -> Completion:
         request = CompletionRequest(
             messages=messages,
             json_schema=schema,
@@ -143,18 +200,30 @@ class LLMMerchant(Contestant):
                 cost=completion.cost,
                 cached=completion.cached,
                 request_hash=completion.request_hash,
+                prompt_version=versions(*templates),
+                temperature=request.temperature,
+                seed=request.seed,
             )
         )
         return completion
 
 
 def _as_decision(completion: Completion) -> tuple[Decision | None, str]:
-    """The completion as a Decision, or None and what is wrong with it (one line)."""
+    """The completion as a Decision (its reasoning, if any, set aside), or None and what is
+    wrong with it (one line)."""
     if completion.output is None:
         return None, "not a JSON object"
+    fields = {k: v for k, v in completion.output.items() if k != "reasoning"}
     try:
-        return Decision.model_validate(completion.output), ""
+        return Decision.model_validate(fields), ""
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(p) for p in error["loc"])
         return None, f"{where}: {error['msg']}" if where else error["msg"]
+
+
+def _as_shown(decision: Decision | None) -> str:
+    """A decision as the reflection prompt shows it."""
+    if decision is None:
+        return "nothing: your answer was not a valid decision"
+    return json.dumps(decision.model_dump(mode="json", exclude_none=True))

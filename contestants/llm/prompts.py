@@ -38,8 +38,14 @@ def template(name: str) -> Template:
     return Template(name=name, version=first.removeprefix("version:").strip(), body=body)
 
 
-def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool) -> str:
-    """The rules of this match and the goal, as the merchant template words them."""
+def versions(*names: str) -> str:
+    """The versions of the named templates, as stored with each call: "merchant-v1+recall-v1"."""
+    return "+".join(template(name).version for name in names)
+
+
+def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool, think: bool = False) -> str:
+    """The rules of this match and the goal, as the merchant template words them; with
+    `think`, also the request to reason before deciding (the think template)."""
     finance = scenario.finance
     credit = ""
     if finance.credit_share > 0:
@@ -61,7 +67,7 @@ def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool) -> 
         if notes
         else ""
     )
-    return template("merchant").render(
+    rules = template("merchant").render(
         days=days,
         merchant=merchant,
         fractional_units="" if scenario.demand.mode == "stochastic" else " or fractions",
@@ -71,6 +77,7 @@ def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool) -> 
         target=target,
         notes_rule=notes_rule,
     )
+    return f"{rules}\n\n{template('think').render()}" if think else rules
 
 
 def daily_report(observation: Observation) -> str:
@@ -113,6 +120,20 @@ def daily_report(observation: Observation) -> str:
         effect = "demand" if e.kind == "demand" else "unit cost"
         lines.append(f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {e.start_day} to {e.end_day}.")
     return "\n".join(lines)
+
+
+def reflect_question(day: int, decision: str, report: str) -> str:
+    """Asks to judge the decision of `day` (yesterday) against today's report of its outcome."""
+    return template("reflect").render(day=day, decision=decision, report=report)
+
+
+def with_reflection(report: str, reflection: str) -> str:
+    """Today's report with the model's reflection on yesterday carried along."""
+    return template("reflection").render(report=report, reflection=reflection)
+
+
+def repair_request(problem: str) -> str:
+    return template("repair").render(problem=problem)
 
 
 def recall_question(probe: RecallProbe) -> str:

@@ -5,8 +5,9 @@ A model is named "provider/model" ("openai/gpt-4o-mini", "anthropic/claude-3-5-h
 only when that provider is asked for; provider modules in turn import their SDK only when a
 call is made, so a missing SDK matters only to whoever uses it.
 
-`Provider.complete` is the one path of every call: cache lookup, the retry policy, timing,
-cost, cache store. A concrete provider only turns a request into one attempt
+`Provider.complete` is the one path of every call: cache lookup, a place among the
+endpoint's calls in flight (`max_concurrent_calls`), the retry policy, timing, cost, cache
+store. A concrete provider only turns a request into one attempt
 (`_attempt`) and says which of its exceptions are call failures (`_failure`).
 """
 
@@ -22,6 +23,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contestants.llm.cache import ResponseCache, request_key
+from contestants.llm.concurrency import IN_FLIGHT
 from contestants.llm.errors import MissingCredentialsError, ProviderConfigError
 from contestants.llm.pricing import Price, cost, price_table
 from contestants.llm.retry import Failure, RetryPolicy, call_with_retries
@@ -38,8 +40,9 @@ class ProviderSettings(BaseModel):
     total_timeout: float = Field(300.0, gt=0, description="all attempts of one call together")
     backoff_initial: float = Field(1.0, ge=0)
     backoff_max: float = Field(30.0, ge=0)
+    max_concurrent_calls: int = Field(8, ge=1, le=1024, description="calls in flight at once to this provider endpoint, per process")
     cache_dir: Path = Path(".arena-cache")
-    no_cache: bool = False
+    no_cache: bool = Field(False, description="neither read nor write the response cache")
     prices: dict[str, Price] = Field(default_factory=dict)
 
 
@@ -75,6 +78,10 @@ class Provider(ABC):
         """What about this provider changes the answer (part of the cache key)."""
         return {"provider": self.name, "model": self.model}
 
+    def endpoint(self) -> tuple[str, ...]:
+        """Where calls go: the calls in flight to one endpoint share `max_concurrent_calls`."""
+        return (self.name,)
+
     def complete(self, request: CompletionRequest) -> Completion:
         start = time.perf_counter()
         key = request_key(self.cache_identity(), request)
@@ -90,13 +97,14 @@ class Provider(ABC):
             backoff_initial=self.settings.backoff_initial,
             backoff_max=self.settings.backoff_max,
         )
-        answer, attempts = call_with_retries(
-            lambda timeout: self._attempt(request, timeout),
-            classify=self._failure,
-            policy=policy,
-            label=self.label,
-            secrets=self._secrets(),
-        )
+        with IN_FLIGHT.slot(self.endpoint(), self.settings.max_concurrent_calls):
+            answer, attempts = call_with_retries(
+                lambda timeout: self._attempt(request, timeout),
+                classify=self._failure,
+                policy=policy,
+                label=self.label,
+                secrets=self._secrets(),
+            )
         completion = Completion(
             provider=self.name,
             model=self.model,
@@ -157,6 +165,9 @@ class RemoteProvider(Provider):
 
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "base_url": self.settings.base_url}
+
+    def endpoint(self) -> tuple[str, ...]:
+        return (self.name, self.settings.base_url or "")
 
     def _sdk_client(self) -> Any:
         """The SDK's client, built on first use with the SDK's own retries off."""

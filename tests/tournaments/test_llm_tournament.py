@@ -96,14 +96,17 @@ def server():
     moody.close()
 
 
-def tournament(folder: Path, root: Path, server: MoodyServer, moods: list[str], cache: bool) -> Path:
+def tournament(folder: Path, root: Path, server: MoodyServer, moods: list[str], cache: bool, inline: tuple[str, ...] = ()) -> Path:
+    """A tournament of one LLM merchant per mood, in its own actor, and per `inline` mood one
+    more (named MOOD-inline) that runs inside the match loop."""
+    seats = [(mood, mood, "") for mood in moods] + [(f"{mood}-inline", mood, "\n    isolate: false") for mood in inline]
     entries = "\n".join(
-        f"""  - name: "{mood}"
-    kind: llm
+        f"""  - name: "{name}"
+    kind: llm{isolate}
     params: {{model: openai/moody, base_url: "{server.url(mood)}", api_key_env: ARENA_SENTINEL_KEY,
              memory: stateless, max_retries: 2, timeout: 1, backoff_initial: 0, backoff_max: 0,
              no_cache: {str(not cache).lower()}}}"""
-        for mood in moods
+        for name, mood, isolate in seats
     )
     path = folder / "llm.yaml"
     path.write_text(
@@ -126,8 +129,8 @@ def tournament(folder: Path, root: Path, server: MoodyServer, moods: list[str], 
     return path
 
 
-def arena(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ARENA_SENTINEL_KEY": SENTINEL}
+def arena(folder: Path, *args: str, columns: int | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ARENA_SENTINEL_KEY": SENTINEL, **({"COLUMNS": str(columns)} if columns else {})}
     env.pop("RAY_ADDRESS", None)
     return subprocess.run([ARENA, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
 
@@ -176,3 +179,25 @@ def test_a_second_run_replays_from_the_cache_with_no_request(tmp_path, root, ser
         json.loads(arena(tmp_path, "leaderboard", "--db", f"sqlite:///{tmp_path}/{name}.db", "--json").stdout) for name in "ab"
     ]
     assert tables[0] == tables[1]
+
+
+def test_no_cache_asks_the_model_again_and_leaves_the_cache_as_it_was(tmp_path, root, server):
+    config = tournament(tmp_path, root, server, ["ok"], cache=True, inline=("ok",))
+    first = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/a.db")
+    assert first.returncode == 0, first.stderr
+    assert server.requests["ok"] == 6  # two merchants, three days
+    cache = {path: path.stat().st_mtime_ns for path in (tmp_path / ".arena-cache").rglob("*.json")}
+    assert len(cache) == 6
+
+    second = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/b.db", "--no-cache")
+    assert second.returncode == 0, second.stderr
+    assert server.requests["ok"] == 12  # hosted and inline merchants both asked again
+    assert rows(tmp_path / "b.db", "select count(*), sum(cached), sum(attempts) from model_call") == [(6, 0, 6)]
+    assert {path: path.stat().st_mtime_ns for path in (tmp_path / ".arena-cache").rglob("*.json")} == cache  # not written
+
+    shown = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/b.db", "--json")
+    calls = json.loads(shown.stdout)["calls"]
+    assert {(c["prompt_version"], c["temperature"]) for c in calls} == {("merchant-v1", 0.0)}
+    assert len({(c["merchant"], c["seed"]) for c in calls}) == 2  # one seed per merchant, recorded
+    table = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/b.db", columns=200).stdout
+    assert "prompt" in table and "merchant-v1" in table and "openai/moody" in table

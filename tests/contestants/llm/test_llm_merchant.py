@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from contestants.base import ContestantConfigError, RecallProbe, create, validate_params
+from contestants.base import ContestantConfigError, RecallProbe, RunOptions, create, validate_params
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import Provider, register_provider
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
@@ -130,3 +130,95 @@ def test_unknown_params_and_missing_keys_are_configuration_errors(monkeypatch):
     params = validate_params("llm", {"model": "openai/gpt-4o-mini", "api_key_env": "ARENA_TEST_KEY"})
     with pytest.raises(ContestantConfigError, match="ARENA_TEST_KEY"):
         LLMMerchant.preflight(params)
+
+
+def test_every_call_records_its_prompt_version_temperature_and_seed(scenario):
+    m = merchant(scenario, temperature=0.3)
+    days(scenario, m, [GOOD, GOOD])
+    Scripted.script.append('{"value": 1}')
+    m.recall(RecallProbe(day=1, fact="cash"))
+    assert [(c.purpose, c.prompt_version) for c in m.calls()] == [
+        ("decide", "merchant-v1"),
+        ("decide", "merchant-v1"),
+        ("recall", "merchant-v1+recall-v1"),
+    ]
+    assert {(c.temperature, c.seed) for c in m.calls()} == {(0.3, Scripted.requests[0].seed)}
+    assert Scripted.requests[0].seed is not None and Scripted.requests[0].temperature == 0.3
+
+
+def test_a_repair_records_the_repair_template_too(scenario):
+    m = merchant(scenario)
+    days(scenario, m, ["not json", GOOD])
+    assert [c.prompt_version for c in m.calls()] == ["merchant-v1", "merchant-v1+repair-v1"]
+
+
+def test_think_asks_for_reasoning_before_the_operations(scenario):
+    m = merchant(scenario, think=True)
+    thought = json.dumps({"reasoning": "rivals sit at 18; undercut a little", **json.loads(GOOD)})
+    [record] = days(scenario, m, [thought])
+    assert record.prices["widget"] == 17.5 and not record.rejections  # the reasoning is set aside
+    [request] = Scripted.requests
+    assert list(request.json_schema["properties"])[0] == "reasoning"
+    assert request.json_schema["required"][0] == "reasoning"
+    assert '"reasoning"' in request.messages[0].content  # the system prompt asks for it
+    assert m.calls()[0].prompt_version == "merchant-v1+think-v1"
+
+
+def test_without_think_there_is_no_reasoning_field(scenario):
+    m = merchant(scenario)
+    days(scenario, m, [GOOD])
+    assert "reasoning" not in Scripted.requests[0].json_schema["properties"]
+    assert '"reasoning"' not in Scripted.requests[0].messages[0].content
+
+
+def test_reflect_looks_back_at_yesterday_and_carries_the_reflection_into_the_decision(scenario):
+    m = merchant(scenario, reflect=True, memory="stateless")
+    reflection = json.dumps({"reflection": "17.5 sold well; keep it"})
+    days(scenario, m, [GOOD, reflection, GOOD, "{}", GOOD])
+    assert [(c.purpose, c.day) for c in m.calls()] == [("decide", 1), ("reflect", 2), ("decide", 2), ("reflect", 3), ("decide", 3)]
+    ask, decide = Scripted.requests[1], Scripted.requests[2]
+    assert ask.schema_name == "reflection" and ask.json_schema["required"] == ["reflection"]
+    assert "Yesterday (day 1) you decided" in ask.messages[-1].content
+    assert '"price": 17.5' in ask.messages[-1].content  # yesterday's decision
+    assert "Day 2 of 30" in ask.messages[-1].content  # and today's report, its outcome
+    assert "Your reflection on yesterday's decision: 17.5 sold well; keep it" in decide.messages[-1].content
+    assert "Day 2 of 30" in decide.messages[-1].content
+    # an answer without a reflection leaves the decision prompt as it would be without one
+    assert "reflection" not in Scripted.requests[4].messages[-1].content
+    assert [c.prompt_version for c in m.calls()] == [
+        "merchant-v1",
+        "merchant-v1+reflect-v1",
+        "merchant-v1+reflection-v1",
+        "merchant-v1+reflect-v1",
+        "merchant-v1",
+    ]
+
+
+def test_reflect_skips_a_day_that_had_no_decision(scenario):
+    m = merchant(scenario, reflect=True)
+    days(scenario, m, [GOOD])
+    env = MarketEnv(scenario, ["m0", "m1"])
+    observations, _ = env.reset(seed=3)
+    for _ in range(2):  # days 1 and 2 pass without m0 deciding
+        observations, *_ = env.step({"m0": None, "m1": None})
+    Scripted.script.append(GOOD)
+    m.decide(observations["m0"])  # day 3: the last decision was for day 1, nothing to reflect on
+    assert [c.purpose for c in m.calls()] == ["decide", "decide"]
+
+
+def test_the_no_cache_run_option_neither_reads_nor_writes_the_cache(scenario, tmp_path):
+    observation = MarketEnv(scenario, ["m0", "m1"]).reset(seed=3)[0]["m0"]
+
+    def first_call(options=None):
+        m = create("llm", {"model": "scripted/test", "cache_dir": str(tmp_path)}, options)
+        m.reset(merchant="m0", scenario=scenario, rng=np.random.default_rng(0))
+        Scripted.script.append(GOOD)
+        m.decide(observation)
+        return m.calls()[0]
+
+    assert not first_call(RunOptions(no_cache=True)).cached
+    assert not list(tmp_path.rglob("*.json"))  # nothing written
+    assert not first_call().cached  # fills the cache
+    assert first_call().cached  # replays it
+    assert not first_call(RunOptions(no_cache=True)).cached  # asks again
+    assert len(Scripted.requests) == 3

@@ -1,0 +1,73 @@
+"""`arena show` lists a match's model calls per merchant and purpose with what makes them
+reproducible (model, temperature, seed, prompt version), as stored. The match is played
+in this process (no Ray) by a language-model merchant whose provider answers from a script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+from typer.testing import CliRunner
+
+from arena import cli
+from contestants.llm.providers import Provider, register_provider
+from contestants.llm.types import Answer, CompletionRequest, TokenUsage
+from results import store
+from results.db import engine_for
+from tournaments.config import ContestantEntry, load_scenario
+from tournaments.match import Match, MatchRules
+from tournaments.schedule import MatchSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Canned(Provider):
+    """A decision for every decision request, a reflection for every reflection request."""
+
+    name: ClassVar[str] = "canned"
+
+    def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
+        answer = {"reflection": "fine"} if request.schema_name == "reflection" else {"operations": [], "note": "wait"}
+        return Answer(text=json.dumps(answer), usage=TokenUsage(input_tokens=30, output_tokens=5))
+
+
+register_provider("canned", f"{__name__}:Canned")
+
+
+def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_version(tmp_path, monkeypatch):
+    entries = {
+        "thinker": ContestantEntry(name="thinker", kind="llm", params={"model": "canned/x", "no_cache": True, "reflect": True, "temperature": 0.4}),
+        "fixed": ContestantEntry(name="fixed", kind="fixed_price"),
+    }
+    spec = MatchSpec(key="k", index=0, scenario="price_war", seed=0, days=3, seats=("thinker", "fixed"))
+    scenario = load_scenario(ROOT / "scenarios" / "price_war.yaml")
+    finished = Match(spec, scenario, MatchRules(seed=1, timeout_s=5.0), entries, hosts={}).play_here()
+    engine = engine_for(f"sqlite:///{tmp_path}/t.db")
+    tournament = store.start_tournament(engine, "t", "t.yaml", "", "h", 1, [(e.name, e.kind, e.params) for e in entries.values()], 1)
+    match_id = store.save_match(engine, tournament, finished)
+
+    shown = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db", "--json"])
+    calls = json.loads(shown.stdout)["calls"]
+    assert [(c["purpose"], c["day"], c["prompt_version"]) for c in calls] == [
+        ("decide", 1, "merchant-v1"),
+        ("reflect", 2, "merchant-v1+reflect-v1"),
+        ("decide", 2, "merchant-v1+reflection-v1"),
+        ("reflect", 3, "merchant-v1+reflect-v1"),
+        ("decide", 3, "merchant-v1+reflection-v1"),
+    ]
+    assert {(c["temperature"], c["seed"]) for c in calls} == {(0.4, calls[0]["seed"])} and calls[0]["seed"] is not None
+
+    monkeypatch.setattr(cli.out, "width", 200)  # one line per row
+    table = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db"]).stdout
+    usage, made = rows(table, "model calls"), rows(table, "how the calls were made")
+    assert usage["decide"][:2] == ["3", "90"] and usage["reflect"][:2] == ["2", "60"]  # calls, input tokens
+    assert made["decide"] == ["canned/x", "0.4", str(calls[0]["seed"]), "merchant-v1, merchant-v1+reflection-v1"]
+    assert made["reflect"] == ["canned/x", "0.4", str(calls[0]["seed"]), "merchant-v1+reflect-v1"]
+
+
+def rows(shown: str, title: str) -> dict[str, list[str]]:
+    """The rows of the table titled `title` by purpose: the cells after merchant and purpose."""
+    table = shown.split(title, 1)[1].split("┘", 1)[0]
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in table.splitlines() if line.startswith("│")]
+    return {row[1]: row[2:] for row in cells if row[1]}
