@@ -33,7 +33,7 @@ from sqlmodel import Session, func, select
 
 from results.composite import ScoringWeights, composite
 from results.errors import NotFound
-from results.rating_fit import RESAMPLES, Rating, fit_ratings
+from results.rating_fit import Rating, fit_ratings
 from results.tables import ContestantRow, MatchResultRow, MatchRow, MetricRow, ModelCallRow, Tournament
 
 START = 1000.0
@@ -97,16 +97,15 @@ class LeaderboardRow(Standing):
     composite: float | None = Field(description="results.composite: weighted win rate, validity and memory; never part of the rating")
 
 
-def standings(
-    matches: Sequence[RankedMatch], *, names: Iterable[str] = (), anchor: str | None = None, resamples: int = RESAMPLES
-) -> list[Standing]:
+def standings(matches: Sequence[RankedMatch], *, names: Iterable[str] = (), anchor: str | None = None) -> list[Standing]:
     """Every contestant of `matches`, and the `names` that have not played, sorted: rated
     contestants by rating, best first, then by name; then the unrated by name.
 
-    A contestant wins a match when no seat of it ranks better (so rank 1, alone or tied).
+    A contestant wins a match when it has the match's best rank, alone or tied (rank 1, or
+    the best among the seats kept by a contestant selection).
     Raises NotFound when `anchor` names no rated contestant.
     """
-    fitted = fit_ratings([match.ranks for match in matches], anchor=anchor, resamples=resamples)
+    fitted = fit_ratings([match.ranks for match in matches], anchor=anchor)
     online = elo(matches)
     played: dict[str, int] = defaultdict(int)
     won: dict[str, int] = defaultdict(int)
