@@ -21,6 +21,7 @@ same table. Contestants are identified by name across tournaments.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from itertools import combinations, groupby
@@ -192,10 +193,9 @@ def leaderboard(
         names = set(session.exec(registered)) if tournament_id is not None else set()
         metrics = session.exec(
             selected(
-                select(MetricRow.contestant, MetricRow.name, func.avg(MetricRow.value))
+                select(MetricRow.contestant, MetricRow.name, MetricRow.value)
                 .join(MatchRow, MatchRow.id == MetricRow.match_id)
-                .where(MetricRow.name.in_(["validity_rate", "memory_error"]))
-                .group_by(MetricRow.contestant, MetricRow.name),
+                .where(MetricRow.name.in_(["validity_rate", "memory_error"]), MetricRow.value.is_not(None)),
                 MetricRow.contestant,
             )
         ).all()
@@ -226,13 +226,15 @@ def leaderboard(
             profits[seat.contestant].append(seat.profit)
             net_worths[seat.contestant].append(seat.net_worth)
             faults[seat.contestant] += seat.faults
-    means = {(name, metric): value for name, metric, value in metrics}
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for name, metric, value in metrics:
+        values[name, metric].append(value)
     usage = {name: (int(tokens or 0), float(cost or 0.0)) for name, tokens, cost in spent}
 
     rows = []
     for standing in standings(matches, names=names, anchor=anchor):
         name = standing.contestant
-        validity, memory_error = means.get((name, "validity_rate")), means.get((name, "memory_error"))
+        validity, memory_error = _mean(values[name, "validity_rate"]), _mean(values[name, "memory_error"])
         tokens, cost = usage.get(name, (0, 0.0))
         rows.append(
             LeaderboardRow(
@@ -259,4 +261,6 @@ def _stored_weights(session: Session, tournament_id: int | None) -> ScoringWeigh
 
 
 def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    """fsum is exact, so the mean does not depend on the order rows come back in (which
+    differs between a resumed run and an uninterrupted one)."""
+    return math.fsum(values) / len(values) if values else None
