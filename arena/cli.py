@@ -124,7 +124,7 @@ def leaderboard_command(
     scenario: Annotated[str | None, typer.Option("--scenario", help="Only matches of this scenario.", show_default=False)] = None,
     contestant: Annotated[
         list[str] | None,
-        typer.Option("--contestant", help="Only these contestants' seats, as if the others were absent (repeatable).", show_default=False),
+        typer.Option("--contestant", help="Only matches where two of these met, and only their seats (repeatable).", show_default=False),
     ] = None,
     anchor: AnchorOption = None,
     weights: Annotated[

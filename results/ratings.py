@@ -147,7 +147,8 @@ def leaderboard(
     weights: ScoringWeights | None = None,
 ) -> list[LeaderboardRow]:
     """The table of the stored matches: all of them, or those of a tournament, of a scenario,
-    and only the seats of the named contestants (as if the others had not been there).
+    and of the named contestants (matches where at least two of them met, and only their
+    seats, as if the others had not been there).
 
     With a tournament, its registered contestants appear played or not. The composite uses
     `weights`, else the tournament file's `scoring:` section, else ScoringWeights' defaults.
@@ -169,8 +170,16 @@ def leaderboard(
             if scenario is not None:
                 statement = statement.where(MatchRow.scenario == scenario)
             if contestants is not None:
-                statement = statement.where(contestant_column.in_(contestants))
+                statement = statement.where(contestant_column.in_(contestants), MatchRow.id.in_(meetings))
             return statement
+
+        # with a contestant selection: only matches where two of them met
+        meetings = (
+            select(MatchResultRow.match_id)
+            .where(MatchResultRow.contestant.in_(contestants or ()))
+            .group_by(MatchResultRow.match_id)
+            .having(func.count(func.distinct(MatchResultRow.contestant)) >= 2)
+        )
 
         seats = session.exec(
             selected(

@@ -192,13 +192,15 @@ def test_scenario_filter_rates_only_that_scenarios_matches(engine, make_match):
 def test_contestant_filter_keeps_only_their_seats(engine, make_match):
     tournament = _tournament(engine, "a", "b", "c")
     save_match(engine, tournament, make_match("k0", 0, {"c": 1, "a": 2, "b": 3}))
-    save_match(engine, tournament, make_match("k1", 1, {"c": 1, "b": 2}))
+    save_match(engine, tournament, make_match("k1", 1, {"c": 1, "b": 2}))  # a and b did not meet
+    save_match(engine, tournament, make_match("k2", 2, {"b": 1, "c": 2, "a": 3}))
 
     board = {row.contestant: row for row in leaderboard(engine, tournament, contestants=["a", "b"])}
     assert set(board) == {"a", "b"}
-    # without c, a finished first in k0; k1 had b alone
-    assert (board["a"].matches, board["a"].wins, board["b"].matches, board["b"].wins) == (1, 1, 2, 1)
-    assert board["a"].rating > board["b"].rating
+    # without c, a finished first in k0 and b in k2; k1 is left out
+    assert (board["a"].matches, board["a"].wins, board["b"].matches, board["b"].wins) == (2, 1, 2, 1)
+    assert board["a"].rating == pytest.approx(board["b"].rating)
+    assert board["b"].mean_profit == pytest.approx((70.0 + 90.0) / 2)  # its seats in k0 and k2 only
     with pytest.raises(NotFound, match="no contestant named 'zz'"):
         leaderboard(engine, contestants=["a", "zz"])
 
