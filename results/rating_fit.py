@@ -83,10 +83,10 @@ def fit_ratings(
     Raises NotFound when `anchor` names no such contestant.
     """
     pairs = _pairs(rankings)
-    if not pairs.names:
-        return {}
     if anchor is not None and anchor not in pairs.names:
         raise NotFound(f"reference contestant {anchor!r} has no rated match here")
+    if not pairs.names:
+        return {}
     reference = None if anchor is None else pairs.names.index(anchor)
 
     everyone = np.ones(len(rankings))

@@ -98,6 +98,8 @@ def test_contestants_who_never_met_another_are_not_rated():
     fit = fit_ratings([[("alone", 1)], [("a", 1), ("b", 2)], []])
     assert set(fit) == {"a", "b"}
     assert fit_ratings([[("alone", 1)]]) == {}
+    with pytest.raises(NotFound, match="reference contestant 'alone'"):
+        fit_ratings([[("alone", 1)]], anchor="alone")
 
 
 def test_a_named_anchor_is_rated_1000_exactly():
