@@ -7,32 +7,33 @@ prints one line (file, field, problem) and exits with status 2.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from market.scenario import Scenario
 from contestants.base import RunOptions
 from results import store
 from results.db import engine_for
-from results.errors import DatabaseError, NotFound
+from results.errors import DatabaseError, InputFileError, NotFound
 from results.metrics import METRICS
-from results.ratings import LeaderboardRow, leaderboard
-from results.tables import Tournament
+from results.ratings import LeaderboardRow, Standing, leaderboard, standings
 from results.records import ModelCallRecord
+from results.results_csv import read_results
+from results.tables import Tournament
 from tournaments.cluster import ClusterError
-from tournaments.config import ConfigError, load_tournament
+from tournaments.config import ConfigError, load_tournament, load_weights
 from tournaments.schedule import schedule
 
 app = typer.Typer(
-    help="Tournaments of merchant agents in one shared market, rated Elo-style in SQLite.\n\n"
+    help="Tournaments of merchant agents in one shared market, recorded in SQLite and rated on the Elo scale.\n\n"
     "Start with: arena run tournaments/round_robin.yaml\n\n"
     "An interrupted run continues with: arena run FILE --resume. "
     "To play on an existing Ray cluster: arena run FILE --address ADDR.",
@@ -49,7 +50,7 @@ DbOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 
-USER_ERRORS = (ConfigError, DatabaseError, NotFound, ClusterError)
+USER_ERRORS = (ConfigError, DatabaseError, NotFound, ClusterError, InputFileError)
 
 
 @contextmanager
@@ -120,19 +121,55 @@ def validate(config: Annotated[Path, typer.Argument(help="Tournament YAML file."
     )
 
 
+AnchorOption = Annotated[
+    str | None,
+    typer.Option("--anchor", help="Rate this contestant 1000 (default: the mean rating is 1000).", show_default=False),
+]
+
+
 @app.command(name="leaderboard")
 def leaderboard_command(
     db: DbOption = None,
     tournament: Annotated[int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)] = None,
+    scenario: Annotated[str | None, typer.Option("--scenario", help="Only matches of this scenario.", show_default=False)] = None,
+    contestant: Annotated[
+        list[str] | None,
+        typer.Option("--contestant", help="Only matches where two of these met, and only their seats (repeatable).", show_default=False),
+    ] = None,
+    anchor: AnchorOption = None,
+    weights: Annotated[
+        Path | None,
+        typer.Option("--weights", help="YAML weights of the composite score (default: the tournament's scoring: section).", show_default=False),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The Elo table over all stored matches, or one tournament's."""
+    """The table over all stored matches, or a selection: rating with 95% interval and rank,
+    online Elo, results, validity, memory error, tokens, cost and the composite score."""
     with user_errors():
-        rows = leaderboard(engine_for(db, create=False), tournament)
+        chosen = load_weights(weights) if weights is not None else None
+        rows = leaderboard(
+            engine_for(db, create=False), tournament, scenario=scenario, contestants=contestant or None, anchor=anchor, weights=chosen
+        )
     if as_json:
         print(json.dumps([row.model_dump() for row in rows], indent=2))
     else:
-        out.print(_leaderboard_table(rows, f"tournament {tournament}" if tournament else "all tournaments"))
+        what = [f"tournament {tournament}" if tournament else "all tournaments"] + ([f"scenario {scenario}"] if scenario else [])
+        out.print(_leaderboard_table(rows, ", ".join(what)))
+
+
+@app.command()
+def rate(
+    results: Annotated[Path, typer.Argument(help="CSV with columns match, contestant, and rank or score (higher better).", show_default=False)],
+    anchor: AnchorOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Rate results from elsewhere the way the leaderboard rates stored matches."""
+    with user_errors():
+        rows = standings(read_results(results), anchor=anchor)
+    if as_json:
+        print(json.dumps([row.model_dump() for row in rows], indent=2))
+    else:
+        out.print(_leaderboard_table(rows, str(results)))
 
 
 @app.command()
@@ -313,16 +350,46 @@ def _distinct(values: Iterable[object]) -> str:
     return ", ".join(dict.fromkeys("—" if value is None else str(value) for value in values))
 
 
-def _leaderboard_table(rows: list[LeaderboardRow], title: str) -> Table:
-    """The table; token and cost columns appear once some contestant used a model."""
-    with_models = any(row.tokens for row in rows)
-    columns = ["#", "contestant", "rating", "matches", "wins", "mean profit", "faults"] + (["tokens", "cost $"] if with_models else [])
-    table = Table(*columns, title=title)
-    for place, row in enumerate(rows, start=1):
-        profit = "" if row.mean_profit is None else _money(row.mean_profit)
-        cells = [str(place), row.contestant, f"{row.rating:.0f}", str(row.matches), str(row.wins), profit, str(row.faults)]
-        table.add_row(*cells, *([f"{row.tokens:,}", f"{row.cost:.4f}"] if with_models else []))
+def _leaderboard_table(rows: list[LeaderboardRow] | list[Standing], title: str) -> Table:
+    """The table; columns without a value for anyone (no model used, no metric stored, rated
+    from a CSV) are left out."""
+    columns: dict[str, Callable[[Any], str]] = {
+        "rank": lambda r: _blank(r.rank, "{}"),
+        "contestant": lambda r: r.contestant,
+        "rating": lambda r: _blank(r.rating, "{:.0f}"),
+        "95% interval": lambda r: "" if r.low is None else f"{r.low:.0f}–{r.high:.0f}",
+        "elo": lambda r: f"{r.elo:.0f}",
+        "matches": lambda r: str(r.matches),
+        "win rate": lambda r: _blank(r.win_rate, "{:.0%}"),
+        "mean profit": lambda r: _blank(r.mean_profit, "{:,.2f}"),
+        "faults": lambda r: str(r.faults),
+        "validity": lambda r: _blank(r.validity, "{:.1%}"),
+        "memory error": lambda r: _blank(r.memory_error, "{:.1%}"),
+        "tokens": lambda r: f"{r.tokens:,}",
+        "cost $": lambda r: f"{r.cost:.4f}",
+        "composite": lambda r: _blank(r.composite, "{:.3f}"),
+    }
+
+    def given(field: str) -> Callable[[list], bool]:
+        return lambda rows: any(getattr(row, field, None) is not None for row in rows)
+
+    def models_used(rows: list) -> bool:
+        return any(getattr(row, "tokens", 0) for row in rows)
+
+    optional = {
+        "mean profit": given("mean_profit"), "faults": given("faults"), "validity": given("validity"),
+        "memory error": given("memory_error"), "tokens": models_used, "cost $": models_used, "composite": given("composite"),
+    }
+    columns = {header: cell for header, cell in columns.items() if header not in optional or optional[header](rows)}
+    kept_whole = {"contestant", "rating", "95% interval"}
+    table = Table(*(Column(header, no_wrap=header in kept_whole) for header in columns), title=title)
+    for row in rows:
+        table.add_row(*(cell(row) for cell in columns.values()))
     return table
+
+
+def _blank(value: float | None, fmt: str) -> str:
+    return "" if value is None else fmt.format(value)
 
 
 def _money(value: float) -> str:

@@ -11,4 +11,8 @@ class DatabaseError(ValueError):
 
 
 class NotFound(LookupError):
-    """No tournament or match with the id asked for."""
+    """No tournament or match with the id asked for, or nothing stored under a name asked for."""
+
+
+class InputFileError(ValueError):
+    """A file the user gave cannot be used: one line naming the file, where in it, and what is wrong."""

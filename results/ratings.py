@@ -1,6 +1,8 @@
-"""Elo ratings from match ranks, and the leaderboard.
+"""The leaderboard: ratings from match ranks, results, coherence metrics and model usage.
 
-Online Elo, applied match by match in schedule order:
+The rating is the order-independent Bradley–Terry fit of results.rating_fit, with its 95%
+interval and rank. Online Elo is kept beside it as a second column, applied match by match in
+schedule order:
 
 - every contestant starts at START = 1000;
 - a match of n merchants is decomposed into all n(n-1)/2 pairs of its seats; in each pair a
@@ -19,16 +21,21 @@ same table. Contestants are identified by name across tournaments.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
 from itertools import combinations, groupby
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
+import yaml
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 from sqlmodel import Session, func, select
 
+from results.composite import ScoringWeights, composite
 from results.errors import NotFound
-from results.tables import ContestantRow, MatchResultRow, MatchRow, ModelCallRow, Tournament
+from results.rating_fit import Rating, fit_ratings
+from results.tables import ContestantRow, MatchResultRow, MatchRow, MetricRow, ModelCallRow, Tournament
 
 START = 1000.0
 SCALE = 400.0
@@ -66,61 +73,158 @@ def elo(matches: Iterable[RankedMatch]) -> dict[str, float]:
     return ratings
 
 
-class LeaderboardRow(BaseModel):
+class Standing(BaseModel):
+    """A contestant's place in a table rated from match ranks alone (`arena rate` prints these)."""
+
     contestant: str
-    rating: float
+    rating: float | None = Field(description="Bradley–Terry rating, Elo scale (results.rating_fit); None before a rated match")
+    low: float | None = Field(description="95% bootstrap interval of the rating")
+    high: float | None
+    rank: int | None = Field(description="1 + contestants whose interval lies wholly above this one's")
+    elo: float = Field(description="online Elo in schedule order")
     matches: int
     wins: int = Field(description="matches in which the contestant finished first, alone or tied")
+    win_rate: float | None = Field(description="wins / matches; None before its first match")
+
+
+class LeaderboardRow(Standing):
     mean_profit: float | None = Field(description="over the contestant's seats; None before its first match")
     mean_net_worth: float | None
     faults: int
+    validity: float | None = Field(description="mean `validity_rate` metric over its seats; None when none is stored")
+    memory_error: float | None = Field(description="mean `memory_error` metric over its seats; None when none is stored")
     tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
     cost: float = Field(0.0, description="USD, for models with a known price")
+    composite: float | None = Field(description="results.composite: weighted win rate, validity and memory; never part of the rating")
 
 
-def leaderboard(engine: Engine, tournament_id: int | None = None) -> list[LeaderboardRow]:
-    """The table of one tournament (its registered contestants included, played or not), or of
-    all tournaments together; sorted by rating, best first, then by name."""
+def standings(matches: Sequence[RankedMatch], *, names: Iterable[str] = (), anchor: str | None = None) -> list[Standing]:
+    """Every contestant of `matches`, and the `names` that have not played, sorted: rated
+    contestants by rating, best first, then by name; then the unrated by name.
+
+    A contestant wins a match when it has the match's best rank, alone or tied (rank 1, or
+    the best among the seats kept by a contestant selection).
+    Raises NotFound when `anchor` names no rated contestant.
+    """
+    fitted = fit_ratings([match.ranks for match in matches], anchor=anchor)
+    online = elo(matches)
+    played: dict[str, int] = defaultdict(int)
+    won: dict[str, int] = defaultdict(int)
+    for match in matches:
+        best = min(rank for _, rank in match.ranks)
+        for name in {name for name, _ in match.ranks}:
+            played[name] += 1
+            won[name] += any(seat == name and rank == best for seat, rank in match.ranks)
+    rows = []
+    for name in set(names) | online.keys():
+        fit = fitted.get(name)
+        rows.append(
+            Standing(
+                contestant=name,
+                **(fit._asdict() if fit else dict.fromkeys(Rating._fields)),
+                elo=online.get(name, START),
+                matches=played[name],
+                wins=won[name],
+                win_rate=won[name] / played[name] if played[name] else None,
+            )
+        )
+    return sorted(rows, key=_table_order)
+
+
+def _table_order(row: Standing) -> tuple:
+    # rounded so that contestants with equal records, whose fitted ratings may differ in the
+    # last bits, are ordered by name
+    return (row.rating is None, -round(row.rating or 0.0, 6), row.contestant)
+
+
+def leaderboard(
+    engine: Engine,
+    tournament_id: int | None = None,
+    *,
+    scenario: str | None = None,
+    contestants: Collection[str] | None = None,
+    anchor: str | None = None,
+    weights: ScoringWeights | None = None,
+) -> list[LeaderboardRow]:
+    """The table of the stored matches: all of them, or those of a tournament, of a scenario,
+    and of the named contestants (matches where at least two of them met, and only their
+    seats, as if the others had not been there).
+
+    With a tournament, its registered contestants appear played or not. The composite uses
+    `weights`, else the tournament file's `scoring:` section, else ScoringWeights' defaults.
+    Raises NotFound for an unknown tournament, scenario, contestant or anchor.
+    """
     with Session(engine) as session:
-        statement = (
-            select(
-                MatchRow.tournament_id,
-                MatchRow.index,
-                MatchRow.key,
-                MatchResultRow.contestant,
-                MatchResultRow.rank,
-                MatchResultRow.profit,
-                MatchResultRow.net_worth,
-                MatchResultRow.faults,
-            )
-            .join(MatchResultRow, MatchResultRow.match_id == MatchRow.id)
-            .order_by(MatchRow.tournament_id, MatchRow.index, MatchRow.key, MatchResultRow.merchant)
+        if tournament_id is not None and session.get(Tournament, tournament_id) is None:
+            raise NotFound(f"no tournament with id {tournament_id}")
+        if scenario is not None and session.exec(select(MatchRow.id).where(MatchRow.scenario == scenario).limit(1)).first() is None:
+            raise NotFound(f"no stored match of scenario {scenario!r}")
+        for name in sorted(contestants or ()):
+            known = select(ContestantRow.id).where(ContestantRow.name == name).limit(1)
+            if session.exec(known).first() is None:
+                raise NotFound(f"no contestant named {name!r}")
+
+        def selected(statement, contestant_column):
+            if tournament_id is not None:
+                statement = statement.where(MatchRow.tournament_id == tournament_id)
+            if scenario is not None:
+                statement = statement.where(MatchRow.scenario == scenario)
+            if contestants is not None:
+                statement = statement.where(contestant_column.in_(contestants), MatchRow.id.in_(meetings))
+            return statement
+
+        # with a contestant selection: only matches where two of them met
+        meetings = (
+            select(MatchResultRow.match_id)
+            .where(MatchResultRow.contestant.in_(contestants or ()))
+            .group_by(MatchResultRow.match_id)
+            .having(func.count(func.distinct(MatchResultRow.contestant)) >= 2)
         )
-        registered = select(ContestantRow.name)
-        if tournament_id is not None:
-            if session.get(Tournament, tournament_id) is None:
-                raise NotFound(f"no tournament with id {tournament_id}")
-            statement = statement.where(MatchRow.tournament_id == tournament_id)
-            registered = registered.where(ContestantRow.tournament_id == tournament_id)
-        seats = session.exec(statement).all()
-        names = set(session.exec(registered))
-        spent = (
-            select(
+
+        seats = session.exec(
+            selected(
+                select(
+                    MatchRow.tournament_id,
+                    MatchRow.index,
+                    MatchRow.key,
+                    MatchResultRow.contestant,
+                    MatchResultRow.rank,
+                    MatchResultRow.profit,
+                    MatchResultRow.net_worth,
+                    MatchResultRow.faults,
+                ).join(MatchResultRow, MatchResultRow.match_id == MatchRow.id),
                 MatchResultRow.contestant,
-                func.sum(ModelCallRow.input_tokens + ModelCallRow.output_tokens),
-                func.coalesce(func.sum(ModelCallRow.cost), 0.0),
+            ).order_by(MatchRow.tournament_id, MatchRow.index, MatchRow.key, MatchResultRow.merchant)
+        ).all()
+        registered = select(ContestantRow.name).where(ContestantRow.tournament_id == tournament_id)
+        if contestants is not None:
+            registered = registered.where(ContestantRow.name.in_(contestants))
+        names = set(session.exec(registered)) if tournament_id is not None else set()
+        metrics = session.exec(
+            selected(
+                select(MetricRow.contestant, MetricRow.name, MetricRow.value)
+                .join(MatchRow, MatchRow.id == MetricRow.match_id)
+                .where(MetricRow.name.in_(["validity_rate", "memory_error"]), MetricRow.value.is_not(None)),
+                MetricRow.contestant,
             )
-            .join(ModelCallRow, (ModelCallRow.match_id == MatchResultRow.match_id) & (ModelCallRow.merchant == MatchResultRow.merchant))
-            .join(MatchRow, MatchRow.id == MatchResultRow.match_id)
-            .group_by(MatchResultRow.contestant)
-        )
-        if tournament_id is not None:
-            spent = spent.where(MatchRow.tournament_id == tournament_id)
-        usage = {name: (int(tokens or 0), float(cost or 0.0)) for name, tokens, cost in session.exec(spent)}
+        ).all()
+        spent = session.exec(
+            selected(
+                select(
+                    MatchResultRow.contestant,
+                    func.sum(ModelCallRow.input_tokens + ModelCallRow.output_tokens),
+                    func.coalesce(func.sum(ModelCallRow.cost), 0.0),
+                )
+                .join(ModelCallRow, (ModelCallRow.match_id == MatchResultRow.match_id) & (ModelCallRow.merchant == MatchResultRow.merchant))
+                .join(MatchRow, MatchRow.id == MatchResultRow.match_id)
+                .group_by(MatchResultRow.contestant),
+                MatchResultRow.contestant,
+            )
+        ).all()
+        if weights is None:
+            weights = _stored_weights(session, tournament_id)
 
     matches: list[RankedMatch] = []
-    played: dict[str, set] = defaultdict(set)
-    won: dict[str, set] = defaultdict(set)
     profits: dict[str, list[float]] = defaultdict(list)
     net_worths: dict[str, list[float]] = defaultdict(list)
     faults: dict[str, int] = defaultdict(int)
@@ -128,30 +232,44 @@ def leaderboard(engine: Engine, tournament_id: int | None = None) -> list[Leader
         group = list(group)
         matches.append(RankedMatch(order, [(seat.contestant, seat.rank) for seat in group]))
         for seat in group:
-            played[seat.contestant].add(order)
-            if seat.rank == 1:
-                won[seat.contestant].add(order)
             profits[seat.contestant].append(seat.profit)
             net_worths[seat.contestant].append(seat.net_worth)
             faults[seat.contestant] += seat.faults
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for name, metric, value in metrics:
+        values[name, metric].append(value)
+    usage = {name: (int(tokens or 0), float(cost or 0.0)) for name, tokens, cost in spent}
 
-    ratings = elo(matches)
-    rows = [
-        LeaderboardRow(
-            contestant=name,
-            rating=ratings.get(name, START),
-            matches=len(played[name]),
-            wins=len(won[name]),
-            mean_profit=_mean(profits[name]),
-            mean_net_worth=_mean(net_worths[name]),
-            faults=faults[name],
-            tokens=usage.get(name, (0, 0.0))[0],
-            cost=usage.get(name, (0, 0.0))[1],
+    rows = []
+    for standing in standings(matches, names=names, anchor=anchor):
+        name = standing.contestant
+        validity, memory_error = _mean(values[name, "validity_rate"]), _mean(values[name, "memory_error"])
+        tokens, cost = usage.get(name, (0, 0.0))
+        rows.append(
+            LeaderboardRow(
+                **standing.model_dump(),
+                mean_profit=_mean(profits[name]),
+                mean_net_worth=_mean(net_worths[name]),
+                faults=faults[name],
+                validity=validity,
+                memory_error=memory_error,
+                tokens=tokens,
+                cost=cost,
+                composite=composite(weights, standing.win_rate, validity, memory_error),
+            )
         )
-        for name in names | ratings.keys()
-    ]
-    return sorted(rows, key=lambda row: (-row.rating, row.contestant))
+    return rows
+
+
+def _stored_weights(session: Session, tournament_id: int | None) -> ScoringWeights:
+    """The `scoring:` section of the tournament's file as it was run (validated then), if any."""
+    if tournament_id is None:
+        return ScoringWeights()
+    config = yaml.safe_load(session.get(Tournament, tournament_id).config_text) or {}
+    return ScoringWeights.model_validate(config.get("scoring") or {})
 
 
 def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    """fsum is exact, so the mean does not depend on the order rows come back in (which
+    differs between a resumed run and an uninterrupted one)."""
+    return math.fsum(values) / len(values) if values else None

@@ -210,10 +210,11 @@ def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finis
 
     The snapshot keeps the table as it was reported, whatever later changes to the rating
     formula; a tournament stopped, resumed and finished has one snapshot per ending.
+    Contestants without a rating yet (no match played) are not snapshotted.
     """
     if status not in ("finished", "stopped"):
         raise ValueError(f"a tournament ends 'finished' or 'stopped', not {status!r}")
-    rows = leaderboard(engine, tournament_id)
+    rows = [row for row in leaderboard(engine, tournament_id) if row.rating is not None]
     with Session(engine) as session:
         tournament = _require(session, Tournament, tournament_id)
         tournament.status = status

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from contestants.base import ContestantConfigError, contestant_class, validate_params
 from market.scenario import Scenario
+from results.composite import ScoringWeights
 
 MAX_MERCHANTS_PER_MATCH = 16
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 class ConfigError(ValueError):
@@ -83,6 +86,7 @@ class TournamentSpec(BaseModel):
     decision_timeout_s: float = Field(10.0, gt=0, le=3600)
     recall_every: int = Field(5, ge=0, le=3650, description="ask memory probes every this many days; 0: never")
     budget: Budget | None = None
+    scoring: ScoringWeights = Field(default_factory=ScoringWeights, description="weights of the leaderboard's composite score")
 
     @field_validator("contestants")
     @classmethod
@@ -141,8 +145,9 @@ class Tournament(BaseModel):
     @property
     def config_hash(self) -> str:
         """Identity of a tournament for --resume: what decides its matches, that is the
-        settings (not the budget, which only decides how many are played) and the scenarios."""
-        digest = hashlib.sha256(self.spec.model_dump_json(exclude={"budget"}).encode())
+        settings (not the budget, which only decides how many are played, nor the scoring
+        weights, which only read the results) and the scenarios."""
+        digest = hashlib.sha256(self.spec.model_dump_json(exclude={"budget", "scoring"}).encode())
         for name in sorted(self.scenarios):
             digest.update(self.scenarios[name].model_dump_json().encode())
         return digest.hexdigest()
@@ -171,10 +176,19 @@ def load_tournament(path: str | Path) -> Tournament:
 
 
 def load_scenario(path: str | Path) -> Scenario:
+    return _load_model(path, Scenario)
+
+
+def load_weights(path: str | Path) -> ScoringWeights:
+    """A `--weights` file: the mapping of a tournament file's `scoring:` section, at the top level."""
+    return _load_model(path, ScoringWeights)
+
+
+def _load_model(path: str | Path, model: type[_Model]) -> _Model:
     path = Path(path)
     data, _ = _read_yaml(path)
     try:
-        return Scenario.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise _config_error(path, exc) from None
 

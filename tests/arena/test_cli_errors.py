@@ -324,6 +324,63 @@ def test_database_password_never_printed(work, args, url):
     assert "arena" in line and "***" in line
 
 
+# ---- arena rate and leaderboard options --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("", ["empty file", "match, contestant and rank or score"]),
+        ("match,rank\n1,1\n", ["row 1", "no 'contestant' column"]),
+        ("match,contestant\n1,a\n", ["row 1", "needs a 'rank' or a 'score' column"]),
+        ("match,contestant,rank,score\n1,a,1,2\n", ["row 1", "not both"]),
+        ("match,contestant,rank,rank\n1,a,1,1\n", ["row 1", "'rank' appears twice"]),
+        ("match,contestant,rank\n", ["no results after the header"]),
+        ("match,contestant,rank\n1,a,1\n1,b,first\n", ["row 3, column rank", "'first' is not a whole number"]),
+        ("match,contestant,rank\n1,a,0\n", ["row 2, column rank", "'0'"]),
+        ("match,contestant,score\n1,a,nan\n", ["row 2, column score", "'nan' is not a finite number"]),
+        ("match,contestant,rank\n1,,1\n", ["row 2, column contestant", "empty"]),
+        ("match,contestant,rank\n1,a,1\n\n1,a,2\n", ["row 4, column contestant", "'a' appears twice in match '1'"]),
+        ("match,contestant,rank\n1,a\n", ["row 2", "2 fields where the header has 3"]),
+        ('match,contestant,rank\n1,"a\n', ["row 2", "not valid CSV"]),
+    ],
+    ids=["empty", "no-contestant", "no-measure", "both", "repeated-column", "no-rows", "word-rank", "zero-rank", "nan-score",
+         "empty-cell", "twice", "short-row", "unclosed-quote"],
+)
+def test_rate_bad_csv_is_one_line_naming_file_row_and_column(work, text, needles):
+    (work / "r.csv").write_text(text)
+    line = one_error_line(invoke("rate", "r.csv"))
+    assert "r.csv: " in line
+    for needle in needles:
+        assert needle in line, line
+
+
+def test_rate_missing_file(work):
+    assert "nope.csv: no such file" in one_error_line(invoke("rate", "nope.csv", "--json"))
+
+
+def test_rate_unknown_anchor(work):
+    (work / "r.csv").write_text("match,contestant,rank\n1,a,1\n1,b,2\n")
+    assert "reference contestant 'c'" in one_error_line(invoke("rate", "r.csv", "--anchor", "c"))
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--scenario", "fog"], "no stored match of scenario 'fog'"),
+        (["--contestant", "zz"], "no contestant named 'zz'"),
+        (["--tournament", "3"], "no tournament with id 3"),
+        (["--weights", "w.yaml"], "w.yaml: memory: Input should be greater than or equal to 0"),
+        (["--weights", "none.yaml"], "none.yaml: no such file"),
+    ],
+    ids=["scenario", "contestant", "tournament", "weights", "no-weights-file"],
+)
+def test_leaderboard_selection_mistakes(work, args, needle):
+    engine_for(f"sqlite:///{work}/x.db").dispose()  # an empty database
+    (work / "w.yaml").write_text("memory: -1\n")
+    assert needle in one_error_line(invoke("leaderboard", "--db", f"sqlite:///{work}/x.db", *args))
+
+
 # ---- help --------------------------------------------------------------------------------
 
 

@@ -4,9 +4,13 @@ import random
 
 import pytest
 
+from sqlmodel import Session, select
+
+from results.composite import ScoringWeights
 from results.db import engine_for
 from results.ratings import RankedMatch, elo, leaderboard
 from results.store import NotFound, save_match, start_tournament
+from results.tables import MatchResultRow, MatchRow, MetricRow
 
 
 def _m(index: int, **ranks: int) -> RankedMatch:
@@ -114,23 +118,33 @@ def test_leaderboard_counts_wins_and_sorts(engine, make_match):
     save_match(engine, tournament, shared)
 
     board = leaderboard(engine, tournament)
-    # k0: alpha 1016, beta 984. k1 (k = 16): gamma beats alpha (+8.37) and draws beta (-0.37),
-    # so gamma ~1008.0; alpha loses twice, ~998.9; beta ~993.1; delta, unplayed, stays 1000
-    assert [row.contestant for row in board] == ["gamma", "delta", "alpha", "beta"]
+    # the fit: gamma beat alpha and drew beta; alpha beat beta in k0 (weight 1) and lost to it
+    # in k1 (weight 1/2); delta, unplayed, has no rating and comes last
+    assert [row.contestant for row in board] == ["gamma", "alpha", "beta", "delta"]
     rows = {row.contestant: row for row in board}
-    assert [row.rating for row in board] == sorted((row.rating for row in board), reverse=True)
+    assert sum(rows[name].rating for name in ("alpha", "beta", "gamma")) / 3 == pytest.approx(1000.0)
+    assert all(rows[name].low <= rows[name].high and rows[name].rank == 1 for name in ("alpha", "beta", "gamma"))
+    assert (rows["delta"].rating, rows["delta"].low, rows["delta"].rank, rows["delta"].win_rate) == (None, None, None, None)
+    # online Elo, in schedule order: k0: alpha 1016, beta 984. k1 (k = 16): gamma beats alpha
+    # (+8.37) and draws beta (-0.37), so gamma ~1008.0; alpha ~998.9; beta ~993.1; delta 1000
+    assert rows["gamma"].elo == pytest.approx(1008.0, abs=0.1)
+    assert rows["alpha"].elo == pytest.approx(998.9, abs=0.1)
+    assert rows["beta"].elo == pytest.approx(993.1, abs=0.1)
+    assert rows["delta"].elo == 1000.0
     assert (rows["alpha"].matches, rows["alpha"].wins, rows["alpha"].faults) == (2, 1, 2)
-    assert (rows["beta"].matches, rows["beta"].wins) == (2, 1)
-    assert (rows["gamma"].matches, rows["gamma"].wins) == (1, 1)
+    assert (rows["beta"].matches, rows["beta"].wins, rows["beta"].win_rate) == (2, 1, 0.5)
+    assert (rows["gamma"].matches, rows["gamma"].wins, rows["gamma"].win_rate) == (1, 1, 1.0)
     assert rows["alpha"].mean_profit == pytest.approx((90.0 + 80.0) / 2)
     assert rows["beta"].mean_net_worth == pytest.approx((980.0 + 990.0) / 2)
-    assert (rows["delta"].rating, rows["delta"].matches, rows["delta"].mean_profit) == (1000.0, 0, None)
+    assert (rows["delta"].matches, rows["delta"].mean_profit, rows["delta"].composite) == (0, None, None)
 
 
-def test_equal_ratings_sort_by_name(engine, make_match):
+def test_equal_records_sort_by_name_and_unplayed_come_last(engine, make_match):
     tournament = _tournament(engine, "zed", "amy", "kim")
     save_match(engine, tournament, make_match("k0", 0, {"zed": 1, "amy": 1}))
-    assert [row.contestant for row in leaderboard(engine, tournament)] == ["amy", "kim", "zed"]
+    board = leaderboard(engine, tournament)
+    assert [row.contestant for row in board] == ["amy", "zed", "kim"]
+    assert board[0].rating == pytest.approx(1000.0) and board[1].rating == pytest.approx(1000.0)
 
 
 def test_global_leaderboard_identifies_contestants_by_name(engine, make_match):
@@ -141,11 +155,112 @@ def test_global_leaderboard_identifies_contestants_by_name(engine, make_match):
 
     overall = {row.contestant: row for row in leaderboard(engine)}
     assert overall["a"].matches == 2 and overall["a"].wins == 1
-    # tournament 1 is rated first whatever was saved first: a 1016 then b wins back 17.4695
-    assert overall["b"].rating == pytest.approx(1001.4695, abs=1e-4)
-    assert {row.contestant: row.rating for row in leaderboard(engine, first)} == {"a": 1016.0, "b": 984.0}
+    # one win each: equal ratings whatever the order
+    assert overall["a"].rating == pytest.approx(1000.0) and overall["b"].rating == pytest.approx(1000.0)
+    # online Elo rates tournament 1 first whatever was saved first: a 1016 then b wins back 17.4695
+    assert overall["b"].elo == pytest.approx(1001.4695, abs=1e-4)
+    assert {row.contestant: row.elo for row in leaderboard(engine, first)} == {"a": 1016.0, "b": 984.0}
+    alone = {row.contestant: row.rating for row in leaderboard(engine, first)}
+    assert alone["a"] > 1000.0 > alone["b"]
 
 
 def test_leaderboard_of_unknown_tournament(engine):
     with pytest.raises(NotFound, match="no tournament with id 5"):
         leaderboard(engine, 5)
+
+
+def _scenario_match(make_match, key: str, index: int, scenario: str, ranks: dict[str, int]):
+    match = make_match(key, index, ranks)
+    match.scenario = scenario
+    return match
+
+
+def test_scenario_filter_rates_only_that_scenarios_matches(engine, make_match):
+    tournament = _tournament(engine, "a", "b")
+    save_match(engine, tournament, _scenario_match(make_match, "k0", 0, "calm", {"a": 1, "b": 2}))
+    save_match(engine, tournament, _scenario_match(make_match, "k1", 1, "calm", {"a": 1, "b": 2}))
+    save_match(engine, tournament, _scenario_match(make_match, "k2", 2, "storm", {"a": 2, "b": 1}))
+
+    calm = {row.contestant: row for row in leaderboard(engine, tournament, scenario="calm")}
+    storm = {row.contestant: row for row in leaderboard(engine, scenario="storm")}
+    assert (calm["a"].matches, calm["a"].wins, storm["a"].matches, storm["a"].wins) == (2, 2, 1, 0)
+    assert calm["a"].rating > calm["b"].rating and storm["a"].rating < storm["b"].rating
+    with pytest.raises(NotFound, match="no stored match of scenario 'fog'"):
+        leaderboard(engine, scenario="fog")
+
+
+def test_contestant_filter_keeps_only_their_seats(engine, make_match):
+    tournament = _tournament(engine, "a", "b", "c")
+    save_match(engine, tournament, make_match("k0", 0, {"c": 1, "a": 2, "b": 3}))
+    save_match(engine, tournament, make_match("k1", 1, {"c": 1, "b": 2}))  # a and b did not meet
+    save_match(engine, tournament, make_match("k2", 2, {"b": 1, "c": 2, "a": 3}))
+
+    board = {row.contestant: row for row in leaderboard(engine, tournament, contestants=["a", "b"])}
+    assert set(board) == {"a", "b"}
+    # without c, a finished first in k0 and b in k2; k1 is left out
+    assert (board["a"].matches, board["a"].wins, board["b"].matches, board["b"].wins) == (2, 1, 2, 1)
+    assert board["a"].rating == pytest.approx(board["b"].rating)
+    assert board["b"].mean_profit == pytest.approx((70.0 + 90.0) / 2)  # its seats in k0 and k2 only
+    with pytest.raises(NotFound, match="no contestant named 'zz'"):
+        leaderboard(engine, contestants=["a", "zz"])
+
+
+def test_anchor_rates_the_named_contestant_1000(engine, make_match):
+    tournament = _tournament(engine, "a", "b", "c")
+    save_match(engine, tournament, make_match("k0", 0, {"a": 1, "b": 2, "c": 3}))
+    save_match(engine, tournament, make_match("k1", 1, {"b": 1, "a": 2, "c": 3}))
+    rows = {row.contestant: row for row in leaderboard(engine, tournament, anchor="c")}
+    assert (rows["c"].rating, rows["c"].low, rows["c"].high) == (1000.0, 1000.0, 1000.0)
+    assert rows["a"].rating > 1000.0 and rows["b"].rating > 1000.0
+    with pytest.raises(NotFound, match="reference contestant 'd'"):
+        leaderboard(engine, tournament, anchor="d")
+
+
+def _metrics(engine, tournament: int, key: str, values: dict[tuple[str, str], float | None]) -> None:
+    with Session(engine) as session:
+        match = session.exec(select(MatchRow).where(MatchRow.tournament_id == tournament, MatchRow.key == key)).one()
+        seats = {r.contestant: r.merchant for r in session.exec(select(MatchResultRow).where(MatchResultRow.match_id == match.id))}
+        for (contestant, name), value in values.items():
+            session.add(MetricRow(match_id=match.id, merchant=seats[contestant], contestant=contestant, name=name, value=value))
+        session.commit()
+
+
+def test_validity_and_memory_error_are_means_over_the_selected_matches(engine, make_match):
+    tournament = _tournament(engine, "a", "b")
+    save_match(engine, tournament, _scenario_match(make_match, "k0", 0, "calm", {"a": 1, "b": 2}))
+    save_match(engine, tournament, _scenario_match(make_match, "k1", 1, "storm", {"a": 2, "b": 1}))
+    _metrics(engine, tournament, "k0", {("a", "validity_rate"): 1.0, ("a", "memory_error"): 0.2, ("b", "validity_rate"): 0.5, ("a", "rejections"): 9.0})
+    _metrics(engine, tournament, "k1", {("a", "validity_rate"): 0.5, ("a", "memory_error"): None, ("b", "validity_rate"): 0.7})
+
+    rows = {row.contestant: row for row in leaderboard(engine, tournament)}
+    assert rows["a"].validity == pytest.approx(0.75) and rows["a"].memory_error == pytest.approx(0.2)
+    assert rows["b"].validity == pytest.approx(0.6) and rows["b"].memory_error is None
+    calm = {row.contestant: row for row in leaderboard(engine, tournament, scenario="calm")}
+    assert (calm["a"].validity, calm["b"].validity) == (1.0, 0.5)
+    # default weights 0.5 win rate, 0.25 validity, 0.25 memory; b has no memory part
+    assert rows["a"].composite == pytest.approx((0.5 * 0.5 + 0.25 * 0.75 + 0.25 * 0.8) / 1.0)
+    assert rows["b"].composite == pytest.approx((0.5 * 0.5 + 0.25 * 0.6) / 0.75)
+
+
+def test_composite_weights_come_from_the_argument_else_the_tournament_file(engine, make_match):
+    scored = start_tournament(
+        engine, "t", "t.yaml", "name: t\nscoring: {win_rate: 0, validity: 1, memory: 0}\n", "hash-s", 1, [("a", "rule", {}), ("b", "rule", {})], 1
+    )
+    save_match(engine, scored, make_match("k0", 0, {"a": 1, "b": 2}))
+    _metrics(engine, scored, "k0", {("a", "validity_rate"): 0.25, ("b", "validity_rate"): 0.75})
+    by_file = {row.contestant: row.composite for row in leaderboard(engine, scored)}
+    assert by_file == {"a": 0.25, "b": 0.75}
+    by_argument = {row.contestant: row.composite for row in leaderboard(engine, scored, weights=ScoringWeights(win_rate=1, validity=0, memory=0))}
+    assert by_argument == {"a": 1.0, "b": 0.0}
+    everywhere = {row.contestant: row.composite for row in leaderboard(engine)}  # no tournament: the defaults
+    assert everywhere["a"] == pytest.approx((0.5 * 1.0 + 0.25 * 0.25) / 0.75)
+
+
+def test_leaderboard_rows_carry_the_fields_the_report_reads(engine, make_match):
+    tournament = _tournament(engine, "a", "b")
+    save_match(engine, tournament, make_match("k0", 0, {"a": 1, "b": 2}))
+    fields = set(leaderboard(engine, tournament)[0].model_dump())
+    assert {
+        "contestant", "rating", "low", "high", "rank", "elo", "matches", "wins", "win_rate", "mean_profit",
+        "validity", "memory_error", "tokens", "cost", "composite",
+    } <= fields

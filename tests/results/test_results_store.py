@@ -7,6 +7,7 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
+from results.ratings import leaderboard
 from results.records import Fault, FinishedMatch, ProbeResult
 from results.store import (
     NotFound,
@@ -158,11 +159,13 @@ def test_finish_tournament_snapshots_ratings(engine, tournament, make_match):
     assert stored.status == "finished" and stored.finished_at is not None
     with Session(engine) as session:
         snapshots = session.exec(select(RatingSnapshot).order_by(RatingSnapshot.contestant)).all()
+    # the table's rating (the fit; alpha beat beta once), and no row for gamma, who has not played
+    table = {row.contestant: row.rating for row in leaderboard(engine, tournament)}
     assert [(s.contestant, s.rating, s.matches, s.wins) for s in snapshots] == [
-        ("alpha", 1016.0, 1, 1),
-        ("beta", 984.0, 1, 0),
-        ("gamma", 1000.0, 0, 0),
+        ("alpha", table["alpha"], 1, 1),
+        ("beta", table["beta"], 1, 0),
     ]
+    assert table["alpha"] > table["beta"]
 
 
 def test_finish_tournament_rejects_other_status(engine, tournament):

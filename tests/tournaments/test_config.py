@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from market.scenario import Scenario
-from tournaments.config import ConfigError, load_scenario, load_tournament
+from results.composite import ScoringWeights
+from tournaments.config import ConfigError, load_scenario, load_tournament, load_weights
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,6 +83,15 @@ def test_hash_changes_when_a_scenario_is_added(tmp_path):
     assert load_tournament(path).config_hash != before
 
 
+def test_scoring_weights_do_not_change_the_hash(tmp_path):
+    """They only read results, so changing them must not start a new tournament on --resume."""
+    plain = load_tournament(write(tmp_path / "a"))
+    scored = load_tournament(write(tmp_path / "b", TOURNAMENT + "scoring: {win_rate: 1, validity: 0, memory: 0}\n"))
+    assert scored.spec.scoring == ScoringWeights(win_rate=1, validity=0, memory=0)
+    assert plain.spec.scoring == ScoringWeights()
+    assert scored.config_hash == plain.config_hash
+
+
 def test_the_text_is_kept_as_written(tmp_path):
     path = write(tmp_path, "# a comment\n" + TOURNAMENT)
     tournament = load_tournament(path)
@@ -111,6 +121,9 @@ def error(path: Path) -> ConfigError:
         ("max_concurrent_matches: 0\n", "max_concurrent_matches"),
         ("decision_timeout_s: 0\n", "decision_timeout_s"),
         ("colour: red\n", "colour"),
+        ("scoring: {win_rate: -1}\n", "scoring.win_rate"),
+        ("scoring: {luck: 1}\n", "scoring.luck"),
+        ("scoring: {win_rate: 0, validity: 0, memory: 0}\n", "scoring"),
     ],
 )
 def test_whole_file_checks_name_their_field(tmp_path, addition, field):
@@ -203,3 +216,25 @@ def test_a_copy_of_the_shipped_tournament_has_the_same_hash(tmp_path):
     original = load_tournament(ROOT / "tournaments" / "round_robin.yaml")
     copy = load_tournament(tmp_path / "tournaments" / "round_robin.yaml")
     assert original.config_hash == copy.config_hash
+
+
+# ---- a --weights file --------------------------------------------------------------------
+
+
+def test_weights_file_holds_the_scoring_mapping(tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text("win_rate: 2\nmemory: 1\n")
+    assert load_weights(path) == ScoringWeights(win_rate=2, validity=0.25, memory=1)
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "words"),
+    [("validity: many\n", "validity", "valid number"), ("scoring: {win_rate: 1}\n", "scoring", "unknown key"), ("- 1\n", None, "mapping")],
+)
+def test_weights_file_mistakes_name_file_and_field(tmp_path, text, field, words):
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_weights(path)
+    assert (caught.value.file, caught.value.field) == (str(path), field)
+    assert words in caught.value.message

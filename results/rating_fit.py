@@ -1,0 +1,150 @@
+"""Ratings from match rankings that do not depend on the order of the matches.
+
+The model is Bradley–Terry / Plackett–Luce: contestant i has a strength s_i, and in any match
+P(i finishes above j) = s_i / (s_i + s_j). Every Plackett–Luce ranking has exactly these
+pairwise odds, so the fit breaks each match's ranking into all pairs of its seats and finds the
+maximum-likelihood strengths of the pairs with choix (iterative Luce spectral ranking,
+`choix.ilsr_pairwise_dense`):
+
+- a pair's winner is the better rank; a shared rank counts half a win to each side;
+- the pairs of a match of n seats weigh 1 / (n - 1) each, so a seat's n - 1 pairs weigh as
+  much as one two-player game (as in the online Elo of results.ratings);
+- every two contestants are credited with PRIOR_DRAWS of a virtual drawn game. Without it the
+  maximum likelihood does not exist when a contestant always wins or always loses (its strength
+  runs off to infinity) or when some contestants never meet, even indirectly; with it every
+  fit is finite and unique, and the pull towards the mean fades as real games accumulate.
+
+Scale: rating = ANCHOR + 400 * log10(s_i / s_ref), so 400 points are a factor of 10 in odds,
+as in Elo. The reference is the geometric mean of the rated contestants (the mean rating is
+ANCHOR) or a named contestant (who is then ANCHOR exactly).
+
+Intervals: the 95% percentile bootstrap, refitting on `resamples` sets of whole matches drawn
+with replacement from a numpy Generator seeded with `seed`, so the same matches give the same
+intervals. A contestant absent from a resample has no rating in it; with a named reference, a
+resample without the reference is skipped.
+
+Rank: 1 + the number of contestants whose interval lies wholly above this one's (their low
+end above its high end), so contestants whose intervals overlap can share a rank.
+
+The pairs of one match are not independent (they come from one ranking); resampling whole
+matches keeps that dependence in the intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from itertools import combinations
+from typing import NamedTuple
+
+import numpy as np
+
+from results.errors import NotFound
+
+ANCHOR = 1000.0
+ELO_PER_LOG_ODDS = 400.0 / math.log(10.0)
+PRIOR_DRAWS = 0.1
+RESAMPLES = 200
+SEED = 0
+LEVEL = 0.95
+
+Ranking = Sequence[tuple[str, int]]
+"""(contestant, rank) for every seat of a match; rank 1 best, ties share a rank."""
+
+
+class Rating(NamedTuple):
+    rating: float
+    low: float
+    high: float
+    rank: int
+
+
+class _Pairs(NamedTuple):
+    """The pairs of all matches as parallel arrays: match index, winner, loser, weight."""
+
+    names: list[str]
+    match: np.ndarray
+    winner: np.ndarray
+    loser: np.ndarray
+    weight: np.ndarray
+
+    def comparisons(self, times_drawn: np.ndarray) -> np.ndarray:
+        """The win matrix (row beat column) with every match counted `times_drawn[match]` times."""
+        wins = np.zeros((len(self.names), len(self.names)))
+        np.add.at(wins, (self.winner, self.loser), self.weight * times_drawn[self.match])
+        return wins
+
+
+def fit_ratings(
+    rankings: Sequence[Ranking], *, anchor: str | None = None, resamples: int = RESAMPLES, seed: int = SEED
+) -> dict[str, Rating]:
+    """Rating, interval and rank of every contestant that met another in some match.
+
+    Raises NotFound when `anchor` names no such contestant.
+    """
+    pairs = _pairs(rankings)
+    if anchor is not None and anchor not in pairs.names:
+        raise NotFound(f"reference contestant {anchor!r} has no rated match here")
+    if not pairs.names:
+        return {}
+    reference = None if anchor is None else pairs.names.index(anchor)
+
+    everyone = np.ones(len(rankings))
+    strengths = _strengths(pairs.comparisons(everyone), None)
+    ratings = _elo_scale(strengths, np.ones(len(pairs.names), dtype=bool), reference)
+
+    generator = np.random.default_rng(seed)
+    samples = np.empty((resamples, len(pairs.names)))
+    for sample in samples:
+        drawn = np.bincount(generator.integers(0, len(rankings), len(rankings)), minlength=len(rankings))
+        wins = pairs.comparisons(drawn.astype(float))
+        present = (wins + wins.T).sum(axis=1) > 0
+        sample[:] = _elo_scale(_strengths(wins, strengths), present, reference)
+    tail = 100 * (1 - LEVEL) / 2
+    low, high = np.nanpercentile(samples, [tail, 100 - tail], axis=0)
+    above = (low[np.newaxis, :] > high[:, np.newaxis]).sum(axis=1)
+    return {
+        name: Rating(float(ratings[i]), float(low[i]), float(high[i]), int(1 + above[i]))
+        for i, name in enumerate(pairs.names)
+    }
+
+
+def _pairs(rankings: Sequence[Ranking]) -> _Pairs:
+    rows: list[tuple[int, str, str, float]] = []
+    for index, ranking in enumerate(rankings):
+        if len(ranking) < 2:
+            continue
+        weight = 1.0 / (len(ranking) - 1)
+        for (a, rank_a), (b, rank_b) in combinations(ranking, 2):
+            if a == b:
+                continue
+            if rank_a == rank_b:
+                rows += [(index, a, b, weight / 2), (index, b, a, weight / 2)]
+            else:
+                rows.append((index, a, b, weight) if rank_a < rank_b else (index, b, a, weight))
+    names = sorted({name for _, a, b, _ in rows for name in (a, b)})
+    position = {name: i for i, name in enumerate(names)}
+    return _Pairs(
+        names,
+        np.array([r[0] for r in rows], dtype=np.intp),
+        np.array([position[r[1]] for r in rows], dtype=np.intp),
+        np.array([position[r[2]] for r in rows], dtype=np.intp),
+        np.array([r[3] for r in rows], dtype=float),
+    )
+
+
+def _strengths(wins: np.ndarray, start: np.ndarray | None) -> np.ndarray:
+    """Log-strengths (natural log) maximising the likelihood of `wins` plus the virtual draws."""
+    import choix  # here, not at the top: it imports scipy.stats, seconds that only a fit should pay
+
+    virtual = PRIOR_DRAWS / 2 * (1.0 - np.eye(len(wins)))
+    return choix.ilsr_pairwise_dense(wins + virtual, initial_params=start, max_iter=1000, tol=1e-6)
+
+
+def _elo_scale(strengths: np.ndarray, present: np.ndarray, reference: int | None) -> np.ndarray:
+    """Ratings of the present contestants (NaN for the others, or for all when the reference is absent)."""
+    points = ELO_PER_LOG_ODDS * strengths
+    if not present.any() or (reference is not None and not present[reference]):
+        return np.full(len(points), np.nan)
+    rated = ANCHOR + (points - (points[present].mean() if reference is None else points[reference]))
+    return np.where(present, rated, np.nan)
