@@ -69,13 +69,21 @@ def elo(matches: Iterable[RankedMatch]) -> dict[str, float]:
 class LeaderboardRow(BaseModel):
     contestant: str
     rating: float
+    low: float = Field(description="lower end of the rating's 95% interval (this Elo has none: the rating itself)")
+    high: float = Field(description="upper end of the rating's 95% interval (this Elo has none: the rating itself)")
+    rank: int = Field(description="place in the table, 1 best")
+    elo: float = Field(description="online Elo, in schedule order")
     matches: int
     wins: int = Field(description="matches in which the contestant finished first, alone or tied")
+    win_rate: float | None = Field(description="wins / matches; None before its first match")
     mean_profit: float | None = Field(description="over the contestant's seats; None before its first match")
     mean_net_worth: float | None
     faults: int
     tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
     cost: float = Field(0.0, description="USD, for models with a known price")
+    validity: float | None = Field(None, description="share of operations the market accepted (not computed yet)")
+    memory_error: float | None = Field(None, description="mean relative error of memory probes (not computed yet)")
+    composite: float | None = Field(None, description="composite score (not computed yet)")
 
 
 def leaderboard(engine: Engine, tournament_id: int | None = None) -> list[LeaderboardRow]:
@@ -136,21 +144,26 @@ def leaderboard(engine: Engine, tournament_id: int | None = None) -> list[Leader
             faults[seat.contestant] += seat.faults
 
     ratings = elo(matches)
-    rows = [
+    ordered = sorted(names | ratings.keys(), key=lambda name: (-ratings.get(name, START), name))
+    return [
         LeaderboardRow(
             contestant=name,
             rating=ratings.get(name, START),
+            low=ratings.get(name, START),
+            high=ratings.get(name, START),
+            rank=place,
+            elo=ratings.get(name, START),
             matches=len(played[name]),
             wins=len(won[name]),
+            win_rate=len(won[name]) / len(played[name]) if played[name] else None,
             mean_profit=_mean(profits[name]),
             mean_net_worth=_mean(net_worths[name]),
             faults=faults[name],
             tokens=usage.get(name, (0, 0.0))[0],
             cost=usage.get(name, (0, 0.0))[1],
         )
-        for name in names | ratings.keys()
+        for place, name in enumerate(ordered, start=1)
     ]
-    return sorted(rows, key=lambda row: (-row.rating, row.contestant))
 
 
 def _mean(values: list[float]) -> float | None:
