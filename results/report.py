@@ -533,13 +533,8 @@ def _kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
 
 
 def _metrics(engine: Engine, tournament_id: int) -> dict[int, list[MetricRow]]:
-    with Session(engine) as session:
-        rows = session.exec(
-            select(MetricRow).join(MatchRow, MatchRow.id == MetricRow.match_id)
-            .where(MatchRow.tournament_id == tournament_id).order_by(MetricRow.id)
-        ).all()
     by_match: dict[int, list[MetricRow]] = defaultdict(list)
-    for row in rows:
+    for row in store.match_metrics(engine, tournament_id):
         by_match[row.match_id].append(row)
     return by_match
 

@@ -25,6 +25,7 @@ from results.tables import (
     FaultRow,
     MatchResultRow,
     MatchRow,
+    MetricRow,
     ModelCallRow,
     ProbeRow,
     RatingSnapshot,
@@ -45,6 +46,7 @@ __all__ = [
     "list_matches",
     "list_tournaments",
     "match_detail",
+    "match_metrics",
     "save_match",
     "spent",
     "start_tournament",
@@ -232,6 +234,18 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
             probes=[ProbeResult.model_validate(p, from_attributes=True) for p in probes],
             calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
         )
+
+
+def match_metrics(engine: Engine, tournament_id: int) -> list[MetricRow]:
+    """The stored metrics of a tournament's matches, by match and then as recorded."""
+    with Session(engine) as session:
+        statement = (
+            select(MetricRow)
+            .join(MatchRow, MatchRow.id == MetricRow.match_id)
+            .where(MatchRow.tournament_id == tournament_id)
+            .order_by(MetricRow.match_id, MetricRow.id)
+        )
+        return list(session.exec(statement))
 
 
 def _day_row(match_id: int, day: DayRecord) -> dict[str, Any]:
