@@ -1,12 +1,15 @@
 """Headless Chromium, to look at a report the way a reader's browser does.
 
 Used by the report's tests (the rendered DOM, the network log) and by
-scripts/screenshot_report.py. Chromium runs with a fresh profile and every background service
-that could reach the network turned off, so whatever it requests comes from the page.
+scripts/screenshot_report.py. Chromium runs with a fresh profile, its background services
+turned off where a switch exists, and no host name resolving. Chromium still starts a few
+requests of its own (network time, spelling dictionary, account check); `page_requests`
+tells the page's requests apart from those in its network log.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +25,7 @@ FLAGS = (
     "--disable-sync",
     "--disable-default-apps",
     "--hide-scrollbars",
+    "--host-resolver-rules=MAP * ~NOTFOUND",  # no host name resolves: nothing reaches the network
 )
 
 
@@ -52,6 +56,22 @@ def dump_dom(page: Path, net_log: Path | None = None) -> str:
     """The page's DOM after its scripts ran, serialised; optionally with a network log."""
     extra = [f"--log-net-log={net_log}", "--net-log-capture-mode=Everything"] if net_log else []
     return run(page.resolve().as_uri(), "--virtual-time-budget=5000", *extra, "--dump-dom")
+
+
+def page_requests(net_log: Path) -> list[str]:
+    """The URLs of the requests a page loaded from a file made, from a --log-net-log file.
+
+    A page's requests carry the file:// site in their network isolation key; Chromium's own
+    background requests carry another site or none."""
+    log = json.loads(net_log.read_text(encoding="utf-8"))
+    start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    return [
+        event["params"]["url"]
+        for event in log["events"]
+        if event["type"] == start_job
+        and "url" in event.get("params", {})
+        and event["params"].get("network_isolation_key", "").startswith("file://")
+    ]
 
 
 def screenshot(url: str, png: Path, width: int = 1280, height: int = 2400) -> None:
