@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Callable, Sequence
 
-Format = Callable[[float], str]
+Format = Callable[[float, float], str]  # (tick value, step between ticks) -> label
 
 
 @dataclass(frozen=True)
@@ -70,20 +70,19 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     return ticks
 
 
-def number(value: float) -> str:
-    """A compact axis label: 1,250 · 12.5k · 3.2M · 0.25."""
-    size = abs(value)
-    if size >= 1e6:
-        return f"{value / 1e6:.3g}M"
-    if size >= 1e4:
-        return f"{value / 1e3:.3g}k"
-    if size >= 100 or value == int(value):
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
+def number(value: float, step: float) -> str:
+    """A compact axis label (1,250 · 12.5k · 3.2M · 0.25) with as many decimals as tell apart
+    ticks `step` apart: 1,025.5 and 1,026.0 rather than 1,026 twice."""
+    scale, suffix = (1e6, "M") if abs(value) >= 1e6 else (1e3, "k") if abs(value) >= 1e4 else (1.0, "")
+    return f"{value / scale:,.{_decimals(step / scale)}f}{suffix}"
 
 
-def percent(value: float) -> str:
-    return f"{value:.0%}"
+def percent(value: float, step: float) -> str:
+    return f"{value * 100:.{_decimals(step * 100)}f}%"
+
+
+def _decimals(step: float) -> int:
+    return next((d for d in range(7) if abs(round(step * 10**d) - step * 10**d) < 1e-6), 6)
 
 
 class _Frame:
@@ -201,11 +200,13 @@ def _bands(frame: _Frame, bands: Sequence[Band], lanes: Sequence[int]) -> str:
 
 def _y_axis(frame: _Frame, ticks: Sequence[float], fmt: Format) -> str:
     parts = []
+    step = _step(ticks)
     for tick in ticks:
         y = frame.y(tick)
+        label = fmt(tick, step)
         parts.append(
             f'<line class="grid" x1="{frame.left}" x2="{frame.width - frame.right}" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text class="tick" x="{frame.left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(fmt(tick))}</text>'
+            f'<text class="tick" x="{frame.left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(label)}</text>'
         )
     return "".join(parts)
 
@@ -215,7 +216,7 @@ def _x_axis(frame: _Frame, ticks: Sequence[float], label: str) -> str:
     parts = [f'<line class="axis" x1="{frame.left}" x2="{frame.width - frame.right}" y1="{base}" y2="{base}"/>']
     for tick in ticks:
         x = frame.x(tick)
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick)}</text>')
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick, 1.0)}</text>')
     parts.append(f'<text class="axis-label" x="{frame.width - frame.right}" y="{frame.height - 2}" text-anchor="end">{escape(label)}</text>')
     return "".join(parts)
 
@@ -223,14 +224,19 @@ def _x_axis(frame: _Frame, ticks: Sequence[float], label: str) -> str:
 def _vertical_grid(frame: _Frame, ticks: Sequence[float], label: str) -> str:
     base = frame.height - frame.bottom
     parts = []
+    step = _step(ticks)
     for tick in ticks:
         x = frame.x(tick)
         parts.append(
             f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{base}"/>'
-            f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick)}</text>'
+            f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick, step)}</text>'
         )
     parts.append(f'<text class="axis-label" x="{frame.width - frame.right}" y="{frame.height - 2}" text-anchor="end">{escape(label)}</text>')
     return "".join(parts)
+
+
+def _step(ticks: Sequence[float]) -> float:
+    return ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
 
 
 def _line(frame: _Frame, series: Series) -> str:

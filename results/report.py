@@ -39,7 +39,7 @@ TEMPLATE = Path(__file__).with_name("report_template.html")
 
 # Distinct on white and for the common colour-vision deficiencies; beyond ten, hues are spread
 # around the colour wheel.
-PALETTE = ("#2f6db0", "#e8891d", "#2a9d6f", "#7b5ea7", "#c8414b", "#1c9fb3", "#8c6d46", "#d45d9e", "#5f7480", "#a89018")
+PALETTE = ("#2f6db0", "#e8891d", "#2a9d6f", "#7b5ea7", "#c8414b", "#8c6d46", "#d45d9e", "#5f7480", "#a89018", "#1c9fb3")
 
 
 class ReportError(ValueError):
