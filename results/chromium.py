@@ -52,10 +52,10 @@ def run(url: str, *args: str, timeout: float = 120.0) -> str:
     return done.stdout
 
 
-def dump_dom(page: Path, net_log: Path | None = None) -> str:
+def dump_dom(url: str, net_log: Path | None = None) -> str:
     """The page's DOM after its scripts ran, serialised; optionally with a network log."""
     extra = [f"--log-net-log={net_log}", "--net-log-capture-mode=Everything"] if net_log else []
-    return run(page.resolve().as_uri(), "--virtual-time-budget=5000", *extra, "--dump-dom")
+    return run(url, "--virtual-time-budget=2000", *extra, "--dump-dom")
 
 
 def page_requests(net_log: Path) -> list[str]:

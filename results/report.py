@@ -87,7 +87,7 @@ def build_report(engine: Engine, tournament_id: int) -> str:
         detail = store.match_detail(engine, match.id)
         head_to_head.add(detail.results)
         scenario = scenarios.get(match.scenario)
-        sections.append(match_section(detail, scenario.events if scenario else (), colors, metrics.get(match.id, []), scenario))
+        sections.append(match_section(detail, scenario.events if scenario else (), colors, metrics.get(match.id, [])))
     body = "".join(
         [
             overview_section(tournament, _kinds(engine, tournament_id), colors, len(matches)),
@@ -109,7 +109,7 @@ class Palette:
     def __init__(self, names: Iterable[str]):
         self.colors: dict[str, str] = {}
         for name in names:
-            self[name]
+            self[name]  # takes the next colour
 
     def __getitem__(self, name: str) -> str:
         if name not in self.colors:
@@ -297,8 +297,7 @@ def matches_section(sections: list[str], matches: Sequence[MatchRow], scenarios:
     )
 
 
-def match_section(detail: store.MatchDetail, events: Sequence[Event], colors: Palette,
-                  metrics: list[MetricRow], scenario: Scenario | None) -> str:
+def match_section(detail: store.MatchDetail, events: Sequence[Event], colors: Palette, metrics: list[MetricRow]) -> str:
     match, results = detail.match, sorted(detail.results, key=lambda r: (r.rank, r.merchant))
     contestant_of = {r.merchant: r.contestant for r in detail.results}
     series_style = _series_styles(detail.results, colors)

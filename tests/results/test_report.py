@@ -134,7 +134,7 @@ def parse(html: str) -> Node:
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory, make_match) -> Iterator[tuple[Node, list[str], Engine, int]]:
+def rendered(tmp_path_factory, make_match) -> Iterator[tuple[Node, list[str], Engine, int, Path]]:
     """The report as Chromium rendered it, the requests the page made while loading, and the
     record it came from (one Chromium run for the module: starting it takes seconds)."""
     folder = tmp_path_factory.mktemp("rendered")
@@ -143,15 +143,15 @@ def rendered(tmp_path_factory, make_match) -> Iterator[tuple[Node, list[str], En
     page, net_log = folder / "report.html", folder / "net.json"
     write_report(engine, tournament_id, page)
     try:
-        dom = chromium.dump_dom(page, net_log)
+        dom = chromium.dump_dom(page.as_uri(), net_log)
     except chromium.ChromiumMissing as exc:
         pytest.fail(str(exc))
-    yield parse(dom), chromium.page_requests(net_log), engine, tournament_id
+    yield parse(dom), chromium.page_requests(net_log), engine, tournament_id, page
     engine.dispose()
 
 
 def test_every_section_renders_and_the_page_makes_no_request(rendered):
-    dom, requests, _, _ = rendered
+    dom, requests, *_ = rendered
     assert requests == []
     for section in SECTIONS:
         assert dom.all(id=section), section
@@ -166,7 +166,7 @@ def test_forest_plot_has_one_interval_per_contestant(rendered):
 
 
 def test_each_match_has_a_price_chart_per_product_with_a_line_per_merchant_and_its_events(rendered):
-    dom, _, engine, tournament_id = rendered
+    dom, _, engine, tournament_id, _ = rendered
     matches = list_matches(engine, tournament_id)
     assert len(dom.all("details", cls="match")) == len(matches) == 3
     for match in matches:
@@ -179,6 +179,15 @@ def test_each_match_has_a_price_chart_per_product_with_a_line_per_merchant_and_i
         bands = lambda svg: sorted(b.attrs["data-band"].split(" (")[0] for b in svg.all("g", cls="band"))  # noqa: E731
         assert bands(charts["Price: tea"]) == ["fair", "tea tax"]  # not the coffee event
         assert bands(charts["Cash"]) == ["coffee glut", "fair", "tea tax"]
+
+
+def test_a_link_to_a_match_opens_it(rendered):
+    """The page's script ran: a #match-ID address opens that match's section, and only it."""
+    dom, _, engine, tournament_id, page = rendered
+    assert not any("open" in m.attrs for m in dom.all("details", cls="match"))
+    target = list_matches(engine, tournament_id)[1].id
+    opened = parse(chromium.dump_dom(f"{page.as_uri()}#match-{target}"))
+    assert [m.attrs["id"] for m in opened.all("details", cls="match") if "open" in m.attrs] == [f"match-{target}"]
 
 
 def test_head_to_head_matrix_counts_wins_losses_and_ties(rendered):
@@ -224,7 +233,7 @@ def test_a_page_that_fetches_something_is_caught(tmp_path):
     page, net_log = tmp_path / "fetching.html", tmp_path / "net.json"
     page.write_text('<!DOCTYPE html><img src="https://example.invalid/a.png"><p style="background:url(http://127.0.0.1:9/b.png)">x</p>')
     try:
-        chromium.dump_dom(page, net_log)
+        chromium.dump_dom(page.as_uri(), net_log)
     except chromium.ChromiumMissing as exc:
         pytest.fail(str(exc))
     assert sorted(chromium.page_requests(net_log)) == ["http://127.0.0.1:9/b.png", "https://example.invalid/a.png"]
