@@ -19,12 +19,15 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from market.scenario import Scenario
 from results import store
 from results.db import engine_for
 from results.errors import DatabaseError, NotFound
 from results.export import ExportError, export
+from results.metrics import METRICS
 from results.ratings import LeaderboardRow, leaderboard
 from results.report import ReportError, write_report
+from results.tables import Tournament
 from tournaments.cluster import ClusterError
 from tournaments.config import ConfigError, load_tournament
 from tournaments.schedule import schedule
@@ -152,9 +155,11 @@ def show(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """One match: its results, then a day-by-day table of every merchant."""
+    """One match: its results and metrics, then a day-by-day table of every merchant."""
     with user_errors():
-        detail = store.match_detail(engine_for(db, create=False), match_id)
+        engine = engine_for(db, create=False)
+        detail = store.match_detail(engine, match_id)
+        metrics = _metrics_by_merchant(store.metrics(engine, match_id=match_id))
     if as_json:
         from market.types import record_adapter
 
@@ -163,6 +168,7 @@ def show(
                 {
                     "match": detail.match.model_dump(mode="json"),
                     "results": [r.model_dump() for r in detail.results],
+                    "metrics": metrics,
                     "faults": [f.model_dump() for f in detail.faults],
                     "probes": [p.model_dump() for p in detail.probes],
                     "calls": [c.model_dump() for c in detail.calls],
@@ -180,6 +186,10 @@ def show(
             "" if r.bankrupt_day is None else f"day {r.bankrupt_day}", str(r.faults), str(r.rejected_operations),
         )
     out.print(results)
+    if metrics:
+        out.print(_metrics_table(metrics, {r.merchant: r.contestant for r in detail.results}))
+    else:
+        out.print("No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False)
     if detail.calls:
         usage = Table("merchant", "calls", "input tokens", "output tokens", "cached calls", "retries", "seconds", "cost $", title="model calls")
         for merchant in dict.fromkeys(c.merchant for c in detail.calls):
@@ -244,6 +254,76 @@ def export_command(
 
 def out_print(text: str) -> None:
     out.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command(name="rescore")
+def rescore_command(
+    db: DbOption = None,
+    tournament: Annotated[int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)] = None,
+) -> None:
+    """Compute the metrics of stored matches again from their day records, e.g. after a
+    metric's definition changed.
+
+    The scenarios come from the tournament's file, read again; if it is gone or no longer
+    what was played, the metrics that need the scenario are left empty (a warning says so).
+    """
+    with user_errors():
+        engine = engine_for(db, create=False)
+        tournaments = [store.get_tournament(engine, tournament)] if tournament is not None else store.list_tournaments(engine)
+        rescored = sum(store.rescore(engine, t.id, _played_scenarios(t)) for t in tournaments)
+    out.print(f"Rescored {rescored} matches of {len(tournaments)} tournaments.")
+
+
+def _played_scenarios(tournament: Tournament) -> dict[str, Scenario]:
+    """The scenarios of a stored tournament, from its file if that still is what was played."""
+    try:
+        loaded = load_tournament(tournament.config_path)
+    except ConfigError as exc:
+        problem = f"cannot read it again ({exc})"
+    else:
+        if loaded.config_hash == tournament.config_hash:
+            return loaded.scenarios
+        problem = "it changed since the tournament was played"
+    err.print(
+        f"warning: tournament {tournament.id}: {tournament.config_path}: {problem}; "
+        "metrics that need the scenario (goal_completion, scenario events in contradictions) are left without it",
+        markup=False, highlight=False, soft_wrap=True,
+    )
+    return {}
+
+
+def _metrics_by_merchant(values: list[store.MetricValue]) -> dict[str, dict[str, float | None]]:
+    by_merchant: dict[str, dict[str, float | None]] = {}
+    for value in values:
+        by_merchant.setdefault(value.merchant, {})[value.name] = value.value
+    return by_merchant
+
+
+def _metrics_table(metrics: dict[str, dict[str, float | None]], contestants: dict[str, str]) -> Table:
+    """One row per metric (grouped: coherence, operations, economics), one column per merchant."""
+    headers = [m if contestants.get(m, m) == m else f"{m} ({contestants[m]})" for m in metrics]
+    table = Table("metric", *headers, title="metrics (definitions: results/metrics.py)")
+    group = None
+    for name, definition in METRICS.items():
+        if definition.group != group and group is not None:
+            table.add_section()
+        group = definition.group
+        table.add_row(name, *(_metric_value(values.get(name), definition.unit) for values in metrics.values()))
+    return table
+
+
+def _metric_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "—"
+    if unit == "share":
+        return f"{value:.1%}"
+    if unit == "money":
+        return _money(value)
+    if unit == "day":
+        return f"day {value:g}"
+    if unit == "per_day":
+        return f"{value:+.4f}/day"
+    return f"{value:g}" if unit == "count" else f"{value:.2f}"
 
 
 def _leaderboard_table(rows: list[LeaderboardRow], title: str) -> Table:

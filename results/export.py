@@ -105,7 +105,7 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
         with _writers(staging, fmt) as write:
             for match in matches:
                 _write_match(write, store.match_detail(engine, match.id))
-            write("metrics", [m.model_dump(exclude={"id"}) for m in store.match_metrics(engine, tournament_id)])
+            write("metrics", [m._asdict() for m in store.metrics(engine, tournament_id)])
         written = []
         for name in SCHEMAS:
             target = out / f"{name}.{fmt}"

@@ -33,7 +33,7 @@ from results import store
 from results.charts import Band, Interval, Series, forest_plot, line_chart, percent
 from results.ratings import LeaderboardRow, leaderboard
 from results.records import MerchantResult, ModelCallRecord
-from results.tables import ContestantRow, MatchResultRow, MatchRow, MetricRow, ModelCallRow, Tournament
+from results.tables import ContestantRow, MatchResultRow, MatchRow, ModelCallRow, Tournament
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 
@@ -248,7 +248,7 @@ def head_to_head_section(tally: HeadToHead, names: Sequence[str], colors: Palett
     )
 
 
-def metrics_section(metrics: dict[int, list[MetricRow]]) -> str:
+def metrics_section(metrics: dict[int, list[store.MetricValue]]) -> str:
     rows = [m for per_match in metrics.values() for m in per_match]
     if not rows:
         return _section("metrics", "Metrics", "No metrics are stored for this tournament's matches.", Html(""))
@@ -297,7 +297,7 @@ def matches_section(sections: list[str], matches: Sequence[MatchRow], scenarios:
     )
 
 
-def match_section(detail: store.MatchDetail, events: Sequence[Event], colors: Palette, metrics: list[MetricRow]) -> str:
+def match_section(detail: store.MatchDetail, events: Sequence[Event], colors: Palette, metrics: list[store.MetricValue]) -> str:
     match, results = detail.match, sorted(detail.results, key=lambda r: (r.rank, r.merchant))
     contestant_of = {r.merchant: r.contestant for r in detail.results}
     series_style = _series_styles(detail.results, colors)
@@ -436,7 +436,7 @@ def _match_usage(calls: Sequence[ModelCallRecord], contestant_of: dict[str, str]
     return _table(["contestant", "seat", *USAGE_COLUMNS], rows, numeric_from=2)
 
 
-def _metric_table(rows: Sequence[MetricRow], key) -> str:
+def _metric_table(rows: Sequence[store.MetricValue], key) -> str:
     """Metrics down, `key(row)` across; each cell the mean of the values that apply."""
     columns = list(dict.fromkeys(key(r) for r in sorted(rows, key=lambda r: (r.match_id, r.merchant))))
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -445,7 +445,7 @@ def _metric_table(rows: Sequence[MetricRow], key) -> str:
             values[r.name, key(r)].append(r.value)
     names = sorted({r.name for r in rows})
     body = [
-        [name.replace("_", " "), *(_fixed(_mean(values.get((name, c), [])), 3, compact=True) for c in columns)]
+        [name.replace("_", " "), *(_metric_value(_mean(values.get((name, c), []))) for c in columns)]
         for name in names
     ]
     return _table(["metric", *columns], body, numeric_from=1)
@@ -500,12 +500,20 @@ def _seat_label(merchant: str, contestant: str) -> str:
     return contestant if merchant == contestant else f"{contestant} ({merchant})"
 
 
-def _fixed(value: float | None, digits: int, compact: bool = False) -> str:
+def _fixed(value: float | None, digits: int) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def _metric_value(value: float | None) -> str:
+    """Metrics range from shares to money: whole numbers when large, three decimals when small."""
     if value is None:
         return "—"
-    if compact and value != 0 and (abs(value) >= 1e5 or abs(value) < 10 ** -digits):
-        return f"{value:.3g}"
-    return f"{value:,.{digits}f}"
+    size = abs(value)
+    if size >= 100:
+        return f"{value:,.0f}"
+    if size >= 1:
+        return f"{value:.2f}"
+    return "0" if value == 0 else f"{value:.3f}" if size >= 0.001 else f"{value:.2e}"
 
 
 def _share(value: float | None) -> str:
@@ -531,9 +539,9 @@ def _kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
         return dict(rows.all())
 
 
-def _metrics(engine: Engine, tournament_id: int) -> dict[int, list[MetricRow]]:
-    by_match: dict[int, list[MetricRow]] = defaultdict(list)
-    for row in store.match_metrics(engine, tournament_id):
+def _metrics(engine: Engine, tournament_id: int) -> dict[int, list[store.MetricValue]]:
+    by_match: dict[int, list[store.MetricValue]] = defaultdict(list)
+    for row in store.metrics(engine, tournament_id):
         by_match[row.match_id].append(row)
     return by_match
 

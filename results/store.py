@@ -7,16 +7,19 @@ CLI) never hold a session open across a match.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import TypeAdapter
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, delete, insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, func, select
 
+from market.scenario import Scenario
 from market.types import DayRecord
 from results.errors import NotFound
+from results.metrics import compute as compute_metrics
 from results.ratings import leaderboard
 from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeResult
 from results.tables import (
@@ -38,6 +41,7 @@ _DAY_RECORD = TypeAdapter(DayRecord)
 
 __all__ = [
     "MatchDetail",
+    "MetricValue",
     "NotFound",
     "finish_tournament",
     "find_resumable",
@@ -46,7 +50,8 @@ __all__ = [
     "list_matches",
     "list_tournaments",
     "match_detail",
-    "match_metrics",
+    "metrics",
+    "rescore",
     "save_match",
     "spent",
     "start_tournament",
@@ -116,13 +121,16 @@ def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
         return set(session.exec(select(MatchRow.key).where(MatchRow.tournament_id == tournament_id)))
 
 
-def save_match(engine: Engine, tournament_id: int, match: FinishedMatch) -> int:
-    """Write a match with its results, day records and faults in one transaction; return its id.
+def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenario: Scenario | None = None) -> int:
+    """Write a match with its results, day records, faults and metrics in one transaction;
+    return its id. `scenario` is the one it was played on, for the metrics that need it
+    (see results.metrics).
 
     All or nothing: if any row fails, nothing of the match is stored. A key already recorded
     for the tournament is not written again (the first write wins) and its id is returned;
     the unique (tournament, key) constraint decides, so this holds for concurrent writers too.
     """
+    scores = compute_metrics(match.days_played, match.probes, match.faults, scenario)
     with Session(engine) as session:
         _require(session, Tournament, tournament_id)
         row = MatchRow(
@@ -151,8 +159,50 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch) -> int:
         _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
         _bulk_insert(session, ProbeRow, [{**p.model_dump(), "match_id": match_id} for p in match.probes])
         _bulk_insert(session, ModelCallRow, [{**c.model_dump(), "match_id": match_id} for c in match.calls])
+        _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
         session.commit()
         return match_id
+
+
+def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping[str, Scenario] | None = None) -> int:
+    """Compute the metrics of stored matches again from their stored records, replacing the
+    stored ones; all matches, or one tournament's. `scenarios` maps a match's scenario name to
+    the scenario, for the metrics that need it. Each match is rewritten in its own
+    transaction; returns how many were."""
+    scenarios = scenarios or {}
+    matches = list_matches(engine, tournament_id)
+    for match in matches:
+        detail = match_detail(engine, match.id)
+        scores = compute_metrics(detail.days, detail.probes, detail.faults, scenarios.get(match.scenario))
+        with Session(engine) as session:
+            session.exec(delete(MetricRow).where(MetricRow.match_id == match.id))
+            _bulk_insert(session, MetricRow, _metric_rows(match.id, detail.results, scores))
+            session.commit()
+    return len(matches)
+
+
+class MetricValue(NamedTuple):
+    """One stored metric of one merchant in one match (definitions: results.metrics.METRICS)."""
+
+    match_id: int
+    merchant: str
+    contestant: str
+    name: str
+    value: float | None
+
+
+def metrics(engine: Engine, tournament_id: int | None = None, *, match_id: int | None = None) -> list[MetricValue]:
+    """Stored metrics of a tournament's matches, of one match, or of every match; by match,
+    then merchant in seat order, then metric in the order of results.metrics.METRICS."""
+    with Session(engine) as session:
+        statement = select(MetricRow.match_id, MetricRow.merchant, MetricRow.contestant, MetricRow.name, MetricRow.value)
+        if tournament_id is not None:
+            _require(session, Tournament, tournament_id)
+            statement = statement.join(MatchRow, MatchRow.id == MetricRow.match_id).where(MatchRow.tournament_id == tournament_id)
+        if match_id is not None:
+            _require(session, MatchRow, match_id)
+            statement = statement.where(MetricRow.match_id == match_id)
+        return [MetricValue(*row) for row in session.exec(statement.order_by(MetricRow.match_id, MetricRow.id))]
 
 
 def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finished", "stopped"]) -> None:
@@ -236,18 +286,6 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
         )
 
 
-def match_metrics(engine: Engine, tournament_id: int) -> list[MetricRow]:
-    """The stored metrics of a tournament's matches, by match and then as recorded."""
-    with Session(engine) as session:
-        statement = (
-            select(MetricRow)
-            .join(MatchRow, MatchRow.id == MetricRow.match_id)
-            .where(MatchRow.tournament_id == tournament_id)
-            .order_by(MetricRow.match_id, MetricRow.id)
-        )
-        return list(session.exec(statement))
-
-
 def _day_row(match_id: int, day: DayRecord) -> dict[str, Any]:
     return {
         "match_id": match_id,
@@ -258,6 +296,15 @@ def _day_row(match_id: int, day: DayRecord) -> dict[str, Any]:
         "revenue": day.revenue,
         "record": _DAY_RECORD.dump_json(day).decode(),
     }
+
+
+def _metric_rows(match_id: int, results: Iterable[MerchantResult], scores: dict[str, dict[str, float | None]]) -> list[dict[str, Any]]:
+    """Rows of the metric table in seat order (the order of the results), metrics in registry order."""
+    return [
+        {"match_id": match_id, "merchant": r.merchant, "contestant": r.contestant, "name": name, "value": value}
+        for r in results
+        for name, value in scores.get(r.merchant, {}).items()
+    ]
 
 
 def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, Any]]) -> None:

@@ -147,7 +147,7 @@ async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, pro
             else:
                 finished = await play_instant_match.remote(match, scenario, rules, entries)
                 progress.day(match.days)
-            store.save_match(engine, tournament_id, finished)
+            store.save_match(engine, tournament_id, finished, scenario)
             spending.add(finished)
             progress.match()
 

@@ -6,13 +6,15 @@ import json
 
 import pandas as pd
 import pytest
-from sqlmodel import Session, select
+from sqlmodel import Session, select, update
 from typer.testing import CliRunner
 
 from arena.cli import app
 from results import export as export_module
+from results import store
 from results.errors import NotFound
 from results.export import SCHEMAS, ExportError, export
+from results.metrics import METRICS
 from results.records import ModelCallRecord
 from results.store import match_detail, save_match, start_tournament
 from results.tables import DayRow, MatchResultRow, MetricRow, ModelCallRow
@@ -41,9 +43,12 @@ def stored(engine, tournament, make_match) -> list[int]:
     ids = [save_match(engine, tournament, first), save_match(engine, tournament, second)]
     other = start_tournament(engine, "other", "o.yaml", "name: other\n", "hash-other", 1, [("alpha", "rule", {})], 1)
     save_match(engine, other, make_match("z", 0, {"alpha": 1, "beta": 2}, days=3).model_copy(update={"calls": [_call("m0", 1, 5, 0.1)]}))
-    with Session(engine) as session:
-        session.add(MetricRow(match_id=ids[0], merchant="m0", contestant="alpha", name="validity", value=0.75))
-        session.add(MetricRow(match_id=ids[1], merchant="m2", contestant="gamma", name="memory_error", value=None))
+    with Session(engine) as session:  # a known value and a missing one in place of the computed ones
+        for match_id, merchant, value in ((ids[0], "m0", 0.75), (ids[1], "m2", None)):
+            session.exec(
+                update(MetricRow).where(MetricRow.match_id == match_id, MetricRow.merchant == merchant, MetricRow.name == "validity_rate")
+                .values(value=value)
+            )
         session.commit()
     return ids
 
@@ -97,9 +102,12 @@ def test_tables_read_back_with_the_record_values(engine, tournament, stored, tmp
     assert [bool(c) for c in calls.cached] == [False, True]
 
     metrics = _read(out, "metrics", fmt)
-    assert len(metrics) == 2
-    assert metrics.value.iloc[0] == 0.75 and pd.isna(metrics.value.iloc[1])
-    assert list(metrics.name) == ["validity", "memory_error"]
+    stored_metrics = store.metrics(engine, tournament)
+    assert len(metrics) == len(stored_metrics) == 5 * len(METRICS)
+    assert [row[:4] for row in metrics.itertuples(index=False, name=None)] == [tuple(m[:4]) for m in stored_metrics]
+    assert list(metrics.value) == pytest.approx([float("nan") if m.value is None else m.value for m in stored_metrics], nan_ok=True)
+    validity = metrics[metrics.name == "validity_rate"].set_index(["match_id", "merchant"]).value
+    assert validity[(stored[0], "m0")] == 0.75 and pd.isna(validity[(stored[1], "m2")])
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
-from sqlmodel import Session
+from sqlmodel import Session, update
 from typer.testing import CliRunner
 
 from arena.cli import app
 from results import chromium
 from results.db import engine_for
 from results.errors import NotFound
+from results.metrics import METRICS
 from results.records import ModelCallRecord
 from results.report import HeadToHead, ReportError, build_report, write_report
 from results.store import list_matches, match_detail, save_match, start_tournament
@@ -67,10 +68,13 @@ def _store(engine, tmp_path: Path, make_match) -> int:
     second = make_match("b", 1, {"beta": 1, "gamma": 2}).model_copy(update={"calls": [_call("m0", 1, 200, None)]})
     third = make_match("c", 2, {"alpha": 1, "beta": 2, "gamma": 2}, faults=[])
     ids = [save_match(engine, tournament_id, m) for m in (first, second, third)]
-    with Session(engine) as session:
-        session.add(MetricRow(match_id=ids[0], merchant="m0", contestant="alpha", name="price_oscillation", value=0.25))
-        session.add(MetricRow(match_id=ids[2], merchant="m0", contestant="alpha", name="price_oscillation", value=0.75))
-        session.add(MetricRow(match_id=ids[2], merchant="m1", contestant="beta", name="price_oscillation", value=None))
+    with Session(engine) as session:  # known values in place of the computed ones
+        session.exec(update(MetricRow).where(MetricRow.name == "price_oscillation").values(value=None))
+        for match_id, value in ((ids[0], 0.25), (ids[2], 0.75)):
+            session.exec(
+                update(MetricRow).where(MetricRow.match_id == match_id, MetricRow.merchant == "m0", MetricRow.name == "price_oscillation")
+                .values(value=value)
+            )
         session.commit()
     return tournament_id
 
@@ -206,8 +210,9 @@ def test_metrics_are_averaged_over_the_matches_where_they_apply(rendered):
     dom, *_ = rendered
     table = dom.one(id="metrics").one("table")
     header = [th.content() for th in table.one("thead").all("th")]
-    row = [td.content() for td in table.one("tbody").one("tr").all("td")]
-    assert dict(zip(header, row)) == {"metric": "price oscillation", "alpha": "0.500", "beta": "—"}
+    rows = [dict(zip(header, [td.content() for td in tr.all("td")])) for tr in table.one("tbody").all("tr")]
+    assert {"metric": "price oscillation", "alpha": "0.500", "beta": "—", "gamma": "—"} in rows
+    assert len(rows) == len(METRICS)
 
 
 def test_usage_sums_tokens_and_cost_per_contestant(rendered):

@@ -1,0 +1,123 @@
+"""`arena show` prints a match's metrics; `arena rescore` recomputes them from the stored
+records, with the scenarios read again from the tournament's file. A real match of rule
+baselines is played in this process (no Ray)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, delete
+from typer.testing import CliRunner
+
+from arena.cli import app
+from results.db import engine_for
+from results.metrics import METRICS
+from results.store import metrics, save_match, start_tournament
+from results.tables import MetricRow
+from tournaments.config import load_tournament
+from tournaments.match import Match, MatchRules
+from tournaments.schedule import schedule
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TOURNAMENT = """\
+name: t
+seed: 5
+days: 8
+scenarios: [price_war]
+contestants:
+  - {name: fixed, kind: fixed_price}
+  - {name: cheap, kind: undercut}
+"""
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A database holding one played match of t.yaml, saved without its scenario (as a
+    runner that does not pass it would); returns (db url, tournament id, match id)."""
+    (tmp_path / "scenarios").mkdir()
+    shutil.copy(ROOT / "scenarios" / "price_war.yaml", tmp_path / "scenarios" / "price_war.yaml")
+    (tmp_path / "t.yaml").write_text(TOURNAMENT)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ARENA_DB", raising=False)
+    tournament = load_tournament("t.yaml")
+    spec = schedule(tournament)[0]
+    entries = {c.name: c for c in tournament.spec.contestants}
+    played = Match(spec, tournament.scenarios[spec.scenario], MatchRules(seed=5, timeout_s=5.0), entries, hosts={}).play_here()
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    engine = engine_for(url)
+    contestants = [(c.name, c.kind, c.params) for c in tournament.spec.contestants]
+    tournament_id = start_tournament(engine, "t", "t.yaml", tournament.text, tournament.config_hash, 5, contestants, 1)
+    match_id = save_match(engine, tournament_id, played)
+    yield url, tournament_id, match_id
+    engine.dispose()
+
+
+def _values(url: str, tournament_id: int) -> dict[tuple[str, str], float | None]:
+    engine = engine_for(url, create=False)
+    try:
+        return {(v.merchant, v.name): v.value for v in metrics(engine, tournament_id)}
+    finally:
+        engine.dispose()
+
+
+def test_show_prints_every_metric_of_every_merchant(stored):
+    url, _, match_id = stored
+    result = runner.invoke(app, ["show", str(match_id), "--db", url])
+    assert result.exit_code == 0, result.output
+    table = result.output[result.output.index("metrics") :]
+    for name in METRICS:
+        assert name in table
+    assert "fixed" in table and "cheap" in table
+
+    shown = json.loads(runner.invoke(app, ["show", str(match_id), "--db", url, "--json"]).output)
+    assert set(shown["metrics"]) == {"fixed", "cheap"}
+    assert list(shown["metrics"]["fixed"]) == list(METRICS)
+    assert shown["metrics"]["fixed"]["validity_rate"] == 1.0  # baselines submit valid operations only
+
+
+def test_rescore_fills_in_what_needs_the_scenario(stored):
+    url, tournament_id, _ = stored
+    before = _values(url, tournament_id)
+    assert before["fixed", "goal_completion"] is None  # saved without the scenario
+
+    result = runner.invoke(app, ["rescore", "--db", url])
+    assert result.exit_code == 0, result.output
+    assert "Rescored 1 matches of 1 tournaments" in result.output
+    after = _values(url, tournament_id)
+    assert after["fixed", "goal_completion"] is not None  # price_war has a target net worth
+    assert {k: v for k, v in after.items() if k[1] != "goal_completion"} == {k: v for k, v in before.items() if k[1] != "goal_completion"}
+
+
+def test_rescore_restores_deleted_metrics(stored):
+    """As for a match stored before metrics existed."""
+    url, tournament_id, match_id = stored
+    engine = engine_for(url, create=False)
+    with Session(engine) as session:
+        session.exec(delete(MetricRow))
+        session.commit()
+    engine.dispose()
+    assert "No metrics stored for this match: `arena rescore` computes them." in runner.invoke(app, ["show", str(match_id), "--db", url]).output
+    assert runner.invoke(app, ["rescore", "--db", url, "--tournament", str(tournament_id)]).exit_code == 0
+    assert len(_values(url, tournament_id)) == 2 * len(METRICS)
+
+
+def test_rescore_warns_when_the_tournament_file_changed(stored):
+    url, tournament_id, _ = stored
+    Path("t.yaml").write_text(TOURNAMENT.replace("days: 8", "days: 9"))
+    result = runner.invoke(app, ["rescore", "--db", url])
+    assert result.exit_code == 0
+    assert "warning: tournament 1: t.yaml: it changed since the tournament was played" in result.output
+    assert _values(url, tournament_id)["fixed", "goal_completion"] is None
+
+
+def test_rescore_of_an_unknown_tournament_is_one_line(stored):
+    url, _, _ = stored
+    result = runner.invoke(app, ["rescore", "--db", url, "--tournament", "42"])
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: no tournament with id 42"
