@@ -443,7 +443,7 @@ def _metric_table(rows: Sequence[store.MetricValue], key) -> str:
     for r in rows:
         if r.value is not None:
             values[r.name, key(r)].append(r.value)
-    names = sorted({r.name for r in rows})
+    names = list(dict.fromkeys(r.name for r in rows))  # as stored: results.metrics order
     body = [
         [name.replace("_", " "), *(_metric_value(_mean(values.get((name, c), []))) for c in columns)]
         for name in names

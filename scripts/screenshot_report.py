@@ -39,8 +39,8 @@ def play_here(config: Path, db_url: str) -> int:
     rules = MatchRules(seed=spec.seed, timeout_s=spec.decision_timeout_s, recall_every=spec.recall_every)
     entries = {c.name: c for c in spec.contestants}
     for match in plan:
-        finished = Match(match, tournament.scenarios[match.scenario], rules, entries, hosts={}).play_here()
-        store.save_match(engine, tournament_id, finished)
+        scenario = tournament.scenarios[match.scenario]
+        store.save_match(engine, tournament_id, Match(match, scenario, rules, entries, hosts={}).play_here(), scenario)
     store.finish_tournament(engine, tournament_id, "finished")
     return tournament_id
 
