@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,9 +24,11 @@ from contestants.base import RunOptions
 from results import store
 from results.db import engine_for
 from results.errors import DatabaseError, InputFileError, NotFound
+from results.export import ExportError, export
 from results.metrics import METRICS
 from results.ratings import LeaderboardRow, Standing, leaderboard, standings
 from results.records import ModelCallRecord
+from results.report import ReportError, write_report
 from results.results_csv import read_results
 from results.tables import Tournament
 from tournaments.cluster import ClusterError
@@ -50,7 +53,7 @@ DbOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 
-USER_ERRORS = (ConfigError, DatabaseError, NotFound, ClusterError, InputFileError)
+USER_ERRORS = (ConfigError, DatabaseError, NotFound, ClusterError, InputFileError, ReportError, ExportError)
 
 
 @contextmanager
@@ -252,6 +255,41 @@ def show(
             _per_product(d.inventory), _money(d.cash_end), _money(d.net_worth), f"{d.reputation:.2f}", "; ".join(notes),
         )
     out.print(days)
+
+
+@app.command()
+def report(
+    tournament_id: Annotated[int, typer.Argument(help="Tournament id (see `arena leaderboard`, `arena matches`).", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
+    db: DbOption = None,
+) -> None:
+    """One self-contained HTML page of a tournament: ratings, head to head, metrics, model
+    usage and every match's charts. It opens offline: nothing is fetched from anywhere."""
+    with user_errors():
+        write_report(engine_for(db, create=False), tournament_id, out)
+    out_print(f"wrote {out}")
+
+
+class ExportFormat(str, Enum):
+    csv = "csv"
+    parquet = "parquet"
+
+
+@app.command(name="export")
+def export_command(
+    tournament_id: Annotated[int, typer.Argument(help="Tournament id.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the tables into (created if missing).", show_default=False)],
+    fmt: Annotated[ExportFormat, typer.Option("--format", help="File format.")] = ExportFormat.csv,
+    db: DbOption = None,
+) -> None:
+    """A tournament's record as tables for pandas: results, days, day_products, calls, metrics."""
+    with user_errors():
+        files = export(engine_for(db, create=False), tournament_id, out, fmt.value)
+    out_print(f"wrote {', '.join(str(file) for file in files)}")
+
+
+def out_print(text: str) -> None:
+    out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command(name="rescore")

@@ -168,7 +168,7 @@ def load_tournament(path: str | Path) -> Tournament:
             raise ConfigError(path, field, str(exc).removeprefix("Value error, ")) from None
     scenarios: dict[str, Scenario] = {}
     for i, entry in enumerate(spec.scenarios):
-        scenario = load_scenario(_find_scenario(path, entry, f"scenarios[{i}]"))
+        scenario = load_scenario(find_scenario(path, entry, f"scenarios[{i}]"))
         if scenario.name in scenarios:
             raise ConfigError(path, f"scenarios[{i}]", f"scenario {scenario.name!r} is listed twice")
         scenarios[scenario.name] = scenario
@@ -230,7 +230,7 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _find_scenario(tournament_path: Path, entry: str, field: str) -> Path:
+def find_scenario(tournament_path: Path, entry: str, field: str) -> Path:
     """A path (relative to the tournament file) or a name looked up in scenarios/ folders."""
     base = tournament_path.parent
     if entry.endswith((".yaml", ".yml")) or "/" in entry:

@@ -73,12 +73,12 @@ def _match(key: str, index: int, ranks: dict[str, int], days: int = 3, faults: l
     )
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")  # plain functions: shareable by fixtures of any scope
 def make_day():
     return _day
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def make_match():
     return _match
 

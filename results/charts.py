@@ -1,0 +1,251 @@
+"""Charts as inline SVG, drawn in Python: a report needs no script, font or request to show them.
+
+Each chart is a function of plain data that returns one `<svg>` element as text. Every drawn
+series is an element with class `series` and a `data-series` attribute holding its name, so
+readers can hover it and tests can count it. Colours come from the caller, so a contestant
+keeps one colour across all the charts of a report. Styling (fonts, grid colours) is left to
+the page's CSS through class names.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from html import escape
+from typing import Callable, Sequence
+
+Format = Callable[[float, float], str]  # (tick value, step between ticks) -> label
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line: (x, y) points in x order."""
+
+    name: str
+    color: str
+    points: Sequence[tuple[float, float]]
+    dashed: bool = False
+
+
+@dataclass(frozen=True)
+class Band:
+    """A labelled span of the x axis, shaded behind the lines: a scenario event.
+
+    `kind` becomes a CSS class (`band-demand`, `band-cost`)."""
+
+    start: float
+    end: float
+    label: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One row of a forest plot: an estimate with its interval."""
+
+    label: str
+    color: str
+    estimate: float
+    low: float
+    high: float
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values (steps of 1, 2, 2.5 or 5 times a power of ten) covering [low, high]."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return [0.0]
+    if high <= low:
+        low, high = low - 1.0, high + 1.0
+    raw = (high - low) / max(count - 1, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    first = math.floor(low / step) * step
+    ticks = []
+    value = first
+    while value < high + step * 0.5:
+        ticks.append(round(value, 10))
+        value += step
+    if ticks[-1] < high:
+        ticks.append(round(value, 10))
+    return ticks
+
+
+def number(value: float, step: float) -> str:
+    """A compact axis label (1,250 · 12.5k · 3.2M · 0.25) with as many decimals as tell apart
+    ticks `step` apart: 1,025.5 and 1,026.0 rather than 1,026 twice."""
+    scale, suffix = (1e6, "M") if abs(value) >= 1e6 else (1e3, "k") if abs(value) >= 1e4 else (1.0, "")
+    return f"{value / scale:,.{_decimals(step / scale)}f}{suffix}"
+
+
+def percent(value: float, step: float) -> str:
+    return f"{value * 100:.{_decimals(step * 100)}f}%"
+
+
+def _decimals(step: float) -> int:
+    return next((d for d in range(7) if abs(round(step * 10**d) - step * 10**d) < 1e-6), 6)
+
+
+class _Frame:
+    """The plotting area of a chart and the linear maps from data to pixels."""
+
+    def __init__(self, width: int, height: int, x_range: tuple[float, float], y_range: tuple[float, float],
+                 margin: tuple[int, int, int, int] = (22, 14, 30, 54)):
+        self.width, self.height = width, height
+        self.top, self.right, self.bottom, self.left = margin
+        self.x0, self.x1 = x_range
+        self.y0, self.y1 = y_range
+
+    def x(self, value: float) -> float:
+        span = (self.x1 - self.x0) or 1.0
+        return self.left + (value - self.x0) / span * (self.width - self.left - self.right)
+
+    def y(self, value: float) -> float:
+        span = (self.y1 - self.y0) or 1.0
+        return self.height - self.bottom - (value - self.y0) / span * (self.height - self.top - self.bottom)
+
+
+def line_chart(
+    series: Sequence[Series],
+    *,
+    title: str,
+    bands: Sequence[Band] = (),
+    y_format: Format = number,
+    y_from_zero: bool = False,
+    x_label: str = "day",
+    width: int = 560,
+    height: int = 230,
+) -> str:
+    """Lines over a shared x axis, with labelled bands behind them; an empty chart says so."""
+    xs = [x for s in series for x, _ in s.points]
+    ys = [y for s in series for _, y in s.points]
+    if not xs:
+        return _svg(width, 60, title, f'<text class="empty" x="{width / 2}" y="36" text-anchor="middle">no data</text>')
+    y_low, y_high = min(ys), max(ys)
+    if y_from_zero:
+        y_low, y_high = min(y_low, 0.0), max(y_high, 0.0)
+    y_ticks = nice_ticks(y_low, y_high)
+    x_ticks = [t for t in nice_ticks(min(xs), max(xs), 7) if t == int(t) and min(xs) <= t <= max(xs)]
+    x_range = (min(xs), max(xs))
+    shown = [b for b in bands if b.end >= x_range[0] and b.start <= x_range[1]]
+    lanes = _label_lanes(_Frame(width, height, x_range, (0, 1)), shown)
+    top = 10 + 13 * (max(lanes, default=0) + 1)
+    frame = _Frame(width, height + top, x_range, (y_ticks[0], y_ticks[-1]), margin=(top, 14, 30, 54))
+    parts = [_bands(frame, shown, lanes), _y_axis(frame, y_ticks, y_format), _x_axis(frame, x_ticks, x_label)]
+    parts += [_line(frame, s) for s in series]
+    return _svg(width, height + top, title, "".join(parts))
+
+
+def forest_plot(rows: Sequence[Interval], *, title: str, x_label: str, reference: float | None = None, width: int = 760) -> str:
+    """One row per estimate: a dot on a horizontal interval, labels on the left, best first."""
+    if not rows:
+        return _svg(width, 60, title, f'<text class="empty" x="{width / 2}" y="36" text-anchor="middle">no data</text>')
+    row_height = 30
+    label_width = min(240, 28 + 8 * max(len(r.label) for r in rows))
+    height = 24 + row_height * len(rows) + 36
+    values = [v for r in rows for v in (r.low, r.high, r.estimate)] + ([reference] if reference is not None else [])
+    ticks = nice_ticks(min(values), max(values), 6)
+    frame = _Frame(width, height, (ticks[0], ticks[-1]), (0.0, 1.0), margin=(16, 24, 36, label_width))
+    parts = [_vertical_grid(frame, ticks, x_label)]
+    if reference is not None:
+        x = frame.x(reference)
+        parts.append(f'<line class="reference" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{height - frame.bottom}"/>')
+    for i, row in enumerate(rows):
+        y = frame.top + row_height * (i + 0.5)
+        tip = escape(f"{row.label}: {row.estimate:.0f} [{row.low:.0f}, {row.high:.0f}]")
+        parts.append(
+            f'<g class="series" data-series="{escape(row.label)}"><title>{tip}</title>'
+            f'<text class="label" x="{frame.left - 10}" y="{y + 4:.1f}" text-anchor="end">{escape(row.label)}</text>'
+            f'<line x1="{frame.x(row.low):.1f}" x2="{frame.x(row.high):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'stroke="{row.color}" stroke-width="3" stroke-linecap="round"/>'
+            f'<circle cx="{frame.x(row.estimate):.1f}" cy="{y:.1f}" r="5.5" fill="{row.color}" stroke="#fff" stroke-width="1.5"/></g>'
+        )
+    return _svg(width, height, title, "".join(parts))
+
+
+def _svg(width: int, height: int, title: str, body: str) -> str:
+    return (
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>{body}</svg>'
+    )
+
+
+def _label_lanes(frame: _Frame, bands: Sequence[Band]) -> list[int]:
+    """A text line above the plot for each band's label, so that overlapping events' labels
+    do not overprint: each label takes the first line that is free where it starts."""
+    ends: list[float] = []
+    lanes = []
+    for band in bands:
+        x = frame.x(max(band.start, frame.x0))
+        lane = next((i for i, end in enumerate(ends) if end < x), len(ends))
+        if lane == len(ends):
+            ends.append(0.0)
+        ends[lane] = x + 5.6 * len(band.label) + 8
+        lanes.append(lane)
+    return lanes
+
+
+def _bands(frame: _Frame, bands: Sequence[Band], lanes: Sequence[int]) -> str:
+    parts = []
+    for band, lane in zip(bands, lanes):
+        x0, x1 = frame.x(max(band.start, frame.x0)), frame.x(min(band.end, frame.x1))
+        label_y = frame.top - 6 - 13 * lane
+        parts.append(
+            f'<g class="band band-{escape(band.kind)}" data-band="{escape(band.label)}"><title>{escape(band.label)}</title>'
+            f'<rect x="{x0:.1f}" y="{frame.top}" width="{max(x1 - x0, 2):.1f}" height="{frame.height - frame.top - frame.bottom}"/>'
+            f'<line x1="{x0:.1f}" x2="{x0:.1f}" y1="{label_y + 3}" y2="{frame.top}"/>'
+            f'<text x="{x0 + 3:.1f}" y="{label_y}">{escape(band.label)}</text></g>'
+        )
+    return "".join(parts)
+
+
+def _y_axis(frame: _Frame, ticks: Sequence[float], fmt: Format) -> str:
+    parts = []
+    step = _step(ticks)
+    for tick in ticks:
+        y = frame.y(tick)
+        label = fmt(tick, step)
+        parts.append(
+            f'<line class="grid" x1="{frame.left}" x2="{frame.width - frame.right}" y1="{y:.1f}" y2="{y:.1f}"/>'
+            f'<text class="tick" x="{frame.left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(label)}</text>'
+        )
+    return "".join(parts)
+
+
+def _x_axis(frame: _Frame, ticks: Sequence[float], label: str) -> str:
+    base = frame.height - frame.bottom
+    parts = [f'<line class="axis" x1="{frame.left}" x2="{frame.width - frame.right}" y1="{base}" y2="{base}"/>']
+    for tick in ticks:
+        x = frame.x(tick)
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick, 1.0)}</text>')
+    parts.append(f'<text class="axis-label" x="{frame.width - frame.right}" y="{frame.height - 2}" text-anchor="end">{escape(label)}</text>')
+    return "".join(parts)
+
+
+def _vertical_grid(frame: _Frame, ticks: Sequence[float], label: str) -> str:
+    base = frame.height - frame.bottom
+    parts = []
+    step = _step(ticks)
+    for tick in ticks:
+        x = frame.x(tick)
+        parts.append(
+            f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{base}"/>'
+            f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick, step)}</text>'
+        )
+    parts.append(f'<text class="axis-label" x="{frame.width - frame.right}" y="{frame.height - 2}" text-anchor="end">{escape(label)}</text>')
+    return "".join(parts)
+
+
+def _step(ticks: Sequence[float]) -> float:
+    return ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+
+
+def _line(frame: _Frame, series: Series) -> str:
+    head = f'<g class="series" data-series="{escape(series.name)}"><title>{escape(series.name)}</title>'
+    if not series.points:
+        return f"{head}</g>"
+    if len(series.points) == 1:
+        (x, y), = series.points
+        return f'{head}<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="3" fill="{series.color}"/></g>'
+    path = " ".join(f"{frame.x(x):.1f},{frame.y(y):.1f}" for x, y in series.points)
+    dash = ' stroke-dasharray="6 4"' if series.dashed else ""
+    return f'{head}<polyline points="{path}" fill="none" stroke="{series.color}" stroke-width="2" stroke-linejoin="round"{dash}/></g>'

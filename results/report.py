@@ -1,0 +1,558 @@
+"""`arena report`: one tournament as a single self-contained HTML page.
+
+Everything the page needs is inside it: CSS and a few lines of script in the template
+(report_template.html), charts as inline SVG (results/charts.py), no fonts, images or links
+to fetch, so it opens offline and no request leaves the machine.
+
+Sections, each an element with a fixed id: `overview`, `leaderboard` (table and forest plot
+of the ratings with their intervals), `head-to-head` (win matrix), `metrics` (the stored
+metrics, mean per contestant), `usage` (model tokens and cost), `matches` (one collapsible
+section per match: results, price trajectories with the scenario's events, cash, net worth,
+market share, its metrics and model calls). A contestant keeps one colour on the whole page.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from html import escape
+from itertools import combinations
+from pathlib import Path
+from string import Template
+from typing import Iterable, Sequence
+
+import yaml
+from sqlalchemy import Engine
+from sqlmodel import Session, select
+
+from market.scenario import Event, Scenario
+from market.types import DayRecord
+from results import store
+from results.charts import Band, Interval, Series, forest_plot, line_chart, percent
+from results.ratings import LeaderboardRow, leaderboard
+from results.records import MerchantResult, ModelCallRecord
+from results.tables import ContestantRow, MatchResultRow, MatchRow, ModelCallRow, Tournament
+
+TEMPLATE = Path(__file__).with_name("report_template.html")
+
+# Distinct on white and for the common colour-vision deficiencies; beyond ten, hues are spread
+# around the colour wheel.
+PALETTE = ("#2f6db0", "#e8891d", "#2a9d6f", "#7b5ea7", "#c8414b", "#8c6d46", "#d45d9e", "#5f7480", "#a89018", "#1c9fb3")
+
+
+class ReportError(ValueError):
+    """The report cannot be written where it was asked to be (one line)."""
+
+
+class Html(str):
+    """Markup built here, inserted as it is; any other text is escaped."""
+
+
+def write_report(engine: Engine, tournament_id: int, out: Path) -> None:
+    """Render the report and write it to `out` in one step: a failure leaves no partial file.
+
+    Raises NotFound for an unknown tournament, ReportError when `out` cannot be written."""
+    page = build_report(engine, tournament_id)
+    if out.is_dir():
+        raise ReportError(f"{out}: is a folder; name the HTML file to write")
+    if not out.parent.is_dir():
+        raise ReportError(f"{out}: folder {out.parent} does not exist")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ReportError(f"{out}: cannot write in {out.parent} ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(page)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is for sharing
+        os.replace(temporary, out)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise ReportError(f"{out}: cannot write ({exc.strerror or exc})") from None
+
+
+def build_report(engine: Engine, tournament_id: int) -> str:
+    tournament = store.get_tournament(engine, tournament_id)
+    rows = leaderboard(engine, tournament_id)
+    colors = Palette([row.contestant for row in rows])
+    scenarios, scenario_notes = tournament_scenarios(tournament)
+    matches = store.list_matches(engine, tournament_id)
+    metrics = _metrics(engine, tournament_id)
+    calls = _calls(engine, tournament_id)
+    head_to_head = HeadToHead()
+    sections = []
+    for match in matches:
+        detail = store.match_detail(engine, match.id)
+        head_to_head.add(detail.results)
+        scenario = scenarios.get(match.scenario)
+        sections.append(match_section(detail, scenario.events if scenario else (), colors, metrics.get(match.id, [])))
+    body = "".join(
+        [
+            overview_section(tournament, _kinds(engine, tournament_id), colors, len(matches)),
+            leaderboard_section(rows, colors),
+            head_to_head_section(head_to_head, [row.contestant for row in rows], colors),
+            metrics_section(metrics),
+            usage_section(calls, colors),
+            matches_section(sections, matches, scenarios, scenario_notes, [row.contestant for row in rows]),
+        ]
+    )
+    return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
+        title=escape(f"{tournament.name} — arena tournament {tournament.id}"), body=body
+    )
+
+
+class Palette:
+    """One colour per contestant, in the order given (the leaderboard's)."""
+
+    def __init__(self, names: Iterable[str]):
+        self.colors: dict[str, str] = {}
+        for name in names:
+            self[name]  # takes the next colour
+
+    def __getitem__(self, name: str) -> str:
+        if name not in self.colors:
+            n = len(self.colors)
+            self.colors[name] = PALETTE[n] if n < len(PALETTE) else f"hsl({(n * 137.5) % 360:.0f} 55% 42%)"
+        return self.colors[name]
+
+    def chip(self, name: str) -> Html:
+        return Html(f'<span class="chip"><i style="background:{self[name]}"></i>{escape(name)}</span>')
+
+
+def tournament_scenarios(tournament: Tournament) -> tuple[dict[str, Scenario], list[str]]:
+    """The scenarios the tournament file names, read from disk now (their events are not in
+    the record), and a note for each that cannot be read."""
+    from tournaments.config import ConfigError, find_scenario, load_scenario  # tournaments/ imports results/
+
+    try:
+        entries = (yaml.safe_load(tournament.config_text) or {}).get("scenarios") or []
+    except (yaml.YAMLError, AttributeError):
+        return {}, ["the tournament file stored with the record cannot be read: scenario events are not shown"]
+    scenarios: dict[str, Scenario] = {}
+    notes: list[str] = []
+    for i, entry in enumerate(entries):
+        try:
+            scenario = load_scenario(find_scenario(Path(tournament.config_path), str(entry), f"scenarios[{i}]"))
+        except ConfigError as exc:
+            notes.append(f"events of scenario {entry!r} are not shown: {exc}")
+            continue
+        scenarios[scenario.name] = scenario
+    return scenarios, notes
+
+
+@dataclass
+class HeadToHead:
+    """For each ordered pair of contestants met in a match: wins, losses and ties by rank."""
+
+    tally: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))
+
+    def add(self, results: Sequence[MerchantResult]) -> None:
+        for a, b in combinations(results, 2):
+            if a.contestant == b.contestant:
+                continue
+            outcome = 0 if a.rank < b.rank else 1 if a.rank > b.rank else 2
+            self.tally[a.contestant, b.contestant][outcome] += 1
+            self.tally[b.contestant, a.contestant][(1 - outcome) if outcome < 2 else 2] += 1
+
+    def record(self, a: str, b: str) -> tuple[int, int, int] | None:
+        """(wins, losses, ties) of a against b, or None if they never met."""
+        found = self.tally.get((a, b))
+        return tuple(found) if found else None
+
+
+# Sections -------------------------------------------------------------------------------------
+
+
+def overview_section(tournament: Tournament, kinds: dict[str, str], colors: Palette, played: int) -> str:
+    finished = tournament.finished_at.strftime("%Y-%m-%d %H:%M UTC") if tournament.finished_at else "—"
+    facts = [
+        ("tournament", f"{tournament.id}"),
+        ("status", tournament.status),
+        ("matches", f"{played} of {tournament.planned_matches} planned"),
+        ("seed", str(tournament.seed)),
+        ("file", tournament.config_path),
+        ("started", tournament.created_at.strftime("%Y-%m-%d %H:%M UTC")),
+        ("finished", finished),
+    ]
+    chips = "".join(f'<li>{colors.chip(name)}<span class="muted">{escape(kinds.get(name, ""))}</span></li>' for name in colors.colors)
+    facts_html = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts)
+    return (
+        f'<header id="overview"><p class="eyebrow">arena tournament report</p><h1>{escape(tournament.name)}</h1>'
+        f'<dl class="facts">{facts_html}</dl><ul class="contestants">{chips}</ul>'
+        f'<details class="config"><summary>tournament file</summary><pre>{escape(tournament.config_text)}</pre></details></header>'
+    )
+
+
+def leaderboard_section(rows: Sequence[LeaderboardRow], colors: Palette) -> str:
+    plot = forest_plot(
+        [Interval(r.contestant, colors[r.contestant], r.rating, r.low, r.high) for r in rows if r.rating is not None],
+        title="Ratings with 95% intervals",
+        x_label="rating (Elo scale)",
+        reference=1000.0,
+    )
+    columns = {
+        "rank": lambda r: "—" if r.rank is None else r.rank,
+        "contestant": lambda r: colors.chip(r.contestant),
+        "rating": lambda r: _fixed(r.rating, 0),
+        "95% interval": lambda r: "—" if r.low is None else f"{r.low:.0f} – {r.high:.0f}",
+        "Elo": lambda r: _fixed(r.elo, 0),
+        "matches": lambda r: r.matches,
+        "wins": lambda r: r.wins,
+        "win rate": lambda r: _share(r.win_rate),
+        "mean profit": lambda r: _fixed(r.mean_profit, 0),
+        "validity": lambda r: _share(r.validity),
+        "memory error": lambda r: _share(r.memory_error),
+        "tokens": lambda r: f"{r.tokens:,}" if r.tokens else "—",
+        "cost $": lambda r: _fixed(r.cost, 4) if r.tokens else "—",
+        "composite": lambda r: _fixed(r.composite, 3),
+    }
+    cells = {name: [get(r) for r in rows] for name, get in columns.items()}
+    shown = [name for name, values in cells.items() if any(v != "—" for v in values)]  # no column of dashes only
+    table = _table(shown, [[cells[name][i] for name in shown] for i in range(len(rows))], numeric_from=2)
+    return _section(
+        "leaderboard", "Leaderboard",
+        "Ratings on the Elo scale: 400 points are a factor of 10 in the odds of finishing ahead. "
+        "Bars are 95% intervals; the dashed line is the 1000 anchor.",
+        Html(f'<div class="figure">{plot}</div>{table}'),
+    )
+
+
+def head_to_head_section(tally: HeadToHead, names: Sequence[str], colors: Palette) -> str:
+    header = "".join(f'<th scope="col">{colors.chip(n)}</th>' for n in names)
+    lines = []
+    for a in names:
+        cells = []
+        for b in names:
+            record = tally.record(a, b) if a != b else None
+            if a == b:
+                cells.append('<td class="self"></td>')
+            elif record is None:
+                cells.append('<td class="none">·</td>')
+            else:
+                wins, losses, ties = record
+                rate = (wins + 0.5 * ties) / (wins + losses + ties)
+                text = f"{wins}–{losses}" + (f"–{ties}" if ties else "")
+                cells.append(
+                    f'<td class="cell" style="background:{_diverging(rate)}" title="{escape(a)} vs {escape(b)}: '
+                    f'{wins} won, {losses} lost, {ties} tied">{text}</td>'
+                )
+        lines.append(f'<tr><th scope="row">{colors.chip(a)}</th>{"".join(cells)}</tr>')
+    matrix = f'<div class="scroll"><table class="matrix"><thead><tr><th></th>{header}</tr></thead><tbody>{"".join(lines)}</tbody></table></div>'
+    return _section(
+        "head-to-head", "Head to head",
+        "Row against column: wins–losses(–ties) by final rank, over every match in which both played. "
+        "Blue: the row contestant finished ahead more often; red: behind.",
+        Html(matrix),
+    )
+
+
+def metrics_section(metrics: dict[int, list[store.MetricValue]]) -> str:
+    rows = [m for per_match in metrics.values() for m in per_match]
+    if not rows:
+        return _section("metrics", "Metrics", "No metrics are stored for this tournament's matches.", Html(""))
+    return _section(
+        "metrics", "Metrics",
+        "Each metric's mean over the contestant's matches (matches where it does not apply are left out).",
+        Html(_metric_table(rows, key=lambda m: m.contestant)),
+    )
+
+
+def usage_section(calls: list[tuple[str, ModelCallRecord]], colors: Palette) -> str:
+    if not calls:
+        return _section("usage", "Model usage", "No language-model calls in this tournament.", Html(""))
+    by_contestant: dict[tuple[str, str], list[ModelCallRecord]] = defaultdict(list)
+    for contestant, call in calls:
+        by_contestant[contestant, call.model].append(call)
+    rows = [[colors.chip(contestant), model, *_usage_cells(group)] for (contestant, model), group in sorted(by_contestant.items())]
+    rows.append([Html("<b>all</b>"), "", *_usage_cells([call for _, call in calls])])
+    table = _table(["contestant", "model", *USAGE_COLUMNS], rows, numeric_from=2)
+    return _section(
+        "usage", "Model usage",
+        "Language-model calls of every merchant (decisions, repairs, memory probes). Cost is in USD for "
+        "models with a known price; cached answers were replayed from the response cache.",
+        Html(table),
+    )
+
+
+def matches_section(sections: list[str], matches: Sequence[MatchRow], scenarios: dict[str, Scenario],
+                    notes: list[str], names: Sequence[str]) -> str:
+    scenario_names = sorted({m.scenario for m in matches})
+    about = "".join(_scenario_card(scenarios[name]) for name in scenario_names if name in scenarios)
+    warnings = "".join(f'<p class="note">{escape(note)}</p>' for note in notes)
+    options = "".join(f'<option value="{escape(n)}">{escape(n)}</option>' for n in names)
+    scenario_options = "".join(f'<option value="{escape(n)}">{escape(n)}</option>' for n in scenario_names)
+    controls = (
+        '<div class="controls" id="match-controls">'
+        f'<label>contestant <select id="filter-contestant"><option value="">any</option>{options}</select></label>'
+        f'<label>scenario <select id="filter-scenario"><option value="">any</option>{scenario_options}</select></label>'
+        '<button type="button" id="open-all">expand all</button><button type="button" id="close-all">collapse all</button>'
+        f'<span class="muted"><span id="match-count">{len(matches)}</span> shown</span></div>'
+    )
+    return _section(
+        "matches", f"Matches ({len(matches)})",
+        "Each match in schedule order; open one for its charts. Shaded bands are the scenario's events.",
+        Html(f'<div class="scenarios">{about}</div>{warnings}{controls}<div class="match-list">{"".join(sections)}</div>'),
+    )
+
+
+def match_section(detail: store.MatchDetail, events: Sequence[Event], colors: Palette, metrics: list[store.MetricValue]) -> str:
+    match, results = detail.match, sorted(detail.results, key=lambda r: (r.rank, r.merchant))
+    contestant_of = {r.merchant: r.contestant for r in detail.results}
+    series_style = _series_styles(detail.results, colors)
+    winners = [r.contestant for r in results if r.rank == 1]
+    summary = (
+        f'<summary><span class="index">#{match.index}</span><span class="scenario">{escape(match.scenario)}</span>'
+        f'<span class="muted">seed {match.seed} · {match.days} days</span>'
+        f'<span class="lineup">{"".join(colors.chip(r.contestant) for r in results)}</span>'
+        f'<span class="winner">won by {escape(", ".join(winners)) or "—"}</span></summary>'
+    )
+    charts = [
+        *price_charts(detail.days, events, series_style),
+        _figure("Cash", _day_series(detail.days, series_style, lambda d: d.cash_end), events),
+        _figure("Net worth", _day_series(detail.days, series_style, lambda d: d.net_worth), events),
+        _figure("Market share (of units sold to date)", share_series(detail.days, series_style), events,
+                y_format=percent, y_from_zero=True),
+    ]
+    legend = "".join(
+        f'<span class="chip"><i style="background:{color}"></i>{escape(name)}</span>' for name, color, _ in series_style.values()
+    )
+    parts = [
+        f'<div class="legend">{legend}</div>',
+        _results_table(results, colors),
+        f'<div class="charts">{"".join(charts)}</div>',
+    ]
+    if metrics:
+        parts.append(f"<h4>Metrics</h4>{_metric_table(metrics, key=lambda m: _seat_label(m.merchant, m.contestant))}")
+    if detail.calls:
+        parts.append(f"<h4>Model calls</h4>{_match_usage(detail.calls, contestant_of, colors)}")
+    if detail.faults:
+        faults = "".join(
+            f"<li>day {f.day} · {escape(_seat_label(f.merchant, contestant_of.get(f.merchant, f.merchant)))} · "
+            f"<b>{escape(f.kind)}</b> {escape(f.detail)}</li>"
+            for f in detail.faults
+        )
+        parts.append(f'<h4>Faults</h4><ul class="faults">{faults}</ul>')
+    lineup = " ".join(sorted({r.contestant for r in detail.results}))
+    return (
+        f'<details class="match" id="match-{match.id}" data-scenario="{escape(match.scenario)}" '
+        f'data-contestants="{escape(lineup)}">{summary}<div class="match-body">'
+        f'<p class="muted">match {match.id} · key <code>{escape(match.key)}</code> · played in {match.wall_seconds:.1f} s</p>'
+        f'{"".join(parts)}</div></details>'
+    )
+
+
+# Charts of one match --------------------------------------------------------------------------
+
+
+def price_charts(days: Sequence[DayRecord], events: Sequence[Event], styles: dict[str, tuple[str, str, bool]]) -> list[str]:
+    """One chart per product: every merchant's posted price, day by day."""
+    products = list(dict.fromkeys(p for d in days for p in d.prices))
+    return [
+        _figure(
+            f"Price: {product}",
+            _day_series(days, styles, lambda d, p=product: d.prices.get(p)),
+            [e for e in events if e.product in (None, product)],
+        )
+        for product in products
+    ]
+
+
+def share_series(days: Sequence[DayRecord], styles: dict[str, tuple[str, str, bool]]) -> list[Series]:
+    """Each merchant's share of all units sold from day 1 to each day (from the first sale on),
+    so the last point is the match's market share."""
+    sold_by_day: dict[int, dict[str, float]] = defaultdict(dict)
+    for d in days:
+        sold_by_day[d.day][d.merchant] = sum(d.units_sold.values())
+    totals: dict[str, float] = defaultdict(float)
+    points: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for day in sorted(sold_by_day):
+        for merchant, units in sold_by_day[day].items():
+            totals[merchant] += units
+        market = sum(totals.values())
+        if market > 0:
+            for merchant in sold_by_day[day]:
+                points[merchant].append((day, totals[merchant] / market))
+    return [Series(name, color, points[merchant], dashed) for merchant, (name, color, dashed) in styles.items()]
+
+
+def _day_series(days: Sequence[DayRecord], styles: dict[str, tuple[str, str, bool]], value) -> list[Series]:
+    points: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for d in days:
+        y = value(d)
+        if y is not None:
+            points[d.merchant].append((d.day, y))
+    for line in points.values():
+        line.sort()
+    return [Series(name, color, points[merchant], dashed) for merchant, (name, color, dashed) in styles.items()]
+
+
+def _series_styles(results: Sequence[MerchantResult], colors: Palette) -> dict[str, tuple[str, str, bool]]:
+    """Per seat: its label, its contestant's colour, and dashed when the contestant has an
+    earlier seat in the same match."""
+    styles: dict[str, tuple[str, str, bool]] = {}
+    seen: set[str] = set()
+    for r in sorted(results, key=lambda r: r.merchant):
+        styles[r.merchant] = (_seat_label(r.merchant, r.contestant), colors[r.contestant], r.contestant in seen)
+        seen.add(r.contestant)
+    return styles
+
+
+def _figure(title: str, series: list[Series], events: Sequence[Event], **options) -> str:
+    """A captioned line chart over the match's days, its events shaded."""
+    bands = [Band(e.start_day - 0.5, e.end_day + 0.5, f"{e.name} ({e.kind} ×{e.multiplier:g})", e.kind) for e in events]
+    svg = line_chart(series, title=title, bands=bands, **options)
+    return f'<figure class="chart-cell"><figcaption>{escape(title)}</figcaption>{svg}</figure>'
+
+
+# Tables ---------------------------------------------------------------------------------------
+
+USAGE_COLUMNS = ["calls", "input tokens", "output tokens", "cached tokens", "cache hits", "retries", "seconds", "cost $"]
+
+
+def _usage_cells(calls: Sequence[ModelCallRecord]) -> list[str]:
+    costs = [c.cost for c in calls if c.cost is not None]
+    return [
+        f"{len(calls):,}",
+        f"{sum(c.input_tokens for c in calls):,}",
+        f"{sum(c.output_tokens for c in calls):,}",
+        f"{sum(c.cached_tokens for c in calls):,}",
+        f"{sum(c.cached for c in calls):,}",
+        f"{sum(max(c.attempts - 1, 0) for c in calls):,}",
+        f"{sum(c.latency for c in calls):,.1f}",
+        f"{sum(costs):.4f}" if costs else "—",
+    ]
+
+
+def _match_usage(calls: Sequence[ModelCallRecord], contestant_of: dict[str, str], colors: Palette) -> str:
+    by_merchant: dict[str, list[ModelCallRecord]] = defaultdict(list)
+    for call in calls:
+        by_merchant[call.merchant].append(call)
+    rows = [
+        [colors.chip(contestant_of.get(merchant, merchant)), merchant, *_usage_cells(group)]
+        for merchant, group in by_merchant.items()
+    ]
+    return _table(["contestant", "seat", *USAGE_COLUMNS], rows, numeric_from=2)
+
+
+def _metric_table(rows: Sequence[store.MetricValue], key) -> str:
+    """Metrics down, `key(row)` across; each cell the mean of the values that apply."""
+    columns = list(dict.fromkeys(key(r) for r in sorted(rows, key=lambda r: (r.match_id, r.merchant))))
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        if r.value is not None:
+            values[r.name, key(r)].append(r.value)
+    names = list(dict.fromkeys(r.name for r in rows))  # as stored: results.metrics order
+    body = [
+        [name.replace("_", " "), *(_metric_value(_mean(values.get((name, c), []))) for c in columns)]
+        for name in names
+    ]
+    return _table(["metric", *columns], body, numeric_from=1)
+
+
+def _results_table(results: Sequence[MerchantResult], colors: Palette) -> str:
+    rows = [
+        [
+            r.rank, colors.chip(r.contestant), r.merchant, _fixed(r.net_worth, 0), _fixed(r.profit, 0),
+            _fixed(r.final_cash, 0), _share(r.market_share), "—" if r.bankrupt_day is None else f"day {r.bankrupt_day}",
+            r.faults, r.rejected_operations,
+        ]
+        for r in results
+    ]
+    return _table(["rank", "contestant", "seat", "net worth", "profit", "cash", "share", "bankrupt", "faults", "rejected"],
+                  rows, numeric_from=3)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], numeric_from: int) -> str:
+    """A table whose columns from `numeric_from` on are right-aligned numbers."""
+    def cell(tag: str, i: int, value: object) -> str:
+        css = ' class="num"' if i >= numeric_from else ""
+        text = value if isinstance(value, Html) else escape(str(value))
+        return f"<{tag}{css}>{text}</{tag}>"
+
+    head = "".join(cell("th", i, h) for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>" for row in rows)
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _scenario_card(scenario: Scenario) -> str:
+    events = "".join(
+        f"<li><b>{escape(e.name)}</b>: {escape(e.kind)} ×{e.multiplier:g}"
+        f"{' on ' + escape(e.product) if e.product else ''}, days {e.start_day}–{e.end_day}</li>"
+        for e in scenario.events
+    ) or "<li>no scripted events</li>"
+    products = ", ".join(p.id for p in scenario.products)
+    return (
+        f'<div class="scenario-card"><h4>{escape(scenario.name)}</h4><p>{escape(scenario.description)}</p>'
+        f'<p class="muted">{scenario.days} days · products: {escape(products)}</p><ul>{events}</ul></div>'
+    )
+
+
+def _section(anchor: str, title: str, lead: str, content: Html) -> str:
+    return f'<section id="{anchor}"><h2>{escape(title)}</h2><p class="lead">{escape(lead)}</p>{content}</section>'
+
+
+# Formatting and queries -----------------------------------------------------------------------
+
+
+def _seat_label(merchant: str, contestant: str) -> str:
+    return contestant if merchant == contestant else f"{contestant} ({merchant})"
+
+
+def _fixed(value: float | None, digits: int) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def _metric_value(value: float | None) -> str:
+    """Metrics range from shares to money: whole numbers when large, three decimals when small."""
+    if value is None:
+        return "—"
+    size = abs(value)
+    if size >= 100:
+        return f"{value:,.0f}"
+    if size >= 1:
+        return f"{value:.2f}"
+    return "0" if value == 0 else f"{value:.3f}" if size >= 0.001 else f"{value:.2e}"
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _diverging(rate: float) -> str:
+    """Red (0) through white (0.5) to blue (1), light enough to read dark text on."""
+    t = max(-1.0, min(1.0, 2 * rate - 1))
+    end = (70, 120, 190) if t > 0 else (205, 75, 75)
+    weight = abs(t) * 0.7
+    r, g, b = (round(255 + (c - 255) * weight) for c in end)
+    return f"rgb({r},{g},{b})"
+
+
+def _kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
+    with Session(engine) as session:
+        rows = session.exec(select(ContestantRow.name, ContestantRow.kind).where(ContestantRow.tournament_id == tournament_id))
+        return dict(rows.all())
+
+
+def _metrics(engine: Engine, tournament_id: int) -> dict[int, list[store.MetricValue]]:
+    by_match: dict[int, list[store.MetricValue]] = defaultdict(list)
+    for row in store.metrics(engine, tournament_id):
+        by_match[row.match_id].append(row)
+    return by_match
+
+
+def _calls(engine: Engine, tournament_id: int) -> list[tuple[str, ModelCallRecord]]:
+    """Every model call of the tournament with the contestant that made it."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(MatchResultRow.contestant, ModelCallRow)
+            .join(MatchResultRow, (MatchResultRow.match_id == ModelCallRow.match_id) & (MatchResultRow.merchant == ModelCallRow.merchant))
+            .join(MatchRow, MatchRow.id == ModelCallRow.match_id)
+            .where(MatchRow.tournament_id == tournament_id).order_by(ModelCallRow.id)
+        ).all()
+        return [(contestant, ModelCallRecord.model_validate(call, from_attributes=True)) for contestant, call in rows]

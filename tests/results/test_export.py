@@ -1,0 +1,166 @@
+"""`arena export`: the tables read back with pandas hold exactly what the record holds."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from sqlmodel import Session, select, update
+from typer.testing import CliRunner
+
+from arena.cli import app
+from results import export as export_module
+from results import store
+from results.errors import NotFound
+from results.export import SCHEMAS, ExportError, export
+from results.metrics import METRICS
+from results.records import ModelCallRecord
+from results.store import match_detail, save_match, start_tournament
+from results.tables import DayRow, MatchResultRow, MetricRow, ModelCallRow
+
+FORMATS = ["csv", "parquet"]
+
+
+def _read(folder, name: str, fmt: str) -> pd.DataFrame:
+    path = folder / f"{name}.{fmt}"
+    return pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
+
+
+def _call(merchant: str, day: int, tokens: int, cost: float | None) -> ModelCallRecord:
+    return ModelCallRecord(
+        merchant=merchant, day=day, purpose="decide", model="local/smollm2", input_tokens=tokens, output_tokens=7,
+        cached_tokens=3, latency=0.25, attempts=1, cost=cost, cached=day == 2, request_hash=f"hash{day}",
+    )
+
+
+@pytest.fixture
+def stored(engine, tournament, make_match) -> list[int]:
+    """Two matches of the `tournament` fixture, with model calls and metrics, and a match of
+    another tournament that must not be exported."""
+    first = make_match("a", 0, {"alpha": 1, "beta": 2}, days=4).model_copy(update={"calls": [_call("m1", 1, 90, 0.5), _call("m1", 2, 40, None)]})
+    second = make_match("b", 1, {"alpha": 2, "beta": 1, "gamma": 3}, days=2)
+    ids = [save_match(engine, tournament, first), save_match(engine, tournament, second)]
+    other = start_tournament(engine, "other", "o.yaml", "name: other\n", "hash-other", 1, [("alpha", "rule", {})], 1)
+    save_match(engine, other, make_match("z", 0, {"alpha": 1, "beta": 2}, days=3).model_copy(update={"calls": [_call("m0", 1, 5, 0.1)]}))
+    with Session(engine) as session:  # a known value and a missing one in place of the computed ones
+        for match_id, merchant, value in ((ids[0], "m0", 0.75), (ids[1], "m2", None)):
+            session.exec(
+                update(MetricRow).where(MetricRow.match_id == match_id, MetricRow.merchant == merchant, MetricRow.name == "validity_rate")
+                .values(value=value)
+            )
+        session.commit()
+    return ids
+
+
+def _rows(engine, table, match_ids):
+    with Session(engine) as session:
+        return session.exec(select(table).where(table.match_id.in_(match_ids)).order_by(table.id)).all()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_tables_read_back_with_the_record_values(engine, tournament, stored, tmp_path, fmt):
+    out = tmp_path / "export"
+    written = export(engine, tournament, out, fmt)
+    assert sorted(p.name for p in written) == sorted(f"{name}.{fmt}" for name in SCHEMAS)
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in written)  # no staging left
+
+    results = _read(out, "results", fmt)
+    expected = _rows(engine, MatchResultRow, stored)
+    assert len(results) == len(expected) == 5
+    for row in expected:
+        got = results[(results.match_id == row.match_id) & (results.merchant == row.merchant)].iloc[0]
+        assert (got.contestant, got["rank"], got.net_worth, got.profit) == (row.contestant, row.rank, row.net_worth, row.profit)
+        assert got.scenario == "corner-shop" and pd.isna(got.bankrupt_day)
+
+    days = _read(out, "days", fmt)
+    day_rows = _rows(engine, DayRow, stored)
+    assert len(days) == len(day_rows) == 2 * 4 + 3 * 2
+    indexed = days.set_index(["match_id", "merchant", "day"])
+    for row in day_rows:
+        got = indexed.loc[(row.match_id, row.merchant, row.day)]
+        record = json.loads(row.record)
+        assert (got.cash_end, got.net_worth, got.revenue, bool(got.bankrupt)) == (row.cash_end, row.net_worth, row.revenue, record["bankrupt"])
+        assert json.loads(got.operations) == record["operations"]
+        assert json.loads(got.rejections)[0]["reason"] == record["rejections"][0]["reason"]
+    assert set(days[days.match_id == stored[1]].contestant) == {"alpha", "beta", "gamma"}
+
+    products = _read(out, "day_products", fmt)
+    assert len(products) == len(day_rows)  # one product (tea) per merchant-day
+    first = json.loads(day_rows[0].record)
+    got = products[(products.match_id == day_rows[0].match_id) & (products.merchant == day_rows[0].merchant) & (products.day == 1)].iloc[0]
+    assert (got["product"], got.price, got.units_sold, got.lost_sales, got.inventory) == (
+        "tea", first["prices"]["tea"], first["units_sold"]["tea"], first["lost_sales"]["tea"], first["inventory"]["tea"],
+    )
+
+    calls = _read(out, "calls", fmt)
+    call_rows = _rows(engine, ModelCallRow, stored)
+    assert len(calls) == len(call_rows) == 2
+    assert list(calls.input_tokens) == [c.input_tokens for c in call_rows]
+    assert list(calls.contestant) == ["beta", "beta"]
+    assert calls.cost.iloc[0] == 0.5 and pd.isna(calls.cost.iloc[1])
+    assert [bool(c) for c in calls.cached] == [False, True]
+
+    metrics = _read(out, "metrics", fmt)
+    stored_metrics = store.metrics(engine, tournament)
+    assert len(metrics) == len(stored_metrics) == 5 * len(METRICS)
+    assert [row[:4] for row in metrics.itertuples(index=False, name=None)] == [tuple(m[:4]) for m in stored_metrics]
+    assert list(metrics.value) == pytest.approx([float("nan") if m.value is None else m.value for m in stored_metrics], nan_ok=True)
+    validity = metrics[metrics.name == "validity_rate"].set_index(["match_id", "merchant"]).value
+    assert validity[(stored[0], "m0")] == 0.75 and pd.isna(validity[(stored[1], "m2")])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_tournament_without_matches_gives_empty_tables_with_their_columns(engine, tournament, tmp_path, fmt):
+    export(engine, tournament, tmp_path, fmt)
+    for name, schema in SCHEMAS.items():
+        table = _read(tmp_path, name, fmt)
+        assert table.empty and list(table.columns) == schema.names
+
+
+def test_a_failure_midway_leaves_no_file(engine, tournament, stored, tmp_path, monkeypatch):
+    real = export_module._write_match
+    calls = []
+
+    def failing(write, detail):
+        calls.append(detail.match.id)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        real(write, detail)
+
+    monkeypatch.setattr(export_module, "_write_match", failing)
+    with pytest.raises(ExportError, match="No space left on device"):
+        export(engine, tournament, tmp_path / "out", "parquet")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_unknown_tournament_creates_nothing(engine, tmp_path):
+    with pytest.raises(NotFound):
+        export(engine, 999, tmp_path / "out", "csv")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["999", "--out", "{tmp}/out"], "no tournament with id 999"),
+        (["{id}", "--out", "{tmp}/file.txt"], "exists and is not a folder"),
+        (["{id}", "--out", "{tmp}/file.txt/sub"], "cannot create or write the folder"),
+    ],
+    ids=["unknown-tournament", "out-is-a-file", "out-under-a-file"],
+)
+def test_cli_mistakes_are_one_line_and_exit_2(engine, tournament, stored, tmp_path, args, needle):
+    (tmp_path / "file.txt").write_text("keep me")
+    args = [a.format(id=tournament, tmp=tmp_path) for a in args]
+    result = CliRunner().invoke(app, ["export", *args, "--db", str(engine.url)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in result.output
+    assert {p.name for p in tmp_path.iterdir()} - {"arena.db", "arena.db-wal", "arena.db-shm"} == {"file.txt"}
+    assert (tmp_path / "file.txt").read_text() == "keep me"
+
+
+def test_cli_exports_parquet(engine, tournament, stored, tmp_path):
+    result = CliRunner().invoke(app, ["export", str(tournament), "--format", "parquet", "--out", str(tmp_path / "x"), "--db", str(engine.url)])
+    assert result.exit_code == 0, result.output
+    assert len(pd.read_parquet(tmp_path / "x" / "results.parquet")) == len(match_detail(engine, stored[0]).results) + 3

@@ -1,0 +1,293 @@
+"""The HTML report: every section, one chart series per merchant, the scenario's events
+marked, names escaped, and nothing fetched — checked on the page as headless Chromium
+renders it, and on the HTML it is made of."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+from sqlmodel import Session, update
+from typer.testing import CliRunner
+
+from arena.cli import app
+from results import chromium
+from results.db import engine_for
+from results.errors import NotFound
+from results.metrics import METRICS
+from results.records import ModelCallRecord
+from results.report import HeadToHead, ReportError, build_report, write_report
+from results.store import list_matches, match_detail, save_match, start_tournament
+from results.tables import MetricRow
+
+SCENARIO = """\
+name: corner-shop
+days: 3
+products:
+  - {id: tea, unit_cost: 2.0, reference_price: 4.0, base_demand: 20}
+  - {id: coffee, unit_cost: 3.0, reference_price: 6.0, base_demand: 10}
+events:
+  - {name: fair, kind: demand, start_day: 2, end_day: 3, multiplier: 1.5}
+  - {name: tea tax, kind: cost, start_day: 3, end_day: 3, multiplier: 1.2, product: tea}
+  - {name: coffee glut, kind: cost, start_day: 1, end_day: 2, multiplier: 0.8, product: coffee}
+"""
+
+SECTIONS = ["overview", "leaderboard", "head-to-head", "metrics", "usage", "matches"]
+
+
+def _call(merchant: str, day: int, tokens: int, cost: float | None) -> ModelCallRecord:
+    return ModelCallRecord(
+        merchant=merchant, day=day, purpose="decide", model="openai/gpt-test", input_tokens=tokens, output_tokens=50,
+        cached_tokens=0, latency=0.5, attempts=2, cost=cost, cached=False, request_hash=f"h{day}",
+    )
+
+
+@pytest.fixture
+def stored(engine, tmp_path, make_match) -> int:
+    return _store(engine, tmp_path, make_match)
+
+
+def _store(engine, tmp_path: Path, make_match) -> int:
+    """Three matches of alpha, beta (a language model) and gamma on corner-shop, with metrics."""
+    (tmp_path / "corner-shop.yaml").write_text(SCENARIO)
+    tournament_id = start_tournament(
+        engine,
+        name="<spring & co>",
+        config_path=str(tmp_path / "spring.yaml"),
+        config_text="name: spring\nscenarios: [corner-shop.yaml]\n",
+        config_hash="hash",
+        seed=7,
+        contestants=[("alpha", "fixed_price", {}), ("beta", "llm", {"model": "openai/gpt-test"}), ("gamma", "random", {})],
+        planned_matches=3,
+    )
+    first = make_match("a", 0, {"alpha": 1, "beta": 2}).model_copy(update={"calls": [_call("m1", 1, 1000, 0.25), _call("m1", 2, 500, 0.5)]})
+    second = make_match("b", 1, {"beta": 1, "gamma": 2}).model_copy(update={"calls": [_call("m0", 1, 200, None)]})
+    third = make_match("c", 2, {"alpha": 1, "beta": 2, "gamma": 2}, faults=[])
+    ids = [save_match(engine, tournament_id, m) for m in (first, second, third)]
+    with Session(engine) as session:  # known values in place of the computed ones
+        session.exec(update(MetricRow).where(MetricRow.name == "price_oscillation").values(value=None))
+        for match_id, value in ((ids[0], 0.25), (ids[2], 0.75)):
+            session.exec(
+                update(MetricRow).where(MetricRow.match_id == match_id, MetricRow.merchant == "m0", MetricRow.name == "price_oscillation")
+                .values(value=value)
+            )
+        session.commit()
+    return tournament_id
+
+
+class Node:
+    def __init__(self, tag: str, attrs: dict[str, str], parent: Node | None):
+        self.tag, self.attrs, self.parent, self.children, self.text = tag, attrs, parent, [], ""
+
+    def all(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list[Node]:
+        """Descendants with this tag, this class among their classes and these attributes."""
+        found = []
+        for child in self.children:
+            if (
+                (tag is None or child.tag == tag)
+                and (cls is None or cls in child.attrs.get("class", "").split())
+                and all(child.attrs.get(key) == value for key, value in attrs.items())
+            ):
+                found.append(child)
+            found.extend(child.all(tag, cls, **attrs))
+        return found
+
+    def one(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> Node:
+        found = self.all(tag, cls, **attrs)
+        assert len(found) == 1, (tag, cls, attrs, len(found))
+        return found[0]
+
+    def content(self) -> str:
+        return self.text + "".join(child.content() for child in self.children)
+
+
+class _Tree(HTMLParser):
+    """Chromium's serialised DOM closes every element that is not void, SVG ones included."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+    def __init__(self):
+        super().__init__()
+        self.root = self.current = Node("#document", {}, None)
+
+    def handle_starttag(self, tag, attrs):
+        node = Node(tag, {k: v or "" for k, v in attrs}, self.current)
+        self.current.children.append(node)
+        if tag not in self.VOID:
+            self.current = node
+
+    def handle_endtag(self, tag):
+        node = self.current
+        while node is not None and node.tag != tag:
+            node = node.parent
+        if node is not None and node.parent is not None:
+            self.current = node.parent
+
+    def handle_data(self, data):
+        self.current.text += data
+
+
+def parse(html: str) -> Node:
+    tree = _Tree()
+    tree.feed(html)
+    return tree.root
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory, make_match) -> Iterator[tuple[Node, list[str], Engine, int, Path]]:
+    """The report as Chromium rendered it, the requests the page made while loading, and the
+    record it came from (one Chromium run for the module: starting it takes seconds)."""
+    folder = tmp_path_factory.mktemp("rendered")
+    engine = engine_for(f"sqlite:///{folder / 'arena.db'}")
+    tournament_id = _store(engine, folder, make_match)
+    page, net_log = folder / "report.html", folder / "net.json"
+    write_report(engine, tournament_id, page)
+    try:
+        dom = chromium.dump_dom(page.as_uri(), net_log)
+    except chromium.ChromiumMissing as exc:
+        pytest.fail(str(exc))
+    yield parse(dom), chromium.page_requests(net_log), engine, tournament_id, page
+    engine.dispose()
+
+
+def test_every_section_renders_and_the_page_makes_no_request(rendered):
+    dom, requests, *_ = rendered
+    assert requests == []
+    for section in SECTIONS:
+        assert dom.all(id=section), section
+    links = [a.attrs["href"] for a in dom.one("nav").all("a")]
+    assert [link.removeprefix("#") for link in links] == SECTIONS
+
+
+def test_forest_plot_has_one_interval_per_contestant(rendered):
+    dom, *_ = rendered
+    plot = dom.one(id="leaderboard").one("svg")
+    assert sorted(s.attrs["data-series"] for s in plot.all("g", cls="series")) == ["alpha", "beta", "gamma"]
+
+
+def test_each_match_has_a_price_chart_per_product_with_a_line_per_merchant_and_its_events(rendered):
+    dom, _, engine, tournament_id, _ = rendered
+    matches = list_matches(engine, tournament_id)
+    assert len(dom.all("details", cls="match")) == len(matches) == 3
+    for match in matches:
+        seats = len(match_detail(engine, match.id).results)
+        section = dom.one("details", id=f"match-{match.id}")
+        charts = {figure.one("figcaption").content(): figure.one("svg") for figure in section.all("figure")}
+        assert set(charts) == {"Price: tea", "Cash", "Net worth", "Market share (of units sold to date)"}
+        for svg in charts.values():
+            assert len(svg.all("g", cls="series")) == seats
+        bands = lambda svg: sorted(b.attrs["data-band"].split(" (")[0] for b in svg.all("g", cls="band"))  # noqa: E731
+        assert bands(charts["Price: tea"]) == ["fair", "tea tax"]  # not the coffee event
+        assert bands(charts["Cash"]) == ["coffee glut", "fair", "tea tax"]
+
+
+def test_a_link_to_a_match_opens_it(rendered):
+    """The page's script ran: a #match-ID address opens that match's section, and only it."""
+    dom, _, engine, tournament_id, page = rendered
+    assert not any("open" in m.attrs for m in dom.all("details", cls="match"))
+    target = list_matches(engine, tournament_id)[1].id
+    opened = parse(chromium.dump_dom(f"{page.as_uri()}#match-{target}"))
+    assert [m.attrs["id"] for m in opened.all("details", cls="match") if "open" in m.attrs] == [f"match-{target}"]
+
+
+def test_head_to_head_matrix_counts_wins_losses_and_ties(rendered):
+    dom, *_ = rendered
+    rows = {
+        row.one("th").content(): [cell.content() for cell in row.all("td")]
+        for row in dom.one(id="head-to-head").one("tbody").all("tr")
+    }
+    # columns in leaderboard order: alpha (2 wins), beta, gamma
+    assert rows["alpha"] == ["", "2–0", "1–0"]
+    assert rows["beta"] == ["0–2", "", "1–0–1"]
+    assert rows["gamma"] == ["0–1", "0–1–1", ""]
+
+
+def test_metrics_are_averaged_over_the_matches_where_they_apply(rendered):
+    dom, *_ = rendered
+    table = dom.one(id="metrics").one("table")
+    header = [th.content() for th in table.one("thead").all("th")]
+    rows = [dict(zip(header, [td.content() for td in tr.all("td")])) for tr in table.one("tbody").all("tr")]
+    assert {"metric": "price oscillation", "alpha": "0.500", "beta": "—", "gamma": "—"} in rows
+    assert len(rows) == len(METRICS)
+
+
+def test_usage_sums_tokens_and_cost_per_contestant(rendered):
+    dom, *_ = rendered
+    table = dom.one(id="usage").one("table")
+    header = [th.content() for th in table.one("thead").all("th")]
+    rows = [dict(zip(header, [td.content() for td in tr.all("td")])) for tr in table.one("tbody").all("tr")]
+    beta = next(r for r in rows if r["contestant"] == "beta")
+    assert (beta["calls"], beta["input tokens"], beta["output tokens"], beta["retries"], beta["cost $"]) == ("3", "1,700", "150", "3", "0.7500")
+
+
+def test_the_page_is_self_contained_and_escapes_what_it_shows(engine, stored):
+    html = build_report(engine, stored)
+    assert not re.search(r"https?://", html)
+    assert not re.search(r"\ssrc\s*=", html)
+    assert not re.search(r"url\(|@import", html)
+    assert all(href.startswith("#") for href in re.findall(r'href="([^"]*)"', html))
+    assert "&lt;spring &amp; co&gt;" in html and "<spring" not in html
+
+
+def test_a_page_that_fetches_something_is_caught(tmp_path):
+    """The check of the network log finds a page's requests (else the test above proves nothing)."""
+    page, net_log = tmp_path / "fetching.html", tmp_path / "net.json"
+    page.write_text('<!DOCTYPE html><img src="https://example.invalid/a.png"><p style="background:url(http://127.0.0.1:9/b.png)">x</p>')
+    try:
+        chromium.dump_dom(page.as_uri(), net_log)
+    except chromium.ChromiumMissing as exc:
+        pytest.fail(str(exc))
+    assert sorted(chromium.page_requests(net_log)) == ["http://127.0.0.1:9/b.png", "https://example.invalid/a.png"]
+
+
+def test_head_to_head_skips_two_seats_of_one_contestant(make_match):
+    tally = HeadToHead()
+    tally.add(make_match("x", 0, {"alpha": 1, "beta": 2}).merchants)
+    doubled = make_match("y", 1, {"alpha": 1, "beta": 3}).merchants
+    doubled[1] = doubled[1].model_copy(update={"contestant": "alpha"})
+    tally.add(doubled)
+    assert tally.record("alpha", "beta") == (1, 0, 0)
+    assert tally.record("alpha", "alpha") is None
+
+
+def test_events_are_left_out_with_a_note_when_the_scenario_file_is_gone(engine, stored, tmp_path):
+    (tmp_path / "corner-shop.yaml").unlink()
+    html = build_report(engine, stored)
+    assert "events of scenario &#x27;corner-shop.yaml&#x27; are not shown" in html
+    assert 'class="band ' not in html
+
+
+def test_write_report_leaves_nothing_behind_on_a_bad_path(engine, stored, tmp_path):
+    with pytest.raises(ReportError, match="does not exist"):
+        write_report(engine, stored, tmp_path / "missing" / "r.html")
+    with pytest.raises(ReportError, match="is a folder"):
+        write_report(engine, stored, tmp_path)
+    with pytest.raises(NotFound):
+        write_report(engine, 999, tmp_path / "r.html")
+    assert not list(tmp_path.glob("*.html")) and not list(tmp_path.glob(".*tmp"))
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [(["999"], "no tournament with id 999"), (["{id}", "--out", "{tmp}/no/such/r.html"], "does not exist")],
+    ids=["unknown-tournament", "missing-folder"],
+)
+def test_cli_mistakes_are_one_line_and_exit_2(engine, stored, tmp_path, args, needle):
+    url = str(engine.url)
+    args = [a.format(id=stored, tmp=tmp_path) for a in args]
+    result = CliRunner().invoke(app, ["report", *args, "--db", url])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in result.output
+
+
+def test_cli_writes_the_report(engine, stored, tmp_path):
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(app, ["report", str(stored), "--out", str(out), "--db", str(engine.url)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    assert Path(out).stat().st_mode & 0o044 == 0o044  # readable by others, unlike a temporary file
