@@ -13,7 +13,8 @@ join and group without lookups:
   fields (price, first_choice, units_sold, lost_sales, arrived, ordered, inventory,
   in_transit, unit_cost). Long rather than one column per product, because the scenarios of
   a tournament have different products.
-- `calls`: one row per language-model call (tokens, latency, attempts, cost, cache hit).
+- `calls`: one row per language-model call (tokens, latency, attempts, cost, cache hit,
+  prompt version, temperature, seed).
 - `metrics`: one row per metric per merchant per match (see results.metrics).
 
 Missing values (a merchant never bankrupt, a model without a price) are empty in CSV and
@@ -84,7 +85,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "calls": pa.schema(
         [*KEYS, ("day", pa.int64()), ("purpose", pa.string()), ("model", pa.string()), ("input_tokens", pa.int64()),
          ("output_tokens", pa.int64()), ("cached_tokens", pa.int64()), ("latency", pa.float64()),
-         ("attempts", pa.int64()), ("cost", pa.float64()), ("cached", pa.bool_()), ("request_hash", pa.string())]
+         ("attempts", pa.int64()), ("cost", pa.float64()), ("cached", pa.bool_()), ("request_hash", pa.string()),
+         ("prompt_version", pa.string()), ("temperature", pa.float64()), ("seed", pa.int64())]
     ),
     "metrics": pa.schema([*KEYS, ("name", pa.string()), ("value", pa.float64())]),
 }

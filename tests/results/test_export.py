@@ -31,6 +31,7 @@ def _call(merchant: str, day: int, tokens: int, cost: float | None) -> ModelCall
     return ModelCallRecord(
         merchant=merchant, day=day, purpose="decide", model="local/smollm2", input_tokens=tokens, output_tokens=7,
         cached_tokens=3, latency=0.25, attempts=1, cost=cost, cached=day == 2, request_hash=f"hash{day}",
+        prompt_version="merchant-v1", temperature=0.0, seed=7,
     )
 
 

@@ -43,6 +43,7 @@ def _call(merchant: str, day: int, tokens: int, cost: float | None) -> ModelCall
     return ModelCallRecord(
         merchant=merchant, day=day, purpose="decide", model="openai/gpt-test", input_tokens=tokens, output_tokens=50,
         cached_tokens=0, latency=0.5, attempts=2, cost=cost, cached=False, request_hash=f"h{day}",
+        prompt_version="merchant-v1", temperature=0.0, seed=7,
     )
 
 

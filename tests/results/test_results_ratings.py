@@ -220,6 +220,9 @@ def _metrics(engine, tournament: int, key: str, values: dict[tuple[str, str], fl
     with Session(engine) as session:
         match = session.exec(select(MatchRow).where(MatchRow.tournament_id == tournament, MatchRow.key == key)).one()
         seats = {r.contestant: r.merchant for r in session.exec(select(MatchResultRow).where(MatchResultRow.match_id == match.id))}
+        for computed in session.exec(select(MetricRow).where(MetricRow.match_id == match.id)):  # written by save_match
+            session.delete(computed)
+        session.flush()
         for (contestant, name), value in values.items():
             session.add(MetricRow(match_id=match.id, merchant=seats[contestant], contestant=contestant, name=name, value=value))
         session.commit()
