@@ -46,8 +46,8 @@ class LocalSettings(ProviderSettings):
     model_path: Path | None = None
     n_ctx: int = Field(4096, gt=0)
     n_threads: int = Field(1, gt=0, description="per model; a tournament runs several models at once")
-    max_items: int = Field(3, gt=0, description="caps every list in the answer: a small model repeats an item up to the cap")
-    max_string: int = Field(120, gt=0, description="caps every string in the answer (notes), in characters")
+    max_items: int = Field(2, gt=0, description="caps every list in the answer: a small model repeats an item up to the cap")
+    max_string: int = Field(80, gt=0, description="caps every string in the answer (notes), in characters")
     seed: int = Field(0, ge=0, description="used when a request has no seed, so answers do not depend on call order")
 
 
