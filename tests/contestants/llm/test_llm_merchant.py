@@ -106,9 +106,12 @@ def test_stateless_memory_shows_only_today(scenario):
 def test_notes_memory_carries_the_models_own_notes(scenario):
     m = merchant(scenario, memory="notes")
     days(scenario, m, [GOOD] * 3)
-    system = Scripted.requests[-1].messages[0].content
-    assert "day 1: hold 17.5" in system and "day 2: hold 17.5" in system
-    assert [msg.role for msg in Scripted.requests[-1].messages] == ["system", "user"]
+    system, today = Scripted.requests[-1].messages
+    assert (system.role, today.role) == ("system", "user")
+    assert "day 1: hold 17.5" in today.content and "day 2: hold 17.5" in today.content
+    assert today.content.index("day 2: hold") < today.content.index("Day 3 of 30")
+    # the system message stays the same all match, so a provider can keep it evaluated
+    assert system == Scripted.requests[0].messages[0]
 
 
 def test_recall_asks_with_its_own_schema_and_reads_a_number(scenario):

