@@ -156,7 +156,7 @@ async def _play_all(tournament, todo, entries, hosts, engine, tournament_id, pro
 
 @ray.remote(num_cpus=1)
 def play_instant_match(match: MatchSpec, scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> FinishedMatch:
-    return Match(match, scenario, rules, entries, hosts={}).play_here()
+    return Match(match, scenario, rules, entries, hosts={}).play_here().packed()
 
 
 class _Spending:
