@@ -350,17 +350,17 @@ class MarketEnv(ParallelEnv):
         s, day, ids = self.scenario, min(self.day, self.days), self._product_ids
         vis = s.visibility
         prices, reputation, bankrupt = self.prices.tolist(), self.reputation.tolist(), self.bankrupt.tolist()
-        sold = self.units_sold.tolist()
-        board = [
-            PublicMerchant(
-                merchant=name,
-                prices=dict(zip(ids, prices[i])) if vis.rival_prices else None,
-                reputation=reputation[i] if vis.rival_reputation else None,
-                units_sold=dict(zip(ids, sold[i])) if vis.rival_sales else None,
-                bankrupt=bankrupt[i],
+        hidden = repeat(None)
+        board = list(
+            map(
+                PublicMerchant,
+                self.possible_agents,
+                map(dict, map(zip, repeat(ids), prices)) if vis.rival_prices else hidden,
+                reputation if vis.rival_reputation else hidden,
+                map(dict, map(zip, repeat(ids), self.units_sold.tolist())) if vis.rival_sales else hidden,
+                bankrupt,
             )
-            for i, name in enumerate(self.possible_agents)
-        ]
+        )
         events = [
             EventNotice(
                 name=e.name, kind=e.kind, product=e.product, start_day=e.start_day, end_day=e.end_day, multiplier=e.multiplier
