@@ -26,7 +26,7 @@ from pydantic import Field, model_validator
 
 from contestants.base import Contestant, Params, RecallProbe, register
 from market.scenario import Product, Scenario
-from market.types import Collect, Decision, Observation, Operation, Order, ProductState, SetPrice
+from market.types import Collect, Observation, Operation, Order, ProductState, SetPrice
 
 _EPS = 1e-9
 _COLLECT = Collect()  # operations are frozen, so every decision can share this one
@@ -96,13 +96,15 @@ class RuleMerchant(Contestant):
         self.products = {p.id: p for p in scenario.products}
         self._books = {}
 
-    def decide(self, observation: Observation) -> Decision | Any:
+    def decide(self, observation: Observation) -> list[Operation]:
+        """The day's operations as a plain list of operation models: the market takes them
+        as they are, where a `Decision` would validate every one of them again."""
         if self.scenario is None:
             raise RuntimeError(f"{self.kind}: decide() called before reset()")
         self._remember(observation)
         operations: list[Operation] = [_COLLECT] if observation.receivables_due > 0 else []
         operations.extend(self.rule(observation))
-        return Decision(operations=operations)
+        return operations
 
     @abstractmethod
     def rule(self, observation: Observation) -> list[Operation]:
@@ -417,7 +419,7 @@ class Latency(FixedPrice):
     needs_actor: ClassVar[bool] = True
     params: LatencyParams
 
-    def decide(self, observation: Observation) -> Decision | Any:
+    def decide(self, observation: Observation) -> list[Operation]:
         time.sleep(self.params.latency_s)
         return super().decide(observation)
 
@@ -458,7 +460,7 @@ class Chaos(FixedPrice):
         super().reset(merchant=merchant, scenario=scenario, rng=rng)
         self._faults = 0
 
-    def decide(self, observation: Observation) -> Decision | Any:
+    def decide(self, observation: Observation) -> Any:
         if observation.day % self.params.every != 0:
             return super().decide(observation)
         self._remember(observation)

@@ -80,7 +80,9 @@ def allocate(
     wanted = np.zeros(n)
     sold = np.zeros(n)
     # every option's utility, no purchase last; a merchant out of the running has -inf
-    options = np.append(np.where(np.isfinite(utility), utility, -np.inf), outside)
+    options = np.empty(n + 1)
+    options[:n] = np.where(np.isfinite(utility), utility, -np.inf)
+    options[n] = outside
     left = None if stock is None else stock.astype(float)
     choosing = customers
     no_purchase = 0.0

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -196,30 +198,33 @@ class MarketEnv(ParallelEnv):
     # --- the day's pieces -----------------------------------------------------------
 
     def _records(self, playing, day, applied, rejected, unit_cost, wanted, sold, arrived, ordered, *money) -> dict[str, DayRecord]:
-        """One DayRecord per merchant that played. Arrays become Python lists once per day,
-        not once per merchant: this loop is the hot path of a match. `money` holds, per
-        merchant: revenue, revenue_cash, collected, purchases, advertising, holding, fixed,
-        cash_start, net worth at the end."""
+        """One DayRecord per merchant that played. `money` holds, per merchant: revenue,
+        revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, net worth
+        at the end.
+
+        This is the hot path of a match, so each field is built for all merchants at once:
+        arrays become Python lists once per day, and `map` makes the per-merchant dicts and
+        records without a Python-level loop."""
         ids = self._product_ids
-        prices, wanted_, sold_ = self.prices.tolist(), wanted.tolist(), sold.tolist()
-        lost, arrived_, ordered_ = (wanted - sold).tolist(), arrived.tolist(), ordered.tolist()
-        inventory, in_transit = self.inventory.tolist(), self.pipeline.sum(axis=2).tolist()
-        cost = dict(zip(ids, unit_cost.tolist()))
-        revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, worth = (a.tolist() for a in money)
-        cash, reputation, bankrupt = self.cash.tolist(), self.reputation.tolist(), self.bankrupt.tolist()
-        receivables = (self.due + self.credit.sum(axis=1)).tolist()
-        records = {}
-        for agent in playing:
-            i = self._index[agent]
-            records[agent] = DayRecord(
-                agent, day, applied[i], rejected[i],
-                dict(zip(ids, prices[i])), dict(zip(ids, wanted_[i])), dict(zip(ids, sold_[i])), dict(zip(ids, lost[i])),
-                dict(zip(ids, arrived_[i])), dict(zip(ids, ordered_[i])), dict(zip(ids, inventory[i])), dict(zip(ids, in_transit[i])),
-                dict(cost),
-                revenue[i], revenue_cash[i], collected[i], purchases[i], advertising[i], holding[i], fixed[i],
-                cash_start[i], cash[i], receivables[i], reputation[i], worth[i], bankrupt[i],
-            )  # fmt: skip
-        return records
+        rows = self._rows_for(playing)
+        per_product = (self.prices, wanted, sold, wanted - sold, arrived, ordered, self.inventory, self.pipeline.sum(axis=2))
+        tables = [list(map(dict, map(zip, repeat(ids), rows(table.tolist())))) for table in per_product]
+        costs = map(dict, repeat(tuple(zip(ids, unit_cost.tolist())), len(playing)))
+        receivables = self.due + self.credit.sum(axis=1)
+        revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, worth = (rows(a.tolist()) for a in money)
+        records = map(
+            DayRecord, playing, repeat(day), rows(applied), rows(rejected), *tables, costs,
+            revenue, revenue_cash, collected, purchases, advertising, holding, fixed,
+            cash_start, rows(self.cash.tolist()), rows(receivables.tolist()), rows(self.reputation.tolist()), worth, rows(self.bankrupt.tolist()),
+        )  # fmt: skip
+        return dict(zip(playing, records))
+
+    def _rows_for(self, agents: list[str]) -> Callable[[list], list]:
+        """Picks `agents`' entries, in order, from a list indexed like possible_agents."""
+        if len(agents) == len(self.possible_agents):  # everyone: agents keeps possible_agents' order
+            return _same
+        pick = [self._index[a] for a in agents]
+        return lambda values: [values[i] for i in pick]
 
     def _operations(self, action: Any) -> tuple[list[tuple[int, Any]], list[Rejection]]:
         """(position in the decision, operation) for each well-formed operation, plus rejections."""
@@ -309,11 +314,11 @@ class MarketEnv(ParallelEnv):
     def _update_reputation(self, wanted: np.ndarray, sold: np.ndarray, advertising: np.ndarray) -> None:
         r = self.scenario.reputation
         demand, served = wanted.sum(axis=1), sold.sum(axis=1)
-        fill_rate = np.divide(served, demand, out=np.ones_like(served), where=demand > 0)
+        fill_rate = np.divide(served, demand, out=np.ones(len(served)), where=demand > 0)
         updated = (1 - r.memory) * fill_rate + r.memory * self.reputation
         if advertising.any():  # no spend adds a boost of exactly zero, so it is skipped
             updated += r.advertising_gain * (1.0 - np.exp(-advertising / r.advertising_scale))
-        updated = np.clip(updated, r.minimum, r.maximum)
+        updated = np.minimum(np.maximum(updated, r.minimum), r.maximum)  # np.clip, without its Python wrapper
         self.reputation = np.where(self.bankrupt, self.reputation, updated)
 
     def _event_multiplier(self, kind: str, product: str, day: int) -> float:
@@ -345,17 +350,17 @@ class MarketEnv(ParallelEnv):
         s, day, ids = self.scenario, min(self.day, self.days), self._product_ids
         vis = s.visibility
         prices, reputation, bankrupt = self.prices.tolist(), self.reputation.tolist(), self.bankrupt.tolist()
-        sold = self.units_sold.tolist()
-        board = [
-            PublicMerchant(
-                merchant=name,
-                prices=dict(zip(ids, prices[i])) if vis.rival_prices else None,
-                reputation=reputation[i] if vis.rival_reputation else None,
-                units_sold=dict(zip(ids, sold[i])) if vis.rival_sales else None,
-                bankrupt=bankrupt[i],
+        hidden = repeat(None)
+        board = list(
+            map(
+                PublicMerchant,
+                self.possible_agents,
+                map(dict, map(zip, repeat(ids), prices)) if vis.rival_prices else hidden,
+                reputation if vis.rival_reputation else hidden,
+                map(dict, map(zip, repeat(ids), self.units_sold.tolist())) if vis.rival_sales else hidden,
+                bankrupt,
             )
-            for i, name in enumerate(self.possible_agents)
-        ]
+        )
         events = [
             EventNotice(
                 name=e.name, kind=e.kind, product=e.product, start_day=e.start_day, end_day=e.end_day, multiplier=e.multiplier
@@ -364,32 +369,20 @@ class MarketEnv(ParallelEnv):
             if e.announced and e.start_day - e.announce_days_ahead <= day <= e.end_day
         ]
         unit_cost = self._unit_cost_today(day).tolist()
-        inventory, in_transit, cash = self.inventory.tolist(), self.pipeline.sum(axis=2).tolist(), self.cash.tolist()
+        rows = self._rows_for(agents)
         # credit[:, 0] falls due as the day starts (step 1), so it may be collected today
-        due = (self.due + self.credit[:, 0]).tolist()
-        pending = self.credit[:, 1:].sum(axis=1).tolist()
-        products = s.products
-        observations = {}
-        for agent in agents:
-            i = self._index[agent]
-            observations[agent] = Observation(
-                merchant=agent,
-                day=day,
-                days=self.days,
-                cash=cash[i],
-                reputation=reputation[i],
-                receivables_due=due[i],
-                receivables_pending=pending[i],
-                products=[
-                    ProductState(pr.id, prices[i][j], unit_cost[j], inventory[i][j], in_transit[i][j], pr.lead_time, pr.holding_cost)
-                    for j, pr in enumerate(products)
-                ],
-                yesterday=self.records.get(agent),
-                market=board,
-                events=events,
-                fixed_daily_cost=s.finance.fixed_daily_cost,
-            )
-        return observations
+        due, pending = self.due + self.credit[:, 0], self.credit[:, 1:].sum(axis=1)
+        statics = [(pr.id, pr.lead_time, pr.holding_cost) for pr in s.products]
+        products = [
+            [ProductState(pid, price, cost, stock, coming, lead, holding) for (pid, lead, holding), cost, price, stock, coming in zip(statics, unit_cost, *own)]
+            for own in zip(rows(prices), rows(self.inventory.tolist()), rows(self.pipeline.sum(axis=2).tolist()))
+        ]  # fmt: skip
+        observations = map(
+            Observation, agents, repeat(day), repeat(self.days), rows(self.cash.tolist()), rows(reputation),
+            rows(due.tolist()), rows(pending.tolist()), products, map(self.records.get, agents), repeat(board), repeat(events),
+            repeat(s.finance.fixed_daily_cost),
+        )  # fmt: skip
+        return dict(zip(agents, observations))
 
     def _numeric(self, agent: str) -> dict[str, np.ndarray]:
         i = self._index[agent]
@@ -409,6 +402,10 @@ def _shift_left(buffer: np.ndarray) -> None:
     """Move a ring of future days one day closer, in place: [.., k] <- [.., k+1]."""
     buffer[..., :-1] = buffer[..., 1:]
     buffer[..., -1] = 0.0
+
+
+def _same(values: list) -> list:
+    return values
 
 
 def _as_dict(operation: Any) -> dict:

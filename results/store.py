@@ -11,17 +11,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from pydantic import TypeAdapter
-from sqlalchemy import Engine, delete, insert
+from sqlalchemy import Engine, delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, func, select
 
 from market.scenario import Scenario
-from market.types import DayRecord
+from market.types import DayRecord, record_adapter
 from results.errors import NotFound
 from results.metrics import compute as compute_metrics
 from results.ratings import leaderboard
-from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeResult
+from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeResult, day_rows
 from results.tables import (
     ContestantRow,
     DayRow,
@@ -36,8 +35,7 @@ from results.tables import (
     utcnow,
 )
 
-# DayRecord is a plain dataclass on the market's hot path; pydantic (de)serialises it here.
-_DAY_RECORD = TypeAdapter(DayRecord)
+_DAY_COLUMNS = ("match_id", "merchant", "day", "cash_end", "net_worth", "revenue", "record")
 
 __all__ = [
     "MatchDetail",
@@ -155,7 +153,7 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenari
             return existing
         match_id = row.id
         _bulk_insert(session, MatchResultRow, [{**r.model_dump(), "match_id": match_id} for r in match.merchants])
-        _bulk_insert(session, DayRow, [_day_row(match_id, day) for day in match.days_played])
+        _bulk_insert(session, DayRow, [dict(zip(_DAY_COLUMNS, (match_id, *row))) for row in day_rows(match.days_played)])
         _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
         _bulk_insert(session, ProbeRow, [{**p.model_dump(), "match_id": match_id} for p in match.probes])
         _bulk_insert(session, ModelCallRow, [{**c.model_dump(), "match_id": match_id} for c in match.calls])
@@ -280,23 +278,11 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
         return MatchDetail(
             match=match,
             results=[MerchantResult.model_validate(r, from_attributes=True) for r in results],
-            days=[_DAY_RECORD.validate_json(record) for record in days],
+            days=[record_adapter.validate_json(record) for record in days],
             faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
             probes=[ProbeResult.model_validate(p, from_attributes=True) for p in probes],
             calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
         )
-
-
-def _day_row(match_id: int, day: DayRecord) -> dict[str, Any]:
-    return {
-        "match_id": match_id,
-        "merchant": day.merchant,
-        "day": day.day,
-        "cash_end": day.cash_end,
-        "net_worth": day.net_worth,
-        "revenue": day.revenue,
-        "record": _DAY_RECORD.dump_json(day).decode(),
-    }
 
 
 def _metric_rows(match_id: int, results: Iterable[MerchantResult], scores: dict[str, dict[str, float | None]]) -> list[dict[str, Any]]:
@@ -309,9 +295,10 @@ def _metric_rows(match_id: int, results: Iterable[MerchantResult], scores: dict[
 
 
 def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, Any]]) -> None:
-    """One executemany per table: a match may have thousands of day rows."""
+    """One Core executemany per table, in the session's transaction: a match may have
+    thousands of day rows, and the ORM's bulk path costs several times more per row."""
     if rows:
-        session.exec(insert(table), params=rows)
+        session.connection().execute(table.__table__.insert(), rows)
 
 
 def _require(session: Session, table: type[SQLModel], row_id: int):

@@ -93,12 +93,12 @@ class Match:
                 if self.hosts:
                     decisions.update(await self._hosted_decisions(observations, day, env.agents))
                 observations, _, _, _, infos = env.step(decisions)
-                for name, info in infos.items():
-                    record: DayRecord = info["record"]
-                    whole = [r for r in record.rejections if r.index == -1]
+                records: list[DayRecord] = [info["record"] for info in infos.values()]
+                for record in records:
+                    whole = [r for r in record.rejections if r.index == -1] if record.rejections else None
                     if whole:  # the answer was not a decision at all; keep what it was
-                        self._fault(day, name, "malformed", f"{whole[0].reason}: {whole[0].operation!r}")
-                    self.records.append(record)
+                        self._fault(day, record.merchant, "malformed", f"{whole[0].reason}: {whole[0].operation!r}")
+                self.records.extend(records)
                 on_day()
         finally:
             await self._collect_calls()

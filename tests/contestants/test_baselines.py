@@ -11,7 +11,7 @@ import pytest
 from contestants.base import ContestantConfigError, RecallProbe, create, kinds, validate_params
 from contestants.baselines import RuleMerchant
 from market.scenario import Demand, Product, Scenario
-from market.types import Collect, Decision, EventNotice, Order, SetPrice, parse_decision
+from market.types import Collect, EventNotice, Order, SetPrice, _Op, parse_decision
 
 BASELINE_KINDS = sorted(kind for kind, cls in kinds().items() if issubclass(cls, RuleMerchant))
 INSTANT_KINDS = [kind for kind in BASELINE_KINDS if not kinds()[kind].needs_actor]
@@ -23,12 +23,20 @@ def started(kind: str, scenario: Scenario, seed: int = 7, **params):
     return merchant
 
 
-def prices_of(decision: Decision) -> dict[str, float]:
-    return {op.product: op.price for op in decision.operations if isinstance(op, SetPrice)}
+def operations_of(decision: list) -> list:
+    """A rule merchant answers with a list of operation models that the market takes whole."""
+    assert isinstance(decision, list) and all(isinstance(op, _Op) for op in decision)
+    operations, rejections = parse_decision(decision)
+    assert rejections == []
+    return operations
 
 
-def orders_of(decision: Decision) -> dict[str, float]:
-    return {op.product: op.quantity for op in decision.operations if isinstance(op, Order)}
+def prices_of(decision: list) -> dict[str, float]:
+    return {op.product: op.price for op in operations_of(decision) if isinstance(op, SetPrice)}
+
+
+def orders_of(decision: list) -> dict[str, float]:
+    return {op.product: op.quantity for op in operations_of(decision) if isinstance(op, Order)}
 
 
 # ---- registry and parameters ----------------------------------------------------------------
@@ -80,8 +88,7 @@ def test_every_kind_decides_with_default_params(kind, scenario, observe):
     merchant = started(kind, scenario, **params)
     for day in (1, 2):
         decision = merchant.decide(observe(scenario, day=day))
-        assert isinstance(decision, Decision)
-        assert all(op.price > 0 for op in decision.operations if isinstance(op, SetPrice))
+        assert all(op.price > 0 for op in operations_of(decision) if isinstance(op, SetPrice))
 
 
 def test_latency_sleeps_then_answers_like_fixed_price(scenario, observe):
@@ -105,7 +112,7 @@ def test_chaos_garbage_is_not_a_decision_and_the_market_rejects_it(scenario, obs
     merchant = started("chaos", scenario, fault="garbage")
     for day in (1, 2):
         answer = merchant.decide(observe(scenario, day=day))
-        assert not isinstance(answer, Decision)
+        assert not isinstance(answer, list) or not all(isinstance(op, _Op) for op in answer)
         operations, rejections = parse_decision(answer)
         assert operations == [] and rejections
 
@@ -113,7 +120,7 @@ def test_chaos_garbage_is_not_a_decision_and_the_market_rejects_it(scenario, obs
 def test_chaos_behaves_between_faults(scenario, observe):
     merchant = started("chaos", scenario, fault="raise", every=3)
     for day in (1, 2, 4, 5):
-        assert isinstance(merchant.decide(observe(scenario, day=day)), Decision)
+        operations_of(merchant.decide(observe(scenario, day=day)))
     with pytest.raises(RuntimeError):
         merchant.decide(observe(scenario, day=6))
 
@@ -265,8 +272,8 @@ def test_no_orders_when_sales_are_not_limited_by_stock(observe):
 
 def test_collects_receivables_when_due(scenario, observe):
     merchant = started("cost_plus", scenario)
-    assert not any(isinstance(op, Collect) for op in merchant.decide(observe(scenario)).operations)
-    assert any(isinstance(op, Collect) for op in merchant.decide(observe(scenario, day=2, receivables_due=50.0)).operations)
+    assert not any(isinstance(op, Collect) for op in operations_of(merchant.decide(observe(scenario))))
+    assert any(isinstance(op, Collect) for op in operations_of(merchant.decide(observe(scenario, day=2, receivables_due=50.0))))
 
 
 # ---- random ------------------------------------------------------------------------------------
@@ -274,7 +281,7 @@ def test_collects_receivables_when_due(scenario, observe):
 
 def _random_run(scenario: Scenario, observe, seed: int) -> list[list]:
     merchant = started("random", scenario, seed=seed, max_order=50)
-    return [merchant.decide(observe(scenario, day=day)).operations for day in range(1, 6)]
+    return [operations_of(merchant.decide(observe(scenario, day=day))) for day in range(1, 6)]
 
 
 def test_random_is_reproducible_and_seed_dependent(two_products, observe):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 from sqlalchemy import func
@@ -8,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from results.ratings import leaderboard
-from results.records import Fault, FinishedMatch, ProbeResult
+from results.records import Fault, FinishedMatch, PackedDays, ProbeResult
 from results.store import (
     NotFound,
     find_resumable,
@@ -71,6 +72,23 @@ def test_match_round_trips(engine, tournament, make_match):
         probes=detail.probes,
     )
     assert rebuilt == match
+
+
+def test_a_packed_match_survives_pickling_and_is_stored_as_the_same_rows(engine, tournament, make_match):
+    plain = make_match("rr-0", 0, {"alpha": 1, "beta": 2})
+    packed = pickle.loads(pickle.dumps(make_match("rr-1", 1, {"alpha": 1, "beta": 2}).packed()))
+    assert isinstance(packed.days_played, PackedDays)
+    assert list(packed.days_played) == list(plain.days_played)
+    assert packed.days_played[1] == plain.days_played[1] and len(packed.days_played) == len(plain.days_played)
+
+    stored = [match_detail(engine, save_match(engine, tournament, m)) for m in (plain, packed)]
+    assert stored[0].days == stored[1].days == plain.days_played
+    with Session(engine) as session:
+        columns = [
+            session.exec(select(DayRow.merchant, DayRow.day, DayRow.cash_end, DayRow.net_worth, DayRow.revenue, DayRow.record).where(DayRow.match_id == d.match.id).order_by(DayRow.id)).all()
+            for d in stored
+        ]
+    assert columns[0] == columns[1] and len(columns[0]) == len(plain.days_played)
 
 
 def test_day_rows_carry_queryable_columns(engine, tournament, make_match):
