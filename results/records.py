@@ -129,6 +129,9 @@ class FinishedMatch(BaseModel):
     faults: list[Fault]
     probes: list[ProbeResult] = Field(default_factory=list)
     calls: list[ModelCallRecord] = Field(default_factory=list)
+    metrics: dict[str, dict[str, float | None]] | None = Field(
+        None, description="results.metrics per merchant, computed where the match was played (None: when it is saved)"
+    )
 
     def packed(self) -> FinishedMatch:
         """This match with its day records packed as table rows: what a Ray worker sends back."""

@@ -121,14 +121,14 @@ def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
 
 def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenario: Scenario | None = None) -> int:
     """Write a match with its results, day records, faults and metrics in one transaction;
-    return its id. `scenario` is the one it was played on, for the metrics that need it
-    (see results.metrics).
+    return its id. Metrics the match does not carry are computed here; `scenario` is the one
+    it was played on, for the metrics that need it (see results.metrics).
 
     All or nothing: if any row fails, nothing of the match is stored. A key already recorded
     for the tournament is not written again (the first write wins) and its id is returned;
     the unique (tournament, key) constraint decides, so this holds for concurrent writers too.
     """
-    scores = compute_metrics(match.days_played, match.probes, match.faults, scenario)
+    scores = match.metrics if match.metrics is not None else compute_metrics(match.days_played, match.probes, match.faults, scenario)
     with Session(engine) as session:
         _require(session, Tournament, tournament_id)
         row = MatchRow(

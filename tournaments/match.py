@@ -26,6 +26,7 @@ from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, cre
 from market.env import MarketEnv
 from market.scenario import Scenario
 from market.types import DayRecord
+from results.metrics import compute as compute_metrics
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeResult
 from tournaments.config import ContestantEntry
 from tournaments.schedule import MatchSpec
@@ -113,6 +114,7 @@ class Match:
             days_played=self.records,
             faults=self.faults,
             probes=self.probes,
+            metrics=compute_metrics(self.records, self.probes, self.faults, self.scenario),
             calls=self.calls,
         )
 

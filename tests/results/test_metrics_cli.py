@@ -39,7 +39,7 @@ runner = CliRunner()
 @pytest.fixture
 def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A database holding one played match of t.yaml, saved without its scenario (as a
-    runner that does not pass it would); returns (db url, tournament id, match id)."""
+    runner that does not pass it would); returns (db url, tournament id, match id, the played match)."""
     (tmp_path / "scenarios").mkdir()
     shutil.copy(ROOT / "scenarios" / "price_war.yaml", tmp_path / "scenarios" / "price_war.yaml")
     (tmp_path / "t.yaml").write_text(TOURNAMENT)
@@ -53,8 +53,9 @@ def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     engine = engine_for(url)
     contestants = [(c.name, c.kind, c.params) for c in tournament.spec.contestants]
     tournament_id = start_tournament(engine, "t", "t.yaml", tournament.text, tournament.config_hash, 5, contestants, 1)
-    match_id = save_match(engine, tournament_id, played)
-    yield url, tournament_id, match_id
+    # stored as if scored without its scenario, so rescore has something to fill in
+    match_id = save_match(engine, tournament_id, played.model_copy(update={"metrics": None}))
+    yield url, tournament_id, match_id, played
     engine.dispose()
 
 
@@ -67,7 +68,7 @@ def _values(url: str, tournament_id: int) -> dict[tuple[str, str], float | None]
 
 
 def test_show_prints_every_metric_of_every_merchant(stored):
-    url, _, match_id = stored
+    url, _, match_id, _ = stored
     result = runner.invoke(app, ["show", str(match_id), "--db", url])
     assert result.exit_code == 0, result.output
     table = result.output[result.output.index("metrics") :]
@@ -82,7 +83,7 @@ def test_show_prints_every_metric_of_every_merchant(stored):
 
 
 def test_rescore_fills_in_what_needs_the_scenario(stored):
-    url, tournament_id, _ = stored
+    url, tournament_id, _, played = stored
     before = _values(url, tournament_id)
     assert before["fixed", "goal_completion"] is None  # saved without the scenario
 
@@ -92,11 +93,13 @@ def test_rescore_fills_in_what_needs_the_scenario(stored):
     after = _values(url, tournament_id)
     assert after["fixed", "goal_completion"] is not None  # price_war has a target net worth
     assert {k: v for k, v in after.items() if k[1] != "goal_completion"} == {k: v for k, v in before.items() if k[1] != "goal_completion"}
+    # what the match computed where it was played is what its stored records give again
+    assert after == {(merchant, name): value for merchant, values in played.metrics.items() for name, value in values.items()}
 
 
 def test_rescore_restores_deleted_metrics(stored):
     """As for a match stored before metrics existed."""
-    url, tournament_id, match_id = stored
+    url, tournament_id, match_id, _ = stored
     engine = engine_for(url, create=False)
     with Session(engine) as session:
         session.exec(delete(MetricRow))
@@ -108,7 +111,7 @@ def test_rescore_restores_deleted_metrics(stored):
 
 
 def test_rescore_warns_when_the_tournament_file_changed(stored):
-    url, tournament_id, _ = stored
+    url, tournament_id, _, _ = stored
     Path("t.yaml").write_text(TOURNAMENT.replace("days: 8", "days: 9"))
     result = runner.invoke(app, ["rescore", "--db", url])
     assert result.exit_code == 0
@@ -117,7 +120,7 @@ def test_rescore_warns_when_the_tournament_file_changed(stored):
 
 
 def test_rescore_of_an_unknown_tournament_is_one_line(stored):
-    url, _, _ = stored
+    url, _, _, _ = stored
     result = runner.invoke(app, ["rescore", "--db", url, "--tournament", "42"])
     assert result.exit_code == 2
     assert result.output.strip() == "error: no tournament with id 42"
