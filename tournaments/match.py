@@ -140,13 +140,9 @@ class Match:
         probe = RecallProbe(day=asked_day, fact=fact, product=product)
         answers = {name: self._recall_here(name, probe) for name in agents if name in self.local}
         hosted = [name for name in agents if name in self.hosts and name not in self._needs_reset]
-        if hosted:
-            calls = {name: asyncio.ensure_future(_await(self.hosts[name].recall.remote(self.spec.key, name, probe))) for name in hosted}
-            done, _ = await asyncio.wait(calls.values(), timeout=self.timeout_s)
-            for name, call in calls.items():
-                if call not in done:
-                    call.cancel()
-                answers[name] = call.result() if call in done and call.exception() is None else None
+        replies = await self._ask_hosts(hosted, lambda host, name: host.recall.remote(self.spec.key, name, probe), self.timeout_s)
+        for name, reply in replies.items():
+            answers[name] = reply.result() if reply is not None and reply.exception() is None else None
         truths = {r.merchant: r for r in self.records if r.day == asked_day}
         for name in agents:
             if name not in truths:
@@ -179,45 +175,48 @@ class Match:
     async def _hosted_decisions(self, observations: dict, day: int, agents: list[str]) -> dict[str, Any]:
         playing = [name for name in agents if name in self.hosts]
         await self._reset_hosts([name for name in playing if name in self._needs_reset], day)
-        calls = {
-            name: asyncio.ensure_future(_await(self.hosts[name].decide.remote(self.spec.key, name, observations[name])))
-            for name in playing
-            if name not in self._needs_reset
-        }
-        if not calls:
-            return {}
-        done, _ = await asyncio.wait(calls.values(), timeout=self.timeout_s)
+        ready = [name for name in playing if name not in self._needs_reset]
+        replies = await self._ask_hosts(
+            ready, lambda host, name: host.decide.remote(self.spec.key, name, observations[name]), self.timeout_s
+        )
         decisions: dict[str, Any] = {}
-        for name, call in calls.items():
-            if call not in done:
-                call.cancel()
+        for name, reply in replies.items():
+            if reply is None:
                 self._fault(day, name, "timeout", f"no decision within {self.timeout_s:g} s")
-            elif call.exception() is not None:
-                self._host_failed(day, name, call.exception())
+            elif reply.exception() is not None:
+                self._host_failed(day, name, reply.exception())
             else:
-                decisions[name] = call.result()
+                decisions[name] = reply.result()
         return decisions
 
     async def _reset_hosts(self, names: list[str], day: int) -> None:
         """Give hosted contestants a fresh match state: at the start, and after their actor
         died (a restarted actor remembers nothing)."""
-        if not names:
-            return
-        calls = {
-            name: asyncio.ensure_future(
-                _await(self.hosts[name].reset.remote(self.spec.key, name, self.scenario, self.seat_seeds[name], self.rules.options))
-            )
-            for name in names
-        }
-        done, _ = await asyncio.wait(calls.values(), timeout=max(self.timeout_s, 30.0))
-        for name, call in calls.items():
-            if call in done and call.exception() is None:
-                self._needs_reset.discard(name)
-            elif call in done:
-                self._host_failed(day, name, call.exception())
-            else:
-                call.cancel()
+        replies = await self._ask_hosts(
+            names,
+            lambda host, name: host.reset.remote(self.spec.key, name, self.scenario, self.seat_seeds[name], self.rules.options),
+            max(self.timeout_s, 30.0),
+        )
+        for name, reply in replies.items():
+            if reply is None:
                 self._fault(day, name, "timeout", "its actor did not come back in time")
+            elif reply.exception() is not None:
+                self._host_failed(day, name, reply.exception())
+            else:
+                self._needs_reset.discard(name)
+
+    async def _ask_hosts(
+        self, names: list[str], call: Callable[[Any, str], ray.ObjectRef], timeout: float
+    ) -> dict[str, asyncio.Future | None]:
+        """Make `call(host, name)` for each named merchant at once and wait for the answers
+        up to `timeout`: each merchant's finished future, or None if it missed the deadline."""
+        if not names:
+            return {}
+        replies = {name: call(self.hosts[name], name).as_future() for name in names}
+        done, late = await asyncio.wait(replies.values(), timeout=timeout)
+        for reply in late:
+            reply.cancel()
+        return {name: reply if reply in done else None for name, reply in replies.items()}
 
     def _host_failed(self, day: int, name: str, exc: BaseException) -> None:
         if isinstance(exc, RayActorError):
@@ -231,7 +230,7 @@ class Match:
         for name, contestant in self.local.items():
             self._add_calls(name, contestant.calls())
         names = list(self.hosts)
-        answers = await asyncio.gather(*(_await(self.hosts[n].finish.remote(self.spec.key, n)) for n in names), return_exceptions=True)
+        answers = await asyncio.gather(*(self.hosts[n].finish.remote(self.spec.key, n) for n in names), return_exceptions=True)
         for name, calls in zip(names, answers):
             if not isinstance(calls, BaseException):  # an actor that died took its log with it
                 self._add_calls(name, calls)
@@ -276,10 +275,6 @@ def _freeze_startup_heap() -> None:
     it would cost a tenth of a second, more than a short match, to reclaim a few cycles
     left over from importing."""
     gc.freeze()
-
-
-async def _await(ref: ray.ObjectRef) -> Any:
-    return await ref
 
 
 def _describe(exc: BaseException) -> str:

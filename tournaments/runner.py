@@ -22,7 +22,7 @@ from contestants.base import RunOptions, contestant_class
 from market.scenario import Scenario
 from results import store
 from results.records import FinishedMatch
-from tournaments.actors import start_host
+from tournaments.actors import start_host, start_runners
 from tournaments.cluster import ray_session
 from tournaments.config import Budget, ContestantEntry, Tournament
 from tournaments.match import Match, MatchRules
@@ -112,32 +112,42 @@ def _play(
     spending: _Spending,
     options: RunOptions,
 ) -> None:
-    """Start the hosted contestants, tell `start` once they are ready, play `todo`."""
+    """Start the hosted contestants and the match runners, tell `start` once they are all
+    ready, play `todo`."""
     spec = tournament.spec
     entries = {c.name: c for c in spec.contestants}
     needed = {name for m in todo for name in m.seats}
     hosts = {name: start_host(entry) for name, entry in entries.items() if name in needed and _isolated(entry)}
+    hosted_matches = sum(1 for m in todo if any(name in hosts for name in m.seats))
+    runners = start_runners(_runner_count(hosted_matches, spec.max_concurrent_matches)) if hosted_matches else []
+    actors = [*hosts.values(), *runners]
     try:
-        ray.get([host.ready.remote() for host in hosts.values()])
+        ray.get([actor.ready.remote() for actor in actors])
         start()
-        asyncio.run(_play_all(tournament, todo, entries, hosts, engine, tournament_id, progress, spending, options))
+        asyncio.run(_play_all(tournament, todo, entries, hosts, _Runners(runners), engine, tournament_id, progress, spending, options))
     finally:
-        for host in hosts.values():
-            ray.kill(host)
+        for actor in actors:
+            ray.kill(actor)
 
 
 def _isolated(entry: ContestantEntry) -> bool:
     return entry.isolate if entry.isolate is not None else contestant_class(entry.kind).needs_actor
 
 
+def _runner_count(hosted_matches: int, max_concurrent: int) -> int:
+    """One match runner per CPU of the cluster, but no more than can be kept busy."""
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    return max(1, min(cpus, hosted_matches, max_concurrent))
+
+
 async def _play_all(
-    tournament, todo, entries, hosts, engine, tournament_id, progress: _Progress, spending: _Spending, options: RunOptions
+    tournament, todo, entries, hosts, runners: _Runners, engine, tournament_id, progress: _Progress, spending: _Spending, options: RunOptions
 ) -> None:
     """Keep up to max_concurrent_matches matches going; record each as it finishes.
 
     A match of instant contestants is a Ray task on the cluster's warm worker pool: it runs
     straight through, with no Ray call per day. A match with hosted contestants mostly waits
-    for them, so it runs here as a coroutine, many side by side in one process.
+    for them, so it goes to a match runner, which plays many side by side.
     """
     spec = tournament.spec
     slots = asyncio.Semaphore(spec.max_concurrent_matches)
@@ -150,8 +160,7 @@ async def _play_all(
             scenario = tournament.scenarios[match.scenario]
             seated_hosts = {n: hosts[n] for n in match.seats if n in hosts}
             if seated_hosts:
-                game = Match(match, scenario, rules, entries, seated_hosts)
-                finished = await game.play(on_day=progress.day)
+                finished = await runners.play(match, scenario, rules, entries, seated_hosts)
             else:
                 finished = await play_instant_match.remote(match, scenario, rules, entries)
                 progress.day(match.days)
@@ -159,7 +168,12 @@ async def _play_all(
             spending.add(finished)
             progress.match()
 
-    await asyncio.gather(*(one(match) for match in todo))
+    reporting = asyncio.create_task(runners.report_days(progress))
+    try:
+        await asyncio.gather(*(one(match) for match in todo))
+    finally:
+        reporting.cancel()
+    await runners.tell_days(progress)
 
 
 @ray.remote(num_cpus=1)
@@ -203,3 +217,34 @@ class _Progress:
         if force or now - self.told >= POLL_SECONDS:
             self.told = now
             self.observer.advanced(self.matches, self.days)
+
+
+class _Runners:
+    """The match runners: each match goes to the runner with the fewest matches in play; the
+    days they have played are polled for the progress bar."""
+
+    def __init__(self, runners: list[Any]):
+        self.runners = runners
+        self.in_play = [0] * len(runners)
+        self.days_told = [0] * len(runners)
+
+    async def play(self, *match: Any) -> FinishedMatch:
+        index = min(range(len(self.runners)), key=self.in_play.__getitem__)
+        self.in_play[index] += 1
+        try:
+            return await self.runners[index].play.remote(*match)
+        finally:
+            self.in_play[index] -= 1
+
+    async def report_days(self, progress: _Progress) -> None:
+        """Until cancelled: tell `progress` the days played every POLL_SECONDS."""
+        while self.runners:
+            await asyncio.sleep(POLL_SECONDS)
+            await self.tell_days(progress)
+
+    async def tell_days(self, progress: _Progress) -> None:
+        if not self.runners:
+            return
+        days = list(await asyncio.gather(*(runner.days_played.remote() for runner in self.runners)))
+        progress.day(sum(days) - sum(self.days_told))
+        self.days_told = days
