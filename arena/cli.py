@@ -7,6 +7,7 @@ prints one line (file, field, problem) and exits with status 2.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -44,7 +45,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console()
+# Piped into a file or another program, rich would squeeze tables into 80 columns, leaving
+# "…" for numbers; a log reads better with whole lines.
+out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
 
 DbOption = Annotated[
