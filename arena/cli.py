@@ -33,7 +33,7 @@ from results.report import ReportError, write_report
 from results.results_csv import read_results
 from results.tables import Tournament
 from tournaments.cluster import ClusterError
-from tournaments.config import ConfigError, load_tournament, load_weights
+from tournaments.config import ConfigError, load_tournament, load_weights, stored_scenarios
 from tournaments.schedule import schedule
 
 app = typer.Typer(
@@ -269,7 +269,9 @@ def report(
     """One self-contained HTML page of a tournament: ratings, head to head, metrics, model
     usage and every match's charts. It opens offline: nothing is fetched from anywhere."""
     with user_errors():
-        write_report(engine_for(db, create=False), tournament_id, out)
+        engine = engine_for(db, create=False)
+        stored = store.get_tournament(engine, tournament_id)
+        write_report(engine, tournament_id, out, *stored_scenarios(stored.config_path, stored.config_text))
     out_print(f"wrote {out}")
 
 

@@ -21,9 +21,8 @@ from html import escape
 from itertools import combinations
 from pathlib import Path
 from string import Template
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
-import yaml
 from sqlalchemy import Engine
 from sqlmodel import Session, select
 
@@ -50,11 +49,14 @@ class Html(str):
     """Markup built here, inserted as it is; any other text is escaped."""
 
 
-def write_report(engine: Engine, tournament_id: int, out: Path) -> None:
+def write_report(engine: Engine, tournament_id: int, out: Path, scenarios: Mapping[str, Scenario], scenario_notes: Sequence[str]) -> None:
     """Render the report and write it to `out` in one step: a failure leaves no partial file.
 
-    Raises NotFound for an unknown tournament, ReportError when `out` cannot be written."""
-    page = build_report(engine, tournament_id)
+    `scenarios` (by name) give the events to mark, read again from the files the tournament
+    named (events are not in the record); `scenario_notes` say which could not be read (see
+    tournaments.config.stored_scenarios). Raises NotFound for an unknown tournament,
+    ReportError when `out` cannot be written."""
+    page = build_report(engine, tournament_id, scenarios, scenario_notes)
     if out.is_dir():
         raise ReportError(f"{out}: is a folder; name the HTML file to write")
     if not out.parent.is_dir():
@@ -73,11 +75,10 @@ def write_report(engine: Engine, tournament_id: int, out: Path) -> None:
         raise ReportError(f"{out}: cannot write ({exc.strerror or exc})") from None
 
 
-def build_report(engine: Engine, tournament_id: int) -> str:
+def build_report(engine: Engine, tournament_id: int, scenarios: Mapping[str, Scenario], scenario_notes: Sequence[str]) -> str:
     tournament = store.get_tournament(engine, tournament_id)
     rows = leaderboard(engine, tournament_id)
     colors = Palette([row.contestant for row in rows])
-    scenarios, scenario_notes = tournament_scenarios(tournament)
     matches = store.list_matches(engine, tournament_id)
     metrics = _metrics(engine, tournament_id)
     calls = _calls(engine, tournament_id)
@@ -119,27 +120,6 @@ class Palette:
 
     def chip(self, name: str) -> Html:
         return Html(f'<span class="chip"><i style="background:{self[name]}"></i>{escape(name)}</span>')
-
-
-def tournament_scenarios(tournament: Tournament) -> tuple[dict[str, Scenario], list[str]]:
-    """The scenarios the tournament file names, read from disk now (their events are not in
-    the record), and a note for each that cannot be read."""
-    from tournaments.config import ConfigError, find_scenario, load_scenario  # tournaments/ imports results/
-
-    try:
-        entries = (yaml.safe_load(tournament.config_text) or {}).get("scenarios") or []
-    except (yaml.YAMLError, AttributeError):
-        return {}, ["the tournament file stored with the record cannot be read: scenario events are not shown"]
-    scenarios: dict[str, Scenario] = {}
-    notes: list[str] = []
-    for i, entry in enumerate(entries):
-        try:
-            scenario = load_scenario(find_scenario(Path(tournament.config_path), str(entry), f"scenarios[{i}]"))
-        except ConfigError as exc:
-            notes.append(f"events of scenario {entry!r} are not shown: {exc}")
-            continue
-        scenarios[scenario.name] = scenario
-    return scenarios, notes
 
 
 @dataclass

@@ -256,3 +256,23 @@ def _config_error(path: Path, exc: ValidationError) -> ConfigError:
     if error["type"] == "extra_forbidden":
         message = "unknown key"
     return ConfigError(path, field or None, message)
+
+
+def stored_scenarios(config_path: str, config_text: str) -> tuple[dict[str, Scenario], list[str]]:
+    """The scenarios a stored tournament's file names, read from disk now (their events are not
+    in the record), by name; and a note for each that cannot be read. For showing a record:
+    unlike load_tournament, nothing here fails."""
+    try:
+        entries = (yaml.safe_load(config_text) or {}).get("scenarios") or []
+    except (yaml.YAMLError, AttributeError):
+        return {}, ["the tournament file stored with the record cannot be read: scenario events are not shown"]
+    scenarios: dict[str, Scenario] = {}
+    notes: list[str] = []
+    for i, entry in enumerate(entries):
+        try:
+            scenario = load_scenario(find_scenario(Path(config_path), str(entry), f"scenarios[{i}]"))
+        except ConfigError as exc:
+            notes.append(f"events of scenario {entry!r} are not shown: {exc}")
+            continue
+        scenarios[scenario.name] = scenario
+    return scenarios, notes

@@ -21,8 +21,9 @@ from results.errors import NotFound
 from results.metrics import METRICS
 from results.records import ModelCallRecord
 from results.report import HeadToHead, ReportError, build_report, write_report
-from results.store import list_matches, match_detail, save_match, start_tournament
+from results.store import get_tournament, list_matches, match_detail, save_match, start_tournament
 from results.tables import MetricRow
+from tournaments.config import stored_scenarios
 
 SCENARIO = """\
 name: corner-shop
@@ -37,6 +38,13 @@ events:
 """
 
 SECTIONS = ["overview", "leaderboard", "head-to-head", "metrics", "usage", "matches"]
+
+
+
+def _scenarios(engine: Engine, tournament_id: int) -> tuple[dict, list[str]]:
+    """What `arena report` gives the report: the stored tournament's scenarios read again."""
+    stored = get_tournament(engine, tournament_id)
+    return stored_scenarios(stored.config_path, stored.config_text)
 
 
 def _call(merchant: str, day: int, tokens: int, cost: float | None) -> ModelCallRecord:
@@ -146,7 +154,7 @@ def rendered(tmp_path_factory, make_match) -> Iterator[tuple[Node, list[str], En
     engine = engine_for(f"sqlite:///{folder / 'arena.db'}")
     tournament_id = _store(engine, folder, make_match)
     page, net_log = folder / "report.html", folder / "net.json"
-    write_report(engine, tournament_id, page)
+    write_report(engine, tournament_id, page, *_scenarios(engine, tournament_id))
     try:
         dom = chromium.dump_dom(page.as_uri(), net_log)
     except chromium.ChromiumMissing as exc:
@@ -226,7 +234,7 @@ def test_usage_sums_tokens_and_cost_per_contestant(rendered):
 
 
 def test_the_page_is_self_contained_and_escapes_what_it_shows(engine, stored):
-    html = build_report(engine, stored)
+    html = build_report(engine, stored, *_scenarios(engine, stored))
     assert not re.search(r"https?://", html)
     assert not re.search(r"\ssrc\s*=", html)
     assert not re.search(r"url\(|@import", html)
@@ -257,18 +265,18 @@ def test_head_to_head_skips_two_seats_of_one_contestant(make_match):
 
 def test_events_are_left_out_with_a_note_when_the_scenario_file_is_gone(engine, stored, tmp_path):
     (tmp_path / "corner-shop.yaml").unlink()
-    html = build_report(engine, stored)
+    html = build_report(engine, stored, *_scenarios(engine, stored))
     assert "events of scenario &#x27;corner-shop.yaml&#x27; are not shown" in html
     assert 'class="band ' not in html
 
 
 def test_write_report_leaves_nothing_behind_on_a_bad_path(engine, stored, tmp_path):
     with pytest.raises(ReportError, match="does not exist"):
-        write_report(engine, stored, tmp_path / "missing" / "r.html")
+        write_report(engine, stored, tmp_path / "missing" / "r.html", {}, [])
     with pytest.raises(ReportError, match="is a folder"):
-        write_report(engine, stored, tmp_path)
+        write_report(engine, stored, tmp_path, {}, [])
     with pytest.raises(NotFound):
-        write_report(engine, 999, tmp_path / "r.html")
+        write_report(engine, 999, tmp_path / "r.html", {}, [])
     assert not list(tmp_path.glob("*.html")) and not list(tmp_path.glob(".*tmp"))
 
 
