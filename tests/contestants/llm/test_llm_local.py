@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from contestants.llm import CompletionRequest, Message, ProviderConfigError, constrained_schema, get_provider
-from contestants.llm.local_provider import smollm2_path
+from contestants.llm.local_provider import compact_gbnf, smollm2_path
 from market.types import Decision
 
 DAYS = [
@@ -25,6 +27,7 @@ def test_every_answer_is_a_valid_decision(smollm2, decision_request):
         request = decision_request.model_copy(update={"messages": (decision_request.messages[0], decision_request.messages[1].model_copy(update={"content": day}))})
         completion = smollm2.complete(request)
         Decision.model_validate(completion.output)
+        assert completion.text.startswith('{"') and '": ' not in completion.text, completion.text  # compact JSON
         assert completion.usage.input_tokens > 20 and completion.usage.output_tokens > 0
         assert (completion.cost, completion.attempts, completion.cached) == (0.0, 1, False)
         assert completion.latency > 0
@@ -46,6 +49,13 @@ def test_asked_for_operations_it_gives_valid_ones_under_the_constrained_schema(s
         )
         operations += len(Decision.model_validate(smollm2.complete(request).output).operations)
     assert operations > 0
+
+
+def test_the_compact_rules_replace_rules_llama_cpp_still_has():
+    """If llama-cpp-python renamed its rules, answers would silently grow long again."""
+    grammar = compact_gbnf(json.dumps({"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}))
+    assert 'decimal-part ::= [0-9] [0-9]?' in grammar.splitlines()
+    assert "space ::= \"\"" in grammar.splitlines()
 
 
 def test_the_same_request_gives_the_same_answer(smollm2, decision_request):

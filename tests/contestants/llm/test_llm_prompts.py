@@ -1,0 +1,31 @@
+"""What a language-model merchant reads each day: compact, rounded, and complete."""
+
+from __future__ import annotations
+
+from contestants.llm.prompts import daily_report
+from market.types import EventNotice
+
+
+def test_the_daily_report_states_the_day_own_position_and_rivals_compactly(scenario, observe, record):
+    yesterday = record(3, cash_end=1987.9, prices={"widget": 19.5}, inventory={"widget": 42.0}, ordered={"widget": 0.0})
+    observation = observe(
+        scenario,
+        day=4,
+        cash=1987.904,
+        price={"widget": 19.5},
+        inventory=42.0,
+        rivals={"r1": {"widget": 18.0}, "r2": None},
+        yesterday=yesterday,
+        events=[EventNotice(name="holiday", kind="demand", product=None, start_day=5, end_day=6, multiplier=1.5)],
+    )
+    report = daily_report(observation)
+    assert report.startswith("Day 4 of 30. Cash 1987.9. Reputation 0.60")
+    assert "widget: your price 19.5, unit cost 10, in stock 42" in report
+    assert "- r1: prices widget 18; reputation 0.60" in report
+    assert "- r2: reputation 0.60" in report  # prices hidden by the scenario
+    assert "Event 'holiday': demand of every product x1.5, days 5 to 6." in report
+    assert ".00" not in report and "," not in report.split("\n")[0]
+
+
+def test_money_is_never_shown_as_minus_zero(scenario, observe):
+    assert daily_report(observe(scenario, cash=-0.001)).startswith("Day 1 of 30. Cash 0. ")
