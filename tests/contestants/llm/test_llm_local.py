@@ -7,7 +7,7 @@ import json
 import pytest
 
 from contestants.llm import CompletionRequest, Message, ProviderConfigError, constrained_schema, get_provider
-from contestants.llm.local_provider import compact_gbnf, smollm2_path
+from contestants.llm.local_provider import compact_gbnf, eight_bit_copy, smollm2_path
 from market.types import Decision
 
 DAYS = [
@@ -79,3 +79,15 @@ def test_any_gguf_by_path(tmp_path):
         get_provider("local/mine", {"model_path": str(tmp_path / "missing.gguf")})
     with pytest.raises(ProviderConfigError, match="model_path"):
         get_provider("local/mine")
+
+
+def test_the_packaged_model_runs_as_an_8bit_copy_made_once(tmp_path, monkeypatch):
+    from llama_cpp import Llama
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert get_provider("local/smollm2").recode and not get_provider("local", {"model_path": str(smollm2_path())}).recode
+    copy = eight_bit_copy(smollm2_path())
+    assert copy.parent == tmp_path / "arena" / "models" and [p.name for p in copy.parent.iterdir()] == [copy.name]
+    assert Llama(model_path=str(copy), vocab_only=True, verbose=False).metadata["general.file_type"] == "7"  # Q8_0
+    made = copy.stat().st_mtime_ns
+    assert eight_bit_copy(smollm2_path()) == copy and copy.stat().st_mtime_ns == made  # not made again
