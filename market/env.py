@@ -4,6 +4,8 @@ One day, in order:
 1. goods ordered earlier arrive; credit sales whose credit days have passed become due;
 2. each merchant's operations are validated against its own state, in the order given, and
    the valid ones applied (prices, orders paid now, advertising, collecting receivables);
+   the decision's plan, if it states one, is recorded, its unknown products and prices a
+   set_price could not post left out;
 3. customers arrive and choose (market/demand.py); sales are capped by stock;
 4. holding and fixed costs are paid, reputation moves, and a merchant whose cash is below
    zero goes bankrupt (terminated). The last day truncates everyone.
@@ -34,6 +36,8 @@ from market.types import (
     EventNotice,
     Observation,
     Order,
+    ParsedDecision,
+    PlannedPrice,
     ProductState,
     PublicMerchant,
     Rejection,
@@ -144,10 +148,13 @@ class MarketEnv(ParallelEnv):
         applied: list[list[dict]] = [[] for _ in range(m)]
         costs = unit_cost.tolist()
         rejected: list[list[Rejection]] = [[] for _ in range(m)]
+        plans: list[dict[str, float]] = [{} for _ in range(m)]
         for agent in self.agents:
             i = self._index[agent]
-            operations, rejections = self._operations(actions.get(agent))
+            operations, rejections, plan = self._operations(actions.get(agent))
             rejected[i].extend(rejections)
+            if plan:
+                plans[i] = self._kept_plan(plan)
             for index, op in operations:
                 reason = self._apply(i, op, costs, ordered, advertising, collected)
                 if reason is None:
@@ -182,7 +189,7 @@ class MarketEnv(ParallelEnv):
         self._closing = (unit_cost, worth_end)
 
         playing = list(self.agents)
-        self.records = self._records(playing, day, applied, rejected, unit_cost, wanted, sold, arrived, ordered, revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, worth_end)
+        self.records = self._records(playing, day, applied, rejected, plans, unit_cost, wanted, sold, arrived, ordered, revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, worth_end)
 
         last_day = day >= self.days
         self.day += 1
@@ -197,7 +204,7 @@ class MarketEnv(ParallelEnv):
 
     # --- the day's pieces -----------------------------------------------------------
 
-    def _records(self, playing, day, applied, rejected, unit_cost, wanted, sold, arrived, ordered, *money) -> dict[str, DayRecord]:
+    def _records(self, playing, day, applied, rejected, plans, unit_cost, wanted, sold, arrived, ordered, *money) -> dict[str, DayRecord]:
         """One DayRecord per merchant that played. `money` holds, per merchant: revenue,
         revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, net worth
         at the end.
@@ -215,7 +222,7 @@ class MarketEnv(ParallelEnv):
         records = map(
             DayRecord, playing, repeat(day), rows(applied), rows(rejected), *tables, costs,
             revenue, revenue_cash, collected, purchases, advertising, holding, fixed,
-            cash_start, rows(self.cash.tolist()), rows(receivables.tolist()), rows(self.reputation.tolist()), worth, rows(self.bankrupt.tolist()),
+            cash_start, rows(self.cash.tolist()), rows(receivables.tolist()), rows(self.reputation.tolist()), worth, rows(self.bankrupt.tolist()), rows(plans),
         )  # fmt: skip
         return dict(zip(playing, records))
 
@@ -226,15 +233,26 @@ class MarketEnv(ParallelEnv):
         pick = [self._index[a] for a in agents]
         return lambda values: [values[i] for i in pick]
 
-    def _operations(self, action: Any) -> tuple[list[tuple[int, Any]], list[Rejection]]:
-        """(position in the decision, operation) for each well-formed operation, plus rejections."""
+    def _operations(self, action: Any) -> ParsedDecision:
+        """(position in the decision, operation) for each well-formed operation, rejections
+        and the plan."""
         if isinstance(action, dict) and "price" in action and "operations" not in action:
             try:
-                return list(enumerate(self._from_arrays(action))), []
+                return ParsedDecision(list(enumerate(self._from_arrays(action))), [], [])
             except (KeyError, IndexError, TypeError, ValueError) as exc:
                 reason = f"malformed decision: not an action_space sample ({type(exc).__name__}: {exc})"
-                return [], [Rejection(index=-1, operation=repr(action)[:500], reason=reason)]
+                return ParsedDecision([], [Rejection(index=-1, operation=repr(action)[:500], reason=reason)], [])
         return parse_decision_indexed(action)
+
+    def _kept_plan(self, plan: list[PlannedPrice]) -> dict[str, float]:
+        """product -> planned price, for the plan's products the market sells at prices a
+        set_price would be allowed (a later item for the same product wins)."""
+        kept = {}
+        for item in plan:
+            j = self._pid.get(item.product)
+            if j is not None and self._price_problem(j, item.price) is None:
+                kept[item.product] = item.price
+        return kept
 
     def _from_arrays(self, action: dict) -> list[Any]:
         """An action sampled from action_space, as operations."""
@@ -270,13 +288,10 @@ class MarketEnv(ParallelEnv):
         if j is None:
             return f"unknown product {op.product!r}"
         if isinstance(op, SetPrice):
-            if not math.isfinite(op.price) or op.price <= 0:
-                return "price must be a positive number"
-            ceiling = self._ceilings[j]
-            if op.price > ceiling:
-                return f"price {op.price:.2f} is above the ceiling {ceiling:.2f}"
-            self.prices[i, j] = op.price
-            return None
+            problem = self._price_problem(j, op.price)
+            if problem is None:
+                self.prices[i, j] = op.price
+            return problem
         # Order
         quantity = op.quantity
         if not math.isfinite(quantity) or quantity <= 0:
@@ -293,6 +308,15 @@ class MarketEnv(ParallelEnv):
             self.inventory[i, j] += quantity
         else:
             self.pipeline[i, j, lead - 1] += quantity
+        return None
+
+    def _price_problem(self, j: int, price: float) -> str | None:
+        """Why product j cannot be priced at `price`, or None when it can."""
+        if not math.isfinite(price) or price <= 0:
+            return "price must be a positive number"
+        ceiling = self._ceilings[j]
+        if price > ceiling:
+            return f"price {price:.2f} is above the ceiling {ceiling:.2f}"
         return None
 
     def _clear_market(self, day: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,15 +1,16 @@
 """What crosses the market's boundary: decisions in, observations and day records out.
 
-A decision is a list of operations. Each operation is validated on its own, so one bad
-operation is rejected with a reason while the others still apply. `Decision`'s JSON
-schema is what a language model is asked to fill.
+A decision is a list of operations, and optionally a plan: the prices the merchant intends
+to hold. Each operation is validated on its own, so one bad operation is rejected with a
+reason while the others still apply. `Decision`'s JSON schema is what a language model is
+asked to fill.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, NamedTuple, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -57,6 +58,19 @@ Operation = Annotated[Union[SetPrice, Order, Advertise, Collect, Wait], Field(di
 _OPERATION = TypeAdapter(Operation)
 
 
+class PlannedPrice(BaseModel):
+    """A price the merchant intends to post for a product in the coming days (not an
+    operation: it changes nothing in the market)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    product: str
+    price: float
+
+
+_PLANNED = TypeAdapter(PlannedPrice)
+
+
 class Decision(BaseModel):
     """A merchant's decision for one day."""
 
@@ -64,6 +78,11 @@ class Decision(BaseModel):
 
     operations: list[Operation] = Field(default_factory=list)
     note: str | None = Field(None, description="optional: the merchant's plan or reasoning")
+    plan: list[PlannedPrice] | None = Field(
+        None,
+        description="optional: the price you intend to post for each product in the coming days; "
+        "it stands until you state a new plan for that product",
+    )
 
     @classmethod
     def nothing(cls) -> Decision:
@@ -82,35 +101,50 @@ class Rejection:
     reason: str
 
 
+class ParsedDecision(NamedTuple):
+    """A decision as the market reads it: each well-formed operation with its position in
+    the decision, the rejected ones, and the well-formed items of its plan."""
+
+    operations: list[tuple[int, Any]]
+    rejections: list[Rejection]
+    plan: list[PlannedPrice]
+
+
 def parse_decision(raw: Any) -> tuple[list[Any], list[Rejection]]:
     """Turn whatever a merchant returned into typed operations plus rejections.
 
     Accepts a Decision, a dict with "operations", a list of operations, a JSON string of
     either, or None (do nothing). Each operation is validated on its own.
     """
-    indexed, rejections = parse_decision_indexed(raw)
-    return [op for _, op in indexed], rejections
+    parsed = parse_decision_indexed(raw)
+    return [op for _, op in parsed.operations], parsed.rejections
 
 
-def parse_decision_indexed(raw: Any) -> tuple[list[tuple[int, Any]], list[Rejection]]:
+def parse_decision_indexed(raw: Any) -> ParsedDecision:
     """`parse_decision`, keeping each valid operation's position in the decision, so that a
-    later rejection can name the position the merchant gave it."""
+    later rejection can name the position the merchant gave it, and the decision's plan.
+
+    A plan comes with a Decision or a dict with "operations" (its "plan": a list of
+    {product, price}); a plan item that is not well-formed is left out, not rejected: it is
+    no operation."""
     if raw is None:
-        return [], []
+        return ParsedDecision([], [], [])
     if isinstance(raw, Decision):
-        return list(enumerate(raw.operations)), []
+        return ParsedDecision(list(enumerate(raw.operations)), [], raw.plan or [])
     if isinstance(raw, (str, bytes)):
         try:
             raw = json.loads(raw)
         except ValueError as exc:
             why = getattr(exc, "msg", None) or str(exc)  # UnicodeDecodeError has no .msg
-            return [], [Rejection(index=-1, operation=_clip(raw), reason=f"malformed decision: not JSON ({why})")]
+            return _malformed(raw, f"not JSON ({why})")
+    plan: list[PlannedPrice] = []
     if isinstance(raw, dict):
         if "operations" not in raw:
-            return [], [Rejection(index=-1, operation=_clip(raw), reason="malformed decision: no 'operations' list")]
+            return _malformed(raw, "no 'operations' list")
+        plan = _plan(raw.get("plan"))
         raw = raw["operations"]
     if not isinstance(raw, list):
-        return [], [Rejection(index=-1, operation=_clip(raw), reason="malformed decision: operations must be a list")]
+        return _malformed(raw, "operations must be a list")
     operations: list[tuple[int, Any]] = []
     rejections: list[Rejection] = []
     for index, item in enumerate(raw):
@@ -121,7 +155,24 @@ def parse_decision_indexed(raw: Any) -> tuple[list[tuple[int, Any]], list[Reject
             operations.append((index, _OPERATION.validate_python(item)))
         except ValidationError as exc:
             rejections.append(Rejection(index=index, operation=_clip(item), reason=f"malformed operation: {_first_error(exc)}"))
-    return operations, rejections
+    return ParsedDecision(operations, rejections, plan)
+
+
+def _malformed(raw: Any, why: str) -> ParsedDecision:
+    return ParsedDecision([], [Rejection(index=-1, operation=_clip(raw), reason=f"malformed decision: {why}")], [])
+
+
+def _plan(raw: Any) -> list[PlannedPrice]:
+    """The well-formed items of a plan as a merchant wrote it."""
+    if not isinstance(raw, list):
+        return []
+    plan = []
+    for item in raw:
+        try:
+            plan.append(item if isinstance(item, PlannedPrice) else _PLANNED.validate_python(item))
+        except ValidationError:
+            continue
+    return plan
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -197,7 +248,9 @@ class DayRecord:
     first_choice: customers who chose this merchant (in any round of choosing);
     lost_sales: those of them turned away by a stock-out; inventory: units in stock at the
     end of the day; receivables: credit sales outstanding at the end of the day;
-    net_worth: cash + stock in hand and in transit at unit cost + receivables.
+    net_worth: cash + stock in hand and in transit at unit cost + receivables;
+    plan: the prices the day's decision planned for the coming days (see Decision.plan), for
+    products the market sells and at prices it would accept; empty when it stated none.
     """
 
     merchant: str
@@ -226,6 +279,7 @@ class DayRecord:
     reputation: float
     net_worth: float
     bankrupt: bool
+    plan: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

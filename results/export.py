@@ -11,8 +11,9 @@ join and group without lookups:
   and rejected operations as JSON text.
 - `day_products`: one row per merchant per day per product: the record's per-product
   fields (price, first_choice, units_sold, lost_sales, arrived, ordered, inventory,
-  in_transit, unit_cost). Long rather than one column per product, because the scenarios of
-  a tournament have different products.
+  in_transit, unit_cost, and planned_price: the price the day's decision planned for the
+  coming days, empty when it stated none). Long rather than one column per product, because
+  the scenarios of a tournament have different products.
 - `calls`: one row per language-model call (tokens, latency, attempts, cost, cache hit,
   prompt version, temperature, seed).
 - `metrics`: one row per metric per merchant per match (see results.metrics).
@@ -67,7 +68,7 @@ def _day_columns() -> tuple[list[tuple[str, pa.DataType]], list[str], list[str]]
 
 
 DAY_SCALARS, DAY_PER_PRODUCT, DAY_LISTS = _day_columns()
-PRODUCT_COLUMN = {"prices": "price"}  # the long table names a product's value in the singular
+PRODUCT_COLUMN = {"prices": "price", "plan": "planned_price"}  # the long table names a product's value in the singular
 
 SCHEMAS: dict[str, pa.Schema] = {
     "results": pa.schema(

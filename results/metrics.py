@@ -8,12 +8,6 @@ shown by `arena show`. A metric that does not apply (no probes asked, no price m
 Only what the record holds goes in, so stored matches can be scored again
 (`results.store.rescore`). The scenario is optional: without it `goal_completion` is None and
 `contradictions` knows of cost changes only from the recorded unit costs.
-
-Not measured: drift from the merchant's own stated plan. A language-model merchant may write
-its plan in the decision's `note`, but the note is not recorded: the market keeps the
-operations only (`DayRecord.operations`), and a model call is stored as a hash of its request.
-There is no stated plan in the record to compare the decisions with, so no such metric is
-defined rather than one that would measure nothing.
 """
 
 from __future__ import annotations
@@ -280,6 +274,23 @@ def price_oscillation(seat: Seat) -> float | None:
         pairs += max(len(signs) - 1, 0)
         reversals += sum(a != b for a, b in zip(signs, signs[1:]))
     return reversals / pairs if pairs else None
+
+
+@_metric("coherence", "ratio")
+def plan_drift(seat: Seat) -> float | None:
+    """How far the merchant's prices stray from the prices it said it would hold
+    (`DayRecord.plan`). A plan stated on day d for product p stands from day d + 1 until the
+    merchant states a new price for p, which stands from the day after it is stated: the
+    planned price planned_p,t in force on day t is the one of the latest plan for p stated
+    before day t. plan_drift = mean over the days t and products p with a plan in force of
+    |price_p,t - planned_p,t| / planned_p,t. 0 is every plan kept exactly; None when the
+    merchant never stated a plan, or no day of its followed one."""
+    drifts = []
+    planned: dict[str, float] = {}
+    for d in seat.days:
+        drifts.extend(abs(d.prices[p] - price) / price for p, price in planned.items())
+        planned.update(d.plan)
+    return sum(drifts) / len(drifts) if drifts else None
 
 
 @_metric("coherence", "count")

@@ -14,6 +14,9 @@ Two optional steps make the model deliberate (both cost tokens):
   today's report (its outcome) and asks what worked; the answer goes with today's report
   into the decision prompt.
 
+With `plan`, the decision's schema keeps its `plan` field and the system prompt asks the model
+to state there the prices it intends to hold; the market records the plan with the day.
+
 Every call is logged with its purpose, tokens, latency, attempts, cost, the prompt
 templates' versions, temperature and seed (`calls()`).
 """
@@ -47,12 +50,6 @@ from market.types import Decision, Observation
 # Tightened (every field required, lists and strings bounded): a small model decoding under
 # a grammar otherwise answers `{}` or repeats one operation until it runs out of tokens.
 DECISION_SCHEMA = constrained_schema(Decision.model_json_schema())
-# think: the same decision with its reasoning first (JSON generation follows property order).
-THINK_SCHEMA = {
-    **DECISION_SCHEMA,
-    "properties": {"reasoning": {"type": "string", "maxLength": 800}, **DECISION_SCHEMA["properties"]},
-    "required": ["reasoning", *DECISION_SCHEMA["required"]],
-}
 RECALL_SCHEMA = {
     "type": "object",
     "properties": {"value": {"type": ["number", "null"]}},
@@ -64,6 +61,18 @@ REFLECT_SCHEMA = {
     "required": ["reflection"],
     "additionalProperties": False,
 }
+
+
+def decision_schema(*, think: bool, plan: bool) -> dict[str, Any]:
+    """The decision's schema as the model is asked to fill it. Every property is required, so
+    the plan is left out unless `plan` (it would cost every answer tokens); with `think`, a
+    reasoning field comes first (JSON generation follows property order)."""
+    properties, defs = dict(DECISION_SCHEMA["properties"]), dict(DECISION_SCHEMA["$defs"])
+    if not plan:
+        del properties["plan"], defs["PlannedPrice"]
+    if think:
+        properties = {"reasoning": {"type": "string", "maxLength": 800}, **properties}
+    return {**DECISION_SCHEMA, "$defs": defs, "properties": properties, "required": list(properties)}
 
 
 class LLMParams(Params):
@@ -80,6 +89,7 @@ class LLMParams(Params):
     max_tokens: int = Field(400, gt=0, le=32_000)
     think: bool = Field(False, description="write its reasoning before the decision, in the same answer")
     reflect: bool = Field(False, description="from day 2, reflect on yesterday's decision against its outcome first")
+    plan: bool = Field(False, description="state in each decision the prices it intends to hold (the plan that plan_drift measures)")
 
     @model_validator(mode="after")
     def _provider_settings_are_valid(self) -> LLMParams:
@@ -123,7 +133,10 @@ class LLMMerchant(Contestant):
         self.seed = int(rng.integers(2**31 - 1))
         self.memory = Memory(self.params.memory, self.params.window)
         self.system: str | None = None
-        self.system_templates = ("merchant", "think") if self.params.think else ("merchant",)
+        p = self.params
+        # the rules, then what they ask for besides: reasoning first, a plan
+        self.system_templates = ("merchant", *(name for name, wanted in (("think", p.think), ("plan", p.plan)) if wanted))
+        self.schema = decision_schema(think=p.think, plan=p.plan)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self._calls = []
 
@@ -131,7 +144,7 @@ class LLMMerchant(Contestant):
         day = observation.day
         if self.system is None:
             self.system = system_prompt(
-                self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes", think=self.params.think
+                self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes", extras=self.system_templates[1:]
             )
         report = daily_report(observation)
         prompt, templates = report, self.system_templates
@@ -139,8 +152,7 @@ class LLMMerchant(Contestant):
         if reflection is not None:
             prompt, templates = with_reflection(report, reflection), (*templates, "reflection")
         messages = self.memory.messages(self.system, prompt)
-        schema = THINK_SCHEMA if self.params.think else DECISION_SCHEMA
-        completion = self._ask("decide", day, messages, schema, "decision", templates)
+        completion = self._ask("decide", day, messages, self.schema, "decision", templates)
         decision, problem = _as_decision(completion)
         if decision is None:
             repair = (
@@ -148,7 +160,7 @@ class LLMMerchant(Contestant):
                 Message(role="assistant", content=completion.text),
                 Message(role="user", content=repair_request(problem)),
             )
-            completion = self._ask("repair", day, repair, schema, "decision", (*templates, "repair"))
+            completion = self._ask("repair", day, repair, self.schema, "decision", (*templates, "repair"))
             decision, _ = _as_decision(completion)
         self.memory.remember(day, prompt, completion.text, decision.note if decision else None)
         self.last_decision = (day, _as_shown(decision))

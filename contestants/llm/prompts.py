@@ -43,9 +43,10 @@ def versions(*names: str) -> str:
     return "+".join(template(name).version for name in names)
 
 
-def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool, think: bool = False) -> str:
-    """The rules of this match and the goal, as the merchant template words them; with
-    `think`, also the request to reason before deciding (the think template)."""
+def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool, extras: tuple[str, ...] = ()) -> str:
+    """The rules of this match and the goal, as the merchant template words them, followed
+    by the `extras` templates in order: `think` asks to reason before deciding, `plan` to
+    state the prices it intends to hold."""
     finance = scenario.finance
     credit = ""
     if finance.credit_share > 0:
@@ -77,7 +78,7 @@ def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool, thi
         target=target,
         notes_rule=notes_rule,
     )
-    return f"{rules}\n\n{template('think').render()}" if think else rules
+    return "\n\n".join([rules, *(template(name).render() for name in extras)])
 
 
 def daily_report(observation: Observation) -> str:

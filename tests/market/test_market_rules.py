@@ -235,6 +235,37 @@ def test_decision_shapes_are_equivalent(market):
     assert results[0][0] == {"widget": 17.5} and results[0][1] == {"widget": 4}
 
 
+def test_a_stated_plan_is_recorded_without_its_unknown_products_and_impossible_prices(market):
+    scenario = market.load("multi_product")  # coffee, grinder, filter
+    ceiling = scenario.products[0].reference_price * PRICE_CEILING_FACTOR
+    plan = [
+        {"product": "coffee", "price": 15},
+        {"product": "grinder", "price": -1},
+        {"product": "filter", "price": float("nan")},
+        {"product": "teapot", "price": 9},
+        {"product": "coffee", "price": ceiling + 1},
+        {"product": "filter"},
+        "soon",
+    ]
+    ops = [{"op": "set_price", "product": "coffee", "price": 14}]
+    shapes = {
+        "dict": {"operations": ops, "plan": plan},
+        "json": json.dumps({"operations": ops, "plan": plan}),
+        "decision": Decision.model_validate({"operations": ops, "plan": plan[:5]}),
+    }
+    for name, shape in shapes.items():
+        (day,) = market.run(MarketEnv(scenario, 1, days=1), market.constant_policy({"m0": shape}), seed=0)
+        record = day["m0"]
+        assert record.plan == {"coffee": 15}, name
+        assert not record.rejections and record.prices["coffee"] == 14, name  # a plan is no operation
+
+
+@pytest.mark.parametrize("decision", [None, [], {"operations": []}, {"operations": [], "plan": None}, {"operations": [], "plan": "x"}, {"plan": [{"product": "widget", "price": 5}]}])
+def test_no_plan_is_an_empty_plan(market, decision):
+    (day,) = market.run(MarketEnv(market.load("price_war"), 1, days=1), market.constant_policy({"m0": decision}), seed=0)
+    assert day["m0"].plan == {}
+
+
 def test_array_actions_from_the_action_space_apply(market):
     scenario = market.load("multi_product")
     env = MarketEnv(scenario, 1, days=1)

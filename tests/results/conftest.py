@@ -40,6 +40,7 @@ def _day(merchant: str, day: int, cash_start: float = 1000.0) -> DayRecord:
         reputation=0.51,
         net_worth=cash_end + 104.0,
         bankrupt=False,
+        plan={"tea": 5.0} if day == 1 else {},
     )
 
 

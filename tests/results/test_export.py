@@ -93,6 +93,9 @@ def test_tables_read_back_with_the_record_values(engine, tournament, stored, tmp
     assert (got["product"], got.price, got.units_sold, got.lost_sales, got.inventory) == (
         "tea", first["prices"]["tea"], first["units_sold"]["tea"], first["lost_sales"]["tea"], first["inventory"]["tea"],
     )
+    planned = products.set_index(["match_id", "merchant", "day"]).planned_price
+    assert planned[(day_rows[0].match_id, day_rows[0].merchant, 1)] == first["plan"]["tea"] == 5.0
+    assert pd.isna(planned[(day_rows[0].match_id, day_rows[0].merchant, 2)])  # no plan stated that day
 
     calls = _read(out, "calls", fmt)
     call_rows = _rows(engine, ModelCallRow, stored)

@@ -170,6 +170,33 @@ def test_price_oscillation_counts_reversals_of_moves():
     assert metric("price_oscillation", days(prices=tea([10.0, 12.0, 12.0]))) is None
 
 
+def test_plan_drift_is_none_without_a_plan_or_a_day_after_one():
+    assert metric("plan_drift", days(prices=tea([10.0, 12.0, 9.0]))) is None
+    assert metric("plan_drift", days(prices=tea([10.0, 12.0]), plan=[{}, {"tea": 10.0}])) is None  # stated on the last day
+
+
+def test_plan_drift_is_zero_for_a_plan_kept_exactly():
+    assert metric("plan_drift", days(prices=tea([9.0, 10.0, 10.0, 10.0]), plan=[{"tea": 10.0}, {}, {}, {}])) == 0
+
+
+def test_plan_drift_by_the_numbers():
+    # plan 10 from day 2: |12 - 10| / 10 = 0.2, |8 - 10| / 10 = 0.2, |10 - 10| / 10 = 0
+    records = days(prices=tea([10.0, 12.0, 8.0, 10.0]), plan=[{"tea": 10.0}, {}, {}, {}])
+    assert metric("plan_drift", records) == pytest.approx(0.4 / 3)
+
+
+def test_plan_drift_follows_a_plan_replaced_mid_match():
+    # plan 10 stands on days 2 and 3 (day 3 states 20, from day 4 on): 0.1, 1.0; then 20: 0, 0.5
+    records = days(prices=tea([10.0, 11.0, 20.0, 20.0, 10.0]), plan=[{"tea": 10.0}, {}, {"tea": 20.0}, {}, {}])
+    assert metric("plan_drift", records) == pytest.approx((0.1 + 1.0 + 0.0 + 0.5) / 4)
+
+
+def test_plan_drift_counts_only_the_products_with_a_plan():
+    prices = [{"tea": t, "cup": c} for t, c in ((10.0, 3.0), (15.0, 9.0), (10.0, 1.0))]
+    plans = [{}, {"cup": 3.0}, {"tea": 10.0}]  # cup: |1 - 3| / 3 on day 3 only; tea: planned on the last day
+    assert metric("plan_drift", days(prices=prices, plan=plans)) == pytest.approx(2 / 3)
+
+
 def _restock_then(prices: list[float], ordered: list[float], **fields) -> list[DayRecord]:
     """Six days, demand 10 customers a day: a large restock is an order of 50 or more."""
     return days(prices=tea(prices), ordered=tea(ordered), first_choice=tea([10.0] * 6), **fields)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from sqlalchemy import func, update
 from sqlalchemy.exc import IntegrityError
@@ -10,8 +12,8 @@ from sqlmodel import Session, select
 from market.scenario import Scenario
 from results.metrics import METRICS, compute
 from results.records import Fault
-from results.store import MetricValue, NotFound, metrics, rescore, save_match, start_tournament
-from results.tables import MetricRow
+from results.store import MetricValue, NotFound, match_detail, metrics, rescore, save_match, start_tournament
+from results.tables import DayRow, MetricRow
 
 CORNER_SHOP = Scenario(
     name="corner-shop",
@@ -94,3 +96,17 @@ def test_rescore_recomputes_from_the_stored_records(engine, tournament, make_mat
     values = {(v.match_id, v.merchant, v.name): v.value for v in metrics(engine, tournament)}
     assert values[first, "m0", "goal_completion"] is not None
     assert _metric_count(engine) == 4 * len(METRICS)
+
+
+def test_day_rows_stored_before_plans_load_without_one_and_rescore(engine, tournament, make_match):
+    match_id = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))  # plan 5 on day 1, price 4.5
+    assert [v.value for v in metrics(engine, tournament) if v.name == "plan_drift"] == [pytest.approx(0.1)] * 2
+    with Session(engine) as session:  # as the rows were written before the day record had a plan
+        for row in session.exec(select(DayRow)).all():
+            row.record = json.dumps({k: v for k, v in json.loads(row.record).items() if k != "plan"})
+            session.add(row)
+        session.commit()
+
+    assert all(record.plan == {} for record in match_detail(engine, match_id).days)
+    assert rescore(engine, tournament) == 1
+    assert [v.value for v in metrics(engine, tournament) if v.name == "plan_drift"] == [None] * 2

@@ -70,7 +70,7 @@ def test_a_valid_answer_becomes_the_days_decision(scenario):
     [record] = days(scenario, m, [GOOD])
     assert record.prices["widget"] == 17.5 and not record.rejections
     [request] = Scripted.requests
-    assert request.json_schema["properties"].keys() == Decision.model_json_schema()["properties"].keys()
+    assert request.json_schema["properties"].keys() == Decision.model_json_schema()["properties"].keys() - {"plan"}
     assert request.json_schema["required"] == ["operations", "note"]
     assert request.messages[0].role == "system" and "widget" in request.messages[0].content
     assert "Day 1 of 30" in request.messages[-1].content
@@ -167,11 +167,25 @@ def test_think_asks_for_reasoning_before_the_operations(scenario):
     assert m.calls()[0].prompt_version == "merchant-v1+think-v1"
 
 
-def test_without_think_there_is_no_reasoning_field(scenario):
+def test_without_think_or_plan_there_is_no_reasoning_or_plan_field(scenario):
     m = merchant(scenario)
     days(scenario, m, [GOOD])
-    assert "reasoning" not in Scripted.requests[0].json_schema["properties"]
-    assert '"reasoning"' not in Scripted.requests[0].messages[0].content
+    [request] = Scripted.requests
+    assert {"reasoning", "plan"}.isdisjoint(request.json_schema["properties"])
+    assert "PlannedPrice" not in request.json_schema["$defs"]  # nothing the model is not asked to fill
+    assert '"reasoning"' not in request.messages[0].content and '"plan"' not in request.messages[0].content
+
+
+def test_plan_asks_for_the_prices_it_intends_to_hold_and_the_day_records_them(scenario):
+    m = merchant(scenario, plan=True, think=True)
+    planned = json.dumps({"reasoning": "hold", **json.loads(GOOD), "plan": [{"product": "widget", "price": 18}]})
+    first, second = days(scenario, m, [planned, GOOD])
+    assert first.plan == {"widget": 18} and second.plan == {}  # GOOD states no plan
+    request = Scripted.requests[0]
+    assert request.json_schema["required"] == ["reasoning", "operations", "note", "plan"]
+    assert request.json_schema["$defs"]["PlannedPrice"]["required"] == ["product", "price"]
+    assert '"plan"' in request.messages[0].content  # the system prompt asks for it
+    assert m.calls()[0].prompt_version == "merchant-v1+think-v1+plan-v1"
 
 
 def test_reflect_looks_back_at_yesterday_and_carries_the_reflection_into_the_decision(scenario):

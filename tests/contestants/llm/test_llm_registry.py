@@ -76,8 +76,9 @@ def test_constrained_schema_requires_every_field_and_bounds_repetition():
 
     raw = Decision.model_json_schema()
     schema = constrained_schema(raw, max_items=5, max_length=50)
-    assert schema["required"] == ["operations", "note"]
+    assert schema["required"] == ["operations", "note", "plan"]
     assert schema["properties"]["operations"]["maxItems"] == 5
+    assert schema["properties"]["plan"]["anyOf"][0]["maxItems"] == 5
     assert schema["properties"]["note"]["anyOf"][0]["maxLength"] == 50
     set_price = schema["$defs"]["SetPrice"]
     assert set_price["required"] == ["op", "product", "price"]
