@@ -73,7 +73,7 @@ class MarketEnv(ParallelEnv):
         # what validating an operation reads, as Python numbers (numpy scalars are slower)
         self._ceilings = [p.reference_price * PRICE_CEILING_FACTOR for p in products]
         self._lead_days = [p.lead_time for p in products]
-        self._whole_units = scenario.demand.mode == "stochastic"
+        self._whole_units = scenario.whole_units
         self._product_ids = scenario.product_ids
         self._pid = {p: j for j, p in enumerate(self._product_ids)}
 

@@ -142,3 +142,8 @@ class Scenario(_Strict):
     @property
     def product_ids(self) -> list[str]:
         return [p.id for p in self.products]
+
+    @property
+    def whole_units(self) -> bool:
+        """Orders are in whole units: customers are counted one by one (stochastic demand)."""
+        return self.demand.mode == "stochastic"

@@ -32,7 +32,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from contestants.base import Contestant, ContestantConfigError, ModelCall, Params, RecallProbe, RunOptions, register
 from contestants.llm.errors import ProviderConfigError
 from contestants.llm.memory import Memory, MemoryKind
-from contestants.llm.schema import constrained_schema
+from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.prompts import (
     daily_report,
     recall_question,
@@ -136,7 +136,7 @@ class LLMMerchant(Contestant):
         p = self.params
         # the rules, then what they ask for besides: reasoning first, a plan
         self.system_templates = ("merchant", *(name for name, wanted in (("think", p.think), ("plan", p.plan)) if wanted))
-        self.schema = decision_schema(think=p.think, plan=p.plan)
+        self.schema = for_catalog(decision_schema(think=p.think, plan=p.plan), scenario.product_ids, scenario.whole_units)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self._calls = []
 

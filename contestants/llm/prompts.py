@@ -71,7 +71,7 @@ def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool, ext
     rules = template("merchant").render(
         days=days,
         merchant=merchant,
-        fractional_units="" if scenario.demand.mode == "stochastic" else " or fractions",
+        fractional_units="" if scenario.whole_units else " or fractions",
         fixed_cost=_money(finance.fixed_daily_cost),
         credit=credit,
         products=products,
