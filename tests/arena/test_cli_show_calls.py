@@ -50,11 +50,11 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
     shown = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db", "--json"])
     calls = json.loads(shown.stdout)["calls"]
     assert [(c["purpose"], c["day"], c["prompt_version"]) for c in calls] == [
-        ("decide", 1, "merchant-v1"),
-        ("reflect", 2, "merchant-v1+reflect-v1"),
-        ("decide", 2, "merchant-v1+reflection-v1"),
-        ("reflect", 3, "merchant-v1+reflect-v1"),
-        ("decide", 3, "merchant-v1+reflection-v1"),
+        ("decide", 1, "merchant-v2"),
+        ("reflect", 2, "merchant-v2+reflect-v1"),
+        ("decide", 2, "merchant-v2+reflection-v1"),
+        ("reflect", 3, "merchant-v2+reflect-v1"),
+        ("decide", 3, "merchant-v2+reflection-v1"),
     ]
     assert {(c["temperature"], c["seed"]) for c in calls} == {(0.4, calls[0]["seed"])} and calls[0]["seed"] is not None
 
@@ -62,8 +62,8 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
     table = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db"]).stdout
     usage, made = rows(table, "model calls"), rows(table, "how the calls were made")
     assert usage["decide"][:2] == ["3", "90"] and usage["reflect"][:2] == ["2", "60"]  # calls, input tokens
-    assert made["decide"] == ["canned/x", "0.4", str(calls[0]["seed"]), "merchant-v1, merchant-v1+reflection-v1"]
-    assert made["reflect"] == ["canned/x", "0.4", str(calls[0]["seed"]), "merchant-v1+reflect-v1"]
+    assert made["decide"] == ["canned/x", "0.4", str(calls[0]["seed"]), "merchant-v2, merchant-v2+reflection-v1"]
+    assert made["reflect"] == ["canned/x", "0.4", str(calls[0]["seed"]), "merchant-v2+reflect-v1"]
 
 
 def rows(shown: str, title: str) -> dict[str, list[str]]:

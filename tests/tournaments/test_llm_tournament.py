@@ -197,7 +197,7 @@ def test_no_cache_asks_the_model_again_and_leaves_the_cache_as_it_was(tmp_path, 
 
     shown = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/b.db", "--json")
     calls = json.loads(shown.stdout)["calls"]
-    assert {(c["prompt_version"], c["temperature"]) for c in calls} == {("merchant-v1", 0.0)}
+    assert {(c["prompt_version"], c["temperature"]) for c in calls} == {("merchant-v2", 0.0)}
     assert len({(c["merchant"], c["seed"]) for c in calls}) == 2  # one seed per merchant, recorded
     table = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/b.db", columns=200).stdout
-    assert "prompt" in table and "merchant-v1" in table and "openai/moody" in table
+    assert "prompt" in table and "merchant-v2" in table and "openai/moody" in table

@@ -141,9 +141,9 @@ def test_every_call_records_its_prompt_version_temperature_and_seed(scenario):
     Scripted.script.append('{"value": 1}')
     m.recall(RecallProbe(day=1, fact="cash"))
     assert [(c.purpose, c.prompt_version) for c in m.calls()] == [
-        ("decide", "merchant-v1"),
-        ("decide", "merchant-v1"),
-        ("recall", "merchant-v1+recall-v1"),
+        ("decide", "merchant-v2"),
+        ("decide", "merchant-v2"),
+        ("recall", "merchant-v2+recall-v1"),
     ]
     assert {(c.temperature, c.seed) for c in m.calls()} == {(0.3, Scripted.requests[0].seed)}
     assert Scripted.requests[0].seed is not None and Scripted.requests[0].temperature == 0.3
@@ -152,7 +152,7 @@ def test_every_call_records_its_prompt_version_temperature_and_seed(scenario):
 def test_a_repair_records_the_repair_template_too(scenario):
     m = merchant(scenario)
     days(scenario, m, ["not json", GOOD])
-    assert [c.prompt_version for c in m.calls()] == ["merchant-v1", "merchant-v1+repair-v1"]
+    assert [c.prompt_version for c in m.calls()] == ["merchant-v2", "merchant-v2+repair-v1"]
 
 
 def test_think_asks_for_reasoning_before_the_operations(scenario):
@@ -164,7 +164,7 @@ def test_think_asks_for_reasoning_before_the_operations(scenario):
     assert list(request.json_schema["properties"])[0] == "reasoning"
     assert request.json_schema["required"][0] == "reasoning"
     assert '"reasoning"' in request.messages[0].content  # the system prompt asks for it
-    assert m.calls()[0].prompt_version == "merchant-v1+think-v1"
+    assert m.calls()[0].prompt_version == "merchant-v2+think-v1"
 
 
 def test_without_think_or_plan_there_is_no_reasoning_or_plan_field(scenario):
@@ -185,7 +185,7 @@ def test_plan_asks_for_the_prices_it_intends_to_hold_and_the_day_records_them(sc
     assert request.json_schema["required"] == ["reasoning", "operations", "note", "plan"]
     assert request.json_schema["$defs"]["PlannedPrice"]["required"] == ["product", "price"]
     assert '"plan"' in request.messages[0].content  # the system prompt asks for it
-    assert m.calls()[0].prompt_version == "merchant-v1+think-v1+plan-v1"
+    assert m.calls()[0].prompt_version == "merchant-v2+think-v1+plan-v1"
 
 
 def test_reflect_looks_back_at_yesterday_and_carries_the_reflection_into_the_decision(scenario):
@@ -203,11 +203,11 @@ def test_reflect_looks_back_at_yesterday_and_carries_the_reflection_into_the_dec
     # an answer without a reflection leaves the decision prompt as it would be without one
     assert "reflection" not in Scripted.requests[4].messages[-1].content
     assert [c.prompt_version for c in m.calls()] == [
-        "merchant-v1",
-        "merchant-v1+reflect-v1",
-        "merchant-v1+reflection-v1",
-        "merchant-v1+reflect-v1",
-        "merchant-v1",
+        "merchant-v2",
+        "merchant-v2+reflect-v1",
+        "merchant-v2+reflection-v1",
+        "merchant-v2+reflect-v1",
+        "merchant-v2",
     ]
 
 
