@@ -4,9 +4,8 @@
 GGUF with a chat template is given by `model_path` (the model name is then only a label).
 Decoding is constrained by a grammar built from the request's JSON schema, so the answer
 always parses unless it is cut off by `max_tokens`. The grammar admits only compact JSON (no
-whitespace between tokens, numbers of at most seven digits and two decimals): every token a
-model writes costs a step of ~25 ms on a small CPU, and the spaces and trailing zeros were a
-third of an answer.
+whitespace between tokens, at most two decimals): every token a model writes costs a step
+of ~25 ms on a small CPU, and the spaces and trailing zeros were a third of an answer.
 
 What makes it fast on a small CPU (see `Engine`):
 - one loaded model per process and file, shared by every provider (a contestant's actor
@@ -218,13 +217,8 @@ class Engine:
 
 
 # Rules of llama.cpp's JSON grammar replaced to keep answers short: no optional space between
-# tokens, at most seven digits before the point and two after it (a small model otherwise
-# writes order quantities of sixteen digits, which cost a token each and are rejected).
-COMPACT_RULES = {
-    "space": '""',
-    "integral-part": "[0-9] | [1-9] ([0-9] ([0-9] ([0-9] ([0-9] ([0-9] ([0-9])?)?)?)?)?)?",
-    "decimal-part": "[0-9] [0-9]?",
-}
+# tokens, at most two decimals in a number.
+COMPACT_RULES = {"space": '""', "decimal-part": "[0-9] [0-9]?"}
 
 
 def model_cache() -> Path:

@@ -38,11 +38,7 @@ def capped_schema(schema: dict[str, Any], *, max_items: int, max_length: int) ->
 
 def for_catalog(schema: dict[str, Any], products: list[str]) -> dict[str, Any]:
     """A copy of `schema` whose `product` fields accept only the catalog's product ids: a small
-    model decoding under a grammar otherwise invents products ("yesterday") the market rejects.
-
-    Order quantities stay numbers where the market sells whole units: asked for an integer,
-    SmolLM2 writes digits until the grammar stops it (orders of a million units), where with
-    a number it ends at a point and a decimal or two."""
+    model decoding under a grammar otherwise invents products ("yesterday") the market rejects."""
 
     def tighten(node: dict[str, Any]) -> None:
         product = node.get("properties", {}).get("product")
