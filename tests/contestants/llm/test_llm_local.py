@@ -91,3 +91,14 @@ def test_the_packaged_model_runs_as_an_8bit_copy_made_once(tmp_path, monkeypatch
     assert Llama(model_path=str(copy), vocab_only=True, verbose=False).metadata["general.file_type"] == "7"  # Q8_0
     made = copy.stat().st_mtime_ns
     assert eight_bit_copy(smollm2_path()) == copy and copy.stat().st_mtime_ns == made  # not made again
+
+
+def test_copies_of_the_same_model_share_one_8bit_copy(tmp_path, monkeypatch):
+    """Each checkout installs the model into its own virtualenv; the cache keeps one copy."""
+    import shutil
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    elsewhere = tmp_path / "venv" / smollm2_path().name
+    elsewhere.parent.mkdir()
+    shutil.copy(smollm2_path(), elsewhere)
+    assert eight_bit_copy(elsewhere) == eight_bit_copy(smollm2_path())
