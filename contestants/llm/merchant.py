@@ -136,7 +136,7 @@ class LLMMerchant(Contestant):
         p = self.params
         # the rules, then what they ask for besides: reasoning first, a plan
         self.system_templates = ("merchant", *(name for name, wanted in (("think", p.think), ("plan", p.plan)) if wanted))
-        self.schema = for_catalog(decision_schema(think=p.think, plan=p.plan), scenario.product_ids)
+        self.schema = for_catalog(decision_schema(think=p.think, plan=p.plan), scenario.product_ids, scenario.whole_units)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self._calls = []
 

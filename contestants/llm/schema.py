@@ -36,14 +36,20 @@ def capped_schema(schema: dict[str, Any], *, max_items: int, max_length: int) ->
     return _each_node(schema, lambda node: _bound(node, max_items, max_length, lambda bound, cap: cap if bound is None else min(bound, cap)))
 
 
-def for_catalog(schema: dict[str, Any], products: list[str]) -> dict[str, Any]:
-    """A copy of `schema` whose `product` fields accept only the catalog's product ids: a small
-    model decoding under a grammar otherwise invents products ("yesterday") the market rejects."""
+def for_catalog(schema: dict[str, Any], products: list[str], whole_units: bool) -> dict[str, Any]:
+    """A copy of `schema` whose `product` fields accept only the catalog's product ids and, when
+    the market sells whole units, whose `quantity` fields accept only integers: a model that
+    cannot write an unknown product or 15.08 units makes no operation the market rejects for
+    it (a small model decoding under a grammar otherwise invents both)."""
 
     def tighten(node: dict[str, Any]) -> None:
-        product = node.get("properties", {}).get("product")
-        if isinstance(product, dict) and product.get("type") == "string":
-            node["properties"]["product"] = {**product, "enum": list(products)}
+        properties = node.get("properties")
+        if not isinstance(properties, dict):
+            return
+        if properties.get("product", {}).get("type") == "string":
+            properties["product"] = {**properties["product"], "enum": list(products)}
+        if whole_units and properties.get("quantity", {}).get("type") == "number":
+            properties["quantity"] = {**properties["quantity"], "type": "integer"}
 
     return _each_node(schema, tighten)
 

@@ -241,14 +241,18 @@ def test_the_no_cache_run_option_neither_reads_nor_writes_the_cache(scenario, tm
     assert len(Scripted.requests) == 3
 
 
-def test_the_schema_names_only_the_catalogs_products(scenario, two_products):
+def test_the_schema_names_only_the_catalogs_products_and_whole_units_where_the_market_wants_them(scenario, two_products):
     m = merchant(scenario, plan=True)
     days(scenario, m, [GOOD])
     defs = Scripted.requests[0].json_schema["$defs"]
     assert defs["SetPrice"]["properties"]["product"]["enum"] == ["widget"]
     assert defs["PlannedPrice"]["properties"]["product"]["enum"] == ["widget"]
-    m = merchant(two_products)
-    days(two_products, m, [GOOD])
-    defs = Scripted.requests[-1].json_schema["$defs"]
-    assert defs["Order"]["properties"]["product"]["enum"] == ["a", "b"]
-    assert defs["Order"]["properties"]["quantity"]["type"] == "number"
+    assert defs["Order"]["properties"]["quantity"]["type"] == ("integer" if scenario.whole_units else "number")
+    expected = two_products.model_copy(update={"demand": two_products.demand.model_copy(update={"mode": "expected"})})
+    for market, quantity in ((two_products, "integer"), (expected, "number")):
+        assert market.whole_units == (quantity == "integer")
+        m = merchant(market)
+        days(market, m, [GOOD])
+        defs = Scripted.requests[-1].json_schema["$defs"]
+        assert defs["Order"]["properties"]["product"]["enum"] == ["a", "b"]
+        assert defs["Order"]["properties"]["quantity"]["type"] == quantity
