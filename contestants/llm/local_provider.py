@@ -5,7 +5,7 @@ GGUF with a chat template is given by `model_path` (the model name is then only 
 Decoding is constrained by a grammar built from the request's JSON schema, so the answer
 always parses unless it is cut off by `max_tokens`. The grammar admits only compact JSON (no
 whitespace between tokens, at most two decimals): every token a model writes costs a step
-of ~25 ms on a small CPU, and the spaces and trailing zeros were a third of an answer.
+of ~25 ms on a small CPU, and spaces and trailing zeros made up to a third of an answer.
 
 What makes it fast on a small CPU (see `Engine`):
 - one loaded model per process and file, shared by every provider (a contestant's actor
@@ -18,7 +18,8 @@ What makes it fast on a small CPU (see `Engine`):
   reading the prompt;
 - the packaged SmolLM2 is 4-bit (Q4_1), which llama.cpp reads slowly on a CPU; it is
   re-encoded once per machine as 8-bit (Q8_0, see `eight_bit_copy`), which reads prompts
-  about twice as fast and holds the same weights up to rounding far finer than the 4-bit steps.
+  about twice as fast and holds the same weights up to a rounding far finer than the 4-bit
+  steps.
 
 A running call cannot be interrupted, so `timeout` does not bound it; the match runner's
 deadline does.
