@@ -84,11 +84,13 @@ def test_a_hanging_server_times_out_per_attempt_and_is_retried(stub_server, deci
 
 
 def test_the_total_timeout_bounds_all_attempts(stub_server, decision_request):
+    """Unbounded, the 11 attempts of 0.4 s would take over 4.4 s: the time bound leaves a
+    loaded machine room beyond the 1 s total; the count of attempts is the exact check."""
     stub_server.script = ["hang"] * 10
     start = time.perf_counter()
     with pytest.raises(ProviderError) as caught:
         openai_at(stub_server, timeout=0.4, total_timeout=1.0, max_retries=10).complete(decision_request)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 4.0
     assert caught.value.kind == "timeout"
     assert 2 <= len(stub_server.requests) <= 3
 
