@@ -56,6 +56,12 @@ def chat_completion(arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(name="chat_completion")
+def chat_completion_fixture():
+    """`chat_completion`, for test modules' own servers."""
+    return chat_completion
+
+
 @dataclass
 class StubServer:
     """Answers POST /v1/chat/completions by popping the next behaviour from `script`

@@ -14,31 +14,14 @@ import pytest
 from contestants.llm import CompletionRequest, Message, get_provider
 
 ANSWER = {"operations": []}
-COMPLETION = {
-    "id": "chatcmpl-slow",
-    "object": "chat.completion",
-    "created": 1700000000,
-    "model": "slow",
-    "choices": [
-        {
-            "index": 0,
-            "finish_reason": "tool_calls",
-            "message": {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "decision", "arguments": json.dumps(ANSWER)}}],
-            },
-        }
-    ],
-    "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
-}
 
 
 class SlowServer:
-    """An OpenAI-compatible chat endpoint on 127.0.0.1 that takes `delay` seconds per answer
-    and records the most requests it ever had in flight at once."""
+    """An OpenAI-compatible chat endpoint on 127.0.0.1 that gives `answer` (a chat completion
+    as JSON bytes) after `delay` seconds and records the most requests it ever had in flight
+    at once."""
 
-    def __init__(self, delay: float = 0.3):
+    def __init__(self, answer: bytes, delay: float = 0.3):
         self.in_flight = self.most = self.served = 0
         lock = threading.Lock()
         server = self
@@ -56,7 +39,7 @@ class SlowServer:
                 with lock:
                     server.in_flight -= 1
                     server.served += 1
-                data = json.dumps(COMPLETION).encode()
+                data = answer
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -74,12 +57,13 @@ class SlowServer:
 
 
 @pytest.fixture
-def slow_server():
+def slow_server(chat_completion):
     """Starts SlowServers; closes them after the test."""
     servers: list[SlowServer] = []
+    answer = json.dumps(chat_completion(ANSWER)).encode()
 
     def start(delay: float = 0.3) -> SlowServer:
-        servers.append(SlowServer(delay))
+        servers.append(SlowServer(answer, delay))
         return servers[-1]
 
     yield start
