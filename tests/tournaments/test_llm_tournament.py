@@ -10,10 +10,9 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,52 +28,25 @@ class MoodyServer:
 
     def __init__(self):
         self.requests: Counter[str] = Counter()
-        self.release = threading.Event()
-        server = self
+        self.address = ""
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
-                mood = self.path.strip("/").split("/")[0]
-                server.requests[mood] += 1
-                if mood == "hang":
-                    server.release.wait(5)
-                    return
-                if mood == "ok" or (mood == "flaky" and server.requests[mood] % 2 == 0):
-                    return self._send(200, _completion())
-                if mood == "flaky":
-                    return self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
-                if mood == "nonjson":
-                    return self._send(200, "<html>gateway</html>")
-                if mood == "echo":
-                    return self._send(401, {"error": {"message": f"bad key {self.headers.get('Authorization')}"}})
-                self._send(500, {"error": {"message": "boom"}})
-
-            def _send(self, status, body, headers=None):
-                data = (body if isinstance(body, str) else json.dumps(body)).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        self.port = self.http.server_address[1]
-        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    def respond(self, path: str, headers: Any, body: bytes) -> tuple[int, Any, dict[str, str]] | None:
+        mood = path.strip("/").split("/")[0]
+        self.requests[mood] += 1
+        if mood == "hang":
+            return None
+        if mood == "ok" or (mood == "flaky" and self.requests[mood] % 2 == 0):
+            return 200, _completion(), {}
+        if mood == "flaky":
+            return 429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}
+        if mood == "nonjson":
+            return 200, "<html>gateway</html>", {}
+        if mood == "echo":
+            return 401, {"error": {"message": f"bad key {headers.get('Authorization')}"}}, {}
+        return 500, {"error": {"message": "boom"}}, {}
 
     def url(self, mood: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{mood}/v1"
-
-    def close(self):
-        self.release.set()
-        self.http.shutdown()
-        self.http.server_close()
+        return f"{self.address}/{mood}/v1"
 
 
 def _completion() -> dict:
@@ -90,10 +62,10 @@ def _completion() -> dict:
 
 
 @pytest.fixture
-def server():
+def server(loopback) -> MoodyServer:
     moody = MoodyServer()
-    yield moody
-    moody.close()
+    moody.address = loopback(moody.respond)
+    return moody
 
 
 def tournament(folder: Path, root: Path, server: MoodyServer, moods: list[str], cache: bool, inline: tuple[str, ...] = ()) -> Path:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -66,65 +64,37 @@ def chat_completion_fixture():
 class StubServer:
     """Answers POST /v1/chat/completions by popping the next behaviour from `script`
     ("ok" when it is empty): "ok", "429", "500", "400", "401-echo" (echoes the Authorization
-    header in the error, as a careless server might), "hang" (sleeps past any test timeout),
+    header in the error, as a careless server might), "hang" (no answer until the test ends),
     "nonjson" (200 with an HTML body)."""
 
     script: list[str] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
-    port: int = 0
-    release: threading.Event = field(default_factory=threading.Event)
+    address: str = ""
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.address}/v1"
 
 
 @pytest.fixture
-def stub_server() -> Iterator[StubServer]:
+def stub_server(loopback) -> StubServer:
     stub = StubServer()
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
+    def respond(path: str, headers: Any, body: bytes) -> tuple[int, Any, dict[str, str]] | None:
+        with lock:
+            stub.requests.append({"path": path, "headers": {k.lower(): v for k, v in headers.items()}, "body": json.loads(body)})
+            behaviour = stub.script.pop(0) if stub.script else "ok"
+        if behaviour == "hang":
+            return None
+        if behaviour == "ok":
+            return 200, chat_completion(DECISION), {}
+        if behaviour == "nonjson":
+            return 200, "<html>gateway says hello</html>", {"Content-Type": "text/html"}
+        if behaviour == "401-echo":
+            return 401, {"error": {"message": f"bad key {headers.get('Authorization')}", "type": "invalid_request_error"}}, {}
+        status = int(behaviour)
+        return status, {"error": {"message": f"stub says {status}", "type": "error"}}, {"Retry-After": "0"} if status == 429 else {}
 
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with lock:
-                stub.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
-                behaviour = stub.script.pop(0) if stub.script else "ok"
-            if behaviour == "hang":
-                stub.release.wait(10)
-                return
-            if behaviour == "ok":
-                self._send(200, json.dumps(chat_completion(DECISION)))
-            elif behaviour == "nonjson":
-                self._send(200, "<html>gateway says hello</html>", "text/html")
-            elif behaviour == "401-echo":
-                error = {"message": f"bad key {self.headers.get('Authorization')}", "type": "invalid_request_error"}
-                self._send(401, json.dumps({"error": error}))
-            else:
-                status = int(behaviour)
-                headers = {"Retry-After": "0"} if status == 429 else {}
-                self._send(status, json.dumps({"error": {"message": f"stub says {status}", "type": "error"}}), headers=headers)
-
-        def _send(self, status: int, body: str, content_type: str = "application/json", headers: dict[str, str] | None = None) -> None:
-            data = body.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    stub.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield stub
-    stub.release.set()
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    stub.address = loopback(respond)
+    return stub

@@ -3,11 +3,9 @@ endpoint at once, counted at a slow loopback server."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -17,58 +15,36 @@ ANSWER = {"operations": []}
 
 
 class SlowServer:
-    """An OpenAI-compatible chat endpoint on 127.0.0.1 that gives `answer` (a chat completion
-    as JSON bytes) after `delay` seconds and records the most requests it ever had in flight
-    at once."""
+    """Answers `answer` (a chat completion) after `delay` seconds; records the most requests it
+    ever had in flight at once."""
 
-    def __init__(self, answer: bytes, delay: float = 0.3):
+    def __init__(self, answer: dict, delay: float):
+        self.answer, self.delay = answer, delay
         self.in_flight = self.most = self.served = 0
-        lock = threading.Lock()
-        server = self
+        self.lock = threading.Lock()
+        self.base_url = ""
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
-                with lock:
-                    server.in_flight += 1
-                    server.most = max(server.most, server.in_flight)
-                time.sleep(delay)
-                with lock:
-                    server.in_flight -= 1
-                    server.served += 1
-                data = answer
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self):
-        self.http.shutdown()
-        self.http.server_close()
+    def respond(self, path: str, headers: object, body: bytes) -> tuple[int, dict, dict]:
+        with self.lock:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+        time.sleep(self.delay)
+        with self.lock:
+            self.in_flight -= 1
+            self.served += 1
+        return 200, self.answer, {}
 
 
 @pytest.fixture
-def slow_server(chat_completion):
-    """Starts SlowServers; closes them after the test."""
-    servers: list[SlowServer] = []
-    answer = json.dumps(chat_completion(ANSWER)).encode()
+def slow_server(chat_completion, loopback):
+    """Starts SlowServers on loopback."""
 
     def start(delay: float = 0.3) -> SlowServer:
-        servers.append(SlowServer(answer, delay))
-        return servers[-1]
+        server = SlowServer(chat_completion(ANSWER), delay)
+        server.base_url = f"{loopback(server.respond)}/v1"
+        return server
 
-    yield start
-    for server in servers:
-        server.close()
+    return start
 
 
 def request(n: int) -> CompletionRequest:
