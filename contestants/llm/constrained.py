@@ -51,8 +51,9 @@ class ConstrainedWriter:
         # A probe holds every one-byte token (so that a non-ASCII alternative is seen too) and
         # the end of text, which the grammar allows only once the answer is complete.
         self.end = llama.token_eos()
-        self.probe = np.zeros(len(byte_tokens) + 1, TOKEN_DATA)
-        self.probe["id"] = [*byte_tokens, self.end]
+        probe_ids = [*byte_tokens, *([self.end] if self.end >= 0 else [])]
+        self.probe = np.zeros(len(probe_ids), TOKEN_DATA)
+        self.probe["id"] = probe_ids
 
     def _byte_tokens(self) -> dict[int, int]:
         """The vocabulary's one-byte tokens: token -> byte."""
@@ -64,8 +65,9 @@ class ConstrainedWriter:
         return single
 
     def write(self, prompt: list[int], gbnf: str, temperature: float, seed: int, max_tokens: int) -> list[int]:
-        """Evaluate `prompt` after what the model holds, then write an answer the grammar
-        accepts; return its tokens (cut at `max_tokens` or where the context is full)."""
+        """Write an answer the grammar accepts after what the model holds and `prompt` (which
+        is evaluated unless the grammar leaves nothing to choose); return its tokens, cut at
+        `max_tokens` or where the context is full."""
         limit = min(max_tokens, self.n_ctx - self.llama.n_tokens - len(prompt))
         with _samplers(self.vocab, gbnf, temperature, seed) as (grammar, chooser):
             forced, done = self._forced(grammar)
@@ -100,22 +102,32 @@ class ConstrainedWriter:
     def _forced(self, grammar: Any) -> tuple[list[int], bool]:
         """The characters the grammar admits as the only way on, accepted into it, as tokens;
         and whether the answer is complete (nothing but the end of text is allowed)."""
-        text = bytearray()
+        accepted: list[int] = []
         while True:
             probe = self.probe.copy()
             _apply(grammar, probe)
             allowed = [int(token) for token in probe["id"][np.isfinite(probe["logit"])]]
             if len(allowed) != 1 or allowed[0] not in self.forcible:
-                tokens = self.llama.tokenize(bytes(text), add_bos=False, special=False) if text else []
-                return tokens, allowed == [self.end]
+                return self._tokens(accepted), allowed in ([], [self.end])
             llama_cpp.llama_sampler_accept(grammar, allowed[0])
-            text.append(self.forcible[allowed[0]])
+            accepted.append(allowed[0])
+
+    def _tokens(self, byte_tokens: list[int]) -> list[int]:
+        """The forced text as the tokenizer splits it, or byte by byte where the tokenizer
+        would change it (a SentencePiece vocabulary may add a leading space)."""
+        if not byte_tokens:
+            return []
+        text = bytes(self.forcible[token] for token in byte_tokens)
+        tokens = self.llama.tokenize(text, add_bos=False, special=False)
+        return tokens if self.llama.detokenize(tokens) == text else byte_tokens
 
 
 @contextmanager
 def _samplers(vocab: Any, gbnf: str, temperature: float, seed: int) -> Iterator[tuple[Any, Any]]:
-    """The grammar, and the chooser `create_completion` would use (greedy at temperature 0,
-    else top-k 40, top-p 0.95, min-p 0.05, temperature, a draw seeded with `seed`)."""
+    """The grammar, and a chooser with `create_completion`'s samplers (greedy at temperature
+    0, else top-k 40, top-p 0.95, min-p 0.05, temperature, a draw seeded with `seed`). Above
+    temperature 0 they run before the grammar unless their pick is refused, so the draw is as
+    deterministic as `create_completion`'s but not from quite the same distribution."""
     grammar = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
     if not grammar:
         raise ValueError("llama.cpp could not parse the answer's grammar")
@@ -150,4 +162,6 @@ def _select(chooser: Any, data: np.ndarray) -> int:
     """The token the chooser picks among `data` (its samplers may sort and shorten the array,
     so the pick is read through the array they leave)."""
     array = _apply(chooser, data)
+    if array.selected < 0:
+        raise RuntimeError("llama.cpp's sampler chose no token")
     return int(array.data[array.selected].id)

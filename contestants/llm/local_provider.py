@@ -116,8 +116,9 @@ class LocalProvider(Provider):
         return engine.complete(request, schema, self.settings.seed if request.seed is None else request.seed)
 
     def _failure(self, exc: BaseException) -> Failure | None:
-        """llama-cpp-python reports a prompt longer than the context, a bad grammar and the
-        like as ValueError/RuntimeError: failures of the call, not worth retrying."""
+        """A prompt longer than the context, a grammar llama.cpp cannot parse and the like come
+        as ValueError/RuntimeError (from the engine or llama-cpp-python): failures of the
+        call, not worth retrying."""
         if isinstance(exc, (ValueError, RuntimeError)):
             return Failure("error", f"{type(exc).__name__}: {exc}")
         return None

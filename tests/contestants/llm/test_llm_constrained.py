@@ -20,13 +20,13 @@ def engine() -> Engine:
 
 
 @pytest.fixture
-def model_steps(engine, monkeypatch) -> list[int]:
-    """The number of tokens of each model step (llama.eval call) taken from now on."""
-    steps: list[int] = []
+def model_steps(engine, monkeypatch) -> list[list[int]]:
+    """The tokens of each model step (llama.eval call) taken from now on."""
+    steps: list[list[int]] = []
     evaluate = engine.llama.eval
 
     def counted(tokens):
-        steps.append(len(tokens))
+        steps.append(list(tokens))
         return evaluate(tokens)
 
     monkeypatch.setattr(engine.llama, "eval", counted)
@@ -57,9 +57,10 @@ def test_forced_text_rides_along_with_the_chosen_token(engine, model_steps):
     answer = engine.writer.write(question, gbnf, 0.0, 0, 100)
     text = engine.llama.detokenize(answer).decode()
     assert json.loads(text)["product"] == "widget" and text.startswith('{"op":"')
-    assert model_steps[0] == len(question) + len(engine.llama.tokenize(b'{"op":"', add_bos=False))
+    assert model_steps[0] == question + engine.llama.tokenize(b'{"op":"', add_bos=False)
     assert len(model_steps) < len(answer) / 2
-    assert sum(model_steps) <= len(question) + len(answer)  # no token is evaluated twice
+    evaluated = [token for step in model_steps for token in step]
+    assert evaluated == (question + answer)[: len(evaluated)]  # each token once, in the answer's order
 
 
 @pytest.mark.parametrize(("question", "word", "refused"), [("Say hello to me.", {"enum": ["cat", "dog"]}, True), ("Write the word banana.", {"type": "string"}, False)])
@@ -98,8 +99,19 @@ def test_a_prompt_longer_than_the_context_is_a_failed_call(decision_request):
 
 
 def test_an_answer_stops_where_the_context_ends(decision_request):
-    """Forced text can run past the end of the context; it is cut there, not evaluated."""
+    """The answer fills what is left of a small context and is cut there: forced text that
+    would run past it is not evaluated."""
     small = Engine(smollm2_path(), 80, 1)
     prompt_tokens = len(small._tokens(decision_request.messages, generation_prompt=True))
     answer = small.complete(decision_request, decision_request.json_schema, 0)
-    assert 0 < answer.usage.output_tokens <= 80 - prompt_tokens < decision_request.max_tokens
+    assert answer.usage.output_tokens == 80 - prompt_tokens < decision_request.max_tokens
+
+
+def test_forced_text_the_tokenizer_would_change_is_written_byte_by_byte(engine, monkeypatch):
+    """A SentencePiece vocabulary adds a leading space to the text it tokenizes; the grammar
+    never accepted that space, so the forced text keeps its one-byte tokens instead."""
+    tokenize = engine.llama.tokenize
+    space = tokenize(b" ", add_bos=False)
+    monkeypatch.setattr(engine.llama, "tokenize", lambda text, add_bos=True, special=False: space + tokenize(text, add_bos, special))
+    answer = engine.writer.write([], grammar_for({"op": {"const": "wait"}}, ["op"]), 0.0, 0, 100)
+    assert engine.llama.detokenize(answer) == b'{"op":"wait"}' and len(answer) == len('{"op":"wait"}')
