@@ -1,5 +1,5 @@
 """Shared fixtures: paths to the shipped files, one Ray instance for the in-process tests, and
-HTTP servers on loopback that answer as a test scripts them."""
+HTTP servers on loopback that answer as a test scripts them (with OpenAI chat completions)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,36 @@ def ray_local():
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     yield
     ray.shutdown()
+
+
+def chat_completion(arguments: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI chat completion whose answer is a call of the `decision` function."""
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "stub-model",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "decision", "arguments": json.dumps(arguments)}}
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 12, "total_tokens": 62, "prompt_tokens_details": {"cached_tokens": 10}},
+    }
+
+
+@pytest.fixture(name="chat_completion")
+def chat_completion_fixture():
+    """`chat_completion`, for the test servers."""
+    return chat_completion
 
 
 # What a loopback server answers a POST (path, headers, body) with: status, body (a dict is sent

@@ -26,7 +26,8 @@ class MoodyServer:
     the path: /ok, /flaky (429 every other request), /500, /hang, /nonjson, /echo (a 401 that
     repeats the Authorization header). Counts requests per behaviour."""
 
-    def __init__(self):
+    def __init__(self, completion: dict):
+        self.completion = completion
         self.requests: Counter[str] = Counter()
         self.address = ""
 
@@ -36,7 +37,7 @@ class MoodyServer:
         if mood == "hang":
             return None
         if mood == "ok" or (mood == "flaky" and self.requests[mood] % 2 == 0):
-            return 200, _completion(), {}
+            return 200, self.completion, {}
         if mood == "flaky":
             return 429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}
         if mood == "nonjson":
@@ -49,21 +50,9 @@ class MoodyServer:
         return f"{self.address}/{mood}/v1"
 
 
-def _completion() -> dict:
-    call = {"id": "c1", "type": "function", "function": {"name": "decision", "arguments": json.dumps(DECISION)}}
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1700000000,
-        "model": "moody",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
-        "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50},
-    }
-
-
 @pytest.fixture
-def server(loopback) -> MoodyServer:
-    moody = MoodyServer()
+def server(loopback, chat_completion) -> MoodyServer:
+    moody = MoodyServer(chat_completion(DECISION))
     moody.address = loopback(moody.respond)
     return moody
 

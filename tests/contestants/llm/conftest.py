@@ -30,36 +30,6 @@ def decision_request() -> CompletionRequest:
     )
 
 
-def chat_completion(arguments: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI chat completion whose answer is a call of the `decision` function."""
-    return {
-        "id": "chatcmpl-stub",
-        "object": "chat.completion",
-        "created": 1700000000,
-        "model": "stub-model",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {"id": "call_1", "type": "function", "function": {"name": "decision", "arguments": json.dumps(arguments)}}
-                    ],
-                },
-            }
-        ],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 12, "total_tokens": 62, "prompt_tokens_details": {"cached_tokens": 10}},
-    }
-
-
-@pytest.fixture(name="chat_completion")
-def chat_completion_fixture():
-    """`chat_completion`, for test modules' own servers."""
-    return chat_completion
-
-
 @dataclass
 class StubServer:
     """Answers POST /v1/chat/completions by popping the next behaviour from `script`
@@ -77,7 +47,7 @@ class StubServer:
 
 
 @pytest.fixture
-def stub_server(loopback) -> StubServer:
+def stub_server(loopback, chat_completion) -> StubServer:
     stub = StubServer()
     lock = threading.Lock()
 
