@@ -25,7 +25,7 @@ from market.scenario import Scenario
 from market.types import Observation
 from results.records import FinishedMatch
 from tournaments.config import ContestantEntry
-from tournaments.match import Match, MatchRules
+from tournaments.match import Match, MatchRules, Turn, take_turn
 from tournaments.schedule import MatchSpec
 
 HOST_THREADS = 64
@@ -58,11 +58,10 @@ class ContestantHost:
         contestant.reset(merchant=merchant, scenario=scenario, rng=np.random.default_rng(seed))
         self.instances[(match_key, merchant)] = contestant
 
-    def decide(self, match_key: str, merchant: str, observation: Observation) -> Any:
-        return self.instances[(match_key, merchant)].decide(observation)
-
-    def recall(self, match_key: str, merchant: str, probe: RecallProbe) -> float | None:
-        return self.instances[(match_key, merchant)].recall(probe)
+    def turn(self, match_key: str, merchant: str, observation: Observation, probe: RecallProbe | None, deadline: float) -> Turn:
+        """The day's decision, and the answer to the day's memory probe if there is one:
+        one call a day, probe or not (see tournaments.match.take_turn)."""
+        return take_turn(self.instances[(match_key, merchant)], observation, probe, deadline)
 
     def finish(self, match_key: str, merchant: str) -> list[ModelCall]:
         """Forget the match; hand back the model calls made in it."""

@@ -16,7 +16,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import ray
@@ -88,11 +88,13 @@ class Match:
         try:
             while env.agents:
                 day = env.day
-                if self.rules.probe_day(day):
-                    await self._probe(day, env.agents)
+                probe = self._draw_probe(day) if self.rules.probe_day(day) else None
+                recalled = {name: recall(self.local[name], probe) for name in env.agents if name in self.local} if probe else {}
                 decisions = self._local_decisions(observations, day, env.agents)
                 if self.hosts:
-                    decisions.update(await self._hosted_decisions(observations, day, env.agents))
+                    decisions.update(await self._hosted_decisions(observations, day, env.agents, probe, recalled))
+                if probe is not None:
+                    self._score_probe(day, probe, recalled, env.agents)
                 observations, _, _, _, infos = env.step(decisions)
                 records: list[DayRecord] = [info["record"] for info in infos.values()]
                 for record in records:
@@ -131,34 +133,29 @@ class Match:
         finally:
             loop.close()
 
-    async def _probe(self, day: int, agents: list[str]) -> None:
-        """Ask every merchant the same question about its own past; compare with the record."""
+    def _draw_probe(self, day: int) -> RecallProbe:
+        """Today's memory probe: one question, the same for every merchant, about its own past."""
         asked_day = int(self.probe_rng.integers(1, day - 1))
         fact = PROBE_FACTS[int(self.probe_rng.integers(len(PROBE_FACTS)))]
         products = self.scenario.product_ids
         product = None if fact == "cash" else products[int(self.probe_rng.integers(len(products)))]
-        probe = RecallProbe(day=asked_day, fact=fact, product=product)
-        answers = {name: self._recall_here(name, probe) for name in agents if name in self.local}
-        hosted = [name for name in agents if name in self.hosts and name not in self._needs_reset]
-        replies = await self._ask_hosts(hosted, lambda host, name: host.recall.remote(self.spec.key, name, probe), self.timeout_s)
-        for name, reply in replies.items():
-            answers[name] = reply.result() if reply is not None and reply.exception() is None else None
-        truths = {r.merchant: r for r in self.records if r.day == asked_day}
+        return RecallProbe(day=asked_day, fact=fact, product=product)
+
+    def _score_probe(self, day: int, probe: RecallProbe, answers: dict[str, Any], agents: list[str]) -> None:
+        """Compare each merchant's answer (missing: none) with its record of the day asked about."""
+        truths = {r.merchant: r for r in self.records if r.day == probe.day}
         for name in agents:
             if name not in truths:
                 continue
-            truth = _recorded(truths[name], fact, product)
+            truth = _recorded(truths[name], probe.fact, probe.product)
             answer = _number(answers.get(name))
             error = None if answer is None else abs(answer - truth) / max(abs(truth), 1.0)
             self.probes.append(
-                ProbeResult(merchant=name, day=day, asked_day=asked_day, fact=fact, product=product, truth=truth, answer=answer, relative_error=error)
-            )
-
-    def _recall_here(self, name: str, probe: RecallProbe) -> Any:
-        try:
-            return self.local[name].recall(probe)
-        except Exception:  # a contestant's bug: no answer
-            return None
+                ProbeResult(
+                    merchant=name, day=day, asked_day=probe.day, fact=probe.fact, product=probe.product,
+                    truth=truth, answer=answer, relative_error=error,
+                )
+            )  # fmt: skip
 
     def _local_decisions(self, observations: dict, day: int, agents: list[str]) -> dict[str, Any]:
         decisions: dict[str, Any] = {}
@@ -172,12 +169,24 @@ class Match:
                 self._fault(day, name, "error", _describe(exc))
         return decisions
 
-    async def _hosted_decisions(self, observations: dict, day: int, agents: list[str]) -> dict[str, Any]:
+    async def _hosted_decisions(
+        self, observations: dict, day: int, agents: list[str], probe: RecallProbe | None, recalled: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The hosted merchants' decisions, one Ray call each (`ContestantHost.turn`); on a
+        probe day the probe rides in the same call and its answers go into `recalled`.
+
+        A contestant given a fresh state today (its actor had died) is not probed: it
+        remembers nothing. On a probe day the call may take a deadline for each of its two
+        parts; the host says which part was late."""
         playing = [name for name in agents if name in self.hosts]
-        await self._reset_hosts([name for name in playing if name in self._needs_reset], day)
+        fresh = [name for name in playing if name in self._needs_reset]
+        await self._reset_hosts(fresh, day)
         ready = [name for name in playing if name not in self._needs_reset]
+        probes = {name: None if name in fresh else probe for name in ready}
         replies = await self._ask_hosts(
-            ready, lambda host, name: host.decide.remote(self.spec.key, name, observations[name]), self.timeout_s
+            ready,
+            lambda host, name: host.turn.remote(self.spec.key, name, observations[name], probes[name], self.timeout_s),
+            self.timeout_s * (2 if probe is not None else 1),
         )
         decisions: dict[str, Any] = {}
         for name, reply in replies.items():
@@ -186,7 +195,13 @@ class Match:
             elif reply.exception() is not None:
                 self._host_failed(day, name, reply.exception())
             else:
-                decisions[name] = reply.result()
+                turn: Turn = reply.result()
+                if probes[name] is not None:
+                    recalled[name] = turn.recalled
+                if turn.late:
+                    self._fault(day, name, "timeout", f"no decision within {self.timeout_s:g} s")
+                else:
+                    decisions[name] = turn.decision
         return decisions
 
     async def _reset_hosts(self, names: list[str], day: int) -> None:
@@ -212,7 +227,7 @@ class Match:
         up to `timeout`: each merchant's finished future, or None if it missed the deadline."""
         if not names:
             return {}
-        replies = {name: call(self.hosts[name], name).as_future() for name in names}
+        replies = {name: asyncio.wrap_future(call(self.hosts[name], name).future()) for name in names}
         done, late = await asyncio.wait(replies.values(), timeout=timeout)
         for reply in late:
             reply.cancel()
@@ -243,6 +258,40 @@ class Match:
 
 
 PROBE_FACTS = ("cash", "inventory", "price", "ordered")
+
+
+class Turn(NamedTuple):
+    """A hosted contestant's answer for one day: its decision (`late` if it took longer than
+    the deadline), and its answer to the day's memory probe if there was one (None if it
+    had none, raised, or took longer than the deadline)."""
+
+    decision: Any
+    late: bool
+    recalled: Any = None
+
+
+def recall(contestant: Contestant, probe: RecallProbe) -> Any:
+    """The contestant's answer to a memory probe; None if it raised."""
+    try:
+        return contestant.recall(probe)
+    except Exception:  # a contestant's bug: no answer
+        return None
+
+
+def take_turn(contestant: Contestant, observation: Any, probe: RecallProbe | None, deadline: float) -> Turn:
+    """A hosted contestant's day (ContestantHost.turn): its answer to the memory probe if
+    there is one, then its decision. Each part has `deadline` seconds: a probe answer that
+    raises or comes later is none, a decision that comes later is `late`; an exception
+    from `decide` propagates."""
+    recalled = None
+    if probe is not None:
+        started = time.perf_counter()
+        recalled = recall(contestant, probe)
+        if time.perf_counter() - started > deadline:
+            recalled = None
+    started = time.perf_counter()
+    decision = contestant.decide(observation)
+    return Turn(decision, late=time.perf_counter() - started > deadline, recalled=recalled)
 
 
 def _recorded(record: DayRecord, fact: str, product: str | None) -> float:

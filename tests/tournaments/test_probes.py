@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
+import numpy as np
 import pytest
 
 from contestants.base import Params, RecallProbe, register
 from contestants.baselines import FixedPrice, FixedPriceParams
+from market.env import MarketEnv
+from results.db import engine_for
+from results.store import list_matches, match_detail
 from tournaments.config import ContestantEntry, load_tournament
-from tournaments.match import Match, MatchRules
+from tournaments.match import Match, MatchRules, take_turn
+from tournaments.runner import run_tournament
 from tournaments.schedule import MatchSpec
 
 
@@ -75,3 +81,100 @@ def test_recall_every_zero_asks_nothing_and_probes_do_not_change_play(multi_prod
     silent, probed = play(multi_product, recall_every=0), play(multi_product, recall_every=3)
     assert silent.probes == []
     assert [r.cash_end for r in silent.days_played] == [r.cash_end for r in probed.days_played]
+
+
+class Moody(FixedPrice):
+    """Recalls and decides as told: answer, raise, or take `pause` seconds first."""
+
+    kind: ClassVar[str] = "moody_for_tests"  # not registered: take_turn is called directly
+    params_model: ClassVar[type[Params]] = FixedPriceParams
+
+    def __init__(self, recall_does: str = "answer", decide_pause: float = 0.0, pause: float = 0.05):
+        super().__init__(FixedPriceParams())
+        self.recall_does, self.decide_pause, self.pause = recall_does, decide_pause, pause
+        self.asked: list[str] = []
+
+    def recall(self, probe: RecallProbe) -> float | None:
+        self.asked.append("recall")
+        if self.recall_does == "raise":
+            raise RuntimeError("no memory")
+        if self.recall_does == "dawdle":
+            time.sleep(self.pause)
+        return 42.0
+
+    def decide(self, observation):
+        self.asked.append("decide")
+        time.sleep(self.decide_pause)
+        return super().decide(observation)
+
+
+@pytest.fixture()
+def first_day(multi_product):
+    env = MarketEnv(multi_product, ["m0"])
+    observations, _ = env.reset(seed=1)
+    return multi_product, observations["m0"]
+
+
+def moody(scenario, **how) -> Moody:
+    contestant = Moody(**how)
+    contestant.reset(merchant="m0", scenario=scenario, rng=np.random.default_rng(0))
+    return contestant
+
+
+PROBE = RecallProbe(day=1, fact="cash", product=None)
+
+
+def test_a_hosted_turn_answers_the_probe_before_deciding(first_day):
+    scenario, observation = first_day
+    contestant = moody(scenario)
+    turn = take_turn(contestant, observation, PROBE, deadline=5.0)
+    assert contestant.asked == ["recall", "decide"]
+    assert turn.recalled == 42.0 and not turn.late and turn.decision
+    contestant = moody(scenario)
+    assert take_turn(contestant, observation, None, deadline=5.0).recalled is None
+    assert contestant.asked == ["decide"]  # no probe today: nothing asked
+
+
+def test_a_probe_that_raises_or_dawdles_has_no_answer_but_the_decision_stands(first_day):
+    scenario, observation = first_day
+    for how in ("raise", "dawdle"):
+        turn = take_turn(moody(scenario, recall_does=how), observation, PROBE, deadline=0.02)
+        assert turn.recalled is None and not turn.late and turn.decision
+
+
+def test_a_decision_past_the_deadline_is_late(first_day):
+    scenario, observation = first_day
+    assert take_turn(moody(scenario, decide_pause=0.05), observation, PROBE, deadline=0.02).late
+    assert not take_turn(moody(scenario, decide_pause=0.0), observation, PROBE, deadline=0.02).late
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_hosted_merchants_answer_probes_as_inline_ones_do(tmp_path, root):
+    """The probe rides in the hosted merchant's daily call; the answers, and the match,
+    are those of the same merchants played inline."""
+    tables = {}
+    for isolate in ("false", "true"):
+        config = tmp_path / f"probes-{isolate}.yaml"
+        config.write_text(
+            f"""
+name: probes
+seed: 9
+scenarios: [{root / "scenarios" / "multi_product.yaml"}]
+repetitions: 1
+days: 12
+recall_every: 3
+contestants:
+  - {{name: a, kind: reorder_point, isolate: {isolate}}}
+  - {{name: b, kind: undercut, isolate: {isolate}}}
+"""
+        )
+        engine = engine_for(f"sqlite:///{tmp_path}/{isolate}.db")
+        tid = run_tournament(load_tournament(config), engine).tournament_id
+        (match,) = list_matches(engine, tid)
+        detail = match_detail(engine, match.id)
+        tables[isolate] = ([p.model_dump() for p in detail.probes], [r.cash_end for r in detail.days], detail.faults)
+    probes, cash, faults = tables["true"]
+    assert faults == [] and tables["false"][2] == []
+    assert sorted({p["day"] for p in probes}) == [3, 6, 9, 12]
+    assert all(p["answer"] is not None for p in probes)  # the rule baselines remember their records
+    assert (probes, cash) == tables["false"][:2]
