@@ -4,7 +4,8 @@ few MatchRunners that play the matches those contestants are in.
 A ContestantHost is one process per such contestant (it holds a model, is slow, or may crash
 its process). It keeps that contestant's state for every match it is in, keyed by (match key,
 merchant), and serves the matches' calls on a pool of threads, so one slow contestant answers
-many matches at once. Ray restarts it if its process dies; the match then resets its state.
+many matches at once. A match makes one call a day to each of its hosted merchants (`turn`).
+Ray restarts a host if its process dies; the match then starts its merchant afresh.
 
 A MatchRunner plays matches with hosted contestants as coroutines on its event loop: such a
 match mostly waits for its contestants' answers, so one process plays many side by side. A run
@@ -14,18 +15,19 @@ over the cores and the driver only hands out matches and records the results.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import pickle
 from typing import Any
 
 import numpy as np
 import ray
 
-from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, contestant_class, create
+from contestants.base import Contestant, ModelCall, RecallProbe, contestant_class, create
 from market.scenario import Scenario
-from market.types import Observation
 from results.records import FinishedMatch
 from tournaments.config import ContestantEntry
-from tournaments.match import Match, MatchRules, Turn, take_turn
+from tournaments.match import Forgotten, Match, MatchRules, Start, Turn, take_turn
 from tournaments.schedule import MatchSpec
 
 HOST_THREADS = 64
@@ -53,15 +55,20 @@ class ContestantHost:
     def ready(self) -> bool:
         return True
 
-    def reset(self, match_key: str, merchant: str, scenario: Scenario, seed: int, options: RunOptions) -> None:
-        contestant = create(self.entry.kind, self.entry.params, options)
-        contestant.reset(merchant=merchant, scenario=scenario, rng=np.random.default_rng(seed))
-        self.instances[(match_key, merchant)] = contestant
-
-    def turn(self, match_key: str, merchant: str, observation: Observation, probe: RecallProbe | None, deadline: float) -> Turn:
-        """The day's decision, and the answer to the day's memory probe if there is one:
-        one call a day, probe or not (see tournaments.match.take_turn)."""
-        return take_turn(self.instances[(match_key, merchant)], observation, probe, deadline)
+    def turn(
+        self, match_key: str, merchant: str, observation: bytes, probe: RecallProbe | None, start: Start | None, deadline: float
+    ) -> Turn:
+        """The merchant's day in one call: made afresh first if `start` is given (its first
+        day, or its actor had died), then its answer to the day's memory probe if there is
+        one, then its decision on the (pickled) observation (see tournaments.match.take_turn)."""
+        if start is not None:
+            contestant = create(self.entry.kind, self.entry.params, start.options)
+            contestant.reset(merchant=merchant, scenario=start.scenario, rng=np.random.default_rng(start.seed))
+            self.instances[(match_key, merchant)] = contestant
+        contestant = self.instances.get((match_key, merchant))
+        if contestant is None:
+            raise Forgotten(f"no state for {merchant!r} in match {match_key!r}")
+        return take_turn(contestant, pickle.loads(observation), probe, deadline)
 
     def finish(self, match_key: str, merchant: str) -> list[ModelCall]:
         """Forget the match; hand back the model calls made in it."""
@@ -71,17 +78,25 @@ class ContestantHost:
 
 @ray.remote(num_cpus=0)
 class MatchRunner:
-    def __init__(self, working_dir: str):
+    """Plays the matches of one tournament it is given by their specs; what they share (the
+    scenarios, rules, contestants and hosts) it is given once, when it starts."""
+
+    def __init__(
+        self, working_dir: str, scenarios: dict[str, Scenario], rules: MatchRules, entries: dict[str, ContestantEntry], hosts: dict[str, Any]
+    ):
         _enter(working_dir)  # inline contestants of its matches may read files too
+        self.scenarios, self.rules, self.entries, self.hosts = scenarios, rules, entries, hosts
         self.days = 0
 
     async def ready(self) -> bool:
+        """Ready once every host has answered a call: the first call through an actor handle
+        costs several later ones, so it is made now rather than in the first day of play."""
+        await asyncio.gather(*(host.ready.remote() for host in self.hosts.values()))
         return True
 
-    async def play(
-        self, spec: MatchSpec, scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry], hosts: dict[str, Any]
-    ) -> FinishedMatch:
-        finished = await Match(spec, scenario, rules, entries, hosts).play(on_day=self._count_day)
+    async def play(self, spec: MatchSpec) -> FinishedMatch:
+        match = Match(spec, self.scenarios[spec.scenario], self.rules, self.entries, self.hosts)
+        finished = await match.play(on_day=self._count_day)
         return finished.packed()
 
     async def days_played(self) -> int:
@@ -96,5 +111,7 @@ def start_host(entry: ContestantEntry) -> Any:
     return ContestantHost.options(max_concurrency=HOST_THREADS).remote(entry, os.getcwd())
 
 
-def start_runners(count: int) -> list[Any]:
-    return [MatchRunner.options(scheduling_strategy="SPREAD").remote(os.getcwd()) for _ in range(count)]
+def start_runners(
+    count: int, scenarios: dict[str, Scenario], rules: MatchRules, entries: dict[str, ContestantEntry], hosts: dict[str, Any]
+) -> list[Any]:
+    return [MatchRunner.options(scheduling_strategy="SPREAD").remote(os.getcwd(), scenarios, rules, entries, hosts) for _ in range(count)]

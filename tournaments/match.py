@@ -12,6 +12,7 @@ import asyncio
 import functools
 import gc
 import math
+import pickle
 import time
 import zlib
 from collections.abc import Callable
@@ -77,7 +78,7 @@ class Match:
         self.records: list[DayRecord] = []
         self.probes: list[ProbeResult] = []
         self.calls: list[ModelCallRecord] = []
-        self._needs_reset: set[str] = set(self.hosts)
+        self._needs_start: set[str] = set(self.hosts)
 
     async def play(self, on_day: Callable[[], None] = lambda: None) -> FinishedMatch:
         started = time.perf_counter()
@@ -172,21 +173,24 @@ class Match:
     async def _hosted_decisions(
         self, observations: dict, day: int, agents: list[str], probe: RecallProbe | None, recalled: dict[str, Any]
     ) -> dict[str, Any]:
-        """The hosted merchants' decisions, one Ray call each (`ContestantHost.turn`); on a
-        probe day the probe rides in the same call and its answers go into `recalled`.
+        """The hosted merchants' decisions, one Ray call each a day (`ContestantHost.turn`).
 
-        A contestant given a fresh state today (its actor had died) is not probed: it
-        remembers nothing. On a probe day the call may take a deadline for each of its two
-        parts; the host says which part was late."""
+        The call carries the day's memory probe, whose answers go into `recalled`, and for a
+        merchant that needs a fresh state (its first day, or its actor died) what the host
+        makes it from; such a merchant is not probed: it remembers nothing. The host times
+        each part of the call; the wait here allows for all of them."""
         playing = [name for name in agents if name in self.hosts]
-        fresh = [name for name in playing if name in self._needs_reset]
-        await self._reset_hosts(fresh, day)
-        ready = [name for name in playing if name not in self._needs_reset]
-        probes = {name: None if name in fresh else probe for name in ready}
+        starts = {name: self._start(name) if name in self._needs_start else None for name in playing}
+        probes = {name: probe if starts[name] is None else None for name in playing}
+        wait = self.timeout_s * (2 if probe is not None else 1) + (START_ALLOWANCE_S if any(starts.values()) else 0.0)
+        # The observation goes pickled: Ray's own serialiser (cloudpickle) calls back into
+        # Python for each of its hundreds of small objects, the standard pickle does not.
         replies = await self._ask_hosts(
-            ready,
-            lambda host, name: host.turn.remote(self.spec.key, name, observations[name], probes[name], self.timeout_s),
-            self.timeout_s * (2 if probe is not None else 1),
+            playing,
+            lambda host, name: host.turn.remote(
+                self.spec.key, name, pickle.dumps(observations[name], pickle.HIGHEST_PROTOCOL), probes[name], starts[name], self.timeout_s
+            ),
+            wait,
         )
         decisions: dict[str, Any] = {}
         for name, reply in replies.items():
@@ -196,6 +200,7 @@ class Match:
                 self._host_failed(day, name, reply.exception())
             else:
                 turn: Turn = reply.result()
+                self._needs_start.discard(name)
                 if probes[name] is not None:
                     recalled[name] = turn.recalled
                 if turn.late:
@@ -204,21 +209,8 @@ class Match:
                     decisions[name] = turn.decision
         return decisions
 
-    async def _reset_hosts(self, names: list[str], day: int) -> None:
-        """Give hosted contestants a fresh match state: at the start, and after their actor
-        died (a restarted actor remembers nothing)."""
-        replies = await self._ask_hosts(
-            names,
-            lambda host, name: host.reset.remote(self.spec.key, name, self.scenario, self.seat_seeds[name], self.rules.options),
-            max(self.timeout_s, 30.0),
-        )
-        for name, reply in replies.items():
-            if reply is None:
-                self._fault(day, name, "timeout", "its actor did not come back in time")
-            elif reply.exception() is not None:
-                self._host_failed(day, name, reply.exception())
-            else:
-                self._needs_reset.discard(name)
+    def _start(self, name: str) -> Start:
+        return Start(self.scenario, self.seat_seeds[name], self.rules.options)
 
     async def _ask_hosts(
         self, names: list[str], call: Callable[[Any, str], ray.ObjectRef], timeout: float
@@ -234,8 +226,10 @@ class Match:
         return {name: reply if reply in done else None for name, reply in replies.items()}
 
     def _host_failed(self, day: int, name: str, exc: BaseException) -> None:
-        if isinstance(exc, RayActorError):
-            self._needs_reset.add(name)
+        """Record why a hosted merchant gave no decision; one whose actor died starts afresh."""
+        cause = exc.cause if isinstance(exc, RayTaskError) else exc
+        if isinstance(exc, RayActorError) or isinstance(cause, Forgotten):
+            self._needs_start.add(name)
             self._fault(day, name, "actor_died", "its actor process died")
         else:
             self._fault(day, name, "error", _describe(exc))
@@ -258,6 +252,22 @@ class Match:
 
 
 PROBE_FACTS = ("cash", "inventory", "price", "ordered")
+
+
+class Forgotten(LookupError):
+    """The host has no state for the merchant: its process died, in another match's call,
+    and Ray restarted it since this match's last turn."""
+
+
+START_ALLOWANCE_S = 30.0  # extra wait for a hosted merchant's first turn: making it may load a model
+
+
+class Start(NamedTuple):
+    """What a host makes a merchant's fresh match state from."""
+
+    scenario: Scenario
+    seed: int
+    options: RunOptions
 
 
 class Turn(NamedTuple):

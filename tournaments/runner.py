@@ -115,16 +115,18 @@ def _play(
     """Start the hosted contestants and the match runners, tell `start` once they are all
     ready, play `todo`."""
     spec = tournament.spec
+    rules = MatchRules(seed=spec.seed, timeout_s=spec.decision_timeout_s, recall_every=spec.recall_every, options=options)
     entries = {c.name: c for c in spec.contestants}
     needed = {name for m in todo for name in m.seats}
     hosts = {name: start_host(entry) for name, entry in entries.items() if name in needed and _isolated(entry)}
     hosted_matches = sum(1 for m in todo if any(name in hosts for name in m.seats))
-    runners = start_runners(_runner_count(hosted_matches, spec.max_concurrent_matches)) if hosted_matches else []
+    count = _runner_count(hosted_matches, spec.max_concurrent_matches)
+    runners = start_runners(count, tournament.scenarios, rules, entries, hosts) if hosted_matches else []
     actors = [*hosts.values(), *runners]
     try:
         ray.get([actor.ready.remote() for actor in actors])
         start()
-        asyncio.run(_play_all(tournament, todo, entries, hosts, _Runners(runners), engine, tournament_id, progress, spending, options))
+        asyncio.run(_play_all(tournament, todo, rules, entries, hosts, _Runners(runners), engine, tournament_id, progress, spending))
     finally:
         for actor in actors:
             ray.kill(actor)
@@ -141,7 +143,7 @@ def _runner_count(hosted_matches: int, max_concurrent: int) -> int:
 
 
 async def _play_all(
-    tournament, todo, entries, hosts, runners: _Runners, engine, tournament_id, progress: _Progress, spending: _Spending, options: RunOptions
+    tournament, todo, rules: MatchRules, entries, hosts, runners: _Runners, engine, tournament_id, progress: _Progress, spending: _Spending
 ) -> None:
     """Keep up to max_concurrent_matches matches going; record each as it finishes.
 
@@ -149,18 +151,15 @@ async def _play_all(
     straight through, with no Ray call per day. A match with hosted contestants mostly waits
     for them, so it goes to a match runner, which plays many side by side.
     """
-    spec = tournament.spec
-    slots = asyncio.Semaphore(spec.max_concurrent_matches)
-    rules = MatchRules(seed=spec.seed, timeout_s=spec.decision_timeout_s, recall_every=spec.recall_every, options=options)
+    slots = asyncio.Semaphore(tournament.spec.max_concurrent_matches)
 
     async def one(match: MatchSpec) -> None:
         async with slots:
             if spending.stopped is not None:
                 return  # the budget is spent: matches not yet started are left for --resume
             scenario = tournament.scenarios[match.scenario]
-            seated_hosts = {n: hosts[n] for n in match.seats if n in hosts}
-            if seated_hosts:
-                finished = await runners.play(match, scenario, rules, entries, seated_hosts)
+            if any(name in hosts for name in match.seats):
+                finished = await runners.play(match)
             else:
                 finished = await play_instant_match.remote(match, scenario, rules, entries)
                 progress.day(match.days)
@@ -228,11 +227,11 @@ class _Runners:
         self.in_play = [0] * len(runners)
         self.days_told = [0] * len(runners)
 
-    async def play(self, *match: Any) -> FinishedMatch:
+    async def play(self, match: MatchSpec) -> FinishedMatch:
         index = min(range(len(self.runners)), key=self.in_play.__getitem__)
         self.in_play[index] += 1
         try:
-            return await self.runners[index].play.remote(*match)
+            return await self.runners[index].play.remote(match)
         finally:
             self.in_play[index] -= 1
 

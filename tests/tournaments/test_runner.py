@@ -100,6 +100,10 @@ def test_faulty_merchants_do_not_stop_the_tournament(tmp_path, root):
     for match in matches:
         detail = match_detail(engine, match.id)
         assert {d.day for d in detail.days} == set(range(1, 7))  # every merchant played every day
+        # the crasher's actor dies on days 3 and 6 (and takes the other match's call in flight
+        # with it); each time it starts afresh, never left without its state (an "error")
+        crashes = [f for f in detail.faults if f.merchant == "crasher"]
+        assert {f.kind for f in crashes} == {"actor_died"} and {3, 6} <= {f.day for f in crashes}
         counted = {r.merchant: r.faults for r in detail.results}
         for merchant in counted:
             assert counted[merchant] == sum(1 for f in detail.faults if f.merchant == merchant)
