@@ -194,19 +194,18 @@ class Match:
         )
         decisions: dict[str, Any] = {}
         for name, reply in replies.items():
-            if reply is None:
-                self._fault(day, name, "timeout", f"no decision within {self.timeout_s:g} s")
-            elif reply.exception() is not None:
+            if reply is not None and reply.exception() is not None:
                 self._host_failed(day, name, reply.exception())
-            else:
-                turn: Turn = reply.result()
+                continue
+            turn: Turn | None = reply.result() if reply is not None else None
+            if turn is not None:
                 self._needs_start.discard(name)
                 if probes[name] is not None:
                     recalled[name] = turn.recalled
-                if turn.late:
-                    self._fault(day, name, "timeout", f"no decision within {self.timeout_s:g} s")
-                else:
-                    decisions[name] = turn.decision
+            if turn is None or turn.late:
+                self._fault(day, name, "timeout", f"no decision within {self.timeout_s:g} s")
+            else:
+                decisions[name] = turn.decision
         return decisions
 
     def _start(self, name: str) -> Start:
@@ -227,8 +226,7 @@ class Match:
 
     def _host_failed(self, day: int, name: str, exc: BaseException) -> None:
         """Record why a hosted merchant gave no decision; one whose actor died starts afresh."""
-        cause = exc.cause if isinstance(exc, RayTaskError) else exc
-        if isinstance(exc, RayActorError) or isinstance(cause, Forgotten):
+        if isinstance(exc, RayActorError) or isinstance(_cause(exc), Forgotten):
             self._needs_start.add(name)
             self._fault(day, name, "actor_died", "its actor process died")
         else:
@@ -336,8 +334,13 @@ def _freeze_startup_heap() -> None:
     gc.freeze()
 
 
+def _cause(exc: BaseException) -> BaseException:
+    """The exception a contestant raised in its actor, for one Ray re-raised here."""
+    return exc.cause if isinstance(exc, RayTaskError) and exc.cause is not None else exc
+
+
 def _describe(exc: BaseException) -> str:
     """One line about an exception raised by a contestant (the remote cause if any)."""
-    cause = exc.cause if isinstance(exc, RayTaskError) and exc.cause is not None else exc
+    cause = _cause(exc)
     text = str(cause).strip().splitlines()
     return f"{type(cause).__name__}: {text[0] if text else ''}".rstrip(": ")
