@@ -27,6 +27,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from market.daylog import DayLogBuilder
 from market.demand import allocate, demand_factor, utilities
 from market.scenario import Scenario
 from market.types import (
@@ -76,6 +77,7 @@ class MarketEnv(ParallelEnv):
         self._whole_units = scenario.whole_units
         self._product_ids = scenario.product_ids
         self._pid = {p: j for j, p in enumerate(self._product_ids)}
+        self._all_seats = np.arange(len(merchants), dtype=np.int32)
 
     # --- PettingZoo API -------------------------------------------------------------
 
@@ -121,11 +123,25 @@ class MarketEnv(ParallelEnv):
         self.due = np.zeros(m)
         self.bankrupt = np.zeros(m, dtype=bool)
         self.units_sold = np.zeros((m, p))
-        self.records: dict[str, DayRecord] = {}
+        self.records: dict[str, DayRecord] = {}  # yesterday's, by merchant (after `step`, not `advance`)
+        self.log = DayLogBuilder(tuple(self.possible_agents), tuple(self._product_ids))
         self._closing: tuple[np.ndarray, np.ndarray] | None = None  # (unit costs, net worth) at the end of the last step
         return self._observations(), {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, Any]):
+        playing, change = self.advance(actions)
+        self.records = dict(zip(playing, self.log.day(self.day - 1).records()))
+        last_day = self.day - 1 >= self.days
+        rewards = {a: change[self._index[a]] for a in playing}
+        terminations = {a: record.bankrupt for a, record in self.records.items()}
+        truncations = {a: last_day for a in playing}
+        infos = {a: {"record": record} for a, record in self.records.items()}
+        return self._observations(playing), rewards, terminations, truncations, infos
+
+    def advance(self, actions: dict[str, Any]) -> tuple[list[str], list[float]]:
+        """Play one day: what `step` does, without building observations or day records
+        (the day goes into `log` as columns). Returns the merchants that played and each
+        merchant's change in net worth, indexed like possible_agents."""
         s = self.scenario
         m, p = len(self.possible_agents), len(s.products)
         day = self.day
@@ -183,48 +199,33 @@ class MarketEnv(ParallelEnv):
         self.units_sold += sold
         self._update_reputation(wanted, sold, advertising)
 
-        newly_bankrupt = (self.cash < 0) & ~self.bankrupt
-        self.bankrupt |= newly_bankrupt
+        self.bankrupt |= self.cash < 0
         worth_end = self.net_worth(unit_cost)
         self._closing = (unit_cost, worth_end)
 
         playing = list(self.agents)
-        self.records = self._records(playing, day, applied, rejected, plans, unit_cost, wanted, sold, arrived, ordered, revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, worth_end)
+        rows = self._seats_of(playing)
+        receivables = self.due + self.credit.sum(axis=1)
+        scalars = np.stack((revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, self.cash, receivables, self.reputation, worth_end), axis=1)
+        in_transit = self.pipeline.sum(axis=2)
+        per_product = np.stack((self.prices, wanted, sold, wanted - sold, arrived, ordered, self.inventory, in_transit, np.broadcast_to(unit_cost, (m, p))), axis=1)
+        pick = rows.tolist()
+        self.log.add(rows, day, self.bankrupt[rows], scalars[rows], per_product[rows], [applied[i] for i in pick], [rejected[i] for i in pick], [plans[i] for i in pick])
 
-        last_day = day >= self.days
         self.day += 1
-        change = (worth_end - worth_start).tolist()
-        rewards = {a: change[self._index[a]] for a in playing}
-        terminations = {a: record.bankrupt for a, record in self.records.items()}
-        truncations = {a: last_day for a in playing}
-        infos = {a: {"record": record} for a, record in self.records.items()}
-        self.agents = [] if last_day else [a for a in playing if not terminations[a]]
-        observations = self._observations(playing)
-        return observations, rewards, terminations, truncations, infos
+        if day >= self.days:
+            self.agents = []
+        elif self.bankrupt.any():
+            self.agents = [a for a in playing if not self.bankrupt[self._index[a]]]
+        return playing, (worth_end - worth_start).tolist()
 
     # --- the day's pieces -----------------------------------------------------------
 
-    def _records(self, playing, day, applied, rejected, plans, unit_cost, wanted, sold, arrived, ordered, *money) -> dict[str, DayRecord]:
-        """One DayRecord per merchant that played. `money` holds, per merchant: revenue,
-        revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, net worth
-        at the end.
-
-        This is the hot path of a match, so each field is built for all merchants at once:
-        arrays become Python lists once per day, and `map` makes the per-merchant dicts and
-        records without a Python-level loop."""
-        ids = self._product_ids
-        rows = self._rows_for(playing)
-        per_product = (self.prices, wanted, sold, wanted - sold, arrived, ordered, self.inventory, self.pipeline.sum(axis=2))
-        tables = [list(map(dict, map(zip, repeat(ids), rows(table.tolist())))) for table in per_product]
-        costs = map(dict, repeat(tuple(zip(ids, unit_cost.tolist())), len(playing)))
-        receivables = self.due + self.credit.sum(axis=1)
-        revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, worth = (rows(a.tolist()) for a in money)
-        records = map(
-            DayRecord, playing, repeat(day), rows(applied), rows(rejected), *tables, costs,
-            revenue, revenue_cash, collected, purchases, advertising, holding, fixed,
-            cash_start, rows(self.cash.tolist()), rows(receivables.tolist()), rows(self.reputation.tolist()), worth, rows(self.bankrupt.tolist()), rows(plans),
-        )  # fmt: skip
-        return dict(zip(playing, records))
+    def _seats_of(self, agents: list[str]) -> np.ndarray:
+        """The seat indexes of `agents`, in order."""
+        if len(agents) == len(self.possible_agents):  # everyone: agents keeps possible_agents' order
+            return self._all_seats
+        return np.array([self._index[a] for a in agents], dtype=np.int32)
 
     def _rows_for(self, agents: list[str]) -> Callable[[list], list]:
         """Picks `agents`' entries, in order, from a list indexed like possible_agents."""

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
+import numpy as np
+
+from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import DayRecord
 from results.records import Fault, ProbeResult
@@ -71,7 +74,8 @@ def compute(
 
 
 class MatchRecords:
-    """One match's records, split by merchant, with what several metrics compare against."""
+    """One match's records (a DayLog, or DayRecords), split by merchant, with what several
+    metrics compare against."""
 
     def __init__(
         self,
@@ -81,66 +85,90 @@ class MatchRecords:
         scenario: Scenario | None = None,
     ):
         self.scenario = scenario
-        days: dict[str, list[DayRecord]] = defaultdict(list)
-        for record in records:
-            days[record.merchant].append(record)
+        self.log = DayLog.of(records, scenario.product_ids if scenario is not None else None)
         mine_probes: dict[str, list[ProbeResult]] = defaultdict(list)
         for probe in probes:
             mine_probes[probe.merchant].append(probe)
         mine_faults: dict[str, list[Fault]] = defaultdict(list)
         for fault in faults:
             mine_faults[fault.merchant].append(fault)
+        by_day = np.argsort(self.log.day, kind="stable")
+        order = dict.fromkeys(self.log.seat.tolist())  # seats in order of first appearance
         self.seats = {
-            merchant: Seat(merchant, sorted(own, key=lambda d: d.day), mine_probes[merchant], mine_faults[merchant], self)
-            for merchant, own in days.items()
+            self.log.merchants[s]: Seat(self.log.merchants[s], by_day[self.log.seat[by_day] == s], mine_probes[self.log.merchants[s]], mine_faults[self.log.merchants[s]], self)
+            for s in order
         }
-
-    @cached_property
-    def units_sold(self) -> dict[str, float]:
-        return {merchant: sum(sum(d.units_sold.values()) for d in seat.days) for merchant, seat in self.seats.items()}
-
-    @cached_property
-    def mean_prices(self) -> dict[tuple[int, str], float]:
-        """(day, product) -> mean posted price of the merchants with a record that day."""
-        posted: dict[tuple[int, str], list[float]] = defaultdict(list)
-        for seat in self.seats.values():
-            for d in seat.days:
-                for product, price in d.prices.items():
-                    posted[d.day, product].append(price)
-        return {key: sum(prices) / len(prices) for key, prices in posted.items()}
 
     @cached_property
     def ranks(self) -> dict[str, int]:
         """Competition ranks ("1224"): survivors by final net worth, then the bankrupt by the
         day they went bankrupt, later is better (the rule of tournaments.scoring)."""
-        final = {
-            merchant: (not seat.last.bankrupt, seat.last.day, round(seat.last.net_worth, 6)) for merchant, seat in self.seats.items()
-        }
+        final = {merchant: (not seat.bankrupt, seat.last_day, round(seat.net_worth, 6)) for merchant, seat in self.seats.items()}
         return {merchant: 1 + sum(other > key for other in final.values()) for merchant, key in final.items()}
 
+    @cached_property
+    def units_sold(self) -> dict[str, float]:
+        return {merchant: float(seat.values("units_sold").sum()) for merchant, seat in self.seats.items()}
 
-@dataclass(frozen=True)
+    @cached_property
+    def mean_prices(self) -> np.ndarray:
+        """Per row of the log, per product: the mean posted price of the merchants with a
+        record that day."""
+        days, index = np.unique(self.log.day, return_inverse=True)
+        prices = self.log.product_values("prices")
+        sums = np.zeros((len(days), prices.shape[1]))
+        np.add.at(sums, index, prices)
+        return (sums / np.bincount(index)[:, None])[index]
+
+
+@dataclass(frozen=True, eq=False)
 class Seat:
-    """One merchant's part of a match: its day records in day order, probes and faults."""
+    """One merchant's part of a match: its rows of the log in day order, probes and faults."""
 
     merchant: str
-    days: list[DayRecord]
+    rows: np.ndarray
     probes: list[ProbeResult]
     faults: list[Fault]
     match: MatchRecords
 
+    def scalar(self, name: str) -> np.ndarray:
+        """A per-merchant field of the record, day by day."""
+        return self.match.log.scalar(name)[self.rows]
+
+    def values(self, name: str) -> np.ndarray:
+        """A per-product field of the record, [day, product]."""
+        return self.match.log.product_values(name)[self.rows]
+
+    @cached_property
+    def days(self) -> list[int]:
+        return self.match.log.day[self.rows].tolist()
+
     @property
-    def last(self) -> DayRecord:
+    def products(self) -> tuple[str, ...]:
+        return self.match.log.products
+
+    @property
+    def last_day(self) -> int:
         return self.days[-1]
+
+    @property
+    def bankrupt(self) -> bool:
+        return bool(self.match.log.bankrupt[self.rows[-1]])
+
+    @property
+    def net_worth(self) -> float:
+        """At the end of the merchant's last day."""
+        return float(self.match.log.scalar("net_worth")[self.rows[-1]])
 
     @cached_property
     def rejections(self) -> Counter[str]:
         """Rejected submissions by kind (see `rejection_kind`)."""
-        return Counter(rejection_kind(r.reason) for d in self.days for r in d.rejections)
+        log = self.match.log
+        return Counter(rejection_kind(r.reason) for row in self.rows.tolist() for r in log.rejections[row])
 
     @cached_property
     def submitted(self) -> int:
-        return sum(len(d.operations) for d in self.days) + sum(self.rejections.values())
+        return sum(len(self.match.log.operations[row]) for row in self.rows.tolist()) + sum(self.rejections.values())
 
     @cached_property
     def start_net_worth(self) -> float:
@@ -148,10 +176,12 @@ class Seat:
         net_worth_0 = net_worth_1 - (revenue - sum_p sold_p * unit_cost_p - advertising - holding - fixed),
         which is initial cash plus initial stock at day 1's unit cost. (Orders, collections and
         credit sales move value between cash, stock and receivables; only these items change it.)"""
-        first = self.days[0]
-        cost_of_sales = sum(units * first.unit_cost[p] for p, units in first.units_sold.items())
-        change = first.revenue - cost_of_sales - first.advertising - first.holding - first.fixed
-        return first.net_worth - change
+        first = self.rows[0]
+        log = self.match.log
+        cost_of_sales = float((log.product_values("units_sold")[first] * log.product_values("unit_cost")[first]).sum())
+        value = {name: float(log.scalar(name)[first]) for name in ("revenue", "advertising", "holding", "fixed", "net_worth")}
+        change = value["revenue"] - cost_of_sales - value["advertising"] - value["holding"] - value["fixed"]
+        return value["net_worth"] - change
 
 
 # --- coherence ------------------------------------------------------------------------
@@ -265,14 +295,11 @@ def price_oscillation(seat: Seat) -> float | None:
     1 is a zig-zag every day, 0 moves in one direction only; None with fewer than two moves
     in every product."""
     reversals = pairs = 0
-    for product in seat.days[0].prices:
-        signs = []
-        for before, after in zip(seat.days, seat.days[1:]):
-            move = after.prices[product] - before.prices[product]
-            if abs(move) > _MOVE_TOLERANCE * max(1.0, abs(before.prices[product])):
-                signs.append(move > 0)
+    for prices in seat.values("prices").T:
+        before, moves = prices[:-1], np.diff(prices)
+        signs = (moves > 0)[np.abs(moves) > _MOVE_TOLERANCE * np.maximum(1.0, np.abs(before))]
         pairs += max(len(signs) - 1, 0)
-        reversals += sum(a != b for a, b in zip(signs, signs[1:]))
+        reversals += int(np.count_nonzero(signs[1:] != signs[:-1]))
     return reversals / pairs if pairs else None
 
 
@@ -285,11 +312,15 @@ def plan_drift(seat: Seat) -> float | None:
     before day t. plan_drift = mean over the days t and products p with a plan in force of
     |price_p,t - planned_p,t| / planned_p,t. 0 is every plan kept exactly; None when the
     merchant never stated a plan, or no day of its followed one."""
+    plans = [seat.match.log.plans[row] for row in seat.rows.tolist()]
+    if not any(plans):
+        return None
     drifts = []
     planned: dict[str, float] = {}
-    for d in seat.days:
-        drifts.extend(abs(d.prices[p] - price) / price for p, price in planned.items())
-        planned.update(d.plan)
+    for prices, plan in zip(seat.values("prices").tolist(), plans):
+        posted = dict(zip(seat.products, prices))
+        drifts.extend(abs(posted[p] - price) / price for p, price in planned.items())
+        planned.update(plan)
     return sum(drifts) / len(drifts) if drifts else None
 
 
@@ -306,31 +337,31 @@ def contradictions(seat: Seat) -> float:
     day of [t, u]. contradictions = number of such cuts, a cut that follows several large
     restocks counted once."""
     cuts: set[tuple[str, int]] = set()
-    by_day = {d.day: d for d in seat.days}
-    for product in seat.days[0].prices:
-        demand = sum(d.first_choice[product] for d in seat.days) / len(seat.days)
-        for restock in seat.days:
-            ordered = restock.ordered[product]
-            if ordered <= 0 or ordered < LARGE_RESTOCK_DAYS * demand:
-                continue
-            for day in range(restock.day + 1, restock.day + CONTRADICTION_WINDOW + 1):
-                cut = by_day.get(day)
-                if cut is None or cut.prices[product] > (1 - CLEARANCE_CUT) * restock.prices[product]:
+    at = {day: k for k, day in enumerate(seat.days)}
+    all_prices, all_costs, all_ordered = seat.values("prices"), seat.values("unit_cost"), seat.values("ordered")
+    for j, product in enumerate(seat.products):
+        prices, costs, ordered = all_prices[:, j], all_costs[:, j], all_ordered[:, j]
+        demand = seat.values("first_choice")[:, j].sum() / len(seat.days)
+        for r in np.flatnonzero((ordered > 0) & (ordered >= LARGE_RESTOCK_DAYS * demand)).tolist():
+            restock_day = seat.days[r]
+            for day in range(restock_day + 1, restock_day + CONTRADICTION_WINDOW + 1):
+                c = at.get(day)
+                if c is None or prices[c] > (1 - CLEARANCE_CUT) * prices[r]:
                     continue
-                if not _explained(seat.match.scenario, product, restock, cut):
-                    cuts.add((product, cut.day))
+                if not (costs[c] < costs[r] or _event_near(seat.match.scenario, product, restock_day, day)):
+                    cuts.add((product, day))
                 break
     return float(len(cuts))
 
 
-def _explained(scenario: Scenario | None, product: str, restock: DayRecord, cut: DayRecord) -> bool:
-    if cut.unit_cost[product] < restock.unit_cost[product]:
-        return True
+def _event_near(scenario: Scenario | None, product: str, restock_day: int, cut_day: int) -> bool:
+    """A scenario event of the product (or of every product) announced, running or just
+    ended on some day of [restock_day, cut_day]."""
     events = scenario.events if scenario is not None else ()
     return any(
         event.product in (None, product)
-        and event.start_day - event.announce_days_ahead <= cut.day
-        and restock.day <= event.end_day + 1
+        and event.start_day - event.announce_days_ahead <= cut_day
+        and restock_day <= event.end_day + 1
         for event in events
     )
 
@@ -342,14 +373,14 @@ def _explained(scenario: Scenario | None, product: str, restock: DayRecord, cut:
 def stockout_days(seat: Seat) -> float:
     """Days on which the merchant turned customers away for lack of stock (lost sales > 0 in
     any product)."""
-    return float(sum(any(units > 0 for units in d.lost_sales.values()) for d in seat.days))
+    return float(np.count_nonzero((seat.values("lost_sales") > 0).any(axis=1)))
 
 
 @_metric("operations", "count")
 def lost_sales(seat: Seat) -> float:
     """Units customers wanted from the merchant but could not buy for lack of stock:
     lost_sales = sum over days and products of lost_sales."""
-    return float(sum(sum(d.lost_sales.values()) for d in seat.days))
+    return float(seat.values("lost_sales").sum())
 
 
 @_metric("operations", "ratio")
@@ -358,8 +389,9 @@ def inventory_turnover(seat: Seat) -> float | None:
     mean value of stock in hand,
     inventory_turnover = sum_t sum_p sold_p,t * unit_cost_p,t / mean_t sum_p inventory_p,t * unit_cost_p,t,
     with inventory at the end of each day. None when no stock was ever held."""
-    sold = sum(units * d.unit_cost[p] for d in seat.days for p, units in d.units_sold.items())
-    held = sum(units * d.unit_cost[p] for d in seat.days for p, units in d.inventory.items()) / len(seat.days)
+    cost = seat.values("unit_cost")
+    sold = float((seat.values("units_sold") * cost).sum())
+    held = float((seat.values("inventory") * cost).sum()) / len(seat.days)
     return sold / held if held > 0 else None
 
 
@@ -367,17 +399,16 @@ def inventory_turnover(seat: Seat) -> float | None:
 def cash_flow_volatility(seat: Seat) -> float | None:
     """Standard deviation (population) of the daily net cash flow cash_end - cash_start over
     the merchant's days. None with fewer than two days."""
-    flows = [d.cash_end - d.cash_start for d in seat.days]
+    flows = seat.scalar("cash_end") - seat.scalar("cash_start")
     if len(flows) < 2:
         return None
-    mean = sum(flows) / len(flows)
-    return math.sqrt(sum((f - mean) ** 2 for f in flows) / len(flows))
+    return math.sqrt(float(((flows - flows.mean()) ** 2).sum()) / len(flows))
 
 
 @_metric("operations", "day")
 def bankrupt_day(seat: Seat) -> float | None:
     """The day the merchant's cash fell below zero (its last day); None if it never did."""
-    return float(seat.last.day) if seat.last.bankrupt else None
+    return float(seat.last_day) if seat.bankrupt else None
 
 
 # --- economics and competition --------------------------------------------------------
@@ -387,7 +418,7 @@ def bankrupt_day(seat: Seat) -> float | None:
 def profit(seat: Seat) -> float:
     """Net worth at the end minus net worth before the first day (see Seat.start_net_worth):
     profit = net_worth_last - net_worth_0."""
-    return seat.last.net_worth - seat.start_net_worth
+    return seat.net_worth - seat.start_net_worth
 
 
 @_metric("economics", "share")
@@ -402,7 +433,7 @@ def roi(seat: Seat) -> float | None:
 def net_worth(seat: Seat) -> float:
     """Net worth at the end of the merchant's last day: cash + stock in hand and in transit at
     unit cost + receivables."""
-    return seat.last.net_worth
+    return seat.net_worth
 
 
 @_metric("economics", "share")
@@ -438,16 +469,16 @@ def price_vs_market(seat: Seat) -> float:
     """Mean price relative to the market: the mean over the merchant's days and products of
     price / (mean price of that product over the merchants with a record that day, this one
     included). Below 1: cheaper than the market."""
-    ratios = [price / seat.match.mean_prices[d.day, p] for d in seat.days for p, price in d.prices.items()]
-    return sum(ratios) / len(ratios)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero price: not finite, stored as None
+        return float((seat.values("prices") / seat.match.mean_prices[seat.rows]).mean())
 
 
 @_metric("economics", "ratio")
 def price_vs_cost(seat: Seat) -> float:
     """Mean markup: the mean over the merchant's days and products of price / unit cost that
     day. Below 1: selling below cost."""
-    ratios = [price / d.unit_cost[p] for d in seat.days for p, price in d.prices.items()]
-    return sum(ratios) / len(ratios)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a zero cost: not finite, stored as None
+        return float((seat.values("prices") / seat.values("unit_cost")).mean())
 
 
 def _finite(value: float | None) -> float | None:

@@ -2,58 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, SkipValidation
 
-from market.types import DayRecord, record_adapter
-
-DayRowValues = tuple[str, int, float, float, float, str]
-"""A day record as the `day` table holds it: merchant, day, cash_end, net_worth, revenue and
-the whole record as JSON."""
-
-
-def day_row(record: DayRecord) -> DayRowValues:
-    return (record.merchant, record.day, record.cash_end, record.net_worth, record.revenue, record_adapter.dump_json(record).decode())
-
-
-class PackedDays(Sequence[DayRecord]):
-    """A match's day records already in the form the `day` table stores (`DayRowValues`).
-
-    A match played in a Ray worker is sent back to the writer packed: a list of strings and
-    floats pickles in a fraction of the time thousands of DayRecords with a dozen dicts each
-    take, and the JSON is made on the worker's core rather than the writer's. Reading it as
-    a sequence of DayRecords parses the JSON back (for tests and tools, not the hot path).
-    """
-
-    __slots__ = ("rows",)
-
-    def __init__(self, rows: list[DayRowValues]):
-        self.rows = rows
-
-    @classmethod
-    def of(cls, records: Sequence[DayRecord]) -> PackedDays:
-        return cls([day_row(record) for record in records])
-
-    def __reduce__(self):
-        return PackedDays, (self.rows,)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [record_adapter.validate_json(row[-1]) for row in self.rows[index]]
-        return record_adapter.validate_json(self.rows[index][-1])
-
-    def __iter__(self) -> Iterator[DayRecord]:
-        return (record_adapter.validate_json(row[-1]) for row in self.rows)
-
-
-def day_rows(days: Sequence[DayRecord]) -> list[DayRowValues]:
-    """`days` as `day` table rows, without re-serialising days that come packed."""
-    return days.rows if isinstance(days, PackedDays) else [day_row(record) for record in days]
+from market.types import DayRecord
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
 
@@ -124,7 +78,7 @@ class FinishedMatch(BaseModel):
     days: int
     wall_seconds: float
     merchants: list[MerchantResult]
-    # built by the market, trusted: no per-record copy; a list, or PackedDays (see `packed`)
+    # built by the market, trusted: no copy; a DayLog, or a list of DayRecords (tests, tools)
     days_played: Annotated[Sequence[DayRecord], SkipValidation]
     faults: list[Fault]
     probes: list[ProbeResult] = Field(default_factory=list)
@@ -132,7 +86,3 @@ class FinishedMatch(BaseModel):
     metrics: dict[str, dict[str, float | None]] | None = Field(
         None, description="results.metrics per merchant, computed where the match was played (None: when it is saved)"
     )
-
-    def packed(self) -> FinishedMatch:
-        """This match with its day records packed as table rows: what a Ray worker sends back."""
-        return self.model_copy(update={"days_played": PackedDays.of(self.days_played)})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import Engine, delete
@@ -16,14 +17,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, func, select
 
 from market.scenario import Scenario
-from market.types import DayRecord, record_adapter
+from market.daylog import DayLog
 from results.errors import NotFound
 from results.metrics import compute as compute_metrics
 from results.ratings import leaderboard
-from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeResult, day_rows
+from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeResult
 from results.tables import (
     ContestantRow,
-    DayRow,
+    DayLogRow,
     FaultRow,
     MatchResultRow,
     MatchRow,
@@ -34,8 +35,6 @@ from results.tables import (
     Tournament,
     utcnow,
 )
-
-_DAY_COLUMNS = ("match_id", "merchant", "day", "cash_end", "net_worth", "revenue", "record")
 
 __all__ = [
     "MatchDetail",
@@ -153,7 +152,8 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenari
             return existing
         match_id = row.id
         _bulk_insert(session, MatchResultRow, [{**r.model_dump(), "match_id": match_id} for r in match.merchants])
-        _bulk_insert(session, DayRow, [dict(zip(_DAY_COLUMNS, (match_id, *row))) for row in day_rows(match.days_played)])
+        log = DayLog.of(match.days_played, scenario.product_ids if scenario is not None else None)
+        session.add(DayLogRow(match_id=match_id, columns=log.columns_blob(), decisions=log.decisions_json()))
         _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
         _bulk_insert(session, ProbeRow, [{**p.model_dump(), "match_id": match_id} for p in match.probes])
         _bulk_insert(session, ModelCallRow, [{**c.model_dump(), "match_id": match_id} for c in match.calls])
@@ -261,7 +261,7 @@ class MatchDetail:
 
     match: MatchRow
     results: list[MerchantResult]
-    days: list[DayRecord]
+    days: DayLog  # a sequence of DayRecords
     faults: list[Fault]
     probes: list[ProbeResult]
     calls: list[ModelCallRecord]
@@ -271,14 +271,14 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
     with Session(engine) as session:
         match = _require(session, MatchRow, match_id)
         results = session.exec(select(MatchResultRow).where(MatchResultRow.match_id == match_id).order_by(MatchResultRow.id))
-        days = session.exec(select(DayRow.record).where(DayRow.match_id == match_id).order_by(DayRow.id))
+        days = session.get(DayLogRow, match_id)
         faults = session.exec(select(FaultRow).where(FaultRow.match_id == match_id).order_by(FaultRow.id))
         probes = session.exec(select(ProbeRow).where(ProbeRow.match_id == match_id).order_by(ProbeRow.id))
         calls = session.exec(select(ModelCallRow).where(ModelCallRow.match_id == match_id).order_by(ModelCallRow.id))
         return MatchDetail(
             match=match,
             results=[MerchantResult.model_validate(r, from_attributes=True) for r in results],
-            days=[record_adapter.validate_json(record) for record in days],
+            days=DayLog.stored(days.columns, days.decisions) if days is not None else DayLog.of([]),
             faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
             probes=[ProbeResult.model_validate(p, from_attributes=True) for p in probes],
             calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
@@ -295,10 +295,24 @@ def _metric_rows(match_id: int, results: Iterable[MerchantResult], scores: dict[
 
 
 def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, Any]]) -> None:
-    """One Core executemany per table, in the session's transaction: a match may have
-    thousands of day rows, and the ORM's bulk path costs several times more per row."""
-    if rows:
-        session.connection().execute(table.__table__.insert(), rows)
+    """One executemany per table, in the session's transaction, handed to the database
+    driver as it is: a match may have hundreds of metric rows, and SQLAlchemy's own
+    executemany spends ~20 us of Python per row on parameters this code already made."""
+    if not rows:
+        return
+    connection = session.connection()
+    dialect = connection.dialect
+    columns = list(rows[0])
+    quote = dialect.identifier_preparer.quote
+    if dialect.paramstyle in ("named", "pyformat"):
+        marks = [f":{c}" if dialect.paramstyle == "named" else f"%({c})s" for c in columns]
+        values: list[Any] = rows
+    else:
+        mark = {"qmark": "?", "format": "%s"}.get(dialect.paramstyle)
+        marks = [mark or f":{k + 1}" for k in range(len(columns))]
+        values = list(map(itemgetter(*columns), rows)) if len(columns) > 1 else [(row[columns[0]],) for row in rows]
+    sql = f"INSERT INTO {quote(table.__tablename__)} ({', '.join(map(quote, columns))}) VALUES ({', '.join(marks)})"
+    connection.exec_driver_sql(sql, values)
 
 
 def _require(session: Session, table: type[SQLModel], row_id: int):

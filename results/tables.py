@@ -1,6 +1,6 @@
 """The SQLModel tables of the record.
 
-Timestamps are UTC. JSON columns (`params`, `record`) are text holding JSON so that any
+Timestamps are UTC. JSON columns (`params`, `decisions`) are text holding JSON so that any
 database stores them the same way. Contestants are identified by name across tournaments;
 results refer to contestants by name, not by row id, for that reason.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import CheckConstraint, Index, Text, UniqueConstraint
+from sqlalchemy import CheckConstraint, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -80,18 +80,18 @@ class MatchResultRow(SQLModel, table=True):
     rejected_operations: int
 
 
-class DayRow(SQLModel, table=True):
-    __tablename__ = "day"
-    __table_args__ = (Index("ix_day_match_merchant_day", "match_id", "merchant", "day", unique=True),)
+class DayLogRow(SQLModel, table=True):
+    """A match's day records, one row per match (see market.daylog.DayLog): the numbers as
+    an .npz archive of arrays, one row per merchant-day, and the rest as JSON. One row
+    rather than one per merchant-day because a tournament of instant merchants plays tens of
+    thousands of merchant-days a second; read them with `results.store.match_detail`,
+    `arena show` or `arena export`."""
 
-    id: int | None = Field(default=None, primary_key=True)
-    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
-    merchant: str
-    day: int
-    cash_end: float
-    net_worth: float
-    revenue: float
-    record: str = Field(sa_type=Text, description="the full market.types.DayRecord as JSON")
+    __tablename__ = "day_log"
+
+    match_id: int = Field(foreign_key="match.id", primary_key=True, ondelete="CASCADE")
+    columns: bytes = Field(sa_type=LargeBinary, description="numpy .npz: seat, day, bankrupt, scalars, per_product")
+    decisions: str = Field(sa_type=Text, description="JSON: merchants, products, column names; per row operations, rejections, plan")
 
 
 class FaultRow(SQLModel, table=True):
@@ -153,13 +153,15 @@ class MetricRow(SQLModel, table=True):
     does not apply (no probes asked, no price moves)."""
 
     __tablename__ = "metric"
+    # the only index: a match writes hundreds of these rows, and each index costs about as
+    # much again per row; reads go by match (this index's first column)
     __table_args__ = (UniqueConstraint("match_id", "merchant", "name"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
     merchant: str
-    contestant: str = Field(index=True)
-    name: str = Field(index=True)
+    contestant: str
+    name: str
     value: float | None = None
 
 

@@ -96,8 +96,7 @@ class MatchRunner:
 
     async def play(self, spec: MatchSpec) -> FinishedMatch:
         match = Match(spec, self.scenarios[spec.scenario], self.rules, self.entries, self.hosts)
-        finished = await match.play(on_day=self._count_day)
-        return finished.packed()
+        return await match.play(on_day=self._count_day)
 
     async def days_played(self) -> int:
         """Days played by all matches of this runner so far (for the progress bar)."""

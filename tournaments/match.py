@@ -26,6 +26,7 @@ from ray.exceptions import RayActorError, RayTaskError
 from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, create
 from market.env import MarketEnv
 from market.scenario import Scenario
+from market.daylog import DayLog
 from market.types import DayRecord
 from results.metrics import compute as compute_metrics
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeResult
@@ -75,7 +76,6 @@ class Match:
             name: create(entries[name].kind, entries[name].params, rules.options) for name in spec.seats if name not in self.hosts
         }
         self.faults: list[Fault] = []
-        self.records: list[DayRecord] = []
         self.probes: list[ProbeResult] = []
         self.calls: list[ModelCallRecord] = []
         self._needs_start: set[str] = set(self.hosts)
@@ -95,17 +95,14 @@ class Match:
                 if self.hosts:
                     decisions.update(await self._hosted_decisions(observations, day, env.agents, probe, recalled))
                 if probe is not None:
-                    self._score_probe(day, probe, recalled, env.agents)
-                observations, _, _, _, infos = env.step(decisions)
-                records: list[DayRecord] = [info["record"] for info in infos.values()]
-                for record in records:
-                    whole = [r for r in record.rejections if r.index == -1] if record.rejections else None
-                    if whole:  # the answer was not a decision at all; keep what it was
-                        self._fault(day, record.merchant, "malformed", f"{whole[0].reason}: {whole[0].operation!r}")
-                self.records.extend(records)
+                    self._score_probe(day, probe, recalled, env.agents, env.log.day(probe.day))
+                observations, _, _, _, _ = env.step(decisions)
+                for merchant, whole in env.log.whole_rejections(day):  # the answer was not a decision at all; keep what it was
+                    self._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
                 on_day()
         finally:
             await self._collect_calls()
+        log = env.log.build()
         return FinishedMatch(
             key=self.spec.key,
             index=self.spec.index,
@@ -113,11 +110,11 @@ class Match:
             seed=self.spec.seed,
             days=self.spec.days,
             wall_seconds=time.perf_counter() - started,
-            merchants=score_match(self.scenario, self.spec.days, self.spec.seats, self.records, self.faults),
-            days_played=self.records,
+            merchants=score_match(self.scenario, self.spec.days, self.spec.seats, log, self.faults),
+            days_played=log,
             faults=self.faults,
             probes=self.probes,
-            metrics=compute_metrics(self.records, self.probes, self.faults, self.scenario),
+            metrics=compute_metrics(log, self.probes, self.faults, self.scenario),
             calls=self.calls,
         )
 
@@ -142,9 +139,9 @@ class Match:
         product = None if fact == "cash" else products[int(self.probe_rng.integers(len(products)))]
         return RecallProbe(day=asked_day, fact=fact, product=product)
 
-    def _score_probe(self, day: int, probe: RecallProbe, answers: dict[str, Any], agents: list[str]) -> None:
+    def _score_probe(self, day: int, probe: RecallProbe, answers: dict[str, Any], agents: list[str], asked: DayLog) -> None:
         """Compare each merchant's answer (missing: none) with its record of the day asked about."""
-        truths = {r.merchant: r for r in self.records if r.day == probe.day}
+        truths = {r.merchant: r for r in asked}
         for name in agents:
             if name not in truths:
                 continue

@@ -177,7 +177,7 @@ async def _play_all(
 
 @ray.remote(num_cpus=1)
 def play_instant_match(match: MatchSpec, scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> FinishedMatch:
-    return Match(match, scenario, rules, entries, hosts={}).play_here().packed()
+    return Match(match, scenario, rules, entries, hosts={}).play_here()
 
 
 class _Spending:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 
+import numpy as np
+
+from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import DayRecord
 from results.records import Fault, MerchantResult
@@ -28,35 +31,32 @@ def rank_merchants(final: dict[str, tuple[bool, int, float]]) -> dict[str, int]:
     return ranks
 
 
-def score_match(scenario: Scenario, days: int, seats: Sequence[str], records: list[DayRecord], faults: list[Fault]) -> list[MerchantResult]:
+def score_match(scenario: Scenario, days: int, seats: Sequence[str], records: Iterable[DayRecord], faults: list[Fault]) -> list[MerchantResult]:
     """Results in seat order. A merchant is named after the contestant in its seat."""
-    last: dict[str, DayRecord] = {}
-    sold: dict[str, float] = defaultdict(float)
-    rejected: dict[str, int] = defaultdict(int)
-    for record in records:
-        last[record.merchant] = record
-        sold[record.merchant] += sum(record.units_sold.values())
-        rejected[record.merchant] += len(record.rejections)
-    fault_count: dict[str, int] = defaultdict(int)
-    for fault in faults:
-        fault_count[fault.merchant] += 1
+    log = DayLog.of(records, scenario.product_ids)
+    by_seat = np.bincount(log.seat, weights=log.product_values("units_sold").sum(axis=1), minlength=len(log.merchants))
+    sold = dict(zip(log.merchants, by_seat.tolist()))
+    rejected = dict(zip(log.merchants, np.bincount(log.seat, weights=[len(r) for r in log.rejections], minlength=len(log.merchants)).tolist()))
+    last = {merchant: int(log.rows_of(merchant)[-1]) for merchant in seats}
+    cash, worth, bankrupt, day = log.scalar("cash_end").tolist(), log.scalar("net_worth").tolist(), log.bankrupt.tolist(), log.day.tolist()
+    fault_count = Counter(fault.merchant for fault in faults)
     total_sold = sum(sold.values())
     start = starting_net_worth(scenario)
-    bankrupt_day = {m: r.day for m, r in last.items() if r.bankrupt}
-    final = {m: (m not in bankrupt_day, bankrupt_day.get(m, days), round(last[m].net_worth, 6)) for m in seats}
+    bankrupt_day = {m: day[r] for m, r in last.items() if bankrupt[r]}
+    final = {m: (m not in bankrupt_day, bankrupt_day.get(m, days), round(worth[last[m]], 6)) for m in seats}
     ranks = rank_merchants(final)
     return [
         MerchantResult(
             merchant=merchant,
             contestant=merchant,
-            final_cash=last[merchant].cash_end,
-            net_worth=last[merchant].net_worth,
-            profit=last[merchant].net_worth - start,
+            final_cash=cash[last[merchant]],
+            net_worth=worth[last[merchant]],
+            profit=worth[last[merchant]] - start,
             rank=ranks[merchant],
             market_share=sold[merchant] / total_sold if total_sold > 0 else 0.0,
             bankrupt_day=bankrupt_day.get(merchant),
             faults=fault_count[merchant],
-            rejected_operations=rejected[merchant],
+            rejected_operations=int(rejected[merchant]),
         )
         for merchant in seats
     ]

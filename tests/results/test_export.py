@@ -17,7 +17,7 @@ from results.export import SCHEMAS, ExportError, export
 from results.metrics import METRICS
 from results.records import ModelCallRecord
 from results.store import match_detail, save_match, start_tournament
-from results.tables import DayRow, MatchResultRow, MetricRow, ModelCallRow
+from results.tables import MatchResultRow, MetricRow, ModelCallRow
 
 FORMATS = ["csv", "parquet"]
 
@@ -75,27 +75,26 @@ def test_tables_read_back_with_the_record_values(engine, tournament, stored, tmp
         assert got.scenario == "corner-shop" and pd.isna(got.bankrupt_day)
 
     days = _read(out, "days", fmt)
-    day_rows = _rows(engine, DayRow, stored)
+    day_rows = [(match_id, record) for match_id in stored for record in store.match_detail(engine, match_id).days]
     assert len(days) == len(day_rows) == 2 * 4 + 3 * 2
     indexed = days.set_index(["match_id", "merchant", "day"])
-    for row in day_rows:
-        got = indexed.loc[(row.match_id, row.merchant, row.day)]
-        record = json.loads(row.record)
-        assert (got.cash_end, got.net_worth, got.revenue, bool(got.bankrupt)) == (row.cash_end, row.net_worth, row.revenue, record["bankrupt"])
-        assert json.loads(got.operations) == record["operations"]
-        assert json.loads(got.rejections)[0]["reason"] == record["rejections"][0]["reason"]
+    for match_id, record in day_rows:
+        got = indexed.loc[(match_id, record.merchant, record.day)]
+        assert (got.cash_end, got.net_worth, got.revenue, bool(got.bankrupt)) == (record.cash_end, record.net_worth, record.revenue, record.bankrupt)
+        assert json.loads(got.operations) == record.operations
+        assert json.loads(got.rejections)[0]["reason"] == record.rejections[0].reason
     assert set(days[days.match_id == stored[1]].contestant) == {"alpha", "beta", "gamma"}
 
     products = _read(out, "day_products", fmt)
     assert len(products) == len(day_rows)  # one product (tea) per merchant-day
-    first = json.loads(day_rows[0].record)
-    got = products[(products.match_id == day_rows[0].match_id) & (products.merchant == day_rows[0].merchant) & (products.day == 1)].iloc[0]
+    first_match, first = day_rows[0]
+    got = products[(products.match_id == first_match) & (products.merchant == first.merchant) & (products.day == 1)].iloc[0]
     assert (got["product"], got.price, got.units_sold, got.lost_sales, got.inventory) == (
-        "tea", first["prices"]["tea"], first["units_sold"]["tea"], first["lost_sales"]["tea"], first["inventory"]["tea"],
+        "tea", first.prices["tea"], first.units_sold["tea"], first.lost_sales["tea"], first.inventory["tea"],
     )
     planned = products.set_index(["match_id", "merchant", "day"]).planned_price
-    assert planned[(day_rows[0].match_id, day_rows[0].merchant, 1)] == first["plan"]["tea"] == 5.0
-    assert pd.isna(planned[(day_rows[0].match_id, day_rows[0].merchant, 2)])  # no plan stated that day
+    assert planned[(first_match, first.merchant, 1)] == first.plan["tea"] == 5.0
+    assert pd.isna(planned[(first_match, first.merchant, 2)])  # no plan stated that day
 
     calls = _read(out, "calls", fmt)
     call_rows = _rows(engine, ModelCallRow, stored)

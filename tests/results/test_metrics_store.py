@@ -13,7 +13,7 @@ from market.scenario import Scenario
 from results.metrics import METRICS, compute
 from results.records import Fault
 from results.store import MetricValue, NotFound, match_detail, metrics, rescore, save_match, start_tournament
-from results.tables import DayRow, MetricRow
+from results.tables import DayLogRow, MetricRow
 
 CORNER_SHOP = Scenario(
     name="corner-shop",
@@ -98,13 +98,14 @@ def test_rescore_recomputes_from_the_stored_records(engine, tournament, make_mat
     assert _metric_count(engine) == 4 * len(METRICS)
 
 
-def test_day_rows_stored_before_plans_load_without_one_and_rescore(engine, tournament, make_match):
+def test_rescore_reads_the_stored_days(engine, tournament, make_match):
     match_id = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))  # plan 5 on day 1, price 4.5
     assert [v.value for v in metrics(engine, tournament) if v.name == "plan_drift"] == [pytest.approx(0.1)] * 2
-    with Session(engine) as session:  # as the rows were written before the day record had a plan
-        for row in session.exec(select(DayRow)).all():
-            row.record = json.dumps({k: v for k, v in json.loads(row.record).items() if k != "plan"})
-            session.add(row)
+    with Session(engine) as session:  # the stored days now state no plan
+        row = session.get(DayLogRow, match_id)
+        decisions = json.loads(row.decisions)
+        row.decisions = json.dumps({**decisions, "plans": [{} for _ in decisions["plans"]]})
+        session.add(row)
         session.commit()
 
     assert all(record.plan == {} for record in match_detail(engine, match_id).days)

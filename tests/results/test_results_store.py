@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import io
 import json
 import pickle
+
+import numpy as np
 
 import pytest
 from sqlalchemy import func
@@ -9,7 +12,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from results.ratings import leaderboard
-from results.records import Fault, FinishedMatch, PackedDays, ProbeResult
+from market.daylog import SCALARS, DayLog
+from results.records import Fault, FinishedMatch, ProbeResult
 from results.store import (
     NotFound,
     find_resumable,
@@ -22,7 +26,7 @@ from results.store import (
     save_match,
     start_tournament,
 )
-from results.tables import ContestantRow, DayRow, FaultRow, MatchResultRow, MatchRow, RatingSnapshot
+from results.tables import ContestantRow, DayLogRow, FaultRow, MatchResultRow, MatchRow, RatingSnapshot
 
 
 def _count(engine, table) -> int:
@@ -31,7 +35,7 @@ def _count(engine, table) -> int:
 
 
 def _nothing_stored(engine) -> bool:
-    return all(_count(engine, table) == 0 for table in (MatchRow, MatchResultRow, DayRow, FaultRow))
+    return all(_count(engine, table) == 0 for table in (MatchRow, MatchResultRow, DayLogRow, FaultRow))
 
 
 def test_start_tournament_records_config_and_contestants(engine, tournament):
@@ -74,31 +78,32 @@ def test_match_round_trips(engine, tournament, make_match):
     assert rebuilt == match
 
 
-def test_a_packed_match_survives_pickling_and_is_stored_as_the_same_rows(engine, tournament, make_match):
+def test_a_day_log_survives_pickling_and_is_stored_as_the_same_days(engine, tournament, make_match):
     plain = make_match("rr-0", 0, {"alpha": 1, "beta": 2})
-    packed = pickle.loads(pickle.dumps(make_match("rr-1", 1, {"alpha": 1, "beta": 2}).packed()))
-    assert isinstance(packed.days_played, PackedDays)
-    assert list(packed.days_played) == list(plain.days_played)
-    assert packed.days_played[1] == plain.days_played[1] and len(packed.days_played) == len(plain.days_played)
+    logged = make_match("rr-1", 1, {"alpha": 1, "beta": 2})
+    logged.days_played = pickle.loads(pickle.dumps(DayLog.of(logged.days_played)))
+    assert isinstance(logged.days_played, DayLog)
+    assert list(logged.days_played) == list(plain.days_played)
+    assert logged.days_played[1] == plain.days_played[1] and len(logged.days_played) == len(plain.days_played)
+    assert logged.days_played[-2:] == plain.days_played[-2:]
 
-    stored = [match_detail(engine, save_match(engine, tournament, m)) for m in (plain, packed)]
-    assert stored[0].days == stored[1].days == plain.days_played
+    stored = [match_detail(engine, save_match(engine, tournament, m)) for m in (plain, logged)]
+    assert list(stored[0].days) == list(stored[1].days) == plain.days_played
+
+
+def test_the_stored_day_log_reads_with_numpy_and_json(engine, tournament, make_match):
+    match = make_match("rr-0", 0, {"alpha": 1, "beta": 2}, days=4)
+    match_id = save_match(engine, tournament, match)
     with Session(engine) as session:
-        columns = [
-            session.exec(select(DayRow.merchant, DayRow.day, DayRow.cash_end, DayRow.net_worth, DayRow.revenue, DayRow.record).where(DayRow.match_id == d.match.id).order_by(DayRow.id)).all()
-            for d in stored
-        ]
-    assert columns[0] == columns[1] and len(columns[0]) == len(plain.days_played)
-
-
-def test_day_rows_carry_queryable_columns(engine, tournament, make_match):
-    match_id = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}, days=4))
-    with Session(engine) as session:
-        rows = session.exec(select(DayRow).where(DayRow.match_id == match_id, DayRow.merchant == "m1")).all()
-    assert sorted(r.day for r in rows) == [1, 2, 3, 4]
-    for row in rows:
-        record = json.loads(row.record)
-        assert (row.cash_end, row.net_worth, row.revenue) == (record["cash_end"], record["net_worth"], record["revenue"])
+        row = session.get(DayLogRow, match_id)
+    arrays = np.load(io.BytesIO(row.columns), allow_pickle=False)
+    text = json.loads(row.decisions)
+    assert text["scalars"] == list(SCALARS) and text["products"] == ["tea"]
+    cash_end = arrays["scalars"][:, SCALARS.index("cash_end")].tolist()
+    assert cash_end == [r.cash_end for r in match.days_played]
+    assert [text["merchants"][s] for s in arrays["seat"]] == [r.merchant for r in match.days_played]
+    assert arrays["day"].tolist() == [r.day for r in match.days_played]
+    assert text["operations"] == [r.operations for r in match.days_played]
 
 
 def test_same_key_is_stored_once(engine, tournament, make_match):
@@ -107,7 +112,7 @@ def test_same_key_is_stored_once(engine, tournament, make_match):
     assert again == first
     assert _count(engine, MatchRow) == 1
     assert _count(engine, MatchResultRow) == 2
-    assert _count(engine, DayRow) == 6
+    assert _count(engine, DayLogRow) == 1
     assert _count(engine, FaultRow) == 1
     assert [r.rank for r in match_detail(engine, first).results] == [1, 2]
 
@@ -119,10 +124,10 @@ def test_same_key_in_another_tournament_is_another_match(engine, tournament, mak
     assert first != second
 
 
-def test_failing_day_row_leaves_nothing(engine, tournament, make_match, make_day):
+def test_failing_day_log_leaves_nothing(engine, tournament, make_match):
     match = make_match("rr-0", 0, {"alpha": 1, "beta": 2})
-    match.days_played.append(make_day("m0", 1))  # a second m0 day 1 breaks the unique index
-    with pytest.raises(IntegrityError):
+    match.days_played[0].operations.append({"op": "wait", "why": object()})  # cannot be written as JSON
+    with pytest.raises(TypeError):
         save_match(engine, tournament, match)
     assert _nothing_stored(engine)
     assert finished_keys(engine, tournament) == set()

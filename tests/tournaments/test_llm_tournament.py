@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from results import store
+from results.db import engine_for
+
 ARENA = str(Path(sys.executable).parent / "arena")
 SENTINEL = "sk-arena-sentinel-7f3a9c"
 DECISION = {"operations": [{"op": "set_price", "product": "widget", "price": 18.0}], "note": "steady"}
@@ -116,7 +119,8 @@ def test_misbehaving_servers_give_faults_not_crashes_and_the_key_never_leaks(tmp
 
     faults = Counter((merchant, kind) for merchant, kind in rows(db, "select merchant, kind from fault"))
     assert faults == {("500", "error"): 3, ("hang", "error"): 3, ("nonjson", "error"): 3, ("echo", "error"): 3}
-    prices = dict(rows(db, "select merchant, json_extract(record, '$.prices.widget') from day where day = 3"))
+    engine = engine_for(f"sqlite:///{db}", create=False)
+    prices = {r.merchant: r.prices["widget"] for m in store.list_matches(engine) for r in store.match_detail(engine, m.id).days if r.day == 3}
     assert prices["ok"] == prices["flaky"] == 18.0  # their decisions were applied
     # retries: 429, 500 and timeouts up to max_retries=2 more attempts; 401 and non-JSON never
     assert server.requests["500"] == server.requests["hang"] == 3 * 3

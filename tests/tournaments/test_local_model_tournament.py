@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import sqlite3
 import textwrap
+from collections import Counter
 
 import pytest
 
+from results import store
 from results.db import engine_for
 from tournaments.config import load_tournament
 from tournaments.runner import run_tournament
@@ -60,9 +62,10 @@ def seats(db) -> set[tuple[int, str]]:
 def test_every_decision_parses_and_is_taken(played):
     assert len(seats(played)) == 4  # each model meets the baseline and the other model
     assert rows(played, "select merchant, day, kind, detail from fault") == []
-    days = rows(played, f"select match_id, merchant, count(distinct day) from day where merchant in {LLM} group by 1, 2")
-    assert {(m, merchant) for m, merchant, _ in days} == seats(played)
-    assert {count for _, _, count in days} == {DAYS}
+    engine = engine_for(f"sqlite:///{played}", create=False)
+    days = Counter((m.id, r.merchant) for m in store.list_matches(engine) for r in store.match_detail(engine, m.id).days if r.merchant in LLM)
+    assert set(days) == seats(played)
+    assert set(days.values()) == {DAYS}
 
 
 def test_every_call_records_tokens_and_latency(played):

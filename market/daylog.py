@@ -1,0 +1,206 @@
+"""A match's day records, column by column.
+
+The market writes each day's records as arrays, one row per merchant that played: numbers
+in two float matrices (per merchant, and per merchant and product), the decision's applied
+operations, rejections and plan as Python lists beside them. A whole match is then a handful
+of arrays however many merchant-days it has, which is what makes a match cheap to score, to
+send between processes and to store (see results.store). `DayRecord` objects, one per
+merchant-day, are made from the columns only when something asks for them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
+
+import numpy as np
+
+from market.types import DayRecord, Rejection
+
+# The record's numeric fields in DayRecord's order: per merchant and product, then per merchant.
+PER_PRODUCT = ("prices", "first_choice", "units_sold", "lost_sales", "arrived", "ordered", "inventory", "in_transit", "unit_cost")
+SCALARS = (
+    "revenue", "revenue_cash", "collected", "purchases", "advertising", "holding", "fixed",
+    "cash_start", "cash_end", "receivables", "reputation", "net_worth",
+)  # fmt: skip
+_SCALAR = {name: k for k, name in enumerate(SCALARS)}
+_PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
+
+
+@dataclass(eq=False)
+class DayLog(Sequence[DayRecord]):
+    """Rows of merchant-days in play order (day by day; within a day, seat order).
+
+    seat[r] indexes `merchants`; scalars[r, k] is SCALARS[k]; per_product[r, k, j] is
+    PER_PRODUCT[k] of products[j]. As a sequence it reads as DayRecords (made on demand)."""
+
+    merchants: tuple[str, ...]
+    products: tuple[str, ...]
+    seat: np.ndarray
+    day: np.ndarray
+    bankrupt: np.ndarray
+    scalars: np.ndarray
+    per_product: np.ndarray
+    operations: list[list[dict]]
+    rejections: list[list[Rejection]]
+    plans: list[dict[str, float]]
+
+    def __len__(self) -> int:
+        return len(self.day)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return self.records(range(len(self))[index])
+        return self.records([range(len(self))[index]])[0]
+
+    def __iter__(self) -> Iterator[DayRecord]:
+        return iter(self.records())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (DayLog, list)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def scalar(self, name: str) -> np.ndarray:
+        """A per-merchant field, one value per row."""
+        return self.scalars[:, _SCALAR[name]]
+
+    def product_values(self, name: str) -> np.ndarray:
+        """A per-product field, [row, product]."""
+        return self.per_product[:, _PER_PRODUCT[name], :]
+
+    def rows_of(self, merchant: str) -> np.ndarray:
+        """The rows of one merchant, in day order."""
+        return np.flatnonzero(self.seat == self.merchants.index(merchant))
+
+    def records(self, rows: Iterable[int] | None = None) -> list[DayRecord]:
+        """DayRecords of `rows` (default: all). Arrays become Python lists once and `map`
+        makes the records: the market calls this for every merchant-day when it builds
+        observations."""
+        rows = list(range(len(self))) if rows is None else list(rows)
+        if not rows:
+            return []
+        ids = self.products
+        per_product = self.per_product[rows].transpose(1, 0, 2).tolist()  # [field][row][product]
+        scalars = self.scalars[rows].T.tolist()  # [field][row]
+        tables = [map(dict, map(zip, repeat(ids), table)) for table in per_product]
+        names = [self.merchants[s] for s in self.seat[rows].tolist()]
+        return list(
+            map(
+                DayRecord, names, self.day[rows].tolist(), [self.operations[r] for r in rows], [self.rejections[r] for r in rows],
+                *tables, *scalars, self.bankrupt[rows].tolist(), [self.plans[r] for r in rows],
+            )
+        )  # fmt: skip
+
+    # -- storage ------------------------------------------------------------------------
+
+    def columns_blob(self) -> bytes:
+        """The arrays as an uncompressed .npz archive (readable with numpy.load)."""
+        buffer = io.BytesIO()
+        np.savez(buffer, seat=self.seat, day=self.day, bankrupt=self.bankrupt, scalars=self.scalars, per_product=self.per_product)
+        return buffer.getvalue()
+
+    def decisions_json(self) -> str:
+        """Everything that is not a number, as JSON: names, the columns' order, and per row
+        the applied operations, rejections and plan."""
+        return json.dumps(
+            {
+                "merchants": self.merchants,
+                "products": self.products,
+                "scalars": SCALARS,
+                "per_product": PER_PRODUCT,
+                "operations": self.operations,
+                "rejections": [[[r.index, r.operation, r.reason] for r in row] for row in self.rejections],
+                "plans": self.plans,
+            }
+        )
+
+    @classmethod
+    def stored(cls, columns: bytes, decisions: str) -> DayLog:
+        """The log written by `columns_blob` and `decisions_json`."""
+        arrays = np.load(io.BytesIO(columns), allow_pickle=False)
+        text = json.loads(decisions)
+        return cls(
+            merchants=tuple(text["merchants"]),
+            products=tuple(text["products"]),
+            seat=arrays["seat"],
+            day=arrays["day"],
+            bankrupt=arrays["bankrupt"],
+            scalars=arrays["scalars"],
+            per_product=arrays["per_product"],
+            operations=text["operations"],
+            rejections=[[Rejection(*r) for r in row] for row in text["rejections"]],
+            plans=text["plans"],
+        )
+
+    @classmethod
+    def of(cls, records: Iterable[DayRecord], products: Sequence[str] | None = None) -> DayLog:
+        """The log of DayRecords built elsewhere (tests, tools); merchants in order of first
+        appearance, products those of the first record unless given."""
+        if isinstance(records, DayLog):
+            return records
+        records = list(records)
+        ids = tuple(products if products is not None else (records[0].prices if records else ()))
+        merchants = tuple(dict.fromkeys(r.merchant for r in records))
+        seat_of = {m: s for s, m in enumerate(merchants)}
+        return cls(
+            merchants=merchants,
+            products=ids,
+            seat=np.array([seat_of[r.merchant] for r in records], dtype=np.int32),
+            day=np.array([r.day for r in records], dtype=np.int32),
+            bankrupt=np.array([r.bankrupt for r in records], dtype=bool),
+            scalars=np.array([[getattr(r, f) for f in SCALARS] for r in records], dtype=float).reshape(len(records), len(SCALARS)),
+            per_product=np.array(
+                [[[getattr(r, f).get(p, 0.0) for p in ids] for f in PER_PRODUCT] for r in records], dtype=float
+            ).reshape(len(records), len(PER_PRODUCT), len(ids)),
+            operations=[r.operations for r in records],
+            rejections=[r.rejections for r in records],
+            plans=[r.plan for r in records],
+        )
+
+
+@dataclass
+class DayLogBuilder:
+    """Collects a match's days as the market plays them; `build` joins them into a DayLog."""
+
+    merchants: tuple[str, ...]
+    products: tuple[str, ...]
+    _days: list[tuple] = field(default_factory=list)
+
+    def add(self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, operations, rejections, plans) -> None:
+        self._days.append((seat, day, bankrupt, scalars, per_product, operations, rejections, plans))
+
+    def whole_rejections(self, day: int) -> list[tuple[str, Rejection]]:
+        """(merchant, rejection) for each merchant whose answer on `day` was not a decision at
+        all (a rejection of index -1)."""
+        seats, rejections = self._days[day - 1][0], self._days[day - 1][6]
+        return [(self.merchants[s], row[0]) for s, row in zip(seats.tolist(), rejections) if row and row[0].index == -1]
+
+    def day(self, day: int) -> DayLog:
+        """One day's rows (days are numbered from 1 and added in order)."""
+        return self._log(self._days[day - 1 : day])
+
+    def build(self) -> DayLog:
+        return self._log(self._days)
+
+    def _log(self, days: list[tuple]) -> DayLog:
+        if not days:
+            p = len(self.products)
+            return DayLog(self.merchants, self.products, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, bool),
+                          np.zeros((0, len(SCALARS))), np.zeros((0, len(PER_PRODUCT), p)), [], [], [])  # fmt: skip
+        seats, days_, bankrupt, scalars, per_product, operations, rejections, plans = zip(*days)
+        return DayLog(
+            merchants=self.merchants,
+            products=self.products,
+            seat=np.concatenate(seats).astype(np.int32),
+            day=np.repeat(np.array(days_, dtype=np.int32), [len(s) for s in seats]),
+            bankrupt=np.concatenate(bankrupt),
+            scalars=np.concatenate(scalars),
+            per_product=np.concatenate(per_product),
+            operations=[row for day in operations for row in day],
+            rejections=[row for day in rejections for row in day],
+            plans=[row for day in plans for row in day],
+        )
