@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import os
 import time
-from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -25,8 +24,9 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from contestants.base import Contestant, Params, RecallProbe, register
+from market.daylog import DayLogBuilder
 from market.scenario import Product, Scenario
-from market.types import Collect, Observation, Operation, Order, ProductState, SetPrice
+from market.types import Collect, Observation, Operation, Order, PlainDecision, Position, ProductState, SetPrice
 
 _EPS = 1e-9
 _COLLECT = Collect()  # operations are frozen, so every decision can share this one
@@ -52,10 +52,10 @@ def affordable_units(wanted: float, unit_cost: float, budget: float) -> int:
     return max(units, 0)
 
 
-def order_up_to(state: ProductState, reorder_level: float, target: float) -> float:
+def order_up_to(inventory: float, in_transit: float, reorder_level: float, target: float) -> float:
     """The (s, S) rule: when the stock position (in hand + in transit) is at or below
     `reorder_level`, the quantity that brings it back up to `target`; otherwise nothing."""
-    position = state.inventory + state.in_transit
+    position = inventory + in_transit
     return max(target - position, 0.0) if position <= reorder_level + _EPS else 0.0
 
 
@@ -76,12 +76,24 @@ class RestockParams(Params):
 class RuleMerchant(Contestant):
     """Common base of the rule merchants.
 
-    `decide` writes down what the observation says about the past, collects receivables that
-    are due, and then applies the kind's `rule`. The books hold, per day, cash, inventory,
-    prices and units ordered at the end of that day: from the observation (the start of day
-    t is the end of day t-1) and, where given, from yesterday's `DayRecord`, which wins. The
-    last day of a match is never recorded because no observation follows it.
+    A kind's `choose` gives the day's target prices and order quantities per product. From an
+    Observation (`decide`) they become operations, after the merchant has written down what
+    the observation says about the past; a kind whose rule reads only a `Position` (`plain`)
+    can also play from the market's arrays (`decide_plain`), which is how a match of such
+    merchants alone is played. Either way receivables that are due are collected first.
+
+    The books hold, per day, cash, inventory, prices and units ordered at the end of that
+    day: from the observation (the start of day t is the end of day t-1) and, where given,
+    from yesterday's `DayRecord`, which wins. The last day of a match is never recorded
+    because no observation follows it. In plain play the books are the market's own record
+    of the merchant's days, the records `decide` would have written down.
+
+    A kind is `plain` unless it changes `decide` or `choose` (which read observations).
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.plain = cls.decide is RuleMerchant.decide and cls.choose is RuleMerchant.choose
 
     def __init__(self, params: Params):
         super().__init__(params)
@@ -90,11 +102,12 @@ class RuleMerchant(Contestant):
         self.rng: np.random.Generator | None = None
         self.products: dict[str, Product] = {}
         self._books: dict[int, _Books] = {}
+        self._log: DayLogBuilder | None = None
 
     def reset(self, *, merchant: str, scenario: Scenario, rng: np.random.Generator) -> None:
         self.merchant, self.scenario, self.rng = merchant, scenario, rng
         self.products = {p.id: p for p in scenario.products}
-        self._books = {}
+        self._books, self._log = {}, None
 
     def decide(self, observation: Observation) -> list[Operation]:
         """The day's operations as a plain list of operation models: the market takes them
@@ -102,13 +115,33 @@ class RuleMerchant(Contestant):
         if self.scenario is None:
             raise RuntimeError(f"{self.kind}: decide() called before reset()")
         self._remember(observation)
-        operations: list[Operation] = [_COLLECT] if observation.receivables_due > 0 else []
-        operations.extend(self.rule(observation))
+        position = Position.of(observation)
+        decision = self._plain(position, *self.choose(observation, position))
+        ids = [s.product for s in observation.products]
+        operations: list[Operation] = [_COLLECT] if decision.collect else []
+        operations.extend(SetPrice(product=p, price=float(price)) for p, price in zip(ids, decision.prices) if price is not None)
+        operations.extend(Order(product=p, quantity=units) for p, units in zip(ids, decision.orders) if units > 0)
         return operations
 
-    @abstractmethod
-    def rule(self, observation: Observation) -> list[Operation]:
-        """Today's prices and orders."""
+    def decide_plain(self, position: Position, log: DayLogBuilder) -> PlainDecision:
+        """`decide` from a Position, as a PlainDecision (plain kinds only); `log` becomes
+        the books."""
+        self._log = log
+        return self._plain(position, *self.rule(position))
+
+    def choose(self, observation: Observation, position: Position) -> tuple[list[float | None], list[float]]:
+        """Target prices (None: no view, keep the price) and whole units to order, per product."""
+        return self.rule(position)
+
+    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
+        """`choose` from the Position alone."""
+        raise NotImplementedError(f"{self.kind} decides from whole observations")
+
+    @staticmethod
+    def _plain(position: Position, prices: list[float | None], orders: list[float]) -> PlainDecision:
+        """Collect what is due; post only the prices that change."""
+        changed = [None if price is None or abs(price - now) <= _EPS else price for price, now in zip(prices, position.prices)]
+        return PlainDecision(position.receivables_due > 0, changed, orders)
 
     # -- memory -------------------------------------------------------------------------
 
@@ -128,7 +161,7 @@ class RuleMerchant(Contestant):
     def recall(self, probe: RecallProbe) -> float | None:
         """The recorded value; None for a day not on the books, an unknown product, or no
         product named in a market with several."""
-        books = self._books.get(probe.day)
+        books = self._books.get(probe.day) or self._logged(probe.day)
         if books is None:
             return None
         if probe.fact == "cash":
@@ -146,40 +179,37 @@ class RuleMerchant(Contestant):
             return 0.0  # the record lists what was ordered; a product it omits got no order
         return value
 
+    def _logged(self, day: int) -> _Books | None:
+        """The books of `day` from the market's log (plain play), if it holds the day."""
+        if self._log is None or not 1 <= day <= self._log.days:
+            return None
+        mine = [r for r in self._log.day(day) if r.merchant == self.merchant]
+        return _Books(mine[0].cash_end, mine[0].inventory, mine[0].prices, mine[0].ordered) if mine else None
+
     # -- shared pieces of rules -----------------------------------------------------------
 
-    @staticmethod
-    def set_prices(observation: Observation, prices: dict[str, float]) -> list[Operation]:
-        """SetPrice for each product whose price changes."""
-        return [
-            SetPrice(product=s.product, price=float(prices[s.product]))
-            for s in observation.products
-            if s.product in prices and abs(prices[s.product] - s.price) > _EPS
-        ]
-
-    def orders(self, observation: Observation, wanted: dict[str, float]) -> list[Order]:
-        """Whole-unit orders for the wanted quantities, in product order, each cut to what
+    def orders(self, position: Position, wanted: list[float]) -> list[float]:
+        """Whole units to order for the wanted quantities, in product order, each cut to what
         the cash left after the earlier ones pays for. A day's fixed cost is kept back so a
         restock does not by itself cause bankruptcy. When sales are not limited by stock
         (units are bought when sold) stock is useless and nothing is ordered."""
         assert self.scenario is not None
         if not self.scenario.demand.stock_limited:
-            return []
-        budget = observation.cash - observation.fixed_daily_cost
+            return [0.0] * len(wanted)
+        budget = position.cash - position.fixed_daily_cost
         result = []
-        for state in observation.products:
-            units = affordable_units(wanted.get(state.product, 0.0), state.unit_cost, budget)
-            if units > 0:
-                result.append(Order(product=state.product, quantity=float(units)))
-                budget -= units * state.unit_cost
+        for units_wanted, unit_cost in zip(wanted, position.unit_cost):
+            units = affordable_units(units_wanted, unit_cost, budget)
+            result.append(float(units))
+            budget -= units * unit_cost
         return result
 
-    def restock(self, observation: Observation) -> list[Order]:
+    def restock(self, position: Position) -> list[float]:
         """The (s, S) policy of `RestockParams`, for every product."""
         params = self.params
         assert isinstance(params, RestockParams)
-        wanted = {s.product: order_up_to(s, params.reorder_level, params.target_stock) for s in observation.products}
-        return self.orders(observation, wanted)
+        wanted = [order_up_to(stock, coming, params.reorder_level, params.target_stock) for stock, coming in zip(position.inventory, position.in_transit)]
+        return self.orders(position, wanted)
 
 
 # ---- fixed price ---------------------------------------------------------------------------
@@ -211,9 +241,8 @@ class FixedPrice(RuleMerchant):
     def price_of(self, product: Product) -> float:
         return self.params.price if self.params.price is not None else product.unit_cost * (1 + self.params.markup)
 
-    def rule(self, observation: Observation) -> list[Operation]:
-        prices = {s.product: self.price_of(self.products[s.product]) for s in observation.products}
-        return [*self.set_prices(observation, prices), *self.restock(observation)]
+    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
+        return [self.price_of(p) for p in self.products.values()], self.restock(position)
 
 
 # ---- random ----------------------------------------------------------------------------------
@@ -244,14 +273,15 @@ class RandomMerchant(RuleMerchant):
     params_model: ClassVar[type[Params]] = RandomParams
     params: RandomParams
 
-    def rule(self, observation: Observation) -> list[Operation]:
+    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
         assert self.rng is not None
-        prices, wanted = {}, {}
-        for state in observation.products:
-            low, high = state.unit_cost * (1 + self.params.min_markup), state.unit_cost * (1 + self.params.max_markup)
-            prices[state.product] = float(self.rng.uniform(low, high))
-            wanted[state.product] = float(self.rng.integers(0, self.params.max_order + 1))
-        return [*self.set_prices(observation, prices), *self.orders(observation, wanted)]
+        prices: list[float | None] = []
+        wanted = []
+        for unit_cost in position.unit_cost:
+            low, high = unit_cost * (1 + self.params.min_markup), unit_cost * (1 + self.params.max_markup)
+            prices.append(float(self.rng.uniform(low, high)))
+            wanted.append(float(self.rng.integers(0, self.params.max_order + 1)))
+        return prices, self.orders(position, wanted)
 
 
 # ---- reorder point ---------------------------------------------------------------------------
@@ -271,9 +301,8 @@ class ReorderPoint(RuleMerchant):
     params_model: ClassVar[type[Params]] = ReorderPointParams
     params: ReorderPointParams
 
-    def rule(self, observation: Observation) -> list[Operation]:
-        prices = {s.product: self.products[s.product].reference_price * self.params.price_factor for s in observation.products}
-        return [*self.set_prices(observation, prices), *self.restock(observation)]
+    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
+        return [p.reference_price * self.params.price_factor for p in self.products.values()], self.restock(position)
 
 
 # ---- undercut --------------------------------------------------------------------------------
@@ -295,15 +324,13 @@ class Undercut(RuleMerchant):
     params_model: ClassVar[type[Params]] = UndercutParams
     params: UndercutParams
 
-    def rule(self, observation: Observation) -> list[Operation]:
-        prices = {}
-        boards = [m.prices for m in observation.rivals() if not m.bankrupt and m.prices]
-        for state in observation.products:
-            visible = [board[state.product] for board in boards if board.get(state.product) is not None]
-            if visible:
-                floor = state.unit_cost * (1 + self.params.min_markup)
-                prices[state.product] = max(min(visible) * (1 - self.params.step), floor)
-        return [*self.set_prices(observation, prices), *self.restock(observation)]
+    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
+        step, markup = self.params.step, self.params.min_markup
+        prices = [
+            None if cheapest is None else max(cheapest * (1 - step), unit_cost * (1 + markup))
+            for cheapest, unit_cost in zip(position.cheapest_rival, position.unit_cost)
+        ]
+        return prices, self.restock(position)
 
 
 # ---- cost plus -------------------------------------------------------------------------------
@@ -322,9 +349,8 @@ class CostPlus(RuleMerchant):
     params_model: ClassVar[type[Params]] = CostPlusParams
     params: CostPlusParams
 
-    def rule(self, observation: Observation) -> list[Operation]:
-        prices = {s.product: s.unit_cost * (1 + self.params.margin) for s in observation.products}
-        return [*self.set_prices(observation, prices), *self.restock(observation)]
+    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
+        return [unit_cost * (1 + self.params.margin) for unit_cost in position.unit_cost], self.restock(position)
 
 
 # ---- best response ---------------------------------------------------------------------------
@@ -388,18 +414,19 @@ class BestResponse(RuleMerchant):
                 multiplier *= event.multiplier
         return multiplier
 
-    def rule(self, observation: Observation) -> list[Operation]:
-        prices, wanted = {}, {}
+    def choose(self, observation: Observation, position: Position) -> tuple[list[float | None], list[float]]:
+        prices: list[float | None] = []
+        wanted = []
         for state in observation.products:
             product = self.products[state.product]
             grid = self.candidate_prices(state)
             share = self.shares(observation, product, grid)
             best = int(np.argmax((grid - state.unit_cost) * share))
-            prices[state.product] = float(grid[best])
+            prices.append(float(grid[best]))
             daily = product.base_demand * self.demand_multiplier(observation, state.product) * float(share[best])
             target = math.ceil(daily * (state.lead_time + self.params.cover_days))
-            wanted[state.product] = order_up_to(state, target, target)
-        return [*self.set_prices(observation, prices), *self.orders(observation, wanted)]
+            wanted.append(order_up_to(state.inventory, state.in_transit, target, target))
+        return prices, self.orders(position, wanted)
 
 
 # ---- for the machinery ---------------------------------------------------------------------

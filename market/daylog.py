@@ -173,6 +173,11 @@ class DayLogBuilder:
     def add(self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, operations, rejections, plans) -> None:
         self._days.append((seat, day, bankrupt, scalars, per_product, operations, rejections, plans))
 
+    @property
+    def days(self) -> int:
+        """Days added so far."""
+        return len(self._days)
+
     def whole_rejections(self, day: int) -> list[tuple[str, Rejection]]:
         """(merchant, rejection) for each merchant whose answer on `day` was not a decision at
         all (a rejection of index -1)."""

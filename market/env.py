@@ -38,7 +38,9 @@ from market.types import (
     Observation,
     Order,
     ParsedDecision,
+    PlainDecision,
     PlannedPrice,
+    Position,
     ProductState,
     PublicMerchant,
     Rejection,
@@ -167,7 +169,11 @@ class MarketEnv(ParallelEnv):
         plans: list[dict[str, float]] = [{} for _ in range(m)]
         for agent in self.agents:
             i = self._index[agent]
-            operations, rejections, plan = self._operations(actions.get(agent))
+            action = actions.get(agent)
+            if type(action) is PlainDecision:
+                self._apply_plain(i, action, costs, ordered, collected, applied[i], rejected[i])
+                continue
+            operations, rejections, plan = self._operations(action)
             rejected[i].extend(rejections)
             if plan:
                 plans[i] = self._kept_plan(plan)
@@ -273,9 +279,7 @@ class MarketEnv(ParallelEnv):
         if isinstance(op, Wait):
             return None
         if isinstance(op, Collect):
-            collected[i] += self.due[i]
-            self.cash[i] += self.due[i]
-            self.due[i] = 0.0
+            self._collect(i, collected)
             return None
         if isinstance(op, Advertise):
             if not math.isfinite(op.amount) or op.amount < 0:
@@ -289,12 +293,42 @@ class MarketEnv(ParallelEnv):
         if j is None:
             return f"unknown product {op.product!r}"
         if isinstance(op, SetPrice):
-            problem = self._price_problem(j, op.price)
-            if problem is None:
-                self.prices[i, j] = op.price
-            return problem
-        # Order
-        quantity = op.quantity
+            return self._set_price(i, j, op.price)
+        return self._order(i, j, op.quantity, unit_cost, ordered)
+
+    def _apply_plain(
+        self, i: int, decision: PlainDecision, unit_cost: list[float], ordered: np.ndarray, collected: np.ndarray, applied: list[dict], rejected: list[Rejection]
+    ) -> None:
+        """Apply a PlainDecision to merchant i as its operations would be, recording each."""
+        results = []
+        if decision.collect:
+            self._collect(i, collected)
+            results.append(({"op": "collect"}, None))
+        ids = self._product_ids
+        for j, price in enumerate(decision.prices):
+            if price is not None:
+                results.append(({"op": "set_price", "product": ids[j], "price": price}, self._set_price(i, j, price)))
+        for j, units in enumerate(decision.orders):
+            if units > 0:
+                results.append(({"op": "order", "product": ids[j], "quantity": units}, self._order(i, j, units, unit_cost, ordered)))
+        for index, (operation, reason) in enumerate(results):
+            if reason is None:
+                applied.append(operation)
+            else:
+                rejected.append(Rejection(index=index, operation=operation, reason=reason))
+
+    def _collect(self, i: int, collected: np.ndarray) -> None:
+        collected[i] += self.due[i]
+        self.cash[i] += self.due[i]
+        self.due[i] = 0.0
+
+    def _set_price(self, i: int, j: int, price: float) -> str | None:
+        problem = self._price_problem(j, price)
+        if problem is None:
+            self.prices[i, j] = price
+        return problem
+
+    def _order(self, i: int, j: int, quantity: float, unit_cost: list[float], ordered: np.ndarray) -> str | None:
         if not math.isfinite(quantity) or quantity <= 0:
             return "order quantity must be a positive number"
         if self._whole_units and quantity != int(quantity):
@@ -408,6 +442,34 @@ class MarketEnv(ParallelEnv):
             repeat(s.finance.fixed_daily_cost),
         )  # fmt: skip
         return dict(zip(agents, observations))
+
+    def positions(self) -> dict[str, Position]:
+        """Each playing merchant's day in plain numbers: what its Observation says of its own
+        books and of the cheapest rival price, from the arrays directly (no Observation)."""
+        day = min(self.day, self.days)
+        unit_cost = self._unit_cost_today(day).tolist()
+        due = (self.due + self.credit[:, 0]).tolist()  # credit[:, 0] falls due as the day starts
+        cash, prices, inventory = self.cash.tolist(), self.prices.tolist(), self.inventory.tolist()
+        in_transit, cheapest = self.pipeline.sum(axis=2).tolist(), self._cheapest_rivals()
+        fixed = self.scenario.finance.fixed_daily_cost
+        index = self._index
+        return {
+            a: Position(day, cash[i], due[i], fixed, prices[i], inventory[i], in_transit[i], unit_cost, cheapest[i])
+            for a in self.agents
+            for i in (index[a],)
+        }
+
+    def _cheapest_rivals(self) -> list[list[float | None]]:
+        """Per merchant and product, the lowest price posted by another merchant that is not
+        bankrupt; None where there is none or rivals' prices are hidden."""
+        m, p = self.prices.shape
+        if not self.scenario.visibility.rival_prices or m < 2:
+            return [[None] * p] * m
+        posted = np.where(self.bankrupt[:, None], np.inf, self.prices)
+        two = np.argsort(posted, axis=0, kind="stable")[:2]  # the cheapest two merchants, per product
+        lowest, second = posted[two[0], np.arange(p)], posted[two[1], np.arange(p)]
+        cheapest = np.where(np.arange(m)[:, None] == two[0][None, :], second, lowest)
+        return [[None if math.isinf(v) else v for v in row] for row in cheapest.tolist()]
 
     def _numeric(self, agent: str) -> dict[str, np.ndarray]:
         i = self._index[agent]

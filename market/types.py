@@ -313,4 +313,46 @@ class Observation:
         return [m for m in self.market if m.merchant != self.merchant]
 
 
+class Position(NamedTuple):
+    """One merchant's day in plain numbers, lists per product in the scenario's order: what
+    the rule merchants read. `MarketEnv.positions` makes them from the market's arrays for
+    every merchant at once, without building Observations; `Position.of` reads one from an
+    Observation.
+
+    cheapest_rival: the lowest price a rival that is not bankrupt posted yesterday, None
+    where no rival's price is visible."""
+
+    day: int
+    cash: float
+    receivables_due: float
+    fixed_daily_cost: float
+    prices: list[float]
+    inventory: list[float]
+    in_transit: list[float]
+    unit_cost: list[float]
+    cheapest_rival: list[float | None]
+
+    @classmethod
+    def of(cls, observation: Observation) -> Position:
+        products = observation.products
+        boards = [m.prices for m in observation.market if m.merchant != observation.merchant and not m.bankrupt and m.prices]
+        cheapest = [min((b[s.product] for b in boards if b.get(s.product) is not None), default=None) for s in products]
+        return cls(
+            observation.day, observation.cash, observation.receivables_due, observation.fixed_daily_cost,
+            [s.price for s in products], [s.inventory for s in products], [s.in_transit for s in products],
+            [s.unit_cost for s in products], cheapest,
+        )  # fmt: skip
+
+
+class PlainDecision(NamedTuple):
+    """A decision in plain numbers, lists per product in the scenario's order: the same as
+    the operations [collect, if collect] + [set_price for each price that is not None] +
+    [order for each quantity above 0], in that order, and validated the same way; cheaper
+    to make and to apply (the rule merchants' answer when they play from Positions)."""
+
+    collect: bool
+    prices: list[float | None]
+    orders: list[float]
+
+
 record_adapter: TypeAdapter[DayRecord] = TypeAdapter(DayRecord)

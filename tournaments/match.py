@@ -26,7 +26,7 @@ from ray.exceptions import RayActorError, RayTaskError
 from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, create
 from market.env import MarketEnv
 from market.scenario import Scenario
-from market.daylog import DayLog
+from market.daylog import DayLog, DayLogBuilder
 from market.types import DayRecord
 from results.metrics import compute as compute_metrics
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeResult
@@ -86,17 +86,23 @@ class Match:
         observations, _ = env.reset(seed=self.market_seed)
         for name, contestant in self.local.items():
             contestant.reset(merchant=name, scenario=self.scenario, rng=np.random.default_rng(self.seat_seeds[name]))
+        # rule merchants alone play from the market's arrays: no observations are built
+        plain = not self.hosts and all(contestant.plain for contestant in self.local.values())
         try:
             while env.agents:
-                day = env.day
+                day, agents = env.day, list(env.agents)
                 probe = self._draw_probe(day) if self.rules.probe_day(day) else None
-                recalled = {name: recall(self.local[name], probe) for name in env.agents if name in self.local} if probe else {}
-                decisions = self._local_decisions(observations, day, env.agents)
+                asked = env.log.day(probe.day) if probe is not None else None
+                recalled = {name: recall(self.local[name], probe) for name in agents if name in self.local} if probe else {}
+                decisions = self._local_decisions(env.positions() if plain else observations, day, agents, env.log if plain else None)
                 if self.hosts:
-                    decisions.update(await self._hosted_decisions(observations, day, env.agents, probe, recalled))
+                    decisions.update(await self._hosted_decisions(observations, day, agents, probe, recalled))
                 if probe is not None:
-                    self._score_probe(day, probe, recalled, env.agents, env.log.day(probe.day))
-                observations, _, _, _, _ = env.step(decisions)
+                    self._score_probe(day, probe, recalled, agents, asked)
+                if plain:
+                    env.advance(decisions)
+                else:
+                    observations = env.step(decisions)[0]
                 for merchant, whole in env.log.whole_rejections(day):  # the answer was not a decision at all; keep what it was
                     self._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
                 on_day()
@@ -155,14 +161,16 @@ class Match:
                 )
             )  # fmt: skip
 
-    def _local_decisions(self, observations: dict, day: int, agents: list[str]) -> dict[str, Any]:
+    def _local_decisions(self, views: dict[str, Any], day: int, agents: list[str], log: DayLogBuilder | None) -> dict[str, Any]:
+        """The inline merchants' decisions from their observations, or in plain play (given
+        the log) from their Positions."""
         decisions: dict[str, Any] = {}
         for name in agents:
             contestant = self.local.get(name)
             if contestant is None:
                 continue
             try:
-                decisions[name] = contestant.decide(observations[name])
+                decisions[name] = contestant.decide(views[name]) if log is None else contestant.decide_plain(views[name], log)
             except Exception as exc:  # a contestant's bug is a fault, not a crash
                 self._fault(day, name, "error", _describe(exc))
         return decisions
