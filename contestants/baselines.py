@@ -194,7 +194,7 @@ class RuleMerchant(Contestant):
         restock does not by itself cause bankruptcy. When sales are not limited by stock
         (units are bought when sold) stock is useless and nothing is ordered."""
         assert self.scenario is not None
-        if not self.scenario.demand.stock_limited:
+        if not self.scenario.demand.stock_limited or not any(wanted):
             return [0.0] * len(wanted)
         budget = position.cash - position.fixed_daily_cost
         result = []

@@ -47,8 +47,8 @@ def logit_shares(utility: np.ndarray, outside: float) -> np.ndarray:
 
 def _softmax(options: np.ndarray) -> np.ndarray:
     """exp(u_k) / sum_l exp(u_l) over every option, computed after subtracting the largest u."""
-    weights = np.exp(options - options.max())
-    return weights / weights.sum()
+    weights = np.exp(options - np.maximum.reduce(options))  # ufunc reductions: no Python wrapper, this runs daily
+    return weights / np.add.reduce(weights)
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def allocate(
         served = np.minimum(picks, left)
         sold += served
         left -= served
-        choosing = float((picks - served).sum())
+        choosing = float(np.add.reduce(picks - served))
         if choosing <= 1e-9 * max(customers, 1.0):
             no_purchase += choosing
             break

@@ -186,7 +186,7 @@ class MarketEnv(ParallelEnv):
 
         wanted, sold = self._clear_market(day)
         revenue_by_product = sold * self.prices
-        revenue = revenue_by_product.sum(axis=1)
+        revenue = _sum(revenue_by_product, 1)
         on_credit = revenue * s.finance.credit_share
         revenue_cash = revenue - on_credit
         if s.finance.credit_days == 0:
@@ -197,9 +197,9 @@ class MarketEnv(ParallelEnv):
             self.inventory -= sold
             made_to_order = np.zeros(m)
         else:
-            made_to_order = (sold * unit_cost).sum(axis=1)
-        purchases = (ordered * unit_cost).sum(axis=1) + made_to_order
-        holding = (self.inventory * self._holding).sum(axis=1)
+            made_to_order = _sum(sold * unit_cost, 1)
+        purchases = _sum(ordered * unit_cost, 1) + made_to_order
+        holding = _sum(self.inventory * self._holding, 1)
         fixed = np.where(self.bankrupt, 0.0, s.finance.fixed_daily_cost)
         self.cash += revenue_cash - made_to_order - holding - fixed
         self.units_sold += sold
@@ -211,10 +211,11 @@ class MarketEnv(ParallelEnv):
 
         playing = list(self.agents)
         rows = self._seats_of(playing)
-        receivables = self.due + self.credit.sum(axis=1)
-        scalars = np.stack((revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, self.cash, receivables, self.reputation, worth_end), axis=1)
-        in_transit = self.pipeline.sum(axis=2)
-        per_product = np.stack((self.prices, wanted, sold, wanted - sold, arrived, ordered, self.inventory, in_transit, np.broadcast_to(unit_cost, (m, p))), axis=1)
+        receivables = self.due + _sum(self.credit, 1)
+        # np.array of a tuple copies in C; np.stack would cost more in Python than the copy
+        scalars = np.array((revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, self.cash, receivables, self.reputation, worth_end)).T
+        in_transit = _sum(self.pipeline, 2)
+        per_product = np.array((self.prices, wanted, sold, wanted - sold, arrived, ordered, self.inventory, in_transit, np.broadcast_to(unit_cost, (m, p)))).transpose(1, 0, 2)
         pick = rows.tolist()
         self.log.add(rows, day, self.bankrupt[rows], scalars[rows], per_product[rows], [applied[i] for i in pick], [rejected[i] for i in pick], [plans[i] for i in pick])
 
@@ -372,7 +373,7 @@ class MarketEnv(ParallelEnv):
 
     def _update_reputation(self, wanted: np.ndarray, sold: np.ndarray, advertising: np.ndarray) -> None:
         r = self.scenario.reputation
-        demand, served = wanted.sum(axis=1), sold.sum(axis=1)
+        demand, served = _sum(wanted, 1), _sum(sold, 1)
         fill_rate = np.divide(served, demand, out=np.ones(len(served)), where=demand > 0)
         updated = (1 - r.memory) * fill_rate + r.memory * self.reputation
         if advertising.any():  # no spend adds a boost of exactly zero, so it is skipped
@@ -395,8 +396,8 @@ class MarketEnv(ParallelEnv):
     def net_worth(self, unit_cost: np.ndarray | None = None) -> np.ndarray:
         """cash + (stock in hand and in transit) at unit cost + receivables."""
         cost = self._unit_cost_today(self.day) if unit_cost is None else unit_cost
-        goods = ((self.inventory + self.pipeline.sum(axis=2)) * cost).sum(axis=1)
-        return self.cash + goods + self.due + self.credit.sum(axis=1)
+        goods = _sum((self.inventory + _sum(self.pipeline, 2)) * cost, 1)
+        return self.cash + goods + self.due + _sum(self.credit, 1)
 
     # --- observations ---------------------------------------------------------------
 
@@ -430,11 +431,11 @@ class MarketEnv(ParallelEnv):
         unit_cost = self._unit_cost_today(day).tolist()
         rows = self._rows_for(agents)
         # credit[:, 0] falls due as the day starts (step 1), so it may be collected today
-        due, pending = self.due + self.credit[:, 0], self.credit[:, 1:].sum(axis=1)
+        due, pending = self.due + self.credit[:, 0], _sum(self.credit[:, 1:], 1)
         statics = [(pr.id, pr.lead_time, pr.holding_cost) for pr in s.products]
         products = [
             [ProductState(pid, price, cost, stock, coming, lead, holding) for (pid, lead, holding), cost, price, stock, coming in zip(statics, unit_cost, *own)]
-            for own in zip(rows(prices), rows(self.inventory.tolist()), rows(self.pipeline.sum(axis=2).tolist()))
+            for own in zip(rows(prices), rows(self.inventory.tolist()), rows(_sum(self.pipeline, 2).tolist()))
         ]  # fmt: skip
         observations = map(
             Observation, agents, repeat(day), repeat(self.days), rows(self.cash.tolist()), rows(reputation),
@@ -450,7 +451,7 @@ class MarketEnv(ParallelEnv):
         unit_cost = self._unit_cost_today(day).tolist()
         due = (self.due + self.credit[:, 0]).tolist()  # credit[:, 0] falls due as the day starts
         cash, prices, inventory = self.cash.tolist(), self.prices.tolist(), self.inventory.tolist()
-        in_transit, cheapest = self.pipeline.sum(axis=2).tolist(), self._cheapest_rivals()
+        in_transit, cheapest = _sum(self.pipeline, 2).tolist(), self._cheapest_rivals()
         fixed = self.scenario.finance.fixed_daily_cost
         index = self._index
         return {
@@ -469,7 +470,9 @@ class MarketEnv(ParallelEnv):
         two = np.argsort(posted, axis=0, kind="stable")[:2]  # the cheapest two merchants, per product
         lowest, second = posted[two[0], np.arange(p)], posted[two[1], np.arange(p)]
         cheapest = np.where(np.arange(m)[:, None] == two[0][None, :], second, lowest)
-        return [[None if math.isinf(v) else v for v in row] for row in cheapest.tolist()]
+        if np.isinf(second).any():  # a product with at most one merchant still selling
+            return [[None if math.isinf(v) else v for v in row] for row in cheapest.tolist()]
+        return cheapest.tolist()
 
     def _numeric(self, agent: str) -> dict[str, np.ndarray]:
         i = self._index[agent]
@@ -479,10 +482,13 @@ class MarketEnv(ParallelEnv):
             "cash": np.array([self.cash[i]], f32),
             "reputation": np.array([self.reputation[i]], f32),
             "inventory": self.inventory[i].astype(f32),
-            "in_transit": self.pipeline[i].sum(axis=1).astype(f32),
+            "in_transit": _sum(self.pipeline[i], 1).astype(f32),
             "unit_cost": self._unit_cost_today(min(self.day, self.days)).astype(f32),
             "prices": self.prices.astype(f32),
         }
+
+
+_sum = np.add.reduce  # ndarray.sum(axis=k) without its Python wrapper: a dozen of these run every day
 
 
 def _shift_left(buffer: np.ndarray) -> None:

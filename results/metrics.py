@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from market.daylog import DayLog
+from market.daylog import PER_PRODUCT, SCALARS, DayLog
 from market.scenario import Scenario
 from market.types import DayRecord
 from results.records import Fault, ProbeResult
@@ -133,11 +133,19 @@ class Seat:
 
     def scalar(self, name: str) -> np.ndarray:
         """A per-merchant field of the record, day by day."""
-        return self.match.log.scalar(name)[self.rows]
+        return self._scalars[:, SCALARS.index(name)]
 
     def values(self, name: str) -> np.ndarray:
         """A per-product field of the record, [day, product]."""
-        return self.match.log.product_values(name)[self.rows]
+        return self._per_product[:, PER_PRODUCT.index(name), :]
+
+    @cached_property
+    def _scalars(self) -> np.ndarray:
+        return self.match.log.scalars[self.rows]
+
+    @cached_property
+    def _per_product(self) -> np.ndarray:
+        return self.match.log.per_product[self.rows]
 
     @cached_property
     def days(self) -> list[int]:
