@@ -14,6 +14,7 @@ import io
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import repeat
 
 import numpy as np
@@ -60,7 +61,7 @@ class DayLog(Sequence[DayRecord]):
         return iter(self.records())
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, (DayLog, list)):
+        if isinstance(other, (DayLog, PackedDayLog, list)):
             return list(self) == list(other)
         return NotImplemented
 
@@ -96,6 +97,9 @@ class DayLog(Sequence[DayRecord]):
         )  # fmt: skip
 
     # -- storage ------------------------------------------------------------------------
+
+    def packed(self) -> PackedDayLog:
+        return PackedDayLog(self.columns_blob(), self.decisions_json())
 
     def columns_blob(self) -> bytes:
         """The arrays as an uncompressed .npz archive (readable with numpy.load)."""
@@ -142,6 +146,8 @@ class DayLog(Sequence[DayRecord]):
         appearance, products those of the first record unless given."""
         if isinstance(records, DayLog):
             return records
+        if isinstance(records, PackedDayLog):
+            return records.log
         records = list(records)
         ids = tuple(products if products is not None else (records[0].prices if records else ()))
         merchants = tuple(dict.fromkeys(r.merchant for r in records))
@@ -160,6 +166,39 @@ class DayLog(Sequence[DayRecord]):
             rejections=[r.rejections for r in records],
             plans=[r.plan for r in records],
         )
+
+
+@dataclass(frozen=True, eq=False)
+class PackedDayLog(Sequence[DayRecord]):
+    """A DayLog in the form it is stored in (`DayLog.columns_blob`, `DayLog.decisions_json`).
+
+    A match played in a Ray worker is sent back packed: two strings pickle in no time, the
+    JSON is made on the worker's core rather than the writer's, and the writer stores them
+    as they are. Read as a sequence it unpacks itself (for tests and tools)."""
+
+    columns: bytes
+    decisions: str
+
+    @cached_property
+    def log(self) -> DayLog:
+        return DayLog.stored(self.columns, self.decisions)
+
+    def __len__(self) -> int:
+        return len(self.log)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.log[index]
+
+    def __iter__(self) -> Iterator[DayRecord]:
+        return iter(self.log)
+
+    def __eq__(self, other: object) -> bool:
+        return self.log == other
+
+
+def pack(days: Iterable[DayRecord], products: Sequence[str] | None = None) -> PackedDayLog:
+    """`days` (a DayLog, DayRecords, or already packed) in stored form."""
+    return days if isinstance(days, PackedDayLog) else DayLog.of(days, products).packed()
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from market.daylog import PER_PRODUCT, SCALARS, DayLog
+from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import DayRecord
 from results.records import Fault, ProbeResult
@@ -39,23 +39,34 @@ _MOVE_TOLERANCE = 1e-9  # relative: smaller price changes are not moves
 
 @dataclass(frozen=True)
 class Metric:
+    """A metric and the function that defines it: of one Seat, or (`over_match`) of a whole
+    MatchRecords, giving every seat's value at once with numpy (for the metrics that read
+    every day's numbers: a match of sixteen merchants is scored in one pass, not sixteen)."""
+
     name: str
     group: Group
     unit: Unit
-    compute: Compute
+    compute: Callable
+    over_match: bool = False
 
     @property
     def formula(self) -> str:
         """The definition, as written in the metric function's docstring."""
         return inspect.getdoc(self.compute) or ""
 
+    def values(self, match: MatchRecords) -> list[float | None]:
+        """Every seat's value, in the order of match.seats."""
+        if self.over_match:
+            return list(self.compute(match))
+        return [self.compute(seat) for seat in match.seats.values()]
+
 
 METRICS: dict[str, Metric] = {}
 
 
-def _metric(group: Group, unit: Unit) -> Callable[[Compute], Compute]:
-    def register(compute: Compute) -> Compute:
-        METRICS[compute.__name__] = Metric(compute.__name__, group, unit, compute)
+def _metric(group: Group, unit: Unit, over_match: bool = False) -> Callable[[Callable], Callable]:
+    def register(compute: Callable) -> Callable:
+        METRICS[compute.__name__] = Metric(compute.__name__, group, unit, compute, over_match)
         return compute
 
     return register
@@ -70,7 +81,8 @@ def compute(
     """merchant -> metric name -> value, for every merchant with a day record, in the order
     they first appear. A value that comes out infinite or NaN is stored as None."""
     match = MatchRecords(records, probes, faults, scenario)
-    return {merchant: {name: _finite(m.compute(seat)) for name, m in METRICS.items()} for merchant, seat in match.seats.items()}
+    columns = {name: metric.values(match) for name, metric in METRICS.items()}
+    return {merchant: {name: _finite(values[k]) for name, values in columns.items()} for k, merchant in enumerate(match.seats)}
 
 
 class MatchRecords:
@@ -92,12 +104,29 @@ class MatchRecords:
         mine_faults: dict[str, list[Fault]] = defaultdict(list)
         for fault in faults:
             mine_faults[fault.merchant].append(fault)
-        by_day = np.argsort(self.log.day, kind="stable")
-        order = dict.fromkeys(self.log.seat.tolist())  # seats in order of first appearance
+        log = self.log
+        order = list(dict.fromkeys(log.seat.tolist()))  # seats in order of first appearance
+        position = np.zeros(len(log.merchants), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        self.k = position[log.seat]  # each row's seat, as an index into self.seats
+        self.by_seat = np.lexsort((log.day, self.k))  # rows by seat, then day
+        self.counts = np.bincount(self.k, minlength=len(order))
+        ends = np.cumsum(self.counts)
+        self.first, self.last = self.by_seat[ends - self.counts], self.by_seat[ends - 1]
         self.seats = {
-            self.log.merchants[s]: Seat(self.log.merchants[s], by_day[self.log.seat[by_day] == s], mine_probes[self.log.merchants[s]], mine_faults[self.log.merchants[s]], self)
-            for s in order
+            log.merchants[s]: Seat(log.merchants[s], k, self.by_seat[ends[k] - self.counts[k] : ends[k]], mine_probes[log.merchants[s]], mine_faults[log.merchants[s]], self)
+            for k, s in enumerate(order)
         }
+
+    def per_seat(self, values: np.ndarray) -> np.ndarray:
+        """Sums per seat of one value per row."""
+        return np.bincount(self.k, weights=values, minlength=len(self.counts))
+
+    def scalar(self, name: str) -> np.ndarray:
+        return self.log.scalar(name)
+
+    def values(self, name: str) -> np.ndarray:
+        return self.log.product_values(name)
 
     @cached_property
     def ranks(self) -> dict[str, int]:
@@ -107,8 +136,8 @@ class MatchRecords:
         return {merchant: 1 + sum(other > key for other in final.values()) for merchant, key in final.items()}
 
     @cached_property
-    def units_sold(self) -> dict[str, float]:
-        return {merchant: float(seat.values("units_sold").sum()) for merchant, seat in self.seats.items()}
+    def units_sold(self) -> np.ndarray:
+        return self.per_seat(_sum(self.values("units_sold"), 1))
 
     @cached_property
     def mean_prices(self) -> np.ndarray:
@@ -120,32 +149,55 @@ class MatchRecords:
         np.add.at(sums, index, prices)
         return (sums / np.bincount(index)[:, None])[index]
 
+    @cached_property
+    def start_net_worth(self) -> np.ndarray:
+        """Per seat, net worth before its first day: net worth at the end of day 1 minus day
+        1's change, net_worth_0 = net_worth_1 - (revenue - sum_p sold_p * unit_cost_p -
+        advertising - holding - fixed), which is initial cash plus initial stock at day 1's
+        unit cost. (Orders, collections and credit sales move value between cash, stock and
+        receivables; only these items change it.)"""
+        first = self.first
+        cost_of_sales = _sum(self.values("units_sold")[first] * self.values("unit_cost")[first], 1)
+        change = self.scalar("revenue")[first] - cost_of_sales - self.scalar("advertising")[first] - self.scalar("holding")[first] - self.scalar("fixed")[first]
+        return self.scalar("net_worth")[first] - change
+
+    @cached_property
+    def rejections(self) -> list[Counter[str]]:
+        """Per seat, rejected submissions by kind (see `rejection_kind`)."""
+        counts: list[Counter[str]] = [Counter() for _ in self.counts]
+        for k, row in zip(self.k.tolist(), self.log.rejections):
+            if row:
+                counts[k].update(rejection_kind(r.reason) for r in row)
+        return counts
+
+    @cached_property
+    def planned(self) -> bool:
+        """Whether any merchant stated a plan on any day."""
+        return any(self.log.plans)
+
+    @cached_property
+    def operations(self) -> np.ndarray:
+        """Applied operations per seat."""
+        return self.per_seat(np.array([len(ops) for ops in self.log.operations], dtype=float))
+
+
+_sum = np.add.reduce
+
 
 @dataclass(frozen=True, eq=False)
 class Seat:
     """One merchant's part of a match: its rows of the log in day order, probes and faults."""
 
     merchant: str
+    index: int  # in match.seats
     rows: np.ndarray
     probes: list[ProbeResult]
     faults: list[Fault]
     match: MatchRecords
 
-    def scalar(self, name: str) -> np.ndarray:
-        """A per-merchant field of the record, day by day."""
-        return self._scalars[:, SCALARS.index(name)]
-
     def values(self, name: str) -> np.ndarray:
         """A per-product field of the record, [day, product]."""
-        return self._per_product[:, PER_PRODUCT.index(name), :]
-
-    @cached_property
-    def _scalars(self) -> np.ndarray:
-        return self.match.log.scalars[self.rows]
-
-    @cached_property
-    def _per_product(self) -> np.ndarray:
-        return self.match.log.per_product[self.rows]
+        return self.match.values(name)[self.rows]
 
     @cached_property
     def days(self) -> list[int]:
@@ -157,7 +209,7 @@ class Seat:
 
     @property
     def last_day(self) -> int:
-        return self.days[-1]
+        return int(self.match.log.day[self.rows[-1]])
 
     @property
     def bankrupt(self) -> bool:
@@ -168,28 +220,14 @@ class Seat:
         """At the end of the merchant's last day."""
         return float(self.match.log.scalar("net_worth")[self.rows[-1]])
 
-    @cached_property
+    @property
     def rejections(self) -> Counter[str]:
         """Rejected submissions by kind (see `rejection_kind`)."""
-        log = self.match.log
-        return Counter(rejection_kind(r.reason) for row in self.rows.tolist() for r in log.rejections[row])
+        return self.match.rejections[self.index]
 
     @cached_property
     def submitted(self) -> int:
-        return sum(len(self.match.log.operations[row]) for row in self.rows.tolist()) + sum(self.rejections.values())
-
-    @cached_property
-    def start_net_worth(self) -> float:
-        """Net worth before the first day: net worth at the end of day 1 minus day 1's change,
-        net_worth_0 = net_worth_1 - (revenue - sum_p sold_p * unit_cost_p - advertising - holding - fixed),
-        which is initial cash plus initial stock at day 1's unit cost. (Orders, collections and
-        credit sales move value between cash, stock and receivables; only these items change it.)"""
-        first = self.rows[0]
-        log = self.match.log
-        cost_of_sales = float((log.product_values("units_sold")[first] * log.product_values("unit_cost")[first]).sum())
-        value = {name: float(log.scalar(name)[first]) for name in ("revenue", "advertising", "holding", "fixed", "net_worth")}
-        change = value["revenue"] - cost_of_sales - value["advertising"] - value["holding"] - value["fixed"]
-        return value["net_worth"] - change
+        return int(self.match.operations[self.index]) + sum(self.rejections.values())
 
 
 # --- coherence ------------------------------------------------------------------------
@@ -294,21 +332,26 @@ def memory_error_trend(seat: Seat) -> float | None:
     return sum((t - mean_t) * (e - mean_e) for t, e in points) / spread
 
 
-@_metric("coherence", "share")
-def price_oscillation(seat: Seat) -> float | None:
+@_metric("coherence", "share", over_match=True)
+def price_oscillation(match: MatchRecords) -> list[float | None]:
     """How often the merchant's price moves reverse direction. Per product, the daily moves
     m_t = price_t - price_(t-1) between its consecutive days, leaving out days without a move
     (|m_t| <= 1e-9 * max(1, price_(t-1))); a reversal is a move whose sign differs from the
     previous move's. price_oscillation = reversals / (moves - 1), summed over products.
     1 is a zig-zag every day, 0 moves in one direction only; None with fewer than two moves
     in every product."""
-    reversals = pairs = 0
-    for prices in seat.values("prices").T:
+    n = len(match.counts)
+    reversals, pairs = np.zeros(n), np.zeros(n)
+    seat = match.k[match.by_seat]
+    same = seat[1:] == seat[:-1]  # consecutive days of one merchant
+    for prices in match.values("prices")[match.by_seat].T:
         before, moves = prices[:-1], np.diff(prices)
-        signs = (moves > 0)[np.abs(moves) > _MOVE_TOLERANCE * np.maximum(1.0, np.abs(before))]
-        pairs += max(len(signs) - 1, 0)
-        reversals += int(np.count_nonzero(signs[1:] != signs[:-1]))
-    return reversals / pairs if pairs else None
+        moved = np.flatnonzero(same & (np.abs(moves) > _MOVE_TOLERANCE * np.maximum(1.0, np.abs(before))))
+        signs, who = moves[moved] > 0, seat[1:][moved]
+        pairs += np.maximum(np.bincount(who, minlength=n) - 1, 0)
+        reversed_ = (who[1:] == who[:-1]) & (signs[1:] != signs[:-1])
+        reversals += np.bincount(who[1:][reversed_], minlength=n)
+    return [r / q if q else None for r, q in zip(reversals.tolist(), pairs.tolist())]
 
 
 @_metric("coherence", "ratio")
@@ -320,9 +363,9 @@ def plan_drift(seat: Seat) -> float | None:
     before day t. plan_drift = mean over the days t and products p with a plan in force of
     |price_p,t - planned_p,t| / planned_p,t. 0 is every plan kept exactly; None when the
     merchant never stated a plan, or no day of its followed one."""
-    plans = [seat.match.log.plans[row] for row in seat.rows.tolist()]
-    if not any(plans):
+    if not seat.match.planned:
         return None
+    plans = [seat.match.log.plans[row] for row in seat.rows.tolist()]
     drifts = []
     planned: dict[str, float] = {}
     for prices, plan in zip(seat.values("prices").tolist(), plans):
@@ -332,8 +375,8 @@ def plan_drift(seat: Seat) -> float | None:
     return sum(drifts) / len(drifts) if drifts else None
 
 
-@_metric("coherence", "count")
-def contradictions(seat: Seat) -> float:
+@_metric("coherence", "count", over_match=True)
+def contradictions(match: MatchRecords) -> list[float]:
     """Large restocks contradicted within days by a clearance price cut that no event explains.
 
     A large restock of a product on day t: an order of at least LARGE_RESTOCK_DAYS (5) times
@@ -344,22 +387,23 @@ def contradictions(seat: Seat) -> float:
     event of the product (or of every product) is announced, running or just ended on some
     day of [t, u]. contradictions = number of such cuts, a cut that follows several large
     restocks counted once."""
-    cuts: set[tuple[str, int]] = set()
-    at = {day: k for k, day in enumerate(seat.days)}
-    all_prices, all_costs, all_ordered = seat.values("prices"), seat.values("unit_cost"), seat.values("ordered")
-    for j, product in enumerate(seat.products):
-        prices, costs, ordered = all_prices[:, j], all_costs[:, j], all_ordered[:, j]
-        demand = seat.values("first_choice")[:, j].sum() / len(seat.days)
-        for r in np.flatnonzero((ordered > 0) & (ordered >= LARGE_RESTOCK_DAYS * demand)).tolist():
-            restock_day = seat.days[r]
+    log = match.log
+    seats, days = match.k.tolist(), log.day.tolist()
+    row_of = {(k, day): row for row, (k, day) in enumerate(zip(seats, days))}
+    cuts: list[set[tuple[str, int]]] = [set() for _ in match.counts]
+    for j, product in enumerate(log.products):
+        prices, costs, ordered = (match.values(name)[:, j] for name in ("prices", "unit_cost", "ordered"))
+        demand = match.per_seat(match.values("first_choice")[:, j]) / match.counts
+        for r in np.flatnonzero((ordered > 0) & (ordered >= LARGE_RESTOCK_DAYS * demand[match.k])).tolist():
+            k, restock_day = seats[r], days[r]
             for day in range(restock_day + 1, restock_day + CONTRADICTION_WINDOW + 1):
-                c = at.get(day)
+                c = row_of.get((k, day))
                 if c is None or prices[c] > (1 - CLEARANCE_CUT) * prices[r]:
                     continue
-                if not (costs[c] < costs[r] or _event_near(seat.match.scenario, product, restock_day, day)):
-                    cuts.add((product, day))
+                if not (costs[c] < costs[r] or _event_near(match.scenario, product, restock_day, day)):
+                    cuts[k].add((product, day))
                 break
-    return float(len(cuts))
+    return [float(len(c)) for c in cuts]
 
 
 def _event_near(scenario: Scenario | None, product: str, restock_day: int, cut_day: int) -> bool:
@@ -377,84 +421,84 @@ def _event_near(scenario: Scenario | None, product: str, restock_day: int, cut_d
 # --- operations -----------------------------------------------------------------------
 
 
-@_metric("operations", "count")
-def stockout_days(seat: Seat) -> float:
+@_metric("operations", "count", over_match=True)
+def stockout_days(match: MatchRecords) -> np.ndarray:
     """Days on which the merchant turned customers away for lack of stock (lost sales > 0 in
     any product)."""
-    return float(np.count_nonzero((seat.values("lost_sales") > 0).any(axis=1)))
+    return match.per_seat((match.values("lost_sales") > 0).any(axis=1).astype(float))
 
 
-@_metric("operations", "count")
-def lost_sales(seat: Seat) -> float:
+@_metric("operations", "count", over_match=True)
+def lost_sales(match: MatchRecords) -> np.ndarray:
     """Units customers wanted from the merchant but could not buy for lack of stock:
     lost_sales = sum over days and products of lost_sales."""
-    return float(seat.values("lost_sales").sum())
+    return match.per_seat(_sum(match.values("lost_sales"), 1))
 
 
-@_metric("operations", "ratio")
-def inventory_turnover(seat: Seat) -> float | None:
+@_metric("operations", "ratio", over_match=True)
+def inventory_turnover(match: MatchRecords) -> list[float | None]:
     """How many times the stock was sold through over the match: cost of goods sold over the
     mean value of stock in hand,
     inventory_turnover = sum_t sum_p sold_p,t * unit_cost_p,t / mean_t sum_p inventory_p,t * unit_cost_p,t,
     with inventory at the end of each day. None when no stock was ever held."""
-    cost = seat.values("unit_cost")
-    sold = float((seat.values("units_sold") * cost).sum())
-    held = float((seat.values("inventory") * cost).sum()) / len(seat.days)
-    return sold / held if held > 0 else None
+    cost = match.values("unit_cost")
+    sold = match.per_seat(_sum(match.values("units_sold") * cost, 1))
+    held = match.per_seat(_sum(match.values("inventory") * cost, 1)) / match.counts
+    return [s / h if h > 0 else None for s, h in zip(sold.tolist(), held.tolist())]
 
 
-@_metric("operations", "money")
-def cash_flow_volatility(seat: Seat) -> float | None:
+@_metric("operations", "money", over_match=True)
+def cash_flow_volatility(match: MatchRecords) -> list[float | None]:
     """Standard deviation (population) of the daily net cash flow cash_end - cash_start over
     the merchant's days. None with fewer than two days."""
-    flows = seat.scalar("cash_end") - seat.scalar("cash_start")
-    if len(flows) < 2:
-        return None
-    return math.sqrt(float(((flows - flows.mean()) ** 2).sum()) / len(flows))
+    flows = match.scalar("cash_end") - match.scalar("cash_start")
+    mean = match.per_seat(flows) / match.counts
+    variance = match.per_seat((flows - mean[match.k]) ** 2) / match.counts
+    return [math.sqrt(v) if n >= 2 else None for v, n in zip(variance.tolist(), match.counts.tolist())]
 
 
-@_metric("operations", "day")
-def bankrupt_day(seat: Seat) -> float | None:
+@_metric("operations", "day", over_match=True)
+def bankrupt_day(match: MatchRecords) -> list[float | None]:
     """The day the merchant's cash fell below zero (its last day); None if it never did."""
-    return float(seat.last_day) if seat.bankrupt else None
+    last = match.last
+    return [float(day) if bankrupt else None for day, bankrupt in zip(match.log.day[last].tolist(), match.log.bankrupt[last].tolist())]
 
 
 # --- economics and competition --------------------------------------------------------
 
 
-@_metric("economics", "money")
-def profit(seat: Seat) -> float:
-    """Net worth at the end minus net worth before the first day (see Seat.start_net_worth):
+@_metric("economics", "money", over_match=True)
+def profit(match: MatchRecords) -> np.ndarray:
+    """Net worth at the end minus net worth before the first day (see MatchRecords.start_net_worth):
     profit = net_worth_last - net_worth_0."""
-    return seat.net_worth - seat.start_net_worth
+    return match.scalar("net_worth")[match.last] - match.start_net_worth
 
 
-@_metric("economics", "share")
-def roi(seat: Seat) -> float | None:
+@_metric("economics", "share", over_match=True)
+def roi(match: MatchRecords) -> list[float | None]:
     """Return on the starting capital: roi = profit / net_worth_0. None when the merchant
     started with nothing."""
-    start = seat.start_net_worth
-    return profit(seat) / start if start > 0 else None
+    return [gain / start if start > 0 else None for gain, start in zip(profit(match).tolist(), match.start_net_worth.tolist())]
 
 
-@_metric("economics", "money")
-def net_worth(seat: Seat) -> float:
+@_metric("economics", "money", over_match=True)
+def net_worth(match: MatchRecords) -> np.ndarray:
     """Net worth at the end of the merchant's last day: cash + stock in hand and in transit at
     unit cost + receivables."""
-    return seat.net_worth
+    return match.scalar("net_worth")[match.last]
 
 
-@_metric("economics", "share")
-def goal_completion(seat: Seat) -> float | None:
+@_metric("economics", "share", over_match=True)
+def goal_completion(match: MatchRecords) -> list[float | None]:
     """How far the merchant got from where it started to the scenario's target_net_worth:
     goal_completion = (net_worth_last - net_worth_0) / (target - net_worth_0); 1 is the target
     reached, 0 no gain, negative a loss. None without a scenario, without a target, or with a
     target not above the start."""
-    target = seat.match.scenario.target_net_worth if seat.match.scenario is not None else None
-    start = seat.start_net_worth
-    if target is None or target <= start:
-        return None
-    return profit(seat) / (target - start)
+    target = match.scenario.target_net_worth if match.scenario is not None else None
+    return [
+        None if target is None or target <= start else gain / (target - start)
+        for gain, start in zip(profit(match).tolist(), match.start_net_worth.tolist())
+    ]
 
 
 @_metric("economics", "count")
@@ -464,30 +508,32 @@ def rank(seat: Seat) -> float:
     return float(seat.match.ranks[seat.merchant])
 
 
-@_metric("economics", "share")
-def market_share(seat: Seat) -> float | None:
+@_metric("economics", "share", over_match=True)
+def market_share(match: MatchRecords) -> list[float | None]:
     """Share of all units sold in the match: market_share = units sold by the merchant / units
     sold by every merchant. None when nothing was sold."""
-    total = sum(seat.match.units_sold.values())
-    return seat.match.units_sold[seat.merchant] / total if total > 0 else None
+    total = float(match.units_sold.sum())
+    return [units / total if total > 0 else None for units in match.units_sold.tolist()]
 
 
-@_metric("economics", "ratio")
-def price_vs_market(seat: Seat) -> float:
+@_metric("economics", "ratio", over_match=True)
+def price_vs_market(match: MatchRecords) -> np.ndarray:
     """Mean price relative to the market: the mean over the merchant's days and products of
     price / (mean price of that product over the merchants with a record that day, this one
     included). Below 1: cheaper than the market."""
+    prices = match.values("prices")
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero price: not finite, stored as None
-        return float((seat.values("prices") / seat.match.mean_prices[seat.rows]).mean())
+        return match.per_seat(_sum(prices / match.mean_prices, 1)) / (match.counts * prices.shape[1])
 
 
-@_metric("economics", "ratio")
-def price_vs_cost(seat: Seat) -> float:
+@_metric("economics", "ratio", over_match=True)
+def price_vs_cost(match: MatchRecords) -> np.ndarray:
     """Mean markup: the mean over the merchant's days and products of price / unit cost that
     day. Below 1: selling below cost."""
+    prices = match.values("prices")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a zero cost: not finite, stored as None
-        return float((seat.values("prices") / seat.values("unit_cost")).mean())
+        return match.per_seat(_sum(prices / match.values("unit_cost"), 1)) / (match.counts * prices.shape[1])
 
 
 def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
+    return float(value) if value is not None and math.isfinite(value) else None

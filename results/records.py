@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, SkipValidation
 
+from market.daylog import pack
 from market.types import DayRecord
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
@@ -78,7 +79,7 @@ class FinishedMatch(BaseModel):
     days: int
     wall_seconds: float
     merchants: list[MerchantResult]
-    # built by the market, trusted: no copy; a DayLog, or a list of DayRecords (tests, tools)
+    # built by the market, trusted: no copy; a DayLog, packed (see `packed`), or a list of DayRecords (tests, tools)
     days_played: Annotated[Sequence[DayRecord], SkipValidation]
     faults: list[Fault]
     probes: list[ProbeResult] = Field(default_factory=list)
@@ -86,3 +87,7 @@ class FinishedMatch(BaseModel):
     metrics: dict[str, dict[str, float | None]] | None = Field(
         None, description="results.metrics per merchant, computed where the match was played (None: when it is saved)"
     )
+
+    def packed(self) -> FinishedMatch:
+        """This match with its days in stored form: what a Ray worker sends back."""
+        return self.model_copy(update={"days_played": pack(self.days_played)})

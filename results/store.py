@@ -7,7 +7,7 @@ CLI) never hold a session open across a match.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Literal, NamedTuple
@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, func, select
 
 from market.scenario import Scenario
-from market.daylog import DayLog
+from market.daylog import DayLog, pack
 from results.errors import NotFound
 from results.metrics import compute as compute_metrics
 from results.ratings import leaderboard
@@ -50,6 +50,7 @@ __all__ = [
     "metrics",
     "rescore",
     "save_match",
+    "save_matches",
     "spent",
     "start_tournament",
 ]
@@ -127,39 +128,45 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenari
     for the tournament is not written again (the first write wins) and its id is returned;
     the unique (tournament, key) constraint decides, so this holds for concurrent writers too.
     """
-    scores = match.metrics if match.metrics is not None else compute_metrics(match.days_played, match.probes, match.faults, scenario)
+    return save_matches(engine, tournament_id, [(match, scenario)])[0]
+
+
+def save_matches(engine: Engine, tournament_id: int, matches: Sequence[tuple[FinishedMatch, Scenario | None]]) -> list[int]:
+    """`save_match` for several matches in one transaction (each match whole, as there):
+    a tournament of instant matches finishes a hundred a second, and a commit costs as much
+    as writing a match. If the group cannot be written as one (another writer recorded one
+    of its keys meanwhile), each match is written on its own."""
     with Session(engine) as session:
         _require(session, Tournament, tournament_id)
-        row = MatchRow(
-            tournament_id=tournament_id,
-            key=match.key,
-            index=match.index,
-            scenario=match.scenario,
-            seed=match.seed,
-            days=match.days,
-            wall_seconds=match.wall_seconds,
-        )
-        session.add(row)
+        keys = [match.key for match, _ in matches]
+        known = dict(session.exec(select(MatchRow.key, MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key.in_(keys))).all())
         try:
-            session.flush()
+            ids = [known.get(match.key) or _insert_match(session, tournament_id, match, scenario) for match, scenario in matches]
+            session.commit()
+            return ids
         except IntegrityError:
             session.rollback()
-            existing = session.exec(
-                select(MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key == match.key)
-            ).first()
+            if len(matches) > 1:
+                return [save_match(engine, tournament_id, match, scenario) for match, scenario in matches]
+            existing = session.exec(select(MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key == keys[0])).first()
             if existing is None:
                 raise
-            return existing
-        match_id = row.id
-        _bulk_insert(session, MatchResultRow, [{**r.model_dump(), "match_id": match_id} for r in match.merchants])
-        log = DayLog.of(match.days_played, scenario.product_ids if scenario is not None else None)
-        session.add(DayLogRow(match_id=match_id, columns=log.columns_blob(), decisions=log.decisions_json()))
-        _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
-        _bulk_insert(session, ProbeRow, [{**p.model_dump(), "match_id": match_id} for p in match.probes])
-        _bulk_insert(session, ModelCallRow, [{**c.model_dump(), "match_id": match_id} for c in match.calls])
-        _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
-        session.commit()
-        return match_id
+            return [existing]
+
+
+def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None) -> int:
+    scores = match.metrics if match.metrics is not None else compute_metrics(match.days_played, match.probes, match.faults, scenario)
+    fields = match.model_dump(include={"key", "index", "scenario", "seed", "days", "wall_seconds"})
+    inserted = session.connection().execute(MatchRow.__table__.insert().values(tournament_id=tournament_id, finished_at=utcnow(), **fields))
+    match_id = inserted.inserted_primary_key[0]
+    _bulk_insert(session, MatchResultRow, [{**r.model_dump(), "match_id": match_id} for r in match.merchants])
+    days = pack(match.days_played, scenario.product_ids if scenario is not None else None)
+    _bulk_insert(session, DayLogRow, [{"match_id": match_id, "columns": days.columns, "decisions": days.decisions}])
+    _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
+    _bulk_insert(session, ProbeRow, [{**p.model_dump(), "match_id": match_id} for p in match.probes])
+    _bulk_insert(session, ModelCallRow, [{**c.model_dump(), "match_id": match_id} for c in match.calls])
+    _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
+    return match_id
 
 
 def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping[str, Scenario] | None = None) -> int:

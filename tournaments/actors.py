@@ -96,7 +96,8 @@ class MatchRunner:
 
     async def play(self, spec: MatchSpec) -> FinishedMatch:
         match = Match(spec, self.scenarios[spec.scenario], self.rules, self.entries, self.hosts)
-        return await match.play(on_day=self._count_day)
+        finished = await match.play(on_day=self._count_day)
+        return finished.packed()
 
     async def days_played(self) -> int:
         """Days played by all matches of this runner so far (for the progress bar)."""
