@@ -181,10 +181,8 @@ class RuleMerchant(Contestant):
 
     def _logged(self, day: int) -> _Books | None:
         """The books of `day` from the market's log (plain play), if it holds the day."""
-        if self._log is None or not 1 <= day <= self._log.days:
-            return None
-        mine = [r for r in self._log.day(day) if r.merchant == self.merchant]
-        return _Books(mine[0].cash_end, mine[0].inventory, mine[0].prices, mine[0].ordered) if mine else None
+        record = self._log.record(day, self.merchant) if self._log is not None else None
+        return _Books(record.cash_end, record.inventory, record.prices, record.ordered) if record is not None else None
 
     # -- shared pieces of rules -----------------------------------------------------------
 

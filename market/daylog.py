@@ -208,6 +208,7 @@ class DayLogBuilder:
     merchants: tuple[str, ...]
     products: tuple[str, ...]
     _days: list[tuple] = field(default_factory=list)
+    _asked: tuple[int, DayLog] | None = None
 
     def add(self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, operations, rejections, plans) -> None:
         self._days.append((seat, day, bankrupt, scalars, per_product, operations, rejections, plans))
@@ -224,8 +225,19 @@ class DayLogBuilder:
         return [(self.merchants[s], row[0]) for s, row in zip(seats.tolist(), rejections) if row and row[0].index == -1]
 
     def day(self, day: int) -> DayLog:
-        """One day's rows (days are numbered from 1 and added in order)."""
-        return self._log(self._days[day - 1 : day])
+        """One day's rows (days are numbered from 1 and added in order). The last one asked
+        for is kept: on a probe day every merchant looks up the same day."""
+        if self._asked is None or self._asked[0] != day:
+            self._asked = (day, self._log(self._days[day - 1 : day]))
+        return self._asked[1]
+
+    def record(self, day: int, merchant: str) -> DayRecord | None:
+        """The merchant's record of `day`, if it played that day."""
+        if not 1 <= day <= len(self._days):
+            return None
+        log = self.day(day)
+        rows = np.flatnonzero(log.seat == self.merchants.index(merchant))
+        return log.records(rows)[0] if len(rows) else None
 
     def build(self) -> DayLog:
         return self._log(self._days)

@@ -30,6 +30,7 @@ from market.daylog import DayLog, DayLogBuilder
 from market.types import DayRecord
 from results.metrics import compute as compute_metrics
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeResult
+from tournaments.cluster import result
 from tournaments.config import ContestantEntry
 from tournaments.schedule import MatchSpec
 from tournaments.scoring import score_match
@@ -223,7 +224,7 @@ class Match:
         up to `timeout`: each merchant's finished future, or None if it missed the deadline."""
         if not names:
             return {}
-        replies = {name: asyncio.wrap_future(call(self.hosts[name], name).future()) for name in names}
+        replies = {name: result(call(self.hosts[name], name)) for name in names}
         done, late = await asyncio.wait(replies.values(), timeout=timeout)
         for reply in late:
             reply.cancel()
@@ -242,7 +243,7 @@ class Match:
         for name, contestant in self.local.items():
             self._add_calls(name, contestant.calls())
         names = list(self.hosts)
-        answers = await asyncio.gather(*(self.hosts[n].finish.remote(self.spec.key, n) for n in names), return_exceptions=True)
+        answers = await asyncio.gather(*(result(self.hosts[n].finish.remote(self.spec.key, n)) for n in names), return_exceptions=True)
         for name, calls in zip(names, answers):
             if not isinstance(calls, BaseException):  # an actor that died took its log with it
                 self._add_calls(name, calls)

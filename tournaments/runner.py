@@ -23,7 +23,7 @@ from market.scenario import Scenario
 from results import store
 from results.records import FinishedMatch
 from tournaments.actors import start_host, start_runners
-from tournaments.cluster import ray_session
+from tournaments.cluster import ray_session, result
 from tournaments.config import Budget, ContestantEntry, Tournament
 from tournaments.match import Match, MatchRules
 from tournaments.schedule import MatchSpec, schedule
@@ -162,7 +162,7 @@ async def _play_all(
             if any(name in hosts for name in match.seats):
                 finished = await runners.play(match)
             else:
-                finished = await play_instant_match.remote(match, scenario, rules, entries)
+                finished = await result(play_instant_match.remote(match, scenario, rules, entries))
                 progress.day(match.days)
             await writer.save(finished, scenario)
 
@@ -251,7 +251,7 @@ class _Runners:
         index = min(range(len(self.runners)), key=self.in_play.__getitem__)
         self.in_play[index] += 1
         try:
-            return await self.runners[index].play.remote(match)
+            return await result(self.runners[index].play.remote(match))
         finally:
             self.in_play[index] -= 1
 
@@ -264,6 +264,6 @@ class _Runners:
     async def tell_days(self, progress: _Progress) -> None:
         if not self.runners:
             return
-        days = list(await asyncio.gather(*(runner.days_played.remote() for runner in self.runners)))
+        days = list(await asyncio.gather(*(result(runner.days_played.remote()) for runner in self.runners)))
         progress.day(sum(days) - sum(self.days_told))
         self.days_told = days

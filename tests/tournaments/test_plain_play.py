@@ -22,9 +22,11 @@ def play(scenario, kinds_in_seats: list[str]):
 
 
 def test_the_instant_kinds_play_plain_and_the_others_do_not():
-    plain = {kind for kind, cls in kinds().items() if cls.plain}
-    assert plain == set(INSTANT)
-    assert issubclass(contestant_class("best_response"), RuleMerchant)  # a rule merchant, but it reads observations
+    assert all(contestant_class(kind).plain for kind in INSTANT)
+    # rule merchants that read observations or change decide; language models
+    assert not any(contestant_class(kind).plain for kind in ("best_response", "latency", "chaos"))
+    assert issubclass(contestant_class("best_response"), RuleMerchant)
+    assert not any(cls.plain for cls in kinds().values() if not issubclass(cls, RuleMerchant))
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
