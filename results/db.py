@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlmodel import SQLModel
@@ -24,7 +24,8 @@ def engine_for(url: str | None = None, *, create: bool = True) -> Engine:
 
     SQLite gets WAL (readers do not block the writer while a tournament runs) and enforced
     foreign keys. Raises DatabaseError, with any password masked, when the URL cannot be
-    parsed or the database cannot be opened.
+    parsed, the database cannot be opened, or it holds an older layout of the tables (then
+    nothing is written to it).
     """
     from_env = not url and bool(os.environ.get("ARENA_DB"))
     raw = url or os.environ.get("ARENA_DB") or DEFAULT_URL
@@ -41,12 +42,38 @@ def engine_for(url: str | None = None, *, create: bool = True) -> Engine:
         engine = create_engine(parsed)
         if parsed.get_backend_name() == "sqlite":
             event.listen(engine, "connect", _sqlite_pragmas)
-        SQLModel.metadata.create_all(engine)
+        outdated = _outdated_layout(engine)
+        if outdated is None:
+            SQLModel.metadata.create_all(engine)
     except (SQLAlchemyError, ImportError) as exc:
         if engine is not None:
             engine.dispose()
         raise DatabaseError(f"cannot open database {shown}: {_reason(exc)}") from exc
+    if outdated is not None:
+        engine.dispose()
+        raise DatabaseError(f"database {shown} was written by an older arena ({outdated}): name a new database with --db")
     return engine
+
+
+# Tables an older arena wrote that this one no longer reads, and what replaced them.
+RETIRED_TABLES = {"day": "one row per merchant-day, now one day_log row per match"}
+
+
+def _outdated_layout(engine: Engine) -> str | None:
+    """What makes the database's tables unusable by this version (a retired table, a table
+    lacking a column this version writes), or None. Tables not there yet are fine: they
+    are created."""
+    inspector = inspect(engine)
+    present = set(inspector.get_table_names())
+    for name in sorted(present & RETIRED_TABLES.keys()):
+        return f"table {name!r}: {RETIRED_TABLES[name]}"
+    for table in SQLModel.metadata.sorted_tables:
+        if table.name in present:
+            columns = {column["name"] for column in inspector.get_columns(table.name)}
+            missing = [column.name for column in table.columns if column.name not in columns]
+            if missing:
+                return f"table {table.name!r} lacks {', '.join(missing)}"
+    return None
 
 
 def _sqlite_file_exists(database: str | None) -> bool:

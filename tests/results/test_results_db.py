@@ -61,3 +61,31 @@ def test_unopenable_sqlite_file(tmp_path):
 
 def test_database_error_is_a_value_error():
     assert issubclass(DatabaseError, ValueError)
+
+
+def test_a_database_with_an_older_layout_is_refused_and_left_alone(tmp_path):
+    path = tmp_path / "old.db"
+    engine = engine_for(f"sqlite:///{path}")
+    with engine.begin() as connection:  # what an older arena left: day records one row per merchant-day
+        connection.execute(text("CREATE TABLE day (id INTEGER PRIMARY KEY, record TEXT)"))
+        connection.execute(text("DROP TABLE day_log"))
+    engine.dispose()
+    with pytest.raises(DatabaseError, match=r"older arena \(table 'day'.*name a new database with --db") as caught:
+        engine_for(f"sqlite:///{path}")
+    assert "\n" not in str(caught.value)
+    with engine.connect() as connection:  # nothing created in it
+        tables = {row[0] for row in connection.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'"))}
+    assert "day_log" not in tables and "day" in tables
+    engine.dispose()
+
+
+def test_a_table_lacking_a_column_is_refused(tmp_path):
+    path = tmp_path / "old.db"
+    engine = engine_for(f"sqlite:///{path}")
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE metric"))
+        connection.execute(text("CREATE TABLE metric (id INTEGER PRIMARY KEY, name TEXT)"))
+    engine.dispose()
+    with pytest.raises(DatabaseError, match=r"table 'metric' lacks .*value"):
+        engine_for(f"sqlite:///{path}")
+    engine_for(f"sqlite:///{tmp_path / 'new.db'}").dispose()  # a new file is fine
