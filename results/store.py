@@ -7,7 +7,7 @@ CLI) never hold a session open across a match.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Literal, NamedTuple
@@ -50,7 +50,6 @@ __all__ = [
     "metrics",
     "rescore",
     "save_match",
-    "save_matches",
     "spent",
     "start_tournament",
 ]
@@ -128,30 +127,18 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenari
     for the tournament is not written again (the first write wins) and its id is returned;
     the unique (tournament, key) constraint decides, so this holds for concurrent writers too.
     """
-    return save_matches(engine, tournament_id, [(match, scenario)])[0]
-
-
-def save_matches(engine: Engine, tournament_id: int, matches: Sequence[tuple[FinishedMatch, Scenario | None]]) -> list[int]:
-    """`save_match` for several matches in one transaction (each match whole, as there):
-    a tournament of instant matches finishes a hundred a second, and a commit costs as much
-    as writing a match. If the group cannot be written as one (another writer recorded one
-    of its keys meanwhile), each match is written on its own."""
     with Session(engine) as session:
         _require(session, Tournament, tournament_id)
-        keys = [match.key for match, _ in matches]
-        known = dict(session.exec(select(MatchRow.key, MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key.in_(keys))).all())
         try:
-            ids = [known.get(match.key) or _insert_match(session, tournament_id, match, scenario) for match, scenario in matches]
+            match_id = _insert_match(session, tournament_id, match, scenario)
             session.commit()
-            return ids
-        except IntegrityError:
+            return match_id
+        except IntegrityError:  # the key is recorded already, by an earlier run or another writer
             session.rollback()
-            if len(matches) > 1:
-                return [save_match(engine, tournament_id, match, scenario) for match, scenario in matches]
-            existing = session.exec(select(MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key == keys[0])).first()
+            existing = session.exec(select(MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key == match.key)).first()
             if existing is None:
                 raise
-            return [existing]
+            return existing
 
 
 def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None) -> int:

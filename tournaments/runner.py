@@ -152,7 +152,6 @@ async def _play_all(
     for them, so it goes to a match runner, which plays many side by side.
     """
     slots = asyncio.Semaphore(tournament.spec.max_concurrent_matches)
-    writer = _Writer(engine, tournament_id, spending, progress)
 
     async def one(match: MatchSpec) -> None:
         async with slots:
@@ -164,7 +163,9 @@ async def _play_all(
             else:
                 finished = await result(play_instant_match.remote(match, scenario, rules, entries))
                 progress.day(match.days)
-            await writer.save(finished, scenario)
+            store.save_match(engine, tournament_id, finished, scenario)
+            spending.add(finished)
+            progress.match()
 
     reporting = asyncio.create_task(runners.report_days(progress))
     try:
@@ -177,27 +178,6 @@ async def _play_all(
 @ray.remote(num_cpus=1)
 def play_instant_match(match: MatchSpec, scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> FinishedMatch:
     return Match(match, scenario, rules, entries, hosts={}).play_here().packed()
-
-
-class _Writer:
-    """Records finished matches; those that finish together go in one transaction (each
-    match whole), which saves a commit per match when matches finish by the hundred."""
-
-    def __init__(self, engine: Any, tournament_id: int, spending: _Spending, progress: _Progress):
-        self.engine, self.tournament_id, self.spending, self.progress = engine, tournament_id, spending, progress
-        self.waiting: list[tuple[FinishedMatch, Scenario]] = []
-
-    async def save(self, finished: FinishedMatch, scenario: Scenario) -> None:
-        """Returns once `finished` is recorded, by this call or by one it joined."""
-        self.waiting.append((finished, scenario))
-        await asyncio.sleep(0)  # the matches whose results came in meanwhile join this one
-        if not self.waiting:
-            return
-        batch, self.waiting = self.waiting, []
-        store.save_matches(self.engine, self.tournament_id, batch)
-        for match, _ in batch:
-            self.spending.add(match)
-            self.progress.match()
 
 
 class _Spending:
