@@ -13,9 +13,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from market.daylog import DayLogBuilder
 from market.scenario import Scenario
-from market.types import Decision, Observation, PlainDecision, Position
+from market.types import Decision, Observation
 
 
 class ContestantConfigError(ValueError):
@@ -95,14 +94,11 @@ class Contestant(ABC):
 
     `needs_actor` says the contestant must run in its own Ray actor (it holds a model, is
     slow, or may crash its process). Instant rule baselines run inside the match loop.
-    `plain` says it can also decide from a Position (`decide_plain`): a match whose
-    merchants all can is played without building observations.
     """
 
     kind: ClassVar[str]
     params_model: ClassVar[type[Params]] = Params
     needs_actor: ClassVar[bool] = False
-    plain: ClassVar[bool] = False
 
     def __init__(self, params: Params):
         self.params = params
@@ -125,11 +121,6 @@ class Contestant(ABC):
     @abstractmethod
     def decide(self, observation: Observation) -> Decision | Any:
         """Today's decision. Anything that is not a Decision is parsed by the market."""
-
-    def decide_plain(self, position: Position, log: DayLogBuilder) -> PlainDecision:
-        """Today's decision from the merchant's Position (contestants with `plain` only);
-        `log` is the market's record of the match's days so far."""
-        raise NotImplementedError(f"{self.kind} decides from observations only")
 
     def recall(self, probe: RecallProbe) -> float | None:
         """Answer a memory probe; None means "don't know"."""

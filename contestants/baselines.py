@@ -26,10 +26,9 @@ from pydantic import Field, model_validator
 from contestants.base import Contestant, Params, RecallProbe, register
 from market.daylog import DayLogBuilder
 from market.scenario import Product, Scenario
-from market.types import Collect, Observation, Operation, Order, PlainDecision, Position, ProductState, SetPrice
+from market.types import Observation, Operation, PlainDecisions, Positions, ProductState
 
 _EPS = 1e-9
-_COLLECT = Collect()  # operations are frozen, so every decision can share this one
 
 
 @dataclass
@@ -42,21 +41,101 @@ class _Books:
     ordered: dict[str, float] | None = None  # known only from the day's record
 
 
-def affordable_units(wanted: float, unit_cost: float, budget: float) -> int:
-    """Whole units to order: `wanted` rounded down, cut to what `budget` pays for at `unit_cost`."""
-    if unit_cost <= 0 or budget <= 0 or wanted < 1 - _EPS:
-        return 0
-    units = min(math.floor(wanted + _EPS), math.floor(budget / unit_cost))
-    while units > 0 and units * unit_cost > budget:  # floating point: never exceed the budget
-        units -= 1
-    return max(units, 0)
+def affordable_units(wanted: np.ndarray, unit_cost: float, budget: np.ndarray) -> np.ndarray:
+    """Whole units to order, per merchant: `wanted` rounded down, cut to what `budget` pays
+    for at `unit_cost`."""
+    if unit_cost <= 0:
+        return np.zeros_like(wanted)
+    units = np.minimum(np.floor(wanted + _EPS), np.floor(budget / unit_cost))
+    units = np.where(units * unit_cost > budget, units - 1, units)  # floating point: never exceed the budget
+    return np.where((budget > 0) & (wanted >= 1 - _EPS), np.maximum(units, 0.0), 0.0)
 
 
-def order_up_to(inventory: float, in_transit: float, reorder_level: float, target: float) -> float:
-    """The (s, S) rule: when the stock position (in hand + in transit) is at or below
-    `reorder_level`, the quantity that brings it back up to `target`; otherwise nothing."""
-    position = inventory + in_transit
-    return max(target - position, 0.0) if position <= reorder_level + _EPS else 0.0
+def order_up_to(stock: np.ndarray, reorder_level: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The (s, S) rule: where the stock position (in hand + in transit) is at or below
+    `reorder_level`, the quantity that brings it back up to `target`; elsewhere nothing."""
+    return np.where(stock <= reorder_level + _EPS, np.maximum(target - stock, 0.0), 0.0)
+
+
+def plain_decisions(positions: Positions, prices: np.ndarray, orders: np.ndarray) -> PlainDecisions:
+    """Collect what is due; post only the prices that change (NaN: no view, keep it)."""
+    kept = np.abs(prices - positions.prices) <= _EPS
+    return PlainDecisions(positions.receivables_due > 0, np.where(kept, math.nan, prices), orders)
+
+
+def orders(scenario: Scenario, positions: Positions, wanted: np.ndarray) -> np.ndarray:
+    """Whole units to order for the units wanted [merchant, product], product by product,
+    each cut to what the cash left after the earlier ones pays for. A day's fixed cost is
+    kept back so a restock does not by itself cause bankruptcy. When sales are not limited by
+    stock (units are bought when sold) stock is useless and nothing is ordered."""
+    units = np.zeros_like(wanted)
+    if not scenario.demand.stock_limited:
+        return units
+    budget = positions.cash - positions.fixed_daily_cost
+    for j, unit_cost in enumerate(positions.unit_cost.tolist()):
+        units[:, j] = affordable_units(wanted[:, j], unit_cost, budget)
+        budget = budget - units[:, j] * unit_cost
+    return units
+
+
+class Team:
+    """Merchants of one rule kind deciding together (those of a PlainPlay, or one merchant
+    alone for `decide`): each row of the Positions given to the kind's `rule` is one
+    member's, and a parameter is a column over the members."""
+
+    def __init__(self, kind: type[RuleMerchant], members: list[RuleMerchant]):
+        self.kind, self.members = kind, members
+        scenario = members[0].scenario
+        assert scenario is not None, "members are reset before they form a team"
+        self.scenario = scenario
+        self._columns: dict[str, np.ndarray] = {}
+
+    def column(self, name: str) -> np.ndarray:
+        """Parameter `name` of every member, as a column [member, 1] (None: NaN)."""
+        if name not in self._columns:
+            values = [getattr(member.params, name) for member in self.members]
+            self._columns[name] = np.array([[math.nan if v is None else float(v)] for v in values])
+        return self._columns[name]
+
+    def restock(self, positions: Positions) -> np.ndarray:
+        """The (s, S) policy of `RestockParams`, for every member and product."""
+        return order_up_to(positions.inventory + positions.in_transit, self.column("reorder_level"), self.column("target_stock"))
+
+
+class PlainPlay:
+    """Rule merchants deciding together from the market's Positions (plain play): each
+    kind's `rule` once for all its merchants, then orders and decisions for all of them at
+    once. `seats` are the market's rows (of one match, or of several played side by side);
+    each merchant's books become `logs[row]`, the market's log of its match."""
+
+    def __init__(self, seats: list[RuleMerchant], logs: list[DayLogBuilder]):
+        by_kind: dict[type[RuleMerchant], list[int]] = {}
+        for i, (merchant, log) in enumerate(zip(seats, logs, strict=True)):
+            by_kind.setdefault(type(merchant), []).append(i)
+            merchant._log = log
+        self.order = np.array([i for rows in by_kind.values() for i in rows])  # seats, kind by kind
+        self.seat_order = np.argsort(self.order)
+        self.teams: list[tuple[slice, Team]] = []
+        for kind, rows in by_kind.items():
+            start = len(self.teams) and self.teams[-1][0].stop
+            self.teams.append((slice(start, start + len(rows)), Team(kind, [seats[i] for i in rows])))
+        self.scenario = self.teams[0][1].scenario
+
+    def decide(self, positions: Positions) -> tuple[PlainDecisions, list[tuple[list[int], Exception]]]:
+        """Every seat's decision (rows indexed like the seats), and the teams whose rule
+        raised, by their seats, with the exception: those do nothing today."""
+        mine = positions.take(self.order)
+        prices, wanted = np.full_like(mine.prices, math.nan), np.zeros_like(mine.prices)
+        failed: list[tuple[slice, Team, Exception]] = []
+        for rows, team in self.teams:
+            try:
+                prices[rows], wanted[rows] = team.kind.rule(team, mine.take(rows))
+            except Exception as exc:  # a contestant's bug is a fault, not a crash
+                failed.append((rows, team, exc))
+        decisions = plain_decisions(mine, prices, orders(self.scenario, mine, wanted))
+        for rows, _, _ in failed:
+            decisions.collect[rows] = False
+        return decisions.take(self.seat_order), [(self.order[rows].tolist(), exc) for rows, _, exc in failed]
 
 
 class RestockParams(Params):
@@ -76,11 +155,12 @@ class RestockParams(Params):
 class RuleMerchant(Contestant):
     """Common base of the rule merchants.
 
-    A kind's `choose` gives the day's target prices and order quantities per product. From an
+    A kind's `choose` gives the day's target prices and units wanted per product. From an
     Observation (`decide`) they become operations, after the merchant has written down what
-    the observation says about the past; a kind whose rule reads only a `Position` (`plain`)
-    can also play from the market's arrays (`decide_plain`), which is how a match of such
-    merchants alone is played. Either way receivables that are due are collected first.
+    the observation says about the past; a kind whose `rule` reads only Positions (`plain`)
+    can also play from the market's arrays, all its merchants at once (`PlainPlay`), which
+    is how matches of such merchants alone are played. Either way receivables that are due
+    are collected first and orders are cut to the cash (`orders`).
 
     The books hold, per day, cash, inventory, prices and units ordered at the end of that
     day: from the observation (the start of day t is the end of day t-1) and, where given,
@@ -90,6 +170,8 @@ class RuleMerchant(Contestant):
 
     A kind is `plain` unless it changes `decide` or `choose` (which read observations).
     """
+
+    plain: ClassVar[bool] = False  # the kind's `rule` reads Positions alone: it can play in PlainPlay
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -103,45 +185,36 @@ class RuleMerchant(Contestant):
         self.products: dict[str, Product] = {}
         self._books: dict[int, _Books] = {}
         self._log: DayLogBuilder | None = None
+        self._team: Team | None = None  # this merchant alone, for `decide`
 
     def reset(self, *, merchant: str, scenario: Scenario, rng: np.random.Generator) -> None:
         self.merchant, self.scenario, self.rng = merchant, scenario, rng
         self.products = {p.id: p for p in scenario.products}
         self._books, self._log = {}, None
+        self._team = Team(type(self), [self])
 
     def decide(self, observation: Observation) -> list[Operation]:
         """The day's operations as a plain list of operation models: the market takes them
         as they are, where a `Decision` would validate every one of them again."""
-        if self.scenario is None:
+        if self._team is None:
             raise RuntimeError(f"{self.kind}: decide() called before reset()")
         self._remember(observation)
-        position = Position.of(observation)
-        decision = self._plain(position, *self.choose(observation, position))
-        ids = [s.product for s in observation.products]
-        operations: list[Operation] = [_COLLECT] if decision.collect else []
-        operations.extend(SetPrice(product=p, price=float(price)) for p, price in zip(ids, decision.prices) if price is not None)
-        operations.extend(Order(product=p, quantity=units) for p, units in zip(ids, decision.orders) if units > 0)
-        return operations
+        positions = Positions.of(observation)
+        prices, wanted = self.choose(observation, positions)
+        decisions = plain_decisions(positions, prices, orders(self._team.scenario, positions, wanted))
+        return decisions.operations(0, [s.product for s in observation.products])
 
-    def decide_plain(self, position: Position, log: DayLogBuilder) -> PlainDecision:
-        """`decide` from a Position, as a PlainDecision (plain kinds only); `log` becomes
-        the books."""
-        self._log = log
-        return self._plain(position, *self.rule(position))
+    def choose(self, observation: Observation, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+        """Target prices (NaN: no view, keep the price) and units wanted, per product, as
+        rows of one: the kind's `rule` by default."""
+        assert self._team is not None
+        return self.rule(self._team, positions)
 
-    def choose(self, observation: Observation, position: Position) -> tuple[list[float | None], list[float]]:
-        """Target prices (None: no view, keep the price) and whole units to order, per product."""
-        return self.rule(position)
-
-    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
-        """`choose` from the Position alone."""
-        raise NotImplementedError(f"{self.kind} decides from whole observations")
-
-    @staticmethod
-    def _plain(position: Position, prices: list[float | None], orders: list[float]) -> PlainDecision:
-        """Collect what is due; post only the prices that change."""
-        changed = [None if price is None or abs(price - now) <= _EPS else price for price, now in zip(prices, position.prices)]
-        return PlainDecision(position.receivables_due > 0, changed, orders)
+    @classmethod
+    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+        """Target prices (NaN: keep) and units wanted [member, product] for a team of this
+        kind, from their Positions alone."""
+        raise NotImplementedError(f"{cls.kind} decides from whole observations")
 
     # -- memory -------------------------------------------------------------------------
 
@@ -161,16 +234,16 @@ class RuleMerchant(Contestant):
     def recall(self, probe: RecallProbe) -> float | None:
         """The recorded value; None for a day not on the books, an unknown product, or no
         product named in a market with several."""
-        books = self._books.get(probe.day) or self._logged(probe.day)
-        if books is None:
-            return None
-        if probe.fact == "cash":
-            return books.cash
         product = probe.product
         if product is None and len(self.products) == 1:
             product = next(iter(self.products))
-        if product not in self.products:
+        if probe.fact != "cash" and product not in self.products:
             return None
+        books = self._books.get(probe.day)
+        if books is None:  # in plain play the books are the market's log
+            return self._log.fact(probe.day, self.merchant, probe.fact, product) if self._log is not None else None
+        if probe.fact == "cash":
+            return books.cash
         table = {"inventory": books.inventory, "price": books.prices, "ordered": books.ordered}[probe.fact]
         if table is None:
             return None
@@ -178,36 +251,6 @@ class RuleMerchant(Contestant):
         if value is None and probe.fact == "ordered":
             return 0.0  # the record lists what was ordered; a product it omits got no order
         return value
-
-    def _logged(self, day: int) -> _Books | None:
-        """The books of `day` from the market's log (plain play), if it holds the day."""
-        record = self._log.record(day, self.merchant) if self._log is not None else None
-        return _Books(record.cash_end, record.inventory, record.prices, record.ordered) if record is not None else None
-
-    # -- shared pieces of rules -----------------------------------------------------------
-
-    def orders(self, position: Position, wanted: list[float]) -> list[float]:
-        """Whole units to order for the wanted quantities, in product order, each cut to what
-        the cash left after the earlier ones pays for. A day's fixed cost is kept back so a
-        restock does not by itself cause bankruptcy. When sales are not limited by stock
-        (units are bought when sold) stock is useless and nothing is ordered."""
-        assert self.scenario is not None
-        if not self.scenario.demand.stock_limited or not any(wanted):
-            return [0.0] * len(wanted)
-        budget = position.cash - position.fixed_daily_cost
-        result = []
-        for units_wanted, unit_cost in zip(wanted, position.unit_cost):
-            units = affordable_units(units_wanted, unit_cost, budget)
-            result.append(float(units))
-            budget -= units * unit_cost
-        return result
-
-    def restock(self, position: Position) -> list[float]:
-        """The (s, S) policy of `RestockParams`, for every product."""
-        params = self.params
-        assert isinstance(params, RestockParams)
-        wanted = [order_up_to(stock, coming, params.reorder_level, params.target_stock) for stock, coming in zip(position.inventory, position.in_transit)]
-        return self.orders(position, wanted)
 
 
 # ---- fixed price ---------------------------------------------------------------------------
@@ -236,11 +279,11 @@ class FixedPrice(RuleMerchant):
     params_model: ClassVar[type[Params]] = FixedPriceParams
     params: FixedPriceParams
 
-    def price_of(self, product: Product) -> float:
-        return self.params.price if self.params.price is not None else product.unit_cost * (1 + self.params.markup)
-
-    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
-        return [self.price_of(p) for p in self.products.values()], self.restock(position)
+    @classmethod
+    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+        base_cost = np.array([p.unit_cost for p in team.scenario.products])
+        price = team.column("price")
+        return np.where(np.isnan(price), base_cost * (1 + team.column("markup")), price), team.restock(positions)
 
 
 # ---- random ----------------------------------------------------------------------------------
@@ -271,15 +314,13 @@ class RandomMerchant(RuleMerchant):
     params_model: ClassVar[type[Params]] = RandomParams
     params: RandomParams
 
-    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
-        assert self.rng is not None
-        prices: list[float | None] = []
-        wanted = []
-        for unit_cost in position.unit_cost:
-            low, high = unit_cost * (1 + self.params.min_markup), unit_cost * (1 + self.params.max_markup)
-            prices.append(float(self.rng.uniform(low, high)))
-            wanted.append(float(self.rng.integers(0, self.params.max_order + 1)))
-        return prices, self.orders(position, wanted)
+    @classmethod
+    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+        low = positions.unit_cost * (1 + team.column("min_markup"))
+        high = positions.unit_cost * (1 + team.column("max_markup"))
+        # each member draws from its own generator: per product, a price and an order
+        draws = np.array([member.rng.random((2, low.shape[1])) for member in team.members])  # type: ignore[union-attr]
+        return low + (high - low) * draws[:, 0], np.floor(draws[:, 1] * (team.column("max_order") + 1))
 
 
 # ---- reorder point ---------------------------------------------------------------------------
@@ -299,8 +340,10 @@ class ReorderPoint(RuleMerchant):
     params_model: ClassVar[type[Params]] = ReorderPointParams
     params: ReorderPointParams
 
-    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
-        return [p.reference_price * self.params.price_factor for p in self.products.values()], self.restock(position)
+    @classmethod
+    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+        reference = np.array([p.reference_price for p in team.scenario.products])
+        return reference * team.column("price_factor"), team.restock(positions)
 
 
 # ---- undercut --------------------------------------------------------------------------------
@@ -322,13 +365,10 @@ class Undercut(RuleMerchant):
     params_model: ClassVar[type[Params]] = UndercutParams
     params: UndercutParams
 
-    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
-        step, markup = self.params.step, self.params.min_markup
-        prices = [
-            None if cheapest is None else max(cheapest * (1 - step), unit_cost * (1 + markup))
-            for cheapest, unit_cost in zip(position.cheapest_rival, position.unit_cost)
-        ]
-        return prices, self.restock(position)
+    @classmethod
+    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+        floor = positions.unit_cost * (1 + team.column("min_markup"))
+        return np.maximum(positions.cheapest_rival * (1 - team.column("step")), floor), team.restock(positions)  # NaN stays NaN
 
 
 # ---- cost plus -------------------------------------------------------------------------------
@@ -347,8 +387,9 @@ class CostPlus(RuleMerchant):
     params_model: ClassVar[type[Params]] = CostPlusParams
     params: CostPlusParams
 
-    def rule(self, position: Position) -> tuple[list[float | None], list[float]]:
-        return [unit_cost * (1 + self.params.margin) for unit_cost in position.unit_cost], self.restock(position)
+    @classmethod
+    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+        return positions.unit_cost * (1 + team.column("margin")), team.restock(positions)
 
 
 # ---- best response ---------------------------------------------------------------------------
@@ -412,8 +453,8 @@ class BestResponse(RuleMerchant):
                 multiplier *= event.multiplier
         return multiplier
 
-    def choose(self, observation: Observation, position: Position) -> tuple[list[float | None], list[float]]:
-        prices: list[float | None] = []
+    def choose(self, observation: Observation, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+        prices = []
         wanted = []
         for state in observation.products:
             product = self.products[state.product]
@@ -423,8 +464,8 @@ class BestResponse(RuleMerchant):
             prices.append(float(grid[best]))
             daily = product.base_demand * self.demand_multiplier(observation, state.product) * float(share[best])
             target = math.ceil(daily * (state.lead_time + self.params.cover_days))
-            wanted.append(order_up_to(state.inventory, state.in_transit, target, target))
-        return prices, self.orders(position, wanted)
+            wanted.append(max(target - state.inventory - state.in_transit, 0.0))
+        return np.array([prices]), np.array([wanted])
 
 
 # ---- for the machinery ---------------------------------------------------------------------

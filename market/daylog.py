@@ -28,6 +28,7 @@ SCALARS = (
     "cash_start", "cash_end", "receivables", "reputation", "net_worth",
 )  # fmt: skip
 _SCALAR = {name: k for k, name in enumerate(SCALARS)}
+_FACT_COLUMNS = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}  # memory probe facts of a product
 _PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
 
 
@@ -208,7 +209,7 @@ class DayLogBuilder:
     merchants: tuple[str, ...]
     products: tuple[str, ...]
     _days: list[tuple] = field(default_factory=list)
-    _asked: tuple[int, DayLog] | None = None
+    _rows: tuple[int, dict[str, int]] | None = None  # the rows of the day `fact` last read, by merchant
 
     def add(self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, operations, rejections, plans) -> None:
         self._days.append((seat, day, bankrupt, scalars, per_product, operations, rejections, plans))
@@ -225,19 +226,24 @@ class DayLogBuilder:
         return [(self.merchants[s], row[0]) for s, row in zip(seats.tolist(), rejections) if row and row[0].index == -1]
 
     def day(self, day: int) -> DayLog:
-        """One day's rows (days are numbered from 1 and added in order). The last one asked
-        for is kept: on a probe day every merchant looks up the same day."""
-        if self._asked is None or self._asked[0] != day:
-            self._asked = (day, self._log(self._days[day - 1 : day]))
-        return self._asked[1]
+        """One day's rows (days are numbered from 1 and added in order)."""
+        return self._log(self._days[day - 1 : day])
 
-    def record(self, day: int, merchant: str) -> DayRecord | None:
-        """The merchant's record of `day`, if it played that day."""
+    def fact(self, day: int, merchant: str, fact: str, product: str | None) -> float | None:
+        """What a memory probe asks, straight from the columns: the merchant's cash at the end
+        of `day` (fact "cash"), or its inventory, price or units ordered of `product` (facts
+        "inventory", "price", "ordered"); None if it did not play that day."""
         if not 1 <= day <= len(self._days):
             return None
-        log = self.day(day)
-        rows = np.flatnonzero(log.seat == self.merchants.index(merchant))
-        return log.records(rows)[0] if len(rows) else None
+        seats, _, _, scalars, per_product, *_ = self._days[day - 1]
+        if self._rows is None or self._rows[0] != day:  # a probe asks every merchant about the same day
+            self._rows = (day, {self.merchants[s]: row for row, s in enumerate(seats.tolist())})
+        row = self._rows[1].get(merchant)
+        if row is None:
+            return None
+        if fact == "cash":
+            return float(scalars[row, _SCALAR["cash_end"]])
+        return float(per_product[row, _PER_PRODUCT[_FACT_COLUMNS[fact]], self.products.index(product)])
 
     def build(self) -> DayLog:
         return self._log(self._days)

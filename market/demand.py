@@ -7,7 +7,8 @@ as choosing with the sold-out merchant removed. The allocation therefore proceed
 all customers choose, merchants with more takers than stock sell out, the overflow chooses
 again among the rest. Each round removes at least one merchant, so it ends.
 
-Every function is vectorised over merchants; arrays are indexed [merchant].
+Every function is vectorised over merchants; arrays are indexed [merchant]
+(`allocate_markets`: [market, merchant], several separate markets at once).
 """
 
 from __future__ import annotations
@@ -42,13 +43,14 @@ def utilities(
 
 def logit_shares(utility: np.ndarray, outside: float) -> np.ndarray:
     """Choice probabilities [merchants..., no purchase]: exp(u_i) / (exp(u_0) + sum_j exp(u_j))."""
-    return _softmax(np.append(utility, outside))
+    return _softmax(np.append(utility, outside)[None, :])[0]
 
 
 def _softmax(options: np.ndarray) -> np.ndarray:
-    """exp(u_k) / sum_l exp(u_l) over every option, computed after subtracting the largest u."""
-    weights = np.exp(options - np.maximum.reduce(options))  # ufunc reductions: no Python wrapper, this runs daily
-    return weights / np.add.reduce(weights)
+    """Per row, exp(u_k) / sum_l exp(u_l) over every option, computed after subtracting the
+    row's largest u."""
+    weights = np.exp(options - np.maximum.reduce(options, 1, keepdims=True))  # ufunc reductions: no Python wrapper, this runs daily
+    return weights / np.add.reduce(weights, 1, keepdims=True)
 
 
 @dataclass(frozen=True)
@@ -76,24 +78,45 @@ def allocate(
     With a generator, customers are whole and choices are sampled; without one, flows are
     expected values. `stock` None means sales are not capped.
     """
-    n = utility.shape[0]
-    wanted = np.zeros(n)
-    sold = np.zeros(n)
+    wanted, sold, no_purchase = allocate_markets(
+        np.array([customers], dtype=float), utility[None, :], outside, None if stock is None else stock[None, :], None if rng is None else [rng]
+    )
+    return Allocation(wanted=wanted[0], sold=sold[0], no_purchase=float(no_purchase[0]))
+
+
+def allocate_markets(
+    customers: np.ndarray,
+    utility: np.ndarray,
+    outside: float,
+    stock: np.ndarray | None,
+    rngs: list[np.random.Generator] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`allocate` for several separate markets at once, one row each (customers [market],
+    utility and stock [market, merchant], a generator per market): wanted, sold and
+    no_purchase per row, each row exactly what `allocate` gives it alone (each market's
+    draws come from its own generator, in the same order)."""
+    markets, n = utility.shape
+    wanted = np.zeros((markets, n))
+    sold = np.zeros((markets, n))
+    no_purchase = np.zeros(markets)
     # every option's utility, no purchase last; a merchant out of the running has -inf
-    options = np.empty(n + 1)
-    options[:n] = np.where(np.isfinite(utility), utility, -np.inf)
-    options[n] = outside
+    options = np.empty((markets, n + 1))
+    options[:, :n] = np.where(np.isfinite(utility), utility, -np.inf)
+    options[:, n] = outside
     left = None if stock is None else stock.astype(float)
-    choosing = customers
-    no_purchase = 0.0
-    while choosing > 0:
+    choosing = customers.astype(float)
+    tolerance = 1e-9 * np.maximum(customers, 1.0)
+    active = choosing > 0
+    while active.any():
         shares = _softmax(options)
-        if rng is None:
-            picks = choosing * shares
+        if rngs is None:
+            picks = choosing[:, None] * shares
         else:
-            picks = rng.multinomial(int(choosing), shares).astype(float)
-        no_purchase += picks[-1]
-        picks = picks[:-1]
+            picks = np.zeros((markets, n + 1))
+            for b in np.flatnonzero(active).tolist():
+                picks[b] = rngs[b].multinomial(int(choosing[b]), shares[b])
+        no_purchase += picks[:, n]
+        picks = picks[:, :n]
         wanted += picks
         if left is None:
             sold += picks
@@ -101,11 +124,12 @@ def allocate(
         served = np.minimum(picks, left)
         sold += served
         left -= served
-        choosing = float(np.add.reduce(picks - served))
-        if choosing <= 1e-9 * max(customers, 1.0):
-            no_purchase += choosing
-            break
-        options[:-1][left <= 1e-12] = -np.inf
+        choosing = np.add.reduce(picks - served, 1)
+        settled = choosing <= tolerance  # what little is left of the flow buys nothing
+        no_purchase += np.where(settled & active, choosing, 0.0)
+        active &= ~settled
+        choosing = np.where(active, choosing, 0.0)
+        options[:, :n][left <= 1e-12] = -np.inf
     if stock is not None:
         sold = np.minimum(sold, stock)  # summing a sold-out merchant's rounds can overshoot by an ulp
-    return Allocation(wanted=wanted, sold=sold, no_purchase=float(no_purchase))
+    return wanted, sold, no_purchase

@@ -13,6 +13,13 @@ One day, in order:
 Observations are `Observation` models (or flat arrays with numeric=True, for RL code).
 Actions are anything `parse_decision` accepts, or a dict of arrays from `action_space`.
 Rewards are the day's change in net worth.
+
+Several matches of one scenario with the same number of merchants can also be played side by
+side in one set of arrays (`matches`): a row per merchant of every match, each match's
+customers choosing among its own merchants with its own generator, so each plays exactly as
+it would alone. A numpy operation costs the same for 16 rows as for 500, so a day of many
+small matches costs little more than a day of one. Such an env is driven by `advance` with
+`PlainDecisions`; the PettingZoo API is for one match.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from market.daylog import DayLogBuilder
-from market.demand import allocate, demand_factor, utilities
+from market.demand import allocate_markets, demand_factor, utilities
 from market.scenario import Scenario
 from market.types import (
     Advertise,
@@ -38,9 +45,9 @@ from market.types import (
     Observation,
     Order,
     ParsedDecision,
-    PlainDecision,
+    PlainDecisions,
     PlannedPrice,
-    Position,
+    Positions,
     ProductState,
     PublicMerchant,
     Rejection,
@@ -55,18 +62,28 @@ PRICE_CEILING_FACTOR = 100.0  # a posted price above reference_price * this is r
 class MarketEnv(ParallelEnv):
     metadata = {"name": "arena_market_v0", "render_modes": []}
 
-    def __init__(self, scenario: Scenario, merchants: list[str] | int = 2, days: int | None = None, numeric: bool = False):
-        if isinstance(merchants, int):
+    def __init__(
+        self, scenario: Scenario, merchants: list[str] | int = 2, days: int | None = None, numeric: bool = False,
+        matches: list[list[str]] | None = None,
+    ):  # fmt: skip
+        """`matches`: the merchants of several matches to play side by side (then `merchants`
+        is ignored); each match's own seeds come with `reset(options={"seeds": [...]})`."""
+        if matches is not None:
+            merchants = matches[0]
+        elif isinstance(merchants, int):
             merchants = [f"m{i}" for i in range(merchants)]
-        if not merchants or len(set(merchants)) != len(merchants):
-            raise ValueError("merchants must be unique names, at least one")
+        rosters = matches if matches is not None else [merchants]
+        if not merchants or any(len(set(r)) != len(r) or len(r) != len(merchants) for r in rosters):
+            raise ValueError("merchants must be unique names, at least one, as many in every match")
+        self.rosters = [tuple(r) for r in rosters]
+        self.seats = len(merchants)
         self.scenario = scenario
         self.days = days or scenario.days
         self.numeric = numeric
         self.possible_agents = list(merchants)
         self.agents: list[str] = []
         self._index = {name: i for i, name in enumerate(merchants)}
-        self._rng = np.random.default_rng()
+        self._rngs = [np.random.default_rng() for _ in self.rosters]  # one per match
         products = scenario.products
         self._unit_cost0 = np.array([p.unit_cost for p in products])
         self._reference = np.array([p.reference_price for p in products])
@@ -75,11 +92,12 @@ class MarketEnv(ParallelEnv):
         self._lead = np.array([p.lead_time for p in products])
         # what validating an operation reads, as Python numbers (numpy scalars are slower)
         self._ceilings = [p.reference_price * PRICE_CEILING_FACTOR for p in products]
+        self._ceiling_row = np.array(self._ceilings)
         self._lead_days = [p.lead_time for p in products]
         self._whole_units = scenario.whole_units
         self._product_ids = scenario.product_ids
         self._pid = {p: j for j, p in enumerate(self._product_ids)}
-        self._all_seats = np.arange(len(merchants), dtype=np.int32)
+        self._match_rows = [slice(b * self.seats, (b + 1) * self.seats) for b in range(len(self.rosters))]
 
     # --- PettingZoo API -------------------------------------------------------------
 
@@ -111,10 +129,17 @@ class MarketEnv(ParallelEnv):
         )
 
     def reset(self, seed: int | None = None, options: dict | None = None):
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        s, m, p = self.scenario, len(self.possible_agents), len(self.scenario.products)
+        """options {"seeds": [one per match]} seeds matches played side by side."""
+        seeds = (options or {}).get("seeds")
+        if seeds is None and seed is not None:
+            seeds = [seed] if len(self.rosters) == 1 else np.random.SeedSequence(seed).spawn(len(self.rosters))
+        if seeds is not None:
+            if len(seeds) != len(self.rosters):
+                raise ValueError(f"{len(seeds)} seeds for {len(self.rosters)} matches")
+            self._rngs = [np.random.default_rng(s) for s in seeds]
+        s, m, p = self.scenario, len(self.rosters) * self.seats, len(self.scenario.products)
         self.agents = list(self.possible_agents)
+        self.playing = np.ones(m, dtype=bool)  # per row: still in its match
         self.day = 1
         self.cash = np.full(m, s.finance.initial_cash)
         self.inventory = np.tile([pr.initial_stock for pr in s.products], (m, 1)).astype(float)
@@ -126,12 +151,14 @@ class MarketEnv(ParallelEnv):
         self.bankrupt = np.zeros(m, dtype=bool)
         self.units_sold = np.zeros((m, p))
         self.records: dict[str, DayRecord] = {}  # yesterday's, by merchant (after `step`, not `advance`)
-        self.log = DayLogBuilder(tuple(self.possible_agents), tuple(self._product_ids))
+        self.logs = [DayLogBuilder(roster, tuple(self._product_ids)) for roster in self.rosters]  # one per match
+        self.log = self.logs[0]
         self._closing: tuple[np.ndarray, np.ndarray] | None = None  # (unit costs, net worth) at the end of the last step
         return self._observations(), {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, Any]):
-        playing, change = self.advance(actions)
+        rows, change = self.advance(actions)
+        playing = [self.possible_agents[i] for i in rows.tolist()]
         self.records = dict(zip(playing, self.log.day(self.day - 1).records()))
         last_day = self.day - 1 >= self.days
         rewards = {a: change[self._index[a]] for a in playing}
@@ -140,12 +167,14 @@ class MarketEnv(ParallelEnv):
         infos = {a: {"record": record} for a, record in self.records.items()}
         return self._observations(playing), rewards, terminations, truncations, infos
 
-    def advance(self, actions: dict[str, Any]) -> tuple[list[str], list[float]]:
+    def advance(self, actions: dict[str, Any] | PlainDecisions) -> tuple[np.ndarray, list[float]]:
         """Play one day: what `step` does, without building observations or day records
-        (the day goes into `log` as columns). Returns the merchants that played and each
-        merchant's change in net worth, indexed like possible_agents."""
+        (the day goes into each match's `logs` as columns). `actions` may also be
+        PlainDecisions with a row for every merchant of every match (the rows of merchants no
+        longer playing are ignored). Returns the rows that played and every row's change in
+        net worth."""
         s = self.scenario
-        m, p = len(self.possible_agents), len(s.products)
+        m, p = len(self.playing), len(s.products)
         day = self.day
         unit_cost = self._unit_cost_today(day)
         if self._closing is not None and self._closing[0] is unit_cost:
@@ -167,22 +196,24 @@ class MarketEnv(ParallelEnv):
         costs = unit_cost.tolist()
         rejected: list[list[Rejection]] = [[] for _ in range(m)]
         plans: list[dict[str, float]] = [{} for _ in range(m)]
-        for agent in self.agents:
-            i = self._index[agent]
-            action = actions.get(agent)
-            if type(action) is PlainDecision:
-                self._apply_plain(i, action, costs, ordered, collected, applied[i], rejected[i])
-                continue
-            operations, rejections, plan = self._operations(action)
-            rejected[i].extend(rejections)
-            if plan:
-                plans[i] = self._kept_plan(plan)
-            for index, op in operations:
-                reason = self._apply(i, op, costs, ordered, advertising, collected)
-                if reason is None:
-                    applied[i].append(_as_dict(op))
-                else:
-                    rejected[i].append(Rejection(index=index, operation=_as_dict(op), reason=reason))
+        rows = np.flatnonzero(self.playing)
+        if type(actions) is PlainDecisions:
+            self._apply_plain(actions, rows, costs, ordered, collected, applied, rejected)
+        elif len(self.rosters) > 1:
+            raise ValueError("matches played side by side take PlainDecisions")
+        else:
+            for agent in self.agents:
+                i = self._index[agent]
+                operations, rejections, plan = self._operations(actions.get(agent))
+                rejected[i].extend(rejections)
+                if plan:
+                    plans[i] = self._kept_plan(plan)
+                for index, op in operations:
+                    reason = self._apply(i, op, costs, ordered, advertising, collected)
+                    if reason is None:
+                        applied[i].append(_as_dict(op))
+                    else:
+                        rejected[i].append(Rejection(index=index, operation=_as_dict(op), reason=reason))
 
         wanted, sold = self._clear_market(day)
         revenue_by_product = sold * self.prices
@@ -209,30 +240,28 @@ class MarketEnv(ParallelEnv):
         worth_end = self.net_worth(unit_cost)
         self._closing = (unit_cost, worth_end)
 
-        playing = list(self.agents)
-        rows = self._seats_of(playing)
         receivables = self.due + _sum(self.credit, 1)
         # np.array of a tuple copies in C; np.stack would cost more in Python than the copy
         scalars = np.array((revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, self.cash, receivables, self.reputation, worth_end)).T
         in_transit = _sum(self.pipeline, 2)
         per_product = np.array((self.prices, wanted, sold, wanted - sold, arrived, ordered, self.inventory, in_transit, np.broadcast_to(unit_cost, (m, p)))).transpose(1, 0, 2)
-        pick = rows.tolist()
-        self.log.add(rows, day, self.bankrupt[rows], scalars[rows], per_product[rows], [applied[i] for i in pick], [rejected[i] for i in pick], [plans[i] for i in pick])
+        for log, span in zip(self.logs, self._match_rows):
+            seats = np.flatnonzero(self.playing[span])
+            if seats.size:
+                at = seats + span.start
+                pick = at.tolist()
+                log.add(seats, day, self.bankrupt[at], scalars[at], per_product[at], [applied[i] for i in pick], [rejected[i] for i in pick], [plans[i] for i in pick])
 
         self.day += 1
         if day >= self.days:
-            self.agents = []
-        elif self.bankrupt.any():
-            self.agents = [a for a in playing if not self.bankrupt[self._index[a]]]
-        return playing, (worth_end - worth_start).tolist()
+            self.playing[:] = False
+        else:
+            self.playing &= ~self.bankrupt
+        if not self.playing.all():
+            self.agents = [a for a, on in zip(self.possible_agents, self.playing.tolist()) if on]
+        return rows, (worth_end - worth_start).tolist()
 
     # --- the day's pieces -----------------------------------------------------------
-
-    def _seats_of(self, agents: list[str]) -> np.ndarray:
-        """The seat indexes of `agents`, in order."""
-        if len(agents) == len(self.possible_agents):  # everyone: agents keeps possible_agents' order
-            return self._all_seats
-        return np.array([self._index[a] for a in agents], dtype=np.int32)
 
     def _rows_for(self, agents: list[str]) -> Callable[[list], list]:
         """Picks `agents`' entries, in order, from a list indexed like possible_agents."""
@@ -298,25 +327,60 @@ class MarketEnv(ParallelEnv):
         return self._order(i, j, op.quantity, unit_cost, ordered)
 
     def _apply_plain(
-        self, i: int, decision: PlainDecision, unit_cost: list[float], ordered: np.ndarray, collected: np.ndarray, applied: list[dict], rejected: list[Rejection]
-    ) -> None:
-        """Apply a PlainDecision to merchant i as its operations would be, recording each."""
-        results = []
-        if decision.collect:
-            self._collect(i, collected)
-            results.append(({"op": "collect"}, None))
-        ids = self._product_ids
-        for j, price in enumerate(decision.prices):
-            if price is not None:
-                results.append(({"op": "set_price", "product": ids[j], "price": price}, self._set_price(i, j, price)))
-        for j, units in enumerate(decision.orders):
-            if units > 0:
-                results.append(({"op": "order", "product": ids[j], "quantity": units}, self._order(i, j, units, unit_cost, ordered)))
-        for index, (operation, reason) in enumerate(results):
-            if reason is None:
-                applied.append(operation)
+        self, decisions: PlainDecisions, rows: np.ndarray, unit_cost: list[float], ordered: np.ndarray, collected: np.ndarray,
+        applied: list[list[dict]], rejected: list[list[Rejection]],
+    ) -> None:  # fmt: skip
+        """Apply the `rows` of `decisions` all at once, exactly as each row's operations would
+        be applied one by one (collect, then prices, then orders in product order, each order
+        checked against the cash the earlier ones left), and record each operation."""
+        collect = decisions.collect[rows]
+        takers = rows[collect]
+        if takers.size:
+            collected[takers] = self.due[takers]
+            self.cash[takers] += self.due[takers]
+            self.due[takers] = 0.0
+        prices = decisions.prices[rows]
+        allowed = (prices > 0) & (prices <= self._ceiling_row)  # NaN, inf and -inf all fail
+        self.prices[rows] = np.where(allowed, prices, self.prices[rows])
+        quantities = decisions.orders[rows]
+        wanted = quantities > 0
+        acceptable = wanted & (quantities < math.inf)
+        if self._whole_units:
+            acceptable &= quantities == np.floor(quantities)
+        accepted = np.zeros_like(wanted)
+        cash = self.cash[rows]
+        refused: dict[tuple[int, int], str] = {}
+        for j, cost_j in enumerate(unit_cost):
+            cost = quantities[:, j] * cost_j
+            accepted[:, j] = ok = acceptable[:, j] & (cost <= cash)
+            for k in np.flatnonzero(wanted[:, j] & ~ok).tolist():
+                refused[k, j] = self._order_problem(float(quantities[k, j]), float(cost[k]), float(cash[k]))
+            cash -= np.where(ok, cost, 0.0)
+        self.cash[rows] = cash
+        units = np.where(accepted, quantities, 0.0)
+        ordered[rows] += units
+        for j, lead in enumerate(self._lead_days):
+            if lead == 0:
+                self.inventory[rows, j] += units[:, j]
             else:
-                rejected.append(Rejection(index=index, operation=operation, reason=reason))
+                self.pipeline[rows, j, lead - 1] += units[:, j]
+        acting = collect | np.logical_or.reduce(~np.isnan(prices) | wanted, 1)
+        ids, rows_, collect_ = self._product_ids, rows.tolist(), collect.tolist()
+        prices_, allowed_, quantities_, accepted_ = prices.tolist(), allowed.tolist(), quantities.tolist(), accepted.tolist()
+        for k in np.flatnonzero(acting).tolist():  # each acting merchant's operations, in their order
+            results: list[tuple[dict, str | None]] = [({"op": "collect"}, None)] if collect_[k] else []
+            for j, (price, ok) in enumerate(zip(prices_[k], allowed_[k])):
+                if price == price:  # not NaN
+                    results.append(({"op": "set_price", "product": ids[j], "price": price}, None if ok else self._price_problem(j, price)))
+            for j, (units, ok) in enumerate(zip(quantities_[k], accepted_[k])):
+                if units > 0:
+                    results.append(({"op": "order", "product": ids[j], "quantity": units}, None if ok else refused[k, j]))
+            i = rows_[k]
+            for index, (operation, reason) in enumerate(results):
+                if reason is None:
+                    applied[i].append(operation)
+                else:
+                    rejected[i].append(Rejection(index=index, operation=operation, reason=reason))
 
     def _collect(self, i: int, collected: np.ndarray) -> None:
         collected[i] += self.due[i]
@@ -330,13 +394,10 @@ class MarketEnv(ParallelEnv):
         return problem
 
     def _order(self, i: int, j: int, quantity: float, unit_cost: list[float], ordered: np.ndarray) -> str | None:
-        if not math.isfinite(quantity) or quantity <= 0:
-            return "order quantity must be a positive number"
-        if self._whole_units and quantity != int(quantity):
-            return "order quantity must be a whole number of units"
         cost = quantity * unit_cost[j]  # Python floats: a huge quantity gives inf, no warning
-        if cost > self.cash[i]:
-            return f"order costs {cost:.2f}, more than cash {self.cash[i]:.2f}"
+        problem = self._order_problem(quantity, cost, self.cash[i])
+        if problem is not None:
+            return problem
         self.cash[i] -= cost
         ordered[i, j] += quantity
         lead = self._lead_days[j]
@@ -344,6 +405,16 @@ class MarketEnv(ParallelEnv):
             self.inventory[i, j] += quantity
         else:
             self.pipeline[i, j, lead - 1] += quantity
+        return None
+
+    def _order_problem(self, quantity: float, cost: float, cash: float) -> str | None:
+        """Why `quantity` units costing `cost` cannot be ordered with `cash`, or None when they can."""
+        if not math.isfinite(quantity) or quantity <= 0:
+            return "order quantity must be a positive number"
+        if self._whole_units and quantity != int(quantity):
+            return "order quantity must be a whole number of units"
+        if cost > cash:
+            return f"order costs {cost:.2f}, more than cash {cash:.2f}"
         return None
 
     def _price_problem(self, j: int, price: float) -> str | None:
@@ -356,19 +427,23 @@ class MarketEnv(ParallelEnv):
         return None
 
     def _clear_market(self, day: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each match's customers, product by product, among its own merchants."""
         s = self.scenario
         m, p = self.prices.shape
         wanted, sold = np.zeros((m, p)), np.zeros((m, p))
         factor = demand_factor(s.demand, day)
-        rng = self._rng if s.demand.mode == "stochastic" else None
+        stochastic = s.demand.mode == "stochastic"
         utility = utilities(s.choice, self.prices, self._reference, self.reputation[:, None], self._quality)
         utility = np.where(self.bankrupt[:, None], -np.inf, utility)
+        running = np.logical_or.reduce(self.playing.reshape(-1, self.seats), 1)  # matches not over
+        rngs = [rng for rng, on in zip(self._rngs, running.tolist()) if on]
+        by_match = (-1, self.seats, p)
         for j, product in enumerate(s.products):
             mean = product.base_demand * factor * self._event_multiplier("demand", product.id, day)
-            customers = float(rng.poisson(mean)) if rng is not None else mean
-            stock = self.inventory[:, j] if s.demand.stock_limited else None
-            allocation = allocate(customers, utility[:, j], s.choice.no_purchase_utility, stock, rng)
-            wanted[:, j], sold[:, j] = allocation.wanted, allocation.sold
+            customers = np.array([float(rng.poisson(mean)) for rng in rngs]) if stochastic else np.full(len(rngs), mean)
+            stock = self.inventory.reshape(by_match)[running, :, j] if s.demand.stock_limited else None
+            chose, bought, _ = allocate_markets(customers, utility.reshape(by_match)[running, :, j], s.choice.no_purchase_utility, stock, rngs if stochastic else None)
+            wanted.reshape(by_match)[running, :, j], sold.reshape(by_match)[running, :, j] = chose, bought
         return wanted, sold
 
     def _update_reputation(self, wanted: np.ndarray, sold: np.ndarray, advertising: np.ndarray) -> None:
@@ -444,35 +519,30 @@ class MarketEnv(ParallelEnv):
         )  # fmt: skip
         return dict(zip(agents, observations))
 
-    def positions(self) -> dict[str, Position]:
-        """Each playing merchant's day in plain numbers: what its Observation says of its own
-        books and of the cheapest rival price, from the arrays directly (no Observation)."""
+    def positions(self) -> Positions:
+        """Every seat's day in plain numbers (rows indexed like possible_agents): what its
+        Observation says of its own books and of the cheapest rival price, from the arrays
+        directly (no Observation)."""
         day = min(self.day, self.days)
-        unit_cost = self._unit_cost_today(day).tolist()
-        due = (self.due + self.credit[:, 0]).tolist()  # credit[:, 0] falls due as the day starts
-        cash, prices, inventory = self.cash.tolist(), self.prices.tolist(), self.inventory.tolist()
-        in_transit, cheapest = _sum(self.pipeline, 2).tolist(), self._cheapest_rivals()
-        fixed = self.scenario.finance.fixed_daily_cost
-        index = self._index
-        return {
-            a: Position(day, cash[i], due[i], fixed, prices[i], inventory[i], in_transit[i], unit_cost, cheapest[i])
-            for a in self.agents
-            for i in (index[a],)
-        }
+        return Positions(
+            day, self.scenario.finance.fixed_daily_cost, self._unit_cost_today(day), self.cash.copy(),
+            self.due + self.credit[:, 0],  # credit[:, 0] falls due as the day starts
+            self.prices.copy(), self.inventory.copy(), _sum(self.pipeline, 2), self._cheapest_rivals(),
+        )  # fmt: skip
 
-    def _cheapest_rivals(self) -> list[list[float | None]]:
-        """Per merchant and product, the lowest price posted by another merchant that is not
-        bankrupt; None where there is none or rivals' prices are hidden."""
+    def _cheapest_rivals(self) -> np.ndarray:
+        """Per merchant and product, the lowest price posted by another merchant of its match
+        that is not bankrupt; NaN where there is none or rivals' prices are hidden."""
         m, p = self.prices.shape
-        if not self.scenario.visibility.rival_prices or m < 2:
-            return [[None] * p] * m
-        posted = np.where(self.bankrupt[:, None], np.inf, self.prices)
-        two = np.argsort(posted, axis=0, kind="stable")[:2]  # the cheapest two merchants, per product
-        lowest, second = posted[two[0], np.arange(p)], posted[two[1], np.arange(p)]
-        cheapest = np.where(np.arange(m)[:, None] == two[0][None, :], second, lowest)
-        if np.isinf(second).any():  # a product with at most one merchant still selling
-            return [[None if math.isinf(v) else v for v in row] for row in cheapest.tolist()]
-        return cheapest.tolist()
+        n = self.seats
+        if not self.scenario.visibility.rival_prices or n < 2:
+            return np.full((m, p), math.nan)
+        posted = np.where(self.bankrupt[:, None], np.inf, self.prices).reshape(-1, n, p)  # [match, seat, product]
+        two = np.argsort(posted, axis=1, kind="stable")[:, :2]  # each match's cheapest two merchants, per product
+        lowest, second = np.take_along_axis(posted, two[:, :1], 1), np.take_along_axis(posted, two[:, 1:], 1)
+        cheapest = np.where(np.arange(n)[None, :, None] == two[:, :1], second, lowest).reshape(m, p)
+        cheapest[cheapest == np.inf] = math.nan  # a product with at most one merchant still selling
+        return cheapest
 
     def _numeric(self, agent: str) -> dict[str, np.ndarray]:
         i = self._index[agent]

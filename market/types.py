@@ -9,9 +9,11 @@ asked to fill.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, NamedTuple, Union
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 
@@ -313,46 +315,67 @@ class Observation:
         return [m for m in self.market if m.merchant != self.merchant]
 
 
-class Position(NamedTuple):
-    """One merchant's day in plain numbers, lists per product in the scenario's order: what
-    the rule merchants read. `MarketEnv.positions` makes them from the market's arrays for
-    every merchant at once, without building Observations; `Position.of` reads one from an
-    Observation.
+class Positions(NamedTuple):
+    """Merchants' days in plain numbers, one row per merchant, columns per product in the
+    scenario's order: what the rule merchants read. `MarketEnv.positions` makes them for
+    every seat at once from the market's arrays, without building Observations;
+    `Positions.of` reads one row from an Observation.
 
-    cheapest_rival: the lowest price a rival that is not bankrupt posted yesterday, None
+    cheapest_rival: the lowest price a rival that is not bankrupt posted yesterday, NaN
     where no rival's price is visible."""
 
     day: int
-    cash: float
-    receivables_due: float
     fixed_daily_cost: float
-    prices: list[float]
-    inventory: list[float]
-    in_transit: list[float]
-    unit_cost: list[float]
-    cheapest_rival: list[float | None]
+    unit_cost: np.ndarray  # [product], today's
+    cash: np.ndarray  # [merchant]
+    receivables_due: np.ndarray  # [merchant]
+    prices: np.ndarray  # [merchant, product]
+    inventory: np.ndarray
+    in_transit: np.ndarray
+    cheapest_rival: np.ndarray
 
     @classmethod
-    def of(cls, observation: Observation) -> Position:
+    def of(cls, observation: Observation) -> Positions:
         products = observation.products
         boards = [m.prices for m in observation.market if m.merchant != observation.merchant and not m.bankrupt and m.prices]
-        cheapest = [min((b[s.product] for b in boards if b.get(s.product) is not None), default=None) for s in products]
+        cheapest = [min((b[s.product] for b in boards if b.get(s.product) is not None), default=math.nan) for s in products]
         return cls(
-            observation.day, observation.cash, observation.receivables_due, observation.fixed_daily_cost,
-            [s.price for s in products], [s.inventory for s in products], [s.in_transit for s in products],
-            [s.unit_cost for s in products], cheapest,
+            observation.day, observation.fixed_daily_cost, np.array([s.unit_cost for s in products]),
+            np.array([observation.cash]), np.array([observation.receivables_due]),
+            np.array([[s.price for s in products]]), np.array([[s.inventory for s in products]]),
+            np.array([[s.in_transit for s in products]]), np.array([cheapest], dtype=float),
+        )  # fmt: skip
+
+    def take(self, rows: np.ndarray | slice) -> Positions:
+        """The positions of `rows` alone, in that order."""
+        return self._replace(
+            cash=self.cash[rows], receivables_due=self.receivables_due[rows], prices=self.prices[rows],
+            inventory=self.inventory[rows], in_transit=self.in_transit[rows], cheapest_rival=self.cheapest_rival[rows],
         )  # fmt: skip
 
 
-class PlainDecision(NamedTuple):
-    """A decision in plain numbers, lists per product in the scenario's order: the same as
-    the operations [collect, if collect] + [set_price for each price that is not None] +
-    [order for each quantity above 0], in that order, and validated the same way; cheaper
-    to make and to apply (the rule merchants' answer when they play from Positions)."""
+class PlainDecisions(NamedTuple):
+    """Decisions in plain numbers, one row per merchant: row i is the operations
+    [collect, if collect[i]] + [set_price for each product whose price is not NaN] +
+    [order for each product whose quantity is above 0], in that order, and is validated the
+    same way; cheaper to make and to apply (the rule merchants' answer when they play from
+    Positions)."""
 
-    collect: bool
-    prices: list[float | None]
-    orders: list[float]
+    collect: np.ndarray  # [merchant] bool
+    prices: np.ndarray  # [merchant, product], NaN: keep the price
+    orders: np.ndarray  # [merchant, product], units
+
+    def take(self, rows: np.ndarray) -> PlainDecisions:
+        """The decisions of `rows` alone, in that order."""
+        return PlainDecisions(self.collect[rows], self.prices[rows], self.orders[rows])
+
+    def operations(self, row: int, product_ids: tuple[str, ...] | list[str]) -> list[Operation]:
+        """Row `row` as operation models."""
+        operations: list[Operation] = [Collect()] if self.collect[row] else []
+        prices, orders = self.prices[row].tolist(), self.orders[row].tolist()
+        operations.extend(SetPrice(product=p, price=price) for p, price in zip(product_ids, prices) if not math.isnan(price))
+        operations.extend(Order(product=p, quantity=units) for p, units in zip(product_ids, orders) if units > 0)
+        return operations
 
 
 record_adapter: TypeAdapter[DayRecord] = TypeAdapter(DayRecord)

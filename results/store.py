@@ -7,7 +7,7 @@ CLI) never hold a session open across a match.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Literal, NamedTuple
@@ -50,6 +50,7 @@ __all__ = [
     "metrics",
     "rescore",
     "save_match",
+    "save_matches",
     "spent",
     "start_tournament",
 ]
@@ -128,17 +129,32 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenari
     the unique (tournament, key) constraint decides, so this holds for concurrent writers too.
     """
     with Session(engine) as session:
-        _require(session, Tournament, tournament_id)
         try:
             match_id = _insert_match(session, tournament_id, match, scenario)
             session.commit()
             return match_id
-        except IntegrityError:  # the key is recorded already, by an earlier run or another writer
+        except IntegrityError:  # no such tournament, or the key is recorded already (by an earlier run or another writer)
             session.rollback()
+            _require(session, Tournament, tournament_id)
             existing = session.exec(select(MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key == match.key)).first()
             if existing is None:
                 raise
             return existing
+
+
+def save_matches(engine: Engine, tournament_id: int, matches: Sequence[tuple[FinishedMatch, Scenario | None]]) -> list[int]:
+    """`save_match` for several matches (each with its scenario) in one transaction, each
+    match whole as there: matches played side by side finish together, and a commit costs
+    about as much as writing a match. If they cannot be written as one (no such tournament,
+    or one's key is recorded already), each is written on its own."""
+    with Session(engine) as session:
+        try:
+            ids = [_insert_match(session, tournament_id, match, scenario) for match, scenario in matches]
+            session.commit()
+            return ids
+        except IntegrityError:
+            session.rollback()
+    return [save_match(engine, tournament_id, match, scenario) for match, scenario in matches]
 
 
 def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None) -> int:

@@ -9,13 +9,14 @@ that day, and the fault is recorded; the match goes on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import math
 import pickle
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -24,10 +25,10 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, create
+from contestants.baselines import PlainPlay, RuleMerchant
 from market.env import MarketEnv
 from market.scenario import Scenario
 from market.daylog import DayLog, DayLogBuilder
-from market.types import DayRecord
 from results.metrics import compute as compute_metrics
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeResult
 from tournaments.cluster import result
@@ -81,42 +82,57 @@ class Match:
         self.calls: list[ModelCallRecord] = []
         self._needs_start: set[str] = set(self.hosts)
 
+    @property
+    def plain(self) -> bool:
+        """Rule merchants alone, all of kinds that read Positions: the match can be played
+        from the market's arrays, with no observations built (`play_side_by_side`)."""
+        return not self.hosts and all(isinstance(c, RuleMerchant) and c.plain for c in self.local.values())
+
+    def reset_contestants(self) -> None:
+        for name, contestant in self.local.items():
+            contestant.reset(merchant=name, scenario=self.scenario, rng=np.random.default_rng(self.seat_seeds[name]))
+
     async def play(self, on_day: Callable[[], None] = lambda: None) -> FinishedMatch:
+        if self.plain:
+            return play_side_by_side([self], on_day)[0]
         started = time.perf_counter()
         env = MarketEnv(self.scenario, list(self.spec.seats), days=self.spec.days)
         observations, _ = env.reset(seed=self.market_seed)
-        for name, contestant in self.local.items():
-            contestant.reset(merchant=name, scenario=self.scenario, rng=np.random.default_rng(self.seat_seeds[name]))
-        # rule merchants alone play from the market's arrays: no observations are built
-        plain = not self.hosts and all(contestant.plain for contestant in self.local.values())
+        self.reset_contestants()
         try:
             while env.agents:
                 day, agents = env.day, list(env.agents)
                 probe = self._draw_probe(day) if self.rules.probe_day(day) else None
-                asked = env.log.day(probe.day) if probe is not None else None
                 recalled = {name: recall(self.local[name], probe) for name in agents if name in self.local} if probe else {}
-                decisions = self._local_decisions(env.positions() if plain else observations, day, agents, env.log if plain else None)
+                decisions = self._local_decisions(observations, day, agents)
                 if self.hosts:
                     decisions.update(await self._hosted_decisions(observations, day, agents, probe, recalled))
                 if probe is not None:
-                    self._score_probe(day, probe, recalled, agents, asked)
-                if plain:
-                    env.advance(decisions)
-                else:
-                    observations = env.step(decisions)[0]
+                    self._score_probe(day, probe, recalled, agents, env.log)
+                observations = env.step(decisions)[0]
                 for merchant, whole in env.log.whole_rejections(day):  # the answer was not a decision at all; keep what it was
                     self._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
                 on_day()
         finally:
             await self._collect_calls()
-        log = env.log.build()
+        return self.finished(env.log.build(), time.perf_counter() - started)
+
+    def probe_plain(self, day: int, agents: list[str], log: DayLogBuilder) -> None:
+        """Today's memory probe, if today has one, asked of local merchants and scored."""
+        if self.rules.probe_day(day):
+            probe = self._draw_probe(day)
+            recalled = {name: recall(self.local[name], probe) for name in agents}
+            self._score_probe(day, probe, recalled, agents, log)
+
+    def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch:
+        """The match's result, from its days."""
         return FinishedMatch(
             key=self.spec.key,
             index=self.spec.index,
             scenario=self.scenario.name,
             seed=self.spec.seed,
             days=self.spec.days,
-            wall_seconds=time.perf_counter() - started,
+            wall_seconds=wall_seconds,
             merchants=score_match(self.scenario, self.spec.days, self.spec.seats, log, self.faults),
             days_played=log,
             faults=self.faults,
@@ -146,32 +162,30 @@ class Match:
         product = None if fact == "cash" else products[int(self.probe_rng.integers(len(products)))]
         return RecallProbe(day=asked_day, fact=fact, product=product)
 
-    def _score_probe(self, day: int, probe: RecallProbe, answers: dict[str, Any], agents: list[str], asked: DayLog) -> None:
+    def _score_probe(self, day: int, probe: RecallProbe, answers: dict[str, Any], agents: list[str], log: DayLogBuilder) -> None:
         """Compare each merchant's answer (missing: none) with its record of the day asked about."""
-        truths = {r.merchant: r for r in asked}
         for name in agents:
-            if name not in truths:
+            truth = log.fact(probe.day, name, probe.fact, probe.product)
+            if truth is None:
                 continue
-            truth = _recorded(truths[name], probe.fact, probe.product)
             answer = _number(answers.get(name))
             error = None if answer is None else abs(answer - truth) / max(abs(truth), 1.0)
             self.probes.append(
-                ProbeResult(
+                ProbeResult.model_construct(  # every field made here, of its type: nothing to validate
                     merchant=name, day=day, asked_day=probe.day, fact=probe.fact, product=probe.product,
                     truth=truth, answer=answer, relative_error=error,
                 )
             )  # fmt: skip
 
-    def _local_decisions(self, views: dict[str, Any], day: int, agents: list[str], log: DayLogBuilder | None) -> dict[str, Any]:
-        """The inline merchants' decisions from their observations, or in plain play (given
-        the log) from their Positions."""
+    def _local_decisions(self, observations: dict[str, Any], day: int, agents: list[str]) -> dict[str, Any]:
+        """The inline merchants' decisions from their observations."""
         decisions: dict[str, Any] = {}
         for name in agents:
             contestant = self.local.get(name)
             if contestant is None:
                 continue
             try:
-                decisions[name] = contestant.decide(views[name]) if log is None else contestant.decide_plain(views[name], log)
+                decisions[name] = contestant.decide(observations[name])
             except Exception as exc:  # a contestant's bug is a fault, not a crash
                 self._fault(day, name, "error", _describe(exc))
         return decisions
@@ -255,6 +269,50 @@ class Match:
         self.faults.append(Fault(day=day, merchant=merchant, kind=kind, detail=detail[:500]))
 
 
+def play_side_by_side(matches: list[Match], on_day: Callable[[], None] = lambda: None) -> list[FinishedMatch]:
+    """Play plain matches of one scenario, length and size side by side in one set of
+    arrays (MarketEnv's `matches`, one PlainPlay for all their merchants): each comes out
+    exactly as it would played alone, and a day of many costs little more than a day of one.
+    Each match's wall time is the time of the whole group.
+
+    A kind whose rule raises does nothing that day, a fault for each of its merchants still
+    playing. (Rows of merchants already bankrupt are decided too and ignored by the market:
+    their own generators are never read again.)"""
+    started = time.perf_counter()
+    _freeze_startup_heap()
+    with _collector_paused():
+        played = _play_side_by_side(matches, on_day)
+    wall = time.perf_counter() - started
+    return [match.finished(log, wall) for match, log in played]
+
+
+def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -> list[tuple[Match, DayLog]]:
+    first = matches[0]
+    env = MarketEnv(first.scenario, list(first.spec.seats), days=first.spec.days, matches=[list(m.spec.seats) for m in matches])
+    env.reset(options={"seeds": [m.market_seed for m in matches]})
+    merchants: list[Any] = []
+    for match in matches:
+        match.reset_contestants()
+        merchants += [match.local[name] for name in match.spec.seats]
+    n = env.seats
+    play = PlainPlay(merchants, [log for log in env.logs for _ in range(n)])
+    while env.playing.any():
+        day, playing = env.day, env.playing.tolist()
+        for b, (match, log) in enumerate(zip(matches, env.logs)):
+            agents = [name for name, on in zip(match.spec.seats, playing[b * n : (b + 1) * n]) if on]
+            if agents:
+                match.probe_plain(day, agents, log)
+        decisions, failed = play.decide(env.positions())
+        for rows, exc in failed:
+            for row in rows:
+                if playing[row]:
+                    match = matches[row // n]
+                    match._fault(day, match.spec.seats[row % n], "error", _describe(exc))
+        env.advance(decisions)
+        on_day()
+    return [(match, log.build()) for match, log in zip(matches, env.logs)]
+
+
 PROBE_FACTS = ("cash", "inventory", "price", "ordered")
 
 
@@ -308,13 +366,6 @@ def take_turn(contestant: Contestant, observation: Any, probe: RecallProbe | Non
     return Turn(decision, late=time.perf_counter() - started > deadline, recalled=recalled)
 
 
-def _recorded(record: DayRecord, fact: str, product: str | None) -> float:
-    if fact == "cash":
-        return record.cash_end
-    table = {"inventory": record.inventory, "price": record.prices, "ordered": record.ordered}[fact]
-    return table[product]
-
-
 def _number(answer: Any) -> float | None:
     """A finite number, or None for anything else (no answer, text, NaN)."""
     if isinstance(answer, bool):
@@ -338,6 +389,20 @@ def _freeze_startup_heap() -> None:
     it would cost a tenth of a second, more than a short match, to reclaim a few cycles
     left over from importing."""
     gc.freeze()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection inside: the matches' day records are many small objects that
+    live to the end, and collections that keep rescanning them cost a sixth of the play.
+    The few cycles made meanwhile are collected after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _cause(exc: BaseException) -> BaseException:

@@ -1,7 +1,8 @@
 """Play a tournament on Ray and record every finished match as it finishes.
 
-Each finished match is written in its own transaction, so a run killed at any moment loses
-only the matches in flight; `resume=True` continues the latest unfinished tournament made
+Finished matches are written as they come back, each whole in one transaction (a group of
+matches played side by side together), so a run killed at any moment loses only the
+matches in flight; `resume=True` continues the latest unfinished tournament made
 from the same files and skips what it already holds. The Elo table is computed over
 matches in schedule order, so it does not depend on which match happened to finish first.
 """
@@ -9,9 +10,10 @@ matches in schedule order, so it does not depend on which match happened to fini
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -19,13 +21,14 @@ from typing import Any, Protocol
 import ray
 
 from contestants.base import RunOptions, contestant_class
+from contestants.baselines import RuleMerchant
 from market.scenario import Scenario
 from results import store
 from results.records import FinishedMatch
 from tournaments.actors import start_host, start_runners
 from tournaments.cluster import ray_session, result
 from tournaments.config import Budget, ContestantEntry, Tournament
-from tournaments.match import Match, MatchRules
+from tournaments.match import Match, MatchRules, play_side_by_side
 from tournaments.schedule import MatchSpec, schedule
 
 POLL_SECONDS = 0.2
@@ -147,37 +150,106 @@ async def _play_all(
 ) -> None:
     """Keep up to max_concurrent_matches matches going; record each as it finishes.
 
-    A match of instant contestants is a Ray task on the cluster's warm worker pool: it runs
-    straight through, with no Ray call per day. A match with hosted contestants mostly waits
-    for them, so it goes to a match runner, which plays many side by side.
+    Matches of instant contestants are Ray tasks on the cluster's warm worker pool: they run
+    straight through, with no Ray call per day, and those of rule merchants that read
+    Positions go in groups played side by side in one set of arrays (`group_instant`). A
+    match with hosted contestants mostly waits for them, so it goes to a match runner, which
+    plays many side by side.
     """
-    slots = asyncio.Semaphore(tournament.spec.max_concurrent_matches)
+    slots = _Slots(tournament.spec.max_concurrent_matches)
+    hosted = [m for m in todo if any(name in hosts for name in m.seats)]
+    others = [m for m in todo if not any(name in hosts for name in m.seats)]
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    instant = group_instant(others, entries, tournament.spec.max_concurrent_matches, cpus)
 
-    async def one(match: MatchSpec) -> None:
-        async with slots:
-            if spending.stopped is not None:
-                return  # the budget is spent: matches not yet started are left for --resume
-            scenario = tournament.scenarios[match.scenario]
-            if any(name in hosts for name in match.seats):
-                finished = await runners.play(match)
-            else:
-                finished = await result(play_instant_match.remote(match, scenario, rules, entries))
-                progress.day(match.days)
-            store.save_match(engine, tournament_id, finished, scenario)
+    def record(played: list[FinishedMatch], scenario: Scenario) -> None:
+        store.save_matches(engine, tournament_id, [(finished, scenario) for finished in played])
+        for finished in played:
             spending.add(finished)
             progress.match()
 
+    async def one_hosted(match: MatchSpec) -> None:
+        async with slots.hold(1):  # a slot is held while the match plays, not while it is recorded
+            if spending.stopped is not None:
+                return  # the budget is spent: matches not yet started are left for --resume
+            finished = await runners.play(match)
+        record([finished], tournament.scenarios[match.scenario])
+
+    async def instant_group(group: list[MatchSpec]) -> None:
+        scenario = tournament.scenarios[group[0].scenario]
+        async with slots.hold(len(group)):
+            if spending.stopped is not None:
+                return
+            played = await result(play_instant_matches.remote(group, scenario, rules, entries))
+        progress.day(sum(m.days for m in group))
+        record(played, scenario)
+
     reporting = asyncio.create_task(runners.report_days(progress))
     try:
-        await asyncio.gather(*(one(match) for match in todo))
+        await asyncio.gather(*map(one_hosted, hosted), *map(instant_group, instant))
     finally:
         reporting.cancel()
     await runners.tell_days(progress)
 
 
+GROUP_LIMIT = 32  # matches played side by side in one task
+
+
+def group_instant(matches: list[MatchSpec], entries: dict[str, ContestantEntry], max_concurrent: int, cpus: int) -> list[list[MatchSpec]]:
+    """The instant matches in groups to play as one task each, in schedule order of their
+    first match. Matches whose merchants all read Positions and that share scenario, length
+    and size are grouped, in near-equal groups of at most max_concurrent / cpus (so every CPU
+    can have a group while all count against max_concurrent_matches) and GROUP_LIMIT; any
+    other match is a group of its own."""
+    limit = max(1, min(GROUP_LIMIT, max_concurrent // max(cpus, 1)))
+    alike: dict[tuple, list[MatchSpec]] = {}
+    groups: list[list[MatchSpec]] = []
+    for match in matches:
+        if all(_plain(entries[name]) for name in match.seats):
+            alike.setdefault((match.scenario, match.days, len(match.seats)), []).append(match)
+        else:
+            groups.append([match])
+    for same in alike.values():
+        count = -(-len(same) // limit)
+        size = -(-len(same) // count)
+        groups += [same[i : i + size] for i in range(0, len(same), size)]
+    return sorted(groups, key=lambda group: group[0].index)
+
+
+def _plain(entry: ContestantEntry) -> bool:
+    kind = contestant_class(entry.kind)
+    return issubclass(kind, RuleMerchant) and kind.plain
+
+
+class _Slots:
+    """At most `capacity` matches in play; a group of matches takes a slot per match."""
+
+    def __init__(self, capacity: int):
+        self.free = capacity
+        self.changed = asyncio.Condition()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, count: int) -> AsyncIterator[None]:
+        async with self.changed:
+            await self.changed.wait_for(lambda: self.free >= count)
+            self.free -= count
+        try:
+            yield
+        finally:
+            async with self.changed:
+                self.free += count
+                self.changed.notify_all()
+
+
 @ray.remote(num_cpus=1)
-def play_instant_match(match: MatchSpec, scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> FinishedMatch:
-    return Match(match, scenario, rules, entries, hosts={}).play_here().packed()
+def play_instant_matches(matches: list[MatchSpec], scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> list[FinishedMatch]:
+    """A group of `group_instant`: side by side when it can be, each packed for the driver."""
+    played = [Match(match, scenario, rules, entries, hosts={}) for match in matches]
+    if all(match.plain for match in played):
+        finished = play_side_by_side(played)
+    else:
+        finished = [match.play_here() for match in played]
+    return [match.packed() for match in finished]
 
 
 class _Spending:

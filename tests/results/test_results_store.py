@@ -24,6 +24,7 @@ from results.store import (
     list_tournaments,
     match_detail,
     save_match,
+    save_matches,
     start_tournament,
 )
 from results.tables import ContestantRow, DayLogRow, FaultRow, MatchResultRow, MatchRow, RatingSnapshot
@@ -217,3 +218,15 @@ def test_unknown_ids_raise_not_found(engine, tournament, make_match):
     with pytest.raises(NotFound):
         finish_tournament(engine, 99, "finished")
     assert _nothing_stored(engine)
+
+
+def test_matches_saved_together_and_a_recorded_key_among_them(engine, tournament, make_match):
+    first = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))
+    batch = [make_match("rr-1", 1, {"alpha": 2, "beta": 1}), make_match("rr-0", 0, {"alpha": 2, "beta": 1}), make_match("rr-2", 2, {"alpha": 1, "beta": 2})]
+    ids = save_matches(engine, tournament, [(m, None) for m in batch])
+    assert ids[1] == first and len(set(ids)) == 3  # the recorded key keeps its first write; the others are new
+    assert [m.key for m in list_matches(engine, tournament)] == ["rr-0", "rr-1", "rr-2"]
+    [latest] = save_matches(engine, tournament, [(make_match("rr-3", 3, {"alpha": 1, "beta": 2}), None)])
+    assert latest not in ids and match_detail(engine, latest).match.key == "rr-3"
+    with pytest.raises(NotFound):
+        save_matches(engine, 99, [(make_match("rr-4", 4, {"alpha": 1, "beta": 2}), None)])
