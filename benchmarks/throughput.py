@@ -11,11 +11,12 @@
 (b) throughput in merchant-days per second with instant baselines (fixed_price,
     reorder_point, undercut, cost_plus, random in turn), each figure the best of --runs:
     - market: the bare env.step loop, no agents (everyone does nothing);
-    - engine_one_core: whole matches (observations, baseline decisions, step, day records,
-      scoring) played one after another in this process;
+    - engine_one_core: whole matches (baseline decisions, market days, day records, scoring,
+      metrics) in this process on one core, in the runner's groups played side by side;
     - tournament_ray_no_db: a free-for-all tournament of --merchants instant merchants per
-      match (default 16), price_war and multi_product x 40 seeds, its matches run as the
-      runner runs them (Ray tasks on every core) and fetched by the driver, nothing saved;
+      match (default 16), price_war and multi_product x 40 seeds, all 80 matches at once,
+      its matches run as the runner runs them (Ray tasks on every core, each a group of
+      matches played side by side) and fetched by the driver, nothing saved;
     - tournament_ray_sqlite (the headline): the same tournament through run_tournament, each
       match written to SQLite by the driver, from the start of play to the last match recorded.
 """
@@ -37,8 +38,8 @@ from market.env import MarketEnv
 from results.db import engine_for
 from results.store import list_matches
 from tournaments.config import Tournament, TournamentSpec, load_scenario
-from tournaments.match import Match, MatchRules
-from tournaments.runner import play_instant_match, run_tournament
+from tournaments.match import Match, MatchRules, play_side_by_side
+from tournaments.runner import group_instant, play_instant_matches, run_tournament
 from tournaments.schedule import schedule
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 INSTANT = ["fixed_price", "reorder_point", "undercut", "cost_plus", "random"]
 HEADLINE_MERCHANTS = 16  # instant merchants per match in the tournament figures
 TOURNAMENT_SEEDS = 40  # 80 matches: price_war and multi_product, 40 seeds each
+AT_ONCE = 80  # max_concurrent_matches of the tournament figures: all 80 at once, in groups of 20 on 2 CPUs
 
 
 def instant_merchants(n: int) -> list[dict]:
@@ -116,39 +118,45 @@ def market_only(merchants: int = 8, days: int = 3000) -> dict:
 
 def free_for_all(merchants: int, seeds: int) -> Tournament:
     """`merchants` instant baselines in one market, on price_war and multi_product, `seeds` times."""
-    spec = {"name": "throughput", "format": "free_for_all", "repetitions": seeds, "max_concurrent_matches": 8, "contestants": instant_merchants(merchants)}
+    spec = {"name": "throughput", "format": "free_for_all", "repetitions": seeds, "max_concurrent_matches": AT_ONCE, "contestants": instant_merchants(merchants)}
     return tournament(spec, ["price_war", "multi_product"])
 
 
+def rules_of(t: Tournament) -> MatchRules:
+    """The rules `run_tournament` plays the tournament's matches by (memory probes included)."""
+    return MatchRules(seed=t.spec.seed, timeout_s=t.spec.decision_timeout_s, recall_every=t.spec.recall_every)
+
+
 def engine_in_process(merchants: int, seeds: int = 10) -> dict:
+    """Whole matches one group after another in this process, grouped as the runner groups
+    them on 2 CPUs (each group played side by side)."""
     t = free_for_all(merchants, seeds)
     entries = {c.name: c for c in t.spec.contestants}
+    rules = rules_of(t)
     merchant_days = 0
     start = time.perf_counter()
-    for match in schedule(t):
-        finished = Match(match, t.scenarios[match.scenario], MatchRules(seed=0, timeout_s=1.0), entries, {}).play_here()
-        merchant_days += len(finished.days_played)
+    for group in group_instant(schedule(t), entries, t.spec.max_concurrent_matches, 2):
+        played = play_side_by_side([Match(match, t.scenarios[match.scenario], rules, entries, {}) for match in group])
+        merchant_days += sum(len(finished.days_played) for finished in played)
     seconds = time.perf_counter() - start
     return {"merchants_per_match": merchants, "merchant_days": merchant_days, "merchant_days_per_s": round(merchant_days / seconds)}
 
 
 def ray_without_db(merchants: int, seeds: int) -> dict:
-    """The tournament's instant matches as the runner plays them (Ray tasks `play_instant_match`,
-    at most max_concurrent_matches at once), each result fetched to the driver and dropped."""
+    """The tournament's instant matches as the runner plays them (Ray tasks
+    `play_instant_matches`, one per group of `group_instant`, all at once: the groups hold
+    max_concurrent_matches between them), each result fetched to the driver and dropped."""
     t = free_for_all(merchants, seeds)
     entries = {c.name: c for c in t.spec.contestants}
-    rules = MatchRules(seed=t.spec.seed, timeout_s=t.spec.decision_timeout_s)
+    rules = rules_of(t)
     plan = schedule(t)
     start = time.perf_counter()
-    pending: list = []
-    for match in plan:
-        if len(pending) >= t.spec.max_concurrent_matches:
-            _, pending = ray.wait(pending, num_returns=1)
-        pending.append(play_instant_match.remote(match, t.scenarios[match.scenario], rules, entries))
-    ray.get(pending)
+    cpus = int(ray.cluster_resources()["CPU"])
+    groups = group_instant(plan, entries, t.spec.max_concurrent_matches, cpus)
+    ray.get([play_instant_matches.remote(group, t.scenarios[group[0].scenario], rules, entries) for group in groups])
     seconds = time.perf_counter() - start
     merchant_days = sum(len(m.seats) * m.days for m in plan)
-    return {"merchants_per_match": merchants, "matches": len(plan), "merchant_days": merchant_days, "seconds": round(seconds, 3), "merchant_days_per_s": round(merchant_days / seconds)}
+    return {"merchants_per_match": merchants, "matches": len(plan), "groups": len(groups), "merchant_days": merchant_days, "seconds": round(seconds, 3), "merchant_days_per_s": round(merchant_days / seconds)}
 
 
 def ray_with_db(db_dir: str, merchants: int, seeds: int) -> dict:
