@@ -39,7 +39,7 @@ from results.db import engine_for
 from results.store import list_matches
 from tournaments.config import Tournament, TournamentSpec, load_scenario
 from tournaments.match import Match, MatchRules, play_side_by_side
-from tournaments.runner import group_instant, play_instant_matches, run_tournament
+from tournaments.runner import group_instant, play_instant_matches, run_tournament, unpickle_matches
 from tournaments.schedule import schedule
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,7 +153,8 @@ def ray_without_db(merchants: int, seeds: int) -> dict:
     start = time.perf_counter()
     cpus = int(ray.cluster_resources()["CPU"])
     groups = group_instant(plan, entries, t.spec.max_concurrent_matches, cpus)
-    ray.get([play_instant_matches.remote(group, t.scenarios[group[0].scenario], rules, entries) for group in groups])
+    for blob in ray.get([play_instant_matches.remote(group, t.scenarios[group[0].scenario], rules, entries) for group in groups]):
+        unpickle_matches(blob)
     seconds = time.perf_counter() - start
     merchant_days = sum(len(m.seats) * m.days for m in plan)
     return {"merchants_per_match": merchants, "matches": len(plan), "groups": len(groups), "merchant_days": merchant_days, "seconds": round(seconds, 3), "merchant_days_per_s": round(merchant_days / seconds)}

@@ -280,10 +280,10 @@ def play_side_by_side(matches: list[Match], on_day: Callable[[], None] = lambda:
     their own generators are never read again.)"""
     started = time.perf_counter()
     _freeze_startup_heap()
-    with _collector_paused():
+    with collector_paused():
         played = _play_side_by_side(matches, on_day)
-    wall = time.perf_counter() - started
-    return [match.finished(log, wall) for match, log in played]
+        wall = time.perf_counter() - started
+        return [match.finished(log, wall) for match, log in played]
 
 
 def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -> list[tuple[Match, DayLog]]:
@@ -392,10 +392,12 @@ def _freeze_startup_heap() -> None:
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No garbage collection inside: the matches' day records are many small objects that
-    live to the end, and collections that keep rescanning them cost a sixth of the play.
-    The few cycles made meanwhile are collected after."""
+def collector_paused() -> Iterator[None]:
+    """No garbage collection inside. Matches played side by side make many small objects
+    that live to the end (day records, operations, results), and the collections that
+    their making, scoring, pickling and unpickling would trigger rescan all of them: a
+    fifth of an instant tournament's time. The few cycles made meanwhile are collected
+    after."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

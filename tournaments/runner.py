@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import pickle
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import nullcontext
@@ -28,7 +29,7 @@ from results.records import FinishedMatch
 from tournaments.actors import start_host, start_runners
 from tournaments.cluster import ray_session, result
 from tournaments.config import Budget, ContestantEntry, Tournament
-from tournaments.match import Match, MatchRules, play_side_by_side
+from tournaments.match import Match, MatchRules, collector_paused, play_side_by_side
 from tournaments.schedule import MatchSpec, schedule
 
 POLL_SECONDS = 0.2
@@ -180,7 +181,7 @@ async def _play_all(
         async with slots.hold(len(group)):
             if spending.stopped is not None:
                 return
-            played = await result(play_instant_matches.remote(group, scenario, rules, entries))
+            played = unpickle_matches(await result(play_instant_matches.remote(group, scenario, rules, entries)))
         progress.day(sum(m.days for m in group))
         record(played, scenario)
 
@@ -242,14 +243,23 @@ class _Slots:
 
 
 @ray.remote(num_cpus=1)
-def play_instant_matches(matches: list[MatchSpec], scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> list[FinishedMatch]:
-    """A group of `group_instant`: side by side when it can be, each packed for the driver."""
-    played = [Match(match, scenario, rules, entries, hosts={}) for match in matches]
-    if all(match.plain for match in played):
-        finished = play_side_by_side(played)
-    else:
-        finished = [match.play_here() for match in played]
-    return [match.packed() for match in finished]
+def play_instant_matches(matches: list[MatchSpec], scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> bytes:
+    """A group of `group_instant`, side by side when it can be: the finished matches packed
+    for storage and pickled here, with garbage collection paused (see `unpickle_matches`)."""
+    with collector_paused():
+        played = [Match(match, scenario, rules, entries, hosts={}) for match in matches]
+        if all(match.plain for match in played):
+            finished = play_side_by_side(played)
+        else:
+            finished = [match.play_here() for match in played]
+        return pickle.dumps([match.packed() for match in finished], pickle.HIGHEST_PROTOCOL)
+
+
+def unpickle_matches(blob: bytes) -> list[FinishedMatch]:
+    """The finished matches `play_instant_matches` returns, unpickled with garbage collection
+    paused as they were pickled (Ray's own serialiser would do both with it running)."""
+    with collector_paused():
+        return pickle.loads(blob)
 
 
 class _Spending:
