@@ -16,9 +16,10 @@
     - tournament_ray_no_db: a free-for-all tournament of --merchants instant merchants per
       match (default 16), price_war and multi_product x 40 seeds, all 80 matches at once,
       its matches run as the runner runs them (Ray tasks on every core, each a group of
-      matches played side by side) and fetched by the driver, nothing saved;
-    - tournament_ray_sqlite (the headline): the same tournament through run_tournament, each
-      match written to SQLite by the driver, from the start of play to the last match recorded.
+      matches played side by side) and fetched by the driver, nothing saved (the engine
+      figure);
+    - tournament_ray_sqlite: the same tournament through run_tournament, each match written
+      to SQLite by the driver, from the start of play to the last match recorded.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def engine_in_process(merchants: int, seeds: int = 10) -> dict:
 def ray_without_db(merchants: int, seeds: int) -> dict:
     """The tournament's instant matches as the runner plays them (Ray tasks
     `play_instant_matches`, one per group of `group_instant`, all at once: the groups hold
-    max_concurrent_matches between them), each result fetched to the driver and dropped."""
+    max_concurrent_matches between them), each result fetched to the driver, unpickled and dropped."""
     t = free_for_all(merchants, seeds)
     entries = {c.name: c for c in t.spec.contestants}
     rules = rules_of(t)

@@ -78,6 +78,11 @@ def orders(scenario: Scenario, positions: Positions, wanted: np.ndarray) -> np.n
     return units
 
 
+def plays_plain(kind: type[Contestant]) -> bool:
+    """Whether a contestant kind can play from Positions (`PlainPlay`)."""
+    return issubclass(kind, RuleMerchant) and kind.plain
+
+
 class Team:
     """Merchants of one rule kind deciding together (those of a PlainPlay, or one merchant
     alone for `decide`): each row of the Positions given to the kind's `rule` is one

@@ -65,8 +65,9 @@ def _outdated_layout(engine: Engine) -> str | None:
     are created."""
     inspector = inspect(engine)
     present = set(inspector.get_table_names())
-    for name in sorted(present & RETIRED_TABLES.keys()):
-        return f"table {name!r}: {RETIRED_TABLES[name]}"
+    retired = sorted(present & RETIRED_TABLES.keys())
+    if retired:
+        return f"table {retired[0]!r}: {RETIRED_TABLES[retired[0]]}"
     for table in SQLModel.metadata.sorted_tables:
         if table.name in present:
             columns = {column["name"] for column in inspector.get_columns(table.name)}

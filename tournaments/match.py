@@ -25,7 +25,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, create
-from contestants.baselines import PlainPlay, RuleMerchant
+from contestants.baselines import PlainPlay, plays_plain
 from market.env import MarketEnv
 from market.scenario import Scenario
 from market.daylog import DayLog, DayLogBuilder
@@ -86,7 +86,7 @@ class Match:
     def plain(self) -> bool:
         """Rule merchants alone, all of kinds that read Positions: the match can be played
         from the market's arrays, with no observations built (`play_side_by_side`)."""
-        return not self.hosts and all(isinstance(c, RuleMerchant) and c.plain for c in self.local.values())
+        return not self.hosts and all(plays_plain(type(c)) for c in self.local.values())
 
     def reset_contestants(self) -> None:
         for name, contestant in self.local.items():

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import ray
 
 from contestants.base import RunOptions, contestant_class
-from contestants.baselines import RuleMerchant
+from contestants.baselines import plays_plain
 from market.scenario import Scenario
 from results import store
 from results.records import FinishedMatch
@@ -158,10 +158,10 @@ async def _play_all(
     plays many side by side.
     """
     slots = _Slots(tournament.spec.max_concurrent_matches)
-    hosted = [m for m in todo if any(name in hosts for name in m.seats)]
-    others = [m for m in todo if not any(name in hosts for name in m.seats)]
+    is_hosted = [any(name in hosts for name in m.seats) for m in todo]
+    hosted = [m for m, on in zip(todo, is_hosted) if on]
     cpus = int(ray.cluster_resources().get("CPU", 1))
-    instant = group_instant(others, entries, tournament.spec.max_concurrent_matches, cpus)
+    instant = group_instant([m for m, on in zip(todo, is_hosted) if not on], entries, tournament.spec.max_concurrent_matches, cpus)
 
     def record(played: list[FinishedMatch], scenario: Scenario) -> None:
         store.save_matches(engine, tournament_id, [(finished, scenario) for finished in played])
@@ -206,7 +206,7 @@ def group_instant(matches: list[MatchSpec], entries: dict[str, ContestantEntry],
     alike: dict[tuple, list[MatchSpec]] = {}
     groups: list[list[MatchSpec]] = []
     for match in matches:
-        if all(_plain(entries[name]) for name in match.seats):
+        if all(plays_plain(contestant_class(entries[name].kind)) for name in match.seats):
             alike.setdefault((match.scenario, match.days, len(match.seats)), []).append(match)
         else:
             groups.append([match])
@@ -215,11 +215,6 @@ def group_instant(matches: list[MatchSpec], entries: dict[str, ContestantEntry],
         size = -(-len(same) // count)
         groups += [same[i : i + size] for i in range(0, len(same), size)]
     return sorted(groups, key=lambda group: group[0].index)
-
-
-def _plain(entry: ContestantEntry) -> bool:
-    kind = contestant_class(entry.kind)
-    return issubclass(kind, RuleMerchant) and kind.plain
 
 
 class _Slots:
