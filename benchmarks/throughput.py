@@ -37,7 +37,8 @@ import ray
 
 from market.env import MarketEnv
 from results.db import engine_for
-from results.store import list_matches
+from results.records import MerchantResult
+from results.store import list_matches, match_detail
 from tournaments.config import Tournament, TournamentSpec, load_scenario
 from tournaments.match import Match, MatchRules, play_side_by_side
 from tournaments.runner import group_instant, play_instant_matches, run_tournament, unpickle_matches
@@ -123,6 +124,12 @@ def free_for_all(merchants: int, seeds: int) -> Tournament:
     return tournament(spec, ["price_war", "multi_product"])
 
 
+def played(days: int, results: list[MerchantResult]) -> int:
+    """The merchant-days a match of `days` days played: a merchant that went bankrupt played
+    to that day."""
+    return sum(r.bankrupt_day or days for r in results)
+
+
 def rules_of(t: Tournament) -> MatchRules:
     """The rules `run_tournament` plays the tournament's matches by (memory probes included)."""
     return MatchRules(seed=t.spec.seed, timeout_s=t.spec.decision_timeout_s, recall_every=t.spec.recall_every)
@@ -137,8 +144,8 @@ def engine_in_process(merchants: int, seeds: int = 10) -> dict:
     merchant_days = 0
     start = time.perf_counter()
     for group in group_instant(schedule(t), entries, t.spec.max_concurrent_matches, 2):
-        played = play_side_by_side([Match(match, t.scenarios[match.scenario], rules, entries, {}) for match in group])
-        merchant_days += sum(len(finished.days_played) for finished in played)
+        finished = play_side_by_side([Match(match, t.scenarios[match.scenario], rules, entries, {}) for match in group])
+        merchant_days += sum(played(match.days, match.merchants) for match in finished)
     seconds = time.perf_counter() - start
     return {"merchants_per_match": merchants, "merchant_days": merchant_days, "merchant_days_per_s": round(merchant_days / seconds)}
 
@@ -154,10 +161,10 @@ def ray_without_db(merchants: int, seeds: int) -> dict:
     start = time.perf_counter()
     cpus = int(ray.cluster_resources()["CPU"])
     groups = group_instant(plan, entries, t.spec.max_concurrent_matches, cpus)
+    merchant_days = 0
     for blob in ray.get([play_instant_matches.remote(group, t.scenarios[group[0].scenario], rules, entries) for group in groups]):
-        unpickle_matches(blob)
+        merchant_days += sum(played(match.days, match.merchants) for match in unpickle_matches(blob))
     seconds = time.perf_counter() - start
-    merchant_days = sum(len(m.seats) * m.days for m in plan)
     return {"merchants_per_match": merchants, "matches": len(plan), "groups": len(groups), "merchant_days": merchant_days, "seconds": round(seconds, 3), "merchant_days_per_s": round(merchant_days / seconds)}
 
 
@@ -166,10 +173,11 @@ def ray_with_db(db_dir: str, merchants: int, seeds: int) -> dict:
     from the start of play to the last match recorded."""
     t = free_for_all(merchants, seeds)
     plan = schedule(t)
-    merchant_days = sum(len(m.seats) * m.days for m in plan)
     clock = Clock()
-    run_tournament(t, engine_for(f"sqlite:///{db_dir}/throughput-{time.monotonic_ns()}.db"), observer=clock)
+    engine = engine_for(f"sqlite:///{db_dir}/throughput-{time.monotonic_ns()}.db")
+    summary = run_tournament(t, engine, observer=clock)
     seconds = clock.end - clock.start
+    merchant_days = sum(played(m.days, match_detail(engine, m.id).results) for m in list_matches(engine, summary.tournament_id))
     return {"merchants_per_match": merchants, "matches": len(plan), "merchant_days": merchant_days, "seconds": round(seconds, 3), "merchant_days_per_s": round(merchant_days / seconds)}
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from market.scenario import Scenario
@@ -115,8 +114,9 @@ class Contestant(ABC):
         ContestantConfigError."""
 
     @abstractmethod
-    def reset(self, *, merchant: str, scenario: Scenario, rng: np.random.Generator) -> None:
-        """Forget everything; a new match starts."""
+    def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
+        """Forget everything; a new match starts. `seed` is the merchant's own for the match:
+        a kind that draws at random makes its generator from it (np.random.default_rng)."""
 
     @abstractmethod
     def decide(self, observation: Observation) -> Decision | Any:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -83,6 +84,25 @@ def plays_plain(kind: type[Contestant]) -> bool:
     return issubclass(kind, RuleMerchant) and kind.plain
 
 
+def probed_product(probe: RecallProbe, products: Collection[str]) -> str | None:
+    """The product `probe` asks about: the one it names, or the only one sold when it names
+    none; None when that is no product sold (or the question is about cash)."""
+    product = probe.product
+    if product is None and len(products) == 1:
+        product = next(iter(products))
+    return product if product in products else None
+
+
+def recall_plain(probe: RecallProbe, log: DayLogBuilder, seats: np.ndarray) -> np.ndarray:
+    """The answers of the rule merchants at `seats` of one match in plain play (NaN: none).
+    Their books are the market's log of the match, the records `decide` would have written
+    down from observations, so they answer from it."""
+    product = probed_product(probe, log.products)
+    if product is None and probe.fact != "cash":
+        return np.full(len(seats), math.nan)
+    return log.facts(probe.day, probe.fact, product, seats)
+
+
 class Team:
     """Merchants of one rule kind deciding together (those of a PlainPlay, or one merchant
     alone for `decide`): each row of the Positions given to the kind's `rule` is one
@@ -110,14 +130,13 @@ class Team:
 class PlainPlay:
     """Rule merchants deciding together from the market's Positions (plain play): each
     kind's `rule` once for all its merchants, then orders and decisions for all of them at
-    once. `seats` are the market's rows (of one match, or of several played side by side);
-    each merchant's books become `logs[row]`, the market's log of its match."""
+    once. `seats` are the market's rows (of one match, or of several played side by side).
+    Their books are the market's log of their match: see `recall_plain`."""
 
-    def __init__(self, seats: list[RuleMerchant], logs: list[DayLogBuilder]):
+    def __init__(self, seats: list[RuleMerchant]):
         by_kind: dict[type[RuleMerchant], list[int]] = {}
-        for i, (merchant, log) in enumerate(zip(seats, logs, strict=True)):
+        for i, merchant in enumerate(seats):
             by_kind.setdefault(type(merchant), []).append(i)
-            merchant._log = log
         self.order = np.array([i for rows in by_kind.values() for i in rows])  # seats, kind by kind
         self.seat_order = np.argsort(self.order)
         self.teams: list[tuple[slice, Team]] = []
@@ -171,32 +190,41 @@ class RuleMerchant(Contestant):
     day: from the observation (the start of day t is the end of day t-1) and, where given,
     from yesterday's `DayRecord`, which wins. The last day of a match is never recorded
     because no observation follows it. In plain play the books are the market's own record
-    of the merchant's days, the records `decide` would have written down.
+    of the merchant's days, the records `decide` would have written down (`recall_plain`).
 
-    A kind is `plain` unless it changes `decide` or `choose` (which read observations).
+    A kind is `plain` unless it changes `decide` or `choose` (which read observations) or
+    `recall` (plain play answers probes from the market's log).
     """
 
     plain: ClassVar[bool] = False  # the kind's `rule` reads Positions alone: it can play in PlainPlay
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.plain = cls.decide is RuleMerchant.decide and cls.choose is RuleMerchant.choose
+        cls.plain = cls.decide is RuleMerchant.decide and cls.choose is RuleMerchant.choose and cls.recall is RuleMerchant.recall
 
     def __init__(self, params: Params):
         super().__init__(params)
         self.merchant = ""
         self.scenario: Scenario | None = None
-        self.rng: np.random.Generator | None = None
+        self.seed = 0
+        self._rng: np.random.Generator | None = None
         self.products: dict[str, Product] = {}
         self._books: dict[int, _Books] = {}
-        self._log: DayLogBuilder | None = None
         self._team: Team | None = None  # this merchant alone, for `decide`
 
-    def reset(self, *, merchant: str, scenario: Scenario, rng: np.random.Generator) -> None:
-        self.merchant, self.scenario, self.rng = merchant, scenario, rng
+    def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
+        self.merchant, self.scenario, self.seed, self._rng = merchant, scenario, seed, None
         self.products = {p.id: p for p in scenario.products}
-        self._books, self._log = {}, None
+        self._books = {}
         self._team = Team(type(self), [self])
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The merchant's generator for the match, made when first drawn from: making one
+        costs more than a day of a small match, and most rule kinds never draw."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(self.seed)
+        return self._rng
 
     def decide(self, observation: Observation) -> list[Operation]:
         """The day's operations as a plain list of operation models: the market takes them
@@ -239,14 +267,10 @@ class RuleMerchant(Contestant):
     def recall(self, probe: RecallProbe) -> float | None:
         """The recorded value; None for a day not on the books, an unknown product, or no
         product named in a market with several."""
-        product = probe.product
-        if product is None and len(self.products) == 1:
-            product = next(iter(self.products))
-        if probe.fact != "cash" and product not in self.products:
-            return None
+        product = probed_product(probe, self.products)
         books = self._books.get(probe.day)
-        if books is None:  # in plain play the books are the market's log
-            return self._log.fact(probe.day, self.merchant, probe.fact, product) if self._log is not None else None
+        if books is None or (product is None and probe.fact != "cash"):
+            return None
         if probe.fact == "cash":
             return books.cash
         table = {"inventory": books.inventory, "price": books.prices, "ordered": books.ordered}[probe.fact]
@@ -324,7 +348,7 @@ class RandomMerchant(RuleMerchant):
         low = positions.unit_cost * (1 + team.column("min_markup"))
         high = positions.unit_cost * (1 + team.column("max_markup"))
         # each member draws from its own generator: per product, a price and an order
-        draws = np.array([member.rng.random((2, low.shape[1])) for member in team.members])  # type: ignore[union-attr]
+        draws = np.array([member.rng.random((2, low.shape[1])) for member in team.members])
         return low + (high - low) * draws[:, 0], np.floor(draws[:, 1] * (team.column("max_order") + 1))
 
 
@@ -527,8 +551,8 @@ class Chaos(FixedPrice):
         super().__init__(params)
         self._faults = 0
 
-    def reset(self, *, merchant: str, scenario: Scenario, rng: np.random.Generator) -> None:
-        super().reset(merchant=merchant, scenario=scenario, rng=rng)
+    def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
+        super().reset(merchant=merchant, scenario=scenario, seed=seed)
         self._faults = 0
 
     def decide(self, observation: Observation) -> Any:

@@ -1,21 +1,24 @@
 """A match's day records, column by column.
 
 The market writes each day's records as arrays, one row per merchant that played: numbers
-in two float matrices (per merchant, and per merchant and product), the decision's applied
-operations, rejections and plan as Python lists beside them. A whole match is then a handful
-of arrays however many merchant-days it has, which is what makes a match cheap to score, to
-send between processes and to store (see results.store). `DayRecord` objects, one per
-merchant-day, are made from the columns only when something asks for them.
+in two float matrices (per merchant, and per merchant and product), the applied operations
+as columns too (`Operations`), the decision's rejections and plan as Python lists beside
+them. A whole match is then a handful of arrays however many merchant-days it has, which is
+what makes a match cheap to score, to send between processes and to store (see
+results.store). `DayRecord` objects, one per merchant-day, are made from the columns only
+when something asks for them.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import repeat
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,6 +33,62 @@ SCALARS = (
 _SCALAR = {name: k for k, name in enumerate(SCALARS)}
 _FACT_COLUMNS = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}  # memory probe facts of a product
 _PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
+OPERATION_KINDS = ("set_price", "order", "advertise", "collect", "wait")
+VALUE_FIELDS = ("price", "quantity", "amount", None, None)  # each kind's number, in OPERATION_KINDS' order
+KIND_INDEX = {name: k for k, name in enumerate(OPERATION_KINDS)}
+
+
+class Operations(NamedTuple):
+    """Applied operations as columns, in the order applied, rows ascending: each one's row
+    (of a day, of a log), kind (index into OPERATION_KINDS), product (index into the
+    products; -1: none) and number (price, quantity or amount; NaN: none)."""
+
+    row: np.ndarray
+    kind: np.ndarray
+    product: np.ndarray
+    value: np.ndarray
+
+    @classmethod
+    def of(cls, row: list[int], kind: list[int], product: list[int], value: list[float]) -> Operations:
+        return cls(np.array(row, dtype=np.int64), np.array(kind, dtype=np.int8), np.array(product, dtype=np.int16), np.array(value, dtype=float))
+
+    @classmethod
+    def of_dicts(cls, operations: Iterable[tuple[int, dict]], products: Sequence[str]) -> Operations:
+        """The columns of (row, operation) pairs, rows ascending, each operation a dict as
+        `as_dicts` makes them."""
+        index = {p: j for j, p in enumerate(products)}
+        found = [(r, KIND_INDEX[op["op"]], index[op["product"]] if "product" in op else -1, op.get(VALUE_FIELDS[KIND_INDEX[op["op"]]], math.nan))
+                 for r, op in operations]  # fmt: skip
+        return cls.of(*zip(*found)) if found else cls.of([], [], [], [])
+
+    def take(self, start: int, stop: int, rows: np.ndarray) -> Operations:
+        """The operations of rows start..stop-1, renumbered by their position in `rows` (ascending)."""
+        lo, hi = np.searchsorted(self.row, (start, stop))
+        return Operations(np.searchsorted(rows, self.row[lo:hi]), self.kind[lo:hi], self.product[lo:hi], self.value[lo:hi])
+
+    def as_dicts(self, rows: Iterable[int], products: Sequence[str]) -> list[list[dict]]:
+        """Each of `rows`' operations as dicts, e.g. {"op": "order", "product": "tea", "quantity": 40.0}."""
+        rows = np.fromiter(rows, dtype=np.int64)
+        starts, stops = np.searchsorted(self.row, rows).tolist(), np.searchsorted(self.row, rows, side="right").tolist()
+        kinds, items, values = self.kind.tolist(), self.product.tolist(), self.value.tolist()
+        return [[_operation(kinds[x], items[x], values[x], products) for x in range(start, stop)] for start, stop in zip(starts, stops)]
+
+
+def _operation(kind: int, product: int, value: float, products: Sequence[str]) -> dict:
+    operation: dict = {"op": OPERATION_KINDS[kind]}
+    if product >= 0:
+        operation["product"] = products[product]
+    if VALUE_FIELDS[kind] is not None:
+        operation[VALUE_FIELDS[kind]] = value
+    return operation
+
+
+def _numbered(rows: Iterable[list[dict]]) -> Iterator[tuple[int, dict]]:
+    """(row, operation) for each operation of each row."""
+    return ((r, op) for r, ops in enumerate(rows) for op in ops)
+
+
+_NO_OPERATIONS = Operations.of([], [], [], [])
 
 
 @dataclass(eq=False)
@@ -46,7 +105,7 @@ class DayLog(Sequence[DayRecord]):
     bankrupt: np.ndarray
     scalars: np.ndarray
     per_product: np.ndarray
-    operations: list[list[dict]]
+    applied: Operations
     rejections: list[list[Rejection]]
     plans: list[dict[str, float]]
 
@@ -74,6 +133,11 @@ class DayLog(Sequence[DayRecord]):
         """A per-product field, [row, product]."""
         return self.per_product[:, _PER_PRODUCT[name], :]
 
+    @cached_property
+    def operations(self) -> list[list[dict]]:
+        """Every row's applied operations, as dicts."""
+        return self.applied.as_dicts(range(len(self)), self.products)
+
     def rows_of(self, merchant: str) -> np.ndarray:
         """The rows of one merchant, in day order."""
         return np.flatnonzero(self.seat == self.merchants.index(merchant))
@@ -92,7 +156,7 @@ class DayLog(Sequence[DayRecord]):
         names = [self.merchants[s] for s in self.seat[rows].tolist()]
         return list(
             map(
-                DayRecord, names, self.day[rows].tolist(), [self.operations[r] for r in rows], [self.rejections[r] for r in rows],
+                DayRecord, names, self.day[rows].tolist(), self.applied.as_dicts(rows, ids), [self.rejections[r] for r in rows],
                 *tables, *scalars, self.bankrupt[rows].tolist(), [self.plans[r] for r in rows],
             )
         )  # fmt: skip
@@ -103,21 +167,23 @@ class DayLog(Sequence[DayRecord]):
         return PackedDayLog(self.columns_blob(), self.decisions_json())
 
     def columns_blob(self) -> bytes:
-        """The arrays as an uncompressed .npz archive (readable with numpy.load)."""
+        """The arrays as an uncompressed .npz archive (readable with numpy.load); the applied
+        operations are the arrays named op_row, op_kind, op_product and op_value."""
         buffer = io.BytesIO()
-        np.savez(buffer, seat=self.seat, day=self.day, bankrupt=self.bankrupt, scalars=self.scalars, per_product=self.per_product)
+        ops = {f"op_{name}": column for name, column in self.applied._asdict().items()}
+        np.savez(buffer, seat=self.seat, day=self.day, bankrupt=self.bankrupt, scalars=self.scalars, per_product=self.per_product, **ops)
         return buffer.getvalue()
 
     def decisions_json(self) -> str:
-        """Everything that is not a number, as JSON: names, the columns' order, and per row
-        the applied operations, rejections and plan."""
+        """What is not in the arrays, as JSON: names, the columns' order and operation kinds,
+        and per row the rejections and plan."""
         return json.dumps(
             {
                 "merchants": self.merchants,
                 "products": self.products,
                 "scalars": SCALARS,
                 "per_product": PER_PRODUCT,
-                "operations": self.operations,
+                "operation_kinds": OPERATION_KINDS,
                 "rejections": [[[r.index, r.operation, r.reason] for r in row] for row in self.rejections],
                 "plans": self.plans,
             }
@@ -125,9 +191,14 @@ class DayLog(Sequence[DayRecord]):
 
     @classmethod
     def stored(cls, columns: bytes, decisions: str) -> DayLog:
-        """The log written by `columns_blob` and `decisions_json`."""
+        """The log written by `columns_blob` and `decisions_json` (or by the versions before
+        operations became columns, which kept them as dicts in the JSON)."""
         arrays = np.load(io.BytesIO(columns), allow_pickle=False)
         text = json.loads(decisions)
+        if "operations" in text:
+            applied = Operations.of_dicts(_numbered(text["operations"]), text["products"])
+        else:
+            applied = Operations(*(arrays[f"op_{name}"] for name in Operations._fields))
         return cls(
             merchants=tuple(text["merchants"]),
             products=tuple(text["products"]),
@@ -136,7 +207,7 @@ class DayLog(Sequence[DayRecord]):
             bankrupt=arrays["bankrupt"],
             scalars=arrays["scalars"],
             per_product=arrays["per_product"],
-            operations=text["operations"],
+            applied=applied,
             rejections=[[Rejection(*r) for r in row] for row in text["rejections"]],
             plans=text["plans"],
         )
@@ -163,7 +234,7 @@ class DayLog(Sequence[DayRecord]):
             per_product=np.array(
                 [[[getattr(r, f).get(p, 0.0) for p in ids] for f in PER_PRODUCT] for r in records], dtype=float
             ).reshape(len(records), len(PER_PRODUCT), len(ids)),
-            operations=[r.operations for r in records],
+            applied=Operations.of_dicts(_numbered(r.operations for r in records), ids),
             rejections=[r.rejections for r in records],
             plans=[r.plan for r in records],
         )
@@ -209,10 +280,10 @@ class DayLogBuilder:
     merchants: tuple[str, ...]
     products: tuple[str, ...]
     _days: list[tuple] = field(default_factory=list)
-    _rows: tuple[int, dict[str, int]] | None = None  # the rows of the day `fact` last read, by merchant
 
-    def add(self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, operations, rejections, plans) -> None:
-        self._days.append((seat, day, bankrupt, scalars, per_product, operations, rejections, plans))
+    def add(self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, applied: Operations, rejections, plans) -> None:
+        """One day's rows: `applied` numbers its operations' rows like `seat`."""
+        self._days.append((seat, day, bankrupt, scalars, per_product, applied, rejections, plans))
 
     @property
     def days(self) -> int:
@@ -229,21 +300,21 @@ class DayLogBuilder:
         """One day's rows (days are numbered from 1 and added in order)."""
         return self._log(self._days[day - 1 : day])
 
-    def fact(self, day: int, merchant: str, fact: str, product: str | None) -> float | None:
-        """What a memory probe asks, straight from the columns: the merchant's cash at the end
-        of `day` (fact "cash"), or its inventory, price or units ordered of `product` (facts
-        "inventory", "price", "ordered"); None if it did not play that day."""
+    def facts(self, day: int, fact: str, product: str | None, seats: np.ndarray) -> np.ndarray:
+        """What a memory probe asks of the merchants at `seats` (ascending): their cash at the
+        end of `day` (fact "cash"), or their inventory, price or units ordered of `product`
+        (facts "inventory", "price", "ordered"); NaN for one that did not play that day."""
         if not 1 <= day <= len(self._days):
-            return None
-        seats, _, _, scalars, per_product, *_ = self._days[day - 1]
-        if self._rows is None or self._rows[0] != day:  # a probe asks every merchant about the same day
-            self._rows = (day, {self.merchants[s]: row for row, s in enumerate(seats.tolist())})
-        row = self._rows[1].get(merchant)
-        if row is None:
-            return None
+            return np.full(len(seats), np.nan)
+        played, _, _, scalars, per_product, *_ = self._days[day - 1]
         if fact == "cash":
-            return float(scalars[row, _SCALAR["cash_end"]])
-        return float(per_product[row, _PER_PRODUCT[_FACT_COLUMNS[fact]], self.products.index(product)])
+            column = scalars[:, _SCALAR["cash_end"]]
+        else:
+            column = per_product[:, _PER_PRODUCT[_FACT_COLUMNS[fact]], self.products.index(product)]
+        if not len(played):
+            return np.full(len(seats), np.nan)
+        row = np.minimum(np.searchsorted(played, seats), len(played) - 1)
+        return np.where(played[row] == seats, column[row], np.nan)
 
     def build(self) -> DayLog:
         return self._log(self._days)
@@ -252,8 +323,9 @@ class DayLogBuilder:
         if not days:
             p = len(self.products)
             return DayLog(self.merchants, self.products, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, bool),
-                          np.zeros((0, len(SCALARS))), np.zeros((0, len(PER_PRODUCT), p)), [], [], [])  # fmt: skip
-        seats, days_, bankrupt, scalars, per_product, operations, rejections, plans = zip(*days)
+                          np.zeros((0, len(SCALARS))), np.zeros((0, len(PER_PRODUCT), p)), _NO_OPERATIONS, [], [])  # fmt: skip
+        seats, days_, bankrupt, scalars, per_product, applied, rejections, plans = zip(*days)
+        first_rows = np.cumsum([0] + [len(s) for s in seats[:-1]])
         return DayLog(
             merchants=self.merchants,
             products=self.products,
@@ -262,7 +334,10 @@ class DayLogBuilder:
             bankrupt=np.concatenate(bankrupt),
             scalars=np.concatenate(scalars),
             per_product=np.concatenate(per_product),
-            operations=[row for day in operations for row in day],
+            applied=Operations(
+                np.concatenate([ops.row + first for ops, first in zip(applied, first_rows.tolist())]),
+                *(np.concatenate(column) for column in list(zip(*applied))[1:]),
+            ),
             rejections=[row for day in rejections for row in day],
             plans=[row for day in plans for row in day],
         )

@@ -34,7 +34,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from market.daylog import DayLogBuilder
+from market.daylog import KIND_INDEX, DayLogBuilder, Operations
 from market.demand import allocate_markets, demand_factor, utilities
 from market.scenario import Scenario
 from market.types import (
@@ -192,16 +192,16 @@ class MarketEnv(ParallelEnv):
         ordered = np.zeros((m, p))
         advertising = np.zeros(m)
         collected = np.zeros(m)
-        applied: list[list[dict]] = [[] for _ in range(m)]
         costs = unit_cost.tolist()
         rejected: list[list[Rejection]] = [[] for _ in range(m)]
         plans: list[dict[str, float]] = [{} for _ in range(m)]
         rows = np.flatnonzero(self.playing)
         if type(actions) is PlainDecisions:
-            self._apply_plain(actions, rows, costs, ordered, collected, applied, rejected)
+            applied = self._apply_plain(actions, rows, costs, ordered, collected, rejected)
         elif len(self.rosters) > 1:
             raise ValueError("matches played side by side take PlainDecisions")
         else:
+            done: list[tuple[int, dict]] = []  # (row, operation applied)
             for agent in self.agents:
                 i = self._index[agent]
                 operations, rejections, plan = self._operations(actions.get(agent))
@@ -211,9 +211,10 @@ class MarketEnv(ParallelEnv):
                 for index, op in operations:
                     reason = self._apply(i, op, costs, ordered, advertising, collected)
                     if reason is None:
-                        applied[i].append(_as_dict(op))
+                        done.append((i, _as_dict(op)))
                     else:
                         rejected[i].append(Rejection(index=index, operation=_as_dict(op), reason=reason))
+            applied = Operations.of_dicts(done, self._product_ids)
 
         wanted, sold = self._clear_market(day)
         revenue_by_product = sold * self.prices
@@ -250,7 +251,7 @@ class MarketEnv(ParallelEnv):
             if seats.size:
                 at = seats + span.start
                 pick = at.tolist()
-                log.add(seats, day, self.bankrupt[at], scalars[at], per_product[at], [applied[i] for i in pick], [rejected[i] for i in pick], [plans[i] for i in pick])
+                log.add(seats, day, self.bankrupt[at], scalars[at], per_product[at], applied.take(span.start, span.stop, at), [rejected[i] for i in pick], [plans[i] for i in pick])
 
         self.day += 1
         if day >= self.days:
@@ -328,11 +329,12 @@ class MarketEnv(ParallelEnv):
 
     def _apply_plain(
         self, decisions: PlainDecisions, rows: np.ndarray, unit_cost: list[float], ordered: np.ndarray, collected: np.ndarray,
-        applied: list[list[dict]], rejected: list[list[Rejection]],
-    ) -> None:  # fmt: skip
+        rejected: list[list[Rejection]],
+    ) -> Operations:  # fmt: skip
         """Apply the `rows` of `decisions` all at once, exactly as each row's operations would
         be applied one by one (collect, then prices, then orders in product order, each order
-        checked against the cash the earlier ones left), and record each operation."""
+        checked against the cash the earlier ones left); record the rejected ones and return
+        the applied ones."""
         collect = decisions.collect[rows]
         takers = rows[collect]
         if takers.size:
@@ -340,6 +342,7 @@ class MarketEnv(ParallelEnv):
             self.cash[takers] += self.due[takers]
             self.due[takers] = 0.0
         prices = decisions.prices[rows]
+        posted = ~np.isnan(prices)
         allowed = (prices > 0) & (prices <= self._ceiling_row)  # NaN, inf and -inf all fail
         self.prices[rows] = np.where(allowed, prices, self.prices[rows])
         quantities = decisions.orders[rows]
@@ -364,23 +367,27 @@ class MarketEnv(ParallelEnv):
                 self.inventory[rows, j] += units[:, j]
             else:
                 self.pipeline[rows, j, lead - 1] += units[:, j]
-        acting = collect | np.logical_or.reduce(~np.isnan(prices) | wanted, 1)
-        ids, rows_, collect_ = self._product_ids, rows.tolist(), collect.tolist()
-        prices_, allowed_, quantities_, accepted_ = prices.tolist(), allowed.tolist(), quantities.tolist(), accepted.tolist()
-        for k in np.flatnonzero(acting).tolist():  # each acting merchant's operations, in their order
-            results: list[tuple[dict, str | None]] = [({"op": "collect"}, None)] if collect_[k] else []
-            for j, (price, ok) in enumerate(zip(prices_[k], allowed_[k])):
-                if price == price:  # not NaN
-                    results.append(({"op": "set_price", "product": ids[j], "price": price}, None if ok else self._price_problem(j, price)))
-            for j, (units, ok) in enumerate(zip(quantities_[k], accepted_[k])):
-                if units > 0:
-                    results.append(({"op": "order", "product": ids[j], "quantity": units}, None if ok else refused[k, j]))
-            i = rows_[k]
-            for index, (operation, reason) in enumerate(results):
-                if reason is None:
-                    applied[i].append(operation)
-                else:
-                    rejected[i].append(Rejection(index=index, operation=operation, reason=reason))
+        for k in np.flatnonzero(np.logical_or.reduce((posted & ~allowed) | (wanted & ~accepted), 1)).tolist():
+            self._reject_plain(int(rows[k]), bool(collect[k]), prices[k], allowed[k], quantities[k], accepted[k], refused, k, rejected)
+        return _plain_operations(rows, collect, prices, posted & allowed, quantities, accepted)
+
+    def _reject_plain(
+        self, i: int, collect: bool, prices: np.ndarray, allowed: np.ndarray, quantities: np.ndarray, accepted: np.ndarray,
+        refused: dict[tuple[int, int], str], k: int, rejected: list[list[Rejection]],
+    ) -> None:  # fmt: skip
+        """Record merchant i's rejected plain operations, each with its index among the
+        operations its decision stands for (collect, then prices, then orders)."""
+        index = int(collect)
+        for j, (price, ok) in enumerate(zip(prices.tolist(), allowed.tolist())):
+            if price == price:  # not NaN: a set_price
+                if not ok:
+                    rejected[i].append(Rejection(index, {"op": "set_price", "product": self._product_ids[j], "price": price}, self._price_problem(j, price)))
+                index += 1
+        for j, (quantity, ok) in enumerate(zip(quantities.tolist(), accepted.tolist())):
+            if quantity > 0:
+                if not ok:
+                    rejected[i].append(Rejection(index, {"op": "order", "product": self._product_ids[j], "quantity": quantity}, refused[k, j]))
+                index += 1
 
     def _collect(self, i: int, collected: np.ndarray) -> None:
         collected[i] += self.due[i]
@@ -569,6 +576,20 @@ def _shift_left(buffer: np.ndarray) -> None:
 
 def _same(values: list) -> list:
     return values
+
+
+def _plain_operations(rows: np.ndarray, collect: np.ndarray, prices: np.ndarray, posted: np.ndarray, quantities: np.ndarray, ordered: np.ndarray) -> Operations:
+    """The applied operations of plain decisions (each merchant's collect, then its prices,
+    then its orders, in product order) as columns, rows numbered like the market's."""
+    m, p = prices.shape
+    merchant, product = np.divmod(np.arange(m * p), p)
+    who = np.concatenate([np.flatnonzero(collect), merchant[posted.ravel()], merchant[ordered.ravel()]])
+    kind = np.repeat(np.array([KIND_INDEX["collect"], KIND_INDEX["set_price"], KIND_INDEX["order"]], dtype=np.int8), [int(collect.sum()), int(posted.sum()), int(ordered.sum())])
+    item = np.concatenate([np.full(int(collect.sum()), -1), product[posted.ravel()], product[ordered.ravel()]])
+    value = np.concatenate([np.full(int(collect.sum()), math.nan), prices[posted], quantities[ordered]])
+    place = np.concatenate([np.zeros(int(collect.sum()), dtype=np.int64), 1 + product[posted.ravel()], 1 + p + product[ordered.ravel()]])
+    order = np.lexsort((place, who))  # by merchant, then in the order applied
+    return Operations(rows[who[order]], kind[order], item[order].astype(np.int16), value[order])
 
 
 def _as_dict(operation: Any) -> dict:

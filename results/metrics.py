@@ -25,7 +25,7 @@ import numpy as np
 from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import DayRecord
-from results.records import Fault, ProbeResult
+from results.records import Fault, ProbeLog, ProbeResult
 
 Group = Literal["coherence", "operations", "economics"]
 Unit = Literal["share", "count", "money", "ratio", "day", "per_day"]
@@ -98,9 +98,6 @@ class MatchRecords:
     ):
         self.scenario = scenario
         self.log = DayLog.of(records, scenario.product_ids if scenario is not None else None)
-        mine_probes: dict[str, list[ProbeResult]] = defaultdict(list)
-        for probe in probes:
-            mine_probes[probe.merchant].append(probe)
         mine_faults: dict[str, list[Fault]] = defaultdict(list)
         for fault in faults:
             mine_faults[fault.merchant].append(fault)
@@ -114,13 +111,25 @@ class MatchRecords:
         ends = np.cumsum(self.counts)
         self.first, self.last = self.by_seat[ends - self.counts], self.by_seat[ends - 1]
         self.seats = {
-            log.merchants[s]: Seat(log.merchants[s], k, self.by_seat[ends[k] - self.counts[k] : ends[k]], mine_probes[log.merchants[s]], mine_faults[log.merchants[s]], self)
+            log.merchants[s]: Seat(log.merchants[s], k, self.by_seat[ends[k] - self.counts[k] : ends[k]], mine_faults[log.merchants[s]], self)
             for k, s in enumerate(order)
         }
+        self.probes = ProbeLog.of(probes)
+        seat_k = [{m: k for k, m in enumerate(self.seats)}.get(m, -1) for m in self.probes.merchants]
+        probe_k = np.array(seat_k, dtype=np.int64)[self.probes.seat]
+        self.probe_rows = np.flatnonzero(probe_k >= 0)  # probes of merchants without a day record are left out
+        self.probe_k = probe_k[self.probe_rows]  # each of those probes' seat, as an index into self.seats
 
-    def per_seat(self, values: np.ndarray) -> np.ndarray:
-        """Sums per seat of one value per row."""
-        return np.bincount(self.k, weights=values, minlength=len(self.counts))
+    def per_seat(self, values: np.ndarray, seats: np.ndarray | None = None) -> np.ndarray:
+        """Sums per seat of one value per row (of the log, or of rows whose seats are given)."""
+        return np.bincount(self.k if seats is None else seats, weights=values, minlength=len(self.counts))
+
+    def answered_probes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The seat, the day asked and the relative error of each answered probe."""
+        rows = self.probe_rows
+        errors = self.probes.error[rows]
+        answered = ~np.isnan(errors)
+        return self.probe_k[answered], self.probes.day[rows][answered], errors[answered]
 
     def scalar(self, name: str) -> np.ndarray:
         return self.log.scalar(name)
@@ -146,7 +155,8 @@ class MatchRecords:
         days, index = np.unique(self.log.day, return_inverse=True)
         prices = self.log.product_values("prices")
         sums = np.zeros((len(days), prices.shape[1]))
-        np.add.at(sums, index, prices)
+        for j, column in enumerate(prices.T):
+            sums[:, j] = np.bincount(index, weights=column, minlength=len(days))
         return (sums / np.bincount(index)[:, None])[index]
 
     @cached_property
@@ -178,7 +188,7 @@ class MatchRecords:
     @cached_property
     def operations(self) -> np.ndarray:
         """Applied operations per seat."""
-        return self.per_seat(np.array([len(ops) for ops in self.log.operations], dtype=float))
+        return self.per_seat(np.bincount(self.log.applied.row, minlength=len(self.log)).astype(float))
 
 
 _sum = np.add.reduce
@@ -186,12 +196,11 @@ _sum = np.add.reduce
 
 @dataclass(frozen=True, eq=False)
 class Seat:
-    """One merchant's part of a match: its rows of the log in day order, probes and faults."""
+    """One merchant's part of a match: its rows of the log in day order, and its faults."""
 
     merchant: str
     index: int  # in match.seats
     rows: np.ndarray
-    probes: list[ProbeResult]
     faults: list[Fault]
     match: MatchRecords
 
@@ -298,38 +307,41 @@ def fault_days(seat: Seat) -> float:
     return float(len({fault.day for fault in seat.faults}))
 
 
-@_metric("coherence", "share")
-def memory_error(seat: Seat) -> float | None:
+@_metric("coherence", "share", over_match=True)
+def memory_error(match: MatchRecords) -> list[float | None]:
     """Mean relative recall error of the answered memory probes:
     memory_error = mean over answered probes of |answer - truth| / max(|truth|, 1).
     None when no probe was answered (see memory_unanswered)."""
-    errors = [p.relative_error for p in seat.probes if p.relative_error is not None]
-    return sum(errors) / len(errors) if errors else None
+    k, _, errors = match.answered_probes()
+    sums, counts = match.per_seat(errors, k), np.bincount(k, minlength=len(match.counts))
+    return [total / n if n else None for total, n in zip(sums.tolist(), counts.tolist())]
 
 
-@_metric("coherence", "share")
-def memory_unanswered(seat: Seat) -> float | None:
+@_metric("coherence", "share", over_match=True)
+def memory_unanswered(match: MatchRecords) -> list[float | None]:
     """Share of memory probes left without a numeric answer:
     memory_unanswered = unanswered probes / probes asked; None when none was asked."""
-    if not seat.probes:
-        return None
-    return sum(p.relative_error is None for p in seat.probes) / len(seat.probes)
+    k = match.probe_k
+    unanswered = match.per_seat(np.isnan(match.probes.answer[match.probe_rows]).astype(float), k)
+    asked = np.bincount(k, minlength=len(match.counts))
+    return [missing / n if n else None for missing, n in zip(unanswered.tolist(), asked.tolist())]
 
 
-@_metric("coherence", "per_day")
-def memory_error_trend(seat: Seat) -> float | None:
+@_metric("coherence", "per_day", over_match=True)
+def memory_error_trend(match: MatchRecords) -> list[float | None]:
     """How recall error changes over the match: the least-squares slope of relative error
     against the day the probe was asked, over answered probes,
     memory_error_trend = sum (t_i - mean t)(e_i - mean e) / sum (t_i - mean t)^2,
     in error per day (positive: memory gets worse as the match goes on). None with fewer than
     two distinct probe days."""
-    points = [(p.day, p.relative_error) for p in seat.probes if p.relative_error is not None]
-    if len({t for t, _ in points}) < 2:
-        return None
-    mean_t = sum(t for t, _ in points) / len(points)
-    mean_e = sum(e for _, e in points) / len(points)
-    spread = sum((t - mean_t) ** 2 for t, _ in points)
-    return sum((t - mean_t) * (e - mean_e) for t, e in points) / spread
+    k, days, e = match.answered_probes()
+    t = days.astype(float)
+    n = np.maximum(np.bincount(k, minlength=len(match.counts)), 1)
+    dt, de = t - (match.per_seat(t, k) / n)[k], e - (match.per_seat(e, k) / n)[k]
+    spread, covariance = match.per_seat(dt * dt, k), match.per_seat(dt * de, k)
+    span = int(days.max()) + 1 if days.size else 1
+    distinct = np.bincount(np.unique(k * span + days) // span, minlength=len(match.counts))  # probe days per seat
+    return [c / v if d >= 2 else None for c, v, d in zip(covariance.tolist(), spread.tolist(), distinct.tolist())]
 
 
 @_metric("coherence", "share", over_match=True)
@@ -387,22 +399,25 @@ def contradictions(match: MatchRecords) -> list[float]:
     event of the product (or of every product) is announced, running or just ended on some
     day of [t, u]. contradictions = number of such cuts, a cut that follows several large
     restocks counted once."""
-    log = match.log
-    seats, days = match.k.tolist(), log.day.tolist()
-    row_of = {(k, day): row for row, (k, day) in enumerate(zip(seats, days))}
+    log, seats = match.log, match.k
     cuts: list[set[tuple[str, int]]] = [set() for _ in match.counts]
+    if not len(log):
+        return []
+    row_at = np.full((len(match.counts), int(log.day.max()) + CONTRADICTION_WINDOW + 1), -1)  # [seat, day] -> row, -1: none
+    row_at[seats, log.day] = np.arange(len(log))
+    later = np.arange(1, CONTRADICTION_WINDOW + 1)
     for j, product in enumerate(log.products):
         prices, costs, ordered = (match.values(name)[:, j] for name in ("prices", "unit_cost", "ordered"))
         demand = match.per_seat(match.values("first_choice")[:, j]) / match.counts
-        for r in np.flatnonzero((ordered > 0) & (ordered >= LARGE_RESTOCK_DAYS * demand[match.k])).tolist():
-            k, restock_day = seats[r], days[r]
-            for day in range(restock_day + 1, restock_day + CONTRADICTION_WINDOW + 1):
-                c = row_of.get((k, day))
-                if c is None or prices[c] > (1 - CLEARANCE_CUT) * prices[r]:
-                    continue
-                if not (costs[c] < costs[r] or _event_near(match.scenario, product, restock_day, day)):
-                    cuts[k].add((product, day))
-                break
+        restocks = np.flatnonzero((ordered > 0) & (ordered >= LARGE_RESTOCK_DAYS * demand[seats]))
+        window = row_at[seats[restocks, None], log.day[restocks, None] + later]  # the rows of the days after each restock
+        cut = (window >= 0) & (prices[window] <= (1 - CLEARANCE_CUT) * prices[restocks, None])
+        first = cut.argmax(1)  # the first cut after each restock
+        for i in np.flatnonzero(cut.any(1)).tolist():
+            r, c, after = int(restocks[i]), int(window[i, first[i]]), int(first[i]) + 1
+            restock_day = int(log.day[r])
+            if not (costs[c] < costs[r] or _event_near(match.scenario, product, restock_day, restock_day + after)):
+                cuts[int(seats[r])].add((product, restock_day + after))
     return [float(len(c)) for c in cuts]
 
 

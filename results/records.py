@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field, SkipValidation
 
 from market.daylog import pack
@@ -36,6 +39,106 @@ class ProbeResult(BaseModel):
     truth: float
     answer: float | None
     relative_error: float | None
+
+
+Question = tuple[int, int, str, "str | None"]  # (day asked, asked_day, fact, product)
+
+
+@dataclass(frozen=True, eq=False)
+class ProbeLog(Sequence[ProbeResult]):
+    """A match's memory probes as columns, a row per merchant asked, in the order asked.
+
+    A probe day puts one question to every merchant still playing, so a match collects its
+    probes a question at a time (`ProbeLogBuilder`) and scores and sends them as arrays; read
+    as a sequence it gives ProbeResults, made on demand. NaN in `answer` and `error` is no
+    answer."""
+
+    merchants: tuple[str, ...]
+    questions: tuple[Question, ...]
+    question: np.ndarray  # per row, into questions
+    seat: np.ndarray  # per row, into merchants
+    truth: np.ndarray
+    answer: np.ndarray
+    error: np.ndarray  # relative error, |answer - truth| / max(|truth|, 1)
+
+    def __len__(self) -> int:
+        return len(self.seat)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return self.records(range(len(self))[index])
+        return self.records([range(len(self))[index]])[0]
+
+    def __iter__(self) -> Iterator[ProbeResult]:
+        return iter(self.records())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (ProbeLog, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    @property
+    def day(self) -> np.ndarray:
+        """The day each row's question was asked."""
+        return np.array([q[0] for q in self.questions], dtype=np.int64).reshape(-1)[self.question]
+
+    def rows(self, rows: Iterable[int] | None = None) -> list[dict]:
+        """The ProbeResult fields of `rows` (default: all), as dicts."""
+        rows = list(range(len(self))) if rows is None else list(rows)
+        names = ("day", "asked_day", "fact", "product")
+        return [
+            {"merchant": self.merchants[seat], **dict(zip(names, self.questions[q])), "truth": truth, "answer": _none_if_nan(answer), "relative_error": _none_if_nan(error)}
+            for q, seat, truth, answer, error in zip(*(column[rows].tolist() for column in (self.question, self.seat, self.truth, self.answer, self.error)))
+        ]  # fmt: skip
+
+    def records(self, rows: Iterable[int] | None = None) -> list[ProbeResult]:
+        return [ProbeResult.model_construct(**row) for row in self.rows(rows)]  # made from checked columns
+
+    @classmethod
+    def of(cls, probes: Iterable[ProbeResult]) -> ProbeLog:
+        """The log of ProbeResults made elsewhere (stored ones, tests): each its own question."""
+        if isinstance(probes, ProbeLog):
+            return probes
+        probes = list(probes)
+        merchants = tuple(dict.fromkeys(p.merchant for p in probes))
+        seat_of = {m: s for s, m in enumerate(merchants)}
+        return cls(
+            merchants=merchants,
+            questions=tuple((p.day, p.asked_day, p.fact, p.product) for p in probes),
+            question=np.arange(len(probes)),
+            seat=np.array([seat_of[p.merchant] for p in probes], dtype=np.int64),
+            truth=np.array([p.truth for p in probes], dtype=float),
+            answer=np.array([_nan_if_none(p.answer) for p in probes], dtype=float),
+            error=np.array([_nan_if_none(p.relative_error) for p in probes], dtype=float),
+        )
+
+
+@dataclass
+class ProbeLogBuilder:
+    """Collects a match's probes question by question; `build` joins them into a ProbeLog."""
+
+    merchants: tuple[str, ...]
+    _asked: list[tuple[Question, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+
+    def ask(self, question: Question, seats: np.ndarray, truths: np.ndarray, answers: np.ndarray) -> None:
+        """One question put to the merchants at `seats`: their truths and answers (NaN: none)."""
+        self._asked.append((question, np.asarray(seats, dtype=np.int64), np.asarray(truths, dtype=float), np.asarray(answers, dtype=float)))
+
+    def build(self) -> ProbeLog:
+        questions = tuple(q for q, *_ in self._asked)
+        sizes = [len(seats) for _, seats, _, _ in self._asked]
+        seat, truth, answer = (np.concatenate([asked[k] for asked in self._asked]) if self._asked else np.zeros(0) for k in (1, 2, 3))
+        with np.errstate(over="ignore"):  # an absurd answer: an infinite error, as in Python
+            error = np.abs(answer - truth) / np.maximum(np.abs(truth), 1.0)
+        return ProbeLog(self.merchants, questions, np.repeat(np.arange(len(questions)), sizes), seat.astype(np.int64), truth, answer, error)
+
+
+def _nan_if_none(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def _none_if_nan(value: float) -> float | None:
+    return None if value != value else value
 
 
 class ModelCallRecord(BaseModel):
@@ -82,7 +185,8 @@ class FinishedMatch(BaseModel):
     # built by the market, trusted: no copy; a DayLog, packed (see `packed`), or a list of DayRecords (tests, tools)
     days_played: Annotated[Sequence[DayRecord], SkipValidation]
     faults: list[Fault]
-    probes: list[ProbeResult] = Field(default_factory=list)
+    # a ProbeLog from the match, or a list of ProbeResults (stored ones, tests)
+    probes: Annotated[Sequence[ProbeResult], SkipValidation] = Field(default_factory=list)
     calls: list[ModelCallRecord] = Field(default_factory=list)
     metrics: dict[str, dict[str, float | None]] | None = Field(
         None, description="results.metrics per merchant, computed where the match was played (None: when it is saved)"

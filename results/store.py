@@ -21,7 +21,7 @@ from market.daylog import DayLog, pack
 from results.errors import NotFound
 from results.metrics import compute as compute_metrics
 from results.ratings import leaderboard
-from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeResult
+from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeLog, ProbeResult
 from results.tables import (
     ContestantRow,
     DayLogRow,
@@ -166,7 +166,7 @@ def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, sc
     days = pack(match.days_played, scenario.product_ids if scenario is not None else None)
     _bulk_insert(session, DayLogRow, [{"match_id": match_id, "columns": days.columns, "decisions": days.decisions}])
     _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
-    _bulk_insert(session, ProbeRow, [{**p.model_dump(), "match_id": match_id} for p in match.probes])
+    _bulk_insert(session, ProbeRow, [{**p, "match_id": match_id} for p in ProbeLog.of(match.probes).rows()])
     _bulk_insert(session, ModelCallRow, [{**c.model_dump(), "match_id": match_id} for c in match.calls])
     _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
     return match_id

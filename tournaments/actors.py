@@ -20,7 +20,6 @@ import os
 import pickle
 from typing import Any
 
-import numpy as np
 import ray
 
 from contestants.base import Contestant, ModelCall, RecallProbe, contestant_class, create
@@ -63,7 +62,7 @@ class ContestantHost:
         one, then its decision on the (pickled) observation (see tournaments.match.take_turn)."""
         if start is not None:
             contestant = create(self.entry.kind, self.entry.params, start.options)
-            contestant.reset(merchant=merchant, scenario=start.scenario, rng=np.random.default_rng(start.seed))
+            contestant.reset(merchant=merchant, scenario=start.scenario, seed=start.seed)
             self.instances[(match_key, merchant)] = contestant
         contestant = self.instances.get((match_key, merchant))
         if contestant is None:

@@ -25,12 +25,12 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, create
-from contestants.baselines import PlainPlay, plays_plain
+from contestants.baselines import PlainPlay, plays_plain, recall_plain
 from market.env import MarketEnv
 from market.scenario import Scenario
 from market.daylog import DayLog, DayLogBuilder
 from results.metrics import compute as compute_metrics
-from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeResult
+from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder
 from tournaments.cluster import result
 from tournaments.config import ContestantEntry
 from tournaments.schedule import MatchSpec
@@ -78,7 +78,7 @@ class Match:
             name: create(entries[name].kind, entries[name].params, rules.options) for name in spec.seats if name not in self.hosts
         }
         self.faults: list[Fault] = []
-        self.probes: list[ProbeResult] = []
+        self.probes = ProbeLogBuilder(spec.seats)
         self.calls: list[ModelCallRecord] = []
         self._needs_start: set[str] = set(self.hosts)
 
@@ -90,7 +90,7 @@ class Match:
 
     def reset_contestants(self) -> None:
         for name, contestant in self.local.items():
-            contestant.reset(merchant=name, scenario=self.scenario, rng=np.random.default_rng(self.seat_seeds[name]))
+            contestant.reset(merchant=name, scenario=self.scenario, seed=self.seat_seeds[name])
 
     async def play(self, on_day: Callable[[], None] = lambda: None) -> FinishedMatch:
         if self.plain:
@@ -117,15 +117,16 @@ class Match:
             await self._collect_calls()
         return self.finished(env.log.build(), time.perf_counter() - started)
 
-    def probe_plain(self, day: int, agents: list[str], log: DayLogBuilder) -> None:
-        """Today's memory probe, if today has one, asked of local merchants and scored."""
-        if self.rules.probe_day(day):
-            probe = self._draw_probe(day)
-            recalled = {name: recall(self.local[name], probe) for name in agents}
-            self._score_probe(day, probe, recalled, agents, log)
+    def probe_plain(self, day: int, seats: np.ndarray, log: DayLogBuilder) -> None:
+        """Today's memory probe asked of the merchants at `seats` (those still playing) in
+        plain play, all at once."""
+        probe = self._draw_probe(day)
+        truths = log.facts(probe.day, probe.fact, probe.product, seats)
+        self.probes.ask((day, probe.day, probe.fact, probe.product), seats, truths, recall_plain(probe, log, seats))
 
     def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch:
         """The match's result, from its days."""
+        probes = self.probes.build()
         return FinishedMatch(
             key=self.spec.key,
             index=self.spec.index,
@@ -136,8 +137,8 @@ class Match:
             merchants=score_match(self.scenario, self.spec.days, self.spec.seats, log, self.faults),
             days_played=log,
             faults=self.faults,
-            probes=self.probes,
-            metrics=compute_metrics(log, self.probes, self.faults, self.scenario),
+            probes=probes,
+            metrics=compute_metrics(log, probes, self.faults, self.scenario),
             calls=self.calls,
         )
 
@@ -164,18 +165,12 @@ class Match:
 
     def _score_probe(self, day: int, probe: RecallProbe, answers: dict[str, Any], agents: list[str], log: DayLogBuilder) -> None:
         """Compare each merchant's answer (missing: none) with its record of the day asked about."""
-        for name in agents:
-            truth = log.fact(probe.day, name, probe.fact, probe.product)
-            if truth is None:
-                continue
-            answer = _number(answers.get(name))
-            error = None if answer is None else abs(answer - truth) / max(abs(truth), 1.0)
-            self.probes.append(
-                ProbeResult.model_construct(  # every field made here, of its type: nothing to validate
-                    merchant=name, day=day, asked_day=probe.day, fact=probe.fact, product=probe.product,
-                    truth=truth, answer=answer, relative_error=error,
-                )
-            )  # fmt: skip
+        seats = np.array([self.spec.seats.index(name) for name in agents], dtype=np.int64)
+        truths = log.facts(probe.day, probe.fact, probe.product, seats)
+        numbers = [_number(answers.get(name)) for name in agents]
+        answered = np.array([math.nan if n is None else n for n in numbers])
+        known = ~np.isnan(truths)
+        self.probes.ask((day, probe.day, probe.fact, probe.product), seats[known], truths[known], answered[known])
 
     def _local_decisions(self, observations: dict[str, Any], day: int, agents: list[str]) -> dict[str, Any]:
         """The inline merchants' decisions from their observations."""
@@ -295,13 +290,14 @@ def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -> list
         match.reset_contestants()
         merchants += [match.local[name] for name in match.spec.seats]
     n = env.seats
-    play = PlainPlay(merchants, [log for log in env.logs for _ in range(n)])
+    play = PlainPlay(merchants)
     while env.playing.any():
         day, playing = env.day, env.playing.tolist()
         for b, (match, log) in enumerate(zip(matches, env.logs)):
-            agents = [name for name, on in zip(match.spec.seats, playing[b * n : (b + 1) * n]) if on]
-            if agents:
-                match.probe_plain(day, agents, log)
+            if match.rules.probe_day(day):
+                seats = np.flatnonzero(env.playing[b * n : (b + 1) * n])
+                if seats.size:
+                    match.probe_plain(day, seats, log)
         decisions, failed = play.decide(env.positions())
         for rows, exc in failed:
             for row in rows:

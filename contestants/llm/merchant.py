@@ -128,9 +128,9 @@ class LLMMerchant(Contestant):
         except ProviderConfigError as exc:
             raise ContestantConfigError(str(exc), exc.field) from None
 
-    def reset(self, *, merchant: str, scenario: Scenario, rng: np.random.Generator) -> None:
+    def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         self.merchant, self.scenario = merchant, scenario
-        self.seed = int(rng.integers(2**31 - 1))
+        self.seed = int(np.random.default_rng(seed).integers(2**31 - 1))
         self.memory = Memory(self.params.memory, self.params.window)
         self.system: str | None = None
         p = self.params

@@ -19,7 +19,7 @@ INSTANT_KINDS = [kind for kind in BASELINE_KINDS if not kinds()[kind].needs_acto
 
 def started(kind: str, scenario: Scenario, seed: int = 7, **params):
     merchant = create(kind, params)
-    merchant.reset(merchant="me", scenario=scenario, rng=np.random.default_rng(seed))
+    merchant.reset(merchant="me", scenario=scenario, seed=seed)
     return merchant
 
 
@@ -325,7 +325,7 @@ def test_recall_answers_from_its_own_records(scenario, observe, record):
     assert ask(2, "cash") is None  # today has not ended
     assert ask(7, "cash") is None
 
-    merchant.reset(merchant="me", scenario=scenario, rng=np.random.default_rng(0))
+    merchant.reset(merchant="me", scenario=scenario, seed=0)
     assert ask(1, "cash") is None
 
 

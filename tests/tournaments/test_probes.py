@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
-import numpy as np
 import pytest
 
 from contestants.base import Params, RecallProbe, register
@@ -117,7 +116,7 @@ def first_day(multi_product):
 
 def moody(scenario, **how) -> Moody:
     contestant = Moody(**how)
-    contestant.reset(merchant="m0", scenario=scenario, rng=np.random.default_rng(0))
+    contestant.reset(merchant="m0", scenario=scenario, seed=0)
     return contestant
 
 

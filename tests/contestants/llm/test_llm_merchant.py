@@ -7,7 +7,6 @@ import json
 from collections import deque
 from typing import ClassVar
 
-import numpy as np
 import pytest
 
 from contestants.base import ContestantConfigError, RecallProbe, RunOptions, create, validate_params
@@ -49,7 +48,7 @@ def fresh_script():
 
 def merchant(scenario, **params) -> LLMMerchant:
     m = create("llm", {"model": "scripted/test", "no_cache": True, **params})
-    m.reset(merchant="m0", scenario=scenario, rng=np.random.default_rng(0))
+    m.reset(merchant="m0", scenario=scenario, seed=0)
     return m
 
 
@@ -228,7 +227,7 @@ def test_the_no_cache_run_option_neither_reads_nor_writes_the_cache(scenario, tm
 
     def first_call(options=None):
         m = create("llm", {"model": "scripted/test", "cache_dir": str(tmp_path)}, options)
-        m.reset(merchant="m0", scenario=scenario, rng=np.random.default_rng(0))
+        m.reset(merchant="m0", scenario=scenario, seed=0)
         Scripted.script.append(GOOD)
         m.decide(observation)
         return m.calls()[0]

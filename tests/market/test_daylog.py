@@ -1,0 +1,53 @@
+"""The day log's stored form: numbers and applied operations as arrays, the rest as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from market.daylog import DayLog
+from market.types import DayRecord, Rejection
+
+PRODUCTS = ("tea", "cake")
+OPERATION = st.one_of(
+    st.builds(lambda p, v: {"op": "set_price", "product": p, "price": v}, st.sampled_from(PRODUCTS), st.floats(0.01, 1e6)),
+    st.builds(lambda p, v: {"op": "order", "product": p, "quantity": float(v)}, st.sampled_from(PRODUCTS), st.integers(1, 10**6)),
+    st.builds(lambda v: {"op": "advertise", "amount": v}, st.floats(0, 1e4)),
+    st.just({"op": "collect"}),
+    st.just({"op": "wait"}),
+)
+
+
+def record(merchant: str, day: int, operations: list[dict]) -> DayRecord:
+    money = {f.name: float(day) for f in dataclasses.fields(DayRecord) if f.type in ("float", float)}
+    per_product = {name: {p: 1.0 for p in PRODUCTS} for name in ("prices", "first_choice", "units_sold", "lost_sales", "arrived", "ordered", "inventory", "in_transit", "unit_cost")}
+    rejections = [Rejection(index=len(operations), operation={"op": "fly"}, reason="malformed operation")] if day % 2 else []
+    return DayRecord(merchant=merchant, day=day, operations=operations, rejections=rejections, bankrupt=False, plan={"tea": 2.5} if day == 1 else {}, **per_product, **money)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(OPERATION, max_size=5), min_size=1, max_size=12))
+def test_operations_of_every_kind_are_stored_as_arrays_and_read_back(days):
+    records = [record(f"m{i % 2}", 1 + i // 2, ops) for i, ops in enumerate(days)]
+    log = DayLog.of(records, PRODUCTS)
+    assert log.operations == days
+    stored = DayLog.stored(log.columns_blob(), log.decisions_json())
+    assert list(stored) == records
+    assert "operations" not in json.loads(log.decisions_json())  # they are arrays: op_row, op_kind, ...
+    assert np.load(io.BytesIO(log.columns_blob()))["op_row"].tolist() == [r for r, ops in enumerate(days) for _ in ops]
+
+
+def test_logs_stored_before_operations_were_arrays_still_read():
+    records = [record("m0", 1, [{"op": "set_price", "product": "cake", "price": 3.0}, {"op": "collect"}]), record("m0", 2, [])]
+    log = DayLog.of(records, PRODUCTS)
+    arrays = np.load(io.BytesIO(log.columns_blob()))
+    old_columns = io.BytesIO()
+    np.savez(old_columns, **{name: arrays[name] for name in ("seat", "day", "bankrupt", "scalars", "per_product")})
+    old_text = {**json.loads(log.decisions_json()), "operations": [r.operations for r in records]}
+    del old_text["operation_kinds"]
+    assert list(DayLog.stored(old_columns.getvalue(), json.dumps(old_text))) == records
