@@ -22,11 +22,11 @@ from typing import Any
 
 import ray
 
-from contestants.base import Contestant, ModelCall, RecallProbe, contestant_class, create
+from contestants.base import Contestant, ModelCall, contestant_class, create
 from market.scenario import Scenario
 from results.records import FinishedMatch
 from tournaments.config import ContestantEntry
-from tournaments.match import Forgotten, Match, MatchRules, Start, Turn, take_turn
+from tournaments.match import Forgotten, Match, MatchRules, TurnRequest, take_turn
 from tournaments.schedule import MatchSpec
 
 HOST_THREADS = 64
@@ -54,20 +54,20 @@ class ContestantHost:
     def ready(self) -> bool:
         return True
 
-    def turn(
-        self, match_key: str, merchant: str, observation: bytes, probe: RecallProbe | None, start: Start | None, deadline: float
-    ) -> Turn:
-        """The merchant's day in one call: made afresh first if `start` is given (its first
-        day, or its actor had died), then its answer to the day's memory probe if there is
-        one, then its decision on the (pickled) observation (see tournaments.match.take_turn)."""
-        if start is not None:
-            contestant = create(self.entry.kind, self.entry.params, start.options)
-            contestant.reset(merchant=merchant, scenario=start.scenario, seed=start.seed)
-            self.instances[(match_key, merchant)] = contestant
-        contestant = self.instances.get((match_key, merchant))
+    def turn(self, request: bytes) -> bytes:
+        """The merchant's day in one call, a pickled TurnRequest: made afresh first if it
+        carries a start (its first day, or its actor had died), then its answer to the day's
+        memory probe if there is one, then its decision (see tournaments.match.take_turn);
+        the Turn goes back pickled."""
+        r: TurnRequest = pickle.loads(request)
+        key = (r.match_key, r.merchant)
+        if r.start is not None:
+            self.instances[key] = create(self.entry.kind, self.entry.params, r.start.options)
+            self.instances[key].reset(merchant=r.merchant, scenario=r.start.scenario, seed=r.start.seed)
+        contestant = self.instances.get(key)
         if contestant is None:
-            raise Forgotten(f"no state for {merchant!r} in match {match_key!r}")
-        return take_turn(contestant, pickle.loads(observation), probe, deadline)
+            raise Forgotten(f"no state for {r.merchant!r} in match {r.match_key!r}")
+        return pickle.dumps(take_turn(contestant, r.observation, r.probe, r.deadline), pickle.HIGHEST_PROTOCOL)
 
     def finish(self, match_key: str, merchant: str) -> list[ModelCall]:
         """Forget the match; hand back the model calls made in it."""

@@ -198,12 +198,13 @@ class Match:
         starts = {name: self._start(name) if name in self._needs_start else None for name in playing}
         probes = {name: probe if starts[name] is None else None for name in playing}
         wait = self.timeout_s * (2 if probe is not None else 1) + (START_ALLOWANCE_S if any(starts.values()) else 0.0)
-        # The observation goes pickled: Ray's own serialiser (cloudpickle) calls back into
-        # Python for each of its hundreds of small objects, the standard pickle does not.
+        # The request goes as one pickled TurnRequest, and the Turn comes back pickled: Ray
+        # serialises each argument on its own, and its serialiser (cloudpickle) calls back
+        # into Python for each of an observation's hundreds of small objects.
         replies = await self._ask_hosts(
             playing,
             lambda host, name: host.turn.remote(
-                self.spec.key, name, pickle.dumps(observations[name], pickle.HIGHEST_PROTOCOL), probes[name], starts[name], self.timeout_s
+                pickle.dumps(TurnRequest(self.spec.key, name, observations[name], probes[name], starts[name], self.timeout_s), pickle.HIGHEST_PROTOCOL)
             ),
             wait,
         )
@@ -212,7 +213,7 @@ class Match:
             if reply is not None and reply.exception() is not None:
                 self._host_failed(day, name, reply.exception())
                 continue
-            turn: Turn | None = reply.result() if reply is not None else None
+            turn: Turn | None = pickle.loads(reply.result()) if reply is not None else None
             if turn is not None:
                 self._needs_start.discard(name)
                 if probes[name] is not None:
@@ -326,6 +327,17 @@ class Start(NamedTuple):
     scenario: Scenario
     seed: int
     options: RunOptions
+
+
+class TurnRequest(NamedTuple):
+    """What a match asks of a hosted merchant for one day (ContestantHost.turn)."""
+
+    match_key: str
+    merchant: str
+    observation: Any
+    probe: RecallProbe | None
+    start: Start | None  # given when the merchant needs a fresh state
+    deadline: float
 
 
 class Turn(NamedTuple):
