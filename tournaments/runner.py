@@ -163,9 +163,19 @@ async def _play_all(
     cpus = int(ray.cluster_resources().get("CPU", 1))
     instant = group_instant([m for m, on in zip(todo, is_hosted) if not on], entries, tournament.spec.max_concurrent_matches, cpus)
 
-    def record(played: list[FinishedMatch], scenario: Scenario) -> None:
-        store.save_matches(engine, tournament_id, [(finished, scenario) for finished in played])
-        for finished in played:
+    unsaved: list[tuple[FinishedMatch, Scenario]] = []
+
+    async def record(played: list[FinishedMatch], scenario: Scenario) -> None:
+        """Write finished matches, with those that finished in the same turn of the event
+        loop, in one transaction (SQLite pays a disk sync for every commit)."""
+        unsaved.extend((finished, scenario) for finished in played)
+        await asyncio.sleep(0)  # the other matches that have just finished add theirs
+        if not unsaved:
+            return  # another match's call wrote them
+        batch = unsaved[:]
+        unsaved.clear()
+        store.save_matches(engine, tournament_id, batch)
+        for finished, _ in batch:
             spending.add(finished)
             progress.match()
 
@@ -174,7 +184,7 @@ async def _play_all(
             if spending.stopped is not None:
                 return  # the budget is spent: matches not yet started are left for --resume
             finished = await runners.play(match)
-        record([finished], tournament.scenarios[match.scenario])
+        await record([finished], tournament.scenarios[match.scenario])
 
     async def instant_group(group: list[MatchSpec]) -> None:
         scenario = tournament.scenarios[group[0].scenario]
@@ -183,7 +193,7 @@ async def _play_all(
                 return
             played = unpickle_matches(await result(play_instant_matches.remote(group, scenario, rules, entries)))
         progress.day(sum(m.days for m in group))
-        record(played, scenario)
+        await record(played, scenario)
 
     reporting = asyncio.create_task(runners.report_days(progress))
     try:
