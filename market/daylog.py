@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import repeat
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -33,6 +33,7 @@ SCALARS = (
 _SCALAR = {name: k for k, name in enumerate(SCALARS)}
 _FACT_COLUMNS = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}  # memory probe facts of a product
 _PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
+T = TypeVar("T")
 OPERATION_KINDS = ("set_price", "order", "advertise", "collect", "wait")
 VALUE_FIELDS = ("price", "quantity", "amount", None, None)  # each kind's number, in OPERATION_KINDS' order
 KIND_INDEX = {name: k for k, name in enumerate(OPERATION_KINDS)}
@@ -91,8 +92,29 @@ def _numbered(rows: Iterable[list[dict]]) -> Iterator[tuple[int, dict]]:
 _NO_OPERATIONS = Operations.of([], [], [], [])
 
 
+class ColumnRecords(Sequence[T]):
+    """A sequence kept as columns whose items `records(rows)` makes on demand; equal to any
+    sequence (not a string) of equal items."""
+
+    def records(self, rows: Iterable[int] | None = None) -> list[T]:
+        raise NotImplementedError
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return self.records(range(len(self))[index])
+        return self.records([range(len(self))[index]])[0]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.records())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+
 @dataclass(eq=False)
-class DayLog(Sequence[DayRecord]):
+class DayLog(ColumnRecords[DayRecord]):
     """Rows of merchant-days in play order (day by day; within a day, seat order).
 
     seat[r] indexes `merchants`; scalars[r, k] is SCALARS[k]; per_product[r, k, j] is
@@ -111,19 +133,6 @@ class DayLog(Sequence[DayRecord]):
 
     def __len__(self) -> int:
         return len(self.day)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return self.records(range(len(self))[index])
-        return self.records([range(len(self))[index]])[0]
-
-    def __iter__(self) -> Iterator[DayRecord]:
-        return iter(self.records())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (DayLog, PackedDayLog, list)):
-            return list(self) == list(other)
-        return NotImplemented
 
     def scalar(self, name: str) -> np.ndarray:
         """A per-merchant field, one value per row."""

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field, SkipValidation
 
-from market.daylog import pack
+from market.daylog import ColumnRecords, pack
 from market.types import DayRecord
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
@@ -45,7 +45,7 @@ Question = tuple[int, int, str, "str | None"]  # (day asked, asked_day, fact, pr
 
 
 @dataclass(frozen=True, eq=False)
-class ProbeLog(Sequence[ProbeResult]):
+class ProbeLog(ColumnRecords[ProbeResult]):
     """A match's memory probes as columns, a row per merchant asked, in the order asked.
 
     A probe day puts one question to every merchant still playing, so a match collects its
@@ -63,19 +63,6 @@ class ProbeLog(Sequence[ProbeResult]):
 
     def __len__(self) -> int:
         return len(self.seat)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return self.records(range(len(self))[index])
-        return self.records([range(len(self))[index]])[0]
-
-    def __iter__(self) -> Iterator[ProbeResult]:
-        return iter(self.records())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (ProbeLog, list, tuple)):
-            return list(self) == list(other)
-        return NotImplemented
 
     @property
     def day(self) -> np.ndarray:
