@@ -86,7 +86,8 @@ def plays_plain(kind: type[Contestant]) -> bool:
 
 def probed_product(probe: RecallProbe, products: Collection[str]) -> str | None:
     """The product `probe` asks about: the one it names, or the only one sold when it names
-    none; None when that is no product sold (or the question is about cash)."""
+    none; None when that is no product sold (as for a question about cash, which names none
+    in a market of several)."""
     product = probe.product
     if product is None and len(products) == 1:
         product = next(iter(products))

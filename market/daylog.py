@@ -56,10 +56,16 @@ class Operations(NamedTuple):
     @classmethod
     def of_dicts(cls, operations: Iterable[tuple[int, dict]], products: Sequence[str]) -> Operations:
         """The columns of (row, operation) pairs, rows ascending, each operation a dict as
-        `as_dicts` makes them."""
+        `as_dicts` makes them: an operation the market applied, of one of `products`.
+        Raises ValueError for any other."""
         index = {p: j for j, p in enumerate(products)}
-        found = [(r, KIND_INDEX[op["op"]], index[op["product"]] if "product" in op else -1, op.get(VALUE_FIELDS[KIND_INDEX[op["op"]]], math.nan))
-                 for r, op in operations]  # fmt: skip
+        found = []
+        for r, op in operations:
+            kind = KIND_INDEX.get(op.get("op"))
+            product = index.get(op["product"], -2) if "product" in op else -1
+            if kind is None or product == -2 or set(op) - {"op", "product", VALUE_FIELDS[kind]}:
+                raise ValueError(f"not an operation the market applies to {list(products)}: {op!r}")
+            found.append((r, kind, product, op.get(VALUE_FIELDS[kind], math.nan)))
         return cls.of(*zip(*found)) if found else cls.of([], [], [], [])
 
     def take(self, start: int, stop: int, rows: np.ndarray) -> Operations:
@@ -108,7 +114,7 @@ class ColumnRecords(Sequence[T]):
         return iter(self.records())
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
             return list(self) == list(other)
         return NotImplemented
 
@@ -141,11 +147,6 @@ class DayLog(ColumnRecords[DayRecord]):
     def product_values(self, name: str) -> np.ndarray:
         """A per-product field, [row, product]."""
         return self.per_product[:, _PER_PRODUCT[name], :]
-
-    @cached_property
-    def operations(self) -> list[list[dict]]:
-        """Every row's applied operations, as dicts."""
-        return self.applied.as_dicts(range(len(self)), self.products)
 
     def rows_of(self, merchant: str) -> np.ndarray:
         """The rows of one merchant, in day order."""
@@ -207,7 +208,8 @@ class DayLog(ColumnRecords[DayRecord]):
         if "operations" in text:
             applied = Operations.of_dicts(_numbered(text["operations"]), text["products"])
         else:
-            applied = Operations(*(arrays[f"op_{name}"] for name in Operations._fields))
+            kinds = np.array([KIND_INDEX[name] for name in text["operation_kinds"]], dtype=np.int8)  # as numbered when written
+            applied = Operations(arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"])
         return cls(
             merchants=tuple(text["merchants"]),
             products=tuple(text["products"]),
@@ -250,7 +252,7 @@ class DayLog(ColumnRecords[DayRecord]):
 
 
 @dataclass(frozen=True, eq=False)
-class PackedDayLog(Sequence[DayRecord]):
+class PackedDayLog(ColumnRecords[DayRecord]):
     """A DayLog in the form it is stored in (`DayLog.columns_blob`, `DayLog.decisions_json`).
 
     A match played in a Ray worker is sent back packed: two strings pickle in no time, the
@@ -267,14 +269,8 @@ class PackedDayLog(Sequence[DayRecord]):
     def __len__(self) -> int:
         return len(self.log)
 
-    def __getitem__(self, index):  # type: ignore[override]
-        return self.log[index]
-
-    def __iter__(self) -> Iterator[DayRecord]:
-        return iter(self.log)
-
-    def __eq__(self, other: object) -> bool:
-        return self.log == other
+    def records(self, rows: Iterable[int] | None = None) -> list[DayRecord]:
+        return self.log.records(rows)
 
 
 def pack(days: Iterable[DayRecord], products: Sequence[str] | None = None) -> PackedDayLog:

@@ -1,7 +1,8 @@
 """Metrics of one merchant in one match, computed from the match's stored records.
 
-Every metric is one function of a `Seat` (a merchant's day records, its memory probes and
-faults, and the whole match for comparisons) with its formula in its docstring, registered in
+Every metric is one function of a `Seat` (a merchant's day records and faults, and the whole
+match for comparisons), or of the whole match giving every seat's value (`over_match`: these
+read the memory probes too), with its formula in its docstring, registered in
 `METRICS` under its function's name: that name is the one stored in the `metric` table and
 shown by `arena show`. A metric that does not apply (no probes asked, no price moves) is None.
 
@@ -115,7 +116,8 @@ class MatchRecords:
             for k, s in enumerate(order)
         }
         self.probes = ProbeLog.of(probes)
-        seat_k = [{m: k for k, m in enumerate(self.seats)}.get(m, -1) for m in self.probes.merchants]
+        seat_of = {m: k for k, m in enumerate(self.seats)}
+        seat_k = [seat_of.get(m, -1) for m in self.probes.merchants]
         probe_k = np.array(seat_k, dtype=np.int64)[self.probes.seat]
         self.probe_rows = np.flatnonzero(probe_k >= 0)  # probes of merchants without a day record are left out
         self.probe_k = probe_k[self.probe_rows]  # each of those probes' seat, as an index into self.seats
@@ -125,7 +127,7 @@ class MatchRecords:
         return np.bincount(self.k if seats is None else seats, weights=values, minlength=len(self.counts))
 
     def answered_probes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The seat, the day asked and the relative error of each answered probe."""
+        """The seat, the day it was put and the relative error of each answered probe."""
         rows = self.probe_rows
         errors = self.probes.error[rows]
         answered = ~np.isnan(errors)
@@ -322,7 +324,7 @@ def memory_unanswered(match: MatchRecords) -> list[float | None]:
     """Share of memory probes left without a numeric answer:
     memory_unanswered = unanswered probes / probes asked; None when none was asked."""
     k = match.probe_k
-    unanswered = match.per_seat(np.isnan(match.probes.answer[match.probe_rows]).astype(float), k)
+    unanswered = match.per_seat(np.isnan(match.probes.error[match.probe_rows]).astype(float), k)
     asked = np.bincount(k, minlength=len(match.counts))
     return [missing / n if n else None for missing, n in zip(unanswered.tolist(), asked.tolist())]
 

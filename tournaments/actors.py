@@ -21,6 +21,7 @@ import pickle
 from typing import Any
 
 import ray
+from ray import cloudpickle
 
 from contestants.base import Contestant, ModelCall, contestant_class, create
 from market.scenario import Scenario
@@ -67,7 +68,11 @@ class ContestantHost:
         contestant = self.instances.get(key)
         if contestant is None:
             raise Forgotten(f"no state for {r.merchant!r} in match {r.match_key!r}")
-        return pickle.dumps(take_turn(contestant, r.observation, r.probe, r.deadline), pickle.HIGHEST_PROTOCOL)
+        turn = take_turn(contestant, r.observation, r.probe, r.deadline)
+        try:
+            return pickle.dumps(turn, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # a decision only cloudpickle can write (a lambda, say): the market will refuse it as before
+            return cloudpickle.dumps(turn)
 
     def finish(self, match_key: str, merchant: str) -> list[ModelCall]:
         """Forget the match; hand back the model calls made in it."""

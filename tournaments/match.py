@@ -122,7 +122,8 @@ class Match:
         plain play, all at once."""
         probe = self._draw_probe(day)
         truths = log.facts(probe.day, probe.fact, probe.product, seats)
-        self.probes.ask((day, probe.day, probe.fact, probe.product), seats, truths, recall_plain(probe, log, seats))
+        known = ~np.isnan(truths)  # all of them: who plays today played every day before
+        self.probes.ask((day, probe.day, probe.fact, probe.product), seats[known], truths[known], recall_plain(probe, log, seats)[known])
 
     def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch:
         """The match's result, from its days."""

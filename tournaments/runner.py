@@ -169,9 +169,13 @@ async def _play_all(
         """Write finished matches, with those that finished in the same turn of the event
         loop, in one transaction (SQLite pays a disk sync for every commit)."""
         unsaved.extend((finished, scenario) for finished in played)
-        await asyncio.sleep(0)  # the other matches that have just finished add theirs
-        if not unsaved:
-            return  # another match's call wrote them
+        try:
+            await asyncio.sleep(0)  # the other matches that have just finished add theirs
+        finally:  # cancelled or not, what has finished is written
+            if unsaved:  # else another match's call wrote them
+                write()
+
+    def write() -> None:
         batch = unsaved[:]
         unsaved.clear()
         store.save_matches(engine, tournament_id, batch)

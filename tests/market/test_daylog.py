@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import re
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,7 +37,7 @@ def record(merchant: str, day: int, operations: list[dict]) -> DayRecord:
 def test_operations_of_every_kind_are_stored_as_arrays_and_read_back(days):
     records = [record(f"m{i % 2}", 1 + i // 2, ops) for i, ops in enumerate(days)]
     log = DayLog.of(records, PRODUCTS)
-    assert log.operations == days
+    assert log.applied.as_dicts(range(len(log)), PRODUCTS) == days
     stored = DayLog.stored(log.columns_blob(), log.decisions_json())
     assert list(stored) == records
     assert "operations" not in json.loads(log.decisions_json())  # they are arrays: op_row, op_kind, ...
@@ -51,3 +53,9 @@ def test_logs_stored_before_operations_were_arrays_still_read():
     old_text = {**json.loads(log.decisions_json()), "operations": [r.operations for r in records]}
     del old_text["operation_kinds"]
     assert list(DayLog.stored(old_columns.getvalue(), json.dumps(old_text))) == records
+
+
+@pytest.mark.parametrize("bad", [{"op": "order", "product": "ghost", "quantity": 1.0}, {"op": "teleport"}, {"op": "wait", "why": "no"}])
+def test_an_operation_the_market_does_not_apply_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match=re.escape(repr(bad))):
+        DayLog.of([record("m0", 1, [bad])], PRODUCTS)
