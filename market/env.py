@@ -583,11 +583,13 @@ def _plain_operations(rows: np.ndarray, collect: np.ndarray, prices: np.ndarray,
     then its orders, in product order) as columns, rows numbered like the market's."""
     m, p = prices.shape
     merchant, product = np.divmod(np.arange(m * p), p)
-    who = np.concatenate([np.flatnonzero(collect), merchant[posted.ravel()], merchant[ordered.ravel()]])
-    kind = np.repeat(np.array([KIND_INDEX["collect"], KIND_INDEX["set_price"], KIND_INDEX["order"]], dtype=np.int8), [int(collect.sum()), int(posted.sum()), int(ordered.sum())])
-    item = np.concatenate([np.full(int(collect.sum()), -1), product[posted.ravel()], product[ordered.ravel()]])
-    value = np.concatenate([np.full(int(collect.sum()), math.nan), prices[posted], quantities[ordered]])
-    place = np.concatenate([np.zeros(int(collect.sum()), dtype=np.int64), 1 + product[posted.ravel()], 1 + p + product[ordered.ravel()]])
+    collecting = np.flatnonzero(collect)
+    priced, bought = product[posted.ravel()], product[ordered.ravel()]
+    who = np.concatenate([collecting, merchant[posted.ravel()], merchant[ordered.ravel()]])
+    kind = np.repeat(np.array([KIND_INDEX["collect"], KIND_INDEX["set_price"], KIND_INDEX["order"]], dtype=np.int8), [len(collecting), len(priced), len(bought)])
+    item = np.concatenate([np.full(len(collecting), -1), priced, bought])
+    value = np.concatenate([np.full(len(collecting), math.nan), prices[posted], quantities[ordered]])
+    place = np.concatenate([np.zeros(len(collecting), dtype=np.int64), 1 + priced, 1 + p + bought])
     order = np.lexsort((place, who))  # by merchant, then in the order applied
     return Operations(rows[who[order]], kind[order], item[order].astype(np.int16), value[order])
 
