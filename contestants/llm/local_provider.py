@@ -23,12 +23,17 @@ What makes it fast on a small CPU (see `Engine`):
   about twice as fast and holds the same weights up to a rounding far finer than the 4-bit
   steps.
 
+Models are loaded with their weights as the file stores them (`weights_as_stored`): on CPUs
+with AMX, llama.cpp otherwise repacks them for its AMX kernels, which crash on some machines
+(a segfault in ggml_backend_amx_mul_mat, ggml-org/llama.cpp#20824), this kind of VM among them.
+
 A running call cannot be interrupted, so `timeout` does not bound it; the match runner's
 deadline does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import importlib.metadata
@@ -37,6 +42,7 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -152,9 +158,10 @@ class Engine:
 
         from contestants.llm.constrained import ConstrainedWriter
 
-        self.llama = Llama(
-            model_path=str(model_path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False
-        )
+        with weights_as_stored():
+            self.llama = Llama(
+                model_path=str(model_path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False
+            )
         template = self.llama.metadata.get("tokenizer.chat_template")
         if not template:
             raise ProviderConfigError(f"{model_path} has no chat template", "model_path")
@@ -229,6 +236,33 @@ COMPACT_RULES = {
     "decimal-part": "[0-9] [0-9]?",
     "char": r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])',
 }
+
+
+_loading = threading.Lock()
+
+
+@contextlib.contextmanager
+def weights_as_stored() -> Iterator[None]:
+    """llama-cpp-python models made inside load their weights into llama.cpp's plain CPU
+    buffers, as the file stores them (llama.cpp's `--no-repack`, model parameter
+    use_extra_bufts off), never repacked for its AMX kernels (see the module's docstring).
+    llama-cpp-python does not expose that parameter, so the defaults it starts every model's
+    parameters from are swapped meanwhile (one such load at a time)."""
+    import llama_cpp.llama_cpp as bindings
+
+    defaults = bindings.llama_model_default_params
+
+    def as_stored() -> Any:
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    with _loading:
+        bindings.llama_model_default_params = as_stored
+        try:
+            yield
+        finally:
+            bindings.llama_model_default_params = defaults
 
 
 def model_cache() -> Path:

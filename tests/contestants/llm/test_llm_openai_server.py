@@ -16,6 +16,16 @@ from contestants.llm.local_provider import smollm2_path
 from market.types import Decision
 
 
+# `python -m llama_cpp.server`, its model loaded with the weights as stored (see
+# contestants.llm.local_provider.weights_as_stored: repacked ones crash on AMX machines).
+SERVER = """
+import runpy
+from contestants.llm.local_provider import weights_as_stored
+with weights_as_stored():
+    runpy.run_module("llama_cpp.server", run_name="__main__")
+"""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -27,7 +37,7 @@ def llama_server(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("llama_server") / "stderr.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1",
+        [sys.executable, "-c", SERVER, "--model", str(smollm2_path()), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
         stdout=subprocess.DEVNULL,
         stderr=log.open("wb"),  # a file, not a pipe: the server logs more than a pipe buffers
