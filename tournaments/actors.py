@@ -3,13 +3,14 @@ few MatchRunners that play the matches those contestants are in.
 
 A ContestantHost is one process per such contestant (it holds a model, is slow, or may crash
 its process). It keeps that contestant's state for every match it is in, keyed by (match key,
-merchant), and serves the matches' calls on a pool of threads, so one slow contestant answers
-many matches at once. A match makes one call a day to each of its hosted merchants (`turn`).
+merchant), and answers the matches' turns on a pool of threads, so one slow contestant answers
+many matches at once. A match has one turn a day with each of its hosted merchants; the turns
+go over a direct connection from the runner (tournaments.channel), the rest through Ray.
 Ray restarts a host if its process dies; the match then starts its merchant afresh.
 
 A MatchRunner plays matches with hosted contestants as coroutines on its event loop: such a
 match mostly waits for its contestants' answers, so one process plays many side by side. A run
-starts about one runner per CPU, so the market steps and Ray calls of many matches are spread
+starts about one runner per CPU, so the market steps and turns of many matches are spread
 over the cores and the driver only hands out matches and records the results.
 """
 
@@ -26,6 +27,8 @@ from ray import cloudpickle
 from contestants.base import Contestant, ModelCall, contestant_class, create
 from market.scenario import Scenario
 from results.records import FinishedMatch
+from tournaments.channel import Address, HostLine, TurnServer
+from tournaments.cluster import result
 from tournaments.config import ContestantEntry
 from tournaments.match import Forgotten, Match, MatchRules, TurnRequest, take_turn
 from tournaments.schedule import MatchSpec
@@ -51,15 +54,20 @@ class ContestantHost:
         contestant_class(entry.kind)
         self.entry = entry
         self.instances: dict[tuple[str, str], Contestant] = {}
+        self.server = TurnServer(self.turn, HOST_THREADS, ray.util.get_node_ip_address())
 
     def ready(self) -> bool:
         return True
 
+    def channel(self) -> Address:
+        """Where the runners connect for the turns, and the token they must send first."""
+        return self.server.address
+
     def turn(self, request: bytes) -> bytes:
-        """The merchant's day in one call, a pickled TurnRequest: made afresh first if it
-        carries a start (its first day, or its actor had died), then its answer to the day's
-        memory probe if there is one, then its decision (see tournaments.match.take_turn);
-        the Turn goes back pickled."""
+        """The merchant's day, the answer to a pickled TurnRequest (on the TurnServer's
+        threads): made afresh first if it carries a start (its first day, or its actor had
+        died), then its answer to the day's memory probe if there is one, then its decision
+        (see tournaments.match.take_turn); the Turn goes back pickled."""
         r: TurnRequest = pickle.loads(request)
         key = (r.match_key, r.merchant)
         if r.start is not None:
@@ -80,6 +88,18 @@ class ContestantHost:
         return contestant.calls() if contestant is not None else []
 
 
+class HostLink(HostLine):
+    """A runner's way to one contestant host: turns over the direct connection, the rest
+    through Ray."""
+
+    def __init__(self, actor: Any):
+        super().__init__(lambda: result(actor.channel.remote()))
+        self.actor = actor
+
+    def finish(self, match_key: str, merchant: str) -> asyncio.Future:
+        return result(self.actor.finish.remote(match_key, merchant))
+
+
 @ray.remote(num_cpus=0)
 class MatchRunner:
     """Plays the matches of one tournament it is given by their specs; what they share (the
@@ -89,13 +109,13 @@ class MatchRunner:
         self, working_dir: str, scenarios: dict[str, Scenario], rules: MatchRules, entries: dict[str, ContestantEntry], hosts: dict[str, Any]
     ):
         _enter(working_dir)  # inline contestants of its matches may read files too
-        self.scenarios, self.rules, self.entries, self.hosts = scenarios, rules, entries, hosts
+        self.scenarios, self.rules, self.entries = scenarios, rules, entries
+        self.hosts = {name: HostLink(actor) for name, actor in hosts.items()}
         self.days = 0
 
     async def ready(self) -> bool:
-        """Ready once every host has answered a call: the first call through an actor handle
-        costs several later ones, so it is made now rather than in the first day of play."""
-        await asyncio.gather(*(host.ready.remote() for host in self.hosts.values()))
+        """Ready once connected to every host, rather than in the first day of play."""
+        await asyncio.gather(*(host.connect() for host in self.hosts.values()))
         return True
 
     async def play(self, spec: MatchSpec) -> FinishedMatch:
@@ -112,7 +132,7 @@ class MatchRunner:
 
 
 def start_host(entry: ContestantEntry) -> Any:
-    return ContestantHost.options(max_concurrency=HOST_THREADS).remote(entry, os.getcwd())
+    return ContestantHost.remote(entry, os.getcwd())
 
 
 def start_runners(

@@ -16,12 +16,11 @@ import math
 import pickle
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
-import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, create
@@ -31,7 +30,7 @@ from market.scenario import Scenario
 from market.daylog import DayLog, DayLogBuilder
 from results.metrics import compute as compute_metrics
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder
-from tournaments.cluster import result
+from tournaments.channel import HostGone
 from tournaments.config import ContestantEntry
 from tournaments.schedule import MatchSpec
 from tournaments.scoring import score_match
@@ -189,22 +188,19 @@ class Match:
     async def _hosted_decisions(
         self, observations: dict, day: int, agents: list[str], probe: RecallProbe | None, recalled: dict[str, Any]
     ) -> dict[str, Any]:
-        """The hosted merchants' decisions, one Ray call each a day (`ContestantHost.turn`).
+        """The hosted merchants' decisions, one turn each a day (`ContestantHost.turn`).
 
-        The call carries the day's memory probe, whose answers go into `recalled`, and for a
+        The turn carries the day's memory probe, whose answers go into `recalled`, and for a
         merchant that needs a fresh state (its first day, or its actor died) what the host
         makes it from; such a merchant is not probed: it remembers nothing. The host times
-        each part of the call; the wait here allows for all of them."""
+        each part of the turn; the wait here allows for all of them."""
         playing = [name for name in agents if name in self.hosts]
         starts = {name: self._start(name) if name in self._needs_start else None for name in playing}
         probes = {name: probe if starts[name] is None else None for name in playing}
         wait = self.timeout_s * (2 if probe is not None else 1) + (START_ALLOWANCE_S if any(starts.values()) else 0.0)
-        # The request goes as one pickled TurnRequest, and the Turn comes back pickled: Ray
-        # serialises each argument on its own, and its serialiser (cloudpickle) calls back
-        # into Python for each of an observation's hundreds of small objects.
         replies = await self._ask_hosts(
             playing,
-            lambda host, name: host.turn.remote(
+            lambda host, name: host.turn(
                 pickle.dumps(TurnRequest(self.spec.key, name, observations[name], probes[name], starts[name], self.timeout_s), pickle.HIGHEST_PROTOCOL)
             ),
             wait,
@@ -229,13 +225,13 @@ class Match:
         return Start(self.scenario, self.seat_seeds[name], self.rules.options)
 
     async def _ask_hosts(
-        self, names: list[str], call: Callable[[Any, str], ray.ObjectRef], timeout: float
+        self, names: list[str], call: Callable[[Any, str], Awaitable[Any]], timeout: float
     ) -> dict[str, asyncio.Future | None]:
         """Make `call(host, name)` for each named merchant at once and wait for the answers
         up to `timeout`: each merchant's finished future, or None if it missed the deadline."""
         if not names:
             return {}
-        replies = {name: result(call(self.hosts[name], name)) for name in names}
+        replies = {name: asyncio.ensure_future(call(self.hosts[name], name)) for name in names}
         done, late = await asyncio.wait(replies.values(), timeout=timeout)
         for reply in late:
             reply.cancel()
@@ -243,7 +239,7 @@ class Match:
 
     def _host_failed(self, day: int, name: str, exc: BaseException) -> None:
         """Record why a hosted merchant gave no decision; one whose actor died starts afresh."""
-        if isinstance(exc, RayActorError) or isinstance(_cause(exc), Forgotten):
+        if isinstance(exc, (RayActorError, HostGone)) or isinstance(_cause(exc), Forgotten):
             self._needs_start.add(name)
             self._fault(day, name, "actor_died", "its actor process died")
         else:
@@ -254,7 +250,7 @@ class Match:
         for name, contestant in self.local.items():
             self._add_calls(name, contestant.calls())
         names = list(self.hosts)
-        answers = await asyncio.gather(*(result(self.hosts[n].finish.remote(self.spec.key, n)) for n in names), return_exceptions=True)
+        answers = await asyncio.gather(*(self.hosts[n].finish(self.spec.key, n) for n in names), return_exceptions=True)
         for name, calls in zip(names, answers):
             if not isinstance(calls, BaseException):  # an actor that died took its log with it
                 self._add_calls(name, calls)
