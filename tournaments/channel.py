@@ -72,24 +72,28 @@ class TurnServer:
                 payload = await reader.readexactly(size)
                 answering = self.loop.run_in_executor(self.pool, self.answer, payload)
                 answering.add_done_callback(lambda done, request_id=request_id: _reply(writer, request_id, done))
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, OSError):
             pass  # the runner went away
         finally:
             writer.close()
 
 
 def _reply(writer: asyncio.StreamWriter, request_id: int, done: asyncio.Future) -> None:
-    if writer.is_closing():
+    if done.cancelled():  # the host is shutting down
         return
     exc = done.exception()
     status, body = (OK, done.result()) if exc is None else (RAISED, _pickled(exc))
-    writer.write(HEADER.pack(request_id, status, len(body)) + body)
+    if not writer.is_closing():
+        writer.write(HEADER.pack(request_id, status, len(body)) + body)
 
 
 def _pickled(exc: BaseException) -> bytes:
-    """The exception pickled, or a RuntimeError saying what it was if it cannot be."""
+    """The exception pickled, or a RuntimeError saying what it was if it cannot be pickled
+    and unpickled (an exception class whose arguments do not match its constructor's)."""
     try:
-        return pickle.dumps(exc, pickle.HIGHEST_PROTOCOL)
+        body = pickle.dumps(exc, pickle.HIGHEST_PROTOCOL)
+        pickle.loads(body)
+        return body
     except Exception:
         return pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"), pickle.HIGHEST_PROTOCOL)
 
@@ -151,7 +155,7 @@ class HostLine:
                 reply = self._waiting.pop(request_id, None)
                 if reply is not None and not reply.done():  # else the turn gave up waiting
                     reply.set_result((status, body))
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, OSError):
             pass
         finally:  # no await from here on: no turn can start on this connection meanwhile
             writer.close()

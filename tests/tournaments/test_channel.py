@@ -20,9 +20,16 @@ class Unpicklable(Exception):
         raise TypeError("not this one")
 
 
+class Unreadable(Exception):
+    """Pickles, but cannot be unpickled: its constructor wants two arguments."""
+
+    def __init__(self, a, b):
+        super().__init__(f"{a} {b}")
+
+
 def answer(request: bytes) -> bytes:
-    """'sleep:S:x' answers 'x' after S seconds; 'raise:m' raises ValueError(m); 'odd' raises
-    an exception that cannot be pickled."""
+    """'sleep:S:x' answers 'x' after S seconds; 'raise:m' raises ValueError(m); 'unreadable'
+    and 'odd' raise exceptions that cannot be unpickled or pickled."""
     kind, _, rest = request.decode().partition(":")
     if kind == "sleep":
         seconds, _, text = rest.partition(":")
@@ -30,6 +37,8 @@ def answer(request: bytes) -> bytes:
         return text.encode()
     if kind == "raise":
         raise ValueError(rest)
+    if kind == "unreadable":
+        raise Unreadable("so", "odd")
     raise Unpicklable("odd")
 
 
@@ -101,6 +110,8 @@ def test_what_the_host_raises_is_raised_by_the_turn(hosts):
             await line.turn(b"raise:bad day")
         with pytest.raises(RuntimeError, match="Unpicklable: odd"):
             await line.turn(b"odd")
+        with pytest.raises(RuntimeError, match="Unreadable: so odd"):
+            await line.turn(b"unreadable")
         return await line.turn(b"sleep:0:still here")  # the line survives both
 
     assert asyncio.run(play()) == b"still here"
