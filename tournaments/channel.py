@@ -12,8 +12,8 @@ every other call.
 A frame is a header (request id, status, payload length) and the payload. A request's payload
 is the pickled TurnRequest; the reply's is the host's answer (status OK) or the pickled
 exception it raised (status RAISED). A connection that closes fails every turn waiting on it
-with HostGone: the host's process died (Ray restarts it; the next turn connects to the new one).
-"""
+with HostGone: the host's process died (Ray restarts it; the next turn connects to the new one)
+or its node vanished (noticed within UNACKNOWLEDGED_S)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import hmac
 import itertools
 import pickle
 import secrets
+import socket
 import struct
 import threading
 from collections.abc import Awaitable, Callable
@@ -30,6 +31,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 HEADER = struct.Struct("!QBI")  # request id, status, payload length
 OK, RAISED = 0, 1
 TOKEN_BYTES = 16
+TOKEN_WAIT_S = 10.0  # a client that has not sent the token by then is dropped
+# A host whose node died or was cut off sends no FIN: the runner's side of the connection
+# gives up after this long without an acknowledgement from the host's kernel (which answers
+# at once, however long the contestant thinks), and its turns fail with HostGone.
+UNACKNOWLEDGED_S = 15
 CLOSED = "the connection to the contestant host closed: its process died"
 
 Address = tuple[str, int, bytes]  # host, port, token
@@ -65,15 +71,15 @@ class TurnServer:
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            if not hmac.compare_digest(await reader.readexactly(TOKEN_BYTES), self.token):
+            if not hmac.compare_digest(await asyncio.wait_for(reader.readexactly(TOKEN_BYTES), TOKEN_WAIT_S), self.token):
                 return
             while True:
                 request_id, _, size = HEADER.unpack(await reader.readexactly(HEADER.size))
                 payload = await reader.readexactly(size)
                 answering = self.loop.run_in_executor(self.pool, self.answer, payload)
                 answering.add_done_callback(lambda done, request_id=request_id: _reply(writer, request_id, done))
-        except (asyncio.IncompleteReadError, OSError):
-            pass  # the runner went away
+        except (asyncio.IncompleteReadError, OSError):  # OSError includes TimeoutError
+            pass  # the runner went away, or never said the token
         finally:
             writer.close()
 
@@ -89,13 +95,17 @@ def _reply(writer: asyncio.StreamWriter, request_id: int, done: asyncio.Future) 
 
 def _pickled(exc: BaseException) -> bytes:
     """The exception pickled, or a RuntimeError saying what it was if it cannot be pickled
-    and unpickled (an exception class whose arguments do not match its constructor's)."""
+    and unpickled (an exception class whose arguments do not match its constructor's) or is
+    not an Exception (SystemExit, CancelledError: raised in the runner, they would stop its
+    event loop or the match rather than count as the merchant's fault)."""
     try:
-        body = pickle.dumps(exc, pickle.HIGHEST_PROTOCOL)
-        pickle.loads(body)
-        return body
+        if isinstance(exc, Exception):
+            body = pickle.dumps(exc, pickle.HIGHEST_PROTOCOL)
+            pickle.loads(body)
+            return body
     except Exception:
-        return pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"), pickle.HIGHEST_PROTOCOL)
+        pass
+    return pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"), pickle.HIGHEST_PROTOCOL)
 
 
 class HostLine:
@@ -133,8 +143,9 @@ class HostLine:
     async def _writer(self) -> asyncio.StreamWriter:
         """The open connection, or one being made for all who ask meanwhile (a waiter that
         gives up does not stop it for the others)."""
-        if self._connecting is None or (self._connecting.done() and self._connecting.exception() is not None):
+        if self._connecting is None or (self._connecting.done() and (self._connecting.cancelled() or self._connecting.exception() is not None)):
             self._connecting = asyncio.ensure_future(self._open())
+            self._connecting.add_done_callback(_retrieved)  # a failure no waiter is left for is not logged
         return await asyncio.shield(self._connecting)
 
     async def _open(self) -> asyncio.StreamWriter:
@@ -143,6 +154,7 @@ class HostLine:
             reader, writer = await asyncio.open_connection(host, port)
         except OSError as exc:  # the host died after saying where it listens
             raise HostGone(f"cannot connect to the contestant host: {exc}") from None
+        _give_up_unacknowledged(writer.get_extra_info("socket"))
         writer.write(token)
         self._reading = asyncio.ensure_future(self._read(reader, writer))
         return writer
@@ -164,3 +176,18 @@ class HostLine:
                 if not reply.done():
                     reply.set_exception(HostGone(CLOSED))
             self._waiting.clear()
+
+
+def _retrieved(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def _give_up_unacknowledged(sock: socket.socket) -> None:
+    """Keepalive probes on an idle connection and a bound on unacknowledged data, so a host
+    that vanished without closing (see UNACKNOWLEDGED_S) is noticed. Linux options; other
+    systems keep their defaults."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 2), ("TCP_USER_TIMEOUT", UNACKNOWLEDGED_S * 1000)):
+        if hasattr(socket, option):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tournaments.channel import HEADER, HostGone, HostLine, TurnServer
+from tournaments.channel import HEADER, UNACKNOWLEDGED_S, HostGone, HostLine, TurnServer
 
 
 class Unpicklable(Exception):
@@ -29,7 +29,7 @@ class Unreadable(Exception):
 
 def answer(request: bytes) -> bytes:
     """'sleep:S:x' answers 'x' after S seconds; 'raise:m' raises ValueError(m); 'unreadable'
-    and 'odd' raise exceptions that cannot be unpickled or pickled."""
+    and 'odd' raise exceptions that cannot be unpickled or pickled; 'exit' raises SystemExit."""
     kind, _, rest = request.decode().partition(":")
     if kind == "sleep":
         seconds, _, text = rest.partition(":")
@@ -39,6 +39,8 @@ def answer(request: bytes) -> bytes:
         raise ValueError(rest)
     if kind == "unreadable":
         raise Unreadable("so", "odd")
+    if kind == "exit":
+        raise SystemExit("bye")
     raise Unpicklable("odd")
 
 
@@ -112,6 +114,8 @@ def test_what_the_host_raises_is_raised_by_the_turn(hosts):
             await line.turn(b"odd")
         with pytest.raises(RuntimeError, match="Unreadable: so odd"):
             await line.turn(b"unreadable")
+        with pytest.raises(RuntimeError, match="SystemExit: bye"):  # not raised as itself: it would stop the runner
+            await line.turn(b"exit")
         return await line.turn(b"sleep:0:still here")  # the line survives both
 
     assert asyncio.run(play()) == b"still here"
@@ -177,3 +181,16 @@ def test_a_client_without_the_token_is_not_answered(hosts):
             reply += sock.recv(100) or b"!closed"
     assert reply == HEADER.pack(1, 0, 1) + b"x"
 
+
+
+def test_the_runner_notices_a_host_that_vanished_without_closing(hosts):
+    """No FIN comes from a dead node: keepalive probes and a bound on unacknowledged data
+    make the connection fail instead of leaving every later turn to time out."""
+    line, _ = line_to([hosts()])
+
+    async def options():
+        await line.connect()
+        sock = (await line._writer()).get_extra_info("socket")
+        return sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE), sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)
+
+    assert asyncio.run(options()) == (1, UNACKNOWLEDGED_S * 1000)
