@@ -119,7 +119,7 @@ class HostLine:
         self._connecting: asyncio.Future[asyncio.StreamWriter] | None = None
         self._waiting: dict[int, asyncio.Future[tuple[int, bytes]]] = {}
         self._ids = itertools.count()
-        self._reading: asyncio.Task | None = None
+        self._reading: asyncio.Task | None = None  # held: the event loop keeps only a weak reference to a task
 
     async def connect(self) -> None:
         await self._writer()
