@@ -28,7 +28,7 @@ from results.errors import DatabaseError, InputFileError, NotFound
 from results.export import ExportError, export
 from results.metrics import METRICS
 from results.ratings import LeaderboardRow, Standing, leaderboard, standings
-from results.records import ModelCallRecord
+from results.records import ModelCallRecord, total_cost
 from results.report import ReportError, write_report
 from results.results_csv import read_results
 from results.tables import Tournament
@@ -57,6 +57,9 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 
 USER_ERRORS = (ConfigError, DatabaseError, NotFound, ClusterError, InputFileError, ReportError, ExportError)
+EXIT_USER_ERROR = 2  # a mistake in a file or an option
+EXIT_BUDGET = 3  # the budget stopped the run: what was played is saved and shown
+EXIT_BROKEN_MODEL = 4  # a contestant's model refused its calls (the run, or `validate --ping`)
 
 
 @contextmanager
@@ -66,7 +69,7 @@ def user_errors() -> Iterator[None]:
         yield
     except USER_ERRORS as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USER_ERROR) from None
 
 
 @app.command()
@@ -95,20 +98,23 @@ def run(
         engine = engine_for(db)
     from tournaments.runner import run_tournament  # imports Ray: only when a tournament is really played
 
+    again = f"arena run {config} --resume" + (f" --db {db}" if db else "")
     try:
         with user_errors(), _progress() as observer:
             options = RunOptions(no_cache=no_cache)
             summary = run_tournament(tournament, engine, resume=resume, address=address, observer=observer, options=options)
     except KeyboardInterrupt:
-        again = f"arena run {config} --resume" + (f" --db {db}" if db else "")
         err.print(f"interrupted: finished matches are saved; `{again}` plays the rest", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
+    if summary.broken:
+        err.print(f"error: {summary.stopped}; finished matches are saved: fix it, then `{again}`", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_BROKEN_MODEL)
     if summary.resumed:
         out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
-    if summary.stopped:
-        again = f"arena run {config} --resume" + (f" --db {db}" if db else "")
-        out.print(f"Stopped: {summary.stopped}; matches not started are left for `{again}` (raise the budget first).", markup=False, highlight=False, soft_wrap=True)
     out.print(_leaderboard_table(leaderboard(engine, summary.tournament_id), f"{tournament.spec.name} (tournament {summary.tournament_id})"))
+    if summary.stopped:
+        err.print(f"Stopped: {summary.stopped}; the matches not played are left for `{again}` (raise the budget first).", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_BUDGET)
 
 
 @app.command()
@@ -369,28 +375,35 @@ def _metric_value(value: float | None, unit: str) -> str:
 
 def _calls_tables(calls: list[ModelCallRecord]) -> tuple[Table, Table]:
     """Model calls per merchant and purpose: what they consumed, and how they were made (what
-    reproduces them)."""
-    usage = Table("merchant", "purpose", "calls", "input tokens", "output tokens", "cached calls", "retries", "seconds", "cost $", title="model calls")
-    made = Table("merchant", "purpose", "model", "temperature", "seed", "prompt templates", title="how the calls were made")
+    reproduces them: the model asked and the one that answered, sampling, seed, prompts)."""
+    usage = Table(
+        "merchant", "purpose", "calls", "input tokens", "cached", "cache writes", "output tokens", "reasoning",
+        "cache hits", "retries", "seconds", "cost $", title="model calls",
+    )
+    made = Table("merchant", "purpose", "model", "answered by", "temperature", "top_p", "seed", "prompt templates", title="how the calls were made")
     groups: dict[tuple[str, str], list[ModelCallRecord]] = {}
     for call in calls:
         groups.setdefault((call.merchant, call.purpose), []).append(call)
     for (merchant, purpose), mine in groups.items():
         usage.add_row(
-            merchant, purpose, str(len(mine)), f"{sum(c.input_tokens for c in mine):,}", f"{sum(c.output_tokens for c in mine):,}",
+            merchant, purpose, str(len(mine)), *(f"{sum(getattr(c, field) for c in mine):,}" for field in TOKEN_FIELDS),
             str(sum(c.cached for c in mine)), str(sum(max(c.attempts - 1, 0) for c in mine)),
-            f"{sum(c.latency for c in mine):.1f}", f"{sum(c.cost or 0.0 for c in mine):.4f}",
+            f"{sum(c.latency for c in mine):.1f}", _blank(total_cost(mine), "{:.4f}", "unknown"),
         )
         made.add_row(
-            merchant, purpose, escape(_distinct(c.model for c in mine)), _distinct(f"{c.temperature:g}" for c in mine),
-            _distinct(c.seed for c in mine), escape(_distinct(c.prompt_version for c in mine)),
+            merchant, purpose, escape(_distinct(c.model for c in mine)), escape(_distinct(c.served_model for c in mine)),
+            _distinct(c.temperature for c in mine), _distinct(c.top_p for c in mine), _distinct(c.seed for c in mine),
+            escape(_distinct(c.prompt_version for c in mine)),
         )
     return usage, made
 
 
+TOKEN_FIELDS = ("input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")
+
+
 def _distinct(values: Iterable[object]) -> str:
-    """Each value once, in order of appearance ("—" for None)."""
-    return ", ".join(dict.fromkeys("—" if value is None else str(value) for value in values))
+    """Each value once, in order of appearance ("—" for None: not sent, not reported)."""
+    return ", ".join(dict.fromkeys("—" if value is None else f"{value:g}" if isinstance(value, float) else str(value) for value in values))
 
 
 def _leaderboard_table(rows: list[LeaderboardRow] | list[Standing], title: str) -> Table:
@@ -409,7 +422,7 @@ def _leaderboard_table(rows: list[LeaderboardRow] | list[Standing], title: str) 
         "validity": lambda r: _blank(r.validity, "{:.1%}"),
         "memory error": lambda r: _blank(r.memory_error, "{:.1%}"),
         "tokens": lambda r: f"{r.tokens:,}",
-        "cost $": lambda r: f"{r.cost:.4f}",
+        "cost $": lambda r: _blank(r.cost, "{:.4f}", "unknown"),
         "composite": lambda r: _blank(r.composite, "{:.3f}"),
     }
 
@@ -431,8 +444,8 @@ def _leaderboard_table(rows: list[LeaderboardRow] | list[Standing], title: str) 
     return table
 
 
-def _blank(value: float | None, fmt: str) -> str:
-    return "" if value is None else fmt.format(value)
+def _blank(value: float | None, fmt: str, missing: str = "") -> str:
+    return missing if value is None else fmt.format(value)
 
 
 def _money(value: float) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from market.scenario import Scenario
 from market.types import Decision, Observation
@@ -42,25 +42,40 @@ class RecallProbe(BaseModel):
 
 
 class RunOptions(BaseModel):
-    """How this run plays its contestants, apart from what the tournament file says
-    (`arena run` flags). The same options reach every contestant, inline or in an actor.
+    """How this run plays its contestants, apart from what each one's entry says. The same
+    options reach every contestant, inline or in an actor, named for it by `for_contestant`.
 
     no_cache: language models answer afresh; their response cache is neither read nor written.
+    prices: the tournament's `prices:` (USD per million tokens by provider/model), under each
+    contestant's own.
+    desk: where this run's model calls check in (budget, limits, cache; contestants.llm.desk);
+    None: the process's own.
+    contestant: the name of the contestant these options are for.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     no_cache: bool = False
+    prices: dict[str, Any] = Field(default_factory=dict)
+    desk: Any = None
+    contestant: str | None = None
+
+    def for_contestant(self, name: str) -> RunOptions:
+        return self.model_copy(update={"contestant": name})
 
 
 class ModelCall(BaseModel):
     """One call a contestant made to a language model, for the accounting table.
 
-    cost is in USD (None: the model has no known price); a cached call cost nothing and
-    made no request; request_hash identifies what was asked (the response cache's key).
-    prompt_version names the prompt templates the request was built from ("merchant-v1+
-    recall-v1"); temperature and seed are what the request asked for (a provider without
-    seeds, Anthropic, ignores the seed).
+    Tokens: `input_tokens` counts every prompt token, `cached_tokens` and `cache_write_tokens`
+    among them (read from and written to the provider's prompt cache); `output_tokens`
+    includes the `reasoning_tokens`. `cost` is in USD at the model's price for those tokens
+    (None: no known price); `cached` says the answer came from arena's response cache, so the
+    call was not made and not paid. request_hash identifies what was asked (the cache's key).
+    `served_model` is the model the API says answered and `fingerprint` its backend
+    configuration, where the API reports them. prompt_version names the prompt templates the
+    request was built from ("merchant-v2+recall-v1"); temperature, top_p and seed are what
+    the request carried (None: not sent, the model's default).
     """
 
     day: int
@@ -69,23 +84,19 @@ class ModelCall(BaseModel):
     input_tokens: int
     output_tokens: int
     cached_tokens: int
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
     latency: float
     attempts: int
     cost: float | None
     cached: bool
     request_hash: str
+    served_model: str | None = None
+    fingerprint: str | None = None
     prompt_version: str
-    temperature: float
+    temperature: float | None
+    top_p: float | None = None
     seed: int | None
-
-
-class Usage(BaseModel):
-    """What a contestant consumed in a match."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
 
 
 class Contestant(ABC):
@@ -99,13 +110,9 @@ class Contestant(ABC):
     params_model: ClassVar[type[Params]] = Params
     needs_actor: ClassVar[bool] = False
 
-    def __init__(self, params: Params):
+    def __init__(self, params: Params, options: RunOptions = RunOptions()):
         self.params = params
-
-    @classmethod
-    def for_run(cls, params: Params, options: RunOptions) -> Params:
-        """The parameters to play with under this run's options (default: unchanged)."""
-        return params
+        self.options = options
 
     @classmethod
     def preflight(cls, params: Params) -> None:
@@ -113,10 +120,26 @@ class Contestant(ABC):
         model file on disk), run when a tournament is validated, before any match. Raises
         ContestantConfigError."""
 
+    @classmethod
+    def unpriced_model(cls, params: Params, prices: dict[str, Any]) -> str | None:
+        """The model this contestant calls that has no price (in the catalogue, in `prices` or
+        its own), if it calls one: a cost budget cannot be kept with it."""
+        return None
+
+    @classmethod
+    def turn_seconds(cls, params: Params) -> float | None:
+        """The longest a hosted turn of this contestant may need by its own settings (a model's
+        retries), the deadline of its turns when the tournament sets none; None: no view."""
+        return None
+
     @abstractmethod
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         """Forget everything; a new match starts. `seed` is the merchant's own for the match:
         a kind that draws at random makes its generator from it (np.random.default_rng)."""
+
+    def begin_turn(self, deadline: float | None) -> None:
+        """The time (time.monotonic()) by which the coming answer is due; None: no deadline.
+        A contestant that waits on others (a model's API) stops waiting then."""
 
     @abstractmethod
     def decide(self, observation: Observation) -> Decision | Any:
@@ -125,16 +148,6 @@ class Contestant(ABC):
     def recall(self, probe: RecallProbe) -> float | None:
         """Answer a memory probe; None means "don't know"."""
         return None
-
-    def usage(self) -> Usage:
-        """Totals of `calls()`."""
-        calls = self.calls()
-        return Usage(
-            calls=len(calls),
-            input_tokens=sum(c.input_tokens for c in calls),
-            output_tokens=sum(c.output_tokens for c in calls),
-            cost=sum(c.cost or 0.0 for c in calls),
-        )
 
     def calls(self) -> list[ModelCall]:
         """The model calls made since the last reset (language-model merchants)."""
@@ -178,8 +191,7 @@ def validate_params(kind: str, params: dict[str, Any]) -> Params:
 
 
 def create(kind: str, params: dict[str, Any], options: RunOptions | None = None) -> Contestant:
-    cls = contestant_class(kind)
-    return cls(cls.for_run(validate_params(kind, params), options or RunOptions()))
+    return contestant_class(kind)(validate_params(kind, params), options or RunOptions())
 
 
 def _load_builtin_kinds() -> None:

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from contestants.base import Contestant, Params, RecallProbe, register
+from contestants.base import Contestant, Params, RecallProbe, RunOptions, register
 from market.daylog import DayLogBuilder
 from market.scenario import Product, Scenario
 from market.types import Observation, Operation, PlainDecisions, Positions, ProductState
@@ -203,8 +203,8 @@ class RuleMerchant(Contestant):
         super().__init_subclass__(**kwargs)
         cls.plain = cls.decide is RuleMerchant.decide and cls.choose is RuleMerchant.choose and cls.recall is RuleMerchant.recall
 
-    def __init__(self, params: Params):
-        super().__init__(params)
+    def __init__(self, params: Params, options: RunOptions = RunOptions()):
+        super().__init__(params, options)
         self.merchant = ""
         self.scenario: Scenario | None = None
         self.seed = 0
@@ -548,8 +548,8 @@ class Chaos(FixedPrice):
     needs_actor: ClassVar[bool] = True
     params: ChaosParams
 
-    def __init__(self, params: Params):
-        super().__init__(params)
+    def __init__(self, params: Params, options: RunOptions = RunOptions()):
+        super().__init__(params, options)
         self._faults = 0
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:

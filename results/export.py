@@ -14,8 +14,9 @@ join and group without lookups:
   in_transit, unit_cost, and planned_price: the price the day's decision planned for the
   coming days, empty when it stated none). Long rather than one column per product, because
   the scenarios of a tournament have different products.
-- `calls`: one row per language-model call (tokens, latency, attempts, cost, cache hit,
-  prompt version, temperature, seed).
+- `calls`: one row per language-model call (tokens: input, output, cached, cache writes,
+  reasoning; latency, attempts, cost, cache hit, the model that answered and its
+  fingerprint, prompt version, temperature, top_p, seed).
 - `metrics`: one row per metric per merchant per match (see results.metrics).
 
 Missing values (a merchant never bankrupt, a model without a price) are empty in CSV and
@@ -85,9 +86,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "calls": pa.schema(
         [*KEYS, ("day", pa.int64()), ("purpose", pa.string()), ("model", pa.string()), ("input_tokens", pa.int64()),
-         ("output_tokens", pa.int64()), ("cached_tokens", pa.int64()), ("latency", pa.float64()),
-         ("attempts", pa.int64()), ("cost", pa.float64()), ("cached", pa.bool_()), ("request_hash", pa.string()),
-         ("prompt_version", pa.string()), ("temperature", pa.float64()), ("seed", pa.int64())]
+         ("output_tokens", pa.int64()), ("cached_tokens", pa.int64()), ("cache_write_tokens", pa.int64()),
+         ("reasoning_tokens", pa.int64()), ("latency", pa.float64()), ("attempts", pa.int64()), ("cost", pa.float64()),
+         ("cached", pa.bool_()), ("request_hash", pa.string()), ("served_model", pa.string()), ("fingerprint", pa.string()),
+         ("prompt_version", pa.string()), ("temperature", pa.float64()), ("top_p", pa.float64()), ("seed", pa.int64())]
     ),
     "metrics": pa.schema([*KEYS, ("name", pa.string()), ("value", pa.float64())]),
 }
@@ -179,4 +181,4 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
             products.append({**who, "product": product, **{PRODUCT_COLUMN.get(n, n): data[n].get(product) for n in DAY_PER_PRODUCT}})
     write("days", days)
     write("day_products", products)
-    write("calls", [{**at, "contestant": contestant.get(c.merchant), **c.model_dump()} for c in detail.calls])
+    write("calls", [{**at, **c.model_dump()} for c in detail.calls])

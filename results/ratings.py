@@ -94,7 +94,7 @@ class LeaderboardRow(Standing):
     validity: float | None = Field(description="mean `validity_rate` metric over its seats; None when none is stored")
     memory_error: float | None = Field(description="mean `memory_error` metric over its seats; None when none is stored")
     tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
-    cost: float = Field(0.0, description="USD, for models with a known price")
+    cost: float | None = Field(0.0, description="USD at the models' prices for the contestant's calls, replayed ones included; None when a model has no price")
     composite: float | None = Field(description="results.composite: weighted win rate, validity and memory; never part of the rating")
 
 
@@ -211,14 +211,14 @@ def leaderboard(
         spent = session.exec(
             selected(
                 select(
-                    MatchResultRow.contestant,
+                    ModelCallRow.contestant,
                     func.sum(ModelCallRow.input_tokens + ModelCallRow.output_tokens),
-                    func.coalesce(func.sum(ModelCallRow.cost), 0.0),
+                    func.sum(ModelCallRow.cost),
+                    func.count() - func.count(ModelCallRow.cost),  # calls without a price
                 )
-                .join(ModelCallRow, (ModelCallRow.match_id == MatchResultRow.match_id) & (ModelCallRow.merchant == MatchResultRow.merchant))
-                .join(MatchRow, MatchRow.id == MatchResultRow.match_id)
-                .group_by(MatchResultRow.contestant),
-                MatchResultRow.contestant,
+                .join(MatchRow, MatchRow.id == ModelCallRow.match_id)
+                .group_by(ModelCallRow.contestant),
+                ModelCallRow.contestant,
             )
         ).all()
         if weights is None:
@@ -238,7 +238,7 @@ def leaderboard(
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     for name, metric, value in metrics:
         values[name, metric].append(value)
-    usage = {name: (int(tokens or 0), float(cost or 0.0)) for name, tokens, cost in spent}
+    usage = {name: (int(tokens or 0), None if unpriced else float(cost or 0.0)) for name, tokens, cost, unpriced in spent}
 
     rows = []
     for standing in standings(matches, names=names, anchor=anchor):

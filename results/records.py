@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field, SkipValidation
+from sqlmodel import SQLModel
 
 from market.daylog import ColumnRecords, pack
 from market.types import DayRecord
@@ -128,24 +129,38 @@ def _none_if_nan(value: float) -> float | None:
     return None if value != value else value
 
 
-class ModelCallRecord(BaseModel):
-    """One language-model call of a merchant (see contestants.base.ModelCall)."""
+class ModelCallRecord(SQLModel):
+    """One language-model call of a merchant (see contestants.base.ModelCall for the fields),
+    with the seat and the contestant that made it; the model_call table's columns."""
 
     merchant: str
+    contestant: str
     day: int
     purpose: str
     model: str
     input_tokens: int
     output_tokens: int
     cached_tokens: int
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
     latency: float
     attempts: int
-    cost: float | None
+    cost: float | None = None
     cached: bool
     request_hash: str
-    prompt_version: str
-    temperature: float
-    seed: int | None
+    served_model: str | None = None
+    fingerprint: str | None = None
+    prompt_version: str = Field(description="the prompt templates' versions, e.g. 'merchant-v2+recall-v1'")
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+
+
+def total_cost(calls: Iterable[ModelCallRecord]) -> float | None:
+    """USD of the calls at their models' prices; None when one of them has no price (an
+    unknown cost is never counted as 0)."""
+    costs = [call.cost for call in calls]
+    return None if any(c is None for c in costs) else math.fsum(costs)
 
 
 class MerchantResult(BaseModel):
@@ -182,3 +197,14 @@ class FinishedMatch(BaseModel):
     def packed(self) -> FinishedMatch:
         """This match with its days in stored form: what a Ray worker sends back."""
         return self.model_copy(update={"days_played": pack(self.days_played)})
+
+
+class StoppedMatch(BaseModel):
+    """A match the run stopped before its end (its budget spent, a contestant's model
+    broken): it is not stored as played, and a resumed run plays it again; the model calls it
+    made were paid and are recorded."""
+
+    key: str
+    index: int
+    reason: str
+    calls: list[ModelCallRecord] = Field(default_factory=list)

@@ -31,8 +31,8 @@ from market.types import DayRecord
 from results import store
 from results.charts import Band, Interval, Series, forest_plot, line_chart, percent
 from results.ratings import LeaderboardRow, leaderboard
-from results.records import MerchantResult, ModelCallRecord
-from results.tables import ContestantRow, MatchResultRow, MatchRow, ModelCallRow, Tournament
+from results.records import MerchantResult, ModelCallRecord, total_cost
+from results.tables import ContestantRow, MatchRow, ModelCallRow, Tournament
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 
@@ -239,19 +239,19 @@ def metrics_section(metrics: dict[int, list[store.MetricValue]]) -> str:
     )
 
 
-def usage_section(calls: list[tuple[str, ModelCallRecord]], colors: Palette) -> str:
+def usage_section(calls: list[ModelCallRecord], colors: Palette) -> str:
     if not calls:
         return _section("usage", "Model usage", "No language-model calls in this tournament.", Html(""))
     by_contestant: dict[tuple[str, str], list[ModelCallRecord]] = defaultdict(list)
-    for contestant, call in calls:
-        by_contestant[contestant, call.model].append(call)
+    for call in calls:
+        by_contestant[call.contestant, call.model].append(call)
     rows = [[colors.chip(contestant), model, *_usage_cells(group)] for (contestant, model), group in sorted(by_contestant.items())]
-    rows.append([Html("<b>all</b>"), "", *_usage_cells([call for _, call in calls])])
+    rows.append([Html("<b>all</b>"), "", *_usage_cells(calls)])
     table = _table(["contestant", "model", *USAGE_COLUMNS], rows, numeric_from=2)
     return _section(
         "usage", "Model usage",
-        "Language-model calls of every merchant (decisions, repairs, memory probes). Cost is in USD for "
-        "models with a known price; cached answers were replayed from the response cache.",
+        "Language-model calls of every merchant (decisions, repairs, memory probes). Cost is in USD at the "
+        "models' prices (— where a model has none); cache hits were replayed from the response cache and not paid.",
         Html(table),
     )
 
@@ -392,7 +392,6 @@ USAGE_COLUMNS = ["calls", "input tokens", "output tokens", "cached tokens", "cac
 
 
 def _usage_cells(calls: Sequence[ModelCallRecord]) -> list[str]:
-    costs = [c.cost for c in calls if c.cost is not None]
     return [
         f"{len(calls):,}",
         f"{sum(c.input_tokens for c in calls):,}",
@@ -401,7 +400,7 @@ def _usage_cells(calls: Sequence[ModelCallRecord]) -> list[str]:
         f"{sum(c.cached for c in calls):,}",
         f"{sum(max(c.attempts - 1, 0) for c in calls):,}",
         f"{sum(c.latency for c in calls):,.1f}",
-        f"{sum(costs):.4f}" if costs else "—",
+        _fixed(total_cost(calls), 4),
     ]
 
 
@@ -526,13 +525,10 @@ def _metrics(engine: Engine, tournament_id: int) -> dict[int, list[store.MetricV
     return by_match
 
 
-def _calls(engine: Engine, tournament_id: int) -> list[tuple[str, ModelCallRecord]]:
-    """Every model call of the tournament with the contestant that made it."""
+def _calls(engine: Engine, tournament_id: int) -> list[ModelCallRecord]:
+    """Every model call of the tournament's stored matches."""
     with Session(engine) as session:
         rows = session.exec(
-            select(MatchResultRow.contestant, ModelCallRow)
-            .join(MatchResultRow, (MatchResultRow.match_id == ModelCallRow.match_id) & (MatchResultRow.merchant == ModelCallRow.merchant))
-            .join(MatchRow, MatchRow.id == ModelCallRow.match_id)
-            .where(MatchRow.tournament_id == tournament_id).order_by(ModelCallRow.id)
+            select(ModelCallRow).where(ModelCallRow.tournament_id == tournament_id, ModelCallRow.match_id.is_not(None)).order_by(ModelCallRow.id)
         ).all()
-        return [(contestant, ModelCallRecord.model_validate(call, from_attributes=True)) for contestant, call in rows]
+        return [ModelCallRecord.model_validate(call, from_attributes=True) for call in rows]

@@ -21,7 +21,7 @@ from market.daylog import DayLog, pack
 from results.errors import NotFound
 from results.metrics import compute as compute_metrics
 from results.ratings import leaderboard
-from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeLog, ProbeResult
+from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeLog, ProbeResult, StoppedMatch
 from results.tables import (
     ContestantRow,
     DayLogRow,
@@ -51,6 +51,7 @@ __all__ = [
     "rescore",
     "save_match",
     "save_matches",
+    "save_stopped",
     "spent",
     "start_tournament",
 ]
@@ -167,9 +168,25 @@ def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, sc
     _bulk_insert(session, DayLogRow, [{"match_id": match_id, "columns": days.columns, "decisions": days.decisions}])
     _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
     _bulk_insert(session, ProbeRow, [{**p, "match_id": match_id} for p in ProbeLog.of(match.probes).rows()])
-    _bulk_insert(session, ModelCallRow, [{**c.model_dump(), "match_id": match_id} for c in match.calls])
+    _insert_calls(session, tournament_id, match.key, match_id, match.calls)
     _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
     return match_id
+
+
+def _insert_calls(session: Session, tournament_id: int, key: str, match_id: int | None, calls: Sequence[ModelCallRecord]) -> None:
+    rows = [{**c.model_dump(), "tournament_id": tournament_id, "match_key": key, "match_id": match_id} for c in calls]
+    _bulk_insert(session, ModelCallRow, rows)
+
+
+def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMatch]) -> None:
+    """Record the model calls of matches the run stopped before their end, in one
+    transaction: they were paid, though the matches are not stored (a resumed run plays
+    them again, replaying those calls from the response cache)."""
+    with Session(engine) as session:
+        _require(session, Tournament, tournament_id)
+        for match in stopped:
+            _insert_calls(session, tournament_id, match.key, None, match.calls)
+        session.commit()
 
 
 def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping[str, Scenario] | None = None) -> int:
@@ -242,15 +259,15 @@ def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finis
 
 
 def spent(engine: Engine, tournament_id: int) -> tuple[int, float]:
-    """Tokens (input + output) and USD of the model calls recorded for a tournament."""
+    """Tokens (input + output) and USD paid for a tournament's model calls: the calls made, in
+    stored matches and in matches the run stopped; answers replayed from the response cache
+    were not paid. A call without a price adds no USD (a cost budget admits no such model)."""
     with Session(engine) as session:
         tokens, cost = session.exec(
             select(
                 func.coalesce(func.sum(ModelCallRow.input_tokens + ModelCallRow.output_tokens), 0),
                 func.coalesce(func.sum(ModelCallRow.cost), 0.0),
-            )
-            .join(MatchRow, MatchRow.id == ModelCallRow.match_id)
-            .where(MatchRow.tournament_id == tournament_id)
+            ).where(ModelCallRow.tournament_id == tournament_id, ModelCallRow.cached.is_(False))
         ).one()
         return int(tokens), float(cost)
 

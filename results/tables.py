@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 from sqlalchemy import CheckConstraint, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from results.records import ModelCallRecord
+
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
@@ -122,28 +124,18 @@ class ProbeRow(SQLModel, table=True):
     relative_error: float | None = None
 
 
-class ModelCallRow(SQLModel, table=True):
+class ModelCallRow(ModelCallRecord, table=True):
     """A language-model call (see ModelCallRecord). The request is kept only as its hash."""
 
     __tablename__ = "model_call"
 
     id: int | None = Field(default=None, primary_key=True)
-    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
-    merchant: str
-    day: int
-    purpose: str
-    model: str
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-    latency: float
-    attempts: int
-    cost: float | None = None
-    cached: bool
-    request_hash: str
-    prompt_version: str = Field(description="the prompt templates' versions, e.g. 'merchant-v1+recall-v1'")
-    temperature: float
-    seed: int | None = None
+    tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE", index=True)
+    match_id: int | None = Field(
+        default=None, foreign_key="match.id", ondelete="CASCADE", index=True,
+        description="None: a match the run stopped before its end, which is not stored (see StoppedMatch)",
+    )
+    match_key: str
 
 
 class MetricRow(SQLModel, table=True):

@@ -107,3 +107,21 @@ def loopback() -> Iterator[Callable[[Responder], str]]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+@pytest.fixture
+def fake_openai():
+    """A stand-in for today's OpenAI API on loopback (tests/fakes/openai_api.py)."""
+    from fakes.openai_api import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_anthropic():
+    """A stand-in for today's Anthropic Messages API on loopback (tests/fakes/anthropic_api.py)."""
+    from fakes.anthropic_api import FakeAnthropic
+
+    with FakeAnthropic() as fake:
+        yield fake

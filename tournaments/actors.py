@@ -19,6 +19,9 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+import threading
+import time
+from collections import defaultdict
 from typing import Any
 
 import ray
@@ -26,7 +29,7 @@ from ray import cloudpickle
 
 from contestants.base import Contestant, ModelCall, contestant_class, create
 from market.scenario import Scenario
-from results.records import FinishedMatch
+from results.records import FinishedMatch, StoppedMatch
 from tournaments.channel import Address, HostLine, TurnServer
 from tournaments.cluster import result
 from tournaments.config import ContestantEntry
@@ -54,6 +57,7 @@ class ContestantHost:
         contestant_class(entry.kind)
         self.entry = entry
         self.instances: dict[tuple[str, str], Contestant] = {}
+        self.turning: dict[tuple[str, str], threading.Lock] = defaultdict(threading.Lock)  # one turn at a time per merchant
         self.server = TurnServer(self.turn, HOST_THREADS, ray.util.get_node_ip_address())
 
     def ready(self) -> bool:
@@ -67,24 +71,32 @@ class ContestantHost:
         """The merchant's day, the answer to a pickled TurnRequest (on the TurnServer's
         threads): made afresh first if it carries a start (its first day, or its actor had
         died), then its answer to the day's memory probe if there is one, then its decision
-        (see tournaments.match.take_turn); the Turn goes back pickled."""
+        (see tournaments.match.take_turn); the Turn goes back pickled.
+
+        A merchant's turns never overlap: a turn the match gave up waiting for keeps its
+        merchant until it ends (its answer is dropped), and the next one waits for it, within
+        its own deadline."""
+        arrived = time.monotonic()
         r: TurnRequest = pickle.loads(request)
         key = (r.match_key, r.merchant)
-        if r.start is not None:
-            self.instances[key] = create(self.entry.kind, self.entry.params, r.start.options)
-            self.instances[key].reset(merchant=r.merchant, scenario=r.start.scenario, seed=r.start.seed)
-        contestant = self.instances.get(key)
-        if contestant is None:
-            raise Forgotten(f"no state for {r.merchant!r} in match {r.match_key!r}")
-        turn = take_turn(contestant, r.observation, r.probe, r.deadline)
+        with self.turning[key]:
+            if r.start is not None:
+                self.instances[key] = create(self.entry.kind, self.entry.params, r.start.options.for_contestant(self.entry.name))
+                self.instances[key].reset(merchant=r.merchant, scenario=r.start.scenario, seed=r.start.seed)
+            contestant = self.instances.get(key)
+            if contestant is None:
+                raise Forgotten(f"no state for {r.merchant!r} in match {r.match_key!r}")
+            turn = take_turn(contestant, r.observation, r.probe, r.deadline, arrived)
         try:
             return pickle.dumps(turn, pickle.HIGHEST_PROTOCOL)
         except Exception:  # a decision only cloudpickle can write (a lambda, say): the market will refuse it as before
             return cloudpickle.dumps(turn)
 
     def finish(self, match_key: str, merchant: str) -> list[ModelCall]:
-        """Forget the match; hand back the model calls made in it."""
-        contestant = self.instances.pop((match_key, merchant), None)
+        """Forget the match; hand back the model calls made in it (after its last turn)."""
+        with self.turning[(match_key, merchant)]:
+            contestant = self.instances.pop((match_key, merchant), None)
+        self.turning.pop((match_key, merchant), None)
         return contestant.calls() if contestant is not None else []
 
 
@@ -118,10 +130,10 @@ class MatchRunner:
         await asyncio.gather(*(host.connect() for host in self.hosts.values()))
         return True
 
-    async def play(self, spec: MatchSpec) -> FinishedMatch:
+    async def play(self, spec: MatchSpec) -> FinishedMatch | StoppedMatch:
         match = Match(spec, self.scenarios[spec.scenario], self.rules, self.entries, self.hosts)
-        finished = await match.play(on_day=self._count_day)
-        return finished.packed()
+        played = await match.play(on_day=self._count_day)
+        return played.packed() if isinstance(played, FinishedMatch) else played
 
     async def days_played(self) -> int:
         """Days played by all matches of this runner so far (for the progress bar)."""

@@ -14,6 +14,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from contestants.base import ContestantConfigError, contestant_class, validate_params
+from contestants.llm.desk import Budget
+from contestants.llm.pricing import Price
 from market.scenario import Scenario
 from results.composite import ScoringWeights
 
@@ -49,23 +51,6 @@ class ContestantEntry(BaseModel):
     isolate: bool | None = Field(None, description="run in its own Ray actor; default: the kind decides")
 
 
-class Budget(BaseModel):
-    """Stop starting new matches once the tournament's model calls reach either limit."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tokens: int | None = Field(None, gt=0, description="input + output tokens")
-    cost_usd: float | None = Field(None, gt=0)
-
-    def exceeded_by(self, tokens: int, cost: float) -> str | None:
-        """Why the budget is spent, or None while it is not."""
-        if self.tokens is not None and tokens >= self.tokens:
-            return f"token budget reached ({tokens:,} of {self.tokens:,})"
-        if self.cost_usd is not None and cost >= self.cost_usd:
-            return f"cost budget reached (${cost:.4f} of ${self.cost_usd:.4f})"
-        return None
-
-
 class TournamentSpec(BaseModel):
     """The tournament file's schema. Unknown keys are errors."""
 
@@ -83,9 +68,13 @@ class TournamentSpec(BaseModel):
     days: int | None = Field(None, ge=1, le=3650, description="overrides each scenario's days")
     rotate_seats: bool = True
     max_concurrent_matches: int = Field(8, ge=1, le=1024)
-    decision_timeout_s: float = Field(10.0, gt=0, le=3600)
+    decision_timeout_s: float | None = Field(
+        None, gt=0, le=3600, description="seconds a hosted contestant's daily turn may take; default: what its own settings need"
+    )
     recall_every: int = Field(5, ge=0, le=3650, description="ask memory probes every this many days; 0: never")
     budget: Budget | None = None
+    prices: dict[str, Price] = Field(default_factory=dict, description="USD per million tokens by provider/model, under each contestant's own")
+    stop_after_failures: int = Field(3, ge=1, le=1000, description="the same non-retryable model error this many times in a row stops the run")
     scoring: ScoringWeights = Field(default_factory=ScoringWeights, description="weights of the leaderboard's composite score")
 
     @field_validator("contestants")
@@ -146,8 +135,9 @@ class Tournament(BaseModel):
     def config_hash(self) -> str:
         """Identity of a tournament for --resume: what decides its matches, that is the
         settings (not the budget, which only decides how many are played, nor the scoring
-        weights, which only read the results) and the scenarios."""
-        digest = hashlib.sha256(self.spec.model_dump_json(exclude={"budget", "scoring"}).encode())
+        weights, which only read the results, nor the failures that stop a run) and the
+        scenarios."""
+        digest = hashlib.sha256(self.spec.model_dump_json(exclude={"budget", "scoring", "stop_after_failures"}).encode())
         for name in sorted(self.scenarios):
             digest.update(self.scenarios[name].model_dump_json().encode())
         return digest.hexdigest()
@@ -162,10 +152,18 @@ def load_tournament(path: str | Path) -> Tournament:
         raise _config_error(path, exc) from None
     for i, entry in enumerate(spec.contestants):
         try:
-            contestant_class(entry.kind).preflight(validate_params(entry.kind, entry.params))
+            kind = contestant_class(entry.kind)
+            params = validate_params(entry.kind, entry.params)
+            kind.preflight(params)
+            unpriced = kind.unpriced_model(params, spec.prices)
         except ContestantConfigError as exc:
             field = f"contestants[{i}].kind" if exc.field == "kind" else f"contestants[{i}].params" + (f".{exc.field}" if exc.field else "")
             raise ConfigError(path, field, str(exc).removeprefix("Value error, ")) from None
+        if unpriced is not None and spec.budget is not None and spec.budget.cost_usd is not None:
+            raise ConfigError(
+                path, f"contestants[{i}].params.model",
+                f"{unpriced} has no known price, so the cost budget cannot be kept: give its price in prices: {{{unpriced}: {{input: ..., output: ...}}}}",
+            )
     scenarios: dict[str, Scenario] = {}
     for i, entry in enumerate(spec.scenarios):
         scenario = load_scenario(find_scenario(path, entry, f"scenarios[{i}]"))

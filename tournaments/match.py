@@ -17,19 +17,20 @@ import pickle
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 from ray.exceptions import RayActorError, RayTaskError
 
 from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, create
+from contestants.llm.errors import CallsStopped
 from contestants.baselines import PlainPlay, plays_plain, recall_plain
 from market.env import MarketEnv
 from market.scenario import Scenario
 from market.daylog import DayLog, DayLogBuilder
 from results.metrics import compute as compute_metrics
-from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder
+from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder, StoppedMatch
 from tournaments.channel import HostGone
 from tournaments.config import ContestantEntry
 from tournaments.schedule import MatchSpec
@@ -44,14 +45,21 @@ def match_seeds(tournament_seed: int, key: str, seats: int) -> list[int]:
     return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 2)]
 
 
+DEFAULT_DEADLINE_S = 10.0  # a hosted contestant's turn, when neither the tournament nor its kind says
+
+
 @dataclass(frozen=True)
 class MatchRules:
-    """What every match of a tournament shares."""
+    """What every match of a tournament shares. `deadlines`: seconds a hosted contestant's
+    turn may take, by contestant name (see `deadline`)."""
 
     seed: int
-    timeout_s: float
+    deadlines: dict[str, float] = field(default_factory=dict)
     recall_every: int = 0  # 0: no memory probes
-    options: RunOptions = RunOptions()  # `arena run` flags, for creating the contestants
+    options: RunOptions = RunOptions()  # how contestants are made: `arena run` flags, prices, the run's desk
+
+    def deadline(self, name: str) -> float:
+        return self.deadlines.get(name, DEFAULT_DEADLINE_S)
 
     def probe_day(self, day: int) -> bool:
         """Probes ask about a day at least two days back (yesterday is in today's observation)."""
@@ -67,14 +75,14 @@ class Match:
         entries: dict[str, ContestantEntry],
         hosts: dict[str, Any],
     ):
-        self.spec, self.scenario, self.rules, self.timeout_s = spec, scenario, rules, rules.timeout_s
+        self.spec, self.scenario, self.rules = spec, scenario, rules
         seeds = match_seeds(rules.seed, spec.key, len(spec.seats))
         self.market_seed = seeds[0]
         self.seat_seeds = dict(zip(spec.seats, seeds[1:-1]))
         self.probe_rng = np.random.default_rng(seeds[-1])
         self.hosts = {name: hosts[name] for name in spec.seats if name in hosts}
         self.local: dict[str, Contestant] = {
-            name: create(entries[name].kind, entries[name].params, rules.options) for name in spec.seats if name not in self.hosts
+            name: create(entries[name].kind, entries[name].params, rules.options.for_contestant(name)) for name in spec.seats if name not in self.hosts
         }
         self.faults: list[Fault] = []
         self.probes = ProbeLogBuilder(spec.seats)
@@ -91,7 +99,9 @@ class Match:
         for name, contestant in self.local.items():
             contestant.reset(merchant=name, scenario=self.scenario, seed=self.seat_seeds[name])
 
-    async def play(self, on_day: Callable[[], None] = lambda: None) -> FinishedMatch:
+    async def play(self, on_day: Callable[[], None] = lambda: None) -> FinishedMatch | StoppedMatch:
+        """The match played to its end, or stopped where the run's model calls stopped (its
+        budget spent, a contestant's model broken): a stopped match is not stored as played."""
         if self.plain:
             return play_side_by_side([self], on_day)[0]
         started = time.perf_counter()
@@ -112,9 +122,22 @@ class Match:
                 for merchant, whole in env.log.whole_rejections(day):  # the answer was not a decision at all; keep what it was
                     self._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
                 on_day()
+            stopped = await self._calls_stopped()
+        except CallsStopped as exc:
+            stopped = str(exc)
         finally:
             await self._collect_calls()
+        if stopped is not None:
+            return StoppedMatch(key=self.spec.key, index=self.spec.index, reason=stopped, calls=self.calls)
         return self.finished(env.log.build(), time.perf_counter() - started)
+
+    async def _calls_stopped(self) -> str | None:
+        """Why the run's calls have stopped, if they have and this match made calls: a match
+        that ended meanwhile may hold faults of the failures that stopped them."""
+        desk = self.rules.options.desk
+        if desk is None or not any(c.calls() for c in self.local.values()) and not self.hosts:
+            return None
+        return (await desk.current()).stopped
 
     def probe_plain(self, day: int, seats: np.ndarray, log: DayLogBuilder) -> None:
         """Today's memory probe asked of the merchants at `seats` (those still playing) in
@@ -181,6 +204,8 @@ class Match:
                 continue
             try:
                 decisions[name] = contestant.decide(observations[name])
+            except CallsStopped:
+                raise
             except Exception as exc:  # a contestant's bug is a fault, not a crash
                 self._fault(day, name, "error", _describe(exc))
         return decisions
@@ -197,17 +222,21 @@ class Match:
         playing = [name for name in agents if name in self.hosts]
         starts = {name: self._start(name) if name in self._needs_start else None for name in playing}
         probes = {name: probe if starts[name] is None else None for name in playing}
-        wait = self.timeout_s * (2 if probe is not None else 1) + (START_ALLOWANCE_S if any(starts.values()) else 0.0)
+        deadline = {name: self.rules.deadline(name) for name in playing}
+        longest = max(deadline.values(), default=0.0)
+        wait = longest * (2 if probe is not None else 1) + (START_ALLOWANCE_S if any(starts.values()) else 0.0)
         replies = await self._ask_hosts(
             playing,
             lambda host, name: host.turn(
-                pickle.dumps(TurnRequest(self.spec.key, name, observations[name], probes[name], starts[name], self.timeout_s), pickle.HIGHEST_PROTOCOL)
+                pickle.dumps(TurnRequest(self.spec.key, name, observations[name], probes[name], starts[name], deadline[name]), pickle.HIGHEST_PROTOCOL)
             ),
             wait,
         )
         decisions: dict[str, Any] = {}
         for name, reply in replies.items():
             if reply is not None and reply.exception() is not None:
+                if isinstance(reply.exception(), CallsStopped):
+                    raise reply.exception()
                 self._host_failed(day, name, reply.exception())
                 continue
             turn: Turn | None = pickle.loads(reply.result()) if reply is not None else None
@@ -216,7 +245,7 @@ class Match:
                 if probes[name] is not None:
                     recalled[name] = turn.recalled
             if turn is None or turn.late:
-                self._fault(day, name, "timeout", f"no decision within {self.timeout_s:g} s")
+                self._fault(day, name, "timeout", f"no decision within {deadline[name]:g} s")
             else:
                 decisions[name] = turn.decision
         return decisions
@@ -256,7 +285,8 @@ class Match:
                 self._add_calls(name, calls)
 
     def _add_calls(self, merchant: str, calls: list[ModelCall]) -> None:
-        self.calls.extend(ModelCallRecord(merchant=merchant, **call.model_dump()) for call in calls)
+        # a merchant is named after its contestant (tournaments.scoring)
+        self.calls.extend(ModelCallRecord(merchant=merchant, contestant=merchant, **call.model_dump()) for call in calls)
 
     def _fault(self, day: int, merchant: str, kind: str, detail: str) -> None:
         self.faults.append(Fault(day=day, merchant=merchant, kind=kind, detail=detail[:500]))
@@ -355,20 +385,27 @@ def recall(contestant: Contestant, probe: RecallProbe) -> Any:
         return None
 
 
-def take_turn(contestant: Contestant, observation: Any, probe: RecallProbe | None, deadline: float) -> Turn:
-    """A hosted contestant's day (ContestantHost.turn): its answer to the memory probe if
-    there is one, then its decision. Each part has `deadline` seconds: a probe answer that
-    raises or comes later is none, a decision that comes later is `late`; an exception
-    from `decide` propagates."""
+def take_turn(contestant: Contestant, observation: Any, probe: RecallProbe | None, deadline: float, arrived: float | None = None) -> Turn:
+    """A hosted contestant's day (ContestantHost.turn), asked at `arrived` (time.monotonic()):
+    its answer to the memory probe if there is one, then its decision. Each part has
+    `deadline` seconds, counted from when the turn was asked (default: now) (a turn that waited for the
+    merchant's previous one has less left), and the contestant is told when its time is up;
+    a probe answer that raises or comes later is none, a decision that comes later is `late`
+    (and none is asked for when no time is left); an exception from `decide` propagates."""
+    arrived = time.monotonic() if arrived is None else arrived
     recalled = None
     if probe is not None:
-        started = time.perf_counter()
+        contestant.begin_turn(arrived + deadline)
         recalled = recall(contestant, probe)
-        if time.perf_counter() - started > deadline:
+        if time.monotonic() > arrived + deadline:
             recalled = None
-    started = time.perf_counter()
+        arrived = time.monotonic()
+    due = arrived + deadline
+    if time.monotonic() >= due:
+        return Turn(None, late=True, recalled=recalled)
+    contestant.begin_turn(due)
     decision = contestant.decide(observation)
-    return Turn(decision, late=time.perf_counter() - started > deadline, recalled=recalled)
+    return Turn(decision, late=time.monotonic() > due, recalled=recalled)
 
 
 def _number(answer: Any) -> float | None:

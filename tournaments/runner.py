@@ -21,15 +21,17 @@ from typing import Any, Protocol
 
 import ray
 
-from contestants.base import RunOptions, contestant_class
+from contestants.base import RunOptions, contestant_class, validate_params
 from contestants.baselines import plays_plain
+from contestants.llm.desk import Spend, Status
 from market.scenario import Scenario
 from results import store
-from results.records import FinishedMatch
+from results.records import FinishedMatch, StoppedMatch
 from tournaments.actors import start_host, start_runners
+from tournaments.calls import RemoteDesk, start_desk
 from tournaments.cluster import ray_session, result
-from tournaments.config import Budget, ContestantEntry, Tournament
-from tournaments.match import Match, MatchRules, collector_paused, play_side_by_side
+from tournaments.config import ContestantEntry, Tournament, TournamentSpec
+from tournaments.match import DEFAULT_DEADLINE_S, Match, MatchRules, collector_paused, play_side_by_side
 from tournaments.schedule import MatchSpec, schedule
 
 POLL_SECONDS = 0.2
@@ -56,7 +58,8 @@ class RunSummary:
     played: int
     skipped: int
     resumed: bool
-    stopped: str | None = None  # why matches were left unplayed (the budget), if they were
+    stopped: str | None = None  # why matches were left unplayed (the budget, a broken model), if they were
+    broken: str | None = None  # the contestant whose failing model stopped the run
 
 
 def run_tournament(
@@ -94,16 +97,16 @@ def run_tournament(
             )
         total_days, done_days = sum(m.days for m in plan), sum(m.days for m in plan if m.key in done)
         start = functools.partial(observer.started, tournament_id, len(plan), total_days, len(done))
-        spending = _Spending(spec.budget, *store.spent(engine, tournament_id))
+        ending = Status(stopped=None, spent=Spend(*store.spent(engine, tournament_id)), broken=None)
         if todo:
-            _play(tournament, todo, engine, tournament_id, _Progress(observer, len(done), done_days), start, spending, options)
+            ending = _play(tournament, todo, engine, tournament_id, _Progress(observer, len(done), done_days), start, ending.spent, options)
         else:
             start()
     played = len(store.finished_keys(engine, tournament_id)) - len(done)
-    if spending.stopped is None:
+    if ending.stopped is None:
         observer.advanced(len(plan), total_days)
-    store.finish_tournament(engine, tournament_id, "finished" if spending.stopped is None else "stopped")
-    return RunSummary(tournament_id, played=played, skipped=len(done), resumed=previous is not None, stopped=spending.stopped)
+    store.finish_tournament(engine, tournament_id, "finished" if ending.stopped is None else "stopped")
+    return RunSummary(tournament_id, played, len(done), previous is not None, ending.stopped, ending.broken)
 
 
 def _play(
@@ -113,14 +116,16 @@ def _play(
     tournament_id: int,
     progress: _Progress,
     start: Callable[[], None],
-    spending: _Spending,
+    spent: Spend,
     options: RunOptions,
-) -> None:
-    """Start the hosted contestants and the match runners, tell `start` once they are all
-    ready, play `todo`."""
+) -> Status:
+    """Start the run's call desk, the hosted contestants and the match runners, tell `start`
+    once they are all ready, play `todo`; how the calls ended (why they stopped, if they did)."""
     spec = tournament.spec
-    rules = MatchRules(seed=spec.seed, timeout_s=spec.decision_timeout_s, recall_every=spec.recall_every, options=options)
+    desk = start_desk(spec.budget, spent, spec.stop_after_failures)
+    options = options.model_copy(update={"desk": desk, "prices": spec.prices})
     entries = {c.name: c for c in spec.contestants}
+    rules = MatchRules(seed=spec.seed, deadlines=deadlines(spec), recall_every=spec.recall_every, options=options)
     needed = {name for m in todo for name in m.seats}
     hosts = {name: start_host(entry) for name, entry in entries.items() if name in needed and _isolated(entry)}
     hosted_matches = sum(1 for m in todo if any(name in hosts for name in m.seats))
@@ -130,10 +135,23 @@ def _play(
     try:
         ray.get([actor.ready.remote() for actor in actors])
         start()
-        asyncio.run(_play_all(tournament, todo, rules, entries, hosts, _Runners(runners), engine, tournament_id, progress, spending))
+        asyncio.run(_play_all(tournament, todo, rules, entries, hosts, _Runners(runners), engine, tournament_id, progress, desk))
+        return desk.status()
     finally:
-        for actor in actors:
+        for actor in [*actors, desk.actor]:
             ray.kill(actor)
+
+
+def deadlines(spec: TournamentSpec) -> dict[str, float]:
+    """Seconds each contestant's hosted turn may take: the tournament's decision_timeout_s if
+    it sets one, else what the contestant's own settings need (a model's retries, see
+    Contestant.turn_seconds), else DEFAULT_DEADLINE_S."""
+    chosen = {}
+    for entry in spec.contestants:
+        kind = contestant_class(entry.kind)
+        own = kind.turn_seconds(validate_params(entry.kind, entry.params))
+        chosen[entry.name] = spec.decision_timeout_s or own or DEFAULT_DEADLINE_S
+    return chosen
 
 
 def _isolated(entry: ContestantEntry) -> bool:
@@ -147,7 +165,7 @@ def _runner_count(hosted_matches: int, max_concurrent: int) -> int:
 
 
 async def _play_all(
-    tournament, todo, rules: MatchRules, entries, hosts, runners: _Runners, engine, tournament_id, progress: _Progress, spending: _Spending
+    tournament, todo, rules: MatchRules, entries, hosts, runners: _Runners, engine, tournament_id, progress: _Progress, desk: RemoteDesk
 ) -> None:
     """Keep up to max_concurrent_matches matches going; record each as it finishes.
 
@@ -156,19 +174,28 @@ async def _play_all(
     Positions go in groups played side by side in one set of arrays (`group_instant`). A
     match with hosted contestants mostly waits for them, so it goes to a match runner, which
     plays many side by side.
+
+    Once the run's model calls stop (the desk says why), no match starts; matches in play
+    stop at their next call, and their paid calls are recorded without them.
     """
     slots = _Slots(tournament.spec.max_concurrent_matches)
     is_hosted = [any(name in hosts for name in m.seats) for m in todo]
     hosted = [m for m, on in zip(todo, is_hosted) if on]
     cpus = int(ray.cluster_resources().get("CPU", 1))
     instant = group_instant([m for m, on in zip(todo, is_hosted) if not on], entries, tournament.spec.max_concurrent_matches, cpus)
+    stopped = _Stop(desk)
 
     unsaved: list[tuple[FinishedMatch, Scenario]] = []
 
-    async def record(played: list[FinishedMatch], scenario: Scenario) -> None:
+    async def record(played: list[FinishedMatch | StoppedMatch], scenario: Scenario) -> None:
         """Write finished matches, with those that finished in the same turn of the event
-        loop, in one transaction (SQLite pays a disk sync for every commit)."""
-        unsaved.extend((finished, scenario) for finished in played)
+        loop, in one transaction (SQLite pays a disk sync for every commit); the calls of
+        stopped ones at once."""
+        halted = [match for match in played if isinstance(match, StoppedMatch)]
+        if halted:
+            store.save_stopped(engine, tournament_id, halted)
+            stopped.reason = stopped.reason or halted[0].reason
+        unsaved.extend((finished, scenario) for finished in played if isinstance(finished, FinishedMatch))
         try:
             await asyncio.sleep(0)  # the other matches that have just finished add theirs
         finally:  # cancelled or not, what has finished is written
@@ -179,21 +206,20 @@ async def _play_all(
         batch = unsaved[:]
         unsaved.clear()
         store.save_matches(engine, tournament_id, batch)
-        for finished, _ in batch:
-            spending.add(finished)
+        for _ in batch:
             progress.match()
 
     async def one_hosted(match: MatchSpec) -> None:
         async with slots.hold(1):  # a slot is held while the match plays, not while it is recorded
-            if spending.stopped is not None:
-                return  # the budget is spent: matches not yet started are left for --resume
-            finished = await runners.play(match)
-        await record([finished], tournament.scenarios[match.scenario])
+            if await stopped.now():
+                return  # matches not yet started are left for --resume
+            played = await runners.play(match)
+        await record([played], tournament.scenarios[match.scenario])
 
     async def instant_group(group: list[MatchSpec]) -> None:
         scenario = tournament.scenarios[group[0].scenario]
         async with slots.hold(len(group)):
-            if spending.stopped is not None:
+            if await stopped.now():
                 return
             played = unpickle_matches(await result(play_instant_matches.remote(group, scenario, rules, entries)))
         progress.day(sum(m.days for m in group))
@@ -205,6 +231,20 @@ async def _play_all(
     finally:
         reporting.cancel()
     await runners.tell_days(progress)
+
+
+class _Stop:
+    """Whether the run's model calls have stopped, asked of the desk before a match starts
+    (or known from a match that stopped)."""
+
+    def __init__(self, desk: RemoteDesk):
+        self.desk = desk
+        self.reason: str | None = None
+
+    async def now(self) -> bool:
+        if self.reason is None:
+            self.reason = (await self.desk.current()).stopped
+        return self.reason is not None
 
 
 GROUP_LIMIT = 32  # matches played side by side in one task
@@ -253,38 +293,24 @@ class _Slots:
 
 @ray.remote(num_cpus=1)
 def play_instant_matches(matches: list[MatchSpec], scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> bytes:
-    """A group of `group_instant`, side by side when it can be: the finished matches packed
-    for storage and pickled here, with garbage collection paused (see `unpickle_matches`)."""
+    """A group of `group_instant`, side by side when it can be: the finished (or stopped)
+    matches packed for storage and pickled here, with garbage collection paused (see
+    `unpickle_matches`)."""
     with collector_paused():
         played = [Match(match, scenario, rules, entries, hosts={}) for match in matches]
         if all(match.plain for match in played):
             finished = play_side_by_side(played)
         else:
             finished = [match.play_here() for match in played]
-        return pickle.dumps([match.packed() for match in finished], pickle.HIGHEST_PROTOCOL)
+        packed = [match.packed() if isinstance(match, FinishedMatch) else match for match in finished]
+        return pickle.dumps(packed, pickle.HIGHEST_PROTOCOL)
 
 
-def unpickle_matches(blob: bytes) -> list[FinishedMatch]:
-    """The finished matches `play_instant_matches` returns, unpickled with garbage collection
-    paused as they were pickled (Ray's own serialiser would do both with it running)."""
+def unpickle_matches(blob: bytes) -> list[FinishedMatch | StoppedMatch]:
+    """The matches `play_instant_matches` returns, unpickled with garbage collection paused
+    as they were pickled (Ray's own serialiser would do both with it running)."""
     with collector_paused():
         return pickle.loads(blob)
-
-
-class _Spending:
-    """The tournament's model spending against its budget; `stopped` says why play stopped."""
-
-    def __init__(self, budget: Budget | None, tokens: int, cost: float):
-        self.budget, self.tokens, self.cost = budget, tokens, cost
-        self.stopped = self._check()
-
-    def add(self, match: FinishedMatch) -> None:
-        self.tokens += sum(c.input_tokens + c.output_tokens for c in match.calls)
-        self.cost += sum(c.cost or 0.0 for c in match.calls)
-        self.stopped = self.stopped or self._check()
-
-    def _check(self) -> str | None:
-        return self.budget.exceeded_by(self.tokens, self.cost) if self.budget is not None else None
 
 
 class _Progress:
@@ -318,7 +344,7 @@ class _Runners:
         self.in_play = [0] * len(runners)
         self.days_told = [0] * len(runners)
 
-    async def play(self, match: MatchSpec) -> FinishedMatch:
+    async def play(self, match: MatchSpec) -> FinishedMatch | StoppedMatch:
         index = min(range(len(self.runners)), key=self.in_play.__getitem__)
         self.in_play[index] += 1
         try:

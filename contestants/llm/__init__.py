@@ -8,7 +8,7 @@ and an embedded llama.cpp model. Importing this package imports no SDK.
 
 from contestants.llm.cache import ResponseCache, request_key
 from contestants.llm.errors import MissingCredentialsError, ProviderConfigError, ProviderError
-from contestants.llm.pricing import DEFAULT_PRICES, Price, cost, price_table
+from contestants.llm.pricing import Price, cost, price_of
 from contestants.llm.providers import (
     Provider,
     ProviderSettings,
@@ -25,7 +25,6 @@ from contestants.llm.schema import constrained_schema
 from contestants.llm.types import Completion, CompletionRequest, Message, TokenUsage
 
 __all__ = [
-    "DEFAULT_PRICES",
     "Completion",
     "CompletionRequest",
     "Failure",
@@ -43,7 +42,7 @@ __all__ = [
     "constrained_schema",
     "cost",
     "get_provider",
-    "price_table",
+    "price_of",
     "provider_class",
     "provider_names",
     "register_provider",

@@ -1,17 +1,43 @@
-"""Anthropic's Messages API: the answer is a forced use of one tool whose input is the schema."""
+"""Anthropic's Messages API (API version 2026-10-21, as the locked SDK speaks it), or a
+compatible gateway through `base_url`.
+
+The decision comes back as a forced use of one tool whose input is the schema, or, where the
+model refuses a forced tool (the newest models, and any model while it thinks), as a
+structured output (output_config.format), or failing that as an unforced tool the model is
+asked to use, whose use or text is taken. What each model accepts is the catalogue's
+(contestants/llm/catalogue.yaml).
+
+The rules and the tool are the same in every call of a match, so the system block carries a
+cache breakpoint: the API caches the prefix (tools, then system) on the first call and the
+next calls read it at a tenth or less of the input price; a second breakpoint after the
+conversation so far (window memory) lets tomorrow's call read today's. The API caches a
+prefix only from a length on (512 to 4096 tokens, by model): shorter ones are simply not. This API version takes no
+temperature, top_p or seed: a request asking for one is refused at validation.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
+
+from contestants.llm.catalogue import AnthropicFamily, anthropic_family
+from contestants.llm.errors import ProviderConfigError
 from contestants.llm.providers import RemoteProvider, RemoteSettings
 from contestants.llm.retry import BadResponse, Failure, sdk_failure
+from contestants.llm.schema import strict_schema
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
+
+Mode = Literal["tool", "json_schema", "unforced_tool"]
 
 
 class AnthropicSettings(RemoteSettings):
     api_key_env: str | None = "ANTHROPIC_API_KEY"
+    structured: Literal["auto", "tool", "json_schema"] = "auto"
+    thinking: Literal["adaptive", "enabled", "disabled"] | None = Field(None, description="extended thinking; None: the model's default")
+    thinking_budget: int = Field(1024, ge=1024, description="tokens of thinking with thinking: enabled; below max_tokens")
+    cache_prompt: bool = Field(True, description="a prompt-cache breakpoint after the rules and the tool")
 
 
 class AnthropicProvider(RemoteProvider):
@@ -19,27 +45,79 @@ class AnthropicProvider(RemoteProvider):
     settings_model = AnthropicSettings
     settings: AnthropicSettings
 
+    @property
+    def family(self) -> AnthropicFamily:
+        return anthropic_family(self.model)
+
+    @property
+    def thinks(self) -> bool:
+        """Whether the model thinks before answering: asked to, or always (a family whose only
+        thinking type is adaptive)."""
+        thinking = self.settings.thinking
+        return thinking in ("adaptive", "enabled") or (thinking is None and self.family.thinking == ("adaptive",))
+
+    @property
+    def mode(self) -> Mode:
+        """How the answer is asked for: `structured`, or the model's first mode (auto); a tool
+        is forced where the model allows it and does not think (thinking rules a forced tool
+        out), else offered, and its use or the text is taken."""
+        family = self.family
+        wanted = family.structured[0] if self.settings.structured == "auto" else self.settings.structured
+        if wanted == "json_schema":
+            return "json_schema"
+        return "tool" if family.forced_tool and not self.thinks else "unforced_tool"
+
+    def check_request(self, request: CompletionRequest) -> None:
+        family, s = self.family, self.settings
+        for field in ("temperature", "top_p"):
+            if getattr(request, field) is not None:
+                raise ProviderConfigError(f"{self.label}: the Messages API (version 2026-10-21) takes no {field}: leave it unset", field)
+        if s.thinking is not None and family.thinking and s.thinking not in family.thinking:
+            raise ProviderConfigError(f"{self.label} takes thinking {' or '.join(family.thinking)}, not {s.thinking!r}", "thinking")
+        if s.thinking == "enabled" and request.max_tokens <= s.thinking_budget:
+            raise ProviderConfigError(f"{self.label}: max_tokens ({request.max_tokens}) must exceed thinking_budget ({s.thinking_budget})", "max_tokens")
+        effort = s.reasoning_effort
+        if effort is not None and family.efforts is not None and effort not in family.efforts:
+            accepted = f"one of {', '.join(family.efforts)}" if family.efforts else "none"
+            raise ProviderConfigError(f"{self.label} takes reasoning_effort {accepted}, not {effort!r}", "reasoning_effort")
+        if s.structured == "json_schema" and "json_schema" not in family.structured:
+            raise ProviderConfigError(f"{self.label} offers no structured output (output_config.format): use structured: tool", "structured")
+
+    def cache_identity(self) -> dict[str, Any]:
+        s = self.settings
+        thinking = {"thinking": s.thinking, "thinking_budget": s.thinking_budget if s.thinking == "enabled" else None}
+        return {**super().cache_identity(), "mode": self.mode, "reasoning_effort": s.reasoning_effort, **thinking}
+
     def _new_client(self, **options: Any) -> Any:
         import anthropic
 
         return anthropic.Anthropic(**options)
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
-        """System messages go to `system`. The Messages API (SDK 2.x) takes neither a seed nor
-        a temperature, so those request fields only key the cache here."""
         from anthropic.types import Message
 
-        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": [m.model_dump() for m in request.messages if m.role != "system"],
-            "max_tokens": request.max_tokens,
-            "tools": [{"name": request.schema_name, "input_schema": request.json_schema}],
-            "tool_choice": {"type": "tool", "name": request.schema_name},
-            "timeout": timeout,
-        }
-        if system:
-            kwargs["system"] = system
+        s, mode, name = self.settings, self.mode, request.schema_name
+        rules = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        messages: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": request.max_tokens, "timeout": timeout}
+        if rules:
+            kwargs["system"] = [_block(rules, s.cache_prompt)]  # after the tools and the rules: the prefix every call repeats
+        if s.cache_prompt and len(messages) > 1:  # and after the conversation so far, which tomorrow's call repeats
+            messages[-2]["content"] = [_block(messages[-2]["content"], True)]
+        output_config: dict[str, Any] = {}
+        if s.reasoning_effort is not None:
+            output_config["effort"] = s.reasoning_effort
+        if mode == "json_schema":
+            output_config["format"] = {"type": "json_schema", "schema": strict_schema(request.json_schema)}
+        else:
+            kwargs["tools"] = [{"name": name, "input_schema": request.json_schema}]
+            kwargs["tool_choice"] = {"type": "tool", "name": name} if mode == "tool" else {"type": "auto"}
+        if output_config:
+            kwargs["output_config"] = output_config
+        if s.thinking is not None:
+            kwargs["thinking"] = {"type": s.thinking, **({"budget_tokens": s.thinking_budget} if s.thinking == "enabled" else {})}
+        if s.request:
+            kwargs["extra_body"] = dict(s.request)
         response = self._sdk_client().messages.create(**kwargs)
         if not isinstance(response, Message):
             raise BadResponse("not a message")
@@ -48,7 +126,7 @@ class AnthropicProvider(RemoteProvider):
             text = json.dumps(tool_uses[0].input)
         else:
             text = "".join(block.text for block in response.content if block.type == "text")
-        return Answer(text=text, usage=_usage(response.usage))
+        return Answer(text=text, usage=_usage(response.usage), served_model=response.model)
 
     def _failure(self, exc: BaseException) -> Failure | None:
         import anthropic
@@ -56,8 +134,21 @@ class AnthropicProvider(RemoteProvider):
         return sdk_failure(exc, anthropic)
 
 
+def _block(text: str, breakpoint: bool) -> dict[str, Any]:
+    """A text block; with a prompt-cache breakpoint, the prefix up to it is cached."""
+    return {"type": "text", "text": text, **({"cache_control": {"type": "ephemeral"}} if breakpoint else {})}
+
+
 def _usage(usage: Any) -> TokenUsage:
-    """Anthropic's input_tokens excludes cache reads and writes; ours counts every prompt token."""
+    """Anthropic's input_tokens excludes cache reads and writes; ours counts every prompt token.
+    Its output_tokens include the thinking tokens."""
     read = getattr(usage, "cache_read_input_tokens", None) or 0
     written = getattr(usage, "cache_creation_input_tokens", None) or 0
-    return TokenUsage(input_tokens=usage.input_tokens + read + written, output_tokens=usage.output_tokens, cached_tokens=read)
+    details = getattr(usage, "output_tokens_details", None)
+    return TokenUsage(
+        input_tokens=usage.input_tokens + read + written,
+        output_tokens=usage.output_tokens,
+        cached_tokens=read,
+        cache_write_tokens=written,
+        reasoning_tokens=getattr(details, "thinking_tokens", 0) or 0,
+    )

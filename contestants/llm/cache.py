@@ -4,7 +4,8 @@ The key hashes only what changes the output: the provider's identity (provider, 
 base_url, and for some providers how the answer is requested or which file is loaded) and
 the request (messages, schema and its name, temperature, seed, max_tokens). Timeouts,
 retries and keys do not change the answer and are left out. One JSON file per entry, written
-atomically, so several processes (Ray actors) can share a directory.
+atomically, so several processes can share a directory; a call about to be made holds the
+entry's lock file (`lock_path`, see contestants.llm.desk) so that no two pay for one answer.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ class ResponseCache:
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
+
+    def lock_path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.lock"
 
     def get(self, key: str) -> Completion | None:
         """The stored completion, or None (absent, or unreadable: treated as a miss)."""

@@ -26,12 +26,22 @@ class ProviderError(RuntimeError):
     """A call that failed for good: retries exhausted, or a failure that is not worth retrying.
 
     `kind` is one of "status", "timeout", "connection", "bad_response", "error"; `status` is
-    the HTTP status where there was one.
+    the HTTP status where there was one; `detail` is the last failure in one line (the
+    server's own message where it sent one), secrets masked; `retryable` says whether that
+    failure was of a kind worth retrying (its retries ran out) or not (retrying cannot help).
     """
 
-    def __init__(self, message: str, *, model: str, kind: str, status: int | None, attempts: int):
+    def __init__(self, message: str, *, model: str, kind: str, status: int | None, attempts: int, detail: str = "", retryable: bool = False):
         super().__init__(message)
         self.model = model
         self.kind = kind
         self.status = status
         self.attempts = attempts
+        self.detail = detail or message
+        self.retryable = retryable
+
+
+class CallsStopped(RuntimeError):
+    """The run's calls have stopped (its budget is spent, or a contestant's model is broken):
+    no new call may start. Not a fault of the merchant: the match it was asked in is left
+    unplayed. The message is the reason, one line."""

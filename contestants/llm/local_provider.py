@@ -92,8 +92,8 @@ class LocalProvider(Provider):
     settings_model = LocalSettings
     settings: LocalSettings
 
-    def __init__(self, model: str, settings: LocalSettings | None = None):
-        super().__init__(model, settings)
+    def __init__(self, model: str, settings: LocalSettings | None = None, **context: Any):
+        super().__init__(model, settings, **context)
         self.model_path = self._resolve_path()
         self.recode = self.settings.recode_8bit if self.settings.recode_8bit is not None else self.settings.model_path is None
         if not self.model:  # a bare "local": name it after the file
@@ -111,6 +111,10 @@ class LocalProvider(Provider):
 
     def __repr__(self) -> str:
         return f"LocalProvider({self.label!r}, model_path={str(self.model_path)!r})"
+
+    def check_request(self, request: CompletionRequest) -> None:
+        if request.top_p is not None:
+            raise ProviderConfigError(f"{self.label}: the embedded model samples with its own top_p; leave top_p unset", "top_p")
 
     def cache_identity(self) -> dict[str, Any]:
         caps = {"max_items": self.settings.max_items, "max_string": self.settings.max_string}
@@ -185,10 +189,13 @@ class Engine:
             raise ValueError(f"the prompt ({len(prompt)} tokens) does not fit the model's context of {self.writer.n_ctx}")
         with self.lock:
             kept = self._start_from(first)
-            answer = self.writer.write(prompt[len(first) :], compact_gbnf(json.dumps(schema)), request.temperature, seed, request.max_tokens)
+            temperature = request.temperature or 0.0  # the model's default: greedy
+            answer = self.writer.write(prompt[len(first) :], compact_gbnf(json.dumps(schema)), temperature, seed, request.max_tokens)
         return Answer(
             text=self.llama.detokenize(answer).decode(errors="ignore"),
             usage=TokenUsage(input_tokens=len(prompt), output_tokens=len(answer), cached_tokens=kept),
+            temperature=temperature,
+            seed=seed,
         )
 
     def _start_from(self, first: list[int]) -> int:

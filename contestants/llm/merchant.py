@@ -42,6 +42,7 @@ from contestants.llm.prompts import (
     versions,
     with_reflection,
 )
+from contestants.llm.pricing import is_free, price_of, prices_from
 from contestants.llm.providers import Provider, get_provider, validate_settings
 from contestants.llm.types import Completion, CompletionRequest, Message
 from market.scenario import Scenario
@@ -82,10 +83,11 @@ class LLMParams(Params):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    model: str = Field("local/smollm2", description='"provider/model": openai/..., anthropic/..., local/smollm2')
+    model: str = Field("local/smollm2", description='"provider/model": openai/..., anthropic/..., local/smollm2, openrouter/...')
     memory: MemoryKind = "window"
     window: int = Field(5, ge=1, le=100, description="days of conversation the window memory keeps")
-    temperature: float = Field(0.0, ge=0, le=2)
+    temperature: float | None = Field(None, ge=0, le=2, description="None: the model's default (the embedded model's: 0, greedy)")
+    top_p: float | None = Field(None, gt=0, le=1, description="None: the model's default")
     max_tokens: int = Field(400, gt=0, le=32_000)
     think: bool = Field(False, description="write its reasoning before the decision, in the same answer")
     reflect: bool = Field(False, description="from day 2, reflect on yesterday's decision against its outcome first")
@@ -109,24 +111,38 @@ class LLMMerchant(Contestant):
 
     params: LLMParams
 
-    def __init__(self, params: LLMParams):
-        super().__init__(params)
-        self.provider: Provider = get_provider(params.model, params.provider_settings)
+    def __init__(self, params: LLMParams, options: RunOptions = RunOptions()):
+        super().__init__(params, options)
+        self.provider: Provider = provider_for(params, options)
+        self.deadline: float | None = None
         self._calls: list[ModelCall] = []
 
     @classmethod
-    def for_run(cls, params: LLMParams, options: RunOptions) -> LLMParams:
-        if options.no_cache:
-            return type(params).model_validate({**params.model_dump(), "no_cache": True})
-        return params
-
-    @classmethod
     def preflight(cls, params: LLMParams) -> None:
-        """A missing API key or model file is a validation error, not a fault on day 1."""
+        """A missing API key or model file, or a request the model would refuse (a temperature
+        it does not take, an effort it does not know), is a validation error, not a fault on
+        day 1."""
         try:
-            get_provider(params.model, params.provider_settings).check_credentials()
+            provider = provider_for(params)
+            provider.check_credentials()
+            provider.check_request(_request(params, (Message(role="user", content="ping"),), DECISION_SCHEMA, "decision", seed=0))
         except ProviderConfigError as exc:
             raise ContestantConfigError(str(exc), exc.field) from None
+
+    @classmethod
+    def unpriced_model(cls, params: LLMParams, prices: dict[str, Any]) -> str | None:
+        own = validate_settings(params.model, params.provider_settings).prices
+        label = params.model  # "provider/model", as prices are keyed
+        return None if is_free(label) or price_of(label, {**prices_from(prices), **own}) is not None else label
+
+    @classmethod
+    def turn_seconds(cls, params: LLMParams) -> float:
+        """A turn makes at most TURN_CALLS calls in a row (a reflection, the decision, its
+        repair), each of which may take the provider's total_timeout with its retries."""
+        return TURN_CALLS * validate_settings(params.model, params.provider_settings).total_timeout
+
+    def begin_turn(self, deadline: float | None) -> None:
+        self.deadline = deadline
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         self.merchant, self.scenario = merchant, scenario
@@ -190,34 +206,43 @@ class LLMMerchant(Contestant):
     def _ask(
         self, purpose: str, day: int, messages: tuple[Message, ...], schema: dict, name: str, templates: tuple[str, ...]
     ) -> Completion:
-        request = CompletionRequest(
-            messages=messages,
-            json_schema=schema,
-            schema_name=name,
-            temperature=self.params.temperature,
-            seed=self.seed,
-            max_tokens=self.params.max_tokens,
-        )
-        completion = self.provider.complete(request)
+        completion = self.provider.complete(_request(self.params, messages, schema, name, self.seed), self.deadline)
         self._calls.append(
             ModelCall(
                 day=day,
                 purpose=purpose,
                 model=self.params.model,
-                input_tokens=completion.usage.input_tokens,
-                output_tokens=completion.usage.output_tokens,
-                cached_tokens=completion.usage.cached_tokens,
-                latency=completion.latency,
-                attempts=completion.attempts,
-                cost=completion.cost,
-                cached=completion.cached,
-                request_hash=completion.request_hash,
+                **completion.usage.model_dump(),
+                **completion.model_dump(include={"latency", "attempts", "cost", "cached", "request_hash", "served_model", "fingerprint", "temperature", "top_p", "seed"}),
                 prompt_version=versions(*templates),
-                temperature=request.temperature,
-                seed=request.seed,
             )
         )
         return completion
+
+
+TURN_CALLS = 3  # calls a turn makes at most, one after another: reflect, decide, repair
+
+
+def provider_for(params: LLMParams, options: RunOptions = RunOptions()) -> Provider:
+    """The contestant's provider under the run's options: its calls check in at the run's
+    desk under its name, with the tournament's prices under its own."""
+    settings = params.provider_settings
+    settings["prices"] = {**options.prices, **settings.get("prices", {})}
+    if options.no_cache:
+        settings["no_cache"] = True
+    return get_provider(params.model, settings, desk=options.desk, contestant=options.contestant)
+
+
+def _request(params: LLMParams, messages: tuple[Message, ...], schema: dict, name: str, seed: int | None) -> CompletionRequest:
+    return CompletionRequest(
+        messages=messages,
+        json_schema=schema,
+        schema_name=name,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        seed=seed,
+        max_tokens=params.max_tokens,
+    )
 
 
 def _as_decision(completion: Completion) -> tuple[Decision | None, str]:

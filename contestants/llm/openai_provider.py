@@ -1,23 +1,34 @@
-"""OpenAI and every OpenAI-compatible server (vLLM, Ollama, LM Studio, llama.cpp) via `base_url`.
+"""OpenAI's API, the named OpenAI-compatible services (presets), and any compatible server
+reached through `base_url` (vLLM, Ollama, LM Studio, llama.cpp's server).
 
-The answer is asked for as a forced call of one function whose parameters are the schema
-("tool", works on OpenAI and llama.cpp's server), or with `structured: json_object` as
-response_format {"type": "json_object", "schema": ...}, which llama.cpp-style servers use to
-constrain decoding.
+What a request may carry depends on the model (OpenAI's reasoning models refuse max_tokens
+and, at most efforts, a temperature) and on the service: the catalogue's family of the
+model says it (contestants/llm/catalogue.yaml), and this module only follows it.
+
+Two APIs (`api`): Chat Completions, and the Responses API, which some models are served
+only by. The answer is asked for in one of three modes (`structured`): a JSON-schema response
+format, a forced call of one function whose parameters are the schema, or JSON mode; `auto`
+takes the first mode of the family's list that the request allows. Where the family decodes
+strictly, the schema is first brought into the subset strict mode accepts
+(contestants.llm.schema.strict_schema), so that the answer always parses.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
+from contestants.llm.catalogue import OpenAIFamily, Structured, catalogue, openai_family
+from contestants.llm.errors import ProviderConfigError
 from contestants.llm.providers import RemoteProvider, RemoteSettings
 from contestants.llm.retry import BadResponse, Failure, sdk_failure
-from contestants.llm.types import Answer, CompletionRequest, TokenUsage
+from contestants.llm.schema import strict_schema
+from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage
 
 
 class OpenAISettings(RemoteSettings):
     api_key_env: str | None = "OPENAI_API_KEY"
-    structured: Literal["tool", "json_object"] = "tool"
+    api: Literal["chat", "responses"] = "chat"
+    structured: Literal["auto", "json_schema", "tool", "json_object"] = "auto"
 
 
 class OpenAIProvider(RemoteProvider):
@@ -25,8 +36,53 @@ class OpenAIProvider(RemoteProvider):
     settings_model = OpenAISettings
     settings: OpenAISettings
 
+    @classmethod
+    def settings_for(cls, provider: str, settings: dict[str, Any]) -> dict[str, Any]:
+        """A preset's base_url and key variable, under what the contestant sets itself."""
+        preset = catalogue().presets.get(provider)
+        if preset is None:
+            return settings
+        return {"base_url": preset.base_url, "api_key_env": preset.api_key_env, **settings}
+
+    @property
+    def family(self) -> OpenAIFamily:
+        preset = self.name if self.name in catalogue().presets else None
+        return openai_family(self.model, preset, own_api=self.settings.base_url is None)
+
+    @property
+    def mode(self) -> Structured:
+        """The answer mode: the one set, or the first of the family's that the request allows."""
+        if self.settings.structured != "auto":
+            return self.settings.structured
+        allowed = [m for m in self.family.structured if m != "tool" or self._tools_allowed()]
+        return allowed[0] if allowed else self.family.structured[0]
+
+    def check_request(self, request: CompletionRequest) -> None:
+        family, effort, api = self.family, self.settings.reasoning_effort, self.settings.api
+        efforts = family.efforts_for(api)
+        if effort is not None and efforts is not None and effort not in efforts:
+            accepted = f"one of {', '.join(efforts)}" if efforts else "none"
+            raise ProviderConfigError(f"{self.label} takes reasoning_effort {accepted} on the {api} API, not {effort!r}", "reasoning_effort")
+        if not family.allows(family.sampling, effort):
+            for field in ("temperature", "top_p"):
+                if getattr(request, field) is not None:
+                    when = " unless reasoning_effort is none" if family.sampling == "effort_none" else ""
+                    raise ProviderConfigError(f"{self.label} takes no {field}{when}: leave it unset (the model's default)", field)
+        if self.mode not in family.structured:
+            raise ProviderConfigError(f"{self.label}: structured {self.mode} is not offered here (offered: {', '.join(family.structured)})", "structured")
+        if self.mode == "tool" and not self._tools_allowed():
+            raise ProviderConfigError(
+                f"{self.label} refuses function tools on Chat Completions at this reasoning effort: use api: responses or structured: json_schema",
+                "structured",
+            )
+
     def cache_identity(self) -> dict[str, Any]:
-        return {**super().cache_identity(), "structured": self.settings.structured}
+        s = self.settings
+        return {**super().cache_identity(), "api": s.api, "structured": self.mode, "reasoning_effort": s.reasoning_effort}
+
+    def _tools_allowed(self) -> bool:
+        family = self.family
+        return self.settings.api == "responses" or family.allows(family.chat_tools, self.settings.reasoning_effort)
 
     def _new_client(self, **options: Any) -> Any:
         import openai
@@ -34,42 +90,113 @@ class OpenAIProvider(RemoteProvider):
         return openai.OpenAI(**options)
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
+        schema = strict_schema(request.json_schema) if self.family.strict else request.json_schema
+        if self.settings.api == "responses":
+            return self._respond(request, schema, timeout)
+        return self._chat(request, schema, timeout)
+
+    def _sampling(self, request: CompletionRequest) -> dict[str, float]:
+        return {field: value for field in ("temperature", "top_p") if (value := getattr(request, field)) is not None}
+
+    def _chat(self, request: CompletionRequest, schema: dict[str, Any], timeout: float) -> Answer:
         from openai.types.chat import ChatCompletion
 
+        family, mode, name = self.family, self.mode, request.schema_name
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": [message.model_dump() for message in request.messages],
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
+            "messages": [{"role": self._role(m), "content": m.content} for m in request.messages],
+            family.token_field: request.max_tokens,
+            **self._sampling(request),
             "timeout": timeout,
         }
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        if self.settings.structured == "tool":
-            kwargs["tools"] = [
-                {"type": "function", "function": {"name": request.schema_name, "parameters": request.json_schema}}
-            ]
-            kwargs["tool_choice"] = {"type": "function", "function": {"name": request.schema_name}}
+        extra = dict(self.settings.request)  # passed through as they are
+        seed = request.seed if family.seed_field is not None else None
+        if seed is not None:  # Mistral's random_seed is no SDK parameter: it goes as an extra field
+            (kwargs if family.seed_field == "seed" else extra)[family.seed_field] = seed
+        if self.settings.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = self.settings.reasoning_effort
+        if mode == "tool":
+            function = {"name": name, "parameters": schema, **({"strict": True} if family.strict else {})}
+            kwargs["tools"] = [{"type": "function", "function": function}]
+            kwargs["tool_choice"] = {"type": "function", "function": {"name": name}}
+        elif mode == "json_schema":
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": family.strict}}
         else:
-            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
-        response = self._sdk_client().chat.completions.create(**kwargs)
+            kwargs["response_format"] = {"type": "json_object", **({"schema": schema} if family.json_object_schema else {})}
+        response = self._sdk_client().chat.completions.create(**kwargs, extra_body=extra)
         # Given a 2xx body that is not JSON, the SDK returns the body as a str.
         if not isinstance(response, ChatCompletion) or not response.choices:
             raise BadResponse("not a chat completion")
         message = response.choices[0].message
         calls = message.tool_calls or []
-        text = calls[0].function.arguments if calls else (message.content or "")
-        return Answer(text=text, usage=_usage(response.usage))
+        text = calls[0].function.arguments if calls else (message.content or message.refusal or "")
+        usage = response.usage
+        prompt = getattr(usage, "prompt_tokens_details", None)
+        completion = getattr(usage, "completion_tokens_details", None)
+        return Answer(
+            text=text,
+            usage=TokenUsage(
+                input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                cached_tokens=getattr(prompt, "cached_tokens", 0) or 0,
+                cache_write_tokens=getattr(prompt, "cache_write_tokens", 0) or 0,
+                reasoning_tokens=getattr(completion, "reasoning_tokens", 0) or 0,
+            ),
+            served_model=response.model,
+            fingerprint=response.system_fingerprint,
+            seed=seed,
+            **self._sampling(request),
+        )
+
+    def _respond(self, request: CompletionRequest, schema: dict[str, Any], timeout: float) -> Answer:
+        from openai.types.responses import Response
+
+        family, mode, name = self.family, self.mode, request.schema_name
+        rules = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "input": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+            "max_output_tokens": request.max_tokens,
+            **self._sampling(request),
+            "timeout": timeout,
+            "extra_body": dict(self.settings.request),
+        }
+        if rules:
+            kwargs["instructions"] = rules
+        if self.settings.reasoning_effort is not None:
+            kwargs["reasoning"] = {"effort": self.settings.reasoning_effort}
+        if mode == "tool":
+            kwargs["tools"] = [{"type": "function", "name": name, "parameters": schema, "strict": family.strict}]
+            kwargs["tool_choice"] = {"type": "function", "name": name}
+        elif mode == "json_schema":
+            kwargs["text"] = {"format": {"type": "json_schema", "name": name, "schema": schema, "strict": family.strict}}
+        else:
+            kwargs["text"] = {"format": {"type": "json_object"}}
+        response = self._sdk_client().responses.create(**kwargs)
+        if not isinstance(response, Response):
+            raise BadResponse("not a response")
+        calls = [item for item in response.output if item.type == "function_call"]
+        text = calls[0].arguments if calls else response.output_text
+        usage = response.usage
+        return Answer(
+            text=text,
+            usage=TokenUsage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cached_tokens=usage.input_tokens_details.cached_tokens or 0,
+                cache_write_tokens=getattr(usage.input_tokens_details, "cache_write_tokens", 0) or 0,
+                reasoning_tokens=usage.output_tokens_details.reasoning_tokens or 0,
+            )
+            if usage is not None
+            else TokenUsage(),
+            served_model=response.model,
+            **self._sampling(request),
+        )
+
+    def _role(self, message: Message) -> str:
+        return self.family.role if message.role == "system" else message.role
 
     def _failure(self, exc: BaseException) -> Failure | None:
         import openai
 
         return sdk_failure(exc, openai)
-
-
-def _usage(usage: Any) -> TokenUsage:
-    if usage is None:
-        return TokenUsage()
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or 0
-    return TokenUsage(input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0, cached_tokens=cached)

@@ -1,9 +1,9 @@
-"""What a completion cost, from per-model prices in USD per million tokens.
+"""What a completion costs, from per-model prices in USD per million tokens.
 
-The defaults cover a few well-known models (list prices when written; check before relying
-on them); users extend or override them with a mapping keyed by "provider/model", merged
-over the defaults. Local models are free; any other model without a price costs None
-(unknown), not 0, so a budget never silently ignores it.
+The prices are the catalogue's (catalogue.yaml, with the date they were checked), overridden
+by the tournament's and the contestant's `prices:`, keyed by "provider/model". Local models
+are free; any other model without a price costs None (unknown), never 0, so that no budget
+or table counts an unpriced call as free.
 """
 
 from __future__ import annotations
@@ -11,49 +11,41 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from contestants.llm.catalogue import Price, catalogue_price
 from contestants.llm.types import TokenUsage
 
-
-class Price(BaseModel):
-    """USD per million tokens. Cached input tokens cost `cached_input`, or `input` when unset."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cached_input: float | None = Field(None, ge=0)
+__all__ = ["Price", "cost", "is_free", "price_of", "prices_from"]
 
 
-DEFAULT_PRICES: Mapping[str, Price] = {
-    "openai/gpt-4o": Price(input=2.50, output=10.00, cached_input=1.25),
-    "openai/gpt-4o-mini": Price(input=0.15, output=0.60, cached_input=0.075),
-    "openai/gpt-4.1": Price(input=2.00, output=8.00, cached_input=0.50),
-    "openai/gpt-4.1-mini": Price(input=0.40, output=1.60, cached_input=0.10),
-    "openai/gpt-4.1-nano": Price(input=0.10, output=0.40, cached_input=0.025),
-    "anthropic/claude-3-5-haiku-latest": Price(input=0.80, output=4.00, cached_input=0.08),
-    "anthropic/claude-3-7-sonnet-latest": Price(input=3.00, output=15.00, cached_input=0.30),
-    "anthropic/claude-sonnet-4-0": Price(input=3.00, output=15.00, cached_input=0.30),
-}
+def prices_from(overrides: Mapping[str, Price | Mapping[str, Any]] | None) -> dict[str, Price]:
+    """`overrides` (from YAML) as Prices."""
+    return {model: price if isinstance(price, Price) else Price.model_validate(price) for model, price in (overrides or {}).items()}
 
 
-def price_table(overrides: Mapping[str, Price | Mapping[str, Any]] | None = None) -> dict[str, Price]:
-    """The default prices with `overrides` merged over them."""
-    table = dict(DEFAULT_PRICES)
-    for model, price in (overrides or {}).items():
-        table[model] = price if isinstance(price, Price) else Price.model_validate(price)
-    return table
+def price_of(label: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
+    """The price of "provider/model": an override, else the catalogue's; None if unknown
+    (a local model needs none: it is free)."""
+    return (overrides or {}).get(label) or catalogue_price(label)
 
 
-def cost(model: str, usage: TokenUsage, table: Mapping[str, Price]) -> float | None:
-    """USD for `usage` of `model` ("provider/model").
+def is_free(label: str) -> bool:
+    return label.split("/", 1)[0] == "local"
 
-    cost = ((input - cached) * input_price + cached * cached_price + output * output_price) / 1e6
+
+def cost(label: str, usage: TokenUsage, overrides: Mapping[str, Price] | None = None) -> float | None:
+    """USD for `usage` of `label` ("provider/model"), None when the model has no price.
+
+    cost = (fresh * input + cached * cached_input + written * cache_write + output * output) / 1e6
+
+    where fresh = input_tokens - cached_tokens - cache_write_tokens (input_tokens counts every
+    prompt token), and output_tokens includes the reasoning tokens, which are billed as output.
     """
-    price = table.get(model)
+    if is_free(label):
+        return 0.0
+    price = price_of(label, overrides)
     if price is None:
-        return 0.0 if model.split("/", 1)[0] == "local" else None
-    cached_price = price.input if price.cached_input is None else price.cached_input
-    uncached = usage.input_tokens - usage.cached_tokens
-    return (uncached * price.input + usage.cached_tokens * cached_price + usage.output_tokens * price.output) / 1e6
+        return None
+    cached = price.input if price.cached_input is None else price.cached_input
+    written = price.input if price.cache_write is None else price.cache_write
+    fresh = usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens
+    return (fresh * price.input + usage.cached_tokens * cached + usage.cache_write_tokens * written + usage.output_tokens * price.output) / 1e6

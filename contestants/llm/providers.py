@@ -1,37 +1,44 @@
 """The provider interface and the lazy registry of providers by name.
 
-A model is named "provider/model" ("openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest",
-"local/smollm2"). The registry maps a provider name to "module:Class" and imports the module
+A model is named "provider/model" ("openai/gpt-5.4-mini", "anthropic/claude-sonnet-5-5",
+"local/smollm2", or a named OpenAI-compatible service: "openrouter/anthropic/claude-...",
+"ollama/llama3"). The registry maps a provider name to "module:Class" and imports the module
 only when that provider is asked for; provider modules in turn import their SDK only when a
 call is made, so a missing SDK matters only to whoever uses it.
 
-`Provider.complete` is the one path of every call: cache lookup, a place among the
-endpoint's calls in flight (`max_concurrent_calls`), the retry policy, timing, cost, cache
-store. A concrete provider only turns a request into one attempt
-(`_attempt`) and says which of its exceptions are call failures (`_failure`).
+`Provider.complete` is the one path of every call: it checks in at the run's desk (the
+response cache, the endpoint's limits, the budget; see contestants.llm.desk), runs the retry
+policy within the time the caller has left, and reports back. A concrete provider only turns
+a request into one attempt (`_attempt`) and says which of its exceptions are call failures
+(`_failure`).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import time
+import uuid
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from contestants.llm.cache import ResponseCache, request_key
-from contestants.llm.concurrency import IN_FLIGHT
-from contestants.llm.errors import MissingCredentialsError, ProviderConfigError
-from contestants.llm.pricing import Price, cost, price_table
+from contestants.llm.cache import request_key
+from contestants.llm.catalogue import Price, catalogue
+from contestants.llm.desk import Admission, Desk, Failed, Limits, Ticket, local_desk
+from contestants.llm.errors import CallsStopped, MissingCredentialsError, ProviderConfigError, ProviderError
+from contestants.llm.pricing import cost
 from contestants.llm.retry import Failure, RetryPolicy, call_with_retries
 from contestants.llm.types import Answer, Completion, CompletionRequest, parse_object
 
+LEASE_SLACK_S = 60.0  # a call's hold at the desk outlasts its total timeout by this much
+
 
 class ProviderSettings(BaseModel):
-    """Settings every provider has. Times are seconds; prices are merged over the defaults."""
+    """Settings every provider has. Times are seconds."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -40,29 +47,45 @@ class ProviderSettings(BaseModel):
     total_timeout: float = Field(300.0, gt=0, description="all attempts of one call together")
     backoff_initial: float = Field(1.0, ge=0)
     backoff_max: float = Field(30.0, ge=0)
-    max_concurrent_calls: int = Field(8, ge=1, le=1024, description="calls in flight at once to this provider endpoint, per process")
+    max_concurrent_calls: int = Field(8, ge=1, le=1024, description="calls in flight at once to this provider endpoint, across the run")
+    requests_per_minute: int | None = Field(None, ge=1, description="calls started per minute at this endpoint, across the run")
+    tokens_per_minute: int | None = Field(None, ge=1, description="tokens (prompt and answer) per minute at this endpoint, across the run")
     cache_dir: Path = Path(".arena-cache")
     no_cache: bool = Field(False, description="neither read nor write the response cache")
-    prices: dict[str, Price] = Field(default_factory=dict)
+    prices: dict[str, Price] = Field(default_factory=dict, description="USD per million tokens, by provider/model, over the catalogue's")
 
 
 class RemoteSettings(ProviderSettings):
     """A provider behind an HTTP API. `api_key_env` names the variable holding the key;
-    None means the server needs none (a local OpenAI-compatible server)."""
+    None means the server needs none (a local OpenAI-compatible server). `request` holds
+    extra fields sent with every request as they are (a JSON object; part of the cache key)."""
 
     base_url: str | None = None
     api_key_env: str | None
+    reasoning_effort: str | None = Field(None, description="how hard a reasoning model thinks; None: the model's default")
+    request: dict[str, Any] = Field(default_factory=dict, description="extra request fields, passed through")
+
+    @field_validator("request")
+    @classmethod
+    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"must be JSON: {exc}") from None
+        return value
 
 
 class Provider(ABC):
     name: ClassVar[str]
     settings_model: ClassVar[type[ProviderSettings]] = ProviderSettings
 
-    def __init__(self, model: str, settings: ProviderSettings | None = None):
+    def __init__(self, model: str, settings: ProviderSettings | None = None, *, desk: Desk | None = None, contestant: str | None = None):
+        """`desk` is where calls check in (default: this process's own); `contestant` names
+        whose calls they are, for the desk's count of failures in a row."""
         self.model = model
         self.settings = settings if settings is not None else self.settings_model()
-        self._prices = price_table(self.settings.prices)
-        self._cache = None if self.settings.no_cache else ResponseCache(self.settings.cache_dir)
+        self.desk = desk
+        self.contestant = contestant
 
     @property
     def label(self) -> str:
@@ -71,24 +94,54 @@ class Provider(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.label!r})"
 
+    @classmethod
+    def settings_for(cls, provider: str, settings: dict[str, Any]) -> dict[str, Any]:
+        """The settings of a model named "`provider`/...", from what the contestant gives (a
+        provider serving several names fills in what the name implies)."""
+        return settings
+
     def check_credentials(self) -> None:
         """Raise MissingCredentialsError if a call could not authenticate. Call at validation."""
+
+    def check_request(self, request: CompletionRequest) -> None:
+        """Raise ProviderConfigError (naming the setting) if this model would refuse what the
+        request asks for (a temperature it does not take, say). Call at validation."""
 
     def cache_identity(self) -> dict[str, Any]:
         """What about this provider changes the answer (part of the cache key)."""
         return {"provider": self.name, "model": self.model}
 
     def endpoint(self) -> tuple[str, ...]:
-        """Where calls go: the calls in flight to one endpoint share `max_concurrent_calls`."""
+        """Where calls go: the calls to one endpoint share its limits."""
         return (self.name,)
 
-    def complete(self, request: CompletionRequest) -> Completion:
+    def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
+        """The model's answer to `request`; `deadline` (time.monotonic()) is when the caller
+        stops waiting: no attempt or wait for a retry starts after it (one under way ends on
+        its own timeout, so that the caller's next call does not overlap it)."""
         start = time.perf_counter()
         key = request_key(self.cache_identity(), request)
-        if self._cache is not None:
-            hit = self._cache.get(key)
-            if hit is not None:
-                return hit.model_copy(update={"cached": True, "attempts": 0, "cost": 0.0, "latency": time.perf_counter() - start})
+        ticket = self._ticket(request, key)
+        desk = self.desk or local_desk()
+        admission: Admission = desk.admit(ticket)
+        if admission.stopped is not None:
+            raise CallsStopped(admission.stopped)
+        if admission.hit is not None:
+            return admission.hit.model_copy(update={"cached": True, "attempts": 0, "latency": time.perf_counter() - start})
+        completion, failed = None, None
+        try:
+            completion = self._call(request, key, deadline, start)
+            return completion
+        except ProviderError as exc:
+            failed = Failed(exc.detail, exc.status, exc.retryable)
+            raise
+        except MissingCredentialsError as exc:
+            failed = Failed(str(exc), None, False)
+            raise
+        finally:
+            desk.settle(ticket, completion, failed)
+
+    def _call(self, request: CompletionRequest, key: str, deadline: float | None, start: float) -> Completion:
         self.check_credentials()
         policy = RetryPolicy(
             max_retries=self.settings.max_retries,
@@ -97,28 +150,39 @@ class Provider(ABC):
             backoff_initial=self.settings.backoff_initial,
             backoff_max=self.settings.backoff_max,
         )
-        with IN_FLIGHT.slot(self.endpoint(), self.settings.max_concurrent_calls):
-            answer, attempts = call_with_retries(
-                lambda timeout: self._attempt(request, timeout),
-                classify=self._failure,
-                policy=policy,
-                label=self.label,
-                secrets=self._secrets(),
-            )
-        completion = Completion(
+        answer, attempts = call_with_retries(
+            lambda timeout: self._attempt(request, timeout),
+            classify=self._failure,
+            policy=policy,
+            label=self.label,
+            secrets=self._secrets(),
+            start_by=deadline,
+        )
+        return Completion(
+            **answer.model_dump(),
             provider=self.name,
             model=self.model,
             output=parse_object(answer.text),
-            text=answer.text,
-            usage=answer.usage,
-            cost=cost(self.label, answer.usage, self._prices),
+            cost=cost(self.label, answer.usage, self.settings.prices),
             latency=time.perf_counter() - start,
             attempts=attempts,
             request_hash=key,
         )
-        if self._cache is not None:
-            self._cache.put(key, completion)
-        return completion
+
+    def _ticket(self, request: CompletionRequest, key: str) -> Ticket:
+        settings = self.settings
+        size = sum(len(m.content) for m in request.messages) + len(json.dumps(request.json_schema))
+        return Ticket(
+            id=uuid.uuid4().hex,
+            contestant=self.contestant,
+            model=self.label,
+            endpoint=self.endpoint(),
+            limits=Limits(settings.max_concurrent_calls, settings.requests_per_minute, settings.tokens_per_minute),
+            tokens=size // 4 + request.max_tokens,  # about four characters a token
+            cache_key=None if settings.no_cache else key,
+            cache_dir=str(settings.cache_dir),
+            lease=settings.total_timeout + LEASE_SLACK_S,
+        )
 
     @abstractmethod
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
@@ -142,9 +206,9 @@ class RemoteProvider(Provider):
 
     settings: RemoteSettings
 
-    def __init__(self, model: str, settings: RemoteSettings | None = None, *, http_client: Any = None):
+    def __init__(self, model: str, settings: RemoteSettings | None = None, *, http_client: Any = None, **context: Any):
         """`http_client` (an httpx2.Client) replaces the SDK's transport: proxies, tests."""
-        super().__init__(model, settings)
+        super().__init__(model, settings, **context)
         self._http_client = http_client
         self._client: Any = None
 
@@ -164,7 +228,7 @@ class RemoteProvider(Provider):
             raise MissingCredentialsError(variable, self.label)
 
     def cache_identity(self) -> dict[str, Any]:
-        return {**super().cache_identity(), "base_url": self.settings.base_url}
+        return {**super().cache_identity(), "base_url": self.settings.base_url, "request": self.settings.request}
 
     def endpoint(self) -> tuple[str, ...]:
         return (self.name, self.settings.base_url or "")
@@ -200,6 +264,7 @@ _BUILTIN: dict[str, str] = {
     "openai": "contestants.llm.openai_provider:OpenAIProvider",
     "anthropic": "contestants.llm.anthropic_provider:AnthropicProvider",
     "local": "contestants.llm.local_provider:LocalProvider",
+    **{preset: "contestants.llm.openai_provider:OpenAIProvider" for preset in catalogue().presets},
 }
 _TARGETS: dict[str, str] = dict(_BUILTIN)
 
@@ -225,16 +290,18 @@ def provider_class(name: str) -> type[Provider]:
 
 
 def split_model(model: str) -> tuple[str, str]:
-    """"openai/gpt-4o-mini" -> ("openai", "gpt-4o-mini"); a bare "local" -> ("local", "")."""
+    """"openai/gpt-5.4-mini" -> ("openai", "gpt-5.4-mini"); "openrouter/openai/gpt-5" ->
+    ("openrouter", "openai/gpt-5"); a bare "local" -> ("local", "")."""
     provider, _, name = model.partition("/")
     return provider, name
 
 
 def validate_settings(model: str, settings: dict[str, Any] | None = None) -> ProviderSettings:
     """Check a model name and its settings without building the provider."""
-    cls = provider_class(split_model(model)[0])
+    provider, name = split_model(model)
+    cls = provider_class(provider)
     try:
-        return cls.settings_model.model_validate(settings or {})
+        return cls.settings_model.model_validate(cls.settings_for(provider, settings or {}))
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(part) for part in error["loc"]) or None
@@ -244,8 +311,11 @@ def validate_settings(model: str, settings: dict[str, Any] | None = None) -> Pro
 def get_provider(model: str, settings: dict[str, Any] | None = None, **options: Any) -> Provider:
     """Build the provider for "provider/model" with `settings` (a dict of its settings model).
 
-    `options` go to the provider's constructor (e.g. http_client for remote providers).
+    `options` go to the provider's constructor (desk, contestant; http_client for remote
+    providers).
     """
     provider, name = split_model(model)
-    validated = validate_settings(model, settings)
-    return provider_class(provider)(name, validated, **options)
+    cls = provider_class(provider)
+    instance = cls(name, validate_settings(model, settings), **options)
+    instance.name = provider  # a preset is the OpenAI provider under the preset's name
+    return instance

@@ -8,7 +8,9 @@ exceptions, see `sdk_failure`); the policy then decides on the Failure alone:
 - the wait before a retry is the server's Retry-After when it sent one, else exponential
   backoff with full jitter; never past the total deadline;
 - at most `max_retries` retries, each attempt bounded by `timeout` seconds, all of them
-  together by `total_timeout`.
+  together by `total_timeout`;
+- no attempt starts, and no wait is begun, past `start_by` (the caller's own deadline: an
+  attempt under way is left to end, so that the caller's next call cannot overlap it).
 
 After the last failure a `ProviderError` with a one-line message is raised; known secrets
 are masked out of it, and it carries no chained SDK exception (whose request holds the key).
@@ -77,6 +79,7 @@ def call_with_retries(
     policy: RetryPolicy,
     label: str,
     secrets: Iterable[str] = (),
+    start_by: float | None = None,
 ) -> tuple[T, int]:
     """Run `attempt(timeout_seconds)` under the policy; return its result and the number of attempts.
 
@@ -85,6 +88,7 @@ def call_with_retries(
     """
     secrets = tuple(s for s in secrets if s)
     deadline = time.monotonic() + policy.total_timeout
+    last_start = deadline if start_by is None else min(deadline, start_by)
     attempts = 0
     backoff = tenacity.wait_random_exponential(multiplier=policy.backoff_initial, max=policy.backoff_max)
 
@@ -93,6 +97,8 @@ def call_with_retries(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _AttemptFailed(Failure("timeout", f"total timeout of {policy.total_timeout:g} s reached"))
+        if time.monotonic() >= last_start:
+            raise _AttemptFailed(Failure("timeout", "the turn's deadline passed before an attempt could start"))
         attempts += 1
         try:
             return attempt(min(policy.timeout, remaining))
@@ -107,7 +113,7 @@ def call_with_retries(
         return failure.retry_after if failure.retry_after is not None else backoff(state)
 
     def stop(state: tenacity.RetryCallState) -> bool:
-        return state.attempt_number > policy.max_retries or time.monotonic() + state.upcoming_sleep >= deadline
+        return state.attempt_number > policy.max_retries or time.monotonic() + state.upcoming_sleep >= last_start
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         failure = _failure_of(state)
@@ -129,7 +135,15 @@ def call_with_retries(
         failure = exc.failure
     noun = "attempt" if attempts == 1 else "attempts"
     message = _clean(f"{label}: {failure.detail} (gave up after {attempts} {noun})", secrets)
-    raise ProviderError(message, model=label, kind=failure.kind, status=failure.status, attempts=attempts)
+    raise ProviderError(
+        message,
+        model=label,
+        kind=failure.kind,
+        status=failure.status,
+        attempts=attempts,
+        detail=_clean(failure.detail, secrets),
+        retryable=failure.retryable,
+    )
 
 
 def _failure_of(state: tenacity.RetryCallState) -> Failure:

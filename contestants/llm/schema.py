@@ -8,6 +8,9 @@ small model decoding under a grammar:
   schema and still fail validation;
 - arrays and strings are unbounded, so a model that starts repeating itself ("wait", "wait",
   ...) runs into max_tokens and leaves JSON that does not parse.
+
+An API that decodes against the schema (OpenAI's and Anthropic's structured outputs, "strict")
+takes a subset of JSON Schema: `strict_schema` is the decision's schema in that subset.
 """
 
 from __future__ import annotations
@@ -50,6 +53,37 @@ def for_catalog(schema: dict[str, Any], products: list[str], whole_units: bool) 
             properties["product"] = {**properties["product"], "enum": list(products)}
         if whole_units and properties.get("quantity", {}).get("type") == "number":
             properties["quantity"] = {**properties["quantity"], "type": "integer"}
+
+    return _each_node(schema, tighten)
+
+
+# What the strict structured-output modes accept (OpenAI documents these as supported; a
+# keyword outside this list, such as minLength, maxLength, default, oneOf or discriminator, is
+# refused or not guaranteed).
+STRICT_KEYWORDS = frozenset(
+    {
+        "type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const", "$ref", "$defs",
+        "description", "title", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+        "multipleOf", "minItems", "maxItems",
+    }
+)  # fmt: skip
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `schema` that strict structured outputs accept and that still validates the
+    same answers where it matters: every object closed (additionalProperties false) with every
+    property required, a oneOf (pydantic's tagged union) as the anyOf it is equivalent to for
+    tagged branches, and every keyword outside STRICT_KEYWORDS dropped (string lengths and
+    defaults: the market and the models' validation check what matters)."""
+
+    def tighten(node: dict[str, Any]) -> None:
+        if "oneOf" in node:
+            node["anyOf"] = node.pop("oneOf")
+        for keyword in [k for k in node if k not in STRICT_KEYWORDS]:
+            del node[keyword]
+        if node.get("type") == "object" or "properties" in node:
+            node["additionalProperties"] = False
+            node["required"] = list(node.get("properties", {}))
 
     return _each_node(schema, tighten)
 

@@ -18,9 +18,9 @@ class Message(BaseModel):
 class CompletionRequest(BaseModel):
     """One call: the conversation, and the JSON schema the answer must fill.
 
-    `schema_name` becomes the tool/function name, so it keeps to the characters every API
-    accepts there. `seed` is passed where the provider supports it (OpenAI-compatible servers
-    and the local model; Anthropic has none).
+    `schema_name` becomes the tool/function/format name, so it keeps to the characters every
+    API accepts there. `temperature` and `top_p` are None for the model's own default; a
+    provider sends them, and `seed`, only where the model takes them.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -28,7 +28,8 @@ class CompletionRequest(BaseModel):
     messages: tuple[Message, ...] = Field(min_length=1)
     json_schema: dict[str, Any]
     schema_name: str = Field("decision", pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
     seed: int | None = None
     max_tokens: int = Field(512, gt=0)
 
@@ -37,7 +38,8 @@ class TokenUsage(BaseModel):
     """Tokens of one or more calls; additive.
 
     `input_tokens` counts every prompt token, including the `cached_tokens` the provider
-    served from its prompt cache (a subset, usually billed cheaper).
+    served from its prompt cache and the `cache_write_tokens` it wrote to it (both billed at
+    their own prices). `output_tokens` includes the `reasoning_tokens` (billed as output).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -45,40 +47,46 @@ class TokenUsage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-        )
+        return TokenUsage(**{name: getattr(self, name) + getattr(other, name) for name in TokenUsage.model_fields})
 
 
 class Answer(BaseModel):
-    """What one successful attempt produced, before timing, cost and caching are added."""
+    """What one successful attempt produced, before timing, cost and caching are added.
+
+    `served_model` is the model name the API says answered (a dated snapshot of an alias, or
+    whatever a gateway routed to), `fingerprint` the backend configuration it reports
+    (OpenAI's system_fingerprint); both None where the API reports none. `temperature`,
+    `top_p` and `seed` are what the request actually carried (None: not sent)."""
 
     model_config = ConfigDict(frozen=True)
 
     text: str
     usage: TokenUsage
+    served_model: str | None = None
+    fingerprint: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
 
 
-class Completion(BaseModel):
+class Completion(Answer):
     """The result of `Provider.complete`.
 
     `output` is the answer parsed as a JSON object, or None when `text` (the raw answer) is
-    not one. `cost` is in USD, None when the model has no price. A cache hit (`cached`) made
-    no call: `attempts` is 0 and `cost` is 0, while `usage` still describes the stored answer.
-    `latency` is the wall time of this `complete` call in seconds, retries included.
+    not one. `cost` is in USD at the model's price for the answer's tokens, None when the
+    model has no price; a cache hit (`cached`) made no call and was not paid (`attempts` 0),
+    while `usage` and `cost` still describe the stored answer, so that a table of a replayed
+    run equals that of the run that paid. `latency` is the wall time of this `complete` call
+    in seconds, waiting and retries included.
     """
-
-    model_config = ConfigDict(frozen=True)
 
     provider: str
     model: str
     output: dict[str, Any] | None
-    text: str
-    usage: TokenUsage
     cost: float | None
     latency: float
     attempts: int
@@ -88,6 +96,10 @@ class Completion(BaseModel):
     @property
     def retries(self) -> int:
         return max(self.attempts - 1, 0)
+
+    @property
+    def paid(self) -> bool:
+        return not self.cached
 
 
 def parse_object(text: str) -> dict[str, Any] | None:

@@ -29,7 +29,8 @@ class Canned(Provider):
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
         answer = {"reflection": "fine"} if request.schema_name == "reflection" else {"operations": [], "note": "wait"}
-        return Answer(text=json.dumps(answer), usage=TokenUsage(input_tokens=30, output_tokens=5))
+        usage = TokenUsage(input_tokens=30, output_tokens=5)
+        return Answer(text=json.dumps(answer), usage=usage, temperature=request.temperature, seed=request.seed)  # as sent
 
 
 register_provider("canned", f"{__name__}:Canned")
@@ -42,7 +43,7 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
     }
     spec = MatchSpec(key="k", index=0, scenario="price_war", seed=0, days=3, seats=("thinker", "fixed"))
     scenario = load_scenario(ROOT / "scenarios" / "price_war.yaml")
-    finished = Match(spec, scenario, MatchRules(seed=1, timeout_s=5.0), entries, hosts={}).play_here()
+    finished = Match(spec, scenario, MatchRules(seed=1), entries, hosts={}).play_here()
     engine = engine_for(f"sqlite:///{tmp_path}/t.db")
     tournament = store.start_tournament(engine, "t", "t.yaml", "", "h", 1, [(e.name, e.kind, e.params) for e in entries.values()], 1)
     match_id = store.save_match(engine, tournament, finished)
@@ -62,8 +63,9 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
     table = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db"]).stdout
     usage, made = rows(table, "model calls"), rows(table, "how the calls were made")
     assert usage["decide"][:2] == ["3", "90"] and usage["reflect"][:2] == ["2", "60"]  # calls, input tokens
-    assert made["decide"] == ["canned/x", "0.4", str(calls[0]["seed"]), "merchant-v2, merchant-v2+reflection-v1"]
-    assert made["reflect"] == ["canned/x", "0.4", str(calls[0]["seed"]), "merchant-v2+reflect-v1"]
+    # model, answered by (the canned provider reports none), temperature, top_p (not sent), seed, templates
+    assert made["decide"] == ["canned/x", "—", "0.4", "—", str(calls[0]["seed"]), "merchant-v2, merchant-v2+reflection-v1"]
+    assert made["reflect"] == ["canned/x", "—", "0.4", "—", str(calls[0]["seed"]), "merchant-v2+reflect-v1"]
 
 
 def rows(shown: str, title: str) -> dict[str, list[str]]:

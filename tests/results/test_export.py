@@ -27,9 +27,9 @@ def _read(folder, name: str, fmt: str) -> pd.DataFrame:
     return pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
 
 
-def _call(merchant: str, day: int, tokens: int, cost: float | None) -> ModelCallRecord:
+def _call(merchant: str, day: int, tokens: int, cost: float | None, contestant: str = "beta") -> ModelCallRecord:
     return ModelCallRecord(
-        merchant=merchant, day=day, purpose="decide", model="local/smollm2", input_tokens=tokens, output_tokens=7,
+        merchant=merchant, contestant=contestant, day=day, purpose="decide", model="local/smollm2", input_tokens=tokens, output_tokens=7,
         cached_tokens=3, latency=0.25, attempts=1, cost=cost, cached=day == 2, request_hash=f"hash{day}",
         prompt_version="merchant-v1", temperature=0.0, seed=7,
     )
@@ -43,7 +43,7 @@ def stored(engine, tournament, make_match) -> list[int]:
     second = make_match("b", 1, {"alpha": 2, "beta": 1, "gamma": 3}, days=2)
     ids = [save_match(engine, tournament, first), save_match(engine, tournament, second)]
     other = start_tournament(engine, "other", "o.yaml", "name: other\n", "hash-other", 1, [("alpha", "rule", {})], 1)
-    save_match(engine, other, make_match("z", 0, {"alpha": 1, "beta": 2}, days=3).model_copy(update={"calls": [_call("m0", 1, 5, 0.1)]}))
+    save_match(engine, other, make_match("z", 0, {"alpha": 1, "beta": 2}, days=3).model_copy(update={"calls": [_call("m0", 1, 5, 0.1, "alpha")]}))
     with Session(engine) as session:  # a known value and a missing one in place of the computed ones
         for match_id, merchant, value in ((ids[0], "m0", 0.75), (ids[1], "m2", None)):
             session.exec(

@@ -48,7 +48,7 @@ def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     tournament = load_tournament("t.yaml")
     spec = schedule(tournament)[0]
     entries = {c.name: c for c in tournament.spec.contestants}
-    played = Match(spec, tournament.scenarios[spec.scenario], MatchRules(seed=5, timeout_s=5.0), entries, hosts={}).play_here()
+    played = Match(spec, tournament.scenarios[spec.scenario], MatchRules(seed=5), entries, hosts={}).play_here()
     url = f"sqlite:///{tmp_path / 'arena.db'}"
     engine = engine_for(url)
     contestants = [(c.name, c.kind, c.params) for c in tournament.spec.contestants]

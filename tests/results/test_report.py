@@ -47,9 +47,9 @@ def _scenarios(engine: Engine, tournament_id: int) -> tuple[dict, list[str]]:
     return stored_scenarios(stored.config_path, stored.config_text)
 
 
-def _call(merchant: str, day: int, tokens: int, cost: float | None) -> ModelCallRecord:
+def _call(merchant: str, day: int, tokens: int, cost: float | None, contestant: str = "beta") -> ModelCallRecord:
     return ModelCallRecord(
-        merchant=merchant, day=day, purpose="decide", model="openai/gpt-test", input_tokens=tokens, output_tokens=50,
+        merchant=merchant, contestant=contestant, day=day, purpose="decide", model="openai/gpt-test", input_tokens=tokens, output_tokens=50,
         cached_tokens=0, latency=0.5, attempts=2, cost=cost, cached=False, request_hash=f"h{day}",
         prompt_version="merchant-v1", temperature=0.0, seed=7,
     )
@@ -74,7 +74,7 @@ def _store(engine, tmp_path: Path, make_match) -> int:
         planned_matches=3,
     )
     first = make_match("a", 0, {"alpha": 1, "beta": 2}).model_copy(update={"calls": [_call("m1", 1, 1000, 0.25), _call("m1", 2, 500, 0.5)]})
-    second = make_match("b", 1, {"beta": 1, "gamma": 2}).model_copy(update={"calls": [_call("m0", 1, 200, None)]})
+    second = make_match("b", 1, {"beta": 1, "gamma": 2}).model_copy(update={"calls": [_call("m1", 1, 200, None, "gamma")]})
     third = make_match("c", 2, {"alpha": 1, "beta": 2, "gamma": 2}, faults=[])
     ids = [save_match(engine, tournament_id, m) for m in (first, second, third)]
     with Session(engine) as session:  # known values in place of the computed ones
@@ -229,8 +229,9 @@ def test_usage_sums_tokens_and_cost_per_contestant(rendered):
     table = dom.one(id="usage").one("table")
     header = [th.content() for th in table.one("thead").all("th")]
     rows = [dict(zip(header, [td.content() for td in tr.all("td")])) for tr in table.one("tbody").all("tr")]
-    beta = next(r for r in rows if r["contestant"] == "beta")
-    assert (beta["calls"], beta["input tokens"], beta["output tokens"], beta["retries"], beta["cost $"]) == ("3", "1,700", "150", "3", "0.7500")
+    beta, gamma = (next(r for r in rows if r["contestant"] == name) for name in ("beta", "gamma"))
+    assert (beta["calls"], beta["input tokens"], beta["output tokens"], beta["retries"], beta["cost $"]) == ("2", "1,500", "100", "2", "0.7500")
+    assert (gamma["calls"], gamma["cost $"]) == ("1", "—")  # a call without a price: the cost is unknown, not 0
 
 
 def test_the_page_is_self_contained_and_escapes_what_it_shows(engine, stored):

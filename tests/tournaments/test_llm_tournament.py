@@ -1,6 +1,7 @@
 """Tournaments of language-model merchants through `arena run`, against a loopback server
-that misbehaves on purpose: faults are recorded and bounded, the key never leaks, and a
-second run replays from the response cache without a single request."""
+that misbehaves on purpose: passing troubles are faults, recorded and bounded; a model that
+refuses every call stops the run with one line; the key never leaks; and a second run
+replays from the response cache without a single request."""
 
 from __future__ import annotations
 
@@ -27,16 +28,20 @@ DECISION = {"operations": [{"op": "set_price", "product": "widget", "price": 18.
 class MoodyServer:
     """An OpenAI-compatible chat endpoint on 127.0.0.1 whose behaviour is the first part of
     the path: /ok, /flaky (429 every other request), /500, /hang, /nonjson, /echo (a 401 that
-    repeats the Authorization header). Counts requests per behaviour."""
+    repeats the Authorization header). Counts requests per behaviour. The moods in `fixed`
+    answer as /ok does (a problem fixed on the server's side)."""
 
     def __init__(self, completion: dict):
         self.completion = completion
         self.requests: Counter[str] = Counter()
+        self.fixed: set[str] = set()
         self.address = ""
 
     def respond(self, path: str, headers: Any, body: bytes) -> tuple[int, Any, dict[str, str]] | None:
         mood = path.strip("/").split("/")[0]
         self.requests[mood] += 1
+        if mood in self.fixed:
+            return 200, self.completion, {}
         if mood == "hang":
             return None
         if mood == "ok" or (mood == "flaky" and self.requests[mood] % 2 == 0):
@@ -104,8 +109,8 @@ def rows(db: Path, query: str) -> list[tuple]:
         return connection.execute(query).fetchall()
 
 
-def test_misbehaving_servers_give_faults_not_crashes_and_the_key_never_leaks(tmp_path, root, server):
-    moods = ["ok", "flaky", "500", "hang", "nonjson", "echo"]
+def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_path, root, server):
+    moods = ["ok", "flaky", "500", "hang"]
     config = tournament(tmp_path, root, server, moods, cache=False)
     db = tmp_path / "t.db"
     result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}")
@@ -118,16 +123,43 @@ def test_misbehaving_servers_give_faults_not_crashes_and_the_key_never_leaks(tmp
         assert SENTINEL.encode() not in file.read_bytes()
 
     faults = Counter((merchant, kind) for merchant, kind in rows(db, "select merchant, kind from fault"))
-    assert faults == {("500", "error"): 3, ("hang", "error"): 3, ("nonjson", "error"): 3, ("echo", "error"): 3}
+    assert faults == {("500", "error"): 3, ("hang", "error"): 3}
     engine = engine_for(f"sqlite:///{db}", create=False)
     prices = {r.merchant: r.prices["widget"] for m in store.list_matches(engine) for r in store.match_detail(engine, m.id).days if r.day == 3}
     assert prices["ok"] == prices["flaky"] == 18.0  # their decisions were applied
-    # retries: 429, 500 and timeouts up to max_retries=2 more attempts; 401 and non-JSON never
+    # retries: 429, 500 and timeouts up to max_retries=2 more attempts
     assert server.requests["500"] == server.requests["hang"] == 3 * 3
-    assert server.requests["echo"] == server.requests["nonjson"] == 3
     assert server.requests["flaky"] == 3 * 2 and server.requests["ok"] == 3
     calls = dict(rows(db, "select merchant, sum(attempts) from model_call group by merchant"))
     assert calls == {"ok": 3, "flaky": 6}  # failed calls leave a fault, not a call row
+
+
+@pytest.mark.parametrize("mood", ["echo", "nonjson"])
+def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, root, server, mood):
+    """A 401 (echoing the key, as a careless server might) or a body that is no completion,
+    three times in a row: the run stops at once with one line naming the contestant, the
+    model and the server's message, masked; nothing of the failing match is stored as played,
+    and once the server is fixed --resume plays it to the end."""
+    config = tournament(tmp_path, root, server, ["ok", mood], cache=False)
+    db = tmp_path / "t.db"
+    result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}")
+    assert result.returncode == 4
+    [line] = result.stderr.strip().splitlines()[-1:]
+    assert line.startswith(f"error: contestant {mood} (openai/moody) failed 3 calls in a row: ")
+    assert ("HTTP 401: bad key Bearer ***" if mood == "echo" else "malformed response") in line
+    assert "--resume" in line and "Traceback" not in result.stderr and result.stdout.strip() == ""  # no table
+    assert server.requests[mood] == 3  # none of them retried
+    assert SENTINEL not in result.stdout + result.stderr
+    for file in tmp_path.glob("t.db*"):
+        assert SENTINEL.encode() not in file.read_bytes()
+    assert rows(db, "select count(*) from match") == [(0,)]
+    assert rows(db, "select status from tournament") == [("stopped",)]
+
+    server.fixed.add(mood)
+    resumed = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert rows(db, "select count(*), sum(kind = 'error') from fault") == [(0, None)]
+    assert rows(db, "select count(*) from match") == [(1,)]
 
 
 def test_a_second_run_replays_from_the_cache_with_no_request(tmp_path, root, server):
@@ -162,7 +194,7 @@ def test_no_cache_asks_the_model_again_and_leaves_the_cache_as_it_was(tmp_path, 
 
     shown = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/b.db", "--json")
     calls = json.loads(shown.stdout)["calls"]
-    assert {(c["prompt_version"], c["temperature"]) for c in calls} == {("merchant-v2", 0.0)}
+    assert {(c["prompt_version"], c["temperature"]) for c in calls} == {("merchant-v2", None)}  # none set: none sent
     assert len({(c["merchant"], c["seed"]) for c in calls}) == 2  # one seed per merchant, recorded
     table = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/b.db", columns=200).stdout
     assert "prompt" in table and "merchant-v2" in table and "openai/moody" in table

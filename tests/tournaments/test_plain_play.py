@@ -19,7 +19,7 @@ SCENARIOS = ["price_war", "multi_product", "seasonal", "logit_game"]
 def play(scenario, kinds_in_seats: list[str]):
     entries = {f"{kind}{i}": ContestantEntry(name=f"{kind}{i}", kind=kind) for i, kind in enumerate(kinds_in_seats)}
     spec = MatchSpec(key=f"plain-{scenario.name}", index=0, scenario=scenario.name, seed=3, days=scenario.days, seats=tuple(entries))
-    return Match(spec, scenario, MatchRules(seed=11, timeout_s=5.0, recall_every=3), entries, hosts={}).play_here()
+    return Match(spec, scenario, MatchRules(seed=11, recall_every=3), entries, hosts={}).play_here()
 
 
 def test_the_instant_kinds_play_plain_and_the_others_do_not():
@@ -61,7 +61,7 @@ def test_matches_side_by_side_come_out_as_each_alone(root, name):
     def match(index: int) -> Match:
         seats = tuple(f"{kind}{i}" for i, kind in enumerate(rosters[index]))
         spec = MatchSpec(key=f"side-{index}", index=index, scenario=scenario.name, seed=index, days=scenario.days, seats=seats)
-        return Match(spec, scenario, MatchRules(seed=5, timeout_s=5.0, recall_every=4), entries, hosts={})
+        return Match(spec, scenario, MatchRules(seed=5, recall_every=4), entries, hosts={})
 
     together = play_side_by_side([match(i) for i in range(len(rosters))])
     for index, played in enumerate(together):

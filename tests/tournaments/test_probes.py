@@ -40,7 +40,7 @@ def multi_product(root):
 def play(scenario, recall_every: int, kinds=("fixed_price", "forgetful_for_tests"), days: int = 24):
     entries = {f"m{i}": ContestantEntry(name=f"m{i}", kind=kind) for i, kind in enumerate(kinds)}
     spec = MatchSpec(key="probe-test", index=0, scenario=scenario.name, seed=1, days=days, seats=tuple(entries))
-    return Match(spec, scenario, MatchRules(seed=4, timeout_s=1.0, recall_every=recall_every), entries, hosts={}).play_here()
+    return Match(spec, scenario, MatchRules(seed=4, recall_every=recall_every), entries, hosts={}).play_here()
 
 
 def test_probes_follow_the_schedule_and_the_record(multi_product):

@@ -1,99 +1,144 @@
-"""The anthropic provider through the official SDK, its HTTP transport replaced by canned
-responses in the shape of the Messages API (a tool-use answer, an overload, a server error)."""
+"""The anthropic provider through the official SDK against a loopback stand-in for today's
+Messages API (tests/fakes/anthropic_api.py), which refuses what the real one refuses."""
 
 from __future__ import annotations
 
-import json
-
-import httpx2
 import pytest
 
-from contestants.llm import ProviderError, get_provider
+from contestants.base import create
+from contestants.llm import ProviderConfigError, ProviderError, get_provider
+from contestants.llm.catalogue import catalogue_price
+from market.env import MarketEnv
 from market.types import Decision
+from tournaments.config import load_scenario
 
-KEY = "sk-ant-test-0000"
-TOOL_USE = {
-    "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-3-5-haiku-20241022",
-    "content": [
-        {
-            "type": "tool_use",
-            "id": "toolu_01A09q90qw90lq917835lq9",
-            "name": "decision",
-            "input": {"operations": [{"op": "order", "product": "widget", "quantity": 30}], "note": "restock"},
-        }
-    ],
-    "stop_reason": "tool_use",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 812, "output_tokens": 64, "cache_read_input_tokens": 200, "cache_creation_input_tokens": 0},
-}
-OVERLOADED = (529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
-SERVER_ERROR = (500, {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}})
-BAD_REQUEST = (400, {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: too large"}})
+KEY = "sk-ant-fake"
 
 
-def anthropic_with(responses, monkeypatch, **settings):
-    """A provider whose every request gets the next (status, body) of `responses`; the
-    requests sent are appended to the returned list."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    sent: list[httpx2.Request] = []
-    queue = list(responses)
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        sent.append(request)
-        status, body = queue.pop(0)
-        return httpx2.Response(status, json=body)
-
-    provider = get_provider(
-        "anthropic/claude-3-5-haiku-latest",
-        {"no_cache": True, "backoff_initial": 0.01, "backoff_max": 0.05, **settings},
-        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+def claude(fake, model: str = "claude-haiku-4-5", monkeypatch=None, **settings):
+    return get_provider(
+        f"anthropic/{model}",
+        {"base_url": fake.base_url, "api_key_env": "ARENA_TEST_ANTHROPIC", "no_cache": True, "backoff_initial": 0.01, "backoff_max": 0.05, **settings},
     )
-    return provider, sent
 
 
-def test_a_tool_use_decision(monkeypatch, decision_request):
-    provider, sent = anthropic_with([(200, TOOL_USE)], monkeypatch)
-    completion = provider.complete(decision_request)
-
-    decision = Decision.model_validate(completion.output)
-    assert decision.operations[0].quantity == 30
-    assert (completion.usage.input_tokens, completion.usage.output_tokens, completion.usage.cached_tokens) == (1012, 64, 200)
-    assert completion.cost == pytest.approx((812 * 0.80 + 200 * 0.08 + 64 * 4.00) / 1e6)
-    assert completion.attempts == 1
-
-    (request,) = sent
-    assert request.url.path == "/v1/messages"
-    assert KEY in (request.headers.get("x-api-key"), request.headers.get("authorization", "").removeprefix("Bearer "))
-    body = json.loads(request.content)
-    assert body["tool_choice"] == {"type": "tool", "name": "decision"}
-    assert body["tools"] == [{"name": "decision", "input_schema": Decision.model_json_schema()}]
-    assert body["system"] == decision_request.messages[0].content
-    assert [m["role"] for m in body["messages"]] == ["user"]
-    assert (body["model"], body["max_tokens"]) == ("claude-3-5-haiku-latest", 200)
+@pytest.fixture(autouse=True)
+def key(monkeypatch):
+    monkeypatch.setenv("ARENA_TEST_ANTHROPIC", KEY)
 
 
-def test_overload_and_server_error_are_retried_then_succeed(monkeypatch, decision_request):
-    provider, sent = anthropic_with([OVERLOADED, SERVER_ERROR, (200, TOOL_USE)], monkeypatch)
-    completion = provider.complete(decision_request)
-    assert len(sent) == 3
-    assert (completion.attempts, completion.retries) == (3, 2)
+def test_a_forced_tool_where_the_model_allows_one(fake_anthropic, decision_request):
+    completion = claude(fake_anthropic).complete(decision_request.model_copy(update={"temperature": None}))
     Decision.model_validate(completion.output)
+    [call] = fake_anthropic.calls
+    body = call.body
+    assert body["tool_choice"] == {"type": "tool", "name": "decision"}
+    assert body["tools"] == [{"name": "decision", "input_schema": decision_request.json_schema}]
+    assert body["system"] == [{"type": "text", "text": decision_request.messages[0].content, "cache_control": {"type": "ephemeral"}}]
+    assert [m["role"] for m in body["messages"]] == ["user"]
+    assert not {"temperature", "top_p", "top_k"} & body.keys()
+    assert call.headers["authorization"] == f"Bearer {KEY}"
+    assert completion.served_model == "claude-haiku-4-5" and completion.temperature is None and completion.seed is None
 
 
-def test_exhausted_retries_raise_one_line(monkeypatch, decision_request):
-    provider, sent = anthropic_with([OVERLOADED] * 5, monkeypatch, max_retries=2)
+def test_a_model_that_refuses_forced_tools_gets_a_structured_output(fake_anthropic, decision_request):
+    """claude-sonnet-5-5 refuses tool_choice tool/any outright (the stand-in answers 400)."""
+    completion = claude(fake_anthropic, "claude-sonnet-5-5").complete(decision_request.model_copy(update={"temperature": None}))
+    Decision.model_validate(completion.output)
+    body = fake_anthropic.calls[0].body
+    assert "tools" not in body and body["output_config"]["format"]["type"] == "json_schema"
+    assert body["output_config"]["format"]["schema"]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("tool_use", [True, False])
+def test_while_thinking_the_tool_is_offered_not_forced(fake_anthropic, decision_request, tool_use):
+    """Thinking rules a forced tool out: the model is asked to use it, and its tool use or,
+    failing that, its text is the answer."""
+    fake_anthropic.auto_tool_use = tool_use
+    provider = claude(fake_anthropic, thinking="enabled", thinking_budget=1024)
+    completion = provider.complete(decision_request.model_copy(update={"temperature": None, "max_tokens": 2048}))
+    Decision.model_validate(completion.output)
+    body = fake_anthropic.calls[0].body
+    assert body["tool_choice"] == {"type": "auto"}
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert completion.usage.reasoning_tokens >= 0 and completion.usage.output_tokens > 0
+
+
+def test_what_the_model_refuses_is_refused_at_validation(fake_anthropic, decision_request):
+    with pytest.raises(ProviderConfigError) as caught:
+        claude(fake_anthropic).check_request(decision_request)  # temperature 0.0: API 2026-10-21 takes none
+    assert caught.value.field == "temperature"
+    with pytest.raises(ProviderConfigError) as caught:
+        claude(fake_anthropic, thinking="adaptive").check_request(decision_request.model_copy(update={"temperature": None}))
+    assert caught.value.field == "thinking"
+    with pytest.raises(ProviderConfigError) as caught:
+        claude(fake_anthropic, thinking="enabled", thinking_budget=2000).check_request(decision_request.model_copy(update={"temperature": None}))
+    assert caught.value.field == "max_tokens"
+    with pytest.raises(ProviderConfigError) as caught:
+        claude(fake_anthropic, reasoning_effort="high").check_request(decision_request.model_copy(update={"temperature": None}))
+    assert caught.value.field == "reasoning_effort"
+    assert fake_anthropic.calls == []
+
+
+def test_a_model_that_does_not_exist_fails_at_once(fake_anthropic, decision_request):
     with pytest.raises(ProviderError) as caught:
-        provider.complete(decision_request)
-    assert len(sent) == 3
-    assert str(caught.value) == "anthropic/claude-3-5-haiku-latest: HTTP 529: Overloaded (gave up after 3 attempts)"
+        claude(fake_anthropic, "claude-nope").complete(decision_request.model_copy(update={"temperature": None}))
+    assert (caught.value.status, caught.value.retryable, caught.value.attempts) == (404, False, 1)
+    assert caught.value.detail == "HTTP 404: model: claude-nope"
 
 
-def test_a_bad_request_is_not_retried(monkeypatch, decision_request):
-    provider, sent = anthropic_with([BAD_REQUEST, (200, TOOL_USE)], monkeypatch)
+def test_overloads_are_retried_and_then_given_up(fake_anthropic, decision_request):
+    request = decision_request.model_copy(update={"temperature": None})
+    fake_anthropic.fail(529, times=2)
+    assert claude(fake_anthropic).complete(request).attempts == 3
+    fake_anthropic.fail(529, times=5)
     with pytest.raises(ProviderError) as caught:
-        provider.complete(decision_request)
-    assert len(sent) == 1
-    assert (caught.value.status, caught.value.kind) == (400, "status")
+        claude(fake_anthropic, max_retries=2).complete(request)
+    assert str(caught.value) == "anthropic/claude-haiku-4-5: HTTP 529: Overloaded (gave up after 3 attempts)"
+    assert caught.value.retryable
+
+
+def test_the_second_call_of_a_match_reads_the_cached_rules(fake_anthropic, root):
+    """Two days of one merchant: day 1 writes the rules and the tool to the prompt cache, day 2
+    reads them and pays for them at the cache-read price. Cost recomputed by hand from the
+    catalogue's price of claude-opus-5 (which caches prefixes from 512 tokens on) and the
+    tokens the stand-in reported."""
+    scenario = load_scenario(root / "scenarios" / "price_war.yaml")
+    merchant = create(
+        "llm",
+        {"model": "anthropic/claude-opus-5", "base_url": fake_anthropic.base_url, "api_key_env": "ARENA_TEST_ANTHROPIC", "no_cache": True, "memory": "stateless"},
+    )
+    merchant.reset(merchant="m0", scenario=scenario, seed=1)
+    env = MarketEnv(scenario, ["m0", "m1"])
+    observations, _ = env.reset(seed=1)
+    for _ in range(2):
+        observations = env.step({"m0": merchant.decide(observations["m0"]), "m1": None})[0]
+    first, second = merchant.calls()
+    assert first.cache_write_tokens > 512 and first.cached_tokens == 0
+    assert second.cached_tokens == first.cache_write_tokens and second.cache_write_tokens == 0
+    price = catalogue_price("anthropic/claude-opus-5")
+    for call in (first, second):
+        fresh = call.input_tokens - call.cached_tokens - call.cache_write_tokens
+        by_hand = (fresh * price.input + call.cached_tokens * price.cached_input + call.cache_write_tokens * price.cache_write + call.output_tokens * price.output) / 1e6
+        assert call.cost == pytest.approx(by_hand)
+    assert second.cost < first.cost
+    reported = fake_anthropic.calls[1].reply["usage"]
+    assert second.cached_tokens == reported["cache_read_input_tokens"]
+
+
+def test_a_conversation_is_cached_up_to_yesterday(fake_anthropic, root):
+    """With window memory, day 3's call reads the prefix day 2 wrote (rules, tool and day 1's
+    exchange): more than the rules alone."""
+    scenario = load_scenario(root / "scenarios" / "price_war.yaml")
+    merchant = create(
+        "llm",
+        {"model": "anthropic/claude-opus-5", "base_url": fake_anthropic.base_url, "api_key_env": "ARENA_TEST_ANTHROPIC", "no_cache": True, "memory": "window"},
+    )
+    merchant.reset(merchant="m0", scenario=scenario, seed=1)
+    env = MarketEnv(scenario, ["m0", "m1"])
+    observations, _ = env.reset(seed=1)
+    for _ in range(3):
+        observations = env.step({"m0": merchant.decide(observations["m0"]), "m1": None})[0]
+    first, second, third = merchant.calls()
+    assert second.cached_tokens == first.cache_write_tokens  # the rules and the tool
+    assert third.cached_tokens == first.cache_write_tokens + second.cache_write_tokens > second.cached_tokens

@@ -16,7 +16,7 @@ def test_a_repeated_request_makes_no_call_and_returns_the_same_completion(stub_s
     second = provider(stub_server, tmp_path).complete(decision_request)  # a new instance: the cache is on disk
     assert len(stub_server.requests) == 1
     assert (first.cached, second.cached) == (False, True)
-    assert (second.attempts, second.cost) == (0, 0.0)
+    assert second.attempts == 0 and second.cost == first.cost  # the answer's price; not paid again
     assert second.output == first.output and second.text == first.text and second.usage == first.usage
     assert second.request_hash == first.request_hash
 

@@ -1,0 +1,375 @@
+"""The desk every model call of a run checks in at, before it is made and after.
+
+A tournament makes its calls from many processes (an actor per hosted contestant, match
+runners, workers), possibly on several machines; what must hold across all of them is kept
+in one place, the desk:
+
+- the response cache: a call whose answer is stored makes no request; a call about to be
+  made holds its key (in this run, and across processes through a lock file next to the
+  entry), so two calls of the same request never both pay: the second waits and replays;
+- the endpoint limits: at most `concurrent` calls in flight to an endpoint (provider and
+  base_url), at most `requests_per_minute` started and `tokens_per_minute` spent in any
+  minute, each as the calling contestant states them;
+- the budget: once the run's paid tokens or cost reach it, no new call starts;
+- broken contestants: one whose calls fail with the same non-retryable error `stop_after`
+  times in a row stops the run (a model that does not exist, a key that is refused).
+
+A stop is final for the run: every later call is refused with the reason
+(`Admission.stopped`), which the caller raises as CallsStopped. `DeskCore` is the logic, on
+asyncio; `LocalDesk` runs it on a thread of this process (a process playing alone), and a
+tournament runs it in one Ray actor that every process of the run talks to
+(tournaments.calls).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contestants.llm.cache import ResponseCache
+from contestants.llm.types import Completion
+
+WINDOW_S = 60.0  # the minute of requests_per_minute and tokens_per_minute
+T = TypeVar("T")
+
+
+class Budget(BaseModel):
+    """The most a run may spend on model calls; calls served from the response cache are not
+    paid and do not count."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokens: int | None = Field(None, gt=0, description="input + output tokens")
+    cost_usd: float | None = Field(None, gt=0)
+
+    def exceeded_by(self, tokens: int, cost: float) -> str | None:
+        """Why the budget is spent, or None while it is not."""
+        if self.tokens is not None and tokens >= self.tokens:
+            return f"token budget reached ({tokens:,} of {self.tokens:,})"
+        if self.cost_usd is not None and cost >= self.cost_usd:
+            return f"cost budget reached (${cost:.4f} of ${self.cost_usd:.4f})"
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What a caller allows at once at its endpoint (None: no limit of its own)."""
+
+    concurrent: int = 8
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """One call about to be made. `tokens` is its expected size (prompt and answer) for the
+    tokens-per-minute limit; `cache_key` None means the response cache is off for it; `lease`
+    is how long the desk keeps what the call holds if it never reports back (its process
+    died)."""
+
+    id: str
+    contestant: str | None
+    model: str
+    endpoint: tuple[str, ...]
+    limits: Limits
+    tokens: int
+    cache_key: str | None
+    cache_dir: str
+    lease: float
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """How a call failed for good, for the desk's count of a contestant's failures in a row."""
+
+    message: str
+    status: int | None
+    retryable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The desk's answer to a ticket: the stored answer (make no call), or why no call may
+    start, or neither: go ahead."""
+
+    hit: Completion | None = None
+    stopped: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What a run's calls have been paid: tokens (input + output) and USD."""
+
+    tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    stopped: str | None
+    spent: Spend
+    broken: str | None  # the contestant whose failures stopped the run
+
+
+class Desk(Protocol):
+    def admit(self, ticket: Ticket) -> Admission: ...
+    def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None: ...
+
+
+@dataclass
+class _Held:
+    """What an admitted call holds until it settles."""
+
+    ticket: Ticket
+    key_lock: asyncio.Lock | None = None
+    lock_file: int | None = None
+    expiry: asyncio.TimerHandle | None = None
+
+
+@dataclass
+class _Streak:
+    failure: tuple[int | None, str] | None = None
+    count: int = 0
+
+
+class DeskCore:
+    """The desk's state and rules (module docstring). Its coroutines run on one event loop."""
+
+    def __init__(self, budget: Budget | None = None, spent: Spend = Spend(), stop_after: int = 3):
+        self.budget, self.spent, self.stop_after = budget, spent, stop_after
+        self.stopped: str | None = None
+        self.broken: str | None = None
+        self._changed: asyncio.Condition | None = None
+        self._in_flight: Counter[tuple[str, ...]] = Counter()
+        self._starts: dict[tuple[str, ...], deque[list]] = {}  # per endpoint: [start time, tokens] of the last minute
+        self._held: dict[str, _Held] = {}
+        self._key_locks: dict[str, asyncio.Lock] = {}
+        self._streaks: dict[str | None, _Streak] = {}
+        self._caches: dict[str, ResponseCache] = {}
+
+    @property
+    def changed(self) -> asyncio.Condition:
+        if self._changed is None:  # made on the loop that runs the desk
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def admit(self, ticket: Ticket) -> Admission:
+        if self.stopped is not None:
+            return Admission(stopped=self.stopped)
+        held = _Held(ticket)
+        if ticket.cache_key is not None:
+            hit = await self._hold_key(held)
+            if hit is not None:
+                return Admission(hit=hit)
+        try:
+            async with self.changed:
+                while True:
+                    self._check_budget()
+                    if self.stopped is not None:
+                        raise _Refused(self.stopped)
+                    wait = self._wait_for_room(ticket)
+                    if wait == 0.0:
+                        break
+                    try:
+                        await asyncio.wait_for(self.changed.wait(), wait)
+                    except TimeoutError:
+                        pass
+                self._in_flight[ticket.endpoint] += 1
+                self._starts[ticket.endpoint].append([time.monotonic(), ticket.tokens, ticket.id])
+        except _Refused as refused:
+            await self._release_key(held)
+            return Admission(stopped=str(refused))
+        except BaseException:
+            await self._release_key(held)
+            raise
+        held.expiry = asyncio.get_running_loop().call_later(ticket.lease, self._expire, ticket.id)
+        self._held[ticket.id] = held
+        return Admission()
+
+    async def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
+        held = self._held.pop(ticket.id, None)
+        if completion is not None and completion.paid:
+            self._pay(completion)
+        self._count_failure(ticket, failed)
+        if held is None:  # its lease ran out: it was already let go
+            return
+        if held.expiry is not None:
+            held.expiry.cancel()
+        if completion is not None and ticket.cache_key is not None:
+            cache = self._cache(ticket.cache_dir)
+            await asyncio.to_thread(cache.put, ticket.cache_key, completion)
+        async with self.changed:
+            self._in_flight[ticket.endpoint] -= 1
+            for start in self._starts.get(ticket.endpoint, ()):
+                if start[2] == ticket.id and completion is not None:
+                    start[1] = completion.usage.input_tokens + completion.usage.output_tokens
+            self._check_budget()
+            self.changed.notify_all()
+        await self._release_key(held)
+
+    def status(self) -> Status:
+        return Status(self.stopped, self.spent, self.broken)
+
+    # -- the response cache ----------------------------------------------------------------
+
+    def _cache(self, directory: str) -> ResponseCache:
+        if directory not in self._caches:
+            self._caches[directory] = ResponseCache(directory)
+        return self._caches[directory]
+
+    async def _hold_key(self, held: _Held) -> Completion | None:
+        """The stored answer for the ticket's key, or None with the key held by this call:
+        the lock of this run, then the lock file other processes take too."""
+        ticket = held.ticket
+        cache = self._cache(ticket.cache_dir)
+        hit = await asyncio.to_thread(cache.get, ticket.cache_key)
+        if hit is not None:
+            return hit
+        lock = self._key_locks.setdefault(ticket.cache_key, asyncio.Lock())
+        await lock.acquire()
+        held.key_lock = lock
+        try:
+            held.lock_file = await asyncio.to_thread(_lock_file, cache.lock_path(ticket.cache_key))
+            hit = await asyncio.to_thread(cache.get, ticket.cache_key)  # written meanwhile by whoever held it
+        except BaseException:
+            await self._release_key(held)
+            raise
+        if hit is not None:
+            await self._release_key(held)
+        return hit
+
+    async def _release_key(self, held: _Held) -> None:
+        if held.lock_file is not None:
+            fd, held.lock_file = held.lock_file, None
+            await asyncio.to_thread(_unlock_file, fd)
+        if held.key_lock is not None:
+            lock, held.key_lock = held.key_lock, None
+            lock.release()
+
+    def _expire(self, ticket_id: str) -> None:
+        """A call that never reported back: its process died; let go of what it held."""
+        held = self._held.pop(ticket_id, None)
+        if held is None:
+            return
+
+        async def release() -> None:
+            async with self.changed:
+                self._in_flight[held.ticket.endpoint] -= 1
+                self.changed.notify_all()
+            await self._release_key(held)
+
+        asyncio.ensure_future(release())
+
+    # -- limits, budget, failures -----------------------------------------------------------
+
+    def _wait_for_room(self, ticket: Ticket) -> float | None:
+        """0 when the call may start now; else how long to wait at most before looking again
+        (None: until a call ends)."""
+        limits, endpoint = ticket.limits, ticket.endpoint
+        starts = self._starts.setdefault(endpoint, deque())
+        now = time.monotonic()
+        while starts and starts[0][0] <= now - WINDOW_S:
+            starts.popleft()
+        if self._in_flight[endpoint] >= limits.concurrent:
+            return None
+        until_older_leaves = starts[0][0] + WINDOW_S - now if starts else 0.0
+        if limits.requests_per_minute is not None and len(starts) >= limits.requests_per_minute:
+            return max(until_older_leaves, 0.001)
+        if limits.tokens_per_minute is not None and starts:
+            used = sum(start[1] for start in starts)
+            if used + min(ticket.tokens, limits.tokens_per_minute) > limits.tokens_per_minute:
+                return max(until_older_leaves, 0.001)
+        return 0.0
+
+    def _pay(self, completion: Completion) -> None:
+        usage = completion.usage
+        tokens = self.spent.tokens + usage.input_tokens + usage.output_tokens
+        if completion.cost is None and self.budget is not None and self.budget.cost_usd is not None:
+            self.stopped = self.stopped or f"{completion.provider}/{completion.model} has no price: the cost budget cannot be kept"
+        self.spent = Spend(tokens, self.spent.cost + (completion.cost or 0.0))
+
+    def _check_budget(self) -> None:
+        if self.stopped is None and self.budget is not None:
+            self.stopped = self.budget.exceeded_by(self.spent.tokens, self.spent.cost)
+
+    def _count_failure(self, ticket: Ticket, failed: Failed | None) -> None:
+        """A contestant's run of the same non-retryable failure; anything else ends it."""
+        streak = self._streaks.setdefault(ticket.contestant, _Streak())
+        if failed is None or failed.retryable:
+            streak.failure, streak.count = None, 0
+            return
+        signature = (failed.status, failed.message)
+        streak.count = streak.count + 1 if streak.failure == signature else 1
+        streak.failure = signature
+        if streak.count >= self.stop_after and self.stopped is None:
+            who = f"contestant {ticket.contestant}" if ticket.contestant else ticket.model
+            self.broken = ticket.contestant
+            self.stopped = f"{who} ({ticket.model}) failed {streak.count} calls in a row: {failed.message}"
+
+
+class _Refused(Exception):
+    pass
+
+
+def _lock_file(path: Path) -> int:
+    """Open and lock (exclusively, waiting) the lock file at `path`; its descriptor."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _unlock_file(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+class LocalDesk:
+    """A DeskCore on an event loop of its own thread, for the calls of this process."""
+
+    def __init__(self, core: DeskCore | None = None):
+        self.core = core or DeskCore()
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="model-call-desk", daemon=True).start()
+
+    def admit(self, ticket: Ticket) -> Admission:
+        return self._run(self.core.admit(ticket))
+
+    def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
+        self._run(self.core.settle(ticket, completion, failed))
+
+    def status(self) -> Status:
+        return self.core.status()
+
+    def _run(self, work: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result()
+
+
+_local: LocalDesk | None = None
+_local_lock = threading.Lock()
+
+
+def local_desk() -> LocalDesk:
+    """This process's own desk (no budget), for calls made outside a tournament's."""
+    global _local
+    with _local_lock:
+        if _local is None:
+            _local = LocalDesk()
+        return _local
+

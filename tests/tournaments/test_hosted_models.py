@@ -1,0 +1,329 @@
+"""Tournaments of hosted models against loopback stand-ins for today's OpenAI and Anthropic APIs
+(tests/fakes), on real Ray: current models play without faults and are priced; a budget stops
+a run and a resume finishes it as if it had not stopped; a model that does not exist stops
+the run; a slow server never makes a merchant's turns overlap; a storm of 429s is waited out;
+the endpoint limits hold across processes; two processes replaying one cache pay once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from fakes.anthropic_api import FakeAnthropic
+from fakes.openai_api import FakeOpenAI
+from fakes.server import overlapping
+from results import store
+from results.db import engine_for
+from results.ratings import leaderboard
+from tournaments.config import load_tournament
+from tournaments.runner import run_tournament
+
+ARENA = str(Path(sys.executable).parent / "arena")
+OPENAI_KEY, ANTHROPIC_KEY = "sk-SENTINEL-openai-5d1e", "sk-ant-SENTINEL-77c2"
+
+
+@pytest.fixture
+def openai_api():
+    with FakeOpenAI(api_key=OPENAI_KEY) as fake:
+        yield fake
+
+
+@pytest.fixture
+def anthropic_api():
+    with FakeAnthropic(api_key=ANTHROPIC_KEY) as fake:
+        yield fake
+
+
+def write(folder: Path, root: Path, body: str, **values: str) -> Path:
+    path = folder / "t.yaml"
+    text = textwrap.dedent(body).replace("SCENARIOS", str(root / "scenarios")).replace("@CACHE@", str(folder / "cache"))
+    for name, value in values.items():
+        text = text.replace(name, value)
+    path.write_text(text)
+    return path
+
+
+def arena(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ARENA_OPENAI_KEY": OPENAI_KEY, "ARENA_ANTHROPIC_KEY": ANTHROPIC_KEY, "COLUMNS": "200"}
+    env.pop("RAY_ADDRESS", None)
+    return subprocess.run([ARENA, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+
+
+def no_secret_in(folder: Path, *outputs: subprocess.CompletedProcess) -> bool:
+    texts = [o.stdout + o.stderr for o in outputs] + [p.read_bytes().decode(errors="replace") for p in folder.rglob("*") if p.is_file()]
+    return not any(key in text for key in (OPENAI_KEY, ANTHROPIC_KEY) for text in texts)
+
+
+def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_priced(tmp_path, root, openai_api, anthropic_api):
+    config = write(
+        tmp_path, root,
+        """
+        name: current
+        seed: 5
+        format: free_for_all
+        scenarios: [SCENARIOS/price_war.yaml]
+        seeds: [1, 2]
+        days: 3
+        recall_every: 3
+        contestants:
+          - name: astra
+            kind: llm
+            params: {model: openai/gpt-6-astra, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY, reasoning_effort: high,
+                     memory: notes, cache_dir: "@CACHE@"}
+          - name: sonnet
+            kind: llm
+            params: {model: anthropic/claude-sonnet-5-5, base_url: "@ANTHROPIC@", api_key_env: ARENA_ANTHROPIC_KEY, memory: window,
+                     reflect: true, cache_dir: "@CACHE@"}
+          - {name: fixed, kind: fixed_price}
+        """,
+        **{"@OPENAI@": openai_api.base_url}, **{"@ANTHROPIC@": anthropic_api.base_url},
+    )
+    db = f"sqlite:///{tmp_path}/t.db"
+    result = arena(tmp_path, "run", str(config), "--db", db)
+    assert result.returncode == 0, result.stderr
+    engine = engine_for(db, create=False)
+    details = [store.match_detail(engine, m.id) for m in store.list_matches(engine)]
+    assert len(details) == 2 and not [f for d in details for f in d.faults]
+    calls = [c for d in details for c in d.calls]
+    by = Counter((c.contestant, c.purpose) for c in calls)
+    assert by == {("astra", "decide"): 6, ("astra", "recall"): 2, ("sonnet", "decide"): 6, ("sonnet", "reflect"): 4, ("sonnet", "recall"): 2}
+    assert all(c.cost is not None and c.cost > 0 for c in calls)
+    assert all(c.reasoning_tokens > 0 for c in calls if c.contestant == "astra")  # reported by the API, recorded
+    assert {c.served_model for c in calls} == {"gpt-6-astra", "claude-sonnet-5-5"}
+    assert [c for c in openai_api.calls + anthropic_api.calls if c.status != 200] == []
+    rows = {row.contestant: row for row in leaderboard(engine)}
+    assert rows["astra"].cost > 0 and rows["sonnet"].cost > 0
+    assert no_secret_in(tmp_path, result)
+
+
+BUDGET = """
+    name: budgeted
+    seed: 3
+    scenarios: [SCENARIOS/price_war.yaml]
+    seeds: [1, 2, 3]
+    days: 3
+    recall_every: 0
+    max_concurrent_matches: 2
+    @BUDGET@
+    prices: {openai/gpt-4.1-mini: {input: 1000, output: 1000}}
+    contestants:
+      - name: mini
+        kind: llm
+        params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY, memory: stateless, cache_dir: "@CACHE@"}
+      - {name: fixed, kind: fixed_price}
+      - {name: undercut, kind: undercut}
+    """
+
+
+def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(tmp_path, root, openai_api):
+    """At 1,000 USD per million tokens a call costs about a dollar: a budget of 5 USD stops the
+    six matches of `mini` (18 calls) after about five calls. The run exits 3 and says so; the
+    recorded spend reaches the budget and passes it by at most the calls in flight (one per
+    match in play, two at once); the resumed run pays only for what was not made, and its
+    table equals an uninterrupted run's."""
+    stopped_dir, whole_dir = tmp_path / "stopped", tmp_path / "whole"
+    stopped_dir.mkdir(), whole_dir.mkdir()
+    config = write(stopped_dir, root, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": "budget: {cost_usd: 5}"})
+    db = f"sqlite:///{stopped_dir}/t.db"
+    first = arena(stopped_dir, "run", str(config), "--db", db)
+    assert first.returncode == 3, first.stderr
+    assert "Stopped: cost budget reached" in first.stderr and "--resume" in first.stderr
+    engine = engine_for(db, create=False)
+    [tournament] = store.list_tournaments(engine)
+    spent = store.spent(engine, tournament.id)[1]
+    costs = [c.cost for c in store_calls(engine)]
+    assert 5 <= spent <= 5 + 2 * max(costs)
+    assert tournament.status == "stopped" and len(store.list_matches(engine)) < 9
+    paid_before = len(openai_api.calls)
+
+    config.write_text(config.read_text().replace("budget: {cost_usd: 5}", "budget: {cost_usd: 100}"))
+    resumed = arena(stopped_dir, "run", str(config), "--db", db, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(openai_api.calls) == 18  # every request made once, across the two runs
+    assert len(store.list_matches(engine)) == 9
+
+    whole = arena(whole_dir, "run", str(write(whole_dir, root, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": ""})), "--db", f"sqlite:///{whole_dir}/t.db")
+    assert whole.returncode == 0, whole.stderr
+    assert len(openai_api.calls) == 18 + 18 and paid_before < 18
+    tables = [arena(folder, "leaderboard", "--db", f"sqlite:///{folder}/t.db", "--json").stdout for folder in (stopped_dir, whole_dir)]
+    assert tables[0] == tables[1]
+    assert no_secret_in(tmp_path, first, resumed, whole)
+
+
+def store_calls(engine):
+    from sqlmodel import Session, select
+
+    from results.tables import ModelCallRow
+
+    with Session(engine) as session:
+        return list(session.exec(select(ModelCallRow)))
+
+
+def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, root, openai_api):
+    config = write(
+        tmp_path, root,
+        """
+        name: typo
+        seed: 1
+        scenarios: [SCENARIOS/price_war.yaml]
+        seeds: [1, 2, 3, 4]
+        days: 5
+        max_concurrent_matches: 2
+        contestants:
+          - name: typo
+            kind: llm
+            params: {model: openai/gpt-6-astar, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY, cache_dir: "@CACHE@"}
+          - {name: fixed, kind: fixed_price}
+        """,
+        **{"@OPENAI@": openai_api.base_url},
+    )
+    result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/t.db")
+    assert result.returncode == 4
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: contestant typo (openai/gpt-6-astar) failed 3 calls in a row: HTTP 404: The model `gpt-6-astar` does not exist")
+    assert result.stdout.strip() == ""  # no table of faults
+    assert 3 <= len(openai_api.calls) <= 3 + 2  # the three, and at most a call in flight in the other match
+    assert no_secret_in(tmp_path, result)
+
+
+pytestmark_ray = pytest.mark.usefixtures("ray_local")
+
+
+@pytestmark_ray
+def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path, root):
+    """Answers take 1.5 s and a turn may take 1 s: every day of the merchant is a timeout
+    fault, and yet the server never has two calls of one merchant at once (a merchant's
+    calls carry its seed): a turn that missed its deadline keeps its merchant until its call
+    ends, and the next turn waits."""
+    with FakeOpenAI(api_key=None) as fake:
+        fake.delay = 1.5
+        config = write(
+            tmp_path, root,
+            """
+            name: slow
+            seed: 2
+            scenarios: [SCENARIOS/price_war.yaml]
+            seeds: [1, 2]
+            days: 3
+            recall_every: 0
+            decision_timeout_s: 1
+            contestants:
+              - name: slowpoke
+                kind: llm
+                params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null, no_cache: true, memory: stateless}
+              - {name: fixed, kind: fixed_price}
+            """,
+            **{"@OPENAI@": fake.base_url},
+        )
+        engine = engine_for(f"sqlite:///{tmp_path}/t.db")
+        run_tournament(load_tournament(config), engine)
+        faults = [f for m in store.list_matches(engine) for f in store.match_detail(engine, m.id).faults]
+        assert len(faults) == 6 and {f.kind for f in faults} == {"timeout"}
+        by_merchant = defaultdict(list)
+        for call in fake.calls:
+            by_merchant[call.body["seed"]].append(call)
+        assert len(by_merchant) == 2 and all(len(calls) >= 2 for calls in by_merchant.values())
+        assert [pair for calls in by_merchant.values() for pair in overlapping(calls)] == []
+
+
+@pytestmark_ray
+def test_a_storm_of_429s_is_waited_out(tmp_path, root):
+    """Eight 429s with Retry-After: with the turn's deadline derived from the provider's own
+    total timeout, the match waits them out and plays with no fault."""
+    with FakeOpenAI(api_key=None) as fake:
+        fake.fail(429, times=8, retry_after=0.05)
+        config = write(
+            tmp_path, root,
+            """
+            name: storm
+            seed: 2
+            scenarios: [SCENARIOS/price_war.yaml]
+            seeds: [1]
+            days: 3
+            recall_every: 0
+            contestants:
+              - name: patient
+                kind: llm
+                params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null, no_cache: true, memory: stateless,
+                         max_retries: 10, backoff_initial: 0.05, total_timeout: 20}
+              - {name: fixed, kind: fixed_price}
+            """,
+            **{"@OPENAI@": fake.base_url},
+        )
+        engine = engine_for(f"sqlite:///{tmp_path}/t.db")
+        run_tournament(load_tournament(config), engine)
+        [match] = store.list_matches(engine)
+        assert store.match_detail(engine, match.id).faults == []
+        assert Counter(call.status for call in fake.calls) == {429: 8, 200: 3}
+
+
+@pytestmark_ray
+def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path, root):
+    """Two contestants, each in its own actor process, at one endpoint with
+    max_concurrent_calls 1: the server never has two of their calls at once."""
+    with FakeOpenAI(api_key=None) as fake:
+        fake.delay = 0.2
+        entry = """
+              - name: NAME
+                kind: llm
+                params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null, no_cache: true, memory: stateless,
+                         max_concurrent_calls: 1}"""
+        config = write(
+            tmp_path, root,
+            """
+            name: one_at_a_time
+            seed: 2
+            format: free_for_all
+            scenarios: [SCENARIOS/price_war.yaml]
+            seeds: [1, 2]
+            days: 2
+            recall_every: 0
+            contestants:"""
+            + entry.replace("NAME", "a") + entry.replace("NAME", "b") + "\n",
+            **{"@OPENAI@": fake.base_url},
+        )
+        engine = engine_for(f"sqlite:///{tmp_path}/t.db")
+        run_tournament(load_tournament(config), engine)
+        assert len(fake.calls) == 8 and overlapping(fake.calls) == []
+
+
+def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, root, openai_api):
+    """Two runs of one file at the same time, with one response cache and an empty one at
+    that: every distinct request reaches the server once, whichever run asks first."""
+    openai_api.delay = 0.2
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for folder in folders:
+        folder.mkdir()
+    body = """
+        name: shared
+        seed: 8
+        scenarios: [SCENARIOS/price_war.yaml]
+        seeds: [1, 2]
+        days: 3
+        recall_every: 3
+        contestants:
+          - name: mini
+            kind: llm
+            params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY, memory: window, cache_dir: "@SHARED@"}
+          - {name: fixed, kind: fixed_price}
+        """
+    configs = [write(folder, root, body, **{"@OPENAI@": openai_api.base_url}, **{"@SHARED@": str(tmp_path / "shared-cache")}) for folder in folders]
+    env = {**os.environ, "ARENA_OPENAI_KEY": OPENAI_KEY}
+    env.pop("RAY_ADDRESS", None)
+    runs = [
+        subprocess.Popen([ARENA, "run", str(config), "--db", f"sqlite:///{config.parent}/t.db"], cwd=config.parent, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for config in configs
+    ]
+    outputs = [run.communicate(timeout=600) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    bodies = Counter(repr(sorted(call.body.items())) for call in openai_api.calls)
+    assert len(bodies) == 2 * 3 + 2 and set(bodies.values()) == {1}  # 3 decisions and a probe per match, each once
+    cached = [sum(c.cached for c in store_calls(engine_for(f"sqlite:///{folder}/t.db", create=False))) for folder in folders]
+    assert sum(cached) == 8  # what one run paid for, the other replayed
