@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -21,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 
 from market.scenario import Scenario
-from contestants.base import RunOptions
+from contestants.base import RunOptions, contestant_class, validate_params
 from results import store
 from results.db import engine_for
 from results.errors import DatabaseError, InputFileError, NotFound
@@ -31,9 +32,9 @@ from results.ratings import LeaderboardRow, Standing, leaderboard, standings
 from results.records import ModelCallRecord, total_cost
 from results.report import ReportError, write_report
 from results.results_csv import read_results
-from results.tables import Tournament
+from results.tables import Tournament as StoredTournament
 from tournaments.cluster import ClusterError
-from tournaments.config import ConfigError, load_tournament, load_weights, stored_scenarios
+from tournaments.config import ConfigError, Tournament, load_tournament, load_weights, stored_scenarios
 from tournaments.schedule import schedule
 
 app = typer.Typer(
@@ -118,19 +119,83 @@ def run(
 
 
 @app.command()
-def validate(config: Annotated[Path, typer.Argument(help="Tournament YAML file.", show_default=False)]) -> None:
-    """Check a tournament file and its scenarios without running anything."""
+def validate(
+    config: Annotated[Path, typer.Argument(help="Tournament YAML file.", show_default=False)],
+    ping: Annotated[
+        bool, typer.Option("--ping", help="Make one small call to each distinct model, and name each that fails (exit status 4).")
+    ] = False,
+    estimate: Annotated[
+        bool,
+        typer.Option("--estimate", help="Rehearse every match without calling a model: the calls, tokens and cost it will need."),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Check a tournament file and its scenarios: nothing is played and nothing is written.
+
+    --ping checks that every model answers (a key refused, a model that does not exist, a
+    parameter it refuses); --estimate foresees the model calls of the whole tournament.
+    """
     with user_errors():
         tournament = load_tournament(config)
     matches = schedule(tournament)
     spec = tournament.spec
-    out.print(
-        f"{config}: ok — {len(spec.contestants)} contestants, {len(tournament.scenarios)} scenarios, "
-        f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, {sum(m.days for m in matches)} market days",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
+    summary = {
+        "file": str(config), "contestants": len(spec.contestants), "scenarios": len(tournament.scenarios),
+        "seeds": len(spec.seed_list), "format": spec.format, "matches": len(matches), "market_days": sum(m.days for m in matches),
+    }
+    failures = _ping(tournament) if ping else []
+    estimates = _estimate(tournament) if estimate else []
+    if as_json:
+        print(json.dumps({**summary, "ping": failures if ping else None, "estimate": [asdict(e) for e in estimates] if estimate else None}, indent=2))
+    else:
+        out_print(
+            f"{config}: ok — {len(spec.contestants)} contestants, {len(tournament.scenarios)} scenarios, "
+            f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, {summary['market_days']} market days"
+        )
+        for failure in failures:
+            err.print(f"error: {failure['contestant']}: {failure['error']}", markup=False, highlight=False, soft_wrap=True)
+        if estimate:
+            out.print(_estimate_table(estimates))
+    if failures:
+        raise typer.Exit(EXIT_BROKEN_MODEL)
+
+
+def _ping(tournament: Tournament) -> list[dict[str, str]]:
+    """One call per distinct model of the file's contestants (the first contestant to use it
+    makes it); a line for each that failed."""
+    failures, seen = [], set()
+    for i, entry in enumerate(tournament.spec.contestants):
+        check = contestant_class(entry.kind).ping(validate_params(entry.kind, entry.params))
+        if check is None or check.key in seen:
+            continue
+        seen.add(check.key)
+        with err.status(f"asking {check.target}"):
+            problem = check.call()
+        if problem is not None:
+            failures.append({"contestant": f"contestants[{i}] {entry.name}", "model": check.target, "error": problem})
+    return failures
+
+
+def _estimate(tournament: Tournament) -> list[Any]:
+    from tournaments.estimate import estimate  # rehearses matches: imports what plays them, Ray's errors among it
+
+    with err.status("rehearsing every match"):
+        return estimate(tournament)
+
+
+def _estimate_table(estimates: list[Any]) -> Table:
+    """tournaments.estimate.Estimate rows."""
+    table = Table(
+        "contestant", "model", "calls", "input tokens", "output tokens", "cost $", "at most $",
+        title="model calls the tournament will need (estimated: see README, Estimating a tournament)",
     )
+    for e in estimates:
+        calls = ", ".join(f"{n} {purpose}" for purpose, n in e.calls.items())
+        table.add_row(
+            e.contestant, escape(e.model), calls, f"{e.input_tokens:,}", f"{e.output_tokens:,}",
+            _blank(e.cost, "{:.4f}", "no price"), _blank(e.high, "{:.4f}", "no price"),
+        )
+    return table
 
 
 AnchorOption = Annotated[
@@ -321,7 +386,7 @@ def rescore_command(
     out.print(f"Rescored {rescored} matches of {len(tournaments)} tournaments.")
 
 
-def _played_scenarios(tournament: Tournament) -> dict[str, Scenario]:
+def _played_scenarios(tournament: StoredTournament) -> dict[str, Scenario]:
     """The scenarios of a stored tournament, from its file if that still is what was played."""
     try:
         loaded = load_tournament(tournament.config_path)

@@ -8,6 +8,8 @@ for its usage (tokens, cost) at the end.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -51,6 +53,8 @@ class RunOptions(BaseModel):
     desk: where this run's model calls check in (budget, limits, cache; contestants.llm.desk);
     None: the process's own.
     contestant: the name of the contestant these options are for.
+    rehearse: no model is called; each answers itself with an answer of the usual size, so
+    that the calls' tokens and cost can be counted beforehand (contestants.llm.rehearsal).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -59,6 +63,7 @@ class RunOptions(BaseModel):
     prices: dict[str, Any] = Field(default_factory=dict)
     desk: Any = None
     contestant: str | None = None
+    rehearse: bool = False
 
     def for_contestant(self, name: str) -> RunOptions:
         return self.model_copy(update={"contestant": name})
@@ -99,6 +104,17 @@ class ModelCall(BaseModel):
     seed: int | None
 
 
+@dataclass(frozen=True)
+class Ping:
+    """The smallest call that shows whether what a contestant depends on answers (a model's
+    API): `target` names it, `key` is the same for the same call (made once however many
+    contestants share it), and `call` makes it: None, or why it failed in one line."""
+
+    target: str
+    key: str
+    call: Callable[[], str | None]
+
+
 class Contestant(ABC):
     """A merchant agent.
 
@@ -119,6 +135,12 @@ class Contestant(ABC):
         """Checks that need the world outside the file (an API key in the environment, a
         model file on disk), run when a tournament is validated, before any match. Raises
         ContestantConfigError."""
+
+    @classmethod
+    def ping(cls, params: Params) -> Ping | None:
+        """The call that checks what this contestant depends on (`arena validate --ping`);
+        None: it depends on nothing outside."""
+        return None
 
     @classmethod
     def unpriced_model(cls, params: Params, prices: dict[str, Any]) -> str | None:

@@ -1,5 +1,7 @@
-"""Language-model providers behind one interface: OpenAI (and compatible servers), Anthropic,
-and an embedded llama.cpp model. Importing this package imports no SDK.
+"""Language-model providers behind one interface: OpenAI, the OpenAI-compatible services
+(named presets such as openrouter/ or ollama/, or any server by its base_url), Anthropic, and
+an embedded llama.cpp model. What each model accepts and costs is the catalogue's
+(catalogue.yaml). Importing this package imports no SDK.
 
     provider = get_provider("local/smollm2", {"no_cache": True})
     completion = provider.complete(CompletionRequest(messages=[...], json_schema=Decision.model_json_schema()))
@@ -7,7 +9,7 @@ and an embedded llama.cpp model. Importing this package imports no SDK.
 """
 
 from contestants.llm.cache import ResponseCache, request_key
-from contestants.llm.errors import MissingCredentialsError, ProviderConfigError, ProviderError
+from contestants.llm.errors import CallsStopped, MissingCredentialsError, ProviderConfigError, ProviderError
 from contestants.llm.pricing import Price, cost, price_of
 from contestants.llm.providers import (
     Provider,
@@ -25,6 +27,7 @@ from contestants.llm.schema import constrained_schema
 from contestants.llm.types import Completion, CompletionRequest, Message, TokenUsage
 
 __all__ = [
+    "CallsStopped",
     "Completion",
     "CompletionRequest",
     "Failure",

@@ -145,8 +145,8 @@ class _Streak:
 class DeskCore:
     """The desk's state and rules (module docstring). Its coroutines run on one event loop."""
 
-    def __init__(self, budget: Budget | None = None, spent: Spend = Spend(), stop_after: int = 3):
-        self.budget, self.spent, self.stop_after = budget, spent, stop_after
+    def __init__(self, budget: Budget | None = None, spent: Spend = Spend(), stop_after: int = 3, window: float = WINDOW_S):
+        self.budget, self.spent, self.stop_after, self.window = budget, spent, stop_after, window
         self.stopped: str | None = None
         self.broken: str | None = None
         self._changed: asyncio.Condition | None = None
@@ -278,11 +278,11 @@ class DeskCore:
         limits, endpoint = ticket.limits, ticket.endpoint
         starts = self._starts.setdefault(endpoint, deque())
         now = time.monotonic()
-        while starts and starts[0][0] <= now - WINDOW_S:
+        while starts and starts[0][0] <= now - self.window:
             starts.popleft()
         if self._in_flight[endpoint] >= limits.concurrent:
             return None
-        until_older_leaves = starts[0][0] + WINDOW_S - now if starts else 0.0
+        until_older_leaves = starts[0][0] + self.window - now if starts else 0.0
         if limits.requests_per_minute is not None and len(starts) >= limits.requests_per_minute:
             return max(until_older_leaves, 0.001)
         if limits.tokens_per_minute is not None and starts:

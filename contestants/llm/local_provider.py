@@ -112,6 +112,13 @@ class LocalProvider(Provider):
     def __repr__(self) -> str:
         return f"LocalProvider({self.label!r}, model_path={str(self.model_path)!r})"
 
+    def prompt_tokens(self, request: CompletionRequest) -> int:
+        """Exact: the prompt as the model's chat template renders it, in its tokenizer."""
+        return len(self._engine()._tokens(request.messages, generation_prompt=True))
+
+    def answer_tokens(self, text: str) -> int:
+        return len(self._engine().llama.tokenize(text.encode(), add_bos=False, special=False))
+
     def check_request(self, request: CompletionRequest) -> None:
         if request.top_p is not None:
             raise ProviderConfigError(f"{self.label}: the embedded model samples with its own top_p; leave top_p unset", "top_p")
@@ -120,10 +127,16 @@ class LocalProvider(Provider):
         caps = {"max_items": self.settings.max_items, "max_string": self.settings.max_string}
         return {**super().cache_identity(), "model_path": str(self.model_path), "recode_8bit": self.recode, "writer": WRITER_VERSION, **caps}
 
+    def _engine(self) -> Engine:
+        return Engine.shared(self.model_path.resolve(), self.settings.n_ctx, self.settings.n_threads, self.recode)
+
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
-        engine = Engine.shared(self.model_path.resolve(), self.settings.n_ctx, self.settings.n_threads, self.recode)
-        schema = capped_schema(request.json_schema, max_items=self.settings.max_items, max_length=self.settings.max_string)
-        return engine.complete(request, schema, self.settings.seed if request.seed is None else request.seed)
+        engine = self._engine()
+        return engine.complete(request, self.answer_schema(request.json_schema), self.settings.seed if request.seed is None else request.seed)
+
+    def answer_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """Capped harder than the schema asks: a small model fills whatever room it is given."""
+        return capped_schema(schema, max_items=self.settings.max_items, max_length=self.settings.max_string)
 
     def _failure(self, exc: BaseException) -> Failure | None:
         """A prompt longer than the context, a grammar llama.cpp cannot parse and the like come

@@ -29,8 +29,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from contestants.base import Contestant, ContestantConfigError, ModelCall, Params, RecallProbe, RunOptions, register
-from contestants.llm.errors import ProviderConfigError
+from contestants.base import Contestant, ContestantConfigError, ModelCall, Params, Ping, RecallProbe, RunOptions, register
+from contestants.llm.cache import request_key
+from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
 from contestants.llm.memory import Memory, MemoryKind
 from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.prompts import (
@@ -44,6 +45,7 @@ from contestants.llm.prompts import (
 )
 from contestants.llm.pricing import is_free, price_of, prices_from
 from contestants.llm.providers import Provider, get_provider, validate_settings
+from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.types import Completion, CompletionRequest, Message
 from market.scenario import Scenario
 from market.types import Decision, Observation
@@ -113,7 +115,7 @@ class LLMMerchant(Contestant):
 
     def __init__(self, params: LLMParams, options: RunOptions = RunOptions()):
         super().__init__(params, options)
-        self.provider: Provider = provider_for(params, options)
+        self.provider = provider_for(params, options)
         self.deadline: float | None = None
         self._calls: list[ModelCall] = []
 
@@ -128,6 +130,29 @@ class LLMMerchant(Contestant):
             provider.check_request(_request(params, (Message(role="user", content="ping"),), DECISION_SCHEMA, "decision", seed=0))
         except ProviderConfigError as exc:
             raise ContestantConfigError(str(exc), exc.field) from None
+
+    @classmethod
+    def ping(cls, params: LLMParams) -> Ping:
+        """One call with the contestant's own settings and schema (no cache, one retry): what
+        the model refuses (an unknown model, a refused key or parameter) it refuses here."""
+        settings = validate_settings(params.model, params.provider_settings)
+        quick = {"no_cache": True, "max_retries": min(settings.max_retries, 1), "total_timeout": min(settings.total_timeout, 60.0)}
+        provider = provider_for(type(params).model_validate({**params.model_dump(), **quick}))
+        messages = (
+            Message(role="system", content="You run a shop. Answer with today's decision in JSON: do nothing today."),
+            Message(role="user", content="Day 1. Decide."),
+        )
+        request = _request(params, messages, decision_schema(think=params.think, plan=params.plan), "decision", seed=0)
+
+        def call() -> str | None:
+            try:
+                provider.complete(request)
+            except (ProviderError, ProviderConfigError, CallsStopped) as exc:
+                return str(exc)
+            return None
+
+        where = f" at {settings.base_url}" if getattr(settings, "base_url", None) else ""
+        return Ping(f"{provider.label}{where}", request_key(provider.cache_identity(), request), call)
 
     @classmethod
     def unpriced_model(cls, params: LLMParams, prices: dict[str, Any]) -> str | None:
@@ -223,14 +248,16 @@ class LLMMerchant(Contestant):
 TURN_CALLS = 3  # calls a turn makes at most, one after another: reflect, decide, repair
 
 
-def provider_for(params: LLMParams, options: RunOptions = RunOptions()) -> Provider:
+def provider_for(params: LLMParams, options: RunOptions = RunOptions()) -> Provider | Rehearsal:
     """The contestant's provider under the run's options: its calls check in at the run's
-    desk under its name, with the tournament's prices under its own."""
+    desk under its name, with the tournament's prices under its own (a rehearsal of it when
+    the run only rehearses)."""
     settings = params.provider_settings
     settings["prices"] = {**options.prices, **settings.get("prices", {})}
     if options.no_cache:
         settings["no_cache"] = True
-    return get_provider(params.model, settings, desk=options.desk, contestant=options.contestant)
+    provider = get_provider(params.model, settings, desk=options.desk, contestant=options.contestant)
+    return Rehearsal(provider) if options.rehearse else provider
 
 
 def _request(params: LLMParams, messages: tuple[Message, ...], schema: dict, name: str, seed: int | None) -> CompletionRequest:

@@ -35,6 +35,14 @@ from contestants.llm.retry import Failure, RetryPolicy, call_with_retries
 from contestants.llm.types import Answer, Completion, CompletionRequest, parse_object
 
 LEASE_SLACK_S = 60.0  # a call's hold at the desk outlasts its total timeout by this much
+CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a token in today's tokenizers
+
+
+def approximate_tokens(request: CompletionRequest) -> int:
+    """The request's prompt tokens at CHARS_PER_TOKEN: the messages and the schema, which the
+    APIs put into the prompt too, plus a few tokens of framing per message."""
+    characters = sum(len(m.content) for m in request.messages) + len(json.dumps(request.json_schema, separators=(",", ":")))
+    return characters // CHARS_PER_TOKEN + 4 * len(request.messages)
 
 
 class ProviderSettings(BaseModel):
@@ -102,6 +110,18 @@ class Provider(ABC):
 
     def check_credentials(self) -> None:
         """Raise MissingCredentialsError if a call could not authenticate. Call at validation."""
+
+    def prompt_tokens(self, request: CompletionRequest) -> int:
+        """About how many prompt tokens the request is, as this provider will count them."""
+        return approximate_tokens(request)
+
+    def answer_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """The schema the model is held to, from the one the request asks for."""
+        return schema
+
+    def answer_tokens(self, text: str) -> int:
+        """About how many tokens an answer of `text` is."""
+        return max(1, len(text) // CHARS_PER_TOKEN)
 
     def check_request(self, request: CompletionRequest) -> None:
         """Raise ProviderConfigError (naming the setting) if this model would refuse what the
@@ -171,14 +191,13 @@ class Provider(ABC):
 
     def _ticket(self, request: CompletionRequest, key: str) -> Ticket:
         settings = self.settings
-        size = sum(len(m.content) for m in request.messages) + len(json.dumps(request.json_schema))
         return Ticket(
             id=uuid.uuid4().hex,
             contestant=self.contestant,
             model=self.label,
             endpoint=self.endpoint(),
             limits=Limits(settings.max_concurrent_calls, settings.requests_per_minute, settings.tokens_per_minute),
-            tokens=size // 4 + request.max_tokens,  # about four characters a token
+            tokens=approximate_tokens(request) + request.max_tokens,
             cache_key=None if settings.no_cache else key,
             cache_dir=str(settings.cache_dir),
             lease=settings.total_timeout + LEASE_SLACK_S,

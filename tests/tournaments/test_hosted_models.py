@@ -295,7 +295,8 @@ def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path, root):
 
 def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, root, openai_api):
     """Two runs of one file at the same time, with one response cache and an empty one at
-    that: every distinct request reaches the server once, whichever run asks first."""
+    that: every distinct request reaches the server once, whichever run asks first. (With
+    rate limits set, and the key, which reaches neither the cache nor the record.)"""
     openai_api.delay = 0.2
     folders = [tmp_path / "a", tmp_path / "b"]
     for folder in folders:
@@ -310,7 +311,8 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, root
         contestants:
           - name: mini
             kind: llm
-            params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY, memory: window, cache_dir: "@SHARED@"}
+            params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY, memory: window, cache_dir: "@SHARED@",
+                     requests_per_minute: 1000, tokens_per_minute: 10000000}
           - {name: fixed, kind: fixed_price}
         """
     configs = [write(folder, root, body, **{"@OPENAI@": openai_api.base_url}, **{"@SHARED@": str(tmp_path / "shared-cache")}) for folder in folders]
@@ -327,3 +329,5 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, root
     assert len(bodies) == 2 * 3 + 2 and set(bodies.values()) == {1}  # 3 decisions and a probe per match, each once
     cached = [sum(c.cached for c in store_calls(engine_for(f"sqlite:///{folder}/t.db", create=False))) for folder in folders]
     assert sum(cached) == 8  # what one run paid for, the other replayed
+    assert not [text for out in outputs for text in out if OPENAI_KEY in text]
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and OPENAI_KEY.encode() in p.read_bytes()]

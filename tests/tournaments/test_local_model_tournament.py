@@ -93,3 +93,20 @@ def test_every_probe_day_gives_an_error(played):
     assert all(error is not None and error >= 0 for *_, error in probes)
     recalls = rows(played, "select count(*) from model_call where purpose = 'recall' and output_tokens > 0")
     assert recalls == [(len(probes),)]
+
+
+def test_the_estimate_foresees_the_calls_and_their_tokens(played):
+    """`arena validate --estimate`'s rehearsal against what the model did: the same calls of
+    each kind, and tokens within 30% (the prompts are counted by the model's own tokenizer;
+    the rehearsed answers are typical ones, not the model's, hence the margin)."""
+    from tournaments.estimate import estimate
+
+    config = played.with_name("local.yaml")
+    foreseen = {e.contestant: e for e in estimate(load_tournament(config))}
+    for name in LLM:
+        calls = dict(rows(played, f"select purpose, count(*) from model_call where merchant = '{name}' group by purpose"))
+        [(tokens_in, tokens_out)] = rows(played, f"select sum(input_tokens), sum(output_tokens) from model_call where merchant = '{name}'")
+        assert foreseen[name].calls == calls
+        assert abs(foreseen[name].input_tokens - tokens_in) <= 0.3 * tokens_in
+        assert abs(foreseen[name].input_tokens + foreseen[name].output_tokens - tokens_in - tokens_out) <= 0.3 * (tokens_in + tokens_out)
+    assert foreseen["total"].cost == 0.0  # an embedded model is free

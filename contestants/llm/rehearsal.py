@@ -1,0 +1,90 @@
+"""A rehearsal: a merchant plays with its real prompts, memory, probes and reflections, but its
+provider answers every request itself with an answer of the usual size, so that a tournament's
+calls, tokens and cost can be estimated before anything is paid (`arena validate --estimate`).
+
+The prompt's tokens are counted as the provider counts them (the embedded model with its own
+tokenizer and chat template, hosted models at about four characters a token); the answer is
+what a model typically writes into the schema (`typical_answer`), and reasoning models' hidden
+reasoning is not foreseen (the estimate's upper bound allows every call its max_tokens). The
+market is told the decision without its operations: the usual prices and orders of a made-up
+answer would send a merchant bankrupt in a scenario whose costs they do not fit, and a match
+cut short would be an estimate cut short.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from contestants.llm.pricing import cost
+from contestants.llm.providers import Provider
+from contestants.llm.types import Completion, CompletionRequest, TokenUsage, parse_object
+
+NOTE_CHARS = 60  # what a note usually holds, where the schema allows as much
+REFLECTION_CHARS = 300
+REASONING_CHARS = 400
+
+
+class Rehearsal:
+    """Stands in for `provider` (its name, price and token counting) and calls nothing."""
+
+    def __init__(self, provider: Provider):
+        self.provider = provider
+        self.label = provider.label
+
+    def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
+        text = typical_answer(request.schema_name, self.provider.answer_schema(request.json_schema))
+        usage = TokenUsage(input_tokens=self.provider.prompt_tokens(request), output_tokens=self.provider.answer_tokens(text))
+        output = parse_object(text)
+        if request.schema_name == "decision":
+            output = {**output, "operations": []}
+        return Completion(
+            text=text,
+            usage=usage,
+            provider=self.provider.name,
+            model=self.provider.model,
+            output=output,
+            cost=cost(self.label, usage, self.provider.settings.prices),
+            latency=0.0,
+            attempts=0,
+            request_hash="rehearsal",
+        )
+
+
+def typical_answer(name: str, schema: dict[str, Any]) -> str:
+    """The compact JSON of a usual answer to `schema` (a decision: a price and an order for each
+    product, as many operations as the schema allows, a note; a memory answer; a reflection)."""
+    properties = schema.get("properties", {})
+    if name == "recall":
+        answer: dict[str, Any] = {"value": 1234.56}
+    elif name == "reflection":
+        answer = {"reflection": "x" * _chars(properties.get("reflection", {}), REFLECTION_CHARS)}
+    else:
+        answer = {}
+        if "reasoning" in properties:
+            answer["reasoning"] = "x" * _chars(properties["reasoning"], REASONING_CHARS)
+        products = _products(schema)
+        operations = [op for p in products for op in ({"op": "set_price", "product": p, "price": 19.99}, {"op": "order", "product": p, "quantity": 20})]
+        answer["operations"] = operations[: properties.get("operations", {}).get("maxItems", len(operations))]
+        answer["note"] = "x" * _chars(_string_of(properties.get("note", {})), NOTE_CHARS)
+        if "plan" in properties:
+            answer["plan"] = [{"product": p, "price": 19.99} for p in products]
+    return json.dumps(answer, separators=(",", ":"))
+
+
+def _chars(schema: dict[str, Any], usual: int) -> int:
+    return min(schema.get("maxLength", usual), usual)
+
+
+def _string_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """The string branch of an optional string's schema."""
+    return next((branch for branch in schema.get("anyOf", [schema]) if branch.get("type") == "string"), {})
+
+
+def _products(schema: dict[str, Any]) -> list[str]:
+    for definition in schema.get("$defs", {}).values():
+        enum = definition.get("properties", {}).get("product", {}).get("enum")
+        if enum:
+            return list(enum)
+    return ["product"]
+

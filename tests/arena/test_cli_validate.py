@@ -1,0 +1,89 @@
+"""`arena validate`: every shipped tournament file validates; --ping makes one call per distinct
+model and names each model that fails; --estimate foresees the calls; no key is ever shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from arena import cli
+from fakes.openai_api import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = sorted((ROOT / "tournaments" / "examples").glob("*.yaml")) + [ROOT / "tournaments" / "round_robin.yaml"]
+KEY, WRONG = "sk-SENTINEL-ping-0a9b8c7d", "sk-SENTINEL-wrong-6f5e4d3c"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_tournament_validates(path, monkeypatch):
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.setenv(variable, "sk-placeholder")
+    result = CliRunner().invoke(cli.app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert ": ok — " in result.stdout
+
+
+@pytest.fixture
+def api():
+    with FakeOpenAI(api_key=KEY) as fake:
+        yield fake
+
+
+def tournament(folder: Path, api: FakeOpenAI, *contestants: tuple[str, str, str]) -> Path:
+    """Contestants (name, model, key variable) at the stand-in, and a baseline."""
+    entries = "".join(
+        f"\n  - name: {name}\n    kind: llm\n    params: {{model: openai/{model}, base_url: \"{api.base_url}\", "
+        f"api_key_env: {variable}, no_cache: true, max_retries: 0}}"
+        for name, model, variable in contestants
+    )
+    path = folder / "t.yaml"
+    path.write_text(f"name: pinged\nscenarios: [{ROOT}/scenarios/price_war.yaml]\ndays: 3\ncontestants:\n  - {{name: fixed, kind: fixed_price}}{entries}\n")
+    return path
+
+
+def test_ping_calls_each_distinct_model_once_and_names_each_that_fails(tmp_path, api, monkeypatch):
+    monkeypatch.setenv("GOOD_KEY", KEY)
+    monkeypatch.setenv("BAD_KEY", WRONG)
+    config = tournament(
+        tmp_path, api,
+        ("mini", "gpt-4.1-mini", "GOOD_KEY"),
+        ("mini-again", "gpt-4.1-mini", "GOOD_KEY"),  # the same call as mini's: not made twice
+        ("typo", "gpt-4.1-minni", "GOOD_KEY"),
+        ("refused", "gpt-5-mini", "BAD_KEY"),
+    )
+    result = CliRunner().invoke(cli.app, ["validate", str(config), "--ping"])
+    assert result.exit_code == 4
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 2
+    assert lines[0].startswith("error: contestants[3] typo: openai/gpt-4.1-minni: HTTP 404: The model `gpt-4.1-minni` does not exist")
+    assert lines[1].startswith("error: contestants[4] refused: openai/gpt-5-mini: HTTP 401: Incorrect API key provided")
+    assert len(api.calls) == 3
+    assert KEY not in result.output and WRONG not in result.output
+
+
+def test_ping_of_models_that_answer_is_quiet(tmp_path, api, monkeypatch):
+    monkeypatch.setenv("GOOD_KEY", KEY)
+    config = tournament(tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("astra", "gpt-6-astra", "GOOD_KEY"))
+    result = CliRunner().invoke(cli.app, ["validate", str(config), "--ping"])
+    assert result.exit_code == 0, result.output
+    assert "error" not in result.output and len(api.calls) == 2
+
+
+def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
+    """Three days, memory probes every five days: three decisions a match, nothing else; the
+    cost at the catalogue's price; nothing reaches the API."""
+    monkeypatch.setenv("GOOD_KEY", KEY)
+    config = tournament(tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("luna", "gpt-6-luna", "GOOD_KEY"))
+    result = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate", "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["matches"] == 3
+    estimates = {e["contestant"]: e for e in shown["estimate"]}
+    assert estimates["mini"]["calls"] == estimates["luna"]["calls"] == {"decide": 2 * 3}  # two matches each
+    assert estimates["total"]["calls"] == {"decide": 12}
+    assert 0 < estimates["mini"]["cost"] < estimates["mini"]["high"]
+    assert estimates["total"]["input_tokens"] == estimates["mini"]["input_tokens"] + estimates["luna"]["input_tokens"]
+    assert api.calls == [] and KEY not in result.output

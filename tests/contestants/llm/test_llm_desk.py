@@ -1,0 +1,161 @@
+"""The desk every model call checks in at (contestants.llm.desk), on its own: endpoint limits,
+the budget, a contestant's failures in a row, the cache key a call holds, and what a call
+that never reports back leaves behind. The minute of the rate limits is shortened to a
+fraction of a second; the tests count admissions, not seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+from contestants.llm.desk import Budget, DeskCore, Failed, Limits, Spend, Ticket
+from contestants.llm.types import Completion, TokenUsage
+
+_ids = itertools.count()
+
+
+def ticket(endpoint: str = "e", contestant: str = "c", key: str | None = None, cache_dir: str = "", tokens: int = 10, lease: float = 60.0, **limits) -> Ticket:
+    return Ticket(
+        id=str(next(_ids)), contestant=contestant, model="openai/m", endpoint=(endpoint,), limits=Limits(**limits),
+        tokens=tokens, cache_key=key, cache_dir=cache_dir, lease=lease,
+    )
+
+
+def completion(tokens: int = 100, cost: float | None = 1.0, text: str = "{}") -> Completion:
+    return Completion(
+        text=text, usage=TokenUsage(input_tokens=tokens, output_tokens=0), provider="openai", model="m", output={},
+        cost=cost, latency=0.0, attempts=1, request_hash="h",
+    )
+
+
+async def pending_after_a_turn(*work) -> tuple[list, list]:
+    """Start the coroutines and let the loop run them as far as they go without waiting for
+    time to pass: the finished ones' results, and the tasks still waiting."""
+    tasks = [asyncio.ensure_future(w) for w in work]
+    for _ in range(20):
+        await asyncio.sleep(0)
+    return [t.result() for t in tasks if t.done()], [t for t in tasks if not t.done()]
+
+
+def test_no_more_calls_in_flight_at_an_endpoint_than_the_callers_limit():
+    async def play():
+        desk = DeskCore()
+        tickets = [ticket(concurrent=2) for _ in range(3)]
+        done, waiting = await pending_after_a_turn(*(desk.admit(t) for t in tickets))
+        assert len(done) == 2 and len(waiting) == 1
+        other, _ = await pending_after_a_turn(desk.admit(ticket(endpoint="other", concurrent=2)))
+        assert len(other) == 1  # another endpoint has places of its own
+        await desk.settle(tickets[0], completion(), None)
+        await asyncio.wait_for(waiting[0], 1)
+
+    asyncio.run(play())
+
+
+def test_requests_per_minute_hold_over_the_window():
+    async def play():
+        desk = DeskCore(window=0.3)
+        done, waiting = await pending_after_a_turn(*(desk.admit(ticket(requests_per_minute=3, concurrent=10)) for _ in range(4)))
+        assert len(done) == 3 and len(waiting) == 1  # the fourth waits for the first to leave the window...
+        await asyncio.wait_for(waiting[0], 5)  # ...and then goes
+
+    asyncio.run(play())
+
+
+def test_tokens_per_minute_count_what_calls_used():
+    async def play():
+        desk = DeskCore(window=0.3)
+        first = ticket(tokens_per_minute=1000, tokens=400, concurrent=10)
+        await desk.admit(first)
+        await desk.settle(first, completion(tokens=900), None)  # it used more than expected
+        done, waiting = await pending_after_a_turn(desk.admit(ticket(tokens_per_minute=1000, tokens=400, concurrent=10)))
+        assert done == [] and len(waiting) == 1  # 900 + 400 would pass 1000 within the window
+        await asyncio.wait_for(waiting[0], 5)
+
+    asyncio.run(play())
+
+
+def test_the_budget_stops_new_calls_and_counts_those_in_flight():
+    async def play():
+        desk = DeskCore(budget=Budget(cost_usd=2.0), spent=Spend(0, 0.5))
+        a, b = ticket(), ticket()
+        assert (await desk.admit(a)).stopped is None and (await desk.admit(b)).stopped is None
+        await desk.settle(a, completion(cost=1.0), None)  # 1.5 spent
+        assert (await desk.admit(ticket())).stopped is None
+        await desk.settle(b, completion(cost=1.0), None)  # 2.5: reached
+        refused = await desk.admit(ticket())
+        assert refused.stopped == "cost budget reached ($2.5000 of $2.0000)"
+        assert desk.status().spent == Spend(200, 2.5) and desk.status().broken is None
+
+    asyncio.run(play())
+
+
+def test_a_replayed_answer_is_not_paid():
+    async def play():
+        desk = DeskCore(budget=Budget(tokens=150))
+        t = ticket()
+        await desk.admit(t)
+        await desk.settle(t, completion(tokens=100).model_copy(update={"cached": True}), None)
+        assert desk.status().spent == Spend(0, 0.0)
+
+    asyncio.run(play())
+
+
+def test_the_same_refusal_three_times_in_a_row_stops_the_run():
+    async def play():
+        desk = DeskCore(stop_after=3)
+        refusal = Failed("HTTP 404: no such model", 404, retryable=False)
+
+        async def fail(contestant: str, failed: Failed | None) -> None:
+            t = ticket(contestant=contestant)
+            await desk.admit(t)
+            await desk.settle(t, None if failed else completion(), failed)
+
+        for outcome in (refusal, refusal, None, refusal, refusal):  # a success ends a row
+            await fail("typo", outcome)
+        await fail("typo", Failed("HTTP 429: slow down", 429, retryable=True))  # so does a retryable failure
+        await fail("typo", refusal)
+        await fail("other", refusal)  # another contestant's failures are its own
+        await fail("typo", refusal)
+        assert desk.status().stopped is None
+        await fail("typo", refusal)
+        assert desk.status().stopped == "contestant typo (openai/m) failed 3 calls in a row: HTTP 404: no such model"
+        assert desk.status().broken == "typo"
+        assert (await desk.admit(ticket(contestant="other"))).stopped == desk.status().stopped
+
+    asyncio.run(play())
+
+
+def test_a_call_holds_its_key_so_the_same_request_waits_and_replays(tmp_path):
+    async def play():
+        desk = DeskCore()
+        first, second = ticket(key="k" * 64, cache_dir=str(tmp_path)), ticket(key="k" * 64, cache_dir=str(tmp_path))
+        assert (await desk.admit(first)).hit is None
+        done, waiting = await pending_after_a_turn(desk.admit(second))
+        assert done == [] and len(waiting) == 1  # the first is being made: the second waits for it
+        await desk.settle(first, completion(text='{"a": 1}'), None)
+        replayed = await asyncio.wait_for(waiting[0], 5)
+        assert replayed.hit is not None and replayed.hit.text == '{"a": 1}'
+
+    asyncio.run(play())
+
+
+def test_a_call_that_never_reports_back_lets_go_after_its_lease(tmp_path):
+    async def play():
+        desk = DeskCore()
+        lost = ticket(key="l" * 64, cache_dir=str(tmp_path), concurrent=1, lease=0.2)
+        await desk.admit(lost)  # its process dies: no settle
+        again = await asyncio.wait_for(desk.admit(ticket(key="l" * 64, cache_dir=str(tmp_path), concurrent=1)), 5)
+        assert again.hit is None and again.stopped is None  # the key and the place are free again
+
+    asyncio.run(play())
+
+
+def test_a_call_without_a_price_under_a_cost_budget_stops_the_run():
+    async def play():
+        desk = DeskCore(budget=Budget(cost_usd=10))
+        t = ticket()
+        await desk.admit(t)
+        await desk.settle(t, completion(cost=None), None)
+        assert desk.status().stopped == "openai/m has no price: the cost budget cannot be kept"
+
+    asyncio.run(play())

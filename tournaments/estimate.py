@@ -1,0 +1,93 @@
+"""What a tournament's model calls will take, before any is made (`arena validate --estimate`).
+
+Every match of the schedule is rehearsed, here, in this process: the market runs day by day,
+rule merchants play as they would, and each language-model merchant builds its real prompts
+(the rules, its memory as it grows, the day's report, reflections, memory probes) but its
+provider answers itself with an answer of the usual size (contestants.llm.rehearsal). The
+prompts' tokens are counted as each provider counts them, so the estimate of input tokens is
+close; answers are the usual size, not the model's, and hidden reasoning is not foreseen,
+so `high` gives the bound of every call writing its max_tokens and every decision being
+repaired once. A contestant that needs an actor of its own and calls no model (latency,
+chaos) is rehearsed as the fixed_price merchant it is built on.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from contestants.base import RunOptions, contestant_class, validate_params
+from contestants.llm.pricing import cost, prices_from
+from contestants.llm.providers import validate_settings
+from contestants.llm.types import TokenUsage
+from results.records import ModelCallRecord, total_cost
+from tournaments.config import ContestantEntry, Tournament
+from tournaments.match import Match, MatchRules
+from tournaments.schedule import schedule
+
+
+@dataclass
+class Estimate:
+    """One contestant's model calls over the whole tournament (or all contestants': "total")."""
+
+    contestant: str
+    model: str
+    calls: dict[str, int] = field(default_factory=dict)  # by purpose
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = 0.0  # USD expected; None: a model without a price
+    high: float | None = 0.0  # USD if every call wrote its max_tokens and every decision was repaired once
+
+    def add(self, other: Estimate) -> None:
+        for purpose, count in other.calls.items():
+            self.calls[purpose] = self.calls.get(purpose, 0) + count
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        self.high = None if self.high is None or other.high is None else self.high + other.high
+
+
+def estimate(tournament: Tournament) -> list[Estimate]:
+    """Per contestant that calls a model, in the file's order, then the total."""
+    spec = tournament.spec
+    entries = {entry.name: _rehearsed(entry) for entry in spec.contestants}
+    rules = MatchRules(seed=spec.seed, recall_every=spec.recall_every, options=RunOptions(rehearse=True, no_cache=True, prices=spec.prices))
+    calls: dict[str, list[ModelCallRecord]] = defaultdict(list)
+    for match in schedule(tournament):
+        played = Match(match, tournament.scenarios[match.scenario], rules, entries, hosts={}).play_here()
+        for call in played.calls:
+            calls[call.contestant].append(call)
+    estimates = [_of(entry, calls[entry.name], spec.prices) for entry in spec.contestants if calls[entry.name]]
+    total = Estimate("total", "")
+    for one in estimates:
+        total.add(one)
+    return [*estimates, total]
+
+
+def _rehearsed(entry: ContestantEntry) -> ContestantEntry:
+    kind = contestant_class(entry.kind)
+    if kind.needs_actor and kind.ping(validate_params(entry.kind, entry.params)) is None:
+        return ContestantEntry(name=entry.name, kind="fixed_price")  # latency, chaos: a fixed-price merchant underneath
+    return entry
+
+
+def _of(entry: ContestantEntry, calls: list[ModelCallRecord], prices: dict) -> Estimate:
+    """A language-model contestant's rehearsed calls, summed; the bound has every call write
+    max_tokens and every decision asked again with its answer (a repair)."""
+    params = validate_params(entry.kind, entry.params)
+    prices = {**prices_from(prices), **validate_settings(params.model, params.provider_settings).prices}
+    decisions = [c for c in calls if c.purpose == "decide"]
+    input_tokens, output_tokens = sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls)
+    worst = TokenUsage(
+        input_tokens=input_tokens + sum(c.input_tokens + params.max_tokens for c in decisions),
+        output_tokens=params.max_tokens * (len(calls) + len(decisions)),
+    )
+    return Estimate(
+        entry.name,
+        params.model,
+        dict(Counter(c.purpose for c in calls)),
+        input_tokens,
+        output_tokens,
+        total_cost(calls),
+        cost(params.model, worst, prices),
+    )
