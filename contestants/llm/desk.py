@@ -156,6 +156,7 @@ class DeskCore:
         self._key_locks: dict[str, asyncio.Lock] = {}
         self._streaks: dict[str | None, _Streak] = {}
         self._caches: dict[str, ResponseCache] = {}
+        self._releasing: set[asyncio.Task] = set()
 
     @property
     def changed(self) -> asyncio.Condition:
@@ -239,7 +240,7 @@ class DeskCore:
         await lock.acquire()
         held.key_lock = lock
         try:
-            held.lock_file = await asyncio.to_thread(_lock_file, cache.lock_path(ticket.cache_key))
+            held.lock_file = await _lock_file(cache.lock_path(ticket.cache_key))
             hit = await asyncio.to_thread(cache.get, ticket.cache_key)  # written meanwhile by whoever held it
         except BaseException:
             await self._release_key(held)
@@ -251,7 +252,7 @@ class DeskCore:
     async def _release_key(self, held: _Held) -> None:
         if held.lock_file is not None:
             fd, held.lock_file = held.lock_file, None
-            await asyncio.to_thread(_unlock_file, fd)
+            _unlock_file(fd)
         if held.key_lock is not None:
             lock, held.key_lock = held.key_lock, None
             lock.release()
@@ -268,7 +269,9 @@ class DeskCore:
                 self.changed.notify_all()
             await self._release_key(held)
 
-        asyncio.ensure_future(release())
+        task = asyncio.ensure_future(release())
+        self._releasing.add(task)  # held: the loop keeps only a weak reference to a task
+        task.add_done_callback(self._releasing.discard)
 
     # -- limits, budget, failures -----------------------------------------------------------
 
@@ -321,16 +324,24 @@ class _Refused(Exception):
     pass
 
 
-def _lock_file(path: Path) -> int:
-    """Open and lock (exclusively, waiting) the lock file at `path`; its descriptor."""
+LOCK_POLL_S = 0.05  # how often a call waiting for another process's hold on its key looks again
+
+
+async def _lock_file(path: Path) -> int:
+    """Open and lock (exclusively) the lock file at `path`, waiting while another process holds
+    it (polling: no thread is kept waiting); its descriptor."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                await asyncio.sleep(LOCK_POLL_S)
     except BaseException:
         os.close(fd)
         raise
-    return fd
 
 
 def _unlock_file(fd: int) -> None:

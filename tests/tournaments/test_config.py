@@ -238,3 +238,43 @@ def test_weights_file_mistakes_name_file_and_field(tmp_path, text, field, words)
         load_weights(path)
     assert (caught.value.file, caught.value.field) == (str(path), field)
     assert words in caught.value.message
+
+
+LLM = "  - {name: m, kind: llm, params: {model: MODEL, SERVER}}\n"
+SERVER = "base_url: 'http://127.0.0.1:9/v1', api_key_env: null"
+
+
+@pytest.mark.parametrize(
+    "model, extra, unpriced",
+    [
+        ("openai/my-vllm-model", "budget: {cost_usd: 5}\n", True),  # no price anywhere: refused, named
+        ("openai/my-vllm-model", "budget: {cost_usd: 5}\nprices: {openai/my-vllm-model: {input: 0.1, output: 0.2}}\n", False),
+        ("openai/my-vllm-model", "budget: {tokens: 1000}\n", False),  # a token budget needs no price
+        ("openai/gpt-5.4-mini", "budget: {cost_usd: 5}\n", False),  # in the catalogue
+        ("local/smollm2", "budget: {cost_usd: 5}\n", False),  # free
+    ],
+)
+def test_a_cost_budget_needs_a_price_for_every_model(tmp_path, model, extra, unpriced):
+    entry = LLM.replace("MODEL", model).replace(", SERVER", "" if model.startswith("local/") else f", {SERVER}")
+    config = write(tmp_path, TOURNAMENT + entry + extra)
+    if not unpriced:
+        load_tournament(config)
+        return
+    with pytest.raises(ConfigError) as caught:
+        load_tournament(config)
+    assert caught.value.field == "contestants[2].params.model"
+    assert "openai/my-vllm-model has no known price" in caught.value.message
+
+
+def test_turn_deadlines_come_from_the_file_or_from_each_contestants_settings(tmp_path):
+    """A model's turn may make three calls in a row (reflect, decide, repair), each with its
+    provider's total_timeout; a kind with no view gets 10 s; the file's decision_timeout_s
+    is every contestant's."""
+    from tournaments.runner import deadlines
+
+    llm = "  - {name: m, kind: llm, params: {model: openai/x, base_url: 'http://127.0.0.1:9/v1', api_key_env: null, total_timeout: 40}}\n"
+    lazy = "  - {name: l, kind: latency}\n"
+    derived = load_tournament(write(tmp_path, TOURNAMENT + llm + lazy)).spec
+    assert deadlines(derived) == {"a": 10.0, "b": 10.0, "m": 120.0, "l": 10.0}
+    fixed = load_tournament(write(tmp_path, TOURNAMENT.replace("seed: 5", "seed: 5\ndecision_timeout_s: 7") + llm + lazy)).spec
+    assert set(deadlines(fixed).values()) == {7.0}

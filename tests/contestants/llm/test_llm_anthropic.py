@@ -98,22 +98,25 @@ def test_overloads_are_retried_and_then_given_up(fake_anthropic, decision_reques
     assert caught.value.retryable
 
 
-def test_the_second_call_of_a_match_reads_the_cached_rules(fake_anthropic, root):
-    """Two days of one merchant: day 1 writes the rules and the tool to the prompt cache, day 2
-    reads them and pays for them at the cache-read price. Cost recomputed by hand from the
-    catalogue's price of claude-opus-5 (which caches prefixes from 512 tokens on) and the
-    tokens the stand-in reported."""
+def days_of(fake, root, memory: str, days: int):
+    """The calls of a claude-opus-5 merchant (it caches prefixes from 512 tokens on) over the
+    first `days` days of a price_war match."""
     scenario = load_scenario(root / "scenarios" / "price_war.yaml")
-    merchant = create(
-        "llm",
-        {"model": "anthropic/claude-opus-5", "base_url": fake_anthropic.base_url, "api_key_env": "ARENA_TEST_ANTHROPIC", "no_cache": True, "memory": "stateless"},
-    )
+    settings = {"base_url": fake.base_url, "api_key_env": "ARENA_TEST_ANTHROPIC", "no_cache": True, "memory": memory}
+    merchant = create("llm", {"model": "anthropic/claude-opus-5", **settings})
     merchant.reset(merchant="m0", scenario=scenario, seed=1)
     env = MarketEnv(scenario, ["m0", "m1"])
     observations, _ = env.reset(seed=1)
-    for _ in range(2):
+    for _ in range(days):
         observations = env.step({"m0": merchant.decide(observations["m0"]), "m1": None})[0]
-    first, second = merchant.calls()
+    return merchant.calls()
+
+
+def test_the_second_call_of_a_match_reads_the_cached_rules(fake_anthropic, root):
+    """Day 1 writes the rules and the tool to the prompt cache, day 2 reads them and pays for
+    them at the cache-read price. Cost recomputed by hand from the catalogue's price and the
+    tokens the stand-in reported."""
+    first, second = days_of(fake_anthropic, root, "stateless", 2)
     assert first.cache_write_tokens > 512 and first.cached_tokens == 0
     assert second.cached_tokens == first.cache_write_tokens and second.cache_write_tokens == 0
     price = catalogue_price("anthropic/claude-opus-5")
@@ -129,16 +132,6 @@ def test_the_second_call_of_a_match_reads_the_cached_rules(fake_anthropic, root)
 def test_a_conversation_is_cached_up_to_yesterday(fake_anthropic, root):
     """With window memory, day 3's call reads the prefix day 2 wrote (rules, tool and day 1's
     exchange): more than the rules alone."""
-    scenario = load_scenario(root / "scenarios" / "price_war.yaml")
-    merchant = create(
-        "llm",
-        {"model": "anthropic/claude-opus-5", "base_url": fake_anthropic.base_url, "api_key_env": "ARENA_TEST_ANTHROPIC", "no_cache": True, "memory": "window"},
-    )
-    merchant.reset(merchant="m0", scenario=scenario, seed=1)
-    env = MarketEnv(scenario, ["m0", "m1"])
-    observations, _ = env.reset(seed=1)
-    for _ in range(3):
-        observations = env.step({"m0": merchant.decide(observations["m0"]), "m1": None})[0]
-    first, second, third = merchant.calls()
+    first, second, third = days_of(fake_anthropic, root, "window", 3)
     assert second.cached_tokens == first.cache_write_tokens  # the rules and the tool
     assert third.cached_tokens == first.cache_write_tokens + second.cache_write_tokens > second.cached_tokens
