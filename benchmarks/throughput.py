@@ -41,7 +41,7 @@ from results.records import MerchantResult
 from results.store import list_matches, match_detail
 from tournaments.config import Tournament, TournamentSpec, load_scenario
 from tournaments.match import Match, MatchRules, play_side_by_side
-from tournaments.runner import group_instant, play_instant_matches, run_tournament, unpickle_matches
+from tournaments.runner import deadlines, group_instant, play_instant_matches, run_tournament, unpickle_matches
 from tournaments.schedule import schedule
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,7 +132,7 @@ def played(days: int, results: list[MerchantResult]) -> int:
 
 def rules_of(t: Tournament) -> MatchRules:
     """The rules `run_tournament` plays the tournament's matches by (memory probes included)."""
-    return MatchRules(seed=t.spec.seed, timeout_s=t.spec.decision_timeout_s, recall_every=t.spec.recall_every)
+    return MatchRules(seed=t.spec.seed, deadlines=deadlines(t.spec), recall_every=t.spec.recall_every)
 
 
 def engine_in_process(merchants: int, seeds: int = 10) -> dict:

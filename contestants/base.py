@@ -120,11 +120,13 @@ class Contestant(ABC):
 
     `needs_actor` says the contestant must run in its own Ray actor (it holds a model, is
     slow, or may crash its process). Instant rule baselines run inside the match loop.
+    `calls_models` says it calls language models (what budgets, pings and estimates are about).
     """
 
     kind: ClassVar[str]
     params_model: ClassVar[type[Params]] = Params
     needs_actor: ClassVar[bool] = False
+    calls_models: ClassVar[bool] = False
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
         self.params = params

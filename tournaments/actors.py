@@ -31,7 +31,7 @@ from contestants.base import Contestant, ModelCall, contestant_class, create
 from market.scenario import Scenario
 from results.records import FinishedMatch, StoppedMatch
 from tournaments.channel import Address, HostLine, TurnServer
-from tournaments.cluster import result
+from tournaments.cluster import enter, result
 from tournaments.config import ContestantEntry
 from tournaments.match import Forgotten, Match, MatchRules, TurnRequest, take_turn
 from tournaments.schedule import MatchSpec
@@ -39,19 +39,10 @@ from tournaments.schedule import MatchSpec
 HOST_THREADS = 64
 
 
-def _enter(working_dir: str) -> None:
-    """Work in the folder `arena run` was started in, so relative paths in a contestant's
-    settings (a response cache, a model file) mean what they meant there, not wherever Ray
-    starts its workers (with `uv run` that is a per-session copy of the project). Skipped on
-    a node that lacks the folder."""
-    if os.path.isdir(working_dir):
-        os.chdir(working_dir)
-
-
 @ray.remote(num_cpus=0, max_restarts=-1)
 class ContestantHost:
     def __init__(self, entry: ContestantEntry, working_dir: str):
-        _enter(working_dir)
+        enter(working_dir)
         # Import the contestant's code now, so that `ready` means ready to play: otherwise
         # every host imports it on its first call, all at once, inside the first day of play.
         contestant_class(entry.kind)
@@ -120,7 +111,7 @@ class MatchRunner:
     def __init__(
         self, working_dir: str, scenarios: dict[str, Scenario], rules: MatchRules, entries: dict[str, ContestantEntry], hosts: dict[str, Any]
     ):
-        _enter(working_dir)  # inline contestants of its matches may read files too
+        enter(working_dir)  # inline contestants of its matches may read files too
         self.scenarios, self.rules, self.entries = scenarios, rules, entries
         self.hosts = {name: HostLink(actor) for name, actor in hosts.items()}
         self.days = 0

@@ -5,35 +5,53 @@ It lives on the driver's node and works in the folder `arena run` was started in
 response cache is that folder's `.arena-cache/` (or the `cache_dir` a contestant names)
 whichever node a merchant's calls come from: a re-run replays from it wherever its merchants
 land. Two calls (admit, settle) cost a few milliseconds, which is little beside a model call.
+
+Calls waiting for room at an endpoint wait inside `admit`; `settle` and `status` run in a
+concurrency group of their own, so however many calls wait, those that end can report back.
+Ray runs each group on a loop of its own, so the desk's state lives on a loop of its own too
+(a LocalDesk), which every method hands its work to.
+A desk that is gone (its process died) stops the run's calls: what the desk held is lost, so
+no call can be let through or paid for any more.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import ray
+from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from contestants.llm.desk import Admission, Budget, DeskCore, Failed, Spend, Status, Ticket
+from contestants.llm.desk import Admission, Budget, DeskCore, Failed, LocalDesk, Spend, Status, Ticket
+from contestants.llm.errors import CallsStopped
 from contestants.llm.types import Completion
-from tournaments.cluster import result
+from tournaments.cluster import enter, result
+
+WAITING_CALLS = 100_000  # admits that may wait for room at once
+GONE = "the run's call desk is gone (its process died)"
 
 
-@ray.remote(num_cpus=0)
+@ray.remote(num_cpus=0, concurrency_groups={"waiting": WAITING_CALLS, "reporting": 64})
 class CallDesk:
     def __init__(self, working_dir: str, budget: Budget | None, spent: Spend, stop_after: int):
-        os.chdir(working_dir)
-        self.core = DeskCore(budget, spent, stop_after)
+        enter(working_dir)
+        self.desk = LocalDesk(DeskCore(budget, spent, stop_after))
 
+    @ray.method(concurrency_group="reporting")
+    def ready(self) -> bool:
+        return True
+
+    @ray.method(concurrency_group="waiting")
     async def admit(self, ticket: Ticket) -> Admission:
-        return await self.core.admit(ticket)
+        return await self.desk.on_loop(self.desk.core.admit(ticket))
 
+    @ray.method(concurrency_group="reporting")
     async def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
-        await self.core.settle(ticket, completion, failed)
+        await self.desk.on_loop(self.desk.core.settle(ticket, completion, failed))
 
-    def status(self) -> Status:
-        return self.core.status()
+    @ray.method(concurrency_group="reporting")
+    async def status(self) -> Status:
+        return await self.desk.current()
 
 
 class RemoteDesk:
@@ -43,21 +61,32 @@ class RemoteDesk:
         self.actor = actor
 
     def admit(self, ticket: Ticket) -> Admission:
-        return ray.get(self.actor.admit.remote(ticket))
+        try:
+            return ray.get(self.actor.admit.remote(ticket))
+        except RayError:
+            raise CallsStopped(GONE) from None
 
     def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
-        ray.get(self.actor.settle.remote(ticket, completion, failed))
+        try:
+            ray.get(self.actor.settle.remote(ticket, completion, failed))
+        except RayError:
+            raise CallsStopped(GONE) from None
 
     def status(self) -> Status:
-        return ray.get(self.actor.status.remote())
+        try:
+            return ray.get(self.actor.status.remote())
+        except RayError:
+            return Status(GONE, Spend(), None)
 
     async def current(self) -> Status:
         """`status`, awaited on an event loop (a match runner's, the driver's)."""
-        return await result(self.actor.status.remote())
+        try:
+            return await result(self.actor.status.remote())
+        except RayError:
+            return Status(GONE, Spend(), None)
 
 
-def start_desk(budget: Budget | None, spent: Spend, stop_after: int) -> RemoteDesk:
-    """The run's desk, on this (the driver's) node, in this folder."""
+def start_desk(budget: Budget | None, spent: Spend, stop_after: int, working_dir: str) -> RemoteDesk:
+    """The run's desk, on this (the driver's) node, working in `working_dir`."""
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-    actor = CallDesk.options(scheduling_strategy=here, max_concurrency=1000).remote(os.getcwd(), budget, spent, stop_after)
-    return RemoteDesk(actor)
+    return RemoteDesk(CallDesk.options(scheduling_strategy=here).remote(working_dir, budget, spent, stop_after))

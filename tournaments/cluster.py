@@ -11,6 +11,15 @@ from contextlib import contextmanager
 from typing import Any
 
 
+def enter(working_dir: str) -> None:
+    """Work in the folder `arena run` was started in, so relative paths in a contestant's
+    settings (a response cache, a model file) mean what they meant there, not wherever Ray
+    starts its workers (with `uv run` that is a per-session copy of the project). Skipped on
+    a node that lacks the folder."""
+    if os.path.isdir(working_dir):
+        os.chdir(working_dir)
+
+
 def result(ref: Any) -> asyncio.Future:
     """An asyncio future of a Ray ObjectRef's value. `await ref` goes through Ray's
     deprecated ObjectRef.as_future(), which costs a logged warning and several times the

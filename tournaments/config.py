@@ -7,6 +7,7 @@ field, raised before anything runs or is written.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -135,9 +136,12 @@ class Tournament(BaseModel):
     def config_hash(self) -> str:
         """Identity of a tournament for --resume: what decides its matches, that is the
         settings (not the budget, which only decides how many are played, nor the scoring
-        weights, which only read the results, nor the failures that stop a run) and the
-        scenarios."""
-        digest = hashlib.sha256(self.spec.model_dump_json(exclude={"budget", "scoring", "stop_after_failures"}).encode())
+        weights and prices, which only read the results, nor the failures that stop a run)
+        and the scenarios."""
+        decisive = self.spec.model_dump(mode="json", exclude={"budget", "scoring", "stop_after_failures", "prices"})
+        for entry in decisive["contestants"]:
+            entry["params"].pop("prices", None)
+        digest = hashlib.sha256(json.dumps(decisive, sort_keys=True).encode())
         for name in sorted(self.scenarios):
             digest.update(self.scenarios[name].model_dump_json().encode())
         return digest.hexdigest()

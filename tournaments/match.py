@@ -1,9 +1,9 @@
 """One match: a market, its merchants, day after day, until the last day.
 
 Contestants that run inline (instant rule baselines) are called directly; contestants
-hosted in Ray actors are asked all at once and given `timeout_s` to answer. A merchant that
-raises, misses the deadline, returns something unusable or whose actor dies does nothing
-that day, and the fault is recorded; the match goes on.
+hosted in Ray actors are asked all at once and given their turn's deadline to answer. A
+merchant that raises, misses the deadline, returns something unusable or whose actor dies
+does nothing that day, and the fault is recorded; the match goes on.
 """
 
 from __future__ import annotations

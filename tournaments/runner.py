@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import pickle
 import time
 from collections.abc import AsyncIterator, Callable
@@ -31,7 +32,7 @@ from tournaments.actors import start_host, start_runners
 from tournaments.calls import RemoteDesk, start_desk
 from tournaments.cluster import ray_session, result
 from tournaments.config import ContestantEntry, Tournament, TournamentSpec
-from tournaments.match import DEFAULT_DEADLINE_S, Match, MatchRules, collector_paused, play_side_by_side
+from tournaments.match import Match, MatchRules, collector_paused, play_side_by_side
 from tournaments.schedule import MatchSpec, schedule
 
 POLL_SECONDS = 0.2
@@ -122,7 +123,7 @@ def _play(
     """Start the run's call desk, the hosted contestants and the match runners, tell `start`
     once they are all ready, play `todo`; how the calls ended (why they stopped, if they did)."""
     spec = tournament.spec
-    desk = start_desk(spec.budget, spent, spec.stop_after_failures)
+    desk = start_desk(spec.budget, spent, spec.stop_after_failures, os.getcwd())
     options = options.model_copy(update={"desk": desk, "prices": spec.prices})
     entries = {c.name: c for c in spec.contestants}
     rules = MatchRules(seed=spec.seed, deadlines=deadlines(spec), recall_every=spec.recall_every, options=options)
@@ -131,26 +132,27 @@ def _play(
     hosted_matches = sum(1 for m in todo if any(name in hosts for name in m.seats))
     count = _runner_count(hosted_matches, spec.max_concurrent_matches)
     runners = start_runners(count, tournament.scenarios, rules, entries, hosts) if hosted_matches else []
-    actors = [*hosts.values(), *runners]
+    actors = [desk.actor, *hosts.values(), *runners]
     try:
         ray.get([actor.ready.remote() for actor in actors])
         start()
         asyncio.run(_play_all(tournament, todo, rules, entries, hosts, _Runners(runners), engine, tournament_id, progress, desk))
         return desk.status()
     finally:
-        for actor in [*actors, desk.actor]:
+        for actor in actors:
             ray.kill(actor)
 
 
 def deadlines(spec: TournamentSpec) -> dict[str, float]:
     """Seconds each contestant's hosted turn may take: the tournament's decision_timeout_s if
     it sets one, else what the contestant's own settings need (a model's retries, see
-    Contestant.turn_seconds), else DEFAULT_DEADLINE_S."""
+    Contestant.turn_seconds); a contestant left out gets MatchRules' default."""
     chosen = {}
     for entry in spec.contestants:
         kind = contestant_class(entry.kind)
         own = kind.turn_seconds(validate_params(entry.kind, entry.params))
-        chosen[entry.name] = spec.decision_timeout_s or own or DEFAULT_DEADLINE_S
+        if spec.decision_timeout_s or own:
+            chosen[entry.name] = spec.decision_timeout_s or own
     return chosen
 
 
@@ -176,7 +178,9 @@ async def _play_all(
     plays many side by side.
 
     Once the run's model calls stop (the desk says why), no match starts; matches in play
-    stop at their next call, and their paid calls are recorded without them.
+    stop at their next call, and their paid calls are recorded without them. A match that
+    ends with faults of a contestant whose model fails as retrying cannot help waits to be
+    stored until that is settled (`_Suspects`).
     """
     slots = _Slots(tournament.spec.max_concurrent_matches)
     is_hosted = [any(name in hosts for name in m.seats) for m in todo]
@@ -184,18 +188,23 @@ async def _play_all(
     cpus = int(ray.cluster_resources().get("CPU", 1))
     instant = group_instant([m for m, on in zip(todo, is_hosted) if not on], entries, tournament.spec.max_concurrent_matches, cpus)
     stopped = _Stop(desk)
+    suspects = _Suspects(desk)
 
     unsaved: list[tuple[FinishedMatch, Scenario]] = []
 
-    async def record(played: list[FinishedMatch | StoppedMatch], scenario: Scenario) -> None:
+    async def record(played: list[FinishedMatch | StoppedMatch], scenario: Scenario | None, final: bool = False) -> None:
         """Write finished matches, with those that finished in the same turn of the event
         loop, in one transaction (SQLite pays a disk sync for every commit); the calls of
         stopped ones at once."""
         halted = [match for match in played if isinstance(match, StoppedMatch)]
+        finished = [(match, scenario) for match in played if isinstance(match, FinishedMatch)]
+        if final or suspects.held or any(_failed(match) for match, _ in finished):
+            finished, judged = await suspects.sort(finished, final)
+            halted += judged
         if halted:
             store.save_stopped(engine, tournament_id, halted)
             stopped.reason = stopped.reason or halted[0].reason
-        unsaved.extend((finished, scenario) for finished in played if isinstance(finished, FinishedMatch))
+        unsaved.extend(finished)
         try:
             await asyncio.sleep(0)  # the other matches that have just finished add theirs
         finally:  # cancelled or not, what has finished is written
@@ -230,7 +239,43 @@ async def _play_all(
         await asyncio.gather(*map(one_hosted, hosted), *map(instant_group, instant))
     finally:
         reporting.cancel()
+    await record([], None, final=True)  # what is still held
     await runners.tell_days(progress)
+
+
+def _failed(match: FinishedMatch) -> frozenset[str]:
+    """The merchants (named after their contestants) of a match that had a day's call fail."""
+    return frozenset(fault.merchant for fault in match.faults if fault.kind == "error")
+
+
+class _Suspects:
+    """Finished matches with faults of a contestant whose last call had failed as retrying
+    cannot help (a refused key, an unknown model): held back until that is settled, so that a
+    match built from a broken model's faults is never stored. A held match is stored once
+    the contestant's calls go through again (or the run ends without its failures stopping
+    it), and recorded as stopped (its calls only) if its failures stop the run."""
+
+    def __init__(self, desk: RemoteDesk):
+        self.desk = desk
+        self.held: list[tuple[FinishedMatch, Scenario]] = []
+
+    async def sort(
+        self, finished: list[tuple[FinishedMatch, Scenario]], final: bool
+    ) -> tuple[list[tuple[FinishedMatch, Scenario]], list[StoppedMatch]]:
+        """Of `finished` and the held matches: those to store now and those the run stopped;
+        the rest stay held (`final`: none does)."""
+        status = await self.desk.current()
+        ready, halted, held = [], [], []
+        for match, scenario in [*self.held, *finished]:
+            failed = _failed(match)
+            if status.broken is not None and status.broken in failed:
+                halted.append(StoppedMatch(key=match.key, index=match.index, reason=status.stopped or "", calls=match.calls))
+            elif failed & status.failing and not final:
+                held.append((match, scenario))
+            else:
+                ready.append((match, scenario))
+        self.held = held
+        return ready, halted
 
 
 class _Stop:

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from contestants.llm.catalogue import AnthropicFamily, anthropic_family
 from contestants.llm.errors import ProviderConfigError
-from contestants.llm.providers import RemoteProvider, RemoteSettings
+from contestants.llm.providers import RemoteProvider, RemoteSettings, check_effort
 from contestants.llm.retry import BadResponse, Failure, sdk_failure
 from contestants.llm.schema import strict_schema
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
@@ -76,10 +76,7 @@ class AnthropicProvider(RemoteProvider):
             raise ProviderConfigError(f"{self.label} takes thinking {' or '.join(family.thinking)}, not {s.thinking!r}", "thinking")
         if s.thinking == "enabled" and request.max_tokens <= s.thinking_budget:
             raise ProviderConfigError(f"{self.label}: max_tokens ({request.max_tokens}) must exceed thinking_budget ({s.thinking_budget})", "max_tokens")
-        effort = s.reasoning_effort
-        if effort is not None and family.efforts is not None and effort not in family.efforts:
-            accepted = f"one of {', '.join(family.efforts)}" if family.efforts else "none"
-            raise ProviderConfigError(f"{self.label} takes reasoning_effort {accepted}, not {effort!r}", "reasoning_effort")
+        check_effort(self.label, s.reasoning_effort, family.efforts)
         if s.structured == "json_schema" and "json_schema" not in family.structured:
             raise ProviderConfigError(f"{self.label} offers no structured output (output_config.format): use structured: tool", "structured")
 

@@ -90,11 +90,18 @@ class Ticket:
 
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """How a call failed for good, for the desk's count of a contestant's failures in a row."""
+    """How a call failed for good, for the desk's count of a contestant's failures in a row:
+    the same failure is the same status and error code (the same message where the server
+    gives no code: a message may carry a count or an id that changes every time)."""
 
     message: str
     status: int | None
     retryable: bool
+    code: str | None = None
+
+    @property
+    def signature(self) -> tuple[int | None, str]:
+        return (self.status, self.code if self.code else self.message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +125,15 @@ class Spend:
 class Status:
     stopped: str | None
     spent: Spend
-    broken: str | None  # the contestant whose failures stopped the run
+    broken: str | None  # the contestant whose model stopped the run
+    failing: frozenset[str] = frozenset()  # contestants whose last call failed as retrying cannot help
 
 
 class Desk(Protocol):
     def admit(self, ticket: Ticket) -> Admission: ...
     def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None: ...
+    def status(self) -> Status: ...
+    async def current(self) -> Status: ...  # `status`, from a coroutine
 
 
 @dataclass
@@ -138,7 +148,7 @@ class _Held:
 
 @dataclass
 class _Streak:
-    failure: tuple[int | None, str] | None = None
+    failure: tuple[int | None, str] | None = None  # Failed.signature
     count: int = 0
 
 
@@ -200,7 +210,7 @@ class DeskCore:
     async def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
         held = self._held.pop(ticket.id, None)
         if completion is not None and completion.paid:
-            self._pay(completion)
+            self._pay(ticket, completion)
         self._count_failure(ticket, failed)
         if held is None:  # its lease ran out: it was already let go
             return
@@ -219,7 +229,8 @@ class DeskCore:
         await self._release_key(held)
 
     def status(self) -> Status:
-        return Status(self.stopped, self.spent, self.broken)
+        failing = frozenset(name for name, streak in self._streaks.items() if streak.count and name is not None)
+        return Status(self.stopped, self.spent, self.broken, failing)
 
     # -- the response cache ----------------------------------------------------------------
 
@@ -294,11 +305,15 @@ class DeskCore:
                 return max(until_older_leaves, 0.001)
         return 0.0
 
-    def _pay(self, completion: Completion) -> None:
+    def _pay(self, ticket: Ticket, completion: Completion) -> None:
+        """Count a paid call. A call without a price under a cost budget (validation keeps
+        such models out; a price list may not) stops the run as a broken model would: its
+        cost is not known, so the budget could not be kept."""
         usage = completion.usage
         tokens = self.spent.tokens + usage.input_tokens + usage.output_tokens
-        if completion.cost is None and self.budget is not None and self.budget.cost_usd is not None:
-            self.stopped = self.stopped or f"{completion.provider}/{completion.model} has no price: the cost budget cannot be kept"
+        if completion.cost is None and self.budget is not None and self.budget.cost_usd is not None and self.stopped is None:
+            self.broken = ticket.contestant
+            self.stopped = f"{_who(ticket)} has no price, so the cost budget cannot be kept: give it one in prices:"
         self.spent = Spend(tokens, self.spent.cost + (completion.cost or 0.0))
 
     def _check_budget(self) -> None:
@@ -311,13 +326,15 @@ class DeskCore:
         if failed is None or failed.retryable:
             streak.failure, streak.count = None, 0
             return
-        signature = (failed.status, failed.message)
-        streak.count = streak.count + 1 if streak.failure == signature else 1
-        streak.failure = signature
+        streak.count = streak.count + 1 if streak.failure == failed.signature else 1
+        streak.failure = failed.signature
         if streak.count >= self.stop_after and self.stopped is None:
-            who = f"contestant {ticket.contestant}" if ticket.contestant else ticket.model
             self.broken = ticket.contestant
-            self.stopped = f"{who} ({ticket.model}) failed {streak.count} calls in a row: {failed.message}"
+            self.stopped = f"{_who(ticket)} failed {streak.count} calls in a row: {failed.message}"
+
+
+def _who(ticket: Ticket) -> str:
+    return f"contestant {ticket.contestant} ({ticket.model})" if ticket.contestant else ticket.model
 
 
 class _Refused(Exception):
@@ -352,7 +369,8 @@ def _unlock_file(fd: int) -> None:
 
 
 class LocalDesk:
-    """A DeskCore on an event loop of its own thread, for the calls of this process."""
+    """A DeskCore on an event loop of its own thread: every coroutine of the core runs on that
+    one loop (its conditions and locks belong to it), whichever thread or loop asks."""
 
     def __init__(self, core: DeskCore | None = None):
         self.core = core or DeskCore()
@@ -366,6 +384,16 @@ class LocalDesk:
         self._run(self.core.settle(ticket, completion, failed))
 
     def status(self) -> Status:
+        return self._run(self._status())
+
+    async def current(self) -> Status:
+        return await self.on_loop(self._status())
+
+    async def on_loop(self, work: Coroutine[Any, Any, T]) -> T:
+        """`work` run on the desk's loop, awaited from another loop."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
+
+    async def _status(self) -> Status:
         return self.core.status()
 
     def _run(self, work: Coroutine[Any, Any, T]) -> T:

@@ -27,11 +27,14 @@ class ProviderError(RuntimeError):
 
     `kind` is one of "status", "timeout", "connection", "bad_response", "error"; `status` is
     the HTTP status where there was one; `detail` is the last failure in one line (the
-    server's own message where it sent one), secrets masked; `retryable` says whether that
-    failure was of a kind worth retrying (its retries ran out) or not (retrying cannot help).
+    server's own message where it sent one), secrets masked; `code` the server's name for the
+    error; `retryable` says whether that failure was of a kind worth retrying (its retries ran
+    out) or not (retrying cannot help).
     """
 
-    def __init__(self, message: str, *, model: str, kind: str, status: int | None, attempts: int, detail: str = "", retryable: bool = False):
+    def __init__(
+        self, message: str, *, model: str, kind: str, status: int | None, attempts: int, detail: str = "", retryable: bool = False, code: str | None = None
+    ):
         super().__init__(message)
         self.model = model
         self.kind = kind
@@ -39,6 +42,7 @@ class ProviderError(RuntimeError):
         self.attempts = attempts
         self.detail = detail or message
         self.retryable = retryable
+        self.code = code
 
 
 class CallsStopped(RuntimeError):

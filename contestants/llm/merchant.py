@@ -110,6 +110,7 @@ class LLMMerchant(Contestant):
     kind: ClassVar[str] = "llm"
     params_model: ClassVar[type[Params]] = LLMParams
     needs_actor: ClassVar[bool] = True  # holds a model or a client; may be slow
+    calls_models: ClassVar[bool] = True
 
     params: LLMParams
 
@@ -152,7 +153,8 @@ class LLMMerchant(Contestant):
             return None
 
         where = f" at {settings.base_url}" if getattr(settings, "base_url", None) else ""
-        return Ping(f"{provider.label}{where}", request_key(provider.cache_identity(), request), call)
+        reached = {**provider.cache_identity(), "api_key_env": getattr(settings, "api_key_env", None)}  # a key of its own: a call of its own
+        return Ping(f"{provider.label}{where}", request_key(reached, request), call)
 
     @classmethod
     def unpriced_model(cls, params: LLMParams, prices: dict[str, Any]) -> str | None:

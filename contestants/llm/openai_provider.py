@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from contestants.llm.catalogue import OpenAIFamily, Structured, catalogue, openai_family
 from contestants.llm.errors import ProviderConfigError
-from contestants.llm.providers import RemoteProvider, RemoteSettings
+from contestants.llm.providers import RemoteProvider, RemoteSettings, check_effort
 from contestants.llm.retry import BadResponse, Failure, sdk_failure
 from contestants.llm.schema import strict_schema
 from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage
@@ -59,10 +59,7 @@ class OpenAIProvider(RemoteProvider):
 
     def check_request(self, request: CompletionRequest) -> None:
         family, effort, api = self.family, self.settings.reasoning_effort, self.settings.api
-        efforts = family.efforts_for(api)
-        if effort is not None and efforts is not None and effort not in efforts:
-            accepted = f"one of {', '.join(efforts)}" if efforts else "none"
-            raise ProviderConfigError(f"{self.label} takes reasoning_effort {accepted} on the {api} API, not {effort!r}", "reasoning_effort")
+        check_effort(self.label, effort, family.efforts_for(api), f" on the {api} API")
         if not family.allows(family.sampling, effort):
             for field in ("temperature", "top_p"):
                 if getattr(request, field) is not None:

@@ -111,6 +111,14 @@ class Provider(ABC):
     def check_credentials(self) -> None:
         """Raise MissingCredentialsError if a call could not authenticate. Call at validation."""
 
+    def check_request(self, request: CompletionRequest) -> None:
+        """Raise ProviderConfigError (naming the setting) if this model would refuse what the
+        request asks for (a temperature it does not take, say). Call at validation."""
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What about this provider changes the answer (part of the cache key)."""
+        return {"provider": self.name, "model": self.model}
+
     def prompt_tokens(self, request: CompletionRequest) -> int:
         """About how many prompt tokens the request is, as this provider will count them."""
         return approximate_tokens(request)
@@ -122,14 +130,6 @@ class Provider(ABC):
     def answer_tokens(self, text: str) -> int:
         """About how many tokens an answer of `text` is."""
         return max(1, len(text) // CHARS_PER_TOKEN)
-
-    def check_request(self, request: CompletionRequest) -> None:
-        """Raise ProviderConfigError (naming the setting) if this model would refuse what the
-        request asks for (a temperature it does not take, say). Call at validation."""
-
-    def cache_identity(self) -> dict[str, Any]:
-        """What about this provider changes the answer (part of the cache key)."""
-        return {"provider": self.name, "model": self.model}
 
     def endpoint(self) -> tuple[str, ...]:
         """Where calls go: the calls to one endpoint share its limits."""
@@ -153,7 +153,7 @@ class Provider(ABC):
             completion = self._call(request, key, deadline, start)
             return completion
         except ProviderError as exc:
-            failed = Failed(exc.detail, exc.status, exc.retryable)
+            failed = Failed(exc.detail, exc.status, exc.retryable, exc.code)
             raise
         except MissingCredentialsError as exc:
             failed = Failed(str(exc), None, False)
@@ -277,6 +277,14 @@ class RemoteProvider(Provider):
         variable = self.settings.api_key_env
         value = os.environ.get(variable) if variable is not None else None
         return (value,) if value else ()
+
+
+def check_effort(label: str, effort: str | None, accepted: tuple[str, ...] | None, where: str = "") -> None:
+    """Raise ProviderConfigError if the model does not take `effort` (`accepted` None: not
+    known, any is passed on; empty: it takes none)."""
+    if effort is not None and accepted is not None and effort not in accepted:
+        takes = f"one of {', '.join(accepted)}" if accepted else "none"
+        raise ProviderConfigError(f"{label} takes reasoning_effort {takes}{where}, not {effort!r}", "reasoning_effort")
 
 
 _BUILTIN: dict[str, str] = {

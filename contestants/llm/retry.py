@@ -3,7 +3,8 @@
 A failed attempt is first normalised into a `Failure` (each provider maps its SDK's
 exceptions, see `sdk_failure`); the policy then decides on the Failure alone:
 
-- retried: HTTP 408, 429 and 5xx, timeouts, connection errors;
+- retried: HTTP 408, 429 and 5xx, timeouts, connection errors; but not a 429 that says the
+  account's quota is spent (`insufficient_quota`), which waiting does not mend;
 - not retried: any other 4xx, a response that is not what the API promises, anything else;
 - the wait before a retry is the server's Retry-After when it sent one, else exponential
   backoff with full jitter; never past the total deadline;
@@ -37,19 +38,27 @@ T = TypeVar("T")
 FailureKind = Literal["status", "timeout", "connection", "bad_response", "error"]
 
 
+NEVER_RETRIED = frozenset({"insufficient_quota"})  # error codes of statuses otherwise retried
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """One failed attempt, in provider-neutral terms. `detail` is short and one line."""
+    """One failed attempt, in provider-neutral terms. `detail` is short and one line; `code`
+    is the server's name for the error where it gives one (OpenAI's `code`, Anthropic's
+    error `type`)."""
 
     kind: FailureKind
     detail: str
     status: int | None = None
     retry_after: float | None = None
+    code: str | None = None
 
     @property
     def retryable(self) -> bool:
         if self.kind in ("timeout", "connection"):
             return True
+        if self.code in NEVER_RETRIED:
+            return False
         return self.kind == "status" and self.status is not None and (self.status in (408, 429) or self.status >= 500)
 
 
@@ -143,6 +152,7 @@ def call_with_retries(
         attempts=attempts,
         detail=_clean(failure.detail, secrets),
         retryable=failure.retryable,
+        code=failure.code,
     )
 
 
@@ -194,8 +204,8 @@ def sdk_failure(exc: BaseException, sdk: Any) -> Failure | None:
     import httpx2
 
     if isinstance(exc, sdk.APIStatusError):
-        message = _error_message(exc)
-        return Failure("status", f"HTTP {exc.status_code}: {message}", exc.status_code, retry_after(exc.response.headers))
+        message, code = _error_of(exc)
+        return Failure("status", f"HTTP {exc.status_code}: {message}", exc.status_code, retry_after(exc.response.headers), code)
     if isinstance(exc, (sdk.APITimeoutError, httpx2.TimeoutException)):
         return Failure("timeout", "request timed out")
     if isinstance(exc, (sdk.APIConnectionError, httpx2.TransportError)):
@@ -206,11 +216,12 @@ def sdk_failure(exc: BaseException, sdk: Any) -> Failure | None:
     return None
 
 
-def _error_message(exc: Any) -> str:
-    """The server's own error message where the body has one, else the SDK's."""
+def _error_of(exc: Any) -> tuple[str, str | None]:
+    """The server's own error message where the body has one (else the SDK's), and its code."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        error = body.get("error", body)
+        error = body.get("error", body)  # OpenAI's SDK hands over the inner object, Anthropic's the whole body
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
-    return str(getattr(exc, "message", "") or type(exc).__name__)
+            code = error.get("code") or error.get("type")
+            return error["message"], code if isinstance(code, str) else None
+    return str(getattr(exc, "message", "") or type(exc).__name__), None

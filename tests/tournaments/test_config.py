@@ -92,6 +92,23 @@ def test_scoring_weights_do_not_change_the_hash(tmp_path):
     assert scored.config_hash == plain.config_hash
 
 
+def test_prices_budgets_and_the_failures_that_stop_a_run_do_not_change_the_hash(tmp_path):
+    """None of them changes how a match plays: giving a model its price so that a cost budget
+    validates, or raising the budget, must let --resume continue the tournament."""
+    llm = "  - {name: m, kind: llm, params: {model: openai/x, base_url: 'http://127.0.0.1:9/v1', api_key_env: null}}\n"
+    priced = llm.replace("api_key_env: null", "api_key_env: null, prices: {openai/x: {input: 1, output: 2}}")
+    hashes = {
+        load_tournament(write(tmp_path / name, TOURNAMENT + text)).config_hash
+        for name, text in [
+            ("plain", llm),
+            ("own_price", priced),
+            ("prices", llm + "prices: {openai/x: {input: 1, output: 2}}\nbudget: {cost_usd: 3}\nstop_after_failures: 5\n"),
+        ]
+    }
+    assert len(hashes) == 1
+    assert load_tournament(write(tmp_path / "other", TOURNAMENT + llm.replace("openai/x", "openai/y"))).config_hash not in hashes
+
+
 def test_the_text_is_kept_as_written(tmp_path):
     path = write(tmp_path, "# a comment\n" + TOURNAMENT)
     tournament = load_tournament(path)
@@ -268,13 +285,14 @@ def test_a_cost_budget_needs_a_price_for_every_model(tmp_path, model, extra, unp
 
 def test_turn_deadlines_come_from_the_file_or_from_each_contestants_settings(tmp_path):
     """A model's turn may make three calls in a row (reflect, decide, repair), each with its
-    provider's total_timeout; a kind with no view gets 10 s; the file's decision_timeout_s
-    is every contestant's."""
+    provider's total_timeout; a kind with no view gets the default, 10 s; the file's
+    decision_timeout_s is every contestant's."""
+    from tournaments.match import MatchRules
     from tournaments.runner import deadlines
 
     llm = "  - {name: m, kind: llm, params: {model: openai/x, base_url: 'http://127.0.0.1:9/v1', api_key_env: null, total_timeout: 40}}\n"
     lazy = "  - {name: l, kind: latency}\n"
-    derived = load_tournament(write(tmp_path, TOURNAMENT + llm + lazy)).spec
-    assert deadlines(derived) == {"a": 10.0, "b": 10.0, "m": 120.0, "l": 10.0}
+    derived = MatchRules(seed=0, deadlines=deadlines(load_tournament(write(tmp_path, TOURNAMENT + llm + lazy)).spec))
+    assert [derived.deadline(name) for name in "abml"] == [10.0, 10.0, 120.0, 10.0]
     fixed = load_tournament(write(tmp_path, TOURNAMENT.replace("seed: 5", "seed: 5\ndecision_timeout_s: 7") + llm + lazy)).spec
     assert set(deadlines(fixed).values()) == {7.0}

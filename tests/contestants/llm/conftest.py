@@ -34,8 +34,8 @@ def decision_request() -> CompletionRequest:
 class StubServer:
     """Answers POST /v1/chat/completions by popping the next behaviour from `script`
     ("ok" when it is empty): "ok", "429", "500", "400", "401-echo" (echoes the Authorization
-    header in the error, as a careless server might), "hang" (no answer until the test ends),
-    "nonjson" (200 with an HTML body)."""
+    header in the error, as a careless server might), "quota" (OpenAI's 429 for a spent
+    quota), "hang" (no answer until the test ends), "nonjson" (200 with an HTML body)."""
 
     script: list[str] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -61,6 +61,9 @@ def stub_server(loopback, chat_completion) -> StubServer:
             return 200, chat_completion(DECISION), {}
         if behaviour == "nonjson":
             return 200, "<html>gateway says hello</html>", {"Content-Type": "text/html"}
+        if behaviour == "quota":
+            message = "You exceeded your current quota, please check your plan and billing details."
+            return 429, {"error": {"message": message, "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}}, {}
         if behaviour == "401-echo":
             return 401, {"error": {"message": f"bad key {headers.get('Authorization')}", "type": "invalid_request_error"}}, {}
         status = int(behaviour)

@@ -112,6 +112,10 @@ def test_the_same_refusal_three_times_in_a_row_stops_the_run():
 
         for outcome in (refusal, refusal, None, refusal, refusal):  # a success ends a row
             await fail("typo", outcome)
+        assert desk.status().failing == {"typo"}  # its last call failed for good
+        await fail("typo", None)
+        assert desk.status().failing == frozenset()
+        await fail("typo", refusal)
         await fail("typo", Failed("HTTP 429: slow down", 429, retryable=True))  # so does a retryable failure
         await fail("typo", refusal)
         await fail("other", refusal)  # another contestant's failures are its own
@@ -156,6 +160,23 @@ def test_a_call_without_a_price_under_a_cost_budget_stops_the_run():
         t = ticket()
         await desk.admit(t)
         await desk.settle(t, completion(cost=None), None)
-        assert desk.status().stopped == "openai/m has no price: the cost budget cannot be kept"
+        assert desk.status().stopped == "contestant c (openai/m) has no price, so the cost budget cannot be kept: give it one in prices:"
+        assert desk.status().broken == "c"
+
+    asyncio.run(play())
+
+
+def test_the_same_failure_is_the_same_status_and_code_whatever_the_message_says():
+    """A message may carry a count or an id that changes with every call: where the server
+    names the error with a code, the code decides."""
+
+    async def play():
+        desk = DeskCore(stop_after=3)
+        for tokens in (5000, 5100, 5200):
+            t = ticket()
+            await desk.admit(t)
+            failure = Failed(f"HTTP 400: your messages resulted in {tokens} tokens", 400, retryable=False, code="context_length_exceeded")
+            await desk.settle(t, None, failure)
+        assert desk.status().broken == "c"
 
     asyncio.run(play())

@@ -64,7 +64,7 @@ def test_retry_after_is_honoured(stub_server, decision_request):
     assert completion.attempts == 4
 
 
-@pytest.mark.parametrize("failure", ["400", "401-echo", "nonjson"])
+@pytest.mark.parametrize("failure", ["400", "401-echo", "nonjson", "quota"])
 def test_other_failures_are_not_retried(stub_server, decision_request, failure):
     stub_server.script = [failure, "ok"]
     with pytest.raises(ProviderError) as caught:
@@ -109,6 +109,7 @@ def test_the_classifier():
     assert all(Failure("status", "", status).retryable for status in (408, 429, 500, 502, 503, 529))
     assert not any(Failure("status", "", status).retryable for status in (400, 401, 403, 404, 409, 422))
     assert Failure("timeout", "").retryable and Failure("connection", "").retryable
+    assert not Failure("status", "", 429, code="insufficient_quota").retryable  # waiting does not refill a quota
     assert not Failure("bad_response", "").retryable and not Failure("error", "").retryable
 
 
