@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from ray.exceptions import RayActorError, RayTaskError
 
-from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, create
+from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, contestant_class, create
 from contestants.llm.errors import CallsStopped
 from contestants.baselines import PlainPlay, plays_plain, recall_plain
 from market.env import MarketEnv
@@ -84,6 +84,7 @@ class Match:
         self.local: dict[str, Contestant] = {
             name: create(entries[name].kind, entries[name].params, rules.options.for_contestant(name)) for name in spec.seats if name not in self.hosts
         }
+        self.calls_models = any(contestant_class(entries[name].kind).calls_models for name in spec.seats)
         self.faults: list[Fault] = []
         self.probes = ProbeLogBuilder(spec.seats)
         self.calls: list[ModelCallRecord] = []
@@ -132,10 +133,10 @@ class Match:
         return self.finished(env.log.build(), time.perf_counter() - started)
 
     async def _calls_stopped(self) -> str | None:
-        """Why the run's calls have stopped, if they have and this match made calls: a match
-        that ended meanwhile may hold faults of the failures that stopped them."""
+        """Why the run's calls have stopped, if they have and this match's merchants call
+        models: a match that ended meanwhile may hold faults of the failures that stopped them."""
         desk = self.rules.options.desk
-        if desk is None or not any(c.calls() for c in self.local.values()) and not self.hosts:
+        if desk is None or not self.calls_models:
             return None
         return (await desk.current()).stopped
 

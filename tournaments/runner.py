@@ -187,7 +187,7 @@ async def _play_all(
     hosted = [m for m, on in zip(todo, is_hosted) if on]
     cpus = int(ray.cluster_resources().get("CPU", 1))
     instant = group_instant([m for m, on in zip(todo, is_hosted) if not on], entries, tournament.spec.max_concurrent_matches, cpus)
-    stopped = _Stop(desk)
+    stopped = _Stop(desk, watching=any(contestant_class(entries[name].kind).calls_models for m in todo for name in m.seats))
     suspects = _Suspects(desk)
 
     unsaved: list[tuple[FinishedMatch, Scenario]] = []
@@ -198,7 +198,7 @@ async def _play_all(
         stopped ones at once."""
         halted = [match for match in played if isinstance(match, StoppedMatch)]
         finished = [(match, scenario) for match in played if isinstance(match, FinishedMatch)]
-        if final or suspects.held or any(_failed(match) for match, _ in finished):
+        if suspects.held or any(_failed(match) for match, _ in finished):
             finished, judged = await suspects.sort(finished, final)
             halted += judged
         if halted:
@@ -280,14 +280,15 @@ class _Suspects:
 
 class _Stop:
     """Whether the run's model calls have stopped, asked of the desk before a match starts
-    (or known from a match that stopped)."""
+    (or known from a match that stopped); never, in a run whose contestants call no model
+    (`watching` false)."""
 
-    def __init__(self, desk: RemoteDesk):
-        self.desk = desk
+    def __init__(self, desk: RemoteDesk, watching: bool):
+        self.desk, self.watching = desk, watching
         self.reason: str | None = None
 
     async def now(self) -> bool:
-        if self.reason is None:
+        if self.reason is None and self.watching:
             self.reason = (await self.desk.current()).stopped
         return self.reason is not None
 
