@@ -53,14 +53,16 @@ def test_ping_calls_each_distinct_model_once_and_names_each_that_fails(tmp_path,
         ("mini-again", "gpt-4.1-mini", "GOOD_KEY"),  # the same call as mini's: not made twice
         ("typo", "gpt-4.1-minni", "GOOD_KEY"),
         ("refused", "gpt-5-mini", "BAD_KEY"),
+        ("mini-other-key", "gpt-4.1-mini", "BAD_KEY"),  # mini's call but another key: a call of its own
     )
     result = CliRunner().invoke(cli.app, ["validate", str(config), "--ping"])
     assert result.exit_code == 4
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[0].startswith("error: contestants[3] typo: openai/gpt-4.1-minni: HTTP 404: The model `gpt-4.1-minni` does not exist")
     assert lines[1].startswith("error: contestants[4] refused: openai/gpt-5-mini: HTTP 401: Incorrect API key provided")
-    assert len(api.calls) == 3
+    assert lines[2].startswith("error: contestants[5] mini-other-key: openai/gpt-4.1-mini")
+    assert len(api.calls) == 4
     assert KEY not in result.output and WRONG not in result.output
 
 

@@ -2,7 +2,8 @@
 
 A stand-in listens on 127.0.0.1, answers each POST with its subclass's `handle`, and records
 every call. Each call gets two stamps from one counter shared by all its calls, `began` when
-it arrives and `ended` when its answer has been written, so a test can tell whether two calls
+it arrives and `ended` when its answer is ready, just before it is sent (so no client can
+have an answer whose call is not recorded as ended), so a test can tell whether two calls
 overlapped by comparing stamps instead of timing them. Tests may script failures for the next
 calls (`fail`) and slow every answer down (`delay`).
 """
@@ -102,14 +103,14 @@ class FakeAPI:
                     except Exception as exc:  # a bug in the stand-in: say so rather than hang the client
                         status, reply, headers = 500, {"error": {"message": f"stand-in failed: {exc!r}"}}, {}
                 data = (reply if isinstance(reply, str) else json.dumps(reply)).encode()
+                with fake._lock:  # recorded before the client can read it: a client that has its answer finds it
+                    call.status, call.reply, call.ended = status, reply, next(fake._stamps)
                 self.send_response(status)
                 for name, value in {"Content-Type": "application/json", **headers, "Content-Length": str(len(data))}.items():
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
                 self.wfile.flush()
-                with fake._lock:
-                    call.status, call.reply, call.ended = status, reply, next(fake._stamps)
 
             do_GET = do_POST
 
