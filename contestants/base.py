@@ -129,8 +129,9 @@ class Contestant(ABC):
     calls_models: ClassVar[bool] = False
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
+        """`options`: how this run plays it; a kind that depends on them (a language model's
+        desk, cache and prices) reads them here."""
         self.params = params
-        self.options = options
 
     @classmethod
     def preflight(cls, params: Params) -> None:
