@@ -40,7 +40,7 @@ from results.db import engine_for
 from results.records import MerchantResult
 from results.store import list_matches, match_detail
 from tournaments.config import Tournament, TournamentSpec, load_scenario
-from tournaments.match import Match, MatchRules, play_side_by_side
+from tournaments.match import Match, MatchRules, play_here
 from tournaments.runner import deadlines, group_instant, play_instant_matches, run_tournament, unpickle_matches
 from tournaments.schedule import schedule
 
@@ -144,7 +144,7 @@ def engine_in_process(merchants: int, seeds: int = 10) -> dict:
     merchant_days = 0
     start = time.perf_counter()
     for group in group_instant(schedule(t), entries, t.spec.max_concurrent_matches, 2):
-        finished = play_side_by_side([Match(match, t.scenarios[match.scenario], rules, entries, {}) for match in group])
+        finished = play_here([Match(match, t.scenarios[match.scenario], rules, entries, {}) for match in group])
         merchant_days += sum(played(match.days, match.merchants) for match in finished)
     seconds = time.perf_counter() - start
     return {"merchants_per_match": merchants, "merchant_days": merchant_days, "merchant_days_per_s": round(merchant_days / seconds)}

@@ -121,12 +121,19 @@ class Contestant(ABC):
     `needs_actor` says the contestant must run in its own Ray actor (it holds a model, is
     slow, or may crash its process). Instant rule baselines run inside the match loop.
     `calls_models` says it calls language models (what budgets, pings and estimates are about).
+    `remembers_the_record` says its memory is the market's record of its days (the rule
+    merchants): the match answers its memory probes from the log and never asks it.
+    `decides_from_view` says it decides by its kind's `rule` from the market's MarketView
+    (the rule merchants): inline, the merchants of a kind decide together, and matches of
+    such merchants alone are played side by side.
     """
 
     kind: ClassVar[str]
     params_model: ClassVar[type[Params]] = Params
     needs_actor: ClassVar[bool] = False
     calls_models: ClassVar[bool] = False
+    remembers_the_record: ClassVar[bool] = False
+    decides_from_view: ClassVar[bool] = False
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
         """`options`: how this run plays it; a kind that depends on them (a language model's

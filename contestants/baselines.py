@@ -7,9 +7,10 @@ tied to cost (`cost_plus`), noise (`random`), aggression (`undercut`, which star
 wars) and a rational myopic player (`best_response`). Two more exist for the machinery, not
 for the leaderboard: `latency` is slow on purpose, `chaos` misbehaves on purpose.
 
-What they share lives in `RuleMerchant`: books of their own past (so memory probes are
-answered from records, not guesses), collecting receivables as soon as they are due, and
-one restocking helper that never orders more than the cash can pay for.
+What they share lives in `RuleMerchant`: collecting receivables as soon as they are due,
+one restocking helper that never orders more than the cash can pay for, and a perfect
+memory (their books are the market's record of their days). Each kind is one `rule` over
+the merchants' MarketView, for all the merchants of that kind at once.
 """
 
 from __future__ import annotations
@@ -17,29 +18,18 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from contestants.base import Contestant, Params, RecallProbe, RunOptions, register
-from market.daylog import DayLogBuilder
-from market.scenario import Product, Scenario
-from market.types import Observation, Operation, PlainDecisions, Positions, ProductState
+from contestants.base import Contestant, Params, RunOptions, register
+from market.scenario import Scenario
+from market.demand import utilities
+from market.scenario import event_multiplier
+from market.types import ArrayDecisions, MarketView, Observation, Operation
 
 _EPS = 1e-9
-
-
-@dataclass
-class _Books:
-    """The merchant's own state at the end of one day."""
-
-    cash: float
-    inventory: dict[str, float]
-    prices: dict[str, float]
-    ordered: dict[str, float] | None = None  # known only from the day's record
 
 
 def affordable_units(wanted: np.ndarray, unit_cost: float, budget: np.ndarray) -> np.ndarray:
@@ -58,13 +48,13 @@ def order_up_to(stock: np.ndarray, reorder_level: np.ndarray, target: np.ndarray
     return np.where(stock <= reorder_level + _EPS, np.maximum(target - stock, 0.0), 0.0)
 
 
-def plain_decisions(positions: Positions, prices: np.ndarray, orders: np.ndarray) -> PlainDecisions:
+def array_decisions(view: MarketView, prices: np.ndarray, orders: np.ndarray) -> ArrayDecisions:
     """Collect what is due; post only the prices that change (NaN: no view, keep it)."""
-    kept = np.abs(prices - positions.prices) <= _EPS
-    return PlainDecisions(positions.receivables_due > 0, np.where(kept, math.nan, prices), orders)
+    kept = np.abs(prices - view.prices) <= _EPS
+    return ArrayDecisions(view.receivables_due > 0, np.where(kept, math.nan, prices), orders)
 
 
-def orders(scenario: Scenario, positions: Positions, wanted: np.ndarray) -> np.ndarray:
+def orders(scenario: Scenario, view: MarketView, wanted: np.ndarray) -> np.ndarray:
     """Whole units to order for the units wanted [merchant, product], product by product,
     each cut to what the cash left after the earlier ones pays for. A day's fixed cost is
     kept back so a restock does not by itself cause bankruptcy. When sales are not limited by
@@ -72,41 +62,16 @@ def orders(scenario: Scenario, positions: Positions, wanted: np.ndarray) -> np.n
     units = np.zeros_like(wanted)
     if not scenario.demand.stock_limited:
         return units
-    budget = positions.cash - positions.fixed_daily_cost
-    for j, unit_cost in enumerate(positions.unit_cost.tolist()):
+    budget = view.cash - view.fixed_daily_cost
+    for j, unit_cost in enumerate(view.unit_cost.tolist()):
         units[:, j] = affordable_units(wanted[:, j], unit_cost, budget)
         budget = budget - units[:, j] * unit_cost
     return units
 
 
-def plays_plain(kind: type[Contestant]) -> bool:
-    """Whether a contestant kind can play from Positions (`PlainPlay`)."""
-    return issubclass(kind, RuleMerchant) and kind.plain
-
-
-def probed_product(probe: RecallProbe, products: Collection[str]) -> str | None:
-    """The product `probe` asks about: the one it names, or the only one sold when it names
-    none; None when that is no product sold (as for a question about cash, which names none
-    in a market of several)."""
-    product = probe.product
-    if product is None and len(products) == 1:
-        product = next(iter(products))
-    return product if product in products else None
-
-
-def recall_plain(probe: RecallProbe, log: DayLogBuilder, seats: np.ndarray) -> np.ndarray:
-    """The answers of the rule merchants at `seats` of one match in plain play (NaN: none).
-    Their books are the market's log of the match, the records `decide` would have written
-    down from observations, so they answer from it."""
-    product = probed_product(probe, log.products)
-    if product is None and probe.fact != "cash":
-        return np.full(len(seats), math.nan)
-    return log.facts(probe.day, probe.fact, product, seats)
-
-
 class Team:
-    """Merchants of one rule kind deciding together (those of a PlainPlay, or one merchant
-    alone for `decide`): each row of the Positions given to the kind's `rule` is one
+    """Merchants of one rule kind deciding together (those of a RulePlay, or one merchant
+    alone for `decide`): each row of the MarketView given to the kind's `rule` is one
     member's, and a parameter is a column over the members."""
 
     def __init__(self, kind: type[RuleMerchant], members: list[RuleMerchant]):
@@ -123,44 +88,44 @@ class Team:
             self._columns[name] = np.array([[math.nan if v is None else float(v)] for v in values])
         return self._columns[name]
 
-    def restock(self, positions: Positions) -> np.ndarray:
+    def restock(self, view: MarketView) -> np.ndarray:
         """The (s, S) policy of `RestockParams`, for every member and product."""
-        return order_up_to(positions.inventory + positions.in_transit, self.column("reorder_level"), self.column("target_stock"))
+        return order_up_to(view.inventory + view.in_transit, self.column("reorder_level"), self.column("target_stock"))
 
 
-class PlainPlay:
-    """Rule merchants deciding together from the market's Positions (plain play): each
-    kind's `rule` once for all its merchants, then orders and decisions for all of them at
-    once. `seats` are the market's rows (of one match, or of several played side by side).
-    Their books are the market's log of their match: see `recall_plain`."""
+class RulePlay:
+    """Rule merchants deciding together from the market's view: each kind's `rule` once for
+    all its merchants, then orders and decisions for all of them at once. `seats` are the
+    merchants at the view's rows `rows` (of one match, or of several played side by side)."""
 
-    def __init__(self, seats: list[RuleMerchant]):
+    def __init__(self, seats: list[RuleMerchant], rows: np.ndarray):
         by_kind: dict[type[RuleMerchant], list[int]] = {}
         for i, merchant in enumerate(seats):
             by_kind.setdefault(type(merchant), []).append(i)
-        self.order = np.array([i for rows in by_kind.values() for i in rows])  # seats, kind by kind
-        self.seat_order = np.argsort(self.order)
+        self.order = rows[[i for members in by_kind.values() for i in members]]  # the view's rows, kind by kind
         self.teams: list[tuple[slice, Team]] = []
-        for kind, rows in by_kind.items():
+        for kind, members in by_kind.items():
             start = len(self.teams) and self.teams[-1][0].stop
-            self.teams.append((slice(start, start + len(rows)), Team(kind, [seats[i] for i in rows])))
+            self.teams.append((slice(start, start + len(members)), Team(kind, [seats[i] for i in members])))
         self.scenario = self.teams[0][1].scenario
 
-    def decide(self, positions: Positions) -> tuple[PlainDecisions, list[tuple[list[int], Exception]]]:
-        """Every seat's decision (rows indexed like the seats), and the teams whose rule
-        raised, by their seats, with the exception: those do nothing today."""
-        mine = positions.take(self.order)
+    def decide(self, view: MarketView) -> tuple[ArrayDecisions, list[tuple[list[int], Exception]]]:
+        """The decisions of every row of `view` (empty for rows not of these merchants), and
+        the teams whose rule raised, by their rows, with the exception: those do nothing today."""
+        mine = view.take(self.order)
         prices, wanted = np.full_like(mine.prices, math.nan), np.zeros_like(mine.prices)
-        failed: list[tuple[slice, Team, Exception]] = []
-        for rows, team in self.teams:
+        failed: list[tuple[slice, Exception]] = []
+        for members, team in self.teams:
             try:
-                prices[rows], wanted[rows] = team.kind.rule(team, mine.take(rows))
+                prices[members], wanted[members] = team.kind.rule(team, mine.take(members))
             except Exception as exc:  # a contestant's bug is a fault, not a crash
-                failed.append((rows, team, exc))
-        decisions = plain_decisions(mine, prices, orders(self.scenario, mine, wanted))
-        for rows, _, _ in failed:
-            decisions.collect[rows] = False
-        return decisions.take(self.seat_order), [(self.order[rows].tolist(), exc) for rows, _, exc in failed]
+                failed.append((members, exc))
+        decided = array_decisions(mine, prices, orders(self.scenario, mine, wanted))
+        for members, _ in failed:
+            decided.collect[members] = False
+        every = ArrayDecisions(np.zeros(len(view.cash), dtype=bool), np.full_like(view.prices, math.nan), np.zeros_like(view.prices))
+        every.collect[self.order], every.prices[self.order], every.orders[self.order] = decided
+        return every, [(self.order[members].tolist(), exc) for members, exc in failed]
 
 
 class RestockParams(Params):
@@ -180,28 +145,20 @@ class RestockParams(Params):
 class RuleMerchant(Contestant):
     """Common base of the rule merchants.
 
-    A kind's `choose` gives the day's target prices and units wanted per product. From an
-    Observation (`decide`) they become operations, after the merchant has written down what
-    the observation says about the past; a kind whose `rule` reads only Positions (`plain`)
-    can also play from the market's arrays, all its merchants at once (`PlainPlay`), which
-    is how matches of such merchants alone are played. Either way receivables that are due
+    A kind's `rule` gives the day's target prices and units wanted per product for all its
+    merchants at once, from their MarketView. In a match they decide together from the
+    market's view (`RulePlay`); a merchant asked alone (hosted in an actor) decides from the
+    view read back from its Observation (`decide`). Either way receivables that are due
     are collected first and orders are cut to the cash (`orders`).
 
-    The books hold, per day, cash, inventory, prices and units ordered at the end of that
-    day: from the observation (the start of day t is the end of day t-1) and, where given,
-    from yesterday's `DayRecord`, which wins. The last day of a match is never recorded
-    because no observation follows it. In plain play the books are the market's own record
-    of the merchant's days, the records `decide` would have written down (`recall_plain`).
-
-    A kind is `plain` unless it changes `decide` or `choose` (which read observations) or
-    `recall` (plain play answers probes from the market's log).
+    Their memory is perfect: a rule merchant's books are the market's record of its days,
+    so the match answers its memory probes from the log (`remembers_the_record`).
+    A kind that misbehaves on purpose sets `decides_from_view` False: its merchants are
+    asked one by one, through `decide`, even inline.
     """
 
-    plain: ClassVar[bool] = False  # the kind's `rule` reads Positions alone: it can play in PlainPlay
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.plain = cls.decide is RuleMerchant.decide and cls.choose is RuleMerchant.choose and cls.recall is RuleMerchant.recall
+    remembers_the_record: ClassVar[bool] = True
+    decides_from_view: ClassVar[bool] = True
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
         super().__init__(params, options)
@@ -209,14 +166,10 @@ class RuleMerchant(Contestant):
         self.scenario: Scenario | None = None
         self.seed = 0
         self._rng: np.random.Generator | None = None
-        self.products: dict[str, Product] = {}
-        self._books: dict[int, _Books] = {}
         self._team: Team | None = None  # this merchant alone, for `decide`
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         self.merchant, self.scenario, self.seed, self._rng = merchant, scenario, seed, None
-        self.products = {p.id: p for p in scenario.products}
-        self._books = {}
         self._team = Team(type(self), [self])
 
     @property
@@ -232,55 +185,16 @@ class RuleMerchant(Contestant):
         as they are, where a `Decision` would validate every one of them again."""
         if self._team is None:
             raise RuntimeError(f"{self.kind}: decide() called before reset()")
-        self._remember(observation)
-        positions = Positions.of(observation)
-        prices, wanted = self.choose(observation, positions)
-        decisions = plain_decisions(positions, prices, orders(self._team.scenario, positions, wanted))
-        return decisions.operations(0, [s.product for s in observation.products])
-
-    def choose(self, observation: Observation, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
-        """Target prices (NaN: no view, keep the price) and units wanted, per product, as
-        rows of one: the kind's `rule` by default."""
-        assert self._team is not None
-        return self.rule(self._team, positions)
+        view = MarketView.of(observation)
+        prices, wanted = self.rule(self._team, view)
+        decided = array_decisions(view, prices, orders(self._team.scenario, view, wanted))
+        return decided.operations(0, [s.product for s in observation.products])
 
     @classmethod
-    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         """Target prices (NaN: keep) and units wanted [member, product] for a team of this
-        kind, from their Positions alone."""
-        raise NotImplementedError(f"{cls.kind} decides from whole observations")
-
-    # -- memory -------------------------------------------------------------------------
-
-    def _remember(self, observation: Observation) -> None:
-        """Yesterday's record when there is one (the record's dicts are never changed after
-        the market makes them, so they are kept, not copied); else the observation."""
-        record = observation.yesterday
-        if record is not None:
-            self._books[record.day] = _Books(record.cash_end, record.inventory, record.prices, record.ordered)
-        else:
-            self._books[observation.day - 1] = _Books(
-                cash=observation.cash,
-                inventory={s.product: s.inventory for s in observation.products},
-                prices={s.product: s.price for s in observation.products},
-            )
-
-    def recall(self, probe: RecallProbe) -> float | None:
-        """The recorded value; None for a day not on the books, an unknown product, or no
-        product named in a market with several."""
-        product = probed_product(probe, self.products)
-        books = self._books.get(probe.day)
-        if books is None or (product is None and probe.fact != "cash"):
-            return None
-        if probe.fact == "cash":
-            return books.cash
-        table = {"inventory": books.inventory, "price": books.prices, "ordered": books.ordered}[probe.fact]
-        if table is None:
-            return None
-        value = table.get(product)
-        if value is None and probe.fact == "ordered":
-            return 0.0  # the record lists what was ordered; a product it omits got no order
-        return value
+        kind, from their view."""
+        raise NotImplementedError
 
 
 # ---- fixed price ---------------------------------------------------------------------------
@@ -310,10 +224,10 @@ class FixedPrice(RuleMerchant):
     params: FixedPriceParams
 
     @classmethod
-    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         base_cost = np.array([p.unit_cost for p in team.scenario.products])
         price = team.column("price")
-        return np.where(np.isnan(price), base_cost * (1 + team.column("markup")), price), team.restock(positions)
+        return np.where(np.isnan(price), base_cost * (1 + team.column("markup")), price), team.restock(view)
 
 
 # ---- random ----------------------------------------------------------------------------------
@@ -345,9 +259,9 @@ class RandomMerchant(RuleMerchant):
     params: RandomParams
 
     @classmethod
-    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
-        low = positions.unit_cost * (1 + team.column("min_markup"))
-        high = positions.unit_cost * (1 + team.column("max_markup"))
+    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+        low = view.unit_cost * (1 + team.column("min_markup"))
+        high = view.unit_cost * (1 + team.column("max_markup"))
         # each member draws from its own generator: per product, a price and an order
         draws = np.array([member.rng.random((2, low.shape[1])) for member in team.members])
         return low + (high - low) * draws[:, 0], np.floor(draws[:, 1] * (team.column("max_order") + 1))
@@ -371,9 +285,9 @@ class ReorderPoint(RuleMerchant):
     params: ReorderPointParams
 
     @classmethod
-    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         reference = np.array([p.reference_price for p in team.scenario.products])
-        return reference * team.column("price_factor"), team.restock(positions)
+        return reference * team.column("price_factor"), team.restock(view)
 
 
 # ---- undercut --------------------------------------------------------------------------------
@@ -396,9 +310,9 @@ class Undercut(RuleMerchant):
     params: UndercutParams
 
     @classmethod
-    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
-        floor = positions.unit_cost * (1 + team.column("min_markup"))
-        return np.maximum(positions.cheapest_rival * (1 - team.column("step")), floor), team.restock(positions)  # NaN stays NaN
+    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+        floor = view.unit_cost * (1 + team.column("min_markup"))
+        return np.maximum(view.cheapest_rival * (1 - team.column("step")), floor), team.restock(view)  # NaN stays NaN
 
 
 # ---- cost plus -------------------------------------------------------------------------------
@@ -418,8 +332,8 @@ class CostPlus(RuleMerchant):
     params: CostPlusParams
 
     @classmethod
-    def rule(cls, team: Team, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
-        return positions.unit_cost * (1 + team.column("margin")), team.restock(positions)
+    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+        return view.unit_cost * (1 + team.column("margin")), team.restock(view)
 
 
 # ---- best response ---------------------------------------------------------------------------
@@ -433,7 +347,7 @@ class BestResponseParams(Params):
 
 @register
 class BestResponse(RuleMerchant):
-    """Myopic best response under the scenario's own logit choice model.
+    """Myopic best response under the scenario's own logit choice model (market/demand.py).
 
     Per product, it takes rivals' prices and reputations as they stood yesterday (a hidden
     price counts as the reference price, a hidden reputation as the scenario's initial one;
@@ -449,53 +363,31 @@ class BestResponse(RuleMerchant):
     params_model: ClassVar[type[Params]] = BestResponseParams
     params: BestResponseParams
 
-    def candidate_prices(self, state: ProductState) -> np.ndarray:
-        low = state.unit_cost
-        high = max(self.products[state.product].reference_price * self.params.max_price_factor, 2 * low)
-        return np.linspace(low, high, self.params.grid_points)
-
-    def shares(self, observation: Observation, product: Product, prices: np.ndarray) -> np.ndarray:
-        """Share of all customers (the outside option included) this merchant would win at each price."""
-        assert self.scenario is not None
-        choice = self.scenario.choice
-
-        def utility(price: np.ndarray | float, reputation: float) -> np.ndarray | float:
-            return (
-                -choice.price_sensitivity * np.asarray(price) / product.reference_price
-                + choice.reputation_weight * reputation
-                + choice.quality_weight * product.quality
-            )
-
-        others = math.exp(choice.no_purchase_utility)
-        for rival in observation.rivals():
-            if rival.bankrupt:
-                continue
-            price = (rival.prices or {}).get(product.id)
-            reputation = rival.reputation if rival.reputation is not None else self.scenario.reputation.initial
-            others += math.exp(float(utility(price if price is not None else product.reference_price, reputation)))
-        own = np.exp(utility(prices, observation.reputation))
-        return own / (own + others)
-
-    def demand_multiplier(self, observation: Observation, product_id: str) -> float:
-        multiplier = 1.0
-        for event in observation.events:
-            if event.kind == "demand" and event.product in (None, product_id) and event.start_day <= observation.day <= event.end_day:
-                multiplier *= event.multiplier
-        return multiplier
-
-    def choose(self, observation: Observation, positions: Positions) -> tuple[np.ndarray, np.ndarray]:
-        prices = []
-        wanted = []
-        for state in observation.products:
-            product = self.products[state.product]
-            grid = self.candidate_prices(state)
-            share = self.shares(observation, product, grid)
-            best = int(np.argmax((grid - state.unit_cost) * share))
-            prices.append(float(grid[best]))
-            daily = product.base_demand * self.demand_multiplier(observation, state.product) * float(share[best])
-            target = math.ceil(daily * (state.lead_time + self.params.cover_days))
-            wanted.append(max(target - state.inventory - state.in_transit, 0.0))
-        return np.array([prices]), np.array([wanted])
+    @classmethod
+    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+        scenario = team.scenario
+        choice, board, n = scenario.choice, view.board, view.board.seats
+        prices, wanted = np.zeros_like(view.prices), np.zeros_like(view.prices)
+        for k, (member, row) in enumerate(zip(team.members, view.rows.tolist())):
+            params: BestResponseParams = member.params  # type: ignore[assignment]
+            rivals = [r for r in range(row - row % n, row - row % n + n) if r != row and not board.bankrupt[r]]
+            for j, product in enumerate(scenario.products):
+                unit_cost = float(view.unit_cost[j])
+                grid = np.linspace(unit_cost, max(product.reference_price * params.max_price_factor, 2 * unit_cost), params.grid_points)
+                others = math.exp(choice.no_purchase_utility)  # rivals' weight in the logit, the outside option's first
+                for r in rivals:
+                    price, reputation = float(board.prices[r, j]), float(board.reputation[r])
+                    price = product.reference_price if math.isnan(price) else price  # what a hidden price counts as
+                    reputation = scenario.reputation.initial if math.isnan(reputation) else reputation
+                    others += math.exp(float(utilities(choice, price, product.reference_price, reputation, product.quality)))
+                own = np.exp(utilities(choice, grid, product.reference_price, float(view.reputation[k]), product.quality))
+                share = own / (own + others)
+                best = int(np.argmax((grid - unit_cost) * share))
+                prices[k, j] = grid[best]
+                daily = product.base_demand * event_multiplier(view.events, "demand", product.id, view.day) * float(share[best])
+                target = math.ceil(daily * (product.lead_time + params.cover_days))
+                wanted[k, j] = max(target - view.inventory[k, j] - view.in_transit[k, j], 0.0)
+        return prices, wanted
 
 
 # ---- for the machinery ---------------------------------------------------------------------
@@ -513,6 +405,7 @@ class Latency(FixedPrice):
     kind: ClassVar[str] = "latency"
     params_model: ClassVar[type[Params]] = LatencyParams
     needs_actor: ClassVar[bool] = True
+    decides_from_view: ClassVar[bool] = False
     params: LatencyParams
 
     def decide(self, observation: Observation) -> list[Operation]:
@@ -546,6 +439,7 @@ class Chaos(FixedPrice):
     kind: ClassVar[str] = "chaos"
     params_model: ClassVar[type[Params]] = ChaosParams
     needs_actor: ClassVar[bool] = True
+    decides_from_view: ClassVar[bool] = False
     params: ChaosParams
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
@@ -559,7 +453,6 @@ class Chaos(FixedPrice):
     def decide(self, observation: Observation) -> Any:
         if observation.day % self.params.every != 0:
             return super().decide(observation)
-        self._remember(observation)
         self._faults += 1
         fault = self.params.fault
         if fault == "raise":

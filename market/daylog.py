@@ -15,28 +15,23 @@ import io
 import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property
 from itertools import repeat
 from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from market.types import DayRecord, Rejection
+from market.types import KIND_INDEX, OPERATION_KINDS, VALUE_FIELDS, DayRecord, Rejection, RejectionCode
 
-# The record's numeric fields in DayRecord's order: per merchant and product, then per merchant.
-PER_PRODUCT = ("prices", "first_choice", "units_sold", "lost_sales", "arrived", "ordered", "inventory", "in_transit", "unit_cost")
-SCALARS = (
-    "revenue", "revenue_cash", "collected", "purchases", "advertising", "holding", "fixed",
-    "cash_start", "cash_end", "receivables", "reputation", "net_worth",
-)  # fmt: skip
+# The record's numeric fields in DayRecord's order: per merchant and product (its tables
+# without a default; `plan` is no column), then per merchant.
+PER_PRODUCT = tuple(f.name for f in fields(DayRecord) if f.type == "dict[str, float]" and f.default_factory is MISSING)
+SCALARS = tuple(f.name for f in fields(DayRecord) if f.type == "float")
 _SCALAR = {name: k for k, name in enumerate(SCALARS)}
 _FACT_COLUMNS = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}  # memory probe facts of a product
 _PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
 T = TypeVar("T")
-OPERATION_KINDS = ("set_price", "order", "advertise", "collect", "wait")
-VALUE_FIELDS = ("price", "quantity", "amount", None, None)  # each kind's number, in OPERATION_KINDS' order
-KIND_INDEX = {name: k for k, name in enumerate(OPERATION_KINDS)}
 
 
 class Operations(NamedTuple):
@@ -78,16 +73,29 @@ class Operations(NamedTuple):
         rows = np.fromiter(rows, dtype=np.int64)
         starts, stops = np.searchsorted(self.row, rows).tolist(), np.searchsorted(self.row, rows, side="right").tolist()
         kinds, items, values = self.kind.tolist(), self.product.tolist(), self.value.tolist()
-        return [[_operation(kinds[x], items[x], values[x], products) for x in range(start, stop)] for start, stop in zip(starts, stops)]
+        return [[operation_dict(kinds[x], items[x], values[x], products) for x in range(start, stop)] for start, stop in zip(starts, stops)]
 
 
-def _operation(kind: int, product: int, value: float, products: Sequence[str]) -> dict:
+def operation_dict(kind: int, product: int, value: float, products: Sequence[str]) -> dict:
+    """One operation as its model dumps it, e.g. {"op": "order", "product": "tea", "quantity": 40.0}."""
     operation: dict = {"op": OPERATION_KINDS[kind]}
     if product >= 0:
         operation["product"] = products[product]
     if VALUE_FIELDS[kind] is not None:
         operation[VALUE_FIELDS[kind]] = value
     return operation
+
+
+def _stored_rejection(index: int, operation: object, reason: str, code: str | None = None) -> Rejection:
+    """A stored rejection; logs written before rejections had codes get theirs from the
+    reason as the market then worded it."""
+    if code is None:
+        legacy = (("malformed decision", "MALFORMED_DECISION"), ("malformed operation", "MALFORMED_OPERATION"),
+                  ("unknown product", "UNKNOWN_PRODUCT"), ("price must", "PRICE_NOT_POSITIVE"), ("price ", "PRICE_ABOVE_CEILING"),
+                  ("order quantity must be a positive", "QUANTITY_NOT_POSITIVE"), ("order quantity", "FRACTIONAL_QUANTITY"),
+                  ("order costs", "ORDER_OVER_CASH"), ("advertising amount", "ADVERTISING_NEGATIVE"), ("advertising", "ADVERTISING_OVER_CASH"))  # fmt: skip
+        code = next(RejectionCode[name] for prefix, name in legacy if reason.startswith(prefix))
+    return Rejection(index, operation, reason, RejectionCode(code))
 
 
 def _numbered(rows: Iterable[list[dict]]) -> Iterator[tuple[int, dict]]:
@@ -194,7 +202,7 @@ class DayLog(ColumnRecords[DayRecord]):
                 "scalars": SCALARS,
                 "per_product": PER_PRODUCT,
                 "operation_kinds": OPERATION_KINDS,
-                "rejections": [[[r.index, r.operation, r.reason] for r in row] for row in self.rejections],
+                "rejections": [[[r.index, r.operation, r.reason, r.code] for r in row] for row in self.rejections],
                 "plans": self.plans,
             }
         )
@@ -219,7 +227,7 @@ class DayLog(ColumnRecords[DayRecord]):
             scalars=arrays["scalars"],
             per_product=arrays["per_product"],
             applied=applied,
-            rejections=[[Rejection(*r) for r in row] for row in text["rejections"]],
+            rejections=[[_stored_rejection(*r) for r in row] for row in text["rejections"]],
             plans=text["plans"],
         )
 

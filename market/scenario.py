@@ -6,7 +6,8 @@ Every field has a default so a scenario file states only what makes it different
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -147,3 +148,13 @@ class Scenario(_Strict):
     def whole_units(self) -> bool:
         """Orders are in whole units: customers are counted one by one (stochastic demand)."""
         return self.demand.mode == "stochastic"
+
+
+def event_multiplier(events: Iterable[Event | Any], kind: str, product: str, day: int) -> float:
+    """The product of the multipliers of `events` (scenario Events, or the EventNotices a
+    merchant sees) of `kind` ("demand" or "cost") in force for `product` on `day`."""
+    factor = 1.0
+    for event in events:
+        if event.kind == kind and event.start_day <= day <= event.end_day and event.product in (None, product):
+            factor *= event.multiplier
+    return factor

@@ -8,10 +8,14 @@ asked to fill.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, NamedTuple, Union
+from functools import cached_property
+from enum import StrEnum
+from typing import Annotated, Any, Literal, NamedTuple, Union, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -58,6 +62,11 @@ class Wait(_Op):
 
 Operation = Annotated[Union[SetPrice, Order, Advertise, Collect, Wait], Field(discriminator="op")]
 _OPERATION = TypeAdapter(Operation)
+OPERATION_TYPES: tuple[type[_Op], ...] = get_args(get_args(Operation)[0])
+OPERATION_KINDS: tuple[str, ...] = tuple(t.model_fields["op"].default for t in OPERATION_TYPES)
+VALUE_FIELDS: tuple[str | None, ...] = tuple(next((f for f in t.model_fields if f not in ("op", "product")), None) for t in OPERATION_TYPES)
+"""Each kind's number (price, quantity, amount; None: it has none), in OPERATION_KINDS' order."""
+KIND_INDEX = {name: k for k, name in enumerate(OPERATION_KINDS)}
 
 
 class PlannedPrice(BaseModel):
@@ -91,9 +100,25 @@ class Decision(BaseModel):
         return cls()
 
 
+class RejectionCode(StrEnum):
+    """Why the market refused an operation, as metrics count it (the message beside it is for
+    people and may be reworded)."""
+
+    MALFORMED_DECISION = "malformed_decision"  # not a decision at all (not JSON, no operations list)
+    MALFORMED_OPERATION = "malformed_operation"  # an item that is no operation of the schema
+    UNKNOWN_PRODUCT = "unknown_product"
+    PRICE_NOT_POSITIVE = "price_not_positive"  # zero, negative or not finite
+    PRICE_ABOVE_CEILING = "price_above_ceiling"
+    QUANTITY_NOT_POSITIVE = "quantity_not_positive"
+    FRACTIONAL_QUANTITY = "fractional_quantity"  # where units are whole
+    ORDER_OVER_CASH = "order_over_cash"
+    ADVERTISING_NEGATIVE = "advertising_negative"  # or not finite
+    ADVERTISING_OVER_CASH = "advertising_over_cash"
+
+
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    """An operation the market did not apply, and why.
+    """An operation the market did not apply: its code, and why in words.
 
     index is the operation's position in the decision, or -1 for the decision as a whole.
     """
@@ -101,6 +126,7 @@ class Rejection:
     index: int
     operation: Any
     reason: str
+    code: RejectionCode
 
 
 class ParsedDecision(NamedTuple):
@@ -112,19 +138,12 @@ class ParsedDecision(NamedTuple):
     plan: list[PlannedPrice]
 
 
-def parse_decision(raw: Any) -> tuple[list[Any], list[Rejection]]:
-    """Turn whatever a merchant returned into typed operations plus rejections.
+def parse_decision(raw: Any) -> ParsedDecision:
+    """Turn whatever a merchant returned into typed operations, each with its position in
+    the decision (so that a later rejection can name it), rejections, and the plan.
 
     Accepts a Decision, a dict with "operations", a list of operations, a JSON string of
     either, or None (do nothing). Each operation is validated on its own.
-    """
-    parsed = parse_decision_indexed(raw)
-    return [op for _, op in parsed.operations], parsed.rejections
-
-
-def parse_decision_indexed(raw: Any) -> ParsedDecision:
-    """`parse_decision`, keeping each valid operation's position in the decision, so that a
-    later rejection can name the position the merchant gave it, and the decision's plan.
 
     A plan comes with a Decision or a dict with "operations" (its "plan": a list of
     {product, price}); a plan item that is not well-formed is left out, not rejected: it is
@@ -156,12 +175,12 @@ def parse_decision_indexed(raw: Any) -> ParsedDecision:
         try:
             operations.append((index, _OPERATION.validate_python(item)))
         except ValidationError as exc:
-            rejections.append(Rejection(index=index, operation=_clip(item), reason=f"malformed operation: {_first_error(exc)}"))
+            rejections.append(Rejection(index, _clip(item), f"malformed operation: {_first_error(exc)}", RejectionCode.MALFORMED_OPERATION))
     return ParsedDecision(operations, rejections, plan)
 
 
 def _malformed(raw: Any, why: str) -> ParsedDecision:
-    return ParsedDecision([], [Rejection(index=-1, operation=_clip(raw), reason=f"malformed decision: {why}")], [])
+    return ParsedDecision([], [Rejection(-1, _clip(raw), f"malformed decision: {why}", RejectionCode.MALFORMED_DECISION)], [])
 
 
 def _plan(raw: Any) -> list[PlannedPrice]:
@@ -315,61 +334,115 @@ class Observation:
         return [m for m in self.market if m.merchant != self.merchant]
 
 
-class Positions(NamedTuple):
-    """Merchants' days in plain numbers, one row per merchant, columns per product in the
-    scenario's order: what the rule merchants read. `MarketEnv.positions` makes them for
-    every seat at once from the market's arrays, without building Observations;
-    `Positions.of` reads one row from an Observation.
+@dataclass(frozen=True, eq=False)
+class Board:
+    """What the merchants of each match see of one another as of the end of yesterday: a
+    row per merchant, a match's merchants in consecutive rows (`seats` per match), NaN where
+    the scenario hides it."""
 
-    cheapest_rival: the lowest price a rival that is not bankrupt posted yesterday, NaN
-    where no rival's price is visible."""
+    seats: int
+    prices: np.ndarray  # [row, product]
+    reputation: np.ndarray  # [row]
+    units_sold: np.ndarray  # [row, product], since the match began
+    bankrupt: np.ndarray  # [row] bool
+
+    def by_match(self, values: np.ndarray) -> np.ndarray:
+        """Rows of `values` as [match, seat, ...]."""
+        return values.reshape(-1, self.seats, *values.shape[1:])
+
+    @cached_property
+    def cheapest_rival(self) -> np.ndarray:
+        """Per row and product, the lowest price another merchant of its match that is not
+        bankrupt posted; NaN where there is none or rivals' prices are hidden."""
+        m, p = self.prices.shape
+        n = self.seats
+        if n < 2:
+            return np.full((m, p), math.nan)
+        posted = self.by_match(np.where(self.bankrupt[:, None] | np.isnan(self.prices), math.inf, self.prices))
+        two = np.argsort(posted, axis=1, kind="stable")[:, :2]  # each match's cheapest two merchants, per product
+        lowest, second = np.take_along_axis(posted, two[:, :1], 1), np.take_along_axis(posted, two[:, 1:], 1)
+        cheapest = np.where(np.arange(n)[None, :, None] == two[:, :1], second, lowest).reshape(m, p)
+        cheapest[cheapest == math.inf] = math.nan  # a product with at most one merchant still selling
+        return cheapest
+
+
+@dataclass(frozen=True, eq=False)
+class MarketView:
+    """The start of a day as the merchants at `rows` of the market see it, in numbers: their
+    own books (a row each, columns per product in the scenario's order) and the board of
+    their matches. The market makes one for all its merchants each day; their Observations
+    are read from it, and the rule merchants decide from it directly. `MarketView.of` reads
+    it back from one merchant's Observation.
+
+    receivables_due may be collected today; receivables_pending are not yet due; events are
+    the announced ones not yet over."""
 
     day: int
+    days: int
     fixed_daily_cost: float
     unit_cost: np.ndarray  # [product], today's
-    cash: np.ndarray  # [merchant]
-    receivables_due: np.ndarray  # [merchant]
-    prices: np.ndarray  # [merchant, product]
+    events: list[EventNotice]
+    rows: np.ndarray  # of the market (and of the board)
+    cash: np.ndarray
+    reputation: np.ndarray
+    receivables_due: np.ndarray
+    receivables_pending: np.ndarray
+    prices: np.ndarray  # [row, product]
     inventory: np.ndarray
     in_transit: np.ndarray
-    cheapest_rival: np.ndarray
+    board: Board
+
+    @property
+    def cheapest_rival(self) -> np.ndarray:
+        return self.board.cheapest_rival[self.rows]
+
+    def take(self, rows: np.ndarray | slice) -> MarketView:
+        """The view of the merchants at `rows` (positions in this view) alone, in that order."""
+        own = {name: getattr(self, name)[rows] for name in _OWN_BOOKS}
+        return dataclasses.replace(self, **own)
 
     @classmethod
-    def of(cls, observation: Observation) -> Positions:
+    def of(cls, observation: Observation) -> MarketView:
+        """One merchant's view, from its Observation."""
+        ids = [s.product for s in observation.products]
+        market = observation.market
+
+        def board_table(tables: list[dict[str, float] | None]) -> np.ndarray:
+            return np.array([[math.nan if t is None else t.get(pid, math.nan) for pid in ids] for t in tables], dtype=float).reshape(len(tables), len(ids))
+
+        board = Board(
+            len(market), board_table([m.prices for m in market]),
+            np.array([math.nan if m.reputation is None else m.reputation for m in market], dtype=float),
+            board_table([m.units_sold for m in market]), np.array([m.bankrupt for m in market], dtype=bool),
+        )  # fmt: skip
+        me = [m.merchant for m in market].index(observation.merchant)
         products = observation.products
-        boards = [m.prices for m in observation.market if m.merchant != observation.merchant and not m.bankrupt and m.prices]
-        cheapest = [min((b[s.product] for b in boards if b.get(s.product) is not None), default=math.nan) for s in products]
         return cls(
-            observation.day, observation.fixed_daily_cost, np.array([s.unit_cost for s in products]),
-            np.array([observation.cash]), np.array([observation.receivables_due]),
-            np.array([[s.price for s in products]]), np.array([[s.inventory for s in products]]),
-            np.array([[s.in_transit for s in products]]), np.array([cheapest], dtype=float),
-        )  # fmt: skip
-
-    def take(self, rows: np.ndarray | slice) -> Positions:
-        """The positions of `rows` alone, in that order."""
-        return self._replace(
-            cash=self.cash[rows], receivables_due=self.receivables_due[rows], prices=self.prices[rows],
-            inventory=self.inventory[rows], in_transit=self.in_transit[rows], cheapest_rival=self.cheapest_rival[rows],
+            observation.day, observation.days, observation.fixed_daily_cost, np.array([s.unit_cost for s in products]), observation.events,
+            np.array([me]), np.array([observation.cash]), np.array([observation.reputation]), np.array([observation.receivables_due]),
+            np.array([observation.receivables_pending]), np.array([[s.price for s in products]]), np.array([[s.inventory for s in products]]),
+            np.array([[s.in_transit for s in products]]), board,
         )  # fmt: skip
 
 
-class PlainDecisions(NamedTuple):
-    """Decisions in plain numbers, one row per merchant: row i is the operations
+_OWN_BOOKS = ("rows", "cash", "reputation", "receivables_due", "receivables_pending", "prices", "inventory", "in_transit")
+
+
+class ArrayDecisions(NamedTuple):
+    """Decisions as arrays, one row per merchant: row i stands for the operations
     [collect, if collect[i]] + [set_price for each product whose price is not NaN] +
-    [order for each product whose quantity is above 0], in that order, and is validated the
-    same way; cheaper to make and to apply (the rule merchants' answer when they play from
-    Positions)."""
+    [order for each product whose quantity is above 0], in that order: the rule merchants'
+    answer, compiled into the market's operation columns without an operation model."""
 
     collect: np.ndarray  # [merchant] bool
     prices: np.ndarray  # [merchant, product], NaN: keep the price
     orders: np.ndarray  # [merchant, product], units
 
-    def take(self, rows: np.ndarray) -> PlainDecisions:
+    def take(self, rows: np.ndarray) -> ArrayDecisions:
         """The decisions of `rows` alone, in that order."""
-        return PlainDecisions(self.collect[rows], self.prices[rows], self.orders[rows])
+        return ArrayDecisions(self.collect[rows], self.prices[rows], self.orders[rows])
 
-    def operations(self, row: int, product_ids: tuple[str, ...] | list[str]) -> list[Operation]:
+    def operations(self, row: int, product_ids: Sequence[str]) -> list[Operation]:
         """Row `row` as operation models."""
         operations: list[Operation] = [Collect()] if self.collect[row] else []
         prices, orders = self.prices[row].tolist(), self.orders[row].tolist()

@@ -25,7 +25,7 @@ import numpy as np
 
 from market.daylog import DayLog
 from market.scenario import Scenario
-from market.types import DayRecord
+from market.types import DayRecord, RejectionCode
 from results.records import Fault, ProbeLog, ProbeResult
 
 Group = Literal["coherence", "operations", "economics"]
@@ -179,7 +179,7 @@ class MatchRecords:
         counts: list[Counter[str]] = [Counter() for _ in self.counts]
         for k, row in zip(self.k.tolist(), self.log.rejections):
             if row:
-                counts[k].update(rejection_kind(r.reason) for r in row)
+                counts[k].update(rejection_kind(r.code) for r in row)
         return counts
 
     @cached_property
@@ -252,15 +252,17 @@ REJECTION_KINDS: dict[str, str] = {
 }
 
 
-def rejection_kind(reason: str) -> str:
-    """The kind of a rejection (a key of REJECTION_KINDS), from the market's reason text."""
-    if reason.startswith("malformed"):
-        return "malformed"
-    if reason.startswith("unknown product"):
-        return "unknown_product"
-    if "exceeds cash" in reason or "more than cash" in reason:
-        return "over_cash"
-    return "out_of_range"
+_KIND_OF_CODE = {
+    RejectionCode.MALFORMED_DECISION: "malformed", RejectionCode.MALFORMED_OPERATION: "malformed",
+    RejectionCode.UNKNOWN_PRODUCT: "unknown_product",
+    RejectionCode.ORDER_OVER_CASH: "over_cash", RejectionCode.ADVERTISING_OVER_CASH: "over_cash",
+}  # fmt: skip
+
+
+def rejection_kind(code: RejectionCode) -> str:
+    """The kind of a rejection (a key of REJECTION_KINDS) by its code: every code not named
+    above is out_of_range."""
+    return _KIND_OF_CODE.get(code, "out_of_range")
 
 
 @_metric("coherence", "share")

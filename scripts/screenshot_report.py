@@ -26,7 +26,7 @@ from tournaments.config import stored_scenarios  # noqa: E402
 def play_here(config: Path, db_url: str) -> int:
     """Play every match of the tournament file in this process; the tournament's id."""
     from tournaments.config import load_tournament
-    from tournaments.match import Match, MatchRules
+    from tournaments.match import Match, MatchRules, play_here
     from tournaments.schedule import schedule
 
     tournament = load_tournament(config)
@@ -41,7 +41,7 @@ def play_here(config: Path, db_url: str) -> int:
     entries = {c.name: c for c in spec.contestants}
     for match in plan:
         scenario = tournament.scenarios[match.scenario]
-        store.save_match(engine, tournament_id, Match(match, scenario, rules, entries, hosts={}).play_here(), scenario)
+        store.save_match(engine, tournament_id, play_here([Match(match, scenario, rules, entries, hosts={})])[0], scenario)
     store.finish_tournament(engine, tournament_id, "finished")
     return tournament_id
 

@@ -22,7 +22,7 @@ from contestants.llm.providers import validate_settings
 from contestants.llm.types import TokenUsage
 from results.records import ModelCallRecord, total_cost
 from tournaments.config import ContestantEntry, Tournament
-from tournaments.match import Match, MatchRules
+from tournaments.match import Match, MatchRules, play_here
 from tournaments.schedule import schedule
 
 
@@ -54,7 +54,7 @@ def estimate(tournament: Tournament) -> list[Estimate]:
     rules = MatchRules(seed=spec.seed, recall_every=spec.recall_every, options=RunOptions(rehearse=True, no_cache=True, prices=spec.prices))
     calls: dict[str, list[ModelCallRecord]] = defaultdict(list)
     for match in schedule(tournament):
-        played = Match(match, tournament.scenarios[match.scenario], rules, entries, hosts={}).play_here()
+        played = play_here([Match(match, tournament.scenarios[match.scenario], rules, entries, hosts={})])[0]
         for call in played.calls:
             calls[call.contestant].append(call)
     estimates = [_of(entry, calls[entry.name], spec.prices) for entry in spec.contestants if calls[entry.name]]

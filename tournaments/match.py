@@ -1,9 +1,11 @@
-"""One match: a market, its merchants, day after day, until the last day.
+"""Matches: a market, its merchants, day after day, until the last day.
 
-Contestants that run inline (instant rule baselines) are called directly; contestants
-hosted in Ray actors are asked all at once and given their turn's deadline to answer. A
-merchant that raises, misses the deadline, returns something unusable or whose actor dies
-does nothing that day, and the fault is recorded; the match goes on.
+One loop plays every match, alone or side by side with others of its scenario, length and
+size (`play_together`). Each day the rule merchants playing inline decide together from the
+market's view; every other merchant gets its Observation: an inline one is called
+directly, those hosted in Ray actors are asked all at once and given their turn's deadline
+to answer. A merchant that raises, misses the deadline, returns something unusable or whose
+actor dies does nothing that day, and the fault is recorded; the match goes on.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, contestant_class, create
 from contestants.llm.errors import CallsStopped
-from contestants.baselines import PlainPlay, plays_plain, recall_plain
-from market.env import MarketEnv
+from contestants.baselines import RulePlay
+from market.engine import Market
 from market.scenario import Scenario
 from market.daylog import DayLog, DayLogBuilder
+from market.types import MarketView
 from results.metrics import compute as compute_metrics
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder, StoppedMatch
 from tournaments.channel import HostGone
@@ -84,17 +87,20 @@ class Match:
         self.local: dict[str, Contestant] = {
             name: create(entries[name].kind, entries[name].params, rules.options.for_contestant(name)) for name in spec.seats if name not in self.hosts
         }
-        self.calls_models = any(contestant_class(entries[name].kind).calls_models for name in spec.seats)
+        kinds = [contestant_class(entries[name].kind) for name in spec.seats]
+        self.calls_models = any(kind.calls_models for kind in kinds)
+        self.from_record = np.array([kind.remembers_the_record for kind in kinds])  # per seat: its memory is the log
+        self.by_view = {name for name, c in self.local.items() if c.decides_from_view}
         self.faults: list[Fault] = []
         self.probes = ProbeLogBuilder(spec.seats)
         self.calls: list[ModelCallRecord] = []
         self._needs_start: set[str] = set(self.hosts)
 
     @property
-    def plain(self) -> bool:
-        """Rule merchants alone, all of kinds that read Positions: the match can be played
-        from the market's arrays, with no observations built (`play_side_by_side`)."""
-        return not self.hosts and all(plays_plain(type(c)) for c in self.local.values())
+    def instant(self) -> bool:
+        """Rule merchants alone, deciding from the view: a match to play side by side with
+        others of its scenario, length and size."""
+        return len(self.by_view) == len(self.spec.seats)
 
     def reset_contestants(self) -> None:
         for name, contestant in self.local.items():
@@ -103,34 +109,27 @@ class Match:
     async def play(self, on_day: Callable[[], None] = lambda: None) -> FinishedMatch | StoppedMatch:
         """The match played to its end, or stopped where the run's model calls stopped (its
         budget spent, a contestant's model broken): a stopped match is not stored as played."""
-        if self.plain:
-            return play_side_by_side([self], on_day)[0]
-        started = time.perf_counter()
-        env = MarketEnv(self.scenario, list(self.spec.seats), days=self.spec.days)
-        observations, _ = env.reset(seed=self.market_seed)
-        self.reset_contestants()
-        try:
-            while env.agents:
-                day, agents = env.day, list(env.agents)
-                probe = self._draw_probe(day) if self.rules.probe_day(day) else None
-                recalled = {name: recall(self.local[name], probe) for name in agents if name in self.local} if probe else {}
-                decisions = self._local_decisions(observations, day, agents)
-                if self.hosts:
-                    decisions.update(await self._hosted_decisions(observations, day, agents, probe, recalled))
-                if probe is not None:
-                    self._score_probe(day, probe, recalled, agents, env.log)
-                observations = env.step(decisions)[0]
-                for merchant, whole in env.log.whole_rejections(day):  # the answer was not a decision at all; keep what it was
-                    self._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
-                on_day()
-            stopped = await self._calls_stopped()
-        except CallsStopped as exc:
-            stopped = str(exc)
-        finally:
-            await self._collect_calls()
-        if stopped is not None:
-            return StoppedMatch(key=self.spec.key, index=self.spec.index, reason=stopped, calls=self.calls)
-        return self.finished(env.log.build(), time.perf_counter() - started)
+        return (await play_together([self], on_day))[0]
+
+    async def _play_day(self, market: Market, view: MarketView, b: int) -> dict[int, Any]:
+        """Today's memory probe, asked and scored, and the decisions of the merchants of
+        match b that decide from Observations, by market row."""
+        span, day = market.match_rows[b], market.day
+        seats = np.flatnonzero(market.playing[span])
+        names = [self.spec.seats[s] for s in seats.tolist()]
+        probe = self._draw_probe(day) if self.rules.probe_day(day) else None
+        asked = [(s, name) for s, name in zip(seats.tolist(), names) if name not in self.by_view]
+        observations = dict(zip((name for _, name in asked), market.observations(view, [span.start + s for s, _ in asked])))
+        answers: dict[str, Any] = {}
+        if probe is not None:
+            answers = {name: recall(self.local[name], probe) for _, name in asked if name in self.local and not self.from_record[self.spec.seats.index(name)]}
+        decisions = self._local_decisions(observations, day)
+        if self.hosts:
+            decisions.update(await self._hosted_decisions(observations, day, probe, answers))
+        if probe is not None:
+            self._score_probe(day, probe, answers, seats, market.logs[b])
+        rows = {name: span.start + s for s, name in asked}
+        return {rows[name]: decision for name, decision in decisions.items()}
 
     async def _calls_stopped(self) -> str | None:
         """Why the run's calls have stopped, if they have and this match's merchants call
@@ -139,14 +138,6 @@ class Match:
         if desk is None or not self.calls_models:
             return None
         return (await desk.current()).stopped
-
-    def probe_plain(self, day: int, seats: np.ndarray, log: DayLogBuilder) -> None:
-        """Today's memory probe asked of the merchants at `seats` (those still playing) in
-        plain play, all at once."""
-        probe = self._draw_probe(day)
-        truths = log.facts(probe.day, probe.fact, probe.product, seats)
-        known = ~np.isnan(truths)  # all of them: who plays today played every day before
-        self.probes.ask((day, probe.day, probe.fact, probe.product), seats[known], truths[known], recall_plain(probe, log, seats)[known])
 
     def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch:
         """The match's result, from its days."""
@@ -166,19 +157,6 @@ class Match:
             calls=self.calls,
         )
 
-    def play_here(self) -> FinishedMatch:
-        """Play to the end on a private event loop (for matches with no hosted contestants).
-
-        Not asyncio.run: on Python 3.11 its SIGINT bookkeeping ends up repr()-ing the
-        finished task, that is the whole match, which costs more than playing a short one.
-        """
-        _freeze_startup_heap()
-        loop = asyncio.new_event_loop()
-        try:
-            return loop.run_until_complete(self.play())
-        finally:
-            loop.close()
-
     def _draw_probe(self, day: int) -> RecallProbe:
         """Today's memory probe: one question, the same for every merchant, about its own past."""
         asked_day = int(self.probe_rng.integers(1, day - 1))
@@ -187,19 +165,19 @@ class Match:
         product = None if fact == "cash" else products[int(self.probe_rng.integers(len(products)))]
         return RecallProbe(day=asked_day, fact=fact, product=product)
 
-    def _score_probe(self, day: int, probe: RecallProbe, answers: dict[str, Any], agents: list[str], log: DayLogBuilder) -> None:
-        """Compare each merchant's answer (missing: none) with its record of the day asked about."""
-        seats = np.array([self.spec.seats.index(name) for name in agents], dtype=np.int64)
+    def _score_probe(self, day: int, probe: RecallProbe, answers: dict[str, Any], seats: np.ndarray, log: DayLogBuilder) -> None:
+        """Compare the answer of each merchant at `seats` (missing: none) with its record of
+        the day asked about; the record is the answer of those whose memory it is."""
         truths = log.facts(probe.day, probe.fact, probe.product, seats)
-        numbers = [_number(answers.get(name)) for name in agents]
-        answered = np.array([math.nan if n is None else n for n in numbers])
+        numbers = [_number(answers.get(self.spec.seats[s])) for s in seats.tolist()]
+        answered = np.where(self.from_record[seats], truths, np.array([math.nan if n is None else n for n in numbers]))
         known = ~np.isnan(truths)
         self.probes.ask((day, probe.day, probe.fact, probe.product), seats[known], truths[known], answered[known])
 
-    def _local_decisions(self, observations: dict[str, Any], day: int, agents: list[str]) -> dict[str, Any]:
-        """The inline merchants' decisions from their observations."""
+    def _local_decisions(self, observations: dict[str, Any], day: int) -> dict[str, Any]:
+        """The decisions of the inline merchants among those given `observations`."""
         decisions: dict[str, Any] = {}
-        for name in agents:
+        for name in observations:
             contestant = self.local.get(name)
             if contestant is None:
                 continue
@@ -211,18 +189,17 @@ class Match:
                 self._fault(day, name, "error", _describe(exc))
         return decisions
 
-    async def _hosted_decisions(
-        self, observations: dict, day: int, agents: list[str], probe: RecallProbe | None, recalled: dict[str, Any]
-    ) -> dict[str, Any]:
+    async def _hosted_decisions(self, observations: dict, day: int, probe: RecallProbe | None, recalled: dict[str, Any]) -> dict[str, Any]:
         """The hosted merchants' decisions, one turn each a day (`ContestantHost.turn`).
 
         The turn carries the day's memory probe, whose answers go into `recalled`, and for a
         merchant that needs a fresh state (its first day, or its actor died) what the host
-        makes it from; such a merchant is not probed: it remembers nothing. The host times
-        each part of the turn; the wait here allows for all of them."""
-        playing = [name for name in agents if name in self.hosts]
+        makes it from; such a merchant is not probed: it remembers nothing (nor is one whose
+        memory is the record). The host times each part of the turn; the wait here allows
+        for all of them."""
+        playing = [name for name in observations if name in self.hosts]
         starts = {name: self._start(name) if name in self._needs_start else None for name in playing}
-        probes = {name: probe if starts[name] is None else None for name in playing}
+        probes = {name: probe if starts[name] is None and not self.from_record[self.spec.seats.index(name)] else None for name in playing}
         deadline = {name: self.rules.deadline(name) for name in playing}
         longest = max(deadline.values(), default=0.0)
         wait = longest * (2 if probe is not None else 1) + (START_ALLOWANCE_S if any(starts.values()) else 0.0)
@@ -293,49 +270,73 @@ class Match:
         self.faults.append(Fault(day=day, merchant=merchant, kind=kind, detail=detail[:500]))
 
 
-def play_side_by_side(matches: list[Match], on_day: Callable[[], None] = lambda: None) -> list[FinishedMatch]:
-    """Play plain matches of one scenario, length and size side by side in one set of
-    arrays (MarketEnv's `matches`, one PlainPlay for all their merchants): each comes out
-    exactly as it would played alone, and a day of many costs little more than a day of one.
-    Each match's wall time is the time of the whole group.
+async def play_together(matches: list[Match], on_day: Callable[[], None] = lambda: None) -> list[FinishedMatch | StoppedMatch]:
+    """Play matches of one scenario, length and size side by side in one market: each comes
+    out exactly as it would played alone, and a day of many costs little more than a day of
+    one. Each match's wall time is the time of the whole group. Matches whose merchants call
+    models are played alone: once the run's calls stop, the match stops (`StoppedMatch`).
 
-    A kind whose rule raises does nothing that day, a fault for each of its merchants still
-    playing. (Rows of merchants already bankrupt are decided too and ignored by the market:
-    their own generators are never read again.)"""
+    A rule kind that raises does nothing that day, a fault for each of its merchants still
+    playing. (Rows of merchants already out are decided too and ignored by the market.)"""
     started = time.perf_counter()
-    _freeze_startup_heap()
-    with collector_paused():
-        played = _play_side_by_side(matches, on_day)
-        wall = time.perf_counter() - started
-        return [match.finished(log, wall) for match, log in played]
-
-
-def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -> list[tuple[Match, DayLog]]:
     first = matches[0]
-    env = MarketEnv(first.scenario, list(first.spec.seats), days=first.spec.days, matches=[list(m.spec.seats) for m in matches])
-    env.reset(options={"seeds": [m.market_seed for m in matches]})
-    merchants: list[Any] = []
-    for match in matches:
+    market = Market(first.scenario, [m.spec.seats for m in matches], first.spec.days)
+    market.reset([m.market_seed for m in matches])
+    n = market.seats
+    by_view: tuple[list[int], list[Any]] = ([], [])
+    for b, match in enumerate(matches):
         match.reset_contestants()
-        merchants += [match.local[name] for name in match.spec.seats]
-    n = env.seats
-    play = PlainPlay(merchants)
-    while env.playing.any():
-        day, playing = env.day, env.playing.tolist()
-        for b, (match, log) in enumerate(zip(matches, env.logs)):
-            if match.rules.probe_day(day):
-                seats = np.flatnonzero(env.playing[b * n : (b + 1) * n])
-                if seats.size:
-                    match.probe_plain(day, seats, log)
-        decisions, failed = play.decide(env.positions())
-        for rows, exc in failed:
-            for row in rows:
-                if playing[row]:
-                    match = matches[row // n]
-                    match._fault(day, match.spec.seats[row % n], "error", _describe(exc))
-        env.advance(decisions)
-        on_day()
-    return [(match, log.build()) for match, log in zip(matches, env.logs)]
+        for s, name in enumerate(match.spec.seats):
+            if name in match.by_view:
+                by_view[0].append(b * n + s)
+                by_view[1].append(match.local[name])
+    rules = RulePlay(by_view[1], np.array(by_view[0])) if by_view[0] else None
+    stopped: str | None = None
+    try:
+        while market.playing.any():
+            day, view = market.day, market.view()
+            arrays = None
+            if rules is not None:
+                arrays, failed = rules.decide(view)
+                for rows, exc in failed:
+                    for row in rows:
+                        if market.playing[row]:
+                            matches[row // n]._fault(day, market.name(row), "error", _describe(exc))
+            playing = [b for b, span in enumerate(market.match_rows) if market.playing[span].any()]
+            decisions: dict[int, Any] = {}
+            for answered in await asyncio.gather(*(matches[b]._play_day(market, view, b) for b in playing)):
+                decisions.update(answered)
+            market.advance(arrays, decisions)
+            for b in playing:  # an answer that was not a decision at all: keep what it was
+                for merchant, whole in market.logs[b].whole_rejections(day):
+                    matches[b]._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
+            on_day()
+        for match in matches:
+            stopped = stopped or await match._calls_stopped()
+    except CallsStopped as exc:
+        stopped = str(exc)
+    finally:
+        for match in matches:
+            await match._collect_calls()
+    if stopped is not None:
+        return [StoppedMatch(key=m.spec.key, index=m.spec.index, reason=stopped, calls=m.calls) for m in matches]
+    wall = time.perf_counter() - started
+    return [match.finished(log.build(), wall) for match, log in zip(matches, market.logs)]
+
+
+def play_here(matches: list[Match]) -> list[FinishedMatch | StoppedMatch]:
+    """Play matches with no hosted contestants to the end on a private event loop, with
+    garbage collection paused unless they call models (see `collector_paused`).
+
+    Not asyncio.run: on Python 3.11 its SIGINT bookkeeping ends up repr()-ing the finished
+    task, that is the whole match, which costs more than playing a short one."""
+    _freeze_startup_heap()
+    loop = asyncio.new_event_loop()
+    try:
+        with collector_paused() if not any(m.calls_models for m in matches) else contextlib.nullcontext():
+            return loop.run_until_complete(play_together(matches))
+    finally:
+        loop.close()
 
 
 PROBE_FACTS = ("cash", "inventory", "price", "ordered")

@@ -23,7 +23,6 @@ from typing import Any, Protocol
 import ray
 
 from contestants.base import RunOptions, contestant_class, validate_params
-from contestants.baselines import plays_plain
 from contestants.llm.desk import Spend, Status
 from market.scenario import Scenario
 from results import store
@@ -32,7 +31,7 @@ from tournaments.actors import start_host, start_runners
 from tournaments.calls import RemoteDesk, start_desk
 from tournaments.cluster import ray_session, result
 from tournaments.config import ContestantEntry, Tournament, TournamentSpec
-from tournaments.match import Match, MatchRules, collector_paused, play_side_by_side
+from tournaments.match import Match, MatchRules, collector_paused, play_here
 from tournaments.schedule import MatchSpec, schedule
 
 POLL_SECONDS = 0.2
@@ -172,8 +171,8 @@ async def _play_all(
     """Keep up to max_concurrent_matches matches going; record each as it finishes.
 
     Matches of instant contestants are Ray tasks on the cluster's warm worker pool: they run
-    straight through, with no Ray call per day, and those of rule merchants that read
-    Positions go in groups played side by side in one set of arrays (`group_instant`). A
+    straight through, with no Ray call per day, and those of rule merchants alone go in
+    groups played side by side in one market (`group_instant`). A
     match with hosted contestants mostly waits for them, so it goes to a match runner, which
     plays many side by side.
 
@@ -298,7 +297,7 @@ GROUP_LIMIT = 32  # matches played side by side in one task
 
 def group_instant(matches: list[MatchSpec], entries: dict[str, ContestantEntry], max_concurrent: int, cpus: int) -> list[list[MatchSpec]]:
     """The instant matches in groups to play as one task each, in schedule order of their
-    first match. Matches whose merchants all read Positions and that share scenario, length
+    first match. Matches whose merchants all decide from the view and that share scenario, length
     and size are grouped, in near-equal groups of at most max_concurrent / cpus (so every CPU
     can have a group while all count against max_concurrent_matches) and GROUP_LIMIT; any
     other match is a group of its own."""
@@ -306,7 +305,7 @@ def group_instant(matches: list[MatchSpec], entries: dict[str, ContestantEntry],
     alike: dict[tuple, list[MatchSpec]] = {}
     groups: list[list[MatchSpec]] = []
     for match in matches:
-        if all(plays_plain(contestant_class(entries[name].kind)) for name in match.seats):
+        if all(contestant_class(entries[name].kind).decides_from_view for name in match.seats):
             alike.setdefault((match.scenario, match.days, len(match.seats)), []).append(match)
         else:
             groups.append([match])
@@ -343,11 +342,7 @@ def play_instant_matches(matches: list[MatchSpec], scenario: Scenario, rules: Ma
     matches packed for storage and pickled here, with garbage collection paused (see
     `unpickle_matches`)."""
     with collector_paused():
-        played = [Match(match, scenario, rules, entries, hosts={}) for match in matches]
-        if all(match.plain for match in played):
-            finished = play_side_by_side(played)
-        else:
-            finished = [match.play_here() for match in played]
+        finished = play_here([Match(match, scenario, rules, entries, hosts={}) for match in matches])
         packed = [match.packed() if isinstance(match, FinishedMatch) else match for match in finished]
         return pickle.dumps(packed, pickle.HIGHEST_PROTOCOL)
 

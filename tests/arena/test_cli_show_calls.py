@@ -16,7 +16,7 @@ from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from results import store
 from results.db import engine_for
 from tournaments.config import ContestantEntry, load_scenario
-from tournaments.match import Match, MatchRules
+from tournaments.match import Match, MatchRules, play_here
 from tournaments.schedule import MatchSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
     }
     spec = MatchSpec(key="k", index=0, scenario="price_war", seed=0, days=3, seats=("thinker", "fixed"))
     scenario = load_scenario(ROOT / "scenarios" / "price_war.yaml")
-    finished = Match(spec, scenario, MatchRules(seed=1), entries, hosts={}).play_here()
+    finished = play_here([Match(spec, scenario, MatchRules(seed=1), entries, hosts={})])[0]
     engine = engine_for(f"sqlite:///{tmp_path}/t.db")
     tournament = store.start_tournament(engine, "t", "t.yaml", "", "h", 1, [(e.name, e.kind, e.params) for e in entries.values()], 1)
     match_id = store.save_match(engine, tournament, finished)

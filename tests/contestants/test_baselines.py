@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from contestants.base import ContestantConfigError, RecallProbe, create, kinds, validate_params
+from contestants.base import ContestantConfigError, create, kinds, validate_params
 from contestants.baselines import RuleMerchant
 from market.scenario import Demand, Product, Scenario
 from market.types import Collect, EventNotice, Order, SetPrice, _Op, parse_decision
@@ -26,9 +26,9 @@ def started(kind: str, scenario: Scenario, seed: int = 7, **params):
 def operations_of(decision: list) -> list:
     """A rule merchant answers with a list of operation models that the market takes whole."""
     assert isinstance(decision, list) and all(isinstance(op, _Op) for op in decision)
-    operations, rejections = parse_decision(decision)
+    operations, rejections, _ = parse_decision(decision)
     assert rejections == []
-    return operations
+    return [op for _, op in operations]
 
 
 def prices_of(decision: list) -> dict[str, float]:
@@ -113,7 +113,7 @@ def test_chaos_garbage_is_not_a_decision_and_the_market_rejects_it(scenario, obs
     for day in (1, 2):
         answer = merchant.decide(observe(scenario, day=day))
         assert not isinstance(answer, list) or not all(isinstance(op, _Op) for op in answer)
-        operations, rejections = parse_decision(answer)
+        operations, rejections, _ = parse_decision(answer)
         assert operations == [] and rejections
 
 
@@ -303,36 +303,3 @@ def test_random_does_not_touch_global_random_state(scenario, observe):
     assert np.random.random() == before
 
 
-# ---- memory ------------------------------------------------------------------------------------
-
-
-def test_recall_answers_from_its_own_records(scenario, observe, record):
-    merchant = started("fixed_price", scenario)
-    merchant.decide(observe(scenario, day=1, cash=1000.0, inventory=30.0, price={"widget": 20.0}))
-    yesterday = record(1, cash_end=950.0, prices={"widget": 22.0}, inventory={"widget": 25.0}, ordered={"widget": 10.0})
-    merchant.decide(observe(scenario, day=2, cash=950.0, yesterday=yesterday))
-
-    def ask(day, fact, product="widget"):
-        return merchant.recall(RecallProbe(day=day, fact=fact, product=product))
-
-    assert ask(0, "cash") == 1000.0
-    assert ask(1, "cash") == 950.0
-    assert ask(1, "price") == 22.0
-    assert ask(1, "inventory") == 25.0
-    assert ask(1, "ordered") == 10.0
-    assert ask(1, "price", product=None) == 22.0  # the only product
-    assert ask(1, "price", product="gadget") is None
-    assert ask(2, "cash") is None  # today has not ended
-    assert ask(7, "cash") is None
-
-    merchant.reset(merchant="me", scenario=scenario, seed=0)
-    assert ask(1, "cash") is None
-
-
-def test_recall_needs_a_product_when_there_are_several(two_products, observe, record):
-    merchant = started("cost_plus", two_products)
-    yesterday = record(3, cash_end=500.0, prices={"a": 12.0, "b": 9.0}, inventory={"a": 1.0, "b": 2.0}, ordered={"a": 4.0})
-    merchant.decide(observe(two_products, day=4, yesterday=yesterday))
-    assert merchant.recall(RecallProbe(day=3, fact="price", product="b")) == 9.0
-    assert merchant.recall(RecallProbe(day=3, fact="ordered", product="b")) == 0.0
-    assert merchant.recall(RecallProbe(day=3, fact="price")) is None

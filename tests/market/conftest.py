@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-from market.env import PRICE_CEILING_FACTOR, MarketEnv
+from market.engine import PRICE_CEILING_FACTOR
+from market.env import MarketEnv
 from market.scenario import Scenario
 from market.types import DayRecord, Decision, Observation, Rejection
 from scenario_params import SCENARIO_FILES

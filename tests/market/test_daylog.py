@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from market.daylog import DayLog
-from market.types import DayRecord, Rejection
+from market.types import DayRecord, Rejection, RejectionCode
 
 PRODUCTS = ("tea", "cake")
 OPERATION = st.one_of(
@@ -28,7 +28,7 @@ OPERATION = st.one_of(
 def record(merchant: str, day: int, operations: list[dict]) -> DayRecord:
     money = {f.name: float(day) for f in dataclasses.fields(DayRecord) if f.type in ("float", float)}
     per_product = {name: {p: 1.0 for p in PRODUCTS} for name in ("prices", "first_choice", "units_sold", "lost_sales", "arrived", "ordered", "inventory", "in_transit", "unit_cost")}
-    rejections = [Rejection(index=len(operations), operation={"op": "fly"}, reason="malformed operation")] if day % 2 else []
+    rejections = [Rejection(index=len(operations), operation={"op": "fly"}, reason="malformed operation", code=RejectionCode.MALFORMED_OPERATION)] if day % 2 else []
     return DayRecord(merchant=merchant, day=day, operations=operations, rejections=rejections, bankrupt=False, plan={"tea": 2.5} if day == 1 else {}, **per_product, **money)
 
 

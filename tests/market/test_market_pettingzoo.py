@@ -68,6 +68,6 @@ def test_observations_and_infos_have_the_documented_types(scenario):
     observations, rewards, terminations, truncations, infos = env.step({})
     for agent in ("m0", "m1"):
         assert isinstance(infos[agent]["record"], DayRecord)
-        assert observations[agent].yesterday is infos[agent]["record"]
+        assert observations[agent].yesterday == infos[agent]["record"]
         assert observations[agent].day == 2 or env.days == 1
         assert isinstance(rewards[agent], float) and np.isfinite(rewards[agent])

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from market.env import PRICE_CEILING_FACTOR, MarketEnv
+from market.engine import PRICE_CEILING_FACTOR
+from market.env import MarketEnv
 from market.types import Decision, Order, SetPrice
 from scenario_params import scenarios_where
 

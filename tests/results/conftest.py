@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from market.types import DayRecord, Rejection
+from market.types import DayRecord, Rejection, RejectionCode
 from results.db import engine_for
 from results.records import Fault, FinishedMatch, MerchantResult
 from results.store import start_tournament
@@ -17,7 +17,7 @@ def _day(merchant: str, day: int, cash_start: float = 1000.0) -> DayRecord:
         merchant=merchant,
         day=day,
         operations=[{"op": "set_price", "product": "tea", "price": 4.5}, {"op": "order", "product": "tea", "quantity": 40}],
-        rejections=[Rejection(index=2, operation={"op": "fly"}, reason="malformed operation: op: unknown")],
+        rejections=[Rejection(index=2, operation={"op": "fly"}, reason="malformed operation: op: unknown", code=RejectionCode.MALFORMED_OPERATION)],
         prices={"tea": 4.5},
         first_choice={"tea": 30.0},
         units_sold={"tea": 28.0},

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from market.env import MarketEnv
 from market.scenario import Event, Scenario
-from market.types import DayRecord, Rejection
+from market.types import DayRecord, Rejection, RejectionCode
 from results.metrics import METRICS, REJECTION_KINDS, compute, rejection_kind
 from results.records import Fault, ProbeResult
 from tournaments.scoring import score_match, starting_net_worth
@@ -73,17 +73,17 @@ def scenario(**fields) -> Scenario:
 SET_PRICE = {"op": "set_price", "product": "tea", "price": 9.0}
 
 
-def _rejected(reason: str, index: int = 0) -> Rejection:
-    return Rejection(index=index, operation={"op": "?"}, reason=reason)
+def _rejected(code: RejectionCode, index: int = 0) -> Rejection:
+    return Rejection(index=index, operation={"op": "?"}, reason="(the market's words)", code=code)
 
 
 def test_validity_rate_and_rejections_by_kind():
     records = [
         day(day=1, operations=[SET_PRICE, SET_PRICE, {"op": "collect"}],
-            rejections=[_rejected("malformed operation: op: unknown"), _rejected("order costs 500.00, more than cash 100.00")]),
-        day(day=2, rejections=[_rejected("malformed decision: not JSON (Expecting value)", index=-1)]),
+            rejections=[_rejected(RejectionCode.MALFORMED_OPERATION), _rejected(RejectionCode.ORDER_OVER_CASH)]),
+        day(day=2, rejections=[_rejected(RejectionCode.MALFORMED_DECISION, index=-1)]),
         day(day=3, operations=[{"op": "wait"}],
-            rejections=[_rejected("unknown product 'cake'"), _rejected("price 5000.00 is above the ceiling 1000.00")]),
+            rejections=[_rejected(RejectionCode.UNKNOWN_PRODUCT), _rejected(RejectionCode.PRICE_ABOVE_CEILING)]),
     ]  # fmt: skip
     values = compute(records)["m0"]
     assert values["validity_rate"] == pytest.approx(4 / 9)
@@ -102,7 +102,7 @@ def test_validity_is_none_when_nothing_was_submitted():
 
 
 def test_every_rejection_reason_of_the_market_has_its_kind():
-    """The kinds are read from the market's reason texts: rejections made by the real market."""
+    """The kinds are read from the market's rejection codes: rejections made by the real market."""
     env = MarketEnv(scenario(finance={"initial_cash": 100.0}), ["m0"])
     env.reset(seed=1)
     decision = [
@@ -116,10 +116,10 @@ def test_every_rejection_reason_of_the_market_has_its_kind():
         {"op": "advertise", "amount": -3},
     ]
     _, _, _, _, infos = env.step({"m0": decision})
-    kinds = [rejection_kind(r.reason) for r in infos["m0"]["record"].rejections]
+    kinds = [rejection_kind(r.code) for r in infos["m0"]["record"].rejections]
     assert kinds == ["malformed", "over_cash", "over_cash", "unknown_product", "out_of_range", "out_of_range", "out_of_range", "out_of_range"]
     _, _, _, _, infos = env.step({"m0": "not json"})
-    assert [rejection_kind(r.reason) for r in infos["m0"]["record"].rejections] == ["malformed"]
+    assert [rejection_kind(r.code) for r in infos["m0"]["record"].rejections] == ["malformed"]
 
 
 def test_fault_days_counts_days_not_faults():

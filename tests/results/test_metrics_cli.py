@@ -18,7 +18,7 @@ from results.metrics import METRICS
 from results.store import metrics, save_match, start_tournament
 from results.tables import MetricRow
 from tournaments.config import load_tournament
-from tournaments.match import Match, MatchRules
+from tournaments.match import Match, MatchRules, play_here
 from tournaments.schedule import schedule
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     tournament = load_tournament("t.yaml")
     spec = schedule(tournament)[0]
     entries = {c.name: c for c in tournament.spec.contestants}
-    played = Match(spec, tournament.scenarios[spec.scenario], MatchRules(seed=5), entries, hosts={}).play_here()
+    played = play_here([Match(spec, tournament.scenarios[spec.scenario], MatchRules(seed=5), entries, hosts={})])[0]
     url = f"sqlite:///{tmp_path / 'arena.db'}"
     engine = engine_for(url)
     contestants = [(c.name, c.kind, c.params) for c in tournament.spec.contestants]

@@ -13,22 +13,32 @@ from market.env import MarketEnv
 from results.db import engine_for
 from results.store import list_matches, match_detail
 from tournaments.config import ContestantEntry, load_tournament
-from tournaments.match import Match, MatchRules, take_turn
+from tournaments.match import Match, MatchRules, play_here, take_turn
 from tournaments.runner import run_tournament
 from tournaments.schedule import MatchSpec
 
 
 @register
 class Forgetful(FixedPrice):
-    """Remembers cash 10% too high and nothing else."""
+    """Decides as fixed_price from its Observations, and remembers their cash 10% too high
+    and nothing else."""
 
     kind: ClassVar[str] = "forgetful_for_tests"
     params_model: ClassVar[type[Params]] = FixedPriceParams
+    remembers_the_record: ClassVar[bool] = False
+    decides_from_view: ClassVar[bool] = False
+
+    def reset(self, *, merchant: str, scenario, seed: int) -> None:
+        super().reset(merchant=merchant, scenario=scenario, seed=seed)
+        self.cash: dict[int, float] = {}
+
+    def decide(self, observation):
+        if observation.yesterday is not None:
+            self.cash[observation.yesterday.day] = observation.yesterday.cash_end
+        return super().decide(observation)
 
     def recall(self, probe: RecallProbe) -> float | None:
-        if probe.fact != "cash":
-            return None
-        value = super().recall(probe)
+        value = self.cash.get(probe.day) if probe.fact == "cash" else None
         return None if value is None else value * 1.1
 
 
@@ -40,7 +50,7 @@ def multi_product(root):
 def play(scenario, recall_every: int, kinds=("fixed_price", "forgetful_for_tests"), days: int = 24):
     entries = {f"m{i}": ContestantEntry(name=f"m{i}", kind=kind) for i, kind in enumerate(kinds)}
     spec = MatchSpec(key="probe-test", index=0, scenario=scenario.name, seed=1, days=days, seats=tuple(entries))
-    return Match(spec, scenario, MatchRules(seed=4, recall_every=recall_every), entries, hosts={}).play_here()
+    return play_here([Match(spec, scenario, MatchRules(seed=4, recall_every=recall_every), entries, hosts={})])[0]
 
 
 def test_probes_follow_the_schedule_and_the_record(multi_product):

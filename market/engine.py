@@ -1,0 +1,446 @@
+"""The market: one or many matches of one scenario played side by side in one set of arrays.
+
+A row per merchant of every match; each match's customers choose among its own merchants
+with its own generator, so a match plays exactly as it would alone, and a match alone is
+one match side by side. A numpy operation costs the same for 16 rows as for 500, so a day
+of many small matches costs little more than a day of one.
+
+One day, in order:
+1. goods ordered earlier arrive; credit sales whose credit days have passed become due;
+2. every decision, whatever made it (a language model's Decision, a rule merchant's
+   ArrayDecisions, an RL action), is compiled into one table of operation columns and
+   applied in one step: prices at once, then the k-th spending operation (collect, order,
+   advertise) of every merchant at once for k = 1, 2, ..., so each is checked against the
+   cash the earlier ones left, as if applied one by one; each refused one gets a code and
+   a reason. The decision's plan, if it states one, is recorded, its unknown products and
+   prices a set_price could not post left out;
+3. customers arrive and choose (market/demand.py); sales are capped by stock;
+4. holding and fixed costs are paid, reputation moves, and a merchant whose cash is below
+   zero goes bankrupt. The last day ends every match.
+Each match's days go into its DayLogBuilder as columns.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from market.daylog import DayLogBuilder, Operations, operation_dict
+from market.demand import allocate_markets, demand_factor, utilities
+from market.scenario import Scenario, event_multiplier
+from market.types import (
+    KIND_INDEX,
+    VALUE_FIELDS,
+    ArrayDecisions,
+    Board,
+    DayRecord,
+    EventNotice,
+    MarketView,
+    Observation,
+    ParsedDecision,
+    PlannedPrice,
+    ProductState,
+    PublicMerchant,
+    Rejection,
+    RejectionCode,
+    parse_decision,
+)
+
+PRICE_CEILING_FACTOR = 100.0  # a posted price above reference_price * this is rejected
+SET_PRICE, ORDER, ADVERTISE, COLLECT = (KIND_INDEX[k] for k in ("set_price", "order", "advertise", "collect"))
+
+
+class Submitted(NamedTuple):
+    """Operations as the market applies them: one entry per operation, ordered by row and
+    then by `index`, its position in the row's decision; product -1 for kinds without one,
+    value NaN for kinds without a number."""
+
+    row: np.ndarray
+    index: np.ndarray
+    kind: np.ndarray
+    product: np.ndarray
+    value: np.ndarray
+
+
+class Market:
+    def __init__(self, scenario: Scenario, rosters: Sequence[Sequence[str]], days: int | None = None):
+        """`rosters`: each match's merchants, as many in every match, in seat order."""
+        if not rosters or not rosters[0] or any(len(set(r)) != len(r) or len(r) != len(rosters[0]) for r in rosters):
+            raise ValueError("merchants must be unique names, at least one, as many in every match")
+        self.rosters = [tuple(r) for r in rosters]
+        self.seats = len(rosters[0])
+        self.scenario = scenario
+        self.days = days or scenario.days
+        products = scenario.products
+        self._unit_cost0 = np.array([p.unit_cost for p in products])
+        self._reference = np.array([p.reference_price for p in products])
+        self._quality = np.array([p.quality for p in products])
+        self._holding = np.array([p.holding_cost for p in products])
+        self._lead = np.array([p.lead_time for p in products])
+        self._ceiling = self._reference * PRICE_CEILING_FACTOR
+        self._lead_days = [p.lead_time for p in products]
+        self._product_ids = scenario.product_ids
+        self._pid = {p: j for j, p in enumerate(self._product_ids)}
+        self._statics = [(p.id, p.lead_time, p.holding_cost) for p in products]
+        self._names = [name for roster in self.rosters for name in roster]
+        self.match_rows = [slice(b * self.seats, (b + 1) * self.seats) for b in range(len(self.rosters))]
+
+    def reset(self, seeds: Sequence[Any]) -> None:
+        """A new start, each match's customers drawn from a generator of its seed."""
+        if len(seeds) != len(self.rosters):
+            raise ValueError(f"{len(seeds)} seeds for {len(self.rosters)} matches")
+        self._rngs = [np.random.default_rng(s) for s in seeds]
+        s, m, p = self.scenario, len(self.rosters) * self.seats, len(self.scenario.products)
+        self.playing = np.ones(m, dtype=bool)  # per row: still in its match
+        self.day = 1
+        self.cash = np.full(m, s.finance.initial_cash)
+        self.inventory = np.tile([pr.initial_stock for pr in s.products], (m, 1)).astype(float)
+        self.prices = np.tile([pr.start_price for pr in s.products], (m, 1)).astype(float)
+        self.reputation = np.full(m, s.reputation.initial)
+        self.pipeline = np.zeros((m, p, max(int(self._lead.max()), 1)))  # [.., k]: arrives in k+1 days
+        self.credit = np.zeros((m, max(s.finance.credit_days, 1)))  # [.., k]: due in k+1 days
+        self.due = np.zeros(m)
+        self.bankrupt = np.zeros(m, dtype=bool)
+        self.units_sold = np.zeros((m, p))
+        self.logs = [DayLogBuilder(roster, tuple(self._product_ids)) for roster in self.rosters]  # one per match
+        self._closing: tuple[np.ndarray, np.ndarray] | None = None  # (unit costs, net worth) at the end of the last day
+
+    # --- what the merchants see -----------------------------------------------------
+
+    def view(self) -> MarketView:
+        """Every merchant's start of the day (rows of every match)."""
+        s, day = self.scenario, min(self.day, self.days)
+        vis = s.visibility
+        hidden = np.full_like(self.prices, math.nan)
+        board = Board(
+            self.seats, self.prices.copy() if vis.rival_prices else hidden,
+            self.reputation.copy() if vis.rival_reputation else np.full_like(self.reputation, math.nan),
+            self.units_sold.copy() if vis.rival_sales else hidden, self.bankrupt.copy(),
+        )  # fmt: skip
+        events = [
+            EventNotice(name=e.name, kind=e.kind, product=e.product, start_day=e.start_day, end_day=e.end_day, multiplier=e.multiplier)
+            for e in s.events
+            if e.announced and e.start_day - e.announce_days_ahead <= day <= e.end_day
+        ]
+        return MarketView(
+            day, self.days, s.finance.fixed_daily_cost, self._unit_cost_today(day), events, np.arange(len(self.cash)),
+            self.cash.copy(), self.reputation.copy(),
+            self.due + self.credit[:, 0],  # credit[:, 0] falls due as the day starts (step 1), so it may be collected today
+            _sum(self.credit[:, 1:], 1), self.prices.copy(), self.inventory.copy(), _sum(self.pipeline, 2), board,
+        )  # fmt: skip
+
+    def observations(self, view: MarketView, rows: list[int]) -> list[Observation]:
+        """The Observations of the merchants at `rows` (playing today), read from `view`.
+        Arrays become Python lists once, and a match's public board is shared by its
+        merchants' observations."""
+        ids, names, board = self._product_ids, self._names, view.board
+        boards: dict[int, list[PublicMerchant]] = {}
+        yesterdays: dict[int, dict[int, DayRecord]] = {}
+        for b in {i // self.seats for i in rows}:
+            span = self.match_rows[b]
+            if self.day > 1:  # yesterday's records of the match, by seat
+                played = self.logs[b].day(self.day - 1)
+                yesterdays[b] = dict(zip(played.seat.tolist(), played.records()))
+            prices, sold = board.prices[span].tolist(), board.units_sold[span].tolist()
+            boards[b] = [
+                PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out)
+                for name, price, rep, units, out in zip(names[span], prices, board.reputation[span].tolist(), sold, board.bankrupt[span].tolist())
+            ]  # fmt: skip
+        unit_cost = view.unit_cost.tolist()
+        own = [view.cash, view.reputation, view.receivables_due, view.receivables_pending, view.prices, view.inventory, view.in_transit]
+        cash, reputation, due, pending, prices, stock, coming = (values[rows].tolist() for values in own)
+        observations = []
+        for k, i in enumerate(rows):
+            products = [ProductState(pid, price, cost, held, due_in, lead, holding) for (pid, lead, holding), cost, price, held, due_in in zip(self._statics, unit_cost, prices[k], stock[k], coming[k])]  # fmt: skip
+            yesterday = yesterdays.get(i // self.seats, {}).get(i % self.seats)
+            observations.append(
+                Observation(names[i], view.day, self.days, cash[k], reputation[k], due[k], pending[k], products, yesterday, boards[i // self.seats], view.events, view.fixed_daily_cost)
+            )  # fmt: skip
+        return observations
+
+    def name(self, row: int) -> str:
+        return self._names[row]
+
+    # --- one day ----------------------------------------------------------------------
+
+    def advance(self, arrays: ArrayDecisions | None = None, decisions: dict[int, Any] | None = None) -> np.ndarray:
+        """Play one day with the decisions of the rows playing: `arrays` (a row for every
+        merchant; rows of merchants not playing are ignored) and/or `decisions`, by row,
+        anything `parse_decision` accepts or a ParsedDecision. Returns every row's change in
+        net worth."""
+        s = self.scenario
+        m, p = len(self.playing), len(s.products)
+        day = self.day
+        unit_cost = self._unit_cost_today(day)
+        if self._closing is not None and self._closing[0] is unit_cost:
+            worth_start = self._closing[1]  # nothing moves between days: yesterday's close, same costs
+        else:
+            worth_start = self.net_worth(unit_cost)
+        cash_start = self.cash.copy()
+
+        arrived = self.pipeline[:, :, 0].copy()
+        self.inventory += arrived
+        _shift_left(self.pipeline)
+        self.due += self.credit[:, 0]
+        _shift_left(self.credit)
+
+        rows = np.flatnonzero(self.playing)
+        rejected: list[list[Rejection]] = [[] for _ in range(m)]
+        plans: list[dict[str, float]] = [{} for _ in range(m)]
+        parts = [] if arrays is None else [array_columns(arrays.take(rows), rows)]
+        unknown: dict[int, tuple[int, list[Rejection]]] = {}  # row -> (its malformed ones, those naming unknown products)
+        for i, raw in sorted((decisions or {}).items()):
+            if self.playing[i]:
+                parsed = raw if isinstance(raw, ParsedDecision) else parse_decision(raw)
+                rejected[i].extend(parsed.rejections)  # not decisions or operations at all: these come first
+                columns, unknown_products = self._columns(i, parsed)
+                parts.append(columns)
+                if unknown_products:
+                    unknown[i] = (len(parsed.rejections), unknown_products)
+                if parsed.plan:
+                    plans[i] = self._kept_plan(parsed.plan)
+        submitted = _joined(parts)
+        applied, ordered, advertising, collected = self._apply(submitted, unit_cost, rejected)
+        for i, (malformed, refused) in unknown.items():  # the rest in the order given
+            rejected[i][malformed:] = sorted(rejected[i][malformed:] + refused, key=lambda r: r.index)
+
+        wanted, sold = self._clear_market(day)
+        revenue = _sum(sold * self.prices, 1)
+        on_credit = revenue * s.finance.credit_share
+        revenue_cash = revenue - on_credit
+        if s.finance.credit_days == 0:
+            self.due += on_credit
+        else:
+            self.credit[:, s.finance.credit_days - 1] += on_credit
+        if s.demand.stock_limited:
+            self.inventory -= sold
+            made_to_order = np.zeros(m)
+        else:
+            made_to_order = _sum(sold * unit_cost, 1)
+        purchases = _sum(ordered * unit_cost, 1) + made_to_order
+        holding = _sum(self.inventory * self._holding, 1)
+        fixed = np.where(self.bankrupt, 0.0, s.finance.fixed_daily_cost)
+        self.cash += revenue_cash - made_to_order - holding - fixed
+        self.units_sold += sold
+        self._update_reputation(wanted, sold, advertising)
+
+        self.bankrupt |= self.cash < 0
+        worth_end = self.net_worth(unit_cost)
+        self._closing = (unit_cost, worth_end)
+
+        receivables = self.due + _sum(self.credit, 1)
+        # np.array of a tuple copies in C; np.stack would cost more in Python than the copy
+        scalars = np.array((revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, self.cash, receivables, self.reputation, worth_end)).T
+        in_transit = _sum(self.pipeline, 2)
+        per_product = np.array((self.prices, wanted, sold, wanted - sold, arrived, ordered, self.inventory, in_transit, np.broadcast_to(unit_cost, (m, p)))).transpose(1, 0, 2)
+        for log, span in zip(self.logs, self.match_rows):
+            seats = np.flatnonzero(self.playing[span])
+            if seats.size:
+                at = seats + span.start
+                pick = at.tolist()
+                log.add(seats, day, self.bankrupt[at], scalars[at], per_product[at], applied.take(span.start, span.stop, at), [rejected[i] for i in pick], [plans[i] for i in pick])
+
+        self.day += 1
+        if day >= self.days:
+            self.playing[:] = False
+        else:
+            self.playing &= ~self.bankrupt
+        return worth_end - worth_start
+
+    def _columns(self, row: int, parsed: ParsedDecision) -> tuple[Submitted, list[Rejection]]:
+        """A parsed decision's operations as columns, and the rejections of those naming a
+        product the market does not sell."""
+        index, kind, product, value, unknown = [], [], [], [], []
+        for k, op in parsed.operations:
+            name = getattr(op, "product", None)
+            j = -1 if name is None else self._pid.get(name)
+            if j is None:
+                unknown.append(Rejection(k, dict(op.__dict__), f"unknown product {name!r}", RejectionCode.UNKNOWN_PRODUCT))
+                continue
+            code = KIND_INDEX[op.op]
+            index.append(k)
+            kind.append(code)
+            product.append(j)
+            value.append(getattr(op, VALUE_FIELDS[code]) if VALUE_FIELDS[code] else math.nan)
+        n = len(index)
+        columns = Submitted(np.full(n, row, dtype=np.int64), np.array(index, dtype=np.int64), np.array(kind, dtype=np.int8), np.array(product, dtype=np.int16), np.array(value, dtype=float))
+        return columns, unknown
+
+    def _apply(self, ops: Submitted, unit_cost: np.ndarray, rejected: list[list[Rejection]]) -> tuple[Operations, np.ndarray, np.ndarray, np.ndarray]:
+        """Apply the day's operations, each as if one by one in its row's order; record each
+        refused one in `rejected` (after those already there, in the order given). Returns
+        the applied ones, and per row the units ordered per product, the advertising spent
+        and the receivables collected."""
+        m, p = self.prices.shape
+        row, kind, product, value = ops.row, ops.kind, ops.product, ops.value
+        item = np.maximum(product, 0)  # for kinds without a product: any column, masked out below
+        with np.errstate(all="ignore"):
+            pricing, ordering, advertising, collecting = kind == SET_PRICE, kind == ORDER, kind == ADVERTISE, kind == COLLECT
+            price_ok = (value > 0) & (value <= self._ceiling[item])  # NaN, inf and -inf all fail
+            units_ok = (value > 0) & (value < math.inf)
+            if self.scenario.whole_units:
+                units_ok &= value == np.floor(value)
+            spend = np.where(ordering, value * unit_cost[item], np.where(advertising, value, 0.0))
+            may_spend = np.where(ordering, units_ok, np.where(advertising, (value >= 0) & (value < math.inf), True))
+        accepted = ~(pricing | ordering | advertising)  # collect and wait: always
+        accepted |= pricing & price_ok
+        priced = np.flatnonzero(pricing & price_ok)
+        if priced.size:  # a later price for the same product wins
+            cells = row[priced] * p + product[priced]
+            last = priced[len(priced) - 1 - np.unique(cells[::-1], return_index=True)[1]]
+            self.prices[row[last], product[last]] = value[last]
+        spending = np.flatnonzero(ordering | advertising | collecting)
+        short: dict[int, float] = {}  # operation -> the cash it found
+        collected = np.zeros(m)
+        if spending.size:
+            rows_spending = row[spending]
+            turn = np.arange(len(spending)) - np.searchsorted(rows_spending, rows_spending)  # k-th spending operation of its row
+            for k in range(int(turn.max()) + 1):
+                at = spending[turn == k]
+                r = row[at]
+                takes = collecting[at]
+                if takes.any():
+                    gain = np.where(takes, self.due[r], 0.0)
+                    self.cash[r] += gain
+                    self.due[r] -= gain
+                    collected[r] += gain
+                cash = self.cash[r]
+                ok = may_spend[at] & (spend[at] <= cash)
+                self.cash[r] = cash - np.where(ok, spend[at], 0.0)
+                accepted[at] = ok
+                for x in at[may_spend[at] & ~ok].tolist():
+                    short[x] = float(self.cash[row[x]])
+        buying = np.flatnonzero(ordering & accepted)
+        ordered = np.bincount(row[buying] * p + product[buying], weights=value[buying], minlength=m * p).reshape(m, p)
+        for j, lead in enumerate(self._lead_days):
+            if lead == 0:
+                self.inventory[:, j] += ordered[:, j]
+            else:
+                self.pipeline[:, j, lead - 1] += ordered[:, j]
+        adverts = np.flatnonzero(advertising & accepted)
+        spent = np.bincount(row[adverts], weights=value[adverts], minlength=m) if adverts.size else np.zeros(m)
+        refused = np.flatnonzero(~accepted)
+        for x in refused.tolist():
+            rejected[int(row[x])].append(self._rejection(ops, x, short.get(x), float(spend[x])))
+        keep = np.flatnonzero(accepted)
+        return Operations(row[keep], kind[keep], product[keep], value[keep]), ordered, spent, collected
+
+    def _rejection(self, ops: Submitted, x: int, cash: float | None, cost: float) -> Rejection:
+        """Why operation x was refused (cash: what it found, when it was short of cash)."""
+        kind, j, value = int(ops.kind[x]), int(ops.product[x]), float(ops.value[x])
+        operation = operation_dict(kind, j, value, self._product_ids)
+        if kind == SET_PRICE:
+            if not math.isfinite(value) or value <= 0:
+                code, why = RejectionCode.PRICE_NOT_POSITIVE, "price must be a positive number"
+            else:
+                code, why = RejectionCode.PRICE_ABOVE_CEILING, f"price {value:.2f} is above the ceiling {float(self._ceiling[j]):.2f}"
+        elif kind == ORDER:
+            if not math.isfinite(value) or value <= 0:
+                code, why = RejectionCode.QUANTITY_NOT_POSITIVE, "order quantity must be a positive number"
+            elif cash is None:
+                code, why = RejectionCode.FRACTIONAL_QUANTITY, "order quantity must be a whole number of units"
+            else:
+                code, why = RejectionCode.ORDER_OVER_CASH, f"order costs {cost:.2f}, more than cash {cash:.2f}"
+        elif cash is None:
+            code, why = RejectionCode.ADVERTISING_NEGATIVE, "advertising amount must be a non-negative number"
+        else:
+            code, why = RejectionCode.ADVERTISING_OVER_CASH, f"advertising {value:.2f} exceeds cash {cash:.2f}"
+        return Rejection(int(ops.index[x]), operation, why, code)
+
+    def _kept_plan(self, plan: list[PlannedPrice]) -> dict[str, float]:
+        """product -> planned price, for the plan's products the market sells at prices a
+        set_price would be allowed (a later item for the same product wins)."""
+        kept = {}
+        for item in plan:
+            j = self._pid.get(item.product)
+            if j is not None and math.isfinite(item.price) and 0 < item.price <= self._ceiling[j]:
+                kept[item.product] = item.price
+        return kept
+
+    def _clear_market(self, day: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each match's customers, product by product, among its own merchants."""
+        s = self.scenario
+        m, p = self.prices.shape
+        wanted, sold = np.zeros((m, p)), np.zeros((m, p))
+        factor = demand_factor(s.demand, day)
+        stochastic = s.demand.mode == "stochastic"
+        utility = utilities(s.choice, self.prices, self._reference, self.reputation[:, None], self._quality)
+        utility = np.where(self.bankrupt[:, None], -np.inf, utility)
+        running = np.logical_or.reduce(self.playing.reshape(-1, self.seats), 1)  # matches not over
+        rngs = [rng for rng, on in zip(self._rngs, running.tolist()) if on]
+        by_match = (-1, self.seats, p)
+        for j, product in enumerate(s.products):
+            mean = product.base_demand * factor * event_multiplier(s.events, "demand", product.id, day)
+            customers = np.array([float(rng.poisson(mean)) for rng in rngs]) if stochastic else np.full(len(rngs), mean)
+            stock = self.inventory.reshape(by_match)[running, :, j] if s.demand.stock_limited else None
+            chose, bought, _ = allocate_markets(customers, utility.reshape(by_match)[running, :, j], s.choice.no_purchase_utility, stock, rngs if stochastic else None)
+            wanted.reshape(by_match)[running, :, j], sold.reshape(by_match)[running, :, j] = chose, bought
+        return wanted, sold
+
+    def _update_reputation(self, wanted: np.ndarray, sold: np.ndarray, advertising: np.ndarray) -> None:
+        r = self.scenario.reputation
+        demand, served = _sum(wanted, 1), _sum(sold, 1)
+        fill_rate = np.divide(served, demand, out=np.ones(len(served)), where=demand > 0)
+        updated = (1 - r.memory) * fill_rate + r.memory * self.reputation
+        if advertising.any():  # no spend adds a boost of exactly zero, so it is skipped
+            updated += r.advertising_gain * (1.0 - np.exp(-advertising / r.advertising_scale))
+        updated = np.minimum(np.maximum(updated, r.minimum), r.maximum)  # np.clip, without its Python wrapper
+        self.reputation = np.where(self.bankrupt, self.reputation, updated)
+
+    def _unit_cost_today(self, day: int) -> np.ndarray:
+        if not self.scenario.events:
+            return self._unit_cost0
+        return np.array([p.unit_cost * event_multiplier(self.scenario.events, "cost", p.id, day) for p in self.scenario.products])
+
+    def net_worth(self, unit_cost: np.ndarray | None = None) -> np.ndarray:
+        """cash + (stock in hand and in transit) at unit cost + receivables."""
+        cost = self._unit_cost_today(self.day) if unit_cost is None else unit_cost
+        goods = _sum((self.inventory + _sum(self.pipeline, 2)) * cost, 1)
+        return self.cash + goods + self.due + _sum(self.credit, 1)
+
+
+def array_columns(decisions: ArrayDecisions, rows: np.ndarray) -> Submitted:
+    """ArrayDecisions (a row for each of `rows`) as operation columns: each merchant's
+    collect, then its prices, then its orders, in product order."""
+    m, p = decisions.prices.shape
+    merchant, product = np.divmod(np.arange(m * p), p)
+    posted, ordered = ~np.isnan(decisions.prices.ravel()), decisions.orders.ravel() > 0
+    collecting = np.flatnonzero(decisions.collect)
+    priced, bought = product[posted], product[ordered]
+    who = np.concatenate([collecting, merchant[posted], merchant[ordered]])
+    kind = np.repeat(np.array([COLLECT, SET_PRICE, ORDER], dtype=np.int8), [len(collecting), len(priced), len(bought)])
+    item = np.concatenate([np.full(len(collecting), -1), priced, bought])
+    value = np.concatenate([np.full(len(collecting), math.nan), decisions.prices.ravel()[posted], decisions.orders.ravel()[ordered]])
+    place = np.concatenate([np.zeros(len(collecting), dtype=np.int64), 1 + priced, 1 + p + bought])
+    order = np.lexsort((place, who))  # by merchant, then in the order given
+    # a row's operations are numbered as its decision would list them
+    index = np.arange(len(order)) - np.searchsorted(who[order], who[order])
+    return Submitted(rows[who[order]], index, kind[order], item[order].astype(np.int16), value[order])
+
+
+def _joined(parts: list[Submitted]) -> Submitted:
+    """The operations of several parts in one table, by row and then in each row's order."""
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return _NOTHING
+    joined = Submitted(*(np.concatenate(column) for column in zip(*parts)))
+    return Submitted(*(column[np.lexsort((joined.index, joined.row))] for column in joined))
+
+
+_NOTHING = Submitted(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int16), np.zeros(0))
+_sum = np.add.reduce  # ndarray.sum(axis=k) without its Python wrapper: a dozen of these run every day
+
+
+def _shift_left(buffer: np.ndarray) -> None:
+    """Move a ring of future days one day closer, in place: [.., k] <- [.., k+1]."""
+    buffer[..., :-1] = buffer[..., 1:]
+    buffer[..., -1] = 0.0
+
+
+def _table(ids: Sequence[str], values: list[float]) -> dict[str, float] | None:
+    """product -> value, or None when the scenario hides the values (NaN)."""
+    return None if values and values[0] != values[0] else dict(zip(ids, values))
