@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from market.daylog import ProbeFact
 from market.scenario import Scenario
 from market.types import Decision, Observation
 
@@ -39,7 +40,7 @@ class RecallProbe(BaseModel):
     """A question about the merchant's own past: its value of `fact` at the end of `day`."""
 
     day: int
-    fact: Literal["cash", "inventory", "price", "ordered"]
+    fact: ProbeFact
     product: str | None = None
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import repeat
-from typing import NamedTuple, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -31,7 +31,8 @@ SCALARS = (
     "cash_start", "cash_end", "receivables", "reputation", "net_worth",
 )  # fmt: skip
 _SCALAR = {name: k for k, name in enumerate(SCALARS)}
-_FACT_COLUMNS = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}  # memory probe facts of a product
+ProbeFact = Literal["cash", "inventory", "price", "ordered"]  # what a memory probe asks (see DayLogBuilder.facts)
+_FACT_COLUMNS: dict[ProbeFact, str] = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}  # the facts of a product
 _PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
 T = TypeVar("T")
 OPERATION_KINDS = ("set_price", "order", "advertise", "collect", "wait")

@@ -18,7 +18,7 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 import numpy as np
 from ray.exceptions import RayActorError, RayTaskError
@@ -28,7 +28,7 @@ from contestants.llm.errors import CallsStopped
 from contestants.baselines import PlainPlay, plays_plain, recall_plain
 from market.env import MarketEnv
 from market.scenario import Scenario
-from market.daylog import DayLog, DayLogBuilder
+from market.daylog import DayLog, DayLogBuilder, ProbeFact
 from results.metrics import compute as compute_metrics
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder, StoppedMatch
 from tournaments.channel import HostGone
@@ -338,7 +338,7 @@ def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -> list
     return [(match, log.build()) for match, log in zip(matches, env.logs)]
 
 
-PROBE_FACTS = ("cash", "inventory", "price", "ordered")
+PROBE_FACTS = get_args(ProbeFact)
 
 
 class Forgotten(LookupError):
