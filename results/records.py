@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field, SkipValidation
-from sqlmodel import SQLModel
 
+from contestants.base import ModelCall
 from market.daylog import ColumnRecords, pack
 from market.types import DayRecord
 
@@ -129,31 +129,11 @@ def _none_if_nan(value: float) -> float | None:
     return None if value != value else value
 
 
-class ModelCallRecord(SQLModel):
-    """One language-model call of a merchant (see contestants.base.ModelCall for the fields),
-    with the seat and the contestant that made it; the model_call table's columns."""
+class ModelCallRecord(ModelCall):
+    """A merchant's language-model call, with the seat and the contestant that made it."""
 
     merchant: str
     contestant: str
-    day: int
-    purpose: str
-    model: str
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    latency: float
-    attempts: int
-    cost: float | None = None
-    cached: bool
-    request_hash: str
-    served_model: str | None = None
-    fingerprint: str | None = None
-    prompt_version: str = Field(description="the prompt templates' versions, e.g. 'merchant-v2+recall-v1'")
-    temperature: float | None = None
-    top_p: float | None = None
-    seed: int | None = None
 
 
 def total_cost(calls: Iterable[ModelCallRecord]) -> float | None:

@@ -125,7 +125,7 @@ class ProbeRow(SQLModel, table=True):
 
 
 class ModelCallRow(ModelCallRecord, table=True):
-    """A language-model call (see ModelCallRecord). The request is kept only as its hash."""
+    """A language-model call; the request is kept only as its hash."""
 
     __tablename__ = "model_call"
 
