@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, SkipValidation
+from pydantic import BaseModel, SkipValidation
+from sqlalchemy import Text
+from sqlmodel import AutoString, Field, SQLModel
 
 from contestants.base import ModelCall
 from market.daylog import ColumnRecords, pack
@@ -17,16 +19,16 @@ from market.types import DayRecord
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
 
 
-class Fault(BaseModel):
+class Fault(SQLModel):
     """A day on which a merchant gave no usable decision and did nothing instead."""
 
     day: int
     merchant: str
-    kind: FaultKind
-    detail: str
+    kind: FaultKind = Field(sa_type=AutoString)
+    detail: str = Field(sa_type=Text)
 
 
-class ProbeResult(BaseModel):
+class ProbeResult(SQLModel):
     """One memory probe: on `day` the merchant was asked its `fact` at the end of `asked_day`.
 
     relative_error = |answer - truth| / max(|truth|, 1); None when it gave no answer.
@@ -143,7 +145,7 @@ def total_cost(calls: Iterable[ModelCallRecord]) -> float | None:
     return None if any(c is None for c in costs) else math.fsum(costs)
 
 
-class MerchantResult(BaseModel):
+class MerchantResult(SQLModel):
     merchant: str = Field(description="seat name in the match, e.g. 'm0'")
     contestant: str = Field(description="contestant name from the tournament YAML")
     final_cash: float
@@ -156,13 +158,18 @@ class MerchantResult(BaseModel):
     rejected_operations: int
 
 
-class FinishedMatch(BaseModel):
+class PlayedMatch(SQLModel):
+    """Which match of the schedule was played, on what, and how long it took."""
+
     key: str = Field(description="the match's identity within its tournament; stable across runs")
     index: int = Field(description="position in the tournament's schedule")
     scenario: str
     seed: int
     days: int
     wall_seconds: float
+
+
+class FinishedMatch(PlayedMatch):
     merchants: list[MerchantResult]
     # built by the market, trusted: no copy; a DayLog, packed (see `packed`), or a list of DayRecords (tests, tools)
     days_played: Annotated[Sequence[DayRecord], SkipValidation]
