@@ -1,4 +1,5 @@
-"""What a finished match hands to the record: plain pydantic data, written in one transaction."""
+"""What a finished match hands to the record, written in one transaction: pydantic data, as
+SQLModels that results.tables extends into its tables."""
 
 from __future__ import annotations
 
