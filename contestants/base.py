@@ -12,8 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
+from sqlmodel import AutoString, Field, SQLModel
 
+from market.daylog import ProbeFact
 from market.scenario import Scenario
 from market.types import Decision, Observation
 
@@ -39,7 +41,7 @@ class RecallProbe(BaseModel):
     """A question about the merchant's own past: its value of `fact` at the end of `day`."""
 
     day: int
-    fact: Literal["cash", "inventory", "price", "ordered"]
+    fact: ProbeFact
     product: str | None = None
 
 
@@ -69,8 +71,9 @@ class RunOptions(BaseModel):
         return self.model_copy(update={"contestant": name})
 
 
-class ModelCall(BaseModel):
-    """One call a contestant made to a language model, for the accounting table.
+class ModelCall(SQLModel):
+    """One call a contestant made to a language model, for the accounting table: a SQLModel
+    because that table's row is this model with who made the call and where (results.tables).
 
     Tokens: `input_tokens` counts every prompt token, `cached_tokens` and `cache_write_tokens`
     among them (read from and written to the provider's prompt cache); `output_tokens`
@@ -84,7 +87,7 @@ class ModelCall(BaseModel):
     """
 
     day: int
-    purpose: Literal["decide", "repair", "recall", "reflect"]
+    purpose: Literal["decide", "repair", "recall", "reflect"] = Field(sa_type=AutoString)
     model: str
     input_tokens: int
     output_tokens: int

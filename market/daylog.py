@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property
 from itertools import repeat
-from typing import NamedTuple, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -29,7 +29,8 @@ from market.types import KIND_INDEX, OPERATION_KINDS, VALUE_FIELDS, DayRecord, R
 PER_PRODUCT = tuple(f.name for f in fields(DayRecord) if f.type == "dict[str, float]" and f.default_factory is MISSING)
 SCALARS = tuple(f.name for f in fields(DayRecord) if f.type == "float")
 _SCALAR = {name: k for k, name in enumerate(SCALARS)}
-_FACT_COLUMNS = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}  # memory probe facts of a product
+ProbeFact = Literal["cash", "inventory", "price", "ordered"]  # what a memory probe asks (see DayLogBuilder.facts)
+_FACT_COLUMNS: dict[ProbeFact, str] = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}  # the facts of a product
 _PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
 T = TypeVar("T")
 

@@ -1,4 +1,5 @@
-"""What a finished match hands to the record: plain pydantic data, written in one transaction."""
+"""What a finished match hands to the record, written in one transaction: pydantic data, as
+SQLModels that results.tables extends into its tables."""
 
 from __future__ import annotations
 
@@ -8,25 +9,27 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, SkipValidation
-from sqlmodel import SQLModel
+from pydantic import BaseModel, SkipValidation
+from sqlalchemy import Text
+from sqlmodel import AutoString, Field, SQLModel
 
+from contestants.base import ModelCall
 from market.daylog import ColumnRecords, pack
 from market.types import DayRecord
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
 
 
-class Fault(BaseModel):
+class Fault(SQLModel):
     """A day on which a merchant gave no usable decision and did nothing instead."""
 
     day: int
     merchant: str
-    kind: FaultKind
-    detail: str
+    kind: FaultKind = Field(sa_type=AutoString)
+    detail: str = Field(sa_type=Text)
 
 
-class ProbeResult(BaseModel):
+class ProbeResult(SQLModel):
     """One memory probe: on `day` the merchant was asked its `fact` at the end of `asked_day`.
 
     relative_error = |answer - truth| / max(|truth|, 1); None when it gave no answer.
@@ -129,31 +132,11 @@ def _none_if_nan(value: float) -> float | None:
     return None if value != value else value
 
 
-class ModelCallRecord(SQLModel):
-    """One language-model call of a merchant (see contestants.base.ModelCall for the fields),
-    with the seat and the contestant that made it; the model_call table's columns."""
+class ModelCallRecord(ModelCall):
+    """A merchant's language-model call, with the seat and the contestant that made it."""
 
     merchant: str
     contestant: str
-    day: int
-    purpose: str
-    model: str
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    latency: float
-    attempts: int
-    cost: float | None = None
-    cached: bool
-    request_hash: str
-    served_model: str | None = None
-    fingerprint: str | None = None
-    prompt_version: str = Field(description="the prompt templates' versions, e.g. 'merchant-v2+recall-v1'")
-    temperature: float | None = None
-    top_p: float | None = None
-    seed: int | None = None
 
 
 def total_cost(calls: Iterable[ModelCallRecord]) -> float | None:
@@ -163,7 +146,7 @@ def total_cost(calls: Iterable[ModelCallRecord]) -> float | None:
     return None if any(c is None for c in costs) else math.fsum(costs)
 
 
-class MerchantResult(BaseModel):
+class MerchantResult(SQLModel):
     merchant: str = Field(description="seat name in the match, e.g. 'm0'")
     contestant: str = Field(description="contestant name from the tournament YAML")
     final_cash: float
@@ -176,13 +159,18 @@ class MerchantResult(BaseModel):
     rejected_operations: int
 
 
-class FinishedMatch(BaseModel):
+class PlayedMatch(SQLModel):
+    """Which match of the schedule was played, on what, and how long it took."""
+
     key: str = Field(description="the match's identity within its tournament; stable across runs")
     index: int = Field(description="position in the tournament's schedule")
     scenario: str
     seed: int
     days: int
     wall_seconds: float
+
+
+class FinishedMatch(PlayedMatch):
     merchants: list[MerchantResult]
     # built by the market, trusted: no copy; a DayLog, packed (see `packed`), or a list of DayRecords (tests, tools)
     days_played: Annotated[Sequence[DayRecord], SkipValidation]

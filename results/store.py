@@ -21,7 +21,7 @@ from market.daylog import DayLog, pack
 from results.errors import NotFound
 from results.metrics import compute as compute_metrics
 from results.ratings import leaderboard
-from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, ProbeLog, ProbeResult, StoppedMatch
+from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, PlayedMatch, ProbeLog, ProbeResult, StoppedMatch
 from results.tables import (
     ContestantRow,
     DayLogRow,
@@ -160,7 +160,7 @@ def save_matches(engine: Engine, tournament_id: int, matches: Sequence[tuple[Fin
 
 def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None) -> int:
     scores = match.metrics if match.metrics is not None else compute_metrics(match.days_played, match.probes, match.faults, scenario)
-    fields = match.model_dump(include={"key", "index", "scenario", "seed", "days", "wall_seconds"})
+    fields = match.model_dump(include=set(PlayedMatch.model_fields))
     inserted = session.connection().execute(MatchRow.__table__.insert().values(tournament_id=tournament_id, finished_at=utcnow(), **fields))
     match_id = inserted.inserted_primary_key[0]
     _bulk_insert(session, MatchResultRow, [{**r.model_dump(), "match_id": match_id} for r in match.merchants])

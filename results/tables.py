@@ -2,7 +2,8 @@
 
 Timestamps are UTC. JSON columns (`params`, `decisions`) are text holding JSON so that any
 database stores them the same way. Contestants are identified by name across tournaments;
-results refer to contestants by name, not by row id, for that reason.
+results refer to contestants by name, not by row id, for that reason. A table of a match's
+records is its model in results.records with the keys that place a row in the record.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from datetime import datetime, timezone
 from sqlalchemy import CheckConstraint, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from results.records import ModelCallRecord
+from results.records import Fault, MerchantResult, ModelCallRecord, PlayedMatch, ProbeResult
 
 
 def utcnow() -> datetime:
@@ -46,7 +47,7 @@ class ContestantRow(SQLModel, table=True):
     params: str = Field(sa_type=Text, description="JSON object; never holds secrets (keys come from env vars)")
 
 
-class MatchRow(SQLModel, table=True):
+class MatchRow(PlayedMatch, table=True):
     __tablename__ = "match"
     __table_args__ = (
         UniqueConstraint("tournament_id", "key"),
@@ -55,31 +56,15 @@ class MatchRow(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE")
-    key: str = Field(description="the match's identity within its tournament; stable across runs")
-    index: int = Field(description="position in the tournament's schedule")
-    scenario: str
-    seed: int
-    days: int
-    wall_seconds: float
     finished_at: datetime = Field(default_factory=utcnow)
 
 
-class MatchResultRow(SQLModel, table=True):
+class MatchResultRow(MerchantResult, table=True):
     __tablename__ = "match_result"
-    __table_args__ = (UniqueConstraint("match_id", "merchant"),)
+    __table_args__ = (UniqueConstraint("match_id", "merchant"), Index("ix_match_result_contestant", "contestant"))
 
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
-    merchant: str = Field(description="seat name in the match, e.g. 'm0'")
-    contestant: str = Field(index=True)
-    final_cash: float
-    net_worth: float
-    profit: float
-    rank: int
-    market_share: float
-    bankrupt_day: int | None = None
-    faults: int
-    rejected_operations: int
 
 
 class DayLogRow(SQLModel, table=True):
@@ -96,36 +81,22 @@ class DayLogRow(SQLModel, table=True):
     decisions: str = Field(sa_type=Text, description="JSON: merchants, products, column names; per row operations, rejections, plan")
 
 
-class FaultRow(SQLModel, table=True):
+class FaultRow(Fault, table=True):
     __tablename__ = "fault"
 
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
-    merchant: str
-    day: int
-    kind: str
-    detail: str = Field(sa_type=Text)
 
 
-class ProbeRow(SQLModel, table=True):
-    """A memory probe's question, the truth and the merchant's answer (see ProbeResult)."""
-
+class ProbeRow(ProbeResult, table=True):
     __tablename__ = "probe"
 
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
-    merchant: str
-    day: int
-    asked_day: int
-    fact: str
-    product: str | None = None
-    truth: float
-    answer: float | None = None
-    relative_error: float | None = None
 
 
 class ModelCallRow(ModelCallRecord, table=True):
-    """A language-model call (see ModelCallRecord). The request is kept only as its hash."""
+    """A language-model call; the request is kept only as its hash."""
 
     __tablename__ = "model_call"
 

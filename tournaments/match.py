@@ -20,7 +20,7 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 import numpy as np
 from ray.exceptions import RayActorError, RayTaskError
@@ -30,7 +30,7 @@ from contestants.llm.errors import CallsStopped
 from contestants.baselines import RulePlay
 from market.engine import Market
 from market.scenario import Scenario
-from market.daylog import DayLog, DayLogBuilder
+from market.daylog import DayLog, DayLogBuilder, ProbeFact
 from market.types import MarketView
 from results.metrics import compute as compute_metrics
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder, StoppedMatch
@@ -339,7 +339,7 @@ def play_here(matches: list[Match]) -> list[FinishedMatch | StoppedMatch]:
         loop.close()
 
 
-PROBE_FACTS = ("cash", "inventory", "price", "ordered")
+PROBE_FACTS = get_args(ProbeFact)
 
 
 class Forgotten(LookupError):
