@@ -6,9 +6,13 @@ Every field has a default so a scenario file states only what makes it different
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    from market.types import EventNotice
 
 
 class _Strict(BaseModel):
@@ -102,6 +106,18 @@ class Event(_Strict):
         if self.end_day < self.start_day:
             raise ValueError("end_day is before start_day")
         return self
+
+
+def event_multiplier(events: Iterable[Event | EventNotice], kind: str, product: str, day: int) -> float:
+    """What the events of `kind` ("demand": customers, "cost": unit cost) multiply `product`'s
+    base value by on `day`: the product of the multipliers of those running that day
+    (start_day <= day <= end_day) for the product or for every product; 1 when none is.
+    The market applies it to every event, a merchant to the events it has been told of."""
+    factor = 1.0
+    for event in events:
+        if event.kind == kind and event.start_day <= day <= event.end_day and event.product in (None, product):
+            factor *= event.multiplier
+    return factor
 
 
 class Visibility(_Strict):
