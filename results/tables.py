@@ -76,7 +76,7 @@ class MatchResultRow(SQLModel, table=True):
     net_worth: float
     profit: float
     rank: int
-    market_share: float
+    market_share: float | None = None
     bankrupt_day: int | None = None
     faults: int
     rejected_operations: int
