@@ -26,7 +26,7 @@ import numpy as np
 from market import accounting
 from market.daylog import DayLog
 from market.scenario import Scenario
-from market.types import DayRecord
+from market.types import DayRecord, Rejection
 from results.records import Fault, ProbeLog, ProbeResult
 
 Group = Literal["coherence", "operations", "economics"]
@@ -173,7 +173,7 @@ class MatchRecords:
         counts: list[Counter[str]] = [Counter() for _ in self.counts]
         for k, row in zip(self.k.tolist(), self.log.rejections):
             if row:
-                counts[k].update(rejection_kind(r.reason) for r in row)
+                counts[k].update(rejection_kind(r) for r in row)
         return counts
 
     @cached_property
@@ -246,8 +246,9 @@ REJECTION_KINDS: dict[str, str] = {
 }
 
 
-def rejection_kind(reason: str) -> str:
+def rejection_kind(rejection: Rejection) -> str:
     """The kind of a rejection (a key of REJECTION_KINDS), from the market's reason text."""
+    reason = rejection.reason
     if reason.startswith("malformed"):
         return "malformed"
     if reason.startswith("unknown product"):

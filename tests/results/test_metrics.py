@@ -116,10 +116,10 @@ def test_every_rejection_reason_of_the_market_has_its_kind():
         {"op": "advertise", "amount": -3},
     ]
     _, _, _, _, infos = env.step({"m0": decision})
-    kinds = [rejection_kind(r.reason) for r in infos["m0"]["record"].rejections]
+    kinds = [rejection_kind(r) for r in infos["m0"]["record"].rejections]
     assert kinds == ["malformed", "over_cash", "over_cash", "unknown_product", "out_of_range", "out_of_range", "out_of_range", "out_of_range"]
     _, _, _, _, infos = env.step({"m0": "not json"})
-    assert [rejection_kind(r.reason) for r in infos["m0"]["record"].rejections] == ["malformed"]
+    assert [rejection_kind(r) for r in infos["m0"]["record"].rejections] == ["malformed"]
 
 
 def test_fault_days_counts_days_not_faults():
