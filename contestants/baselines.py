@@ -25,7 +25,7 @@ from pydantic import Field, model_validator
 
 from contestants.base import Contestant, Params, RunOptions, register
 from market.scenario import Scenario
-from market.demand import utilities
+from market.demand import choice_shares
 from market.scenario import event_multiplier
 from market.types import ArrayDecisions, MarketView, Observation, Operation
 
@@ -370,18 +370,15 @@ class BestResponse(RuleMerchant):
         prices, wanted = np.zeros_like(view.prices), np.zeros_like(view.prices)
         for k, (member, row) in enumerate(zip(team.members, view.rows.tolist())):
             params: BestResponseParams = member.params  # type: ignore[assignment]
-            rivals = [r for r in range(row - row % n, row - row % n + n) if r != row and not board.bankrupt[r]]
+            rivals = np.array([r for r in range(row - row % n, row - row % n + n) if r != row and not board.bankrupt[r]], dtype=np.int64)
+            reputation = np.concatenate([view.reputation[k : k + 1], board.reputation[rivals]])
+            reputation[np.isnan(reputation)] = scenario.reputation.initial  # what a hidden reputation counts as
             for j, product in enumerate(scenario.products):
                 unit_cost = float(view.unit_cost[j])
                 grid = np.linspace(unit_cost, max(product.reference_price * params.max_price_factor, 2 * unit_cost), params.grid_points)
-                others = math.exp(choice.no_purchase_utility)  # rivals' weight in the logit, the outside option's first
-                for r in rivals:
-                    price, reputation = float(board.prices[r, j]), float(board.reputation[r])
-                    price = product.reference_price if math.isnan(price) else price  # what a hidden price counts as
-                    reputation = scenario.reputation.initial if math.isnan(reputation) else reputation
-                    others += math.exp(float(utilities(choice, price, product.reference_price, reputation, product.quality)))
-                own = np.exp(utilities(choice, grid, product.reference_price, float(view.reputation[k]), product.quality))
-                share = own / (own + others)
+                rival_prices = np.nan_to_num(board.prices[rivals, j], nan=product.reference_price)  # what a hidden price counts as
+                profiles = np.column_stack([grid, np.broadcast_to(rival_prices, (len(grid), len(rivals)))])
+                share = choice_shares(choice, profiles, product.reference_price, reputation, product.quality)[:, 0]
                 best = int(np.argmax((grid - unit_cost) * share))
                 prices[k, j] = grid[best]
                 daily = product.base_demand * event_multiplier(view.events, "demand", product.id, view.day) * float(share[best])

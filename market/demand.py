@@ -42,8 +42,25 @@ def utilities(
 
 
 def logit_shares(utility: np.ndarray, outside: float) -> np.ndarray:
-    """Choice probabilities [merchants..., no purchase]: exp(u_i) / (exp(u_0) + sum_j exp(u_j))."""
-    return _softmax(np.append(utility, outside)[None, :])[0]
+    """Choice probabilities [..., merchants then no purchase] of utilities [..., merchant]:
+    exp(u_i) / (exp(u_0) + sum_j exp(u_j)), u_0 = `outside`; a merchant at -inf gets none."""
+    options = np.concatenate([utility, np.full((*utility.shape[:-1], 1), outside)], axis=-1)
+    return _softmax(options.reshape(-1, options.shape[-1])).reshape(options.shape)
+
+
+def choice_shares(
+    choice: Choice, prices: np.ndarray, reference_price: float, reputation: np.ndarray, quality: float, selling: np.ndarray | None = None
+) -> np.ndarray:
+    """Each merchant's share of all customers of one product, the no-purchase option last:
+    `logit_shares` of `utilities`, with the scenario's no_purchase_utility. Prices are
+    [..., merchant] (several price profiles at once: a grid of one merchant's prices against
+    fixed rivals), reputation [merchant]; a merchant that is not `selling` (bankrupt, absent)
+    is no option and wins no share. These are the shares customers choose by in `allocate`
+    before anyone sells out: all of the day's choosing when sales are not capped by stock."""
+    utility = utilities(choice, prices, reference_price, reputation, quality)
+    if selling is not None:
+        utility = np.where(selling, utility, -np.inf)
+    return logit_shares(utility, choice.no_purchase_utility)
 
 
 def _softmax(options: np.ndarray) -> np.ndarray:

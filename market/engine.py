@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from market import accounting
 from market.daylog import DayLogBuilder, Operations, operation_dict
 from market.demand import allocate_markets, demand_factor, utilities
 from market.scenario import Scenario, event_multiplier
@@ -396,10 +397,9 @@ class Market:
         return np.array([p.unit_cost * event_multiplier(self.scenario.events, "cost", p.id, day) for p in self.scenario.products])
 
     def net_worth(self, unit_cost: np.ndarray | None = None) -> np.ndarray:
-        """cash + (stock in hand and in transit) at unit cost + receivables."""
+        """Every row's net worth (market.accounting), goods at `unit_cost` (default: today's)."""
         cost = self._unit_cost_today(self.day) if unit_cost is None else unit_cost
-        goods = _sum((self.inventory + _sum(self.pipeline, 2)) * cost, 1)
-        return self.cash + goods + self.due + _sum(self.credit, 1)
+        return accounting.net_worth(self.cash, self.inventory + _sum(self.pipeline, 2), cost, self.due, _sum(self.credit, 1))
 
 
 def array_columns(decisions: ArrayDecisions, rows: np.ndarray) -> Submitted:

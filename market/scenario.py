@@ -7,9 +7,12 @@ Every field has a default so a scenario file states only what makes it different
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    from market.types import EventNotice
 
 
 class _Strict(BaseModel):
@@ -105,6 +108,18 @@ class Event(_Strict):
         return self
 
 
+def event_multiplier(events: Iterable[Event | EventNotice], kind: str, product: str, day: int) -> float:
+    """What the events of `kind` ("demand": customers, "cost": unit cost) multiply `product`'s
+    base value by on `day`: the product of the multipliers of those running that day
+    (start_day <= day <= end_day) for the product or for every product; 1 when none is.
+    The market applies it to every event, a merchant to the events it has been told of."""
+    factor = 1.0
+    for event in events:
+        if event.kind == kind and event.start_day <= day <= event.end_day and event.product in (None, product):
+            factor *= event.multiplier
+    return factor
+
+
 class Visibility(_Strict):
     rival_prices: bool = True
     rival_reputation: bool = True
@@ -148,13 +163,3 @@ class Scenario(_Strict):
     def whole_units(self) -> bool:
         """Orders are in whole units: customers are counted one by one (stochastic demand)."""
         return self.demand.mode == "stochastic"
-
-
-def event_multiplier(events: Iterable[Event | Any], kind: str, product: str, day: int) -> float:
-    """The product of the multipliers of `events` (scenario Events, or the EventNotices a
-    merchant sees) of `kind` ("demand" or "cost") in force for `product` on `day`."""
-    factor = 1.0
-    for event in events:
-        if event.kind == kind and event.start_day <= day <= event.end_day and event.product in (None, product):
-            factor *= event.multiplier
-    return factor

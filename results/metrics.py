@@ -23,6 +23,7 @@ from typing import Literal
 
 import numpy as np
 
+from market import accounting
 from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import DayRecord, RejectionCode
@@ -141,10 +142,10 @@ class MatchRecords:
 
     @cached_property
     def ranks(self) -> dict[str, int]:
-        """Competition ranks ("1224"): survivors by final net worth, then the bankrupt by the
-        day they went bankrupt, later is better (the rule of tournaments.scoring)."""
-        final = {merchant: (not seat.bankrupt, seat.last_day, round(seat.net_worth, 6)) for merchant, seat in self.seats.items()}
-        return {merchant: 1 + sum(other > key for other in final.values()) for merchant, key in final.items()}
+        """Each merchant's place (market.accounting.ranks)."""
+        seats = self.seats.values()
+        places = accounting.ranks([not s.bankrupt for s in seats], [s.last_day for s in seats], [s.net_worth for s in seats])
+        return dict(zip(self.seats, places))
 
     @cached_property
     def units_sold(self) -> np.ndarray:
@@ -163,15 +164,8 @@ class MatchRecords:
 
     @cached_property
     def start_net_worth(self) -> np.ndarray:
-        """Per seat, net worth before its first day: net worth at the end of day 1 minus day
-        1's change, net_worth_0 = net_worth_1 - (revenue - sum_p sold_p * unit_cost_p -
-        advertising - holding - fixed), which is initial cash plus initial stock at day 1's
-        unit cost. (Orders, collections and credit sales move value between cash, stock and
-        receivables; only these items change it.)"""
-        first = self.first
-        cost_of_sales = _sum(self.values("units_sold")[first] * self.values("unit_cost")[first], 1)
-        change = self.scalar("revenue")[first] - cost_of_sales - self.scalar("advertising")[first] - self.scalar("holding")[first] - self.scalar("fixed")[first]
-        return self.scalar("net_worth")[first] - change
+        """Per seat, net worth before its first day (market.accounting.starting_net_worth)."""
+        return accounting.starting_net_worth(self.log, self.first)
 
     @cached_property
     def rejections(self) -> list[Counter[str]]:
@@ -488,9 +482,10 @@ def bankrupt_day(match: MatchRecords) -> list[float | None]:
 
 @_metric("economics", "money", over_match=True)
 def profit(match: MatchRecords) -> np.ndarray:
-    """Net worth at the end minus net worth before the first day (see MatchRecords.start_net_worth):
-    profit = net_worth_last - net_worth_0."""
-    return match.scalar("net_worth")[match.last] - match.start_net_worth
+    """Net worth at the end minus net worth before the first day, goods valued at each day's
+    unit cost: profit = net_worth_last - net_worth_0, with net_worth_0 = initial cash +
+    initial stock at day 1's unit cost (market.accounting.profit)."""
+    return accounting.profit(match.log, match.first, match.last)
 
 
 @_metric("economics", "share", over_match=True)
@@ -530,9 +525,8 @@ def rank(seat: Seat) -> float:
 @_metric("economics", "share", over_match=True)
 def market_share(match: MatchRecords) -> list[float | None]:
     """Share of all units sold in the match: market_share = units sold by the merchant / units
-    sold by every merchant. None when nothing was sold."""
-    total = float(match.units_sold.sum())
-    return [units / total if total > 0 else None for units in match.units_sold.tolist()]
+    sold by every merchant. None when nothing was sold (market.accounting.market_shares)."""
+    return accounting.market_shares(match.units_sold.tolist())
 
 
 @_metric("economics", "ratio", over_match=True)

@@ -26,6 +26,7 @@ from typing import Iterable, Mapping, Sequence
 from sqlalchemy import Engine
 from sqlmodel import Session, select
 
+from market.accounting import market_shares
 from market.scenario import Event, Scenario
 from market.types import DayRecord
 from results import store
@@ -340,8 +341,8 @@ def price_charts(days: Sequence[DayRecord], events: Sequence[Event], styles: dic
 
 
 def share_series(days: Sequence[DayRecord], styles: dict[str, tuple[str, str, bool]]) -> list[Series]:
-    """Each merchant's share of all units sold from day 1 to each day (from the first sale on),
-    so the last point is the match's market share."""
+    """Each merchant's market share (market.accounting.market_shares) of the units sold from
+    day 1 to each day, from the first sale on, so the last point is the match's."""
     sold_by_day: dict[int, dict[str, float]] = defaultdict(dict)
     for d in days:
         sold_by_day[d.day][d.merchant] = sum(d.units_sold.values())
@@ -350,10 +351,10 @@ def share_series(days: Sequence[DayRecord], styles: dict[str, tuple[str, str, bo
     for day in sorted(sold_by_day):
         for merchant, units in sold_by_day[day].items():
             totals[merchant] += units
-        market = sum(totals.values())
-        if market > 0:
-            for merchant in sold_by_day[day]:
-                points[merchant].append((day, totals[merchant] / market))
+        shares = dict(zip(totals, market_shares(list(totals.values()))))
+        for merchant in sold_by_day[day]:
+            if shares[merchant] is not None:
+                points[merchant].append((day, shares[merchant]))
     return [Series(name, color, points[merchant], dashed) for merchant, (name, color, dashed) in styles.items()]
 
 

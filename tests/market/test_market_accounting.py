@@ -6,9 +6,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from market.accounting import net_worth, starting_net_worth
+from market.daylog import DayLog
 from market.demand import allocate, logit_shares
 from market.env import MarketEnv
 from scenario_params import scenarios_where
@@ -79,6 +82,27 @@ def test_random_play_reaches_the_interesting_cases(scenario, market):
         assert bankrupt > 0
     if scenario.finance.credit_share > 0:
         assert collected > 0
+
+
+def test_net_worth_values_goods_at_the_days_cost_from_before_day_1(market):
+    """A cost event covers day 1: the starting net worth read back from the records is the
+    initial cash and stock with the stock at day 1's (raised) cost, and every day's recorded
+    net worth is market.accounting.net_worth of that day's books."""
+    base = market.load("price_war")
+    shock = {"name": "shock", "kind": "cost", "start_day": 1, "end_day": 2, "multiplier": 1.5}
+    scenario = market.vary(base, events=[shock], **{"finance.credit_share": 0.5, "finance.credit_days": 1, "products.lead_time": 1})
+    history = market.run(MarketEnv(scenario, 3, days=4), market.random_policy(scenario, 2), seed=5)
+    records = [record for day in history for record in day.values()]
+    log = DayLog.of(records, scenario.product_ids)
+    first = np.array([log.rows_of(m)[0] for m in log.merchants])
+    (product,) = scenario.products
+    assert starting_net_worth(log, first) == pytest.approx([scenario.finance.initial_cash + product.initial_stock * product.unit_cost * 1.5] * 3)
+    ids = scenario.product_ids
+    assert any(r.day == 1 and r.units_sold[ids[0]] > 0 for r in records)  # day 1's trade is taken out of its close
+    for r in records:
+        goods = np.array([[r.inventory[p] + r.in_transit[p] for p in ids]])
+        books = net_worth(np.array([r.cash_end]), goods, np.array([r.unit_cost[p] for p in ids]), np.array([r.receivables]))
+        assert books[0] == pytest.approx(r.net_worth, rel=1e-12)
 
 
 # --- the allocation of customers -----------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from market.demand import choice_shares
 from market.engine import PRICE_CEILING_FACTOR
 from market.env import MarketEnv
 from market.types import Decision, Order, SetPrice
@@ -92,6 +93,23 @@ def test_logit_game_by_the_numbers(market):
     e0, e1, out = math.exp(-3.0), math.exp(-5.0), math.exp(-4.0)
     assert day["m0"].units_sold["good"] == pytest.approx(100 * e0 / (e0 + e1 + out), rel=1e-12)
     assert day["m1"].units_sold["good"] == pytest.approx(100 * e1 / (e0 + e1 + out), rel=1e-12)
+
+
+def test_choice_shares_are_the_logit_of_the_utility_formula(market):
+    """market.demand.choice_shares of several price profiles at once (one merchant's prices
+    against fixed rivals), against the Choice docstring's formula: a merchant not selling is
+    no option, and every customer goes somewhere."""
+    scenario = market.vary(market.load("price_war"), **{"choice.quality_weight": 0.7, "products.quality": 0.4})
+    product = scenario.products[0]
+    profiles = np.array([[18.0, 22.0, 15.0], [25.0, 22.0, 15.0]])
+    reputation = np.array([0.7, 0.5, 0.9])
+    selling = np.array([True, True, False])
+    shares = choice_shares(scenario.choice, profiles, product.reference_price, reputation, product.quality, selling)
+    assert shares.shape == (2, 4)
+    for row, prices in zip(shares, profiles):
+        assert row[:2] == pytest.approx(hand_shares(scenario, product, prices[:2], reputation[:2]), rel=1e-12)
+        assert row[2] == 0 and row.sum() == pytest.approx(1, rel=1e-12)
+    assert shares[0, 0] > shares[1, 0] and shares[0, 1] < shares[1, 1]  # dearer, it loses customers to its rival
 
 
 # --- 5. stock-outs -------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import yaml
 from pydantic import ValidationError
 
 from market.env import MarketEnv
-from market.scenario import Scenario
+from market.scenario import Event, Scenario, event_multiplier
+from market.types import EventNotice
 
 
 def test_shipped_scenario_is_valid_and_playable(scenario):
@@ -53,3 +54,16 @@ def test_scenario_refuses(change):
 def test_fractional_stock_is_fine_in_expected_mode():
     product = {"id": "w", "unit_cost": 1, "reference_price": 2, "base_demand": 10, "initial_stock": 2.5}
     Scenario.model_validate(BASE | {"products": [product], "demand": {"mode": "expected"}})
+
+
+def test_event_multiplier_multiplies_the_events_running_that_day():
+    events = [
+        Event(name="rush", kind="demand", start_day=2, end_day=4, multiplier=1.5),
+        Event(name="tea fad ends", kind="demand", product="tea", start_day=4, end_day=6, multiplier=0.5),
+        Event(name="dear supply", kind="cost", start_day=1, end_day=9, multiplier=3.0),
+    ]
+    assert [event_multiplier(events, "demand", "tea", day) for day in range(1, 8)] == [1.0, 1.5, 1.5, 0.75, 0.5, 0.5, 1.0]
+    assert event_multiplier(events, "demand", "cup", 4) == 1.5  # the tea event is not the cup's
+    assert event_multiplier(events, "cost", "cup", 9) == 3.0 and event_multiplier(events, "cost", "cup", 10) == 1.0
+    notices = [EventNotice(e.name, e.kind, e.product, e.start_day, e.end_day, e.multiplier) for e in events]  # what a merchant is told
+    assert event_multiplier(notices, "demand", "tea", 4) == 0.75

@@ -14,7 +14,7 @@ from market.scenario import Event, Scenario
 from market.types import DayRecord, Rejection, RejectionCode
 from results.metrics import METRICS, REJECTION_KINDS, compute, rejection_kind
 from results.records import Fault, ProbeResult
-from tournaments.scoring import score_match, starting_net_worth
+from tournaments.scoring import score_match
 
 
 def day(merchant: str = "m0", day: int = 1, **fields) -> DayRecord:
@@ -303,7 +303,9 @@ def test_market_share():
     values = compute(records)
     assert values["a"]["market_share"] == pytest.approx(0.75)
     assert values["b"]["market_share"] == pytest.approx(0.25)
-    assert compute(days("a", units_sold=tea([0.0])))["a"]["market_share"] is None
+    unsold = days("a", units_sold=tea([0.0])) + days("b", units_sold=tea([0.0]))
+    assert [v["market_share"] for v in compute(unsold).values()] == [None, None]  # no sales: no market to have a share of
+    assert [r.market_share for r in score_match(scenario(), 1, ["a", "b"], unsold, [])] == [None, None]
 
 
 def test_prices_relative_to_the_market_and_to_cost():
@@ -396,7 +398,7 @@ def test_agrees_with_the_market_and_the_match_scoring():
     for result in results:
         mine = values[result.merchant]
         assert mine["profit"] == pytest.approx(result.profit)
-        assert mine["profit"] - mine["net_worth"] == pytest.approx(-starting_net_worth(played))
+        assert mine["profit"] - mine["net_worth"] == pytest.approx(-(300.0 + 20 * 4.0 + 10 * 1.0))  # initial cash and stock
         assert mine["net_worth"] == pytest.approx(result.net_worth)
         assert mine["rank"] == result.rank
         assert mine["market_share"] == pytest.approx(result.market_share)

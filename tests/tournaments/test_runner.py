@@ -5,8 +5,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from sqlmodel import Session, select
+from typer.testing import CliRunner
+
+from arena.cli import app
 
 from results.db import engine_for
 from results.ratings import leaderboard
@@ -146,3 +150,64 @@ def test_resume_plays_only_what_is_missing(tmp_path, root):
     assert table(engine, first) == table(whole, reference)
     keys = [m.key for m in list_matches(engine, first)]
     assert len(keys) == len(set(keys)) == 9
+
+
+SHOCKED_FROM_DAY_1 = """
+name: shocked
+description: A supply shock that is on from the first day, and a fixed cost that bankrupts the idle.
+days: 10
+products:
+  - {id: widget, unit_cost: 10.0, reference_price: 20.0, base_demand: 40, initial_stock: 30}
+finance: {initial_cash: 400, fixed_daily_cost: 60}
+events:
+  - {name: shortage, kind: cost, start_day: 1, end_day: 3, multiplier: 1.5}
+"""
+
+
+def test_results_and_metrics_agree_when_a_cost_shock_covers_day_1(tmp_path, root):
+    """Issue 16's acceptance: profit, rank and market share read the same in `arena export`'s
+    results and metrics tables, and are what the exported day records say by hand: profit
+    from a start with the 30 units at day 1's shocked cost of 15 (not the base cost of 10,
+    which would make it 150 more), ranks with survivors first, then the longer-lived, then
+    net worth, and shares of the units sold."""
+    (tmp_path / "shocked.yaml").write_text(SHOCKED_FROM_DAY_1)
+    config = write_tournament(
+        tmp_path,
+        root,
+        f"""
+        name: shocked
+        seed: 4
+        format: free_for_all
+        scenarios: [{tmp_path / "shocked.yaml"}]
+        seeds: [1, 2]
+        contestants:
+          - {{name: dear, kind: fixed_price, params: {{markup: 3.0}}}}
+          - {{name: cost_plus, kind: cost_plus}}
+          - {{name: undercut, kind: undercut}}
+        """,
+    )
+    url = f"sqlite:///{tmp_path}/shocked.db"
+    tid = run_tournament(load_tournament(config), engine_for(url)).tournament_id
+    exported = CliRunner().invoke(app, ["export", str(tid), "--out", str(tmp_path / "out"), "--db", url])
+    assert exported.exit_code == 0, exported.output
+    read = {name: pd.read_csv(tmp_path / "out" / f"{name}.csv") for name in ("results", "metrics", "days", "day_products")}
+    results = read["results"].set_index(["match_id", "merchant"])
+    metrics = read["metrics"].pivot_table(index=["match_id", "merchant"], columns="name", values="value", dropna=False)
+    days, products = read["days"], read["day_products"]
+    assert (products[products.day == 1].unit_cost == 15.0).all()
+
+    last = days.sort_values("day").groupby(["match_id", "merchant"]).last()
+    sold = products.groupby(["match_id", "merchant"]).units_sold.sum()
+    assert len(results) == len(last) == 6 and last.bankrupt.any() and (~last.bankrupt).any()
+    for (match_id, merchant), row in results.iterrows():
+        end = last.loc[match_id, merchant]
+        rivals = last.loc[match_id]
+        standing = (not end.bankrupt, end.day, end.net_worth)
+        by_hand = {
+            "profit": end.net_worth - (400 + 30 * 10.0 * 1.5),
+            "rank": 1 + sum((not r.bankrupt, r.day, r.net_worth) > standing for r in rivals.itertuples()),
+            "market_share": sold[match_id, merchant] / sold[match_id].sum(),
+        }
+        for name, expected in by_hand.items():
+            assert row[name] == pytest.approx(expected, abs=1e-9), (merchant, name)
+            assert metrics.loc[(match_id, merchant), name] == pytest.approx(expected, abs=1e-9), (merchant, name)
