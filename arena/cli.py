@@ -300,7 +300,7 @@ def show(
     results = Table("rank", "merchant", "net worth", "profit", "cash", "share", "bankrupt", "faults", "rejected", title=f"match {m.id}: {m.key}")
     for r in sorted(detail.results, key=lambda r: r.rank):
         results.add_row(
-            str(r.rank), r.merchant, _money(r.net_worth), _money(r.profit), _money(r.final_cash), _blank(r.market_share, "{:.0%}", "—"),
+            str(r.rank), r.merchant, _money(r.net_worth), _money(r.profit), _money(r.final_cash), f"{r.market_share:.0%}",
             "" if r.bankrupt_day is None else f"day {r.bankrupt_day}", str(r.faults), str(r.rejected_operations),
         )
     out.print(results)

@@ -59,7 +59,7 @@ def ranks(survived: Sequence[bool], lasted: Sequence[int], final_net_worth: Sequ
 
 
 def market_shares(units_sold: Sequence[float]) -> list[float | None]:
-    """Each merchant's share of the units every merchant sold: units_sold_i / sum_j units_sold_j.
-    None for all when nothing was sold: there is no market to have a share of."""
+    """Each merchant's share of the units every merchant sold: units_sold_i / sum_j units_sold_j,
+    0 for all when nothing was sold (nobody won any of it)."""
     total = float(sum(units_sold))
-    return [float(units) / total if total > 0 else None for units in units_sold]
+    return [float(units) / total if total > 0 else 0.0 for units in units_sold]

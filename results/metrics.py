@@ -523,9 +523,9 @@ def rank(seat: Seat) -> float:
 
 
 @_metric("economics", "share", over_match=True)
-def market_share(match: MatchRecords) -> list[float | None]:
+def market_share(match: MatchRecords) -> list[float]:
     """Share of all units sold in the match: market_share = units sold by the merchant / units
-    sold by every merchant. None when nothing was sold (market.accounting.market_shares)."""
+    sold by every merchant; 0 for all when nothing was sold (market.accounting.market_shares)."""
     return accounting.market_shares(match.units_sold.tolist())
 
 

@@ -153,7 +153,7 @@ class MerchantResult(SQLModel):
     net_worth: float
     profit: float = Field(description="net worth at the end minus net worth at the start")
     rank: int = Field(description="1 is best; ties share the better rank")
-    market_share: float | None = Field(description="share of all units sold in the match; None when nothing was sold")
+    market_share: float = Field(description="share of all units sold in the match (market.accounting.market_shares)")
     bankrupt_day: int | None
     faults: int
     rejected_operations: int

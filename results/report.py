@@ -351,10 +351,11 @@ def share_series(days: Sequence[DayRecord], styles: dict[str, tuple[str, str, bo
     for day in sorted(sold_by_day):
         for merchant, units in sold_by_day[day].items():
             totals[merchant] += units
+        if not any(totals.values()):
+            continue
         shares = dict(zip(totals, market_shares(list(totals.values()))))
         for merchant in sold_by_day[day]:
-            if shares[merchant] is not None:
-                points[merchant].append((day, shares[merchant]))
+            points[merchant].append((day, shares[merchant]))
     return [Series(name, color, points[merchant], dashed) for merchant, (name, color, dashed) in styles.items()]
 
 
