@@ -5,24 +5,21 @@ in two float matrices (per merchant, and per merchant and product), the applied 
 as columns too (`Operations`), the decision's rejections and plan as Python lists beside
 them. A whole match is then a handful of arrays however many merchant-days it has, which is
 what makes a match cheap to score, to send between processes and to store (see
-results.store). `DayRecord` objects, one per merchant-day, are made from the columns only
+results.daylog_codec). `DayRecord` objects, one per merchant-day, are made from the columns only
 when something asks for them.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import MISSING, dataclass, field, fields
-from functools import cached_property
 from itertools import repeat
 from typing import Literal, NamedTuple, TypeVar
 
 import numpy as np
 
-from market.types import KIND_INDEX, OPERATION_KINDS, VALUE_FIELDS, DayRecord, Rejection, RejectionCode
+from market.types import KIND_INDEX, OPERATION_KINDS, VALUE_FIELDS, DayRecord, Rejection
 
 # The record's numeric fields in DayRecord's order: per merchant and product (its tables
 # without a default; `plan` is no column), then per merchant.
@@ -87,19 +84,7 @@ def operation_dict(kind: int, product: int, value: float, products: Sequence[str
     return operation
 
 
-def _stored_rejection(index: int, operation: object, reason: str, code: str | None = None) -> Rejection:
-    """A stored rejection; logs written before rejections had codes get theirs from the
-    reason as the market then worded it."""
-    if code is None:
-        legacy = (("malformed decision", "MALFORMED_DECISION"), ("malformed operation", "MALFORMED_OPERATION"),
-                  ("unknown product", "UNKNOWN_PRODUCT"), ("price must", "PRICE_NOT_POSITIVE"), ("price ", "PRICE_ABOVE_CEILING"),
-                  ("order quantity must be a positive", "QUANTITY_NOT_POSITIVE"), ("order quantity", "FRACTIONAL_QUANTITY"),
-                  ("order costs", "ORDER_OVER_CASH"), ("advertising amount", "ADVERTISING_NEGATIVE"), ("advertising", "ADVERTISING_OVER_CASH"))  # fmt: skip
-        code = next(RejectionCode[name] for prefix, name in legacy if reason.startswith(prefix))
-    return Rejection(index, operation, reason, RejectionCode(code))
-
-
-def _numbered(rows: Iterable[list[dict]]) -> Iterator[tuple[int, dict]]:
+def numbered(rows: Iterable[list[dict]]) -> Iterator[tuple[int, dict]]:
     """(row, operation) for each operation of each row."""
     return ((r, op) for r, ops in enumerate(rows) for op in ops)
 
@@ -180,66 +165,15 @@ class DayLog(ColumnRecords[DayRecord]):
             )
         )  # fmt: skip
 
-    # -- storage ------------------------------------------------------------------------
-
-    def packed(self) -> PackedDayLog:
-        return PackedDayLog(self.columns_blob(), self.decisions_json())
-
-    def columns_blob(self) -> bytes:
-        """The arrays as an uncompressed .npz archive (readable with numpy.load); the applied
-        operations are the arrays named op_row, op_kind, op_product and op_value."""
-        buffer = io.BytesIO()
-        ops = {f"op_{name}": column for name, column in self.applied._asdict().items()}
-        np.savez(buffer, seat=self.seat, day=self.day, bankrupt=self.bankrupt, scalars=self.scalars, per_product=self.per_product, **ops)
-        return buffer.getvalue()
-
-    def decisions_json(self) -> str:
-        """What is not in the arrays, as JSON: names, the columns' order and operation kinds,
-        and per row the rejections and plan."""
-        return json.dumps(
-            {
-                "merchants": self.merchants,
-                "products": self.products,
-                "scalars": SCALARS,
-                "per_product": PER_PRODUCT,
-                "operation_kinds": OPERATION_KINDS,
-                "rejections": [[[r.index, r.operation, r.reason, r.code] for r in row] for row in self.rejections],
-                "plans": self.plans,
-            }
-        )
-
-    @classmethod
-    def stored(cls, columns: bytes, decisions: str) -> DayLog:
-        """The log written by `columns_blob` and `decisions_json` (or by the versions before
-        operations became columns, which kept them as dicts in the JSON)."""
-        arrays = np.load(io.BytesIO(columns), allow_pickle=False)
-        text = json.loads(decisions)
-        if "operations" in text:
-            applied = Operations.of_dicts(_numbered(text["operations"]), text["products"])
-        else:
-            kinds = np.array([KIND_INDEX[name] for name in text["operation_kinds"]], dtype=np.int8)  # as numbered when written
-            applied = Operations(arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"])
-        return cls(
-            merchants=tuple(text["merchants"]),
-            products=tuple(text["products"]),
-            seat=arrays["seat"],
-            day=arrays["day"],
-            bankrupt=arrays["bankrupt"],
-            scalars=arrays["scalars"],
-            per_product=arrays["per_product"],
-            applied=applied,
-            rejections=[[_stored_rejection(*r) for r in row] for row in text["rejections"]],
-            plans=text["plans"],
-        )
-
     @classmethod
     def of(cls, records: Iterable[DayRecord], products: Sequence[str] | None = None) -> DayLog:
         """The log of DayRecords built elsewhere (tests, tools); merchants in order of first
         appearance, products those of the first record unless given."""
         if isinstance(records, DayLog):
             return records
-        if isinstance(records, PackedDayLog):
-            return records.log
+        unpacked = getattr(records, "log", None)  # a stored form that unpacks itself (results.daylog_codec)
+        if isinstance(unpacked, DayLog):
+            return unpacked
         records = list(records)
         ids = tuple(products if products is not None else (records[0].prices if records else ()))
         merchants = tuple(dict.fromkeys(r.merchant for r in records))
@@ -254,37 +188,10 @@ class DayLog(ColumnRecords[DayRecord]):
             per_product=np.array(
                 [[[getattr(r, f).get(p, 0.0) for p in ids] for f in PER_PRODUCT] for r in records], dtype=float
             ).reshape(len(records), len(PER_PRODUCT), len(ids)),
-            applied=Operations.of_dicts(_numbered(r.operations for r in records), ids),
+            applied=Operations.of_dicts(numbered(r.operations for r in records), ids),
             rejections=[r.rejections for r in records],
             plans=[r.plan for r in records],
         )
-
-
-@dataclass(frozen=True, eq=False)
-class PackedDayLog(ColumnRecords[DayRecord]):
-    """A DayLog in the form it is stored in (`DayLog.columns_blob`, `DayLog.decisions_json`).
-
-    A match played in a Ray worker is sent back packed: two strings pickle in no time, the
-    JSON is made on the worker's core rather than the writer's, and the writer stores them
-    as they are. Read as a sequence it unpacks itself (for tests and tools)."""
-
-    columns: bytes
-    decisions: str
-
-    @cached_property
-    def log(self) -> DayLog:
-        return DayLog.stored(self.columns, self.decisions)
-
-    def __len__(self) -> int:
-        return len(self.log)
-
-    def records(self, rows: Iterable[int] | None = None) -> list[DayRecord]:
-        return self.log.records(rows)
-
-
-def pack(days: Iterable[DayRecord], products: Sequence[str] | None = None) -> PackedDayLog:
-    """`days` (a DayLog, DayRecords, or already packed) in stored form."""
-    return days if isinstance(days, PackedDayLog) else DayLog.of(days, products).packed()
 
 
 @dataclass

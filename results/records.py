@@ -14,7 +14,8 @@ from sqlalchemy import Text
 from sqlmodel import AutoString, Field, SQLModel
 
 from contestants.base import ModelCall
-from market.daylog import ColumnRecords, pack
+from market.daylog import ColumnRecords
+from results.daylog_codec import pack
 from market.types import DayRecord
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]

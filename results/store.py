@@ -17,7 +17,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, func, select
 
 from market.scenario import Scenario
-from market.daylog import DayLog, pack
+from market.daylog import DayLog
+from results.daylog_codec import decode, pack
 from results.errors import NotFound
 from results.metrics import compute as compute_metrics
 from results.ratings import leaderboard
@@ -305,7 +306,7 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
         return MatchDetail(
             match=match,
             results=[MerchantResult.model_validate(r, from_attributes=True) for r in results],
-            days=DayLog.stored(days.columns, days.decisions) if days is not None else DayLog.of([]),
+            days=decode(days.columns, days.decisions) if days is not None else DayLog.of([]),
             faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
             probes=[ProbeResult.model_validate(p, from_attributes=True) for p in probes],
             calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],

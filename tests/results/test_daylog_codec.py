@@ -1,4 +1,5 @@
-"""The day log's stored form: numbers and applied operations as arrays, the rest as JSON."""
+"""The day log's stored form (results.daylog_codec): numbers and applied operations as arrays,
+the rest as JSON."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from market.daylog import DayLog
+from market.engine import Market
+from market.scenario import Scenario
 from market.types import DayRecord, Rejection, RejectionCode
+from results.daylog_codec import decode, encode_columns, encode_text
 
 PRODUCTS = ("tea", "cake")
 OPERATION = st.one_of(
@@ -38,21 +42,42 @@ def test_operations_of_every_kind_are_stored_as_arrays_and_read_back(days):
     records = [record(f"m{i % 2}", 1 + i // 2, ops) for i, ops in enumerate(days)]
     log = DayLog.of(records, PRODUCTS)
     assert log.applied.as_dicts(range(len(log)), PRODUCTS) == days
-    stored = DayLog.stored(log.columns_blob(), log.decisions_json())
+    stored = decode(encode_columns(log), encode_text(log))
     assert list(stored) == records
-    assert "operations" not in json.loads(log.decisions_json())  # they are arrays: op_row, op_kind, ...
-    assert np.load(io.BytesIO(log.columns_blob()))["op_row"].tolist() == [r for r, ops in enumerate(days) for _ in ops]
+    assert "operations" not in json.loads(encode_text(log))  # they are arrays: op_row, op_kind, ...
+    assert np.load(io.BytesIO(encode_columns(log)))["op_row"].tolist() == [r for r, ops in enumerate(days) for _ in ops]
 
 
 def test_logs_stored_before_operations_were_arrays_still_read():
     records = [record("m0", 1, [{"op": "set_price", "product": "cake", "price": 3.0}, {"op": "collect"}]), record("m0", 2, [])]
     log = DayLog.of(records, PRODUCTS)
-    arrays = np.load(io.BytesIO(log.columns_blob()))
+    arrays = np.load(io.BytesIO(encode_columns(log)))
     old_columns = io.BytesIO()
     np.savez(old_columns, **{name: arrays[name] for name in ("seat", "day", "bankrupt", "scalars", "per_product")})
-    old_text = {**json.loads(log.decisions_json()), "operations": [r.operations for r in records]}
+    old_text = {**json.loads(encode_text(log)), "operations": [r.operations for r in records]}
     del old_text["operation_kinds"]
-    assert list(DayLog.stored(old_columns.getvalue(), json.dumps(old_text))) == records
+    assert list(decode(old_columns.getvalue(), json.dumps(old_text))) == records
+
+
+def test_logs_stored_before_rejections_had_codes_get_them_from_their_words():
+    """Every code the market gives, read back from a log that kept only the reason."""
+    scenario = Scenario(name="s", products=[{"id": "tea", "unit_cost": 4.0, "reference_price": 10.0, "base_demand": 10}], finance={"initial_cash": 100.0})
+    market = Market(scenario, [["m0"]])
+    market.reset([1])
+    decision = [
+        {"op": "fly"}, {"op": "order", "product": "tea", "quantity": 1000}, {"op": "advertise", "amount": 5000},
+        {"op": "set_price", "product": "cake", "price": 5.0}, {"op": "set_price", "product": "tea", "price": -1.0},
+        {"op": "set_price", "product": "tea", "price": 5000.0}, {"op": "order", "product": "tea", "quantity": 1.5},
+        {"op": "order", "product": "tea", "quantity": -2}, {"op": "advertise", "amount": -3},
+    ]  # fmt: skip
+    market.advance(decisions={0: decision})
+    market.advance(decisions={0: "not json"})
+    log = market.logs[0].build()
+    given = [r for row in log.rejections for r in row]
+    assert {r.code for r in given} == set(RejectionCode)
+    text = json.loads(encode_text(log))
+    text["rejections"] = [[r[:3] for r in row] for row in text["rejections"]]
+    assert [r for row in decode(encode_columns(log), json.dumps(text)).rejections for r in row] == given
 
 
 @pytest.mark.parametrize("bad", [{"op": "order", "product": "ghost", "quantity": 1.0}, {"op": "teleport"}, {"op": "wait", "why": "no"}])

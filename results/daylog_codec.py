@@ -1,0 +1,110 @@
+"""How a match's day log (market.daylog.DayLog) is stored: its arrays as an uncompressed .npz
+archive (readable with numpy.load; the applied operations are the arrays op_row, op_kind,
+op_product and op_value), and the rest as JSON: names, the columns' order and the operation
+kinds, and per row the rejections (index, operation, reason, code) and the plan.
+
+Older logs still read: those that kept operations as dicts in the JSON, and those whose
+rejections have no code (it is found from their reason, as the market then worded it).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from market.daylog import PER_PRODUCT, SCALARS, ColumnRecords, DayLog, Operations, numbered
+from market.types import KIND_INDEX, OPERATION_KINDS, DayRecord, Rejection, RejectionCode
+
+
+def encode_columns(log: DayLog) -> bytes:
+    buffer = io.BytesIO()
+    ops = {f"op_{name}": column for name, column in log.applied._asdict().items()}
+    np.savez(buffer, seat=log.seat, day=log.day, bankrupt=log.bankrupt, scalars=log.scalars, per_product=log.per_product, **ops)
+    return buffer.getvalue()
+
+
+def encode_text(log: DayLog) -> str:
+    return json.dumps(
+        {
+            "merchants": log.merchants,
+            "products": log.products,
+            "scalars": SCALARS,
+            "per_product": PER_PRODUCT,
+            "operation_kinds": OPERATION_KINDS,
+            "rejections": [[[r.index, r.operation, r.reason, r.code] for r in row] for row in log.rejections],
+            "plans": log.plans,
+        }
+    )
+
+
+def decode(columns: bytes, text: str) -> DayLog:
+    """The log `encode_columns` and `encode_text` wrote (or an older version of them)."""
+    arrays = np.load(io.BytesIO(columns), allow_pickle=False)
+    rest = json.loads(text)
+    if "operations" in rest:
+        applied = Operations.of_dicts(numbered(rest["operations"]), rest["products"])
+    else:
+        kinds = np.array([KIND_INDEX[name] for name in rest["operation_kinds"]], dtype=np.int8)  # as numbered when written
+        applied = Operations(arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"])
+    return DayLog(
+        merchants=tuple(rest["merchants"]),
+        products=tuple(rest["products"]),
+        seat=arrays["seat"],
+        day=arrays["day"],
+        bankrupt=arrays["bankrupt"],
+        scalars=arrays["scalars"],
+        per_product=arrays["per_product"],
+        applied=applied,
+        rejections=[[_rejection(*r) for r in row] for row in rest["rejections"]],
+        plans=rest["plans"],
+    )
+
+
+_OLD_WORDS = (
+    ("malformed decision", RejectionCode.MALFORMED_DECISION), ("malformed operation", RejectionCode.MALFORMED_OPERATION),
+    ("unknown product", RejectionCode.UNKNOWN_PRODUCT), ("price must", RejectionCode.PRICE_NOT_POSITIVE),
+    ("price ", RejectionCode.PRICE_ABOVE_CEILING), ("order quantity must be a positive", RejectionCode.QUANTITY_NOT_POSITIVE),
+    ("order quantity", RejectionCode.FRACTIONAL_QUANTITY), ("order costs", RejectionCode.ORDER_OVER_CASH),
+    ("advertising amount", RejectionCode.ADVERTISING_NEGATIVE), ("advertising", RejectionCode.ADVERTISING_OVER_CASH),
+)  # fmt: skip
+
+
+def _rejection(index: int, operation: object, reason: str, code: str | None = None) -> Rejection:
+    if code is None:
+        code = next(found for start, found in _OLD_WORDS if reason.startswith(start))
+    return Rejection(index, operation, reason, RejectionCode(code))
+
+
+@dataclass(frozen=True, eq=False)
+class PackedDayLog(ColumnRecords[DayRecord]):
+    """A DayLog in the form it is stored in.
+
+    A match played in a Ray worker is sent back packed: two strings pickle in no time, the
+    JSON is made on the worker's core rather than the writer's, and the writer stores them
+    as they are. Read as a sequence it unpacks itself (for tests and tools)."""
+
+    columns: bytes
+    decisions: str  # the JSON, named as the day_log table's column
+
+    @cached_property
+    def log(self) -> DayLog:
+        return decode(self.columns, self.decisions)
+
+    def __len__(self) -> int:
+        return len(self.log)
+
+    def records(self, rows: Iterable[int] | None = None) -> list[DayRecord]:
+        return self.log.records(rows)
+
+
+def pack(days: Iterable[DayRecord], products: Sequence[str] | None = None) -> PackedDayLog:
+    """`days` (a DayLog, DayRecords, or already packed) in stored form."""
+    if isinstance(days, PackedDayLog):
+        return days
+    log = DayLog.of(days, products)
+    return PackedDayLog(encode_columns(log), encode_text(log))
