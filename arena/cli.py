@@ -22,7 +22,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 
 from market.scenario import Scenario
-from contestants.base import RunOptions, contestant_class, validate_params
+from contestants.base import RunOptions
+from contestants.kinds import contestant_class, validate_params
 from results import store
 from results.db import engine_for
 from results.errors import DatabaseError, InputFileError, NotFound

@@ -14,7 +14,8 @@ from typing import Any, Literal, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from contestants.base import ContestantConfigError, contestant_class, validate_params
+from contestants.base import ContestantConfigError
+from contestants.kinds import contestant_class, validate_params
 from contestants.llm.desk import Budget
 from contestants.llm.pricing import Price
 from market.scenario import Scenario

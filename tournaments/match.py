@@ -23,7 +23,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from ray.exceptions import RayActorError, RayTaskError
 
-from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions, contestant_class, create
+from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions
+from contestants.kinds import contestant_class, create
 from contestants.llm.errors import CallsStopped
 from contestants.baselines import PlainPlay, plays_plain, recall_plain
 from market.env import MarketEnv

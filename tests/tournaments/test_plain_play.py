@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from contestants.base import contestant_class, kinds
 from contestants.baselines import RuleMerchant
+from contestants.kinds import contestant_class, kinds
 from tournaments.config import ContestantEntry, load_scenario
 from tournaments.match import Match, MatchRules, play_side_by_side
 from tournaments.runner import group_instant

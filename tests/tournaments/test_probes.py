@@ -7,8 +7,9 @@ from typing import ClassVar
 
 import pytest
 
-from contestants.base import Params, RecallProbe, register
+from contestants.base import Params, RecallProbe
 from contestants.baselines import FixedPrice, FixedPriceParams
+from contestants.kinds import register_kind
 from market.env import MarketEnv
 from results.db import engine_for
 from results.store import list_matches, match_detail
@@ -18,7 +19,6 @@ from tournaments.runner import run_tournament
 from tournaments.schedule import MatchSpec
 
 
-@register
 class Forgetful(FixedPrice):
     """Remembers cash 10% too high and nothing else."""
 
@@ -30,6 +30,9 @@ class Forgetful(FixedPrice):
             return None
         value = super().recall(probe)
         return None if value is None else value * 1.1
+
+
+register_kind("forgetful_for_tests", f"{__name__}:Forgetful")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from contestants.base import create
+from contestants.kinds import create
 from contestants.llm import ProviderConfigError, ProviderError, get_provider
 from contestants.llm.catalogue import catalogue_price
 from market.env import MarketEnv

@@ -9,7 +9,8 @@ from typing import ClassVar
 
 import pytest
 
-from contestants.base import ContestantConfigError, RecallProbe, RunOptions, create, validate_params
+from contestants.base import ContestantConfigError, RecallProbe, RunOptions
+from contestants.kinds import create, validate_params
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import Provider, register_provider
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
