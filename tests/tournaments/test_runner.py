@@ -136,9 +136,9 @@ def test_resume_plays_only_what_is_missing(tmp_path, root):
     with Session(engine) as session:  # as if the run had died after four matches
         for match in session.exec(select(MatchRow).where(MatchRow.index >= 4)).all():
             session.delete(match)
-        from results.tables import Tournament
+        from results.tables import TournamentRow
 
-        session.get(Tournament, first).status = "running"
+        session.get(TournamentRow, first).status = "running"
         session.commit()
     summary = run_tournament(tournament, engine, resume=True)
     assert summary.resumed and summary.tournament_id == first
