@@ -7,7 +7,8 @@ import pytest
 
 from contestants.baselines import RuleMerchant
 from contestants.kinds import contestant_class, kinds
-from tournaments.config import ContestantEntry, load_scenario
+from market.scenario import load_scenario
+from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_side_by_side
 from tournaments.runner import group_instant
 from tournaments.schedule import MatchSpec
@@ -31,8 +32,8 @@ def test_the_instant_kinds_play_plain_and_the_others_do_not():
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_plain_play_is_observation_play(root, monkeypatch, name):
-    scenario = load_scenario(root / "scenarios" / f"{name}.yaml")
+def test_plain_play_is_observation_play(monkeypatch, name):
+    scenario = load_scenario(name)
     seats = [*INSTANT, "random", "cost_plus", "fixed_price"]  # one undercut: it becomes the cheapest, and must not undercut itself
     plain = play(scenario, seats)
     for kind in INSTANT:
@@ -49,10 +50,10 @@ def test_plain_play_is_observation_play(root, monkeypatch, name):
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_matches_side_by_side_come_out_as_each_alone(root, name):
+def test_matches_side_by_side_come_out_as_each_alone(name):
     """Several matches in one set of arrays: different seeds, seats and kinds, some merchants
     going bankrupt; each must equal the same match played alone."""
-    scenario = load_scenario(root / "scenarios" / f"{name}.yaml")
+    scenario = load_scenario(name)
     rosters = [INSTANT, ["random", "undercut", "undercut", "cost_plus", "random"], ["fixed_price"] * 2 + ["random"] * 3]
     # a merchant that spends its cash on stock it cannot sell goes bankrupt early
     params = {"fixed_price": {"price": scenario.products[0].reference_price * 60, "reorder_level": 400, "target_stock": 900}}

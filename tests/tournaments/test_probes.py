@@ -151,7 +151,7 @@ def test_a_decision_past_the_deadline_is_late(first_day):
 
 
 @pytest.mark.usefixtures("ray_local")
-def test_hosted_merchants_answer_probes_as_inline_ones_do(tmp_path, root):
+def test_hosted_merchants_answer_probes_as_inline_ones_do(tmp_path):
     """The probe rides in the hosted merchant's daily call; the answers, and the match,
     are those of the same merchants played inline."""
     tables = {}
@@ -161,7 +161,7 @@ def test_hosted_merchants_answer_probes_as_inline_ones_do(tmp_path, root):
             f"""
 name: probes
 seed: 9
-scenarios: [{root / "scenarios" / "multi_product.yaml"}]
+scenarios: [multi_product]
 repetitions: 1
 days: 12
 recall_every: 3
