@@ -22,7 +22,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 
 from market.scenario import Scenario
-from contestants.base import RunOptions, contestant_class, validate_params
+from contestants.base import RunOptions
+from contestants.kinds import contestant_class, validate_params
 from results import store
 from results.db import engine_for
 from results.errors import DatabaseError, InputFileError, NotFound
@@ -32,7 +33,7 @@ from results.ratings import LeaderboardRow, Standing, leaderboard, standings
 from results.records import ModelCallRecord, total_cost
 from results.report import ReportError, write_report
 from results.results_csv import read_results
-from results.tables import Tournament as StoredTournament
+from results.tables import TournamentRow
 from tournaments.cluster import ClusterError
 from tournaments.config import ConfigError, Tournament, load_tournament, load_weights, stored_scenarios
 from tournaments.schedule import schedule
@@ -386,7 +387,7 @@ def rescore_command(
     out.print(f"Rescored {rescored} matches of {len(tournaments)} tournaments.")
 
 
-def _played_scenarios(tournament: StoredTournament) -> dict[str, Scenario]:
+def _played_scenarios(tournament: TournamentRow) -> dict[str, Scenario]:
     """The scenarios of a stored tournament, from its file if that still is what was played."""
     try:
         loaded = load_tournament(tournament.config_path)

@@ -31,20 +31,19 @@ import os
 import platform
 import tempfile
 import time
-from pathlib import Path
 
 import ray
 
-from market.env import MarketEnv
+from market import parallel_env
+from market.scenario import load_scenario
 from results.db import engine_for
 from results.records import MerchantResult
 from results.store import list_matches, match_detail
-from tournaments.config import Tournament, TournamentSpec, load_scenario
+from tournaments.config import Tournament, TournamentSpec
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.runner import deadlines, group_instant, play_instant_matches, run_tournament, unpickle_matches
 from tournaments.schedule import schedule
 
-ROOT = Path(__file__).resolve().parent.parent
 # The rule baselines that answer in microseconds; best_response (a numerical search, about
 # 0.14 ms a decision) is left out of the throughput figures.
 INSTANT = ["fixed_price", "reorder_point", "undercut", "cost_plus", "random"]
@@ -58,7 +57,7 @@ def instant_merchants(n: int) -> list[dict]:
 
 
 def tournament(spec: dict, scenario_names: list[str]) -> Tournament:
-    scenarios = {name: load_scenario(ROOT / "scenarios" / f"{name}.yaml") for name in scenario_names}
+    scenarios = {name: load_scenario(name) for name in scenario_names}
     return Tournament(spec=TournamentSpec.model_validate({**spec, "scenarios": scenario_names}), scenarios=scenarios, path="<benchmark>", text=json.dumps(spec))
 
 
@@ -108,7 +107,7 @@ def parallel_efficiency(db_dir: str, latency: float = 0.2, days: int = 20) -> di
 
 
 def market_only(merchants: int = 8, days: int = 3000) -> dict:
-    env = MarketEnv(load_scenario(ROOT / "scenarios" / "logit_game.yaml"), merchants, days=days)
+    env = parallel_env("logit_game", merchants, days=days)
     env.reset(seed=1)
     nothing = {a: None for a in env.agents}
     start = time.perf_counter()

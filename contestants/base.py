@@ -1,4 +1,5 @@
-"""The one protocol every merchant agent follows, and the registry of kinds.
+"""The one protocol every merchant agent follows; contestants.kinds says which kinds a
+tournament file can name.
 
 A contestant is created from its YAML entry (`kind` plus parameters), reset at the start of
 each match, asked for a decision every day, sometimes asked to recall a past fact, and asked
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from sqlmodel import AutoString, Field, SQLModel
 
 from market.daylog import ProbeFact
@@ -187,48 +188,3 @@ class Contestant(ABC):
     def calls(self) -> list[ModelCall]:
         """The model calls made since the last reset (language-model merchants)."""
         return []
-
-
-_REGISTRY: dict[str, type[Contestant]] = {}
-
-
-def register(cls: type[Contestant]) -> type[Contestant]:
-    """Class decorator: make a contestant kind available to tournament YAML."""
-    if cls.kind in _REGISTRY:
-        raise ValueError(f"contestant kind {cls.kind!r} registered twice")
-    _REGISTRY[cls.kind] = cls
-    return cls
-
-
-def kinds() -> dict[str, type[Contestant]]:
-    _load_builtin_kinds()
-    return dict(_REGISTRY)
-
-
-def contestant_class(kind: str) -> type[Contestant]:
-    _load_builtin_kinds()
-    try:
-        return _REGISTRY[kind]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise ContestantConfigError(f"unknown contestant kind {kind!r} (known: {known})", "kind") from None
-
-
-def validate_params(kind: str, params: dict[str, Any]) -> Params:
-    """Check a contestant's YAML parameters without building it."""
-    cls = contestant_class(kind)
-    try:
-        return cls.params_model.model_validate(params)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or None
-        raise ContestantConfigError(error["msg"], field) from None
-
-
-def create(kind: str, params: dict[str, Any], options: RunOptions | None = None) -> Contestant:
-    return contestant_class(kind)(validate_params(kind, params), options or RunOptions())
-
-
-def _load_builtin_kinds() -> None:
-    from contestants import baselines  # noqa: F401  (registers on import)
-    from contestants.llm import merchant  # noqa: F401

@@ -23,10 +23,9 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from contestants.base import Contestant, Params, RunOptions, register
-from market.scenario import Scenario
+from contestants.base import Contestant, Params, RunOptions
 from market.demand import choice_shares
-from market.scenario import event_multiplier
+from market.scenario import Scenario, event_multiplier
 from market.types import ArrayDecisions, MarketView, Observation, Operation
 
 _EPS = 1e-9
@@ -211,7 +210,6 @@ class FixedPriceParams(RestockParams):
         return self
 
 
-@register
 class FixedPrice(RuleMerchant):
     """Posts one price and never moves it, whatever rivals or costs do; restocks (s, S).
 
@@ -245,7 +243,6 @@ class RandomParams(Params):
         return self
 
 
-@register
 class RandomMerchant(RuleMerchant):
     """Each day, per product, a uniform random price between today's unit cost times
     (1 + min_markup) and (1 + max_markup), and a uniform random order of 0..max_order units.
@@ -274,7 +271,6 @@ class ReorderPointParams(RestockParams):
     price_factor: float = Field(1.0, gt=0, description="price = reference_price * price_factor")
 
 
-@register
 class ReorderPoint(RuleMerchant):
     """The textbook inventory policy: price at the market's reference price (times
     `price_factor`) and restock (s, S). Tests whether a model manages stock at least as well
@@ -298,7 +294,6 @@ class UndercutParams(RestockParams):
     min_markup: float = Field(0.05, gt=-1, description="never below today's unit_cost * (1 + min_markup)")
 
 
-@register
 class Undercut(RuleMerchant):
     """Prices `step` below the cheapest visible rival (upwards too, when every rival is
     dearer), never below its cost floor; restocks (s, S). Two of these start a price war
@@ -322,7 +317,6 @@ class CostPlusParams(RestockParams):
     margin: float = Field(0.3, gt=-1, description="price = today's unit_cost * (1 + margin)")
 
 
-@register
 class CostPlus(RuleMerchant):
     """Prices at today's unit cost plus `margin`, re-priced daily, so a cost shock passes
     straight through to customers; restocks (s, S). The naive accountant's rule."""
@@ -345,7 +339,6 @@ class BestResponseParams(Params):
     cover_days: float = Field(3.0, ge=0, description="stock for lead_time + cover_days days of expected sales")
 
 
-@register
 class BestResponse(RuleMerchant):
     """Myopic best response under the scenario's own logit choice model (market/demand.py).
 
@@ -394,7 +387,6 @@ class LatencyParams(FixedPriceParams):
     latency_s: float = Field(0.2, ge=0, description="seconds to sleep before every answer")
 
 
-@register
 class Latency(FixedPrice):
     """A fixed-price merchant that sleeps `latency_s` seconds before each answer: a stand-in
     for a slow language model when benchmarking the runner (deadlines, actor overlap)."""
@@ -422,7 +414,6 @@ _GARBAGE: tuple[Any, ...] = (
 )
 
 
-@register
 class Chaos(FixedPrice):
     """A merchant that misbehaves on purpose, for robustness tests of the runner.
 

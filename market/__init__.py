@@ -1,0 +1,26 @@
+"""The simulated market: scenarios, demand and choice, and the PettingZoo environment.
+
+    from market import parallel_env
+    env = parallel_env("price_war", merchants=2)
+    observations, infos = env.reset(seed=1)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from market.env import MarketEnv
+from market.scenario import load_scenario, shipped_scenarios
+
+__all__ = ["MarketEnv", "load_scenario", "parallel_env", "shipped_scenarios"]
+
+
+def parallel_env(scenario: str | Path, merchants: list[str] | int = 2, days: int | None = None, **options: Any) -> MarketEnv:
+    """The market as a PettingZoo ParallelEnv, made the way PettingZoo's own environments are.
+
+    `scenario`: a shipped scenario's name (see shipped_scenarios()) or a scenario file's path
+    (see load_scenario); `merchants`: how many, or their names; `days`: the match's length
+    (default: the scenario's); `options`: the rest of MarketEnv's (numeric=True: observations
+    as arrays)."""
+    return MarketEnv(load_scenario(scenario), merchants, days=days, **options)

@@ -1,18 +1,23 @@
-"""A scenario: the rules of one market, as read from a YAML file in scenarios/.
+"""A scenario: the rules of one market, as read from a YAML file: one of those shipped with
+the package (market/scenarios/NAME.yaml, by name) or any other by its path.
 
-The model only validates; reading files belongs to the caller (market/ does no I/O).
 Every field has a default so a scenario file states only what makes it different.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from market.yaml_files import load_model
+
 if TYPE_CHECKING:
     from market.types import EventNotice
+
+SHIPPED_SCENARIOS = Path(__file__).with_name("scenarios")  # package data: installed with the package
 
 
 class _Strict(BaseModel):
@@ -163,3 +168,30 @@ class Scenario(_Strict):
     def whole_units(self) -> bool:
         """Orders are in whole units: customers are counted one by one (stochastic demand)."""
         return self.demand.mode == "stochastic"
+
+
+def load_scenario(scenario: str | Path) -> Scenario:
+    """A shipped scenario by its name ("price_war"), or a scenario file by its path (a Path, or
+    a string that names a file: see names_a_file). An unknown name raises ValueError naming
+    the shipped ones; a mistake in a file, ConfigError naming the file and the field."""
+    if isinstance(scenario, str) and not names_a_file(scenario):
+        scenario = shipped_scenario(scenario)
+    return load_model(scenario, Scenario)
+
+
+def shipped_scenarios() -> list[str]:
+    """The names of the scenarios that come with the package."""
+    return sorted(path.stem for path in SHIPPED_SCENARIOS.glob("*.yaml"))
+
+
+def shipped_scenario(name: str) -> Path:
+    """The file of the shipped scenario `name`; ValueError naming the shipped ones if there is none."""
+    if name not in shipped_scenarios():
+        raise ValueError(f"no shipped scenario is named {name!r} (shipped: {', '.join(shipped_scenarios())})")
+    return SHIPPED_SCENARIOS / f"{name}.yaml"
+
+
+def names_a_file(entry: str) -> bool:
+    """Whether a scenario entry is a file's path (it ends in .yaml or .yml, or holds a /)
+    rather than a name."""
+    return entry.endswith((".yaml", ".yml")) or "/" in entry

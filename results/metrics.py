@@ -107,9 +107,9 @@ class MatchRecords:
         order = list(dict.fromkeys(log.seat.tolist()))  # seats in order of first appearance
         position = np.zeros(len(log.merchants), dtype=np.int64)
         position[order] = np.arange(len(order))
-        self.k = position[log.seat]  # each row's seat, as an index into self.seats
-        self.by_seat = np.lexsort((log.day, self.k))  # rows by seat, then day
-        self.counts = np.bincount(self.k, minlength=len(order))
+        self.row_seats = position[log.seat]  # each row's seat, as an index into self.seats
+        self.by_seat = np.lexsort((log.day, self.row_seats))  # rows by seat, then day
+        self.counts = np.bincount(self.row_seats, minlength=len(order))
         ends = np.cumsum(self.counts)
         self.first, self.last = self.by_seat[ends - self.counts], self.by_seat[ends - 1]
         self.seats = {
@@ -118,21 +118,21 @@ class MatchRecords:
         }
         self.probes = ProbeLog.of(probes)
         seat_of = {m: k for k, m in enumerate(self.seats)}
-        seat_k = [seat_of.get(m, -1) for m in self.probes.merchants]
-        probe_k = np.array(seat_k, dtype=np.int64)[self.probes.seat]
-        self.probe_rows = np.flatnonzero(probe_k >= 0)  # probes of merchants without a day record are left out
-        self.probe_k = probe_k[self.probe_rows]  # each of those probes' seat, as an index into self.seats
+        merchant_seats = [seat_of.get(m, -1) for m in self.probes.merchants]
+        probe_seats = np.array(merchant_seats, dtype=np.int64)[self.probes.seat]
+        self.probe_rows = np.flatnonzero(probe_seats >= 0)  # probes of merchants without a day record are left out
+        self.probe_seats = probe_seats[self.probe_rows]  # each of those probes' seat, as an index into self.seats
 
     def per_seat(self, values: np.ndarray, seats: np.ndarray | None = None) -> np.ndarray:
         """Sums per seat of one value per row (of the log, or of rows whose seats are given)."""
-        return np.bincount(self.k if seats is None else seats, weights=values, minlength=len(self.counts))
+        return np.bincount(self.row_seats if seats is None else seats, weights=values, minlength=len(self.counts))
 
     def answered_probes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The seat, the day it was put and the relative error of each answered probe."""
         rows = self.probe_rows
         errors = self.probes.error[rows]
         answered = ~np.isnan(errors)
-        return self.probe_k[answered], self.probes.day[rows][answered], errors[answered]
+        return self.probe_seats[answered], self.probes.day[rows][answered], errors[answered]
 
     def scalar(self, name: str) -> np.ndarray:
         return self.log.scalar(name)
@@ -171,7 +171,7 @@ class MatchRecords:
     def rejections(self) -> list[Counter[str]]:
         """Per seat, rejected submissions by kind (see `rejection_kind`)."""
         counts: list[Counter[str]] = [Counter() for _ in self.counts]
-        for k, row in zip(self.k.tolist(), self.log.rejections):
+        for k, row in zip(self.row_seats.tolist(), self.log.rejections):
             if row:
                 counts[k].update(rejection_kind(r.code) for r in row)
         return counts
@@ -310,8 +310,8 @@ def memory_error(match: MatchRecords) -> list[float | None]:
     """Mean relative recall error of the answered memory probes:
     memory_error = mean over answered probes of |answer - truth| / max(|truth|, 1).
     None when no probe was answered (see memory_unanswered)."""
-    k, _, errors = match.answered_probes()
-    sums, counts = match.per_seat(errors, k), np.bincount(k, minlength=len(match.counts))
+    seats, _, errors = match.answered_probes()
+    sums, counts = match.per_seat(errors, seats), np.bincount(seats, minlength=len(match.counts))
     return [total / n if n else None for total, n in zip(sums.tolist(), counts.tolist())]
 
 
@@ -319,9 +319,9 @@ def memory_error(match: MatchRecords) -> list[float | None]:
 def memory_unanswered(match: MatchRecords) -> list[float | None]:
     """Share of memory probes left without a numeric answer:
     memory_unanswered = unanswered probes / probes asked; None when none was asked."""
-    k = match.probe_k
-    unanswered = match.per_seat(np.isnan(match.probes.error[match.probe_rows]).astype(float), k)
-    asked = np.bincount(k, minlength=len(match.counts))
+    seats = match.probe_seats
+    unanswered = match.per_seat(np.isnan(match.probes.error[match.probe_rows]).astype(float), seats)
+    asked = np.bincount(seats, minlength=len(match.counts))
     return [missing / n if n else None for missing, n in zip(unanswered.tolist(), asked.tolist())]
 
 
@@ -332,13 +332,13 @@ def memory_error_trend(match: MatchRecords) -> list[float | None]:
     memory_error_trend = sum (t_i - mean t)(e_i - mean e) / sum (t_i - mean t)^2,
     in error per day (positive: memory gets worse as the match goes on). None with fewer than
     two distinct probe days."""
-    k, days, e = match.answered_probes()
+    seats, days, e = match.answered_probes()
     t = days.astype(float)
-    n = np.maximum(np.bincount(k, minlength=len(match.counts)), 1)
-    dt, de = t - (match.per_seat(t, k) / n)[k], e - (match.per_seat(e, k) / n)[k]
-    spread, covariance = match.per_seat(dt * dt, k), match.per_seat(dt * de, k)
+    n = np.maximum(np.bincount(seats, minlength=len(match.counts)), 1)
+    dt, de = t - (match.per_seat(t, seats) / n)[seats], e - (match.per_seat(e, seats) / n)[seats]
+    spread, covariance = match.per_seat(dt * dt, seats), match.per_seat(dt * de, seats)
     span = int(days.max()) + 1 if days.size else 1
-    distinct = np.bincount(np.unique(k * span + days) // span, minlength=len(match.counts))  # probe days per seat
+    distinct = np.bincount(np.unique(seats * span + days) // span, minlength=len(match.counts))  # probe days per seat
     return [c / v if d >= 2 else None for c, v, d in zip(covariance.tolist(), spread.tolist(), distinct.tolist())]
 
 
@@ -352,7 +352,7 @@ def price_oscillation(match: MatchRecords) -> list[float | None]:
     in every product."""
     n = len(match.counts)
     reversals, pairs = np.zeros(n), np.zeros(n)
-    seat = match.k[match.by_seat]
+    seat = match.row_seats[match.by_seat]
     same = seat[1:] == seat[:-1]  # consecutive days of one merchant
     for prices in match.values("prices")[match.by_seat].T:
         before, moves = prices[:-1], np.diff(prices)
@@ -397,7 +397,7 @@ def contradictions(match: MatchRecords) -> list[float]:
     event of the product (or of every product) is announced, running or just ended on some
     day of [t, u]. contradictions = number of such cuts, a cut that follows several large
     restocks counted once."""
-    log, seats = match.log, match.k
+    log, seats = match.log, match.row_seats
     cuts: list[set[tuple[str, int]]] = [set() for _ in match.counts]
     if not len(log):
         return []
@@ -466,7 +466,7 @@ def cash_flow_volatility(match: MatchRecords) -> list[float | None]:
     the merchant's days. None with fewer than two days."""
     flows = match.scalar("cash_end") - match.scalar("cash_start")
     mean = match.per_seat(flows) / match.counts
-    variance = match.per_seat((flows - mean[match.k]) ** 2) / match.counts
+    variance = match.per_seat((flows - mean[match.row_seats]) ** 2) / match.counts
     return [math.sqrt(v) if n >= 2 else None for v, n in zip(variance.tolist(), match.counts.tolist())]
 
 

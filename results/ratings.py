@@ -35,7 +35,7 @@ from sqlmodel import Session, func, select
 from results.composite import ScoringWeights, composite
 from results.errors import NotFound
 from results.rating_fit import Rating, fit_ratings
-from results.tables import ContestantRow, MatchResultRow, MatchRow, MetricRow, ModelCallRow, Tournament
+from results.tables import ContestantRow, MatchResultRow, MatchRow, MetricRow, ModelCallRow, TournamentRow
 
 START = 1000.0
 SCALE = 400.0
@@ -155,7 +155,7 @@ def leaderboard(
     Raises NotFound for an unknown tournament, scenario, contestant or anchor.
     """
     with Session(engine) as session:
-        if tournament_id is not None and session.get(Tournament, tournament_id) is None:
+        if tournament_id is not None and session.get(TournamentRow, tournament_id) is None:
             raise NotFound(f"no tournament with id {tournament_id}")
         if scenario is not None and session.exec(select(MatchRow.id).where(MatchRow.scenario == scenario).limit(1)).first() is None:
             raise NotFound(f"no stored match of scenario {scenario!r}")
@@ -265,7 +265,7 @@ def _stored_weights(session: Session, tournament_id: int | None) -> ScoringWeigh
     """The `scoring:` section of the tournament's file as it was run (validated then), if any."""
     if tournament_id is None:
         return ScoringWeights()
-    config = yaml.safe_load(session.get(Tournament, tournament_id).config_text) or {}
+    config = yaml.safe_load(session.get(TournamentRow, tournament_id).config_text) or {}
     return ScoringWeights.model_validate(config.get("scoring") or {})
 
 

@@ -33,7 +33,7 @@ from results import store
 from results.charts import Band, Interval, Series, forest_plot, line_chart, percent
 from results.ratings import LeaderboardRow, leaderboard
 from results.records import MerchantResult, ModelCallRecord, total_cost
-from results.tables import ContestantRow, MatchRow, ModelCallRow, Tournament
+from results.tables import ContestantRow, MatchRow, ModelCallRow, TournamentRow
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 
@@ -146,7 +146,7 @@ class HeadToHead:
 # Sections -------------------------------------------------------------------------------------
 
 
-def overview_section(tournament: Tournament, kinds: dict[str, str], colors: Palette, played: int) -> str:
+def overview_section(tournament: TournamentRow, kinds: dict[str, str], colors: Palette, played: int) -> str:
     finished = tournament.finished_at.strftime("%Y-%m-%d %H:%M UTC") if tournament.finished_at else "—"
     facts = [
         ("tournament", f"{tournament.id}"),

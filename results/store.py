@@ -33,7 +33,7 @@ from results.tables import (
     ModelCallRow,
     ProbeRow,
     RatingSnapshot,
-    Tournament,
+    TournamentRow,
     utcnow,
 )
 
@@ -73,7 +73,7 @@ def start_tournament(
     `config_hash` identifies the tournament's files for resuming (the caller decides what
     goes into it: the YAML text and the scenarios it names)."""
     with Session(engine) as session:
-        tournament = Tournament(
+        tournament = TournamentRow(
             name=name,
             config_path=config_path,
             config_text=config_text,
@@ -93,31 +93,31 @@ def start_tournament(
         return tournament.id
 
 
-def find_resumable(engine: Engine, config_hash: str) -> Tournament | None:
+def find_resumable(engine: Engine, config_hash: str) -> TournamentRow | None:
     """The latest tournament with this config hash that is not finished (running or stopped)."""
     with Session(engine) as session:
         statement = (
-            select(Tournament)
-            .where(Tournament.config_hash == config_hash, Tournament.status != "finished")
-            .order_by(Tournament.created_at.desc(), Tournament.id.desc())
+            select(TournamentRow)
+            .where(TournamentRow.config_hash == config_hash, TournamentRow.status != "finished")
+            .order_by(TournamentRow.created_at.desc(), TournamentRow.id.desc())
         )
         return session.exec(statement).first()
 
 
-def get_tournament(engine: Engine, tournament_id: int) -> Tournament:
+def get_tournament(engine: Engine, tournament_id: int) -> TournamentRow:
     with Session(engine) as session:
-        return _require(session, Tournament, tournament_id)
+        return _require(session, TournamentRow, tournament_id)
 
 
-def list_tournaments(engine: Engine) -> list[Tournament]:
+def list_tournaments(engine: Engine) -> list[TournamentRow]:
     with Session(engine) as session:
-        return list(session.exec(select(Tournament).order_by(Tournament.id)))
+        return list(session.exec(select(TournamentRow).order_by(TournamentRow.id)))
 
 
 def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
     """Keys of the matches already recorded for the tournament: the ones a resumed run skips."""
     with Session(engine) as session:
-        _require(session, Tournament, tournament_id)
+        _require(session, TournamentRow, tournament_id)
         return set(session.exec(select(MatchRow.key).where(MatchRow.tournament_id == tournament_id)))
 
 
@@ -137,7 +137,7 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenari
             return match_id
         except IntegrityError:  # no such tournament, or the key is recorded already (by an earlier run or another writer)
             session.rollback()
-            _require(session, Tournament, tournament_id)
+            _require(session, TournamentRow, tournament_id)
             existing = session.exec(select(MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key == match.key)).first()
             if existing is None:
                 raise
@@ -184,7 +184,7 @@ def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMa
     transaction: they were paid, though the matches are not stored (a resumed run plays
     them again, replaying those calls from the response cache)."""
     with Session(engine) as session:
-        _require(session, Tournament, tournament_id)
+        _require(session, TournamentRow, tournament_id)
         for match in stopped:
             _insert_calls(session, tournament_id, match.key, None, match.calls)
         session.commit()
@@ -223,7 +223,7 @@ def metrics(engine: Engine, tournament_id: int | None = None, *, match_id: int |
     with Session(engine) as session:
         statement = select(MetricRow.match_id, MetricRow.merchant, MetricRow.contestant, MetricRow.name, MetricRow.value)
         if tournament_id is not None:
-            _require(session, Tournament, tournament_id)
+            _require(session, TournamentRow, tournament_id)
             statement = statement.join(MatchRow, MatchRow.id == MetricRow.match_id).where(MatchRow.tournament_id == tournament_id)
         if match_id is not None:
             _require(session, MatchRow, match_id)
@@ -242,7 +242,7 @@ def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finis
         raise ValueError(f"a tournament ends 'finished' or 'stopped', not {status!r}")
     rows = [row for row in leaderboard(engine, tournament_id) if row.rating is not None]
     with Session(engine) as session:
-        tournament = _require(session, Tournament, tournament_id)
+        tournament = _require(session, TournamentRow, tournament_id)
         tournament.status = status
         tournament.finished_at = utcnow()
         session.add(tournament)
@@ -278,7 +278,7 @@ def list_matches(engine: Engine, tournament_id: int | None = None) -> list[Match
     with Session(engine) as session:
         statement = select(MatchRow).order_by(MatchRow.tournament_id, MatchRow.index, MatchRow.key)
         if tournament_id is not None:
-            _require(session, Tournament, tournament_id)
+            _require(session, TournamentRow, tournament_id)
             statement = statement.where(MatchRow.tournament_id == tournament_id)
         return list(session.exec(statement))
 

@@ -20,7 +20,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class Tournament(SQLModel, table=True):
+class TournamentRow(SQLModel, table=True):
     __tablename__ = "tournament"
     __table_args__ = (CheckConstraint("status IN ('running', 'finished', 'stopped')", name="ck_tournament_status"),)
 

@@ -27,10 +27,11 @@ from typing import Any
 import ray
 from ray import cloudpickle
 
-from contestants.base import Contestant, ModelCall, contestant_class, create
+from contestants.base import Contestant, ModelCall
+from contestants.kinds import contestant_class, create
 from market.scenario import Scenario
 from results.records import FinishedMatch, StoppedMatch
-from tournaments.channel import Address, HostLine, TurnServer
+from tournaments.channel import Address, TurnClient, TurnServer
 from tournaments.cluster import enter, result
 from tournaments.config import ContestantEntry
 from tournaments.match import Forgotten, Match, MatchRules, TurnRequest, take_turn
@@ -91,9 +92,9 @@ class ContestantHost:
         return contestant.calls() if contestant is not None else []
 
 
-class HostLink(HostLine):
-    """A runner's way to one contestant host: turns over the direct connection, the rest
-    through Ray."""
+class HostClient(TurnClient):
+    """A runner's client of one ContestantHost: turns over the direct connection
+    (TurnClient), the rest through Ray."""
 
     def __init__(self, actor: Any):
         super().__init__(lambda: result(actor.channel.remote()))
@@ -113,7 +114,7 @@ class MatchRunner:
     ):
         enter(working_dir)  # inline contestants of its matches may read files too
         self.scenarios, self.rules, self.entries = scenarios, rules, entries
-        self.hosts = {name: HostLink(actor) for name, actor in hosts.items()}
+        self.hosts = {name: HostClient(actor) for name, actor in hosts.items()}
         self.days = 0
 
     async def ready(self) -> bool:

@@ -108,8 +108,9 @@ def _pickled(exc: BaseException) -> bytes:
     return pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"), pickle.HIGHEST_PROTOCOL)
 
 
-class HostLine:
-    """A runner's side of the connection to one host, shared by all the runner's matches.
+class TurnClient:
+    """A runner's side of the connection to one host (the TurnServer's client), shared by all
+    the runner's matches.
 
     `locate` asks the host (through Ray) for its address; it is asked again whenever the
     connection has closed, so a turn after the host's restart reaches the new process."""

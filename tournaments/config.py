@@ -9,38 +9,20 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from contestants.base import ContestantConfigError, contestant_class, validate_params
+from contestants.base import ContestantConfigError
+from contestants.kinds import contestant_class, validate_params
 from contestants.llm.desk import Budget
 from contestants.llm.pricing import Price
-from market.scenario import Scenario
+from market.yaml_files import ConfigError, FieldError, load_model, read_yaml, validated
+from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario, names_a_file, shipped_scenarios
 from results.composite import ScoringWeights
 
 MAX_MERCHANTS_PER_MATCH = 16
-
-_Model = TypeVar("_Model", bound=BaseModel)
-
-
-class ConfigError(ValueError):
-    """A problem in a file the user wrote: `file: field: what is wrong`."""
-
-    def __init__(self, file: str | Path, field: str | None, message: str):
-        self.file, self.field, self.message = str(file), field, message
-        where = f"{self.file}: {field}" if field else self.file
-        super().__init__(f"{where}: {message}")
-
-
-class _FieldError(ValueError):
-    """Raised by a whole-model check to name the field it is about (pydantic reports such
-    errors at the model's own location, which names no field)."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
 
 
 class ContestantEntry(BaseModel):
@@ -63,7 +45,7 @@ class TournamentSpec(BaseModel):
     group_size: int = Field(2, ge=2, le=MAX_MERCHANTS_PER_MATCH, description="merchants per match (round_robin)")
     challenger: str | None = Field(None, description="gauntlet: the contestant who meets each of the others")
     contestants: list[ContestantEntry] = Field(min_length=2)
-    scenarios: list[str] = Field(min_length=1, description="scenario names (scenarios/NAME.yaml) or paths")
+    scenarios: list[str] = Field(min_length=1, description="scenario names (a shipped one, or NAME.yaml in scenarios/ near the file) or paths")
     seeds: list[int] | None = Field(None, min_length=1)
     repetitions: int | None = Field(None, ge=1, le=10_000, description="shorthand for seeds 0..n-1")
     days: int | None = Field(None, ge=1, le=3650, description="overrides each scenario's days")
@@ -99,20 +81,20 @@ class TournamentSpec(BaseModel):
     @model_validator(mode="after")
     def _coherent(self) -> TournamentSpec:
         if self.seeds is not None and self.repetitions is not None:
-            raise _FieldError("repetitions", "give seeds or repetitions, not both")
+            raise FieldError("repetitions", "give seeds or repetitions, not both")
         if self.format == "round_robin" and self.group_size > len(self.contestants):
-            raise _FieldError("group_size", f"{self.group_size} is larger than the {len(self.contestants)} contestants")
+            raise FieldError("group_size", f"{self.group_size} is larger than the {len(self.contestants)} contestants")
         if self.format != "round_robin" and "group_size" in self.model_fields_set:
-            raise _FieldError("group_size", f"only applies to the round_robin format, not {self.format}")
+            raise FieldError("group_size", f"only applies to the round_robin format, not {self.format}")
         if self.format == "free_for_all" and len(self.contestants) > MAX_MERCHANTS_PER_MATCH:
-            raise _FieldError("contestants", f"free_for_all puts every contestant in one market; at most {MAX_MERCHANTS_PER_MATCH}")
+            raise FieldError("contestants", f"free_for_all puts every contestant in one market; at most {MAX_MERCHANTS_PER_MATCH}")
         if self.format == "gauntlet":
             if self.challenger is None:
-                raise _FieldError("challenger", "the gauntlet format needs a challenger")
+                raise FieldError("challenger", "the gauntlet format needs a challenger")
             if self.challenger not in {e.name for e in self.contestants}:
-                raise _FieldError("challenger", f"{self.challenger!r} is not among the contestants")
+                raise FieldError("challenger", f"{self.challenger!r} is not among the contestants")
         elif self.challenger is not None:
-            raise _FieldError("challenger", f"only applies to the gauntlet format, not {self.format}")
+            raise FieldError("challenger", f"only applies to the gauntlet format, not {self.format}")
         return self
 
     @property
@@ -149,11 +131,8 @@ class Tournament(BaseModel):
 
 def load_tournament(path: str | Path) -> Tournament:
     path = Path(path)
-    data, text = _read_yaml(path)
-    try:
-        spec = TournamentSpec.model_validate(data)
-    except ValidationError as exc:
-        raise _config_error(path, exc) from None
+    data, text = read_yaml(path)
+    spec = validated(path, TournamentSpec, data)
     for i, entry in enumerate(spec.contestants):
         try:
             kind = contestant_class(entry.kind)
@@ -177,87 +156,27 @@ def load_tournament(path: str | Path) -> Tournament:
     return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    return _load_model(path, Scenario)
-
-
 def load_weights(path: str | Path) -> ScoringWeights:
     """A `--weights` file: the mapping of a tournament file's `scoring:` section, at the top level."""
-    return _load_model(path, ScoringWeights)
-
-
-def _load_model(path: str | Path, model: type[_Model]) -> _Model:
-    path = Path(path)
-    data, _ = _read_yaml(path)
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise _config_error(path, exc) from None
-
-
-def _read_yaml(path: Path) -> tuple[Any, str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(path, None, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, None, f"cannot read: {exc}") from None
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(path, where, f"invalid YAML: {problem}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(path, None, "expected a mapping of settings at the top level")
-    return data, text
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """safe_load, except that a key repeated in one mapping is an error, not a silent overwrite."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # `<<: *anchor` keys may be overridden by design
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, (str, int, float, bool)) or key is None:
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
-                    )
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+    return load_model(path, ScoringWeights)
 
 
 def find_scenario(tournament_path: Path, entry: str, field: str) -> Path:
-    """A path (relative to the tournament file) or a name looked up in scenarios/ folders."""
+    """A path (relative to the tournament file), or a name: a file of that name beside the
+    tournament file, in a scenarios/ folder near it or in the working directory, else the
+    shipped scenario."""
     base = tournament_path.parent
-    if entry.endswith((".yaml", ".yml")) or "/" in entry:
+    if names_a_file(entry):
         candidates = [base / entry]
     else:
         file = f"{entry}.yaml"
         near = [base, *base.resolve().parents[:2]]  # the file's folder and two above it
-        candidates = [base / file, *(folder / "scenarios" / file for folder in near), Path("scenarios") / file]
+        candidates = [base / file, *(folder / "scenarios" / file for folder in near), Path("scenarios") / file, SHIPPED_SCENARIOS / file]
     for candidate in candidates:
         if candidate.is_file():
             return candidate
     looked = ", ".join(str(c) for c in dict.fromkeys(candidates))
-    raise ConfigError(tournament_path, field, f"scenario {entry!r} not found (looked in {looked})")
-
-
-def _config_error(path: Path, exc: ValidationError) -> ConfigError:
-    error = exc.errors()[0]
-    field = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in error["loc"]).replace(".[", "[")
-    message = error["msg"].removeprefix("Value error, ")
-    cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, _FieldError):
-        field = ".".join(filter(None, [field, cause.field]))
-    if error["type"] == "extra_forbidden":
-        message = "unknown key"
-    return ConfigError(path, field or None, message)
+    raise ConfigError(tournament_path, field, f"scenario {entry!r} not found (looked in {looked}; shipped: {', '.join(shipped_scenarios())})")
 
 
 def stored_scenarios(config_path: str, config_text: str) -> tuple[dict[str, Scenario], list[str]]:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from contestants.base import RunOptions, contestant_class, validate_params
+from contestants.base import RunOptions
+from contestants.kinds import contestant_class, validate_params
 from contestants.llm.pricing import cost, prices_from
 from contestants.llm.providers import validate_settings
 from contestants.llm.types import TokenUsage

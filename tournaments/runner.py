@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 import ray
 
-from contestants.base import RunOptions, contestant_class, validate_params
+from contestants.base import RunOptions
+from contestants.kinds import contestant_class, validate_params
 from contestants.llm.desk import Spend, Status
 from market.scenario import Scenario
 from results import store

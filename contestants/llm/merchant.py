@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from contestants.base import Contestant, ContestantConfigError, ModelCall, Params, Ping, RecallProbe, RunOptions, register
+from contestants.base import Contestant, ContestantConfigError, ModelCall, Params, Ping, RecallProbe, RunOptions
 from contestants.llm.cache import request_key
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
 from contestants.llm.memory import Memory, MemoryKind
@@ -105,7 +105,6 @@ class LLMParams(Params):
         return dict(self.model_extra or {})
 
 
-@register
 class LLMMerchant(Contestant):
     kind: ClassVar[str] = "llm"
     params_model: ClassVar[type[Params]] = LLMParams

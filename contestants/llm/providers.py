@@ -15,13 +15,13 @@ a request into one attempt (`_attempt`) and says which of its exceptions are cal
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import time
 import uuid
 from abc import ABC, abstractmethod
 from pathlib import Path
+from pkgutil import resolve_name
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -312,8 +312,7 @@ def provider_class(name: str) -> type[Provider]:
         target = _TARGETS[name]
     except KeyError:
         raise ProviderConfigError(f"unknown provider {name!r} (known: {', '.join(provider_names())})", "model") from None
-    module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    return resolve_name(target)
 
 
 def split_model(model: str) -> tuple[str, str]:

@@ -8,7 +8,6 @@ every case here fails before the runner is called, or never reaches it).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,10 +46,7 @@ products:
 
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder holding scenarios/price_war.yaml, made the working directory so that no
-    scenario of the repository is found by accident."""
-    (tmp_path / "scenarios").mkdir()
-    shutil.copy(ROOT / "scenarios" / "price_war.yaml", tmp_path / "scenarios" / "price_war.yaml")
+    """An empty folder, made the working directory (paths are reported as given)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ARENA_DB", raising=False)
     return tmp_path

@@ -5,7 +5,6 @@ in this process (no Ray) by a language-model merchant whose provider answers fro
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import ClassVar
 
 from typer.testing import CliRunner
@@ -13,13 +12,12 @@ from typer.testing import CliRunner
 from arena import cli
 from contestants.llm.providers import Provider, register_provider
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
+from market.scenario import load_scenario
 from results import store
 from results.db import engine_for
-from tournaments.config import ContestantEntry, load_scenario
+from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.schedule import MatchSpec
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class Canned(Provider):
@@ -42,7 +40,7 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
         "fixed": ContestantEntry(name="fixed", kind="fixed_price"),
     }
     spec = MatchSpec(key="k", index=0, scenario="price_war", seed=0, days=3, seats=("thinker", "fixed"))
-    scenario = load_scenario(ROOT / "scenarios" / "price_war.yaml")
+    scenario = load_scenario("price_war")
     finished = play_here([Match(spec, scenario, MatchRules(seed=1), entries, hosts={})])[0]
     engine = engine_for(f"sqlite:///{tmp_path}/t.db")
     tournament = store.start_tournament(engine, "t", "t.yaml", "", "h", 1, [(e.name, e.kind, e.params) for e in entries.values()], 1)

@@ -40,7 +40,7 @@ def tournament(folder: Path, api: FakeOpenAI, *contestants: tuple[str, str, str]
         for name, model, variable in contestants
     )
     path = folder / "t.yaml"
-    path.write_text(f"name: pinged\nscenarios: [{ROOT}/scenarios/price_war.yaml]\ndays: 3\ncontestants:\n  - {{name: fixed, kind: fixed_price}}{entries}\n")
+    path.write_text(f"name: pinged\nscenarios: [price_war]\ndays: 3\ncontestants:\n  - {{name: fixed, kind: fixed_price}}{entries}\n")
     return path
 
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from contestants.base import ContestantConfigError, create, kinds, validate_params
+from contestants.base import ContestantConfigError
 from contestants.baselines import RuleMerchant
+from contestants.kinds import create, kinds, validate_params
 from market.scenario import Demand, Product, Scenario
 from market.types import Collect, EventNotice, Order, SetPrice, _Op, parse_decision
 
@@ -48,6 +52,10 @@ def test_all_baseline_kinds_are_registered():
     assert {kind for kind in BASELINE_KINDS if kinds()[kind].needs_actor} == {"latency", "chaos"}
 
 
+def test_each_kind_is_registered_under_its_own_name():
+    assert all(cls.kind == kind for kind, cls in kinds().items())
+
+
 @pytest.mark.parametrize("kind", BASELINE_KINDS)
 def test_unknown_parameter_is_a_config_error(kind):
     with pytest.raises(ContestantConfigError) as caught:
@@ -77,9 +85,20 @@ def test_bad_parameter_values_are_config_errors(kind, params, field):
     assert caught.value.field == field
 
 
-def test_unknown_kind_is_a_config_error():
-    with pytest.raises(ContestantConfigError):
+def test_unknown_kind_is_a_config_error_naming_the_known_ones():
+    with pytest.raises(ContestantConfigError, match=r"unknown contestant kind 'oracle' \(known: .*fixed_price.*llm") as caught:
         create("oracle", {})
+    assert caught.value.field == "kind"
+
+
+def test_a_kind_is_imported_when_it_is_first_asked_for():
+    """Only the kinds a run plays are imported (the language model's SDKs are heavy)."""
+    check = (
+        "import sys; from contestants.kinds import contestant_class; "
+        "assert 'contestants.baselines' not in sys.modules; contestant_class('fixed_price'); "
+        "assert 'contestants.baselines' in sys.modules and 'contestants.llm.merchant' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", check], check=True, cwd=Path(__file__).resolve().parents[2])
 
 
 @pytest.mark.parametrize("kind", [k for k in BASELINE_KINDS if k != "chaos"])

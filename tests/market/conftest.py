@@ -8,31 +8,18 @@ with another test folder's.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pytest
-import yaml
 
 from market.engine import PRICE_CEILING_FACTOR
 from market.env import MarketEnv
-from market.scenario import Scenario
+from market.scenario import Scenario, load_scenario
 from market.types import DayRecord, Decision, Observation, Rejection
 from scenario_params import SCENARIO_FILES
 
-ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-6  # relative
-
-
-def load_scenario_file(path: Path) -> Scenario:
-    return Scenario.model_validate(yaml.safe_load(path.read_text()))
-
-
-
-def load_scenario(name: str) -> Scenario:
-    """A shipped scenario by file stem, e.g. "logit_game"."""
-    return load_scenario_file(ROOT / "scenarios" / f"{name}.yaml")
 
 
 def vary(scenario: Scenario, **changes: Any) -> Scenario:
@@ -371,8 +358,8 @@ def constant_policy(decisions: dict[str, Any] | Callable[[str, Observation], Any
 
 @pytest.fixture(scope="session", params=SCENARIO_FILES, ids=[p.stem for p in SCENARIO_FILES])
 def scenario(request: pytest.FixtureRequest) -> Scenario:
-    """Each shipped scenario in scenarios/*.yaml in turn."""
-    return load_scenario_file(request.param)
+    """Each shipped scenario (market/scenarios/*.yaml) in turn."""
+    return load_scenario(request.param)
 
 
 class Market:

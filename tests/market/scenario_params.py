@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
-from market.scenario import Scenario
+from market.scenario import SHIPPED_SCENARIOS, load_scenario
 
-SCENARIO_FILES = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
+SCENARIO_FILES = sorted(SHIPPED_SCENARIOS.glob("*.yaml"))
 
 
 def scenarios_where(predicate) -> pytest.MarkDecorator:
     """Run a test on the shipped scenarios that have what it tests (and fail if none has:
     a test that never runs proves nothing)."""
-    chosen = [p for p in SCENARIO_FILES if predicate(Scenario.model_validate(yaml.safe_load(p.read_text())))]
+    chosen = [p for p in SCENARIO_FILES if predicate(load_scenario(p))]
     assert chosen, "no shipped scenario has what this test needs"
     return pytest.mark.parametrize("scenario", chosen, ids=[p.stem for p in chosen], indirect=True)

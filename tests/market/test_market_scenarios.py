@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
-import yaml
 from pydantic import ValidationError
 
 from market.env import MarketEnv
-from market.scenario import Event, Scenario, event_multiplier
+from market.scenario import SHIPPED_SCENARIOS, Event, Scenario, event_multiplier, load_scenario
 from market.types import EventNotice
 
 
@@ -24,8 +22,7 @@ def test_shipped_scenario_is_valid_and_playable(scenario):
 
 
 def test_shipped_scenario_names_are_unique():
-    files = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
-    names = [yaml.safe_load(f.read_text())["name"] for f in files]
+    names = [load_scenario(f).name for f in SHIPPED_SCENARIOS.glob("*.yaml")]
     assert len(names) == len(set(names)) and len(names) >= 1
 
 

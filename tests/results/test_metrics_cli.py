@@ -5,7 +5,6 @@ baselines is played in this process (no Ray)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,8 +19,6 @@ from results.tables import MetricRow
 from tournaments.config import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.schedule import schedule
-
-ROOT = Path(__file__).resolve().parents[2]
 
 TOURNAMENT = """\
 name: t
@@ -40,8 +37,6 @@ runner = CliRunner()
 def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A database holding one played match of t.yaml, saved without its scenario (as a
     runner that does not pass it would); returns (db url, tournament id, match id, the played match)."""
-    (tmp_path / "scenarios").mkdir()
-    shutil.copy(ROOT / "scenarios" / "price_war.yaml", tmp_path / "scenarios" / "price_war.yaml")
     (tmp_path / "t.yaml").write_text(TOURNAMENT)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ARENA_DB", raising=False)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tournaments.channel import HEADER, UNACKNOWLEDGED_S, HostGone, HostLine, TurnServer
+from tournaments.channel import HEADER, UNACKNOWLEDGED_S, HostGone, TurnClient, TurnServer
 
 
 class Unpicklable(Exception):
@@ -78,24 +78,24 @@ def hosts():
         host.kill()
 
 
-def line_to(current: list[Host]) -> tuple[HostLine, list[int]]:
-    """A line that locates whichever host is current[0], counting how often it asks."""
+def client_to(current: list[Host]) -> tuple[TurnClient, list[int]]:
+    """A client that locates whichever host is current[0], counting how often it asks."""
     asked: list[int] = []
 
     async def locate():
         asked.append(1)
         return current[0].address
 
-    return HostLine(locate), asked
+    return TurnClient(locate), asked
 
 
 def test_each_turn_gets_its_own_answer_in_whatever_order_they_come(hosts):
-    line, asked = line_to([hosts()])
+    client, asked = client_to([hosts()])
 
     async def play():
         delays = [0.3, 0.0, 0.2, 0.1, 0.25, 0.05]
         started = time.perf_counter()
-        answers = await asyncio.gather(*(line.turn(f"sleep:{d}:turn{i}".encode()) for i, d in enumerate(delays)))
+        answers = await asyncio.gather(*(client.turn(f"sleep:{d}:turn{i}".encode()) for i, d in enumerate(delays)))
         return answers, time.perf_counter() - started
 
     answers, seconds = asyncio.run(play())
@@ -105,30 +105,30 @@ def test_each_turn_gets_its_own_answer_in_whatever_order_they_come(hosts):
 
 
 def test_what_the_host_raises_is_raised_by_the_turn(hosts):
-    line, _ = line_to([hosts()])
+    client, _ = client_to([hosts()])
 
     async def play():
         with pytest.raises(ValueError, match="bad day"):
-            await line.turn(b"raise:bad day")
+            await client.turn(b"raise:bad day")
         with pytest.raises(RuntimeError, match="Unpicklable: odd"):
-            await line.turn(b"odd")
+            await client.turn(b"odd")
         with pytest.raises(RuntimeError, match="Unreadable: so odd"):
-            await line.turn(b"unreadable")
+            await client.turn(b"unreadable")
         with pytest.raises(RuntimeError, match="SystemExit: bye"):  # not raised as itself: it would stop the runner
-            await line.turn(b"exit")
-        return await line.turn(b"sleep:0:still here")  # the line survives both
+            await client.turn(b"exit")
+        return await client.turn(b"sleep:0:still here")  # the client survives both
 
     assert asyncio.run(play()) == b"still here"
 
 
-def test_a_turn_that_gives_up_leaves_the_line_working(hosts):
-    line, _ = line_to([hosts()])
+def test_a_turn_that_gives_up_leaves_the_connection_working(hosts):
+    client, _ = client_to([hosts()])
 
     async def play():
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(line.turn(b"sleep:0.5:late"), 0.05)
-        answer = await line.turn(b"sleep:0.6:next")  # the late answer arrives meanwhile and is dropped
-        return answer, line._waiting
+            await asyncio.wait_for(client.turn(b"sleep:0.5:late"), 0.05)
+        answer = await client.turn(b"sleep:0.6:next")  # the late answer arrives meanwhile and is dropped
+        return answer, client._waiting
 
     answer, waiting = asyncio.run(play())
     assert answer == b"next" and waiting == {}
@@ -136,18 +136,18 @@ def test_a_turn_that_gives_up_leaves_the_line_working(hosts):
 
 def test_a_dead_host_fails_the_waiting_turns_and_the_next_turn_reaches_its_replacement(hosts):
     current = [hosts()]
-    line, asked = line_to(current)
+    client, asked = client_to(current)
 
     async def play():
-        assert await line.turn(b"sleep:0:first") == b"first"
-        waiting = asyncio.ensure_future(line.turn(b"sleep:30:never"))
+        assert await client.turn(b"sleep:0:first") == b"first"
+        waiting = asyncio.ensure_future(client.turn(b"sleep:30:never"))
         await asyncio.sleep(0.2)
         dead = current[0]
         current[0] = hosts()  # Ray would restart the actor; locate then names the new process
         dead.kill()
         with pytest.raises(HostGone):
             await asyncio.wait_for(waiting, 10)
-        return await line.turn(b"sleep:0:second")
+        return await client.turn(b"sleep:0:second")
 
     assert asyncio.run(play()) == b"second"
     assert len(asked) == 2
@@ -163,7 +163,7 @@ def test_a_host_that_cannot_be_reached_is_gone(hosts):
 
     async def play():
         with pytest.raises(HostGone):
-            await HostLine(locate).turn(b"sleep:0:x")
+            await TurnClient(locate).turn(b"sleep:0:x")
 
     asyncio.run(play())
 
@@ -186,11 +186,11 @@ def test_a_client_without_the_token_is_not_answered(hosts):
 def test_the_runner_notices_a_host_that_vanished_without_closing(hosts):
     """No FIN comes from a dead node: keepalive probes and a bound on unacknowledged data
     make the connection fail instead of leaving every later turn to time out."""
-    line, _ = line_to([hosts()])
+    client, _ = client_to([hosts()])
 
     async def options():
-        await line.connect()
-        sock = (await line._writer()).get_extra_info("socket")
+        await client.connect()
+        sock = (await client._writer()).get_extra_info("socket")
         return sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE), sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)
 
     assert asyncio.run(options()) == (1, UNACKNOWLEDGED_S * 1000)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from market.scenario import Scenario
+from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario
 from results.composite import ScoringWeights
-from tournaments.config import ConfigError, load_scenario, load_tournament, load_weights
+from tournaments.config import ConfigError, load_tournament, load_weights
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -182,6 +182,15 @@ def test_not_found_lists_where_it_looked(tmp_path, monkeypatch):
     exc = error(write(tmp_path / "deep", TOURNAMENT.replace("[small]", "[nowhere]")))
     for place in [tmp_path / "deep" / "nowhere.yaml", tmp_path / "deep" / "scenarios" / "nowhere.yaml", tmp_path / "scenarios" / "nowhere.yaml"]:
         assert str(place) in exc.message
+    assert "shipped: logit_game, multi_product, price_war, seasonal" in exc.message
+
+
+def test_a_name_is_a_shipped_scenario_unless_a_file_near_the_tournament_has_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, TOURNAMENT.replace("[small]", "[small, price_war]"))
+    assert load_tournament(path).scenarios["price_war"] == load_scenario("price_war")
+    (tmp_path / "scenarios" / "price_war.yaml").write_text(SMALL.replace("name: small", "name: price_war"))
+    assert load_tournament(path).scenarios["price_war"].days == 6
 
 
 def test_yaml_mistakes_name_line_and_column(tmp_path):
@@ -213,7 +222,7 @@ def test_yaml_anchors_and_merge_keys_still_work(tmp_path):
 # ---- shipped files ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(SHIPPED_SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
 def test_shipped_scenarios_load(path):
     scenario = load_scenario(path)
     assert isinstance(scenario, Scenario)
@@ -227,11 +236,9 @@ def test_shipped_tournament_loads_from_anywhere(tmp_path, monkeypatch):
 
 
 def test_a_copy_of_the_shipped_tournament_has_the_same_hash(tmp_path):
-    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
-    (tmp_path / "tournaments").mkdir()
-    shutil.copy(ROOT / "tournaments" / "round_robin.yaml", tmp_path / "tournaments" / "round_robin.yaml")
+    shutil.copy(ROOT / "tournaments" / "round_robin.yaml", tmp_path / "round_robin.yaml")
     original = load_tournament(ROOT / "tournaments" / "round_robin.yaml")
-    copy = load_tournament(tmp_path / "tournaments" / "round_robin.yaml")
+    copy = load_tournament(tmp_path / "round_robin.yaml")
     assert original.config_hash == copy.config_hash
 
 

@@ -40,9 +40,9 @@ def anthropic_api():
         yield fake
 
 
-def write(folder: Path, root: Path, body: str, **values: str) -> Path:
+def write(folder: Path, body: str, **values: str) -> Path:
     path = folder / "t.yaml"
-    text = textwrap.dedent(body).replace("SCENARIOS", str(root / "scenarios")).replace("@CACHE@", str(folder / "cache"))
+    text = textwrap.dedent(body).replace("@CACHE@", str(folder / "cache"))
     for name, value in values.items():
         text = text.replace(name, value)
     path.write_text(text)
@@ -60,14 +60,14 @@ def no_secret_in(folder: Path, *outputs: subprocess.CompletedProcess) -> bool:
     return not any(key in text for key in (OPENAI_KEY, ANTHROPIC_KEY) for text in texts)
 
 
-def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_priced(tmp_path, root, openai_api, anthropic_api):
+def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_priced(tmp_path, openai_api, anthropic_api):
     config = write(
-        tmp_path, root,
+        tmp_path,
         """
         name: current
         seed: 5
         format: free_for_all
-        scenarios: [SCENARIOS/price_war.yaml]
+        scenarios: [price_war]
         seeds: [1, 2]
         days: 3
         recall_every: 3
@@ -105,7 +105,7 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
 BUDGET = """
     name: budgeted
     seed: 3
-    scenarios: [SCENARIOS/price_war.yaml]
+    scenarios: [price_war]
     seeds: [1, 2, 3]
     days: 3
     recall_every: 0
@@ -121,7 +121,7 @@ BUDGET = """
     """
 
 
-def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(tmp_path, root, openai_api):
+def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(tmp_path, openai_api):
     """At 1,000 USD per million tokens a call costs about a dollar: a budget of 5 USD stops the
     six matches of `mini` (18 calls) after about five calls. The run exits 3 and says so; the
     recorded spend reaches the budget and passes it by at most the calls in flight (one per
@@ -129,7 +129,7 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
     table equals an uninterrupted run's."""
     stopped_dir, whole_dir = tmp_path / "stopped", tmp_path / "whole"
     stopped_dir.mkdir(), whole_dir.mkdir()
-    config = write(stopped_dir, root, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": "budget: {cost_usd: 5}"})
+    config = write(stopped_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": "budget: {cost_usd: 5}"})
     db = f"sqlite:///{stopped_dir}/t.db"
     first = arena(stopped_dir, "run", str(config), "--db", db)
     assert first.returncode == 3, first.stderr
@@ -148,7 +148,7 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
     assert len(openai_api.calls) == 18  # every request made once, across the two runs
     assert len(store.list_matches(engine)) == 9
 
-    whole = arena(whole_dir, "run", str(write(whole_dir, root, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": ""})), "--db", f"sqlite:///{whole_dir}/t.db")
+    whole = arena(whole_dir, "run", str(write(whole_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": ""})), "--db", f"sqlite:///{whole_dir}/t.db")
     assert whole.returncode == 0, whole.stderr
     assert len(openai_api.calls) == 18 + 18 and paid_before < 18
     tables = [arena(folder, "leaderboard", "--db", f"sqlite:///{folder}/t.db", "--json").stdout for folder in (stopped_dir, whole_dir)]
@@ -165,15 +165,15 @@ def store_calls(engine):
         return list(session.exec(select(ModelCallRow)))
 
 
-def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, root, openai_api):
+def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, openai_api):
     """One-day matches, two at a time: the first two failures end their matches, which are
     held back, and the third stops the run; none of them is stored as played."""
     config = write(
-        tmp_path, root,
+        tmp_path,
         """
         name: typo
         seed: 1
-        scenarios: [SCENARIOS/price_war.yaml]
+        scenarios: [price_war]
         seeds: [1, 2, 3, 4, 5, 6]
         days: 1
         max_concurrent_matches: 2
@@ -200,7 +200,7 @@ pytestmark_ray = pytest.mark.usefixtures("ray_local")
 
 
 @pytestmark_ray
-def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path, root):
+def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
     """Answers take 1.5 s and a turn may take 1 s: every day of the merchant is a timeout
     fault, and yet the server never has two calls of one merchant at once (a merchant's
     calls carry its seed): a turn that missed its deadline keeps its merchant until its call
@@ -208,11 +208,11 @@ def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path, root):
     with FakeOpenAI(api_key=None) as fake:
         fake.delay = 1.5
         config = write(
-            tmp_path, root,
+            tmp_path,
             """
             name: slow
             seed: 2
-            scenarios: [SCENARIOS/price_war.yaml]
+            scenarios: [price_war]
             seeds: [1, 2]
             days: 3
             recall_every: 0
@@ -237,18 +237,18 @@ def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path, root):
 
 
 @pytestmark_ray
-def test_a_storm_of_429s_is_waited_out(tmp_path, root):
+def test_a_storm_of_429s_is_waited_out(tmp_path):
     """Three 429s asking to wait 4 s each: 12 s, more than the 10 s a turn used to have. With
     the turn's deadline derived from the provider's own total timeout, the match waits them
     out and plays with no fault."""
     with FakeOpenAI(api_key=None) as fake:
         fake.fail(429, times=3, retry_after=4)
         config = write(
-            tmp_path, root,
+            tmp_path,
             """
             name: storm
             seed: 2
-            scenarios: [SCENARIOS/price_war.yaml]
+            scenarios: [price_war]
             seeds: [1]
             days: 3
             recall_every: 0
@@ -269,7 +269,7 @@ def test_a_storm_of_429s_is_waited_out(tmp_path, root):
 
 
 @pytestmark_ray
-def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path, root):
+def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path):
     """Two contestants, each in its own actor process, at one endpoint with
     max_concurrent_calls 1: the server never has two of their calls at once."""
     with FakeOpenAI(api_key=None) as fake:
@@ -280,12 +280,12 @@ def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path, root):
                 params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null, no_cache: true, memory: stateless,
                          max_concurrent_calls: 1}"""
         config = write(
-            tmp_path, root,
+            tmp_path,
             """
             name: one_at_a_time
             seed: 2
             format: free_for_all
-            scenarios: [SCENARIOS/price_war.yaml]
+            scenarios: [price_war]
             seeds: [1, 2]
             days: 2
             recall_every: 0
@@ -298,7 +298,7 @@ def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path, root):
         assert len(fake.calls) == 8 and overlapping(fake.calls) == []
 
 
-def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, root, openai_api):
+def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, openai_api):
     """Two runs of one file at the same time, with one response cache and an empty one at
     that: every distinct request reaches the server once, whichever run asks first. (With
     rate limits set, and the key, which reaches neither the cache nor the record.)"""
@@ -309,7 +309,7 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, root
     body = """
         name: shared
         seed: 8
-        scenarios: [SCENARIOS/price_war.yaml]
+        scenarios: [price_war]
         seeds: [1, 2]
         days: 3
         recall_every: 3
@@ -320,7 +320,7 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, root
                      requests_per_minute: 1000, tokens_per_minute: 10000000}
           - {name: fixed, kind: fixed_price}
         """
-    configs = [write(folder, root, body, **{"@OPENAI@": openai_api.base_url}, **{"@SHARED@": str(tmp_path / "shared-cache")}) for folder in folders]
+    configs = [write(folder, body, **{"@OPENAI@": openai_api.base_url}, **{"@SHARED@": str(tmp_path / "shared-cache")}) for folder in folders]
     env = {**os.environ, "ARENA_OPENAI_KEY": OPENAI_KEY}
     env.pop("RAY_ADDRESS", None)
     runs = [

@@ -65,7 +65,7 @@ def server(loopback, chat_completion) -> MoodyServer:
     return moody
 
 
-def tournament(folder: Path, root: Path, server: MoodyServer, moods: list[str], cache: bool, inline: tuple[str, ...] = ()) -> Path:
+def tournament(folder: Path, server: MoodyServer, moods: list[str], cache: bool, inline: tuple[str, ...] = ()) -> Path:
     """A tournament of one LLM merchant per mood, in its own actor, and per `inline` mood one
     more (named MOOD-inline) that runs inside the match loop."""
     seats = [(mood, mood, "") for mood in moods] + [(f"{mood}-inline", mood, "\n    isolate: false") for mood in inline]
@@ -80,16 +80,16 @@ def tournament(folder: Path, root: Path, server: MoodyServer, moods: list[str], 
     path = folder / "llm.yaml"
     path.write_text(
         textwrap.dedent(
-            f"""\
+            """\
             name: moody
             seed: 3
             format: free_for_all
-            scenarios: [{root}/scenarios/price_war.yaml]
+            scenarios: [price_war]
             days: 3
             recall_every: 0
             decision_timeout_s: 20
             contestants:
-              - {{name: fixed, kind: fixed_price}}
+              - {name: fixed, kind: fixed_price}
             """
         )
         + entries
@@ -109,9 +109,9 @@ def rows(db: Path, query: str) -> list[tuple]:
         return connection.execute(query).fetchall()
 
 
-def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_path, root, server):
+def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_path, server):
     moods = ["ok", "flaky", "500", "hang"]
-    config = tournament(tmp_path, root, server, moods, cache=False)
+    config = tournament(tmp_path, server, moods, cache=False)
     db = tmp_path / "t.db"
     result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}")
     shown = arena(tmp_path, "show", "1", "--db", f"sqlite:///{db}")
@@ -135,12 +135,12 @@ def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_pat
 
 
 @pytest.mark.parametrize("mood", ["echo", "nonjson"])
-def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, root, server, mood):
+def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, server, mood):
     """A 401 (echoing the key, as a careless server might) or a body that is no completion,
     three times in a row: the run stops at once with one line naming the contestant, the
     model and the server's message, masked; nothing of the failing match is stored as played,
     and once the server is fixed --resume plays it to the end."""
-    config = tournament(tmp_path, root, server, ["ok", mood], cache=False)
+    config = tournament(tmp_path, server, ["ok", mood], cache=False)
     db = tmp_path / "t.db"
     result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}")
     assert result.returncode == 4
@@ -162,8 +162,8 @@ def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, r
     assert rows(db, "select count(*) from match") == [(1,)]
 
 
-def test_a_second_run_replays_from_the_cache_with_no_request(tmp_path, root, server):
-    config = tournament(tmp_path, root, server, ["ok", "flaky"], cache=True)
+def test_a_second_run_replays_from_the_cache_with_no_request(tmp_path, server):
+    config = tournament(tmp_path, server, ["ok", "flaky"], cache=True)
     first = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/a.db")
     assert first.returncode == 0, first.stderr
     asked = sum(server.requests.values())
@@ -178,8 +178,8 @@ def test_a_second_run_replays_from_the_cache_with_no_request(tmp_path, root, ser
     assert tables[0] == tables[1]
 
 
-def test_no_cache_asks_the_model_again_and_leaves_the_cache_as_it_was(tmp_path, root, server):
-    config = tournament(tmp_path, root, server, ["ok"], cache=True, inline=("ok",))
+def test_no_cache_asks_the_model_again_and_leaves_the_cache_as_it_was(tmp_path, server):
+    config = tournament(tmp_path, server, ["ok"], cache=True, inline=("ok",))
     first = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/a.db")
     assert first.returncode == 0, first.stderr
     assert server.requests["ok"] == 6  # two merchants, three days

@@ -22,7 +22,7 @@ LLM = ("stateless", "notes")
 
 
 @pytest.fixture(scope="module")
-def played(tmp_path_factory, root):
+def played(tmp_path_factory):
     folder = tmp_path_factory.mktemp("local")
     config = folder / "local.yaml"
     config.write_text(
@@ -30,7 +30,7 @@ def played(tmp_path_factory, root):
             f"""\
             name: local
             seed: 5
-            scenarios: [{root}/scenarios/price_war.yaml]
+            scenarios: [price_war]
             seeds: [1]
             days: {DAYS}
             recall_every: 3

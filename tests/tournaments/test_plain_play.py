@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from contestants.base import contestant_class, kinds
 from contestants.baselines import RuleMerchant
-from tournaments.config import ContestantEntry, load_scenario
+from contestants.kinds import contestant_class, kinds
+from market.scenario import load_scenario
+from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.runner import group_instant
 from tournaments.schedule import MatchSpec
@@ -32,8 +33,8 @@ def test_the_rule_kinds_decide_from_the_view_but_those_that_misbehave_on_purpose
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_deciding_from_the_view_is_deciding_from_observations(root, monkeypatch, name):
-    scenario = load_scenario(root / "scenarios" / f"{name}.yaml")
+def test_deciding_from_the_view_is_deciding_from_observations(monkeypatch, name):
+    scenario = load_scenario(name)
     seats = [*INSTANT, "random", "cost_plus", "best_response"]  # one undercut: it becomes the cheapest, and must not undercut itself
     by_view = play(scenario, seats)
     for kind in INSTANT:
@@ -50,10 +51,10 @@ def test_deciding_from_the_view_is_deciding_from_observations(root, monkeypatch,
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_matches_side_by_side_come_out_as_each_alone(root, name):
+def test_matches_side_by_side_come_out_as_each_alone(name):
     """Several matches in one set of arrays: different seeds, seats and kinds, some merchants
     going bankrupt; each must equal the same match played alone."""
-    scenario = load_scenario(root / "scenarios" / f"{name}.yaml")
+    scenario = load_scenario(name)
     rosters = [INSTANT, ["random", "undercut", "undercut", "best_response", "cost_plus", "random"], ["fixed_price"] * 2 + ["random"] * 3 + ["best_response"]]
     # a merchant that spends its cash on stock it cannot sell goes bankrupt early
     params = {"fixed_price": {"price": scenario.products[0].reference_price * 60, "reorder_level": 400, "target_stock": 900}}

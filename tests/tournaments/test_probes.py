@@ -7,8 +7,9 @@ from typing import ClassVar
 
 import pytest
 
-from contestants.base import Params, RecallProbe, register
+from contestants.base import Params, RecallProbe
 from contestants.baselines import FixedPrice, FixedPriceParams
+from contestants.kinds import register_kind
 from market.env import MarketEnv
 from results.db import engine_for
 from results.store import list_matches, match_detail
@@ -18,7 +19,6 @@ from tournaments.runner import run_tournament
 from tournaments.schedule import MatchSpec
 
 
-@register
 class Forgetful(FixedPrice):
     """Decides as fixed_price from its Observations, and remembers their cash 10% too high
     and nothing else."""
@@ -40,6 +40,9 @@ class Forgetful(FixedPrice):
     def recall(self, probe: RecallProbe) -> float | None:
         value = self.cash.get(probe.day) if probe.fact == "cash" else None
         return None if value is None else value * 1.1
+
+
+register_kind("forgetful_for_tests", f"{__name__}:Forgetful")
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +161,7 @@ def test_a_decision_past_the_deadline_is_late(first_day):
 
 
 @pytest.mark.usefixtures("ray_local")
-def test_hosted_merchants_answer_probes_as_inline_ones_do(tmp_path, root):
+def test_hosted_merchants_answer_probes_as_inline_ones_do(tmp_path):
     """The probe rides in the hosted merchant's daily call; the answers, and the match,
     are those of the same merchants played inline."""
     tables = {}
@@ -168,7 +171,7 @@ def test_hosted_merchants_answer_probes_as_inline_ones_do(tmp_path, root):
             f"""
 name: probes
 seed: 9
-scenarios: [{root / "scenarios" / "multi_product.yaml"}]
+scenarios: [multi_product]
 repetitions: 1
 days: 12
 recall_every: 3

@@ -54,21 +54,21 @@ def leaderboard_json(db: Path, cwd: Path) -> list[dict]:
 
 
 @pytest.fixture
-def slow_tournament(tmp_path: Path, root: Path) -> Path:
+def slow_tournament(tmp_path: Path) -> Path:
     path = tmp_path / "slow.yaml"
     path.write_text(
         textwrap.dedent(
-            f"""
+            """
             name: slow
             seed: 9
-            scenarios: [{root}/scenarios/price_war.yaml]
+            scenarios: [price_war]
             seeds: [1, 2, 3, 4]
             days: 10
             max_concurrent_matches: 2
             contestants:
-              - {{name: fixed, kind: fixed_price}}
-              - {{name: cost_plus, kind: cost_plus}}
-              - {{name: slowpoke, kind: latency, params: {{latency_s: 0.25}}}}
+              - {name: fixed, kind: fixed_price}
+              - {name: cost_plus, kind: cost_plus}
+              - {name: slowpoke, kind: latency, params: {latency_s: 0.25}}
             """
         )
     )

@@ -23,9 +23,9 @@ from tournaments.schedule import schedule
 pytestmark = pytest.mark.usefixtures("ray_local")
 
 
-def write_tournament(folder: Path, root: Path, body: str) -> Path:
+def write_tournament(folder: Path, body: str) -> Path:
     path = folder / "t.yaml"
-    path.write_text(textwrap.dedent(body).replace("SCENARIOS", str(root / "scenarios")))
+    path.write_text(textwrap.dedent(body))
     return path
 
 
@@ -37,14 +37,13 @@ def all_days(engine, tournament_id):
     return {m.key: match_detail(engine, m.id).days for m in list_matches(engine, tournament_id)}
 
 
-def test_same_yaml_and_seed_give_identical_results(tmp_path, root):
+def test_same_yaml_and_seed_give_identical_results(tmp_path):
     config = write_tournament(
         tmp_path,
-        root,
         """
         name: twice
         seed: 11
-        scenarios: [SCENARIOS/price_war.yaml, SCENARIOS/seasonal.yaml]
+        scenarios: [price_war, seasonal]
         seeds: [1, 2]
         days: 12
         max_concurrent_matches: 3
@@ -67,15 +66,14 @@ def test_same_yaml_and_seed_give_identical_results(tmp_path, root):
     assert len({str(p) for p in prices.values()}) == len(prices)
 
 
-def test_faulty_merchants_do_not_stop_the_tournament(tmp_path, root):
+def test_faulty_merchants_do_not_stop_the_tournament(tmp_path):
     config = write_tournament(
         tmp_path,
-        root,
         """
         name: chaos
         seed: 3
         format: free_for_all
-        scenarios: [SCENARIOS/price_war.yaml]
+        scenarios: [price_war]
         repetitions: 2
         days: 6
         decision_timeout_s: 4
@@ -115,14 +113,13 @@ def test_faulty_merchants_do_not_stop_the_tournament(tmp_path, root):
     assert rows["steady"].faults == 0 and rows["raiser"].faults == 6
 
 
-def test_resume_plays_only_what_is_missing(tmp_path, root):
+def test_resume_plays_only_what_is_missing(tmp_path):
     config = write_tournament(
         tmp_path,
-        root,
         """
         name: resumable
         seed: 5
-        scenarios: [SCENARIOS/price_war.yaml]
+        scenarios: [price_war]
         seeds: [1, 2, 3]
         days: 8
         contestants:
@@ -140,9 +137,9 @@ def test_resume_plays_only_what_is_missing(tmp_path, root):
     with Session(engine) as session:  # as if the run had died after four matches
         for match in session.exec(select(MatchRow).where(MatchRow.index >= 4)).all():
             session.delete(match)
-        from results.tables import Tournament
+        from results.tables import TournamentRow
 
-        session.get(Tournament, first).status = "running"
+        session.get(TournamentRow, first).status = "running"
         session.commit()
     summary = run_tournament(tournament, engine, resume=True)
     assert summary.resumed and summary.tournament_id == first

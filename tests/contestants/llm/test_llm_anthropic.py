@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from contestants.base import create
+from contestants.kinds import create
 from contestants.llm import ProviderConfigError, ProviderError, get_provider
 from contestants.llm.catalogue import catalogue_price
 from market.env import MarketEnv
+from market.scenario import load_scenario
 from market.types import Decision
-from tournaments.config import load_scenario
 
 KEY = "sk-ant-fake"
 
@@ -98,10 +98,10 @@ def test_overloads_are_retried_and_then_given_up(fake_anthropic, decision_reques
     assert caught.value.retryable
 
 
-def days_of(fake, root, memory: str, days: int):
+def days_of(fake, memory: str, days: int):
     """The calls of a claude-opus-5 merchant (it caches prefixes from 512 tokens on) over the
     first `days` days of a price_war match."""
-    scenario = load_scenario(root / "scenarios" / "price_war.yaml")
+    scenario = load_scenario("price_war")
     settings = {"base_url": fake.base_url, "api_key_env": "ARENA_TEST_ANTHROPIC", "no_cache": True, "memory": memory}
     merchant = create("llm", {"model": "anthropic/claude-opus-5", **settings})
     merchant.reset(merchant="m0", scenario=scenario, seed=1)
@@ -112,11 +112,11 @@ def days_of(fake, root, memory: str, days: int):
     return merchant.calls()
 
 
-def test_the_second_call_of_a_match_reads_the_cached_rules(fake_anthropic, root):
+def test_the_second_call_of_a_match_reads_the_cached_rules(fake_anthropic):
     """Day 1 writes the rules and the tool to the prompt cache, day 2 reads them and pays for
     them at the cache-read price. Cost recomputed by hand from the catalogue's price and the
     tokens the stand-in reported."""
-    first, second = days_of(fake_anthropic, root, "stateless", 2)
+    first, second = days_of(fake_anthropic, "stateless", 2)
     assert first.cache_write_tokens > 512 and first.cached_tokens == 0
     assert second.cached_tokens == first.cache_write_tokens and second.cache_write_tokens == 0
     price = catalogue_price("anthropic/claude-opus-5")
@@ -129,9 +129,9 @@ def test_the_second_call_of_a_match_reads_the_cached_rules(fake_anthropic, root)
     assert second.cached_tokens == reported["cache_read_input_tokens"]
 
 
-def test_a_conversation_is_cached_up_to_yesterday(fake_anthropic, root):
+def test_a_conversation_is_cached_up_to_yesterday(fake_anthropic):
     """With window memory, day 3's call reads the prefix day 2 wrote (rules, tool and day 1's
     exchange): more than the rules alone."""
-    first, second, third = days_of(fake_anthropic, root, "window", 3)
+    first, second, third = days_of(fake_anthropic, "window", 3)
     assert second.cached_tokens == first.cache_write_tokens  # the rules and the tool
     assert third.cached_tokens == first.cache_write_tokens + second.cache_write_tokens > second.cached_tokens

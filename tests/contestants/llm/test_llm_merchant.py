@@ -9,13 +9,14 @@ from typing import ClassVar
 
 import pytest
 
-from contestants.base import ContestantConfigError, RecallProbe, RunOptions, create, validate_params
+from contestants.base import ContestantConfigError, RecallProbe, RunOptions
+from contestants.kinds import create, validate_params
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import Provider, register_provider
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.env import MarketEnv
+from market.scenario import load_scenario
 from market.types import Decision
-from tournaments.config import load_scenario
 
 
 class Scripted(Provider):
@@ -38,8 +39,8 @@ GOOD = json.dumps({"operations": [{"op": "set_price", "product": "widget", "pric
 
 
 @pytest.fixture
-def scenario(root):
-    return load_scenario(root / "scenarios" / "price_war.yaml")
+def scenario():
+    return load_scenario("price_war")
 
 
 @pytest.fixture(autouse=True)

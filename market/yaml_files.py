@@ -1,0 +1,91 @@
+"""The YAML files users write (scenarios; tournaments and --weights files in tournaments.config),
+read strictly: every mistake becomes one `ConfigError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    """A problem in a file the user wrote: `file: field: what is wrong`."""
+
+    def __init__(self, file: str | Path, field: str | None, message: str):
+        self.file, self.field, self.message = str(file), field, message
+        where = f"{self.file}: {field}" if field else self.file
+        super().__init__(f"{where}: {message}")
+
+
+class FieldError(ValueError):
+    """Raised by a whole-model check to name the field it is about (pydantic reports such
+    errors at the model's own location, which names no field)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def load_model(path: str | Path, model: type[_Model]) -> _Model:
+    path = Path(path)
+    data, _ = read_yaml(path)
+    return validated(path, model, data)
+
+
+def validated(path: Path, model: type[_Model], data: Any) -> _Model:
+    """`data`, read from `path`, as a `model`; its first mistake raised as a ConfigError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+    field = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in error["loc"]).replace(".[", "[")
+    message = error["msg"].removeprefix("Value error, ")
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, FieldError):
+        field = ".".join(filter(None, [field, cause.field]))
+    if error["type"] == "extra_forbidden":
+        message = "unknown key"
+    raise ConfigError(path, field or None, message)
+
+
+def read_yaml(path: Path) -> tuple[Any, str]:
+    """The mapping a file holds, and its text."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(path, None, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, None, f"cannot read: {exc}") from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(path, where, f"invalid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, "expected a mapping of settings at the top level")
+    return data, text
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load, except that a key repeated in one mapping is an error, not a silent overwrite."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` keys may be overridden by design
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) or key is None:
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
