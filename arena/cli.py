@@ -188,7 +188,7 @@ def _estimate_table(estimates: list[Any]) -> Table:
     """tournaments.estimate.Estimate rows."""
     table = Table(
         "contestant", "model", "calls", "input tokens", "output tokens", "cost $", "at most $",
-        title="model calls the tournament will need (estimated: see README, Estimating a tournament)",
+        title="model calls the tournament will need (estimated: see docs/tournaments.md, Before a run)",
     )
     for e in estimates:
         calls = ", ".join(f"{n} {purpose}" for purpose, n in e.calls.items())

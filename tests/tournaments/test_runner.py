@@ -161,7 +161,7 @@ events:
 """
 
 
-def test_results_and_metrics_agree_when_a_cost_shock_covers_day_1(tmp_path, root):
+def test_results_and_metrics_agree_when_a_cost_shock_covers_day_1(tmp_path):
     """Issue 16's acceptance: profit, rank and market share read the same in `arena export`'s
     results and metrics tables, and are what the exported day records say by hand: profit
     from a start with the 30 units at day 1's shocked cost of 15 (not the base cost of 10,
@@ -170,7 +170,6 @@ def test_results_and_metrics_agree_when_a_cost_shock_covers_day_1(tmp_path, root
     (tmp_path / "shocked.yaml").write_text(SHOCKED_FROM_DAY_1)
     config = write_tournament(
         tmp_path,
-        root,
         f"""
         name: shocked
         seed: 4
