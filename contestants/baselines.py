@@ -102,15 +102,16 @@ class RulePlay:
         for i, merchant in enumerate(seats):
             by_kind.setdefault(type(merchant), []).append(i)
         self.order = rows[[i for members in by_kind.values() for i in members]]  # the view's rows, kind by kind
+        self.ascending = np.argsort(self.order)
         self.teams: list[tuple[slice, Team]] = []
         for kind, members in by_kind.items():
             start = len(self.teams) and self.teams[-1][0].stop
             self.teams.append((slice(start, start + len(members)), Team(kind, [seats[i] for i in members])))
         self.scenario = self.teams[0][1].scenario
 
-    def decide(self, view: MarketView) -> tuple[ArrayDecisions, list[tuple[list[int], Exception]]]:
-        """The decisions of every row of `view` (empty for rows not of these merchants), and
-        the teams whose rule raised, by their rows, with the exception: those do nothing today."""
+    def decide(self, view: MarketView) -> tuple[ArrayDecisions, np.ndarray, list[tuple[list[int], Exception]]]:
+        """These merchants' decisions and the view's rows they are for (ascending), and the
+        teams whose rule raised, by their rows, with the exception: those do nothing today."""
         mine = view.take(self.order)
         prices, wanted = np.full_like(mine.prices, math.nan), np.zeros_like(mine.prices)
         failed: list[tuple[slice, Exception]] = []
@@ -122,9 +123,7 @@ class RulePlay:
         decided = array_decisions(mine, prices, orders(self.scenario, mine, wanted))
         for members, _ in failed:
             decided.collect[members] = False
-        every = ArrayDecisions(np.zeros(len(view.cash), dtype=bool), np.full_like(view.prices, math.nan), np.zeros_like(view.prices))
-        every.collect[self.order], every.prices[self.order], every.orders[self.order] = decided
-        return every, [(self.order[members].tolist(), exc) for members, exc in failed]
+        return decided.take(self.ascending), self.order[self.ascending], [(self.order[members].tolist(), exc) for members, exc in failed]
 
 
 class RestockParams(Params):

@@ -24,6 +24,7 @@ _BUILTIN: dict[str, str] = {
     "llm": "contestants.llm.merchant:LLMMerchant",
 }
 _TARGETS: dict[str, str] = dict(_BUILTIN)
+_CLASSES: dict[str, type[Contestant]] = {}  # the kinds imported so far: a match asks for each of its seats'
 
 
 def register_kind(kind: str, target: str) -> None:
@@ -45,7 +46,9 @@ def contestant_class(kind: str) -> type[Contestant]:
     except KeyError:
         known = ", ".join(sorted(_TARGETS))
         raise ContestantConfigError(f"unknown contestant kind {kind!r} (known: {known})", "kind") from None
-    return resolve_name(target)
+    if kind not in _CLASSES:
+        _CLASSES[kind] = resolve_name(target)
+    return _CLASSES[kind]
 
 
 def validate_params(kind: str, params: dict[str, Any]) -> Params:

@@ -8,12 +8,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from market.env import MarketEnv
 from market.scenario import load_scenario, shipped_scenarios
 
-__all__ = ["MarketEnv", "load_scenario", "parallel_env", "shipped_scenarios"]
+if TYPE_CHECKING:
+    from market.env import MarketEnv
+
+__all__ = ["load_scenario", "parallel_env", "shipped_scenarios"]
 
 
 def parallel_env(scenario: str | Path, merchants: list[str] | int = 2, days: int | None = None, **options: Any) -> MarketEnv:
@@ -23,4 +25,6 @@ def parallel_env(scenario: str | Path, merchants: list[str] | int = 2, days: int
     (see load_scenario); `merchants`: how many, or their names; `days`: the match's length
     (default: the scenario's); `options`: the rest of MarketEnv's (numeric=True: observations
     as arrays)."""
+    from market.env import MarketEnv  # PettingZoo and gymnasium: imported only by who asks for the env
+
     return MarketEnv(load_scenario(scenario), merchants, days=days, **options)

@@ -54,8 +54,12 @@ def ranks(survived: Sequence[bool], lasted: Sequence[int], final_net_worth: Sequ
     that lasted longer (a bankrupt merchant's last day is the day it went bankrupt), then the
     higher net worth at the end of its last day. Net worths equal to 6 decimals tie, so that
     rounding in the books decides no place."""
-    keys = [(bool(s), int(d), round(float(w), 6)) for s, d, w in zip(survived, lasted, final_net_worth)]
-    return [1 + sum(other > key for other in keys) for key in keys]
+    worth = [round(w, 6) for w in np.asarray(final_net_worth, dtype=float).tolist()]
+    keys = list(zip(np.asarray(survived, dtype=bool).tolist(), np.asarray(lasted, dtype=np.int64).tolist(), worth))
+    place: dict[tuple, int] = {}
+    for position, key in enumerate(sorted(keys, reverse=True), start=1):
+        place.setdefault(key, position)
+    return [place[key] for key in keys]
 
 
 def market_shares(units_sold: Sequence[float]) -> list[float | None]:

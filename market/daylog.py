@@ -61,10 +61,12 @@ class Operations(NamedTuple):
             found.append((r, kind, product, op.get(VALUE_FIELDS[kind], math.nan)))
         return cls.of(*zip(*found)) if found else cls.of([], [], [], [])
 
-    def take(self, start: int, stop: int, rows: np.ndarray) -> Operations:
-        """The operations of rows start..stop-1, renumbered by their position in `rows` (ascending)."""
+    def take(self, start: int, stop: int, rows: np.ndarray | None = None) -> Operations:
+        """The operations of rows start..stop-1, renumbered by their position in `rows`
+        (ascending; default: all of start..stop-1)."""
         lo, hi = np.searchsorted(self.row, (start, stop))
-        return Operations(np.searchsorted(rows, self.row[lo:hi]), self.kind[lo:hi], self.product[lo:hi], self.value[lo:hi])
+        row = self.row[lo:hi] - start if rows is None else np.searchsorted(rows, self.row[lo:hi])
+        return Operations(row, self.kind[lo:hi], self.product[lo:hi], self.value[lo:hi])
 
     def as_dicts(self, rows: Iterable[int], products: Sequence[str]) -> list[list[dict]]:
         """Each of `rows`' operations as dicts, e.g. {"op": "order", "product": "tea", "quantity": 40.0}."""

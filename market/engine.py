@@ -22,6 +22,7 @@ Each match's days go into its DayLogBuilder as columns.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -52,6 +53,12 @@ from market.types import (
 
 PRICE_CEILING_FACTOR = 100.0  # a posted price above reference_price * this is rejected
 SET_PRICE, ORDER, ADVERTISE, COLLECT = (KIND_INDEX[k] for k in ("set_price", "order", "advertise", "collect"))
+# Per kind, by KIND_INDEX: a number must be above _LOWEST (a price and a quantity above 0; an
+# amount at least 0: above the negative number nearest 0) and at most the price ceiling or _HIGHEST
+# (finite); a kind without a number (_FREE) is always valid.
+_LOWEST = np.array([{"advertise": -math.ulp(0.0)}.get(kind, 0.0) for kind in KIND_INDEX])
+_HIGHEST = np.finfo(float).max
+_FREE = np.array([field is None for field in VALUE_FIELDS])
 
 
 class Submitted(NamedTuple):
@@ -88,6 +95,8 @@ class Market:
         self._statics = [(p.id, p.lead_time, p.holding_cost) for p in products]
         self._names = [name for roster in self.rosters for name in roster]
         self.match_rows = [slice(b * self.seats, (b + 1) * self.seats) for b in range(len(self.rosters))]
+        self._all_rows = np.arange(len(self._names))
+        self._seats = np.arange(self.seats)
 
     def reset(self, seeds: Sequence[Any]) -> None:
         """A new start, each match's customers drawn from a generator of its seed."""
@@ -112,14 +121,15 @@ class Market:
     # --- what the merchants see -----------------------------------------------------
 
     def view(self) -> MarketView:
-        """Every merchant's start of the day (rows of every match)."""
+        """Every merchant's start of the day (rows of every match). It shares the market's
+        arrays: read it before the day is played (`advance`)."""
         s, day = self.scenario, min(self.day, self.days)
         vis = s.visibility
         hidden = np.full_like(self.prices, math.nan)
         board = Board(
-            self.seats, self.prices.copy() if vis.rival_prices else hidden,
-            self.reputation.copy() if vis.rival_reputation else np.full_like(self.reputation, math.nan),
-            self.units_sold.copy() if vis.rival_sales else hidden, self.bankrupt.copy(),
+            self.seats, self.prices if vis.rival_prices else hidden,
+            self.reputation if vis.rival_reputation else np.full_like(self.reputation, math.nan),
+            self.units_sold if vis.rival_sales else hidden, self.bankrupt,
         )  # fmt: skip
         events = [
             EventNotice(name=e.name, kind=e.kind, product=e.product, start_day=e.start_day, end_day=e.end_day, multiplier=e.multiplier)
@@ -127,10 +137,9 @@ class Market:
             if e.announced and e.start_day - e.announce_days_ahead <= day <= e.end_day
         ]
         return MarketView(
-            day, self.days, s.finance.fixed_daily_cost, self._unit_cost_today(day), events, np.arange(len(self.cash)),
-            self.cash.copy(), self.reputation.copy(),
+            day, self.days, s.finance.fixed_daily_cost, self._unit_cost_today(day), events, self._all_rows, self.cash, self.reputation,
             self.due + self.credit[:, 0],  # credit[:, 0] falls due as the day starts (step 1), so it may be collected today
-            _sum(self.credit[:, 1:], 1), self.prices.copy(), self.inventory.copy(), _sum(self.pipeline, 2), board,
+            _sum(self.credit[:, 1:], 1), self.prices, self.inventory, _sum(self.pipeline, 2), board,
         )  # fmt: skip
 
     def observations(self, view: MarketView, rows: list[int]) -> list[Observation]:
@@ -167,9 +176,9 @@ class Market:
 
     # --- one day ----------------------------------------------------------------------
 
-    def advance(self, arrays: ArrayDecisions | None = None, decisions: dict[int, Any] | None = None) -> np.ndarray:
-        """Play one day with the decisions of the rows playing: `arrays` (a row for every
-        merchant; rows of merchants not playing are ignored) and/or `decisions`, by row,
+    def advance(self, arrays: ArrayDecisions | None = None, rows: np.ndarray | None = None, decisions: dict[int, Any] | None = None) -> np.ndarray:
+        """Play one day with the decisions of the rows playing: `arrays` for `rows` (ascending;
+        default: every row; those of merchants not playing are ignored) and/or `decisions`, by row,
         anything `parse_decision` accepts or a ParsedDecision. Returns every row's change in
         net worth."""
         s = self.scenario
@@ -188,10 +197,13 @@ class Market:
         self.due += self.credit[:, 0]
         _shift_left(self.credit)
 
-        rows = np.flatnonzero(self.playing)
+        parts = []
+        if arrays is not None:
+            rows = self._all_rows if rows is None else rows
+            playing = np.flatnonzero(self.playing[rows])
+            parts.append(array_columns(arrays.take(playing), rows[playing]))
         rejected: list[list[Rejection]] = [[] for _ in range(m)]
         plans: list[dict[str, float]] = [{} for _ in range(m)]
-        parts = [] if arrays is None else [array_columns(arrays.take(rows), rows)]
         unknown: dict[int, tuple[int, list[Rejection]]] = {}  # row -> (its malformed ones, those naming unknown products)
         for i, raw in sorted((decisions or {}).items()):
             if self.playing[i]:
@@ -237,12 +249,17 @@ class Market:
         scalars = np.array((revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, self.cash, receivables, self.reputation, worth_end)).T
         in_transit = _sum(self.pipeline, 2)
         per_product = np.array((self.prices, wanted, sold, wanted - sold, arrived, ordered, self.inventory, in_transit, np.broadcast_to(unit_cost, (m, p)))).transpose(1, 0, 2)
-        for log, span in zip(self.logs, self.match_rows):
+        bankrupt = self.bankrupt.copy()
+        everyone = np.logical_and.reduce(self.playing.reshape(-1, self.seats), 1).tolist()  # per match: all its merchants played
+        for log, span, whole in zip(self.logs, self.match_rows, everyone):
+            if whole:  # the match's rows as they are (views of today's arrays)
+                log.add(self._seats, day, bankrupt[span], scalars[span], per_product[span], applied.take(span.start, span.stop), rejected[span], plans[span])
+                continue
             seats = np.flatnonzero(self.playing[span])
             if seats.size:
                 at = seats + span.start
                 pick = at.tolist()
-                log.add(seats, day, self.bankrupt[at], scalars[at], per_product[at], applied.take(span.start, span.stop, at), [rejected[i] for i in pick], [plans[i] for i in pick])
+                log.add(seats, day, bankrupt[at], scalars[at], per_product[at], applied.take(span.start, span.stop, at), [rejected[i] for i in pick], [plans[i] for i in pick])
 
         self.day += 1
         if day >= self.days:
@@ -277,25 +294,24 @@ class Market:
         and the receivables collected."""
         m, p = self.prices.shape
         row, kind, product, value = ops.row, ops.kind, ops.product, ops.value
+        pricing, ordering, advertising, collecting = kind == SET_PRICE, kind == ORDER, kind == ADVERTISE, kind == COLLECT
         item = np.maximum(product, 0)  # for kinds without a product: any column, masked out below
         with np.errstate(all="ignore"):
-            pricing, ordering, advertising, collecting = kind == SET_PRICE, kind == ORDER, kind == ADVERTISE, kind == COLLECT
-            price_ok = (value > 0) & (value <= self._ceiling[item])  # NaN, inf and -inf all fail
-            units_ok = (value > 0) & (value < math.inf)
+            # within its kind's bounds (NaN, inf and -inf are outside all), or of a kind without a number
+            valid = ((value > _LOWEST[kind]) & (value <= np.where(pricing, self._ceiling[item], _HIGHEST))) | _FREE[kind]
             if self.scenario.whole_units:
-                units_ok &= value == np.floor(value)
+                valid &= ~ordering | (value == np.floor(value))
             spend = np.where(ordering, value * unit_cost[item], np.where(advertising, value, 0.0))
-            may_spend = np.where(ordering, units_ok, np.where(advertising, (value >= 0) & (value < math.inf), True))
-        accepted = ~(pricing | ordering | advertising)  # collect and wait: always
-        accepted |= pricing & price_ok
-        priced = np.flatnonzero(pricing & price_ok)
+        accepted = valid.copy()
+        priced = np.flatnonzero(pricing & valid)
         if priced.size:  # a later price for the same product wins
             cells = row[priced] * p + product[priced]
-            last = priced[len(priced) - 1 - np.unique(cells[::-1], return_index=True)[1]]
-            self.prices[row[last], product[last]] = value[last]
-        spending = np.flatnonzero(ordering | advertising | collecting)
-        short: dict[int, float] = {}  # operation -> the cash it found
+            if not (cells[1:] > cells[:-1]).all():
+                priced = priced[len(priced) - 1 - np.unique(cells[::-1], return_index=True)[1]]
+            self.prices[row[priced], product[priced]] = value[priced]
         collected = np.zeros(m)
+        found = np.zeros(len(row))  # the cash each spending operation found
+        spending = np.flatnonzero(ordering | advertising | collecting)
         if spending.size:
             rows_spending = row[spending]
             turn = np.arange(len(spending)) - np.searchsorted(rows_spending, rows_spending)  # k-th spending operation of its row
@@ -308,12 +324,9 @@ class Market:
                     self.cash[r] += gain
                     self.due[r] -= gain
                     collected[r] += gain
-                cash = self.cash[r]
-                ok = may_spend[at] & (spend[at] <= cash)
+                found[at] = cash = self.cash[r]
+                accepted[at] = ok = valid[at] & (spend[at] <= cash)
                 self.cash[r] = cash - np.where(ok, spend[at], 0.0)
-                accepted[at] = ok
-                for x in at[may_spend[at] & ~ok].tolist():
-                    short[x] = float(self.cash[row[x]])
         buying = np.flatnonzero(ordering & accepted)
         ordered = np.bincount(row[buying] * p + product[buying], weights=value[buying], minlength=m * p).reshape(m, p)
         for j, lead in enumerate(self._lead_days):
@@ -323,9 +336,8 @@ class Market:
                 self.pipeline[:, j, lead - 1] += ordered[:, j]
         adverts = np.flatnonzero(advertising & accepted)
         spent = np.bincount(row[adverts], weights=value[adverts], minlength=m) if adverts.size else np.zeros(m)
-        refused = np.flatnonzero(~accepted)
-        for x in refused.tolist():
-            rejected[int(row[x])].append(self._rejection(ops, x, short.get(x), float(spend[x])))
+        for x in np.flatnonzero(~accepted).tolist():
+            rejected[int(row[x])].append(self._rejection(ops, x, float(found[x]) if valid[x] else None, float(spend[x])))
         keep = np.flatnonzero(accepted)
         return Operations(row[keep], kind[keep], product[keep], value[keep]), ordered, spent, collected
 
@@ -372,6 +384,8 @@ class Market:
         utility = np.where(self.bankrupt[:, None], -np.inf, utility)
         running = np.logical_or.reduce(self.playing.reshape(-1, self.seats), 1)  # matches not over
         rngs = [rng for rng, on in zip(self._rngs, running.tolist()) if on]
+        if len(rngs) == len(running):
+            running = slice(None)  # every match: views rather than copies
         by_match = (-1, self.seats, p)
         for j, product in enumerate(s.products):
             mean = product.base_demand * factor * event_multiplier(s.events, "demand", product.id, day)
@@ -403,22 +417,23 @@ class Market:
 
 
 def array_columns(decisions: ArrayDecisions, rows: np.ndarray) -> Submitted:
-    """ArrayDecisions (a row for each of `rows`) as operation columns: each merchant's
-    collect, then its prices, then its orders, in product order."""
+    """ArrayDecisions (a row for each of the market's `rows`, ascending) as operation columns:
+    each merchant's collect, then its prices, then its orders, in product order."""
     m, p = decisions.prices.shape
-    merchant, product = np.divmod(np.arange(m * p), p)
-    posted, ordered = ~np.isnan(decisions.prices.ravel()), decisions.orders.ravel() > 0
-    collecting = np.flatnonzero(decisions.collect)
-    priced, bought = product[posted], product[ordered]
-    who = np.concatenate([collecting, merchant[posted], merchant[ordered]])
-    kind = np.repeat(np.array([COLLECT, SET_PRICE, ORDER], dtype=np.int8), [len(collecting), len(priced), len(bought)])
-    item = np.concatenate([np.full(len(collecting), -1), priced, bought])
-    value = np.concatenate([np.full(len(collecting), math.nan), decisions.prices.ravel()[posted], decisions.orders.ravel()[ordered]])
-    place = np.concatenate([np.zeros(len(collecting), dtype=np.int64), 1 + priced, 1 + p + bought])
-    order = np.lexsort((place, who))  # by merchant, then in the order given
-    # a row's operations are numbered as its decision would list them
-    index = np.arange(len(order)) - np.searchsorted(who[order], who[order])
-    return Submitted(rows[who[order]], index, kind[order], item[order].astype(np.int16), value[order])
+    given = np.concatenate([decisions.collect[:, None], ~np.isnan(decisions.prices), decisions.orders > 0], axis=1)  # [merchant, slot]
+    at = np.flatnonzero(given)
+    merchant, slot = np.divmod(at, 1 + 2 * p)
+    values = np.concatenate([np.full((m, 1), math.nan), decisions.prices, decisions.orders], axis=1)
+    index = np.arange(len(at)) - np.searchsorted(merchant, merchant)  # as the row's decision would number them
+    kinds, products = _slots(p)
+    return Submitted(rows[merchant], index, kinds[slot], products[slot], values.ravel()[at])
+
+
+@functools.cache
+def _slots(p: int) -> tuple[np.ndarray, np.ndarray]:
+    """What each of an ArrayDecisions row's 1 + 2p slots holds, with p products: its kind
+    and product (collect; a price per product; an order per product)."""
+    return np.array([COLLECT] + [SET_PRICE] * p + [ORDER] * p, dtype=np.int8), np.array([-1, *range(p), *range(p)], dtype=np.int16)
 
 
 def _joined(parts: list[Submitted]) -> Submitted:

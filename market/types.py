@@ -8,7 +8,6 @@ asked to fill.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -366,7 +365,7 @@ class Board:
         return cheapest
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(slots=True, eq=False)  # slotted: a team of rule merchants takes its rows from it every day
 class MarketView:
     """The start of a day as the merchants at `rows` of the market see it, in numbers: their
     own books (a row each, columns per product in the scenario's order) and the board of
@@ -398,8 +397,11 @@ class MarketView:
 
     def take(self, rows: np.ndarray | slice) -> MarketView:
         """The view of the merchants at `rows` (positions in this view) alone, in that order."""
-        own = {name: getattr(self, name)[rows] for name in _OWN_BOOKS}
-        return dataclasses.replace(self, **own)
+        return MarketView(
+            self.day, self.days, self.fixed_daily_cost, self.unit_cost, self.events, self.rows[rows], self.cash[rows],
+            self.reputation[rows], self.receivables_due[rows], self.receivables_pending[rows], self.prices[rows],
+            self.inventory[rows], self.in_transit[rows], self.board,
+        )  # fmt: skip
 
     @classmethod
     def of(cls, observation: Observation) -> MarketView:
@@ -423,9 +425,6 @@ class MarketView:
             np.array([observation.receivables_pending]), np.array([[s.price for s in products]]), np.array([[s.inventory for s in products]]),
             np.array([[s.in_transit for s in products]]), board,
         )  # fmt: skip
-
-
-_OWN_BOOKS = ("rows", "cash", "reputation", "receivables_due", "receivables_pending", "prices", "inventory", "in_transit")
 
 
 class ArrayDecisions(NamedTuple):

@@ -168,6 +168,11 @@ class MatchRecords:
         return accounting.starting_net_worth(self.log, self.first)
 
     @cached_property
+    def profits(self) -> np.ndarray:
+        """Per seat (market.accounting.profit)."""
+        return accounting.profit(self.log, self.first, self.last)
+
+    @cached_property
     def rejections(self) -> list[Counter[str]]:
         """Per seat, rejected submissions by kind (see `rejection_kind`)."""
         counts: list[Counter[str]] = [Counter() for _ in self.counts]
@@ -485,14 +490,14 @@ def profit(match: MatchRecords) -> np.ndarray:
     """Net worth at the end minus net worth before the first day, goods valued at each day's
     unit cost: profit = net_worth_last - net_worth_0, with net_worth_0 = initial cash +
     initial stock at day 1's unit cost (market.accounting.profit)."""
-    return accounting.profit(match.log, match.first, match.last)
+    return match.profits
 
 
 @_metric("economics", "share", over_match=True)
 def roi(match: MatchRecords) -> list[float | None]:
     """Return on the starting capital: roi = profit / net_worth_0. None when the merchant
     started with nothing."""
-    return [gain / start if start > 0 else None for gain, start in zip(profit(match).tolist(), match.start_net_worth.tolist())]
+    return [gain / start if start > 0 else None for gain, start in zip(match.profits.tolist(), match.start_net_worth.tolist())]
 
 
 @_metric("economics", "money", over_match=True)
@@ -511,7 +516,7 @@ def goal_completion(match: MatchRecords) -> list[float | None]:
     target = match.scenario.target_net_worth if match.scenario is not None else None
     return [
         None if target is None or target <= start else gain / (target - start)
-        for gain, start in zip(profit(match).tolist(), match.start_net_worth.tolist())
+        for gain, start in zip(match.profits.tolist(), match.start_net_worth.tolist())
     ]
 
 

@@ -97,7 +97,7 @@ class Match:
         self.calls: list[ModelCallRecord] = []
         self._needs_start: set[str] = set(self.hosts)
 
-    @property
+    @functools.cached_property
     def instant(self) -> bool:
         """Rule merchants alone, deciding from the view: a match to play side by side with
         others of its scenario, length and size."""
@@ -117,9 +117,12 @@ class Match:
         match b that decide from Observations, by market row."""
         span, day = market.match_rows[b], market.day
         seats = np.flatnonzero(market.playing[span])
-        names = [self.spec.seats[s] for s in seats.tolist()]
         probe = self._draw_probe(day) if self.rules.probe_day(day) else None
-        asked = [(s, name) for s, name in zip(seats.tolist(), names) if name not in self.by_view]
+        if self.instant:  # nobody to ask: the record answers the probe
+            if probe is not None:
+                self._score_probe(day, probe, {}, seats, market.logs[b])
+            return {}
+        asked = [(s, self.spec.seats[s]) for s in seats.tolist() if self.spec.seats[s] not in self.by_view]
         observations = dict(zip((name for _, name in asked), market.observations(view, [span.start + s for s, _ in asked])))
         answers: dict[str, Any] = {}
         if probe is not None:
@@ -170,8 +173,11 @@ class Match:
         """Compare the answer of each merchant at `seats` (missing: none) with its record of
         the day asked about; the record is the answer of those whose memory it is."""
         truths = log.facts(probe.day, probe.fact, probe.product, seats)
-        numbers = [_number(answers.get(self.spec.seats[s])) for s in seats.tolist()]
-        answered = np.where(self.from_record[seats], truths, np.array([math.nan if n is None else n for n in numbers]))
+        if self.instant:
+            answered = truths
+        else:
+            numbers = [_number(answers.get(self.spec.seats[s])) for s in seats.tolist()]
+            answered = np.where(self.from_record[seats], truths, np.array([math.nan if n is None else n for n in numbers]))
         known = ~np.isnan(truths)
         self.probes.ask((day, probe.day, probe.fact, probe.product), seats[known], truths[known], answered[known])
 
@@ -296,19 +302,20 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
     try:
         while market.playing.any():
             day, view = market.day, market.view()
-            arrays = None
+            arrays = rows = None
             if rules is not None:
-                arrays, failed = rules.decide(view)
+                arrays, rows, failed = rules.decide(view)
                 for rows, exc in failed:
                     for row in rows:
                         if market.playing[row]:
                             matches[row // n]._fault(day, market.name(row), "error", _describe(exc))
-            playing = [b for b, span in enumerate(market.match_rows) if market.playing[span].any()]
+            playing = np.flatnonzero(np.logical_or.reduce(market.playing.reshape(-1, n), 1)).tolist()
             decisions: dict[int, Any] = {}
-            for answered in await asyncio.gather(*(matches[b]._play_day(market, view, b) for b in playing)):
-                decisions.update(answered)
-            market.advance(arrays, decisions)
-            for b in playing:  # an answer that was not a decision at all: keep what it was
+            for b in playing:
+                if not matches[b].instant or matches[b].rules.probe_day(day):
+                    decisions.update(await matches[b]._play_day(market, view, b))
+            market.advance(arrays, rows, decisions)
+            for b in (b for b in playing if not matches[b].instant):  # an answer that was not a decision at all: keep what it was
                 for merchant, whole in market.logs[b].whole_rejections(day):
                     matches[b]._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
             on_day()

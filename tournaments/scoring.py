@@ -38,7 +38,7 @@ def score_match(scenario: Scenario, days: int, seats: Sequence[str], records: It
             net_worth=float(worth[k]),
             profit=float(profit[k]),
             rank=ranks[k],
-            market_share=shares[k],
+            market_share=float(shares[k]),
             bankrupt_day=int(lasted[k]) if bankrupt[k] else None,
             faults=fault_count[merchant],
             rejected_operations=int(rejected[k]),
