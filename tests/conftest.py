@@ -1,21 +1,38 @@
-"""Shared fixtures: paths to the shipped files, one Ray instance for the in-process tests, and
-HTTP servers on loopback that answer as a test scripts them (with OpenAI chat completions)."""
+"""Shared fixtures: paths to the shipped files, one Ray instance for the in-process tests, a
+factory of day records, and HTTP servers on loopback that answer as a test scripts them (with
+OpenAI chat completions). Also the Hypothesis profiles."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+import typing
+from collections.abc import Callable, Iterable, Iterator
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+from market.types import DayRecord
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Hypothesis profiles. "ci", the default, is derandomised: the examples come from a hash of each
+# test, not a random seed, so every run (in CI or not) tries the same examples and a failure seen
+# once fails again on the next run, with no database of past failures to carry between machines.
+# HYPOTHESIS_PROFILE=dev explores at random, keeps failures in .hypothesis/ and prints the
+# @reproduce_failure blob of a failure. A profile only sets defaults: a test's @settings wins.
+# "ci" keeps the rest of Hypothesis's own "ci" profile (no deadline, no too_slow health check),
+# which it replaces.
+settings.register_profile("ci", settings.get_profile("ci"), derandomize=True, print_blob=True)
+settings.register_profile("dev", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +49,50 @@ def ray_local():
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     yield
     ray.shutdown()
+
+
+_DAY_RECORD_TYPES = typing.get_type_hints(DayRecord)
+
+
+def day_record(
+    *,
+    merchant: str = "m0",
+    day: int = 1,
+    products: Iterable[str] | None = None,
+    tables: float = 0.0,
+    numbers: float = 0.0,
+    **fields: Any,
+) -> DayRecord:
+    """A DayRecord of `merchant` on `day` in which nothing happened, changed by `fields`.
+
+    Each field of DayRecord without a default of its own gets a neutral value from its type:
+    per-product tables (dict[str, float]) map each product to `tables`, numbers (float: money,
+    reputation, net worth) are `numbers`, lists are empty, flags False. The products are
+    `products`, else those of `prices` when `fields` gives it, else tea alone.
+    """
+    if products is None:
+        products = list(fields["prices"]) if "prices" in fields else ["tea"]
+    products = list(products)
+    neutral: dict[str, Any] = {"merchant": merchant, "day": day}
+    for f in dataclasses.fields(DayRecord):
+        if f.name in neutral or f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            continue
+        kind = _DAY_RECORD_TYPES[f.name]
+        if kind == dict[str, float]:
+            neutral[f.name] = dict.fromkeys(products, tables)
+        elif kind is float:
+            neutral[f.name] = numbers
+        elif kind is bool:
+            neutral[f.name] = False
+        elif typing.get_origin(kind) is list:
+            neutral[f.name] = []
+    return DayRecord(**{**neutral, **fields})
+
+
+@pytest.fixture(name="day_record", scope="session")  # a plain function: usable by fixtures of any scope
+def day_record_fixture():
+    """`day_record`, for tests and for the factories of other test folders."""
+    return day_record
 
 
 def chat_completion(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ this conftest never clashes with another test folder's.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -102,37 +103,19 @@ def make_observation(
 
 
 def make_record(
-    day: int, *, cash_end: float, prices: dict[str, float], inventory: dict[str, float], ordered: dict[str, float]
+    day_record, day: int, *, cash_end: float, prices: dict[str, float], inventory: dict[str, float], ordered: dict[str, float]
 ) -> DayRecord:
     """A day record of ME with the facts memory probes ask about; money fields are zero."""
-    zeros = {pid: 0.0 for pid in prices}
-    return DayRecord(
+    return day_record(
         merchant=ME,
         day=day,
-        operations=[],
-        rejections=[],
         prices=prices,
-        first_choice=zeros,
-        units_sold=zeros,
-        lost_sales=zeros,
-        arrived=zeros,
         ordered=ordered,
         inventory=inventory,
-        in_transit=zeros,
-        unit_cost=zeros,
-        revenue=0.0,
-        revenue_cash=0.0,
-        collected=0.0,
-        purchases=0.0,
-        advertising=0.0,
-        holding=0.0,
-        fixed=0.0,
         cash_start=cash_end,
         cash_end=cash_end,
-        receivables=0.0,
         reputation=0.6,
         net_worth=cash_end,
-        bankrupt=False,
     )
 
 
@@ -152,5 +135,5 @@ def observe():
 
 
 @pytest.fixture
-def record():
-    return make_record
+def record(day_record):
+    return functools.partial(make_record, day_record)

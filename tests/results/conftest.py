@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from market.types import DayRecord, Rejection, RejectionCode
@@ -10,10 +12,10 @@ from results.records import Fault, FinishedMatch, MerchantResult
 from results.store import start_tournament
 
 
-def _day(merchant: str, day: int, cash_start: float = 1000.0) -> DayRecord:
+def _day(day_record, merchant: str, day: int, cash_start: float = 1000.0) -> DayRecord:
     revenue = 120.0 + day
     cash_end = cash_start + revenue - 80.0 - 5.0 - 1.5 - 10.0
-    return DayRecord(
+    return day_record(
         merchant=merchant,
         day=day,
         operations=[{"op": "set_price", "product": "tea", "price": 4.5}, {"op": "order", "product": "tea", "quantity": 40}],
@@ -29,22 +31,19 @@ def _day(merchant: str, day: int, cash_start: float = 1000.0) -> DayRecord:
         unit_cost={"tea": 2.0},
         revenue=revenue,
         revenue_cash=revenue,
-        collected=0.0,
         purchases=80.0,
         advertising=5.0,
         holding=1.5,
         fixed=10.0,
         cash_start=cash_start,
         cash_end=cash_end,
-        receivables=0.0,
         reputation=0.51,
         net_worth=cash_end + 104.0,
-        bankrupt=False,
         plan={"tea": 5.0} if day == 1 else {},
-    )
+    )  # collected, receivables 0 and not bankrupt: the factory's
 
 
-def _match(key: str, index: int, ranks: dict[str, int], days: int = 3, faults: list[Fault] | None = None) -> FinishedMatch:
+def _match(day_record, key: str, index: int, ranks: dict[str, int], days: int = 3, faults: list[Fault] | None = None) -> FinishedMatch:
     """A match whose seats m0, m1, ... are played by the contestants of `ranks`, in order."""
     seats = [(f"m{i}", contestant, rank) for i, (contestant, rank) in enumerate(ranks.items())]
     return FinishedMatch(
@@ -69,19 +68,19 @@ def _match(key: str, index: int, ranks: dict[str, int], days: int = 3, faults: l
             )
             for seat, contestant, rank in seats
         ],
-        days_played=[_day(seat, day) for day in range(1, days + 1) for seat, _, _ in seats],
+        days_played=[_day(day_record, seat, day) for day in range(1, days + 1) for seat, _, _ in seats],
         faults=faults if faults is not None else [Fault(day=2, merchant="m0", kind="timeout", detail="no answer in 30 s")],
     )
 
 
 @pytest.fixture(scope="session")  # plain functions: shareable by fixtures of any scope
-def make_day():
-    return _day
+def make_day(day_record):
+    return functools.partial(_day, day_record)
 
 
 @pytest.fixture(scope="session")
-def make_match():
-    return _match
+def make_match(day_record):
+    return functools.partial(_match, day_record)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ the rest as JSON."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import re
@@ -29,17 +28,16 @@ OPERATION = st.one_of(
 )
 
 
-def record(merchant: str, day: int, operations: list[dict]) -> DayRecord:
-    money = {f.name: float(day) for f in dataclasses.fields(DayRecord) if f.type in ("float", float)}
-    per_product = {name: {p: 1.0 for p in PRODUCTS} for name in ("prices", "first_choice", "units_sold", "lost_sales", "arrived", "ordered", "inventory", "in_transit", "unit_cost")}
+def record(day_record, merchant: str, day: int, operations: list[dict]) -> DayRecord:
+    """Every per-product number 1 and every other number the day; a rejection on odd days."""
     rejections = [Rejection(index=len(operations), operation={"op": "fly"}, reason="malformed operation", code=RejectionCode.MALFORMED_OPERATION)] if day % 2 else []
-    return DayRecord(merchant=merchant, day=day, operations=operations, rejections=rejections, bankrupt=False, plan={"tea": 2.5} if day == 1 else {}, **per_product, **money)
+    return day_record(merchant=merchant, day=day, products=PRODUCTS, tables=1.0, numbers=float(day), operations=operations, rejections=rejections, plan={"tea": 2.5} if day == 1 else {})
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(OPERATION, max_size=5), min_size=1, max_size=12))
-def test_operations_of_every_kind_are_stored_as_arrays_and_read_back(days):
-    records = [record(f"m{i % 2}", 1 + i // 2, ops) for i, ops in enumerate(days)]
+def test_operations_of_every_kind_are_stored_as_arrays_and_read_back(day_record, days):
+    records = [record(day_record, f"m{i % 2}", 1 + i // 2, ops) for i, ops in enumerate(days)]
     log = DayLog.of(records, PRODUCTS)
     assert log.applied.as_dicts(range(len(log)), PRODUCTS) == days
     stored = decode(encode_columns(log), encode_text(log))
@@ -48,8 +46,8 @@ def test_operations_of_every_kind_are_stored_as_arrays_and_read_back(days):
     assert np.load(io.BytesIO(encode_columns(log)))["op_row"].tolist() == [r for r, ops in enumerate(days) for _ in ops]
 
 
-def test_logs_stored_before_operations_were_arrays_still_read():
-    records = [record("m0", 1, [{"op": "set_price", "product": "cake", "price": 3.0}, {"op": "collect"}]), record("m0", 2, [])]
+def test_logs_stored_before_operations_were_arrays_still_read(day_record):
+    records = [record(day_record, "m0", 1, [{"op": "set_price", "product": "cake", "price": 3.0}, {"op": "collect"}]), record(day_record, "m0", 2, [])]
     log = DayLog.of(records, PRODUCTS)
     arrays = np.load(io.BytesIO(encode_columns(log)))
     old_columns = io.BytesIO()
@@ -81,6 +79,6 @@ def test_logs_stored_before_rejections_had_codes_get_them_from_their_words():
 
 
 @pytest.mark.parametrize("bad", [{"op": "order", "product": "ghost", "quantity": 1.0}, {"op": "teleport"}, {"op": "wait", "why": "no"}])
-def test_an_operation_the_market_does_not_apply_is_refused_by_name(bad):
+def test_an_operation_the_market_does_not_apply_is_refused_by_name(day_record, bad):
     with pytest.raises(ValueError, match=re.escape(repr(bad))):
-        DayLog.of([record("m0", 1, [bad])], PRODUCTS)
+        DayLog.of([record(day_record, "m0", 1, [bad])], PRODUCTS)

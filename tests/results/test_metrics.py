@@ -17,38 +17,30 @@ from results.records import Fault, ProbeResult
 from tournaments.scoring import score_match
 
 
-def day(merchant: str = "m0", day: int = 1, **fields) -> DayRecord:
-    """A quiet day, changed by `fields`: nothing sold or in stock, unit cost 4, and one
-    product, tea at price 10, unless `fields` gives prices of others."""
-    products = fields.get("prices", {"tea": 10.0})
-    values = dict(
-        operations=[],
-        rejections=[],
-        prices=products,
-        **{name: dict.fromkeys(products, 0.0) for name in ("first_choice", "units_sold", "lost_sales", "arrived", "ordered", "inventory", "in_transit")},
-        unit_cost=dict.fromkeys(products, 4.0),
-        revenue=0.0,
-        revenue_cash=0.0,
-        collected=0.0,
-        purchases=0.0,
-        advertising=0.0,
-        holding=0.0,
-        fixed=0.0,
-        cash_start=1000.0,
-        cash_end=1000.0,
-        receivables=0.0,
-        reputation=0.5,
-        net_worth=1000.0,
-        bankrupt=False,
-    )
-    values.update(fields)
-    return DayRecord(merchant=merchant, day=day, **values)
+@pytest.fixture(scope="module")
+def day(day_record):
+    """`day(merchant="m0", day=1, **fields)`: a quiet day, changed by `fields`: nothing sold or
+    in stock, cash and net worth 1000, reputation 0.5, unit cost 4, and one product, tea at
+    price 10, unless `fields` gives prices of others."""
+
+    def quiet(merchant: str = "m0", day: int = 1, **fields) -> DayRecord:
+        products = fields.get("prices", {"tea": 10.0})
+        defaults = dict(prices=products, unit_cost=dict.fromkeys(products, 4.0), cash_start=1000.0, cash_end=1000.0, net_worth=1000.0, reputation=0.5)
+        return day_record(merchant=merchant, day=day, **{**defaults, **fields})
+
+    return quiet
 
 
-def days(merchant: str = "m0", **per_day: list) -> list[DayRecord]:
-    """Consecutive days from day 1; each keyword gives one field's value day by day."""
-    count = len(next(iter(per_day.values())))
-    return [day(merchant, i + 1, **{name: values[i] for name, values in per_day.items()}) for i in range(count)]
+@pytest.fixture(scope="module")
+def days(day):
+    """`days(merchant="m0", **per_day)`: consecutive days from day 1; each keyword gives one
+    field's value day by day."""
+
+    def consecutive(merchant: str = "m0", **per_day: list) -> list[DayRecord]:
+        count = len(next(iter(per_day.values())))
+        return [day(merchant, i + 1, **{name: values[i] for name, values in per_day.items()}) for i in range(count)]
+
+    return consecutive
 
 
 def tea(values: list[float]) -> list[dict[str, float]]:
@@ -77,7 +69,7 @@ def _rejected(code: RejectionCode, index: int = 0) -> Rejection:
     return Rejection(index=index, operation={"op": "?"}, reason="(the market's words)", code=code)
 
 
-def test_validity_rate_and_rejections_by_kind():
+def test_validity_rate_and_rejections_by_kind(day):
     records = [
         day(day=1, operations=[SET_PRICE, SET_PRICE, {"op": "collect"}],
             rejections=[_rejected(RejectionCode.MALFORMED_OPERATION), _rejected(RejectionCode.ORDER_OVER_CASH)]),
@@ -94,7 +86,7 @@ def test_validity_rate_and_rejections_by_kind():
     assert values["constraint_violations"] == 3
 
 
-def test_validity_is_none_when_nothing_was_submitted():
+def test_validity_is_none_when_nothing_was_submitted(days):
     values = compute(days(cash_end=[1000.0, 1000.0]))["m0"]
     assert values["validity_rate"] is None
     assert all(values[f"rejected_{kind}"] is None for kind in REJECTION_KINDS)
@@ -122,7 +114,7 @@ def test_every_rejection_reason_of_the_market_has_its_kind():
     assert [rejection_kind(r.code) for r in infos["m0"]["record"].rejections] == ["malformed"]
 
 
-def test_fault_days_counts_days_not_faults():
+def test_fault_days_counts_days_not_faults(days):
     faults = [
         Fault(day=2, merchant="m0", kind="error", detail="boom"),
         Fault(day=2, merchant="m0", kind="malformed", detail="junk"),
@@ -135,7 +127,7 @@ def test_fault_days_counts_days_not_faults():
     assert values["m1"]["fault_days"] == 1
 
 
-def test_memory_error_unanswered_and_trend():
+def test_memory_error_unanswered_and_trend(days):
     probes = [probe(5, 0.1), probe(10, 0.3), probe(15, None), probe(10, 0.5, merchant="m1")]
     records = days(cash_end=[1000.0] * 15) + days("m1", cash_end=[1000.0] * 15)
     values = compute(records, probes=probes)
@@ -147,20 +139,20 @@ def test_memory_error_unanswered_and_trend():
     assert values["m1"]["memory_error_trend"] is None  # one probe day: no slope
 
 
-def test_memory_trend_is_the_least_squares_slope():
+def test_memory_trend_is_the_least_squares_slope(days):
     probes = [probe(3, 0.0), probe(6, 0.3), probe(9, 0.3), probe(12, 0.6)]
     # t - mean t = -4.5, -1.5, 1.5, 4.5; e - mean e = -0.3, 0, 0, 0.3 -> 2.7 / 45
     assert metric("memory_error_trend", days(cash_end=[1000.0] * 12), probes=probes) == pytest.approx(0.06)
 
 
-def test_memory_metrics_without_answers():
+def test_memory_metrics_without_answers(days):
     values = compute(days(cash_end=[1000.0] * 6), probes=[probe(4, None), probe(6, None)])["m0"]
     assert values["memory_error"] is None and values["memory_error_trend"] is None
     assert values["memory_unanswered"] == 1
     assert compute(days(cash_end=[1000.0] * 6))["m0"]["memory_unanswered"] is None
 
 
-def test_price_oscillation_counts_reversals_of_moves():
+def test_price_oscillation_counts_reversals_of_moves(days):
     prices = [{"tea": t, "cup": 3.0} for t in (10.0, 11.0, 11.0, 10.0, 12.0, 13.0)]
     # tea moves +1, (none), -1, +2, +1: 2 reversals in 3 pairs of moves; cup never moves
     assert metric("price_oscillation", days(prices=prices)) == pytest.approx(2 / 3)
@@ -170,52 +162,52 @@ def test_price_oscillation_counts_reversals_of_moves():
     assert metric("price_oscillation", days(prices=tea([10.0, 12.0, 12.0]))) is None
 
 
-def test_plan_drift_is_none_without_a_plan_or_a_day_after_one():
+def test_plan_drift_is_none_without_a_plan_or_a_day_after_one(days):
     assert metric("plan_drift", days(prices=tea([10.0, 12.0, 9.0]))) is None
     assert metric("plan_drift", days(prices=tea([10.0, 12.0]), plan=[{}, {"tea": 10.0}])) is None  # stated on the last day
 
 
-def test_plan_drift_is_zero_for_a_plan_kept_exactly():
+def test_plan_drift_is_zero_for_a_plan_kept_exactly(days):
     assert metric("plan_drift", days(prices=tea([9.0, 10.0, 10.0, 10.0]), plan=[{"tea": 10.0}, {}, {}, {}])) == 0
 
 
-def test_plan_drift_by_the_numbers():
+def test_plan_drift_by_the_numbers(days):
     # plan 10 from day 2: |12 - 10| / 10 = 0.2, |8 - 10| / 10 = 0.2, |10 - 10| / 10 = 0
     records = days(prices=tea([10.0, 12.0, 8.0, 10.0]), plan=[{"tea": 10.0}, {}, {}, {}])
     assert metric("plan_drift", records) == pytest.approx(0.4 / 3)
 
 
-def test_plan_drift_follows_a_plan_replaced_mid_match():
+def test_plan_drift_follows_a_plan_replaced_mid_match(days):
     # plan 10 stands on days 2 and 3 (day 3 states 20, from day 4 on): 0.1, 1.0; then 20: 0, 0.5
     records = days(prices=tea([10.0, 11.0, 20.0, 20.0, 10.0]), plan=[{"tea": 10.0}, {}, {"tea": 20.0}, {}, {}])
     assert metric("plan_drift", records) == pytest.approx((0.1 + 1.0 + 0.0 + 0.5) / 4)
 
 
-def test_plan_drift_counts_only_the_products_with_a_plan():
+def test_plan_drift_counts_only_the_products_with_a_plan(days):
     prices = [{"tea": t, "cup": c} for t, c in ((10.0, 3.0), (15.0, 9.0), (10.0, 1.0))]
     plans = [{}, {"cup": 3.0}, {"tea": 10.0}]  # cup: |1 - 3| / 3 on day 3 only; tea: planned on the last day
     assert metric("plan_drift", days(prices=prices, plan=plans)) == pytest.approx(2 / 3)
 
 
-def _restock_then(prices: list[float], ordered: list[float], **fields) -> list[DayRecord]:
+def _restock_then(days, prices: list[float], ordered: list[float], **fields) -> list[DayRecord]:
     """Six days, demand 10 customers a day: a large restock is an order of 50 or more."""
     return days(prices=tea(prices), ordered=tea(ordered), first_choice=tea([10.0] * 6), **fields)
 
 
-def test_contradiction_is_a_large_restock_then_a_clearance_cut():
-    assert metric("contradictions", _restock_then([10, 10, 10, 8, 8, 8], [0, 60, 0, 0, 0, 0])) == 1
-    assert metric("contradictions", _restock_then([10, 10, 10, 8.5, 8, 8], [0, 60, 0, 0, 0, 0])) == 1  # day 5 is t + 3
-    assert metric("contradictions", _restock_then([10, 10, 10, 10, 10, 7], [0, 60, 0, 0, 0, 0])) == 0  # day 6 is too late
-    assert metric("contradictions", _restock_then([10, 10, 10, 8.5, 8.5, 8.5], [0, 60, 0, 0, 0, 0])) == 0  # a 15% cut
-    assert metric("contradictions", _restock_then([10, 10, 10, 5, 5, 5], [0, 40, 0, 0, 0, 0])) == 0  # 4 days of demand
-    assert metric("contradictions", _restock_then([10, 10, 10, 5, 5, 5], [0, 60, 60, 0, 0, 0])) == 1  # one cut, counted once
-    assert metric("contradictions", _restock_then([10, 5, 10, 10, 5, 5], [60, 0, 60, 0, 0, 0])) == 2  # two cuts
+def test_contradiction_is_a_large_restock_then_a_clearance_cut(days):
+    assert metric("contradictions", _restock_then(days, [10, 10, 10, 8, 8, 8], [0, 60, 0, 0, 0, 0])) == 1
+    assert metric("contradictions", _restock_then(days, [10, 10, 10, 8.5, 8, 8], [0, 60, 0, 0, 0, 0])) == 1  # day 5 is t + 3
+    assert metric("contradictions", _restock_then(days, [10, 10, 10, 10, 10, 7], [0, 60, 0, 0, 0, 0])) == 0  # day 6 is too late
+    assert metric("contradictions", _restock_then(days, [10, 10, 10, 8.5, 8.5, 8.5], [0, 60, 0, 0, 0, 0])) == 0  # a 15% cut
+    assert metric("contradictions", _restock_then(days, [10, 10, 10, 5, 5, 5], [0, 40, 0, 0, 0, 0])) == 0  # 4 days of demand
+    assert metric("contradictions", _restock_then(days, [10, 10, 10, 5, 5, 5], [0, 60, 60, 0, 0, 0])) == 1  # one cut, counted once
+    assert metric("contradictions", _restock_then(days, [10, 5, 10, 10, 5, 5], [60, 0, 60, 0, 0, 0])) == 2  # two cuts
 
 
-def test_contradiction_explained_by_a_cost_drop_or_an_event():
+def test_contradiction_explained_by_a_cost_drop_or_an_event(days):
     cheaper = tea([4.0, 4.0, 4.0, 3.0, 3.0, 3.0])
-    assert metric("contradictions", _restock_then([10, 10, 10, 8, 8, 8], [0, 60, 0, 0, 0, 0], unit_cost=cheaper)) == 0
-    cut = _restock_then([10, 10, 10, 8, 8, 8], [0, 60, 0, 0, 0, 0])
+    assert metric("contradictions", _restock_then(days, [10, 10, 10, 8, 8, 8], [0, 60, 0, 0, 0, 0], unit_cost=cheaper)) == 0
+    cut = _restock_then(days, [10, 10, 10, 8, 8, 8], [0, 60, 0, 0, 0, 0])
     slump = {"name": "slump", "kind": "demand", "multiplier": 0.5}
     for event, explains in [
         ({"start_day": 4, "end_day": 9}, True),  # starts on the cut's day
@@ -235,20 +227,20 @@ def test_contradiction_explained_by_a_cost_drop_or_an_event():
 # --- operations -------------------------------------------------------------------------
 
 
-def test_stockouts_and_lost_sales():
+def test_stockouts_and_lost_sales(days):
     lost = [{"tea": 3.0, "cup": 0.0}, {"tea": 0.0, "cup": 0.0}, {"tea": 2.0, "cup": 1.0}]
     values = compute(days(prices=[{"tea": 10.0, "cup": 3.0}] * 3, lost_sales=lost))["m0"]
     assert values["stockout_days"] == 2
     assert values["lost_sales"] == 6
 
 
-def test_inventory_turnover_is_cost_of_sales_over_mean_stock_value():
+def test_inventory_turnover_is_cost_of_sales_over_mean_stock_value(days):
     # cost of sales (10 + 20) * 4 = 120; stock value at the end of the days 80 and 0, mean 40
     assert metric("inventory_turnover", days(units_sold=tea([10.0, 20.0]), inventory=tea([20.0, 0.0]))) == pytest.approx(3.0)
     assert metric("inventory_turnover", days(units_sold=tea([10.0, 20.0]))) is None  # never held stock
 
 
-def test_cash_flow_volatility_is_the_standard_deviation_of_daily_cash_flow():
+def test_cash_flow_volatility_is_the_standard_deviation_of_daily_cash_flow(days):
     records = days(cash_start=[1000.0, 1010.0, 1000.0, 1010.0], cash_end=[1010.0, 1000.0, 1010.0, 1000.0])
     assert metric("cash_flow_volatility", records) == pytest.approx(10.0)
     records = days(cash_start=[1000.0, 1000.0, 1030.0], cash_end=[1000.0, 1030.0, 1030.0])  # flows 0, 30, 0
@@ -256,7 +248,7 @@ def test_cash_flow_volatility_is_the_standard_deviation_of_daily_cash_flow():
     assert metric("cash_flow_volatility", days(cash_end=[1200.0])) is None
 
 
-def test_bankrupt_day():
+def test_bankrupt_day(days):
     assert metric("bankrupt_day", days(cash_end=[100.0, 50.0, -5.0], bankrupt=[False, False, True])) == 3
     assert metric("bankrupt_day", days(cash_end=[100.0, 50.0])) is None
 
@@ -264,29 +256,29 @@ def test_bankrupt_day():
 # --- economics and competition ----------------------------------------------------------
 
 
-def _earning(merchant: str = "m0") -> list[DayRecord]:
+def _earning(day, merchant: str = "m0") -> list[DayRecord]:
     """Day 1 changes net worth by 100 - 10 * 4 - 5 - 2 - 3 = 50, ending at 1050: it started
     at 1000. It ends the match at 1300."""
     first = day(merchant, 1, revenue=100.0, units_sold={"tea": 10.0}, advertising=5.0, holding=2.0, fixed=3.0, net_worth=1050.0)
     return [first, day(merchant, 2, net_worth=1200.0), day(merchant, 3, net_worth=1300.0)]
 
 
-def test_profit_roi_net_worth():
-    values = compute(_earning())["m0"]
+def test_profit_roi_net_worth(day):
+    values = compute(_earning(day))["m0"]
     assert values["profit"] == pytest.approx(300.0)
     assert values["roi"] == pytest.approx(0.3)
     assert values["net_worth"] == pytest.approx(1300.0)
 
 
-def test_goal_completion_is_progress_from_start_to_target():
-    assert metric("goal_completion", _earning(), scenario=scenario(target_net_worth=2000.0)) == pytest.approx(0.3)
-    assert metric("goal_completion", _earning(), scenario=scenario(target_net_worth=1200.0)) == pytest.approx(1.5)
-    assert metric("goal_completion", _earning(), scenario=scenario(target_net_worth=900.0)) is None  # below the start
-    assert metric("goal_completion", _earning(), scenario=scenario()) is None  # no target
-    assert metric("goal_completion", _earning()) is None  # scenario unknown
+def test_goal_completion_is_progress_from_start_to_target(day):
+    assert metric("goal_completion", _earning(day), scenario=scenario(target_net_worth=2000.0)) == pytest.approx(0.3)
+    assert metric("goal_completion", _earning(day), scenario=scenario(target_net_worth=1200.0)) == pytest.approx(1.5)
+    assert metric("goal_completion", _earning(day), scenario=scenario(target_net_worth=900.0)) is None  # below the start
+    assert metric("goal_completion", _earning(day), scenario=scenario()) is None  # no target
+    assert metric("goal_completion", _earning(day)) is None  # scenario unknown
 
 
-def test_rank_survivors_by_net_worth_then_the_bankrupt_by_day():
+def test_rank_survivors_by_net_worth_then_the_bankrupt_by_day(days):
     records = [
         *days("a", net_worth=[1000.0, 1200.0]),
         *days("b", net_worth=[1100.0, 1200.0]),
@@ -298,7 +290,7 @@ def test_rank_survivors_by_net_worth_then_the_bankrupt_by_day():
     assert ranks == {"c": 1, "a": 2, "b": 2, "d": 4, "e": 5}
 
 
-def test_market_share():
+def test_market_share(days):
     records = days("a", units_sold=tea([10.0, 20.0])) + days("b", units_sold=tea([0.0, 10.0]))
     values = compute(records)
     assert values["a"]["market_share"] == pytest.approx(0.75)
@@ -308,7 +300,7 @@ def test_market_share():
     assert [r.market_share for r in score_match(scenario(), 1, ["a", "b"], unsold, [])] == [0.0, 0.0]
 
 
-def test_prices_relative_to_the_market_and_to_cost():
+def test_prices_relative_to_the_market_and_to_cost(days):
     # day 1: a 10, b 20, mean 15; day 2: b is gone, a alone is the market
     records = days("a", prices=tea([10.0, 10.0])) + days("b", prices=tea([20.0]), unit_cost=tea([5.0]))
     values = compute(records)
@@ -321,7 +313,7 @@ def test_prices_relative_to_the_market_and_to_cost():
 # --- the registry and invariants --------------------------------------------------------
 
 
-def test_every_metric_is_defined_once_with_a_formula():
+def test_every_metric_is_defined_once_with_a_formula(days):
     assert set(METRICS) >= {"validity_rate", "memory_error"}  # the names ratings read
     for name, definition in METRICS.items():
         assert definition.name == name
@@ -331,7 +323,7 @@ def test_every_metric_is_defined_once_with_a_formula():
     assert all(list(v) == list(METRICS) for v in values.values())
 
 
-def test_non_finite_values_are_stored_as_none():
+def test_non_finite_values_are_stored_as_none(days):
     assert metric("price_vs_cost", days(prices=tea([1e308]), unit_cost=tea([1e-10]))) is None  # inf
 
 
@@ -351,7 +343,7 @@ _day = st.fixed_dictionaries(
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(_day, min_size=1, max_size=8), min_size=1, max_size=4))
-def test_invariants(merchants):
+def test_invariants(day, merchants):
     records = [day(f"m{i}", d + 1, **fields) for i, seat in enumerate(merchants) for d, fields in enumerate(seat)]
     values = compute(records)
     assert len(values) == len(merchants)
