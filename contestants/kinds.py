@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from contestants.base import Contestant, ContestantConfigError, Params, RunOptions
 
-_BUILTIN: dict[str, str] = {
+_TARGETS: dict[str, str] = {
     "fixed_price": "contestants.baselines:FixedPrice",
     "random": "contestants.baselines:RandomMerchant",
     "reorder_point": "contestants.baselines:ReorderPoint",
@@ -23,7 +23,6 @@ _BUILTIN: dict[str, str] = {
     "chaos": "contestants.baselines:Chaos",
     "llm": "contestants.llm.merchant:LLMMerchant",
 }
-_TARGETS: dict[str, str] = dict(_BUILTIN)
 _CLASSES: dict[str, type[Contestant]] = {}  # the kinds imported so far: a match asks for each of its seats'
 
 

@@ -1,9 +1,5 @@
-"""The simulated market: scenarios, demand and choice, and the PettingZoo environment.
-
-    from market import parallel_env
-    env = parallel_env("price_war", merchants=2)
-    observations, infos = env.reset(seed=1)
-"""
+"""The simulated market: scenarios, demand and choice, the engine and its PettingZoo adapter
+(`parallel_env("price_war", merchants=2)`)."""
 
 from __future__ import annotations
 

@@ -208,11 +208,6 @@ class DayLogBuilder:
         """One day's rows: `applied` numbers its operations' rows like `seat`."""
         self._days.append((seat, day, bankrupt, scalars, per_product, applied, rejections, plans))
 
-    @property
-    def days(self) -> int:
-        """Days added so far."""
-        return len(self._days)
-
     def whole_rejections(self, day: int) -> list[tuple[str, Rejection]]:
         """(merchant, rejection) for each merchant whose answer on `day` was not a decision at
         all (a rejection of index -1)."""

@@ -13,8 +13,6 @@ Every function is vectorised over merchants; arrays are indexed [merchant]
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from market.scenario import Choice, Demand
@@ -55,7 +53,7 @@ def choice_shares(
     `logit_shares` of `utilities`, with the scenario's no_purchase_utility. Prices are
     [..., merchant] (several price profiles at once: a grid of one merchant's prices against
     fixed rivals), reputation [merchant]; a merchant that is not `selling` (bankrupt, absent)
-    is no option and wins no share. These are the shares customers choose by in `allocate`
+    is no option and wins no share. These are the shares customers choose by in `allocate_markets`
     before anyone sells out: all of the day's choosing when sales are not capped by stock."""
     utility = utilities(choice, prices, reference_price, reputation, quality)
     if selling is not None:
@@ -70,37 +68,6 @@ def _softmax(options: np.ndarray) -> np.ndarray:
     return weights / np.add.reduce(weights, 1, keepdims=True)
 
 
-@dataclass(frozen=True)
-class Allocation:
-    """Customers of one product on one day.
-
-    wanted[i]: customers who chose merchant i (in any round); sold[i] <= stock[i];
-    wanted - sold is what stock-outs cost merchant i; customers == sold.sum() + no_purchase.
-    """
-
-    wanted: np.ndarray
-    sold: np.ndarray
-    no_purchase: float
-
-
-def allocate(
-    customers: float,
-    utility: np.ndarray,
-    outside: float,
-    stock: np.ndarray | None,
-    rng: np.random.Generator | None,
-) -> Allocation:
-    """Split `customers` between merchants (utility per merchant; -inf means not selling).
-
-    With a generator, customers are whole and choices are sampled; without one, flows are
-    expected values. `stock` None means sales are not capped.
-    """
-    wanted, sold, no_purchase = allocate_markets(
-        np.array([customers], dtype=float), utility[None, :], outside, None if stock is None else stock[None, :], None if rng is None else [rng]
-    )
-    return Allocation(wanted=wanted[0], sold=sold[0], no_purchase=float(no_purchase[0]))
-
-
 def allocate_markets(
     customers: np.ndarray,
     utility: np.ndarray,
@@ -108,10 +75,13 @@ def allocate_markets(
     stock: np.ndarray | None,
     rngs: list[np.random.Generator] | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`allocate` for several separate markets at once, one row each (customers [market],
-    utility and stock [market, merchant], a generator per market): wanted, sold and
-    no_purchase per row, each row exactly what `allocate` gives it alone (each market's
-    draws come from its own generator, in the same order)."""
+    """Split each market's customers of one product between its merchants: one row per market
+    (customers [market], utility and stock [market, merchant], -inf utility: not selling;
+    a generator per market, whose draws are the market's own). Returns, per row, wanted
+    (customers who chose each merchant, in any round), sold (<= stock; wanted - sold is what
+    stock-outs cost) and no_purchase, with customers == sold.sum() + no_purchase. With
+    generators customers are whole and choices are sampled; without, flows are expected
+    values. `stock` None: sales are not capped."""
     markets, n = utility.shape
     wanted = np.zeros((markets, n))
     sold = np.zeros((markets, n))

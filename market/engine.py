@@ -1,23 +1,15 @@
-"""The market: one or many matches of one scenario played side by side in one set of arrays.
+"""The market: one or many matches of one scenario side by side in one set of arrays, a row
+per merchant of every match. Each match's customers choose among its own merchants with its
+own generator, so a match plays exactly as alone; a numpy operation costs the same for 16
+rows as for 500, so a day of many small matches costs little more than a day of one.
 
-A row per merchant of every match; each match's customers choose among its own merchants
-with its own generator, so a match plays exactly as it would alone, and a match alone is
-one match side by side. A numpy operation costs the same for 16 rows as for 500, so a day
-of many small matches costs little more than a day of one.
-
-One day, in order:
-1. goods ordered earlier arrive; credit sales whose credit days have passed become due;
-2. every decision, whatever made it (a language model's Decision, a rule merchant's
-   ArrayDecisions, an RL action), is compiled into one table of operation columns and
-   applied in one step: prices at once, then the k-th spending operation (collect, order,
-   advertise) of every merchant at once for k = 1, 2, ..., so each is checked against the
-   cash the earlier ones left, as if applied one by one; each refused one gets a code and
-   a reason. The decision's plan, if it states one, is recorded, its unknown products and
-   prices a set_price could not post left out;
-3. customers arrive and choose (market/demand.py); sales are capped by stock;
-4. holding and fixed costs are paid, reputation moves, and a merchant whose cash is below
-   zero goes bankrupt. The last day ends every match.
-Each match's days go into its DayLogBuilder as columns.
+One day: goods ordered earlier arrive and credit sales fall due; every decision (a model's
+Decision, the rule merchants' ArrayDecisions, an RL action) is compiled into one table of
+operation columns and applied at once: prices, then the k-th spending operation (collect,
+order, advertise) of every merchant for k = 1, 2, ..., each checked against the cash the
+earlier ones left, and each refused one given a code and a reason; customers choose
+(market/demand.py), sales capped by stock; costs are paid, reputation moves, and a merchant
+with cash below zero goes bankrupt. Each match's days go into its DayLogBuilder as columns.
 """
 
 from __future__ import annotations
@@ -62,9 +54,8 @@ _FREE = np.array([field is None for field in VALUE_FIELDS])
 
 
 class Submitted(NamedTuple):
-    """Operations as the market applies them: one entry per operation, ordered by row and
-    then by `index`, its position in the row's decision; product -1 for kinds without one,
-    value NaN for kinds without a number."""
+    """Operations to apply, by row and then `index` (the position in the row's decision);
+    product -1 and value NaN for kinds without them."""
 
     row: np.ndarray
     index: np.ndarray
@@ -87,7 +78,6 @@ class Market:
         self._reference = np.array([p.reference_price for p in products])
         self._quality = np.array([p.quality for p in products])
         self._holding = np.array([p.holding_cost for p in products])
-        self._lead = np.array([p.lead_time for p in products])
         self._ceiling = self._reference * PRICE_CEILING_FACTOR
         self._lead_days = [p.lead_time for p in products]
         self._product_ids = scenario.product_ids
@@ -110,7 +100,7 @@ class Market:
         self.inventory = np.tile([pr.initial_stock for pr in s.products], (m, 1)).astype(float)
         self.prices = np.tile([pr.start_price for pr in s.products], (m, 1)).astype(float)
         self.reputation = np.full(m, s.reputation.initial)
-        self.pipeline = np.zeros((m, p, max(int(self._lead.max()), 1)))  # [.., k]: arrives in k+1 days
+        self.pipeline = np.zeros((m, p, max(*self._lead_days, 1)))  # [.., k]: arrives in k+1 days
         self.credit = np.zeros((m, max(s.finance.credit_days, 1)))  # [.., k]: due in k+1 days
         self.due = np.zeros(m)
         self.bankrupt = np.zeros(m, dtype=bool)
@@ -154,11 +144,8 @@ class Market:
             if self.day > 1:  # yesterday's records of the match, by seat
                 played = self.logs[b].day(self.day - 1)
                 yesterdays[b] = dict(zip(played.seat.tolist(), played.records()))
-            prices, sold = board.prices[span].tolist(), board.units_sold[span].tolist()
-            boards[b] = [
-                PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out)
-                for name, price, rep, units, out in zip(names[span], prices, board.reputation[span].tolist(), sold, board.bankrupt[span].tolist())
-            ]  # fmt: skip
+            shown = zip(names[span], board.prices[span].tolist(), board.reputation[span].tolist(), board.units_sold[span].tolist(), board.bankrupt[span].tolist())
+            boards[b] = [PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out) for name, price, rep, units, out in shown]
         unit_cost = view.unit_cost.tolist()
         own = [view.cash, view.reputation, view.receivables_due, view.receivables_pending, view.prices, view.inventory, view.in_transit]
         cash, reputation, due, pending, prices, stock, coming = (values[rows].tolist() for values in own)
@@ -344,24 +331,15 @@ class Market:
     def _rejection(self, ops: Submitted, x: int, cash: float | None, cost: float) -> Rejection:
         """Why operation x was refused (cash: what it found, when it was short of cash)."""
         kind, j, value = int(ops.kind[x]), int(ops.product[x]), float(ops.value[x])
-        operation = operation_dict(kind, j, value, self._product_ids)
+        positive = math.isfinite(value) and value > 0
         if kind == SET_PRICE:
-            if not math.isfinite(value) or value <= 0:
-                code, why = RejectionCode.PRICE_NOT_POSITIVE, "price must be a positive number"
-            else:
-                code, why = RejectionCode.PRICE_ABOVE_CEILING, f"price {value:.2f} is above the ceiling {float(self._ceiling[j]):.2f}"
+            code = RejectionCode.PRICE_ABOVE_CEILING if positive else RejectionCode.PRICE_NOT_POSITIVE
         elif kind == ORDER:
-            if not math.isfinite(value) or value <= 0:
-                code, why = RejectionCode.QUANTITY_NOT_POSITIVE, "order quantity must be a positive number"
-            elif cash is None:
-                code, why = RejectionCode.FRACTIONAL_QUANTITY, "order quantity must be a whole number of units"
-            else:
-                code, why = RejectionCode.ORDER_OVER_CASH, f"order costs {cost:.2f}, more than cash {cash:.2f}"
-        elif cash is None:
-            code, why = RejectionCode.ADVERTISING_NEGATIVE, "advertising amount must be a non-negative number"
+            code = RejectionCode.QUANTITY_NOT_POSITIVE if not positive else RejectionCode.FRACTIONAL_QUANTITY if cash is None else RejectionCode.ORDER_OVER_CASH
         else:
-            code, why = RejectionCode.ADVERTISING_OVER_CASH, f"advertising {value:.2f} exceeds cash {cash:.2f}"
-        return Rejection(int(ops.index[x]), operation, why, code)
+            code = RejectionCode.ADVERTISING_NEGATIVE if cash is None else RejectionCode.ADVERTISING_OVER_CASH
+        why = _REASONS[code].format(value=value, ceiling=float(self._ceiling[j]), cost=cost, cash=cash)
+        return Rejection(int(ops.index[x]), operation_dict(kind, j, value, self._product_ids), why, code)
 
     def _kept_plan(self, plan: list[PlannedPrice]) -> dict[str, float]:
         """product -> planned price, for the plan's products the market sells at prices a
@@ -438,15 +416,23 @@ def _slots(p: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _joined(parts: list[Submitted]) -> Submitted:
     """The operations of several parts in one table, by row and then in each row's order."""
-    if len(parts) == 1:
-        return parts[0]
-    if not parts:
-        return _NOTHING
+    if len(parts) < 2:
+        return parts[0] if parts else _NOTHING
     joined = Submitted(*(np.concatenate(column) for column in zip(*parts)))
-    return Submitted(*(column[np.lexsort((joined.index, joined.row))] for column in joined))
+    order = np.lexsort((joined.index, joined.row))
+    return Submitted(*(column[order] for column in joined))
 
 
 _NOTHING = Submitted(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int16), np.zeros(0))
+_REASONS = {
+    RejectionCode.PRICE_NOT_POSITIVE: "price must be a positive number",
+    RejectionCode.PRICE_ABOVE_CEILING: "price {value:.2f} is above the ceiling {ceiling:.2f}",
+    RejectionCode.QUANTITY_NOT_POSITIVE: "order quantity must be a positive number",
+    RejectionCode.FRACTIONAL_QUANTITY: "order quantity must be a whole number of units",
+    RejectionCode.ORDER_OVER_CASH: "order costs {cost:.2f}, more than cash {cash:.2f}",
+    RejectionCode.ADVERTISING_NEGATIVE: "advertising amount must be a non-negative number",
+    RejectionCode.ADVERTISING_OVER_CASH: "advertising {value:.2f} exceeds cash {cash:.2f}",
+}
 _sum = np.add.reduce  # ndarray.sum(axis=k) without its Python wrapper: a dozen of these run every day
 
 

@@ -94,10 +94,6 @@ class Decision(BaseModel):
         "it stands until you state a new plan for that product",
     )
 
-    @classmethod
-    def nothing(cls) -> Decision:
-        return cls()
-
 
 class RejectionCode(StrEnum):
     """Why the market refused an operation, as metrics count it (the message beside it is for
@@ -323,15 +319,6 @@ class Observation:
     events: list[EventNotice]
     fixed_daily_cost: float
 
-    def product(self, product_id: str) -> ProductState:
-        for state in self.products:
-            if state.product == product_id:
-                return state
-        raise KeyError(product_id)
-
-    def rivals(self) -> list[PublicMerchant]:
-        return [m for m in self.market if m.merchant != self.merchant]
-
 
 @dataclass(frozen=True, eq=False)
 class Board:
@@ -345,10 +332,6 @@ class Board:
     units_sold: np.ndarray  # [row, product], since the match began
     bankrupt: np.ndarray  # [row] bool
 
-    def by_match(self, values: np.ndarray) -> np.ndarray:
-        """Rows of `values` as [match, seat, ...]."""
-        return values.reshape(-1, self.seats, *values.shape[1:])
-
     @cached_property
     def cheapest_rival(self) -> np.ndarray:
         """Per row and product, the lowest price another merchant of its match that is not
@@ -357,7 +340,7 @@ class Board:
         n = self.seats
         if n < 2:
             return np.full((m, p), math.nan)
-        posted = self.by_match(np.where(self.bankrupt[:, None] | np.isnan(self.prices), math.inf, self.prices))
+        posted = np.where(self.bankrupt[:, None] | np.isnan(self.prices), math.inf, self.prices).reshape(-1, n, p)  # [match, seat, product]
         two = np.argsort(posted, axis=1, kind="stable")[:, :2]  # each match's cheapest two merchants, per product
         lowest, second = np.take_along_axis(posted, two[:, :1], 1), np.take_along_axis(posted, two[:, 1:], 1)
         cheapest = np.where(np.arange(n)[None, :, None] == two[:, :1], second, lowest).reshape(m, p)
@@ -406,25 +389,18 @@ class MarketView:
     @classmethod
     def of(cls, observation: Observation) -> MarketView:
         """One merchant's view, from its Observation."""
-        ids = [s.product for s in observation.products]
-        market = observation.market
+        own, market = observation.products, observation.market
+        ids = [s.product for s in own]
 
-        def board_table(tables: list[dict[str, float] | None]) -> np.ndarray:
+        def table(tables: list[dict[str, float] | None]) -> np.ndarray:  # what the scenario hides: NaN
             return np.array([[math.nan if t is None else t.get(pid, math.nan) for pid in ids] for t in tables], dtype=float).reshape(len(tables), len(ids))
 
-        board = Board(
-            len(market), board_table([m.prices for m in market]),
-            np.array([math.nan if m.reputation is None else m.reputation for m in market], dtype=float),
-            board_table([m.units_sold for m in market]), np.array([m.bankrupt for m in market], dtype=bool),
-        )  # fmt: skip
-        me = [m.merchant for m in market].index(observation.merchant)
-        products = observation.products
-        return cls(
-            observation.day, observation.days, observation.fixed_daily_cost, np.array([s.unit_cost for s in products]), observation.events,
-            np.array([me]), np.array([observation.cash]), np.array([observation.reputation]), np.array([observation.receivables_due]),
-            np.array([observation.receivables_pending]), np.array([[s.price for s in products]]), np.array([[s.inventory for s in products]]),
-            np.array([[s.in_transit for s in products]]), board,
-        )  # fmt: skip
+        reputation = np.array([math.nan if m.reputation is None else m.reputation for m in market], dtype=float)
+        board = Board(len(market), table([m.prices for m in market]), reputation, table([m.units_sold for m in market]), np.array([m.bankrupt for m in market]))
+        books = [np.array([getattr(observation, name)]) for name in ("cash", "reputation", "receivables_due", "receivables_pending")]
+        stock = [np.array([[getattr(s, name) for s in own]]) for name in ("price", "inventory", "in_transit")]
+        me = np.array([[m.merchant for m in market].index(observation.merchant)])
+        return cls(observation.day, observation.days, observation.fixed_daily_cost, np.array([s.unit_cost for s in own]), observation.events, me, *books, *stock, board)
 
 
 class ArrayDecisions(NamedTuple):

@@ -51,18 +51,9 @@ def decode(columns: bytes, text: str) -> DayLog:
     else:
         kinds = np.array([KIND_INDEX[name] for name in rest["operation_kinds"]], dtype=np.int8)  # as numbered when written
         applied = Operations(arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"])
-    return DayLog(
-        merchants=tuple(rest["merchants"]),
-        products=tuple(rest["products"]),
-        seat=arrays["seat"],
-        day=arrays["day"],
-        bankrupt=arrays["bankrupt"],
-        scalars=arrays["scalars"],
-        per_product=arrays["per_product"],
-        applied=applied,
-        rejections=[[_rejection(*r) for r in row] for row in rest["rejections"]],
-        plans=rest["plans"],
-    )
+    rejections = [[_rejection(*r) for r in row] for row in rest["rejections"]]
+    columns = (arrays[name] for name in ("seat", "day", "bankrupt", "scalars", "per_product"))
+    return DayLog(tuple(rest["merchants"]), tuple(rest["products"]), *columns, applied, rejections, rest["plans"])
 
 
 _OLD_WORDS = (

@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -27,7 +27,7 @@ from market import accounting
 from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import DayRecord, RejectionCode
-from results.records import Fault, ProbeLog, ProbeResult
+from results.records import Fault, MerchantResult, ProbeLog, ProbeResult
 
 Group = Literal["coherence", "operations", "economics"]
 Unit = Literal["share", "count", "money", "ratio", "day", "per_day"]
@@ -85,6 +85,26 @@ def compute(
     match = MatchRecords(records, probes, faults, scenario)
     columns = {name: metric.values(match) for name, metric in METRICS.items()}
     return {merchant: {name: _finite(values[k]) for name, values in columns.items()} for k, merchant in enumerate(match.seats)}
+
+
+def match_results(seats: Sequence[str], log: DayLog, metrics: Mapping[str, Mapping[str, float | None]], faults: Iterable[Fault]) -> list[MerchantResult]:
+    """A match's results per merchant, in seat order: what its `metrics` say of its money and
+    place, so that the two tables agree, with its final cash, faults and refused operations.
+    A merchant is named after the contestant in its seat."""
+    faults_of = Counter(fault.merchant for fault in faults)
+    results = []
+    for merchant in seats:
+        rows, values = log.rows_of(merchant).tolist(), metrics[merchant]
+        bankrupt_day = values["bankrupt_day"]
+        results.append(
+            MerchantResult(
+                merchant=merchant, contestant=merchant, final_cash=float(log.scalar("cash_end")[rows[-1]]), net_worth=values["net_worth"],
+                profit=values["profit"], rank=int(values["rank"]), market_share=values["market_share"],
+                bankrupt_day=None if bankrupt_day is None else int(bankrupt_day), faults=faults_of[merchant],
+                rejected_operations=sum(len(log.rejections[r]) for r in rows),
+            )  # fmt: skip
+        )
+    return results
 
 
 class MatchRecords:

@@ -18,7 +18,7 @@ import math
 import pickle
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, get_args
 
@@ -33,12 +33,11 @@ from market.engine import Market
 from market.scenario import Scenario
 from market.daylog import DayLog, DayLogBuilder, ProbeFact
 from market.types import MarketView
-from results.metrics import compute as compute_metrics
+from results.metrics import compute as compute_metrics, match_results
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder, StoppedMatch
 from tournaments.channel import HostGone
 from tournaments.config import ContestantEntry
 from tournaments.schedule import MatchSpec
-from tournaments.scoring import score_match
 
 
 def match_seeds(tournament_seed: int, key: str, seats: int) -> list[int]:
@@ -92,16 +91,11 @@ class Match:
         self.calls_models = any(kind.calls_models for kind in kinds)
         self.from_record = np.array([kind.remembers_the_record for kind in kinds])  # per seat: its memory is the log
         self.by_view = {name for name, c in self.local.items() if c.decides_from_view}
+        self.instant = len(self.by_view) == len(spec.seats)  # rule merchants alone: played side by side with others
         self.faults: list[Fault] = []
         self.probes = ProbeLogBuilder(spec.seats)
         self.calls: list[ModelCallRecord] = []
         self._needs_start: set[str] = set(self.hosts)
-
-    @functools.cached_property
-    def instant(self) -> bool:
-        """Rule merchants alone, deciding from the view: a match to play side by side with
-        others of its scenario, length and size."""
-        return len(self.by_view) == len(self.spec.seats)
 
     def reset_contestants(self) -> None:
         for name, contestant in self.local.items():
@@ -146,6 +140,7 @@ class Match:
     def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch:
         """The match's result, from its days."""
         probes = self.probes.build()
+        metrics = compute_metrics(log, probes, self.faults, self.scenario)
         return FinishedMatch(
             key=self.spec.key,
             index=self.spec.index,
@@ -153,11 +148,11 @@ class Match:
             seed=self.spec.seed,
             days=self.spec.days,
             wall_seconds=wall_seconds,
-            merchants=score_match(self.scenario, self.spec.days, self.spec.seats, log, self.faults),
+            merchants=match_results(self.spec.seats, log, metrics, self.faults),
             days_played=log,
             faults=self.faults,
             probes=probes,
-            metrics=compute_metrics(log, probes, self.faults, self.scenario),
+            metrics=metrics,
             calls=self.calls,
         )
 
@@ -205,20 +200,22 @@ class Match:
         memory is the record). The host times each part of the turn; the wait here allows
         for all of them."""
         playing = [name for name in observations if name in self.hosts]
-        starts = {name: self._start(name) if name in self._needs_start else None for name in playing}
+        if not playing:
+            return {}
+        starts = {name: Start(self.scenario, self.seat_seeds[name], self.rules.options) if name in self._needs_start else None for name in playing}
         probes = {name: probe if starts[name] is None and not self.from_record[self.spec.seats.index(name)] else None for name in playing}
         deadline = {name: self.rules.deadline(name) for name in playing}
         longest = max(deadline.values(), default=0.0)
         wait = longest * (2 if probe is not None else 1) + (START_ALLOWANCE_S if any(starts.values()) else 0.0)
-        replies = await self._ask_hosts(
-            playing,
-            lambda host, name: host.turn(
-                pickle.dumps(TurnRequest(self.spec.key, name, observations[name], probes[name], starts[name], deadline[name]), pickle.HIGHEST_PROTOCOL)
-            ),
-            wait,
-        )
+        asked = {
+            name: asyncio.ensure_future(self.hosts[name].turn(pickle.dumps(TurnRequest(self.spec.key, name, observations[name], probes[name], starts[name], deadline[name]), pickle.HIGHEST_PROTOCOL)))
+            for name in playing
+        }  # fmt: skip
+        done, late = await asyncio.wait(asked.values(), timeout=wait)
+        for reply in late:
+            reply.cancel()
         decisions: dict[str, Any] = {}
-        for name, reply in replies.items():
+        for name, reply in ((name, reply if reply in done else None) for name, reply in asked.items()):
             if reply is not None and reply.exception() is not None:
                 if isinstance(reply.exception(), CallsStopped):
                     raise reply.exception()
@@ -234,22 +231,6 @@ class Match:
             else:
                 decisions[name] = turn.decision
         return decisions
-
-    def _start(self, name: str) -> Start:
-        return Start(self.scenario, self.seat_seeds[name], self.rules.options)
-
-    async def _ask_hosts(
-        self, names: list[str], call: Callable[[Any, str], Awaitable[Any]], timeout: float
-    ) -> dict[str, asyncio.Future | None]:
-        """Make `call(host, name)` for each named merchant at once and wait for the answers
-        up to `timeout`: each merchant's finished future, or None if it missed the deadline."""
-        if not names:
-            return {}
-        replies = {name: asyncio.ensure_future(call(self.hosts[name], name)) for name in names}
-        done, late = await asyncio.wait(replies.values(), timeout=timeout)
-        for reply in late:
-            reply.cancel()
-        return {name: reply if reply in done else None for name, reply in replies.items()}
 
     def _host_failed(self, day: int, name: str, exc: BaseException) -> None:
         """Record why a hosted merchant gave no decision; one whose actor died starts afresh."""
@@ -270,7 +251,7 @@ class Match:
                 self._add_calls(name, calls)
 
     def _add_calls(self, merchant: str, calls: list[ModelCall]) -> None:
-        # a merchant is named after its contestant (tournaments.scoring)
+        # a merchant is named after its contestant (results.metrics.match_results)
         self.calls.extend(ModelCallRecord(merchant=merchant, contestant=merchant, **call.model_dump()) for call in calls)
 
     def _fault(self, day: int, merchant: str, kind: str, detail: str) -> None:

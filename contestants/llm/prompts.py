@@ -101,7 +101,7 @@ def daily_report(observation: Observation) -> str:
         )
         for rejection in y.rejections:
             lines.append(f"Rejected yesterday: {rejection.reason}.")
-    rivals = o.rivals()
+    rivals = [m for m in o.market if m.merchant != o.merchant]
     if rivals:
         lines.append("Rivals as of yesterday:")
         for r in rivals:

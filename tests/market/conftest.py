@@ -22,6 +22,11 @@ from scenario_params import SCENARIO_FILES
 TOLERANCE = 1e-6  # relative
 
 
+def state_of(observation, product_id: str):
+    """The observing merchant's ProductState of `product_id`."""
+    return next(state for state in observation.products if state.product == product_id)
+
+
 def vary(scenario: Scenario, **changes: Any) -> Scenario:
     """A validated copy of `scenario`: changes are top-level fields, or "section.field", or
     "products.field" (applied to every product)."""
@@ -270,7 +275,7 @@ def random_operation(rng: np.random.Generator, obs: Observation, scenario: Scena
     unknown product), sometimes malformed."""
     product = scenario.products[int(rng.integers(len(scenario.products)))]
     pid = product.id if rng.random() > 0.05 else "unicorn"
-    state = obs.product(product.id)
+    state = state_of(obs, product.id)
     cash = max(obs.cash, 0.0)
     kind = rng.choice(["set_price", "order", "advertise", "collect", "wait", "malformed"], p=[0.3, 0.3, 0.1, 0.12, 0.08, 0.1])
     if kind == "set_price":
@@ -314,7 +319,7 @@ def random_decision(rng: np.random.Generator, obs: Observation, scenario: Scenar
     if roll < 0.13:
         return json.dumps([op for op in operations if _json_safe(op)])
     if roll < 0.16:
-        return Decision.nothing()
+        return Decision()
     return operations
 
 

@@ -4,6 +4,7 @@ determinism, and a market of a thousand merchants."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -12,11 +13,23 @@ from hypothesis import strategies as st
 
 from market.accounting import net_worth, starting_net_worth
 from market.daylog import DayLog
-from market.demand import allocate, logit_shares
+from market.demand import allocate_markets, logit_shares
 from market.env import MarketEnv
 from scenario_params import scenarios_where
 
 FUZZ = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+class Allocation(NamedTuple):
+    wanted: np.ndarray
+    sold: np.ndarray
+    no_purchase: float
+
+
+def allocate(customers, utility, outside, stock, rng) -> Allocation:
+    """One market's split, through allocate_markets (a market per row)."""
+    wanted, sold, no_purchase = allocate_markets(np.array([customers], dtype=float), utility[None, :], outside, None if stock is None else stock[None, :], None if rng is None else [rng])
+    return Allocation(wanted[0], sold[0], float(no_purchase[0]))
 
 
 def operation_strategy(product_ids: list[str], malformed: list) -> st.SearchStrategy:

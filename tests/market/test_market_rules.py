@@ -19,6 +19,11 @@ from market.types import Decision, Order, SetPrice
 from scenario_params import scenarios_where
 
 
+def state_of(observation, product_id: str):
+    """The observing merchant's ProductState of `product_id`."""
+    return next(state for state in observation.products if state.product == product_id)
+
+
 def watching(policy):
     """Wrap a policy so that the observations it was given are kept, one dict per day."""
     seen: list[dict] = []
@@ -320,7 +325,7 @@ def test_an_order_arrives_after_its_lead_time(market, order_day):
             assert record.arrived[pid] == (q if day == order_day + lead else 0), (pid, day)
             assert record.in_transit[pid] == in_transit_now, (pid, day)
             if day > order_day:  # the observation at the start of the day
-                assert seen[day - 1]["m0"].product(pid).in_transit == (q if day <= order_day + lead else 0)
+                assert state_of(seen[day - 1]["m0"], pid).in_transit == (q if day <= order_day + lead else 0)
         assert history[order_day - 1]["m0"].ordered[pid] == q
         arrival = history[order_day + lead - 1]["m0"]
         before = history[order_day + lead - 2]["m0"]
@@ -402,7 +407,7 @@ def test_a_cost_event_changes_unit_cost_on_its_days(market, scenario):
         obs = observations["m0"]
         for product in scenario.products:
             cost = market.expected_unit_cost(scenario, product.id, day)
-            assert obs.product(product.id).unit_cost == pytest.approx(cost, rel=1e-12)
+            assert state_of(obs, product.id).unit_cost == pytest.approx(cost, rel=1e-12)
             changed += cost != product.unit_cost
             assert history[day - 1]["m0"].unit_cost[product.id] == pytest.approx(cost, rel=1e-12)  # what orders cost
     assert changed > 0
@@ -439,8 +444,8 @@ def test_seasonal_scenario_announces_and_hides_as_documented(market):
     assert "holiday peak" in names[peak.start_day - peak.announce_days_ahead]
     assert not any("wool shortage" in shown for shown in names.values())
     shortage = next(e for e in scenario.events if e.name == "wool shortage")
-    assert seen[shortage.start_day - 1]["m0"].product("scarf").unit_cost == pytest.approx(12.0 * 1.6)
-    assert seen[shortage.start_day - 2]["m0"].product("scarf").unit_cost == 12.0
+    assert state_of(seen[shortage.start_day - 1]["m0"], "scarf").unit_cost == pytest.approx(12.0 * 1.6)
+    assert state_of(seen[shortage.start_day - 2]["m0"], "scarf").unit_cost == 12.0
 
 
 # --- 9. bankruptcy -------------------------------------------------------------------------

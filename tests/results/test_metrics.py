@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from market.daylog import DayLog
 from market.env import MarketEnv
 from market.scenario import Event, Scenario
 from market.types import DayRecord, Rejection, RejectionCode
-from results.metrics import METRICS, REJECTION_KINDS, compute, rejection_kind
+from results.metrics import METRICS, REJECTION_KINDS, compute, match_results, rejection_kind
 from results.records import Fault, ProbeResult
-from tournaments.scoring import score_match
 
 
 @pytest.fixture(scope="module")
@@ -297,7 +297,7 @@ def test_market_share(days):
     assert values["b"]["market_share"] == pytest.approx(0.25)
     unsold = days("a", units_sold=tea([0.0])) + days("b", units_sold=tea([0.0]))
     assert [v["market_share"] for v in compute(unsold).values()] == [0.0, 0.0]  # no sales: nobody won any
-    assert [r.market_share for r in score_match(scenario(), 1, ["a", "b"], unsold, [])] == [0.0, 0.0]
+    assert [r.market_share for r in match_results(["a", "b"], DayLog.of(unsold), compute(unsold), [])] == [0.0, 0.0]
 
 
 def test_prices_relative_to_the_market_and_to_cost(days):
@@ -361,7 +361,7 @@ def test_invariants(day, merchants):
 
 def test_agrees_with_the_market_and_the_match_scoring():
     """On a played market: the derived starting net worth is the scenario's, and profit, net
-    worth, rank, market share and bankruptcy day are what tournaments.scoring says."""
+    worth, rank, market share and bankruptcy day are what results.metrics.match_results says."""
     played = Scenario(
         name="s",
         days=12,
@@ -384,8 +384,8 @@ def test_agrees_with_the_market_and_the_match_scoring():
         }
         _, _, _, _, infos = env.step(decisions)
         records += [info["record"] for info in infos.values()]
-    results = score_match(played, played.days, ["cheap", "fair", "greedy"], records, [])
     values = compute(records, scenario=played)
+    results = match_results(["cheap", "fair", "greedy"], DayLog.of(records), values, [])
     assert any(r.bankrupt_day for r in results)
     for result in results:
         mine = values[result.merchant]
