@@ -286,8 +286,8 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
             arrays = rows = None
             if rules is not None:
                 arrays, rows, failed = rules.decide(view)
-                for rows, exc in failed:
-                    for row in rows:
+                for team_rows, exc in failed:
+                    for row in team_rows:
                         if market.playing[row]:
                             matches[row // n]._fault(day, market.name(row), "error", _describe(exc))
             playing = np.flatnonzero(np.logical_or.reduce(market.playing.reshape(-1, n), 1)).tolist()

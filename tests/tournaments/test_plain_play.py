@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from contestants.baselines import RuleMerchant
-from contestants.kinds import contestant_class, kinds
+from typing import ClassVar
+
+from contestants.baselines import CostPlus, RuleMerchant
+from contestants.kinds import contestant_class, kinds, register_kind
 from market.scenario import load_scenario
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
@@ -15,6 +17,21 @@ from tournaments.runner import group_instant
 from tournaments.schedule import MatchSpec
 
 INSTANT = ["fixed_price", "reorder_point", "undercut", "cost_plus", "random", "best_response"]
+
+
+class Moody(CostPlus):
+    """cost_plus, except that its rule raises on even days."""
+
+    kind: ClassVar[str] = "moody_for_tests"
+
+    @classmethod
+    def rule(cls, team, view):
+        if view.day % 2 == 0:
+            raise RuntimeError("even day")
+        return super().rule(team, view)
+
+
+register_kind(Moody.kind, f"{__name__}:Moody")
 SCENARIOS = ["price_war", "multi_product", "seasonal", "logit_game"]
 
 
@@ -48,6 +65,24 @@ def test_deciding_from_the_view_is_deciding_from_observations(monkeypatch, name)
     assert by_view.metrics == observed.metrics
     moved = {r.merchant for r in by_view.days_played if any(op["op"] == "set_price" for op in r.operations)}
     assert any(m.startswith("undercut") for m in moved) and any(m.startswith("random") for m in moved)
+
+
+def test_a_rule_that_raises_is_a_fault_and_does_nothing_that_day_as_when_asked_alone(monkeypatch):
+    """Merchants whose kind's rule raises do nothing that day and each gets a fault, in the
+    market's view as when asked one by one from observations; the others play on."""
+    scenario = load_scenario("multi_product")
+    seats = ["moody_for_tests", "random", "moody_for_tests", "undercut"]
+    by_view = play(scenario, seats)
+    for kind in ("moody_for_tests", "random", "undercut"):
+        monkeypatch.setattr(contestant_class(kind), "decides_from_view", False)
+    observed = play(scenario, seats)
+
+    assert list(by_view.days_played) == list(observed.days_played)
+    assert by_view.faults == observed.faults
+    moody = [r for r in by_view.days_played if r.merchant.startswith("moody")]
+    assert {(f.merchant, f.day) for f in by_view.faults} == {(r.merchant, r.day) for r in moody if r.day % 2 == 0}
+    assert all(r.operations == [] for r in moody if r.day % 2 == 0) and any(r.operations for r in moody if r.day % 2)
+    assert all(r.operations for r in by_view.days_played if r.merchant.startswith("random"))
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
