@@ -191,20 +191,17 @@ class Market:
             parts.append(array_columns(arrays.take(playing), rows[playing]))
         rejected: list[list[Rejection]] = [[] for _ in range(m)]
         plans: list[dict[str, float]] = [{} for _ in range(m)]
-        unknown: dict[int, tuple[int, list[Rejection]]] = {}  # row -> (its malformed ones, those naming unknown products)
-        for i, raw in sorted((decisions or {}).items()):
-            if self.playing[i]:
-                parsed = raw if isinstance(raw, ParsedDecision) else parse_decision(raw)
-                rejected[i].extend(parsed.rejections)  # not decisions or operations at all: these come first
-                columns, unknown_products = self._columns(i, parsed)
-                parts.append(columns)
-                if unknown_products:
-                    unknown[i] = (len(parsed.rejections), unknown_products)
-                if parsed.plan:
-                    plans[i] = self._kept_plan(parsed.plan)
-        submitted = _joined(parts)
-        applied, ordered, advertising, collected = self._apply(submitted, unit_cost, rejected)
-        for i, (malformed, refused) in unknown.items():  # the rest in the order given
+        parsed = {i: raw if isinstance(raw, ParsedDecision) else parse_decision(raw) for i, raw in sorted((decisions or {}).items()) if self.playing[i]}
+        for i, decision in parsed.items():
+            rejected[i].extend(decision.rejections)  # not decisions or operations at all: these come first
+            if decision.plan:
+                plans[i] = self._kept_plan(decision.plan)
+        unknown: dict[int, list[Rejection]] = {}  # by row: operations naming products the market does not sell
+        if parsed:
+            parts.append(self._columns(parsed, unknown))
+        applied, ordered, advertising, collected = self._apply(_joined(parts), unit_cost, rejected)
+        for i, refused in unknown.items():  # after the malformed ones, with the rest in the order given
+            malformed = len(parsed[i].rejections)
             rejected[i][malformed:] = sorted(rejected[i][malformed:] + refused, key=lambda r: r.index)
 
         wanted, sold = self._clear_market(day)
@@ -255,24 +252,24 @@ class Market:
             self.playing &= ~self.bankrupt
         return worth_end - worth_start
 
-    def _columns(self, row: int, parsed: ParsedDecision) -> tuple[Submitted, list[Rejection]]:
-        """A parsed decision's operations as columns, and the rejections of those naming a
-        product the market does not sell."""
-        index, kind, product, value, unknown = [], [], [], [], []
-        for k, op in parsed.operations:
-            name = getattr(op, "product", None)
-            j = -1 if name is None else self._pid.get(name)
-            if j is None:
-                unknown.append(Rejection(k, dict(op.__dict__), f"unknown product {name!r}", RejectionCode.UNKNOWN_PRODUCT))
-                continue
-            code = KIND_INDEX[op.op]
-            index.append(k)
-            kind.append(code)
-            product.append(j)
-            value.append(getattr(op, VALUE_FIELDS[code]) if VALUE_FIELDS[code] else math.nan)
-        n = len(index)
-        columns = Submitted(np.full(n, row, dtype=np.int64), np.array(index, dtype=np.int64), np.array(kind, dtype=np.int8), np.array(product, dtype=np.int16), np.array(value, dtype=float))
-        return columns, unknown
+    def _columns(self, parsed: dict[int, ParsedDecision], unknown: dict[int, list[Rejection]]) -> Submitted:
+        """The operations of parsed decisions (by row, ascending) as columns; the rejections
+        of those naming a product the market does not sell go into `unknown`, by row."""
+        row, index, kind, product, value = [], [], [], [], []
+        for i, decision in parsed.items():
+            for k, op in decision.operations:
+                name = getattr(op, "product", None)
+                j = -1 if name is None else self._pid.get(name)
+                if j is None:
+                    unknown.setdefault(i, []).append(Rejection(k, dict(op.__dict__), f"unknown product {name!r}", RejectionCode.UNKNOWN_PRODUCT))
+                    continue
+                code = KIND_INDEX[op.op]
+                row.append(i)
+                index.append(k)
+                kind.append(code)
+                product.append(j)
+                value.append(getattr(op, VALUE_FIELDS[code]) if VALUE_FIELDS[code] else math.nan)
+        return Submitted(np.array(row, dtype=np.int64), np.array(index, dtype=np.int64), np.array(kind, dtype=np.int8), np.array(product, dtype=np.int16), np.array(value, dtype=float))
 
     def _apply(self, ops: Submitted, unit_cost: np.ndarray, rejected: list[list[Rejection]]) -> tuple[Operations, np.ndarray, np.ndarray, np.ndarray]:
         """Apply the day's operations, each as if one by one in its row's order; record each

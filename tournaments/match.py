@@ -91,7 +91,7 @@ class Match:
         self.calls_models = any(kind.calls_models for kind in kinds)
         self.from_record = np.array([kind.remembers_the_record for kind in kinds])  # per seat: its memory is the log
         self.by_view = {name for name, c in self.local.items() if c.decides_from_view}
-        self.instant = len(self.by_view) == len(spec.seats)  # rule merchants alone: played side by side with others
+        self.rules_alone = len(self.by_view) == len(spec.seats)  # nobody to ask anything: the rule merchants decide from the view
         self.faults: list[Fault] = []
         self.probes = ProbeLogBuilder(spec.seats)
         self.calls: list[ModelCallRecord] = []
@@ -112,7 +112,7 @@ class Match:
         span, day = market.match_rows[b], market.day
         seats = np.flatnonzero(market.playing[span])
         probe = self._draw_probe(day) if self.rules.probe_day(day) else None
-        if self.instant:  # nobody to ask: the record answers the probe
+        if self.rules_alone:  # nobody to ask: the record answers the probe
             if probe is not None:
                 self._score_probe(day, probe, {}, seats, market.logs[b])
             return {}
@@ -168,7 +168,7 @@ class Match:
         """Compare the answer of each merchant at `seats` (missing: none) with its record of
         the day asked about; the record is the answer of those whose memory it is."""
         truths = log.facts(probe.day, probe.fact, probe.product, seats)
-        if self.instant:
+        if self.rules_alone:
             answered = truths
         else:
             numbers = [_number(answers.get(self.spec.seats[s])) for s in seats.tolist()]
@@ -278,14 +278,14 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
             if name in match.by_view:
                 by_view[0].append(b * n + s)
                 by_view[1].append(match.local[name])
-    rules = RulePlay(by_view[1], np.array(by_view[0])) if by_view[0] else None
+    rule_play = RulePlay(by_view[1], np.array(by_view[0])) if by_view[0] else None
     stopped: str | None = None
     try:
         while market.playing.any():
             day, view = market.day, market.view()
             arrays = rows = None
-            if rules is not None:
-                arrays, rows, failed = rules.decide(view)
+            if rule_play is not None:
+                arrays, rows, failed = rule_play.decide(view)
                 for team_rows, exc in failed:
                     for row in team_rows:
                         if market.playing[row]:
@@ -293,10 +293,10 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
             playing = np.flatnonzero(np.logical_or.reduce(market.playing.reshape(-1, n), 1)).tolist()
             decisions: dict[int, Any] = {}
             for b in playing:
-                if not matches[b].instant or matches[b].rules.probe_day(day):
+                if not matches[b].rules_alone or matches[b].rules.probe_day(day):
                     decisions.update(await matches[b]._play_day(market, view, b))
             market.advance(arrays, rows, decisions)
-            for b in (b for b in playing if not matches[b].instant):  # an answer that was not a decision at all: keep what it was
+            for b in (b for b in playing if not matches[b].rules_alone):  # an answer that was not a decision at all: keep what it was
                 for merchant, whole in market.logs[b].whole_rejections(day):
                     matches[b]._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
             on_day()
