@@ -36,7 +36,7 @@ def encode_text(log: DayLog) -> str:
             "scalars": SCALARS,
             "per_product": PER_PRODUCT,
             "operation_kinds": OPERATION_KINDS,
-            "rejections": [[[r.index, r.operation, r.reason, r.code] for r in row] for row in log.rejections],
+            "rejections": [[[r.index, r.operation, r.reason, r.code] for r in row] if row else [] for row in log.rejections],
             "plans": log.plans,
         }
     )

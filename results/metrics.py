@@ -57,10 +57,14 @@ class Metric:
         return inspect.getdoc(self.compute) or ""
 
     def values(self, match: MatchRecords) -> list[float | None]:
-        """Every seat's value, in the order of match.seats."""
+        """Every seat's value, in the order of match.seats; one that comes out infinite or NaN
+        is None."""
         if self.over_match:
-            return list(self.compute(match))
-        return [self.compute(seat) for seat in match.seats.values()]
+            found = self.compute(match)
+            found = found.tolist() if isinstance(found, np.ndarray) else found  # Python floats: cheaper to check
+        else:
+            found = [self.compute(seat) for seat in match.seats.values()]
+        return [float(v) if v is not None and math.isfinite(v) else None for v in found]
 
 
 METRICS: dict[str, Metric] = {}
@@ -84,7 +88,7 @@ def compute(
     they first appear. A value that comes out infinite or NaN is stored as None."""
     match = MatchRecords(records, probes, faults, scenario)
     columns = {name: metric.values(match) for name, metric in METRICS.items()}
-    return {merchant: {name: _finite(values[k]) for name, values in columns.items()} for k, merchant in enumerate(match.seats)}
+    return {merchant: {name: values[k] for name, values in columns.items()} for k, merchant in enumerate(match.seats)}
 
 
 def match_results(seats: Sequence[str], log: DayLog, metrics: Mapping[str, Mapping[str, float | None]], faults: Iterable[Fault]) -> list[MerchantResult]:
@@ -571,7 +575,3 @@ def price_vs_cost(match: MatchRecords) -> np.ndarray:
     prices = match.values("prices")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a zero cost: not finite, stored as None
         return match.per_seat(_sum(prices / match.values("unit_cost"), 1)) / (match.counts * prices.shape[1])
-
-
-def _finite(value: float | None) -> float | None:
-    return float(value) if value is not None and math.isfinite(value) else None
