@@ -218,7 +218,6 @@ class FixedPrice(RuleMerchant):
 
     kind: ClassVar[str] = "fixed_price"
     params_model: ClassVar[type[Params]] = FixedPriceParams
-    params: FixedPriceParams
 
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
@@ -252,7 +251,6 @@ class RandomMerchant(RuleMerchant):
 
     kind: ClassVar[str] = "random"
     params_model: ClassVar[type[Params]] = RandomParams
-    params: RandomParams
 
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
@@ -277,7 +275,6 @@ class ReorderPoint(RuleMerchant):
 
     kind: ClassVar[str] = "reorder_point"
     params_model: ClassVar[type[Params]] = ReorderPointParams
-    params: ReorderPointParams
 
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
@@ -301,7 +298,6 @@ class Undercut(RuleMerchant):
 
     kind: ClassVar[str] = "undercut"
     params_model: ClassVar[type[Params]] = UndercutParams
-    params: UndercutParams
 
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
@@ -322,7 +318,6 @@ class CostPlus(RuleMerchant):
 
     kind: ClassVar[str] = "cost_plus"
     params_model: ClassVar[type[Params]] = CostPlusParams
-    params: CostPlusParams
 
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
@@ -353,7 +348,6 @@ class BestResponse(RuleMerchant):
 
     kind: ClassVar[str] = "best_response"
     params_model: ClassVar[type[Params]] = BestResponseParams
-    params: BestResponseParams
 
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
