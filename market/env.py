@@ -110,7 +110,10 @@ class MarketEnv(ParallelEnv):
 
 
 def _numbers(view: MarketView, i: int) -> dict[str, np.ndarray]:
+    """Merchant i's observation as arrays; rivals' prices the scenario hides read 0."""
     f32 = np.float32
+    prices = np.nan_to_num(view.board.prices, nan=0.0)
+    prices[i] = view.prices[i]
     return {
         "day": np.array([view.day], f32),
         "cash": np.array([view.cash[i]], f32),
@@ -118,5 +121,5 @@ def _numbers(view: MarketView, i: int) -> dict[str, np.ndarray]:
         "inventory": view.inventory[i].astype(f32),
         "in_transit": view.in_transit[i].astype(f32),
         "unit_cost": view.unit_cost.astype(f32),
-        "prices": view.board.prices.astype(f32),
+        "prices": prices.astype(f32),
     }

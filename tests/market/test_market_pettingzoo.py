@@ -71,3 +71,18 @@ def test_observations_and_infos_have_the_documented_types(scenario):
         assert observations[agent].yesterday == infos[agent]["record"]
         assert observations[agent].day == 2 or env.days == 1
         assert isinstance(rewards[agent], float) and np.isfinite(rewards[agent])
+
+
+def test_numeric_observations_hide_what_the_scenario_hides(scenario):
+    """Rivals' prices a scenario hides read 0 in the arrays (and None in the models); a
+    merchant always sees its own."""
+    hidden = scenario.model_copy(update={"visibility": scenario.visibility.model_copy(update={"rival_prices": False})})
+    env = MarketEnv(hidden, 3, numeric=True)
+    observations, _ = env.reset(seed=2)
+    own = [pr.start_price for pr in hidden.products]
+    for i, agent in enumerate(env.possible_agents):
+        prices = observations[agent]["prices"]
+        assert np.allclose(prices[i], own) and not np.delete(prices, i, axis=0).any()
+        assert env.observation_space(agent).contains(observations[agent])
+    models = MarketEnv(hidden, 3).reset(seed=2)[0]
+    assert all(m.prices is None for m in models["m0"].market)
