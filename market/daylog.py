@@ -250,8 +250,8 @@ class DayLogBuilder:
             seat=np.concatenate(seats).astype(np.int32),
             day=np.repeat(np.array(days_, dtype=np.int32), [len(s) for s in seats]),
             bankrupt=np.concatenate(bankrupt),
-            scalars=np.concatenate(scalars),
-            per_product=np.concatenate(per_product),
+            scalars=np.ascontiguousarray(np.concatenate(scalars)),  # the days may be views of wider arrays, in any order
+            per_product=np.ascontiguousarray(np.concatenate(per_product)),
             applied=Operations(
                 np.concatenate([ops.row + first for ops, first in zip(applied, first_rows.tolist())]),
                 *(np.concatenate(column) for column in list(zip(*applied))[1:]),

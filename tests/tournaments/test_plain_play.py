@@ -4,13 +4,16 @@ them alone are played side by side, each exactly as alone."""
 
 from __future__ import annotations
 
-import pytest
-
+import io
 from typing import ClassVar
+
+import numpy as np
+import pytest
 
 from contestants.baselines import CostPlus, RuleMerchant
 from contestants.kinds import contestant_class, kinds, register_kind
 from market.scenario import load_scenario
+from results.daylog_codec import pack
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.runner import group_instant
@@ -104,6 +107,8 @@ def test_matches_side_by_side_come_out_as_each_alone(name):
     for index, played in enumerate(together):
         alone = play_here([match(index)])[0]
         assert list(played.days_played) == list(alone.days_played)
+        stored = np.load(io.BytesIO(pack(played.days_played).columns))
+        assert all(stored[name].flags.c_contiguous for name in stored.files)  # in the order older versions wrote, so alike matches store alike bytes
         assert (played.merchants, played.probes, played.metrics, played.faults) == (alone.merchants, alone.probes, alone.metrics, alone.faults)
     assert len({tuple(r.cash_end for r in m.days_played) for m in together}) == len(rosters)  # three different matches
     if scenario.demand.stock_limited:
