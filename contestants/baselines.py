@@ -123,7 +123,8 @@ class RulePlay:
         decided = array_decisions(mine, prices, orders(self.scenario, mine, wanted))
         for members, _ in failed:
             decided.collect[members] = False
-        return decided.take(self.ascending), self.order[self.ascending], [(self.order[members].tolist(), exc) for members, exc in failed]
+        rows = view.rows[self.order]
+        return decided.take(self.ascending), rows[self.ascending], [(rows[members].tolist(), exc) for members, exc in failed]
 
 
 class RestockParams(Params):
@@ -151,8 +152,8 @@ class RuleMerchant(Contestant):
 
     Their memory is perfect: a rule merchant's books are the market's record of its days,
     so the match answers its memory probes from the log (`remembers_the_record`).
-    A kind that misbehaves on purpose sets `decides_from_view` False: its merchants are
-    asked one by one, through `decide`, even inline.
+    A kind that is slow or misbehaves on purpose, per call, sets `decides_from_view` False:
+    its merchants are asked one by one, through `decide`, even inline.
     """
 
     remembers_the_record: ClassVar[bool] = True

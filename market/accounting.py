@@ -62,7 +62,7 @@ def ranks(survived: Sequence[bool], lasted: Sequence[int], final_net_worth: Sequ
     return [place[key] for key in keys]
 
 
-def market_shares(units_sold: Sequence[float]) -> list[float | None]:
+def market_shares(units_sold: Sequence[float]) -> list[float]:
     """Each merchant's share of the units every merchant sold: units_sold_i / sum_j units_sold_j,
     0 for all when nothing was sold (nobody won any of it)."""
     total = float(sum(units_sold))

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from market import accounting
-from market.daylog import DayLogBuilder, Operations, operation_dict
+from market.daylog import PER_PRODUCT, SCALARS, DayLogBuilder, Operations, operation_dict
 from market.demand import allocate_markets, demand_factor, utilities
 from market.scenario import Scenario, event_multiplier
 from market.types import (
@@ -79,7 +79,7 @@ class Market:
         self._quality = np.array([p.quality for p in products])
         self._holding = np.array([p.holding_cost for p in products])
         self._ceiling = self._reference * PRICE_CEILING_FACTOR
-        self._lead_days = [p.lead_time for p in products]
+        self._lead = np.array([p.lead_time for p in products])
         self._product_ids = scenario.product_ids
         self._pid = {p: j for j, p in enumerate(self._product_ids)}
         self._statics = [(p.id, p.lead_time, p.holding_cost) for p in products]
@@ -100,7 +100,7 @@ class Market:
         self.inventory = np.tile([pr.initial_stock for pr in s.products], (m, 1)).astype(float)
         self.prices = np.tile([pr.start_price for pr in s.products], (m, 1)).astype(float)
         self.reputation = np.full(m, s.reputation.initial)
-        self.pipeline = np.zeros((m, p, max(*self._lead_days, 1)))  # [.., k]: arrives in k+1 days
+        self.pipeline = np.zeros((m, p, max(int(self._lead.max()), 1)))  # [.., k]: arrives in k+1 days
         self.credit = np.zeros((m, max(s.finance.credit_days, 1)))  # [.., k]: due in k+1 days
         self.due = np.zeros(m)
         self.bankrupt = np.zeros(m, dtype=bool)
@@ -229,10 +229,16 @@ class Market:
         self._closing = (unit_cost, worth_end)
 
         receivables = self.due + _sum(self.credit, 1)
+        day_values = {  # each of DayRecord's numbers, by name: the log's columns are in its order
+            "revenue": revenue, "revenue_cash": revenue_cash, "collected": collected, "purchases": purchases, "advertising": advertising,
+            "holding": holding, "fixed": fixed, "cash_start": cash_start, "cash_end": self.cash, "receivables": receivables,
+            "reputation": self.reputation, "net_worth": worth_end, "prices": self.prices, "first_choice": wanted, "units_sold": sold,
+            "lost_sales": wanted - sold, "arrived": arrived, "ordered": ordered, "inventory": self.inventory, "in_transit": _sum(self.pipeline, 2),
+            "unit_cost": np.broadcast_to(unit_cost, (m, p)),
+        }  # fmt: skip
         # np.array of a tuple copies in C; np.stack would cost more in Python than the copy
-        scalars = np.array((revenue, revenue_cash, collected, purchases, advertising, holding, fixed, cash_start, self.cash, receivables, self.reputation, worth_end)).T
-        in_transit = _sum(self.pipeline, 2)
-        per_product = np.array((self.prices, wanted, sold, wanted - sold, arrived, ordered, self.inventory, in_transit, np.broadcast_to(unit_cost, (m, p)))).transpose(1, 0, 2)
+        scalars = np.array(tuple(day_values[name] for name in SCALARS)).T
+        per_product = np.array(tuple(day_values[name] for name in PER_PRODUCT)).transpose(1, 0, 2)
         bankrupt = self.bankrupt.copy()
         everyone = np.logical_and.reduce(self.playing.reshape(-1, self.seats), 1).tolist()  # per match: all its merchants played
         for log, span, whole in zip(self.logs, self.match_rows, everyone):
@@ -309,15 +315,15 @@ class Market:
                     self.due[r] -= gain
                     collected[r] += gain
                 found[at] = cash = self.cash[r]
-                accepted[at] = ok = valid[at] & (spend[at] <= cash)
+                accepted[at] = ok = valid[at] & ((spend[at] <= cash) | takes)  # collecting needs no cash
                 self.cash[r] = cash - np.where(ok, spend[at], 0.0)
         buying = np.flatnonzero(ordering & accepted)
-        ordered = np.bincount(row[buying] * p + product[buying], weights=value[buying], minlength=m * p).reshape(m, p)
-        for j, lead in enumerate(self._lead_days):
-            if lead == 0:
-                self.inventory[:, j] += ordered[:, j]
-            else:
-                self.pipeline[:, j, lead - 1] += ordered[:, j]
+        r, j, units = row[buying], product[buying], value[buying]
+        ordered = np.bincount(r * p + j, weights=units, minlength=m * p).reshape(m, p)
+        lead = self._lead[j]
+        now = lead == 0  # one by one, in the order given: two orders of a product add up as they would apart
+        np.add.at(self.inventory, (r[now], j[now]), units[now])
+        np.add.at(self.pipeline, (r[~now], j[~now], lead[~now] - 1), units[~now])
         adverts = np.flatnonzero(advertising & accepted)
         spent = np.bincount(row[adverts], weights=value[adverts], minlength=m) if adverts.size else np.zeros(m)
         for x in np.flatnonzero(~accepted).tolist():

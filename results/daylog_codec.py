@@ -67,7 +67,9 @@ _OLD_WORDS = (
 
 def _rejection(index: int, operation: object, reason: str, code: str | None = None) -> Rejection:
     if code is None:
-        code = next(found for start, found in _OLD_WORDS if reason.startswith(start))
+        code = next((found for start, found in _OLD_WORDS if reason.startswith(start)), None)
+        if code is None:
+            raise ValueError(f"a stored rejection with neither a code nor a reason worded as the market words them: {reason!r}")
     return Rejection(index, operation, reason, RejectionCode(code))
 
 

@@ -339,7 +339,7 @@ class _Slots:
 
 @ray.remote(num_cpus=1)
 def play_instant_matches(matches: list[MatchSpec], scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> bytes:
-    """A group of `group_instant`, side by side when it can be: the finished (or stopped)
+    """A group of `group_instant`, played side by side: the finished (or stopped)
     matches packed for storage and pickled here, with garbage collection paused (see
     `unpickle_matches`)."""
     with collector_paused():
