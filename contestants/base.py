@@ -11,11 +11,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
-from sqlmodel import AutoString, Field, SQLModel
+from pydantic import BaseModel, ConfigDict, Field
 
+from market.calls import ModelCall
 from market.daylog import ProbeFact
 from market.scenario import Scenario
 from market.types import Decision, Observation
@@ -70,42 +70,6 @@ class RunOptions(BaseModel):
 
     def for_contestant(self, name: str) -> RunOptions:
         return self.model_copy(update={"contestant": name})
-
-
-class ModelCall(SQLModel):
-    """One call a contestant made to a language model, for the accounting table: a SQLModel
-    because that table's row is this model with who made the call and where (results.tables).
-
-    Tokens: `input_tokens` counts every prompt token, `cached_tokens` and `cache_write_tokens`
-    among them (read from and written to the provider's prompt cache); `output_tokens`
-    includes the `reasoning_tokens`. `cost` is in USD at the model's price for those tokens
-    (None: no known price); `cached` says the answer came from arena's response cache, so the
-    call was not made and not paid. request_hash identifies what was asked (the cache's key).
-    `served_model` is the model the API says answered and `fingerprint` its backend
-    configuration, where the API reports them. prompt_version names the prompt templates the
-    request was built from ("merchant-v2+recall-v1"); temperature, top_p and seed are what
-    the request carried (None: not sent, the model's default).
-    """
-
-    day: int
-    purpose: Literal["decide", "repair", "recall", "reflect"] = Field(sa_type=AutoString)
-    model: str
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    latency: float
-    attempts: int
-    cost: float | None
-    cached: bool
-    request_hash: str
-    served_model: str | None = None
-    fingerprint: str | None = None
-    prompt_version: str
-    temperature: float | None
-    top_p: float | None = None
-    seed: int | None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, SkipValidation
 from sqlalchemy import Text
 from sqlmodel import AutoString, Field, SQLModel
 
-from contestants.base import ModelCall
+from market.calls import ModelCall
 from market.daylog import ColumnRecords
 from results.daylog_codec import pack
 from market.types import DayRecord

@@ -27,7 +27,8 @@ from typing import Any
 import ray
 from ray import cloudpickle
 
-from contestants.base import Contestant, ModelCall
+from contestants.base import Contestant
+from market.calls import ModelCall
 from contestants.kinds import contestant_class, create
 from market.scenario import Scenario
 from results.records import FinishedMatch, StoppedMatch

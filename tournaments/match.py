@@ -25,7 +25,8 @@ from typing import Any, NamedTuple, get_args
 import numpy as np
 from ray.exceptions import RayActorError, RayTaskError
 
-from contestants.base import Contestant, ModelCall, RecallProbe, RunOptions
+from contestants.base import Contestant, RecallProbe, RunOptions
+from market.calls import ModelCall
 from contestants.kinds import contestant_class, create
 from contestants.llm.errors import CallsStopped
 from contestants.baselines import RulePlay

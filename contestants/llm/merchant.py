@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from contestants.base import Contestant, ContestantConfigError, ModelCall, Params, Ping, RecallProbe, RunOptions
+from contestants.base import Contestant, ContestantConfigError, Params, Ping, RecallProbe, RunOptions
 from contestants.llm.cache import request_key
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
 from contestants.llm.memory import Memory, MemoryKind
@@ -47,6 +47,7 @@ from contestants.llm.pricing import is_free, price_of, prices_from
 from contestants.llm.providers import Provider, get_provider, validate_settings
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.types import Completion, CompletionRequest, Message
+from market.calls import ModelCall
 from market.scenario import Scenario
 from market.types import Decision, Observation
 
