@@ -131,6 +131,22 @@ class Visibility(_Strict):
     rival_sales: bool = False
 
 
+class Seat(_Strict):
+    """What is different for the merchant in one seat: its unit cost and its quality, by
+    product (the others are the product's). A scenario with seats is a game of asymmetric
+    firms, played by exactly as many merchants as it has seats."""
+
+    unit_cost: dict[str, float] = Field(default_factory=dict, description="product -> what the supplier charges this seat")
+    quality: dict[str, float] = Field(default_factory=dict, description="product -> this seat's quality")
+
+    @model_validator(mode="after")
+    def _positive_costs(self) -> Seat:
+        for product, cost in self.unit_cost.items():
+            if not cost > 0:
+                raise ValueError(f"unit_cost of {product!r} must be above 0")
+        return self
+
+
 class Scenario(_Strict):
     name: str
     description: str = ""
@@ -143,6 +159,7 @@ class Scenario(_Strict):
     events: tuple[Event, ...] = ()
     visibility: Visibility = Visibility()
     target_net_worth: float | None = Field(None, description="goal a merchant is scored against")
+    seats: tuple[Seat, ...] = Field((), description="per seat, in seat order, its own unit costs and qualities; empty: every seat alike")
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -152,6 +169,10 @@ class Scenario(_Strict):
         for event in self.events:
             if event.product is not None and event.product not in ids:
                 raise ValueError(f"event {event.name!r} names unknown product {event.product!r}")
+        for k, seat in enumerate(self.seats):
+            for product in [*seat.unit_cost, *seat.quality]:
+                if product not in ids:
+                    raise ValueError(f"seats[{k}] names unknown product {product!r}")
         if self.reputation.minimum > self.reputation.maximum:
             raise ValueError("reputation.minimum is above reputation.maximum")
         if self.demand.mode == "stochastic":
@@ -163,6 +184,17 @@ class Scenario(_Strict):
     @property
     def product_ids(self) -> list[str]:
         return [p.id for p in self.products]
+
+    def seat_values(self, field: Literal["unit_cost", "quality"], merchants: int) -> list[list[float]]:
+        """Per seat (of `merchants`), per product: the product's `field`, or the seat's own."""
+        self.check_merchants(merchants)
+        own = [getattr(seat, field) for seat in self.seats] or [{}] * merchants
+        return [[values.get(p.id, getattr(p, field)) for p in self.products] for values in own]
+
+    def check_merchants(self, merchants: int) -> None:
+        """ValueError unless `merchants` can play the scenario: as many as its seats, if it has any."""
+        if self.seats and merchants != len(self.seats):
+            raise ValueError(f"scenario {self.name!r} has {len(self.seats)} seats, so its matches need {len(self.seats)} merchants, not {merchants}")
 
     @property
     def whole_units(self) -> bool:

@@ -1,0 +1,166 @@
+"""The game theory of a scenario's logit market: the one-shot Bertrand-Nash prices and the
+prices that maximise the merchants' joint profit (monopoly, or a perfect cartel), per product.
+
+Each product is a separate price game at expected demand with no stock limits and every
+reputation at its initial value: seat i sells D * share_i(p) units at price p_i and margin
+p_i - c_i, where D is the product's base demand and share_i the customers' logit choice
+(market.demand.choice_shares, the market's own). The shares have one price coefficient
+b = price_sensitivity / reference_price, which gives both solutions in closed form up to a
+root:
+- Nash: each seat's first-order condition is p_i - c_i = 1 / (b (1 - share_i)), a system
+  solved for the markups with scipy.optimize.root;
+- joint profit: every markup is the same m, with m = 1 / (b share_0), share_0 the no-purchase
+  share, a single root found with scipy.optimize.brentq.
+Both are verified before they are returned (`verify`): at Nash no seat gains by deviating to
+any price on a fine grid, and at the joint optimum no small move of the prices raises the
+joint profit. A failed check raises EquilibriumError rather than returning a wrong benchmark.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+from market.demand import choice_shares
+from market.scenario import Product, Scenario
+
+
+class EquilibriumError(RuntimeError):
+    """The scenario's price game has no equilibrium the solver can find and verify."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Prices and profits per day (at base demand), in seat order."""
+
+    prices: tuple[float, ...]
+    profits: tuple[float, ...]
+
+    def as_dict(self) -> dict[str, list[float]]:
+        return {"prices": list(self.prices), "profits": list(self.profits)}
+
+
+@dataclass(frozen=True)
+class Benchmarks:
+    """One product's reference points: competition (nash) and collusion (monopoly)."""
+
+    nash: Outcome
+    monopoly: Outcome
+
+
+@dataclass(frozen=True)
+class PriceGame:
+    """One product's one-shot price game between the seats."""
+
+    scenario: Scenario
+    product: Product
+    costs: np.ndarray  # [seat]
+    quality: np.ndarray  # [seat]
+
+    @property
+    def seats(self) -> int:
+        return len(self.costs)
+
+    @property
+    def price_coefficient(self) -> float:
+        """b: how much a unit of price lowers utility."""
+        return self.scenario.choice.price_sensitivity / self.product.reference_price
+
+    def shares(self, prices: np.ndarray) -> np.ndarray:
+        """Shares of all customers [..., seat, then no purchase] at prices [..., seat]."""
+        reputation = np.full(self.seats, self.scenario.reputation.initial)
+        return choice_shares(self.scenario.choice, prices, self.product.reference_price, reputation, self.quality)
+
+    def profits(self, prices: np.ndarray) -> np.ndarray:
+        """Profit per day of each seat [..., seat]: D * (p_i - c_i) * share_i."""
+        return self.product.base_demand * (prices - self.costs) * self.shares(prices)[..., :-1]
+
+    def outcome(self, prices: np.ndarray) -> Outcome:
+        return Outcome(tuple(prices.tolist()), tuple(self.profits(prices).tolist()))
+
+
+def price_games(scenario: Scenario, merchants: int) -> dict[str, PriceGame]:
+    """Each product's price game between `merchants` seats (ValueError if the scenario's
+    seats need another number)."""
+    costs = np.array(scenario.seat_values("unit_cost", merchants))
+    quality = np.array(scenario.seat_values("quality", merchants))
+    return {p.id: PriceGame(scenario, p, costs[:, j], quality[:, j]) for j, p in enumerate(scenario.products)}
+
+
+def equilibria(scenario: Scenario, merchants: int) -> dict[str, Benchmarks]:
+    """Per product id, the verified Nash and joint-profit benchmarks of `merchants` seats.
+    EquilibriumError when customers ignore prices (no finite optimum)."""
+    return _solved(scenario.model_dump_json(), merchants)
+
+
+@functools.lru_cache(maxsize=64)
+def _solved(scenario_json: str, merchants: int) -> dict[str, Benchmarks]:
+    scenario = Scenario.model_validate_json(scenario_json)
+    if scenario.choice.price_sensitivity <= 0:
+        raise EquilibriumError(f"scenario {scenario.name!r}: customers ignore prices (price_sensitivity 0), so no price is optimal")
+    solved = {}
+    for pid, game in price_games(scenario, merchants).items():
+        benchmarks = Benchmarks(game.outcome(nash_prices(game)), game.outcome(joint_prices(game)))
+        problems = verify(game, benchmarks)
+        if problems:
+            raise EquilibriumError(f"scenario {scenario.name!r}, product {pid!r}: " + "; ".join(problems))
+        solved[pid] = benchmarks
+    return solved
+
+
+def nash_prices(game: PriceGame) -> np.ndarray:
+    """Prices at which each seat's markup is 1 / (b (1 - share_i)), the first-order condition
+    of its own profit given the others' prices."""
+    b = game.price_coefficient
+
+    def condition(log_markup: np.ndarray) -> np.ndarray:  # in logs, so markups stay positive
+        markup = np.exp(log_markup)
+        inside = game.shares(game.costs + markup)[:-1]
+        return log_markup + np.log(b * (1.0 - inside))
+
+    found = optimize.root(condition, np.full(game.seats, -np.log(b)), method="hybr", options={"xtol": 1e-13})
+    if not found.success:
+        raise EquilibriumError(f"product {game.product.id!r}: the Nash conditions were not solved ({found.message})")
+    return game.costs + np.exp(found.x)
+
+
+def joint_prices(game: PriceGame) -> np.ndarray:
+    """Prices that maximise the seats' joint profit: every markup m with m b share_0 = 1
+    (share_0 rises with m from below 1/(b m) at m -> 0 to 1, so the root is unique)."""
+    b = game.price_coefficient
+
+    def condition(markup: float) -> float:
+        return markup * b * float(game.shares(game.costs + markup)[-1]) - 1.0
+
+    high = 1.0 / b
+    while condition(high) < 0:
+        high *= 2.0
+    return game.costs + optimize.brentq(condition, 0.0, high, xtol=1e-14, rtol=4 * np.finfo(float).eps)
+
+
+def verify(game: PriceGame, benchmarks: Benchmarks, grid_points: int = 20_001, step: float = 1e-4) -> list[str]:
+    """What is wrong with `benchmarks` (nothing: []).
+
+    Nash: no seat earns more than its Nash profit at any of `grid_points` prices from its cost
+    to its Nash price plus 20 / b (a margin at which it sells next to nothing), with the
+    others at their Nash prices. Joint profit: no move of `step` * (its price) of one seat's
+    price, or of all prices together, up or down, raises the total."""
+    problems = []
+    nash, joint = np.array(benchmarks.nash.prices), np.array(benchmarks.monopoly.prices)
+    profits = np.array(benchmarks.nash.profits)
+    for i in range(game.seats):
+        profiles = np.tile(nash, (grid_points, 1))
+        profiles[:, i] = np.linspace(game.costs[i], nash[i] + 20.0 / game.price_coefficient, grid_points)
+        best = float(game.profits(profiles)[:, i].max())
+        if best > profits[i] * (1 + 1e-9) + 1e-12:
+            problems.append(f"seat {i} gains by leaving the Nash price ({best:.6g} > {profits[i]:.6g})")
+    total = float(np.sum(benchmarks.monopoly.profits))
+    moves = np.vstack([np.eye(game.seats), np.ones((1, game.seats))]) * step * joint
+    for move in np.vstack([moves, -moves]):
+        if float(np.sum(game.profits(joint + move))) > total * (1 + 1e-12) + 1e-15:
+            problems.append("a small move of the joint-profit prices raises joint profit")
+            break
+    return problems
