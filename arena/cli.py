@@ -21,7 +21,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Column, Table
 
-from market.scenario import Scenario
+from market.equilibrium import EquilibriumError, equilibria
+from market.scenario import Scenario, load_scenario
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
 from results import store
@@ -35,7 +36,7 @@ from results.report import ReportError, write_report
 from results.results_csv import read_results
 from results.tables import TournamentRow
 from tournaments.cluster import ClusterError
-from tournaments.config import ConfigError, Tournament, load_tournament, load_weights, stored_scenarios
+from tournaments.config import MAX_MERCHANTS_PER_MATCH, ConfigError, Tournament, load_tournament, load_weights, stored_scenarios
 from tournaments.schedule import schedule
 
 app = typer.Typer(
@@ -46,6 +47,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # a docstring's paragraphs are rewrapped to the terminal, not broken where the source is
 )
 # Piped into a file or another program, rich would squeeze tables into 80 columns, leaving
 # "…" for numbers; a log reads better with whole lines.
@@ -159,6 +161,45 @@ def validate(
             out.print(_estimate_table(estimates))
     if failures:
         raise typer.Exit(EXIT_BROKEN_MODEL)
+
+
+@app.command()
+def equilibrium(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, or the name of a shipped scenario (e.g. calvano).", show_default=False)],
+    merchants: Annotated[
+        int | None, typer.Option("--merchants", min=1, max=MAX_MERCHANTS_PER_MATCH, help="Seats in the market; default: the scenario's seats, else 2.", show_default=False)
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The benchmarks prices are judged against: per product, the one-shot Bertrand-Nash prices
+    and profits per seat (competition) and those that maximise the seats' joint profit
+    (monopoly, or a perfect cartel).
+
+    They are exact for the scenario's logit market at base demand, with no stock limits and
+    every reputation at its initial value, and checked: at Nash no seat gains by moving its
+    price to any point of a fine grid, and at the joint optimum no small move of the prices
+    raises the joint profit. Profits are per day.
+    """
+    with user_errors():
+        try:
+            loaded = load_scenario(scenario)
+            seats = merchants or len(loaded.seats) or 2
+            benchmarks = equilibria(loaded, seats)
+        except ConfigError:
+            raise
+        except (ValueError, EquilibriumError) as exc:
+            raise InputFileError(f"{scenario}: {exc}") from None
+    if as_json:
+        products = {pid: {"nash": b.nash.as_dict(), "monopoly": b.monopoly.as_dict()} for pid, b in benchmarks.items()}
+        print(json.dumps({"scenario": loaded.name, "merchants": seats, "products": products}, indent=2))
+        return
+    table = Table("product", "seat", Column("Nash price", justify="right"), Column("Nash profit/day", justify="right"),
+                  Column("monopoly price", justify="right"), Column("monopoly profit/day", justify="right"),
+                  title=f"{loaded.name}: {seats} merchants")  # fmt: skip
+    for pid, b in benchmarks.items():
+        for seat, row in enumerate(zip(b.nash.prices, b.nash.profits, b.monopoly.prices, b.monopoly.profits)):
+            table.add_row(pid if seat == 0 else "", str(seat), *(f"{value:.5f}" for value in row))
+    out.print(table)
 
 
 def _ping(tournament: Tournament) -> list[dict[str, str]]:

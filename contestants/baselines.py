@@ -31,11 +31,9 @@ from market.types import ArrayDecisions, MarketView, Observation, Operation
 _EPS = 1e-9
 
 
-def affordable_units(wanted: np.ndarray, unit_cost: float, budget: np.ndarray) -> np.ndarray:
+def affordable_units(wanted: np.ndarray, unit_cost: np.ndarray, budget: np.ndarray) -> np.ndarray:
     """Whole units to order, per merchant: `wanted` rounded down, cut to what `budget` pays
-    for at `unit_cost`."""
-    if unit_cost <= 0:
-        return np.zeros_like(wanted)
+    for at `unit_cost` (above 0, as scenarios require)."""
     units = np.minimum(np.floor(wanted + _EPS), np.floor(budget / unit_cost))
     units = np.where(units * unit_cost > budget, units - 1, units)  # floating point: never exceed the budget
     return np.where((budget > 0) & (wanted >= 1 - _EPS), np.maximum(units, 0.0), 0.0)
@@ -62,7 +60,7 @@ def orders(scenario: Scenario, view: MarketView, wanted: np.ndarray) -> np.ndarr
     if not scenario.demand.stock_limited:
         return units
     budget = view.cash - view.fixed_daily_cost
-    for j, unit_cost in enumerate(view.unit_cost.tolist()):
+    for j, unit_cost in enumerate(view.unit_cost.T):
         units[:, j] = affordable_units(wanted[:, j], unit_cost, budget)
         budget = budget - units[:, j] * unit_cost
     return units
@@ -200,7 +198,7 @@ class RuleMerchant(Contestant):
 
 
 class FixedPriceParams(RestockParams):
-    markup: float = Field(0.5, gt=-1, description="price = scenario unit_cost * (1 + markup)")
+    markup: float = Field(0.5, gt=-1, description="price = its seat's unit_cost in the scenario * (1 + markup)")
     price: float | None = Field(None, gt=0, description="absolute price for every product; replaces markup")
 
     @model_validator(mode="after")
@@ -222,7 +220,8 @@ class FixedPrice(RuleMerchant):
 
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
-        base_cost = np.array([p.unit_cost for p in team.scenario.products])
+        seats = view.board.seats
+        base_cost = np.array(team.scenario.seat_values("unit_cost", seats))[view.rows % seats]
         price = team.column("price")
         return np.where(np.isnan(price), base_cost * (1 + team.column("markup")), price), team.restock(view)
 
@@ -355,17 +354,19 @@ class BestResponse(RuleMerchant):
         scenario = team.scenario
         choice, board, n = scenario.choice, view.board, view.board.seats
         prices, wanted = np.zeros_like(view.prices), np.zeros_like(view.prices)
+        seat_quality = np.array(scenario.seat_values("quality", n))  # [seat, product]
         for k, (member, row) in enumerate(zip(team.members, view.rows.tolist())):
             params: BestResponseParams = member.params  # type: ignore[assignment]
             rivals = np.array([r for r in range(row - row % n, row - row % n + n) if r != row and not board.bankrupt[r]], dtype=np.int64)
             reputation = np.concatenate([view.reputation[k : k + 1], board.reputation[rivals]])
             reputation[np.isnan(reputation)] = scenario.reputation.initial  # what a hidden reputation counts as
+            quality = seat_quality[np.concatenate([[row % n], rivals % n])]
             for j, product in enumerate(scenario.products):
-                unit_cost = float(view.unit_cost[j])
+                unit_cost = float(view.unit_cost[k, j])
                 grid = np.linspace(unit_cost, max(product.reference_price * params.max_price_factor, 2 * unit_cost), params.grid_points)
                 rival_prices = np.nan_to_num(board.prices[rivals, j], nan=product.reference_price)  # what a hidden price counts as
                 profiles = np.column_stack([grid, np.broadcast_to(rival_prices, (len(grid), len(rivals)))])
-                share = choice_shares(choice, profiles, product.reference_price, reputation, product.quality)[:, 0]
+                share = choice_shares(choice, profiles, product.reference_price, reputation, quality[:, j])[:, 0]
                 best = int(np.argmax((grid - unit_cost) * share))
                 prices[k, j] = grid[best]
                 daily = product.base_demand * event_multiplier(view.events, "demand", product.id, view.day) * float(share[best])

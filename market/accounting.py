@@ -20,7 +20,7 @@ _sum = np.add.reduce
 
 def net_worth(cash: np.ndarray, goods: np.ndarray, unit_cost: np.ndarray, *receivables: np.ndarray) -> np.ndarray:
     """Per merchant, net_worth = cash + sum_p goods_p * unit_cost_p + receivables, with goods
-    [merchant, product] the units in hand and in transit, unit_cost [product] the day's, and
+    [merchant, product] the units in hand and in transit, unit_cost [merchant, product] the day's, and
     the receivables given in parts (due, not yet due) added in that order."""
     worth = cash + _sum(goods * unit_cost, 1)
     for part in receivables:

@@ -66,17 +66,20 @@ class Submitted(NamedTuple):
 
 class Market:
     def __init__(self, scenario: Scenario, rosters: Sequence[Sequence[str]], days: int | None = None):
-        """`rosters`: each match's merchants, as many in every match, in seat order."""
+        """`rosters`: each match's merchants, as many in every match, in seat order (as many
+        as the scenario's seats, if it lists them)."""
         if not rosters or not rosters[0] or any(len(set(r)) != len(r) or len(r) != len(rosters[0]) for r in rosters):
             raise ValueError("merchants must be unique names, at least one, as many in every match")
+        scenario.check_merchants(len(rosters[0]))
         self.rosters = [tuple(r) for r in rosters]
         self.seats = len(rosters[0])
         self.scenario = scenario
         self.days = days or scenario.days
         products = scenario.products
-        self._unit_cost0 = np.array([p.unit_cost for p in products])
+        matches = len(self.rosters)
+        self._unit_cost0 = np.tile(scenario.seat_values("unit_cost", self.seats), (matches, 1))  # [row, product]: seats may differ
         self._reference = np.array([p.reference_price for p in products])
-        self._quality = np.array([p.quality for p in products])
+        self._quality = np.tile(scenario.seat_values("quality", self.seats), (matches, 1))
         self._holding = np.array([p.holding_cost for p in products])
         self._ceiling = self._reference * PRICE_CEILING_FACTOR
         self._lead = np.array([p.lead_time for p in products])
@@ -146,12 +149,11 @@ class Market:
                 yesterdays[b] = dict(zip(played.seat.tolist(), played.records()))
             shown = zip(names[span], board.prices[span].tolist(), board.reputation[span].tolist(), board.units_sold[span].tolist(), board.bankrupt[span].tolist())
             boards[b] = [PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out) for name, price, rep, units, out in shown]
-        unit_cost = view.unit_cost.tolist()
-        own = [view.cash, view.reputation, view.receivables_due, view.receivables_pending, view.prices, view.inventory, view.in_transit]
-        cash, reputation, due, pending, prices, stock, coming = (values[rows].tolist() for values in own)
+        own = [view.cash, view.reputation, view.receivables_due, view.receivables_pending, view.unit_cost, view.prices, view.inventory, view.in_transit]
+        cash, reputation, due, pending, unit_cost, prices, stock, coming = (values[rows].tolist() for values in own)
         observations = []
         for k, i in enumerate(rows):
-            products = [ProductState(pid, price, cost, held, due_in, lead, holding) for (pid, lead, holding), cost, price, held, due_in in zip(self._statics, unit_cost, prices[k], stock[k], coming[k])]  # fmt: skip
+            products = [ProductState(pid, price, cost, held, due_in, lead, holding) for (pid, lead, holding), cost, price, held, due_in in zip(self._statics, unit_cost[k], prices[k], stock[k], coming[k])]  # fmt: skip
             yesterday = yesterdays.get(i // self.seats, {}).get(i % self.seats)
             observations.append(
                 Observation(names[i], view.day, self.days, cash[k], reputation[k], due[k], pending[k], products, yesterday, boards[i // self.seats], view.events, view.fixed_daily_cost)
@@ -169,7 +171,7 @@ class Market:
         anything `parse_decision` accepts or a ParsedDecision. Returns every row's change in
         net worth."""
         s = self.scenario
-        m, p = len(self.playing), len(s.products)
+        m = len(self.playing)
         day = self.day
         unit_cost = self._unit_cost_today(day)
         if self._closing is not None and self._closing[0] is unit_cost:
@@ -234,7 +236,7 @@ class Market:
             "holding": holding, "fixed": fixed, "cash_start": cash_start, "cash_end": self.cash, "receivables": receivables,
             "reputation": self.reputation, "net_worth": worth_end, "prices": self.prices, "first_choice": wanted, "units_sold": sold,
             "lost_sales": wanted - sold, "arrived": arrived, "ordered": ordered, "inventory": self.inventory, "in_transit": _sum(self.pipeline, 2),
-            "unit_cost": np.broadcast_to(unit_cost, (m, p)),
+            "unit_cost": unit_cost,
         }  # fmt: skip
         # np.array of a tuple copies in C; np.stack would cost more in Python than the copy
         scalars = np.array(tuple(day_values[name] for name in SCALARS)).T
@@ -291,7 +293,7 @@ class Market:
             valid = ((value > _LOWEST[kind]) & (value <= np.where(pricing, self._ceiling[item], _HIGHEST))) | _FREE[kind]
             if self.scenario.whole_units:
                 valid &= ~ordering | (value == np.floor(value))
-            spend = np.where(ordering, value * unit_cost[item], np.where(advertising, value, 0.0))
+            spend = np.where(ordering, value * unit_cost[row, item], np.where(advertising, value, 0.0))
         accepted = valid.copy()
         priced = np.flatnonzero(pricing & valid)
         if priced.size:  # a later price for the same product wins
@@ -389,7 +391,7 @@ class Market:
     def _unit_cost_today(self, day: int) -> np.ndarray:
         if not self.scenario.events:
             return self._unit_cost0
-        return np.array([p.unit_cost * event_multiplier(self.scenario.events, "cost", p.id, day) for p in self.scenario.products])
+        return self._unit_cost0 * np.array([event_multiplier(self.scenario.events, "cost", p.id, day) for p in self.scenario.products])
 
     def net_worth(self, unit_cost: np.ndarray | None = None) -> np.ndarray:
         """Every row's net worth (market.accounting), goods at `unit_cost` (default: today's)."""

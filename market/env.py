@@ -120,6 +120,6 @@ def _numbers(view: MarketView, i: int) -> dict[str, np.ndarray]:
         "reputation": np.array([view.reputation[i]], f32),
         "inventory": view.inventory[i].astype(f32),
         "in_transit": view.in_transit[i].astype(f32),
-        "unit_cost": view.unit_cost.astype(f32),
+        "unit_cost": view.unit_cost[i].astype(f32),
         "prices": prices.astype(f32),
     }

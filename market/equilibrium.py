@@ -7,10 +7,10 @@ p_i - c_i, where D is the product's base demand and share_i the customers' logit
 (market.demand.choice_shares, the market's own). The shares have one price coefficient
 b = price_sensitivity / reference_price, which gives both solutions in closed form up to a
 root:
-- Nash: each seat's first-order condition is p_i - c_i = 1 / (b (1 - share_i)), a system
-  solved for the markups with scipy.optimize.root;
+- Nash: each seat's first-order condition is p_i - c_i = 1 / (b (1 - share_i)); the seats'
+  best responses (each a root, scipy.optimize.brentq) are iterated to their fixed point;
 - joint profit: every markup is the same m, with m = 1 / (b share_0), share_0 the no-purchase
-  share, a single root found with scipy.optimize.brentq.
+  share, a single root (brentq again).
 Both are verified before they are returned (`verify`): at Nash no seat gains by deviating to
 any price on a fine grid, and at the joint optimum no small move of the prices raises the
 joint profit. A failed check raises EquilibriumError rather than returning a wrong benchmark.
@@ -111,20 +111,34 @@ def _solved(scenario_json: str, merchants: int) -> dict[str, Benchmarks]:
     return solved
 
 
-def nash_prices(game: PriceGame) -> np.ndarray:
-    """Prices at which each seat's markup is 1 / (b (1 - share_i)), the first-order condition
-    of its own profit given the others' prices."""
-    b = game.price_coefficient
+def nash_prices(game: PriceGame, tolerance: float = 1e-13, rounds: int = 100_000) -> np.ndarray:
+    """Prices at which each seat's price is its best response to the others': its markup
+    solves m (b (1 - share_i)) = 1, the first-order condition of its own profit. Found by
+    letting the seats answer each other in turn (the logit price game's best responses are a
+    contraction, so this converges from any start) until no price moves by `tolerance`."""
+    prices = game.costs + 1.0 / game.price_coefficient
+    for _ in range(rounds):
+        before = prices.copy()
+        for i in range(game.seats):
+            prices[i] = game.costs[i] + _root(lambda m: m * game.price_coefficient * (1.0 - _share(game, prices, i, m)) - 1.0, game.price_coefficient)
+        if np.abs(prices - before).max() <= tolerance * prices.max():
+            return prices
+    raise EquilibriumError(f"product {game.product.id!r}: best responses did not settle in {rounds} rounds")
 
-    def condition(log_markup: np.ndarray) -> np.ndarray:  # in logs, so markups stay positive
-        markup = np.exp(log_markup)
-        inside = game.shares(game.costs + markup)[:-1]
-        return log_markup + np.log(b * (1.0 - inside))
 
-    found = optimize.root(condition, np.full(game.seats, -np.log(b)), method="hybr", options={"xtol": 1e-13})
-    if not found.success:
-        raise EquilibriumError(f"product {game.product.id!r}: the Nash conditions were not solved ({found.message})")
-    return game.costs + np.exp(found.x)
+def _share(game: PriceGame, prices: np.ndarray, seat: int, markup: float) -> float:
+    """Seat's share of customers when its markup is `markup` and the others keep `prices`."""
+    trial = prices.copy()
+    trial[seat] = game.costs[seat] + markup
+    return float(game.shares(trial)[seat])
+
+
+def _root(condition, b: float) -> float:
+    """The markup m > 0 at which `condition`, rising from -1 at m = 0, crosses zero."""
+    high = 1.0 / b
+    while condition(high) < 0:
+        high *= 2.0
+    return optimize.brentq(condition, 0.0, high, xtol=1e-15, rtol=4 * np.finfo(float).eps)
 
 
 def joint_prices(game: PriceGame) -> np.ndarray:
@@ -132,13 +146,7 @@ def joint_prices(game: PriceGame) -> np.ndarray:
     (share_0 rises with m from below 1/(b m) at m -> 0 to 1, so the root is unique)."""
     b = game.price_coefficient
 
-    def condition(markup: float) -> float:
-        return markup * b * float(game.shares(game.costs + markup)[-1]) - 1.0
-
-    high = 1.0 / b
-    while condition(high) < 0:
-        high *= 2.0
-    return game.costs + optimize.brentq(condition, 0.0, high, xtol=1e-14, rtol=4 * np.finfo(float).eps)
+    return game.costs + _root(lambda m: m * b * float(game.shares(game.costs + m)[-1]) - 1.0, b)
 
 
 def verify(game: PriceGame, benchmarks: Benchmarks, grid_points: int = 20_001, step: float = 1e-4) -> list[str]:

@@ -362,7 +362,7 @@ class MarketView:
     day: int
     days: int
     fixed_daily_cost: float
-    unit_cost: np.ndarray  # [product], today's
+    unit_cost: np.ndarray  # [row, product], today's
     events: list[EventNotice]
     rows: np.ndarray  # of the market (and of the board)
     cash: np.ndarray
@@ -381,7 +381,7 @@ class MarketView:
     def take(self, rows: np.ndarray | slice) -> MarketView:
         """The view of the merchants at `rows` (positions in this view) alone, in that order."""
         return MarketView(
-            self.day, self.days, self.fixed_daily_cost, self.unit_cost, self.events, self.rows[rows], self.cash[rows],
+            self.day, self.days, self.fixed_daily_cost, self.unit_cost[rows], self.events, self.rows[rows], self.cash[rows],
             self.reputation[rows], self.receivables_due[rows], self.receivables_pending[rows], self.prices[rows],
             self.inventory[rows], self.in_transit[rows], self.board,
         )  # fmt: skip
@@ -400,7 +400,7 @@ class MarketView:
         books = [np.array([getattr(observation, name)]) for name in ("cash", "reputation", "receivables_due", "receivables_pending")]
         stock = [np.array([[getattr(s, name) for s in own]]) for name in ("price", "inventory", "in_transit")]
         me = np.array([[m.merchant for m in market].index(observation.merchant)])
-        return cls(observation.day, observation.days, observation.fixed_daily_cost, np.array([s.unit_cost for s in own]), observation.events, me, *books, *stock, board)
+        return cls(observation.day, observation.days, observation.fixed_daily_cost, np.array([[s.unit_cost for s in own]]), observation.events, me, *books, *stock, board)
 
 
 class ArrayDecisions(NamedTuple):

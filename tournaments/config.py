@@ -98,6 +98,12 @@ class TournamentSpec(BaseModel):
         return self
 
     @property
+    def merchants_per_match(self) -> int:
+        if self.format == "round_robin":
+            return self.group_size
+        return len(self.contestants) if self.format == "free_for_all" else 2
+
+    @property
     def seed_list(self) -> list[int]:
         if self.seeds is not None:
             return list(self.seeds)
@@ -152,6 +158,10 @@ def load_tournament(path: str | Path) -> Tournament:
         scenario = load_scenario(find_scenario(path, entry, f"scenarios[{i}]"))
         if scenario.name in scenarios:
             raise ConfigError(path, f"scenarios[{i}]", f"scenario {scenario.name!r} is listed twice")
+        try:
+            scenario.check_merchants(spec.merchants_per_match)
+        except ValueError as exc:
+            raise ConfigError(path, f"scenarios[{i}]", f"{exc} ({spec.format} puts {spec.merchants_per_match} in each)") from None
         scenarios[scenario.name] = scenario
     return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
 
