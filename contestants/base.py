@@ -115,6 +115,12 @@ class Contestant(ABC):
         ContestantConfigError."""
 
     @classmethod
+    def check_scenario(cls, params: Params, scenario: Scenario) -> None:
+        """Checks that need the scenario the contestant is to play (a rule that needs the
+        scenario's price equilibria), run when a tournament is validated, for each of its
+        scenarios, before any match. Raises ContestantConfigError."""
+
+    @classmethod
     def ping(cls, params: Params) -> Ping | None:
         """The call that checks what this contestant depends on (`arena validate --ping`);
         None: it depends on nothing outside."""

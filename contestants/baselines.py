@@ -4,8 +4,10 @@ Each kind is one simple, explainable rule applied per product, so a model that c
 it has learnt nothing a spreadsheet could not do. Between them they cover the strategic
 corners of the market: a price that never moves (`fixed_price`, `reorder_point`), a price
 tied to cost (`cost_plus`), noise (`random`), aggression (`undercut`, which starts price
-wars) and a rational myopic player (`best_response`). Two more exist for the machinery, not
-for the leaderboard: `latency` is slow on purpose, `chaos` misbehaves on purpose.
+wars), a rational myopic player (`best_response`) and the two classic strategies of the
+repeated game, which answer what rivals did (`tit_for_tat`, `grim_trigger`). Two more
+exist for the machinery, not for the leaderboard: `latency` is slow on purpose, `chaos`
+misbehaves on purpose.
 
 What they share lives in `RuleMerchant`: collecting receivables as soon as they are due,
 one restocking helper that never orders more than the cash can pay for, and a perfect
@@ -23,7 +25,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from contestants.base import Contestant, Params, RunOptions
+from contestants.base import Contestant, ContestantConfigError, Params, RunOptions
 from market.demand import choice_shares
 from market.scenario import Scenario, event_multiplier
 from market.types import ArrayDecisions, MarketView, Observation, Operation
@@ -373,6 +375,115 @@ class BestResponse(RuleMerchant):
                 target = math.ceil(daily * (product.lead_time + params.cover_days))
                 wanted[k, j] = max(target - view.inventory[k, j] - view.in_transit[k, j], 0.0)
         return prices, wanted
+
+
+# ---- repeated-game strategies ----------------------------------------------------------------
+
+
+class TitForTatParams(RestockParams):
+    opening_price: float | None = Field(
+        None, gt=0, description="price for every product on day 1 and while no rival price is visible; None: each product's start price"
+    )
+
+
+class TitForTat(RuleMerchant):
+    """Per product, posts the price the cheapest rival posted yesterday (bankrupt rivals are
+    gone); restocks (s, S). It never moves first: it meets a price cut at once, and a rise
+    the day after, so whatever rivals do comes back to them.
+
+    On day 1 nobody has chosen a price yet (the board shows the start prices), and while
+    rivals' prices are hidden there is nothing to copy: then it posts its opening price,
+    by default the product's start price, where every merchant begins, so a default tit
+    for tat changes nothing on day 1 and plays on any scenario. `opening_price` set to the
+    monopoly price opens cooperatively, as the tit for tat of the repeated prisoner's
+    dilemma does."""
+
+    kind: ClassVar[str] = "tit_for_tat"
+    params_model: ClassVar[type[Params]] = TitForTatParams
+
+    @classmethod
+    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+        opening = team.column("opening_price")
+        opening = np.where(np.isnan(opening), [p.start_price for p in team.scenario.products], opening)
+        copied = view.cheapest_rival if view.day > 1 else np.full_like(view.prices, math.nan)
+        return np.where(np.isnan(copied), opening, copied), team.restock(view)
+
+
+class GrimTriggerParams(RestockParams):
+    tolerance: float = Field(
+        0.01, ge=0, lt=1, description="a rival's price may be this share below its monopoly price without counting as a defection"
+    )
+
+
+def benchmark_prices(scenario: Scenario, seats: int) -> tuple[np.ndarray, np.ndarray]:
+    """The scenario's joint-profit (monopoly) and Nash prices for a match of `seats`
+    merchants, each [seat, product] (market.equilibrium). Imported here, not at the top:
+    the solver brings scipy, half a second of importing that only this kind needs."""
+    from market.equilibrium import equilibria
+
+    solved = equilibria(scenario, seats)
+    monopoly = np.array([solved[p.id].monopoly.prices for p in scenario.products]).T
+    nash = np.array([solved[p.id].nash.prices for p in scenario.products]).T
+    return monopoly, nash
+
+
+class GrimTrigger(RuleMerchant):
+    """The grim trigger strategy of the repeated price game: per product, it holds its
+    seat's monopoly price (the one that maximises the merchants' joint profit) until a
+    rival posts a price more than `tolerance` below that rival's own monopoly price, and
+    from the next day posts its Nash price for ever; restocks (s, S). Against itself it
+    sustains full collusion; against anyone who cheats once it ends in competition. Its
+    threat is credible (once triggered, the Nash price is its best answer to Nash prices),
+    so it is the textbook sustainer of tacit collusion, and a yardstick for whether a model
+    colludes, cheats, or punishes. The prices are market.equilibrium's: at the scenario's
+    base costs and demand, every reputation at its initial value.
+
+    Rivals' prices are read from day 2 (on day 1 the board shows the start prices, which
+    nobody chose); a hidden price or a bankrupt rival never triggers it. The trigger is the
+    one thing it remembers that the market's view does not show: a flag per product, its
+    own, kept across the days of a match and cleared by `reset`. A scenario without price
+    equilibria (customers who ignore prices) is refused when it is reset, and when a
+    tournament naming both is validated."""
+
+    kind: ClassVar[str] = "grim_trigger"
+    params_model: ClassVar[type[Params]] = GrimTriggerParams
+
+    def __init__(self, params: Params, options: RunOptions = RunOptions()):
+        super().__init__(params, options)
+        self.triggered = np.zeros(0, dtype=bool)  # per product: a rival has defected
+
+    @classmethod
+    def check_scenario(cls, params: Params, scenario: Scenario) -> None:
+        """The scenario must have Nash and monopoly prices: what makes a scenario have none
+        (customers who ignore prices) does not depend on how many play, so it is solved for
+        its seats, or two merchants if it lists none."""
+        from market.equilibrium import EquilibriumError
+
+        try:
+            benchmark_prices(scenario, len(scenario.seats) or 2)
+        except EquilibriumError as exc:
+            raise ContestantConfigError(f"{cls.kind} needs the scenario's Nash and monopoly prices; {exc}") from None
+
+    def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
+        self.check_scenario(self.params, scenario)
+        super().reset(merchant=merchant, scenario=scenario, seed=seed)
+        self.triggered = np.zeros(len(scenario.products), dtype=bool)
+
+    @classmethod
+    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+        board, n = view.board, view.board.seats
+        monopoly, nash = benchmark_prices(team.scenario, n)
+        seat = view.rows % n
+        members: list[GrimTrigger] = team.members  # type: ignore[assignment]
+        triggered = np.array([member.triggered for member in members])
+        if view.day > 1:
+            match = view.rows[:, None] - seat[:, None] + np.arange(n)  # [member, seat]: the board's rows of its match
+            rivals = ~board.bankrupt[match] & (np.arange(n) != seat[:, None])
+            defected = board.prices[match] < monopoly * (1 - team.column("tolerance"))[:, :, None]  # [member, seat, product]; NaN: no
+            triggered |= np.logical_or.reduce(defected & rivals[:, :, None], axis=1)
+            for member, flags in zip(members, triggered):
+                member.triggered = flags
+        return np.where(triggered, nash[seat], monopoly[seat]), team.restock(view)
 
 
 # ---- for the machinery ---------------------------------------------------------------------

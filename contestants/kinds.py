@@ -19,6 +19,8 @@ _TARGETS: dict[str, str] = {
     "undercut": "contestants.baselines:Undercut",
     "cost_plus": "contestants.baselines:CostPlus",
     "best_response": "contestants.baselines:BestResponse",
+    "tit_for_tat": "contestants.baselines:TitForTat",
+    "grim_trigger": "contestants.baselines:GrimTrigger",
     "latency": "contestants.baselines:Latency",
     "chaos": "contestants.baselines:Chaos",
     "llm": "contestants.llm.merchant:LLMMerchant",

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from contestants.base import ContestantConfigError
+from contestants.base import Contestant, ContestantConfigError, Params
 from contestants.kinds import contestant_class, validate_params
 from contestants.llm.desk import Budget
 from contestants.llm.pricing import Price
@@ -139,10 +139,12 @@ def load_tournament(path: str | Path) -> Tournament:
     path = Path(path)
     data, text = read_yaml(path)
     spec = validated(path, TournamentSpec, data)
+    checked: list[tuple[type[Contestant], Params]] = []  # each contestant's kind and parameters, by position
     for i, entry in enumerate(spec.contestants):
         try:
             kind = contestant_class(entry.kind)
             params = validate_params(entry.kind, entry.params)
+            checked.append((kind, params))
             kind.preflight(params)
             unpriced = kind.unpriced_model(params, spec.prices)
         except ContestantConfigError as exc:
@@ -163,6 +165,11 @@ def load_tournament(path: str | Path) -> Tournament:
         except ValueError as exc:
             raise ConfigError(path, f"scenarios[{i}]", f"{exc} ({spec.format} puts {spec.merchants_per_match} in each)") from None
         scenarios[scenario.name] = scenario
+        for (kind, params), entry in zip(checked, spec.contestants):
+            try:
+                kind.check_scenario(params, scenario)
+            except ContestantConfigError as exc:
+                raise ConfigError(path, f"scenarios[{i}]", f"contestant {entry.name!r} cannot play it: {exc}") from None
     return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
 
 

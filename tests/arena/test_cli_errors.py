@@ -43,6 +43,14 @@ products:
     base_demand: 5
 """
 
+BLIND_SCENARIO = """\
+name: blind
+days: 5
+products:
+  - {id: w, unit_cost: 1, reference_price: 2, base_demand: 5}
+choice: {price_sensitivity: 0}
+"""
+
 
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -165,6 +173,12 @@ CASES = [
         "t.yaml",
         ["products[0].unit_cost", "greater than 0"],
         "broken.yaml",
+    ),
+    case(
+        "scenario-without-price-equilibria",
+        {"t.yaml": BASE.replace("kind: random", "kind: grim_trigger").replace("[price_war]", "[blind]"), "scenarios/blind.yaml": BLIND_SCENARIO},
+        "t.yaml",
+        ["scenarios[0]", "contestant 'b' cannot play it", "grim_trigger", "price_sensitivity 0"],
     ),
     case(
         "scenario-yaml-syntax",

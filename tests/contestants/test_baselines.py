@@ -14,7 +14,8 @@ import pytest
 from contestants.base import ContestantConfigError
 from contestants.baselines import RuleMerchant
 from contestants.kinds import create, kinds, validate_params
-from market.scenario import Demand, Product, Scenario
+from market.equilibrium import equilibria
+from market.scenario import Choice, Demand, Product, Scenario
 from market.types import Collect, EventNotice, Order, SetPrice, _Op, parse_decision
 
 BASELINE_KINDS = sorted(kind for kind, cls in kinds().items() if issubclass(cls, RuleMerchant) and cls.__module__ == "contestants.baselines")  # not the tests' own kinds
@@ -47,7 +48,7 @@ def orders_of(decision: list) -> dict[str, float]:
 
 
 def test_all_baseline_kinds_are_registered():
-    expected = {"fixed_price", "random", "reorder_point", "undercut", "cost_plus", "best_response", "latency", "chaos"}
+    expected = {"fixed_price", "random", "reorder_point", "undercut", "cost_plus", "best_response", "tit_for_tat", "grim_trigger", "latency", "chaos"}
     assert expected <= set(BASELINE_KINDS)
     assert {kind for kind in BASELINE_KINDS if kinds()[kind].needs_actor} == {"latency", "chaos"}
 
@@ -74,6 +75,8 @@ def test_unknown_parameter_is_a_config_error(kind):
         ("random", {"max_order": -1}, "max_order"),
         ("undercut", {"step": 0}, "step"),
         ("best_response", {"grid_points": 1}, "grid_points"),
+        ("tit_for_tat", {"opening_price": 0}, "opening_price"),
+        ("grim_trigger", {"tolerance": 1}, "tolerance"),
         ("latency", {"latency_s": -0.1}, "latency_s"),
         ("chaos", {"fault": "explode"}, "fault"),
         ("chaos", {"every": 0}, "every"),
@@ -247,6 +250,50 @@ def test_best_response_stocks_for_expected_demand_over_lead_time(scenario, obser
     # lead time 2 + 3 cover days of 50 customers a day at a share strictly between 0 and 1
     assert 0 < target < 50 * 5
     assert bigger == pytest.approx(2 * target, abs=1)
+
+
+# ---- tit for tat and grim trigger (played in the market: tests/tournaments/test_repeated_price_game.py) --------
+
+
+def test_tit_for_tat_copies_yesterdays_cheapest_visible_rival_per_product(two_products, observe):
+    rivals = {"r1": {"a": 15.0, "b": 20.0}, "r2": {"a": 18.0, "b": 9.0}, "r3": {"a": 5.0, "b": 5.0}, "r4": None}
+    obs = observe(two_products, day=2, rivals=rivals, bankrupt=("r3",))
+    assert prices_of(started("tit_for_tat", two_products).decide(obs)) == {"a": 15.0, "b": 9.0}
+
+
+def test_tit_for_tat_posts_its_opening_price_on_day_1_and_when_rivals_hide_their_prices(two_products, observe):
+    visible = {"r1": {"a": 15.0, "b": 9.0}}
+    assert prices_of(started("tit_for_tat", two_products).decide(observe(two_products, rivals=visible))) == {}  # the start prices: no change
+    assert prices_of(started("tit_for_tat", two_products, opening_price=30.0).decide(observe(two_products, rivals=visible))) == {"a": 30.0, "b": 30.0}
+    hidden = observe(two_products, day=5, price={"a": 15.0, "b": 9.0}, rivals={"r1": None})
+    assert prices_of(started("tit_for_tat", two_products, opening_price=30.0).decide(hidden)) == {"a": 30.0, "b": 30.0}
+
+
+def test_grim_trigger_remembers_a_defection_per_product_until_it_is_reset(two_products, observe):
+    """Asked alone, from its Observations: a cut in one product sends that product to its
+    Nash price for good, the other stays at the monopoly price; a new match forgets."""
+    solved = equilibria(two_products, 2)
+    monopoly = {pid: b.monopoly.prices for pid, b in solved.items()}
+    nash = {pid: b.nash.prices[0] for pid, b in solved.items()}
+    merchant = started("grim_trigger", two_products, tolerance=0.01)
+
+    def day(d: int, a: float, b: float) -> dict[str, float]:
+        return prices_of(merchant.decide(observe(two_products, day=d, rivals={"r1": {"a": a, "b": b}})))
+
+    cut_a = monopoly["a"][1] * 0.98
+    assert day(1, cut_a, 1.0) == {"a": monopoly["a"][0], "b": monopoly["b"][0]}  # day 1's board holds start prices: ignored
+    assert day(2, monopoly["a"][1], monopoly["b"][1] * 0.995) == {"a": monopoly["a"][0], "b": monopoly["b"][0]}  # within tolerance
+    assert day(3, cut_a, monopoly["b"][1]) == {"a": nash["a"], "b": monopoly["b"][0]}
+    assert day(4, monopoly["a"][1], monopoly["b"][1]) == {"a": nash["a"], "b": monopoly["b"][0]}  # the rival came back: too late
+    merchant.reset(merchant="me", scenario=two_products, seed=7)
+    assert day(2, monopoly["a"][1], monopoly["b"][1]) == {"a": monopoly["a"][0], "b": monopoly["b"][0]}
+
+
+def test_grim_trigger_refuses_a_scenario_without_price_equilibria(scenario):
+    blind = scenario.model_copy(update={"choice": Choice(price_sensitivity=0.0)})
+    with pytest.raises(ContestantConfigError, match=r"grim_trigger needs the scenario's Nash and monopoly prices; .*price_sensitivity 0"):
+        started("grim_trigger", blind)
+    started("tit_for_tat", blind)  # copying needs no equilibrium
 
 
 # ---- restocking -----------------------------------------------------------------------------------

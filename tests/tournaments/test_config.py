@@ -171,6 +171,15 @@ def test_entry_checks_name_their_field(tmp_path, old, new, field, words):
     assert not exc.message.startswith("Value error")
 
 
+def test_a_contestant_that_cannot_play_a_scenario_is_named_with_it(tmp_path):
+    """A grim trigger plays the scenario's Nash and monopoly prices: a scenario whose
+    customers ignore prices has none."""
+    grim = TOURNAMENT.replace("kind: undercut", "kind: grim_trigger")
+    load_tournament(write(tmp_path / "priced", grim))
+    exc = error(write(tmp_path / "blind", grim, SMALL + "choice: {price_sensitivity: 0}\n"))
+    assert exc.field == "scenarios[0]" and "contestant 'b' cannot play it" in exc.message and "price_sensitivity 0" in exc.message
+
+
 def test_scenario_mistakes_name_the_scenario_file(tmp_path):
     exc = error(write(tmp_path, scenario=SMALL.replace("unit_cost: 10", "unit_cost: 0")))
     assert Path(exc.file) == tmp_path / "scenarios" / "small.yaml"

@@ -9,9 +9,11 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from contestants.baselines import CostPlus, RuleMerchant
 from contestants.kinds import contestant_class, kinds, register_kind
+from market.equilibrium import equilibria
 from market.scenario import load_scenario
 from results.daylog_codec import pack
 from tournaments.config import ContestantEntry
@@ -19,7 +21,7 @@ from tournaments.match import Match, MatchRules, play_here
 from tournaments.runner import group_instant
 from tournaments.schedule import MatchSpec
 
-INSTANT = ["fixed_price", "reorder_point", "undercut", "cost_plus", "random", "best_response"]
+INSTANT = ["fixed_price", "reorder_point", "undercut", "cost_plus", "random", "best_response", "tit_for_tat", "grim_trigger"]
 
 
 class Moody(CostPlus):
@@ -93,7 +95,11 @@ def test_matches_side_by_side_come_out_as_each_alone(name):
     """Several matches in one set of arrays: different seeds, seats and kinds, some merchants
     going bankrupt; each must equal the same match played alone."""
     scenario = load_scenario(name)
-    rosters = [INSTANT, ["random", "undercut", "undercut", "best_response", "cost_plus", "random"], ["fixed_price"] * 2 + ["random"] * 3 + ["best_response"]]
+    rosters = [
+        INSTANT,
+        ["random", "undercut", "grim_trigger", "undercut", "best_response", "cost_plus", "random", "tit_for_tat"],
+        ["fixed_price"] * 2 + ["random"] * 3 + ["best_response", "tit_for_tat", "grim_trigger"],
+    ]
     # a merchant that spends its cash on stock it cannot sell goes bankrupt early
     params = {"fixed_price": {"price": scenario.products[0].reference_price * 60, "reorder_level": 400, "target_stock": 900}}
     entries = {f"{kind}{i}": ContestantEntry(name=f"{kind}{i}", kind=kind, params=params.get(kind, {})) for roster in rosters for i, kind in enumerate(roster)}
@@ -126,3 +132,49 @@ def test_instant_matches_are_grouped_by_scenario_length_and_size():
     assert [[m.index for m in g] for g in groups] == [[0, 1, 2, 3], [4, 5, 6], [7], [8], [9], [10]]
     assert [len(g) for g in group_instant(plan, entries, max_concurrent=1024, cpus=1)][0] == 7  # up to GROUP_LIMIT
     assert all(len(g) == 1 for g in group_instant(plan, entries, max_concurrent=2, cpus=2))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    roster=st.lists(st.sampled_from(["grim_trigger", "tit_for_tat", "random"]), min_size=2, max_size=4).filter(lambda r: "grim_trigger" in r),
+    tolerance=st.floats(0.0, 0.1),
+    cheapest=st.floats(0.3, 1.0),
+    spread=st.floats(0.05, 1.0),
+    opening=st.floats(1.2, 2.5),
+    seeds=st.tuples(st.integers(0, 2**16), st.integers(0, 2**16)),
+)
+def test_the_repeated_game_strategies_decide_alone_as_in_a_team_and_by_their_rule(roster, tolerance, cheapest, spread, opening, seeds):
+    """Grim triggers and tits for tat among random rivals (markups from `cheapest`, some
+    below the monopoly price, some not), in two matches side by side, the second with the
+    seats reversed: asked one by one from their Observations (as when hosted) they decide as
+    they do together from the market's view, a grim trigger's memory included; and their
+    prices follow their rules, read off the record: a grim trigger posts its monopoly price
+    until the day after a rival first posts below its own monopoly price times (1 - tolerance),
+    then its Nash price; a tit for tat its opening price, then yesterday's cheapest rival's."""
+    scenario, days = load_scenario("calvano"), 25
+    params = {"grim_trigger": {"tolerance": tolerance}, "tit_for_tat": {"opening_price": opening}, "random": {"min_markup": cheapest, "max_markup": cheapest + spread}}
+    entries = {f"{kind}{i}": ContestantEntry(name=f"{kind}{i}", kind=kind, params=params[kind]) for i, kind in enumerate(roster)}
+
+    def matches() -> list[Match]:
+        orders = [tuple(entries), tuple(reversed(entries))]
+        specs = [MatchSpec(key=f"game-{b}", index=b, scenario=scenario.name, seed=seeds[b], days=days, seats=seats) for b, seats in enumerate(orders)]
+        return [Match(spec, scenario, MatchRules(seed=seeds[b]), entries, hosts={}) for b, spec in enumerate(specs)]
+
+    together = play_here(matches())
+    with pytest.MonkeyPatch.context() as patch:
+        for kind in params:
+            patch.setattr(contestant_class(kind), "decides_from_view", False)
+        alone = play_here(matches())
+    benchmarks = equilibria(scenario, len(roster))["good"]
+    for played, by_observation in zip(together, alone):
+        assert list(played.days_played) == list(by_observation.days_played)
+        assert played.faults == []
+        seats = played.days_played.merchants  # in seat order
+        posted = {name: [r.prices["good"] for r in played.days_played if r.merchant == name] for name in seats}
+        for i, name in enumerate(seats):
+            rivals = [(posted[other], benchmarks.monopoly.prices[k]) for k, other in enumerate(seats) if k != i]
+            if name.startswith("grim_trigger"):
+                cheated = [any(price < monopoly * (1 - tolerance) for prices, monopoly in rivals for price in prices[: d - 1]) for d in range(1, days + 1)]
+                assert posted[name] == [benchmarks.nash.prices[i] if c else benchmarks.monopoly.prices[i] for c in cheated]
+            elif name.startswith("tit_for_tat"):
+                assert posted[name] == [opening] + [min(prices[d] for prices, _ in rivals) for d in range(days - 1)]
