@@ -114,13 +114,14 @@ def _solved(scenario_json: str, merchants: int) -> dict[str, Benchmarks]:
 def nash_prices(game: PriceGame, tolerance: float = 1e-13, rounds: int = 100_000) -> np.ndarray:
     """Prices at which each seat's price is its best response to the others': its markup
     solves m (b (1 - share_i)) = 1, the first-order condition of its own profit. Found by
-    letting the seats answer each other in turn (the logit price game's best responses are a
-    contraction, so this converges from any start) until no price moves by `tolerance`."""
+    letting every seat answer the others' prices of the round before (the logit price game's
+    best responses are a contraction, so this converges from any start) until no price moves
+    by `tolerance`."""
     prices = game.costs + 1.0 / game.price_coefficient
     for _ in range(rounds):
         before = prices.copy()
-        for i in range(game.seats):
-            prices[i] = game.costs[i] + _root(lambda m: m * game.price_coefficient * (1.0 - _share(game, prices, i, m)) - 1.0, game.price_coefficient)
+        for i in range(game.seats):  # all against the same prices, so seats alike get the same price to the last bit
+            prices[i] = game.costs[i] + _root(lambda m: m * game.price_coefficient * (1.0 - _share(game, before, i, m)) - 1.0, game.price_coefficient)
         if np.abs(prices - before).max() <= tolerance * prices.max():
             return prices
     raise EquilibriumError(f"product {game.product.id!r}: best responses did not settle in {rounds} rounds")

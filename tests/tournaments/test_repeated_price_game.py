@@ -144,12 +144,12 @@ def test_two_grim_triggers_hold_the_monopoly_price_and_earn_the_monopoly_profit(
 @pytest.mark.parametrize("seats", [2, 3])
 def test_grim_trigger_turns_to_nash_the_day_after_an_undercut_and_stays_there(seats):
     benchmarks = equilibria(CALVANO, seats)["good"]
-    monopoly, nash = benchmarks.monopoly.prices[0], benchmarks.nash.prices[0]
+    monopoly = benchmarks.monopoly.prices[0]
     cheat = {"price": monopoly, "undercut_day": 10, "undercut_price": monopoly * 0.95}  # back to the monopoly price on day 11
     played = play(CALVANO, [("undercut_once_for_tests", cheat)] + [("grim_trigger", {})] * (seats - 1), days=30)
     assert prices(played["m0"]) == [monopoly] * 9 + [monopoly * 0.95] + [monopoly] * 20
     for grim in list(played)[1:]:
-        assert prices(played[grim]) == [monopoly] * 10 + [nash] * 20
+        assert prices(played[grim]) == [monopoly] * 10 + [benchmarks.nash.prices[0]] * 20
 
 
 @pytest.mark.parametrize(("cut", "triggered"), [(0.005, False), (0.02, True)])
