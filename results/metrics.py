@@ -322,17 +322,20 @@ class MatchRecords:
         it the day before. A price below another by at most 1e-9 * max(1, the other) is no
         lower (as in price_oscillation)."""
         n, products = len(self.counts), len(self.log.products)
-        prices = np.full((self.last_day, n, products), np.nan)
+        if n < 2:
+            return np.zeros(self.last_day, dtype=bool)
+        prices = np.full((self.last_day, n, products), np.inf)  # [day, seat, product]; inf: no price that day
         prices[self.log.day - 1, self.row_seats] = self.values("prices")
         today, before = prices[1:], prices[:-1]
-        others = np.where(np.eye(n, dtype=bool)[:, :, None], np.inf, np.nan_to_num(before, nan=np.inf)[:, None, :, :])
-        rivals = others.min(2)  # [day, seat, product]: the lowest price of the seat's rivals the day before
+        lowest, second = np.partition(before, 1, axis=1)[:, :2].transpose(1, 0, 2)[:, :, None]  # the two lowest prices of each day before
+        cheapest = before.argmin(1)[:, None, :] == np.arange(n)[None, :, None]
+        rivals = np.where(cheapest, second, lowest)  # the lowest price of each seat's rivals the day before
 
         def below(price: np.ndarray, other: np.ndarray) -> np.ndarray:
             return other - price > _MOVE_TOLERANCE * np.maximum(1.0, np.abs(other))
 
-        with np.errstate(invalid="ignore"):
-            undercut = below(today, before) & np.isfinite(rivals) & below(today, rivals)
+        with np.errstate(invalid="ignore"):  # inf - inf: no price on either day, no undercut
+            undercut = np.isfinite(before) & below(today, before) & np.isfinite(rivals) & below(today, rivals)
         return np.concatenate([[False], undercut.any((1, 2))])
 
     @cached_property
@@ -727,7 +730,7 @@ def profit_gain(match: MatchRecords) -> np.ndarray | list[None]:
     and demand events, results.collusion.demand_scale); profit being linear in customers, a
     merchant at the Nash prices has exactly 0 whatever the demand. Exact for the exact price
     games (expected demand, no stock limits, no reputation weight: calvano, logit_game); with
-    noise, stock limits, reputation, costs or cost events the benchmarks are those of the
+    noise, stock limits, reputation or cost events the benchmarks are those of the
     price game at expected demand, base unit cost and initial reputation, and Delta compares
     with them. None without the scenario, without an equilibrium (customers ignore prices),
     without a day in W, or when pi_M = pi_N."""
