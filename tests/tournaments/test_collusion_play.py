@@ -1,6 +1,6 @@
 """The collusion measures of matches played through the real market: merchants holding the
-Nash prices of the calvano market score 0, holding the monopoly prices 1; the tournament's
-settings reach the match; a market whose customers ignore prices plays and measures nothing."""
+Nash prices of the calvano market score 0, holding the monopoly prices 1, seat by seat when
+the seats differ; the tournament's settings reach the match; a market whose customers ignore prices plays and measures nothing."""
 
 from __future__ import annotations
 
@@ -39,6 +39,18 @@ def test_holding_the_benchmark_prices_scores_zero_or_one(benchmark, expected):
     supra = [PriceWindow(kind="supra_competitive", first_day=1, last_day=DAYS)] if benchmark == "monopoly" else []
     assert played.market.windows == supra
     assert played.market.metrics["supra_competitive_days"] == len(supra) * DAYS and played.market.metrics["price_war_days"] == 0
+
+
+def test_asymmetric_seats_at_their_own_nash_prices_score_zero():
+    """Seat 1 makes the good at 1.2 and customers like it better: each seat is measured
+    against its own benchmarks (at the rival's benchmarks, seat 1 would not be at 0)."""
+    uneven = Scenario.model_validate({**CALVANO.model_dump(), "seats": [{}, {"unit_cost": {"good": 1.2}, "quality": {"good": 2.1}}]})
+    nash = equilibria(uneven, 2)["good"].nash.prices
+    assert abs(nash[0] - nash[1]) > 0.01
+    played = play(uneven, list(nash))
+    assert [values["profit_gain"] for values in played.metrics.values()] == [pytest.approx(0.0, abs=1e-9)] * 2
+    assert [values["price_gain"] for values in played.metrics.values()] == [pytest.approx(0.0, abs=1e-9)] * 2
+    assert played.market.metrics["market_profit_gain"] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_the_match_measures_with_the_tournaments_settings():
