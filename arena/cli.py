@@ -29,9 +29,9 @@ from results import store
 from results.db import engine_for
 from results.errors import DatabaseError, InputFileError, NotFound
 from results.export import ExportError, export
-from results.metrics import METRICS
+from results.metrics import MARKET_METRICS, METRICS
 from results.ratings import LeaderboardRow, Standing, leaderboard, standings
-from results.records import ModelCallRecord, total_cost
+from results.records import WINDOW_TITLES, MarketScores, ModelCallRecord, total_cost, window_days
 from results.report import ReportError, write_report
 from results.results_csv import read_results
 from results.tables import TournamentRow
@@ -329,6 +329,7 @@ def show(
                     "match": detail.match.model_dump(mode="json"),
                     "results": [r.model_dump() for r in detail.results],
                     "metrics": metrics,
+                    "market": detail.market.model_dump(),
                     "faults": [f.model_dump() for f in detail.faults],
                     "probes": [p.model_dump() for p in detail.probes],
                     "calls": [c.model_dump() for c in detail.calls],
@@ -350,6 +351,8 @@ def show(
         out.print(_metrics_table(metrics, {r.merchant: r.contestant for r in detail.results}))
     else:
         out.print("No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False)
+    if detail.market.metrics:
+        out.print(_market_table(detail.market))
     if detail.calls:
         out.print(*_calls_tables(detail.calls))
     if detail.probes:
@@ -400,7 +403,8 @@ def export_command(
     fmt: Annotated[ExportFormat, typer.Option("--format", help="File format.")] = ExportFormat.csv,
     db: DbOption = None,
 ) -> None:
-    """A tournament's record as tables for pandas: results, days, day_products, calls, metrics."""
+    """A tournament's record as tables for pandas: results, days, day_products, calls, metrics,
+    market_metrics, price_windows."""
     with user_errors():
         files = export(engine_for(db, create=False), tournament_id, out, fmt.value)
     out_print(f"wrote {', '.join(str(file) for file in files)}")
@@ -440,7 +444,7 @@ def _played_scenarios(tournament: TournamentRow) -> dict[str, Scenario]:
         problem = "it changed since the tournament was played"
     err.print(
         f"warning: tournament {tournament.id}: {tournament.config_path}: {problem}; "
-        "metrics that need the scenario (goal_completion, scenario events in contradictions) are left without it",
+        "metrics that need the scenario (goal_completion, scenario events in contradictions, the collusion measures) are left without it",
         markup=False, highlight=False, soft_wrap=True,
     )
     return {}
@@ -463,6 +467,18 @@ def _metrics_table(metrics: dict[str, dict[str, float | None]], contestants: dic
             table.add_section()
         group = definition.group
         table.add_row(name, *(_metric_value(values.get(name), definition.unit) for values in metrics.values()))
+    return table
+
+
+def _market_table(market: MarketScores) -> Table:
+    """The market's metrics, then its price windows, one row per kind."""
+    table = Table("market", "value", title="the market as a whole (definitions: results/metrics.py)")
+    for name, definition in MARKET_METRICS.items():
+        if name in market.metrics:
+            table.add_row(name, _metric_value(market.metrics[name], definition.unit))
+    table.add_section()
+    for kind, title in WINDOW_TITLES.items():
+        table.add_row(f"{title} windows", window_days(market.windows, kind))
     return table
 
 
@@ -528,6 +544,8 @@ def _leaderboard_table(rows: list[LeaderboardRow] | list[Standing], title: str) 
         "faults": lambda r: str(r.faults),
         "validity": lambda r: _blank(r.validity, "{:.1%}"),
         "memory error": lambda r: _blank(r.memory_error, "{:.1%}"),
+        "profit gain": lambda r: _blank(r.profit_gain, "{:.2f}"),
+        "price gain": lambda r: _blank(r.price_gain, "{:.2f}"),
         "tokens": lambda r: f"{r.tokens:,}",
         "cost $": lambda r: _blank(r.cost, "{:.4f}", "unknown"),
         "composite": lambda r: _blank(r.composite, "{:.3f}"),
@@ -541,7 +559,8 @@ def _leaderboard_table(rows: list[LeaderboardRow] | list[Standing], title: str) 
 
     optional = {
         "mean profit": given("mean_profit"), "faults": given("faults"), "validity": given("validity"),
-        "memory error": given("memory_error"), "tokens": models_used, "cost $": models_used, "composite": given("composite"),
+        "memory error": given("memory_error"), "profit gain": given("profit_gain"), "price gain": given("price_gain"),
+        "tokens": models_used, "cost $": models_used, "composite": given("composite"),
     }
     columns = {header: cell for header, cell in columns.items() if header not in optional or optional[header](rows)}
     kept_whole = {"contestant", "rating", "95% interval"}

@@ -2,7 +2,8 @@
 
 Each chart is a function of plain data that returns one `<svg>` element as text. Every drawn
 series is an element with class `series` and a `data-series` attribute holding its name, so
-readers can hover it and tests can count it. Colours come from the caller, so a contestant
+readers can hover it and tests can count it; every level (a benchmark line) one with class
+`level`, its label in `data-level` and its value in `data-value`. Colours come from the caller, so a contestant
 keeps one colour across all the charts of a report. Styling (fonts, grid colours) is left to
 the page's CSS through class names.
 """
@@ -35,6 +36,17 @@ class Band:
 
     start: float
     end: float
+    label: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Level:
+    """A labelled horizontal line across the plot at y = `value`: a benchmark.
+
+    `kind` becomes a CSS class (`level-nash`, `level-monopoly`)."""
+
+    value: float
     label: str
     kind: str
 
@@ -109,15 +121,17 @@ def line_chart(
     *,
     title: str,
     bands: Sequence[Band] = (),
+    levels: Sequence[Level] = (),
     y_format: Format = number,
     y_from_zero: bool = False,
     x_label: str = "day",
     width: int = 560,
     height: int = 230,
 ) -> str:
-    """Lines over a shared x axis, with labelled bands behind them; an empty chart says so."""
+    """Lines over a shared x axis, with labelled bands behind them and labelled levels across
+    them (the y axis reaches them too); an empty chart says so."""
     xs = [x for s in series for x, _ in s.points]
-    ys = [y for s in series for _, y in s.points]
+    ys = [y for s in series for _, y in s.points] + [level.value for level in levels]
     if not xs:
         return _svg(width, 60, title, f'<text class="empty" x="{width / 2}" y="36" text-anchor="middle">no data</text>')
     y_low, y_high = min(ys), max(ys)
@@ -131,6 +145,7 @@ def line_chart(
     top = 10 + 13 * (max(lanes, default=0) + 1)
     frame = _Frame(width, height + top, x_range, (y_ticks[0], y_ticks[-1]), margin=(top, 14, 30, 54))
     parts = [_bands(frame, shown, lanes), _y_axis(frame, y_ticks, y_format), _x_axis(frame, x_ticks, x_label)]
+    parts.append(_levels(frame, levels))
     parts += [_line(frame, s) for s in series]
     return _svg(width, height + top, title, "".join(parts))
 
@@ -194,6 +209,20 @@ def _bands(frame: _Frame, bands: Sequence[Band], lanes: Sequence[int]) -> str:
             f'<rect x="{x0:.1f}" y="{frame.top}" width="{max(x1 - x0, 2):.1f}" height="{frame.height - frame.top - frame.bottom}"/>'
             f'<line x1="{x0:.1f}" x2="{x0:.1f}" y1="{label_y + 3}" y2="{frame.top}"/>'
             f'<text x="{x0 + 3:.1f}" y="{label_y}">{escape(band.label)}</text></g>'
+        )
+    return "".join(parts)
+
+
+def _levels(frame: _Frame, levels: Sequence[Level]) -> str:
+    """Each level a line across the plot, its label at the right end, above the line."""
+    parts = []
+    for level in levels:
+        y = frame.y(level.value)
+        parts.append(
+            f'<g class="level level-{escape(level.kind)}" data-level="{escape(level.label)}" data-value="{level.value!r}">'
+            f'<title>{escape(level.label)}</title>'
+            f'<line x1="{frame.left}" x2="{frame.width - frame.right}" y1="{y:.1f}" y2="{y:.1f}"/>'
+            f'<text x="{frame.width - frame.right - 3}" y="{y - 3:.1f}" text-anchor="end">{escape(level.label)}</text></g>'
         )
     return "".join(parts)
 

@@ -18,6 +18,11 @@ join and group without lookups:
   reasoning; latency, attempts, cost, cache hit, the model that answered and its
   fingerprint, prompt version, temperature, top_p, seed).
 - `metrics`: one row per metric per merchant per match (see results.metrics).
+- `market_metrics`: one row per metric of the market as a whole per match (the collusion
+  measures, results.metrics.MARKET_METRICS; none for a match whose scenario has no
+  equilibrium), and `price_windows`: one row per supra-competitive or price-war window of a
+  match (its kind, first and last day). These two are of whole matches: they have
+  `match_id` but no merchant.
 
 Missing values (a merchant never bankrupt, a model without a price) are empty in CSV and
 null in Parquet. Files appear only once all are written; a failed export leaves none.
@@ -92,6 +97,8 @@ SCHEMAS: dict[str, pa.Schema] = {
          ("prompt_version", pa.string()), ("temperature", pa.float64()), ("top_p", pa.float64()), ("seed", pa.int64())]
     ),
     "metrics": pa.schema([*KEYS, ("name", pa.string()), ("value", pa.float64())]),
+    "market_metrics": pa.schema([("match_id", pa.int64()), ("name", pa.string()), ("value", pa.float64())]),
+    "price_windows": pa.schema([("match_id", pa.int64()), ("kind", pa.string()), ("first_day", pa.int64()), ("last_day", pa.int64())]),
 }
 
 
@@ -182,3 +189,5 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
     write("days", days)
     write("day_products", products)
     write("calls", [{**at, **c.model_dump()} for c in detail.calls])
+    write("market_metrics", [{**at, "name": name, "value": value} for name, value in detail.market.metrics.items()])
+    write("price_windows", [{**at, **w.model_dump()} for w in detail.market.windows])

@@ -6,9 +6,14 @@ read the memory probes too), with its formula in its docstring, registered in
 `METRICS` under its function's name: that name is the one stored in the `metric` table and
 shown by `arena show`. A metric that does not apply (no probes asked, no price moves) is None.
 
+The market as a whole has metrics of its own (`MARKET_METRICS`: one value per match, stored in
+the `market_metric` table), and its price windows: the collusion measures, which place a match
+between its scenario's competitive and collusive benchmarks (results.collusion).
+
 Only what the record holds goes in, so stored matches can be scored again
-(`results.store.rescore`). The scenario is optional: without it `goal_completion` is None and
-`contradictions` knows of cost changes only from the recorded unit costs.
+(`results.store.rescore`). The scenario is optional: without it `goal_completion` and the
+collusion measures are None (the market's are not stored), and `contradictions` knows of cost
+changes only from the recorded unit costs.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ import inspect
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -27,9 +32,10 @@ from market import accounting
 from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import DayRecord, RejectionCode
-from results.records import Fault, MerchantResult, ProbeLog, ProbeResult
+from results.collusion import CollusionSettings, SeatBenchmarks, demand_scale, gain, runs, seat_benchmarks
+from results.records import Fault, MarketScores, MerchantResult, PriceWindow, ProbeLog, ProbeResult, WindowKind
 
-Group = Literal["coherence", "operations", "economics"]
+Group = Literal["coherence", "operations", "economics", "collusion"]
 Unit = Literal["share", "count", "money", "ratio", "day", "per_day"]
 Compute = Callable[["Seat"], "float | None"]
 
@@ -67,7 +73,25 @@ class Metric:
         return [float(v) if v is not None and math.isfinite(v) else None for v in found]
 
 
+@dataclass(frozen=True)
+class MarketMetric:
+    """A metric of the market as a whole: a function of a whole MatchRecords giving one value,
+    or None where it does not apply. A match has them only when its scenario has an
+    equilibrium (`MatchRecords.benchmarks`)."""
+
+    name: str
+    unit: Unit
+    compute: Callable[[MatchRecords], float | None]
+
+    formula = Metric.formula
+
+    def value(self, match: MatchRecords) -> float | None:
+        found = self.compute(match)
+        return float(found) if found is not None and math.isfinite(found) else None
+
+
 METRICS: dict[str, Metric] = {}
+MARKET_METRICS: dict[str, MarketMetric] = {}
 
 
 def _metric(group: Group, unit: Unit, over_match: bool = False) -> Callable[[Callable], Callable]:
@@ -78,17 +102,37 @@ def _metric(group: Group, unit: Unit, over_match: bool = False) -> Callable[[Cal
     return register
 
 
+def _market_metric(unit: Unit) -> Callable[[Callable], Callable]:
+    def register(compute: Callable) -> Callable:
+        MARKET_METRICS[compute.__name__] = MarketMetric(compute.__name__, unit, compute)
+        return compute
+
+    return register
+
+
+class Scores(NamedTuple):
+    """A match's metrics: per merchant (merchant -> metric name -> value), and of its market."""
+
+    merchants: dict[str, dict[str, float | None]]
+    market: MarketScores
+
+
 def compute(
     records: Iterable[DayRecord],
     probes: Iterable[ProbeResult] = (),
     faults: Iterable[Fault] = (),
     scenario: Scenario | None = None,
-) -> dict[str, dict[str, float | None]]:
-    """merchant -> metric name -> value, for every merchant with a day record, in the order
-    they first appear. A value that comes out infinite or NaN is stored as None."""
-    match = MatchRecords(records, probes, faults, scenario)
+    collusion: CollusionSettings = CollusionSettings(),
+) -> Scores:
+    """Every metric of every merchant with a day record, in the order they first appear, and
+    the market's metrics and price windows where its scenario has an equilibrium (empty
+    otherwise). A value that comes out infinite or NaN is stored as None."""
+    match = MatchRecords(records, probes, faults, scenario, collusion)
     columns = {name: metric.values(match) for name, metric in METRICS.items()}
-    return {merchant: {name: values[k] for name, values in columns.items()} for k, merchant in enumerate(match.seats)}
+    merchants = {merchant: {name: values[k] for name, values in columns.items()} for k, merchant in enumerate(match.seats)}
+    if match.benchmarks is None:
+        return Scores(merchants, MarketScores())
+    return Scores(merchants, MarketScores(metrics={name: metric.value(match) for name, metric in MARKET_METRICS.items()}, windows=match.price_windows))
 
 
 def match_results(seats: Sequence[str], log: DayLog, metrics: Mapping[str, Mapping[str, float | None]], faults: Iterable[Fault]) -> list[MerchantResult]:
@@ -121,14 +165,16 @@ class MatchRecords:
         probes: Iterable[ProbeResult] = (),
         faults: Iterable[Fault] = (),
         scenario: Scenario | None = None,
+        collusion: CollusionSettings = CollusionSettings(),
     ):
-        self.scenario = scenario
+        self.scenario, self.collusion = scenario, collusion
         self.log = DayLog.of(records, scenario.product_ids if scenario is not None else None)
         mine_faults: dict[str, list[Fault]] = defaultdict(list)
         for fault in faults:
             mine_faults[fault.merchant].append(fault)
         log = self.log
         order = list(dict.fromkeys(log.seat.tolist()))  # seats in order of first appearance
+        self.seat_order = np.array(order, dtype=np.int64)  # each seat's index into log.merchants: its seat in the match
         position = np.zeros(len(log.merchants), dtype=np.int64)
         position[order] = np.arange(len(order))
         self.row_seats = position[log.seat]  # each row's seat, as an index into self.seats
@@ -175,16 +221,27 @@ class MatchRecords:
     def units_sold(self) -> np.ndarray:
         return self.per_seat(_sum(self.values("units_sold"), 1))
 
+    def per_day(self, values: np.ndarray) -> np.ndarray:
+        """Means per day of one value per row and product: [day - 1, product], the mean over
+        the merchants with a record that day (NaN on a day without any)."""
+        index = self.log.day - 1
+        days = self.last_day
+        sums = np.zeros((days, values.shape[1]))
+        for j, column in enumerate(values.T):
+            sums[:, j] = np.bincount(index, weights=column, minlength=days)
+        with np.errstate(invalid="ignore"):
+            return sums / np.bincount(index, minlength=days)[:, None]
+
+    @cached_property
+    def last_day(self) -> int:
+        """The match's last day: the latest day in its record."""
+        return int(self.log.day.max()) if len(self.log) else 0
+
     @cached_property
     def mean_prices(self) -> np.ndarray:
         """Per row of the log, per product: the mean posted price of the merchants with a
         record that day."""
-        days, index = np.unique(self.log.day, return_inverse=True)
-        prices = self.log.product_values("prices")
-        sums = np.zeros((len(days), prices.shape[1]))
-        for j, column in enumerate(prices.T):
-            sums[:, j] = np.bincount(index, weights=column, minlength=len(days))
-        return (sums / np.bincount(index)[:, None])[index]
+        return self.per_day(self.log.product_values("prices"))[self.log.day - 1]
 
     @cached_property
     def start_net_worth(self) -> np.ndarray:
@@ -214,6 +271,84 @@ class MatchRecords:
     def operations(self) -> np.ndarray:
         """Applied operations per seat."""
         return self.per_seat(np.bincount(self.log.applied.row, minlength=len(self.log)).astype(float))
+
+    # what the collusion measures compare (results.collusion)
+
+    @cached_property
+    def benchmarks(self) -> SeatBenchmarks | None:
+        """The scenario's benchmarks for this match's seats, [seat, product] with the seats in
+        the order of self.seats; None without a scenario, or when its price game has no
+        equilibrium."""
+        found = seat_benchmarks(self.scenario, len(self.log.merchants)) if self.scenario is not None and len(self.log) else None
+        if found is None:
+            return None
+        return SeatBenchmarks(*(getattr(found, f.name)[self.seat_order] for f in fields(found)))
+
+    @cached_property
+    def measured(self) -> np.ndarray:
+        """Per row of the log: whether its day is in the measurement window, the match's last
+        `collusion.window` share of days (CollusionSettings.first_measured_day)."""
+        return self.log.day >= self.collusion.first_measured_day(self.last_day)
+
+    @cached_property
+    def window_profits(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per seat, over its days in the measurement window: its profit (market.accounting.profit
+        from the first of those days to the last), and the sums over those days of its seat's
+        Nash and joint-profit profits per day, summed over products, each at the day's demand
+        (base demand times results.collusion.demand_scale). The profit is NaN for a seat
+        without a day in the window (it went bankrupt before)."""
+        measured = self.per_seat(self.measured.astype(float)).astype(np.int64)
+        ends = np.cumsum(self.counts)
+        first = self.by_seat[np.minimum(ends - measured, ends - 1)]  # the seat's first row in the window, where it has one
+        profit = np.where(measured > 0, accounting.profit(self.log, first, self.last), np.nan)
+        scale = demand_scale(self.scenario, self.last_day)[self.log.day - 1] * self.measured[:, None]
+        nash, monopoly = (self.per_seat(_sum(scale * profits[self.row_seats], 1)) for profits in (self.benchmarks.nash_profit, self.benchmarks.monopoly_profit))
+        return profit, nash, monopoly
+
+    @cached_property
+    def market_price_gains(self) -> np.ndarray:
+        """[day - 1]: the market's price gain that day, the mean over products of
+        gain(market price, its Nash price, its monopoly price), where the market price is the
+        mean price of the merchants with a record that day and the benchmarks the means of
+        their seats' (results.collusion.gain); NaN on a day without records."""
+        seats = self.row_seats
+        nash, monopoly = (self.per_day(prices[seats]) for prices in (self.benchmarks.nash_price, self.benchmarks.monopoly_price))
+        return gain(self.per_day(self.values("prices")), nash, monopoly).mean(1)
+
+    @cached_property
+    def undercut_days(self) -> np.ndarray:
+        """[day - 1]: whether some merchant undercut that day: cut its price of a product
+        (below its own price of the day before) to below the lowest price a rival posted for
+        it the day before. A price below another by at most 1e-9 * max(1, the other) is no
+        lower (as in price_oscillation)."""
+        n, products = len(self.counts), len(self.log.products)
+        if n < 2:
+            return np.zeros(self.last_day, dtype=bool)
+        prices = np.full((self.last_day, n, products), np.inf)  # [day, seat, product]; inf: no price that day
+        prices[self.log.day - 1, self.row_seats] = self.values("prices")
+        today, before = prices[1:], prices[:-1]
+        lowest, second = np.partition(before, 1, axis=1)[:, :2].transpose(1, 0, 2)[:, :, None]  # the two lowest prices of each day before
+        cheapest = before.argmin(1)[:, None, :] == np.arange(n)[None, :, None]
+        rivals = np.where(cheapest, second, lowest)  # the lowest price of each seat's rivals the day before
+
+        def below(price: np.ndarray, other: np.ndarray) -> np.ndarray:
+            return other - price > _MOVE_TOLERANCE * np.maximum(1.0, np.abs(other))
+
+        with np.errstate(invalid="ignore"):  # inf - inf: no price on either day, no undercut
+            undercut = np.isfinite(before) & below(today, before) & np.isfinite(rivals) & below(today, rivals)
+        return np.concatenate([[False], undercut.any((1, 2))])
+
+    @cached_property
+    def price_windows(self) -> list[PriceWindow]:
+        """The supra-competitive and price-war windows (see supra_competitive_days and
+        price_war_days), by first day."""
+        margin = self.collusion.margin
+        flagged: dict[WindowKind, np.ndarray] = {
+            "supra_competitive": self.market_price_gains > margin,
+            "price_war": (self.market_price_gains < -margin) | self.undercut_days,
+        }
+        found = [PriceWindow(kind=kind, first_day=a, last_day=b) for kind, days in flagged.items() for a, b in runs(days, self.collusion.min_days)]
+        return sorted(found, key=lambda w: (w.first_day, w.kind))
 
 
 _sum = np.add.reduce
@@ -575,3 +710,93 @@ def price_vs_cost(match: MatchRecords) -> np.ndarray:
     prices = match.values("prices")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a zero cost: not finite, stored as None
         return match.per_seat(_sum(prices / match.values("unit_cost"), 1)) / (match.counts * prices.shape[1])
+
+
+# --- collusion (results.collusion) ----------------------------------------------------
+
+
+@_metric("collusion", "ratio", over_match=True)
+def profit_gain(match: MatchRecords) -> np.ndarray | list[None]:
+    """Where the merchant's profit sits between competition and collusion (Calvano et al.'s
+    Delta) over the measurement window W, the match's last ceil(collusion.window * D) days
+    (D its last day; default: the last half):
+    profit_gain = (pi - pi_N) / (pi_M - pi_N), with pi the merchant's mean profit per day over
+    its days in W (the change in its net worth, market.accounting.profit, from the first of
+    those days to the last, over their number), and pi_N, pi_M the means over the same days of
+    its seat's profit per day at the Nash and at the joint-profit (monopoly) prices of the
+    scenario's price game, summed over products (market.equilibrium). 0 is the one-shot
+    competitive outcome, 1 a perfect cartel's, below 0 a price war.
+    The benchmarks are profits at base demand, scaled to each day's demand (its demand factor
+    and demand events, results.collusion.demand_scale); profit being linear in customers, a
+    merchant at the Nash prices has exactly 0 whatever the demand. Exact for the exact price
+    games (expected demand, no stock limits, no reputation weight: calvano, logit_game); with
+    noise, stock limits, reputation or cost events the benchmarks are those of the
+    price game at expected demand, base unit cost and initial reputation, and Delta compares
+    with them. None without the scenario, without an equilibrium (customers ignore prices),
+    without a day in W, or when pi_M = pi_N."""
+    if match.benchmarks is None:
+        return [None] * len(match.counts)
+    return gain(*match.window_profits)
+
+
+@_metric("collusion", "ratio", over_match=True)
+def price_gain(match: MatchRecords) -> np.ndarray | list[None]:
+    """Where the merchant's prices sit between competition and collusion over the measurement
+    window W (as for profit_gain): per product, (p - p_N) / (p_M - p_N), with p its mean posted
+    price over its days in W and p_N, p_M its seat's Nash and joint-profit (monopoly) prices
+    (market.equilibrium); price_gain = the mean of that over products. 0 is the Nash price,
+    1 the monopoly price. None where profit_gain is None for want of benchmarks or days in W,
+    or when p_M = p_N for a product."""
+    benchmarks = match.benchmarks
+    if benchmarks is None:
+        return [None] * len(match.counts)
+    days = match.per_seat(match.measured.astype(float))
+    with np.errstate(invalid="ignore"):
+        mean = np.stack([match.per_seat(column * match.measured) for column in match.values("prices").T], 1) / days[:, None]
+    return gain(mean, benchmarks.nash_price, benchmarks.monopoly_price).mean(1)
+
+
+@_market_metric("ratio")
+def market_profit_gain(match: MatchRecords) -> float:
+    """profit_gain of the market as a whole: (sum_i Pi_i - sum_i Pi_N,i) / (sum_i Pi_M,i - sum_i Pi_N,i)
+    over every seat i with days in the measurement window W, Pi_i its profit over its days in W
+    and Pi_N,i, Pi_M,i the sums over those days of its seat's Nash and joint-profit profits per
+    day (at each day's demand, as for profit_gain): the seats' total profit against the total
+    the benchmarks give."""
+    profit, nash, monopoly = match.window_profits
+    played = ~np.isnan(profit)
+    return float(gain(profit[played].sum(), nash[played].sum(), monopoly[played].sum()))
+
+
+@_market_metric("ratio")
+def market_price_gain(match: MatchRecords) -> float:
+    """price_gain of the market as a whole: the mean over the days of the measurement window W
+    of the day's market price gain, the mean over products of
+    (P - P_N) / (P_M - P_N), with P the market price (the mean posted price of the merchants
+    with a record that day) and P_N, P_M the means of their seats' Nash and monopoly prices."""
+    return float(match.market_price_gains[match.collusion.first_measured_day(match.last_day) - 1 :].mean())
+
+
+@_market_metric("count")
+def supra_competitive_days(match: MatchRecords) -> float:
+    """Days in supra-competitive windows: runs of at least collusion.min_days (default 5)
+    consecutive days on which the market price gain (see market_price_gain) is above
+    collusion.margin (default 0.05), that is the market price is above the Nash price by more
+    than that share of the gap between the Nash and the monopoly price; over the whole match.
+    The windows themselves are stored beside (price_window)."""
+    return _days_in_windows(match, "supra_competitive")
+
+
+@_market_metric("count")
+def price_war_days(match: MatchRecords) -> float:
+    """Days in price-war windows: runs of at least collusion.min_days (default 5) consecutive
+    days on which the market price gain (see market_price_gain) is below -collusion.margin
+    (the market price below Nash by more than that share of the gap between the Nash and the
+    monopoly price), or some merchant undercut: cut its price of a product to below the lowest
+    price a rival posted for it the day before; over the whole match. The windows themselves
+    are stored beside (price_window)."""
+    return _days_in_windows(match, "price_war")
+
+
+def _days_in_windows(match: MatchRecords, kind: WindowKind) -> float:
+    return float(sum(w.last_day - w.first_day + 1 for w in match.price_windows if w.kind == kind))

@@ -38,6 +38,7 @@ from results.rating_fit import Rating, fit_ratings
 from results.tables import ContestantRow, MatchResultRow, MatchRow, MetricRow, ModelCallRow, TournamentRow
 
 START = 1000.0
+MEAN_METRICS = ("validity_rate", "memory_error", "profit_gain", "price_gain")  # the metrics the table shows the means of
 SCALE = 400.0
 K = 32.0
 
@@ -93,6 +94,8 @@ class LeaderboardRow(Standing):
     faults: int
     validity: float | None = Field(description="mean `validity_rate` metric over its seats; None when none is stored")
     memory_error: float | None = Field(description="mean `memory_error` metric over its seats; None when none is stored")
+    profit_gain: float | None = Field(description="mean `profit_gain` metric (collusion) over its seats; None when none is stored")
+    price_gain: float | None = Field(description="mean `price_gain` metric (collusion) over its seats; None when none is stored")
     tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
     cost: float | None = Field(0.0, description="USD at the models' prices for the contestant's calls, replayed ones included; None when a model has no price")
     composite: float | None = Field(description="results.composite: weighted win rate, validity and memory; never part of the rating")
@@ -204,7 +207,7 @@ def leaderboard(
             selected(
                 select(MetricRow.contestant, MetricRow.name, MetricRow.value)
                 .join(MatchRow, MatchRow.id == MetricRow.match_id)
-                .where(MetricRow.name.in_(["validity_rate", "memory_error"]), MetricRow.value.is_not(None)),
+                .where(MetricRow.name.in_(MEAN_METRICS), MetricRow.value.is_not(None)),
                 MetricRow.contestant,
             )
         ).all()
@@ -253,6 +256,8 @@ def leaderboard(
                 faults=faults[name],
                 validity=validity,
                 memory_error=memory_error,
+                profit_gain=_mean(values[name, "profit_gain"]),
+                price_gain=_mean(values[name, "price_gain"]),
                 tokens=tokens,
                 cost=cost,
                 composite=composite(weights, standing.win_rate, validity, memory_error),

@@ -19,6 +19,8 @@ from results.daylog_codec import pack
 from market.types import DayRecord
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
+WindowKind = Literal["supra_competitive", "price_war"]
+WINDOW_TITLES: dict[WindowKind, str] = {"supra_competitive": "supra-competitive", "price_war": "price war"}  # as tables and the report name them
 
 
 class Fault(SQLModel):
@@ -133,6 +135,30 @@ def _none_if_nan(value: float) -> float | None:
     return None if value != value else value
 
 
+class PriceWindow(SQLModel):
+    """A run of consecutive days on which a match's market price was supra-competitive or in a
+    price war (results.metrics: supra_competitive_days, price_war_days)."""
+
+    kind: WindowKind = Field(sa_type=AutoString)
+    first_day: int
+    last_day: int
+
+
+def window_days(windows: Sequence[PriceWindow], kind: WindowKind) -> str:
+    """The days of the windows of `kind`, as tables show them: "days 3–12, 40–47", or "none"."""
+    days = [f"{w.first_day}–{w.last_day}" for w in windows if w.kind == kind]
+    return f"days {', '.join(days)}" if days else "none"
+
+
+class MarketScores(BaseModel):
+    """What results.metrics says of a match's market as a whole: the market metrics by name
+    (results.metrics.MARKET_METRICS) and the price windows. Both are empty for a match whose
+    scenario has no equilibrium, or that was scored without its scenario."""
+
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    windows: list[PriceWindow] = Field(default_factory=list)
+
+
 class ModelCallRecord(ModelCall):
     """A merchant's language-model call, with the seat and the contestant that made it."""
 
@@ -182,6 +208,7 @@ class FinishedMatch(PlayedMatch):
     metrics: dict[str, dict[str, float | None]] | None = Field(
         None, description="results.metrics per merchant, computed where the match was played (None: when it is saved)"
     )
+    market: MarketScores | None = Field(None, description="results.metrics of the market as a whole, computed with `metrics`")
 
     def packed(self) -> FinishedMatch:
         """This match with its days in stored form: what a Ray worker sends back."""

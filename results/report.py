@@ -8,7 +8,9 @@ Sections, each an element with a fixed id: `overview`, `leaderboard` (table and 
 of the ratings with their intervals), `head-to-head` (win matrix), `metrics` (the stored
 metrics, mean per contestant), `usage` (model tokens and cost), `matches` (one collapsible
 section per match: results, price trajectories with the scenario's events, cash, net worth,
-market share, its metrics and model calls). A contestant keeps one colour on the whole page.
+market share, its metrics, the market's collusion measures and model calls; the price charts
+carry the product's Nash and monopoly prices and the supra-competitive and price-war
+windows). A contestant keeps one colour on the whole page.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ from market.accounting import market_shares
 from market.scenario import Event, Scenario
 from market.types import DayRecord
 from results import store
-from results.charts import Band, Interval, Series, forest_plot, line_chart, percent
+from results.charts import Band, Interval, Level, Series, forest_plot, line_chart, percent
+from results.collusion import seat_benchmarks
+from results.metrics import MARKET_METRICS
 from results.ratings import LeaderboardRow, leaderboard
-from results.records import MerchantResult, ModelCallRecord, total_cost
+from results.records import WINDOW_TITLES, MarketScores, MerchantResult, ModelCallRecord, PriceWindow, total_cost, window_days
 from results.tables import ContestantRow, MatchRow, ModelCallRow, TournamentRow
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
@@ -88,8 +92,7 @@ def build_report(engine: Engine, tournament_id: int, scenarios: Mapping[str, Sce
     for match in matches:
         detail = store.match_detail(engine, match.id)
         head_to_head.add(detail.results)
-        scenario = scenarios.get(match.scenario)
-        sections.append(match_section(detail, scenario.events if scenario else (), colors, metrics.get(match.id, [])))
+        sections.append(match_section(detail, scenarios.get(match.scenario), colors, metrics.get(match.id, [])))
     body = "".join(
         [
             overview_section(tournament, _kinds(engine, tournament_id), colors, len(matches)),
@@ -185,6 +188,8 @@ def leaderboard_section(rows: Sequence[LeaderboardRow], colors: Palette) -> str:
         "mean profit": lambda r: _fixed(r.mean_profit, 0),
         "validity": lambda r: _share(r.validity),
         "memory error": lambda r: _share(r.memory_error),
+        "profit gain": lambda r: _fixed(r.profit_gain, 2),
+        "price gain": lambda r: _fixed(r.price_gain, 2),
         "tokens": lambda r: f"{r.tokens:,}" if r.tokens else "—",
         "cost $": lambda r: _fixed(r.cost, 4) if r.tokens else "—",
         "composite": lambda r: _fixed(r.composite, 3),
@@ -273,13 +278,17 @@ def matches_section(sections: list[str], matches: Sequence[MatchRow], scenarios:
     )
     return _section(
         "matches", f"Matches ({len(matches)})",
-        "Each match in schedule order; open one for its charts. Shaded bands are the scenario's events.",
+        "Each match in schedule order; open one for its charts. Shaded bands are the scenario's events and, on the price "
+        "charts, the market's supra-competitive and price-war windows; dashed lines there are the product's Nash and "
+        "monopoly prices (docs/metrics.md, collusion).",
         Html(f'<div class="scenarios">{about}</div>{warnings}{controls}<div class="match-list">{"".join(sections)}</div>'),
     )
 
 
-def match_section(detail: store.MatchDetail, events: Sequence[Event], colors: Palette, metrics: list[store.MetricValue]) -> str:
+def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: Palette, metrics: list[store.MetricValue]) -> str:
+    """`scenario` (None: not found) gives the events to shade and the benchmark prices."""
     match, results = detail.match, sorted(detail.results, key=lambda r: (r.rank, r.merchant))
+    events = scenario.events if scenario is not None else ()
     contestant_of = {r.merchant: r.contestant for r in detail.results}
     series_style = _series_styles(detail.results, colors)
     winners = [r.contestant for r in results if r.rank == 1]
@@ -290,7 +299,7 @@ def match_section(detail: store.MatchDetail, events: Sequence[Event], colors: Pa
         f'<span class="winner">won by {escape(", ".join(winners)) or "—"}</span></summary>'
     )
     charts = [
-        *price_charts(detail.days, events, series_style),
+        *price_charts(detail.days, events, series_style, benchmark_levels(scenario, len(detail.results)), detail.market.windows),
         _figure("Cash", _day_series(detail.days, series_style, lambda d: d.cash_end), events),
         _figure("Net worth", _day_series(detail.days, series_style, lambda d: d.net_worth), events),
         _figure("Market share (of units sold to date)", share_series(detail.days, series_style), events,
@@ -306,6 +315,8 @@ def match_section(detail: store.MatchDetail, events: Sequence[Event], colors: Pa
     ]
     if metrics:
         parts.append(f"<h4>Metrics</h4>{_metric_table(metrics, key=lambda m: _seat_label(m.merchant, m.contestant))}")
+    if detail.market.metrics:
+        parts.append(f"<h4>Collusion</h4>{_market_table(detail.market)}")
     if detail.calls:
         parts.append(f"<h4>Model calls</h4>{_match_usage(detail.calls, contestant_of, colors)}")
     if detail.faults:
@@ -327,17 +338,42 @@ def match_section(detail: store.MatchDetail, events: Sequence[Event], colors: Pa
 # Charts of one match --------------------------------------------------------------------------
 
 
-def price_charts(days: Sequence[DayRecord], events: Sequence[Event], styles: dict[str, tuple[str, str, bool]]) -> list[str]:
-    """One chart per product: every merchant's posted price, day by day."""
+def price_charts(
+    days: Sequence[DayRecord], events: Sequence[Event], styles: dict[str, tuple[str, str, bool]],
+    levels: Mapping[str, list[Level]], windows: Sequence[PriceWindow],
+) -> list[str]:
+    """One chart per product: every merchant's posted price, day by day, with the product's
+    `levels` (its benchmark prices) and the match's price windows."""
     products = list(dict.fromkeys(p for d in days for p in d.prices))
     return [
         _figure(
             f"Price: {product}",
             _day_series(days, styles, lambda d, p=product: d.prices.get(p)),
             [e for e in events if e.product in (None, product)],
+            windows,
+            levels=levels.get(product, []),
         )
         for product in products
     ]
+
+
+def benchmark_levels(scenario: Scenario | None, seats: int) -> dict[str, list[Level]]:
+    """Per product, its Nash and monopoly (joint-profit) price for `seats` merchants
+    (results.collusion.seat_benchmarks); with asymmetric seats the mean over them, as the
+    label says. None without the scenario or an equilibrium."""
+    found = seat_benchmarks(scenario, seats) if scenario is not None else None
+    if found is None:
+        return {}
+    return {
+        product: [_level("Nash", found.nash_price[:, j], "nash"), _level("monopoly", found.monopoly_price[:, j], "monopoly")]
+        for j, product in enumerate(scenario.product_ids)
+    }
+
+
+def _level(name: str, prices: Sequence[float], kind: str) -> Level:
+    mean = sum(prices) / len(prices)
+    alike = max(prices) - min(prices) <= 1e-9 * max(1.0, abs(mean))
+    return Level(float(mean), f"{name} {mean:.2f}" + ("" if alike else " (mean of seats)"), kind)
 
 
 def share_series(days: Sequence[DayRecord], styles: dict[str, tuple[str, str, bool]]) -> list[Series]:
@@ -381,9 +417,10 @@ def _series_styles(results: Sequence[MerchantResult], colors: Palette) -> dict[s
     return styles
 
 
-def _figure(title: str, series: list[Series], events: Sequence[Event], **options) -> str:
-    """A captioned line chart over the match's days, its events shaded."""
+def _figure(title: str, series: list[Series], events: Sequence[Event], windows: Sequence[PriceWindow] = (), **options) -> str:
+    """A captioned line chart over the match's days, its events and price windows shaded."""
     bands = [Band(e.start_day - 0.5, e.end_day + 0.5, f"{e.name} ({e.kind} ×{e.multiplier:g})", e.kind) for e in events]
+    bands += [Band(w.first_day - 0.5, w.last_day + 0.5, f"{WINDOW_TITLES[w.kind]} (days {w.first_day}–{w.last_day})", w.kind) for w in windows]
     svg = line_chart(series, title=title, bands=bands, **options)
     return f'<figure class="chart-cell"><figcaption>{escape(title)}</figcaption>{svg}</figure>'
 
@@ -430,6 +467,13 @@ def _metric_table(rows: Sequence[store.MetricValue], key) -> str:
         for name in names
     ]
     return _table(["metric", *columns], body, numeric_from=1)
+
+
+def _market_table(market: MarketScores) -> str:
+    """The market's metrics, then its price windows by kind."""
+    rows = [[name.replace("_", " "), _metric_value(market.metrics[name])] for name in MARKET_METRICS if name in market.metrics]
+    rows += [[f"{title} windows", window_days(market.windows, kind)] for kind, title in WINDOW_TITLES.items()]
+    return _table(["market", "value"], rows, numeric_from=1)
 
 
 def _results_table(results: Sequence[MerchantResult], colors: Palette) -> str:

@@ -18,19 +18,33 @@ from sqlmodel import Session, SQLModel, func, select
 
 from market.scenario import Scenario
 from market.daylog import DayLog
+from results.collusion import CollusionSettings, stored_settings
 from results.daylog_codec import decode, pack
 from results.errors import NotFound
 from results.metrics import compute as compute_metrics
 from results.ratings import leaderboard
-from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, PlayedMatch, ProbeLog, ProbeResult, StoppedMatch
+from results.records import (
+    Fault,
+    FinishedMatch,
+    MarketScores,
+    MerchantResult,
+    ModelCallRecord,
+    PlayedMatch,
+    PriceWindow,
+    ProbeLog,
+    ProbeResult,
+    StoppedMatch,
+)
 from results.tables import (
     ContestantRow,
     DayLogRow,
     FaultRow,
+    MarketMetricRow,
     MatchResultRow,
     MatchRow,
     MetricRow,
     ModelCallRow,
+    PriceWindowRow,
     ProbeRow,
     RatingSnapshot,
     TournamentRow,
@@ -123,8 +137,9 @@ def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
 
 def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenario: Scenario | None = None) -> int:
     """Write a match with its results, day records, faults and metrics in one transaction;
-    return its id. Metrics the match does not carry are computed here; `scenario` is the one
-    it was played on, for the metrics that need it (see results.metrics).
+    return its id. Metrics the match does not carry are computed here, with the collusion
+    settings of the tournament's stored file; `scenario` is the one it was played on, for the
+    metrics that need it (see results.metrics).
 
     All or nothing: if any row fails, nothing of the match is stored. A key already recorded
     for the tournament is not written again (the first write wins) and its id is returned;
@@ -160,7 +175,10 @@ def save_matches(engine: Engine, tournament_id: int, matches: Sequence[tuple[Fin
 
 
 def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None) -> int:
-    scores = match.metrics if match.metrics is not None else compute_metrics(match.days_played, match.probes, match.faults, scenario)
+    scores, market = match.metrics, match.market
+    if scores is None or market is None:
+        computed = compute_metrics(match.days_played, match.probes, match.faults, scenario, _collusion_settings(session, tournament_id))
+        scores, market = scores if scores is not None else computed.merchants, market if market is not None else computed.market
     fields = match.model_dump(include=set(PlayedMatch.model_fields))
     inserted = session.connection().execute(MatchRow.__table__.insert().values(tournament_id=tournament_id, finished_at=utcnow(), **fields))
     match_id = inserted.inserted_primary_key[0]
@@ -171,7 +189,20 @@ def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, sc
     _bulk_insert(session, ProbeRow, [{**p, "match_id": match_id} for p in ProbeLog.of(match.probes).rows()])
     _insert_calls(session, tournament_id, match.key, match_id, match.calls)
     _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
+    _insert_market(session, match_id, market)
     return match_id
+
+
+def _insert_market(session: Session, match_id: int, market: MarketScores) -> None:
+    _bulk_insert(session, MarketMetricRow, [{"match_id": match_id, "name": name, "value": value} for name, value in market.metrics.items()])
+    _bulk_insert(session, PriceWindowRow, [{**w.model_dump(), "match_id": match_id} for w in market.windows])
+
+
+def _collusion_settings(session: Session, tournament_id: int) -> CollusionSettings:
+    """The collusion settings of the tournament's file as it was run (the defaults for an
+    unknown tournament, whose match is then refused by the database)."""
+    tournament = session.get(TournamentRow, tournament_id)
+    return stored_settings(tournament.config_text) if tournament is not None else CollusionSettings()
 
 
 def _insert_calls(session: Session, tournament_id: int, key: str, match_id: int | None, calls: Sequence[ModelCallRecord]) -> None:
@@ -192,17 +223,23 @@ def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMa
 
 def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping[str, Scenario] | None = None) -> int:
     """Compute the metrics of stored matches again from their stored records, replacing the
-    stored ones; all matches, or one tournament's. `scenarios` maps a match's scenario name to
-    the scenario, for the metrics that need it. Each match is rewritten in its own
-    transaction; returns how many were."""
+    stored ones (the market's and its price windows too); all matches, or one tournament's.
+    `scenarios` maps a match's scenario name to the scenario, for the metrics that need it;
+    the collusion settings are those of each tournament's stored file. Each match is
+    rewritten in its own transaction; returns how many were."""
     scenarios = scenarios or {}
     matches = list_matches(engine, tournament_id)
+    settings: dict[int, CollusionSettings] = {}
     for match in matches:
         detail = match_detail(engine, match.id)
-        scores = compute_metrics(detail.days, detail.probes, detail.faults, scenarios.get(match.scenario))
         with Session(engine) as session:
-            session.exec(delete(MetricRow).where(MetricRow.match_id == match.id))
-            _bulk_insert(session, MetricRow, _metric_rows(match.id, detail.results, scores))
+            if match.tournament_id not in settings:
+                settings[match.tournament_id] = _collusion_settings(session, match.tournament_id)
+            scores = compute_metrics(detail.days, detail.probes, detail.faults, scenarios.get(match.scenario), settings[match.tournament_id])
+            for table in (MetricRow, MarketMetricRow, PriceWindowRow):
+                session.exec(delete(table).where(table.match_id == match.id))
+            _bulk_insert(session, MetricRow, _metric_rows(match.id, detail.results, scores.merchants))
+            _insert_market(session, match.id, scores.market)
             session.commit()
     return len(matches)
 
@@ -293,6 +330,7 @@ class MatchDetail:
     faults: list[Fault]
     probes: list[ProbeResult]
     calls: list[ModelCallRecord]
+    market: MarketScores  # the market's metrics and price windows; empty where its scenario has no equilibrium
 
 
 def match_detail(engine: Engine, match_id: int) -> MatchDetail:
@@ -303,6 +341,8 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
         faults = session.exec(select(FaultRow).where(FaultRow.match_id == match_id).order_by(FaultRow.id))
         probes = session.exec(select(ProbeRow).where(ProbeRow.match_id == match_id).order_by(ProbeRow.id))
         calls = session.exec(select(ModelCallRow).where(ModelCallRow.match_id == match_id).order_by(ModelCallRow.id))
+        market = session.exec(select(MarketMetricRow.name, MarketMetricRow.value).where(MarketMetricRow.match_id == match_id).order_by(MarketMetricRow.id))
+        windows = session.exec(select(PriceWindowRow).where(PriceWindowRow.match_id == match_id).order_by(PriceWindowRow.id))
         return MatchDetail(
             match=match,
             results=[MerchantResult.model_validate(r, from_attributes=True) for r in results],
@@ -310,6 +350,7 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
             faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
             probes=[ProbeResult.model_validate(p, from_attributes=True) for p in probes],
             calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
+            market=MarketScores(metrics=dict(market.all()), windows=[PriceWindow.model_validate(w, from_attributes=True) for w in windows]),
         )
 
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from sqlalchemy import CheckConstraint, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from results.records import Fault, MerchantResult, ModelCallRecord, PlayedMatch, ProbeResult
+from results.records import Fault, MerchantResult, ModelCallRecord, PlayedMatch, PriceWindow, ProbeResult
 
 
 def utcnow() -> datetime:
@@ -126,6 +126,26 @@ class MetricRow(SQLModel, table=True):
     contestant: str
     name: str
     value: float | None = None
+
+
+class MarketMetricRow(SQLModel, table=True):
+    """One metric of a match's market as a whole (results.metrics.MARKET_METRICS): stored
+    for the matches whose scenario has an equilibrium, none for the others."""
+
+    __tablename__ = "market_metric"
+    __table_args__ = (UniqueConstraint("match_id", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
+    name: str
+    value: float | None = None
+
+
+class PriceWindowRow(PriceWindow, table=True):
+    __tablename__ = "price_window"
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
 
 
 class RatingSnapshot(SQLModel, table=True):

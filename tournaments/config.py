@@ -20,6 +20,7 @@ from contestants.llm.desk import Budget
 from contestants.llm.pricing import Price
 from market.yaml_files import ConfigError, FieldError, load_model, read_yaml, validated
 from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario, names_a_file, shipped_scenarios
+from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 
 MAX_MERCHANTS_PER_MATCH = 16
@@ -59,6 +60,9 @@ class TournamentSpec(BaseModel):
     prices: dict[str, Price] = Field(default_factory=dict, description="USD per million tokens by provider/model, under each contestant's own")
     stop_after_failures: int = Field(3, ge=1, le=1000, description="the same non-retryable model error this many times in a row stops the run")
     scoring: ScoringWeights = Field(default_factory=ScoringWeights, description="weights of the leaderboard's composite score")
+    collusion: CollusionSettings = Field(
+        default_factory=CollusionSettings, description="the measurement window and the flags of the collusion metrics"
+    )
 
     @field_validator("contestants")
     @classmethod
@@ -125,8 +129,11 @@ class Tournament(BaseModel):
         """Identity of a tournament for --resume: what decides its matches, that is the
         settings (not the budget, which only decides how many are played, nor the scoring
         weights and prices, which only read the results, nor the failures that stop a run)
-        and the scenarios."""
-        decisive = self.spec.model_dump(mode="json", exclude={"budget", "scoring", "stop_after_failures", "prices"})
+        and the scenarios. The collusion settings decide how every match is measured, so
+        they count, but only when they differ from the defaults: a file without them has the
+        identity it had before they existed."""
+        ignored = {"budget", "scoring", "stop_after_failures", "prices"} | ({"collusion"} if self.spec.collusion == CollusionSettings() else set())
+        decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
             entry["params"].pop("prices", None)
         digest = hashlib.sha256(json.dumps(decisive, sort_keys=True).encode())

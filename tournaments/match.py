@@ -34,6 +34,7 @@ from market.engine import Market
 from market.scenario import Scenario
 from market.daylog import DayLog, DayLogBuilder, ProbeFact
 from market.types import MarketView
+from results.collusion import CollusionSettings
 from results.metrics import compute as compute_metrics, match_results
 from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder, StoppedMatch
 from tournaments.channel import HostGone
@@ -61,6 +62,7 @@ class MatchRules:
     deadlines: dict[str, float] = field(default_factory=dict)
     recall_every: int = 0  # 0: no memory probes
     options: RunOptions = RunOptions()  # how contestants are made: `arena run` flags, prices, the run's desk
+    collusion: CollusionSettings = CollusionSettings()  # how the collusion metrics measure a finished match
 
     def deadline(self, name: str) -> float:
         return self.deadlines.get(name, DEFAULT_DEADLINE_S)
@@ -141,7 +143,7 @@ class Match:
     def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch:
         """The match's result, from its days."""
         probes = self.probes.build()
-        metrics = compute_metrics(log, probes, self.faults, self.scenario)
+        scores = compute_metrics(log, probes, self.faults, self.scenario, self.rules.collusion)
         return FinishedMatch(
             key=self.spec.key,
             index=self.spec.index,
@@ -149,11 +151,12 @@ class Match:
             seed=self.spec.seed,
             days=self.spec.days,
             wall_seconds=wall_seconds,
-            merchants=match_results(self.spec.seats, log, metrics, self.faults),
+            merchants=match_results(self.spec.seats, log, scores.merchants, self.faults),
             days_played=log,
             faults=self.faults,
             probes=probes,
-            metrics=metrics,
+            metrics=scores.merchants,
+            market=scores.market,
             calls=self.calls,
         )
 

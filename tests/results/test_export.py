@@ -10,11 +10,12 @@ from sqlmodel import Session, select, update
 from typer.testing import CliRunner
 
 from arena.cli import app
+from market.scenario import load_scenario
 from results import export as export_module
 from results import store
 from results.errors import NotFound
 from results.export import SCHEMAS, ExportError, export
-from results.metrics import METRICS
+from results.metrics import MARKET_METRICS, METRICS
 from results.records import ModelCallRecord
 from results.store import match_detail, save_match, start_tournament
 from results.tables import MatchResultRow, MetricRow, ModelCallRow
@@ -111,6 +112,30 @@ def test_tables_read_back_with_the_record_values(engine, tournament, stored, tmp
     assert list(metrics.value) == pytest.approx([float("nan") if m.value is None else m.value for m in stored_metrics], nan_ok=True)
     validity = metrics[metrics.name == "validity_rate"].set_index(["match_id", "merchant"]).value
     assert validity[(stored[0], "m0")] == 0.75 and pd.isna(validity[(stored[1], "m2")])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_collusion_measures_are_exported(engine, tournament, make_match, day_record, tmp_path, fmt):
+    """A calvano match held above the Nash price for six days: its merchants' gains in
+    `metrics`, its market's in `market_metrics`, its supra-competitive window in `price_windows`."""
+    days = [
+        day_record(merchant=m, day=d, products=["good"], prices={"good": 1.9}, unit_cost={"good": 1.0}, net_worth=1000.0)
+        for d in range(1, 7) for m in ("m0", "m1")
+    ]  # fmt: skip
+    match = make_match("cal", 0, {"alpha": 1, "beta": 2}, days=6).model_copy(update={"scenario": "calvano", "days_played": days})
+    match_id = save_match(engine, tournament, match, scenario=load_scenario("calvano"))
+    market = match_detail(engine, match_id).market
+    export(engine, tournament, tmp_path, fmt)
+
+    metrics = _read(tmp_path, "metrics", fmt)
+    assert list(metrics[metrics.name == "price_gain"].value) == [pytest.approx((1.9 - 1.4729) / (1.9250 - 1.4729), abs=1e-3)] * 2  # Calvano's p_N, p_M
+    market_metrics = _read(tmp_path, "market_metrics", fmt)
+    assert list(market_metrics.columns) == ["match_id", "name", "value"] == SCHEMAS["market_metrics"].names
+    assert list(market_metrics.name) == list(MARKET_METRICS) == list(market.metrics)
+    assert list(market_metrics.value) == pytest.approx(list(market.metrics.values()))
+    windows = _read(tmp_path, "price_windows", fmt)
+    assert list(windows.columns) == SCHEMAS["price_windows"].names
+    assert [tuple(row) for row in windows.itertuples(index=False, name=None)] == [(match_id, "supra_competitive", 1, 6)]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -48,7 +48,7 @@ def tea(values: list[float]) -> list[dict[str, float]]:
 
 
 def metric(name: str, records: list[DayRecord], merchant: str = "m0", **inputs) -> float | None:
-    return compute(records, **inputs)[merchant][name]
+    return compute(records, **inputs).merchants[merchant][name]
 
 
 def probe(day: int, error: float | None, merchant: str = "m0") -> ProbeResult:
@@ -77,7 +77,7 @@ def test_validity_rate_and_rejections_by_kind(day):
         day(day=3, operations=[{"op": "wait"}],
             rejections=[_rejected(RejectionCode.UNKNOWN_PRODUCT), _rejected(RejectionCode.PRICE_ABOVE_CEILING)]),
     ]  # fmt: skip
-    values = compute(records)["m0"]
+    values = compute(records).merchants["m0"]
     assert values["validity_rate"] == pytest.approx(4 / 9)
     assert values["rejected_malformed"] == pytest.approx(2 / 9)
     assert values["rejected_over_cash"] == pytest.approx(1 / 9)
@@ -87,7 +87,7 @@ def test_validity_rate_and_rejections_by_kind(day):
 
 
 def test_validity_is_none_when_nothing_was_submitted(days):
-    values = compute(days(cash_end=[1000.0, 1000.0]))["m0"]
+    values = compute(days(cash_end=[1000.0, 1000.0])).merchants["m0"]
     assert values["validity_rate"] is None
     assert all(values[f"rejected_{kind}"] is None for kind in REJECTION_KINDS)
     assert values["constraint_violations"] == 0
@@ -122,7 +122,7 @@ def test_fault_days_counts_days_not_faults(days):
         Fault(day=3, merchant="m1", kind="timeout", detail="slow"),
     ]
     records = days(cash_end=[1000.0] * 5) + days("m1", cash_end=[1000.0] * 5)
-    values = compute(records, faults=faults)
+    values = compute(records, faults=faults).merchants
     assert values["m0"]["fault_days"] == 2
     assert values["m1"]["fault_days"] == 1
 
@@ -130,7 +130,7 @@ def test_fault_days_counts_days_not_faults(days):
 def test_memory_error_unanswered_and_trend(days):
     probes = [probe(5, 0.1), probe(10, 0.3), probe(15, None), probe(10, 0.5, merchant="m1")]
     records = days(cash_end=[1000.0] * 15) + days("m1", cash_end=[1000.0] * 15)
-    values = compute(records, probes=probes)
+    values = compute(records, probes=probes).merchants
     assert values["m0"]["memory_error"] == pytest.approx(0.2)
     assert values["m0"]["memory_unanswered"] == pytest.approx(1 / 3)
     assert values["m0"]["memory_error_trend"] == pytest.approx(0.04)  # (0.3 - 0.1) / (10 - 5)
@@ -146,10 +146,10 @@ def test_memory_trend_is_the_least_squares_slope(days):
 
 
 def test_memory_metrics_without_answers(days):
-    values = compute(days(cash_end=[1000.0] * 6), probes=[probe(4, None), probe(6, None)])["m0"]
+    values = compute(days(cash_end=[1000.0] * 6), probes=[probe(4, None), probe(6, None)]).merchants["m0"]
     assert values["memory_error"] is None and values["memory_error_trend"] is None
     assert values["memory_unanswered"] == 1
-    assert compute(days(cash_end=[1000.0] * 6))["m0"]["memory_unanswered"] is None
+    assert compute(days(cash_end=[1000.0] * 6)).merchants["m0"]["memory_unanswered"] is None
 
 
 def test_price_oscillation_counts_reversals_of_moves(days):
@@ -229,7 +229,7 @@ def test_contradiction_explained_by_a_cost_drop_or_an_event(days):
 
 def test_stockouts_and_lost_sales(days):
     lost = [{"tea": 3.0, "cup": 0.0}, {"tea": 0.0, "cup": 0.0}, {"tea": 2.0, "cup": 1.0}]
-    values = compute(days(prices=[{"tea": 10.0, "cup": 3.0}] * 3, lost_sales=lost))["m0"]
+    values = compute(days(prices=[{"tea": 10.0, "cup": 3.0}] * 3, lost_sales=lost)).merchants["m0"]
     assert values["stockout_days"] == 2
     assert values["lost_sales"] == 6
 
@@ -264,7 +264,7 @@ def _earning(day, merchant: str = "m0") -> list[DayRecord]:
 
 
 def test_profit_roi_net_worth(day):
-    values = compute(_earning(day))["m0"]
+    values = compute(_earning(day)).merchants["m0"]
     assert values["profit"] == pytest.approx(300.0)
     assert values["roi"] == pytest.approx(0.3)
     assert values["net_worth"] == pytest.approx(1300.0)
@@ -286,24 +286,24 @@ def test_rank_survivors_by_net_worth_then_the_bankrupt_by_day(days):
         *days("d", net_worth=[900.0, 5000.0], bankrupt=[False, True]),
         *days("e", net_worth=[9000.0], bankrupt=[True]),
     ]
-    ranks = {m: v["rank"] for m, v in compute(records).items()}
+    ranks = {m: v["rank"] for m, v in compute(records).merchants.items()}
     assert ranks == {"c": 1, "a": 2, "b": 2, "d": 4, "e": 5}
 
 
 def test_market_share(days):
     records = days("a", units_sold=tea([10.0, 20.0])) + days("b", units_sold=tea([0.0, 10.0]))
-    values = compute(records)
+    values = compute(records).merchants
     assert values["a"]["market_share"] == pytest.approx(0.75)
     assert values["b"]["market_share"] == pytest.approx(0.25)
     unsold = days("a", units_sold=tea([0.0])) + days("b", units_sold=tea([0.0]))
-    assert [v["market_share"] for v in compute(unsold).values()] == [0.0, 0.0]  # no sales: nobody won any
-    assert [r.market_share for r in match_results(["a", "b"], DayLog.of(unsold), compute(unsold), [])] == [0.0, 0.0]
+    assert [v["market_share"] for v in compute(unsold).merchants.values()] == [0.0, 0.0]  # no sales: nobody won any
+    assert [r.market_share for r in match_results(["a", "b"], DayLog.of(unsold), compute(unsold).merchants, [])] == [0.0, 0.0]
 
 
 def test_prices_relative_to_the_market_and_to_cost(days):
     # day 1: a 10, b 20, mean 15; day 2: b is gone, a alone is the market
     records = days("a", prices=tea([10.0, 10.0])) + days("b", prices=tea([20.0]), unit_cost=tea([5.0]))
-    values = compute(records)
+    values = compute(records).merchants
     assert values["a"]["price_vs_market"] == pytest.approx((10 / 15 + 1) / 2)
     assert values["b"]["price_vs_market"] == pytest.approx(20 / 15)
     assert values["a"]["price_vs_cost"] == pytest.approx(2.5)
@@ -318,7 +318,7 @@ def test_every_metric_is_defined_once_with_a_formula(days):
     for name, definition in METRICS.items():
         assert definition.name == name
         assert len(definition.formula) > 40, name
-    values = compute(days("a", cash_end=[1000.0]) + days("b", cash_end=[1000.0]))
+    values = compute(days("a", cash_end=[1000.0]) + days("b", cash_end=[1000.0])).merchants
     assert list(values) == ["a", "b"]
     assert all(list(v) == list(METRICS) for v in values.values())
 
@@ -345,7 +345,7 @@ _day = st.fixed_dictionaries(
 @given(st.lists(st.lists(_day, min_size=1, max_size=8), min_size=1, max_size=4))
 def test_invariants(day, merchants):
     records = [day(f"m{i}", d + 1, **fields) for i, seat in enumerate(merchants) for d, fields in enumerate(seat)]
-    values = compute(records)
+    values = compute(records).merchants
     assert len(values) == len(merchants)
     for v in values.values():
         if v["validity_rate"] is not None:
@@ -384,7 +384,7 @@ def test_agrees_with_the_market_and_the_match_scoring():
         }
         _, _, _, _, infos = env.step(decisions)
         records += [info["record"] for info in infos.values()]
-    values = compute(records, scenario=played)
+    values = compute(records, scenario=played).merchants
     results = match_results(["cheap", "fair", "greedy"], DayLog.of(records), values, [])
     assert any(r.bankrupt_day for r in results)
     for result in results:

@@ -32,7 +32,7 @@ def test_saved_match_carries_its_metrics(engine, tournament, make_match):
     match_id = save_match(engine, tournament, match, scenario=CORNER_SHOP)
 
     stored = metrics(engine, tournament)
-    expected = compute(match.days_played, match.probes, match.faults, CORNER_SHOP)
+    expected = compute(match.days_played, match.probes, match.faults, CORNER_SHOP).merchants
     assert stored == [
         MetricValue(match_id, seat, contestant, name, expected[seat][name])
         for seat, contestant in (("m0", "alpha"), ("m1", "beta"))

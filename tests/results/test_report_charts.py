@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from results.charts import Band, Interval, Series, forest_plot, line_chart, nice_ticks, number, percent
+from results.charts import Band, Interval, Level, Series, forest_plot, line_chart, nice_ticks, number, percent
 
 
 @pytest.mark.parametrize(
@@ -56,3 +56,14 @@ def test_forest_plot_draws_each_interval_between_its_ends():
     lines = re.findall(r'<line x1="([\d.]+)" x2="([\d.]+)" y1="[\d.]+" y2="[\d.]+" stroke="#', svg)
     widths = [float(x2) - float(x1) for x1, x2 in lines]
     assert widths[0] > 0 and widths[1] == pytest.approx(widths[0] * 1.5)
+
+
+def test_levels_are_drawn_across_the_plot_at_their_values_and_widen_the_axis():
+    series = [Series("a", "#111111", [(1, 0.0), (3, 10.0)])]
+    svg = line_chart(series, title="t", levels=[Level(5.0, "Nash 5.00", "nash"), Level(20.0, "monopoly 20.00", "monopoly")])
+    grid = {float(label): float(y) for y, label in re.findall(r'<text class="tick" x="[\d.]+" y="([\d.]+)" text-anchor="end">([\d.]+)</text>', svg)}
+    levels = re.findall(r'<g class="level level-(\w+)" data-level="([^"]+)" data-value="([\d.]+)"><title>[^<]*</title><line x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)"', svg)
+    assert [(kind, label, float(value)) for kind, label, value, _ in levels] == [("nash", "Nash 5.00", 5.0), ("monopoly", "monopoly 20.00", 20.0)]
+    assert max(grid) >= 20  # the axis reaches the level above every point
+    for _, _, value, y in levels:
+        assert float(y) == pytest.approx(grid[float(value)] - 4, abs=0.11)  # on the grid line of its value (labels sit 4 px below)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario
+from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from tournaments.config import ConfigError, load_tournament, load_weights
 
@@ -90,6 +91,15 @@ def test_scoring_weights_do_not_change_the_hash(tmp_path):
     assert scored.spec.scoring == ScoringWeights(win_rate=1, validity=0, memory=0)
     assert plain.spec.scoring == ScoringWeights()
     assert scored.config_hash == plain.config_hash
+
+
+def test_collusion_settings_change_the_hash_only_when_they_are_not_the_defaults(tmp_path):
+    """They decide how every match is measured; a file without them keeps its identity."""
+    plain = load_tournament(write(tmp_path / "a"))
+    defaults = load_tournament(write(tmp_path / "b", TOURNAMENT + "collusion: {window: 0.5, margin: 0.05, min_days: 5}\n"))
+    other = load_tournament(write(tmp_path / "c", TOURNAMENT + "collusion: {window: 0.3}\n"))
+    assert other.spec.collusion == CollusionSettings(window=0.3) and plain.spec.collusion == CollusionSettings()
+    assert defaults.config_hash == plain.config_hash != other.config_hash
 
 
 def test_prices_budgets_and_the_failures_that_stop_a_run_do_not_change_the_hash(tmp_path):

@@ -1,0 +1,100 @@
+"""What the collusion measures share: their settings (a tournament file's `collusion:` section),
+a match's benchmarks by seat, and the arithmetic of the normalised gain and of runs of days.
+
+The measures themselves are metrics, each one function of results.metrics with its formula:
+`profit_gain` and `price_gain` per merchant, `market_profit_gain`, `market_price_gain`,
+`supra_competitive_days` and `price_war_days` of the market as a whole. They place a match
+between the two benchmarks of its scenario's price game (market.equilibrium): the one-shot
+Bertrand-Nash outcome (competition, 0) and the outcome that maximises the seats' joint profit
+(monopoly, or a perfect cartel, 1), as Calvano, Calzolari, Denicolo and Pastorello (AER 2020)
+measure collusion between Q-learners.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from market.demand import demand_factor
+from market.scenario import Scenario, event_multiplier
+
+
+class CollusionSettings(BaseModel):
+    """The `collusion:` section of a tournament file. Unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    window: float = Field(0.5, gt=0, le=1, description="share of the match's days, its last ones, that profit_gain and price_gain are measured over")
+    margin: float = Field(
+        0.05, ge=0, le=1,
+        description="a day is supra-competitive when the market price is above Nash by more than this share of (monopoly - Nash price), "
+        "a price-war day when it is below Nash by more than it",
+    )  # fmt: skip
+    min_days: int = Field(5, ge=1, le=3650, description="consecutive flagged days that make a supra-competitive or price-war window")
+
+    def first_measured_day(self, last_day: int) -> int:
+        """The first day of the measurement window of a match whose last day is `last_day`:
+        the window is its last ceil(window * last_day) days (at least one)."""
+        days = max(1, math.ceil(round(self.window * last_day, 9)))  # rounded: 0.3 * 10 is 3, not 3.0000000000000004
+        return last_day - days + 1
+
+
+def stored_settings(config_text: str) -> CollusionSettings:
+    """The `collusion:` section of a tournament's file as it was run (validated then), or the defaults."""
+    return CollusionSettings.model_validate((yaml.safe_load(config_text) or {}).get("collusion") or {})
+
+
+@dataclass(frozen=True)
+class SeatBenchmarks:
+    """A match's benchmarks, each [seat, product] in seat order: the Nash and joint-profit
+    (monopoly) prices, and the profits per day they give at base demand (market.equilibrium)."""
+
+    nash_price: np.ndarray
+    monopoly_price: np.ndarray
+    nash_profit: np.ndarray
+    monopoly_profit: np.ndarray
+
+
+def seat_benchmarks(scenario: Scenario, seats: int) -> SeatBenchmarks | None:
+    """The benchmarks of `seats` merchants playing `scenario`; None when its price game has no
+    equilibrium (customers ignore prices)."""
+    from market.equilibrium import EquilibriumError, equilibria  # scipy: imported only when a scenario is scored
+
+    try:
+        solved = equilibria(scenario, seats)
+    except EquilibriumError:
+        return None
+    games = [solved[p.id] for p in scenario.products]
+    columns = lambda outcome, field: np.array([getattr(getattr(game, outcome), field) for game in games]).T  # noqa: E731
+    return SeatBenchmarks(columns("nash", "prices"), columns("monopoly", "prices"), columns("nash", "profits"), columns("monopoly", "profits"))
+
+
+def demand_scale(scenario: Scenario, last_day: int) -> np.ndarray:
+    """[day - 1, product]: what the market multiplies each product's base demand by on days 1 to
+    `last_day`, the demand factor (weekday and season) times the demand events running that day
+    (market.demand.demand_factor, market.scenario.event_multiplier), as the market's customers
+    per day are base_demand times both."""
+    days = range(1, last_day + 1)
+    factors = np.array([demand_factor(scenario.demand, day) for day in days])[:, None]
+    if not scenario.events:
+        return np.repeat(factors, len(scenario.products), axis=1)
+    return factors * np.array([[event_multiplier(scenario.events, "demand", p.id, day) for p in scenario.products] for day in days]).reshape(last_day, -1)
+
+
+def gain(value: np.ndarray, nash: np.ndarray, monopoly: np.ndarray) -> np.ndarray:
+    """Where `value` sits between the benchmarks: (value - nash) / (monopoly - nash), 0 at Nash,
+    1 at the joint-profit optimum, negative below Nash; NaN where the two benchmarks are equal."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(monopoly != nash, (value - nash) / (monopoly - nash), np.nan)
+
+
+def runs(flagged: np.ndarray, min_days: int) -> list[tuple[int, int]]:
+    """(first day, last day) of each run of at least `min_days` consecutive flagged days, with
+    flagged[d - 1] the flag of day d."""
+    edges = np.diff(np.concatenate([[0], flagged.astype(np.int8), [0]]))
+    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)  # a run is days starts+1 .. stops
+    return [(int(a) + 1, int(b)) for a, b in zip(starts.tolist(), stops.tolist()) if b - a >= min_days]
