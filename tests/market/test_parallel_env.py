@@ -34,12 +34,12 @@ def test_a_scenario_file_by_path_passes_the_api_test(tmp_path, as_text):
 
 
 def test_the_shipped_scenarios_are_the_package_files():
-    assert shipped_scenarios() == ["logit_game", "multi_product", "price_war", "seasonal"]
+    assert shipped_scenarios() == ["calvano", "logit_game", "multi_product", "price_war", "seasonal"]
     assert all(shipped_scenario(name).is_file() for name in shipped_scenarios())
 
 
 def test_an_unknown_name_names_the_shipped_scenarios():
-    with pytest.raises(ValueError, match=r"no shipped scenario is named 'atlantis' \(shipped: logit_game, multi_product, price_war, seasonal\)"):
+    with pytest.raises(ValueError, match=r"no shipped scenario is named 'atlantis' \(shipped: calvano, logit_game, multi_product, price_war, seasonal\)"):
         parallel_env("atlantis")
 
 

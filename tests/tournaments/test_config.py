@@ -182,7 +182,7 @@ def test_not_found_lists_where_it_looked(tmp_path, monkeypatch):
     exc = error(write(tmp_path / "deep", TOURNAMENT.replace("[small]", "[nowhere]")))
     for place in [tmp_path / "deep" / "nowhere.yaml", tmp_path / "deep" / "scenarios" / "nowhere.yaml", tmp_path / "scenarios" / "nowhere.yaml"]:
         assert str(place) in exc.message
-    assert "shipped: logit_game, multi_product, price_war, seasonal" in exc.message
+    assert "shipped: calvano, logit_game, multi_product, price_war, seasonal" in exc.message
 
 
 def test_a_name_is_a_shipped_scenario_unless_a_file_near_the_tournament_has_it(tmp_path, monkeypatch):
