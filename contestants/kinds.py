@@ -21,6 +21,7 @@ _TARGETS: dict[str, str] = {
     "best_response": "contestants.baselines:BestResponse",
     "latency": "contestants.baselines:Latency",
     "chaos": "contestants.baselines:Chaos",
+    "qlearning": "contestants.qlearning:QLearner",
     "llm": "contestants.llm.merchant:LLMMerchant",
 }
 _CLASSES: dict[str, type[Contestant]] = {}  # the kinds imported so far: a match asks for each of its seats'

@@ -20,7 +20,7 @@ from market.scenario import Scenario
 from market.daylog import DayLog
 from results.daylog_codec import decode, pack
 from results.errors import NotFound
-from results.metrics import compute as compute_metrics
+from results.metrics import METRICS, compute as compute_metrics
 from results.ratings import leaderboard
 from results.records import Fault, FinishedMatch, MerchantResult, ModelCallRecord, PlayedMatch, ProbeLog, ProbeResult, StoppedMatch
 from results.tables import (
@@ -193,15 +193,16 @@ def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMa
 def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping[str, Scenario] | None = None) -> int:
     """Compute the metrics of stored matches again from their stored records, replacing the
     stored ones; all matches, or one tournament's. `scenarios` maps a match's scenario name to
-    the scenario, for the metrics that need it. Each match is rewritten in its own
-    transaction; returns how many were."""
+    the scenario, for the metrics that need it. What merchants reported of themselves (stored
+    with the metrics under names that are no metric of results.metrics) is not in the records
+    and is kept. Each match is rewritten in its own transaction; returns how many were."""
     scenarios = scenarios or {}
     matches = list_matches(engine, tournament_id)
     for match in matches:
         detail = match_detail(engine, match.id)
         scores = compute_metrics(detail.days, detail.probes, detail.faults, scenarios.get(match.scenario))
         with Session(engine) as session:
-            session.exec(delete(MetricRow).where(MetricRow.match_id == match.id))
+            session.exec(delete(MetricRow).where(MetricRow.match_id == match.id, MetricRow.name.in_(list(METRICS))))
             _bulk_insert(session, MetricRow, _metric_rows(match.id, detail.results, scores))
             session.commit()
     return len(matches)

@@ -98,6 +98,12 @@ class TournamentSpec(BaseModel):
         return self
 
     @property
+    def merchants_per_match(self) -> int:
+        if self.format == "round_robin":
+            return self.group_size
+        return len(self.contestants) if self.format == "free_for_all" else 2
+
+    @property
     def seed_list(self) -> list[int]:
         if self.seeds is not None:
             return list(self.seeds)
@@ -153,7 +159,18 @@ def load_tournament(path: str | Path) -> Tournament:
         if scenario.name in scenarios:
             raise ConfigError(path, f"scenarios[{i}]", f"scenario {scenario.name!r} is listed twice")
         scenarios[scenario.name] = scenario
+        check_contestants_play(path, spec, scenario)
     return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
+
+
+def check_contestants_play(path: Path, spec: TournamentSpec, scenario: Scenario) -> None:
+    """ConfigError naming the contestant if one's kind cannot play `scenario` (Contestant.check_scenario)."""
+    for i, entry in enumerate(spec.contestants):
+        try:
+            contestant_class(entry.kind).check_scenario(validate_params(entry.kind, entry.params), scenario, spec.merchants_per_match)
+        except ContestantConfigError as exc:
+            field = f"contestants[{i}]" + (f".params.{exc.field}" if exc.field else "")
+            raise ConfigError(path, field, f"cannot play scenario {scenario.name!r}: {exc}") from None
 
 
 def load_weights(path: str | Path) -> ScoringWeights:
