@@ -253,8 +253,10 @@ class QLearner(RuleMerchant):
             assert isinstance(member, QLearner)
             if member.learnt is None:
                 cls.prepare([Seating(member, row % n, ((cls.kind, member.params),) * n, team.scenario, member.seed)])
-            first = row - row % n
-            prices[k, 0] = member.price(view.board.prices[first : first + n, 0], float(books[k]))
+            seat, first = row % n, row - row % n
+            posted = view.board.prices[first : first + n, 0].copy()
+            posted[seat] = view.prices[k, 0]  # its own, which the board may hide
+            prices[k, 0] = member.price(posted, float(books[k]))
         return prices, np.zeros_like(prices)
 
     def price(self, posted: np.ndarray, books: float) -> float:

@@ -78,7 +78,7 @@ def tiny_sessions(draw):
     n, m, memory = draw(st.sampled_from([(2, 2, 1), (2, 3, 1), (3, 2, 1), (2, 2, 2)]))
     profiles = m**n
     payoffs = np.array(draw(st.lists(st.floats(0, 1, width=32), min_size=n * profiles, max_size=n * profiles))).reshape(n, profiles)
-    q = initial_q(payoffs, [0.9] * n, m, memory) + np.array(draw(st.lists(st.floats(0, 0.01), min_size=n, max_size=n)))[:, None, None]
+    q = initial_q(payoffs, [0.9] * n, m, memory)
     alpha = draw(st.lists(st.floats(0.05, 1), min_size=n, max_size=n))
     beta = draw(st.lists(st.sampled_from([3e-4, 1e-3, 3e-3]), min_size=n, max_size=n))
     delta = draw(st.lists(st.floats(0, 0.95), min_size=n, max_size=n))
