@@ -167,15 +167,17 @@ def _learn_alike(sessions: list[Session]) -> list[Learnt]:
     q = np.stack([initial_q(table, [p.delta for p in s.learners], m, memory) for s, table in zip(sessions, payoffs)])
     alpha, beta, delta = (np.array([[getattr(p, name) for p in s.learners] for s in sessions], dtype=float) for name in ("alpha", "beta", "delta"))
     stable, max_periods = (np.array([getattr(s.learners[0], name) for s in sessions], dtype=np.int64) for name in ("stable_periods", "max_periods"))
-    start, seeds = (np.array(column, dtype=dtype) for column, dtype in zip(zip(*(s.draws() for s in sessions)), (np.int64, np.uint64)))
+    draws = [s.draws() for s in sessions]
+    start = np.array([first for first, _ in draws], dtype=np.int64)
+    seeds = np.array([seed for _, seed in draws], dtype=np.uint64)
     periods, final = np.zeros(len(sessions), dtype=np.int64), np.zeros(len(sessions), dtype=np.int64)
     converged = np.zeros(len(sessions), dtype=np.bool_)
-    numba.set_num_threads(threads(len(sessions)))
+    numba.set_num_threads(kernel_threads(len(sessions)))
     kernel.learn(payoffs, q, alpha, beta, delta, stable, max_periods, start, seeds, periods, converged, final)
     return [Learnt(grids[b], q[b], int(final[b]), int(periods[b]), bool(converged[b])) for b in range(len(sessions))]
 
 
-def threads(sessions: int) -> int:
+def kernel_threads(sessions: int) -> int:
     """Threads for the kernel: no more than the sessions, nor than the CPUs this process may
     use (OMP_NUM_THREADS where set: Ray sets it to a task's CPUs; else numba's count)."""
     allowed = int(os.environ.get("OMP_NUM_THREADS") or numba.config.NUMBA_NUM_THREADS)
@@ -195,7 +197,12 @@ class QLearner(RuleMerchant):
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
         super().__init__(params, options)
-        self.learnt: Learnt | None = None
+        self.learnt: Learnt | None = None  # its session, once learnt; then (`adopt`):
+        self.seat = 0
+        self.q = np.zeros((0, 0))  # its Q-table [state, action] (its own copy, online)
+        self.state = 0
+        self.books: float | None = None  # cash and receivables at the start of the last day priced
+        self.days = 0  # days priced
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         super().reset(merchant=merchant, scenario=scenario, seed=seed)
@@ -240,9 +247,7 @@ class QLearner(RuleMerchant):
         state where it ended."""
         self.learnt, self.seat = learnt, seat
         self.q = learnt.q[seat].copy() if self.params.learn == "online" else learnt.q[seat]
-        self.state = learnt.state
-        self.books: float | None = None  # cash and receivables at the start of the last day priced
-        self.days = 0
+        self.state, self.books, self.days = learnt.state, None, 0
 
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from contestants import qlearning_kernel as kernel
-from contestants.qlearning import QLearner, QLearningParams, Session, initial_q, learn, payoff_table, price_grid
+from contestants.qlearning import QLearningParams, Session, initial_q, learn, payoff_table, price_grid
 from market.equilibrium import price_games
 from market.scenario import load_scenario
 from tournaments.config import ContestantEntry
