@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
@@ -172,9 +173,13 @@ def _learn_alike(sessions: list[Session]) -> list[Learnt]:
     seeds = np.array([seed for _, seed in draws], dtype=np.uint64)
     periods, final = np.zeros(len(sessions), dtype=np.int64), np.zeros(len(sessions), dtype=np.int64)
     converged = np.zeros(len(sessions), dtype=np.bool_)
-    numba.set_num_threads(kernel_threads(len(sessions)))
-    kernel.learn(payoffs, q, alpha, beta, delta, stable, max_periods, start, seeds, periods, converged, final)
+    with _ONE_CALL_AT_A_TIME:
+        numba.set_num_threads(kernel_threads(len(sessions)))
+        kernel.learn(payoffs, q, alpha, beta, delta, stable, max_periods, start, seeds, periods, converged, final)
     return [Learnt(grids[b], q[b], int(final[b]), int(periods[b]), bool(converged[b])) for b in range(len(sessions))]
+
+
+_ONE_CALL_AT_A_TIME = threading.Lock()  # numba's fallback threading layer (workqueue) cannot take parallel calls from two threads at once
 
 
 def kernel_threads(sessions: int) -> int:

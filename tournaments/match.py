@@ -291,7 +291,7 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
     by_view: tuple[list[int], list[Any]] = ([], [])
     for match in matches:
         match.reset_contestants()
-    prepare(matches)
+    await asyncio.get_running_loop().run_in_executor(None, prepare, matches)  # a learning phase takes seconds: a runner's other matches play on
     for b, match in enumerate(matches):
         for s, name in enumerate(match.spec.seats):
             if name in match.by_view:
