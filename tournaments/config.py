@@ -99,6 +99,7 @@ class TournamentSpec(BaseModel):
 
     @property
     def merchants_per_match(self) -> int:
+        """How many merchants each match of the schedule seats."""
         if self.format == "round_robin":
             return self.group_size
         return len(self.contestants) if self.format == "free_for_all" else 2

@@ -3,9 +3,9 @@
 One loop plays every match, alone or side by side with others of its scenario, length and
 size (`play_together`). Before the first day, each kind prepares its inline merchants of all
 the matches at once (a learner's learning phase, `prepare`). Each day the rule merchants
-playing inline decide together from the market's view; every other merchant gets its Observation: an inline one is called
-directly, those hosted in Ray actors are asked all at once and given their turn's deadline
-to answer. A merchant that raises, misses the deadline, returns something unusable or whose
+playing inline decide together from the market's view; every other merchant gets its
+Observation: an inline one is called directly, those hosted in Ray actors are asked all at
+once and given their turn's deadline to answer. A merchant that raises, misses the deadline, returns something unusable or whose
 actor dies does nothing that day, and the fault is recorded; the match goes on.
 """
 
@@ -51,9 +51,9 @@ def match_seeds(tournament_seed: int, key: str, seats: int) -> list[int]:
 
 
 def repetition_seed(tournament_seed: int, seed: int) -> int:
-    """The seed of the tournament's matches played with `seed`, whoever plays them: what work
-    that a kind's merchants share across those matches (a learner's self-play) is seeded
-    from (contestants.base.Seating)."""
+    """The seed of the tournament's matches played with `seed`, whoever plays them: work a
+    kind's merchants share across those matches (a learner's self-play) is seeded from it
+    (contestants.base.Seating)."""
     return int(np.random.SeedSequence([tournament_seed, zlib.crc32(b"repetition"), seed]).generate_state(1)[0])
 
 
