@@ -458,7 +458,8 @@ def _metrics_by_merchant(values: list[store.MetricValue]) -> dict[str, dict[str,
 
 
 def _metrics_table(metrics: dict[str, dict[str, float | None]], contestants: dict[str, str]) -> Table:
-    """One row per metric (grouped: coherence, operations, economics), one column per merchant."""
+    """One row per metric (grouped: coherence, operations, economics), one column per merchant;
+    then what merchants reported of themselves (a learner's convergence), by its stored name."""
     headers = [m if contestants.get(m, m) == m else f"{m} ({contestants[m]})" for m in metrics]
     table = Table("metric", *headers, title="metrics (definitions: results/metrics.py)")
     group = None
@@ -467,6 +468,11 @@ def _metrics_table(metrics: dict[str, dict[str, float | None]], contestants: dic
             table.add_section()
         group = definition.group
         table.add_row(name, *(_metric_value(values.get(name), definition.unit) for values in metrics.values()))
+    reported = [name for name in dict.fromkeys(n for values in metrics.values() for n in values) if name not in METRICS]
+    if reported:
+        table.add_section()
+    for name in reported:
+        table.add_row(name, *(_reported_value(values.get(name)) for values in metrics.values()))
     return table
 
 
@@ -480,6 +486,12 @@ def _market_table(market: MarketScores) -> Table:
     for kind, title in WINDOW_TITLES.items():
         table.add_row(f"{title} windows", window_days(market.windows, kind))
     return table
+
+def _reported_value(value: float | None) -> str:
+    """A value a merchant reported of itself, of no known unit: whole numbers in full."""
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if value.is_integer() else f"{value:g}"
 
 
 def _metric_value(value: float | None, unit: str) -> str:

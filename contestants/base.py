@@ -2,8 +2,9 @@
 tournament file can name.
 
 A contestant is created from its YAML entry (`kind` plus parameters), reset at the start of
-each match, asked for a decision every day, sometimes asked to recall a past fact, and asked
-for its usage (tokens, cost) at the end.
+each match, prepared with the other merchants of its kind in the matches about to be played
+(a learner's learning phase), asked for a decision every day, sometimes asked to recall a past
+fact, and asked for its usage (tokens, cost) and what it reports of itself at the end.
 """
 
 from __future__ import annotations
@@ -72,6 +73,21 @@ class RunOptions(BaseModel):
         return self.model_copy(update={"contestant": name})
 
 
+@dataclass(frozen=True, eq=False)
+class Seating:
+    """A merchant's place in a match about to be played, as its kind's `prepare` sees it:
+    its seat, the kind and parameters of every seat (its own included) and the seed of the
+    match's repetition: the same for every match of the tournament played with the same
+    seed, so that work a kind's merchants share across those matches (a learner's self-play)
+    is the same in all of them."""
+
+    contestant: Contestant
+    seat: int
+    lineup: tuple[tuple[str, Params], ...]
+    scenario: Scenario
+    seed: int
+
+
 @dataclass(frozen=True)
 class Ping:
     """The smallest call that shows whether what a contestant depends on answers (a model's
@@ -115,10 +131,15 @@ class Contestant(ABC):
         ContestantConfigError."""
 
     @classmethod
-    def check_scenario(cls, params: Params, scenario: Scenario) -> None:
-        """Checks that need the scenario the contestant is to play (a rule that needs the
-        scenario's price equilibria), run when a tournament is validated, for each of its
-        scenarios, before any match. Raises ContestantConfigError."""
+    def check_scenario(cls, params: Params, scenario: Scenario, merchants: int) -> None:
+        """Raises ContestantConfigError if this kind cannot play `scenario` in matches of
+        `merchants` merchants (checked when a tournament is validated, before any match)."""
+
+    @classmethod
+    def prepare(cls, seatings: list[Seating]) -> None:
+        """Work this kind does before matches are played, for all its merchants playing
+        inline in them at once, once they are reset: a learner's learning phase. Nothing by
+        default."""
 
     @classmethod
     def ping(cls, params: Params) -> Ping | None:
@@ -158,3 +179,9 @@ class Contestant(ABC):
     def calls(self) -> list[ModelCall]:
         """The model calls made since the last reset (language-model merchants)."""
         return []
+
+    def reported_metrics(self) -> dict[str, float]:
+        """What this merchant reports of itself for the match's record, by name, beside the
+        metrics computed from its days (a learner: whether its learning converged, and in how
+        many periods): facts the day log does not hold, stored with its metrics."""
+        return {}

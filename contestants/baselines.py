@@ -453,19 +453,16 @@ class GrimTrigger(RuleMerchant):
         self.triggered = np.zeros(0, dtype=bool)  # per product: a rival has defected
 
     @classmethod
-    def check_scenario(cls, params: Params, scenario: Scenario) -> None:
-        """The scenario must have Nash and monopoly prices: what makes a scenario have none
-        (customers who ignore prices) does not depend on how many play, so it is solved for
-        its seats, or two merchants if it lists none."""
+    def check_scenario(cls, params: Params, scenario: Scenario, merchants: int) -> None:
+        """The scenario must have Nash and monopoly prices for `merchants` seats."""
         from market.equilibrium import EquilibriumError
 
         try:
-            benchmark_prices(scenario, len(scenario.seats) or 2)
+            benchmark_prices(scenario, merchants)
         except EquilibriumError as exc:
             raise ContestantConfigError(f"{cls.kind} needs the scenario's Nash and monopoly prices; {exc}") from None
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
-        self.check_scenario(self.params, scenario)
         super().reset(merchant=merchant, scenario=scenario, seed=seed)
         self.triggered = np.zeros(len(scenario.products), dtype=bool)
 

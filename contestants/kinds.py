@@ -23,6 +23,7 @@ _TARGETS: dict[str, str] = {
     "grim_trigger": "contestants.baselines:GrimTrigger",
     "latency": "contestants.baselines:Latency",
     "chaos": "contestants.baselines:Chaos",
+    "qlearning": "contestants.qlearning:QLearner",
     "llm": "contestants.llm.merchant:LLMMerchant",
 }
 _CLASSES: dict[str, type[Contestant]] = {}  # the kinds imported so far: a match asks for each of its seats'

@@ -21,7 +21,7 @@ from market.daylog import DayLog
 from results.collusion import CollusionSettings, stored_settings
 from results.daylog_codec import decode, pack
 from results.errors import NotFound
-from results.metrics import compute as compute_metrics
+from results.metrics import METRICS, compute as compute_metrics
 from results.ratings import leaderboard
 from results.records import (
     Fault,
@@ -225,8 +225,10 @@ def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping
     """Compute the metrics of stored matches again from their stored records, replacing the
     stored ones (the market's and its price windows too); all matches, or one tournament's.
     `scenarios` maps a match's scenario name to the scenario, for the metrics that need it;
-    the collusion settings are those of each tournament's stored file. Each match is
-    rewritten in its own transaction; returns how many were."""
+    the collusion settings are those of each tournament's stored file. What merchants reported
+    of themselves (stored with the metrics under names that are no metric of results.metrics)
+    is not in the records and is kept. Each match is rewritten in its own transaction;
+    returns how many were."""
     scenarios = scenarios or {}
     matches = list_matches(engine, tournament_id)
     settings: dict[int, CollusionSettings] = {}
@@ -236,7 +238,8 @@ def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping
             if match.tournament_id not in settings:
                 settings[match.tournament_id] = _collusion_settings(session, match.tournament_id)
             scores = compute_metrics(detail.days, detail.probes, detail.faults, scenarios.get(match.scenario), settings[match.tournament_id])
-            for table in (MetricRow, MarketMetricRow, PriceWindowRow):
+            session.exec(delete(MetricRow).where(MetricRow.match_id == match.id, MetricRow.name.in_(list(METRICS))))  # not what merchants reported
+            for table in (MarketMetricRow, PriceWindowRow):
                 session.exec(delete(table).where(table.match_id == match.id))
             _bulk_insert(session, MetricRow, _metric_rows(match.id, detail.results, scores.merchants))
             _insert_market(session, match.id, scores.market)

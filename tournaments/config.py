@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from contestants.base import Contestant, ContestantConfigError, Params
+from contestants.base import ContestantConfigError
 from contestants.kinds import contestant_class, validate_params
 from contestants.llm.desk import Budget
 from contestants.llm.pricing import Price
@@ -103,6 +103,7 @@ class TournamentSpec(BaseModel):
 
     @property
     def merchants_per_match(self) -> int:
+        """How many merchants each match of the schedule seats."""
         if self.format == "round_robin":
             return self.group_size
         return len(self.contestants) if self.format == "free_for_all" else 2
@@ -146,12 +147,10 @@ def load_tournament(path: str | Path) -> Tournament:
     path = Path(path)
     data, text = read_yaml(path)
     spec = validated(path, TournamentSpec, data)
-    checked: list[tuple[type[Contestant], Params]] = []  # each contestant's kind and parameters, by position
     for i, entry in enumerate(spec.contestants):
         try:
             kind = contestant_class(entry.kind)
             params = validate_params(entry.kind, entry.params)
-            checked.append((kind, params))
             kind.preflight(params)
             unpriced = kind.unpriced_model(params, spec.prices)
         except ContestantConfigError as exc:
@@ -172,12 +171,18 @@ def load_tournament(path: str | Path) -> Tournament:
         except ValueError as exc:
             raise ConfigError(path, f"scenarios[{i}]", f"{exc} ({spec.format} puts {spec.merchants_per_match} in each)") from None
         scenarios[scenario.name] = scenario
-        for (kind, params), entry in zip(checked, spec.contestants):
-            try:
-                kind.check_scenario(params, scenario)
-            except ContestantConfigError as exc:
-                raise ConfigError(path, f"scenarios[{i}]", f"contestant {entry.name!r} cannot play it: {exc}") from None
+        check_contestants_play(path, spec, scenario)
     return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
+
+
+def check_contestants_play(path: Path, spec: TournamentSpec, scenario: Scenario) -> None:
+    """ConfigError naming the contestant if one's kind cannot play `scenario` (Contestant.check_scenario)."""
+    for i, entry in enumerate(spec.contestants):
+        try:
+            contestant_class(entry.kind).check_scenario(validate_params(entry.kind, entry.params), scenario, spec.merchants_per_match)
+        except ContestantConfigError as exc:
+            field = f"contestants[{i}]" + (f".params.{exc.field}" if exc.field else "")
+            raise ConfigError(path, field, f"cannot play scenario {scenario.name!r}: {exc}") from None
 
 
 def load_weights(path: str | Path) -> ScoringWeights:

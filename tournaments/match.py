@@ -1,10 +1,11 @@
 """Matches: a market, its merchants, day after day, until the last day.
 
 One loop plays every match, alone or side by side with others of its scenario, length and
-size (`play_together`). Each day the rule merchants playing inline decide together from the
-market's view; every other merchant gets its Observation: an inline one is called
-directly, those hosted in Ray actors are asked all at once and given their turn's deadline
-to answer. A merchant that raises, misses the deadline, returns something unusable or whose
+size (`play_together`). Before the first day, each kind prepares its inline merchants of all
+the matches at once (a learner's learning phase, `prepare`). Each day the rule merchants
+playing inline decide together from the market's view; every other merchant gets its
+Observation: an inline one is called directly, those hosted in Ray actors are asked all at
+once and given their turn's deadline to answer. A merchant that raises, misses the deadline, returns something unusable or whose
 actor dies does nothing that day, and the fault is recorded; the match goes on.
 """
 
@@ -25,9 +26,9 @@ from typing import Any, NamedTuple, get_args
 import numpy as np
 from ray.exceptions import RayActorError, RayTaskError
 
-from contestants.base import Contestant, RecallProbe, RunOptions
+from contestants.base import Contestant, RecallProbe, RunOptions, Seating
 from market.calls import ModelCall
-from contestants.kinds import contestant_class, create
+from contestants.kinds import contestant_class, create, validate_params
 from contestants.llm.errors import CallsStopped
 from contestants.baselines import RulePlay
 from market.engine import Market
@@ -48,6 +49,13 @@ def match_seeds(tournament_seed: int, key: str, seats: int) -> list[int]:
     whenever it runs."""
     sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(key.encode())])
     return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 2)]
+
+
+def repetition_seed(tournament_seed: int, seed: int) -> int:
+    """The seed of the tournament's matches played with `seed`, whoever plays them: work a
+    kind's merchants share across those matches (a learner's self-play) is seeded from it
+    (contestants.base.Seating)."""
+    return int(np.random.SeedSequence([tournament_seed, zlib.crc32(b"repetition"), seed]).generate_state(1)[0])
 
 
 DEFAULT_DEADLINE_S = 10.0  # a hosted contestant's turn, when neither the tournament nor its kind says
@@ -91,6 +99,7 @@ class Match:
             name: create(entries[name].kind, entries[name].params, rules.options.for_contestant(name)) for name in spec.seats if name not in self.hosts
         }
         kinds = [contestant_class(entries[name].kind) for name in spec.seats]
+        self.lineup = tuple((entries[name].kind, validate_params(entries[name].kind, entries[name].params)) for name in spec.seats)
         self.calls_models = any(kind.calls_models for kind in kinds)
         self.from_record = np.array([kind.remembers_the_record for kind in kinds])  # per seat: its memory is the log
         self.by_view = {name for name, c in self.local.items() if c.decides_from_view}
@@ -103,6 +112,11 @@ class Match:
     def reset_contestants(self) -> None:
         for name, contestant in self.local.items():
             contestant.reset(merchant=name, scenario=self.scenario, seed=self.seat_seeds[name])
+
+    def seatings(self) -> list[Seating]:
+        """Where its inline merchants sit, for their kinds' `prepare`."""
+        seed = repetition_seed(self.rules.seed, self.spec.seed)
+        return [Seating(self.local[name], s, self.lineup, self.scenario, seed) for s, name in enumerate(self.spec.seats) if name in self.local]
 
     async def play(self, on_day: Callable[[], None] = lambda: None) -> FinishedMatch | StoppedMatch:
         """The match played to its end, or stopped where the run's model calls stopped (its
@@ -144,6 +158,8 @@ class Match:
         """The match's result, from its days."""
         probes = self.probes.build()
         scores = compute_metrics(log, probes, self.faults, self.scenario, self.rules.collusion)
+        for name, contestant in self.local.items():
+            scores.merchants[name].update(contestant.reported_metrics())
         return FinishedMatch(
             key=self.spec.key,
             index=self.spec.index,
@@ -276,8 +292,10 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
     market.reset([m.market_seed for m in matches])
     n = market.seats
     by_view: tuple[list[int], list[Any]] = ([], [])
-    for b, match in enumerate(matches):
+    for match in matches:
         match.reset_contestants()
+    await asyncio.get_running_loop().run_in_executor(None, prepare, matches)  # a learning phase takes seconds: a runner's other matches play on
+    for b, match in enumerate(matches):
         for s, name in enumerate(match.spec.seats):
             if name in match.by_view:
                 by_view[0].append(b * n + s)
@@ -315,6 +333,17 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
         return [StoppedMatch(key=m.spec.key, index=m.spec.index, reason=stopped, calls=m.calls) for m in matches]
     wall = time.perf_counter() - started
     return [match.finished(log.build(), wall) for match, log in zip(matches, market.logs)]
+
+
+def prepare(matches: list[Match]) -> None:
+    """Each kind's work before the matches play (a learner's learning phase), for all its
+    inline merchants in them at once (Contestant.prepare)."""
+    by_kind: dict[type[Contestant], list[Seating]] = {}
+    for match in matches:
+        for seating in match.seatings():
+            by_kind.setdefault(type(seating.contestant), []).append(seating)
+    for kind, seatings in by_kind.items():
+        kind.prepare(seatings)
 
 
 def play_here(matches: list[Match]) -> list[FinishedMatch | StoppedMatch]:
