@@ -178,7 +178,7 @@ CASES = [
         "scenario-without-price-equilibria",
         {"t.yaml": BASE.replace("kind: random", "kind: grim_trigger").replace("[price_war]", "[blind]"), "scenarios/blind.yaml": BLIND_SCENARIO},
         "t.yaml",
-        ["scenarios[0]", "contestant 'b' cannot play it", "grim_trigger", "price_sensitivity 0"],
+        ["contestants[1]", "cannot play scenario 'blind'", "grim_trigger", "price_sensitivity 0"],
     ),
     case(
         "scenario-yaml-syntax",

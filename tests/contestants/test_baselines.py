@@ -13,7 +13,7 @@ import pytest
 
 from contestants.base import ContestantConfigError
 from contestants.baselines import RuleMerchant
-from contestants.kinds import create, kinds, validate_params
+from contestants.kinds import contestant_class, create, kinds, validate_params
 from market.equilibrium import equilibria
 from market.scenario import Choice, Demand, Product, Scenario
 from market.types import Collect, EventNotice, Order, SetPrice, _Op, parse_decision
@@ -292,8 +292,9 @@ def test_grim_trigger_remembers_a_defection_per_product_until_it_is_reset(two_pr
 def test_grim_trigger_refuses_a_scenario_without_price_equilibria(scenario):
     blind = scenario.model_copy(update={"choice": Choice(price_sensitivity=0.0)})
     with pytest.raises(ContestantConfigError, match=r"grim_trigger needs the scenario's Nash and monopoly prices; .*price_sensitivity 0"):
-        started("grim_trigger", blind)
-    started("tit_for_tat", blind)  # copying needs no equilibrium
+        contestant_class("grim_trigger").check_scenario(validate_params("grim_trigger", {}), blind, 2)
+    contestant_class("grim_trigger").check_scenario(validate_params("grim_trigger", {}), scenario, 2)
+    contestant_class("tit_for_tat").check_scenario(validate_params("tit_for_tat", {}), blind, 2)  # copying needs no equilibrium
 
 
 # ---- restocking -----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from market.scenario import Scenario, load_scenario
 from results import chromium
 from results.report import benchmark_levels, build_report, write_report
 from results.store import get_tournament, list_matches, save_match, start_tournament
-from test_report import Node, parse  # the report tests' reader of the page
+from page_reader import Node, parse
 from tournaments.config import stored_scenarios
 
 CALVANO = load_scenario("calvano")

@@ -1,0 +1,85 @@
+"""A pricing study end to end: a Q-learner, a rule and the embedded language model meet in
+the calvano market through the real runner, every match is scored against the market's
+equilibria, and the report, as headless Chromium renders it, draws the Nash and monopoly
+prices on every match's price chart."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import pytest
+
+from market.equilibrium import equilibria
+from market.scenario import load_scenario
+from results import chromium, store
+from results.db import engine_for
+from results.report import write_report
+from page_reader import parse
+from tournaments.config import load_tournament, stored_scenarios
+from tournaments.runner import run_tournament
+
+pytestmark = pytest.mark.usefixtures("ray_local")
+
+DAYS = 3
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("study")
+    config = folder / "study.yaml"
+    config.write_text(
+        textwrap.dedent(
+            f"""\
+            name: study
+            seed: 3
+            scenarios: [calvano]
+            seeds: [1]
+            days: {DAYS}
+            recall_every: 0
+            decision_timeout_s: 600
+            contestants:
+              - {{name: q, kind: qlearning, params: {{beta: 2.0e-4, stable_periods: 2000, max_periods: 200000}}}}
+              - {{name: grim, kind: grim_trigger}}
+              - {{name: smol, kind: llm, params: {{model: local/smollm2, memory: notes, no_cache: true}}}}
+            """
+        )
+    )
+    engine = engine_for(f"sqlite:///{folder / 'study.db'}")
+    summary = run_tournament(load_tournament(config), engine)
+    return engine, summary.tournament_id, folder
+
+
+def test_every_pair_plays_every_day_without_faults_and_is_measured_against_the_equilibria(study):
+    engine, tournament, _ = study
+    matches = store.list_matches(engine, tournament)
+    assert sorted(tuple(sorted(m.seats)) for m in matches) == [("grim", "q"), ("grim", "smol"), ("q", "smol")]
+    by_merchant: dict[str, list[float]] = {}
+    for value in store.metrics(engine, tournament):
+        if value.name in ("profit_gain", "converged", "learning_periods"):
+            by_merchant.setdefault(f"{value.contestant}.{value.name}", []).append(value.value)
+    for match in matches:
+        detail = store.match_detail(engine, match.id)
+        assert detail.faults == [] and len(detail.days) == DAYS * 2
+    # every merchant of every match has a profit gain: two matches each
+    assert {name: len(values) for name, values in by_merchant.items() if name.endswith("profit_gain")} == {f"{c}.profit_gain": 2 for c in ("q", "grim", "smol")}
+    assert all(math.isfinite(v) for name, values in by_merchant.items() if name.endswith("profit_gain") for v in values)
+    # the learner learnt in self-play before each of its matches and says how long it took
+    assert by_merchant["q.converged"] in ([0.0, 0.0], [1.0, 1.0]) and 0 < by_merchant["q.learning_periods"][0] <= 200_000
+
+
+def test_the_report_draws_the_nash_and_monopoly_prices_on_every_price_chart_in_chromium(study):
+    engine, tournament, folder = study
+    stored = store.get_tournament(engine, tournament)
+    page = folder / "report.html"
+    write_report(engine, tournament, page, *stored_scenarios(stored.config_path, stored.config_text))
+    try:
+        rendered = parse(chromium.dump_dom(page.as_uri()))
+    except chromium.ChromiumMissing as exc:
+        pytest.fail(str(exc))
+    benchmarks = equilibria(load_scenario("calvano"), 2)["good"]
+    for match in store.list_matches(engine, tournament):
+        section = rendered.one("details", id=f"match-{match.id}")
+        chart = next(figure.one("svg") for figure in section.all("figure") if figure.one("figcaption").content() == "Price: good")
+        levels = {level.attrs["data-level"].split(" ")[0]: float(level.attrs["data-value"]) for level in chart.all("g", cls="level")}
+        assert levels == {"Nash": pytest.approx(benchmarks.nash.prices[0]), "monopoly": pytest.approx(benchmarks.monopoly.prices[0])}
