@@ -52,15 +52,16 @@ def study(tmp_path_factory):
 
 def test_every_pair_plays_every_day_without_faults_and_is_measured_against_the_equilibria(study):
     engine, tournament, _ = study
-    matches = store.list_matches(engine, tournament)
-    assert sorted(tuple(sorted(m.seats)) for m in matches) == [("grim", "q"), ("grim", "smol"), ("q", "smol")]
+    details = [store.match_detail(engine, m.id) for m in store.list_matches(engine, tournament)]
+    assert sorted(tuple(sorted(r.contestant for r in d.results)) for d in details) == [("grim", "q"), ("grim", "smol"), ("q", "smol")]
     by_merchant: dict[str, list[float]] = {}
     for value in store.metrics(engine, tournament):
         if value.name in ("profit_gain", "converged", "learning_periods"):
             by_merchant.setdefault(f"{value.contestant}.{value.name}", []).append(value.value)
-    for match in matches:
-        detail = store.match_detail(engine, match.id)
+    for detail in details:
         assert detail.faults == [] and len(detail.days) == DAYS * 2
+        playing = {r.contestant for r in detail.results}
+        assert len([c for c in detail.calls if c.purpose == "decide"]) == (DAYS if "smol" in playing else 0)  # the model decided every day
     # every merchant of every match has a profit gain: two matches each
     assert {name: len(values) for name, values in by_merchant.items() if name.endswith("profit_gain")} == {f"{c}.profit_gain": 2 for c in ("q", "grim", "smol")}
     assert all(math.isfinite(v) for name, values in by_merchant.items() if name.endswith("profit_gain") for v in values)
