@@ -21,7 +21,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Column, Table
 
-from market.equilibrium import EquilibriumError, equilibria
 from market.scenario import Scenario, load_scenario
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
@@ -180,6 +179,8 @@ def equilibrium(
     price to any point of a fine grid, and at the joint optimum no small move of the prices
     raises the joint profit. Profits are per day.
     """
+    from market.equilibrium import EquilibriumError, equilibria  # scipy: half a second that only this command needs
+
     with user_errors():
         try:
             loaded = load_scenario(scenario)
@@ -486,6 +487,7 @@ def _market_table(market: MarketScores) -> Table:
     for kind, title in WINDOW_TITLES.items():
         table.add_row(f"{title} windows", window_days(market.windows, kind))
     return table
+
 
 def _reported_value(value: float | None) -> str:
     """A value a merchant reported of itself, of no known unit: whole numbers in full."""

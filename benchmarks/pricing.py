@@ -29,6 +29,7 @@ import numpy as np
 from contestants.qlearning import Learnt, QLearningParams, Session, learn, payoff_table
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
+from results.collusion import gain
 
 SEATS = 2
 
@@ -59,7 +60,7 @@ def profit_gain(learnt: Learnt) -> float:
     nash, monopoly = np.mean(benchmarks.nash.profits), np.mean(benchmarks.monopoly.profits)
     payoffs = payoff_table(scenario, learnt.grids)
     profit = payoffs[:, limit_cycle(learnt)].mean()
-    return float((profit - nash) / (monopoly - nash))
+    return float(gain(profit, nash, monopoly))
 
 
 def throughput(count: int) -> dict:

@@ -388,8 +388,8 @@ class TitForTatParams(RestockParams):
 
 class TitForTat(RuleMerchant):
     """Per product, posts the price the cheapest rival posted yesterday (bankrupt rivals are
-    gone); restocks (s, S). It never moves first: it meets a price cut at once, and a rise
-    the day after, so whatever rivals do comes back to them.
+    gone); restocks (s, S). It never moves first: it answers a cut, and a rise, the next day,
+    so whatever rivals do comes back to them.
 
     On day 1 nobody has chosen a price yet (the board shows the start prices), and while
     rivals' prices are hidden there is nothing to copy: then it posts its opening price,
@@ -415,18 +415,6 @@ class GrimTriggerParams(RestockParams):
     )
 
 
-def benchmark_prices(scenario: Scenario, seats: int) -> tuple[np.ndarray, np.ndarray]:
-    """The scenario's joint-profit (monopoly) and Nash prices for a match of `seats`
-    merchants, each [seat, product] (market.equilibrium). Imported here, not at the top:
-    the solver brings scipy, half a second of importing that only this kind needs."""
-    from market.equilibrium import equilibria
-
-    solved = equilibria(scenario, seats)
-    monopoly = np.array([solved[p.id].monopoly.prices for p in scenario.products]).T
-    nash = np.array([solved[p.id].nash.prices for p in scenario.products]).T
-    return monopoly, nash
-
-
 class GrimTrigger(RuleMerchant):
     """The grim trigger strategy of the repeated price game: per product, it holds its
     seat's monopoly price (the one that maximises the merchants' joint profit) until a
@@ -442,8 +430,8 @@ class GrimTrigger(RuleMerchant):
     nobody chose); a hidden price or a bankrupt rival never triggers it. The trigger is the
     one thing it remembers that the market's view does not show: a flag per product, its
     own, kept across the days of a match and cleared by `reset`. A scenario without price
-    equilibria (customers who ignore prices) is refused when it is reset, and when a
-    tournament naming both is validated."""
+    equilibria (customers who ignore prices) is refused when a tournament naming both is
+    validated."""
 
     kind: ClassVar[str] = "grim_trigger"
     params_model: ClassVar[type[Params]] = GrimTriggerParams
@@ -455,12 +443,15 @@ class GrimTrigger(RuleMerchant):
     @classmethod
     def check_scenario(cls, params: Params, scenario: Scenario, merchants: int) -> None:
         """The scenario must have Nash and monopoly prices for `merchants` seats."""
-        from market.equilibrium import EquilibriumError
+        from market.equilibrium import EquilibriumError, by_seat  # scipy: half a second of importing that only this kind needs
 
         try:
-            benchmark_prices(scenario, merchants)
+            monopoly = by_seat(scenario, merchants).monopoly_price
         except EquilibriumError as exc:
             raise ContestantConfigError(f"{cls.kind} needs the scenario's Nash and monopoly prices; {exc}") from None
+        for j, product in enumerate(scenario.products):
+            if monopoly[:, j].max() > product.price_ceiling:
+                raise ContestantConfigError(f"{cls.kind} would post {product.id}'s monopoly price {monopoly[:, j].max():.4g}, above the market's ceiling {product.price_ceiling:.4g}")
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         super().reset(merchant=merchant, scenario=scenario, seed=seed)
@@ -468,8 +459,11 @@ class GrimTrigger(RuleMerchant):
 
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+        from market.equilibrium import by_seat
+
         board, n = view.board, view.board.seats
-        monopoly, nash = benchmark_prices(team.scenario, n)
+        benchmarks = by_seat(team.scenario, n)
+        monopoly, nash = benchmarks.monopoly_price, benchmarks.nash_price
         seat = view.rows % n
         members: list[GrimTrigger] = team.members  # type: ignore[assignment]
         triggered = np.array([member.triggered for member in members])

@@ -222,9 +222,12 @@ class QLearner(RuleMerchant):
         if scenario.demand.stock_limited:
             raise ContestantConfigError(f"qlearning learns a price game without stock; scenario {name!r} limits sales by stock (it needs demand: {{mode: expected, stock_limited: false}})")
         try:
-            equilibria(scenario, merchants)
+            highest = price_grid(scenario, [params] * merchants).max()
         except (ValueError, EquilibriumError) as exc:
             raise ContestantConfigError(str(exc)) from None
+        (product,) = scenario.products
+        if highest > product.price_ceiling:
+            raise ContestantConfigError(f"qlearning's price grid reaches {highest:.4g}, above the market's ceiling {product.price_ceiling:.4g} for {product.id}", "grid_extension")
         entries = merchants * params.grid_points ** (merchants * params.memory + 1)
         if entries > MAX_Q_ENTRIES:
             raise ContestantConfigError(

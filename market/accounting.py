@@ -31,6 +31,8 @@ def net_worth(cash: np.ndarray, goods: np.ndarray, unit_cost: np.ndarray, *recei
 def starting_net_worth(log: DayLog, first: np.ndarray) -> np.ndarray:
     """Per merchant (`first`: the row of its first day), its net worth before day 1: initial
     cash + sum_p initial_stock_p * unit_cost_p on day 1 (nothing is in transit or owed yet).
+    Given the row of a later day, the same identity gives its net worth before that day, at
+    that day's unit cost.
 
     That is `net_worth` of the starting holdings at the cost the market values them at on
     day 1, so day 1's change in net worth is day 1's trade alone. It is read back from the
@@ -44,8 +46,9 @@ def starting_net_worth(log: DayLog, first: np.ndarray) -> np.ndarray:
 
 
 def profit(log: DayLog, first: np.ndarray, last: np.ndarray) -> np.ndarray:
-    """Per merchant (`first`, `last`: the rows of its first and last day),
-    profit = net worth at the end of its last day - starting_net_worth."""
+    """Per merchant (`first`, `last`: the rows of the first and last day of its match, or of a
+    span of it such as a measurement window), profit = net worth at the end of the last day -
+    starting_net_worth (before the first)."""
     return log.scalar("net_worth")[last] - starting_net_worth(log, first)
 
 

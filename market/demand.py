@@ -47,12 +47,12 @@ def logit_shares(utility: np.ndarray, outside: float) -> np.ndarray:
 
 
 def choice_shares(
-    choice: Choice, prices: np.ndarray, reference_price: float, reputation: np.ndarray, quality: float, selling: np.ndarray | None = None
+    choice: Choice, prices: np.ndarray, reference_price: float, reputation: np.ndarray, quality: float | np.ndarray, selling: np.ndarray | None = None
 ) -> np.ndarray:
     """Each merchant's share of all customers of one product, the no-purchase option last:
     `logit_shares` of `utilities`, with the scenario's no_purchase_utility. Prices are
     [..., merchant] (several price profiles at once: a grid of one merchant's prices against
-    fixed rivals), reputation [merchant]; a merchant that is not `selling` (bankrupt, absent)
+    fixed rivals), reputation and quality [merchant] (or one for all); a merchant that is not `selling` (bankrupt, absent)
     is no option and wins no share. These are the shares customers choose by in `allocate_markets`
     before anyone sells out: all of the day's choosing when sales are not capped by stock."""
     utility = utilities(choice, prices, reference_price, reputation, quality)

@@ -43,7 +43,6 @@ from market.types import (
     parse_decision,
 )
 
-PRICE_CEILING_FACTOR = 100.0  # a posted price above reference_price * this is rejected
 SET_PRICE, ORDER, ADVERTISE, COLLECT = (KIND_INDEX[k] for k in ("set_price", "order", "advertise", "collect"))
 # Per kind, by KIND_INDEX: a number must be above _LOWEST (a price and a quantity above 0; an
 # amount at least 0: above the negative number nearest 0) and at most the price ceiling or _HIGHEST
@@ -81,7 +80,7 @@ class Market:
         self._reference = np.array([p.reference_price for p in products])
         self._quality = np.tile(scenario.seat_values("quality", self.seats), (matches, 1))
         self._holding = np.array([p.holding_cost for p in products])
-        self._ceiling = self._reference * PRICE_CEILING_FACTOR
+        self._ceiling = np.array([p.price_ceiling for p in products])
         self._lead = np.array([p.lead_time for p in products])
         self._product_ids = scenario.product_ids
         self._pid = {p: j for j, p in enumerate(self._product_ids)}

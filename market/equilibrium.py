@@ -82,6 +82,28 @@ class PriceGame:
         return Outcome(tuple(prices.tolist()), tuple(self.profits(prices).tolist()))
 
 
+@dataclass(frozen=True)
+class SeatBenchmarks:
+    """Every seat's benchmarks, each [seat, product] in seat order and the scenario's product
+    order: the Nash and joint-profit (monopoly) prices, and the profits per day they give at
+    base demand."""
+
+    nash_price: np.ndarray
+    monopoly_price: np.ndarray
+    nash_profit: np.ndarray
+    monopoly_profit: np.ndarray
+
+
+def by_seat(scenario: Scenario, merchants: int) -> SeatBenchmarks:
+    """`equilibria` as arrays [seat, product] (raises as it does)."""
+    solved = [equilibria(scenario, merchants)[p.id] for p in scenario.products]
+
+    def column(outcome: str, field: str) -> np.ndarray:
+        return np.array([getattr(getattr(game, outcome), field) for game in solved]).T
+
+    return SeatBenchmarks(column("nash", "prices"), column("monopoly", "prices"), column("nash", "profits"), column("monopoly", "profits"))
+
+
 def price_games(scenario: Scenario, merchants: int) -> dict[str, PriceGame]:
     """Each product's price game between `merchants` seats (ValueError if the scenario's
     seats need another number)."""

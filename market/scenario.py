@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from market.types import EventNotice
 
 SHIPPED_SCENARIOS = Path(__file__).with_name("scenarios")  # package data: installed with the package
+PRICE_CEILING_FACTOR = 100.0  # a posted price above reference_price * this is rejected
 
 
 class _Strict(BaseModel):
@@ -35,6 +36,11 @@ class Product(_Strict):
     lead_time: int = Field(0, ge=0, le=60, description="days from order to arrival; 0 arrives at once")
     initial_stock: float = Field(0.0, ge=0)
     initial_price: float | None = Field(None, gt=0, description="defaults to reference_price")
+
+    @property
+    def price_ceiling(self) -> float:
+        """The highest price the market accepts for the product."""
+        return self.reference_price * PRICE_CEILING_FACTOR
 
     @property
     def start_price(self) -> float:

@@ -13,7 +13,7 @@ measure collusion between Q-learners.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import yaml
@@ -21,6 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from market.demand import demand_factor
 from market.scenario import Scenario, event_multiplier
+
+if TYPE_CHECKING:
+    from market.equilibrium import SeatBenchmarks
 
 
 class CollusionSettings(BaseModel):
@@ -48,29 +51,15 @@ def stored_settings(config_text: str) -> CollusionSettings:
     return CollusionSettings.model_validate((yaml.safe_load(config_text) or {}).get("collusion") or {})
 
 
-@dataclass(frozen=True)
-class SeatBenchmarks:
-    """A match's benchmarks, each [seat, product] in seat order: the Nash and joint-profit
-    (monopoly) prices, and the profits per day they give at base demand (market.equilibrium)."""
-
-    nash_price: np.ndarray
-    monopoly_price: np.ndarray
-    nash_profit: np.ndarray
-    monopoly_profit: np.ndarray
-
-
 def seat_benchmarks(scenario: Scenario, seats: int) -> SeatBenchmarks | None:
-    """The benchmarks of `seats` merchants playing `scenario`; None when its price game has no
-    equilibrium (customers ignore prices)."""
-    from market.equilibrium import EquilibriumError, equilibria  # scipy: imported only when a scenario is scored
+    """The benchmarks of `seats` merchants playing `scenario` (market.equilibrium.by_seat);
+    None when its price game has no equilibrium (customers ignore prices)."""
+    from market.equilibrium import EquilibriumError, by_seat  # scipy: imported only when a scenario is scored
 
     try:
-        solved = equilibria(scenario, seats)
-    except EquilibriumError:
+        return by_seat(scenario, seats)
+    except (EquilibriumError, ValueError):  # ValueError: the scenario's seats are not the match's (its file changed since)
         return None
-    games = [solved[p.id] for p in scenario.products]
-    columns = lambda outcome, field: np.array([getattr(getattr(game, outcome), field) for game in games]).T  # noqa: E731
-    return SeatBenchmarks(columns("nash", "prices"), columns("monopoly", "prices"), columns("nash", "profits"), columns("monopoly", "profits"))
 
 
 def demand_scale(scenario: Scenario, last_day: int) -> np.ndarray:
@@ -87,9 +76,11 @@ def demand_scale(scenario: Scenario, last_day: int) -> np.ndarray:
 
 def gain(value: np.ndarray, nash: np.ndarray, monopoly: np.ndarray) -> np.ndarray:
     """Where `value` sits between the benchmarks: (value - nash) / (monopoly - nash), 0 at Nash,
-    1 at the joint-profit optimum, negative below Nash; NaN where the two benchmarks are equal."""
+    1 at the joint-profit optimum, negative below Nash; NaN where the monopoly benchmark is not
+    above Nash: the two are equal (a merchant alone), or, with asymmetric seats, a seat would
+    earn less in the cartel than competing, so no scale runs from one to the other."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(monopoly != nash, (value - nash) / (monopoly - nash), np.nan)
+        return np.where(monopoly > nash, (value - nash) / (monopoly - nash), np.nan)
 
 
 def runs(flagged: np.ndarray, min_days: int) -> list[tuple[int, int]]:

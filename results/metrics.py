@@ -22,9 +22,9 @@ import inspect
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 
@@ -32,8 +32,11 @@ from market import accounting
 from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import DayRecord, RejectionCode
-from results.collusion import CollusionSettings, SeatBenchmarks, demand_scale, gain, runs, seat_benchmarks
+from results.collusion import CollusionSettings, demand_scale, gain, runs, seat_benchmarks
 from results.records import Fault, MarketScores, MerchantResult, PriceWindow, ProbeLog, ProbeResult, WindowKind
+
+if TYPE_CHECKING:
+    from market.equilibrium import SeatBenchmarks
 
 Group = Literal["coherence", "operations", "economics", "collusion"]
 Unit = Literal["share", "count", "money", "ratio", "day", "per_day"]
@@ -282,7 +285,7 @@ class MatchRecords:
         found = seat_benchmarks(self.scenario, len(self.log.merchants)) if self.scenario is not None and len(self.log) else None
         if found is None:
             return None
-        return SeatBenchmarks(*(getattr(found, f.name)[self.seat_order] for f in fields(found)))
+        return replace(found, **{f.name: getattr(found, f.name)[self.seat_order] for f in fields(found)})
 
     @cached_property
     def measured(self) -> np.ndarray:

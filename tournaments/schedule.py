@@ -5,8 +5,9 @@ free_for_all: all contestants in one market, every scenario x seed.
 gauntlet: the challenger meets each other contestant alone, every scenario x seed.
 
 With rotate_seats, the group's seat order turns by one for each successive seed, so no
-contestant always holds the same seat (seat order decides who is listed first to rivals and
-the order of tie-breaking).
+contestant always holds the same seat (seat order decides who is listed first to rivals, the
+order of tie-breaking, and, in a scenario with `seats:`, the unit costs and qualities a
+merchant plays with): over as many seeds as seats, every contestant plays every seat.
 """
 
 from __future__ import annotations

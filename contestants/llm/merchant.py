@@ -186,8 +186,10 @@ class LLMMerchant(Contestant):
     def decide(self, observation: Observation) -> Any:
         day = observation.day
         if self.system is None:
+            seat = [m.merchant for m in observation.market].index(self.merchant)
             self.system = system_prompt(
-                self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes", extras=self.system_templates[1:]
+                self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes", extras=self.system_templates[1:],
+                unit_costs=self.scenario.seat_values("unit_cost", len(observation.market))[seat],
             )
         report = daily_report(observation)
         prompt, templates = report, self.system_templates

@@ -43,10 +43,11 @@ def versions(*names: str) -> str:
     return "+".join(template(name).version for name in names)
 
 
-def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool, extras: tuple[str, ...] = ()) -> str:
+def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool, extras: tuple[str, ...] = (), unit_costs: list[float] | None = None) -> str:
     """The rules of this match and the goal, as the merchant template words them, followed
     by the `extras` templates in order: `think` asks to reason before deciding, `plan` to
-    state the prices it intends to hold."""
+    state the prices it intends to hold. `unit_costs`: per product, what the supplier charges
+    this merchant's seat (default: the products' own)."""
     finance = scenario.finance
     credit = ""
     if finance.credit_share > 0:
@@ -57,9 +58,9 @@ def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool, ext
     # Only the id, which operations must use: a display name ("Widget") invites the model to
     # write that instead.
     products = "\n".join(
-        f"- {p.id}: unit cost {_money(p.unit_cost)}, usual price "
+        f"- {p.id}: unit cost {_money(cost)}, usual price "
         f"{_money(p.reference_price)}, lead time {p.lead_time} days, holding cost {_money(p.holding_cost)} per unit per day"
-        for p in scenario.products
+        for p, cost in zip(scenario.products, unit_costs or [p.unit_cost for p in scenario.products])
     )
     target = f"; {_money(scenario.target_net_worth)} would be a good result" if scenario.target_net_worth else ""
     notes_rule = (

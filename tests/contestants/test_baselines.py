@@ -295,6 +295,9 @@ def test_grim_trigger_refuses_a_scenario_without_price_equilibria(scenario):
         contestant_class("grim_trigger").check_scenario(validate_params("grim_trigger", {}), blind, 2)
     contestant_class("grim_trigger").check_scenario(validate_params("grim_trigger", {}), scenario, 2)
     contestant_class("tit_for_tat").check_scenario(validate_params("tit_for_tat", {}), blind, 2)  # copying needs no equilibrium
+    dear = scenario.model_copy(update={"choice": Choice(price_sensitivity=4.0, reputation_weight=0.0, quality_weight=1000.0), "products": (scenario.products[0].model_copy(update={"quality": 2.0}),)})
+    with pytest.raises(ContestantConfigError, match=r"monopoly price .* above the market's ceiling"):  # customers who would pay far above the reference price
+        contestant_class("grim_trigger").check_scenario(validate_params("grim_trigger", {}), dear, 2)
 
 
 # ---- restocking -----------------------------------------------------------------------------------

@@ -13,9 +13,8 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from market.engine import PRICE_CEILING_FACTOR
 from market.env import MarketEnv
-from market.scenario import Scenario, load_scenario
+from market.scenario import PRICE_CEILING_FACTOR, Scenario, load_scenario
 from market.types import DayRecord, Decision, Observation, Rejection
 from scenario_params import SCENARIO_FILES
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from market.demand import choice_shares
-from market.engine import PRICE_CEILING_FACTOR
 from market.env import MarketEnv
+from market.scenario import PRICE_CEILING_FACTOR
 from market.types import Decision, Order, SetPrice
 from scenario_params import scenarios_where
 

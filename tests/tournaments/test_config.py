@@ -52,6 +52,23 @@ def test_hash_is_equal_for_identical_files(tmp_path):
     assert len(a.config_hash) == 64
 
 
+def test_a_file_keeps_the_identity_it_had_before_scenarios_could_list_seats(tmp_path):
+    """The hash the code before `seats:` (commit 2742552) computed for this file, so a
+    tournament stored then is still found by --resume and still read as unchanged."""
+    (tmp_path / "t.yaml").write_text(
+        "name: pinned\nseed: 4\nscenarios: [price_war, logit_game]\nseeds: [1, 2]\n"
+        "contestants:\n  - {name: a, kind: fixed_price}\n  - {name: b, kind: undercut}\n"
+    )
+    assert load_tournament(tmp_path / "t.yaml").config_hash == "6a9c949b3909fb0b9a1fa1a1cce3b49164a57267633ff5527dd16ca62f368a7b"
+
+
+def test_seats_change_the_identity(tmp_path):
+    path = write(tmp_path)
+    before = load_tournament(path).config_hash
+    (tmp_path / "scenarios" / "small.yaml").write_text(SMALL + "seats: [{}, {}]\n")
+    assert load_tournament(path).config_hash != before
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [("seed: 5", "seed: 6"), ("seeds: [1, 2]", "seeds: [1, 3]"), ("kind: undercut", "kind: cost_plus")],

@@ -72,9 +72,17 @@ def test_learners_in_a_tournament_learn_their_sessions_and_store_their_convergen
 
 @pytest.mark.parametrize(
     "scenario, why",
-    [("multi_product", "learns the price game of one product"), ("price_war", "limits sales by stock")],
+    [
+        ("multi_product", "learns the price game of one product"),
+        ("price_war", "limits sales by stock"),
+        ("dear.yaml", "above the market's ceiling 100 for good"),  # p_M = 1 + m with m * 4 * share_0 = 1: about 498
+    ],
 )
 def test_a_scenario_a_learner_cannot_play_is_refused_naming_the_contestant(tmp_path, scenario, why):
+    # customers who value the good far above its reference price: its benchmarks lie above the ceiling
+    (tmp_path / "dear.yaml").write_text("name: dear\nproducts: [{id: good, unit_cost: 1, reference_price: 1, quality: 2, base_demand: 1}]\n"
+                                        "choice: {price_sensitivity: 4, reputation_weight: 0, quality_weight: 1000, no_purchase_utility: 0}\n"
+                                        "demand: {mode: expected, stock_limited: false}\n")
     path = tmp_path / "t.yaml"
     path.write_text(
         textwrap.dedent(
@@ -89,4 +97,5 @@ def test_a_scenario_a_learner_cannot_play_is_refused_naming_the_contestant(tmp_p
     )
     with pytest.raises(ConfigError) as raised:
         load_tournament(path)
-    assert raised.value.field == "contestants[1]" and f"cannot play scenario {scenario!r}" in raised.value.message and why in raised.value.message
+    assert raised.value.field.startswith("contestants[1]") and f"cannot play scenario {scenario.removesuffix('.yaml')!r}" in raised.value.message
+    assert why in raised.value.message
