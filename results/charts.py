@@ -30,9 +30,10 @@ class Series:
 
 @dataclass(frozen=True)
 class Band:
-    """A labelled span of the x axis, shaded behind the lines: a scenario event.
+    """A labelled span of the x axis, shaded behind the lines: a scenario event, or a
+    supra-competitive or price-war window.
 
-    `kind` becomes a CSS class (`band-demand`, `band-cost`)."""
+    `kind` becomes a CSS class (`band-demand`, `band-cost`, `band-supra_competitive`, `band-price_war`)."""
 
     start: float
     end: float

@@ -65,3 +65,16 @@ def test_a_market_whose_customers_ignore_prices_is_played_and_measures_nothing()
     assert played.market == MarketScores()
     assert all(values["profit_gain"] is None and values["price_gain"] is None for values in played.metrics.values())
     assert all(values["profit"] > 0 for values in played.metrics.values())  # the match itself was played
+
+
+def test_a_seat_the_cartel_would_starve_has_no_profit_gain_but_the_market_has_one():
+    """With seat 1's unit cost at 1.6 the joint optimum (equal markups) leaves it less profit
+    than competing: there is no scale from its Nash to its monopoly profit, so its profit_gain
+    is None (not a negative number read as a price war); seat 0 and the market have theirs."""
+    costly = Scenario.model_validate({**CALVANO.model_dump(), "seats": [{}, {"unit_cost": {"good": 1.6}}]})
+    found = equilibria(costly, 2)["good"]
+    assert found.monopoly.profits[1] < found.nash.profits[1] and found.monopoly.profits[0] > found.nash.profits[0]
+    played = play(costly, list(found.monopoly.prices))
+    gains = [values["profit_gain"] for values in played.metrics.values()]
+    assert gains[0] == pytest.approx(1.0, abs=1e-9) and gains[1] is None
+    assert played.market.metrics["market_profit_gain"] == pytest.approx(1.0, abs=1e-9)

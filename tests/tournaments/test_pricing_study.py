@@ -90,7 +90,7 @@ def test_two_default_learners_over_fifty_sessions_collude_as_much_as_calvano_et_
     """Calvano et al.'s baseline (AER 2020, table 1): over 1,000 sessions the mean profit gain
     is 0.849 with a standard deviation of 0.113 across sessions, and every session converges.
     A mean over 50 sessions has a standard error of about 0.016; within 0.06 is four of them."""
-    config = tmp_path / "calvano.yaml"
+    config = tmp_path / "experiment.yaml"
     config.write_text(
         "name: calvano\nseed: 2020\nscenarios: [calvano]\nrepetitions: 50\ndays: 100\nrecall_every: 0\n"
         "contestants: [{name: q1, kind: qlearning}, {name: q2, kind: qlearning}]\n"

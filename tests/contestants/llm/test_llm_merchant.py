@@ -257,3 +257,20 @@ def test_the_schema_names_only_the_catalogs_products_and_whole_units_where_the_m
         defs = Scripted.requests[-1].json_schema["$defs"]
         assert defs["Order"]["properties"]["product"]["enum"] == ["a", "b"]
         assert defs["Order"]["properties"]["quantity"]["type"] == quantity
+
+
+def test_the_rules_give_the_merchant_its_own_seats_unit_cost(scenario):
+    """In a scenario with seats the supplier charges each seat its own price; the rules the
+    model reads say what its seat pays (the product's own cost is another seat's)."""
+    product = scenario.products[0]
+    seated = type(scenario).model_validate({**scenario.model_dump(), "seats": [{}, {"unit_cost": {product.id: 7.25}}]})
+    for name, cost in (("m0", product.unit_cost), ("m1", 7.25)):
+        Scripted.script.clear()
+        Scripted.requests.clear()
+        m = create("llm", {"model": "scripted/test", "no_cache": True})
+        m.reset(merchant=name, scenario=seated, seed=0)
+        observations, _ = MarketEnv(seated, ["m0", "m1"]).reset(seed=3)
+        Scripted.script.append(GOOD)
+        m.decide(observations[name])
+        rules = Scripted.requests[0].messages[0].content
+        assert f"- {product.id}: unit cost {cost:g}," in rules
