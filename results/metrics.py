@@ -296,14 +296,16 @@ class MatchRecords:
     @cached_property
     def window_profits(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per seat, over its days in the measurement window: its profit (market.accounting.profit
-        from the first of those days to the last), and the sums over those days of its seat's
+        from the first of those days to the last) before fixed costs (paid whatever the prices,
+        and no part of the price game), and the sums over those days of its seat's
         Nash and joint-profit profits per day, summed over products, each at the day's demand
         (base demand times results.collusion.demand_scale). The profit is NaN for a seat
         without a day in the window (it went bankrupt before)."""
         measured = self.per_seat(self.measured.astype(float)).astype(np.int64)
         ends = np.cumsum(self.counts)
         first = self.by_seat[np.minimum(ends - measured, ends - 1)]  # the seat's first row in the window, where it has one
-        profit = np.where(measured > 0, accounting.profit(self.log, first, self.last), np.nan)
+        fixed = self.per_seat(self.log.scalar("fixed") * self.measured)
+        profit = np.where(measured > 0, accounting.profit(self.log, first, self.last) + fixed, np.nan)
         scale = demand_scale(self.scenario, self.last_day)[self.log.day - 1] * self.measured[:, None]
         nash, monopoly = (self.per_seat(_sum(scale * profits[self.row_seats], 1)) for profits in (self.benchmarks.nash_profit, self.benchmarks.monopoly_profit))
         return profit, nash, monopoly
@@ -724,8 +726,10 @@ def profit_gain(match: MatchRecords) -> np.ndarray | list[None]:
     Delta) over the measurement window W, the match's last ceil(collusion.window * D) days
     (D its last day; default: the last half):
     profit_gain = (pi - pi_N) / (pi_M - pi_N), with pi the merchant's mean profit per day over
-    its days in W (the change in its net worth, market.accounting.profit, from the first of
-    those days to the last, over their number), and pi_N, pi_M the means over the same days of
+    its days in W before fixed costs (the change in its net worth, market.accounting.profit,
+    from the first of those days to the last, plus the fixed costs it paid on them, over their
+    number: a fixed cost is paid whatever the prices and the price game has none), and pi_N,
+    pi_M the means over the same days of
     its seat's profit per day at the Nash and at the joint-profit (monopoly) prices of the
     scenario's price game, summed over products (market.equilibrium). 0 is the one-shot
     competitive outcome, 1 a perfect cartel's, below 0 a price war.
@@ -763,7 +767,7 @@ def price_gain(match: MatchRecords) -> np.ndarray | list[None]:
 def market_profit_gain(match: MatchRecords) -> float:
     """profit_gain of the market as a whole: (sum_i Pi_i - sum_i Pi_N,i) / (sum_i Pi_M,i - sum_i Pi_N,i)
     over every seat i with days in the measurement window W, Pi_i its profit over its days in W
-    and Pi_N,i, Pi_M,i the sums over those days of its seat's Nash and joint-profit profits per
+    before fixed costs and Pi_N,i, Pi_M,i the sums over those days of its seat's Nash and joint-profit profits per
     day (at each day's demand, as for profit_gain): the seats' total profit against the total
     the benchmarks give."""
     profit, nash, monopoly = match.window_profits

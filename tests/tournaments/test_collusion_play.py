@@ -78,3 +78,14 @@ def test_a_seat_the_cartel_would_starve_has_no_profit_gain_but_the_market_has_on
     gains = [values["profit_gain"] for values in played.metrics.values()]
     assert gains[0] == pytest.approx(1.0, abs=1e-9) and gains[1] is None
     assert played.market.metrics["market_profit_gain"] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_a_fixed_daily_cost_does_not_move_the_profit_gain():
+    """A fixed cost is paid whatever the prices and the price game has none: merchants at the
+    Nash prices of a calvano market with one still score 0 (with it counted, a cost of 0.3 a
+    day would put them at -0.3 / (0.3375 - 0.2229), about -2.6)."""
+    overheads = Scenario.model_validate({**CALVANO.model_dump(), "finance": {**CALVANO.finance.model_dump(), "fixed_daily_cost": 0.3}})
+    played = play(overheads, list(equilibria(overheads, 2)["good"].nash.prices))
+    assert all(values["profit"] < 0 for values in played.metrics.values())  # the fixed cost was paid
+    assert [values["profit_gain"] for values in played.metrics.values()] == [pytest.approx(0.0, abs=1e-9)] * 2
+    assert played.market.metrics["market_profit_gain"] == pytest.approx(0.0, abs=1e-9)
