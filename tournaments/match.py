@@ -5,8 +5,9 @@ size (`play_together`). Before the first day, each kind prepares its inline merc
 the matches at once (a learner's learning phase, `prepare`). Each day the rule merchants
 playing inline decide together from the market's view; every other merchant gets its
 Observation: an inline one is called directly, those hosted in Ray actors are asked all at
-once and given their turn's deadline to answer. A merchant that raises, misses the deadline, returns something unusable or whose
-actor dies does nothing that day, and the fault is recorded; the match goes on.
+once and given their turn's deadline to answer. A merchant that raises, misses the deadline,
+returns something unusable or whose actor dies does nothing that day, and the fault is
+recorded; the match goes on.
 """
 
 from __future__ import annotations
