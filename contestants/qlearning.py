@@ -129,9 +129,13 @@ class Session:
 
     def draws(self) -> tuple[int, np.uint64]:
         """The first state and the seed of the kernel's generator, from the session's own
-        generator (seeded by its seed and key)."""
+        generator, seeded by its seed and its learners' params but not by the scenario: the
+        same learners draw the same random numbers in any market, so a market whose money is
+        in another currency (`scale`) is learnt exactly alike, and two markets are compared
+        on common random numbers."""
         seats, m, memory = self.shape
-        rng = np.random.default_rng([self.seed, zlib.crc32(self.key.encode())])
+        learners = json.dumps([p.model_dump(mode="json", exclude={"learn"}) for p in self.learners], sort_keys=True)
+        rng = np.random.default_rng([self.seed, zlib.crc32(learners.encode())])
         return int(rng.integers(m ** (seats * memory))), rng.integers(2**64, dtype=np.uint64)
 
 

@@ -6,6 +6,7 @@ Every field has a default so a scenario file states only what makes it different
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -153,7 +154,41 @@ class Seat(_Strict):
         return self
 
 
+# The amounts of money a scenario holds, by section and field: what `scale` multiplies.
+MONEY_FIELDS = {
+    "products": ("unit_cost", "reference_price", "holding_cost", "initial_price"),
+    "seats": ("unit_cost",),
+    "finance": ("initial_cash", "fixed_daily_cost"),
+    "reputation": ("advertising_scale",),
+}
+
+
+def _times(value: object, factor: float) -> object:
+    """A number times `factor`; anything else as it is, for validation to judge."""
+    return value * factor if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def _scaled_section(section: object, fields: tuple[str, ...], factor: float) -> object:
+    """One section (a mapping or a model) with its money `fields` times `factor`; a field
+    that maps products to amounts (a seat's unit_cost) has each amount multiplied."""
+    if isinstance(section, BaseModel):
+        section = section.model_dump()
+    if not isinstance(section, dict):
+        return section
+    scaled = dict(section)
+    for name in fields:
+        if name in scaled:
+            value = scaled[name]
+            scaled[name] = {k: _times(v, factor) for k, v in value.items()} if isinstance(value, dict) else _times(value, factor)
+    return scaled
+
+
 class Scenario(_Strict):
+    """A market's rules. A file may give `scale: X`: every amount of money in it (prices, costs,
+    cash, the advertising scale, the target) is multiplied by X as it is read, the currency
+    of a study of unit invariance; the scenario then holds the amounts it plays with, so
+    `scale` is not kept."""
+
     name: str
     description: str = ""
     days: int = Field(30, ge=1, le=3650, description="default match length")
@@ -166,6 +201,25 @@ class Scenario(_Strict):
     visibility: Visibility = Visibility()
     target_net_worth: float | None = Field(None, description="goal a merchant is scored against")
     seats: tuple[Seat, ...] = Field((), description="per seat, in seat order, its own unit costs and qualities; empty: every seat alike")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _in_its_currency(cls, data: object) -> object:
+        if not isinstance(data, dict) or "scale" not in data:
+            return data
+        data = dict(data)
+        factor = data.pop("scale")
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (0 < factor < math.inf):
+            raise ValueError(f"scale must be a positive number, not {factor!r}")
+        for section, fields in MONEY_FIELDS.items():
+            value = data.get(section)
+            if isinstance(value, (list, tuple)):
+                data[section] = [_scaled_section(item, fields, factor) for item in value]
+            elif value is not None:
+                data[section] = _scaled_section(value, fields, factor)
+        if "target_net_worth" in data:
+            data["target_net_worth"] = _times(data["target_net_worth"], factor)
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
