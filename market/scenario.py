@@ -213,6 +213,8 @@ class Scenario(_Strict):
             raise ValueError(f"scale must be a positive number, not {factor!r}")
         for section, fields in MONEY_FIELDS.items():
             value = data.get(section)
+            if value is None and isinstance(cls.model_fields[section].default, BaseModel):  # a section left out: its defaults are money too
+                value = cls.model_fields[section].default
             if isinstance(value, (list, tuple)):
                 data[section] = [_scaled_section(item, fields, factor) for item in value]
             elif value is not None:

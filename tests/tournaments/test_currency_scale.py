@@ -49,6 +49,9 @@ def test_scale_multiplies_every_amount_of_money_as_the_file_is_read(tmp_path):
     assert scaled.reputation.advertising_scale == base.reputation.advertising_scale * SCALE
     assert Scenario.model_validate(scaled.model_dump()) == scaled  # read once: it holds the amounts it plays with
     path = tmp_path / "s.yaml"
+    path.write_text("name: s\nscale: 10\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n")
+    minimal = load_scenario(path)  # sections left out hold money too: their defaults are scaled
+    assert (minimal.finance.initial_cash, minimal.reputation.advertising_scale) == (Scenario.model_fields["finance"].default.initial_cash * SCALE, 1000.0)
     path.write_text("name: s\nscale: 0\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n")
     with pytest.raises(ValueError, match="scale must be a positive number, not 0"):
         load_scenario(path)
