@@ -729,10 +729,10 @@ def profit_gain(match: MatchRecords) -> np.ndarray | list[None]:
     its days in W before fixed costs (the change in its net worth, market.accounting.profit,
     from the first of those days to the last, plus the fixed costs it paid on them, over their
     number: a fixed cost is paid whatever the prices and the price game has none), and pi_N,
-    pi_M the means over the same days of
-    its seat's profit per day at the Nash and at the joint-profit (monopoly) prices of the
-    scenario's price game, summed over products (market.equilibrium). 0 is the one-shot
-    competitive outcome, 1 a perfect cartel's, below 0 a price war.
+    pi_M the means over the same days of its seat's profit per day at the Nash and at the
+    joint-profit (monopoly) prices of the scenario's price game, summed over products
+    (market.equilibrium). 0 is the one-shot competitive outcome, 1 a perfect cartel's, below
+    0 a price war.
     The benchmarks are profits at base demand, scaled to each day's demand (its demand factor
     and demand events, results.collusion.demand_scale); profit being linear in customers, a
     merchant at the Nash prices has exactly 0 whatever the demand. Exact for the exact price
@@ -740,7 +740,7 @@ def profit_gain(match: MatchRecords) -> np.ndarray | list[None]:
     noise, stock limits, reputation or cost events the benchmarks are those of the
     price game at expected demand, base unit cost and initial reputation, and Delta compares
     with them. None without the scenario, without an equilibrium (customers ignore prices),
-    without a day in W, or when pi_M = pi_N."""
+    without a day in W, or when pi_M <= pi_N (results.collusion.gain)."""
     if match.benchmarks is None:
         return [None] * len(match.counts)
     return gain(*match.window_profits)
@@ -765,11 +765,12 @@ def price_gain(match: MatchRecords) -> np.ndarray | list[None]:
 
 @_market_metric("ratio")
 def market_profit_gain(match: MatchRecords) -> float:
-    """profit_gain of the market as a whole: (sum_i Pi_i - sum_i Pi_N,i) / (sum_i Pi_M,i - sum_i Pi_N,i)
-    over every seat i with days in the measurement window W, Pi_i its profit over its days in W
-    before fixed costs and Pi_N,i, Pi_M,i the sums over those days of its seat's Nash and joint-profit profits per
-    day (at each day's demand, as for profit_gain): the seats' total profit against the total
-    the benchmarks give."""
+    """profit_gain of the market as a whole:
+    (sum_i Pi_i - sum_i Pi_N,i) / (sum_i Pi_M,i - sum_i Pi_N,i) over every seat i with days in
+    the measurement window W, Pi_i its profit over its days in W before fixed costs and Pi_N,i,
+    Pi_M,i the sums over those days of its seat's Nash and joint-profit profits per day (at
+    each day's demand, as for profit_gain): the seats' total profit against the total the
+    benchmarks give."""
     profit, nash, monopoly = match.window_profits
     played = ~np.isnan(profit)
     return float(gain(profit[played].sum(), nash[played].sum(), monopoly[played].sum()))
