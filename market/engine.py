@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -164,11 +164,21 @@ class Market:
 
     # --- one day ----------------------------------------------------------------------
 
-    def advance(self, arrays: ArrayDecisions | None = None, rows: np.ndarray | None = None, decisions: dict[int, Any] | None = None) -> np.ndarray:
+    def advance(
+        self,
+        arrays: ArrayDecisions | None = None,
+        rows: np.ndarray | None = None,
+        decisions: dict[int, Any] | None = None,
+        forced: Mapping[int, Callable[[np.ndarray], np.ndarray]] | None = None,
+    ) -> np.ndarray:
         """Play one day with the decisions of the rows playing: `arrays` for `rows` (ascending;
         default: every row; those of merchants not playing are ignored) and/or `decisions`, by row,
         anything `parse_decision` accepts or a ParsedDecision. Returns every row's change in
-        net worth."""
+        net worth.
+
+        `forced`, by row: the prices the row posts today whatever it decided (a deviation
+        probe), a function of the prices of its match's merchants once their operations are
+        applied [seat, product], capped at the price ceiling."""
         s = self.scenario
         m = len(self.playing)
         day = self.day
@@ -201,6 +211,9 @@ class Market:
         if parsed:
             parts.append(self._columns(parsed, unknown))
         applied, ordered, advertising, collected = self._apply(_joined(parts), unit_cost, rejected)
+        for i, prices in (forced or {}).items():
+            if self.playing[i]:
+                self.prices[i] = np.minimum(prices(self.prices[self.match_rows[i // self.seats]]), self._ceiling)
         for i, refused in unknown.items():  # after the malformed ones, with the rest in the order given
             malformed = len(parsed[i].rejections)
             rejected[i][malformed:] = sorted(rejected[i][malformed:] + refused, key=lambda r: r.index)

@@ -143,10 +143,17 @@ def nash_prices(game: PriceGame, tolerance: float = 1e-13, rounds: int = 100_000
     for _ in range(rounds):
         before = prices.copy()
         for i in range(game.seats):  # all against the same prices, so seats alike get the same price to the last bit
-            prices[i] = game.costs[i] + _root(lambda m: m * game.price_coefficient * (1.0 - _share(game, before, i, m)) - 1.0, game.price_coefficient)
+            prices[i] = best_response(game, before, i)
         if np.abs(prices - before).max() <= tolerance * prices.max():
             return prices
     raise EquilibriumError(f"product {game.product.id!r}: best responses did not settle in {rounds} rounds")
+
+
+def best_response(game: PriceGame, prices: np.ndarray, seat: int) -> float:
+    """The price that maximises `seat`'s profit of the day when the others keep `prices`
+    (its own entry is ignored): its markup solves m (b (1 - share_i)) = 1."""
+    b = game.price_coefficient
+    return float(game.costs[seat] + _root(lambda m: m * b * (1.0 - _share(game, prices, seat, m)) - 1.0, b))
 
 
 def _share(game: PriceGame, prices: np.ndarray, seat: int, markup: float) -> float:

@@ -16,6 +16,7 @@ from sqlmodel import AutoString, Field, SQLModel
 from market.calls import ModelCall
 from market.daylog import ColumnRecords
 from results.daylog_codec import pack
+from results.deviation import DeviationProbe
 from market.types import DayRecord
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
@@ -197,6 +198,16 @@ class PlayedMatch(SQLModel):
     wall_seconds: float
 
 
+class DeviationPath(BaseModel):
+    """A probed match played again with the same seeds and one seat's prices forced
+    (results.deviation): its days, and the faults and model calls of this second play."""
+
+    probe: DeviationProbe
+    days_played: Annotated[Sequence[DayRecord], SkipValidation]  # as FinishedMatch's
+    faults: list[Fault] = Field(default_factory=list)
+    calls: list[ModelCallRecord] = Field(default_factory=list)
+
+
 class FinishedMatch(PlayedMatch):
     merchants: list[MerchantResult]
     # built by the market, trusted: no copy; a DayLog, packed (see `packed`), or a list of DayRecords (tests, tools)
@@ -209,10 +220,14 @@ class FinishedMatch(PlayedMatch):
         None, description="results.metrics per merchant, computed where the match was played (None: when it is saved)"
     )
     market: MarketScores | None = Field(None, description="results.metrics of the market as a whole, computed with `metrics`")
+    deviation: DeviationPath | None = Field(None, description="the deviated path of a deviation probe; its measures are in `metrics`")
 
     def packed(self) -> FinishedMatch:
         """This match with its days in stored form: what a Ray worker sends back."""
-        return self.model_copy(update={"days_played": pack(self.days_played)})
+        update: dict = {"days_played": pack(self.days_played)}
+        if self.deviation is not None:
+            update["deviation"] = self.deviation.model_copy(update={"days_played": pack(self.deviation.days_played)})
+        return self.model_copy(update=update)
 
 
 class StoppedMatch(BaseModel):

@@ -21,9 +21,11 @@ from market.daylog import DayLog
 from results.collusion import CollusionSettings, stored_settings
 from results.daylog_codec import decode, pack
 from results.errors import NotFound
+from results import deviation
 from results.metrics import METRICS, compute as compute_metrics
 from results.ratings import leaderboard
 from results.records import (
+    DeviationPath,
     Fault,
     FinishedMatch,
     MarketScores,
@@ -38,6 +40,9 @@ from results.records import (
 from results.tables import (
     ContestantRow,
     DayLogRow,
+    DeviationCallRow,
+    DeviationFaultRow,
+    DeviationPathRow,
     FaultRow,
     MarketMetricRow,
     MatchResultRow,
@@ -178,7 +183,9 @@ def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, sc
     scores, market = match.metrics, match.market
     if scores is None or market is None:
         computed = compute_metrics(match.days_played, match.probes, match.faults, scenario, _collusion_settings(session, tournament_id))
-        scores, market = scores if scores is not None else computed.merchants, market if market is not None else computed.market
+        if scores is None:
+            scores = _with_deviation_measures(computed.merchants, match.days_played, match.deviation)
+        market = market if market is not None else computed.market
     fields = match.model_dump(include=set(PlayedMatch.model_fields))
     inserted = session.connection().execute(MatchRow.__table__.insert().values(tournament_id=tournament_id, finished_at=utcnow(), **fields))
     match_id = inserted.inserted_primary_key[0]
@@ -190,7 +197,25 @@ def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, sc
     _insert_calls(session, tournament_id, match.key, match_id, match.calls)
     _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
     _insert_market(session, match_id, market)
+    if match.deviation is not None:
+        _insert_deviation(session, tournament_id, match_id, match.deviation, scenario)
     return match_id
+
+
+def _insert_deviation(session: Session, tournament_id: int, match_id: int, path: DeviationPath, scenario: Scenario | None) -> None:
+    days = pack(path.days_played, scenario.product_ids if scenario is not None else None)
+    row = {"match_id": match_id, "probe": path.probe.model_dump_json(), "columns": days.columns, "decisions": days.decisions}
+    _bulk_insert(session, DeviationPathRow, [row])
+    _bulk_insert(session, DeviationFaultRow, [{**f.model_dump(), "match_id": match_id} for f in path.faults])
+    _bulk_insert(session, DeviationCallRow, [{**c.model_dump(), "tournament_id": tournament_id, "match_id": match_id} for c in path.calls])
+
+
+def _with_deviation_measures(scores: dict[str, dict[str, float | None]], days, path: DeviationPath | None) -> dict[str, dict[str, float | None]]:
+    """`scores` with each merchant's deviation measures (results.deviation) after its metrics."""
+    if path is None:
+        return scores
+    measured = deviation.compute(DayLog.of(days), DayLog.of(path.days_played), path.probe)
+    return {merchant: {**values, **measured.get(merchant, {})} for merchant, values in scores.items()}
 
 
 def _insert_market(session: Session, match_id: int, market: MarketScores) -> None:
@@ -225,7 +250,8 @@ def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping
     """Compute the metrics of stored matches again from their stored records, replacing the
     stored ones (the market's and its price windows too); all matches, or one tournament's.
     `scenarios` maps a match's scenario name to the scenario, for the metrics that need it;
-    the collusion settings are those of each tournament's stored file. What merchants reported
+    the collusion settings are those of each tournament's stored file; a probed match's
+    deviation measures are computed again from its two stored paths. What merchants reported
     of themselves (stored with the metrics under names that are no metric of results.metrics)
     is not in the records and is kept. Each match is rewritten in its own transaction;
     returns how many were."""
@@ -238,10 +264,12 @@ def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping
             if match.tournament_id not in settings:
                 settings[match.tournament_id] = _collusion_settings(session, match.tournament_id)
             scores = compute_metrics(detail.days, detail.probes, detail.faults, scenarios.get(match.scenario), settings[match.tournament_id])
-            session.exec(delete(MetricRow).where(MetricRow.match_id == match.id, MetricRow.name.in_(list(METRICS))))  # not what merchants reported
+            measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
+            computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
+            session.exec(delete(MetricRow).where(MetricRow.match_id == match.id, MetricRow.name.in_(computed)))
             for table in (MarketMetricRow, PriceWindowRow):
                 session.exec(delete(table).where(table.match_id == match.id))
-            _bulk_insert(session, MetricRow, _metric_rows(match.id, detail.results, scores.merchants))
+            _bulk_insert(session, MetricRow, _metric_rows(match.id, detail.results, measured))
             _insert_market(session, match.id, scores.market)
             session.commit()
     return len(matches)
@@ -301,16 +329,20 @@ def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finis
 
 def spent(engine: Engine, tournament_id: int) -> tuple[int, float]:
     """Tokens (input + output) and USD paid for a tournament's model calls: the calls made, in
-    stored matches and in matches the run stopped; answers replayed from the response cache
-    were not paid. A call without a price adds no USD (a cost budget admits no such model)."""
+    stored matches (on both paths of a probed one) and in matches the run stopped; answers
+    replayed from the response cache were not paid. A call without a price adds no USD (a
+    cost budget admits no such model)."""
+    tokens, cost = 0, 0.0
     with Session(engine) as session:
-        tokens, cost = session.exec(
-            select(
-                func.coalesce(func.sum(ModelCallRow.input_tokens + ModelCallRow.output_tokens), 0),
-                func.coalesce(func.sum(ModelCallRow.cost), 0.0),
-            ).where(ModelCallRow.tournament_id == tournament_id, ModelCallRow.cached.is_(False))
-        ).one()
-        return int(tokens), float(cost)
+        for table in (ModelCallRow, DeviationCallRow):
+            paid_tokens, paid = session.exec(
+                select(
+                    func.coalesce(func.sum(table.input_tokens + table.output_tokens), 0),
+                    func.coalesce(func.sum(table.cost), 0.0),
+                ).where(table.tournament_id == tournament_id, table.cached.is_(False))
+            ).one()
+            tokens, cost = tokens + int(paid_tokens), cost + float(paid)
+    return tokens, cost
 
 
 def list_matches(engine: Engine, tournament_id: int | None = None) -> list[MatchRow]:
@@ -334,6 +366,7 @@ class MatchDetail:
     probes: list[ProbeResult]
     calls: list[ModelCallRecord]
     market: MarketScores  # the market's metrics and price windows; empty where its scenario has no equilibrium
+    deviation: DeviationPath | None = None  # the deviated path of a probed match
 
 
 def match_detail(engine: Engine, match_id: int) -> MatchDetail:
@@ -346,6 +379,7 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
         calls = session.exec(select(ModelCallRow).where(ModelCallRow.match_id == match_id).order_by(ModelCallRow.id))
         market = session.exec(select(MarketMetricRow.name, MarketMetricRow.value).where(MarketMetricRow.match_id == match_id).order_by(MarketMetricRow.id))
         windows = session.exec(select(PriceWindowRow).where(PriceWindowRow.match_id == match_id).order_by(PriceWindowRow.id))
+        deviated = _deviation_path(session, match_id)
         return MatchDetail(
             match=match,
             results=[MerchantResult.model_validate(r, from_attributes=True) for r in results],
@@ -354,7 +388,22 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
             probes=[ProbeResult.model_validate(p, from_attributes=True) for p in probes],
             calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
             market=MarketScores(metrics=dict(market.all()), windows=[PriceWindow.model_validate(w, from_attributes=True) for w in windows]),
+            deviation=deviated,
         )
+
+
+def _deviation_path(session: Session, match_id: int) -> DeviationPath | None:
+    row = session.get(DeviationPathRow, match_id)
+    if row is None:
+        return None
+    faults = session.exec(select(DeviationFaultRow).where(DeviationFaultRow.match_id == match_id).order_by(DeviationFaultRow.id))
+    calls = session.exec(select(DeviationCallRow).where(DeviationCallRow.match_id == match_id).order_by(DeviationCallRow.id))
+    return DeviationPath(
+        probe=deviation.DeviationProbe.model_validate_json(row.probe),
+        days_played=decode(row.columns, row.decisions),
+        faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
+        calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
+    )
 
 
 def _metric_rows(match_id: int, results: Iterable[MerchantResult], scores: dict[str, dict[str, float | None]]) -> list[dict[str, Any]]:

@@ -109,6 +109,38 @@ class ModelCallRow(ModelCallRecord, table=True):
     match_key: str
 
 
+class DeviationPathRow(SQLModel, table=True):
+    """The deviated path of a probed match (results.records.DeviationPath): its probe and
+    its days, stored as a match's days are (DayLogRow)."""
+
+    __tablename__ = "deviation_path"
+
+    match_id: int = Field(foreign_key="match.id", primary_key=True, ondelete="CASCADE")
+    probe: str = Field(sa_type=Text, description="JSON: the tournament's deviation section (results.deviation.DeviationProbe)")
+    columns: bytes = Field(sa_type=LargeBinary)
+    decisions: str = Field(sa_type=Text)
+
+
+class DeviationFaultRow(Fault, table=True):
+    """A fault on the deviated path of a probed match."""
+
+    __tablename__ = "deviation_fault"
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
+
+
+class DeviationCallRow(ModelCallRecord, table=True):
+    """A model call made on the deviated path of a probed match (answers replayed from the
+    response cache are recorded too, `cached`)."""
+
+    __tablename__ = "deviation_call"
+
+    id: int | None = Field(default=None, primary_key=True)
+    tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE", index=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
+
+
 class MetricRow(SQLModel, table=True):
     """One metric of one merchant in one match (see results.metrics for the definitions).
 

@@ -22,6 +22,7 @@ from market.yaml_files import ConfigError, FieldError, load_model, read_yaml, va
 from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario, names_a_file, shipped_scenarios
 from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
+from results.deviation import DeviationProbe
 
 MAX_MERCHANTS_PER_MATCH = 16
 
@@ -63,6 +64,7 @@ class TournamentSpec(BaseModel):
     collusion: CollusionSettings = Field(
         default_factory=CollusionSettings, description="the measurement window and the flags of the collusion metrics"
     )
+    deviation: DeviationProbe | None = Field(None, description="play every match again with one seat's prices forced (results.deviation)")
 
     @field_validator("contestants")
     @classmethod
@@ -92,6 +94,8 @@ class TournamentSpec(BaseModel):
             raise FieldError("group_size", f"only applies to the round_robin format, not {self.format}")
         if self.format == "free_for_all" and len(self.contestants) > MAX_MERCHANTS_PER_MATCH:
             raise FieldError("contestants", f"free_for_all puts every contestant in one market; at most {MAX_MERCHANTS_PER_MATCH}")
+        if self.deviation is not None and self.deviation.seat >= self.merchants_per_match:
+            raise FieldError("deviation.seat", f"seat {self.deviation.seat} is not in matches of {self.merchants_per_match} merchants (seats count from 0)")
         if self.format == "gauntlet":
             if self.challenger is None:
                 raise FieldError("challenger", "the gauntlet format needs a challenger")
@@ -132,8 +136,9 @@ class Tournament(BaseModel):
         weights and prices, which only read the results, nor the failures that stop a run)
         and the scenarios. The collusion settings decide how every match is measured, so
         they count, but only when they differ from the defaults: a file without them has the
-        identity it had before they existed."""
+        identity it had before they existed. So does a deviation probe, when there is one."""
         ignored = {"budget", "scoring", "stop_after_failures", "prices"} | ({"collusion"} if self.spec.collusion == CollusionSettings() else set())
+        ignored |= {"deviation"} if self.spec.deviation is None else set()
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
             entry["params"].pop("prices", None)
@@ -173,6 +178,8 @@ def load_tournament(path: str | Path) -> Tournament:
             raise ConfigError(path, f"scenarios[{i}]", f"{exc} ({spec.format} puts {spec.merchants_per_match} in each)") from None
         scenarios[scenario.name] = scenario
         check_contestants_play(path, spec, scenario)
+        if spec.deviation is not None:
+            check_deviation(path, spec, scenario, f"scenarios[{i}]")
     return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
 
 
@@ -184,6 +191,28 @@ def check_contestants_play(path: Path, spec: TournamentSpec, scenario: Scenario)
         except ContestantConfigError as exc:
             field = f"contestants[{i}]" + (f".params.{exc.field}" if exc.field else "")
             raise ConfigError(path, field, f"cannot play scenario {scenario.name!r}: {exc}") from None
+
+
+def check_deviation(path: Path, spec: TournamentSpec, scenario: Scenario, field: str) -> None:
+    """ConfigError if `scenario`'s matches cannot be probed as `spec.deviation` says: the
+    deviation must end before the match does (a day after it to watch), a price must be one
+    the market takes, and best_response and nash need the scenario's price game."""
+    probe = spec.deviation
+    assert probe is not None
+    days = spec.days or scenario.days
+    if probe.last_day >= days:
+        raise ConfigError(path, "deviation.day", f"the deviation ends on day {probe.last_day}, but {field} ({scenario.name!r}) has {days} days: it must end before the last")
+    if isinstance(probe.to, float):
+        ceiling = min(p.price_ceiling for p in scenario.products)
+        if probe.to > ceiling:
+            raise ConfigError(path, "deviation.to", f"{probe.to:g} is above {field} ({scenario.name!r})'s price ceiling {ceiling:g}")
+        return
+    from market.equilibrium import EquilibriumError, equilibria  # scipy: only for a probe
+
+    try:
+        equilibria(scenario, spec.merchants_per_match)
+    except EquilibriumError as exc:
+        raise ConfigError(path, "deviation.to", f"{probe.to} needs the price game of {field}: {exc}") from None
 
 
 def load_weights(path: str | Path) -> ScoringWeights:

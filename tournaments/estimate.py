@@ -8,7 +8,9 @@ prompts' tokens are counted as each provider counts them, so the estimate of inp
 close; answers are the usual size, not the model's, and hidden reasoning is not foreseen,
 so `high` gives the bound of every call writing its max_tokens and every decision being
 repaired once. A contestant that needs an actor of its own and calls no model (latency,
-chaos) is rehearsed as the fixed_price merchant it is built on.
+chaos) is rehearsed as the fixed_price merchant it is built on. With a deviation probe, the
+deviated path's calls count from the day of the deviation: those of the days before replay
+from the response cache.
 """
 
 from __future__ import annotations
@@ -52,11 +54,13 @@ def estimate(tournament: Tournament) -> list[Estimate]:
     """Per contestant that calls a model, in the file's order, then the total."""
     spec = tournament.spec
     entries = {entry.name: _rehearsed(entry) for entry in spec.contestants}
-    rules = MatchRules(seed=spec.seed, recall_every=spec.recall_every, options=RunOptions(rehearse=True, no_cache=True, prices=spec.prices))
+    options = RunOptions(rehearse=True, no_cache=True, prices=spec.prices)
+    rules = MatchRules(seed=spec.seed, recall_every=spec.recall_every, options=options, deviation=spec.deviation)
     calls: dict[str, list[ModelCallRecord]] = defaultdict(list)
     for match in schedule(tournament):
         played = play_here([Match(match, tournament.scenarios[match.scenario], rules, entries, hosts={})])[0]
-        for call in played.calls:
+        deviated = played.deviation.calls if played.deviation is not None else []
+        for call in [*played.calls, *(c for c in deviated if c.day >= spec.deviation.day)]:  # type: ignore[union-attr]
             calls[call.contestant].append(call)
     estimates = [_of(entry, calls[entry.name], spec.prices) for entry in spec.contestants if calls[entry.name]]
     total = Estimate("total", "")

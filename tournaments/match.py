@@ -36,9 +36,11 @@ from market.engine import Market
 from market.scenario import Scenario
 from market.daylog import DayLog, DayLogBuilder, ProbeFact
 from market.types import MarketView
+from results import deviation
 from results.collusion import CollusionSettings
+from results.deviation import DeviationProbe
 from results.metrics import compute as compute_metrics, match_results
-from results.records import Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder, StoppedMatch
+from results.records import DeviationPath, Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder, StoppedMatch
 from tournaments.channel import HostGone
 from tournaments.config import ContestantEntry
 from tournaments.schedule import MatchSpec
@@ -72,6 +74,7 @@ class MatchRules:
     recall_every: int = 0  # 0: no memory probes
     options: RunOptions = RunOptions()  # how contestants are made: `arena run` flags, prices, the run's desk
     collusion: CollusionSettings = CollusionSettings()  # how the collusion metrics measure a finished match
+    deviation: DeviationProbe | None = None  # every match is played twice: on path and with a seat forced to deviate
 
     def deadline(self, name: str) -> float:
         return self.deadlines.get(name, DEFAULT_DEADLINE_S)
@@ -89,8 +92,14 @@ class Match:
         rules: MatchRules,
         entries: dict[str, ContestantEntry],
         hosts: dict[str, Any],
+        deviated: bool = False,
     ):
+        """`deviated`: this is the match's deviated path (MatchRules.deviation), played with
+        the same seeds as the match itself, its hosted merchants kept apart from the on-path ones."""
         self.spec, self.scenario, self.rules = spec, scenario, rules
+        self.made_of = (entries, hosts)
+        self.probe = rules.deviation if deviated else None
+        self.host_key = spec.key + DEVIATED_SUFFIX if deviated else spec.key
         seeds = match_seeds(rules.seed, spec.key, len(spec.seats))
         self.market_seed = seeds[0]
         self.seat_seeds = dict(zip(spec.seats, seeds[1:-1]))
@@ -109,6 +118,29 @@ class Match:
         self.probes = ProbeLogBuilder(spec.seats)
         self.calls: list[ModelCallRecord] = []
         self._needs_start: set[str] = set(self.hosts)
+
+    def deviated(self) -> Match:
+        """This match's deviated path, to play after it or beside it."""
+        return Match(self.spec, self.scenario, self.rules, *self.made_of, deviated=True)
+
+    def forcing(self, day: int) -> Callable[[np.ndarray], np.ndarray] | None:
+        """On a deviated path's forced days, the forced seat's prices of the day [product]
+        from the prices its match posted [seat, product] (Market.advance); None otherwise."""
+        probe = self.probe
+        if probe is None or not probe.day <= day <= probe.last_day:
+            return None
+        if probe.to == "best_response":
+            from market.equilibrium import best_response, price_games  # scipy: only for a probe
+
+            games = list(price_games(self.scenario, len(self.spec.seats)).values())
+            return lambda posted: np.array([best_response(game, posted[:, j], probe.seat) for j, game in enumerate(games)])
+        if probe.to == "nash":
+            from market.equilibrium import by_seat
+
+            nash = by_seat(self.scenario, len(self.spec.seats)).nash_price[probe.seat]
+            return lambda posted: nash
+        price = np.full(len(self.scenario.products), float(probe.to))
+        return lambda posted: price
 
     def reset_contestants(self) -> None:
         for name, contestant in self.local.items():
@@ -155,8 +187,10 @@ class Match:
             return None
         return (await desk.current()).stopped
 
-    def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch:
-        """The match's result, from its days."""
+    def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch | DeviationPath:
+        """The match's result, from its days (a deviated path's: its days, faults and calls)."""
+        if self.probe is not None:
+            return DeviationPath(probe=self.probe, days_played=log, faults=self.faults, calls=self.calls)
         probes = self.probes.build()
         scores = compute_metrics(log, probes, self.faults, self.scenario, self.rules.collusion)
         for name, contestant in self.local.items():
@@ -229,7 +263,7 @@ class Match:
         longest = max(deadline.values(), default=0.0)
         wait = longest * (2 if probe is not None else 1) + (START_ALLOWANCE_S if any(starts.values()) else 0.0)
         asked = {
-            name: asyncio.ensure_future(self.hosts[name].turn(pickle.dumps(TurnRequest(self.spec.key, name, observations[name], probes[name], starts[name], deadline[name]), pickle.HIGHEST_PROTOCOL)))
+            name: asyncio.ensure_future(self.hosts[name].turn(pickle.dumps(TurnRequest(self.host_key, name, observations[name], probes[name], starts[name], deadline[name]), pickle.HIGHEST_PROTOCOL)))
             for name in playing
         }  # fmt: skip
         done, late = await asyncio.wait(asked.values(), timeout=wait)
@@ -266,7 +300,7 @@ class Match:
         for name, contestant in self.local.items():
             self._add_calls(name, contestant.calls())
         names = list(self.hosts)
-        answers = await asyncio.gather(*(self.hosts[n].finish(self.spec.key, n) for n in names), return_exceptions=True)
+        answers = await asyncio.gather(*(self.hosts[n].finish(self.host_key, n) for n in names), return_exceptions=True)
         for name, calls in zip(names, answers):
             if not isinstance(calls, BaseException):  # an actor that died took its log with it
                 self._add_calls(name, calls)
@@ -285,8 +319,41 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
     one. Each match's wall time is the time of the whole group. Matches whose merchants call
     models are played alone: once the run's calls stop, the match stops (`StoppedMatch`).
 
-    A rule kind that raises does nothing that day, a fault for each of its merchants still
-    playing. (Rows of merchants already out are decided too and ignored by the market.)"""
+    With a deviation probe (MatchRules.deviation) each match is played on path and deviated,
+    and comes out with its deviated path and the measures that compare the two. Matches
+    whose merchants call models play their deviated paths after their own, so that every
+    answer of a day before the deviation is in the response cache already: those days
+    replay from it, at no cost. The others play both paths side by side. `on_day` is told of
+    every day of each path."""
+    if matches[0].rules.deviation is None:
+        return await _play_side_by_side(matches, on_day)
+    twins = [match.deviated() for match in matches]
+    if any(match.calls_models for match in matches):
+        played = await _play_side_by_side(matches, on_day)
+        if any(isinstance(p, StoppedMatch) for p in played):
+            return played
+        deviated = await _play_side_by_side(twins, on_day)
+    else:
+        both = await _play_side_by_side(matches + twins, lambda: (on_day(), on_day()))
+        played, deviated = both[: len(matches)], both[len(matches) :]
+    return [_with_deviation(p, d) for p, d in zip(played, deviated)]
+
+
+def _with_deviation(played: FinishedMatch | StoppedMatch, path: DeviationPath | StoppedMatch) -> FinishedMatch | StoppedMatch:
+    """The match with its deviated path and their measures; stopped if either path was."""
+    if isinstance(played, StoppedMatch) or isinstance(path, StoppedMatch):
+        stopped = played if isinstance(played, StoppedMatch) else path
+        return stopped.model_copy(update={"calls": [*played.calls, *path.calls]})
+    measured = deviation.compute(played.days_played, path.days_played, path.probe)
+    metrics = {merchant: {**values, **measured[merchant]} for merchant, values in (played.metrics or {}).items()}
+    return played.model_copy(update={"deviation": path, "metrics": metrics})
+
+
+async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -> list[FinishedMatch | StoppedMatch | DeviationPath]:
+    """`play_together` without deviation probes: each match plays the path it is (its
+    deviated one if it is that, Match.forcing). A rule kind that raises does nothing that
+    day, a fault for each of its merchants still playing. (Rows of merchants already out are
+    decided too and ignored by the market.)"""
     started = time.perf_counter()
     first = matches[0]
     market = Market(first.scenario, [m.spec.seats for m in matches], first.spec.days)
@@ -318,7 +385,8 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
             for b in playing:
                 if not matches[b].rules_alone or matches[b].rules.probe_day(day):
                     decisions.update(await matches[b]._play_day(market, view, b))
-            market.advance(arrays, rows, decisions)
+            forced = {b * n + m.probe.seat: price for b, m in enumerate(matches) if m.probe is not None and (price := m.forcing(day)) is not None}
+            market.advance(arrays, rows, decisions, forced)
             for b in (b for b in playing if not matches[b].rules_alone):  # an answer that was not a decision at all: keep what it was
                 for merchant, whole in market.logs[b].whole_rejections(day):
                     matches[b]._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
@@ -363,6 +431,7 @@ def play_here(matches: list[Match]) -> list[FinishedMatch | StoppedMatch]:
 
 
 PROBE_FACTS = get_args(ProbeFact)
+DEVIATED_SUFFIX = "/deviated"  # a deviated path's key among its hosted merchants' matches
 
 
 class Forgotten(LookupError):

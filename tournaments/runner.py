@@ -26,7 +26,7 @@ from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
 from contestants.llm.desk import Spend, Status
 from market.scenario import Scenario
-from results import store
+from results import deviation, store
 from results.records import FinishedMatch, StoppedMatch
 from tournaments.actors import start_host, start_runners
 from tournaments.calls import RemoteDesk, start_desk
@@ -96,7 +96,8 @@ def run_tournament(
                 contestants=[(c.name, c.kind, c.params) for c in spec.contestants],
                 planned_matches=len(plan),
             )
-        total_days, done_days = sum(m.days for m in plan), sum(m.days for m in plan if m.key in done)
+        paths = deviation.paths(spec.deviation)
+        total_days, done_days = paths * sum(m.days for m in plan), paths * sum(m.days for m in plan if m.key in done)
         start = functools.partial(observer.started, tournament_id, len(plan), total_days, len(done))
         ending = Status(stopped=None, spent=Spend(*store.spent(engine, tournament_id)), broken=None)
         if todo:
@@ -126,7 +127,9 @@ def _play(
     desk = start_desk(spec.budget, spent, spec.stop_after_failures, os.getcwd())
     options = options.model_copy(update={"desk": desk, "prices": spec.prices})
     entries = {c.name: c for c in spec.contestants}
-    rules = MatchRules(seed=spec.seed, deadlines=deadlines(spec), recall_every=spec.recall_every, options=options, collusion=spec.collusion)
+    rules = MatchRules(
+        seed=spec.seed, deadlines=deadlines(spec), recall_every=spec.recall_every, options=options, collusion=spec.collusion, deviation=spec.deviation
+    )
     needed = {name for m in todo for name in m.seats}
     hosts = {name: start_host(entry) for name, entry in entries.items() if name in needed and _isolated(entry)}
     hosted_matches = sum(1 for m in todo if any(name in hosts for name in m.seats))
@@ -231,7 +234,7 @@ async def _play_all(
             if await stopped.now():
                 return
             played = unpickle_matches(await result(play_instant_matches.remote(group, scenario, rules, entries)))
-        progress.day(sum(m.days for m in group))
+        progress.day(deviation.paths(rules.deviation) * sum(m.days for m in group))
         await record(played, scenario)
 
     reporting = asyncio.create_task(runners.report_days(progress))
