@@ -26,6 +26,7 @@ from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
 from results import store
 from results.db import engine_for
+from results.deviation import DEVIATION_METRICS
 from results.errors import DatabaseError, InputFileError, NotFound
 from results.export import ExportError, export
 from results.metrics import MARKET_METRICS, METRICS
@@ -335,6 +336,12 @@ def show(
                     "probes": [p.model_dump() for p in detail.probes],
                     "calls": [c.model_dump() for c in detail.calls],
                     "days": [record_adapter.dump_python(d, mode="json") for d in detail.days],
+                    "deviation": None if detail.deviation is None else {
+                        "probe": detail.deviation.probe.model_dump(),
+                        "faults": [f.model_dump() for f in detail.deviation.faults],
+                        "calls": [c.model_dump() for c in detail.deviation.calls],
+                        "days": [record_adapter.dump_python(d, mode="json") for d in detail.deviation.days_played],
+                    },
                 },
                 indent=2,
             )
@@ -354,6 +361,8 @@ def show(
         out.print("No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False)
     if detail.market.metrics:
         out.print(_market_table(detail.market))
+    if detail.deviation is not None:
+        out.print(*_deviation_tables(detail, metrics))
     if detail.calls:
         out.print(*_calls_tables(detail.calls))
     if detail.probes:
@@ -405,7 +414,8 @@ def export_command(
     db: DbOption = None,
 ) -> None:
     """A tournament's record as tables for pandas: results, days, day_products, calls, metrics,
-    market_metrics, price_windows."""
+    market_metrics, price_windows; with a deviation probe, deviations and the deviated path's
+    deviated_days, deviated_day_products and deviated_calls (every file is written, empty or not)."""
     with user_errors():
         files = export(engine_for(db, create=False), tournament_id, out, fmt.value)
     out_print(f"wrote {', '.join(str(file) for file in files)}")
@@ -469,12 +479,44 @@ def _metrics_table(metrics: dict[str, dict[str, float | None]], contestants: dic
             table.add_section()
         group = definition.group
         table.add_row(name, *(_metric_value(values.get(name), definition.unit) for values in metrics.values()))
-    reported = [name for name in dict.fromkeys(n for values in metrics.values() for n in values) if name not in METRICS]
+    reported = [name for name in dict.fromkeys(n for values in metrics.values() for n in values) if name not in METRICS and name not in DEVIATION_METRICS]
     if reported:
         table.add_section()
     for name in reported:
         table.add_row(name, *(_reported_value(values.get(name)) for values in metrics.values()))
     return table
+
+
+def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, float | None]]) -> list[Table]:
+    """The probe's measures, a column per merchant; then both paths' prices from the day
+    before the deviation to the end."""
+    path = detail.deviation
+    assert path is not None
+    probe = path.probe
+    forced = detail.results[probe.seat].merchant if probe.seat < len(detail.results) else f"seat {probe.seat}"
+    seats = [r.merchant for r in detail.results]
+    when = f"day {probe.day}" if probe.days == 1 else f"days {probe.day}–{probe.last_day}"
+    title = f"deviation probe: {forced} forced to {probe.target} on {when} (definitions: results/deviation.py)"
+    measures = Table("measure", *seats, title=title)
+    shown = {
+        "rival_response": lambda v: f"{v:+.1%}",
+        "recovery_days": lambda v: f"{v:g}",
+        "deviation_profitable": lambda v: "yes" if v else "no",
+        "prefix_replayed": lambda v: "yes" if v else "no",
+    }
+    for name in DEVIATION_METRICS:
+        measures.add_row(name, *("" if name not in metrics.get(m, {}) else "—" if metrics[m][name] is None else shown[name](metrics[m][name]) for m in seats))
+    measures.add_section()
+    measures.add_row("faults on the deviated path", *(str(sum(f.merchant == m for f in path.faults)) for m in seats))
+    if path.calls:
+        calls = {m: [c for c in path.calls if c.merchant == m] for m in seats}
+        measures.add_row("its model calls (from the cache)", *(f"{len(c)} ({sum(x.cached for x in c)})" if c else "" for c in calls.values()))
+    both = Table("day", "merchant", "prices on path", "prices deviated", title="both paths")
+    on_path = {(d.day, d.merchant): d.prices for d in detail.days}
+    for d in path.days_played:
+        if d.day >= probe.day - 1:
+            both.add_row(str(d.day), d.merchant, _per_product(on_path.get((d.day, d.merchant), {}), "{:.2f}"), _per_product(d.prices, "{:.2f}"))
+    return [measures, both]
 
 
 def _market_table(market: MarketScores) -> Table:

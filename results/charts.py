@@ -33,7 +33,8 @@ class Band:
     """A labelled span of the x axis, shaded behind the lines: a scenario event, or a
     supra-competitive or price-war window.
 
-    `kind` becomes a CSS class (`band-demand`, `band-cost`, `band-supra_competitive`, `band-price_war`)."""
+    `kind` becomes a CSS class (`band-demand`, `band-cost`, `band-supra_competitive`, `band-price_war`,
+    `band-deviation`: the days a deviation probe forces)."""
 
     start: float
     end: float

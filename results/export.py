@@ -23,6 +23,11 @@ join and group without lookups:
   equilibrium), and `price_windows`: one row per supra-competitive or price-war window of a
   match (its kind, first and last day). These two are of whole matches: they have
   `match_id` but no merchant.
+- `deviations`: one row per match of a tournament with a deviation probe: its first day,
+  seat (and the merchant there), target (best_response, nash or a price), days and discount;
+  `deviated_days`, `deviated_day_products` and `deviated_calls` hold the deviated path of
+  each such match, as `days`, `day_products` and `calls` hold the path played. Their
+  measures (rival_response, ...) are in `metrics`.
 
 Missing values (a merchant never bankrupt, a model without a price) are empty in CSV and
 null in Parquet. Files appear only once all are written; a failed export leaves none.
@@ -99,7 +104,12 @@ SCHEMAS: dict[str, pa.Schema] = {
     "metrics": pa.schema([*KEYS, ("name", pa.string()), ("value", pa.float64())]),
     "market_metrics": pa.schema([("match_id", pa.int64()), ("name", pa.string()), ("value", pa.float64())]),
     "price_windows": pa.schema([("match_id", pa.int64()), ("kind", pa.string()), ("first_day", pa.int64()), ("last_day", pa.int64())]),
+    "deviations": pa.schema(
+        [("match_id", pa.int64()), ("day", pa.int64()), ("seat", pa.int64()), ("merchant", pa.string()), ("contestant", pa.string()),
+         ("to", pa.string()), ("days", pa.int64()), ("discount", pa.float64())]
+    ),
 }
+SCHEMAS |= {f"deviated_{name}": SCHEMAS[name] for name in ("days", "day_products", "calls")}  # the deviated path's, alike
 
 
 class ExportError(ValueError):
@@ -179,15 +189,25 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
          **r.model_dump()}
         for r in detail.results
     ])
+    _write_path(write, "", at, contestant, detail.days, detail.calls)
+    write("market_metrics", [{**at, "name": name, "value": value} for name, value in detail.market.metrics.items()])
+    write("price_windows", [{**at, **w.model_dump()} for w in detail.market.windows])
+    if detail.deviation is not None:
+        probe = detail.deviation.probe
+        forced = detail.results[probe.seat].merchant if probe.seat < len(detail.results) else None
+        write("deviations", [{**at, **probe.model_dump(exclude={"to"}), "to": probe.target, "merchant": forced, "contestant": contestant.get(forced)}])
+        _write_path(write, "deviated_", at, contestant, detail.deviation.days_played, detail.deviation.calls)
+
+
+def _write_path(write: Callable[[str, list[dict[str, Any]]], None], prefix: str, at: dict, contestant: dict[str, str], records, calls) -> None:
+    """The days, day_products and calls of one path of a match, into the tables named with `prefix`."""
     days, products = [], []
-    for record in detail.days:
+    for record in records:
         data = record_adapter.dump_python(record, mode="json")
         who = {**at, "merchant": record.merchant, "contestant": contestant.get(record.merchant), "day": record.day}
         days.append({**who, **{name: data[name] for name, _ in DAY_SCALARS}, **{name: json.dumps(data[name]) for name in DAY_LISTS}})
         for product in dict.fromkeys(p for name in DAY_PER_PRODUCT for p in data[name]):
             products.append({**who, "product": product, **{PRODUCT_COLUMN.get(n, n): data[n].get(product) for n in DAY_PER_PRODUCT}})
-    write("days", days)
-    write("day_products", products)
-    write("calls", [{**at, **c.model_dump()} for c in detail.calls])
-    write("market_metrics", [{**at, "name": name, "value": value} for name, value in detail.market.metrics.items()])
-    write("price_windows", [{**at, **w.model_dump()} for w in detail.market.windows])
+    write(f"{prefix}days", days)
+    write(f"{prefix}day_products", products)
+    write(f"{prefix}calls", [{**at, **c.model_dump()} for c in calls])

@@ -298,8 +298,9 @@ def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: 
         f'<span class="lineup">{"".join(colors.chip(r.contestant) for r in results)}</span>'
         f'<span class="winner">won by {escape(", ".join(winners)) or "—"}</span></summary>'
     )
+    levels = benchmark_levels(scenario, len(detail.results))
     charts = [
-        *price_charts(detail.days, events, series_style, benchmark_levels(scenario, len(detail.results)), detail.market.windows),
+        *price_charts(detail.days, events, series_style, levels, detail.market.windows),
         _figure("Cash", _day_series(detail.days, series_style, lambda d: d.cash_end), events),
         _figure("Net worth", _day_series(detail.days, series_style, lambda d: d.net_worth), events),
         _figure("Market share (of units sold to date)", share_series(detail.days, series_style), events,
@@ -313,6 +314,8 @@ def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: 
         _results_table(results, colors),
         f'<div class="charts">{"".join(charts)}</div>',
     ]
+    if detail.deviation is not None:
+        parts.append(deviation_part(detail, events, series_style, levels))
     if metrics:
         parts.append(f"<h4>Metrics</h4>{_metric_table(metrics, key=lambda m: _seat_label(m.merchant, m.contestant))}")
     if detail.market.metrics:
@@ -355,6 +358,48 @@ def price_charts(
         )
         for product in products
     ]
+
+
+DEVIATION_VIEW = (5, 20)  # days before the deviation and after its end that its charts show, as impulse responses are drawn
+
+
+def deviation_part(
+    detail: store.MatchDetail, events: Sequence[Event], styles: dict[str, tuple[str, str, bool]], levels: Mapping[str, list[Level]]
+) -> str:
+    """A probed match's two paths around the deviation (DEVIATION_VIEW): per product, every
+    merchant's price on path (solid) and on the deviated path (dashed, "(deviated)"), the
+    forced days shaded, the product's benchmark `levels`; the faults of the deviated path."""
+    path = detail.deviation
+    assert path is not None
+    probe = path.probe
+    seat = detail.results[probe.seat] if probe.seat < len(detail.results) else None  # results are in seat order
+    who = _seat_label(seat.merchant, seat.contestant) if seat is not None else f"seat {probe.seat}"
+    when = f"day {probe.day}" if probe.days == 1 else f"days {probe.day}–{probe.last_day}"
+    deviated_styles = {m: (f"{name} (deviated)", color, True) for m, (name, color, _) in styles.items()}
+    solid = {m: (name, color, False) for m, (name, color, _) in styles.items()}
+    products = list(dict.fromkeys(p for d in detail.days for p in d.prices))
+    forced_days = Band(probe.day - 0.5, probe.last_day + 0.5, f"{who} forced to {probe.target} ({when})", "deviation")
+    first, last = probe.day - DEVIATION_VIEW[0], probe.last_day + DEVIATION_VIEW[1]
+    around = [d for d in detail.days if first <= d.day <= last], [d for d in path.days_played if first <= d.day <= last]
+    charts = [
+        _figure(
+            f"Price, on path and deviated: {product}",
+            [*_day_series(around[0], solid, lambda d, p=product: d.prices.get(p)), *_day_series(around[1], deviated_styles, lambda d, p=product: d.prices.get(p))],
+            [e for e in events if e.product in (None, product)],
+            bands=[forced_days],
+            levels=levels.get(product, []),
+        )
+        for product in products
+    ]
+    faults = "".join(f"<li>day {f.day} · {escape(f.merchant)} · <b>{escape(f.kind)}</b> {escape(f.detail)}</li>" for f in path.faults)
+    replayed = sum(c.cached for c in path.calls if c.day < probe.day)
+    before = sum(1 for c in path.calls if c.day < probe.day)
+    calls = f" Its model calls before the deviation: {before}, {replayed} answered from the response cache." if before else ""
+    return (
+        f'<h4>Deviation probe</h4><p class="muted">The match played again with the same seeds, {escape(who)} forced to '
+        f"{escape(probe.target)} on {when}; the measures are among the metrics below (definitions: results/deviation.py).{calls}</p>"
+        f'<div class="charts">{"".join(charts)}</div>' + (f'<ul class="faults">{faults}</ul>' if faults else "")
+    )
 
 
 def benchmark_levels(scenario: Scenario | None, seats: int) -> dict[str, list[Level]]:
@@ -417,11 +462,13 @@ def _series_styles(results: Sequence[MerchantResult], colors: Palette) -> dict[s
     return styles
 
 
-def _figure(title: str, series: list[Series], events: Sequence[Event], windows: Sequence[PriceWindow] = (), **options) -> str:
-    """A captioned line chart over the match's days, its events and price windows shaded."""
-    bands = [Band(e.start_day - 0.5, e.end_day + 0.5, f"{e.name} ({e.kind} ×{e.multiplier:g})", e.kind) for e in events]
-    bands += [Band(w.first_day - 0.5, w.last_day + 0.5, f"{WINDOW_TITLES[w.kind]} (days {w.first_day}–{w.last_day})", w.kind) for w in windows]
-    svg = line_chart(series, title=title, bands=bands, **options)
+def _figure(
+    title: str, series: list[Series], events: Sequence[Event], windows: Sequence[PriceWindow] = (), bands: Sequence[Band] = (), **options
+) -> str:
+    """A captioned line chart over the match's days, its events, price windows and `bands` shaded."""
+    shaded = [Band(e.start_day - 0.5, e.end_day + 0.5, f"{e.name} ({e.kind} ×{e.multiplier:g})", e.kind) for e in events]
+    shaded += [Band(w.first_day - 0.5, w.last_day + 0.5, f"{WINDOW_TITLES[w.kind]} (days {w.first_day}–{w.last_day})", w.kind) for w in windows]
+    svg = line_chart(series, title=title, bands=[*shaded, *bands], **options)
     return f'<figure class="chart-cell"><figcaption>{escape(title)}</figcaption>{svg}</figure>'
 
 
