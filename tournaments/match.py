@@ -369,6 +369,7 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
                 by_view[0].append(b * n + s)
                 by_view[1].append(match.local[name])
     rule_play = RulePlay(by_view[1], np.array(by_view[0])) if by_view[0] else None
+    deviated = [b for b, match in enumerate(matches) if match.probe is not None]
     stopped: str | None = None
     try:
         while market.playing.any():
@@ -385,7 +386,7 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
             for b in playing:
                 if not matches[b].rules_alone or matches[b].rules.probe_day(day):
                     decisions.update(await matches[b]._play_day(market, view, b))
-            forced = {b * n + m.probe.seat: price for b, m in enumerate(matches) if m.probe is not None and (price := m.forcing(day)) is not None}
+            forced = {b * n + matches[b].probe.seat: price for b in deviated if (price := matches[b].forcing(day)) is not None}
             market.advance(arrays, rows, decisions, forced)
             for b in (b for b in playing if not matches[b].rules_alone):  # an answer that was not a decision at all: keep what it was
                 for merchant, whole in market.logs[b].whole_rejections(day):
