@@ -247,8 +247,10 @@ async def _play_all(
 
 
 def _failed(match: FinishedMatch) -> frozenset[str]:
-    """The merchants (named after their contestants) of a match that had a day's call fail."""
-    return frozenset(fault.merchant for fault in match.faults if fault.kind == "error")
+    """The merchants (named after their contestants) of a match that had a day's call fail,
+    on either path of a probed match (its measures are built from both)."""
+    faults = [*match.faults, *(match.deviation.faults if match.deviation is not None else [])]
+    return frozenset(fault.merchant for fault in faults if fault.kind == "error")
 
 
 class _Suspects:
@@ -272,7 +274,8 @@ class _Suspects:
         for match, scenario in [*self.held, *finished]:
             failed = _failed(match)
             if status.broken is not None and status.broken in failed:
-                halted.append(StoppedMatch(key=match.key, index=match.index, reason=status.stopped or "", calls=match.calls))
+                paid = [*match.calls, *(match.deviation.calls if match.deviation is not None else [])]
+                halted.append(StoppedMatch(key=match.key, index=match.index, reason=status.stopped or "", calls=paid))
             elif failed & status.failing and not final:
                 held.append((match, scenario))
             else:
