@@ -493,10 +493,8 @@ def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, fl
     path = detail.deviation
     assert path is not None
     probe = path.probe
-    forced = detail.results[probe.seat].merchant if probe.seat < len(detail.results) else f"seat {probe.seat}"
     seats = [r.merchant for r in detail.results]
-    when = f"day {probe.day}" if probe.days == 1 else f"days {probe.day}–{probe.last_day}"
-    title = f"deviation probe: {forced} forced to {probe.target} on {when} (definitions: results/deviation.py)"
+    title = f"deviation probe: {probe.forced(seats) or f'seat {probe.seat}'} forced to {probe.target} on {probe.when} (definitions: results/deviation.py)"
     measures = Table("measure", *seats, title=title)
     shown = {
         "rival_response": lambda v: f"{v:+.1%}",

@@ -14,7 +14,7 @@ answered from the response cache).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from market import accounting
 from market.daylog import DayLog
+from market.types import DayRecord
 
 RECOVERY_TOLERANCE = 0.01  # a price within this share of its on-path price is back
 
@@ -59,6 +60,15 @@ class DeviationProbe(BaseModel):
         """`to` as tables show it."""
         return self.to if isinstance(self.to, str) else f"{self.to:g}"
 
+    @property
+    def when(self) -> str:
+        """The forced days, as tables show them: "day 50", "days 50–52"."""
+        return f"day {self.day}" if self.days == 1 else f"days {self.day}–{self.last_day}"
+
+    def forced(self, merchants: Sequence[str]) -> str | None:
+        """The merchant forced, of a match's `merchants` in seat order (None: the match has no such seat)."""
+        return merchants[self.seat] if self.seat < len(merchants) else None
+
 
 def paths(probe: DeviationProbe | None) -> int:
     """How many times each match is played: twice with a probe (on path and deviated)."""
@@ -80,6 +90,14 @@ def compute(on_path: DayLog, deviated: DayLog, probe: DeviationProbe) -> dict[st
         for merchant, value in metric(on_path, deviated, probe).items():
             found[merchant][name] = value
     return found
+
+
+def with_measures(
+    scores: Mapping[str, Mapping[str, float | None]], on_path: Iterable[DayRecord], deviated: Iterable[DayRecord], probe: DeviationProbe
+) -> dict[str, dict[str, float | None]]:
+    """A match's metrics by merchant (results.metrics), each merchant's deviation measures after them."""
+    measured = compute(DayLog.of(on_path), DayLog.of(deviated), probe)
+    return {merchant: {**values, **measured.get(merchant, {})} for merchant, values in scores.items()}
 
 
 @_deviation_metric
@@ -113,7 +131,7 @@ def recovery_days(on_path: DayLog, deviated: DayLog, probe: DeviationProbe) -> d
         if not days:
             values[merchant] = None
             continue
-        back = [bool(np.all(np.abs(dev[d] - path[d]) <= RECOVERY_TOLERANCE * np.abs(path[d]))) for d in days]
+        back = [bool(np.all(np.abs(dev[d] - path[d]) <= RECOVERY_TOLERANCE * (1 + 1e-9) * np.abs(path[d]))) for d in days]  # 1% exactly is back
         off = [d for d, ok in zip(days, back) if not ok]
         if not off:
             values[merchant] = 0.0

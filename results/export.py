@@ -194,7 +194,7 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
     write("price_windows", [{**at, **w.model_dump()} for w in detail.market.windows])
     if detail.deviation is not None:
         probe = detail.deviation.probe
-        forced = detail.results[probe.seat].merchant if probe.seat < len(detail.results) else None
+        forced = probe.forced([r.merchant for r in detail.results])
         write("deviations", [{**at, **probe.model_dump(exclude={"to"}), "to": probe.target, "merchant": forced, "contestant": contestant.get(forced)}])
         _write_path(write, "deviated_", at, contestant, detail.deviation.days_played, detail.deviation.calls)
 

@@ -35,7 +35,7 @@ from sqlmodel import Session, func, select
 from results.composite import ScoringWeights, composite
 from results.errors import NotFound
 from results.rating_fit import Rating, fit_ratings
-from results.tables import ContestantRow, MatchResultRow, MatchRow, MetricRow, ModelCallRow, TournamentRow
+from results.tables import ContestantRow, DeviationCallRow, MatchResultRow, MatchRow, MetricRow, ModelCallRow, TournamentRow
 
 START = 1000.0
 MEAN_METRICS = ("validity_rate", "memory_error", "profit_gain", "price_gain")  # the metrics the table shows the means of
@@ -211,19 +211,23 @@ def leaderboard(
                 MetricRow.contestant,
             )
         ).all()
-        spent = session.exec(
-            selected(
-                select(
-                    ModelCallRow.contestant,
-                    func.sum(ModelCallRow.input_tokens + ModelCallRow.output_tokens),
-                    func.sum(ModelCallRow.cost),
-                    func.count() - func.count(ModelCallRow.cost),  # calls without a price
+        spent = [
+            row
+            for table in (ModelCallRow, DeviationCallRow)  # the deviated paths' calls were made too
+            for row in session.exec(
+                selected(
+                    select(
+                        table.contestant,
+                        func.sum(table.input_tokens + table.output_tokens),
+                        func.sum(table.cost),
+                        func.count() - func.count(table.cost),  # calls without a price
+                    )
+                    .join(MatchRow, MatchRow.id == table.match_id)
+                    .group_by(table.contestant),
+                    table.contestant,
                 )
-                .join(MatchRow, MatchRow.id == ModelCallRow.match_id)
-                .group_by(ModelCallRow.contestant),
-                ModelCallRow.contestant,
-            )
-        ).all()
+            ).all()
+        ]
         if weights is None:
             weights = _stored_weights(session, tournament_id)
 
@@ -241,7 +245,10 @@ def leaderboard(
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     for name, metric, value in metrics:
         values[name, metric].append(value)
-    usage = {name: (int(tokens or 0), None if unpriced else float(cost or 0.0)) for name, tokens, cost, unpriced in spent}
+    usage: dict[str, tuple[int, float | None]] = {}
+    for name, tokens, cost, unpriced in spent:
+        had_tokens, had_cost = usage.get(name, (0, 0.0))
+        usage[name] = (had_tokens + int(tokens or 0), None if unpriced or had_cost is None else had_cost + float(cost or 0.0))
 
     rows = []
     for standing in standings(matches, names=names, anchor=anchor):

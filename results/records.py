@@ -222,6 +222,11 @@ class FinishedMatch(PlayedMatch):
     market: MarketScores | None = Field(None, description="results.metrics of the market as a whole, computed with `metrics`")
     deviation: DeviationPath | None = Field(None, description="the deviated path of a deviation probe; its measures are in `metrics`")
 
+    @property
+    def all_calls(self) -> list[ModelCallRecord]:
+        """The model calls of both paths of a probed match (of the one path otherwise)."""
+        return [*self.calls, *(self.deviation.calls if self.deviation is not None else [])]
+
     def packed(self) -> FinishedMatch:
         """This match with its days in stored form: what a Ray worker sends back."""
         update: dict = {"days_played": pack(self.days_played)}

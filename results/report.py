@@ -37,7 +37,7 @@ from results.collusion import seat_benchmarks
 from results.metrics import MARKET_METRICS
 from results.ratings import LeaderboardRow, leaderboard
 from results.records import WINDOW_TITLES, MarketScores, MerchantResult, ModelCallRecord, PriceWindow, total_cost, window_days
-from results.tables import ContestantRow, MatchRow, ModelCallRow, TournamentRow
+from results.tables import ContestantRow, DeviationCallRow, MatchRow, ModelCallRow, TournamentRow
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 
@@ -256,7 +256,7 @@ def usage_section(calls: list[ModelCallRecord], colors: Palette) -> str:
     table = _table(["contestant", "model", *USAGE_COLUMNS], rows, numeric_from=2)
     return _section(
         "usage", "Model usage",
-        "Language-model calls of every merchant (decisions, repairs, memory probes). Cost is in USD at the "
+        "Language-model calls of every merchant (decisions, repairs, memory probes), on both paths of a probed match. Cost is in USD at the "
         "models' prices (— where a model has none); cache hits were replayed from the response cache and not paid.",
         Html(table),
     )
@@ -372,13 +372,12 @@ def deviation_part(
     path = detail.deviation
     assert path is not None
     probe = path.probe
-    seat = detail.results[probe.seat] if probe.seat < len(detail.results) else None  # results are in seat order
-    who = _seat_label(seat.merchant, seat.contestant) if seat is not None else f"seat {probe.seat}"
-    when = f"day {probe.day}" if probe.days == 1 else f"days {probe.day}–{probe.last_day}"
+    forced = probe.forced([r.merchant for r in detail.results])  # results are in seat order
+    who = _seat_label(forced, {r.merchant: r.contestant for r in detail.results}[forced]) if forced is not None else f"seat {probe.seat}"
     deviated_styles = {m: (f"{name} (deviated)", color, True) for m, (name, color, _) in styles.items()}
     solid = {m: (name, color, False) for m, (name, color, _) in styles.items()}
     products = list(dict.fromkeys(p for d in detail.days for p in d.prices))
-    forced_days = Band(probe.day - 0.5, probe.last_day + 0.5, f"{who} forced to {probe.target} ({when})", "deviation")
+    forced_days = Band(probe.day - 0.5, probe.last_day + 0.5, f"{who} forced to {probe.target} ({probe.when})", "deviation")
     first, last = probe.day - DEVIATION_VIEW[0], probe.last_day + DEVIATION_VIEW[1]
     around = [d for d in detail.days if first <= d.day <= last], [d for d in path.days_played if first <= d.day <= last]
     charts = [
@@ -392,12 +391,11 @@ def deviation_part(
         for product in products
     ]
     faults = "".join(f"<li>day {f.day} · {escape(f.merchant)} · <b>{escape(f.kind)}</b> {escape(f.detail)}</li>" for f in path.faults)
-    replayed = sum(c.cached for c in path.calls if c.day < probe.day)
-    before = sum(1 for c in path.calls if c.day < probe.day)
-    calls = f" Its model calls before the deviation: {before}, {replayed} answered from the response cache." if before else ""
+    replayed = sum(c.cached for c in path.calls)
+    calls = f" Its model calls: {len(path.calls)}, {replayed} of them answered from the response cache." if path.calls else ""
     return (
         f'<h4>Deviation probe</h4><p class="muted">The match played again with the same seeds, {escape(who)} forced to '
-        f"{escape(probe.target)} on {when}; the measures are among the metrics below (definitions: results/deviation.py).{calls}</p>"
+        f"{escape(probe.target)} on {probe.when}; the measures are among the metrics below (definitions: results/deviation.py).{calls}</p>"
         f'<div class="charts">{"".join(charts)}</div>' + (f'<ul class="faults">{faults}</ul>' if faults else "")
     )
 
@@ -619,9 +617,12 @@ def _metrics(engine: Engine, tournament_id: int) -> dict[int, list[store.MetricV
 
 
 def _calls(engine: Engine, tournament_id: int) -> list[ModelCallRecord]:
-    """Every model call of the tournament's stored matches."""
+    """Every model call of the tournament's stored matches, on either path of a probed one."""
     with Session(engine) as session:
-        rows = session.exec(
-            select(ModelCallRow).where(ModelCallRow.tournament_id == tournament_id, ModelCallRow.match_id.is_not(None)).order_by(ModelCallRow.id)
-        ).all()
+        rows = [
+            *session.exec(
+                select(ModelCallRow).where(ModelCallRow.tournament_id == tournament_id, ModelCallRow.match_id.is_not(None)).order_by(ModelCallRow.id)
+            ),
+            *session.exec(select(DeviationCallRow).where(DeviationCallRow.tournament_id == tournament_id).order_by(DeviationCallRow.id)),
+        ]
         return [ModelCallRecord.model_validate(call, from_attributes=True) for call in rows]

@@ -211,11 +211,7 @@ def _insert_deviation(session: Session, tournament_id: int, match_id: int, path:
 
 
 def _with_deviation_measures(scores: dict[str, dict[str, float | None]], days, path: DeviationPath | None) -> dict[str, dict[str, float | None]]:
-    """`scores` with each merchant's deviation measures (results.deviation) after its metrics."""
-    if path is None:
-        return scores
-    measured = deviation.compute(DayLog.of(days), DayLog.of(path.days_played), path.probe)
-    return {merchant: {**values, **measured.get(merchant, {})} for merchant, values in scores.items()}
+    return scores if path is None else deviation.with_measures(scores, days, path.days_played, path.probe)
 
 
 def _insert_market(session: Session, match_id: int, market: MarketScores) -> None:

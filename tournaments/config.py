@@ -201,7 +201,10 @@ def check_deviation(path: Path, spec: TournamentSpec, scenario: Scenario, field:
     assert probe is not None
     days = spec.days or scenario.days
     if probe.last_day >= days:
-        raise ConfigError(path, "deviation.day", f"the deviation ends on day {probe.last_day}, but {field} ({scenario.name!r}) has {days} days: it must end before the last")
+        raise ConfigError(
+            path, "deviation.days" if probe.days > 1 else "deviation.day",
+            f"the deviation ends on day {probe.last_day}, but {field} ({scenario.name!r}) has {days} days: it must end before the last",
+        )  # fmt: skip
     if isinstance(probe.to, float):
         ceiling = min(p.price_ceiling for p in scenario.products)
         if probe.to > ceiling:

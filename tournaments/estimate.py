@@ -9,8 +9,9 @@ close; answers are the usual size, not the model's, and hidden reasoning is not 
 so `high` gives the bound of every call writing its max_tokens and every decision being
 repaired once. A contestant that needs an actor of its own and calls no model (latency,
 chaos) is rehearsed as the fixed_price merchant it is built on. With a deviation probe, the
-deviated path's calls count from the day of the deviation: those of the days before replay
-from the response cache.
+deviated path's calls count but for those that ask what the match itself asked (the same
+request, so its answer is in the response cache by then), unless the contestant keeps no
+cache.
 """
 
 from __future__ import annotations
@@ -57,16 +58,27 @@ def estimate(tournament: Tournament) -> list[Estimate]:
     options = RunOptions(rehearse=True, no_cache=True, prices=spec.prices)
     rules = MatchRules(seed=spec.seed, recall_every=spec.recall_every, options=options, deviation=spec.deviation)
     calls: dict[str, list[ModelCallRecord]] = defaultdict(list)
+    caches = {entry.name: _caches(entry) for entry in spec.contestants}
     for match in schedule(tournament):
         played = play_here([Match(match, tournament.scenarios[match.scenario], rules, entries, hosts={})])[0]
+        asked = {call.request_hash for call in played.calls}
         deviated = played.deviation.calls if played.deviation is not None else []
-        for call in [*played.calls, *(c for c in deviated if c.day >= spec.deviation.day)]:  # type: ignore[union-attr]
+        for call in [*played.calls, *(c for c in deviated if not (caches[c.contestant] and c.request_hash in asked))]:
             calls[call.contestant].append(call)
     estimates = [_of(entry, calls[entry.name], spec.prices) for entry in spec.contestants if calls[entry.name]]
     total = Estimate("total", "")
     for one in estimates:
         total.add(one)
     return [*estimates, total]
+
+
+def _caches(entry: ContestantEntry) -> bool:
+    """Whether the contestant's answers are kept in the response cache (a model's `no_cache` off)."""
+    kind = contestant_class(entry.kind)
+    if not kind.calls_models:
+        return False
+    params = validate_params(entry.kind, entry.params)
+    return not validate_settings(params.model, params.provider_settings).no_cache
 
 
 def _rehearsed(entry: ContestantEntry) -> ContestantEntry:

@@ -344,8 +344,7 @@ def _with_deviation(played: FinishedMatch | StoppedMatch, path: DeviationPath | 
     if isinstance(played, StoppedMatch) or isinstance(path, StoppedMatch):
         stopped = played if isinstance(played, StoppedMatch) else path
         return stopped.model_copy(update={"calls": [*played.calls, *path.calls]})
-    measured = deviation.compute(played.days_played, path.days_played, path.probe)
-    metrics = {merchant: {**values, **measured[merchant]} for merchant, values in (played.metrics or {}).items()}
+    metrics = deviation.with_measures(played.metrics or {}, played.days_played, path.days_played, path.probe)
     return played.model_copy(update={"deviation": path, "metrics": metrics})
 
 

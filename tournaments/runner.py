@@ -274,8 +274,7 @@ class _Suspects:
         for match, scenario in [*self.held, *finished]:
             failed = _failed(match)
             if status.broken is not None and status.broken in failed:
-                paid = [*match.calls, *(match.deviation.calls if match.deviation is not None else [])]
-                halted.append(StoppedMatch(key=match.key, index=match.index, reason=status.stopped or "", calls=paid))
+                halted.append(StoppedMatch(key=match.key, index=match.index, reason=status.stopped or "", calls=match.all_calls))
             elif failed & status.failing and not final:
                 held.append((match, scenario))
             else:

@@ -18,6 +18,7 @@ from typing import Any
 
 from contestants.llm.pricing import cost
 from contestants.llm.providers import Provider
+from contestants.llm.cache import request_key
 from contestants.llm.types import Completion, CompletionRequest, TokenUsage, parse_object
 
 NOTE_CHARS = 60  # what a note usually holds, where the schema allows as much
@@ -47,7 +48,7 @@ class Rehearsal:
             cost=cost(self.label, usage, self.provider.settings.prices),
             latency=0.0,
             attempts=0,
-            request_hash="rehearsal",
+            request_hash=request_key(self.provider.cache_identity(), request),  # as the real call's: a replay is found by it
         )
 
 

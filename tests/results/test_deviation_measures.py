@@ -90,3 +90,8 @@ def test_the_settings_name_their_target_and_last_day():
         DeviationProbe(day=4, to="cartel")
     with pytest.raises(ValueError):
         DeviationProbe(day=4, to=0)
+
+
+def test_a_price_exactly_one_percent_away_is_back(day_record):
+    deviated = path(day_record, {"m0": [2, 2, 1.5, 2, 2, 2], "m1": [2, 2, 2, 1.98, 1.98, 1.98]})
+    assert deviation.compute(path(day_record, FLAT), deviated, DeviationProbe(day=3, seat=0))["m1"]["recovery_days"] == 0.0

@@ -199,7 +199,7 @@ def test_rescoring_computes_the_deviation_measures_again_from_the_stored_paths(l
     ("probe", "field", "says"),
     [
         ("{day: 10, seat: 0}", "deviation.day", "must end before the last"),
-        ("{day: 8, days: 3, seat: 0}", "deviation.day", "must end before the last"),
+        ("{day: 8, days: 3, seat: 0}", "deviation.days", "must end before the last"),
         ("{day: 3, seat: 2}", "deviation.seat", "not in matches of 2"),
         ("{day: 3, to: 1000}", "deviation.to", "above"),
         ("{day: 3, to: cartel}", "deviation.to", ""),
@@ -223,3 +223,58 @@ def test_best_response_needs_a_price_game(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_tournament(config)
     assert caught.value.field == "deviation.to" and "price_sensitivity 0" in caught.value.message
+
+
+# ---- what the probe must not change, and what it costs ---------------------------------------
+
+
+def test_a_probe_leaves_the_path_played_as_it_is_without_one():
+    learners = {f"q{i}": ContestantEntry(name=f"q{i}", kind="qlearning", params={"beta": 2e-4, "stable_periods": 2000, "max_periods": 200_000, "learn": learn}) for i, learn in enumerate(("frozen", "online"))}
+    entries = {**ENTRIES, **learners}
+    rosters = [("q0", "q1"), ("q1", "tft"), ("fixed", "q0")]
+    probe = DeviationProbe(day=3, seat=1, to="best_response", days=2)
+    for i, seats in enumerate(rosters):
+        without = play_here([Match(spec(f"k{i}", seats), CALVANO, MatchRules(seed=2), entries, hosts={})])[0]
+        probed = play_here([Match(spec(f"k{i}", seats), CALVANO, MatchRules(seed=2, deviation=probe), entries, hosts={})])[0]
+        assert list(probed.days_played) == list(without.days_played)
+        assert {m: {k: v for k, v in values.items() if k in without.metrics[m]} for m, values in probed.metrics.items()} == without.metrics
+
+
+def test_a_merchant_that_posts_no_price_after_its_forced_day_is_back_at_its_own():
+    market = Market(CALVANO, [("a", "b")])
+    market.reset([0])
+    own = {"operations": [{"op": "set_price", "product": "good", "price": 1.8}]}
+    market.advance(decisions={0: own, 1: own})
+    seen = []
+    market.advance(decisions={}, forced={0: lambda posted: seen.append(posted.copy()) or np.array([1.3])})
+    assert market.view().prices[0, 0] == 1.3  # what the next day's merchants see it posted
+    market.advance(decisions={})  # a posts nothing: its own price, not the forced one
+    assert [r.prices["good"] for r in market.logs[0].build().records() if r.merchant == "a"] == [1.8, 1.3, 1.8]
+    assert seen[0].tolist() == [[1.8], [1.8]]
+
+
+def test_a_forced_best_response_ignores_a_bankrupt_rival():
+    market = Market(CALVANO, [("a", "b", "c")])
+    market.reset([0])
+    market.bankrupt[2] = True
+    seen = []
+    market.advance(forced={0: lambda posted: seen.append(posted.copy()) or np.array([1.5])})
+    assert seen[0][:2].tolist() == [[1.7], [1.7]] and seen[0][2, 0] == math.inf
+
+
+def test_the_estimate_counts_the_deviated_path_s_calls_that_are_not_replays(tmp_path):
+    from tournaments.estimate import estimate
+
+    def decisions(no_cache: bool) -> int:
+        config = tmp_path / f"{no_cache}.yaml"
+        config.write_text(
+            "name: t\nscenarios: [calvano]\nseeds: [1]\ndays: 4\nrecall_every: 0\n"
+            f"contestants: [{{name: smol, kind: llm, params: {{model: local/smollm2, no_cache: {str(no_cache).lower()}}}}}, {{name: fixed, kind: fixed_price}}]\n"
+            "deviation: {day: 3, seat: 1, to: 1.2}\n"
+        )
+        return {e.contestant: e for e in estimate(load_tournament(config))}["smol"].calls["decide"]
+
+    # on path, a decision a day; deviated, days 1 to 3 ask what the match asked (day 3's comes
+    # before the forced price), day 4 shows the rival at 1.2; without a cache all are paid
+    assert decisions(no_cache=False) == 4 + 1
+    assert decisions(no_cache=True) == 4 + 4
