@@ -6,7 +6,10 @@ before those options: every request of three days played through the market unde
 configuration (system prompt, each day's messages, the schema, the templates' versions) and the
 schema `decision_schema` gives. A template reworded, a line of the report moved, a field added
 to the schema: each changes a stored byte and fails here. A new wording belongs in a new
-template with a new version; this file is not to be written again for it.
+template with a new version, behind an option. A change meant for every merchant (a new field
+of market.types.Decision, say) writes the file again in the commit that makes it, saying so:
+    python -c "import sys, json; sys.path[:0] = ['tests', 'tests/contestants/llm']; import test_llm_prompts_unchanged as t;
+    open(t.STORED, 'w').write(json.dumps(t.conversations(), indent=1, sort_keys=True, ensure_ascii=False) + '\\n')"
 """
 
 from __future__ import annotations
