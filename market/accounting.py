@@ -1,6 +1,6 @@
 """What a merchant is worth and how it placed, defined once for the market, the match
-scoring, the metrics and the report: net worth, starting net worth, profit, rank and market
-share.
+scoring, the metrics and the report: net worth, starting net worth, profit (of a match, and of
+one day's trade), rank and market share.
 
 Goods are valued at what they cost on the day they are valued: the unit cost of that day,
 cost events included. Profit is the change in that value over the match, so it counts what
@@ -14,8 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from market.daylog import DayLog
+from market.types import DayRecord
 
 _sum = np.add.reduce
+Number = float | np.ndarray
 
 
 def net_worth(cash: np.ndarray, goods: np.ndarray, unit_cost: np.ndarray, *receivables: np.ndarray) -> np.ndarray:
@@ -37,12 +39,29 @@ def starting_net_worth(log: DayLog, first: np.ndarray) -> np.ndarray:
     That is `net_worth` of the starting holdings at the cost the market values them at on
     day 1, so day 1's change in net worth is day 1's trade alone. It is read back from the
     first day's record, so a stored match needs no scenario:
-    net_worth_0 = net_worth_1 - (revenue_1 - sum_p sold_p,1 * unit_cost_p,1 - advertising_1 - holding_1 - fixed_1),
-    since orders, arrivals, collections and credit sales only move value between cash, goods
-    and receivables at that day's cost."""
+    net_worth_0 = net_worth_1 - trade_profit_1."""
     closing, revenue, advertising, holding, fixed = (log.scalar(name)[first] for name in ("net_worth", "revenue", "advertising", "holding", "fixed"))
-    cost_of_sales = _sum(log.product_values("units_sold")[first] * log.product_values("unit_cost")[first], 1)
-    return closing - (revenue - cost_of_sales - advertising - holding - fixed)
+    units_sold, unit_cost = (log.product_values(name)[first] for name in ("units_sold", "unit_cost"))
+    return closing - trade_profit(revenue, units_sold, unit_cost, advertising, holding, fixed)
+
+
+def trade_profit(revenue: Number, units_sold: np.ndarray, unit_cost: np.ndarray, advertising: Number, holding: Number, fixed: Number) -> Number:
+    """What a day's trade made: revenue - sum_p units_sold_p * unit_cost_p - advertising -
+    holding - fixed, with units_sold and unit_cost [..., product] (the day's; products on the
+    last axis) and the rest of the shape before it (numbers for one merchant-day).
+
+    It is the day's change in net worth with goods valued at the day's unit cost before and
+    after: orders, arrivals, collections and credit sales only move value between cash, goods
+    and receivables at that cost. (Over days whose unit costs differ, net worth also changes
+    by what the new cost does to the goods held, which is not trade.)"""
+    return revenue - _sum(units_sold * unit_cost, -1) - advertising - holding - fixed
+
+
+def day_trade_profit(record: DayRecord) -> float:
+    """`trade_profit` of one merchant-day's record."""
+    products = list(record.units_sold)
+    units_sold, unit_cost = (np.array([table[p] for p in products], dtype=float) for table in (record.units_sold, record.unit_cost))
+    return float(trade_profit(record.revenue, units_sold, unit_cost, record.advertising, record.holding, record.fixed))
 
 
 def profit(log: DayLog, first: np.ndarray, last: np.ndarray) -> np.ndarray:

@@ -119,6 +119,9 @@ class LocalProvider(Provider):
     def answer_tokens(self, text: str) -> int:
         return len(self._engine().llama.tokenize(text.encode(), add_bos=False, special=False))
 
+    def context_tokens(self) -> int:
+        return self.settings.n_ctx
+
     def check_request(self, request: CompletionRequest) -> None:
         if request.top_p is not None:
             raise ProviderConfigError(f"{self.label}: the embedded model samples with its own top_p; leave top_p unset", "top_p")

@@ -17,6 +17,18 @@ Two optional steps make the model deliberate (both cost tokens):
 With `plan`, the decision's schema keeps its `plan` field and the system prompt asks the model
 to state there the prices it intends to hold; the market records the plan with the day.
 
+For pricing games in the manner of Fish, Gonczarowski and Shorrer (2024, "Algorithmic
+Collusion by Large Language Models"):
+- `preset`: a paragraph before the rules on how to play (`profit_first`: long-run profit, mind
+  how rivals respond, no price cut without a reason; `explore`: try a wide range of prices
+  first, then settle), in the spirit of the paper's two prompt prefixes;
+- `memory: plans`: the schema gets two fields, `plans` and `insights`, which the model
+  rewrites every day and is shown the next (they are the merchant's, not the market's: they
+  are set aside before the decision goes to the market);
+- `history`: the daily report ends with a table of the last days as the merchant saw them
+  (own prices, units sold and profit, rivals' prices). A model whose context the provider
+  knows (the embedded one) is shown as many of those days as leave its answer room.
+
 Every call is logged with its purpose, tokens, latency, attempts, cost, the prompt
 templates' versions, temperature and seed (`calls()`).
 """
@@ -24,7 +36,9 @@ templates' versions, temperature and seed (`calls()`).
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from collections import deque
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
@@ -35,12 +49,15 @@ from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderEr
 from contestants.llm.memory import Memory, MemoryKind
 from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.prompts import (
+    HistoryRow,
     daily_report,
+    history_row,
     recall_question,
     reflect_question,
     repair_request,
     system_prompt,
     versions,
+    with_history,
     with_reflection,
 )
 from contestants.llm.pricing import is_free, price_of, prices_from
@@ -65,15 +82,24 @@ REFLECT_SCHEMA = {
     "required": ["reflection"],
     "additionalProperties": False,
 }
+NOTEBOOK_CHARS = 600  # the most the plans and the insights of plans memory may hold, each
+# Fields the merchant asks the model for on its own account, set aside before the decision goes
+# to the market (market.types.Decision has none of them).
+OWN_FIELDS = ("reasoning", "plans", "insights")
 
 
-def decision_schema(*, think: bool, plan: bool) -> dict[str, Any]:
+def decision_schema(*, think: bool, plan: bool, plans_and_insights: bool = False) -> dict[str, Any]:
     """The decision's schema as the model is asked to fill it. Every property is required, so
-    the plan is left out unless `plan` (it would cost every answer tokens); with `think`, a
-    reasoning field comes first (JSON generation follows property order)."""
+    the plan is left out unless `plan` (it would cost every answer tokens). JSON generation
+    follows property order, so what the operations should follow from comes before them: with
+    `plans_and_insights`, the plans and insights that plans memory keeps; before those, with
+    `think`, a reasoning field."""
     properties, defs = dict(DECISION_SCHEMA["properties"]), dict(DECISION_SCHEMA["$defs"])
     if not plan:
         del properties["plan"], defs["PlannedPrice"]
+    if plans_and_insights:
+        notebook = {"type": "string", "maxLength": NOTEBOOK_CHARS}
+        properties = {"plans": notebook, "insights": notebook, **properties}
     if think:
         properties = {"reasoning": {"type": "string", "maxLength": 800}, **properties}
     return {**DECISION_SCHEMA, "$defs": defs, "properties": properties, "required": list(properties)}
@@ -87,7 +113,7 @@ class LLMParams(Params):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     model: str = Field("local/smollm2", description='"provider/model": openai/..., anthropic/..., local/smollm2, openrouter/...')
-    memory: MemoryKind = "window"
+    memory: MemoryKind = Field("window", description="stateless | window | notes | plans (plans and insights rewritten every day)")
     window: int = Field(5, ge=1, le=100, description="days of conversation the window memory keeps")
     temperature: float | None = Field(None, ge=0, le=2, description="None: the model's default (the embedded model's: 0, greedy)")
     top_p: float | None = Field(None, gt=0, le=1, description="None: the model's default")
@@ -95,6 +121,10 @@ class LLMParams(Params):
     think: bool = Field(False, description="write its reasoning before the decision, in the same answer")
     reflect: bool = Field(False, description="from day 2, reflect on yesterday's decision against its outcome first")
     plan: bool = Field(False, description="state in each decision the prices it intends to hold (the plan that plan_drift measures)")
+    preset: Literal["profit_first", "explore"] | None = Field(
+        None, description="a paragraph before the rules on how to play: profit_first (long-run profit) or explore (try prices widely first)"
+    )
+    history: int = Field(0, ge=0, le=100, description="days in the daily report's table of the last days (own prices, sold, profit, rivals' prices); 0: no table")
 
     @model_validator(mode="after")
     def _provider_settings_are_valid(self) -> LLMParams:
@@ -143,7 +173,7 @@ class LLMMerchant(Contestant):
             Message(role="system", content="You run a shop. Answer with today's decision in JSON: do nothing today."),
             Message(role="user", content="Day 1. Decide."),
         )
-        request = _request(params, messages, decision_schema(think=params.think, plan=params.plan), "decision", seed=0)
+        request = _request(params, messages, decision_schema(think=params.think, plan=params.plan, plans_and_insights=params.memory == "plans"), "decision", seed=0)
 
         def call() -> str | None:
             try:
@@ -175,11 +205,15 @@ class LLMMerchant(Contestant):
         self.merchant, self.scenario = merchant, scenario
         self.seed = int(np.random.default_rng(seed).integers(2**31 - 1))
         self.memory = Memory(self.params.memory, self.params.window)
+        self.history: deque[HistoryRow] = deque(maxlen=self.params.history)
         self.system: str | None = None
         p = self.params
-        # the rules, then what they ask for besides: reasoning first, a plan
-        self.system_templates = ("merchant", *(name for name, wanted in (("think", p.think), ("plan", p.plan)) if wanted))
-        self.schema = for_catalog(decision_schema(think=p.think, plan=p.plan), scenario.product_ids, scenario.whole_units)
+        # how to play, the rules, then what they ask for besides: reasoning first, a plan, the plans and insights
+        notebook = p.memory == "plans"
+        self.preface = (f"preset_{p.preset}",) if p.preset else ()
+        self.extras = tuple(name for name, wanted in (("think", p.think), ("plan", p.plan), ("plans", notebook)) if wanted)
+        self.system_templates = (*self.preface, "merchant", *self.extras)
+        self.schema = for_catalog(decision_schema(think=p.think, plan=p.plan, plans_and_insights=notebook), scenario.product_ids, scenario.whole_units)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self._calls = []
 
@@ -188,14 +222,20 @@ class LLMMerchant(Contestant):
         if self.system is None:
             seat = [m.merchant for m in observation.market].index(self.merchant)
             self.system = system_prompt(
-                self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes", extras=self.system_templates[1:],
-                unit_costs=self.scenario.seat_values("unit_cost", len(observation.market))[seat],
+                self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes", extras=self.extras,
+                unit_costs=self.scenario.seat_values("unit_cost", len(observation.market))[seat], preface=self.preface,
             )
-        report = daily_report(observation)
-        prompt, templates = report, self.system_templates
-        reflection = self._reflect(day, report) if self.params.reflect else None
-        if reflection is not None:
-            prompt, templates = with_reflection(report, reflection), (*templates, "reflection")
+        row = history_row(observation)
+        if row is not None:
+            self.history.append(row)  # kept up to `history` rows (none without a table)
+        rows, report = list(self.history), daily_report(observation)
+
+        def reported(shown: int) -> str:  # today's report with the table of the last `shown` days
+            return with_history(report, rows[len(rows) - shown :]) if shown else report
+
+        reflection = self._reflect(day, reported) if self.params.reflect else None
+        prompt, shown = self._fitted(reported if reflection is None else lambda k: with_reflection(reported(k), reflection), self.schema, "decision")
+        templates = (*self._templates(shown), *(("reflection",) if reflection is not None else ()))
         messages = self.memory.messages(self.system, prompt)
         completion = self._ask("decide", day, messages, self.schema, "decision", templates)
         decision, problem = _as_decision(completion)
@@ -207,7 +247,7 @@ class LLMMerchant(Contestant):
             )
             completion = self._ask("repair", day, repair, self.schema, "decision", (*templates, "repair"))
             decision, _ = _as_decision(completion)
-        self.memory.remember(day, prompt, completion.text, decision.note if decision else None)
+        self.memory.remember(day, prompt, completion.text, decision.note if decision else None, _written(completion, "plans"), _written(completion, "insights"))
         self.last_decision = (day, _as_shown(decision))
         return decision if decision is not None else completion.text
 
@@ -215,22 +255,50 @@ class LLMMerchant(Contestant):
         if self.system is None:
             return None
         messages = self.memory.messages(self.system, recall_question(probe))
-        completion = self._ask("recall", probe.day, messages, RECALL_SCHEMA, "recall", (*self.system_templates, "recall"))
+        completion = self._ask("recall", probe.day, messages, RECALL_SCHEMA, "recall", (*self._templates(0), "recall"))
         value = (completion.output or {}).get("value")
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     def calls(self) -> list[ModelCall]:
         return list(self._calls)
 
-    def _reflect(self, day: int, report: str) -> str | None:
-        """The model's reflection on yesterday's decision, now that `report` shows its outcome
-        (None on day 1, after a day without a decision, or if the answer has no reflection)."""
+    def _reflect(self, day: int, reported: Callable[[int], str]) -> str | None:
+        """The model's reflection on yesterday's decision, now that today's report (`reported`,
+        with a table of so many days) shows its outcome (None on day 1, after a day without a
+        decision, or if the answer has no reflection)."""
         if self.last_decision is None or self.last_decision[0] != day - 1:
             return None
-        messages = self.memory.messages(self.system, reflect_question(day - 1, self.last_decision[1], report))
-        completion = self._ask("reflect", day, messages, REFLECT_SCHEMA, "reflection", (*self.system_templates, "reflect"))
-        reflection = (completion.output or {}).get("reflection")
-        return (reflection.strip() or None) if isinstance(reflection, str) else None
+        decided = self.last_decision[1]
+        question, shown = self._fitted(lambda k: reflect_question(day - 1, decided, reported(k)), REFLECT_SCHEMA, "reflection")
+        messages = self.memory.messages(self.system, question)
+        completion = self._ask("reflect", day, messages, REFLECT_SCHEMA, "reflection", (*self._templates(shown), "reflect"))
+        return _written(completion, "reflection") or None
+
+    def _templates(self, shown: int) -> tuple[str, ...]:
+        """The templates of a prompt built on today's memory, with a table of `shown` days."""
+        return (*self.system_templates, *self.memory.templates, *(("history",) if shown else ()))
+
+    def _fitted(self, prompt_with: Callable[[int], str], schema: dict, name: str) -> tuple[str, int]:
+        """The prompt `prompt_with(k)` makes with a table of the last k days kept, and k: all of
+        them, or, where the provider knows its model's context (the embedded model's n_ctx),
+        the most that leave the answer its max_tokens there. A shorter table is a shorter
+        prompt, so the most that fit are found by bisection; if even none fit, the call fails
+        as too long as it would without a table."""
+        kept, context = len(self.history), self.provider.context_tokens()
+        if context is None or kept == 0:
+            return prompt_with(kept), kept
+
+        def fits(shown: int) -> bool:
+            request = _request(self.params, self.memory.messages(self.system, prompt_with(shown)), schema, name, self.seed)
+            return self.provider.prompt_tokens(request) + self.params.max_tokens <= context
+
+        if fits(kept):
+            return prompt_with(kept), kept
+        fit, over = 0, kept
+        while over - fit > 1:
+            middle = (fit + over) // 2
+            fit, over = (middle, over) if fits(middle) else (fit, middle)
+        return prompt_with(fit), fit
 
     def _ask(
         self, purpose: str, day: int, messages: tuple[Message, ...], schema: dict, name: str, templates: tuple[str, ...]
@@ -277,17 +345,23 @@ def _request(params: LLMParams, messages: tuple[Message, ...], schema: dict, nam
 
 
 def _as_decision(completion: Completion) -> tuple[Decision | None, str]:
-    """The completion as a Decision (its reasoning, if any, set aside), or None and what is
+    """The completion as a Decision (the OWN_FIELDS it has set aside), or None and what is
     wrong with it (one line)."""
     if completion.output is None:
         return None, "not a JSON object"
-    fields = {k: v for k, v in completion.output.items() if k != "reasoning"}
+    fields = {k: v for k, v in completion.output.items() if k not in OWN_FIELDS}
     try:
         return Decision.model_validate(fields), ""
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(p) for p in error["loc"])
         return None, f"{where}: {error['msg']}" if where else error["msg"]
+
+
+def _written(completion: Completion, field: str) -> str | None:
+    """What the answer wrote in a text field of its own, stripped; None if it wrote none."""
+    value = (completion.output or {}).get(field)
+    return value.strip() if isinstance(value, str) else None
 
 
 def _as_shown(decision: Decision | None) -> str:

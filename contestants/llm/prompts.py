@@ -7,12 +7,14 @@ with the results so a change of wording is visible in the record. Placeholders a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from string import Template as _Text
 
 from contestants.base import RecallProbe
+from market.accounting import day_trade_profit
 from market.scenario import Scenario
 from market.types import Observation
 
@@ -43,11 +45,15 @@ def versions(*names: str) -> str:
     return "+".join(template(name).version for name in names)
 
 
-def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool, extras: tuple[str, ...] = (), unit_costs: list[float] | None = None) -> str:
-    """The rules of this match and the goal, as the merchant template words them, followed
-    by the `extras` templates in order: `think` asks to reason before deciding, `plan` to
-    state the prices it intends to hold. `unit_costs`: per product, what the supplier charges
-    this merchant's seat (default: the products' own)."""
+def system_prompt(
+    scenario: Scenario, merchant: str, days: int, notes: bool, extras: tuple[str, ...] = (), unit_costs: list[float] | None = None,
+    preface: tuple[str, ...] = (),
+) -> str:
+    """The rules of this match and the goal, as the merchant template words them, after the
+    `preface` templates (a preset's paragraph on how to play) and followed by the `extras`
+    templates in order: `think` asks to reason before deciding, `plan` to state the prices it
+    intends to hold, `plans` to rewrite its plans and insights. `unit_costs`: per product,
+    what the supplier charges this merchant's seat (default: the products' own)."""
     finance = scenario.finance
     credit = ""
     if finance.credit_share > 0:
@@ -79,7 +85,7 @@ def system_prompt(scenario: Scenario, merchant: str, days: int, notes: bool, ext
         target=target,
         notes_rule=notes_rule,
     )
-    return "\n\n".join([rules, *(template(name).render() for name in extras)])
+    return "\n\n".join([*(template(name).render() for name in preface), rules, *(template(name).render() for name in extras)])
 
 
 def daily_report(observation: Observation) -> str:
@@ -124,6 +130,62 @@ def daily_report(observation: Observation) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class HistoryRow:
+    """One day of a merchant's past as it saw it the next morning: its prices, units sold and
+    trade profit (market.accounting.trade_profit) that day, each rival's prices that day (None:
+    hidden by the scenario) and the rivals out of the match by then."""
+
+    day: int
+    prices: dict[str, float]
+    units_sold: dict[str, float]
+    profit: float
+    rivals: dict[str, dict[str, float] | None]
+    bankrupt: frozenset[str]
+
+
+def history_row(observation: Observation) -> HistoryRow | None:
+    """Yesterday's row, from today's observation: its day record and the board as of the end
+    of yesterday (the prices every merchant posted for yesterday's customers). None on day 1."""
+    y = observation.yesterday
+    if y is None:
+        return None
+    rivals = [r for r in observation.market if r.merchant != observation.merchant]
+    bankrupt = frozenset(r.merchant for r in rivals if r.bankrupt)
+    return HistoryRow(y.day, dict(y.prices), dict(y.units_sold), day_trade_profit(y), {r.merchant: r.prices for r in rivals}, bankrupt)
+
+
+def history_table(rows: Sequence[HistoryRow]) -> str:
+    """The rows as comma-separated lines under a header: day, own price and units sold per
+    product, profit, then each rival's price per product. Commas and rounded numbers: a small
+    model's tokenizer spends a token on every digit, point and separator."""
+    products, rivals = list(rows[0].prices), list(rows[0].rivals)
+    header = ["day", *(f"price {p}" for p in products), *(f"sold {p}" for p in products), "profit", *(f"{r} {p}" for r in rivals for p in products)]
+
+    def rival_price(row: HistoryRow, rival: str, product: str) -> str:
+        if rival in row.bankrupt:
+            return "bankrupt"
+        prices = row.rivals.get(rival)
+        return _money(None if prices is None else prices.get(product))
+
+    lines = [",".join(header)]
+    for row in rows:
+        cells = [str(row.day), *(_money(row.prices[p]) for p in products), *(_units(row.units_sold[p]) for p in products), _money(row.profit)]
+        cells += [rival_price(row, r, p) for r in rivals for p in products]
+        lines.append(",".join(cells))
+    return "\n".join(lines)
+
+
+def with_history(report: str, rows: Sequence[HistoryRow]) -> str:
+    """Today's report with the table of the last days (`rows`, oldest first) after it."""
+    return template("history").render(report=report, count=len(rows), table=history_table(rows))
+
+
+def with_plans(report: str, plans: str, insights: str) -> str:
+    """Today's report (or question) after the plans and insights the model last wrote."""
+    return template("plans_kept").render(report=report, plans=plans or "(none)", insights=insights or "(none)")
+
+
 def reflect_question(day: int, decision: str, report: str) -> str:
     """Asks to judge the decision of `day` (yesterday) against today's report of its outcome."""
     return template("reflect").render(day=day, decision=decision, report=report)
@@ -147,6 +209,12 @@ def recall_question(probe: RecallProbe) -> str:
         "ordered": f"How many units of {p} did you order on day {d}?",
     }[probe.fact]
     return template("recall").render(question=question)
+
+
+def _units(value: float) -> str:
+    """A number of units written as money is (a market that sells expected demand sells
+    fractions of a unit): at most two decimals, no trailing zeros."""
+    return _money(value)
 
 
 def _money(value: float | None) -> str:

@@ -123,6 +123,11 @@ class Provider(ABC):
         """About how many prompt tokens the request is, as this provider will count them."""
         return approximate_tokens(request)
 
+    def context_tokens(self) -> int | None:
+        """The most tokens a call (prompt and answer) can hold, where it is small enough to
+        matter and this provider knows it (an embedded model's context); None otherwise."""
+        return None
+
     def answer_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         """The schema the model is held to, from the one the request asks for."""
         return schema

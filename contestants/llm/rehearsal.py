@@ -24,6 +24,7 @@ from contestants.llm.types import Completion, CompletionRequest, TokenUsage, par
 NOTE_CHARS = 60  # what a note usually holds, where the schema allows as much
 REFLECTION_CHARS = 300
 REASONING_CHARS = 400
+NOTEBOOK_CHARS = 200  # what plans and insights (plans memory) usually hold, each
 
 
 class Rehearsal:
@@ -32,6 +33,12 @@ class Rehearsal:
     def __init__(self, provider: Provider):
         self.provider = provider
         self.label = provider.label
+
+    def context_tokens(self) -> int | None:
+        return self.provider.context_tokens()
+
+    def prompt_tokens(self, request: CompletionRequest) -> int:
+        return self.provider.prompt_tokens(request)
 
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
         text = typical_answer(request.schema_name, self.provider.answer_schema(request.json_schema))
@@ -53,8 +60,9 @@ class Rehearsal:
 
 
 def typical_answer(name: str, schema: dict[str, Any]) -> str:
-    """The compact JSON of a usual answer to `schema` (a decision: a price and an order for each
-    product, as many operations as the schema allows, a note; a memory answer; a reflection)."""
+    """The compact JSON of a usual answer to `schema` (a decision: its reasoning, plans and
+    insights where asked for, a price and an order for each product, as many operations as the
+    schema allows, a note; a memory answer; a reflection)."""
     properties = schema.get("properties", {})
     if name == "recall":
         answer: dict[str, Any] = {"value": 1234.56}
@@ -64,6 +72,9 @@ def typical_answer(name: str, schema: dict[str, Any]) -> str:
         answer = {}
         if "reasoning" in properties:
             answer["reasoning"] = "x" * _chars(properties["reasoning"], REASONING_CHARS)
+        for notebook in ("plans", "insights"):
+            if notebook in properties:
+                answer[notebook] = "x" * _chars(properties[notebook], NOTEBOOK_CHARS)
         products = _products(schema)
         operations = [op for p in products for op in ({"op": "set_price", "product": p, "price": 19.99}, {"op": "order", "product": p, "quantity": 20})]
         answer["operations"] = operations[: properties.get("operations", {}).get("maxItems", len(operations))]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from market.accounting import net_worth, starting_net_worth
+from market.accounting import day_trade_profit, net_worth, starting_net_worth, trade_profit
 from market.daylog import DayLog
 from market.demand import allocate_markets, logit_shares
 from market.env import MarketEnv
@@ -116,6 +116,31 @@ def test_net_worth_values_goods_at_the_days_cost_from_before_day_1(market):
         goods = np.array([[r.inventory[p] + r.in_transit[p] for p in ids]])
         books = net_worth(np.array([r.cash_end]), goods, np.array([r.unit_cost[p] for p in ids]), np.array([r.receivables]))
         assert books[0] == pytest.approx(r.net_worth, rel=1e-12)
+
+
+def test_a_days_trade_profit_is_its_change_in_net_worth_but_for_what_new_costs_do_to_the_goods(market):
+    """Under random play with a cost shock (on days 3 to 4), credit sales and lead times, each
+    merchant-day: net_worth_d - net_worth_(d-1) = trade_profit_d + sum_p (unit_cost_p,d -
+    unit_cost_p,(d-1)) * goods_p,(d-1) (goods in hand and in transit at the end of the day
+    before), read from the records alone; so on the days the cost stays put it is the whole
+    change. The log's arrays and a record give the same trade profit."""
+    base = market.load("multi_product")
+    shock = {"name": "shock", "kind": "cost", "start_day": 3, "end_day": 4, "multiplier": 1.5}
+    scenario = market.vary(base, events=[shock])
+    history = market.run(MarketEnv(scenario, 3, days=8), market.random_policy(scenario, 4), seed=9)
+    records = [record for day in history for record in day.values()]
+    ids = scenario.product_ids
+    steady = moved = 0
+    for before, after in ((a, b) for a in records for b in records if a.merchant == b.merchant and b.day == a.day + 1):
+        revalued = sum((after.unit_cost[p] - before.unit_cost[p]) * (before.inventory[p] + before.in_transit[p]) for p in ids)
+        assert after.net_worth - before.net_worth == pytest.approx(day_trade_profit(after) + revalued, abs=1e-6)
+        steady, moved = steady + (revalued == 0), moved + (revalued != 0)
+    assert steady > 0 and moved > 0  # both kinds of day were checked
+    assert any(day_trade_profit(r) != 0 for r in records)
+    log = DayLog.of(records, ids)
+    columns = [log.scalar(name) for name in ("revenue", "advertising", "holding", "fixed")]
+    by_rows = trade_profit(columns[0], log.product_values("units_sold"), log.product_values("unit_cost"), *columns[1:])
+    assert by_rows.tolist() == pytest.approx([day_trade_profit(r) for r in log], rel=1e-12)
 
 
 # --- the allocation of customers -----------------------------------------------------------
