@@ -67,13 +67,16 @@ REFLECT_SCHEMA = {
 }
 
 
-def decision_schema(*, think: bool, plan: bool) -> dict[str, Any]:
+def decision_schema(*, think: bool, plan: bool, talk: bool = False) -> dict[str, Any]:
     """The decision's schema as the model is asked to fill it. Every property is required, so
-    the plan is left out unless `plan` (it would cost every answer tokens); with `think`, a
-    reasoning field comes first (JSON generation follows property order)."""
+    the plan is left out unless `plan` and the message unless merchants `talk` (either would
+    cost every answer tokens); with `think`, a reasoning field comes first (JSON generation
+    follows property order)."""
     properties, defs = dict(DECISION_SCHEMA["properties"]), dict(DECISION_SCHEMA["$defs"])
     if not plan:
         del properties["plan"], defs["PlannedPrice"]
+    if not talk:
+        del properties["message"]
     if think:
         properties = {"reasoning": {"type": "string", "maxLength": 800}, **properties}
     return {**DECISION_SCHEMA, "$defs": defs, "properties": properties, "required": list(properties)}

@@ -31,7 +31,7 @@ def started(kind: str, scenario: Scenario, seed: int = 7, **params):
 def operations_of(decision: list) -> list:
     """A rule merchant answers with a list of operation models that the market takes whole."""
     assert isinstance(decision, list) and all(isinstance(op, _Op) for op in decision)
-    operations, rejections, _ = parse_decision(decision)
+    operations, rejections, *_ = parse_decision(decision)
     assert rejections == []
     return [op for _, op in operations]
 
@@ -135,7 +135,7 @@ def test_chaos_garbage_is_not_a_decision_and_the_market_rejects_it(scenario, obs
     for day in (1, 2):
         answer = merchant.decide(observe(scenario, day=day))
         assert not isinstance(answer, list) or not all(isinstance(op, _Op) for op in answer)
-        operations, rejections, _ = parse_decision(answer)
+        operations, rejections, *_ = parse_decision(answer)
         assert operations == [] and rejections
 
 
