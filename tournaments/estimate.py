@@ -52,7 +52,7 @@ def estimate(tournament: Tournament) -> list[Estimate]:
     """Per contestant that calls a model, in the file's order, then the total."""
     spec = tournament.spec
     entries = {entry.name: _rehearsed(entry) for entry in spec.contestants}
-    rules = MatchRules(seed=spec.seed, recall_every=spec.recall_every, options=RunOptions(rehearse=True, no_cache=True, prices=spec.prices))
+    rules = MatchRules(seed=spec.seed, recall_every=spec.recall_every, options=RunOptions(rehearse=True, no_cache=True, prices=spec.prices), talk=spec.talk)
     calls: dict[str, list[ModelCallRecord]] = defaultdict(list)
     for match in schedule(tournament):
         played = play_here([Match(match, tournament.scenarios[match.scenario], rules, entries, hosts={})])[0]

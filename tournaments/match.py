@@ -72,6 +72,7 @@ class MatchRules:
     recall_every: int = 0  # 0: no memory probes
     options: RunOptions = RunOptions()  # how contestants are made: `arena run` flags, prices, the run's desk
     collusion: CollusionSettings = CollusionSettings()  # how the collusion metrics measure a finished match
+    talk: bool = False  # merchants may send one another messages (market.engine.Market)
 
     def deadline(self, name: str) -> float:
         return self.deadlines.get(name, DEFAULT_DEADLINE_S)
@@ -280,7 +281,7 @@ class Match:
 
 
 async def play_together(matches: list[Match], on_day: Callable[[], None] = lambda: None) -> list[FinishedMatch | StoppedMatch]:
-    """Play matches of one scenario, length and size side by side in one market: each comes
+    """Play matches of one scenario, length, size and talk side by side in one market: each comes
     out exactly as it would played alone, and a day of many costs little more than a day of
     one. Each match's wall time is the time of the whole group. Matches whose merchants call
     models are played alone: once the run's calls stop, the match stops (`StoppedMatch`).
@@ -289,7 +290,7 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
     playing. (Rows of merchants already out are decided too and ignored by the market.)"""
     started = time.perf_counter()
     first = matches[0]
-    market = Market(first.scenario, [m.spec.seats for m in matches], first.spec.days)
+    market = Market(first.scenario, [m.spec.seats for m in matches], first.spec.days, first.rules.talk)
     market.reset([m.market_seed for m in matches])
     n = market.seats
     by_view: tuple[list[int], list[Any]] = ([], [])
