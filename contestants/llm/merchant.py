@@ -17,6 +17,11 @@ Two optional steps make the model deliberate (both cost tokens):
 With `plan`, the decision's schema keeps its `plan` field and the system prompt asks the model
 to state there the prices it intends to hold; the market records the plan with the day.
 
+In a market where merchants talk (its observations carry `messages`), the decision's schema
+keeps its `message` field, the system prompt says that rivals read it the next day, and the
+daily report shows what they said yesterday; elsewhere neither the schema nor the prompts
+change, so the requests (and the cached answers) of a tournament without talk stay the same.
+
 Every call is logged with its purpose, tokens, latency, attempts, cost, the prompt
 templates' versions, temperature and seed (`calls()`).
 """
@@ -180,15 +185,17 @@ class LLMMerchant(Contestant):
         self.memory = Memory(self.params.memory, self.params.window)
         self.system: str | None = None
         p = self.params
-        # the rules, then what they ask for besides: reasoning first, a plan
+        # the rules, then what they ask for besides: reasoning first, a plan (and a message: see `decide`)
         self.system_templates = ("merchant", *(name for name, wanted in (("think", p.think), ("plan", p.plan)) if wanted))
-        self.schema = for_catalog(decision_schema(think=p.think, plan=p.plan), scenario.product_ids, scenario.whole_units)
+        self.schema = self._schema(talk=False)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self._calls = []
 
     def decide(self, observation: Observation) -> Any:
         day = observation.day
         if self.system is None:
+            if observation.messages is not None:  # merchants talk: the answer may carry a message, the rules say who reads it
+                self.system_templates, self.schema = (*self.system_templates, "talk"), self._schema(talk=True)
             seat = [m.merchant for m in observation.market].index(self.merchant)
             self.system = system_prompt(
                 self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes", extras=self.system_templates[1:],
@@ -224,6 +231,10 @@ class LLMMerchant(Contestant):
 
     def calls(self) -> list[ModelCall]:
         return list(self._calls)
+
+    def _schema(self, talk: bool) -> dict[str, Any]:
+        """The decision's schema for this merchant's params and scenario's catalog."""
+        return for_catalog(decision_schema(think=self.params.think, plan=self.params.plan, talk=talk), self.scenario.product_ids, self.scenario.whole_units)
 
     def _reflect(self, day: int, report: str) -> str | None:
         """The model's reflection on yesterday's decision, now that `report` shows its outcome
