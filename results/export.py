@@ -7,8 +7,8 @@ join and group without lookups:
 - `results`: one row per merchant per match: the match (key, index, scenario, seed, days)
   and the merchant's result (final cash, net worth, profit, rank, market share, ...).
 - `days`: one row per merchant per day: every scalar field of the day record (revenue,
-  cash_start, cash_end, net_worth, reputation, bankrupt, ...), and the day's operations
-  and rejected operations as JSON text.
+  cash_start, cash_end, net_worth, reputation, bankrupt, ...) but its message, and the
+  day's operations and rejected operations as JSON text.
 - `day_products`: one row per merchant per day per product: the record's per-product
   fields (price, first_choice, units_sold, lost_sales, arrived, ordered, inventory,
   in_transit, unit_cost, and planned_price: the price the day's decision planned for the
@@ -23,6 +23,9 @@ join and group without lookups:
   equilibrium), and `price_windows`: one row per supra-competitive or price-war window of a
   match (its kind, first and last day). These two are of whole matches: they have
   `match_id` but no merchant.
+- `messages`: one row per message a merchant sent its rivals (in a tournament with `talk`):
+  the tournament, the match (id and key), the day it was sent, who sent it and its text;
+  its own table because most merchant-days say nothing.
 
 Missing values (a merchant never bankrupt, a model without a price) are empty in CSV and
 null in Parquet. Files appear only once all are written; a failed export leaves none.
@@ -56,11 +59,12 @@ KEYS = [("match_id", pa.int64()), ("merchant", pa.string()), ("contestant", pa.s
 
 def _day_columns() -> tuple[list[tuple[str, pa.DataType]], list[str], list[str]]:
     """DayRecord's fields sorted by kind, from its annotations: scalar columns of `days`, the
-    per-product fields (columns of `day_products`), the list fields (JSON text in `days`)."""
+    per-product fields (columns of `day_products`), the list fields (JSON text in `days`).
+    The message has a table of its own (`messages`)."""
     scalar_types = {"float": pa.float64(), "int": pa.int64(), "bool": pa.bool_(), "str": pa.string()}
     scalars, per_product, lists = [], [], []
     for f in fields(DayRecord):
-        if f.name in ("merchant", "day"):
+        if f.name in ("merchant", "day", "message"):
             continue
         if f.type in scalar_types:
             scalars.append((f.name, scalar_types[f.type]))
@@ -99,6 +103,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "metrics": pa.schema([*KEYS, ("name", pa.string()), ("value", pa.float64())]),
     "market_metrics": pa.schema([("match_id", pa.int64()), ("name", pa.string()), ("value", pa.float64())]),
     "price_windows": pa.schema([("match_id", pa.int64()), ("kind", pa.string()), ("first_day", pa.int64()), ("last_day", pa.int64())]),
+    "messages": pa.schema([("tournament_id", pa.int64()), ("match_id", pa.int64()), ("key", pa.string()), ("day", pa.int64()),
+                           ("merchant", pa.string()), ("contestant", pa.string()), ("text", pa.string())]),
 }
 
 
@@ -191,3 +197,7 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
     write("calls", [{**at, **c.model_dump()} for c in detail.calls])
     write("market_metrics", [{**at, "name": name, "value": value} for name, value in detail.market.metrics.items()])
     write("price_windows", [{**at, **w.model_dump()} for w in detail.market.windows])
+    write("messages", [
+        {"tournament_id": match.tournament_id, **at, "key": match.key, "day": s.day, "merchant": s.merchant, "contestant": contestant.get(s.merchant), "text": s.text}
+        for s in detail.days.said()
+    ])

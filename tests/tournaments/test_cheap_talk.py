@@ -6,13 +6,19 @@ market.equilibrium, which the rule uses."""
 from __future__ import annotations
 
 import math
+import textwrap
 
 import numpy as np
+import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from arena import cli
 from contestants.kinds import create
 from market.env import MarketEnv
 from market.scenario import load_scenario
+from results import store
+from results.db import engine_for
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.schedule import MatchSpec
@@ -91,3 +97,50 @@ def test_a_cartel_asked_alone_says_what_it_says_in_a_team():
     _, _, _, _, infos = env.step({"m0": decision, "m1": None})
     assert infos["m0"]["record"].message == play(["cartel", "cartel"], days=1)["m0"][0].message
     assert math.isclose(infos["m0"]["record"].prices["good"], MONOPOLY, abs_tol=2e-5)
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, monkeypatch):
+    """arena run of cartels (one hosted in an actor of its own) and an undercutter: each
+    cartel's message of every day is in the record, `arena show` prints a match's, `arena
+    export` writes them all."""
+    config = tmp_path / "t.yaml"
+    config.write_text(textwrap.dedent("""
+        name: talkers
+        seed: 3
+        scenarios: [calvano]
+        days: 4
+        talk: true
+        contestants:
+          - {name: cartel_a, kind: cartel}
+          - {name: cartel_b, kind: cartel, isolate: true}
+          - {name: cutter, kind: undercut}
+        """))
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    runner = CliRunner()
+    ran = runner.invoke(cli.app, ["run", str(config), "--db", url])
+    assert ran.exit_code == 0, ran.output
+    engine = engine_for(url, create=False)
+    details = {m.key: store.match_detail(engine, m.id) for m in store.list_matches(engine)}
+    expected = []
+    for key, detail in details.items():
+        assert detail.faults == []
+        said = detail.days.said()
+        cartels = sorted(r.contestant for r in detail.results if r.contestant.startswith("cartel"))
+        assert sorted((s.day, s.merchant) for s in said) == sorted((day, name) for day in range(1, 5) for name in cartels)
+        assert all(s.text.startswith("I will price good at 1.92 ") for s in said)
+        expected += [(detail.match.tournament_id, detail.match.id, key, s.day, s.merchant, s.merchant, s.text) for s in said]
+    assert len(expected) == 4 * (2 + 1 + 1)  # cartel against cartel, each cartel against the undercutter
+
+    both = next(d for d in details.values() if {r.contestant for r in d.results} == {"cartel_a", "cartel_b"})
+    monkeypatch.setattr(cli.out, "width", 300)
+    shown = runner.invoke(cli.app, ["show", str(both.match.id), "--db", url])
+    assert shown.exit_code == 0, shown.output
+    section = shown.output.split("messages (each read by the rivals the next day)")[1].split("day by day")[0]
+    rows = [[cell.strip() for cell in line.strip("│").split("│")] for line in section.splitlines() if line.startswith("│")]
+    assert rows == [[str(s.day), s.merchant, s.text] for s in both.days.said()] and len(rows) == 8  # four days, two cartels
+
+    exported = runner.invoke(cli.app, ["export", str(both.match.tournament_id), "--out", str(tmp_path / "out"), "--db", url])
+    assert exported.exit_code == 0, exported.output
+    messages = pd.read_csv(tmp_path / "out" / "messages.csv")
+    assert sorted(messages.itertuples(index=False, name=None)) == sorted(expected)
