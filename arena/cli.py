@@ -317,7 +317,8 @@ def show(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """One match: its results and metrics, then a day-by-day table of every merchant."""
+    """One match: its results and metrics, the messages its merchants sent, then a day-by-day
+    table of every merchant."""
     with user_errors():
         engine = engine_for(db, create=False)
         detail = store.match_detail(engine, match_id)
@@ -374,11 +375,17 @@ def show(
             error = "no answer" if p.relative_error is None else f"{p.relative_error:.1%}"
             probes.add_row(str(p.day), p.merchant, escape(asked), f"{p.truth:,.2f}", answer, error)
         out.print(probes)
+    said = detail.days.said()
+    if said:
+        messages = Table("day", "merchant", "message", title="messages (each read by the rivals the next day)")
+        for message in said:
+            messages.add_row(str(message.day), message.merchant, escape(message.text))
+        out.print(messages)
     days = Table("day", "merchant", "prices", "sold", "lost", "stock", "cash", "net worth", "rep.", "notes", title="day by day")
     faults = {(f.day, f.merchant): f for f in detail.faults}
     for d in detail.days:
         notes = [f"{f.kind}: {f.detail}" for f in [faults.get((d.day, d.merchant))] if f]
-        notes += [r.reason for r in d.rejections if r.index >= 0]
+        notes += [r.reason for r in d.rejections if r.index != -1]  # the decision as a whole: its fault says why
         days.add_row(
             str(d.day), d.merchant, _per_product(d.prices, "{:.2f}"), _per_product(d.units_sold), _per_product(d.lost_sales),
             _per_product(d.inventory), _money(d.cash_end), _money(d.net_worth), f"{d.reputation:.2f}", "; ".join(notes),
@@ -414,8 +421,9 @@ def export_command(
     db: DbOption = None,
 ) -> None:
     """A tournament's record as tables for pandas: results, days, day_products, calls, metrics,
-    market_metrics, price_windows; with a deviation probe, deviations and the deviated path's
-    deviated_days, deviated_day_products and deviated_calls (every file is written, empty or not)."""
+    market_metrics, price_windows, messages; with a deviation probe, deviations and the
+    deviated path's deviated_days, deviated_day_products and deviated_calls (every file is
+    written, empty or not)."""
     with user_errors():
         files = export(engine_for(db, create=False), tournament_id, out, fmt.value)
     out_print(f"wrote {', '.join(str(file) for file in files)}")

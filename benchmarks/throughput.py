@@ -131,7 +131,7 @@ def played(days: int, results: list[MerchantResult]) -> int:
 
 def rules_of(t: Tournament) -> MatchRules:
     """The rules `run_tournament` plays the tournament's matches by (memory probes included)."""
-    return MatchRules(seed=t.spec.seed, deadlines=deadlines(t.spec), recall_every=t.spec.recall_every)
+    return MatchRules.of(t.spec, deadlines=deadlines(t.spec))
 
 
 def engine_in_process(merchants: int, seeds: int = 10) -> dict:

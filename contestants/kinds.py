@@ -21,6 +21,7 @@ _TARGETS: dict[str, str] = {
     "best_response": "contestants.baselines:BestResponse",
     "tit_for_tat": "contestants.baselines:TitForTat",
     "grim_trigger": "contestants.baselines:GrimTrigger",
+    "cartel": "contestants.baselines:Cartel",
     "latency": "contestants.baselines:Latency",
     "chaos": "contestants.baselines:Chaos",
     "qlearning": "contestants.qlearning:QLearner",

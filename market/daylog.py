@@ -2,8 +2,8 @@
 
 The market writes each day's records as arrays, one row per merchant that played: numbers
 in two float matrices (per merchant, and per merchant and product), the applied operations
-as columns too (`Operations`), the decision's rejections and plan as Python lists beside
-them. A whole match is then a handful of arrays however many merchant-days it has, which is
+as columns too (`Operations`), the decision's rejections, plan and message as Python lists
+beside them (a day of a market where nobody talks adds no messages: they are "" for all). A whole match is then a handful of arrays however many merchant-days it has, which is
 what makes a match cheap to score, to send between processes and to store (see
 results.daylog_codec). `DayRecord` objects, one per merchant-day, are made from the columns only
 when something asks for them.
@@ -120,7 +120,8 @@ class DayLog(ColumnRecords[DayRecord]):
     """Rows of merchant-days in play order (day by day; within a day, seat order).
 
     seat[r] indexes `merchants`; scalars[r, k] is SCALARS[k]; per_product[r, k, j] is
-    PER_PRODUCT[k] of products[j]. As a sequence it reads as DayRecords (made on demand)."""
+    PER_PRODUCT[k] of products[j]; messages[r] is the row's message ("": none). As a
+    sequence it reads as DayRecords (made on demand)."""
 
     merchants: tuple[str, ...]
     products: tuple[str, ...]
@@ -132,6 +133,7 @@ class DayLog(ColumnRecords[DayRecord]):
     applied: Operations
     rejections: list[list[Rejection]]
     plans: list[dict[str, float]]
+    messages: list[str]
 
     def __len__(self) -> int:
         return len(self.day)
@@ -148,6 +150,11 @@ class DayLog(ColumnRecords[DayRecord]):
         """The rows of one merchant, in day order."""
         return np.flatnonzero(self.seat == self.merchants.index(merchant))
 
+    def said(self) -> list[Said]:
+        """Every message said, in play order (for the record's readers: show, report, export)."""
+        days, seats = self.day.tolist(), self.seat.tolist()
+        return [Said(days[r], self.merchants[seats[r]], text) for r, text in enumerate(self.messages) if text]
+
     def records(self, rows: Iterable[int] | None = None) -> list[DayRecord]:
         """DayRecords of `rows` (default: all). Arrays become Python lists once and `map`
         makes the records: the market calls this for every merchant-day when it builds
@@ -163,7 +170,7 @@ class DayLog(ColumnRecords[DayRecord]):
         return list(
             map(
                 DayRecord, names, self.day[rows].tolist(), self.applied.as_dicts(rows, ids), [self.rejections[r] for r in rows],
-                *tables, *scalars, self.bankrupt[rows].tolist(), [self.plans[r] for r in rows],
+                *tables, *scalars, self.bankrupt[rows].tolist(), [self.plans[r] for r in rows], [self.messages[r] for r in rows],
             )
         )  # fmt: skip
 
@@ -193,7 +200,16 @@ class DayLog(ColumnRecords[DayRecord]):
             applied=Operations.of_dicts(numbered(r.operations for r in records), ids),
             rejections=[r.rejections for r in records],
             plans=[r.plan for r in records],
+            messages=[r.message for r in records],
         )
+
+
+class Said(NamedTuple):
+    """A message as the record keeps it: the day it was said, by whom, and what."""
+
+    day: int
+    merchant: str
+    text: str
 
 
 @dataclass
@@ -204,9 +220,13 @@ class DayLogBuilder:
     products: tuple[str, ...]
     _days: list[tuple] = field(default_factory=list)
 
-    def add(self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, applied: Operations, rejections, plans) -> None:
-        """One day's rows: `applied` numbers its operations' rows like `seat`."""
-        self._days.append((seat, day, bankrupt, scalars, per_product, applied, rejections, plans))
+    def add(
+        self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, applied: Operations, rejections, plans,
+        messages: list[str] | None = None,
+    ) -> None:
+        """One day's rows: `applied` numbers its operations' rows like `seat`; `messages`
+        one per row, or None where merchants do not talk."""
+        self._days.append((seat, day, bankrupt, scalars, per_product, applied, rejections, plans, messages))
 
     def whole_rejections(self, day: int) -> list[tuple[str, Rejection]]:
         """(merchant, rejection) for each merchant whose answer on `day` was not a decision at
@@ -241,14 +261,15 @@ class DayLogBuilder:
         if not days:
             p = len(self.products)
             return DayLog(self.merchants, self.products, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, bool),
-                          np.zeros((0, len(SCALARS))), np.zeros((0, len(PER_PRODUCT), p)), _NO_OPERATIONS, [], [])  # fmt: skip
-        seats, days_, bankrupt, scalars, per_product, applied, rejections, plans = zip(*days)
-        first_rows = np.cumsum([0] + [len(s) for s in seats[:-1]])
+                          np.zeros((0, len(SCALARS))), np.zeros((0, len(PER_PRODUCT), p)), _NO_OPERATIONS, [], [], [])  # fmt: skip
+        seats, days_, bankrupt, scalars, per_product, applied, rejections, plans, messages = zip(*days)
+        rows = [len(s) for s in seats]
+        first_rows = np.cumsum([0] + rows[:-1])
         return DayLog(
             merchants=self.merchants,
             products=self.products,
             seat=np.concatenate(seats).astype(np.int32),
-            day=np.repeat(np.array(days_, dtype=np.int32), [len(s) for s in seats]),
+            day=np.repeat(np.array(days_, dtype=np.int32), rows),
             bankrupt=np.concatenate(bankrupt),
             scalars=np.ascontiguousarray(np.concatenate(scalars)),  # the days may be views of wider arrays, in any order
             per_product=np.ascontiguousarray(np.concatenate(per_product)),
@@ -258,4 +279,5 @@ class DayLogBuilder:
             ),
             rejections=[row for day in rejections for row in day],
             plans=[row for day in plans for row in day],
+            messages=[text for said, n in zip(messages, rows) for text in (said or [""] * n)] if any(messages) else [""] * sum(rows),
         )

@@ -10,6 +10,10 @@ order, advertise) of every merchant for k = 1, 2, ..., each checked against the 
 earlier ones left, and each refused one given a code and a reason; customers choose
 (market/demand.py), sales capped by stock; costs are paid, reputation moves, and a merchant
 with cash below zero goes bankrupt. Each match's days go into its DayLogBuilder as columns.
+
+Where merchants talk (`talk`), a decision's message is delivered with the day's record and
+shown to the match's other merchants in the next day's observations; elsewhere messages are
+not even looked at.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from market.types import (
     PublicMerchant,
     Rejection,
     RejectionCode,
+    RivalMessage,
+    delivered,
     parse_decision,
 )
 
@@ -64,9 +70,10 @@ class Submitted(NamedTuple):
 
 
 class Market:
-    def __init__(self, scenario: Scenario, rosters: Sequence[Sequence[str]], days: int | None = None):
+    def __init__(self, scenario: Scenario, rosters: Sequence[Sequence[str]], days: int | None = None, talk: bool = False):
         """`rosters`: each match's merchants, as many in every match, in seat order (as many
-        as the scenario's seats, if it lists them)."""
+        as the scenario's seats, if it lists them). `talk`: merchants may send one another
+        messages (Decision.message)."""
         if not rosters or not rosters[0] or any(len(set(r)) != len(r) or len(r) != len(rosters[0]) for r in rosters):
             raise ValueError("merchants must be unique names, at least one, as many in every match")
         scenario.check_merchants(len(rosters[0]))
@@ -74,6 +81,7 @@ class Market:
         self.seats = len(rosters[0])
         self.scenario = scenario
         self.days = days or scenario.days
+        self.talk = talk
         products = scenario.products
         matches = len(self.rosters)
         self._unit_cost0 = np.tile(scenario.seat_values("unit_cost", self.seats), (matches, 1))  # [row, product]: seats may differ
@@ -142,11 +150,14 @@ class Market:
         ids, names, board = self._product_ids, self._names, view.board
         boards: dict[int, list[PublicMerchant]] = {}
         yesterdays: dict[int, dict[int, DayRecord]] = {}
+        said: dict[int, list[tuple[int, RivalMessage]]] = {}  # by match: (seat, message) of yesterday's messages, where merchants talk
         for b in {i // self.seats for i in rows}:
             span = self.match_rows[b]
             if self.day > 1:  # yesterday's records of the match, by seat
                 played = self.logs[b].day(self.day - 1)
                 yesterdays[b] = dict(zip(played.seat.tolist(), played.records()))
+            if self.talk:
+                said[b] = [(s, RivalMessage(r.merchant, r.message)) for s, r in sorted(yesterdays.get(b, {}).items()) if r.message]
             shown = zip(names[span], board.prices[span].tolist(), board.reputation[span].tolist(), board.units_sold[span].tolist(), board.bankrupt[span].tolist())
             boards[b] = [PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out) for name, price, rep, units, out in shown]
         own = [view.cash, view.reputation, view.receivables_due, view.receivables_pending, view.unit_cost, view.prices, view.inventory, view.in_transit]
@@ -155,8 +166,9 @@ class Market:
         for k, i in enumerate(rows):
             products = [ProductState(pid, price, cost, held, due_in, lead, holding) for (pid, lead, holding), cost, price, held, due_in in zip(self._statics, unit_cost[k], prices[k], stock[k], coming[k])]  # fmt: skip
             yesterday = yesterdays.get(i // self.seats, {}).get(i % self.seats)
+            heard = [message for s, message in said[i // self.seats] if s != i % self.seats] if self.talk else None
             observations.append(
-                Observation(names[i], view.day, self.days, cash[k], reputation[k], due[k], pending[k], products, yesterday, boards[i // self.seats], view.events, view.fixed_daily_cost)
+                Observation(names[i], view.day, self.days, cash[k], reputation[k], due[k], pending[k], products, yesterday, boards[i // self.seats], view.events, view.fixed_daily_cost, heard)
             )  # fmt: skip
         return observations
 
@@ -203,7 +215,9 @@ class Market:
         if arrays is not None:
             rows = self._all_rows if rows is None else rows
             playing = np.flatnonzero(self.playing[rows])
-            parts.append(array_columns(arrays.take(playing), rows[playing]))
+            arrays = arrays.take(playing)
+            rows = rows[playing]
+            parts.append(array_columns(arrays, rows))
         rejected: list[list[Rejection]] = [[] for _ in range(m)]
         plans: list[dict[str, float]] = [{} for _ in range(m)]
         parsed = {i: raw if isinstance(raw, ParsedDecision) else parse_decision(raw) for i, raw in sorted((decisions or {}).items()) if self.playing[i]}
@@ -227,6 +241,7 @@ class Market:
         for i, refused in unknown.items():  # after the malformed ones, with the rest in the order given
             malformed = len(parsed[i].rejections)
             rejected[i][malformed:] = sorted(rejected[i][malformed:] + refused, key=lambda r: r.index)
+        said = self._messages(arrays, rows, parsed, rejected) if self.talk else None
 
         wanted, sold = self._clear_market(day)
         revenue = _sum(sold * self.prices, 1)
@@ -267,13 +282,15 @@ class Market:
         everyone = np.logical_and.reduce(self.playing.reshape(-1, self.seats), 1).tolist()  # per match: all its merchants played
         for log, span, whole in zip(self.logs, self.match_rows, everyone):
             if whole:  # the match's rows as they are (views of today's arrays)
-                log.add(self._seats, day, bankrupt[span], scalars[span], per_product[span], applied.take(span.start, span.stop), rejected[span], plans[span])
+                log.add(self._seats, day, bankrupt[span], scalars[span], per_product[span], applied.take(span.start, span.stop), rejected[span], plans[span],
+                        None if said is None else said[span])  # fmt: skip
                 continue
             seats = np.flatnonzero(self.playing[span])
             if seats.size:
                 at = seats + span.start
                 pick = at.tolist()
-                log.add(seats, day, bankrupt[at], scalars[at], per_product[at], applied.take(span.start, span.stop, at), [rejected[i] for i in pick], [plans[i] for i in pick])
+                log.add(seats, day, bankrupt[at], scalars[at], per_product[at], applied.take(span.start, span.stop, at), [rejected[i] for i in pick], [plans[i] for i in pick],
+                        None if said is None else [said[i] for i in pick])  # fmt: skip
 
         self.day += 1
         if day >= self.days:
@@ -281,6 +298,21 @@ class Market:
         else:
             self.playing &= ~self.bankrupt
         return worth_end - worth_start
+
+    def _messages(self, arrays: ArrayDecisions | None, rows: np.ndarray | None, parsed: dict[int, ParsedDecision], rejected: list[list[Rejection]]) -> list[str]:
+        """Each row's delivered message ("": none), from the rule merchants' `arrays` (for
+        `rows`, those playing) and the `parsed` decisions; a message not delivered adds its
+        rejection to its row's, after those of the operations."""
+        said = [""] * len(self.playing)
+        given: list[tuple[int, Any]] = []
+        if arrays is not None and arrays.messages is not None:
+            given += zip(rows.tolist(), arrays.messages.tolist())
+        given += ((i, decision.message) for i, decision in parsed.items())
+        for i, message in given:
+            said[i], refused = delivered(message)
+            if refused is not None:
+                rejected[i].append(refused)
+        return said
 
     def _columns(self, parsed: dict[int, ParsedDecision], unknown: dict[int, list[Rejection]]) -> Submitted:
         """The operations of parsed decisions (by row, ascending) as columns; the rejections

@@ -23,10 +23,11 @@ from market.types import Advertise, MarketView, Order, ParsedDecision, Rejection
 class MarketEnv(ParallelEnv):
     metadata = {"name": "arena_market_v0", "render_modes": []}
 
-    def __init__(self, scenario: Scenario, merchants: list[str] | int = 2, days: int | None = None, numeric: bool = False):
+    def __init__(self, scenario: Scenario, merchants: list[str] | int = 2, days: int | None = None, numeric: bool = False, talk: bool = False):
+        """`talk`: merchants may send one another messages (market.engine.Market)."""
         if isinstance(merchants, int):
             merchants = [f"m{i}" for i in range(merchants)]
-        self.market = Market(scenario, [merchants], days)
+        self.market = Market(scenario, [merchants], days, talk)
         self.scenario = scenario
         self.days = self.market.days
         self.numeric = numeric

@@ -1,9 +1,10 @@
 """What crosses the market's boundary: decisions in, observations and day records out.
 
-A decision is a list of operations, and optionally a plan: the prices the merchant intends
-to hold. Each operation is validated on its own, so one bad operation is rejected with a
-reason while the others still apply. `Decision`'s JSON schema is what a language model is
-asked to fill.
+A decision is a list of operations, and optionally a plan (the prices the merchant intends
+to hold) and a message (what it tells its rivals, in a market where merchants may talk).
+Each operation is validated on its own, so one bad operation is rejected with a reason
+while the others still apply. `Decision`'s JSON schema is what a language model is asked
+to fill.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal, NamedTuple, Union, get_args
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
 
 
 class _Op(BaseModel):
@@ -80,6 +81,9 @@ class PlannedPrice(BaseModel):
 
 _PLANNED = TypeAdapter(PlannedPrice)
 
+MESSAGE_LIMIT = 280
+"""The most characters a message may have: a short post, enough to name a price and a threat."""
+
 
 class Decision(BaseModel):
     """A merchant's decision for one day."""
@@ -92,6 +96,13 @@ class Decision(BaseModel):
         None,
         description="optional: the price you intend to post for each product in the coming days; "
         "it stands until you state a new plan for that product",
+    )
+    # The schema bounds the text, the validator does not: a longer message is the market's to
+    # refuse (a rejection of the message alone), not a reason to refuse the whole decision.
+    message: Annotated[str, WithJsonSchema({"type": "string", "maxLength": MESSAGE_LIMIT})] | None = Field(
+        None,
+        description=f"optional: a message to your rivals, at most {MESSAGE_LIMIT} characters; "
+        "they read it tomorrow (only in a market where merchants may talk)",
     )
 
 
@@ -109,13 +120,21 @@ class RejectionCode(StrEnum):
     ORDER_OVER_CASH = "order_over_cash"
     ADVERTISING_NEGATIVE = "advertising_negative"  # or not finite
     ADVERTISING_OVER_CASH = "advertising_over_cash"
+    MESSAGE_NOT_TEXT = "message_not_text"  # a decision's message that is not a string
+    MESSAGE_TOO_LONG = "message_too_long"  # longer than MESSAGE_LIMIT characters
+
+
+MESSAGE_INDEX = -2
+"""Rejection.index of a decision's message."""
 
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
     """An operation the market did not apply: its code, and why in words.
 
-    index is the operation's position in the decision, or -1 for the decision as a whole.
+    index is the operation's position in the decision, -1 for the decision as a whole (not a
+    decision at all: the match records a fault), or MESSAGE_INDEX (-2) for its message, which
+    was not delivered while the operations still applied.
     """
 
     index: int
@@ -126,11 +145,14 @@ class Rejection:
 
 class ParsedDecision(NamedTuple):
     """A decision as the market reads it: each well-formed operation with its position in
-    the decision, the rejected ones, and the well-formed items of its plan."""
+    the decision, the rejected ones, the well-formed items of its plan, and its message as
+    the merchant wrote it (None: none; the market checks it only where merchants talk, see
+    `delivered`)."""
 
     operations: list[tuple[int, Any]]
     rejections: list[Rejection]
     plan: list[PlannedPrice]
+    message: Any = None
 
 
 def parse_decision(raw: Any) -> ParsedDecision:
@@ -142,11 +164,11 @@ def parse_decision(raw: Any) -> ParsedDecision:
 
     A plan comes with a Decision or a dict with "operations" (its "plan": a list of
     {product, price}); a plan item that is not well-formed is left out, not rejected: it is
-    no operation."""
+    no operation. A message comes the same way (its "message"), unchecked."""
     if raw is None:
         return ParsedDecision([], [], [])
     if isinstance(raw, Decision):
-        return ParsedDecision(list(enumerate(raw.operations)), [], raw.plan or [])
+        return ParsedDecision(list(enumerate(raw.operations)), [], raw.plan or [], raw.message)
     if isinstance(raw, (str, bytes)):
         try:
             raw = json.loads(raw)
@@ -154,10 +176,11 @@ def parse_decision(raw: Any) -> ParsedDecision:
             why = getattr(exc, "msg", None) or str(exc)  # UnicodeDecodeError has no .msg
             return _malformed(raw, f"not JSON ({why})")
     plan: list[PlannedPrice] = []
+    message = None
     if isinstance(raw, dict):
         if "operations" not in raw:
             return _malformed(raw, "no 'operations' list")
-        plan = _plan(raw.get("plan"))
+        plan, message = _plan(raw.get("plan")), raw.get("message")
         raw = raw["operations"]
     if not isinstance(raw, list):
         return _malformed(raw, "operations must be a list")
@@ -171,11 +194,24 @@ def parse_decision(raw: Any) -> ParsedDecision:
             operations.append((index, _OPERATION.validate_python(item)))
         except ValidationError as exc:
             rejections.append(Rejection(index, _clip(item), f"malformed operation: {_first_error(exc)}", RejectionCode.MALFORMED_OPERATION))
-    return ParsedDecision(operations, rejections, plan)
+    return ParsedDecision(operations, rejections, plan, message)
 
 
 def _malformed(raw: Any, why: str) -> ParsedDecision:
     return ParsedDecision([], [Rejection(-1, _clip(raw), f"malformed decision: {why}", RejectionCode.MALFORMED_DECISION)], [])
+
+
+def delivered(message: Any) -> tuple[str, Rejection | None]:
+    """What the market delivers of a message where merchants talk: its text ("" for None:
+    nothing said), or nothing and the rejection saying why (not text, too long)."""
+    if message is None:
+        return "", None
+    if not isinstance(message, str):
+        return "", Rejection(MESSAGE_INDEX, _clip(message), "message must be text", RejectionCode.MESSAGE_NOT_TEXT)
+    if len(message) > MESSAGE_LIMIT:
+        why = f"message of {len(message)} characters is longer than {MESSAGE_LIMIT}: not delivered"
+        return "", Rejection(MESSAGE_INDEX, _clip(message), why, RejectionCode.MESSAGE_TOO_LONG)
+    return message, None
 
 
 def _plan(raw: Any) -> list[PlannedPrice]:
@@ -267,6 +303,8 @@ class DayRecord:
     net_worth: cash + stock in hand and in transit at unit cost + receivables;
     plan: the prices the day's decision planned for the coming days (see Decision.plan), for
     products the market sells and at prices it would accept; empty when it stated none.
+    message: what the day's decision told the rivals, who read it the next day (only where
+    merchants talk, see Decision.message); empty when it said nothing or was not delivered.
     """
 
     merchant: str
@@ -296,6 +334,15 @@ class DayRecord:
     net_worth: float
     bankrupt: bool
     plan: dict[str, float] = field(default_factory=dict)
+    message: str = ""
+
+
+@dataclass(slots=True)
+class RivalMessage:
+    """What a rival of the match told the others yesterday."""
+
+    merchant: str
+    text: str
 
 
 @dataclass(slots=True)
@@ -303,7 +350,9 @@ class Observation:
     """Everything one merchant knows at the start of a day.
 
     day counts from 1 to days; receivables_due may be collected today, receivables_pending
-    are not yet due; market lists every merchant, this one included.
+    are not yet due; market lists every merchant, this one included. messages: None where
+    merchants do not talk; where they do, what the other merchants of the match said
+    yesterday (those who said something, in seat order; empty on day 1).
     """
 
     merchant: str
@@ -318,6 +367,7 @@ class Observation:
     market: list[PublicMerchant]
     events: list[EventNotice]
     fixed_daily_cost: float
+    messages: list[RivalMessage] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -407,15 +457,19 @@ class ArrayDecisions(NamedTuple):
     """Decisions as arrays, one row per merchant: row i stands for the operations
     [collect, if collect[i]] + [set_price for each product whose price is not NaN] +
     [order for each product whose quantity is above 0], in that order: the rule merchants'
-    answer, compiled into the market's operation columns without an operation model."""
+    answer, compiled into the market's operation columns without an operation model.
+    messages: each row's message ("": none; see Decision.message), or None when no row
+    says anything, which is most days of most rules and costs nothing."""
 
     collect: np.ndarray  # [merchant] bool
     prices: np.ndarray  # [merchant, product], NaN: keep the price
     orders: np.ndarray  # [merchant, product], units
+    messages: np.ndarray | None = None  # [merchant] str (an object array)
 
     def take(self, rows: np.ndarray) -> ArrayDecisions:
         """The decisions of `rows` alone, in that order."""
-        return ArrayDecisions(self.collect[rows], self.prices[rows], self.orders[rows])
+        said = None if self.messages is None else self.messages[rows]
+        return ArrayDecisions(self.collect[rows], self.prices[rows], self.orders[rows], said)
 
     def operations(self, row: int, product_ids: Sequence[str]) -> list[Operation]:
         """Row `row` as operation models."""

@@ -1,10 +1,13 @@
 """How a match's day log (market.daylog.DayLog) is stored: its arrays as an uncompressed .npz
 archive (readable with numpy.load; the applied operations are the arrays op_row, op_kind,
 op_product and op_value), and the rest as JSON: names, the columns' order and the operation
-kinds, and per row the rejections (index, operation, reason, code) and the plan.
+kinds, and per row the rejections (index, operation, reason, code), the plan and, in a log of
+which some merchant said something, the message ("messages"; without it every row's is "":
+a log of a market where nobody talks is stored as before messages existed).
 
-Older logs still read: those that kept operations as dicts in the JSON, and those whose
-rejections have no code (it is found from their reason, as the market then worded it).
+Older logs still read: those that kept operations as dicts in the JSON, those whose
+rejections have no code (it is found from their reason, as the market then worded it), and
+those from before messages.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ def encode_text(log: DayLog) -> str:
             "operation_kinds": OPERATION_KINDS,
             "rejections": [[[r.index, r.operation, r.reason, r.code] for r in row] if row else [] for row in log.rejections],
             "plans": log.plans,
+            **({"messages": log.messages} if any(log.messages) else {}),
         }
     )
 
@@ -53,7 +57,8 @@ def decode(columns: bytes, text: str) -> DayLog:
         applied = Operations(arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"])
     rejections = [[_rejection(*r) for r in row] for row in rest["rejections"]]
     columns = (arrays[name] for name in ("seat", "day", "bankrupt", "scalars", "per_product"))
-    return DayLog(tuple(rest["merchants"]), tuple(rest["products"]), *columns, applied, rejections, rest["plans"])
+    messages = rest.get("messages") or [""] * len(rest["plans"])
+    return DayLog(tuple(rest["merchants"]), tuple(rest["products"]), *columns, applied, rejections, rest["plans"], messages)
 
 
 _OLD_WORDS = (

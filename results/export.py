@@ -7,8 +7,8 @@ join and group without lookups:
 - `results`: one row per merchant per match: the match (key, index, scenario, seed, days)
   and the merchant's result (final cash, net worth, profit, rank, market share, ...).
 - `days`: one row per merchant per day: every scalar field of the day record (revenue,
-  cash_start, cash_end, net_worth, reputation, bankrupt, ...), and the day's operations
-  and rejected operations as JSON text.
+  cash_start, cash_end, net_worth, reputation, bankrupt, ...) but its message, and the
+  day's operations and rejected operations as JSON text.
 - `day_products`: one row per merchant per day per product: the record's per-product
   fields (price, first_choice, units_sold, lost_sales, arrived, ordered, inventory,
   in_transit, unit_cost, and planned_price: the price the day's decision planned for the
@@ -23,10 +23,14 @@ join and group without lookups:
   equilibrium), and `price_windows`: one row per supra-competitive or price-war window of a
   match (its kind, first and last day). These two are of whole matches: they have
   `match_id` but no merchant.
+- `messages`: one row per message a merchant sent its rivals (in a tournament with `talk`):
+  the tournament, the match (id and key), the day it was sent, who sent it and its text;
+  its own table because most merchant-days say nothing.
 - `deviations`: one row per match of a tournament with a deviation probe: its first day,
   seat (and the merchant there), target (best_response, nash or a price), days and discount;
-  `deviated_days`, `deviated_day_products` and `deviated_calls` hold the deviated path of
-  each such match, as `days`, `day_products` and `calls` hold the path played. Their
+  `deviated_days`, `deviated_day_products`, `deviated_calls` and `deviated_messages` hold
+  the deviated path of each such match, as `days`, `day_products`, `calls` and `messages`
+  hold the path played. Their
   measures (rival_response, ...) are in `metrics`.
 
 Missing values (a merchant never bankrupt, a model without a price) are empty in CSV and
@@ -49,6 +53,7 @@ import pyarrow.csv
 import pyarrow.parquet
 from sqlalchemy import Engine
 
+from market.daylog import DayLog
 from market.types import DayRecord, record_adapter
 from results import store
 from results.tables import MatchRow
@@ -61,11 +66,12 @@ KEYS = [("match_id", pa.int64()), ("merchant", pa.string()), ("contestant", pa.s
 
 def _day_columns() -> tuple[list[tuple[str, pa.DataType]], list[str], list[str]]:
     """DayRecord's fields sorted by kind, from its annotations: scalar columns of `days`, the
-    per-product fields (columns of `day_products`), the list fields (JSON text in `days`)."""
+    per-product fields (columns of `day_products`), the list fields (JSON text in `days`).
+    The message has a table of its own (`messages`)."""
     scalar_types = {"float": pa.float64(), "int": pa.int64(), "bool": pa.bool_(), "str": pa.string()}
     scalars, per_product, lists = [], [], []
     for f in fields(DayRecord):
-        if f.name in ("merchant", "day"):
+        if f.name in ("merchant", "day", "message"):
             continue
         if f.type in scalar_types:
             scalars.append((f.name, scalar_types[f.type]))
@@ -104,12 +110,14 @@ SCHEMAS: dict[str, pa.Schema] = {
     "metrics": pa.schema([*KEYS, ("name", pa.string()), ("value", pa.float64())]),
     "market_metrics": pa.schema([("match_id", pa.int64()), ("name", pa.string()), ("value", pa.float64())]),
     "price_windows": pa.schema([("match_id", pa.int64()), ("kind", pa.string()), ("first_day", pa.int64()), ("last_day", pa.int64())]),
+    "messages": pa.schema([("tournament_id", pa.int64()), ("match_id", pa.int64()), ("key", pa.string()), ("day", pa.int64()),
+                           ("merchant", pa.string()), ("contestant", pa.string()), ("text", pa.string())]),
     "deviations": pa.schema(
         [("match_id", pa.int64()), ("day", pa.int64()), ("seat", pa.int64()), ("merchant", pa.string()), ("contestant", pa.string()),
          ("to", pa.string()), ("days", pa.int64()), ("discount", pa.float64())]
     ),
 }
-SCHEMAS |= {f"deviated_{name}": SCHEMAS[name] for name in ("days", "day_products", "calls")}  # the deviated path's, alike
+SCHEMAS |= {f"deviated_{name}": SCHEMAS[name] for name in ("days", "day_products", "calls", "messages")}  # the deviated path's, alike
 
 
 class ExportError(ValueError):
@@ -189,18 +197,19 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
          **r.model_dump()}
         for r in detail.results
     ])
-    _write_path(write, "", at, contestant, detail.days, detail.calls)
+    _write_path(write, "", match, contestant, detail.days, detail.calls)
     write("market_metrics", [{**at, "name": name, "value": value} for name, value in detail.market.metrics.items()])
     write("price_windows", [{**at, **w.model_dump()} for w in detail.market.windows])
     if detail.deviation is not None:
         probe = detail.deviation.probe
         forced = probe.forced([r.merchant for r in detail.results])
         write("deviations", [{**at, **probe.model_dump(exclude={"to"}), "to": probe.target, "merchant": forced, "contestant": contestant.get(forced)}])
-        _write_path(write, "deviated_", at, contestant, detail.deviation.days_played, detail.deviation.calls)
+        _write_path(write, "deviated_", match, contestant, detail.deviation.days_played, detail.deviation.calls)
 
 
-def _write_path(write: Callable[[str, list[dict[str, Any]]], None], prefix: str, at: dict, contestant: dict[str, str], records, calls) -> None:
-    """The days, day_products and calls of one path of a match, into the tables named with `prefix`."""
+def _write_path(write: Callable[[str, list[dict[str, Any]]], None], prefix: str, match: MatchRow, contestant: dict[str, str], records, calls) -> None:
+    """The days, day_products, calls and messages of one path of a match, into the tables named with `prefix`."""
+    at = {"match_id": match.id}
     days, products = [], []
     for record in records:
         data = record_adapter.dump_python(record, mode="json")
@@ -211,3 +220,7 @@ def _write_path(write: Callable[[str, list[dict[str, Any]]], None], prefix: str,
     write(f"{prefix}days", days)
     write(f"{prefix}day_products", products)
     write(f"{prefix}calls", [{**at, **c.model_dump()} for c in calls])
+    write(f"{prefix}messages", [
+        {"tournament_id": match.tournament_id, **at, "key": match.key, "day": s.day, "merchant": s.merchant, "contestant": contestant.get(s.merchant), "text": s.text}
+        for s in DayLog.of(records).said()
+    ])

@@ -31,7 +31,7 @@ import numpy as np
 from market import accounting
 from market.daylog import DayLog
 from market.scenario import Scenario
-from market.types import DayRecord, RejectionCode
+from market.types import MESSAGE_LIMIT, DayRecord, RejectionCode
 from results.collusion import CollusionSettings, demand_scale, gain, runs, seat_benchmarks
 from results.records import Fault, MarketScores, MerchantResult, PriceWindow, ProbeLog, ProbeResult, WindowKind
 
@@ -407,16 +407,16 @@ class Seat:
 # --- coherence ------------------------------------------------------------------------
 
 REJECTION_KINDS: dict[str, str] = {
-    "malformed": "not a well-formed decision or operation (not JSON, schema errors)",
+    "malformed": "not a well-formed decision, operation or message (not JSON, schema errors, a message that is not text)",
     "unknown_product": "a product the market does not sell",
     "over_cash": "spending (an order, advertising) beyond the cash in hand",
     "out_of_range": "any other value the market refuses: a non-positive or non-finite price, "
-    "quantity or amount, a fractional quantity where units are whole, a price above the ceiling",
+    f"quantity or amount, a fractional quantity where units are whole, a price above the ceiling, a message longer than {MESSAGE_LIMIT} characters",
 }
 
 
 _KIND_OF_CODE = {
-    RejectionCode.MALFORMED_DECISION: "malformed", RejectionCode.MALFORMED_OPERATION: "malformed",
+    RejectionCode.MALFORMED_DECISION: "malformed", RejectionCode.MALFORMED_OPERATION: "malformed", RejectionCode.MESSAGE_NOT_TEXT: "malformed",
     RejectionCode.UNKNOWN_PRODUCT: "unknown_product",
     RejectionCode.ORDER_OVER_CASH: "over_cash", RejectionCode.ADVERTISING_OVER_CASH: "over_cash",
 }  # fmt: skip
@@ -432,7 +432,8 @@ def rejection_kind(code: RejectionCode) -> str:
 def validity_rate(seat: Seat) -> float | None:
     """Share of the operations the merchant submitted that the market applied:
     validity_rate = applied / (applied + rejected), over all its days. A decision that was not
-    a list of operations at all counts as one rejected submission (and is a fault too); a day
+    a list of operations at all counts as one rejected submission (and is a fault too), and
+    so does a message the market did not deliver (a delivered one is no operation); a day
     on which no answer came (timeout, error) submits nothing (see fault_days). None when
     nothing was submitted."""
     if seat.submitted == 0:

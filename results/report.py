@@ -8,9 +8,10 @@ Sections, each an element with a fixed id: `overview`, `leaderboard` (table and 
 of the ratings with their intervals), `head-to-head` (win matrix), `metrics` (the stored
 metrics, mean per contestant), `usage` (model tokens and cost), `matches` (one collapsible
 section per match: results, price trajectories with the scenario's events, cash, net worth,
-market share, its metrics, the market's collusion measures and model calls; the price charts
-carry the product's Nash and monopoly prices and the supra-competitive and price-war
-windows). A contestant keeps one colour on the whole page.
+market share, the messages its merchants sent each other, its metrics, the market's
+collusion measures and model calls; the price charts carry the product's Nash and monopoly
+prices and the supra-competitive and price-war windows). A contestant keeps one colour on
+the whole page.
 """
 
 from __future__ import annotations
@@ -314,6 +315,10 @@ def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: 
         _results_table(results, colors),
         f'<div class="charts">{"".join(charts)}</div>',
     ]
+    said = detail.days.said()
+    if said:
+        rows = [[m.day, _seat_label(m.merchant, contestant_of.get(m.merchant, m.merchant)), m.text] for m in said]
+        parts.append(f"<h4>Messages</h4>{_table(['day', 'merchant', 'message (read by the rivals the next day)'], rows, numeric_from=3)}")
     if detail.deviation is not None:
         parts.append(deviation_part(detail, events, series_style, levels))
     if metrics:

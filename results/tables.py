@@ -78,7 +78,7 @@ class DayLogRow(SQLModel, table=True):
 
     match_id: int = Field(foreign_key="match.id", primary_key=True, ondelete="CASCADE")
     columns: bytes = Field(sa_type=LargeBinary, description="numpy .npz: seat, day, bankrupt, scalars, per_product")
-    decisions: str = Field(sa_type=Text, description="JSON: merchants, products, column names; per row operations, rejections, plan")
+    decisions: str = Field(sa_type=Text, description="JSON: merchants, products, column names; per row rejections, plan and (where someone spoke) message")
 
 
 class FaultRow(Fault, table=True):

@@ -37,7 +37,7 @@ def play_here(config: Path, db_url: str) -> int:
         engine, name=spec.name, config_path=str(config), config_text=tournament.text, config_hash=tournament.config_hash,
         seed=spec.seed, contestants=[(c.name, c.kind, c.params) for c in spec.contestants], planned_matches=len(plan),
     )
-    rules = MatchRules(seed=spec.seed, recall_every=spec.recall_every, collusion=spec.collusion)
+    rules = MatchRules.of(spec)
     entries = {c.name: c for c in spec.contestants}
     for match in plan:
         scenario = tournament.scenarios[match.scenario]

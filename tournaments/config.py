@@ -65,6 +65,9 @@ class TournamentSpec(BaseModel):
         default_factory=CollusionSettings, description="the measurement window and the flags of the collusion metrics"
     )
     deviation: DeviationProbe | None = Field(None, description="play every match again with one seat's prices forced (results.deviation)")
+    talk: bool = Field(
+        False, description="merchants may send their rivals a message each day, which the rivals read the next day (cheap talk)"
+    )
 
     @field_validator("contestants")
     @classmethod
@@ -136,9 +139,11 @@ class Tournament(BaseModel):
         weights and prices, which only read the results, nor the failures that stop a run)
         and the scenarios. The collusion settings decide how every match is measured, so
         they count, but only when they differ from the defaults: a file without them has the
-        identity it had before they existed. So does a deviation probe, when there is one."""
-        ignored = {"budget", "scoring", "stop_after_failures", "prices"} | ({"collusion"} if self.spec.collusion == CollusionSettings() else set())
-        ignored |= {"deviation"} if self.spec.deviation is None else set()
+        identity it had before they existed. Likewise `talk`, which changes how every match
+        is played, and a deviation probe: each counts only when there is one."""
+        at_default = ({"collusion"} if self.spec.collusion == CollusionSettings() else set()) | (set() if self.spec.talk else {"talk"})
+        at_default |= {"deviation"} if self.spec.deviation is None else set()
+        ignored = {"budget", "scoring", "stop_after_failures", "prices"} | at_default
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
             entry["params"].pop("prices", None)

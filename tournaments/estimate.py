@@ -55,8 +55,7 @@ def estimate(tournament: Tournament) -> list[Estimate]:
     """Per contestant that calls a model, in the file's order, then the total."""
     spec = tournament.spec
     entries = {entry.name: _rehearsed(entry) for entry in spec.contestants}
-    options = RunOptions(rehearse=True, no_cache=True, prices=spec.prices)
-    rules = MatchRules(seed=spec.seed, recall_every=spec.recall_every, options=options, deviation=spec.deviation)
+    rules = MatchRules.of(spec, RunOptions(rehearse=True, no_cache=True, prices=spec.prices))
     calls: dict[str, list[ModelCallRecord]] = defaultdict(list)
     caches = {entry.name: _caches(entry) for entry in spec.contestants}
     for match in schedule(tournament):

@@ -42,7 +42,7 @@ from results.deviation import DeviationProbe
 from results.metrics import compute as compute_metrics, match_results
 from results.records import DeviationPath, Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder, StoppedMatch
 from tournaments.channel import HostGone
-from tournaments.config import ContestantEntry
+from tournaments.config import ContestantEntry, TournamentSpec
 from tournaments.schedule import MatchSpec
 
 
@@ -75,6 +75,16 @@ class MatchRules:
     options: RunOptions = RunOptions()  # how contestants are made: `arena run` flags, prices, the run's desk
     collusion: CollusionSettings = CollusionSettings()  # how the collusion metrics measure a finished match
     deviation: DeviationProbe | None = None  # every match is played twice: on path and with a seat forced to deviate
+    talk: bool = False  # merchants may send one another messages (market.engine.Market)
+
+    @classmethod
+    def of(cls, spec: TournamentSpec, options: RunOptions = RunOptions(), deadlines: dict[str, float] | None = None) -> MatchRules:
+        """What the matches of the tournament `spec` describes share (`deadlines`: by contestant,
+        tournaments.runner.deadlines)."""
+        return cls(
+            seed=spec.seed, deadlines=deadlines or {}, recall_every=spec.recall_every, options=options, collusion=spec.collusion,
+            deviation=spec.deviation, talk=spec.talk,
+        )  # fmt: skip
 
     def deadline(self, name: str) -> float:
         return self.deadlines.get(name, DEFAULT_DEADLINE_S)
@@ -314,7 +324,7 @@ class Match:
 
 
 async def play_together(matches: list[Match], on_day: Callable[[], None] = lambda: None) -> list[FinishedMatch | StoppedMatch]:
-    """Play matches of one scenario, length and size side by side in one market: each comes
+    """Play matches of one scenario, length, size and talk side by side in one market: each comes
     out exactly as it would played alone, and a day of many costs little more than a day of
     one. Each match's wall time is the time of the whole group. Matches whose merchants call
     models are played alone: once the run's calls stop, the match stops (`StoppedMatch`).
@@ -355,7 +365,7 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
     decided too and ignored by the market.)"""
     started = time.perf_counter()
     first = matches[0]
-    market = Market(first.scenario, [m.spec.seats for m in matches], first.spec.days)
+    market = Market(first.scenario, [m.spec.seats for m in matches], first.spec.days, first.rules.talk)
     market.reset([m.market_seed for m in matches])
     n = market.seats
     by_view: tuple[list[int], list[Any]] = ([], [])

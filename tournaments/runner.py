@@ -127,9 +127,7 @@ def _play(
     desk = start_desk(spec.budget, spent, spec.stop_after_failures, os.getcwd())
     options = options.model_copy(update={"desk": desk, "prices": spec.prices})
     entries = {c.name: c for c in spec.contestants}
-    rules = MatchRules(
-        seed=spec.seed, deadlines=deadlines(spec), recall_every=spec.recall_every, options=options, collusion=spec.collusion, deviation=spec.deviation
-    )
+    rules = MatchRules.of(spec, options, deadlines(spec))
     needed = {name for m in todo for name in m.seats}
     hosts = {name: start_host(entry) for name, entry in entries.items() if name in needed and _isolated(entry)}
     hosted_matches = sum(1 for m in todo if any(name in hosts for name in m.seats))

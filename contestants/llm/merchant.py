@@ -29,6 +29,11 @@ Collusion by Large Language Models"):
   (own prices, units sold and profit, rivals' prices). A model whose context the provider
   knows (the embedded one) is shown as many of those days as leave its answer room.
 
+In a market where merchants talk (its observations carry `messages`), the decision's schema
+keeps its `message` field, the system prompt says that rivals read it the next day, and the
+daily report shows what they said yesterday; elsewhere neither the schema nor the prompts
+change, so the requests (and the cached answers) of a tournament without talk stay the same.
+
 Every call is logged with its purpose, tokens, latency, attempts, cost, the prompt
 templates' versions, temperature and seed (`calls()`).
 """
@@ -88,15 +93,17 @@ NOTEBOOK_CHARS = 600  # the most the plans and the insights of plans memory may 
 OWN_FIELDS = ("reasoning", "plans", "insights")
 
 
-def decision_schema(*, think: bool, plan: bool, plans_and_insights: bool = False) -> dict[str, Any]:
+def decision_schema(*, think: bool, plan: bool, plans_and_insights: bool = False, talk: bool = False) -> dict[str, Any]:
     """The decision's schema as the model is asked to fill it. Every property is required, so
-    the plan is left out unless `plan` (it would cost every answer tokens). JSON generation
-    follows property order, so what the operations should follow from comes before them: with
-    `plans_and_insights`, the plans and insights that plans memory keeps; before those, with
-    `think`, a reasoning field."""
+    the plan is left out unless `plan` and the message unless merchants `talk` (either would
+    cost every answer tokens). JSON generation follows property order, so what the operations
+    should follow from comes before them: with `plans_and_insights`, the plans and insights
+    that plans memory keeps; before those, with `think`, a reasoning field."""
     properties, defs = dict(DECISION_SCHEMA["properties"]), dict(DECISION_SCHEMA["$defs"])
     if not plan:
         del properties["plan"], defs["PlannedPrice"]
+    if not talk:
+        del properties["message"]
     if plans_and_insights:
         notebook = {"type": "string", "maxLength": NOTEBOOK_CHARS}
         properties = {"plans": notebook, "insights": notebook, **properties}
@@ -208,18 +215,19 @@ class LLMMerchant(Contestant):
         self.history: deque[HistoryRow] = deque(maxlen=self.params.history)
         self.system: str | None = None
         p = self.params
-        # how to play, the rules, then what they ask for besides: reasoning first, a plan, the plans and insights
-        notebook = p.memory == "plans"
+        # how to play, the rules, then what they ask for besides: reasoning first, a plan, the plans
+        # and insights (and a message: see `decide`)
         self.preface = (f"preset_{p.preset}",) if p.preset else ()
-        self.extras = tuple(name for name, wanted in (("think", p.think), ("plan", p.plan), ("plans", notebook)) if wanted)
-        self.system_templates = (*self.preface, "merchant", *self.extras)
-        self.schema = for_catalog(decision_schema(think=p.think, plan=p.plan, plans_and_insights=notebook), scenario.product_ids, scenario.whole_units)
+        self.extras = tuple(name for name, wanted in (("think", p.think), ("plan", p.plan), ("plans", p.memory == "plans")) if wanted)
+        self.schema = self._schema(talk=False)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self._calls = []
 
     def decide(self, observation: Observation) -> Any:
         day = observation.day
         if self.system is None:
+            if observation.messages is not None:  # merchants talk: the answer may carry a message, the rules say who reads it
+                self.extras, self.schema = (*self.extras, "talk"), self._schema(talk=True)
             seat = [m.merchant for m in observation.market].index(self.merchant)
             self.system = system_prompt(
                 self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes", extras=self.extras,
@@ -262,6 +270,12 @@ class LLMMerchant(Contestant):
     def calls(self) -> list[ModelCall]:
         return list(self._calls)
 
+    def _schema(self, talk: bool) -> dict[str, Any]:
+        """The decision's schema for this merchant's params and scenario's catalog."""
+        p = self.params
+        schema = decision_schema(think=p.think, plan=p.plan, plans_and_insights=p.memory == "plans", talk=talk)
+        return for_catalog(schema, self.scenario.product_ids, self.scenario.whole_units)
+
     def _reflect(self, day: int, reported: Callable[[int], str]) -> str | None:
         """The model's reflection on yesterday's decision, now that today's report (`reported`,
         with a table of so many days) shows its outcome (None on day 1, after a day without a
@@ -273,6 +287,11 @@ class LLMMerchant(Contestant):
         messages = self.memory.messages(self.system, question)
         completion = self._ask("reflect", day, messages, REFLECT_SCHEMA, "reflection", (*self._templates(shown), "reflect"))
         return _written(completion, "reflection") or None
+
+    @property
+    def system_templates(self) -> tuple[str, ...]:
+        """The templates of the system prompt, in order."""
+        return (*self.preface, "merchant", *self.extras)
 
     def _templates(self, shown: int) -> tuple[str, ...]:
         """The templates of a prompt built on today's memory, with a table of `shown` days."""

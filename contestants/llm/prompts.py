@@ -16,7 +16,7 @@ from string import Template as _Text
 from contestants.base import RecallProbe
 from market.accounting import day_trade_profit
 from market.scenario import Scenario
-from market.types import Observation
+from market.types import MESSAGE_LIMIT, Observation
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -52,8 +52,9 @@ def system_prompt(
     """The rules of this match and the goal, as the merchant template words them, after the
     `preface` templates (a preset's paragraph on how to play) and followed by the `extras`
     templates in order: `think` asks to reason before deciding, `plan` to state the prices it
-    intends to hold, `plans` to rewrite its plans and insights. `unit_costs`: per product,
-    what the supplier charges this merchant's seat (default: the products' own)."""
+    intends to hold, `plans` to rewrite its plans and insights, `talk` says who reads its
+    message and how long it may be. `unit_costs`: per product, what the supplier charges this
+    merchant's seat (default: the products' own)."""
     finance = scenario.finance
     credit = ""
     if finance.credit_share > 0:
@@ -85,11 +86,12 @@ def system_prompt(
         target=target,
         notes_rule=notes_rule,
     )
-    return "\n\n".join([*(template(name).render() for name in preface), rules, *(template(name).render() for name in extras)])
+    return "\n\n".join([*(template(name).render() for name in preface), rules, *(template(name).render(message_limit=MESSAGE_LIMIT) for name in extras)])
 
 
 def daily_report(observation: Observation) -> str:
-    """Today's situation in a few lines: numbers rounded, yesterday's results, rivals' public moves."""
+    """Today's situation in a few lines: numbers rounded, yesterday's results, rivals' public
+    moves, and what rivals said yesterday where merchants talk."""
     o = observation
     lines = [f"Day {o.day} of {o.days}. Cash {_money(o.cash)}. Reputation {o.reputation:.2f} (0 to 1)."]
     if o.receivables_due or o.receivables_pending:
@@ -123,6 +125,9 @@ def daily_report(observation: Observation) -> str:
             if r.units_sold is not None:
                 parts.append("sold so far " + ", ".join(f"{k} {v:g}" for k, v in r.units_sold.items()))
             lines.append(f"- {r.merchant}: " + ("; ".join(parts) or "nothing visible"))
+    if o.messages:
+        lines.append("Messages from rivals yesterday:")
+        lines.extend(f'- {m.merchant}: "{m.text}"' for m in o.messages)
     for e in o.events:
         target = e.product or "every product"
         effect = "demand" if e.kind == "demand" else "unit cost"

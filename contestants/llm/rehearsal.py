@@ -22,6 +22,7 @@ from contestants.llm.cache import request_key
 from contestants.llm.types import Completion, CompletionRequest, TokenUsage, parse_object
 
 NOTE_CHARS = 60  # what a note usually holds, where the schema allows as much
+MESSAGE_CHARS = 120  # a message to rivals: a price and a condition
 REFLECTION_CHARS = 300
 REASONING_CHARS = 400
 NOTEBOOK_CHARS = 200  # what plans and insights (plans memory) usually hold, each
@@ -62,7 +63,8 @@ class Rehearsal:
 def typical_answer(name: str, schema: dict[str, Any]) -> str:
     """The compact JSON of a usual answer to `schema` (a decision: its reasoning, plans and
     insights where asked for, a price and an order for each product, as many operations as the
-    schema allows, a note; a memory answer; a reflection)."""
+    schema allows, a note, a plan and a message where the schema has them; a memory answer; a
+    reflection)."""
     properties = schema.get("properties", {})
     if name == "recall":
         answer: dict[str, Any] = {"value": 1234.56}
@@ -81,6 +83,8 @@ def typical_answer(name: str, schema: dict[str, Any]) -> str:
         answer["note"] = "x" * _chars(_string_of(properties.get("note", {})), NOTE_CHARS)
         if "plan" in properties:
             answer["plan"] = [{"product": p, "price": 19.99} for p in products]
+        if "message" in properties:
+            answer["message"] = "x" * _chars(_string_of(properties["message"]), MESSAGE_CHARS)
     return json.dumps(answer, separators=(",", ":"))
 
 

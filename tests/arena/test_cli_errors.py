@@ -196,6 +196,7 @@ CASES = [
     ),
     case("collusion-window-zero", {"t.yaml": BASE + "collusion: {window: 0}\n"}, "t.yaml", ["collusion.window", "greater than 0"]),
     case("collusion-unknown-key", {"t.yaml": BASE + "collusion: {min_day: 3}\n"}, "t.yaml", ["collusion.min_day", "unknown key"]),
+    case("talk-not-a-flag", {"t.yaml": BASE + "talk: yes-please\n"}, "t.yaml", ["t.yaml: talk:", "boolean"]),
     case("markup-in-file-name", {"t[draft].yaml": BASE + "colour: red\n"}, "t[draft].yaml", ["t[draft].yaml: colour: unknown key"]),
 ]
 

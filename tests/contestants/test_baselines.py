@@ -28,10 +28,12 @@ def started(kind: str, scenario: Scenario, seed: int = 7, **params):
     return merchant
 
 
-def operations_of(decision: list) -> list:
-    """A rule merchant answers with a list of operation models that the market takes whole."""
-    assert isinstance(decision, list) and all(isinstance(op, _Op) for op in decision)
-    operations, rejections, _ = parse_decision(decision)
+def operations_of(decision: list | dict) -> list:
+    """A rule merchant answers with a list of operation models that the market takes whole
+    (one that talks: a dict of them and its message)."""
+    listed = decision["operations"] if isinstance(decision, dict) else decision
+    assert isinstance(listed, list) and all(isinstance(op, _Op) for op in listed)
+    operations, rejections, *_ = parse_decision(decision)
     assert rejections == []
     return [op for _, op in operations]
 
@@ -48,7 +50,7 @@ def orders_of(decision: list) -> dict[str, float]:
 
 
 def test_all_baseline_kinds_are_registered():
-    expected = {"fixed_price", "random", "reorder_point", "undercut", "cost_plus", "best_response", "tit_for_tat", "grim_trigger", "latency", "chaos"}
+    expected = {"fixed_price", "random", "reorder_point", "undercut", "cost_plus", "best_response", "tit_for_tat", "grim_trigger", "cartel", "latency", "chaos"}
     assert expected <= set(BASELINE_KINDS)
     assert {kind for kind in BASELINE_KINDS if kinds()[kind].needs_actor} == {"latency", "chaos"}
 
@@ -135,7 +137,7 @@ def test_chaos_garbage_is_not_a_decision_and_the_market_rejects_it(scenario, obs
     for day in (1, 2):
         answer = merchant.decide(observe(scenario, day=day))
         assert not isinstance(answer, list) or not all(isinstance(op, _Op) for op in answer)
-        operations, rejections, _ = parse_decision(answer)
+        operations, rejections, *_ = parse_decision(answer)
         assert operations == [] and rejections
 
 

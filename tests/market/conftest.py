@@ -15,7 +15,7 @@ import pytest
 
 from market.env import MarketEnv
 from market.scenario import PRICE_CEILING_FACTOR, Scenario, load_scenario
-from market.types import DayRecord, Decision, Observation, Rejection
+from market.types import MESSAGE_INDEX, DayRecord, Decision, Observation, Rejection
 from scenario_params import SCENARIO_FILES
 
 TOLERANCE = 1e-6  # relative
@@ -95,12 +95,13 @@ def check_day(prev_record: DayRecord | None, record: DayRecord, scenario: Scenar
     assert set(r.units_sold) == set(products), r.units_sold
     assert r.day == (prev_record.day + 1 if prev_record else 1)
 
-    # --- the rejections and the applied operations
+    # --- the rejections and the applied operations (a message's rejection is of no operation)
     for rejection in r.rejections:
         assert isinstance(rejection, Rejection)
         assert isinstance(rejection.reason, str) and rejection.reason.strip(), rejection
-        assert rejection.index >= -1
-    indices = [x.index for x in r.rejections]
+        assert rejection.index >= -1 or rejection.index == MESSAGE_INDEX
+    of_operations = [x for x in r.rejections if x.index != MESSAGE_INDEX]
+    indices = [x.index for x in of_operations]
     assert len(indices) == len(set(indices)), f"two rejections share a position: {r.rejections}"
     if -1 in indices:
         assert len(r.rejections) == 1 and not r.operations, "a rejected decision applies nothing"
@@ -112,9 +113,9 @@ def check_day(prev_record: DayRecord | None, record: DayRecord, scenario: Scenar
         if decision is None:
             assert not r.operations and not r.rejections
         elif items is not None:
-            assert len(r.operations) + len(r.rejections) == len(items), (decision, r.operations, r.rejections)
+            assert len(r.operations) + len(of_operations) == len(items), (decision, r.operations, r.rejections)
             assert all(0 <= i < len(items) for i in indices), (indices, len(items))
-            for rejection in r.rejections:
+            for rejection in of_operations:
                 if isinstance(rejection.operation, dict):
                     assert rejection.operation.get("op") == _op_name(items[rejection.index]), "rejection names the wrong position"
         elif not is_arrays:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +15,11 @@ from hypothesis import strategies as st
 
 from market.daylog import DayLog
 from market.engine import Market
-from market.scenario import Scenario
+from market.scenario import Scenario, load_scenario
 from market.types import DayRecord, Rejection, RejectionCode
 from results.daylog_codec import decode, encode_columns, encode_text
+
+DATA = Path(__file__).parent / "data"
 
 PRODUCTS = ("tea", "cake")
 OPERATION = st.one_of(
@@ -29,9 +32,12 @@ OPERATION = st.one_of(
 
 
 def record(day_record, merchant: str, day: int, operations: list[dict]) -> DayRecord:
-    """Every per-product number 1 and every other number the day; a rejection on odd days."""
+    """Every per-product number 1 and every other number the day; a rejection on odd days; a
+    message (with quotes, a newline and letters beyond ASCII) every third day."""
     rejections = [Rejection(index=len(operations), operation={"op": "fly"}, reason="malformed operation", code=RejectionCode.MALFORMED_OPERATION)] if day % 2 else []
-    return day_record(merchant=merchant, day=day, products=PRODUCTS, tables=1.0, numbers=float(day), operations=operations, rejections=rejections, plan={"tea": 2.5} if day == 1 else {})
+    message = f'{merchant} on day {day}: "tea at 2.50", d\u2019accord?\nça va' if day % 3 == 0 else ""
+    return day_record(merchant=merchant, day=day, products=PRODUCTS, tables=1.0, numbers=float(day), operations=operations, rejections=rejections,
+                      plan={"tea": 2.5} if day == 1 else {}, message=message)  # fmt: skip
 
 
 @settings(max_examples=60, deadline=None)
@@ -57,8 +63,33 @@ def test_logs_stored_before_operations_were_arrays_still_read(day_record):
     assert list(decode(old_columns.getvalue(), json.dumps(old_text))) == records
 
 
+def test_logs_stored_before_messages_still_read_as_the_market_plays_them_now():
+    """tests/results/data/daylog_before_messages.*: a log stored by arena before decisions had
+    messages (commit 256045a), of the decisions below; read back, it is the log the market
+    plays of them today, every message empty."""
+    market = Market(load_scenario("price_war"), [["a", "b"]], days=3)
+    market.reset([5])
+    for day in range(3):
+        market.advance(decisions={
+            0: {"operations": [{"op": "set_price", "product": "widget", "price": 18.0 + day}, {"op": "fly"}], "plan": [{"product": "widget", "price": 19.0}]},
+            1: [{"op": "order", "product": "widget", "quantity": 5}],
+        })  # fmt: skip
+    stored = decode((DATA / "daylog_before_messages.npz").read_bytes(), (DATA / "daylog_before_messages.json").read_text())
+    assert "messages" not in json.loads((DATA / "daylog_before_messages.json").read_text())
+    assert stored.messages == [""] * 6
+    assert list(stored) == list(market.logs[0].build())
+
+
+def test_a_log_in_which_nobody_spoke_is_stored_as_before_messages(day_record):
+    records = [record(day_record, "m0", 1, []), record(day_record, "m0", 2, [])]
+    assert "messages" not in json.loads(encode_text(DayLog.of(records, PRODUCTS)))
+    spoken = [*records, record(day_record, "m0", 3, [])]
+    assert json.loads(encode_text(DayLog.of(spoken, PRODUCTS)))["messages"] == ["", "", spoken[2].message]
+
+
 def test_logs_stored_before_rejections_had_codes_get_them_from_their_words():
-    """Every code the market gives, read back from a log that kept only the reason."""
+    """Every code the market gave before codes were stored, read back from a log that kept
+    only the reason (messages, and their codes, came later: they are always stored with one)."""
     scenario = Scenario(name="s", products=[{"id": "tea", "unit_cost": 4.0, "reference_price": 10.0, "base_demand": 10}], finance={"initial_cash": 100.0})
     market = Market(scenario, [["m0"]])
     market.reset([1])
@@ -72,7 +103,7 @@ def test_logs_stored_before_rejections_had_codes_get_them_from_their_words():
     market.advance(decisions={0: "not json"})
     log = market.logs[0].build()
     given = [r for row in log.rejections for r in row]
-    assert {r.code for r in given} == set(RejectionCode)
+    assert {r.code for r in given} == set(RejectionCode) - {RejectionCode.MESSAGE_NOT_TEXT, RejectionCode.MESSAGE_TOO_LONG}
     text = json.loads(encode_text(log))
     text["rejections"] = [[r[:3] for r in row] for row in text["rejections"]]
     assert [r for row in decode(encode_columns(log), json.dumps(text)).rejections for r in row] == given

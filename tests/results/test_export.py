@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -136,6 +137,23 @@ def test_the_collusion_measures_are_exported(engine, tournament, make_match, day
     windows = _read(tmp_path, "price_windows", fmt)
     assert list(windows.columns) == SCHEMAS["price_windows"].names
     assert [tuple(row) for row in windows.itertuples(index=False, name=None)] == [(match_id, "supra_competitive", 1, 6)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_messages_have_a_table_of_their_own(engine, tournament, make_match, tmp_path, fmt):
+    """One row per message said (commas, quotes and a newline kept); days without one have none,
+    and `days` has no message column."""
+    said = {(2, "m0"): 'I hold 4.50, "if you do"', (3, "m1"): "fine,\nme too"}
+    match = make_match("talk", 0, {"alpha": 1, "beta": 2})
+    days = [dataclasses.replace(d, message=said.get((d.day, d.merchant), "")) for d in match.days_played]
+    match_id = save_match(engine, tournament, match.model_copy(update={"days_played": days}))
+    export(engine, tournament, tmp_path, fmt)
+    messages = _read(tmp_path, "messages", fmt)
+    assert list(messages.columns) == SCHEMAS["messages"].names
+    assert [tuple(row) for row in messages.itertuples(index=False, name=None)] == [
+        (tournament, match_id, "talk", day, merchant, {"m0": "alpha", "m1": "beta"}[merchant], text) for (day, merchant), text in said.items()
+    ]
+    assert "message" not in _read(tmp_path, "days", fmt).columns
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

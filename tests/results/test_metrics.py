@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from market.daylog import DayLog
 from market.env import MarketEnv
 from market.scenario import Event, Scenario
-from market.types import DayRecord, Rejection, RejectionCode
+from market.types import MESSAGE_LIMIT, DayRecord, Rejection, RejectionCode
 from results.metrics import MARKET_METRICS, METRICS, REJECTION_KINDS, compute, match_results, rejection_kind
 from results.records import Fault, ProbeResult
 
@@ -95,7 +95,7 @@ def test_validity_is_none_when_nothing_was_submitted(days):
 
 def test_every_rejection_reason_of_the_market_has_its_kind():
     """The kinds are read from the market's rejection codes: rejections made by the real market."""
-    env = MarketEnv(scenario(finance={"initial_cash": 100.0}), ["m0"])
+    env = MarketEnv(scenario(finance={"initial_cash": 100.0}), ["m0"], talk=True)
     env.reset(seed=1)
     decision = [
         {"op": "fly"},
@@ -112,6 +112,9 @@ def test_every_rejection_reason_of_the_market_has_its_kind():
     assert kinds == ["malformed", "over_cash", "over_cash", "unknown_product", "out_of_range", "out_of_range", "out_of_range", "out_of_range"]
     _, _, _, _, infos = env.step({"m0": "not json"})
     assert [rejection_kind(r.code) for r in infos["m0"]["record"].rejections] == ["malformed"]
+    for message, kind in ((7, "malformed"), ("x" * (MESSAGE_LIMIT + 1), "out_of_range")):
+        _, _, _, _, infos = env.step({"m0": {"operations": [], "message": message}})
+        assert [rejection_kind(r.code) for r in infos["m0"]["record"].rejections] == [kind]
 
 
 def test_fault_days_counts_days_not_faults(days):

@@ -4,6 +4,7 @@ renders it, and on the HTML it is made of."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -183,6 +184,23 @@ def test_the_page_is_self_contained_and_escapes_what_it_shows(engine, stored):
     assert not re.search(r"url\(|@import", html)
     assert all(href.startswith("#") for href in re.findall(r'href="([^"]*)"', html))
     assert "&lt;spring &amp; co&gt;" in html and "<spring" not in html
+
+
+def test_a_match_lists_its_messages_by_day_escaped(engine, tmp_path, make_match):
+    tournament_id = _store(engine, tmp_path, make_match)
+    said = {(1, "m1"): "<b>hold</b> & see", (3, "m0"): "no"}
+    match = make_match("talk", 3, {"alpha": 1, "beta": 2})
+    days = [dataclasses.replace(d, message=said.get((d.day, d.merchant), "")) for d in match.days_played]
+    match_id = save_match(engine, tournament_id, match.model_copy(update={"days_played": days}))
+    html = build_report(engine, tournament_id, *_scenarios(engine, tournament_id))
+    body = parse(html).one("details", id=f"match-{match_id}").one("div", cls="match-body")
+    heading = next(node for node in body.children if node.tag == "h4" and node.content() == "Messages")
+    table = body.children[body.children.index(heading) + 1]  # under the charts
+    assert body.children.index(heading) > body.children.index(body.one("div", cls="charts"))
+    rows = [[cell.content() for cell in row.all("td")] for row in table.all("tr") if row.all("td")]
+    assert rows == [["1", "beta (m1)", "<b>hold</b> & see"], ["3", "alpha (m0)", "no"]]
+    assert "&lt;b&gt;hold&lt;/b&gt; &amp; see" in html and "<b>hold" not in html
+    assert html.count("<h4>Messages</h4>") == 1  # the matches where nobody spoke list none
 
 
 def test_a_page_that_fetches_something_is_caught(tmp_path):

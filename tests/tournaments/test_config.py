@@ -119,6 +119,15 @@ def test_collusion_settings_change_the_hash_only_when_they_are_not_the_defaults(
     assert defaults.config_hash == plain.config_hash != other.config_hash
 
 
+def test_talk_changes_the_hash_only_when_it_is_on(tmp_path):
+    """Talk changes how every match plays; a file without it (or with it off) keeps its identity."""
+    plain = load_tournament(write(tmp_path / "a"))
+    off = load_tournament(write(tmp_path / "b", TOURNAMENT + "talk: false\n"))
+    on = load_tournament(write(tmp_path / "c", TOURNAMENT + "talk: true\n"))
+    assert (plain.spec.talk, off.spec.talk, on.spec.talk) == (False, False, True)
+    assert off.config_hash == plain.config_hash != on.config_hash
+
+
 def test_prices_budgets_and_the_failures_that_stop_a_run_do_not_change_the_hash(tmp_path):
     """None of them changes how a match plays: giving a model its price so that a cost budget
     validates, or raising the budget, must let --resume continue the tournament."""

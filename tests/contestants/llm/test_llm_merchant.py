@@ -72,7 +72,7 @@ def test_a_valid_answer_becomes_the_days_decision(scenario):
     [record] = days(scenario, m, [GOOD])
     assert record.prices["widget"] == 17.5 and not record.rejections
     [request] = Scripted.requests
-    assert request.json_schema["properties"].keys() == Decision.model_json_schema()["properties"].keys() - {"plan"}
+    assert request.json_schema["properties"].keys() == Decision.model_json_schema()["properties"].keys() - {"plan", "message"}
     assert request.json_schema["required"] == ["operations", "note"]
     assert request.messages[0].role == "system" and "widget" in request.messages[0].content
     assert "Day 1 of 30" in request.messages[-1].content

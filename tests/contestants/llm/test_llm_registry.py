@@ -79,14 +79,15 @@ def test_usage_adds_up():
 
 
 def test_constrained_schema_requires_every_field_and_bounds_repetition():
-    from market.types import Decision
+    from market.types import MESSAGE_LIMIT, Decision
 
     raw = Decision.model_json_schema()
     schema = constrained_schema(raw, max_items=5, max_length=50)
-    assert schema["required"] == ["operations", "note", "plan"]
+    assert schema["required"] == ["operations", "note", "plan", "message"]
     assert schema["properties"]["operations"]["maxItems"] == 5
     assert schema["properties"]["plan"]["anyOf"][0]["maxItems"] == 5
     assert schema["properties"]["note"]["anyOf"][0]["maxLength"] == 50
+    assert schema["properties"]["message"]["anyOf"][0]["maxLength"] == MESSAGE_LIMIT  # a bound of its own is kept
     set_price = schema["$defs"]["SetPrice"]
     assert set_price["required"] == ["op", "product", "price"]
     assert "maxLength" not in set_price["properties"]["op"]  # a const needs no bound
