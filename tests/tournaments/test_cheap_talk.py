@@ -71,7 +71,7 @@ def test_two_cartels_hold_the_monopoly_price_every_day_and_say_so():
         assert f"good at {MONOPOLY:.2f}" in message and f"at {NASH:.2f} for good" in message, message
 
 
-def test_a_cartel_turns_to_nash_the_day_after_an_undercut_and_keeps_announcing():
+def test_a_cartel_turns_to_nash_the_day_after_an_undercut_and_says_so():
     """The undercutter posts below the cartel's price from day 1; the cartel reads rivals'
     prices from day 2 and is triggered by a price more than 1% below its monopoly price."""
     played = play(["cartel", "undercut"])
@@ -79,6 +79,9 @@ def test_a_cartel_turns_to_nash_the_day_after_an_undercut_and_keeps_announcing()
     cut = 1 + next(day for day, price in enumerate(undercut) if price < MONOPOLY * (1 - 0.01))
     assert prices(played["m0"]) == pytest.approx([MONOPOLY] * cut + [NASH] * (20 - cut), abs=2e-5)
     assert all(r.message for r in played["m0"]) and not any(r.message for r in played["m1"])
+    # the offer until it is triggered (it sees the cut the morning after), then the punishment
+    offer, punishment = played["m0"][0].message, f"You undercut me: I price good at {NASH:.2f} for good."
+    assert [r.message for r in played["m0"]] == [offer] * cut + [punishment] * (20 - cut)
 
 
 def test_without_talk_a_cartel_is_a_silent_grim_trigger():
@@ -128,7 +131,8 @@ def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, 
         said = detail.days.said()
         cartels = sorted(r.contestant for r in detail.results if r.contestant.startswith("cartel"))
         assert sorted((s.day, s.merchant) for s in said) == sorted((day, name) for day in range(1, 5) for name in cartels)
-        assert all(s.text.startswith("I will price good at 1.92 ") for s in said)
+        cutter = "cutter" in {r.contestant for r in detail.results}  # whose cut the cartel sees the next morning, and says so
+        assert all(s.text.startswith("I will price good at 1.92 " if s.day == 1 or not cutter else "You undercut me: I price good at 1.47") for s in said)
         expected += [(detail.match.tournament_id, detail.match.id, key, s.day, s.merchant, s.merchant, s.text) for s in said]
     assert len(expected) == 4 * (2 + 1 + 1)  # cartel against cartel, each cartel against the undercutter
 

@@ -1,7 +1,9 @@
-"""A pricing study end to end: a Q-learner, a rule and the embedded language model meet in
-the calvano market through the real runner, every match is scored against the market's
-equilibria, and the report, as headless Chromium renders it, draws the Nash and monopoly
-prices on every match's price chart."""
+"""A pricing study end to end: a Q-learner, the cartel rule and the embedded language model meet
+in the calvano market through the real runner, talking (talk: true) and probed (a deviation of
+the first seat on day 2). Every match is scored against the market's equilibria and measured
+against its deviated path, whose days before the deviation replay (the model's from the
+response cache), and the report, as headless Chromium renders it, draws the Nash and monopoly
+prices on every price chart, both paths of every match and the cartel's messages."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from tournaments.runner import run_tournament
 pytestmark = pytest.mark.usefixtures("ray_local")
 
 DAYS = 3
+DEVIATION_DAY = 2
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +41,12 @@ def study(tmp_path_factory):
             days: {DAYS}
             recall_every: 0
             decision_timeout_s: 600
+            talk: true
+            deviation: {{day: {DEVIATION_DAY}, seat: 0, to: best_response}}
             contestants:
               - {{name: q, kind: qlearning, params: {{beta: 2.0e-4, stable_periods: 2000, max_periods: 200000}}}}
-              - {{name: grim, kind: grim_trigger}}
-              - {{name: smol, kind: llm, params: {{model: local/smollm2, memory: notes, no_cache: true}}}}
+              - {{name: cartel, kind: cartel}}
+              - {{name: smol, kind: llm, params: {{model: local/smollm2, memory: notes, cache_dir: {folder / 'cache'}}}}}
             """
         )
     )
@@ -53,7 +58,7 @@ def study(tmp_path_factory):
 def test_every_pair_plays_every_day_without_faults_and_is_measured_against_the_equilibria(study):
     engine, tournament, _ = study
     details = [store.match_detail(engine, m.id) for m in store.list_matches(engine, tournament)]
-    assert sorted(tuple(sorted(r.contestant for r in d.results)) for d in details) == [("grim", "q"), ("grim", "smol"), ("q", "smol")]
+    assert sorted(tuple(sorted(r.contestant for r in d.results)) for d in details) == [("cartel", "q"), ("cartel", "smol"), ("q", "smol")]
     by_merchant: dict[str, list[float]] = {}
     for value in store.metrics(engine, tournament):
         if value.name in ("profit_gain", "converged", "learning_periods"):
@@ -63,10 +68,24 @@ def test_every_pair_plays_every_day_without_faults_and_is_measured_against_the_e
         playing = {r.contestant for r in detail.results}
         assert len([c for c in detail.calls if c.purpose == "decide"]) == (DAYS if "smol" in playing else 0)  # the model decided every day
     # every merchant of every match has a profit gain: two matches each
-    assert {name: len(values) for name, values in by_merchant.items() if name.endswith("profit_gain")} == {f"{c}.profit_gain": 2 for c in ("q", "grim", "smol")}
+    assert {name: len(values) for name, values in by_merchant.items() if name.endswith("profit_gain")} == {f"{c}.profit_gain": 2 for c in ("q", "cartel", "smol")}
     assert all(math.isfinite(v) for name, values in by_merchant.items() if name.endswith("profit_gain") for v in values)
     # the learner learnt in self-play before each of its matches and says how long it took
     assert by_merchant["q.converged"] in ([0.0, 0.0], [1.0, 1.0]) and 0 < by_merchant["q.learning_periods"][0] <= 200_000
+
+
+def test_every_match_is_probed_its_prefix_replayed_and_the_cartel_talks(study):
+    engine, tournament, _ = study
+    for match in store.list_matches(engine, tournament):
+        detail = store.match_detail(engine, match.id)
+        path = detail.deviation
+        assert path is not None and path.faults == [] and len(path.days_played) == DAYS * 2
+        measures = {v.merchant: v for v in store.metrics(engine, match_id=match.id) if v.name == "prefix_replayed"}
+        assert [m.value for m in measures.values()] == [1.0, 1.0]
+        # the model's days before the deviation come from the cache: no new call
+        assert [c.cached for c in path.calls if c.day < DEVIATION_DAY] == [True] * sum(1 for c in detail.calls if c.day < DEVIATION_DAY)
+        said = {s.merchant for s in detail.days.said()}
+        assert ("cartel" in said) == ("cartel" in {r.contestant for r in detail.results})
 
 
 def test_the_report_draws_the_nash_and_monopoly_prices_on_every_price_chart_in_chromium(study):
@@ -84,3 +103,15 @@ def test_the_report_draws_the_nash_and_monopoly_prices_on_every_price_chart_in_c
         chart = next(figure.one("svg") for figure in section.all("figure") if figure.one("figcaption").content() == "Price: good")
         levels = {level.attrs["data-level"].split(" ")[0]: float(level.attrs["data-value"]) for level in chart.all("g", cls="level")}
         assert levels == {"Nash": pytest.approx(benchmarks.nash.prices[0]), "monopoly": pytest.approx(benchmarks.monopoly.prices[0])}
+        # both paths of every merchant, the forced day shaded
+        paths = next(figure.one("svg") for figure in section.all("figure") if figure.one("figcaption").content() == "Price, on path and deviated: good")
+        drawn = sorted(g.attrs["data-series"] for g in paths.all("g", cls="series"))
+        merchants = sorted(g.attrs["data-series"] for g in chart.all("g", cls="series"))
+        assert drawn == sorted([*merchants, *(f"{m} (deviated)" for m in merchants)])
+        assert len(paths.all("g", cls="band-deviation")) == 1
+        # the cartel's messages, as it said them
+        detail = store.match_detail(engine, match.id)
+        said = [s.text for s in detail.days.said()]
+        shown = section.content()
+        assert all(text in shown for text in said)
+        assert any(r.contestant == "cartel" for r in detail.results) <= bool(said)  # where the cartel plays, there are messages
