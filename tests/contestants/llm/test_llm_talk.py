@@ -1,12 +1,11 @@
 """The language-model merchant where merchants talk: its decision may carry a message, the rules
-say who reads it, and the report shows what rivals said yesterday. Where they do not talk its
-requests are exactly what they were before messages existed."""
+say who reads it, and the report shows what rivals said yesterday. (Where they do not talk its
+requests are exactly what they were before: test_llm_prompts_unchanged.py.)"""
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -19,7 +18,6 @@ from market.env import MarketEnv
 from market.scenario import load_scenario
 from market.types import MESSAGE_LIMIT, RivalMessage
 
-BEFORE_TALK = Path(__file__).parent / "data" / "talk_off_requests.json"
 PRICE = {"op": "set_price", "product": "widget", "price": 17.5}
 
 
@@ -84,20 +82,3 @@ def test_a_message_too_long_is_refused_and_the_model_is_told_why():
     assert record.prices["widget"] == 17.5 and record.message == "" and observations["m1"].messages == []
     m.decide(observations["m0"])
     assert f"longer than {MESSAGE_LIMIT}" in Talking.requests[-1].messages[-1].content  # "Rejected yesterday: ..."
-
-
-@pytest.mark.parametrize("case", range(2))
-def test_without_talk_the_requests_are_those_made_before_messages_existed(case):
-    """data/talk_off_requests.json: the requests of two days of price_war as the code before
-    messages (commit 256045a) made them, for a merchant with default params and one that
-    thinks, plans and keeps notes; property order included, as the model fills the schema in
-    that order. Byte for byte the same prompt and schema: the same cache keys."""
-    before = json.loads(BEFORE_TALK.read_text())[case]
-    scenario = load_scenario("price_war")
-    m = merchant(scenario, **before["params"])
-    env = MarketEnv(scenario, ["m0", "m1"])
-    observations, _ = env.reset(seed=3)
-    for _ in range(2):
-        observations, *_ = env.step({"m0": m.decide(observations["m0"]), "m1": None})
-    now = [{"messages": [[x.role, x.content] for x in r.messages], "json_schema": r.json_schema} for r in Talking.requests]
-    assert json.dumps(now) == json.dumps(before["requests"])
