@@ -21,6 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Column, Table
 
+from market.daylog import DayLog, Said
 from market.scenario import Scenario, load_scenario
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
@@ -377,10 +378,7 @@ def show(
         out.print(probes)
     said = detail.days.said()
     if said:
-        messages = Table("day", "merchant", "message", title="messages (each read by the rivals the next day)")
-        for message in said:
-            messages.add_row(str(message.day), message.merchant, escape(message.text))
-        out.print(messages)
+        out.print(_messages_table(said, "messages (each read by the rivals the next day)"))
     days = Table("day", "merchant", "prices", "sold", "lost", "stock", "cash", "net worth", "rep.", "notes", title="day by day")
     faults = {(f.day, f.merchant): f for f in detail.faults}
     for d in detail.days:
@@ -422,8 +420,8 @@ def export_command(
 ) -> None:
     """A tournament's record as tables for pandas: results, days, day_products, calls, metrics,
     market_metrics, price_windows, messages; with a deviation probe, deviations and the
-    deviated path's deviated_days, deviated_day_products and deviated_calls (every file is
-    written, empty or not)."""
+    deviated path's deviated_days, deviated_day_products, deviated_calls and deviated_messages
+    (every file is written, empty or not)."""
     with user_errors():
         files = export(engine_for(db, create=False), tournament_id, out, fmt.value)
     out_print(f"wrote {', '.join(str(file) for file in files)}")
@@ -522,7 +520,15 @@ def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, fl
     for d in path.days_played:
         if d.day >= probe.day - 1:
             both.add_row(str(d.day), d.merchant, _per_product(on_path.get((d.day, d.merchant), {}), "{:.2f}"), _per_product(d.prices, "{:.2f}"))
-    return [measures, both]
+    said = [m for m in DayLog.of(path.days_played).said() if m.day >= probe.day]
+    return [measures, both, *([_messages_table(said, f"messages on the deviated path, from day {probe.day}")] if said else [])]
+
+
+def _messages_table(said: Iterable[Said], title: str) -> Table:
+    table = Table("day", "merchant", "message", title=title)
+    for message in said:
+        table.add_row(str(message.day), message.merchant, escape(message.text))
+    return table
 
 
 def _market_table(market: MarketScores) -> Table:

@@ -117,7 +117,6 @@ class Market:
         self.units_sold = np.zeros((m, p))
         self.logs = [DayLogBuilder(roster, tuple(self._product_ids)) for roster in self.rosters]  # one per match
         self._closing: tuple[np.ndarray, np.ndarray] | None = None  # (unit costs, net worth) at the end of the last day
-        self._released: dict[int, np.ndarray] = {}  # by row forced today: its own prices, in force again tomorrow
 
     # --- what the merchants see -----------------------------------------------------
 
@@ -191,10 +190,9 @@ class Market:
 
         `forced`, by row: the prices the row posts today whatever it decided (a deviation
         probe), a function of the prices of its match's merchants once their operations are
-        applied [seat, product] (a bankrupt one's: inf), capped at the price ceiling. The
-        next day the row's own price (as it stood before it was forced) is back in force
-        before its operations apply, so a merchant that posts no price then is not left at
-        the forced one."""
+        applied [seat, product] (a bankrupt one's: inf), capped at the price ceiling. Like any
+        posted price it stands until the merchant posts another, as the merchant sees the
+        next morning (its own price is the forced one)."""
         s = self.scenario
         m = len(self.playing)
         day = self.day
@@ -228,14 +226,10 @@ class Market:
         unknown: dict[int, list[Rejection]] = {}  # by row: operations naming products the market does not sell
         if parsed:
             parts.append(self._columns(parsed, unknown))
-        for i, own in self._released.items():  # forced yesterday: its own price stands again, unless it posts another
-            self.prices[i] = own
-        self._released = {}
         applied, ordered, advertising, collected = self._apply(_joined(parts), unit_cost, rejected)
         for i, prices in (forced or {}).items():
             if self.playing[i]:
                 span = self.match_rows[i // self.seats]
-                self._released[i] = self.prices[i].copy()
                 posted = np.where(self.bankrupt[span, None], math.inf, self.prices[span])  # the bankrupt sell nothing
                 self.prices[i] = np.minimum(prices(posted), self._ceiling)
         for i, refused in unknown.items():  # after the malformed ones, with the rest in the order given

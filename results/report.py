@@ -30,6 +30,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session, select
 
 from market.accounting import market_shares
+from market.daylog import DayLog, Said
 from market.scenario import Event, Scenario
 from market.types import DayRecord
 from results import store
@@ -317,8 +318,7 @@ def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: 
     ]
     said = detail.days.said()
     if said:
-        rows = [[m.day, _seat_label(m.merchant, contestant_of.get(m.merchant, m.merchant)), m.text] for m in said]
-        parts.append(f"<h4>Messages</h4>{_table(['day', 'merchant', 'message (read by the rivals the next day)'], rows, numeric_from=3)}")
+        parts.append(f"<h4>Messages</h4>{_messages_table(said, contestant_of)}")
     if detail.deviation is not None:
         parts.append(deviation_part(detail, events, series_style, levels))
     if metrics:
@@ -396,13 +396,21 @@ def deviation_part(
         for product in products
     ]
     faults = "".join(f"<li>day {f.day} · {escape(f.merchant)} · <b>{escape(f.kind)}</b> {escape(f.detail)}</li>" for f in path.faults)
+    said = [m for m in DayLog.of(path.days_played).said() if m.day >= probe.day]
+    contestant_of = {r.merchant: r.contestant for r in detail.results}
+    messages = f'<h5>Messages on the deviated path, from day {probe.day}</h5>{_messages_table(said, contestant_of)}' if said else ""
     replayed = sum(c.cached for c in path.calls)
     calls = f" Its model calls: {len(path.calls)}, {replayed} of them answered from the response cache." if path.calls else ""
     return (
         f'<h4>Deviation probe</h4><p class="muted">The match played again with the same seeds, {escape(who)} forced to '
         f"{escape(probe.target)} on {probe.when}; the measures are among the metrics below (definitions: results/deviation.py).{calls}</p>"
-        f'<div class="charts">{"".join(charts)}</div>' + (f'<ul class="faults">{faults}</ul>' if faults else "")
+        f'<div class="charts">{"".join(charts)}</div>{messages}' + (f'<ul class="faults">{faults}</ul>' if faults else "")
     )
+
+
+def _messages_table(said: Sequence[Said], contestant_of: Mapping[str, str]) -> str:
+    rows = [[m.day, _seat_label(m.merchant, contestant_of.get(m.merchant, m.merchant)), m.text] for m in said]
+    return _table(["day", "merchant", "message (read by the rivals the next day)"], rows, numeric_from=3)
 
 
 def benchmark_levels(scenario: Scenario | None, seats: int) -> dict[str, list[Level]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from contestants.base import ContestantConfigError
 from contestants.kinds import contestant_class, validate_params
@@ -65,7 +65,7 @@ class TournamentSpec(BaseModel):
         default_factory=CollusionSettings, description="the measurement window and the flags of the collusion metrics"
     )
     deviation: DeviationProbe | None = Field(None, description="play every match again with one seat's prices forced (results.deviation)")
-    talk: bool = Field(
+    talk: StrictBool = Field(
         False, description="merchants may send their rivals a message each day, which the rivals read the next day (cheap talk)"
     )
 

@@ -152,6 +152,12 @@ class Match:
         price = np.full(len(self.scenario.products), float(probe.to))
         return lambda posted: price
 
+    def probes_memory(self, day: int) -> bool:
+        """Whether its merchants' memory is probed today: on the probe days of its rules, on
+        path only (a deviated path's answers would be paid and thrown away: its record is
+        the path's days)."""
+        return self.probe is None and self.rules.probe_day(day)
+
     def reset_contestants(self) -> None:
         for name, contestant in self.local.items():
             contestant.reset(merchant=name, scenario=self.scenario, seed=self.seat_seeds[name])
@@ -171,7 +177,7 @@ class Match:
         match b that decide from Observations, by market row."""
         span, day = market.match_rows[b], market.day
         seats = np.flatnonzero(market.playing[span])
-        probe = self._draw_probe(day) if self.rules.probe_day(day) else None
+        probe = self._draw_probe(day) if self.probes_memory(day) else None
         if self.rules_alone:  # nobody to ask: the record answers the probe
             if probe is not None:
                 self._score_probe(day, probe, {}, seats, market.logs[b])
@@ -393,7 +399,7 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
             playing = np.flatnonzero(np.logical_or.reduce(market.playing.reshape(-1, n), 1)).tolist()
             decisions: dict[int, Any] = {}
             for b in playing:
-                if not matches[b].rules_alone or matches[b].rules.probe_day(day):
+                if not matches[b].rules_alone or matches[b].probes_memory(day):
                     decisions.update(await matches[b]._play_day(market, view, b))
             forced = {b * n + matches[b].probe.seat: price for b in deviated if (price := matches[b].forcing(day)) is not None}
             market.advance(arrays, rows, decisions, forced)

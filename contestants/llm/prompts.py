@@ -7,6 +7,8 @@ with the results so a change of wording is visible in the record. Placeholders a
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -127,7 +129,7 @@ def daily_report(observation: Observation) -> str:
             lines.append(f"- {r.merchant}: " + ("; ".join(parts) or "nothing visible"))
     if o.messages:
         lines.append("Messages from rivals yesterday:")
-        lines.extend(f'- {m.merchant}: "{m.text}"' for m in o.messages)
+        lines.extend(f"- {m.merchant}: {json.dumps(m.text, ensure_ascii=False)}" for m in o.messages)  # quoted and escaped: a rival's text cannot pose as lines of the report
     for e in o.events:
         target = e.product or "every product"
         effect = "demand" if e.kind == "demand" else "unit cost"

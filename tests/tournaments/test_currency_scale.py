@@ -19,6 +19,7 @@ PAIRS = [  # (scenario, the two seats' kinds and params)
     ("calvano", [("qlearning", FAST_LEARNER), ("qlearning", FAST_LEARNER)]),
     ("calvano", [("qlearning", FAST_LEARNER), ("tit_for_tat", {})]),
     ("calvano", [("grim_trigger", {}), ("undercut", {})]),
+    ("calvano", [("cartel", {}), ("tit_for_tat", {})]),
     ("calvano", [("best_response", {}), ("random", {})]),
     ("price_war", [("best_response", {}), ("cost_plus", {})]),
     ("price_war", [("fixed_price", {}), ("reorder_point", {})]),

@@ -240,17 +240,29 @@ def test_a_probe_leaves_the_path_played_as_it_is_without_one():
         assert {m: {k: v for k, v in values.items() if k in without.metrics[m]} for m, values in probed.metrics.items()} == without.metrics
 
 
-def test_a_merchant_that_posts_no_price_after_its_forced_day_is_back_at_its_own():
-    market = Market(CALVANO, [("a", "b")])
-    market.reset([0])
-    own = {"operations": [{"op": "set_price", "product": "good", "price": 1.8}]}
-    market.advance(decisions={0: own, 1: own})
-    seen = []
-    market.advance(decisions={}, forced={0: lambda posted: seen.append(posted.copy()) or np.array([1.3])})
-    assert market.view().prices[0, 0] == 1.3  # what the next day's merchants see it posted
-    market.advance(decisions={})  # a posts nothing: its own price, not the forced one
-    assert [r.prices["good"] for r in market.logs[0].build().records() if r.merchant == "a"] == [1.8, 1.3, 1.8]
-    assert seen[0].tolist() == [[1.8], [1.8]]
+def test_a_forced_price_stands_as_the_merchant_sees_it_until_it_posts_another():
+    """Two tits for tat, one forced to 1.3 on days 4 and 5: each sees the forced price as the
+    one posted, so the other copies it on day 5 and both hold it; two cartels, one forced to
+    Nash for two days: the other is triggered the day after, then the forced one by it, and
+    the messages say what each plays."""
+    probe = DeviationProbe(day=4, days=2, seat=0, to=1.3)
+    played = play_here([Match(spec("tft", ("tft", "tft2")), CALVANO, MatchRules(seed=2, deviation=probe), {**ENTRIES, "tft2": ContestantEntry(name="tft2", kind="tit_for_tat")}, hosts={})])[0]
+    deviated = played.deviation.days_played
+    start = CALVANO.products[0].start_price
+    assert prices(deviated, "tft") == [start] * 3 + [1.3] * (DAYS - 3)
+    assert prices(deviated, "tft2") == [start] * 4 + [1.3] * (DAYS - 4)
+
+    cartels = {name: ContestantEntry(name=name, kind="cartel") for name in ("c1", "c2")}
+    rules = MatchRules(seed=2, talk=True, deviation=DeviationProbe(day=3, days=2, seat=0, to="nash"))
+    played = play_here([Match(spec("cartels", ("c1", "c2")), CALVANO, rules, cartels, hosts={})])[0]
+    deviated = played.deviation.days_played
+    from market.equilibrium import equilibria
+
+    nash, monopoly = (getattr(equilibria(CALVANO, 2)["good"], k).prices[0] for k in ("nash", "monopoly"))
+    assert prices(deviated, "c1") == pytest.approx([monopoly] * 2 + [nash] * (DAYS - 2))  # forced on 3 and 4, triggered by c2 from 5
+    assert prices(deviated, "c2") == pytest.approx([monopoly] * 3 + [nash] * (DAYS - 3))  # sees the cut on day 4
+    first_punishing = {m: min(r.day for r in deviated if r.merchant == m and r.message.startswith("You undercut me")) for m in ("c1", "c2")}
+    assert first_punishing == {"c2": 4, "c1": 5}
 
 
 def test_a_forced_best_response_ignores_a_bankrupt_rival():

@@ -83,7 +83,8 @@ def test_every_match_is_probed_its_prefix_replayed_and_the_cartel_talks(study):
         measures = {v.merchant: v for v in store.metrics(engine, match_id=match.id) if v.name == "prefix_replayed"}
         assert [m.value for m in measures.values()] == [1.0, 1.0]
         # the model's days before the deviation come from the cache: no new call
-        assert [c.cached for c in path.calls if c.day < DEVIATION_DAY] == [True] * sum(1 for c in detail.calls if c.day < DEVIATION_DAY)
+        # (those of day 2 read day 1's messages; the deviation's own day is decided before the price is forced)
+        assert [c.cached for c in path.calls if c.day <= DEVIATION_DAY] == [True] * sum(1 for c in detail.calls if c.day <= DEVIATION_DAY)
         said = {s.merchant for s in detail.days.said()}
         assert ("cartel" in said) == ("cartel" in {r.contestant for r in detail.results})
 
@@ -114,4 +115,12 @@ def test_the_report_draws_the_nash_and_monopoly_prices_on_every_price_chart_in_c
         said = [s.text for s in detail.days.said()]
         shown = section.content()
         assert all(text in shown for text in said)
+        deviated = [s.text for s in detail.deviation.days_played.said() if s.day >= DEVIATION_DAY]  # shown in the probe's part too
+        assert all(text in paths_part(section) for text in deviated)
         assert any(r.contestant == "cartel" for r in detail.results) <= bool(said)  # where the cartel plays, there are messages
+
+
+def paths_part(section) -> str:
+    """The text of a match section from its deviation probe's heading on."""
+    text = section.content()
+    return text[text.index("Deviation probe") :]
