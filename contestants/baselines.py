@@ -23,7 +23,7 @@ import math
 import os
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -32,6 +32,9 @@ from contestants.base import Contestant, ContestantConfigError, Params, RunOptio
 from market.demand import choice_shares
 from market.scenario import Scenario, event_multiplier
 from market.types import ArrayDecisions, MarketView, Observation, Operation
+
+if TYPE_CHECKING:
+    from market.equilibrium import SeatBenchmarks
 
 _EPS = 1e-9
 
@@ -84,6 +87,7 @@ class Team:
         self.scenario = scenario
         self.speaks = kind.say.__func__ is not RuleMerchant.say.__func__  # a kind that says nothing is never asked
         self._columns: dict[str, np.ndarray] = {}
+        self._benchmarks: SeatBenchmarks | None = None
 
     def column(self, name: str) -> np.ndarray:
         """Parameter `name` of every member, as a column [member, 1] (None: NaN)."""
@@ -91,6 +95,15 @@ class Team:
             values = [getattr(member.params, name) for member in self.members]
             self._columns[name] = np.array([[math.nan if v is None else float(v)] for v in values])
         return self._columns[name]
+
+    def benchmarks(self, seats: int) -> SeatBenchmarks:
+        """The scenario's Nash and monopoly prices of a match of `seats`, by seat
+        (market.equilibrium.by_seat), looked up once per team rather than every day."""
+        if self._benchmarks is None:
+            from market.equilibrium import by_seat  # scipy: half a second of importing that only the kinds that need it pay
+
+            self._benchmarks = by_seat(self.scenario, seats)
+        return self._benchmarks
 
     def restock(self, view: MarketView) -> np.ndarray:
         """The (s, S) policy of `RestockParams`, for every member and product."""
@@ -482,10 +495,8 @@ class GrimTrigger(RuleMerchant):
 
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
-        from market.equilibrium import by_seat
-
         board, n = view.board, view.board.seats
-        benchmarks = by_seat(team.scenario, n)
+        benchmarks = team.benchmarks(n)
         monopoly, nash = benchmarks.monopoly_price, benchmarks.nash_price
         seat = view.rows % n
         members: list[GrimTrigger] = team.members  # type: ignore[assignment]
@@ -514,10 +525,8 @@ class Cartel(GrimTrigger):
 
     @classmethod
     def say(cls, team: Team, view: MarketView) -> list[str]:
-        from market.equilibrium import by_seat
-
         n = view.board.seats
-        benchmarks = by_seat(team.scenario, n)
+        benchmarks = team.benchmarks(n)
         ids = team.scenario.product_ids
         seats = (view.rows % n).tolist()
         return [

@@ -38,7 +38,7 @@ from results.charts import Band, Interval, Level, Series, forest_plot, line_char
 from results.collusion import seat_benchmarks
 from results.metrics import MARKET_METRICS
 from results.ratings import LeaderboardRow, leaderboard
-from results.records import WINDOW_TITLES, MarketScores, MerchantResult, ModelCallRecord, PriceWindow, total_cost, window_days
+from results.records import WINDOW_TITLES, Fault, MarketScores, MerchantResult, ModelCallRecord, PriceWindow, total_cost, window_days
 from results.tables import ContestantRow, DeviationCallRow, MatchRow, ModelCallRow, TournamentRow
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
@@ -328,12 +328,7 @@ def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: 
     if detail.calls:
         parts.append(f"<h4>Model calls</h4>{_match_usage(detail.calls, contestant_of, colors)}")
     if detail.faults:
-        faults = "".join(
-            f"<li>day {f.day} · {escape(_seat_label(f.merchant, contestant_of.get(f.merchant, f.merchant)))} · "
-            f"<b>{escape(f.kind)}</b> {escape(f.detail)}</li>"
-            for f in detail.faults
-        )
-        parts.append(f'<h4>Faults</h4><ul class="faults">{faults}</ul>')
+        parts.append(f"<h4>Faults</h4>{_faults_list(detail.faults, contestant_of)}")
     lineup = " ".join(sorted({r.contestant for r in detail.results}))
     return (
         f'<details class="match" id="match-{match.id}" data-scenario="{escape(match.scenario)}" '
@@ -377,8 +372,9 @@ def deviation_part(
     path = detail.deviation
     assert path is not None
     probe = path.probe
+    contestant_of = {r.merchant: r.contestant for r in detail.results}
     forced = probe.forced([r.merchant for r in detail.results])  # results are in seat order
-    who = _seat_label(forced, {r.merchant: r.contestant for r in detail.results}[forced]) if forced is not None else f"seat {probe.seat}"
+    who = _seat_label(forced, contestant_of[forced]) if forced is not None else f"seat {probe.seat}"
     deviated_styles = {m: (f"{name} (deviated)", color, True) for m, (name, color, _) in styles.items()}
     solid = {m: (name, color, False) for m, (name, color, _) in styles.items()}
     products = list(dict.fromkeys(p for d in detail.days for p in d.prices))
@@ -395,17 +391,24 @@ def deviation_part(
         )
         for product in products
     ]
-    faults = "".join(f"<li>day {f.day} · {escape(f.merchant)} · <b>{escape(f.kind)}</b> {escape(f.detail)}</li>" for f in path.faults)
     said = [m for m in DayLog.of(path.days_played).said() if m.day >= probe.day]
-    contestant_of = {r.merchant: r.contestant for r in detail.results}
     messages = f'<h5>Messages on the deviated path, from day {probe.day}</h5>{_messages_table(said, contestant_of)}' if said else ""
     replayed = sum(c.cached for c in path.calls)
     calls = f" Its model calls: {len(path.calls)}, {replayed} of them answered from the response cache." if path.calls else ""
     return (
         f'<h4>Deviation probe</h4><p class="muted">The match played again with the same seeds, {escape(who)} forced to '
         f"{escape(probe.target)} on {probe.when}; the measures are among the metrics below (definitions: results/deviation.py).{calls}</p>"
-        f'<div class="charts">{"".join(charts)}</div>{messages}' + (f'<ul class="faults">{faults}</ul>' if faults else "")
+        f'<div class="charts">{"".join(charts)}</div>{messages}' + (_faults_list(path.faults, contestant_of) if path.faults else "")
     )
+
+
+def _faults_list(faults: Sequence[Fault], contestant_of: Mapping[str, str]) -> str:
+    items = "".join(
+        f"<li>day {f.day} · {escape(_seat_label(f.merchant, contestant_of.get(f.merchant, f.merchant)))} · <b>{escape(f.kind)}</b> {escape(f.detail)}</li>"
+        for f in faults
+    )
+    return f'<ul class="faults">{items}</ul>'
+
 
 
 def _messages_table(said: Sequence[Said], contestant_of: Mapping[str, str]) -> str:
