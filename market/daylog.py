@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import MISSING, dataclass, field, fields
-from itertools import repeat
 from typing import Literal, NamedTuple, TypeVar
 
 import numpy as np
@@ -71,9 +70,23 @@ class Operations(NamedTuple):
     def as_dicts(self, rows: Iterable[int], products: Sequence[str]) -> list[list[dict]]:
         """Each of `rows`' operations as dicts, e.g. {"op": "order", "product": "tea", "quantity": 40.0}."""
         rows = np.fromiter(rows, dtype=np.int64)
-        starts, stops = np.searchsorted(self.row, rows).tolist(), np.searchsorted(self.row, rows, side="right").tolist()
-        kinds, items, values = self.kind.tolist(), self.product.tolist(), self.value.tolist()
-        return [[operation_dict(kinds[x], items[x], values[x], products) for x in range(start, stop)] for start, stop in zip(starts, stops)]
+        of_row = OperationDicts(self, rows, products)
+        return [of_row[k] for k in range(len(rows))]
+
+
+class OperationDicts:
+    """The applied operations of `rows` as dicts, a row's made when asked for (`[k]`: those of
+    rows[k]); the columns become Python lists once."""
+
+    def __init__(self, operations: Operations, rows: np.ndarray, products: Sequence[str]):
+        self.starts = np.searchsorted(operations.row, rows).tolist()
+        self.stops = np.searchsorted(operations.row, rows, side="right").tolist()
+        self.kinds, self.items, self.values = operations.kind.tolist(), operations.product.tolist(), operations.value.tolist()
+        self.products = products
+
+    def __getitem__(self, k: int) -> list[dict]:
+        kinds, items, values, products = self.kinds, self.items, self.values, self.products
+        return [operation_dict(kinds[x], items[x], values[x], products) for x in range(self.starts[k], self.stops[k])]
 
 
 def operation_dict(kind: int, product: int, value: float, products: Sequence[str]) -> dict:
@@ -156,23 +169,10 @@ class DayLog(ColumnRecords[DayRecord]):
         return [Said(days[r], self.merchants[seats[r]], text) for r, text in enumerate(self.messages) if text]
 
     def records(self, rows: Iterable[int] | None = None) -> list[DayRecord]:
-        """DayRecords of `rows` (default: all). Arrays become Python lists once and `map`
-        makes the records: the market calls this for every merchant-day when it builds
-        observations."""
-        rows = list(range(len(self))) if rows is None else list(rows)
-        if not rows:
-            return []
-        ids = self.products
-        per_product = self.per_product[rows].transpose(1, 0, 2).tolist()  # [field][row][product]
-        scalars = self.scalars[rows].T.tolist()  # [field][row]
-        tables = [map(dict, map(zip, repeat(ids), table)) for table in per_product]
-        names = [self.merchants[s] for s in self.seat[rows].tolist()]
-        return list(
-            map(
-                DayRecord, names, self.day[rows].tolist(), self.applied.as_dicts(rows, ids), [self.rejections[r] for r in rows],
-                *tables, *scalars, self.bankrupt[rows].tolist(), [self.plans[r] for r in rows], [self.messages[r] for r in rows],
-            )
-        )  # fmt: skip
+        """DayRecords of `rows` (default: all)."""
+        rows = np.arange(len(self)) if rows is None else np.fromiter(rows, dtype=np.int64)
+        made = RecordMaker(self, rows)
+        return [made.record(k) for k in range(len(rows))]
 
     @classmethod
     def of(cls, records: Iterable[DayRecord], products: Sequence[str] | None = None) -> DayLog:
@@ -204,6 +204,26 @@ class DayLog(ColumnRecords[DayRecord]):
         )
 
 
+class RecordMaker:
+    """Makes the DayRecords of a log's `rows` one at a time (`record(k)`: that of rows[k]): the
+    columns become Python lists once, and a record is made from its row of them when asked
+    for, so that the merchant of a large market that reads its own yesterday does not pay
+    for everyone's."""
+
+    def __init__(self, log: DayLog, rows: np.ndarray):
+        self.log, self.rows = log, rows.tolist()
+        self.per_product = log.per_product[rows].tolist()  # [row][field][product]
+        self.scalars = log.scalars[rows].tolist()  # [row][field]
+        self.names = [log.merchants[s] for s in log.seat[rows].tolist()]
+        self.days, self.bankrupt = log.day[rows].tolist(), log.bankrupt[rows].tolist()
+        self.operations = OperationDicts(log.applied, rows, log.products)
+
+    def record(self, k: int) -> DayRecord:
+        log, r, ids = self.log, self.rows[k], self.log.products
+        tables = [dict(zip(ids, values)) for values in self.per_product[k]]
+        return DayRecord(self.names[k], self.days[k], self.operations[k], log.rejections[r], *tables, *self.scalars[k], self.bankrupt[k], log.plans[r], log.messages[r])
+
+
 class Said(NamedTuple):
     """A message as the record keeps it: the day it was said, by whom, and what."""
 
@@ -221,18 +241,20 @@ class DayLogBuilder:
     _days: list[tuple] = field(default_factory=list)
 
     def add(
-        self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, applied: Operations, rejections, plans,
-        messages: list[str] | None = None,
+        self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, applied: Operations,
+        rejections: dict[int, list[Rejection]], plans: dict[int, dict[str, float]], messages: list[str] | None = None,
     ) -> None:
-        """One day's rows: `applied` numbers its operations' rows like `seat`; `messages`
-        one per row, or None where merchants do not talk."""
+        """One day's rows: `applied` numbers its operations' rows like `seat`; `rejections` and
+        `plans` by row, only of the rows that have some (a market of many merchants makes no
+        empty list for each every day, which the garbage collector would scan for the rest of
+        the match); `messages` one per row, or None where merchants do not talk."""
         self._days.append((seat, day, bankrupt, scalars, per_product, applied, rejections, plans, messages))
 
     def whole_rejections(self, day: int) -> list[tuple[str, Rejection]]:
         """(merchant, rejection) for each merchant whose answer on `day` was not a decision at
-        all (a rejection of index -1)."""
+        all (a rejection of index -1), in seat order."""
         seats, rejections = self._days[day - 1][0], self._days[day - 1][6]
-        return [(self.merchants[s], row[0]) for s, row in zip(seats.tolist(), rejections) if row and row[0].index == -1]
+        return [(self.merchants[int(seats[r])], rejections[r][0]) for r in sorted(rejections) if rejections[r][0].index == -1]
 
     def day(self, day: int) -> DayLog:
         """One day's rows (days are numbered from 1 and added in order)."""
@@ -277,7 +299,7 @@ class DayLogBuilder:
                 np.concatenate([ops.row + first for ops, first in zip(applied, first_rows.tolist())]),
                 *(np.concatenate(column) for column in list(zip(*applied))[1:]),
             ),
-            rejections=[row for day in rejections for row in day],
-            plans=[row for day in plans for row in day],
+            rejections=[by_row.get(r) or [] for by_row, n in zip(rejections, rows) for r in range(n)],
+            plans=[by_row.get(r) or {} for by_row, n in zip(plans, rows) for r in range(n)],
             messages=[text for said, n in zip(messages, rows) for text in (said or [""] * n)] if any(messages) else [""] * sum(rows),
         )

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
 from market import accounting
-from market.daylog import PER_PRODUCT, SCALARS, DayLogBuilder, Operations, operation_dict
+from market.daylog import PER_PRODUCT, SCALARS, DayLogBuilder, Operations, RecordMaker, operation_dict
 from market.demand import allocate_markets, demand_factor, utilities
 from market.scenario import Scenario, event_multiplier
 from market.types import (
@@ -49,6 +50,7 @@ from market.types import (
     parse_decision,
 )
 
+T = TypeVar("T")
 SET_PRICE, ORDER, ADVERTISE, COLLECT = (KIND_INDEX[k] for k in ("set_price", "order", "advertise", "collect"))
 # Per kind, by KIND_INDEX: a number must be above _LOWEST (a price and a quantity above 0; an
 # amount at least 0: above the negative number nearest 0) and at most the price ceiling or _HIGHEST
@@ -143,33 +145,8 @@ class Market:
         )  # fmt: skip
 
     def observations(self, view: MarketView, rows: list[int]) -> list[Observation]:
-        """The Observations of the merchants at `rows` (playing today), read from `view`.
-        Arrays become Python lists once, and a match's public board is shared by its
-        merchants' observations."""
-        ids, names, board = self._product_ids, self._names, view.board
-        boards: dict[int, list[PublicMerchant]] = {}
-        yesterdays: dict[int, dict[int, DayRecord]] = {}
-        said: dict[int, list[tuple[int, RivalMessage]]] = {}  # by match: (seat, message) of yesterday's messages, where merchants talk
-        for b in {i // self.seats for i in rows}:
-            span = self.match_rows[b]
-            if self.day > 1:  # yesterday's records of the match, by seat
-                played = self.logs[b].day(self.day - 1)
-                yesterdays[b] = dict(zip(played.seat.tolist(), played.records()))
-            if self.talk:
-                said[b] = [(s, RivalMessage(r.merchant, r.message)) for s, r in sorted(yesterdays.get(b, {}).items()) if r.message]
-            shown = zip(names[span], board.prices[span].tolist(), board.reputation[span].tolist(), board.units_sold[span].tolist(), board.bankrupt[span].tolist())
-            boards[b] = [PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out) for name, price, rep, units, out in shown]
-        own = [view.cash, view.reputation, view.receivables_due, view.receivables_pending, view.unit_cost, view.prices, view.inventory, view.in_transit]
-        cash, reputation, due, pending, unit_cost, prices, stock, coming = (values[rows].tolist() for values in own)
-        observations = []
-        for k, i in enumerate(rows):
-            products = [ProductState(pid, price, cost, held, due_in, lead, holding) for (pid, lead, holding), cost, price, held, due_in in zip(self._statics, unit_cost[k], prices[k], stock[k], coming[k])]  # fmt: skip
-            yesterday = yesterdays.get(i // self.seats, {}).get(i % self.seats)
-            heard = [message for s, message in said[i // self.seats] if s != i % self.seats] if self.talk else None
-            observations.append(
-                Observation(names[i], view.day, self.days, cash[k], reputation[k], due[k], pending[k], products, yesterday, boards[i // self.seats], view.events, view.fixed_daily_cost, heard)
-            )  # fmt: skip
-        return observations
+        """The Observations of the merchants at `rows` (playing today), read from today's `view`."""
+        return ObservationMaker(self, view).observations(rows)
 
     def name(self, row: int) -> str:
         return self._names[row]
@@ -216,11 +193,12 @@ class Market:
             arrays = arrays.take(playing)
             rows = rows[playing]
             parts.append(array_columns(arrays, rows))
-        rejected: list[list[Rejection]] = [[] for _ in range(m)]
-        plans: list[dict[str, float]] = [{} for _ in range(m)]
+        rejected: defaultdict[int, list[Rejection]] = defaultdict(list)  # by row, of the rows with any
+        plans: dict[int, dict[str, float]] = {}  # by row, of the rows whose decision has a plan
         parsed = {i: raw if isinstance(raw, ParsedDecision) else parse_decision(raw) for i, raw in sorted((decisions or {}).items()) if self.playing[i]}
         for i, decision in parsed.items():
-            rejected[i].extend(decision.rejections)  # not decisions or operations at all: these come first
+            if decision.rejections:  # not decisions or operations at all: these come first
+                rejected[i].extend(decision.rejections)
             if decision.plan:
                 plans[i] = self._kept_plan(decision.plan)
         unknown: dict[int, list[Rejection]] = {}  # by row: operations naming products the market does not sell
@@ -274,17 +252,19 @@ class Market:
         per_product = np.array(tuple(day_values[name] for name in PER_PRODUCT)).transpose(1, 0, 2)
         bankrupt = self.bankrupt.copy()
         everyone = np.logical_and.reduce(self.playing.reshape(-1, self.seats), 1).tolist()  # per match: all its merchants played
-        for log, span, whole in zip(self.logs, self.match_rows, everyone):
+        rejected_by_seat, plans_by_seat = _by_match(rejected, self.seats), _by_match(plans, self.seats)
+        for b, (log, span, whole) in enumerate(zip(self.logs, self.match_rows, everyone)):
             if whole:  # the match's rows as they are (views of today's arrays)
-                log.add(self._seats, day, bankrupt[span], scalars[span], per_product[span], applied.take(span.start, span.stop), rejected[span], plans[span],
-                        None if said is None else said[span])  # fmt: skip
+                log.add(self._seats, day, bankrupt[span], scalars[span], per_product[span], applied.take(span.start, span.stop), rejected_by_seat.get(b, {}),
+                        plans_by_seat.get(b, {}), None if said is None else said[span])  # fmt: skip
                 continue
             seats = np.flatnonzero(self.playing[span])
             if seats.size:
                 at = seats + span.start
-                pick = at.tolist()
-                log.add(seats, day, bankrupt[at], scalars[at], per_product[at], applied.take(span.start, span.stop, at), [rejected[i] for i in pick], [plans[i] for i in pick],
-                        None if said is None else [said[i] for i in pick])  # fmt: skip
+                position = {s: k for k, s in enumerate(seats.tolist())}  # of each seat among today's rows
+                log.add(seats, day, bankrupt[at], scalars[at], per_product[at], applied.take(span.start, span.stop, at),
+                        {position[s]: row for s, row in rejected_by_seat.get(b, {}).items()}, {position[s]: row for s, row in plans_by_seat.get(b, {}).items()},
+                        None if said is None else [said[i] for i in at.tolist()])  # fmt: skip
 
         self.day += 1
         if day >= self.days:
@@ -293,7 +273,7 @@ class Market:
             self.playing &= ~self.bankrupt
         return worth_end - worth_start
 
-    def _messages(self, arrays: ArrayDecisions | None, rows: np.ndarray | None, parsed: dict[int, ParsedDecision], rejected: list[list[Rejection]]) -> list[str]:
+    def _messages(self, arrays: ArrayDecisions | None, rows: np.ndarray | None, parsed: dict[int, ParsedDecision], rejected: defaultdict[int, list[Rejection]]) -> list[str]:
         """Each row's delivered message ("": none), from the rule merchants' `arrays` (for
         `rows`, those playing) and the `parsed` decisions; a message not delivered adds its
         rejection to its row's, after those of the operations."""
@@ -327,7 +307,7 @@ class Market:
                 value.append(getattr(op, VALUE_FIELDS[code]) if VALUE_FIELDS[code] else math.nan)
         return Submitted(np.array(row, dtype=np.int64), np.array(index, dtype=np.int64), np.array(kind, dtype=np.int8), np.array(product, dtype=np.int16), np.array(value, dtype=float))
 
-    def _apply(self, ops: Submitted, unit_cost: np.ndarray, rejected: list[list[Rejection]]) -> tuple[Operations, np.ndarray, np.ndarray, np.ndarray]:
+    def _apply(self, ops: Submitted, unit_cost: np.ndarray, rejected: defaultdict[int, list[Rejection]]) -> tuple[Operations, np.ndarray, np.ndarray, np.ndarray]:
         """Apply the day's operations, each as if one by one in its row's order; record each
         refused one in `rejected` (after those already there, in the order given). Returns
         the applied ones, and per row the units ordered per product, the advertising spent
@@ -447,6 +427,94 @@ class Market:
         return accounting.net_worth(self.cash, self.inventory + _sum(self.pipeline, 2), cost, self.due, _sum(self.credit, 1))
 
 
+class ObservationMaker:
+    """The Observations of the merchants of one morning of the market, read from its view,
+    and their records of the day before, each made when asked for. What the merchants of a
+    match share is made once, when the first of them asks (`_Morning`).
+
+    It keeps reading that morning after the market has moved on if the view is `frozen`
+    (the market's days before are never changed)."""
+
+    def __init__(self, market: Market, view: MarketView):
+        self.market, self.view = market, view
+        self.logs, self.day_before = market.logs, market.day - 1  # as they are now: a reset makes new logs
+        self._mornings: dict[int, _Morning] = {}
+        self._records: dict[int, DayRecord | None] = {}
+
+    def observations(self, rows: Sequence[int]) -> list[Observation]:
+        return [self.observation(i) for i in rows]
+
+    def observation(self, i: int) -> Observation:
+        """The Observation of the merchant at market row `i`."""
+        market, view = self.market, self.view
+        s = i % market.seats
+        morning = self._morning(i)
+        cash, reputation, due, pending, unit_cost, prices, stock, coming = morning.books[s]
+        products = [ProductState(pid, price, cost, held, due_in, lead, holding) for (pid, lead, holding), cost, price, held, due_in in zip(market._statics, unit_cost, prices, stock, coming)]  # fmt: skip
+        heard = [message for seat, message in morning.said if seat != s] if market.talk else None
+        return Observation(market._names[i], view.day, market.days, cash, reputation, due, pending, products, self.yesterday(i), morning.board, view.events, view.fixed_daily_cost, heard)  # fmt: skip
+
+    def yesterday(self, i: int) -> DayRecord | None:
+        """The record of the day before of the merchant at market row `i` (None on day 1)."""
+        if i not in self._records:
+            self._records[i] = self._morning(i).yesterday(i % self.market.seats)
+        return self._records[i]
+
+    def _morning(self, i: int) -> _Morning:
+        b = i // self.market.seats
+        morning = self._mornings.get(b)
+        if morning is None:
+            morning = self._mornings[b] = _Morning(self, b)
+        return morning
+
+
+class _Morning:
+    """What the merchants of match b share in their observations of a morning, each part made
+    when first needed: the public board (one list in all their observations), their books by
+    seat, the day before's records as lists (a merchant's record is made from them when asked
+    for) and messages."""
+
+    def __init__(self, maker: ObservationMaker, b: int):
+        self.market, self.view, self.span = maker.market, maker.view, maker.market.match_rows[b]
+        self.log, self.day_before = maker.logs[b], maker.day_before
+
+    @functools.cached_property
+    def books(self) -> list[tuple]:
+        """By seat: cash, reputation, receivables due and pending, and per product unit cost,
+        price, inventory and units in transit."""
+        view = self.view
+        own = [view.cash, view.reputation, view.receivables_due, view.receivables_pending, view.unit_cost, view.prices, view.inventory, view.in_transit]
+        return list(zip(*(values[self.span].tolist() for values in own)))
+
+    @functools.cached_property
+    def board(self) -> list[PublicMerchant]:
+        ids, board, span = self.market._product_ids, self.view.board, self.span
+        shown = zip(self.market._names[span], board.prices[span].tolist(), board.reputation[span].tolist(), board.units_sold[span].tolist(), board.bankrupt[span].tolist())
+        return [PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out) for name, price, rep, units, out in shown]
+
+    @functools.cached_property
+    def played(self) -> tuple[RecordMaker, dict[int, int]] | None:
+        """The records of the day before, and the row of each seat among them (None on day 1)."""
+        if self.day_before < 1:
+            return None
+        log = self.log.day(self.day_before)
+        return RecordMaker(log, np.arange(len(log))), {s: r for r, s in enumerate(log.seat.tolist())}
+
+    def yesterday(self, seat: int) -> DayRecord | None:
+        if self.played is None:
+            return None
+        made, row_of_seat = self.played
+        return made.record(row_of_seat[seat])
+
+    @functools.cached_property
+    def said(self) -> list[tuple[int, RivalMessage]]:
+        """(seat, message) of what the merchants said the day before."""
+        if self.played is None:
+            return []
+        log = self.played[0].log
+        return [(s, RivalMessage(log.merchants[s], text)) for s, text in zip(log.seat.tolist(), log.messages) if text]
+
+
 def array_columns(decisions: ArrayDecisions, rows: np.ndarray) -> Submitted:
     """ArrayDecisions (a row for each of the market's `rows`, ascending) as operation columns:
     each merchant's collect, then its prices, then its orders, in product order."""
@@ -487,6 +555,14 @@ _REASONS = {
     RejectionCode.ADVERTISING_OVER_CASH: "advertising {value:.2f} exceeds cash {cash:.2f}",
 }
 _sum = np.add.reduce  # ndarray.sum(axis=k) without its Python wrapper: a dozen of these run every day
+
+
+def _by_match(by_row: Mapping[int, T], seats: int) -> dict[int, dict[int, T]]:
+    """Entries by market row as {match: {seat: entry}}, for the matches that have any."""
+    split: dict[int, dict[int, T]] = {}
+    for i, entry in by_row.items():
+        split.setdefault(i // seats, {})[i % seats] = entry
+    return split
 
 
 def _shift_left(buffer: np.ndarray) -> None:

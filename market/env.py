@@ -4,18 +4,24 @@ Observations are `Observation` models (or flat arrays with numeric=True, for RL 
 Actions are anything `parse_decision` accepts, or a dict of arrays from `action_space`.
 Rewards are the day's change in net worth. The last day truncates everyone; a merchant
 whose cash falls below zero is terminated (bankrupt).
+
+The observations and infos that reset and step return are dicts of every agent whose values
+are made when first read (`BuiltOnRead`), from the morning as it was when they were returned:
+a market of a thousand merchants steps in about a millisecond, and a merchant pays only for
+the observations someone reads.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, ItemsView, Iterable, Iterator, ValuesView
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from market.engine import Market
+from market.engine import Market, ObservationMaker
 from market.scenario import Scenario
 from market.types import Advertise, MarketView, Order, ParsedDecision, Rejection, RejectionCode, SetPrice
 
@@ -66,29 +72,36 @@ class MarketEnv(ParallelEnv):
     def reset(self, seed: int | None = None, options: dict | None = None):
         self.market.reset([seed])
         self.agents = list(self.possible_agents)
-        return self._observations(), {a: {} for a in self.agents}
+        return self._observations(self._morning(), self.agents), {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, Any]):
         market = self.market
-        playing = list(self.agents)
+        playing, rows = self.agents, np.flatnonzero(market.playing)
         change = market.advance(decisions={self._index[a]: self._decision(action) for a, action in actions.items() if a in self._index})
-        played = market.logs[0].day(market.day - 1)
-        records = dict(zip((self.possible_agents[s] for s in played.seat.tolist()), played.records()))
         last_day = market.day - 1 >= self.days
-        self.agents = [a for a in self.possible_agents if market.playing[self._index[a]]]
-        rewards = {a: float(change[self._index[a]]) for a in playing}
-        terminations = {a: records[a].bankrupt for a in playing}
-        truncations = {a: last_day for a in playing}
-        infos = {a: {"record": records[a]} for a in playing}
-        return self._observations(playing), rewards, terminations, truncations, infos
+        rewards = dict(zip(playing, change[rows].tolist()))
+        terminations = dict.fromkeys(playing, False)
+        for k in np.flatnonzero(market.bankrupt[rows]).tolist():  # those gone bankrupt today: the others are no longer playing
+            terminations[playing[k]] = True
+        truncations = dict.fromkeys(playing, last_day)
+        left = ~market.playing[rows]
+        self.agents = [a for a, out in zip(playing, left.tolist()) if not out] if left.any() else list(playing)
+        morning = self._morning()
+        infos = BuiltOnRead(playing, lambda a: {"record": morning.yesterday(self._index[a])})
+        return self._observations(morning, playing), rewards, terminations, truncations, infos
 
-    def _observations(self, agents: list[str] | None = None) -> dict[str, Any]:
-        agents = self.agents if agents is None else agents
-        view = self.market.view()
-        rows = [self._index[a] for a in agents]
+    def _morning(self) -> ObservationMaker:
+        """The merchants' observations of this morning, and their records of the day before,
+        made when asked for, from the morning's numbers as they are now."""
+        return ObservationMaker(self.market, self.market.view().frozen())
+
+    def _observations(self, morning: ObservationMaker, agents: list[str]) -> BuiltOnRead:
+        index = self._index
         if self.numeric:
-            return {a: _numbers(view, i) for a, i in zip(agents, rows)}
-        return dict(zip(agents, self.market.observations(view, rows)))
+            view = morning.view
+            prices = np.nan_to_num(view.board.prices, nan=0.0)
+            return BuiltOnRead(agents, lambda a: _numbers(view, prices, index[a]))
+        return BuiltOnRead(agents, lambda a: morning.observation(index[a]))
 
     def _decision(self, action: Any) -> Any:
         """An action sampled from action_space as operations; anything else as it is."""
@@ -110,10 +123,11 @@ class MarketEnv(ParallelEnv):
         return ops
 
 
-def _numbers(view: MarketView, i: int) -> dict[str, np.ndarray]:
-    """Merchant i's observation as arrays; rivals' prices the scenario hides read 0."""
+def _numbers(view: MarketView, prices: np.ndarray, i: int) -> dict[str, np.ndarray]:
+    """Merchant i's observation as arrays; `prices`: the board's, rivals' prices the scenario
+    hides read 0."""
     f32 = np.float32
-    prices = np.nan_to_num(view.board.prices, nan=0.0)
+    prices = prices.copy()
     prices[i] = view.prices[i]
     return {
         "day": np.array([view.day], f32),
@@ -124,3 +138,74 @@ def _numbers(view: MarketView, i: int) -> dict[str, np.ndarray]:
         "unit_cost": view.unit_cost[i].astype(f32),
         "prices": prices.astype(f32),
     }
+
+
+_UNBUILT = object()
+
+
+class BuiltOnRead(dict):
+    """A dict of every agent whose values are made when first read (`make(agent)`), so that a
+    market of a thousand merchants builds only the observations someone reads. It is a dict,
+    as PettingZoo's API asks, with every agent a key; each value is made once, and reading it
+    any way a mapping is read (`[]`, get, values, items, iteration, ==, copy, `dict(...)`,
+    `{**...}`, pickling) makes it. A plain dict's own C methods called unbound
+    (`dict.values(d)`) would see the placeholders."""
+
+    def __init__(self, agents: Iterable[str], make: Callable[[str], Any]):
+        super().__init__(dict.fromkeys(agents, _UNBUILT))
+        self._make = make
+
+    def __getitem__(self, agent: str) -> Any:
+        value = dict.__getitem__(self, agent)
+        if value is _UNBUILT:
+            value = self._make(agent)
+            dict.__setitem__(self, agent, value)
+        return value
+
+    def __iter__(self) -> Iterator[str]:  # defined here, dict(self) and {**self} read through __getitem__
+        return dict.__iter__(self)
+
+    def get(self, agent: str, default: Any = None) -> Any:
+        return self[agent] if agent in self else default
+
+    def values(self) -> ValuesView:  # type: ignore[override]
+        return ValuesView(self)
+
+    def items(self) -> ItemsView:  # type: ignore[override]
+        return ItemsView(self)
+
+    def pop(self, agent: str, *default: Any) -> Any:
+        if agent in self:
+            self[agent]
+        return dict.pop(self, agent, *default)
+
+    def popitem(self) -> tuple[str, Any]:
+        if not self:
+            raise KeyError("popitem(): dictionary is empty")
+        agent = next(reversed(self))
+        return agent, self.pop(agent)
+
+    def setdefault(self, agent: str, default: Any = None) -> Any:
+        return self[agent] if agent in self else dict.setdefault(self, agent, default)
+
+    def copy(self) -> dict[str, Any]:
+        """A plain dict of every value, made."""
+        return {agent: self[agent] for agent in self}
+
+    def __eq__(self, other: object) -> bool:
+        return self.copy() == (other.copy() if isinstance(other, BuiltOnRead) else other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __or__(self, other: Any) -> dict[str, Any]:
+        return self.copy() | other
+
+    def __ror__(self, other: Any) -> dict[str, Any]:
+        return dict(other) | self.copy()
+
+    def __repr__(self) -> str:
+        return repr(self.copy())
+
+    def __reduce__(self) -> tuple:
+        return dict, (self.copy(),)

@@ -436,6 +436,14 @@ class MarketView:
             self.inventory[rows], self.in_transit[rows], self.board,
         )  # fmt: skip
 
+    def frozen(self) -> MarketView:
+        """This view with arrays of its own: the market's view shares its arrays, which the
+        next day changes in place; this one keeps reading the morning it was made."""
+        b = self.board
+        board = Board(b.seats, b.prices.copy(), b.reputation.copy(), b.units_sold.copy(), b.bankrupt.copy())
+        own = (self.cash, self.reputation, self.receivables_due, self.receivables_pending, self.prices, self.inventory, self.in_transit)
+        return MarketView(self.day, self.days, self.fixed_daily_cost, self.unit_cost.copy(), list(self.events), self.rows.copy(), *(a.copy() for a in own), board)
+
     @classmethod
     def of(cls, observation: Observation) -> MarketView:
         """One merchant's view, from its Observation."""

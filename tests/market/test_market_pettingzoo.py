@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import ast
+import copy
+import json
+import pickle
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
-from market.env import MarketEnv
-from market.types import DayRecord, Observation
+from market import daylog as daylog_module
+from market import engine as engine_module
+from market import env as env_module
+from market.env import BuiltOnRead, MarketEnv
+from market.scenario import load_scenario
+from market.types import DayRecord, Decision, Observation, SetPrice
 
 
 @pytest.mark.parametrize("numeric", [False, True], ids=["models", "numeric"])
@@ -86,3 +95,94 @@ def test_numeric_observations_hide_what_the_scenario_hides(scenario):
         assert env.observation_space(agent).contains(observations[agent])
     models = MarketEnv(hidden, 3).reset(seed=2)[0]
     assert all(m.prices is None for m in models["m0"].market)
+
+
+# --- observations made when read ---------------------------------------------------------------
+
+
+def _decisions(env: MarketEnv, day: int) -> dict:
+    """Prices that differ by merchant and day, a message from every other merchant, and an
+    answer that is no decision at all from the last one (a rejection in its record)."""
+    product = env.scenario.product_ids[0]
+    answers: dict = {}
+    for i, agent in enumerate(env.agents):
+        answers[agent] = Decision(operations=[SetPrice(product=product, price=12.0 + i + day / 10)], message=f"{agent} on day {day}" if i % 2 else None)
+    answers[env.agents[-1]] = "not json"
+    return answers
+
+
+@pytest.mark.parametrize("numeric", [False, True], ids=["models", "numeric"])
+def test_observations_are_made_only_for_the_merchants_that_read_them(monkeypatch, numeric):
+    """One market read in full right after every step, the same market read for two merchants
+    alone: one on even days right away, and a day late (after the next step) on odd days; the
+    other always a day late, the last time after a reset. They come out the same, and nothing
+    is made for the merchants nobody read, counting every Observation (or numeric
+    observation) and every DayRecord made."""
+    scenario, days = load_scenario("price_war"), 7
+    eager, lazy = (MarketEnv(scenario, 6, days=days, numeric=numeric, talk=True) for _ in range(2))
+    at_once = [dict(eager.reset(seed=5)[0])]
+    records = [{}]
+    for day in range(1, days + 1):
+        observations, _, _, _, infos = eager.step(_decisions(eager, day))
+        at_once.append(dict(observations))
+        records.append({agent: info["record"] for agent, info in infos.items()})
+
+    made: Counter = Counter()
+    records_made: Counter = Counter()
+    if numeric:
+        numbers = env_module._numbers
+        monkeypatch.setattr(env_module, "_numbers", lambda view, prices, i: made.update([lazy.possible_agents[i]]) or numbers(view, prices, i))
+    else:
+        observation = engine_module.Observation
+        monkeypatch.setattr(engine_module, "Observation", lambda *fields: made.update([fields[0]]) or observation(*fields))
+    record = daylog_module.DayRecord
+    monkeypatch.setattr(daylog_module, "DayRecord", lambda *fields: records_made.update([fields[0]]) or record(*fields))
+
+    same = (lambda a, b: a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)) if numeric else (lambda a, b: a == b)
+    observations, _ = lazy.reset(seed=5)
+    assert isinstance(observations, dict) and list(observations) == lazy.possible_agents
+    assert same(observations["m1"], at_once[0]["m1"])
+    late, late_infos = observations, None
+
+    def read_late(day: int) -> None:  # what was left unread on `day`
+        assert same(late["m4"], at_once[day]["m4"])
+        if day % 2:
+            assert same(late["m1"], at_once[day]["m1"]) and late_infos["m1"]["record"] == records[day]["m1"]
+
+    for day in range(1, days + 1):
+        observations, _, _, _, infos = lazy.step(_decisions(lazy, day))
+        assert list(observations) == list(infos) == list(at_once[day])
+        read_late(day - 1)  # after the market moved on
+        if day % 2 == 0:
+            assert same(observations["m1"], at_once[day]["m1"]) and infos["m1"]["record"] == records[day]["m1"]
+        late, late_infos = observations, infos
+    lazy.reset(seed=6)
+    read_late(days)
+    assert made == {"m1": days + 1, "m4": days + 1}
+    assert records_made == ({"m1": days} if numeric else {"m1": days, "m4": days})  # a model's observation holds its yesterday
+
+
+def test_the_observations_read_as_a_plain_dict():
+    """Every way of reading a mapping makes the values, each once, and gives what a plain
+    dict of them would."""
+    made: list[str] = []
+
+    def fresh() -> BuiltOnRead:
+        return BuiltOnRead(["a", "b"], lambda agent: made.append(agent) or agent.upper())
+
+    plain = {"a": "A", "b": "B"}
+    readings = {
+        "dict": dict, "unpacked": lambda d: {**d}, "merged": lambda d: {} | d, "or": lambda d: d | {}, "copy": lambda d: d.copy(),
+        "items": lambda d: dict(d.items()), "values": lambda d: dict(zip(d, d.values())), "keywords": lambda d: (lambda **kw: kw)(**d),
+        "json": lambda d: json.loads(json.dumps(d)), "pickle": lambda d: pickle.loads(pickle.dumps(d)), "deepcopy": copy.deepcopy,
+        "repr": lambda d: ast.literal_eval(repr(d)), "get": lambda d: {k: d.get(k) for k in d}, "pop": lambda d: {k: d.pop(k) for k in list(d)},
+    }  # fmt: skip
+    for name, read in readings.items():
+        made.clear()
+        assert read(fresh()) == plain, name
+        assert sorted(made) == ["a", "b"], name
+    made.clear()
+    lazy = fresh()
+    assert len(lazy) == 2 and "a" in lazy and "c" not in lazy and lazy.get("c", 0) == 0 and made == []  # the keys need no values
+    assert lazy["a"] == lazy["a"] == "A" and made == ["a"]
+    assert lazy == plain and plain == lazy and not lazy != plain and made == ["a", "b"]
