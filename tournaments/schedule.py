@@ -13,13 +13,16 @@ merchant plays with): over as many seeds as seats, every contestant plays every 
 from __future__ import annotations
 
 from itertools import combinations
-
-from pydantic import BaseModel
+from typing import NamedTuple
 
 from tournaments.config import Tournament
 
 
-class MatchSpec(BaseModel):
+class MatchSpec(NamedTuple):
+    """One match of the schedule. A tuple, not a model: the driver holds the whole schedule
+    for the length of a run, about 250 bytes a match (its seat order shared with the other
+    matches of its group) against 1,300 as a pydantic model."""
+
     key: str
     index: int
     scenario: str
@@ -37,20 +40,12 @@ def schedule(tournament: Tournament) -> list[MatchSpec]:
         groups = [names]
     else:
         groups = [[spec.challenger, other] for other in names if other != spec.challenger]
+    lineups = [("+".join(sorted(group)), [tuple(group[shift:] + group[:shift]) for shift in range(len(group))]) for group in groups]
     matches: list[MatchSpec] = []
     for scenario_name, scenario in tournament.scenarios.items():
+        days = spec.days or scenario.days
         for turn, seed in enumerate(spec.seed_list):
-            for group in groups:
-                shift = turn % len(group) if spec.rotate_seats else 0
-                seats = tuple(group[shift:] + group[:shift])
-                matches.append(
-                    MatchSpec(
-                        key=f"{scenario_name}/seed={seed}/{'+'.join(sorted(group))}",
-                        index=len(matches),
-                        scenario=scenario_name,
-                        seed=seed,
-                        days=spec.days or scenario.days,
-                        seats=seats,
-                    )
-                )
+            for lineup, seatings in lineups:
+                seats = seatings[turn % len(seatings) if spec.rotate_seats else 0]
+                matches.append(MatchSpec(f"{scenario_name}/seed={seed}/{lineup}", len(matches), scenario_name, seed, days, seats))
     return matches
