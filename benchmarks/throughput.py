@@ -8,9 +8,10 @@
     path is days x latency for each round of concurrent matches; efficiency = critical path /
     wall time of play (from all actors ready to the last match recorded), at most 1.0; with
     its parts: the per-day overhead inside a match, and the time outside the matches.
+    (benchmarks/scale.py measures it with 64 such merchants.)
 (b) throughput in merchant-days per second with instant baselines (fixed_price,
     reorder_point, undercut, cost_plus, random in turn), each figure the best of --runs:
-    - market: the bare env.step loop, no agents (everyone does nothing);
+    - market: the bare env.step loop, no agents (everyone does nothing), every observation read;
     - engine_one_core: whole matches (baseline decisions, market days, day records, scoring,
       metrics) in this process on one core, in the runner's groups played side by side;
     - tournament_ray_no_db: a free-for-all tournament of --merchants instant merchants per
@@ -25,12 +26,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import platform
+import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 
 import ray
 
@@ -72,27 +76,30 @@ class Clock:
             self.end = time.perf_counter()
 
 
-def parallel_efficiency(db_dir: str, latency: float = 0.2, days: int = 20) -> dict:
-    """Efficiency and its parts. A match's own wall time runs from its start to the end of its
-    last day; what it adds to days x latency is the per-day overhead of the hosted path. The
-    rest of the play time is outside the matches: starting them, and recording them."""
+def parallel_efficiency(db_dir: str, latency: float = 0.2, days: int = 20, contestants: int = 8, at_once: int | None = None, clock: Clock | None = None) -> dict:
+    """Efficiency and its parts, for a round robin of `contestants` latency merchants in pairs,
+    `at_once` matches at once (default: all of them), timed by `clock`. A match's own wall time
+    runs from its start to the end of its last day; what it adds to days x latency is the
+    per-day overhead of the hosted path. The rest of the play time is outside the matches:
+    starting them, and recording them."""
     spec = {
         "name": "efficiency",
         "days": days,
-        "max_concurrent_matches": 28,
+        "max_concurrent_matches": at_once or contestants * (contestants - 1) // 2,
         "decision_timeout_s": 30,
-        "contestants": [{"name": f"slow{i}", "kind": "latency", "params": {"latency_s": latency}} for i in range(8)],
+        "contestants": [{"name": f"slow{i}", "kind": "latency", "params": {"latency_s": latency}} for i in range(contestants)],
     }
     t = tournament(spec, ["price_war"])
     matches = len(schedule(t))
-    engine = engine_for(f"sqlite:///{db_dir}/efficiency.db")
-    clock = Clock()
+    engine = engine_for(f"sqlite:///{db_dir}/efficiency-{time.monotonic_ns()}.db")
+    clock = clock or Clock()
     started = time.perf_counter()
     summary = run_tournament(t, engine, observer=clock)
     rounds = -(-matches // spec["max_concurrent_matches"])
     critical = rounds * days * latency
     wall = clock.end - clock.start
-    longest = max(m.wall_seconds for m in list_matches(engine, summary.tournament_id))
+    walls = [m.wall_seconds for m in list_matches(engine, summary.tournament_id)]
+    longest = max(walls)
     return {
         "matches": matches,
         "concurrent": spec["max_concurrent_matches"],
@@ -100,6 +107,7 @@ def parallel_efficiency(db_dir: str, latency: float = 0.2, days: int = 20) -> di
         "play_wall_s": round(wall, 3),
         "efficiency": round(critical / wall, 3),
         "longest_match_s": round(longest, 3),
+        "mean_match_s": round(sum(walls) / len(walls), 3),
         "overhead_per_match_day_ms": round(1000 * (longest - days * latency) / days, 1),
         "outside_matches_s": round(wall - rounds * longest, 3),
         "actor_startup_s": round(clock.start - started, 3),
@@ -112,7 +120,9 @@ def market_only(merchants: int = 8, days: int = 3000) -> dict:
     nothing = {a: None for a in env.agents}
     start = time.perf_counter()
     for _ in range(days):
-        env.step(nothing)
+        observations = env.step(nothing)[0]
+        for agent in env.agents:  # every observation read, as agents would: each is made when read
+            observations[agent]
     seconds = time.perf_counter() - start
     return {"merchants": merchants, "days": days, "merchant_days_per_s": round(merchants * days / seconds)}
 
@@ -187,6 +197,27 @@ def best_of(runs: int, measure, *args) -> dict:
     return {**best, "runs": runs, "all_merchant_days_per_s": [r["merchant_days_per_s"] for r in results]}
 
 
+def machine() -> dict:
+    """The machine, its processor named as `lscpu` names it."""
+    with open("/proc/cpuinfo") as cpuinfo:
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), platform.machine())
+    return {"cpus": os.cpu_count(), "processor": model, "python": platform.python_version()}
+
+
+@contextlib.contextmanager
+def local_ray() -> Iterator[float]:
+    """A Ray of this process's own (its own temporary folder, which goes with it), for the
+    length of the block; gives the seconds ray.init took."""
+    folder = tempfile.mkdtemp(prefix="arena-ray-", dir="/tmp")  # short: Ray's sockets live in it
+    started = time.perf_counter()
+    ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, _temp_dir=folder)
+    try:
+        yield round(time.perf_counter() - started, 3)
+    finally:
+        ray.shutdown()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["efficiency", "market", "engine", "tournament"])
@@ -194,22 +225,20 @@ def main() -> None:
     parser.add_argument("--merchants", type=int, default=HEADLINE_MERCHANTS, help="instant merchants per match in the tournament figures")
     args = parser.parse_args()
     runs, size = args.runs, args.merchants
-    report: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "processor": platform.processor() or platform.machine()}}
+    report: dict = {"machine": machine()}
     with tempfile.TemporaryDirectory() as db_dir:
         if args.only in (None, "market"):
             report["market"] = {f"{n}_merchants": best_of(runs, market_only, n) for n in (8, size)}
         if args.only in (None, "engine"):
             report["engine_one_core"] = {f"{n}_merchants": best_of(runs, engine_in_process, n) for n in (2, 8, size)}
         if args.only in (None, "efficiency", "tournament"):
-            started = time.perf_counter()
-            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-            report["ray_init_s"] = round(time.perf_counter() - started, 3)
-            if args.only in (None, "tournament"):
-                report["tournament_ray_no_db"] = best_of(runs, ray_without_db, size, TOURNAMENT_SEEDS)
-                report["tournament_ray_sqlite"] = best_of(runs, ray_with_db, db_dir, size, TOURNAMENT_SEEDS)
-            if args.only in (None, "efficiency"):
-                report["parallel_efficiency"] = parallel_efficiency(db_dir)
-            ray.shutdown()
+            with local_ray() as init_seconds:
+                report["ray_init_s"] = init_seconds
+                if args.only in (None, "tournament"):
+                    report["tournament_ray_no_db"] = best_of(runs, ray_without_db, size, TOURNAMENT_SEEDS)
+                    report["tournament_ray_sqlite"] = best_of(runs, ray_with_db, db_dir, size, TOURNAMENT_SEEDS)
+                if args.only in (None, "efficiency"):
+                    report["parallel_efficiency"] = parallel_efficiency(db_dir)
     print(json.dumps(report, indent=2))
 
 
