@@ -48,7 +48,7 @@ class Operations(NamedTuple):
     @classmethod
     def of_dicts(cls, operations: Iterable[tuple[int, dict]], products: Sequence[str]) -> Operations:
         """The columns of (row, operation) pairs, rows ascending, each operation a dict as
-        `as_dicts` makes them: an operation the market applied, of one of `products`.
+        `OperationDicts` makes them: an operation the market applied, of one of `products`.
         Raises ValueError for any other."""
         index = {p: j for j, p in enumerate(products)}
         found = []
@@ -66,12 +66,6 @@ class Operations(NamedTuple):
         lo, hi = np.searchsorted(self.row, (start, stop))
         row = self.row[lo:hi] - start if rows is None else np.searchsorted(rows, self.row[lo:hi])
         return Operations(row, self.kind[lo:hi], self.product[lo:hi], self.value[lo:hi])
-
-    def as_dicts(self, rows: Iterable[int], products: Sequence[str]) -> list[list[dict]]:
-        """Each of `rows`' operations as dicts, e.g. {"op": "order", "product": "tea", "quantity": 40.0}."""
-        rows = np.fromiter(rows, dtype=np.int64)
-        of_row = OperationDicts(self, rows, products)
-        return [of_row[k] for k in range(len(rows))]
 
 
 class OperationDicts:

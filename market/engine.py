@@ -504,7 +504,8 @@ class _Morning:
         if self.played is None:
             return None
         made, row_of_seat = self.played
-        return made.record(row_of_seat[seat])
+        row = row_of_seat.get(seat)  # None: the seat did not play the day before
+        return None if row is None else made.record(row)
 
     @functools.cached_property
     def said(self) -> list[tuple[int, RivalMessage]]:

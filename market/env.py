@@ -5,10 +5,11 @@ Actions are anything `parse_decision` accepts, or a dict of arrays from `action_
 Rewards are the day's change in net worth. The last day truncates everyone; a merchant
 whose cash falls below zero is terminated (bankrupt).
 
-The observations and infos that reset and step return are dicts of every agent whose values
-are made when first read (`BuiltOnRead`), from the morning as it was when they were returned:
-a market of a thousand merchants steps in about a millisecond, and a merchant pays only for
-the observations someone reads.
+The observations that reset and step return, and the infos of step, are dicts of every agent
+whose values are made when first read (`BuiltOnRead`), from the morning as it was when they
+were returned, so a large market pays only for the observations someone reads
+(docs/benchmarks.md#scale). A model observation's `yesterday` is the very record its info
+holds: copy it before changing it.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class MarketEnv(ParallelEnv):
         left = ~market.playing[rows]
         self.agents = [a for a, out in zip(playing, left.tolist()) if not out] if left.any() else list(playing)
         morning = self._morning()
-        infos = BuiltOnRead(playing, lambda a: {"record": morning.yesterday(self._index[a])})
+        infos = BuiltOnRead.made_on_read(playing, lambda a: {"record": morning.yesterday(self._index[a])})
         return self._observations(morning, playing), rewards, terminations, truncations, infos
 
     def _morning(self) -> ObservationMaker:
@@ -100,8 +101,8 @@ class MarketEnv(ParallelEnv):
         if self.numeric:
             view = morning.view
             prices = np.nan_to_num(view.board.prices, nan=0.0)
-            return BuiltOnRead(agents, lambda a: _numbers(view, prices, index[a]))
-        return BuiltOnRead(agents, lambda a: morning.observation(index[a]))
+            return BuiltOnRead.made_on_read(agents, lambda a: _numbers(view, prices, index[a]))
+        return BuiltOnRead.made_on_read(agents, lambda a: morning.observation(index[a]))
 
     def _decision(self, action: Any) -> Any:
         """An action sampled from action_space as operations; anything else as it is."""
@@ -151,9 +152,17 @@ class BuiltOnRead(dict):
     `{**...}`, pickling) makes it. A plain dict's own C methods called unbound
     (`dict.values(d)`) would see the placeholders."""
 
-    def __init__(self, agents: Iterable[str], make: Callable[[str], Any]):
-        super().__init__(dict.fromkeys(agents, _UNBUILT))
-        self._make = make
+    def __init__(self, *args: Any, **kwargs: Any):
+        """As dict(...) does: a dict whose values are all there (how mapping utilities rebuild
+        one, `type(d)(pairs)`); `made_on_read` makes the lazy one."""
+        super().__init__(*args, **kwargs)
+        self._make: Callable[[str], Any] | None = None
+
+    @classmethod
+    def made_on_read(cls, agents: Iterable[str], make: Callable[[str], Any]) -> BuiltOnRead:
+        lazy = cls(dict.fromkeys(agents, _UNBUILT))
+        lazy._make = make
+        return lazy
 
     def __getitem__(self, agent: str) -> Any:
         value = dict.__getitem__(self, agent)
@@ -207,5 +216,12 @@ class BuiltOnRead(dict):
     def __repr__(self) -> str:
         return repr(self.copy())
 
-    def __reduce__(self) -> tuple:
+    def __copy__(self) -> BuiltOnRead:
+        """A copy that makes the values not yet made when they are read (PettingZoo's AEC
+        wrapper copies the observations and infos of every step)."""
+        twin = BuiltOnRead.made_on_read((), self._make)
+        dict.update(twin, dict.items(self))
+        return twin
+
+    def __reduce__(self) -> tuple:  # pickling and deepcopy: a plain dict of every value, made
         return dict, (self.copy(),)

@@ -19,9 +19,8 @@ from tournaments.config import Tournament
 
 
 class MatchSpec(NamedTuple):
-    """One match of the schedule. A tuple, not a model: the driver holds the whole schedule
-    for the length of a run, about 250 bytes a match (its seat order shared with the other
-    matches of its group) against 1,300 as a pydantic model."""
+    """One match of the schedule. A small tuple (its seat order shared with the other matches
+    of its group), not a model: the driver holds the whole schedule for the length of a run."""
 
     key: str
     index: int

@@ -16,6 +16,7 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 from market import daylog as daylog_module
 from market import engine as engine_module
 from market import env as env_module
+from market.engine import ObservationMaker
 from market.env import BuiltOnRead, MarketEnv
 from market.scenario import load_scenario
 from market.types import DayRecord, Decision, Observation, SetPrice
@@ -168,7 +169,7 @@ def test_the_observations_read_as_a_plain_dict():
     made: list[str] = []
 
     def fresh() -> BuiltOnRead:
-        return BuiltOnRead(["a", "b"], lambda agent: made.append(agent) or agent.upper())
+        return BuiltOnRead.made_on_read(["a", "b"], lambda agent: made.append(agent) or agent.upper())
 
     plain = {"a": "A", "b": "B"}
     readings = {
@@ -186,3 +187,32 @@ def test_the_observations_read_as_a_plain_dict():
     assert len(lazy) == 2 and "a" in lazy and "c" not in lazy and lazy.get("c", 0) == 0 and made == []  # the keys need no values
     assert lazy["a"] == lazy["a"] == "A" and made == ["a"]
     assert lazy == plain and plain == lazy and not lazy != plain and made == ["a", "b"]
+
+
+def test_the_aec_wrapper_makes_no_observation_nobody_reads():
+    """PettingZoo's AEC wrapper copies each step's observations and infos: the copies stay
+    lazy, and rebuilding one as mapping utilities do (`type(d)(pairs)`) gives a plain dict."""
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    made = Counter()
+    env = MarketEnv(load_scenario("price_war"), 6)
+    maker = ObservationMaker.observation
+
+    def counted(self, i):
+        made[i] += 1
+        return maker(self, i)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ObservationMaker, "observation", counted)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the env has no render_mode
+            aec = parallel_to_aec(env)
+        aec.reset(seed=3)
+        for agent in list(aec.agents):
+            aec.step({"operations": []})
+        assert sum(made.values()) == 0
+        observed = aec.observe("m2")
+        assert made == {2: 1}
+    assert observed == env.market.observations(env.market.view(), [2])[0]
+    rebuilt = type(aec.infos)(aec.infos.items())
+    assert type(rebuilt) is BuiltOnRead and rebuilt == aec.infos and BuiltOnRead.fromkeys("ab", 1) == {"a": 1, "b": 1}

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from market.daylog import DayLog
+from market.daylog import DayLog, OperationDicts
 from market.engine import Market
 from market.scenario import Scenario, load_scenario
 from market.types import DayRecord, Rejection, RejectionCode
@@ -45,7 +45,8 @@ def record(day_record, merchant: str, day: int, operations: list[dict]) -> DayRe
 def test_operations_of_every_kind_are_stored_as_arrays_and_read_back(day_record, days):
     records = [record(day_record, f"m{i % 2}", 1 + i // 2, ops) for i, ops in enumerate(days)]
     log = DayLog.of(records, PRODUCTS)
-    assert log.applied.as_dicts(range(len(log)), PRODUCTS) == days
+    as_dicts = OperationDicts(log.applied, np.arange(len(log)), PRODUCTS)
+    assert [as_dicts[k] for k in range(len(log))] == days
     stored = decode(encode_columns(log), encode_text(log))
     assert list(stored) == records
     assert "operations" not in json.loads(encode_text(log))  # they are arrays: op_row, op_kind, ...
