@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 import psycopg
 import pytest
 from sqlalchemy.engine import make_url
@@ -230,6 +231,36 @@ def test_the_commands_print_for_postgres_what_they_print_for_sqlite(two_at_once,
         if command[0] == "matches":
             from_postgres, from_sqlite = without_ids(from_postgres), without_ids(from_sqlite)
         assert from_postgres == from_sqlite and from_postgres, command
+
+
+def test_show_export_and_report_read_postgres_as_they_read_sqlite(two_at_once, on_sqlite, tmp_path):
+    url, _ = two_at_once
+    databases = {"postgres": (url, tournament_id(url, "pairs")), "sqlite": (on_sqlite["pairs"], 1)}
+    shown, exported = {}, {}
+    for name, (db, tournament) in databases.items():
+        ids = {m["key"]: m["id"] for m in cli_json("matches", "--tournament", tournament, "--db", db)}
+        shown[name] = {key: cli_json("show", match, "--db", db) for key, match in ids.items()}
+        for detail in shown[name].values():
+            (detail["match"],) = without_ids([detail["match"]])
+        result = invoke("export", tournament, "--out", tmp_path / name, "--db", db)
+        assert result.exit_code == 0, result.stderr
+        exported[name] = {f.name: by_match_key(pd.read_csv(f), ids) for f in sorted((tmp_path / name).glob("*.csv"))}
+    assert shown["postgres"] == shown["sqlite"] and len(shown["postgres"]) == 6
+    assert exported["postgres"].keys() == exported["sqlite"].keys() and "days.csv" in exported["postgres"]
+    for file, table in exported["postgres"].items():
+        pd.testing.assert_frame_equal(table, exported["sqlite"][file], obj=file)
+    report = invoke("report", databases["postgres"][1], "--out", tmp_path / "report.html", "--db", url)
+    assert report.exit_code == 0, report.stderr
+    assert "pairs" in (tmp_path / "report.html").read_text()
+
+
+def by_match_key(table: pd.DataFrame, ids: dict[str, int]) -> pd.DataFrame:
+    """An exported table with its matches named by key rather than id, in key order (rows
+    of a match as exported), without the seconds measured."""
+    if "match_id" in table:
+        keys = {match: key for key, match in ids.items()}
+        table = table.assign(match_id=table["match_id"].map(keys)).sort_values("match_id", kind="stable").reset_index(drop=True)
+    return table.drop(columns=["wall_seconds"], errors="ignore")
 
 
 def test_kill_9_then_resume_on_postgres_gives_the_uninterrupted_record(postgres, files, on_sqlite, tmp_path, ray_local):
