@@ -47,7 +47,8 @@ contestants:
   - {{name: undercut, kind: undercut}}
 """
 
-# Matches with `slow` last 1.5 s each, two at a time: long enough to be killed mid-run.
+# Matches with `slow` last 1.5 s each, two at a time: long enough to be killed mid-run. Played
+# in the match loop rather than in an actor of its own: fewer processes to start.
 SLOW = """\
 name: slow
 seed: 9
@@ -58,7 +59,7 @@ max_concurrent_matches: 2
 contestants:
   - {name: fixed, kind: fixed_price}
   - {name: cost_plus, kind: cost_plus}
-  - {name: slow, kind: latency, params: {latency_s: 0.25}}
+  - {name: slow, kind: latency, isolate: false, params: {latency_s: 0.25}}
 """
 
 RUN_SECONDS = 300  # a run here takes 10-20 s, most of it Ray starting
