@@ -47,7 +47,7 @@ contestants:
   - {{name: undercut, kind: undercut}}
 """
 
-# Matches with `slow` last 1.5 s each, two at a time: long enough to be killed mid-run. Played
+# Matches with `slow` last 1.2 s each, two at a time: long enough to be killed mid-run. Played
 # in the match loop rather than in an actor of its own: fewer processes to start.
 SLOW = """\
 name: slow
@@ -59,7 +59,7 @@ max_concurrent_matches: 2
 contestants:
   - {name: fixed, kind: fixed_price}
   - {name: cost_plus, kind: cost_plus}
-  - {name: slow, kind: latency, isolate: false, params: {latency_s: 0.25}}
+  - {name: slow, kind: latency, isolate: false, params: {latency_s: 0.2}}
 """
 
 RUN_SECONDS = 300  # a run here takes 10-20 s, most of it Ray starting
@@ -197,15 +197,16 @@ def count(url: str, table: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def two_at_once(postgres, files, tmp_path_factory) -> tuple[str, dict[str, str]]:
+def two_at_once(postgres, files, tmp_path_factory, request) -> tuple[str, dict[str, str]]:
     """Two tournaments started together by two `arena run` processes into one empty database,
     named by $ARENA_DB with the password in $PGPASSWORD (as a team is told to): the URL and
-    each run's output."""
+    each run's output. The SQLite references are played meanwhile."""
     url = postgres.fresh_database()
     cwd = tmp_path_factory.mktemp("two-at-once")
     env = {"ARENA_DB": url.replace(f":{PASSWORD}@", "@"), "PGPASSWORD": PASSWORD}
     runs = {name: start_run(files[name], cwd, env=env) for name in ("pairs", "market")}
     try:
+        request.getfixturevalue("on_sqlite")
         return url, {name: finish(process, files[name], cwd) for name, process in runs.items()}
     finally:
         for process in runs.values():
@@ -319,7 +320,7 @@ def as_reader(postgres, url: str) -> str:
     return postgres.url(database, READER, READER_PASSWORD)
 
 
-def test_a_user_who_may_only_read_cannot_run_but_can_read(postgres, reader, files, ray_local):
+def test_a_user_who_may_only_read_cannot_run_but_can_read(postgres, reader, files, ray_local, tmp_path):
     url = postgres.fresh_database()
     readers_url = as_reader(postgres, url)
     engine = engine_for(url)
@@ -337,8 +338,12 @@ def test_a_user_who_may_only_read_cannot_run_but_can_read(postgres, reader, file
     assert "cannot write to database" in line and "permission denied for table" in line
 
     assert cli_json("leaderboard", "--db", readers_url) == cli_json("leaderboard", "--db", url)
-    assert without_ids(cli_json("matches", "--db", readers_url)) == without_ids(cli_json("matches", "--db", url))
-    assert len(cli_json("matches", "--db", readers_url)) == 6
+    matches = cli_json("matches", "--db", readers_url)
+    assert matches == cli_json("matches", "--db", url) and len(matches) == 6
+    assert cli_json("show", matches[0]["id"], "--db", readers_url) == cli_json("show", matches[0]["id"], "--db", url)
+    for command in (["export", "1", "--out", tmp_path / "export"], ["report", "1", "--out", tmp_path / "report.html"]):
+        result = invoke(*command, "--db", readers_url)
+        assert result.exit_code == 0, (command, result.stderr)
 
 
 def test_a_user_who_may_not_create_tables_is_told_so(postgres, reader, files):
