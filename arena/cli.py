@@ -443,7 +443,7 @@ def rescore_command(
     what was played, the metrics that need the scenario are left empty (a warning says so).
     """
     with user_errors():
-        engine = engine_for(db, create=False)
+        engine = engine_for(db, create=False, writes=True)
         tournaments = [store.get_tournament(engine, tournament)] if tournament is not None else store.list_tournaments(engine)
         rescored = sum(store.rescore(engine, t.id, _played_scenarios(t)) for t in tournaments)
     out.print(f"Rescored {rescored} matches of {len(tournaments)} tournaments.")

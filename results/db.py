@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import re
 
-from sqlalchemy import Engine, create_engine, event, inspect
-from sqlalchemy.engine import make_url
+from sqlalchemy import Connection, Engine, create_engine, event, false, inspect, select, text
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlmodel import SQLModel
 
@@ -16,16 +16,22 @@ from results.errors import DatabaseError
 DEFAULT_URL = "sqlite:///arena.db"
 
 
-def engine_for(url: str | None = None, *, create: bool = True) -> Engine:
+def engine_for(url: str | None = None, *, create: bool = True, writes: bool | None = None) -> Engine:
     """An engine for `url`, else $ARENA_DB, else sqlite:///arena.db, with all tables created.
 
-    With create=False (commands that only read) a SQLite file that does not exist is an
-    error rather than a new empty database left behind.
+    With create=False (commands that work on stored results) a SQLite file that does not
+    exist is an error rather than a new empty database left behind. For a caller that
+    `writes` (by default one that may create: a run) the right to write every table is tried
+    at once, by an insert of no rows into each: a user who may only read hears it in one
+    line before anything is played, rather than from the first match's write.
 
     SQLite gets WAL (readers do not block the writer while a tournament runs) and enforced
-    foreign keys. Raises DatabaseError, with any password masked, when the URL cannot be
-    parsed, the database cannot be opened, or it holds an older layout of the tables (then
-    nothing is written to it).
+    foreign keys. On PostgreSQL the layout is checked and the tables created in one
+    transaction that holds an advisory lock, so runs that start at once on an empty
+    database create them once: two concurrent CREATE TABLEs of one name collide in
+    PostgreSQL's catalog. Raises DatabaseError, with any password masked, when the URL
+    cannot be parsed, the database cannot be opened or written, or it holds an older layout
+    of the tables (then nothing is written to it).
     """
     from_env = not url and bool(os.environ.get("ARENA_DB"))
     raw = url or os.environ.get("ARENA_DB") or DEFAULT_URL
@@ -35,35 +41,53 @@ def engine_for(url: str | None = None, *, create: bool = True) -> Engine:
     except (ArgumentError, ValueError):
         raise DatabaseError(f"cannot parse database URL {_mask(raw)!r}{source}") from None
     shown = parsed.render_as_string(hide_password=True) + source
-    if not create and parsed.get_backend_name() == "sqlite" and not _sqlite_file_exists(parsed.database):
+    sqlite = parsed.get_backend_name() == "sqlite"
+    if not create and sqlite and not _sqlite_file_exists(parsed):
         raise DatabaseError(f"no database at {shown}: run a tournament first, or name one with --db")
-    engine = None
+    engine, failed = None, "cannot open database"
     try:
         engine = create_engine(parsed)
-        if parsed.get_backend_name() == "sqlite":
+        if sqlite:
             event.listen(engine, "connect", _sqlite_pragmas)
-        outdated = _outdated_layout(engine)
-        if outdated is None:
-            SQLModel.metadata.create_all(engine)
+        with engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LAYOUT_LOCK})
+            outdated = _outdated_layout(connection)
+            if outdated is None:
+                failed = "cannot write to database"
+                SQLModel.metadata.create_all(connection)
+                if create if writes is None else writes:
+                    _try_writing(connection)
     except (SQLAlchemyError, ImportError) as exc:
         if engine is not None:
             engine.dispose()
-        raise DatabaseError(f"cannot open database {shown}: {_reason(exc)}") from exc
+        raise DatabaseError(f"{failed} {shown}: {_reason(exc)}") from exc
     if outdated is not None:
         engine.dispose()
         raise DatabaseError(f"database {shown} was written by an older arena ({outdated}): name a new database with --db")
     return engine
 
 
+# The advisory lock that runs hold while they check and create the tables (PostgreSQL's
+# advisory locks belong to one database: runs on other databases of the server do not wait).
+LAYOUT_LOCK = 0x6172656E61  # "arena"
+
+
+def _try_writing(connection: Connection) -> None:
+    """Insert no rows into every table: refused, as a write, where the user may only read."""
+    for table in SQLModel.metadata.sorted_tables:
+        connection.execute(table.insert().from_select(table.columns, select(table).where(false())))
+
+
 # Tables an older arena wrote that this one no longer reads, and what replaced them.
 RETIRED_TABLES = {"day": "one row per merchant-day, now one day_log row per match"}
 
 
-def _outdated_layout(engine: Engine) -> str | None:
+def _outdated_layout(connection: Connection) -> str | None:
     """What makes the database's tables unusable by this version (a retired table, a table
     lacking a column this version writes), or None. Tables not there yet are fine: they
     are created."""
-    inspector = inspect(engine)
+    inspector = inspect(connection)
     present = set(inspector.get_table_names())
     retired = sorted(present & RETIRED_TABLES.keys())
     if retired:
@@ -77,8 +101,13 @@ def _outdated_layout(engine: Engine) -> str | None:
     return None
 
 
-def _sqlite_file_exists(database: str | None) -> bool:
+def _sqlite_file_exists(url: URL) -> bool:
+    """Whether the SQLite database of `url` is there: a file name, or with ?uri=true a URI
+    such as file:results.db?mode=ro (a database opened for reading only)."""
+    database = url.database
     in_memory = database in (None, "", ":memory:") or database.startswith("file::memory:")
+    if not in_memory and url.query.get("uri") == "true" and database.startswith("file:"):
+        database = database.removeprefix("file:")
     return in_memory or os.path.exists(database)
 
 

@@ -1,6 +1,6 @@
 """The SQLModel tables of the record.
 
-Timestamps are UTC. JSON columns (`params`, `decisions`) are text holding JSON so that any
+Timestamps are UTC (UTCDateTime). JSON columns (`params`, `decisions`) are text holding JSON so that any
 database stores them the same way. Contestants are identified by name across tournaments;
 results refer to contestants by name, not by row id, for that reason. A table of a match's
 records is its model in results.records with the keys that place a row in the record.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import CheckConstraint, Index, LargeBinary, Text, UniqueConstraint
+from sqlalchemy import CheckConstraint, DateTime, Index, LargeBinary, Text, TypeDecorator, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from results.records import Fault, MerchantResult, ModelCallRecord, PlayedMatch, PriceWindow, ProbeResult
@@ -18,6 +18,21 @@ from results.records import Fault, MerchantResult, ModelCallRecord, PlayedMatch,
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+class UTCDateTime(TypeDecorator):
+    """A moment, stored as UTC without a zone and read back as UTC: the same on every
+    database. Left to itself, PostgreSQL turns a moment into its server's local time to
+    store it in a column without a zone, and SQLite gives back no zone."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        return value if value is None or value.tzinfo is None else value.astimezone(timezone.utc).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        return value if value is None else value.replace(tzinfo=timezone.utc)
 
 
 class TournamentRow(SQLModel, table=True):
@@ -31,8 +46,8 @@ class TournamentRow(SQLModel, table=True):
     config_hash: str = Field(index=True, description="see results.store.config_hash")
     seed: int
     status: str = Field(default="running", description="'running' | 'finished' | 'stopped'")
-    created_at: datetime = Field(default_factory=utcnow)
-    finished_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     planned_matches: int
 
 
@@ -56,7 +71,7 @@ class MatchRow(PlayedMatch, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE")
-    finished_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
 
 
 class MatchResultRow(MerchantResult, table=True):
@@ -189,4 +204,4 @@ class RatingSnapshot(SQLModel, table=True):
     rating: float
     matches: int
     wins: int
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)

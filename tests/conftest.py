@@ -1,6 +1,7 @@
-"""Shared fixtures: paths to the shipped files, one Ray instance for the in-process tests, a
-factory of day records, and HTTP servers on loopback that answer as a test scripts them (with
-OpenAI chat completions). Also the Hypothesis profiles."""
+"""Shared fixtures: paths to the shipped files, one Ray instance for the in-process tests, one
+PostgreSQL server for the tests of databases, a factory of day records, and HTTP servers on
+loopback that answer as a test scripts them (with OpenAI chat completions). Also the
+Hypothesis profiles."""
 
 from __future__ import annotations
 
@@ -49,6 +50,21 @@ def ray_local():
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     yield
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server of Debian's package for the session (tests/postgres_server.py):
+    `postgres.fresh_database()` makes an empty database and returns its URL. Stopped, and its
+    folder removed, at the end of the session whatever the tests did."""
+    from postgres_server import PostgresServer
+
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
 
 
 _DAY_RECORD_TYPES = typing.get_type_hints(DayRecord)

@@ -8,6 +8,7 @@ every case here fails before the runner is called, or never reaches it).
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -297,6 +298,20 @@ def test_unopenable_sqlite_file(work):
     assert "x.db" in line
 
 
+def test_a_sqlite_database_opened_for_reading_refuses_a_run_in_one_line_and_still_reads(work):
+    """Opened read-only through its URL: the case of a file the user may not write (the tests
+    run as root, whom file permissions do not stop)."""
+    engine_for(f"sqlite:///{work}/x.db").dispose()
+    url = f"sqlite:///file:{work}/x.db?mode=ro&uri=true"
+    (work / "t.yaml").write_text(BASE)
+    line = one_error_line(invoke("run", "t.yaml", "--db", url))
+    assert "cannot write to database sqlite:///file" in line and "/x.db?mode=ro" in line and "readonly database" in line
+    read = invoke("leaderboard", "--db", url, "--json")
+    assert read.exit_code == 0 and read.stdout.strip() == "[]", read.stderr
+    with sqlite3.connect(work / "x.db") as connection:
+        assert connection.execute("SELECT count(*) FROM tournament").fetchone()[0] == 0
+
+
 def test_show_unknown_match(work):
     engine_for(f"sqlite:///{work}/x.db").dispose()  # an empty database
     line = one_error_line(invoke("show", "999", "--db", f"sqlite:///{work}/x.db"))
@@ -325,9 +340,10 @@ def test_reading_commands_do_not_create_a_database(work, command):
     [
         "postgresql://arena:hunter2secret@127.0.0.1:1/arena",
         "postgresql+psycopg2://arena:hunter2secret@127.0.0.1:1/arena?connect_timeout=2",
+        "postgresql+psycopg://arena:hunter2secret@127.0.0.1:1/arena?connect_timeout=2",
         "postgresql://arena:hunter2secret@127.0.0.1:notaport/arena",
     ],
-    ids=["default-driver", "psycopg2", "unparseable"],
+    ids=["default-driver", "psycopg2", "psycopg", "unparseable"],
 )
 def test_database_password_never_printed(work, args, url):
     (work / "t.yaml").write_text(BASE)
