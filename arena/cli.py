@@ -6,8 +6,10 @@ prints one line (file, field, problem) and exits with status 2.
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
+import time
 from dataclasses import asdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -666,8 +668,45 @@ class _RichObserver:
         self.progress.update(self.days, completed=days_done)
 
 
+class _LogLines:
+    """Progress for a log (stderr is not a terminal: nohup, CI, a pipe), where bars would be
+    drawn once, at the end: a line when the run starts, then one each time another
+    twentieth of the market days has been played, or a minute has passed with some played,
+    and one when every match is done. The days count those of the matches in play: more
+    days than the finished matches had means that a match is under way."""
+
+    STEPS = 20
+    QUIET_SECONDS = 60.0
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.told: tuple[int, int] | None = None
+        self.told_step = 0
+
+    def started(self, tournament_id: int, matches: int, days: int, skipped: int) -> None:
+        self.tournament_id, self.matches, self.days = tournament_id, matches, days
+        self.begun = self.told_at = time.monotonic()
+        done = f", {skipped} of them done before" if skipped else ""
+        self._line(f"{matches} matches, {days:,} market days{done}")
+
+    def advanced(self, matches_done: int, days_done: int) -> None:
+        now, step = time.monotonic(), days_done * self.STEPS // max(self.days, 1)
+        news = step > self.told_step or matches_done == self.matches or now - self.told_at >= self.QUIET_SECONDS
+        if (matches_done, days_done) == self.told or not news:
+            return
+        self.told, self.told_step, self.told_at = (matches_done, days_done), step, now
+        elapsed = datetime.timedelta(seconds=round(now - self.begun))
+        self._line(f"{matches_done} of {self.matches} matches, {days_done:,} of {self.days:,} market days after {elapsed}")
+
+    def _line(self, text: str) -> None:
+        self.console.print(f"tournament {self.tournament_id}: {text}", markup=False, highlight=False, soft_wrap=True)
+
+
 @contextmanager
-def _progress() -> Iterator[_RichObserver]:
+def _progress() -> Iterator[_RichObserver | _LogLines]:
+    if not err.is_terminal:
+        yield _LogLines(err)
+        return
     progress = Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
         console=err,

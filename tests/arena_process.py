@@ -1,21 +1,31 @@
 """Running `arena` as a user runs it, in its own process, for the tests of crashes, clusters
-and databases: the command, its environment, and what it left in a SQLite database."""
+and databases: the command, its environment, what it left in a SQLite database, and a run
+started in the background as a shell starts a job, watched through the progress lines it
+prints to a log and killed with SIGKILL once a match is stored and another is under way."""
 
 from __future__ import annotations
 
-import json
 import os
+import re
+import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
 ARENA = str(BIN / "arena")
+PATIENCE = 300  # seconds: only a safety net, for a run that never gets where a test waits for it
 
 
-def arena(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([ARENA, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=arena_env())
+def arena(*args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([ARENA, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env or arena_env())
 
 
 def arena_env() -> dict[str, str]:
@@ -25,17 +35,188 @@ def arena_env() -> dict[str, str]:
     return env
 
 
-def stored_matches(db: Path) -> int:
-    if not db.exists():
-        return 0
+@contextmanager
+def own_ray_env() -> Iterator[dict[str, str]]:
+    """`arena_env()` with a Ray temp dir of its own (RAY_TMPDIR), removed afterwards: the local
+    Ray of the runs started with it keeps its sessions, sockets and logs there, not in the
+    /tmp/ray that other Ray users of the machine share. Short, as Ray puts unix sockets in it."""
+    temp = tempfile.mkdtemp(prefix="arena", dir="/tmp")
     try:
-        with sqlite3.connect(db, timeout=1) as connection:
-            return connection.execute("select count(*) from match").fetchone()[0]
+        yield {**arena_env(), "RAY_TMPDIR": temp}
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def stored_matches(db: Path) -> int:
+    return matches_and_days(db)[0]
+
+
+def matches_and_days(db: Path) -> tuple[int, int]:
+    """The matches a SQLite store holds, and their market days."""
+    if not db.exists():
+        return 0, 0
+    try:
+        with sqlite3.connect(db, timeout=5) as connection:
+            return connection.execute("select count(*), coalesce(sum(days), 0) from match").fetchone()
     except sqlite3.OperationalError:  # tables not created yet
-        return 0
+        return 0, 0
 
 
-def leaderboard_json(db: Path, cwd: Path) -> list[dict]:
-    result = arena("leaderboard", "--db", f"sqlite:///{db}", "--tournament", "1", "--json", cwd=cwd)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+def table(url: str, tournament: int = 1) -> list[dict]:
+    """The tournament's table in the database at `url`, as `arena leaderboard --json` gives it."""
+    from results.db import engine_for
+    from results.ratings import leaderboard
+
+    engine = engine_for(url, create=False)
+    try:
+        return [row.model_dump() for row in leaderboard(engine, tournament)]
+    finally:
+        engine.dispose()
+
+
+# ---- a run in the background -------------------------------------------------------------
+
+# What `arena run` prints to a log (arena/cli.py's _LogLines): matches stored, days played.
+PROGRESS = re.compile(r"^tournament (\d+): (\d+) of (\d+) matches, ([\d,]+) of ([\d,]+) market days")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress line: matches stored and market days played (of every match started,
+    those in play among them) so far, of how many."""
+
+    matches: int
+    planned: int
+    days: int
+    planned_days: int
+
+
+class BackgroundRun:
+    """`arena ARGS` started as a shell starts a job: in a session of its own, so in a process
+    group of its own (its leader is the `arena` process), with stdout and stderr in `log`.
+    Ray's workers each take a process group of their own, but stay in the session: the
+    session is how every process of the run is found. Leaving the `with` block kills
+    whatever of the run is left."""
+
+    def __init__(self, *args: str, cwd: Path, env: dict[str, str], log: Path):
+        self.log = log
+        with log.open("w") as output:
+            self.process = subprocess.Popen([ARENA, *args], cwd=cwd, stdout=output, stderr=output, env=env, start_new_session=True)
+
+    def __enter__(self) -> BackgroundRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for pid in self.processes():
+            _signal(pid, signal.SIGKILL)
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def progress(self) -> Progress | None:
+        """The last whole progress line printed so far."""
+        lines = self.output().split("\n")[:-1]  # the last piece may be a line being written
+        shown = [match for match in map(PROGRESS.match, lines) if match]
+        if not shown:
+            return None
+        numbers = [int(group.replace(",", "")) for group in shown[-1].groups()[1:]]
+        return Progress(*numbers)
+
+    def wait_for(self, what: str, done: Callable[[], bool], seconds: float = PATIENCE) -> None:
+        """Poll `done` until it holds; fail, with the end of the log, if the run ends first
+        or `seconds` pass."""
+        deadline = time.monotonic() + seconds
+        while not done():
+            assert self.process.poll() is None, f"the run ended before {what}:\n{self.output()[-3000:]}"
+            assert time.monotonic() < deadline, f"no {what} within {seconds} s:\n{self.output()[-3000:]}"
+            time.sleep(0.05)
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        os.killpg(self.process.pid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL to the run's process group, as `kill -9 -- -PGID` does; returns once its
+        leader is dead."""
+        self.signal_group(signal.SIGKILL)
+        self.process.wait()
+
+    def processes(self) -> dict[int, str]:
+        """Every live process of the run's session, with its command line."""
+        found = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()  # after "pid (name)": state, ppid, pgrp, session, ...
+                state, session = fields[0], int(fields[3])
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            except (OSError, IndexError, ValueError):  # it ended meanwhile
+                continue
+            if session == self.process.pid and state != "Z":
+                found[int(entry.name)] = command
+        return found
+
+    def survivors(self, seconds: float = 60) -> dict[int, str]:
+        """The run's processes still alive after waiting up to `seconds` for them to end (a
+        Ray worker ends when it finds its raylet gone; that takes a moment)."""
+        deadline = time.monotonic() + seconds
+        while (left := self.processes()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return left
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """What was seen of a run frozen just before its kill: its last progress line and what the
+    store held (matches, and their market days as the progress counts them)."""
+
+    progress: Progress
+    stored: int
+    stored_days: int
+
+    @property
+    def in_play(self) -> bool:
+        """More days played than the stored matches had: a match played days that were not
+        stored. The days of a line cover every match of the run, stored or not, and a match
+        stored has at least the days it had played by then; so the excess is of a match that
+        had started by the line and was still unstored when the store was read."""
+        return self.progress.days > self.stored_days
+
+
+def kill_with_a_match_in_flight(
+    run: BackgroundRun, stored: Callable[[], tuple[int, int]], seconds: float = PATIENCE
+) -> InFlight:
+    """Wait until at least one match is stored and at least one is in flight, then kill the
+    run's process group with SIGKILL; what was seen just before.
+
+    `stored()` reads the run's store: (matches, their market days). To be sure of what the
+    kill interrupts, the group is first stopped (SIGSTOP): only the `arena` process writes to
+    the store, so a stopped run writes nothing until the kill; the store and the last line
+    are read then, and the group killed if they show both, else let go on."""
+    deadline = time.monotonic() + seconds
+
+    def seen() -> InFlight | None:
+        progress = run.progress()
+        return None if progress is None else InFlight(progress, *stored())
+
+    def ready(state: InFlight | None) -> bool:
+        return state is not None and state.stored >= 1 and state.in_play
+
+    while True:
+        run.wait_for("a match stored and another in flight", lambda: ready(seen()), deadline - time.monotonic())
+        run.signal_group(signal.SIGSTOP)
+        frozen = seen()
+        if ready(frozen):
+            run.kill()
+            return frozen
+        run.signal_group(signal.SIGCONT)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass

@@ -31,9 +31,27 @@ ROOT = Path(__file__).resolve().parent.parent
 # @reproduce_failure blob of a failure. A profile only sets defaults: a test's @settings wins.
 # "ci" keeps the rest of Hypothesis's own "ci" profile (no deadline, no too_slow health check),
 # which it replaces.
+# How many examples each test tries is its own (tests/property_examples.py multiplies them by
+# $ARENA_EXAMPLES_FACTOR).
 settings.register_profile("ci", settings.get_profile("ci"), derandomize=True, print_blob=True)
 settings.register_profile("dev", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Refuse a property test whose own @settings undoes the profile's derandomize or
+    print_blob: CI would then draw other examples on every run, or not say how to replay
+    a failure."""
+    profile = settings.default
+    for item in items:
+        test = getattr(item, "obj", None)
+        if not getattr(test, "is_hypothesis_test", False):
+            continue
+        own = getattr(test, "_hypothesis_internal_use_settings", None)  # where @given keeps the test's settings
+        if own is None:
+            raise pytest.UsageError(f"{item.nodeid}: cannot read its Hypothesis settings (has Hypothesis moved them?)")
+        if (own.derandomize, own.print_blob) != (profile.derandomize, profile.print_blob):
+            raise pytest.UsageError(f"{item.nodeid}: its @settings change derandomize or print_blob: leave them to the profile")
 
 
 @pytest.fixture(scope="session")

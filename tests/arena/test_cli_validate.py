@@ -1,5 +1,6 @@
-"""`arena validate`: every shipped tournament file validates; --ping makes one call per distinct
-model and names each model that fails; --estimate foresees the calls; no key is ever shown."""
+"""`arena validate`: every shipped tournament file validates, and a broken copy of one is
+refused; --ping makes one call per distinct model and names each model that fails; --estimate
+foresees the calls; no key is ever shown."""
 
 from __future__ import annotations
 
@@ -7,23 +8,79 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from arena import cli
+from contestants.llm.catalogue import CATALOGUE
 from fakes.openai_api import FakeOpenAI
+from market.scenario import SHIPPED_SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = sorted((ROOT / "tournaments" / "examples").glob("*.yaml")) + [ROOT / "tournaments" / "round_robin.yaml"]
+SHIPPED = [
+    *sorted((ROOT / "tournaments" / "examples").glob("*.yaml")),
+    ROOT / "tournaments" / "round_robin.yaml",
+    ROOT / "scripts" / "report_demo.yaml",  # scripts/screenshot_report.py plays it
+]
 KEY, WRONG = "sk-SENTINEL-ping-0a9b8c7d", "sk-SENTINEL-wrong-6f5e4d3c"
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
-def test_every_shipped_tournament_validates(path, monkeypatch):
+@pytest.fixture
+def keys(monkeypatch):
+    """The API keys the shipped files name, set (validate checks that they are)."""
     for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"):
         monkeypatch.setenv(variable, "sk-placeholder")
+
+
+@pytest.mark.usefixtures("keys")
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_tournament_validates(path):
     result = CliRunner().invoke(cli.app, ["validate", str(path)])
     assert result.exit_code == 0, result.output
     assert ": ok — " in result.stdout
+
+
+def test_every_yaml_file_we_ship_is_checked():
+    """Each YAML file of the project is a tournament validated above, a scenario (each is
+    loaded by tests/tournaments/test_config.py) or the model catalogue (read by the tests of
+    tests/contestants/llm): a new one must join one of them."""
+    found = set(ROOT.glob("*.y*ml"))  # .yaml and .yml
+    for folder in ("arena", "market", "contestants", "tournaments", "results", "scripts", "benchmarks", "docs"):
+        found |= set((ROOT / folder).rglob("*.y*ml"))
+    assert found == {*SHIPPED, *SHIPPED_SCENARIOS.glob("*.yaml"), CATALOGUE}
+
+
+def with_first_contestant(data: dict, **fields) -> dict:
+    """The tournament `data` with its first contestant's `fields` replaced."""
+    first, *others = data["contestants"]
+    return {**data, "contestants": [{**first, **fields}, *others]}
+
+
+BREAKS = {  # what to break in a tournament file, and a word the error line must name
+    "an unknown field": (lambda data: {**data, "seeed": 3}, "seeed"),
+    "an unknown scenario": (lambda data: {**data, "scenarios": ["no_such_scenario"]}, "no_such_scenario"),
+    "an unknown kind": (lambda data: with_first_contestant(data, kind="no_such_kind"), "no_such_kind"),
+    "a contestant's unknown setting": (
+        lambda data: with_first_contestant(data, params={**data["contestants"][0].get("params", {}), "no_such_setting": 1}),
+        "no_such_setting",
+    ),
+}
+
+
+@pytest.mark.usefixtures("keys")
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_a_broken_copy_of_a_shipped_tournament_is_refused(path, tmp_path):
+    """The check above could fail: a copy elsewhere validates as the file does, and the same
+    copy with one thing broken is refused with one line (exit status 2) that names it."""
+    data = yaml.safe_load(path.read_text())
+    copy = tmp_path / path.name
+    copy.write_text(yaml.safe_dump(data))
+    assert CliRunner().invoke(cli.app, ["validate", str(copy)]).exit_code == 0
+    for what, (broken, named) in BREAKS.items():
+        copy.write_text(yaml.safe_dump(broken(data)))
+        result = CliRunner().invoke(cli.app, ["validate", str(copy)])
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.exit_code == 2 and len(lines) == 1 and named in lines[0], (what, result.output)
 
 
 @pytest.fixture

@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from contestants import baselines
 from contestants.base import ContestantConfigError
 from contestants.baselines import RuleMerchant
 from contestants.kinds import contestant_class, create, kinds, validate_params
@@ -115,11 +116,12 @@ def test_every_kind_decides_with_default_params(kind, scenario, observe):
         assert all(op.price > 0 for op in operations_of(decision) if isinstance(op, SetPrice))
 
 
-def test_latency_sleeps_then_answers_like_fixed_price(scenario, observe):
+def test_latency_sleeps_then_answers_like_fixed_price(scenario, observe, monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(baselines, "time", SimpleNamespace(sleep=slept.append))  # the sleeps it asks for, not taken
     merchant = started("latency", scenario, latency_s=0.02, markup=0.5)
-    begin = time.perf_counter()
     decision = merchant.decide(observe(scenario))
-    assert time.perf_counter() - begin >= 0.02
+    assert slept == [0.02]
     assert prices_of(decision) == {"widget": 15.0}
 
 

@@ -18,6 +18,7 @@ from market.scenario import load_scenario
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here, repetition_seed
 from tournaments.schedule import MatchSpec
+from property_examples import examples
 
 MASK = 2**64 - 1
 FAST = {"beta": 2e-4, "stable_periods": 2_000, "max_periods": 200_000}  # sessions of ~40,000 periods
@@ -85,7 +86,7 @@ def tiny_sessions(draw):
     return payoffs, q, alpha, beta, delta, draw(st.integers(50, 500)), draw(st.integers(0, profiles**memory - 1)), draw(st.integers(0, MASK))
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(tiny_sessions())
 def test_the_kernel_learns_exactly_as_a_plain_python_learner_with_the_same_random_stream(session):
     payoffs, q, alpha, beta, delta, stable, start, seed = session

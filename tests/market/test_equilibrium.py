@@ -18,6 +18,7 @@ from market.engine import Market
 from market.equilibrium import Benchmarks, EquilibriumError, Outcome, equilibria, price_games, verify
 from market.scenario import Choice, Product, Scenario, Seat, load_scenario
 from market.yaml_files import ConfigError
+from property_examples import examples
 
 CALVANO = load_scenario("calvano")
 
@@ -116,7 +117,7 @@ def asymmetric_markets(draw):
     return scenario, np.array(costs), np.array(qualities)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(asymmetric_markets(), st.integers(0, 2**32 - 1))
 def test_nobody_gains_by_deviating_from_nash_and_no_joint_move_raises_the_cartels_profit(market, seed):
     scenario, costs, qualities = market

@@ -16,8 +16,9 @@ from market.daylog import DayLog
 from market.demand import allocate_markets, logit_shares
 from market.env import MarketEnv
 from scenario_params import scenarios_where
+from property_examples import examples
 
-FUZZ = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 class Allocation(NamedTuple):
@@ -146,7 +147,7 @@ def test_a_days_trade_profit_is_its_change_in_net_worth_but_for_what_new_costs_d
 # --- the allocation of customers -----------------------------------------------------------
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     utility=st.lists(st.one_of(st.floats(-12, 6), st.just(-math.inf)), min_size=1, max_size=20),
     outside=st.floats(-8, 4),
@@ -274,7 +275,7 @@ def test_a_thousand_merchants(market):
 
 
 @scenarios_where(lambda s: s.demand.stock_limited and s.demand.mode == "stochastic")
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), merchants=st.integers(1, 16), action_seed=st.integers(0, 2**32 - 1))
 def test_identities_hold_in_expected_mode_with_stock_limits(scenario, market, seed, merchants, action_seed):
     """No shipped scenario combines expected demand with stock limits, so fuzz that variant of

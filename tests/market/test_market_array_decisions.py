@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from market.engine import Market
 from market.types import ArrayDecisions
+from property_examples import examples
 
 
 def random_arrays(rng: np.random.Generator, market: Market) -> ArrayDecisions:
@@ -25,7 +26,7 @@ def random_arrays(rng: np.random.Generator, market: Market) -> ArrayDecisions:
     return ArrayDecisions(rng.random(m) < 0.5, prices, orders)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=st.integers(0, 2**16), scenario_index=st.integers(0, 3))
 def test_array_decisions_apply_as_their_operations(market, seed, scenario_index):
     scenario = market.load(["price_war", "multi_product", "seasonal", "logit_game"][scenario_index])

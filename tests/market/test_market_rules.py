@@ -17,6 +17,7 @@ from market.env import MarketEnv
 from market.scenario import PRICE_CEILING_FACTOR
 from market.types import Decision, Order, SetPrice
 from scenario_params import scenarios_where
+from property_examples import examples
 
 
 def state_of(observation, product_id: str):
@@ -59,7 +60,7 @@ def hand_market_size(scenario, product, day):
 # --- 4. expected mode: the exact logit game ---------------------------------------------------
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(prices=st.lists(st.floats(0.2, 8.0), min_size=1, max_size=6), days=st.integers(1, 4))
 def test_expected_sales_are_market_size_times_logit_share(market, prices, days):
     scenario = market.load("logit_game")

@@ -18,6 +18,7 @@ from market.engine import Market
 from market.scenario import Scenario, load_scenario
 from market.types import DayRecord, Rejection, RejectionCode
 from results.daylog_codec import decode, encode_columns, encode_text
+from property_examples import examples
 
 DATA = Path(__file__).parent / "data"
 
@@ -40,7 +41,7 @@ def record(day_record, merchant: str, day: int, operations: list[dict]) -> DayRe
                       plan={"tea": 2.5} if day == 1 else {}, message=message)  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.lists(OPERATION, max_size=5), min_size=1, max_size=12))
 def test_operations_of_every_kind_are_stored_as_arrays_and_read_back(day_record, days):
     records = [record(day_record, f"m{i % 2}", 1 + i // 2, ops) for i, ops in enumerate(days)]

@@ -15,6 +15,7 @@ from market.scenario import Event, Scenario
 from market.types import MESSAGE_LIMIT, DayRecord, Rejection, RejectionCode
 from results.metrics import MARKET_METRICS, METRICS, REJECTION_KINDS, compute, match_results, rejection_kind
 from results.records import Fault, ProbeResult
+from property_examples import examples
 
 
 @pytest.fixture(scope="module")
@@ -344,7 +345,7 @@ _day = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.lists(_day, min_size=1, max_size=8), min_size=1, max_size=4))
 def test_invariants(day, merchants):
     records = [day(f"m{i}", d + 1, **fields) for i, seat in enumerate(merchants) for d, fields in enumerate(seat)]

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from results.records import ProbeLog, ProbeLogBuilder, ProbeResult
+from property_examples import examples
 
 MERCHANTS = ("m0", "m1", "m2")
 ANSWER = st.one_of(st.none(), st.floats(-1e6, 1e6))
@@ -18,7 +19,7 @@ QUESTION = st.tuples(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.lists(QUESTION, max_size=6))
 def test_a_probe_log_reads_as_the_probe_results_it_stands_for(questions):
     builder, expected = ProbeLogBuilder(MERCHANTS), []

@@ -1,49 +1,162 @@
-"""`arena run` killed as a user's machine kills it, with SIGKILL, then resumed."""
+"""`arena run` killed as a user's machine kills it, with SIGKILL, then resumed: killed while a
+match is stored and another under way, and killed inside the one transaction that writes a
+group of finished matches. Each time the store holds whole matches only, nothing of the run
+is left running, and `--resume` plays exactly what is missing and ends with the table of an
+uninterrupted run."""
 
 from __future__ import annotations
 
+import json
 import os
-import signal
 import sqlite3
-import subprocess
-import time
+import textwrap
+from pathlib import Path
 
-from arena_process import ARENA, arena, arena_env, leaderboard_json, stored_matches
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from arena import cli
+from arena_process import (
+    BackgroundRun, arena, kill_with_a_match_in_flight, matches_and_days, own_ray_env, stored_matches, table,
+)
+from market.scenario import SHIPPED_SCENARIOS
 from results.db import engine_for
 from tournaments.config import load_tournament
 from tournaments.runner import run_tournament
 
+INSTRUMENT = Path(__file__).parent / "pause_before_commit"  # its sitecustomize.py holds a commit of several matches
 
-def test_kill_9_then_resume_gives_the_uninterrupted_table(tmp_path, slow_tournament, ray_local):
+
+@pytest.fixture
+def ray_env():
+    with own_ray_env() as env:
+        yield env
+
+
+def test_kill_9_with_a_match_stored_and_one_in_flight_then_resume_gives_the_uninterrupted_table(tmp_path, slow_tournament, ray_local, ray_env):
     whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
     run_tournament(load_tournament(slow_tournament), engine_for(f"sqlite:///{whole}"))  # the reference, in this process
     planned = stored_matches(whole)
     assert planned == 12
 
-    log = tmp_path / "killed.log"
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            [ARENA, "run", str(slow_tournament), "--db", f"sqlite:///{killed}"],
-            cwd=tmp_path, stdout=output, stderr=output, env=arena_env(), start_new_session=True,
-        )
-    # Kill once two matches are recorded, or after a few seconds at the latest: on a loaded
-    # machine the database was once not seen to fill until the run had ended.
-    deadline = time.monotonic() + 7
-    while stored_matches(killed) < 2 and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert process.poll() is None, f"the run ended before it could be killed:\n{log.read_text()[-2000:]}"
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    done_before = stored_matches(killed)
-    assert done_before < planned, "the kill should land before the run ends"
+    with BackgroundRun("run", str(slow_tournament), "--db", f"sqlite:///{killed}", cwd=tmp_path, env=ray_env, log=tmp_path / "killed.log") as run:
+        seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(killed))
+        # as seen with the run stopped just before the kill: a match stored, one in play
+        assert 1 <= seen.stored < planned and seen.in_play, seen
+        # and after it: the kill took nothing away and half-wrote nothing
+        assert matches_and_days(killed) == (seen.stored, seen.stored_days)
+        assert orphan_rows(killed) == {}
+        assert rows_per_match(killed) == rows_per_match(whole, only=keys(killed))
+        survivors = run.survivors()
+        assert survivors == {}, f"processes of the killed run still alive: {survivors}"
 
-    resumed = arena("run", str(slow_tournament), "--db", f"sqlite:///{killed}", "--resume", cwd=tmp_path)
+    resumed = arena("run", str(slow_tournament), "--db", f"sqlite:///{killed}", "--resume", cwd=tmp_path, env=ray_env)
     assert resumed.returncode == 0, resumed.stderr
-    if done_before:
-        assert f"{done_before} matches were already done" in resumed.stdout
-    assert stored_matches(killed) == planned
-    with sqlite3.connect(killed) as connection:
-        keys = [k for (k,) in connection.execute("select key from match")]
+    assert f"Resumed tournament 1: {seen.stored} matches were already done." in resumed.stdout
+    assert_whole_and_equal(killed, whole)
+
+
+def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path, ray_local, ray_env):
+    """Rule merchants' matches are played side by side in a group per scenario, and a group is
+    written in one transaction. The brief scenario's group is stored first; the test's
+    instrument holds the long one's commit with its rows written, and the run is killed
+    there: none of that group is stored, and --resume plays that group alone."""
+    config = instant_tournament(tmp_path)
+    whole, killed, marker = tmp_path / "whole.db", tmp_path / "killed.db", tmp_path / "held.json"
+    run_tournament(load_tournament(config), engine_for(f"sqlite:///{whole}"))
+    planned = stored_matches(whole)
+    assert planned == 12
+
+    env = {**ray_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(INSTRUMENT), ray_env.get("PYTHONPATH")])), "ARENA_PAUSE_MARKER": str(marker)}
+    with BackgroundRun("run", str(config), "--db", f"sqlite:///{killed}", cwd=tmp_path, env=env, log=tmp_path / "killed.log") as run:
+        run.wait_for("a write of several matches held before its commit", marker.exists)
+        run.kill()
+        held = json.loads(marker.read_text())
+        assert len(held["stored"]) == len(held["writing"]) == 6  # a scenario's group each
+        assert keys(killed) == set(held["stored"])  # the held ones not among them
+        assert orphan_rows(killed) == {}
+        assert rows_per_match(killed) == rows_per_match(whole, only=set(held["stored"]))
+        assert run.survivors() == {}
+
+    resumed = CliRunner().invoke(cli.app, ["run", str(config), "--db", f"sqlite:///{killed}", "--resume"])  # here: the test above resumes in a process of its own
+    assert resumed.exit_code == 0, resumed.output
+    assert "Resumed tournament 1: 6 matches were already done." in resumed.stdout
+    assert_whole_and_equal(killed, whole)
+    assert keys(killed) - set(held["stored"]) == set(held["writing"])  # what the resume played
+
+
+def instant_tournament(folder: Path) -> Path:
+    """Three rule merchants in pairs, two seeds, on a brief and a long variant of the price
+    war: each variant's six matches play side by side as one group (up to 32 a group, see
+    tournaments.runner.group_instant), and the brief group ends long before the long one."""
+    (folder / "scenarios").mkdir()
+    price_war = yaml.safe_load((SHIPPED_SCENARIOS / "price_war.yaml").read_text())
+    for name, days in (("brief", 3), ("long", 100)):
+        (folder / "scenarios" / f"{name}.yaml").write_text(yaml.safe_dump({**price_war, "name": name, "days": days}))
+    path = folder / "instant.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """
+            name: instant
+            seed: 4
+            scenarios: [brief, long]
+            seeds: [1, 2]
+            max_concurrent_matches: 64
+            contestants:
+              - {name: fixed, kind: fixed_price}
+              - {name: cost_plus, kind: cost_plus}
+              - {name: undercut, kind: undercut}
+            """
+        )
+    )
+    return path
+
+
+def assert_whole_and_equal(db: Path, reference: Path) -> None:
+    """Every match of the tournament stored once and whole, one tournament, and the table of
+    the uninterrupted run."""
+    with sqlite3.connect(db) as connection:
+        stored = [key for (key,) in connection.execute("select key from match")]
         tournaments = connection.execute("select count(*) from tournament").fetchone()[0]
-    assert len(keys) == len(set(keys)) and tournaments == 1
-    assert leaderboard_json(killed, tmp_path) == leaderboard_json(whole, tmp_path)
+    assert sorted(stored) == sorted(keys(reference)) and tournaments == 1
+    assert orphan_rows(db) == {}
+    assert rows_per_match(db) == rows_per_match(reference)
+    assert table(f"sqlite:///{db}") == table(f"sqlite:///{reference}")
+
+
+# ---- what a SQLite store holds -------------------------------------------------------------
+
+
+def keys(db: Path) -> set[str]:
+    with sqlite3.connect(db) as connection:
+        return {key for (key,) in connection.execute("select key from match")}
+
+
+def _match_tables(connection: sqlite3.Connection) -> list[str]:
+    """The tables with a match_id column: the rows of a match besides its own."""
+    tables = [name for (name,) in connection.execute("select name from sqlite_master where type = 'table'")]
+    return [t for t in tables if any(column[1] == "match_id" for column in connection.execute(f"pragma table_info({t})"))]
+
+
+def orphan_rows(db: Path) -> dict[str, int]:
+    """Per table, rows of a match that is not in `match`."""
+    with sqlite3.connect(db) as connection:
+        counts = {
+            table: connection.execute(f"select count(*) from {table} where match_id is not null and match_id not in (select id from match)").fetchone()[0]
+            for table in _match_tables(connection)
+        }
+    return {table: n for table, n in counts.items() if n}
+
+
+def rows_per_match(db: Path, only: set[str] | None = None) -> dict[str, dict[str, int]]:
+    """Per table, the rows of each match, by match key (`only` these keys)."""
+    with sqlite3.connect(db) as connection:
+        return {
+            table: {
+                key: n
+                for key, n in connection.execute(f"select m.key, count(*) from {table} t join match m on m.id = t.match_id group by m.key")
+                if only is None or key in only
+            }
+            for table in _match_tables(connection)
+        }

@@ -122,37 +122,51 @@ BUDGET = """
 
 
 def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(tmp_path, openai_api):
-    """At 1,000 USD per million tokens a call costs about a dollar: a budget of 5 USD stops the
-    six matches of `mini` (18 calls) after about five calls. The run exits 3 and says so; the
-    recorded spend reaches the budget and passes it by at most the calls in flight (one per
-    match in play, two at once); the resumed run pays only for what was not made, and its
-    table equals an uninterrupted run's."""
+    """At 1,000 USD per million tokens a call costs about a dollar: a budget of 7 USD stops the
+    six matches of `mini` (18 calls, three a match) mid-run. Its first two matches, played at
+    once, cost about 6 USD: the first to end is stored, the second too if it ends before the
+    budget is reached (a match that ends after that is not stored, see tournaments.match);
+    none is stored after the stop. The run exits 3 and says so; the recorded spend reaches
+    the budget and passes it by at most the calls in flight (one per match in play); the
+    resumed run, with a budget of 100, plays exactly the matches left, pays only for the
+    calls not made (those of the stopped matches are replayed from the cache), and ends
+    with the table and the spend of an uninterrupted run."""
     stopped_dir, whole_dir = tmp_path / "stopped", tmp_path / "whole"
     stopped_dir.mkdir(), whole_dir.mkdir()
-    config = write(stopped_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": "budget: {cost_usd: 5}"})
+    config = write(stopped_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": "budget: {cost_usd: 7}"})
     db = f"sqlite:///{stopped_dir}/t.db"
     first = arena(stopped_dir, "run", str(config), "--db", db)
     assert first.returncode == 3, first.stderr
     assert "Stopped: cost budget reached" in first.stderr and "--resume" in first.stderr
     engine = engine_for(db, create=False)
     [tournament] = store.list_tournaments(engine)
+    assert tournament.status == "stopped"
     spent = store.spent(engine, tournament.id)[1]
     costs = [c.cost for c in store_calls(engine)]
-    assert 5 <= spent <= 5 + 2 * max(costs)
-    assert tournament.status == "stopped" and len(store.list_matches(engine)) < 9
+    assert 7 <= spent <= 7 + 2 * max(costs)
+    played = {m.key: store.match_detail(engine, m.id) for m in store.list_matches(engine)}
+    with_mini = [key for key, detail in played.items() if "mini" in {r.contestant for r in detail.results}]
+    assert 1 <= len(with_mini) <= 2 and len(played) == len(with_mini)  # stopped mid-run: the first of mini's matches stored, no more
+    assert all(len(played[key].calls) == 3 for key in with_mini)  # each stored one whole: a paid call a day
     paid_before = len(openai_api.calls)
 
-    config.write_text(config.read_text().replace("budget: {cost_usd: 5}", "budget: {cost_usd: 100}"))
+    config.write_text(config.read_text().replace("budget: {cost_usd: 7}", "budget: {cost_usd: 100}"))
     resumed = arena(stopped_dir, "run", str(config), "--db", db, "--resume")
     assert resumed.returncode == 0, resumed.stderr
+    assert f"Resumed tournament {tournament.id}: {len(played)} matches were already done." in resumed.stdout
     assert len(openai_api.calls) == 18  # every request made once, across the two runs
-    assert len(store.list_matches(engine)) == 9
+    assert len(store.list_tournaments(engine)) == 1
+    keys = [m.key for m in store.list_matches(engine)]
+    assert len(keys) == len(set(keys)) == 9 and set(played) <= set(keys)
 
     whole = arena(whole_dir, "run", str(write(whole_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": ""})), "--db", f"sqlite:///{whole_dir}/t.db")
     assert whole.returncode == 0, whole.stderr
     assert len(openai_api.calls) == 18 + 18 and paid_before < 18
     tables = [arena(folder, "leaderboard", "--db", f"sqlite:///{folder}/t.db", "--json").stdout for folder in (stopped_dir, whole_dir)]
     assert tables[0] == tables[1]
+    whole_spent = store.spent(engine_for(f"sqlite:///{whole_dir}/t.db", create=False), 1)
+    resumed_spent = store.spent(engine, tournament.id)
+    assert resumed_spent[0] == whole_spent[0] and resumed_spent[1] == pytest.approx(whole_spent[1], rel=1e-12)  # each call paid once
     assert no_secret_in(tmp_path, first, resumed, whole)
 
 
@@ -239,8 +253,9 @@ def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
 @pytestmark_ray
 def test_a_storm_of_429s_is_waited_out(tmp_path):
     """Three 429s asking to wait 4 s each: 12 s, more than the 10 s a turn used to have. With
-    the turn's deadline derived from the provider's own total timeout, the match waits them
-    out and plays with no fault."""
+    the turn's deadline derived from the provider's own total timeout (120 s: ten times the
+    waits, so that a loaded machine cannot make this a timeout), the match waits them out and
+    plays with no fault."""
     with FakeOpenAI(api_key=None) as fake:
         fake.fail(429, times=3, retry_after=4)
         config = write(
@@ -256,7 +271,7 @@ def test_a_storm_of_429s_is_waited_out(tmp_path):
               - name: patient
                 kind: llm
                 params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null, no_cache: true, memory: stateless,
-                         max_retries: 10, backoff_initial: 0.05, total_timeout: 20}
+                         max_retries: 10, backoff_initial: 0.05, total_timeout: 120}
               - {name: fixed, kind: fixed_price}
             """,
             **{"@OPENAI@": fake.base_url},

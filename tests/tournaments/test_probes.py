@@ -148,16 +148,19 @@ def test_a_hosted_turn_answers_the_probe_before_deciding(first_day):
 
 
 def test_a_probe_that_raises_or_dawdles_has_no_answer_but_the_decision_stands(first_day):
+    """The turn was asked 4.98 s of its 5 s ago: the probe's answer, 0.05 s in coming, is
+    late; the decision then has 5 s of its own."""
     scenario, observation = first_day
     for how in ("raise", "dawdle"):
-        turn = take_turn(moody(scenario, recall_does=how), observation, PROBE, deadline=0.02)
+        turn = take_turn(moody(scenario, recall_does=how), observation, PROBE, deadline=5.0, arrived=time.monotonic() - 4.98)
         assert turn.recalled is None and not turn.late and turn.decision
 
 
 def test_a_decision_past_the_deadline_is_late(first_day):
+    """0.05 s to decide against 0.02 s allowed is late; an instant decision, with 5 s, is not."""
     scenario, observation = first_day
     assert take_turn(moody(scenario, decide_pause=0.05), observation, PROBE, deadline=0.02).late
-    assert not take_turn(moody(scenario, decide_pause=0.0), observation, PROBE, deadline=0.02).late
+    assert not take_turn(moody(scenario, decide_pause=0.0), observation, PROBE, deadline=5.0).late
 
 
 @pytest.mark.usefixtures("ray_local")

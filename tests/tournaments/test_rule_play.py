@@ -20,6 +20,7 @@ from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.runner import group_instant
 from tournaments.schedule import MatchSpec
+from property_examples import examples
 
 INSTANT = ["fixed_price", "reorder_point", "undercut", "cost_plus", "random", "best_response", "tit_for_tat", "grim_trigger"]
 
@@ -134,7 +135,7 @@ def test_instant_matches_are_grouped_by_scenario_length_and_size():
     assert all(len(g) == 1 for g in group_instant(plan, entries, max_concurrent=2, cpus=2))
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     roster=st.lists(st.sampled_from(["grim_trigger", "tit_for_tat", "random"]), min_size=2, max_size=4).filter(lambda r: "grim_trigger" in r),
     tolerance=st.floats(0.0, 0.1),

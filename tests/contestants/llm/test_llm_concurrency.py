@@ -15,11 +15,13 @@ ANSWER = {"operations": []}
 
 
 class SlowServer:
-    """Answers `answer` (a chat completion) after `delay` seconds; records the most requests it
-    ever had in flight at once."""
+    """Answers `answer` (a chat completion) after `delay` seconds, or, given `meet`, once that
+    many requests are in flight (a 500 if they never are); records the most requests it ever
+    had in flight at once."""
 
-    def __init__(self, answer: dict, delay: float):
+    def __init__(self, answer: dict, delay: float, meet: int | None = None):
         self.answer, self.delay = answer, delay
+        self.meeting = threading.Barrier(meet, timeout=30) if meet else None
         self.in_flight = self.most = self.served = 0
         self.lock = threading.Lock()
         self.base_url = ""
@@ -28,6 +30,11 @@ class SlowServer:
         with self.lock:
             self.in_flight += 1
             self.most = max(self.most, self.in_flight)
+        if self.meeting is not None:
+            try:
+                self.meeting.wait()
+            except threading.BrokenBarrierError:
+                return 500, {"error": {"message": "the requests did not overlap"}}, {}
         time.sleep(self.delay)
         with self.lock:
             self.in_flight -= 1
@@ -39,8 +46,8 @@ class SlowServer:
 def slow_server(chat_completion, loopback):
     """Starts SlowServers on loopback."""
 
-    def start(delay: float = 0.3) -> SlowServer:
-        server = SlowServer(chat_completion(ANSWER), delay)
+    def start(delay: float = 0.3, meet: int | None = None) -> SlowServer:
+        server = SlowServer(chat_completion(ANSWER), delay, meet)
         server.base_url = f"{loopback(server.respond)}/v1"
         return server
 
@@ -74,8 +81,8 @@ def test_each_endpoint_has_its_own_limit(slow_server):
 
 
 def test_the_default_limit_lets_calls_overlap(slow_server):
-    server = slow_server(delay=1.0)  # long enough for every thread to be under way
-    settings = {"base_url": server.base_url, "api_key_env": None, "no_cache": True}
+    server = slow_server(delay=0, meet=4)  # no answer before all four are in flight
+    settings = {"base_url": server.base_url, "api_key_env": None, "no_cache": True, "max_retries": 0}
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda n: get_provider("openai/slow", settings).complete(request(n)), range(4)))
     assert server.most == 4  # below the default of 8: none waited
