@@ -47,10 +47,12 @@ def ray_session(address: str | None) -> Iterator[None]:
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address is not None:
         _check_reachable(address)
+        _use_token_if_available()
     try:
         ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     except ConnectionError as exc:
-        raise ClusterError(f"cannot reach the Ray cluster at {address}: {str(exc).splitlines()[0]}") from None
+        hint = "" if _token_available() else f" ({TOKEN_HINT})"
+        raise ClusterError(f"cannot reach the Ray cluster at {address}: {str(exc).splitlines()[0]}{hint}") from None
     try:
         yield
     finally:
@@ -66,3 +68,33 @@ def _check_reachable(address: str, seconds: float = 5.0) -> None:
         socket.create_connection((host, int(port)), timeout=seconds).close()
     except OSError as exc:
         raise ClusterError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+
+
+TOKEN_HINT = (
+    "if it uses token authentication, as `ray start` does where ~/.ray/auth_token exists, "
+    "copy that file from the head node to this machine or set RAY_AUTH_TOKEN"
+)
+
+
+def _token_available() -> bool:
+    from ray._private.authentication.authentication_token_setup import AuthenticationTokenLoader
+
+    return AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True)
+
+
+def _use_token_if_available() -> None:
+    """Send the cluster's token when this machine has one and RAY_AUTH_MODE is unset.
+
+    Ray does this by itself only for a cluster it finds on its own, not for an address given
+    to it, yet `ray start --head` turns token authentication on whenever a token exists (and
+    any local `ray.init()`, an earlier `arena run` included, writes one). A cluster without
+    authentication ignores the token."""
+    from ray._private.authentication import authentication_token_setup
+
+    quiet = logging.getLogger(authentication_token_setup.__name__)
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        authentication_token_setup.maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    finally:
+        quiet.setLevel(level)

@@ -1,13 +1,16 @@
-"""`arena run` joining a Ray cluster started apart from it, with `ray start`."""
+"""`arena run` joining a Ray cluster started apart from it, with a plain `ray start --head`."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import textwrap
 import time
 
 from arena_process import BIN, arena, arena_env, stored_matches
@@ -35,23 +38,56 @@ def _wait_for_port(port: int, process: subprocess.Popen, seconds: float = 180) -
     raise AssertionError(f"the Ray head did not listen on {LOOPBACK}:{port}")
 
 
-def test_run_joins_a_ray_head_on_loopback(tmp_path, slow_tournament):
+ACTORS_OF_OTHER_JOBS = textwrap.dedent(
+    """
+    import collections, logging, sys
+    import ray
+    import ray._private.state as state
+    ray.init(address=sys.argv[1], log_to_driver=False, logging_level=logging.ERROR)
+    mine = ray.get_runtime_context().get_job_id()
+    counts = collections.Counter(a["ActorClassName"] for a in state.actors().values() if a["JobID"] != mine)
+    print(" ".join(f"{name}={n}" for name, n in sorted(counts.items())))
+    """
+)
+
+
+def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
+    """As a user who has run arena before: a local Ray then wrote ~/.ray/auth_token, so a plain
+    `ray start --head` turns token authentication on, and the run must send the token with no
+    RAY_AUTH_MODE set. Its actors are in the head's state, and it started no Ray of its own."""
+    home = tmp_path / "home"
+    (home / ".ray").mkdir(parents=True)
+    (home / ".ray" / "auth_token").write_text(secrets.token_hex(16))
+    env = {**arena_env(), "HOME": str(home)}
     port = _free_port()
     # its own temp dir (short: Ray puts unix sockets in it), so the head leaves no
     # /tmp/ray/ray_current_cluster behind for later ray.init() calls to find
     temp_dir = tempfile.mkdtemp(prefix="rayhead", dir="/tmp")
+    own_temp = tempfile.mkdtemp(prefix="arenarun", dir="/tmp")
     head = subprocess.Popen(
         [str(BIN / "ray"), "start", "--head", "--block", f"--temp-dir={temp_dir}", f"--port={port}", f"--node-ip-address={LOOPBACK}",
          "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=arena_env(), start_new_session=True,
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
     )
     try:
         _wait_for_port(port, head)
+        address = f"{LOOPBACK}:{port}"
         db = tmp_path / "cluster.db"
-        result = arena("run", str(slow_tournament), "--db", f"sqlite:///{db}", "--address", f"{LOOPBACK}:{port}", cwd=tmp_path)
+        result = arena("run", str(slow_tournament), "--db", f"sqlite:///{db}", "--address", address, cwd=tmp_path,
+                       env={**env, "RAY_TMPDIR": own_temp})
         assert result.returncode == 0, result.stderr
         assert stored_matches(db) == 12
         assert head.poll() is None, "the head node must still be up: the run joined it, it did not own it"
+        # a local Ray would have kept its session in the run's RAY_TMPDIR
+        assert [p.name for p in os.scandir(own_temp) if p.name.startswith("session")] == []
+        seen = subprocess.run([sys.executable, "-c", ACTORS_OF_OTHER_JOBS, address], capture_output=True, text=True,
+                              env={**env, "RAY_AUTH_MODE": "token"}, timeout=120)
+        assert seen.returncode == 0, seen.stderr
+        seen = seen.stdout.split()
+        counts = dict(item.split("=") for item in seen)
+        # the slow tournament hosts its latency contestant; its matches play in match runners
+        assert int(counts.get("ContestantHost", 0)) == 1, seen
+        assert int(counts.get("MatchRunner", 0)) >= 1, seen
     finally:
         os.killpg(head.pid, signal.SIGTERM)
         try:
@@ -59,3 +95,17 @@ def test_run_joins_a_ray_head_on_loopback(tmp_path, slow_tournament):
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
         shutil.rmtree(temp_dir, ignore_errors=True)
+        shutil.rmtree(own_temp, ignore_errors=True)
+
+
+def test_an_unreachable_address_fails_in_seconds_with_one_line(tmp_path, slow_tournament):
+    db = tmp_path / "never.db"
+    started = time.monotonic()
+    result = arena("run", str(slow_tournament), "--db", f"sqlite:///{db}", "--address", f"{LOOPBACK}:{_free_port()}", cwd=tmp_path)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot reach the Ray cluster at {LOOPBACK}:" in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert stored_matches(db) == 0
+    assert elapsed < 10, elapsed
