@@ -12,8 +12,9 @@ import sys
 import tempfile
 import textwrap
 import time
+from pathlib import Path
 
-from arena_process import BIN, arena, arena_env, stored_matches
+from arena_process import BIN, arena, arena_env, own_ray_env, stored_matches
 
 
 # 127.0.0.2, not 127.0.0.1: Ray rewrites "127.0.0.1" and "localhost" in an address to the
@@ -63,7 +64,6 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
     # its own temp dir (short: Ray puts unix sockets in it), so the head leaves no
     # /tmp/ray/ray_current_cluster behind for later ray.init() calls to find
     temp_dir = tempfile.mkdtemp(prefix="rayhead", dir="/tmp")
-    own_temp = tempfile.mkdtemp(prefix="arenarun", dir="/tmp")
     head = subprocess.Popen(
         [str(BIN / "ray"), "start", "--head", "--block", f"--temp-dir={temp_dir}", f"--port={port}", f"--node-ip-address={LOOPBACK}",
          "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
@@ -73,21 +73,21 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
         _wait_for_port(port, head)
         address = f"{LOOPBACK}:{port}"
         db = tmp_path / "cluster.db"
-        result = arena("run", str(slow_tournament), "--db", f"sqlite:///{db}", "--address", address, cwd=tmp_path,
-                       env={**env, "RAY_TMPDIR": own_temp})
-        assert result.returncode == 0, result.stderr
+        with own_ray_env() as run_env:
+            result = arena("run", str(slow_tournament), "--db", f"sqlite:///{db}", "--address", address, cwd=tmp_path,
+                           env=run_env | {"HOME": str(home)})
+            assert result.returncode == 0, result.stderr
+            # a local Ray would have kept its session in the run's RAY_TMPDIR (under ray/)
+            assert list(Path(run_env["RAY_TMPDIR"]).rglob("session_*")) == []
         assert stored_matches(db) == 12
         assert head.poll() is None, "the head node must still be up: the run joined it, it did not own it"
-        # a local Ray would have kept its session in the run's RAY_TMPDIR
-        assert [p.name for p in os.scandir(own_temp) if p.name.startswith("session")] == []
-        seen = subprocess.run([sys.executable, "-c", ACTORS_OF_OTHER_JOBS, address], capture_output=True, text=True,
-                              env={**env, "RAY_AUTH_MODE": "token"}, timeout=120)
-        assert seen.returncode == 0, seen.stderr
-        seen = seen.stdout.split()
-        counts = dict(item.split("=") for item in seen)
+        listing = subprocess.run([sys.executable, "-c", ACTORS_OF_OTHER_JOBS, address], capture_output=True, text=True,
+                                 env={**env, "RAY_AUTH_MODE": "token"}, timeout=120)
+        assert listing.returncode == 0, listing.stderr
+        counts = {name: int(n) for name, n in (item.split("=") for item in listing.stdout.split())}
         # the slow tournament hosts its latency contestant; its matches play in match runners
-        assert int(counts.get("ContestantHost", 0)) == 1, seen
-        assert int(counts.get("MatchRunner", 0)) >= 1, seen
+        assert counts.get("ContestantHost") == 1, counts
+        assert counts.get("MatchRunner", 0) >= 1, counts
     finally:
         os.killpg(head.pid, signal.SIGTERM)
         try:
@@ -95,7 +95,6 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
         shutil.rmtree(temp_dir, ignore_errors=True)
-        shutil.rmtree(own_temp, ignore_errors=True)
 
 
 def test_an_unreachable_address_fails_in_seconds_with_one_line(tmp_path, slow_tournament):
