@@ -667,6 +667,13 @@ class _RichObserver:
         self.progress.update(self.matches, completed=matches_done)
         self.progress.update(self.days, completed=days_done)
 
+    def lost(self, match_key: str, reason: str) -> None:
+        self.progress.console.print(_lost_line(match_key, reason), markup=False, highlight=False, soft_wrap=True)
+
+
+def _lost_line(match_key: str, reason: str) -> str:
+    return f"match {match_key} lost, {reason}: playing it again from its start"
+
 
 class _LogLines:
     """Progress for a log (stderr is not a terminal: nohup, CI, a pipe), where bars would be
@@ -697,6 +704,9 @@ class _LogLines:
         self.told, self.told_step, self.told_at = (matches_done, days_done), step, now
         elapsed = datetime.timedelta(seconds=round(now - self.begun))
         self._line(f"{matches_done} of {self.matches} matches, {days_done:,} of {self.days:,} market days after {elapsed}")
+
+    def lost(self, match_key: str, reason: str) -> None:
+        self._line(_lost_line(match_key, reason))
 
     def _line(self, text: str) -> None:
         self.console.print(f"tournament {self.tournament_id}: {text}", markup=False, highlight=False, soft_wrap=True)

@@ -74,6 +74,52 @@ def table(url: str, tournament: int = 1) -> list[dict]:
         engine.dispose()
 
 
+def assert_whole_and_equal(db: Path, reference: Path) -> None:
+    """Every match of the tournament stored once and whole, one tournament, and the table of
+    the uninterrupted run."""
+    with sqlite3.connect(db) as connection:
+        stored = [key for (key,) in connection.execute("select key from match")]
+        tournaments = connection.execute("select count(*) from tournament").fetchone()[0]
+    assert sorted(stored) == sorted(keys(reference)) and tournaments == 1
+    assert orphan_rows(db) == {}
+    assert rows_per_match(db) == rows_per_match(reference)
+    assert table(f"sqlite:///{db}") == table(f"sqlite:///{reference}")
+
+
+def keys(db: Path) -> set[str]:
+    with sqlite3.connect(db) as connection:
+        return {key for (key,) in connection.execute("select key from match")}
+
+
+def _match_tables(connection: sqlite3.Connection) -> list[str]:
+    """The tables with a match_id column: the rows of a match besides its own."""
+    tables = [name for (name,) in connection.execute("select name from sqlite_master where type = 'table'")]
+    return [t for t in tables if any(column[1] == "match_id" for column in connection.execute(f"pragma table_info({t})"))]
+
+
+def orphan_rows(db: Path) -> dict[str, int]:
+    """Per table, rows of a match that is not in `match`."""
+    with sqlite3.connect(db) as connection:
+        counts = {
+            table: connection.execute(f"select count(*) from {table} where match_id is not null and match_id not in (select id from match)").fetchone()[0]
+            for table in _match_tables(connection)
+        }
+    return {table: n for table, n in counts.items() if n}
+
+
+def rows_per_match(db: Path, only: set[str] | None = None) -> dict[str, dict[str, int]]:
+    """Per table, the rows of each match, by match key (`only` these keys)."""
+    with sqlite3.connect(db) as connection:
+        return {
+            table: {
+                key: n
+                for key, n in connection.execute(f"select m.key, count(*) from {table} t join match m on m.id = t.match_id group by m.key")
+                if only is None or key in only
+            }
+            for table in _match_tables(connection)
+        }
+
+
 # ---- a run in the background -------------------------------------------------------------
 
 # What `arena run` prints to a log (arena/cli.py's _LogLines): matches stored, days played.
@@ -107,8 +153,7 @@ class BackgroundRun:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for pid in self.processes():
-            _signal(pid, signal.SIGKILL)
+        kill_session(self.process.pid)
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
@@ -145,19 +190,7 @@ class BackgroundRun:
 
     def processes(self) -> dict[int, str]:
         """Every live process of the run's session, with its command line."""
-        found = {}
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()  # after "pid (name)": state, ppid, pgrp, session, ...
-                state, session = fields[0], int(fields[3])
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            except (OSError, IndexError, ValueError):  # it ended meanwhile
-                continue
-            if session == self.process.pid and state != "Z":
-                found[int(entry.name)] = command
-        return found
+        return session_processes(self.process.pid)
 
     def survivors(self, seconds: float = 60) -> dict[int, str]:
         """The run's processes still alive after waiting up to `seconds` for them to end (a
@@ -187,15 +220,16 @@ class InFlight:
 
 
 def kill_with_a_match_in_flight(
-    run: BackgroundRun, stored: Callable[[], tuple[int, int]], seconds: float = PATIENCE
+    run: BackgroundRun, stored: Callable[[], tuple[int, int]], seconds: float = PATIENCE, kill: Callable[[], None] | None = None
 ) -> InFlight:
     """Wait until at least one match is stored and at least one is in flight, then kill the
-    run's process group with SIGKILL; what was seen just before.
+    run's process group with SIGKILL (or call `kill`, and let the run go on); what was seen
+    just before.
 
     `stored()` reads the run's store: (matches, their market days). To be sure of what the
     kill interrupts, the group is first stopped (SIGSTOP): only the `arena` process writes to
     the store, so a stopped run writes nothing until the kill; the store and the last line
-    are read then, and the group killed if they show both, else let go on."""
+    are read then, and the kill done if they show both, else the run let go on."""
     deadline = time.monotonic() + seconds
 
     def seen() -> InFlight | None:
@@ -210,9 +244,36 @@ def kill_with_a_match_in_flight(
         run.signal_group(signal.SIGSTOP)
         frozen = seen()
         if ready(frozen):
-            run.kill()
+            if kill is None:
+                run.kill()
+            else:
+                kill()
+                run.signal_group(signal.SIGCONT)
             return frozen
         run.signal_group(signal.SIGCONT)
+
+
+def session_processes(session_id: int) -> dict[int, str]:
+    """Every live process of a session, with its command line."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()  # after "pid (name)": state, ppid, pgrp, session, ...
+            state, session = fields[0], int(fields[3])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError, ValueError):  # it ended meanwhile
+            continue
+        if session == session_id and state != "Z":
+            found[int(entry.name)] = command
+    return found
+
+
+def kill_session(session_id: int) -> None:
+    """SIGKILL to every process of a session, as a machine that dies takes them all."""
+    for pid in session_processes(session_id):
+        _signal(pid, signal.SIGKILL)
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

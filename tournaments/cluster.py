@@ -1,4 +1,5 @@
-"""Connecting to Ray: join a cluster or start a local one for the length of a run."""
+"""Connecting to Ray (join a cluster or start a local one for the length of a run), and where
+on its nodes a run's actors go."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def enter(working_dir: str) -> None:
@@ -29,7 +31,57 @@ def result(ref: Any) -> asyncio.Future:
 
 
 class ClusterError(ConnectionError):
-    """The Ray cluster named by --address or RAY_ADDRESS cannot be reached."""
+    """The Ray cluster named by --address or RAY_ADDRESS cannot be reached, or keeps losing
+    the processes that play a match."""
+
+
+class Place(NamedTuple):
+    """A node chosen for an actor: its Ray id and its address (for messages)."""
+
+    node: str
+    address: str
+
+    def options(self) -> dict[str, Any]:
+        """The actor options that put an actor there, or elsewhere if the node is gone: when
+        Ray starts the actor again after its node died, say. (A NodeAffinitySchedulingStrategy
+        will not do: a hard one leaves such an actor unschedulable, and Ray 2.60 does not
+        honour a soft one, which it spills to another node whenever it likes.)"""
+        return {"label_selector": {NODE_LABEL: self.node}, "fallback_strategy": [{"label_selector": {}}]}
+
+
+NODE_LABEL = "ray.io/node-id"  # a label Ray gives every node
+
+
+def spread(count: int, placed: Sequence[str] = (), avoid: Collection[str] = ()) -> list[Place]:
+    """Nodes of the cluster for `count` more actors (`choose_nodes`, from Ray's list of nodes).
+
+    Ray's own SPREAD strategy only tries to spread: two actors may land on one node of two, and
+    one started just after a node died may land on it before Ray has noticed. Placing them
+    here makes where matches play known, and a replacement avoid the node its predecessor
+    died on."""
+    import ray
+
+    return choose_nodes(ray.nodes(), ray.get_runtime_context().get_node_id(), count, placed, avoid)
+
+
+def choose_nodes(nodes: list[dict[str, Any]], here: str, count: int, placed: Sequence[str] = (), avoid: Collection[str] = ()) -> list[Place]:
+    """Of `nodes` (as ray.nodes() lists them), one for each of `count` more actors: each the
+    live node with the fewest actors per CPU once it has this one (counting those already
+    `placed`, by node id), node `here` (the driver's) first among equals, then by address.
+    Never a node in `avoid` while another is alive; nodes without CPUs (a head kept for Ray's
+    own services) get none unless every node is so."""
+    alive = [node for node in nodes if node["Alive"]]
+    candidates = [node for node in alive if node["NodeID"] not in avoid] or alive
+    working = [node for node in candidates if node["Resources"].get("CPU", 0) > 0]
+    ordered = sorted(working or candidates, key=lambda node: (node["NodeID"] != here, node["NodeManagerAddress"], node["NodeID"]))
+    cpus = {node["NodeID"]: node["Resources"].get("CPU", 0) or 1 for node in ordered}
+    load = Counter(node for node in placed if node in cpus)
+    places = []
+    for _ in range(count):
+        chosen = min(ordered, key=lambda node: (load[node["NodeID"]] + 1) / cpus[node["NodeID"]])
+        load[chosen["NodeID"]] += 1
+        places.append(Place(chosen["NodeID"], chosen["NodeManagerAddress"]))
+    return places
 
 
 @contextmanager

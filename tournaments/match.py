@@ -7,7 +7,8 @@ playing inline decide together from the market's view; every other merchant gets
 Observation: an inline one is called directly, those hosted in Ray actors are asked all at
 once and given their turn's deadline to answer. A merchant that raises, misses the deadline,
 returns something unusable or whose actor dies does nothing that day, and the fault is
-recorded; the match goes on.
+recorded; the match goes on. A match that depended on a node that died (its merchant's state
+was there) is not scored: it is lost (MatchLost) and played again from its start.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, get_args
 
 import numpy as np
+import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from contestants.base import Contestant, RecallProbe, RunOptions, Seating
@@ -128,6 +130,8 @@ class Match:
         self.probes = ProbeLogBuilder(spec.seats)
         self.calls: list[ModelCallRecord] = []
         self._needs_start: set[str] = set(self.hosts)
+        self.host_nodes: set[str] = set()  # the nodes its hosted merchants' states lived on, or that a failed turn went to
+        self.turn_failed = False  # today, a hosted merchant's turn failed or never came back
 
     def deviated(self) -> Match:
         """This match's deviated path, to play after it or beside it."""
@@ -271,6 +275,7 @@ class Match:
         memory is the record). The host times each part of the turn; the wait here allows
         for all of them."""
         playing = [name for name in observations if name in self.hosts]
+        self.turn_failed = False
         if not playing:
             return {}
         starts = {name: Start(self.scenario, self.seat_seeds[name], self.rules.options) if name in self._needs_start else None for name in playing}
@@ -282,6 +287,7 @@ class Match:
             name: asyncio.ensure_future(self.hosts[name].turn(pickle.dumps(TurnRequest(self.host_key, name, observations[name], probes[name], starts[name], deadline[name]), pickle.HIGHEST_PROTOCOL)))
             for name in playing
         }  # fmt: skip
+        went_to = {name: self.hosts[name].node for name in playing}
         done, late = await asyncio.wait(asked.values(), timeout=wait)
         for reply in late:
             reply.cancel()
@@ -291,17 +297,27 @@ class Match:
                 if isinstance(reply.exception(), CallsStopped):
                     raise reply.exception()
                 self._host_failed(day, name, reply.exception())
+                self._went_to(name, went_to[name])
                 continue
             turn: Turn | None = pickle.loads(reply.result()) if reply is not None else None
             if turn is not None:
                 self._needs_start.discard(name)
+                self.host_nodes.add(turn.node)
                 if probes[name] is not None:
                     recalled[name] = turn.recalled
+            else:
+                self._went_to(name, went_to[name])
             if turn is None or turn.late:
                 self._fault(day, name, "timeout", f"no decision within {deadline[name]:g} s")
             else:
                 decisions[name] = turn.decision
         return decisions
+
+    def _went_to(self, name: str, asked_on: str | None) -> None:
+        """A turn of `name` failed or never came back: the node its host was on when the
+        turn was asked and the one it is on now may be where the merchant's state was lost."""
+        self.turn_failed = True
+        self.host_nodes.update(node for node in (asked_on, self.hosts[name].node) if node is not None)
 
     def _host_failed(self, day: int, name: str, exc: BaseException) -> None:
         """Record why a hosted merchant gave no decision; one whose actor died starts afresh."""
@@ -348,7 +364,10 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
         played = await _play_side_by_side(matches, on_day)
         if any(isinstance(p, StoppedMatch) for p in played):
             return played
-        deviated = await _play_side_by_side(twins, on_day)
+        try:
+            deviated = await _play_side_by_side(twins, on_day)
+        except MatchLost as lost:  # the calls of the path played are paid too
+            raise MatchLost(lost.reason, [*(call for p in played for call in p.calls), *lost.calls]) from None
     else:
         both = await _play_side_by_side(matches + twins, lambda: (on_day(), on_day()))
         played, deviated = both[: len(matches)], both[len(matches) :]
@@ -407,6 +426,8 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
                 for merchant, whole in market.logs[b].whole_rejections(day):
                     matches[b]._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
             on_day()
+            if any(match.turn_failed for match in matches) and _nodes_lost(matches):
+                break  # played again from its start (MatchLost below): the days from here would be thrown away
         for match in matches:
             stopped = stopped or await match._calls_stopped()
     except CallsStopped as exc:
@@ -416,8 +437,37 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
             await match._collect_calls()
     if stopped is not None:
         return [StoppedMatch(key=m.spec.key, index=m.spec.index, reason=stopped, calls=m.calls) for m in matches]
+    if lost := _nodes_lost(matches):
+        calls = [call for match in matches for call in match.calls]
+        raise MatchLost(f"a host of its merchants was on a node that died ({', '.join(sorted(lost))})", calls)
     wall = time.perf_counter() - started
     return [match.finished(log.build(), wall) for match, log in zip(matches, market.logs)]
+
+
+def _nodes_lost(matches: list[Match]) -> set[str]:
+    """The addresses of the nodes the matches' hosted merchants depended on that are no
+    longer alive (as Ray's control store has it). Asked after a day on which a turn failed,
+    which finds most losses early, and after the hosts have handed over the matches' calls,
+    which finds all: a host whose node died answers that only once Ray has restarted it
+    elsewhere, that is once Ray has recorded the node as dead."""
+    used = set().union(*(match.host_nodes for match in matches))
+    if not used:
+        return set()
+    nodes = {node["NodeID"]: node for node in ray.nodes()}
+    return {nodes[n]["NodeManagerAddress"] if n in nodes else n for n in used if not nodes.get(n, {}).get("Alive")}
+
+
+class MatchLost(Exception):
+    """A match that cannot be scored because a process it was played by died: a host of one
+    of its merchants, with its node, or its match runner. It is played again from its start.
+    `calls`: the model calls it had made, paid for though the match is not stored."""
+
+    def __init__(self, reason: str, calls: list[ModelCallRecord]):
+        super().__init__(reason, calls)
+        self.reason, self.calls = reason, calls
+
+    def __str__(self) -> str:
+        return self.reason
 
 
 def prepare(matches: list[Match]) -> None:
@@ -479,12 +529,14 @@ class TurnRequest(NamedTuple):
 
 class Turn(NamedTuple):
     """A hosted contestant's answer for one day: its decision (`late` if it took longer than
-    the deadline), and its answer to the day's memory probe if there was one (None if it
-    had none, raised, or took longer than the deadline)."""
+    the deadline), its answer to the day's memory probe if there was one (None if it
+    had none, raised, or took longer than the deadline), and the node of the host that
+    answered (set by the host)."""
 
     decision: Any
     late: bool
     recalled: Any = None
+    node: str | None = None
 
 
 def recall(contestant: Contestant, probe: RecallProbe) -> Any:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import ray
+from ray.exceptions import RayActorError, RayTaskError
 
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
@@ -28,14 +29,15 @@ from contestants.llm.desk import Spend, Status
 from market.scenario import Scenario
 from results import deviation, store
 from results.records import FinishedMatch, StoppedMatch
-from tournaments.actors import start_host, start_runners
+from tournaments.actors import start_hosts, start_runner
 from tournaments.calls import RemoteDesk, start_desk
-from tournaments.cluster import ray_session, result
+from tournaments.cluster import ClusterError, Place, ray_session, result, spread
 from tournaments.config import ContestantEntry, Tournament, TournamentSpec
-from tournaments.match import Match, MatchRules, collector_paused, play_here
+from tournaments.match import Match, MatchLost, MatchRules, collector_paused, play_here
 from tournaments.schedule import MatchSpec, schedule
 
 POLL_SECONDS = 0.2
+LOSSES_ALLOWED = 3  # times one match may be lost (MatchLost) and played again from its start
 
 
 class RunObserver(Protocol):
@@ -43,6 +45,7 @@ class RunObserver(Protocol):
 
     def started(self, tournament_id: int, matches: int, days: int, skipped: int) -> None: ...
     def advanced(self, matches_done: int, days_done: int) -> None: ...
+    def lost(self, match_key: str, reason: str) -> None: ...  # a match to be played again (MatchLost)
 
 
 class _Silent:
@@ -50,6 +53,9 @@ class _Silent:
         pass
 
     def advanced(self, matches_done: int, days_done: int) -> None:
+        pass
+
+    def lost(self, match_key: str, reason: str) -> None:
         pass
 
 
@@ -129,18 +135,17 @@ def _play(
     entries = {c.name: c for c in spec.contestants}
     rules = MatchRules.of(spec, options, deadlines(spec))
     needed = {name for m in todo for name in m.seats}
-    hosts = {name: start_host(entry) for name, entry in entries.items() if name in needed and _isolated(entry)}
+    hosts = start_hosts([entry for name, entry in entries.items() if name in needed and _isolated(entry)])
     hosted_matches = sum(1 for m in todo if any(name in hosts for name in m.seats))
     count = _runner_count(hosted_matches, spec.max_concurrent_matches)
-    runners = start_runners(count, tournament.scenarios, rules, entries, hosts) if hosted_matches else []
-    actors = [desk.actor, *hosts.values(), *runners]
+    runners = _Runners(functools.partial(start_runner, scenarios=tournament.scenarios, rules=rules, entries=entries, hosts=hosts), count)
     try:
-        ray.get([actor.ready.remote() for actor in actors])
+        ray.get([actor.ready.remote() for actor in [desk.actor, *hosts.values(), *runners.runners]])
         start()
-        asyncio.run(_play_all(tournament, todo, rules, entries, hosts, _Runners(runners), engine, tournament_id, progress, desk))
+        asyncio.run(_play_all(tournament, todo, rules, entries, hosts, runners, engine, tournament_id, progress, desk))
         return desk.status()
     finally:
-        for actor in actors:
+        for actor in [desk.actor, *hosts.values(), *runners.runners]:
             ray.kill(actor)
 
 
@@ -162,9 +167,10 @@ def _isolated(entry: ContestantEntry) -> bool:
 
 
 def _runner_count(hosted_matches: int, max_concurrent: int) -> int:
-    """One match runner per CPU of the cluster, but no more than can be kept busy."""
+    """One match runner per CPU of the cluster (at least one), but no more than can be kept
+    busy: none for a run without hosted matches."""
     cpus = int(ray.cluster_resources().get("CPU", 1))
-    return max(1, min(cpus, hosted_matches, max_concurrent))
+    return min(max(cpus, 1), hosted_matches, max_concurrent)
 
 
 async def _play_all(
@@ -220,11 +226,24 @@ async def _play_all(
             progress.match()
 
     async def one_hosted(match: MatchSpec) -> None:
-        async with slots.hold(1):  # a slot is held while the match plays, not while it is recorded
-            if await stopped.now():
-                return  # matches not yet started are left for --resume
-            played = await runners.play(match)
-        await record([played], tournament.scenarios[match.scenario])
+        for attempt in range(1, LOSSES_ALLOWED + 2):
+            async with slots.hold(1):  # a slot is held while the match plays, not while it is recorded
+                if await stopped.now():
+                    return  # matches not yet started are left for --resume
+                try:
+                    played = await runners.play(match)
+                except MatchLost as lost:
+                    if lost.calls:  # paid, though the match is not stored
+                        store.save_stopped(engine, tournament_id, [StoppedMatch(key=match.key, index=match.index, reason=lost.reason, calls=lost.calls)])
+                    if attempt > LOSSES_ALLOWED:
+                        raise ClusterError(
+                            f"match {match.key} was lost {attempt} times, the last because {lost}: the cluster keeps losing the "
+                            "processes that play it; finished matches are saved, and --resume plays the rest"
+                        ) from None
+                    progress.observer.lost(match.key, lost.reason)
+                    continue
+            await record([played], tournament.scenarios[match.scenario])
+            return
 
     async def instant_group(group: list[MatchSpec]) -> None:
         scenario = tournament.scenarios[group[0].scenario]
@@ -381,21 +400,48 @@ class _Progress:
 
 
 class _Runners:
-    """The match runners: each match goes to the runner with the fewest matches in play; the
-    days they have played are polled for the progress bar."""
+    """The match runners, `count` of them spread over the cluster's nodes, each made by
+    `start(place)`: each match goes to the runner with the fewest matches in play; the days
+    they have played are polled for the progress bar. A runner that dies (its node was lost)
+    is replaced by one on another node, and its matches in play are lost (MatchLost): they
+    are played again from their start."""
 
-    def __init__(self, runners: list[Any]):
-        self.runners = runners
-        self.in_play = [0] * len(runners)
-        self.days_told = [0] * len(runners)
+    def __init__(self, start: Callable[[Place], Any], count: int):
+        self.start = start
+        self.places = spread(count) if count else []
+        self.runners = [start(place) for place in self.places]
+        self.in_play = [0] * count
+        self.days_told = [(0, 0)] * count  # by runner: (days of its finished matches, of those in play), as last told
+        self.days_lost = 0  # told as played by runners that died since, in matches they did not finish
 
     async def play(self, match: MatchSpec) -> FinishedMatch | StoppedMatch:
         index = min(range(len(self.runners)), key=self.in_play.__getitem__)
+        runner, place = self.runners[index], self.places[index]
         self.in_play[index] += 1
         try:
-            return await result(self.runners[index].play.remote(match))
+            return await result(runner.play.remote(match))
+        except RayActorError:
+            self._replace(index, runner)
+            raise MatchLost(f"its match runner on {place.address} died", []) from None
+        except RayTaskError as exc:
+            if isinstance(exc.cause, MatchLost):
+                raise exc.cause from None
+            raise
         finally:
-            self.in_play[index] -= 1
+            if self.runners[index] is runner:  # else its count went with it
+                self.in_play[index] -= 1
+
+    def _replace(self, index: int, runner: Any) -> None:
+        """A new runner in place of `runner`, on another node, once: the other matches it held
+        fail with it."""
+        if self.runners[index] is not runner:
+            return
+        ray.kill(runner)  # if only unreachable, it must not play on
+        others = [place.node for i, place in enumerate(self.places) if i != index]
+        self.places[index] = spread(1, placed=others, avoid={self.places[index].node})[0]
+        self.runners[index] = self.start(self.places[index])
+        self.days_lost += self.days_told[index][1]
+        self.in_play[index], self.days_told[index] = 0, (0, 0)
 
     async def report_days(self, progress: _Progress) -> None:
         """Until cancelled: tell `progress` the days played every POLL_SECONDS."""
@@ -404,8 +450,11 @@ class _Runners:
             await self.tell_days(progress)
 
     async def tell_days(self, progress: _Progress) -> None:
-        if not self.runners:
-            return
-        days = list(await asyncio.gather(*(result(runner.days_played.remote()) for runner in self.runners)))
-        progress.day(sum(days) - sum(self.days_told))
-        self.days_told = days
+        runners = list(self.runners)
+        days = await asyncio.gather(*(result(runner.days_played.remote()) for runner in runners), return_exceptions=True)
+        played, self.days_lost = -self.days_lost, 0
+        for index, (runner, count) in enumerate(zip(runners, days)):
+            if isinstance(count, tuple) and self.runners[index] is runner:  # not one that died meanwhile
+                played += sum(count) - sum(self.days_told[index])
+                self.days_told[index] = count
+        progress.day(played)

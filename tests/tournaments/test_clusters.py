@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -12,9 +13,15 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from arena_process import BIN, arena, arena_env, own_ray_env, stored_matches
+from arena_process import (
+    BIN, PATIENCE, BackgroundRun, arena, arena_env, assert_whole_and_equal, kill_session, kill_with_a_match_in_flight, matches_and_days,
+    own_ray_env, stored_matches,
+)
 
 
 # 127.0.0.2, not 127.0.0.1: Ray rewrites "127.0.0.1" and "localhost" in an address to the
@@ -39,17 +46,61 @@ def _wait_for_port(port: int, process: subprocess.Popen, seconds: float = 180) -
     raise AssertionError(f"the Ray head did not listen on {LOOPBACK}:{port}")
 
 
-ACTORS_OF_OTHER_JOBS = textwrap.dedent(
+CLUSTER_STATE = textwrap.dedent(
     """
-    import collections, logging, sys
+    import json, logging, sys, time
     import ray
     import ray._private.state as state
     ray.init(address=sys.argv[1], log_to_driver=False, logging_level=logging.ERROR)
+    deadline = time.monotonic() + 120
+    while sum(node["Alive"] for node in ray.nodes()) < int(sys.argv[2]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    nodes = {node["NodeID"]: node for node in ray.nodes()}
     mine = ray.get_runtime_context().get_job_id()
-    counts = collections.Counter(a["ActorClassName"] for a in state.actors().values() if a["JobID"] != mine)
-    print(" ".join(f"{name}={n}" for name, n in sorted(counts.items())))
+    actors = [(a["JobID"], a["ActorClassName"], nodes[a["Address"]["NodeID"]]["NodeManagerAddress"])
+              for a in state.actors().values() if a["JobID"] != mine and a["Address"]["NodeID"] in nodes]
+    alive = [node["NodeManagerAddress"] for node in nodes.values() if node["Alive"]]
+    print(json.dumps({"alive": alive, "actors": actors}))
     """
 )
+
+
+def cluster_state(address: str, env: dict[str, str], nodes: int = 1) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """The addresses of the cluster's live nodes, once at least `nodes` are, and the actors
+    other jobs started on it: (job, class, node address), those that ended included."""
+    listing = subprocess.run([sys.executable, "-c", CLUSTER_STATE, address, str(nodes)], capture_output=True, text=True, env=env, timeout=180)
+    assert listing.returncode == 0, listing.stderr
+    state = json.loads(listing.stdout)
+    return state["alive"], [tuple(actor) for actor in state["actors"]]
+
+
+@contextmanager
+def ray_node(*args: str, env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen]:
+    """`ray start --block ARGS` with a Ray temp dir of its own (so it leaves no
+    /tmp/ray/ray_current_cluster behind for later ray.init() calls to find; short, as Ray
+    puts unix sockets in it), in a session of its own. Leaving stops it, and kills whatever
+    of its session is left."""
+    temp_dir = tempfile.mkdtemp(prefix="raynode", dir="/tmp")
+    node = subprocess.Popen(
+        [str(BIN / "ray"), "start", "--block", f"--temp-dir={temp_dir}", "--disable-usage-stats", *args],
+        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
+    )  # fmt: skip
+    try:
+        yield node
+    finally:
+        if node.poll() is None:
+            os.killpg(node.pid, signal.SIGTERM)
+            try:
+                node.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        kill_session(node.pid)
+        node.wait()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def head_node(port: int, env: dict[str, str], cwd: Path, *args: str):
+    return ray_node("--head", f"--port={port}", f"--node-ip-address={LOOPBACK}", "--include-dashboard=false", *args, env=env, cwd=cwd)
 
 
 def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
@@ -61,17 +112,9 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
     (home / ".ray" / "auth_token").write_text(secrets.token_hex(16))
     env = {**arena_env(), "HOME": str(home)}
     port = _free_port()
-    # its own temp dir (short: Ray puts unix sockets in it), so the head leaves no
-    # /tmp/ray/ray_current_cluster behind for later ray.init() calls to find
-    temp_dir = tempfile.mkdtemp(prefix="rayhead", dir="/tmp")
-    head = subprocess.Popen(
-        [str(BIN / "ray"), "start", "--head", "--block", f"--temp-dir={temp_dir}", f"--port={port}", f"--node-ip-address={LOOPBACK}",
-         "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
-    )
-    try:
+    address = f"{LOOPBACK}:{port}"
+    with head_node(port, env, tmp_path, "--num-cpus=2") as head:
         _wait_for_port(port, head)
-        address = f"{LOOPBACK}:{port}"
         db = tmp_path / "cluster.db"
         with own_ray_env() as run_env:
             result = arena("run", str(slow_tournament), "--db", f"sqlite:///{db}", "--address", address, cwd=tmp_path,
@@ -81,20 +124,71 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
             assert list(Path(run_env["RAY_TMPDIR"]).rglob("session_*")) == []
         assert stored_matches(db) == 12
         assert head.poll() is None, "the head node must still be up: the run joined it, it did not own it"
-        listing = subprocess.run([sys.executable, "-c", ACTORS_OF_OTHER_JOBS, address], capture_output=True, text=True,
-                                 env={**env, "RAY_AUTH_MODE": "token"}, timeout=120)
-        assert listing.returncode == 0, listing.stderr
-        counts = {name: int(n) for name, n in (item.split("=") for item in listing.stdout.split())}
-        # the slow tournament hosts its latency contestant; its matches play in match runners
-        assert counts.get("ContestantHost") == 1, counts
-        assert counts.get("MatchRunner", 0) >= 1, counts
-    finally:
-        os.killpg(head.pid, signal.SIGTERM)
-        try:
-            head.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-        shutil.rmtree(temp_dir, ignore_errors=True)
+        _, actors = cluster_state(address, {**env, "RAY_AUTH_MODE": "token"})
+    counts = Counter(name for _, name, _ in actors)
+    # the slow tournament hosts its latency contestant; its matches play in match runners
+    assert counts["ContestantHost"] == 1, counts
+    assert counts["MatchRunner"] >= 1, counts
+
+
+WORKER = "127.0.0.3"
+# the head finds a node dead after 3 missed health checks 0.5 s apart (Ray's default: 5, 3 s apart)
+QUICK_HEALTH_CHECKS = json.dumps(
+    {"health_check_period_ms": 500, "health_check_timeout_ms": 500, "health_check_failure_threshold": 3, "health_check_initial_delay_ms": 0}
+)
+# Every match has both hosted merchants, one on each node: losing the worker loses every match in
+# play, those of the worker's runner with it and those of the head's runner with their host there.
+TWO_HOSTED = textwrap.dedent(
+    """
+    name: node_loss
+    seed: 5
+    scenarios: [price_war]
+    seeds: [1, 2, 3, 4, 5, 6, 7, 8]
+    days: 16
+    max_concurrent_matches: 4
+    contestants:
+      - {name: slowpoke, kind: latency, params: {latency_s: 0.15}}
+      - {name: sleepy, kind: latency, params: {latency_s: 0.1, price: 9}}
+    """
+)
+
+
+def test_a_worker_node_killed_mid_tournament_changes_nothing_but_replays(tmp_path):
+    """A head and a worker node of one CPU each, started apart with `ray start`: the run puts a
+    match runner and a contestant host on each. The worker is killed (every process of it)
+    once a match is stored and another is in play. The run goes on to the end, says which
+    matches it lost (with their runner, or with a host) and plays them again, and stores each
+    match once, with the table of an undisturbed run on the same two nodes."""
+    env = {**arena_env(), "HOME": str(tmp_path)}  # no Ray token: a cluster without authentication
+    config = tmp_path / "node_loss.yaml"
+    config.write_text(TWO_HOSTED)
+    port = _free_port()
+    address = f"{LOOPBACK}:{port}"
+    calm, lossy = tmp_path / "calm.db", tmp_path / "lossy.db"
+    run = ("run", str(config), "--address", address)
+    with head_node(port, env, tmp_path, "--num-cpus=1", f"--system-config={QUICK_HEALTH_CHECKS}") as head:
+        _wait_for_port(port, head)
+        with ray_node(f"--address={address}", f"--node-ip-address={WORKER}", "--num-cpus=1", env=env, cwd=tmp_path) as worker:
+            assert sorted(cluster_state(address, env, nodes=2)[0]) == [LOOPBACK, WORKER]
+            undisturbed = arena(*run, "--db", f"sqlite:///{calm}", cwd=tmp_path, env=env)
+            assert undisturbed.returncode == 0, undisturbed.stderr
+            assert " lost, " not in undisturbed.stderr
+            jobs_before = {job for job, _, _ in cluster_state(address, env)[1]}
+            with BackgroundRun(*run, "--db", f"sqlite:///{lossy}", cwd=tmp_path, env=env, log=tmp_path / "lossy.log") as background:
+                seen = kill_with_a_match_in_flight(background, lambda: matches_and_days(lossy), kill=lambda: kill_session(worker.pid))
+                assert 1 <= seen.stored < stored_matches(calm) and seen.in_play, seen
+                assert background.process.wait(timeout=PATIENCE) == 0, background.output()[-3000:]
+                output = background.output()
+        alive, actors = cluster_state(address, env)
+    assert alive == [LOOPBACK]
+    runners = Counter(node for job, name, node in actors if job not in jobs_before and name == "MatchRunner")
+    assert runners == {LOOPBACK: 2, WORKER: 1}, actors  # one on each node, and the worker's replaced on the head
+    lost = [line.split(" lost, ")[1] for line in output.splitlines() if " lost, " in line]
+    assert all(line.endswith(": playing it again from its start") for line in lost), lost
+    assert any(line.startswith(f"its match runner on {WORKER} died") for line in lost), lost
+    assert any(line.startswith(f"a host of its merchants was on a node that died ({WORKER})") for line in lost), lost
+    assert "Traceback" not in output
+    assert_whole_and_equal(lossy, calm)
 
 
 def test_an_unreachable_address_fails_in_seconds_with_one_line(tmp_path, slow_tournament):

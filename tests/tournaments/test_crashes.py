@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import textwrap
 from pathlib import Path
 
@@ -18,7 +17,8 @@ from typer.testing import CliRunner
 
 from arena import cli
 from arena_process import (
-    BackgroundRun, arena, kill_with_a_match_in_flight, matches_and_days, own_ray_env, stored_matches, table,
+    BackgroundRun, arena, assert_whole_and_equal, keys, kill_with_a_match_in_flight, matches_and_days, orphan_rows, own_ray_env,
+    rows_per_match, stored_matches,
 )
 from market.scenario import SHIPPED_SCENARIOS
 from results.db import engine_for
@@ -111,52 +111,3 @@ def instant_tournament(folder: Path) -> Path:
         )
     )
     return path
-
-
-def assert_whole_and_equal(db: Path, reference: Path) -> None:
-    """Every match of the tournament stored once and whole, one tournament, and the table of
-    the uninterrupted run."""
-    with sqlite3.connect(db) as connection:
-        stored = [key for (key,) in connection.execute("select key from match")]
-        tournaments = connection.execute("select count(*) from tournament").fetchone()[0]
-    assert sorted(stored) == sorted(keys(reference)) and tournaments == 1
-    assert orphan_rows(db) == {}
-    assert rows_per_match(db) == rows_per_match(reference)
-    assert table(f"sqlite:///{db}") == table(f"sqlite:///{reference}")
-
-
-# ---- what a SQLite store holds -------------------------------------------------------------
-
-
-def keys(db: Path) -> set[str]:
-    with sqlite3.connect(db) as connection:
-        return {key for (key,) in connection.execute("select key from match")}
-
-
-def _match_tables(connection: sqlite3.Connection) -> list[str]:
-    """The tables with a match_id column: the rows of a match besides its own."""
-    tables = [name for (name,) in connection.execute("select name from sqlite_master where type = 'table'")]
-    return [t for t in tables if any(column[1] == "match_id" for column in connection.execute(f"pragma table_info({t})"))]
-
-
-def orphan_rows(db: Path) -> dict[str, int]:
-    """Per table, rows of a match that is not in `match`."""
-    with sqlite3.connect(db) as connection:
-        counts = {
-            table: connection.execute(f"select count(*) from {table} where match_id is not null and match_id not in (select id from match)").fetchone()[0]
-            for table in _match_tables(connection)
-        }
-    return {table: n for table, n in counts.items() if n}
-
-
-def rows_per_match(db: Path, only: set[str] | None = None) -> dict[str, dict[str, int]]:
-    """Per table, the rows of each match, by match key (`only` these keys)."""
-    with sqlite3.connect(db) as connection:
-        return {
-            table: {
-                key: n
-                for key, n in connection.execute(f"select m.key, count(*) from {table} t join match m on m.id = t.match_id group by m.key")
-                if only is None or key in only
-            }
-            for table in _match_tables(connection)
-        }

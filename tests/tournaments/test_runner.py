@@ -17,7 +17,8 @@ from results.ratings import leaderboard
 from results.store import list_matches, match_detail
 from results.tables import FaultRow, MatchRow
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.cluster import ClusterError
+from tournaments.runner import LOSSES_ALLOWED, run_tournament
 from tournaments.schedule import schedule
 
 pytestmark = pytest.mark.usefixtures("ray_local")
@@ -207,3 +208,48 @@ def test_results_and_metrics_agree_when_a_cost_shock_covers_day_1(tmp_path):
         for name, expected in by_hand.items():
             assert row[name] == pytest.approx(expected, abs=1e-9), (merchant, name)
             assert metrics.loc[(match_id, merchant), name] == pytest.approx(expected, abs=1e-9), (merchant, name)
+
+
+class Lost:
+    """An observer that keeps what it is told of matches lost and played again."""
+
+    def __init__(self):
+        self.told: list[tuple[str, str]] = []
+
+    def started(self, *told) -> None:
+        pass
+
+    def advanced(self, *told) -> None:
+        pass
+
+    def lost(self, match_key: str, reason: str) -> None:
+        self.told.append((match_key, reason))
+
+
+def test_a_match_whose_runner_keeps_dying_is_played_again_then_stops_the_run(tmp_path):
+    """A crashing merchant kept out of an actor of its own kills the match runner it plays in,
+    on every try: the match is lost and played again LOSSES_ALLOWED times, then the run stops
+    with one reason, storing nothing of it."""
+    config = write_tournament(
+        tmp_path,
+        """
+        name: doomed
+        seed: 2
+        scenarios: [price_war]
+        seeds: [1]
+        days: 4
+        contestants:
+          - {name: slow, kind: latency, params: {latency_s: 0.01}}
+          - {name: crasher, kind: chaos, params: {fault: crash, every: 2}, isolate: false}
+        """,
+    )
+    tournament = load_tournament(config)
+    [match] = schedule(tournament)
+    engine = engine_for(f"sqlite:///{tmp_path}/d.db")
+    observer = Lost()
+    with pytest.raises(ClusterError) as stopped:
+        run_tournament(tournament, engine, observer=observer)
+    assert [key for key, _ in observer.told] == [match.key] * LOSSES_ALLOWED
+    assert all(reason.startswith("its match runner on ") and reason.endswith(" died") for _, reason in observer.told)
+    assert str(stopped.value).startswith(f"match {match.key} was lost {LOSSES_ALLOWED + 1} times, the last because its match runner on ")
+    assert list_matches(engine) == []
