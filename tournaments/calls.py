@@ -11,11 +11,16 @@ concurrency group of their own, so however many calls wait, those that end can r
 Ray runs each group on a loop of its own, so the desk's state lives on a loop of its own too
 (a LocalDesk), which every method hands its work to.
 A desk that is gone (its process died) stops the run's calls: what the desk held is lost, so
-no call can be let through or paid for any more.
+no call can be let through or paid for any more. A call whose node died is let go of as soon as
+Ray has found the node dead, not when its lease runs out: its match is played again
+(tournaments.match.MatchLost) and asks the same requests.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import functools
 from typing import Any
 
 import ray
@@ -28,6 +33,7 @@ from contestants.llm.types import Completion
 from tournaments.cluster import enter, result
 
 WAITING_CALLS = 100_000  # admits that may wait for room at once
+NODE_CHECK_S = 2.0  # how often the desk looks for nodes that died under the calls it holds
 GONE = "the run's call desk is gone (its process died)"
 
 
@@ -36,6 +42,7 @@ class CallDesk:
     def __init__(self, working_dir: str, budget: Budget | None, spent: Spend, stop_after: int):
         enter(working_dir)
         self.desk = LocalDesk(DeskCore(budget, spent, stop_after))
+        self.watching = asyncio.run_coroutine_threadsafe(_let_go_of_dead_nodes(self.desk.core), self.desk.loop)
 
     @ray.method(concurrency_group="reporting")
     def ready(self) -> bool:
@@ -54,15 +61,36 @@ class CallDesk:
         return await self.desk.current()
 
 
+async def _let_go_of_dead_nodes(core: DeskCore) -> None:
+    """Every NODE_CHECK_S, on the desk's loop: the calls held by callers on nodes that are no
+    longer alive are let go (DeskCore.let_go)."""
+    while True:
+        await asyncio.sleep(NODE_CHECK_S)
+        callers = core.held_by()
+        if not callers:
+            continue
+        try:
+            alive = await asyncio.to_thread(lambda: {node["NodeID"] for node in ray.nodes() if node["Alive"]})
+        except Exception:  # Ray's control store out of reach for a moment: look again later
+            continue
+        core.let_go(callers - alive)
+
+
+@functools.cache
+def _this_node() -> str:
+    return ray.get_runtime_context().get_node_id()
+
+
 class RemoteDesk:
-    """A process's way to the run's CallDesk (picklable: it travels in RunOptions)."""
+    """A process's way to the run's CallDesk (picklable: it travels in RunOptions). Its
+    tickets name this process's node as their caller."""
 
     def __init__(self, actor: Any):
         self.actor = actor
 
     def admit(self, ticket: Ticket) -> Admission:
         try:
-            return ray.get(self.actor.admit.remote(ticket))
+            return ray.get(self.actor.admit.remote(dataclasses.replace(ticket, caller=_this_node())))
         except RayError:
             raise CallsStopped(GONE) from None
 

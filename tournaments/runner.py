@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
@@ -236,10 +236,7 @@ async def _play_all(
                     if lost.calls:  # paid, though the match is not stored
                         store.save_stopped(engine, tournament_id, [StoppedMatch(key=match.key, index=match.index, reason=lost.reason, calls=lost.calls)])
                     if attempt > LOSSES_ALLOWED:
-                        raise ClusterError(
-                            f"match {match.key} was lost {attempt} times, the last because {lost}: the cluster keeps losing the "
-                            "processes that play it; finished matches are saved, and --resume plays the rest"
-                        ) from None
+                        raise _lost_too_often(f"match {match.key}", attempt, str(lost)) from None
                     progress.observer.lost(match.key, lost.reason)
                     continue
             await record([played], tournament.scenarios[match.scenario])
@@ -250,7 +247,13 @@ async def _play_all(
         async with slots.hold(len(group)):
             if await stopped.now():
                 return
-            played = unpickle_matches(await result(play_instant_matches.remote(group, scenario, rules, entries)))
+            try:
+                played = unpickle_matches(await result(play_instant_matches.remote(group, scenario, rules, entries)))
+            except RayTaskError:  # raised by arena's code, not a crash
+                raise
+            except RayError as exc:  # Ray played it again LOSSES_ALLOWED times already
+                others = f" (and the {len(group) - 1} played with it)" if len(group) > 1 else ""
+                raise _lost_too_often(f"match {group[0].key}{others}", LOSSES_ALLOWED + 1, f"its process died ({type(exc).__name__})") from None
         progress.day(deviation.paths(rules.deviation) * sum(m.days for m in group))
         await record(played, scenario)
 
@@ -359,7 +362,14 @@ class _Slots:
                 self.changed.notify_all()
 
 
-@ray.remote(num_cpus=1)
+def _lost_too_often(what: str, times: int, reason: str) -> ClusterError:
+    return ClusterError(
+        f"{what} was lost {times} times, the last because {reason}: the cluster keeps losing the processes that "
+        "play it; finished matches are saved, and --resume plays the rest"
+    )
+
+
+@ray.remote(num_cpus=1, max_retries=LOSSES_ALLOWED)  # a group lost with its worker or node is played again from its start
 def play_instant_matches(matches: list[MatchSpec], scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> bytes:
     """A group of `group_instant`, played side by side: the finished (or stopped)
     matches packed for storage and pickled here, with garbage collection paused (see

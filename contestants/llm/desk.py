@@ -75,7 +75,7 @@ class Ticket:
     """One call about to be made. `tokens` is its expected size (prompt and answer) for the
     tokens-per-minute limit; `cache_key` None means the response cache is off for it; `lease`
     is how long the desk keeps what the call holds if it never reports back (its process
-    died)."""
+    died); `caller` names where it is made (a run's node: see `let_go`)."""
 
     id: str
     contestant: str | None
@@ -86,6 +86,7 @@ class Ticket:
     cache_key: str | None
     cache_dir: str
     lease: float
+    caller: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +268,17 @@ class DeskCore:
         if held.key_lock is not None:
             lock, held.key_lock = held.key_lock, None
             lock.release()
+
+    def held_by(self) -> set[str]:
+        """The callers of the calls admitted and not yet settled."""
+        return {held.ticket.caller for held in self._held.values() if held.ticket.caller is not None}
+
+    def let_go(self, callers: set[str]) -> None:
+        """Let go at once of what the calls of `callers` hold, as if their leases had run out:
+        they are gone (a node that died), and a call of the same request, made again when
+        their match is played again, would otherwise wait for the lease."""
+        for ticket_id in [i for i, held in self._held.items() if held.ticket.caller in callers]:
+            self._expire(ticket_id)
 
     def _expire(self, ticket_id: str) -> None:
         """A call that never reported back: its process died; let go of what it held."""

@@ -3,20 +3,35 @@ in at, and what a call is told once the desk's process is gone."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
 import ray
 
-from contestants.llm.desk import Budget, Limits, Spend, Ticket
+from contestants.llm.desk import Admission, Budget, Limits, Spend, Ticket
 from contestants.llm.errors import CallsStopped
-from tournaments.calls import GONE, start_desk
+from tournaments.calls import GONE, RemoteDesk, start_desk
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
 
 def ticket(n: int) -> Ticket:
     return Ticket(str(n), "c", "openai/m", ("e",), Limits(concurrent=1), 10, None, "", 60.0)
+
+
+def test_a_ticket_names_the_node_it_was_made_on():
+    sent = []
+
+    class Actor:  # what RemoteDesk sends to the desk's actor
+        class admit:
+            @staticmethod
+            def remote(made: Ticket):
+                sent.append(made)
+                return ray.put(Admission())
+
+    RemoteDesk(Actor()).admit(ticket(0))
+    assert [made.caller for made in sent] == [ray.get_runtime_context().get_node_id()]
 
 
 def test_reports_get_through_while_calls_wait_for_room():
@@ -43,3 +58,19 @@ def test_a_desk_that_is_gone_stops_the_calls():
     with pytest.raises(CallsStopped, match="call desk is gone"):
         desk.admit(ticket(0))
     assert desk.status().stopped == GONE
+
+
+def test_a_call_held_on_a_node_that_is_not_alive_is_let_go_before_its_lease(tmp_path):
+    """A call admitted from a node Ray does not know alive (as after the node died) holds a
+    request; the same request made from this node goes ahead once the desk has looked at the
+    nodes (every NODE_CHECK_S), long before the first call's ten-minute lease runs out."""
+    desk = start_desk(None, Spend(), 3, os.getcwd())
+    ray.get(desk.actor.ready.remote())
+    key = "d" * 64
+    gone = dataclasses.replace(ticket(0), cache_key=key, cache_dir=str(tmp_path), lease=600.0, caller="ff" * 28)
+    assert ray.get(desk.actor.admit.remote(gone)).stopped is None
+    here = ray.get_runtime_context().get_node_id()
+    again = dataclasses.replace(ticket(1), cache_key=key, cache_dir=str(tmp_path), caller=here)
+    assert ray.get(desk.actor.admit.remote(again), timeout=60).hit is None
+    desk.settle(again, None, None)
+    ray.kill(desk.actor)

@@ -253,3 +253,28 @@ def test_a_match_whose_runner_keeps_dying_is_played_again_then_stops_the_run(tmp
     assert all(reason.startswith("its match runner on ") and reason.endswith(" died") for _, reason in observer.told)
     assert str(stopped.value).startswith(f"match {match.key} was lost {LOSSES_ALLOWED + 1} times, the last because its match runner on ")
     assert list_matches(engine) == []
+
+
+def test_instant_matches_whose_process_keeps_dying_stop_the_run_with_one_reason(tmp_path):
+    """The same crash in a match of merchants that all play inline: Ray plays its task again
+    LOSSES_ALLOWED times, then the run stops with one reason."""
+    config = write_tournament(
+        tmp_path,
+        """
+        name: doomed
+        seed: 2
+        scenarios: [price_war]
+        seeds: [1]
+        days: 4
+        contestants:
+          - {name: steady, kind: fixed_price}
+          - {name: crasher, kind: chaos, params: {fault: crash, every: 2}, isolate: false}
+        """,
+    )
+    tournament = load_tournament(config)
+    [match] = schedule(tournament)
+    engine = engine_for(f"sqlite:///{tmp_path}/d.db")
+    with pytest.raises(ClusterError) as stopped:
+        run_tournament(tournament, engine)
+    assert str(stopped.value).startswith(f"match {match.key} was lost {LOSSES_ALLOWED + 1} times, the last because its process died (")
+    assert list_matches(engine) == []

@@ -14,10 +14,13 @@ from contestants.llm.types import Completion, TokenUsage
 _ids = itertools.count()
 
 
-def ticket(endpoint: str = "e", contestant: str = "c", key: str | None = None, cache_dir: str = "", tokens: int = 10, lease: float = 60.0, **limits) -> Ticket:
+def ticket(
+    endpoint: str = "e", contestant: str = "c", key: str | None = None, cache_dir: str = "", tokens: int = 10, lease: float = 60.0,
+    caller: str | None = None, **limits
+) -> Ticket:
     return Ticket(
         id=str(next(_ids)), contestant=contestant, model="openai/m", endpoint=(endpoint,), limits=Limits(**limits),
-        tokens=tokens, cache_key=key, cache_dir=cache_dir, lease=lease,
+        tokens=tokens, cache_key=key, cache_dir=cache_dir, lease=lease, caller=caller,
     )
 
 
@@ -178,5 +181,29 @@ def test_the_same_failure_is_the_same_status_and_code_whatever_the_message_says(
             failure = Failed(f"HTTP 400: your messages resulted in {tokens} tokens", 400, retryable=False, code="context_length_exceeded")
             await desk.settle(t, None, failure)
         assert desk.status().broken == "c"
+
+    asyncio.run(play())
+
+
+def test_the_calls_of_a_caller_that_is_gone_are_let_go_at_once(tmp_path):
+    """Two calls hold a key and a place each, one made on node a and one on node b; letting go
+    of b's frees its key and place at once, long before its lease, and a's stay held."""
+
+    async def play():
+        desk = DeskCore()
+        keys = {"a": "a" * 64, "b": "b" * 64}
+        for caller, key in keys.items():
+            await desk.admit(ticket(key=key, cache_dir=str(tmp_path), concurrent=2, lease=600, caller=caller))
+        assert desk.held_by() == {"a", "b"}
+        done, waiting = await pending_after_a_turn(
+            *(desk.admit(ticket(key=key, cache_dir=str(tmp_path), concurrent=2, caller="c")) for key in keys.values())
+        )
+        assert done == [] and len(waiting) == 2  # same requests, same endpoint: both wait
+        desk.let_go({"b", "elsewhere"})
+        again = await asyncio.wait_for(waiting[1], 5)
+        assert again.hit is None and again.stopped is None  # b's request is made again
+        assert not waiting[0].done()
+        assert desk.held_by() == {"a", "c"}
+        waiting[0].cancel()
 
     asyncio.run(play())
