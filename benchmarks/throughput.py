@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import platform
 import shutil
@@ -43,6 +42,7 @@ from market.scenario import load_scenario
 from results.db import engine_for
 from results.records import MerchantResult
 from results.store import list_matches, match_detail
+from tournaments.cluster import init_ray
 from tournaments.config import Tournament, TournamentSpec
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.runner import deadlines, group_instant, play_instant_matches, run_tournament, unpickle_matches
@@ -210,7 +210,7 @@ def local_ray() -> Iterator[float]:
     length of the block; gives the seconds ray.init took."""
     folder = tempfile.mkdtemp(prefix="arena-ray-", dir="/tmp")  # short: Ray's sockets live in it
     started = time.perf_counter()
-    ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, _temp_dir=folder)
+    init_ray(_temp_dir=folder)
     try:
         yield round(time.perf_counter() - started, 3)
     finally:

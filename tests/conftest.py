@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import threading
 import typing
@@ -64,8 +63,10 @@ def ray_local():
     """A local Ray instance shared by the tests that run tournaments in this process."""
     import ray
 
+    from tournaments.cluster import init_ray
+
     os.environ.pop("RAY_ADDRESS", None)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    init_ray(address="local", num_cpus=2)
     yield
     ray.shutdown()
 

@@ -16,8 +16,7 @@ from typing import Any, NamedTuple
 def enter(working_dir: str) -> None:
     """Work in the folder `arena run` was started in, so relative paths in a contestant's
     settings (a response cache, a model file) mean what they meant there, not wherever Ray
-    starts its workers (with `uv run` that is a per-session copy of the project). Skipped on
-    a node that lacks the folder."""
+    starts its workers (a folder of its session). Skipped on a node that lacks the folder."""
     if os.path.isdir(working_dir):
         os.chdir(working_dir)
 
@@ -101,7 +100,7 @@ def ray_session(address: str | None) -> Iterator[None]:
         _check_reachable(address)
         _use_token_if_available()
     try:
-        ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+        init_ray(address=address or "local")
     except ConnectionError as exc:
         hint = "" if _token_available() else f" ({TOKEN_HINT})"
         raise ClusterError(f"cannot reach the Ray cluster at {address}: {str(exc).splitlines()[0]}{hint}") from None
@@ -109,6 +108,26 @@ def ray_session(address: str | None) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+def init_ray(**options: Any) -> None:
+    """ray.init with `options`, quiet, for every process of arena that starts or joins Ray (a
+    run, the tests, the benchmarks). Its workers run this process's Python, in which arena is
+    installed, as on any node whose Ray was started from arena's environment.
+
+    Not through `uv run`: when the driver runs under `uv run` (as the Quickstart does), Ray
+    2.60 by default starts each worker through `uv run` as well, in a copy of the current
+    folder it packs up (RAY_ENABLE_UV_RUN_RUNTIME_ENV). That doubled a short run's time; it
+    fails outright in a folder that is not arena's project; and packing up a folder that
+    holds the run's SQLite database opens and closes the database's files in the driver,
+    which drops SQLite's locks on them, so that another process reading the database during
+    the run could checkpoint and delete its write-ahead log under it: the run's later writes
+    were lost (seen in a test)."""
+    import ray
+    from ray._private import ray_constants
+
+    ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False  # read by ray.init, from this module
+    ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, **options)
 
 
 def _check_reachable(address: str, seconds: float = 5.0) -> None:

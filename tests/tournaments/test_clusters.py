@@ -19,9 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from arena_process import (
-    BIN, PATIENCE, BackgroundRun, arena, arena_env, assert_whole_and_equal, kill_session, kill_with_a_match_in_flight, matches_and_days,
+    ARENA, BIN, PATIENCE, BackgroundRun, arena, arena_env, assert_whole_and_equal, kill_session, kill_with_a_match_in_flight, matches_and_days,
     own_ray_env, stored_matches,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # 127.0.0.2, not 127.0.0.1: Ray rewrites "127.0.0.1" and "localhost" in an address to the
@@ -48,10 +50,11 @@ def _wait_for_port(port: int, process: subprocess.Popen, seconds: float = 180) -
 
 CLUSTER_STATE = textwrap.dedent(
     """
-    import json, logging, sys, time
+    import json, sys, time
     import ray
     import ray._private.state as state
-    ray.init(address=sys.argv[1], log_to_driver=False, logging_level=logging.ERROR)
+    from tournaments.cluster import init_ray
+    init_ray(address=sys.argv[1])
     deadline = time.monotonic() + 120
     while sum(node["Alive"] for node in ray.nodes()) < int(sys.argv[2]) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -202,3 +205,36 @@ def test_an_unreachable_address_fails_in_seconds_with_one_line(tmp_path, slow_to
     assert "Traceback" not in result.stderr
     assert stored_matches(db) == 0
     assert elapsed < 10, elapsed
+
+
+def test_a_run_under_uv_run_from_a_folder_of_ones_own_plays(tmp_path):
+    """As `uv run --project ARENA arena run FILE` in a folder of one's own (here a stand-in
+    `uv` that only starts the command: Ray knows `uv run` by its ancestor's command line). Ray
+    2.60 would start every worker through `uv run` in a packed-up copy of the folder, and
+    refuses a folder that lacks the project's pyproject.toml with a traceback; arena's
+    workers run its own Python, wherever it is started from."""
+    (tmp_path / "run").write_text("import subprocess, sys\nsys.exit(subprocess.call(sys.argv[3:]))\n")  # after --project ROOT
+    config = tmp_path / "small.yaml"
+    config.write_text(
+        textwrap.dedent(
+            """
+            name: small
+            seed: 1
+            scenarios: [price_war]
+            seeds: [1, 2]
+            days: 3
+            contestants:
+              - {name: fixed, kind: fixed_price}
+              - {name: slowpoke, kind: latency, params: {latency_s: 0.01}}
+            """
+        )
+    )
+    db = tmp_path / "small.db"
+    as_uv_run = 'exec -a uv "$0" run --project "$@"'
+    with own_ray_env() as env:
+        played = subprocess.run(
+            ["bash", "-c", as_uv_run, sys.executable, str(ROOT), ARENA, "run", str(config), "--db", f"sqlite:///{db}"],
+            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+    assert played.returncode == 0, played.stderr[-3000:]
+    assert stored_matches(db) == 2
