@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import socket
+import sys
 from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -99,11 +100,11 @@ def ray_session(address: str | None) -> Iterator[None]:
     if address is not None:
         _check_reachable(address)
         _use_token_if_available()
+        _check_admitted(address)
     try:
         init_ray(address=address or "local")
     except ConnectionError as exc:
-        hint = "" if _token_available() else f" ({TOKEN_HINT})"
-        raise ClusterError(f"cannot reach the Ray cluster at {address}: {str(exc).splitlines()[0]}{hint}") from None
+        raise ClusterError(f"cannot reach the Ray cluster at {address}: {str(exc).splitlines()[0]}") from None
     try:
         yield
     finally:
@@ -141,10 +142,46 @@ def _check_reachable(address: str, seconds: float = 5.0) -> None:
         raise ClusterError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
-TOKEN_HINT = (
-    "if it uses token authentication, as `ray start` does where ~/.ray/auth_token exists, "
-    "copy that file from the head node to this machine or set RAY_AUTH_TOKEN"
-)
+ADMISSION_WAIT_MS = 5000  # for the cluster's control store to answer (Ray waits three times this for one that never does)
+TOKEN_FIX = "copy ~/.ray/auth_token from its head node to this machine, or set RAY_AUTH_TOKEN to that file's content"
+
+
+def _check_admitted(address: str) -> None:
+    """Ask the cluster's control store (GCS) whether it lets this machine in, before ray.init:
+    refused, ray.init tries again for 20 s, printing a warning every second, and then says
+    only that it failed to connect. A Ray Client address (ray://) is left to ray.init."""
+    if address.startswith("ray://"):
+        return
+    from ray._raylet import InnerGcsClient
+    from ray.exceptions import AuthenticationError, RayError
+
+    try:
+        with _native_stderr_silenced():
+            InnerGcsClient.standalone(address, None, ADMISSION_WAIT_MS)
+    except AuthenticationError:
+        if _token_available():
+            raise ClusterError(f"the Ray cluster at {address} refused this machine's Ray token: {TOKEN_FIX}") from None
+        raise ClusterError(
+            f"the Ray cluster at {address} asks for a token (`ray start` turns token authentication on where "
+            f"~/.ray/auth_token exists) and this machine has none: {TOKEN_FIX}"
+        ) from None
+    except RayError as exc:
+        raise ClusterError(f"cannot reach the Ray cluster at {address}: {str(exc).strip().splitlines()[0]}") from None
+
+
+@contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """File descriptor 2 sent to /dev/null: Ray's C++ core writes its warnings there,
+    past Python's logging."""
+    sys.stderr.flush()
+    saved, nowhere = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nowhere, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(nowhere)
 
 
 def _token_available() -> bool:

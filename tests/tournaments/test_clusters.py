@@ -194,6 +194,33 @@ def test_a_worker_node_killed_mid_tournament_changes_nothing_but_replays(tmp_pat
     assert_whole_and_equal(lossy, calm)
 
 
+def test_a_cluster_that_refuses_the_token_is_named_with_the_fix_in_one_line(tmp_path, slow_tournament):
+    """A head with token authentication, joined from a machine with another token and from one
+    with none: each run ends at once with one line that names the cause and the fix, where
+    Ray would retry for 20 s, a warning a second, and then say only that it failed to
+    connect."""
+    head_home, other, none = tmp_path / "head", tmp_path / "other", tmp_path / "none"
+    for home, token in ((head_home, secrets.token_hex(16)), (other, secrets.token_hex(16)), (none, None)):
+        (home / ".ray").mkdir(parents=True)
+        if token:
+            (home / ".ray" / "auth_token").write_text(token)
+    port = _free_port()
+    address = f"{LOOPBACK}:{port}"
+    db = tmp_path / "never.db"
+    with head_node(port, {**arena_env(), "HOME": str(head_home), "RAY_AUTH_MODE": "token"}, tmp_path) as head:
+        _wait_for_port(port, head)
+        refused = {home.name: arena("run", str(slow_tournament), "--db", f"sqlite:///{db}", "--address", address, cwd=tmp_path,
+                                    env={**arena_env(), "HOME": str(home)}) for home in (other, none)}  # fmt: skip
+    fix = "copy ~/.ray/auth_token from its head node to this machine, or set RAY_AUTH_TOKEN to that file's content"
+    expected = {
+        "other": f"error: the Ray cluster at {address} refused this machine's Ray token: {fix}",
+        "none": f"error: the Ray cluster at {address} asks for a token (`ray start` turns token authentication on where "
+        f"~/.ray/auth_token exists) and this machine has none: {fix}",
+    }
+    assert {name: (r.returncode, r.stderr.strip()) for name, r in refused.items()} == {name: (2, line) for name, line in expected.items()}
+    assert stored_matches(db) == 0
+
+
 def test_an_unreachable_address_fails_in_seconds_with_one_line(tmp_path, slow_tournament):
     db = tmp_path / "never.db"
     started = time.monotonic()
