@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from sqlalchemy.exc import SQLAlchemyError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -28,7 +29,7 @@ from market.scenario import Scenario, load_scenario
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
 from results import store
-from results.db import engine_for
+from results.db import engine_for, failed
 from results.deviation import DEVIATION_METRICS
 from results.errors import DatabaseError, InputFileError, NotFound
 from results.export import ExportError, export
@@ -67,6 +68,7 @@ USER_ERRORS = (ConfigError, DatabaseError, NotFound, ClusterError, InputFileErro
 EXIT_USER_ERROR = 2  # a mistake in a file or an option
 EXIT_BUDGET = 3  # the budget stopped the run: what was played is saved and shown
 EXIT_BROKEN_MODEL = 4  # a contestant's model refused its calls (the run, or `validate --ping`)
+EXIT_DATABASE = 5  # the database failed during the run
 
 
 @contextmanager
@@ -105,7 +107,7 @@ def run(
         engine = engine_for(db)
     from tournaments.runner import run_tournament  # imports Ray: only when a tournament is really played
 
-    again = f"arena run {config} --resume" + (f" --db {db}" if db else "")
+    again = f"arena run {config} --resume" + (f" --db {engine.url.render_as_string(hide_password=True)}" if db else "")
     try:
         with user_errors(), _progress() as observer:
             options = RunOptions(no_cache=no_cache)
@@ -113,6 +115,10 @@ def run(
     except KeyboardInterrupt:
         err.print(f"interrupted: finished matches are saved; `{again}` plays the rest", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
+    except SQLAlchemyError as exc:
+        err.print(f"error: {failed(engine, exc)}; the matches stored before are kept: once it is back, `{again}` plays the rest",
+                  markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        raise typer.Exit(EXIT_DATABASE) from None
     if summary.broken:
         err.print(f"error: {summary.stopped}; finished matches are saved: fix it, then `{again}`", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_BROKEN_MODEL)

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import time
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, false, inspect, select, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
 from sqlmodel import SQLModel
 
 from results import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from results.errors import DatabaseError
 
 DEFAULT_URL = "sqlite:///arena.db"
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def engine_for(url: str | None = None, *, create: bool = True, writes: bool | None = None) -> Engine:
@@ -46,7 +52,7 @@ def engine_for(url: str | None = None, *, create: bool = True, writes: bool | No
         raise DatabaseError(f"no database at {shown}: run a tournament first, or name one with --db")
     engine, failed = None, "cannot open database"
     try:
-        engine = create_engine(parsed)
+        engine = create_engine(parsed, pool_pre_ping=not sqlite)  # a server's connection may drop while a run waits for matches
         if sqlite:
             event.listen(engine, "connect", _sqlite_pragmas)
         with engine.begin() as connection:
@@ -117,6 +123,34 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")  # with WAL: safe against crashes, not power loss
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+RECONNECT_WAITS_S = (1.0, 2.0, 4.0, 8.0, 15.0)  # half a minute: a server restarting, a connection a proxy dropped
+
+
+def reconnecting(write: Callable[P, T]) -> Callable[P, T]:
+    """A function of the store that writes, called again after each of RECONNECT_WAITS_S
+    while the database cannot be reached (OperationalError: the server went away or dropped
+    the connection), so that a run rides out a server's restart. Each write is one
+    transaction, undone if the connection is lost before its commit, and a match already
+    stored is not stored twice (store.save_matches)."""
+
+    @functools.wraps(write)
+    def tried(*args: P.args, **kwargs: P.kwargs) -> T:
+        for wait in RECONNECT_WAITS_S:
+            try:
+                return write(*args, **kwargs)
+            except OperationalError:
+                time.sleep(wait)
+        return write(*args, **kwargs)
+
+    return tried
+
+
+def failed(engine: Engine, exc: SQLAlchemyError) -> str:
+    """One line on a database that failed while in use (its server gone, its disk full), its
+    password masked."""
+    return f"database {engine.url.render_as_string(hide_password=True)} failed: {_reason(exc)}"
 
 
 def _mask(raw: str) -> str:

@@ -19,6 +19,7 @@ from sqlmodel import Session, SQLModel, func, select
 from market.scenario import Scenario
 from market.daylog import DayLog
 from results.collusion import CollusionSettings, stored_settings
+from results.db import reconnecting
 from results.daylog_codec import decode, pack
 from results.errors import NotFound
 from results import deviation
@@ -164,6 +165,7 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenari
             return existing
 
 
+@reconnecting
 def save_matches(engine: Engine, tournament_id: int, matches: Sequence[tuple[FinishedMatch, Scenario | None]]) -> list[int]:
     """`save_match` for several matches (each with its scenario) in one transaction, each
     match whole as there: matches played side by side finish together, and a commit costs
@@ -231,6 +233,7 @@ def _insert_calls(session: Session, tournament_id: int, key: str, match_id: int 
     _bulk_insert(session, ModelCallRow, rows)
 
 
+@reconnecting
 def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMatch]) -> None:
     """Record the model calls of matches the run stopped before their end, in one
     transaction: they were paid, though the matches are not stored (a resumed run plays
@@ -295,6 +298,7 @@ def metrics(engine: Engine, tournament_id: int | None = None, *, match_id: int |
         return [MetricValue(*row) for row in session.exec(statement.order_by(MetricRow.match_id, MetricRow.id))]
 
 
+@reconnecting
 def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finished", "stopped"]) -> None:
     """Mark the tournament finished or stopped and snapshot its own leaderboard.
 

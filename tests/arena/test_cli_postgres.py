@@ -11,7 +11,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -21,10 +23,10 @@ from sqlalchemy.engine import make_url
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from arena.cli import app
+from arena.cli import EXIT_DATABASE, app
 from arena_process import ARENA, arena_env
 from postgres_server import ADMIN, PASSWORD
-from results import store
+from results import db, store
 from results.db import engine_for
 from results.ratings import leaderboard
 from results.tables import ContestantRow, TournamentRow
@@ -294,6 +296,70 @@ def test_kill_9_then_resume_on_postgres_gives_the_uninterrupted_record(postgres,
     assert len(keys) == len(set(keys)) == planned
     assert count(url, "tournament") == 1
     assert stored_at(url, "slow") == reference
+
+
+# ---- a server that goes away ------------------------------------------------------------
+
+
+def drop_the_runs_connections(postgres, url: str, allow_more: bool) -> Callable[[], int]:
+    """Start a thread that waits for the run at `url` to store a match, then closes its
+    connections from the server's side (as a restart does), refusing new ones unless
+    `allow_more`; returns a function that waits for the thread and gives how many it closed."""
+    database = make_url(url).database
+    closed: list[int] = []
+
+    def drop() -> None:
+        deadline = time.monotonic() + RUN_SECONDS
+        while count(url, "match") < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with postgres.admin() as connection:
+            if not allow_more:
+                connection.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
+            terminated = "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s) AS t"
+            closed.append(connection.execute(terminated, [database]).fetchone()[0])
+
+    thread = threading.Thread(target=drop)
+    thread.start()
+
+    def done() -> int:
+        thread.join()
+        return closed[0]
+
+    return done
+
+
+def test_a_run_whose_connections_the_server_closes_goes_on(postgres, files, on_sqlite, ray_local):
+    url = postgres.fresh_database()
+    closed = drop_the_runs_connections(postgres, url, allow_more=True)
+    result = invoke("run", files["slow"], "--db", url)
+    assert closed() >= 1
+    assert result.exit_code == 0, result.stderr
+    assert stored_at(url, "slow") == stored_at(on_sqlite["slow"], "slow")
+
+
+def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes_it(postgres, files, on_sqlite, ray_local, monkeypatch):
+    """Once the server has refused the write for RECONNECT_WAITS_S (here shortened), the run
+    ends with one line (the password masked) and exit status 5, with nothing half-written;
+    with the server back, --resume plays the rest."""
+    monkeypatch.setattr(db, "RECONNECT_WAITS_S", (0.05, 0.05))
+    url = postgres.fresh_database()
+    database = make_url(url).database
+    closed = drop_the_runs_connections(postgres, url, allow_more=False)
+    result = invoke("run", files["slow"], "--db", url)
+    assert closed() >= 1
+    output = result.stdout + result.stderr
+    assert result.exit_code == EXIT_DATABASE and "Traceback" not in output and PASSWORD not in output, output
+    masked = f"postgresql+psycopg://{ADMIN}:***@127.0.0.1:{postgres.port}/{database}"
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"error: database {masked} failed: ") and f'database "{database}" is not currently accepting connections' in line
+    assert line.endswith(f"once it is back, `arena run {files['slow']} --resume --db {masked}` plays the rest")
+    with postgres.admin() as connection:
+        connection.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
+    stored = count(url, "match")
+    assert 1 <= stored < 9 and count(url, "match_result") == 2 * stored  # whole matches only: two merchants each
+    resumed = invoke("run", files["slow"], "--db", url, "--resume")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert stored_at(url, "slow") == stored_at(on_sqlite["slow"], "slow")
 
 
 # ---- who may write ----------------------------------------------------------------------
