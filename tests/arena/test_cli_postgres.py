@@ -24,9 +24,9 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from arena.cli import EXIT_DATABASE, app
-from arena_process import ARENA, arena_env
+from arena_process import ARENA, BackgroundRun, arena_env, kill_with_a_match_in_flight, own_ray_env
 from postgres_server import ADMIN, PASSWORD
-from results import db, store
+from results import store
 from results.db import engine_for
 from results.ratings import leaderboard
 from results.tables import ContestantRow, TournamentRow
@@ -49,8 +49,9 @@ contestants:
   - {{name: undercut, kind: undercut}}
 """
 
-# Matches with `slow` last 1.2 s each, two at a time: long enough to be killed mid-run. Played
-# in the match loop rather than in an actor of its own: fewer processes to start.
+# Matches with `slow` last 1.2 s each, two at a time: long enough to be killed mid-run. It plays
+# in an actor of its own, so its matches play in a match runner, whose days the progress lines
+# count as they are played: a match in play shows.
 SLOW = """\
 name: slow
 seed: 9
@@ -61,7 +62,7 @@ max_concurrent_matches: 2
 contestants:
   - {name: fixed, kind: fixed_price}
   - {name: cost_plus, kind: cost_plus}
-  - {name: slow, kind: latency, isolate: false, params: {latency_s: 0.2}}
+  - {name: slow, kind: latency, params: {latency_s: 0.2}}
 """
 
 RUN_SECONDS = 300  # a run here takes 10-20 s, most of it Ray starting
@@ -187,6 +188,15 @@ def plain(url: str) -> str:
     return url.replace("postgresql+psycopg://", "postgresql://")
 
 
+def matches_and_days(url: str) -> tuple[int, int]:
+    """The matches stored at `url`, and their market days."""
+    with psycopg.connect(plain(url)) as connection:
+        try:
+            return connection.execute('SELECT count(*), coalesce(sum(days), 0) FROM "match"').fetchone()
+        except psycopg.errors.UndefinedTable:  # the run has not created the tables yet
+            return 0, 0
+
+
 def count(url: str, table: str) -> int:
     with psycopg.connect(plain(url)) as connection:
         try:
@@ -272,16 +282,12 @@ def test_kill_9_then_resume_on_postgres_gives_the_uninterrupted_record(postgres,
     reference = stored_at(on_sqlite["slow"], "slow")
     planned = len(reference["matches"])
     assert planned == 9
-    process = start_run(path, tmp_path, "--db", url)
-    try:
-        deadline = time.monotonic() + RUN_SECONDS
-        while count(url, "match") < 1 and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert process.poll() is None, f"the run ended before it could be killed:\n{(tmp_path / 'slow.log').read_text()[-2000:]}"
-    finally:
-        stop(process)
+    with own_ray_env() as env, BackgroundRun("run", str(path), "--db", url, cwd=tmp_path, env=env, log=tmp_path / "slow.log") as run:
+        seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(url))
+        assert 1 <= seen.stored < planned and seen.in_play, seen  # a match stored, one in play, as seen just before the kill
+        assert run.survivors() == {}
     done_before = count(url, "match")
-    assert 1 <= done_before < planned and count(url, "tournament") == 1
+    assert done_before == seen.stored and count(url, "tournament") == 1
 
     # what `arena run FILE --resume` calls, here in this process: an `arena` process costs
     # seconds of Ray starting, and the crash tests run the command itself
@@ -341,7 +347,7 @@ def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes
     """Once the server has refused the write for RECONNECT_WAITS_S (here shortened), the run
     ends with one line (the password masked) and exit status 5, with nothing half-written;
     with the server back, --resume plays the rest."""
-    monkeypatch.setattr(db, "RECONNECT_WAITS_S", (0.05, 0.05))
+    monkeypatch.setattr("results.db.RECONNECT_WAITS_S", (0.05, 0.05))
     url = postgres.fresh_database()
     database = make_url(url).database
     closed = drop_the_runs_connections(postgres, url, allow_more=False)
