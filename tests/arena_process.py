@@ -270,10 +270,14 @@ def session_processes(session_id: int) -> dict[int, str]:
     return found
 
 
-def kill_session(session_id: int) -> None:
-    """SIGKILL to every process of a session, as a machine that dies takes them all."""
-    for pid in session_processes(session_id):
-        _signal(pid, signal.SIGKILL)
+def kill_session(session_id: int, seconds: float = 30) -> None:
+    """SIGKILL to every process of a session, as a machine that dies takes them all, until
+    none is left (one may be starting meanwhile)."""
+    deadline = time.monotonic() + seconds
+    while (left := session_processes(session_id)) and time.monotonic() < deadline:
+        for pid in left:
+            _signal(pid, signal.SIGKILL)
+        time.sleep(0.05)
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
