@@ -1,9 +1,9 @@
 """How arena scales: run by hand, prints JSON. Not a test. Linux only (it reads /proc).
 
-    python benchmarks/scale.py                       # everything, about 10 minutes
+    python benchmarks/scale.py                       # everything, about 5 minutes
     python benchmarks/scale.py --only day            # (a), 20 s
-    python benchmarks/scale.py --only matches        # (b), 1,000 then 10,000 matches: 2-3 minutes
-    python benchmarks/scale.py --only hosts          # (c), 64 hosted contestants: 4-8 minutes
+    python benchmarks/scale.py --only matches        # (b), 1,000 then 10,000 matches: under a minute
+    python benchmarks/scale.py --only hosts          # (c), 64 hosted contestants: 2-3 minutes
 
 (a) day: one market day of 1,000 merchants and 100,000 customers (price_war with
     base_demand 100,000; every merchant starts with 2,000 units, more than it sells in the
