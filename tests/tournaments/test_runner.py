@@ -226,21 +226,30 @@ class Lost:
         self.told.append((match_key, reason))
 
 
-def test_a_match_whose_runner_keeps_dying_is_played_again_then_stops_the_run(tmp_path):
-    """A crashing merchant kept out of an actor of its own kills the match runner it plays in,
-    on every try: the match is lost and played again LOSSES_ALLOWED times, then the run stops
-    with one reason, storing nothing of it."""
+@pytest.mark.parametrize(
+    "partner, lost_because, told",
+    [
+        # hosted: its matches play in a match runner, which the run replaces and says so
+        ("{name: slow, kind: latency, params: {latency_s: 0.01}}", "its match runner on ", LOSSES_ALLOWED),
+        # inline: the match is a Ray task, which Ray itself plays again
+        ("{name: steady, kind: fixed_price}", "its process died (", 0),
+    ],
+)
+def test_a_match_whose_process_keeps_dying_is_played_again_then_stops_the_run(tmp_path, partner, lost_because, told):
+    """A crashing merchant kept out of an actor of its own kills the process its match plays
+    in, on every try: the match is played again LOSSES_ALLOWED times, then the run stops with
+    one reason, storing nothing of it."""
     config = write_tournament(
         tmp_path,
-        """
+        f"""
         name: doomed
         seed: 2
         scenarios: [price_war]
         seeds: [1]
         days: 4
         contestants:
-          - {name: slow, kind: latency, params: {latency_s: 0.01}}
-          - {name: crasher, kind: chaos, params: {fault: crash, every: 2}, isolate: false}
+          - {partner}
+          - {{name: crasher, kind: chaos, params: {{fault: crash, every: 2}}, isolate: false}}
         """,
     )
     tournament = load_tournament(config)
@@ -249,32 +258,7 @@ def test_a_match_whose_runner_keeps_dying_is_played_again_then_stops_the_run(tmp
     observer = Lost()
     with pytest.raises(ClusterError) as stopped:
         run_tournament(tournament, engine, observer=observer)
-    assert [key for key, _ in observer.told] == [match.key] * LOSSES_ALLOWED
-    assert all(reason.startswith("its match runner on ") and reason.endswith(" died") for _, reason in observer.told)
-    assert str(stopped.value).startswith(f"match {match.key} was lost {LOSSES_ALLOWED + 1} times, the last because its match runner on ")
-    assert list_matches(engine) == []
-
-
-def test_instant_matches_whose_process_keeps_dying_stop_the_run_with_one_reason(tmp_path):
-    """The same crash in a match of merchants that all play inline: Ray plays its task again
-    LOSSES_ALLOWED times, then the run stops with one reason."""
-    config = write_tournament(
-        tmp_path,
-        """
-        name: doomed
-        seed: 2
-        scenarios: [price_war]
-        seeds: [1]
-        days: 4
-        contestants:
-          - {name: steady, kind: fixed_price}
-          - {name: crasher, kind: chaos, params: {fault: crash, every: 2}, isolate: false}
-        """,
-    )
-    tournament = load_tournament(config)
-    [match] = schedule(tournament)
-    engine = engine_for(f"sqlite:///{tmp_path}/d.db")
-    with pytest.raises(ClusterError) as stopped:
-        run_tournament(tournament, engine)
-    assert str(stopped.value).startswith(f"match {match.key} was lost {LOSSES_ALLOWED + 1} times, the last because its process died (")
+    assert str(stopped.value).startswith(f"match {match.key} was lost {LOSSES_ALLOWED + 1} times, the last because {lost_because}")
+    assert [key for key, _ in observer.told] == [match.key] * told
+    assert all(reason.startswith(lost_because) and reason.endswith(" died") for _, reason in observer.told)
     assert list_matches(engine) == []
