@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -29,7 +29,7 @@ from market.scenario import Scenario, load_scenario
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
 from results import store
-from results.db import engine_for, failed
+from results.db import describe_failure, engine_for
 from results.deviation import DEVIATION_METRICS
 from results.errors import DatabaseError, InputFileError, NotFound
 from results.export import ExportError, export
@@ -115,8 +115,8 @@ def run(
     except KeyboardInterrupt:
         err.print(f"interrupted: finished matches are saved; `{again}` plays the rest", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
-    except SQLAlchemyError as exc:
-        err.print(f"error: {failed(engine, exc)}; the matches stored before are kept: once it is back, `{again}` plays the rest",
+    except OperationalError as exc:  # the database went away, and stayed away (results.db.reconnecting)
+        err.print(f"error: {describe_failure(engine, exc)}; the matches stored before are kept: once it is back, `{again}` plays the rest",
                   markup=False, highlight=False, soft_wrap=True)  # fmt: skip
         raise typer.Exit(EXIT_DATABASE) from None
     if summary.broken:

@@ -75,6 +75,9 @@ class Clock:
         if matches_done == self.matches and not hasattr(self, "end"):
             self.end = time.perf_counter()
 
+    def lost(self, match_key: str, reason: str) -> None:
+        pass  # a match played again (a node lost): its replay is in the figures
+
 
 def parallel_efficiency(db_dir: str, latency: float = 0.2, days: int = 20, contestants: int = 8, at_once: int | None = None, clock: Clock | None = None) -> dict:
     """Efficiency and its parts, for a round robin of `contestants` latency merchants in pairs,

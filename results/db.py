@@ -18,6 +18,8 @@ from results import tables  # noqa: F401  (registers the tables on SQLModel.meta
 from results.errors import DatabaseError
 
 DEFAULT_URL = "sqlite:///arena.db"
+RECONNECT_WAITS_S = (1.0, 2.0, 4.0, 8.0, 15.0)  # half a minute: a server restarting, a connection a proxy dropped
+CONNECT_TIMEOUT_S = 10  # for a database server to answer a new connection
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -52,7 +54,7 @@ def engine_for(url: str | None = None, *, create: bool = True, writes: bool | No
         raise DatabaseError(f"no database at {shown}: run a tournament first, or name one with --db")
     engine, failed = None, "cannot open database"
     try:
-        engine = create_engine(parsed, pool_pre_ping=not sqlite)  # a server's connection may drop while a run waits for matches
+        engine = create_engine(parsed, **_server_options(parsed))
         if sqlite:
             event.listen(engine, "connect", _sqlite_pragmas)
         with engine.begin() as connection:
@@ -77,6 +79,17 @@ def engine_for(url: str | None = None, *, create: bool = True, writes: bool | No
 # The advisory lock that runs hold while they check and create the tables (PostgreSQL's
 # advisory locks belong to one database: runs on other databases of the server do not wait).
 LAYOUT_LOCK = 0x6172656E61  # "arena"
+
+
+def _server_options(url: URL) -> dict:
+    """For a database server: a connection found closed when taken from the pool (a restart,
+    a proxy's idle timeout, while a run waits for its matches) is replaced, and a server that
+    does not answer is given up on in seconds rather than the system's minutes."""
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        return {}
+    return {"pool_pre_ping": True, "connect_args": {"connect_timeout": CONNECT_TIMEOUT_S} if backend == "postgresql" else {}}
+
 
 
 def _try_writing(connection: Connection) -> None:
@@ -125,29 +138,36 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-RECONNECT_WAITS_S = (1.0, 2.0, 4.0, 8.0, 15.0)  # half a minute: a server restarting, a connection a proxy dropped
 
 
 def reconnecting(write: Callable[P, T]) -> Callable[P, T]:
-    """A function of the store that writes, called again after each of RECONNECT_WAITS_S
-    while the database cannot be reached (OperationalError: the server went away or dropped
-    the connection), so that a run rides out a server's restart. Each write is one
-    transaction, undone if the connection is lost before its commit, and a match already
-    stored is not stored twice (store.save_matches)."""
+    """A write of the store that may run twice (store.save_matches: a match already stored is
+    not stored again), called again after each of RECONNECT_WAITS_S while the database cannot
+    be reached, so that a run rides out a server's restart: a write is one transaction, undone
+    when the connection is lost before its commit, and one whose commit was made but not
+    answered is harmless to make again. Other failures (a read-only database, a full disk)
+    are not waited out."""
 
     @functools.wraps(write)
-    def tried(*args: P.args, **kwargs: P.kwargs) -> T:
+    def with_reconnects(*args: P.args, **kwargs: P.kwargs) -> T:
         for wait in RECONNECT_WAITS_S:
             try:
                 return write(*args, **kwargs)
-            except OperationalError:
+            except OperationalError as exc:
+                if not _unreachable(exc):
+                    raise
                 time.sleep(wait)
         return write(*args, **kwargs)
 
-    return tried
+    return with_reconnects
 
 
-def failed(engine: Engine, exc: SQLAlchemyError) -> str:
+def _unreachable(exc: OperationalError) -> bool:
+    """No connection could be made (no statement was sent), or an open one was lost."""
+    return exc.connection_invalidated or exc.statement is None
+
+
+def describe_failure(engine: Engine, exc: SQLAlchemyError) -> str:
     """One line on a database that failed while in use (its server gone, its disk full), its
     password masked."""
     return f"database {engine.url.render_as_string(hide_password=True)} failed: {_reason(exc)}"

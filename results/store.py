@@ -233,7 +233,6 @@ def _insert_calls(session: Session, tournament_id: int, key: str, match_id: int 
     _bulk_insert(session, ModelCallRow, rows)
 
 
-@reconnecting
 def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMatch]) -> None:
     """Record the model calls of matches the run stopped before their end, in one
     transaction: they were paid, though the matches are not stored (a resumed run plays
@@ -298,7 +297,6 @@ def metrics(engine: Engine, tournament_id: int | None = None, *, match_id: int |
         return [MetricValue(*row) for row in session.exec(statement.order_by(MetricRow.match_id, MetricRow.id))]
 
 
-@reconnecting
 def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finished", "stopped"]) -> None:
     """Mark the tournament finished or stopped and snapshot its own leaderboard.
 

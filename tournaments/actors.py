@@ -120,15 +120,14 @@ class HostClient(TurnClient):
         Ray cannot reach the host, for up to FINISH_PATIENCE_S: if its node died, the answer
         then comes from the host Ray restarted elsewhere, which Ray does only once it has
         recorded the node as dead, so the match's check for lost nodes that follows sees it."""
-        waited = 0.0
+        deadline = time.monotonic() + FINISH_PATIENCE_S
         while True:
             try:
                 return await result(self.actor.finish.remote(match_key, merchant))
             except ActorUnavailableError:
-                if waited >= FINISH_PATIENCE_S:
+                if time.monotonic() >= deadline:
                     raise
                 await asyncio.sleep(FINISH_RETRY_S)
-                waited += FINISH_RETRY_S
 
 
 @ray.remote(num_cpus=0)

@@ -131,7 +131,8 @@ class Match:
         self.calls: list[ModelCallRecord] = []
         self._needs_start: set[str] = set(self.hosts)
         self.host_nodes: set[str] = set()  # the nodes its hosted merchants' states lived on, or that a failed turn went to
-        self.turn_failed = False  # today, a hosted merchant's turn failed or never came back
+        self.answered_from: dict[str, str] = {}  # by hosted merchant: the node of its host's last answer
+        self.nodes_in_doubt = False  # today a hosted merchant's turn failed, never came back, or came from another node
 
     def deviated(self) -> Match:
         """This match's deviated path, to play after it or beside it."""
@@ -275,7 +276,7 @@ class Match:
         memory is the record). The host times each part of the turn; the wait here allows
         for all of them."""
         playing = [name for name in observations if name in self.hosts]
-        self.turn_failed = False
+        self.nodes_in_doubt = False
         if not playing:
             return {}
         starts = {name: Start(self.scenario, self.seat_seeds[name], self.rules.options) if name in self._needs_start else None for name in playing}
@@ -303,6 +304,9 @@ class Match:
             if turn is not None:
                 self._needs_start.discard(name)
                 self.host_nodes.add(turn.node)
+                if self.answered_from.setdefault(name, turn.node) != turn.node:  # its host was restarted elsewhere
+                    self.answered_from[name] = turn.node
+                    self.nodes_in_doubt = True
                 if probes[name] is not None:
                     recalled[name] = turn.recalled
             else:
@@ -316,7 +320,7 @@ class Match:
     def _went_to(self, name: str, asked_on: str | None) -> None:
         """A turn of `name` failed or never came back: the node its host was on when the
         turn was asked and the one it is on now may be where the merchant's state was lost."""
-        self.turn_failed = True
+        self.nodes_in_doubt = True
         self.host_nodes.update(node for node in (asked_on, self.hosts[name].node) if node is not None)
 
     def _host_failed(self, day: int, name: str, exc: BaseException) -> None:
@@ -338,8 +342,7 @@ class Match:
                 self._add_calls(name, calls)
 
     def _add_calls(self, merchant: str, calls: list[ModelCall]) -> None:
-        # a merchant is named after its contestant (results.metrics.match_results)
-        self.calls.extend(ModelCallRecord(merchant=merchant, contestant=merchant, **call.model_dump()) for call in calls)
+        self.calls.extend(call_records(merchant, calls))
 
     def _fault(self, day: int, merchant: str, kind: str, detail: str) -> None:
         self.faults.append(Fault(day=day, merchant=merchant, kind=kind, detail=detail[:500]))
@@ -426,7 +429,7 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
                 for merchant, whole in market.logs[b].whole_rejections(day):
                     matches[b]._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
             on_day()
-            if any(match.turn_failed for match in matches) and _nodes_lost(matches):
+            if any(match.nodes_in_doubt for match in matches) and await _nodes_lost(matches):
                 break  # played again from its start (MatchLost below): the days from here would be thrown away
         for match in matches:
             stopped = stopped or await match._calls_stopped()
@@ -437,24 +440,31 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
             await match._collect_calls()
     if stopped is not None:
         return [StoppedMatch(key=m.spec.key, index=m.spec.index, reason=stopped, calls=m.calls) for m in matches]
-    if lost := _nodes_lost(matches):
+    if lost := await _nodes_lost(matches):
         calls = [call for match in matches for call in match.calls]
         raise MatchLost(f"a host of its merchants was on a node that died ({', '.join(sorted(lost))})", calls)
     wall = time.perf_counter() - started
     return [match.finished(log.build(), wall) for match, log in zip(matches, market.logs)]
 
 
-def _nodes_lost(matches: list[Match]) -> set[str]:
+async def _nodes_lost(matches: list[Match]) -> set[str]:
     """The addresses of the nodes the matches' hosted merchants depended on that are no
-    longer alive (as Ray's control store has it). Asked after a day on which a turn failed,
-    which finds most losses early, and after the hosts have handed over the matches' calls,
-    which finds all: a host whose node died answers that only once Ray has restarted it
-    elsewhere, that is once Ray has recorded the node as dead."""
+    longer alive (as Ray's control store has it). Asked after a day on which a turn failed or
+    a host answered from another node than before, which finds most losses early, and after
+    the hosts have handed over the matches' calls, which finds all: a host whose node died
+    answers that only once Ray has restarted it elsewhere, that is once Ray has recorded the
+    node as dead."""
     used = set().union(*(match.host_nodes for match in matches))
     if not used:
         return set()
-    nodes = {node["NodeID"]: node for node in ray.nodes()}
+    nodes = {node["NodeID"]: node for node in await asyncio.to_thread(ray.nodes)}  # a call to Ray's control store
     return {nodes[n]["NodeManagerAddress"] if n in nodes else n for n in used if not nodes.get(n, {}).get("Alive")}
+
+
+def call_records(merchant: str, calls: list[ModelCall]) -> list[ModelCallRecord]:
+    """A merchant's model calls as the record keeps them (a merchant is named after its
+    contestant: results.metrics.match_results)."""
+    return [ModelCallRecord(merchant=merchant, contestant=merchant, **call.model_dump()) for call in calls]
 
 
 class MatchLost(Exception):

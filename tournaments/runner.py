@@ -15,7 +15,7 @@ import functools
 import os
 import pickle
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -28,12 +28,12 @@ from contestants.kinds import contestant_class, validate_params
 from contestants.llm.desk import Spend, Status
 from market.scenario import Scenario
 from results import deviation, store
-from results.records import FinishedMatch, StoppedMatch
+from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
 from tournaments.actors import start_hosts, start_runner
 from tournaments.calls import RemoteDesk, start_desk
 from tournaments.cluster import ClusterError, Place, ray_session, result, spread
 from tournaments.config import ContestantEntry, Tournament, TournamentSpec
-from tournaments.match import Match, MatchLost, MatchRules, collector_paused, play_here
+from tournaments.match import DEVIATED_SUFFIX, Match, MatchLost, MatchRules, call_records, collector_paused, play_here
 from tournaments.schedule import MatchSpec, schedule
 
 POLL_SECONDS = 0.2
@@ -138,7 +138,11 @@ def _play(
     hosts = start_hosts([entry for name, entry in entries.items() if name in needed and _isolated(entry)])
     hosted_matches = sum(1 for m in todo if any(name in hosts for name in m.seats))
     count = _runner_count(hosted_matches, spec.max_concurrent_matches)
-    runners = _Runners(functools.partial(start_runner, scenarios=tournament.scenarios, rules=rules, entries=entries, hosts=hosts), count)
+    runners = _Runners(
+        functools.partial(start_runner, scenarios=tournament.scenarios, rules=rules, entries=entries, hosts=hosts),
+        count,
+        functools.partial(_calls_held, hosts, rules),
+    )
     try:
         ray.get([actor.ready.remote() for actor in [desk.actor, *hosts.values(), *runners.runners]])
         start()
@@ -364,9 +368,20 @@ class _Slots:
 
 def _lost_too_often(what: str, times: int, reason: str) -> ClusterError:
     return ClusterError(
-        f"{what} was lost {times} times, the last because {reason}: the cluster keeps losing the processes that "
-        "play it; finished matches are saved, and --resume plays the rest"
+        f"{what} was lost {times} times, the last because {reason}: the processes that play it keep dying (nodes "
+        "lost, or a contestant that crashes its process outside an actor of its own); finished matches are saved, "
+        "and --resume plays the rest"
     )
+
+
+async def _calls_held(hosts: dict[str, Any], rules: MatchRules, match: MatchSpec) -> list[ModelCallRecord]:
+    """The model calls of a match whose runner died, from its merchants' hosts, which forget
+    the match as they hand them over (on both paths of a probed match): paid, though the match
+    is played again. A host that died with the runner took its merchant's with it."""
+    keys = [match.key, match.key + DEVIATED_SUFFIX] if rules.deviation is not None else [match.key]
+    asked = [(key, name) for key in keys for name in match.seats if name in hosts]
+    answers = await asyncio.gather(*(result(hosts[name].finish.remote(key, name)) for key, name in asked), return_exceptions=True)
+    return [record for (_, name), calls in zip(asked, answers) if not isinstance(calls, BaseException) for record in call_records(name, calls)]
 
 
 @ray.remote(num_cpus=1, max_retries=LOSSES_ALLOWED)  # a group lost with its worker or node is played again from its start
@@ -416,8 +431,8 @@ class _Runners:
     is replaced by one on another node, and its matches in play are lost (MatchLost): they
     are played again from their start."""
 
-    def __init__(self, start: Callable[[Place], Any], count: int):
-        self.start = start
+    def __init__(self, start: Callable[[Place], Any], count: int, calls_held: Callable[[MatchSpec], Awaitable[list[ModelCallRecord]]]):
+        self.start, self.calls_held = start, calls_held
         self.places = spread(count) if count else []
         self.runners = [start(place) for place in self.places]
         self.in_play = [0] * count
@@ -432,7 +447,7 @@ class _Runners:
             return await result(runner.play.remote(match))
         except RayActorError:
             self._replace(index, runner)
-            raise MatchLost(f"its match runner on {place.address} died", []) from None
+            raise MatchLost(f"its match runner on {place.address} died", await self.calls_held(match)) from None
         except RayTaskError as exc:
             if isinstance(exc.cause, MatchLost):
                 raise exc.cause from None
@@ -443,7 +458,8 @@ class _Runners:
 
     def _replace(self, index: int, runner: Any) -> None:
         """A new runner in place of `runner`, on another node, once: the other matches it held
-        fail with it."""
+        fail with it. (Not awaited: no other match may pick the dead runner meanwhile; Ray's
+        list of nodes is read once per runner lost.)"""
         if self.runners[index] is not runner:
             return
         ray.kill(runner)  # if only unreachable, it must not play on

@@ -15,7 +15,7 @@ from arena.cli import app
 from results.db import engine_for
 from results.ratings import leaderboard
 from results.store import list_matches, match_detail
-from results.tables import FaultRow, MatchRow
+from results.tables import FaultRow, MatchRow, ModelCallRow
 from tournaments.config import load_tournament
 from tournaments.cluster import ClusterError
 from tournaments.runner import LOSSES_ALLOWED, run_tournament
@@ -262,3 +262,40 @@ def test_a_match_whose_process_keeps_dying_is_played_again_then_stops_the_run(tm
     assert [key for key, _ in observer.told] == [match.key] * told
     assert all(reason.startswith(lost_because) and reason.endswith(" died") for _, reason in observer.told)
     assert list_matches(engine) == []
+
+
+def test_the_calls_of_a_match_whose_runner_died_are_recorded_as_paid(tmp_path, loopback, chat_completion):
+    """A language model hosted in its own actor plays beside a crashing merchant that kills the
+    match runner on day 2 of every try. Each try's day-1 call, which the model's host still
+    holds when the runner dies, is recorded as paid (with no match); the tries after the first
+    answer it from the response cache, so the server is asked once."""
+    asked = []
+
+    def respond(path, headers, body):
+        asked.append(path)
+        return 200, chat_completion({"operations": [{"op": "set_price", "product": "widget", "price": 18.0}]}), {}
+
+    address = loopback(respond)
+    config = write_tournament(
+        tmp_path,
+        f"""
+        name: paid
+        seed: 2
+        scenarios: [price_war]
+        seeds: [1]
+        days: 4
+        recall_every: 0
+        contestants:
+          - name: model
+            kind: llm
+            params: {{model: openai/stub, base_url: "{address}/v1", api_key_env: null, memory: stateless, cache_dir: "{tmp_path}/cache"}}
+          - {{name: crasher, kind: chaos, params: {{fault: crash, every: 2}}, isolate: false}}
+        """,
+    )
+    engine = engine_for(f"sqlite:///{tmp_path}/p.db")
+    with pytest.raises(ClusterError):
+        run_tournament(load_tournament(config), engine)
+    with Session(engine) as session:
+        calls = session.exec(select(ModelCallRow.match_id, ModelCallRow.cached)).all()
+    assert sorted(calls) == [(None, False)] + [(None, True)] * LOSSES_ALLOWED
+    assert len(asked) == 1
