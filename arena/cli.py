@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy.exc import OperationalError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Column, Table
+from sqlalchemy.exc import OperationalError
 
 from market.daylog import DayLog, Said
 from market.scenario import Scenario, load_scenario

@@ -91,7 +91,6 @@ def _server_options(url: URL) -> dict:
     return {"pool_pre_ping": True, "connect_args": {"connect_timeout": CONNECT_TIMEOUT_S} if backend == "postgresql" else {}}
 
 
-
 def _try_writing(connection: Connection) -> None:
     """Insert no rows into every table: refused, as a write, where the user may only read."""
     for table in SQLModel.metadata.sorted_tables:
@@ -136,8 +135,6 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")  # with WAL: safe against crashes, not power loss
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
-
-
 
 
 def reconnecting(write: Callable[P, T]) -> Callable[P, T]:
