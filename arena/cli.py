@@ -10,9 +10,9 @@ import datetime
 import json
 import sys
 import time
-from dataclasses import asdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,14 +20,21 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Column, Table
 from sqlalchemy.exc import OperationalError
 
-from market.daylog import DayLog, Said
-from market.scenario import Scenario, load_scenario
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
+from market.daylog import DayLog, Said
+from market.scenario import Scenario, load_scenario
 from results import store
 from results.db import describe_failure, engine_for
 from results.deviation import DEVIATION_METRICS
@@ -40,7 +47,14 @@ from results.report import ReportError, write_report
 from results.results_csv import read_results
 from results.tables import TournamentRow
 from tournaments.cluster import ClusterError
-from tournaments.config import MAX_MERCHANTS_PER_MATCH, ConfigError, Tournament, load_tournament, load_weights, stored_scenarios
+from tournaments.config import (
+    MAX_MERCHANTS_PER_MATCH,
+    ConfigError,
+    Tournament,
+    load_tournament,
+    load_weights,
+    stored_scenarios,
+)
 from tournaments.schedule import schedule
 
 app = typer.Typer(
@@ -60,7 +74,11 @@ err = Console(stderr=True)
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", help="SQLAlchemy database URL; default: $ARENA_DB, else sqlite:///arena.db", show_default=False),
+    typer.Option(
+        "--db",
+        help="SQLAlchemy database URL; default: $ARENA_DB, else sqlite:///arena.db",
+        show_default=False,
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 
@@ -86,15 +104,25 @@ def run(
     config: Annotated[Path, typer.Argument(help="Tournament YAML file.", show_default=False)],
     db: DbOption = None,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Continue the latest unfinished run of this file, skipping finished matches.")
+        bool,
+        typer.Option(
+            "--resume", help="Continue the latest unfinished run of this file, skipping finished matches."
+        ),
     ] = False,
     address: Annotated[
         str | None,
-        typer.Option("--address", help="Join the Ray cluster at ADDR (else $RAY_ADDRESS, else start a local one).", show_default=False),
+        typer.Option(
+            "--address",
+            help="Join the Ray cluster at ADDR (else $RAY_ADDRESS, else start a local one).",
+            show_default=False,
+        ),
     ] = None,
     no_cache: Annotated[
         bool,
-        typer.Option("--no-cache", help="Language models answer afresh: their response cache is neither read nor written."),
+        typer.Option(
+            "--no-cache",
+            help="Language models answer afresh: their response cache is neither read nor written.",
+        ),
     ] = False,
 ) -> None:
     """Play a tournament and print its table.
@@ -107,26 +135,54 @@ def run(
         engine = engine_for(db)
     from tournaments.runner import run_tournament  # imports Ray: only when a tournament is really played
 
-    again = f"arena run {config} --resume" + (f" --db {engine.url.render_as_string(hide_password=True)}" if db else "")
+    again = f"arena run {config} --resume" + (
+        f" --db {engine.url.render_as_string(hide_password=True)}" if db else ""
+    )
     try:
         with user_errors(), _progress() as observer:
             options = RunOptions(no_cache=no_cache)
-            summary = run_tournament(tournament, engine, resume=resume, address=address, observer=observer, options=options)
+            summary = run_tournament(
+                tournament, engine, resume=resume, address=address, observer=observer, options=options
+            )
     except KeyboardInterrupt:
-        err.print(f"interrupted: finished matches are saved; `{again}` plays the rest", markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"interrupted: finished matches are saved; `{again}` plays the rest",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(130) from None
     except OperationalError as exc:  # the database went away, and stayed away (results.db.reconnecting)
-        err.print(f"error: {describe_failure(engine, exc)}; the matches stored before are kept: once it is back, `{again}` plays the rest",
-                  markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        err.print(
+            f"error: {describe_failure(engine, exc)}; the matches stored before are kept: once it is back, `{again}` plays the rest",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(EXIT_DATABASE) from None
     if summary.broken:
-        err.print(f"error: {summary.stopped}; finished matches are saved: fix it, then `{again}`", markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"error: {summary.stopped}; finished matches are saved: fix it, then `{again}`",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(EXIT_BROKEN_MODEL)
     if summary.resumed:
         out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
-    out.print(_leaderboard_table(leaderboard(engine, summary.tournament_id), f"{tournament.spec.name} (tournament {summary.tournament_id})"))
+    out.print(
+        _leaderboard_table(
+            leaderboard(engine, summary.tournament_id),
+            f"{tournament.spec.name} (tournament {summary.tournament_id})",
+        )
+    )
     if summary.stopped:
-        err.print(f"Stopped: {summary.stopped}; the matches not played are left for `{again}` (raise the budget first).", markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"Stopped: {summary.stopped}; the matches not played are left for `{again}` (raise the budget first).",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(EXIT_BUDGET)
 
 
@@ -134,11 +190,18 @@ def run(
 def validate(
     config: Annotated[Path, typer.Argument(help="Tournament YAML file.", show_default=False)],
     ping: Annotated[
-        bool, typer.Option("--ping", help="Make one small call to each distinct model, and name each that fails (exit status 4).")
+        bool,
+        typer.Option(
+            "--ping",
+            help="Make one small call to each distinct model, and name each that fails (exit status 4).",
+        ),
     ] = False,
     estimate: Annotated[
         bool,
-        typer.Option("--estimate", help="Rehearse every match without calling a model: the calls, tokens and cost it will need."),
+        typer.Option(
+            "--estimate",
+            help="Rehearse every match without calling a model: the calls, tokens and cost it will need.",
+        ),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -152,20 +215,39 @@ def validate(
     matches = schedule(tournament)
     spec = tournament.spec
     summary = {
-        "file": str(config), "contestants": len(spec.contestants), "scenarios": len(tournament.scenarios),
-        "seeds": len(spec.seed_list), "format": spec.format, "matches": len(matches), "market_days": sum(m.days for m in matches),
+        "file": str(config),
+        "contestants": len(spec.contestants),
+        "scenarios": len(tournament.scenarios),
+        "seeds": len(spec.seed_list),
+        "format": spec.format,
+        "matches": len(matches),
+        "market_days": sum(m.days for m in matches),
     }
     failures = _ping(tournament) if ping else []
     estimates = _estimate(tournament) if estimate else []
     if as_json:
-        print(json.dumps({**summary, "ping": failures if ping else None, "estimate": [asdict(e) for e in estimates] if estimate else None}, indent=2))
+        print(
+            json.dumps(
+                {
+                    **summary,
+                    "ping": failures if ping else None,
+                    "estimate": [asdict(e) for e in estimates] if estimate else None,
+                },
+                indent=2,
+            )
+        )
     else:
         out_print(
             f"{config}: ok — {len(spec.contestants)} contestants, {len(tournament.scenarios)} scenarios, "
             f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, {summary['market_days']} market days"
         )
         for failure in failures:
-            err.print(f"error: {failure['contestant']}: {failure['error']}", markup=False, highlight=False, soft_wrap=True)
+            err.print(
+                f"error: {failure['contestant']}: {failure['error']}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
         if estimate:
             out.print(_estimate_table(estimates))
     if failures:
@@ -174,9 +256,21 @@ def validate(
 
 @app.command()
 def equilibrium(
-    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, or the name of a shipped scenario (e.g. calvano).", show_default=False)],
+    scenario: Annotated[
+        str,
+        typer.Argument(
+            help="Scenario YAML file, or the name of a shipped scenario (e.g. calvano).", show_default=False
+        ),
+    ],
     merchants: Annotated[
-        int | None, typer.Option("--merchants", min=1, max=MAX_MERCHANTS_PER_MATCH, help="Seats in the market; default: the scenario's seats, else 2.", show_default=False)
+        int | None,
+        typer.Option(
+            "--merchants",
+            min=1,
+            max=MAX_MERCHANTS_PER_MATCH,
+            help="Seats in the market; default: the scenario's seats, else 2.",
+            show_default=False,
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -189,7 +283,10 @@ def equilibrium(
     price to any point of a fine grid, and at the joint optimum no small move of the prices
     raises the joint profit. Profits are per day.
     """
-    from market.equilibrium import EquilibriumError, equilibria  # scipy: half a second that only this command needs
+    from market.equilibrium import (
+        EquilibriumError,
+        equilibria,
+    )  # scipy: half a second that only this command needs
 
     with user_errors():
         try:
@@ -201,12 +298,20 @@ def equilibrium(
         except (ValueError, EquilibriumError) as exc:
             raise InputFileError(f"{scenario}: {exc}") from None
     if as_json:
-        products = {pid: {"nash": b.nash.as_dict(), "monopoly": b.monopoly.as_dict()} for pid, b in benchmarks.items()}
+        products = {
+            pid: {"nash": b.nash.as_dict(), "monopoly": b.monopoly.as_dict()} for pid, b in benchmarks.items()
+        }
         print(json.dumps({"scenario": loaded.name, "merchants": seats, "products": products}, indent=2))
         return
-    table = Table("product", "seat", Column("Nash price", justify="right"), Column("Nash profit/day", justify="right"),
-                  Column("monopoly price", justify="right"), Column("monopoly profit/day", justify="right"),
-                  title=f"{loaded.name}: {seats} merchants")  # fmt: skip
+    table = Table(
+        "product",
+        "seat",
+        Column("Nash price", justify="right"),
+        Column("Nash profit/day", justify="right"),
+        Column("monopoly price", justify="right"),
+        Column("monopoly profit/day", justify="right"),
+        title=f"{loaded.name}: {seats} merchants",
+    )
     for pid, b in benchmarks.items():
         for seat, row in enumerate(zip(b.nash.prices, b.nash.profits, b.monopoly.prices, b.monopoly.profits)):
             table.add_row(pid if seat == 0 else "", str(seat), *(f"{value:.5f}" for value in row))
@@ -225,12 +330,16 @@ def _ping(tournament: Tournament) -> list[dict[str, str]]:
         with err.status(f"asking {check.target}"):
             problem = check.call()
         if problem is not None:
-            failures.append({"contestant": f"contestants[{i}] {entry.name}", "model": check.target, "error": problem})
+            failures.append(
+                {"contestant": f"contestants[{i}] {entry.name}", "model": check.target, "error": problem}
+            )
     return failures
 
 
 def _estimate(tournament: Tournament) -> list[Any]:
-    from tournaments.estimate import estimate  # rehearses matches: imports what plays them, Ray's errors among it
+    from tournaments.estimate import (
+        estimate,
+    )  # rehearses matches: imports what plays them, Ray's errors among it
 
     with err.status("rehearsing every match"):
         return estimate(tournament)
@@ -239,37 +348,62 @@ def _estimate(tournament: Tournament) -> list[Any]:
 def _estimate_table(estimates: list[Any]) -> Table:
     """tournaments.estimate.Estimate rows."""
     table = Table(
-        "contestant", "model", "calls", "input tokens", "output tokens", "cost $", "at most $",
+        "contestant",
+        "model",
+        "calls",
+        "input tokens",
+        "output tokens",
+        "cost $",
+        "at most $",
         title="model calls the tournament will need (estimated: see docs/tournaments.md, Before a run)",
     )
     for e in estimates:
         calls = ", ".join(f"{n} {purpose}" for purpose, n in e.calls.items())
         table.add_row(
-            e.contestant, escape(e.model), calls, f"{e.input_tokens:,}", f"{e.output_tokens:,}",
-            _blank(e.cost, "{:.4f}", "no price"), _blank(e.high, "{:.4f}", "no price"),
+            e.contestant,
+            escape(e.model),
+            calls,
+            f"{e.input_tokens:,}",
+            f"{e.output_tokens:,}",
+            _blank(e.cost, "{:.4f}", "no price"),
+            _blank(e.high, "{:.4f}", "no price"),
         )
     return table
 
 
 AnchorOption = Annotated[
     str | None,
-    typer.Option("--anchor", help="Rate this contestant 1000 (default: the mean rating is 1000).", show_default=False),
+    typer.Option(
+        "--anchor", help="Rate this contestant 1000 (default: the mean rating is 1000).", show_default=False
+    ),
 ]
 
 
 @app.command(name="leaderboard")
 def leaderboard_command(
     db: DbOption = None,
-    tournament: Annotated[int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)] = None,
-    scenario: Annotated[str | None, typer.Option("--scenario", help="Only matches of this scenario.", show_default=False)] = None,
+    tournament: Annotated[
+        int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)
+    ] = None,
+    scenario: Annotated[
+        str | None, typer.Option("--scenario", help="Only matches of this scenario.", show_default=False)
+    ] = None,
     contestant: Annotated[
         list[str] | None,
-        typer.Option("--contestant", help="Only matches where two of these met, and only their seats (repeatable).", show_default=False),
+        typer.Option(
+            "--contestant",
+            help="Only matches where two of these met, and only their seats (repeatable).",
+            show_default=False,
+        ),
     ] = None,
     anchor: AnchorOption = None,
     weights: Annotated[
         Path | None,
-        typer.Option("--weights", help="YAML weights of the composite score (default: the tournament's scoring: section).", show_default=False),
+        typer.Option(
+            "--weights",
+            help="YAML weights of the composite score (default: the tournament's scoring: section).",
+            show_default=False,
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -278,18 +412,30 @@ def leaderboard_command(
     with user_errors():
         chosen = load_weights(weights) if weights is not None else None
         rows = leaderboard(
-            engine_for(db, create=False), tournament, scenario=scenario, contestants=contestant or None, anchor=anchor, weights=chosen
+            engine_for(db, create=False),
+            tournament,
+            scenario=scenario,
+            contestants=contestant or None,
+            anchor=anchor,
+            weights=chosen,
         )
     if as_json:
         print(json.dumps([row.model_dump() for row in rows], indent=2))
     else:
-        what = [f"tournament {tournament}" if tournament else "all tournaments"] + ([f"scenario {scenario}"] if scenario else [])
+        what = [f"tournament {tournament}" if tournament else "all tournaments"] + (
+            [f"scenario {scenario}"] if scenario else []
+        )
         out.print(_leaderboard_table(rows, ", ".join(what)))
 
 
 @app.command()
 def rate(
-    results: Annotated[Path, typer.Argument(help="CSV with columns match, contestant, and rank or score (higher better).", show_default=False)],
+    results: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV with columns match, contestant, and rank or score (higher better).", show_default=False
+        ),
+    ],
     anchor: AnchorOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -305,7 +451,9 @@ def rate(
 @app.command()
 def matches(
     db: DbOption = None,
-    tournament: Annotated[int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)] = None,
+    tournament: Annotated[
+        int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """List stored matches."""
@@ -316,7 +464,16 @@ def matches(
         return
     table = Table("id", "tournament", "#", "scenario", "seed", "days", "key", "seconds")
     for row in rows:
-        table.add_row(str(row.id), str(row.tournament_id), str(row.index), row.scenario, str(row.seed), str(row.days), row.key, f"{row.wall_seconds:.2f}")
+        table.add_row(
+            str(row.id),
+            str(row.tournament_id),
+            str(row.index),
+            row.scenario,
+            str(row.seed),
+            str(row.days),
+            row.key,
+            f"{row.wall_seconds:.2f}",
+        )
     out.print(table)
 
 
@@ -346,11 +503,15 @@ def show(
                     "probes": [p.model_dump() for p in detail.probes],
                     "calls": [c.model_dump() for c in detail.calls],
                     "days": [record_adapter.dump_python(d, mode="json") for d in detail.days],
-                    "deviation": None if detail.deviation is None else {
+                    "deviation": None
+                    if detail.deviation is None
+                    else {
                         "probe": detail.deviation.probe.model_dump(),
                         "faults": [f.model_dump() for f in detail.deviation.faults],
                         "calls": [c.model_dump() for c in detail.deviation.calls],
-                        "days": [record_adapter.dump_python(d, mode="json") for d in detail.deviation.days_played],
+                        "days": [
+                            record_adapter.dump_python(d, mode="json") for d in detail.deviation.days_played
+                        ],
                     },
                 },
                 indent=2,
@@ -358,17 +519,37 @@ def show(
         )
         return
     m = detail.match
-    results = Table("rank", "merchant", "net worth", "profit", "cash", "share", "bankrupt", "faults", "rejected", title=f"match {m.id}: {m.key}")
+    results = Table(
+        "rank",
+        "merchant",
+        "net worth",
+        "profit",
+        "cash",
+        "share",
+        "bankrupt",
+        "faults",
+        "rejected",
+        title=f"match {m.id}: {m.key}",
+    )
     for r in sorted(detail.results, key=lambda r: r.rank):
         results.add_row(
-            str(r.rank), r.merchant, _money(r.net_worth), _money(r.profit), _money(r.final_cash), f"{r.market_share:.0%}",
-            "" if r.bankrupt_day is None else f"day {r.bankrupt_day}", str(r.faults), str(r.rejected_operations),
+            str(r.rank),
+            r.merchant,
+            _money(r.net_worth),
+            _money(r.profit),
+            _money(r.final_cash),
+            f"{r.market_share:.0%}",
+            "" if r.bankrupt_day is None else f"day {r.bankrupt_day}",
+            str(r.faults),
+            str(r.rejected_operations),
         )
     out.print(results)
     if metrics:
         out.print(_metrics_table(metrics, {r.merchant: r.contestant for r in detail.results}))
     else:
-        out.print("No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False)
+        out.print(
+            "No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False
+        )
     if detail.market.metrics:
         out.print(_market_table(detail.market))
     if detail.deviation is not None:
@@ -387,21 +568,46 @@ def show(
     said = detail.days.said()
     if said:
         out.print(_messages_table(said, "messages (each read by the rivals the next day)"))
-    days = Table("day", "merchant", "prices", "sold", "lost", "stock", "cash", "net worth", "rep.", "notes", title="day by day")
+    days = Table(
+        "day",
+        "merchant",
+        "prices",
+        "sold",
+        "lost",
+        "stock",
+        "cash",
+        "net worth",
+        "rep.",
+        "notes",
+        title="day by day",
+    )
     faults = {(f.day, f.merchant): f for f in detail.faults}
     for d in detail.days:
         notes = [f"{f.kind}: {f.detail}" for f in [faults.get((d.day, d.merchant))] if f]
-        notes += [r.reason for r in d.rejections if r.index != -1]  # the decision as a whole: its fault says why
+        notes += [
+            r.reason for r in d.rejections if r.index != -1
+        ]  # the decision as a whole: its fault says why
         days.add_row(
-            str(d.day), d.merchant, _per_product(d.prices, "{:.2f}"), _per_product(d.units_sold), _per_product(d.lost_sales),
-            _per_product(d.inventory), _money(d.cash_end), _money(d.net_worth), f"{d.reputation:.2f}", "; ".join(notes),
+            str(d.day),
+            d.merchant,
+            _per_product(d.prices, "{:.2f}"),
+            _per_product(d.units_sold),
+            _per_product(d.lost_sales),
+            _per_product(d.inventory),
+            _money(d.cash_end),
+            _money(d.net_worth),
+            f"{d.reputation:.2f}",
+            "; ".join(notes),
         )
     out.print(days)
 
 
 @app.command()
 def report(
-    tournament_id: Annotated[int, typer.Argument(help="Tournament id (see `arena leaderboard`, `arena matches`).", show_default=False)],
+    tournament_id: Annotated[
+        int,
+        typer.Argument(help="Tournament id (see `arena leaderboard`, `arena matches`).", show_default=False),
+    ],
     out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
     db: DbOption = None,
 ) -> None:
@@ -422,7 +628,12 @@ class ExportFormat(str, Enum):
 @app.command(name="export")
 def export_command(
     tournament_id: Annotated[int, typer.Argument(help="Tournament id.", show_default=False)],
-    out: Annotated[Path, typer.Option("--out", help="Folder to write the tables into (created if missing).", show_default=False)],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Folder to write the tables into (created if missing).", show_default=False
+        ),
+    ],
     fmt: Annotated[ExportFormat, typer.Option("--format", help="File format.")] = ExportFormat.csv,
     db: DbOption = None,
 ) -> None:
@@ -442,7 +653,9 @@ def out_print(text: str) -> None:
 @app.command(name="rescore")
 def rescore_command(
     db: DbOption = None,
-    tournament: Annotated[int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)] = None,
+    tournament: Annotated[
+        int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)
+    ] = None,
 ) -> None:
     """Compute the metrics of stored matches again from their day records, e.g. after a
     metric's definition changed.
@@ -452,7 +665,11 @@ def rescore_command(
     """
     with user_errors():
         engine = engine_for(db, create=False, writes=True)
-        tournaments = [store.get_tournament(engine, tournament)] if tournament is not None else store.list_tournaments(engine)
+        tournaments = (
+            [store.get_tournament(engine, tournament)]
+            if tournament is not None
+            else store.list_tournaments(engine)
+        )
         rescored = sum(store.rescore(engine, t.id, _played_scenarios(t)) for t in tournaments)
     out.print(f"Rescored {rescored} matches of {len(tournaments)} tournaments.")
 
@@ -470,7 +687,9 @@ def _played_scenarios(tournament: TournamentRow) -> dict[str, Scenario]:
     err.print(
         f"warning: tournament {tournament.id}: {tournament.config_path}: {problem}; "
         "metrics that need the scenario (goal_completion, scenario events in contradictions, the collusion measures) are left without it",
-        markup=False, highlight=False, soft_wrap=True,
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )
     return {}
 
@@ -492,8 +711,14 @@ def _metrics_table(metrics: dict[str, dict[str, float | None]], contestants: dic
         if definition.group != group and group is not None:
             table.add_section()
         group = definition.group
-        table.add_row(name, *(_metric_value(values.get(name), definition.unit) for values in metrics.values()))
-    reported = [name for name in dict.fromkeys(n for values in metrics.values() for n in values) if name not in METRICS and name not in DEVIATION_METRICS]
+        table.add_row(
+            name, *(_metric_value(values.get(name), definition.unit) for values in metrics.values())
+        )
+    reported = [
+        name
+        for name in dict.fromkeys(n for values in metrics.values() for n in values)
+        if name not in METRICS and name not in DEVIATION_METRICS
+    ]
     if reported:
         table.add_section()
     for name in reported:
@@ -517,19 +742,43 @@ def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, fl
         "prefix_replayed": lambda v: "yes" if v else "no",
     }
     for name in DEVIATION_METRICS:
-        measures.add_row(name, *("" if name not in metrics.get(m, {}) else "—" if metrics[m][name] is None else shown[name](metrics[m][name]) for m in seats))
+        measures.add_row(
+            name,
+            *(
+                ""
+                if name not in metrics.get(m, {})
+                else "—"
+                if metrics[m][name] is None
+                else shown[name](metrics[m][name])
+                for m in seats
+            ),
+        )
     measures.add_section()
-    measures.add_row("faults on the deviated path", *(str(sum(f.merchant == m for f in path.faults)) for m in seats))
+    measures.add_row(
+        "faults on the deviated path", *(str(sum(f.merchant == m for f in path.faults)) for m in seats)
+    )
     if path.calls:
         calls = {m: [c for c in path.calls if c.merchant == m] for m in seats}
-        measures.add_row("its model calls (from the cache)", *(f"{len(c)} ({sum(x.cached for x in c)})" if c else "" for c in calls.values()))
+        measures.add_row(
+            "its model calls (from the cache)",
+            *(f"{len(c)} ({sum(x.cached for x in c)})" if c else "" for c in calls.values()),
+        )
     both = Table("day", "merchant", "prices on path", "prices deviated", title="both paths")
     on_path = {(d.day, d.merchant): d.prices for d in detail.days}
     for d in path.days_played:
         if d.day >= probe.day - 1:
-            both.add_row(str(d.day), d.merchant, _per_product(on_path.get((d.day, d.merchant), {}), "{:.2f}"), _per_product(d.prices, "{:.2f}"))
+            both.add_row(
+                str(d.day),
+                d.merchant,
+                _per_product(on_path.get((d.day, d.merchant), {}), "{:.2f}"),
+                _per_product(d.prices, "{:.2f}"),
+            )
     said = [m for m in DayLog.of(path.days_played).said() if m.day >= probe.day]
-    return [measures, both, *([_messages_table(said, f"messages on the deviated path, from day {probe.day}")] if said else [])]
+    return [
+        measures,
+        both,
+        *([_messages_table(said, f"messages on the deviated path, from day {probe.day}")] if said else []),
+    ]
 
 
 def _messages_table(said: Iterable[Said], title: str) -> Table:
@@ -576,22 +825,53 @@ def _calls_tables(calls: list[ModelCallRecord]) -> tuple[Table, Table]:
     """Model calls per merchant and purpose: what they consumed, and how they were made (what
     reproduces them: the model asked and the one that answered, sampling, seed, prompts)."""
     usage = Table(
-        "merchant", "purpose", "calls", "input tokens", "cached", "cache writes", "output tokens", "reasoning",
-        "cache hits", "retries", "seconds", "cost $", title="model calls",
+        "merchant",
+        "purpose",
+        "calls",
+        "input tokens",
+        "cached",
+        "cache writes",
+        "output tokens",
+        "reasoning",
+        "cache hits",
+        "retries",
+        "seconds",
+        "cost $",
+        title="model calls",
     )
-    made = Table("merchant", "purpose", "model", "answered by", "temperature", "top_p", "seed", "prompt templates", title="how the calls were made")
+    made = Table(
+        "merchant",
+        "purpose",
+        "model",
+        "answered by",
+        "temperature",
+        "top_p",
+        "seed",
+        "prompt templates",
+        title="how the calls were made",
+    )
     groups: dict[tuple[str, str], list[ModelCallRecord]] = {}
     for call in calls:
         groups.setdefault((call.merchant, call.purpose), []).append(call)
     for (merchant, purpose), mine in groups.items():
         usage.add_row(
-            merchant, purpose, str(len(mine)), *(f"{sum(getattr(c, field) for c in mine):,}" for field in TOKEN_FIELDS),
-            str(sum(c.cached for c in mine)), str(sum(max(c.attempts - 1, 0) for c in mine)),
-            f"{sum(c.latency for c in mine):.1f}", _blank(total_cost(mine), "{:.4f}", "unknown"),
+            merchant,
+            purpose,
+            str(len(mine)),
+            *(f"{sum(getattr(c, field) for c in mine):,}" for field in TOKEN_FIELDS),
+            str(sum(c.cached for c in mine)),
+            str(sum(max(c.attempts - 1, 0) for c in mine)),
+            f"{sum(c.latency for c in mine):.1f}",
+            _blank(total_cost(mine), "{:.4f}", "unknown"),
         )
         made.add_row(
-            merchant, purpose, escape(_distinct(c.model for c in mine)), escape(_distinct(c.served_model for c in mine)),
-            _distinct(c.temperature for c in mine), _distinct(c.top_p for c in mine), _distinct(c.seed for c in mine),
+            merchant,
+            purpose,
+            escape(_distinct(c.model for c in mine)),
+            escape(_distinct(c.served_model for c in mine)),
+            _distinct(c.temperature for c in mine),
+            _distinct(c.top_p for c in mine),
+            _distinct(c.seed for c in mine),
             escape(_distinct(c.prompt_version for c in mine)),
         )
     return usage, made
@@ -602,7 +882,12 @@ TOKEN_FIELDS = ("input_tokens", "cached_tokens", "cache_write_tokens", "output_t
 
 def _distinct(values: Iterable[object]) -> str:
     """Each value once, in order of appearance ("—" for None: not sent, not reported)."""
-    return ", ".join(dict.fromkeys("—" if value is None else f"{value:g}" if isinstance(value, float) else str(value) for value in values))
+    return ", ".join(
+        dict.fromkeys(
+            "—" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+            for value in values
+        )
+    )
 
 
 def _leaderboard_table(rows: list[LeaderboardRow] | list[Standing], title: str) -> Table:
@@ -634,11 +919,19 @@ def _leaderboard_table(rows: list[LeaderboardRow] | list[Standing], title: str) 
         return any(getattr(row, "tokens", 0) for row in rows)
 
     optional = {
-        "mean profit": given("mean_profit"), "faults": given("faults"), "validity": given("validity"),
-        "memory error": given("memory_error"), "profit gain": given("profit_gain"), "price gain": given("price_gain"),
-        "tokens": models_used, "cost $": models_used, "composite": given("composite"),
+        "mean profit": given("mean_profit"),
+        "faults": given("faults"),
+        "validity": given("validity"),
+        "memory error": given("memory_error"),
+        "profit gain": given("profit_gain"),
+        "price gain": given("price_gain"),
+        "tokens": models_used,
+        "cost $": models_used,
+        "composite": given("composite"),
     }
-    columns = {header: cell for header, cell in columns.items() if header not in optional or optional[header](rows)}
+    columns = {
+        header: cell for header, cell in columns.items() if header not in optional or optional[header](rows)
+    }
     kept_whole = {"contestant", "rating", "95% interval"}
     table = Table(*(Column(header, no_wrap=header in kept_whole) for header in columns), title=title)
     for row in rows:
@@ -666,7 +959,9 @@ class _RichObserver:
         self.matches = self.days = None
 
     def started(self, tournament_id: int, matches: int, days: int, skipped: int) -> None:
-        self.matches = self.progress.add_task(f"tournament {tournament_id}: matches", total=matches, completed=skipped)
+        self.matches = self.progress.add_task(
+            f"tournament {tournament_id}: matches", total=matches, completed=skipped
+        )
         self.days = self.progress.add_task("market days", total=days)
 
     def advanced(self, matches_done: int, days_done: int) -> None:
@@ -674,7 +969,9 @@ class _RichObserver:
         self.progress.update(self.days, completed=days_done)
 
     def lost(self, match_key: str, reason: str) -> None:
-        self.progress.console.print(_lost_line(match_key, reason), markup=False, highlight=False, soft_wrap=True)
+        self.progress.console.print(
+            _lost_line(match_key, reason), markup=False, highlight=False, soft_wrap=True
+        )
 
 
 def _lost_line(match_key: str, reason: str) -> str:
@@ -704,18 +1001,24 @@ class _LogLines:
 
     def advanced(self, matches_done: int, days_done: int) -> None:
         now, step = time.monotonic(), days_done * self.STEPS // max(self.days, 1)
-        news = step > self.told_step or matches_done == self.matches or now - self.told_at >= self.QUIET_SECONDS
+        news = (
+            step > self.told_step or matches_done == self.matches or now - self.told_at >= self.QUIET_SECONDS
+        )
         if (matches_done, days_done) == self.told or not news:
             return
         self.told, self.told_step, self.told_at = (matches_done, days_done), step, now
         elapsed = datetime.timedelta(seconds=round(now - self.begun))
-        self._line(f"{matches_done} of {self.matches} matches, {days_done:,} of {self.days:,} market days after {elapsed}")
+        self._line(
+            f"{matches_done} of {self.matches} matches, {days_done:,} of {self.days:,} market days after {elapsed}"
+        )
 
     def lost(self, match_key: str, reason: str) -> None:
         self._line(_lost_line(match_key, reason))
 
     def _line(self, text: str) -> None:
-        self.console.print(f"tournament {self.tournament_id}: {text}", markup=False, highlight=False, soft_wrap=True)
+        self.console.print(
+            f"tournament {self.tournament_id}: {text}", markup=False, highlight=False, soft_wrap=True
+        )
 
 
 @contextmanager
@@ -724,10 +1027,12 @@ def _progress() -> Iterator[_RichObserver | _LogLines]:
         yield _LogLines(err)
         return
     progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
         console=err,
     )
     with progress:
         yield _RichObserver(progress)
-
-

@@ -69,7 +69,12 @@ def throughput(count: int) -> dict:
     learnt = learn(batch)
     seconds = time.perf_counter() - started
     periods = sum(one.periods for one in learnt)
-    return {"sessions": count, "periods": periods, "seconds": round(seconds, 3), "session_periods_per_s": round(periods / seconds)}
+    return {
+        "sessions": count,
+        "periods": periods,
+        "seconds": round(seconds, 3),
+        "session_periods_per_s": round(periods / seconds),
+    }
 
 
 def experiment(count: int) -> dict:
@@ -89,7 +94,9 @@ def experiment(count: int) -> dict:
         "learning_periods_range": [int(periods.min()), int(periods.max())],
         "profit_gain_mean": round(float(gains.mean()), 4),
         "profit_gain_std": round(float(gains.std()), 4),
-        "limit_cycle_length_shares": {int(k): round(float(np.mean(cycles == k)), 3) for k in sorted(set(cycles.tolist()))},
+        "limit_cycle_length_shares": {
+            int(k): round(float(np.mean(cycles == k)), 3) for k in sorted(set(cycles.tolist()))
+        },
         "session_periods_per_s": round(int(periods.sum()) / seconds),
     }
 
@@ -105,10 +112,16 @@ def main() -> None:
     best = max(runs, key=lambda r: r["session_periods_per_s"])
     baseline = experiment(args.sessions)
     report = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "processor": platform.processor() or platform.machine()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "processor": platform.processor() or platform.machine(),
+        },
         "session_periods_per_s": best["session_periods_per_s"],
         "throughput_runs": runs,
-        "calvano_1000_sessions_s" if args.sessions == 1000 else f"calvano_{args.sessions}_sessions_s": baseline["seconds"],
+        "calvano_1000_sessions_s"
+        if args.sessions == 1000
+        else f"calvano_{args.sessions}_sessions_s": baseline["seconds"],
         "baseline": baseline,
     }
     print(json.dumps(report, indent=2))

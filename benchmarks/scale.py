@@ -41,12 +41,12 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from throughput import Clock, local_ray, machine, parallel_efficiency, tournament
 
 from market.demand import allocate_markets, utilities
 from market.env import MarketEnv
 from market.scenario import Scenario, load_scenario
 from results.db import engine_for
-from throughput import Clock, local_ray, machine, parallel_efficiency, tournament
 from tournaments.runner import run_tournament
 
 CITY_MERCHANTS = 1_000
@@ -82,9 +82,13 @@ def market_day(days: int) -> dict:
 
     def allocation(env: MarketEnv) -> float:
         market = env.market
-        utility = utilities(scenario.choice, market.prices, market._reference, market.reputation[:, None], market._quality)[None, :, 0]
+        utility = utilities(
+            scenario.choice, market.prices, market._reference, market.reputation[:, None], market._quality
+        )[None, :, 0]
         customers = np.array([float(rng.poisson(product.base_demand))])
-        seconds = timed(lambda: allocate_markets(customers, utility, outside, market.inventory[None, :, 0], [rng]))
+        seconds = timed(
+            lambda: allocate_markets(customers, utility, outside, market.inventory[None, :, 0], [rng])
+        )
         market.advance(decisions={})
         return seconds
 
@@ -115,7 +119,14 @@ def best_day(runs: int, days: int) -> dict:
     """Each figure the lowest of `runs` runs (the machine is shared: slower runs measure the neighbours)."""
     results = [market_day(days) for _ in range(runs)]
     best = {name: min(r[name] for r in results) for name in results[0]}
-    return {"merchants": CITY_MERCHANTS, "customers": CITY_CUSTOMERS, "days": days, "runs": runs, **best, "all_runs": results}
+    return {
+        "merchants": CITY_MERCHANTS,
+        "customers": CITY_CUSTOMERS,
+        "days": days,
+        "runs": runs,
+        **best,
+        "all_runs": results,
+    }
 
 
 # --- memory of processes, from /proc -----------------------------------------------------------
@@ -132,7 +143,11 @@ def memory_mb(pid: int | str = "self") -> dict:
                 fields[{"VmRSS": "rss", "VmHWM": "hwm"}[name]] = int(value.split()[0]) / 1024
     try:
         with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            kb = {line.split(":")[0]: int(line.split()[1]) for line in rollup if line.split(":")[0] in ("Pss", "Private_Clean", "Private_Dirty")}
+            kb = {
+                line.split(":")[0]: int(line.split()[1])
+                for line in rollup
+                if line.split(":")[0] in ("Pss", "Private_Clean", "Private_Dirty")
+            }
         fields["pss"], fields["uss"] = kb["Pss"] / 1024, (kb["Private_Clean"] + kb["Private_Dirty"]) / 1024
     except (OSError, KeyError):
         pass
@@ -189,7 +204,13 @@ class Peaks(Clock):
         if hasattr(self, "end") and not hasattr(self, "workers"):
             self.driver = memory_mb()
             self.workers = [
-                {"pid": pid, "title": title, **memory_mb(pid), "cpu_to_ready_s": self.ready_cpu.get(pid), "cpu_in_play_s": round(cpu_seconds(pid) - self.ready_cpu.get(pid, 0.0), 2)}
+                {
+                    "pid": pid,
+                    "title": title,
+                    **memory_mb(pid),
+                    "cpu_to_ready_s": self.ready_cpu.get(pid),
+                    "cpu_in_play_s": round(cpu_seconds(pid) - self.ready_cpu.get(pid, 0.0), 2),
+                }
                 for pid, title in workers()
             ]
 
@@ -255,18 +276,39 @@ def hosted(hosts: int, at_once: int, days: int, latency: float) -> dict:
     pairs, `at_once` matches at once, with each host's memory and CPU time, and the runners'."""
     clock = Peaks()
     with tempfile.TemporaryDirectory() as folder, local_ray():
-        figures = parallel_efficiency(folder, latency=latency, days=days, contestants=hosts, at_once=at_once, clock=clock)
-    del figures["outside_matches_s"]  # wall - rounds x longest: for matches played all at once, not in rounds as here
+        figures = parallel_efficiency(
+            folder, latency=latency, days=days, contestants=hosts, at_once=at_once, clock=clock
+        )
+    del figures[
+        "outside_matches_s"
+    ]  # wall - rounds x longest: for matches played all at once, not in rounds as here
 
     def spread(values: list[float]) -> dict:
-        return {"min": min(values), "median": round(float(np.median(values)), 2), "max": max(values), "sum": round(sum(values), 1)}
+        return {
+            "min": min(values),
+            "median": round(float(np.median(values)), 2),
+            "max": max(values),
+            "sum": round(sum(values), 1),
+        }
 
     def summary(title: str) -> dict:
         chosen = [w for w in clock.workers if w["title"].startswith(title)]
         fields = ("rss", "hwm", "pss", "uss", "cpu_to_ready_s", "cpu_in_play_s")
-        return {"count": len(chosen), **{key: spread([w[key] for w in chosen]) for key in fields if chosen and all(w.get(key) is not None for w in chosen)}}
+        return {
+            "count": len(chosen),
+            **{
+                key: spread([w[key] for w in chosen])
+                for key in fields
+                if chosen and all(w.get(key) is not None for w in chosen)
+            },
+        }
 
-    return {**figures, "hosts_mb_and_cpu_s": summary("ray::ContestantHost"), "runners_mb_and_cpu_s": summary("ray::MatchRunner"), "driver_rss_mb": clock.driver["rss"]}
+    return {
+        **figures,
+        "hosts_mb_and_cpu_s": summary("ray::ContestantHost"),
+        "runners_mb_and_cpu_s": summary("ray::MatchRunner"),
+        "driver_rss_mb": clock.driver["rss"],
+    }
 
 
 def main() -> None:
@@ -274,7 +316,9 @@ def main() -> None:
     parser.add_argument("--only", choices=["day", "matches", "hosts"])
     parser.add_argument("--runs", type=int, default=3, help="(a) best of this many runs for each figure")
     parser.add_argument("--days", type=int, default=20, help="(a) market days of each run")
-    parser.add_argument("--matches", type=int, nargs="+", default=list(MEMORY_COUNTS), help="(b) the tournaments' sizes")
+    parser.add_argument(
+        "--matches", type=int, nargs="+", default=list(MEMORY_COUNTS), help="(b) the tournaments' sizes"
+    )
     parser.add_argument("--hosts", type=int, default=HOSTS, help="(c) hosted merchants")
     parser.add_argument("--at-once", type=int, default=HOSTS, help="(c) matches at once")
     parser.add_argument("--host-days", type=int, default=5, help="(c) days a match")

@@ -45,7 +45,13 @@ from results.store import list_matches, match_detail
 from tournaments.cluster import init_ray
 from tournaments.config import Tournament, TournamentSpec
 from tournaments.match import Match, MatchRules, play_here
-from tournaments.runner import deadlines, group_instant, play_instant_matches, run_tournament, unpickle_matches
+from tournaments.runner import (
+    deadlines,
+    group_instant,
+    play_instant_matches,
+    run_tournament,
+    unpickle_matches,
+)
 from tournaments.schedule import schedule
 
 # The rule baselines that answer in microseconds; best_response (a numerical search, about
@@ -62,7 +68,12 @@ def instant_merchants(n: int) -> list[dict]:
 
 def tournament(spec: dict, scenario_names: list[str]) -> Tournament:
     scenarios = {name: load_scenario(name) for name in scenario_names}
-    return Tournament(spec=TournamentSpec.model_validate({**spec, "scenarios": scenario_names}), scenarios=scenarios, path="<benchmark>", text=json.dumps(spec))
+    return Tournament(
+        spec=TournamentSpec.model_validate({**spec, "scenarios": scenario_names}),
+        scenarios=scenarios,
+        path="<benchmark>",
+        text=json.dumps(spec),
+    )
 
 
 class Clock:
@@ -79,7 +90,14 @@ class Clock:
         pass  # a match played again (a node lost): its replay is in the figures
 
 
-def parallel_efficiency(db_dir: str, latency: float = 0.2, days: int = 20, contestants: int = 8, at_once: int | None = None, clock: Clock | None = None) -> dict:
+def parallel_efficiency(
+    db_dir: str,
+    latency: float = 0.2,
+    days: int = 20,
+    contestants: int = 8,
+    at_once: int | None = None,
+    clock: Clock | None = None,
+) -> dict:
     """Efficiency and its parts, for a round robin of `contestants` latency merchants in pairs,
     `at_once` matches at once (default: all of them), timed by `clock`. A match's own wall time
     runs from its start to the end of its last day; what it adds to days x latency is the
@@ -90,7 +108,10 @@ def parallel_efficiency(db_dir: str, latency: float = 0.2, days: int = 20, conte
         "days": days,
         "max_concurrent_matches": at_once or contestants * (contestants - 1) // 2,
         "decision_timeout_s": 30,
-        "contestants": [{"name": f"slow{i}", "kind": "latency", "params": {"latency_s": latency}} for i in range(contestants)],
+        "contestants": [
+            {"name": f"slow{i}", "kind": "latency", "params": {"latency_s": latency}}
+            for i in range(contestants)
+        ],
     }
     t = tournament(spec, ["price_war"])
     matches = len(schedule(t))
@@ -132,7 +153,13 @@ def market_only(merchants: int = 8, days: int = 3000) -> dict:
 
 def free_for_all(merchants: int, seeds: int) -> Tournament:
     """`merchants` instant baselines in one market, on price_war and multi_product, `seeds` times."""
-    spec = {"name": "throughput", "format": "free_for_all", "repetitions": seeds, "max_concurrent_matches": AT_ONCE, "contestants": instant_merchants(merchants)}
+    spec = {
+        "name": "throughput",
+        "format": "free_for_all",
+        "repetitions": seeds,
+        "max_concurrent_matches": AT_ONCE,
+        "contestants": instant_merchants(merchants),
+    }
     return tournament(spec, ["price_war", "multi_product"])
 
 
@@ -156,10 +183,16 @@ def engine_in_process(merchants: int, seeds: int = 10) -> dict:
     merchant_days = 0
     start = time.perf_counter()
     for group in group_instant(schedule(t), entries, t.spec.max_concurrent_matches, 2):
-        finished = play_here([Match(match, t.scenarios[match.scenario], rules, entries, {}) for match in group])
+        finished = play_here(
+            [Match(match, t.scenarios[match.scenario], rules, entries, {}) for match in group]
+        )
         merchant_days += sum(played(match.days, match.merchants) for match in finished)
     seconds = time.perf_counter() - start
-    return {"merchants_per_match": merchants, "merchant_days": merchant_days, "merchant_days_per_s": round(merchant_days / seconds)}
+    return {
+        "merchants_per_match": merchants,
+        "merchant_days": merchant_days,
+        "merchant_days_per_s": round(merchant_days / seconds),
+    }
 
 
 def ray_without_db(merchants: int, seeds: int) -> dict:
@@ -174,10 +207,22 @@ def ray_without_db(merchants: int, seeds: int) -> dict:
     cpus = int(ray.cluster_resources()["CPU"])
     groups = group_instant(plan, entries, t.spec.max_concurrent_matches, cpus)
     merchant_days = 0
-    for blob in ray.get([play_instant_matches.remote(group, t.scenarios[group[0].scenario], rules, entries) for group in groups]):
+    for blob in ray.get(
+        [
+            play_instant_matches.remote(group, t.scenarios[group[0].scenario], rules, entries)
+            for group in groups
+        ]
+    ):
         merchant_days += sum(played(match.days, match.merchants) for match in unpickle_matches(blob))
     seconds = time.perf_counter() - start
-    return {"merchants_per_match": merchants, "matches": len(plan), "groups": len(groups), "merchant_days": merchant_days, "seconds": round(seconds, 3), "merchant_days_per_s": round(merchant_days / seconds)}
+    return {
+        "merchants_per_match": merchants,
+        "matches": len(plan),
+        "groups": len(groups),
+        "merchant_days": merchant_days,
+        "seconds": round(seconds, 3),
+        "merchant_days_per_s": round(merchant_days / seconds),
+    }
 
 
 def ray_with_db(db_dir: str, merchants: int, seeds: int) -> dict:
@@ -189,8 +234,17 @@ def ray_with_db(db_dir: str, merchants: int, seeds: int) -> dict:
     engine = engine_for(f"sqlite:///{db_dir}/throughput-{time.monotonic_ns()}.db")
     summary = run_tournament(t, engine, observer=clock)
     seconds = clock.end - clock.start
-    merchant_days = sum(played(m.days, match_detail(engine, m.id).results) for m in list_matches(engine, summary.tournament_id))
-    return {"merchants_per_match": merchants, "matches": len(plan), "merchant_days": merchant_days, "seconds": round(seconds, 3), "merchant_days_per_s": round(merchant_days / seconds)}
+    merchant_days = sum(
+        played(m.days, match_detail(engine, m.id).results)
+        for m in list_matches(engine, summary.tournament_id)
+    )
+    return {
+        "merchants_per_match": merchants,
+        "matches": len(plan),
+        "merchant_days": merchant_days,
+        "seconds": round(seconds, 3),
+        "merchant_days_per_s": round(merchant_days / seconds),
+    }
 
 
 def best_of(runs: int, measure, *args) -> dict:
@@ -203,7 +257,10 @@ def best_of(runs: int, measure, *args) -> dict:
 def machine() -> dict:
     """The machine, its processor named as `lscpu` names it."""
     with open("/proc/cpuinfo") as cpuinfo:
-        model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), platform.machine())
+        model = next(
+            (line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")),
+            platform.machine(),
+        )
     return {"cpus": os.cpu_count(), "processor": model, "python": platform.python_version()}
 
 
@@ -224,8 +281,15 @@ def local_ray() -> Iterator[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["efficiency", "market", "engine", "tournament"])
-    parser.add_argument("--runs", type=int, default=3, help="best of this many runs for each throughput figure")
-    parser.add_argument("--merchants", type=int, default=HEADLINE_MERCHANTS, help="instant merchants per match in the tournament figures")
+    parser.add_argument(
+        "--runs", type=int, default=3, help="best of this many runs for each throughput figure"
+    )
+    parser.add_argument(
+        "--merchants",
+        type=int,
+        default=HEADLINE_MERCHANTS,
+        help="instant merchants per match in the tournament figures",
+    )
     args = parser.parse_args()
     runs, size = args.runs, args.merchants
     report: dict = {"machine": machine()}
@@ -233,13 +297,17 @@ def main() -> None:
         if args.only in (None, "market"):
             report["market"] = {f"{n}_merchants": best_of(runs, market_only, n) for n in (8, size)}
         if args.only in (None, "engine"):
-            report["engine_one_core"] = {f"{n}_merchants": best_of(runs, engine_in_process, n) for n in (2, 8, size)}
+            report["engine_one_core"] = {
+                f"{n}_merchants": best_of(runs, engine_in_process, n) for n in (2, 8, size)
+            }
         if args.only in (None, "efficiency", "tournament"):
             with local_ray() as init_seconds:
                 report["ray_init_s"] = init_seconds
                 if args.only in (None, "tournament"):
                     report["tournament_ray_no_db"] = best_of(runs, ray_without_db, size, TOURNAMENT_SEEDS)
-                    report["tournament_ray_sqlite"] = best_of(runs, ray_with_db, db_dir, size, TOURNAMENT_SEEDS)
+                    report["tournament_ray_sqlite"] = best_of(
+                        runs, ray_with_db, db_dir, size, TOURNAMENT_SEEDS
+                    )
                 if args.only in (None, "efficiency"):
                     report["parallel_efficiency"] = parallel_efficiency(db_dir)
     print(json.dumps(report, indent=2))

@@ -53,7 +53,9 @@ def order_up_to(stock: np.ndarray, reorder_level: np.ndarray, target: np.ndarray
     return np.where(stock <= reorder_level + _EPS, np.maximum(target - stock, 0.0), 0.0)
 
 
-def array_decisions(view: MarketView, prices: np.ndarray, orders: np.ndarray, messages: np.ndarray | None = None) -> ArrayDecisions:
+def array_decisions(
+    view: MarketView, prices: np.ndarray, orders: np.ndarray, messages: np.ndarray | None = None
+) -> ArrayDecisions:
     """Collect what is due; post only the prices that change (NaN: no view, keep it); say
     `messages` (None: nothing)."""
     kept = np.abs(prices - view.prices) <= _EPS
@@ -85,7 +87,9 @@ class Team:
         scenario = members[0].scenario
         assert scenario is not None, "members are reset before they form a team"
         self.scenario = scenario
-        self.speaks = kind.say.__func__ is not RuleMerchant.say.__func__  # a kind that says nothing is never asked
+        self.speaks = (
+            kind.say.__func__ is not RuleMerchant.say.__func__
+        )  # a kind that says nothing is never asked
         self._columns: dict[str, np.ndarray] = {}
         self._benchmarks: SeatBenchmarks | None = None
 
@@ -100,14 +104,18 @@ class Team:
         """The scenario's Nash and monopoly prices of a match of `seats`, by seat
         (market.equilibrium.by_seat), looked up once per team rather than every day."""
         if self._benchmarks is None:
-            from market.equilibrium import by_seat  # scipy: half a second of importing that only the kinds that need it pay
+            from market.equilibrium import (
+                by_seat,
+            )  # scipy: half a second of importing that only the kinds that need it pay
 
             self._benchmarks = by_seat(self.scenario, seats)
         return self._benchmarks
 
     def restock(self, view: MarketView) -> np.ndarray:
         """The (s, S) policy of `RestockParams`, for every member and product."""
-        return order_up_to(view.inventory + view.in_transit, self.column("reorder_level"), self.column("target_stock"))
+        return order_up_to(
+            view.inventory + view.in_transit, self.column("reorder_level"), self.column("target_stock")
+        )
 
 
 class RulePlay:
@@ -119,7 +127,9 @@ class RulePlay:
         by_kind: dict[type[RuleMerchant], list[int]] = {}
         for i, merchant in enumerate(seats):
             by_kind.setdefault(type(merchant), []).append(i)
-        self.order = rows[[i for members in by_kind.values() for i in members]]  # the view's rows, kind by kind
+        self.order = rows[
+            [i for members in by_kind.values() for i in members]
+        ]  # the view's rows, kind by kind
         self.ascending = np.argsort(self.order)
         self.teams: list[tuple[slice, Team]] = []
         for kind, members in by_kind.items():
@@ -128,7 +138,9 @@ class RulePlay:
         self.scenario = self.teams[0][1].scenario
         self.speaking = any(team.speaks for _, team in self.teams)
 
-    def decide(self, view: MarketView) -> tuple[ArrayDecisions, np.ndarray, list[tuple[list[int], Exception]]]:
+    def decide(
+        self, view: MarketView
+    ) -> tuple[ArrayDecisions, np.ndarray, list[tuple[list[int], Exception]]]:
         """These merchants' decisions and the view's rows they are for (ascending), and the
         teams whose rule (or `say`) raised, by their rows, with the exception: those do
         nothing today."""
@@ -149,7 +161,11 @@ class RulePlay:
         for members, _ in failed:
             decided.collect[members] = False
         rows = view.rows[self.order]
-        return decided.take(self.ascending), rows[self.ascending], [(rows[members].tolist(), exc) for members, exc in failed]
+        return (
+            decided.take(self.ascending),
+            rows[self.ascending],
+            [(rows[members].tolist(), exc) for members, exc in failed],
+        )
 
 
 class RestockParams(Params):
@@ -236,7 +252,9 @@ class RuleMerchant(Contestant):
 
 
 class FixedPriceParams(RestockParams):
-    markup: float = Field(0.5, gt=-1, description="price = its seat's unit_cost in the scenario * (1 + markup)")
+    markup: float = Field(
+        0.5, gt=-1, description="price = its seat's unit_cost in the scenario * (1 + markup)"
+    )
     price: float | None = Field(None, gt=0, description="absolute price for every product; replaces markup")
 
     @model_validator(mode="after")
@@ -340,7 +358,9 @@ class Undercut(RuleMerchant):
     @classmethod
     def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         floor = view.unit_cost * (1 + team.column("min_markup"))
-        return np.maximum(view.cheapest_rival * (1 - team.column("step")), floor), team.restock(view)  # NaN stays NaN
+        return np.maximum(view.cheapest_rival * (1 - team.column("step")), floor), team.restock(
+            view
+        )  # NaN stays NaN
 
 
 # ---- cost plus -------------------------------------------------------------------------------
@@ -368,7 +388,9 @@ class CostPlus(RuleMerchant):
 class BestResponseParams(Params):
     grid_points: int = Field(60, ge=2, le=100_000, description="candidate prices searched per product")
     max_price_factor: float = Field(3.0, gt=0, description="highest candidate = reference_price * this")
-    cover_days: float = Field(3.0, ge=0, description="stock for lead_time + cover_days days of expected sales")
+    cover_days: float = Field(
+        3.0, ge=0, description="stock for lead_time + cover_days days of expected sales"
+    )
 
 
 class BestResponse(RuleMerchant):
@@ -395,19 +417,36 @@ class BestResponse(RuleMerchant):
         seat_quality = np.array(scenario.seat_values("quality", n))  # [seat, product]
         for k, (member, row) in enumerate(zip(team.members, view.rows.tolist())):
             params: BestResponseParams = member.params  # type: ignore[assignment]
-            rivals = np.array([r for r in range(row - row % n, row - row % n + n) if r != row and not board.bankrupt[r]], dtype=np.int64)
+            rivals = np.array(
+                [r for r in range(row - row % n, row - row % n + n) if r != row and not board.bankrupt[r]],
+                dtype=np.int64,
+            )
             reputation = np.concatenate([view.reputation[k : k + 1], board.reputation[rivals]])
-            reputation[np.isnan(reputation)] = scenario.reputation.initial  # what a hidden reputation counts as
+            reputation[np.isnan(reputation)] = (
+                scenario.reputation.initial
+            )  # what a hidden reputation counts as
             quality = seat_quality[np.concatenate([[row % n], rivals % n])]
             for j, product in enumerate(scenario.products):
                 unit_cost = float(view.unit_cost[k, j])
-                grid = np.linspace(unit_cost, max(product.reference_price * params.max_price_factor, 2 * unit_cost), params.grid_points)
-                rival_prices = np.nan_to_num(board.prices[rivals, j], nan=product.reference_price)  # what a hidden price counts as
+                grid = np.linspace(
+                    unit_cost,
+                    max(product.reference_price * params.max_price_factor, 2 * unit_cost),
+                    params.grid_points,
+                )
+                rival_prices = np.nan_to_num(
+                    board.prices[rivals, j], nan=product.reference_price
+                )  # what a hidden price counts as
                 profiles = np.column_stack([grid, np.broadcast_to(rival_prices, (len(grid), len(rivals)))])
-                share = choice_shares(choice, profiles, product.reference_price, reputation, quality[:, j])[:, 0]
+                share = choice_shares(choice, profiles, product.reference_price, reputation, quality[:, j])[
+                    :, 0
+                ]
                 best = int(np.argmax((grid - unit_cost) * share))
                 prices[k, j] = grid[best]
-                daily = product.base_demand * event_multiplier(view.events, "demand", product.id, view.day) * float(share[best])
+                daily = (
+                    product.base_demand
+                    * event_multiplier(view.events, "demand", product.id, view.day)
+                    * float(share[best])
+                )
                 target = math.ceil(daily * (product.lead_time + params.cover_days))
                 wanted[k, j] = max(target - view.inventory[k, j] - view.in_transit[k, j], 0.0)
         return prices, wanted
@@ -418,7 +457,9 @@ class BestResponse(RuleMerchant):
 
 class TitForTatParams(RestockParams):
     opening_price: float | None = Field(
-        None, gt=0, description="price for every product on day 1 and while no rival price is visible; None: each product's start price"
+        None,
+        gt=0,
+        description="price for every product on day 1 and while no rival price is visible; None: each product's start price",
     )
 
 
@@ -447,7 +488,10 @@ class TitForTat(RuleMerchant):
 
 class GrimTriggerParams(RestockParams):
     tolerance: float = Field(
-        0.01, ge=0, lt=1, description="a rival's price may be this share below its monopoly price without counting as a defection"
+        0.01,
+        ge=0,
+        lt=1,
+        description="a rival's price may be this share below its monopoly price without counting as a defection",
     )
 
 
@@ -479,15 +523,22 @@ class GrimTrigger(RuleMerchant):
     @classmethod
     def check_scenario(cls, params: Params, scenario: Scenario, merchants: int) -> None:
         """The scenario must have Nash and monopoly prices for `merchants` seats."""
-        from market.equilibrium import EquilibriumError, by_seat  # scipy: half a second of importing that only this kind needs
+        from market.equilibrium import (
+            EquilibriumError,
+            by_seat,
+        )  # scipy: half a second of importing that only this kind needs
 
         try:
             monopoly = by_seat(scenario, merchants).monopoly_price
         except EquilibriumError as exc:
-            raise ContestantConfigError(f"{cls.kind} needs the scenario's Nash and monopoly prices; {exc}") from None
+            raise ContestantConfigError(
+                f"{cls.kind} needs the scenario's Nash and monopoly prices; {exc}"
+            ) from None
         for j, product in enumerate(scenario.products):
             if monopoly[:, j].max() > product.price_ceiling:
-                raise ContestantConfigError(f"{cls.kind} would post {product.id}'s monopoly price {monopoly[:, j].max():.4g}, above the market's ceiling {product.price_ceiling:.4g}")
+                raise ContestantConfigError(
+                    f"{cls.kind} would post {product.id}'s monopoly price {monopoly[:, j].max():.4g}, above the market's ceiling {product.price_ceiling:.4g}"
+                )
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         super().reset(merchant=merchant, scenario=scenario, seed=seed)
@@ -502,9 +553,13 @@ class GrimTrigger(RuleMerchant):
         members: list[GrimTrigger] = team.members  # type: ignore[assignment]
         triggered = np.array([member.triggered for member in members])
         if view.day > 1:
-            match = view.rows[:, None] - seat[:, None] + np.arange(n)  # [member, seat]: the board's rows of its match
+            match = (
+                view.rows[:, None] - seat[:, None] + np.arange(n)
+            )  # [member, seat]: the board's rows of its match
             rivals = ~board.bankrupt[match] & (np.arange(n) != seat[:, None])
-            defected = board.prices[match] < monopoly * (1 - team.column("tolerance"))[:, :, None]  # [member, seat, product]; NaN: no
+            defected = (
+                board.prices[match] < monopoly * (1 - team.column("tolerance"))[:, :, None]
+            )  # [member, seat, product]; NaN: no
             triggered |= np.logical_or.reduce(defected & rivals[:, :, None], axis=1)
             for member, flags in zip(members, triggered):
                 member.triggered = flags
@@ -535,14 +590,18 @@ class Cartel(GrimTrigger):
         ]
 
 
-def announcement(products: Sequence[str], monopoly: np.ndarray, nash: np.ndarray, triggered: np.ndarray) -> str:
+def announcement(
+    products: Sequence[str], monopoly: np.ndarray, nash: np.ndarray, triggered: np.ndarray
+) -> str:
     """The cartel's terms in plain words, prices to the cent: for the products no rival has
     undercut, its offer (one product: "I will price good at 1.92 as long as you do not undercut
     it; if you do, I will price good at 1.47 for good."); for those undercut, the punishment
     ("You undercut me: I price good at 1.47 for good.")."""
 
     def listed(prices: np.ndarray, which: np.ndarray) -> str:
-        return " and ".join(f"{p} at {price:.2f}" for p, price, on in zip(products, prices.tolist(), which.tolist()) if on)
+        return " and ".join(
+            f"{p} at {price:.2f}" for p, price, on in zip(products, prices.tolist(), which.tolist()) if on
+        )
 
     held, cut = ~triggered, triggered
     parts = []
@@ -550,7 +609,9 @@ def announcement(products: Sequence[str], monopoly: np.ndarray, nash: np.ndarray
         parts.append(f"You undercut me: I price {listed(nash, cut)} for good.")
     if held.any():
         it = "it" if held.sum() == 1 else "them"
-        parts.append(f"I will price {listed(monopoly, held)} as long as you do not undercut {it}; if you do, I will price {listed(nash, held)} for good.")
+        parts.append(
+            f"I will price {listed(monopoly, held)} as long as you do not undercut {it}; if you do, I will price {listed(nash, held)} for good."
+        )
     return " ".join(parts)
 
 

@@ -63,17 +63,34 @@ MAX_Q_ENTRIES = 2**22  # per session: 32 MB of float64; 4 merchants x 15 prices 
 
 class QLearningParams(Params):
     grid_points: int = Field(15, ge=2, le=1000, description="m: prices on each seat's grid")
-    grid_extension: float = Field(0.1, ge=0, description="xi: the grid runs from p_N - xi (p_M - p_N) to p_M + xi (p_M - p_N)")
-    memory: int = Field(1, ge=1, le=8, description="k: a state is every merchant's price in the last k periods")
+    grid_extension: float = Field(
+        0.1, ge=0, description="xi: the grid runs from p_N - xi (p_M - p_N) to p_M + xi (p_M - p_N)"
+    )
+    memory: int = Field(
+        1, ge=1, le=8, description="k: a state is every merchant's price in the last k periods"
+    )
     alpha: float = Field(0.15, gt=0, le=1, description="learning rate")
     beta: float = Field(4e-6, ge=0, description="exploration decay: eps_t = exp(-beta t)")
     delta: float = Field(0.95, ge=0, lt=1, description="discount factor")
-    stable_periods: int = Field(100_000, ge=1, description="converged: no greedy action changed in any state for this many periods in a row")
-    max_periods: int = Field(10_000_000, ge=1, le=10**12, description="the learning phase ends here, converged or not")
-    learn: Literal["frozen", "online"] = Field("frozen", description="in the match: play the learnt greedy strategy, or keep learning")
+    stable_periods: int = Field(
+        100_000,
+        ge=1,
+        description="converged: no greedy action changed in any state for this many periods in a row",
+    )
+    max_periods: int = Field(
+        10_000_000, ge=1, le=10**12, description="the learning phase ends here, converged or not"
+    )
+    learn: Literal["frozen", "online"] = Field(
+        "frozen", description="in the match: play the learnt greedy strategy, or keep learning"
+    )
 
 
-SESSION_FIELDS = ("grid_points", "memory", "stable_periods", "max_periods")  # learners learn together only when these agree
+SESSION_FIELDS = (
+    "grid_points",
+    "memory",
+    "stable_periods",
+    "max_periods",
+)  # learners learn together only when these agree
 
 
 def price_grid(scenario: Scenario, learners: Sequence[QLearningParams]) -> np.ndarray:
@@ -83,7 +100,12 @@ def price_grid(scenario: Scenario, learners: Sequence[QLearningParams]) -> np.nd
     (benchmarks,) = equilibria(scenario, len(learners)).values()
     nash, monopoly = np.array(benchmarks.nash.prices), np.array(benchmarks.monopoly.prices)
     return np.array(
-        [np.linspace(p_n - p.grid_extension * (p_m - p_n), p_m + p.grid_extension * (p_m - p_n), p.grid_points) for p, p_n, p_m in zip(learners, nash, monopoly)]
+        [
+            np.linspace(
+                p_n - p.grid_extension * (p_m - p_n), p_m + p.grid_extension * (p_m - p_n), p.grid_points
+            )
+            for p, p_n, p_m in zip(learners, nash, monopoly)
+        ]
     )
 
 
@@ -102,7 +124,9 @@ def initial_q(payoffs: np.ndarray, deltas: Sequence[float], grid_points: int, me
     seats, m = len(payoffs), grid_points
     states = m ** (seats * memory)
     tables = payoffs.reshape((seats,) + (m,) * seats)
-    mean = np.array([np.moveaxis(tables[i], i, 0).reshape(m, -1).mean(axis=1) / (1.0 - deltas[i]) for i in range(seats)])
+    mean = np.array(
+        [np.moveaxis(tables[i], i, 0).reshape(m, -1).mean(axis=1) / (1.0 - deltas[i]) for i in range(seats)]
+    )
     return np.repeat(mean[:, None, :], states, axis=1)
 
 
@@ -134,7 +158,9 @@ class Session:
         in another currency (`scale`) is learnt exactly alike, and two markets are compared
         on common random numbers."""
         seats, m, memory = self.shape
-        learners = json.dumps([p.model_dump(mode="json", exclude={"learn"}) for p in self.learners], sort_keys=True)
+        learners = json.dumps(
+            [p.model_dump(mode="json", exclude={"learn"}) for p in self.learners], sort_keys=True
+        )
         rng = np.random.default_rng([self.seed, zlib.crc32(learners.encode())])
         return int(rng.integers(m ** (seats * memory))), rng.integers(2**64, dtype=np.uint64)
 
@@ -169,9 +195,17 @@ def _learn_alike(sessions: list[Session]) -> list[Learnt]:
     seats, m, memory = sessions[0].shape
     grids = [price_grid(s.scenario, s.learners) for s in sessions]
     payoffs = np.stack([payoff_table(s.scenario, g) for s, g in zip(sessions, grids)])
-    q = np.stack([initial_q(table, [p.delta for p in s.learners], m, memory) for s, table in zip(sessions, payoffs)])
-    alpha, beta, delta = (np.array([[getattr(p, name) for p in s.learners] for s in sessions], dtype=float) for name in ("alpha", "beta", "delta"))
-    stable, max_periods = (np.array([getattr(s.learners[0], name) for s in sessions], dtype=np.int64) for name in ("stable_periods", "max_periods"))
+    q = np.stack(
+        [initial_q(table, [p.delta for p in s.learners], m, memory) for s, table in zip(sessions, payoffs)]
+    )
+    alpha, beta, delta = (
+        np.array([[getattr(p, name) for p in s.learners] for s in sessions], dtype=float)
+        for name in ("alpha", "beta", "delta")
+    )
+    stable, max_periods = (
+        np.array([getattr(s.learners[0], name) for s in sessions], dtype=np.int64)
+        for name in ("stable_periods", "max_periods")
+    )
     draws = [s.draws() for s in sessions]
     start = np.array([first for first, _ in draws], dtype=np.int64)
     seeds = np.array([seed for _, seed in draws], dtype=np.uint64)
@@ -179,11 +213,18 @@ def _learn_alike(sessions: list[Session]) -> list[Learnt]:
     converged = np.zeros(len(sessions), dtype=np.bool_)
     with _ONE_CALL_AT_A_TIME:
         numba.set_num_threads(kernel_threads(len(sessions)))
-        kernel.learn(payoffs, q, alpha, beta, delta, stable, max_periods, start, seeds, periods, converged, final)
-    return [Learnt(grids[b], q[b], int(final[b]), int(periods[b]), bool(converged[b])) for b in range(len(sessions))]
+        kernel.learn(
+            payoffs, q, alpha, beta, delta, stable, max_periods, start, seeds, periods, converged, final
+        )
+    return [
+        Learnt(grids[b], q[b], int(final[b]), int(periods[b]), bool(converged[b]))
+        for b in range(len(sessions))
+    ]
 
 
-_ONE_CALL_AT_A_TIME = threading.Lock()  # numba's fallback threading layer (workqueue) cannot take parallel calls from two threads at once
+_ONE_CALL_AT_A_TIME = (
+    threading.Lock()
+)  # numba's fallback threading layer (workqueue) cannot take parallel calls from two threads at once
 
 
 def kernel_threads(sessions: int) -> int:
@@ -222,20 +263,28 @@ class QLearner(RuleMerchant):
         assert isinstance(params, QLearningParams)
         name = scenario.name
         if len(scenario.products) != 1:
-            raise ContestantConfigError(f"qlearning learns the price game of one product; scenario {name!r} has {len(scenario.products)}")
+            raise ContestantConfigError(
+                f"qlearning learns the price game of one product; scenario {name!r} has {len(scenario.products)}"
+            )
         if scenario.demand.stock_limited:
-            raise ContestantConfigError(f"qlearning learns a price game without stock; scenario {name!r} limits sales by stock (it needs demand: {{mode: expected, stock_limited: false}})")
+            raise ContestantConfigError(
+                f"qlearning learns a price game without stock; scenario {name!r} limits sales by stock (it needs demand: {{mode: expected, stock_limited: false}})"
+            )
         try:
             highest = price_grid(scenario, [params] * merchants).max()
         except (ValueError, EquilibriumError) as exc:
             raise ContestantConfigError(str(exc)) from None
         (product,) = scenario.products
         if highest > product.price_ceiling:
-            raise ContestantConfigError(f"qlearning's price grid reaches {highest:.4g}, above the market's ceiling {product.price_ceiling:.4g} for {product.id}", "grid_extension")
+            raise ContestantConfigError(
+                f"qlearning's price grid reaches {highest:.4g}, above the market's ceiling {product.price_ceiling:.4g} for {product.id}",
+                "grid_extension",
+            )
         entries = merchants * params.grid_points ** (merchants * params.memory + 1)
         if entries > MAX_Q_ENTRIES:
             raise ContestantConfigError(
-                f"a Q-table of {merchants} merchants with {params.grid_points} prices and memory {params.memory} has {entries:,} entries, more than {MAX_Q_ENTRIES:,}", "grid_points"
+                f"a Q-table of {merchants} merchants with {params.grid_points} prices and memory {params.memory} has {entries:,} entries, more than {MAX_Q_ENTRIES:,}",
+                "grid_points",
             )
 
     @classmethod
@@ -250,7 +299,10 @@ class QLearner(RuleMerchant):
         """The session this merchant learns in: with the others, if all are learners that
         agree on SESSION_FIELDS; else its self-play."""
         own = seating.contestant.params
-        together = all(kind == cls.kind and all(getattr(p, f) == getattr(own, f) for f in SESSION_FIELDS) for kind, p in seating.lineup)
+        together = all(
+            kind == cls.kind and all(getattr(p, f) == getattr(own, f) for f in SESSION_FIELDS)
+            for kind, p in seating.lineup
+        )
         learners = tuple(p for _, p in seating.lineup) if together else (own,) * len(seating.lineup)
         return Session(seating.scenario, learners, seating.seed)  # type: ignore[arg-type]
 
@@ -269,7 +321,9 @@ class QLearner(RuleMerchant):
         for k, (member, row) in enumerate(zip(team.members, view.rows.tolist())):
             assert isinstance(member, QLearner)
             if member.learnt is None:
-                cls.prepare([Seating(member, row % n, ((cls.kind, member.params),) * n, team.scenario, member.seed)])
+                cls.prepare(
+                    [Seating(member, row % n, ((cls.kind, member.params),) * n, team.scenario, member.seed)]
+                )
             seat, first = row % n, row - row % n
             posted = view.board.prices[first : first + n, 0].copy()
             posted[seat] = view.prices[k, 0]  # its own, which the board may hide
@@ -294,7 +348,9 @@ class QLearner(RuleMerchant):
         self.books = books
         self.days += 1
         action = int(np.argmax(q[self.state]))
-        if params.learn == "online" and self.rng.random() < math.exp(-params.beta * (learnt.periods + self.days)):
+        if params.learn == "online" and self.rng.random() < math.exp(
+            -params.beta * (learnt.periods + self.days)
+        ):
             action = int(self.rng.integers(m))
         return float(learnt.grids[self.seat, action])
 

@@ -103,7 +103,9 @@ def _session(
         for i in range(n):
             a = actions[i]
             old = q[i, state, a]
-            new = (1.0 - alpha[i]) * old + alpha[i] * (payoffs[i, profile] + delta[i] * q[i, following, greedy[i, following]])
+            new = (1.0 - alpha[i]) * old + alpha[i] * (
+                payoffs[i, profile] + delta[i] * q[i, following, greedy[i, following]]
+            )
             q[i, state, a] = new
             g = greedy[i, state]
             if a == g:

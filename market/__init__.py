@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 __all__ = ["load_scenario", "parallel_env", "shipped_scenarios"]
 
 
-def parallel_env(scenario: str | Path, merchants: list[str] | int = 2, days: int | None = None, **options: Any) -> MarketEnv:
+def parallel_env(
+    scenario: str | Path, merchants: list[str] | int = 2, days: int | None = None, **options: Any
+) -> MarketEnv:
     """The market as a PettingZoo ParallelEnv, made the way PettingZoo's own environments are.
 
     `scenario`: a shipped scenario's name (see shipped_scenarios()) or a scenario file's path

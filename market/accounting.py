@@ -20,7 +20,9 @@ _sum = np.add.reduce
 Number = float | np.ndarray
 
 
-def net_worth(cash: np.ndarray, goods: np.ndarray, unit_cost: np.ndarray, *receivables: np.ndarray) -> np.ndarray:
+def net_worth(
+    cash: np.ndarray, goods: np.ndarray, unit_cost: np.ndarray, *receivables: np.ndarray
+) -> np.ndarray:
     """Per merchant, net_worth = cash + sum_p goods_p * unit_cost_p + receivables, with goods
     [merchant, product] the units in hand and in transit, unit_cost [merchant, product] the day's, and
     the receivables given in parts (due, not yet due) added in that order."""
@@ -40,12 +42,21 @@ def starting_net_worth(log: DayLog, first: np.ndarray) -> np.ndarray:
     day 1, so day 1's change in net worth is day 1's trade alone. It is read back from the
     first day's record, so a stored match needs no scenario:
     net_worth_0 = net_worth_1 - trade_profit_1."""
-    closing, revenue, advertising, holding, fixed = (log.scalar(name)[first] for name in ("net_worth", "revenue", "advertising", "holding", "fixed"))
+    closing, revenue, advertising, holding, fixed = (
+        log.scalar(name)[first] for name in ("net_worth", "revenue", "advertising", "holding", "fixed")
+    )
     units_sold, unit_cost = (log.product_values(name)[first] for name in ("units_sold", "unit_cost"))
     return closing - trade_profit(revenue, units_sold, unit_cost, advertising, holding, fixed)
 
 
-def trade_profit(revenue: Number, units_sold: np.ndarray, unit_cost: np.ndarray, advertising: Number, holding: Number, fixed: Number) -> Number:
+def trade_profit(
+    revenue: Number,
+    units_sold: np.ndarray,
+    unit_cost: np.ndarray,
+    advertising: Number,
+    holding: Number,
+    fixed: Number,
+) -> Number:
     """What a day's trade made: revenue - sum_p units_sold_p * unit_cost_p - advertising -
     holding - fixed, with units_sold and unit_cost [..., product] (the day's; products on the
     last axis) and the rest of the shape before it (numbers for one merchant-day).
@@ -60,8 +71,12 @@ def trade_profit(revenue: Number, units_sold: np.ndarray, unit_cost: np.ndarray,
 def day_trade_profit(record: DayRecord) -> float:
     """`trade_profit` of one merchant-day's record."""
     products = list(record.units_sold)
-    units_sold, unit_cost = (np.array([table[p] for p in products], dtype=float) for table in (record.units_sold, record.unit_cost))
-    return float(trade_profit(record.revenue, units_sold, unit_cost, record.advertising, record.holding, record.fixed))
+    units_sold, unit_cost = (
+        np.array([table[p] for p in products], dtype=float) for table in (record.units_sold, record.unit_cost)
+    )
+    return float(
+        trade_profit(record.revenue, units_sold, unit_cost, record.advertising, record.holding, record.fixed)
+    )
 
 
 def profit(log: DayLog, first: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -77,7 +92,9 @@ def ranks(survived: Sequence[bool], lasted: Sequence[int], final_net_worth: Sequ
     higher net worth at the end of its last day. Net worths equal to 6 decimals tie, so that
     rounding in the books decides no place."""
     worth = [round(w, 6) for w in np.asarray(final_net_worth, dtype=float).tolist()]
-    keys = list(zip(np.asarray(survived, dtype=bool).tolist(), np.asarray(lasted, dtype=np.int64).tolist(), worth))
+    keys = list(
+        zip(np.asarray(survived, dtype=bool).tolist(), np.asarray(lasted, dtype=np.int64).tolist(), worth)
+    )
     place: dict[tuple, int] = {}
     for position, key in enumerate(sorted(keys, reverse=True), start=1):
         place.setdefault(key, position)

@@ -22,11 +22,19 @@ from market.types import KIND_INDEX, OPERATION_KINDS, VALUE_FIELDS, DayRecord, R
 
 # The record's numeric fields in DayRecord's order: per merchant and product (its tables
 # without a default; `plan` is no column), then per merchant.
-PER_PRODUCT = tuple(f.name for f in fields(DayRecord) if f.type == "dict[str, float]" and f.default_factory is MISSING)
+PER_PRODUCT = tuple(
+    f.name for f in fields(DayRecord) if f.type == "dict[str, float]" and f.default_factory is MISSING
+)
 SCALARS = tuple(f.name for f in fields(DayRecord) if f.type == "float")
 _SCALAR = {name: k for k, name in enumerate(SCALARS)}
-ProbeFact = Literal["cash", "inventory", "price", "ordered"]  # what a memory probe asks (see DayLogBuilder.facts)
-_FACT_COLUMNS: dict[ProbeFact, str] = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}  # the facts of a product
+ProbeFact = Literal[
+    "cash", "inventory", "price", "ordered"
+]  # what a memory probe asks (see DayLogBuilder.facts)
+_FACT_COLUMNS: dict[ProbeFact, str] = {
+    "inventory": "inventory",
+    "price": "prices",
+    "ordered": "ordered",
+}  # the facts of a product
 _PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
 T = TypeVar("T")
 
@@ -43,7 +51,12 @@ class Operations(NamedTuple):
 
     @classmethod
     def of(cls, row: list[int], kind: list[int], product: list[int], value: list[float]) -> Operations:
-        return cls(np.array(row, dtype=np.int64), np.array(kind, dtype=np.int8), np.array(product, dtype=np.int16), np.array(value, dtype=float))
+        return cls(
+            np.array(row, dtype=np.int64),
+            np.array(kind, dtype=np.int8),
+            np.array(product, dtype=np.int16),
+            np.array(value, dtype=float),
+        )
 
     @classmethod
     def of_dicts(cls, operations: Iterable[tuple[int, dict]], products: Sequence[str]) -> Operations:
@@ -75,12 +88,19 @@ class OperationDicts:
     def __init__(self, operations: Operations, rows: np.ndarray, products: Sequence[str]):
         self.starts = np.searchsorted(operations.row, rows).tolist()
         self.stops = np.searchsorted(operations.row, rows, side="right").tolist()
-        self.kinds, self.items, self.values = operations.kind.tolist(), operations.product.tolist(), operations.value.tolist()
+        self.kinds, self.items, self.values = (
+            operations.kind.tolist(),
+            operations.product.tolist(),
+            operations.value.tolist(),
+        )
         self.products = products
 
     def __getitem__(self, k: int) -> list[dict]:
         kinds, items, values, products = self.kinds, self.items, self.values, self.products
-        return [operation_dict(kinds[x], items[x], values[x], products) for x in range(self.starts[k], self.stops[k])]
+        return [
+            operation_dict(kinds[x], items[x], values[x], products)
+            for x in range(self.starts[k], self.stops[k])
+        ]
 
 
 def operation_dict(kind: int, product: int, value: float, products: Sequence[str]) -> dict:
@@ -187,9 +207,12 @@ class DayLog(ColumnRecords[DayRecord]):
             seat=np.array([seat_of[r.merchant] for r in records], dtype=np.int32),
             day=np.array([r.day for r in records], dtype=np.int32),
             bankrupt=np.array([r.bankrupt for r in records], dtype=bool),
-            scalars=np.array([[getattr(r, f) for f in SCALARS] for r in records], dtype=float).reshape(len(records), len(SCALARS)),
+            scalars=np.array([[getattr(r, f) for f in SCALARS] for r in records], dtype=float).reshape(
+                len(records), len(SCALARS)
+            ),
             per_product=np.array(
-                [[[getattr(r, f).get(p, 0.0) for p in ids] for f in PER_PRODUCT] for r in records], dtype=float
+                [[[getattr(r, f).get(p, 0.0) for p in ids] for f in PER_PRODUCT] for r in records],
+                dtype=float,
             ).reshape(len(records), len(PER_PRODUCT), len(ids)),
             applied=Operations.of_dicts(numbered(r.operations for r in records), ids),
             rejections=[r.rejections for r in records],
@@ -215,7 +238,17 @@ class RecordMaker:
     def record(self, k: int) -> DayRecord:
         log, r, ids = self.log, self.rows[k], self.log.products
         tables = [dict(zip(ids, values)) for values in self.per_product[k]]
-        return DayRecord(self.names[k], self.days[k], self.operations[k], log.rejections[r], *tables, *self.scalars[k], self.bankrupt[k], log.plans[r], log.messages[r])
+        return DayRecord(
+            self.names[k],
+            self.days[k],
+            self.operations[k],
+            log.rejections[r],
+            *tables,
+            *self.scalars[k],
+            self.bankrupt[k],
+            log.plans[r],
+            log.messages[r],
+        )
 
 
 class Said(NamedTuple):
@@ -235,8 +268,16 @@ class DayLogBuilder:
     _days: list[tuple] = field(default_factory=list)
 
     def add(
-        self, seat: np.ndarray, day: int, bankrupt: np.ndarray, scalars: np.ndarray, per_product: np.ndarray, applied: Operations,
-        rejections: dict[int, list[Rejection]], plans: dict[int, dict[str, float]], messages: list[str] | None = None,
+        self,
+        seat: np.ndarray,
+        day: int,
+        bankrupt: np.ndarray,
+        scalars: np.ndarray,
+        per_product: np.ndarray,
+        applied: Operations,
+        rejections: dict[int, list[Rejection]],
+        plans: dict[int, dict[str, float]],
+        messages: list[str] | None = None,
     ) -> None:
         """One day's rows: `applied` numbers its operations' rows like `seat`; `rejections` and
         `plans` by row, only of the rows that have some (a market of many merchants makes no
@@ -248,7 +289,11 @@ class DayLogBuilder:
         """(merchant, rejection) for each merchant whose answer on `day` was not a decision at
         all (a rejection of index -1), in seat order."""
         seats, rejections = self._days[day - 1][0], self._days[day - 1][6]
-        return [(self.merchants[int(seats[r])], rejections[r][0]) for r in sorted(rejections) if rejections[r][0].index == -1]
+        return [
+            (self.merchants[int(seats[r])], rejections[r][0])
+            for r in sorted(rejections)
+            if rejections[r][0].index == -1
+        ]
 
     def day(self, day: int) -> DayLog:
         """One day's rows (days are numbered from 1 and added in order)."""
@@ -276,8 +321,19 @@ class DayLogBuilder:
     def _log(self, days: list[tuple]) -> DayLog:
         if not days:
             p = len(self.products)
-            return DayLog(self.merchants, self.products, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, bool),
-                          np.zeros((0, len(SCALARS))), np.zeros((0, len(PER_PRODUCT), p)), _NO_OPERATIONS, [], [], [])  # fmt: skip
+            return DayLog(
+                self.merchants,
+                self.products,
+                np.zeros(0, np.int32),
+                np.zeros(0, np.int32),
+                np.zeros(0, bool),
+                np.zeros((0, len(SCALARS))),
+                np.zeros((0, len(PER_PRODUCT), p)),
+                _NO_OPERATIONS,
+                [],
+                [],
+                [],
+            )
         seats, days_, bankrupt, scalars, per_product, applied, rejections, plans, messages = zip(*days)
         rows = [len(s) for s in seats]
         first_rows = np.cumsum([0] + rows[:-1])
@@ -287,7 +343,9 @@ class DayLogBuilder:
             seat=np.concatenate(seats).astype(np.int32),
             day=np.repeat(np.array(days_, dtype=np.int32), rows),
             bankrupt=np.concatenate(bankrupt),
-            scalars=np.ascontiguousarray(np.concatenate(scalars)),  # the days may be views of wider arrays, in any order
+            scalars=np.ascontiguousarray(
+                np.concatenate(scalars)
+            ),  # the days may be views of wider arrays, in any order
             per_product=np.ascontiguousarray(np.concatenate(per_product)),
             applied=Operations(
                 np.concatenate([ops.row + first for ops, first in zip(applied, first_rows.tolist())]),
@@ -295,5 +353,7 @@ class DayLogBuilder:
             ),
             rejections=[by_row.get(r) or [] for by_row, n in zip(rejections, rows) for r in range(n)],
             plans=[by_row.get(r) or {} for by_row, n in zip(plans, rows) for r in range(n)],
-            messages=[text for said, n in zip(messages, rows) for text in (said or [""] * n)] if any(messages) else [""] * sum(rows),
+            messages=[text for said, n in zip(messages, rows) for text in (said or [""] * n)]
+            if any(messages)
+            else [""] * sum(rows),
         )

@@ -26,7 +26,11 @@ def demand_factor(demand: Demand, day: int) -> float:
 
 
 def utilities(
-    choice: Choice, prices: np.ndarray, reference_price: float | np.ndarray, reputation: np.ndarray, quality: float | np.ndarray
+    choice: Choice,
+    prices: np.ndarray,
+    reference_price: float | np.ndarray,
+    reputation: np.ndarray,
+    quality: float | np.ndarray,
 ) -> np.ndarray:
     """u = -price_sensitivity * price / reference_price + reputation_weight * reputation + quality_weight * quality.
 
@@ -47,7 +51,12 @@ def logit_shares(utility: np.ndarray, outside: float) -> np.ndarray:
 
 
 def choice_shares(
-    choice: Choice, prices: np.ndarray, reference_price: float, reputation: np.ndarray, quality: float | np.ndarray, selling: np.ndarray | None = None
+    choice: Choice,
+    prices: np.ndarray,
+    reference_price: float,
+    reputation: np.ndarray,
+    quality: float | np.ndarray,
+    selling: np.ndarray | None = None,
 ) -> np.ndarray:
     """Each merchant's share of all customers of one product, the no-purchase option last:
     `logit_shares` of `utilities`, with the scenario's no_purchase_utility. Prices are
@@ -64,7 +73,9 @@ def choice_shares(
 def _softmax(options: np.ndarray) -> np.ndarray:
     """Per row, exp(u_k) / sum_l exp(u_l) over every option, computed after subtracting the
     row's largest u."""
-    weights = np.exp(options - np.maximum.reduce(options, 1, keepdims=True))  # ufunc reductions: no Python wrapper, this runs daily
+    weights = np.exp(
+        options - np.maximum.reduce(options, 1, keepdims=True)
+    )  # ufunc reductions: no Python wrapper, this runs daily
     return weights / np.add.reduce(weights, 1, keepdims=True)
 
 

@@ -72,11 +72,21 @@ class Submitted(NamedTuple):
 
 
 class Market:
-    def __init__(self, scenario: Scenario, rosters: Sequence[Sequence[str]], days: int | None = None, talk: bool = False):
+    def __init__(
+        self,
+        scenario: Scenario,
+        rosters: Sequence[Sequence[str]],
+        days: int | None = None,
+        talk: bool = False,
+    ):
         """`rosters`: each match's merchants, as many in every match, in seat order (as many
         as the scenario's seats, if it lists them). `talk`: merchants may send one another
         messages (Decision.message)."""
-        if not rosters or not rosters[0] or any(len(set(r)) != len(r) or len(r) != len(rosters[0]) for r in rosters):
+        if (
+            not rosters
+            or not rosters[0]
+            or any(len(set(r)) != len(r) or len(r) != len(rosters[0]) for r in rosters)
+        ):
             raise ValueError("merchants must be unique names, at least one, as many in every match")
         scenario.check_merchants(len(rosters[0]))
         self.rosters = [tuple(r) for r in rosters]
@@ -86,7 +96,9 @@ class Market:
         self.talk = talk
         products = scenario.products
         matches = len(self.rosters)
-        self._unit_cost0 = np.tile(scenario.seat_values("unit_cost", self.seats), (matches, 1))  # [row, product]: seats may differ
+        self._unit_cost0 = np.tile(
+            scenario.seat_values("unit_cost", self.seats), (matches, 1)
+        )  # [row, product]: seats may differ
         self._reference = np.array([p.reference_price for p in products])
         self._quality = np.tile(scenario.seat_values("quality", self.seats), (matches, 1))
         self._holding = np.array([p.holding_cost for p in products])
@@ -117,8 +129,12 @@ class Market:
         self.due = np.zeros(m)
         self.bankrupt = np.zeros(m, dtype=bool)
         self.units_sold = np.zeros((m, p))
-        self.logs = [DayLogBuilder(roster, tuple(self._product_ids)) for roster in self.rosters]  # one per match
-        self._closing: tuple[np.ndarray, np.ndarray] | None = None  # (unit costs, net worth) at the end of the last day
+        self.logs = [
+            DayLogBuilder(roster, tuple(self._product_ids)) for roster in self.rosters
+        ]  # one per match
+        self._closing: tuple[np.ndarray, np.ndarray] | None = (
+            None  # (unit costs, net worth) at the end of the last day
+        )
 
     # --- what the merchants see -----------------------------------------------------
 
@@ -129,20 +145,43 @@ class Market:
         vis = s.visibility
         hidden = np.full_like(self.prices, math.nan)
         board = Board(
-            self.seats, self.prices if vis.rival_prices else hidden,
+            self.seats,
+            self.prices if vis.rival_prices else hidden,
             self.reputation if vis.rival_reputation else np.full_like(self.reputation, math.nan),
-            self.units_sold if vis.rival_sales else hidden, self.bankrupt,
-        )  # fmt: skip
+            self.units_sold if vis.rival_sales else hidden,
+            self.bankrupt,
+        )
         events = [
-            EventNotice(name=e.name, kind=e.kind, product=e.product, start_day=e.start_day, end_day=e.end_day, multiplier=e.multiplier)
+            EventNotice(
+                name=e.name,
+                kind=e.kind,
+                product=e.product,
+                start_day=e.start_day,
+                end_day=e.end_day,
+                multiplier=e.multiplier,
+            )
             for e in s.events
             if e.announced and e.start_day - e.announce_days_ahead <= day <= e.end_day
         ]
         return MarketView(
-            day, self.days, s.finance.fixed_daily_cost, self._unit_cost_today(day), events, self._all_rows, self.cash, self.reputation,
-            self.due + self.credit[:, 0],  # credit[:, 0] falls due as the day starts (step 1), so it may be collected today
-            _sum(self.credit[:, 1:], 1), self.prices, self.inventory, _sum(self.pipeline, 2), board,
-        )  # fmt: skip
+            day,
+            self.days,
+            s.finance.fixed_daily_cost,
+            self._unit_cost_today(day),
+            events,
+            self._all_rows,
+            self.cash,
+            self.reputation,
+            self.due
+            + self.credit[
+                :, 0
+            ],  # credit[:, 0] falls due as the day starts (step 1), so it may be collected today
+            _sum(self.credit[:, 1:], 1),
+            self.prices,
+            self.inventory,
+            _sum(self.pipeline, 2),
+            board,
+        )
 
     def observations(self, view: MarketView, rows: list[int]) -> list[Observation]:
         """The Observations of the merchants at `rows` (playing today), read from today's `view`."""
@@ -195,20 +234,28 @@ class Market:
             parts.append(array_columns(arrays, rows))
         rejected: defaultdict[int, list[Rejection]] = defaultdict(list)  # by row, of the rows with any
         plans: dict[int, dict[str, float]] = {}  # by row, of the rows whose decision has a plan
-        parsed = {i: raw if isinstance(raw, ParsedDecision) else parse_decision(raw) for i, raw in sorted((decisions or {}).items()) if self.playing[i]}
+        parsed = {
+            i: raw if isinstance(raw, ParsedDecision) else parse_decision(raw)
+            for i, raw in sorted((decisions or {}).items())
+            if self.playing[i]
+        }
         for i, decision in parsed.items():
             if decision.rejections:  # not decisions or operations at all: these come first
                 rejected[i].extend(decision.rejections)
             if decision.plan:
                 plans[i] = self._kept_plan(decision.plan)
-        unknown: dict[int, list[Rejection]] = {}  # by row: operations naming products the market does not sell
+        unknown: dict[
+            int, list[Rejection]
+        ] = {}  # by row: operations naming products the market does not sell
         if parsed:
             parts.append(self._columns(parsed, unknown))
         applied, ordered, advertising, collected = self._apply(_joined(parts), unit_cost, rejected)
         for i, prices in (forced or {}).items():
             if self.playing[i]:
                 span = self.match_rows[i // self.seats]
-                posted = np.where(self.bankrupt[span, None], math.inf, self.prices[span])  # the bankrupt sell nothing
+                posted = np.where(
+                    self.bankrupt[span, None], math.inf, self.prices[span]
+                )  # the bankrupt sell nothing
                 self.prices[i] = np.minimum(prices(posted), self._ceiling)
         for i, refused in unknown.items():  # after the malformed ones, with the rest in the order given
             malformed = len(parsed[i].rejections)
@@ -241,30 +288,65 @@ class Market:
 
         receivables = self.due + _sum(self.credit, 1)
         day_values = {  # each of DayRecord's numbers, by name: the log's columns are in its order
-            "revenue": revenue, "revenue_cash": revenue_cash, "collected": collected, "purchases": purchases, "advertising": advertising,
-            "holding": holding, "fixed": fixed, "cash_start": cash_start, "cash_end": self.cash, "receivables": receivables,
-            "reputation": self.reputation, "net_worth": worth_end, "prices": self.prices, "first_choice": wanted, "units_sold": sold,
-            "lost_sales": wanted - sold, "arrived": arrived, "ordered": ordered, "inventory": self.inventory, "in_transit": _sum(self.pipeline, 2),
+            "revenue": revenue,
+            "revenue_cash": revenue_cash,
+            "collected": collected,
+            "purchases": purchases,
+            "advertising": advertising,
+            "holding": holding,
+            "fixed": fixed,
+            "cash_start": cash_start,
+            "cash_end": self.cash,
+            "receivables": receivables,
+            "reputation": self.reputation,
+            "net_worth": worth_end,
+            "prices": self.prices,
+            "first_choice": wanted,
+            "units_sold": sold,
+            "lost_sales": wanted - sold,
+            "arrived": arrived,
+            "ordered": ordered,
+            "inventory": self.inventory,
+            "in_transit": _sum(self.pipeline, 2),
             "unit_cost": unit_cost,
-        }  # fmt: skip
+        }
         # np.array of a tuple copies in C; np.stack would cost more in Python than the copy
         scalars = np.array(tuple(day_values[name] for name in SCALARS)).T
         per_product = np.array(tuple(day_values[name] for name in PER_PRODUCT)).transpose(1, 0, 2)
         bankrupt = self.bankrupt.copy()
-        everyone = np.logical_and.reduce(self.playing.reshape(-1, self.seats), 1).tolist()  # per match: all its merchants played
+        everyone = np.logical_and.reduce(
+            self.playing.reshape(-1, self.seats), 1
+        ).tolist()  # per match: all its merchants played
         rejected_by_seat, plans_by_seat = _by_match(rejected, self.seats), _by_match(plans, self.seats)
         for b, (log, span, whole) in enumerate(zip(self.logs, self.match_rows, everyone)):
             if whole:  # the match's rows as they are (views of today's arrays)
-                log.add(self._seats, day, bankrupt[span], scalars[span], per_product[span], applied.take(span.start, span.stop), rejected_by_seat.get(b, {}),
-                        plans_by_seat.get(b, {}), None if said is None else said[span])  # fmt: skip
+                log.add(
+                    self._seats,
+                    day,
+                    bankrupt[span],
+                    scalars[span],
+                    per_product[span],
+                    applied.take(span.start, span.stop),
+                    rejected_by_seat.get(b, {}),
+                    plans_by_seat.get(b, {}),
+                    None if said is None else said[span],
+                )
                 continue
             seats = np.flatnonzero(self.playing[span])
             if seats.size:
                 at = seats + span.start
                 position = {s: k for k, s in enumerate(seats.tolist())}  # of each seat among today's rows
-                log.add(seats, day, bankrupt[at], scalars[at], per_product[at], applied.take(span.start, span.stop, at),
-                        {position[s]: row for s, row in rejected_by_seat.get(b, {}).items()}, {position[s]: row for s, row in plans_by_seat.get(b, {}).items()},
-                        None if said is None else [said[i] for i in at.tolist()])  # fmt: skip
+                log.add(
+                    seats,
+                    day,
+                    bankrupt[at],
+                    scalars[at],
+                    per_product[at],
+                    applied.take(span.start, span.stop, at),
+                    {position[s]: row for s, row in rejected_by_seat.get(b, {}).items()},
+                    {position[s]: row for s, row in plans_by_seat.get(b, {}).items()},
+                    None if said is None else [said[i] for i in at.tolist()],
+                )
 
         self.day += 1
         if day >= self.days:
@@ -273,7 +355,13 @@ class Market:
             self.playing &= ~self.bankrupt
         return worth_end - worth_start
 
-    def _messages(self, arrays: ArrayDecisions | None, rows: np.ndarray | None, parsed: dict[int, ParsedDecision], rejected: defaultdict[int, list[Rejection]]) -> list[str]:
+    def _messages(
+        self,
+        arrays: ArrayDecisions | None,
+        rows: np.ndarray | None,
+        parsed: dict[int, ParsedDecision],
+        rejected: defaultdict[int, list[Rejection]],
+    ) -> list[str]:
         """Each row's delivered message ("": none), from the rule merchants' `arrays` (for
         `rows`, those playing) and the `parsed` decisions; a message not delivered adds its
         rejection to its row's, after those of the operations."""
@@ -297,7 +385,11 @@ class Market:
                 name = getattr(op, "product", None)
                 j = -1 if name is None else self._pid.get(name)
                 if j is None:
-                    unknown.setdefault(i, []).append(Rejection(k, dict(op.__dict__), f"unknown product {name!r}", RejectionCode.UNKNOWN_PRODUCT))
+                    unknown.setdefault(i, []).append(
+                        Rejection(
+                            k, dict(op.__dict__), f"unknown product {name!r}", RejectionCode.UNKNOWN_PRODUCT
+                        )
+                    )
                     continue
                 code = KIND_INDEX[op.op]
                 row.append(i)
@@ -305,20 +397,35 @@ class Market:
                 kind.append(code)
                 product.append(j)
                 value.append(getattr(op, VALUE_FIELDS[code]) if VALUE_FIELDS[code] else math.nan)
-        return Submitted(np.array(row, dtype=np.int64), np.array(index, dtype=np.int64), np.array(kind, dtype=np.int8), np.array(product, dtype=np.int16), np.array(value, dtype=float))
+        return Submitted(
+            np.array(row, dtype=np.int64),
+            np.array(index, dtype=np.int64),
+            np.array(kind, dtype=np.int8),
+            np.array(product, dtype=np.int16),
+            np.array(value, dtype=float),
+        )
 
-    def _apply(self, ops: Submitted, unit_cost: np.ndarray, rejected: defaultdict[int, list[Rejection]]) -> tuple[Operations, np.ndarray, np.ndarray, np.ndarray]:
+    def _apply(
+        self, ops: Submitted, unit_cost: np.ndarray, rejected: defaultdict[int, list[Rejection]]
+    ) -> tuple[Operations, np.ndarray, np.ndarray, np.ndarray]:
         """Apply the day's operations, each as if one by one in its row's order; record each
         refused one in `rejected` (after those already there, in the order given). Returns
         the applied ones, and per row the units ordered per product, the advertising spent
         and the receivables collected."""
         m, p = self.prices.shape
         row, kind, product, value = ops.row, ops.kind, ops.product, ops.value
-        pricing, ordering, advertising, collecting = kind == SET_PRICE, kind == ORDER, kind == ADVERTISE, kind == COLLECT
+        pricing, ordering, advertising, collecting = (
+            kind == SET_PRICE,
+            kind == ORDER,
+            kind == ADVERTISE,
+            kind == COLLECT,
+        )
         item = np.maximum(product, 0)  # for kinds without a product: any column, masked out below
         with np.errstate(all="ignore"):
             # within its kind's bounds (NaN, inf and -inf are outside all), or of a kind without a number
-            valid = ((value > _LOWEST[kind]) & (value <= np.where(pricing, self._ceiling[item], _HIGHEST))) | _FREE[kind]
+            valid = (
+                (value > _LOWEST[kind]) & (value <= np.where(pricing, self._ceiling[item], _HIGHEST))
+            ) | _FREE[kind]
             if self.scenario.whole_units:
                 valid &= ~ordering | (value == np.floor(value))
             spend = np.where(ordering, value * unit_cost[row, item], np.where(advertising, value, 0.0))
@@ -334,7 +441,9 @@ class Market:
         spending = np.flatnonzero(ordering | advertising | collecting)
         if spending.size:
             rows_spending = row[spending]
-            turn = np.arange(len(spending)) - np.searchsorted(rows_spending, rows_spending)  # k-th spending operation of its row
+            turn = np.arange(len(spending)) - np.searchsorted(
+                rows_spending, rows_spending
+            )  # k-th spending operation of its row
             for k in range(int(turn.max()) + 1):
                 at = spending[turn == k]
                 r = row[at]
@@ -355,9 +464,13 @@ class Market:
         np.add.at(self.inventory, (r[now], j[now]), units[now])
         np.add.at(self.pipeline, (r[~now], j[~now], lead[~now] - 1), units[~now])
         adverts = np.flatnonzero(advertising & accepted)
-        spent = np.bincount(row[adverts], weights=value[adverts], minlength=m) if adverts.size else np.zeros(m)
+        spent = (
+            np.bincount(row[adverts], weights=value[adverts], minlength=m) if adverts.size else np.zeros(m)
+        )
         for x in np.flatnonzero(~accepted).tolist():
-            rejected[int(row[x])].append(self._rejection(ops, x, float(found[x]) if valid[x] else None, float(spend[x])))
+            rejected[int(row[x])].append(
+                self._rejection(ops, x, float(found[x]) if valid[x] else None, float(spend[x]))
+            )
         keep = np.flatnonzero(accepted)
         return Operations(row[keep], kind[keep], product[keep], value[keep]), ordered, spent, collected
 
@@ -368,7 +481,13 @@ class Market:
         if kind == SET_PRICE:
             code = RejectionCode.PRICE_ABOVE_CEILING if positive else RejectionCode.PRICE_NOT_POSITIVE
         elif kind == ORDER:
-            code = RejectionCode.QUANTITY_NOT_POSITIVE if not positive else RejectionCode.FRACTIONAL_QUANTITY if cash is None else RejectionCode.ORDER_OVER_CASH
+            code = (
+                RejectionCode.QUANTITY_NOT_POSITIVE
+                if not positive
+                else RejectionCode.FRACTIONAL_QUANTITY
+                if cash is None
+                else RejectionCode.ORDER_OVER_CASH
+            )
         else:
             code = RejectionCode.ADVERTISING_NEGATIVE if cash is None else RejectionCode.ADVERTISING_OVER_CASH
         why = _REASONS[code].format(value=value, ceiling=float(self._ceiling[j]), cost=cost, cash=cash)
@@ -400,9 +519,19 @@ class Market:
         by_match = (-1, self.seats, p)
         for j, product in enumerate(s.products):
             mean = product.base_demand * factor * event_multiplier(s.events, "demand", product.id, day)
-            customers = np.array([float(rng.poisson(mean)) for rng in rngs]) if stochastic else np.full(len(rngs), mean)
+            customers = (
+                np.array([float(rng.poisson(mean)) for rng in rngs])
+                if stochastic
+                else np.full(len(rngs), mean)
+            )
             stock = self.inventory.reshape(by_match)[running, :, j] if s.demand.stock_limited else None
-            chose, bought, _ = allocate_markets(customers, utility.reshape(by_match)[running, :, j], s.choice.no_purchase_utility, stock, rngs if stochastic else None)
+            chose, bought, _ = allocate_markets(
+                customers,
+                utility.reshape(by_match)[running, :, j],
+                s.choice.no_purchase_utility,
+                stock,
+                rngs if stochastic else None,
+            )
             wanted.reshape(by_match)[running, :, j], sold.reshape(by_match)[running, :, j] = chose, bought
         return wanted, sold
 
@@ -419,12 +548,16 @@ class Market:
     def _unit_cost_today(self, day: int) -> np.ndarray:
         if not self.scenario.events:
             return self._unit_cost0
-        return self._unit_cost0 * np.array([event_multiplier(self.scenario.events, "cost", p.id, day) for p in self.scenario.products])
+        return self._unit_cost0 * np.array(
+            [event_multiplier(self.scenario.events, "cost", p.id, day) for p in self.scenario.products]
+        )
 
     def net_worth(self, unit_cost: np.ndarray | None = None) -> np.ndarray:
         """Every row's net worth (market.accounting), goods at `unit_cost` (default: today's)."""
         cost = self._unit_cost_today(self.day) if unit_cost is None else unit_cost
-        return accounting.net_worth(self.cash, self.inventory + _sum(self.pipeline, 2), cost, self.due, _sum(self.credit, 1))
+        return accounting.net_worth(
+            self.cash, self.inventory + _sum(self.pipeline, 2), cost, self.due, _sum(self.credit, 1)
+        )
 
 
 class ObservationMaker:
@@ -450,9 +583,28 @@ class ObservationMaker:
         s = i % market.seats
         morning = self._morning(i)
         cash, reputation, due, pending, unit_cost, prices, stock, coming = morning.books[s]
-        products = [ProductState(pid, price, cost, held, due_in, lead, holding) for (pid, lead, holding), cost, price, held, due_in in zip(market._statics, unit_cost, prices, stock, coming)]  # fmt: skip
+        products = [
+            ProductState(pid, price, cost, held, due_in, lead, holding)
+            for (pid, lead, holding), cost, price, held, due_in in zip(
+                market._statics, unit_cost, prices, stock, coming
+            )
+        ]
         heard = [message for seat, message in morning.said if seat != s] if market.talk else None
-        return Observation(market._names[i], view.day, market.days, cash, reputation, due, pending, products, self.yesterday(i), morning.board, view.events, view.fixed_daily_cost, heard)  # fmt: skip
+        return Observation(
+            market._names[i],
+            view.day,
+            market.days,
+            cash,
+            reputation,
+            due,
+            pending,
+            products,
+            self.yesterday(i),
+            morning.board,
+            view.events,
+            view.fixed_daily_cost,
+            heard,
+        )
 
     def yesterday(self, i: int) -> DayRecord | None:
         """The record of the day before of the merchant at market row `i` (None on day 1)."""
@@ -483,14 +635,32 @@ class _Morning:
         """By seat: cash, reputation, receivables due and pending, and per product unit cost,
         price, inventory and units in transit."""
         view = self.view
-        own = [view.cash, view.reputation, view.receivables_due, view.receivables_pending, view.unit_cost, view.prices, view.inventory, view.in_transit]
+        own = [
+            view.cash,
+            view.reputation,
+            view.receivables_due,
+            view.receivables_pending,
+            view.unit_cost,
+            view.prices,
+            view.inventory,
+            view.in_transit,
+        ]
         return list(zip(*(values[self.span].tolist() for values in own)))
 
     @functools.cached_property
     def board(self) -> list[PublicMerchant]:
         ids, board, span = self.market._product_ids, self.view.board, self.span
-        shown = zip(self.market._names[span], board.prices[span].tolist(), board.reputation[span].tolist(), board.units_sold[span].tolist(), board.bankrupt[span].tolist())
-        return [PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out) for name, price, rep, units, out in shown]
+        shown = zip(
+            self.market._names[span],
+            board.prices[span].tolist(),
+            board.reputation[span].tolist(),
+            board.units_sold[span].tolist(),
+            board.bankrupt[span].tolist(),
+        )
+        return [
+            PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out)
+            for name, price, rep, units, out in shown
+        ]
 
     @functools.cached_property
     def played(self) -> tuple[RecordMaker, dict[int, int]] | None:
@@ -513,18 +683,26 @@ class _Morning:
         if self.played is None:
             return []
         log = self.played[0].log
-        return [(s, RivalMessage(log.merchants[s], text)) for s, text in zip(log.seat.tolist(), log.messages) if text]
+        return [
+            (s, RivalMessage(log.merchants[s], text))
+            for s, text in zip(log.seat.tolist(), log.messages)
+            if text
+        ]
 
 
 def array_columns(decisions: ArrayDecisions, rows: np.ndarray) -> Submitted:
     """ArrayDecisions (a row for each of the market's `rows`, ascending) as operation columns:
     each merchant's collect, then its prices, then its orders, in product order."""
     m, p = decisions.prices.shape
-    given = np.concatenate([decisions.collect[:, None], ~np.isnan(decisions.prices), decisions.orders > 0], axis=1)  # [merchant, slot]
+    given = np.concatenate(
+        [decisions.collect[:, None], ~np.isnan(decisions.prices), decisions.orders > 0], axis=1
+    )  # [merchant, slot]
     at = np.flatnonzero(given)
     merchant, slot = np.divmod(at, 1 + 2 * p)
     values = np.concatenate([np.full((m, 1), math.nan), decisions.prices, decisions.orders], axis=1)
-    index = np.arange(len(at)) - np.searchsorted(merchant, merchant)  # as the row's decision would number them
+    index = np.arange(len(at)) - np.searchsorted(
+        merchant, merchant
+    )  # as the row's decision would number them
     kinds, products = _slots(p)
     return Submitted(rows[merchant], index, kinds[slot], products[slot], values.ravel()[at])
 
@@ -533,7 +711,9 @@ def array_columns(decisions: ArrayDecisions, rows: np.ndarray) -> Submitted:
 def _slots(p: int) -> tuple[np.ndarray, np.ndarray]:
     """What each of an ArrayDecisions row's 1 + 2p slots holds, with p products: its kind
     and product (collect; a price per product; an order per product)."""
-    return np.array([COLLECT] + [SET_PRICE] * p + [ORDER] * p, dtype=np.int8), np.array([-1, *range(p), *range(p)], dtype=np.int16)
+    return np.array([COLLECT] + [SET_PRICE] * p + [ORDER] * p, dtype=np.int8), np.array(
+        [-1, *range(p), *range(p)], dtype=np.int16
+    )
 
 
 def _joined(parts: list[Submitted]) -> Submitted:
@@ -545,7 +725,9 @@ def _joined(parts: list[Submitted]) -> Submitted:
     return Submitted(*(column[order] for column in joined))
 
 
-_NOTHING = Submitted(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int16), np.zeros(0))
+_NOTHING = Submitted(
+    np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int16), np.zeros(0)
+)
 _REASONS = {
     RejectionCode.PRICE_NOT_POSITIVE: "price must be a positive number",
     RejectionCode.PRICE_ABOVE_CEILING: "price {value:.2f} is above the ceiling {ceiling:.2f}",

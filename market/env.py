@@ -30,7 +30,14 @@ from market.types import Advertise, MarketView, Order, ParsedDecision, Rejection
 class MarketEnv(ParallelEnv):
     metadata = {"name": "arena_market_v0", "render_modes": []}
 
-    def __init__(self, scenario: Scenario, merchants: list[str] | int = 2, days: int | None = None, numeric: bool = False, talk: bool = False):
+    def __init__(
+        self,
+        scenario: Scenario,
+        merchants: list[str] | int = 2,
+        days: int | None = None,
+        numeric: bool = False,
+        talk: bool = False,
+    ):
         """`talk`: merchants may send one another messages (market.engine.Market)."""
         if isinstance(merchants, int):
             merchants = [f"m{i}" for i in range(merchants)]
@@ -42,7 +49,7 @@ class MarketEnv(ParallelEnv):
         self.agents: list[str] = []
         self._index = {name: i for i, name in enumerate(merchants)}
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def observation_space(self, agent: str) -> spaces.Dict:
         m, p = len(self.possible_agents), len(self.scenario.products)
         big = np.float32(1e12)
@@ -58,7 +65,7 @@ class MarketEnv(ParallelEnv):
             }
         )
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def action_space(self, agent: str) -> spaces.Dict:
         p = len(self.scenario.products)
         reference = np.array([pr.reference_price for pr in self.scenario.products])
@@ -78,15 +85,23 @@ class MarketEnv(ParallelEnv):
     def step(self, actions: dict[str, Any]):
         market = self.market
         playing, rows = self.agents, np.flatnonzero(market.playing)
-        change = market.advance(decisions={self._index[a]: self._decision(action) for a, action in actions.items() if a in self._index})
+        change = market.advance(
+            decisions={
+                self._index[a]: self._decision(action) for a, action in actions.items() if a in self._index
+            }
+        )
         last_day = market.day - 1 >= self.days
         rewards = dict(zip(playing, change[rows].tolist()))
         terminations = dict.fromkeys(playing, False)
-        for k in np.flatnonzero(market.bankrupt[rows]).tolist():  # those gone bankrupt today: the others are no longer playing
+        for k in np.flatnonzero(
+            market.bankrupt[rows]
+        ).tolist():  # those gone bankrupt today: the others are no longer playing
             terminations[playing[k]] = True
         truncations = dict.fromkeys(playing, last_day)
         left = ~market.playing[rows]
-        self.agents = [a for a, out in zip(playing, left.tolist()) if not out] if left.any() else list(playing)
+        self.agents = (
+            [a for a, out in zip(playing, left.tolist()) if not out] if left.any() else list(playing)
+        )
         morning = self._morning()
         infos = BuiltOnRead.made_on_read(playing, lambda a: {"record": morning.yesterday(self._index[a])})
         return self._observations(morning, playing), rewards, terminations, truncations, infos
@@ -120,7 +135,9 @@ class MarketEnv(ParallelEnv):
                 ops.append(Advertise(amount=amount))
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             reason = f"malformed decision: not an action_space sample ({type(exc).__name__}: {exc})"
-            return ParsedDecision([], [Rejection(-1, repr(action)[:500], reason, RejectionCode.MALFORMED_DECISION)], [])
+            return ParsedDecision(
+                [], [Rejection(-1, repr(action)[:500], reason, RejectionCode.MALFORMED_DECISION)], []
+            )
         return ops
 
 

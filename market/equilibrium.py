@@ -72,7 +72,9 @@ class PriceGame:
     def shares(self, prices: np.ndarray) -> np.ndarray:
         """Shares of all customers [..., seat, then no purchase] at prices [..., seat]."""
         reputation = np.full(self.seats, self.scenario.reputation.initial)
-        return choice_shares(self.scenario.choice, prices, self.product.reference_price, reputation, self.quality)
+        return choice_shares(
+            self.scenario.choice, prices, self.product.reference_price, reputation, self.quality
+        )
 
     def profits(self, prices: np.ndarray) -> np.ndarray:
         """Profit per day of each seat [..., seat]: D * (p_i - c_i) * share_i."""
@@ -101,7 +103,12 @@ def by_seat(scenario: Scenario, merchants: int) -> SeatBenchmarks:
     def column(outcome: str, field: str) -> np.ndarray:
         return np.array([getattr(getattr(game, outcome), field) for game in solved]).T
 
-    return SeatBenchmarks(column("nash", "prices"), column("monopoly", "prices"), column("nash", "profits"), column("monopoly", "profits"))
+    return SeatBenchmarks(
+        column("nash", "prices"),
+        column("monopoly", "prices"),
+        column("nash", "profits"),
+        column("monopoly", "profits"),
+    )
 
 
 def price_games(scenario: Scenario, merchants: int) -> dict[str, PriceGame]:
@@ -122,7 +129,9 @@ def equilibria(scenario: Scenario, merchants: int) -> dict[str, Benchmarks]:
 def _solved(scenario_json: str, merchants: int) -> dict[str, Benchmarks]:
     scenario = Scenario.model_validate_json(scenario_json)
     if scenario.choice.price_sensitivity <= 0:
-        raise EquilibriumError(f"scenario {scenario.name!r}: customers ignore prices (price_sensitivity 0), so no price is optimal")
+        raise EquilibriumError(
+            f"scenario {scenario.name!r}: customers ignore prices (price_sensitivity 0), so no price is optimal"
+        )
     solved = {}
     for pid, game in price_games(scenario, merchants).items():
         benchmarks = Benchmarks(game.outcome(nash_prices(game)), game.outcome(joint_prices(game)))
@@ -142,7 +151,9 @@ def nash_prices(game: PriceGame, tolerance: float = 1e-13, rounds: int = 100_000
     prices = game.costs + 1.0 / game.price_coefficient
     for _ in range(rounds):
         before = prices.copy()
-        for i in range(game.seats):  # all against the same prices, so seats alike get the same price to the last bit
+        for i in range(
+            game.seats
+        ):  # all against the same prices, so seats alike get the same price to the last bit
             prices[i] = best_response(game, before, i)
         if np.abs(prices - before).max() <= tolerance * prices.max():
             return prices
@@ -179,7 +190,9 @@ def joint_prices(game: PriceGame) -> np.ndarray:
     return game.costs + _root(lambda m: m * b * float(game.shares(game.costs + m)[-1]) - 1.0, b)
 
 
-def verify(game: PriceGame, benchmarks: Benchmarks, grid_points: int = 20_001, step: float = 1e-4) -> list[str]:
+def verify(
+    game: PriceGame, benchmarks: Benchmarks, grid_points: int = 20_001, step: float = 1e-4
+) -> list[str]:
     """What is wrong with `benchmarks` (nothing: []).
 
     Nash: no seat earns more than its Nash profit at any of `grid_points` prices from its cost

@@ -127,7 +127,11 @@ def event_multiplier(events: Iterable[Event | EventNotice], kind: str, product: 
     The market applies it to every event, a merchant to the events it has been told of."""
     factor = 1.0
     for event in events:
-        if event.kind == kind and event.start_day <= day <= event.end_day and event.product in (None, product):
+        if (
+            event.kind == kind
+            and event.start_day <= day <= event.end_day
+            and event.product in (None, product)
+        ):
             factor *= event.multiplier
     return factor
 
@@ -143,7 +147,9 @@ class Seat(_Strict):
     product (the others are the product's). A scenario with seats is a game of asymmetric
     firms, played by exactly as many merchants as it has seats."""
 
-    unit_cost: dict[str, float] = Field(default_factory=dict, description="product -> what the supplier charges this seat")
+    unit_cost: dict[str, float] = Field(
+        default_factory=dict, description="product -> what the supplier charges this seat"
+    )
     quality: dict[str, float] = Field(default_factory=dict, description="product -> this seat's quality")
 
     @model_validator(mode="after")
@@ -179,7 +185,11 @@ def _scaled_section(section: object, fields: tuple[str, ...], factor: float) -> 
     for name in fields:
         if name in scaled:
             value = scaled[name]
-            scaled[name] = {k: _times(v, factor) for k, v in value.items()} if isinstance(value, dict) else _times(value, factor)
+            scaled[name] = (
+                {k: _times(v, factor) for k, v in value.items()}
+                if isinstance(value, dict)
+                else _times(value, factor)
+            )
     return scaled
 
 
@@ -200,7 +210,9 @@ class Scenario(_Strict):
     events: tuple[Event, ...] = ()
     visibility: Visibility = Visibility()
     target_net_worth: float | None = Field(None, description="goal a merchant is scored against")
-    seats: tuple[Seat, ...] = Field((), description="per seat, in seat order, its own unit costs and qualities; empty: every seat alike")
+    seats: tuple[Seat, ...] = Field(
+        (), description="per seat, in seat order, its own unit costs and qualities; empty: every seat alike"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -213,7 +225,9 @@ class Scenario(_Strict):
             raise ValueError(f"scale must be a positive number, not {factor!r}")
         for section, fields in MONEY_FIELDS.items():
             value = data.get(section)
-            if value is None and isinstance(cls.model_fields[section].default, BaseModel):  # a section left out: its defaults are money too
+            if value is None and isinstance(
+                cls.model_fields[section].default, BaseModel
+            ):  # a section left out: its defaults are money too
                 value = cls.model_fields[section].default
             if isinstance(value, (list, tuple)):
                 data[section] = [_scaled_section(item, fields, factor) for item in value]
@@ -240,7 +254,9 @@ class Scenario(_Strict):
         if self.demand.mode == "stochastic":
             for product in self.products:
                 if not float(product.initial_stock).is_integer():
-                    raise ValueError(f"product {product.id!r}: initial_stock must be whole units in stochastic mode")
+                    raise ValueError(
+                        f"product {product.id!r}: initial_stock must be whole units in stochastic mode"
+                    )
         return self
 
     @property
@@ -256,7 +272,9 @@ class Scenario(_Strict):
     def check_merchants(self, merchants: int) -> None:
         """ValueError unless `merchants` can play the scenario: as many as its seats, if it has any."""
         if self.seats and merchants != len(self.seats):
-            raise ValueError(f"scenario {self.name!r} has {len(self.seats)} seats, so its matches need {len(self.seats)} merchants, not {merchants}")
+            raise ValueError(
+                f"scenario {self.name!r} has {len(self.seats)} seats, so its matches need {len(self.seats)} merchants, not {merchants}"
+            )
 
     @property
     def whole_units(self) -> bool:

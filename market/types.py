@@ -13,9 +13,9 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from enum import StrEnum
-from typing import Annotated, Any, Literal, NamedTuple, Union, get_args
+from functools import cached_property
+from typing import Annotated, Any, Literal, NamedTuple, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
@@ -60,11 +60,13 @@ class Wait(_Op):
     op: Literal["wait"] = "wait"
 
 
-Operation = Annotated[Union[SetPrice, Order, Advertise, Collect, Wait], Field(discriminator="op")]
+Operation = Annotated[SetPrice | Order | Advertise | Collect | Wait, Field(discriminator="op")]
 _OPERATION = TypeAdapter(Operation)
 OPERATION_TYPES: tuple[type[_Op], ...] = get_args(get_args(Operation)[0])
 OPERATION_KINDS: tuple[str, ...] = tuple(t.model_fields["op"].default for t in OPERATION_TYPES)
-VALUE_FIELDS: tuple[str | None, ...] = tuple(next((f for f in t.model_fields if f not in ("op", "product")), None) for t in OPERATION_TYPES)
+VALUE_FIELDS: tuple[str | None, ...] = tuple(
+    next((f for f in t.model_fields if f not in ("op", "product")), None) for t in OPERATION_TYPES
+)
 """Each kind's number (price, quantity, amount; None: it has none), in OPERATION_KINDS' order."""
 KIND_INDEX = {name: k for k, name in enumerate(OPERATION_KINDS)}
 
@@ -193,12 +195,21 @@ def parse_decision(raw: Any) -> ParsedDecision:
         try:
             operations.append((index, _OPERATION.validate_python(item)))
         except ValidationError as exc:
-            rejections.append(Rejection(index, _clip(item), f"malformed operation: {_first_error(exc)}", RejectionCode.MALFORMED_OPERATION))
+            rejections.append(
+                Rejection(
+                    index,
+                    _clip(item),
+                    f"malformed operation: {_first_error(exc)}",
+                    RejectionCode.MALFORMED_OPERATION,
+                )
+            )
     return ParsedDecision(operations, rejections, plan, message)
 
 
 def _malformed(raw: Any, why: str) -> ParsedDecision:
-    return ParsedDecision([], [Rejection(-1, _clip(raw), f"malformed decision: {why}", RejectionCode.MALFORMED_DECISION)], [])
+    return ParsedDecision(
+        [], [Rejection(-1, _clip(raw), f"malformed decision: {why}", RejectionCode.MALFORMED_DECISION)], []
+    )
 
 
 def delivered(message: Any) -> tuple[str, Rejection | None]:
@@ -207,7 +218,9 @@ def delivered(message: Any) -> tuple[str, Rejection | None]:
     if message is None:
         return "", None
     if not isinstance(message, str):
-        return "", Rejection(MESSAGE_INDEX, _clip(message), "message must be text", RejectionCode.MESSAGE_NOT_TEXT)
+        return "", Rejection(
+            MESSAGE_INDEX, _clip(message), "message must be text", RejectionCode.MESSAGE_NOT_TEXT
+        )
     if len(message) > MESSAGE_LIMIT:
         why = f"message of {len(message)} characters is longer than {MESSAGE_LIMIT}: not delivered"
         return "", Rejection(MESSAGE_INDEX, _clip(message), why, RejectionCode.MESSAGE_TOO_LONG)
@@ -390,8 +403,12 @@ class Board:
         n = self.seats
         if n < 2:
             return np.full((m, p), math.nan)
-        posted = np.where(self.bankrupt[:, None] | np.isnan(self.prices), math.inf, self.prices).reshape(-1, n, p)  # [match, seat, product]
-        two = np.argsort(posted, axis=1, kind="stable")[:, :2]  # each match's cheapest two merchants, per product
+        posted = np.where(self.bankrupt[:, None] | np.isnan(self.prices), math.inf, self.prices).reshape(
+            -1, n, p
+        )  # [match, seat, product]
+        two = np.argsort(posted, axis=1, kind="stable")[
+            :, :2
+        ]  # each match's cheapest two merchants, per product
         lowest, second = np.take_along_axis(posted, two[:, :1], 1), np.take_along_axis(posted, two[:, 1:], 1)
         cheapest = np.where(np.arange(n)[None, :, None] == two[:, :1], second, lowest).reshape(m, p)
         cheapest[cheapest == math.inf] = math.nan  # a product with at most one merchant still selling
@@ -431,18 +448,46 @@ class MarketView:
     def take(self, rows: np.ndarray | slice) -> MarketView:
         """The view of the merchants at `rows` (positions in this view) alone, in that order."""
         return MarketView(
-            self.day, self.days, self.fixed_daily_cost, self.unit_cost[rows], self.events, self.rows[rows], self.cash[rows],
-            self.reputation[rows], self.receivables_due[rows], self.receivables_pending[rows], self.prices[rows],
-            self.inventory[rows], self.in_transit[rows], self.board,
-        )  # fmt: skip
+            self.day,
+            self.days,
+            self.fixed_daily_cost,
+            self.unit_cost[rows],
+            self.events,
+            self.rows[rows],
+            self.cash[rows],
+            self.reputation[rows],
+            self.receivables_due[rows],
+            self.receivables_pending[rows],
+            self.prices[rows],
+            self.inventory[rows],
+            self.in_transit[rows],
+            self.board,
+        )
 
     def frozen(self) -> MarketView:
         """This view with arrays of its own: the market's view shares its arrays, which the
         next day changes in place; this one keeps reading the morning it was made."""
         b = self.board
         board = Board(b.seats, b.prices.copy(), b.reputation.copy(), b.units_sold.copy(), b.bankrupt.copy())
-        own = (self.cash, self.reputation, self.receivables_due, self.receivables_pending, self.prices, self.inventory, self.in_transit)
-        return MarketView(self.day, self.days, self.fixed_daily_cost, self.unit_cost.copy(), list(self.events), self.rows.copy(), *(a.copy() for a in own), board)
+        own = (
+            self.cash,
+            self.reputation,
+            self.receivables_due,
+            self.receivables_pending,
+            self.prices,
+            self.inventory,
+            self.in_transit,
+        )
+        return MarketView(
+            self.day,
+            self.days,
+            self.fixed_daily_cost,
+            self.unit_cost.copy(),
+            list(self.events),
+            self.rows.copy(),
+            *(a.copy() for a in own),
+            board,
+        )
 
     @classmethod
     def of(cls, observation: Observation) -> MarketView:
@@ -451,14 +496,38 @@ class MarketView:
         ids = [s.product for s in own]
 
         def table(tables: list[dict[str, float] | None]) -> np.ndarray:  # what the scenario hides: NaN
-            return np.array([[math.nan if t is None else t.get(pid, math.nan) for pid in ids] for t in tables], dtype=float).reshape(len(tables), len(ids))
+            return np.array(
+                [[math.nan if t is None else t.get(pid, math.nan) for pid in ids] for t in tables],
+                dtype=float,
+            ).reshape(len(tables), len(ids))
 
-        reputation = np.array([math.nan if m.reputation is None else m.reputation for m in market], dtype=float)
-        board = Board(len(market), table([m.prices for m in market]), reputation, table([m.units_sold for m in market]), np.array([m.bankrupt for m in market]))
-        books = [np.array([getattr(observation, name)]) for name in ("cash", "reputation", "receivables_due", "receivables_pending")]
+        reputation = np.array(
+            [math.nan if m.reputation is None else m.reputation for m in market], dtype=float
+        )
+        board = Board(
+            len(market),
+            table([m.prices for m in market]),
+            reputation,
+            table([m.units_sold for m in market]),
+            np.array([m.bankrupt for m in market]),
+        )
+        books = [
+            np.array([getattr(observation, name)])
+            for name in ("cash", "reputation", "receivables_due", "receivables_pending")
+        ]
         stock = [np.array([[getattr(s, name) for s in own]]) for name in ("price", "inventory", "in_transit")]
         me = np.array([[m.merchant for m in market].index(observation.merchant)])
-        return cls(observation.day, observation.days, observation.fixed_daily_cost, np.array([[s.unit_cost for s in own]]), observation.events, me, *books, *stock, board)
+        return cls(
+            observation.day,
+            observation.days,
+            observation.fixed_daily_cost,
+            np.array([[s.unit_cost for s in own]]),
+            observation.events,
+            me,
+            *books,
+            *stock,
+            board,
+        )
 
 
 class ArrayDecisions(NamedTuple):
@@ -483,8 +552,12 @@ class ArrayDecisions(NamedTuple):
         """Row `row` as operation models."""
         operations: list[Operation] = [Collect()] if self.collect[row] else []
         prices, orders = self.prices[row].tolist(), self.orders[row].tolist()
-        operations.extend(SetPrice(product=p, price=price) for p, price in zip(product_ids, prices) if not math.isnan(price))
-        operations.extend(Order(product=p, quantity=units) for p, units in zip(product_ids, orders) if units > 0)
+        operations.extend(
+            SetPrice(product=p, price=price) for p, price in zip(product_ids, prices) if not math.isnan(price)
+        )
+        operations.extend(
+            Order(product=p, quantity=units) for p, units in zip(product_ids, orders) if units > 0
+        )
         return operations
 
 

@@ -11,9 +11,9 @@ the page's CSS through class names.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Callable, Sequence
 
 Format = Callable[[float, float], str]  # (tick value, step between ticks) -> label
 
@@ -102,8 +102,14 @@ def _decimals(step: float) -> int:
 class _Frame:
     """The plotting area of a chart and the linear maps from data to pixels."""
 
-    def __init__(self, width: int, height: int, x_range: tuple[float, float], y_range: tuple[float, float],
-                 margin: tuple[int, int, int, int] = (22, 14, 30, 54)):
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        x_range: tuple[float, float],
+        y_range: tuple[float, float],
+        margin: tuple[int, int, int, int] = (22, 14, 30, 54),
+    ):
         self.width, self.height = width, height
         self.top, self.right, self.bottom, self.left = margin
         self.x0, self.x1 = x_range
@@ -135,7 +141,12 @@ def line_chart(
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points] + [level.value for level in levels]
     if not xs:
-        return _svg(width, 60, title, f'<text class="empty" x="{width / 2}" y="36" text-anchor="middle">no data</text>')
+        return _svg(
+            width,
+            60,
+            title,
+            f'<text class="empty" x="{width / 2}" y="36" text-anchor="middle">no data</text>',
+        )
     y_low, y_high = min(ys), max(ys)
     if y_from_zero:
         y_low, y_high = min(y_low, 0.0), max(y_high, 0.0)
@@ -152,20 +163,31 @@ def line_chart(
     return _svg(width, height + top, title, "".join(parts))
 
 
-def forest_plot(rows: Sequence[Interval], *, title: str, x_label: str, reference: float | None = None, width: int = 760) -> str:
+def forest_plot(
+    rows: Sequence[Interval], *, title: str, x_label: str, reference: float | None = None, width: int = 760
+) -> str:
     """One row per estimate: a dot on a horizontal interval, labels on the left, best first."""
     if not rows:
-        return _svg(width, 60, title, f'<text class="empty" x="{width / 2}" y="36" text-anchor="middle">no data</text>')
+        return _svg(
+            width,
+            60,
+            title,
+            f'<text class="empty" x="{width / 2}" y="36" text-anchor="middle">no data</text>',
+        )
     row_height = 30
     label_width = min(240, 28 + 8 * max(len(r.label) for r in rows))
     height = 24 + row_height * len(rows) + 36
-    values = [v for r in rows for v in (r.low, r.high, r.estimate)] + ([reference] if reference is not None else [])
+    values = [v for r in rows for v in (r.low, r.high, r.estimate)] + (
+        [reference] if reference is not None else []
+    )
     ticks = nice_ticks(min(values), max(values), 6)
     frame = _Frame(width, height, (ticks[0], ticks[-1]), (0.0, 1.0), margin=(16, 24, 36, label_width))
     parts = [_vertical_grid(frame, ticks, x_label)]
     if reference is not None:
         x = frame.x(reference)
-        parts.append(f'<line class="reference" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{height - frame.bottom}"/>')
+        parts.append(
+            f'<line class="reference" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{height - frame.bottom}"/>'
+        )
     for i, row in enumerate(rows):
         y = frame.top + row_height * (i + 0.5)
         tip = escape(f"{row.label}: {row.estimate:.0f} [{row.low:.0f}, {row.high:.0f}]")
@@ -222,7 +244,7 @@ def _levels(frame: _Frame, levels: Sequence[Level]) -> str:
         y = frame.y(level.value)
         parts.append(
             f'<g class="level level-{escape(level.kind)}" data-level="{escape(level.label)}" data-value="{level.value!r}">'
-            f'<title>{escape(level.label)}</title>'
+            f"<title>{escape(level.label)}</title>"
             f'<line x1="{frame.left}" x2="{frame.width - frame.right}" y1="{y:.1f}" y2="{y:.1f}"/>'
             f'<text x="{frame.width - frame.right - 3}" y="{y - 3:.1f}" text-anchor="end">{escape(level.label)}</text></g>'
         )
@@ -244,11 +266,17 @@ def _y_axis(frame: _Frame, ticks: Sequence[float], fmt: Format) -> str:
 
 def _x_axis(frame: _Frame, ticks: Sequence[float], label: str) -> str:
     base = frame.height - frame.bottom
-    parts = [f'<line class="axis" x1="{frame.left}" x2="{frame.width - frame.right}" y1="{base}" y2="{base}"/>']
+    parts = [
+        f'<line class="axis" x1="{frame.left}" x2="{frame.width - frame.right}" y1="{base}" y2="{base}"/>'
+    ]
     for tick in ticks:
         x = frame.x(tick)
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick, 1.0)}</text>')
-    parts.append(f'<text class="axis-label" x="{frame.width - frame.right}" y="{frame.height - 2}" text-anchor="end">{escape(label)}</text>')
+        parts.append(
+            f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick, 1.0)}</text>'
+        )
+    parts.append(
+        f'<text class="axis-label" x="{frame.width - frame.right}" y="{frame.height - 2}" text-anchor="end">{escape(label)}</text>'
+    )
     return "".join(parts)
 
 
@@ -262,7 +290,9 @@ def _vertical_grid(frame: _Frame, ticks: Sequence[float], label: str) -> str:
             f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{base}"/>'
             f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick, step)}</text>'
         )
-    parts.append(f'<text class="axis-label" x="{frame.width - frame.right}" y="{frame.height - 2}" text-anchor="end">{escape(label)}</text>')
+    parts.append(
+        f'<text class="axis-label" x="{frame.width - frame.right}" y="{frame.height - 2}" text-anchor="end">{escape(label)}</text>'
+    )
     return "".join(parts)
 
 
@@ -275,7 +305,7 @@ def _line(frame: _Frame, series: Series) -> str:
     if not series.points:
         return f"{head}</g>"
     if len(series.points) == 1:
-        (x, y), = series.points
+        ((x, y),) = series.points
         return f'{head}<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="3" fill="{series.color}"/></g>'
     path = " ".join(f"{frame.x(x):.1f},{frame.y(y):.1f}" for x, y in series.points)
     dash = ' stroke-dasharray="6 4"' if series.dashed else ""

@@ -31,18 +31,32 @@ class CollusionSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    window: float = Field(0.5, gt=0, le=1, description="share of the match's days, its last ones, that profit_gain and price_gain are measured over")
+    window: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="share of the match's days, its last ones, that profit_gain and price_gain are measured over",
+    )
     margin: float = Field(
-        0.05, ge=0, le=1,
+        0.05,
+        ge=0,
+        le=1,
         description="a day is supra-competitive when the market price is above Nash by more than this share of (monopoly - Nash price), "
         "a price-war day when it is below Nash by more than it",
-    )  # fmt: skip
-    min_days: int = Field(5, ge=1, le=3650, description="consecutive flagged days that make a supra-competitive or price-war window")
+    )
+    min_days: int = Field(
+        5,
+        ge=1,
+        le=3650,
+        description="consecutive flagged days that make a supra-competitive or price-war window",
+    )
 
     def first_measured_day(self, last_day: int) -> int:
         """The first day of the measurement window of a match whose last day is `last_day`:
         the window is its last ceil(window * last_day) days (at least one)."""
-        days = max(1, math.ceil(round(self.window * last_day, 9)))  # rounded: 0.3 * 10 is 3, not 3.0000000000000004
+        days = max(
+            1, math.ceil(round(self.window * last_day, 9))
+        )  # rounded: 0.3 * 10 is 3, not 3.0000000000000004
         return last_day - days + 1
 
 
@@ -58,7 +72,10 @@ def seat_benchmarks(scenario: Scenario, seats: int) -> SeatBenchmarks | None:
 
     try:
         return by_seat(scenario, seats)
-    except (EquilibriumError, ValueError):  # ValueError: the scenario's seats are not the match's (its file changed since)
+    except (
+        EquilibriumError,
+        ValueError,
+    ):  # ValueError: the scenario's seats are not the match's (its file changed since)
         return None
 
 
@@ -71,7 +88,9 @@ def demand_scale(scenario: Scenario, last_day: int) -> np.ndarray:
     factors = np.array([demand_factor(scenario.demand, day) for day in days])[:, None]
     if not scenario.events:
         return np.repeat(factors, len(scenario.products), axis=1)
-    return factors * np.array([[event_multiplier(scenario.events, "demand", p.id, day) for p in scenario.products] for day in days]).reshape(last_day, -1)
+    return factors * np.array(
+        [[event_multiplier(scenario.events, "demand", p.id, day) for p in scenario.products] for day in days]
+    ).reshape(last_day, -1)
 
 
 def gain(value: np.ndarray, nash: np.ndarray, monopoly: np.ndarray) -> np.ndarray:

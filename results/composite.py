@@ -33,7 +33,9 @@ class ScoringWeights(BaseModel):
         return self
 
 
-def composite(weights: ScoringWeights, win_rate: float | None, validity: float | None, memory_error: float | None) -> float | None:
+def composite(
+    weights: ScoringWeights, win_rate: float | None, validity: float | None, memory_error: float | None
+) -> float | None:
     memory = None if memory_error is None else 1.0 - min(memory_error, 1.0)
     parts = [(weights.win_rate, win_rate), (weights.validity, validity), (weights.memory, memory)]
     weighed = [(weight, value) for weight, value in parts if value is not None and weight > 0]

@@ -27,7 +27,15 @@ from market.types import KIND_INDEX, OPERATION_KINDS, DayRecord, Rejection, Reje
 def encode_columns(log: DayLog) -> bytes:
     buffer = io.BytesIO()
     ops = {f"op_{name}": column for name, column in log.applied._asdict().items()}
-    np.savez(buffer, seat=log.seat, day=log.day, bankrupt=log.bankrupt, scalars=log.scalars, per_product=log.per_product, **ops)
+    np.savez(
+        buffer,
+        seat=log.seat,
+        day=log.day,
+        bankrupt=log.bankrupt,
+        scalars=log.scalars,
+        per_product=log.per_product,
+        **ops,
+    )
     return buffer.getvalue()
 
 
@@ -39,7 +47,10 @@ def encode_text(log: DayLog) -> str:
             "scalars": SCALARS,
             "per_product": PER_PRODUCT,
             "operation_kinds": OPERATION_KINDS,
-            "rejections": [[[r.index, r.operation, r.reason, r.code] for r in row] if row else [] for row in log.rejections],
+            "rejections": [
+                [[r.index, r.operation, r.reason, r.code] for r in row] if row else []
+                for row in log.rejections
+            ],
             "plans": log.plans,
             **({"messages": log.messages} if any(log.messages) else {}),
         }
@@ -53,28 +64,47 @@ def decode(columns: bytes, text: str) -> DayLog:
     if "operations" in rest:
         applied = Operations.of_dicts(numbered(rest["operations"]), rest["products"])
     else:
-        kinds = np.array([KIND_INDEX[name] for name in rest["operation_kinds"]], dtype=np.int8)  # as numbered when written
-        applied = Operations(arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"])
+        kinds = np.array(
+            [KIND_INDEX[name] for name in rest["operation_kinds"]], dtype=np.int8
+        )  # as numbered when written
+        applied = Operations(
+            arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"]
+        )
     rejections = [[_rejection(*r) for r in row] for row in rest["rejections"]]
     columns = (arrays[name] for name in ("seat", "day", "bankrupt", "scalars", "per_product"))
     messages = rest.get("messages") or [""] * len(rest["plans"])
-    return DayLog(tuple(rest["merchants"]), tuple(rest["products"]), *columns, applied, rejections, rest["plans"], messages)
+    return DayLog(
+        tuple(rest["merchants"]),
+        tuple(rest["products"]),
+        *columns,
+        applied,
+        rejections,
+        rest["plans"],
+        messages,
+    )
 
 
 _OLD_WORDS = (
-    ("malformed decision", RejectionCode.MALFORMED_DECISION), ("malformed operation", RejectionCode.MALFORMED_OPERATION),
-    ("unknown product", RejectionCode.UNKNOWN_PRODUCT), ("price must", RejectionCode.PRICE_NOT_POSITIVE),
-    ("price ", RejectionCode.PRICE_ABOVE_CEILING), ("order quantity must be a positive", RejectionCode.QUANTITY_NOT_POSITIVE),
-    ("order quantity", RejectionCode.FRACTIONAL_QUANTITY), ("order costs", RejectionCode.ORDER_OVER_CASH),
-    ("advertising amount", RejectionCode.ADVERTISING_NEGATIVE), ("advertising", RejectionCode.ADVERTISING_OVER_CASH),
-)  # fmt: skip
+    ("malformed decision", RejectionCode.MALFORMED_DECISION),
+    ("malformed operation", RejectionCode.MALFORMED_OPERATION),
+    ("unknown product", RejectionCode.UNKNOWN_PRODUCT),
+    ("price must", RejectionCode.PRICE_NOT_POSITIVE),
+    ("price ", RejectionCode.PRICE_ABOVE_CEILING),
+    ("order quantity must be a positive", RejectionCode.QUANTITY_NOT_POSITIVE),
+    ("order quantity", RejectionCode.FRACTIONAL_QUANTITY),
+    ("order costs", RejectionCode.ORDER_OVER_CASH),
+    ("advertising amount", RejectionCode.ADVERTISING_NEGATIVE),
+    ("advertising", RejectionCode.ADVERTISING_OVER_CASH),
+)
 
 
 def _rejection(index: int, operation: object, reason: str, code: str | None = None) -> Rejection:
     if code is None:
         code = next((found for start, found in _OLD_WORDS if reason.startswith(start)), None)
         if code is None:
-            raise ValueError(f"a stored rejection with neither a code nor a reason worded as the market words them: {reason!r}")
+            raise ValueError(
+                f"a stored rejection with neither a code nor a reason worded as the market words them: {reason!r}"
+            )
     return Rejection(index, operation, reason, RejectionCode(code))
 
 

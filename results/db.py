@@ -18,7 +18,13 @@ from results import tables  # noqa: F401  (registers the tables on SQLModel.meta
 from results.errors import DatabaseError
 
 DEFAULT_URL = "sqlite:///arena.db"
-RECONNECT_WAITS_S = (1.0, 2.0, 4.0, 8.0, 15.0)  # half a minute: a server restarting, a connection a proxy dropped
+RECONNECT_WAITS_S = (
+    1.0,
+    2.0,
+    4.0,
+    8.0,
+    15.0,
+)  # half a minute: a server restarting, a connection a proxy dropped
 CONNECT_TIMEOUT_S = 10  # for a database server to answer a new connection
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -72,7 +78,9 @@ def engine_for(url: str | None = None, *, create: bool = True, writes: bool | No
         raise DatabaseError(f"{failed} {shown}: {_reason(exc)}") from exc
     if outdated is not None:
         engine.dispose()
-        raise DatabaseError(f"database {shown} was written by an older arena ({outdated}): name a new database with --db")
+        raise DatabaseError(
+            f"database {shown} was written by an older arena ({outdated}): name a new database with --db"
+        )
     return engine
 
 
@@ -88,7 +96,10 @@ def _server_options(url: URL) -> dict:
     backend = url.get_backend_name()
     if backend == "sqlite":
         return {}
-    return {"pool_pre_ping": True, "connect_args": {"connect_timeout": CONNECT_TIMEOUT_S} if backend == "postgresql" else {}}
+    return {
+        "pool_pre_ping": True,
+        "connect_args": {"connect_timeout": CONNECT_TIMEOUT_S} if backend == "postgresql" else {},
+    }
 
 
 def _try_writing(connection: Connection) -> None:

@@ -93,7 +93,10 @@ def compute(on_path: DayLog, deviated: DayLog, probe: DeviationProbe) -> dict[st
 
 
 def with_measures(
-    scores: Mapping[str, Mapping[str, float | None]], on_path: Iterable[DayRecord], deviated: Iterable[DayRecord], probe: DeviationProbe
+    scores: Mapping[str, Mapping[str, float | None]],
+    on_path: Iterable[DayRecord],
+    deviated: Iterable[DayRecord],
+    probe: DeviationProbe,
 ) -> dict[str, dict[str, float | None]]:
     """A match's metrics by merchant (results.metrics), each merchant's deviation measures after them."""
     measured = compute(DayLog.of(on_path), DayLog.of(deviated), probe)
@@ -131,7 +134,10 @@ def recovery_days(on_path: DayLog, deviated: DayLog, probe: DeviationProbe) -> d
         if not days:
             values[merchant] = None
             continue
-        back = [bool(np.all(np.abs(dev[d] - path[d]) <= RECOVERY_TOLERANCE * (1 + 1e-9) * np.abs(path[d]))) for d in days]  # 1% exactly is back
+        back = [
+            bool(np.all(np.abs(dev[d] - path[d]) <= RECOVERY_TOLERANCE * (1 + 1e-9) * np.abs(path[d])))
+            for d in days
+        ]  # 1% exactly is back
         off = [d for d, ok in zip(days, back) if not ok]
         if not off:
             values[merchant] = 0.0
@@ -159,7 +165,10 @@ def prefix_replayed(on_path: DayLog, deviated: DayLog, probe: DeviationProbe) ->
     number, operation and rejection), else 0. Deterministic merchants replay
     exactly; a language model does when its answers come from the response cache."""
     return {
-        merchant: float(on_path.records(_rows_before(on_path, seat, probe.day)) == deviated.records(_rows_before(deviated, seat, probe.day)))
+        merchant: float(
+            on_path.records(_rows_before(on_path, seat, probe.day))
+            == deviated.records(_rows_before(deviated, seat, probe.day))
+        )
         for seat, merchant in enumerate(on_path.merchants)
     }
 

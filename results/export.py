@@ -85,39 +85,99 @@ def _day_columns() -> tuple[list[tuple[str, pa.DataType]], list[str], list[str]]
 
 
 DAY_SCALARS, DAY_PER_PRODUCT, DAY_LISTS = _day_columns()
-PRODUCT_COLUMN = {"prices": "price", "plan": "planned_price"}  # the long table names a product's value in the singular
+PRODUCT_COLUMN = {
+    "prices": "price",
+    "plan": "planned_price",
+}  # the long table names a product's value in the singular
 
 SCHEMAS: dict[str, pa.Schema] = {
     "results": pa.schema(
-        [("match_id", pa.int64()), ("key", pa.string()), ("index", pa.int64()), ("scenario", pa.string()),
-         ("seed", pa.int64()), ("days", pa.int64()), ("merchant", pa.string()), ("contestant", pa.string()),
-         ("final_cash", pa.float64()), ("net_worth", pa.float64()), ("profit", pa.float64()), ("rank", pa.int64()),
-         ("market_share", pa.float64()), ("bankrupt_day", pa.int64()), ("faults", pa.int64()),
-         ("rejected_operations", pa.int64())]
+        [
+            ("match_id", pa.int64()),
+            ("key", pa.string()),
+            ("index", pa.int64()),
+            ("scenario", pa.string()),
+            ("seed", pa.int64()),
+            ("days", pa.int64()),
+            ("merchant", pa.string()),
+            ("contestant", pa.string()),
+            ("final_cash", pa.float64()),
+            ("net_worth", pa.float64()),
+            ("profit", pa.float64()),
+            ("rank", pa.int64()),
+            ("market_share", pa.float64()),
+            ("bankrupt_day", pa.int64()),
+            ("faults", pa.int64()),
+            ("rejected_operations", pa.int64()),
+        ]
     ),
-    "days": pa.schema([*KEYS, ("day", pa.int64()), *DAY_SCALARS, *((name, pa.string()) for name in DAY_LISTS)]),
+    "days": pa.schema(
+        [*KEYS, ("day", pa.int64()), *DAY_SCALARS, *((name, pa.string()) for name in DAY_LISTS)]
+    ),
     "day_products": pa.schema(
-        [*KEYS, ("day", pa.int64()), ("product", pa.string()),
-         *((PRODUCT_COLUMN.get(name, name), pa.float64()) for name in DAY_PER_PRODUCT)]
+        [
+            *KEYS,
+            ("day", pa.int64()),
+            ("product", pa.string()),
+            *((PRODUCT_COLUMN.get(name, name), pa.float64()) for name in DAY_PER_PRODUCT),
+        ]
     ),
     "calls": pa.schema(
-        [*KEYS, ("day", pa.int64()), ("purpose", pa.string()), ("model", pa.string()), ("input_tokens", pa.int64()),
-         ("output_tokens", pa.int64()), ("cached_tokens", pa.int64()), ("cache_write_tokens", pa.int64()),
-         ("reasoning_tokens", pa.int64()), ("latency", pa.float64()), ("attempts", pa.int64()), ("cost", pa.float64()),
-         ("cached", pa.bool_()), ("request_hash", pa.string()), ("served_model", pa.string()), ("fingerprint", pa.string()),
-         ("prompt_version", pa.string()), ("temperature", pa.float64()), ("top_p", pa.float64()), ("seed", pa.int64())]
+        [
+            *KEYS,
+            ("day", pa.int64()),
+            ("purpose", pa.string()),
+            ("model", pa.string()),
+            ("input_tokens", pa.int64()),
+            ("output_tokens", pa.int64()),
+            ("cached_tokens", pa.int64()),
+            ("cache_write_tokens", pa.int64()),
+            ("reasoning_tokens", pa.int64()),
+            ("latency", pa.float64()),
+            ("attempts", pa.int64()),
+            ("cost", pa.float64()),
+            ("cached", pa.bool_()),
+            ("request_hash", pa.string()),
+            ("served_model", pa.string()),
+            ("fingerprint", pa.string()),
+            ("prompt_version", pa.string()),
+            ("temperature", pa.float64()),
+            ("top_p", pa.float64()),
+            ("seed", pa.int64()),
+        ]
     ),
     "metrics": pa.schema([*KEYS, ("name", pa.string()), ("value", pa.float64())]),
     "market_metrics": pa.schema([("match_id", pa.int64()), ("name", pa.string()), ("value", pa.float64())]),
-    "price_windows": pa.schema([("match_id", pa.int64()), ("kind", pa.string()), ("first_day", pa.int64()), ("last_day", pa.int64())]),
-    "messages": pa.schema([("tournament_id", pa.int64()), ("match_id", pa.int64()), ("key", pa.string()), ("day", pa.int64()),
-                           ("merchant", pa.string()), ("contestant", pa.string()), ("text", pa.string())]),
+    "price_windows": pa.schema(
+        [("match_id", pa.int64()), ("kind", pa.string()), ("first_day", pa.int64()), ("last_day", pa.int64())]
+    ),
+    "messages": pa.schema(
+        [
+            ("tournament_id", pa.int64()),
+            ("match_id", pa.int64()),
+            ("key", pa.string()),
+            ("day", pa.int64()),
+            ("merchant", pa.string()),
+            ("contestant", pa.string()),
+            ("text", pa.string()),
+        ]
+    ),
     "deviations": pa.schema(
-        [("match_id", pa.int64()), ("day", pa.int64()), ("seat", pa.int64()), ("merchant", pa.string()), ("contestant", pa.string()),
-         ("to", pa.string()), ("days", pa.int64()), ("discount", pa.float64())]
+        [
+            ("match_id", pa.int64()),
+            ("day", pa.int64()),
+            ("seat", pa.int64()),
+            ("merchant", pa.string()),
+            ("contestant", pa.string()),
+            ("to", pa.string()),
+            ("days", pa.int64()),
+            ("discount", pa.float64()),
+        ]
     ),
 }
-SCHEMAS |= {f"deviated_{name}": SCHEMAS[name] for name in ("days", "day_products", "calls", "messages")}  # the deviated path's, alike
+SCHEMAS |= {
+    f"deviated_{name}": SCHEMAS[name] for name in ("days", "day_products", "calls", "messages")
+}  # the deviated path's, alike
 
 
 class ExportError(ValueError):
@@ -167,7 +227,11 @@ def _writers(folder: Path, fmt: Format) -> Iterator[Callable[[str, list[dict[str
     pending: dict[str, list[dict[str, Any]]] = {name: [] for name in SCHEMAS}
     for name, schema in SCHEMAS.items():
         path = folder / f"{name}.{fmt}"
-        opened[name] = pyarrow.csv.CSVWriter(path, schema) if fmt == "csv" else pyarrow.parquet.ParquetWriter(path, schema)
+        opened[name] = (
+            pyarrow.csv.CSVWriter(path, schema)
+            if fmt == "csv"
+            else pyarrow.parquet.ParquetWriter(path, schema)
+        )
 
     def flush(name: str) -> None:
         if pending[name]:
@@ -192,35 +256,96 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
     match: MatchRow = detail.match
     contestant = {r.merchant: r.contestant for r in detail.results}
     at = {"match_id": match.id}
-    write("results", [
-        {**at, "key": match.key, "index": match.index, "scenario": match.scenario, "seed": match.seed, "days": match.days,
-         **r.model_dump()}
-        for r in detail.results
-    ])
+    write(
+        "results",
+        [
+            {
+                **at,
+                "key": match.key,
+                "index": match.index,
+                "scenario": match.scenario,
+                "seed": match.seed,
+                "days": match.days,
+                **r.model_dump(),
+            }
+            for r in detail.results
+        ],
+    )
     _write_path(write, "", match, contestant, detail.days, detail.calls)
-    write("market_metrics", [{**at, "name": name, "value": value} for name, value in detail.market.metrics.items()])
+    write(
+        "market_metrics",
+        [{**at, "name": name, "value": value} for name, value in detail.market.metrics.items()],
+    )
     write("price_windows", [{**at, **w.model_dump()} for w in detail.market.windows])
     if detail.deviation is not None:
         probe = detail.deviation.probe
         forced = probe.forced([r.merchant for r in detail.results])
-        write("deviations", [{**at, **probe.model_dump(exclude={"to"}), "to": probe.target, "merchant": forced, "contestant": contestant.get(forced)}])
-        _write_path(write, "deviated_", match, contestant, detail.deviation.days_played, detail.deviation.calls)
+        write(
+            "deviations",
+            [
+                {
+                    **at,
+                    **probe.model_dump(exclude={"to"}),
+                    "to": probe.target,
+                    "merchant": forced,
+                    "contestant": contestant.get(forced),
+                }
+            ],
+        )
+        _write_path(
+            write, "deviated_", match, contestant, detail.deviation.days_played, detail.deviation.calls
+        )
 
 
-def _write_path(write: Callable[[str, list[dict[str, Any]]], None], prefix: str, match: MatchRow, contestant: dict[str, str], records, calls) -> None:
+def _write_path(
+    write: Callable[[str, list[dict[str, Any]]], None],
+    prefix: str,
+    match: MatchRow,
+    contestant: dict[str, str],
+    records,
+    calls,
+) -> None:
     """The days, day_products, calls and messages of one path of a match, into the tables named with `prefix`."""
     at = {"match_id": match.id}
     days, products = [], []
     for record in records:
         data = record_adapter.dump_python(record, mode="json")
-        who = {**at, "merchant": record.merchant, "contestant": contestant.get(record.merchant), "day": record.day}
-        days.append({**who, **{name: data[name] for name, _ in DAY_SCALARS}, **{name: json.dumps(data[name]) for name in DAY_LISTS}})
+        who = {
+            **at,
+            "merchant": record.merchant,
+            "contestant": contestant.get(record.merchant),
+            "day": record.day,
+        }
+        days.append(
+            {
+                **who,
+                **{name: data[name] for name, _ in DAY_SCALARS},
+                **{name: json.dumps(data[name]) for name in DAY_LISTS},
+            }
+        )
         for product in dict.fromkeys(p for name in DAY_PER_PRODUCT for p in data[name]):
-            products.append({**who, "product": product, **{PRODUCT_COLUMN.get(n, n): data[n].get(product) for n in DAY_PER_PRODUCT}})
+            products.append(
+                {
+                    **who,
+                    "product": product,
+                    **{PRODUCT_COLUMN.get(n, n): data[n].get(product) for n in DAY_PER_PRODUCT},
+                }
+            )
     write(f"{prefix}days", days)
     write(f"{prefix}day_products", products)
     write(f"{prefix}calls", [{**at, **c.model_dump()} for c in calls])
-    write(f"{prefix}messages", [
-        {"tournament_id": match.tournament_id, **at, "key": match.key, "day": s.day, "merchant": s.merchant, "contestant": contestant.get(s.merchant), "text": s.text}
-        for s in DayLog.of(records).said()
-    ])
+    write(
+        f"{prefix}messages",
+        [
+            {
+                "tournament_id": match.tournament_id,
+                **at,
+                "key": match.key,
+                "day": s.day,
+                "merchant": s.merchant,
+                "contestant": contestant.get(s.merchant),
+                "text": s.text,
+            }
+            for s in DayLog.of(records).said()
+        ],
+    )

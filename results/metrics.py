@@ -33,7 +33,15 @@ from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import MESSAGE_LIMIT, DayRecord, RejectionCode
 from results.collusion import CollusionSettings, demand_scale, gain, runs, seat_benchmarks
-from results.records import Fault, MarketScores, MerchantResult, PriceWindow, ProbeLog, ProbeResult, WindowKind
+from results.records import (
+    Fault,
+    MarketScores,
+    MerchantResult,
+    PriceWindow,
+    ProbeLog,
+    ProbeResult,
+    WindowKind,
+)
 
 if TYPE_CHECKING:
     from market.equilibrium import SeatBenchmarks
@@ -70,7 +78,9 @@ class Metric:
         is None."""
         if self.over_match:
             found = self.compute(match)
-            found = found.tolist() if isinstance(found, np.ndarray) else found  # Python floats: cheaper to check
+            found = (
+                found.tolist() if isinstance(found, np.ndarray) else found
+            )  # Python floats: cheaper to check
         else:
             found = [self.compute(seat) for seat in match.seats.values()]
         return [float(v) if v is not None and math.isfinite(v) else None for v in found]
@@ -132,13 +142,27 @@ def compute(
     otherwise). A value that comes out infinite or NaN is stored as None."""
     match = MatchRecords(records, probes, faults, scenario, collusion)
     columns = {name: metric.values(match) for name, metric in METRICS.items()}
-    merchants = {merchant: {name: values[k] for name, values in columns.items()} for k, merchant in enumerate(match.seats)}
+    merchants = {
+        merchant: {name: values[k] for name, values in columns.items()}
+        for k, merchant in enumerate(match.seats)
+    }
     if match.benchmarks is None:
         return Scores(merchants, MarketScores())
-    return Scores(merchants, MarketScores(metrics={name: metric.value(match) for name, metric in MARKET_METRICS.items()}, windows=match.price_windows))
+    return Scores(
+        merchants,
+        MarketScores(
+            metrics={name: metric.value(match) for name, metric in MARKET_METRICS.items()},
+            windows=match.price_windows,
+        ),
+    )
 
 
-def match_results(seats: Sequence[str], log: DayLog, metrics: Mapping[str, Mapping[str, float | None]], faults: Iterable[Fault]) -> list[MerchantResult]:
+def match_results(
+    seats: Sequence[str],
+    log: DayLog,
+    metrics: Mapping[str, Mapping[str, float | None]],
+    faults: Iterable[Fault],
+) -> list[MerchantResult]:
     """A match's results per merchant, in seat order: what its `metrics` say of its money and
     place, so that the two tables agree, with its final cash, faults and refused operations.
     A merchant is named after the contestant in its seat."""
@@ -149,11 +173,17 @@ def match_results(seats: Sequence[str], log: DayLog, metrics: Mapping[str, Mappi
         bankrupt_day = values["bankrupt_day"]
         results.append(
             MerchantResult(
-                merchant=merchant, contestant=merchant, final_cash=float(log.scalar("cash_end")[rows[-1]]), net_worth=values["net_worth"],
-                profit=values["profit"], rank=int(values["rank"]), market_share=values["market_share"],
-                bankrupt_day=None if bankrupt_day is None else int(bankrupt_day), faults=faults_of[merchant],
+                merchant=merchant,
+                contestant=merchant,
+                final_cash=float(log.scalar("cash_end")[rows[-1]]),
+                net_worth=values["net_worth"],
+                profit=values["profit"],
+                rank=int(values["rank"]),
+                market_share=values["market_share"],
+                bankrupt_day=None if bankrupt_day is None else int(bankrupt_day),
+                faults=faults_of[merchant],
                 rejected_operations=sum(len(log.rejections[r]) for r in rows),
-            )  # fmt: skip
+            )
         )
     return results
 
@@ -177,7 +207,9 @@ class MatchRecords:
             mine_faults[fault.merchant].append(fault)
         log = self.log
         order = list(dict.fromkeys(log.seat.tolist()))  # seats in order of first appearance
-        self.seat_order = np.array(order, dtype=np.int64)  # each seat's index into log.merchants: its seat in the match
+        self.seat_order = np.array(
+            order, dtype=np.int64
+        )  # each seat's index into log.merchants: its seat in the match
         position = np.zeros(len(log.merchants), dtype=np.int64)
         position[order] = np.arange(len(order))
         self.row_seats = position[log.seat]  # each row's seat, as an index into self.seats
@@ -186,19 +218,31 @@ class MatchRecords:
         ends = np.cumsum(self.counts)
         self.first, self.last = self.by_seat[ends - self.counts], self.by_seat[ends - 1]
         self.seats = {
-            log.merchants[s]: Seat(log.merchants[s], k, self.by_seat[ends[k] - self.counts[k] : ends[k]], mine_faults[log.merchants[s]], self)
+            log.merchants[s]: Seat(
+                log.merchants[s],
+                k,
+                self.by_seat[ends[k] - self.counts[k] : ends[k]],
+                mine_faults[log.merchants[s]],
+                self,
+            )
             for k, s in enumerate(order)
         }
         self.probes = ProbeLog.of(probes)
         seat_of = {m: k for k, m in enumerate(self.seats)}
         merchant_seats = [seat_of.get(m, -1) for m in self.probes.merchants]
         probe_seats = np.array(merchant_seats, dtype=np.int64)[self.probes.seat]
-        self.probe_rows = np.flatnonzero(probe_seats >= 0)  # probes of merchants without a day record are left out
-        self.probe_seats = probe_seats[self.probe_rows]  # each of those probes' seat, as an index into self.seats
+        self.probe_rows = np.flatnonzero(
+            probe_seats >= 0
+        )  # probes of merchants without a day record are left out
+        self.probe_seats = probe_seats[
+            self.probe_rows
+        ]  # each of those probes' seat, as an index into self.seats
 
     def per_seat(self, values: np.ndarray, seats: np.ndarray | None = None) -> np.ndarray:
         """Sums per seat of one value per row (of the log, or of rows whose seats are given)."""
-        return np.bincount(self.row_seats if seats is None else seats, weights=values, minlength=len(self.counts))
+        return np.bincount(
+            self.row_seats if seats is None else seats, weights=values, minlength=len(self.counts)
+        )
 
     def answered_probes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The seat, the day it was put and the relative error of each answered probe."""
@@ -217,7 +261,9 @@ class MatchRecords:
     def ranks(self) -> dict[str, int]:
         """Each merchant's place (market.accounting.ranks)."""
         seats = self.seats.values()
-        places = accounting.ranks([not s.bankrupt for s in seats], [s.last_day for s in seats], [s.net_worth for s in seats])
+        places = accounting.ranks(
+            [not s.bankrupt for s in seats], [s.last_day for s in seats], [s.net_worth for s in seats]
+        )
         return dict(zip(self.seats, places))
 
     @cached_property
@@ -282,7 +328,11 @@ class MatchRecords:
         """The scenario's benchmarks for this match's seats, [seat, product] with the seats in
         the order of self.seats; None without a scenario, or when its price game has no
         equilibrium."""
-        found = seat_benchmarks(self.scenario, len(self.log.merchants)) if self.scenario is not None and len(self.log) else None
+        found = (
+            seat_benchmarks(self.scenario, len(self.log.merchants))
+            if self.scenario is not None and len(self.log)
+            else None
+        )
         if found is None:
             return None
         return replace(found, **{f.name: getattr(found, f.name)[self.seat_order] for f in fields(found)})
@@ -303,11 +353,16 @@ class MatchRecords:
         without a day in the window (it went bankrupt before)."""
         measured = self.per_seat(self.measured.astype(float)).astype(np.int64)
         ends = np.cumsum(self.counts)
-        first = self.by_seat[np.minimum(ends - measured, ends - 1)]  # the seat's first row in the window, where it has one
+        first = self.by_seat[
+            np.minimum(ends - measured, ends - 1)
+        ]  # the seat's first row in the window, where it has one
         fixed = self.per_seat(self.log.scalar("fixed") * self.measured)
         profit = np.where(measured > 0, accounting.profit(self.log, first, self.last) + fixed, np.nan)
         scale = demand_scale(self.scenario, self.last_day)[self.log.day - 1] * self.measured[:, None]
-        nash, monopoly = (self.per_seat(_sum(scale * profits[self.row_seats], 1)) for profits in (self.benchmarks.nash_profit, self.benchmarks.monopoly_profit))
+        nash, monopoly = (
+            self.per_seat(_sum(scale * profits[self.row_seats], 1))
+            for profits in (self.benchmarks.nash_profit, self.benchmarks.monopoly_profit)
+        )
         return profit, nash, monopoly
 
     @cached_property
@@ -317,7 +372,10 @@ class MatchRecords:
         mean price of the merchants with a record that day and the benchmarks the means of
         their seats' (results.collusion.gain); NaN on a day without records."""
         seats = self.row_seats
-        nash, monopoly = (self.per_day(prices[seats]) for prices in (self.benchmarks.nash_price, self.benchmarks.monopoly_price))
+        nash, monopoly = (
+            self.per_day(prices[seats])
+            for prices in (self.benchmarks.nash_price, self.benchmarks.monopoly_price)
+        )
         return gain(self.per_day(self.values("prices")), nash, monopoly).mean(1)
 
     @cached_property
@@ -332,7 +390,9 @@ class MatchRecords:
         prices = np.full((self.last_day, n, products), np.inf)  # [day, seat, product]; inf: no price that day
         prices[self.log.day - 1, self.row_seats] = self.values("prices")
         today, before = prices[1:], prices[:-1]
-        lowest, second = np.partition(before, 1, axis=1)[:, :2].transpose(1, 0, 2)[:, :, None]  # the two lowest prices of each day before
+        lowest, second = np.partition(before, 1, axis=1)[:, :2].transpose(1, 0, 2)[
+            :, :, None
+        ]  # the two lowest prices of each day before
         cheapest = before.argmin(1)[:, None, :] == np.arange(n)[None, :, None]
         rivals = np.where(cheapest, second, lowest)  # the lowest price of each seat's rivals the day before
 
@@ -352,7 +412,11 @@ class MatchRecords:
             "supra_competitive": self.market_price_gains > margin,
             "price_war": (self.market_price_gains < -margin) | self.undercut_days,
         }
-        found = [PriceWindow(kind=kind, first_day=a, last_day=b) for kind, days in flagged.items() for a, b in runs(days, self.collusion.min_days)]
+        found = [
+            PriceWindow(kind=kind, first_day=a, last_day=b)
+            for kind, days in flagged.items()
+            for a, b in runs(days, self.collusion.min_days)
+        ]
         return sorted(found, key=lambda w: (w.first_day, w.kind))
 
 
@@ -416,10 +480,13 @@ REJECTION_KINDS: dict[str, str] = {
 
 
 _KIND_OF_CODE = {
-    RejectionCode.MALFORMED_DECISION: "malformed", RejectionCode.MALFORMED_OPERATION: "malformed", RejectionCode.MESSAGE_NOT_TEXT: "malformed",
+    RejectionCode.MALFORMED_DECISION: "malformed",
+    RejectionCode.MALFORMED_OPERATION: "malformed",
+    RejectionCode.MESSAGE_NOT_TEXT: "malformed",
     RejectionCode.UNKNOWN_PRODUCT: "unknown_product",
-    RejectionCode.ORDER_OVER_CASH: "over_cash", RejectionCode.ADVERTISING_OVER_CASH: "over_cash",
-}  # fmt: skip
+    RejectionCode.ORDER_OVER_CASH: "over_cash",
+    RejectionCode.ADVERTISING_OVER_CASH: "over_cash",
+}
 
 
 def rejection_kind(code: RejectionCode) -> str:
@@ -508,8 +575,12 @@ def memory_error_trend(match: MatchRecords) -> list[float | None]:
     dt, de = t - (match.per_seat(t, seats) / n)[seats], e - (match.per_seat(e, seats) / n)[seats]
     spread, covariance = match.per_seat(dt * dt, seats), match.per_seat(dt * de, seats)
     span = int(days.max()) + 1 if days.size else 1
-    distinct = np.bincount(np.unique(seats * span + days) // span, minlength=len(match.counts))  # probe days per seat
-    return [c / v if d >= 2 else None for c, v, d in zip(covariance.tolist(), spread.tolist(), distinct.tolist())]
+    distinct = np.bincount(
+        np.unique(seats * span + days) // span, minlength=len(match.counts)
+    )  # probe days per seat
+    return [
+        c / v if d >= 2 else None for c, v, d in zip(covariance.tolist(), spread.tolist(), distinct.tolist())
+    ]
 
 
 @_metric("coherence", "share", over_match=True)
@@ -571,20 +642,26 @@ def contradictions(match: MatchRecords) -> list[float]:
     cuts: list[set[tuple[str, int]]] = [set() for _ in match.counts]
     if not len(log):
         return []
-    row_at = np.full((len(match.counts), int(log.day.max()) + CONTRADICTION_WINDOW + 1), -1)  # [seat, day] -> row, -1: none
+    row_at = np.full(
+        (len(match.counts), int(log.day.max()) + CONTRADICTION_WINDOW + 1), -1
+    )  # [seat, day] -> row, -1: none
     row_at[seats, log.day] = np.arange(len(log))
     later = np.arange(1, CONTRADICTION_WINDOW + 1)
     for j, product in enumerate(log.products):
         prices, costs, ordered = (match.values(name)[:, j] for name in ("prices", "unit_cost", "ordered"))
         demand = match.per_seat(match.values("first_choice")[:, j]) / match.counts
         restocks = np.flatnonzero((ordered > 0) & (ordered >= LARGE_RESTOCK_DAYS * demand[seats]))
-        window = row_at[seats[restocks, None], log.day[restocks, None] + later]  # the rows of the days after each restock
+        window = row_at[
+            seats[restocks, None], log.day[restocks, None] + later
+        ]  # the rows of the days after each restock
         cut = (window >= 0) & (prices[window] <= (1 - CLEARANCE_CUT) * prices[restocks, None])
         first = cut.argmax(1)  # the first cut after each restock
         for i in np.flatnonzero(cut.any(1)).tolist():
             r, c, after = int(restocks[i]), int(window[i, first[i]]), int(first[i]) + 1
             restock_day = int(log.day[r])
-            if not (costs[c] < costs[r] or _event_near(match.scenario, product, restock_day, restock_day + after)):
+            if not (
+                costs[c] < costs[r] or _event_near(match.scenario, product, restock_day, restock_day + after)
+            ):
                 cuts[int(seats[r])].add((product, restock_day + after))
     return [float(len(c)) for c in cuts]
 
@@ -644,7 +721,10 @@ def cash_flow_volatility(match: MatchRecords) -> list[float | None]:
 def bankrupt_day(match: MatchRecords) -> list[float | None]:
     """The day the merchant's cash fell below zero (its last day); None if it never did."""
     last = match.last
-    return [float(day) if bankrupt else None for day, bankrupt in zip(match.log.day[last].tolist(), match.log.bankrupt[last].tolist())]
+    return [
+        float(day) if bankrupt else None
+        for day, bankrupt in zip(match.log.day[last].tolist(), match.log.bankrupt[last].tolist())
+    ]
 
 
 # --- economics and competition --------------------------------------------------------
@@ -662,7 +742,10 @@ def profit(match: MatchRecords) -> np.ndarray:
 def roi(match: MatchRecords) -> list[float | None]:
     """Return on the starting capital: roi = profit / net_worth_0. None when the merchant
     started with nothing."""
-    return [gain / start if start > 0 else None for gain, start in zip(match.profits.tolist(), match.start_net_worth.tolist())]
+    return [
+        gain / start if start > 0 else None
+        for gain, start in zip(match.profits.tolist(), match.start_net_worth.tolist())
+    ]
 
 
 @_metric("economics", "money", over_match=True)
@@ -714,7 +797,9 @@ def price_vs_cost(match: MatchRecords) -> np.ndarray:
     """Mean markup: the mean over the merchant's days and products of price / unit cost that
     day. Below 1: selling below cost."""
     prices = match.values("prices")
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a zero cost: not finite, stored as None
+    with np.errstate(
+        divide="ignore", invalid="ignore", over="ignore"
+    ):  # a zero cost: not finite, stored as None
         return match.per_seat(_sum(prices / match.values("unit_cost"), 1)) / (match.counts * prices.shape[1])
 
 
@@ -760,7 +845,10 @@ def price_gain(match: MatchRecords) -> np.ndarray | list[None]:
         return [None] * len(match.counts)
     days = match.per_seat(match.measured.astype(float))
     with np.errstate(invalid="ignore"):
-        mean = np.stack([match.per_seat(column * match.measured) for column in match.values("prices").T], 1) / days[:, None]
+        mean = (
+            np.stack([match.per_seat(column * match.measured) for column in match.values("prices").T], 1)
+            / days[:, None]
+        )
     return gain(mean, benchmarks.nash_price, benchmarks.monopoly_price).mean(1)
 
 

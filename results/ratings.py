@@ -35,10 +35,23 @@ from sqlmodel import Session, func, select
 from results.composite import ScoringWeights, composite
 from results.errors import NotFound
 from results.rating_fit import Rating, fit_ratings
-from results.tables import ContestantRow, DeviationCallRow, MatchResultRow, MatchRow, MetricRow, ModelCallRow, TournamentRow
+from results.tables import (
+    ContestantRow,
+    DeviationCallRow,
+    MatchResultRow,
+    MatchRow,
+    MetricRow,
+    ModelCallRow,
+    TournamentRow,
+)
 
 START = 1000.0
-MEAN_METRICS = ("validity_rate", "memory_error", "profit_gain", "price_gain")  # the metrics the table shows the means of
+MEAN_METRICS = (
+    "validity_rate",
+    "memory_error",
+    "profit_gain",
+    "price_gain",
+)  # the metrics the table shows the means of
 SCALE = 400.0
 K = 32.0
 
@@ -78,7 +91,9 @@ class Standing(BaseModel):
     """A contestant's place in a table rated from match ranks alone (`arena rate` prints these)."""
 
     contestant: str
-    rating: float | None = Field(description="Bradley–Terry rating, Elo scale (results.rating_fit); None before a rated match")
+    rating: float | None = Field(
+        description="Bradley–Terry rating, Elo scale (results.rating_fit); None before a rated match"
+    )
     low: float | None = Field(description="95% bootstrap interval of the rating")
     high: float | None
     rank: int | None = Field(description="1 + contestants whose interval lies wholly above this one's")
@@ -92,16 +107,31 @@ class LeaderboardRow(Standing):
     mean_profit: float | None = Field(description="over the contestant's seats; None before its first match")
     mean_net_worth: float | None
     faults: int
-    validity: float | None = Field(description="mean `validity_rate` metric over its seats; None when none is stored")
-    memory_error: float | None = Field(description="mean `memory_error` metric over its seats; None when none is stored")
-    profit_gain: float | None = Field(description="mean `profit_gain` metric (collusion) over its seats; None when none is stored")
-    price_gain: float | None = Field(description="mean `price_gain` metric (collusion) over its seats; None when none is stored")
+    validity: float | None = Field(
+        description="mean `validity_rate` metric over its seats; None when none is stored"
+    )
+    memory_error: float | None = Field(
+        description="mean `memory_error` metric over its seats; None when none is stored"
+    )
+    profit_gain: float | None = Field(
+        description="mean `profit_gain` metric (collusion) over its seats; None when none is stored"
+    )
+    price_gain: float | None = Field(
+        description="mean `price_gain` metric (collusion) over its seats; None when none is stored"
+    )
     tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
-    cost: float | None = Field(0.0, description="USD at the models' prices for the contestant's calls, replayed ones included; None when a model has no price")
-    composite: float | None = Field(description="results.composite: weighted win rate, validity and memory; never part of the rating")
+    cost: float | None = Field(
+        0.0,
+        description="USD at the models' prices for the contestant's calls, replayed ones included; None when a model has no price",
+    )
+    composite: float | None = Field(
+        description="results.composite: weighted win rate, validity and memory; never part of the rating"
+    )
 
 
-def standings(matches: Sequence[RankedMatch], *, names: Iterable[str] = (), anchor: str | None = None) -> list[Standing]:
+def standings(
+    matches: Sequence[RankedMatch], *, names: Iterable[str] = (), anchor: str | None = None
+) -> list[Standing]:
     """Every contestant of `matches`, and the `names` that have not played, sorted: rated
     contestants by rating, best first, then by name; then the unrated by name.
 
@@ -160,7 +190,11 @@ def leaderboard(
     with Session(engine) as session:
         if tournament_id is not None and session.get(TournamentRow, tournament_id) is None:
             raise NotFound(f"no tournament with id {tournament_id}")
-        if scenario is not None and session.exec(select(MatchRow.id).where(MatchRow.scenario == scenario).limit(1)).first() is None:
+        if (
+            scenario is not None
+            and session.exec(select(MatchRow.id).where(MatchRow.scenario == scenario).limit(1)).first()
+            is None
+        ):
             raise NotFound(f"no stored match of scenario {scenario!r}")
         for name in sorted(contestants or ()):
             known = select(ContestantRow.id).where(ContestantRow.name == name).limit(1)
@@ -248,7 +282,10 @@ def leaderboard(
     usage: dict[str, tuple[int, float | None]] = {}
     for name, tokens, cost, unpriced in spent:
         had_tokens, had_cost = usage.get(name, (0, 0.0))
-        usage[name] = (had_tokens + int(tokens or 0), None if unpriced or had_cost is None else had_cost + float(cost or 0.0))
+        usage[name] = (
+            had_tokens + int(tokens or 0),
+            None if unpriced or had_cost is None else had_cost + float(cost or 0.0),
+        )
 
     rows = []
     for standing in standings(matches, names=names, anchor=anchor):

@@ -15,13 +15,16 @@ from sqlmodel import AutoString, Field, SQLModel
 
 from market.calls import ModelCall
 from market.daylog import ColumnRecords
+from market.types import DayRecord
 from results.daylog_codec import pack
 from results.deviation import DeviationProbe
-from market.types import DayRecord
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
 WindowKind = Literal["supra_competitive", "price_war"]
-WINDOW_TITLES: dict[WindowKind, str] = {"supra_competitive": "supra-competitive", "price_war": "price war"}  # as tables and the report name them
+WINDOW_TITLES: dict[WindowKind, str] = {
+    "supra_competitive": "supra-competitive",
+    "price_war": "price war",
+}  # as tables and the report name them
 
 
 class Fault(SQLModel):
@@ -82,9 +85,20 @@ class ProbeLog(ColumnRecords[ProbeResult]):
         rows = list(range(len(self))) if rows is None else list(rows)
         names = ("day", "asked_day", "fact", "product")
         return [
-            {"merchant": self.merchants[seat], **dict(zip(names, self.questions[q])), "truth": truth, "answer": _none_if_nan(answer), "relative_error": _none_if_nan(error)}
-            for q, seat, truth, answer, error in zip(*(column[rows].tolist() for column in (self.question, self.seat, self.truth, self.answer, self.error)))
-        ]  # fmt: skip
+            {
+                "merchant": self.merchants[seat],
+                **dict(zip(names, self.questions[q])),
+                "truth": truth,
+                "answer": _none_if_nan(answer),
+                "relative_error": _none_if_nan(error),
+            }
+            for q, seat, truth, answer, error in zip(
+                *(
+                    column[rows].tolist()
+                    for column in (self.question, self.seat, self.truth, self.answer, self.error)
+                )
+            )
+        ]
 
     def records(self, rows: Iterable[int] | None = None) -> list[ProbeResult]:
         return [ProbeResult.model_construct(**row) for row in self.rows(rows)]  # made from checked columns
@@ -117,15 +131,33 @@ class ProbeLogBuilder:
 
     def ask(self, question: Question, seats: np.ndarray, truths: np.ndarray, answers: np.ndarray) -> None:
         """One question put to the merchants at `seats`: their truths and answers (NaN: none)."""
-        self._asked.append((question, np.asarray(seats, dtype=np.int64), np.asarray(truths, dtype=float), np.asarray(answers, dtype=float)))
+        self._asked.append(
+            (
+                question,
+                np.asarray(seats, dtype=np.int64),
+                np.asarray(truths, dtype=float),
+                np.asarray(answers, dtype=float),
+            )
+        )
 
     def build(self) -> ProbeLog:
         questions = tuple(q for q, *_ in self._asked)
         sizes = [len(seats) for _, seats, _, _ in self._asked]
-        seat, truth, answer = (np.concatenate([asked[k] for asked in self._asked]) if self._asked else np.zeros(0) for k in (1, 2, 3))
+        seat, truth, answer = (
+            np.concatenate([asked[k] for asked in self._asked]) if self._asked else np.zeros(0)
+            for k in (1, 2, 3)
+        )
         with np.errstate(over="ignore"):  # an absurd answer: an infinite error, as in Python
             error = np.abs(answer - truth) / np.maximum(np.abs(truth), 1.0)
-        return ProbeLog(self.merchants, questions, np.repeat(np.arange(len(questions)), sizes), seat.astype(np.int64), truth, answer, error)
+        return ProbeLog(
+            self.merchants,
+            questions,
+            np.repeat(np.arange(len(questions)), sizes),
+            seat.astype(np.int64),
+            truth,
+            answer,
+            error,
+        )
 
 
 def _nan_if_none(value: float | None) -> float:
@@ -181,7 +213,9 @@ class MerchantResult(SQLModel):
     net_worth: float
     profit: float = Field(description="net worth at the end minus net worth at the start")
     rank: int = Field(description="1 is best; ties share the better rank")
-    market_share: float = Field(description="share of all units sold in the match (market.accounting.market_shares)")
+    market_share: float = Field(
+        description="share of all units sold in the match (market.accounting.market_shares)"
+    )
     bankrupt_day: int | None
     faults: int
     rejected_operations: int
@@ -217,10 +251,15 @@ class FinishedMatch(PlayedMatch):
     probes: Annotated[Sequence[ProbeResult], SkipValidation] = Field(default_factory=list)
     calls: list[ModelCallRecord] = Field(default_factory=list)
     metrics: dict[str, dict[str, float | None]] | None = Field(
-        None, description="results.metrics per merchant, computed where the match was played (None: when it is saved)"
+        None,
+        description="results.metrics per merchant, computed where the match was played (None: when it is saved)",
     )
-    market: MarketScores | None = Field(None, description="results.metrics of the market as a whole, computed with `metrics`")
-    deviation: DeviationPath | None = Field(None, description="the deviated path of a deviation probe; its measures are in `metrics`")
+    market: MarketScores | None = Field(
+        None, description="results.metrics of the market as a whole, computed with `metrics`"
+    )
+    deviation: DeviationPath | None = Field(
+        None, description="the deviated path of a deviation probe; its measures are in `metrics`"
+    )
 
     @property
     def all_calls(self) -> list[ModelCallRecord]:
@@ -231,7 +270,9 @@ class FinishedMatch(PlayedMatch):
         """This match with its days in stored form: what a Ray worker sends back."""
         update: dict = {"days_played": pack(self.days_played)}
         if self.deviation is not None:
-            update["deviation"] = self.deviation.model_copy(update={"days_played": pack(self.deviation.days_played)})
+            update["deviation"] = self.deviation.model_copy(
+                update={"days_played": pack(self.deviation.days_played)}
+            )
         return self.model_copy(update=update)
 
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from itertools import combinations
 from pathlib import Path
 from string import Template
-from typing import Iterable, Mapping, Sequence
 
 from sqlalchemy import Engine
 from sqlmodel import Session, select
@@ -38,14 +38,34 @@ from results.charts import Band, Interval, Level, Series, forest_plot, line_char
 from results.collusion import seat_benchmarks
 from results.metrics import MARKET_METRICS
 from results.ratings import LeaderboardRow, leaderboard
-from results.records import WINDOW_TITLES, Fault, MarketScores, MerchantResult, ModelCallRecord, PriceWindow, total_cost, window_days
+from results.records import (
+    WINDOW_TITLES,
+    Fault,
+    MarketScores,
+    MerchantResult,
+    ModelCallRecord,
+    PriceWindow,
+    total_cost,
+    window_days,
+)
 from results.tables import ContestantRow, DeviationCallRow, MatchRow, ModelCallRow, TournamentRow
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 
 # Distinct on white and for the common colour-vision deficiencies; beyond ten, hues are spread
 # around the colour wheel.
-PALETTE = ("#2f6db0", "#e8891d", "#2a9d6f", "#7b5ea7", "#c8414b", "#8c6d46", "#d45d9e", "#5f7480", "#a89018", "#1c9fb3")
+PALETTE = (
+    "#2f6db0",
+    "#e8891d",
+    "#2a9d6f",
+    "#7b5ea7",
+    "#c8414b",
+    "#8c6d46",
+    "#d45d9e",
+    "#5f7480",
+    "#a89018",
+    "#1c9fb3",
+)
 
 
 class ReportError(ValueError):
@@ -56,7 +76,13 @@ class Html(str):
     """Markup built here, inserted as it is; any other text is escaped."""
 
 
-def write_report(engine: Engine, tournament_id: int, out: Path, scenarios: Mapping[str, Scenario], scenario_notes: Sequence[str]) -> None:
+def write_report(
+    engine: Engine,
+    tournament_id: int,
+    out: Path,
+    scenarios: Mapping[str, Scenario],
+    scenario_notes: Sequence[str],
+) -> None:
     """Render the report and write it to `out` in one step: a failure leaves no partial file.
 
     `scenarios` (by name) give the events to mark, read again from the files the tournament
@@ -82,7 +108,9 @@ def write_report(engine: Engine, tournament_id: int, out: Path, scenarios: Mappi
         raise ReportError(f"{out}: cannot write ({exc.strerror or exc})") from None
 
 
-def build_report(engine: Engine, tournament_id: int, scenarios: Mapping[str, Scenario], scenario_notes: Sequence[str]) -> str:
+def build_report(
+    engine: Engine, tournament_id: int, scenarios: Mapping[str, Scenario], scenario_notes: Sequence[str]
+) -> str:
     tournament = store.get_tournament(engine, tournament_id)
     rows = leaderboard(engine, tournament_id)
     colors = Palette([row.contestant for row in rows])
@@ -94,7 +122,9 @@ def build_report(engine: Engine, tournament_id: int, scenarios: Mapping[str, Sce
     for match in matches:
         detail = store.match_detail(engine, match.id)
         head_to_head.add(detail.results)
-        sections.append(match_section(detail, scenarios.get(match.scenario), colors, metrics.get(match.id, [])))
+        sections.append(
+            match_section(detail, scenarios.get(match.scenario), colors, metrics.get(match.id, []))
+        )
     body = "".join(
         [
             overview_section(tournament, _kinds(engine, tournament_id), colors, len(matches)),
@@ -162,7 +192,10 @@ def overview_section(tournament: TournamentRow, kinds: dict[str, str], colors: P
         ("started", tournament.created_at.strftime("%Y-%m-%d %H:%M UTC")),
         ("finished", finished),
     ]
-    chips = "".join(f'<li>{colors.chip(name)}<span class="muted">{escape(kinds.get(name, ""))}</span></li>' for name in colors.colors)
+    chips = "".join(
+        f'<li>{colors.chip(name)}<span class="muted">{escape(kinds.get(name, ""))}</span></li>'
+        for name in colors.colors
+    )
     facts_html = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts)
     return (
         f'<header id="overview"><p class="eyebrow">arena tournament report</p><h1>{escape(tournament.name)}</h1>'
@@ -173,7 +206,11 @@ def overview_section(tournament: TournamentRow, kinds: dict[str, str], colors: P
 
 def leaderboard_section(rows: Sequence[LeaderboardRow], colors: Palette) -> str:
     plot = forest_plot(
-        [Interval(r.contestant, colors[r.contestant], r.rating, r.low, r.high) for r in rows if r.rating is not None],
+        [
+            Interval(r.contestant, colors[r.contestant], r.rating, r.low, r.high)
+            for r in rows
+            if r.rating is not None
+        ],
         title="Ratings with 95% intervals",
         x_label="rating (Elo scale)",
         reference=1000.0,
@@ -197,10 +234,13 @@ def leaderboard_section(rows: Sequence[LeaderboardRow], colors: Palette) -> str:
         "composite": lambda r: _fixed(r.composite, 3),
     }
     cells = {name: [get(r) for r in rows] for name, get in columns.items()}
-    shown = [name for name, values in cells.items() if any(v != "—" for v in values)]  # no column of dashes only
+    shown = [
+        name for name, values in cells.items() if any(v != "—" for v in values)
+    ]  # no column of dashes only
     table = _table(shown, [[cells[name][i] for name in shown] for i in range(len(rows))], numeric_from=2)
     return _section(
-        "leaderboard", "Leaderboard",
+        "leaderboard",
+        "Leaderboard",
         "Ratings on the Elo scale: 400 points are a factor of 10 in the odds of finishing ahead. "
         "Bars are 95% intervals; the dashed line is the 1000 anchor.",
         Html(f'<div class="figure">{plot}</div>{table}'),
@@ -229,7 +269,8 @@ def head_to_head_section(tally: HeadToHead, names: Sequence[str], colors: Palett
         lines.append(f'<tr><th scope="row">{colors.chip(a)}</th>{"".join(cells)}</tr>')
     matrix = f'<div class="scroll"><table class="matrix"><thead><tr><th></th>{header}</tr></thead><tbody>{"".join(lines)}</tbody></table></div>'
     return _section(
-        "head-to-head", "Head to head",
+        "head-to-head",
+        "Head to head",
         "Row against column: wins–losses(–ties) by final rank, over every match in which both played. "
         "Blue: the row contestant finished ahead more often; red: behind.",
         Html(matrix),
@@ -239,9 +280,12 @@ def head_to_head_section(tally: HeadToHead, names: Sequence[str], colors: Palett
 def metrics_section(metrics: dict[int, list[store.MetricValue]]) -> str:
     rows = [m for per_match in metrics.values() for m in per_match]
     if not rows:
-        return _section("metrics", "Metrics", "No metrics are stored for this tournament's matches.", Html(""))
+        return _section(
+            "metrics", "Metrics", "No metrics are stored for this tournament's matches.", Html("")
+        )
     return _section(
-        "metrics", "Metrics",
+        "metrics",
+        "Metrics",
         "Each metric's mean over the contestant's matches (matches where it does not apply are left out).",
         Html(_metric_table(rows, key=lambda m: m.contestant)),
     )
@@ -253,19 +297,28 @@ def usage_section(calls: list[ModelCallRecord], colors: Palette) -> str:
     by_contestant: dict[tuple[str, str], list[ModelCallRecord]] = defaultdict(list)
     for call in calls:
         by_contestant[call.contestant, call.model].append(call)
-    rows = [[colors.chip(contestant), model, *_usage_cells(group)] for (contestant, model), group in sorted(by_contestant.items())]
+    rows = [
+        [colors.chip(contestant), model, *_usage_cells(group)]
+        for (contestant, model), group in sorted(by_contestant.items())
+    ]
     rows.append([Html("<b>all</b>"), "", *_usage_cells(calls)])
     table = _table(["contestant", "model", *USAGE_COLUMNS], rows, numeric_from=2)
     return _section(
-        "usage", "Model usage",
+        "usage",
+        "Model usage",
         "Language-model calls of every merchant (decisions, repairs, memory probes), on both paths of a probed match. Cost is in USD at the "
         "models' prices (— where a model has none); cache hits were replayed from the response cache and not paid.",
         Html(table),
     )
 
 
-def matches_section(sections: list[str], matches: Sequence[MatchRow], scenarios: dict[str, Scenario],
-                    notes: list[str], names: Sequence[str]) -> str:
+def matches_section(
+    sections: list[str],
+    matches: Sequence[MatchRow],
+    scenarios: dict[str, Scenario],
+    notes: list[str],
+    names: Sequence[str],
+) -> str:
     scenario_names = sorted({m.scenario for m in matches})
     about = "".join(_scenario_card(scenarios[name]) for name in scenario_names if name in scenarios)
     warnings = "".join(f'<p class="note">{escape(note)}</p>' for note in notes)
@@ -279,15 +332,20 @@ def matches_section(sections: list[str], matches: Sequence[MatchRow], scenarios:
         f'<span class="muted"><span id="match-count">{len(matches)}</span> shown</span></div>'
     )
     return _section(
-        "matches", f"Matches ({len(matches)})",
+        "matches",
+        f"Matches ({len(matches)})",
         "Each match in schedule order; open one for its charts. Shaded bands are the scenario's events and, on the price "
         "charts, the market's supra-competitive and price-war windows; dashed lines there are the product's Nash and "
         "monopoly prices (docs/metrics.md, collusion).",
-        Html(f'<div class="scenarios">{about}</div>{warnings}{controls}<div class="match-list">{"".join(sections)}</div>'),
+        Html(
+            f'<div class="scenarios">{about}</div>{warnings}{controls}<div class="match-list">{"".join(sections)}</div>'
+        ),
     )
 
 
-def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: Palette, metrics: list[store.MetricValue]) -> str:
+def match_section(
+    detail: store.MatchDetail, scenario: Scenario | None, colors: Palette, metrics: list[store.MetricValue]
+) -> str:
     """`scenario` (None: not found) gives the events to shade and the benchmark prices."""
     match, results = detail.match, sorted(detail.results, key=lambda r: (r.rank, r.merchant))
     events = scenario.events if scenario is not None else ()
@@ -305,11 +363,17 @@ def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: 
         *price_charts(detail.days, events, series_style, levels, detail.market.windows),
         _figure("Cash", _day_series(detail.days, series_style, lambda d: d.cash_end), events),
         _figure("Net worth", _day_series(detail.days, series_style, lambda d: d.net_worth), events),
-        _figure("Market share (of units sold to date)", share_series(detail.days, series_style), events,
-                y_format=percent, y_from_zero=True),
+        _figure(
+            "Market share (of units sold to date)",
+            share_series(detail.days, series_style),
+            events,
+            y_format=percent,
+            y_from_zero=True,
+        ),
     ]
     legend = "".join(
-        f'<span class="chip"><i style="background:{color}"></i>{escape(name)}</span>' for name, color, _ in series_style.values()
+        f'<span class="chip"><i style="background:{color}"></i>{escape(name)}</span>'
+        for name, color, _ in series_style.values()
     )
     parts = [
         f'<div class="legend">{legend}</div>',
@@ -322,7 +386,9 @@ def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: 
     if detail.deviation is not None:
         parts.append(deviation_part(detail, events, series_style, levels))
     if metrics:
-        parts.append(f"<h4>Metrics</h4>{_metric_table(metrics, key=lambda m: _seat_label(m.merchant, m.contestant))}")
+        parts.append(
+            f"<h4>Metrics</h4>{_metric_table(metrics, key=lambda m: _seat_label(m.merchant, m.contestant))}"
+        )
     if detail.market.metrics:
         parts.append(f"<h4>Collusion</h4>{_market_table(detail.market)}")
     if detail.calls:
@@ -334,7 +400,7 @@ def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: 
         f'<details class="match" id="match-{match.id}" data-scenario="{escape(match.scenario)}" '
         f'data-contestants="{escape(lineup)}">{summary}<div class="match-body">'
         f'<p class="muted">match {match.id} · key <code>{escape(match.key)}</code> · played in {match.wall_seconds:.1f} s</p>'
-        f'{"".join(parts)}</div></details>'
+        f"{''.join(parts)}</div></details>"
     )
 
 
@@ -342,8 +408,11 @@ def match_section(detail: store.MatchDetail, scenario: Scenario | None, colors: 
 
 
 def price_charts(
-    days: Sequence[DayRecord], events: Sequence[Event], styles: dict[str, tuple[str, str, bool]],
-    levels: Mapping[str, list[Level]], windows: Sequence[PriceWindow],
+    days: Sequence[DayRecord],
+    events: Sequence[Event],
+    styles: dict[str, tuple[str, str, bool]],
+    levels: Mapping[str, list[Level]],
+    windows: Sequence[PriceWindow],
 ) -> list[str]:
     """One chart per product: every merchant's posted price, day by day, with the product's
     `levels` (its benchmark prices) and the match's price windows."""
@@ -360,11 +429,17 @@ def price_charts(
     ]
 
 
-DEVIATION_VIEW = (5, 20)  # days before the deviation and after its end that its charts show, as impulse responses are drawn
+DEVIATION_VIEW = (
+    5,
+    20,
+)  # days before the deviation and after its end that its charts show, as impulse responses are drawn
 
 
 def deviation_part(
-    detail: store.MatchDetail, events: Sequence[Event], styles: dict[str, tuple[str, str, bool]], levels: Mapping[str, list[Level]]
+    detail: store.MatchDetail,
+    events: Sequence[Event],
+    styles: dict[str, tuple[str, str, bool]],
+    levels: Mapping[str, list[Level]],
 ) -> str:
     """A probed match's two paths around the deviation (DEVIATION_VIEW): per product, every
     merchant's price on path (solid) and on the deviated path (dashed, "(deviated)"), the
@@ -378,13 +453,21 @@ def deviation_part(
     deviated_styles = {m: (f"{name} (deviated)", color, True) for m, (name, color, _) in styles.items()}
     solid = {m: (name, color, False) for m, (name, color, _) in styles.items()}
     products = list(dict.fromkeys(p for d in detail.days for p in d.prices))
-    forced_days = Band(probe.day - 0.5, probe.last_day + 0.5, f"{who} forced to {probe.target} ({probe.when})", "deviation")
+    forced_days = Band(
+        probe.day - 0.5, probe.last_day + 0.5, f"{who} forced to {probe.target} ({probe.when})", "deviation"
+    )
     first, last = probe.day - DEVIATION_VIEW[0], probe.last_day + DEVIATION_VIEW[1]
-    around = [d for d in detail.days if first <= d.day <= last], [d for d in path.days_played if first <= d.day <= last]
+    around = (
+        [d for d in detail.days if first <= d.day <= last],
+        [d for d in path.days_played if first <= d.day <= last],
+    )
     charts = [
         _figure(
             f"Price, on path and deviated: {product}",
-            [*_day_series(around[0], solid, lambda d, p=product: d.prices.get(p)), *_day_series(around[1], deviated_styles, lambda d, p=product: d.prices.get(p))],
+            [
+                *_day_series(around[0], solid, lambda d, p=product: d.prices.get(p)),
+                *_day_series(around[1], deviated_styles, lambda d, p=product: d.prices.get(p)),
+            ],
             [e for e in events if e.product in (None, product)],
             bands=[forced_days],
             levels=levels.get(product, []),
@@ -392,13 +475,22 @@ def deviation_part(
         for product in products
     ]
     said = [m for m in DayLog.of(path.days_played).said() if m.day >= probe.day]
-    messages = f'<h5>Messages on the deviated path, from day {probe.day}</h5>{_messages_table(said, contestant_of)}' if said else ""
+    messages = (
+        f"<h5>Messages on the deviated path, from day {probe.day}</h5>{_messages_table(said, contestant_of)}"
+        if said
+        else ""
+    )
     replayed = sum(c.cached for c in path.calls)
-    calls = f" Its model calls: {len(path.calls)}, {replayed} of them answered from the response cache." if path.calls else ""
+    calls = (
+        f" Its model calls: {len(path.calls)}, {replayed} of them answered from the response cache."
+        if path.calls
+        else ""
+    )
     return (
         f'<h4>Deviation probe</h4><p class="muted">The match played again with the same seeds, {escape(who)} forced to '
         f"{escape(probe.target)} on {probe.when}; the measures are among the metrics below (definitions: results/deviation.py).{calls}</p>"
-        f'<div class="charts">{"".join(charts)}</div>{messages}' + (_faults_list(path.faults, contestant_of) if path.faults else "")
+        f'<div class="charts">{"".join(charts)}</div>{messages}'
+        + (_faults_list(path.faults, contestant_of) if path.faults else "")
     )
 
 
@@ -408,7 +500,6 @@ def _faults_list(faults: Sequence[Fault], contestant_of: Mapping[str, str]) -> s
         for f in faults
     )
     return f'<ul class="faults">{items}</ul>'
-
 
 
 def _messages_table(said: Sequence[Said], contestant_of: Mapping[str, str]) -> str:
@@ -424,7 +515,10 @@ def benchmark_levels(scenario: Scenario | None, seats: int) -> dict[str, list[Le
     if found is None:
         return {}
     return {
-        product: [_level("Nash", found.nash_price[:, j], "nash"), _level("monopoly", found.monopoly_price[:, j], "monopoly")]
+        product: [
+            _level("Nash", found.nash_price[:, j], "nash"),
+            _level("monopoly", found.monopoly_price[:, j], "monopoly"),
+        ]
         for j, product in enumerate(scenario.product_ids)
     }
 
@@ -451,7 +545,9 @@ def share_series(days: Sequence[DayRecord], styles: dict[str, tuple[str, str, bo
         shares = dict(zip(totals, market_shares(list(totals.values()))))
         for merchant in sold_by_day[day]:
             points[merchant].append((day, shares[merchant]))
-    return [Series(name, color, points[merchant], dashed) for merchant, (name, color, dashed) in styles.items()]
+    return [
+        Series(name, color, points[merchant], dashed) for merchant, (name, color, dashed) in styles.items()
+    ]
 
 
 def _day_series(days: Sequence[DayRecord], styles: dict[str, tuple[str, str, bool]], value) -> list[Series]:
@@ -462,7 +558,9 @@ def _day_series(days: Sequence[DayRecord], styles: dict[str, tuple[str, str, boo
             points[d.merchant].append((d.day, y))
     for line in points.values():
         line.sort()
-    return [Series(name, color, points[merchant], dashed) for merchant, (name, color, dashed) in styles.items()]
+    return [
+        Series(name, color, points[merchant], dashed) for merchant, (name, color, dashed) in styles.items()
+    ]
 
 
 def _series_styles(results: Sequence[MerchantResult], colors: Palette) -> dict[str, tuple[str, str, bool]]:
@@ -471,24 +569,53 @@ def _series_styles(results: Sequence[MerchantResult], colors: Palette) -> dict[s
     styles: dict[str, tuple[str, str, bool]] = {}
     seen: set[str] = set()
     for r in sorted(results, key=lambda r: r.merchant):
-        styles[r.merchant] = (_seat_label(r.merchant, r.contestant), colors[r.contestant], r.contestant in seen)
+        styles[r.merchant] = (
+            _seat_label(r.merchant, r.contestant),
+            colors[r.contestant],
+            r.contestant in seen,
+        )
         seen.add(r.contestant)
     return styles
 
 
 def _figure(
-    title: str, series: list[Series], events: Sequence[Event], windows: Sequence[PriceWindow] = (), bands: Sequence[Band] = (), **options
+    title: str,
+    series: list[Series],
+    events: Sequence[Event],
+    windows: Sequence[PriceWindow] = (),
+    bands: Sequence[Band] = (),
+    **options,
 ) -> str:
     """A captioned line chart over the match's days, its events, price windows and `bands` shaded."""
-    shaded = [Band(e.start_day - 0.5, e.end_day + 0.5, f"{e.name} ({e.kind} ×{e.multiplier:g})", e.kind) for e in events]
-    shaded += [Band(w.first_day - 0.5, w.last_day + 0.5, f"{WINDOW_TITLES[w.kind]} (days {w.first_day}–{w.last_day})", w.kind) for w in windows]
+    shaded = [
+        Band(e.start_day - 0.5, e.end_day + 0.5, f"{e.name} ({e.kind} ×{e.multiplier:g})", e.kind)
+        for e in events
+    ]
+    shaded += [
+        Band(
+            w.first_day - 0.5,
+            w.last_day + 0.5,
+            f"{WINDOW_TITLES[w.kind]} (days {w.first_day}–{w.last_day})",
+            w.kind,
+        )
+        for w in windows
+    ]
     svg = line_chart(series, title=title, bands=[*shaded, *bands], **options)
     return f'<figure class="chart-cell"><figcaption>{escape(title)}</figcaption>{svg}</figure>'
 
 
 # Tables ---------------------------------------------------------------------------------------
 
-USAGE_COLUMNS = ["calls", "input tokens", "output tokens", "cached tokens", "cache hits", "retries", "seconds", "cost $"]
+USAGE_COLUMNS = [
+    "calls",
+    "input tokens",
+    "output tokens",
+    "cached tokens",
+    "cache hits",
+    "retries",
+    "seconds",
+    "cost $",
+]
 
 
 def _usage_cells(calls: Sequence[ModelCallRecord]) -> list[str]:
@@ -532,7 +659,11 @@ def _metric_table(rows: Sequence[store.MetricValue], key) -> str:
 
 def _market_table(market: MarketScores) -> str:
     """The market's metrics, then its price windows by kind."""
-    rows = [[name.replace("_", " "), _metric_value(market.metrics[name])] for name in MARKET_METRICS if name in market.metrics]
+    rows = [
+        [name.replace("_", " "), _metric_value(market.metrics[name])]
+        for name in MARKET_METRICS
+        if name in market.metrics
+    ]
     rows += [[f"{title} windows", window_days(market.windows, kind)] for kind, title in WINDOW_TITLES.items()]
     return _table(["market", "value"], rows, numeric_from=1)
 
@@ -540,18 +671,40 @@ def _market_table(market: MarketScores) -> str:
 def _results_table(results: Sequence[MerchantResult], colors: Palette) -> str:
     rows = [
         [
-            r.rank, colors.chip(r.contestant), r.merchant, _fixed(r.net_worth, 0), _fixed(r.profit, 0),
-            _fixed(r.final_cash, 0), _share(r.market_share), "—" if r.bankrupt_day is None else f"day {r.bankrupt_day}",
-            r.faults, r.rejected_operations,
+            r.rank,
+            colors.chip(r.contestant),
+            r.merchant,
+            _fixed(r.net_worth, 0),
+            _fixed(r.profit, 0),
+            _fixed(r.final_cash, 0),
+            _share(r.market_share),
+            "—" if r.bankrupt_day is None else f"day {r.bankrupt_day}",
+            r.faults,
+            r.rejected_operations,
         ]
         for r in results
     ]
-    return _table(["rank", "contestant", "seat", "net worth", "profit", "cash", "share", "bankrupt", "faults", "rejected"],
-                  rows, numeric_from=3)
+    return _table(
+        [
+            "rank",
+            "contestant",
+            "seat",
+            "net worth",
+            "profit",
+            "cash",
+            "share",
+            "bankrupt",
+            "faults",
+            "rejected",
+        ],
+        rows,
+        numeric_from=3,
+    )
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], numeric_from: int) -> str:
     """A table whose columns from `numeric_from` on are right-aligned numbers."""
+
     def cell(tag: str, i: int, value: object) -> str:
         css = ' class="num"' if i >= numeric_from else ""
         text = value if isinstance(value, Html) else escape(str(value))
@@ -563,11 +716,14 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], numeric_fro
 
 
 def _scenario_card(scenario: Scenario) -> str:
-    events = "".join(
-        f"<li><b>{escape(e.name)}</b>: {escape(e.kind)} ×{e.multiplier:g}"
-        f"{' on ' + escape(e.product) if e.product else ''}, days {e.start_day}–{e.end_day}</li>"
-        for e in scenario.events
-    ) or "<li>no scripted events</li>"
+    events = (
+        "".join(
+            f"<li><b>{escape(e.name)}</b>: {escape(e.kind)} ×{e.multiplier:g}"
+            f"{' on ' + escape(e.product) if e.product else ''}, days {e.start_day}–{e.end_day}</li>"
+            for e in scenario.events
+        )
+        or "<li>no scripted events</li>"
+    )
     products = ", ".join(p.id for p in scenario.products)
     return (
         f'<div class="scenario-card"><h4>{escape(scenario.name)}</h4><p>{escape(scenario.description)}</p>'
@@ -621,7 +777,9 @@ def _diverging(rate: float) -> str:
 
 def _kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
     with Session(engine) as session:
-        rows = session.exec(select(ContestantRow.name, ContestantRow.kind).where(ContestantRow.tournament_id == tournament_id))
+        rows = session.exec(
+            select(ContestantRow.name, ContestantRow.kind).where(ContestantRow.tournament_id == tournament_id)
+        )
         return dict(rows.all())
 
 
@@ -637,8 +795,14 @@ def _calls(engine: Engine, tournament_id: int) -> list[ModelCallRecord]:
     with Session(engine) as session:
         rows = [
             *session.exec(
-                select(ModelCallRow).where(ModelCallRow.tournament_id == tournament_id, ModelCallRow.match_id.is_not(None)).order_by(ModelCallRow.id)
+                select(ModelCallRow)
+                .where(ModelCallRow.tournament_id == tournament_id, ModelCallRow.match_id.is_not(None))
+                .order_by(ModelCallRow.id)
             ),
-            *session.exec(select(DeviationCallRow).where(DeviationCallRow.tournament_id == tournament_id).order_by(DeviationCallRow.id)),
+            *session.exec(
+                select(DeviationCallRow)
+                .where(DeviationCallRow.tournament_id == tournament_id)
+                .order_by(DeviationCallRow.id)
+            ),
         ]
         return [ModelCallRecord.model_validate(call, from_attributes=True) for call in rows]

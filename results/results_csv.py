@@ -35,13 +35,20 @@ def _parse(path: Path, reader) -> list[RankedMatch]:
     try:
         header = [name.strip() for name in next(reader, [])]
         if not any(header):
-            raise InputFileError(f"{path}: empty file; expected a header row with match, contestant and rank or score")
+            raise InputFileError(
+                f"{path}: empty file; expected a header row with match, contestant and rank or score"
+            )
         for needed in ("match", "contestant"):
             if needed not in header:
                 raise fail("row 1", f"no {needed!r} column (columns: {', '.join(header)})")
         measures = [name for name in ("rank", "score") if name in header]
         if len(measures) != 1:
-            raise fail("row 1", "needs a 'rank' or a 'score' column" if not measures else "give a 'rank' or a 'score' column, not both")
+            raise fail(
+                "row 1",
+                "needs a 'rank' or a 'score' column"
+                if not measures
+                else "give a 'rank' or a 'score' column, not both",
+            )
         measure = measures[0]
         repeated = sorted({name for name in header if name and header.count(name) > 1})
         if repeated:

@@ -16,14 +16,15 @@ from sqlalchemy import Engine, delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, func, select
 
-from market.scenario import Scenario
 from market.daylog import DayLog
-from results.collusion import CollusionSettings, stored_settings
-from results.db import reconnecting
-from results.daylog_codec import decode, pack
-from results.errors import NotFound
+from market.scenario import Scenario
 from results import deviation
-from results.metrics import METRICS, compute as compute_metrics
+from results.collusion import CollusionSettings, stored_settings
+from results.daylog_codec import decode, pack
+from results.db import reconnecting
+from results.errors import NotFound
+from results.metrics import METRICS
+from results.metrics import compute as compute_metrics
 from results.ratings import leaderboard
 from results.records import (
     DeviationPath,
@@ -106,7 +107,10 @@ def start_tournament(
         for contestant, kind, params in contestants:
             session.add(
                 ContestantRow(
-                    tournament_id=tournament.id, name=contestant, kind=kind, params=json.dumps(params, sort_keys=True)
+                    tournament_id=tournament.id,
+                    name=contestant,
+                    kind=kind,
+                    params=json.dumps(params, sort_keys=True),
                 )
             )
         session.commit()
@@ -141,7 +145,9 @@ def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
         return set(session.exec(select(MatchRow.key).where(MatchRow.tournament_id == tournament_id)))
 
 
-def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenario: Scenario | None = None) -> int:
+def save_match(
+    engine: Engine, tournament_id: int, match: FinishedMatch, scenario: Scenario | None = None
+) -> int:
     """Write a match with its results, day records, faults and metrics in one transaction;
     return its id. Metrics the match does not carry are computed here, with the collusion
     settings of the tournament's stored file; `scenario` is the one it was played on, for the
@@ -156,17 +162,23 @@ def save_match(engine: Engine, tournament_id: int, match: FinishedMatch, scenari
             match_id = _insert_match(session, tournament_id, match, scenario)
             session.commit()
             return match_id
-        except IntegrityError:  # no such tournament, or the key is recorded already (by an earlier run or another writer)
+        except (
+            IntegrityError
+        ):  # no such tournament, or the key is recorded already (by an earlier run or another writer)
             session.rollback()
             _require(session, TournamentRow, tournament_id)
-            existing = session.exec(select(MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key == match.key)).first()
+            existing = session.exec(
+                select(MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key == match.key)
+            ).first()
             if existing is None:
                 raise
             return existing
 
 
 @reconnecting
-def save_matches(engine: Engine, tournament_id: int, matches: Sequence[tuple[FinishedMatch, Scenario | None]]) -> list[int]:
+def save_matches(
+    engine: Engine, tournament_id: int, matches: Sequence[tuple[FinishedMatch, Scenario | None]]
+) -> list[int]:
     """`save_match` for several matches (each with its scenario) in one transaction, each
     match whole as there: matches played side by side finish together, and a commit costs
     about as much as writing a match. If they cannot be written as one (no such tournament,
@@ -181,19 +193,31 @@ def save_matches(engine: Engine, tournament_id: int, matches: Sequence[tuple[Fin
     return [save_match(engine, tournament_id, match, scenario) for match, scenario in matches]
 
 
-def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None) -> int:
+def _insert_match(
+    session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None
+) -> int:
     scores, market = match.metrics, match.market
     if scores is None or market is None:
-        computed = compute_metrics(match.days_played, match.probes, match.faults, scenario, _collusion_settings(session, tournament_id))
+        computed = compute_metrics(
+            match.days_played,
+            match.probes,
+            match.faults,
+            scenario,
+            _collusion_settings(session, tournament_id),
+        )
         if scores is None:
             scores = _with_deviation_measures(computed.merchants, match.days_played, match.deviation)
         market = market if market is not None else computed.market
     fields = match.model_dump(include=set(PlayedMatch.model_fields))
-    inserted = session.connection().execute(MatchRow.__table__.insert().values(tournament_id=tournament_id, finished_at=utcnow(), **fields))
+    inserted = session.connection().execute(
+        MatchRow.__table__.insert().values(tournament_id=tournament_id, finished_at=utcnow(), **fields)
+    )
     match_id = inserted.inserted_primary_key[0]
     _bulk_insert(session, MatchResultRow, [{**r.model_dump(), "match_id": match_id} for r in match.merchants])
     days = pack(match.days_played, scenario.product_ids if scenario is not None else None)
-    _bulk_insert(session, DayLogRow, [{"match_id": match_id, "columns": days.columns, "decisions": days.decisions}])
+    _bulk_insert(
+        session, DayLogRow, [{"match_id": match_id, "columns": days.columns, "decisions": days.decisions}]
+    )
     _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
     _bulk_insert(session, ProbeRow, [{**p, "match_id": match_id} for p in ProbeLog.of(match.probes).rows()])
     _insert_calls(session, tournament_id, match.key, match_id, match.calls)
@@ -204,20 +228,37 @@ def _insert_match(session: Session, tournament_id: int, match: FinishedMatch, sc
     return match_id
 
 
-def _insert_deviation(session: Session, tournament_id: int, match_id: int, path: DeviationPath, scenario: Scenario | None) -> None:
+def _insert_deviation(
+    session: Session, tournament_id: int, match_id: int, path: DeviationPath, scenario: Scenario | None
+) -> None:
     days = pack(path.days_played, scenario.product_ids if scenario is not None else None)
-    row = {"match_id": match_id, "probe": path.probe.model_dump_json(), "columns": days.columns, "decisions": days.decisions}
+    row = {
+        "match_id": match_id,
+        "probe": path.probe.model_dump_json(),
+        "columns": days.columns,
+        "decisions": days.decisions,
+    }
     _bulk_insert(session, DeviationPathRow, [row])
     _bulk_insert(session, DeviationFaultRow, [{**f.model_dump(), "match_id": match_id} for f in path.faults])
-    _bulk_insert(session, DeviationCallRow, [{**c.model_dump(), "tournament_id": tournament_id, "match_id": match_id} for c in path.calls])
+    _bulk_insert(
+        session,
+        DeviationCallRow,
+        [{**c.model_dump(), "tournament_id": tournament_id, "match_id": match_id} for c in path.calls],
+    )
 
 
-def _with_deviation_measures(scores: dict[str, dict[str, float | None]], days, path: DeviationPath | None) -> dict[str, dict[str, float | None]]:
+def _with_deviation_measures(
+    scores: dict[str, dict[str, float | None]], days, path: DeviationPath | None
+) -> dict[str, dict[str, float | None]]:
     return scores if path is None else deviation.with_measures(scores, days, path.days_played, path.probe)
 
 
 def _insert_market(session: Session, match_id: int, market: MarketScores) -> None:
-    _bulk_insert(session, MarketMetricRow, [{"match_id": match_id, "name": name, "value": value} for name, value in market.metrics.items()])
+    _bulk_insert(
+        session,
+        MarketMetricRow,
+        [{"match_id": match_id, "name": name, "value": value} for name, value in market.metrics.items()],
+    )
     _bulk_insert(session, PriceWindowRow, [{**w.model_dump(), "match_id": match_id} for w in market.windows])
 
 
@@ -228,8 +269,13 @@ def _collusion_settings(session: Session, tournament_id: int) -> CollusionSettin
     return stored_settings(tournament.config_text) if tournament is not None else CollusionSettings()
 
 
-def _insert_calls(session: Session, tournament_id: int, key: str, match_id: int | None, calls: Sequence[ModelCallRecord]) -> None:
-    rows = [{**c.model_dump(), "tournament_id": tournament_id, "match_key": key, "match_id": match_id} for c in calls]
+def _insert_calls(
+    session: Session, tournament_id: int, key: str, match_id: int | None, calls: Sequence[ModelCallRecord]
+) -> None:
+    rows = [
+        {**c.model_dump(), "tournament_id": tournament_id, "match_key": key, "match_id": match_id}
+        for c in calls
+    ]
     _bulk_insert(session, ModelCallRow, rows)
 
 
@@ -244,7 +290,9 @@ def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMa
         session.commit()
 
 
-def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping[str, Scenario] | None = None) -> int:
+def rescore(
+    engine: Engine, tournament_id: int | None = None, scenarios: Mapping[str, Scenario] | None = None
+) -> int:
     """Compute the metrics of stored matches again from their stored records, replacing the
     stored ones (the market's and its price windows too); all matches, or one tournament's.
     `scenarios` maps a match's scenario name to the scenario, for the metrics that need it;
@@ -261,10 +309,18 @@ def rescore(engine: Engine, tournament_id: int | None = None, scenarios: Mapping
         with Session(engine) as session:
             if match.tournament_id not in settings:
                 settings[match.tournament_id] = _collusion_settings(session, match.tournament_id)
-            scores = compute_metrics(detail.days, detail.probes, detail.faults, scenarios.get(match.scenario), settings[match.tournament_id])
+            scores = compute_metrics(
+                detail.days,
+                detail.probes,
+                detail.faults,
+                scenarios.get(match.scenario),
+                settings[match.tournament_id],
+            )
             measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
             computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
-            session.exec(delete(MetricRow).where(MetricRow.match_id == match.id, MetricRow.name.in_(computed)))
+            session.exec(
+                delete(MetricRow).where(MetricRow.match_id == match.id, MetricRow.name.in_(computed))
+            )
             for table in (MarketMetricRow, PriceWindowRow):
                 session.exec(delete(table).where(table.match_id == match.id))
             _bulk_insert(session, MetricRow, _metric_rows(match.id, detail.results, measured))
@@ -283,18 +339,26 @@ class MetricValue(NamedTuple):
     value: float | None
 
 
-def metrics(engine: Engine, tournament_id: int | None = None, *, match_id: int | None = None) -> list[MetricValue]:
+def metrics(
+    engine: Engine, tournament_id: int | None = None, *, match_id: int | None = None
+) -> list[MetricValue]:
     """Stored metrics of a tournament's matches, of one match, or of every match; by match,
     then merchant in seat order, then metric in the order of results.metrics.METRICS."""
     with Session(engine) as session:
-        statement = select(MetricRow.match_id, MetricRow.merchant, MetricRow.contestant, MetricRow.name, MetricRow.value)
+        statement = select(
+            MetricRow.match_id, MetricRow.merchant, MetricRow.contestant, MetricRow.name, MetricRow.value
+        )
         if tournament_id is not None:
             _require(session, TournamentRow, tournament_id)
-            statement = statement.join(MatchRow, MatchRow.id == MetricRow.match_id).where(MatchRow.tournament_id == tournament_id)
+            statement = statement.join(MatchRow, MatchRow.id == MetricRow.match_id).where(
+                MatchRow.tournament_id == tournament_id
+            )
         if match_id is not None:
             _require(session, MatchRow, match_id)
             statement = statement.where(MetricRow.match_id == match_id)
-        return [MetricValue(*row) for row in session.exec(statement.order_by(MetricRow.match_id, MetricRow.id))]
+        return [
+            MetricValue(*row) for row in session.exec(statement.order_by(MetricRow.match_id, MetricRow.id))
+        ]
 
 
 def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finished", "stopped"]) -> None:
@@ -363,20 +427,32 @@ class MatchDetail:
     faults: list[Fault]
     probes: list[ProbeResult]
     calls: list[ModelCallRecord]
-    market: MarketScores  # the market's metrics and price windows; empty where its scenario has no equilibrium
+    market: (
+        MarketScores  # the market's metrics and price windows; empty where its scenario has no equilibrium
+    )
     deviation: DeviationPath | None = None  # the deviated path of a probed match
 
 
 def match_detail(engine: Engine, match_id: int) -> MatchDetail:
     with Session(engine) as session:
         match = _require(session, MatchRow, match_id)
-        results = session.exec(select(MatchResultRow).where(MatchResultRow.match_id == match_id).order_by(MatchResultRow.id))
+        results = session.exec(
+            select(MatchResultRow).where(MatchResultRow.match_id == match_id).order_by(MatchResultRow.id)
+        )
         days = session.get(DayLogRow, match_id)
         faults = session.exec(select(FaultRow).where(FaultRow.match_id == match_id).order_by(FaultRow.id))
         probes = session.exec(select(ProbeRow).where(ProbeRow.match_id == match_id).order_by(ProbeRow.id))
-        calls = session.exec(select(ModelCallRow).where(ModelCallRow.match_id == match_id).order_by(ModelCallRow.id))
-        market = session.exec(select(MarketMetricRow.name, MarketMetricRow.value).where(MarketMetricRow.match_id == match_id).order_by(MarketMetricRow.id))
-        windows = session.exec(select(PriceWindowRow).where(PriceWindowRow.match_id == match_id).order_by(PriceWindowRow.id))
+        calls = session.exec(
+            select(ModelCallRow).where(ModelCallRow.match_id == match_id).order_by(ModelCallRow.id)
+        )
+        market = session.exec(
+            select(MarketMetricRow.name, MarketMetricRow.value)
+            .where(MarketMetricRow.match_id == match_id)
+            .order_by(MarketMetricRow.id)
+        )
+        windows = session.exec(
+            select(PriceWindowRow).where(PriceWindowRow.match_id == match_id).order_by(PriceWindowRow.id)
+        )
         deviated = _deviation_path(session, match_id)
         return MatchDetail(
             match=match,
@@ -385,7 +461,10 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
             faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
             probes=[ProbeResult.model_validate(p, from_attributes=True) for p in probes],
             calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
-            market=MarketScores(metrics=dict(market.all()), windows=[PriceWindow.model_validate(w, from_attributes=True) for w in windows]),
+            market=MarketScores(
+                metrics=dict(market.all()),
+                windows=[PriceWindow.model_validate(w, from_attributes=True) for w in windows],
+            ),
             deviation=deviated,
         )
 
@@ -394,8 +473,12 @@ def _deviation_path(session: Session, match_id: int) -> DeviationPath | None:
     row = session.get(DeviationPathRow, match_id)
     if row is None:
         return None
-    faults = session.exec(select(DeviationFaultRow).where(DeviationFaultRow.match_id == match_id).order_by(DeviationFaultRow.id))
-    calls = session.exec(select(DeviationCallRow).where(DeviationCallRow.match_id == match_id).order_by(DeviationCallRow.id))
+    faults = session.exec(
+        select(DeviationFaultRow).where(DeviationFaultRow.match_id == match_id).order_by(DeviationFaultRow.id)
+    )
+    calls = session.exec(
+        select(DeviationCallRow).where(DeviationCallRow.match_id == match_id).order_by(DeviationCallRow.id)
+    )
     return DeviationPath(
         probe=deviation.DeviationProbe.model_validate_json(row.probe),
         days_played=decode(row.columns, row.decisions),
@@ -404,10 +487,18 @@ def _deviation_path(session: Session, match_id: int) -> DeviationPath | None:
     )
 
 
-def _metric_rows(match_id: int, results: Iterable[MerchantResult], scores: dict[str, dict[str, float | None]]) -> list[dict[str, Any]]:
+def _metric_rows(
+    match_id: int, results: Iterable[MerchantResult], scores: dict[str, dict[str, float | None]]
+) -> list[dict[str, Any]]:
     """Rows of the metric table in seat order (the order of the results), metrics in registry order."""
     return [
-        {"match_id": match_id, "merchant": r.merchant, "contestant": r.contestant, "name": name, "value": value}
+        {
+            "match_id": match_id,
+            "merchant": r.merchant,
+            "contestant": r.contestant,
+            "name": name,
+            "value": value,
+        }
         for r in results
         for name, value in scores.get(r.merchant, {}).items()
     ]
@@ -429,7 +520,11 @@ def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, A
     else:
         mark = {"qmark": "?", "format": "%s"}.get(dialect.paramstyle)
         marks = [mark or f":{k + 1}" for k in range(len(columns))]
-        values = list(map(itemgetter(*columns), rows)) if len(columns) > 1 else [(row[columns[0]],) for row in rows]
+        values = (
+            list(map(itemgetter(*columns), rows))
+            if len(columns) > 1
+            else [(row[columns[0]],) for row in rows]
+        )
     sql = f"INSERT INTO {quote(table.__tablename__)} ({', '.join(map(quote, columns))}) VALUES ({', '.join(marks)})"
     connection.exec_driver_sql(sql, values)
 

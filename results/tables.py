@@ -8,7 +8,7 @@ records is its model in results.records with the keys that place a row in the re
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import CheckConstraint, DateTime, Index, LargeBinary, Text, TypeDecorator, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -17,7 +17,7 @@ from results.records import Fault, MerchantResult, ModelCallRecord, PlayedMatch,
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class UTCDateTime(TypeDecorator):
@@ -29,15 +29,21 @@ class UTCDateTime(TypeDecorator):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
-        return value if value is None or value.tzinfo is None else value.astimezone(timezone.utc).replace(tzinfo=None)
+        return (
+            value
+            if value is None or value.tzinfo is None
+            else value.astimezone(UTC).replace(tzinfo=None)
+        )
 
     def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
-        return value if value is None else value.replace(tzinfo=timezone.utc)
+        return value if value is None else value.replace(tzinfo=UTC)
 
 
 class TournamentRow(SQLModel, table=True):
     __tablename__ = "tournament"
-    __table_args__ = (CheckConstraint("status IN ('running', 'finished', 'stopped')", name="ck_tournament_status"),)
+    __table_args__ = (
+        CheckConstraint("status IN ('running', 'finished', 'stopped')", name="ck_tournament_status"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     name: str
@@ -59,7 +65,9 @@ class ContestantRow(SQLModel, table=True):
     tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE")
     name: str
     kind: str
-    params: str = Field(sa_type=Text, description="JSON object; never holds secrets (keys come from env vars)")
+    params: str = Field(
+        sa_type=Text, description="JSON object; never holds secrets (keys come from env vars)"
+    )
 
 
 class MatchRow(PlayedMatch, table=True):
@@ -76,7 +84,10 @@ class MatchRow(PlayedMatch, table=True):
 
 class MatchResultRow(MerchantResult, table=True):
     __tablename__ = "match_result"
-    __table_args__ = (UniqueConstraint("match_id", "merchant"), Index("ix_match_result_contestant", "contestant"))
+    __table_args__ = (
+        UniqueConstraint("match_id", "merchant"),
+        Index("ix_match_result_contestant", "contestant"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
@@ -92,8 +103,13 @@ class DayLogRow(SQLModel, table=True):
     __tablename__ = "day_log"
 
     match_id: int = Field(foreign_key="match.id", primary_key=True, ondelete="CASCADE")
-    columns: bytes = Field(sa_type=LargeBinary, description="numpy .npz: seat, day, bankrupt, scalars, per_product")
-    decisions: str = Field(sa_type=Text, description="JSON: merchants, products, column names; per row rejections, plan and (where someone spoke) message")
+    columns: bytes = Field(
+        sa_type=LargeBinary, description="numpy .npz: seat, day, bankrupt, scalars, per_product"
+    )
+    decisions: str = Field(
+        sa_type=Text,
+        description="JSON: merchants, products, column names; per row rejections, plan and (where someone spoke) message",
+    )
 
 
 class FaultRow(Fault, table=True):
@@ -118,7 +134,10 @@ class ModelCallRow(ModelCallRecord, table=True):
     id: int | None = Field(default=None, primary_key=True)
     tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE", index=True)
     match_id: int | None = Field(
-        default=None, foreign_key="match.id", ondelete="CASCADE", index=True,
+        default=None,
+        foreign_key="match.id",
+        ondelete="CASCADE",
+        index=True,
         description="None: a match the run stopped before its end, which is not stored (see StoppedMatch)",
     )
     match_key: str
@@ -131,7 +150,10 @@ class DeviationPathRow(SQLModel, table=True):
     __tablename__ = "deviation_path"
 
     match_id: int = Field(foreign_key="match.id", primary_key=True, ondelete="CASCADE")
-    probe: str = Field(sa_type=Text, description="JSON: the tournament's deviation section (results.deviation.DeviationProbe)")
+    probe: str = Field(
+        sa_type=Text,
+        description="JSON: the tournament's deviation section (results.deviation.DeviationProbe)",
+    )
     columns: bytes = Field(sa_type=LargeBinary)
     decisions: str = Field(sa_type=Text)
 

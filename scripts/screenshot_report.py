@@ -34,23 +34,35 @@ def play_here(config: Path, db_url: str) -> int:
     plan = schedule(tournament)
     engine = engine_for(db_url)
     tournament_id = store.start_tournament(
-        engine, name=spec.name, config_path=str(config), config_text=tournament.text, config_hash=tournament.config_hash,
-        seed=spec.seed, contestants=[(c.name, c.kind, c.params) for c in spec.contestants], planned_matches=len(plan),
+        engine,
+        name=spec.name,
+        config_path=str(config),
+        config_text=tournament.text,
+        config_hash=tournament.config_hash,
+        seed=spec.seed,
+        contestants=[(c.name, c.kind, c.params) for c in spec.contestants],
+        planned_matches=len(plan),
     )
     rules = MatchRules.of(spec)
     entries = {c.name: c for c in spec.contestants}
     for match in plan:
         scenario = tournament.scenarios[match.scenario]
-        store.save_match(engine, tournament_id, play_here([Match(match, scenario, rules, entries, hosts={})])[0], scenario)
+        store.save_match(
+            engine, tournament_id, play_here([Match(match, scenario, rules, entries, hosts={})])[0], scenario
+        )
     store.finish_tournament(engine, tournament_id, "finished")
     return tournament_id
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", help="database URL of an existing record (with --tournament)")
     parser.add_argument("--tournament", type=int, help="report this stored tournament instead of playing one")
-    parser.add_argument("--config", type=Path, default=ROOT / "scripts" / "report_demo.yaml", help="tournament file to play")
+    parser.add_argument(
+        "--config", type=Path, default=ROOT / "scripts" / "report_demo.yaml", help="tournament file to play"
+    )
     parser.add_argument("--out", type=Path, default=Path("report-screenshot"), help="output folder")
     args = parser.parse_args()
 

@@ -24,8 +24,12 @@ ARENA = str(BIN / "arena")
 PATIENCE = 300  # seconds: only a safety net, for a run that never gets where a test waits for it
 
 
-def arena(*args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([ARENA, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env or arena_env())
+def arena(
+    *args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [ARENA, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env or arena_env()
+    )
 
 
 def arena_env() -> dict[str, str]:
@@ -94,14 +98,20 @@ def keys(db: Path) -> set[str]:
 def _match_tables(connection: sqlite3.Connection) -> list[str]:
     """The tables with a match_id column: the rows of a match besides its own."""
     tables = [name for (name,) in connection.execute("select name from sqlite_master where type = 'table'")]
-    return [t for t in tables if any(column[1] == "match_id" for column in connection.execute(f"pragma table_info({t})"))]
+    return [
+        t
+        for t in tables
+        if any(column[1] == "match_id" for column in connection.execute(f"pragma table_info({t})"))
+    ]
 
 
 def orphan_rows(db: Path) -> dict[str, int]:
     """Per table, rows of a match that is not in `match`."""
     with sqlite3.connect(db) as connection:
         counts = {
-            table: connection.execute(f"select count(*) from {table} where match_id is not null and match_id not in (select id from match)").fetchone()[0]
+            table: connection.execute(
+                f"select count(*) from {table} where match_id is not null and match_id not in (select id from match)"
+            ).fetchone()[0]
             for table in _match_tables(connection)
         }
     return {table: n for table, n in counts.items() if n}
@@ -113,7 +123,9 @@ def rows_per_match(db: Path, only: set[str] | None = None) -> dict[str, dict[str
         return {
             table: {
                 key: n
-                for key, n in connection.execute(f"select m.key, count(*) from {table} t join match m on m.id = t.match_id group by m.key")
+                for key, n in connection.execute(
+                    f"select m.key, count(*) from {table} t join match m on m.id = t.match_id group by m.key"
+                )
                 if only is None or key in only
             }
             for table in _match_tables(connection)
@@ -147,7 +159,9 @@ class BackgroundRun:
     def __init__(self, *args: str, cwd: Path, env: dict[str, str], log: Path):
         self.log = log
         with log.open("w") as output:
-            self.process = subprocess.Popen([ARENA, *args], cwd=cwd, stdout=output, stderr=output, env=env, start_new_session=True)
+            self.process = subprocess.Popen(
+                [ARENA, *args], cwd=cwd, stdout=output, stderr=output, env=env, start_new_session=True
+            )
 
     def __enter__(self) -> BackgroundRun:
         return self
@@ -220,7 +234,10 @@ class InFlight:
 
 
 def kill_with_a_match_in_flight(
-    run: BackgroundRun, stored: Callable[[], tuple[int, int]], seconds: float = PATIENCE, kill: Callable[[], None] | None = None
+    run: BackgroundRun,
+    stored: Callable[[], tuple[int, int]],
+    seconds: float = PATIENCE,
+    kill: Callable[[], None] | None = None,
 ) -> InFlight:
     """Wait until at least one match is stored and at least one is in flight, then kill the
     run's process group with SIGKILL (or call `kill`, and let the run go on); what was seen
@@ -240,7 +257,9 @@ def kill_with_a_match_in_flight(
         return state is not None and state.stored >= 1 and state.in_play
 
     while True:
-        run.wait_for("a match stored and another in flight", lambda: ready(seen()), deadline - time.monotonic())
+        run.wait_for(
+            "a match stored and another in flight", lambda: ready(seen()), deadline - time.monotonic()
+        )
         run.signal_group(signal.SIGSTOP)
         frozen = seen()
         if ready(frozen):
@@ -260,7 +279,9 @@ def session_processes(session_id: int) -> dict[int, str]:
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()  # after "pid (name)": state, ppid, pgrp, session, ...
+            fields = (
+                (entry / "stat").read_text().rpartition(")")[2].split()
+            )  # after "pid (name)": state, ppid, pgrp, session, ...
             state, session = fields[0], int(fields[3])
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except (OSError, IndexError, ValueError):  # it ended meanwhile

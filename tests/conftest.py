@@ -46,11 +46,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         test = getattr(item, "obj", None)
         if not getattr(test, "is_hypothesis_test", False):
             continue
-        own = getattr(test, "_hypothesis_internal_use_settings", None)  # where @given keeps the test's settings
+        own = getattr(
+            test, "_hypothesis_internal_use_settings", None
+        )  # where @given keeps the test's settings
         if own is None:
-            raise pytest.UsageError(f"{item.nodeid}: cannot read its Hypothesis settings (has Hypothesis moved them?)")
+            raise pytest.UsageError(
+                f"{item.nodeid}: cannot read its Hypothesis settings (has Hypothesis moved them?)"
+            )
         if (own.derandomize, own.print_blob) != (profile.derandomize, profile.print_blob):
-            raise pytest.UsageError(f"{item.nodeid}: its @settings change derandomize or print_blob: leave them to the profile")
+            raise pytest.UsageError(
+                f"{item.nodeid}: its @settings change derandomize or print_blob: leave them to the profile"
+            )
 
 
 @pytest.fixture(scope="session")
@@ -110,7 +116,11 @@ def day_record(
     products = list(products)
     neutral: dict[str, Any] = {"merchant": merchant, "day": day}
     for f in dataclasses.fields(DayRecord):
-        if f.name in neutral or f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+        if (
+            f.name in neutral
+            or f.default is not dataclasses.MISSING
+            or f.default_factory is not dataclasses.MISSING
+        ):
             continue
         kind = _DAY_RECORD_TYPES[f.name]
         if kind == dict[str, float]:
@@ -145,12 +155,21 @@ def chat_completion(arguments: dict[str, Any]) -> dict[str, Any]:
                     "role": "assistant",
                     "content": None,
                     "tool_calls": [
-                        {"id": "call_1", "type": "function", "function": {"name": "decision", "arguments": json.dumps(arguments)}}
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "decision", "arguments": json.dumps(arguments)},
+                        }
                     ],
                 },
             }
         ],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 12, "total_tokens": 62, "prompt_tokens_details": {"cached_tokens": 10}},
+        "usage": {
+            "prompt_tokens": 50,
+            "completion_tokens": 12,
+            "total_tokens": 62,
+            "prompt_tokens_details": {"cached_tokens": 10},
+        },
     }
 
 
@@ -185,7 +204,11 @@ def loopback() -> Iterator[Callable[[Responder], str]]:
                 status, body, headers = reply
                 data = (body if isinstance(body, str) else json.dumps(body)).encode()
                 self.send_response(status)
-                for name, value in {"Content-Type": "application/json", **headers, "Content-Length": str(len(data))}.items():
+                for name, value in {
+                    "Content-Type": "application/json",
+                    **headers,
+                    "Content-Length": str(len(data)),
+                }.items():
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)

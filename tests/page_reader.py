@@ -35,7 +35,21 @@ class Node:
 class _Tree(HTMLParser):
     """Chromium's serialised DOM closes every element that is not void, SVG ones included."""
 
-    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+    VOID = {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "source",
+        "track",
+        "wbr",
+    }
 
     def __init__(self):
         super().__init__()

@@ -32,9 +32,14 @@ STOP_SECONDS = 30
 def server_binaries() -> Path:
     """The bin folder of the newest PostgreSQL under /usr/lib/postgresql; the test fails
     (never skips) when there is none."""
-    versions = [p for p in DEBIAN_ROOT.glob("*/bin") if (p / "postgres").is_file() and p.parent.name.isdigit()]
+    versions = [
+        p for p in DEBIAN_ROOT.glob("*/bin") if (p / "postgres").is_file() and p.parent.name.isdigit()
+    ]
     if not versions:
-        pytest.fail(f"no PostgreSQL server under {DEBIAN_ROOT}: .ci/run installs Debian's postgresql (apt-get install postgresql)", pytrace=False)
+        pytest.fail(
+            f"no PostgreSQL server under {DEBIAN_ROOT}: .ci/run installs Debian's postgresql (apt-get install postgresql)",
+            pytrace=False,
+        )
     return max(versions, key=lambda p: int(p.parent.name))
 
 
@@ -60,23 +65,57 @@ class PostgresServer:
             for path in (self.folder, self.sockets, password_file):
                 os.chown(path, self._user.pw_uid, self._user.pw_gid)
         initdb = subprocess.run(
-            [self.bin / "initdb", "-D", self.data, "-U", ADMIN, f"--pwfile={password_file}", "--auth=scram-sha-256",
-             "-E", "UTF8", "--locale=C.UTF-8", "--no-instructions"],
-            capture_output=True, text=True, cwd=self.folder, **self._identity(),
-        )  # fmt: skip
+            [
+                self.bin / "initdb",
+                "-D",
+                self.data,
+                "-U",
+                ADMIN,
+                f"--pwfile={password_file}",
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--no-instructions",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=self.folder,
+            **self._identity(),
+        )
         password_file.unlink()
         if initdb.returncode != 0:
             raise RuntimeError(f"initdb failed: {initdb.stdout}{initdb.stderr}")
         # Speed over durability: the cluster is thrown away at the end. The time zone is not
         # UTC, so that a timestamp stored in the server's local time would show.
-        settings = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "200", "TimeZone": "America/Sao_Paulo"}
+        settings = {
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "max_connections": "200",
+            "TimeZone": "America/Sao_Paulo",
+        }
         for _ in range(5):  # a port found free can be taken by another program before postgres binds it
             self.port = _free_port()
             options = [f"-c{name}={value}" for name, value in settings.items()]
             with self.log.open("a") as log:
                 self.process = subprocess.Popen(
-                    [self.bin / "postgres", "-D", self.data, "-h", "127.0.0.1", "-p", str(self.port), "-k", self.sockets, *options],
-                    stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, **self._identity(),
+                    [
+                        self.bin / "postgres",
+                        "-D",
+                        self.data,
+                        "-h",
+                        "127.0.0.1",
+                        "-p",
+                        str(self.port),
+                        "-k",
+                        self.sockets,
+                        *options,
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=self.folder,
+                    **self._identity(),
                 )
             if self._wait_ready():
                 return
@@ -88,7 +127,9 @@ class PostgresServer:
 
     def admin(self, database: str = "postgres") -> psycopg.Connection:
         """A connection as the superuser, in autocommit (CREATE DATABASE needs it)."""
-        return psycopg.connect(host="127.0.0.1", port=self.port, user=ADMIN, password=PASSWORD, dbname=database, autocommit=True)
+        return psycopg.connect(
+            host="127.0.0.1", port=self.port, user=ADMIN, password=PASSWORD, dbname=database, autocommit=True
+        )
 
     def fresh_database(self) -> str:
         """A new empty database; its URL, as the superuser."""
@@ -124,13 +165,20 @@ class PostgresServer:
                 time.sleep(0.1)
         self.process.kill()
         self.process.wait()
-        raise RuntimeError(f"PostgreSQL took over {READY_SECONDS} s to start; its log:\n{self.log.read_text()[-3000:]}")
+        raise RuntimeError(
+            f"PostgreSQL took over {READY_SECONDS} s to start; its log:\n{self.log.read_text()[-3000:]}"
+        )
 
     def _identity(self) -> dict:
         """Run as the postgres system user when we are root (initdb and postgres refuse root)."""
         if self._user is None:
             return {}
-        return {"user": self._user.pw_uid, "group": self._user.pw_gid, "extra_groups": [], "env": {**os.environ, "HOME": self._user.pw_dir}}
+        return {
+            "user": self._user.pw_uid,
+            "group": self._user.pw_gid,
+            "extra_groups": [],
+            "env": {**os.environ, "HOME": self._user.pw_dir},
+        }
 
 
 def _free_port() -> int:

@@ -32,8 +32,8 @@ from ray import cloudpickle
 from ray.exceptions import ActorUnavailableError
 
 from contestants.base import Contestant
-from market.calls import ModelCall
 from contestants.kinds import contestant_class, create
+from market.calls import ModelCall
 from market.scenario import Scenario
 from results.records import FinishedMatch, StoppedMatch
 from tournaments.channel import Address, TurnClient, TurnServer
@@ -56,7 +56,9 @@ class ContestantHost:
         contestant_class(entry.kind)
         self.entry = entry
         self.instances: dict[tuple[str, str], Contestant] = {}
-        self.turning: dict[tuple[str, str], threading.Lock] = defaultdict(threading.Lock)  # one turn at a time per merchant
+        self.turning: dict[tuple[str, str], threading.Lock] = defaultdict(
+            threading.Lock
+        )  # one turn at a time per merchant
         self.server = TurnServer(self.turn, HOST_THREADS, ray.util.get_node_ip_address())
         self.node = ray.get_runtime_context().get_node_id()
 
@@ -82,7 +84,9 @@ class ContestantHost:
         key = (r.match_key, r.merchant)
         with self.turning[key]:
             if r.start is not None:
-                self.instances[key] = create(self.entry.kind, self.entry.params, r.start.options.for_contestant(self.entry.name))
+                self.instances[key] = create(
+                    self.entry.kind, self.entry.params, r.start.options.for_contestant(self.entry.name)
+                )
                 self.instances[key].reset(merchant=r.merchant, scenario=r.start.scenario, seed=r.start.seed)
             contestant = self.instances.get(key)
             if contestant is None:
@@ -90,7 +94,9 @@ class ContestantHost:
             turn = take_turn(contestant, r.observation, r.probe, r.deadline, arrived)._replace(node=self.node)
         try:
             return pickle.dumps(turn, pickle.HIGHEST_PROTOCOL)
-        except Exception:  # a decision only cloudpickle can write (a lambda, say): the market will refuse it as before
+        except (
+            Exception
+        ):  # a decision only cloudpickle can write (a lambda, say): the market will refuse it as before
             return cloudpickle.dumps(turn)
 
     def finish(self, match_key: str, merchant: str) -> list[ModelCall]:
@@ -136,7 +142,12 @@ class MatchRunner:
     scenarios, rules, contestants and hosts) it is given once, when it starts."""
 
     def __init__(
-        self, working_dir: str, scenarios: dict[str, Scenario], rules: MatchRules, entries: dict[str, ContestantEntry], hosts: dict[str, Any]
+        self,
+        working_dir: str,
+        scenarios: dict[str, Scenario],
+        rules: MatchRules,
+        entries: dict[str, ContestantEntry],
+        hosts: dict[str, Any],
     ):
         enter(working_dir)  # inline contestants of its matches may read files too
         self.scenarios, self.rules, self.entries = scenarios, rules, entries
@@ -178,5 +189,11 @@ def start_hosts(entries: list[ContestantEntry]) -> dict[str, Any]:
     }
 
 
-def start_runner(place: Place, scenarios: dict[str, Scenario], rules: MatchRules, entries: dict[str, ContestantEntry], hosts: dict[str, Any]) -> Any:
+def start_runner(
+    place: Place,
+    scenarios: dict[str, Scenario],
+    rules: MatchRules,
+    entries: dict[str, ContestantEntry],
+    hosts: dict[str, Any],
+) -> Any:
     return MatchRunner.options(**place.options()).remote(os.getcwd(), scenarios, rules, entries, hosts)

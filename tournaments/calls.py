@@ -42,7 +42,9 @@ class CallDesk:
     def __init__(self, working_dir: str, budget: Budget | None, spent: Spend, stop_after: int):
         enter(working_dir)
         self.desk = LocalDesk(DeskCore(budget, spent, stop_after))
-        self.watching = asyncio.run_coroutine_threadsafe(_let_go_of_dead_nodes(self.desk.core), self.desk.loop)
+        self.watching = asyncio.run_coroutine_threadsafe(
+            _let_go_of_dead_nodes(self.desk.core), self.desk.loop
+        )
 
     @ray.method(concurrency_group="reporting")
     def ready(self) -> bool:
@@ -117,4 +119,6 @@ class RemoteDesk:
 def start_desk(budget: Budget | None, spent: Spend, stop_after: int, working_dir: str) -> RemoteDesk:
     """The run's desk, on this (the driver's) node, working in `working_dir`."""
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-    return RemoteDesk(CallDesk.options(scheduling_strategy=here).remote(working_dir, budget, spent, stop_after))
+    return RemoteDesk(
+        CallDesk.options(scheduling_strategy=here).remote(working_dir, budget, spent, stop_after)
+    )

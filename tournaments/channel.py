@@ -71,13 +71,17 @@ class TurnServer:
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            if not hmac.compare_digest(await asyncio.wait_for(reader.readexactly(TOKEN_BYTES), TOKEN_WAIT_S), self.token):
+            if not hmac.compare_digest(
+                await asyncio.wait_for(reader.readexactly(TOKEN_BYTES), TOKEN_WAIT_S), self.token
+            ):
                 return
             while True:
                 request_id, _, size = HEADER.unpack(await reader.readexactly(HEADER.size))
                 payload = await reader.readexactly(size)
                 answering = self.loop.run_in_executor(self.pool, self.answer, payload)
-                answering.add_done_callback(lambda done, request_id=request_id: _reply(writer, request_id, done))
+                answering.add_done_callback(
+                    lambda done, request_id=request_id: _reply(writer, request_id, done)
+                )
         except (asyncio.IncompleteReadError, OSError):  # OSError includes TimeoutError
             pass  # the runner went away, or never said the token
         finally:
@@ -120,7 +124,9 @@ class TurnClient:
         self._connecting: asyncio.Future[asyncio.StreamWriter] | None = None
         self._waiting: dict[int, asyncio.Future[tuple[int, bytes]]] = {}
         self._ids = itertools.count()
-        self._reading: asyncio.Task | None = None  # held: the event loop keeps only a weak reference to a task
+        self._reading: asyncio.Task | None = (
+            None  # held: the event loop keeps only a weak reference to a task
+        )
 
     async def connect(self) -> None:
         await self._writer()
@@ -144,7 +150,10 @@ class TurnClient:
     async def _writer(self) -> asyncio.StreamWriter:
         """The open connection, or one being made for all who ask meanwhile (a waiter that
         gives up does not stop it for the others)."""
-        if self._connecting is None or (self._connecting.done() and (self._connecting.cancelled() or self._connecting.exception() is not None)):
+        if self._connecting is None or (
+            self._connecting.done()
+            and (self._connecting.cancelled() or self._connecting.exception() is not None)
+        ):
             self._connecting = asyncio.ensure_future(self._open())
             self._connecting.add_done_callback(_retrieved)  # a failure no waiter is left for is not logged
         return await asyncio.shield(self._connecting)
@@ -189,6 +198,11 @@ def _give_up_unacknowledged(sock: socket.socket) -> None:
     that vanished without closing (see UNACKNOWLEDGED_S) is noticed. Linux options; other
     systems keep their defaults."""
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    for option, value in (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 2), ("TCP_USER_TIMEOUT", UNACKNOWLEDGED_S * 1000)):
+    for option, value in (
+        ("TCP_KEEPIDLE", 5),
+        ("TCP_KEEPINTVL", 5),
+        ("TCP_KEEPCNT", 2),
+        ("TCP_USER_TIMEOUT", UNACKNOWLEDGED_S * 1000),
+    ):
         if hasattr(socket, option):
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)

@@ -64,7 +64,13 @@ def spread(count: int, placed: Sequence[str] = (), avoid: Collection[str] = ()) 
     return choose_nodes(ray.nodes(), ray.get_runtime_context().get_node_id(), count, placed, avoid)
 
 
-def choose_nodes(nodes: list[dict[str, Any]], here: str, count: int, placed: Sequence[str] = (), avoid: Collection[str] = ()) -> list[Place]:
+def choose_nodes(
+    nodes: list[dict[str, Any]],
+    here: str,
+    count: int,
+    placed: Sequence[str] = (),
+    avoid: Collection[str] = (),
+) -> list[Place]:
     """Of `nodes` (as ray.nodes() lists them), one for each of `count` more actors: each the
     live node with the fewest actors per CPU once it has this one (counting those already
     `placed`, by node id), node `here` (the driver's) first among equals, then by address.
@@ -73,7 +79,10 @@ def choose_nodes(nodes: list[dict[str, Any]], here: str, count: int, placed: Seq
     alive = [node for node in nodes if node["Alive"]]
     candidates = [node for node in alive if node["NodeID"] not in avoid] or alive
     working = [node for node in candidates if node["Resources"].get("CPU", 0) > 0]
-    ordered = sorted(working or candidates, key=lambda node: (node["NodeID"] != here, node["NodeManagerAddress"], node["NodeID"]))
+    ordered = sorted(
+        working or candidates,
+        key=lambda node: (node["NodeID"] != here, node["NodeManagerAddress"], node["NodeID"]),
+    )
     cpus = {node["NodeID"]: node["Resources"].get("CPU", 0) or 1 for node in ordered}
     load = Counter(node for node in placed if node in cpus)
     places = []
@@ -142,8 +151,12 @@ def _check_reachable(address: str, seconds: float = 5.0) -> None:
         raise ClusterError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
-ADMISSION_WAIT_MS = 5000  # for the cluster's control store to answer (Ray waits three times this for one that never does)
-TOKEN_FIX = "copy ~/.ray/auth_token from its head node to this machine, or set RAY_AUTH_TOKEN to that file's content"
+ADMISSION_WAIT_MS = (
+    5000  # for the cluster's control store to answer (Ray waits three times this for one that never does)
+)
+TOKEN_FIX = (
+    "copy ~/.ray/auth_token from its head node to this machine, or set RAY_AUTH_TOKEN to that file's content"
+)
 
 
 def _check_admitted(address: str) -> None:
@@ -160,13 +173,17 @@ def _check_admitted(address: str) -> None:
             InnerGcsClient.standalone(address, None, ADMISSION_WAIT_MS)
     except AuthenticationError:
         if _token_available():
-            raise ClusterError(f"the Ray cluster at {address} refused this machine's Ray token: {TOKEN_FIX}") from None
+            raise ClusterError(
+                f"the Ray cluster at {address} refused this machine's Ray token: {TOKEN_FIX}"
+            ) from None
         raise ClusterError(
             f"the Ray cluster at {address} asks for a token (`ray start` turns token authentication on where "
             f"~/.ray/auth_token exists) and this machine has none: {TOKEN_FIX}"
         ) from None
     except RayError as exc:
-        raise ClusterError(f"cannot reach the Ray cluster at {address}: {str(exc).strip().splitlines()[0]}") from None
+        raise ClusterError(
+            f"cannot reach the Ray cluster at {address}: {str(exc).strip().splitlines()[0]}"
+        ) from None
 
 
 @contextmanager

@@ -18,8 +18,8 @@ from contestants.base import ContestantConfigError
 from contestants.kinds import contestant_class, validate_params
 from contestants.llm.desk import Budget
 from contestants.llm.pricing import Price
-from market.yaml_files import ConfigError, FieldError, load_model, read_yaml, validated
 from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario, names_a_file, shipped_scenarios
+from market.yaml_files import ConfigError, FieldError, load_model, read_yaml, validated
 from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from results.deviation import DeviationProbe
@@ -44,29 +44,53 @@ class TournamentSpec(BaseModel):
     name: str = Field(min_length=1)
     seed: int = 0
     format: Literal["round_robin", "free_for_all", "gauntlet"] = "round_robin"
-    group_size: int = Field(2, ge=2, le=MAX_MERCHANTS_PER_MATCH, description="merchants per match (round_robin)")
+    group_size: int = Field(
+        2, ge=2, le=MAX_MERCHANTS_PER_MATCH, description="merchants per match (round_robin)"
+    )
     challenger: str | None = Field(None, description="gauntlet: the contestant who meets each of the others")
     contestants: list[ContestantEntry] = Field(min_length=2)
-    scenarios: list[str] = Field(min_length=1, description="scenario names (a shipped one, or NAME.yaml in scenarios/ near the file) or paths")
+    scenarios: list[str] = Field(
+        min_length=1,
+        description="scenario names (a shipped one, or NAME.yaml in scenarios/ near the file) or paths",
+    )
     seeds: list[int] | None = Field(None, min_length=1)
     repetitions: int | None = Field(None, ge=1, le=10_000, description="shorthand for seeds 0..n-1")
     days: int | None = Field(None, ge=1, le=3650, description="overrides each scenario's days")
     rotate_seats: bool = True
     max_concurrent_matches: int = Field(8, ge=1, le=1024)
     decision_timeout_s: float | None = Field(
-        None, gt=0, le=3600, description="seconds a hosted contestant's daily turn may take; default: what its own settings need"
+        None,
+        gt=0,
+        le=3600,
+        description="seconds a hosted contestant's daily turn may take; default: what its own settings need",
     )
-    recall_every: int = Field(5, ge=0, le=3650, description="ask memory probes every this many days; 0: never")
+    recall_every: int = Field(
+        5, ge=0, le=3650, description="ask memory probes every this many days; 0: never"
+    )
     budget: Budget | None = None
-    prices: dict[str, Price] = Field(default_factory=dict, description="USD per million tokens by provider/model, under each contestant's own")
-    stop_after_failures: int = Field(3, ge=1, le=1000, description="the same non-retryable model error this many times in a row stops the run")
-    scoring: ScoringWeights = Field(default_factory=ScoringWeights, description="weights of the leaderboard's composite score")
-    collusion: CollusionSettings = Field(
-        default_factory=CollusionSettings, description="the measurement window and the flags of the collusion metrics"
+    prices: dict[str, Price] = Field(
+        default_factory=dict,
+        description="USD per million tokens by provider/model, under each contestant's own",
     )
-    deviation: DeviationProbe | None = Field(None, description="play every match again with one seat's prices forced (results.deviation)")
+    stop_after_failures: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        description="the same non-retryable model error this many times in a row stops the run",
+    )
+    scoring: ScoringWeights = Field(
+        default_factory=ScoringWeights, description="weights of the leaderboard's composite score"
+    )
+    collusion: CollusionSettings = Field(
+        default_factory=CollusionSettings,
+        description="the measurement window and the flags of the collusion metrics",
+    )
+    deviation: DeviationProbe | None = Field(
+        None, description="play every match again with one seat's prices forced (results.deviation)"
+    )
     talk: StrictBool = Field(
-        False, description="merchants may send their rivals a message each day, which the rivals read the next day (cheap talk)"
+        False,
+        description="merchants may send their rivals a message each day, which the rivals read the next day (cheap talk)",
     )
 
     @field_validator("contestants")
@@ -92,13 +116,21 @@ class TournamentSpec(BaseModel):
         if self.seeds is not None and self.repetitions is not None:
             raise FieldError("repetitions", "give seeds or repetitions, not both")
         if self.format == "round_robin" and self.group_size > len(self.contestants):
-            raise FieldError("group_size", f"{self.group_size} is larger than the {len(self.contestants)} contestants")
+            raise FieldError(
+                "group_size", f"{self.group_size} is larger than the {len(self.contestants)} contestants"
+            )
         if self.format != "round_robin" and "group_size" in self.model_fields_set:
             raise FieldError("group_size", f"only applies to the round_robin format, not {self.format}")
         if self.format == "free_for_all" and len(self.contestants) > MAX_MERCHANTS_PER_MATCH:
-            raise FieldError("contestants", f"free_for_all puts every contestant in one market; at most {MAX_MERCHANTS_PER_MATCH}")
+            raise FieldError(
+                "contestants",
+                f"free_for_all puts every contestant in one market; at most {MAX_MERCHANTS_PER_MATCH}",
+            )
         if self.deviation is not None and self.deviation.seat >= self.merchants_per_match:
-            raise FieldError("deviation.seat", f"seat {self.deviation.seat} is not in matches of {self.merchants_per_match} merchants (seats count from 0)")
+            raise FieldError(
+                "deviation.seat",
+                f"seat {self.deviation.seat} is not in matches of {self.merchants_per_match} merchants (seats count from 0)",
+            )
         if self.format == "gauntlet":
             if self.challenger is None:
                 raise FieldError("challenger", "the gauntlet format needs a challenger")
@@ -141,14 +173,18 @@ class Tournament(BaseModel):
         they count, but only when they differ from the defaults: a file without them has the
         identity it had before they existed. Likewise `talk`, which changes how every match
         is played, and a deviation probe: each counts only when there is one."""
-        at_default = ({"collusion"} if self.spec.collusion == CollusionSettings() else set()) | (set() if self.spec.talk else {"talk"})
+        at_default = ({"collusion"} if self.spec.collusion == CollusionSettings() else set()) | (
+            set() if self.spec.talk else {"talk"}
+        )
         at_default |= {"deviation"} if self.spec.deviation is None else set()
         ignored = {"budget", "scoring", "stop_after_failures", "prices"} | at_default
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
             entry["params"].pop("prices", None)
         digest = hashlib.sha256(json.dumps(decisive, sort_keys=True).encode())
-        for name in sorted(self.scenarios):  # a scenario without seats has the identity it had before they existed
+        for name in sorted(
+            self.scenarios
+        ):  # a scenario without seats has the identity it had before they existed
             scenario = self.scenarios[name]
             digest.update(scenario.model_dump_json(exclude=None if scenario.seats else {"seats"}).encode())
         return digest.hexdigest()
@@ -165,11 +201,16 @@ def load_tournament(path: str | Path) -> Tournament:
             kind.preflight(params)
             unpriced = kind.unpriced_model(params, spec.prices)
         except ContestantConfigError as exc:
-            field = f"contestants[{i}].kind" if exc.field == "kind" else f"contestants[{i}].params" + (f".{exc.field}" if exc.field else "")
+            field = (
+                f"contestants[{i}].kind"
+                if exc.field == "kind"
+                else f"contestants[{i}].params" + (f".{exc.field}" if exc.field else "")
+            )
             raise ConfigError(path, field, str(exc).removeprefix("Value error, ")) from None
         if unpriced is not None and spec.budget is not None and spec.budget.cost_usd is not None:
             raise ConfigError(
-                path, f"contestants[{i}].params.model",
+                path,
+                f"contestants[{i}].params.model",
                 f"{unpriced} has no known price, so the cost budget cannot be kept: give its price in prices: {{{unpriced}: {{input: ..., output: ...}}}}",
             )
     scenarios: dict[str, Scenario] = {}
@@ -180,7 +221,9 @@ def load_tournament(path: str | Path) -> Tournament:
         try:
             scenario.check_merchants(spec.merchants_per_match)
         except ValueError as exc:
-            raise ConfigError(path, f"scenarios[{i}]", f"{exc} ({spec.format} puts {spec.merchants_per_match} in each)") from None
+            raise ConfigError(
+                path, f"scenarios[{i}]", f"{exc} ({spec.format} puts {spec.merchants_per_match} in each)"
+            ) from None
         scenarios[scenario.name] = scenario
         check_contestants_play(path, spec, scenario)
         if spec.deviation is not None:
@@ -192,7 +235,9 @@ def check_contestants_play(path: Path, spec: TournamentSpec, scenario: Scenario)
     """ConfigError naming the contestant if one's kind cannot play `scenario` (Contestant.check_scenario)."""
     for i, entry in enumerate(spec.contestants):
         try:
-            contestant_class(entry.kind).check_scenario(validate_params(entry.kind, entry.params), scenario, spec.merchants_per_match)
+            contestant_class(entry.kind).check_scenario(
+                validate_params(entry.kind, entry.params), scenario, spec.merchants_per_match
+            )
         except ContestantConfigError as exc:
             field = f"contestants[{i}]" + (f".params.{exc.field}" if exc.field else "")
             raise ConfigError(path, field, f"cannot play scenario {scenario.name!r}: {exc}") from None
@@ -207,20 +252,27 @@ def check_deviation(path: Path, spec: TournamentSpec, scenario: Scenario, field:
     days = spec.days or scenario.days
     if probe.last_day >= days:
         raise ConfigError(
-            path, "deviation.days" if probe.days > 1 else "deviation.day",
+            path,
+            "deviation.days" if probe.days > 1 else "deviation.day",
             f"the deviation ends on day {probe.last_day}, but {field} ({scenario.name!r}) has {days} days: it must end before the last",
-        )  # fmt: skip
+        )
     if isinstance(probe.to, float):
         ceiling = min(p.price_ceiling for p in scenario.products)
         if probe.to > ceiling:
-            raise ConfigError(path, "deviation.to", f"{probe.to:g} is above {field} ({scenario.name!r})'s price ceiling {ceiling:g}")
+            raise ConfigError(
+                path,
+                "deviation.to",
+                f"{probe.to:g} is above {field} ({scenario.name!r})'s price ceiling {ceiling:g}",
+            )
         return
     from market.equilibrium import EquilibriumError, equilibria  # scipy: only for a probe
 
     try:
         equilibria(scenario, spec.merchants_per_match)
     except EquilibriumError as exc:
-        raise ConfigError(path, "deviation.to", f"{probe.to} needs the price game of {field}: {exc}") from None
+        raise ConfigError(
+            path, "deviation.to", f"{probe.to} needs the price game of {field}: {exc}"
+        ) from None
 
 
 def load_weights(path: str | Path) -> ScoringWeights:
@@ -238,12 +290,21 @@ def find_scenario(tournament_path: Path, entry: str, field: str) -> Path:
     else:
         file = f"{entry}.yaml"
         near = [base, *base.resolve().parents[:2]]  # the file's folder and two above it
-        candidates = [base / file, *(folder / "scenarios" / file for folder in near), Path("scenarios") / file, SHIPPED_SCENARIOS / file]
+        candidates = [
+            base / file,
+            *(folder / "scenarios" / file for folder in near),
+            Path("scenarios") / file,
+            SHIPPED_SCENARIOS / file,
+        ]
     for candidate in candidates:
         if candidate.is_file():
             return candidate
     looked = ", ".join(str(c) for c in dict.fromkeys(candidates))
-    raise ConfigError(tournament_path, field, f"scenario {entry!r} not found (looked in {looked}; shipped: {', '.join(shipped_scenarios())})")
+    raise ConfigError(
+        tournament_path,
+        field,
+        f"scenario {entry!r} not found (looked in {looked}; shipped: {', '.join(shipped_scenarios())})",
+    )
 
 
 def stored_scenarios(config_path: str, config_text: str) -> tuple[dict[str, Scenario], list[str]]:
@@ -253,7 +314,9 @@ def stored_scenarios(config_path: str, config_text: str) -> tuple[dict[str, Scen
     try:
         entries = (yaml.safe_load(config_text) or {}).get("scenarios") or []
     except (yaml.YAMLError, AttributeError):
-        return {}, ["the tournament file stored with the record cannot be read: scenario events are not shown"]
+        return {}, [
+            "the tournament file stored with the record cannot be read: scenario events are not shown"
+        ]
     scenarios: dict[str, Scenario] = {}
     notes: list[str] = []
     for i, entry in enumerate(entries):

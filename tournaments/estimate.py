@@ -62,9 +62,14 @@ def estimate(tournament: Tournament) -> list[Estimate]:
         played = play_here([Match(match, tournament.scenarios[match.scenario], rules, entries, hosts={})])[0]
         asked = {call.request_hash for call in played.calls}
         deviated = played.deviation.calls if played.deviation is not None else []
-        for call in [*played.calls, *(c for c in deviated if not (caches[c.contestant] and c.request_hash in asked))]:
+        for call in [
+            *played.calls,
+            *(c for c in deviated if not (caches[c.contestant] and c.request_hash in asked)),
+        ]:
             calls[call.contestant].append(call)
-    estimates = [_of(entry, calls[entry.name], spec.prices) for entry in spec.contestants if calls[entry.name]]
+    estimates = [
+        _of(entry, calls[entry.name], spec.prices) for entry in spec.contestants if calls[entry.name]
+    ]
     total = Estimate("total", "")
     for one in estimates:
         total.add(one)
@@ -83,7 +88,9 @@ def _caches(entry: ContestantEntry) -> bool:
 def _rehearsed(entry: ContestantEntry) -> ContestantEntry:
     kind = contestant_class(entry.kind)
     if kind.needs_actor and not kind.calls_models:
-        return ContestantEntry(name=entry.name, kind="fixed_price")  # latency, chaos: a fixed-price merchant underneath
+        return ContestantEntry(
+            name=entry.name, kind="fixed_price"
+        )  # latency, chaos: a fixed-price merchant underneath
     return entry
 
 

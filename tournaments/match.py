@@ -30,19 +30,27 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from contestants.base import Contestant, RecallProbe, RunOptions, Seating
-from market.calls import ModelCall
+from contestants.baselines import RulePlay
 from contestants.kinds import contestant_class, create, validate_params
 from contestants.llm.errors import CallsStopped
-from contestants.baselines import RulePlay
+from market.calls import ModelCall
+from market.daylog import DayLog, DayLogBuilder, ProbeFact
 from market.engine import Market
 from market.scenario import Scenario
-from market.daylog import DayLog, DayLogBuilder, ProbeFact
 from market.types import MarketView
 from results import deviation
 from results.collusion import CollusionSettings
 from results.deviation import DeviationProbe
-from results.metrics import compute as compute_metrics, match_results
-from results.records import DeviationPath, Fault, FinishedMatch, ModelCallRecord, ProbeLogBuilder, StoppedMatch
+from results.metrics import compute as compute_metrics
+from results.metrics import match_results
+from results.records import (
+    DeviationPath,
+    Fault,
+    FinishedMatch,
+    ModelCallRecord,
+    ProbeLogBuilder,
+    StoppedMatch,
+)
 from tournaments.channel import HostGone
 from tournaments.config import ContestantEntry, TournamentSpec
 from tournaments.schedule import MatchSpec
@@ -60,7 +68,9 @@ def repetition_seed(tournament_seed: int, seed: int) -> int:
     """The seed of the tournament's matches played with `seed`, whoever plays them: work a
     kind's merchants share across those matches (a learner's self-play) is seeded from it
     (contestants.base.Seating)."""
-    return int(np.random.SeedSequence([tournament_seed, zlib.crc32(b"repetition"), seed]).generate_state(1)[0])
+    return int(
+        np.random.SeedSequence([tournament_seed, zlib.crc32(b"repetition"), seed]).generate_state(1)[0]
+    )
 
 
 DEFAULT_DEADLINE_S = 10.0  # a hosted contestant's turn, when neither the tournament nor its kind says
@@ -76,17 +86,29 @@ class MatchRules:
     recall_every: int = 0  # 0: no memory probes
     options: RunOptions = RunOptions()  # how contestants are made: `arena run` flags, prices, the run's desk
     collusion: CollusionSettings = CollusionSettings()  # how the collusion metrics measure a finished match
-    deviation: DeviationProbe | None = None  # every match is played twice: on path and with a seat forced to deviate
+    deviation: DeviationProbe | None = (
+        None  # every match is played twice: on path and with a seat forced to deviate
+    )
     talk: bool = False  # merchants may send one another messages (market.engine.Market)
 
     @classmethod
-    def of(cls, spec: TournamentSpec, options: RunOptions = RunOptions(), deadlines: dict[str, float] | None = None) -> MatchRules:
+    def of(
+        cls,
+        spec: TournamentSpec,
+        options: RunOptions = RunOptions(),
+        deadlines: dict[str, float] | None = None,
+    ) -> MatchRules:
         """What the matches of the tournament `spec` describes share (`deadlines`: by contestant,
         tournaments.runner.deadlines)."""
         return cls(
-            seed=spec.seed, deadlines=deadlines or {}, recall_every=spec.recall_every, options=options, collusion=spec.collusion,
-            deviation=spec.deviation, talk=spec.talk,
-        )  # fmt: skip
+            seed=spec.seed,
+            deadlines=deadlines or {},
+            recall_every=spec.recall_every,
+            options=options,
+            collusion=spec.collusion,
+            deviation=spec.deviation,
+            talk=spec.talk,
+        )
 
     def deadline(self, name: str) -> float:
         return self.deadlines.get(name, DEFAULT_DEADLINE_S)
@@ -118,21 +140,34 @@ class Match:
         self.probe_rng = np.random.default_rng(seeds[-1])
         self.hosts = {name: hosts[name] for name in spec.seats if name in hosts}
         self.local: dict[str, Contestant] = {
-            name: create(entries[name].kind, entries[name].params, rules.options.for_contestant(name)) for name in spec.seats if name not in self.hosts
+            name: create(entries[name].kind, entries[name].params, rules.options.for_contestant(name))
+            for name in spec.seats
+            if name not in self.hosts
         }
         kinds = [contestant_class(entries[name].kind) for name in spec.seats]
-        self.lineup = tuple((entries[name].kind, validate_params(entries[name].kind, entries[name].params)) for name in spec.seats)
+        self.lineup = tuple(
+            (entries[name].kind, validate_params(entries[name].kind, entries[name].params))
+            for name in spec.seats
+        )
         self.calls_models = any(kind.calls_models for kind in kinds)
-        self.from_record = np.array([kind.remembers_the_record for kind in kinds])  # per seat: its memory is the log
+        self.from_record = np.array(
+            [kind.remembers_the_record for kind in kinds]
+        )  # per seat: its memory is the log
         self.by_view = {name for name, c in self.local.items() if c.decides_from_view}
-        self.rules_alone = len(self.by_view) == len(spec.seats)  # nobody to ask anything: the rule merchants decide from the view
+        self.rules_alone = len(self.by_view) == len(
+            spec.seats
+        )  # nobody to ask anything: the rule merchants decide from the view
         self.faults: list[Fault] = []
         self.probes = ProbeLogBuilder(spec.seats)
         self.calls: list[ModelCallRecord] = []
         self._needs_start: set[str] = set(self.hosts)
-        self.host_nodes: set[str] = set()  # the nodes its hosted merchants' states lived on, or that a failed turn went to
+        self.host_nodes: set[str] = (
+            set()
+        )  # the nodes its hosted merchants' states lived on, or that a failed turn went to
         self.answered_from: dict[str, str] = {}  # by hosted merchant: the node of its host's last answer
-        self.nodes_in_doubt = False  # today a hosted merchant's turn failed, never came back, or came from another node
+        self.nodes_in_doubt = (
+            False  # today a hosted merchant's turn failed, never came back, or came from another node
+        )
 
     def deviated(self) -> Match:
         """This match's deviated path, to play after it or beside it."""
@@ -148,7 +183,9 @@ class Match:
             from market.equilibrium import best_response, price_games  # scipy: only for a probe
 
             games = list(price_games(self.scenario, len(self.spec.seats)).values())
-            return lambda posted: np.array([best_response(game, posted[:, j], probe.seat) for j, game in enumerate(games)])
+            return lambda posted: np.array(
+                [best_response(game, posted[:, j], probe.seat) for j, game in enumerate(games)]
+            )
         if probe.to == "nash":
             from market.equilibrium import by_seat
 
@@ -170,7 +207,11 @@ class Match:
     def seatings(self) -> list[Seating]:
         """Where its inline merchants sit, for their kinds' `prepare`."""
         seed = repetition_seed(self.rules.seed, self.spec.seed)
-        return [Seating(self.local[name], s, self.lineup, self.scenario, seed) for s, name in enumerate(self.spec.seats) if name in self.local]
+        return [
+            Seating(self.local[name], s, self.lineup, self.scenario, seed)
+            for s, name in enumerate(self.spec.seats)
+            if name in self.local
+        ]
 
     async def play(self, on_day: Callable[[], None] = lambda: None) -> FinishedMatch | StoppedMatch:
         """The match played to its end, or stopped where the run's model calls stopped (its
@@ -188,10 +229,16 @@ class Match:
                 self._score_probe(day, probe, {}, seats, market.logs[b])
             return {}
         asked = [(s, self.spec.seats[s]) for s in seats.tolist() if self.spec.seats[s] not in self.by_view]
-        observations = dict(zip((name for _, name in asked), market.observations(view, [span.start + s for s, _ in asked])))
+        observations = dict(
+            zip((name for _, name in asked), market.observations(view, [span.start + s for s, _ in asked]))
+        )
         answers: dict[str, Any] = {}
         if probe is not None:
-            answers = {name: recall(self.local[name], probe) for _, name in asked if name in self.local and not self.from_record[self.spec.seats.index(name)]}
+            answers = {
+                name: recall(self.local[name], probe)
+                for _, name in asked
+                if name in self.local and not self.from_record[self.spec.seats.index(name)]
+            }
         decisions = self._local_decisions(observations, day)
         if self.hosts:
             decisions.update(await self._hosted_decisions(observations, day, probe, answers))
@@ -240,7 +287,9 @@ class Match:
         product = None if fact == "cash" else products[int(self.probe_rng.integers(len(products)))]
         return RecallProbe(day=asked_day, fact=fact, product=product)
 
-    def _score_probe(self, day: int, probe: RecallProbe, answers: dict[str, Any], seats: np.ndarray, log: DayLogBuilder) -> None:
+    def _score_probe(
+        self, day: int, probe: RecallProbe, answers: dict[str, Any], seats: np.ndarray, log: DayLogBuilder
+    ) -> None:
         """Compare the answer of each merchant at `seats` (missing: none) with its record of
         the day asked about; the record is the answer of those whose memory it is."""
         truths = log.facts(probe.day, probe.fact, probe.product, seats)
@@ -248,9 +297,13 @@ class Match:
             answered = truths
         else:
             numbers = [_number(answers.get(self.spec.seats[s])) for s in seats.tolist()]
-            answered = np.where(self.from_record[seats], truths, np.array([math.nan if n is None else n for n in numbers]))
+            answered = np.where(
+                self.from_record[seats], truths, np.array([math.nan if n is None else n for n in numbers])
+            )
         known = ~np.isnan(truths)
-        self.probes.ask((day, probe.day, probe.fact, probe.product), seats[known], truths[known], answered[known])
+        self.probes.ask(
+            (day, probe.day, probe.fact, probe.product), seats[known], truths[known], answered[known]
+        )
 
     def _local_decisions(self, observations: dict[str, Any], day: int) -> dict[str, Any]:
         """The decisions of the inline merchants among those given `observations`."""
@@ -267,7 +320,9 @@ class Match:
                 self._fault(day, name, "error", _describe(exc))
         return decisions
 
-    async def _hosted_decisions(self, observations: dict, day: int, probe: RecallProbe | None, recalled: dict[str, Any]) -> dict[str, Any]:
+    async def _hosted_decisions(
+        self, observations: dict, day: int, probe: RecallProbe | None, recalled: dict[str, Any]
+    ) -> dict[str, Any]:
         """The hosted merchants' decisions, one turn each a day (`ContestantHost.turn`).
 
         The turn carries the day's memory probe, whose answers go into `recalled`, and for a
@@ -279,15 +334,41 @@ class Match:
         self.nodes_in_doubt = False
         if not playing:
             return {}
-        starts = {name: Start(self.scenario, self.seat_seeds[name], self.rules.options) if name in self._needs_start else None for name in playing}
-        probes = {name: probe if starts[name] is None and not self.from_record[self.spec.seats.index(name)] else None for name in playing}
+        starts = {
+            name: Start(self.scenario, self.seat_seeds[name], self.rules.options)
+            if name in self._needs_start
+            else None
+            for name in playing
+        }
+        probes = {
+            name: probe
+            if starts[name] is None and not self.from_record[self.spec.seats.index(name)]
+            else None
+            for name in playing
+        }
         deadline = {name: self.rules.deadline(name) for name in playing}
         longest = max(deadline.values(), default=0.0)
-        wait = longest * (2 if probe is not None else 1) + (START_ALLOWANCE_S if any(starts.values()) else 0.0)
+        wait = longest * (2 if probe is not None else 1) + (
+            START_ALLOWANCE_S if any(starts.values()) else 0.0
+        )
         asked = {
-            name: asyncio.ensure_future(self.hosts[name].turn(pickle.dumps(TurnRequest(self.host_key, name, observations[name], probes[name], starts[name], deadline[name]), pickle.HIGHEST_PROTOCOL)))
+            name: asyncio.ensure_future(
+                self.hosts[name].turn(
+                    pickle.dumps(
+                        TurnRequest(
+                            self.host_key,
+                            name,
+                            observations[name],
+                            probes[name],
+                            starts[name],
+                            deadline[name],
+                        ),
+                        pickle.HIGHEST_PROTOCOL,
+                    )
+                )
+            )
             for name in playing
-        }  # fmt: skip
+        }
         went_to = {name: self.hosts[name].node for name in playing}
         done, late = await asyncio.wait(asked.values(), timeout=wait)
         for reply in late:
@@ -304,7 +385,9 @@ class Match:
             if turn is not None:
                 self._needs_start.discard(name)
                 self.host_nodes.add(turn.node)
-                if self.answered_from.setdefault(name, turn.node) != turn.node:  # its host was restarted elsewhere
+                if (
+                    self.answered_from.setdefault(name, turn.node) != turn.node
+                ):  # its host was restarted elsewhere
                     self.answered_from[name] = turn.node
                     self.nodes_in_doubt = True
                 if probes[name] is not None:
@@ -336,7 +419,9 @@ class Match:
         for name, contestant in self.local.items():
             self._add_calls(name, contestant.calls())
         names = list(self.hosts)
-        answers = await asyncio.gather(*(self.hosts[n].finish(self.host_key, n) for n in names), return_exceptions=True)
+        answers = await asyncio.gather(
+            *(self.hosts[n].finish(self.host_key, n) for n in names), return_exceptions=True
+        )
         for name, calls in zip(names, answers):
             if not isinstance(calls, BaseException):  # an actor that died took its log with it
                 self._add_calls(name, calls)
@@ -348,7 +433,9 @@ class Match:
         self.faults.append(Fault(day=day, merchant=merchant, kind=kind, detail=detail[:500]))
 
 
-async def play_together(matches: list[Match], on_day: Callable[[], None] = lambda: None) -> list[FinishedMatch | StoppedMatch]:
+async def play_together(
+    matches: list[Match], on_day: Callable[[], None] = lambda: None
+) -> list[FinishedMatch | StoppedMatch]:
     """Play matches of one scenario, length, size and talk side by side in one market: each comes
     out exactly as it would played alone, and a day of many costs little more than a day of
     one. Each match's wall time is the time of the whole group. Matches whose merchants call
@@ -377,7 +464,9 @@ async def play_together(matches: list[Match], on_day: Callable[[], None] = lambd
     return [_with_deviation(p, d) for p, d in zip(played, deviated)]
 
 
-def _with_deviation(played: FinishedMatch | StoppedMatch, path: DeviationPath | StoppedMatch) -> FinishedMatch | StoppedMatch:
+def _with_deviation(
+    played: FinishedMatch | StoppedMatch, path: DeviationPath | StoppedMatch
+) -> FinishedMatch | StoppedMatch:
     """The match with its deviated path and their measures; stopped if either path was."""
     if isinstance(played, StoppedMatch) or isinstance(path, StoppedMatch):
         stopped = played if isinstance(played, StoppedMatch) else path
@@ -386,7 +475,9 @@ def _with_deviation(played: FinishedMatch | StoppedMatch, path: DeviationPath | 
     return played.model_copy(update={"deviation": path, "metrics": metrics})
 
 
-async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -> list[FinishedMatch | StoppedMatch | DeviationPath]:
+async def _play_side_by_side(
+    matches: list[Match], on_day: Callable[[], None]
+) -> list[FinishedMatch | StoppedMatch | DeviationPath]:
     """`play_together` without deviation probes: each match plays the path it is (its
     deviated one if it is that, Match.forcing). A rule kind that raises does nothing that
     day, a fault for each of its merchants still playing. (Rows of merchants already out are
@@ -399,7 +490,9 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
     by_view: tuple[list[int], list[Any]] = ([], [])
     for match in matches:
         match.reset_contestants()
-    await asyncio.get_running_loop().run_in_executor(None, prepare, matches)  # a learning phase takes seconds: a runner's other matches play on
+    await asyncio.get_running_loop().run_in_executor(
+        None, prepare, matches
+    )  # a learning phase takes seconds: a runner's other matches play on
     for b, match in enumerate(matches):
         for s, name in enumerate(match.spec.seats):
             if name in match.by_view:
@@ -423,9 +516,15 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
             for b in playing:
                 if not matches[b].rules_alone or matches[b].probes_memory(day):
                     decisions.update(await matches[b]._play_day(market, view, b))
-            forced = {b * n + matches[b].probe.seat: price for b in deviated if (price := matches[b].forcing(day)) is not None}
+            forced = {
+                b * n + matches[b].probe.seat: price
+                for b in deviated
+                if (price := matches[b].forcing(day)) is not None
+            }
             market.advance(arrays, rows, decisions, forced)
-            for b in (b for b in playing if not matches[b].rules_alone):  # an answer that was not a decision at all: keep what it was
+            for b in (
+                b for b in playing if not matches[b].rules_alone
+            ):  # an answer that was not a decision at all: keep what it was
                 for merchant, whole in market.logs[b].whole_rejections(day):
                     matches[b]._fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
             on_day()
@@ -439,7 +538,9 @@ async def _play_side_by_side(matches: list[Match], on_day: Callable[[], None]) -
         for match in matches:
             await match._collect_calls()
     if stopped is not None:
-        return [StoppedMatch(key=m.spec.key, index=m.spec.index, reason=stopped, calls=m.calls) for m in matches]
+        return [
+            StoppedMatch(key=m.spec.key, index=m.spec.index, reason=stopped, calls=m.calls) for m in matches
+        ]
     if lost := await _nodes_lost(matches):
         calls = [call for match in matches for call in match.calls]
         raise MatchLost(f"a host of its merchants was on a node that died ({', '.join(sorted(lost))})", calls)
@@ -457,8 +558,12 @@ async def _nodes_lost(matches: list[Match]) -> set[str]:
     used = set().union(*(match.host_nodes for match in matches))
     if not used:
         return set()
-    nodes = {node["NodeID"]: node for node in await asyncio.to_thread(ray.nodes)}  # a call to Ray's control store
-    return {nodes[n]["NodeManagerAddress"] if n in nodes else n for n in used if not nodes.get(n, {}).get("Alive")}
+    nodes = {
+        node["NodeID"]: node for node in await asyncio.to_thread(ray.nodes)
+    }  # a call to Ray's control store
+    return {
+        nodes[n]["NodeManagerAddress"] if n in nodes else n for n in used if not nodes.get(n, {}).get("Alive")
+    }
 
 
 def call_records(merchant: str, calls: list[ModelCall]) -> list[ModelCallRecord]:
@@ -557,7 +662,13 @@ def recall(contestant: Contestant, probe: RecallProbe) -> Any:
         return None
 
 
-def take_turn(contestant: Contestant, observation: Any, probe: RecallProbe | None, deadline: float, arrived: float | None = None) -> Turn:
+def take_turn(
+    contestant: Contestant,
+    observation: Any,
+    probe: RecallProbe | None,
+    deadline: float,
+    arrived: float | None = None,
+) -> Turn:
     """A hosted contestant's day (ContestantHost.turn), asked at `arrived` (time.monotonic()):
     its answer to the memory probe if there is one, then its decision. Each part has
     `deadline` seconds, counted from when the turn was asked (default: now) (a turn that waited for the

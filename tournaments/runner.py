@@ -33,7 +33,15 @@ from tournaments.actors import start_hosts, start_runner
 from tournaments.calls import RemoteDesk, start_desk
 from tournaments.cluster import ClusterError, Place, ray_session, result, spread
 from tournaments.config import ContestantEntry, Tournament, TournamentSpec
-from tournaments.match import DEVIATED_SUFFIX, Match, MatchLost, MatchRules, call_records, collector_paused, play_here
+from tournaments.match import (
+    DEVIATED_SUFFIX,
+    Match,
+    MatchLost,
+    MatchRules,
+    call_records,
+    collector_paused,
+    play_here,
+)
 from tournaments.schedule import MatchSpec, schedule
 
 POLL_SECONDS = 0.2
@@ -103,11 +111,23 @@ def run_tournament(
                 planned_matches=len(plan),
             )
         paths = deviation.paths(spec.deviation)
-        total_days, done_days = paths * sum(m.days for m in plan), paths * sum(m.days for m in plan if m.key in done)
+        total_days, done_days = (
+            paths * sum(m.days for m in plan),
+            paths * sum(m.days for m in plan if m.key in done),
+        )
         start = functools.partial(observer.started, tournament_id, len(plan), total_days, len(done))
         ending = Status(stopped=None, spent=Spend(*store.spent(engine, tournament_id)), broken=None)
         if todo:
-            ending = _play(tournament, todo, engine, tournament_id, _Progress(observer, len(done), done_days), start, ending.spent, options)
+            ending = _play(
+                tournament,
+                todo,
+                engine,
+                tournament_id,
+                _Progress(observer, len(done), done_days),
+                start,
+                ending.spent,
+                options,
+            )
         else:
             start()
     played = len(store.finished_keys(engine, tournament_id)) - len(done)
@@ -139,14 +159,18 @@ def _play(
     hosted_matches = sum(1 for m in todo if any(name in hosts for name in m.seats))
     count = _runner_count(hosted_matches, spec.max_concurrent_matches)
     runners = _Runners(
-        functools.partial(start_runner, scenarios=tournament.scenarios, rules=rules, entries=entries, hosts=hosts),
+        functools.partial(
+            start_runner, scenarios=tournament.scenarios, rules=rules, entries=entries, hosts=hosts
+        ),
         count,
         functools.partial(_calls_held, hosts, rules),
     )
     try:
         ray.get([actor.ready.remote() for actor in [desk.actor, *hosts.values(), *runners.runners]])
         start()
-        asyncio.run(_play_all(tournament, todo, rules, entries, hosts, runners, engine, tournament_id, progress, desk))
+        asyncio.run(
+            _play_all(tournament, todo, rules, entries, hosts, runners, engine, tournament_id, progress, desk)
+        )
         return desk.status()
     finally:
         for actor in [desk.actor, *hosts.values(), *runners.runners]:
@@ -178,7 +202,16 @@ def _runner_count(hosted_matches: int, max_concurrent: int) -> int:
 
 
 async def _play_all(
-    tournament, todo, rules: MatchRules, entries, hosts, runners: _Runners, engine, tournament_id, progress: _Progress, desk: RemoteDesk
+    tournament,
+    todo,
+    rules: MatchRules,
+    entries,
+    hosts,
+    runners: _Runners,
+    engine,
+    tournament_id,
+    progress: _Progress,
+    desk: RemoteDesk,
 ) -> None:
     """Keep up to max_concurrent_matches matches going; record each as it finishes.
 
@@ -197,13 +230,20 @@ async def _play_all(
     is_hosted = [any(name in hosts for name in m.seats) for m in todo]
     hosted = [m for m, on in zip(todo, is_hosted) if on]
     cpus = int(ray.cluster_resources().get("CPU", 1))
-    instant = group_instant([m for m, on in zip(todo, is_hosted) if not on], entries, tournament.spec.max_concurrent_matches, cpus)
-    stopped = _Stop(desk, watching=any(contestant_class(entries[name].kind).calls_models for m in todo for name in m.seats))
+    instant = group_instant(
+        [m for m, on in zip(todo, is_hosted) if not on], entries, tournament.spec.max_concurrent_matches, cpus
+    )
+    stopped = _Stop(
+        desk,
+        watching=any(contestant_class(entries[name].kind).calls_models for m in todo for name in m.seats),
+    )
     suspects = _Suspects(desk)
 
     unsaved: list[tuple[FinishedMatch, Scenario]] = []
 
-    async def record(played: list[FinishedMatch | StoppedMatch], scenario: Scenario | None, final: bool = False) -> None:
+    async def record(
+        played: list[FinishedMatch | StoppedMatch], scenario: Scenario | None, final: bool = False
+    ) -> None:
         """Write finished matches, with those that finished in the same turn of the event
         loop, in one transaction (SQLite pays a disk sync for every commit); the calls of
         stopped ones at once."""
@@ -238,7 +278,15 @@ async def _play_all(
                     played = await runners.play(match)
                 except MatchLost as lost:
                     if lost.calls:  # paid, though the match is not stored
-                        store.save_stopped(engine, tournament_id, [StoppedMatch(key=match.key, index=match.index, reason=lost.reason, calls=lost.calls)])
+                        store.save_stopped(
+                            engine,
+                            tournament_id,
+                            [
+                                StoppedMatch(
+                                    key=match.key, index=match.index, reason=lost.reason, calls=lost.calls
+                                )
+                            ],
+                        )
                     if attempt > LOSSES_ALLOWED:
                         raise _lost_too_often(f"match {match.key}", attempt, str(lost)) from None
                     progress.observer.lost(match.key, lost.reason)
@@ -252,12 +300,18 @@ async def _play_all(
             if await stopped.now():
                 return
             try:
-                played = unpickle_matches(await result(play_instant_matches.remote(group, scenario, rules, entries)))
+                played = unpickle_matches(
+                    await result(play_instant_matches.remote(group, scenario, rules, entries))
+                )
             except RayTaskError:  # raised by arena's code, not a crash
                 raise
             except RayError as exc:  # Ray played it again LOSSES_ALLOWED times already
                 others = f" (and the {len(group) - 1} played with it)" if len(group) > 1 else ""
-                raise _lost_too_often(f"match {group[0].key}{others}", LOSSES_ALLOWED + 1, f"its process died ({type(exc).__name__})") from None
+                raise _lost_too_often(
+                    f"match {group[0].key}{others}",
+                    LOSSES_ALLOWED + 1,
+                    f"its process died ({type(exc).__name__})",
+                ) from None
         progress.day(deviation.paths(rules.deviation) * sum(m.days for m in group))
         await record(played, scenario)
 
@@ -298,7 +352,11 @@ class _Suspects:
         for match, scenario in [*self.held, *finished]:
             failed = _failed(match)
             if status.broken is not None and status.broken in failed:
-                halted.append(StoppedMatch(key=match.key, index=match.index, reason=status.stopped or "", calls=match.all_calls))
+                halted.append(
+                    StoppedMatch(
+                        key=match.key, index=match.index, reason=status.stopped or "", calls=match.all_calls
+                    )
+                )
             elif failed & status.failing and not final:
                 held.append((match, scenario))
             else:
@@ -325,7 +383,9 @@ class _Stop:
 GROUP_LIMIT = 32  # matches played side by side in one task
 
 
-def group_instant(matches: list[MatchSpec], entries: dict[str, ContestantEntry], max_concurrent: int, cpus: int) -> list[list[MatchSpec]]:
+def group_instant(
+    matches: list[MatchSpec], entries: dict[str, ContestantEntry], max_concurrent: int, cpus: int
+) -> list[list[MatchSpec]]:
     """The instant matches in groups to play as one task each, in schedule order of their
     first match. Matches whose merchants all decide from the view and that share scenario, length
     and size are grouped, in near-equal groups of at most max_concurrent / cpus (so every CPU
@@ -380,12 +440,23 @@ async def _calls_held(hosts: dict[str, Any], rules: MatchRules, match: MatchSpec
     is played again. A host that died with the runner took its merchant's with it."""
     keys = [match.key, match.key + DEVIATED_SUFFIX] if rules.deviation is not None else [match.key]
     asked = [(key, name) for key in keys for name in match.seats if name in hosts]
-    answers = await asyncio.gather(*(result(hosts[name].finish.remote(key, name)) for key, name in asked), return_exceptions=True)
-    return [record for (_, name), calls in zip(asked, answers) if not isinstance(calls, BaseException) for record in call_records(name, calls)]
+    answers = await asyncio.gather(
+        *(result(hosts[name].finish.remote(key, name)) for key, name in asked), return_exceptions=True
+    )
+    return [
+        record
+        for (_, name), calls in zip(asked, answers)
+        if not isinstance(calls, BaseException)
+        for record in call_records(name, calls)
+    ]
 
 
-@ray.remote(num_cpus=1, max_retries=LOSSES_ALLOWED)  # a group lost with its worker or node is played again from its start
-def play_instant_matches(matches: list[MatchSpec], scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]) -> bytes:
+@ray.remote(
+    num_cpus=1, max_retries=LOSSES_ALLOWED
+)  # a group lost with its worker or node is played again from its start
+def play_instant_matches(
+    matches: list[MatchSpec], scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]
+) -> bytes:
     """A group of `group_instant`, played side by side: the finished (or stopped)
     matches packed for storage and pickled here, with garbage collection paused (see
     `unpickle_matches`)."""
@@ -431,12 +502,19 @@ class _Runners:
     is replaced by one on another node, and its matches in play are lost (MatchLost): they
     are played again from their start."""
 
-    def __init__(self, start: Callable[[Place], Any], count: int, calls_held: Callable[[MatchSpec], Awaitable[list[ModelCallRecord]]]):
+    def __init__(
+        self,
+        start: Callable[[Place], Any],
+        count: int,
+        calls_held: Callable[[MatchSpec], Awaitable[list[ModelCallRecord]]],
+    ):
         self.start, self.calls_held = start, calls_held
         self.places = spread(count) if count else []
         self.runners = [start(place) for place in self.places]
         self.in_play = [0] * count
-        self.days_told = [(0, 0)] * count  # by runner: (days of its finished matches, of those in play), as last told
+        self.days_told = [
+            (0, 0)
+        ] * count  # by runner: (days of its finished matches, of those in play), as last told
         self.days_lost = 0  # told as played by runners that died since, in matches they did not finish
 
     async def play(self, match: MatchSpec) -> FinishedMatch | StoppedMatch:
@@ -447,7 +525,9 @@ class _Runners:
             return await result(runner.play.remote(match))
         except RayActorError:
             self._replace(index, runner)
-            raise MatchLost(f"its match runner on {place.address} died", await self.calls_held(match)) from None
+            raise MatchLost(
+                f"its match runner on {place.address} died", await self.calls_held(match)
+            ) from None
         except RayTaskError as exc:
             if isinstance(exc.cause, MatchLost):
                 raise exc.cause from None
@@ -477,7 +557,9 @@ class _Runners:
 
     async def tell_days(self, progress: _Progress) -> None:
         runners = list(self.runners)
-        days = await asyncio.gather(*(result(runner.days_played.remote()) for runner in runners), return_exceptions=True)
+        days = await asyncio.gather(
+            *(result(runner.days_played.remote()) for runner in runners), return_exceptions=True
+        )
         played, self.days_lost = -self.days_lost, 0
         for index, (runner, count) in enumerate(zip(runners, days)):
             if isinstance(count, tuple) and self.runners[index] is runner:  # not one that died meanwhile

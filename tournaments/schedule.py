@@ -39,12 +39,24 @@ def schedule(tournament: Tournament) -> list[MatchSpec]:
         groups = [names]
     else:
         groups = [[spec.challenger, other] for other in names if other != spec.challenger]
-    lineups = [("+".join(sorted(group)), [tuple(group[shift:] + group[:shift]) for shift in range(len(group))]) for group in groups]
+    lineups = [
+        ("+".join(sorted(group)), [tuple(group[shift:] + group[:shift]) for shift in range(len(group))])
+        for group in groups
+    ]
     matches: list[MatchSpec] = []
     for scenario_name, scenario in tournament.scenarios.items():
         days = spec.days or scenario.days
         for turn, seed in enumerate(spec.seed_list):
             for lineup, seatings in lineups:
                 seats = seatings[turn % len(seatings) if spec.rotate_seats else 0]
-                matches.append(MatchSpec(f"{scenario_name}/seed={seed}/{lineup}", len(matches), scenario_name, seed, days, seats))
+                matches.append(
+                    MatchSpec(
+                        f"{scenario_name}/seed={seed}/{lineup}",
+                        len(matches),
+                        scenario_name,
+                        seed,
+                        days,
+                        seats,
+                    )
+                )
     return matches

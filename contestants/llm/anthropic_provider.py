@@ -35,8 +35,12 @@ Mode = Literal["tool", "json_schema", "unforced_tool"]
 class AnthropicSettings(RemoteSettings):
     api_key_env: str | None = "ANTHROPIC_API_KEY"
     structured: Literal["auto", "tool", "json_schema"] = "auto"
-    thinking: Literal["adaptive", "enabled", "disabled"] | None = Field(None, description="extended thinking; None: the model's default")
-    thinking_budget: int = Field(1024, ge=1024, description="tokens of thinking with thinking: enabled; below max_tokens")
+    thinking: Literal["adaptive", "enabled", "disabled"] | None = Field(
+        None, description="extended thinking; None: the model's default"
+    )
+    thinking_budget: int = Field(
+        1024, ge=1024, description="tokens of thinking with thinking: enabled; below max_tokens"
+    )
     cache_prompt: bool = Field(True, description="a prompt-cache breakpoint after the rules and the tool")
 
 
@@ -54,7 +58,9 @@ class AnthropicProvider(RemoteProvider):
         """Whether the model thinks before answering: asked to, or always (a family whose only
         thinking type is adaptive)."""
         thinking = self.settings.thinking
-        return thinking in ("adaptive", "enabled") or (thinking is None and self.family.thinking == ("adaptive",))
+        return thinking in ("adaptive", "enabled") or (
+            thinking is None and self.family.thinking == ("adaptive",)
+        )
 
     @property
     def mode(self) -> Mode:
@@ -71,19 +77,38 @@ class AnthropicProvider(RemoteProvider):
         family, s = self.family, self.settings
         for field in ("temperature", "top_p"):
             if getattr(request, field) is not None:
-                raise ProviderConfigError(f"{self.label}: the Messages API (version 2026-10-21) takes no {field}: leave it unset", field)
+                raise ProviderConfigError(
+                    f"{self.label}: the Messages API (version 2026-10-21) takes no {field}: leave it unset",
+                    field,
+                )
         if s.thinking is not None and family.thinking and s.thinking not in family.thinking:
-            raise ProviderConfigError(f"{self.label} takes thinking {' or '.join(family.thinking)}, not {s.thinking!r}", "thinking")
+            raise ProviderConfigError(
+                f"{self.label} takes thinking {' or '.join(family.thinking)}, not {s.thinking!r}", "thinking"
+            )
         if s.thinking == "enabled" and request.max_tokens <= s.thinking_budget:
-            raise ProviderConfigError(f"{self.label}: max_tokens ({request.max_tokens}) must exceed thinking_budget ({s.thinking_budget})", "max_tokens")
+            raise ProviderConfigError(
+                f"{self.label}: max_tokens ({request.max_tokens}) must exceed thinking_budget ({s.thinking_budget})",
+                "max_tokens",
+            )
         check_effort(self.label, s.reasoning_effort, family.efforts)
         if s.structured == "json_schema" and "json_schema" not in family.structured:
-            raise ProviderConfigError(f"{self.label} offers no structured output (output_config.format): use structured: tool", "structured")
+            raise ProviderConfigError(
+                f"{self.label} offers no structured output (output_config.format): use structured: tool",
+                "structured",
+            )
 
     def cache_identity(self) -> dict[str, Any]:
         s = self.settings
-        thinking = {"thinking": s.thinking, "thinking_budget": s.thinking_budget if s.thinking == "enabled" else None}
-        return {**super().cache_identity(), "mode": self.mode, "reasoning_effort": s.reasoning_effort, **thinking}
+        thinking = {
+            "thinking": s.thinking,
+            "thinking_budget": s.thinking_budget if s.thinking == "enabled" else None,
+        }
+        return {
+            **super().cache_identity(),
+            "mode": self.mode,
+            "reasoning_effort": s.reasoning_effort,
+            **thinking,
+        }
 
     def _new_client(self, **options: Any) -> Any:
         import anthropic
@@ -95,11 +120,22 @@ class AnthropicProvider(RemoteProvider):
 
         s, mode, name = self.settings, self.mode, request.schema_name
         rules = "\n\n".join(m.content for m in request.messages if m.role == "system")
-        messages: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": request.max_tokens, "timeout": timeout}
+        messages: list[dict[str, Any]] = [
+            {"role": m.role, "content": m.content} for m in request.messages if m.role != "system"
+        ]
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": request.max_tokens,
+            "timeout": timeout,
+        }
         if rules:
-            kwargs["system"] = [_block(rules, s.cache_prompt)]  # after the tools and the rules: the prefix every call repeats
-        if s.cache_prompt and len(messages) > 1:  # and after the conversation so far, which tomorrow's call repeats
+            kwargs["system"] = [
+                _block(rules, s.cache_prompt)
+            ]  # after the tools and the rules: the prefix every call repeats
+        if (
+            s.cache_prompt and len(messages) > 1
+        ):  # and after the conversation so far, which tomorrow's call repeats
             messages[-2]["content"] = [_block(messages[-2]["content"], True)]
         output_config: dict[str, Any] = {}
         if s.reasoning_effort is not None:
@@ -112,7 +148,10 @@ class AnthropicProvider(RemoteProvider):
         if output_config:
             kwargs["output_config"] = output_config
         if s.thinking is not None:
-            kwargs["thinking"] = {"type": s.thinking, **({"budget_tokens": s.thinking_budget} if s.thinking == "enabled" else {})}
+            kwargs["thinking"] = {
+                "type": s.thinking,
+                **({"budget_tokens": s.thinking_budget} if s.thinking == "enabled" else {}),
+            }
         if s.request:
             kwargs["extra_body"] = dict(s.request)
         response = self._sdk_client().messages.create(**kwargs)

@@ -50,7 +50,9 @@ class OpenAIFamily(_Entry):
     def allows(self, rule: Sampling, effort: str | None) -> bool:
         """Whether a field under `rule` (sampling, chat_tools) may be sent at this effort
         (None: the model's default)."""
-        return rule == "always" or (rule == "effort_none" and (effort or self.default_effort or "none") == "none")
+        return rule == "always" or (
+            rule == "effort_none" and (effort or self.default_effort or "none") == "none"
+        )
 
 
 class AnthropicFamily(_Entry):
@@ -113,7 +115,9 @@ def openai_family(model: str, preset: str | None = None, own_api: bool = True) -
     passes its rules on); a model they do not know follows OpenAI's default at its own API
     and `compatible` at any other server."""
     if preset is not None:
-        return OpenAIFamily.model_validate({**catalogue().families["compatible"].default, **catalogue().presets[preset].family})
+        return OpenAIFamily.model_validate(
+            {**catalogue().families["compatible"].default, **catalogue().presets[preset].family}
+        )
     return OpenAIFamily.model_validate(_family_fields("openai", model, None if own_api else "compatible"))
 
 

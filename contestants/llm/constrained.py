@@ -64,7 +64,9 @@ class ConstrainedWriter:
                 single[token] = piece[0]
         return single
 
-    def write(self, prompt: list[int], gbnf: str, temperature: float, seed: int, max_tokens: int) -> list[int]:
+    def write(
+        self, prompt: list[int], gbnf: str, temperature: float, seed: int, max_tokens: int
+    ) -> list[int]:
         """Write an answer the grammar accepts after what the model holds and `prompt` (which
         is evaluated unless the grammar leaves nothing to choose); return its tokens, cut at
         `max_tokens` or where the context is full."""
@@ -84,7 +86,9 @@ class ConstrainedWriter:
         return answer[:limit]
 
     def _choose(self, grammar: Any, chooser: Any) -> int:
-        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.llama._ctx.ctx, -1), shape=(self.n_vocab,))
+        logits = np.ctypeslib.as_array(
+            llama_cpp.llama_get_logits_ith(self.llama._ctx.ctx, -1), shape=(self.n_vocab,)
+        )
         token = _select(chooser, self._candidates(logits))
         check = np.array([(token, logits[token], 0.0)], TOKEN_DATA)
         _apply(grammar, check)
@@ -153,7 +157,9 @@ def _samplers(vocab: Any, gbnf: str, temperature: float, seed: int) -> Iterator[
 
 def _apply(sampler: Any, data: np.ndarray) -> llama_cpp.llama_token_data_array:
     """Run a sampler over `data` in place (a grammar sets refused tokens' logits to -inf)."""
-    array = llama_cpp.llama_token_data_array(data=data.ctypes.data_as(llama_cpp.llama_token_data_p), size=len(data), selected=-1, sorted=False)
+    array = llama_cpp.llama_token_data_array(
+        data=data.ctypes.data_as(llama_cpp.llama_token_data_p), size=len(data), selected=-1, sorted=False
+    )
     llama_cpp.llama_sampler_apply(sampler, ctypes.byref(array))
     return array
 

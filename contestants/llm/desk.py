@@ -156,13 +156,21 @@ class _Streak:
 class DeskCore:
     """The desk's state and rules (module docstring). Its coroutines run on one event loop."""
 
-    def __init__(self, budget: Budget | None = None, spent: Spend = Spend(), stop_after: int = 3, window: float = WINDOW_S):
+    def __init__(
+        self,
+        budget: Budget | None = None,
+        spent: Spend = Spend(),
+        stop_after: int = 3,
+        window: float = WINDOW_S,
+    ):
         self.budget, self.spent, self.stop_after, self.window = budget, spent, stop_after, window
         self.stopped: str | None = None
         self.broken: str | None = None
         self._changed: asyncio.Condition | None = None
         self._in_flight: Counter[tuple[str, ...]] = Counter()
-        self._starts: dict[tuple[str, ...], deque[list]] = {}  # per endpoint: [start time, tokens] of the last minute
+        self._starts: dict[
+            tuple[str, ...], deque[list]
+        ] = {}  # per endpoint: [start time, tokens] of the last minute
         self._held: dict[str, _Held] = {}
         self._key_locks: dict[str, asyncio.Lock] = {}
         self._streaks: dict[str | None, _Streak] = {}
@@ -230,7 +238,9 @@ class DeskCore:
         await self._release_key(held)
 
     def status(self) -> Status:
-        failing = frozenset(name for name, streak in self._streaks.items() if streak.count and name is not None)
+        failing = frozenset(
+            name for name, streak in self._streaks.items() if streak.count and name is not None
+        )
         return Status(self.stopped, self.spent, self.broken, failing)
 
     # -- the response cache ----------------------------------------------------------------
@@ -323,9 +333,16 @@ class DeskCore:
         cost is not known, so the budget could not be kept."""
         usage = completion.usage
         tokens = self.spent.tokens + usage.input_tokens + usage.output_tokens
-        if completion.cost is None and self.budget is not None and self.budget.cost_usd is not None and self.stopped is None:
+        if (
+            completion.cost is None
+            and self.budget is not None
+            and self.budget.cost_usd is not None
+            and self.stopped is None
+        ):
             self.broken = ticket.contestant
-            self.stopped = f"{_who(ticket)} has no price, so the cost budget cannot be kept: give it one in prices:"
+            self.stopped = (
+                f"{_who(ticket)} has no price, so the cost budget cannot be kept: give it one in prices:"
+            )
         self.spent = Spend(tokens, self.spent.cost + (completion.cost or 0.0))
 
     def _check_budget(self) -> None:
@@ -423,4 +440,3 @@ def local_desk() -> LocalDesk:
         if _local is None:
             _local = LocalDesk()
         return _local
-

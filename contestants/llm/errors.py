@@ -18,7 +18,9 @@ class MissingCredentialsError(ProviderConfigError):
     """The environment variable that should hold the API key is unset or empty."""
 
     def __init__(self, variable: str, model: str):
-        super().__init__(f"{model}: environment variable {variable} is not set (it must hold the API key)", "api_key_env")
+        super().__init__(
+            f"{model}: environment variable {variable} is not set (it must hold the API key)", "api_key_env"
+        )
         self.variable = variable
 
 
@@ -33,7 +35,16 @@ class ProviderError(RuntimeError):
     """
 
     def __init__(
-        self, message: str, *, model: str, kind: str, status: int | None, attempts: int, detail: str = "", retryable: bool = False, code: str | None = None
+        self,
+        message: str,
+        *,
+        model: str,
+        kind: str,
+        status: int | None,
+        attempts: int,
+        detail: str = "",
+        retryable: bool = False,
+        code: str | None = None,
     ):
         super().__init__(message)
         self.model = model

@@ -66,11 +66,16 @@ class LocalSettings(ProviderSettings):
     model_path: Path | None = None
     n_ctx: int = Field(4096, gt=0)
     n_threads: int = Field(1, gt=0, description="per model; a tournament runs several models at once")
-    max_items: int = Field(2, gt=0, description="caps every list in the answer: a small model repeats an item up to the cap")
+    max_items: int = Field(
+        2, gt=0, description="caps every list in the answer: a small model repeats an item up to the cap"
+    )
     max_string: int = Field(80, gt=0, description="caps every string in the answer (notes), in characters")
-    seed: int = Field(0, ge=0, description="used when a request has no seed, so answers do not depend on call order")
+    seed: int = Field(
+        0, ge=0, description="used when a request has no seed, so answers do not depend on call order"
+    )
     recode_8bit: bool | None = Field(
-        None, description="run an 8-bit copy of the GGUF, made once under ~/.cache/arena/models; default: on for local/smollm2, off for a model_path"
+        None,
+        description="run an 8-bit copy of the GGUF, made once under ~/.cache/arena/models; default: on for local/smollm2, off for a model_path",
     )
 
 
@@ -95,7 +100,11 @@ class LocalProvider(Provider):
     def __init__(self, model: str, settings: LocalSettings | None = None, **context: Any):
         super().__init__(model, settings, **context)
         self.model_path = self._resolve_path()
-        self.recode = self.settings.recode_8bit if self.settings.recode_8bit is not None else self.settings.model_path is None
+        self.recode = (
+            self.settings.recode_8bit
+            if self.settings.recode_8bit is not None
+            else self.settings.model_path is None
+        )
         if not self.model:  # a bare "local": name it after the file
             self.model = self.model_path.stem
 
@@ -103,7 +112,9 @@ class LocalProvider(Provider):
         path = self.settings.model_path
         if path is None:
             if self.model != SMOLLM2:
-                raise ProviderConfigError(f"{self.label}: give model_path (a GGUF file) or use local/{SMOLLM2}", "model_path")
+                raise ProviderConfigError(
+                    f"{self.label}: give model_path (a GGUF file) or use local/{SMOLLM2}", "model_path"
+                )
             path = smollm2_path()
         if not path.is_file():
             raise ProviderConfigError(f"{self.label}: model file {path} does not exist", "model_path")
@@ -124,18 +135,32 @@ class LocalProvider(Provider):
 
     def check_request(self, request: CompletionRequest) -> None:
         if request.top_p is not None:
-            raise ProviderConfigError(f"{self.label}: the embedded model samples with its own top_p; leave top_p unset", "top_p")
+            raise ProviderConfigError(
+                f"{self.label}: the embedded model samples with its own top_p; leave top_p unset", "top_p"
+            )
 
     def cache_identity(self) -> dict[str, Any]:
         caps = {"max_items": self.settings.max_items, "max_string": self.settings.max_string}
-        return {**super().cache_identity(), "model_path": str(self.model_path), "recode_8bit": self.recode, "writer": WRITER_VERSION, **caps}
+        return {
+            **super().cache_identity(),
+            "model_path": str(self.model_path),
+            "recode_8bit": self.recode,
+            "writer": WRITER_VERSION,
+            **caps,
+        }
 
     def _engine(self) -> Engine:
-        return Engine.shared(self.model_path.resolve(), self.settings.n_ctx, self.settings.n_threads, self.recode)
+        return Engine.shared(
+            self.model_path.resolve(), self.settings.n_ctx, self.settings.n_threads, self.recode
+        )
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
         engine = self._engine()
-        return engine.complete(request, self.answer_schema(request.json_schema), self.settings.seed if request.seed is None else request.seed)
+        return engine.complete(
+            request,
+            self.answer_schema(request.json_schema),
+            self.settings.seed if request.seed is None else request.seed,
+        )
 
     def answer_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         """Capped harder than the schema asks: a small model fills whatever room it is given."""
@@ -180,12 +205,18 @@ class Engine:
 
         with weights_as_stored():
             self.llama = Llama(
-                model_path=str(model_path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False
+                model_path=str(model_path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                verbose=False,
             )
         template = self.llama.metadata.get("tokenizer.chat_template")
         if not template:
             raise ProviderConfigError(f"{model_path} has no chat template", "model_path")
-        self.template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(template)
+        self.template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(
+            template
+        )
         self.special = {
             "bos_token": self._token_text(self.llama.token_bos()),
             "eos_token": self._token_text(self.llama.token_eos()),
@@ -202,11 +233,15 @@ class Engine:
         if len(messages) < 2 or prompt[: len(first)] != first:
             first = []  # a template that does not render messages one after another
         if len(prompt) >= self.writer.n_ctx:
-            raise ValueError(f"the prompt ({len(prompt)} tokens) does not fit the model's context of {self.writer.n_ctx}")
+            raise ValueError(
+                f"the prompt ({len(prompt)} tokens) does not fit the model's context of {self.writer.n_ctx}"
+            )
         with self.lock:
             kept = self._start_from(first)
             temperature = request.temperature or 0.0  # the model's default: greedy
-            answer = self.writer.write(prompt[len(first) :], compact_gbnf(json.dumps(schema)), temperature, seed, request.max_tokens)
+            answer = self.writer.write(
+                prompt[len(first) :], compact_gbnf(json.dumps(schema)), temperature, seed, request.max_tokens
+            )
         return Answer(
             text=self.llama.detokenize(answer).decode(errors="ignore"),
             usage=TokenUsage(input_tokens=len(prompt), output_tokens=len(answer), cached_tokens=kept),
@@ -243,7 +278,9 @@ class Engine:
 
     def _tokens(self, messages: tuple[Message, ...], generation_prompt: bool) -> list[int]:
         text = self.template.render(
-            messages=[m.model_dump() for m in messages], add_generation_prompt=generation_prompt, **self.special
+            messages=[m.model_dump() for m in messages],
+            add_generation_prompt=generation_prompt,
+            **self.special,
         )
         return self.llama.tokenize(text.encode(), add_bos=False, special=True)
 
@@ -328,7 +365,9 @@ def compact_gbnf(schema: str) -> str:
     """llama-cpp-python's grammar for the JSON schema, with the `COMPACT_RULES` in place of its own."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    rules = dict(line.split(" ::= ", 1) for line in json_schema_to_gbnf(schema).splitlines() if " ::= " in line)
+    rules = dict(
+        line.split(" ::= ", 1) for line in json_schema_to_gbnf(schema).splitlines() if " ::= " in line
+    )
     rules.update((name, body) for name, body in COMPACT_RULES.items() if name in rules)
     return "\n".join(f"{name} ::= {body}" for name, body in rules.items())
 

@@ -43,10 +43,22 @@ class Memory:
             report = "Your notes so far:\n" + "\n".join(self.notes) + "\n\n" + report
         elif self.kind == "plans":
             report = with_plans(report, self.plans, self.insights)
-        history = [Message(role=role, content=text) for turn in self.turns for role, text in zip(("user", "assistant"), turn)]
+        history = [
+            Message(role=role, content=text)
+            for turn in self.turns
+            for role, text in zip(("user", "assistant"), turn)
+        ]
         return (Message(role="system", content=system), *history, Message(role="user", content=report))
 
-    def remember(self, day: int, report: str, answer: str, note: str | None, plans: str | None = None, insights: str | None = None) -> None:
+    def remember(
+        self,
+        day: int,
+        report: str,
+        answer: str,
+        note: str | None,
+        plans: str | None = None,
+        insights: str | None = None,
+    ) -> None:
         """Keep what today's kind of memory keeps of the day just decided. Plans and insights
         replace the kept ones (None: the answer wrote none, the last ones stand)."""
         self.turns.append((report, answer))

@@ -52,7 +52,7 @@ from contestants.base import Contestant, ContestantConfigError, Params, Ping, Re
 from contestants.llm.cache import request_key
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
 from contestants.llm.memory import Memory, MemoryKind
-from contestants.llm.schema import constrained_schema, for_catalog
+from contestants.llm.pricing import is_free, price_of, prices_from
 from contestants.llm.prompts import (
     HistoryRow,
     daily_report,
@@ -65,9 +65,9 @@ from contestants.llm.prompts import (
     with_history,
     with_reflection,
 )
-from contestants.llm.pricing import is_free, price_of, prices_from
 from contestants.llm.providers import Provider, get_provider, validate_settings
 from contestants.llm.rehearsal import Rehearsal
+from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.types import Completion, CompletionRequest, Message
 from market.calls import ModelCall
 from market.scenario import Scenario
@@ -93,7 +93,9 @@ NOTEBOOK_CHARS = 600  # the most the plans and the insights of plans memory may 
 OWN_FIELDS = ("reasoning", "plans", "insights")
 
 
-def decision_schema(*, think: bool, plan: bool, plans_and_insights: bool = False, talk: bool = False) -> dict[str, Any]:
+def decision_schema(
+    *, think: bool, plan: bool, plans_and_insights: bool = False, talk: bool = False
+) -> dict[str, Any]:
     """The decision's schema as the model is asked to fill it. Every property is required, so
     the plan is left out unless `plan` and the message unless merchants `talk` (either would
     cost every answer tokens). JSON generation follows property order, so what the operations
@@ -119,19 +121,37 @@ class LLMParams(Params):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    model: str = Field("local/smollm2", description='"provider/model": openai/..., anthropic/..., local/smollm2, openrouter/...')
-    memory: MemoryKind = Field("window", description="stateless | window | notes | plans (plans and insights rewritten every day)")
+    model: str = Field(
+        "local/smollm2",
+        description='"provider/model": openai/..., anthropic/..., local/smollm2, openrouter/...',
+    )
+    memory: MemoryKind = Field(
+        "window", description="stateless | window | notes | plans (plans and insights rewritten every day)"
+    )
     window: int = Field(5, ge=1, le=100, description="days of conversation the window memory keeps")
-    temperature: float | None = Field(None, ge=0, le=2, description="None: the model's default (the embedded model's: 0, greedy)")
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="None: the model's default (the embedded model's: 0, greedy)"
+    )
     top_p: float | None = Field(None, gt=0, le=1, description="None: the model's default")
     max_tokens: int = Field(400, gt=0, le=32_000)
     think: bool = Field(False, description="write its reasoning before the decision, in the same answer")
-    reflect: bool = Field(False, description="from day 2, reflect on yesterday's decision against its outcome first")
-    plan: bool = Field(False, description="state in each decision the prices it intends to hold (the plan that plan_drift measures)")
-    preset: Literal["profit_first", "explore"] | None = Field(
-        None, description="a paragraph before the rules on how to play: profit_first (long-run profit) or explore (try prices widely first)"
+    reflect: bool = Field(
+        False, description="from day 2, reflect on yesterday's decision against its outcome first"
     )
-    history: int = Field(0, ge=0, le=100, description="days in the daily report's table of the last days (own prices, sold, profit, rivals' prices); 0: no table")
+    plan: bool = Field(
+        False,
+        description="state in each decision the prices it intends to hold (the plan that plan_drift measures)",
+    )
+    preset: Literal["profit_first", "explore"] | None = Field(
+        None,
+        description="a paragraph before the rules on how to play: profit_first (long-run profit) or explore (try prices widely first)",
+    )
+    history: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="days in the daily report's table of the last days (own prices, sold, profit, rivals' prices); 0: no table",
+    )
 
     @model_validator(mode="after")
     def _provider_settings_are_valid(self) -> LLMParams:
@@ -165,7 +185,9 @@ class LLMMerchant(Contestant):
         try:
             provider = provider_for(params)
             provider.check_credentials()
-            provider.check_request(_request(params, (Message(role="user", content="ping"),), DECISION_SCHEMA, "decision", seed=0))
+            provider.check_request(
+                _request(params, (Message(role="user", content="ping"),), DECISION_SCHEMA, "decision", seed=0)
+            )
         except ProviderConfigError as exc:
             raise ContestantConfigError(str(exc), exc.field) from None
 
@@ -174,13 +196,28 @@ class LLMMerchant(Contestant):
         """One call with the contestant's own settings and schema (no cache, one retry): what
         the model refuses (an unknown model, a refused key or parameter) it refuses here."""
         settings = validate_settings(params.model, params.provider_settings)
-        quick = {"no_cache": True, "max_retries": min(settings.max_retries, 1), "total_timeout": min(settings.total_timeout, 60.0)}
+        quick = {
+            "no_cache": True,
+            "max_retries": min(settings.max_retries, 1),
+            "total_timeout": min(settings.total_timeout, 60.0),
+        }
         provider = provider_for(type(params).model_validate({**params.model_dump(), **quick}))
         messages = (
-            Message(role="system", content="You run a shop. Answer with today's decision in JSON: do nothing today."),
+            Message(
+                role="system",
+                content="You run a shop. Answer with today's decision in JSON: do nothing today.",
+            ),
             Message(role="user", content="Day 1. Decide."),
         )
-        request = _request(params, messages, decision_schema(think=params.think, plan=params.plan, plans_and_insights=params.memory == "plans"), "decision", seed=0)
+        request = _request(
+            params,
+            messages,
+            decision_schema(
+                think=params.think, plan=params.plan, plans_and_insights=params.memory == "plans"
+            ),
+            "decision",
+            seed=0,
+        )
 
         def call() -> str | None:
             try:
@@ -190,14 +227,19 @@ class LLMMerchant(Contestant):
             return None
 
         where = f" at {settings.base_url}" if getattr(settings, "base_url", None) else ""
-        reached = {**provider.cache_identity(), "api_key_env": getattr(settings, "api_key_env", None)}  # a key of its own: a call of its own
+        reached = {
+            **provider.cache_identity(),
+            "api_key_env": getattr(settings, "api_key_env", None),
+        }  # a key of its own: a call of its own
         return Ping(f"{provider.label}{where}", request_key(reached, request), call)
 
     @classmethod
     def unpriced_model(cls, params: LLMParams, prices: dict[str, Any]) -> str | None:
         own = validate_settings(params.model, params.provider_settings).prices
         label = params.model  # "provider/model", as prices are keyed
-        return None if is_free(label) or price_of(label, {**prices_from(prices), **own}) is not None else label
+        return (
+            None if is_free(label) or price_of(label, {**prices_from(prices), **own}) is not None else label
+        )
 
     @classmethod
     def turn_seconds(cls, params: LLMParams) -> float:
@@ -218,7 +260,11 @@ class LLMMerchant(Contestant):
         # how to play, the rules, then what they ask for besides: reasoning first, a plan, the plans
         # and insights (and a message: see `decide`)
         self.preface = (f"preset_{p.preset}",) if p.preset else ()
-        self.extras = tuple(name for name, wanted in (("think", p.think), ("plan", p.plan), ("plans", p.memory == "plans")) if wanted)
+        self.extras = tuple(
+            name
+            for name, wanted in (("think", p.think), ("plan", p.plan), ("plans", p.memory == "plans"))
+            if wanted
+        )
         self.schema = self._schema(talk=False)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self._calls = []
@@ -226,12 +272,19 @@ class LLMMerchant(Contestant):
     def decide(self, observation: Observation) -> Any:
         day = observation.day
         if self.system is None:
-            if observation.messages is not None:  # merchants talk: the answer may carry a message, the rules say who reads it
+            if (
+                observation.messages is not None
+            ):  # merchants talk: the answer may carry a message, the rules say who reads it
                 self.extras, self.schema = (*self.extras, "talk"), self._schema(talk=True)
             seat = [m.merchant for m in observation.market].index(self.merchant)
             self.system = system_prompt(
-                self.scenario, self.merchant, observation.days, notes=self.params.memory == "notes", extras=self.extras,
-                unit_costs=self.scenario.seat_values("unit_cost", len(observation.market))[seat], preface=self.preface,
+                self.scenario,
+                self.merchant,
+                observation.days,
+                notes=self.params.memory == "notes",
+                extras=self.extras,
+                unit_costs=self.scenario.seat_values("unit_cost", len(observation.market))[seat],
+                preface=self.preface,
             )
         row = history_row(observation)
         if row is not None:
@@ -242,7 +295,11 @@ class LLMMerchant(Contestant):
             return with_history(report, rows[len(rows) - shown :]) if shown else report
 
         reflection = self._reflect(day, reported) if self.params.reflect else None
-        prompt, shown = self._fitted(reported if reflection is None else lambda k: with_reflection(reported(k), reflection), self.schema, "decision")
+        prompt, shown = self._fitted(
+            reported if reflection is None else lambda k: with_reflection(reported(k), reflection),
+            self.schema,
+            "decision",
+        )
         templates = (*self._templates(shown), *(("reflection",) if reflection is not None else ()))
         messages = self.memory.messages(self.system, prompt)
         completion = self._ask("decide", day, messages, self.schema, "decision", templates)
@@ -255,7 +312,14 @@ class LLMMerchant(Contestant):
             )
             completion = self._ask("repair", day, repair, self.schema, "decision", (*templates, "repair"))
             decision, _ = _as_decision(completion)
-        self.memory.remember(day, prompt, completion.text, decision.note if decision else None, _written(completion, "plans"), _written(completion, "insights"))
+        self.memory.remember(
+            day,
+            prompt,
+            completion.text,
+            decision.note if decision else None,
+            _written(completion, "plans"),
+            _written(completion, "insights"),
+        )
         self.last_decision = (day, _as_shown(decision))
         return decision if decision is not None else completion.text
 
@@ -263,7 +327,9 @@ class LLMMerchant(Contestant):
         if self.system is None:
             return None
         messages = self.memory.messages(self.system, recall_question(probe))
-        completion = self._ask("recall", probe.day, messages, RECALL_SCHEMA, "recall", (*self._templates(0), "recall"))
+        completion = self._ask(
+            "recall", probe.day, messages, RECALL_SCHEMA, "recall", (*self._templates(0), "recall")
+        )
         value = (completion.output or {}).get("value")
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -273,7 +339,9 @@ class LLMMerchant(Contestant):
     def _schema(self, talk: bool) -> dict[str, Any]:
         """The decision's schema for this merchant's params and scenario's catalog."""
         p = self.params
-        schema = decision_schema(think=p.think, plan=p.plan, plans_and_insights=p.memory == "plans", talk=talk)
+        schema = decision_schema(
+            think=p.think, plan=p.plan, plans_and_insights=p.memory == "plans", talk=talk
+        )
         return for_catalog(schema, self.scenario.product_ids, self.scenario.whole_units)
 
     def _reflect(self, day: int, reported: Callable[[int], str]) -> str | None:
@@ -283,9 +351,13 @@ class LLMMerchant(Contestant):
         if self.last_decision is None or self.last_decision[0] != day - 1:
             return None
         decided = self.last_decision[1]
-        question, shown = self._fitted(lambda k: reflect_question(day - 1, decided, reported(k)), REFLECT_SCHEMA, "reflection")
+        question, shown = self._fitted(
+            lambda k: reflect_question(day - 1, decided, reported(k)), REFLECT_SCHEMA, "reflection"
+        )
         messages = self.memory.messages(self.system, question)
-        completion = self._ask("reflect", day, messages, REFLECT_SCHEMA, "reflection", (*self._templates(shown), "reflect"))
+        completion = self._ask(
+            "reflect", day, messages, REFLECT_SCHEMA, "reflection", (*self._templates(shown), "reflect")
+        )
         return _written(completion, "reflection") or None
 
     @property
@@ -308,7 +380,9 @@ class LLMMerchant(Contestant):
             return prompt_with(kept), kept
 
         def fits(shown: int) -> bool:
-            request = _request(self.params, self.memory.messages(self.system, prompt_with(shown)), schema, name, self.seed)
+            request = _request(
+                self.params, self.memory.messages(self.system, prompt_with(shown)), schema, name, self.seed
+            )
             return self.provider.prompt_tokens(request) + self.params.max_tokens <= context
 
         if fits(kept):
@@ -320,16 +394,37 @@ class LLMMerchant(Contestant):
         return prompt_with(fit), fit
 
     def _ask(
-        self, purpose: str, day: int, messages: tuple[Message, ...], schema: dict, name: str, templates: tuple[str, ...]
+        self,
+        purpose: str,
+        day: int,
+        messages: tuple[Message, ...],
+        schema: dict,
+        name: str,
+        templates: tuple[str, ...],
     ) -> Completion:
-        completion = self.provider.complete(_request(self.params, messages, schema, name, self.seed), self.deadline)
+        completion = self.provider.complete(
+            _request(self.params, messages, schema, name, self.seed), self.deadline
+        )
         self._calls.append(
             ModelCall(
                 day=day,
                 purpose=purpose,
                 model=self.params.model,
                 **completion.usage.model_dump(),
-                **completion.model_dump(include={"latency", "attempts", "cost", "cached", "request_hash", "served_model", "fingerprint", "temperature", "top_p", "seed"}),
+                **completion.model_dump(
+                    include={
+                        "latency",
+                        "attempts",
+                        "cost",
+                        "cached",
+                        "request_hash",
+                        "served_model",
+                        "fingerprint",
+                        "temperature",
+                        "top_p",
+                        "seed",
+                    }
+                ),
                 prompt_version=versions(*templates),
             )
         )
@@ -351,7 +446,9 @@ def provider_for(params: LLMParams, options: RunOptions = RunOptions()) -> Provi
     return Rehearsal(provider) if options.rehearse else provider
 
 
-def _request(params: LLMParams, messages: tuple[Message, ...], schema: dict, name: str, seed: int | None) -> CompletionRequest:
+def _request(
+    params: LLMParams, messages: tuple[Message, ...], schema: dict, name: str, seed: int | None
+) -> CompletionRequest:
     return CompletionRequest(
         messages=messages,
         json_schema=schema,

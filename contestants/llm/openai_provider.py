@@ -64,9 +64,14 @@ class OpenAIProvider(RemoteProvider):
             for field in ("temperature", "top_p"):
                 if getattr(request, field) is not None:
                     when = " unless reasoning_effort is none" if family.sampling == "effort_none" else ""
-                    raise ProviderConfigError(f"{self.label} takes no {field}{when}: leave it unset (the model's default)", field)
+                    raise ProviderConfigError(
+                        f"{self.label} takes no {field}{when}: leave it unset (the model's default)", field
+                    )
         if self.mode not in family.structured:
-            raise ProviderConfigError(f"{self.label}: structured {self.mode} is not offered here (offered: {', '.join(family.structured)})", "structured")
+            raise ProviderConfigError(
+                f"{self.label}: structured {self.mode} is not offered here (offered: {', '.join(family.structured)})",
+                "structured",
+            )
         if self.mode == "tool" and not self._tools_allowed():
             raise ProviderConfigError(
                 f"{self.label} refuses function tools on Chat Completions at this reasoning effort: use api: responses or structured: json_schema",
@@ -75,11 +80,18 @@ class OpenAIProvider(RemoteProvider):
 
     def cache_identity(self) -> dict[str, Any]:
         s = self.settings
-        return {**super().cache_identity(), "api": s.api, "structured": self.mode, "reasoning_effort": s.reasoning_effort}
+        return {
+            **super().cache_identity(),
+            "api": s.api,
+            "structured": self.mode,
+            "reasoning_effort": s.reasoning_effort,
+        }
 
     def _tools_allowed(self) -> bool:
         family = self.family
-        return self.settings.api == "responses" or family.allows(family.chat_tools, self.settings.reasoning_effort)
+        return self.settings.api == "responses" or family.allows(
+            family.chat_tools, self.settings.reasoning_effort
+        )
 
     def _new_client(self, **options: Any) -> Any:
         import openai
@@ -93,7 +105,11 @@ class OpenAIProvider(RemoteProvider):
         return self._chat(request, schema, timeout)
 
     def _sampling(self, request: CompletionRequest) -> dict[str, float]:
-        return {field: value for field in ("temperature", "top_p") if (value := getattr(request, field)) is not None}
+        return {
+            field: value
+            for field in ("temperature", "top_p")
+            if (value := getattr(request, field)) is not None
+        }
 
     def _chat(self, request: CompletionRequest, schema: dict[str, Any], timeout: float) -> Answer:
         from openai.types.chat import ChatCompletion
@@ -117,9 +133,15 @@ class OpenAIProvider(RemoteProvider):
             kwargs["tools"] = [{"type": "function", "function": function}]
             kwargs["tool_choice"] = {"type": "function", "function": {"name": name}}
         elif mode == "json_schema":
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": family.strict}}
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": family.strict},
+            }
         else:
-            kwargs["response_format"] = {"type": "json_object", **({"schema": schema} if family.json_object_schema else {})}
+            kwargs["response_format"] = {
+                "type": "json_object",
+                **({"schema": schema} if family.json_object_schema else {}),
+            }
         response = self._sdk_client().chat.completions.create(**kwargs, extra_body=extra)
         # Given a 2xx body that is not JSON, the SDK returns the body as a str.
         if not isinstance(response, ChatCompletion) or not response.choices:
@@ -163,10 +185,14 @@ class OpenAIProvider(RemoteProvider):
         if self.settings.reasoning_effort is not None:
             kwargs["reasoning"] = {"effort": self.settings.reasoning_effort}
         if mode == "tool":
-            kwargs["tools"] = [{"type": "function", "name": name, "parameters": schema, "strict": family.strict}]
+            kwargs["tools"] = [
+                {"type": "function", "name": name, "parameters": schema, "strict": family.strict}
+            ]
             kwargs["tool_choice"] = {"type": "function", "name": name}
         elif mode == "json_schema":
-            kwargs["text"] = {"format": {"type": "json_schema", "name": name, "schema": schema, "strict": family.strict}}
+            kwargs["text"] = {
+                "format": {"type": "json_schema", "name": name, "schema": schema, "strict": family.strict}
+            }
         else:
             kwargs["text"] = {"format": {"type": "json_object"}}
         response = self._sdk_client().responses.create(**kwargs)

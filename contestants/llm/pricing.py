@@ -19,7 +19,10 @@ __all__ = ["Price", "cost", "is_free", "price_of", "prices_from"]
 
 def prices_from(overrides: Mapping[str, Price | Mapping[str, Any]] | None) -> dict[str, Price]:
     """`overrides` (from YAML) as Prices."""
-    return {model: price if isinstance(price, Price) else Price.model_validate(price) for model, price in (overrides or {}).items()}
+    return {
+        model: price if isinstance(price, Price) else Price.model_validate(price)
+        for model, price in (overrides or {}).items()
+    }
 
 
 def price_of(label: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
@@ -48,4 +51,9 @@ def cost(label: str, usage: TokenUsage, overrides: Mapping[str, Price] | None = 
     cached = price.input if price.cached_input is None else price.cached_input
     written = price.input if price.cache_write is None else price.cache_write
     fresh = usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens
-    return (fresh * price.input + usage.cached_tokens * cached + usage.cache_write_tokens * written + usage.output_tokens * price.output) / 1e6
+    return (
+        fresh * price.input
+        + usage.cached_tokens * cached
+        + usage.cache_write_tokens * written
+        + usage.output_tokens * price.output
+    ) / 1e6

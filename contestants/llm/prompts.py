@@ -8,7 +8,6 @@ with the results so a change of wording is visible in the record. Placeholders a
 from __future__ import annotations
 
 import json
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -48,7 +47,12 @@ def versions(*names: str) -> str:
 
 
 def system_prompt(
-    scenario: Scenario, merchant: str, days: int, notes: bool, extras: tuple[str, ...] = (), unit_costs: list[float] | None = None,
+    scenario: Scenario,
+    merchant: str,
+    days: int,
+    notes: bool,
+    extras: tuple[str, ...] = (),
+    unit_costs: list[float] | None = None,
     preface: tuple[str, ...] = (),
 ) -> str:
     """The rules of this match and the goal, as the merchant template words them, after the
@@ -71,7 +75,9 @@ def system_prompt(
         f"{_money(p.reference_price)}, lead time {p.lead_time} days, holding cost {_money(p.holding_cost)} per unit per day"
         for p, cost in zip(scenario.products, unit_costs or [p.unit_cost for p in scenario.products])
     )
-    target = f"; {_money(scenario.target_net_worth)} would be a good result" if scenario.target_net_worth else ""
+    target = (
+        f"; {_money(scenario.target_net_worth)} would be a good result" if scenario.target_net_worth else ""
+    )
     notes_rule = (
         "\nWrite in the decision's `note` what you want to remember: your plan and what you learnt. "
         "You will be shown your notes, not your earlier reports."
@@ -88,7 +94,13 @@ def system_prompt(
         target=target,
         notes_rule=notes_rule,
     )
-    return "\n\n".join([*(template(name).render() for name in preface), rules, *(template(name).render(message_limit=MESSAGE_LIMIT) for name in extras)])
+    return "\n\n".join(
+        [
+            *(template(name).render() for name in preface),
+            rules,
+            *(template(name).render(message_limit=MESSAGE_LIMIT) for name in extras),
+        ]
+    )
 
 
 def daily_report(observation: Observation) -> str:
@@ -97,7 +109,9 @@ def daily_report(observation: Observation) -> str:
     o = observation
     lines = [f"Day {o.day} of {o.days}. Cash {_money(o.cash)}. Reputation {o.reputation:.2f} (0 to 1)."]
     if o.receivables_due or o.receivables_pending:
-        lines.append(f"Receivables: {_money(o.receivables_due)} due now (collect them), {_money(o.receivables_pending)} not yet due.")
+        lines.append(
+            f"Receivables: {_money(o.receivables_due)} due now (collect them), {_money(o.receivables_pending)} not yet due."
+        )
     for p in o.products:
         lines.append(
             f"{p.product}: your price {_money(p.price)}, unit cost {_money(p.unit_cost)}, in stock {p.inventory:g}, "
@@ -105,7 +119,10 @@ def daily_report(observation: Observation) -> str:
         )
     y = o.yesterday
     if y is not None:
-        sold = ", ".join(f"{k} {v:g}" + (f" (turned away {y.lost_sales[k]:g})" if y.lost_sales.get(k) else "") for k, v in y.units_sold.items())
+        sold = ", ".join(
+            f"{k} {v:g}" + (f" (turned away {y.lost_sales[k]:g})" if y.lost_sales.get(k) else "")
+            for k, v in y.units_sold.items()
+        )
         lines.append(
             f"Yesterday: sold {sold}; revenue {_money(y.revenue)}; spent {_money(y.purchases)} on stock, "
             f"{_money(y.advertising)} on ads, {_money(y.holding + y.fixed)} on holding and fixed costs."
@@ -129,11 +146,15 @@ def daily_report(observation: Observation) -> str:
             lines.append(f"- {r.merchant}: " + ("; ".join(parts) or "nothing visible"))
     if o.messages:
         lines.append("Messages from rivals yesterday:")
-        lines.extend(f"- {m.merchant}: {json.dumps(m.text, ensure_ascii=False)}" for m in o.messages)  # quoted and escaped: a rival's text cannot pose as lines of the report
+        lines.extend(
+            f"- {m.merchant}: {json.dumps(m.text, ensure_ascii=False)}" for m in o.messages
+        )  # quoted and escaped: a rival's text cannot pose as lines of the report
     for e in o.events:
         target = e.product or "every product"
         effect = "demand" if e.kind == "demand" else "unit cost"
-        lines.append(f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {e.start_day} to {e.end_day}.")
+        lines.append(
+            f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {e.start_day} to {e.end_day}."
+        )
     return "\n".join(lines)
 
 
@@ -159,7 +180,14 @@ def history_row(observation: Observation) -> HistoryRow | None:
         return None
     rivals = [r for r in observation.market if r.merchant != observation.merchant]
     bankrupt = frozenset(r.merchant for r in rivals if r.bankrupt)
-    return HistoryRow(y.day, dict(y.prices), dict(y.units_sold), day_trade_profit(y), {r.merchant: r.prices for r in rivals}, bankrupt)
+    return HistoryRow(
+        y.day,
+        dict(y.prices),
+        dict(y.units_sold),
+        day_trade_profit(y),
+        {r.merchant: r.prices for r in rivals},
+        bankrupt,
+    )
 
 
 def history_table(rows: Sequence[HistoryRow]) -> str:
@@ -167,7 +195,13 @@ def history_table(rows: Sequence[HistoryRow]) -> str:
     product, profit, then each rival's price per product. Commas and rounded numbers: a small
     model's tokenizer spends a token on every digit, point and separator."""
     products, rivals = list(rows[0].prices), list(rows[0].rivals)
-    header = ["day", *(f"price {p}" for p in products), *(f"sold {p}" for p in products), "profit", *(f"{r} {p}" for r in rivals for p in products)]
+    header = [
+        "day",
+        *(f"price {p}" for p in products),
+        *(f"sold {p}" for p in products),
+        "profit",
+        *(f"{r} {p}" for r in rivals for p in products),
+    ]
 
     def rival_price(row: HistoryRow, rival: str, product: str) -> str:
         if rival in row.bankrupt:
@@ -177,7 +211,12 @@ def history_table(rows: Sequence[HistoryRow]) -> str:
 
     lines = [",".join(header)]
     for row in rows:
-        cells = [str(row.day), *(_money(row.prices[p]) for p in products), *(_units(row.units_sold[p]) for p in products), _money(row.profit)]
+        cells = [
+            str(row.day),
+            *(_money(row.prices[p]) for p in products),
+            *(_units(row.units_sold[p]) for p in products),
+            _money(row.profit),
+        ]
         cells += [rival_price(row, r, p) for r in rivals for p in products]
         lines.append(",".join(cells))
     return "\n".join(lines)
@@ -190,7 +229,9 @@ def with_history(report: str, rows: Sequence[HistoryRow]) -> str:
 
 def with_plans(report: str, plans: str, insights: str) -> str:
     """Today's report (or question) after the plans and insights the model last wrote."""
-    return template("plans_kept").render(report=report, plans=plans or "(none)", insights=insights or "(none)")
+    return template("plans_kept").render(
+        report=report, plans=plans or "(none)", insights=insights or "(none)"
+    )
 
 
 def reflect_question(day: int, decision: str, report: str) -> str:
@@ -227,4 +268,6 @@ def _units(value: float) -> str:
 def _money(value: float | None) -> str:
     """Cents at most, no trailing zeros, no thousands separator: every digit, point and comma
     is a token for a small model's tokenizer, so 1,987.90 costs 8 where 1987.9 costs 6."""
-    return "n/a" if value is None else f"{round(value, 2) + 0.0:.2f}".rstrip("0").rstrip(".")  # + 0.0: no "-0"
+    return (
+        "n/a" if value is None else f"{round(value, 2) + 0.0:.2f}".rstrip("0").rstrip(".")
+    )  # + 0.0: no "-0"

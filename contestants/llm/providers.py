@@ -41,7 +41,9 @@ CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a 
 def approximate_tokens(request: CompletionRequest) -> int:
     """The request's prompt tokens at CHARS_PER_TOKEN: the messages and the schema, which the
     APIs put into the prompt too, plus a few tokens of framing per message."""
-    characters = sum(len(m.content) for m in request.messages) + len(json.dumps(request.json_schema, separators=(",", ":")))
+    characters = sum(len(m.content) for m in request.messages) + len(
+        json.dumps(request.json_schema, separators=(",", ":"))
+    )
     return characters // CHARS_PER_TOKEN + 4 * len(request.messages)
 
 
@@ -55,12 +57,20 @@ class ProviderSettings(BaseModel):
     total_timeout: float = Field(300.0, gt=0, description="all attempts of one call together")
     backoff_initial: float = Field(1.0, ge=0)
     backoff_max: float = Field(30.0, ge=0)
-    max_concurrent_calls: int = Field(8, ge=1, le=1024, description="calls in flight at once to this provider endpoint, across the run")
-    requests_per_minute: int | None = Field(None, ge=1, description="calls started per minute at this endpoint, across the run")
-    tokens_per_minute: int | None = Field(None, ge=1, description="tokens (prompt and answer) per minute at this endpoint, across the run")
+    max_concurrent_calls: int = Field(
+        8, ge=1, le=1024, description="calls in flight at once to this provider endpoint, across the run"
+    )
+    requests_per_minute: int | None = Field(
+        None, ge=1, description="calls started per minute at this endpoint, across the run"
+    )
+    tokens_per_minute: int | None = Field(
+        None, ge=1, description="tokens (prompt and answer) per minute at this endpoint, across the run"
+    )
     cache_dir: Path = Path(".arena-cache")
     no_cache: bool = Field(False, description="neither read nor write the response cache")
-    prices: dict[str, Price] = Field(default_factory=dict, description="USD per million tokens, by provider/model, over the catalogue's")
+    prices: dict[str, Price] = Field(
+        default_factory=dict, description="USD per million tokens, by provider/model, over the catalogue's"
+    )
 
 
 class RemoteSettings(ProviderSettings):
@@ -70,7 +80,9 @@ class RemoteSettings(ProviderSettings):
 
     base_url: str | None = None
     api_key_env: str | None
-    reasoning_effort: str | None = Field(None, description="how hard a reasoning model thinks; None: the model's default")
+    reasoning_effort: str | None = Field(
+        None, description="how hard a reasoning model thinks; None: the model's default"
+    )
     request: dict[str, Any] = Field(default_factory=dict, description="extra request fields, passed through")
 
     @field_validator("request")
@@ -87,7 +99,14 @@ class Provider(ABC):
     name: ClassVar[str]
     settings_model: ClassVar[type[ProviderSettings]] = ProviderSettings
 
-    def __init__(self, model: str, settings: ProviderSettings | None = None, *, desk: Desk | None = None, contestant: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        settings: ProviderSettings | None = None,
+        *,
+        desk: Desk | None = None,
+        contestant: str | None = None,
+    ):
         """`desk` is where calls check in (default: this process's own); `contestant` names
         whose calls they are, for the desk's count of failures in a row."""
         self.model = model
@@ -152,7 +171,9 @@ class Provider(ABC):
         if admission.stopped is not None:
             raise CallsStopped(admission.stopped)
         if admission.hit is not None:
-            return admission.hit.model_copy(update={"cached": True, "attempts": 0, "latency": time.perf_counter() - start})
+            return admission.hit.model_copy(
+                update={"cached": True, "attempts": 0, "latency": time.perf_counter() - start}
+            )
         completion, failed = None, None
         try:
             completion = self._call(request, key, deadline, start)
@@ -201,7 +222,9 @@ class Provider(ABC):
             contestant=self.contestant,
             model=self.label,
             endpoint=self.endpoint(),
-            limits=Limits(settings.max_concurrent_calls, settings.requests_per_minute, settings.tokens_per_minute),
+            limits=Limits(
+                settings.max_concurrent_calls, settings.requests_per_minute, settings.tokens_per_minute
+            ),
             tokens=approximate_tokens(request) + request.max_tokens,
             cache_key=None if settings.no_cache else key,
             cache_dir=str(settings.cache_dir),
@@ -230,7 +253,9 @@ class RemoteProvider(Provider):
 
     settings: RemoteSettings
 
-    def __init__(self, model: str, settings: RemoteSettings | None = None, *, http_client: Any = None, **context: Any):
+    def __init__(
+        self, model: str, settings: RemoteSettings | None = None, *, http_client: Any = None, **context: Any
+    ):
         """`http_client` (an httpx2.Client) replaces the SDK's transport: proxies, tests."""
         super().__init__(model, settings, **context)
         self._http_client = http_client
@@ -252,7 +277,11 @@ class RemoteProvider(Provider):
             raise MissingCredentialsError(variable, self.label)
 
     def cache_identity(self) -> dict[str, Any]:
-        return {**super().cache_identity(), "base_url": self.settings.base_url, "request": self.settings.request}
+        return {
+            **super().cache_identity(),
+            "base_url": self.settings.base_url,
+            "request": self.settings.request,
+        }
 
     def endpoint(self) -> tuple[str, ...]:
         return (self.name, self.settings.base_url or "")
@@ -289,7 +318,9 @@ def check_effort(label: str, effort: str | None, accepted: tuple[str, ...] | Non
     known, any is passed on; empty: it takes none)."""
     if effort is not None and accepted is not None and effort not in accepted:
         takes = f"one of {', '.join(accepted)}" if accepted else "none"
-        raise ProviderConfigError(f"{label} takes reasoning_effort {takes}{where}, not {effort!r}", "reasoning_effort")
+        raise ProviderConfigError(
+            f"{label} takes reasoning_effort {takes}{where}, not {effort!r}", "reasoning_effort"
+        )
 
 
 _BUILTIN: dict[str, str] = {
@@ -316,12 +347,14 @@ def provider_class(name: str) -> type[Provider]:
     try:
         target = _TARGETS[name]
     except KeyError:
-        raise ProviderConfigError(f"unknown provider {name!r} (known: {', '.join(provider_names())})", "model") from None
+        raise ProviderConfigError(
+            f"unknown provider {name!r} (known: {', '.join(provider_names())})", "model"
+        ) from None
     return resolve_name(target)
 
 
 def split_model(model: str) -> tuple[str, str]:
-    """"openai/gpt-5.4-mini" -> ("openai", "gpt-5.4-mini"); "openrouter/openai/gpt-5" ->
+    """ "openai/gpt-5.4-mini" -> ("openai", "gpt-5.4-mini"); "openrouter/openai/gpt-5" ->
     ("openrouter", "openai/gpt-5"); a bare "local" -> ("local", "")."""
     provider, _, name = model.partition("/")
     return provider, name
@@ -336,7 +369,9 @@ def validate_settings(model: str, settings: dict[str, Any] | None = None) -> Pro
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(part) for part in error["loc"]) or None
-        raise ProviderConfigError(f"{model}: {field}: {error['msg']}" if field else f"{model}: {error['msg']}", field) from None
+        raise ProviderConfigError(
+            f"{model}: {field}: {error['msg']}" if field else f"{model}: {error['msg']}", field
+        ) from None
 
 
 def get_provider(model: str, settings: dict[str, Any] | None = None, **options: Any) -> Provider:

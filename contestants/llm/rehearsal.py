@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from contestants.llm.cache import request_key
 from contestants.llm.pricing import cost
 from contestants.llm.providers import Provider
-from contestants.llm.cache import request_key
 from contestants.llm.types import Completion, CompletionRequest, TokenUsage, parse_object
 
 NOTE_CHARS = 60  # what a note usually holds, where the schema allows as much
@@ -43,7 +43,9 @@ class Rehearsal:
 
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
         text = typical_answer(request.schema_name, self.provider.answer_schema(request.json_schema))
-        usage = TokenUsage(input_tokens=self.provider.prompt_tokens(request), output_tokens=self.provider.answer_tokens(text))
+        usage = TokenUsage(
+            input_tokens=self.provider.prompt_tokens(request), output_tokens=self.provider.answer_tokens(text)
+        )
         output = parse_object(text)
         if request.schema_name == "decision":
             output = {**output, "operations": []}
@@ -56,7 +58,9 @@ class Rehearsal:
             cost=cost(self.label, usage, self.provider.settings.prices),
             latency=0.0,
             attempts=0,
-            request_hash=request_key(self.provider.cache_identity(), request),  # as the real call's: a replay is found by it
+            request_hash=request_key(
+                self.provider.cache_identity(), request
+            ),  # as the real call's: a replay is found by it
         )
 
 
@@ -78,7 +82,14 @@ def typical_answer(name: str, schema: dict[str, Any]) -> str:
             if notebook in properties:
                 answer[notebook] = "x" * _chars(properties[notebook], NOTEBOOK_CHARS)
         products = _products(schema)
-        operations = [op for p in products for op in ({"op": "set_price", "product": p, "price": 19.99}, {"op": "order", "product": p, "quantity": 20})]
+        operations = [
+            op
+            for p in products
+            for op in (
+                {"op": "set_price", "product": p, "price": 19.99},
+                {"op": "order", "product": p, "quantity": 20},
+            )
+        ]
         answer["operations"] = operations[: properties.get("operations", {}).get("maxItems", len(operations))]
         answer["note"] = "x" * _chars(_string_of(properties.get("note", {})), NOTE_CHARS)
         if "plan" in properties:
@@ -103,4 +114,3 @@ def _products(schema: dict[str, Any]) -> list[str]:
         if enum:
             return list(enum)
     return ["product"]
-

@@ -59,7 +59,11 @@ class Failure:
             return True
         if self.code in NEVER_RETRIED:
             return False
-        return self.kind == "status" and self.status is not None and (self.status in (408, 429) or self.status >= 500)
+        return (
+            self.kind == "status"
+            and self.status is not None
+            and (self.status in (408, 429) or self.status >= 500)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +111,9 @@ def call_with_retries(
         if remaining <= 0:
             raise _AttemptFailed(Failure("timeout", f"total timeout of {policy.total_timeout:g} s reached"))
         if time.monotonic() >= last_start:
-            raise _AttemptFailed(Failure("timeout", "the turn's deadline passed before an attempt could start"))
+            raise _AttemptFailed(
+                Failure("timeout", "the turn's deadline passed before an attempt could start")
+            )
         attempts += 1
         try:
             return attempt(min(policy.timeout, remaining))
@@ -122,17 +128,25 @@ def call_with_retries(
         return failure.retry_after if failure.retry_after is not None else backoff(state)
 
     def stop(state: tenacity.RetryCallState) -> bool:
-        return state.attempt_number > policy.max_retries or time.monotonic() + state.upcoming_sleep >= last_start
+        return (
+            state.attempt_number > policy.max_retries or time.monotonic() + state.upcoming_sleep >= last_start
+        )
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         failure = _failure_of(state)
         log.warning(
             "%s: %s; retry %d of %d in %.2f s",
-            label, _clean(failure.detail, secrets), state.attempt_number, policy.max_retries, state.upcoming_sleep,
+            label,
+            _clean(failure.detail, secrets),
+            state.attempt_number,
+            policy.max_retries,
+            state.upcoming_sleep,
         )
 
     retrying = tenacity.Retrying(
-        retry=tenacity.retry_if_exception(lambda exc: isinstance(exc, _AttemptFailed) and exc.failure.retryable),
+        retry=tenacity.retry_if_exception(
+            lambda exc: isinstance(exc, _AttemptFailed) and exc.failure.retryable
+        ),
         wait=wait,
         stop=stop,
         before_sleep=before_sleep,
@@ -205,7 +219,13 @@ def sdk_failure(exc: BaseException, sdk: Any) -> Failure | None:
 
     if isinstance(exc, sdk.APIStatusError):
         message, code = _error_of(exc)
-        return Failure("status", f"HTTP {exc.status_code}: {message}", exc.status_code, retry_after(exc.response.headers), code)
+        return Failure(
+            "status",
+            f"HTTP {exc.status_code}: {message}",
+            exc.status_code,
+            retry_after(exc.response.headers),
+            code,
+        )
     if isinstance(exc, (sdk.APITimeoutError, httpx2.TimeoutException)):
         return Failure("timeout", "request timed out")
     if isinstance(exc, (sdk.APIConnectionError, httpx2.TransportError)):
@@ -220,7 +240,9 @@ def _error_of(exc: Any) -> tuple[str, str | None]:
     """The server's own error message where the body has one (else the SDK's), and its code."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        error = body.get("error", body)  # OpenAI's SDK hands over the inner object, Anthropic's the whole body
+        error = body.get(
+            "error", body
+        )  # OpenAI's SDK hands over the inner object, Anthropic's the whole body
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             code = error.get("code") or error.get("type")
             return error["message"], code if isinstance(code, str) else None

@@ -20,7 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 
-def constrained_schema(schema: dict[str, Any], *, max_items: int = 8, max_length: int = 300) -> dict[str, Any]:
+def constrained_schema(
+    schema: dict[str, Any], *, max_items: int = 8, max_length: int = 300
+) -> dict[str, Any]:
     """A copy of `schema` with every object property required, and arrays and strings bounded
     (`maxItems`, `maxLength`) where the schema sets no bound of its own."""
 
@@ -36,7 +38,12 @@ def capped_schema(schema: dict[str, Any], *, max_items: int, max_length: int) ->
     """A copy of `schema` whose arrays hold at most `max_items` and whose free strings at most
     `max_length` characters, lowering any looser bound, so an answer to it also fits `schema`.
     For a small model, which fills whatever room it is given."""
-    return _each_node(schema, lambda node: _bound(node, max_items, max_length, lambda bound, cap: cap if bound is None else min(bound, cap)))
+    return _each_node(
+        schema,
+        lambda node: _bound(
+            node, max_items, max_length, lambda bound, cap: cap if bound is None else min(bound, cap)
+        ),
+    )
 
 
 def for_catalog(schema: dict[str, Any], products: list[str], whole_units: bool) -> dict[str, Any]:
@@ -62,11 +69,29 @@ def for_catalog(schema: dict[str, Any], products: list[str], whole_units: bool) 
 # refused or not guaranteed).
 STRICT_KEYWORDS = frozenset(
     {
-        "type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const", "$ref", "$defs",
-        "description", "title", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-        "multipleOf", "minItems", "maxItems",
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "enum",
+        "const",
+        "$ref",
+        "$defs",
+        "description",
+        "title",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
     }
-)  # fmt: skip
+)
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +113,9 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return _each_node(schema, tighten)
 
 
-def _bound(node: dict[str, Any], max_items: int, max_length: int, choose: Callable[[int | None, int], int]) -> None:
+def _bound(
+    node: dict[str, Any], max_items: int, max_length: int, choose: Callable[[int | None, int], int]
+) -> None:
     if node.get("type") == "array":
         node["maxItems"] = choose(node.get("maxItems"), max_items)
     if node.get("type") == "string" and "const" not in node and "enum" not in node:

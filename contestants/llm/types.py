@@ -51,7 +51,9 @@ class TokenUsage(BaseModel):
     reasoning_tokens: int = 0
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(**{name: getattr(self, name) + getattr(other, name) for name in TokenUsage.model_fields})
+        return TokenUsage(
+            **{name: getattr(self, name) + getattr(other, name) for name in TokenUsage.model_fields}
+        )
 
 
 class Answer(BaseModel):

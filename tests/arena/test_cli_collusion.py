@@ -20,7 +20,9 @@ from tournaments.match import Match, MatchRules, play_here
 from tournaments.schedule import MatchSpec
 
 CALVANO = load_scenario("calvano")
-DEAF = CALVANO.model_copy(update={"name": "deaf", "choice": CALVANO.choice.model_copy(update={"price_sensitivity": 0.0})})
+DEAF = CALVANO.model_copy(
+    update={"name": "deaf", "choice": CALVANO.choice.model_copy(update={"price_sensitivity": 0.0})}
+)
 runner = CliRunner()
 
 
@@ -29,14 +31,23 @@ def stored(tmp_path_factory) -> tuple[str, int, dict[str, int]]:
     """(database URL, tournament id, match id by lineup)."""
     benchmarks = equilibria(CALVANO, 2)["good"]
     prices = {"cartel": benchmarks.monopoly.prices[0], "rival": benchmarks.nash.prices[0], "deaf": 1.5}
-    lineups = {"cartel": (CALVANO, ["cartel1", "cartel2"]), "rival": (CALVANO, ["rival1", "rival2"]), "deaf": (DEAF, ["deaf1", "deaf2"])}
+    lineups = {
+        "cartel": (CALVANO, ["cartel1", "cartel2"]),
+        "rival": (CALVANO, ["rival1", "rival2"]),
+        "deaf": (DEAF, ["deaf1", "deaf2"]),
+    }
     url = f"sqlite:///{tmp_path_factory.mktemp('collusion') / 'arena.db'}"
     engine = engine_for(url)
     names = [name for _, seats in lineups.values() for name in seats]
-    tournament = store.start_tournament(engine, "t", "t.yaml", "name: t\n", "h", 1, [(n, "fixed_price", {}) for n in names], 3)
+    tournament = store.start_tournament(
+        engine, "t", "t.yaml", "name: t\n", "h", 1, [(n, "fixed_price", {}) for n in names], 3
+    )
     ids = {}
     for index, (lineup, (scenario, seats)) in enumerate(lineups.items()):
-        entries = {name: ContestantEntry(name=name, kind="fixed_price", params={"price": prices[lineup]}) for name in seats}
+        entries = {
+            name: ContestantEntry(name=name, kind="fixed_price", params={"price": prices[lineup]})
+            for name in seats
+        }
         spec = MatchSpec(key=lineup, index=index, scenario=scenario.name, seed=1, days=10, seats=tuple(seats))
         played = play_here([Match(spec, scenario, MatchRules(seed=1), entries, hosts={})])[0]
         ids[lineup] = store.save_match(engine, tournament, played)
@@ -69,7 +80,9 @@ def test_show_of_a_market_without_an_equilibrium_shows_no_measures(stored, monke
     shown = runner.invoke(cli.app, ["show", str(ids["deaf"]), "--db", url])
     assert shown.exit_code == 0, shown.output
     assert "the market as a whole" not in shown.output and "windows" not in shown.output
-    profit_gain = next(line for line in shown.output.splitlines() if line.strip("│ ").startswith("profit_gain "))
+    profit_gain = next(
+        line for line in shown.output.splitlines() if line.strip("│ ").startswith("profit_gain ")
+    )
     assert profit_gain.count("—") == 2
     data = json.loads(runner.invoke(cli.app, ["show", str(ids["deaf"]), "--db", url, "--json"]).stdout)
     assert data["market"] == {"metrics": {}, "windows": []}
@@ -77,12 +90,19 @@ def test_show_of_a_market_without_an_equilibrium_shows_no_measures(stored, monke
 
 def test_the_leaderboard_shows_each_contestants_mean_gains(stored, monkeypatch):
     url, tournament, _ = stored
-    rows = {row["contestant"]: row for row in json.loads(runner.invoke(cli.app, ["leaderboard", "--db", url, "--json"]).stdout)}
-    assert rows["cartel1"]["profit_gain"] == pytest.approx(1.0, abs=1e-9) and rows["rival2"]["price_gain"] == pytest.approx(0.0, abs=1e-9)
+    rows = {
+        row["contestant"]: row
+        for row in json.loads(runner.invoke(cli.app, ["leaderboard", "--db", url, "--json"]).stdout)
+    }
+    assert rows["cartel1"]["profit_gain"] == pytest.approx(1.0, abs=1e-9) and rows["rival2"][
+        "price_gain"
+    ] == pytest.approx(0.0, abs=1e-9)
     assert rows["deaf1"]["profit_gain"] is None and rows["deaf1"]["price_gain"] is None
     monkeypatch.setattr(cli.out, "width", 200)
     table = runner.invoke(cli.app, ["leaderboard", "--db", url, "--tournament", str(tournament)]).output
-    cells = lambda line: [cell.strip() for cell in line.strip().strip("│┃").split("│" if "│" in line else "┃")]  # noqa: E731
+    cells = lambda line: [
+        cell.strip() for cell in line.strip().strip("│┃").split("│" if "│" in line else "┃")
+    ]  # noqa: E731
     header = cells(next(line for line in table.splitlines() if "contestant" in line))
     cartel = dict(zip(header, cells(next(line for line in table.splitlines() if "cartel1" in line))))
     rival = dict(zip(header, cells(next(line for line in table.splitlines() if "rival1" in line))))

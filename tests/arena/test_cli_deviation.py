@@ -9,11 +9,11 @@ import csv
 import json
 
 import pytest
+from page_reader import parse
 from typer.testing import CliRunner
 
 from arena import cli
 from market.scenario import load_scenario
-from page_reader import parse
 from results import store
 from results.db import engine_for
 from results.deviation import DeviationProbe
@@ -32,10 +32,25 @@ def stored(tmp_path_factory) -> tuple[str, int, int]:
     """(database URL, tournament id, match id)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('deviation') / 'arena.db'}"
     engine = engine_for(url)
-    entries = {"fixed": ContestantEntry(name="fixed", kind="fixed_price", params={"price": 1.8}), "tft": ContestantEntry(name="tft", kind="tit_for_tat")}
-    tournament = store.start_tournament(engine, "t", "t.yaml", "name: t\n", "h", 1, [(n, e.kind, e.params) for n, e in entries.items()], 1)
+    entries = {
+        "fixed": ContestantEntry(name="fixed", kind="fixed_price", params={"price": 1.8}),
+        "tft": ContestantEntry(name="tft", kind="tit_for_tat"),
+    }
+    tournament = store.start_tournament(
+        engine, "t", "t.yaml", "name: t\n", "h", 1, [(n, e.kind, e.params) for n, e in entries.items()], 1
+    )
     spec = MatchSpec(key="probed", index=0, scenario="calvano", seed=1, days=DAYS, seats=("fixed", "tft"))
-    played = play_here([Match(spec, CALVANO, MatchRules(seed=1, deviation=DeviationProbe(day=3, seat=0, to=1.3)), entries, hosts={})])[0]
+    played = play_here(
+        [
+            Match(
+                spec,
+                CALVANO,
+                MatchRules(seed=1, deviation=DeviationProbe(day=3, seat=0, to=1.3)),
+                entries,
+                hosts={},
+            )
+        ]
+    )[0]
     match = store.save_match(engine, tournament, played, CALVANO)
     engine.dispose()
     return url, tournament, match
@@ -51,11 +66,16 @@ def test_show_prints_the_probe_its_measures_and_both_paths(stored, monkeypatch):
     assert "fixed forced to 1.3 on day 3" in shown.output
     assert f"{(1.3 - 1.8) / 1.8:+.1%}" in row("rival_response")
     assert row("prefix_replayed").count("yes") == 2
-    assert row("│ 3 ", "fixed").split("│")[3:5] == [" 1.80           ", " 1.30            "]  # day 3: on path, deviated
+    assert row("│ 3 ", "fixed").split("│")[3:5] == [
+        " 1.80           ",
+        " 1.30            ",
+    ]  # day 3: on path, deviated
     assert row("│ 4 ", "tft").split("│")[3:5] == [" 1.80           ", " 1.30            "]
     data = json.loads(runner.invoke(cli.app, ["show", str(match), "--db", url, "--json"]).stdout)
     assert data["deviation"]["probe"] == {"day": 3, "seat": 0, "to": 1.3, "days": 1, "discount": 0.95}
-    assert [d["prices"]["good"] for d in data["deviation"]["days"] if d["merchant"] == "tft"] == [1.7] + [1.8] * 2 + [1.3] + [1.8] * 4
+    assert [d["prices"]["good"] for d in data["deviation"]["days"] if d["merchant"] == "tft"] == [1.7] + [
+        1.8
+    ] * 2 + [1.3] + [1.8] * 4
     assert data["metrics"]["tft"]["recovery_days"] == 1.0
 
 
@@ -63,9 +83,20 @@ def test_the_report_draws_both_paths_with_the_forced_day_shaded(stored):
     url, tournament, match = stored
     page = parse(build_report(engine_for(url, create=False), tournament, {"calvano": CALVANO}, []))
     section = page.one("details", id=f"match-{match}")
-    chart = next(f.one("svg") for f in section.all("figure") if f.one("figcaption").content() == "Price, on path and deviated: good")
-    assert sorted(g.attrs["data-series"] for g in chart.all("g", cls="series")) == ["fixed", "fixed (deviated)", "tft", "tft (deviated)"]
-    assert [g.attrs["data-band"] for g in chart.all("g", cls="band-deviation")] == ["fixed forced to 1.3 (day 3)"]
+    chart = next(
+        f.one("svg")
+        for f in section.all("figure")
+        if f.one("figcaption").content() == "Price, on path and deviated: good"
+    )
+    assert sorted(g.attrs["data-series"] for g in chart.all("g", cls="series")) == [
+        "fixed",
+        "fixed (deviated)",
+        "tft",
+        "tft (deviated)",
+    ]
+    assert [g.attrs["data-band"] for g in chart.all("g", cls="band-deviation")] == [
+        "fixed forced to 1.3 (day 3)"
+    ]
     assert {g.attrs["data-level"].split()[0] for g in chart.all("g", cls="level")} == {"Nash", "monopoly"}
 
 
@@ -83,5 +114,8 @@ def test_export_writes_the_probe_and_the_deviated_path(stored, tmp_path):
     deviated = {(r["merchant"], int(r["day"])): float(r["price"]) for r in read("deviated_day_products")}
     on_path = {(r["merchant"], int(r["day"])): float(r["price"]) for r in read("day_products")}
     assert len(deviated) == len(on_path) == 2 * DAYS
-    assert [day for key, day in sorted(k for k in deviated if deviated[k] != on_path[k])] == [3, 4]  # fixed on day 3, tft on day 4
+    assert [day for key, day in sorted(k for k in deviated if deviated[k] != on_path[k])] == [
+        3,
+        4,
+    ]  # fixed on day 3, tft on day 4
     assert len(read("deviated_days")) == 2 * DAYS and read("deviated_calls") == []

@@ -136,25 +136,47 @@ CASES = [
         "t.yaml",
         ["contestants", "unique", "repeated: a"],
     ),
-    case("group-size-too-large", {"t.yaml": BASE + "group_size: 3\n"}, "t.yaml", ["group_size", "3", "2 contestants"]),
+    case(
+        "group-size-too-large",
+        {"t.yaml": BASE + "group_size: 3\n"},
+        "t.yaml",
+        ["group_size", "3", "2 contestants"],
+    ),
     case(
         "group-size-outside-round-robin",
         {"t.yaml": BASE + "format: free_for_all\ngroup_size: 2\n"},
         "t.yaml",
         ["group_size", "round_robin"],
     ),
-    case("gauntlet-without-challenger", {"t.yaml": BASE + "format: gauntlet\n"}, "t.yaml", ["challenger", "gauntlet"]),
+    case(
+        "gauntlet-without-challenger",
+        {"t.yaml": BASE + "format: gauntlet\n"},
+        "t.yaml",
+        ["challenger", "gauntlet"],
+    ),
     case(
         "gauntlet-unknown-challenger",
         {"t.yaml": BASE + "format: gauntlet\nchallenger: zed\n"},
         "t.yaml",
         ["challenger", "'zed'", "not among the contestants"],
     ),
-    case("challenger-outside-gauntlet", {"t.yaml": BASE + "challenger: a\n"}, "t.yaml", ["challenger", "gauntlet"]),
-    case("seeds-and-repetitions", {"t.yaml": BASE + "seeds: [1, 2]\nrepetitions: 3\n"}, "t.yaml", ["seeds", "repetitions"]),
+    case(
+        "challenger-outside-gauntlet",
+        {"t.yaml": BASE + "challenger: a\n"},
+        "t.yaml",
+        ["challenger", "gauntlet"],
+    ),
+    case(
+        "seeds-and-repetitions",
+        {"t.yaml": BASE + "seeds: [1, 2]\nrepetitions: 3\n"},
+        "t.yaml",
+        ["seeds", "repetitions"],
+    ),
     case("empty-seeds", {"t.yaml": BASE + "seeds: []\n"}, "t.yaml", ["seeds", "at least 1"]),
     case("repeated-seed", {"t.yaml": BASE + "seeds: [4, 5, 4]\n"}, "t.yaml", ["seeds", "repeated: 4"]),
-    case("repeated-yaml-key", {"t.yaml": BASE + "seed: 1\nseed: 2\n"}, "t.yaml", ["line 7", "'seed'", "twice"]),
+    case(
+        "repeated-yaml-key", {"t.yaml": BASE + "seed: 1\nseed: 2\n"}, "t.yaml", ["line 7", "'seed'", "twice"]
+    ),
     case("days-zero", {"t.yaml": BASE + "days: 0\n"}, "t.yaml", ["days", "greater than or equal to 1"]),
     case(
         "max-concurrent-zero",
@@ -177,13 +199,19 @@ CASES = [
     ),
     case(
         "scenario-without-price-equilibria",
-        {"t.yaml": BASE.replace("kind: random", "kind: grim_trigger").replace("[price_war]", "[blind]"), "scenarios/blind.yaml": BLIND_SCENARIO},
+        {
+            "t.yaml": BASE.replace("kind: random", "kind: grim_trigger").replace("[price_war]", "[blind]"),
+            "scenarios/blind.yaml": BLIND_SCENARIO,
+        },
         "t.yaml",
         ["contestants[1]", "cannot play scenario 'blind'", "grim_trigger", "price_sensitivity 0"],
     ),
     case(
         "scenario-yaml-syntax",
-        {"t.yaml": BASE.replace("[price_war]", "[broken]"), "scenarios/broken.yaml": "name: broken\ndays: [1\n"},
+        {
+            "t.yaml": BASE.replace("[price_war]", "[broken]"),
+            "scenarios/broken.yaml": "name: broken\ndays: [1\n",
+        },
         "t.yaml",
         ["invalid YAML", "line 3"],
         "broken.yaml",
@@ -195,10 +223,25 @@ CASES = [
         "t.yaml",
         ["contestants[1].kind", "'[/bold]'"],
     ),
-    case("collusion-window-zero", {"t.yaml": BASE + "collusion: {window: 0}\n"}, "t.yaml", ["collusion.window", "greater than 0"]),
-    case("collusion-unknown-key", {"t.yaml": BASE + "collusion: {min_day: 3}\n"}, "t.yaml", ["collusion.min_day", "unknown key"]),
+    case(
+        "collusion-window-zero",
+        {"t.yaml": BASE + "collusion: {window: 0}\n"},
+        "t.yaml",
+        ["collusion.window", "greater than 0"],
+    ),
+    case(
+        "collusion-unknown-key",
+        {"t.yaml": BASE + "collusion: {min_day: 3}\n"},
+        "t.yaml",
+        ["collusion.min_day", "unknown key"],
+    ),
     case("talk-not-a-flag", {"t.yaml": BASE + "talk: yes-please\n"}, "t.yaml", ["t.yaml: talk:", "boolean"]),
-    case("markup-in-file-name", {"t[draft].yaml": BASE + "colour: red\n"}, "t[draft].yaml", ["t[draft].yaml: colour: unknown key"]),
+    case(
+        "markup-in-file-name",
+        {"t[draft].yaml": BASE + "colour: red\n"},
+        "t[draft].yaml",
+        ["t[draft].yaml: colour: unknown key"],
+    ),
 ]
 
 
@@ -230,11 +273,22 @@ def test_a_real_process_prints_one_line_and_no_traceback(work):
     """The same contract outside CliRunner: the installed entry point, real stderr."""
     (work / "t.yaml").write_text(BASE.replace("kind: random", "kind: oracle"))
     proc = subprocess.run(
-        [sys.executable, "-c", "from arena.cli import app; app()", "run", "t.yaml", "--db", f"sqlite:///{work}/x.db"],
+        [
+            sys.executable,
+            "-c",
+            "from arena.cli import app; app()",
+            "run",
+            "t.yaml",
+            "--db",
+            f"sqlite:///{work}/x.db",
+        ],
         capture_output=True,
         text=True,
         cwd=work,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        },
         timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
@@ -305,7 +359,11 @@ def test_a_sqlite_database_opened_for_reading_refuses_a_run_in_one_line_and_stil
     url = f"sqlite:///file:{work}/x.db?mode=ro&uri=true"
     (work / "t.yaml").write_text(BASE)
     line = one_error_line(invoke("run", "t.yaml", "--db", url))
-    assert "cannot write to database sqlite:///file" in line and "/x.db?mode=ro" in line and "readonly database" in line
+    assert (
+        "cannot write to database sqlite:///file" in line
+        and "/x.db?mode=ro" in line
+        and "readonly database" in line
+    )
     read = invoke("leaderboard", "--db", url, "--json")
     assert read.exit_code == 0 and read.stdout.strip() == "[]", read.stderr
     with sqlite3.connect(work / "x.db") as connection:
@@ -365,16 +423,35 @@ def test_database_password_never_printed(work, args, url):
         ("match,contestant,rank,score\n1,a,1,2\n", ["row 1", "not both"]),
         ("match,contestant,rank,rank\n1,a,1,1\n", ["row 1", "'rank' appears twice"]),
         ("match,contestant,rank\n", ["no results after the header"]),
-        ("match,contestant,rank\n1,a,1\n1,b,first\n", ["row 3, column rank", "'first' is not a whole number"]),
+        (
+            "match,contestant,rank\n1,a,1\n1,b,first\n",
+            ["row 3, column rank", "'first' is not a whole number"],
+        ),
         ("match,contestant,rank\n1,a,0\n", ["row 2, column rank", "'0'"]),
         ("match,contestant,score\n1,a,nan\n", ["row 2, column score", "'nan' is not a finite number"]),
         ("match,contestant,rank\n1,,1\n", ["row 2, column contestant", "empty"]),
-        ("match,contestant,rank\n1,a,1\n\n1,a,2\n", ["row 4, column contestant", "'a' appears twice in match '1'"]),
+        (
+            "match,contestant,rank\n1,a,1\n\n1,a,2\n",
+            ["row 4, column contestant", "'a' appears twice in match '1'"],
+        ),
         ("match,contestant,rank\n1,a\n", ["row 2", "2 fields where the header has 3"]),
         ('match,contestant,rank\n1,"a\n', ["row 2", "not valid CSV"]),
     ],
-    ids=["empty", "no-contestant", "no-measure", "both", "repeated-column", "no-rows", "word-rank", "zero-rank", "nan-score",
-         "empty-cell", "twice", "short-row", "unclosed-quote"],
+    ids=[
+        "empty",
+        "no-contestant",
+        "no-measure",
+        "both",
+        "repeated-column",
+        "no-rows",
+        "word-rank",
+        "zero-rank",
+        "nan-score",
+        "empty-cell",
+        "twice",
+        "short-row",
+        "unclosed-quote",
+    ],
 )
 def test_rate_bad_csv_is_one_line_naming_file_row_and_column(work, text, needles):
     (work / "r.csv").write_text(text)

@@ -15,18 +15,18 @@ from pathlib import Path
 import pandas as pd
 import psycopg
 import pytest
+from arena_process import BackgroundRun, kill_with_a_match_in_flight, own_ray_env
+from postgres_server import ADMIN, PASSWORD
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, select
+from test_cli_errors import one_error_line
 from typer.testing import CliRunner
 
 from arena.cli import EXIT_DATABASE, app
-from arena_process import BackgroundRun, kill_with_a_match_in_flight, own_ray_env
-from postgres_server import ADMIN, PASSWORD
 from results import store
 from results.db import engine_for
 from results.ratings import leaderboard
 from results.tables import ContestantRow, TournamentRow
-from test_cli_errors import one_error_line
 from tournaments.config import load_tournament
 from tournaments.runner import run_tournament
 
@@ -101,18 +101,27 @@ def stored(engine, name: str) -> dict:
     keys = {m.id: m.key for m in matches}
     details = {m.key: store.match_detail(engine, m.id) for m in matches}
     with Session(engine) as session:
-        rows = session.exec(select(ContestantRow).where(ContestantRow.tournament_id == tournament.id).order_by(ContestantRow.name))
+        rows = session.exec(
+            select(ContestantRow)
+            .where(ContestantRow.tournament_id == tournament.id)
+            .order_by(ContestantRow.name)
+        )
         contestants = [(c.name, c.kind, json.loads(c.params)) for c in rows]
     return {
         "tournament": tournament.model_dump(exclude={"id", "created_at", "finished_at"}),
         "contestants": contestants,
-        "matches": [m.model_dump(exclude={"id", "tournament_id", "finished_at", "wall_seconds"}) for m in matches],
+        "matches": [
+            m.model_dump(exclude={"id", "tournament_id", "finished_at", "wall_seconds"}) for m in matches
+        ],
         "results": {key: d.results for key, d in details.items()},
         "days": {key: list(d.days) for key, d in details.items()},
         "faults": {key: d.faults for key, d in details.items()},
         "market": {key: d.market for key, d in details.items()},
         # by match key (match ids follow the order matches were written), in stored order within a match
-        "metrics": sorted((v._replace(match_id=keys[v.match_id]) for v in store.metrics(engine, tournament.id)), key=lambda v: v.match_id),
+        "metrics": sorted(
+            (v._replace(match_id=keys[v.match_id]) for v in store.metrics(engine, tournament.id)),
+            key=lambda v: v.match_id,
+        ),
         "leaderboard": leaderboard(engine, tournament.id),
     }
 
@@ -136,7 +145,10 @@ def cli_json(*args: str):
 
 
 def without_ids(matches: list[dict]) -> list[dict]:
-    return [{k: v for k, v in m.items() if k not in ("id", "tournament_id", "finished_at", "wall_seconds")} for m in matches]
+    return [
+        {k: v for k, v in m.items() if k not in ("id", "tournament_id", "finished_at", "wall_seconds")}
+        for m in matches
+    ]
 
 
 def tournament_id(url: str, name: str) -> int:
@@ -180,7 +192,13 @@ def two_at_once(postgres, files, tmp_path_factory, request) -> tuple[str, dict[s
     with contextlib.ExitStack() as stack:
         runs = {
             name: stack.enter_context(
-                BackgroundRun("run", str(files[name]), cwd=cwd, env={**stack.enter_context(own_ray_env()), **team}, log=cwd / f"{name}.log")
+                BackgroundRun(
+                    "run",
+                    str(files[name]),
+                    cwd=cwd,
+                    env={**stack.enter_context(own_ray_env()), **team},
+                    log=cwd / f"{name}.log",
+                )
             )
             for name in ("pairs", "market")
         }
@@ -223,7 +241,9 @@ def test_show_export_and_report_read_postgres_as_they_read_sqlite(two_at_once, o
             (detail["match"],) = without_ids([detail["match"]])
         result = invoke("export", tournament, "--out", tmp_path / name, "--db", db)
         assert result.exit_code == 0, result.stderr
-        exported[name] = {f.name: by_match_key(pd.read_csv(f), ids) for f in sorted((tmp_path / name).glob("*.csv"))}
+        exported[name] = {
+            f.name: by_match_key(pd.read_csv(f), ids) for f in sorted((tmp_path / name).glob("*.csv"))
+        }
     assert shown["postgres"] == shown["sqlite"] and len(shown["postgres"]) == 6
     assert exported["postgres"].keys() == exported["sqlite"].keys() and "days.csv" in exported["postgres"]
     for file, table in exported["postgres"].items():
@@ -238,18 +258,29 @@ def by_match_key(table: pd.DataFrame, ids: dict[str, int]) -> pd.DataFrame:
     of a match as exported), without the seconds measured."""
     if "match_id" in table:
         keys = {match: key for key, match in ids.items()}
-        table = table.assign(match_id=table["match_id"].map(keys)).sort_values("match_id", kind="stable").reset_index(drop=True)
+        table = (
+            table.assign(match_id=table["match_id"].map(keys))
+            .sort_values("match_id", kind="stable")
+            .reset_index(drop=True)
+        )
     return table.drop(columns=["wall_seconds"], errors="ignore")
 
 
-def test_kill_9_then_resume_on_postgres_gives_the_uninterrupted_record(postgres, files, on_sqlite, tmp_path, ray_local):
+def test_kill_9_then_resume_on_postgres_gives_the_uninterrupted_record(
+    postgres, files, on_sqlite, tmp_path, ray_local
+):
     url, path = postgres.fresh_database(), files["slow"]
     reference = stored_at(on_sqlite["slow"], "slow")
     planned = len(reference["matches"])
     assert planned == 9
-    with own_ray_env() as env, BackgroundRun("run", str(path), "--db", url, cwd=tmp_path, env=env, log=tmp_path / "slow.log") as run:
+    with (
+        own_ray_env() as env,
+        BackgroundRun("run", str(path), "--db", url, cwd=tmp_path, env=env, log=tmp_path / "slow.log") as run,
+    ):
         seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(url))
-        assert 1 <= seen.stored < planned and seen.in_play, seen  # a match stored, one in play, as seen just before the kill
+        assert 1 <= seen.stored < planned and seen.in_play, (
+            seen
+        )  # a match stored, one in play, as seen just before the kill
         assert run.survivors() == {}
     done_before = count(url, "match")
     assert done_before == seen.stored and count(url, "tournament") == 1
@@ -311,7 +342,9 @@ def test_a_run_whose_connections_the_server_closes_goes_on(postgres, files, on_s
     assert stored_at(url, "slow") == stored_at(on_sqlite["slow"], "slow")
 
 
-def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes_it(postgres, files, on_sqlite, ray_local, monkeypatch):
+def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes_it(
+    postgres, files, on_sqlite, ray_local, monkeypatch
+):
     """Once the server has refused the write for RECONNECT_WAITS_S (here shortened), the run
     ends with one line (the password masked) and exit status 5, with nothing half-written;
     with the server back, --resume plays the rest."""
@@ -325,12 +358,19 @@ def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes
     assert result.exit_code == EXIT_DATABASE and "Traceback" not in output and PASSWORD not in output, output
     masked = f"postgresql+psycopg://{ADMIN}:***@127.0.0.1:{postgres.port}/{database}"
     line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith(f"error: database {masked} failed: ") and f'database "{database}" is not currently accepting connections' in line
-    assert line.endswith(f"once it is back, `arena run {files['slow']} --resume --db {masked}` plays the rest")
+    assert (
+        line.startswith(f"error: database {masked} failed: ")
+        and f'database "{database}" is not currently accepting connections' in line
+    )
+    assert line.endswith(
+        f"once it is back, `arena run {files['slow']} --resume --db {masked}` plays the rest"
+    )
     with postgres.admin() as connection:
         connection.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
     stored = count(url, "match")
-    assert 1 <= stored < 9 and count(url, "match_result") == 2 * stored  # whole matches only: two merchants each
+    assert (
+        1 <= stored < 9 and count(url, "match_result") == 2 * stored
+    )  # whole matches only: two merchants each
     resumed = invoke("run", files["slow"], "--db", url, "--resume")
     assert resumed.exit_code == 0, resumed.stderr
     assert stored_at(url, "slow") == stored_at(on_sqlite["slow"], "slow")
@@ -356,7 +396,9 @@ def as_reader(postgres, url: str) -> str:
     database = make_url(url).database
     with postgres.admin(database) as connection:
         connection.execute(f'GRANT CONNECT ON DATABASE "{database}" TO {READER}')
-        connection.execute(f"ALTER DEFAULT PRIVILEGES FOR ROLE {ADMIN} IN SCHEMA public GRANT SELECT ON TABLES TO {READER}")
+        connection.execute(
+            f"ALTER DEFAULT PRIVILEGES FOR ROLE {ADMIN} IN SCHEMA public GRANT SELECT ON TABLES TO {READER}"
+        )
     return postgres.url(database, READER, READER_PASSWORD)
 
 
@@ -380,8 +422,13 @@ def test_a_user_who_may_only_read_cannot_run_but_can_read(postgres, reader, file
     assert cli_json("leaderboard", "--db", readers_url) == cli_json("leaderboard", "--db", url)
     matches = cli_json("matches", "--db", readers_url)
     assert matches == cli_json("matches", "--db", url) and len(matches) == 6
-    assert cli_json("show", matches[0]["id"], "--db", readers_url) == cli_json("show", matches[0]["id"], "--db", url)
-    for command in (["export", "1", "--out", tmp_path / "export"], ["report", "1", "--out", tmp_path / "report.html"]):
+    assert cli_json("show", matches[0]["id"], "--db", readers_url) == cli_json(
+        "show", matches[0]["id"], "--db", url
+    )
+    for command in (
+        ["export", "1", "--out", tmp_path / "export"],
+        ["report", "1", "--out", tmp_path / "report.html"],
+    ):
         result = invoke(*command, "--db", readers_url)
         assert result.exit_code == 0, (command, result.stderr)
 
@@ -389,7 +436,10 @@ def test_a_user_who_may_only_read_cannot_run_but_can_read(postgres, reader, file
 def test_a_user_who_may_not_create_tables_is_told_so(postgres, reader, files):
     readers_url = as_reader(postgres, postgres.fresh_database())
     line = one_error_line(invoke("run", files["pairs"], "--db", readers_url))
-    assert f"cannot write to database postgresql+psycopg://{READER}:***@" in line and "permission denied for schema public" in line
+    assert (
+        f"cannot write to database postgresql+psycopg://{READER}:***@" in line
+        and "permission denied for schema public" in line
+    )
 
 
 # ---- the password -----------------------------------------------------------------------
@@ -410,7 +460,10 @@ def test_the_password_is_in_no_output_and_no_stored_row(two_at_once):
     url, outputs = two_at_once
     assert all(PASSWORD not in output for output in outputs.values())
     with psycopg.connect(plain(url)) as connection:
-        tables = [name for (name,) in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+        tables = [
+            name
+            for (name,) in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        ]
         assert TournamentRow.__tablename__ in tables
         for table in tables:
             rows = connection.execute(f'SELECT t::text FROM "{table}" AS t').fetchall()

@@ -33,8 +33,16 @@ def finished(key: str, index: int, scenario: str, ranks: dict[str, int]) -> Fini
         wall_seconds=0.1,
         merchants=[
             MerchantResult(
-                merchant=f"m{seat}", contestant=name, final_cash=0.0, net_worth=100.0 - rank, profit=10.0 * (3 - rank),
-                rank=rank, market_share=0.5, bankrupt_day=None, faults=0, rejected_operations=0,
+                merchant=f"m{seat}",
+                contestant=name,
+                final_cash=0.0,
+                net_worth=100.0 - rank,
+                profit=10.0 * (3 - rank),
+                rank=rank,
+                market_share=0.5,
+                bankrupt_day=None,
+                faults=0,
+                rejected_operations=0,
             )
             for seat, (name, rank) in enumerate(ranks.items())
         ],
@@ -48,11 +56,15 @@ def db(tmp_path: Path) -> str:
     """Tournament 1: a beats b three times on `calm`, b beats a once on `storm`; tournament 2: b beats a."""
     url = f"sqlite:///{tmp_path / 'arena.db'}"
     engine = engine_for(url)
-    first = start_tournament(engine, "one", "one.yaml", "name: one\n", "h1", 1, [("a", "rule", {}), ("b", "rule", {})], 4)
+    first = start_tournament(
+        engine, "one", "one.yaml", "name: one\n", "h1", 1, [("a", "rule", {}), ("b", "rule", {})], 4
+    )
     for index in range(3):
         save_match(engine, first, finished(f"k{index}", index, "calm", {"a": 1, "b": 2}))
     save_match(engine, first, finished("k3", 3, "storm", {"a": 2, "b": 1}))
-    second = start_tournament(engine, "two", "two.yaml", "name: two\n", "h2", 1, [("a", "rule", {}), ("b", "rule", {})], 1)
+    second = start_tournament(
+        engine, "two", "two.yaml", "name: two\n", "h2", 1, [("a", "rule", {}), ("b", "rule", {})], 1
+    )
     save_match(engine, second, finished("k0", 0, "calm", {"a": 2, "b": 1}))
     engine.dispose()
     return url
@@ -65,8 +77,23 @@ def board(*args: str) -> dict[str, dict]:
 def test_leaderboard_json_has_the_rating_columns_and_the_old_contract(db):
     rows = board("--db", db)
     assert set(rows) == {"a", "b"}
-    for key in ("contestant", "rating", "low", "high", "rank", "elo", "matches", "wins", "win_rate", "mean_profit",
-                "validity", "memory_error", "tokens", "cost", "composite"):
+    for key in (
+        "contestant",
+        "rating",
+        "low",
+        "high",
+        "rank",
+        "elo",
+        "matches",
+        "wins",
+        "win_rate",
+        "mean_profit",
+        "validity",
+        "memory_error",
+        "tokens",
+        "cost",
+        "composite",
+    ):
         assert key in rows["a"], key
     assert (rows["a"]["matches"], rows["a"]["wins"], rows["b"]["wins"]) == (5, 3, 2)
     assert rows["a"]["rating"] > rows["b"]["rating"]
@@ -74,7 +101,10 @@ def test_leaderboard_json_has_the_rating_columns_and_the_old_contract(db):
 
 
 def test_leaderboard_filters_by_tournament_and_scenario(db):
-    assert (board("--db", db, "--tournament", "1")["a"]["matches"], board("--db", db, "--tournament", "2")["a"]["matches"]) == (4, 1)
+    assert (
+        board("--db", db, "--tournament", "1")["a"]["matches"],
+        board("--db", db, "--tournament", "2")["a"]["matches"],
+    ) == (4, 1)
     calm = board("--db", db, "--tournament", "1", "--scenario", "calm")
     assert (calm["a"]["matches"], calm["a"]["wins"], calm["a"]["win_rate"]) == (3, 3, 1.0)
     storm = board("--db", db, "--scenario", "storm")
@@ -114,8 +144,14 @@ def test_rate_a_csv_of_ranks_and_the_same_as_scores(tmp_path, wide):
     ranks = write_csv(tmp_path, "match,contestant,rank\n1,x,1\n1,y,2\n1,z,2\n2,y,1\n2,z,2\n3,x,1\n3,z,2\n")
     rated = json.loads(invoke("rate", ranks, "--json").stdout)
     assert [row["contestant"] for row in rated] == ["x", "y", "z"]
-    assert {row["contestant"]: (row["matches"], row["wins"]) for row in rated} == {"x": (2, 2), "y": (2, 1), "z": (3, 0)}
-    scores = write_csv(tmp_path, "contestant,score,match,note\nx,9.5,1,\ny,3,1,\nz,3,1,\ny,7,2,\nz,-1,2,\nx,1e3,3,\nz,0,3,\n")
+    assert {row["contestant"]: (row["matches"], row["wins"]) for row in rated} == {
+        "x": (2, 2),
+        "y": (2, 1),
+        "z": (3, 0),
+    }
+    scores = write_csv(
+        tmp_path, "contestant,score,match,note\nx,9.5,1,\ny,3,1,\nz,3,1,\ny,7,2,\nz,-1,2,\nx,1e3,3,\nz,0,3,\n"
+    )
     assert json.loads(invoke("rate", scores, "--json").stdout) == rated
     table = invoke("rate", scores, "--anchor", "z").stdout
     assert "95% interval" in table and "composite" not in table and "1000" in table

@@ -71,7 +71,9 @@ def test_the_run_prints_one_row_per_contestant_with_its_results_from_the_store(p
     rows = table_rows(printed)
     assert sorted(row["contestant"] for row in rows) == sorted(CONTESTANTS)
     seats = defaultdict(list)  # contestant: (match, its rank, its profit, its faults) of each match it played
-    for match_id, contestant, rank, profit, faults in store(db, "select match_id, contestant, rank, profit, faults from match_result"):
+    for match_id, contestant, rank, profit, faults in store(
+        db, "select match_id, contestant, rank, profit, faults from match_result"
+    ):
         seats[contestant].append((match_id, rank, profit, faults))
     best = dict(store(db, "select match_id, min(rank) from match_result group by match_id"))
     for row in rows:
@@ -86,7 +88,11 @@ def test_the_run_prints_one_row_per_contestant_with_its_results_from_the_store(p
 def test_the_run_prints_the_contestants_in_rating_order_with_their_ratings(played):
     _, db, printed, _ = played
     rows = table_rows(printed)
-    board = json.loads(CliRunner().invoke(cli.app, ["leaderboard", "--db", f"sqlite:///{db}", "--tournament", "1", "--json"]).stdout)
+    board = json.loads(
+        CliRunner()
+        .invoke(cli.app, ["leaderboard", "--db", f"sqlite:///{db}", "--tournament", "1", "--json"])
+        .stdout
+    )
     ratings = {entry["contestant"]: entry["rating"] for entry in board}
     assert len(set(ratings.values())) == len(CONTESTANTS)  # no ties: one right order
     shown = [row["contestant"] for row in rows]
@@ -106,8 +112,13 @@ def test_matches_lists_each_scheduled_match_once_as_stored(played, monkeypatch):
     plan = schedule(load_tournament(config))
     assert len(rows) == len(plan) == 12
     shown = [(int(row["#"]), row["scenario"], int(row["seed"]), int(row["days"]), row["key"]) for row in rows]
-    assert shown == [(m.index, m.scenario, m.seed, m.days, m.key) for m in sorted(plan, key=lambda m: m.index)]
-    stored = {key: (match_id, seconds) for match_id, key, seconds in store(db, "select id, key, wall_seconds from match")}
+    assert shown == [
+        (m.index, m.scenario, m.seed, m.days, m.key) for m in sorted(plan, key=lambda m: m.index)
+    ]
+    stored = {
+        key: (match_id, seconds)
+        for match_id, key, seconds in store(db, "select id, key, wall_seconds from match")
+    }
     for row in rows:
         assert (int(row["id"]), row["tournament"]) == (stored[row["key"]][0], "1")
         assert row["seconds"] == f"{stored[row['key']][1]:.2f}"
@@ -120,9 +131,13 @@ def test_in_a_log_the_progress_is_a_few_plain_lines(played):
     *_, logged = played
     lines = logged.splitlines()
     assert lines[0] == "tournament 1: 12 matches, 180 market days"
-    assert re.fullmatch(r"tournament 1: 12 of 12 matches, 180 of 180 market days after \d+:\d\d:\d\d", lines[-1])
+    assert re.fullmatch(
+        r"tournament 1: 12 of 12 matches, 180 of 180 market days after \d+:\d\d:\d\d", lines[-1]
+    )
     days = [int(re.search(r"(\d+) of 180 market days", line)[1]) for line in lines[1:-1]]
-    assert len(days) <= 20 and all(later * 20 // 180 > earlier * 20 // 180 for earlier, later in zip(days, days[1:]))
+    assert len(days) <= 20 and all(
+        later * 20 // 180 > earlier * 20 // 180 for earlier, later in zip(days, days[1:])
+    )
 
 
 def test_a_log_line_comes_at_each_twentieth_of_the_days_or_after_a_quiet_minute(monkeypatch):
@@ -136,7 +151,9 @@ def test_a_log_line_comes_at_each_twentieth_of_the_days_or_after_a_quiet_minute(
         lines.advanced(2 + days // 25, days)
     told = written.getvalue().splitlines()
     assert told[0] == "tournament 7: 10 matches, 200 market days, 2 of them done before"
-    assert [re.search(r"(\d+) of 200 market days", line)[1] for line in told[1:]] == [str(d) for d in range(10, 201, 10)]
+    assert [re.search(r"(\d+) of 200 market days", line)[1] for line in told[1:]] == [
+        str(d) for d in range(10, 201, 10)
+    ]
     assert told[-1] == "tournament 7: 10 of 10 matches, 200 of 200 market days after 0:03:20"
     now[0] += 61
     lines.advanced(10, 200)  # nothing new, even after a minute: nothing told
@@ -146,4 +163,7 @@ def test_a_log_line_comes_at_each_twentieth_of_the_days_or_after_a_quiet_minute(
     for days in (1, 2, 3):  # far from a twentieth, a minute apart
         now[0] += 60
         lines.advanced(0, days)
-    assert written.getvalue().splitlines()[-3:] == [f"tournament 8: 0 of 1 matches, {d} of 10,000 market days after {t}" for d, t in ((1, "0:01:00"), (2, "0:02:00"), (3, "0:03:00"))]
+    assert written.getvalue().splitlines()[-3:] == [
+        f"tournament 8: 0 of 1 matches, {d} of 10,000 market days after {t}"
+        for d, t in ((1, "0:01:00"), (2, "0:02:00"), (3, "0:03:00"))
+    ]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fakes.openai_api import FakeOpenAI
 from typer.testing import CliRunner
 
 from arena import cli
 from contestants.llm.catalogue import CATALOGUE
-from fakes.openai_api import FakeOpenAI
 from market.scenario import SHIPPED_SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,16 @@ def test_every_yaml_file_we_ship_is_checked():
     loaded by tests/tournaments/test_config.py) or the model catalogue (read by the tests of
     tests/contestants/llm): a new one must join one of them."""
     found = set(ROOT.glob("*.y*ml"))  # .yaml and .yml
-    for folder in ("arena", "market", "contestants", "tournaments", "results", "scripts", "benchmarks", "docs"):
+    for folder in (
+        "arena",
+        "market",
+        "contestants",
+        "tournaments",
+        "results",
+        "scripts",
+        "benchmarks",
+        "docs",
+    ):
         found |= set((ROOT / folder).rglob("*.y*ml"))
     assert found == {*SHIPPED, *SHIPPED_SCENARIOS.glob("*.yaml"), CATALOGUE}
 
@@ -61,7 +70,9 @@ BREAKS = {  # what to break in a tournament file, and a word the error line must
     "an unknown scenario": (lambda data: {**data, "scenarios": ["no_such_scenario"]}, "no_such_scenario"),
     "an unknown kind": (lambda data: with_first_contestant(data, kind="no_such_kind"), "no_such_kind"),
     "a contestant's unknown setting": (
-        lambda data: with_first_contestant(data, params={**data["contestants"][0].get("params", {}), "no_such_setting": 1}),
+        lambda data: with_first_contestant(
+            data, params={**data["contestants"][0].get("params", {}), "no_such_setting": 1}
+        ),
         "no_such_setting",
     ),
 }
@@ -92,12 +103,14 @@ def api():
 def tournament(folder: Path, api: FakeOpenAI, *contestants: tuple[str, str, str]) -> Path:
     """Contestants (name, model, key variable) at the stand-in, and a baseline."""
     entries = "".join(
-        f"\n  - name: {name}\n    kind: llm\n    params: {{model: openai/{model}, base_url: \"{api.base_url}\", "
+        f'\n  - name: {name}\n    kind: llm\n    params: {{model: openai/{model}, base_url: "{api.base_url}", '
         f"api_key_env: {variable}, no_cache: true, max_retries: 0}}"
         for name, model, variable in contestants
     )
     path = folder / "t.yaml"
-    path.write_text(f"name: pinged\nscenarios: [price_war]\ndays: 3\ncontestants:\n  - {{name: fixed, kind: fixed_price}}{entries}\n")
+    path.write_text(
+        f"name: pinged\nscenarios: [price_war]\ndays: 3\ncontestants:\n  - {{name: fixed, kind: fixed_price}}{entries}\n"
+    )
     return path
 
 
@@ -105,7 +118,8 @@ def test_ping_calls_each_distinct_model_once_and_names_each_that_fails(tmp_path,
     monkeypatch.setenv("GOOD_KEY", KEY)
     monkeypatch.setenv("BAD_KEY", WRONG)
     config = tournament(
-        tmp_path, api,
+        tmp_path,
+        api,
         ("mini", "gpt-4.1-mini", "GOOD_KEY"),
         ("mini-again", "gpt-4.1-mini", "GOOD_KEY"),  # the same call as mini's: not made twice
         ("typo", "gpt-4.1-minni", "GOOD_KEY"),
@@ -116,8 +130,12 @@ def test_ping_calls_each_distinct_model_once_and_names_each_that_fails(tmp_path,
     assert result.exit_code == 4
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 3
-    assert lines[0].startswith("error: contestants[3] typo: openai/gpt-4.1-minni: HTTP 404: The model `gpt-4.1-minni` does not exist")
-    assert lines[1].startswith("error: contestants[4] refused: openai/gpt-5-mini: HTTP 401: Incorrect API key provided")
+    assert lines[0].startswith(
+        "error: contestants[3] typo: openai/gpt-4.1-minni: HTTP 404: The model `gpt-4.1-minni` does not exist"
+    )
+    assert lines[1].startswith(
+        "error: contestants[4] refused: openai/gpt-5-mini: HTTP 401: Incorrect API key provided"
+    )
     assert lines[2].startswith("error: contestants[5] mini-other-key: openai/gpt-4.1-mini")
     assert len(api.calls) == 4
     assert KEY not in result.output and WRONG not in result.output
@@ -125,7 +143,9 @@ def test_ping_calls_each_distinct_model_once_and_names_each_that_fails(tmp_path,
 
 def test_ping_of_models_that_answer_is_quiet(tmp_path, api, monkeypatch):
     monkeypatch.setenv("GOOD_KEY", KEY)
-    config = tournament(tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("astra", "gpt-6-astra", "GOOD_KEY"))
+    config = tournament(
+        tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("astra", "gpt-6-astra", "GOOD_KEY")
+    )
     result = CliRunner().invoke(cli.app, ["validate", str(config), "--ping"])
     assert result.exit_code == 0, result.output
     assert "error" not in result.output and len(api.calls) == 2
@@ -135,7 +155,9 @@ def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
     """Three days, memory probes every five days: three decisions a match, nothing else; the
     cost at the catalogue's price; nothing reaches the API."""
     monkeypatch.setenv("GOOD_KEY", KEY)
-    config = tournament(tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("luna", "gpt-6-luna", "GOOD_KEY"))
+    config = tournament(
+        tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("luna", "gpt-6-luna", "GOOD_KEY")
+    )
     result = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate", "--json"])
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
@@ -144,5 +166,8 @@ def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
     assert estimates["mini"]["calls"] == estimates["luna"]["calls"] == {"decide": 2 * 3}  # two matches each
     assert estimates["total"]["calls"] == {"decide": 12}
     assert 0 < estimates["mini"]["cost"] < estimates["mini"]["high"]
-    assert estimates["total"]["input_tokens"] == estimates["mini"]["input_tokens"] + estimates["luna"]["input_tokens"]
+    assert (
+        estimates["total"]["input_tokens"]
+        == estimates["mini"]["input_tokens"] + estimates["luna"]["input_tokens"]
+    )
     assert api.calls == [] and KEY not in result.output

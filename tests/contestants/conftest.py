@@ -21,7 +21,9 @@ ME = "me"
 def make_scenario(*products: Product, **fields: Any) -> Scenario:
     """A scenario with one product 'widget' (cost 10, reference price 20) unless products are given."""
     if not products:
-        products = (Product(id="widget", unit_cost=10.0, reference_price=20.0, base_demand=50.0, lead_time=2),)
+        products = (
+            Product(id="widget", unit_cost=10.0, reference_price=20.0, base_demand=50.0, lead_time=2),
+        )
     return Scenario(name="test", products=products, **fields)
 
 
@@ -74,7 +76,11 @@ def make_observation(
         for p in scenario.products
     ]
     me = PublicMerchant(
-        merchant=ME, prices={s.product: s.price for s in products}, reputation=reputation, units_sold=None, bankrupt=False
+        merchant=ME,
+        prices={s.product: s.price for s in products},
+        reputation=reputation,
+        units_sold=None,
+        bankrupt=False,
     )
     others = [
         PublicMerchant(
@@ -103,7 +109,13 @@ def make_observation(
 
 
 def make_record(
-    day_record, day: int, *, cash_end: float, prices: dict[str, float], inventory: dict[str, float], ordered: dict[str, float]
+    day_record,
+    day: int,
+    *,
+    cash_end: float,
+    prices: dict[str, float],
+    inventory: dict[str, float],
+    ordered: dict[str, float],
 ) -> DayRecord:
     """A day record of ME with the facts memory probes ask about; money fields are zero."""
     return day_record(

@@ -19,7 +19,11 @@ from market.equilibrium import equilibria
 from market.scenario import Choice, Demand, Product, Scenario
 from market.types import Collect, EventNotice, Order, SetPrice, _Op, parse_decision
 
-BASELINE_KINDS = sorted(kind for kind, cls in kinds().items() if issubclass(cls, RuleMerchant) and cls.__module__ == "contestants.baselines")  # not the tests' own kinds
+BASELINE_KINDS = sorted(
+    kind
+    for kind, cls in kinds().items()
+    if issubclass(cls, RuleMerchant) and cls.__module__ == "contestants.baselines"
+)  # not the tests' own kinds
 INSTANT_KINDS = [kind for kind in BASELINE_KINDS if not kinds()[kind].needs_actor]
 
 
@@ -51,7 +55,19 @@ def orders_of(decision: list) -> dict[str, float]:
 
 
 def test_all_baseline_kinds_are_registered():
-    expected = {"fixed_price", "random", "reorder_point", "undercut", "cost_plus", "best_response", "tit_for_tat", "grim_trigger", "cartel", "latency", "chaos"}
+    expected = {
+        "fixed_price",
+        "random",
+        "reorder_point",
+        "undercut",
+        "cost_plus",
+        "best_response",
+        "tit_for_tat",
+        "grim_trigger",
+        "cartel",
+        "latency",
+        "chaos",
+    }
     assert expected <= set(BASELINE_KINDS)
     assert {kind for kind in BASELINE_KINDS if kinds()[kind].needs_actor} == {"latency", "chaos"}
 
@@ -92,7 +108,9 @@ def test_bad_parameter_values_are_config_errors(kind, params, field):
 
 
 def test_unknown_kind_is_a_config_error_naming_the_known_ones():
-    with pytest.raises(ContestantConfigError, match=r"unknown contestant kind 'oracle' \(known: .*fixed_price.*llm") as caught:
+    with pytest.raises(
+        ContestantConfigError, match=r"unknown contestant kind 'oracle' \(known: .*fixed_price.*llm"
+    ) as caught:
         create("oracle", {})
     assert caught.value.field == "kind"
 
@@ -118,7 +136,9 @@ def test_every_kind_decides_with_default_params(kind, scenario, observe):
 
 def test_latency_sleeps_then_answers_like_fixed_price(scenario, observe, monkeypatch):
     slept: list[float] = []
-    monkeypatch.setattr(baselines, "time", SimpleNamespace(sleep=slept.append))  # the sleeps it asks for, not taken
+    monkeypatch.setattr(
+        baselines, "time", SimpleNamespace(sleep=slept.append)
+    )  # the sleeps it asks for, not taken
     merchant = started("latency", scenario, latency_s=0.02, markup=0.5)
     decision = merchant.decide(observe(scenario))
     assert slept == [0.02]
@@ -159,7 +179,9 @@ def test_fixed_price_keeps_its_price_when_cost_moves(scenario, observe):
     assert prices_of(merchant.decide(observe(scenario, price={"widget": 20.0}))) == {"widget": 15.0}
     shocked = observe(scenario, day=2, price={"widget": 15.0}, unit_cost={"widget": 14.0})
     assert prices_of(merchant.decide(shocked)) == {}  # already at 15: nothing to change
-    assert prices_of(started("fixed_price", scenario, price=17.5).decide(observe(scenario))) == {"widget": 17.5}
+    assert prices_of(started("fixed_price", scenario, price=17.5).decide(observe(scenario))) == {
+        "widget": 17.5
+    }
 
 
 def test_cost_plus_follows_unit_cost(scenario, observe):
@@ -204,7 +226,9 @@ def test_undercut_prices_each_product_against_its_own_rivals(two_products, obser
     assert prices_of(merchant.decide(obs)) == {"a": pytest.approx(13.5), "b": pytest.approx(8.1)}
 
 
-def _expected_profit(scenario: Scenario, prices: np.ndarray, rivals: list[tuple[float, float]], reputation: float):
+def _expected_profit(
+    scenario: Scenario, prices: np.ndarray, rivals: list[tuple[float, float]], reputation: float
+):
     """Brute force, written independently of the merchant: (p - c) * logit share of all customers."""
     product, choice = scenario.products[0], scenario.choice
 
@@ -218,7 +242,12 @@ def _expected_profit(scenario: Scenario, prices: np.ndarray, rivals: list[tuple[
 
 def test_best_response_picks_the_profit_maximising_price(scenario, observe):
     merchant = started("best_response", scenario, grid_points=60, max_price_factor=3.0)
-    obs = observe(scenario, reputation=0.7, rivals={"r1": {"widget": 18.0}, "r2": {"widget": 22.0}}, rival_reputation=0.5)
+    obs = observe(
+        scenario,
+        reputation=0.7,
+        rivals={"r1": {"widget": 18.0}, "r2": {"widget": 22.0}},
+        rival_reputation=0.5,
+    )
     chosen = prices_of(merchant.decide(obs))["widget"]
 
     low, high = 10.0, 60.0
@@ -241,7 +270,9 @@ def test_best_response_raises_its_price_when_rivals_do(scenario, observe):
 
 def test_best_response_treats_a_hidden_price_as_the_reference_price(scenario, observe):
     hidden = prices_of(started("best_response", scenario).decide(observe(scenario, rivals={"r1": None})))
-    shown = prices_of(started("best_response", scenario).decide(observe(scenario, rivals={"r1": {"widget": 20.0}})))
+    shown = prices_of(
+        started("best_response", scenario).decide(observe(scenario, rivals={"r1": {"widget": 20.0}}))
+    )
     assert hidden == shown
 
 
@@ -250,7 +281,9 @@ def test_best_response_stocks_for_expected_demand_over_lead_time(scenario, obser
     decision = merchant.decide(observe(scenario))
     target = orders_of(decision)["widget"]
     surge = [EventNotice(name="fair", kind="demand", product=None, start_day=1, end_day=3, multiplier=2.0)]
-    bigger = orders_of(started("best_response", scenario, cover_days=3).decide(observe(scenario, events=surge)))["widget"]
+    bigger = orders_of(
+        started("best_response", scenario, cover_days=3).decide(observe(scenario, events=surge))
+    )["widget"]
     # lead time 2 + 3 cover days of 50 customers a day at a share strictly between 0 and 1
     assert 0 < target < 50 * 5
     assert bigger == pytest.approx(2 * target, abs=1)
@@ -260,17 +293,31 @@ def test_best_response_stocks_for_expected_demand_over_lead_time(scenario, obser
 
 
 def test_tit_for_tat_copies_yesterdays_cheapest_visible_rival_per_product(two_products, observe):
-    rivals = {"r1": {"a": 15.0, "b": 20.0}, "r2": {"a": 18.0, "b": 9.0}, "r3": {"a": 5.0, "b": 5.0}, "r4": None}
+    rivals = {
+        "r1": {"a": 15.0, "b": 20.0},
+        "r2": {"a": 18.0, "b": 9.0},
+        "r3": {"a": 5.0, "b": 5.0},
+        "r4": None,
+    }
     obs = observe(two_products, day=2, rivals=rivals, bankrupt=("r3",))
     assert prices_of(started("tit_for_tat", two_products).decide(obs)) == {"a": 15.0, "b": 9.0}
 
 
-def test_tit_for_tat_posts_its_opening_price_on_day_1_and_when_rivals_hide_their_prices(two_products, observe):
+def test_tit_for_tat_posts_its_opening_price_on_day_1_and_when_rivals_hide_their_prices(
+    two_products, observe
+):
     visible = {"r1": {"a": 15.0, "b": 9.0}}
-    assert prices_of(started("tit_for_tat", two_products).decide(observe(two_products, rivals=visible))) == {}  # the start prices: no change
-    assert prices_of(started("tit_for_tat", two_products, opening_price=30.0).decide(observe(two_products, rivals=visible))) == {"a": 30.0, "b": 30.0}
+    assert (
+        prices_of(started("tit_for_tat", two_products).decide(observe(two_products, rivals=visible))) == {}
+    )  # the start prices: no change
+    assert prices_of(
+        started("tit_for_tat", two_products, opening_price=30.0).decide(observe(two_products, rivals=visible))
+    ) == {"a": 30.0, "b": 30.0}
     hidden = observe(two_products, day=5, price={"a": 15.0, "b": 9.0}, rivals={"r1": None})
-    assert prices_of(started("tit_for_tat", two_products, opening_price=30.0).decide(hidden)) == {"a": 30.0, "b": 30.0}
+    assert prices_of(started("tit_for_tat", two_products, opening_price=30.0).decide(hidden)) == {
+        "a": 30.0,
+        "b": 30.0,
+    }
 
 
 def test_grim_trigger_remembers_a_defection_per_product_until_it_is_reset(two_products, observe):
@@ -285,29 +332,53 @@ def test_grim_trigger_remembers_a_defection_per_product_until_it_is_reset(two_pr
         return prices_of(merchant.decide(observe(two_products, day=d, rivals={"r1": {"a": a, "b": b}})))
 
     cut_a = monopoly["a"][1] * 0.98
-    assert day(1, cut_a, 1.0) == {"a": monopoly["a"][0], "b": monopoly["b"][0]}  # day 1's board holds start prices: ignored
-    assert day(2, monopoly["a"][1], monopoly["b"][1] * 0.995) == {"a": monopoly["a"][0], "b": monopoly["b"][0]}  # within tolerance
+    assert day(1, cut_a, 1.0) == {
+        "a": monopoly["a"][0],
+        "b": monopoly["b"][0],
+    }  # day 1's board holds start prices: ignored
+    assert day(2, monopoly["a"][1], monopoly["b"][1] * 0.995) == {
+        "a": monopoly["a"][0],
+        "b": monopoly["b"][0],
+    }  # within tolerance
     assert day(3, cut_a, monopoly["b"][1]) == {"a": nash["a"], "b": monopoly["b"][0]}
-    assert day(4, monopoly["a"][1], monopoly["b"][1]) == {"a": nash["a"], "b": monopoly["b"][0]}  # the rival came back: too late
+    assert day(4, monopoly["a"][1], monopoly["b"][1]) == {
+        "a": nash["a"],
+        "b": monopoly["b"][0],
+    }  # the rival came back: too late
     merchant.reset(merchant="me", scenario=two_products, seed=7)
     assert day(2, monopoly["a"][1], monopoly["b"][1]) == {"a": monopoly["a"][0], "b": monopoly["b"][0]}
 
 
 def test_grim_trigger_refuses_a_scenario_without_price_equilibria(scenario):
     blind = scenario.model_copy(update={"choice": Choice(price_sensitivity=0.0)})
-    with pytest.raises(ContestantConfigError, match=r"grim_trigger needs the scenario's Nash and monopoly prices; .*price_sensitivity 0"):
+    with pytest.raises(
+        ContestantConfigError,
+        match=r"grim_trigger needs the scenario's Nash and monopoly prices; .*price_sensitivity 0",
+    ):
         contestant_class("grim_trigger").check_scenario(validate_params("grim_trigger", {}), blind, 2)
     contestant_class("grim_trigger").check_scenario(validate_params("grim_trigger", {}), scenario, 2)
-    contestant_class("tit_for_tat").check_scenario(validate_params("tit_for_tat", {}), blind, 2)  # copying needs no equilibrium
-    dear = scenario.model_copy(update={"choice": Choice(price_sensitivity=4.0, reputation_weight=0.0, quality_weight=1000.0), "products": (scenario.products[0].model_copy(update={"quality": 2.0}),)})
-    with pytest.raises(ContestantConfigError, match=r"monopoly price .* above the market's ceiling"):  # customers who would pay far above the reference price
+    contestant_class("tit_for_tat").check_scenario(
+        validate_params("tit_for_tat", {}), blind, 2
+    )  # copying needs no equilibrium
+    dear = scenario.model_copy(
+        update={
+            "choice": Choice(price_sensitivity=4.0, reputation_weight=0.0, quality_weight=1000.0),
+            "products": (scenario.products[0].model_copy(update={"quality": 2.0}),),
+        }
+    )
+    with pytest.raises(
+        ContestantConfigError, match=r"monopoly price .* above the market's ceiling"
+    ):  # customers who would pay far above the reference price
         contestant_class("grim_trigger").check_scenario(validate_params("grim_trigger", {}), dear, 2)
 
 
 # ---- restocking -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("inventory", "in_transit", "expected"), [(15, 0, 25), (5, 10, 25), (0, 0, 40), (16, 0, None), (10, 6, None)])
+@pytest.mark.parametrize(
+    ("inventory", "in_transit", "expected"),
+    [(15, 0, 25), (5, 10, 25), (0, 0, 40), (16, 0, None), (10, 6, None)],
+)
 def test_reorder_point_orders_up_to_S_only_at_or_below_s(scenario, observe, inventory, in_transit, expected):
     merchant = started("reorder_point", scenario, reorder_level=15, target_stock=40)
     decision = merchant.decide(observe(scenario, inventory=inventory, in_transit=in_transit))
@@ -347,7 +418,10 @@ def test_no_orders_when_sales_are_not_limited_by_stock(observe):
 def test_collects_receivables_when_due(scenario, observe):
     merchant = started("cost_plus", scenario)
     assert not any(isinstance(op, Collect) for op in operations_of(merchant.decide(observe(scenario))))
-    assert any(isinstance(op, Collect) for op in operations_of(merchant.decide(observe(scenario, day=2, receivables_due=50.0))))
+    assert any(
+        isinstance(op, Collect)
+        for op in operations_of(merchant.decide(observe(scenario, day=2, receivables_due=50.0)))
+    )
 
 
 # ---- random ------------------------------------------------------------------------------------
@@ -375,5 +449,3 @@ def test_random_does_not_touch_global_random_state(scenario, observe):
     np.random.seed(0)
     _random_run(scenario, observe, seed=3)
     assert np.random.random() == before
-
-

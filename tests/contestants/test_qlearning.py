@@ -9,7 +9,9 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from property_examples import examples
 
 from contestants import qlearning_kernel as kernel
 from contestants.qlearning import QLearningParams, Session, initial_q, learn, payoff_table, price_grid
@@ -18,7 +20,6 @@ from market.scenario import load_scenario
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here, repetition_seed
 from tournaments.schedule import MatchSpec
-from property_examples import examples
 
 MASK = 2**64 - 1
 FAST = {"beta": 2e-4, "stable_periods": 2_000, "max_periods": 200_000}  # sessions of ~40,000 periods
@@ -68,9 +69,17 @@ def compiled(payoffs, q, alpha, beta, delta, stable, max_periods, start, seed):
     """One session through the kernel; its (periods, converged, final state)."""
     out = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int64)
     kernel.learn(
-        payoffs[None], q[None], np.array([alpha], float), np.array([beta], float), np.array([delta], float),
-        np.array([stable]), np.array([max_periods]), np.array([start]), np.array([seed], dtype=np.uint64), *out,
-    )  # fmt: skip
+        payoffs[None],
+        q[None],
+        np.array([alpha], float),
+        np.array([beta], float),
+        np.array([delta], float),
+        np.array([stable]),
+        np.array([max_periods]),
+        np.array([start]),
+        np.array([seed], dtype=np.uint64),
+        *out,
+    )
     return int(out[0][0]), bool(out[1][0]), int(out[2][0])
 
 
@@ -78,12 +87,23 @@ def compiled(payoffs, q, alpha, beta, delta, stable, max_periods, start, seed):
 def tiny_sessions(draw):
     n, m, memory = draw(st.sampled_from([(2, 2, 1), (2, 3, 1), (3, 2, 1), (2, 2, 2)]))
     profiles = m**n
-    payoffs = np.array(draw(st.lists(st.floats(0, 1, width=32), min_size=n * profiles, max_size=n * profiles))).reshape(n, profiles)
+    payoffs = np.array(
+        draw(st.lists(st.floats(0, 1, width=32), min_size=n * profiles, max_size=n * profiles))
+    ).reshape(n, profiles)
     q = initial_q(payoffs, [0.9] * n, m, memory)
     alpha = draw(st.lists(st.floats(0.05, 1), min_size=n, max_size=n))
     beta = draw(st.lists(st.sampled_from([3e-4, 1e-3, 3e-3]), min_size=n, max_size=n))
     delta = draw(st.lists(st.floats(0, 0.95), min_size=n, max_size=n))
-    return payoffs, q, alpha, beta, delta, draw(st.integers(50, 500)), draw(st.integers(0, profiles**memory - 1)), draw(st.integers(0, MASK))
+    return (
+        payoffs,
+        q,
+        alpha,
+        beta,
+        delta,
+        draw(st.integers(50, 500)),
+        draw(st.integers(0, profiles**memory - 1)),
+        draw(st.integers(0, MASK)),
+    )
 
 
 @settings(max_examples=examples(30))
@@ -107,8 +127,14 @@ def test_greedy_actions_that_never_change_stop_learning_after_exactly_stable_per
     payoffs = np.stack([own.reshape(-1), own.T.reshape(-1)])
     q = initial_q(payoffs, [0.5, 0.5], 2, 1)
     assert q[0, 0].tolist() == [5.0, 1.0]
-    assert compiled(payoffs, q.copy(), [0.5, 0.5], [0.01, 0.01], [0.5, 0.5], 700, 10_000, 3, 42)[:2] == (700, True)
-    assert compiled(payoffs, q.copy(), [0.5, 0.5], [0.01, 0.01], [0.5, 0.5], 700, 500, 3, 42)[:2] == (500, False)
+    assert compiled(payoffs, q.copy(), [0.5, 0.5], [0.01, 0.01], [0.5, 0.5], 700, 10_000, 3, 42)[:2] == (
+        700,
+        True,
+    )
+    assert compiled(payoffs, q.copy(), [0.5, 0.5], [0.01, 0.01], [0.5, 0.5], 700, 500, 3, 42)[:2] == (
+        500,
+        False,
+    )
 
 
 def test_the_periods_counted_run_from_the_last_change_of_a_greedy_action():
@@ -125,7 +151,10 @@ def test_the_periods_counted_run_from_the_last_change_of_a_greedy_action():
     assert q[0, 0].tolist() == [1.75, 1.0]
     assert compiled(payoffs, q, [1.0, 1.0], [1000.0, 1000.0], [0.0, 0.0], 50, 10_000, 0, 7) == (53, True, 3)
     for seat in (0, 1):
-        assert q[seat, 0].tolist() == [0.5, 2.0] and q[seat, 3].tolist() == [0.5, 2.0]  # states (0, 0) and (1, 1)
+        assert q[seat, 0].tolist() == [0.5, 2.0] and q[seat, 3].tolist() == [
+            0.5,
+            2.0,
+        ]  # states (0, 0) and (1, 1)
         assert q[seat, 1].tolist() == q[seat, 2].tolist() == [1.75, 1.0]  # never visited
 
 
@@ -138,7 +167,9 @@ def test_the_grid_runs_from_below_nash_to_above_monopoly_as_in_the_paper():
     grids = price_grid(load_scenario("calvano"), [QLearningParams()] * 2)
     low, high = 1.4729 - 0.1 * (1.9250 - 1.4729), 1.9250 + 0.1 * (1.9250 - 1.4729)
     assert grids.shape == (2, 15)
-    assert grids[:, 0] == pytest.approx([low, low], abs=1e-4) and grids[:, -1] == pytest.approx([high, high], abs=1e-4)
+    assert grids[:, 0] == pytest.approx([low, low], abs=1e-4) and grids[:, -1] == pytest.approx(
+        [high, high], abs=1e-4
+    )
     assert np.allclose(np.diff(grids, axis=1), (high - low) / 14, atol=1e-5)
 
 
@@ -152,11 +183,18 @@ def test_q_starts_at_the_discounted_payoff_against_rivals_who_choose_uniformly(s
     for i in range(seats):
         for a in range(m):
             rivals = [grids[j] for j in range(seats) if j != i]
-            profits = [game.profits(np.insert(np.array(others), i, grids[i, a]))[i] for others in itertools.product(*rivals)]
-            assert q[i, :, a] == pytest.approx(np.full(m**seats, np.mean(profits) / (1 - params[i].delta)), rel=1e-12)
+            profits = [
+                game.profits(np.insert(np.array(others), i, grids[i, a]))[i]
+                for others in itertools.product(*rivals)
+            ]
+            assert q[i, :, a] == pytest.approx(
+                np.full(m**seats, np.mean(profits) / (1 - params[i].delta)), rel=1e-12
+            )
 
 
-def test_a_session_learns_the_same_for_the_same_seed_whatever_the_threads_and_differently_for_another(monkeypatch):
+def test_a_session_learns_the_same_for_the_same_seed_whatever_the_threads_and_differently_for_another(
+    monkeypatch,
+):
     scenario = load_scenario("calvano")
     params = QLearningParams(**FAST)
     sessions = [Session(scenario, (params, params), seed) for seed in (5, 6, 7)]
@@ -165,7 +203,11 @@ def test_a_session_learns_the_same_for_the_same_seed_whatever_the_threads_and_di
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     together = learn([Session(scenario, (params, params), seed) for seed in (7, 5, 6, 5)])
     for one, other in zip(alone, [together[1], together[2], together[0]]):
-        assert np.array_equal(one.q, other.q) and (one.state, one.periods, one.converged) == (other.state, other.periods, other.converged)
+        assert np.array_equal(one.q, other.q) and (one.state, one.periods, one.converged) == (
+            other.state,
+            other.periods,
+            other.converged,
+        )
     assert together[1] is together[3]  # a session asked for twice is learnt once
     assert not np.array_equal(alone[0].q, alone[1].q)
     assert all(one.converged for one in alone)
@@ -175,7 +217,10 @@ def test_a_session_learns_the_same_for_the_same_seed_whatever_the_threads_and_di
 
 
 def play(kinds: list[tuple[str, dict]], days: int = 12, seed: int = 3) -> tuple[Match, object]:
-    entries = {f"{kind}{i}": ContestantEntry(name=f"{kind}{i}", kind=kind, params=params) for i, (kind, params) in enumerate(kinds)}
+    entries = {
+        f"{kind}{i}": ContestantEntry(name=f"{kind}{i}", kind=kind, params=params)
+        for i, (kind, params) in enumerate(kinds)
+    }
     spec = MatchSpec(key=f"q-{seed}", index=0, scenario="calvano", seed=seed, days=days, seats=tuple(entries))
     match = Match(spec, load_scenario("calvano"), MatchRules(seed=11), entries, hosts={})
     return match, play_here([match])[0]
@@ -188,7 +233,10 @@ def replay(learnt, played: list[list[float]]) -> list[int]:
     state, states = learnt.state, []
     for prices in played:
         states.append(state)
-        state = sum(int(np.argmin(np.abs(learnt.grids[j] - p))) * m ** (len(prices) - 1 - j) for j, p in enumerate(prices))
+        state = sum(
+            int(np.argmin(np.abs(learnt.grids[j] - p))) * m ** (len(prices) - 1 - j)
+            for j, p in enumerate(prices)
+        )
     return states
 
 
@@ -214,11 +262,18 @@ def test_learners_that_meet_only_learners_learn_together_and_play_their_greedy_s
     for day, (prices, state) in enumerate(zip(played, states)):
         greedy = [learnt.grids[i, int(np.argmax(learnt.q[i, state]))] for i in range(2)]
         assert prices == greedy, f"day {day + 1}"
-        profile = sum(int(np.argmin(np.abs(learnt.grids[j] - p))) * m ** (1 - j) for j, p in enumerate(prices))
+        profile = sum(
+            int(np.argmin(np.abs(learnt.grids[j] - p))) * m ** (1 - j) for j, p in enumerate(prices)
+        )
         profits = [r.cash_end - r.cash_start for r in finished.days_played if r.day == day + 1]
-        assert profits == pytest.approx(payoffs[:, profile].tolist(), rel=1e-12)  # the market's profit is the table's
+        assert profits == pytest.approx(
+            payoffs[:, profile].tolist(), rel=1e-12
+        )  # the market's profit is the table's
     for name in seats:
-        assert finished.metrics[name]["converged"] == 1.0 and finished.metrics[name]["learning_periods"] == learnt.periods
+        assert (
+            finished.metrics[name]["converged"] == 1.0
+            and finished.metrics[name]["learning_periods"] == learnt.periods
+        )
 
 
 def test_a_learner_that_meets_a_rule_plays_its_self_play_strategy_frozen():
@@ -247,7 +302,12 @@ def test_an_online_learner_updates_its_own_copy_of_q_from_the_market_each_day():
     for day in range(len(played) - 1):
         state, following = states[day], states[day + 1]
         action = int(np.argmin(np.abs(learnt.grids[0] - played[day][0])))
-        q[state, action] = (1 - p.alpha) * q[state, action] + p.alpha * (profits[day] + p.delta * q[following].max())
+        q[state, action] = (1 - p.alpha) * q[state, action] + p.alpha * (
+            profits[day] + p.delta * q[following].max()
+        )
     assert np.array_equal(learner.q, q)
     assert not np.array_equal(learner.q, learnt.q[0])  # it learnt in the match
-    assert not np.shares_memory(learner.q, learnt.q) and np.array_equal(learnt.q, learn([Session(match.scenario, (QLearningParams(**FAST),) * 2, repetition_seed(11, 3))])[0].q)
+    assert not np.shares_memory(learner.q, learnt.q) and np.array_equal(
+        learnt.q,
+        learn([Session(match.scenario, (QLearningParams(**FAST),) * 2, repetition_seed(11, 3))])[0].q,
+    )

@@ -69,10 +69,11 @@ LOOKBACK = 20  # how many blocks back from a breakpoint the API looks for an ear
 # The top-level keys each endpoint takes (SDK 2.14's request bodies). Anything else is refused
 # the way the 2026-10-21 API refuses temperature, top_p and top_k: as an extra input.
 MESSAGE_KEYS = frozenset(
-    "model messages max_tokens cache_control container diagnostics inference_geo metadata output_config"
-    " service_tier speed stop_sequences stream system thinking tool_choice tools".split()
+    ["model", "messages", "max_tokens", "cache_control", "container", "diagnostics", "inference_geo", "metadata", "output_config", "service_tier", "speed", "stop_sequences", "stream", "system", "thinking", "tool_choice", "tools"]
 )
-COUNT_KEYS = frozenset("model messages cache_control output_config speed system thinking tool_choice tools".split())
+COUNT_KEYS = frozenset(
+    ["model", "messages", "cache_control", "output_config", "speed", "system", "thinking", "tool_choice", "tools"]
+)
 
 # A scripted failure's error type and message, by status (the docs' error table; 429 and 529
 # texts as the real API sends them).
@@ -151,7 +152,9 @@ def prompt_blocks(body: dict[str, Any]) -> list[Block]:
         content = message["content"]
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        blocks += [_block(f"messages.{m}.content.{c}", message["role"], part) for c, part in enumerate(content)]
+        blocks += [
+            _block(f"messages.{m}.content.{c}", message["role"], part) for c, part in enumerate(content)
+        ]
     return blocks
 
 
@@ -168,13 +171,19 @@ def breakpoints(blocks: list[Block], top_level: Any) -> dict[int, str]:
     """Block index → TTL of each cache breakpoint: every block with cache_control, plus the last
     cacheable block when the request has a top-level cache_control (which takes one of the four
     slots)."""
-    marks = {i: _ttl(f"{b.where}.cache_control", b.cache_control) for i, b in enumerate(blocks) if b.cache_control is not None}
+    marks = {
+        i: _ttl(f"{b.where}.cache_control", b.cache_control)
+        for i, b in enumerate(blocks)
+        if b.cache_control is not None
+    }
     if top_level is not None:
         last = max((i for i, b in enumerate(blocks) if b.cacheable), default=None)
         if last is not None:
             marks.setdefault(last, _ttl("cache_control", top_level))
     if len(marks) > MAX_BREAKPOINTS:
-        raise Refusal(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {len(marks)}.")
+        raise Refusal(
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {len(marks)}."
+        )
     ttls = [marks[i] for i in sorted(marks)]
     if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
         # The docs require longer TTLs before shorter ones; this wording is ours (plausible).
@@ -230,7 +239,9 @@ def check_max_tokens(body: dict[str, Any], model: str, rules: ModelRules) -> Non
     if value < 0:
         raise Refusal("max_tokens: Input should be greater than or equal to 0")
     if value > rules.max_output:
-        raise Refusal(f"max_tokens: {value} > {rules.max_output}, which is the maximum allowed number of output tokens for {model}")
+        raise Refusal(
+            f"max_tokens: {value} > {rules.max_output}, which is the maximum allowed number of output tokens for {model}"
+        )
 
 
 def custom_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -266,7 +277,9 @@ def check_tools(body: dict[str, Any], rules: ModelRules) -> dict[str, Any] | Non
     for tool in mine:
         if tool["name"] == choice["name"]:
             return tool
-    raise Refusal(f"tool_choice.name: no tool named {choice['name']!r} among the tools given.")  # plausible wording
+    raise Refusal(
+        f"tool_choice.name: no tool named {choice['name']!r} among the tools given."
+    )  # plausible wording
 
 
 def thinking_type(body: dict[str, Any], rules: ModelRules, forced: bool) -> str:
@@ -330,7 +343,9 @@ def check_output_config(body: dict[str, Any], rules: ModelRules) -> dict[str, An
         if effort not in EFFORTS:
             raise Refusal("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
         if not rules.effort:
-            raise Refusal("output_config.effort: effort is not supported for this model.")  # plausible wording
+            raise Refusal(
+                "output_config.effort: effort is not supported for this model."
+            )  # plausible wording
     form = config.get("format")
     if form is None:
         return None
@@ -367,7 +382,9 @@ def check_request(body: Any, allowed: frozenset[str], required: tuple[str, ...])
     thinking = thinking_type(body, rules, forced is not None)
     format_schema = check_output_config(body, rules)
     blocks = prompt_blocks(body)
-    return Request(model, rules, forced, thinking, format_schema, blocks, breakpoints(blocks, body.get("cache_control")))
+    return Request(
+        model, rules, forced, thinking, format_schema, blocks, breakpoints(blocks, body.get("cache_control"))
+    )
 
 
 # -- the stand-in ----------------------------------------------------------------------------
@@ -463,7 +480,9 @@ class FakeAnthropic(FakeAPI):
             raise Refusal("the stand-in does not stream: ask with stream false", 500, "api_error")
         tool, schema = self._plan(body, request.forced, request.format_schema)
         cache = self._bill_cache(request)
-        content, output, stop = self._content(call, tool, schema, request.thinking in ("enabled", "adaptive"), body)
+        content, output, stop = self._content(
+            call, tool, schema, request.thinking in ("enabled", "adaptive"), body
+        )
         return {
             "id": new_id("msg_"),
             "type": "message",
@@ -475,7 +494,9 @@ class FakeAnthropic(FakeAPI):
             "usage": {**cache, "output_tokens": output, "service_tier": "standard"},
         }
 
-    def _plan(self, body: dict[str, Any], forced: dict | None, format_schema: dict | None) -> tuple[dict | None, dict | None]:
+    def _plan(
+        self, body: dict[str, Any], forced: dict | None, format_schema: dict | None
+    ) -> tuple[dict | None, dict | None]:
         """(tool, schema): the tool the answer calls (None: a text answer) and the schema the
         answer follows (None: free text). A forced tool is called; a lone tool under
         tool_choice auto is called when `auto_tool_use`; otherwise output_config.format, else
@@ -504,7 +525,9 @@ class FakeAnthropic(FakeAPI):
                 raise Refusal(f"stand-in answer does not fit its schema: {problem}", 500, "api_error")
         return decided
 
-    def _content(self, call: Call, tool: dict | None, schema: dict | None, thinks: bool, body: dict[str, Any]) -> tuple[list[dict], int, str]:
+    def _content(
+        self, call: Call, tool: dict | None, schema: dict | None, thinks: bool, body: dict[str, Any]
+    ) -> tuple[list[dict], int, str]:
         """The content blocks, output tokens and stop reason. With thinking on, a thinking block
         comes first. An answer longer than max_tokens is cut (text) or dropped (a tool call), with
         stop_reason "max_tokens"; max_tokens 0 only warms the cache."""
@@ -523,11 +546,17 @@ class FakeAnthropic(FakeAPI):
         if tool is not None:
             arguments = json.loads(decided) if isinstance(decided, str) else decided
             if not isinstance(arguments, dict):
-                raise Refusal(f"stand-in answer for tool {tool['name']!r} is not a JSON object: {decided!r}", 500, "api_error")
+                raise Refusal(
+                    f"stand-in answer for tool {tool['name']!r} is not a JSON object: {decided!r}",
+                    500,
+                    "api_error",
+                )
             cost = tokens(canonical(arguments))
             if cost > room:
                 return content, budget, "max_tokens"
-            content.append({"type": "tool_use", "id": new_id("toolu_"), "name": tool["name"], "input": arguments})
+            content.append(
+                {"type": "tool_use", "id": new_id("toolu_"), "name": tool["name"], "input": arguments}
+            )
             return content, used + cost, "tool_use"
         text = decided if isinstance(decided, str) else json.dumps(decided)
         cost = tokens(text)
@@ -552,7 +581,9 @@ class FakeAnthropic(FakeAPI):
         with self._cache_lock:
             read = 0
             for mark in marks:
-                hit = next((p for p in range(mark, max(-1, mark - LOOKBACK), -1) if keys[p] in self.cache), None)
+                hit = next(
+                    (p for p in range(mark, max(-1, mark - LOOKBACK), -1) if keys[p] in self.cache), None
+                )
                 if hit is not None:
                     read = max(read, reach[hit])
             done = read
@@ -567,5 +598,8 @@ class FakeAnthropic(FakeAPI):
             "input_tokens": total - done,
             "cache_creation_input_tokens": done - read,
             "cache_read_input_tokens": read,
-            "cache_creation": {"ephemeral_5m_input_tokens": written["5m"], "ephemeral_1h_input_tokens": written["1h"]},
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": written["5m"],
+                "ephemeral_1h_input_tokens": written["1h"],
+            },
         }

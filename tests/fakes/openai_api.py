@@ -67,7 +67,15 @@ except ImportError:  # imported with tests/fakes on sys.path, as pytest does for
     from server import Call, FakeAPI, Reply, Scripted, tokens  # type: ignore[no-redef]
 
 ORGANIZATION = "org-fake"
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")  # in order: the reasoning tokens grow with it
+EFFORTS = (
+    "none",
+    "minimal",
+    "low",
+    "medium",
+    "high",
+    "xhigh",
+    "max",
+)  # in order: the reasoning tokens grow with it
 REASONING_TOKENS_PER_STEP = 16
 CACHE_MINIMUM, CACHE_STEP = 1024, 128  # tokens
 RPM_WINDOW = 60.0  # seconds
@@ -112,7 +120,12 @@ MODELS: dict[str, Model] = {
         chat_tools="never",
     ),
     "gpt-6-luna": Model(
-        "gpt-6-luna", _NONE_TO_MAX, _NONE_TO_MAX, default_effort="medium", sampling="when_none", chat_tools="when_none"
+        "gpt-6-luna",
+        _NONE_TO_MAX,
+        _NONE_TO_MAX,
+        default_effort="medium",
+        sampling="when_none",
+        chat_tools="when_none",
     ),
     "gpt-5-mini": Model(
         "gpt-5-mini-2025-08-07",
@@ -122,7 +135,9 @@ MODELS: dict[str, Model] = {
         sampling="default_only",
         chat_tools="any",
     ),
-    "gpt-4.1-mini": Model("gpt-4.1-mini-2025-04-14", (), (), default_effort=None, sampling="any", chat_tools="any"),
+    "gpt-4.1-mini": Model(
+        "gpt-4.1-mini-2025-04-14", (), (), default_effort=None, sampling="any", chat_tools="any"
+    ),
 }
 
 # Parameters reasoning models refuse unless the effort is none (the GPT-6 deployment checklist).
@@ -130,30 +145,20 @@ REASONING_REFUSED = ("logprobs", "top_logprobs", "stop")
 
 # The top-level keys of the SDK's create() for each endpoint (openai 3.57).
 CHAT_KEYS = frozenset(
-    """audio frequency_penalty function_call functions logit_bias logprobs max_completion_tokens
-    max_tokens messages metadata modalities model moderation n parallel_tool_calls prediction
-    presence_penalty prompt_cache_key prompt_cache_options prompt_cache_retention reasoning_effort
-    response_format safety_identifier seed service_tier stop store stream stream_options
-    temperature tool_choice tools top_logprobs top_p user verbosity web_search_options""".split()
+    ["audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "messages", "metadata", "modalities", "model", "moderation", "n", "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning_effort", "response_format", "safety_identifier", "seed", "service_tier", "stop", "store", "stream", "stream_options", "temperature", "tool_choice", "tools", "top_logprobs", "top_p", "user", "verbosity", "web_search_options"]
 )
 RESPONSES_KEYS = frozenset(
-    """access_programs background background_options context_management conversation image
-    include input instructions max_output_tokens max_tool_calls metadata model moderation
-    parallel_tool_calls previous_response_id prompt prompt_cache_key prompt_cache_options
-    prompt_cache_retention reasoning safety_identifier service_tier store stream stream_options
-    temperature text tool_choice tools top_logprobs top_p truncation user""".split()
+    ["access_programs", "background", "background_options", "context_management", "conversation", "image", "include", "input", "instructions", "max_output_tokens", "max_tool_calls", "metadata", "model", "moderation", "parallel_tool_calls", "previous_response_id", "prompt", "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier", "store", "stream", "stream_options", "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user"]
 )
 RESPONSES_TOOL_KEYS = frozenset(
-    "type name description parameters strict allowed_callers defer_loading output_schema async".split()
+    ["type", "name", "description", "parameters", "strict", "allowed_callers", "defer_loading", "output_schema", "async"]
 )
 CHAT_ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 RESPONSES_ROLES = ("user", "assistant", "system", "developer")
 
 # The keywords a strict schema may use anywhere (the conservative reading, see the module docstring).
 STRICT_KEYWORDS = frozenset(
-    """type properties required additionalProperties items anyOf enum const $ref $defs definitions
-    description title pattern format minimum maximum exclusiveMinimum exclusiveMaximum multipleOf
-    minItems maxItems""".split()
+    ["type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const", "$ref", "$defs", "definitions", "description", "title", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems"]
 )
 
 
@@ -181,7 +186,9 @@ class Refusal(Exception):
 
 def stand_in_gap(what: str) -> Refusal:
     """A 500 for something the stand-in does not imitate: the test needs a better stand-in."""
-    return Refusal(500, f"The OpenAI stand-in does not support {what}.", type="server_error", code="stand_in_unsupported")
+    return Refusal(
+        500, f"The OpenAI stand-in does not support {what}.", type="server_error", code="stand_in_unsupported"
+    )
 
 
 def listing(values: tuple[str, ...] | list[str]) -> str:
@@ -211,12 +218,17 @@ def unknown_parameter(path: str) -> Refusal:
 
 
 def missing_parameter(path: str) -> Refusal:
-    return Refusal(400, f"Missing required parameter: '{path}'.", param=path, code="missing_required_parameter")
+    return Refusal(
+        400, f"Missing required parameter: '{path}'.", param=path, code="missing_required_parameter"
+    )
 
 
 def invalid_value(path: str, value: Any, supported: tuple[str, ...]) -> Refusal:
     return Refusal(
-        400, f"Invalid value: '{value}'. Supported values are: {listing(supported)}.", param=path, code="invalid_value"
+        400,
+        f"Invalid value: '{value}'. Supported values are: {listing(supported)}.",
+        param=path,
+        code="invalid_value",
     )
 
 
@@ -230,7 +242,9 @@ def invalid_type(path: str, expected: str, value: Any) -> Refusal:
 
 
 def unsupported_parameter(name: str, hint: str = "", code: str | None = "unsupported_parameter") -> Refusal:
-    return Refusal(400, f"Unsupported parameter: '{name}' is not supported with this model.{hint}", param=name, code=code)
+    return Refusal(
+        400, f"Unsupported parameter: '{name}' is not supported with this model.{hint}", param=name, code=code
+    )
 
 
 def below_minimum(path: str, minimum: int, value: Any) -> Refusal:
@@ -243,7 +257,9 @@ def below_minimum(path: str, minimum: int, value: Any) -> Refusal:
 
 
 def model_not_found(name: str) -> Refusal:
-    return Refusal(404, f"The model `{name}` does not exist or you do not have access to it.", code="model_not_found")
+    return Refusal(
+        404, f"The model `{name}` does not exist or you do not have access to it.", code="model_not_found"
+    )
 
 
 def mask_key(key: str) -> str:
@@ -310,10 +326,25 @@ SCRIPTED: dict[int, tuple[str, Any, str | None, str]] = {
         "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. "
         "Please reduce the length of the messages.",
     ),
-    401: ("invalid_request_error", "invalid_api_key", None, incorrect_key("sk-scripted-failure-0000").error["message"]),
-    403: ("request_forbidden", "unsupported_country_region_territory", None, "Country, region, or territory not supported"),
+    401: (
+        "invalid_request_error",
+        "invalid_api_key",
+        None,
+        incorrect_key("sk-scripted-failure-0000").error["message"],
+    ),
+    403: (
+        "request_forbidden",
+        "unsupported_country_region_territory",
+        None,
+        "Country, region, or territory not supported",
+    ),
     404: ("invalid_request_error", "model_not_found", None, model_not_found("gpt-scripted").error["message"]),
-    500: ("server_error", None, None, "The server had an error while processing your request. Sorry about that!"),
+    500: (
+        "server_error",
+        None,
+        None,
+        "The server had an error while processing your request. Sorry about that!",
+    ),
     502: ("cf_bad_gateway", 502, None, "Bad gateway."),
     503: (
         "service_unavailable_error",
@@ -520,7 +551,9 @@ def check_token_limit(body: dict[str, Any], name: str, minimum: int) -> int | No
     return value
 
 
-def check_tool_choice(choice: Any, tools: dict[str, Wanted], named: Callable[[dict[str, Any]], Any]) -> Wanted | None:
+def check_tool_choice(
+    choice: Any, tools: dict[str, Wanted], named: Callable[[dict[str, Any]], Any]
+) -> Wanted | None:
     """The function the answer calls (None for a text answer). `named` reads the function
     name out of a tool_choice object, which the two APIs nest differently."""
     if choice is None:
@@ -594,13 +627,20 @@ class FakeOpenAI(FakeAPI):
             headers.update(retry_headers(retry_after))
         if status == 429:
             error = {
-                "message": rate_limit_message(None, 500, 500, retry_after if retry_after is not None else 1.0),
+                "message": rate_limit_message(
+                    None, 500, 500, retry_after if retry_after is not None else 1.0
+                ),
                 "type": "requests",
                 "param": None,
                 "code": "rate_limit_exceeded",
             }
         else:
-            default = ("server_error" if status >= 500 else "invalid_request_error", None, None, f"HTTP {status}.")
+            default = (
+                "server_error" if status >= 500 else "invalid_request_error",
+                None,
+                None,
+                f"HTTP {status}.",
+            )
             kind, code, param, message = SCRIPTED.get(status, default)
             error = {"message": message, "type": kind, "param": param, "code": code}
         return Scripted(status, {"error": error}, headers)
@@ -686,7 +726,9 @@ class FakeOpenAI(FakeAPI):
         check_sampling(body, model, effort)
         limits = [check_token_limit(body, name, 1) for name in ("max_tokens", "max_completion_tokens")]
         tools = self._chat_tools(body.get("tools"), model, effort)
-        output_format = self._chat_format(body.get("response_format"), messages)  # checked even when a tool answers
+        output_format = self._chat_format(
+            body.get("response_format"), messages
+        )  # checked even when a tool answers
         wanted = check_tool_choice(body.get("tool_choice"), tools, self._chat_choice_name) or output_format
         n = check_token_limit(body, "n", 1) or 1
 
@@ -695,12 +737,20 @@ class FakeOpenAI(FakeAPI):
         limit = min((x for x in limits if x is not None), default=None)
         usage = self._usage(model, prompt, effort, text, limit)
         text = text[: usage["answer_chars"]]
-        finish = "length" if usage["truncated"] else ("stop" if wanted.kind != "function" or wanted.forced else "tool_calls")
+        finish = (
+            "length"
+            if usage["truncated"]
+            else ("stop" if wanted.kind != "function" or wanted.forced else "tool_calls")
+        )
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
         if wanted.kind == "function" and text:
             message["content"] = None
             message["tool_calls"] = [
-                {"id": self._new_id("call_", 24), "type": "function", "function": {"name": wanted.name, "arguments": text}}
+                {
+                    "id": self._new_id("call_", 24),
+                    "type": "function",
+                    "function": {"name": wanted.name, "arguments": text},
+                }
             ]
         completion = {
             "id": self._new_id("chatcmpl-", 29),
@@ -845,10 +895,14 @@ class FakeOpenAI(FakeAPI):
             raise invalid_type("text", "an object", text_config)
         check_keys(text_config, {"format", "verbosity"}, "text")
         fmt = text_config.get("format") or {"type": "text"}
-        output_format = self._responses_format(fmt, [body.get("instructions"), items])  # checked even when a tool answers
+        output_format = self._responses_format(
+            fmt, [body.get("instructions"), items]
+        )  # checked even when a tool answers
         wanted = check_tool_choice(body.get("tool_choice"), tools, self._choice_name) or output_format
 
-        prompt = self._prompt_text(body.get("tools"), text_config.get("format"), [body.get("instructions"), items])
+        prompt = self._prompt_text(
+            body.get("tools"), text_config.get("format"), [body.get("instructions"), items]
+        )
         text = self._answer_text(call, wanted)
         usage = self._usage(model, prompt, effort, text, limit)
         text = text[: usage["answer_chars"]]
@@ -946,7 +1000,12 @@ class FakeOpenAI(FakeAPI):
             strict = tool.get("strict", True) is True
             schema = tool.get("parameters") or EMPTY_PARAMETERS
             if strict:
-                strict_refusal(f"function '{tool['name']}'", schema, f"tools[{i}].parameters", "invalid_function_parameters")
+                strict_refusal(
+                    f"function '{tool['name']}'",
+                    schema,
+                    f"tools[{i}].parameters",
+                    "invalid_function_parameters",
+                )
             found[tool["name"]] = Wanted("function", tool["name"], schema, strict)
             echoed.append(
                 {
@@ -1033,7 +1092,9 @@ class FakeOpenAI(FakeAPI):
         conversation, so that prompts sharing a system message share a prefix."""
         return "\n".join(json.dumps(part) for part in (tools, output_format, conversation) if part)
 
-    def _usage(self, model: Model, prompt: str, effort: str | None, answer: str, limit: int | None) -> dict[str, Any]:
+    def _usage(
+        self, model: Model, prompt: str, effort: str | None, answer: str, limit: int | None
+    ) -> dict[str, Any]:
         """Token counts; a `limit` below the reasoning and the answer cuts the answer short."""
         reasoning = REASONING_TOKENS_PER_STEP * EFFORTS.index(effort) if model.reasons and effort else 0
         answer_tokens = tokens(answer)
@@ -1080,7 +1141,10 @@ class FakeOpenAI(FakeAPI):
                     rate_limit_message(model, self.rpm, len(self._window), wait),
                     type="requests",
                     code="rate_limit_exceeded",
-                    headers={"retry-after": str(math.ceil(wait)), "retry-after-ms": str(math.ceil(round(wait * 1000, 6)))},
+                    headers={
+                        "retry-after": str(math.ceil(wait)),
+                        "retry-after-ms": str(math.ceil(round(wait * 1000, 6))),
+                    },
                 )
             self._window.append(now)
             return {
@@ -1107,7 +1171,9 @@ def _schema_format(spec: dict[str, Any], path: str, schema_param: str) -> Wanted
             raise missing_parameter(f"{path}.schema")
         return Wanted("json_schema", spec["name"], {"type": "object"}, False)
     if strict:
-        strict_refusal(f"response_format '{spec['name']}'", spec["schema"], schema_param, "invalid_json_schema")
+        strict_refusal(
+            f"response_format '{spec['name']}'", spec["schema"], schema_param, "invalid_json_schema"
+        )
     return Wanted("json_schema", spec["name"], spec["schema"], strict)
 
 

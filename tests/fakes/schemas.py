@@ -36,7 +36,11 @@ def instance_of(schema: dict[str, Any], root: dict[str, Any] | None = None) -> A
         return "x" * schema.get("minLength", 0)
     if kind in ("number", "integer"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-        return int(low) + (1 if "exclusiveMinimum" in schema else 0) if kind == "integer" else float(low) + (0.5 if "exclusiveMinimum" in schema else 0.0)
+        return (
+            int(low) + (1 if "exclusiveMinimum" in schema else 0)
+            if kind == "integer"
+            else float(low) + (0.5 if "exclusiveMinimum" in schema else 0.0)
+        )
     if kind == "boolean":
         return False
     return None

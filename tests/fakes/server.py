@@ -90,7 +90,9 @@ class FakeAPI:
                 except ValueError:
                     body = raw.decode(errors="replace")
                 with fake._lock:
-                    call = Call(self.path, {k.lower(): v for k, v in self.headers.items()}, body, next(fake._stamps))
+                    call = Call(
+                        self.path, {k.lower(): v for k, v in self.headers.items()}, body, next(fake._stamps)
+                    )
                     fake.calls.append(call)
                     scripted = fake._script.pop(0) if fake._script else None
                 if fake.delay:
@@ -103,10 +105,16 @@ class FakeAPI:
                     except Exception as exc:  # a bug in the stand-in: say so rather than hang the client
                         status, reply, headers = 500, {"error": {"message": f"stand-in failed: {exc!r}"}}, {}
                 data = (reply if isinstance(reply, str) else json.dumps(reply)).encode()
-                with fake._lock:  # recorded before the client can read it: a client that has its answer finds it
+                with (
+                    fake._lock
+                ):  # recorded before the client can read it: a client that has its answer finds it
                     call.status, call.reply, call.ended = status, reply, next(fake._stamps)
                 self.send_response(status)
-                for name, value in {"Content-Type": "application/json", **headers, "Content-Length": str(len(data))}.items():
+                for name, value in {
+                    "Content-Type": "application/json",
+                    **headers,
+                    "Content-Length": str(len(data)),
+                }.items():
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
@@ -116,7 +124,9 @@ class FakeAPI:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         self.address = f"http://127.0.0.1:{self._server.server_address[1]}"
         return self
@@ -140,7 +150,9 @@ def overlapping(calls: list[Call]) -> list[tuple[Call, Call]]:
     pairs: list[tuple[Call, Call]] = []
     ordered = sorted(calls, key=lambda c: c.began)
     for i, first in enumerate(ordered):
-        pairs += [(first, later) for later in ordered[i + 1 :] if first.ended is None or later.began < first.ended]
+        pairs += [
+            (first, later) for later in ordered[i + 1 :] if first.ended is None or later.began < first.ended
+        ]
     return pairs
 
 

@@ -12,7 +12,6 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
-
 from openai_api import CACHE_MINIMUM, CACHE_STEP, MODELS, FakeOpenAI
 from schemas import fits
 
@@ -21,13 +20,19 @@ HELLO = [{"role": "user", "content": "Hello"}]
 
 LEG = {
     "type": "object",
-    "properties": {"kind": {"type": "string", "enum": ["buy", "sell"]}, "qty": {"type": "integer", "minimum": 1}},
+    "properties": {
+        "kind": {"type": "string", "enum": ["buy", "sell"]},
+        "qty": {"type": "integer", "minimum": 1},
+    },
     "required": ["kind", "qty"],
     "additionalProperties": False,
 }
 ORDER = {
     "type": "object",
-    "properties": {"operations": {"type": "array", "items": LEG, "minItems": 1}, "note": {"type": ["string", "null"]}},
+    "properties": {
+        "operations": {"type": "array", "items": LEG, "minItems": 1},
+        "note": {"type": ["string", "null"]},
+    },
     "required": ["operations", "note"],
     "additionalProperties": False,
 }
@@ -50,7 +55,9 @@ def flat_tool(schema: dict[str, Any], name: str = "decide") -> dict[str, Any]:
     return {"type": "function", "name": name, "parameters": schema, "strict": True}
 
 
-def changed(schema: dict[str, Any], path: tuple[str, ...] = (), drop: str | None = None, **keys: Any) -> dict[str, Any]:
+def changed(
+    schema: dict[str, Any], path: tuple[str, ...] = (), drop: str | None = None, **keys: Any
+) -> dict[str, Any]:
     """A copy of `schema` with, at `path`, the key `drop` removed and `keys` set."""
     copy = json.loads(json.dumps(schema))
     target = copy
@@ -183,7 +190,11 @@ def test_responses_answers_a_schema_with_reasoning_at_max_effort(client: openai.
 def test_responses_calls_a_flat_function_tool_on_astra(client: openai.OpenAI):
     conversation = [{"role": "developer", "content": "Trade."}, {"role": "user", "content": "Hello"}]
     response, _, _ = respond(
-        client, "gpt-6-astra", conversation, tools=[flat_tool(ORDER)], tool_choice={"type": "function", "name": "decide"}
+        client,
+        "gpt-6-astra",
+        conversation,
+        tools=[flat_tool(ORDER)],
+        tool_choice={"type": "function", "name": "decide"},
     )
     call = response.output[-1]
     assert call.type == "function_call" and call.name == "decide" and call.call_id.startswith("call_")
@@ -215,7 +226,10 @@ def test_the_answer_hook_decides_and_a_strict_misfit_is_a_loud_500(fake: FakeOpe
 
     fake.answer = answer
     error = refused(
-        client.chat.completions.create, model="gpt-5-mini", messages=HELLO, response_format=json_schema_format(ORDER)
+        client.chat.completions.create,
+        model="gpt-5-mini",
+        messages=HELLO,
+        response_format=json_schema_format(ORDER),
     )
     assert error.status_code == 500 and "does not fit the strict schema 'order'" in error.body["message"]
     assert seen == [ORDER]
@@ -224,7 +238,12 @@ def test_the_answer_hook_decides_and_a_strict_misfit_is_a_loud_500(fake: FakeOpe
 
 
 def test_json_object_needs_the_word_json(client: openai.OpenAI):
-    error = refused(client.chat.completions.create, model="gpt-4.1-mini", messages=HELLO, response_format={"type": "json_object"})
+    error = refused(
+        client.chat.completions.create,
+        model="gpt-4.1-mini",
+        messages=HELLO,
+        response_format={"type": "json_object"},
+    )
     assert error.status_code == 400
     assert error.body["message"] == (
         "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'."
@@ -238,7 +257,9 @@ def test_json_object_needs_the_word_json(client: openai.OpenAI):
 
 NOT_SUPPORTED = "Unsupported parameter: '{}' is not supported with this model."
 MAX_TOKENS = NOT_SUPPORTED.format("max_tokens") + " Use 'max_completion_tokens' instead."
-ONLY_DEFAULT = "Unsupported value: '{}' does not support {} with this model. Only the default (1) value is supported."
+ONLY_DEFAULT = (
+    "Unsupported value: '{}' does not support {} with this model. Only the default (1) value is supported."
+)
 EFFORT = "Unsupported value: '{}' does not support '{}' with this model. Supported values are: {}."
 ASTRA_CHAT_EFFORTS = "'low', 'medium', 'high', and 'xhigh'"
 FUNCTION_TOOLS = (
@@ -252,32 +273,102 @@ CHAT_REFUSALS = [  # model, create() arguments, code, param, message
     ("gpt-6-astra", {"temperature": 1}, None, "temperature", NOT_SUPPORTED.format("temperature")),
     ("gpt-6-astra", {"top_p": 1}, None, "top_p", NOT_SUPPORTED.format("top_p")),
     ("gpt-6-astra", {"tools": TOOLS}, None, "reasoning_effort", FUNCTION_TOOLS.format("gpt-6-astra")),
-    ("gpt-6-astra", {"tools": TOOLS, "reasoning_effort": "low"}, None, "reasoning_effort", FUNCTION_TOOLS.format("gpt-6-astra")),
-    ("gpt-6-astra", {"reasoning_effort": "none"}, "unsupported_value", "reasoning_effort",
-     EFFORT.format("reasoning_effort", "none", ASTRA_CHAT_EFFORTS)),
-    ("gpt-6-astra", {"reasoning_effort": "max"}, "unsupported_value", "reasoning_effort",
-     EFFORT.format("reasoning_effort", "max", ASTRA_CHAT_EFFORTS)),
-    ("gpt-6-luna", {"temperature": 0.2}, "unsupported_value", "temperature", ONLY_DEFAULT.format("temperature", "0.2")),
+    (
+        "gpt-6-astra",
+        {"tools": TOOLS, "reasoning_effort": "low"},
+        None,
+        "reasoning_effort",
+        FUNCTION_TOOLS.format("gpt-6-astra"),
+    ),
+    (
+        "gpt-6-astra",
+        {"reasoning_effort": "none"},
+        "unsupported_value",
+        "reasoning_effort",
+        EFFORT.format("reasoning_effort", "none", ASTRA_CHAT_EFFORTS),
+    ),
+    (
+        "gpt-6-astra",
+        {"reasoning_effort": "max"},
+        "unsupported_value",
+        "reasoning_effort",
+        EFFORT.format("reasoning_effort", "max", ASTRA_CHAT_EFFORTS),
+    ),
+    (
+        "gpt-6-luna",
+        {"temperature": 0.2},
+        "unsupported_value",
+        "temperature",
+        ONLY_DEFAULT.format("temperature", "0.2"),
+    ),
     ("gpt-6-luna", {"tools": TOOLS}, None, "reasoning_effort", FUNCTION_TOOLS.format("gpt-6-luna")),
-    ("gpt-6-luna", {"tools": TOOLS, "reasoning_effort": "high"}, None, "reasoning_effort", FUNCTION_TOOLS.format("gpt-6-luna")),
+    (
+        "gpt-6-luna",
+        {"tools": TOOLS, "reasoning_effort": "high"},
+        None,
+        "reasoning_effort",
+        FUNCTION_TOOLS.format("gpt-6-luna"),
+    ),
     ("gpt-6-luna", {"max_tokens": 10}, "unsupported_parameter", "max_tokens", MAX_TOKENS),
-    ("gpt-5-mini", {"temperature": 0}, "unsupported_value", "temperature", ONLY_DEFAULT.format("temperature", "0")),
-    ("gpt-5-mini", {"temperature": 0.0}, "unsupported_value", "temperature", ONLY_DEFAULT.format("temperature", "0.0")),
-    ("gpt-5-mini", {"reasoning_effort": "none"}, "unsupported_value", "reasoning_effort",
-     EFFORT.format("reasoning_effort", "none", "'minimal', 'low', 'medium', and 'high'")),
+    (
+        "gpt-5-mini",
+        {"temperature": 0},
+        "unsupported_value",
+        "temperature",
+        ONLY_DEFAULT.format("temperature", "0"),
+    ),
+    (
+        "gpt-5-mini",
+        {"temperature": 0.0},
+        "unsupported_value",
+        "temperature",
+        ONLY_DEFAULT.format("temperature", "0.0"),
+    ),
+    (
+        "gpt-5-mini",
+        {"reasoning_effort": "none"},
+        "unsupported_value",
+        "reasoning_effort",
+        EFFORT.format("reasoning_effort", "none", "'minimal', 'low', 'medium', and 'high'"),
+    ),
     ("gpt-5-mini", {"max_tokens": 10}, "unsupported_parameter", "max_tokens", MAX_TOKENS),
     ("gpt-5-mini", {"logprobs": True}, "unsupported_parameter", "logprobs", NOT_SUPPORTED.format("logprobs")),
-    ("gpt-4.1-mini", {"reasoning_effort": "low"}, "unsupported_parameter", "reasoning_effort",
-     NOT_SUPPORTED.format("reasoning_effort")),
-    ("gpt-4.1-mini", {"temperature": 3}, "decimal_above_max_value", "temperature",
-     "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 3 instead."),
+    (
+        "gpt-4.1-mini",
+        {"reasoning_effort": "low"},
+        "unsupported_parameter",
+        "reasoning_effort",
+        NOT_SUPPORTED.format("reasoning_effort"),
+    ),
+    (
+        "gpt-4.1-mini",
+        {"temperature": 3},
+        "decimal_above_max_value",
+        "temperature",
+        "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 3 instead.",
+    ),
     ("gpt-4.1-mini", {"extra_body": {"foo": 1}}, None, None, "Unrecognized request argument supplied: foo"),
-    ("gpt-4.1-mini", {"response_format": {"type": "json_object", "schema": ORDER}}, "unknown_parameter",
-     "response_format.schema", "Unknown parameter: 'response_format.schema'."),
-    ("gpt-4.1-mini", {"tool_choice": "required"}, None, "tool_choice",
-     "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."),
-    ("gpt-4.1-mini", {"messages": [{"role": "bot", "content": "hi"}]}, "invalid_value", "messages[0].role",
-     "Invalid value: 'bot'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'."),
+    (
+        "gpt-4.1-mini",
+        {"response_format": {"type": "json_object", "schema": ORDER}},
+        "unknown_parameter",
+        "response_format.schema",
+        "Unknown parameter: 'response_format.schema'.",
+    ),
+    (
+        "gpt-4.1-mini",
+        {"tool_choice": "required"},
+        None,
+        "tool_choice",
+        "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+    ),
+    (
+        "gpt-4.1-mini",
+        {"messages": [{"role": "bot", "content": "hi"}]},
+        "invalid_value",
+        "messages[0].role",
+        "Invalid value: 'bot'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.",
+    ),
 ]
 
 
@@ -292,26 +383,73 @@ def test_chat_refusals(shared: openai.OpenAI, model, arguments, code, param, mes
 
 RESPONSES_REFUSALS = [  # model, create() arguments, code, param, message
     ("gpt-4.1-mini", {"extra_body": {"seed": 7}}, "unknown_parameter", "seed", "Unknown parameter: 'seed'."),
-    ("gpt-4.1-mini", {"extra_body": {"max_tokens": 10}}, "unknown_parameter", "max_tokens", "Unknown parameter: 'max_tokens'."),
-    ("gpt-5-mini", {"extra_body": {"max_completion_tokens": 10}}, "unknown_parameter", "max_completion_tokens",
-     "Unknown parameter: 'max_completion_tokens'."),
-    ("gpt-5-mini", {"extra_body": {"reasoning_effort": "low"}}, "unsupported_parameter", None,
-     "Unsupported parameter: 'reasoning_effort'. In the Responses API, this parameter has moved to 'reasoning.effort'. "
-     "Try again with the new parameter. See the API documentation for more information: "
-     "https://platform.openai.com/docs/api-reference/responses/create."),
-    ("gpt-5-mini", {"extra_body": {"bogus": True}}, "unknown_parameter", "bogus", "Unknown parameter: 'bogus'."),
-    ("gpt-4.1-mini", {"reasoning": {"effort": "low"}}, "unsupported_parameter", "reasoning.effort",
-     NOT_SUPPORTED.format("reasoning.effort")),
-    ("gpt-6-astra", {"reasoning": {"effort": "minimal"}}, "unsupported_value", "reasoning.effort",
-     EFFORT.format("reasoning.effort", "minimal", "'low', 'medium', 'high', 'xhigh', and 'max'")),
+    (
+        "gpt-4.1-mini",
+        {"extra_body": {"max_tokens": 10}},
+        "unknown_parameter",
+        "max_tokens",
+        "Unknown parameter: 'max_tokens'.",
+    ),
+    (
+        "gpt-5-mini",
+        {"extra_body": {"max_completion_tokens": 10}},
+        "unknown_parameter",
+        "max_completion_tokens",
+        "Unknown parameter: 'max_completion_tokens'.",
+    ),
+    (
+        "gpt-5-mini",
+        {"extra_body": {"reasoning_effort": "low"}},
+        "unsupported_parameter",
+        None,
+        "Unsupported parameter: 'reasoning_effort'. In the Responses API, this parameter has moved to 'reasoning.effort'. "
+        "Try again with the new parameter. See the API documentation for more information: "
+        "https://platform.openai.com/docs/api-reference/responses/create.",
+    ),
+    (
+        "gpt-5-mini",
+        {"extra_body": {"bogus": True}},
+        "unknown_parameter",
+        "bogus",
+        "Unknown parameter: 'bogus'.",
+    ),
+    (
+        "gpt-4.1-mini",
+        {"reasoning": {"effort": "low"}},
+        "unsupported_parameter",
+        "reasoning.effort",
+        NOT_SUPPORTED.format("reasoning.effort"),
+    ),
+    (
+        "gpt-6-astra",
+        {"reasoning": {"effort": "minimal"}},
+        "unsupported_value",
+        "reasoning.effort",
+        EFFORT.format("reasoning.effort", "minimal", "'low', 'medium', 'high', 'xhigh', and 'max'"),
+    ),
     ("gpt-6-astra", {"temperature": 0.0}, None, "temperature", NOT_SUPPORTED.format("temperature")),
     ("gpt-6-luna", {"top_p": 0.9}, "unsupported_value", "top_p", ONLY_DEFAULT.format("top_p", "0.9")),
-    ("gpt-5-mini", {"max_output_tokens": 5}, "integer_below_min_value", "max_output_tokens",
-     "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 5 instead."),
-    ("gpt-5-mini", {"tools": TOOLS}, "missing_required_parameter", "tools[0].name",  # Chat's nested tool shape
-     "Missing required parameter: 'tools[0].name'."),
-    ("gpt-5-mini", {"text": {"format": {"type": "json_object"}}}, None, "input",
-     "'input' must contain the word 'json' in some form, to use 'text.format' of type 'json_object'."),
+    (
+        "gpt-5-mini",
+        {"max_output_tokens": 5},
+        "integer_below_min_value",
+        "max_output_tokens",
+        "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 5 instead.",
+    ),
+    (
+        "gpt-5-mini",
+        {"tools": TOOLS},
+        "missing_required_parameter",
+        "tools[0].name",  # Chat's nested tool shape
+        "Missing required parameter: 'tools[0].name'.",
+    ),
+    (
+        "gpt-5-mini",
+        {"text": {"format": {"type": "json_object"}}},
+        None,
+        "input",
+        "'input' must contain the word 'json' in some form, to use 'text.format' of type 'json_object'.",
+    ),
 ]
 
 
@@ -369,18 +507,28 @@ def test_an_unknown_path_is_an_invalid_url(fake: FakeOpenAI):
 # -- strict schemas ------------------------------------------------------------------------------
 
 STRICT_REFUSALS = [  # schema, the message after "Invalid schema for response_format 'order': "
-    (changed(ORDER, drop="additionalProperties"),
-     "In context=(), 'additionalProperties' is required to be supplied and to be false."),
-    (changed(ORDER, LEG_PATH, required=["kind"]),
-     "In context=('properties', 'operations', 'items'), 'required' is required to be supplied and to be an array "
-     "including every key in properties. Missing 'qty'."),
-    (changed(ORDER, required=["operations", "note", "extra"]),
-     "In context=(), 'required' must be an array that includes every key in `properties`. "
-     "Extra required key 'extra' supplied."),
-    (changed(ORDER, (*LEG_PATH, "properties", "kind"), minLength=1),
-     "In context=('properties', 'operations', 'items', 'properties', 'kind'), 'minLength' is not permitted."),
-    (changed(ORDER, ("properties", "note"), drop="type", oneOf=[{"type": "string"}, {"type": "null"}]),
-     "In context=('properties', 'note'), 'oneOf' is not permitted."),
+    (
+        changed(ORDER, drop="additionalProperties"),
+        "In context=(), 'additionalProperties' is required to be supplied and to be false.",
+    ),
+    (
+        changed(ORDER, LEG_PATH, required=["kind"]),
+        "In context=('properties', 'operations', 'items'), 'required' is required to be supplied and to be an array "
+        "including every key in properties. Missing 'qty'.",
+    ),
+    (
+        changed(ORDER, required=["operations", "note", "extra"]),
+        "In context=(), 'required' must be an array that includes every key in `properties`. "
+        "Extra required key 'extra' supplied.",
+    ),
+    (
+        changed(ORDER, (*LEG_PATH, "properties", "kind"), minLength=1),
+        "In context=('properties', 'operations', 'items', 'properties', 'kind'), 'minLength' is not permitted.",
+    ),
+    (
+        changed(ORDER, ("properties", "note"), drop="type", oneOf=[{"type": "string"}, {"type": "null"}]),
+        "In context=('properties', 'note'), 'oneOf' is not permitted.",
+    ),
     ({"anyOf": [ORDER]}, "schema must be a JSON Schema of 'type: \"object\"', got 'type: \"None\"'."),
 ]
 
@@ -399,15 +547,16 @@ def test_strict_schemas_are_checked_in_chat(shared: openai.OpenAI, schema, probl
 
 def test_strict_schemas_are_checked_in_responses_and_in_tools(client: openai.OpenAI):
     loose = changed(ORDER, LEG_PATH, drop="additionalProperties")
-    problem = (
-        "In context=('properties', 'operations', 'items'), 'additionalProperties' is required to be supplied and to be false."
-    )
+    problem = "In context=('properties', 'operations', 'items'), 'additionalProperties' is required to be supplied and to be false."
     error = refused(client.responses.create, model="gpt-6-astra", input="Hello", text=text_format(loose))
     assert (error.body["param"], error.body["code"]) == ("text.format.schema", "invalid_json_schema")
     assert error.body["message"] == f"Invalid schema for response_format 'order': {problem}"
     tools = [chat_tool(ORDER), chat_tool(loose, "other")]
     error = refused(client.chat.completions.create, model="gpt-5-mini", messages=HELLO, tools=tools)
-    assert (error.body["param"], error.body["code"]) == ("tools[1].function.parameters", "invalid_function_parameters")
+    assert (error.body["param"], error.body["code"]) == (
+        "tools[1].function.parameters",
+        "invalid_function_parameters",
+    )
     assert error.body["message"] == f"Invalid schema for function 'other': {problem}"
     error = refused(client.responses.create, model="gpt-6-astra", input="Hello", tools=[flat_tool(loose)])
     assert (error.body["param"], error.body["code"]) == ("tools[0].parameters", "invalid_function_parameters")
@@ -438,7 +587,10 @@ def test_a_conforming_strict_schema_with_defs_refs_and_unions_is_accepted(client
         "$defs": {"Leg": leg},
         "properties": {
             "legs": {"type": "array", "items": {"$ref": "#/$defs/Leg"}, "minItems": 1, "maxItems": 3},
-            "mode": {"anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}], "description": "optional"},
+            "mode": {
+                "anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}],
+                "description": "optional",
+            },
         },
         "required": ["legs", "mode"],
         "additionalProperties": False,
@@ -479,7 +631,8 @@ def test_a_long_shared_prefix_is_cached_and_a_short_prompt_never(client: openai.
 def test_the_cache_works_on_responses_and_per_model(client: openai.OpenAI):
     instructions = "Rules of the market. " * 250
     first, other_model, second = (
-        respond(client, model, instructions=instructions)[0].usage for model in ("gpt-5-mini", "gpt-6-luna", "gpt-5-mini")
+        respond(client, model, instructions=instructions)[0].usage
+        for model in ("gpt-5-mini", "gpt-6-luna", "gpt-5-mini")
     )
     assert first.input_tokens_details.cached_tokens == 0
     assert other_model.input_tokens_details.cached_tokens == 0
@@ -507,7 +660,10 @@ def test_the_rpm_limit_refuses_within_a_sliding_minute(fake: FakeOpenAI, client:
         "param": None,
         "code": "rate_limit_exceeded",
     }
-    assert (error.response.headers["retry-after"], error.response.headers["retry-after-ms"]) == ("20", "20000")
+    assert (error.response.headers["retry-after"], error.response.headers["retry-after-ms"]) == (
+        "20",
+        "20000",
+    )
     assert fake.rate_limited == 1
     now[0] += 20  # the first request leaves the window
     _, _, headers = chat(client)
@@ -533,7 +689,9 @@ def test_a_scripted_429_carries_retry_after(fake: FakeOpenAI, client: openai.Ope
         (400, "invalid_request_error", "context_length_exceeded", openai.BadRequestError),
     ],
 )
-def test_scripted_failures_have_openai_bodies(fake: FakeOpenAI, client: openai.OpenAI, status, kind, code, exception):
+def test_scripted_failures_have_openai_bodies(
+    fake: FakeOpenAI, client: openai.OpenAI, status, kind, code, exception
+):
     fake.fail(status, times=2)
     for _ in range(2):
         error = refused(client.responses.create, model="gpt-4.1-mini", input="Hello")

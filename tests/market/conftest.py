@@ -8,15 +8,16 @@ with another test folder's.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
+from scenario_params import SCENARIO_FILES
 
 from market.env import MarketEnv
 from market.scenario import PRICE_CEILING_FACTOR, Scenario, load_scenario
 from market.types import MESSAGE_INDEX, DayRecord, Decision, Observation, Rejection
-from scenario_params import SCENARIO_FILES
 
 TOLERANCE = 1e-6  # relative
 
@@ -54,7 +55,11 @@ def expected_unit_cost(scenario: Scenario, product_id: str, day: int) -> float:
     product = next(p for p in scenario.products if p.id == product_id)
     cost = product.unit_cost
     for event in scenario.events:
-        if event.kind == "cost" and event.start_day <= day <= event.end_day and event.product in (None, product_id):
+        if (
+            event.kind == "cost"
+            and event.start_day <= day <= event.end_day
+            and event.product in (None, product_id)
+        ):
             cost *= event.multiplier
     return cost
 
@@ -82,7 +87,13 @@ def _op_name(item: Any) -> Any:
 _NOT_GIVEN = object()
 
 
-def check_day(prev_record: DayRecord | None, record: DayRecord, scenario: Scenario, decision: Any = _NOT_GIVEN, reward: float | None = None) -> None:
+def check_day(
+    prev_record: DayRecord | None,
+    record: DayRecord,
+    scenario: Scenario,
+    decision: Any = _NOT_GIVEN,
+    reward: float | None = None,
+) -> None:
     """Assert every identity one merchant's day record must satisfy.
 
     prev_record is the same merchant's record of the day before (None on day 1). When the
@@ -106,20 +117,35 @@ def check_day(prev_record: DayRecord | None, record: DayRecord, scenario: Scenar
     if -1 in indices:
         assert len(r.rejections) == 1 and not r.operations, "a rejected decision applies nothing"
     for op in r.operations:
-        assert isinstance(op, dict) and op.get("op") in {"set_price", "order", "advertise", "collect", "wait"}, op
+        assert isinstance(op, dict) and op.get("op") in {
+            "set_price",
+            "order",
+            "advertise",
+            "collect",
+            "wait",
+        }, op
     if decision is not _NOT_GIVEN:
         is_arrays = isinstance(decision, dict) and "price" in decision and "operations" not in decision
         items = _given_items(decision)
         if decision is None:
             assert not r.operations and not r.rejections
         elif items is not None:
-            assert len(r.operations) + len(of_operations) == len(items), (decision, r.operations, r.rejections)
+            assert len(r.operations) + len(of_operations) == len(items), (
+                decision,
+                r.operations,
+                r.rejections,
+            )
             assert all(0 <= i < len(items) for i in indices), (indices, len(items))
             for rejection in of_operations:
                 if isinstance(rejection.operation, dict):
-                    assert rejection.operation.get("op") == _op_name(items[rejection.index]), "rejection names the wrong position"
+                    assert rejection.operation.get("op") == _op_name(items[rejection.index]), (
+                        "rejection names the wrong position"
+                    )
         elif not is_arrays:
-            assert not r.operations and len(r.rejections) == 1 and r.rejections[0].index == -1, (decision, r.rejections)
+            assert not r.operations and len(r.rejections) == 1 and r.rejections[0].index == -1, (
+                decision,
+                r.rejections,
+            )
     ordered_by_ops = dict.fromkeys(products, 0.0)
     price_by_ops: dict[str, float] = {}
     advertised = 0.0
@@ -156,7 +182,12 @@ def check_day(prev_record: DayRecord | None, record: DayRecord, scenario: Scenar
         assert sold <= wanted + TOLERANCE * max(1.0, wanted)
         assert _close(lost, wanted - sold, wanted)
         if stochastic:
-            for name, value in (("sold", sold), ("first_choice", wanted), ("ordered", ordered), ("arrived", arrived)):
+            for name, value in (
+                ("sold", sold),
+                ("first_choice", wanted),
+                ("ordered", ordered),
+                ("arrived", arrived),
+            ):
                 assert float(value).is_integer(), f"{name} of {pid} is {value}, not a whole number"
 
         stock_start = prev_record.inventory[pid] if prev_record else product.initial_stock
@@ -167,7 +198,9 @@ def check_day(prev_record: DayRecord | None, record: DayRecord, scenario: Scenar
             assert arrived == 0 and in_transit == 0
         assert _close(in_transit, transit_start + (ordered - instant) - arrived, transit_start, ordered)
         if s.demand.stock_limited:
-            assert sold <= available + TOLERANCE * max(1.0, available), f"sold {sold} of {pid} with {available} available"
+            assert sold <= available + TOLERANCE * max(1.0, available), (
+                f"sold {sold} of {pid} with {available} available"
+            )
             assert _close(inventory, available - sold, available)
         else:
             assert _close(inventory, available, available)
@@ -194,11 +227,23 @@ def check_day(prev_record: DayRecord | None, record: DayRecord, scenario: Scenar
     ), f"cash identity broken on day {r.day}: {r}"
     receivables_start = prev_record.receivables if prev_record else 0.0
     assert r.receivables >= -TOLERANCE * max(1.0, receivables_start)
-    assert _close(r.receivables, receivables_start + r.revenue - r.revenue_cash - r.collected, receivables_start, r.revenue)
+    assert _close(
+        r.receivables,
+        receivables_start + r.revenue - r.revenue_cash - r.collected,
+        receivables_start,
+        r.revenue,
+    )
     assert _close(r.net_worth, r.cash_end + goods + r.receivables, r.cash_end, goods, r.receivables)
     if reward is not None:
-        stock_start = {pid: (prev_record.inventory[pid] + prev_record.in_transit[pid]) if prev_record else p.initial_stock for pid, p in products.items()}
-        worth_start = cash_start + receivables_start + sum(stock_start[pid] * r.unit_cost[pid] for pid in products)
+        stock_start = {
+            pid: (prev_record.inventory[pid] + prev_record.in_transit[pid])
+            if prev_record
+            else p.initial_stock
+            for pid, p in products.items()
+        }
+        worth_start = (
+            cash_start + receivables_start + sum(stock_start[pid] * r.unit_cost[pid] for pid in products)
+        )
         assert _close(reward, r.net_worth - worth_start, r.net_worth, worth_start)
 
     # --- reputation and bankruptcy
@@ -211,7 +256,9 @@ def check_day(prev_record: DayRecord | None, record: DayRecord, scenario: Scenar
 Policy = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def run_match(env: MarketEnv, policy: Policy, seed: int | None = None, days: int | None = None, check: bool = True) -> list[dict[str, DayRecord]]:
+def run_match(
+    env: MarketEnv, policy: Policy, seed: int | None = None, days: int | None = None, check: bool = True
+) -> list[dict[str, DayRecord]]:
     """Reset `env` and play it to the end (or for `days` days); policy(observations) -> actions.
 
     Returns, per day, {agent: DayRecord}. With check, every record goes through check_day,
@@ -230,7 +277,13 @@ def run_match(env: MarketEnv, policy: Policy, seed: int | None = None, days: int
             assert set(infos) == set(rewards) == set(terminations) == set(truncations) == set(playing)
             last = records[playing[0]].day == env.days
             for agent, record in records.items():
-                check_day(previous.get(agent), record, env.scenario, decision=actions.get(agent), reward=rewards[agent])
+                check_day(
+                    previous.get(agent),
+                    record,
+                    env.scenario,
+                    decision=actions.get(agent),
+                    reward=rewards[agent],
+                )
                 assert terminations[agent] == record.bankrupt
                 assert truncations[agent] == last
             survivors = [] if last else [a for a in playing if not terminations[a]]
@@ -277,10 +330,19 @@ def random_operation(rng: np.random.Generator, obs: Observation, scenario: Scena
     pid = product.id if rng.random() > 0.05 else "unicorn"
     state = state_of(obs, product.id)
     cash = max(obs.cash, 0.0)
-    kind = rng.choice(["set_price", "order", "advertise", "collect", "wait", "malformed"], p=[0.3, 0.3, 0.1, 0.12, 0.08, 0.1])
+    kind = rng.choice(
+        ["set_price", "order", "advertise", "collect", "wait", "malformed"],
+        p=[0.3, 0.3, 0.1, 0.12, 0.08, 0.1],
+    )
     if kind == "set_price":
         plausible = round(float(product.reference_price * rng.uniform(0.3, 3.0)), 2)
-        options = [plausible] * 8 + [-1.0, 0.0, product.reference_price * (PRICE_CEILING_FACTOR + 1), float("nan"), 1e300]
+        options = [plausible] * 8 + [
+            -1.0,
+            0.0,
+            product.reference_price * (PRICE_CEILING_FACTOR + 1),
+            float("nan"),
+            1e300,
+        ]
         return {"op": "set_price", "product": pid, "price": options[int(rng.integers(len(options)))]}
     if kind == "order":
         affordable = int(cash / state.unit_cost)
@@ -302,7 +364,10 @@ def random_operation(rng: np.random.Generator, obs: Observation, scenario: Scena
         return {"op": "order", "product": pid, "quantity": quantity}
     if kind == "advertise":
         options = [round(float(rng.uniform(0, 300)), 2), -10.0, cash * 2 + 1, float("nan"), 0.0]
-        return {"op": "advertise", "amount": options[int(rng.choice(len(options), p=[0.6, 0.1, 0.1, 0.1, 0.1]))]}
+        return {
+            "op": "advertise",
+            "amount": options[int(rng.choice(len(options), p=[0.6, 0.1, 0.1, 0.1, 0.1]))],
+        }
     if kind in ("collect", "wait"):
         return {"op": kind}
     return MALFORMED_OPERATIONS[int(rng.integers(len(MALFORMED_OPERATIONS)))]
@@ -331,7 +396,9 @@ def _json_safe(value: Any) -> bool:
         return False
 
 
-def random_policy(scenario: Scenario, action_seed: int, repertoire: list[Any] | None = None, repertoire_share: float = 0.3) -> Policy:
+def random_policy(
+    scenario: Scenario, action_seed: int, repertoire: list[Any] | None = None, repertoire_share: float = 0.3
+) -> Policy:
     """A policy giving each merchant each day a random decision (or one from `repertoire`)."""
     rng = np.random.default_rng(action_seed)
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 from typer.testing import CliRunner
 
 from arena.cli import app
@@ -18,7 +19,6 @@ from market.engine import Market
 from market.equilibrium import Benchmarks, EquilibriumError, Outcome, equilibria, price_games, verify
 from market.scenario import Choice, Product, Scenario, Seat, load_scenario
 from market.yaml_files import ConfigError
-from property_examples import examples
 
 CALVANO = load_scenario("calvano")
 
@@ -93,7 +93,9 @@ def test_symmetric_markets_agree_with_an_independent_solution(seats):
     assert solved.monopoly.prices == pytest.approx([monopoly] * seats, rel=1e-7)
 
 
-def _logit_profits(prices: np.ndarray, costs: np.ndarray, a: np.ndarray, b: float, outside: float, size: float) -> np.ndarray:
+def _logit_profits(
+    prices: np.ndarray, costs: np.ndarray, a: np.ndarray, b: float, outside: float, size: float
+) -> np.ndarray:
     """D (p_i - c_i) exp(a_i - b p_i) / (exp(outside) + sum_j exp(a_j - b p_j)): the test's own logit."""
     weights = np.exp(a - b * prices)
     return size * (prices - costs) * weights / (math.exp(outside) + weights.sum(axis=-1, keepdims=True))
@@ -106,14 +108,18 @@ def asymmetric_markets(draw):
     costs = [draw(money) for _ in range(seats)]
     qualities = [draw(st.floats(-2, 2)) for _ in range(seats)]
     choice = Choice(
-        price_sensitivity=draw(st.floats(0.5, 8)), reputation_weight=draw(st.floats(0, 3)),
-        quality_weight=draw(st.floats(0, 2)), no_purchase_utility=draw(st.floats(-4, 2)),
-    )  # fmt: skip
+        price_sensitivity=draw(st.floats(0.5, 8)),
+        reputation_weight=draw(st.floats(0, 3)),
+        quality_weight=draw(st.floats(0, 2)),
+        no_purchase_utility=draw(st.floats(-4, 2)),
+    )
     product = Product(id="x", unit_cost=1.0, reference_price=draw(money), base_demand=draw(st.floats(1, 500)))
     scenario = Scenario(
-        name="random", products=(product,), choice=choice,
+        name="random",
+        products=(product,),
+        choice=choice,
         seats=tuple(Seat(unit_cost={"x": c}, quality={"x": q}) for c, q in zip(costs, qualities)),
-    )  # fmt: skip
+    )
     return scenario, np.array(costs), np.array(qualities)
 
 
@@ -127,18 +133,24 @@ def test_nobody_gains_by_deviating_from_nash_and_no_joint_move_raises_the_cartel
     a = choice.reputation_weight * scenario.reputation.initial + choice.quality_weight * qualities
 
     def profits(prices):
-        return _logit_profits(np.asarray(prices, dtype=float), costs, a, b, choice.no_purchase_utility, product.base_demand)
+        return _logit_profits(
+            np.asarray(prices, dtype=float), costs, a, b, choice.no_purchase_utility, product.base_demand
+        )
 
     nash, joint = np.array(solved.nash.prices), np.array(solved.monopoly.prices)
     assert np.array(solved.nash.profits) == pytest.approx(profits(nash), rel=1e-9)
     rng = np.random.default_rng(seed)
     for i in range(seats):  # any other price of one seat, the others at Nash
         deviations = np.tile(nash, (4000, 1))
-        deviations[:, i] = np.concatenate([np.linspace(costs[i], nash[i] + 30 / b, 2000), nash[i] * (1 + rng.uniform(-0.05, 0.05, 2000))])
+        deviations[:, i] = np.concatenate(
+            [np.linspace(costs[i], nash[i] + 30 / b, 2000), nash[i] * (1 + rng.uniform(-0.05, 0.05, 2000))]
+        )
         assert profits(deviations)[:, i].max() <= profits(nash)[i] * (1 + 1e-9)
     moves = joint * rng.uniform(-1e-3, 1e-3, (500, seats))  # any small move of the cartel's prices
     assert profits(joint + moves).sum(axis=1).max() <= profits(joint).sum() * (1 + 1e-12)
-    assert np.all(joint >= nash * (1 - 1e-9))  # colluding raises every price (barely, beside a rival that sells next to nothing)
+    assert np.all(
+        joint >= nash * (1 - 1e-9)
+    )  # colluding raises every price (barely, beside a rival that sells next to nothing)
 
 
 def test_the_checks_find_a_wrong_nash_price_and_a_wrong_cartel_price():
@@ -163,7 +175,12 @@ def test_the_market_charges_each_seat_its_own_cost_and_customers_see_its_own_qua
     costs, qualities, prices = [1.0, 0.75], [2.0, 2.25], [1.8, 1.6]
     market = Market(calvano_seats(costs, qualities), [["a", "b"], ["c", "d"]])
     market.reset([1, 2])
-    change = market.advance(decisions={i: {"operations": [{"op": "set_price", "product": "good", "price": prices[i % 2]}]} for i in range(4)})
+    change = market.advance(
+        decisions={
+            i: {"operations": [{"op": "set_price", "product": "good", "price": prices[i % 2]}]}
+            for i in range(4)
+        }
+    )
     weights = [math.exp((a - p) / 0.25) for a, p in zip(qualities, prices)]
     expected = [(p - c) * w / (sum(weights) + 1) for p, c, w in zip(prices, costs, weights)]
     assert change.tolist() == pytest.approx(expected * 2, rel=1e-12)
@@ -177,10 +194,14 @@ def test_a_match_needs_as_many_merchants_as_the_scenario_has_seats():
 
 def test_seats_may_only_name_the_scenarios_products_and_positive_costs(tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text("name: s\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\nseats: [{unit_cost: {y: 1}}]\n")
+    path.write_text(
+        "name: s\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\nseats: [{unit_cost: {y: 1}}]\n"
+    )
     with pytest.raises(ConfigError, match="seats.0. names unknown product 'y'"):
         load_scenario(path)
-    path.write_text("name: s\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\nseats: [{unit_cost: {x: 0}}]\n")
+    path.write_text(
+        "name: s\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\nseats: [{unit_cost: {x: 0}}]\n"
+    )
     with pytest.raises(ConfigError, match="unit_cost of 'x' must be above 0"):
         load_scenario(path)
 
@@ -188,12 +209,17 @@ def test_seats_may_only_name_the_scenarios_products_and_positive_costs(tmp_path)
 def test_a_tournament_whose_matches_do_not_fill_the_seats_is_refused(tmp_path):
     from tournaments.config import load_tournament
 
-    (tmp_path / "duo.yaml").write_text(CALVANO.model_copy(update={"name": "duo", "seats": (Seat(), Seat())}).model_dump_json())
+    (tmp_path / "duo.yaml").write_text(
+        CALVANO.model_copy(update={"name": "duo", "seats": (Seat(), Seat())}).model_dump_json()
+    )
     (tmp_path / "t.yaml").write_text(
         "name: t\nformat: free_for_all\nscenarios: [duo.yaml]\n"
         "contestants: [{name: a, kind: fixed_price}, {name: b, kind: fixed_price}, {name: c, kind: fixed_price}]\n"
     )
-    with pytest.raises(ConfigError, match=r"scenarios\[0\].*has 2 seats, so its matches need 2 merchants, not 3 \(free_for_all puts 3 in each\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"scenarios\[0\].*has 2 seats, so its matches need 2 merchants, not 3 \(free_for_all puts 3 in each\)",
+    ):
         load_tournament(tmp_path / "t.yaml")
 
 
@@ -204,7 +230,13 @@ def test_arena_equilibrium_prints_the_benchmarks_as_json_in_seat_order(tmp_path)
     assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout)
     solved = equilibria(load_scenario(path), 2)["good"]
-    assert printed == {"scenario": "asym", "merchants": 2, "products": {"good": {"nash": Outcome.as_dict(solved.nash), "monopoly": Outcome.as_dict(solved.monopoly)}}}
+    assert printed == {
+        "scenario": "asym",
+        "merchants": 2,
+        "products": {
+            "good": {"nash": Outcome.as_dict(solved.nash), "monopoly": Outcome.as_dict(solved.monopoly)}
+        },
+    }
     assert printed["products"]["good"]["nash"]["prices"] == pytest.approx([1.37233, 1.20377], abs=1e-5)
     table = CliRunner().invoke(app, ["equilibrium", "calvano", "--merchants", "3"])
     assert table.exit_code == 0 and "1.37016" in table.stdout and "2.00000" in table.stdout
@@ -215,13 +247,18 @@ def test_arena_equilibrium_prints_the_benchmarks_as_json_in_seat_order(tmp_path)
     [
         (["equilibrium", "calvano_typo"], "no shipped scenario is named 'calvano_typo'"),
         (["equilibrium", "{tmp}/missing.yaml"], "missing.yaml: no such file"),
-        (["equilibrium", "{tmp}/asym.yaml", "--merchants", "3"], "has 2 seats, so its matches need 2 merchants, not 3"),
+        (
+            ["equilibrium", "{tmp}/asym.yaml", "--merchants", "3"],
+            "has 2 seats, so its matches need 2 merchants, not 3",
+        ),
         (["equilibrium", "{tmp}/flat.yaml"], "customers ignore prices"),
     ],
 )
 def test_arena_equilibrium_refuses_a_mistake_in_one_line_with_status_2(tmp_path, arguments, message):
     (tmp_path / "asym.yaml").write_text(calvano_seats([1, 0.5], [2, 2]).model_dump_json())
-    (tmp_path / "flat.yaml").write_text(CALVANO.model_copy(update={"choice": Choice(price_sensitivity=0)}).model_dump_json())
+    (tmp_path / "flat.yaml").write_text(
+        CALVANO.model_copy(update={"choice": Choice(price_sensitivity=0)}).model_dump_json()
+    )
     result = CliRunner().invoke(app, [a.format(tmp=tmp_path) for a in arguments])
     assert result.exit_code == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1

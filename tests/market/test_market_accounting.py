@@ -10,15 +10,19 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
+from scenario_params import scenarios_where
 
 from market.accounting import day_trade_profit, net_worth, starting_net_worth, trade_profit
 from market.daylog import DayLog
 from market.demand import allocate_markets, logit_shares
 from market.env import MarketEnv
-from scenario_params import scenarios_where
-from property_examples import examples
 
-FUZZ = settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=examples(12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 class Allocation(NamedTuple):
@@ -29,7 +33,13 @@ class Allocation(NamedTuple):
 
 def allocate(customers, utility, outside, stock, rng) -> Allocation:
     """One market's split, through allocate_markets (a market per row)."""
-    wanted, sold, no_purchase = allocate_markets(np.array([customers], dtype=float), utility[None, :], outside, None if stock is None else stock[None, :], None if rng is None else [rng])
+    wanted, sold, no_purchase = allocate_markets(
+        np.array([customers], dtype=float),
+        utility[None, :],
+        outside,
+        None if stock is None else stock[None, :],
+        None if rng is None else [rng],
+    )
     return Allocation(wanted[0], sold[0], float(no_purchase[0]))
 
 
@@ -51,7 +61,9 @@ def operation_strategy(product_ids: list[str], malformed: list) -> st.SearchStra
 
 def decision_strategy(product_ids: list[str], market) -> st.SearchStrategy:
     operations = st.lists(operation_strategy(product_ids, market.malformed_operations), max_size=6)
-    return st.one_of(operations, operations.map(lambda ops: {"operations": ops}), st.sampled_from(market.garbage_decisions))
+    return st.one_of(
+        operations, operations.map(lambda ops: {"operations": ops}), st.sampled_from(market.garbage_decisions)
+    )
 
 
 @FUZZ
@@ -63,7 +75,9 @@ def decision_strategy(product_ids: list[str], market) -> st.SearchStrategy:
 )
 def test_identities_hold_every_day_under_random_play(scenario, market, seed, merchants, action_seed, data):
     days = data.draw(st.integers(1, scenario.days), label="days")
-    repertoire = data.draw(st.lists(decision_strategy(scenario.product_ids, market), min_size=1, max_size=6), label="repertoire")
+    repertoire = data.draw(
+        st.lists(decision_strategy(scenario.product_ids, market), min_size=1, max_size=6), label="repertoire"
+    )
     env = MarketEnv(scenario, merchants, days=days)
     history = market.run(env, market.random_policy(scenario, action_seed, repertoire), seed=seed)
     # The match runs to its last day unless every merchant goes bankrupt first.
@@ -104,18 +118,28 @@ def test_net_worth_values_goods_at_the_days_cost_from_before_day_1(market):
     net worth is market.accounting.net_worth of that day's books."""
     base = market.load("price_war")
     shock = {"name": "shock", "kind": "cost", "start_day": 1, "end_day": 2, "multiplier": 1.5}
-    scenario = market.vary(base, events=[shock], **{"finance.credit_share": 0.5, "finance.credit_days": 1, "products.lead_time": 1})
+    scenario = market.vary(
+        base,
+        events=[shock],
+        **{"finance.credit_share": 0.5, "finance.credit_days": 1, "products.lead_time": 1},
+    )
     history = market.run(MarketEnv(scenario, 3, days=4), market.random_policy(scenario, 2), seed=5)
     records = [record for day in history for record in day.values()]
     log = DayLog.of(records, scenario.product_ids)
     first = np.array([log.rows_of(m)[0] for m in log.merchants])
     (product,) = scenario.products
-    assert starting_net_worth(log, first) == pytest.approx([scenario.finance.initial_cash + product.initial_stock * product.unit_cost * 1.5] * 3)
+    assert starting_net_worth(log, first) == pytest.approx(
+        [scenario.finance.initial_cash + product.initial_stock * product.unit_cost * 1.5] * 3
+    )
     ids = scenario.product_ids
-    assert any(r.day == 1 and r.units_sold[ids[0]] > 0 for r in records)  # day 1's trade is taken out of its close
+    assert any(
+        r.day == 1 and r.units_sold[ids[0]] > 0 for r in records
+    )  # day 1's trade is taken out of its close
     for r in records:
         goods = np.array([[r.inventory[p] + r.in_transit[p] for p in ids]])
-        books = net_worth(np.array([r.cash_end]), goods, np.array([r.unit_cost[p] for p in ids]), np.array([r.receivables]))
+        books = net_worth(
+            np.array([r.cash_end]), goods, np.array([r.unit_cost[p] for p in ids]), np.array([r.receivables])
+        )
         assert books[0] == pytest.approx(r.net_worth, rel=1e-12)
 
 
@@ -132,15 +156,24 @@ def test_a_days_trade_profit_is_its_change_in_net_worth_but_for_what_new_costs_d
     records = [record for day in history for record in day.values()]
     ids = scenario.product_ids
     steady = moved = 0
-    for before, after in ((a, b) for a in records for b in records if a.merchant == b.merchant and b.day == a.day + 1):
-        revalued = sum((after.unit_cost[p] - before.unit_cost[p]) * (before.inventory[p] + before.in_transit[p]) for p in ids)
-        assert after.net_worth - before.net_worth == pytest.approx(day_trade_profit(after) + revalued, abs=1e-6)
+    for before, after in (
+        (a, b) for a in records for b in records if a.merchant == b.merchant and b.day == a.day + 1
+    ):
+        revalued = sum(
+            (after.unit_cost[p] - before.unit_cost[p]) * (before.inventory[p] + before.in_transit[p])
+            for p in ids
+        )
+        assert after.net_worth - before.net_worth == pytest.approx(
+            day_trade_profit(after) + revalued, abs=1e-6
+        )
         steady, moved = steady + (revalued == 0), moved + (revalued != 0)
     assert steady > 0 and moved > 0  # both kinds of day were checked
     assert any(day_trade_profit(r) != 0 for r in records)
     log = DayLog.of(records, ids)
     columns = [log.scalar(name) for name in ("revenue", "advertising", "holding", "fixed")]
-    by_rows = trade_profit(columns[0], log.product_values("units_sold"), log.product_values("unit_cost"), *columns[1:])
+    by_rows = trade_profit(
+        columns[0], log.product_values("units_sold"), log.product_values("unit_cost"), *columns[1:]
+    )
     assert by_rows.tolist() == pytest.approx([day_trade_profit(r) for r in log], rel=1e-12)
 
 
@@ -160,7 +193,9 @@ def test_allocation_conserves_customers(utility, outside, customers, stocked, sa
     n = len(utility)
     utility = np.array(utility)
     if stocked:
-        stock = np.array(data.draw(st.lists(st.integers(0, 400), min_size=n, max_size=n), label="stock"), dtype=float)
+        stock = np.array(
+            data.draw(st.lists(st.integers(0, 400), min_size=n, max_size=n), label="stock"), dtype=float
+        )
         if not sampled:
             stock += np.array(data.draw(st.lists(st.floats(0, 1), min_size=n, max_size=n), label="fraction"))
     else:

@@ -9,10 +9,10 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from market.engine import Market
 from market.types import ArrayDecisions
-from property_examples import examples
 
 
 def random_arrays(rng: np.random.Generator, market: Market) -> ArrayDecisions:
@@ -21,7 +21,9 @@ def random_arrays(rng: np.random.Generator, market: Market) -> ArrayDecisions:
     reference = np.array([pr.reference_price for pr in market.scenario.products])
     prices = reference * rng.choice([math.nan, -1.0, 0.5, 1.0, 1.7, 250.0, math.inf], size=(m, p))
     affordable = market.cash[:, None] / np.array([pr.unit_cost for pr in market.scenario.products])
-    orders = np.floor(affordable * rng.choice([0.0, 0.0, 0.1, 0.6, 0.6, 1.2, 5.0], size=(m, p))) + rng.choice([0.0, 0.0, 0.5], size=(m, p))
+    orders = np.floor(affordable * rng.choice([0.0, 0.0, 0.1, 0.6, 0.6, 1.2, 5.0], size=(m, p))) + rng.choice(
+        [0.0, 0.0, 0.5], size=(m, p)
+    )
     orders[rng.random((m, p)) < 0.05] = math.inf
     return ArrayDecisions(rng.random(m) < 0.5, prices, orders)
 

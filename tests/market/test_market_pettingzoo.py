@@ -34,7 +34,9 @@ def test_parallel_api(scenario, numeric):
 
 @pytest.mark.parametrize("numeric", [False, True], ids=["models", "numeric"])
 def test_parallel_seed(scenario, numeric):
-    parallel_seed_test(lambda: MarketEnv(scenario, 3, days=min(scenario.days, 12), numeric=numeric), num_cycles=12)
+    parallel_seed_test(
+        lambda: MarketEnv(scenario, 3, days=min(scenario.days, 12), numeric=numeric), num_cycles=12
+    )
 
 
 def test_seeded_runs_agree_day_after_day(scenario):
@@ -64,7 +66,9 @@ def test_numeric_observations_lie_in_the_observation_space(scenario):
         for agent, obs in observations.items():
             space = env.observation_space(agent)
             assert space.contains(obs), {k: (v, space[k]) for k, v in obs.items() if not space[k].contains(v)}
-        observations, rewards, terminations, truncations, infos = env.step({a: env.action_space(a).sample() for a in env.agents})
+        observations, rewards, terminations, truncations, infos = env.step(
+            {a: env.action_space(a).sample() for a in env.agents}
+        )
         days += 1
     for obs in observations.values():
         assert env.observation_space("m0").contains(obs)
@@ -73,7 +77,9 @@ def test_numeric_observations_lie_in_the_observation_space(scenario):
 def test_observations_and_infos_have_the_documented_types(scenario):
     env = MarketEnv(scenario, 2)
     observations, infos = env.reset(seed=0)
-    assert all(isinstance(o, Observation) and o.day == 1 and o.yesterday is None for o in observations.values())
+    assert all(
+        isinstance(o, Observation) and o.day == 1 and o.yesterday is None for o in observations.values()
+    )
     assert infos == {"m0": {}, "m1": {}}
     observations, rewards, terminations, truncations, infos = env.step({})
     for agent in ("m0", "m1"):
@@ -86,7 +92,9 @@ def test_observations_and_infos_have_the_documented_types(scenario):
 def test_numeric_observations_hide_what_the_scenario_hides(scenario):
     """Rivals' prices a scenario hides read 0 in the arrays (and None in the models); a
     merchant always sees its own."""
-    hidden = scenario.model_copy(update={"visibility": scenario.visibility.model_copy(update={"rival_prices": False})})
+    hidden = scenario.model_copy(
+        update={"visibility": scenario.visibility.model_copy(update={"rival_prices": False})}
+    )
     env = MarketEnv(hidden, 3, numeric=True)
     observations, _ = env.reset(seed=2)
     own = [pr.start_price for pr in hidden.products]
@@ -107,7 +115,10 @@ def _decisions(env: MarketEnv, day: int) -> dict:
     product = env.scenario.product_ids[0]
     answers: dict = {}
     for i, agent in enumerate(env.agents):
-        answers[agent] = Decision(operations=[SetPrice(product=product, price=12.0 + i + day / 10)], message=f"{agent} on day {day}" if i % 2 else None)
+        answers[agent] = Decision(
+            operations=[SetPrice(product=product, price=12.0 + i + day / 10)],
+            message=f"{agent} on day {day}" if i % 2 else None,
+        )
     answers[env.agents[-1]] = "not json"
     return answers
 
@@ -132,14 +143,26 @@ def test_observations_are_made_only_for_the_merchants_that_read_them(monkeypatch
     records_made: Counter = Counter()
     if numeric:
         numbers = env_module._numbers
-        monkeypatch.setattr(env_module, "_numbers", lambda view, prices, i: made.update([lazy.possible_agents[i]]) or numbers(view, prices, i))
+        monkeypatch.setattr(
+            env_module,
+            "_numbers",
+            lambda view, prices, i: made.update([lazy.possible_agents[i]]) or numbers(view, prices, i),
+        )
     else:
         observation = engine_module.Observation
-        monkeypatch.setattr(engine_module, "Observation", lambda *fields: made.update([fields[0]]) or observation(*fields))
+        monkeypatch.setattr(
+            engine_module, "Observation", lambda *fields: made.update([fields[0]]) or observation(*fields)
+        )
     record = daylog_module.DayRecord
-    monkeypatch.setattr(daylog_module, "DayRecord", lambda *fields: records_made.update([fields[0]]) or record(*fields))
+    monkeypatch.setattr(
+        daylog_module, "DayRecord", lambda *fields: records_made.update([fields[0]]) or record(*fields)
+    )
 
-    same = (lambda a, b: a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)) if numeric else (lambda a, b: a == b)
+    same = (
+        (lambda a, b: a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a))
+        if numeric
+        else (lambda a, b: a == b)
+    )
     observations, _ = lazy.reset(seed=5)
     assert isinstance(observations, dict) and list(observations) == lazy.possible_agents
     assert same(observations["m1"], at_once[0]["m1"])
@@ -155,12 +178,16 @@ def test_observations_are_made_only_for_the_merchants_that_read_them(monkeypatch
         assert list(observations) == list(infos) == list(at_once[day])
         read_late(day - 1)  # after the market moved on
         if day % 2 == 0:
-            assert same(observations["m1"], at_once[day]["m1"]) and infos["m1"]["record"] == records[day]["m1"]
+            assert (
+                same(observations["m1"], at_once[day]["m1"]) and infos["m1"]["record"] == records[day]["m1"]
+            )
         late, late_infos = observations, infos
     lazy.reset(seed=6)
     read_late(days)
     assert made == {"m1": days + 1, "m4": days + 1}
-    assert records_made == ({"m1": days} if numeric else {"m1": days, "m4": days})  # a model's observation holds its yesterday
+    assert records_made == (
+        {"m1": days} if numeric else {"m1": days, "m4": days}
+    )  # a model's observation holds its yesterday
 
 
 def test_the_observations_read_as_a_plain_dict():
@@ -173,18 +200,30 @@ def test_the_observations_read_as_a_plain_dict():
 
     plain = {"a": "A", "b": "B"}
     readings = {
-        "dict": dict, "unpacked": lambda d: {**d}, "merged": lambda d: {} | d, "or": lambda d: d | {}, "copy": lambda d: d.copy(),
-        "items": lambda d: dict(d.items()), "values": lambda d: dict(zip(d, d.values())), "keywords": lambda d: (lambda **kw: kw)(**d),
-        "json": lambda d: json.loads(json.dumps(d)), "pickle": lambda d: pickle.loads(pickle.dumps(d)), "deepcopy": copy.deepcopy,
-        "repr": lambda d: ast.literal_eval(repr(d)), "get": lambda d: {k: d.get(k) for k in d}, "pop": lambda d: {k: d.pop(k) for k in list(d)},
-    }  # fmt: skip
+        "dict": dict,
+        "unpacked": lambda d: {**d},
+        "merged": lambda d: {} | d,
+        "or": lambda d: d | {},
+        "copy": lambda d: d.copy(),
+        "items": lambda d: dict(d.items()),
+        "values": lambda d: dict(zip(d, d.values())),
+        "keywords": lambda d: (lambda **kw: kw)(**d),
+        "json": lambda d: json.loads(json.dumps(d)),
+        "pickle": lambda d: pickle.loads(pickle.dumps(d)),
+        "deepcopy": copy.deepcopy,
+        "repr": lambda d: ast.literal_eval(repr(d)),
+        "get": lambda d: {k: d.get(k) for k in d},
+        "pop": lambda d: {k: d.pop(k) for k in list(d)},
+    }
     for name, read in readings.items():
         made.clear()
         assert read(fresh()) == plain, name
         assert sorted(made) == ["a", "b"], name
     made.clear()
     lazy = fresh()
-    assert len(lazy) == 2 and "a" in lazy and "c" not in lazy and lazy.get("c", 0) == 0 and made == []  # the keys need no values
+    assert (
+        len(lazy) == 2 and "a" in lazy and "c" not in lazy and lazy.get("c", 0) == 0 and made == []
+    )  # the keys need no values
     assert lazy["a"] == lazy["a"] == "A" and made == ["a"]
     assert lazy == plain and plain == lazy and not lazy != plain and made == ["a", "b"]
 
@@ -215,4 +254,8 @@ def test_the_aec_wrapper_makes_no_observation_nobody_reads():
         assert made == {2: 1}
     assert observed == env.market.observations(env.market.view(), [2])[0]
     rebuilt = type(aec.infos)(aec.infos.items())
-    assert type(rebuilt) is BuiltOnRead and rebuilt == aec.infos and BuiltOnRead.fromkeys("ab", 1) == {"a": 1, "b": 1}
+    assert (
+        type(rebuilt) is BuiltOnRead
+        and rebuilt == aec.infos
+        and BuiltOnRead.fromkeys("ab", 1) == {"a": 1, "b": 1}
+    )

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
+from scenario_params import scenarios_where
 
 from market.demand import choice_shares
 from market.env import MarketEnv
 from market.scenario import PRICE_CEILING_FACTOR
 from market.types import Decision, Order, SetPrice
-from scenario_params import scenarios_where
-from property_examples import examples
 
 
 def state_of(observation, product_id: str):
@@ -41,7 +41,11 @@ def hand_shares(scenario, product, prices, reputations):
     reputation + quality_weight * quality; share_i = exp(u_i) / (exp(u_0) + sum_j exp(u_j))."""
     c = scenario.choice
     weights = [
-        math.exp(-c.price_sensitivity * p / product.reference_price + c.reputation_weight * r + c.quality_weight * product.quality)
+        math.exp(
+            -c.price_sensitivity * p / product.reference_price
+            + c.reputation_weight * r
+            + c.quality_weight * product.quality
+        )
         for p, r in zip(prices, reputations)
     ]
     total = math.exp(c.no_purchase_utility) + sum(weights)
@@ -52,7 +56,9 @@ def hand_market_size(scenario, product, day):
     d = scenario.demand
     season = 1 + d.seasonal_amplitude * math.sin(2 * math.pi * (day - 1) / d.seasonal_period)
     events = math.prod(
-        e.multiplier for e in scenario.events if e.kind == "demand" and e.start_day <= day <= e.end_day and e.product in (None, product.id)
+        e.multiplier
+        for e in scenario.events
+        if e.kind == "demand" and e.start_day <= day <= e.end_day and e.product in (None, product.id)
     )
     return product.base_demand * d.weekday_factors[(day - 1) % 7] * season * events
 
@@ -68,7 +74,9 @@ def test_expected_sales_are_market_size_times_logit_share(market, prices, days):
     product = scenario.products[0]
     names = [f"m{i}" for i in range(len(prices))]
     env = MarketEnv(scenario, names, days=days)
-    set_prices = market.constant_policy({m: [{"op": "set_price", "product": product.id, "price": p}] for m, p in zip(names, prices)})
+    set_prices = market.constant_policy(
+        {m: [{"op": "set_price", "product": product.id, "price": p}] for m, p in zip(names, prices)}
+    )
     history = market.run(env, set_prices)
 
     reputations = [scenario.reputation.initial] * len(names)
@@ -79,7 +87,9 @@ def test_expected_sales_are_market_size_times_logit_share(market, prices, days):
             record = records[name]
             assert record.units_sold[product.id] == pytest.approx(size * share, rel=1e-12, abs=1e-12)
             assert record.revenue == pytest.approx(size * share * price, rel=1e-12, abs=1e-12)
-            assert record.purchases == pytest.approx(size * share * product.unit_cost, rel=1e-12, abs=1e-12)  # made to order
+            assert record.purchases == pytest.approx(
+                size * share * product.unit_cost, rel=1e-12, abs=1e-12
+            )  # made to order
             assert record.lost_sales[product.id] == 0
         reputations = [records[name].reputation for name in names]
 
@@ -87,14 +97,18 @@ def test_expected_sales_are_market_size_times_logit_share(market, prices, days):
     for a, pa in zip(names, prices):
         for b, pb in zip(names, prices):
             if pb - pa > 1e-6:  # an ulp apart, the shares may round to equal
-                assert first[a].units_sold[product.id] > first[b].units_sold[product.id], "a lower price must win a larger share"
+                assert first[a].units_sold[product.id] > first[b].units_sold[product.id], (
+                    "a lower price must win a larger share"
+                )
 
 
 def test_logit_game_by_the_numbers(market):
     """Two merchants at 1.5 and 2.5 (reference 2, sensitivity 4, outside -4, no reputation)."""
     scenario = market.load("logit_game")
     env = MarketEnv(scenario, 2, days=1)
-    policy = market.constant_policy({"m0": [SetPrice(product="good", price=1.5)], "m1": [SetPrice(product="good", price=2.5)]})
+    policy = market.constant_policy(
+        {"m0": [SetPrice(product="good", price=1.5)], "m1": [SetPrice(product="good", price=2.5)]}
+    )
     (day,) = market.run(env, policy)
     e0, e1, out = math.exp(-3.0), math.exp(-5.0), math.exp(-4.0)
     assert day["m0"].units_sold["good"] == pytest.approx(100 * e0 / (e0 + e1 + out), rel=1e-12)
@@ -105,17 +119,23 @@ def test_choice_shares_are_the_logit_of_the_utility_formula(market):
     """market.demand.choice_shares of several price profiles at once (one merchant's prices
     against fixed rivals), against the Choice docstring's formula: a merchant not selling is
     no option, and every customer goes somewhere."""
-    scenario = market.vary(market.load("price_war"), **{"choice.quality_weight": 0.7, "products.quality": 0.4})
+    scenario = market.vary(
+        market.load("price_war"), **{"choice.quality_weight": 0.7, "products.quality": 0.4}
+    )
     product = scenario.products[0]
     profiles = np.array([[18.0, 22.0, 15.0], [25.0, 22.0, 15.0]])
     reputation = np.array([0.7, 0.5, 0.9])
     selling = np.array([True, True, False])
-    shares = choice_shares(scenario.choice, profiles, product.reference_price, reputation, product.quality, selling)
+    shares = choice_shares(
+        scenario.choice, profiles, product.reference_price, reputation, product.quality, selling
+    )
     assert shares.shape == (2, 4)
     for row, prices in zip(shares, profiles):
         assert row[:2] == pytest.approx(hand_shares(scenario, product, prices[:2], reputation[:2]), rel=1e-12)
         assert row[2] == 0 and row.sum() == pytest.approx(1, rel=1e-12)
-    assert shares[0, 0] > shares[1, 0] and shares[0, 1] < shares[1, 1]  # dearer, it loses customers to its rival
+    assert (
+        shares[0, 0] > shares[1, 0] and shares[0, 1] < shares[1, 1]
+    )  # dearer, it loses customers to its rival
 
 
 # --- 5. stock-outs -------------------------------------------------------------------------
@@ -123,15 +143,21 @@ def test_choice_shares_are_the_logit_of_the_utility_formula(market):
 
 def _stockout_runs(market, scenario, seed=None):
     """Run A: both merchants stock 200 units on day 1. Run B: only m1 does; m0 has none."""
-    both = market.constant_policy(lambda m, obs: [Order(product="widget", quantity=200)] if obs.day == 1 else [])
-    one = market.constant_policy(lambda m, obs: [Order(product="widget", quantity=200)] if obs.day == 1 and m == "m1" else [])
+    both = market.constant_policy(
+        lambda m, obs: [Order(product="widget", quantity=200)] if obs.day == 1 else []
+    )
+    one = market.constant_policy(
+        lambda m, obs: [Order(product="widget", quantity=200)] if obs.day == 1 and m == "m1" else []
+    )
     a = market.run(MarketEnv(scenario, 2, days=3), both, seed=seed)
     b = market.run(MarketEnv(scenario, 2, days=3), one, seed=seed)
     return a, b
 
 
 def test_a_merchant_without_stock_sells_nothing_and_its_customers_partly_go_to_the_rival(market):
-    scenario = market.vary(market.load("price_war"), **{"demand.mode": "expected", "products.initial_stock": 0})
+    scenario = market.vary(
+        market.load("price_war"), **{"demand.mode": "expected", "products.initial_stock": 0}
+    )
     a, b = _stockout_runs(market, scenario)
     empty, rival = b[0]["m0"], b[0]["m1"]
     assert empty.units_sold["widget"] == 0
@@ -215,7 +241,11 @@ def test_each_invalid_operation_is_rejected_with_its_reason_and_the_valid_ones_a
 
 def test_operations_are_validated_in_order_against_the_cash_left(market):
     scenario = market.load("price_war")  # cash 2000, unit cost 10
-    decision = [Order(product="widget", quantity=150), Order(product="widget", quantity=60), Order(product="widget", quantity=50)]
+    decision = [
+        Order(product="widget", quantity=150),
+        Order(product="widget", quantity=60),
+        Order(product="widget", quantity=50),
+    ]
     (day,) = market.run(MarketEnv(scenario, 1, days=1), market.constant_policy({"m0": decision}), seed=0)
     record = day["m0"]
     assert record.ordered["widget"] == 200
@@ -224,13 +254,28 @@ def test_operations_are_validated_in_order_against_the_cash_left(market):
 
 def test_fractional_orders_are_fine_in_expected_mode(market):
     scenario = market.load("logit_game")
-    (day,) = market.run(MarketEnv(scenario, 1, days=1), market.constant_policy({"m0": [Order(product="good", quantity=2.5)]}))
+    (day,) = market.run(
+        MarketEnv(scenario, 1, days=1), market.constant_policy({"m0": [Order(product="good", quantity=2.5)]})
+    )
     assert day["m0"].ordered["good"] == 2.5 and not day["m0"].rejections
 
 
-@pytest.mark.parametrize("garbage", [pytest.param(g, id=repr(g)[:30]) for g in [
-    "nonsense", b"\xff", {"operations": 3}, {"foo": 1}, {"price": 3}, {"price": [5.0], "order": "lots"}, 42, ("wait",),
-]])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        pytest.param(g, id=repr(g)[:30])
+        for g in [
+            "nonsense",
+            b"\xff",
+            {"operations": 3},
+            {"foo": 1},
+            {"price": 3},
+            {"price": [5.0], "order": "lots"},
+            42,
+            ("wait",),
+        ]
+    ],
+)
 def test_a_malformed_decision_is_one_rejection_and_the_day_goes_on(market, garbage):
     scenario = market.load("price_war")
     (day,) = market.run(MarketEnv(scenario, 2, days=1), market.constant_policy({"m0": garbage}), seed=0)
@@ -243,7 +288,10 @@ def test_a_malformed_decision_is_one_rejection_and_the_day_goes_on(market, garba
 
 def test_decision_shapes_are_equivalent(market):
     scenario = market.load("price_war")
-    ops = [{"op": "set_price", "product": "widget", "price": 17.5}, {"op": "order", "product": "widget", "quantity": 4}]
+    ops = [
+        {"op": "set_price", "product": "widget", "price": 17.5},
+        {"op": "order", "product": "widget", "quantity": 4},
+    ]
     shapes = [
         ops,
         {"operations": ops},
@@ -285,16 +333,32 @@ def test_a_stated_plan_is_recorded_without_its_unknown_products_and_impossible_p
         assert not record.rejections and record.prices["coffee"] == 14, name  # a plan is no operation
 
 
-@pytest.mark.parametrize("decision", [None, [], {"operations": []}, {"operations": [], "plan": None}, {"operations": [], "plan": "x"}, {"plan": [{"product": "widget", "price": 5}]}])
+@pytest.mark.parametrize(
+    "decision",
+    [
+        None,
+        [],
+        {"operations": []},
+        {"operations": [], "plan": None},
+        {"operations": [], "plan": "x"},
+        {"plan": [{"product": "widget", "price": 5}]},
+    ],
+)
 def test_no_plan_is_an_empty_plan(market, decision):
-    (day,) = market.run(MarketEnv(market.load("price_war"), 1, days=1), market.constant_policy({"m0": decision}), seed=0)
+    (day,) = market.run(
+        MarketEnv(market.load("price_war"), 1, days=1), market.constant_policy({"m0": decision}), seed=0
+    )
     assert day["m0"].plan == {}
 
 
 def test_array_actions_from_the_action_space_apply(market):
     scenario = market.load("multi_product")
     env = MarketEnv(scenario, 1, days=1)
-    action = {"price": np.array([14.0, 40.0, 4.0], np.float32), "order": np.array([3.7, 0.0, 2.0], np.float32), "advertise": np.array([5.0], np.float32)}
+    action = {
+        "price": np.array([14.0, 40.0, 4.0], np.float32),
+        "order": np.array([3.7, 0.0, 2.0], np.float32),
+        "advertise": np.array([5.0], np.float32),
+    }
     (day,) = market.run(env, market.constant_policy({"m0": action}), seed=0)
     record = day["m0"]
     assert record.prices == {"coffee": 14.0, "grinder": 40.0, "filter": 4.0}
@@ -335,7 +399,11 @@ def test_an_order_arrives_after_its_lead_time(market, order_day):
 
 def test_zero_lead_time_stock_is_sold_the_same_day(market):
     scenario = market.vary(market.load("price_war"), **{"products.initial_stock": 0})
-    (day,) = market.run(MarketEnv(scenario, 1, days=1), market.constant_policy({"m0": [Order(product="widget", quantity=30)]}), seed=2)
+    (day,) = market.run(
+        MarketEnv(scenario, 1, days=1),
+        market.constant_policy({"m0": [Order(product="widget", quantity=30)]}),
+        seed=2,
+    )
     assert day["m0"].units_sold["widget"] > 0 and day["m0"].in_transit["widget"] == 0
 
 
@@ -350,7 +418,9 @@ def test_credit_sales_fall_due_after_credit_days_and_collect_takes_exactly_the_d
 
     policy, seen = watching(market.constant_policy(policy))
     history = market.run(MarketEnv(scenario, 2, days=collect_day + 3), policy, seed=4)
-    credit = [day["m0"].revenue - day["m0"].revenue_cash for day in history]  # credit sold on day d is credit[d-1]
+    credit = [
+        day["m0"].revenue - day["m0"].revenue_cash for day in history
+    ]  # credit sold on day d is credit[d-1]
     assert sum(credit[:collect_day]) > 0
     for day in range(1, collect_day + 1):
         obs = seen[day - 1]["m0"]
@@ -369,7 +439,9 @@ def test_credit_sales_fall_due_after_credit_days_and_collect_takes_exactly_the_d
 
 def test_credit_with_zero_credit_days_is_due_the_next_morning(market):
     scenario = market.vary(market.load("multi_product"), **{"finance.credit_days": 0})
-    policy, seen = watching(market.constant_policy(lambda m, obs: [{"op": "collect"}] if obs.day == 2 else []))
+    policy, seen = watching(
+        market.constant_policy(lambda m, obs: [{"op": "collect"}] if obs.day == 2 else [])
+    )
     history = market.run(MarketEnv(scenario, 1, days=2), policy, seed=0)
     first = history[0]["m0"]
     assert first.receivables == pytest.approx(first.revenue * scenario.finance.credit_share)
@@ -382,7 +454,12 @@ def test_credit_with_zero_credit_days_is_due_the_next_morning(market):
 
 @scenarios_where(lambda s: any(e.kind == "demand" for e in s.events))
 def test_a_demand_event_multiplies_the_market_size(market, scenario):
-    plenty = {"demand.mode": "expected", "products.initial_stock": 1e6, "products.holding_cost": 0, "finance.fixed_daily_cost": 0}
+    plenty = {
+        "demand.mode": "expected",
+        "products.initial_stock": 1e6,
+        "products.holding_cost": 0,
+        "finance.fixed_daily_cost": 0,
+    }
     with_events = market.vary(scenario, **plenty)
     without = market.vary(scenario, events=[], **plenty)
     runs = [market.run(MarketEnv(s, 2), market.constant_policy({})) for s in (with_events, without)]
@@ -390,9 +467,13 @@ def test_a_demand_event_multiplies_the_market_size(market, scenario):
     for day, (a, b) in enumerate(zip(*runs), start=1):
         for product in scenario.products:
             multiplier = math.prod(
-                e.multiplier for e in scenario.events if e.kind == "demand" and e.start_day <= day <= e.end_day and e.product in (None, product.id)
+                e.multiplier
+                for e in scenario.events
+                if e.kind == "demand" and e.start_day <= day <= e.end_day and e.product in (None, product.id)
             )
-            ratio = sum(r.first_choice[product.id] for r in a.values()) / sum(r.first_choice[product.id] for r in b.values())
+            ratio = sum(r.first_choice[product.id] for r in a.values()) / sum(
+                r.first_choice[product.id] for r in b.values()
+            )
             assert ratio == pytest.approx(multiplier, rel=1e-9), (day, product.id)
             raised += multiplier > 1
     assert raised > 0
@@ -400,7 +481,9 @@ def test_a_demand_event_multiplies_the_market_size(market, scenario):
 
 @scenarios_where(lambda s: any(e.kind == "cost" for e in s.events))
 def test_a_cost_event_changes_unit_cost_on_its_days(market, scenario):
-    policy, seen = watching(market.constant_policy(lambda m, obs: [Order(product=p.id, quantity=1) for p in scenario.products]))
+    policy, seen = watching(
+        market.constant_policy(lambda m, obs: [Order(product=p.id, quantity=1) for p in scenario.products])
+    )
     history = market.run(MarketEnv(scenario, 1), policy, seed=0)
     assert len(history) == scenario.days
     changed = 0
@@ -410,7 +493,9 @@ def test_a_cost_event_changes_unit_cost_on_its_days(market, scenario):
             cost = market.expected_unit_cost(scenario, product.id, day)
             assert state_of(obs, product.id).unit_cost == pytest.approx(cost, rel=1e-12)
             changed += cost != product.unit_cost
-            assert history[day - 1]["m0"].unit_cost[product.id] == pytest.approx(cost, rel=1e-12)  # what orders cost
+            assert history[day - 1]["m0"].unit_cost[product.id] == pytest.approx(
+                cost, rel=1e-12
+            )  # what orders cost
     assert changed > 0
 
 
@@ -424,14 +509,20 @@ def test_events_are_announced_ahead_and_unannounced_ones_never_shown(market, sce
             shown_days[notice.name].append(day)
             event = next(e for e in scenario.events if e.name == notice.name)
             assert (notice.kind, notice.start_day, notice.end_day, notice.multiplier, notice.product) == (
-                event.kind, event.start_day, event.end_day, event.multiplier, event.product,
+                event.kind,
+                event.start_day,
+                event.end_day,
+                event.multiplier,
+                event.product,
             )
     for event in scenario.events:
         if not event.announced:
             assert shown_days[event.name] == [], f"{event.name} is unannounced but was shown"
         else:
             first = max(event.start_day - event.announce_days_ahead, 1)
-            assert shown_days[event.name] == list(range(first, min(event.end_day, scenario.days) + 1)), event.name
+            assert shown_days[event.name] == list(range(first, min(event.end_day, scenario.days) + 1)), (
+                event.name
+            )
 
 
 def test_seasonal_scenario_announces_and_hides_as_documented(market):
@@ -459,12 +550,17 @@ def test_a_merchant_whose_cash_goes_negative_is_terminated_and_the_rest_play_on(
 
     def policy(merchant, obs):
         if merchant == "m0":  # spend every penny on stock nobody will buy at the ceiling price
-            return [SetPrice(product=product.id, price=ceiling), Order(product=product.id, quantity=math.floor(obs.cash / product.unit_cost))]
+            return [
+                SetPrice(product=product.id, price=ceiling),
+                Order(product=product.id, quantity=math.floor(obs.cash / product.unit_cost)),
+            ]
         return [Order(product=product.id, quantity=5)]
 
     env = MarketEnv(scenario, 3)
     observations, _ = env.reset(seed=0)
-    observations, rewards, terminations, truncations, infos = env.step(market.constant_policy(policy)(observations))
+    observations, rewards, terminations, truncations, infos = env.step(
+        market.constant_policy(policy)(observations)
+    )
     first = infos["m0"]["record"]
     assert first.cash_end < 0 and first.bankrupt and terminations["m0"]
     assert not truncations["m0"]
@@ -480,7 +576,9 @@ def test_a_merchant_whose_cash_goes_negative_is_terminated_and_the_rest_play_on(
     obs, _ = env.reset(seed=0)
     obs, *_ = env.step(market.constant_policy(policy)(obs))
     for _ in range(scenario.days - 1):
-        actions = {a: [] for a in env.agents} | {"m0": [{"op": "order", "product": product.id, "quantity": 1}]}
+        actions = {a: [] for a in env.agents} | {
+            "m0": [{"op": "order", "product": product.id, "quantity": 1}]
+        }
         obs, rewards, terminations, truncations, infos = env.step(actions)
         assert "m0" not in infos and "m0" not in obs
         board = {m.merchant: m for m in obs["m1"].market}

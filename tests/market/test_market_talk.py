@@ -12,7 +12,15 @@ import pytest
 
 from market.engine import Market
 from market.env import MarketEnv
-from market.types import MESSAGE_INDEX, MESSAGE_LIMIT, ArrayDecisions, Decision, RejectionCode, RivalMessage, SetPrice
+from market.types import (
+    MESSAGE_INDEX,
+    MESSAGE_LIMIT,
+    ArrayDecisions,
+    Decision,
+    RejectionCode,
+    RivalMessage,
+    SetPrice,
+)
 
 PRICE = {"op": "set_price", "product": "widget", "price": 17.0}
 
@@ -31,7 +39,13 @@ def test_a_message_reaches_the_other_merchants_the_next_day_in_seat_order(market
     env = MarketEnv(price_war, ["a", "b", "c"], talk=True)
     first, _ = env.reset(seed=1)
     assert [first[m].messages for m in "abc"] == [[], [], []]  # nothing said yet
-    second, _, _, _, infos = env.step({"c": said("c here"), "a": Decision(operations=[SetPrice(product="widget", price=18.0)], message="a here"), "b": None})
+    second, _, _, _, infos = env.step(
+        {
+            "c": said("c here"),
+            "a": Decision(operations=[SetPrice(product="widget", price=18.0)], message="a here"),
+            "b": None,
+        }
+    )
     for merchant in "abc":
         market.check_day(None, infos[merchant]["record"], price_war)
     assert [infos[m]["record"].message for m in "abc"] == ["a here", "", "c here"]
@@ -55,9 +69,15 @@ def test_without_talk_a_message_is_neither_stored_nor_shown_nor_refused(price_wa
 
 @pytest.mark.parametrize(
     ("message", "code"),
-    [("x" * (MESSAGE_LIMIT + 1), RejectionCode.MESSAGE_TOO_LONG), (42, RejectionCode.MESSAGE_NOT_TEXT), (["hi"], RejectionCode.MESSAGE_NOT_TEXT)],
+    [
+        ("x" * (MESSAGE_LIMIT + 1), RejectionCode.MESSAGE_TOO_LONG),
+        (42, RejectionCode.MESSAGE_NOT_TEXT),
+        (["hi"], RejectionCode.MESSAGE_NOT_TEXT),
+    ],
 )
-def test_a_message_that_cannot_be_delivered_is_refused_and_the_operations_still_apply(market, price_war, message, code):
+def test_a_message_that_cannot_be_delivered_is_refused_and_the_operations_still_apply(
+    market, price_war, message, code
+):
     env = MarketEnv(price_war, ["a", "b"], talk=True)
     env.reset(seed=1)
     decision = {"operations": [PRICE, {"op": "fly"}], "message": message}
@@ -65,9 +85,14 @@ def test_a_message_that_cannot_be_delivered_is_refused_and_the_operations_still_
     record = infos["a"]["record"]
     market.check_day(None, record, price_war, decision=decision)
     assert record.prices["widget"] == PRICE["price"] and record.operations == [PRICE]
-    assert [(r.index, r.code) for r in record.rejections] == [(1, RejectionCode.MALFORMED_OPERATION), (MESSAGE_INDEX, code)]
+    assert [(r.index, r.code) for r in record.rejections] == [
+        (1, RejectionCode.MALFORMED_OPERATION),
+        (MESSAGE_INDEX, code),
+    ]
     assert record.message == "" and tomorrow["b"].messages == []
-    assert env.market.logs[0].whole_rejections(1) == []  # a refused message is no malformed answer: the match records no fault
+    assert (
+        env.market.logs[0].whole_rejections(1) == []
+    )  # a refused message is no malformed answer: the match records no fault
 
 
 def test_a_message_of_exactly_the_limit_is_delivered(price_war):
@@ -85,7 +110,13 @@ def test_the_rule_merchants_array_messages_are_delivered_only_where_merchants_ta
     for talk in (True, False):
         market = Market(price_war, rosters, days=3, talk=talk)
         market.reset([1, 2])
-        market.advance(ArrayDecisions(np.zeros(4, bool), *nothing, np.array(["offer", "", "x" * (MESSAGE_LIMIT + 1), "deal"], dtype=object)))
+        market.advance(
+            ArrayDecisions(
+                np.zeros(4, bool),
+                *nothing,
+                np.array(["offer", "", "x" * (MESSAGE_LIMIT + 1), "deal"], dtype=object),
+            )
+        )
         heard = [o.messages for o in market.observations(market.view(), [0, 1, 2, 3])]
         market.advance(ArrayDecisions(np.zeros(4, bool), *nothing))
         first, second = (log.build() for log in market.logs)  # rows: day 1 by seat, then day 2

@@ -7,8 +7,8 @@ import pytest
 from pettingzoo.test import parallel_api_test
 
 from market import parallel_env, shipped_scenarios
-from market.yaml_files import ConfigError
 from market.scenario import shipped_scenario
+from market.yaml_files import ConfigError
 
 SMALL = """\
 name: small
@@ -39,7 +39,10 @@ def test_the_shipped_scenarios_are_the_package_files():
 
 
 def test_an_unknown_name_names_the_shipped_scenarios():
-    with pytest.raises(ValueError, match=r"no shipped scenario is named 'atlantis' \(shipped: calvano, logit_game, multi_product, price_war, seasonal\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"no shipped scenario is named 'atlantis' \(shipped: calvano, logit_game, multi_product, price_war, seasonal\)",
+    ):
         parallel_env("atlantis")
 
 

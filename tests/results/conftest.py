@@ -18,8 +18,18 @@ def _day(day_record, merchant: str, day: int, cash_start: float = 1000.0) -> Day
     return day_record(
         merchant=merchant,
         day=day,
-        operations=[{"op": "set_price", "product": "tea", "price": 4.5}, {"op": "order", "product": "tea", "quantity": 40}],
-        rejections=[Rejection(index=2, operation={"op": "fly"}, reason="malformed operation: op: unknown", code=RejectionCode.MALFORMED_OPERATION)],
+        operations=[
+            {"op": "set_price", "product": "tea", "price": 4.5},
+            {"op": "order", "product": "tea", "quantity": 40},
+        ],
+        rejections=[
+            Rejection(
+                index=2,
+                operation={"op": "fly"},
+                reason="malformed operation: op: unknown",
+                code=RejectionCode.MALFORMED_OPERATION,
+            )
+        ],
         prices={"tea": 4.5},
         first_choice={"tea": 30.0},
         units_sold={"tea": 28.0},
@@ -43,7 +53,9 @@ def _day(day_record, merchant: str, day: int, cash_start: float = 1000.0) -> Day
     )  # collected, receivables 0 and not bankrupt: the factory's
 
 
-def _match(day_record, key: str, index: int, ranks: dict[str, int], days: int = 3, faults: list[Fault] | None = None) -> FinishedMatch:
+def _match(
+    day_record, key: str, index: int, ranks: dict[str, int], days: int = 3, faults: list[Fault] | None = None
+) -> FinishedMatch:
     """A match whose seats m0, m1, ... are played by the contestants of `ranks`, in order."""
     seats = [(f"m{i}", contestant, rank) for i, (contestant, rank) in enumerate(ranks.items())]
     return FinishedMatch(
@@ -69,7 +81,9 @@ def _match(day_record, key: str, index: int, ranks: dict[str, int], days: int = 
             for seat, contestant, rank in seats
         ],
         days_played=[_day(day_record, seat, day) for day in range(1, days + 1) for seat, _, _ in seats],
-        faults=faults if faults is not None else [Fault(day=2, merchant="m0", kind="timeout", detail="no answer in 30 s")],
+        faults=faults
+        if faults is not None
+        else [Fault(day=2, merchant="m0", kind="timeout", detail="no answer in 30 s")],
     )
 
 
@@ -99,6 +113,10 @@ def tournament(engine) -> int:
         config_text="name: spring\nseed: 7\n",
         config_hash="hash-spring",
         seed=7,
-        contestants=[("alpha", "rule", {"markup": 1.5}), ("beta", "llm", {"model": "x/y"}), ("gamma", "rule", {})],
+        contestants=[
+            ("alpha", "rule", {"markup": 1.5}),
+            ("beta", "llm", {"model": "x/y"}),
+            ("gamma", "rule", {}),
+        ],
         planned_matches=4,
     )

@@ -27,7 +27,9 @@ from results.tables import MetricRow
 CALVANO = load_scenario("calvano")
 
 
-def _calvano_profit(own: float, other: float, cost: float = 1.0, quality: float = 2.0, rival_quality: float = 2.0) -> float:
+def _calvano_profit(
+    own: float, other: float, cost: float = 1.0, quality: float = 2.0, rival_quality: float = 2.0
+) -> float:
     """Calvano et al.'s per-period profit of a firm at price `own` against `other`: a_0 = 0,
     mu = 0.25, q_i = exp((a_i - p_i)/mu) / (sum_j exp((a_j - p_j)/mu) + 1), profit (p_i - c_i) q_i;
     the baseline has a_i = 2 (`quality`) and c_i = 1."""
@@ -39,8 +41,15 @@ def _independent_benchmarks() -> tuple[float, float, float, float]:
     """(Nash price, monopoly price, Nash profit, monopoly profit) of two calvano firms."""
     price = 1.5
     for _ in range(200):  # best responses to the rival's price, to the fixed point
-        price = optimize.minimize_scalar(lambda p: -_calvano_profit(p, price), bounds=(1.0, 3.0), method="bounded", options={"xatol": 1e-12}).x
-    joint = optimize.minimize_scalar(lambda p: -_calvano_profit(p, p), bounds=(1.0, 3.0), method="bounded", options={"xatol": 1e-12}).x
+        price = optimize.minimize_scalar(
+            lambda p: -_calvano_profit(p, price),
+            bounds=(1.0, 3.0),
+            method="bounded",
+            options={"xatol": 1e-12},
+        ).x
+    joint = optimize.minimize_scalar(
+        lambda p: -_calvano_profit(p, p), bounds=(1.0, 3.0), method="bounded", options={"xatol": 1e-12}
+    ).x
     return price, joint, _calvano_profit(price, price), _calvano_profit(joint, joint)
 
 
@@ -49,8 +58,8 @@ P_N, P_M, PI_N, PI_M = _independent_benchmarks()
 
 def test_the_independent_figures_are_the_papers():
     """Calvano et al. (2020), section II: p_N = 1.473, p_M = 1.925; profits 0.2229 and 0.3375."""
-    assert (P_N, P_M) == (pytest.approx(1.473, abs=5e-4), pytest.approx(1.925, abs=5e-4))
-    assert (PI_N, PI_M) == (pytest.approx(0.2229, abs=5e-5), pytest.approx(0.3375, abs=5e-5))
+    assert (pytest.approx(1.473, abs=5e-4), pytest.approx(1.925, abs=5e-4)) == (P_N, P_M)
+    assert (pytest.approx(0.2229, abs=5e-5), pytest.approx(0.3375, abs=5e-5)) == (PI_N, PI_M)
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +73,17 @@ def trading(day_record):
         worth = 1000.0 + np.cumsum(profits)
         return [
             day_record(
-                merchant=merchant, day=t + 1, products=["good"], prices={"good": price}, units_sold={"good": 1.0},
-                unit_cost={"good": 1.0}, revenue=profit + 1.0, cash_start=1000.0, cash_end=1000.0, net_worth=float(worth[t]),
-            )  # fmt: skip
+                merchant=merchant,
+                day=t + 1,
+                products=["good"],
+                prices={"good": price},
+                units_sold={"good": 1.0},
+                unit_cost={"good": 1.0},
+                revenue=profit + 1.0,
+                cash_start=1000.0,
+                cash_end=1000.0,
+                net_worth=float(worth[t]),
+            )
             for t, (price, profit) in enumerate(zip(prices, profits))
         ]
 
@@ -84,23 +101,38 @@ def test_profit_and_price_gain_over_the_last_half_of_the_days(trading):
     scores = compute(_together(a, b), scenario=CALVANO)
 
     gap = PI_M - PI_N
-    assert scores.merchants["a"]["profit_gain"] == pytest.approx((0.28 - PI_N) / gap, abs=1e-7)  # days 3 and 4 only
+    assert scores.merchants["a"]["profit_gain"] == pytest.approx(
+        (0.28 - PI_N) / gap, abs=1e-7
+    )  # days 3 and 4 only
     assert scores.merchants["b"]["profit_gain"] == pytest.approx((0.22 - PI_N) / gap, abs=1e-7)
     assert scores.merchants["a"]["price_gain"] == pytest.approx((1.70 - P_N) / (P_M - P_N), abs=1e-7)
     assert scores.merchants["b"]["price_gain"] == pytest.approx((1.62 - P_N) / (P_M - P_N), abs=1e-7)
-    assert scores.market.metrics["market_profit_gain"] == pytest.approx((0.28 + 0.22 - 2 * PI_N) / (2 * gap), abs=1e-7)
-    assert scores.market.metrics["market_price_gain"] == pytest.approx((1.66 - P_N) / (P_M - P_N), abs=1e-7)  # market prices 1.65, 1.67
+    assert scores.market.metrics["market_profit_gain"] == pytest.approx(
+        (0.28 + 0.22 - 2 * PI_N) / (2 * gap), abs=1e-7
+    )
+    assert scores.market.metrics["market_price_gain"] == pytest.approx(
+        (1.66 - P_N) / (P_M - P_N), abs=1e-7
+    )  # market prices 1.65, 1.67
     assert list(scores.market.metrics) == list(MARKET_METRICS)
 
 
-@pytest.mark.parametrize("window, mean_profit", [(1.0, (5.0 - 3.0 + 0.30 + 0.26) / 4), (0.25, 0.26), (0.5, 0.28)])
+@pytest.mark.parametrize(
+    "window, mean_profit", [(1.0, (5.0 - 3.0 + 0.30 + 0.26) / 4), (0.25, 0.26), (0.5, 0.28)]
+)
 def test_the_window_setting_chooses_the_days(trading, window, mean_profit):
     a = trading("a", [1.5, 1.5, 1.70, 1.70], [5.0, -3.0, 0.30, 0.26])
-    scores = compute(_together(a, trading("b", [1.6] * 4)), scenario=CALVANO, collusion=CollusionSettings(window=window))
-    assert scores.merchants["a"]["profit_gain"] == pytest.approx((mean_profit - PI_N) / (PI_M - PI_N), abs=1e-7)
+    scores = compute(
+        _together(a, trading("b", [1.6] * 4)), scenario=CALVANO, collusion=CollusionSettings(window=window)
+    )
+    assert scores.merchants["a"]["profit_gain"] == pytest.approx(
+        (mean_profit - PI_N) / (PI_M - PI_N), abs=1e-7
+    )
 
 
-@pytest.mark.parametrize("last_day, window, first", [(100, 0.5, 51), (5, 0.5, 3), (10, 0.3, 8), (1, 0.5, 1), (7, 1.0, 1), (3, 0.01, 3)])
+@pytest.mark.parametrize(
+    "last_day, window, first",
+    [(100, 0.5, 51), (5, 0.5, 3), (10, 0.3, 8), (1, 0.5, 1), (7, 1.0, 1), (3, 0.01, 3)],
+)
 def test_the_window_is_the_last_share_of_days_rounded_up(last_day, window, first):
     assert CollusionSettings(window=window).first_measured_day(last_day) == first
 
@@ -110,7 +142,9 @@ def test_benchmarks_follow_the_days_demand(trading):
     earning the Nash (or monopoly) profit of each day's demand is at 0 (or 1) exactly."""
     scenario = CALVANO.model_copy(
         update={
-            "demand": CALVANO.demand.model_copy(update={"weekday_factors": (2.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0)}),
+            "demand": CALVANO.demand.model_copy(
+                update={"weekday_factors": (2.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0)}
+            ),
             "events": (Event(name="fair", kind="demand", start_day=3, end_day=3, multiplier=3.0),),
         }
     )
@@ -118,7 +152,9 @@ def test_benchmarks_follow_the_days_demand(trading):
 
     def gain_earning(profits: list[float]) -> float | None:
         records = _together(trading("a", [1.6] * 7, profits), trading("b", [1.6] * 7))
-        return compute(records, scenario=scenario, collusion=CollusionSettings(window=1.0)).merchants["a"]["profit_gain"]
+        return compute(records, scenario=scenario, collusion=CollusionSettings(window=1.0)).merchants["a"][
+            "profit_gain"
+        ]
 
     assert gain_earning([f * PI_N for f in factors]) == pytest.approx(0.0, abs=1e-7)
     assert gain_earning([f * PI_M for f in factors]) == pytest.approx(1.0, abs=1e-7)
@@ -130,20 +166,42 @@ def test_asymmetric_seats_are_measured_against_their_own_benchmarks(trading):
     """Seat 1 makes the good at 1.2 and customers like it better (a = 2.1). Its benchmarks,
     found here by best responses (Nash) and by maximising the joint profit over both prices."""
     costs, qualities = (1.0, 1.2), (2.0, 2.1)
-    profit = lambda k, prices: _calvano_profit(prices[k], prices[1 - k], costs[k], qualities[k], qualities[1 - k])  # noqa: E731
+    profit = lambda k, prices: _calvano_profit(
+        prices[k], prices[1 - k], costs[k], qualities[k], qualities[1 - k]
+    )  # noqa: E731
     nash = [1.5, 1.5]
     for _ in range(200):
         for k in (0, 1):
             rival = nash[1 - k]
-            best = optimize.minimize_scalar(lambda p: -profit(k, [p, rival] if k == 0 else [rival, p]), bounds=(1.0, 3.0), method="bounded", options={"xatol": 1e-12})
+            best = optimize.minimize_scalar(
+                lambda p: -profit(k, [p, rival] if k == 0 else [rival, p]),
+                bounds=(1.0, 3.0),
+                method="bounded",
+                options={"xatol": 1e-12},
+            )
             nash[k] = best.x
-    joint = optimize.minimize(lambda p: -(profit(0, p) + profit(1, p)), [1.9, 2.0], method="Nelder-Mead", options={"xatol": 1e-12, "fatol": 1e-15}).x
-    uneven = Scenario.model_validate({**CALVANO.model_dump(), "seats": [{}, {"unit_cost": {"good": 1.2}, "quality": {"good": 2.1}}]})
+    joint = optimize.minimize(
+        lambda p: -(profit(0, p) + profit(1, p)),
+        [1.9, 2.0],
+        method="Nelder-Mead",
+        options={"xatol": 1e-12, "fatol": 1e-15},
+    ).x
+    uneven = Scenario.model_validate(
+        {**CALVANO.model_dump(), "seats": [{}, {"unit_cost": {"good": 1.2}, "quality": {"good": 2.1}}]}
+    )
     at_nash = trading("a", [nash[0]] * 2, [profit(0, nash)] * 2)
     at_joint = trading("b", [joint[1]] * 2, [profit(1, joint)] * 2)
-    scores = compute(_together(at_nash, at_joint), scenario=uneven, collusion=CollusionSettings(window=1.0)).merchants
-    assert (scores["a"]["profit_gain"], scores["a"]["price_gain"]) == (pytest.approx(0.0, abs=1e-6), pytest.approx(0.0, abs=1e-6))
-    assert (scores["b"]["profit_gain"], scores["b"]["price_gain"]) == (pytest.approx(1.0, abs=1e-6), pytest.approx(1.0, abs=1e-6))
+    scores = compute(
+        _together(at_nash, at_joint), scenario=uneven, collusion=CollusionSettings(window=1.0)
+    ).merchants
+    assert (scores["a"]["profit_gain"], scores["a"]["price_gain"]) == (
+        pytest.approx(0.0, abs=1e-6),
+        pytest.approx(0.0, abs=1e-6),
+    )
+    assert (scores["b"]["profit_gain"], scores["b"]["price_gain"]) == (
+        pytest.approx(1.0, abs=1e-6),
+        pytest.approx(1.0, abs=1e-6),
+    )
 
 
 # --- flagged windows ------------------------------------------------------------------------
@@ -171,11 +229,15 @@ def test_windows_of_supra_competitive_prices_and_of_a_price_war(trading):
     assert (market.metrics["supra_competitive_days"], market.metrics["price_war_days"]) == (9, 11)
     shorter = _windows(trading, [PATH_A, PATH_B], min_days=4)
     assert [(w.kind, w.first_day, w.last_day) for w in shorter.windows] == [
-        ("supra_competitive", 1, 9), ("price_war", 6, 16), ("supra_competitive", 17, 20),
-    ]  # fmt: skip
+        ("supra_competitive", 1, 9),
+        ("price_war", 6, 16),
+        ("supra_competitive", 17, 20),
+    ]
 
 
-@pytest.mark.parametrize("share, kind", [(0.04, None), (0.06, "supra_competitive"), (-0.04, None), (-0.06, "price_war")])
+@pytest.mark.parametrize(
+    "share, kind", [(0.04, None), (0.06, "supra_competitive"), (-0.04, None), (-0.06, "price_war")]
+)
 def test_the_margin_decides_which_days_count(trading, share, kind):
     price = P_N + share * (P_M - P_N)
     market = _windows(trading, [[price] * 6, [price] * 6])
@@ -187,9 +249,13 @@ def test_an_undercut_needs_a_cut_and_a_rival(trading):
     cheaper = _windows(trading, [[1.50] * 10, [1.60] * 10])  # below the rival every day, but never cutting
     assert [w.kind for w in cheaper.windows] == ["supra_competitive"]
     # cutting every day, but with nobody to undercut after day 2 (the rival's only day is day 1)
-    alone = compute(_together(trading("a", [1.90, 1.85, 1.80, 1.75, 1.70, 1.65]), trading("b", [1.95])), scenario=CALVANO).market
+    alone = compute(
+        _together(trading("a", [1.90, 1.85, 1.80, 1.75, 1.70, 1.65]), trading("b", [1.95])), scenario=CALVANO
+    ).market
     assert [w.kind for w in alone.windows] == ["supra_competitive"]
-    above = _windows(trading, [[1.70, 1.69, 1.68, 1.67, 1.66, 1.65], [1.60] * 6])  # cutting, but never below the rival
+    above = _windows(
+        trading, [[1.70, 1.69, 1.68, 1.67, 1.66, 1.65], [1.60] * 6]
+    )  # cutting, but never below the rival
     assert [w.kind for w in above.windows] == ["supra_competitive"]
 
 
@@ -211,7 +277,10 @@ def test_a_scenario_without_an_equilibrium_has_no_collusion_measures(trading):
     for scenario in (deaf, None):
         scores = compute(records, scenario=scenario)
         assert scores.market == MarketScores()
-        assert {(m, v["profit_gain"], v["price_gain"]) for m, v in scores.merchants.items()} == {("a", None, None), ("b", None, None)}
+        assert {(m, v["profit_gain"], v["price_gain"]) for m, v in scores.merchants.items()} == {
+            ("a", None, None),
+            ("b", None, None),
+        }
 
 
 def test_a_merchant_bankrupt_before_the_window_is_not_measured(trading):
@@ -219,20 +288,26 @@ def test_a_merchant_bankrupt_before_the_window_is_not_measured(trading):
     stays = trading("b", [1.7] * 4, [0.0, 0.0, 0.30, 0.26])
     scores = compute(_together(gone, stays), scenario=CALVANO)
     assert scores.merchants["a"]["profit_gain"] is None and scores.merchants["a"]["price_gain"] is None
-    assert scores.market.metrics["market_profit_gain"] == pytest.approx((0.28 - PI_N) / (PI_M - PI_N), abs=1e-7)
+    assert scores.market.metrics["market_profit_gain"] == pytest.approx(
+        (0.28 - PI_N) / (PI_M - PI_N), abs=1e-7
+    )
 
 
 # --- settings -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("settings", [{"window": 0}, {"window": 1.5}, {"margin": -0.1}, {"min_days": 0}, {"windw": 0.5}])
+@pytest.mark.parametrize(
+    "settings", [{"window": 0}, {"window": 1.5}, {"margin": -0.1}, {"min_days": 0}, {"windw": 0.5}]
+)
 def test_settings_out_of_range_are_refused(settings):
     with pytest.raises(ValidationError):
         CollusionSettings(**settings)
 
 
 def test_stored_settings_are_read_from_the_tournament_file_text():
-    assert stored_settings("name: t\ncollusion: {window: 0.25, min_days: 3}\n") == CollusionSettings(window=0.25, min_days=3)
+    assert stored_settings("name: t\ncollusion: {window: 0.25, min_days: 3}\n") == CollusionSettings(
+        window=0.25, min_days=3
+    )
     assert stored_settings("name: t\n") == CollusionSettings()
 
 
@@ -242,36 +317,85 @@ def test_stored_settings_are_read_from_the_tournament_file_text():
 def _finished(records: list[DayRecord], key: str = "k") -> FinishedMatch:
     merchants = list(dict.fromkeys(r.merchant for r in records))
     results = [
-        MerchantResult(merchant=m, contestant=m, final_cash=1000.0, net_worth=1000.0, profit=0.0, rank=1, market_share=0.5,
-                       bankrupt_day=None, faults=0, rejected_operations=0)
+        MerchantResult(
+            merchant=m,
+            contestant=m,
+            final_cash=1000.0,
+            net_worth=1000.0,
+            profit=0.0,
+            rank=1,
+            market_share=0.5,
+            bankrupt_day=None,
+            faults=0,
+            rejected_operations=0,
+        )
         for m in merchants
-    ]  # fmt: skip
-    return FinishedMatch(key=key, index=0, scenario="calvano", seed=0, days=max(r.day for r in records), wall_seconds=0.0,
-                         merchants=results, days_played=records, faults=[])  # fmt: skip
+    ]
+    return FinishedMatch(
+        key=key,
+        index=0,
+        scenario="calvano",
+        seed=0,
+        days=max(r.day for r in records),
+        wall_seconds=0.0,
+        merchants=results,
+        days_played=records,
+        faults=[],
+    )
 
 
 def test_saving_and_rescoring_measure_with_the_tournaments_stored_settings(engine, trading):
-    records = _together(trading("a", [1.5, 1.5, 1.70, 1.70], [5.0, -3.0, 0.30, 0.26]), trading("b", [1.6] * 4))
-    tournament = start_tournament(engine, "t", "t.yaml", "name: t\ncollusion: {window: 1.0}\n", "h", 1, [("a", "x", {}), ("b", "x", {})], 1)
+    records = _together(
+        trading("a", [1.5, 1.5, 1.70, 1.70], [5.0, -3.0, 0.30, 0.26]), trading("b", [1.6] * 4)
+    )
+    tournament = start_tournament(
+        engine,
+        "t",
+        "t.yaml",
+        "name: t\ncollusion: {window: 1.0}\n",
+        "h",
+        1,
+        [("a", "x", {}), ("b", "x", {})],
+        1,
+    )
     match_id = save_match(engine, tournament, _finished(records), scenario=CALVANO)
     stored = lambda: {(v.merchant, v.name): v.value for v in metrics(engine, match_id=match_id)}  # noqa: E731
     whole = ((5.0 - 3.0 + 0.30 + 0.26) / 4 - PI_N) / (PI_M - PI_N)
     assert stored()["a", "profit_gain"] == pytest.approx(whole, abs=1e-7)
     market = (0.64 + 0.0 - 2 * PI_N) / (2 * (PI_M - PI_N))
-    assert match_detail(engine, match_id).market.metrics["market_profit_gain"] == pytest.approx(market, abs=1e-7)
+    assert match_detail(engine, match_id).market.metrics["market_profit_gain"] == pytest.approx(
+        market, abs=1e-7
+    )
 
     assert rescore(engine, tournament, {}) == 1  # without the scenario: no measures, and none of the market's
     assert stored()["a", "profit_gain"] is None and match_detail(engine, match_id).market == MarketScores()
     assert rescore(engine, tournament, {"calvano": CALVANO}) == 1
     assert stored()["a", "profit_gain"] == pytest.approx(whole, abs=1e-7)
-    assert match_detail(engine, match_id).market.metrics["market_profit_gain"] == pytest.approx(market, abs=1e-7)
+    assert match_detail(engine, match_id).market.metrics["market_profit_gain"] == pytest.approx(
+        market, abs=1e-7
+    )
 
 
-def test_the_leaderboard_shows_each_contestants_mean_over_the_matches_that_have_them(engine, tournament, make_match):
-    ids = [save_match(engine, tournament, make_match(key, i, {"alpha": 1, "beta": 2})) for i, key in enumerate("abc")]
-    with Session(engine) as session:  # known values in place of the computed ones (corner-shop is saved without its scenario)
-        for match_id, name, value in ((ids[0], "profit_gain", 0.2), (ids[1], "profit_gain", 0.6), (ids[0], "price_gain", -0.5)):
-            session.exec(update(MetricRow).where(MetricRow.match_id == match_id, MetricRow.merchant == "m0", MetricRow.name == name).values(value=value))
+def test_the_leaderboard_shows_each_contestants_mean_over_the_matches_that_have_them(
+    engine, tournament, make_match
+):
+    ids = [
+        save_match(engine, tournament, make_match(key, i, {"alpha": 1, "beta": 2}))
+        for i, key in enumerate("abc")
+    ]
+    with Session(
+        engine
+    ) as session:  # known values in place of the computed ones (corner-shop is saved without its scenario)
+        for match_id, name, value in (
+            (ids[0], "profit_gain", 0.2),
+            (ids[1], "profit_gain", 0.6),
+            (ids[0], "price_gain", -0.5),
+        ):
+            session.exec(
+                update(MetricRow)
+                .where(MetricRow.match_id == match_id, MetricRow.merchant == "m0", MetricRow.name == name)
+                .values(value=value)
+            )
         session.commit()
     rows = {row.contestant: row for row in leaderboard(engine, tournament)}
     assert rows["alpha"].profit_gain == pytest.approx(0.4)  # match c has none: left out

@@ -11,7 +11,12 @@ from results.deviation import DeviationProbe
 DAYS = 6
 
 
-def path(day_record, prices: dict[str, list[float]], revenue: dict[str, list[float]] | None = None, sold: dict[str, list[float]] | None = None) -> DayLog:
+def path(
+    day_record,
+    prices: dict[str, list[float]],
+    revenue: dict[str, list[float]] | None = None,
+    sold: dict[str, list[float]] | None = None,
+) -> DayLog:
     """A match of merchants m0 and m1 over DAYS days with these prices (and revenues, units sold)
     by day; a day's profit is its revenue (nothing else is paid)."""
     records = []
@@ -20,7 +25,14 @@ def path(day_record, prices: dict[str, list[float]], revenue: dict[str, list[flo
             earned = (revenue or {}).get(merchant, [0.0] * DAYS)[day - 1]
             units = (sold or {}).get(merchant, [0.0] * DAYS)[day - 1]
             records.append(
-                day_record(merchant=merchant, day=day, prices={"tea": prices[merchant][day - 1]}, revenue=earned, units_sold={"tea": units}, net_worth=earned)
+                day_record(
+                    merchant=merchant,
+                    day=day,
+                    prices={"tea": prices[merchant][day - 1]},
+                    revenue=earned,
+                    units_sold={"tea": units},
+                    net_worth=earned,
+                )
             )
     return DayLog.of(records)
 
@@ -65,20 +77,30 @@ def test_a_longer_deviation_is_answered_the_day_after_it_ends(day_record):
         (0.5, 1.0),
     ],
 )
-def test_a_deviation_pays_when_its_discounted_profit_from_its_day_on_is_higher(day_record, discount, profitable):
+def test_a_deviation_pays_when_its_discounted_profit_from_its_day_on_is_higher(
+    day_record, discount, profitable
+):
     on_path = path(day_record, FLAT, revenue={"m0": [10.0] * DAYS})
-    deviated = path(day_record, {"m0": [2, 2, 1.5, 2, 2, 2], "m1": FLAT["m1"]}, revenue={"m0": [10, 10, 14, 6, 9, 10]})
+    deviated = path(
+        day_record, {"m0": [2, 2, 1.5, 2, 2, 2], "m1": FLAT["m1"]}, revenue={"m0": [10, 10, 14, 6, 9, 10]}
+    )
     measured = deviation.compute(on_path, deviated, DeviationProbe(day=3, seat=0, discount=discount))
     assert measured["m0"]["deviation_profitable"] == profitable
     assert "deviation_profitable" not in measured["m1"]
 
 
 def test_a_prefix_that_differs_is_not_replayed_for_that_merchant_alone(day_record):
-    deviated = path(day_record, {"m0": [2, 2, 1.5, 2, 2, 2], "m1": FLAT["m1"]}, sold={"m1": [0, 1, 0, 0, 0, 0]})
+    deviated = path(
+        day_record, {"m0": [2, 2, 1.5, 2, 2, 2], "m1": FLAT["m1"]}, sold={"m1": [0, 1, 0, 0, 0, 0]}
+    )
     measured = deviation.compute(path(day_record, FLAT), deviated, DeviationProbe(day=3, seat=0))
     assert measured["m1"]["prefix_replayed"] == 0.0  # day 2's units differ
     assert measured["m0"]["prefix_replayed"] == 1.0
-    later = deviation.compute(path(day_record, FLAT), path(day_record, FLAT, sold={"m1": [0, 0, 0, 3, 0, 0]}), DeviationProbe(day=3, seat=0))
+    later = deviation.compute(
+        path(day_record, FLAT),
+        path(day_record, FLAT, sold={"m1": [0, 0, 0, 3, 0, 0]}),
+        DeviationProbe(day=3, seat=0),
+    )
     assert later["m1"]["prefix_replayed"] == 1.0  # day 4 is after the deviation began
 
 
@@ -94,4 +116,9 @@ def test_the_settings_name_their_target_and_last_day():
 
 def test_a_price_exactly_one_percent_away_is_back(day_record):
     deviated = path(day_record, {"m0": [2, 2, 1.5, 2, 2, 2], "m1": [2, 2, 2, 1.98, 1.98, 1.98]})
-    assert deviation.compute(path(day_record, FLAT), deviated, DeviationProbe(day=3, seat=0))["m1"]["recovery_days"] == 0.0
+    assert (
+        deviation.compute(path(day_record, FLAT), deviated, DeviationProbe(day=3, seat=0))["m1"][
+            "recovery_days"
+        ]
+        == 0.0
+    )

@@ -29,11 +29,26 @@ def _read(folder, name: str, fmt: str) -> pd.DataFrame:
     return pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
 
 
-def _call(merchant: str, day: int, tokens: int, cost: float | None, contestant: str = "beta") -> ModelCallRecord:
+def _call(
+    merchant: str, day: int, tokens: int, cost: float | None, contestant: str = "beta"
+) -> ModelCallRecord:
     return ModelCallRecord(
-        merchant=merchant, contestant=contestant, day=day, purpose="decide", model="local/smollm2", input_tokens=tokens, output_tokens=7,
-        cached_tokens=3, latency=0.25, attempts=1, cost=cost, cached=day == 2, request_hash=f"hash{day}",
-        prompt_version="merchant-v1", temperature=0.0, seed=7,
+        merchant=merchant,
+        contestant=contestant,
+        day=day,
+        purpose="decide",
+        model="local/smollm2",
+        input_tokens=tokens,
+        output_tokens=7,
+        cached_tokens=3,
+        latency=0.25,
+        attempts=1,
+        cost=cost,
+        cached=day == 2,
+        request_hash=f"hash{day}",
+        prompt_version="merchant-v1",
+        temperature=0.0,
+        seed=7,
     )
 
 
@@ -41,15 +56,30 @@ def _call(merchant: str, day: int, tokens: int, cost: float | None, contestant: 
 def stored(engine, tournament, make_match) -> list[int]:
     """Two matches of the `tournament` fixture, with model calls and metrics, and a match of
     another tournament that must not be exported."""
-    first = make_match("a", 0, {"alpha": 1, "beta": 2}, days=4).model_copy(update={"calls": [_call("m1", 1, 90, 0.5), _call("m1", 2, 40, None)]})
+    first = make_match("a", 0, {"alpha": 1, "beta": 2}, days=4).model_copy(
+        update={"calls": [_call("m1", 1, 90, 0.5), _call("m1", 2, 40, None)]}
+    )
     second = make_match("b", 1, {"alpha": 2, "beta": 1, "gamma": 3}, days=2)
     ids = [save_match(engine, tournament, first), save_match(engine, tournament, second)]
-    other = start_tournament(engine, "other", "o.yaml", "name: other\n", "hash-other", 1, [("alpha", "rule", {})], 1)
-    save_match(engine, other, make_match("z", 0, {"alpha": 1, "beta": 2}, days=3).model_copy(update={"calls": [_call("m0", 1, 5, 0.1, "alpha")]}))
+    other = start_tournament(
+        engine, "other", "o.yaml", "name: other\n", "hash-other", 1, [("alpha", "rule", {})], 1
+    )
+    save_match(
+        engine,
+        other,
+        make_match("z", 0, {"alpha": 1, "beta": 2}, days=3).model_copy(
+            update={"calls": [_call("m0", 1, 5, 0.1, "alpha")]}
+        ),
+    )
     with Session(engine) as session:  # a known value and a missing one in place of the computed ones
         for match_id, merchant, value in ((ids[0], "m0", 0.75), (ids[1], "m2", None)):
             session.exec(
-                update(MetricRow).where(MetricRow.match_id == match_id, MetricRow.merchant == merchant, MetricRow.name == "validity_rate")
+                update(MetricRow)
+                .where(
+                    MetricRow.match_id == match_id,
+                    MetricRow.merchant == merchant,
+                    MetricRow.name == "validity_rate",
+                )
                 .values(value=value)
             )
         session.commit()
@@ -73,16 +103,28 @@ def test_tables_read_back_with_the_record_values(engine, tournament, stored, tmp
     assert len(results) == len(expected) == 5
     for row in expected:
         got = results[(results.match_id == row.match_id) & (results.merchant == row.merchant)].iloc[0]
-        assert (got.contestant, got["rank"], got.net_worth, got.profit) == (row.contestant, row.rank, row.net_worth, row.profit)
+        assert (got.contestant, got["rank"], got.net_worth, got.profit) == (
+            row.contestant,
+            row.rank,
+            row.net_worth,
+            row.profit,
+        )
         assert got.scenario == "corner-shop" and pd.isna(got.bankrupt_day)
 
     days = _read(out, "days", fmt)
-    day_rows = [(match_id, record) for match_id in stored for record in store.match_detail(engine, match_id).days]
+    day_rows = [
+        (match_id, record) for match_id in stored for record in store.match_detail(engine, match_id).days
+    ]
     assert len(days) == len(day_rows) == 2 * 4 + 3 * 2
     indexed = days.set_index(["match_id", "merchant", "day"])
     for match_id, record in day_rows:
         got = indexed.loc[(match_id, record.merchant, record.day)]
-        assert (got.cash_end, got.net_worth, got.revenue, bool(got.bankrupt)) == (record.cash_end, record.net_worth, record.revenue, record.bankrupt)
+        assert (got.cash_end, got.net_worth, got.revenue, bool(got.bankrupt)) == (
+            record.cash_end,
+            record.net_worth,
+            record.revenue,
+            record.bankrupt,
+        )
         assert json.loads(got.operations) == record.operations
         assert json.loads(got.rejections)[0]["reason"] == record.rejections[0].reason
     assert set(days[days.match_id == stored[1]].contestant) == {"alpha", "beta", "gamma"}
@@ -90,9 +132,15 @@ def test_tables_read_back_with_the_record_values(engine, tournament, stored, tmp
     products = _read(out, "day_products", fmt)
     assert len(products) == len(day_rows)  # one product (tea) per merchant-day
     first_match, first = day_rows[0]
-    got = products[(products.match_id == first_match) & (products.merchant == first.merchant) & (products.day == 1)].iloc[0]
+    got = products[
+        (products.match_id == first_match) & (products.merchant == first.merchant) & (products.day == 1)
+    ].iloc[0]
     assert (got["product"], got.price, got.units_sold, got.lost_sales, got.inventory) == (
-        "tea", first.prices["tea"], first.units_sold["tea"], first.lost_sales["tea"], first.inventory["tea"],
+        "tea",
+        first.prices["tea"],
+        first.units_sold["tea"],
+        first.lost_sales["tea"],
+        first.inventory["tea"],
     )
     planned = products.set_index(["match_id", "merchant", "day"]).planned_price
     assert planned[(first_match, first.merchant, 1)] == first.plan["tea"] == 5.0
@@ -109,8 +157,12 @@ def test_tables_read_back_with_the_record_values(engine, tournament, stored, tmp
     metrics = _read(out, "metrics", fmt)
     stored_metrics = store.metrics(engine, tournament)
     assert len(metrics) == len(stored_metrics) == 5 * len(METRICS)
-    assert [row[:4] for row in metrics.itertuples(index=False, name=None)] == [tuple(m[:4]) for m in stored_metrics]
-    assert list(metrics.value) == pytest.approx([float("nan") if m.value is None else m.value for m in stored_metrics], nan_ok=True)
+    assert [row[:4] for row in metrics.itertuples(index=False, name=None)] == [
+        tuple(m[:4]) for m in stored_metrics
+    ]
+    assert list(metrics.value) == pytest.approx(
+        [float("nan") if m.value is None else m.value for m in stored_metrics], nan_ok=True
+    )
     validity = metrics[metrics.name == "validity_rate"].set_index(["match_id", "merchant"]).value
     assert validity[(stored[0], "m0")] == 0.75 and pd.isna(validity[(stored[1], "m2")])
 
@@ -120,23 +172,38 @@ def test_the_collusion_measures_are_exported(engine, tournament, make_match, day
     """A calvano match held above the Nash price for six days: its merchants' gains in
     `metrics`, its market's in `market_metrics`, its supra-competitive window in `price_windows`."""
     days = [
-        day_record(merchant=m, day=d, products=["good"], prices={"good": 1.9}, unit_cost={"good": 1.0}, net_worth=1000.0)
-        for d in range(1, 7) for m in ("m0", "m1")
-    ]  # fmt: skip
-    match = make_match("cal", 0, {"alpha": 1, "beta": 2}, days=6).model_copy(update={"scenario": "calvano", "days_played": days})
+        day_record(
+            merchant=m,
+            day=d,
+            products=["good"],
+            prices={"good": 1.9},
+            unit_cost={"good": 1.0},
+            net_worth=1000.0,
+        )
+        for d in range(1, 7)
+        for m in ("m0", "m1")
+    ]
+    match = make_match("cal", 0, {"alpha": 1, "beta": 2}, days=6).model_copy(
+        update={"scenario": "calvano", "days_played": days}
+    )
     match_id = save_match(engine, tournament, match, scenario=load_scenario("calvano"))
     market = match_detail(engine, match_id).market
     export(engine, tournament, tmp_path, fmt)
 
     metrics = _read(tmp_path, "metrics", fmt)
-    assert list(metrics[metrics.name == "price_gain"].value) == [pytest.approx((1.9 - 1.4729) / (1.9250 - 1.4729), abs=1e-3)] * 2  # Calvano's p_N, p_M
+    assert (
+        list(metrics[metrics.name == "price_gain"].value)
+        == [pytest.approx((1.9 - 1.4729) / (1.9250 - 1.4729), abs=1e-3)] * 2
+    )  # Calvano's p_N, p_M
     market_metrics = _read(tmp_path, "market_metrics", fmt)
     assert list(market_metrics.columns) == ["match_id", "name", "value"] == SCHEMAS["market_metrics"].names
     assert list(market_metrics.name) == list(MARKET_METRICS) == list(market.metrics)
     assert list(market_metrics.value) == pytest.approx(list(market.metrics.values()))
     windows = _read(tmp_path, "price_windows", fmt)
     assert list(windows.columns) == SCHEMAS["price_windows"].names
-    assert [tuple(row) for row in windows.itertuples(index=False, name=None)] == [(match_id, "supra_competitive", 1, 6)]
+    assert [tuple(row) for row in windows.itertuples(index=False, name=None)] == [
+        (match_id, "supra_competitive", 1, 6)
+    ]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -151,13 +218,16 @@ def test_messages_have_a_table_of_their_own(engine, tournament, make_match, tmp_
     messages = _read(tmp_path, "messages", fmt)
     assert list(messages.columns) == SCHEMAS["messages"].names
     assert [tuple(row) for row in messages.itertuples(index=False, name=None)] == [
-        (tournament, match_id, "talk", day, merchant, {"m0": "alpha", "m1": "beta"}[merchant], text) for (day, merchant), text in said.items()
+        (tournament, match_id, "talk", day, merchant, {"m0": "alpha", "m1": "beta"}[merchant], text)
+        for (day, merchant), text in said.items()
     ]
     assert "message" not in _read(tmp_path, "days", fmt).columns
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_a_tournament_without_matches_gives_empty_tables_with_their_columns(engine, tournament, tmp_path, fmt):
+def test_a_tournament_without_matches_gives_empty_tables_with_their_columns(
+    engine, tournament, tmp_path, fmt
+):
     export(engine, tournament, tmp_path, fmt)
     for name, schema in SCHEMAS.items():
         table = _read(tmp_path, name, fmt)
@@ -207,6 +277,21 @@ def test_cli_mistakes_are_one_line_and_exit_2(engine, tournament, stored, tmp_pa
 
 
 def test_cli_exports_parquet(engine, tournament, stored, tmp_path):
-    result = CliRunner().invoke(app, ["export", str(tournament), "--format", "parquet", "--out", str(tmp_path / "x"), "--db", str(engine.url)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "export",
+            str(tournament),
+            "--format",
+            "parquet",
+            "--out",
+            str(tmp_path / "x"),
+            "--db",
+            str(engine.url),
+        ],
+    )
     assert result.exit_code == 0, result.output
-    assert len(pd.read_parquet(tmp_path / "x" / "results.parquet")) == len(match_detail(engine, stored[0]).results) + 3
+    assert (
+        len(pd.read_parquet(tmp_path / "x" / "results.parquet"))
+        == len(match_detail(engine, stored[0]).results) + 3
+    )

@@ -8,6 +8,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from market.daylog import DayLog
 from market.env import MarketEnv
@@ -15,7 +16,6 @@ from market.scenario import Event, Scenario
 from market.types import MESSAGE_LIMIT, DayRecord, Rejection, RejectionCode
 from results.metrics import MARKET_METRICS, METRICS, REJECTION_KINDS, compute, match_results, rejection_kind
 from results.records import Fault, ProbeResult
-from property_examples import examples
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,14 @@ def day(day_record):
 
     def quiet(merchant: str = "m0", day: int = 1, **fields) -> DayRecord:
         products = fields.get("prices", {"tea": 10.0})
-        defaults = dict(prices=products, unit_cost=dict.fromkeys(products, 4.0), cash_start=1000.0, cash_end=1000.0, net_worth=1000.0, reputation=0.5)
+        defaults = dict(
+            prices=products,
+            unit_cost=dict.fromkeys(products, 4.0),
+            cash_start=1000.0,
+            cash_end=1000.0,
+            net_worth=1000.0,
+            reputation=0.5,
+        )
         return day_record(merchant=merchant, day=day, **{**defaults, **fields})
 
     return quiet
@@ -39,7 +46,10 @@ def days(day):
 
     def consecutive(merchant: str = "m0", **per_day: list) -> list[DayRecord]:
         count = len(next(iter(per_day.values())))
-        return [day(merchant, i + 1, **{name: values[i] for name, values in per_day.items()}) for i in range(count)]
+        return [
+            day(merchant, i + 1, **{name: values[i] for name, values in per_day.items()})
+            for i in range(count)
+        ]
 
     return consecutive
 
@@ -54,11 +64,24 @@ def metric(name: str, records: list[DayRecord], merchant: str = "m0", **inputs) 
 
 def probe(day: int, error: float | None, merchant: str = "m0") -> ProbeResult:
     answer = None if error is None else 100.0 * (1 + error)
-    return ProbeResult(merchant=merchant, day=day, asked_day=1, fact="cash", product=None, truth=100.0, answer=answer, relative_error=error)
+    return ProbeResult(
+        merchant=merchant,
+        day=day,
+        asked_day=1,
+        fact="cash",
+        product=None,
+        truth=100.0,
+        answer=answer,
+        relative_error=error,
+    )
 
 
 def scenario(**fields) -> Scenario:
-    return Scenario(name="s", products=[{"id": "tea", "unit_cost": 4.0, "reference_price": 10.0, "base_demand": 10}], **fields)
+    return Scenario(
+        name="s",
+        products=[{"id": "tea", "unit_cost": 4.0, "reference_price": 10.0, "base_demand": 10}],
+        **fields,
+    )
 
 
 # --- coherence --------------------------------------------------------------------------
@@ -72,12 +95,24 @@ def _rejected(code: RejectionCode, index: int = 0) -> Rejection:
 
 def test_validity_rate_and_rejections_by_kind(day):
     records = [
-        day(day=1, operations=[SET_PRICE, SET_PRICE, {"op": "collect"}],
-            rejections=[_rejected(RejectionCode.MALFORMED_OPERATION), _rejected(RejectionCode.ORDER_OVER_CASH)]),
+        day(
+            day=1,
+            operations=[SET_PRICE, SET_PRICE, {"op": "collect"}],
+            rejections=[
+                _rejected(RejectionCode.MALFORMED_OPERATION),
+                _rejected(RejectionCode.ORDER_OVER_CASH),
+            ],
+        ),
         day(day=2, rejections=[_rejected(RejectionCode.MALFORMED_DECISION, index=-1)]),
-        day(day=3, operations=[{"op": "wait"}],
-            rejections=[_rejected(RejectionCode.UNKNOWN_PRODUCT), _rejected(RejectionCode.PRICE_ABOVE_CEILING)]),
-    ]  # fmt: skip
+        day(
+            day=3,
+            operations=[{"op": "wait"}],
+            rejections=[
+                _rejected(RejectionCode.UNKNOWN_PRODUCT),
+                _rejected(RejectionCode.PRICE_ABOVE_CEILING),
+            ],
+        ),
+    ]
     values = compute(records).merchants["m0"]
     assert values["validity_rate"] == pytest.approx(4 / 9)
     assert values["rejected_malformed"] == pytest.approx(2 / 9)
@@ -110,7 +145,16 @@ def test_every_rejection_reason_of_the_market_has_its_kind():
     ]
     _, _, _, _, infos = env.step({"m0": decision})
     kinds = [rejection_kind(r.code) for r in infos["m0"]["record"].rejections]
-    assert kinds == ["malformed", "over_cash", "over_cash", "unknown_product", "out_of_range", "out_of_range", "out_of_range", "out_of_range"]
+    assert kinds == [
+        "malformed",
+        "over_cash",
+        "over_cash",
+        "unknown_product",
+        "out_of_range",
+        "out_of_range",
+        "out_of_range",
+        "out_of_range",
+    ]
     _, _, _, _, infos = env.step({"m0": "not json"})
     assert [rejection_kind(r.code) for r in infos["m0"]["record"].rejections] == ["malformed"]
     for message, kind in ((7, "malformed"), ("x" * (MESSAGE_LIMIT + 1), "out_of_range")):
@@ -168,11 +212,15 @@ def test_price_oscillation_counts_reversals_of_moves(days):
 
 def test_plan_drift_is_none_without_a_plan_or_a_day_after_one(days):
     assert metric("plan_drift", days(prices=tea([10.0, 12.0, 9.0]))) is None
-    assert metric("plan_drift", days(prices=tea([10.0, 12.0]), plan=[{}, {"tea": 10.0}])) is None  # stated on the last day
+    assert (
+        metric("plan_drift", days(prices=tea([10.0, 12.0]), plan=[{}, {"tea": 10.0}])) is None
+    )  # stated on the last day
 
 
 def test_plan_drift_is_zero_for_a_plan_kept_exactly(days):
-    assert metric("plan_drift", days(prices=tea([9.0, 10.0, 10.0, 10.0]), plan=[{"tea": 10.0}, {}, {}, {}])) == 0
+    assert (
+        metric("plan_drift", days(prices=tea([9.0, 10.0, 10.0, 10.0]), plan=[{"tea": 10.0}, {}, {}, {}])) == 0
+    )
 
 
 def test_plan_drift_by_the_numbers(days):
@@ -183,7 +231,9 @@ def test_plan_drift_by_the_numbers(days):
 
 def test_plan_drift_follows_a_plan_replaced_mid_match(days):
     # plan 10 stands on days 2 and 3 (day 3 states 20, from day 4 on): 0.1, 1.0; then 20: 0, 0.5
-    records = days(prices=tea([10.0, 11.0, 20.0, 20.0, 10.0]), plan=[{"tea": 10.0}, {}, {"tea": 20.0}, {}, {}])
+    records = days(
+        prices=tea([10.0, 11.0, 20.0, 20.0, 10.0]), plan=[{"tea": 10.0}, {}, {"tea": 20.0}, {}, {}]
+    )
     assert metric("plan_drift", records) == pytest.approx((0.1 + 1.0 + 0.0 + 0.5) / 4)
 
 
@@ -200,17 +250,35 @@ def _restock_then(days, prices: list[float], ordered: list[float], **fields) -> 
 
 def test_contradiction_is_a_large_restock_then_a_clearance_cut(days):
     assert metric("contradictions", _restock_then(days, [10, 10, 10, 8, 8, 8], [0, 60, 0, 0, 0, 0])) == 1
-    assert metric("contradictions", _restock_then(days, [10, 10, 10, 8.5, 8, 8], [0, 60, 0, 0, 0, 0])) == 1  # day 5 is t + 3
-    assert metric("contradictions", _restock_then(days, [10, 10, 10, 10, 10, 7], [0, 60, 0, 0, 0, 0])) == 0  # day 6 is too late
-    assert metric("contradictions", _restock_then(days, [10, 10, 10, 8.5, 8.5, 8.5], [0, 60, 0, 0, 0, 0])) == 0  # a 15% cut
-    assert metric("contradictions", _restock_then(days, [10, 10, 10, 5, 5, 5], [0, 40, 0, 0, 0, 0])) == 0  # 4 days of demand
-    assert metric("contradictions", _restock_then(days, [10, 10, 10, 5, 5, 5], [0, 60, 60, 0, 0, 0])) == 1  # one cut, counted once
-    assert metric("contradictions", _restock_then(days, [10, 5, 10, 10, 5, 5], [60, 0, 60, 0, 0, 0])) == 2  # two cuts
+    assert (
+        metric("contradictions", _restock_then(days, [10, 10, 10, 8.5, 8, 8], [0, 60, 0, 0, 0, 0])) == 1
+    )  # day 5 is t + 3
+    assert (
+        metric("contradictions", _restock_then(days, [10, 10, 10, 10, 10, 7], [0, 60, 0, 0, 0, 0])) == 0
+    )  # day 6 is too late
+    assert (
+        metric("contradictions", _restock_then(days, [10, 10, 10, 8.5, 8.5, 8.5], [0, 60, 0, 0, 0, 0])) == 0
+    )  # a 15% cut
+    assert (
+        metric("contradictions", _restock_then(days, [10, 10, 10, 5, 5, 5], [0, 40, 0, 0, 0, 0])) == 0
+    )  # 4 days of demand
+    assert (
+        metric("contradictions", _restock_then(days, [10, 10, 10, 5, 5, 5], [0, 60, 60, 0, 0, 0])) == 1
+    )  # one cut, counted once
+    assert (
+        metric("contradictions", _restock_then(days, [10, 5, 10, 10, 5, 5], [60, 0, 60, 0, 0, 0])) == 2
+    )  # two cuts
 
 
 def test_contradiction_explained_by_a_cost_drop_or_an_event(days):
     cheaper = tea([4.0, 4.0, 4.0, 3.0, 3.0, 3.0])
-    assert metric("contradictions", _restock_then(days, [10, 10, 10, 8, 8, 8], [0, 60, 0, 0, 0, 0], unit_cost=cheaper)) == 0
+    assert (
+        metric(
+            "contradictions",
+            _restock_then(days, [10, 10, 10, 8, 8, 8], [0, 60, 0, 0, 0, 0], unit_cost=cheaper),
+        )
+        == 0
+    )
     cut = _restock_then(days, [10, 10, 10, 8, 8, 8], [0, 60, 0, 0, 0, 0])
     slump = {"name": "slump", "kind": "demand", "multiplier": 0.5}
     for event, explains in [
@@ -240,7 +308,9 @@ def test_stockouts_and_lost_sales(days):
 
 def test_inventory_turnover_is_cost_of_sales_over_mean_stock_value(days):
     # cost of sales (10 + 20) * 4 = 120; stock value at the end of the days 80 and 0, mean 40
-    assert metric("inventory_turnover", days(units_sold=tea([10.0, 20.0]), inventory=tea([20.0, 0.0]))) == pytest.approx(3.0)
+    assert metric(
+        "inventory_turnover", days(units_sold=tea([10.0, 20.0]), inventory=tea([20.0, 0.0]))
+    ) == pytest.approx(3.0)
     assert metric("inventory_turnover", days(units_sold=tea([10.0, 20.0]))) is None  # never held stock
 
 
@@ -263,7 +333,16 @@ def test_bankrupt_day(days):
 def _earning(day, merchant: str = "m0") -> list[DayRecord]:
     """Day 1 changes net worth by 100 - 10 * 4 - 5 - 2 - 3 = 50, ending at 1050: it started
     at 1000. It ends the match at 1300."""
-    first = day(merchant, 1, revenue=100.0, units_sold={"tea": 10.0}, advertising=5.0, holding=2.0, fixed=3.0, net_worth=1050.0)
+    first = day(
+        merchant,
+        1,
+        revenue=100.0,
+        units_sold={"tea": 10.0},
+        advertising=5.0,
+        holding=2.0,
+        fixed=3.0,
+        net_worth=1050.0,
+    )
     return [first, day(merchant, 2, net_worth=1200.0), day(merchant, 3, net_worth=1300.0)]
 
 
@@ -275,9 +354,15 @@ def test_profit_roi_net_worth(day):
 
 
 def test_goal_completion_is_progress_from_start_to_target(day):
-    assert metric("goal_completion", _earning(day), scenario=scenario(target_net_worth=2000.0)) == pytest.approx(0.3)
-    assert metric("goal_completion", _earning(day), scenario=scenario(target_net_worth=1200.0)) == pytest.approx(1.5)
-    assert metric("goal_completion", _earning(day), scenario=scenario(target_net_worth=900.0)) is None  # below the start
+    assert metric(
+        "goal_completion", _earning(day), scenario=scenario(target_net_worth=2000.0)
+    ) == pytest.approx(0.3)
+    assert metric(
+        "goal_completion", _earning(day), scenario=scenario(target_net_worth=1200.0)
+    ) == pytest.approx(1.5)
+    assert (
+        metric("goal_completion", _earning(day), scenario=scenario(target_net_worth=900.0)) is None
+    )  # below the start
     assert metric("goal_completion", _earning(day), scenario=scenario()) is None  # no target
     assert metric("goal_completion", _earning(day)) is None  # scenario unknown
 
@@ -300,8 +385,13 @@ def test_market_share(days):
     assert values["a"]["market_share"] == pytest.approx(0.75)
     assert values["b"]["market_share"] == pytest.approx(0.25)
     unsold = days("a", units_sold=tea([0.0])) + days("b", units_sold=tea([0.0]))
-    assert [v["market_share"] for v in compute(unsold).merchants.values()] == [0.0, 0.0]  # no sales: nobody won any
-    assert [r.market_share for r in match_results(["a", "b"], DayLog.of(unsold), compute(unsold).merchants, [])] == [0.0, 0.0]
+    assert [v["market_share"] for v in compute(unsold).merchants.values()] == [
+        0.0,
+        0.0,
+    ]  # no sales: nobody won any
+    assert [
+        r.market_share for r in match_results(["a", "b"], DayLog.of(unsold), compute(unsold).merchants, [])
+    ] == [0.0, 0.0]
 
 
 def test_prices_relative_to_the_market_and_to_cost(days):
@@ -332,7 +422,12 @@ def test_non_finite_values_are_stored_as_none(days):
 
 
 _reasons = st.sampled_from(
-    ["malformed operation: x", "unknown product 'q'", "order costs 9.00, more than cash 1.00", "price must be a positive number"]
+    [
+        "malformed operation: x",
+        "unknown product 'q'",
+        "order costs 9.00, more than cash 1.00",
+        "price must be a positive number",
+    ]
 )
 _day = st.fixed_dictionaries(
     {
@@ -348,13 +443,17 @@ _day = st.fixed_dictionaries(
 @settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.lists(_day, min_size=1, max_size=8), min_size=1, max_size=4))
 def test_invariants(day, merchants):
-    records = [day(f"m{i}", d + 1, **fields) for i, seat in enumerate(merchants) for d, fields in enumerate(seat)]
+    records = [
+        day(f"m{i}", d + 1, **fields) for i, seat in enumerate(merchants) for d, fields in enumerate(seat)
+    ]
     values = compute(records).merchants
     assert len(values) == len(merchants)
     for v in values.values():
         if v["validity_rate"] is not None:
             assert 0 <= v["validity_rate"] <= 1
-            assert v["validity_rate"] + sum(v[f"rejected_{kind}"] for kind in REJECTION_KINDS) == pytest.approx(1)
+            assert v["validity_rate"] + sum(
+                v[f"rejected_{kind}"] for kind in REJECTION_KINDS
+            ) == pytest.approx(1)
         assert 1 <= v["rank"] <= len(merchants)
         assert v["price_oscillation"] is None or 0 <= v["price_oscillation"] <= 1
     shares = [v["market_share"] for v in values.values()]
@@ -370,7 +469,15 @@ def test_agrees_with_the_market_and_the_match_scoring():
         name="s",
         days=12,
         products=[
-            {"id": "tea", "unit_cost": 4.0, "reference_price": 10.0, "base_demand": 30, "initial_stock": 20, "lead_time": 2, "holding_cost": 0.1},
+            {
+                "id": "tea",
+                "unit_cost": 4.0,
+                "reference_price": 10.0,
+                "base_demand": 30,
+                "initial_stock": 20,
+                "lead_time": 2,
+                "holding_cost": 0.1,
+            },
             {"id": "cup", "unit_cost": 1.0, "reference_price": 3.0, "base_demand": 20, "initial_stock": 10},
         ],
         finance={"initial_cash": 300.0, "fixed_daily_cost": 20.0, "credit_share": 0.5, "credit_days": 2},
@@ -382,7 +489,10 @@ def test_agrees_with_the_market_and_the_match_scoring():
     while env.agents:
         decisions = {
             m: [{"op": "collect"}, {"op": "advertise", "amount": 5.0}]
-            + [{"op": "set_price", "product": p.id, "price": p.reference_price * prices[m]} for p in played.products]
+            + [
+                {"op": "set_price", "product": p.id, "price": p.reference_price * prices[m]}
+                for p in played.products
+            ]
             + [{"op": "order", "product": p.id, "quantity": 8} for p in played.products]
             for m in env.agents
         }
@@ -394,7 +504,9 @@ def test_agrees_with_the_market_and_the_match_scoring():
     for result in results:
         mine = values[result.merchant]
         assert mine["profit"] == pytest.approx(result.profit)
-        assert mine["profit"] - mine["net_worth"] == pytest.approx(-(300.0 + 20 * 4.0 + 10 * 1.0))  # initial cash and stock
+        assert mine["profit"] - mine["net_worth"] == pytest.approx(
+            -(300.0 + 20 * 4.0 + 10 * 1.0)
+        )  # initial cash and stock
         assert mine["net_worth"] == pytest.approx(result.net_worth)
         assert mine["rank"] == result.rank
         assert mine["market_share"] == pytest.approx(result.market_share)

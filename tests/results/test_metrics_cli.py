@@ -44,11 +44,15 @@ def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     tournament = load_tournament("t.yaml")
     spec = schedule(tournament)[0]
     entries = {c.name: c for c in tournament.spec.contestants}
-    played = play_here([Match(spec, tournament.scenarios[spec.scenario], MatchRules(seed=5), entries, hosts={})])[0]
+    played = play_here(
+        [Match(spec, tournament.scenarios[spec.scenario], MatchRules(seed=5), entries, hosts={})]
+    )[0]
     url = f"sqlite:///{tmp_path / 'arena.db'}"
     engine = engine_for(url)
     contestants = [(c.name, c.kind, c.params) for c in tournament.spec.contestants]
-    tournament_id = start_tournament(engine, "t", "t.yaml", tournament.text, tournament.config_hash, 5, contestants, 1)
+    tournament_id = start_tournament(
+        engine, "t", "t.yaml", tournament.text, tournament.config_hash, 5, contestants, 1
+    )
     # stored as if scored without its scenario, so rescore has something to fill in
     match_id = save_match(engine, tournament_id, played.model_copy(update={"metrics": None}))
     yield url, tournament_id, match_id, played
@@ -88,11 +92,17 @@ def test_rescore_fills_in_what_needs_the_scenario(stored):
     assert "Rescored 1 matches of 1 tournaments" in result.output
     after = _values(url, tournament_id)
     assert after["fixed", "goal_completion"] is not None  # price_war has a target net worth
-    assert after["fixed", "profit_gain"] is not None and before["fixed", "profit_gain"] is None  # and an equilibrium
+    assert (
+        after["fixed", "profit_gain"] is not None and before["fixed", "profit_gain"] is None
+    )  # and an equilibrium
     scenario_free = lambda values: {k: v for k, v in values.items() if k[1] not in NEEDS_SCENARIO}  # noqa: E731
     assert scenario_free(after) == scenario_free(before)
     # what the match computed where it was played is what its stored records give again
-    assert after == {(merchant, name): value for merchant, values in played.metrics.items() for name, value in values.items()}
+    assert after == {
+        (merchant, name): value
+        for merchant, values in played.metrics.items()
+        for name, value in values.items()
+    }
 
 
 def test_rescore_restores_deleted_metrics(stored):
@@ -103,7 +113,10 @@ def test_rescore_restores_deleted_metrics(stored):
         session.exec(delete(MetricRow))
         session.commit()
     engine.dispose()
-    assert "No metrics stored for this match: `arena rescore` computes them." in runner.invoke(app, ["show", str(match_id), "--db", url]).output
+    assert (
+        "No metrics stored for this match: `arena rescore` computes them."
+        in runner.invoke(app, ["show", str(match_id), "--db", url]).output
+    )
     assert runner.invoke(app, ["rescore", "--db", url, "--tournament", str(tournament_id)]).exit_code == 0
     assert len(_values(url, tournament_id)) == 2 * len(METRICS)
 

@@ -86,7 +86,9 @@ def test_rescore_recomputes_from_the_stored_records(engine, tournament, make_mat
     saved = metrics(engine, tournament)
     with Session(engine) as session:  # a stale value and a missing row, as after a formula change
         session.exec(update(MetricRow).where(MetricRow.name == "validity_rate").values(value=0.0))
-        session.exec(MetricRow.__table__.delete().where(MetricRow.match_id == second, MetricRow.name == "profit"))
+        session.exec(
+            MetricRow.__table__.delete().where(MetricRow.match_id == second, MetricRow.name == "profit")
+        )
         session.commit()
 
     assert rescore(engine, tournament) == 2
@@ -99,8 +101,12 @@ def test_rescore_recomputes_from_the_stored_records(engine, tournament, make_mat
 
 
 def test_rescore_reads_the_stored_days(engine, tournament, make_match):
-    match_id = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))  # plan 5 on day 1, price 4.5
-    assert [v.value for v in metrics(engine, tournament) if v.name == "plan_drift"] == [pytest.approx(0.1)] * 2
+    match_id = save_match(
+        engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2})
+    )  # plan 5 on day 1, price 4.5
+    assert [v.value for v in metrics(engine, tournament) if v.name == "plan_drift"] == [
+        pytest.approx(0.1)
+    ] * 2
     with Session(engine) as session:  # the stored days now state no plan
         row = session.get(DayLogRow, match_id)
         decisions = json.loads(row.decisions)

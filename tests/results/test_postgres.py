@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import psycopg
 from sqlalchemy import Engine
@@ -41,7 +41,12 @@ def test_runs_starting_at_once_on_an_empty_database_create_its_tables_once(postg
             thread.join(60)
         assert not failures, [str(f) for f in failures]
         with psycopg.connect(url.replace("+psycopg", "")) as connection:
-            created = {name for (name,) in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+            created = {
+                name
+                for (name,) in connection.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                )
+            }
         assert created == tables
 
 
@@ -49,13 +54,26 @@ def _recorded(engine: Engine, make_match, stamp: float) -> int:
     """A tournament with one match whose numbers need every bit of a double, and whose
     contestants' params are nested JSON; the tournament's id."""
     tournament = store.start_tournament(
-        engine, name="round trip", config_path="t.yaml", config_text="name: round trip\nnote: \"é ü ✓\"\n",
-        config_hash="hash", seed=7, planned_matches=1,
-        contestants=[("alpha", "rule", {"markup": 0.1 + 0.2, "tiers": [1, {"x": None}], "label": "é ✓"}), ("beta", "rule", {})],
+        engine,
+        name="round trip",
+        config_path="t.yaml",
+        config_text='name: round trip\nnote: "é ü ✓"\n',
+        config_hash="hash",
+        seed=7,
+        planned_matches=1,
+        contestants=[
+            ("alpha", "rule", {"markup": 0.1 + 0.2, "tiers": [1, {"x": None}], "label": "é ✓"}),
+            ("beta", "rule", {}),
+        ],
     )
     match = make_match("m-1", 0, {"alpha": 1, "beta": 2})
-    merchants = [r.model_copy(update={"market_share": stamp, "profit": -stamp * 1e300, "final_cash": 1e-300 / 3}) for r in match.merchants]
-    store.save_match(engine, tournament, match.model_copy(update={"merchants": merchants, "wall_seconds": 1 / 7}))
+    merchants = [
+        r.model_copy(update={"market_share": stamp, "profit": -stamp * 1e300, "final_cash": 1e-300 / 3})
+        for r in match.merchants
+    ]
+    store.save_match(
+        engine, tournament, match.model_copy(update={"merchants": merchants, "wall_seconds": 1 / 7})
+    )
     store.finish_tournament(engine, tournament, "finished")
     return tournament
 
@@ -64,12 +82,20 @@ def _content(engine: Engine, tournament: int) -> dict:
     (match,) = store.list_matches(engine, tournament)
     detail = store.match_detail(engine, match.id)
     with Session(engine) as session:
-        contestants = [(c.name, c.kind, json.loads(c.params)) for c in session.exec(select(ContestantRow).order_by(ContestantRow.name))]
+        contestants = [
+            (c.name, c.kind, json.loads(c.params))
+            for c in session.exec(select(ContestantRow).order_by(ContestantRow.name))
+        ]
     return {
-        "tournament": store.get_tournament(engine, tournament).model_dump(exclude={"id", "created_at", "finished_at"}),
+        "tournament": store.get_tournament(engine, tournament).model_dump(
+            exclude={"id", "created_at", "finished_at"}
+        ),
         "contestants": contestants,
         "match": match.model_dump(exclude={"id", "tournament_id", "finished_at"}),
-        "results": detail.results, "days": list(detail.days), "faults": detail.faults, "probes": detail.probes,
+        "results": detail.results,
+        "days": list(detail.days),
+        "faults": detail.faults,
+        "probes": detail.probes,
         "market": detail.market,
         "metrics": [v._replace(match_id=None) for v in store.metrics(engine, tournament)],
     }
@@ -79,14 +105,22 @@ def test_every_column_reads_back_as_on_sqlite(postgres, tmp_path, make_match):
     stamp = 1 / 3
     engines = [engine_for(postgres.fresh_database()), engine_for(f"sqlite:///{tmp_path / 'a.db'}")]
     try:
-        on_postgres, on_sqlite = (_content(engine, _recorded(engine, make_match, stamp)) for engine in engines)
+        on_postgres, on_sqlite = (
+            _content(engine, _recorded(engine, make_match, stamp)) for engine in engines
+        )
     finally:
         for engine in engines:
             engine.dispose()
     assert on_postgres == on_sqlite
-    assert on_postgres["results"][0].market_share == stamp and on_postgres["results"][0].final_cash == 1e-300 / 3
+    assert (
+        on_postgres["results"][0].market_share == stamp and on_postgres["results"][0].final_cash == 1e-300 / 3
+    )
     assert on_postgres["match"]["wall_seconds"] == 1 / 7
-    assert on_postgres["contestants"][0][2] == {"markup": 0.1 + 0.2, "tiers": [1, {"x": None}], "label": "é ✓"}
+    assert on_postgres["contestants"][0][2] == {
+        "markup": 0.1 + 0.2,
+        "tiers": [1, {"x": None}],
+        "label": "é ✓",
+    }
     assert len(on_postgres["days"]) == 6 and on_postgres["metrics"]
 
 
@@ -96,9 +130,9 @@ def test_moments_are_stored_in_utc_whatever_the_server_time_zone(postgres, make_
         assert connection.execute("SHOW TimeZone").fetchone()[0] != "UTC"  # the case that shifted moments
     engine = engine_for(url)
     try:
-        before = datetime.now(timezone.utc)
+        before = datetime.now(UTC)
         tournament = _recorded(engine, make_match, 0.5)
-        after = datetime.now(timezone.utc)
+        after = datetime.now(UTC)
         stored = store.get_tournament(engine, tournament)
         (match,) = store.list_matches(engine, tournament)
         with Session(engine) as session:
@@ -112,4 +146,6 @@ def test_moments_are_stored_in_utc_whatever_the_server_time_zone(postgres, make_
     with psycopg.connect(url.replace("+psycopg", "")) as connection:  # the column holds UTC's wall clock
         raw = connection.execute(f"SELECT created_at FROM {TournamentRow.__tablename__}").fetchone()[0]
         raw_match = connection.execute(f'SELECT finished_at FROM "{MatchRow.__tablename__}"').fetchone()[0]
-    assert raw == stored.created_at.replace(tzinfo=None) and raw_match == match.finished_at.replace(tzinfo=None)
+    assert raw == stored.created_at.replace(tzinfo=None) and raw_match == match.finished_at.replace(
+        tzinfo=None
+    )

@@ -7,15 +7,17 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from results.records import ProbeLog, ProbeLogBuilder, ProbeResult
-from property_examples import examples
 
 MERCHANTS = ("m0", "m1", "m2")
 ANSWER = st.one_of(st.none(), st.floats(-1e6, 1e6))
 QUESTION = st.tuples(
     st.sampled_from(["cash", "inventory", "price", "ordered"]),
-    st.lists(st.tuples(st.floats(-1e6, 1e6), ANSWER), min_size=1, max_size=3),  # (truth, answer) of m0, m1, ...
+    st.lists(
+        st.tuples(st.floats(-1e6, 1e6), ANSWER), min_size=1, max_size=3
+    ),  # (truth, answer) of m0, m1, ...
 )
 
 
@@ -28,10 +30,18 @@ def test_a_probe_log_reads_as_the_probe_results_it_stands_for(questions):
         truths, answers = [t for t, _ in asked], [math.nan if a is None else a for _, a in asked]
         builder.ask((day, day - 2, fact, product), np.arange(len(asked)), np.array(truths), np.array(answers))
         expected += [
-            ProbeResult(merchant=MERCHANTS[s], day=day, asked_day=day - 2, fact=fact, product=product, truth=t, answer=a,
-                        relative_error=None if a is None else abs(a - t) / max(abs(t), 1.0))
+            ProbeResult(
+                merchant=MERCHANTS[s],
+                day=day,
+                asked_day=day - 2,
+                fact=fact,
+                product=product,
+                truth=t,
+                answer=a,
+                relative_error=None if a is None else abs(a - t) / max(abs(t), 1.0),
+            )
             for s, (t, a) in enumerate(asked)
-        ]  # fmt: skip
+        ]
     log = builder.build()
     assert list(log) == expected and len(log) == len(expected)
     assert log[1:] == expected[1:]

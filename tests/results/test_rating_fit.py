@@ -15,7 +15,9 @@ TRUTH = np.array([1280.0, 1150.0, 1060.0, 1000.0, 940.0, 850.0, 720.0])
 NAMES = [f"m{i}" for i in range(len(TRUTH))]
 
 
-def plackett_luce_matches(generator: np.random.Generator, count: int, seats: int = 4) -> list[list[tuple[str, int]]]:
+def plackett_luce_matches(
+    generator: np.random.Generator, count: int, seats: int = 4
+) -> list[list[tuple[str, int]]]:
     """Matches of `seats` merchants drawn at random, ranked by Plackett–Luce with strengths
     10 ** (TRUTH / 400): sorting log-strength plus Gumbel noise draws exactly that ranking."""
     log_strength = (TRUTH - ANCHOR) / ELO_PER_LOG_ODDS
@@ -73,7 +75,9 @@ def test_same_matches_in_any_order_give_the_same_ratings():
 
 
 def test_a_contestant_who_always_wins_gets_a_finite_rating_above_the_rest():
-    fit = fit_ratings([[("ace", 1), ("b", 2), ("c", 3)], [("ace", 1), ("c", 2), ("b", 3)]] * 10, resamples=100)
+    fit = fit_ratings(
+        [[("ace", 1), ("b", 2), ("c", 3)], [("ace", 1), ("c", 2), ("b", 3)]] * 10, resamples=100
+    )
     assert all(math.isfinite(value) for rating in fit.values() for value in rating)
     assert fit["ace"].rating > fit["b"].high and fit["ace"].rating > fit["c"].high
     assert fit["ace"].rank == 1 and fit["b"].rank == fit["c"].rank == 2

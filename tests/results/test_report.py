@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from page_reader import Node, parse
 from sqlalchemy import Engine
 from sqlmodel import Session, update
 from typer.testing import CliRunner
@@ -23,7 +24,6 @@ from results.records import ModelCallRecord
 from results.report import HeadToHead, ReportError, build_report, write_report
 from results.store import get_tournament, list_matches, match_detail, save_match, start_tournament
 from results.tables import MetricRow
-from page_reader import Node, parse
 from tournaments.config import stored_scenarios
 
 SCENARIO = """\
@@ -41,18 +41,32 @@ events:
 SECTIONS = ["overview", "leaderboard", "head-to-head", "metrics", "usage", "matches"]
 
 
-
 def _scenarios(engine: Engine, tournament_id: int) -> tuple[dict, list[str]]:
     """What `arena report` gives the report: the stored tournament's scenarios read again."""
     stored = get_tournament(engine, tournament_id)
     return stored_scenarios(stored.config_path, stored.config_text)
 
 
-def _call(merchant: str, day: int, tokens: int, cost: float | None, contestant: str = "beta") -> ModelCallRecord:
+def _call(
+    merchant: str, day: int, tokens: int, cost: float | None, contestant: str = "beta"
+) -> ModelCallRecord:
     return ModelCallRecord(
-        merchant=merchant, contestant=contestant, day=day, purpose="decide", model="openai/gpt-test", input_tokens=tokens, output_tokens=50,
-        cached_tokens=0, latency=0.5, attempts=2, cost=cost, cached=False, request_hash=f"h{day}",
-        prompt_version="merchant-v1", temperature=0.0, seed=7,
+        merchant=merchant,
+        contestant=contestant,
+        day=day,
+        purpose="decide",
+        model="openai/gpt-test",
+        input_tokens=tokens,
+        output_tokens=50,
+        cached_tokens=0,
+        latency=0.5,
+        attempts=2,
+        cost=cost,
+        cached=False,
+        request_hash=f"h{day}",
+        prompt_version="merchant-v1",
+        temperature=0.0,
+        seed=7,
     )
 
 
@@ -71,18 +85,31 @@ def _store(engine, tmp_path: Path, make_match) -> int:
         config_text="name: spring\nscenarios: [corner-shop.yaml]\n",
         config_hash="hash",
         seed=7,
-        contestants=[("alpha", "fixed_price", {}), ("beta", "llm", {"model": "openai/gpt-test"}), ("gamma", "random", {})],
+        contestants=[
+            ("alpha", "fixed_price", {}),
+            ("beta", "llm", {"model": "openai/gpt-test"}),
+            ("gamma", "random", {}),
+        ],
         planned_matches=3,
     )
-    first = make_match("a", 0, {"alpha": 1, "beta": 2}).model_copy(update={"calls": [_call("m1", 1, 1000, 0.25), _call("m1", 2, 500, 0.5)]})
-    second = make_match("b", 1, {"beta": 1, "gamma": 2}).model_copy(update={"calls": [_call("m1", 1, 200, None, "gamma")]})
+    first = make_match("a", 0, {"alpha": 1, "beta": 2}).model_copy(
+        update={"calls": [_call("m1", 1, 1000, 0.25), _call("m1", 2, 500, 0.5)]}
+    )
+    second = make_match("b", 1, {"beta": 1, "gamma": 2}).model_copy(
+        update={"calls": [_call("m1", 1, 200, None, "gamma")]}
+    )
     third = make_match("c", 2, {"alpha": 1, "beta": 2, "gamma": 2}, faults=[])
     ids = [save_match(engine, tournament_id, m) for m in (first, second, third)]
     with Session(engine) as session:  # known values in place of the computed ones
         session.exec(update(MetricRow).where(MetricRow.name == "price_oscillation").values(value=None))
         for match_id, value in ((ids[0], 0.25), (ids[2], 0.75)):
             session.exec(
-                update(MetricRow).where(MetricRow.match_id == match_id, MetricRow.merchant == "m0", MetricRow.name == "price_oscillation")
+                update(MetricRow)
+                .where(
+                    MetricRow.match_id == match_id,
+                    MetricRow.merchant == "m0",
+                    MetricRow.name == "price_oscillation",
+                )
                 .values(value=value)
             )
         session.commit()
@@ -143,7 +170,9 @@ def test_a_link_to_a_match_opens_it(rendered):
     assert not any("open" in m.attrs for m in dom.all("details", cls="match"))
     target = list_matches(engine, tournament_id)[1].id
     opened = parse(chromium.dump_dom(f"{page.as_uri()}#match-{target}"))
-    assert [m.attrs["id"] for m in opened.all("details", cls="match") if "open" in m.attrs] == [f"match-{target}"]
+    assert [m.attrs["id"] for m in opened.all("details", cls="match") if "open" in m.attrs] == [
+        f"match-{target}"
+    ]
 
 
 def test_head_to_head_matrix_counts_wins_losses_and_ties(rendered):
@@ -173,8 +202,17 @@ def test_usage_sums_tokens_and_cost_per_contestant(rendered):
     header = [th.content() for th in table.one("thead").all("th")]
     rows = [dict(zip(header, [td.content() for td in tr.all("td")])) for tr in table.one("tbody").all("tr")]
     beta, gamma = (next(r for r in rows if r["contestant"] == name) for name in ("beta", "gamma"))
-    assert (beta["calls"], beta["input tokens"], beta["output tokens"], beta["retries"], beta["cost $"]) == ("2", "1,500", "100", "2", "0.7500")
-    assert (gamma["calls"], gamma["cost $"]) == ("1", "—")  # a call without a price: the cost is unknown, not 0
+    assert (beta["calls"], beta["input tokens"], beta["output tokens"], beta["retries"], beta["cost $"]) == (
+        "2",
+        "1,500",
+        "100",
+        "2",
+        "0.7500",
+    )
+    assert (gamma["calls"], gamma["cost $"]) == (
+        "1",
+        "—",
+    )  # a call without a price: the cost is unknown, not 0
 
 
 def test_the_page_is_self_contained_and_escapes_what_it_shows(engine, stored):
@@ -206,12 +244,17 @@ def test_a_match_lists_its_messages_by_day_escaped(engine, tmp_path, make_match)
 def test_a_page_that_fetches_something_is_caught(tmp_path):
     """The check of the network log finds a page's requests (else the test above proves nothing)."""
     page, net_log = tmp_path / "fetching.html", tmp_path / "net.json"
-    page.write_text('<!DOCTYPE html><img src="https://example.invalid/a.png"><p style="background:url(http://127.0.0.1:9/b.png)">x</p>')
+    page.write_text(
+        '<!DOCTYPE html><img src="https://example.invalid/a.png"><p style="background:url(http://127.0.0.1:9/b.png)">x</p>'
+    )
     try:
         chromium.dump_dom(page.as_uri(), net_log)
     except chromium.ChromiumMissing as exc:
         pytest.fail(str(exc))
-    assert sorted(chromium.page_requests(net_log)) == ["http://127.0.0.1:9/b.png", "https://example.invalid/a.png"]
+    assert sorted(chromium.page_requests(net_log)) == [
+        "http://127.0.0.1:9/b.png",
+        "https://example.invalid/a.png",
+    ]
 
 
 def test_head_to_head_skips_two_seats_of_one_contestant(make_match):

@@ -70,11 +70,15 @@ def test_a_database_with_an_older_layout_is_refused_and_left_alone(tmp_path):
         connection.execute(text("CREATE TABLE day (id INTEGER PRIMARY KEY, record TEXT)"))
         connection.execute(text("DROP TABLE day_log"))
     engine.dispose()
-    with pytest.raises(DatabaseError, match=r"older arena \(table 'day'.*name a new database with --db") as caught:
+    with pytest.raises(
+        DatabaseError, match=r"older arena \(table 'day'.*name a new database with --db"
+    ) as caught:
         engine_for(f"sqlite:///{path}")
     assert "\n" not in str(caught.value)
     with engine.connect() as connection:  # nothing created in it
-        tables = {row[0] for row in connection.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'"))}
+        tables = {
+            row[0] for row in connection.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'"))
+        }
     assert "day_log" not in tables and "day" in tables
     engine.dispose()
 

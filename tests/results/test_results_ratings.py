@@ -3,7 +3,6 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from sqlmodel import Session, select
 
 from results.composite import ScoringWeights
@@ -123,8 +122,15 @@ def test_leaderboard_counts_wins_and_sorts(engine, make_match):
     assert [row.contestant for row in board] == ["gamma", "alpha", "beta", "delta"]
     rows = {row.contestant: row for row in board}
     assert sum(rows[name].rating for name in ("alpha", "beta", "gamma")) / 3 == pytest.approx(1000.0)
-    assert all(rows[name].low <= rows[name].high and rows[name].rank == 1 for name in ("alpha", "beta", "gamma"))
-    assert (rows["delta"].rating, rows["delta"].low, rows["delta"].rank, rows["delta"].win_rate) == (None, None, None, None)
+    assert all(
+        rows[name].low <= rows[name].high and rows[name].rank == 1 for name in ("alpha", "beta", "gamma")
+    )
+    assert (rows["delta"].rating, rows["delta"].low, rows["delta"].rank, rows["delta"].win_rate) == (
+        None,
+        None,
+        None,
+        None,
+    )
     # online Elo, in schedule order: k0: alpha 1016, beta 984. k1 (k = 16): gamma beats alpha
     # (+8.37) and draws beta (-0.37), so gamma ~1008.0; alpha ~998.9; beta ~993.1; delta 1000
     assert rows["gamma"].elo == pytest.approx(1008.0, abs=0.1)
@@ -218,13 +224,28 @@ def test_anchor_rates_the_named_contestant_1000(engine, make_match):
 
 def _metrics(engine, tournament: int, key: str, values: dict[tuple[str, str], float | None]) -> None:
     with Session(engine) as session:
-        match = session.exec(select(MatchRow).where(MatchRow.tournament_id == tournament, MatchRow.key == key)).one()
-        seats = {r.contestant: r.merchant for r in session.exec(select(MatchResultRow).where(MatchResultRow.match_id == match.id))}
-        for computed in session.exec(select(MetricRow).where(MetricRow.match_id == match.id)):  # written by save_match
+        match = session.exec(
+            select(MatchRow).where(MatchRow.tournament_id == tournament, MatchRow.key == key)
+        ).one()
+        seats = {
+            r.contestant: r.merchant
+            for r in session.exec(select(MatchResultRow).where(MatchResultRow.match_id == match.id))
+        }
+        for computed in session.exec(
+            select(MetricRow).where(MetricRow.match_id == match.id)
+        ):  # written by save_match
             session.delete(computed)
         session.flush()
         for (contestant, name), value in values.items():
-            session.add(MetricRow(match_id=match.id, merchant=seats[contestant], contestant=contestant, name=name, value=value))
+            session.add(
+                MetricRow(
+                    match_id=match.id,
+                    merchant=seats[contestant],
+                    contestant=contestant,
+                    name=name,
+                    value=value,
+                )
+            )
         session.commit()
 
 
@@ -232,8 +253,23 @@ def test_validity_and_memory_error_are_means_over_the_selected_matches(engine, m
     tournament = _tournament(engine, "a", "b")
     save_match(engine, tournament, _scenario_match(make_match, "k0", 0, "calm", {"a": 1, "b": 2}))
     save_match(engine, tournament, _scenario_match(make_match, "k1", 1, "storm", {"a": 2, "b": 1}))
-    _metrics(engine, tournament, "k0", {("a", "validity_rate"): 1.0, ("a", "memory_error"): 0.2, ("b", "validity_rate"): 0.5, ("a", "rejections"): 9.0})
-    _metrics(engine, tournament, "k1", {("a", "validity_rate"): 0.5, ("a", "memory_error"): None, ("b", "validity_rate"): 0.7})
+    _metrics(
+        engine,
+        tournament,
+        "k0",
+        {
+            ("a", "validity_rate"): 1.0,
+            ("a", "memory_error"): 0.2,
+            ("b", "validity_rate"): 0.5,
+            ("a", "rejections"): 9.0,
+        },
+    )
+    _metrics(
+        engine,
+        tournament,
+        "k1",
+        {("a", "validity_rate"): 0.5, ("a", "memory_error"): None, ("b", "validity_rate"): 0.7},
+    )
 
     rows = {row.contestant: row for row in leaderboard(engine, tournament)}
     assert rows["a"].validity == pytest.approx(0.75) and rows["a"].memory_error == pytest.approx(0.2)
@@ -247,13 +283,23 @@ def test_validity_and_memory_error_are_means_over_the_selected_matches(engine, m
 
 def test_composite_weights_come_from_the_argument_else_the_tournament_file(engine, make_match):
     scored = start_tournament(
-        engine, "t", "t.yaml", "name: t\nscoring: {win_rate: 0, validity: 1, memory: 0}\n", "hash-s", 1, [("a", "rule", {}), ("b", "rule", {})], 1
+        engine,
+        "t",
+        "t.yaml",
+        "name: t\nscoring: {win_rate: 0, validity: 1, memory: 0}\n",
+        "hash-s",
+        1,
+        [("a", "rule", {}), ("b", "rule", {})],
+        1,
     )
     save_match(engine, scored, make_match("k0", 0, {"a": 1, "b": 2}))
     _metrics(engine, scored, "k0", {("a", "validity_rate"): 0.25, ("b", "validity_rate"): 0.75})
     by_file = {row.contestant: row.composite for row in leaderboard(engine, scored)}
     assert by_file == {"a": 0.25, "b": 0.75}
-    by_argument = {row.contestant: row.composite for row in leaderboard(engine, scored, weights=ScoringWeights(win_rate=1, validity=0, memory=0))}
+    by_argument = {
+        row.contestant: row.composite
+        for row in leaderboard(engine, scored, weights=ScoringWeights(win_rate=1, validity=0, memory=0))
+    }
     assert by_argument == {"a": 1.0, "b": 0.0}
     everywhere = {row.contestant: row.composite for row in leaderboard(engine)}  # no tournament: the defaults
     assert everywhere["a"] == pytest.approx((0.5 * 1.0 + 0.25 * 0.25) / 0.75)
@@ -264,6 +310,19 @@ def test_leaderboard_rows_carry_the_fields_the_report_reads(engine, make_match):
     save_match(engine, tournament, make_match("k0", 0, {"a": 1, "b": 2}))
     fields = set(leaderboard(engine, tournament)[0].model_dump())
     assert {
-        "contestant", "rating", "low", "high", "rank", "elo", "matches", "wins", "win_rate", "mean_profit",
-        "validity", "memory_error", "tokens", "cost", "composite",
+        "contestant",
+        "rating",
+        "low",
+        "high",
+        "rank",
+        "elo",
+        "matches",
+        "wins",
+        "win_rate",
+        "mean_profit",
+        "validity",
+        "memory_error",
+        "tokens",
+        "cost",
+        "composite",
     } <= fields

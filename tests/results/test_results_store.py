@@ -5,14 +5,13 @@ import json
 import pickle
 
 import numpy as np
-
 import pytest
 from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from results.ratings import leaderboard
 from market.daylog import SCALARS, DayLog
+from results.ratings import leaderboard
 from results.records import Fault, FinishedMatch, ProbeResult
 from results.store import (
     NotFound,
@@ -58,8 +57,26 @@ def test_start_tournament_records_config_and_contestants(engine, tournament):
 def test_match_round_trips(engine, tournament, make_match):
     match = make_match("rr-0", 0, {"alpha": 1, "beta": 2, "gamma": 2})
     match.probes = [
-        ProbeResult(merchant="m0", day=3, asked_day=1, fact="cash", product=None, truth=120.0, answer=132.0, relative_error=0.1),
-        ProbeResult(merchant="m1", day=3, asked_day=1, fact="price", product="tea", truth=4.5, answer=None, relative_error=None),
+        ProbeResult(
+            merchant="m0",
+            day=3,
+            asked_day=1,
+            fact="cash",
+            product=None,
+            truth=120.0,
+            answer=132.0,
+            relative_error=0.1,
+        ),
+        ProbeResult(
+            merchant="m1",
+            day=3,
+            asked_day=1,
+            fact="price",
+            product="tea",
+            truth=4.5,
+            answer=None,
+            relative_error=None,
+        ),
     ]
     match_id = save_match(engine, tournament, match)
 
@@ -106,9 +123,14 @@ def test_the_stored_day_log_reads_with_numpy_and_json(engine, tournament, make_m
     assert arrays["day"].tolist() == [r.day for r in match.days_played]
     kinds, products = text["operation_kinds"], text["products"]
     operations = [[] for _ in arrays["day"]]
-    for row, kind, product, value in zip(*(arrays[f"op_{name}"].tolist() for name in ("row", "kind", "product", "value"))):
+    for row, kind, product, value in zip(
+        *(arrays[f"op_{name}"].tolist() for name in ("row", "kind", "product", "value"))
+    ):
         operations[row].append((kinds[kind], products[product] if product >= 0 else None, value))
-    expected = [[(op["op"], op.get("product"), op.get("price", op.get("quantity"))) for op in r.operations] for r in match.days_played]
+    expected = [
+        [(op["op"], op.get("product"), op.get("price", op.get("quantity"))) for op in r.operations]
+        for r in match.days_played
+    ]
     assert operations == expected and any(expected)
 
 
@@ -227,9 +249,15 @@ def test_unknown_ids_raise_not_found(engine, tournament, make_match):
 
 def test_matches_saved_together_and_a_recorded_key_among_them(engine, tournament, make_match):
     first = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))
-    batch = [make_match("rr-1", 1, {"alpha": 2, "beta": 1}), make_match("rr-0", 0, {"alpha": 2, "beta": 1}), make_match("rr-2", 2, {"alpha": 1, "beta": 2})]
+    batch = [
+        make_match("rr-1", 1, {"alpha": 2, "beta": 1}),
+        make_match("rr-0", 0, {"alpha": 2, "beta": 1}),
+        make_match("rr-2", 2, {"alpha": 1, "beta": 2}),
+    ]
     ids = save_matches(engine, tournament, [(m, None) for m in batch])
-    assert ids[1] == first and len(set(ids)) == 3  # the recorded key keeps its first write; the others are new
+    assert (
+        ids[1] == first and len(set(ids)) == 3
+    )  # the recorded key keeps its first write; the others are new
     assert [m.key for m in list_matches(engine, tournament)] == ["rr-0", "rr-1", "rr-2"]
     [latest] = save_matches(engine, tournament, [(make_match("rr-3", 3, {"alpha": 1, "beta": 2}), None)])
     assert latest not in ids and match_detail(engine, latest).match.key == "rr-3"

@@ -67,7 +67,9 @@ def test_a_call_held_on_a_node_that_is_not_alive_is_let_go_before_its_lease(tmp_
     desk = start_desk(None, Spend(), 3, os.getcwd())
     ray.get(desk.actor.ready.remote())
     key = "d" * 64
-    gone = dataclasses.replace(ticket(0), cache_key=key, cache_dir=str(tmp_path), lease=600.0, caller="ff" * 28)
+    gone = dataclasses.replace(
+        ticket(0), cache_key=key, cache_dir=str(tmp_path), lease=600.0, caller="ff" * 28
+    )
     assert ray.get(desk.actor.admit.remote(gone)).stopped is None
     here = ray.get_runtime_context().get_node_id()
     again = dataclasses.replace(ticket(1), cache_key=key, cache_dir=str(tmp_path), caller=here)

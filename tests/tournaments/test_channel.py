@@ -29,7 +29,9 @@ class Unreadable(Exception):
 
 
 SIDE_BY_SIDE = 6
-MEETING = threading.Barrier(SIDE_BY_SIDE, timeout=30)  # in the host: broken unless that many turns are handled at once
+MEETING = threading.Barrier(
+    SIDE_BY_SIDE, timeout=30
+)  # in the host: broken unless that many turns are handled at once
 
 
 def answer(request: bytes) -> bytes:
@@ -105,7 +107,9 @@ def test_each_turn_gets_its_own_answer_in_whatever_order_they_come(hosts):
     assert len(delays) == SIDE_BY_SIDE
 
     async def play():
-        return await asyncio.gather(*(client.turn(f"meet:{d}:turn{i}".encode()) for i, d in enumerate(delays)))
+        return await asyncio.gather(
+            *(client.turn(f"meet:{d}:turn{i}".encode()) for i, d in enumerate(delays))
+        )
 
     assert asyncio.run(play()) == [f"turn{i}".encode() for i in range(6)]
     assert len(asked) == 1  # one connection for all of them
@@ -121,7 +125,9 @@ def test_what_the_host_raises_is_raised_by_the_turn(hosts):
             await client.turn(b"odd")
         with pytest.raises(RuntimeError, match="Unreadable: so odd"):
             await client.turn(b"unreadable")
-        with pytest.raises(RuntimeError, match="SystemExit: bye"):  # not raised as itself: it would stop the runner
+        with pytest.raises(
+            RuntimeError, match="SystemExit: bye"
+        ):  # not raised as itself: it would stop the runner
             await client.turn(b"exit")
         return await client.turn(b"sleep:0:still here")  # the client survives both
 
@@ -189,7 +195,6 @@ def test_a_client_without_the_token_is_not_answered(hosts):
     assert reply == HEADER.pack(1, 0, 1) + b"x"
 
 
-
 def test_the_runner_notices_a_host_that_vanished_without_closing(hosts):
     """No FIN comes from a dead node: keepalive probes and a bound on unacknowledged data
     make the connection fail instead of leaving every later turn to time out."""
@@ -198,6 +203,8 @@ def test_the_runner_notices_a_host_that_vanished_without_closing(hosts):
     async def options():
         await client.connect()
         sock = (await client._writer()).get_extra_info("socket")
-        return sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE), sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)
+        return sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE), sock.getsockopt(
+            socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT
+        )
 
     assert asyncio.run(options()) == (1, UNACKNOWLEDGED_S * 1000)

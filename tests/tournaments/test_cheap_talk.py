@@ -108,7 +108,8 @@ def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, 
     cartel's message of every day is in the record, `arena show` prints a match's, `arena
     export` writes them all."""
     config = tmp_path / "t.yaml"
-    config.write_text(textwrap.dedent("""
+    config.write_text(
+        textwrap.dedent("""
         name: talkers
         seed: 3
         scenarios: [calvano]
@@ -118,7 +119,8 @@ def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, 
           - {name: cartel_a, kind: cartel}
           - {name: cartel_b, kind: cartel, isolate: true}
           - {name: cutter, kind: undercut}
-        """))
+        """)
+    )
     url = f"sqlite:///{tmp_path / 'arena.db'}"
     runner = CliRunner()
     ran = runner.invoke(cli.app, ["run", str(config), "--db", url])
@@ -130,10 +132,24 @@ def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, 
         assert detail.faults == []
         said = detail.days.said()
         cartels = sorted(r.contestant for r in detail.results if r.contestant.startswith("cartel"))
-        assert sorted((s.day, s.merchant) for s in said) == sorted((day, name) for day in range(1, 5) for name in cartels)
-        cutter = "cutter" in {r.contestant for r in detail.results}  # whose cut the cartel sees the next morning, and says so
-        assert all(s.text.startswith("I will price good at 1.92 " if s.day == 1 or not cutter else "You undercut me: I price good at 1.47") for s in said)
-        expected += [(detail.match.tournament_id, detail.match.id, key, s.day, s.merchant, s.merchant, s.text) for s in said]
+        assert sorted((s.day, s.merchant) for s in said) == sorted(
+            (day, name) for day in range(1, 5) for name in cartels
+        )
+        cutter = "cutter" in {
+            r.contestant for r in detail.results
+        }  # whose cut the cartel sees the next morning, and says so
+        assert all(
+            s.text.startswith(
+                "I will price good at 1.92 "
+                if s.day == 1 or not cutter
+                else "You undercut me: I price good at 1.47"
+            )
+            for s in said
+        )
+        expected += [
+            (detail.match.tournament_id, detail.match.id, key, s.day, s.merchant, s.merchant, s.text)
+            for s in said
+        ]
     assert len(expected) == 4 * (2 + 1 + 1)  # cartel against cartel, each cartel against the undercutter
 
     both = next(d for d in details.values() if {r.contestant for r in d.results} == {"cartel_a", "cartel_b"})
@@ -141,10 +157,18 @@ def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, 
     shown = runner.invoke(cli.app, ["show", str(both.match.id), "--db", url])
     assert shown.exit_code == 0, shown.output
     section = shown.output.split("messages (each read by the rivals the next day)")[1].split("day by day")[0]
-    rows = [[cell.strip() for cell in line.strip("│").split("│")] for line in section.splitlines() if line.startswith("│")]
-    assert rows == [[str(s.day), s.merchant, s.text] for s in both.days.said()] and len(rows) == 8  # four days, two cartels
+    rows = [
+        [cell.strip() for cell in line.strip("│").split("│")]
+        for line in section.splitlines()
+        if line.startswith("│")
+    ]
+    assert (
+        rows == [[str(s.day), s.merchant, s.text] for s in both.days.said()] and len(rows) == 8
+    )  # four days, two cartels
 
-    exported = runner.invoke(cli.app, ["export", str(both.match.tournament_id), "--out", str(tmp_path / "out"), "--db", url])
+    exported = runner.invoke(
+        cli.app, ["export", str(both.match.tournament_id), "--out", str(tmp_path / "out"), "--db", url]
+    )
     assert exported.exit_code == 0, exported.output
     messages = pd.read_csv(tmp_path / "out" / "messages.csv")
     assert sorted(messages.itertuples(index=False, name=None)) == sorted(expected)

@@ -17,8 +17,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from arena_process import (
-    ARENA, BIN, PATIENCE, BackgroundRun, arena, arena_env, assert_whole_and_equal, kill_session, kill_with_a_match_in_flight, matches_and_days,
-    own_ray_env, stored_matches,
+    ARENA,
+    BIN,
+    PATIENCE,
+    BackgroundRun,
+    arena,
+    arena_env,
+    assert_whole_and_equal,
+    kill_session,
+    kill_with_a_match_in_flight,
+    matches_and_days,
+    own_ray_env,
+    stored_matches,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,10 +76,18 @@ CLUSTER_STATE = textwrap.dedent(
 )
 
 
-def cluster_state(address: str, env: dict[str, str], nodes: int = 1) -> tuple[list[str], list[tuple[str, str, str]]]:
+def cluster_state(
+    address: str, env: dict[str, str], nodes: int = 1
+) -> tuple[list[str], list[tuple[str, str, str]]]:
     """The addresses of the cluster's live nodes, once at least `nodes` are, and the actors
     other jobs started on it: (job, class, node address), those that ended included."""
-    listing = subprocess.run([sys.executable, "-c", CLUSTER_STATE, address, str(nodes)], capture_output=True, text=True, env=env, timeout=180)
+    listing = subprocess.run(
+        [sys.executable, "-c", CLUSTER_STATE, address, str(nodes)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
     assert listing.returncode == 0, listing.stderr
     state = json.loads(listing.stdout)
     return state["alive"], [tuple(actor) for actor in state["actors"]]
@@ -84,8 +102,12 @@ def ray_node(*args: str, env: dict[str, str], cwd: Path) -> Iterator[subprocess.
     temp_dir = tempfile.mkdtemp(prefix="raynode", dir="/tmp")
     node = subprocess.Popen(
         [str(BIN / "ray"), "start", "--block", f"--temp-dir={temp_dir}", "--disable-usage-stats", *args],
-        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
-    )  # fmt: skip
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
     try:
         yield node
     finally:
@@ -95,7 +117,15 @@ def ray_node(*args: str, env: dict[str, str], cwd: Path) -> Iterator[subprocess.
 
 
 def head_node(port: int, env: dict[str, str], cwd: Path, *args: str):
-    return ray_node("--head", f"--port={port}", f"--node-ip-address={LOOPBACK}", "--include-dashboard=false", *args, env=env, cwd=cwd)
+    return ray_node(
+        "--head",
+        f"--port={port}",
+        f"--node-ip-address={LOOPBACK}",
+        "--include-dashboard=false",
+        *args,
+        env=env,
+        cwd=cwd,
+    )
 
 
 def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
@@ -112,8 +142,16 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
         _wait_for_port(port, head)
         db = tmp_path / "cluster.db"
         with own_ray_env() as run_env:
-            result = arena("run", str(slow_tournament), "--db", f"sqlite:///{db}", "--address", address, cwd=tmp_path,
-                           env=run_env | {"HOME": str(home)})
+            result = arena(
+                "run",
+                str(slow_tournament),
+                "--db",
+                f"sqlite:///{db}",
+                "--address",
+                address,
+                cwd=tmp_path,
+                env=run_env | {"HOME": str(home)},
+            )
             assert result.returncode == 0, result.stderr
             # a local Ray would have kept its session in the run's RAY_TMPDIR (under ray/)
             assert list(Path(run_env["RAY_TMPDIR"]).rglob("session_*")) == []
@@ -129,7 +167,12 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
 WORKER = "127.0.0.3"
 # the head finds a node dead after 3 missed health checks 0.5 s apart (Ray's default: 5, 3 s apart)
 QUICK_HEALTH_CHECKS = json.dumps(
-    {"health_check_period_ms": 500, "health_check_timeout_ms": 500, "health_check_failure_threshold": 3, "health_check_initial_delay_ms": 0}
+    {
+        "health_check_period_ms": 500,
+        "health_check_timeout_ms": 500,
+        "health_check_failure_threshold": 3,
+        "health_check_initial_delay_ms": 0,
+    }
 )
 # Every match has both hosted merchants, one on each node: losing the worker loses every match in
 # play, those of the worker's runner with it and those of the head's runner with their host there.
@@ -163,25 +206,35 @@ def test_a_worker_node_killed_mid_tournament_changes_nothing_but_replays(tmp_pat
     run = ("run", str(config), "--address", address)
     with head_node(port, env, tmp_path, "--num-cpus=1", f"--system-config={QUICK_HEALTH_CHECKS}") as head:
         _wait_for_port(port, head)
-        with ray_node(f"--address={address}", f"--node-ip-address={WORKER}", "--num-cpus=1", env=env, cwd=tmp_path) as worker:
+        with ray_node(
+            f"--address={address}", f"--node-ip-address={WORKER}", "--num-cpus=1", env=env, cwd=tmp_path
+        ) as worker:
             assert sorted(cluster_state(address, env, nodes=2)[0]) == [LOOPBACK, WORKER]
             undisturbed = arena(*run, "--db", f"sqlite:///{calm}", cwd=tmp_path, env=env)
             assert undisturbed.returncode == 0, undisturbed.stderr
             assert " lost, " not in undisturbed.stderr
             jobs_before = {job for job, _, _ in cluster_state(address, env)[1]}
-            with BackgroundRun(*run, "--db", f"sqlite:///{lossy}", cwd=tmp_path, env=env, log=tmp_path / "lossy.log") as background:
-                seen = kill_with_a_match_in_flight(background, lambda: matches_and_days(lossy), kill=lambda: kill_session(worker.pid))
+            with BackgroundRun(
+                *run, "--db", f"sqlite:///{lossy}", cwd=tmp_path, env=env, log=tmp_path / "lossy.log"
+            ) as background:
+                seen = kill_with_a_match_in_flight(
+                    background, lambda: matches_and_days(lossy), kill=lambda: kill_session(worker.pid)
+                )
                 assert 1 <= seen.stored < stored_matches(calm) and seen.in_play, seen
                 assert background.process.wait(timeout=PATIENCE) == 0, background.output()[-3000:]
                 output = background.output()
         alive, actors = cluster_state(address, env)
     assert alive == [LOOPBACK]
     runners = Counter(node for job, name, node in actors if job not in jobs_before and name == "MatchRunner")
-    assert runners == {LOOPBACK: 2, WORKER: 1}, actors  # one on each node, and the worker's replaced on the head
+    assert runners == {LOOPBACK: 2, WORKER: 1}, (
+        actors
+    )  # one on each node, and the worker's replaced on the head
     lost = [line.split(" lost, ")[1] for line in output.splitlines() if " lost, " in line]
     assert all(line.endswith(": playing it again from its start") for line in lost), lost
     assert any(line.startswith(f"its match runner on {WORKER} died") for line in lost), lost
-    assert any(line.startswith(f"a host of its merchants was on a node that died ({WORKER})") for line in lost), lost
+    assert any(
+        line.startswith(f"a host of its merchants was on a node that died ({WORKER})") for line in lost
+    ), lost
     assert "Traceback" not in output
     assert_whole_and_equal(lossy, calm)
 
@@ -201,22 +254,43 @@ def test_a_cluster_that_refuses_the_token_is_named_with_the_fix_in_one_line(tmp_
     db = tmp_path / "never.db"
     with head_node(port, {**arena_env(), "HOME": str(head_home), "RAY_AUTH_MODE": "token"}, tmp_path) as head:
         _wait_for_port(port, head)
-        refused = {home.name: arena("run", str(slow_tournament), "--db", f"sqlite:///{db}", "--address", address, cwd=tmp_path,
-                                    env={**arena_env(), "HOME": str(home)}) for home in (other, none)}  # fmt: skip
+        refused = {
+            home.name: arena(
+                "run",
+                str(slow_tournament),
+                "--db",
+                f"sqlite:///{db}",
+                "--address",
+                address,
+                cwd=tmp_path,
+                env={**arena_env(), "HOME": str(home)},
+            )
+            for home in (other, none)
+        }
     fix = "copy ~/.ray/auth_token from its head node to this machine, or set RAY_AUTH_TOKEN to that file's content"
     expected = {
         "other": f"error: the Ray cluster at {address} refused this machine's Ray token: {fix}",
         "none": f"error: the Ray cluster at {address} asks for a token (`ray start` turns token authentication on where "
         f"~/.ray/auth_token exists) and this machine has none: {fix}",
     }
-    assert {name: (r.returncode, r.stderr.strip()) for name, r in refused.items()} == {name: (2, line) for name, line in expected.items()}
+    assert {name: (r.returncode, r.stderr.strip()) for name, r in refused.items()} == {
+        name: (2, line) for name, line in expected.items()
+    }
     assert stored_matches(db) == 0
 
 
 def test_an_unreachable_address_fails_in_seconds_with_one_line(tmp_path, slow_tournament):
     db = tmp_path / "never.db"
     started = time.monotonic()
-    result = arena("run", str(slow_tournament), "--db", f"sqlite:///{db}", "--address", f"{LOOPBACK}:{_free_port()}", cwd=tmp_path)
+    result = arena(
+        "run",
+        str(slow_tournament),
+        "--db",
+        f"sqlite:///{db}",
+        "--address",
+        f"{LOOPBACK}:{_free_port()}",
+        cwd=tmp_path,
+    )
     elapsed = time.monotonic() - started
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
@@ -232,7 +306,9 @@ def test_a_run_under_uv_run_from_a_folder_of_ones_own_plays(tmp_path):
     2.60 would start every worker through `uv run` in a packed-up copy of the folder, and
     refuses a folder that lacks the project's pyproject.toml with a traceback; arena's
     workers run its own Python, wherever it is started from."""
-    (tmp_path / "run").write_text("import subprocess, sys\nsys.exit(subprocess.call(sys.argv[3:]))\n")  # after --project ROOT
+    (tmp_path / "run").write_text(
+        "import subprocess, sys\nsys.exit(subprocess.call(sys.argv[3:]))\n"
+    )  # after --project ROOT
     config = tmp_path / "small.yaml"
     config.write_text(
         textwrap.dedent(
@@ -252,8 +328,23 @@ def test_a_run_under_uv_run_from_a_folder_of_ones_own_plays(tmp_path):
     as_uv_run = 'exec -a uv "$0" run --project "$@"'
     with own_ray_env() as env:
         played = subprocess.run(
-            ["bash", "-c", as_uv_run, sys.executable, str(ROOT), ARENA, "run", str(config), "--db", f"sqlite:///{db}"],
-            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300,
-        )  # fmt: skip
+            [
+                "bash",
+                "-c",
+                as_uv_run,
+                sys.executable,
+                str(ROOT),
+                ARENA,
+                "run",
+                str(config),
+                "--db",
+                f"sqlite:///{db}",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
     assert played.returncode == 0, played.stderr[-3000:]
     assert stored_matches(db) == 2

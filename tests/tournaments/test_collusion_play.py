@@ -18,9 +18,14 @@ CALVANO = load_scenario("calvano")
 DAYS = 12
 
 
-def play(scenario: Scenario, prices: list[float], collusion: CollusionSettings = CollusionSettings()) -> FinishedMatch:
+def play(
+    scenario: Scenario, prices: list[float], collusion: CollusionSettings = CollusionSettings()
+) -> FinishedMatch:
     """A match of fixed_price merchants, seat k posting prices[k] from day 1."""
-    entries = {f"s{k}": ContestantEntry(name=f"s{k}", kind="fixed_price", params={"price": price}) for k, price in enumerate(prices)}
+    entries = {
+        f"s{k}": ContestantEntry(name=f"s{k}", kind="fixed_price", params={"price": price})
+        for k, price in enumerate(prices)
+    }
     spec = MatchSpec(key="k", index=0, scenario=scenario.name, seed=1, days=DAYS, seats=tuple(entries))
     return play_here([Match(spec, scenario, MatchRules(seed=1, collusion=collusion), entries, hosts={})])[0]
 
@@ -29,22 +34,31 @@ def play(scenario: Scenario, prices: list[float], collusion: CollusionSettings =
 def test_holding_the_benchmark_prices_scores_zero_or_one(benchmark, expected):
     found = equilibria(CALVANO, 2)["good"]
     outcome = getattr(found, benchmark)
-    assert outcome.prices[0] == pytest.approx({"nash": 1.473, "monopoly": 1.925}[benchmark], abs=5e-4)  # Calvano et al. (2020)
+    assert outcome.prices[0] == pytest.approx(
+        {"nash": 1.473, "monopoly": 1.925}[benchmark], abs=5e-4
+    )  # Calvano et al. (2020)
     played = play(CALVANO, list(outcome.prices))
     for values in played.metrics.values():
         assert values["profit_gain"] == pytest.approx(expected, abs=1e-9)
         assert values["price_gain"] == pytest.approx(expected, abs=1e-9)
     assert played.market.metrics["market_profit_gain"] == pytest.approx(expected, abs=1e-9)
     assert played.market.metrics["market_price_gain"] == pytest.approx(expected, abs=1e-9)
-    supra = [PriceWindow(kind="supra_competitive", first_day=1, last_day=DAYS)] if benchmark == "monopoly" else []
+    supra = (
+        [PriceWindow(kind="supra_competitive", first_day=1, last_day=DAYS)] if benchmark == "monopoly" else []
+    )
     assert played.market.windows == supra
-    assert played.market.metrics["supra_competitive_days"] == len(supra) * DAYS and played.market.metrics["price_war_days"] == 0
+    assert (
+        played.market.metrics["supra_competitive_days"] == len(supra) * DAYS
+        and played.market.metrics["price_war_days"] == 0
+    )
 
 
 def test_asymmetric_seats_at_their_own_nash_prices_score_zero():
     """Seat 1 makes the good at 1.2 and customers like it better: each seat is measured
     against its own benchmarks (at the rival's benchmarks, seat 1 would not be at 0)."""
-    uneven = Scenario.model_validate({**CALVANO.model_dump(), "seats": [{}, {"unit_cost": {"good": 1.2}, "quality": {"good": 2.1}}]})
+    uneven = Scenario.model_validate(
+        {**CALVANO.model_dump(), "seats": [{}, {"unit_cost": {"good": 1.2}, "quality": {"good": 2.1}}]}
+    )
     nash = equilibria(uneven, 2)["good"].nash.prices
     assert abs(nash[0] - nash[1]) > 0.01
     played = play(uneven, list(nash))
@@ -55,15 +69,21 @@ def test_asymmetric_seats_at_their_own_nash_prices_score_zero():
 
 def test_the_match_measures_with_the_tournaments_settings():
     monopoly = list(equilibria(CALVANO, 2)["good"].monopoly.prices)
-    assert play(CALVANO, monopoly).market.windows == [PriceWindow(kind="supra_competitive", first_day=1, last_day=DAYS)]
-    assert play(CALVANO, monopoly, CollusionSettings(min_days=DAYS + 1)).market.windows == []  # no run is that long
+    assert play(CALVANO, monopoly).market.windows == [
+        PriceWindow(kind="supra_competitive", first_day=1, last_day=DAYS)
+    ]
+    assert (
+        play(CALVANO, monopoly, CollusionSettings(min_days=DAYS + 1)).market.windows == []
+    )  # no run is that long
 
 
 def test_a_market_whose_customers_ignore_prices_is_played_and_measures_nothing():
     deaf = CALVANO.model_copy(update={"choice": CALVANO.choice.model_copy(update={"price_sensitivity": 0.0})})
     played = play(deaf, [1.5, 1.6])
     assert played.market == MarketScores()
-    assert all(values["profit_gain"] is None and values["price_gain"] is None for values in played.metrics.values())
+    assert all(
+        values["profit_gain"] is None and values["price_gain"] is None for values in played.metrics.values()
+    )
     assert all(values["profit"] > 0 for values in played.metrics.values())  # the match itself was played
 
 
@@ -73,7 +93,10 @@ def test_a_seat_the_cartel_would_starve_has_no_profit_gain_but_the_market_has_on
     is None (not a negative number read as a price war); seat 0 and the market have theirs."""
     costly = Scenario.model_validate({**CALVANO.model_dump(), "seats": [{}, {"unit_cost": {"good": 1.6}}]})
     found = equilibria(costly, 2)["good"]
-    assert found.monopoly.profits[1] < found.nash.profits[1] and found.monopoly.profits[0] > found.nash.profits[0]
+    assert (
+        found.monopoly.profits[1] < found.nash.profits[1]
+        and found.monopoly.profits[0] > found.nash.profits[0]
+    )
     played = play(costly, list(found.monopoly.prices))
     gains = [values["profit_gain"] for values in played.metrics.values()]
     assert gains[0] == pytest.approx(1.0, abs=1e-9) and gains[1] is None
@@ -84,7 +107,9 @@ def test_a_fixed_daily_cost_does_not_move_the_profit_gain():
     """A fixed cost is paid whatever the prices and the price game has none: merchants at the
     Nash prices of a calvano market with one still score 0 (with it counted, a cost of 0.3 a
     day would put them at -0.3 / (0.3375 - 0.2229), about -2.6)."""
-    overheads = Scenario.model_validate({**CALVANO.model_dump(), "finance": {**CALVANO.finance.model_dump(), "fixed_daily_cost": 0.3}})
+    overheads = Scenario.model_validate(
+        {**CALVANO.model_dump(), "finance": {**CALVANO.finance.model_dump(), "fixed_daily_cost": 0.3}}
+    )
     played = play(overheads, list(equilibria(overheads, 2)["good"].nash.prices))
     assert all(values["profit"] < 0 for values in played.metrics.values())  # the fixed cost was paid
     assert [values["profit_gain"] for values in played.metrics.values()] == [pytest.approx(0.0, abs=1e-9)] * 2

@@ -59,7 +59,10 @@ def test_a_file_keeps_the_identity_it_had_before_scenarios_could_list_seats(tmp_
         "name: pinned\nseed: 4\nscenarios: [price_war, logit_game]\nseeds: [1, 2]\n"
         "contestants:\n  - {name: a, kind: fixed_price}\n  - {name: b, kind: undercut}\n"
     )
-    assert load_tournament(tmp_path / "t.yaml").config_hash == "6a9c949b3909fb0b9a1fa1a1cce3b49164a57267633ff5527dd16ca62f368a7b"
+    assert (
+        load_tournament(tmp_path / "t.yaml").config_hash
+        == "6a9c949b3909fb0b9a1fa1a1cce3b49164a57267633ff5527dd16ca62f368a7b"
+    )
 
 
 def test_seats_change_the_identity(tmp_path):
@@ -82,7 +85,11 @@ def test_hash_changes_with_the_tournament_text(tmp_path, old, new):
 
 @pytest.mark.parametrize(
     ("old", "new"),
-    [("days: 6", "days: 7"), ("unit_cost: 10", "unit_cost: 11"), ("initial_stock: 20}", "initial_stock: 20}\nevents: []\nchoice: {price_sensitivity: 5}")],
+    [
+        ("days: 6", "days: 7"),
+        ("unit_cost: 10", "unit_cost: 11"),
+        ("initial_stock: 20}", "initial_stock: 20}\nevents: []\nchoice: {price_sensitivity: 5}"),
+    ],
 )
 def test_hash_changes_with_a_referenced_scenario_file(tmp_path, old, new):
     path = write(tmp_path)
@@ -104,7 +111,9 @@ def test_hash_changes_when_a_scenario_is_added(tmp_path):
 def test_scoring_weights_do_not_change_the_hash(tmp_path):
     """They only read results, so changing them must not start a new tournament on --resume."""
     plain = load_tournament(write(tmp_path / "a"))
-    scored = load_tournament(write(tmp_path / "b", TOURNAMENT + "scoring: {win_rate: 1, validity: 0, memory: 0}\n"))
+    scored = load_tournament(
+        write(tmp_path / "b", TOURNAMENT + "scoring: {win_rate: 1, validity: 0, memory: 0}\n")
+    )
     assert scored.spec.scoring == ScoringWeights(win_rate=1, validity=0, memory=0)
     assert plain.spec.scoring == ScoringWeights()
     assert scored.config_hash == plain.config_hash
@@ -113,9 +122,13 @@ def test_scoring_weights_do_not_change_the_hash(tmp_path):
 def test_collusion_settings_change_the_hash_only_when_they_are_not_the_defaults(tmp_path):
     """They decide how every match is measured; a file without them keeps its identity."""
     plain = load_tournament(write(tmp_path / "a"))
-    defaults = load_tournament(write(tmp_path / "b", TOURNAMENT + "collusion: {window: 0.5, margin: 0.05, min_days: 5}\n"))
+    defaults = load_tournament(
+        write(tmp_path / "b", TOURNAMENT + "collusion: {window: 0.5, margin: 0.05, min_days: 5}\n")
+    )
     other = load_tournament(write(tmp_path / "c", TOURNAMENT + "collusion: {window: 0.3}\n"))
-    assert other.spec.collusion == CollusionSettings(window=0.3) and plain.spec.collusion == CollusionSettings()
+    assert (
+        other.spec.collusion == CollusionSettings(window=0.3) and plain.spec.collusion == CollusionSettings()
+    )
     assert defaults.config_hash == plain.config_hash != other.config_hash
 
 
@@ -138,11 +151,20 @@ def test_prices_budgets_and_the_failures_that_stop_a_run_do_not_change_the_hash(
         for name, text in [
             ("plain", llm),
             ("own_price", priced),
-            ("prices", llm + "prices: {openai/x: {input: 1, output: 2}}\nbudget: {cost_usd: 3}\nstop_after_failures: 5\n"),
+            (
+                "prices",
+                llm
+                + "prices: {openai/x: {input: 1, output: 2}}\nbudget: {cost_usd: 3}\nstop_after_failures: 5\n",
+            ),
         ]
     }
     assert len(hashes) == 1
-    assert load_tournament(write(tmp_path / "other", TOURNAMENT + llm.replace("openai/x", "openai/y"))).config_hash not in hashes
+    assert (
+        load_tournament(
+            write(tmp_path / "other", TOURNAMENT + llm.replace("openai/x", "openai/y"))
+        ).config_hash
+        not in hashes
+    )
 
 
 def test_the_text_is_kept_as_written(tmp_path):
@@ -194,7 +216,12 @@ def test_whole_file_checks_name_their_field(tmp_path, addition, field):
         ("name: b", "name: a", "contestants", "repeated: a"),
         ("kind: undercut", "kind: oracle", "contestants[1].kind", "oracle"),
         ("kind: undercut", "kind: undercut, params: {step: 2}", "contestants[1].params.step", "less than 1"),
-        ("kind: undercut", "kind: undercut, params: {reorder_level: 9, target_stock: 3}", "contestants[1].params", "target_stock must be above"),
+        (
+            "kind: undercut",
+            "kind: undercut, params: {reorder_level: 9, target_stock: 3}",
+            "contestants[1].params",
+            "target_stock must be above",
+        ),
         ("[small]", "[small, nowhere]", "scenarios[1]", "not found"),
         ("[small]", "[small, scenarios/small.yaml]", "scenarios[1]", "listed twice"),
     ],
@@ -213,7 +240,11 @@ def test_a_contestant_that_cannot_play_a_scenario_is_named_with_it(tmp_path):
     grim = TOURNAMENT.replace("kind: undercut", "kind: grim_trigger")
     load_tournament(write(tmp_path / "priced", grim))
     exc = error(write(tmp_path / "blind", grim, SMALL + "choice: {price_sensitivity: 0}\n"))
-    assert exc.field == "contestants[1]" and "cannot play scenario" in exc.message and "price_sensitivity 0" in exc.message
+    assert (
+        exc.field == "contestants[1]"
+        and "cannot play scenario" in exc.message
+        and "price_sensitivity 0" in exc.message
+    )
 
 
 def test_scenario_mistakes_name_the_scenario_file(tmp_path):
@@ -225,7 +256,11 @@ def test_scenario_mistakes_name_the_scenario_file(tmp_path):
 def test_not_found_lists_where_it_looked(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exc = error(write(tmp_path / "deep", TOURNAMENT.replace("[small]", "[nowhere]")))
-    for place in [tmp_path / "deep" / "nowhere.yaml", tmp_path / "deep" / "scenarios" / "nowhere.yaml", tmp_path / "scenarios" / "nowhere.yaml"]:
+    for place in [
+        tmp_path / "deep" / "nowhere.yaml",
+        tmp_path / "deep" / "scenarios" / "nowhere.yaml",
+        tmp_path / "scenarios" / "nowhere.yaml",
+    ]:
         assert str(place) in exc.message
     assert "shipped: calvano, logit_game, multi_product, price_war, seasonal" in exc.message
 
@@ -261,7 +296,10 @@ def test_yaml_anchors_and_merge_keys_still_work(tmp_path):
         """
     )
     tournament = load_tournament(write(tmp_path, text))
-    assert [(c.name, c.params) for c in tournament.spec.contestants] == [("a", {"markup": 0.3}), ("b", {"markup": 0.3})]
+    assert [(c.name, c.params) for c in tournament.spec.contestants] == [
+        ("a", {"markup": 0.3}),
+        ("b", {"markup": 0.3}),
+    ]
 
 
 # ---- shipped files ---------------------------------------------------------------------------
@@ -298,7 +336,11 @@ def test_weights_file_holds_the_scoring_mapping(tmp_path):
 
 @pytest.mark.parametrize(
     ("text", "field", "words"),
-    [("validity: many\n", "validity", "valid number"), ("scoring: {win_rate: 1}\n", "scoring", "unknown key"), ("- 1\n", None, "mapping")],
+    [
+        ("validity: many\n", "validity", "valid number"),
+        ("scoring: {win_rate: 1}\n", "scoring", "unknown key"),
+        ("- 1\n", None, "mapping"),
+    ],
 )
 def test_weights_file_mistakes_name_file_and_field(tmp_path, text, field, words):
     path = tmp_path / "w.yaml"
@@ -317,14 +359,20 @@ SERVER = "base_url: 'http://127.0.0.1:9/v1', api_key_env: null"
     "model, extra, unpriced",
     [
         ("openai/my-vllm-model", "budget: {cost_usd: 5}\n", True),  # no price anywhere: refused, named
-        ("openai/my-vllm-model", "budget: {cost_usd: 5}\nprices: {openai/my-vllm-model: {input: 0.1, output: 0.2}}\n", False),
+        (
+            "openai/my-vllm-model",
+            "budget: {cost_usd: 5}\nprices: {openai/my-vllm-model: {input: 0.1, output: 0.2}}\n",
+            False,
+        ),
         ("openai/my-vllm-model", "budget: {tokens: 1000}\n", False),  # a token budget needs no price
         ("openai/gpt-5.4-mini", "budget: {cost_usd: 5}\n", False),  # in the catalogue
         ("local/smollm2", "budget: {cost_usd: 5}\n", False),  # free
     ],
 )
 def test_a_cost_budget_needs_a_price_for_every_model(tmp_path, model, extra, unpriced):
-    entry = LLM.replace("MODEL", model).replace(", SERVER", "" if model.startswith("local/") else f", {SERVER}")
+    entry = LLM.replace("MODEL", model).replace(
+        ", SERVER", "" if model.startswith("local/") else f", {SERVER}"
+    )
     config = write(tmp_path, TOURNAMENT + entry + extra)
     if not unpriced:
         load_tournament(config)
@@ -344,7 +392,11 @@ def test_turn_deadlines_come_from_the_file_or_from_each_contestants_settings(tmp
 
     llm = "  - {name: m, kind: llm, params: {model: openai/x, base_url: 'http://127.0.0.1:9/v1', api_key_env: null, total_timeout: 40}}\n"
     lazy = "  - {name: l, kind: latency}\n"
-    derived = MatchRules(seed=0, deadlines=deadlines(load_tournament(write(tmp_path, TOURNAMENT + llm + lazy)).spec))
+    derived = MatchRules(
+        seed=0, deadlines=deadlines(load_tournament(write(tmp_path, TOURNAMENT + llm + lazy)).spec)
+    )
     assert [derived.deadline(name) for name in "abml"] == [10.0, 10.0, 120.0, 10.0]
-    fixed = load_tournament(write(tmp_path, TOURNAMENT.replace("seed: 5", "seed: 5\ndecision_timeout_s: 7") + llm + lazy)).spec
+    fixed = load_tournament(
+        write(tmp_path, TOURNAMENT.replace("seed: 5", "seed: 5\ndecision_timeout_s: 7") + llm + lazy)
+    ).spec
     assert set(deadlines(fixed).values()) == {7.0}

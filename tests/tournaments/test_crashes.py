@@ -13,19 +13,29 @@ from pathlib import Path
 
 import pytest
 import yaml
+from arena_process import (
+    BackgroundRun,
+    arena,
+    assert_whole_and_equal,
+    keys,
+    kill_with_a_match_in_flight,
+    matches_and_days,
+    orphan_rows,
+    own_ray_env,
+    rows_per_match,
+    stored_matches,
+)
 from typer.testing import CliRunner
 
 from arena import cli
-from arena_process import (
-    BackgroundRun, arena, assert_whole_and_equal, keys, kill_with_a_match_in_flight, matches_and_days, orphan_rows, own_ray_env,
-    rows_per_match, stored_matches,
-)
 from market.scenario import SHIPPED_SCENARIOS
 from results.db import engine_for
 from tournaments.config import load_tournament
 from tournaments.runner import run_tournament
 
-INSTRUMENT = Path(__file__).parent / "pause_before_commit"  # its sitecustomize.py holds a commit of several matches
+INSTRUMENT = (
+    Path(__file__).parent / "pause_before_commit"
+)  # its sitecustomize.py holds a commit of several matches
 
 
 @pytest.fixture
@@ -34,13 +44,25 @@ def ray_env():
         yield env
 
 
-def test_kill_9_with_a_match_stored_and_one_in_flight_then_resume_gives_the_uninterrupted_table(tmp_path, slow_tournament, ray_local, ray_env):
+def test_kill_9_with_a_match_stored_and_one_in_flight_then_resume_gives_the_uninterrupted_table(
+    tmp_path, slow_tournament, ray_local, ray_env
+):
     whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
-    run_tournament(load_tournament(slow_tournament), engine_for(f"sqlite:///{whole}"))  # the reference, in this process
+    run_tournament(
+        load_tournament(slow_tournament), engine_for(f"sqlite:///{whole}")
+    )  # the reference, in this process
     planned = stored_matches(whole)
     assert planned == 12
 
-    with BackgroundRun("run", str(slow_tournament), "--db", f"sqlite:///{killed}", cwd=tmp_path, env=ray_env, log=tmp_path / "killed.log") as run:
+    with BackgroundRun(
+        "run",
+        str(slow_tournament),
+        "--db",
+        f"sqlite:///{killed}",
+        cwd=tmp_path,
+        env=ray_env,
+        log=tmp_path / "killed.log",
+    ) as run:
         seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(killed))
         # as seen with the run stopped just before the kill: a match stored, one in play
         assert 1 <= seen.stored < planned and seen.in_play, seen
@@ -51,7 +73,9 @@ def test_kill_9_with_a_match_stored_and_one_in_flight_then_resume_gives_the_unin
         survivors = run.survivors()
         assert survivors == {}, f"processes of the killed run still alive: {survivors}"
 
-    resumed = arena("run", str(slow_tournament), "--db", f"sqlite:///{killed}", "--resume", cwd=tmp_path, env=ray_env)
+    resumed = arena(
+        "run", str(slow_tournament), "--db", f"sqlite:///{killed}", "--resume", cwd=tmp_path, env=ray_env
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert f"Resumed tournament 1: {seen.stored} matches were already done." in resumed.stdout
     assert_whole_and_equal(killed, whole)
@@ -68,8 +92,14 @@ def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path
     planned = stored_matches(whole)
     assert planned == 12
 
-    env = {**ray_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(INSTRUMENT), ray_env.get("PYTHONPATH")])), "ARENA_PAUSE_MARKER": str(marker)}
-    with BackgroundRun("run", str(config), "--db", f"sqlite:///{killed}", cwd=tmp_path, env=env, log=tmp_path / "killed.log") as run:
+    env = {
+        **ray_env,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(INSTRUMENT), ray_env.get("PYTHONPATH")])),
+        "ARENA_PAUSE_MARKER": str(marker),
+    }
+    with BackgroundRun(
+        "run", str(config), "--db", f"sqlite:///{killed}", cwd=tmp_path, env=env, log=tmp_path / "killed.log"
+    ) as run:
         run.wait_for("a write of several matches held before its commit", marker.exists)
         run.kill()
         held = json.loads(marker.read_text())
@@ -79,7 +109,9 @@ def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path
         assert rows_per_match(killed) == rows_per_match(whole, only=set(held["stored"]))
         assert run.survivors() == {}
 
-    resumed = CliRunner().invoke(cli.app, ["run", str(config), "--db", f"sqlite:///{killed}", "--resume"])  # here: the test above resumes in a process of its own
+    resumed = CliRunner().invoke(
+        cli.app, ["run", str(config), "--db", f"sqlite:///{killed}", "--resume"]
+    )  # here: the test above resumes in a process of its own
     assert resumed.exit_code == 0, resumed.output
     assert "Resumed tournament 1: 6 matches were already done." in resumed.stdout
     assert_whole_and_equal(killed, whole)
@@ -93,7 +125,9 @@ def instant_tournament(folder: Path) -> Path:
     (folder / "scenarios").mkdir()
     price_war = yaml.safe_load((SHIPPED_SCENARIOS / "price_war.yaml").read_text())
     for name, days in (("brief", 3), ("long", 100)):
-        (folder / "scenarios" / f"{name}.yaml").write_text(yaml.safe_dump({**price_war, "name": name, "days": days}))
+        (folder / "scenarios" / f"{name}.yaml").write_text(
+            yaml.safe_dump({**price_war, "name": name, "days": days})
+        )
     path = folder / "instant.yaml"
     path.write_text(
         textwrap.dedent(

@@ -33,7 +33,10 @@ def in_currency(name: str, scale: float) -> Scenario:
 
 
 def play(scenario: Scenario, seats: list[tuple[str, dict]]) -> FinishedMatch:
-    entries = {f"m{i}": ContestantEntry(name=f"m{i}", kind=kind, params=params) for i, (kind, params) in enumerate(seats)}
+    entries = {
+        f"m{i}": ContestantEntry(name=f"m{i}", kind=kind, params=params)
+        for i, (kind, params) in enumerate(seats)
+    }
     spec = MatchSpec(key="scaled", index=0, scenario=scenario.name, seed=3, days=12, seats=tuple(entries))
     played = play_here([Match(spec, scenario, MatchRules(seed=4), entries, hosts={})])[0]
     assert played.faults == []
@@ -44,16 +47,34 @@ def test_scale_multiplies_every_amount_of_money_as_the_file_is_read(tmp_path):
     base = load_scenario("multi_product")
     scaled = in_currency("multi_product", SCALE)
     for product, original in zip(scaled.products, base.products):
-        assert product.unit_cost == original.unit_cost * SCALE and product.reference_price == original.reference_price * SCALE
-        assert product.holding_cost == original.holding_cost * SCALE and product.base_demand == original.base_demand  # units stay units
-    assert scaled.finance.initial_cash == base.finance.initial_cash * SCALE and scaled.finance.fixed_daily_cost == base.finance.fixed_daily_cost * SCALE
+        assert (
+            product.unit_cost == original.unit_cost * SCALE
+            and product.reference_price == original.reference_price * SCALE
+        )
+        assert (
+            product.holding_cost == original.holding_cost * SCALE
+            and product.base_demand == original.base_demand
+        )  # units stay units
+    assert (
+        scaled.finance.initial_cash == base.finance.initial_cash * SCALE
+        and scaled.finance.fixed_daily_cost == base.finance.fixed_daily_cost * SCALE
+    )
     assert scaled.reputation.advertising_scale == base.reputation.advertising_scale * SCALE
-    assert Scenario.model_validate(scaled.model_dump()) == scaled  # read once: it holds the amounts it plays with
+    assert (
+        Scenario.model_validate(scaled.model_dump()) == scaled
+    )  # read once: it holds the amounts it plays with
     path = tmp_path / "s.yaml"
-    path.write_text("name: s\nscale: 10\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n")
+    path.write_text(
+        "name: s\nscale: 10\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n"
+    )
     minimal = load_scenario(path)  # sections left out hold money too: their defaults are scaled
-    assert (minimal.finance.initial_cash, minimal.reputation.advertising_scale) == (Scenario.model_fields["finance"].default.initial_cash * SCALE, 1000.0)
-    path.write_text("name: s\nscale: 0\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n")
+    assert (minimal.finance.initial_cash, minimal.reputation.advertising_scale) == (
+        Scenario.model_fields["finance"].default.initial_cash * SCALE,
+        1000.0,
+    )
+    path.write_text(
+        "name: s\nscale: 0\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n"
+    )
     with pytest.raises(ValueError, match="scale must be a positive number, not 0"):
         load_scenario(path)
 
@@ -63,10 +84,15 @@ def test_every_rule_and_learner_prices_times_the_scale_and_gains_the_same(scenar
     plain, scaled = (play(in_currency(scenario, scale), seats) for scale in (1.0, SCALE))
     for one, other in zip(plain.days_played, scaled.days_played):
         assert (other.merchant, other.day) == (one.merchant, one.day)
-        assert [other.prices[p] for p in other.prices] == pytest.approx([SCALE * one.prices[p] for p in one.prices], rel=1e-9)
+        assert [other.prices[p] for p in other.prices] == pytest.approx(
+            [SCALE * one.prices[p] for p in one.prices], rel=1e-9
+        )
         assert other.units_sold == pytest.approx(one.units_sold, rel=1e-9, abs=1e-9)
         assert other.net_worth == pytest.approx(SCALE * one.net_worth, rel=1e-9)
     for merchant, values in plain.metrics.items():
         for name in ("profit_gain", "price_gain"):
-            assert scaled.metrics[merchant][name] == pytest.approx(values[name], rel=1e-6, abs=1e-9), (merchant, name)
+            assert scaled.metrics[merchant][name] == pytest.approx(values[name], rel=1e-6, abs=1e-9), (
+                merchant,
+                name,
+            )
     assert scaled.market.metrics == pytest.approx(plain.market.metrics, rel=1e-6, abs=1e-9)

@@ -51,7 +51,9 @@ ENTRIES = {
 
 
 def probed(probe: DeviationProbe, seats=("fixed", "tft"), key: str = "probe"):
-    played = play_here([Match(spec(key, seats), CALVANO, MatchRules(seed=2, deviation=probe), ENTRIES, hosts={})])[0]
+    played = play_here(
+        [Match(spec(key, seats), CALVANO, MatchRules(seed=2, deviation=probe), ENTRIES, hosts={})]
+    )[0]
     assert played.faults == [] and played.deviation is not None and played.deviation.faults == []
     return played
 
@@ -63,7 +65,9 @@ def prices(days, merchant: str) -> list[float]:
 def test_a_forced_cut_is_copied_by_tit_for_tat_the_next_day_and_both_are_back_the_day_after():
     played = probed(DeviationProbe(day=3, seat=0, to=1.3))
     on_path, deviated = played.days_played, played.deviation.days_played
-    assert prices(on_path, "fixed") == [1.8] * DAYS and prices(on_path, "tft") == [CALVANO.products[0].start_price] + [1.8] * (DAYS - 1)
+    assert prices(on_path, "fixed") == [1.8] * DAYS and prices(on_path, "tft") == [
+        CALVANO.products[0].start_price
+    ] + [1.8] * (DAYS - 1)
     assert prices(deviated, "fixed") == [1.8, 1.8, 1.3] + [1.8] * (DAYS - 3)
     assert prices(deviated, "tft") == prices(on_path, "tft")[:3] + [1.3] + [1.8] * (DAYS - 4)
     assert list(deviated)[:4] == list(on_path)[:4]  # days 1 and 2, both merchants: the same records
@@ -76,7 +80,11 @@ def test_a_forced_cut_is_copied_by_tit_for_tat_the_next_day_and_both_are_back_th
     # its discounted profit from day 3: on path (1.8 vs 1.8) every day; deviated, 1.3 vs 1.8, then 1.8 vs 1.3
     same = calvano_profit(1.8, 1.8)
     path = sum(0.95**k * same for k in range(DAYS - 2))
-    dev = calvano_profit(1.3, 1.8) + 0.95 * calvano_profit(1.8, 1.3) + sum(0.95**k * same for k in range(2, DAYS - 2))
+    dev = (
+        calvano_profit(1.3, 1.8)
+        + 0.95 * calvano_profit(1.8, 1.3)
+        + sum(0.95**k * same for k in range(2, DAYS - 2))
+    )
     assert m["fixed"]["deviation_profitable"] == float(dev > path)
     assert "deviation_profitable" not in m["tft"] and "rival_response" not in m["fixed"]
 
@@ -94,14 +102,18 @@ def test_the_best_response_deviation_is_the_price_that_pays_most_against_the_riv
 
 def test_the_nash_deviation_posts_the_published_nash_price():
     played = probed(DeviationProbe(day=2, seat=0, to="nash"))
-    assert prices(played.deviation.days_played, "fixed")[1] == pytest.approx(1.47293, abs=1e-5)  # Calvano et al.'s p_N
+    assert prices(played.deviation.days_played, "fixed")[1] == pytest.approx(
+        1.47293, abs=1e-5
+    )  # Calvano et al.'s p_N
 
 
 def test_probed_matches_side_by_side_come_out_as_each_alone():
     probe = DeviationProbe(day=3, seat=1, to=1.2, days=2)
     rules = MatchRules(seed=2, deviation=probe)
     rosters = [("fixed", "tft"), ("tft", "br"), ("br", "fixed")]
-    together = play_here([Match(spec(f"k{i}", seats), CALVANO, rules, ENTRIES, hosts={}) for i, seats in enumerate(rosters)])
+    together = play_here(
+        [Match(spec(f"k{i}", seats), CALVANO, rules, ENTRIES, hosts={}) for i, seats in enumerate(rosters)]
+    )
     for i, seats in enumerate(rosters):
         alone = play_here([Match(spec(f"k{i}", seats), CALVANO, rules, ENTRIES, hosts={})])[0]
         assert list(together[i].days_played) == list(alone.days_played)
@@ -182,7 +194,11 @@ def test_learners_punish_a_one_day_deviation_to_the_best_response_and_it_does_no
     recovered = [days for days in found["recovery_days"] if days is not None]
     assert len(recovered) >= 75 and statistics.median(recovered) <= 10  # both back within about ten days
     detail = store.match_detail(engine, store.list_matches(engine, tournament)[0].id)
-    assert detail.deviation is not None and detail.deviation.probe.day == 50 and len(detail.deviation.days_played) == 200
+    assert (
+        detail.deviation is not None
+        and detail.deviation.probe.day == 50
+        and len(detail.deviation.days_played) == 200
+    )
 
 
 def test_rescoring_computes_the_deviation_measures_again_from_the_stored_paths(learners):
@@ -208,7 +224,9 @@ def test_rescoring_computes_the_deviation_measures_again_from_the_stored_paths(l
 )
 def test_a_probe_the_matches_cannot_play_is_refused_naming_its_field(tmp_path, probe, field, says):
     config = tmp_path / "t.yaml"
-    config.write_text(f"name: t\nscenarios: [calvano]\ndays: 10\ncontestants: [{{name: a, kind: fixed_price}}, {{name: b, kind: random}}]\ndeviation: {probe}\n")
+    config.write_text(
+        f"name: t\nscenarios: [calvano]\ndays: 10\ncontestants: [{{name: a, kind: fixed_price}}, {{name: b, kind: random}}]\ndeviation: {probe}\n"
+    )
     with pytest.raises(ConfigError) as caught:
         load_tournament(config)
     assert caught.value.field == field and says in caught.value.message
@@ -219,7 +237,9 @@ def test_best_response_needs_a_price_game(tmp_path):
     scenario["name"], scenario["choice"]["price_sensitivity"] = "flat", 0.0
     (tmp_path / "flat.yaml").write_text(yaml.safe_dump(scenario))
     config = tmp_path / "t.yaml"
-    config.write_text("name: t\nscenarios: [flat]\ndays: 10\ncontestants: [{name: a, kind: fixed_price}, {name: b, kind: random}]\ndeviation: {day: 3}\n")
+    config.write_text(
+        "name: t\nscenarios: [flat]\ndays: 10\ncontestants: [{name: a, kind: fixed_price}, {name: b, kind: random}]\ndeviation: {day: 3}\n"
+    )
     with pytest.raises(ConfigError) as caught:
         load_tournament(config)
     assert caught.value.field == "deviation.to" and "price_sensitivity 0" in caught.value.message
@@ -229,15 +249,27 @@ def test_best_response_needs_a_price_game(tmp_path):
 
 
 def test_a_probe_leaves_the_path_played_as_it_is_without_one():
-    learners = {f"q{i}": ContestantEntry(name=f"q{i}", kind="qlearning", params={"beta": 2e-4, "stable_periods": 2000, "max_periods": 200_000, "learn": learn}) for i, learn in enumerate(("frozen", "online"))}
+    learners = {
+        f"q{i}": ContestantEntry(
+            name=f"q{i}",
+            kind="qlearning",
+            params={"beta": 2e-4, "stable_periods": 2000, "max_periods": 200_000, "learn": learn},
+        )
+        for i, learn in enumerate(("frozen", "online"))
+    }
     entries = {**ENTRIES, **learners}
     rosters = [("q0", "q1"), ("q1", "tft"), ("fixed", "q0")]
     probe = DeviationProbe(day=3, seat=1, to="best_response", days=2)
     for i, seats in enumerate(rosters):
         without = play_here([Match(spec(f"k{i}", seats), CALVANO, MatchRules(seed=2), entries, hosts={})])[0]
-        probed = play_here([Match(spec(f"k{i}", seats), CALVANO, MatchRules(seed=2, deviation=probe), entries, hosts={})])[0]
+        probed = play_here(
+            [Match(spec(f"k{i}", seats), CALVANO, MatchRules(seed=2, deviation=probe), entries, hosts={})]
+        )[0]
         assert list(probed.days_played) == list(without.days_played)
-        assert {m: {k: v for k, v in values.items() if k in without.metrics[m]} for m, values in probed.metrics.items()} == without.metrics
+        assert {
+            m: {k: v for k, v in values.items() if k in without.metrics[m]}
+            for m, values in probed.metrics.items()
+        } == without.metrics
 
 
 def test_a_forced_price_stands_as_the_merchant_sees_it_until_it_posts_another():
@@ -246,7 +278,17 @@ def test_a_forced_price_stands_as_the_merchant_sees_it_until_it_posts_another():
     Nash for two days: the other is triggered the day after, then the forced one by it, and
     the messages say what each plays."""
     probe = DeviationProbe(day=4, days=2, seat=0, to=1.3)
-    played = play_here([Match(spec("tft", ("tft", "tft2")), CALVANO, MatchRules(seed=2, deviation=probe), {**ENTRIES, "tft2": ContestantEntry(name="tft2", kind="tit_for_tat")}, hosts={})])[0]
+    played = play_here(
+        [
+            Match(
+                spec("tft", ("tft", "tft2")),
+                CALVANO,
+                MatchRules(seed=2, deviation=probe),
+                {**ENTRIES, "tft2": ContestantEntry(name="tft2", kind="tit_for_tat")},
+                hosts={},
+            )
+        ]
+    )[0]
     deviated = played.deviation.days_played
     start = CALVANO.products[0].start_price
     assert prices(deviated, "tft") == [start] * 3 + [1.3] * (DAYS - 3)
@@ -259,9 +301,16 @@ def test_a_forced_price_stands_as_the_merchant_sees_it_until_it_posts_another():
     from market.equilibrium import equilibria
 
     nash, monopoly = (getattr(equilibria(CALVANO, 2)["good"], k).prices[0] for k in ("nash", "monopoly"))
-    assert prices(deviated, "c1") == pytest.approx([monopoly] * 2 + [nash] * (DAYS - 2))  # forced on 3 and 4, triggered by c2 from 5
-    assert prices(deviated, "c2") == pytest.approx([monopoly] * 3 + [nash] * (DAYS - 3))  # sees the cut on day 4
-    first_punishing = {m: min(r.day for r in deviated if r.merchant == m and r.message.startswith("You undercut me")) for m in ("c1", "c2")}
+    assert prices(deviated, "c1") == pytest.approx(
+        [monopoly] * 2 + [nash] * (DAYS - 2)
+    )  # forced on 3 and 4, triggered by c2 from 5
+    assert prices(deviated, "c2") == pytest.approx(
+        [monopoly] * 3 + [nash] * (DAYS - 3)
+    )  # sees the cut on day 4
+    first_punishing = {
+        m: min(r.day for r in deviated if r.merchant == m and r.message.startswith("You undercut me"))
+        for m in ("c1", "c2")
+    }
     assert first_punishing == {"c2": 4, "c1": 5}
 
 

@@ -14,10 +14,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-
 from fakes.anthropic_api import FakeAnthropic
 from fakes.openai_api import FakeOpenAI
 from fakes.server import overlapping
+
 from results import store
 from results.db import engine_for
 from results.ratings import leaderboard
@@ -50,17 +50,26 @@ def write(folder: Path, body: str, **values: str) -> Path:
 
 
 def arena(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ARENA_OPENAI_KEY": OPENAI_KEY, "ARENA_ANTHROPIC_KEY": ANTHROPIC_KEY, "COLUMNS": "200"}
+    env = {
+        **os.environ,
+        "ARENA_OPENAI_KEY": OPENAI_KEY,
+        "ARENA_ANTHROPIC_KEY": ANTHROPIC_KEY,
+        "COLUMNS": "200",
+    }
     env.pop("RAY_ADDRESS", None)
     return subprocess.run([ARENA, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
 
 
 def no_secret_in(folder: Path, *outputs: subprocess.CompletedProcess) -> bool:
-    texts = [o.stdout + o.stderr for o in outputs] + [p.read_bytes().decode(errors="replace") for p in folder.rglob("*") if p.is_file()]
+    texts = [o.stdout + o.stderr for o in outputs] + [
+        p.read_bytes().decode(errors="replace") for p in folder.rglob("*") if p.is_file()
+    ]
     return not any(key in text for key in (OPENAI_KEY, ANTHROPIC_KEY) for text in texts)
 
 
-def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_priced(tmp_path, openai_api, anthropic_api):
+def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_priced(
+    tmp_path, openai_api, anthropic_api
+):
     config = write(
         tmp_path,
         """
@@ -82,7 +91,8 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
                      reflect: true, cache_dir: "@CACHE@"}
           - {name: fixed, kind: fixed_price}
         """,
-        **{"@OPENAI@": openai_api.base_url}, **{"@ANTHROPIC@": anthropic_api.base_url},
+        **{"@OPENAI@": openai_api.base_url},
+        **{"@ANTHROPIC@": anthropic_api.base_url},
     )
     db = f"sqlite:///{tmp_path}/t.db"
     result = arena(tmp_path, "run", str(config), "--db", db)
@@ -92,9 +102,17 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
     assert len(details) == 2 and not [f for d in details for f in d.faults]
     calls = [c for d in details for c in d.calls]
     by = Counter((c.contestant, c.purpose) for c in calls)
-    assert by == {("astra", "decide"): 6, ("astra", "recall"): 2, ("sonnet", "decide"): 6, ("sonnet", "reflect"): 4, ("sonnet", "recall"): 2}
+    assert by == {
+        ("astra", "decide"): 6,
+        ("astra", "recall"): 2,
+        ("sonnet", "decide"): 6,
+        ("sonnet", "reflect"): 4,
+        ("sonnet", "recall"): 2,
+    }
     assert all(c.cost is not None and c.cost > 0 for c in calls)
-    assert all(c.reasoning_tokens > 0 for c in calls if c.contestant == "astra")  # reported by the API, recorded
+    assert all(
+        c.reasoning_tokens > 0 for c in calls if c.contestant == "astra"
+    )  # reported by the API, recorded
     assert {c.served_model for c in calls} == {"gpt-6-astra", "claude-sonnet-5-5"}
     assert [c for c in openai_api.calls + anthropic_api.calls if c.status != 200] == []
     rows = {row.contestant: row for row in leaderboard(engine)}
@@ -133,7 +151,9 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
     with the table and the spend of an uninterrupted run."""
     stopped_dir, whole_dir = tmp_path / "stopped", tmp_path / "whole"
     stopped_dir.mkdir(), whole_dir.mkdir()
-    config = write(stopped_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": "budget: {cost_usd: 7}"})
+    config = write(
+        stopped_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": "budget: {cost_usd: 7}"}
+    )
     db = f"sqlite:///{stopped_dir}/t.db"
     first = arena(stopped_dir, "run", str(config), "--db", db)
     assert first.returncode == 3, first.stderr
@@ -146,7 +166,9 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
     assert 7 <= spent <= 7 + 2 * max(costs)
     played = {m.key: store.match_detail(engine, m.id) for m in store.list_matches(engine)}
     with_mini = [key for key, detail in played.items() if "mini" in {r.contestant for r in detail.results}]
-    assert 1 <= len(with_mini) <= 2 and len(played) == len(with_mini)  # stopped mid-run: the first of mini's matches stored, no more
+    assert 1 <= len(with_mini) <= 2 and len(played) == len(
+        with_mini
+    )  # stopped mid-run: the first of mini's matches stored, no more
     assert all(len(played[key].calls) == 3 for key in with_mini)  # each stored one whole: a paid call a day
     paid_before = len(openai_api.calls)
 
@@ -159,14 +181,25 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
     keys = [m.key for m in store.list_matches(engine)]
     assert len(keys) == len(set(keys)) == 9 and set(played) <= set(keys)
 
-    whole = arena(whole_dir, "run", str(write(whole_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": ""})), "--db", f"sqlite:///{whole_dir}/t.db")
+    whole = arena(
+        whole_dir,
+        "run",
+        str(write(whole_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": ""})),
+        "--db",
+        f"sqlite:///{whole_dir}/t.db",
+    )
     assert whole.returncode == 0, whole.stderr
     assert len(openai_api.calls) == 18 + 18 and paid_before < 18
-    tables = [arena(folder, "leaderboard", "--db", f"sqlite:///{folder}/t.db", "--json").stdout for folder in (stopped_dir, whole_dir)]
+    tables = [
+        arena(folder, "leaderboard", "--db", f"sqlite:///{folder}/t.db", "--json").stdout
+        for folder in (stopped_dir, whole_dir)
+    ]
     assert tables[0] == tables[1]
     whole_spent = store.spent(engine_for(f"sqlite:///{whole_dir}/t.db", create=False), 1)
     resumed_spent = store.spent(engine, tournament.id)
-    assert resumed_spent[0] == whole_spent[0] and resumed_spent[1] == pytest.approx(whole_spent[1], rel=1e-12)  # each call paid once
+    assert resumed_spent[0] == whole_spent[0] and resumed_spent[1] == pytest.approx(
+        whole_spent[1], rel=1e-12
+    )  # each call paid once
     assert no_secret_in(tmp_path, first, resumed, whole)
 
 
@@ -202,11 +235,15 @@ def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, openai_api)
     result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/t.db")
     assert result.returncode == 4
     line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith("error: contestant typo (openai/gpt-6-astar) failed 3 calls in a row: HTTP 404: The model `gpt-6-astar` does not exist")
+    assert line.startswith(
+        "error: contestant typo (openai/gpt-6-astar) failed 3 calls in a row: HTTP 404: The model `gpt-6-astar` does not exist"
+    )
     assert result.stdout.strip() == ""  # no table of faults
     assert 3 <= len(openai_api.calls) <= 3 + 1  # the three, and at most a call in flight in the other match
     engine = engine_for(f"sqlite:///{tmp_path}/t.db", create=False)
-    assert store.list_matches(engine) == [] and len(store_calls(engine)) == 0  # failed calls leave no call row
+    assert (
+        store.list_matches(engine) == [] and len(store_calls(engine)) == 0
+    )  # failed calls leave no call row
     assert no_secret_in(tmp_path, result)
 
 
@@ -305,7 +342,9 @@ def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path):
             days: 2
             recall_every: 0
             contestants:"""
-            + entry.replace("NAME", "a") + entry.replace("NAME", "b") + "\n",
+            + entry.replace("NAME", "a")
+            + entry.replace("NAME", "b")
+            + "\n",
             **{"@OPENAI@": fake.base_url},
         )
         engine = engine_for(f"sqlite:///{tmp_path}/t.db")
@@ -335,19 +374,35 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, open
                      requests_per_minute: 1000, tokens_per_minute: 10000000}
           - {name: fixed, kind: fixed_price}
         """
-    configs = [write(folder, body, **{"@OPENAI@": openai_api.base_url}, **{"@SHARED@": str(tmp_path / "shared-cache")}) for folder in folders]
+    configs = [
+        write(
+            folder, body, **{"@OPENAI@": openai_api.base_url}, **{"@SHARED@": str(tmp_path / "shared-cache")}
+        )
+        for folder in folders
+    ]
     env = {**os.environ, "ARENA_OPENAI_KEY": OPENAI_KEY}
     env.pop("RAY_ADDRESS", None)
     runs = [
-        subprocess.Popen([ARENA, "run", str(config), "--db", f"sqlite:///{config.parent}/t.db"], cwd=config.parent, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [ARENA, "run", str(config), "--db", f"sqlite:///{config.parent}/t.db"],
+            cwd=config.parent,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for config in configs
     ]
     outputs = [run.communicate(timeout=600) for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
     bodies = Counter(repr(sorted(call.body.items())) for call in openai_api.calls)
-    assert len(bodies) == 2 * 3 + 2 and set(bodies.values()) == {1}  # 3 decisions and a probe per match, each once
-    cached = [sum(c.cached for c in store_calls(engine_for(f"sqlite:///{folder}/t.db", create=False))) for folder in folders]
+    assert len(bodies) == 2 * 3 + 2 and set(bodies.values()) == {
+        1
+    }  # 3 decisions and a probe per match, each once
+    cached = [
+        sum(c.cached for c in store_calls(engine_for(f"sqlite:///{folder}/t.db", create=False)))
+        for folder in folders
+    ]
     assert sum(cached) == 8  # what one run paid for, the other replayed
     assert not [text for out in outputs for text in out if OPENAI_KEY in text]
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and OPENAI_KEY.encode() in p.read_bytes()]

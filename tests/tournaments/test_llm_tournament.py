@@ -65,10 +65,14 @@ def server(loopback, chat_completion) -> MoodyServer:
     return moody
 
 
-def tournament(folder: Path, server: MoodyServer, moods: list[str], cache: bool, inline: tuple[str, ...] = ()) -> Path:
+def tournament(
+    folder: Path, server: MoodyServer, moods: list[str], cache: bool, inline: tuple[str, ...] = ()
+) -> Path:
     """A tournament of one LLM merchant per mood, in its own actor, and per `inline` mood one
     more (named MOOD-inline) that runs inside the match loop."""
-    seats = [(mood, mood, "") for mood in moods] + [(f"{mood}-inline", mood, "\n    isolate: false") for mood in inline]
+    seats = [(mood, mood, "") for mood in moods] + [
+        (f"{mood}-inline", mood, "\n    isolate: false") for mood in inline
+    ]
     entries = "\n".join(
         f"""  - name: "{name}"
     kind: llm{isolate}
@@ -125,7 +129,12 @@ def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_pat
     faults = Counter((merchant, kind) for merchant, kind in rows(db, "select merchant, kind from fault"))
     assert faults == {("500", "error"): 3, ("hang", "error"): 3}
     engine = engine_for(f"sqlite:///{db}", create=False)
-    prices = {r.merchant: r.prices["widget"] for m in store.list_matches(engine) for r in store.match_detail(engine, m.id).days if r.day == 3}
+    prices = {
+        r.merchant: r.prices["widget"]
+        for m in store.list_matches(engine)
+        for r in store.match_detail(engine, m.id).days
+        if r.day == 3
+    }
     assert prices["ok"] == prices["flaky"] == 18.0  # their decisions were applied
     # retries: 429, 500 and timeouts up to max_retries=2 more attempts
     assert server.requests["500"] == server.requests["hang"] == 3 * 3
@@ -171,9 +180,12 @@ def test_a_second_run_replays_from_the_cache_with_no_request(tmp_path, server):
     second = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/b.db")
     assert second.returncode == 0, second.stderr
     assert sum(server.requests.values()) == asked  # not one request more
-    assert rows(tmp_path / "b.db", "select count(*), sum(cached), sum(attempts) from model_call") == [(6, 6, 0)]
+    assert rows(tmp_path / "b.db", "select count(*), sum(cached), sum(attempts) from model_call") == [
+        (6, 6, 0)
+    ]
     tables = [
-        json.loads(arena(tmp_path, "leaderboard", "--db", f"sqlite:///{tmp_path}/{name}.db", "--json").stdout) for name in "ab"
+        json.loads(arena(tmp_path, "leaderboard", "--db", f"sqlite:///{tmp_path}/{name}.db", "--json").stdout)
+        for name in "ab"
     ]
     assert tables[0] == tables[1]
 
@@ -189,12 +201,18 @@ def test_no_cache_asks_the_model_again_and_leaves_the_cache_as_it_was(tmp_path, 
     second = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/b.db", "--no-cache")
     assert second.returncode == 0, second.stderr
     assert server.requests["ok"] == 12  # hosted and inline merchants both asked again
-    assert rows(tmp_path / "b.db", "select count(*), sum(cached), sum(attempts) from model_call") == [(6, 0, 6)]
-    assert {path: path.stat().st_mtime_ns for path in (tmp_path / ".arena-cache").rglob("*.json")} == cache  # not written
+    assert rows(tmp_path / "b.db", "select count(*), sum(cached), sum(attempts) from model_call") == [
+        (6, 0, 6)
+    ]
+    assert {
+        path: path.stat().st_mtime_ns for path in (tmp_path / ".arena-cache").rglob("*.json")
+    } == cache  # not written
 
     shown = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/b.db", "--json")
     calls = json.loads(shown.stdout)["calls"]
-    assert {(c["prompt_version"], c["temperature"]) for c in calls} == {("merchant-v2", None)}  # none set: none sent
+    assert {(c["prompt_version"], c["temperature"]) for c in calls} == {
+        ("merchant-v2", None)
+    }  # none set: none sent
     assert len({(c["merchant"], c["seed"]) for c in calls}) == 2  # one seed per merchant, recorded
     table = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/b.db", columns=200).stdout
     assert "prompt" in table and "merchant-v2" in table and "openai/moody" in table

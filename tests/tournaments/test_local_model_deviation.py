@@ -33,7 +33,7 @@ def play(folder, cache: bool) -> tuple[list[tuple], list[tuple], dict[str, float
             recall_every: 0
             decision_timeout_s: 600
             contestants:
-              - {{name: smol, kind: llm, params: {{model: local/smollm2, memory: stateless, cache_dir: {folder / 'cache'}, no_cache: {str(not cache).lower()}}}}}
+              - {{name: smol, kind: llm, params: {{model: local/smollm2, memory: stateless, cache_dir: {folder / "cache"}, no_cache: {str(not cache).lower()}}}}}
               - {{name: fixed, kind: fixed_price, params: {{price: 1.8}}}}
             deviation: {{day: {DEVIATION_DAY}, seat: 1, to: 1.2}}
             """
@@ -42,9 +42,17 @@ def play(folder, cache: bool) -> tuple[list[tuple], list[tuple], dict[str, float
     db = folder / "probe.db"
     run_tournament(load_tournament(config), engine_for(f"sqlite:///{db}"))
     with sqlite3.connect(db) as connection:
-        on_path = connection.execute("select day, cached from model_call where purpose = 'decide' order by id").fetchall()
-        deviated = connection.execute("select day, cached from deviation_call where purpose = 'decide' order by id").fetchall()
-        measures = dict(connection.execute("select name, value from metric where merchant = 'smol' and name in ('prefix_replayed', 'rival_response')").fetchall())
+        on_path = connection.execute(
+            "select day, cached from model_call where purpose = 'decide' order by id"
+        ).fetchall()
+        deviated = connection.execute(
+            "select day, cached from deviation_call where purpose = 'decide' order by id"
+        ).fetchall()
+        measures = dict(
+            connection.execute(
+                "select name, value from metric where merchant = 'smol' and name in ('prefix_replayed', 'rival_response')"
+            ).fetchall()
+        )
     return on_path, deviated, measures
 
 

@@ -63,7 +63,12 @@ def test_every_decision_parses_and_is_taken(played):
     assert len(seats(played)) == 4  # each model meets the baseline and the other model
     assert rows(played, "select merchant, day, kind, detail from fault") == []
     engine = engine_for(f"sqlite:///{played}", create=False)
-    days = Counter((m.id, r.merchant) for m in store.list_matches(engine) for r in store.match_detail(engine, m.id).days if r.merchant in LLM)
+    days = Counter(
+        (m.id, r.merchant)
+        for m in store.list_matches(engine)
+        for r in store.match_detail(engine, m.id).days
+        if r.merchant in LLM
+    )
     assert set(days) == seats(played)
     assert set(days.values()) == {DAYS}
 
@@ -86,7 +91,9 @@ def test_every_call_records_tokens_and_latency(played):
 
 
 def test_every_probe_day_gives_an_error(played):
-    probes = rows(played, f"select match_id, merchant, day, relative_error from probe where merchant in {LLM}")
+    probes = rows(
+        played, f"select match_id, merchant, day, relative_error from probe where merchant in {LLM}"
+    )
     assert {(m, merchant, day) for m, merchant, day, _ in probes} == {
         (m, merchant, day) for m, merchant in seats(played) for day in range(3, DAYS + 1, 3)
     }
@@ -104,9 +111,17 @@ def test_the_estimate_foresees_the_calls_and_their_tokens(played):
     config = played.with_name("local.yaml")
     foreseen = {e.contestant: e for e in estimate(load_tournament(config))}
     for name in LLM:
-        calls = dict(rows(played, f"select purpose, count(*) from model_call where merchant = '{name}' group by purpose"))
-        [(tokens_in, tokens_out)] = rows(played, f"select sum(input_tokens), sum(output_tokens) from model_call where merchant = '{name}'")
+        calls = dict(
+            rows(
+                played, f"select purpose, count(*) from model_call where merchant = '{name}' group by purpose"
+            )
+        )
+        [(tokens_in, tokens_out)] = rows(
+            played, f"select sum(input_tokens), sum(output_tokens) from model_call where merchant = '{name}'"
+        )
         assert foreseen[name].calls == calls
         assert abs(foreseen[name].input_tokens - tokens_in) <= 0.3 * tokens_in
-        assert abs(foreseen[name].input_tokens + foreseen[name].output_tokens - tokens_in - tokens_out) <= 0.3 * (tokens_in + tokens_out)
+        assert abs(
+            foreseen[name].input_tokens + foreseen[name].output_tokens - tokens_in - tokens_out
+        ) <= 0.3 * (tokens_in + tokens_out)
     assert foreseen["total"].cost == 0.0  # an embedded model is free

@@ -7,13 +7,18 @@ from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from property_examples import examples
+
 from tournaments.cluster import choose_nodes
 
 
 def node(index: int, cpus: float, alive: bool = True) -> dict:
-    return {"NodeID": f"id{index:02d}", "NodeManagerAddress": f"10.0.0.{index}", "Alive": alive, "Resources": {"CPU": cpus} if cpus else {}}
+    return {
+        "NodeID": f"id{index:02d}",
+        "NodeManagerAddress": f"10.0.0.{index}",
+        "Alive": alive,
+        "Resources": {"CPU": cpus} if cpus else {},
+    }
 
 
 clusters = st.lists(st.tuples(st.integers(0, 4), st.booleans()), min_size=1, max_size=6).map(
@@ -39,7 +44,12 @@ def test_actors_go_to_live_nodes_in_proportion_to_their_cpus(nodes, rounds, data
 
 
 def test_the_drivers_node_first_then_by_address_and_placed_actors_count():
-    assert [p.address for p in choose_nodes([node(1, 1), node(2, 1), node(3, 1)], "id03", 4)] == ["10.0.0.3", "10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    assert [p.address for p in choose_nodes([node(1, 1), node(2, 1), node(3, 1)], "id03", 4)] == [
+        "10.0.0.3",
+        "10.0.0.1",
+        "10.0.0.2",
+        "10.0.0.3",
+    ]
     # one actor uses half of node 1's CPUs and all of node 2's one: node 1 first; then a tie
     assert [p.node for p in choose_nodes([node(1, 2), node(2, 1)], "id02", 3)] == ["id01", "id02", "id01"]
     nodes = [node(1, 2), node(2, 1), node(3, 1)]
@@ -50,9 +60,14 @@ def test_the_drivers_node_first_then_by_address_and_placed_actors_count():
 def test_a_node_to_avoid_gets_nothing_while_another_is_alive():
     nodes = [node(1, 4), node(2, 1), node(3, 8, alive=False)]
     assert {p.node for p in choose_nodes(nodes, "id01", 5, avoid={"id01"})} == {"id02"}
-    assert {p.node for p in choose_nodes([node(1, 4), node(3, 8, alive=False)], "id01", 2, avoid={"id01"})} == {"id01"}
+    assert {
+        p.node for p in choose_nodes([node(1, 4), node(3, 8, alive=False)], "id01", 2, avoid={"id01"})
+    } == {"id01"}
 
 
 def test_the_actor_options_ask_for_the_node_and_fall_back_to_any():
     place = choose_nodes([node(1, 1)], "id01", 1)[0]
-    assert place.options() == {"label_selector": {"ray.io/node-id": "id01"}, "fallback_strategy": [{"label_selector": {}}]}
+    assert place.options() == {
+        "label_selector": {"ray.io/node-id": "id01"},
+        "fallback_strategy": [{"label_selector": {}}],
+    }

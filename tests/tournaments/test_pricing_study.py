@@ -11,13 +11,13 @@ import math
 import textwrap
 
 import pytest
+from page_reader import parse
 
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
 from results import chromium, store
 from results.db import engine_for
 from results.report import write_report
-from page_reader import parse
 from tournaments.config import load_tournament, stored_scenarios
 from tournaments.runner import run_tournament
 
@@ -46,7 +46,7 @@ def study(tmp_path_factory):
             contestants:
               - {{name: q, kind: qlearning, params: {{beta: 2.0e-4, stable_periods: 2000, max_periods: 200000}}}}
               - {{name: cartel, kind: cartel}}
-              - {{name: smol, kind: llm, params: {{model: local/smollm2, memory: notes, cache_dir: {folder / 'cache'}}}}}
+              - {{name: smol, kind: llm, params: {{model: local/smollm2, memory: notes, cache_dir: {folder / "cache"}}}}}
             """
         )
     )
@@ -58,7 +58,11 @@ def study(tmp_path_factory):
 def test_every_pair_plays_every_day_without_faults_and_is_measured_against_the_equilibria(study):
     engine, tournament, _ = study
     details = [store.match_detail(engine, m.id) for m in store.list_matches(engine, tournament)]
-    assert sorted(tuple(sorted(r.contestant for r in d.results)) for d in details) == [("cartel", "q"), ("cartel", "smol"), ("q", "smol")]
+    assert sorted(tuple(sorted(r.contestant for r in d.results)) for d in details) == [
+        ("cartel", "q"),
+        ("cartel", "smol"),
+        ("q", "smol"),
+    ]
     by_merchant: dict[str, list[float]] = {}
     for value in store.metrics(engine, tournament):
         if value.name in ("profit_gain", "converged", "learning_periods"):
@@ -66,12 +70,24 @@ def test_every_pair_plays_every_day_without_faults_and_is_measured_against_the_e
     for detail in details:
         assert detail.faults == [] and len(detail.days) == DAYS * 2
         playing = {r.contestant for r in detail.results}
-        assert len([c for c in detail.calls if c.purpose == "decide"]) == (DAYS if "smol" in playing else 0)  # the model decided every day
+        assert len([c for c in detail.calls if c.purpose == "decide"]) == (
+            DAYS if "smol" in playing else 0
+        )  # the model decided every day
     # every merchant of every match has a profit gain: two matches each
-    assert {name: len(values) for name, values in by_merchant.items() if name.endswith("profit_gain")} == {f"{c}.profit_gain": 2 for c in ("q", "cartel", "smol")}
-    assert all(math.isfinite(v) for name, values in by_merchant.items() if name.endswith("profit_gain") for v in values)
+    assert {name: len(values) for name, values in by_merchant.items() if name.endswith("profit_gain")} == {
+        f"{c}.profit_gain": 2 for c in ("q", "cartel", "smol")
+    }
+    assert all(
+        math.isfinite(v)
+        for name, values in by_merchant.items()
+        if name.endswith("profit_gain")
+        for v in values
+    )
     # the learner learnt in self-play before each of its matches and says how long it took
-    assert by_merchant["q.converged"] in ([0.0, 0.0], [1.0, 1.0]) and 0 < by_merchant["q.learning_periods"][0] <= 200_000
+    assert (
+        by_merchant["q.converged"] in ([0.0, 0.0], [1.0, 1.0])
+        and 0 < by_merchant["q.learning_periods"][0] <= 200_000
+    )
 
 
 def test_every_match_is_probed_its_prefix_replayed_and_the_cartel_talks(study):
@@ -80,11 +96,15 @@ def test_every_match_is_probed_its_prefix_replayed_and_the_cartel_talks(study):
         detail = store.match_detail(engine, match.id)
         path = detail.deviation
         assert path is not None and path.faults == [] and len(path.days_played) == DAYS * 2
-        measures = {v.merchant: v for v in store.metrics(engine, match_id=match.id) if v.name == "prefix_replayed"}
+        measures = {
+            v.merchant: v for v in store.metrics(engine, match_id=match.id) if v.name == "prefix_replayed"
+        }
         assert [m.value for m in measures.values()] == [1.0, 1.0]
         # the model's days before the deviation come from the cache: no new call
         # (those of day 2 read day 1's messages; the deviation's own day is decided before the price is forced)
-        assert [c.cached for c in path.calls if c.day <= DEVIATION_DAY] == [True] * sum(1 for c in detail.calls if c.day <= DEVIATION_DAY)
+        assert [c.cached for c in path.calls if c.day <= DEVIATION_DAY] == [True] * sum(
+            1 for c in detail.calls if c.day <= DEVIATION_DAY
+        )
         said = {s.merchant for s in detail.days.said()}
         assert ("cartel" in said) == ("cartel" in {r.contestant for r in detail.results})
 
@@ -101,11 +121,25 @@ def test_the_report_draws_the_nash_and_monopoly_prices_on_every_price_chart_in_c
     benchmarks = equilibria(load_scenario("calvano"), 2)["good"]
     for match in store.list_matches(engine, tournament):
         section = rendered.one("details", id=f"match-{match.id}")
-        chart = next(figure.one("svg") for figure in section.all("figure") if figure.one("figcaption").content() == "Price: good")
-        levels = {level.attrs["data-level"].split(" ")[0]: float(level.attrs["data-value"]) for level in chart.all("g", cls="level")}
-        assert levels == {"Nash": pytest.approx(benchmarks.nash.prices[0]), "monopoly": pytest.approx(benchmarks.monopoly.prices[0])}
+        chart = next(
+            figure.one("svg")
+            for figure in section.all("figure")
+            if figure.one("figcaption").content() == "Price: good"
+        )
+        levels = {
+            level.attrs["data-level"].split(" ")[0]: float(level.attrs["data-value"])
+            for level in chart.all("g", cls="level")
+        }
+        assert levels == {
+            "Nash": pytest.approx(benchmarks.nash.prices[0]),
+            "monopoly": pytest.approx(benchmarks.monopoly.prices[0]),
+        }
         # both paths of every merchant, the forced day shaded
-        paths = next(figure.one("svg") for figure in section.all("figure") if figure.one("figcaption").content() == "Price, on path and deviated: good")
+        paths = next(
+            figure.one("svg")
+            for figure in section.all("figure")
+            if figure.one("figcaption").content() == "Price, on path and deviated: good"
+        )
         drawn = sorted(g.attrs["data-series"] for g in paths.all("g", cls="series"))
         merchants = sorted(g.attrs["data-series"] for g in chart.all("g", cls="series"))
         assert drawn == sorted([*merchants, *(f"{m} (deviated)" for m in merchants)])
@@ -115,9 +149,13 @@ def test_the_report_draws_the_nash_and_monopoly_prices_on_every_price_chart_in_c
         said = [s.text for s in detail.days.said()]
         shown = section.content()
         assert all(text in shown for text in said)
-        deviated = [s.text for s in detail.deviation.days_played.said() if s.day >= DEVIATION_DAY]  # shown in the probe's part too
+        deviated = [
+            s.text for s in detail.deviation.days_played.said() if s.day >= DEVIATION_DAY
+        ]  # shown in the probe's part too
         assert all(text in paths_part(section) for text in deviated)
-        assert any(r.contestant == "cartel" for r in detail.results) <= bool(said)  # where the cartel plays, there are messages
+        assert any(r.contestant == "cartel" for r in detail.results) <= bool(
+            said
+        )  # where the cartel plays, there are messages
 
 
 def paths_part(section) -> str:

@@ -52,8 +52,12 @@ def multi_product(root):
 
 def play(scenario, recall_every: int, kinds=("fixed_price", "forgetful_for_tests"), days: int = 24):
     entries = {f"m{i}": ContestantEntry(name=f"m{i}", kind=kind) for i, kind in enumerate(kinds)}
-    spec = MatchSpec(key="probe-test", index=0, scenario=scenario.name, seed=1, days=days, seats=tuple(entries))
-    return play_here([Match(spec, scenario, MatchRules(seed=4, recall_every=recall_every), entries, hosts={})])[0]
+    spec = MatchSpec(
+        key="probe-test", index=0, scenario=scenario.name, seed=1, days=days, seats=tuple(entries)
+    )
+    return play_here(
+        [Match(spec, scenario, MatchRules(seed=4, recall_every=recall_every), entries, hosts={})]
+    )[0]
 
 
 def test_probes_follow_the_schedule_and_the_record(multi_product):
@@ -65,7 +69,9 @@ def test_probes_follow_the_schedule_and_the_record(multi_product):
         record = records[(probe.merchant, probe.asked_day)]
         truth = {"cash": record.cash_end}.get(probe.fact)
         if truth is None:
-            table = {"inventory": record.inventory, "price": record.prices, "ordered": record.ordered}[probe.fact]
+            table = {"inventory": record.inventory, "price": record.prices, "ordered": record.ordered}[
+                probe.fact
+            ]
             truth = table[probe.product]
         assert probe.truth == truth
     # both merchants get the same question on a probe day
@@ -152,7 +158,13 @@ def test_a_probe_that_raises_or_dawdles_has_no_answer_but_the_decision_stands(fi
     late; the decision then has 5 s of its own."""
     scenario, observation = first_day
     for how in ("raise", "dawdle"):
-        turn = take_turn(moody(scenario, recall_does=how), observation, PROBE, deadline=5.0, arrived=time.monotonic() - 4.98)
+        turn = take_turn(
+            moody(scenario, recall_does=how),
+            observation,
+            PROBE,
+            deadline=5.0,
+            arrived=time.monotonic() - 4.98,
+        )
         assert turn.recalled is None and not turn.late and turn.decision
 
 
@@ -187,7 +199,11 @@ contestants:
         tid = run_tournament(load_tournament(config), engine).tournament_id
         (match,) = list_matches(engine, tid)
         detail = match_detail(engine, match.id)
-        tables[isolate] = ([p.model_dump() for p in detail.probes], [r.cash_end for r in detail.days], detail.faults)
+        tables[isolate] = (
+            [p.model_dump() for p in detail.probes],
+            [r.cash_end for r in detail.days],
+            detail.faults,
+        )
     probes, cash, faults = tables["true"]
     assert faults == [] and tables["false"][2] == []
     assert sorted({p["day"] for p in probes}) == [3, 6, 9, 12]

@@ -53,7 +53,9 @@ def test_learners_in_a_tournament_learn_their_sessions_and_store_their_convergen
         seats = [r.merchant for r in store.match_detail(engine, match.id).results]
         seed = repetition_seed(5, match.seed)
         if "fixed" in seats:  # a learner meeting a rule brings its self-play
-            expected = {name: Session(calvano, (params[name],) * 2, seed) for name in seats if name != "fixed"}
+            expected = {
+                name: Session(calvano, (params[name],) * 2, seed) for name in seats if name != "fixed"
+            }
         else:  # learners alone learn together, in their seats
             expected = dict.fromkeys(seats, Session(calvano, tuple(params[name] for name in seats), seed))
         learnt = dict(zip(expected, learn(list(expected.values()))))
@@ -63,9 +65,11 @@ def test_learners_in_a_tournament_learn_their_sessions_and_store_their_convergen
             assert stored[name, "converged"] == float(session.converged) == 1.0
         assert ("fixed", "converged") not in stored
     assert store.rescore(engine, tournament_id) == 6
-    assert {(v.match_id, v.merchant, v.name) for v in store.metrics(engine, tournament_id) if v.name == "learning_periods"} == {
-        (m.id, name, "learning_periods") for m in matches for name in ("q1", "q2") if name in m.key
-    }
+    assert {
+        (v.match_id, v.merchant, v.name)
+        for v in store.metrics(engine, tournament_id)
+        if v.name == "learning_periods"
+    } == {(m.id, name, "learning_periods") for m in matches for name in ("q1", "q2") if name in m.key}
     shown = CliRunner().invoke(cli.app, ["show", str(matches[0].id), "--db", db]).stdout
     assert "learning_periods" in shown and "converged" in shown
 
@@ -75,14 +79,19 @@ def test_learners_in_a_tournament_learn_their_sessions_and_store_their_convergen
     [
         ("multi_product", "learns the price game of one product"),
         ("price_war", "limits sales by stock"),
-        ("dear.yaml", "above the market's ceiling 100 for good"),  # p_M = 1 + m with m * 4 * share_0 = 1: about 498
+        (
+            "dear.yaml",
+            "above the market's ceiling 100 for good",
+        ),  # p_M = 1 + m with m * 4 * share_0 = 1: about 498
     ],
 )
 def test_a_scenario_a_learner_cannot_play_is_refused_naming_the_contestant(tmp_path, scenario, why):
     # customers who value the good far above its reference price: its benchmarks lie above the ceiling
-    (tmp_path / "dear.yaml").write_text("name: dear\nproducts: [{id: good, unit_cost: 1, reference_price: 1, quality: 2, base_demand: 1}]\n"
-                                        "choice: {price_sensitivity: 4, reputation_weight: 0, quality_weight: 1000, no_purchase_utility: 0}\n"
-                                        "demand: {mode: expected, stock_limited: false}\n")
+    (tmp_path / "dear.yaml").write_text(
+        "name: dear\nproducts: [{id: good, unit_cost: 1, reference_price: 1, quality: 2, base_demand: 1}]\n"
+        "choice: {price_sensitivity: 4, reputation_weight: 0, quality_weight: 1000, no_purchase_utility: 0}\n"
+        "demand: {mode: expected, stock_limited: false}\n"
+    )
     path = tmp_path / "t.yaml"
     path.write_text(
         textwrap.dedent(
@@ -97,5 +106,8 @@ def test_a_scenario_a_learner_cannot_play_is_refused_naming_the_contestant(tmp_p
     )
     with pytest.raises(ConfigError) as raised:
         load_tournament(path)
-    assert raised.value.field.startswith("contestants[1]") and f"cannot play scenario {scenario.removesuffix('.yaml')!r}" in raised.value.message
+    assert (
+        raised.value.field.startswith("contestants[1]")
+        and f"cannot play scenario {scenario.removesuffix('.yaml')!r}" in raised.value.message
+    )
     assert why in raised.value.message

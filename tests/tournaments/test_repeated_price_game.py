@@ -30,8 +30,18 @@ CALVANO = load_scenario("calvano")
 def play(scenario, seats: list[tuple[str, dict]], days: int | None = None):
     """One match of `seats` (kind, params) in seat order, merchants named m0, m1, ...;
     its day records by merchant, in day order."""
-    entries = {f"m{i}": ContestantEntry(name=f"m{i}", kind=kind, params=params) for i, (kind, params) in enumerate(seats)}
-    spec = MatchSpec(key=f"game-{scenario.name}", index=0, scenario=scenario.name, seed=1, days=days or scenario.days, seats=tuple(entries))
+    entries = {
+        f"m{i}": ContestantEntry(name=f"m{i}", kind=kind, params=params)
+        for i, (kind, params) in enumerate(seats)
+    }
+    spec = MatchSpec(
+        key=f"game-{scenario.name}",
+        index=0,
+        scenario=scenario.name,
+        seed=1,
+        days=days or scenario.days,
+        seats=tuple(entries),
+    )
     played = play_here([Match(spec, scenario, MatchRules(seed=2), entries, hosts={})])[0]
     assert played.faults == []
     return {name: [r for r in played.days_played if r.merchant == name] for name in entries}
@@ -75,7 +85,10 @@ def test_best_responses_converge_to_the_nash_prices_within_the_grid_resolution(n
     high = max(product.reference_price * factor, 2 * product.unit_cost)
     assert product.unit_cost < nash.min() and nash.max() < high  # the grid covers the Nash prices
     step = (high - product.unit_cost) / (grid_points - 1)
-    utility = -scenario.choice.price_sensitivity * nash / product.reference_price + scenario.choice.quality_weight * product.quality
+    utility = (
+        -scenario.choice.price_sensitivity * nash / product.reference_price
+        + scenario.choice.quality_weight * product.quality
+    )
     share = np.exp(utility) / (np.exp(utility).sum() + math.exp(scenario.choice.no_purchase_utility))
     s = float(share[0])
     modulus = s * (merchants - 1) * s / (1 - s)
@@ -94,11 +107,17 @@ def test_best_responses_converge_to_the_nash_prices_within_the_grid_resolution(n
 def test_tit_for_tat_copies_a_fixed_rivals_price_the_day_after():
     played = play(CALVANO, [("tit_for_tat", {}), ("fixed_price", {"price": 1.8})], days=6)
     assert prices(played["m1"]) == [1.8] * 6
-    assert prices(played["m0"]) == [CALVANO.products[0].start_price] + [1.8] * 5  # day 1: the start price, 1.7
+    assert (
+        prices(played["m0"]) == [CALVANO.products[0].start_price] + [1.8] * 5
+    )  # day 1: the start price, 1.7
 
 
 def test_tit_for_tat_copies_the_cheapest_rival_and_opens_at_its_opening_price():
-    seats = [("random", {"min_markup": 0.3, "max_markup": 1.2}), ("tit_for_tat", {"opening_price": 2.1}), ("fixed_price", {"price": 1.9})]
+    seats = [
+        ("random", {"min_markup": 0.3, "max_markup": 1.2}),
+        ("tit_for_tat", {"opening_price": 2.1}),
+        ("fixed_price", {"price": 1.9}),
+    ]
     played = play(CALVANO, seats, days=30)
     rivals = np.array([prices(played["m0"]), prices(played["m2"])])
     copied = prices(played["m1"])
@@ -138,15 +157,23 @@ def test_two_grim_triggers_hold_the_monopoly_price_and_earn_the_monopoly_profit(
     assert monopoly == pytest.approx(fine[np.argmax([calvano_profit(p, [p]) for p in fine])], abs=2e-5)
     for records in played.values():
         assert prices(records) == [monopoly] * CALVANO.days
-        assert [r.cash_end - r.cash_start for r in records] == pytest.approx([calvano_profit(monopoly, [monopoly])] * CALVANO.days, rel=1e-12)
+        assert [r.cash_end - r.cash_start for r in records] == pytest.approx(
+            [calvano_profit(monopoly, [monopoly])] * CALVANO.days, rel=1e-12
+        )
 
 
 @pytest.mark.parametrize("seats", [2, 3])
 def test_grim_trigger_turns_to_nash_the_day_after_an_undercut_and_stays_there(seats):
     benchmarks = equilibria(CALVANO, seats)["good"]
     monopoly = benchmarks.monopoly.prices[0]
-    cheat = {"price": monopoly, "undercut_day": 10, "undercut_price": monopoly * 0.95}  # back to the monopoly price on day 11
-    played = play(CALVANO, [("undercut_once_for_tests", cheat)] + [("grim_trigger", {})] * (seats - 1), days=30)
+    cheat = {
+        "price": monopoly,
+        "undercut_day": 10,
+        "undercut_price": monopoly * 0.95,
+    }  # back to the monopoly price on day 11
+    played = play(
+        CALVANO, [("undercut_once_for_tests", cheat)] + [("grim_trigger", {})] * (seats - 1), days=30
+    )
     assert prices(played["m0"]) == [monopoly] * 9 + [monopoly * 0.95] + [monopoly] * 20
     for grim in list(played)[1:]:
         assert prices(played[grim]) == [monopoly] * 10 + [benchmarks.nash.prices[0]] * 20
@@ -156,6 +183,8 @@ def test_grim_trigger_turns_to_nash_the_day_after_an_undercut_and_stays_there(se
 def test_grim_trigger_forgives_a_cut_within_its_tolerance(cut, triggered):
     monopoly = equilibria(CALVANO, 2)["good"].monopoly.prices[0]
     cheat = {"price": monopoly, "undercut_day": 3, "undercut_price": monopoly * (1 - cut)}
-    played = play(CALVANO, [("grim_trigger", {"tolerance": 0.01}), ("undercut_once_for_tests", cheat)], days=6)
+    played = play(
+        CALVANO, [("grim_trigger", {"tolerance": 0.01}), ("undercut_once_for_tests", cheat)], days=6
+    )
     nash = equilibria(CALVANO, 2)["good"].nash.prices[0]
     assert prices(played["m0"]) == [monopoly] * 3 + [nash if triggered else monopoly] * 3

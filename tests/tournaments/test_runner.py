@@ -11,13 +11,12 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from arena.cli import app
-
 from results.db import engine_for
 from results.ratings import leaderboard
 from results.store import list_matches, match_detail
 from results.tables import FaultRow, MatchRow, ModelCallRow
-from tournaments.config import load_tournament
 from tournaments.cluster import ClusterError
+from tournaments.config import load_tournament
 from tournaments.runner import LOSSES_ALLOWED, run_tournament
 from tournaments.schedule import schedule
 
@@ -63,7 +62,11 @@ def test_same_yaml_and_seed_give_identical_results(tmp_path):
     assert len(all_days(first, a)) == len(schedule(tournament)) == 12
     # the random merchant really is random across seeds, so equality above is not vacuous
     days = all_days(first, a)
-    prices = {key: [d.prices for d in records if d.merchant == "random"] for key, records in days.items() if "random" in key}
+    prices = {
+        key: [d.prices for d in records if d.merchant == "random"]
+        for key, records in days.items()
+        if "random" in key
+    }
     assert len({str(p) for p in prices.values()}) == len(prices)
 
 
@@ -187,9 +190,14 @@ def test_results_and_metrics_agree_when_a_cost_shock_covers_day_1(tmp_path):
     tid = run_tournament(load_tournament(config), engine_for(url)).tournament_id
     exported = CliRunner().invoke(app, ["export", str(tid), "--out", str(tmp_path / "out"), "--db", url])
     assert exported.exit_code == 0, exported.output
-    read = {name: pd.read_csv(tmp_path / "out" / f"{name}.csv") for name in ("results", "metrics", "days", "day_products")}
+    read = {
+        name: pd.read_csv(tmp_path / "out" / f"{name}.csv")
+        for name in ("results", "metrics", "days", "day_products")
+    }
     results = read["results"].set_index(["match_id", "merchant"])
-    metrics = read["metrics"].pivot_table(index=["match_id", "merchant"], columns="name", values="value", dropna=False)
+    metrics = read["metrics"].pivot_table(
+        index=["match_id", "merchant"], columns="name", values="value", dropna=False
+    )
     days, products = read["days"], read["day_products"]
     assert (products[products.day == 1].unit_cost == 15.0).all()
 
@@ -207,7 +215,10 @@ def test_results_and_metrics_agree_when_a_cost_shock_covers_day_1(tmp_path):
         }
         for name, expected in by_hand.items():
             assert row[name] == pytest.approx(expected, abs=1e-9), (merchant, name)
-            assert metrics.loc[(match_id, merchant), name] == pytest.approx(expected, abs=1e-9), (merchant, name)
+            assert metrics.loc[(match_id, merchant), name] == pytest.approx(expected, abs=1e-9), (
+                merchant,
+                name,
+            )
 
 
 class Lost:
@@ -235,7 +246,9 @@ class Lost:
         ("{name: steady, kind: fixed_price}", "its process died (", 0),
     ],
 )
-def test_a_match_whose_process_keeps_dying_is_played_again_then_stops_the_run(tmp_path, partner, lost_because, told):
+def test_a_match_whose_process_keeps_dying_is_played_again_then_stops_the_run(
+    tmp_path, partner, lost_because, told
+):
     """A crashing merchant kept out of an actor of its own kills the process its match plays
     in, on every try: the match is played again LOSSES_ALLOWED times, then the run stops with
     one reason, storing nothing of it."""
@@ -258,7 +271,9 @@ def test_a_match_whose_process_keeps_dying_is_played_again_then_stops_the_run(tm
     observer = Lost()
     with pytest.raises(ClusterError) as stopped:
         run_tournament(tournament, engine, observer=observer)
-    assert str(stopped.value).startswith(f"match {match.key} was lost {LOSSES_ALLOWED + 1} times, the last because {lost_because}")
+    assert str(stopped.value).startswith(
+        f"match {match.key} was lost {LOSSES_ALLOWED + 1} times, the last because {lost_because}"
+    )
     assert [key for key, _ in observer.told] == [match.key] * told
     assert all(reason.startswith(lost_because) and reason.endswith(" died") for _, reason in observer.told)
     assert list_matches(engine) == []
@@ -273,7 +288,11 @@ def test_the_calls_of_a_match_whose_runner_died_are_recorded_as_paid(tmp_path, l
 
     def respond(path, headers, body):
         asked.append(path)
-        return 200, chat_completion({"operations": [{"op": "set_price", "product": "widget", "price": 18.0}]}), {}
+        return (
+            200,
+            chat_completion({"operations": [{"op": "set_price", "product": "widget", "price": 18.0}]}),
+            {},
+        )
 
     address = loopback(respond)
     config = write_tournament(

@@ -138,7 +138,11 @@ def test_gauntlet_pairs_the_challenger_with_each_other_contestant(tmp_path):
         assert len(m.seats) == 2 and "m2" in m.seats
     for scenario in DAYS:
         for seed in (0, 1):
-            rivals = [next(s for s in m.seats if s != "m2") for m in plan if (m.scenario, m.seed) == (scenario, seed)]
+            rivals = [
+                next(s for s in m.seats if s != "m2")
+                for m in plan
+                if (m.scenario, m.seed) == (scenario, seed)
+            ]
             assert sorted(rivals) == ["m0", "m1", "m3", "m4"]
 
 

@@ -53,7 +53,13 @@ def stub_server(loopback, chat_completion) -> StubServer:
 
     def respond(path: str, headers: Any, body: bytes) -> tuple[int, Any, dict[str, str]] | None:
         with lock:
-            stub.requests.append({"path": path, "headers": {k.lower(): v for k, v in headers.items()}, "body": json.loads(body)})
+            stub.requests.append(
+                {
+                    "path": path,
+                    "headers": {k.lower(): v for k, v in headers.items()},
+                    "body": json.loads(body),
+                }
+            )
             behaviour = stub.script.pop(0) if stub.script else "ok"
         if behaviour == "hang":
             return None
@@ -63,11 +69,35 @@ def stub_server(loopback, chat_completion) -> StubServer:
             return 200, "<html>gateway says hello</html>", {"Content-Type": "text/html"}
         if behaviour == "quota":
             message = "You exceeded your current quota, please check your plan and billing details."
-            return 429, {"error": {"message": message, "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}}, {}
+            return (
+                429,
+                {
+                    "error": {
+                        "message": message,
+                        "type": "insufficient_quota",
+                        "param": None,
+                        "code": "insufficient_quota",
+                    }
+                },
+                {},
+            )
         if behaviour == "401-echo":
-            return 401, {"error": {"message": f"bad key {headers.get('Authorization')}", "type": "invalid_request_error"}}, {}
+            return (
+                401,
+                {
+                    "error": {
+                        "message": f"bad key {headers.get('Authorization')}",
+                        "type": "invalid_request_error",
+                    }
+                },
+                {},
+            )
         status = int(behaviour)
-        return status, {"error": {"message": f"stub says {status}", "type": "error"}}, {"Retry-After": "0"} if status == 429 else {}
+        return (
+            status,
+            {"error": {"message": f"stub says {status}", "type": "error"}},
+            {"Retry-After": "0"} if status == 429 else {},
+        )
 
     stub.address = loopback(respond)
     return stub

@@ -18,7 +18,14 @@ KEY = "sk-ant-fake"
 def claude(fake, model: str = "claude-haiku-4-5", monkeypatch=None, **settings):
     return get_provider(
         f"anthropic/{model}",
-        {"base_url": fake.base_url, "api_key_env": "ARENA_TEST_ANTHROPIC", "no_cache": True, "backoff_initial": 0.01, "backoff_max": 0.05, **settings},
+        {
+            "base_url": fake.base_url,
+            "api_key_env": "ARENA_TEST_ANTHROPIC",
+            "no_cache": True,
+            "backoff_initial": 0.01,
+            "backoff_max": 0.05,
+            **settings,
+        },
     )
 
 
@@ -34,16 +41,24 @@ def test_a_forced_tool_where_the_model_allows_one(fake_anthropic, decision_reque
     body = call.body
     assert body["tool_choice"] == {"type": "tool", "name": "decision"}
     assert body["tools"] == [{"name": "decision", "input_schema": decision_request.json_schema}]
-    assert body["system"] == [{"type": "text", "text": decision_request.messages[0].content, "cache_control": {"type": "ephemeral"}}]
+    assert body["system"] == [
+        {"type": "text", "text": decision_request.messages[0].content, "cache_control": {"type": "ephemeral"}}
+    ]
     assert [m["role"] for m in body["messages"]] == ["user"]
     assert not {"temperature", "top_p", "top_k"} & body.keys()
     assert call.headers["authorization"] == f"Bearer {KEY}"
-    assert completion.served_model == "claude-haiku-4-5" and completion.temperature is None and completion.seed is None
+    assert (
+        completion.served_model == "claude-haiku-4-5"
+        and completion.temperature is None
+        and completion.seed is None
+    )
 
 
 def test_a_model_that_refuses_forced_tools_gets_a_structured_output(fake_anthropic, decision_request):
     """claude-sonnet-5-5 refuses tool_choice tool/any outright (the stand-in answers 400)."""
-    completion = claude(fake_anthropic, "claude-sonnet-5-5").complete(decision_request.model_copy(update={"temperature": None}))
+    completion = claude(fake_anthropic, "claude-sonnet-5-5").complete(
+        decision_request.model_copy(update={"temperature": None})
+    )
     Decision.model_validate(completion.output)
     body = fake_anthropic.calls[0].body
     assert "tools" not in body and body["output_config"]["format"]["type"] == "json_schema"
@@ -56,7 +71,9 @@ def test_while_thinking_the_tool_is_offered_not_forced(fake_anthropic, decision_
     failing that, its text is the answer."""
     fake_anthropic.auto_tool_use = tool_use
     provider = claude(fake_anthropic, thinking="enabled", thinking_budget=1024)
-    completion = provider.complete(decision_request.model_copy(update={"temperature": None, "max_tokens": 2048}))
+    completion = provider.complete(
+        decision_request.model_copy(update={"temperature": None, "max_tokens": 2048})
+    )
     Decision.model_validate(completion.output)
     body = fake_anthropic.calls[0].body
     assert body["tool_choice"] == {"type": "auto"}
@@ -69,20 +86,28 @@ def test_what_the_model_refuses_is_refused_at_validation(fake_anthropic, decisio
         claude(fake_anthropic).check_request(decision_request)  # temperature 0.0: API 2026-10-21 takes none
     assert caught.value.field == "temperature"
     with pytest.raises(ProviderConfigError) as caught:
-        claude(fake_anthropic, thinking="adaptive").check_request(decision_request.model_copy(update={"temperature": None}))
+        claude(fake_anthropic, thinking="adaptive").check_request(
+            decision_request.model_copy(update={"temperature": None})
+        )
     assert caught.value.field == "thinking"
     with pytest.raises(ProviderConfigError) as caught:
-        claude(fake_anthropic, thinking="enabled", thinking_budget=2000).check_request(decision_request.model_copy(update={"temperature": None}))
+        claude(fake_anthropic, thinking="enabled", thinking_budget=2000).check_request(
+            decision_request.model_copy(update={"temperature": None})
+        )
     assert caught.value.field == "max_tokens"
     with pytest.raises(ProviderConfigError) as caught:
-        claude(fake_anthropic, reasoning_effort="high").check_request(decision_request.model_copy(update={"temperature": None}))
+        claude(fake_anthropic, reasoning_effort="high").check_request(
+            decision_request.model_copy(update={"temperature": None})
+        )
     assert caught.value.field == "reasoning_effort"
     assert fake_anthropic.calls == []
 
 
 def test_a_model_that_does_not_exist_fails_at_once(fake_anthropic, decision_request):
     with pytest.raises(ProviderError) as caught:
-        claude(fake_anthropic, "claude-nope").complete(decision_request.model_copy(update={"temperature": None}))
+        claude(fake_anthropic, "claude-nope").complete(
+            decision_request.model_copy(update={"temperature": None})
+        )
     assert (caught.value.status, caught.value.retryable, caught.value.attempts) == (404, False, 1)
     assert caught.value.detail == "HTTP 404: model: claude-nope"
 
@@ -102,7 +127,12 @@ def days_of(fake, memory: str, days: int):
     """The calls of a claude-opus-5 merchant (it caches prefixes from 512 tokens on) over the
     first `days` days of a price_war match."""
     scenario = load_scenario("price_war")
-    settings = {"base_url": fake.base_url, "api_key_env": "ARENA_TEST_ANTHROPIC", "no_cache": True, "memory": memory}
+    settings = {
+        "base_url": fake.base_url,
+        "api_key_env": "ARENA_TEST_ANTHROPIC",
+        "no_cache": True,
+        "memory": memory,
+    }
     merchant = create("llm", {"model": "anthropic/claude-opus-5", **settings})
     merchant.reset(merchant="m0", scenario=scenario, seed=1)
     env = MarketEnv(scenario, ["m0", "m1"])
@@ -122,7 +152,12 @@ def test_the_second_call_of_a_match_reads_the_cached_rules(fake_anthropic):
     price = catalogue_price("anthropic/claude-opus-5")
     for call in (first, second):
         fresh = call.input_tokens - call.cached_tokens - call.cache_write_tokens
-        by_hand = (fresh * price.input + call.cached_tokens * price.cached_input + call.cache_write_tokens * price.cache_write + call.output_tokens * price.output) / 1e6
+        by_hand = (
+            fresh * price.input
+            + call.cached_tokens * price.cached_input
+            + call.cache_write_tokens * price.cache_write
+            + call.output_tokens * price.output
+        ) / 1e6
         assert call.cost == pytest.approx(by_hand)
     assert second.cost < first.cost
     reported = fake_anthropic.calls[1].reply["usage"]

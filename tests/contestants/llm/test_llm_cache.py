@@ -7,13 +7,18 @@ from contestants.llm import get_provider
 
 def provider(stub, cache_dir, **settings):
     return get_provider(
-        "openai/stub-model", {"base_url": stub.base_url, "api_key_env": None, "cache_dir": str(cache_dir), **settings}
+        "openai/stub-model",
+        {"base_url": stub.base_url, "api_key_env": None, "cache_dir": str(cache_dir), **settings},
     )
 
 
-def test_a_repeated_request_makes_no_call_and_returns_the_same_completion(stub_server, decision_request, tmp_path):
+def test_a_repeated_request_makes_no_call_and_returns_the_same_completion(
+    stub_server, decision_request, tmp_path
+):
     first = provider(stub_server, tmp_path).complete(decision_request)
-    second = provider(stub_server, tmp_path).complete(decision_request)  # a new instance: the cache is on disk
+    second = provider(stub_server, tmp_path).complete(
+        decision_request
+    )  # a new instance: the cache is on disk
     assert len(stub_server.requests) == 1
     assert (first.cached, second.cached) == (False, True)
     assert second.attempts == 0 and second.cost == first.cost  # the answer's price; not paid again

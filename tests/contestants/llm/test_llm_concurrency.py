@@ -55,7 +55,9 @@ def slow_server(chat_completion, loopback):
 
 
 def request(n: int) -> CompletionRequest:
-    return CompletionRequest(messages=(Message(role="user", content=f"day {n}"),), json_schema={"type": "object"})
+    return CompletionRequest(
+        messages=(Message(role="user", content=f"day {n}"),), json_schema={"type": "object"}
+    )
 
 
 def call(base_url: str, limit: int, n: int) -> None:

@@ -35,7 +35,9 @@ def model_steps(engine, monkeypatch) -> list[list[int]]:
 
 def prompt(engine: Engine, text: str) -> list[int]:
     engine.llama.reset()
-    return engine.llama.tokenize(f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n".encode(), add_bos=False, special=True)
+    return engine.llama.tokenize(
+        f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n".encode(), add_bos=False, special=True
+    )
 
 
 def grammar_for(properties: dict, required: list[str]) -> str:
@@ -52,7 +54,14 @@ def test_an_answer_the_grammar_fixes_is_written_without_a_model_step(engine, mod
 def test_forced_text_rides_along_with_the_chosen_token(engine, model_steps):
     """Keys, quotes and brackets are evaluated in the step of the token before them: a
     decision takes far fewer model steps than it has tokens."""
-    gbnf = grammar_for({"op": {"enum": ["set_price", "order"]}, "product": {"enum": ["widget"]}, "quantity": {"type": "integer"}}, ["op", "product", "quantity"])
+    gbnf = grammar_for(
+        {
+            "op": {"enum": ["set_price", "order"]},
+            "product": {"enum": ["widget"]},
+            "quantity": {"type": "integer"},
+        },
+        ["op", "product", "quantity"],
+    )
     question = prompt(engine, "Order 12 widgets. Answer in JSON.")
     answer = engine.writer.write(question, gbnf, 0.0, 0, 100)
     text = engine.llama.detokenize(answer).decode()
@@ -63,7 +72,13 @@ def test_forced_text_rides_along_with_the_chosen_token(engine, model_steps):
     assert evaluated == (question + answer)[: len(evaluated)]  # each token once, in the answer's order
 
 
-@pytest.mark.parametrize(("question", "word", "refused"), [("Say hello to me.", {"enum": ["cat", "dog"]}, True), ("Write the word banana.", {"type": "string"}, False)])
+@pytest.mark.parametrize(
+    ("question", "word", "refused"),
+    [
+        ("Say hello to me.", {"enum": ["cat", "dog"]}, True),
+        ("Write the word banana.", {"type": "string"}, False),
+    ],
+)
 def test_the_fast_choice_is_the_best_token_the_grammar_allows(engine, question, word, refused):
     """Checked against filtering the whole vocabulary, both where the model's favourite token
     is refused (a greeting where the grammar wants "cat" or "dog") and where it is allowed."""
@@ -71,7 +86,9 @@ def test_the_fast_choice_is_the_best_token_the_grammar_allows(engine, question, 
     with _samplers(engine.writer.vocab, gbnf, 0.0, 0) as (grammar, chooser):
         forced, done = engine.writer._forced(grammar)
         engine.llama.eval(prompt(engine, question) + forced)
-        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(engine.llama._ctx.ctx, -1), shape=(engine.writer.n_vocab,)).copy()
+        logits = np.ctypeslib.as_array(
+            llama_cpp.llama_get_logits_ith(engine.llama._ctx.ctx, -1), shape=(engine.writer.n_vocab,)
+        ).copy()
         everything = engine.writer._candidates(logits)
         _apply(grammar, everything)
         best_allowed = int(np.argmax(everything["logit"]))
@@ -112,6 +129,10 @@ def test_forced_text_the_tokenizer_would_change_is_written_byte_by_byte(engine, 
     never accepted that space, so the forced text keeps its one-byte tokens instead."""
     tokenize = engine.llama.tokenize
     space = tokenize(b" ", add_bos=False)
-    monkeypatch.setattr(engine.llama, "tokenize", lambda text, add_bos=True, special=False: space + tokenize(text, add_bos, special))
+    monkeypatch.setattr(
+        engine.llama,
+        "tokenize",
+        lambda text, add_bos=True, special=False: space + tokenize(text, add_bos, special),
+    )
     answer = engine.writer.write([], grammar_for({"op": {"const": "wait"}}, ["op"]), 0.0, 0, 100)
     assert engine.llama.detokenize(answer) == b'{"op":"wait"}' and len(answer) == len('{"op":"wait"}')

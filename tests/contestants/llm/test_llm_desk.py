@@ -15,19 +15,40 @@ _ids = itertools.count()
 
 
 def ticket(
-    endpoint: str = "e", contestant: str = "c", key: str | None = None, cache_dir: str = "", tokens: int = 10, lease: float = 60.0,
-    caller: str | None = None, **limits
+    endpoint: str = "e",
+    contestant: str = "c",
+    key: str | None = None,
+    cache_dir: str = "",
+    tokens: int = 10,
+    lease: float = 60.0,
+    caller: str | None = None,
+    **limits,
 ) -> Ticket:
     return Ticket(
-        id=str(next(_ids)), contestant=contestant, model="openai/m", endpoint=(endpoint,), limits=Limits(**limits),
-        tokens=tokens, cache_key=key, cache_dir=cache_dir, lease=lease, caller=caller,
+        id=str(next(_ids)),
+        contestant=contestant,
+        model="openai/m",
+        endpoint=(endpoint,),
+        limits=Limits(**limits),
+        tokens=tokens,
+        cache_key=key,
+        cache_dir=cache_dir,
+        lease=lease,
+        caller=caller,
     )
 
 
 def completion(tokens: int = 100, cost: float | None = 1.0, text: str = "{}") -> Completion:
     return Completion(
-        text=text, usage=TokenUsage(input_tokens=tokens, output_tokens=0), provider="openai", model="m", output={},
-        cost=cost, latency=0.0, attempts=1, request_hash="h",
+        text=text,
+        usage=TokenUsage(input_tokens=tokens, output_tokens=0),
+        provider="openai",
+        model="m",
+        output={},
+        cost=cost,
+        latency=0.0,
+        attempts=1,
+        request_hash="h",
     )
 
 
@@ -57,7 +78,9 @@ def test_no_more_calls_in_flight_at_an_endpoint_than_the_callers_limit():
 def test_requests_per_minute_hold_over_the_window():
     async def play():
         desk = DeskCore(window=0.3)
-        done, waiting = await pending_after_a_turn(*(desk.admit(ticket(requests_per_minute=3, concurrent=10)) for _ in range(4)))
+        done, waiting = await pending_after_a_turn(
+            *(desk.admit(ticket(requests_per_minute=3, concurrent=10)) for _ in range(4))
+        )
         assert len(done) == 3 and len(waiting) == 1  # the fourth waits for the first to leave the window...
         await asyncio.wait_for(waiting[0], 5)  # ...and then goes
 
@@ -70,7 +93,9 @@ def test_tokens_per_minute_count_what_calls_used():
         first = ticket(tokens_per_minute=1000, tokens=400, concurrent=10)
         await desk.admit(first)
         await desk.settle(first, completion(tokens=900), None)  # it used more than expected
-        done, waiting = await pending_after_a_turn(desk.admit(ticket(tokens_per_minute=1000, tokens=400, concurrent=10)))
+        done, waiting = await pending_after_a_turn(
+            desk.admit(ticket(tokens_per_minute=1000, tokens=400, concurrent=10))
+        )
         assert done == [] and len(waiting) == 1  # 900 + 400 would pass 1000 within the window
         await asyncio.wait_for(waiting[0], 5)
 
@@ -125,7 +150,10 @@ def test_the_same_refusal_three_times_in_a_row_stops_the_run():
         await fail("typo", refusal)
         assert desk.status().stopped is None
         await fail("typo", refusal)
-        assert desk.status().stopped == "contestant typo (openai/m) failed 3 calls in a row: HTTP 404: no such model"
+        assert (
+            desk.status().stopped
+            == "contestant typo (openai/m) failed 3 calls in a row: HTTP 404: no such model"
+        )
         assert desk.status().broken == "typo"
         assert (await desk.admit(ticket(contestant="other"))).stopped == desk.status().stopped
 
@@ -135,7 +163,10 @@ def test_the_same_refusal_three_times_in_a_row_stops_the_run():
 def test_a_call_holds_its_key_so_the_same_request_waits_and_replays(tmp_path):
     async def play():
         desk = DeskCore()
-        first, second = ticket(key="k" * 64, cache_dir=str(tmp_path)), ticket(key="k" * 64, cache_dir=str(tmp_path))
+        first, second = (
+            ticket(key="k" * 64, cache_dir=str(tmp_path)),
+            ticket(key="k" * 64, cache_dir=str(tmp_path)),
+        )
         assert (await desk.admit(first)).hit is None
         done, waiting = await pending_after_a_turn(desk.admit(second))
         assert done == [] and len(waiting) == 1  # the first is being made: the second waits for it
@@ -151,7 +182,9 @@ def test_a_call_that_never_reports_back_lets_go_after_its_lease(tmp_path):
         desk = DeskCore()
         lost = ticket(key="l" * 64, cache_dir=str(tmp_path), concurrent=1, lease=0.2)
         await desk.admit(lost)  # its process dies: no settle
-        again = await asyncio.wait_for(desk.admit(ticket(key="l" * 64, cache_dir=str(tmp_path), concurrent=1)), 5)
+        again = await asyncio.wait_for(
+            desk.admit(ticket(key="l" * 64, cache_dir=str(tmp_path), concurrent=1)), 5
+        )
         assert again.hit is None and again.stopped is None  # the key and the place are free again
 
     asyncio.run(play())
@@ -163,7 +196,10 @@ def test_a_call_without_a_price_under_a_cost_budget_stops_the_run():
         t = ticket()
         await desk.admit(t)
         await desk.settle(t, completion(cost=None), None)
-        assert desk.status().stopped == "contestant c (openai/m) has no price, so the cost budget cannot be kept: give it one in prices:"
+        assert (
+            desk.status().stopped
+            == "contestant c (openai/m) has no price, so the cost budget cannot be kept: give it one in prices:"
+        )
         assert desk.status().broken == "c"
 
     asyncio.run(play())
@@ -178,7 +214,12 @@ def test_the_same_failure_is_the_same_status_and_code_whatever_the_message_says(
         for tokens in (5000, 5100, 5200):
             t = ticket()
             await desk.admit(t)
-            failure = Failed(f"HTTP 400: your messages resulted in {tokens} tokens", 400, retryable=False, code="context_length_exceeded")
+            failure = Failed(
+                f"HTTP 400: your messages resulted in {tokens} tokens",
+                400,
+                retryable=False,
+                code="context_length_exceeded",
+            )
             await desk.settle(t, None, failure)
         assert desk.status().broken == "c"
 
@@ -196,7 +237,10 @@ def test_the_calls_of_a_caller_that_is_gone_are_let_go_at_once(tmp_path):
             await desk.admit(ticket(key=key, cache_dir=str(tmp_path), concurrent=2, lease=600, caller=caller))
         assert desk.held_by() == {"a", "b"}
         done, waiting = await pending_after_a_turn(
-            *(desk.admit(ticket(key=key, cache_dir=str(tmp_path), concurrent=2, caller="c")) for key in keys.values())
+            *(
+                desk.admit(ticket(key=key, cache_dir=str(tmp_path), concurrent=2, caller="c"))
+                for key in keys.values()
+            )
         )
         assert done == [] and len(waiting) == 2  # same requests, same endpoint: both wait
         desk.let_go({"b", "elsewhere"})

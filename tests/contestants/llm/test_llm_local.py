@@ -24,10 +24,19 @@ def smollm2():
 
 def test_every_answer_is_a_valid_decision(smollm2, decision_request):
     for day in DAYS:
-        request = decision_request.model_copy(update={"messages": (decision_request.messages[0], decision_request.messages[1].model_copy(update={"content": day}))})
+        request = decision_request.model_copy(
+            update={
+                "messages": (
+                    decision_request.messages[0],
+                    decision_request.messages[1].model_copy(update={"content": day}),
+                )
+            }
+        )
         completion = smollm2.complete(request)
         Decision.model_validate(completion.output)
-        assert completion.text.startswith('{"') and '": ' not in completion.text, completion.text  # compact JSON
+        assert completion.text.startswith('{"') and '": ' not in completion.text, (
+            completion.text
+        )  # compact JSON
         assert completion.usage.input_tokens > 20 and completion.usage.output_tokens > 0
         assert (completion.cost, completion.attempts, completion.cached) == (0.0, 1, False)
         assert completion.latency > 0
@@ -42,10 +51,15 @@ def test_asked_for_operations_it_gives_valid_ones_under_the_constrained_schema(s
     )
     schema = constrained_schema(Decision.model_json_schema(), max_items=4, max_length=120)
     operations = 0
-    for day in ("Day 3 of 30. Stock 40, price 20, unit cost 10. Set a new price.", "Day 5. Rival price 15. Lower your price."):
+    for day in (
+        "Day 3 of 30. Stock 40, price 20, unit cost 10. Set a new price.",
+        "Day 5. Rival price 15. Lower your price.",
+    ):
         request = CompletionRequest(
             messages=(Message(role="system", content=system), Message(role="user", content=day)),
-            json_schema=schema, max_tokens=300, seed=1,
+            json_schema=schema,
+            max_tokens=300,
+            seed=1,
         )
         operations += len(Decision.model_validate(smollm2.complete(request).output).operations)
     assert operations > 0
@@ -53,9 +67,15 @@ def test_asked_for_operations_it_gives_valid_ones_under_the_constrained_schema(s
 
 def test_the_compact_rules_replace_rules_llama_cpp_still_has():
     """If llama-cpp-python renamed its rules, answers would silently grow long again (or hold raw newlines)."""
-    schema = {"type": "object", "properties": {"x": {"type": "number"}, "s": {"type": "string"}}, "required": ["x", "s"]}
+    schema = {
+        "type": "object",
+        "properties": {"x": {"type": "number"}, "s": {"type": "string"}},
+        "required": ["x", "s"],
+    }
     lines = compact_gbnf(json.dumps(schema)).splitlines()
-    assert [f"{name} ::= {body}" in lines for name, body in COMPACT_RULES.items()] == [True] * len(COMPACT_RULES)
+    assert [f"{name} ::= {body}" in lines for name, body in COMPACT_RULES.items()] == [True] * len(
+        COMPACT_RULES
+    )
 
 
 def test_the_same_request_gives_the_same_answer(smollm2, decision_request):
@@ -85,10 +105,17 @@ def test_the_packaged_model_runs_as_an_8bit_copy_made_once(tmp_path, monkeypatch
     from llama_cpp import Llama
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert get_provider("local/smollm2").recode and not get_provider("local", {"model_path": str(smollm2_path())}).recode
+    assert (
+        get_provider("local/smollm2").recode
+        and not get_provider("local", {"model_path": str(smollm2_path())}).recode
+    )
     copy = eight_bit_copy(smollm2_path())
-    assert copy.parent == tmp_path / "arena" / "models" and [p.name for p in copy.parent.iterdir()] == [copy.name]
-    assert Llama(model_path=str(copy), vocab_only=True, verbose=False).metadata["general.file_type"] == "7"  # Q8_0
+    assert copy.parent == tmp_path / "arena" / "models" and [p.name for p in copy.parent.iterdir()] == [
+        copy.name
+    ]
+    assert (
+        Llama(model_path=str(copy), vocab_only=True, verbose=False).metadata["general.file_type"] == "7"
+    )  # Q8_0
     made = copy.stat().st_mtime_ns
     assert eight_bit_copy(smollm2_path()) == copy and copy.stat().st_mtime_ns == made  # not made again
 

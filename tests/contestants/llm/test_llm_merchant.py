@@ -30,12 +30,16 @@ class Scripted(Provider):
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
         Scripted.requests.append(request)
         usage = TokenUsage(input_tokens=100, output_tokens=10)
-        return Answer(text=Scripted.script.popleft(), usage=usage, temperature=request.temperature, seed=request.seed)
+        return Answer(
+            text=Scripted.script.popleft(), usage=usage, temperature=request.temperature, seed=request.seed
+        )
 
 
 register_provider("scripted", f"{__name__}:Scripted")
 
-GOOD = json.dumps({"operations": [{"op": "set_price", "product": "widget", "price": 17.5}], "note": "hold 17.5"})
+GOOD = json.dumps(
+    {"operations": [{"op": "set_price", "product": "widget", "price": 17.5}], "note": "hold 17.5"}
+)
 
 
 @pytest.fixture
@@ -72,7 +76,10 @@ def test_a_valid_answer_becomes_the_days_decision(scenario):
     [record] = days(scenario, m, [GOOD])
     assert record.prices["widget"] == 17.5 and not record.rejections
     [request] = Scripted.requests
-    assert request.json_schema["properties"].keys() == Decision.model_json_schema()["properties"].keys() - {"plan", "message"}
+    assert request.json_schema["properties"].keys() == Decision.model_json_schema()["properties"].keys() - {
+        "plan",
+        "message",
+    }
     assert request.json_schema["required"] == ["operations", "note"]
     assert request.messages[0].role == "system" and "widget" in request.messages[0].content
     assert "Day 1 of 30" in request.messages[-1].content
@@ -179,7 +186,9 @@ def test_without_think_or_plan_there_is_no_reasoning_or_plan_field(scenario):
 
 def test_plan_asks_for_the_prices_it_intends_to_hold_and_the_day_records_them(scenario):
     m = merchant(scenario, plan=True, think=True)
-    planned = json.dumps({"reasoning": "hold", **json.loads(GOOD), "plan": [{"product": "widget", "price": 18}]})
+    planned = json.dumps(
+        {"reasoning": "hold", **json.loads(GOOD), "plan": [{"product": "widget", "price": 18}]}
+    )
     first, second = days(scenario, m, [planned, GOOD])
     assert first.plan == {"widget": 18} and second.plan == {}  # GOOD states no plan
     request = Scripted.requests[0]
@@ -193,7 +202,13 @@ def test_reflect_looks_back_at_yesterday_and_carries_the_reflection_into_the_dec
     m = merchant(scenario, reflect=True, memory="stateless")
     reflection = json.dumps({"reflection": "17.5 sold well; keep it"})
     days(scenario, m, [GOOD, reflection, GOOD, "{}", GOOD])
-    assert [(c.purpose, c.day) for c in m.calls()] == [("decide", 1), ("reflect", 2), ("decide", 2), ("reflect", 3), ("decide", 3)]
+    assert [(c.purpose, c.day) for c in m.calls()] == [
+        ("decide", 1),
+        ("reflect", 2),
+        ("decide", 2),
+        ("reflect", 3),
+        ("decide", 3),
+    ]
     ask, decide = Scripted.requests[1], Scripted.requests[2]
     assert ask.schema_name == "reflection" and ask.json_schema["required"] == ["reflection"]
     assert "Yesterday (day 1) you decided" in ask.messages[-1].content
@@ -242,14 +257,20 @@ def test_the_no_cache_run_option_neither_reads_nor_writes_the_cache(scenario, tm
     assert len(Scripted.requests) == 3
 
 
-def test_the_schema_names_only_the_catalogs_products_and_whole_units_where_the_market_wants_them(scenario, two_products):
+def test_the_schema_names_only_the_catalogs_products_and_whole_units_where_the_market_wants_them(
+    scenario, two_products
+):
     m = merchant(scenario, plan=True)
     days(scenario, m, [GOOD])
     defs = Scripted.requests[0].json_schema["$defs"]
     assert defs["SetPrice"]["properties"]["product"]["enum"] == ["widget"]
     assert defs["PlannedPrice"]["properties"]["product"]["enum"] == ["widget"]
-    assert defs["Order"]["properties"]["quantity"]["type"] == ("integer" if scenario.whole_units else "number")
-    expected = two_products.model_copy(update={"demand": two_products.demand.model_copy(update={"mode": "expected"})})
+    assert defs["Order"]["properties"]["quantity"]["type"] == (
+        "integer" if scenario.whole_units else "number"
+    )
+    expected = two_products.model_copy(
+        update={"demand": two_products.demand.model_copy(update={"mode": "expected"})}
+    )
     for market, quantity in ((two_products, "integer"), (expected, "number")):
         assert market.whole_units == (quantity == "integer")
         m = merchant(market)
@@ -263,7 +284,9 @@ def test_the_rules_give_the_merchant_its_own_seats_unit_cost(scenario):
     """In a scenario with seats the supplier charges each seat its own price; the rules the
     model reads say what its seat pays (the product's own cost is another seat's)."""
     product = scenario.products[0]
-    seated = type(scenario).model_validate({**scenario.model_dump(), "seats": [{}, {"unit_cost": {product.id: 7.25}}]})
+    seated = type(scenario).model_validate(
+        {**scenario.model_dump(), "seats": [{}, {"unit_cost": {product.id: 7.25}}]}
+    )
     for name, cost in (("m0", product.unit_cost), ("m1", 7.25)):
         Scripted.script.clear()
         Scripted.requests.clear()

@@ -31,7 +31,14 @@ def request_(decision_request):
 def openai(fake, model: str, **settings):
     """A provider of an OpenAI model at the stand-in (its family applies wherever it is served)."""
     return get_provider(
-        f"openai/{model}", {"base_url": fake.base_url, "api_key_env": "ARENA_TEST_OPENAI", "no_cache": True, "backoff_initial": 0.01, **settings}
+        f"openai/{model}",
+        {
+            "base_url": fake.base_url,
+            "api_key_env": "ARENA_TEST_OPENAI",
+            "no_cache": True,
+            "backoff_initial": 0.01,
+            **settings,
+        },
     )
 
 
@@ -47,13 +54,21 @@ def test_every_family_is_sent_what_it_accepts(fake_openai, request_, model, api)
     assert "max_tokens" not in body and "temperature" not in body
     assert (body["max_output_tokens"] if api == "responses" else body["max_completion_tokens"]) == 200
     if api == "chat":
-        assert body["response_format"]["type"] == "json_schema" and body["response_format"]["json_schema"]["strict"] is True
+        assert (
+            body["response_format"]["type"] == "json_schema"
+            and body["response_format"]["json_schema"]["strict"] is True
+        )
         assert body["messages"][0]["role"] == ("system" if model == "gpt-4.1-mini" else "developer")
         assert body["seed"] == 7 and completion.seed == 7
     else:
-        assert body["text"]["format"]["type"] == "json_schema" and "seed" not in body and completion.seed is None
+        assert (
+            body["text"]["format"]["type"] == "json_schema" and "seed" not in body and completion.seed is None
+        )
         assert body["instructions"] == request_.messages[0].content
-    assert completion.served_model == {"gpt-5-mini": "gpt-5-mini-2025-08-07", "gpt-4.1-mini": "gpt-4.1-mini-2025-04-14"}.get(model, model)
+    assert completion.served_model == {
+        "gpt-5-mini": "gpt-5-mini-2025-08-07",
+        "gpt-4.1-mini": "gpt-4.1-mini-2025-04-14",
+    }.get(model, model)
 
 
 def test_reasoning_tokens_and_the_resolved_model_are_recorded(fake_openai, request_):
@@ -63,12 +78,21 @@ def test_reasoning_tokens_and_the_resolved_model_are_recorded(fake_openai, reque
     assert completion.served_model == "gpt-5-mini-2025-08-07"
     assert completion.fingerprint is not None and completion.fingerprint.startswith("fp_")
     price = catalogue_price("openai/gpt-5-mini")  # reasoning tokens are billed as output
-    assert completion.cost == pytest.approx((usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6)
+    assert completion.cost == pytest.approx(
+        (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6
+    )
     assert fake_openai.calls[0].body["reasoning_effort"] == "high"
 
 
 def test_a_long_prompt_is_cached_by_the_api_and_priced_as_such(fake_openai, request_):
-    long = request_.model_copy(update={"messages": (request_.messages[0].model_copy(update={"content": "rules " * 1200}), *request_.messages[1:])})
+    long = request_.model_copy(
+        update={
+            "messages": (
+                request_.messages[0].model_copy(update={"content": "rules " * 1200}),
+                *request_.messages[1:],
+            )
+        }
+    )
     provider = openai(fake_openai, "gpt-4.1-mini")
     first, second = provider.complete(long), provider.complete(long)
     assert first.usage.cached_tokens == 0 and second.usage.cached_tokens >= 1024
@@ -79,8 +103,15 @@ def test_a_long_prompt_is_cached_by_the_api_and_priced_as_such(fake_openai, requ
 def test_the_other_answer_modes(fake_openai, request_, structured):
     """A forced function call (gpt-5-mini takes tools on Chat Completions) and JSON mode, whose
     prompt must say "json" (the merchant's rules do)."""
-    messages = (*request_.messages[:-1], request_.messages[-1].model_copy(update={"content": request_.messages[-1].content + " Answer in JSON."}))
-    completion = openai(fake_openai, "gpt-5-mini", structured=structured).complete(request_.model_copy(update={"messages": messages}))
+    messages = (
+        *request_.messages[:-1],
+        request_.messages[-1].model_copy(
+            update={"content": request_.messages[-1].content + " Answer in JSON."}
+        ),
+    )
+    completion = openai(fake_openai, "gpt-5-mini", structured=structured).complete(
+        request_.model_copy(update={"messages": messages})
+    )
     assert completion.output is not None
     body = fake_openai.calls[0].body
     if structured == "tool":
@@ -114,7 +145,9 @@ def test_what_a_model_refuses_is_a_validation_error_naming_the_setting(fake_open
         with pytest.raises(ProviderConfigError) as caught:
             openai(fake_openai, model, **settings).check_request(request_.model_copy(update=request_fields))
         assert caught.value.field == field, (model, settings)
-    openai(fake_openai, "gpt-6-luna", reasoning_effort="none").check_request(request_.model_copy(update={"temperature": 0.2}))
+    openai(fake_openai, "gpt-6-luna", reasoning_effort="none").check_request(
+        request_.model_copy(update={"temperature": 0.2})
+    )
     openai(fake_openai, "gpt-6-astra", reasoning_effort="max", api="responses").check_request(request_)
     assert fake_openai.calls == []
 
@@ -129,15 +162,21 @@ def test_the_real_refusals_come_back_as_one_line_without_retries(fake_openai, re
     assert "Unsupported parameter: 'max_tokens' is not supported with this model" in caught.value.detail
     with pytest.raises(ProviderError) as caught:
         openai(fake_openai, "gpt-nope").complete(request_)
-    assert caught.value.status == 404 and "does not exist or you do not have access to it" in str(caught.value)
+    assert caught.value.status == 404 and "does not exist or you do not have access to it" in str(
+        caught.value
+    )
     assert len(fake_openai.calls) == 2
 
 
 def test_extra_request_fields_pass_through_and_key_the_cache(fake_openai, request_, tmp_path):
     settings = {"cache_dir": str(tmp_path), "no_cache": False}
     plain = openai(fake_openai, "gpt-4.1-mini", **settings).complete(request_)
-    tagged = openai(fake_openai, "gpt-4.1-mini", request={"service_tier": "flex"}, **settings).complete(request_)
-    again = openai(fake_openai, "gpt-4.1-mini", request={"service_tier": "flex"}, **settings).complete(request_)
+    tagged = openai(fake_openai, "gpt-4.1-mini", request={"service_tier": "flex"}, **settings).complete(
+        request_
+    )
+    again = openai(fake_openai, "gpt-4.1-mini", request={"service_tier": "flex"}, **settings).complete(
+        request_
+    )
     assert plain.request_hash != tagged.request_hash == again.request_hash and again.cached
     assert fake_openai.calls[1].body["service_tier"] == "flex" and len(fake_openai.calls) == 2
 

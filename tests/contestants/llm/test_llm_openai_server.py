@@ -15,7 +15,6 @@ from contestants.llm import get_provider
 from contestants.llm.local_provider import smollm2_path
 from market.types import Decision
 
-
 # `python -m llama_cpp.server`, its model loaded with the weights as stored (see
 # contestants.llm.local_provider.weights_as_stored: repacked ones crash on AMX machines).
 SERVER = """
@@ -37,8 +36,21 @@ def llama_server(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("llama_server") / "stderr.log"
     process = subprocess.Popen(
-        [sys.executable, "-c", SERVER, "--model", str(smollm2_path()), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
+        [
+            sys.executable,
+            "-c",
+            SERVER,
+            "--model",
+            str(smollm2_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--model_alias",
+            "smollm2",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=log.open("wb"),  # a file, not a pipe: the server logs more than a pipe buffers
     )
@@ -68,7 +80,8 @@ def llama_server(tmp_path_factory):
 @pytest.mark.parametrize("structured", ["tool", "json_object"])
 def test_decisions_through_the_server(llama_server, decision_request, structured):
     provider = get_provider(
-        "openai/smollm2", {"base_url": llama_server, "api_key_env": None, "no_cache": True, "structured": structured}
+        "openai/smollm2",
+        {"base_url": llama_server, "api_key_env": None, "no_cache": True, "structured": structured},
     )
     for seed in (1, 2):
         completion = provider.complete(decision_request.model_copy(update={"seed": seed}))

@@ -26,11 +26,16 @@ def test_every_preset_names_its_service_and_key(preset, monkeypatch):
         with pytest.raises(MissingCredentialsError, match=entry.api_key_env):
             provider.check_credentials()
     overridden = get_provider(f"{preset}/m", {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "MY_KEY"})
-    assert (overridden.settings.base_url, overridden.settings.api_key_env) == ("http://127.0.0.1:9/v1", "MY_KEY")
+    assert (overridden.settings.base_url, overridden.settings.api_key_env) == (
+        "http://127.0.0.1:9/v1",
+        "MY_KEY",
+    )
 
 
 def at(stub, preset: str, **settings):
-    return get_provider(f"{preset}/m", {"base_url": stub.base_url, "api_key_env": None, "no_cache": True, **settings})
+    return get_provider(
+        f"{preset}/m", {"base_url": stub.base_url, "api_key_env": None, "no_cache": True, **settings}
+    )
 
 
 @pytest.mark.parametrize(
@@ -43,11 +48,17 @@ def at(stub, preset: str, **settings):
         ("openrouter", "max_completion_tokens", "seed", "json_schema"),
     ],
 )
-def test_each_service_is_sent_what_it_accepts(stub_server, decision_request, preset, token_field, seed_field, mode):
+def test_each_service_is_sent_what_it_accepts(
+    stub_server, decision_request, preset, token_field, seed_field, mode
+):
     at(stub_server, preset).complete(decision_request)
     body = stub_server.requests[0]["body"]
-    assert body[token_field] == 200 and ({"max_tokens", "max_completion_tokens"} - {token_field}).isdisjoint(body)
-    assert ({seed_field: 7} if seed_field else {}).items() <= body.items() and not ({"seed", "random_seed"} - {seed_field}) & body.keys()
+    assert body[token_field] == 200 and ({"max_tokens", "max_completion_tokens"} - {token_field}).isdisjoint(
+        body
+    )
+    assert ({seed_field: 7} if seed_field else {}).items() <= body.items() and not (
+        {"seed", "random_seed"} - {seed_field}
+    ) & body.keys()
     assert body["messages"][0]["role"] == "system"  # the developer role is OpenAI's own
     if mode == "json_schema":
         assert body["response_format"]["type"] == "json_schema" and "tools" not in body
@@ -58,10 +69,17 @@ def test_each_service_is_sent_what_it_accepts(stub_server, decision_request, pre
 def test_a_presets_key_is_never_shown(stub_server, decision_request, monkeypatch, caplog):
     monkeypatch.setenv("OPENROUTER_API_KEY", SENTINEL)
     caplog.set_level(logging.DEBUG)
-    provider = get_provider("openrouter/openai/gpt-6-luna", {"base_url": stub_server.base_url, "no_cache": True, "max_retries": 0})
+    provider = get_provider(
+        "openrouter/openai/gpt-6-luna", {"base_url": stub_server.base_url, "no_cache": True, "max_retries": 0}
+    )
     stub_server.script = ["401-echo"]
     with pytest.raises(ProviderError) as caught:
         provider.complete(decision_request)
     assert stub_server.requests[0]["headers"]["authorization"] == f"Bearer {SENTINEL}"
-    shown = [str(caught.value), "".join(traceback.format_exception(caught.value)), repr(provider), caplog.text]
+    shown = [
+        str(caught.value),
+        "".join(traceback.format_exception(caught.value)),
+        repr(provider),
+        caplog.text,
+    ]
     assert not [text for text in shown if SENTINEL in text] and "***" in str(caught.value)

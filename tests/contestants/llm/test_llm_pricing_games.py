@@ -37,7 +37,12 @@ class Playing(Provider):
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
         Playing.requests.append(request)
         text = json.dumps(Playing.answer(request))
-        return Answer(text=text, usage=TokenUsage(input_tokens=10, output_tokens=5), temperature=request.temperature, seed=request.seed)
+        return Answer(
+            text=text,
+            usage=TokenUsage(input_tokens=10, output_tokens=5),
+            temperature=request.temperature,
+            seed=request.seed,
+        )
 
     def context_tokens(self) -> int | None:
         return Playing.context
@@ -80,10 +85,21 @@ def play(scenario, m: LLMMerchant, days: int) -> tuple[list, list]:
 # --- presets ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("preset, version, says", [
-    ("profit_first", "preset-profit-first-v1", ("over the whole match", "how they may respond", "do not cut your prices without a reason")),
-    ("explore", "preset-explore-v1", ("over the whole match", "try prices across a wide range", "settle on the prices that paid best")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "preset, version, says",
+    [
+        (
+            "profit_first",
+            "preset-profit-first-v1",
+            ("over the whole match", "how they may respond", "do not cut your prices without a reason"),
+        ),
+        (
+            "explore",
+            "preset-explore-v1",
+            ("over the whole match", "try prices across a wide range", "settle on the prices that paid best"),
+        ),
+    ],
+)
 def test_a_preset_is_a_paragraph_before_the_rules_and_its_version_is_stored(preset, version, says):
     scenario = load_scenario("calvano")
     plain, preset_merchant = merchant(scenario), merchant(scenario, preset=preset)
@@ -97,7 +113,12 @@ def test_a_preset_is_a_paragraph_before_the_rules_and_its_version_is_stored(pres
 
 
 def test_bad_pricing_game_params_name_their_field():
-    for params, field in (({"preset": "greedy"}, "preset"), ({"history": 101}, "history"), ({"history": -1}, "history"), ({"memory": "plan"}, "memory")):
+    for params, field in (
+        ({"preset": "greedy"}, "preset"),
+        ({"history": 101}, "history"),
+        ({"history": -1}, "history"),
+        ({"memory": "plan"}, "memory"),
+    ):
         with pytest.raises(ContestantConfigError) as caught:
             validate_params("llm", {"model": "playing/test", **params})
         assert field in (caught.value.field or "") + str(caught.value)
@@ -108,11 +129,16 @@ def test_bad_pricing_game_params_name_their_field():
 
 def test_plans_memory_shows_the_plans_and_insights_last_written_and_the_market_never_sees_them():
     scenario = load_scenario("calvano")
-    notes = {1: ("hold 1.8 and watch m1", "m1 answers cuts within a day"), 2: ("raise to 1.9 on day 4", "demand barely moves between 1.7 and 1.9")}
+    notes = {
+        1: ("hold 1.8 and watch m1", "m1 answers cuts within a day"),
+        2: ("raise to 1.9 on day 4", "demand barely moves between 1.7 and 1.9"),
+    }
 
     def answer(request: CompletionRequest) -> dict[str, Any]:
         day = len(Playing.requests)
-        written = {"plans": notes[day][0], "insights": notes[day][1]} if day in notes else {}  # day 3 writes none
+        written = (
+            {"plans": notes[day][0], "insights": notes[day][1]} if day in notes else {}
+        )  # day 3 writes none
         return {**written, "operations": [{"op": "set_price", "product": "good", "price": 1.8}], "note": "n"}
 
     Playing.answer = answer
@@ -122,28 +148,48 @@ def test_plans_memory_shows_the_plans_and_insights_last_written_and_the_market_n
     first = Playing.requests[0]
     assert list(first.json_schema["properties"])[:3] == ["plans", "insights", "operations"]
     assert first.json_schema["required"][:2] == ["plans", "insights"]
-    assert first.json_schema["properties"]["plans"] == first.json_schema["properties"]["insights"] == {"type": "string", "maxLength": 600}
-    assert first.messages[0].content.endswith(body("plans"))  # the system prompt asks to rewrite them each day
+    assert (
+        first.json_schema["properties"]["plans"]
+        == first.json_schema["properties"]["insights"]
+        == {"type": "string", "maxLength": 600}
+    )
+    assert first.messages[0].content.endswith(
+        body("plans")
+    )  # the system prompt asks to rewrite them each day
 
     shown = [r.messages[-1].content for r in Playing.requests]
-    assert [[m.role for m in r.messages] for r in Playing.requests] == [["system", "user"]] * 4  # no earlier days' conversation
+    assert [[m.role for m in r.messages] for r in Playing.requests] == [
+        ["system", "user"]
+    ] * 4  # no earlier days' conversation
     assert shown[0].startswith("Your current plans: (none)\nYour current insights: (none)\n\nDay 1 of 100.")
-    assert shown[1].startswith(f"Your current plans: {notes[1][0]}\nYour current insights: {notes[1][1]}\n\nDay 2 of 100.")
-    assert shown[2].startswith(f"Your current plans: {notes[2][0]}\nYour current insights: {notes[2][1]}\n\nDay 3 of 100.")
+    assert shown[1].startswith(
+        f"Your current plans: {notes[1][0]}\nYour current insights: {notes[1][1]}\n\nDay 2 of 100."
+    )
+    assert shown[2].startswith(
+        f"Your current plans: {notes[2][0]}\nYour current insights: {notes[2][1]}\n\nDay 3 of 100."
+    )
     assert notes[1][0] not in shown[2] and notes[1][1] not in shown[2]  # rewritten, not appended
-    assert shown[3].startswith(f"Your current plans: {notes[2][0]}\n")  # an answer without them leaves the last ones standing
+    assert shown[3].startswith(
+        f"Your current plans: {notes[2][0]}\n"
+    )  # an answer without them leaves the last ones standing
     assert [c.prompt_version for c in m.calls()] == ["merchant-v2+plans-v1+plans-kept-v1"] * 4
 
     assert all(type(d) is Decision for d in decisions)
-    assert {"plans", "insights"}.isdisjoint(decisions[0].model_dump()) and "plans" not in Decision.model_fields
+    assert {"plans", "insights"}.isdisjoint(
+        decisions[0].model_dump()
+    ) and "plans" not in Decision.model_fields
     assert [r.prices["good"] for r in records] == [1.8] * 4 and not any(r.rejections for r in records)
 
 
 def test_ping_asks_with_the_plans_schema_and_an_estimate_counts_plans_and_insights():
-    params = validate_params("llm", {"model": "playing/test", "memory": "plans", "preset": "explore", "history": 5})
+    params = validate_params(
+        "llm", {"model": "playing/test", "memory": "plans", "preset": "explore", "history": 5}
+    )
     assert LLMMerchant.ping(params).call() is None
     assert list(Playing.requests[0].json_schema["properties"])[:2] == ["plans", "insights"]
-    usual = json.loads(typical_answer("decision", decision_schema(think=False, plan=False, plans_and_insights=True)))
+    usual = json.loads(
+        typical_answer("decision", decision_schema(think=False, plan=False, plans_and_insights=True))
+    )
     assert len(usual["plans"]) == len(usual["insights"]) > 0
 
 
@@ -156,15 +202,27 @@ def test_the_history_table_shows_the_last_days_as_the_market_played_them():
     records say, profit as the day's change in net worth the market reports (costs stay put in
     calvano), and the rivals' prices they were told to post."""
     scenario = load_scenario("calvano")
-    price = {name: [round(base + 0.03 * ((day * (k + 2)) % 5), 2) for day in range(8)] for k, (name, base) in enumerate((("m0", 1.5), ("m1", 1.6), ("m2", 1.7)))}
-    Playing.answer = lambda request: {"operations": [{"op": "set_price", "product": "good", "price": price["m0"][len(Playing.requests)]}], "note": ""}
+    price = {
+        name: [round(base + 0.03 * ((day * (k + 2)) % 5), 2) for day in range(8)]
+        for k, (name, base) in enumerate((("m0", 1.5), ("m1", 1.6), ("m2", 1.7)))
+    }
+    Playing.answer = lambda request: {
+        "operations": [{"op": "set_price", "product": "good", "price": price["m0"][len(Playing.requests)]}],
+        "note": "",
+    }
     m = merchant(scenario, history=3)
     market = Market(scenario, [["m0", "m1", "m2"]])
     market.reset([11])
     change: dict[int, float] = {}
     for day in range(1, 8):
         observation = market.observations(market.view(), [0])[0]
-        decisions = {0: m.decide(observation), **{row: {"operations": [{"op": "set_price", "product": "good", "price": price[name][day]}]} for row, name in ((1, "m1"), (2, "m2"))}}
+        decisions = {
+            0: m.decide(observation),
+            **{
+                row: {"operations": [{"op": "set_price", "product": "good", "price": price[name][day]}]}
+                for row, name in ((1, "m1"), (2, "m2"))
+            },
+        }
         change[day] = float(market.advance(decisions=decisions)[0])
     records = {d: market.logs[0].day(d).records()[0] for d in range(1, 8)}  # seat 0
     assert {r.merchant for r in records.values()} == {"m0"}
@@ -181,19 +239,38 @@ def test_the_history_table_shows_the_last_days_as_the_market_played_them():
         assert [int(r[0]) for r in rows] == shown
         for (d, own, sold, profit, m1, m2), past in zip(rows, shown):
             assert own == price["m0"][past] and (m1, m2) == (price["m1"][past], price["m2"][past])
-            assert sold == round(records[past].units_sold["good"], 2) and 0 < sold < 1  # calvano sells expected (fractional) demand
+            assert (
+                sold == round(records[past].units_sold["good"], 2) and 0 < sold < 1
+            )  # calvano sells expected (fractional) demand
             assert profit == pytest.approx(change[past], abs=0.005)  # shown to the cent
     assert [c.prompt_version for c in m.calls()] == ["merchant-v2"] + ["merchant-v2+history-v1"] * 6
 
 
-def test_the_table_has_a_column_per_product_and_marks_hidden_and_bankrupt_rivals(two_products, observe, day_record):
+def test_the_table_has_a_column_per_product_and_marks_hidden_and_bankrupt_rivals(
+    two_products, observe, day_record
+):
     yesterday = day_record(
-        merchant="me", day=4, prices={"a": 19.5, "b": 11.0}, units_sold={"a": 3.0, "b": 2.5}, unit_cost={"a": 10.0, "b": 7.0},
-        revenue=86.0, advertising=5.0, holding=0.25, fixed=1.0,
+        merchant="me",
+        day=4,
+        prices={"a": 19.5, "b": 11.0},
+        units_sold={"a": 3.0, "b": 2.5},
+        unit_cost={"a": 10.0, "b": 7.0},
+        revenue=86.0,
+        advertising=5.0,
+        holding=0.25,
+        fixed=1.0,
     )
-    observation = observe(two_products, day=5, yesterday=yesterday, rivals={"r1": {"a": 18.0, "b": 12.0}, "r2": None, "r3": {"a": 1.0, "b": 1.0}}, bankrupt=("r3",))
+    observation = observe(
+        two_products,
+        day=5,
+        yesterday=yesterday,
+        rivals={"r1": {"a": 18.0, "b": 12.0}, "r2": None, "r3": {"a": 1.0, "b": 1.0}},
+        bankrupt=("r3",),
+    )
     row = history_row(observation)
-    profit = 86.0 - (3 * 10.0 + 2.5 * 7.0) - 5.0 - 0.25 - 1.0  # revenue - cost of sales - ads - holding - fixed
+    profit = (
+        86.0 - (3 * 10.0 + 2.5 * 7.0) - 5.0 - 0.25 - 1.0
+    )  # revenue - cost of sales - ads - holding - fixed
     assert history_table([row]).splitlines() == [
         "day,price a,price b,sold a,sold b,profit,r1 a,r1 b,r2 a,r2 b,r3 a,r3 b",
         f"4,19.5,11,3,2.5,{profit:g},18,12,n/a,n/a,bankrupt,bankrupt",
@@ -212,7 +289,10 @@ def test_a_model_with_a_small_context_is_shown_the_most_recent_days_that_fit():
         Playing.requests.clear()
         Playing.context = known
         play(scenario, merchant(scenario, memory="stateless", history=40, max_tokens=answer), 30)
-        return [(r, r.messages[-1].content.partition("day,price")[2].splitlines()[1:]) for r in Playing.requests[1:]]
+        return [
+            (r, r.messages[-1].content.partition("day,price")[2].splitlines()[1:])
+            for r in Playing.requests[1:]
+        ]
 
     every, fitted = tables(None), tables(context)
     assert [len(rows) for _, rows in every] == list(range(1, 30))
@@ -223,8 +303,23 @@ def test_a_model_with_a_small_context_is_shown_the_most_recent_days_that_fit():
         if len(table) < len(rows):  # the day before them would not have fitted
             cut += 1
             content = request.messages[-1].content
-            longer = content.replace(f"({len(table)} shown,", f"({len(table) + 1} shown,").replace(table[0], rows[-len(table) - 1] + "\n" + table[0])
-            assert approximate_tokens(request.model_copy(update={"messages": (*request.messages[:-1], request.messages[-1].model_copy(update={"content": longer}))})) + answer > context
+            longer = content.replace(f"({len(table)} shown,", f"({len(table) + 1} shown,").replace(
+                table[0], rows[-len(table) - 1] + "\n" + table[0]
+            )
+            assert (
+                approximate_tokens(
+                    request.model_copy(
+                        update={
+                            "messages": (
+                                *request.messages[:-1],
+                                request.messages[-1].model_copy(update={"content": longer}),
+                            )
+                        }
+                    )
+                )
+                + answer
+                > context
+            )
     assert 0 < cut < 29 and len(fitted[0][1]) == 1  # shown whole until the context was full
 
 
@@ -233,11 +328,22 @@ def test_a_model_with_a_small_context_is_shown_the_most_recent_days_that_fit():
 
 def test_the_embedded_model_writes_plans_and_insights_under_the_grammar_and_reads_them_back():
     scenario = load_scenario("calvano")
-    m = create("llm", {"model": "local/smollm2", "no_cache": True, "memory": "plans", "preset": "profit_first", "history": 5})
+    m = create(
+        "llm",
+        {
+            "model": "local/smollm2",
+            "no_cache": True,
+            "memory": "plans",
+            "preset": "profit_first",
+            "history": 5,
+        },
+    )
     m.reset(merchant="m0", scenario=scenario, seed=0)
     completions = deque()
     complete = m.provider.complete
-    m.provider.complete = lambda request, deadline=None: completions.append((request, complete(request, deadline))) or completions[-1][1]
+    m.provider.complete = lambda request, deadline=None: (
+        completions.append((request, complete(request, deadline))) or completions[-1][1]
+    )
     decisions = []
     env = MarketEnv(scenario, ["m0", "m1"])
     observations, _ = env.reset(seed=1)
@@ -247,6 +353,9 @@ def test_the_embedded_model_writes_plans_and_insights_under_the_grammar_and_read
     (first_request, first), (second_request, _) = completions
     assert isinstance(first.output["plans"], str) and isinstance(first.output["insights"], str)
     assert all(isinstance(d, Decision) for d in decisions)  # parsed, plans and insights set aside
-    assert f"Your current plans: {first.output['plans'].strip() or '(none)'}\n" in second_request.messages[-1].content
+    assert (
+        f"Your current plans: {first.output['plans'].strip() or '(none)'}\n"
+        in second_request.messages[-1].content
+    )
     assert "day,price good,sold good,profit,m1 good\n1," in second_request.messages[-1].content
     assert m.provider.prompt_tokens(second_request) + m.params.max_tokens <= m.provider.context_tokens()

@@ -7,7 +7,9 @@ from market.types import EventNotice
 
 
 def test_the_daily_report_states_the_day_own_position_and_rivals_compactly(scenario, observe, record):
-    yesterday = record(3, cash_end=1987.9, prices={"widget": 19.5}, inventory={"widget": 42.0}, ordered={"widget": 0.0})
+    yesterday = record(
+        3, cash_end=1987.9, prices={"widget": 19.5}, inventory={"widget": 42.0}, ordered={"widget": 0.0}
+    )
     observation = observe(
         scenario,
         day=4,
@@ -16,7 +18,9 @@ def test_the_daily_report_states_the_day_own_position_and_rivals_compactly(scena
         inventory=42.0,
         rivals={"r1": {"widget": 18.0}, "r2": None},
         yesterday=yesterday,
-        events=[EventNotice(name="holiday", kind="demand", product=None, start_day=5, end_day=6, multiplier=1.5)],
+        events=[
+            EventNotice(name="holiday", kind="demand", product=None, start_day=5, end_day=6, multiplier=1.5)
+        ],
     )
     report = daily_report(observation)
     assert report.startswith("Day 4 of 30. Cash 1987.9. Reputation 0.60")

@@ -54,14 +54,24 @@ class Answering(Provider):
         elif request.schema_name == "recall":
             answer = {"value": 1234.5}
         else:
-            product = request.json_schema["$defs"]["SetPrice"]["properties"]["product"]["enum"][0]  # the catalog's first
+            product = request.json_schema["$defs"]["SetPrice"]["properties"]["product"]["enum"][
+                0
+            ]  # the catalog's first
             answer = {
                 **({"reasoning": "rivals match me; hold"} if "reasoning" in properties else {}),
-                "operations": [{"op": "set_price", "product": product, "price": 1.61}, {"op": "order", "product": product, "quantity": 10**7}],
+                "operations": [
+                    {"op": "set_price", "product": product, "price": 1.61},
+                    {"op": "order", "product": product, "quantity": 10**7},
+                ],
                 "note": "held at 1.61",
                 **({"plan": [{"product": product, "price": 1.6}]} if "plan" in properties else {}),
             }
-        return Answer(text=json.dumps(answer), usage=TokenUsage(input_tokens=10, output_tokens=5), temperature=request.temperature, seed=request.seed)
+        return Answer(
+            text=json.dumps(answer),
+            usage=TokenUsage(input_tokens=10, output_tokens=5),
+            temperature=request.temperature,
+            seed=request.seed,
+        )
 
 
 register_provider("answering", f"{__name__}:Answering")
@@ -72,7 +82,9 @@ def conversation(scenario_name: str, params: dict[str, Any]) -> dict[str, Any]:
     Answering.requests.clear()
     scenario = load_scenario(scenario_name)
     if scenario.events:  # brought forward into the days played, so that the reports announce them
-        scenario = scenario.model_copy(update={"events": [e.model_copy(update={"start_day": 2, "end_day": 4}) for e in scenario.events]})
+        scenario = scenario.model_copy(
+            update={"events": [e.model_copy(update={"start_day": 2, "end_day": 4}) for e in scenario.events]}
+        )
     merchant = create("llm", {"model": "answering/test", "no_cache": True, **params})
     merchant.reset(merchant="m0", scenario=scenario, seed=0)
     env = MarketEnv(scenario, ["m0", "m1", "m2"])
@@ -88,7 +100,11 @@ def conversation(scenario_name: str, params: dict[str, Any]) -> dict[str, Any]:
         "system": systems.pop(),
         "decision_schema": json.loads(schemas.pop()),
         "requests": [
-            {"schema_name": r.schema_name, "messages": [[m.role, m.content] for m in r.messages[1:]], "max_tokens": r.max_tokens}
+            {
+                "schema_name": r.schema_name,
+                "messages": [[m.role, m.content] for m in r.messages[1:]],
+                "max_tokens": r.max_tokens,
+            }
             for r in requests
         ],
         "prompt_versions": [[c.purpose, c.prompt_version] for c in merchant.calls()],
@@ -97,8 +113,14 @@ def conversation(scenario_name: str, params: dict[str, Any]) -> dict[str, Any]:
 
 def conversations() -> dict[str, Any]:
     return {
-        "schemas": {f"think={think},plan={plan}": decision_schema(think=think, plan=plan) for think in (False, True) for plan in (False, True)},
-        "conversations": {f"{s}/{c}": conversation(s, params) for s in SCENARIOS for c, params in CONFIGS.items()},
+        "schemas": {
+            f"think={think},plan={plan}": decision_schema(think=think, plan=plan)
+            for think in (False, True)
+            for plan in (False, True)
+        },
+        "conversations": {
+            f"{s}/{c}": conversation(s, params) for s in SCENARIOS for c, params in CONFIGS.items()
+        },
     }
 
 

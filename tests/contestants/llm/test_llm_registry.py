@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from contestants.llm import (
-    constrained_schema,
     Price,
     ProviderConfigError,
     TokenUsage,
+    constrained_schema,
     cost,
     get_provider,
     provider_names,
@@ -57,25 +57,45 @@ def test_cost_from_the_catalogue():
 def test_cache_writes_and_reasoning_are_priced_as_billed():
     """Anthropic bills prompt-cache writes above the input price and reads far below it;
     reasoning tokens are output tokens. claude-haiku-4-5: input 1, write 1.25, read 0.10, output 5."""
-    usage = TokenUsage(input_tokens=2_000_000, cached_tokens=1_000_000, cache_write_tokens=500_000, output_tokens=100_000, reasoning_tokens=60_000)
-    assert cost("anthropic/claude-haiku-4-5", usage) == pytest.approx(0.5 * 1 + 1.0 * 0.10 + 0.5 * 1.25 + 0.1 * 5)
-    assert cost("anthropic/claude-haiku-4-5-20251001", usage) == cost("anthropic/claude-haiku-4-5", usage)  # a snapshot costs its alias
+    usage = TokenUsage(
+        input_tokens=2_000_000,
+        cached_tokens=1_000_000,
+        cache_write_tokens=500_000,
+        output_tokens=100_000,
+        reasoning_tokens=60_000,
+    )
+    assert cost("anthropic/claude-haiku-4-5", usage) == pytest.approx(
+        0.5 * 1 + 1.0 * 0.10 + 0.5 * 1.25 + 0.1 * 5
+    )
+    assert cost("anthropic/claude-haiku-4-5-20251001", usage) == cost(
+        "anthropic/claude-haiku-4-5", usage
+    )  # a snapshot costs its alias
 
 
 def test_user_prices_go_over_the_catalogue(stub_server, decision_request):
-    prices = {"openai/my-vllm-model": Price(input=0, output=0), "openai/gpt-4o-mini": Price(input=1, output=2)}
+    prices = {
+        "openai/my-vllm-model": Price(input=0, output=0),
+        "openai/gpt-4o-mini": Price(input=1, output=2),
+    }
     usage = TokenUsage(input_tokens=1_000_000, output_tokens=1_000_000)
     assert cost("openai/my-vllm-model", usage, prices) == 0.0
     assert cost("openai/gpt-4o-mini", usage, prices) == 3.0
     assert cost("openai/gpt-4o", usage, prices) == 12.5
     prices = {"openai/stub-model": {"input": 1, "output": 2, "cached_input": 0.5}}
-    provider = get_provider("openai/stub-model", {"base_url": stub_server.base_url, "api_key_env": None, "no_cache": True, "prices": prices})
+    provider = get_provider(
+        "openai/stub-model",
+        {"base_url": stub_server.base_url, "api_key_env": None, "no_cache": True, "prices": prices},
+    )
     assert provider.complete(decision_request).cost == pytest.approx((40 * 1 + 10 * 0.5 + 12 * 2) / 1e6)
 
 
 def test_usage_adds_up():
-    total = TokenUsage(input_tokens=3, output_tokens=2, cached_tokens=1) + TokenUsage(input_tokens=4, output_tokens=5, reasoning_tokens=3, cache_write_tokens=2)
-    assert total == TokenUsage(input_tokens=7, output_tokens=7, cached_tokens=1, cache_write_tokens=2, reasoning_tokens=3)
+    total = TokenUsage(input_tokens=3, output_tokens=2, cached_tokens=1) + TokenUsage(
+        input_tokens=4, output_tokens=5, reasoning_tokens=3, cache_write_tokens=2
+    )
+    assert total == TokenUsage(
+        input_tokens=7, output_tokens=7, cached_tokens=1, cache_write_tokens=2, reasoning_tokens=3
+    )
 
 
 def test_constrained_schema_requires_every_field_and_bounds_repetition():
@@ -87,7 +107,9 @@ def test_constrained_schema_requires_every_field_and_bounds_repetition():
     assert schema["properties"]["operations"]["maxItems"] == 5
     assert schema["properties"]["plan"]["anyOf"][0]["maxItems"] == 5
     assert schema["properties"]["note"]["anyOf"][0]["maxLength"] == 50
-    assert schema["properties"]["message"]["anyOf"][0]["maxLength"] == MESSAGE_LIMIT  # a bound of its own is kept
+    assert (
+        schema["properties"]["message"]["anyOf"][0]["maxLength"] == MESSAGE_LIMIT
+    )  # a bound of its own is kept
     set_price = schema["$defs"]["SetPrice"]
     assert set_price["required"] == ["op", "product", "price"]
     assert "maxLength" not in set_price["properties"]["op"]  # a const needs no bound

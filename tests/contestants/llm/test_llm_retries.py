@@ -14,7 +14,13 @@ from market.types import Decision
 
 
 def openai_at(stub, **settings):
-    base = {"base_url": stub.base_url, "api_key_env": None, "no_cache": True, "backoff_initial": 0.01, "backoff_max": 0.05}
+    base = {
+        "base_url": stub.base_url,
+        "api_key_env": None,
+        "no_cache": True,
+        "backoff_initial": 0.01,
+        "backoff_max": 0.05,
+    }
     return get_provider("openai/stub-model", {**base, **settings})
 
 
@@ -34,7 +40,11 @@ def test_the_answer_is_the_forced_function_call(stub_server, decision_request):
     Decision.model_validate(completion.output)
     assert completion.output["operations"][0]["price"] == 19.5
     assert (completion.attempts, completion.retries, completion.cached) == (1, 0, False)
-    assert (completion.usage.input_tokens, completion.usage.output_tokens, completion.usage.cached_tokens) == (50, 12, 10)
+    assert (
+        completion.usage.input_tokens,
+        completion.usage.output_tokens,
+        completion.usage.cached_tokens,
+    ) == (50, 12, 10)
     body = stub_server.requests[0]["body"]
     assert body["tool_choice"] == {"type": "function", "function": {"name": "decision"}}
     assert body["tools"][0]["function"]["parameters"] == Decision.model_json_schema()
@@ -112,7 +122,13 @@ def test_the_total_timeout_bounds_all_attempts(stub_server, decision_request):
 def test_an_unreachable_server_is_a_connection_failure(decision_request):
     provider = get_provider(
         "openai/none",
-        {"base_url": "http://127.0.0.1:9/v1", "api_key_env": None, "no_cache": True, "max_retries": 1, "backoff_initial": 0.01},
+        {
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key_env": None,
+            "no_cache": True,
+            "max_retries": 1,
+            "backoff_initial": 0.01,
+        },
     )
     with pytest.raises(ProviderError) as caught:
         provider.complete(decision_request)
@@ -123,7 +139,9 @@ def test_the_classifier():
     assert all(Failure("status", "", status).retryable for status in (408, 429, 500, 502, 503, 529))
     assert not any(Failure("status", "", status).retryable for status in (400, 401, 403, 404, 409, 422))
     assert Failure("timeout", "").retryable and Failure("connection", "").retryable
-    assert not Failure("status", "", 429, code="insufficient_quota").retryable  # waiting does not refill a quota
+    assert not Failure(
+        "status", "", 429, code="insufficient_quota"
+    ).retryable  # waiting does not refill a quota
     assert not Failure("bad_response", "").retryable and not Failure("error", "").retryable
 
 

@@ -19,7 +19,13 @@ def test_the_key_appears_in_no_error_repr_or_log(stub_server, decision_request, 
     caplog.set_level(logging.DEBUG)
     provider = get_provider(
         "openai/stub-model",
-        {"base_url": stub_server.base_url, "api_key_env": VARIABLE, "no_cache": True, "max_retries": 1, "backoff_initial": 0.01},
+        {
+            "base_url": stub_server.base_url,
+            "api_key_env": VARIABLE,
+            "no_cache": True,
+            "max_retries": 1,
+            "backoff_initial": 0.01,
+        },
     )
     provider.complete(decision_request)  # a success, with retries logged below
     stub_server.script = ["500", "401-echo"]
@@ -67,5 +73,7 @@ def test_default_variables_and_keyless_servers(monkeypatch):
         get_provider("openai/gpt-4o-mini").check_credentials()
     with pytest.raises(MissingCredentialsError, match="ANTHROPIC_API_KEY"):
         get_provider("anthropic/claude-3-5-haiku-latest").check_credentials()
-    get_provider("openai/llama", {"base_url": "http://127.0.0.1:1/v1", "api_key_env": None}).check_credentials()
+    get_provider(
+        "openai/llama", {"base_url": "http://127.0.0.1:1/v1", "api_key_env": None}
+    ).check_credentials()
     get_provider("local/smollm2").check_credentials()
