@@ -34,19 +34,19 @@ from sqlalchemy.exc import OperationalError
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
 from market.daylog import DayLog, Said
+from market.errors import UserError
 from market.scenario import Scenario, load_scenario
 from results import store
 from results.db import describe_failure, engine_for
 from results.deviation import DEVIATION_METRICS
-from results.errors import DatabaseError, InputFileError, NotFound
-from results.export import ExportError, export
+from results.errors import InputFileError
+from results.export import export
 from results.metrics import MARKET_METRICS, METRICS
 from results.ratings import LeaderboardRow, Standing, leaderboard, standings
 from results.records import WINDOW_TITLES, MarketScores, ModelCallRecord, total_cost, window_days
-from results.report import ReportError, write_report
+from results.report import write_report
 from results.results_csv import read_results
 from results.tables import TournamentRow
-from tournaments.cluster import ClusterError
 from tournaments.config import (
     MAX_MERCHANTS_PER_MATCH,
     ConfigError,
@@ -82,7 +82,6 @@ DbOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 
-USER_ERRORS = (ConfigError, DatabaseError, NotFound, ClusterError, InputFileError, ReportError, ExportError)
 EXIT_USER_ERROR = 2  # a mistake in a file or an option
 EXIT_BUDGET = 3  # the budget stopped the run: what was played is saved and shown
 EXIT_BROKEN_MODEL = 4  # a contestant's model refused its calls (the run, or `validate --ping`)
@@ -94,7 +93,7 @@ def user_errors() -> Iterator[None]:
     """Turn a mistake the user can fix into one line on stderr and exit status 2."""
     try:
         yield
-    except USER_ERRORS as exc:
+    except UserError as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         raise typer.Exit(EXIT_USER_ERROR) from None
 
@@ -293,8 +292,6 @@ def equilibrium(
             loaded = load_scenario(scenario)
             seats = merchants or len(loaded.seats) or 2
             benchmarks = equilibria(loaded, seats)
-        except ConfigError:
-            raise
         except (ValueError, EquilibriumError) as exc:
             raise InputFileError(f"{scenario}: {exc}") from None
     if as_json:

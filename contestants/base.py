@@ -18,11 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from market.calls import ModelCall
 from market.daylog import ProbeFact
+from market.errors import UserError
 from market.scenario import Scenario
 from market.types import Decision, Observation
 
 
-class ContestantConfigError(ValueError):
+class ContestantConfigError(UserError):
     """A contestant entry that cannot be built: unknown kind or bad parameters.
 
     `field` names the offending parameter (dotted) where there is one.

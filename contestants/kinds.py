@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from contestants.base import Contestant, ContestantConfigError, Params, RunOptions
+from market.errors import first_problem
 
 _TARGETS: dict[str, str] = {
     "fixed_price": "contestants.baselines:FixedPrice",
@@ -60,9 +61,8 @@ def validate_params(kind: str, params: dict[str, Any]) -> Params:
     try:
         return cls.params_model.model_validate(params)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or None
-        raise ContestantConfigError(error["msg"], field) from None
+        problem = first_problem(exc)
+        raise ContestantConfigError(problem.explained, problem.field) from None
 
 
 def create(kind: str, params: dict[str, Any], options: RunOptions | None = None) -> Contestant:

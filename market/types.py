@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal, NamedTuple, get_args
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
 
+from market.errors import first_problem
+
 
 class _Op(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -199,7 +201,7 @@ def parse_decision(raw: Any) -> ParsedDecision:
                 Rejection(
                     index,
                     _clip(item),
-                    f"malformed operation: {_first_error(exc)}",
+                    f"malformed operation: {first_problem(exc).said_at_path()}",
                     RejectionCode.MALFORMED_OPERATION,
                 )
             )
@@ -238,12 +240,6 @@ def _plan(raw: Any) -> list[PlannedPrice]:
         except ValidationError:
             continue
     return plan
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg']}" if where else error["msg"]
 
 
 def _clip(value: Any, limit: int = 500) -> Any:

@@ -10,25 +10,18 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from market.errors import UserError, first_problem
+
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A problem in a file the user wrote: `file: field: what is wrong`."""
 
     def __init__(self, file: str | Path, field: str | None, message: str):
         self.file, self.field, self.message = str(file), field, message
         where = f"{self.file}: {field}" if field else self.file
         super().__init__(f"{where}: {message}")
-
-
-class FieldError(ValueError):
-    """Raised by a whole-model check to name the field it is about (pydantic reports such
-    errors at the model's own location, which names no field)."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
 
 
 def load_model(path: str | Path, model: type[_Model]) -> _Model:
@@ -42,15 +35,8 @@ def validated(path: Path, model: type[_Model], data: Any) -> _Model:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-    field = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in error["loc"]).replace(".[", "[")
-    message = error["msg"].removeprefix("Value error, ")
-    cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, FieldError):
-        field = ".".join(filter(None, [field, cause.field]))
-    if error["type"] == "extra_forbidden":
-        message = "unknown key"
-    raise ConfigError(path, field or None, message)
+        problem = first_problem(exc)
+    raise ConfigError(path, problem.field, problem.explained)
 
 
 def read_yaml(path: Path) -> tuple[Any, str]:

@@ -54,6 +54,7 @@ import pyarrow.parquet
 from sqlalchemy import Engine
 
 from market.daylog import DayLog
+from market.errors import UserError
 from market.types import DayRecord, record_adapter
 from results import store
 from results.tables import MatchRow
@@ -180,7 +181,7 @@ SCHEMAS |= {
 }  # the deviated path's, alike
 
 
-class ExportError(ValueError):
+class ExportError(UserError):
     """The output folder cannot be made or written (one line)."""
 
 

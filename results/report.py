@@ -31,6 +31,7 @@ from sqlmodel import Session, select
 
 from market.accounting import market_shares
 from market.daylog import DayLog, Said
+from market.errors import UserError
 from market.scenario import Event, Scenario
 from market.types import DayRecord
 from results import store
@@ -68,7 +69,7 @@ PALETTE = (
 )
 
 
-class ReportError(ValueError):
+class ReportError(UserError):
     """The report cannot be written where it was asked to be (one line)."""
 
 

@@ -13,6 +13,8 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from market.errors import UserError
+
 
 def enter(working_dir: str) -> None:
     """Work in the folder `arena run` was started in, so relative paths in a contestant's
@@ -30,7 +32,7 @@ def result(ref: Any) -> asyncio.Future:
     return asyncio.wrap_future(ref.future())
 
 
-class ClusterError(ConnectionError):
+class ClusterError(UserError):
     """The Ray cluster named by --address or RAY_ADDRESS cannot be reached, or keeps losing
     the processes that play a match."""
 

@@ -18,8 +18,9 @@ from contestants.base import ContestantConfigError
 from contestants.kinds import contestant_class, validate_params
 from contestants.llm.desk import Budget
 from contestants.llm.pricing import Price
+from market.errors import FieldError
 from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario, names_a_file, shipped_scenarios
-from market.yaml_files import ConfigError, FieldError, load_model, read_yaml, validated
+from market.yaml_files import ConfigError, load_model, read_yaml, validated
 from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from results.deviation import DeviationProbe
@@ -206,7 +207,7 @@ def load_tournament(path: str | Path) -> Tournament:
                 if exc.field == "kind"
                 else f"contestants[{i}].params" + (f".{exc.field}" if exc.field else "")
             )
-            raise ConfigError(path, field, str(exc).removeprefix("Value error, ")) from None
+            raise ConfigError(path, field, str(exc)) from None
         if unpriced is not None and spec.budget is not None and spec.budget.cost_usd is not None:
             raise ConfigError(
                 path,

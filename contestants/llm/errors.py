@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from market.errors import UserError
 
-class ProviderConfigError(ValueError):
+
+class ProviderConfigError(UserError):
     """A provider that cannot be set up: unknown provider, bad setting, missing model file.
 
     `field` names the offending setting where there is one.

@@ -70,6 +70,7 @@ from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.types import Completion, CompletionRequest, Message
 from market.calls import ModelCall
+from market.errors import first_problem
 from market.scenario import Scenario
 from market.types import Decision, Observation
 
@@ -155,7 +156,10 @@ class LLMParams(Params):
 
     @model_validator(mode="after")
     def _provider_settings_are_valid(self) -> LLMParams:
-        validate_settings(self.model, self.provider_settings)
+        try:
+            validate_settings(self.model, self.provider_settings)
+        except ProviderConfigError as exc:  # pydantic reports a ValueError as the model's error
+            raise ValueError(str(exc)) from None
         return self
 
     @property
@@ -469,9 +473,7 @@ def _as_decision(completion: Completion) -> tuple[Decision | None, str]:
     try:
         return Decision.model_validate(fields), ""
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"])
-        return None, f"{where}: {error['msg']}" if where else error["msg"]
+        return None, first_problem(exc).said_at_path()
 
 
 def _written(completion: Completion, field: str) -> str | None:

@@ -33,6 +33,7 @@ from contestants.llm.errors import CallsStopped, MissingCredentialsError, Provid
 from contestants.llm.pricing import cost
 from contestants.llm.retry import Failure, RetryPolicy, call_with_retries
 from contestants.llm.types import Answer, Completion, CompletionRequest, parse_object
+from market.errors import first_problem
 
 LEASE_SLACK_S = 60.0  # a call's hold at the desk outlasts its total timeout by this much
 CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a token in today's tokenizers
@@ -367,11 +368,9 @@ def validate_settings(model: str, settings: dict[str, Any] | None = None) -> Pro
     try:
         return cls.settings_model.model_validate(cls.settings_for(provider, settings or {}))
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or None
-        raise ProviderConfigError(
-            f"{model}: {field}: {error['msg']}" if field else f"{model}: {error['msg']}", field
-        ) from None
+        problem = first_problem(exc)
+        where = f"{problem.field}: " if problem.field else ""
+        raise ProviderConfigError(f"{model}: {where}{problem.explained}", problem.field) from None
 
 
 def get_provider(model: str, settings: dict[str, Any] | None = None, **options: Any) -> Provider:

@@ -7,16 +7,21 @@ every case here fails before the runner is called, or never reaches it).
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
+import pkgutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
-from arena.cli import app
+from arena.cli import app, user_errors
+from market.errors import UserError
 from results.db import engine_for
 from tournaments.config import load_tournament
 from tournaments.schedule import schedule
@@ -497,3 +502,59 @@ def test_help_mentions_resume_and_address(args):
     assert "Traceback" not in result.stdout + result.stderr
     assert "--resume" in result.stdout
     assert "--address" in result.stdout
+
+
+# Exceptions of arena's own that a user cannot fix by changing a file or an option, and why.
+NOT_THE_USERS = {
+    "FieldError": "raised inside a pydantic check, which turns it into the ConfigError of its field",
+    "EquilibriumError": "the solver failed; `arena equilibrium` words it as the scenario's InputFileError",
+    "ProviderError": "a model call failed for good: a fault of the merchant, or a stopped run (exit 4)",
+    "CallsStopped": "the run's calls stopped (budget, broken model): exits 3 or 4 with its own line",
+    "BadResponse": "an answer a provider could not read: retried, then a ProviderError",
+    "_AttemptFailed": "one attempt of a call, inside the retry loop",
+    "_Refused": "the call desk's refusal, inside the desk",
+    "MatchLost": "a node or a runner died: the match is played again",
+    "Forgotten": "a host restarted: the merchant starts afresh",
+    "HostGone": "a host's connection closed: the merchant's turn failed",
+    "ChromiumMissing": "tests and scripts only: the report itself needs no browser",
+}
+
+
+def _arena_exceptions() -> dict[str, type[BaseException]]:
+    """Every exception class defined in arena's five packages, by name."""
+    found: dict[str, type[BaseException]] = {}
+    for package in ("market", "contestants", "tournaments", "results", "arena"):
+        root = importlib.import_module(package)
+        names = [package] + [info.name for info in pkgutil.walk_packages(root.__path__, package + ".")]
+        for name in names:
+            module = importlib.import_module(name)
+            for value in vars(module).values():
+                is_exception = inspect.isclass(value) and issubclass(value, BaseException)
+                if is_exception and value.__module__ == name:
+                    found[value.__name__] = value
+    return found
+
+
+def test_every_exception_of_ours_is_a_user_error_or_says_why_not():
+    """A new exception must take a side: derive from UserError (one line, exit 2) or be
+    listed here with the reason a user cannot fix it."""
+    exceptions = _arena_exceptions()
+    undecided = sorted(
+        n for n, c in exceptions.items() if not issubclass(c, UserError) and n not in NOT_THE_USERS
+    )
+    assert undecided == []
+    assert set(NOT_THE_USERS) <= set(exceptions), "an exception listed here no longer exists"
+    assert sum(issubclass(c, UserError) for c in exceptions.values()) >= 10
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, c in _arena_exceptions().items() if issubclass(c, UserError))
+)
+def test_every_user_error_ends_the_command_with_status_2(name, capsys):
+    error = _arena_exceptions()[name]
+    instance = error.__new__(error)
+    Exception.__init__(instance, f"{name}: what is wrong")
+    with pytest.raises(typer.Exit) as ended, user_errors():
+        raise instance
+    assert ended.value.exit_code == 2
+    assert capsys.readouterr().err.strip().endswith(f"{name}: what is wrong")

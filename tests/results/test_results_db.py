@@ -59,10 +59,6 @@ def test_unopenable_sqlite_file(tmp_path):
         engine_for(f"sqlite:///{tmp_path / 'no-such-dir' / 'a.db'}")
 
 
-def test_database_error_is_a_value_error():
-    assert issubclass(DatabaseError, ValueError)
-
-
 def test_a_database_with_an_older_layout_is_refused_and_left_alone(tmp_path):
     path = tmp_path / "old.db"
     engine = engine_for(f"sqlite:///{path}")
