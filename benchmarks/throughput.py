@@ -44,14 +44,10 @@ from results.records import MerchantResult
 from results.store import list_matches, match_detail
 from tournaments.cluster import init_ray
 from tournaments.config import Tournament, TournamentSpec
+from tournaments.instant import group_instant, play_instant_matches, unpickle_matches
 from tournaments.match import Match, MatchRules, play_here
-from tournaments.runner import (
-    deadlines,
-    group_instant,
-    play_instant_matches,
-    run_tournament,
-    unpickle_matches,
-)
+from tournaments.plan import plan_tournament
+from tournaments.runner import run_tournament
 from tournaments.schedule import schedule
 
 # The rule baselines that answer in microseconds; best_response (a numerical search, about
@@ -171,21 +167,19 @@ def played(days: int, results: list[MerchantResult]) -> int:
 
 def rules_of(t: Tournament) -> MatchRules:
     """The rules `run_tournament` plays the tournament's matches by (memory probes included)."""
-    return MatchRules.of(t.spec, deadlines=deadlines(t.spec))
+    return MatchRules.of(t.spec)
 
 
 def engine_in_process(merchants: int, seeds: int = 10) -> dict:
     """Whole matches one group after another in this process, grouped as the runner groups
     them on 2 CPUs (each group played side by side)."""
     t = free_for_all(merchants, seeds)
-    entries = {c.name: c for c in t.spec.contestants}
+    plans = plan_tournament(t.spec)
     rules = rules_of(t)
     merchant_days = 0
     start = time.perf_counter()
-    for group in group_instant(schedule(t), entries, t.spec.max_concurrent_matches, 2):
-        finished = play_here(
-            [Match(match, t.scenarios[match.scenario], rules, entries, {}) for match in group]
-        )
+    for group in group_instant(schedule(t), plans, t.spec.max_concurrent_matches, 2):
+        finished = play_here([Match(match, t.scenarios[match.scenario], rules, plans) for match in group])
         merchant_days += sum(played(match.days, match.merchants) for match in finished)
     seconds = time.perf_counter() - start
     return {
@@ -200,18 +194,15 @@ def ray_without_db(merchants: int, seeds: int) -> dict:
     `play_instant_matches`, one per group of `group_instant`, all at once: the groups hold
     max_concurrent_matches between them), each result fetched to the driver, unpickled and dropped."""
     t = free_for_all(merchants, seeds)
-    entries = {c.name: c for c in t.spec.contestants}
+    plans = plan_tournament(t.spec)
     rules = rules_of(t)
     plan = schedule(t)
     start = time.perf_counter()
     cpus = int(ray.cluster_resources()["CPU"])
-    groups = group_instant(plan, entries, t.spec.max_concurrent_matches, cpus)
+    groups = group_instant(plan, plans, t.spec.max_concurrent_matches, cpus)
     merchant_days = 0
     for blob in ray.get(
-        [
-            play_instant_matches.remote(group, t.scenarios[group[0].scenario], rules, entries)
-            for group in groups
-        ]
+        [play_instant_matches.remote(group, t.scenarios[group[0].scenario], rules, plans) for group in groups]
     ):
         merchant_days += sum(played(match.days, match.merchants) for match in unpickle_matches(blob))
     seconds = time.perf_counter() - start

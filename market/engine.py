@@ -22,6 +22,7 @@ import functools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -196,130 +197,179 @@ class Market:
         self,
         arrays: ArrayDecisions | None = None,
         rows: np.ndarray | None = None,
-        decisions: dict[int, Any] | None = None,
+        decisions: Mapping[int, Any] | None = None,
         forced: Mapping[int, Callable[[np.ndarray], np.ndarray]] | None = None,
     ) -> np.ndarray:
-        """Play one day with the decisions of the rows playing: `arrays` for `rows` (ascending;
-        default: every row; those of merchants not playing are ignored) and/or `decisions`, by row,
-        anything `parse_decision` accepts or a ParsedDecision. Returns every row's change in
-        net worth.
+        """Play one day with the decisions of the rows playing: the rule merchants' `arrays`
+        for `rows` (ascending; default: every row) and `decisions`, by row, anything
+        `parse_decision` accepts or a ParsedDecision; those of rows not playing are ignored.
+        Returns every row's change in net worth.
 
         `forced`, by row: the prices the row posts today whatever it decided (a deviation
         probe), a function of the prices of its match's merchants once their operations are
         applied [seat, product] (a bankrupt one's: inf), capped at the price ceiling. Like any
         posted price it stands until the merchant posts another, as the merchant sees the
         next morning (its own price is the forced one)."""
-        s = self.scenario
-        m = len(self.playing)
-        day = self.day
-        unit_cost = self._unit_cost_today(day)
-        if self._closing is not None and self._closing[0] is unit_cost:
-            worth_start = self._closing[1]  # nothing moves between days: yesterday's close, same costs
-        else:
-            worth_start = self.net_worth(unit_cost)
-        cash_start = self.cash.copy()
-
-        arrived = self.pipeline[:, :, 0].copy()
-        self.inventory += arrived
-        _shift_left(self.pipeline)
-        self.due += self.credit[:, 0]
-        _shift_left(self.credit)
-
-        parts = []
-        if arrays is not None:
-            rows = self._all_rows if rows is None else rows
-            playing = np.flatnonzero(self.playing[rows])
-            arrays = arrays.take(playing)
-            rows = rows[playing]
-            parts.append(array_columns(arrays, rows))
-        rejected: defaultdict[int, list[Rejection]] = defaultdict(list)  # by row, of the rows with any
-        plans: dict[int, dict[str, float]] = {}  # by row, of the rows whose decision has a plan
-        parsed = {
-            i: raw if isinstance(raw, ParsedDecision) else parse_decision(raw)
-            for i, raw in sorted((decisions or {}).items())
-            if self.playing[i]
-        }
-        for i, decision in parsed.items():
-            if decision.rejections:  # not decisions or operations at all: these come first
-                rejected[i].extend(decision.rejections)
-            if decision.plan:
-                plans[i] = self._kept_plan(decision.plan)
-        unknown: dict[
-            int, list[Rejection]
-        ] = {}  # by row: operations naming products the market does not sell
-        if parsed:
-            parts.append(self._columns(parsed, unknown))
-        applied, ordered, advertising, collected = self._apply(_joined(parts), unit_cost, rejected)
-        for i, prices in (forced or {}).items():
-            if self.playing[i]:
-                span = self.match_rows[i // self.seats]
-                posted = np.where(
-                    self.bankrupt[span, None], math.inf, self.prices[span]
-                )  # the bankrupt sell nothing
-                self.prices[i] = np.minimum(prices(posted), self._ceiling)
-        for i, refused in unknown.items():  # after the malformed ones, with the rest in the order given
-            malformed = len(parsed[i].rejections)
-            rejected[i][malformed:] = sorted(rejected[i][malformed:] + refused, key=lambda r: r.index)
-        said = self._messages(arrays, rows, parsed, rejected) if self.talk else None
-
-        wanted, sold = self._clear_market(day)
-        revenue = _sum(sold * self.prices, 1)
-        on_credit = revenue * s.finance.credit_share
-        revenue_cash = revenue - on_credit
-        if s.finance.credit_days == 0:
-            self.due += on_credit
-        else:
-            self.credit[:, s.finance.credit_days - 1] += on_credit
-        if s.demand.stock_limited:
-            self.inventory -= sold
-            made_to_order = np.zeros(m)
-        else:
-            made_to_order = _sum(sold * unit_cost, 1)
-        purchases = _sum(ordered * unit_cost, 1) + made_to_order
-        holding = _sum(self.inventory * self._holding, 1)
-        fixed = np.where(self.bankrupt, 0.0, s.finance.fixed_daily_cost)
-        self.cash += revenue_cash - made_to_order - holding - fixed
-        self.units_sold += sold
-        self._update_reputation(wanted, sold, advertising)
-
+        day, unit_cost = self.day, self._unit_cost_today(self.day)
+        worth_start, cash_start = self._worth(unit_cost), self.cash.copy()
+        arrived = self._deliver()
+        orders = self._orders(arrays, rows, decisions or {})
+        applied, ordered, advertising, collected = self._apply(orders.columns, unit_cost, orders.rejected)
+        self._force_prices(forced or {})
+        orders.add_unknown_products()
+        said = self._messages(orders) if self.talk else None
+        flows = self._trade(day, unit_cost, ordered, advertising)
         self.bankrupt |= self.cash < 0
         worth_end = self.net_worth(unit_cost)
         self._closing = (unit_cost, worth_end)
-
-        receivables = self.due + _sum(self.credit, 1)
-        day_values = {  # each of DayRecord's numbers, by name: the log's columns are in its order
-            "revenue": revenue,
-            "revenue_cash": revenue_cash,
+        values = {
+            **flows,
             "collected": collected,
-            "purchases": purchases,
             "advertising": advertising,
-            "holding": holding,
-            "fixed": fixed,
             "cash_start": cash_start,
             "cash_end": self.cash,
-            "receivables": receivables,
+            "receivables": self.due + _sum(self.credit, 1),
             "reputation": self.reputation,
             "net_worth": worth_end,
             "prices": self.prices,
-            "first_choice": wanted,
-            "units_sold": sold,
-            "lost_sales": wanted - sold,
             "arrived": arrived,
             "ordered": ordered,
             "inventory": self.inventory,
             "in_transit": _sum(self.pipeline, 2),
             "unit_cost": unit_cost,
         }
+        self._record(day, values, applied, orders, said)
+        self.day += 1
+        if day >= self.days:
+            self.playing[:] = False
+        else:
+            self.playing &= ~self.bankrupt
+        return worth_end - worth_start
+
+    def _worth(self, unit_cost: np.ndarray) -> np.ndarray:
+        """Every row's net worth as the day starts: yesterday's close when the unit costs are
+        the same (nothing moves between days)."""
+        if self._closing is not None and self._closing[0] is unit_cost:
+            return self._closing[1]
+        return self.net_worth(unit_cost)
+
+    def _deliver(self) -> np.ndarray:
+        """Goods ordered earlier arrive and credit sales fall due; the units arrived [row, product]."""
+        arrived = self.pipeline[:, :, 0].copy()
+        self.inventory += arrived
+        _shift_left(self.pipeline)
+        self.due += self.credit[:, 0]
+        _shift_left(self.credit)
+        return arrived
+
+    def _orders(
+        self, arrays: ArrayDecisions | None, rows: np.ndarray | None, decisions: Mapping[int, Any]
+    ) -> _Orders:
+        """The day's decisions of the rows playing, compiled into one table of operation
+        columns, with what they said besides operations."""
+        orders = _Orders()
+        parts = []
+        if arrays is not None:
+            rows = self._all_rows if rows is None else rows
+            playing = np.flatnonzero(self.playing[rows])
+            arrays, rows = arrays.take(playing), rows[playing]
+            parts.append(array_columns(arrays, rows))
+            if arrays.messages is not None:
+                orders.messages += zip(rows.tolist(), arrays.messages.tolist())
+        parsed = {
+            i: raw if isinstance(raw, ParsedDecision) else parse_decision(raw)
+            for i, raw in sorted(decisions.items())
+            if self.playing[i]
+        }
+        for i, decision in parsed.items():
+            if decision.rejections:  # not decisions or operations at all: these come first
+                orders.rejected[i].extend(decision.rejections)
+                orders.malformed[i] = len(decision.rejections)
+            if decision.plan:
+                orders.plans[i] = self._kept_plan(decision.plan)
+            orders.messages.append((i, decision.message))
+        if parsed:
+            parts.append(self._columns(parsed, orders.unknown))
+        orders.columns = _joined(parts)
+        return orders
+
+    def _force_prices(self, forced: Mapping[int, Callable[[np.ndarray], np.ndarray]]) -> None:
+        """The forced rows' prices of the day (see `advance`)."""
+        for i, prices in forced.items():
+            if self.playing[i]:
+                span = self.match_rows[i // self.seats]
+                posted = np.where(
+                    self.bankrupt[span, None], math.inf, self.prices[span]
+                )  # the bankrupt sell nothing
+                self.prices[i] = np.minimum(prices(posted), self._ceiling)
+
+    def _messages(self, orders: _Orders) -> list[str]:
+        """Each row's delivered message ("": none); a message not delivered adds its rejection
+        to its row's, after those of the operations."""
+        said = [""] * len(self.playing)
+        for i, message in orders.messages:
+            said[i], refused = delivered(message)
+            if refused is not None:
+                orders.rejected[i].append(refused)
+        return said
+
+    def _trade(
+        self, day: int, unit_cost: np.ndarray, ordered: np.ndarray, advertising: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Customers buy; the day's sales are paid (in cash or on credit) and its costs taken
+        from cash; reputation moves. The day's flows, by DayRecord's names."""
+        finance = self.scenario.finance
+        wanted, sold = self._clear_market(day)
+        revenue = _sum(sold * self.prices, 1)
+        on_credit = revenue * finance.credit_share
+        revenue_cash = revenue - on_credit
+        if finance.credit_days == 0:
+            self.due += on_credit
+        else:
+            self.credit[:, finance.credit_days - 1] += on_credit
+        if self.scenario.demand.stock_limited:
+            self.inventory -= sold
+            made_to_order = np.zeros(len(self.playing))
+        else:
+            made_to_order = _sum(sold * unit_cost, 1)
+        holding = _sum(self.inventory * self._holding, 1)
+        fixed = np.where(self.bankrupt, 0.0, finance.fixed_daily_cost)
+        self.cash += revenue_cash - made_to_order - holding - fixed
+        self.units_sold += sold
+        self._update_reputation(wanted, sold, advertising)
+        return {
+            "revenue": revenue,
+            "revenue_cash": revenue_cash,
+            "purchases": _sum(ordered * unit_cost, 1) + made_to_order,
+            "holding": holding,
+            "fixed": fixed,
+            "first_choice": wanted,
+            "units_sold": sold,
+            "lost_sales": wanted - sold,
+        }
+
+    def _record(
+        self,
+        day: int,
+        values: dict[str, np.ndarray],
+        applied: Operations,
+        orders: _Orders,
+        said: list[str] | None,
+    ) -> None:
+        """The day into each match's log, for the rows that played it: DayRecord's numbers
+        from `values` (the log's columns are in its order), the operations applied, the
+        rejections, plans and delivered messages."""
         # np.array of a tuple copies in C; np.stack would cost more in Python than the copy
-        scalars = np.array(tuple(day_values[name] for name in SCALARS)).T
-        per_product = np.array(tuple(day_values[name] for name in PER_PRODUCT)).transpose(1, 0, 2)
+        scalars = np.array(tuple(values[name] for name in SCALARS)).T
+        per_product = np.array(tuple(values[name] for name in PER_PRODUCT)).transpose(1, 0, 2)
         bankrupt = self.bankrupt.copy()
-        everyone = np.logical_and.reduce(
-            self.playing.reshape(-1, self.seats), 1
-        ).tolist()  # per match: all its merchants played
-        rejected_by_seat, plans_by_seat = _by_match(rejected, self.seats), _by_match(plans, self.seats)
+        everyone = np.logical_and.reduce(self.playing.reshape(-1, self.seats), 1).tolist()  # per match
+        rejected_by_seat, plans_by_seat = (
+            _by_match(orders.rejected, self.seats),
+            _by_match(orders.plans, self.seats),
+        )
         for b, (log, span, whole) in enumerate(zip(self.logs, self.match_rows, everyone)):
-            if whole:  # the match's rows as they are (views of today's arrays)
+            if whole:  # all its merchants played: the match's rows as they are (views of today's arrays)
                 log.add(
                     self._seats,
                     day,
@@ -347,34 +397,6 @@ class Market:
                     {position[s]: row for s, row in plans_by_seat.get(b, {}).items()},
                     None if said is None else [said[i] for i in at.tolist()],
                 )
-
-        self.day += 1
-        if day >= self.days:
-            self.playing[:] = False
-        else:
-            self.playing &= ~self.bankrupt
-        return worth_end - worth_start
-
-    def _messages(
-        self,
-        arrays: ArrayDecisions | None,
-        rows: np.ndarray | None,
-        parsed: dict[int, ParsedDecision],
-        rejected: defaultdict[int, list[Rejection]],
-    ) -> list[str]:
-        """Each row's delivered message ("": none), from the rule merchants' `arrays` (for
-        `rows`, those playing) and the `parsed` decisions; a message not delivered adds its
-        rejection to its row's, after those of the operations."""
-        said = [""] * len(self.playing)
-        given: list[tuple[int, Any]] = []
-        if arrays is not None and arrays.messages is not None:
-            given += zip(rows.tolist(), arrays.messages.tolist())
-        given += ((i, decision.message) for i, decision in parsed.items())
-        for i, message in given:
-            said[i], refused = delivered(message)
-            if refused is not None:
-                rejected[i].append(refused)
-        return said
 
     def _columns(self, parsed: dict[int, ParsedDecision], unknown: dict[int, list[Rejection]]) -> Submitted:
         """The operations of parsed decisions (by row, ascending) as columns; the rejections
@@ -558,6 +580,28 @@ class Market:
         return accounting.net_worth(
             self.cash, self.inventory + _sum(self.pipeline, 2), cost, self.due, _sum(self.credit, 1)
         )
+
+
+@dataclass(eq=False)
+class _Orders:
+    """The day's decisions compiled (Market._orders): the operations to apply, as columns, and
+    by row what they said besides: the rejections known before applying them (a decision that
+    was none, `malformed`: how many of its row's rejections), the operations naming products
+    the market does not sell (`unknown`), plans, and messages as given."""
+
+    columns: Submitted = field(default_factory=lambda: _NOTHING)
+    rejected: defaultdict[int, list[Rejection]] = field(default_factory=lambda: defaultdict(list))
+    malformed: dict[int, int] = field(default_factory=dict)
+    unknown: dict[int, list[Rejection]] = field(default_factory=dict)
+    plans: dict[int, dict[str, float]] = field(default_factory=dict)
+    messages: list[tuple[int, Any]] = field(default_factory=list)
+
+    def add_unknown_products(self) -> None:
+        """The rejections of operations naming unknown products, among those of the applied
+        operations in the order given, after the malformed ones."""
+        for i, refused in self.unknown.items():
+            first = self.malformed.get(i, 0)
+            self.rejected[i][first:] = sorted(self.rejected[i][first:] + refused, key=lambda r: r.index)
 
 
 class ObservationMaker:

@@ -27,6 +27,7 @@ def play_here(config: Path, db_url: str) -> int:
     """Play every match of the tournament file in this process; the tournament's id."""
     from tournaments.config import load_tournament
     from tournaments.match import Match, MatchRules, play_here
+    from tournaments.plan import plan_tournament
     from tournaments.schedule import schedule
 
     tournament = load_tournament(config)
@@ -44,11 +45,11 @@ def play_here(config: Path, db_url: str) -> int:
         planned_matches=len(plan),
     )
     rules = MatchRules.of(spec)
-    entries = {c.name: c for c in spec.contestants}
+    plans = plan_tournament(spec)
     for match in plan:
         scenario = tournament.scenarios[match.scenario]
         store.save_match(
-            engine, tournament_id, play_here([Match(match, scenario, rules, entries, hosts={})])[0], scenario
+            engine, tournament_id, play_here([Match(match, scenario, rules, plans)])[0], scenario
         )
     store.finish_tournament(engine, tournament_id, "finished")
     return tournament_id

@@ -32,6 +32,17 @@ def result(ref: Any) -> asyncio.Future:
     return asyncio.wrap_future(ref.future())
 
 
+async def dead_nodes(ids: set[str]) -> set[str]:
+    """The addresses of the nodes among `ids` that Ray's control store does not have alive
+    (the id itself for one it does not know)."""
+    import ray
+
+    nodes = {node["NodeID"]: node for node in await asyncio.to_thread(ray.nodes)}
+    return {
+        nodes[n]["NodeManagerAddress"] if n in nodes else n for n in ids if not nodes.get(n, {}).get("Alive")
+    }
+
+
 class ClusterError(UserError):
     """The Ray cluster named by --address or RAY_ADDRESS cannot be reached, or keeps losing
     the processes that play a match."""

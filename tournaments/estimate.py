@@ -18,15 +18,16 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from contestants.base import RunOptions
-from contestants.kinds import contestant_class, validate_params
 from contestants.llm.pricing import cost, prices_from
 from contestants.llm.providers import validate_settings
 from contestants.llm.types import TokenUsage
 from results.records import ModelCallRecord, total_cost
 from tournaments.config import ContestantEntry, Tournament
 from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import ContestantPlan, plan_contestants, plan_tournament
 from tournaments.schedule import schedule
 
 
@@ -54,12 +55,13 @@ class Estimate:
 def estimate(tournament: Tournament) -> list[Estimate]:
     """Per contestant that calls a model, in the file's order, then the total."""
     spec = tournament.spec
-    entries = {entry.name: _rehearsed(entry) for entry in spec.contestants}
+    plans = plan_tournament(spec)
+    rehearsed = plan_contestants(_rehearsed(entry, plans[entry.name]) for entry in spec.contestants)
     rules = MatchRules.of(spec, RunOptions(rehearse=True, no_cache=True, prices=spec.prices))
     calls: dict[str, list[ModelCallRecord]] = defaultdict(list)
-    caches = {entry.name: _caches(entry) for entry in spec.contestants}
+    caches = {name: _caches(plan) for name, plan in plans.items()}
     for match in schedule(tournament):
-        played = play_here([Match(match, tournament.scenarios[match.scenario], rules, entries, hosts={})])[0]
+        played = play_here([Match(match, tournament.scenarios[match.scenario], rules, rehearsed)])[0]
         asked = {call.request_hash for call in played.calls}
         deviated = played.deviation.calls if played.deviation is not None else []
         for call in [
@@ -67,37 +69,33 @@ def estimate(tournament: Tournament) -> list[Estimate]:
             *(c for c in deviated if not (caches[c.contestant] and c.request_hash in asked)),
         ]:
             calls[call.contestant].append(call)
-    estimates = [
-        _of(entry, calls[entry.name], spec.prices) for entry in spec.contestants if calls[entry.name]
-    ]
+    estimates = [_of(plans[name], calls[name], spec.prices) for name in plans if calls[name]]
     total = Estimate("total", "")
     for one in estimates:
         total.add(one)
     return [*estimates, total]
 
 
-def _caches(entry: ContestantEntry) -> bool:
+def _caches(plan: ContestantPlan) -> bool:
     """Whether the contestant's answers are kept in the response cache (a model's `no_cache` off)."""
-    kind = contestant_class(entry.kind)
-    if not kind.calls_models:
+    if not plan.calls_models:
         return False
-    params = validate_params(entry.kind, entry.params)
+    params: Any = plan.params
     return not validate_settings(params.model, params.provider_settings).no_cache
 
 
-def _rehearsed(entry: ContestantEntry) -> ContestantEntry:
-    kind = contestant_class(entry.kind)
-    if kind.needs_actor and not kind.calls_models:
-        return ContestantEntry(
-            name=entry.name, kind="fixed_price"
-        )  # latency, chaos: a fixed-price merchant underneath
+def _rehearsed(entry: ContestantEntry, plan: ContestantPlan) -> ContestantEntry:
+    """The entry rehearsed for it: a contestant that needs an actor of its own and calls no
+    model (latency, chaos) is the fixed-price merchant underneath."""
+    if plan.kind.needs_actor and not plan.calls_models:
+        return ContestantEntry(name=entry.name, kind="fixed_price")
     return entry
 
 
-def _of(entry: ContestantEntry, calls: list[ModelCallRecord], prices: dict) -> Estimate:
+def _of(plan: ContestantPlan, calls: list[ModelCallRecord], prices: dict) -> Estimate:
     """A language-model contestant's rehearsed calls, summed; the bound has every call write
     max_tokens and every decision asked again with its answer (a repair)."""
-    params = validate_params(entry.kind, entry.params)
+    params: Any = plan.params
     prices = {**prices_from(prices), **validate_settings(params.model, params.provider_settings).prices}
     decisions = [c for c in calls if c.purpose == "decide"]
     input_tokens, output_tokens = sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls)
@@ -106,7 +104,7 @@ def _of(entry: ContestantEntry, calls: list[ModelCallRecord], prices: dict) -> E
         output_tokens=params.max_tokens * (len(calls) + len(decisions)),
     )
     return Estimate(
-        entry.name,
+        plan.name,
         params.model,
         dict(Counter(c.purpose for c in calls)),
         input_tokens,

@@ -13,39 +13,30 @@ import asyncio
 import contextlib
 import functools
 import os
-import pickle
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import ray
-from ray.exceptions import RayActorError, RayError, RayTaskError
+from ray.exceptions import RayError, RayTaskError
 
 from contestants.base import RunOptions
-from contestants.kinds import contestant_class, validate_params
 from contestants.llm.desk import Spend, Status
 from market.scenario import Scenario
 from results import deviation, store
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
-from tournaments.actors import start_hosts, start_runner
 from tournaments.calls import RemoteDesk, start_desk
-from tournaments.cluster import ClusterError, Place, ray_session, result, spread
-from tournaments.config import ContestantEntry, Tournament, TournamentSpec
-from tournaments.match import (
-    DEVIATED_SUFFIX,
-    Match,
-    MatchLost,
-    MatchRules,
-    call_records,
-    collector_paused,
-    play_here,
-)
+from tournaments.cluster import ClusterError, ray_session, result
+from tournaments.config import Tournament
+from tournaments.deviation import DEVIATED_SUFFIX
+from tournaments.hosts import start_hosts
+from tournaments.instant import group_instant, play_instant_matches, unpickle_matches
+from tournaments.match import LOSSES_ALLOWED, MatchLost, MatchRules, call_records
+from tournaments.plan import ContestantPlan, plan_tournament
+from tournaments.runners import POLL_SECONDS, RunnerPool, start_runner
 from tournaments.schedule import MatchSpec, schedule
-
-POLL_SECONDS = 0.2
-LOSSES_ALLOWED = 3  # times one match may be lost (MatchLost) and played again from its start
 
 
 class RunObserver(Protocol):
@@ -118,16 +109,9 @@ def run_tournament(
         start = functools.partial(observer.started, tournament_id, len(plan), total_days, len(done))
         ending = Status(stopped=None, spent=Spend(*store.spent(engine, tournament_id)), broken=None)
         if todo:
-            ending = _play(
-                tournament,
-                todo,
-                engine,
-                tournament_id,
-                _Progress(observer, len(done), done_days),
-                start,
-                ending.spent,
-                options,
-            )
+            progress = _Progress(observer, len(done), done_days)
+            run = TournamentRun(tournament, plan_tournament(spec), todo, engine, tournament_id, progress)
+            ending = run.play(start, ending.spent, options)
         else:
             start()
     played = len(store.finished_keys(engine, tournament_id)) - len(done)
@@ -137,61 +121,168 @@ def run_tournament(
     return RunSummary(tournament_id, played, len(done), previous is not None, ending.stopped, ending.broken)
 
 
-def _play(
-    tournament: Tournament,
-    todo: list[MatchSpec],
-    engine: Any,
-    tournament_id: int,
-    progress: _Progress,
-    start: Callable[[], None],
-    spent: Spend,
-    options: RunOptions,
-) -> Status:
-    """Start the run's call desk, the hosted contestants and the match runners, tell `start`
-    once they are all ready, play `todo`; how the calls ended (why they stopped, if they did)."""
-    spec = tournament.spec
-    desk = start_desk(spec.budget, spent, spec.stop_after_failures, os.getcwd())
-    options = options.model_copy(update={"desk": desk, "prices": spec.prices})
-    entries = {c.name: c for c in spec.contestants}
-    rules = MatchRules.of(spec, options, deadlines(spec))
-    needed = {name for m in todo for name in m.seats}
-    hosts = start_hosts([entry for name, entry in entries.items() if name in needed and _isolated(entry)])
-    hosted_matches = sum(1 for m in todo if any(name in hosts for name in m.seats))
-    count = _runner_count(hosted_matches, spec.max_concurrent_matches)
-    runners = _Runners(
-        functools.partial(
-            start_runner, scenarios=tournament.scenarios, rules=rules, entries=entries, hosts=hosts
-        ),
-        count,
-        functools.partial(_calls_held, hosts, rules),
-    )
-    try:
-        ray.get([actor.ready.remote() for actor in [desk.actor, *hosts.values(), *runners.runners]])
-        start()
-        asyncio.run(
-            _play_all(tournament, todo, rules, entries, hosts, runners, engine, tournament_id, progress, desk)
+class TournamentRun:
+    """The play of the matches left of a tournament: the run's call desk, the hosted
+    contestants and the match runners started, the matches played (up to
+    max_concurrent_matches at once), each recorded as it finishes.
+
+    Matches of instant contestants are Ray tasks (tournaments.instant); a match with hosted
+    contestants goes to a match runner (tournaments.runners). Once the run's model calls stop
+    (the desk says why), no match starts; matches in play stop at their next call, and their
+    paid calls are recorded without them. A match that ends with faults of a contestant whose
+    model fails as retrying cannot help waits to be stored until that is settled (`_Suspects`).
+    """
+
+    def __init__(
+        self,
+        tournament: Tournament,
+        plans: dict[str, ContestantPlan],
+        todo: list[MatchSpec],
+        engine: Any,
+        tournament_id: int,
+        progress: _Progress,
+    ):
+        self.tournament, self.plans, self.todo = tournament, plans, todo
+        self.engine, self.tournament_id, self.progress = engine, tournament_id, progress
+        self.unsaved: list[tuple[FinishedMatch, Scenario]] = []
+
+    def play(self, ready: Callable[[], None], spent: Spend, options: RunOptions) -> Status:
+        """Start the desk, the hosts and the runners, tell `ready` once they all are, play;
+        how the calls ended (why they stopped, if they did)."""
+        spec = self.tournament.spec
+        self.desk = start_desk(spec.budget, spent, spec.stop_after_failures, os.getcwd())
+        self.rules = MatchRules.of(
+            spec, options.model_copy(update={"desk": self.desk, "prices": spec.prices})
         )
-        return desk.status()
-    finally:
-        for actor in [desk.actor, *hosts.values(), *runners.runners]:
-            ray.kill(actor)
+        needed = {name for m in self.todo for name in m.seats}
+        self.hosts = start_hosts(
+            [plan for name, plan in self.plans.items() if name in needed and plan.hosted]
+        )
+        hosted_matches = sum(1 for m in self.todo if self.is_hosted(m))
+        start_one = functools.partial(
+            start_runner,
+            scenarios=self.tournament.scenarios,
+            rules=self.rules,
+            plans=self.plans,
+            hosts=self.hosts,
+            merchants=spec.merchants_per_match,
+        )
+        self.runners = RunnerPool(
+            start_one, _runner_count(hosted_matches, spec.max_concurrent_matches), self.calls_held
+        )
+        actors = [self.desk.actor, *self.hosts.values(), *self.runners.runners]
+        try:
+            ray.get([actor.ready.remote() for actor in actors])
+            ready()
+            asyncio.run(self.play_all())
+            return self.desk.status()
+        finally:
+            for actor in [self.desk.actor, *self.hosts.values(), *self.runners.runners]:
+                ray.kill(actor)
 
+    def is_hosted(self, match: MatchSpec) -> bool:
+        return any(name in self.hosts for name in match.seats)
 
-def deadlines(spec: TournamentSpec) -> dict[str, float]:
-    """Seconds each contestant's hosted turn may take: the tournament's decision_timeout_s if
-    it sets one, else what the contestant's own settings need (a model's retries, see
-    Contestant.turn_seconds); a contestant left out gets MatchRules' default."""
-    chosen = {}
-    for entry in spec.contestants:
-        kind = contestant_class(entry.kind)
-        own = kind.turn_seconds(validate_params(entry.kind, entry.params))
-        if spec.decision_timeout_s or own:
-            chosen[entry.name] = spec.decision_timeout_s or own
-    return chosen
+    async def play_all(self) -> None:
+        spec = self.tournament.spec
+        self.slots = _Slots(spec.max_concurrent_matches)
+        calls_models = any(self.plans[name].calls_models for m in self.todo for name in m.seats)
+        self.stopped = _Stop(self.desk, watching=calls_models)
+        self.suspects = _Suspects(self.desk)
+        hosted = [m for m in self.todo if self.is_hosted(m)]
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        instant = group_instant(
+            [m for m in self.todo if not self.is_hosted(m)], self.plans, spec.max_concurrent_matches, cpus
+        )
+        reporting = asyncio.create_task(self.runners.report_days(self.progress.day))
+        try:
+            await asyncio.gather(*map(self.play_hosted, hosted), *map(self.play_instant, instant))
+        finally:
+            reporting.cancel()
+        await self.record([], None, final=True)  # what is still held
+        self.progress.day(await self.runners.days_since())
 
+    async def play_hosted(self, match: MatchSpec) -> None:
+        for attempt in range(1, LOSSES_ALLOWED + 2):
+            async with self.slots.hold(1):  # a slot is held while the match plays, not while it is recorded
+                if await self.stopped.now():
+                    return  # matches not yet started are left for --resume
+                try:
+                    played = await self.runners.play(match)
+                except MatchLost as lost:
+                    if lost.calls:  # paid, though the match is not stored
+                        stopped = StoppedMatch(
+                            key=match.key, index=match.index, reason=lost.reason, calls=lost.calls
+                        )
+                        store.save_stopped(self.engine, self.tournament_id, [stopped])
+                    if attempt > LOSSES_ALLOWED:
+                        raise _lost_too_often(f"match {match.key}", attempt, str(lost)) from None
+                    self.progress.observer.lost(match.key, lost.reason)
+                    continue
+            await self.record([played], self.tournament.scenarios[match.scenario])
+            return
 
-def _isolated(entry: ContestantEntry) -> bool:
-    return entry.isolate if entry.isolate is not None else contestant_class(entry.kind).needs_actor
+    async def play_instant(self, group: list[MatchSpec]) -> None:
+        scenario = self.tournament.scenarios[group[0].scenario]
+        async with self.slots.hold(len(group)):
+            if await self.stopped.now():
+                return
+            task = play_instant_matches.remote(group, scenario, self.rules, self.plans)  # type: ignore[call-arg]
+            try:
+                played = unpickle_matches(await result(task))
+            except RayTaskError:  # raised by arena's code, not a crash
+                raise
+            except RayError as exc:  # Ray played it again LOSSES_ALLOWED times already
+                others = f" (and the {len(group) - 1} played with it)" if len(group) > 1 else ""
+                why = f"its process died ({type(exc).__name__})"
+                raise _lost_too_often(f"match {group[0].key}{others}", LOSSES_ALLOWED + 1, why) from None
+        self.progress.day(deviation.paths(self.rules.deviation) * sum(m.days for m in group))
+        await self.record(played, scenario)
+
+    async def record(
+        self, played: list[FinishedMatch | StoppedMatch], scenario: Scenario | None, final: bool = False
+    ) -> None:
+        """Write finished matches, with those that finished in the same turn of the event
+        loop, in one transaction (SQLite pays a disk sync for every commit); the calls of
+        stopped ones at once."""
+        halted = [match for match in played if isinstance(match, StoppedMatch)]
+        finished = [(match, scenario) for match in played if isinstance(match, FinishedMatch)]
+        if self.suspects.held or any(_failed(match) for match, _ in finished):
+            finished, judged = await self.suspects.sort(finished, final)
+            halted += judged
+        if halted:
+            store.save_stopped(self.engine, self.tournament_id, halted)
+            self.stopped.reason = self.stopped.reason or halted[0].reason
+        self.unsaved.extend(finished)
+        try:
+            await asyncio.sleep(0)  # the other matches that have just finished add theirs
+        finally:  # cancelled or not, what has finished is written
+            if self.unsaved:  # else another match's call wrote them
+                self.write()
+
+    def write(self) -> None:
+        batch = self.unsaved[:]
+        self.unsaved.clear()
+        store.save_matches(self.engine, self.tournament_id, batch)
+        for _ in batch:
+            self.progress.match()
+
+    async def calls_held(self, match: MatchSpec) -> list[ModelCallRecord]:
+        """The model calls of a match whose runner died, from its merchants' hosts, which forget
+        the match as they hand them over (on both paths of a probed match): paid, though the
+        match is played again. A host that died with the runner took its merchant's with it."""
+        keys = [match.key, match.key + DEVIATED_SUFFIX] if self.rules.deviation is not None else [match.key]
+        asked = [(key, name) for key in keys for name in match.seats if name in self.hosts]
+        answers = await asyncio.gather(
+            *(result(self.hosts[name].finish.remote(key, name)) for key, name in asked),
+            return_exceptions=True,
+        )
+        return [
+            record
+            for (_, name), handed in zip(asked, answers)
+            if not isinstance(handed, BaseException)
+            for record in call_records(name, handed[0])
+        ]
 
 
 def _runner_count(hosted_matches: int, max_concurrent: int) -> int:
@@ -199,129 +290,6 @@ def _runner_count(hosted_matches: int, max_concurrent: int) -> int:
     busy: none for a run without hosted matches."""
     cpus = int(ray.cluster_resources().get("CPU", 1))
     return min(max(cpus, 1), hosted_matches, max_concurrent)
-
-
-async def _play_all(
-    tournament,
-    todo,
-    rules: MatchRules,
-    entries,
-    hosts,
-    runners: _Runners,
-    engine,
-    tournament_id,
-    progress: _Progress,
-    desk: RemoteDesk,
-) -> None:
-    """Keep up to max_concurrent_matches matches going; record each as it finishes.
-
-    Matches of instant contestants are Ray tasks on the cluster's warm worker pool: they run
-    straight through, with no Ray call per day, and those of rule merchants alone go in
-    groups played side by side in one market (`group_instant`). A
-    match with hosted contestants mostly waits for them, so it goes to a match runner, which
-    plays many side by side.
-
-    Once the run's model calls stop (the desk says why), no match starts; matches in play
-    stop at their next call, and their paid calls are recorded without them. A match that
-    ends with faults of a contestant whose model fails as retrying cannot help waits to be
-    stored until that is settled (`_Suspects`).
-    """
-    slots = _Slots(tournament.spec.max_concurrent_matches)
-    is_hosted = [any(name in hosts for name in m.seats) for m in todo]
-    hosted = [m for m, on in zip(todo, is_hosted) if on]
-    cpus = int(ray.cluster_resources().get("CPU", 1))
-    instant = group_instant(
-        [m for m, on in zip(todo, is_hosted) if not on], entries, tournament.spec.max_concurrent_matches, cpus
-    )
-    stopped = _Stop(
-        desk,
-        watching=any(contestant_class(entries[name].kind).calls_models for m in todo for name in m.seats),
-    )
-    suspects = _Suspects(desk)
-
-    unsaved: list[tuple[FinishedMatch, Scenario]] = []
-
-    async def record(
-        played: list[FinishedMatch | StoppedMatch], scenario: Scenario | None, final: bool = False
-    ) -> None:
-        """Write finished matches, with those that finished in the same turn of the event
-        loop, in one transaction (SQLite pays a disk sync for every commit); the calls of
-        stopped ones at once."""
-        halted = [match for match in played if isinstance(match, StoppedMatch)]
-        finished = [(match, scenario) for match in played if isinstance(match, FinishedMatch)]
-        if suspects.held or any(_failed(match) for match, _ in finished):
-            finished, judged = await suspects.sort(finished, final)
-            halted += judged
-        if halted:
-            store.save_stopped(engine, tournament_id, halted)
-            stopped.reason = stopped.reason or halted[0].reason
-        unsaved.extend(finished)
-        try:
-            await asyncio.sleep(0)  # the other matches that have just finished add theirs
-        finally:  # cancelled or not, what has finished is written
-            if unsaved:  # else another match's call wrote them
-                write()
-
-    def write() -> None:
-        batch = unsaved[:]
-        unsaved.clear()
-        store.save_matches(engine, tournament_id, batch)
-        for _ in batch:
-            progress.match()
-
-    async def one_hosted(match: MatchSpec) -> None:
-        for attempt in range(1, LOSSES_ALLOWED + 2):
-            async with slots.hold(1):  # a slot is held while the match plays, not while it is recorded
-                if await stopped.now():
-                    return  # matches not yet started are left for --resume
-                try:
-                    played = await runners.play(match)
-                except MatchLost as lost:
-                    if lost.calls:  # paid, though the match is not stored
-                        store.save_stopped(
-                            engine,
-                            tournament_id,
-                            [
-                                StoppedMatch(
-                                    key=match.key, index=match.index, reason=lost.reason, calls=lost.calls
-                                )
-                            ],
-                        )
-                    if attempt > LOSSES_ALLOWED:
-                        raise _lost_too_often(f"match {match.key}", attempt, str(lost)) from None
-                    progress.observer.lost(match.key, lost.reason)
-                    continue
-            await record([played], tournament.scenarios[match.scenario])
-            return
-
-    async def instant_group(group: list[MatchSpec]) -> None:
-        scenario = tournament.scenarios[group[0].scenario]
-        async with slots.hold(len(group)):
-            if await stopped.now():
-                return
-            try:
-                played = unpickle_matches(
-                    await result(play_instant_matches.remote(group, scenario, rules, entries))
-                )
-            except RayTaskError:  # raised by arena's code, not a crash
-                raise
-            except RayError as exc:  # Ray played it again LOSSES_ALLOWED times already
-                others = f" (and the {len(group) - 1} played with it)" if len(group) > 1 else ""
-                raise _lost_too_often(
-                    f"match {group[0].key}{others}",
-                    LOSSES_ALLOWED + 1,
-                    f"its process died ({type(exc).__name__})",
-                ) from None
-        progress.day(deviation.paths(rules.deviation) * sum(m.days for m in group))
-        await record(played, scenario)
-
-    reporting = asyncio.create_task(runners.report_days(progress))
-    try:
-        await asyncio.gather(*map(one_hosted, hosted), *map(instant_group, instant))
-    finally:
-        reporting.cancel()
-    await record([], None, final=True)  # what is still held
-    await runners.tell_days(progress)
 
 
 def _failed(match: FinishedMatch) -> frozenset[str]:
@@ -380,32 +348,6 @@ class _Stop:
         return self.reason is not None
 
 
-GROUP_LIMIT = 32  # matches played side by side in one task
-
-
-def group_instant(
-    matches: list[MatchSpec], entries: dict[str, ContestantEntry], max_concurrent: int, cpus: int
-) -> list[list[MatchSpec]]:
-    """The instant matches in groups to play as one task each, in schedule order of their
-    first match. Matches whose merchants all decide from the view and that share scenario, length
-    and size are grouped, in near-equal groups of at most max_concurrent / cpus (so every CPU
-    can have a group while all count against max_concurrent_matches) and GROUP_LIMIT; any
-    other match is a group of its own."""
-    limit = max(1, min(GROUP_LIMIT, max_concurrent // max(cpus, 1)))
-    alike: dict[tuple, list[MatchSpec]] = {}
-    groups: list[list[MatchSpec]] = []
-    for match in matches:
-        if all(contestant_class(entries[name].kind).decides_from_view for name in match.seats):
-            alike.setdefault((match.scenario, match.days, len(match.seats)), []).append(match)
-        else:
-            groups.append([match])
-    for same in alike.values():
-        count = -(-len(same) // limit)
-        size = -(-len(same) // count)
-        groups += [same[i : i + size] for i in range(0, len(same), size)]
-    return sorted(groups, key=lambda group: group[0].index)
-
-
 class _Slots:
     """At most `capacity` matches in play; a group of matches takes a slot per match."""
 
@@ -434,45 +376,6 @@ def _lost_too_often(what: str, times: int, reason: str) -> ClusterError:
     )
 
 
-async def _calls_held(hosts: dict[str, Any], rules: MatchRules, match: MatchSpec) -> list[ModelCallRecord]:
-    """The model calls of a match whose runner died, from its merchants' hosts, which forget
-    the match as they hand them over (on both paths of a probed match): paid, though the match
-    is played again. A host that died with the runner took its merchant's with it."""
-    keys = [match.key, match.key + DEVIATED_SUFFIX] if rules.deviation is not None else [match.key]
-    asked = [(key, name) for key in keys for name in match.seats if name in hosts]
-    answers = await asyncio.gather(
-        *(result(hosts[name].finish.remote(key, name)) for key, name in asked), return_exceptions=True
-    )
-    return [
-        record
-        for (_, name), calls in zip(asked, answers)
-        if not isinstance(calls, BaseException)
-        for record in call_records(name, calls)
-    ]
-
-
-@ray.remote(
-    num_cpus=1, max_retries=LOSSES_ALLOWED
-)  # a group lost with its worker or node is played again from its start
-def play_instant_matches(
-    matches: list[MatchSpec], scenario: Scenario, rules: MatchRules, entries: dict[str, ContestantEntry]
-) -> bytes:
-    """A group of `group_instant`, played side by side: the finished (or stopped)
-    matches packed for storage and pickled here, with garbage collection paused (see
-    `unpickle_matches`)."""
-    with collector_paused():
-        finished = play_here([Match(match, scenario, rules, entries, hosts={}) for match in matches])
-        packed = [match.packed() if isinstance(match, FinishedMatch) else match for match in finished]
-        return pickle.dumps(packed, pickle.HIGHEST_PROTOCOL)
-
-
-def unpickle_matches(blob: bytes) -> list[FinishedMatch | StoppedMatch]:
-    """The matches `play_instant_matches` returns, unpickled with garbage collection paused
-    as they were pickled (Ray's own serialiser would do both with it running)."""
-    with collector_paused():
-        return pickle.loads(blob)
-
-
 class _Progress:
     """Counts finished matches and played days, telling the observer at most every POLL_SECONDS."""
 
@@ -493,76 +396,3 @@ class _Progress:
         if force or now - self.told >= POLL_SECONDS:
             self.told = now
             self.observer.advanced(self.matches, self.days)
-
-
-class _Runners:
-    """The match runners, `count` of them spread over the cluster's nodes, each made by
-    `start(place)`: each match goes to the runner with the fewest matches in play; the days
-    they have played are polled for the progress bar. A runner that dies (its node was lost)
-    is replaced by one on another node, and its matches in play are lost (MatchLost): they
-    are played again from their start."""
-
-    def __init__(
-        self,
-        start: Callable[[Place], Any],
-        count: int,
-        calls_held: Callable[[MatchSpec], Awaitable[list[ModelCallRecord]]],
-    ):
-        self.start, self.calls_held = start, calls_held
-        self.places = spread(count) if count else []
-        self.runners = [start(place) for place in self.places]
-        self.in_play = [0] * count
-        self.days_told = [
-            (0, 0)
-        ] * count  # by runner: (days of its finished matches, of those in play), as last told
-        self.days_lost = 0  # told as played by runners that died since, in matches they did not finish
-
-    async def play(self, match: MatchSpec) -> FinishedMatch | StoppedMatch:
-        index = min(range(len(self.runners)), key=self.in_play.__getitem__)
-        runner, place = self.runners[index], self.places[index]
-        self.in_play[index] += 1
-        try:
-            return await result(runner.play.remote(match))
-        except RayActorError:
-            self._replace(index, runner)
-            raise MatchLost(
-                f"its match runner on {place.address} died", await self.calls_held(match)
-            ) from None
-        except RayTaskError as exc:
-            if isinstance(exc.cause, MatchLost):
-                raise exc.cause from None
-            raise
-        finally:
-            if self.runners[index] is runner:  # else its count went with it
-                self.in_play[index] -= 1
-
-    def _replace(self, index: int, runner: Any) -> None:
-        """A new runner in place of `runner`, on another node, once: the other matches it held
-        fail with it. (Not awaited: no other match may pick the dead runner meanwhile; Ray's
-        list of nodes is read once per runner lost.)"""
-        if self.runners[index] is not runner:
-            return
-        ray.kill(runner)  # if only unreachable, it must not play on
-        others = [place.node for i, place in enumerate(self.places) if i != index]
-        self.places[index] = spread(1, placed=others, avoid={self.places[index].node})[0]
-        self.runners[index] = self.start(self.places[index])
-        self.days_lost += self.days_told[index][1]
-        self.in_play[index], self.days_told[index] = 0, (0, 0)
-
-    async def report_days(self, progress: _Progress) -> None:
-        """Until cancelled: tell `progress` the days played every POLL_SECONDS."""
-        while self.runners:
-            await asyncio.sleep(POLL_SECONDS)
-            await self.tell_days(progress)
-
-    async def tell_days(self, progress: _Progress) -> None:
-        runners = list(self.runners)
-        days = await asyncio.gather(
-            *(result(runner.days_played.remote()) for runner in runners), return_exceptions=True
-        )
-        played, self.days_lost = -self.days_lost, 0
-        for index, (runner, count) in enumerate(zip(runners, days)):
-            if isinstance(count, tuple) and self.runners[index] is runner:  # not one that died meanwhile
-                played += sum(count) - sum(self.days_told[index])
-                self.days_told[index] = count
-        progress.day(played)

@@ -17,6 +17,7 @@ from results.db import engine_for
 from results.metrics import MARKET_METRICS
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
 from tournaments.schedule import MatchSpec
 
 CALVANO = load_scenario("calvano")
@@ -49,7 +50,7 @@ def stored(tmp_path_factory) -> tuple[str, int, dict[str, int]]:
             for name in seats
         }
         spec = MatchSpec(key=lineup, index=index, scenario=scenario.name, seed=1, days=10, seats=tuple(seats))
-        played = play_here([Match(spec, scenario, MatchRules(seed=1), entries, hosts={})])[0]
+        played = play_here([Match(spec, scenario, MatchRules(seed=1), plan_contestants(entries.values()))])[0]
         ids[lineup] = store.save_match(engine, tournament, played)
     engine.dispose()
     return url, tournament, ids

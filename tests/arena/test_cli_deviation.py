@@ -20,6 +20,7 @@ from results.deviation import DeviationProbe
 from results.report import build_report
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
 from tournaments.schedule import MatchSpec
 
 CALVANO = load_scenario("calvano")
@@ -46,8 +47,7 @@ def stored(tmp_path_factory) -> tuple[str, int, int]:
                 spec,
                 CALVANO,
                 MatchRules(seed=1, deviation=DeviationProbe(day=3, seat=0, to=1.3)),
-                entries,
-                hosts={},
+                plan_contestants(entries.values()),
             )
         ]
     )[0]

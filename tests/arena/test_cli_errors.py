@@ -514,6 +514,7 @@ NOT_THE_USERS = {
     "_AttemptFailed": "one attempt of a call, inside the retry loop",
     "_Refused": "the call desk's refusal, inside the desk",
     "MatchLost": "a node or a runner died: the match is played again",
+    "SeatLost": "a merchant's host died with its node: its match is lost and played again",
     "Forgotten": "a host restarted: the merchant starts afresh",
     "HostGone": "a host's connection closed: the merchant's turn failed",
     "ChromiumMissing": "tests and scripts only: the report itself needs no browser",

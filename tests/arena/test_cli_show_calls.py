@@ -17,6 +17,7 @@ from results import store
 from results.db import engine_for
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
 from tournaments.schedule import MatchSpec
 
 
@@ -51,7 +52,7 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
     }
     spec = MatchSpec(key="k", index=0, scenario="price_war", seed=0, days=3, seats=("thinker", "fixed"))
     scenario = load_scenario("price_war")
-    finished = play_here([Match(spec, scenario, MatchRules(seed=1), entries, hosts={})])[0]
+    finished = play_here([Match(spec, scenario, MatchRules(seed=1), plan_contestants(entries.values()))])[0]
     engine = engine_for(f"sqlite:///{tmp_path}/t.db")
     tournament = store.start_tournament(
         engine, "t", "t.yaml", "", "h", 1, [(e.name, e.kind, e.params) for e in entries.values()], 1

@@ -19,6 +19,7 @@ from market.equilibrium import price_games
 from market.scenario import load_scenario
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here, repetition_seed
+from tournaments.plan import plan_contestants
 from tournaments.schedule import MatchSpec
 
 MASK = 2**64 - 1
@@ -222,7 +223,7 @@ def play(kinds: list[tuple[str, dict]], days: int = 12, seed: int = 3) -> tuple[
         for i, (kind, params) in enumerate(kinds)
     }
     spec = MatchSpec(key=f"q-{seed}", index=0, scenario="calvano", seed=seed, days=days, seats=tuple(entries))
-    match = Match(spec, load_scenario("calvano"), MatchRules(seed=11), entries, hosts={})
+    match = Match(spec, load_scenario("calvano"), MatchRules(seed=11), plan_contestants(entries.values()))
     return match, play_here([match])[0]
 
 
@@ -250,8 +251,8 @@ def days_by_seat(finished, seats: list[str]) -> list[list[float]]:
 def test_learners_that_meet_only_learners_learn_together_and_play_their_greedy_strategies_from_where_learning_ended():
     match, finished = play([("qlearning", FAST), ("qlearning", FAST)])
     seats = list(match.spec.seats)
-    learnt = match.local[seats[0]].learnt
-    assert match.local[seats[1]].learnt is learnt  # one session, both seats
+    learnt = match.inline[seats[0]].learnt
+    assert match.inline[seats[1]].learnt is learnt  # one session, both seats
     session = Session(match.scenario, (QLearningParams(**FAST),) * 2, repetition_seed(11, 3))
     (alone,) = learn([session])
     assert np.array_equal(alone.q, learnt.q) and alone.periods == learnt.periods
@@ -278,7 +279,7 @@ def test_learners_that_meet_only_learners_learn_together_and_play_their_greedy_s
 
 def test_a_learner_that_meets_a_rule_plays_its_self_play_strategy_frozen():
     match, finished = play([("fixed_price", {}), ("qlearning", FAST)])
-    learner = match.local["qlearning1"]
+    learner = match.inline["qlearning1"]
     (self_play,) = learn([Session(match.scenario, (QLearningParams(**FAST),) * 2, repetition_seed(11, 3))])
     assert np.array_equal(learner.learnt.q, self_play.q) and np.shares_memory(learner.q, learner.learnt.q[1])
     played = days_by_seat(finished, list(match.spec.seats))
@@ -294,7 +295,7 @@ def test_an_online_learner_updates_its_own_copy_of_q_from_the_market_each_day():
     prices, its own action from its own price, the reward its realised profit."""
     params = {**FAST, "learn": "online"}
     match, finished = play([("qlearning", params), ("fixed_price", {})], days=30)
-    learner = match.local["qlearning0"]
+    learner = match.inline["qlearning0"]
     learnt, p = learner.learnt, QLearningParams(**params)
     played = days_by_seat(finished, list(match.spec.seats))
     profits = [r.cash_end - r.cash_start for r in finished.days_played if r.merchant == "qlearning0"]

@@ -69,10 +69,38 @@ LOOKBACK = 20  # how many blocks back from a breakpoint the API looks for an ear
 # The top-level keys each endpoint takes (SDK 2.14's request bodies). Anything else is refused
 # the way the 2026-10-21 API refuses temperature, top_p and top_k: as an extra input.
 MESSAGE_KEYS = frozenset(
-    ["model", "messages", "max_tokens", "cache_control", "container", "diagnostics", "inference_geo", "metadata", "output_config", "service_tier", "speed", "stop_sequences", "stream", "system", "thinking", "tool_choice", "tools"]
+    [
+        "model",
+        "messages",
+        "max_tokens",
+        "cache_control",
+        "container",
+        "diagnostics",
+        "inference_geo",
+        "metadata",
+        "output_config",
+        "service_tier",
+        "speed",
+        "stop_sequences",
+        "stream",
+        "system",
+        "thinking",
+        "tool_choice",
+        "tools",
+    ]
 )
 COUNT_KEYS = frozenset(
-    ["model", "messages", "cache_control", "output_config", "speed", "system", "thinking", "tool_choice", "tools"]
+    [
+        "model",
+        "messages",
+        "cache_control",
+        "output_config",
+        "speed",
+        "system",
+        "thinking",
+        "tool_choice",
+        "tools",
+    ]
 )
 
 # A scripted failure's error type and message, by status (the docs' error table; 429 and 529

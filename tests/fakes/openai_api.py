@@ -145,20 +145,126 @@ REASONING_REFUSED = ("logprobs", "top_logprobs", "stop")
 
 # The top-level keys of the SDK's create() for each endpoint (openai 3.57).
 CHAT_KEYS = frozenset(
-    ["audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "messages", "metadata", "modalities", "model", "moderation", "n", "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning_effort", "response_format", "safety_identifier", "seed", "service_tier", "stop", "store", "stream", "stream_options", "temperature", "tool_choice", "tools", "top_logprobs", "top_p", "user", "verbosity", "web_search_options"]
+    [
+        "audio",
+        "frequency_penalty",
+        "function_call",
+        "functions",
+        "logit_bias",
+        "logprobs",
+        "max_completion_tokens",
+        "max_tokens",
+        "messages",
+        "metadata",
+        "modalities",
+        "model",
+        "moderation",
+        "n",
+        "parallel_tool_calls",
+        "prediction",
+        "presence_penalty",
+        "prompt_cache_key",
+        "prompt_cache_options",
+        "prompt_cache_retention",
+        "reasoning_effort",
+        "response_format",
+        "safety_identifier",
+        "seed",
+        "service_tier",
+        "stop",
+        "store",
+        "stream",
+        "stream_options",
+        "temperature",
+        "tool_choice",
+        "tools",
+        "top_logprobs",
+        "top_p",
+        "user",
+        "verbosity",
+        "web_search_options",
+    ]
 )
 RESPONSES_KEYS = frozenset(
-    ["access_programs", "background", "background_options", "context_management", "conversation", "image", "include", "input", "instructions", "max_output_tokens", "max_tool_calls", "metadata", "model", "moderation", "parallel_tool_calls", "previous_response_id", "prompt", "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier", "store", "stream", "stream_options", "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user"]
+    [
+        "access_programs",
+        "background",
+        "background_options",
+        "context_management",
+        "conversation",
+        "image",
+        "include",
+        "input",
+        "instructions",
+        "max_output_tokens",
+        "max_tool_calls",
+        "metadata",
+        "model",
+        "moderation",
+        "parallel_tool_calls",
+        "previous_response_id",
+        "prompt",
+        "prompt_cache_key",
+        "prompt_cache_options",
+        "prompt_cache_retention",
+        "reasoning",
+        "safety_identifier",
+        "service_tier",
+        "store",
+        "stream",
+        "stream_options",
+        "temperature",
+        "text",
+        "tool_choice",
+        "tools",
+        "top_logprobs",
+        "top_p",
+        "truncation",
+        "user",
+    ]
 )
 RESPONSES_TOOL_KEYS = frozenset(
-    ["type", "name", "description", "parameters", "strict", "allowed_callers", "defer_loading", "output_schema", "async"]
+    [
+        "type",
+        "name",
+        "description",
+        "parameters",
+        "strict",
+        "allowed_callers",
+        "defer_loading",
+        "output_schema",
+        "async",
+    ]
 )
 CHAT_ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 RESPONSES_ROLES = ("user", "assistant", "system", "developer")
 
 # The keywords a strict schema may use anywhere (the conservative reading, see the module docstring).
 STRICT_KEYWORDS = frozenset(
-    ["type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const", "$ref", "$defs", "definitions", "description", "title", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems"]
+    [
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "enum",
+        "const",
+        "$ref",
+        "$defs",
+        "definitions",
+        "description",
+        "title",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+    ]
 )
 
 

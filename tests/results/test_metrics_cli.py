@@ -18,6 +18,7 @@ from results.store import metrics, save_match, start_tournament
 from results.tables import MetricRow
 from tournaments.config import load_tournament
 from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
 from tournaments.schedule import schedule
 
 TOURNAMENT = """\
@@ -45,7 +46,14 @@ def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     spec = schedule(tournament)[0]
     entries = {c.name: c for c in tournament.spec.contestants}
     played = play_here(
-        [Match(spec, tournament.scenarios[spec.scenario], MatchRules(seed=5), entries, hosts={})]
+        [
+            Match(
+                spec,
+                tournament.scenarios[spec.scenario],
+                MatchRules(seed=5),
+                plan_contestants(entries.values()),
+            )
+        ]
     )[0]
     url = f"sqlite:///{tmp_path / 'arena.db'}"
     engine = engine_for(url)

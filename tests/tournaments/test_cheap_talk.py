@@ -21,6 +21,7 @@ from results import store
 from results.db import engine_for
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
 from tournaments.schedule import MatchSpec
 
 CALVANO = load_scenario("calvano")
@@ -52,7 +53,9 @@ def play(kinds: list[str], talk: bool = True, days: int = 20):
     """One match of `kinds` in seat order (merchants m0, m1, ...): its day records by merchant."""
     entries = {f"m{i}": ContestantEntry(name=f"m{i}", kind=kind) for i, kind in enumerate(kinds)}
     spec = MatchSpec(key="talk", index=0, scenario="calvano", seed=1, days=days, seats=tuple(entries))
-    played = play_here([Match(spec, CALVANO, MatchRules(seed=2, talk=talk), entries, hosts={})])[0]
+    played = play_here(
+        [Match(spec, CALVANO, MatchRules(seed=2, talk=talk), plan_contestants(entries.values()))]
+    )[0]
     assert played.faults == []
     return {name: [r for r in played.days_played if r.merchant == name] for name in entries}
 

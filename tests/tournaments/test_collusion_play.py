@@ -12,6 +12,7 @@ from results.collusion import CollusionSettings
 from results.records import FinishedMatch, MarketScores, PriceWindow
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
 from tournaments.schedule import MatchSpec
 
 CALVANO = load_scenario("calvano")
@@ -27,7 +28,9 @@ def play(
         for k, price in enumerate(prices)
     }
     spec = MatchSpec(key="k", index=0, scenario=scenario.name, seed=1, days=DAYS, seats=tuple(entries))
-    return play_here([Match(spec, scenario, MatchRules(seed=1, collusion=collusion), entries, hosts={})])[0]
+    return play_here(
+        [Match(spec, scenario, MatchRules(seed=1, collusion=collusion), plan_contestants(entries.values()))]
+    )[0]
 
 
 @pytest.mark.parametrize("benchmark, expected", [("nash", 0.0), ("monopoly", 1.0)])

@@ -387,16 +387,13 @@ def test_turn_deadlines_come_from_the_file_or_from_each_contestants_settings(tmp
     """A model's turn may make three calls in a row (reflect, decide, repair), each with its
     provider's total_timeout; a kind with no view gets the default, 10 s; the file's
     decision_timeout_s is every contestant's."""
-    from tournaments.match import MatchRules
-    from tournaments.runner import deadlines
+    from tournaments.plan import plan_tournament
 
     llm = "  - {name: m, kind: llm, params: {model: openai/x, base_url: 'http://127.0.0.1:9/v1', api_key_env: null, total_timeout: 40}}\n"
     lazy = "  - {name: l, kind: latency}\n"
-    derived = MatchRules(
-        seed=0, deadlines=deadlines(load_tournament(write(tmp_path, TOURNAMENT + llm + lazy)).spec)
-    )
-    assert [derived.deadline(name) for name in "abml"] == [10.0, 10.0, 120.0, 10.0]
+    derived = plan_tournament(load_tournament(write(tmp_path, TOURNAMENT + llm + lazy)).spec)
+    assert [derived[name].deadline for name in "abml"] == [10.0, 10.0, 120.0, 10.0]
     fixed = load_tournament(
         write(tmp_path, TOURNAMENT.replace("seed: 5", "seed: 5\ndecision_timeout_s: 7") + llm + lazy)
     ).spec
-    assert set(deadlines(fixed).values()) == {7.0}
+    assert {plan.deadline for plan in plan_tournament(fixed).values()} == {7.0}

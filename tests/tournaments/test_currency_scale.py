@@ -8,9 +8,11 @@ from __future__ import annotations
 import pytest
 
 from market.scenario import Scenario, load_scenario
+from market.yaml_files import ConfigError
 from results.records import FinishedMatch
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
 from tournaments.schedule import MatchSpec
 
 SCALE = 10.0
@@ -38,7 +40,7 @@ def play(scenario: Scenario, seats: list[tuple[str, dict]]) -> FinishedMatch:
         for i, (kind, params) in enumerate(seats)
     }
     spec = MatchSpec(key="scaled", index=0, scenario=scenario.name, seed=3, days=12, seats=tuple(entries))
-    played = play_here([Match(spec, scenario, MatchRules(seed=4), entries, hosts={})])[0]
+    played = play_here([Match(spec, scenario, MatchRules(seed=4), plan_contestants(entries.values()))])[0]
     assert played.faults == []
     return played
 
@@ -75,7 +77,7 @@ def test_scale_multiplies_every_amount_of_money_as_the_file_is_read(tmp_path):
     path.write_text(
         "name: s\nscale: 0\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n"
     )
-    with pytest.raises(ValueError, match="scale must be a positive number, not 0"):
+    with pytest.raises(ConfigError, match="scale must be a positive number, not 0"):
         load_scenario(path)
 
 

@@ -23,6 +23,7 @@ from results.db import engine_for
 from results.deviation import DeviationProbe
 from tournaments.config import ConfigError, ContestantEntry, load_tournament
 from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
 from tournaments.runner import run_tournament
 from tournaments.schedule import MatchSpec
 
@@ -52,7 +53,14 @@ ENTRIES = {
 
 def probed(probe: DeviationProbe, seats=("fixed", "tft"), key: str = "probe"):
     played = play_here(
-        [Match(spec(key, seats), CALVANO, MatchRules(seed=2, deviation=probe), ENTRIES, hosts={})]
+        [
+            Match(
+                spec(key, seats),
+                CALVANO,
+                MatchRules(seed=2, deviation=probe),
+                plan_contestants(ENTRIES.values()),
+            )
+        ]
     )[0]
     assert played.faults == [] and played.deviation is not None and played.deviation.faults == []
     return played
@@ -112,10 +120,15 @@ def test_probed_matches_side_by_side_come_out_as_each_alone():
     rules = MatchRules(seed=2, deviation=probe)
     rosters = [("fixed", "tft"), ("tft", "br"), ("br", "fixed")]
     together = play_here(
-        [Match(spec(f"k{i}", seats), CALVANO, rules, ENTRIES, hosts={}) for i, seats in enumerate(rosters)]
+        [
+            Match(spec(f"k{i}", seats), CALVANO, rules, plan_contestants(ENTRIES.values()))
+            for i, seats in enumerate(rosters)
+        ]
     )
     for i, seats in enumerate(rosters):
-        alone = play_here([Match(spec(f"k{i}", seats), CALVANO, rules, ENTRIES, hosts={})])[0]
+        alone = play_here([Match(spec(f"k{i}", seats), CALVANO, rules, plan_contestants(ENTRIES.values()))])[
+            0
+        ]
         assert list(together[i].days_played) == list(alone.days_played)
         assert list(together[i].deviation.days_played) == list(alone.deviation.days_played)
         assert together[i].metrics == alone.metrics
@@ -261,9 +274,18 @@ def test_a_probe_leaves_the_path_played_as_it_is_without_one():
     rosters = [("q0", "q1"), ("q1", "tft"), ("fixed", "q0")]
     probe = DeviationProbe(day=3, seat=1, to="best_response", days=2)
     for i, seats in enumerate(rosters):
-        without = play_here([Match(spec(f"k{i}", seats), CALVANO, MatchRules(seed=2), entries, hosts={})])[0]
+        without = play_here(
+            [Match(spec(f"k{i}", seats), CALVANO, MatchRules(seed=2), plan_contestants(entries.values()))]
+        )[0]
         probed = play_here(
-            [Match(spec(f"k{i}", seats), CALVANO, MatchRules(seed=2, deviation=probe), entries, hosts={})]
+            [
+                Match(
+                    spec(f"k{i}", seats),
+                    CALVANO,
+                    MatchRules(seed=2, deviation=probe),
+                    plan_contestants(entries.values()),
+                )
+            ]
         )[0]
         assert list(probed.days_played) == list(without.days_played)
         assert {
@@ -284,8 +306,7 @@ def test_a_forced_price_stands_as_the_merchant_sees_it_until_it_posts_another():
                 spec("tft", ("tft", "tft2")),
                 CALVANO,
                 MatchRules(seed=2, deviation=probe),
-                {**ENTRIES, "tft2": ContestantEntry(name="tft2", kind="tit_for_tat")},
-                hosts={},
+                plan_contestants([*ENTRIES.values(), ContestantEntry(name="tft2", kind="tit_for_tat")]),
             )
         ]
     )[0]
@@ -296,7 +317,9 @@ def test_a_forced_price_stands_as_the_merchant_sees_it_until_it_posts_another():
 
     cartels = {name: ContestantEntry(name=name, kind="cartel") for name in ("c1", "c2")}
     rules = MatchRules(seed=2, talk=True, deviation=DeviationProbe(day=3, days=2, seat=0, to="nash"))
-    played = play_here([Match(spec("cartels", ("c1", "c2")), CALVANO, rules, cartels, hosts={})])[0]
+    played = play_here(
+        [Match(spec("cartels", ("c1", "c2")), CALVANO, rules, plan_contestants(cartels.values()))]
+    )[0]
     deviated = played.deviation.days_played
     from market.equilibrium import equilibria
 

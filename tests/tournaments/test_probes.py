@@ -14,9 +14,11 @@ from market.env import MarketEnv
 from results.db import engine_for
 from results.store import list_matches, match_detail
 from tournaments.config import ContestantEntry, load_tournament
-from tournaments.match import Match, MatchRules, play_here, take_turn
+from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
 from tournaments.runner import run_tournament
 from tournaments.schedule import MatchSpec
+from tournaments.seats import take_turn
 
 
 class Forgetful(FixedPrice):
@@ -56,7 +58,14 @@ def play(scenario, recall_every: int, kinds=("fixed_price", "forgetful_for_tests
         key="probe-test", index=0, scenario=scenario.name, seed=1, days=days, seats=tuple(entries)
     )
     return play_here(
-        [Match(spec, scenario, MatchRules(seed=4, recall_every=recall_every), entries, hosts={})]
+        [
+            Match(
+                spec,
+                scenario,
+                MatchRules(seed=4, recall_every=recall_every),
+                plan_contestants(entries.values()),
+            )
+        ]
     )[0]
 
 

@@ -22,6 +22,7 @@ from market.equilibrium import equilibria
 from market.scenario import load_scenario
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
 from tournaments.schedule import MatchSpec
 
 CALVANO = load_scenario("calvano")
@@ -42,7 +43,7 @@ def play(scenario, seats: list[tuple[str, dict]], days: int | None = None):
         days=days or scenario.days,
         seats=tuple(entries),
     )
-    played = play_here([Match(spec, scenario, MatchRules(seed=2), entries, hosts={})])[0]
+    played = play_here([Match(spec, scenario, MatchRules(seed=2), plan_contestants(entries.values()))])[0]
     assert played.faults == []
     return {name: [r for r in played.days_played if r.merchant == name] for name in entries}
 

@@ -19,8 +19,9 @@ from market.equilibrium import equilibria
 from market.scenario import load_scenario
 from results.daylog_codec import pack
 from tournaments.config import ContestantEntry
+from tournaments.instant import group_instant
 from tournaments.match import Match, MatchRules, play_here
-from tournaments.runner import group_instant
+from tournaments.plan import plan_contestants
 from tournaments.schedule import MatchSpec
 
 INSTANT = [
@@ -63,7 +64,9 @@ def play(scenario, kinds_in_seats: list[str]):
         days=scenario.days,
         seats=tuple(entries),
     )
-    return play_here([Match(spec, scenario, MatchRules(seed=11, recall_every=3), entries, hosts={})])[0]
+    return play_here(
+        [Match(spec, scenario, MatchRules(seed=11, recall_every=3), plan_contestants(entries.values()))]
+    )[0]
 
 
 def test_the_rule_kinds_decide_from_the_view_but_those_that_misbehave_on_purpose():
@@ -164,7 +167,7 @@ def test_matches_side_by_side_come_out_as_each_alone(name):
             days=scenario.days,
             seats=seats,
         )
-        return Match(spec, scenario, MatchRules(seed=5, recall_every=4), entries, hosts={})
+        return Match(spec, scenario, MatchRules(seed=5, recall_every=4), plan_contestants(entries.values()))
 
     together = play_here([match(i) for i in range(len(rosters))])
     for index, played in enumerate(together):
@@ -202,12 +205,16 @@ def test_instant_matches_are_grouped_by_scenario_length_and_size():
         spec(9, "a", ("f", "l")),
         spec(10, "a", ("u", "f"), days=20),
     ]
-    groups = group_instant(plan, entries, max_concurrent=8, cpus=2)  # at most 4 a group
+    groups = group_instant(
+        plan, plan_contestants(entries.values()), max_concurrent=8, cpus=2
+    )  # at most 4 a group
     assert [[m.index for m in g] for g in groups] == [[0, 1, 2, 3], [4, 5, 6], [7], [8], [9], [10]]
-    assert [len(g) for g in group_instant(plan, entries, max_concurrent=1024, cpus=1)][
-        0
-    ] == 7  # up to GROUP_LIMIT
-    assert all(len(g) == 1 for g in group_instant(plan, entries, max_concurrent=2, cpus=2))
+    assert [
+        len(g) for g in group_instant(plan, plan_contestants(entries.values()), max_concurrent=1024, cpus=1)
+    ][0] == 7  # up to GROUP_LIMIT
+    assert all(
+        len(g) == 1 for g in group_instant(plan, plan_contestants(entries.values()), max_concurrent=2, cpus=2)
+    )
 
 
 @settings(max_examples=examples(20), deadline=None)
@@ -249,7 +256,7 @@ def test_the_repeated_game_strategies_decide_alone_as_in_a_team_and_by_their_rul
             for b, seats in enumerate(orders)
         ]
         return [
-            Match(spec, scenario, MatchRules(seed=seeds[b]), entries, hosts={})
+            Match(spec, scenario, MatchRules(seed=seeds[b]), plan_contestants(entries.values()))
             for b, spec in enumerate(specs)
         ]
 

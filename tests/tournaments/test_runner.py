@@ -17,7 +17,8 @@ from results.store import list_matches, match_detail
 from results.tables import FaultRow, MatchRow, ModelCallRow
 from tournaments.cluster import ClusterError
 from tournaments.config import load_tournament
-from tournaments.runner import LOSSES_ALLOWED, run_tournament
+from tournaments.match import LOSSES_ALLOWED
+from tournaments.runner import run_tournament
 from tournaments.schedule import schedule
 
 pytestmark = pytest.mark.usefixtures("ray_local")

@@ -1,0 +1,257 @@
+"""Hosted merchants: a Ray actor (a ContestantHost) for each contestant that needs one, and
+the seats through which the match runners' matches reach it (HostedSeat).
+
+A ContestantHost is one process per such contestant (it holds a model, is slow, or may crash
+its process). It keeps that contestant's state for every match it is in, keyed by (match key,
+merchant), and answers the matches' turns on a pool of threads, so one slow contestant answers
+many matches at once. The turns go over a direct connection from each runner
+(tournaments.channel); everything else through Ray.
+
+Ray restarts a host whose process dies. Whose fault that is decides what happens:
+- the host's process died on a machine that lives on (a contestant that crashes it): the
+  merchant's turn is a fault (`actor_died`) and it starts afresh on its next turn;
+- the process that held the merchant's state, or that a turn which failed or never came back
+  was asked of, was on a node that died: the match is lost (SeatLost) and played again from
+  its start, whatever the turns of the meantime recorded. A turn can time out long before Ray
+  finds the node dead (its health checks take seconds), so such doubts are kept and settled
+  when the match ends: the host then answers (`finish`) only once Ray has restarted it, which
+  it does only once it has found the old node dead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import secrets
+import threading
+import time
+from collections import defaultdict
+from typing import Any, NamedTuple
+
+import ray
+from ray import cloudpickle
+from ray.exceptions import ActorUnavailableError, RayActorError
+
+from contestants.base import Contestant, RecallProbe, RunOptions
+from contestants.llm.errors import CallsStopped
+from market.calls import ModelCall
+from market.scenario import Scenario
+from market.types import Observation
+from tournaments.channel import Address, HostGone, TurnClient, TurnServer
+from tournaments.cluster import dead_nodes, enter, result, spread
+from tournaments.plan import ContestantPlan
+from tournaments.seats import Seat, SeatFault, SeatLost, SeatTurn, Turn, describe, take_turn
+
+HOST_THREADS = 64
+START_ALLOWANCE_S = 30.0  # extra wait for a merchant's first turn: making it may load a model
+FINISH_RETRY_S = 0.5
+FINISH_PATIENCE_S = 120.0  # well past the time Ray takes to find a node dead (its health checks)
+
+
+class HostProcess(NamedTuple):
+    """One process of a host: Ray restarts a host in a new one, on the same node or another."""
+
+    node: str  # Ray's node id
+    address: str  # the node's address, for messages
+    id: str
+
+
+class Start(NamedTuple):
+    """What a host makes a merchant's fresh match state from."""
+
+    scenario: Scenario
+    seed: int
+    options: RunOptions
+
+
+class TurnRequest(NamedTuple):
+    """What a match asks of a hosted merchant for one day (ContestantHost.turn)."""
+
+    match_key: str
+    merchant: str
+    observation: Observation
+    question: RecallProbe | None
+    start: Start | None  # given when the merchant needs a fresh state
+    deadline: float
+
+
+class Forgotten(LookupError):
+    """The host has no state for the merchant: its process died (in another match's turn, or
+    with its node) and Ray restarted it since this match's last turn."""
+
+
+@ray.remote(num_cpus=0, max_restarts=-1)
+class ContestantHost:
+    def __init__(self, plan: ContestantPlan, working_dir: str):
+        enter(working_dir)
+        self.plan = plan
+        self.instances: dict[tuple[str, str], Contestant] = {}
+        # one turn at a time per merchant
+        self.turning: dict[tuple[str, str], threading.Lock] = defaultdict(threading.Lock)
+        self.server = TurnServer(self.turn, HOST_THREADS, ray.util.get_node_ip_address())
+        node = ray.get_runtime_context().get_node_id()
+        self.process = HostProcess(node, ray.util.get_node_ip_address(), secrets.token_hex(8))
+
+    def ready(self) -> bool:
+        return True
+
+    def channel(self) -> tuple[Address, HostProcess]:
+        """Where the runners connect for the turns (with the token they must send first), and
+        this process."""
+        return self.server.address, self.process
+
+    def turn(self, request: bytes) -> bytes:
+        """The merchant's day, the answer to a pickled TurnRequest (on the TurnServer's
+        threads): made afresh first if it carries a start, then its answer to the day's
+        question if there is one, then its decision (tournaments.seats.take_turn); the Turn
+        goes back pickled.
+
+        A merchant's turns never overlap: a turn the match gave up waiting for keeps its
+        merchant until it ends (its answer is dropped), and the next one waits for it, within
+        its own deadline."""
+        arrived = time.monotonic()
+        r: TurnRequest = pickle.loads(request)
+        key = (r.match_key, r.merchant)
+        with self.turning[key]:
+            if r.start is not None:
+                self.instances[key] = self.plan.make(r.start.options)
+                self.instances[key].reset(merchant=r.merchant, scenario=r.start.scenario, seed=r.start.seed)
+            contestant = self.instances.get(key)
+            if contestant is None:
+                raise Forgotten(f"no state for {r.merchant!r} in match {r.match_key!r}")
+            turn = take_turn(contestant, r.observation, r.question, r.deadline, arrived)
+        try:
+            return pickle.dumps(turn, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # a decision only cloudpickle can write (a lambda, say): the market refuses it
+            return cloudpickle.dumps(turn)  # type: ignore[no-any-return]  # Ray's cloudpickle is untyped
+
+    def finish(self, match_key: str, merchant: str) -> tuple[list[ModelCall], HostProcess]:
+        """Forget the match; hand back the model calls made in it (after its last turn), and
+        this process."""
+        with self.turning[(match_key, merchant)]:
+            contestant = self.instances.pop((match_key, merchant), None)
+        self.turning.pop((match_key, merchant), None)
+        return (contestant.calls() if contestant is not None else []), self.process
+
+
+class HostClient(TurnClient):
+    """A runner's client of one ContestantHost, shared by the runner's matches: turns over the
+    direct connection (TurnClient), the rest through Ray. `process`: the host process it last
+    reached (None before it first has)."""
+
+    def __init__(self, actor: Any):
+        super().__init__(self._locate)
+        self.actor = actor
+        self.process: HostProcess | None = None
+
+    async def _locate(self) -> Address:
+        address: Address
+        address, self.process = await result(self.actor.channel.remote())
+        return address
+
+    async def finish(self, match_key: str, merchant: str) -> tuple[list[ModelCall], HostProcess]:
+        """ContestantHost.finish, asked again while Ray cannot reach the host, for up to
+        FINISH_PATIENCE_S: if its node died, the answer then comes from the host Ray restarted
+        elsewhere, which Ray does only once it has found the node dead."""
+        deadline = time.monotonic() + FINISH_PATIENCE_S
+        while True:
+            try:
+                handed: tuple[list[ModelCall], HostProcess] = await result(
+                    self.actor.finish.remote(match_key, merchant)
+                )
+                return handed
+            except ActorUnavailableError:
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(FINISH_RETRY_S)
+
+
+class HostedSeat(Seat):
+    """A merchant played by its contestant's host. Its state there is made with its first
+    turn, and again after its host's process died. Failures are settled as the module says:
+    `doubted` holds the host processes a failure may have lost the merchant's state with."""
+
+    def __init__(self, host: HostClient, match_key: str, name: str, start: Start, deadline: float):
+        self.host, self.key, self.name, self.start, self.deadline = host, match_key, name, start, deadline
+        self.fresh = True  # its next turn makes its state afresh
+        self.holder: HostProcess | None = None  # the process holding its state
+        self.doubted: set[HostProcess] = set()
+
+    async def turn(self, observation: Observation, question: RecallProbe | None) -> SeatTurn:
+        start = self.start if self.fresh else None
+        if start is not None:
+            question = None  # made afresh, it remembers nothing
+        wait = self.deadline * (2 if question is not None else 1) + (START_ALLOWANCE_S if start else 0.0)
+        request = TurnRequest(self.key, self.name, observation, question, start, self.deadline)
+        asked_of = self.host.process
+        try:
+            reply = await asyncio.wait_for(
+                self.host.turn(pickle.dumps(request, pickle.HIGHEST_PROTOCOL)), wait
+            )
+        except TimeoutError:
+            return await self._failed(
+                asked_of, SeatFault("timeout", f"no decision within {self.deadline:g} s")
+            )
+        except CallsStopped:
+            raise
+        except (HostGone, RayActorError, Forgotten):
+            self.fresh = True
+            return await self._failed(asked_of, SeatFault("actor_died", "its actor process died"))
+        except Exception as exc:
+            return SeatTurn(fault=SeatFault("error", describe(exc)))
+        turn: Turn = pickle.loads(reply)
+        if start is not None:
+            self.fresh, self.holder = False, self.host.process
+        recalled = turn.recalled if question is not None else None
+        if turn.late:
+            return SeatTurn(None, recalled, SeatFault("timeout", f"no decision within {self.deadline:g} s"))
+        return SeatTurn(turn.decision, recalled)
+
+    async def _failed(self, asked_of: HostProcess | None, fault: SeatFault) -> SeatTurn:
+        """A turn that failed or never came back: lost if a process it may have lost the
+        merchant's state with is on a node found dead, else the merchant's fault (for now)."""
+        self.doubted.update(p for p in (asked_of, self.host.process, self.holder) if p is not None)
+        await self._settle()
+        return SeatTurn(fault=fault)
+
+    async def _settle(self) -> None:
+        dead = await dead_nodes({process.node for process in self.doubted})
+        if dead:
+            raise SeatLost(f"a host of its merchants was on a node that died ({', '.join(sorted(dead))})")
+
+    async def finish(self) -> list[ModelCall]:
+        try:
+            calls, process = await self.host.finish(self.key, self.name)
+        except Exception:  # the host died for good: its log went with it
+            calls, process = [], None
+        if self.holder is not None and process != self.holder:  # its state did not outlive the match
+            self.doubted.add(self.holder)
+        if self.doubted:
+            await self._settle()
+        return calls
+
+
+def hosted_seats(hosts: dict[str, HostClient]) -> Any:
+    """A SeatMaker (tournaments.match) that seats the contestants with a host in `hosts` there,
+    and the rest inline."""
+    from tournaments.match import inline_seat
+
+    def make_seat(
+        plan: ContestantPlan, match_key: str, scenario: Scenario, seed: int, options: RunOptions
+    ) -> Seat:
+        host = hosts.get(plan.name)
+        if host is None:
+            return inline_seat(plan, match_key, scenario, seed, options)
+        return HostedSeat(host, match_key, plan.name, Start(scenario, seed, options), plan.deadline)
+
+    return make_seat
+
+
+def start_hosts(plans: list[ContestantPlan]) -> dict[str, Any]:
+    """A host for each of `plans`, spread over the cluster's nodes as the runners are: a host
+    holds a model and the state of all its contestant's matches."""
+    return {
+        plan.name: ContestantHost.options(**place.options()).remote(plan, os.getcwd())  # type: ignore[attr-defined]
+        for plan, place in zip(plans, spread(len(plans)))
+    }

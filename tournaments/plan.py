@@ -1,0 +1,71 @@
+"""Each contestant of a tournament resolved once, before anything plays: its kind's class, its
+checked parameters, where it plays and how long its turn may take.
+
+Everything that plays matches (the run, the match runners, the instant tasks, the estimate)
+reads these plans instead of asking the registry of kinds again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from contestants.base import Contestant, Params, RunOptions
+from contestants.kinds import contestant_class, validate_params
+from tournaments.config import ContestantEntry, TournamentSpec
+
+DEFAULT_DEADLINE_S = 10.0  # a hosted contestant's turn, when neither the tournament nor its kind says
+
+
+@dataclass(frozen=True)
+class ContestantPlan:
+    """How a run plays one contestant.
+
+    `hosted`: it plays in a Ray actor of its own (a ContestantHost), as its entry's `isolate`
+    says, else as its kind needs (it holds a model, is slow, or may crash its process);
+    otherwise it plays inside the match loop. `deadline`: seconds a hosted turn may take."""
+
+    name: str
+    kind: type[Contestant]
+    params: Params
+    hosted: bool
+    deadline: float
+
+    @property
+    def decides_from_view(self) -> bool:
+        """A rule merchant: played inline, it decides with its kind's rule from the market's view."""
+        return self.kind.decides_from_view
+
+    @property
+    def calls_models(self) -> bool:
+        return self.kind.calls_models
+
+    @property
+    def remembers_the_record(self) -> bool:
+        """Its memory is the market's record of its days: recall questions are answered from it."""
+        return self.kind.remembers_the_record
+
+    def make(self, options: RunOptions) -> Contestant:
+        """A new contestant of this plan, played with the run's `options`."""
+        return self.kind(self.params, options.for_contestant(self.name))
+
+
+def plan_contestants(
+    entries: Iterable[ContestantEntry], decision_timeout_s: float | None = None
+) -> dict[str, ContestantPlan]:
+    """The plans of `entries`, by name. A hosted turn's deadline is `decision_timeout_s` if
+    the tournament sets one, else what the contestant's own settings need (a model's
+    retries: Contestant.turn_seconds), else DEFAULT_DEADLINE_S."""
+    plans = {}
+    for entry in entries:
+        kind = contestant_class(entry.kind)
+        params = validate_params(entry.kind, entry.params)
+        hosted = entry.isolate if entry.isolate is not None else kind.needs_actor
+        deadline = decision_timeout_s or kind.turn_seconds(params) or DEFAULT_DEADLINE_S
+        plans[entry.name] = ContestantPlan(entry.name, kind, params, hosted, deadline)
+    return plans
+
+
+def plan_tournament(spec: TournamentSpec) -> dict[str, ContestantPlan]:
+    """The plans of a tournament's contestants, by name."""
+    return plan_contestants(spec.contestants, spec.decision_timeout_s)
