@@ -241,12 +241,30 @@ def kill_with_a_match_in_flight(
 ) -> InFlight:
     """Wait until at least one match is stored and at least one is in flight, then kill the
     run's process group with SIGKILL (or call `kill`, and let the run go on); what was seen
-    just before.
+    just before (`kill_when`)."""
+    return kill_when(run, stored, "a match stored and another in flight", a_match_in_flight, seconds, kill)
+
+
+def a_match_in_flight(state: InFlight) -> bool:
+    return state.stored >= 1 and state.in_play
+
+
+def kill_when(
+    run: BackgroundRun,
+    stored: Callable[[], tuple[int, int]],
+    what: str,
+    moment: Callable[[InFlight], bool],
+    seconds: float = PATIENCE,
+    kill: Callable[[], None] | None = None,
+) -> InFlight:
+    """Wait for the `moment` (`what`) the run's last progress line and its store show, then
+    kill the run's process group with SIGKILL (or call `kill`, and let the run go on); what
+    was seen just before.
 
     `stored()` reads the run's store: (matches, their market days). To be sure of what the
     kill interrupts, the group is first stopped (SIGSTOP): only the `arena` process writes to
     the store, so a stopped run writes nothing until the kill; the store and the last line
-    are read then, and the kill done if they show both, else the run let go on."""
+    are read then, and the kill done if they still show the moment, else the run let go on."""
     deadline = time.monotonic() + seconds
 
     def seen() -> InFlight | None:
@@ -254,15 +272,14 @@ def kill_with_a_match_in_flight(
         return None if progress is None else InFlight(progress, *stored())
 
     def ready(state: InFlight | None) -> bool:
-        return state is not None and state.stored >= 1 and state.in_play
+        return state is not None and moment(state)
 
     while True:
-        run.wait_for(
-            "a match stored and another in flight", lambda: ready(seen()), deadline - time.monotonic()
-        )
+        run.wait_for(what, lambda: ready(seen()), deadline - time.monotonic())
         run.signal_group(signal.SIGSTOP)
         frozen = seen()
         if ready(frozen):
+            assert frozen is not None
             if kill is None:
                 run.kill()
             else:
