@@ -129,18 +129,22 @@ class Contestant(ABC):
     def preflight(cls, params: Params) -> None:
         """Checks that need the world outside the file (an API key in the environment, a
         model file on disk), run when a tournament is validated, before any match. Raises
-        ContestantConfigError."""
+        ContestantConfigError. A hook: a kind that depends on nothing outside checks nothing."""
+        return None
 
     @classmethod
     def check_scenario(cls, params: Params, scenario: Scenario, merchants: int) -> None:
         """Raises ContestantConfigError if this kind cannot play `scenario` in matches of
-        `merchants` merchants (checked when a tournament is validated, before any match)."""
+        `merchants` merchants (checked when a tournament is validated, before any match).
+        A hook: a kind plays every scenario unless it says otherwise."""
+        return None
 
     @classmethod
     def prepare(cls, seatings: list[Seating]) -> None:
         """Work this kind does before matches are played, for all its merchants playing
-        inline in them at once, once they are reset: a learner's learning phase. Nothing by
-        default."""
+        inline in them at once, once they are reset: a learner's learning phase. A hook:
+        nothing by default."""
+        return None
 
     @classmethod
     def ping(cls, params: Params) -> Ping | None:
@@ -167,7 +171,9 @@ class Contestant(ABC):
 
     def begin_turn(self, deadline: float | None) -> None:
         """The time (time.monotonic()) by which the coming answer is due; None: no deadline.
-        A contestant that waits on others (a model's API) stops waiting then."""
+        A contestant that waits on others (a model's API) stops waiting then. A hook: one
+        that waits on nobody ignores it."""
+        return None
 
     @abstractmethod
     def decide(self, observation: Observation) -> Decision | Any:

@@ -19,11 +19,12 @@ talks one `say` besides.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -77,19 +78,21 @@ def orders(scenario: Scenario, view: MarketView, wanted: np.ndarray) -> np.ndarr
     return units
 
 
-class Team:
+M = TypeVar("M", bound="RuleMerchant")
+
+
+class Team(Generic[M]):
     """Merchants of one rule kind deciding together (those of a RulePlay, or one merchant
     alone for `decide`): each row of the MarketView given to the kind's `rule` is one
     member's, and a parameter is a column over the members."""
 
-    def __init__(self, kind: type[RuleMerchant], members: list[RuleMerchant]):
+    def __init__(self, kind: type[M], members: list[M]):
         self.kind, self.members = kind, members
         scenario = members[0].scenario
         assert scenario is not None, "members are reset before they form a team"
         self.scenario = scenario
-        self.speaks = (
-            kind.say.__func__ is not RuleMerchant.say.__func__
-        )  # a kind that says nothing is never asked
+        # a kind that says nothing (RuleMerchant's own `say`) is never asked
+        self.speaks = inspect.getattr_static(kind, "say") is not inspect.getattr_static(RuleMerchant, "say")
         self._columns: dict[str, np.ndarray] = {}
         self._benchmarks: SeatBenchmarks | None = None
 
@@ -104,9 +107,8 @@ class Team:
         """The scenario's Nash and monopoly prices of a match of `seats`, by seat
         (market.equilibrium.by_seat), looked up once per team rather than every day."""
         if self._benchmarks is None:
-            from market.equilibrium import (
-                by_seat,
-            )  # scipy: half a second of importing that only the kinds that need it pay
+            # scipy: half a second of importing that only the kinds that need it pay
+            from market.equilibrium import by_seat
 
             self._benchmarks = by_seat(self.scenario, seats)
         return self._benchmarks
@@ -127,11 +129,10 @@ class RulePlay:
         by_kind: dict[type[RuleMerchant], list[int]] = {}
         for i, merchant in enumerate(seats):
             by_kind.setdefault(type(merchant), []).append(i)
-        self.order = rows[
-            [i for members in by_kind.values() for i in members]
-        ]  # the view's rows, kind by kind
+        # the view's rows, kind by kind
+        self.order = rows[[i for members in by_kind.values() for i in members]]
         self.ascending = np.argsort(self.order)
-        self.teams: list[tuple[slice, Team]] = []
+        self.teams: list[tuple[slice, Team[RuleMerchant]]] = []
         for kind, members in by_kind.items():
             start = len(self.teams) and self.teams[-1][0].stop
             self.teams.append((slice(start, start + len(members)), Team(kind, [seats[i] for i in members])))
@@ -152,7 +153,7 @@ class RulePlay:
             try:
                 theirs = mine.take(members)
                 prices[members], wanted[members] = team.kind.rule(team, theirs)
-                if team.speaks:
+                if said is not None and team.speaks:
                     said[members] = team.kind.say(team, theirs)
             except Exception as exc:  # a contestant's bug is a fault, not a crash
                 prices[members], wanted[members] = math.nan, 0.0
@@ -206,7 +207,7 @@ class RuleMerchant(Contestant):
         self.scenario: Scenario | None = None
         self.seed = 0
         self._rng: np.random.Generator | None = None
-        self._team: Team | None = None  # this merchant alone, for `decide`
+        self._team: Team[RuleMerchant] | None = None  # this merchant alone, for `decide`
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         self.merchant, self.scenario, self.seed, self._rng = merchant, scenario, seed, None
@@ -235,13 +236,13 @@ class RuleMerchant(Contestant):
         return {"operations": operations, "message": self.say(self._team, view)[0]}
 
     @classmethod
-    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         """Target prices (NaN: keep) and units wanted [member, product] for a team of this
         kind, from their view."""
         raise NotImplementedError
 
     @classmethod
-    def say(cls, team: Team, view: MarketView) -> list[str]:
+    def say(cls, team: Team[Self], view: MarketView) -> list[str]:
         """What each member of a team of this kind tells its rivals today ("": nothing), for a
         kind that talks; the others do not override it and are never asked. The market
         delivers it only where merchants talk."""
@@ -275,7 +276,7 @@ class FixedPrice(RuleMerchant):
     params_model: ClassVar[type[Params]] = FixedPriceParams
 
     @classmethod
-    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         seats = view.board.seats
         base_cost = np.array(team.scenario.seat_values("unit_cost", seats))[view.rows % seats]
         price = team.column("price")
@@ -309,7 +310,7 @@ class RandomMerchant(RuleMerchant):
     params_model: ClassVar[type[Params]] = RandomParams
 
     @classmethod
-    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         low = view.unit_cost * (1 + team.column("min_markup"))
         high = view.unit_cost * (1 + team.column("max_markup"))
         # each member draws from its own generator: per product, a price and an order
@@ -333,7 +334,7 @@ class ReorderPoint(RuleMerchant):
     params_model: ClassVar[type[Params]] = ReorderPointParams
 
     @classmethod
-    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         reference = np.array([p.reference_price for p in team.scenario.products])
         return reference * team.column("price_factor"), team.restock(view)
 
@@ -356,11 +357,10 @@ class Undercut(RuleMerchant):
     params_model: ClassVar[type[Params]] = UndercutParams
 
     @classmethod
-    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         floor = view.unit_cost * (1 + team.column("min_markup"))
-        return np.maximum(view.cheapest_rival * (1 - team.column("step")), floor), team.restock(
-            view
-        )  # NaN stays NaN
+        undercut = np.maximum(view.cheapest_rival * (1 - team.column("step")), floor)  # NaN stays NaN
+        return undercut, team.restock(view)
 
 
 # ---- cost plus -------------------------------------------------------------------------------
@@ -378,7 +378,7 @@ class CostPlus(RuleMerchant):
     params_model: ClassVar[type[Params]] = CostPlusParams
 
     @classmethod
-    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         return view.unit_cost * (1 + team.column("margin")), team.restock(view)
 
 
@@ -408,23 +408,22 @@ class BestResponse(RuleMerchant):
 
     kind: ClassVar[str] = "best_response"
     params_model: ClassVar[type[Params]] = BestResponseParams
+    params: BestResponseParams
 
     @classmethod
-    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         scenario = team.scenario
         choice, board, n = scenario.choice, view.board, view.board.seats
         prices, wanted = np.zeros_like(view.prices), np.zeros_like(view.prices)
         seat_quality = np.array(scenario.seat_values("quality", n))  # [seat, product]
         for k, (member, row) in enumerate(zip(team.members, view.rows.tolist())):
-            params: BestResponseParams = member.params  # type: ignore[assignment]
+            params = member.params
             rivals = np.array(
                 [r for r in range(row - row % n, row - row % n + n) if r != row and not board.bankrupt[r]],
                 dtype=np.int64,
             )
             reputation = np.concatenate([view.reputation[k : k + 1], board.reputation[rivals]])
-            reputation[np.isnan(reputation)] = (
-                scenario.reputation.initial
-            )  # what a hidden reputation counts as
+            reputation[np.isnan(reputation)] = scenario.reputation.initial  # what a hidden one counts as
             quality = seat_quality[np.concatenate([[row % n], rivals % n])]
             for j, product in enumerate(scenario.products):
                 unit_cost = float(view.unit_cost[k, j])
@@ -433,13 +432,11 @@ class BestResponse(RuleMerchant):
                     max(product.reference_price * params.max_price_factor, 2 * unit_cost),
                     params.grid_points,
                 )
-                rival_prices = np.nan_to_num(
-                    board.prices[rivals, j], nan=product.reference_price
-                )  # what a hidden price counts as
+                # what a hidden price counts as
+                rival_prices = np.nan_to_num(board.prices[rivals, j], nan=product.reference_price)
                 profiles = np.column_stack([grid, np.broadcast_to(rival_prices, (len(grid), len(rivals)))])
-                share = choice_shares(choice, profiles, product.reference_price, reputation, quality[:, j])[
-                    :, 0
-                ]
+                shares = choice_shares(choice, profiles, product.reference_price, reputation, quality[:, j])
+                share = shares[:, 0]
                 best = int(np.argmax((grid - unit_cost) * share))
                 prices[k, j] = grid[best]
                 daily = (
@@ -459,7 +456,8 @@ class TitForTatParams(RestockParams):
     opening_price: float | None = Field(
         None,
         gt=0,
-        description="price for every product on day 1 and while no rival price is visible; None: each product's start price",
+        description="price for every product on day 1 and while no rival price is visible; "
+        "None: each product's start price",
     )
 
 
@@ -479,7 +477,7 @@ class TitForTat(RuleMerchant):
     params_model: ClassVar[type[Params]] = TitForTatParams
 
     @classmethod
-    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         opening = team.column("opening_price")
         opening = np.where(np.isnan(opening), [p.start_price for p in team.scenario.products], opening)
         copied = view.cheapest_rival if view.day > 1 else np.full_like(view.prices, math.nan)
@@ -491,7 +489,8 @@ class GrimTriggerParams(RestockParams):
         0.01,
         ge=0,
         lt=1,
-        description="a rival's price may be this share below its monopoly price without counting as a defection",
+        description="a rival's price may be this share below its monopoly price without counting "
+        "as a defection",
     )
 
 
@@ -523,10 +522,8 @@ class GrimTrigger(RuleMerchant):
     @classmethod
     def check_scenario(cls, params: Params, scenario: Scenario, merchants: int) -> None:
         """The scenario must have Nash and monopoly prices for `merchants` seats."""
-        from market.equilibrium import (
-            EquilibriumError,
-            by_seat,
-        )  # scipy: half a second of importing that only this kind needs
+        # scipy: half a second of importing that only this kind needs
+        from market.equilibrium import EquilibriumError, by_seat
 
         try:
             monopoly = by_seat(scenario, merchants).monopoly_price
@@ -537,7 +534,8 @@ class GrimTrigger(RuleMerchant):
         for j, product in enumerate(scenario.products):
             if monopoly[:, j].max() > product.price_ceiling:
                 raise ContestantConfigError(
-                    f"{cls.kind} would post {product.id}'s monopoly price {monopoly[:, j].max():.4g}, above the market's ceiling {product.price_ceiling:.4g}"
+                    f"{cls.kind} would post {product.id}'s monopoly price {monopoly[:, j].max():.4g}, "
+                    f"above the market's ceiling {product.price_ceiling:.4g}"
                 )
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
@@ -545,23 +543,20 @@ class GrimTrigger(RuleMerchant):
         self.triggered = np.zeros(len(scenario.products), dtype=bool)
 
     @classmethod
-    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         board, n = view.board, view.board.seats
         benchmarks = team.benchmarks(n)
         monopoly, nash = benchmarks.monopoly_price, benchmarks.nash_price
         seat = view.rows % n
-        members: list[GrimTrigger] = team.members  # type: ignore[assignment]
-        triggered = np.array([member.triggered for member in members])
+        triggered = np.array([member.triggered for member in team.members])
         if view.day > 1:
-            match = (
-                view.rows[:, None] - seat[:, None] + np.arange(n)
-            )  # [member, seat]: the board's rows of its match
+            # [member, seat]: the board's rows of its match
+            match = view.rows[:, None] - seat[:, None] + np.arange(n)
             rivals = ~board.bankrupt[match] & (np.arange(n) != seat[:, None])
-            defected = (
-                board.prices[match] < monopoly * (1 - team.column("tolerance"))[:, :, None]
-            )  # [member, seat, product]; NaN: no
+            # [member, seat, product]; NaN: no
+            defected = board.prices[match] < monopoly * (1 - team.column("tolerance"))[:, :, None]
             triggered |= np.logical_or.reduce(defected & rivals[:, :, None], axis=1)
-            for member, flags in zip(members, triggered):
+            for member, flags in zip(team.members, triggered):
                 member.triggered = flags
         return np.where(triggered, nash[seat], monopoly[seat]), team.restock(view)
 
@@ -579,13 +574,13 @@ class Cartel(GrimTrigger):
     kind: ClassVar[str] = "cartel"
 
     @classmethod
-    def say(cls, team: Team, view: MarketView) -> list[str]:
+    def say(cls, team: Team[Self], view: MarketView) -> list[str]:
         n = view.board.seats
         benchmarks = team.benchmarks(n)
         ids = team.scenario.product_ids
         seats = (view.rows % n).tolist()
         return [
-            announcement(ids, benchmarks.monopoly_price[s], benchmarks.nash_price[s], member.triggered)  # type: ignore[attr-defined]
+            announcement(ids, benchmarks.monopoly_price[s], benchmarks.nash_price[s], member.triggered)
             for s, member in zip(seats, team.members)
         ]
 
@@ -610,7 +605,8 @@ def announcement(
     if held.any():
         it = "it" if held.sum() == 1 else "them"
         parts.append(
-            f"I will price {listed(monopoly, held)} as long as you do not undercut {it}; if you do, I will price {listed(nash, held)} for good."
+            f"I will price {listed(monopoly, held)} as long as you do not undercut {it}; "
+            f"if you do, I will price {listed(nash, held)} for good."
         )
     return " ".join(parts)
 
@@ -632,7 +628,7 @@ class Latency(FixedPrice):
     decides_from_view: ClassVar[bool] = False
     params: LatencyParams
 
-    def decide(self, observation: Observation) -> list[Operation]:
+    def decide(self, observation: Observation) -> list[Operation] | dict[str, Any]:
         time.sleep(self.params.latency_s)
         return super().decide(observation)
 

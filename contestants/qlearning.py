@@ -45,7 +45,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self
 
 import numba
 import numpy as np
@@ -85,12 +85,8 @@ class QLearningParams(Params):
     )
 
 
-SESSION_FIELDS = (
-    "grid_points",
-    "memory",
-    "stable_periods",
-    "max_periods",
-)  # learners learn together only when these agree
+# learners learn together only when these agree
+SESSION_FIELDS = ("grid_points", "memory", "stable_periods", "max_periods")
 
 
 def price_grid(scenario: Scenario, learners: Sequence[QLearningParams]) -> np.ndarray:
@@ -222,16 +218,17 @@ def _learn_alike(sessions: list[Session]) -> list[Learnt]:
     ]
 
 
-_ONE_CALL_AT_A_TIME = (
-    threading.Lock()
-)  # numba's fallback threading layer (workqueue) cannot take parallel calls from two threads at once
+# numba's fallback threading layer (workqueue) cannot take parallel calls from two threads at once
+_ONE_CALL_AT_A_TIME = threading.Lock()
 
 
 def kernel_threads(sessions: int) -> int:
     """Threads for the kernel: no more than the sessions, nor than the CPUs this process may
     use (OMP_NUM_THREADS where set: Ray sets it to a task's CPUs; else numba's count)."""
-    allowed = int(os.environ.get("OMP_NUM_THREADS") or numba.config.NUMBA_NUM_THREADS)
-    return max(1, min(sessions, allowed, numba.config.NUMBA_NUM_THREADS))
+    # numba.config sets its settings from the environment at run time: its types do not list them
+    most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+    allowed = int(os.environ.get("OMP_NUM_THREADS") or most)
+    return max(1, min(sessions, allowed, most))
 
 
 class QLearner(RuleMerchant):
@@ -264,11 +261,13 @@ class QLearner(RuleMerchant):
         name = scenario.name
         if len(scenario.products) != 1:
             raise ContestantConfigError(
-                f"qlearning learns the price game of one product; scenario {name!r} has {len(scenario.products)}"
+                f"qlearning learns the price game of one product; scenario {name!r} has "
+                f"{len(scenario.products)}"
             )
         if scenario.demand.stock_limited:
             raise ContestantConfigError(
-                f"qlearning learns a price game without stock; scenario {name!r} limits sales by stock (it needs demand: {{mode: expected, stock_limited: false}})"
+                f"qlearning learns a price game without stock; scenario {name!r} limits sales by stock "
+                "(it needs demand: {mode: expected, stock_limited: false})"
             )
         try:
             highest = price_grid(scenario, [params] * merchants).max()
@@ -277,13 +276,15 @@ class QLearner(RuleMerchant):
         (product,) = scenario.products
         if highest > product.price_ceiling:
             raise ContestantConfigError(
-                f"qlearning's price grid reaches {highest:.4g}, above the market's ceiling {product.price_ceiling:.4g} for {product.id}",
+                f"qlearning's price grid reaches {highest:.4g}, above the market's ceiling "
+                f"{product.price_ceiling:.4g} for {product.id}",
                 "grid_extension",
             )
         entries = merchants * params.grid_points ** (merchants * params.memory + 1)
         if entries > MAX_Q_ENTRIES:
             raise ContestantConfigError(
-                f"a Q-table of {merchants} merchants with {params.grid_points} prices and memory {params.memory} has {entries:,} entries, more than {MAX_Q_ENTRIES:,}",
+                f"a Q-table of {merchants} merchants with {params.grid_points} prices and memory "
+                f"{params.memory} has {entries:,} entries, more than {MAX_Q_ENTRIES:,}",
                 "grid_points",
             )
 
@@ -299,12 +300,13 @@ class QLearner(RuleMerchant):
         """The session this merchant learns in: with the others, if all are learners that
         agree on SESSION_FIELDS; else its self-play."""
         own = seating.contestant.params
-        together = all(
-            kind == cls.kind and all(getattr(p, f) == getattr(own, f) for f in SESSION_FIELDS)
-            for kind, p in seating.lineup
+        assert isinstance(own, QLearningParams)
+        mates = [p for kind, p in seating.lineup if kind == cls.kind and isinstance(p, QLearningParams)]
+        together = len(mates) == len(seating.lineup) and all(
+            getattr(p, f) == getattr(own, f) for p in mates for f in SESSION_FIELDS
         )
-        learners = tuple(p for _, p in seating.lineup) if together else (own,) * len(seating.lineup)
-        return Session(seating.scenario, learners, seating.seed)  # type: ignore[arg-type]
+        learners = tuple(mates) if together else (own,) * len(seating.lineup)
+        return Session(seating.scenario, learners, seating.seed)
 
     def adopt(self, learnt: Learnt, seat: int) -> None:
         """Play seat `seat` of `learnt` (a copy of its Q-table to update, if online), from the
@@ -314,12 +316,11 @@ class QLearner(RuleMerchant):
         self.state, self.books, self.days = learnt.state, None, 0
 
     @classmethod
-    def rule(cls, team: Team, view: MarketView) -> tuple[np.ndarray, np.ndarray]:
+    def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         n = view.board.seats
         prices = np.empty((len(team.members), 1))
         books = view.cash + view.receivables_due + view.receivables_pending
         for k, (member, row) in enumerate(zip(team.members, view.rows.tolist())):
-            assert isinstance(member, QLearner)
             if member.learnt is None:
                 cls.prepare(
                     [Seating(member, row % n, ((cls.kind, member.params),) * n, team.scenario, member.seed)]
@@ -338,7 +339,7 @@ class QLearner(RuleMerchant):
         seats, m = learnt.grids.shape
         profiles = m**seats
         if self.books is not None:  # yesterday's prices make the new state
-            profile = self._profile(posted)
+            profile = self._profile(learnt.grids, posted)
             following = (self.state % (q.shape[0] // profiles)) * profiles + profile
             if params.learn == "online":
                 action = profile // m ** (seats - 1 - self.seat) % m
@@ -354,10 +355,9 @@ class QLearner(RuleMerchant):
             action = int(self.rng.integers(m))
         return float(learnt.grids[self.seat, action])
 
-    def _profile(self, posted: np.ndarray) -> int:
-        """The profile index of the grid prices nearest `posted`, a seat whose price is
+    def _profile(self, grids: np.ndarray, posted: np.ndarray) -> int:
+        """The profile index of the prices of `grids` nearest `posted`, a seat whose price is
         hidden (NaN) keeping the one it had in the last profile."""
-        grids = self.learnt.grids  # type: ignore[union-attr]
         seats, m = grids.shape
         last = self.state % m**seats
         profile = 0

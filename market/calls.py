@@ -8,6 +8,8 @@ from typing import Literal
 
 from sqlmodel import AutoString, Field, SQLModel
 
+CallPurpose = Literal["decide", "repair", "recall", "reflect"]
+
 
 class ModelCall(SQLModel):
     """One call a contestant made to a language model, for the accounting table: a SQLModel
@@ -25,7 +27,7 @@ class ModelCall(SQLModel):
     """
 
     day: int
-    purpose: Literal["decide", "repair", "recall", "reflect"] = Field(sa_type=AutoString)
+    purpose: CallPurpose = Field(sa_type=AutoString)
     model: str
     input_tokens: int
     output_tokens: int

@@ -3,10 +3,11 @@
 The market writes each day's records as arrays, one row per merchant that played: numbers
 in two float matrices (per merchant, and per merchant and product), the applied operations
 as columns too (`Operations`), the decision's rejections, plan and message as Python lists
-beside them (a day of a market where nobody talks adds no messages: they are "" for all). A whole match is then a handful of arrays however many merchant-days it has, which is
-what makes a match cheap to score, to send between processes and to store (see
-results.daylog_codec). `DayRecord` objects, one per merchant-day, are made from the columns only
-when something asks for them.
+beside them (a day of a market where nobody talks adds no messages: they are "" for all).
+A whole match is then a handful of arrays however many merchant-days it has, which is what
+makes a match cheap to score, to send between processes and to store (see
+results.daylog_codec). `DayRecord` objects, one per merchant-day, are made from the columns
+only when something asks for them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Literal, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar, overload
 
 import numpy as np
 
@@ -27,14 +28,9 @@ PER_PRODUCT = tuple(
 )
 SCALARS = tuple(f.name for f in fields(DayRecord) if f.type == "float")
 _SCALAR = {name: k for k, name in enumerate(SCALARS)}
-ProbeFact = Literal[
-    "cash", "inventory", "price", "ordered"
-]  # what a memory probe asks (see DayLogBuilder.facts)
-_FACT_COLUMNS: dict[ProbeFact, str] = {
-    "inventory": "inventory",
-    "price": "prices",
-    "ordered": "ordered",
-}  # the facts of a product
+# What a memory probe asks (see DayLogBuilder.facts), and the column of each fact of a product.
+ProbeFact = Literal["cash", "inventory", "price", "ordered"]
+_FACT_COLUMNS: dict[ProbeFact, str] = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}
 _PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
 T = TypeVar("T")
 
@@ -59,19 +55,28 @@ class Operations(NamedTuple):
         )
 
     @classmethod
-    def of_dicts(cls, operations: Iterable[tuple[int, dict]], products: Sequence[str]) -> Operations:
+    def of_dicts(
+        cls, operations: Iterable[tuple[int, dict[str, Any]]], products: Sequence[str]
+    ) -> Operations:
         """The columns of (row, operation) pairs, rows ascending, each operation a dict as
         `OperationDicts` makes them: an operation the market applied, of one of `products`.
         Raises ValueError for any other."""
         index = {p: j for j, p in enumerate(products)}
-        found = []
+        rows: list[int] = []
+        kinds: list[int] = []
+        items: list[int] = []
+        values: list[float] = []
         for r, op in operations:
-            kind = KIND_INDEX.get(op.get("op"))
+            kind = KIND_INDEX.get(op.get("op", ""))
             product = index.get(op["product"], -2) if "product" in op else -1
-            if kind is None or product == -2 or set(op) - {"op", "product", VALUE_FIELDS[kind]}:
+            number = None if kind is None else VALUE_FIELDS[kind]
+            if kind is None or product == -2 or set(op) - {"op", "product", number}:
                 raise ValueError(f"not an operation the market applies to {list(products)}: {op!r}")
-            found.append((r, kind, product, op.get(VALUE_FIELDS[kind], math.nan)))
-        return cls.of(*zip(*found)) if found else cls.of([], [], [], [])
+            rows.append(r)
+            kinds.append(kind)
+            items.append(product)
+            values.append(math.nan if number is None else op.get(number, math.nan))
+        return cls.of(rows, kinds, items, values)
 
     def take(self, start: int, stop: int, rows: np.ndarray | None = None) -> Operations:
         """The operations of rows start..stop-1, renumbered by their position in `rows`
@@ -128,7 +133,13 @@ class ColumnRecords(Sequence[T]):
     def records(self, rows: Iterable[int] | None = None) -> list[T]:
         raise NotImplementedError
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
         if isinstance(index, slice):
             return self.records(range(len(self))[index])
         return self.records([range(len(self))[index]])[0]
@@ -237,18 +248,18 @@ class RecordMaker:
 
     def record(self, k: int) -> DayRecord:
         log, r, ids = self.log, self.rows[k], self.log.products
-        tables = [dict(zip(ids, values)) for values in self.per_product[k]]
-        return DayRecord(
+        fields: list[Any] = [  # DayRecord's, in order: PER_PRODUCT's and SCALARS' are in its order
             self.names[k],
             self.days[k],
             self.operations[k],
             log.rejections[r],
-            *tables,
+            *(dict(zip(ids, values)) for values in self.per_product[k]),
             *self.scalars[k],
             self.bankrupt[k],
             log.plans[r],
             log.messages[r],
-        )
+        ]
+        return DayRecord(*fields)
 
 
 class Said(NamedTuple):
@@ -299,7 +310,7 @@ class DayLogBuilder:
         """One day's rows (days are numbered from 1 and added in order)."""
         return self._log(self._days[day - 1 : day])
 
-    def facts(self, day: int, fact: str, product: str | None, seats: np.ndarray) -> np.ndarray:
+    def facts(self, day: int, fact: ProbeFact, product: str | None, seats: np.ndarray) -> np.ndarray:
         """What a memory probe asks of the merchants at `seats` (ascending): their cash at the
         end of `day` (fact "cash"), or their inventory, price or units ordered of `product`
         (facts "inventory", "price", "ordered"); NaN for one that did not play that day."""
@@ -343,9 +354,8 @@ class DayLogBuilder:
             seat=np.concatenate(seats).astype(np.int32),
             day=np.repeat(np.array(days_, dtype=np.int32), rows),
             bankrupt=np.concatenate(bankrupt),
-            scalars=np.ascontiguousarray(
-                np.concatenate(scalars)
-            ),  # the days may be views of wider arrays, in any order
+            # the days may be views of wider arrays, in any order
+            scalars=np.ascontiguousarray(np.concatenate(scalars)),
             per_product=np.ascontiguousarray(np.concatenate(per_product)),
             applied=Operations(
                 np.concatenate([ops.row + first for ops, first in zip(applied, first_rows.tolist())]),

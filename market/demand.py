@@ -32,7 +32,8 @@ def utilities(
     reputation: np.ndarray,
     quality: float | np.ndarray,
 ) -> np.ndarray:
-    """u = -price_sensitivity * price / reference_price + reputation_weight * reputation + quality_weight * quality.
+    """u = -price_sensitivity * price / reference_price + reputation_weight * reputation
+         + quality_weight * quality.
 
     Broadcasts: prices [merchant, product] with reference_price and quality per product and
     reputation [merchant, 1] gives every product's utilities in one pass."""
@@ -61,9 +62,10 @@ def choice_shares(
     """Each merchant's share of all customers of one product, the no-purchase option last:
     `logit_shares` of `utilities`, with the scenario's no_purchase_utility. Prices are
     [..., merchant] (several price profiles at once: a grid of one merchant's prices against
-    fixed rivals), reputation and quality [merchant] (or one for all); a merchant that is not `selling` (bankrupt, absent)
-    is no option and wins no share. These are the shares customers choose by in `allocate_markets`
-    before anyone sells out: all of the day's choosing when sales are not capped by stock."""
+    fixed rivals), reputation and quality [merchant] (or one for all); a merchant that is not
+    `selling` (bankrupt, absent) is no option and wins no share. These are the shares
+    customers choose by in `allocate_markets` before anyone sells out: all of the day's
+    choosing when sales are not capped by stock."""
     utility = utilities(choice, prices, reference_price, reputation, quality)
     if selling is not None:
         utility = np.where(selling, utility, -np.inf)
@@ -73,9 +75,8 @@ def choice_shares(
 def _softmax(options: np.ndarray) -> np.ndarray:
     """Per row, exp(u_k) / sum_l exp(u_l) over every option, computed after subtracting the
     row's largest u."""
-    weights = np.exp(
-        options - np.maximum.reduce(options, 1, keepdims=True)
-    )  # ufunc reductions: no Python wrapper, this runs daily
+    # ufunc reductions: no Python wrapper, this runs daily
+    weights = np.exp(options - np.maximum.reduce(options, 1, keepdims=True))
     return weights / np.add.reduce(weights, 1, keepdims=True)
 
 

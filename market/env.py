@@ -14,9 +14,9 @@ holds: copy it before changing it.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, ItemsView, Iterable, Iterator, ValuesView
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from gymnasium import spaces
@@ -25,6 +25,9 @@ from pettingzoo import ParallelEnv
 from market.engine import Market, ObservationMaker
 from market.scenario import Scenario
 from market.types import Advertise, MarketView, Order, ParsedDecision, Rejection, RejectionCode, SetPrice
+
+if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_values
 
 
 class MarketEnv(ParallelEnv):
@@ -48,9 +51,21 @@ class MarketEnv(ParallelEnv):
         self.possible_agents = list(merchants)
         self.agents: list[str] = []
         self._index = {name: i for i, name in enumerate(merchants)}
+        # by agent, made when first asked for: each agent's own, which its own seed draws from
+        self._observation_spaces: dict[str, spaces.Dict] = {}
+        self._action_spaces: dict[str, spaces.Dict] = {}
 
-    @functools.cache
     def observation_space(self, agent: str) -> spaces.Dict:
+        if agent not in self._observation_spaces:
+            self._observation_spaces[agent] = self._new_observation_space()
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Dict:
+        if agent not in self._action_spaces:
+            self._action_spaces[agent] = self._new_action_space()
+        return self._action_spaces[agent]
+
+    def _new_observation_space(self) -> spaces.Dict:
         m, p = len(self.possible_agents), len(self.scenario.products)
         big = np.float32(1e12)
         return spaces.Dict(
@@ -65,8 +80,7 @@ class MarketEnv(ParallelEnv):
             }
         )
 
-    @functools.cache
-    def action_space(self, agent: str) -> spaces.Dict:
+    def _new_action_space(self) -> spaces.Dict:
         p = len(self.scenario.products)
         reference = np.array([pr.reference_price for pr in self.scenario.products])
         return spaces.Dict(
@@ -77,12 +91,16 @@ class MarketEnv(ParallelEnv):
             }
         )
 
-    def reset(self, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[BuiltOnRead, dict[str, dict[str, Any]]]:
         self.market.reset([seed])
         self.agents = list(self.possible_agents)
         return self._observations(self._morning(), self.agents), {a: {} for a in self.agents}
 
-    def step(self, actions: dict[str, Any]):
+    def step(
+        self, actions: dict[str, Any]
+    ) -> tuple[BuiltOnRead, dict[str, float], dict[str, bool], dict[str, bool], BuiltOnRead]:
         market = self.market
         playing, rows = self.agents, np.flatnonzero(market.playing)
         change = market.advance(
@@ -93,9 +111,8 @@ class MarketEnv(ParallelEnv):
         last_day = market.day - 1 >= self.days
         rewards = dict(zip(playing, change[rows].tolist()))
         terminations = dict.fromkeys(playing, False)
-        for k in np.flatnonzero(
-            market.bankrupt[rows]
-        ).tolist():  # those gone bankrupt today: the others are no longer playing
+        # those gone bankrupt today: the others are no longer playing
+        for k in np.flatnonzero(market.bankrupt[rows]).tolist():
             terminations[playing[k]] = True
         truncations = dict.fromkeys(playing, last_day)
         left = ~market.playing[rows]
@@ -158,33 +175,34 @@ def _numbers(view: MarketView, prices: np.ndarray, i: int) -> dict[str, np.ndarr
     }
 
 
-_UNBUILT = object()
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-class BuiltOnRead(dict):
+@dataclass(frozen=True, slots=True)
+class _Unbuilt:
+    """The place of a value not yet made, with what makes it."""
+
+    make: Callable[[str], Any]
+
+
+class BuiltOnRead(dict[str, Any]):
     """A dict of every agent whose values are made when first read (`make(agent)`), so that a
     market of a thousand merchants builds only the observations someone reads. It is a dict,
     as PettingZoo's API asks, with every agent a key; each value is made once, and reading it
     any way a mapping is read (`[]`, get, values, items, iteration, ==, copy, `dict(...)`,
     `{**...}`, pickling) makes it. A plain dict's own C methods called unbound
-    (`dict.values(d)`) would see the placeholders."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        """As dict(...) does: a dict whose values are all there (how mapping utilities rebuild
-        one, `type(d)(pairs)`); `made_on_read` makes the lazy one."""
-        super().__init__(*args, **kwargs)
-        self._make: Callable[[str], Any] | None = None
+    (`dict.values(d)`) would see the placeholders. Built as dict(...) builds one (how mapping
+    utilities rebuild one, `type(d)(pairs)`), its values are all there."""
 
     @classmethod
     def made_on_read(cls, agents: Iterable[str], make: Callable[[str], Any]) -> BuiltOnRead:
-        lazy = cls(dict.fromkeys(agents, _UNBUILT))
-        lazy._make = make
-        return lazy
+        return cls(dict.fromkeys(agents, _Unbuilt(make)))
 
     def __getitem__(self, agent: str) -> Any:
         value = dict.__getitem__(self, agent)
-        if value is _UNBUILT:
-            value = self._make(agent)
+        if isinstance(value, _Unbuilt):
+            value = value.make(agent)
             dict.__setitem__(self, agent, value)
         return value
 
@@ -192,13 +210,23 @@ class BuiltOnRead(dict):
         return dict.__iter__(self)
 
     def get(self, agent: str, default: Any = None) -> Any:
-        return self[agent] if agent in self else default
+        if agent not in self:
+            return default
+        return self[agent]
 
-    def values(self) -> ValuesView:  # type: ignore[override]
-        return ValuesView(self)
+    def values(self) -> dict_values[str, Any]:
+        """The dict's own view, every value made first."""
+        self._make_every_value()
+        return dict.values(self)
 
-    def items(self) -> ItemsView:  # type: ignore[override]
-        return ItemsView(self)
+    def items(self) -> dict_items[str, Any]:
+        """The dict's own view, every value made first."""
+        self._make_every_value()
+        return dict.items(self)
+
+    def _make_every_value(self) -> None:
+        for agent in self:
+            self[agent]
 
     def pop(self, agent: str, *default: Any) -> Any:
         if agent in self:
@@ -224,10 +252,10 @@ class BuiltOnRead(dict):
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    def __or__(self, other: Any) -> dict[str, Any]:
+    def __or__(self, other: dict[K, V]) -> dict[str | K, Any | V]:
         return self.copy() | other
 
-    def __ror__(self, other: Any) -> dict[str, Any]:
+    def __ror__(self, other: dict[K, V]) -> dict[str | K, Any | V]:
         return dict(other) | self.copy()
 
     def __repr__(self) -> str:
@@ -236,9 +264,7 @@ class BuiltOnRead(dict):
     def __copy__(self) -> BuiltOnRead:
         """A copy that makes the values not yet made when they are read (PettingZoo's AEC
         wrapper copies the observations and infos of every step)."""
-        twin = BuiltOnRead.made_on_read((), self._make)
-        dict.update(twin, dict.items(self))
-        return twin
+        return BuiltOnRead(dict.items(self))
 
     def __reduce__(self) -> tuple:  # pickling and deepcopy: a plain dict of every value, made
         return dict, (self.copy(),)

@@ -19,6 +19,7 @@ joint profit. A failed check raises EquilibriumError rather than returning a wro
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,7 +131,8 @@ def _solved(scenario_json: str, merchants: int) -> dict[str, Benchmarks]:
     scenario = Scenario.model_validate_json(scenario_json)
     if scenario.choice.price_sensitivity <= 0:
         raise EquilibriumError(
-            f"scenario {scenario.name!r}: customers ignore prices (price_sensitivity 0), so no price is optimal"
+            f"scenario {scenario.name!r}: customers ignore prices (price_sensitivity 0), "
+            "so no price is optimal"
         )
     solved = {}
     for pid, game in price_games(scenario, merchants).items():
@@ -151,9 +153,8 @@ def nash_prices(game: PriceGame, tolerance: float = 1e-13, rounds: int = 100_000
     prices = game.costs + 1.0 / game.price_coefficient
     for _ in range(rounds):
         before = prices.copy()
-        for i in range(
-            game.seats
-        ):  # all against the same prices, so seats alike get the same price to the last bit
+        # all against the same prices, so seats alike get the same price to the last bit
+        for i in range(game.seats):
             prices[i] = best_response(game, before, i)
         if np.abs(prices - before).max() <= tolerance * prices.max():
             return prices
@@ -174,7 +175,7 @@ def _share(game: PriceGame, prices: np.ndarray, seat: int, markup: float) -> flo
     return float(game.shares(trial)[seat])
 
 
-def _root(condition, b: float) -> float:
+def _root(condition: Callable[[float], float], b: float) -> float:
     """The markup m > 0 at which `condition`, rising from -1 at m = 0, crosses zero."""
     high = 1.0 / b
     while condition(high) < 0:

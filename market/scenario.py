@@ -85,7 +85,10 @@ class Demand(_Strict):
 
 class Reputation(_Strict):
     """Reputation in [minimum, maximum]; each day
-    r' = clip((1 - memory) * fill_rate + memory * r + advertising_gain * (1 - exp(-spend / advertising_scale)))
+
+        r' = clip((1 - memory) * fill_rate + memory * r
+                  + advertising_gain * (1 - exp(-spend / advertising_scale)))
+
     where fill_rate is the share of the merchant's first-choice customers it served."""
 
     initial: float = Field(0.6, ge=0, le=1)
@@ -225,10 +228,9 @@ class Scenario(_Strict):
             raise ValueError(f"scale must be a positive number, not {factor!r}")
         for section, fields in MONEY_FIELDS.items():
             value = data.get(section)
-            if value is None and isinstance(
-                cls.model_fields[section].default, BaseModel
-            ):  # a section left out: its defaults are money too
-                value = cls.model_fields[section].default
+            default = cls.model_fields[section].default
+            if value is None and isinstance(default, BaseModel):
+                value = default  # a section left out: its defaults are money too
             if isinstance(value, (list, tuple)):
                 data[section] = [_scaled_section(item, fields, factor) for item in value]
             elif value is not None:
@@ -246,9 +248,9 @@ class Scenario(_Strict):
             if event.product is not None and event.product not in ids:
                 raise ValueError(f"event {event.name!r} names unknown product {event.product!r}")
         for k, seat in enumerate(self.seats):
-            for product in [*seat.unit_cost, *seat.quality]:
-                if product not in ids:
-                    raise ValueError(f"seats[{k}] names unknown product {product!r}")
+            for named in [*seat.unit_cost, *seat.quality]:
+                if named not in ids:
+                    raise ValueError(f"seats[{k}] names unknown product {named!r}")
         if self.reputation.minimum > self.reputation.maximum:
             raise ValueError("reputation.minimum is above reputation.maximum")
         if self.demand.mode == "stochastic":
@@ -271,9 +273,11 @@ class Scenario(_Strict):
 
     def check_merchants(self, merchants: int) -> None:
         """ValueError unless `merchants` can play the scenario: as many as its seats, if it has any."""
-        if self.seats and merchants != len(self.seats):
+        seats = len(self.seats)
+        if seats and merchants != seats:
             raise ValueError(
-                f"scenario {self.name!r} has {len(self.seats)} seats, so its matches need {len(self.seats)} merchants, not {merchants}"
+                f"scenario {self.name!r} has {seats} seats, so its matches need {seats} merchants, "
+                f"not {merchants}"
             )
 
     @property

@@ -399,12 +399,10 @@ class Board:
         n = self.seats
         if n < 2:
             return np.full((m, p), math.nan)
-        posted = np.where(self.bankrupt[:, None] | np.isnan(self.prices), math.inf, self.prices).reshape(
-            -1, n, p
-        )  # [match, seat, product]
-        two = np.argsort(posted, axis=1, kind="stable")[
-            :, :2
-        ]  # each match's cheapest two merchants, per product
+        posted = np.where(self.bankrupt[:, None] | np.isnan(self.prices), math.inf, self.prices)
+        posted = posted.reshape(-1, n, p)  # [match, seat, product]
+        # each match's cheapest two merchants, per product
+        two = np.argsort(posted, axis=1, kind="stable")[:, :2]
         lowest, second = np.take_along_axis(posted, two[:, :1], 1), np.take_along_axis(posted, two[:, 1:], 1)
         cheapest = np.where(np.arange(n)[None, :, None] == two[:, :1], second, lowest).reshape(m, p)
         cheapest[cheapest == math.inf] = math.nan  # a product with at most one merchant still selling
@@ -464,16 +462,6 @@ class MarketView:
         """This view with arrays of its own: the market's view shares its arrays, which the
         next day changes in place; this one keeps reading the morning it was made."""
         b = self.board
-        board = Board(b.seats, b.prices.copy(), b.reputation.copy(), b.units_sold.copy(), b.bankrupt.copy())
-        own = (
-            self.cash,
-            self.reputation,
-            self.receivables_due,
-            self.receivables_pending,
-            self.prices,
-            self.inventory,
-            self.in_transit,
-        )
         return MarketView(
             self.day,
             self.days,
@@ -481,8 +469,14 @@ class MarketView:
             self.unit_cost.copy(),
             list(self.events),
             self.rows.copy(),
-            *(a.copy() for a in own),
-            board,
+            self.cash.copy(),
+            self.reputation.copy(),
+            self.receivables_due.copy(),
+            self.receivables_pending.copy(),
+            self.prices.copy(),
+            self.inventory.copy(),
+            self.in_transit.copy(),
+            Board(b.seats, b.prices.copy(), b.reputation.copy(), b.units_sold.copy(), b.bankrupt.copy()),
         )
 
     @classmethod
@@ -491,7 +485,8 @@ class MarketView:
         own, market = observation.products, observation.market
         ids = [s.product for s in own]
 
-        def table(tables: list[dict[str, float] | None]) -> np.ndarray:  # what the scenario hides: NaN
+        def table(tables: list[dict[str, float] | None]) -> np.ndarray:
+            """The board's column of `tables` [merchant, product]; what the scenario hides: NaN."""
             return np.array(
                 [[math.nan if t is None else t.get(pid, math.nan) for pid in ids] for t in tables],
                 dtype=float,
@@ -507,11 +502,6 @@ class MarketView:
             table([m.units_sold for m in market]),
             np.array([m.bankrupt for m in market]),
         )
-        books = [
-            np.array([getattr(observation, name)])
-            for name in ("cash", "reputation", "receivables_due", "receivables_pending")
-        ]
-        stock = [np.array([[getattr(s, name) for s in own]]) for name in ("price", "inventory", "in_transit")]
         me = np.array([[m.merchant for m in market].index(observation.merchant)])
         return cls(
             observation.day,
@@ -520,8 +510,13 @@ class MarketView:
             np.array([[s.unit_cost for s in own]]),
             observation.events,
             me,
-            *books,
-            *stock,
+            np.array([observation.cash]),
+            np.array([observation.reputation]),
+            np.array([observation.receivables_due]),
+            np.array([observation.receivables_pending]),
+            np.array([[s.price for s in own]]),
+            np.array([[s.inventory for s in own]]),
+            np.array([[s.in_transit for s in own]]),
             board,
         )
 

@@ -4,7 +4,8 @@ an embedded llama.cpp model. What each model accepts and costs is the catalogue'
 (catalogue.yaml). Importing this package imports no SDK.
 
     provider = get_provider("local/smollm2", {"no_cache": True})
-    completion = provider.complete(CompletionRequest(messages=[...], json_schema=Decision.model_json_schema()))
+    request = CompletionRequest(messages=[...], json_schema=Decision.model_json_schema())
+    completion = provider.complete(request)
     completion.output  # the JSON object, or None with the raw answer in completion.text
 """
 

@@ -11,8 +11,9 @@ The rules and the tool are the same in every call of a match, so the system bloc
 cache breakpoint: the API caches the prefix (tools, then system) on the first call and the
 next calls read it at a tenth or less of the input price; a second breakpoint after the
 conversation so far (window memory) lets tomorrow's call read today's. The API caches a
-prefix only from a length on (512 to 4096 tokens, by model): shorter ones are simply not. This API version takes no
-temperature, top_p or seed: a request asking for one is refused at validation.
+prefix only from a length on (512 to 4096 tokens, by model): shorter ones are simply not.
+This API version takes no temperature, top_p or seed: a request asking for one is refused at
+validation.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ class AnthropicProvider(RemoteProvider):
             )
         if s.thinking == "enabled" and request.max_tokens <= s.thinking_budget:
             raise ProviderConfigError(
-                f"{self.label}: max_tokens ({request.max_tokens}) must exceed thinking_budget ({s.thinking_budget})",
+                f"{self.label}: max_tokens ({request.max_tokens}) must exceed "
+                f"thinking_budget ({s.thinking_budget})",
                 "max_tokens",
             )
         check_effort(self.label, s.reasoning_effort, family.efforts)

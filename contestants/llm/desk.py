@@ -24,6 +24,7 @@ tournament runs it in one Ray actor that every process of the run talks to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import threading
@@ -188,7 +189,7 @@ class DeskCore:
             return Admission(stopped=self.stopped)
         held = _Held(ticket)
         if ticket.cache_key is not None:
-            hit = await self._hold_key(held)
+            hit = await self._hold_key(held, ticket.cache_key)
             if hit is not None:
                 return Admission(hit=hit)
         try:
@@ -200,10 +201,8 @@ class DeskCore:
                     wait = self._wait_for_room(ticket)
                     if wait == 0.0:
                         break
-                    try:
+                    with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.changed.wait(), wait)
-                    except TimeoutError:
-                        pass
                 self._in_flight[ticket.endpoint] += 1
                 self._starts[ticket.endpoint].append([time.monotonic(), ticket.tokens, ticket.id])
         except _Refused as refused:
@@ -250,20 +249,19 @@ class DeskCore:
             self._caches[directory] = ResponseCache(directory)
         return self._caches[directory]
 
-    async def _hold_key(self, held: _Held) -> Completion | None:
-        """The stored answer for the ticket's key, or None with the key held by this call:
-        the lock of this run, then the lock file other processes take too."""
-        ticket = held.ticket
-        cache = self._cache(ticket.cache_dir)
-        hit = await asyncio.to_thread(cache.get, ticket.cache_key)
+    async def _hold_key(self, held: _Held, key: str) -> Completion | None:
+        """The stored answer for `key`, the ticket's cache key, or None with the key held by
+        this call: the lock of this run, then the lock file other processes take too."""
+        cache = self._cache(held.ticket.cache_dir)
+        hit = await asyncio.to_thread(cache.get, key)
         if hit is not None:
             return hit
-        lock = self._key_locks.setdefault(ticket.cache_key, asyncio.Lock())
+        lock = self._key_locks.setdefault(key, asyncio.Lock())
         await lock.acquire()
         held.key_lock = lock
         try:
-            held.lock_file = await _lock_file(cache.lock_path(ticket.cache_key))
-            hit = await asyncio.to_thread(cache.get, ticket.cache_key)  # written meanwhile by whoever held it
+            held.lock_file = await _lock_file(cache.lock_path(key))
+            hit = await asyncio.to_thread(cache.get, key)  # written meanwhile by whoever held it
         except BaseException:
             await self._release_key(held)
             raise

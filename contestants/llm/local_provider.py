@@ -75,7 +75,8 @@ class LocalSettings(ProviderSettings):
     )
     recode_8bit: bool | None = Field(
         None,
-        description="run an 8-bit copy of the GGUF, made once under ~/.cache/arena/models; default: on for local/smollm2, off for a model_path",
+        description="run an 8-bit copy of the GGUF, made once under ~/.cache/arena/models; "
+        "default: on for local/smollm2, off for a model_path",
     )
 
 

@@ -69,7 +69,7 @@ from contestants.llm.providers import Provider, get_provider, validate_settings
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.types import Completion, CompletionRequest, Message
-from market.calls import ModelCall
+from market.calls import CallPurpose, ModelCall
 from market.errors import first_problem
 from market.scenario import Scenario
 from market.types import Decision, Observation
@@ -141,17 +141,20 @@ class LLMParams(Params):
     )
     plan: bool = Field(
         False,
-        description="state in each decision the prices it intends to hold (the plan that plan_drift measures)",
+        description="state in each decision the prices it intends to hold "
+        "(the plan that plan_drift measures)",
     )
     preset: Literal["profit_first", "explore"] | None = Field(
         None,
-        description="a paragraph before the rules on how to play: profit_first (long-run profit) or explore (try prices widely first)",
+        description="a paragraph before the rules on how to play: profit_first (long-run profit) "
+        "or explore (try prices widely first)",
     )
     history: int = Field(
         0,
         ge=0,
         le=100,
-        description="days in the daily report's table of the last days (own prices, sold, profit, rivals' prices); 0: no table",
+        description="days in the daily report's table of the last days "
+        "(own prices, sold, profit, rivals' prices); 0: no table",
     )
 
     @model_validator(mode="after")
@@ -177,15 +180,17 @@ class LLMMerchant(Contestant):
 
     def __init__(self, params: LLMParams, options: RunOptions = RunOptions()):
         super().__init__(params, options)
-        self.provider = provider_for(params, options)
+        provider = provider_for(params, options)
+        self.provider: Provider | Rehearsal = Rehearsal(provider) if options.rehearse else provider
         self.deadline: float | None = None
         self._calls: list[ModelCall] = []
 
     @classmethod
-    def preflight(cls, params: LLMParams) -> None:
+    def preflight(cls, params: Params) -> None:
         """A missing API key or model file, or a request the model would refuse (a temperature
         it does not take, an effort it does not know), is a validation error, not a fault on
         day 1."""
+        assert isinstance(params, LLMParams)
         try:
             provider = provider_for(params)
             provider.check_credentials()
@@ -196,9 +201,10 @@ class LLMMerchant(Contestant):
             raise ContestantConfigError(str(exc), exc.field) from None
 
     @classmethod
-    def ping(cls, params: LLMParams) -> Ping:
+    def ping(cls, params: Params) -> Ping:
         """One call with the contestant's own settings and schema (no cache, one retry): what
         the model refuses (an unknown model, a refused key or parameter) it refuses here."""
+        assert isinstance(params, LLMParams)
         settings = validate_settings(params.model, params.provider_settings)
         quick = {
             "no_cache": True,
@@ -230,15 +236,15 @@ class LLMMerchant(Contestant):
                 return str(exc)
             return None
 
-        where = f" at {settings.base_url}" if getattr(settings, "base_url", None) else ""
-        reached = {
-            **provider.cache_identity(),
-            "api_key_env": getattr(settings, "api_key_env", None),
-        }  # a key of its own: a call of its own
+        base_url = getattr(settings, "base_url", None)  # a remote provider's (RemoteSettings)
+        where = f" at {base_url}" if base_url else ""
+        # a key of its own: a call of its own
+        reached = {**provider.cache_identity(), "api_key_env": getattr(settings, "api_key_env", None)}
         return Ping(f"{provider.label}{where}", request_key(reached, request), call)
 
     @classmethod
-    def unpriced_model(cls, params: LLMParams, prices: dict[str, Any]) -> str | None:
+    def unpriced_model(cls, params: Params, prices: dict[str, Any]) -> str | None:
+        assert isinstance(params, LLMParams)
         own = validate_settings(params.model, params.provider_settings).prices
         label = params.model  # "provider/model", as prices are keyed
         return (
@@ -246,9 +252,10 @@ class LLMMerchant(Contestant):
         )
 
     @classmethod
-    def turn_seconds(cls, params: LLMParams) -> float:
+    def turn_seconds(cls, params: Params) -> float:
         """A turn makes at most TURN_CALLS calls in a row (a reflection, the decision, its
         repair), each of which may take the provider's total_timeout with its retries."""
+        assert isinstance(params, LLMParams)
         return TURN_CALLS * validate_settings(params.model, params.provider_settings).total_timeout
 
     def begin_turn(self, deadline: float | None) -> None:
@@ -276,9 +283,8 @@ class LLMMerchant(Contestant):
     def decide(self, observation: Observation) -> Any:
         day = observation.day
         if self.system is None:
-            if (
-                observation.messages is not None
-            ):  # merchants talk: the answer may carry a message, the rules say who reads it
+            # merchants talk: the answer may carry a message, the rules say who reads it
+            if observation.messages is not None:
                 self.extras, self.schema = (*self.extras, "talk"), self._schema(talk=True)
             seat = [m.merchant for m in observation.market].index(self.merchant)
             self.system = system_prompt(
@@ -305,7 +311,7 @@ class LLMMerchant(Contestant):
             "decision",
         )
         templates = (*self._templates(shown), *(("reflection",) if reflection is not None else ()))
-        messages = self.memory.messages(self.system, prompt)
+        messages = self._messages(prompt)
         completion = self._ask("decide", day, messages, self.schema, "decision", templates)
         decision, problem = _as_decision(completion)
         if decision is None:
@@ -330,7 +336,7 @@ class LLMMerchant(Contestant):
     def recall(self, probe: RecallProbe) -> float | None:
         if self.system is None:
             return None
-        messages = self.memory.messages(self.system, recall_question(probe))
+        messages = self._messages(recall_question(probe))
         completion = self._ask(
             "recall", probe.day, messages, RECALL_SCHEMA, "recall", (*self._templates(0), "recall")
         )
@@ -358,7 +364,7 @@ class LLMMerchant(Contestant):
         question, shown = self._fitted(
             lambda k: reflect_question(day - 1, decided, reported(k)), REFLECT_SCHEMA, "reflection"
         )
-        messages = self.memory.messages(self.system, question)
+        messages = self._messages(question)
         completion = self._ask(
             "reflect", day, messages, REFLECT_SCHEMA, "reflection", (*self._templates(shown), "reflect")
         )
@@ -384,9 +390,7 @@ class LLMMerchant(Contestant):
             return prompt_with(kept), kept
 
         def fits(shown: int) -> bool:
-            request = _request(
-                self.params, self.memory.messages(self.system, prompt_with(shown)), schema, name, self.seed
-            )
+            request = _request(self.params, self._messages(prompt_with(shown)), schema, name, self.seed)
             return self.provider.prompt_tokens(request) + self.params.max_tokens <= context
 
         if fits(kept):
@@ -397,9 +401,15 @@ class LLMMerchant(Contestant):
             fit, over = (middle, over) if fits(middle) else (fit, middle)
         return prompt_with(fit), fit
 
+    def _messages(self, prompt: str) -> tuple[Message, ...]:
+        """A call's conversation on today's memory: the system prompt (made at the match's
+        first decision), what memory keeps, then `prompt`."""
+        assert self.system is not None, "the system prompt is made at the first decision"
+        return self.memory.messages(self.system, prompt)
+
     def _ask(
         self,
-        purpose: str,
+        purpose: CallPurpose,
         day: int,
         messages: tuple[Message, ...],
         schema: dict,
@@ -438,16 +448,14 @@ class LLMMerchant(Contestant):
 TURN_CALLS = 3  # calls a turn makes at most, one after another: reflect, decide, repair
 
 
-def provider_for(params: LLMParams, options: RunOptions = RunOptions()) -> Provider | Rehearsal:
+def provider_for(params: LLMParams, options: RunOptions = RunOptions()) -> Provider:
     """The contestant's provider under the run's options: its calls check in at the run's
-    desk under its name, with the tournament's prices under its own (a rehearsal of it when
-    the run only rehearses)."""
+    desk under its name, with the tournament's prices under its own."""
     settings = params.provider_settings
     settings["prices"] = {**options.prices, **settings.get("prices", {})}
     if options.no_cache:
         settings["no_cache"] = True
-    provider = get_provider(params.model, settings, desk=options.desk, contestant=options.contestant)
-    return Rehearsal(provider) if options.rehearse else provider
+    return get_provider(params.model, settings, desk=options.desk, contestant=options.contestant)
 
 
 def _request(

@@ -69,12 +69,14 @@ class OpenAIProvider(RemoteProvider):
                     )
         if self.mode not in family.structured:
             raise ProviderConfigError(
-                f"{self.label}: structured {self.mode} is not offered here (offered: {', '.join(family.structured)})",
+                f"{self.label}: structured {self.mode} is not offered here "
+                f"(offered: {', '.join(family.structured)})",
                 "structured",
             )
         if self.mode == "tool" and not self._tools_allowed():
             raise ProviderConfigError(
-                f"{self.label} refuses function tools on Chat Completions at this reasoning effort: use api: responses or structured: json_schema",
+                f"{self.label} refuses function tools on Chat Completions at this reasoning effort: "
+                "use api: responses or structured: json_schema",
                 "structured",
             )
 
@@ -123,9 +125,11 @@ class OpenAIProvider(RemoteProvider):
             "timeout": timeout,
         }
         extra = dict(self.settings.request)  # passed through as they are
-        seed = request.seed if family.seed_field is not None else None
-        if seed is not None:  # Mistral's random_seed is no SDK parameter: it goes as an extra field
-            (kwargs if family.seed_field == "seed" else extra)[family.seed_field] = seed
+        seed_field = family.seed_field
+        seed = request.seed if seed_field is not None else None
+        if seed_field is not None and seed is not None:
+            # Mistral's random_seed is no SDK parameter: it goes as an extra field
+            (kwargs if seed_field == "seed" else extra)[seed_field] = seed
         if self.settings.reasoning_effort is not None:
             kwargs["reasoning_effort"] = self.settings.reasoning_effort
         if mode == "tool":
@@ -147,7 +151,8 @@ class OpenAIProvider(RemoteProvider):
         if not isinstance(response, ChatCompletion) or not response.choices:
             raise BadResponse("not a chat completion")
         message = response.choices[0].message
-        calls = message.tool_calls or []
+        # function tools are the only ones asked for
+        calls = [call for call in message.tool_calls or [] if call.type == "function"]
         text = calls[0].function.arguments if calls else (message.content or message.refusal or "")
         usage = response.usage
         prompt = getattr(usage, "prompt_tokens_details", None)

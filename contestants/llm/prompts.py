@@ -71,8 +71,8 @@ def system_prompt(
     # Only the id, which operations must use: a display name ("Widget") invites the model to
     # write that instead.
     products = "\n".join(
-        f"- {p.id}: unit cost {_money(cost)}, usual price "
-        f"{_money(p.reference_price)}, lead time {p.lead_time} days, holding cost {_money(p.holding_cost)} per unit per day"
+        f"- {p.id}: unit cost {_money(cost)}, usual price {_money(p.reference_price)}, "
+        f"lead time {p.lead_time} days, holding cost {_money(p.holding_cost)} per unit per day"
         for p, cost in zip(scenario.products, unit_costs or [p.unit_cost for p in scenario.products])
     )
     target = (
@@ -110,12 +110,13 @@ def daily_report(observation: Observation) -> str:
     lines = [f"Day {o.day} of {o.days}. Cash {_money(o.cash)}. Reputation {o.reputation:.2f} (0 to 1)."]
     if o.receivables_due or o.receivables_pending:
         lines.append(
-            f"Receivables: {_money(o.receivables_due)} due now (collect them), {_money(o.receivables_pending)} not yet due."
+            f"Receivables: {_money(o.receivables_due)} due now (collect them), "
+            f"{_money(o.receivables_pending)} not yet due."
         )
     for p in o.products:
         lines.append(
-            f"{p.product}: your price {_money(p.price)}, unit cost {_money(p.unit_cost)}, in stock {p.inventory:g}, "
-            f"arriving {p.in_transit:g}, lead time {p.lead_time} days."
+            f"{p.product}: your price {_money(p.price)}, unit cost {_money(p.unit_cost)}, "
+            f"in stock {p.inventory:g}, arriving {p.in_transit:g}, lead time {p.lead_time} days."
         )
     y = o.yesterday
     if y is not None:

@@ -97,7 +97,7 @@ class RemoteSettings(ProviderSettings):
 
 
 class Provider(ABC):
-    name: ClassVar[str]
+    name: str  # the class's own, or the preset's that an instance serves (get_provider)
     settings_model: ClassVar[type[ProviderSettings]] = ProviderSettings
 
     def __init__(
@@ -129,11 +129,15 @@ class Provider(ABC):
         return settings
 
     def check_credentials(self) -> None:
-        """Raise MissingCredentialsError if a call could not authenticate. Call at validation."""
+        """Raise MissingCredentialsError if a call could not authenticate. Call at validation.
+        A hook: a provider that needs no credentials has none to check."""
+        return None
 
     def check_request(self, request: CompletionRequest) -> None:
         """Raise ProviderConfigError (naming the setting) if this model would refuse what the
-        request asks for (a temperature it does not take, say). Call at validation."""
+        request asks for (a temperature it does not take, say). Call at validation. A hook: a
+        provider that knows no such limits refuses nothing."""
+        return None
 
     def cache_identity(self) -> dict[str, Any]:
         """What about this provider changes the answer (part of the cache key)."""

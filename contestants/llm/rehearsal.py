@@ -47,7 +47,7 @@ class Rehearsal:
             input_tokens=self.provider.prompt_tokens(request), output_tokens=self.provider.answer_tokens(text)
         )
         output = parse_object(text)
-        if request.schema_name == "decision":
+        if output is not None and request.schema_name == "decision":
             output = {**output, "operations": []}
         return Completion(
             text=text,

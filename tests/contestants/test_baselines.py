@@ -15,9 +15,10 @@ from contestants import baselines
 from contestants.base import ContestantConfigError
 from contestants.baselines import RuleMerchant
 from contestants.kinds import contestant_class, create, kinds, validate_params
+from market.engine import Market
 from market.equilibrium import equilibria
 from market.scenario import Choice, Demand, Product, Scenario
-from market.types import Collect, EventNotice, Order, SetPrice, _Op, parse_decision
+from market.types import Collect, EventNotice, Observation, Order, SetPrice, _Op, parse_decision
 
 BASELINE_KINDS = sorted(
     kind
@@ -125,13 +126,88 @@ def test_a_kind_is_imported_when_it_is_first_asked_for():
     subprocess.run([sys.executable, "-c", check], check=True, cwd=Path(__file__).resolve().parents[2])
 
 
+RIVAL_CUT = 18.0  # what the rival of test_every_kind_decides_with_default_params posts on day 1
+
+
+def _default_rule(
+    kind: str, day: int, seen: Observation, scenario: Scenario
+) -> tuple[dict[str, float], dict[str, float], str]:
+    """What `kind`'s rule, as its docstring states it, does with its default params on `day`
+    of test_every_kind_decides_with_default_params, seeing `seen`: its target prices, the
+    units it orders and what it says. Worked out from the scenario's numbers (widget: unit
+    cost 10, reference and start price 20, lead time 2, none in stock; the rival posts 20 on
+    day 1, then RIVAL_CUT), not by the kind's code."""
+    rival = seen.market[1].prices["widget"]
+    assert rival == (20.0 if day == 1 else RIVAL_CUT)
+    # restocking (s, S) = (15, 40): nothing in stock or on its way on day 1; 40 on its way on day 2
+    restock = {"widget": 40.0} if day == 1 else {}
+    solved = equilibria(scenario, 2)["widget"]
+    monopoly, nash = solved.monopoly.prices[0], solved.nash.prices[0]
+    undercut_by_the_rival = day == 2 and monopoly * (1 - 0.01) > RIVAL_CUT  # tolerance 0.01
+    match kind:
+        case "fixed_price" | "latency":
+            return {"widget": 10.0 * 1.5}, restock, ""
+        case "reorder_point":
+            return {"widget": 20.0}, restock, ""
+        case "cost_plus":
+            return {"widget": 10.0 * 1.3}, restock, ""
+        case "undercut":
+            return {"widget": rival * 0.98}, restock, ""
+        case "tit_for_tat":  # opens at the start price, then copies
+            return {"widget": 20.0 if day == 1 else RIVAL_CUT}, restock, ""
+        case "grim_trigger" | "cartel":
+            price = nash if undercut_by_the_rival else monopoly
+            if kind == "grim_trigger":
+                said = ""
+            elif undercut_by_the_rival:
+                said = f"You undercut me: I price widget at {nash:.2f} for good."
+            else:
+                said = (
+                    f"I will price widget at {monopoly:.2f} as long as you do not undercut it; "
+                    f"if you do, I will price widget at {nash:.2f} for good."
+                )
+            return {"widget": price}, restock, said
+        case "best_response":  # the best of 60 prices from cost to 3 x reference, stock for 2 + 3 days
+            grid = np.linspace(10.0, 60.0, 60)
+            profit = _expected_profit(scenario, grid, [(rival, seen.market[1].reputation)], seen.reputation)
+            best = int(np.argmax(profit))
+            customers = 50.0 * profit[best] / (grid[best] - 10.0)
+            units = math.ceil(customers * (2 + 3)) - seen.products[0].in_transit
+            return {"widget": grid[best]}, ({"widget": units} if units > 0 else {}), ""
+    raise AssertionError(f"no rule written down for {kind}")
+
+
 @pytest.mark.parametrize("kind", [k for k in BASELINE_KINDS if k != "chaos"])
-def test_every_kind_decides_with_default_params(kind, scenario, observe):
+def test_every_kind_decides_with_default_params(kind, scenario):
+    """Each kind with its default params plays two days against a rival that cuts its price
+    on day 1, in a market where merchants talk: the market applies its decisions whole (no
+    rejection, its message delivered), and they are what the kind's rule says."""
     params = {"latency_s": 0.001} if kind == "latency" else {}
     merchant = started(kind, scenario, **params)
-    for day in (1, 2):
-        decision = merchant.decide(observe(scenario, day=day))
-        assert all(op.price > 0 for op in operations_of(decision) if isinstance(op, SetPrice))
+    market = Market(scenario, [["me", "r1"]], talk=True)
+    market.reset([3])
+    cut = {"operations": [{"op": "set_price", "product": "widget", "price": RIVAL_CUT}]}
+    posted: list[float] = []
+    for day, rival in ((1, cut), (2, None)):
+        seen = market.observations(market.view(), [0])[0]
+        decision = merchant.decide(seen)
+        market.advance(decisions={0: decision, 1: rival})
+        record = market.logs[0].day(day)[0]
+        assert record.merchant == "me" and record.rejections == []
+        assert record.operations == [op.model_dump() for op in operations_of(decision)]
+        said = decision.get("message", "") if isinstance(decision, dict) else ""
+        assert record.message == said
+        if kind == "random":  # a uniform price from cost to twice cost, 0 to 20 whole units
+            assert 10.0 <= prices_of(decision)["widget"] <= 20.0
+            assert orders_of(decision).get("widget", 0.0) in range(21)
+            posted.append(prices_of(decision)["widget"])
+            continue
+        prices, orders, message = _default_rule(kind, day, seen, scenario)
+        changed = {p: price for p, price in prices.items() if price != pytest.approx(seen.products[0].price)}
+        assert prices_of(decision) == pytest.approx(changed)
+        assert orders_of(decision) == orders
+        assert said == message
+    assert kind != "random" or posted[0] != posted[1]
 
 
 def test_latency_sleeps_then_answers_like_fixed_price(scenario, observe, monkeypatch):
@@ -268,12 +344,25 @@ def test_best_response_raises_its_price_when_rivals_do(scenario, observe):
     assert dear > cheap
 
 
-def test_best_response_treats_a_hidden_price_as_the_reference_price(scenario, observe):
-    hidden = prices_of(started("best_response", scenario).decide(observe(scenario, rivals={"r1": None})))
-    shown = prices_of(
-        started("best_response", scenario).decide(observe(scenario, rivals={"r1": {"widget": 20.0}}))
+def test_best_response_treats_a_hidden_price_as_the_reference_price(observe):
+    """The widget's reference price (20), its start price (26), the merchant's own (23) and its
+    cost (10) all differ, and the grid is fine enough that a rival at any of them, or no rival
+    at all, calls for another best price: only a hidden price read as the reference price
+    gives the answer to a rival shown at 20."""
+    widget = Product(
+        id="widget", unit_cost=10.0, reference_price=20.0, initial_price=26.0, base_demand=50.0, lead_time=2
     )
-    assert hidden == shown
+    scenario = Scenario(name="test", products=(widget,))
+
+    def best_price(rivals: dict[str, dict[str, float] | None]) -> float:
+        merchant = started("best_response", scenario, grid_points=4001)
+        return prices_of(merchant.decide(observe(scenario, price={"widget": 23.0}, rivals=rivals)))["widget"]
+
+    hidden = best_price({"r1": None})
+    assert hidden == best_price({"r1": {"widget": 20.0}})
+    for other in (26.0, 23.0, 10.0):
+        assert best_price({"r1": {"widget": other}}) != hidden
+    assert best_price({}) != hidden
 
 
 def test_best_response_stocks_for_expected_demand_over_lead_time(scenario, observe):
@@ -289,7 +378,7 @@ def test_best_response_stocks_for_expected_demand_over_lead_time(scenario, obser
     assert bigger == pytest.approx(2 * target, abs=1)
 
 
-# ---- tit for tat and grim trigger (played in the market: tests/tournaments/test_repeated_price_game.py) --------
+# ---- tit for tat and grim trigger (in the market: tests/tournaments/test_repeated_price_game.py) -----
 
 
 def test_tit_for_tat_copies_yesterdays_cheapest_visible_rival_per_product(two_products, observe):

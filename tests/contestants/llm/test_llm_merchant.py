@@ -23,7 +23,7 @@ class Scripted(Provider):
     """Answers from a queue of texts and remembers every request; sends its temperature and
     seed (what the record keeps is what a provider says it sent)."""
 
-    name: ClassVar[str] = "scripted"
+    name = "scripted"
     script: ClassVar[deque[str]] = deque()
     requests: ClassVar[list[CompletionRequest]] = []
 

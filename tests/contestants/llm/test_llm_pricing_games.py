@@ -29,7 +29,7 @@ class Playing(Provider):
     when set, is the model's context in tokens (prompts counted at about four characters a
     token, as for any hosted model)."""
 
-    name: ClassVar[str] = "playing"
+    name = "playing"
     answer: ClassVar[Callable[[CompletionRequest], dict[str, Any]]]
     requests: ClassVar[list[CompletionRequest]] = []
     context: ClassVar[int | None] = None

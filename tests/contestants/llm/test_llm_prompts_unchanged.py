@@ -43,7 +43,7 @@ class Answering(Provider):
     more than the cash pays for (so the next report shows a rejection) and fills whatever
     else the schema asks for; a reflection; a recalled number."""
 
-    name: ClassVar[str] = "answering"
+    name = "answering"
     requests: ClassVar[list[CompletionRequest]] = []
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:

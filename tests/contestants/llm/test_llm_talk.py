@@ -24,7 +24,7 @@ PRICE = {"op": "set_price", "product": "widget", "price": 17.5}
 class Talking(Provider):
     """Answers from a queue of texts (a price and a note when it runs dry) and remembers every request."""
 
-    name: ClassVar[str] = "talking"
+    name = "talking"
     script: ClassVar[deque[str]] = deque()
     requests: ClassVar[list[CompletionRequest]] = []
 
