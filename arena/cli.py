@@ -37,6 +37,7 @@ from market.daylog import DayLog, Said
 from market.errors import UserError
 from market.scenario import Scenario, load_scenario
 from results import store
+from results.composite import ScoringWeights
 from results.db import describe_failure, engine_for
 from results.deviation import DEVIATION_METRICS
 from results.errors import InputFileError
@@ -50,10 +51,11 @@ from results.tables import TournamentRow
 from tournaments.config import (
     MAX_MERCHANTS_PER_MATCH,
     ConfigError,
+    StoredTournament,
     Tournament,
     load_tournament,
     load_weights,
-    stored_scenarios,
+    stored_tournament,
 )
 from tournaments.schedule import schedule
 
@@ -171,7 +173,7 @@ def run(
         out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
     out.print(
         _leaderboard_table(
-            leaderboard(engine, summary.tournament_id),
+            leaderboard(engine, summary.tournament_id, weights=tournament.spec.scoring),
             f"{tournament.spec.name} (tournament {summary.tournament_id})",
         )
     )
@@ -407,14 +409,15 @@ def leaderboard_command(
     """The table over all stored matches, or a selection: rating with 95% interval and rank,
     online Elo, results, validity, memory error, tokens, cost and the composite score."""
     with user_errors():
-        chosen = load_weights(weights) if weights is not None else None
+        engine = engine_for(db, create=False)
+        if weights is not None:
+            chosen = load_weights(weights)
+        elif tournament is not None:
+            chosen = _stored(store.get_tournament(engine, tournament)).scoring
+        else:
+            chosen = ScoringWeights()
         rows = leaderboard(
-            engine_for(db, create=False),
-            tournament,
-            scenario=scenario,
-            contestants=contestant or None,
-            anchor=anchor,
-            weights=chosen,
+            engine, tournament, scenario=scenario, contestants=contestant or None, anchor=anchor, weights=chosen
         )
     if as_json:
         print(json.dumps([row.model_dump() for row in rows], indent=2))
@@ -612,8 +615,8 @@ def report(
     usage and every match's charts. It opens offline: nothing is fetched from anywhere."""
     with user_errors():
         engine = engine_for(db, create=False)
-        stored = store.get_tournament(engine, tournament_id)
-        write_report(engine, tournament_id, out, *stored_scenarios(stored.config_path, stored.config_text))
+        stored = _stored(store.get_tournament(engine, tournament_id))
+        write_report(engine, tournament_id, out, *stored.scenarios(), weights=stored.scoring)
     out_print(f"wrote {out}")
 
 
@@ -667,8 +670,25 @@ def rescore_command(
             if tournament is not None
             else store.list_tournaments(engine)
         )
-        rescored = sum(store.rescore(engine, t.id, _played_scenarios(t)) for t in tournaments)
+        rescored = sum(
+            store.rescore(engine, t.id, _played_scenarios(t), _stored(t).collusion) for t in tournaments
+        )
     out.print(f"Rescored {rescored} matches of {len(tournaments)} tournaments.")
+
+
+def _stored(tournament: TournamentRow) -> StoredTournament:
+    """The tournament with its stored file read again; a warning when that file no longer
+    validates, whose settings are then the defaults."""
+    stored = stored_tournament(tournament)
+    if stored.problem is not None:
+        err.print(
+            f"warning: tournament {tournament.id}: the file stored with it no longer validates "
+            f"({stored.problem}); its scoring weights and collusion settings are taken as the defaults",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    return stored
 
 
 def _played_scenarios(tournament: TournamentRow) -> dict[str, Scenario]:

@@ -16,7 +16,6 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from market.demand import demand_factor
@@ -58,11 +57,6 @@ class CollusionSettings(BaseModel):
             1, math.ceil(round(self.window * last_day, 9))
         )  # rounded: 0.3 * 10 is 3, not 3.0000000000000004
         return last_day - days + 1
-
-
-def stored_settings(config_text: str) -> CollusionSettings:
-    """The `collusion:` section of a tournament's file as it was run (validated then), or the defaults."""
-    return CollusionSettings.model_validate((yaml.safe_load(config_text) or {}).get("collusion") or {})
 
 
 def seat_benchmarks(scenario: Scenario, seats: int) -> SeatBenchmarks | None:

@@ -27,7 +27,6 @@ from collections.abc import Collection, Iterable, Sequence
 from itertools import combinations, groupby
 from typing import NamedTuple
 
-import yaml
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 from sqlmodel import Session, func, select
@@ -177,14 +176,14 @@ def leaderboard(
     scenario: str | None = None,
     contestants: Collection[str] | None = None,
     anchor: str | None = None,
-    weights: ScoringWeights | None = None,
+    weights: ScoringWeights = ScoringWeights(),
 ) -> list[LeaderboardRow]:
     """The table of the stored matches: all of them, or those of a tournament, of a scenario,
     and of the named contestants (matches where at least two of them met, and only their
     seats, as if the others had not been there).
 
-    With a tournament, its registered contestants appear played or not. The composite uses
-    `weights`, else the tournament file's `scoring:` section, else ScoringWeights' defaults.
+    With a tournament, its registered contestants appear played or not. The composite weighs
+    its parts with `weights` (a tournament file's `scoring:` section, or a `--weights` file).
     Raises NotFound for an unknown tournament, scenario, contestant or anchor.
     """
     with Session(engine) as session:
@@ -262,8 +261,6 @@ def leaderboard(
                 )
             ).all()
         ]
-        if weights is None:
-            weights = _stored_weights(session, tournament_id)
 
     matches: list[RankedMatch] = []
     profits: dict[str, list[float]] = defaultdict(list)
@@ -308,14 +305,6 @@ def leaderboard(
             )
         )
     return rows
-
-
-def _stored_weights(session: Session, tournament_id: int | None) -> ScoringWeights:
-    """The `scoring:` section of the tournament's file as it was run (validated then), if any."""
-    if tournament_id is None:
-        return ScoringWeights()
-    config = yaml.safe_load(session.get(TournamentRow, tournament_id).config_text) or {}
-    return ScoringWeights.model_validate(config.get("scoring") or {})
 
 
 def _mean(values: list[float]) -> float | None:

@@ -37,6 +37,7 @@ from market.types import DayRecord
 from results import store
 from results.charts import Band, Interval, Level, Series, forest_plot, line_chart, percent
 from results.collusion import seat_benchmarks
+from results.composite import ScoringWeights
 from results.metrics import MARKET_METRICS
 from results.ratings import LeaderboardRow, leaderboard
 from results.records import (
@@ -83,14 +84,16 @@ def write_report(
     out: Path,
     scenarios: Mapping[str, Scenario],
     scenario_notes: Sequence[str],
+    weights: ScoringWeights = ScoringWeights(),
 ) -> None:
     """Render the report and write it to `out` in one step: a failure leaves no partial file.
 
     `scenarios` (by name) give the events to mark, read again from the files the tournament
     named (events are not in the record); `scenario_notes` say which could not be read (see
-    tournaments.config.stored_scenarios). Raises NotFound for an unknown tournament,
-    ReportError when `out` cannot be written."""
-    page = build_report(engine, tournament_id, scenarios, scenario_notes)
+    tournaments.config.StoredTournament.scenarios); `weights` are the leaderboard's scoring
+    weights. Raises NotFound for an unknown tournament, ReportError when `out` cannot be
+    written."""
+    page = build_report(engine, tournament_id, scenarios, scenario_notes, weights)
     if out.is_dir():
         raise ReportError(f"{out}: is a folder; name the HTML file to write")
     if not out.parent.is_dir():
@@ -110,10 +113,14 @@ def write_report(
 
 
 def build_report(
-    engine: Engine, tournament_id: int, scenarios: Mapping[str, Scenario], scenario_notes: Sequence[str]
+    engine: Engine,
+    tournament_id: int,
+    scenarios: Mapping[str, Scenario],
+    scenario_notes: Sequence[str],
+    weights: ScoringWeights = ScoringWeights(),
 ) -> str:
     tournament = store.get_tournament(engine, tournament_id)
-    rows = leaderboard(engine, tournament_id)
+    rows = leaderboard(engine, tournament_id, weights=weights)
     colors = Palette([row.contestant for row in rows])
     matches = store.list_matches(engine, tournament_id)
     metrics = _metrics(engine, tournament_id)

@@ -19,7 +19,7 @@ from sqlmodel import Session, SQLModel, func, select
 from market.daylog import DayLog
 from market.scenario import Scenario
 from results import deviation
-from results.collusion import CollusionSettings, stored_settings
+from results.collusion import CollusionSettings
 from results.daylog_codec import decode, pack
 from results.db import reconnecting
 from results.errors import NotFound
@@ -146,12 +146,16 @@ def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
 
 
 def save_match(
-    engine: Engine, tournament_id: int, match: FinishedMatch, scenario: Scenario | None = None
+    engine: Engine,
+    tournament_id: int,
+    match: FinishedMatch,
+    scenario: Scenario | None = None,
+    collusion: CollusionSettings = CollusionSettings(),
 ) -> int:
     """Write a match with its results, day records, faults and metrics in one transaction;
-    return its id. Metrics the match does not carry are computed here, with the collusion
-    settings of the tournament's stored file; `scenario` is the one it was played on, for the
-    metrics that need it (see results.metrics).
+    return its id. Metrics the match does not carry are computed here: `scenario` is the one
+    it was played on, for the metrics that need it (see results.metrics), and `collusion` the
+    tournament's settings of the collusion measures.
 
     All or nothing: if any row fails, nothing of the match is stored. A key already recorded
     for the tournament is not written again (the first write wins) and its id is returned;
@@ -159,7 +163,7 @@ def save_match(
     """
     with Session(engine) as session:
         try:
-            match_id = _insert_match(session, tournament_id, match, scenario)
+            match_id = _insert_match(session, tournament_id, match, scenario, collusion)
             session.commit()
             return match_id
         except (
@@ -177,7 +181,10 @@ def save_match(
 
 @reconnecting
 def save_matches(
-    engine: Engine, tournament_id: int, matches: Sequence[tuple[FinishedMatch, Scenario | None]]
+    engine: Engine,
+    tournament_id: int,
+    matches: Sequence[tuple[FinishedMatch, Scenario | None]],
+    collusion: CollusionSettings = CollusionSettings(),
 ) -> list[int]:
     """`save_match` for several matches (each with its scenario) in one transaction, each
     match whole as there: matches played side by side finish together, and a commit costs
@@ -185,16 +192,22 @@ def save_matches(
     or one's key is recorded already), each is written on its own."""
     with Session(engine) as session:
         try:
-            ids = [_insert_match(session, tournament_id, match, scenario) for match, scenario in matches]
+            ids = [
+                _insert_match(session, tournament_id, match, scenario, collusion) for match, scenario in matches
+            ]
             session.commit()
             return ids
         except IntegrityError:
             session.rollback()
-    return [save_match(engine, tournament_id, match, scenario) for match, scenario in matches]
+    return [save_match(engine, tournament_id, match, scenario, collusion) for match, scenario in matches]
 
 
 def _insert_match(
-    session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None
+    session: Session,
+    tournament_id: int,
+    match: FinishedMatch,
+    scenario: Scenario | None,
+    collusion: CollusionSettings,
 ) -> int:
     scores, market = match.metrics, match.market
     if scores is None or market is None:
@@ -203,7 +216,7 @@ def _insert_match(
             match.probes,
             match.faults,
             scenario,
-            _collusion_settings(session, tournament_id),
+            collusion,
         )
         if scores is None:
             scores = _with_deviation_measures(computed.merchants, match.days_played, match.deviation)
@@ -262,13 +275,6 @@ def _insert_market(session: Session, match_id: int, market: MarketScores) -> Non
     _bulk_insert(session, PriceWindowRow, [{**w.model_dump(), "match_id": match_id} for w in market.windows])
 
 
-def _collusion_settings(session: Session, tournament_id: int) -> CollusionSettings:
-    """The collusion settings of the tournament's file as it was run (the defaults for an
-    unknown tournament, whose match is then refused by the database)."""
-    tournament = session.get(TournamentRow, tournament_id)
-    return stored_settings(tournament.config_text) if tournament is not None else CollusionSettings()
-
-
 def _insert_calls(
     session: Session, tournament_id: int, key: str, match_id: int | None, calls: Sequence[ModelCallRecord]
 ) -> None:
@@ -291,33 +297,28 @@ def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMa
 
 
 def rescore(
-    engine: Engine, tournament_id: int | None = None, scenarios: Mapping[str, Scenario] | None = None
+    engine: Engine,
+    tournament_id: int,
+    scenarios: Mapping[str, Scenario] | None = None,
+    collusion: CollusionSettings = CollusionSettings(),
 ) -> int:
-    """Compute the metrics of stored matches again from their stored records, replacing the
-    stored ones (the market's and its price windows too); all matches, or one tournament's.
-    `scenarios` maps a match's scenario name to the scenario, for the metrics that need it;
-    the collusion settings are those of each tournament's stored file; a probed match's
-    deviation measures are computed again from its two stored paths. What merchants reported
-    of themselves (stored with the metrics under names that are no metric of results.metrics)
-    is not in the records and is kept. Each match is rewritten in its own transaction;
-    returns how many were."""
+    """Compute the metrics of a tournament's stored matches again from their stored records,
+    replacing the stored ones (the market's and its price windows too). `scenarios` maps a
+    match's scenario name to the scenario, for the metrics that need it; `collusion` is the
+    tournament's settings of the collusion measures; a probed match's deviation measures are
+    computed again from its two stored paths. What merchants reported of themselves (stored
+    with the metrics under names that are no metric of results.metrics) is not in the records
+    and is kept. Each match is rewritten in its own transaction; returns how many were."""
     scenarios = scenarios or {}
     matches = list_matches(engine, tournament_id)
-    settings: dict[int, CollusionSettings] = {}
     for match in matches:
         detail = match_detail(engine, match.id)
+        scores = compute_metrics(
+            detail.days, detail.probes, detail.faults, scenarios.get(match.scenario), collusion
+        )
+        measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
+        computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
         with Session(engine) as session:
-            if match.tournament_id not in settings:
-                settings[match.tournament_id] = _collusion_settings(session, match.tournament_id)
-            scores = compute_metrics(
-                detail.days,
-                detail.probes,
-                detail.faults,
-                scenarios.get(match.scenario),
-                settings[match.tournament_id],
-            )
-            measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
-            computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
             session.exec(
                 delete(MetricRow).where(MetricRow.match_id == match.id, MetricRow.name.in_(computed))
             )

@@ -24,7 +24,7 @@ from results.records import ModelCallRecord
 from results.report import HeadToHead, ReportError, build_report, write_report
 from results.store import get_tournament, list_matches, match_detail, save_match, start_tournament
 from results.tables import MetricRow
-from tournaments.config import stored_scenarios
+from tournaments.config import stored_tournament
 
 SCENARIO = """\
 name: corner-shop
@@ -38,13 +38,20 @@ events:
   - {name: coffee glut, kind: cost, start_day: 1, end_day: 2, multiplier: 0.8, product: coffee}
 """
 
+SPRING = """\
+name: spring
+scenarios: [corner-shop.yaml]
+contestants:
+  - {name: alpha, kind: fixed_price}
+  - {name: beta, kind: llm, params: {model: openai/gpt-test}}
+  - {name: gamma, kind: random}
+"""
 SECTIONS = ["overview", "leaderboard", "head-to-head", "metrics", "usage", "matches"]
 
 
 def _scenarios(engine: Engine, tournament_id: int) -> tuple[dict, list[str]]:
     """What `arena report` gives the report: the stored tournament's scenarios read again."""
-    stored = get_tournament(engine, tournament_id)
-    return stored_scenarios(stored.config_path, stored.config_text)
+    return stored_tournament(get_tournament(engine, tournament_id)).scenarios()
 
 
 def _call(
@@ -82,7 +89,7 @@ def _store(engine, tmp_path: Path, make_match) -> int:
         engine,
         name="<spring & co>",
         config_path=str(tmp_path / "spring.yaml"),
-        config_text="name: spring\nscenarios: [corner-shop.yaml]\n",
+        config_text=SPRING,
         config_hash="hash",
         seed=7,
         contestants=[
