@@ -43,7 +43,7 @@ from results.deviation import DEVIATION_METRICS
 from results.errors import InputFileError
 from results.export import export
 from results.metrics import MARKET_METRICS, METRICS
-from results.ratings import LeaderboardRow, Standing, leaderboard, standings
+from results.ratings import LeaderboardRow, Standing, standings
 from results.records import WINDOW_TITLES, MarketScores, ModelCallRecord, total_cost, window_days
 from results.report import write_report
 from results.results_csv import read_results
@@ -173,7 +173,7 @@ def run(
         out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
     out.print(
         _leaderboard_table(
-            leaderboard(engine, summary.tournament_id, weights=tournament.spec.scoring),
+            store.leaderboard(engine, summary.tournament_id, weights=tournament.spec.scoring),
             f"{tournament.spec.name} (tournament {summary.tournament_id})",
         )
     )
@@ -416,7 +416,7 @@ def leaderboard_command(
             chosen = _stored(store.get_tournament(engine, tournament)).scoring
         else:
             chosen = ScoringWeights()
-        rows = leaderboard(
+        rows = store.leaderboard(
             engine, tournament, scenario=scenario, contestants=contestant or None, anchor=anchor, weights=chosen
         )
     if as_json:

@@ -27,7 +27,6 @@ from pathlib import Path
 from string import Template
 
 from sqlalchemy import Engine
-from sqlmodel import Session, select
 
 from market.accounting import market_shares
 from market.daylog import DayLog, Said
@@ -39,7 +38,7 @@ from results.charts import Band, Interval, Level, Series, forest_plot, line_char
 from results.collusion import seat_benchmarks
 from results.composite import ScoringWeights
 from results.metrics import MARKET_METRICS
-from results.ratings import LeaderboardRow, leaderboard
+from results.ratings import LeaderboardRow
 from results.records import (
     WINDOW_TITLES,
     Fault,
@@ -50,7 +49,7 @@ from results.records import (
     total_cost,
     window_days,
 )
-from results.tables import ContestantRow, DeviationCallRow, MatchRow, ModelCallRow, TournamentRow
+from results.tables import MatchRow, TournamentRow
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 
@@ -120,11 +119,11 @@ def build_report(
     weights: ScoringWeights = ScoringWeights(),
 ) -> str:
     tournament = store.get_tournament(engine, tournament_id)
-    rows = leaderboard(engine, tournament_id, weights=weights)
+    rows = store.leaderboard(engine, tournament_id, weights=weights)
     colors = Palette([row.contestant for row in rows])
     matches = store.list_matches(engine, tournament_id)
     metrics = _metrics(engine, tournament_id)
-    calls = _calls(engine, tournament_id)
+    calls = store.tournament_calls(engine, tournament_id)
     head_to_head = HeadToHead()
     sections = []
     for match in matches:
@@ -135,7 +134,7 @@ def build_report(
         )
     body = "".join(
         [
-            overview_section(tournament, _kinds(engine, tournament_id), colors, len(matches)),
+            overview_section(tournament, store.contestant_kinds(engine, tournament_id), colors, len(matches)),
             leaderboard_section(rows, colors),
             head_to_head_section(head_to_head, [row.contestant for row in rows], colors),
             metrics_section(metrics),
@@ -783,34 +782,8 @@ def _diverging(rate: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
-def _kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
-    with Session(engine) as session:
-        rows = session.exec(
-            select(ContestantRow.name, ContestantRow.kind).where(ContestantRow.tournament_id == tournament_id)
-        )
-        return dict(rows.all())
-
-
 def _metrics(engine: Engine, tournament_id: int) -> dict[int, list[store.MetricValue]]:
     by_match: dict[int, list[store.MetricValue]] = defaultdict(list)
     for row in store.metrics(engine, tournament_id):
         by_match[row.match_id].append(row)
     return by_match
-
-
-def _calls(engine: Engine, tournament_id: int) -> list[ModelCallRecord]:
-    """Every model call of the tournament's stored matches, on either path of a probed one."""
-    with Session(engine) as session:
-        rows = [
-            *session.exec(
-                select(ModelCallRow)
-                .where(ModelCallRow.tournament_id == tournament_id, ModelCallRow.match_id.is_not(None))
-                .order_by(ModelCallRow.id)
-            ),
-            *session.exec(
-                select(DeviationCallRow)
-                .where(DeviationCallRow.tournament_id == tournament_id)
-                .order_by(DeviationCallRow.id)
-            ),
-        ]
-        return [ModelCallRecord.model_validate(call, from_attributes=True) for call in rows]

@@ -19,9 +19,8 @@ from market.scenario import Event, Scenario, load_scenario
 from market.types import DayRecord
 from results.collusion import CollusionSettings, runs
 from results.metrics import MARKET_METRICS, compute
-from results.ratings import leaderboard
 from results.records import FinishedMatch, MarketScores, MerchantResult, PriceWindow
-from results.store import match_detail, metrics, rescore, save_match, start_tournament
+from results.store import leaderboard, match_detail, metrics, rescore, save_match, start_tournament
 from results.tables import MetricRow
 
 CALVANO = load_scenario("calvano")

@@ -12,9 +12,9 @@ from sqlmodel import Session, delete
 from typer.testing import CliRunner
 
 from arena.cli import app
-from results.db import engine_for
 from market.scenario import load_scenario
 from results.collusion import CollusionSettings
+from results.db import engine_for
 from results.metrics import METRICS, compute
 from results.store import metrics, save_match, start_tournament
 from results.tables import MetricRow

@@ -7,8 +7,8 @@ from sqlmodel import Session, select
 
 from results.composite import ScoringWeights
 from results.db import engine_for
-from results.ratings import RankedMatch, elo, leaderboard
-from results.store import NotFound, save_match, start_tournament
+from results.ratings import RankedMatch, elo
+from results.store import NotFound, leaderboard, save_match, start_tournament
 from results.tables import MatchResultRow, MatchRow, MetricRow
 
 
