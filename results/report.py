@@ -123,16 +123,17 @@ def build_report(
     rows = store.leaderboard(engine, tournament_id, weights=weights)
     names = [row.contestant for row in rows]
     colors = Palette(names)
-    matches = store.list_matches(engine, tournament_id)
     metrics: dict[int, list[store.MetricValue]] = defaultdict(list)
     for value in store.metrics(engine, tournament_id):
         metrics[value.match_id].append(value)
     head_to_head = HeadToHead()
     parts = []
-    for match in matches:
-        detail = store.match_detail(engine, _match_id(match))
+    for detail in store.match_details(engine, tournament_id):
         head_to_head.add(detail.results)
-        parts.append(match_part(detail, scenarios.get(match.scenario), colors, metrics[_match_id(match)]))
+        parts.append(
+            match_part(detail, scenarios.get(detail.match.scenario), colors, metrics[detail.match_id])
+        )
+    matches = [part.match for part in parts]
     scenario_names = sorted({m.scenario for m in matches})
     finished = tournament.finished_at.strftime("%Y-%m-%d %H:%M UTC") if tournament.finished_at else "—"
     return PAGES.get_template("report.html.j2").render(
@@ -610,11 +611,6 @@ def _figure(
 
 
 # Formatting -----------------------------------------------------------------------------------
-
-
-def _match_id(match: MatchRow) -> int:
-    assert match.id is not None  # a stored match
-    return match.id
 
 
 def _seat_label(merchant: str, contestant: str) -> str:

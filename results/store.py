@@ -10,7 +10,7 @@ database and creates its tables.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Literal, NamedTuple, TypeVar
@@ -86,6 +86,7 @@ __all__ = [
     "list_matches",
     "list_tournaments",
     "match_detail",
+    "match_details",
     "metrics",
     "rescore",
     "save_match",
@@ -338,13 +339,12 @@ def rescore(
     with the metrics under names that are no metric of results.metrics) is not in the records
     and is kept. Each match is rewritten in its own transaction; returns how many were."""
     scenarios = scenarios or {}
-    matches = list_matches(engine, tournament_id)
     computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
-    for match in matches:
-        match_id = _stored_id(match.id)
-        detail = match_detail(engine, match_id)
+    rescored = 0
+    for detail in match_details(engine, tournament_id):
+        match_id = detail.match_id
         scores = compute_metrics(
-            detail.days, detail.probes, detail.faults, scenarios.get(match.scenario), collusion
+            detail.days, detail.probes, detail.faults, scenarios.get(detail.match.scenario), collusion
         )
         measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
         with Session(engine) as session:
@@ -358,7 +358,8 @@ def rescore(
             _bulk_insert(session, MetricRow, _metric_rows(match_id, detail.results, measured))
             _insert_market(session, match_id, scores.market)
             session.commit()
-    return len(matches)
+        rescored += 1
+    return rescored
 
 
 class MetricValue(NamedTuple):
@@ -604,6 +605,17 @@ class MatchDetail:
         MarketScores  # the market's metrics and price windows; empty where the scenario has no equilibrium
     )
     deviation: DeviationPath | None = None  # the deviated path of a probed match
+
+    @property
+    def match_id(self) -> int:
+        return _stored_id(self.match.id)
+
+
+def match_details(engine: Engine, tournament_id: int) -> Iterator[MatchDetail]:
+    """Every stored match of the tournament in schedule order, each read when it is reached;
+    NotFound for an unknown tournament is raised at once."""
+    matches = list_matches(engine, tournament_id)
+    return (match_detail(engine, _stored_id(match.id)) for match in matches)
 
 
 def match_detail(engine: Engine, match_id: int) -> MatchDetail:
