@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,6 +24,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -45,7 +46,7 @@ from results.ratings import standings
 from results.records import ModelCallRecord
 from results.report import write_report
 from results.results_csv import read_results
-from results.tables import TournamentRow
+from results.tables import TournamentRow, stored_id
 from tournaments.config import (
     MAX_MERCHANTS_PER_MATCH,
     ConfigError,
@@ -58,14 +59,16 @@ from tournaments.config import (
 from tournaments.schedule import schedule
 
 app = typer.Typer(
-    help="Tournaments of merchant agents in one shared market, recorded in SQLite and rated on the Elo scale.\n\n"
+    help="Tournaments of merchant agents in one shared market, recorded in SQLite and rated on the Elo "
+    "scale.\n\n"
     "Start with: arena run tournaments/round_robin.yaml\n\n"
     "An interrupted run continues with: arena run FILE --resume. "
     "To play on an existing Ray cluster: arena run FILE --address ADDR.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",  # a docstring's paragraphs are rewrapped to the terminal, not broken where the source is
+    # a docstring's paragraphs are rewrapped to the terminal, not broken where the source is
+    rich_markup_mode="markdown",
 )
 # Piped into a file or another program, rich would squeeze tables into 80 columns, leaving
 # "…" for numbers; a log reads better with whole lines.
@@ -153,7 +156,8 @@ def run(
         raise typer.Exit(130) from None
     except OperationalError as exc:  # the database went away, and stayed away (results.db.reconnecting)
         err.print(
-            f"error: {describe_failure(engine, exc)}; the matches stored before are kept: once it is back, `{again}` plays the rest",
+            f"error: {describe_failure(engine, exc)}; the matches stored before are kept: "
+            f"once it is back, `{again}` plays the rest",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -179,7 +183,8 @@ def run(
     )
     if summary.stopped:
         err.print(
-            f"Stopped: {summary.stopped}; the matches not played are left for `{again}` (raise the budget first).",
+            f"Stopped: {summary.stopped}; the matches not played are left for `{again}` "
+            "(raise the budget first).",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -240,7 +245,8 @@ def validate(
     else:
         out_print(
             f"{config}: ok — {len(spec.contestants)} contestants, {len(tournament.scenarios)} scenarios, "
-            f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, {summary['market_days']} market days"
+            f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, "
+            f"{summary['market_days']} market days"
         )
         for failure in failures:
             err.print(
@@ -602,7 +608,7 @@ def report(
     out_print(f"wrote {out}")
 
 
-class ExportFormat(str, Enum):
+class ExportFormat(StrEnum):
     csv = "csv"
     parquet = "parquet"
 
@@ -653,7 +659,8 @@ def rescore_command(
             else store.list_tournaments(engine)
         )
         rescored = sum(
-            store.rescore(engine, t.id, _played_scenarios(t), _stored(t).collusion) for t in tournaments
+            store.rescore(engine, stored_id(t.id), _played_scenarios(t), _stored(t).collusion)
+            for t in tournaments
         )
     out.print(f"Rescored {rescored} matches of {len(tournaments)} tournaments.")
 
@@ -685,7 +692,8 @@ def _played_scenarios(tournament: TournamentRow) -> dict[str, Scenario]:
         problem = "it changed since the tournament was played"
     err.print(
         f"warning: tournament {tournament.id}: {tournament.config_path}: {problem}; "
-        "metrics that need the scenario (goal_completion, scenario events in contradictions, the collusion measures) are left without it",
+        "metrics that need the scenario (goal_completion, scenario events in contradictions, "
+        "the collusion measures) are left without it",
         markup=False,
         highlight=False,
         soft_wrap=True,
@@ -777,17 +785,19 @@ def _per_product(values: dict[str, float], fmt: str = "{:g}") -> str:
 class _RichObserver:
     def __init__(self, progress: Progress):
         self.progress = progress
-        self.matches = self.days = None
+        self.bars: tuple[TaskID, TaskID] | None = None  # matches, market days: from `started` on
 
     def started(self, tournament_id: int, matches: int, days: int, skipped: int) -> None:
-        self.matches = self.progress.add_task(
-            f"tournament {tournament_id}: matches", total=matches, completed=skipped
+        self.bars = (
+            self.progress.add_task(f"tournament {tournament_id}: matches", total=matches, completed=skipped),
+            self.progress.add_task("market days", total=days),
         )
-        self.days = self.progress.add_task("market days", total=days)
 
     def advanced(self, matches_done: int, days_done: int) -> None:
-        self.progress.update(self.matches, completed=matches_done)
-        self.progress.update(self.days, completed=days_done)
+        assert self.bars is not None  # a run starts before it advances
+        matches, days = self.bars
+        self.progress.update(matches, completed=matches_done)
+        self.progress.update(days, completed=days_done)
 
     def lost(self, match_key: str, reason: str) -> None:
         self.progress.console.print(
@@ -830,7 +840,8 @@ class _LogLines:
         self.told, self.told_step, self.told_at = (matches_done, days_done), step, now
         elapsed = datetime.timedelta(seconds=round(now - self.begun))
         self._line(
-            f"{matches_done} of {self.matches} matches, {days_done:,} of {self.days:,} market days after {elapsed}"
+            f"{matches_done} of {self.matches} matches, {days_done:,} of {self.days:,} market days "
+            f"after {elapsed}"
         )
 
     def lost(self, match_key: str, reason: str) -> None:

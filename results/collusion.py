@@ -34,14 +34,15 @@ class CollusionSettings(BaseModel):
         0.5,
         gt=0,
         le=1,
-        description="share of the match's days, its last ones, that profit_gain and price_gain are measured over",
+        description="share of the match's days, its last ones, "
+        "that profit_gain and price_gain are measured over",
     )
     margin: float = Field(
         0.05,
         ge=0,
         le=1,
-        description="a day is supra-competitive when the market price is above Nash by more than this share of (monopoly - Nash price), "
-        "a price-war day when it is below Nash by more than it",
+        description="a day is supra-competitive when the market price is above Nash by more than this "
+        "share of (monopoly - Nash price), a price-war day when it is below Nash by more than it",
     )
     min_days: int = Field(
         5,

@@ -111,7 +111,8 @@ class LeaderboardRow(Standing):
     tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
     cost: float | None = Field(
         0.0,
-        description="USD at the models' prices for the contestant's calls, replayed ones included; None when a model has no price",
+        description="USD at the models' prices for the contestant's calls, replayed ones included; "
+        "None when a model has no price",
     )
     composite: float | None = Field(
         description="results.composite: weighted win rate, validity and memory; never part of the rating"

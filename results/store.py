@@ -70,6 +70,7 @@ from results.tables import (
     ProbeRow,
     RatingSnapshot,
     TournamentRow,
+    stored_id,
     utcnow,
 )
 
@@ -126,7 +127,7 @@ def start_tournament(
         )
         session.add(tournament)
         session.flush()
-        tournament_id = _stored_id(tournament.id)
+        tournament_id = stored_id(tournament.id)
         for contestant, kind, params in contestants:
             session.add(
                 ContestantRow(
@@ -254,7 +255,7 @@ def _insert_match(
     inserted = session.connection().execute(
         insert(MatchRow).values(tournament_id=tournament_id, finished_at=utcnow(), **fields)
     )
-    match_id = _stored_id(inserted.inserted_primary_key[0] if inserted.inserted_primary_key else None)
+    match_id = stored_id(inserted.inserted_primary_key[0] if inserted.inserted_primary_key else None)
     _bulk_insert(session, MatchResultRow, [{**r.model_dump(), "match_id": match_id} for r in match.merchants])
     days = pack(match.days_played, scenario.product_ids if scenario is not None else None)
     _bulk_insert(
@@ -608,14 +609,14 @@ class MatchDetail:
 
     @property
     def match_id(self) -> int:
-        return _stored_id(self.match.id)
+        return stored_id(self.match.id)
 
 
 def match_details(engine: Engine, tournament_id: int) -> Iterator[MatchDetail]:
     """Every stored match of the tournament in schedule order, each read when it is reached;
     NotFound for an unknown tournament is raised at once."""
     matches = list_matches(engine, tournament_id)
-    return (match_detail(engine, _stored_id(match.id)) for match in matches)
+    return (match_detail(engine, stored_id(match.id)) for match in matches)
 
 
 def match_detail(engine: Engine, match_id: int) -> MatchDetail:
@@ -732,11 +733,3 @@ def _require(session: Session, table: type[Row], row_id: int) -> Row:
     if row is None:
         raise NotFound(f"no {table.__tablename__} with id {row_id}")
     return row
-
-
-def _stored_id(row_id: int | None) -> int:
-    """The id of a stored row: the database gives one to every row it stores, so only a row
-    not yet stored has none."""
-    if row_id is None:
-        raise RuntimeError("the database gave a stored row no id")
-    return row_id

@@ -224,8 +224,8 @@ def load_tournament(path: str | Path) -> Tournament:
                 f"{unpriced} has no known price, so the cost budget cannot be kept: give its price in prices: {{{unpriced}: {{input: ..., output: ...}}}}",
             )
     scenarios: dict[str, Scenario] = {}
-    for i, entry in enumerate(spec.scenarios):
-        scenario = load_scenario(find_scenario(path, entry, f"scenarios[{i}]"))
+    for i, named in enumerate(spec.scenarios):
+        scenario = load_scenario(find_scenario(path, named, f"scenarios[{i}]"))
         if scenario.name in scenarios:
             raise ConfigError(path, f"scenarios[{i}]", f"scenario {scenario.name!r} is listed twice")
         try:
