@@ -40,7 +40,8 @@ def stored(engine, tmp_path, make_match, day_record) -> int:
         engine,
         "t",
         str(tmp_path / "t.yaml"),
-        "name: t\nscenarios: [calvano, deaf.yaml]\ncontestants: [{name: alpha, kind: x}, {name: beta, kind: x}]\n",
+        "name: t\nscenarios: [calvano, deaf.yaml]\n"
+        "contestants: [{name: alpha, kind: x}, {name: beta, kind: x}]\n",
         "h",
         1,
         [("alpha", "x", {}), ("beta", "x", {})],
