@@ -10,10 +10,10 @@ import datetime
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,6 +24,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -33,39 +34,41 @@ from sqlalchemy.exc import OperationalError
 
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
-from market.daylog import DayLog, Said
+from market.daylog import DayLog
 from market.errors import UserError
 from market.scenario import Scenario, load_scenario
-from results import store
+from results import store, views
+from results.composite import ScoringWeights
 from results.db import describe_failure, engine_for
-from results.deviation import DEVIATION_METRICS
 from results.errors import InputFileError
 from results.export import export
-from results.metrics import MARKET_METRICS, METRICS
-from results.ratings import LeaderboardRow, Standing, leaderboard, standings
-from results.records import WINDOW_TITLES, MarketScores, ModelCallRecord, total_cost, window_days
+from results.ratings import standings
+from results.records import ModelCallRecord
 from results.report import write_report
 from results.results_csv import read_results
-from results.tables import TournamentRow
+from results.tables import TournamentRow, stored_id
 from tournaments.config import (
     MAX_MERCHANTS_PER_MATCH,
     ConfigError,
+    StoredTournament,
     Tournament,
     load_tournament,
     load_weights,
-    stored_scenarios,
+    stored_tournament,
 )
 from tournaments.schedule import schedule
 
 app = typer.Typer(
-    help="Tournaments of merchant agents in one shared market, recorded in SQLite and rated on the Elo scale.\n\n"
+    help="Tournaments of merchant agents in one shared market, recorded in SQLite and rated on the Elo "
+    "scale.\n\n"
     "Start with: arena run tournaments/round_robin.yaml\n\n"
     "An interrupted run continues with: arena run FILE --resume. "
     "To play on an existing Ray cluster: arena run FILE --address ADDR.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",  # a docstring's paragraphs are rewrapped to the terminal, not broken where the source is
+    # a docstring's paragraphs are rewrapped to the terminal, not broken where the source is
+    rich_markup_mode="markdown",
 )
 # Piped into a file or another program, rich would squeeze tables into 80 columns, leaving
 # "…" for numbers; a log reads better with whole lines.
@@ -153,7 +156,8 @@ def run(
         raise typer.Exit(130) from None
     except OperationalError as exc:  # the database went away, and stayed away (results.db.reconnecting)
         err.print(
-            f"error: {describe_failure(engine, exc)}; the matches stored before are kept: once it is back, `{again}` plays the rest",
+            f"error: {describe_failure(engine, exc)}; the matches stored before are kept: "
+            f"once it is back, `{again}` plays the rest",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -170,14 +174,17 @@ def run(
     if summary.resumed:
         out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
     out.print(
-        _leaderboard_table(
-            leaderboard(engine, summary.tournament_id),
-            f"{tournament.spec.name} (tournament {summary.tournament_id})",
+        _rich(
+            views.leaderboard_table(
+                store.leaderboard(engine, summary.tournament_id, weights=tournament.spec.scoring),
+                f"{tournament.spec.name} (tournament {summary.tournament_id})",
+            )
         )
     )
     if summary.stopped:
         err.print(
-            f"Stopped: {summary.stopped}; the matches not played are left for `{again}` (raise the budget first).",
+            f"Stopped: {summary.stopped}; the matches not played are left for `{again}` "
+            "(raise the budget first).",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -238,7 +245,8 @@ def validate(
     else:
         out_print(
             f"{config}: ok — {len(spec.contestants)} contestants, {len(tournament.scenarios)} scenarios, "
-            f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, {summary['market_days']} market days"
+            f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, "
+            f"{summary['market_days']} market days"
         )
         for failure in failures:
             err.print(
@@ -362,8 +370,8 @@ def _estimate_table(estimates: list[Any]) -> Table:
             calls,
             f"{e.input_tokens:,}",
             f"{e.output_tokens:,}",
-            _blank(e.cost, "{:.4f}", "no price"),
-            _blank(e.high, "{:.4f}", "no price"),
+            views.blank(e.cost, "{:.4f}", "no price"),
+            views.blank(e.high, "{:.4f}", "no price"),
         )
     return table
 
@@ -407,9 +415,15 @@ def leaderboard_command(
     """The table over all stored matches, or a selection: rating with 95% interval and rank,
     online Elo, results, validity, memory error, tokens, cost and the composite score."""
     with user_errors():
-        chosen = load_weights(weights) if weights is not None else None
-        rows = leaderboard(
-            engine_for(db, create=False),
+        engine = engine_for(db, create=False)
+        if weights is not None:
+            chosen = load_weights(weights)
+        elif tournament is not None:
+            chosen = _stored(store.get_tournament(engine, tournament)).scoring
+        else:
+            chosen = ScoringWeights()
+        rows = store.leaderboard(
+            engine,
             tournament,
             scenario=scenario,
             contestants=contestant or None,
@@ -422,7 +436,7 @@ def leaderboard_command(
         what = [f"tournament {tournament}" if tournament else "all tournaments"] + (
             [f"scenario {scenario}"] if scenario else []
         )
-        out.print(_leaderboard_table(rows, ", ".join(what)))
+        out.print(_rich(views.leaderboard_table(rows, ", ".join(what))))
 
 
 @app.command()
@@ -442,7 +456,7 @@ def rate(
     if as_json:
         print(json.dumps([row.model_dump() for row in rows], indent=2))
     else:
-        out.print(_leaderboard_table(rows, str(results)))
+        out.print(_rich(views.standings_table(rows, str(results))))
 
 
 @app.command()
@@ -485,7 +499,9 @@ def show(
     with user_errors():
         engine = engine_for(db, create=False)
         detail = store.match_detail(engine, match_id)
-        metrics = _metrics_by_merchant(store.metrics(engine, match_id=match_id))
+        metrics = views.by_merchant(
+            (value.merchant, value.name, value.value) for value in store.metrics(engine, match_id=match_id)
+        )
     if as_json:
         from market.types import record_adapter
 
@@ -515,44 +531,19 @@ def show(
             )
         )
         return
-    m = detail.match
-    results = Table(
-        "rank",
-        "merchant",
-        "net worth",
-        "profit",
-        "cash",
-        "share",
-        "bankrupt",
-        "faults",
-        "rejected",
-        title=f"match {m.id}: {m.key}",
-    )
-    for r in sorted(detail.results, key=lambda r: r.rank):
-        results.add_row(
-            str(r.rank),
-            r.merchant,
-            _money(r.net_worth),
-            _money(r.profit),
-            _money(r.final_cash),
-            f"{r.market_share:.0%}",
-            "" if r.bankrupt_day is None else f"day {r.bankrupt_day}",
-            str(r.faults),
-            str(r.rejected_operations),
-        )
-    out.print(results)
+    out.print(_rich(views.results_table(detail.match, detail.results)))
     if metrics:
-        out.print(_metrics_table(metrics, {r.merchant: r.contestant for r in detail.results}))
+        out.print(_rich(views.metrics_table(metrics, {r.merchant: r.contestant for r in detail.results})))
     else:
         out.print(
             "No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False
         )
     if detail.market.metrics:
-        out.print(_market_table(detail.market))
+        out.print(_rich(views.market_table(detail.market)))
     if detail.deviation is not None:
         out.print(*_deviation_tables(detail, metrics))
     if detail.calls:
-        out.print(*_calls_tables(detail.calls))
+        out.print(_rich(views.calls_table(detail.calls)), _calls_made_table(detail.calls))
     if detail.probes:
         probes = Table("day", "merchant", "asked", "truth", "answer", "error", title="memory probes")
         for p in detail.probes:
@@ -564,7 +555,7 @@ def show(
         out.print(probes)
     said = detail.days.said()
     if said:
-        out.print(_messages_table(said, "messages (each read by the rivals the next day)"))
+        out.print(_rich(views.messages_table(said, "messages (each read by the rivals the next day)")))
     days = Table(
         "day",
         "merchant",
@@ -591,8 +582,8 @@ def show(
             _per_product(d.units_sold),
             _per_product(d.lost_sales),
             _per_product(d.inventory),
-            _money(d.cash_end),
-            _money(d.net_worth),
+            views.money(d.cash_end),
+            views.money(d.net_worth),
             f"{d.reputation:.2f}",
             "; ".join(notes),
         )
@@ -612,12 +603,12 @@ def report(
     usage and every match's charts. It opens offline: nothing is fetched from anywhere."""
     with user_errors():
         engine = engine_for(db, create=False)
-        stored = store.get_tournament(engine, tournament_id)
-        write_report(engine, tournament_id, out, *stored_scenarios(stored.config_path, stored.config_text))
+        stored = _stored(store.get_tournament(engine, tournament_id))
+        write_report(engine, tournament_id, out, *stored.scenarios(), weights=stored.scoring)
     out_print(f"wrote {out}")
 
 
-class ExportFormat(str, Enum):
+class ExportFormat(StrEnum):
     csv = "csv"
     parquet = "parquet"
 
@@ -667,8 +658,26 @@ def rescore_command(
             if tournament is not None
             else store.list_tournaments(engine)
         )
-        rescored = sum(store.rescore(engine, t.id, _played_scenarios(t)) for t in tournaments)
+        rescored = sum(
+            store.rescore(engine, stored_id(t.id), _played_scenarios(t), _stored(t).collusion)
+            for t in tournaments
+        )
     out.print(f"Rescored {rescored} matches of {len(tournaments)} tournaments.")
+
+
+def _stored(tournament: TournamentRow) -> StoredTournament:
+    """The tournament with its stored file read again; a warning when that file no longer
+    validates, whose settings are then the defaults."""
+    stored = stored_tournament(tournament)
+    if stored.problem is not None:
+        err.print(
+            f"warning: tournament {tournament.id}: the file stored with it no longer validates "
+            f"({stored.problem}); its scoring weights and collusion settings are taken as the defaults",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    return stored
 
 
 def _played_scenarios(tournament: TournamentRow) -> dict[str, Scenario]:
@@ -683,44 +692,13 @@ def _played_scenarios(tournament: TournamentRow) -> dict[str, Scenario]:
         problem = "it changed since the tournament was played"
     err.print(
         f"warning: tournament {tournament.id}: {tournament.config_path}: {problem}; "
-        "metrics that need the scenario (goal_completion, scenario events in contradictions, the collusion measures) are left without it",
+        "metrics that need the scenario (goal_completion, scenario events in contradictions, "
+        "the collusion measures) are left without it",
         markup=False,
         highlight=False,
         soft_wrap=True,
     )
     return {}
-
-
-def _metrics_by_merchant(values: list[store.MetricValue]) -> dict[str, dict[str, float | None]]:
-    by_merchant: dict[str, dict[str, float | None]] = {}
-    for value in values:
-        by_merchant.setdefault(value.merchant, {})[value.name] = value.value
-    return by_merchant
-
-
-def _metrics_table(metrics: dict[str, dict[str, float | None]], contestants: dict[str, str]) -> Table:
-    """One row per metric (grouped: coherence, operations, economics), one column per merchant;
-    then what merchants reported of themselves (a learner's convergence), by its stored name."""
-    headers = [m if contestants.get(m, m) == m else f"{m} ({contestants[m]})" for m in metrics]
-    table = Table("metric", *headers, title="metrics (definitions: results/metrics.py)")
-    group = None
-    for name, definition in METRICS.items():
-        if definition.group != group and group is not None:
-            table.add_section()
-        group = definition.group
-        table.add_row(
-            name, *(_metric_value(values.get(name), definition.unit) for values in metrics.values())
-        )
-    reported = [
-        name
-        for name in dict.fromkeys(n for values in metrics.values() for n in values)
-        if name not in METRICS and name not in DEVIATION_METRICS
-    ]
-    if reported:
-        table.add_section()
-    for name in reported:
-        table.add_row(name, *(_reported_value(values.get(name)) for values in metrics.values()))
-    return table
 
 
 def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, float | None]]) -> list[Table]:
@@ -729,37 +707,7 @@ def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, fl
     path = detail.deviation
     assert path is not None
     probe = path.probe
-    seats = [r.merchant for r in detail.results]
-    title = f"deviation probe: {probe.forced(seats) or f'seat {probe.seat}'} forced to {probe.target} on {probe.when} (definitions: results/deviation.py)"
-    measures = Table("measure", *seats, title=title)
-    shown = {
-        "rival_response": lambda v: f"{v:+.1%}",
-        "recovery_days": lambda v: f"{v:g}",
-        "deviation_profitable": lambda v: "yes" if v else "no",
-        "prefix_replayed": lambda v: "yes" if v else "no",
-    }
-    for name in DEVIATION_METRICS:
-        measures.add_row(
-            name,
-            *(
-                ""
-                if name not in metrics.get(m, {})
-                else "—"
-                if metrics[m][name] is None
-                else shown[name](metrics[m][name])
-                for m in seats
-            ),
-        )
-    measures.add_section()
-    measures.add_row(
-        "faults on the deviated path", *(str(sum(f.merchant == m for f in path.faults)) for m in seats)
-    )
-    if path.calls:
-        calls = {m: [c for c in path.calls if c.merchant == m] for m in seats}
-        measures.add_row(
-            "its model calls (from the cache)",
-            *(f"{len(c)} ({sum(x.cached for x in c)})" if c else "" for c in calls.values()),
-        )
+    measures = views.deviation_table(path, [r.merchant for r in detail.results], metrics)
     both = Table("day", "merchant", "prices on path", "prices deviated", title="both paths")
     on_path = {(d.day, d.merchant): d.prices for d in detail.days}
     for d in path.days_played:
@@ -771,71 +719,13 @@ def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, fl
                 _per_product(d.prices, "{:.2f}"),
             )
     said = [m for m in DayLog.of(path.days_played).said() if m.day >= probe.day]
-    return [
-        measures,
-        both,
-        *([_messages_table(said, f"messages on the deviated path, from day {probe.day}")] if said else []),
-    ]
+    messages = views.messages_table(said, f"messages on the deviated path, from day {probe.day}")
+    return [_rich(measures), both, *([_rich(messages)] if said else [])]
 
 
-def _messages_table(said: Iterable[Said], title: str) -> Table:
-    table = Table("day", "merchant", "message", title=title)
-    for message in said:
-        table.add_row(str(message.day), message.merchant, escape(message.text))
-    return table
-
-
-def _market_table(market: MarketScores) -> Table:
-    """The market's metrics, then its price windows, one row per kind."""
-    table = Table("market", "value", title="the market as a whole (definitions: results/metrics.py)")
-    for name, definition in MARKET_METRICS.items():
-        if name in market.metrics:
-            table.add_row(name, _metric_value(market.metrics[name], definition.unit))
-    table.add_section()
-    for kind, title in WINDOW_TITLES.items():
-        table.add_row(f"{title} windows", window_days(market.windows, kind))
-    return table
-
-
-def _reported_value(value: float | None) -> str:
-    """A value a merchant reported of itself, of no known unit: whole numbers in full."""
-    if value is None:
-        return "—"
-    return f"{value:,.0f}" if value.is_integer() else f"{value:g}"
-
-
-def _metric_value(value: float | None, unit: str) -> str:
-    if value is None:
-        return "—"
-    if unit == "share":
-        return f"{value:.1%}"
-    if unit == "money":
-        return _money(value)
-    if unit == "day":
-        return f"day {value:g}"
-    if unit == "per_day":
-        return f"{value:+.4f}/day"
-    return f"{value:g}" if unit == "count" else f"{value:.2f}"
-
-
-def _calls_tables(calls: list[ModelCallRecord]) -> tuple[Table, Table]:
-    """Model calls per merchant and purpose: what they consumed, and how they were made (what
-    reproduces them: the model asked and the one that answered, sampling, seed, prompts)."""
-    usage = Table(
-        "merchant",
-        "purpose",
-        "calls",
-        "input tokens",
-        "cached",
-        "cache writes",
-        "output tokens",
-        "reasoning",
-        "cache hits",
-        "retries",
-        "seconds",
-        "cost $",
-        title="model calls",
-    )
+def _calls_made_table(calls: list[ModelCallRecord]) -> Table:
+    """Model calls per merchant and purpose, how they were made: what reproduces them (the
+    model asked and the one that answered, sampling, seed, prompts)."""
     made = Table(
         "merchant",
         "purpose",
@@ -847,20 +737,7 @@ def _calls_tables(calls: list[ModelCallRecord]) -> tuple[Table, Table]:
         "prompt templates",
         title="how the calls were made",
     )
-    groups: dict[tuple[str, str], list[ModelCallRecord]] = {}
-    for call in calls:
-        groups.setdefault((call.merchant, call.purpose), []).append(call)
-    for (merchant, purpose), mine in groups.items():
-        usage.add_row(
-            merchant,
-            purpose,
-            str(len(mine)),
-            *(f"{sum(getattr(c, field) for c in mine):,}" for field in TOKEN_FIELDS),
-            str(sum(c.cached for c in mine)),
-            str(sum(max(c.attempts - 1, 0) for c in mine)),
-            f"{sum(c.latency for c in mine):.1f}",
-            _blank(total_cost(mine), "{:.4f}", "unknown"),
-        )
+    for merchant, purpose, mine in views.calls_by_merchant_and_purpose(calls):
         made.add_row(
             merchant,
             purpose,
@@ -871,10 +748,7 @@ def _calls_tables(calls: list[ModelCallRecord]) -> tuple[Table, Table]:
             _distinct(c.seed for c in mine),
             escape(_distinct(c.prompt_version for c in mine)),
         )
-    return usage, made
-
-
-TOKEN_FIELDS = ("input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")
+    return made
 
 
 def _distinct(values: Iterable[object]) -> str:
@@ -887,61 +761,19 @@ def _distinct(values: Iterable[object]) -> str:
     )
 
 
-def _leaderboard_table(rows: list[LeaderboardRow] | list[Standing], title: str) -> Table:
-    """The table; columns without a value for anyone (no model used, no metric stored, rated
-    from a CSV) are left out."""
-    columns: dict[str, Callable[[Any], str]] = {
-        "rank": lambda r: _blank(r.rank, "{}"),
-        "contestant": lambda r: r.contestant,
-        "rating": lambda r: _blank(r.rating, "{:.0f}"),
-        "95% interval": lambda r: "" if r.low is None else f"{r.low:.0f}–{r.high:.0f}",
-        "elo": lambda r: f"{r.elo:.0f}",
-        "matches": lambda r: str(r.matches),
-        "win rate": lambda r: _blank(r.win_rate, "{:.0%}"),
-        "mean profit": lambda r: _blank(r.mean_profit, "{:,.2f}"),
-        "faults": lambda r: str(r.faults),
-        "validity": lambda r: _blank(r.validity, "{:.1%}"),
-        "memory error": lambda r: _blank(r.memory_error, "{:.1%}"),
-        "profit gain": lambda r: _blank(r.profit_gain, "{:.2f}"),
-        "price gain": lambda r: _blank(r.price_gain, "{:.2f}"),
-        "tokens": lambda r: f"{r.tokens:,}",
-        "cost $": lambda r: _blank(r.cost, "{:.4f}", "unknown"),
-        "composite": lambda r: _blank(r.composite, "{:.3f}"),
-    }
-
-    def given(field: str) -> Callable[[list], bool]:
-        return lambda rows: any(getattr(row, field, None) is not None for row in rows)
-
-    def models_used(rows: list) -> bool:
-        return any(getattr(row, "tokens", 0) for row in rows)
-
-    optional = {
-        "mean profit": given("mean_profit"),
-        "faults": given("faults"),
-        "validity": given("validity"),
-        "memory error": given("memory_error"),
-        "profit gain": given("profit_gain"),
-        "price gain": given("price_gain"),
-        "tokens": models_used,
-        "cost $": models_used,
-        "composite": given("composite"),
-    }
-    columns = {
-        header: cell for header, cell in columns.items() if header not in optional or optional[header](rows)
-    }
-    kept_whole = {"contestant", "rating", "95% interval"}
-    table = Table(*(Column(header, no_wrap=header in kept_whole) for header in columns), title=title)
-    for row in rows:
-        table.add_row(*(cell(row) for cell in columns.values()))
-    return table
-
-
-def _blank(value: float | None, fmt: str, missing: str = "") -> str:
-    return missing if value is None else fmt.format(value)
-
-
-def _money(value: float) -> str:
-    return f"{value:,.2f}"
+def _rich(table: views.Table) -> Table:
+    """A table of results.views drawn by rich: a line between its sections, every text as it is
+    (no rich markup)."""
+    drawn = Table(
+        *(Column(escape(header.text), no_wrap=header.whole) for header in table.headers),
+        title=escape(table.title),
+    )
+    for number, section in enumerate(table.sections):
+        if number:
+            drawn.add_section()
+        for row in section:
+            drawn.add_row(*map(escape, row))
+    return drawn
 
 
 def _per_product(values: dict[str, float], fmt: str = "{:g}") -> str:
@@ -953,17 +785,19 @@ def _per_product(values: dict[str, float], fmt: str = "{:g}") -> str:
 class _RichObserver:
     def __init__(self, progress: Progress):
         self.progress = progress
-        self.matches = self.days = None
+        self.bars: tuple[TaskID, TaskID] | None = None  # matches, market days: from `started` on
 
     def started(self, tournament_id: int, matches: int, days: int, skipped: int) -> None:
-        self.matches = self.progress.add_task(
-            f"tournament {tournament_id}: matches", total=matches, completed=skipped
+        self.bars = (
+            self.progress.add_task(f"tournament {tournament_id}: matches", total=matches, completed=skipped),
+            self.progress.add_task("market days", total=days),
         )
-        self.days = self.progress.add_task("market days", total=days)
 
     def advanced(self, matches_done: int, days_done: int) -> None:
-        self.progress.update(self.matches, completed=matches_done)
-        self.progress.update(self.days, completed=days_done)
+        assert self.bars is not None  # a run starts before it advances
+        matches, days = self.bars
+        self.progress.update(matches, completed=matches_done)
+        self.progress.update(days, completed=days_done)
 
     def lost(self, match_key: str, reason: str) -> None:
         self.progress.console.print(
@@ -1006,7 +840,8 @@ class _LogLines:
         self.told, self.told_step, self.told_at = (matches_done, days_done), step, now
         elapsed = datetime.timedelta(seconds=round(now - self.begun))
         self._line(
-            f"{matches_done} of {self.matches} matches, {days_done:,} of {self.days:,} market days after {elapsed}"
+            f"{matches_done} of {self.matches} matches, {days_done:,} of {self.days:,} market days "
+            f"after {elapsed}"
         )
 
     def lost(self, match_key: str, reason: str) -> None:

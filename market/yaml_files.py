@@ -26,8 +26,7 @@ class ConfigError(UserError):
 
 def load_model(path: str | Path, model: type[_Model]) -> _Model:
     path = Path(path)
-    data, _ = read_yaml(path)
-    return validated(path, model, data)
+    return validated(path, model, parse_yaml(path, read_text(path)))
 
 
 def validated(path: Path, model: type[_Model], data: Any) -> _Model:
@@ -39,14 +38,18 @@ def validated(path: Path, model: type[_Model], data: Any) -> _Model:
     raise ConfigError(path, problem.field, problem.explained)
 
 
-def read_yaml(path: Path) -> tuple[Any, str]:
-    """The mapping a file holds, and its text."""
+def read_text(path: Path) -> str:
+    """The text of a file the user named."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(path, None, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, None, f"cannot read: {exc}") from None
+
+
+def parse_yaml(path: Path, text: str) -> dict[Any, Any]:
+    """The mapping of settings that `text`, the contents of `path` (which errors name), holds."""
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader)
     except yaml.YAMLError as exc:
@@ -56,7 +59,7 @@ def read_yaml(path: Path) -> tuple[Any, str]:
         raise ConfigError(path, where, f"invalid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise ConfigError(path, None, "expected a mapping of settings at the top level")
-    return data, text
+    return data
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -1,11 +1,13 @@
 """Charts as inline SVG, drawn in Python: a report needs no script, font or request to show them.
 
-Each chart is a function of plain data that returns one `<svg>` element as text. Every drawn
+Each chart is a function of plain data that returns one `<svg>` element as markupsafe.Markup:
+markup made here, in which every value put in (a name, a label, a colour, a number) is escaped
+as it is formatted in (Markup.format), so a page's template inserts it as it is. Every drawn
 series is an element with class `series` and a `data-series` attribute holding its name, so
 readers can hover it and tests can count it; every level (a benchmark line) one with class
-`level`, its label in `data-level` and its value in `data-value`. Colours come from the caller, so a contestant
-keeps one colour across all the charts of a report. Styling (fonts, grid colours) is left to
-the page's CSS through class names.
+`level`, its label in `data-level` and its value in `data-value`. Colours come from the
+caller, so a contestant keeps one colour across all the charts of a report. Styling (fonts,
+grid colours) is left to the page's CSS through class names.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from html import escape
+
+from markupsafe import Markup
 
 Format = Callable[[float, float], str]  # (tick value, step between ticks) -> label
 
@@ -135,18 +138,13 @@ def line_chart(
     x_label: str = "day",
     width: int = 560,
     height: int = 230,
-) -> str:
+) -> Markup:
     """Lines over a shared x axis, with labelled bands behind them and labelled levels across
     them (the y axis reaches them too); an empty chart says so."""
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points] + [level.value for level in levels]
     if not xs:
-        return _svg(
-            width,
-            60,
-            title,
-            f'<text class="empty" x="{width / 2}" y="36" text-anchor="middle">no data</text>',
-        )
+        return _empty(width, title)
     y_low, y_high = min(ys), max(ys)
     if y_from_zero:
         y_low, y_high = min(y_low, 0.0), max(y_high, 0.0)
@@ -160,20 +158,15 @@ def line_chart(
     parts = [_bands(frame, shown, lanes), _y_axis(frame, y_ticks, y_format), _x_axis(frame, x_ticks, x_label)]
     parts.append(_levels(frame, levels))
     parts += [_line(frame, s) for s in series]
-    return _svg(width, height + top, title, "".join(parts))
+    return _svg(width, height + top, title, Markup("").join(parts))
 
 
 def forest_plot(
     rows: Sequence[Interval], *, title: str, x_label: str, reference: float | None = None, width: int = 760
-) -> str:
+) -> Markup:
     """One row per estimate: a dot on a horizontal interval, labels on the left, best first."""
     if not rows:
-        return _svg(
-            width,
-            60,
-            title,
-            f'<text class="empty" x="{width / 2}" y="36" text-anchor="middle">no data</text>',
-        )
+        return _empty(width, title)
     row_height = 30
     label_width = min(240, 28 + 8 * max(len(r.label) for r in rows))
     height = 24 + row_height * len(rows) + 36
@@ -184,27 +177,50 @@ def forest_plot(
     frame = _Frame(width, height, (ticks[0], ticks[-1]), (0.0, 1.0), margin=(16, 24, 36, label_width))
     parts = [_vertical_grid(frame, ticks, x_label)]
     if reference is not None:
-        x = frame.x(reference)
         parts.append(
-            f'<line class="reference" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{height - frame.bottom}"/>'
+            Markup('<line class="reference" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}"/>').format(
+                x=frame.x(reference), top=frame.top, bottom=height - frame.bottom
+            )
         )
     for i, row in enumerate(rows):
-        y = frame.top + row_height * (i + 0.5)
-        tip = escape(f"{row.label}: {row.estimate:.0f} [{row.low:.0f}, {row.high:.0f}]")
         parts.append(
-            f'<g class="series" data-series="{escape(row.label)}"><title>{tip}</title>'
-            f'<text class="label" x="{frame.left - 10}" y="{y + 4:.1f}" text-anchor="end">{escape(row.label)}</text>'
-            f'<line x1="{frame.x(row.low):.1f}" x2="{frame.x(row.high):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
-            f'stroke="{row.color}" stroke-width="3" stroke-linecap="round"/>'
-            f'<circle cx="{frame.x(row.estimate):.1f}" cy="{y:.1f}" r="5.5" fill="{row.color}" stroke="#fff" stroke-width="1.5"/></g>'
+            Markup(
+                '<g class="series" data-series="{label}"><title>{tip}</title>'
+                '<text class="label" x="{label_x}" y="{text_y:.1f}" text-anchor="end">{label}</text>'
+                '<line x1="{low:.1f}" x2="{high:.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+                'stroke="{color}" stroke-width="3" stroke-linecap="round"/>'
+                '<circle cx="{estimate:.1f}" cy="{y:.1f}" r="5.5" fill="{color}" '
+                'stroke="#fff" stroke-width="1.5"/>'
+                "</g>"
+            ).format(
+                label=row.label,
+                tip=f"{row.label}: {row.estimate:.0f} [{row.low:.0f}, {row.high:.0f}]",
+                label_x=frame.left - 10,
+                y=frame.top + row_height * (i + 0.5),
+                text_y=frame.top + row_height * (i + 0.5) + 4,
+                low=frame.x(row.low),
+                high=frame.x(row.high),
+                estimate=frame.x(row.estimate),
+                color=row.color,
+            )
         )
-    return _svg(width, height, title, "".join(parts))
+    return _svg(width, height, title, Markup("").join(parts))
 
 
-def _svg(width: int, height: int, title: str, body: str) -> str:
-    return (
-        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-        f'aria-label="{escape(title)}"><title>{escape(title)}</title>{body}</svg>'
+def _svg(width: int, height: int, title: str, body: Markup) -> Markup:
+    return Markup(
+        '<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        'aria-label="{title}"><title>{title}</title>{body}</svg>'
+    ).format(width=width, height=height, title=title, body=body)
+
+
+def _empty(width: int, title: str) -> Markup:
+    """A chart with nothing to draw, saying so."""
+    return _svg(
+        width,
+        60,
+        title,
+        Markup('<text class="empty" x="{x}" y="36" text-anchor="middle">no data</text>').format(x=width / 2),
     )
 
 
@@ -223,90 +239,134 @@ def _label_lanes(frame: _Frame, bands: Sequence[Band]) -> list[int]:
     return lanes
 
 
-def _bands(frame: _Frame, bands: Sequence[Band], lanes: Sequence[int]) -> str:
+def _bands(frame: _Frame, bands: Sequence[Band], lanes: Sequence[int]) -> Markup:
     parts = []
     for band, lane in zip(bands, lanes):
         x0, x1 = frame.x(max(band.start, frame.x0)), frame.x(min(band.end, frame.x1))
         label_y = frame.top - 6 - 13 * lane
         parts.append(
-            f'<g class="band band-{escape(band.kind)}" data-band="{escape(band.label)}"><title>{escape(band.label)}</title>'
-            f'<rect x="{x0:.1f}" y="{frame.top}" width="{max(x1 - x0, 2):.1f}" height="{frame.height - frame.top - frame.bottom}"/>'
-            f'<line x1="{x0:.1f}" x2="{x0:.1f}" y1="{label_y + 3}" y2="{frame.top}"/>'
-            f'<text x="{x0 + 3:.1f}" y="{label_y}">{escape(band.label)}</text></g>'
+            Markup(
+                '<g class="band band-{kind}" data-band="{label}"><title>{label}</title>'
+                '<rect x="{x0:.1f}" y="{top}" width="{width:.1f}" height="{height}"/>'
+                '<line x1="{x0:.1f}" x2="{x0:.1f}" y1="{line_y}" y2="{top}"/>'
+                '<text x="{text_x:.1f}" y="{label_y}">{label}</text></g>'
+            ).format(
+                kind=band.kind,
+                label=band.label,
+                x0=x0,
+                top=frame.top,
+                width=max(x1 - x0, 2),
+                height=frame.height - frame.top - frame.bottom,
+                line_y=label_y + 3,
+                text_x=x0 + 3,
+                label_y=label_y,
+            )
         )
-    return "".join(parts)
+    return Markup("").join(parts)
 
 
-def _levels(frame: _Frame, levels: Sequence[Level]) -> str:
+def _levels(frame: _Frame, levels: Sequence[Level]) -> Markup:
     """Each level a line across the plot, its label at the right end, above the line."""
     parts = []
     for level in levels:
         y = frame.y(level.value)
         parts.append(
-            f'<g class="level level-{escape(level.kind)}" data-level="{escape(level.label)}" data-value="{level.value!r}">'
-            f"<title>{escape(level.label)}</title>"
-            f'<line x1="{frame.left}" x2="{frame.width - frame.right}" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text x="{frame.width - frame.right - 3}" y="{y - 3:.1f}" text-anchor="end">{escape(level.label)}</text></g>'
+            Markup(
+                '<g class="level level-{kind}" data-level="{label}" data-value="{value!r}">'
+                "<title>{label}</title>"
+                '<line x1="{left}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}"/>'
+                '<text x="{text_x}" y="{text_y:.1f}" text-anchor="end">{label}</text></g>'
+            ).format(
+                kind=level.kind,
+                label=level.label,
+                value=level.value,
+                left=frame.left,
+                right=frame.width - frame.right,
+                y=y,
+                text_x=frame.width - frame.right - 3,
+                text_y=y - 3,
+            )
         )
-    return "".join(parts)
+    return Markup("").join(parts)
 
 
-def _y_axis(frame: _Frame, ticks: Sequence[float], fmt: Format) -> str:
+def _y_axis(frame: _Frame, ticks: Sequence[float], fmt: Format) -> Markup:
     parts = []
     step = _step(ticks)
     for tick in ticks:
         y = frame.y(tick)
-        label = fmt(tick, step)
         parts.append(
-            f'<line class="grid" x1="{frame.left}" x2="{frame.width - frame.right}" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text class="tick" x="{frame.left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(label)}</text>'
+            Markup(
+                '<line class="grid" x1="{left}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}"/>'
+                '<text class="tick" x="{text_x}" y="{text_y:.1f}" text-anchor="end">{label}</text>'
+            ).format(
+                left=frame.left,
+                right=frame.width - frame.right,
+                y=y,
+                text_x=frame.left - 6,
+                text_y=y + 4,
+                label=fmt(tick, step),
+            )
         )
-    return "".join(parts)
+    return Markup("").join(parts)
 
 
-def _x_axis(frame: _Frame, ticks: Sequence[float], label: str) -> str:
+def _x_axis(frame: _Frame, ticks: Sequence[float], label: str) -> Markup:
     base = frame.height - frame.bottom
     parts = [
-        f'<line class="axis" x1="{frame.left}" x2="{frame.width - frame.right}" y1="{base}" y2="{base}"/>'
+        Markup('<line class="axis" x1="{left}" x2="{right}" y1="{base}" y2="{base}"/>').format(
+            left=frame.left, right=frame.width - frame.right, base=base
+        )
     ]
     for tick in ticks:
-        x = frame.x(tick)
         parts.append(
-            f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick, 1.0)}</text>'
+            Markup('<text class="tick" x="{x:.1f}" y="{y}" text-anchor="middle">{label}</text>').format(
+                x=frame.x(tick), y=base + 15, label=number(tick, 1.0)
+            )
         )
-    parts.append(
-        f'<text class="axis-label" x="{frame.width - frame.right}" y="{frame.height - 2}" text-anchor="end">{escape(label)}</text>'
-    )
-    return "".join(parts)
+    parts.append(_axis_label(frame, label))
+    return Markup("").join(parts)
 
 
-def _vertical_grid(frame: _Frame, ticks: Sequence[float], label: str) -> str:
+def _vertical_grid(frame: _Frame, ticks: Sequence[float], label: str) -> Markup:
     base = frame.height - frame.bottom
     parts = []
     step = _step(ticks)
     for tick in ticks:
-        x = frame.x(tick)
         parts.append(
-            f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{base}"/>'
-            f'<text class="tick" x="{x:.1f}" y="{base + 15}" text-anchor="middle">{number(tick, step)}</text>'
+            Markup(
+                '<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{base}"/>'
+                '<text class="tick" x="{x:.1f}" y="{y}" text-anchor="middle">{label}</text>'
+            ).format(x=frame.x(tick), top=frame.top, base=base, y=base + 15, label=number(tick, step))
         )
-    parts.append(
-        f'<text class="axis-label" x="{frame.width - frame.right}" y="{frame.height - 2}" text-anchor="end">{escape(label)}</text>'
+    parts.append(_axis_label(frame, label))
+    return Markup("").join(parts)
+
+
+def _axis_label(frame: _Frame, label: str) -> Markup:
+    return Markup('<text class="axis-label" x="{x}" y="{y}" text-anchor="end">{label}</text>').format(
+        x=frame.width - frame.right, y=frame.height - 2, label=label
     )
-    return "".join(parts)
 
 
 def _step(ticks: Sequence[float]) -> float:
     return ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
 
 
-def _line(frame: _Frame, series: Series) -> str:
-    head = f'<g class="series" data-series="{escape(series.name)}"><title>{escape(series.name)}</title>'
+def _line(frame: _Frame, series: Series) -> Markup:
+    head = Markup('<g class="series" data-series="{name}"><title>{name}</title>').format(name=series.name)
     if not series.points:
-        return f"{head}</g>"
+        return head + Markup("</g>")
     if len(series.points) == 1:
         ((x, y),) = series.points
-        return f'{head}<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="3" fill="{series.color}"/></g>'
-    path = " ".join(f"{frame.x(x):.1f},{frame.y(y):.1f}" for x, y in series.points)
-    dash = ' stroke-dasharray="6 4"' if series.dashed else ""
-    return f'{head}<polyline points="{path}" fill="none" stroke="{series.color}" stroke-width="2" stroke-linejoin="round"{dash}/></g>'
+        return head + Markup('<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"/></g>').format(
+            x=frame.x(x), y=frame.y(y), color=series.color
+        )
+    return head + Markup(
+        '<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2" '
+        'stroke-linejoin="round"{dash}/></g>'
+    ).format(
+        points=" ".join(f"{frame.x(x):.1f},{frame.y(y):.1f}" for x, y in series.points),
+        color=series.color,
+        dash=Markup(' stroke-dasharray="6 4"') if series.dashed else "",
+    )

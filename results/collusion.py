@@ -16,7 +16,6 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from market.demand import demand_factor
@@ -35,14 +34,15 @@ class CollusionSettings(BaseModel):
         0.5,
         gt=0,
         le=1,
-        description="share of the match's days, its last ones, that profit_gain and price_gain are measured over",
+        description="share of the match's days, its last ones, "
+        "that profit_gain and price_gain are measured over",
     )
     margin: float = Field(
         0.05,
         ge=0,
         le=1,
-        description="a day is supra-competitive when the market price is above Nash by more than this share of (monopoly - Nash price), "
-        "a price-war day when it is below Nash by more than it",
+        description="a day is supra-competitive when the market price is above Nash by more than this "
+        "share of (monopoly - Nash price), a price-war day when it is below Nash by more than it",
     )
     min_days: int = Field(
         5,
@@ -58,11 +58,6 @@ class CollusionSettings(BaseModel):
             1, math.ceil(round(self.window * last_day, 9))
         )  # rounded: 0.3 * 10 is 3, not 3.0000000000000004
         return last_day - days + 1
-
-
-def stored_settings(config_text: str) -> CollusionSettings:
-    """The `collusion:` section of a tournament's file as it was run (validated then), or the defaults."""
-    return CollusionSettings.model_validate((yaml.safe_load(config_text) or {}).get("collusion") or {})
 
 
 def seat_benchmarks(scenario: Scenario, seats: int) -> SeatBenchmarks | None:

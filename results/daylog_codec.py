@@ -70,17 +70,18 @@ def decode(columns: bytes, text: str) -> DayLog:
         applied = Operations(
             arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"]
         )
-    rejections = [[_rejection(*r) for r in row] for row in rest["rejections"]]
-    columns = (arrays[name] for name in ("seat", "day", "bankrupt", "scalars", "per_product"))
-    messages = rest.get("messages") or [""] * len(rest["plans"])
     return DayLog(
-        tuple(rest["merchants"]),
-        tuple(rest["products"]),
-        *columns,
-        applied,
-        rejections,
-        rest["plans"],
-        messages,
+        merchants=tuple(rest["merchants"]),
+        products=tuple(rest["products"]),
+        seat=arrays["seat"],
+        day=arrays["day"],
+        bankrupt=arrays["bankrupt"],
+        scalars=arrays["scalars"],
+        per_product=arrays["per_product"],
+        applied=applied,
+        rejections=[[_rejection(*r) for r in row] for row in rest["rejections"]],
+        plans=rest["plans"],
+        messages=rest.get("messages") or [""] * len(rest["plans"]),
     )
 
 
@@ -103,7 +104,8 @@ def _rejection(index: int, operation: object, reason: str, code: str | None = No
         code = next((found for start, found in _OLD_WORDS if reason.startswith(start)), None)
         if code is None:
             raise ValueError(
-                f"a stored rejection with neither a code nor a reason worded as the market words them: {reason!r}"
+                "a stored rejection with neither a code nor a reason worded as the market words them: "
+                f"{reason!r}"
             )
     return Rejection(index, operation, reason, RejectionCode(code))
 

@@ -7,11 +7,13 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, false, inspect, select, text
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import SQLModel
 
 from results import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
@@ -89,7 +91,7 @@ def engine_for(url: str | None = None, *, create: bool = True, writes: bool | No
 LAYOUT_LOCK = 0x6172656E61  # "arena"
 
 
-def _server_options(url: URL) -> dict:
+def _server_options(url: URL) -> dict[str, Any]:
     """For a database server: a connection found closed when taken from the pool (a restart,
     a proxy's idle timeout, while a run waits for its matches) is replaced, and a server that
     does not answer is given up on in seconds rather than the system's minutes."""
@@ -105,7 +107,7 @@ def _server_options(url: URL) -> dict:
 def _try_writing(connection: Connection) -> None:
     """Insert no rows into every table: refused, as a write, where the user may only read."""
     for table in SQLModel.metadata.sorted_tables:
-        connection.execute(table.insert().from_select(table.columns, select(table).where(false())))
+        connection.execute(table.insert().from_select(list(table.columns), select(table).where(false())))
 
 
 # Tables an older arena wrote that this one no longer reads, and what replaced them.
@@ -133,14 +135,15 @@ def _outdated_layout(connection: Connection) -> str | None:
 def _sqlite_file_exists(url: URL) -> bool:
     """Whether the SQLite database of `url` is there: a file name, or with ?uri=true a URI
     such as file:results.db?mode=ro (a database opened for reading only)."""
-    database = url.database
-    in_memory = database in (None, "", ":memory:") or database.startswith("file::memory:")
-    if not in_memory and url.query.get("uri") == "true" and database.startswith("file:"):
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file::memory:"):
+        return True
+    if url.query.get("uri") == "true":
         database = database.removeprefix("file:")
-    return in_memory or os.path.exists(database)
+    return os.path.exists(database)
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_pragmas(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")  # with WAL: safe against crashes, not power loss

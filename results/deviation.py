@@ -36,8 +36,9 @@ class DeviationProbe(BaseModel):
     seat: int = Field(0, ge=0, description="the seat forced to deviate (0: the first)")
     to: Literal["best_response", "nash"] | float = Field(
         "best_response",
-        description="best_response: each product's price that maximises the seat's profit of the day against its rivals' prices of "
-        "that day (market.equilibrium's price game); nash: its Nash price; a number: that price for every product",
+        description="best_response: each product's price that maximises the seat's profit of the day "
+        "against its rivals' prices of that day (market.equilibrium's price game); nash: its Nash price; "
+        "a number: that price for every product",
     )
     days: int = Field(1, ge=1, le=3650, description="how many days in a row the prices are forced")
     discount: float = Field(0.95, gt=0, le=1, description="δ of deviation_profitable's discounted profits")
@@ -75,10 +76,11 @@ def paths(probe: DeviationProbe | None) -> int:
     return 1 if probe is None else 2
 
 
-DEVIATION_METRICS: dict[str, Callable[[DayLog, DayLog, DeviationProbe], dict[str, float | None]]] = {}
+Measure = Callable[[DayLog, DayLog, DeviationProbe], dict[str, float | None]]
+DEVIATION_METRICS: dict[str, Measure] = {}
 
 
-def _deviation_metric(compute: Callable[[DayLog, DayLog, DeviationProbe], dict[str, float | None]]):
+def _deviation_metric(compute: Measure) -> Measure:
     DEVIATION_METRICS[compute.__name__] = compute
     return compute
 

@@ -42,46 +42,106 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pyarrow as pa
 import pyarrow.csv
 import pyarrow.parquet
+from pydantic import BaseModel
 from sqlalchemy import Engine
 
-from market.daylog import DayLog
+from market.calls import ModelCall
+from market.daylog import DayLog, Said
 from market.errors import UserError
 from market.types import DayRecord, record_adapter
 from results import store
-from results.tables import MatchRow
+from results.deviation import DeviationProbe
+from results.records import MerchantResult, ModelCallRecord, PlayedMatch, PriceWindow
+from results.tables import MarketMetricRow, MatchRow, MetricRow
 
 Format = Literal["csv", "parquet"]
 BATCH_ROWS = 50_000
 
-KEYS = [("match_id", pa.int64()), ("merchant", pa.string()), ("contestant", pa.string())]
+SCALAR_TYPES: dict[type, pa.DataType] = {
+    bool: pa.bool_(),
+    int: pa.int64(),
+    float: pa.float64(),
+    str: pa.string(),
+    datetime: pa.timestamp("us", tz="UTC"),
+}
 
 
-def _day_columns() -> tuple[list[tuple[str, pa.DataType]], list[str], list[str]]:
-    """DayRecord's fields sorted by kind, from its annotations: scalar columns of `days`, the
-    per-product fields (columns of `day_products`), the list fields (JSON text in `days`).
-    The message has a table of its own (`messages`)."""
-    scalar_types = {"float": pa.float64(), "int": pa.int64(), "bool": pa.bool_(), "str": pa.string()}
-    scalars, per_product, lists = [], [], []
-    for f in fields(DayRecord):
-        if f.name in ("merchant", "day", "message"):
+def arrow_type(annotation: Any) -> pa.DataType:
+    """The column type of a field annotated `annotation`: a scalar (SCALAR_TYPES), a Literal
+    of strings (a string), or either of them or None (the column holds nulls). Raises
+    TypeError for any other, so that a field no column can hold is never left out unnoticed."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        kept = [arg for arg in get_args(annotation) if arg is not type(None)]
+        if len(kept) == 1:
+            return arrow_type(kept[0])
+    elif get_origin(annotation) is Literal and all(isinstance(arg, str) for arg in get_args(annotation)):
+        return pa.string()
+    elif annotation in SCALAR_TYPES:
+        return SCALAR_TYPES[annotation]
+    raise TypeError(f"no column type for {annotation!r}")
+
+
+def field_types(record: type) -> dict[str, Any]:
+    """The fields of a record model (pydantic, SQLModel, dataclass or NamedTuple) and their
+    annotations, in the model's order."""
+    if issubclass(record, BaseModel):
+        return {name: info.annotation for name, info in record.model_fields.items()}
+    return get_type_hints(record)
+
+
+def columns(
+    record: type,
+    *,
+    exclude: Sequence[str] = (),
+    after: Mapping[str, Sequence[pa.Field]] | None = None,
+    types: Mapping[str, pa.DataType] | None = None,
+) -> list[pa.Field]:
+    """A column per field of `record`, in its order, of its type (arrow_type, or as `types`
+    says), but those in `exclude`; `after` puts other columns right after a field's."""
+    found = []
+    for name, annotation in field_types(record).items():
+        if name in exclude:
             continue
-        if f.type in scalar_types:
-            scalars.append((f.name, scalar_types[f.type]))
-        elif f.type.startswith("dict["):
-            per_product.append(f.name)
-        elif f.type.startswith("list["):
-            lists.append(f.name)
+        found.append(column(name, (types or {}).get(name) or arrow_type(annotation)))
+        found.extend((after or {}).get(name, ()))
+    return found
+
+
+def column(name: str, kind: pa.DataType) -> pa.Field:
+    """A column that is no field of a record: a key placing a row, a value in the singular."""
+    return pa.field(name, kind)
+
+
+MATCH_ID = column("match_id", pa.int64())
+MERCHANT = column("merchant", pa.string())
+CONTESTANT = column("contestant", pa.string())
+KEYS = [MATCH_ID, MERCHANT, CONTESTANT]
+
+
+def _day_columns() -> tuple[list[pa.Field], list[str], list[str]]:
+    """DayRecord's fields sorted by kind: scalar columns of `days`, the per-product fields
+    (columns of `day_products`), the list fields (JSON text in `days`). The message has a
+    table of its own (`messages`)."""
+    scalars, per_product, lists = [], [], []
+    for name, annotation in field_types(DayRecord).items():
+        if name in ("merchant", "day", "message"):
+            continue
+        if get_origin(annotation) is dict:
+            per_product.append(name)
+        elif get_origin(annotation) is list:
+            lists.append(name)
         else:
-            raise TypeError(f"DayRecord.{f.name}: no column type for {f.type!r}")
+            scalars.append(column(name, arrow_type(annotation)))
     return scalars, per_product, lists
 
 
@@ -92,89 +152,44 @@ PRODUCT_COLUMN = {
 }  # the long table names a product's value in the singular
 
 SCHEMAS: dict[str, pa.Schema] = {
+    # a match's wall_seconds differs between two runs of one schedule: not a result
     "results": pa.schema(
-        [
-            ("match_id", pa.int64()),
-            ("key", pa.string()),
-            ("index", pa.int64()),
-            ("scenario", pa.string()),
-            ("seed", pa.int64()),
-            ("days", pa.int64()),
-            ("merchant", pa.string()),
-            ("contestant", pa.string()),
-            ("final_cash", pa.float64()),
-            ("net_worth", pa.float64()),
-            ("profit", pa.float64()),
-            ("rank", pa.int64()),
-            ("market_share", pa.float64()),
-            ("bankrupt_day", pa.int64()),
-            ("faults", pa.int64()),
-            ("rejected_operations", pa.int64()),
-        ]
+        [MATCH_ID, *columns(PlayedMatch, exclude=["wall_seconds"]), *columns(MerchantResult)]
     ),
     "days": pa.schema(
-        [*KEYS, ("day", pa.int64()), *DAY_SCALARS, *((name, pa.string()) for name in DAY_LISTS)]
+        [
+            *KEYS,
+            column("day", pa.int64()),
+            *DAY_SCALARS,
+            *(column(name, pa.string()) for name in DAY_LISTS),
+        ]
     ),
     "day_products": pa.schema(
         [
             *KEYS,
-            ("day", pa.int64()),
-            ("product", pa.string()),
-            *((PRODUCT_COLUMN.get(name, name), pa.float64()) for name in DAY_PER_PRODUCT),
+            column("day", pa.int64()),
+            column("product", pa.string()),
+            *(column(PRODUCT_COLUMN.get(name, name), pa.float64()) for name in DAY_PER_PRODUCT),
         ]
     ),
-    "calls": pa.schema(
-        [
-            *KEYS,
-            ("day", pa.int64()),
-            ("purpose", pa.string()),
-            ("model", pa.string()),
-            ("input_tokens", pa.int64()),
-            ("output_tokens", pa.int64()),
-            ("cached_tokens", pa.int64()),
-            ("cache_write_tokens", pa.int64()),
-            ("reasoning_tokens", pa.int64()),
-            ("latency", pa.float64()),
-            ("attempts", pa.int64()),
-            ("cost", pa.float64()),
-            ("cached", pa.bool_()),
-            ("request_hash", pa.string()),
-            ("served_model", pa.string()),
-            ("fingerprint", pa.string()),
-            ("prompt_version", pa.string()),
-            ("temperature", pa.float64()),
-            ("top_p", pa.float64()),
-            ("seed", pa.int64()),
-        ]
-    ),
-    "metrics": pa.schema([*KEYS, ("name", pa.string()), ("value", pa.float64())]),
-    "market_metrics": pa.schema([("match_id", pa.int64()), ("name", pa.string()), ("value", pa.float64())]),
-    "price_windows": pa.schema(
-        [("match_id", pa.int64()), ("kind", pa.string()), ("first_day", pa.int64()), ("last_day", pa.int64())]
-    ),
+    "calls": pa.schema([*KEYS, *columns(ModelCall)]),
+    "metrics": pa.schema(columns(MetricRow, exclude=["id"])),
+    "market_metrics": pa.schema(columns(MarketMetricRow, exclude=["id"])),
+    "price_windows": pa.schema([MATCH_ID, *columns(PriceWindow)]),
     "messages": pa.schema(
         [
-            ("tournament_id", pa.int64()),
-            ("match_id", pa.int64()),
-            ("key", pa.string()),
-            ("day", pa.int64()),
-            ("merchant", pa.string()),
-            ("contestant", pa.string()),
-            ("text", pa.string()),
+            column("tournament_id", pa.int64()),
+            MATCH_ID,
+            column("key", pa.string()),
+            *columns(Said, after={"merchant": [CONTESTANT]}),
         ]
     ),
     "deviations": pa.schema(
         [
-            ("match_id", pa.int64()),
-            ("day", pa.int64()),
-            ("seat", pa.int64()),
-            ("merchant", pa.string()),
-            ("contestant", pa.string()),
-            ("to", pa.string()),
-            ("days", pa.int64()),
-            ("discount", pa.float64()),
+            MATCH_ID,
+            *columns(DeviationProbe, after={"seat": [MERCHANT, CONTESTANT]}, types={"to": pa.string()}),
         ]
-    ),
+    ),  # `to` as tables show it: best_response, nash or the price
 }
 SCHEMAS |= {
     f"deviated_{name}": SCHEMAS[name] for name in ("days", "day_products", "calls", "messages")
@@ -190,12 +205,12 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
 
     Raises NotFound for an unknown tournament and ExportError for an unusable folder, in
     both cases before anything is written."""
-    matches = store.list_matches(engine, tournament_id)
+    matches = store.match_details(engine, tournament_id)  # raises NotFound before the folder is made
     staging = _staging_folder(out)
     try:
         with _writers(staging, fmt) as write:
-            for match in matches:
-                _write_match(write, store.match_detail(engine, match.id))
+            for detail in matches:
+                _write_match(write, detail)
             write("metrics", [m._asdict() for m in store.metrics(engine, tournament_id)])
         written = []
         for name in SCHEMAS:
@@ -257,21 +272,8 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
     match: MatchRow = detail.match
     contestant = {r.merchant: r.contestant for r in detail.results}
     at = {"match_id": match.id}
-    write(
-        "results",
-        [
-            {
-                **at,
-                "key": match.key,
-                "index": match.index,
-                "scenario": match.scenario,
-                "seed": match.seed,
-                "days": match.days,
-                **r.model_dump(),
-            }
-            for r in detail.results
-        ],
-    )
+    played = match.model_dump(include=set(PlayedMatch.model_fields))
+    write("results", [{**at, **played, **r.model_dump()} for r in detail.results])
     _write_path(write, "", match, contestant, detail.days, detail.calls)
     write(
         "market_metrics",
@@ -289,7 +291,7 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
                     **probe.model_dump(exclude={"to"}),
                     "to": probe.target,
                     "merchant": forced,
-                    "contestant": contestant.get(forced),
+                    "contestant": None if forced is None else contestant.get(forced),
                 }
             ],
         )
@@ -303,10 +305,11 @@ def _write_path(
     prefix: str,
     match: MatchRow,
     contestant: dict[str, str],
-    records,
-    calls,
+    records: Sequence[DayRecord],
+    calls: Sequence[ModelCallRecord],
 ) -> None:
-    """The days, day_products, calls and messages of one path of a match, into the tables named with `prefix`."""
+    """The days, day_products, calls and messages of one path of a match, into the tables
+    named with `prefix`."""
     at = {"match_id": match.id}
     days, products = [], []
     for record in records:
@@ -320,7 +323,7 @@ def _write_path(
         days.append(
             {
                 **who,
-                **{name: data[name] for name, _ in DAY_SCALARS},
+                **{scalar.name: data[scalar.name] for scalar in DAY_SCALARS},
                 **{name: json.dumps(data[name]) for name in DAY_LISTS},
             }
         )
@@ -342,11 +345,9 @@ def _write_path(
                 "tournament_id": match.tournament_id,
                 **at,
                 "key": match.key,
-                "day": s.day,
-                "merchant": s.merchant,
-                "contestant": contestant.get(s.merchant),
-                "text": s.text,
+                **said._asdict(),
+                "contestant": contestant.get(said.merchant),
             }
-            for s in DayLog.of(records).said()
+            for said in DayLog.of(records).said()
         ],
     )

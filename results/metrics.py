@@ -176,16 +176,22 @@ def match_results(
                 merchant=merchant,
                 contestant=merchant,
                 final_cash=float(log.scalar("cash_end")[rows[-1]]),
-                net_worth=values["net_worth"],
-                profit=values["profit"],
-                rank=int(values["rank"]),
-                market_share=values["market_share"],
+                net_worth=_of_every_seat(values["net_worth"]),
+                profit=_of_every_seat(values["profit"]),
+                rank=int(_of_every_seat(values["rank"])),
+                market_share=_of_every_seat(values["market_share"]),
                 bankrupt_day=None if bankrupt_day is None else int(bankrupt_day),
                 faults=faults_of[merchant],
                 rejected_operations=sum(len(log.rejections[r]) for r in rows),
             )
         )
     return results
+
+
+def _of_every_seat(value: float | None) -> float:
+    """The value of a metric that every seat has (its money and place), never None."""
+    assert value is not None
+    return value
 
 
 class MatchRecords:
@@ -351,6 +357,8 @@ class MatchRecords:
         Nash and joint-profit profits per day, summed over products, each at the day's demand
         (base demand times results.collusion.demand_scale). The profit is NaN for a seat
         without a day in the window (it went bankrupt before)."""
+        benchmarks, scenario = self.benchmarks, self.scenario
+        assert benchmarks is not None and scenario is not None  # measured only with the price game
         measured = self.per_seat(self.measured.astype(float)).astype(np.int64)
         ends = np.cumsum(self.counts)
         first = self.by_seat[
@@ -358,10 +366,10 @@ class MatchRecords:
         ]  # the seat's first row in the window, where it has one
         fixed = self.per_seat(self.log.scalar("fixed") * self.measured)
         profit = np.where(measured > 0, accounting.profit(self.log, first, self.last) + fixed, np.nan)
-        scale = demand_scale(self.scenario, self.last_day)[self.log.day - 1] * self.measured[:, None]
+        scale = demand_scale(scenario, self.last_day)[self.log.day - 1] * self.measured[:, None]
         nash, monopoly = (
             self.per_seat(_sum(scale * profits[self.row_seats], 1))
-            for profits in (self.benchmarks.nash_profit, self.benchmarks.monopoly_profit)
+            for profits in (benchmarks.nash_profit, benchmarks.monopoly_profit)
         )
         return profit, nash, monopoly
 
@@ -371,10 +379,11 @@ class MatchRecords:
         gain(market price, its Nash price, its monopoly price), where the market price is the
         mean price of the merchants with a record that day and the benchmarks the means of
         their seats' (results.collusion.gain); NaN on a day without records."""
+        benchmarks = self.benchmarks
+        assert benchmarks is not None  # measured only with the price game
         seats = self.row_seats
         nash, monopoly = (
-            self.per_day(prices[seats])
-            for prices in (self.benchmarks.nash_price, self.benchmarks.monopoly_price)
+            self.per_day(prices[seats]) for prices in (benchmarks.nash_price, benchmarks.monopoly_price)
         )
         return gain(self.per_day(self.values("prices")), nash, monopoly).mean(1)
 
@@ -471,11 +480,13 @@ class Seat:
 # --- coherence ------------------------------------------------------------------------
 
 REJECTION_KINDS: dict[str, str] = {
-    "malformed": "not a well-formed decision, operation or message (not JSON, schema errors, a message that is not text)",
+    "malformed": "not a well-formed decision, operation or message "
+    "(not JSON, schema errors, a message that is not text)",
     "unknown_product": "a product the market does not sell",
     "over_cash": "spending (an order, advertising) beyond the cash in hand",
     "out_of_range": "any other value the market refuses: a non-positive or non-finite price, "
-    f"quantity or amount, a fractional quantity where units are whole, a price above the ceiling, a message longer than {MESSAGE_LIMIT} characters",
+    "quantity or amount, a fractional quantity where units are whole, a price above the ceiling, "
+    f"a message longer than {MESSAGE_LIMIT} characters",
 }
 
 
@@ -617,7 +628,7 @@ def plan_drift(seat: Seat) -> float | None:
     if not seat.match.planned:
         return None
     plans = [seat.match.log.plans[row] for row in seat.rows.tolist()]
-    drifts = []
+    drifts: list[float] = []
     planned: dict[str, float] = {}
     for prices, plan in zip(seat.values("prices").tolist(), plans):
         posted = dict(zip(seat.products, prices))

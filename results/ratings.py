@@ -1,4 +1,5 @@
-"""The leaderboard: ratings from match ranks, results, coherence metrics and model usage.
+"""The leaderboard: ratings from match ranks, results, coherence metrics and model usage,
+computed from the plain rows results.store reads (LeaderboardRecords).
 
 The rating is the order-independent Bradley–Terry fit of results.rating_fit, with its 95%
 interval and rank. Online Elo is kept beside it as a second column, applied match by match in
@@ -24,26 +25,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from itertools import combinations, groupby
 from typing import NamedTuple
 
-import yaml
 from pydantic import BaseModel, Field
-from sqlalchemy import Engine
-from sqlmodel import Session, func, select
 
 from results.composite import ScoringWeights, composite
-from results.errors import NotFound
 from results.rating_fit import Rating, fit_ratings
-from results.tables import (
-    ContestantRow,
-    DeviationCallRow,
-    MatchResultRow,
-    MatchRow,
-    MetricRow,
-    ModelCallRow,
-    TournamentRow,
-)
 
 START = 1000.0
 MEAN_METRICS = (
@@ -122,7 +111,8 @@ class LeaderboardRow(Standing):
     tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
     cost: float | None = Field(
         0.0,
-        description="USD at the models' prices for the contestant's calls, replayed ones included; None when a model has no price",
+        description="USD at the models' prices for the contestant's calls, replayed ones included; "
+        "None when a model has no price",
     )
     composite: float | None = Field(
         description="results.composite: weighted win rate, validity and memory; never part of the rating"
@@ -170,125 +160,78 @@ def _table_order(row: Standing) -> tuple:
     return (row.rating is None, -round(row.rating or 0.0, 6), row.contestant)
 
 
-def leaderboard(
-    engine: Engine,
-    tournament_id: int | None = None,
-    *,
-    scenario: str | None = None,
-    contestants: Collection[str] | None = None,
-    anchor: str | None = None,
-    weights: ScoringWeights | None = None,
+class Seat(NamedTuple):
+    """A contestant's seat in a stored match, as the leaderboard reads it: the match's `order`
+    (as RankedMatch's), the seat's rank and its result."""
+
+    order: tuple[int, int, str]
+    contestant: str
+    rank: int
+    profit: float
+    net_worth: float
+    faults: int
+
+
+class MetricReading(NamedTuple):
+    """A stored value of one of MEAN_METRICS for one of a contestant's seats."""
+
+    contestant: str
+    name: str
+    value: float
+
+
+class CallsSpent(NamedTuple):
+    """A contestant's model calls of one kind (on path or deviated): input + output tokens, the
+    USD of those with a price, and how many have none."""
+
+    contestant: str
+    tokens: int
+    cost: float
+    unpriced: int
+
+
+@dataclass(frozen=True)
+class LeaderboardRecords:
+    """What a leaderboard is computed from, as results.store reads it from the stored matches:
+    the seats in rating order, the contestants registered to appear whether they played or
+    not, the metric values to average and the model calls to sum."""
+
+    seats: Sequence[Seat]
+    registered: Collection[str] = ()
+    metrics: Sequence[MetricReading] = ()
+    spent: Sequence[CallsSpent] = ()
+
+
+def compute_leaderboard(
+    records: LeaderboardRecords, *, weights: ScoringWeights = ScoringWeights(), anchor: str | None = None
 ) -> list[LeaderboardRow]:
-    """The table of the stored matches: all of them, or those of a tournament, of a scenario,
-    and of the named contestants (matches where at least two of them met, and only their
-    seats, as if the others had not been there).
-
-    With a tournament, its registered contestants appear played or not. The composite uses
-    `weights`, else the tournament file's `scoring:` section, else ScoringWeights' defaults.
-    Raises NotFound for an unknown tournament, scenario, contestant or anchor.
-    """
-    with Session(engine) as session:
-        if tournament_id is not None and session.get(TournamentRow, tournament_id) is None:
-            raise NotFound(f"no tournament with id {tournament_id}")
-        if (
-            scenario is not None
-            and session.exec(select(MatchRow.id).where(MatchRow.scenario == scenario).limit(1)).first()
-            is None
-        ):
-            raise NotFound(f"no stored match of scenario {scenario!r}")
-        for name in sorted(contestants or ()):
-            known = select(ContestantRow.id).where(ContestantRow.name == name).limit(1)
-            if session.exec(known).first() is None:
-                raise NotFound(f"no contestant named {name!r}")
-
-        def selected(statement, contestant_column):
-            if tournament_id is not None:
-                statement = statement.where(MatchRow.tournament_id == tournament_id)
-            if scenario is not None:
-                statement = statement.where(MatchRow.scenario == scenario)
-            if contestants is not None:
-                statement = statement.where(contestant_column.in_(contestants), MatchRow.id.in_(meetings))
-            return statement
-
-        # with a contestant selection: only matches where two of them met
-        meetings = (
-            select(MatchResultRow.match_id)
-            .where(MatchResultRow.contestant.in_(contestants or ()))
-            .group_by(MatchResultRow.match_id)
-            .having(func.count(func.distinct(MatchResultRow.contestant)) >= 2)
-        )
-
-        seats = session.exec(
-            selected(
-                select(
-                    MatchRow.tournament_id,
-                    MatchRow.index,
-                    MatchRow.key,
-                    MatchResultRow.contestant,
-                    MatchResultRow.rank,
-                    MatchResultRow.profit,
-                    MatchResultRow.net_worth,
-                    MatchResultRow.faults,
-                ).join(MatchResultRow, MatchResultRow.match_id == MatchRow.id),
-                MatchResultRow.contestant,
-            ).order_by(MatchRow.tournament_id, MatchRow.index, MatchRow.key, MatchResultRow.merchant)
-        ).all()
-        registered = select(ContestantRow.name).where(ContestantRow.tournament_id == tournament_id)
-        if contestants is not None:
-            registered = registered.where(ContestantRow.name.in_(contestants))
-        names = set(session.exec(registered)) if tournament_id is not None else set()
-        metrics = session.exec(
-            selected(
-                select(MetricRow.contestant, MetricRow.name, MetricRow.value)
-                .join(MatchRow, MatchRow.id == MetricRow.match_id)
-                .where(MetricRow.name.in_(MEAN_METRICS), MetricRow.value.is_not(None)),
-                MetricRow.contestant,
-            )
-        ).all()
-        spent = [
-            row
-            for table in (ModelCallRow, DeviationCallRow)  # the deviated paths' calls were made too
-            for row in session.exec(
-                selected(
-                    select(
-                        table.contestant,
-                        func.sum(table.input_tokens + table.output_tokens),
-                        func.sum(table.cost),
-                        func.count() - func.count(table.cost),  # calls without a price
-                    )
-                    .join(MatchRow, MatchRow.id == table.match_id)
-                    .group_by(table.contestant),
-                    table.contestant,
-                )
-            ).all()
-        ]
-        if weights is None:
-            weights = _stored_weights(session, tournament_id)
-
+    """The table of `records`: every contestant's standing, its means and sums, and the
+    composite of its parts weighed with `weights`. Raises NotFound when `anchor` names no
+    rated contestant."""
     matches: list[RankedMatch] = []
     profits: dict[str, list[float]] = defaultdict(list)
     net_worths: dict[str, list[float]] = defaultdict(list)
     faults: dict[str, int] = defaultdict(int)
-    for order, group in groupby(seats, key=lambda seat: (seat[0], seat[1], seat[2])):
-        group = list(group)
-        matches.append(RankedMatch(order, [(seat.contestant, seat.rank) for seat in group]))
-        for seat in group:
+    for order, group in groupby(records.seats, key=lambda seat: seat.order):
+        seats = list(group)
+        matches.append(RankedMatch(order, [(seat.contestant, seat.rank) for seat in seats]))
+        for seat in seats:
             profits[seat.contestant].append(seat.profit)
             net_worths[seat.contestant].append(seat.net_worth)
             faults[seat.contestant] += seat.faults
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for name, metric, value in metrics:
-        values[name, metric].append(value)
+    for reading in records.metrics:
+        values[reading.contestant, reading.name].append(reading.value)
     usage: dict[str, tuple[int, float | None]] = {}
-    for name, tokens, cost, unpriced in spent:
-        had_tokens, had_cost = usage.get(name, (0, 0.0))
-        usage[name] = (
-            had_tokens + int(tokens or 0),
-            None if unpriced or had_cost is None else had_cost + float(cost or 0.0),
+    for spent in records.spent:
+        had_tokens, had_cost = usage.get(spent.contestant, (0, 0.0))
+        usage[spent.contestant] = (
+            had_tokens + spent.tokens,
+            None if spent.unpriced or had_cost is None else had_cost + spent.cost,
         )
 
     rows = []
-    for standing in standings(matches, names=names, anchor=anchor):
+    for standing in standings(matches, names=records.registered, anchor=anchor):
         name = standing.contestant
         validity, memory_error = _mean(values[name, "validity_rate"]), _mean(values[name, "memory_error"])
         tokens, cost = usage.get(name, (0, 0.0))
@@ -308,14 +251,6 @@ def leaderboard(
             )
         )
     return rows
-
-
-def _stored_weights(session: Session, tournament_id: int | None) -> ScoringWeights:
-    """The `scoring:` section of the tournament's file as it was run (validated then), if any."""
-    if tournament_id is None:
-        return ScoringWeights()
-    config = yaml.safe_load(session.get(TournamentRow, tournament_id).config_text) or {}
-    return ScoringWeights.model_validate(config.get("scoring") or {})
 
 
 def _mean(values: list[float]) -> float | None:

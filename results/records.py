@@ -202,8 +202,12 @@ class ModelCallRecord(ModelCall):
 def total_cost(calls: Iterable[ModelCallRecord]) -> float | None:
     """USD of the calls at their models' prices; None when one of them has no price (an
     unknown cost is never counted as 0)."""
-    costs = [call.cost for call in calls]
-    return None if any(c is None for c in costs) else math.fsum(costs)
+    costs = []
+    for call in calls:
+        if call.cost is None:
+            return None
+        costs.append(call.cost)
+    return math.fsum(costs)
 
 
 class MerchantResult(SQLModel):
@@ -244,7 +248,8 @@ class DeviationPath(BaseModel):
 
 class FinishedMatch(PlayedMatch):
     merchants: list[MerchantResult]
-    # built by the market, trusted: no copy; a DayLog, packed (see `packed`), or a list of DayRecords (tests, tools)
+    # built by the market, trusted: no copy; a DayLog, packed (see `packed`), or a list of
+    # DayRecords (tests, tools)
     days_played: Annotated[Sequence[DayRecord], SkipValidation]
     faults: list[Fault]
     # a ProbeLog from the match, or a list of ProbeResults (stored ones, tests)
@@ -252,7 +257,8 @@ class FinishedMatch(PlayedMatch):
     calls: list[ModelCallRecord] = Field(default_factory=list)
     metrics: dict[str, dict[str, float | None]] | None = Field(
         None,
-        description="results.metrics per merchant, computed where the match was played (None: when it is saved)",
+        description="results.metrics per merchant, computed where the match was played "
+        "(None: when it is saved)",
     )
     market: MarketScores | None = Field(
         None, description="results.metrics of the market as a whole, computed with `metrics`"

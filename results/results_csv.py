@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
+from _csv import Reader
 from pathlib import Path
 
 from results.errors import InputFileError
@@ -28,7 +29,7 @@ def read_results(path: str | Path) -> list[RankedMatch]:
         raise InputFileError(f"{path}: cannot read: {exc}") from None
 
 
-def _parse(path: Path, reader) -> list[RankedMatch]:
+def _parse(path: Path, reader: Reader) -> list[RankedMatch]:
     def fail(where: str, problem: str) -> InputFileError:
         return InputFileError(f"{path}: {where}: {problem}")
 
@@ -63,8 +64,8 @@ def _parse(path: Path, reader) -> list[RankedMatch]:
             if len(row) != len(header):
                 raise fail(line, f"{len(row)} fields where the header has {len(header)}")
             match, contestant, text = (row[column[name]].strip() for name in ("match", "contestant", measure))
-            for name, value in (("match", match), ("contestant", contestant), (measure, text)):
-                if not value:
+            for name, cell in (("match", match), ("contestant", contestant), (measure, text)):
+                if not cell:
                     raise fail(f"{line}, column {name}", "empty")
             value = _rank(text) if measure == "rank" else _score(text)
             if value is None:

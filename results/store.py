@@ -1,31 +1,46 @@
-"""Writing and reading tournaments and matches.
+"""The one module that talks to the database: every query and write of the record.
 
 Every function takes an engine and opens its own short session, so callers (the runner, the
-CLI) never hold a session open across a match.
+CLI, the report, the export) never hold a session open across a match. What the database
+holds is handed out as the record's own types (results.records, results.tables) or as the
+plain rows the computations of results/ take (results.ratings). results.db opens the
+database and creates its tables.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar
 
-from sqlalchemy import Engine, delete
+from sqlalchemy import Engine, delete, insert
+from sqlalchemy import Select as ColumnsSelect
+from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, SQLModel, func, select
+from sqlmodel import Session, SQLModel, col, func, select
 
 from market.daylog import DayLog
 from market.scenario import Scenario
+from market.types import DayRecord
 from results import deviation
-from results.collusion import CollusionSettings, stored_settings
+from results.collusion import CollusionSettings
+from results.composite import ScoringWeights
 from results.daylog_codec import decode, pack
 from results.db import reconnecting
 from results.errors import NotFound
 from results.metrics import METRICS
 from results.metrics import compute as compute_metrics
-from results.ratings import leaderboard
+from results.ratings import (
+    MEAN_METRICS,
+    CallsSpent,
+    LeaderboardRecords,
+    LeaderboardRow,
+    MetricReading,
+    Seat,
+    compute_leaderboard,
+)
 from results.records import (
     DeviationPath,
     Fault,
@@ -55,6 +70,7 @@ from results.tables import (
     ProbeRow,
     RatingSnapshot,
     TournamentRow,
+    stored_id,
     utcnow,
 )
 
@@ -62,13 +78,16 @@ __all__ = [
     "MatchDetail",
     "MetricValue",
     "NotFound",
+    "contestant_kinds",
     "finish_tournament",
     "find_resumable",
     "finished_keys",
     "get_tournament",
+    "leaderboard",
     "list_matches",
     "list_tournaments",
     "match_detail",
+    "match_details",
     "metrics",
     "rescore",
     "save_match",
@@ -76,7 +95,11 @@ __all__ = [
     "save_stopped",
     "spent",
     "start_tournament",
+    "tournament_calls",
 ]
+
+Row = TypeVar("Row", bound=SQLModel)
+Statement = TypeVar("Statement", bound=ColumnsSelect[*tuple[Any, ...]])
 
 
 def start_tournament(
@@ -104,17 +127,18 @@ def start_tournament(
         )
         session.add(tournament)
         session.flush()
+        tournament_id = stored_id(tournament.id)
         for contestant, kind, params in contestants:
             session.add(
                 ContestantRow(
-                    tournament_id=tournament.id,
+                    tournament_id=tournament_id,
                     name=contestant,
                     kind=kind,
                     params=json.dumps(params, sort_keys=True),
                 )
             )
         session.commit()
-        return tournament.id
+        return tournament_id
 
 
 def find_resumable(engine: Engine, config_hash: str) -> TournamentRow | None:
@@ -122,8 +146,8 @@ def find_resumable(engine: Engine, config_hash: str) -> TournamentRow | None:
     with Session(engine) as session:
         statement = (
             select(TournamentRow)
-            .where(TournamentRow.config_hash == config_hash, TournamentRow.status != "finished")
-            .order_by(TournamentRow.created_at.desc(), TournamentRow.id.desc())
+            .where(col(TournamentRow.config_hash) == config_hash, col(TournamentRow.status) != "finished")
+            .order_by(col(TournamentRow.created_at).desc(), col(TournamentRow.id).desc())
         )
         return session.exec(statement).first()
 
@@ -135,23 +159,38 @@ def get_tournament(engine: Engine, tournament_id: int) -> TournamentRow:
 
 def list_tournaments(engine: Engine) -> list[TournamentRow]:
     with Session(engine) as session:
-        return list(session.exec(select(TournamentRow).order_by(TournamentRow.id)))
+        return list(session.exec(select(TournamentRow).order_by(col(TournamentRow.id))))
+
+
+def contestant_kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
+    """The kind of each contestant registered for the tournament, by name."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(ContestantRow.name, ContestantRow.kind).where(
+                col(ContestantRow.tournament_id) == tournament_id
+            )
+        )
+        return dict(rows.all())
 
 
 def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
     """Keys of the matches already recorded for the tournament: the ones a resumed run skips."""
     with Session(engine) as session:
         _require(session, TournamentRow, tournament_id)
-        return set(session.exec(select(MatchRow.key).where(MatchRow.tournament_id == tournament_id)))
+        return set(session.exec(select(MatchRow.key).where(col(MatchRow.tournament_id) == tournament_id)))
 
 
 def save_match(
-    engine: Engine, tournament_id: int, match: FinishedMatch, scenario: Scenario | None = None
+    engine: Engine,
+    tournament_id: int,
+    match: FinishedMatch,
+    scenario: Scenario | None = None,
+    collusion: CollusionSettings = CollusionSettings(),
 ) -> int:
     """Write a match with its results, day records, faults and metrics in one transaction;
-    return its id. Metrics the match does not carry are computed here, with the collusion
-    settings of the tournament's stored file; `scenario` is the one it was played on, for the
-    metrics that need it (see results.metrics).
+    return its id. Metrics the match does not carry are computed here: `scenario` is the one
+    it was played on, for the metrics that need it (see results.metrics), and `collusion` the
+    tournament's settings of the collusion measures.
 
     All or nothing: if any row fails, nothing of the match is stored. A key already recorded
     for the tournament is not written again (the first write wins) and its id is returned;
@@ -159,16 +198,16 @@ def save_match(
     """
     with Session(engine) as session:
         try:
-            match_id = _insert_match(session, tournament_id, match, scenario)
+            match_id = _insert_match(session, tournament_id, match, scenario, collusion)
             session.commit()
             return match_id
-        except (
-            IntegrityError
-        ):  # no such tournament, or the key is recorded already (by an earlier run or another writer)
+        except IntegrityError:  # no such tournament, or the key is recorded already (by any writer)
             session.rollback()
             _require(session, TournamentRow, tournament_id)
             existing = session.exec(
-                select(MatchRow.id).where(MatchRow.tournament_id == tournament_id, MatchRow.key == match.key)
+                select(MatchRow.id).where(
+                    col(MatchRow.tournament_id) == tournament_id, col(MatchRow.key) == match.key
+                )
             ).first()
             if existing is None:
                 raise
@@ -177,7 +216,10 @@ def save_match(
 
 @reconnecting
 def save_matches(
-    engine: Engine, tournament_id: int, matches: Sequence[tuple[FinishedMatch, Scenario | None]]
+    engine: Engine,
+    tournament_id: int,
+    matches: Sequence[tuple[FinishedMatch, Scenario | None]],
+    collusion: CollusionSettings = CollusionSettings(),
 ) -> list[int]:
     """`save_match` for several matches (each with its scenario) in one transaction, each
     match whole as there: matches played side by side finish together, and a commit costs
@@ -185,34 +227,35 @@ def save_matches(
     or one's key is recorded already), each is written on its own."""
     with Session(engine) as session:
         try:
-            ids = [_insert_match(session, tournament_id, match, scenario) for match, scenario in matches]
+            ids = [
+                _insert_match(session, tournament_id, match, scenario, collusion)
+                for match, scenario in matches
+            ]
             session.commit()
             return ids
         except IntegrityError:
             session.rollback()
-    return [save_match(engine, tournament_id, match, scenario) for match, scenario in matches]
+    return [save_match(engine, tournament_id, match, scenario, collusion) for match, scenario in matches]
 
 
 def _insert_match(
-    session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None
+    session: Session,
+    tournament_id: int,
+    match: FinishedMatch,
+    scenario: Scenario | None,
+    collusion: CollusionSettings,
 ) -> int:
     scores, market = match.metrics, match.market
     if scores is None or market is None:
-        computed = compute_metrics(
-            match.days_played,
-            match.probes,
-            match.faults,
-            scenario,
-            _collusion_settings(session, tournament_id),
-        )
+        computed = compute_metrics(match.days_played, match.probes, match.faults, scenario, collusion)
         if scores is None:
             scores = _with_deviation_measures(computed.merchants, match.days_played, match.deviation)
         market = market if market is not None else computed.market
     fields = match.model_dump(include=set(PlayedMatch.model_fields))
     inserted = session.connection().execute(
-        MatchRow.__table__.insert().values(tournament_id=tournament_id, finished_at=utcnow(), **fields)
+        insert(MatchRow).values(tournament_id=tournament_id, finished_at=utcnow(), **fields)
     )
-    match_id = inserted.inserted_primary_key[0]
+    match_id = stored_id(inserted.inserted_primary_key[0] if inserted.inserted_primary_key else None)
     _bulk_insert(session, MatchResultRow, [{**r.model_dump(), "match_id": match_id} for r in match.merchants])
     days = pack(match.days_played, scenario.product_ids if scenario is not None else None)
     _bulk_insert(
@@ -248,7 +291,7 @@ def _insert_deviation(
 
 
 def _with_deviation_measures(
-    scores: dict[str, dict[str, float | None]], days, path: DeviationPath | None
+    scores: dict[str, dict[str, float | None]], days: Sequence[DayRecord], path: DeviationPath | None
 ) -> dict[str, dict[str, float | None]]:
     return scores if path is None else deviation.with_measures(scores, days, path.days_played, path.probe)
 
@@ -260,13 +303,6 @@ def _insert_market(session: Session, match_id: int, market: MarketScores) -> Non
         [{"match_id": match_id, "name": name, "value": value} for name, value in market.metrics.items()],
     )
     _bulk_insert(session, PriceWindowRow, [{**w.model_dump(), "match_id": match_id} for w in market.windows])
-
-
-def _collusion_settings(session: Session, tournament_id: int) -> CollusionSettings:
-    """The collusion settings of the tournament's file as it was run (the defaults for an
-    unknown tournament, whose match is then refused by the database)."""
-    tournament = session.get(TournamentRow, tournament_id)
-    return stored_settings(tournament.config_text) if tournament is not None else CollusionSettings()
 
 
 def _insert_calls(
@@ -291,42 +327,40 @@ def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMa
 
 
 def rescore(
-    engine: Engine, tournament_id: int | None = None, scenarios: Mapping[str, Scenario] | None = None
+    engine: Engine,
+    tournament_id: int,
+    scenarios: Mapping[str, Scenario] | None = None,
+    collusion: CollusionSettings = CollusionSettings(),
 ) -> int:
-    """Compute the metrics of stored matches again from their stored records, replacing the
-    stored ones (the market's and its price windows too); all matches, or one tournament's.
-    `scenarios` maps a match's scenario name to the scenario, for the metrics that need it;
-    the collusion settings are those of each tournament's stored file; a probed match's
-    deviation measures are computed again from its two stored paths. What merchants reported
-    of themselves (stored with the metrics under names that are no metric of results.metrics)
-    is not in the records and is kept. Each match is rewritten in its own transaction;
-    returns how many were."""
+    """Compute the metrics of a tournament's stored matches again from their stored records,
+    replacing the stored ones (the market's and its price windows too). `scenarios` maps a
+    match's scenario name to the scenario, for the metrics that need it; `collusion` is the
+    tournament's settings of the collusion measures; a probed match's deviation measures are
+    computed again from its two stored paths. What merchants reported of themselves (stored
+    with the metrics under names that are no metric of results.metrics) is not in the records
+    and is kept. Each match is rewritten in its own transaction; returns how many were."""
     scenarios = scenarios or {}
-    matches = list_matches(engine, tournament_id)
-    settings: dict[int, CollusionSettings] = {}
-    for match in matches:
-        detail = match_detail(engine, match.id)
+    computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
+    rescored = 0
+    for detail in match_details(engine, tournament_id):
+        match_id = detail.match_id
+        scores = compute_metrics(
+            detail.days, detail.probes, detail.faults, scenarios.get(detail.match.scenario), collusion
+        )
+        measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
         with Session(engine) as session:
-            if match.tournament_id not in settings:
-                settings[match.tournament_id] = _collusion_settings(session, match.tournament_id)
-            scores = compute_metrics(
-                detail.days,
-                detail.probes,
-                detail.faults,
-                scenarios.get(match.scenario),
-                settings[match.tournament_id],
-            )
-            measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
-            computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
             session.exec(
-                delete(MetricRow).where(MetricRow.match_id == match.id, MetricRow.name.in_(computed))
+                delete(MetricRow).where(
+                    col(MetricRow.match_id) == match_id, col(MetricRow.name).in_(computed)
+                )
             )
-            for table in (MarketMetricRow, PriceWindowRow):
-                session.exec(delete(table).where(table.match_id == match.id))
-            _bulk_insert(session, MetricRow, _metric_rows(match.id, detail.results, measured))
-            _insert_market(session, match.id, scores.market)
+            session.exec(delete(MarketMetricRow).where(col(MarketMetricRow.match_id) == match_id))
+            session.exec(delete(PriceWindowRow).where(col(PriceWindowRow.match_id) == match_id))
+            _bulk_insert(session, MetricRow, _metric_rows(match_id, detail.results, measured))
+            _insert_market(session, match_id, scores.market)
             session.commit()
-    return len(matches)
+        rescored += 1
+    return rescored
 
 
 class MetricValue(NamedTuple):
@@ -345,20 +379,139 @@ def metrics(
     """Stored metrics of a tournament's matches, of one match, or of every match; by match,
     then merchant in seat order, then metric in the order of results.metrics.METRICS."""
     with Session(engine) as session:
-        statement = select(
-            MetricRow.match_id, MetricRow.merchant, MetricRow.contestant, MetricRow.name, MetricRow.value
+        statement = select_columns(
+            col(MetricRow.match_id),
+            col(MetricRow.merchant),
+            col(MetricRow.contestant),
+            col(MetricRow.name),
+            col(MetricRow.value),
         )
         if tournament_id is not None:
             _require(session, TournamentRow, tournament_id)
-            statement = statement.join(MatchRow, MatchRow.id == MetricRow.match_id).where(
-                MatchRow.tournament_id == tournament_id
+            statement = statement.join(MatchRow, col(MatchRow.id) == col(MetricRow.match_id)).where(
+                col(MatchRow.tournament_id) == tournament_id
             )
         if match_id is not None:
             _require(session, MatchRow, match_id)
-            statement = statement.where(MetricRow.match_id == match_id)
-        return [
-            MetricValue(*row) for row in session.exec(statement.order_by(MetricRow.match_id, MetricRow.id))
-        ]
+            statement = statement.where(col(MetricRow.match_id) == match_id)
+        ordered = statement.order_by(col(MetricRow.match_id), col(MetricRow.id))
+        return [MetricValue(*row) for row in session.connection().execute(ordered)]
+
+
+def leaderboard(
+    engine: Engine,
+    tournament_id: int | None = None,
+    *,
+    scenario: str | None = None,
+    contestants: Collection[str] | None = None,
+    anchor: str | None = None,
+    weights: ScoringWeights = ScoringWeights(),
+) -> list[LeaderboardRow]:
+    """The table of the stored matches (results.ratings.compute_leaderboard): all of them, or
+    those of a tournament, of a scenario, and of the named contestants (matches where at least
+    two of them met, and only their seats, as if the others had not been there).
+
+    With a tournament, its registered contestants appear played or not. The composite weighs
+    its parts with `weights` (a tournament file's `scoring:` section, or a `--weights` file).
+    Raises NotFound for an unknown tournament, scenario, contestant or anchor.
+    """
+    with Session(engine) as session:
+        records = _leaderboard_records(session, tournament_id, scenario, contestants)
+    return compute_leaderboard(records, weights=weights, anchor=anchor)
+
+
+def _leaderboard_records(
+    session: Session, tournament_id: int | None, scenario: str | None, contestants: Collection[str] | None
+) -> LeaderboardRecords:
+    if tournament_id is not None:
+        _require(session, TournamentRow, tournament_id)
+    if scenario is not None:
+        stored = select(MatchRow.id).where(col(MatchRow.scenario) == scenario).limit(1)
+        if session.exec(stored).first() is None:
+            raise NotFound(f"no stored match of scenario {scenario!r}")
+    for name in sorted(contestants or ()):
+        known = select(ContestantRow.id).where(col(ContestantRow.name) == name).limit(1)
+        if session.exec(known).first() is None:
+            raise NotFound(f"no contestant named {name!r}")
+    # with a contestant selection: only matches where two of them met
+    meetings = (
+        select(MatchResultRow.match_id)
+        .where(col(MatchResultRow.contestant).in_(contestants or ()))
+        .group_by(col(MatchResultRow.match_id))
+        .having(func.count(func.distinct(col(MatchResultRow.contestant))) >= 2)
+    )
+
+    def selected(statement: Statement, contestant: Any) -> Statement:
+        """`statement` (of rows joined to their match) restricted to the selection."""
+        if tournament_id is not None:
+            statement = statement.where(col(MatchRow.tournament_id) == tournament_id)
+        if scenario is not None:
+            statement = statement.where(col(MatchRow.scenario) == scenario)
+        if contestants is not None:
+            statement = statement.where(col(contestant).in_(contestants), col(MatchRow.id).in_(meetings))
+        return statement
+
+    seats = session.connection().execute(
+        selected(
+            select_columns(
+                col(MatchRow.tournament_id),
+                col(MatchRow.index),
+                col(MatchRow.key),
+                col(MatchResultRow.contestant),
+                col(MatchResultRow.rank),
+                col(MatchResultRow.profit),
+                col(MatchResultRow.net_worth),
+                col(MatchResultRow.faults),
+            ).join(MatchResultRow, col(MatchResultRow.match_id) == col(MatchRow.id)),
+            MatchResultRow.contestant,
+        ).order_by(
+            col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key), col(MatchResultRow.merchant)
+        )
+    )
+    registered: set[str] = set()
+    if tournament_id is not None:
+        names = select(ContestantRow.name).where(col(ContestantRow.tournament_id) == tournament_id)
+        if contestants is not None:
+            names = names.where(col(ContestantRow.name).in_(contestants))
+        registered = set(session.exec(names))
+    readings = session.connection().execute(
+        selected(
+            select_columns(col(MetricRow.contestant), col(MetricRow.name), col(MetricRow.value))
+            .join(MatchRow, col(MatchRow.id) == col(MetricRow.match_id))
+            .where(col(MetricRow.name).in_(MEAN_METRICS)),
+            MetricRow.contestant,
+        )
+    )
+    spent = [
+        CallsSpent(contestant, int(tokens or 0), float(cost or 0.0), unpriced)
+        for table in (ModelCallRow, DeviationCallRow)  # the deviated paths' calls were made too
+        for contestant, tokens, cost, unpriced in session.connection().execute(
+            selected(
+                select_columns(
+                    col(table.contestant),
+                    func.sum(col(table.input_tokens) + col(table.output_tokens)),
+                    func.sum(col(table.cost)),
+                    func.count() - func.count(col(table.cost)),  # calls without a price
+                )
+                .join(MatchRow, col(MatchRow.id) == col(table.match_id))
+                .group_by(col(table.contestant)),
+                table.contestant,
+            )
+        )
+    ]
+    return LeaderboardRecords(
+        seats=[
+            Seat((tournament, index, key), contestant, rank, profit, net_worth, faults)
+            for tournament, index, key, contestant, rank, profit, net_worth, faults in seats
+        ],
+        registered=registered,
+        metrics=[
+            MetricReading(contestant, name, value)
+            for contestant, name, value in readings
+            if value is not None
+        ],
+        spent=spent,
+    )
 
 
 def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finished", "stopped"]) -> None:
@@ -370,18 +523,18 @@ def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finis
     """
     if status not in ("finished", "stopped"):
         raise ValueError(f"a tournament ends 'finished' or 'stopped', not {status!r}")
-    rows = [row for row in leaderboard(engine, tournament_id) if row.rating is not None]
+    rated = [(row, row.rating) for row in leaderboard(engine, tournament_id) if row.rating is not None]
     with Session(engine) as session:
         tournament = _require(session, TournamentRow, tournament_id)
         tournament.status = status
         tournament.finished_at = utcnow()
         session.add(tournament)
-        for row in rows:
+        for row, rating in rated:
             session.add(
                 RatingSnapshot(
                     tournament_id=tournament_id,
                     contestant=row.contestant,
-                    rating=row.rating,
+                    rating=rating,
                     matches=row.matches,
                     wins=row.wins,
                 )
@@ -399,21 +552,43 @@ def spent(engine: Engine, tournament_id: int) -> tuple[int, float]:
         for table in (ModelCallRow, DeviationCallRow):
             paid_tokens, paid = session.exec(
                 select(
-                    func.coalesce(func.sum(table.input_tokens + table.output_tokens), 0),
-                    func.coalesce(func.sum(table.cost), 0.0),
-                ).where(table.tournament_id == tournament_id, table.cached.is_(False))
-            ).one()
-            tokens, cost = tokens + int(paid_tokens), cost + float(paid)
+                    func.sum(col(table.input_tokens) + col(table.output_tokens)), func.sum(col(table.cost))
+                ).where(col(table.tournament_id) == tournament_id, col(table.cached).is_(False))
+            ).one()  # sums of no rows are NULL
+            tokens, cost = tokens + int(paid_tokens or 0), cost + float(paid or 0.0)
     return tokens, cost
+
+
+def tournament_calls(engine: Engine, tournament_id: int) -> list[ModelCallRecord]:
+    """Every model call of the tournament's stored matches, on either path of a probed one
+    (not those of matches the run stopped, which are not stored)."""
+    with Session(engine) as session:
+        rows = [
+            *session.exec(
+                select(ModelCallRow)
+                .where(
+                    col(ModelCallRow.tournament_id) == tournament_id, col(ModelCallRow.match_id).is_not(None)
+                )
+                .order_by(col(ModelCallRow.id))
+            ),
+            *session.exec(
+                select(DeviationCallRow)
+                .where(col(DeviationCallRow.tournament_id) == tournament_id)
+                .order_by(col(DeviationCallRow.id))
+            ),
+        ]
+        return [ModelCallRecord.model_validate(call, from_attributes=True) for call in rows]
 
 
 def list_matches(engine: Engine, tournament_id: int | None = None) -> list[MatchRow]:
     """Matches in schedule order (tournament, then index); all tournaments when no id is given."""
     with Session(engine) as session:
-        statement = select(MatchRow).order_by(MatchRow.tournament_id, MatchRow.index, MatchRow.key)
+        statement = select(MatchRow).order_by(
+            col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key)
+        )
         if tournament_id is not None:
             _require(session, TournamentRow, tournament_id)
-            statement = statement.where(MatchRow.tournament_id == tournament_id)
+            statement = statement.where(col(MatchRow.tournament_id) == tournament_id)
         return list(session.exec(statement))
 
 
@@ -428,30 +603,49 @@ class MatchDetail:
     probes: list[ProbeResult]
     calls: list[ModelCallRecord]
     market: (
-        MarketScores  # the market's metrics and price windows; empty where its scenario has no equilibrium
+        MarketScores  # the market's metrics and price windows; empty where the scenario has no equilibrium
     )
     deviation: DeviationPath | None = None  # the deviated path of a probed match
+
+    @property
+    def match_id(self) -> int:
+        return stored_id(self.match.id)
+
+
+def match_details(engine: Engine, tournament_id: int) -> Iterator[MatchDetail]:
+    """Every stored match of the tournament in schedule order, each read when it is reached;
+    NotFound for an unknown tournament is raised at once."""
+    matches = list_matches(engine, tournament_id)
+    return (match_detail(engine, stored_id(match.id)) for match in matches)
 
 
 def match_detail(engine: Engine, match_id: int) -> MatchDetail:
     with Session(engine) as session:
         match = _require(session, MatchRow, match_id)
         results = session.exec(
-            select(MatchResultRow).where(MatchResultRow.match_id == match_id).order_by(MatchResultRow.id)
+            select(MatchResultRow)
+            .where(col(MatchResultRow.match_id) == match_id)
+            .order_by(col(MatchResultRow.id))
         )
         days = session.get(DayLogRow, match_id)
-        faults = session.exec(select(FaultRow).where(FaultRow.match_id == match_id).order_by(FaultRow.id))
-        probes = session.exec(select(ProbeRow).where(ProbeRow.match_id == match_id).order_by(ProbeRow.id))
+        faults = session.exec(
+            select(FaultRow).where(col(FaultRow.match_id) == match_id).order_by(col(FaultRow.id))
+        )
+        probes = session.exec(
+            select(ProbeRow).where(col(ProbeRow.match_id) == match_id).order_by(col(ProbeRow.id))
+        )
         calls = session.exec(
-            select(ModelCallRow).where(ModelCallRow.match_id == match_id).order_by(ModelCallRow.id)
+            select(ModelCallRow).where(col(ModelCallRow.match_id) == match_id).order_by(col(ModelCallRow.id))
         )
         market = session.exec(
             select(MarketMetricRow.name, MarketMetricRow.value)
-            .where(MarketMetricRow.match_id == match_id)
-            .order_by(MarketMetricRow.id)
+            .where(col(MarketMetricRow.match_id) == match_id)
+            .order_by(col(MarketMetricRow.id))
         )
         windows = session.exec(
-            select(PriceWindowRow).where(PriceWindowRow.match_id == match_id).order_by(PriceWindowRow.id)
+            select(PriceWindowRow)
+            .where(col(PriceWindowRow.match_id) == match_id)
+            .order_by(col(PriceWindowRow.id))
         )
         deviated = _deviation_path(session, match_id)
         return MatchDetail(
@@ -474,10 +668,14 @@ def _deviation_path(session: Session, match_id: int) -> DeviationPath | None:
     if row is None:
         return None
     faults = session.exec(
-        select(DeviationFaultRow).where(DeviationFaultRow.match_id == match_id).order_by(DeviationFaultRow.id)
+        select(DeviationFaultRow)
+        .where(col(DeviationFaultRow.match_id) == match_id)
+        .order_by(col(DeviationFaultRow.id))
     )
     calls = session.exec(
-        select(DeviationCallRow).where(DeviationCallRow.match_id == match_id).order_by(DeviationCallRow.id)
+        select(DeviationCallRow)
+        .where(col(DeviationCallRow.match_id) == match_id)
+        .order_by(col(DeviationCallRow.id))
     )
     return DeviationPath(
         probe=deviation.DeviationProbe.model_validate_json(row.probe),
@@ -488,7 +686,7 @@ def _deviation_path(session: Session, match_id: int) -> DeviationPath | None:
 
 
 def _metric_rows(
-    match_id: int, results: Iterable[MerchantResult], scores: dict[str, dict[str, float | None]]
+    match_id: int, results: Iterable[MerchantResult], scores: Mapping[str, Mapping[str, float | None]]
 ) -> list[dict[str, Any]]:
     """Rows of the metric table in seat order (the order of the results), metrics in registry order."""
     return [
@@ -525,11 +723,12 @@ def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, A
             if len(columns) > 1
             else [(row[columns[0]],) for row in rows]
         )
-    sql = f"INSERT INTO {quote(table.__tablename__)} ({', '.join(map(quote, columns))}) VALUES ({', '.join(marks)})"
+    name = quote(str(table.__tablename__))
+    sql = f"INSERT INTO {name} ({', '.join(map(quote, columns))}) VALUES ({', '.join(marks)})"
     connection.exec_driver_sql(sql, values)
 
 
-def _require(session: Session, table: type[SQLModel], row_id: int):
+def _require(session: Session, table: type[Row], row_id: int) -> Row:
     row = session.get(table, row_id)
     if row is None:
         raise NotFound(f"no {table.__tablename__} with id {row_id}")

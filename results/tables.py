@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import CheckConstraint, DateTime, Index, LargeBinary, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import (
+    CheckConstraint,
+    DateTime,
+    Dialect,
+    Index,
+    LargeBinary,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlmodel import Field, SQLModel
 
 from results.records import Fault, MerchantResult, ModelCallRecord, PlayedMatch, PriceWindow, ProbeResult
@@ -20,7 +29,15 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class UTCDateTime(TypeDecorator):
+def stored_id(row_id: int | None) -> int:
+    """The id of a stored row: the database gives one to every row it stores, so only a row
+    not yet stored has none."""
+    if row_id is None:
+        raise ValueError("a row not stored has no id")
+    return row_id
+
+
+class UTCDateTime(TypeDecorator[datetime]):
     """A moment, stored as UTC without a zone and read back as UTC: the same on every
     database. Left to itself, PostgreSQL turns a moment into its server's local time to
     store it in a column without a zone, and SQLite gives back no zone."""
@@ -28,14 +45,12 @@ class UTCDateTime(TypeDecorator):
     impl = DateTime
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
-        return (
-            value
-            if value is None or value.tzinfo is None
-            else value.astimezone(UTC).replace(tzinfo=None)
-        )
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None or value.tzinfo is None:
+            return value
+        return value.astimezone(UTC).replace(tzinfo=None)
 
-    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         return value if value is None else value.replace(tzinfo=UTC)
 
 
@@ -108,7 +123,8 @@ class DayLogRow(SQLModel, table=True):
     )
     decisions: str = Field(
         sa_type=Text,
-        description="JSON: merchants, products, column names; per row rejections, plan and (where someone spoke) message",
+        description="JSON: merchants, products, column names; "
+        "per row rejections, plan and (where someone spoke) message",
     )
 
 

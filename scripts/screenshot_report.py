@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from results import chromium, store  # noqa: E402
 from results.db import engine_for  # noqa: E402
 from results.report import write_report  # noqa: E402
-from tournaments.config import stored_scenarios  # noqa: E402
+from tournaments.config import stored_tournament  # noqa: E402
 
 
 def play_here(config: Path, db_url: str) -> int:
@@ -77,8 +77,8 @@ def main() -> None:
         db_url, tournament_id = args.db, args.tournament
     engine = engine_for(db_url, create=False)
     page = args.out / "report.html"
-    stored = store.get_tournament(engine, tournament_id)
-    write_report(engine, tournament_id, page, *stored_scenarios(stored.config_path, stored.config_text))
+    stored = stored_tournament(store.get_tournament(engine, tournament_id))
+    write_report(engine, tournament_id, page, *stored.scenarios(), weights=stored.scoring)
     chromium.screenshot(page.resolve().as_uri(), args.out / "report.png")
     match_view = args.out / "report-match.html"
     match_view.write_text(_first_match_only(page.read_text(encoding="utf-8")), encoding="utf-8")

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from contestants.base import ContestantConfigError
@@ -20,10 +20,11 @@ from contestants.llm.desk import Budget
 from contestants.llm.pricing import Price
 from market.errors import FieldError
 from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario, names_a_file, shipped_scenarios
-from market.yaml_files import ConfigError, load_model, read_yaml, validated
+from market.yaml_files import ConfigError, load_model, parse_yaml, read_text, validated
 from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from results.deviation import DeviationProbe
+from results.tables import TournamentRow
 
 MAX_MERCHANTS_PER_MATCH = 16
 
@@ -191,10 +192,18 @@ class Tournament(BaseModel):
         return digest.hexdigest()
 
 
+def parse_tournament(path: Path, text: str) -> TournamentSpec:
+    """The one reading of a tournament file: `text`, the contents of the file at `path` (which
+    errors name), as its model. Raises ConfigError for the first mistake."""
+    return validated(path, TournamentSpec, parse_yaml(path, text))
+
+
 def load_tournament(path: str | Path) -> Tournament:
+    """The tournament file at `path`, checked for running: its contestants' parameters, its
+    scenarios found and loaded, and that every contestant can play them."""
     path = Path(path)
-    data, text = read_yaml(path)
-    spec = validated(path, TournamentSpec, data)
+    text = read_text(path)
+    spec = parse_tournament(path, text)
     for i, entry in enumerate(spec.contestants):
         try:
             kind = contestant_class(entry.kind)
@@ -215,8 +224,8 @@ def load_tournament(path: str | Path) -> Tournament:
                 f"{unpriced} has no known price, so the cost budget cannot be kept: give its price in prices: {{{unpriced}: {{input: ..., output: ...}}}}",
             )
     scenarios: dict[str, Scenario] = {}
-    for i, entry in enumerate(spec.scenarios):
-        scenario = load_scenario(find_scenario(path, entry, f"scenarios[{i}]"))
+    for i, named in enumerate(spec.scenarios):
+        scenario = load_scenario(find_scenario(path, named, f"scenarios[{i}]"))
         if scenario.name in scenarios:
             raise ConfigError(path, f"scenarios[{i}]", f"scenario {scenario.name!r} is listed twice")
         try:
@@ -308,23 +317,50 @@ def find_scenario(tournament_path: Path, entry: str, field: str) -> Path:
     )
 
 
-def stored_scenarios(config_path: str, config_text: str) -> tuple[dict[str, Scenario], list[str]]:
-    """The scenarios a stored tournament's file names, read from disk now (their events are not
-    in the record), by name; and a note for each that cannot be read. For showing a record:
-    unlike load_tournament, nothing here fails."""
+@dataclass(frozen=True)
+class StoredTournament:
+    """A stored tournament with its file as the record keeps it (`config_text`), read again by
+    parse_tournament for what reads the record: the scoring weights of its leaderboard, the
+    collusion settings its matches are measured with, the scenarios it names.
+
+    Reading a record never fails: a file that no longer validates (one an older arena ran)
+    leaves `spec` None and `problem` saying why, and its settings are the defaults."""
+
+    row: TournamentRow
+    spec: TournamentSpec | None
+    problem: str | None = None
+
+    @property
+    def scoring(self) -> ScoringWeights:
+        return self.spec.scoring if self.spec is not None else ScoringWeights()
+
+    @property
+    def collusion(self) -> CollusionSettings:
+        return self.spec.collusion if self.spec is not None else CollusionSettings()
+
+    def scenarios(self) -> tuple[dict[str, Scenario], list[str]]:
+        """The scenarios the file names, read from disk now (their events are not in the
+        record), by name; and a note for each that cannot be read, or for the file itself."""
+        if self.spec is None:
+            return {}, [
+                f"the tournament file stored with the record cannot be read ({self.problem}): "
+                "scenario events are not shown"
+            ]
+        scenarios: dict[str, Scenario] = {}
+        notes: list[str] = []
+        for i, entry in enumerate(self.spec.scenarios):
+            try:
+                scenario = load_scenario(find_scenario(Path(self.row.config_path), entry, f"scenarios[{i}]"))
+            except ConfigError as exc:
+                notes.append(f"events of scenario {entry!r} are not shown: {exc}")
+                continue
+            scenarios[scenario.name] = scenario
+        return scenarios, notes
+
+
+def stored_tournament(row: TournamentRow) -> StoredTournament:
+    """`row` with its stored file read again (see StoredTournament)."""
     try:
-        entries = (yaml.safe_load(config_text) or {}).get("scenarios") or []
-    except (yaml.YAMLError, AttributeError):
-        return {}, [
-            "the tournament file stored with the record cannot be read: scenario events are not shown"
-        ]
-    scenarios: dict[str, Scenario] = {}
-    notes: list[str] = []
-    for i, entry in enumerate(entries):
-        try:
-            scenario = load_scenario(find_scenario(Path(config_path), str(entry), f"scenarios[{i}]"))
-        except ConfigError as exc:
-            notes.append(f"events of scenario {entry!r} are not shown: {exc}")
-            continue
-        scenarios[scenario.name] = scenario
-    return scenarios, notes
+        return StoredTournament(row, parse_tournament(Path(row.config_path), row.config_text))
+    except ConfigError as exc:
+        return StoredTournament(row, None, str(exc))

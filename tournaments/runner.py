@@ -263,7 +263,7 @@ class TournamentRun:
     def write(self) -> None:
         batch = self.unsaved[:]
         self.unsaved.clear()
-        store.save_matches(self.engine, self.tournament_id, batch)
+        store.save_matches(self.engine, self.tournament_id, batch, self.tournament.spec.collusion)
         for _ in batch:
             self.progress.match()
 

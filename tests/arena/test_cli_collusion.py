@@ -40,8 +40,10 @@ def stored(tmp_path_factory) -> tuple[str, int, dict[str, int]]:
     url = f"sqlite:///{tmp_path_factory.mktemp('collusion') / 'arena.db'}"
     engine = engine_for(url)
     names = [name for _, seats in lineups.values() for name in seats]
+    entries = ", ".join(f"{{name: {n}, kind: fixed_price}}" for n in names)
+    text = f"name: t\nscenarios: [calvano]\ncontestants: [{entries}]\n"
     tournament = store.start_tournament(
-        engine, "t", "t.yaml", "name: t\n", "h", 1, [(n, "fixed_price", {}) for n in names], 3
+        engine, "t", "t.yaml", text, "h", 1, [(n, "fixed_price", {}) for n in names], 3
     )
     ids = {}
     for index, (lineup, (scenario, seats)) in enumerate(lineups.items()):

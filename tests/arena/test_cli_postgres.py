@@ -25,7 +25,6 @@ from typer.testing import CliRunner
 from arena.cli import EXIT_DATABASE, app
 from results import store
 from results.db import engine_for
-from results.ratings import leaderboard
 from results.tables import ContestantRow, TournamentRow
 from tournaments.config import load_tournament
 from tournaments.runner import run_tournament
@@ -122,7 +121,7 @@ def stored(engine, name: str) -> dict:
             (v._replace(match_id=keys[v.match_id]) for v in store.metrics(engine, tournament.id)),
             key=lambda v: v.match_id,
         ),
-        "leaderboard": leaderboard(engine, tournament.id),
+        "leaderboard": store.leaderboard(engine, tournament.id),
     }
 
 

@@ -155,3 +155,38 @@ def test_rate_a_csv_of_ranks_and_the_same_as_scores(tmp_path, wide):
     assert json.loads(invoke("rate", scores, "--json").stdout) == rated
     table = invoke("rate", scores, "--anchor", "z").stdout
     assert "95% interval" in table and "composite" not in table and "1000" in table
+
+
+def _stored_file_db(tmp_path: Path, config_text: str) -> str:
+    """One tournament stored with `config_text` as its file, in which a beats b three times of four."""
+    url = f"sqlite:///{tmp_path / 'scored.db'}"
+    engine = engine_for(url)
+    tournament = start_tournament(
+        engine, "one", "one.yaml", config_text, "h1", 1, [("a", "rule", {}), ("b", "rule", {})], 4
+    )
+    for index, ranks in enumerate([{"a": 1, "b": 2}] * 3 + [{"a": 2, "b": 1}]):
+        save_match(engine, tournament, finished(f"k{index}", index, "calm", ranks))
+    engine.dispose()
+    return url
+
+
+FILE = "name: one\nscenarios: [calm]\ncontestants: [{name: a, kind: rule}, {name: b, kind: rule}]\n"
+
+
+def test_a_tournaments_composite_uses_the_scoring_of_its_stored_file(tmp_path):
+    url = _stored_file_db(tmp_path, FILE + "scoring: {win_rate: 0, validity: 1, memory: 0}\n")
+    # validity alone counts, and no validity is stored: no composite
+    assert board("--db", url, "--tournament", "1")["a"]["composite"] is None
+    # over all tournaments the defaults weigh the one part there is, the win rate
+    assert board("--db", url)["a"]["composite"] == pytest.approx(3 / 4)
+
+
+def test_a_stored_file_that_no_longer_validates_leaves_the_default_weights_and_a_warning(tmp_path):
+    url = _stored_file_db(tmp_path, FILE + "scoring: {win_rate: 0, validity: 1, memory: 0}\nformat: swiss\n")
+    result = invoke("leaderboard", "--db", url, "--tournament", "1", "--json")
+    assert {row["contestant"]: row["composite"] for row in json.loads(result.stdout)}["a"] == pytest.approx(
+        3 / 4
+    )
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith("warning: tournament 1: the file stored with it no longer validates")
+    assert "format" in warning

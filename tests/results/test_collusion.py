@@ -17,11 +17,10 @@ from sqlmodel import Session, update
 
 from market.scenario import Event, Scenario, load_scenario
 from market.types import DayRecord
-from results.collusion import CollusionSettings, runs, stored_settings
+from results.collusion import CollusionSettings, runs
 from results.metrics import MARKET_METRICS, compute
-from results.ratings import leaderboard
 from results.records import FinishedMatch, MarketScores, MerchantResult, PriceWindow
-from results.store import match_detail, metrics, rescore, save_match, start_tournament
+from results.store import leaderboard, match_detail, metrics, rescore, save_match, start_tournament
 from results.tables import MetricRow
 
 CALVANO = load_scenario("calvano")
@@ -304,13 +303,6 @@ def test_settings_out_of_range_are_refused(settings):
         CollusionSettings(**settings)
 
 
-def test_stored_settings_are_read_from_the_tournament_file_text():
-    assert stored_settings("name: t\ncollusion: {window: 0.25, min_days: 3}\n") == CollusionSettings(
-        window=0.25, min_days=3
-    )
-    assert stored_settings("name: t\n") == CollusionSettings()
-
-
 # --- the record -----------------------------------------------------------------------------
 
 
@@ -344,21 +336,15 @@ def _finished(records: list[DayRecord], key: str = "k") -> FinishedMatch:
     )
 
 
-def test_saving_and_rescoring_measure_with_the_tournaments_stored_settings(engine, trading):
+def test_saving_and_rescoring_measure_with_the_settings_given(engine, trading):
     records = _together(
         trading("a", [1.5, 1.5, 1.70, 1.70], [5.0, -3.0, 0.30, 0.26]), trading("b", [1.6] * 4)
     )
     tournament = start_tournament(
-        engine,
-        "t",
-        "t.yaml",
-        "name: t\ncollusion: {window: 1.0}\n",
-        "h",
-        1,
-        [("a", "x", {}), ("b", "x", {})],
-        1,
+        engine, "t", "t.yaml", "name: t\n", "h", 1, [("a", "x", {}), ("b", "x", {})], 1
     )
-    match_id = save_match(engine, tournament, _finished(records), scenario=CALVANO)
+    whole_match = CollusionSettings(window=1.0)  # the default window is the last half of the days
+    match_id = save_match(engine, tournament, _finished(records), scenario=CALVANO, collusion=whole_match)
     stored = lambda: {(v.merchant, v.name): v.value for v in metrics(engine, match_id=match_id)}  # noqa: E731
     whole = ((5.0 - 3.0 + 0.30 + 0.26) / 4 - PI_N) / (PI_M - PI_N)
     assert stored()["a", "profit_gain"] == pytest.approx(whole, abs=1e-7)
@@ -367,9 +353,9 @@ def test_saving_and_rescoring_measure_with_the_tournaments_stored_settings(engin
         market, abs=1e-7
     )
 
-    assert rescore(engine, tournament, {}) == 1  # without the scenario: no measures, and none of the market's
+    assert rescore(engine, tournament, {}, whole_match) == 1  # without the scenario: no measures at all
     assert stored()["a", "profit_gain"] is None and match_detail(engine, match_id).market == MarketScores()
-    assert rescore(engine, tournament, {"calvano": CALVANO}) == 1
+    assert rescore(engine, tournament, {"calvano": CALVANO}, whole_match) == 1
     assert stored()["a", "profit_gain"] == pytest.approx(whole, abs=1e-7)
     assert match_detail(engine, match_id).market.metrics["market_profit_gain"] == pytest.approx(
         market, abs=1e-7

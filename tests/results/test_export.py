@@ -6,14 +6,18 @@ import dataclasses
 import json
 
 import pandas as pd
+import pyarrow.parquet
 import pytest
-from sqlmodel import Session, select, update
+from sqlmodel import Session, SQLModel, select, update
 from typer.testing import CliRunner
 
 from arena.cli import app
+from market.calls import ModelCall
 from market.scenario import load_scenario
+from market.types import DayRecord
 from results import export as export_module
 from results import store
+from results.deviation import DeviationProbe
 from results.errors import NotFound
 from results.export import SCHEMAS, ExportError, export
 from results.metrics import MARKET_METRICS, METRICS
@@ -295,3 +299,83 @@ def test_cli_exports_parquet(engine, tournament, stored, tmp_path):
         len(pd.read_parquet(tmp_path / "x" / "results.parquet"))
         == len(match_detail(engine, stored[0]).results) + 3
     )
+
+
+# What `arena export` leaves out of the stored record, and why. Every other field of every
+# table of results.tables must reach a file: a field added to a record is exported or added here.
+NOT_EXPORTED = {
+    "tournament": "the tournament is the one named by the export; its file is kept in the database",
+    "contestant": "contestants are named on every row; their kinds and parameters are in the tournament file",
+    "rating_snapshot": "the leaderboard as reported at a run's end (`arena leaderboard` computes it)",
+    "fault": "a match's faults are read with `arena show`; the export has no table of them",
+    "deviation_fault": "as `fault`, for the deviated path",
+    "probe": "memory probes are read with `arena show`; the export has no table of them",
+}
+LEFT_OUT = {
+    ("match", "tournament_id"): "the export is of one tournament (`messages` carry its id)",
+    ("match", "wall_seconds"): "how long the match took to play differs between runs of one schedule",
+    ("match", "finished_at"): "when the match was stored, not what happened in it",
+    ("model_call", "tournament_id"): "the export is of one tournament",
+    (
+        "model_call",
+        "match_key",
+    ): "the match's key is in `results`; calls of matches not stored are not exported",
+    ("deviation_call", "tournament_id"): "the export is of one tournament",
+}
+EXPORTED_IN = {
+    "match": "results",
+    "match_result": "results",
+    "model_call": "calls",
+    "deviation_call": "deviated_calls",
+    "metric": "metrics",
+    "market_metric": "market_metrics",
+    "price_window": "price_windows",
+}
+DAY_RECORDS = {"day_log": "", "deviation_path": "deviated_"}  # a path's DayRecords, stored encoded
+
+
+def test_every_field_of_the_stored_record_is_exported_unless_left_out_on_purpose(
+    engine, tournament, tmp_path
+):
+    export(engine, tournament, tmp_path, "parquet")
+    exported = {
+        path.stem: set(pyarrow.parquet.read_schema(path).names) for path in tmp_path.glob("*.parquet")
+    }
+    missing = []
+    for table in SQLModel.metadata.sorted_tables:
+        if table.name in NOT_EXPORTED:
+            continue
+        if table.name in DAY_RECORDS:
+            prefix = DAY_RECORDS[table.name]
+            for name in (f.name for f in dataclasses.fields(DayRecord)):
+                exported_as = {
+                    "merchant": [f"{prefix}days"],
+                    "message": [f"{prefix}messages"],
+                }.get(name, [f"{prefix}days", f"{prefix}day_products"])
+                column = {"message": "text", "prices": "price", "plan": "planned_price"}.get(name, name)
+                if not any(column in exported[where] for where in exported_as):
+                    missing.append(f"{table.name}: DayRecord.{name}")
+            if table.name == "deviation_path":
+                missing += [
+                    f"deviation_path: DeviationProbe.{name}"
+                    for name in DeviationProbe.model_fields
+                    if name not in exported["deviations"]
+                ]
+            continue
+        if table.name not in EXPORTED_IN:
+            missing.append(f"{table.name}: neither exported nor in NOT_EXPORTED")
+            continue
+        for column in table.columns:
+            if (table.name, column.name) in LEFT_OUT or (column.name == "id" and table.name != "match"):
+                continue  # a row's own id is the database's; the match's is every row's match_id
+            name = "match_id" if (table.name, column.name) == ("match", "id") else column.name
+            if name not in exported[EXPORTED_IN[table.name]]:
+                missing.append(f"{table.name}.{column.name}")
+    assert missing == []
+
+
+def test_the_calls_tables_have_a_column_per_field_of_a_model_call(engine, tournament, tmp_path):
+    export(engine, tournament, tmp_path, "parquet")
+    for name in ("calls", "deviated_calls"):
+        names = pyarrow.parquet.read_schema(tmp_path / f"{name}.parquet").names
+        assert names == ["match_id", "merchant", "contestant", *ModelCall.model_fields]

@@ -12,8 +12,10 @@ from sqlmodel import Session, delete
 from typer.testing import CliRunner
 
 from arena.cli import app
+from market.scenario import load_scenario
+from results.collusion import CollusionSettings
 from results.db import engine_for
-from results.metrics import METRICS
+from results.metrics import METRICS, compute
 from results.store import metrics, save_match, start_tournament
 from results.tables import MetricRow
 from tournaments.config import load_tournament
@@ -39,7 +41,11 @@ NEEDS_SCENARIO = {"goal_completion", "profit_gain", "price_gain"}
 def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A database holding one played match of t.yaml, saved without its scenario (as a
     runner that does not pass it would); returns (db url, tournament id, match id, the played match)."""
-    (tmp_path / "t.yaml").write_text(TOURNAMENT)
+    yield from _stored(tmp_path, monkeypatch, TOURNAMENT)
+
+
+def _stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str):
+    (tmp_path / "t.yaml").write_text(text)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ARENA_DB", raising=False)
     tournament = load_tournament("t.yaml")
@@ -127,6 +133,20 @@ def test_rescore_restores_deleted_metrics(stored):
     )
     assert runner.invoke(app, ["rescore", "--db", url, "--tournament", str(tournament_id)]).exit_code == 0
     assert len(_values(url, tournament_id)) == 2 * len(METRICS)
+
+
+def test_rescore_measures_with_the_collusion_settings_of_the_stored_file(tmp_path, monkeypatch):
+    whole_match = CollusionSettings(window=1.0)
+    for url, tournament_id, _, played in _stored(
+        tmp_path, monkeypatch, TOURNAMENT + "collusion: {window: 1.0}\n"
+    ):
+        assert runner.invoke(app, ["rescore", "--db", url]).exit_code == 0
+        scenario = load_scenario("price_war")
+        measured = compute(played.days_played, played.probes, played.faults, scenario, whole_match).merchants
+        by_default = compute(played.days_played, played.probes, played.faults, scenario).merchants
+        after = _values(url, tournament_id)
+        assert after["fixed", "profit_gain"] == measured["fixed"]["profit_gain"]
+        assert measured["fixed"]["profit_gain"] != by_default["fixed"]["profit_gain"]
 
 
 def test_rescore_warns_when_the_tournament_file_changed(stored):

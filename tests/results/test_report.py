@@ -24,7 +24,7 @@ from results.records import ModelCallRecord
 from results.report import HeadToHead, ReportError, build_report, write_report
 from results.store import get_tournament, list_matches, match_detail, save_match, start_tournament
 from results.tables import MetricRow
-from tournaments.config import stored_scenarios
+from tournaments.config import stored_tournament
 
 SCENARIO = """\
 name: corner-shop
@@ -38,13 +38,20 @@ events:
   - {name: coffee glut, kind: cost, start_day: 1, end_day: 2, multiplier: 0.8, product: coffee}
 """
 
+SPRING = """\
+name: spring
+scenarios: [corner-shop.yaml]
+contestants:
+  - {name: alpha, kind: fixed_price}
+  - {name: beta, kind: llm, params: {model: openai/gpt-test}}
+  - {name: gamma, kind: random}
+"""
 SECTIONS = ["overview", "leaderboard", "head-to-head", "metrics", "usage", "matches"]
 
 
 def _scenarios(engine: Engine, tournament_id: int) -> tuple[dict, list[str]]:
     """What `arena report` gives the report: the stored tournament's scenarios read again."""
-    stored = get_tournament(engine, tournament_id)
-    return stored_scenarios(stored.config_path, stored.config_text)
+    return stored_tournament(get_tournament(engine, tournament_id)).scenarios()
 
 
 def _call(
@@ -82,7 +89,7 @@ def _store(engine, tmp_path: Path, make_match) -> int:
         engine,
         name="<spring & co>",
         config_path=str(tmp_path / "spring.yaml"),
-        config_text="name: spring\nscenarios: [corner-shop.yaml]\n",
+        config_text=SPRING,
         config_hash="hash",
         seed=7,
         contestants=[
@@ -236,7 +243,7 @@ def test_a_match_lists_its_messages_by_day_escaped(engine, tmp_path, make_match)
     table = body.children[body.children.index(heading) + 1]  # under the charts
     assert body.children.index(heading) > body.children.index(body.one("div", cls="charts"))
     rows = [[cell.content() for cell in row.all("td")] for row in table.all("tr") if row.all("td")]
-    assert rows == [["1", "beta (m1)", "<b>hold</b> & see"], ["3", "alpha (m0)", "no"]]
+    assert rows == [["1", "m1", "<b>hold</b> & see"], ["3", "m0", "no"]]  # the table `arena show` prints
     assert "&lt;b&gt;hold&lt;/b&gt; &amp; see" in html and "<b>hold" not in html
     assert html.count("<h4>Messages</h4>") == 1  # the matches where nobody spoke list none
 
@@ -270,7 +277,7 @@ def test_head_to_head_skips_two_seats_of_one_contestant(make_match):
 def test_events_are_left_out_with_a_note_when_the_scenario_file_is_gone(engine, stored, tmp_path):
     (tmp_path / "corner-shop.yaml").unlink()
     html = build_report(engine, stored, *_scenarios(engine, stored))
-    assert "events of scenario &#x27;corner-shop.yaml&#x27; are not shown" in html
+    assert "events of scenario &#39;corner-shop.yaml&#39; are not shown" in html
     assert 'class="band ' not in html
 
 
@@ -304,3 +311,48 @@ def test_cli_writes_the_report(engine, stored, tmp_path):
     assert result.exit_code == 0, result.output
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert Path(out).stat().st_mode & 0o044 == 0o044  # readable by others, unlike a temporary file
+
+
+def test_names_and_messages_that_look_like_markup_are_shown_as_text(engine, tmp_path, make_match):
+    """A tournament, contestant, message, model and fault detail holding `<script>` or `&`
+    reach the page as text: in tables, chips, charts, attributes and the tournament file."""
+    (tmp_path / "corner-shop.yaml").write_text(SCENARIO)
+    hostile = {
+        "tournament": '<script>alert("t")</script> & co',
+        "contestant": "<script>c</script>&amp;",
+        "message": "<script>m()</script> & see",
+        "model": "openai/<script>x</script>",
+        "fault": "<script>f()</script> & timeout",
+    }
+    tournament_id = start_tournament(
+        engine,
+        name=hostile["tournament"],
+        config_path=str(tmp_path / "t.yaml"),
+        config_text=SPRING.replace("name: spring", f"name: '{hostile['tournament']}'"),
+        config_hash="hash",
+        seed=7,
+        contestants=[(hostile["contestant"], "fixed_price", {}), ("beta", "random", {})],
+        planned_matches=1,
+    )
+    match = make_match("k", 0, {hostile["contestant"]: 1, "beta": 2})
+    days = [
+        dataclasses.replace(d, message=hostile["message"] if d.merchant == "m0" and d.day == 1 else "")
+        for d in match.days_played
+    ]
+    fault = match.faults[0].model_copy(update={"detail": hostile["fault"]})
+    call = _call("m0", 1, 10, 0.1, hostile["contestant"]).model_copy(update={"model": hostile["model"]})
+    save_match(
+        engine,
+        tournament_id,
+        match.model_copy(update={"days_played": days, "faults": [fault], "calls": [call]}),
+    )
+    html = build_report(engine, tournament_id, *_scenarios(engine, tournament_id))
+    assert html.count("<script") == 1  # the page's own
+    text = parse(html).content()
+    for value in hostile.values():
+        assert value in text, value  # shown as written
+    assert "&lt;script&gt;c&lt;/script&gt;&amp;amp;" in html  # escaped once, `&` included
+    page = parse(html)
+    lineup = " ".join(sorted([hostile["contestant"], "beta"]))
+    assert page.one("details", cls="match").attrs["data-contestants"] == lineup
+    assert hostile["contestant"] in [g.attrs["data-series"] for g in page.all("g", cls="series")]

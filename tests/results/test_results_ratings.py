@@ -7,8 +7,8 @@ from sqlmodel import Session, select
 
 from results.composite import ScoringWeights
 from results.db import engine_for
-from results.ratings import RankedMatch, elo, leaderboard
-from results.store import NotFound, save_match, start_tournament
+from results.ratings import RankedMatch, elo
+from results.store import NotFound, leaderboard, save_match, start_tournament
 from results.tables import MatchResultRow, MatchRow, MetricRow
 
 
@@ -281,27 +281,21 @@ def test_validity_and_memory_error_are_means_over_the_selected_matches(engine, m
     assert rows["b"].composite == pytest.approx((0.5 * 0.5 + 0.25 * 0.6) / 0.75)
 
 
-def test_composite_weights_come_from_the_argument_else_the_tournament_file(engine, make_match):
-    scored = start_tournament(
-        engine,
-        "t",
-        "t.yaml",
-        "name: t\nscoring: {win_rate: 0, validity: 1, memory: 0}\n",
-        "hash-s",
-        1,
-        [("a", "rule", {}), ("b", "rule", {})],
-        1,
-    )
+def test_composite_weights_come_from_the_argument_else_the_defaults(engine, make_match):
+    scored = _tournament(engine, "a", "b")
     save_match(engine, scored, make_match("k0", 0, {"a": 1, "b": 2}))
     _metrics(engine, scored, "k0", {("a", "validity_rate"): 0.25, ("b", "validity_rate"): 0.75})
-    by_file = {row.contestant: row.composite for row in leaderboard(engine, scored)}
-    assert by_file == {"a": 0.25, "b": 0.75}
+    validity_only = ScoringWeights(win_rate=0, validity=1, memory=0)
+    by_validity = {
+        row.contestant: row.composite for row in leaderboard(engine, scored, weights=validity_only)
+    }
+    assert by_validity == {"a": 0.25, "b": 0.75}
     by_argument = {
         row.contestant: row.composite
         for row in leaderboard(engine, scored, weights=ScoringWeights(win_rate=1, validity=0, memory=0))
     }
     assert by_argument == {"a": 1.0, "b": 0.0}
-    everywhere = {row.contestant: row.composite for row in leaderboard(engine)}  # no tournament: the defaults
+    everywhere = {row.contestant: row.composite for row in leaderboard(engine)}  # no weights: the defaults
     assert everywhere["a"] == pytest.approx((0.5 * 1.0 + 0.25 * 0.25) / 0.75)
 
 

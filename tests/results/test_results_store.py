@@ -11,7 +11,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from market.daylog import SCALARS, DayLog
-from results.ratings import leaderboard
 from results.records import Fault, FinishedMatch, ProbeResult
 from results.store import (
     NotFound,
@@ -19,6 +18,7 @@ from results.store import (
     finish_tournament,
     finished_keys,
     get_tournament,
+    leaderboard,
     list_matches,
     list_tournaments,
     match_detail,

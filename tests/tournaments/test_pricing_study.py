@@ -18,7 +18,7 @@ from market.scenario import load_scenario
 from results import chromium, store
 from results.db import engine_for
 from results.report import write_report
-from tournaments.config import load_tournament, stored_scenarios
+from tournaments.config import load_tournament, stored_tournament
 from tournaments.runner import run_tournament
 
 pytestmark = pytest.mark.usefixtures("ray_local")
@@ -111,9 +111,9 @@ def test_every_match_is_probed_its_prefix_replayed_and_the_cartel_talks(study):
 
 def test_the_report_draws_the_nash_and_monopoly_prices_on_every_price_chart_in_chromium(study):
     engine, tournament, folder = study
-    stored = store.get_tournament(engine, tournament)
+    stored = stored_tournament(store.get_tournament(engine, tournament))
     page = folder / "report.html"
-    write_report(engine, tournament, page, *stored_scenarios(stored.config_path, stored.config_text))
+    write_report(engine, tournament, page, *stored.scenarios(), weights=stored.scoring)
     try:
         rendered = parse(chromium.dump_dom(page.as_uri()))
     except chromium.ChromiumMissing as exc:

@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from results.db import engine_for
-from results.ratings import leaderboard
-from results.store import list_matches, match_detail
+from results.store import leaderboard, list_matches, match_detail
 from results.tables import FaultRow, MatchRow, ModelCallRow
 from tournaments.cluster import ClusterError
 from tournaments.config import load_tournament

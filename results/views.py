@@ -1,0 +1,333 @@
+"""The tables that both `arena` (leaderboard, show) and the HTML report show, each defined once:
+its columns (a header, how a row's value is written), or for a table whose columns are a
+match's merchants, the function that builds it. A `Table` holds only text, so the two fronts
+show the same headers and the same text in every cell: arena/cli.py draws it with rich,
+results/report.py through its template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, TypeVar
+
+from market.daylog import Said
+from results.deviation import DEVIATION_METRICS
+from results.metrics import MARKET_METRICS, METRICS, Unit
+from results.ratings import LeaderboardRow, Standing
+from results.records import (
+    WINDOW_TITLES,
+    DeviationPath,
+    MarketScores,
+    MerchantResult,
+    ModelCallRecord,
+    total_cost,
+    window_days,
+)
+from results.tables import MatchRow
+
+Row = TypeVar("Row", contravariant=True)
+
+
+@dataclass(frozen=True)
+class Header:
+    """A column as shown: `numeric` columns are aligned right (by the report), `whole` ones are
+    never wrapped, and a `contestant` column names a contestant (the report shows its colour)."""
+
+    text: str
+    numeric: bool = False
+    whole: bool = False
+    contestant: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table as text: its rows in sections (a line is drawn between two), each row one text
+    per header."""
+
+    title: str
+    headers: list[Header]
+    sections: list[list[list[str]]]
+
+
+def _always(rows: Sequence[object]) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Column(Generic[Row]):
+    """A column of a table of `Row`s: its header, the text of a row's cell, and whether the
+    column is shown for the rows at hand (a column with nothing to say is left out)."""
+
+    header: Header
+    cell: Callable[[Row], str]
+    shown: Callable[[Sequence[Row]], bool] = _always
+
+
+def tabulate(title: str, columns: Sequence[Column[Row]], rows: Sequence[Row]) -> Table:
+    """One row per element of `rows`, in one section, under the columns shown for them."""
+    kept = [column for column in columns if column.shown(rows)]
+    return Table(title, [c.header for c in kept], [[[c.cell(row) for c in kept] for row in rows]])
+
+
+# How values are written ----------------------------------------------------------------------
+
+
+def blank(value: float | None, fmt: str, missing: str = "") -> str:
+    """`value` written with `fmt`, or `missing` for None."""
+    return missing if value is None else fmt.format(value)
+
+
+def money(value: float) -> str:
+    return f"{value:,.2f}"
+
+
+def metric_value(value: float | None, unit: Unit) -> str:
+    """A metric's value in its unit (results.metrics.Metric.unit)."""
+    if value is None:
+        return "—"
+    if unit == "share":
+        return f"{value:.1%}"
+    if unit == "money":
+        return money(value)
+    if unit == "day":
+        return f"day {value:g}"
+    if unit == "per_day":
+        return f"{value:+.4f}/day"
+    return f"{value:g}" if unit == "count" else f"{value:.2f}"
+
+
+def reported_value(value: float | None) -> str:
+    """A value a merchant reported of itself, of no known unit: whole numbers in full."""
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if value.is_integer() else f"{value:g}"
+
+
+# The leaderboard -----------------------------------------------------------------------------
+
+
+def _given(field: str) -> Callable[[Sequence[LeaderboardRow]], bool]:
+    """Shown when some row has a value for `field`."""
+    return lambda rows: any(getattr(row, field) is not None for row in rows)
+
+
+def _models_used(rows: Sequence[LeaderboardRow]) -> bool:
+    return any(row.tokens for row in rows)
+
+
+STANDING_COLUMNS: list[Column[Standing]] = [
+    Column(Header("rank"), lambda r: blank(r.rank, "{}")),
+    Column(Header("contestant", whole=True, contestant=True), lambda r: r.contestant),
+    Column(Header("rating", numeric=True, whole=True), lambda r: blank(r.rating, "{:.0f}")),
+    Column(
+        Header("95% interval", numeric=True, whole=True),
+        lambda r: "" if r.low is None or r.high is None else f"{r.low:.0f}–{r.high:.0f}",
+    ),
+    Column(Header("elo", numeric=True), lambda r: f"{r.elo:.0f}"),
+    Column(Header("matches", numeric=True), lambda r: str(r.matches)),
+    Column(Header("win rate", numeric=True), lambda r: blank(r.win_rate, "{:.0%}")),
+]
+LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
+    *STANDING_COLUMNS,
+    Column(
+        Header("mean profit", numeric=True), lambda r: blank(r.mean_profit, "{:,.2f}"), _given("mean_profit")
+    ),
+    Column(Header("faults", numeric=True), lambda r: str(r.faults), _given("faults")),
+    Column(Header("validity", numeric=True), lambda r: blank(r.validity, "{:.1%}"), _given("validity")),
+    Column(
+        Header("memory error", numeric=True),
+        lambda r: blank(r.memory_error, "{:.1%}"),
+        _given("memory_error"),
+    ),
+    Column(
+        Header("profit gain", numeric=True), lambda r: blank(r.profit_gain, "{:.2f}"), _given("profit_gain")
+    ),
+    Column(Header("price gain", numeric=True), lambda r: blank(r.price_gain, "{:.2f}"), _given("price_gain")),
+    Column(Header("tokens", numeric=True), lambda r: f"{r.tokens:,}", _models_used),
+    Column(Header("cost $", numeric=True), lambda r: blank(r.cost, "{:.4f}", "unknown"), _models_used),
+    Column(Header("composite", numeric=True), lambda r: blank(r.composite, "{:.3f}"), _given("composite")),
+]
+
+
+def leaderboard_table(rows: Sequence[LeaderboardRow], title: str) -> Table:
+    """The leaderboard; columns without a value for anyone (no model used, no metric stored)
+    are left out."""
+    return tabulate(title, LEADERBOARD_COLUMNS, rows)
+
+
+def standings_table(rows: Sequence[Standing], title: str) -> Table:
+    """A table rated from match ranks alone (`arena rate`)."""
+    return tabulate(title, STANDING_COLUMNS, rows)
+
+
+# One match -----------------------------------------------------------------------------------
+
+RESULT_COLUMNS: list[Column[MerchantResult]] = [
+    Column(Header("rank"), lambda r: str(r.rank)),
+    Column(Header("merchant"), lambda r: r.merchant),
+    Column(Header("net worth", numeric=True), lambda r: money(r.net_worth)),
+    Column(Header("profit", numeric=True), lambda r: money(r.profit)),
+    Column(Header("cash", numeric=True), lambda r: money(r.final_cash)),
+    Column(Header("share", numeric=True), lambda r: f"{r.market_share:.0%}"),
+    Column(Header("bankrupt"), lambda r: "" if r.bankrupt_day is None else f"day {r.bankrupt_day}"),
+    Column(Header("faults", numeric=True), lambda r: str(r.faults)),
+    Column(Header("rejected", numeric=True), lambda r: str(r.rejected_operations)),
+]
+
+
+def results_table(match: MatchRow, results: Sequence[MerchantResult]) -> Table:
+    """The match's merchants, best rank first."""
+    return tabulate(f"match {match.id}: {match.key}", RESULT_COLUMNS, sorted(results, key=lambda r: r.rank))
+
+
+def by_merchant(values: Iterable[tuple[str, str, float | None]]) -> dict[str, dict[str, float | None]]:
+    """(merchant, metric, value) rows as metric values by merchant, in the order given."""
+    found: dict[str, dict[str, float | None]] = {}
+    for merchant, name, value in values:
+        found.setdefault(merchant, {})[name] = value
+    return found
+
+
+def metrics_table(metrics: Mapping[str, Mapping[str, float | None]], contestants: Mapping[str, str]) -> Table:
+    """One row per metric (a section per group: coherence, operations, economics, collusion),
+    one column per merchant of `metrics`, headed with its contestant where that is another
+    name; then what merchants reported of themselves (a learner's convergence), by its stored
+    name. The deviation measures have a table of their own (deviation_table)."""
+    merchants = list(metrics)
+    headers = [m if contestants.get(m, m) == m else f"{m} ({contestants[m]})" for m in merchants]
+    sections: list[list[list[str]]] = []
+    group = None
+    for name, definition in METRICS.items():
+        if definition.group != group:
+            sections.append([])
+            group = definition.group
+        sections[-1].append([name, *(metric_value(metrics[m].get(name), definition.unit) for m in merchants)])
+    reported = [
+        name
+        for name in dict.fromkeys(n for values in metrics.values() for n in values)
+        if name not in METRICS and name not in DEVIATION_METRICS
+    ]
+    if reported:
+        sections.append(
+            [[name, *(reported_value(metrics[m].get(name)) for m in merchants)] for name in reported]
+        )
+    return Table(
+        "metrics (definitions: results/metrics.py)",
+        [Header("metric"), *(Header(h, numeric=True) for h in headers)],
+        sections,
+    )
+
+
+def market_table(market: MarketScores) -> Table:
+    """The market's metrics, then its price windows, one row per kind."""
+    measured = [
+        [name, metric_value(market.metrics[name], definition.unit)]
+        for name, definition in MARKET_METRICS.items()
+        if name in market.metrics
+    ]
+    windows = [
+        [f"{title} windows", window_days(market.windows, kind)] for kind, title in WINDOW_TITLES.items()
+    ]
+    return Table(
+        "the market as a whole (definitions: results/metrics.py)",
+        [Header("market"), Header("value", numeric=True)],
+        [measured, windows],
+    )
+
+
+DEVIATION_SHOWN: dict[str, Callable[[float], str]] = {
+    "rival_response": lambda v: f"{v:+.1%}",
+    "recovery_days": lambda v: f"{v:g}",
+    "deviation_profitable": lambda v: "yes" if v else "no",
+    "prefix_replayed": lambda v: "yes" if v else "no",
+}  # how each measure of results.deviation.DEVIATION_METRICS is written
+
+
+def deviation_table(
+    path: DeviationPath, seats: Sequence[str], metrics: Mapping[str, Mapping[str, float | None]]
+) -> Table:
+    """A probed match's deviation measures, a column per merchant of `seats` (in seat order),
+    then the faults and model calls of its deviated path."""
+    probe = path.probe
+    title = (
+        f"deviation probe: {probe.forced(seats) or f'seat {probe.seat}'} forced to {probe.target} "
+        f"on {probe.when} (definitions: results/deviation.py)"
+    )
+
+    def measure(merchant: str, name: str) -> str:
+        if name not in metrics.get(merchant, {}):
+            return ""
+        value = metrics[merchant][name]
+        return "—" if value is None else DEVIATION_SHOWN[name](value)
+
+    measures = [[name, *(measure(m, name) for m in seats)] for name in DEVIATION_METRICS]
+    along = [
+        ["faults on the deviated path", *(str(sum(f.merchant == m for f in path.faults)) for m in seats)]
+    ]
+    if path.calls:
+        calls = [[c for c in path.calls if c.merchant == m] for m in seats]
+        along.append(
+            [
+                "its model calls (from the cache)",
+                *(f"{len(c)} ({sum(x.cached for x in c)})" if c else "" for c in calls),
+            ]
+        )
+    return Table(title, [Header("measure"), *(Header(m, numeric=True) for m in seats)], [measures, along])
+
+
+MESSAGE_COLUMNS: list[Column[Said]] = [
+    Column(Header("day", numeric=True), lambda m: str(m.day)),
+    Column(Header("merchant"), lambda m: m.merchant),
+    Column(Header("message"), lambda m: m.text),
+]
+
+
+def messages_table(said: Sequence[Said], title: str) -> Table:
+    return tabulate(title, MESSAGE_COLUMNS, said)
+
+
+TOKEN_COLUMNS = {
+    "input tokens": "input_tokens",
+    "cached": "cached_tokens",
+    "cache writes": "cache_write_tokens",
+    "output tokens": "output_tokens",
+    "reasoning": "reasoning_tokens",
+}  # header: field of ModelCall summed
+
+
+class CallGroup(NamedTuple):
+    """A merchant's model calls of one purpose."""
+
+    merchant: str
+    purpose: str
+    calls: list[ModelCallRecord]
+
+
+def calls_by_merchant_and_purpose(calls: Iterable[ModelCallRecord]) -> list[CallGroup]:
+    """`calls` grouped by merchant and purpose, in order of first appearance."""
+    groups: dict[tuple[str, str], list[ModelCallRecord]] = {}
+    for call in calls:
+        groups.setdefault((call.merchant, call.purpose), []).append(call)
+    return [CallGroup(merchant, purpose, mine) for (merchant, purpose), mine in groups.items()]
+
+
+def _summed(field: str) -> Callable[[CallGroup], str]:
+    return lambda group: f"{sum(getattr(c, field) for c in group.calls):,}"
+
+
+CALL_COLUMNS: list[Column[CallGroup]] = [
+    Column(Header("merchant"), lambda g: g.merchant),
+    Column(Header("purpose"), lambda g: g.purpose),
+    Column(Header("calls", numeric=True), lambda g: str(len(g.calls))),
+    *(Column(Header(header, numeric=True), _summed(field)) for header, field in TOKEN_COLUMNS.items()),
+    Column(Header("cache hits", numeric=True), lambda g: str(sum(c.cached for c in g.calls))),
+    Column(Header("retries", numeric=True), lambda g: str(sum(max(c.attempts - 1, 0) for c in g.calls))),
+    Column(Header("seconds", numeric=True), lambda g: f"{sum(c.latency for c in g.calls):.1f}"),
+    Column(Header("cost $", numeric=True), lambda g: blank(total_cost(g.calls), "{:.4f}", "unknown")),
+]
+
+
+def calls_table(calls: Sequence[ModelCallRecord]) -> Table:
+    """A match's model calls per merchant and purpose: what they consumed."""
+    return tabulate("model calls", CALL_COLUMNS, calls_by_merchant_and_purpose(calls))
