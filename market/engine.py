@@ -62,14 +62,19 @@ _FREE = np.array([field is None for field in VALUE_FIELDS])
 
 
 class Submitted(NamedTuple):
-    """Operations to apply, by row and then `index` (the position in the row's decision);
-    product -1 and value NaN for kinds without them."""
+    """Operations to apply, by row and then `position` (in the row's decision); product -1 and
+    value NaN for kinds without them."""
 
     row: np.ndarray
-    index: np.ndarray
+    position: np.ndarray
     kind: np.ndarray
     product: np.ndarray
     value: np.ndarray
+
+
+_NOTHING = Submitted(
+    np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int16), np.zeros(0)
+)
 
 
 class Market:
@@ -418,7 +423,8 @@ class Market:
                 index.append(k)
                 kind.append(code)
                 product.append(j)
-                value.append(getattr(op, VALUE_FIELDS[code]) if VALUE_FIELDS[code] else math.nan)
+                number = VALUE_FIELDS[code]
+                value.append(getattr(op, number) if number else math.nan)
         return Submitted(
             np.array(row, dtype=np.int64),
             np.array(index, dtype=np.int64),
@@ -513,7 +519,7 @@ class Market:
         else:
             code = RejectionCode.ADVERTISING_NEGATIVE if cash is None else RejectionCode.ADVERTISING_OVER_CASH
         why = _REASONS[code].format(value=value, ceiling=float(self._ceiling[j]), cost=cost, cash=cash)
-        return Rejection(int(ops.index[x]), operation_dict(kind, j, value, self._product_ids), why, code)
+        return Rejection(int(ops.position[x]), operation_dict(kind, j, value, self._product_ids), why, code)
 
     def _kept_plan(self, plan: list[PlannedPrice]) -> dict[str, float]:
         """product -> planned price, for the plan's products the market sells at prices a
@@ -765,13 +771,10 @@ def _joined(parts: list[Submitted]) -> Submitted:
     if len(parts) < 2:
         return parts[0] if parts else _NOTHING
     joined = Submitted(*(np.concatenate(column) for column in zip(*parts)))
-    order = np.lexsort((joined.index, joined.row))
+    order = np.lexsort((joined.position, joined.row))
     return Submitted(*(column[order] for column in joined))
 
 
-_NOTHING = Submitted(
-    np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int16), np.zeros(0)
-)
 _REASONS = {
     RejectionCode.PRICE_NOT_POSITIVE: "price must be a positive number",
     RejectionCode.PRICE_ABOVE_CEILING: "price {value:.2f} is above the ceiling {ceiling:.2f}",

@@ -264,7 +264,7 @@ class FinishedMatch(PlayedMatch):
         None, description="results.metrics of the market as a whole, computed with `metrics`"
     )
     deviation: DeviationPath | None = Field(
-        None, description="the deviated path of a deviation probe; its measures are in `metrics`"
+        default=None, description="the deviated path of a deviation probe; its measures are in `metrics`"
     )
 
     @property

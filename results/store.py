@@ -141,11 +141,11 @@ def start_tournament(
         return tournament_id
 
 
-def find_resumable(engine: Engine, config_hash: str) -> TournamentRow | None:
-    """The latest tournament with this config hash that is not finished (running or stopped)."""
+def find_resumable(engine: Engine, config_hash: str) -> int | None:
+    """The id of the latest tournament with this config hash that is not finished (running or stopped)."""
     with Session(engine) as session:
         statement = (
-            select(TournamentRow)
+            select(TournamentRow.id)
             .where(col(TournamentRow.config_hash) == config_hash, col(TournamentRow.status) != "finished")
             .order_by(col(TournamentRow.created_at).desc(), col(TournamentRow.id).desc())
         )

@@ -37,7 +37,9 @@ NODE_CHECK_S = 2.0  # how often the desk looks for nodes that died under the cal
 GONE = "the run's call desk is gone (its process died)"
 
 
-@ray.remote(num_cpus=0, concurrency_groups={"waiting": WAITING_CALLS, "reporting": 64})
+@ray.remote(  # type: ignore[call-overload]  # Ray's overloads of remote leave concurrency_groups out
+    num_cpus=0, concurrency_groups={"waiting": WAITING_CALLS, "reporting": 64}
+)
 class CallDesk:
     def __init__(self, working_dir: str, budget: Budget | None, spent: Spend, stop_after: int):
         enter(working_dir)
@@ -120,5 +122,7 @@ def start_desk(budget: Budget | None, spent: Spend, stop_after: int, working_dir
     """The run's desk, on this (the driver's) node, working in `working_dir`."""
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     return RemoteDesk(
-        CallDesk.options(scheduling_strategy=here).remote(working_dir, budget, spent, stop_after)
+        CallDesk.options(scheduling_strategy=here).remote(  # type: ignore[attr-defined]  # see @ray.remote above
+            working_dir, budget, spent, stop_after
+        )
     )

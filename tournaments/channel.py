@@ -19,6 +19,7 @@ or its node vanished (noticed within UNACKNOWLEDGED_S)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import itertools
 import pickle
@@ -80,9 +81,7 @@ class TurnServer:
                 request_id, _, size = HEADER.unpack(await reader.readexactly(HEADER.size))
                 payload = await reader.readexactly(size)
                 answering = self.loop.run_in_executor(self.pool, self.answer, payload)
-                answering.add_done_callback(
-                    lambda done, request_id=request_id: _reply(writer, request_id, done)
-                )
+                answering.add_done_callback(functools.partial(_reply, writer, request_id))
         except (asyncio.IncompleteReadError, OSError):  # OSError includes TimeoutError
             pass  # the runner went away, or never said the token
         finally:

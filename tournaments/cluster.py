@@ -178,7 +178,7 @@ def _check_admitted(address: str) -> None:
     only that it failed to connect. A Ray Client address (ray://) is left to ray.init."""
     if address.startswith("ray://"):
         return
-    from ray._raylet import InnerGcsClient
+    from ray._raylet import InnerGcsClient  # type: ignore[attr-defined]  # compiled; Ray ships no stub of it
     from ray.exceptions import AuthenticationError, RayError
 
     try:

@@ -92,7 +92,8 @@ class TournamentSpec(BaseModel):
     )
     talk: StrictBool = Field(
         False,
-        description="merchants may send their rivals a message each day, which the rivals read the next day (cheap talk)",
+        description="merchants may send their rivals a message each day, which the rivals read the next "
+        "day (cheap talk)",
     )
 
     @field_validator("contestants")
@@ -131,7 +132,8 @@ class TournamentSpec(BaseModel):
         if self.deviation is not None and self.deviation.seat >= self.merchants_per_match:
             raise FieldError(
                 "deviation.seat",
-                f"seat {self.deviation.seat} is not in matches of {self.merchants_per_match} merchants (seats count from 0)",
+                f"seat {self.deviation.seat} is not in matches of {self.merchants_per_match} merchants "
+                "(seats count from 0)",
             )
         if self.format == "gauntlet":
             if self.challenger is None:
@@ -221,7 +223,8 @@ def load_tournament(path: str | Path) -> Tournament:
             raise ConfigError(
                 path,
                 f"contestants[{i}].params.model",
-                f"{unpriced} has no known price, so the cost budget cannot be kept: give its price in prices: {{{unpriced}: {{input: ..., output: ...}}}}",
+                f"{unpriced} has no known price, so the cost budget cannot be kept: give its price in "
+                f"prices: {{{unpriced}: {{input: ..., output: ...}}}}",
             )
     scenarios: dict[str, Scenario] = {}
     for i, named in enumerate(spec.scenarios):
@@ -264,7 +267,8 @@ def check_deviation(path: Path, spec: TournamentSpec, scenario: Scenario, field:
         raise ConfigError(
             path,
             "deviation.days" if probe.days > 1 else "deviation.day",
-            f"the deviation ends on day {probe.last_day}, but {field} ({scenario.name!r}) has {days} days: it must end before the last",
+            f"the deviation ends on day {probe.last_day}, but {field} ({scenario.name!r}) has {days} "
+            "days: it must end before the last",
         )
     if isinstance(probe.to, float):
         ceiling = min(p.price_ceiling for p in scenario.products)

@@ -71,7 +71,12 @@ async def play_both_paths(
         except MatchLost as lost:  # the calls of the path played are paid too
             raise MatchLost(lost.reason, [*(call for p in played for call in p.calls), *lost.calls]) from None
     else:
-        both = await play([*matches, *twins], lambda: (on_day(), on_day()))
+
+        def both_paths() -> None:  # a day of the group is a day of each path
+            on_day()
+            on_day()
+
+        both = await play([*matches, *twins], both_paths)
         played, deviated = both[: len(matches)], both[len(matches) :]
     return [_with_deviation(p, d) for p, d in zip(played, deviated)]
 

@@ -24,7 +24,7 @@ from contestants.base import RunOptions
 from contestants.llm.pricing import cost, prices_from
 from contestants.llm.providers import validate_settings
 from contestants.llm.types import TokenUsage
-from results.records import ModelCallRecord, total_cost
+from results.records import FinishedMatch, ModelCallRecord, total_cost
 from tournaments.config import ContestantEntry, Tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import ContestantPlan, plan_contestants, plan_tournament
@@ -62,6 +62,7 @@ def estimate(tournament: Tournament) -> list[Estimate]:
     caches = {name: _caches(plan) for name, plan in plans.items()}
     for match in schedule(tournament):
         played = play_here([Match(match, tournament.scenarios[match.scenario], rules, rehearsed)])[0]
+        assert isinstance(played, FinishedMatch)  # a rehearsal calls no model: its calls never stop
         asked = {call.request_hash for call in played.calls}
         deviated = played.deviation.calls if played.deviation is not None else []
         for call in [

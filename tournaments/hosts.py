@@ -124,7 +124,8 @@ class ContestantHost:
         try:
             return pickle.dumps(turn, pickle.HIGHEST_PROTOCOL)
         except Exception:  # a decision only cloudpickle can write (a lambda, say): the market refuses it
-            return cloudpickle.dumps(turn)  # type: ignore[no-any-return]  # Ray's cloudpickle is untyped
+            written: bytes = cloudpickle.dumps(turn)
+            return written
 
     def finish(self, match_key: str, merchant: str) -> tuple[list[ModelCall], HostProcess]:
         """Forget the match; hand back the model calls made in it (after its last turn), and

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from contestants.base import Contestant, RunOptions, Seating
-from contestants.baselines import RulePlay
+from contestants.baselines import RuleMerchant, RulePlay
 from contestants.llm.errors import CallsStopped
 from market.calls import ModelCall
 from market.daylog import DayLog
@@ -306,7 +306,7 @@ async def play_side_by_side(matches: Sequence[Match], on_day: Callable[[], None]
                     matches[b].fault(day, merchant, "malformed", f"{whole.reason}: {whole.operation!r}")
             on_day()
             if any(match.lost for match in matches):
-                break  # played again from its start (MatchLost below): the days from here would be thrown away
+                break  # played again from its start (MatchLost below): days from here would be thrown away
         for match in matches:
             stopped = stopped or await match.calls_stopped()
     except CallsStopped as exc:
@@ -330,8 +330,10 @@ def _rule_play(matches: Sequence[Match], seats: int) -> RulePlay | None:
     rows, merchants = [], []
     for b, match in enumerate(matches):
         for s in np.flatnonzero(match.by_view).tolist():
+            merchant = match.inline[match.spec.seats[s]]
+            assert isinstance(merchant, RuleMerchant)  # a kind that decides from the view is one
             rows.append(b * seats + s)
-            merchants.append(match.inline[match.spec.seats[s]])
+            merchants.append(merchant)
     return RulePlay(merchants, np.array(rows)) if rows else None
 
 

@@ -85,11 +85,11 @@ def run_tournament(
     spec = tournament.spec
     plan = schedule(tournament)
     previous = store.find_resumable(engine, tournament.config_hash) if resume else None
-    done = store.finished_keys(engine, previous.id) if previous is not None else set()
+    done = store.finished_keys(engine, previous) if previous is not None else set()
     todo = [m for m in plan if m.key not in done]
     with ray_session(address) if todo else nullcontext():
         if previous is not None:
-            tournament_id = previous.id
+            tournament_id = previous
         else:  # recorded only once Ray is up, so a bad address leaves nothing behind
             tournament_id = store.start_tournament(
                 engine,
@@ -144,7 +144,7 @@ class TournamentRun:
     ):
         self.tournament, self.plans, self.todo = tournament, plans, todo
         self.engine, self.tournament_id, self.progress = engine, tournament_id, progress
-        self.unsaved: list[tuple[FinishedMatch, Scenario]] = []
+        self.unsaved: list[tuple[FinishedMatch, Scenario | None]] = []
 
     def play(self, ready: Callable[[], None], spent: Spend, options: RunOptions) -> Status:
         """Start the desk, the hosts and the runners, tell `ready` once they all are, play;
@@ -227,7 +227,7 @@ class TournamentRun:
         async with self.slots.hold(len(group)):
             if await self.stopped.now():
                 return
-            task = play_instant_matches.remote(group, scenario, self.rules, self.plans)  # type: ignore[call-arg]
+            task = play_instant_matches.remote(group, scenario, self.rules, self.plans)
             try:
                 played = unpickle_matches(await result(task))
             except RayTaskError:  # raised by arena's code, not a crash
@@ -308,11 +308,11 @@ class _Suspects:
 
     def __init__(self, desk: RemoteDesk):
         self.desk = desk
-        self.held: list[tuple[FinishedMatch, Scenario]] = []
+        self.held: list[tuple[FinishedMatch, Scenario | None]] = []
 
     async def sort(
-        self, finished: list[tuple[FinishedMatch, Scenario]], final: bool
-    ) -> tuple[list[tuple[FinishedMatch, Scenario]], list[StoppedMatch]]:
+        self, finished: list[tuple[FinishedMatch, Scenario | None]], final: bool
+    ) -> tuple[list[tuple[FinishedMatch, Scenario | None]], list[StoppedMatch]]:
         """Of `finished` and the held matches: those to store now and those the run stopped;
         the rest stay held (`final`: none does)."""
         status = await self.desk.current()
@@ -370,9 +370,9 @@ class _Slots:
 
 def _lost_too_often(what: str, times: int, reason: str) -> ClusterError:
     return ClusterError(
-        f"{what} was lost {times} times, the last because {reason}: the processes that play it keep dying (nodes "
-        "lost, or a contestant that crashes its process outside an actor of its own); finished matches are saved, "
-        "and --resume plays the rest"
+        f"{what} was lost {times} times, the last because {reason}: the processes that play it keep "
+        "dying (nodes lost, or a contestant that crashes its process outside an actor of its own); "
+        "finished matches are saved, and --resume plays the rest"
     )
 
 

@@ -12,14 +12,15 @@ merchant plays with): over as many seeds as seats, every contestant plays every 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
-from typing import NamedTuple
 
 from tournaments.config import Tournament
 
 
-class MatchSpec(NamedTuple):
-    """One match of the schedule. A small tuple (its seat order shared with the other matches
+@dataclass(frozen=True, slots=True)
+class MatchSpec:
+    """One match of the schedule. A small record (its seat order shared with the other matches
     of its group), not a model: the driver holds the whole schedule for the length of a run."""
 
     key: str
@@ -38,7 +39,9 @@ def schedule(tournament: Tournament) -> list[MatchSpec]:
     elif spec.format == "free_for_all":
         groups = [names]
     else:
-        groups = [[spec.challenger, other] for other in names if other != spec.challenger]
+        challenger = spec.challenger
+        assert challenger is not None  # the gauntlet format has one (TournamentSpec)
+        groups = [[challenger, other] for other in names if other != challenger]
     lineups = [
         ("+".join(sorted(group)), [tuple(group[shift:] + group[:shift]) for shift in range(len(group))])
         for group in groups

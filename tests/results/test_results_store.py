@@ -193,14 +193,14 @@ def test_find_resumable_ignores_finished(engine):
 
     stopped = start_tournament(engine, "t", "t.yaml", "a: 1\n", "hash-a", 3, [], 2)
     finish_tournament(engine, stopped, "stopped")
-    assert find_resumable(engine, digest).id == stopped
+    assert find_resumable(engine, digest) == stopped
 
     running = start_tournament(engine, "t", "t.yaml", "a: 1\n", "hash-a", 3, [], 2)
     start_tournament(engine, "t", "t.yaml", "a: 1\n", "hash-b", 4, [], 2)  # other files, other hash
-    assert find_resumable(engine, digest).id == running
+    assert find_resumable(engine, digest) == running
 
     finish_tournament(engine, running, "finished")
-    assert find_resumable(engine, digest).id == stopped
+    assert find_resumable(engine, digest) == stopped
 
 
 def test_finish_tournament_snapshots_ratings(engine, tournament, make_match):
