@@ -93,8 +93,9 @@ class ContestantHost:
         node = ray.get_runtime_context().get_node_id()
         self.process = HostProcess(node, ray.util.get_node_ip_address(), secrets.token_hex(8))
 
-    def ready(self) -> bool:
-        return True
+    def ready(self) -> HostProcess:
+        """This process, once started."""
+        return self.process
 
     def channel(self) -> tuple[Address, HostProcess]:
         """Where the runners connect for the turns (with the token they must send first), and
@@ -139,12 +140,14 @@ class ContestantHost:
 class HostClient(TurnClient):
     """A runner's client of one ContestantHost, shared by the runner's matches: turns over the
     direct connection (TurnClient), the rest through Ray. `process`: the host process it last
-    reached (None before it first has)."""
+    reached, or, before it first has, the one the run last knew of (a runner started in place
+    of one that died may fail to reach a host that died with it: the failure is settled as
+    one of that process)."""
 
-    def __init__(self, actor: Any):
+    def __init__(self, actor: Any, process: HostProcess | None = None):
         super().__init__(self._locate)
         self.actor = actor
-        self.process: HostProcess | None = None
+        self.process = process
 
     async def _locate(self) -> Address:
         address: Address

@@ -28,10 +28,10 @@ from market.scenario import Scenario
 from results import deviation, store
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
 from tournaments.calls import RemoteDesk, start_desk
-from tournaments.cluster import ClusterError, ray_session, result
+from tournaments.cluster import ClusterError, Place, ray_session, result
 from tournaments.config import Tournament
 from tournaments.deviation import DEVIATED_SUFFIX
-from tournaments.hosts import start_hosts
+from tournaments.hosts import HostProcess, start_hosts
 from tournaments.instant import group_instant, play_instant_matches, unpickle_matches
 from tournaments.match import LOSSES_ALLOWED, MatchLost, MatchRules, call_records
 from tournaments.plan import ContestantPlan, plan_tournament
@@ -158,27 +158,34 @@ class TournamentRun:
         self.hosts = start_hosts(
             [plan for name, plan in self.plans.items() if name in needed and plan.hosted]
         )
+        self.host_processes: dict[str, HostProcess] = {}  # known once the hosts are ready
         hosted_matches = sum(1 for m in self.todo if self.is_hosted(m))
-        start_one = functools.partial(
-            start_runner,
-            scenarios=self.tournament.scenarios,
-            rules=self.rules,
-            plans=self.plans,
-            hosts=self.hosts,
-            merchants=spec.merchants_per_match,
-        )
-        self.runners = RunnerPool(
-            start_one, _runner_count(hosted_matches, spec.max_concurrent_matches), self.calls_held
-        )
-        actors = [self.desk.actor, *self.hosts.values(), *self.runners.runners]
+        count = _runner_count(hosted_matches, spec.max_concurrent_matches)
+        self.runners = RunnerPool(self.start_runner, count, self.calls_held)
         try:
-            ray.get([actor.ready.remote() for actor in actors])
+            hosts = [host.ready.remote() for host in self.hosts.values()]
+            readied = ray.get(
+                hosts + [actor.ready.remote() for actor in [self.desk.actor, *self.runners.runners]]
+            )
+            self.host_processes = dict(zip(self.hosts, readied))
             ready()
             asyncio.run(self.play_all())
             return self.desk.status()
         finally:
             for actor in [self.desk.actor, *self.hosts.values(), *self.runners.runners]:
                 ray.kill(actor)
+
+    def start_runner(self, place: Place) -> Any:
+        """A match runner at `place` (a replacement one knows the host processes of the run)."""
+        return start_runner(
+            place,
+            self.tournament.scenarios,
+            self.rules,
+            self.plans,
+            self.hosts,
+            self.tournament.spec.merchants_per_match,
+            self.host_processes,
+        )
 
     def is_hosted(self, match: MatchSpec) -> bool:
         return any(name in self.hosts for name in match.seats)

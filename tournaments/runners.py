@@ -24,7 +24,7 @@ from market.scenario import Scenario
 from results.collusion import seat_benchmarks
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
 from tournaments.cluster import Place, enter, result, spread
-from tournaments.hosts import HostClient, hosted_seats
+from tournaments.hosts import HostClient, HostProcess, hosted_seats
 from tournaments.match import Match, MatchLost, MatchRules
 from tournaments.plan import ContestantPlan
 from tournaments.schedule import MatchSpec
@@ -45,10 +45,12 @@ class MatchRunner:
         plans: dict[str, ContestantPlan],
         hosts: dict[str, Any],
         merchants: int,
+        known: dict[str, HostProcess],
     ):
+        """`hosts`: the hosts' actors by contestant; `known`: the host processes the run knows of."""
         enter(working_dir)  # inline contestants of its matches may read files too
         self.scenarios, self.rules, self.plans, self.merchants = scenarios, rules, plans, merchants
-        self.hosts = {name: HostClient(actor) for name, actor in hosts.items()}
+        self.hosts = {name: HostClient(actor, known.get(name)) for name, actor in hosts.items()}
         self.make_seat = hosted_seats(self.hosts)
         self.days_done = 0  # of the matches it finished
         self.days_in_play: dict[str, int] = {}  # by match key
@@ -164,7 +166,8 @@ def start_runner(
     plans: dict[str, ContestantPlan],
     hosts: dict[str, Any],
     merchants: int,
+    known: dict[str, HostProcess],
 ) -> Any:
     return MatchRunner.options(**place.options()).remote(  # type: ignore[attr-defined]
-        os.getcwd(), scenarios, rules, plans, hosts, merchants
+        os.getcwd(), scenarios, rules, plans, hosts, merchants, known
     )

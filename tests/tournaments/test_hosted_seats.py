@@ -11,6 +11,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 import pytest
+from ray.exceptions import ActorUnavailableError
 
 import tournaments.hosts as hosts
 from contestants.base import RunOptions
@@ -57,6 +58,8 @@ class Host:
             raise HostGone("the connection to the contestant host closed: its process died")
         if action == "forgotten":
             raise Forgotten("no state")
+        if action == "unreachable":  # Ray cannot reach the actor to ask where it listens
+            raise ActorUnavailableError("The actor is temporarily unavailable", None)
         return pickle.dumps(Turn(Decision(), late=False))
 
     async def finish(self, match_key: str, merchant: str) -> tuple[list[ModelCall], HostProcess]:
@@ -204,3 +207,21 @@ def test_a_host_restarted_elsewhere_after_the_last_turn_loses_the_merchants_call
 
     with pytest.raises(SeatLost):
         run(play())
+
+
+def test_a_runner_that_never_reached_a_host_lost_with_its_node_loses_the_seat(cluster):
+    """A runner started in place of one that died with the worker has not reached the hosts
+    yet: its client knows the host process the run last knew of, on the worker, and a first
+    turn that cannot reach the host is settled as one of that process."""
+    cluster.dead.add(WORKER.node)
+    with pytest.raises(SeatLost, match="10.0.0.2"):
+        run(seat(Host(WORKER, ["unreachable"])).turn(OBSERVATION, None))  # type: ignore[arg-type]
+
+
+def test_a_host_unreachable_for_a_moment_on_a_live_node_is_the_merchants_fault(cluster):
+    merchant = seat(Host(WORKER, ["unreachable", "answer"]))
+
+    async def play() -> list:
+        return [await merchant.turn(OBSERVATION, None) for _ in range(2)]  # type: ignore[arg-type]
+
+    assert [t.fault.kind if t.fault else None for t in run(play())] == ["actor_died", None]
