@@ -21,10 +21,10 @@
     the table is written, and of every Ray worker of the run, read before Ray shuts down.
 (c) hosts: throughput.py's parallel efficiency of a round robin of --hosts `latency`
     merchants (--latency 0.2 s a decision) in pairs, each contestant in a ContestantHost
-    actor of its own, --at-once matches at once (64 hosts: 2,016 matches, 64 at once), --host-days days a match
-    (5); with each host's memory (RSS, its peak, and PSS and USS from /proc/PID/smaps_rollup)
-    when the last match is recorded, and the CPU time each host and match runner used to
-    start (until all actors were ready) and in play.
+    actor of its own, --at-once matches at once (64 hosts: 2,016 matches, 64 at once),
+    --host-days days a match (5); with each host's memory (RSS, its peak, and PSS and USS
+    from /proc/PID/smaps_rollup) when the last match is recorded, and the CPU time each host
+    and match runner used to start (until all actors were ready) and in play.
 
 The parallel efficiency at the benchmark's own shape is throughput.py's (--only efficiency).
 """

@@ -5,7 +5,8 @@
 
 Without --tournament it plays the demo tournament (or --config FILE) in this process, no Ray,
 into a fresh SQLite file in the output folder. Writes OUT/report.html, OUT/report.png (the top
-of the page) and OUT/report-match.png (a match with events opened, the sections above hidden). Needs Debian's chromium.
+of the page) and OUT/report-match.png (a match with events opened, the sections above
+hidden). Needs Debian's chromium.
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ def server_binaries() -> Path:
     ]
     if not versions:
         pytest.fail(
-            f"no PostgreSQL server under {DEBIAN_ROOT}: .ci/run installs Debian's postgresql (apt-get install postgresql)",
+            f"no PostgreSQL server under {DEBIAN_ROOT}: "
+            ".ci/run installs Debian's postgresql (apt-get install postgresql)",
             pytrace=False,
         )
     return max(versions, key=lambda p: int(p.parent.name))

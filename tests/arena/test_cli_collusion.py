@@ -103,9 +103,10 @@ def test_the_leaderboard_shows_each_contestants_mean_gains(stored, monkeypatch):
     assert rows["deaf1"]["profit_gain"] is None and rows["deaf1"]["price_gain"] is None
     monkeypatch.setattr(cli.out, "width", 200)
     table = runner.invoke(cli.app, ["leaderboard", "--db", url, "--tournament", str(tournament)]).output
-    cells = lambda line: [
-        cell.strip() for cell in line.strip().strip("│┃").split("│" if "│" in line else "┃")
-    ]  # noqa: E731
+
+    def cells(line: str) -> list[str]:
+        return [cell.strip() for cell in line.strip().strip("│┃").split("│" if "│" in line else "┃")]
+
     header = cells(next(line for line in table.splitlines() if "contestant" in line))
     cartel = dict(zip(header, cells(next(line for line in table.splitlines() if "cartel1" in line))))
     rival = dict(zip(header, cells(next(line for line in table.splitlines() if "rival1" in line))))

@@ -103,13 +103,15 @@ def api():
 def tournament(folder: Path, api: FakeOpenAI, *contestants: tuple[str, str, str]) -> Path:
     """Contestants (name, model, key variable) at the stand-in, and a baseline."""
     entries = "".join(
-        f'\n  - name: {name}\n    kind: llm\n    params: {{model: openai/{model}, base_url: "{api.base_url}", '
+        f"\n  - name: {name}\n    kind: llm\n"
+        f'    params: {{model: openai/{model}, base_url: "{api.base_url}", '
         f"api_key_env: {variable}, no_cache: true, max_retries: 0}}"
         for name, model, variable in contestants
     )
     path = folder / "t.yaml"
     path.write_text(
-        f"name: pinged\nscenarios: [price_war]\ndays: 3\ncontestants:\n  - {{name: fixed, kind: fixed_price}}{entries}\n"
+        "name: pinged\nscenarios: [price_war]\ndays: 3\ncontestants:\n"
+        f"  - {{name: fixed, kind: fixed_price}}{entries}\n"
     )
     return path
 

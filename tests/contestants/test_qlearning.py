@@ -248,7 +248,7 @@ def days_by_seat(finished, seats: list[str]) -> list[list[float]]:
     return [[prices[day][name] for name in seats] for day in sorted(prices)]
 
 
-def test_learners_that_meet_only_learners_learn_together_and_play_their_greedy_strategies_from_where_learning_ended():
+def test_learners_meeting_only_learners_learn_together_then_play_greedily_from_where_learning_ended():
     match, finished = play([("qlearning", FAST), ("qlearning", FAST)])
     seats = list(match.spec.seats)
     learnt = match.inline[seats[0]].learnt

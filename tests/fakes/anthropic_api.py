@@ -268,7 +268,8 @@ def check_max_tokens(body: dict[str, Any], model: str, rules: ModelRules) -> Non
         raise Refusal("max_tokens: Input should be greater than or equal to 0")
     if value > rules.max_output:
         raise Refusal(
-            f"max_tokens: {value} > {rules.max_output}, which is the maximum allowed number of output tokens for {model}"
+            f"max_tokens: {value} > {rules.max_output}, which is the maximum allowed number of output tokens "
+            f"for {model}"
         )
 
 
@@ -332,7 +333,8 @@ def thinking_type(body: dict[str, Any], rules: ModelRules, forced: bool) -> str:
             raise Refusal("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
         if "max_tokens" in body and body["max_tokens"] <= budget:
             raise Refusal(
-                "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at "
+                "`max_tokens` must be greater than `thinking.budget_tokens`. "
+                "Please consult our documentation at "
                 "https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size"
             )
     if forced and kind in ("enabled", "adaptive"):
@@ -353,7 +355,8 @@ def strictness_problem(schema: Any, where: str) -> str | None:
         kind = node.get("type")
         is_object = kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
         if is_object and node.get("additionalProperties") is not False:
-            return f"{path}: For 'object' type, 'additionalProperties' must be explicitly set to false"  # plausible wording
+            # plausible wording
+            return f"{path}: For 'object' type, 'additionalProperties' must be explicitly set to false"
         for key in ("properties", "$defs", "definitions"):
             pending += [(f"{path}.{key}.{name}", child) for name, child in (node.get(key) or {}).items()]
         for key in ("anyOf", "oneOf", "allOf", "prefixItems"):

@@ -356,7 +356,8 @@ def unsupported_parameter(name: str, hint: str = "", code: str | None = "unsuppo
 def below_minimum(path: str, minimum: int, value: Any) -> Refusal:
     return Refusal(
         400,
-        f"Invalid '{path}': integer below minimum value. Expected a value >= {minimum}, but got {as_sent(value)} instead.",
+        f"Invalid '{path}': integer below minimum value. "
+        f"Expected a value >= {minimum}, but got {as_sent(value)} instead.",
         param=path,
         code="integer_below_min_value",
     )
@@ -387,15 +388,18 @@ def incorrect_key(key: str) -> Refusal:
 
 
 NO_KEY = (
-    "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth "
-    "(i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API "
-    "from your browser and are prompted for a username and password. You can obtain an API key from "
-    "https://platform.openai.com/account/api-keys."
+    "You didn't provide an API key. "
+    "You need to provide your API key in an Authorization header using Bearer auth "
+    "(i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) "
+    "if you're accessing the API from your browser and are prompted for a username and password. "
+    "You can obtain an API key from https://platform.openai.com/account/api-keys."
 )
 BAD_JSON = (
-    "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library "
-    "correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring "
-    "out how to fix this, please contact us through our help center at help.openai.com.)"
+    "We could not parse the JSON body of your request. "
+    "(HINT: This likely means you aren't using your HTTP library correctly. "
+    "The OpenAI API expects a JSON payload, but what was sent was not valid JSON. "
+    "If you have trouble figuring out how to fix this, please contact us through our help center at "
+    "help.openai.com.)"
 )
 
 
@@ -417,8 +421,8 @@ def retry_headers(seconds: float) -> dict[str, str]:
 def rate_limit_message(model: str | None, limit: int, used: int, wait: float) -> str:
     where = f"for {model} in" if model else "in"
     return (
-        f"Rate limit reached {where} organization {ORGANIZATION} on requests per min (RPM): Limit {limit}, Used {used}, "
-        f"Requested 1. Please try again in {duration(wait)}. "
+        f"Rate limit reached {where} organization {ORGANIZATION} on requests per min (RPM): "
+        f"Limit {limit}, Used {used}, Requested 1. Please try again in {duration(wait)}. "
         "Visit https://platform.openai.com/account/rate-limits to learn more."
     )
 
@@ -429,8 +433,8 @@ SCRIPTED: dict[int, tuple[str, Any, str | None, str]] = {
         "invalid_request_error",
         "context_length_exceeded",
         "messages",
-        "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. "
-        "Please reduce the length of the messages.",
+        "This model's maximum context length is 128000 tokens. "
+        "However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
     ),
     401: (
         "invalid_request_error",
@@ -527,7 +531,8 @@ def _object_problems(node: dict[str, Any], where: str) -> Iterator[str]:
     for name in required:
         if name not in properties:
             yield where + (
-                f"'required' must be an array that includes every key in `properties`. Extra required key '{name}' supplied."
+                "'required' must be an array that includes every key in `properties`. "
+                f"Extra required key '{name}' supplied."
             )
 
 
@@ -628,7 +633,8 @@ def check_sampling(body: dict[str, Any], model: Model, effort: str | None) -> No
         elif value < 0:
             raise Refusal(
                 400,
-                f"Invalid '{name}': decimal below minimum value. Expected a value >= 0, but got {as_sent(value)} instead.",
+                f"Invalid '{name}': decimal below minimum value. "
+                f"Expected a value >= 0, but got {as_sent(value)} instead.",
                 param=name,
                 code="decimal_below_min_value",
             )
@@ -899,7 +905,8 @@ class FakeOpenAI(FakeAPI):
         if not messages:
             raise Refusal(
                 400,
-                "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+                "Invalid 'messages': empty array. "
+                "Expected an array with minimum length 1, but got an empty array instead.",
                 param="messages",
                 code="empty_array",
             )
@@ -920,14 +927,16 @@ class FakeOpenAI(FakeAPI):
         if not isinstance(tools, list) or not tools:
             raise Refusal(
                 400,
-                "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+                "Invalid 'tools': empty array. "
+                "Expected an array with minimum length 1, but got an empty array instead.",
                 param="tools",
                 code="empty_array",
             )
         if model.chat_tools == "never" or (model.chat_tools == "when_none" and effort != "none"):
             raise Refusal(
                 400,
-                f"Function tools with reasoning_effort are not supported for {model.snapshot} in /v1/chat/completions. "
+                f"Function tools with reasoning_effort are not supported for {model.snapshot} "
+                "in /v1/chat/completions. "
                 "To use function tools, use /v1/responses or set reasoning_effort to 'none'.",
                 param="reasoning_effort",
             )
@@ -968,7 +977,8 @@ class FakeOpenAI(FakeAPI):
             if not mentions_json(messages):
                 raise Refusal(
                     400,
-                    "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+                    "'messages' must contain the word 'json' in some form, "
+                    "to use 'response_format' of type 'json_object'.",
                     param="messages",
                 )
             return Wanted("json_object")
@@ -1059,8 +1069,9 @@ class FakeOpenAI(FakeAPI):
         if key == "reasoning_effort":
             return Refusal(
                 400,
-                "Unsupported parameter: 'reasoning_effort'. In the Responses API, this parameter has moved to "
-                "'reasoning.effort'. Try again with the new parameter. See the API documentation for more information: "
+                "Unsupported parameter: 'reasoning_effort'. "
+                "In the Responses API, this parameter has moved to 'reasoning.effort'. "
+                "Try again with the new parameter. See the API documentation for more information: "
                 "https://platform.openai.com/docs/api-reference/responses/create.",
                 code="unsupported_parameter",
             )
@@ -1137,7 +1148,8 @@ class FakeOpenAI(FakeAPI):
             if not mentions_json(prompt):
                 raise Refusal(
                     400,
-                    "'input' must contain the word 'json' in some form, to use 'text.format' of type 'json_object'.",
+                    "'input' must contain the word 'json' in some form, "
+                    "to use 'text.format' of type 'json_object'.",
                     param="input",
                 )
             return Wanted("json_object")

@@ -152,9 +152,8 @@ def test_a_missing_version_header_or_key_or_field_is_refused(fake):
 def test_max_tokens_above_the_models_ceiling_is_refused(client):
     # An explicit timeout spares the SDK's own refusal of long non-streaming requests.
     error = refused(client, max_tokens=MODELS["claude-haiku-4-5"].max_output + 1, timeout=30)
-    assert (
-        error.api_message
-        == "max_tokens: 64001 > 64000, which is the maximum allowed number of output tokens for claude-haiku-4-5"
+    assert error.api_message == (
+        "max_tokens: 64001 > 64000, which is the maximum allowed number of output tokens for claude-haiku-4-5"
     )
 
 

@@ -246,7 +246,8 @@ def test_json_object_needs_the_word_json(client: openai.OpenAI):
     )
     assert error.status_code == 400
     assert error.body["message"] == (
-        "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'."
+        "'messages' must contain the word 'json' in some form, "
+        "to use 'response_format' of type 'json_object'."
     )
     asked = [{"role": "user", "content": "Answer in JSON."}]
     completion, _, _ = chat(client, "gpt-4.1-mini", asked, response_format={"type": "json_object"})
@@ -367,7 +368,8 @@ CHAT_REFUSALS = [  # model, create() arguments, code, param, message
         {"messages": [{"role": "bot", "content": "hi"}]},
         "invalid_value",
         "messages[0].role",
-        "Invalid value: 'bot'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.",
+        "Invalid value: 'bot'. "
+        "Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.",
     ),
 ]
 
@@ -402,7 +404,8 @@ RESPONSES_REFUSALS = [  # model, create() arguments, code, param, message
         {"extra_body": {"reasoning_effort": "low"}},
         "unsupported_parameter",
         None,
-        "Unsupported parameter: 'reasoning_effort'. In the Responses API, this parameter has moved to 'reasoning.effort'. "
+        "Unsupported parameter: 'reasoning_effort'. "
+        "In the Responses API, this parameter has moved to 'reasoning.effort'. "
         "Try again with the new parameter. See the API documentation for more information: "
         "https://platform.openai.com/docs/api-reference/responses/create.",
     ),
@@ -434,7 +437,8 @@ RESPONSES_REFUSALS = [  # model, create() arguments, code, param, message
         {"max_output_tokens": 5},
         "integer_below_min_value",
         "max_output_tokens",
-        "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 5 instead.",
+        "Invalid 'max_output_tokens': integer below minimum value. "
+        "Expected a value >= 16, but got 5 instead.",
     ),
     (
         "gpt-5-mini",
@@ -513,8 +517,9 @@ STRICT_REFUSALS = [  # schema, the message after "Invalid schema for response_fo
     ),
     (
         changed(ORDER, LEG_PATH, required=["kind"]),
-        "In context=('properties', 'operations', 'items'), 'required' is required to be supplied and to be an array "
-        "including every key in properties. Missing 'qty'.",
+        "In context=('properties', 'operations', 'items'), "
+        "'required' is required to be supplied and to be an array including every key in properties. "
+        "Missing 'qty'.",
     ),
     (
         changed(ORDER, required=["operations", "note", "extra"]),
@@ -523,7 +528,8 @@ STRICT_REFUSALS = [  # schema, the message after "Invalid schema for response_fo
     ),
     (
         changed(ORDER, (*LEG_PATH, "properties", "kind"), minLength=1),
-        "In context=('properties', 'operations', 'items', 'properties', 'kind'), 'minLength' is not permitted.",
+        "In context=('properties', 'operations', 'items', 'properties', 'kind'), "
+        "'minLength' is not permitted.",
     ),
     (
         changed(ORDER, ("properties", "note"), drop="type", oneOf=[{"type": "string"}, {"type": "null"}]),
@@ -547,7 +553,10 @@ def test_strict_schemas_are_checked_in_chat(shared: openai.OpenAI, schema, probl
 
 def test_strict_schemas_are_checked_in_responses_and_in_tools(client: openai.OpenAI):
     loose = changed(ORDER, LEG_PATH, drop="additionalProperties")
-    problem = "In context=('properties', 'operations', 'items'), 'additionalProperties' is required to be supplied and to be false."
+    problem = (
+        "In context=('properties', 'operations', 'items'), "
+        "'additionalProperties' is required to be supplied and to be false."
+    )
     error = refused(client.responses.create, model="gpt-6-astra", input="Hello", text=text_format(loose))
     assert (error.body["param"], error.body["code"]) == ("text.format.schema", "invalid_json_schema")
     assert error.body["message"] == f"Invalid schema for response_format 'order': {problem}"

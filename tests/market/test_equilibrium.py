@@ -195,12 +195,14 @@ def test_a_match_needs_as_many_merchants_as_the_scenario_has_seats():
 def test_seats_may_only_name_the_scenarios_products_and_positive_costs(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(
-        "name: s\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\nseats: [{unit_cost: {y: 1}}]\n"
+        "name: s\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n"
+        "seats: [{unit_cost: {y: 1}}]\n"
     )
     with pytest.raises(ConfigError, match="seats.0. names unknown product 'y'"):
         load_scenario(path)
     path.write_text(
-        "name: s\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\nseats: [{unit_cost: {x: 0}}]\n"
+        "name: s\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n"
+        "seats: [{unit_cost: {x: 0}}]\n"
     )
     with pytest.raises(ConfigError, match="unit_cost of 'x' must be above 0"):
         load_scenario(path)
@@ -214,11 +216,13 @@ def test_a_tournament_whose_matches_do_not_fill_the_seats_is_refused(tmp_path):
     )
     (tmp_path / "t.yaml").write_text(
         "name: t\nformat: free_for_all\nscenarios: [duo.yaml]\n"
-        "contestants: [{name: a, kind: fixed_price}, {name: b, kind: fixed_price}, {name: c, kind: fixed_price}]\n"
+        "contestants: [{name: a, kind: fixed_price}, {name: b, kind: fixed_price}, "
+        "{name: c, kind: fixed_price}]\n"
     )
     with pytest.raises(
         ConfigError,
-        match=r"scenarios\[0\].*has 2 seats, so its matches need 2 merchants, not 3 \(free_for_all puts 3 in each\)",
+        match=r"scenarios\[0\].*has 2 seats, so its matches need 2 merchants, "
+        r"not 3 \(free_for_all puts 3 in each\)",
     ):
         load_tournament(tmp_path / "t.yaml")
 

@@ -225,7 +225,8 @@ def test_the_observations_read_as_a_plain_dict():
         len(lazy) == 2 and "a" in lazy and "c" not in lazy and lazy.get("c", 0) == 0 and made == []
     )  # the keys need no values
     assert lazy["a"] == lazy["a"] == "A" and made == ["a"]
-    assert lazy == plain and plain == lazy and not lazy != plain and made == ["a", "b"]
+    # SIM202 would turn `not lazy != plain` into `lazy == plain`: it is `!=` itself that is under test here
+    assert lazy == plain and plain == lazy and not lazy != plain and made == ["a", "b"]  # noqa: SIM202
 
 
 def test_the_aec_wrapper_makes_no_observation_nobody_reads():
@@ -247,7 +248,7 @@ def test_the_aec_wrapper_makes_no_observation_nobody_reads():
             warnings.simplefilter("ignore", UserWarning)  # the env has no render_mode
             aec = parallel_to_aec(env)
         aec.reset(seed=3)
-        for agent in list(aec.agents):
+        for _ in list(aec.agents):
             aec.step({"operations": []})
         assert sum(made.values()) == 0
         observed = aec.observe("m2")

@@ -41,7 +41,8 @@ def test_the_shipped_scenarios_are_the_package_files():
 def test_an_unknown_name_names_the_shipped_scenarios():
     with pytest.raises(
         ValueError,
-        match=r"no shipped scenario is named 'atlantis' \(shipped: calvano, logit_game, multi_product, price_war, seasonal\)",
+        match=r"no shipped scenario is named 'atlantis' "
+        r"\(shipped: calvano, logit_game, multi_product, price_war, seasonal\)",
     ):
         parallel_env("atlantis")
 

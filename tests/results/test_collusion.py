@@ -41,7 +41,7 @@ def _independent_benchmarks() -> tuple[float, float, float, float]:
     price = 1.5
     for _ in range(200):  # best responses to the rival's price, to the fixed point
         price = optimize.minimize_scalar(
-            lambda p: -_calvano_profit(p, price),
+            lambda p, rival=price: -_calvano_profit(p, rival),
             bounds=(1.0, 3.0),
             method="bounded",
             options={"xatol": 1e-12},
@@ -165,15 +165,16 @@ def test_asymmetric_seats_are_measured_against_their_own_benchmarks(trading):
     """Seat 1 makes the good at 1.2 and customers like it better (a = 2.1). Its benchmarks,
     found here by best responses (Nash) and by maximising the joint profit over both prices."""
     costs, qualities = (1.0, 1.2), (2.0, 2.1)
-    profit = lambda k, prices: _calvano_profit(
-        prices[k], prices[1 - k], costs[k], qualities[k], qualities[1 - k]
-    )  # noqa: E731
+
+    def profit(k: int, prices) -> float:
+        return _calvano_profit(prices[k], prices[1 - k], costs[k], qualities[k], qualities[1 - k])
+
     nash = [1.5, 1.5]
     for _ in range(200):
         for k in (0, 1):
             rival = nash[1 - k]
             best = optimize.minimize_scalar(
-                lambda p: -profit(k, [p, rival] if k == 0 else [rival, p]),
+                lambda p, k=k, rival=rival: -profit(k, [p, rival] if k == 0 else [rival, p]),
                 bounds=(1.0, 3.0),
                 method="bounded",
                 options={"xatol": 1e-12},

@@ -20,21 +20,24 @@ RUNS_AT_ONCE = 4
 ROUNDS = 3  # empty databases raced on: without the layout lock, every round of 8 tried failed
 
 
+def _open_at_once(url: str, start: threading.Barrier, failures: list[BaseException]) -> None:
+    """Open the database when every run is ready, counting what fails."""
+    start.wait()
+    try:
+        engine_for(url).dispose()
+    except BaseException as exc:  # noqa: BLE001 (every failure is counted)
+        failures.append(exc)
+
+
 def test_runs_starting_at_once_on_an_empty_database_create_its_tables_once(postgres):
     tables = set(SQLModel.metadata.tables)
     for _ in range(ROUNDS):
         url = postgres.fresh_database()
         start = threading.Barrier(RUNS_AT_ONCE)
         failures: list[BaseException] = []
-
-        def open_it() -> None:
-            start.wait()
-            try:
-                engine_for(url).dispose()
-            except BaseException as exc:  # noqa: BLE001 (every failure is counted)
-                failures.append(exc)
-
-        threads = [threading.Thread(target=open_it) for _ in range(RUNS_AT_ONCE)]
+        threads = [
+            threading.Thread(target=_open_at_once, args=(url, start, failures)) for _ in range(RUNS_AT_ONCE)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -89,7 +89,8 @@ def test_levels_are_drawn_across_the_plot_at_their_values_and_widen_the_axis():
         )
     }
     levels = re.findall(
-        r'<g class="level level-(\w+)" data-level="([^"]+)" data-value="([\d.]+)"><title>[^<]*</title><line x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)"',
+        r'<g class="level level-(\w+)" data-level="([^"]+)" data-value="([\d.]+)">'
+        r'<title>[^<]*</title><line x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)"',
         svg,
     )
     assert [(kind, label, float(value)) for kind, label, value, _ in levels] == [

@@ -1,6 +1,7 @@
 """The collusion measures of matches played through the real market: merchants holding the
 Nash prices of the calvano market score 0, holding the monopoly prices 1, seat by seat when
-the seats differ; the tournament's settings reach the match; a market whose customers ignore prices plays and measures nothing."""
+the seats differ; the tournament's settings reach the match; a market whose customers ignore
+prices plays and measures nothing."""
 
 from __future__ import annotations
 

@@ -144,7 +144,10 @@ def test_talk_changes_the_hash_only_when_it_is_on(tmp_path):
 def test_prices_budgets_and_the_failures_that_stop_a_run_do_not_change_the_hash(tmp_path):
     """None of them changes how a match plays: giving a model its price so that a cost budget
     validates, or raising the budget, must let --resume continue the tournament."""
-    llm = "  - {name: m, kind: llm, params: {model: openai/x, base_url: 'http://127.0.0.1:9/v1', api_key_env: null}}\n"
+    llm = (
+        "  - {name: m, kind: llm, "
+        "params: {model: openai/x, base_url: 'http://127.0.0.1:9/v1', api_key_env: null}}\n"
+    )
     priced = llm.replace("api_key_env: null", "api_key_env: null, prices: {openai/x: {input: 1, output: 2}}")
     hashes = {
         load_tournament(write(tmp_path / name, TOURNAMENT + text)).config_hash
@@ -154,7 +157,10 @@ def test_prices_budgets_and_the_failures_that_stop_a_run_do_not_change_the_hash(
             (
                 "prices",
                 llm
-                + "prices: {openai/x: {input: 1, output: 2}}\nbudget: {cost_usd: 3}\nstop_after_failures: 5\n",
+                + (
+                    "prices: {openai/x: {input: 1, output: 2}}\n"
+                    "budget: {cost_usd: 3}\nstop_after_failures: 5\n"
+                ),
             ),
         ]
     }
@@ -389,7 +395,10 @@ def test_turn_deadlines_come_from_the_file_or_from_each_contestants_settings(tmp
     decision_timeout_s is every contestant's."""
     from tournaments.plan import plan_tournament
 
-    llm = "  - {name: m, kind: llm, params: {model: openai/x, base_url: 'http://127.0.0.1:9/v1', api_key_env: null, total_timeout: 40}}\n"
+    llm = (
+        "  - {name: m, kind: llm, params: {model: openai/x, base_url: 'http://127.0.0.1:9/v1', "
+        "api_key_env: null, total_timeout: 40}}\n"
+    )
     lazy = "  - {name: l, kind: latency}\n"
     derived = plan_tournament(load_tournament(write(tmp_path, TOURNAMENT + llm + lazy)).spec)
     assert [derived[name].deadline for name in "abml"] == [10.0, 10.0, 120.0, 10.0]

@@ -238,7 +238,9 @@ def test_rescoring_computes_the_deviation_measures_again_from_the_stored_paths(l
 def test_a_probe_the_matches_cannot_play_is_refused_naming_its_field(tmp_path, probe, field, says):
     config = tmp_path / "t.yaml"
     config.write_text(
-        f"name: t\nscenarios: [calvano]\ndays: 10\ncontestants: [{{name: a, kind: fixed_price}}, {{name: b, kind: random}}]\ndeviation: {probe}\n"
+        "name: t\nscenarios: [calvano]\ndays: 10\n"
+        "contestants: [{name: a, kind: fixed_price}, {name: b, kind: random}]\n"
+        f"deviation: {probe}\n"
     )
     with pytest.raises(ConfigError) as caught:
         load_tournament(config)
@@ -251,7 +253,9 @@ def test_best_response_needs_a_price_game(tmp_path):
     (tmp_path / "flat.yaml").write_text(yaml.safe_dump(scenario))
     config = tmp_path / "t.yaml"
     config.write_text(
-        "name: t\nscenarios: [flat]\ndays: 10\ncontestants: [{name: a, kind: fixed_price}, {name: b, kind: random}]\ndeviation: {day: 3}\n"
+        "name: t\nscenarios: [flat]\ndays: 10\n"
+        "contestants: [{name: a, kind: fixed_price}, {name: b, kind: random}]\n"
+        "deviation: {day: 3}\n"
     )
     with pytest.raises(ConfigError) as caught:
         load_tournament(config)
@@ -353,7 +357,9 @@ def test_the_estimate_counts_the_deviated_path_s_calls_that_are_not_replays(tmp_
         config = tmp_path / f"{no_cache}.yaml"
         config.write_text(
             "name: t\nscenarios: [calvano]\nseeds: [1]\ndays: 4\nrecall_every: 0\n"
-            f"contestants: [{{name: smol, kind: llm, params: {{model: local/smollm2, no_cache: {str(no_cache).lower()}}}}}, {{name: fixed, kind: fixed_price}}]\n"
+            "contestants: [{name: smol, kind: llm, "
+            f"params: {{model: local/smollm2, no_cache: {str(no_cache).lower()}}}}}, "
+            "{name: fixed, kind: fixed_price}]\n"
             "deviation: {day: 3, seat: 1, to: 1.2}\n"
         )
         return {e.contestant: e for e in estimate(load_tournament(config))}["smol"].calls["decide"]

@@ -22,6 +22,10 @@ DAYS, DEVIATION_DAY = 3, 2
 def play(folder, cache: bool) -> tuple[list[tuple], list[tuple], dict[str, float]]:
     """The on-path and deviated calls (day, cached) in order, and the model's prefix_replayed."""
     config = folder / "t.yaml"
+    smol = (
+        f"{{model: local/smollm2, memory: stateless, cache_dir: {folder / 'cache'}, "
+        f"no_cache: {str(not cache).lower()}}}"
+    )
     config.write_text(
         textwrap.dedent(
             f"""\
@@ -33,7 +37,7 @@ def play(folder, cache: bool) -> tuple[list[tuple], list[tuple], dict[str, float
             recall_every: 0
             decision_timeout_s: 600
             contestants:
-              - {{name: smol, kind: llm, params: {{model: local/smollm2, memory: stateless, cache_dir: {folder / "cache"}, no_cache: {str(not cache).lower()}}}}}
+              - {{name: smol, kind: llm, params: {smol}}}
               - {{name: fixed, kind: fixed_price, params: {{price: 1.8}}}}
             deviation: {{day: {DEVIATION_DAY}, seat: 1, to: 1.2}}
             """
@@ -50,7 +54,8 @@ def play(folder, cache: bool) -> tuple[list[tuple], list[tuple], dict[str, float
         ).fetchall()
         measures = dict(
             connection.execute(
-                "select name, value from metric where merchant = 'smol' and name in ('prefix_replayed', 'rival_response')"
+                "select name, value from metric "
+                "where merchant = 'smol' and name in ('prefix_replayed', 'rival_response')"
             ).fetchall()
         )
     return on_path, deviated, measures

@@ -40,7 +40,8 @@ def played(tmp_path_factory):
             """
         )
         + "".join(
-            f"  - {{name: {memory}, kind: llm, params: {{model: local/smollm2, memory: {memory}, no_cache: true}}}}\n"
+            f"  - {{name: {memory}, kind: llm, "
+            f"params: {{model: local/smollm2, memory: {memory}, no_cache: true}}}}\n"
             for memory in LLM
         )
     )

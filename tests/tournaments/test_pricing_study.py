@@ -31,6 +31,8 @@ DEVIATION_DAY = 2
 def study(tmp_path_factory):
     folder = tmp_path_factory.mktemp("study")
     config = folder / "study.yaml"
+    learning = "{beta: 2.0e-4, stable_periods: 2000, max_periods: 200000}"
+    smol = f"{{model: local/smollm2, memory: notes, cache_dir: {folder / 'cache'}}}"
     config.write_text(
         textwrap.dedent(
             f"""\
@@ -44,9 +46,9 @@ def study(tmp_path_factory):
             talk: true
             deviation: {{day: {DEVIATION_DAY}, seat: 0, to: best_response}}
             contestants:
-              - {{name: q, kind: qlearning, params: {{beta: 2.0e-4, stable_periods: 2000, max_periods: 200000}}}}
+              - {{name: q, kind: qlearning, params: {learning}}}
               - {{name: cartel, kind: cartel}}
-              - {{name: smol, kind: llm, params: {{model: local/smollm2, memory: notes, cache_dir: {folder / "cache"}}}}}
+              - {{name: smol, kind: llm, params: {smol}}}
             """
         )
     )
@@ -100,8 +102,8 @@ def test_every_match_is_probed_its_prefix_replayed_and_the_cartel_talks(study):
             v.merchant: v for v in store.metrics(engine, match_id=match.id) if v.name == "prefix_replayed"
         }
         assert [m.value for m in measures.values()] == [1.0, 1.0]
-        # the model's days before the deviation come from the cache: no new call
-        # (those of day 2 read day 1's messages; the deviation's own day is decided before the price is forced)
+        # the model's days before the deviation come from the cache: no new call (those of day 2
+        # read day 1's messages; the deviation's own day is decided before the price is forced)
         assert [c.cached for c in path.calls if c.day <= DEVIATION_DAY] == [True] * sum(
             1 for c in detail.calls if c.day <= DEVIATION_DAY
         )

@@ -295,6 +295,10 @@ def test_the_calls_of_a_match_whose_runner_died_are_recorded_as_paid(tmp_path, l
         )
 
     address = loopback(respond)
+    model = (
+        f'{{model: openai/stub, base_url: "{address}/v1", api_key_env: null, memory: stateless, '
+        f'cache_dir: "{tmp_path}/cache"}}'
+    )
     config = write_tournament(
         tmp_path,
         f"""
@@ -307,7 +311,7 @@ def test_the_calls_of_a_match_whose_runner_died_are_recorded_as_paid(tmp_path, l
         contestants:
           - name: model
             kind: llm
-            params: {{model: openai/stub, base_url: "{address}/v1", api_key_env: null, memory: stateless, cache_dir: "{tmp_path}/cache"}}
+            params: {model}
           - {{name: crasher, kind: chaos, params: {{fault: crash, every: 2}}, isolate: false}}
         """,
     )

@@ -196,9 +196,8 @@ def test_a_call_without_a_price_under_a_cost_budget_stops_the_run():
         t = ticket()
         await desk.admit(t)
         await desk.settle(t, completion(cost=None), None)
-        assert (
-            desk.status().stopped
-            == "contestant c (openai/m) has no price, so the cost budget cannot be kept: give it one in prices:"
+        assert desk.status().stopped == (
+            "contestant c (openai/m) has no price, so the cost budget cannot be kept: give it one in prices:"
         )
         assert desk.status().broken == "c"
 

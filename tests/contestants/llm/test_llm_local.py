@@ -66,7 +66,8 @@ def test_asked_for_operations_it_gives_valid_ones_under_the_constrained_schema(s
 
 
 def test_the_compact_rules_replace_rules_llama_cpp_still_has():
-    """If llama-cpp-python renamed its rules, answers would silently grow long again (or hold raw newlines)."""
+    """If llama-cpp-python renamed its rules, answers would silently grow long again (or hold
+    raw newlines)."""
     schema = {
         "type": "object",
         "properties": {"x": {"type": "number"}, "s": {"type": "string"}},

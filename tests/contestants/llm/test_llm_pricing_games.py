@@ -237,7 +237,7 @@ def test_the_history_table_shows_the_last_days_as_the_market_played_them():
         rows = [[float(cell) for cell in line.split(",")] for line in lines]
         shown = list(range(max(1, day - 3), day))
         assert [int(r[0]) for r in rows] == shown
-        for (d, own, sold, profit, m1, m2), past in zip(rows, shown):
+        for (_, own, sold, profit, m1, m2), past in zip(rows, shown):
             assert own == price["m0"][past] and (m1, m2) == (price["m1"][past], price["m2"][past])
             assert (
                 sold == round(records[past].units_sold["good"], 2) and 0 < sold < 1

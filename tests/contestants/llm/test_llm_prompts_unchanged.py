@@ -8,8 +8,13 @@ schema `decision_schema` gives. A template reworded, a line of the report moved,
 to the schema: each changes a stored byte and fails here. A new wording belongs in a new
 template with a new version, behind an option. A change meant for every merchant (a new field
 of market.types.Decision, say) writes the file again in the commit that makes it, saying so:
-    python -c "import sys, json; sys.path[:0] = ['tests', 'tests/contestants/llm']; import test_llm_prompts_unchanged as t;
-    open(t.STORED, 'w').write(json.dumps(t.conversations(), indent=1, sort_keys=True, ensure_ascii=False) + '\\n')"
+
+    python -c "
+import json, sys
+sys.path[:0] = ['tests', 'tests/contestants/llm']
+import test_llm_prompts_unchanged as t
+text = json.dumps(t.conversations(), indent=1, sort_keys=True, ensure_ascii=False)
+open(t.STORED, 'w').write(text + '\\n')"
 """
 
 from __future__ import annotations
