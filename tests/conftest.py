@@ -37,12 +37,21 @@ settings.register_profile("dev", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
 
 
+# Fixtures that start something for their tests (a Ray instance, a PostgreSQL server, the
+# embedded model): a test that uses one is slow.
+SLOW_FIXTURES = {"ray_local", "postgres", "smollm2"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Refuse a property test whose own @settings undoes the profile's derandomize or
-    print_blob: CI would then draw other examples on every run, or not say how to replay
-    a failure."""
+    """Mark `slow` every test that uses one of SLOW_FIXTURES, beside those marked by hand (that
+    run arena in processes of its own, or the embedded model): `pytest -m "not slow"` is the
+    subset to run between edits. And refuse a property test whose own @settings undoes the profile's
+    derandomize or print_blob: CI would then draw other examples on every run, or not say
+    how to replay a failure."""
     profile = settings.default
     for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
         test = getattr(item, "obj", None)
         if not getattr(test, "is_hypothesis_test", False):
             continue

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from arena_process import (
     ARENA,
     BIN,
@@ -194,6 +195,8 @@ TWO_HOSTED = textwrap.dedent(
       - {name: sleepy, kind: latency, params: {latency_s: 0.1, price: 9}}
     """
 )
+
+pytestmark = pytest.mark.slow  # each test plays tournaments in processes of their own
 # When the worker is killed: before any match is stored, with days played; and once a match
 # is stored and another is in play. Turns are in flight at either moment.
 KILL_MOMENTS = {

@@ -33,6 +33,8 @@ from results.db import engine_for
 from tournaments.config import load_tournament
 from tournaments.runner import run_tournament
 
+pytestmark = pytest.mark.slow  # each test plays tournaments in processes of their own
+
 INSTRUMENT = (
     Path(__file__).parent / "pause_before_commit"
 )  # its sitecustomize.py holds a commit of several matches

@@ -23,6 +23,8 @@ from results.db import engine_for
 from tournaments.config import load_tournament
 from tournaments.runner import run_tournament
 
+pytestmark = pytest.mark.slow  # each test plays tournaments in processes of their own
+
 ARENA = str(Path(sys.executable).parent / "arena")
 OPENAI_KEY, ANTHROPIC_KEY = "sk-SENTINEL-openai-5d1e", "sk-ant-SENTINEL-77c2"
 

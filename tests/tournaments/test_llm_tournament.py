@@ -20,6 +20,8 @@ import pytest
 from results import store
 from results.db import engine_for
 
+pytestmark = pytest.mark.slow  # each test plays tournaments in processes of their own
+
 ARENA = str(Path(sys.executable).parent / "arena")
 SENTINEL = "sk-arena-sentinel-7f3a9c"
 DECISION = {"operations": [{"op": "set_price", "product": "widget", "price": 18.0}], "note": "steady"}

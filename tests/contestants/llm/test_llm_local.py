@@ -102,6 +102,7 @@ def test_any_gguf_by_path(tmp_path):
         get_provider("local/mine")
 
 
+@pytest.mark.slow  # loads the embedded model
 def test_the_packaged_model_runs_as_an_8bit_copy_made_once(tmp_path, monkeypatch):
     from llama_cpp import Llama
 
@@ -121,6 +122,7 @@ def test_the_packaged_model_runs_as_an_8bit_copy_made_once(tmp_path, monkeypatch
     assert eight_bit_copy(smollm2_path()) == copy and copy.stat().st_mtime_ns == made  # not made again
 
 
+@pytest.mark.slow  # loads the embedded model
 def test_copies_of_the_same_model_share_one_8bit_copy(tmp_path, monkeypatch):
     """Each checkout installs the model into its own virtualenv; the cache keeps one copy."""
     import shutil

@@ -326,6 +326,7 @@ def test_a_model_with_a_small_context_is_shown_the_most_recent_days_that_fit():
 # --- the embedded model -------------------------------------------------------------------
 
 
+@pytest.mark.slow  # loads the embedded model
 def test_the_embedded_model_writes_plans_and_insights_under_the_grammar_and_reads_them_back():
     scenario = load_scenario("calvano")
     m = create(
