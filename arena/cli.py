@@ -41,7 +41,6 @@ from results import store, views
 from results.composite import ScoringWeights
 from results.db import describe_failure, engine_for
 from results.errors import InputFileError
-from results.export import export
 from results.ratings import standings
 from results.records import ModelCallRecord
 from results.report import write_report
@@ -629,6 +628,8 @@ def export_command(
     market_metrics, price_windows, messages; with a deviation probe, deviations and the
     deviated path's deviated_days, deviated_day_products, deviated_calls and deviated_messages
     (every file is written, empty or not)."""
+    from results.export import export  # pyarrow: seconds to import, that only this command needs
+
     with user_errors():
         files = export(engine_for(db, create=False), tournament_id, out, fmt.value)
     out_print(f"wrote {', '.join(str(file) for file in files)}")

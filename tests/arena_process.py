@@ -5,6 +5,7 @@ prints to a log and killed with SIGKILL once a match is stored and another is un
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -110,7 +111,8 @@ def orphan_rows(db: Path) -> dict[str, int]:
     with sqlite3.connect(db) as connection:
         counts = {
             table: connection.execute(
-                f"select count(*) from {table} where match_id is not null and match_id not in (select id from match)"
+                f"select count(*) from {table} "
+                "where match_id is not null and match_id not in (select id from match)"
             ).fetchone()[0]
             for table in _match_tables(connection)
         }
@@ -319,7 +321,5 @@ def kill_session(session_id: int, seconds: float = 30) -> None:
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass

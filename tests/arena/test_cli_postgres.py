@@ -318,7 +318,10 @@ def drop_the_runs_connections(postgres, url: str, allow_more: bool) -> Callable[
         with postgres.admin() as connection:
             if not allow_more:
                 connection.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
-            terminated = "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s) AS t"
+            terminated = (
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s) AS t"
+            )
             closed.append((connection.execute(terminated, [database]).fetchone()[0], stored))
 
     thread = threading.Thread(target=drop)

@@ -292,11 +292,14 @@ def test_a_cluster_that_refuses_the_token_is_named_with_the_fix_in_one_line(tmp_
             )
             for home in (other, none)
         }
-    fix = "copy ~/.ray/auth_token from its head node to this machine, or set RAY_AUTH_TOKEN to that file's content"
+    fix = (
+        "copy ~/.ray/auth_token from its head node to this machine, "
+        "or set RAY_AUTH_TOKEN to that file's content"
+    )
     expected = {
         "other": f"error: the Ray cluster at {address} refused this machine's Ray token: {fix}",
-        "none": f"error: the Ray cluster at {address} asks for a token (`ray start` turns token authentication on where "
-        f"~/.ray/auth_token exists) and this machine has none: {fix}",
+        "none": f"error: the Ray cluster at {address} asks for a token (`ray start` turns token "
+        f"authentication on where ~/.ray/auth_token exists) and this machine has none: {fix}",
     }
     assert {name: (r.returncode, r.stderr.strip()) for name, r in refused.items()} == {
         name: (2, line) for name, line in expected.items()

@@ -84,11 +84,13 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
         contestants:
           - name: astra
             kind: llm
-            params: {model: openai/gpt-6-astra, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY, reasoning_effort: high,
+            params: {model: openai/gpt-6-astra, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY,
+                     reasoning_effort: high,
                      memory: notes, cache_dir: "@CACHE@"}
           - name: sonnet
             kind: llm
-            params: {model: anthropic/claude-sonnet-5-5, base_url: "@ANTHROPIC@", api_key_env: ARENA_ANTHROPIC_KEY, memory: window,
+            params: {model: anthropic/claude-sonnet-5-5, base_url: "@ANTHROPIC@",
+                     api_key_env: ARENA_ANTHROPIC_KEY, memory: window,
                      reflect: true, cache_dir: "@CACHE@"}
           - {name: fixed, kind: fixed_price}
         """,
@@ -134,7 +136,8 @@ BUDGET = """
     contestants:
       - name: mini
         kind: llm
-        params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY, memory: stateless, cache_dir: "@CACHE@"}
+        params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY,
+                 memory: stateless, cache_dir: "@CACHE@"}
       - {name: fixed, kind: fixed_price}
       - {name: undercut, kind: undercut}
     """
@@ -228,7 +231,8 @@ def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, openai_api)
         contestants:
           - name: typo
             kind: llm
-            params: {model: openai/gpt-6-astar, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY, cache_dir: "@CACHE@"}
+            params: {model: openai/gpt-6-astar, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY,
+                     cache_dir: "@CACHE@"}
           - {name: fixed, kind: fixed_price}
         """,
         **{"@OPENAI@": openai_api.base_url},
@@ -237,7 +241,8 @@ def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, openai_api)
     assert result.returncode == 4
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith(
-        "error: contestant typo (openai/gpt-6-astar) failed 3 calls in a row: HTTP 404: The model `gpt-6-astar` does not exist"
+        "error: contestant typo (openai/gpt-6-astar) failed 3 calls in a row: HTTP 404: "
+        "The model `gpt-6-astar` does not exist"
     )
     assert result.stdout.strip() == ""  # no table of faults
     assert 3 <= len(openai_api.calls) <= 3 + 1  # the three, and at most a call in flight in the other match
@@ -272,7 +277,8 @@ def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
             contestants:
               - name: slowpoke
                 kind: llm
-                params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null, no_cache: true, memory: stateless}
+                params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null,
+                         no_cache: true, memory: stateless}
               - {name: fixed, kind: fixed_price}
             """,
             **{"@OPENAI@": fake.base_url},
@@ -308,7 +314,8 @@ def test_a_storm_of_429s_is_waited_out(tmp_path):
             contestants:
               - name: patient
                 kind: llm
-                params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null, no_cache: true, memory: stateless,
+                params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null,
+                         no_cache: true, memory: stateless,
                          max_retries: 10, backoff_initial: 0.05, total_timeout: 120}
               - {name: fixed, kind: fixed_price}
             """,
@@ -330,7 +337,8 @@ def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path):
         entry = """
               - name: NAME
                 kind: llm
-                params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null, no_cache: true, memory: stateless,
+                params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: null,
+                         no_cache: true, memory: stateless,
                          max_concurrent_calls: 1}"""
         config = write(
             tmp_path,
@@ -371,7 +379,8 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, open
         contestants:
           - name: mini
             kind: llm
-            params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY, memory: window, cache_dir: "@SHARED@",
+            params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY,
+                     memory: window, cache_dir: "@SHARED@",
                      requests_per_minute: 1000, tokens_per_minute: 10000000}
           - {name: fixed, kind: fixed_price}
         """
