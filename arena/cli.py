@@ -172,14 +172,8 @@ def run(
         raise typer.Exit(EXIT_BROKEN_MODEL)
     if summary.resumed:
         out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
-    out.print(
-        _rich(
-            views.leaderboard_table(
-                store.leaderboard(engine, summary.tournament_id, weights=tournament.spec.scoring),
-                f"{tournament.spec.name} (tournament {summary.tournament_id})",
-            )
-        )
-    )
+    title = f"{tournament.spec.name} (tournament {summary.tournament_id})"
+    out.print(_rich(views.leaderboard_table(summary.table, title)))
     if summary.stopped:
         err.print(
             f"Stopped: {summary.stopped}; the matches not played are left for `{again}` "

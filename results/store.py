@@ -514,8 +514,14 @@ def _leaderboard_records(
     )
 
 
-def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finished", "stopped"]) -> None:
-    """Mark the tournament finished or stopped and snapshot its own leaderboard.
+def finish_tournament(
+    engine: Engine,
+    tournament_id: int,
+    status: Literal["finished", "stopped"],
+    weights: ScoringWeights = ScoringWeights(),
+) -> list[LeaderboardRow]:
+    """Mark the tournament finished or stopped, snapshot its own leaderboard and return it
+    (its composite weighed with `weights`), so that the run reports the table it stored.
 
     The snapshot keeps the table as it was reported, whatever later changes to the rating
     formula; a tournament stopped, resumed and finished has one snapshot per ending.
@@ -523,7 +529,8 @@ def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finis
     """
     if status not in ("finished", "stopped"):
         raise ValueError(f"a tournament ends 'finished' or 'stopped', not {status!r}")
-    rated = [(row, row.rating) for row in leaderboard(engine, tournament_id) if row.rating is not None]
+    table = leaderboard(engine, tournament_id, weights=weights)
+    rated = [(row, row.rating) for row in table if row.rating is not None]
     with Session(engine) as session:
         tournament = _require(session, TournamentRow, tournament_id)
         tournament.status = status
@@ -540,6 +547,7 @@ def finish_tournament(engine: Engine, tournament_id: int, status: Literal["finis
                 )
             )
         session.commit()
+    return table
 
 
 def spent(engine: Engine, tournament_id: int) -> tuple[int, float]:

@@ -16,8 +16,8 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 import ray
 from ray.exceptions import RayError, RayTaskError
@@ -26,6 +26,7 @@ from contestants.base import RunOptions
 from contestants.llm.desk import Spend, Status
 from market.scenario import Scenario
 from results import deviation, store
+from results.ratings import LeaderboardRow
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
 from tournaments.calls import RemoteDesk, start_desk
 from tournaments.cluster import ClusterError, Place, ray_session, result
@@ -66,6 +67,7 @@ class RunSummary:
     resumed: bool
     stopped: str | None = None  # why matches were left unplayed (the budget, a broken model), if they were
     broken: str | None = None  # the contestant whose failing model stopped the run
+    table: list[LeaderboardRow] = field(default_factory=list)  # the leaderboard as the run stored it
 
 
 def run_tournament(
@@ -117,8 +119,11 @@ def run_tournament(
     played = len(store.finished_keys(engine, tournament_id)) - len(done)
     if ending.stopped is None:
         observer.advanced(len(plan), total_days)
-    store.finish_tournament(engine, tournament_id, "finished" if ending.stopped is None else "stopped")
-    return RunSummary(tournament_id, played, len(done), previous is not None, ending.stopped, ending.broken)
+    status: Literal["finished", "stopped"] = "finished" if ending.stopped is None else "stopped"
+    table = store.finish_tournament(engine, tournament_id, status, weights=spec.scoring)
+    return RunSummary(
+        tournament_id, played, len(done), previous is not None, ending.stopped, ending.broken, table
+    )
 
 
 class TournamentRun:
