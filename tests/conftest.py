@@ -38,20 +38,23 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
 
 
 # Fixtures that start something for their tests (a Ray instance, a PostgreSQL server, the
-# embedded model): a test that uses one is slow.
-SLOW_FIXTURES = {"ray_local", "postgres", "smollm2"}
+# embedded model): a test that uses one is slow. Under pytest-xdist with `--dist loadgroup`
+# (.ci/run) the tests of each go to one worker, which starts it once.
+SLOW_FIXTURES = ("ray_local", "postgres", "smollm2")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `slow` every test that uses one of SLOW_FIXTURES, beside those marked by hand (that
     run arena in processes of its own, or the embedded model): `pytest -m "not slow"` is the
-    subset to run between edits. And refuse a property test whose own @settings undoes the profile's
+    subset to run between edits; and group it with the other tests of that fixture. And refuse a property test whose own @settings undoes the profile's
     derandomize or print_blob: CI would then draw other examples on every run, or not say
     how to replay a failure."""
     profile = settings.default
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        started = [name for name in SLOW_FIXTURES if name in getattr(item, "fixturenames", ())]
+        if started:
             item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.xdist_group(started[0]))
         test = getattr(item, "obj", None)
         if not getattr(test, "is_hypothesis_test", False):
             continue

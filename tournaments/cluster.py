@@ -65,6 +65,14 @@ class Place(NamedTuple):
 NODE_LABEL = "ray.io/node-id"  # a label Ray gives every node
 
 
+def cluster_cpus() -> int:
+    """The CPUs of the cluster's live nodes (at least one), from the same list of nodes that
+    `spread` places actors by: Ray's summary of resources can lag a node that has just joined."""
+    import ray
+
+    return max(1, int(sum(node["Resources"].get("CPU", 0) for node in ray.nodes() if node["Alive"])))
+
+
 def spread(count: int, placed: Sequence[str] = (), avoid: Collection[str] = ()) -> list[Place]:
     """Nodes of the cluster for `count` more actors (`choose_nodes`, from Ray's list of nodes).
 

@@ -29,7 +29,7 @@ from results import deviation, store
 from results.ratings import LeaderboardRow
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
 from tournaments.calls import RemoteDesk, start_desk
-from tournaments.cluster import ClusterError, Place, ray_session, result
+from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
 from tournaments.config import Tournament
 from tournaments.deviation import DEVIATED_SUFFIX
 from tournaments.hosts import HostProcess, start_hosts
@@ -202,9 +202,11 @@ class TournamentRun:
         self.stopped = _Stop(self.desk, watching=calls_models)
         self.suspects = _Suspects(self.desk)
         hosted = [m for m in self.todo if self.is_hosted(m)]
-        cpus = int(ray.cluster_resources().get("CPU", 1))
         instant = group_instant(
-            [m for m in self.todo if not self.is_hosted(m)], self.plans, spec.max_concurrent_matches, cpus
+            [m for m in self.todo if not self.is_hosted(m)],
+            self.plans,
+            spec.max_concurrent_matches,
+            cluster_cpus(),
         )
         reporting = asyncio.create_task(self.runners.report_days(self.progress.day))
         try:
@@ -300,8 +302,7 @@ class TournamentRun:
 def _runner_count(hosted_matches: int, max_concurrent: int) -> int:
     """One match runner per CPU of the cluster (at least one), but no more than can be kept
     busy: none for a run without hosted matches."""
-    cpus = int(ray.cluster_resources().get("CPU", 1))
-    return min(max(cpus, 1), hosted_matches, max_concurrent)
+    return min(cluster_cpus(), hosted_matches, max_concurrent)
 
 
 def _failed(match: FinishedMatch) -> frozenset[str]:
