@@ -55,8 +55,8 @@ class RunOptions(BaseModel):
     no_cache: language models answer afresh; their response cache is neither read nor written.
     prices: the tournament's `prices:` (USD per million tokens by provider/model), under each
     contestant's own.
-    desk: where this run's model calls check in (budget, limits, cache; contestants.llm.desk);
-    None: the process's own.
+    call_coordinator: what this run's model calls check in with (budget, limits, cache;
+    contestants.llm.call_coordinator); None: the process's own.
     contestant: the name of the contestant these options are for.
     rehearse: no model is called; each answers itself with an answer of the usual size, so
     that the calls' tokens and cost can be counted beforehand (contestants.llm.rehearsal).
@@ -66,7 +66,7 @@ class RunOptions(BaseModel):
 
     no_cache: bool = False
     prices: dict[str, Any] = Field(default_factory=dict)
-    desk: Any = None
+    call_coordinator: Any = None
     contestant: str | None = None
     rehearse: bool = False
 
@@ -122,7 +122,7 @@ class Contestant(ABC):
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
         """`options`: how this run plays it; a kind that depends on them (a language model's
-        desk, cache and prices) reads them here."""
+        call coordinator, cache and prices) reads them here."""
         self.params = params
 
     @classmethod

@@ -79,7 +79,7 @@ class MatchRules:
 
     seed: int
     recall_every: int = 0  # 0: no recall questions
-    options: RunOptions = RunOptions()  # `arena run` flags, prices, the run's call desk
+    options: RunOptions = RunOptions()  # `arena run` flags, prices, the run's call coordinator
     collusion: CollusionSettings = CollusionSettings()  # how the collusion metrics measure a finished match
     deviation: DeviationProbe | None = None  # every match is played twice: on path and deviated
     talk: bool = False  # merchants may send one another messages (market.engine.Market)
@@ -217,10 +217,10 @@ class Match:
     async def calls_stopped(self) -> str | None:
         """Why the run's calls have stopped, if they have and this match's merchants call
         models: a match that ended meanwhile may hold faults of the failures that stopped them."""
-        desk = self.rules.options.desk
-        if desk is None or not self.calls_models:
+        coordinator = self.rules.options.call_coordinator
+        if coordinator is None or not self.calls_models:
             return None
-        stopped: str | None = (await desk.current()).stopped
+        stopped: str | None = (await coordinator.current()).stopped
         return stopped
 
     async def collect_calls(self) -> None:

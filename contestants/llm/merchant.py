@@ -449,13 +449,15 @@ TURN_CALLS = 3  # calls a turn makes at most, one after another: reflect, decide
 
 
 def provider_for(params: LLMParams, options: RunOptions = RunOptions()) -> Provider:
-    """The contestant's provider under the run's options: its calls check in at the run's
-    desk under its name, with the tournament's prices under its own."""
+    """The contestant's provider under the run's options: its calls check in with the run's
+    call coordinator under its name, with the tournament's prices under its own."""
     settings = params.provider_settings
     settings["prices"] = {**options.prices, **settings.get("prices", {})}
     if options.no_cache:
         settings["no_cache"] = True
-    return get_provider(params.model, settings, desk=options.desk, contestant=options.contestant)
+    return get_provider(
+        params.model, settings, coordinator=options.call_coordinator, contestant=options.contestant
+    )
 
 
 def _request(
