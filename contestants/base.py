@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from market.calls import ModelCall
-from market.daylog import ProbeFact
+from market.daylog import RecallFact
 from market.errors import UserError
 from market.scenario import Scenario
 from market.types import Decision, Observation
@@ -40,11 +40,11 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class RecallProbe(BaseModel):
+class RecallQuestion(BaseModel):
     """A question about the merchant's own past: its value of `fact` at the end of `day`."""
 
     day: int
-    fact: ProbeFact
+    fact: RecallFact
     product: str | None = None
 
 
@@ -107,7 +107,7 @@ class Contestant(ABC):
     slow, or may crash its process). Instant rule baselines run inside the match loop.
     `calls_models` says it calls language models (what budgets, pings and estimates are about).
     `remembers_the_record` says its memory is the market's record of its days (the rule
-    merchants): the match answers its memory probes from the log and never asks it.
+    merchants): the match answers its recall questions from the log and never asks it.
     `decides_from_view` says it decides by its kind's `rule` from the market's MarketView
     (the rule merchants): inline, the merchants of a kind decide together, and matches of
     such merchants alone are played side by side.
@@ -179,8 +179,8 @@ class Contestant(ABC):
     def decide(self, observation: Observation) -> Decision | Any:
         """Today's decision. Anything that is not a Decision is parsed by the market."""
 
-    def recall(self, probe: RecallProbe) -> float | None:
-        """Answer a memory probe; None means "don't know"."""
+    def recall(self, question: RecallQuestion) -> float | None:
+        """Answer a recall question; None means "don't know"."""
         return None
 
     def calls(self) -> list[ModelCall]:

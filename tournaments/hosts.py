@@ -33,7 +33,7 @@ import ray
 from ray import cloudpickle
 from ray.exceptions import ActorUnavailableError, RayActorError
 
-from contestants.base import Contestant, RecallProbe, RunOptions
+from contestants.base import Contestant, RecallQuestion, RunOptions
 from contestants.llm.errors import CallsStopped
 from market.calls import ModelCall
 from market.scenario import Scenario
@@ -71,7 +71,7 @@ class TurnRequest(NamedTuple):
     match_key: str
     merchant: str
     observation: Observation
-    question: RecallProbe | None
+    question: RecallQuestion | None
     start: Start | None  # given when the merchant needs a fresh state
     deadline: float
 
@@ -182,7 +182,7 @@ class HostedSeat(Seat):
         self.holder: HostProcess | None = None  # the process holding its state
         self.doubted: set[HostProcess] = set()
 
-    async def turn(self, observation: Observation, question: RecallProbe | None) -> SeatTurn:
+    async def turn(self, observation: Observation, question: RecallQuestion | None) -> SeatTurn:
         start = self.start if self.fresh else None
         if start is not None:
             question = None  # made afresh, it remembers nothing

@@ -238,8 +238,8 @@ class Match:
         """The match's result, from its days (a deviated path's: its days, faults and calls)."""
         if self.probe is not None:
             return DeviationPath(probe=self.probe, days_played=log, faults=self.faults, calls=self.calls)
-        probes = self.questions.build()
-        scores = compute_metrics(log, probes, self.faults, self.scenario, self.rules.collusion)
+        recalls = self.questions.build()
+        scores = compute_metrics(log, recalls, self.faults, self.scenario, self.rules.collusion)
         for name, contestant in self.inline.items():
             scores.merchants[name].update(contestant.reported_metrics())
         return FinishedMatch(
@@ -252,7 +252,7 @@ class Match:
             merchants=match_results(self.spec.seats, log, scores.merchants, self.faults),
             days_played=log,
             faults=self.faults,
-            probes=probes,
+            recalls=recalls,
             metrics=scores.merchants,
             market=scores.market,
             calls=self.calls,
