@@ -506,7 +506,7 @@ def show(
                     "metrics": metrics,
                     "market": detail.market.model_dump(),
                     "faults": [f.model_dump() for f in detail.faults],
-                    "probes": [p.model_dump() for p in detail.probes],
+                    "probes": [p.model_dump() for p in detail.recalls],
                     "calls": [c.model_dump() for c in detail.calls],
                     "days": [record_adapter.dump_python(d, mode="json") for d in detail.days],
                     "deviation": None
@@ -537,15 +537,15 @@ def show(
         out.print(*_deviation_tables(detail, metrics))
     if detail.calls:
         out.print(_rich(views.calls_table(detail.calls)), _calls_made_table(detail.calls))
-    if detail.probes:
-        probes = Table("day", "merchant", "asked", "truth", "answer", "error", title="memory probes")
-        for p in detail.probes:
+    if detail.recalls:
+        recalls = Table("day", "merchant", "asked", "truth", "answer", "error", title="memory probes")
+        for p in detail.recalls:
             when = "on" if p.fact == "ordered" else "at end of"
             asked = f"{p.fact}{'[' + p.product + ']' if p.product else ''} {when} day {p.asked_day}"
             answer = "—" if p.answer is None else f"{p.answer:,.2f}"
             error = "no answer" if p.relative_error is None else f"{p.relative_error:.1%}"
-            probes.add_row(str(p.day), p.merchant, escape(asked), f"{p.truth:,.2f}", answer, error)
-        out.print(probes)
+            recalls.add_row(str(p.day), p.merchant, escape(asked), f"{p.truth:,.2f}", answer, error)
+        out.print(recalls)
     said = detail.days.said()
     if said:
         out.print(_rich(views.messages_table(said, "messages (each read by the rivals the next day)")))

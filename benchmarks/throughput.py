@@ -166,7 +166,7 @@ def played(days: int, results: list[MerchantResult]) -> int:
 
 
 def rules_of(t: Tournament) -> MatchRules:
-    """The rules `run_tournament` plays the tournament's matches by (memory probes included)."""
+    """The rules `run_tournament` plays the tournament's matches by (recall questions included)."""
     return MatchRules.of(t.spec)
 
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from market.calls import ModelCall
-from market.daylog import ProbeFact
+from market.daylog import RecallFact
 from market.errors import UserError
 from market.scenario import Scenario
 from market.types import Decision, Observation
@@ -40,11 +40,11 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class RecallProbe(BaseModel):
+class RecallQuestion(BaseModel):
     """A question about the merchant's own past: its value of `fact` at the end of `day`."""
 
     day: int
-    fact: ProbeFact
+    fact: RecallFact
     product: str | None = None
 
 
@@ -55,8 +55,8 @@ class RunOptions(BaseModel):
     no_cache: language models answer afresh; their response cache is neither read nor written.
     prices: the tournament's `prices:` (USD per million tokens by provider/model), under each
     contestant's own.
-    desk: where this run's model calls check in (budget, limits, cache; contestants.llm.desk);
-    None: the process's own.
+    call_coordinator: what this run's model calls check in with (budget, limits, cache;
+    contestants.llm.call_coordinator); None: the process's own.
     contestant: the name of the contestant these options are for.
     rehearse: no model is called; each answers itself with an answer of the usual size, so
     that the calls' tokens and cost can be counted beforehand (contestants.llm.rehearsal).
@@ -66,7 +66,7 @@ class RunOptions(BaseModel):
 
     no_cache: bool = False
     prices: dict[str, Any] = Field(default_factory=dict)
-    desk: Any = None
+    call_coordinator: Any = None
     contestant: str | None = None
     rehearse: bool = False
 
@@ -107,7 +107,7 @@ class Contestant(ABC):
     slow, or may crash its process). Instant rule baselines run inside the match loop.
     `calls_models` says it calls language models (what budgets, pings and estimates are about).
     `remembers_the_record` says its memory is the market's record of its days (the rule
-    merchants): the match answers its memory probes from the log and never asks it.
+    merchants): the match answers its recall questions from the log and never asks it.
     `decides_from_view` says it decides by its kind's `rule` from the market's MarketView
     (the rule merchants): inline, the merchants of a kind decide together, and matches of
     such merchants alone are played side by side.
@@ -122,7 +122,7 @@ class Contestant(ABC):
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
         """`options`: how this run plays it; a kind that depends on them (a language model's
-        desk, cache and prices) reads them here."""
+        call coordinator, cache and prices) reads them here."""
         self.params = params
 
     @classmethod
@@ -179,8 +179,8 @@ class Contestant(ABC):
     def decide(self, observation: Observation) -> Decision | Any:
         """Today's decision. Anything that is not a Decision is parsed by the market."""
 
-    def recall(self, probe: RecallProbe) -> float | None:
-        """Answer a memory probe; None means "don't know"."""
+    def recall(self, question: RecallQuestion) -> float | None:
+        """Answer a recall question; None means "don't know"."""
         return None
 
     def calls(self) -> list[ModelCall]:

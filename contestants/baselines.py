@@ -193,7 +193,7 @@ class RuleMerchant(Contestant):
     are collected first and orders are cut to the cash (`orders`).
 
     Their memory is perfect: a rule merchant's books are the market's record of its days,
-    so the match answers its memory probes from the log (`remembers_the_record`).
+    so the match answers their recall questions from the log (`remembers_the_record`).
     A kind that is slow or misbehaves on purpose, per call, sets `decides_from_view` False:
     its merchants are asked one by one, through `decide`, even inline.
     """

@@ -28,9 +28,9 @@ PER_PRODUCT = tuple(
 )
 SCALARS = tuple(f.name for f in fields(DayRecord) if f.type == "float")
 _SCALAR = {name: k for k, name in enumerate(SCALARS)}
-# What a memory probe asks (see DayLogBuilder.facts), and the column of each fact of a product.
-ProbeFact = Literal["cash", "inventory", "price", "ordered"]
-_FACT_COLUMNS: dict[ProbeFact, str] = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}
+# What a recall question asks (see DayLogBuilder.facts), and the column of each fact of a product.
+RecallFact = Literal["cash", "inventory", "price", "ordered"]
+_FACT_COLUMNS: dict[RecallFact, str] = {"inventory": "inventory", "price": "prices", "ordered": "ordered"}
 _PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
 T = TypeVar("T")
 
@@ -310,8 +310,8 @@ class DayLogBuilder:
         """One day's rows (days are numbered from 1 and added in order)."""
         return self._log(self._days[day - 1 : day])
 
-    def facts(self, day: int, fact: ProbeFact, product: str | None, seats: np.ndarray) -> np.ndarray:
-        """What a memory probe asks of the merchants at `seats` (ascending): their cash at the
+    def facts(self, day: int, fact: RecallFact, product: str | None, seats: np.ndarray) -> np.ndarray:
+        """What a recall question asks of the merchants at `seats` (ascending): their cash at the
         end of `day` (fact "cash"), or their inventory, price or units ordered of `product`
         (facts "inventory", "price", "ordered"); NaN for one that did not play that day."""
         if not 1 <= day <= len(self._days):

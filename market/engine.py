@@ -613,7 +613,7 @@ class _Orders:
 class ObservationMaker:
     """The Observations of the merchants of one morning of the market, read from its view,
     and their records of the day before, each made when asked for. What the merchants of a
-    match share is made once, when the first of them asks (`_Morning`).
+    match share is made once, when the first of them asks (`_SharedParts`).
 
     It keeps reading that morning after the market has moved on if the view is `frozen`
     (the market's days before are never changed)."""
@@ -621,7 +621,7 @@ class ObservationMaker:
     def __init__(self, market: Market, view: MarketView):
         self.market, self.view = market, view
         self.logs, self.day_before = market.logs, market.day - 1  # as they are now: a reset makes new logs
-        self._mornings: dict[int, _Morning] = {}
+        self._shared: dict[int, _SharedParts] = {}
         self._records: dict[int, DayRecord | None] = {}
 
     def observations(self, rows: Sequence[int]) -> list[Observation]:
@@ -631,15 +631,15 @@ class ObservationMaker:
         """The Observation of the merchant at market row `i`."""
         market, view = self.market, self.view
         s = i % market.seats
-        morning = self._morning(i)
-        cash, reputation, due, pending, unit_cost, prices, stock, coming = morning.books[s]
+        shared = self._shared_parts(i)
+        cash, reputation, due, pending, unit_cost, prices, stock, coming = shared.books[s]
         products = [
             ProductState(pid, price, cost, held, due_in, lead, holding)
             for (pid, lead, holding), cost, price, held, due_in in zip(
                 market._statics, unit_cost, prices, stock, coming
             )
         ]
-        heard = [message for seat, message in morning.said if seat != s] if market.talk else None
+        heard = [message for seat, message in shared.said if seat != s] if market.talk else None
         return Observation(
             market._names[i],
             view.day,
@@ -650,7 +650,7 @@ class ObservationMaker:
             pending,
             products,
             self.yesterday(i),
-            morning.board,
+            shared.board,
             view.events,
             view.fixed_daily_cost,
             heard,
@@ -659,18 +659,19 @@ class ObservationMaker:
     def yesterday(self, i: int) -> DayRecord | None:
         """The record of the day before of the merchant at market row `i` (None on day 1)."""
         if i not in self._records:
-            self._records[i] = self._morning(i).yesterday(i % self.market.seats)
+            self._records[i] = self._shared_parts(i).yesterday(i % self.market.seats)
         return self._records[i]
 
-    def _morning(self, i: int) -> _Morning:
+    def _shared_parts(self, i: int) -> _SharedParts:
+        """What the merchant at market row `i` shares with the others of its match."""
         b = i // self.market.seats
-        morning = self._mornings.get(b)
-        if morning is None:
-            morning = self._mornings[b] = _Morning(self, b)
-        return morning
+        shared = self._shared.get(b)
+        if shared is None:
+            shared = self._shared[b] = _SharedParts(self, b)
+        return shared
 
 
-class _Morning:
+class _SharedParts:
     """What the merchants of match b share in their observations of a morning, each part made
     when first needed: the public board (one list in all their observations), their books by
     seat, the day before's records as lists (a merchant's record is made from them when asked

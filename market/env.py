@@ -6,7 +6,7 @@ Rewards are the day's change in net worth. The last day truncates everyone; a me
 whose cash falls below zero is terminated (bankrupt).
 
 The observations that reset and step return, and the infos of step, are dicts of every agent
-whose values are made when first read (`BuiltOnRead`), from the morning as it was when they
+whose values are made when first read (`LazyDict`), from the morning as it was when they
 were returned, so a large market pays only for the observations someone reads
 (docs/benchmarks.md#scale). A model observation's `yesterday` is the very record its info
 holds: copy it before changing it.
@@ -93,14 +93,14 @@ class MarketEnv(ParallelEnv):
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[BuiltOnRead, dict[str, dict[str, Any]]]:
+    ) -> tuple[LazyDict, dict[str, dict[str, Any]]]:
         self.market.reset([seed])
         self.agents = list(self.possible_agents)
-        return self._observations(self._morning(), self.agents), {a: {} for a in self.agents}
+        return self._observations(self._observation_maker(), self.agents), {a: {} for a in self.agents}
 
     def step(
         self, actions: dict[str, Any]
-    ) -> tuple[BuiltOnRead, dict[str, float], dict[str, bool], dict[str, bool], BuiltOnRead]:
+    ) -> tuple[LazyDict, dict[str, float], dict[str, bool], dict[str, bool], LazyDict]:
         market = self.market
         playing, rows = self.agents, np.flatnonzero(market.playing)
         change = market.advance(
@@ -119,22 +119,22 @@ class MarketEnv(ParallelEnv):
         self.agents = (
             [a for a, out in zip(playing, left.tolist()) if not out] if left.any() else list(playing)
         )
-        morning = self._morning()
-        infos = BuiltOnRead.made_on_read(playing, lambda a: {"record": morning.yesterday(self._index[a])})
-        return self._observations(morning, playing), rewards, terminations, truncations, infos
+        maker = self._observation_maker()
+        infos = LazyDict.made_on_read(playing, lambda a: {"record": maker.yesterday(self._index[a])})
+        return self._observations(maker, playing), rewards, terminations, truncations, infos
 
-    def _morning(self) -> ObservationMaker:
+    def _observation_maker(self) -> ObservationMaker:
         """The merchants' observations of this morning, and their records of the day before,
         made when asked for, from the morning's numbers as they are now."""
         return ObservationMaker(self.market, self.market.view().frozen())
 
-    def _observations(self, morning: ObservationMaker, agents: list[str]) -> BuiltOnRead:
+    def _observations(self, maker: ObservationMaker, agents: list[str]) -> LazyDict:
         index = self._index
         if self.numeric:
-            view = morning.view
+            view = maker.view
             prices = np.nan_to_num(view.board.prices, nan=0.0)
-            return BuiltOnRead.made_on_read(agents, lambda a: _numbers(view, prices, index[a]))
-        return BuiltOnRead.made_on_read(agents, lambda a: morning.observation(index[a]))
+            return LazyDict.made_on_read(agents, lambda a: _numbers(view, prices, index[a]))
+        return LazyDict.made_on_read(agents, lambda a: maker.observation(index[a]))
 
     def _decision(self, action: Any) -> Any:
         """An action sampled from action_space as operations; anything else as it is."""
@@ -186,7 +186,7 @@ class _Unbuilt:
     make: Callable[[str], Any]
 
 
-class BuiltOnRead(dict[str, Any]):
+class LazyDict(dict[str, Any]):
     """A dict of every agent whose values are made when first read (`make(agent)`), so that a
     market of a thousand merchants builds only the observations someone reads. It is a dict,
     as PettingZoo's API asks, with every agent a key; each value is made once, and reading it
@@ -196,7 +196,7 @@ class BuiltOnRead(dict[str, Any]):
     utilities rebuild one, `type(d)(pairs)`), its values are all there."""
 
     @classmethod
-    def made_on_read(cls, agents: Iterable[str], make: Callable[[str], Any]) -> BuiltOnRead:
+    def made_on_read(cls, agents: Iterable[str], make: Callable[[str], Any]) -> LazyDict:
         return cls(dict.fromkeys(agents, _Unbuilt(make)))
 
     def __getitem__(self, agent: str) -> Any:
@@ -247,7 +247,7 @@ class BuiltOnRead(dict[str, Any]):
         return {agent: self[agent] for agent in self}
 
     def __eq__(self, other: object) -> bool:
-        return self.copy() == (other.copy() if isinstance(other, BuiltOnRead) else other)
+        return self.copy() == (other.copy() if isinstance(other, LazyDict) else other)
 
     def __ne__(self, other: object) -> bool:
         return not self == other
@@ -261,10 +261,10 @@ class BuiltOnRead(dict[str, Any]):
     def __repr__(self) -> str:
         return repr(self.copy())
 
-    def __copy__(self) -> BuiltOnRead:
+    def __copy__(self) -> LazyDict:
         """A copy that makes the values not yet made when they are read (PettingZoo's AEC
         wrapper copies the observations and infos of every step)."""
-        return BuiltOnRead(dict.items(self))
+        return LazyDict(dict.items(self))
 
     def __reduce__(self) -> tuple:  # pickling and deepcopy: a plain dict of every value, made
         return dict, (self.copy(),)

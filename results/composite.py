@@ -8,7 +8,7 @@ with the parts
     validity  mean action validity rate (results.metrics `validity_rate`), in [0, 1]
     memory    1 - min(mean relative recall error (`memory_error`), 1)
 
-A part without a value (no match played, no metric stored, no memory probe asked) is left out
+A part without a value (no match played, no metric stored, no recall question asked) is left out
 and the weights of the others are scaled up; with no part at all the composite is None.
 """
 

@@ -2,9 +2,10 @@
 
 Every metric is one function of a `Seat` (a merchant's day records and faults, and the whole
 match for comparisons), or of the whole match giving every seat's value (`over_match`: these
-read the memory probes too), with its formula in its docstring, registered in
+read the recall questions too), with its formula in its docstring, registered in
 `METRICS` under its function's name: that name is the one stored in the `metric` table and
-shown by `arena show`. A metric that does not apply (no probes asked, no price moves) is None.
+shown by `arena show`. A metric that does not apply (no recall questions asked, no price moves) is
+None.
 
 The market as a whole has metrics of its own (`MARKET_METRICS`: one value per match, stored in
 the `market_metric` table), and its price windows: the collusion measures, which place a match
@@ -38,8 +39,8 @@ from results.records import (
     MarketScores,
     MerchantResult,
     PriceWindow,
-    ProbeLog,
-    ProbeResult,
+    RecallLog,
+    RecallResult,
     WindowKind,
 )
 
@@ -132,7 +133,7 @@ class Scores(NamedTuple):
 
 def compute(
     records: Iterable[DayRecord],
-    probes: Iterable[ProbeResult] = (),
+    recalls: Iterable[RecallResult] = (),
     faults: Iterable[Fault] = (),
     scenario: Scenario | None = None,
     collusion: CollusionSettings = CollusionSettings(),
@@ -140,7 +141,7 @@ def compute(
     """Every metric of every merchant with a day record, in the order they first appear, and
     the market's metrics and price windows where its scenario has an equilibrium (empty
     otherwise). A value that comes out infinite or NaN is stored as None."""
-    match = MatchRecords(records, probes, faults, scenario, collusion)
+    match = MatchRecords(records, recalls, faults, scenario, collusion)
     columns = {name: metric.values(match) for name, metric in METRICS.items()}
     merchants = {
         merchant: {name: values[k] for name, values in columns.items()}
@@ -201,7 +202,7 @@ class MatchRecords:
     def __init__(
         self,
         records: Iterable[DayRecord],
-        probes: Iterable[ProbeResult] = (),
+        recalls: Iterable[RecallResult] = (),
         faults: Iterable[Fault] = (),
         scenario: Scenario | None = None,
         collusion: CollusionSettings = CollusionSettings(),
@@ -233,16 +234,16 @@ class MatchRecords:
             )
             for k, s in enumerate(order)
         }
-        self.probes = ProbeLog.of(probes)
+        self.recalls = RecallLog.of(recalls)
         seat_of = {m: k for k, m in enumerate(self.seats)}
-        merchant_seats = [seat_of.get(m, -1) for m in self.probes.merchants]
-        probe_seats = np.array(merchant_seats, dtype=np.int64)[self.probes.seat]
-        self.probe_rows = np.flatnonzero(
-            probe_seats >= 0
-        )  # probes of merchants without a day record are left out
-        self.probe_seats = probe_seats[
-            self.probe_rows
-        ]  # each of those probes' seat, as an index into self.seats
+        merchant_seats = [seat_of.get(m, -1) for m in self.recalls.merchants]
+        recall_seats = np.array(merchant_seats, dtype=np.int64)[self.recalls.seat]
+        self.recall_rows = np.flatnonzero(
+            recall_seats >= 0
+        )  # answers of merchants without a day record are left out
+        self.recall_seats = recall_seats[
+            self.recall_rows
+        ]  # each of those answers' seat, as an index into self.seats
 
     def per_seat(self, values: np.ndarray, seats: np.ndarray | None = None) -> np.ndarray:
         """Sums per seat of one value per row (of the log, or of rows whose seats are given)."""
@@ -250,12 +251,12 @@ class MatchRecords:
             self.row_seats if seats is None else seats, weights=values, minlength=len(self.counts)
         )
 
-    def answered_probes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The seat, the day it was put and the relative error of each answered probe."""
-        rows = self.probe_rows
-        errors = self.probes.error[rows]
+    def answered_recalls(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The seat, the day it was put and the relative error of each answered recall question."""
+        rows = self.recall_rows
+        errors = self.recalls.error[rows]
         answered = ~np.isnan(errors)
-        return self.probe_seats[answered], self.probes.day[rows][answered], errors[answered]
+        return self.recall_seats[answered], self.recalls.day[rows][answered], errors[answered]
 
     def scalar(self, name: str) -> np.ndarray:
         return self.log.scalar(name)
@@ -558,7 +559,7 @@ def memory_error(match: MatchRecords) -> list[float | None]:
     """Mean relative recall error of the answered memory probes:
     memory_error = mean over answered probes of |answer - truth| / max(|truth|, 1).
     None when no probe was answered (see memory_unanswered)."""
-    seats, _, errors = match.answered_probes()
+    seats, _, errors = match.answered_recalls()
     sums, counts = match.per_seat(errors, seats), np.bincount(seats, minlength=len(match.counts))
     return [total / n if n else None for total, n in zip(sums.tolist(), counts.tolist())]
 
@@ -567,8 +568,8 @@ def memory_error(match: MatchRecords) -> list[float | None]:
 def memory_unanswered(match: MatchRecords) -> list[float | None]:
     """Share of memory probes left without a numeric answer:
     memory_unanswered = unanswered probes / probes asked; None when none was asked."""
-    seats = match.probe_seats
-    unanswered = match.per_seat(np.isnan(match.probes.error[match.probe_rows]).astype(float), seats)
+    seats = match.recall_seats
+    unanswered = match.per_seat(np.isnan(match.recalls.error[match.recall_rows]).astype(float), seats)
     asked = np.bincount(seats, minlength=len(match.counts))
     return [missing / n if n else None for missing, n in zip(unanswered.tolist(), asked.tolist())]
 
@@ -580,7 +581,7 @@ def memory_error_trend(match: MatchRecords) -> list[float | None]:
     memory_error_trend = sum (t_i - mean t)(e_i - mean e) / sum (t_i - mean t)^2,
     in error per day (positive: memory gets worse as the match goes on). None with fewer than
     two distinct probe days."""
-    seats, days, e = match.answered_probes()
+    seats, days, e = match.answered_recalls()
     t = days.astype(float)
     n = np.maximum(np.bincount(seats, minlength=len(match.counts)), 1)
     dt, de = t - (match.per_seat(t, seats) / n)[seats], e - (match.per_seat(e, seats) / n)[seats]

@@ -36,8 +36,9 @@ class Fault(SQLModel):
     detail: str = Field(sa_type=Text)
 
 
-class ProbeResult(SQLModel):
-    """One memory probe: on `day` the merchant was asked its `fact` at the end of `asked_day`.
+class RecallResult(SQLModel):
+    """One recall question answered: on `day` the merchant was asked its `fact` at the end of
+    `asked_day`.
 
     relative_error = |answer - truth| / max(|truth|, 1); None when it gave no answer.
     """
@@ -56,12 +57,13 @@ Question = tuple[int, int, str, "str | None"]  # (day asked, asked_day, fact, pr
 
 
 @dataclass(frozen=True, eq=False)
-class ProbeLog(ColumnRecords[ProbeResult]):
-    """A match's memory probes as columns, a row per merchant asked, in the order asked.
+class RecallLog(ColumnRecords[RecallResult]):
+    """A match's recall questions and answers as columns, a row per merchant asked, in the
+    order asked.
 
-    A probe day puts one question to every merchant still playing, so a match collects its
-    probes a question at a time (`ProbeLogBuilder`) and scores and sends them as arrays; read
-    as a sequence it gives ProbeResults, made on demand. NaN in `answer` and `error` is no
+    A question day puts one question to every merchant still playing, so a match collects its
+    answers a question at a time (`RecallLogBuilder`) and scores and sends them as arrays; read
+    as a sequence it gives RecallResults, made on demand. NaN in `answer` and `error` is no
     answer."""
 
     merchants: tuple[str, ...]
@@ -81,7 +83,7 @@ class ProbeLog(ColumnRecords[ProbeResult]):
         return np.array([q[0] for q in self.questions], dtype=np.int64).reshape(-1)[self.question]
 
     def rows(self, rows: Iterable[int] | None = None) -> list[dict]:
-        """The ProbeResult fields of `rows` (default: all), as dicts."""
+        """The RecallResult fields of `rows` (default: all), as dicts."""
         rows = list(range(len(self))) if rows is None else list(rows)
         names = ("day", "asked_day", "fact", "product")
         return [
@@ -100,31 +102,32 @@ class ProbeLog(ColumnRecords[ProbeResult]):
             )
         ]
 
-    def records(self, rows: Iterable[int] | None = None) -> list[ProbeResult]:
-        return [ProbeResult.model_construct(**row) for row in self.rows(rows)]  # made from checked columns
+    def records(self, rows: Iterable[int] | None = None) -> list[RecallResult]:
+        return [RecallResult.model_construct(**row) for row in self.rows(rows)]  # made from checked columns
 
     @classmethod
-    def of(cls, probes: Iterable[ProbeResult]) -> ProbeLog:
-        """The log of ProbeResults made elsewhere (stored ones, tests): each its own question."""
-        if isinstance(probes, ProbeLog):
-            return probes
-        probes = list(probes)
-        merchants = tuple(dict.fromkeys(p.merchant for p in probes))
+    def of(cls, recalls: Iterable[RecallResult]) -> RecallLog:
+        """The log of RecallResults made elsewhere (stored ones, tests): each its own question."""
+        if isinstance(recalls, RecallLog):
+            return recalls
+        recalls = list(recalls)
+        merchants = tuple(dict.fromkeys(p.merchant for p in recalls))
         seat_of = {m: s for s, m in enumerate(merchants)}
         return cls(
             merchants=merchants,
-            questions=tuple((p.day, p.asked_day, p.fact, p.product) for p in probes),
-            question=np.arange(len(probes)),
-            seat=np.array([seat_of[p.merchant] for p in probes], dtype=np.int64),
-            truth=np.array([p.truth for p in probes], dtype=float),
-            answer=np.array([_nan_if_none(p.answer) for p in probes], dtype=float),
-            error=np.array([_nan_if_none(p.relative_error) for p in probes], dtype=float),
+            questions=tuple((p.day, p.asked_day, p.fact, p.product) for p in recalls),
+            question=np.arange(len(recalls)),
+            seat=np.array([seat_of[p.merchant] for p in recalls], dtype=np.int64),
+            truth=np.array([p.truth for p in recalls], dtype=float),
+            answer=np.array([_nan_if_none(p.answer) for p in recalls], dtype=float),
+            error=np.array([_nan_if_none(p.relative_error) for p in recalls], dtype=float),
         )
 
 
 @dataclass
-class ProbeLogBuilder:
-    """Collects a match's probes question by question; `build` joins them into a ProbeLog."""
+class RecallLogBuilder:
+    """Collects a match's recall answers question by question; `build` joins them into a
+    RecallLog."""
 
     merchants: tuple[str, ...]
     _asked: list[tuple[Question, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
@@ -140,7 +143,7 @@ class ProbeLogBuilder:
             )
         )
 
-    def build(self) -> ProbeLog:
+    def build(self) -> RecallLog:
         questions = tuple(q for q, *_ in self._asked)
         sizes = [len(seats) for _, seats, _, _ in self._asked]
         seat, truth, answer = (
@@ -149,7 +152,7 @@ class ProbeLogBuilder:
         )
         with np.errstate(over="ignore"):  # an absurd answer: an infinite error, as in Python
             error = np.abs(answer - truth) / np.maximum(np.abs(truth), 1.0)
-        return ProbeLog(
+        return RecallLog(
             self.merchants,
             questions,
             np.repeat(np.arange(len(questions)), sizes),
@@ -252,8 +255,8 @@ class FinishedMatch(PlayedMatch):
     # DayRecords (tests, tools)
     days_played: Annotated[Sequence[DayRecord], SkipValidation]
     faults: list[Fault]
-    # a ProbeLog from the match, or a list of ProbeResults (stored ones, tests)
-    probes: Annotated[Sequence[ProbeResult], SkipValidation] = Field(default_factory=list)
+    # a RecallLog from the match, or a list of RecallResults (stored ones, tests)
+    recalls: Annotated[Sequence[RecallResult], SkipValidation] = Field(default_factory=list)
     calls: list[ModelCallRecord] = Field(default_factory=list)
     metrics: dict[str, dict[str, float | None]] | None = Field(
         None,

@@ -50,8 +50,8 @@ from results.records import (
     ModelCallRecord,
     PlayedMatch,
     PriceWindow,
-    ProbeLog,
-    ProbeResult,
+    RecallLog,
+    RecallResult,
     StoppedMatch,
 )
 from results.tables import (
@@ -67,8 +67,8 @@ from results.tables import (
     MetricRow,
     ModelCallRow,
     PriceWindowRow,
-    ProbeRow,
     RatingSnapshot,
+    RecallRow,
     TournamentRow,
     stored_id,
     utcnow,
@@ -247,7 +247,7 @@ def _insert_match(
 ) -> int:
     scores, market = match.metrics, match.market
     if scores is None or market is None:
-        computed = compute_metrics(match.days_played, match.probes, match.faults, scenario, collusion)
+        computed = compute_metrics(match.days_played, match.recalls, match.faults, scenario, collusion)
         if scores is None:
             scores = _with_deviation_measures(computed.merchants, match.days_played, match.deviation)
         market = market if market is not None else computed.market
@@ -262,7 +262,9 @@ def _insert_match(
         session, DayLogRow, [{"match_id": match_id, "columns": days.columns, "decisions": days.decisions}]
     )
     _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
-    _bulk_insert(session, ProbeRow, [{**p, "match_id": match_id} for p in ProbeLog.of(match.probes).rows()])
+    _bulk_insert(
+        session, RecallRow, [{**p, "match_id": match_id} for p in RecallLog.of(match.recalls).rows()]
+    )
     _insert_calls(session, tournament_id, match.key, match_id, match.calls)
     _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
     _insert_market(session, match_id, market)
@@ -345,7 +347,7 @@ def rescore(
     for detail in match_details(engine, tournament_id):
         match_id = detail.match_id
         scores = compute_metrics(
-            detail.days, detail.probes, detail.faults, scenarios.get(detail.match.scenario), collusion
+            detail.days, detail.recalls, detail.faults, scenarios.get(detail.match.scenario), collusion
         )
         measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
         with Session(engine) as session:
@@ -602,13 +604,13 @@ def list_matches(engine: Engine, tournament_id: int | None = None) -> list[Match
 
 @dataclass(frozen=True)
 class MatchDetail:
-    """One stored match; results, days, faults and memory probes in the order they were recorded."""
+    """One stored match; results, days, faults and recall answers in the order they were recorded."""
 
     match: MatchRow
     results: list[MerchantResult]
     days: DayLog  # a sequence of DayRecords
     faults: list[Fault]
-    probes: list[ProbeResult]
+    recalls: list[RecallResult]
     calls: list[ModelCallRecord]
     market: (
         MarketScores  # the market's metrics and price windows; empty where the scenario has no equilibrium
@@ -639,8 +641,8 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
         faults = session.exec(
             select(FaultRow).where(col(FaultRow.match_id) == match_id).order_by(col(FaultRow.id))
         )
-        probes = session.exec(
-            select(ProbeRow).where(col(ProbeRow.match_id) == match_id).order_by(col(ProbeRow.id))
+        recalls = session.exec(
+            select(RecallRow).where(col(RecallRow.match_id) == match_id).order_by(col(RecallRow.id))
         )
         calls = session.exec(
             select(ModelCallRow).where(col(ModelCallRow.match_id) == match_id).order_by(col(ModelCallRow.id))
@@ -661,7 +663,7 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
             results=[MerchantResult.model_validate(r, from_attributes=True) for r in results],
             days=decode(days.columns, days.decisions) if days is not None else DayLog.of([]),
             faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
-            probes=[ProbeResult.model_validate(p, from_attributes=True) for p in probes],
+            recalls=[RecallResult.model_validate(p, from_attributes=True) for p in recalls],
             calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
             market=MarketScores(
                 metrics=dict(market.all()),

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from results.records import Fault, MerchantResult, ModelCallRecord, PlayedMatch, PriceWindow, ProbeResult
+from results.records import Fault, MerchantResult, ModelCallRecord, PlayedMatch, PriceWindow, RecallResult
 
 
 def utcnow() -> datetime:
@@ -135,7 +135,7 @@ class FaultRow(Fault, table=True):
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
 
 
-class ProbeRow(ProbeResult, table=True):
+class RecallRow(RecallResult, table=True):
     __tablename__ = "probe"
 
     id: int | None = Field(default=None, primary_key=True)
@@ -198,7 +198,7 @@ class MetricRow(SQLModel, table=True):
     """One metric of one merchant in one match (see results.metrics for the definitions).
 
     Computed from the match's stored records when the match is saved; None where a metric
-    does not apply (no probes asked, no price moves)."""
+    does not apply (no recall questions asked, no price moves)."""
 
     __tablename__ = "metric"
     # the only index: a match writes hundreds of these rows, and each index costs about as

@@ -46,9 +46,9 @@ SLOW_FIXTURES = ("ray_local", "postgres", "smollm2")
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `slow` every test that uses one of SLOW_FIXTURES, beside those marked by hand (that
     run arena in processes of its own, or the embedded model): `pytest -m "not slow"` is the
-    subset to run between edits; and group it with the other tests of that fixture. And refuse a property test whose own @settings undoes the profile's
-    derandomize or print_blob: CI would then draw other examples on every run, or not say
-    how to replay a failure."""
+    subset to run between edits; and group it with the other tests of that fixture. And refuse
+    a property test whose own @settings undoes the profile's derandomize or print_blob: CI
+    would then draw other examples on every run, or not say how to replay a failure."""
     profile = settings.default
     for item in items:
         started = [name for name in SLOW_FIXTURES if name in getattr(item, "fixturenames", ())]

@@ -1,18 +1,18 @@
-"""The run's desk for model calls (contestants.llm.desk) as one Ray actor that every process
-of the run checks in at: hosts, match runners and workers, on every node.
+"""The run's call coordinator (contestants.llm.call_coordinator) as one Ray actor that every
+process of the run checks in with: hosts, match runners and workers, on every node.
 
 It lives on the driver's node and works in the folder `arena run` was started in, so the
 response cache is that folder's `.arena-cache/` (or the `cache_dir` a contestant names)
 whichever node a merchant's calls come from: a re-run replays from it wherever its merchants
-land. Two calls (admit, settle) cost a few milliseconds, which is little beside a model call.
+land. Two calls (admit, report) cost a few milliseconds, which is little beside a model call.
 
-Calls waiting for room at an endpoint wait inside `admit`; `settle` and `status` run in a
+Calls waiting for room at an endpoint wait inside `admit`; `report` and `status` run in a
 concurrency group of their own, so however many calls wait, those that end can report back.
-Ray runs each group on a loop of its own, so the desk's state lives on a loop of its own too
-(a LocalDesk), which every method hands its work to.
-A desk that is gone (its process died) stops the run's calls: what the desk held is lost, so
-no call can be let through or paid for any more. A call whose node died is let go of as soon as
-Ray has found the node dead, not when its lease runs out: its match is played again
+Ray runs each group on a loop of its own, so the coordinator's state lives on a loop of its
+own too (a LocalCallCoordinator), which every method hands its work to.
+A coordinator that is gone (its process died) stops the run's calls: what it held is lost, so
+no call can be let through or paid for any more. What a call whose node died holds is released
+as soon as Ray has found the node dead, not when its lease runs out: its match is played again
 (tournaments.match.MatchLost) and asks the same requests.
 """
 
@@ -27,25 +27,34 @@ import ray
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from contestants.llm.desk import Admission, Budget, DeskCore, Failed, LocalDesk, Spend, Status, Ticket
+from contestants.llm.call_coordinator import (
+    Admission,
+    Budget,
+    CallCoordinatorCore,
+    Failed,
+    LocalCallCoordinator,
+    Spend,
+    Status,
+    Ticket,
+)
 from contestants.llm.errors import CallsStopped
 from contestants.llm.types import Completion
 from tournaments.cluster import enter, result
 
 WAITING_CALLS = 100_000  # admits that may wait for room at once
-NODE_CHECK_S = 2.0  # how often the desk looks for nodes that died under the calls it holds
-GONE = "the run's call desk is gone (its process died)"
+NODE_CHECK_S = 2.0  # how often the coordinator looks for nodes that died under the calls it holds
+GONE = "the run's call coordinator is gone (its process died)"
 
 
 @ray.remote(  # type: ignore[call-overload]  # Ray's overloads of remote leave concurrency_groups out
     num_cpus=0, concurrency_groups={"waiting": WAITING_CALLS, "reporting": 64}
 )
-class CallDesk:
+class CallCoordinatorActor:
     def __init__(self, working_dir: str, budget: Budget | None, spent: Spend, stop_after: int):
         enter(working_dir)
-        self.desk = LocalDesk(DeskCore(budget, spent, stop_after))
+        self.coordinator = LocalCallCoordinator(CallCoordinatorCore(budget, spent, stop_after))
         self.watching = asyncio.run_coroutine_threadsafe(
-            _let_go_of_dead_nodes(self.desk.core), self.desk.loop
+            _release_calls_of_dead_nodes(self.coordinator.core), self.coordinator.loop
         )
 
     @ray.method(concurrency_group="reporting")
@@ -54,20 +63,20 @@ class CallDesk:
 
     @ray.method(concurrency_group="waiting")
     async def admit(self, ticket: Ticket) -> Admission:
-        return await self.desk.on_loop(self.desk.core.admit(ticket))
+        return await self.coordinator.on_loop(self.coordinator.core.admit(ticket))
 
     @ray.method(concurrency_group="reporting")
-    async def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
-        await self.desk.on_loop(self.desk.core.settle(ticket, completion, failed))
+    async def report(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
+        await self.coordinator.on_loop(self.coordinator.core.report(ticket, completion, failed))
 
     @ray.method(concurrency_group="reporting")
     async def status(self) -> Status:
-        return await self.desk.current()
+        return await self.coordinator.current()
 
 
-async def _let_go_of_dead_nodes(core: DeskCore) -> None:
-    """Every NODE_CHECK_S, on the desk's loop: the calls held by callers on nodes that are no
-    longer alive are let go (DeskCore.let_go)."""
+async def _release_calls_of_dead_nodes(core: CallCoordinatorCore) -> None:
+    """Every NODE_CHECK_S, on the coordinator's loop: what the calls of callers on nodes that
+    are no longer alive hold is released (CallCoordinatorCore.release_held_by)."""
     while True:
         await asyncio.sleep(NODE_CHECK_S)
         callers = core.held_by()
@@ -77,7 +86,7 @@ async def _let_go_of_dead_nodes(core: DeskCore) -> None:
             alive = await asyncio.to_thread(lambda: {node["NodeID"] for node in ray.nodes() if node["Alive"]})
         except Exception:  # Ray's control store out of reach for a moment: look again later
             continue
-        core.let_go(callers - alive)
+        core.release_held_by(callers - alive)
 
 
 @functools.cache
@@ -85,9 +94,9 @@ def _this_node() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
-class RemoteDesk:
-    """A process's way to the run's CallDesk (picklable: it travels in RunOptions). Its
-    tickets name this process's node as their caller."""
+class RemoteCallCoordinator:
+    """A process's way to the run's CallCoordinatorActor (picklable: it travels in RunOptions).
+    Its tickets name this process's node as their caller."""
 
     def __init__(self, actor: Any):
         self.actor = actor
@@ -98,9 +107,9 @@ class RemoteDesk:
         except RayError:
             raise CallsStopped(GONE) from None
 
-    def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
+    def report(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
         try:
-            ray.get(self.actor.settle.remote(ticket, completion, failed))
+            ray.get(self.actor.report.remote(ticket, completion, failed))
         except RayError:
             raise CallsStopped(GONE) from None
 
@@ -118,11 +127,13 @@ class RemoteDesk:
             return Status(GONE, Spend(), None)
 
 
-def start_desk(budget: Budget | None, spent: Spend, stop_after: int, working_dir: str) -> RemoteDesk:
-    """The run's desk, on this (the driver's) node, working in `working_dir`."""
+def start_call_coordinator(
+    budget: Budget | None, spent: Spend, stop_after: int, working_dir: str
+) -> RemoteCallCoordinator:
+    """The run's call coordinator, on this (the driver's) node, working in `working_dir`."""
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-    return RemoteDesk(
-        CallDesk.options(scheduling_strategy=here).remote(  # type: ignore[attr-defined]  # see @ray.remote above
+    return RemoteCallCoordinator(
+        CallCoordinatorActor.options(scheduling_strategy=here).remote(  # type: ignore[attr-defined]  # see @ray.remote above
             working_dir, budget, spent, stop_after
         )
     )

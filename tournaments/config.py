@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, 
 
 from contestants.base import ContestantConfigError
 from contestants.kinds import contestant_class, validate_params
-from contestants.llm.desk import Budget
+from contestants.llm.call_coordinator import Budget
 from contestants.llm.pricing import Price
 from market.errors import FieldError
 from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario, names_a_file, shipped_scenarios

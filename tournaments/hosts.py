@@ -13,7 +13,7 @@ Ray restarts a host whose process dies. Whose fault that is decides what happens
 - the process that held the merchant's state, or that a turn which failed or never came back
   was asked of, was on a node that died: the match is lost (SeatLost) and played again from
   its start, whatever the turns of the meantime recorded. A turn can time out long before Ray
-  finds the node dead (its health checks take seconds), so such doubts are kept and settled
+  finds the node dead (its health checks take seconds), so such doubts are kept and resolved
   when the match ends: the host then answers (`finish`) only once Ray has restarted it, which
   it does only once it has found the old node dead.
 """
@@ -33,7 +33,7 @@ import ray
 from ray import cloudpickle
 from ray.exceptions import ActorUnavailableError, RayActorError
 
-from contestants.base import Contestant, RecallProbe, RunOptions
+from contestants.base import Contestant, RecallQuestion, RunOptions
 from contestants.llm.errors import CallsStopped
 from market.calls import ModelCall
 from market.scenario import Scenario
@@ -71,7 +71,7 @@ class TurnRequest(NamedTuple):
     match_key: str
     merchant: str
     observation: Observation
-    question: RecallProbe | None
+    question: RecallQuestion | None
     start: Start | None  # given when the merchant needs a fresh state
     deadline: float
 
@@ -141,7 +141,7 @@ class HostClient(TurnClient):
     """A runner's client of one ContestantHost, shared by the runner's matches: turns over the
     direct connection (TurnClient), the rest through Ray. `process`: the host process it last
     reached, or, before it first has, the one the run last knew of (a runner started in place
-    of one that died may fail to reach a host that died with it: the failure is settled as
+    of one that died may fail to reach a host that died with it: the failure is treated as
     one of that process)."""
 
     def __init__(self, actor: Any, process: HostProcess | None = None):
@@ -173,7 +173,7 @@ class HostClient(TurnClient):
 
 class HostedSeat(Seat):
     """A merchant played by its contestant's host. Its state there is made with its first
-    turn, and again after its host's process died. Failures are settled as the module says:
+    turn, and again after its host's process died. Failures are handled as the module says:
     `doubted` holds the host processes a failure may have lost the merchant's state with."""
 
     def __init__(self, host: HostClient, match_key: str, name: str, start: Start, deadline: float):
@@ -182,7 +182,7 @@ class HostedSeat(Seat):
         self.holder: HostProcess | None = None  # the process holding its state
         self.doubted: set[HostProcess] = set()
 
-    async def turn(self, observation: Observation, question: RecallProbe | None) -> SeatTurn:
+    async def turn(self, observation: Observation, question: RecallQuestion | None) -> SeatTurn:
         start = self.start if self.fresh else None
         if start is not None:
             question = None  # made afresh, it remembers nothing
@@ -216,10 +216,11 @@ class HostedSeat(Seat):
         """A turn that failed or never came back: lost if a process it may have lost the
         merchant's state with is on a node found dead, else the merchant's fault (for now)."""
         self.doubted.update(p for p in (asked_of, self.host.process, self.holder) if p is not None)
-        await self._settle()
+        await self._raise_if_lost()
         return SeatTurn(fault=fault)
 
-    async def _settle(self) -> None:
+    async def _raise_if_lost(self) -> None:
+        """SeatLost if a process in `doubted` is on a node found dead."""
         dead = await dead_nodes({process.node for process in self.doubted})
         if dead:
             raise SeatLost(f"a host of its merchants was on a node that died ({', '.join(sorted(dead))})")
@@ -232,7 +233,7 @@ class HostedSeat(Seat):
         if self.holder is not None and process != self.holder:  # its state did not outlive the match
             self.doubted.add(self.holder)
         if self.doubted:
-            await self._settle()
+            await self._raise_if_lost()
         return calls
 
 

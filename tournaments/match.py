@@ -79,7 +79,7 @@ class MatchRules:
 
     seed: int
     recall_every: int = 0  # 0: no recall questions
-    options: RunOptions = RunOptions()  # `arena run` flags, prices, the run's call desk
+    options: RunOptions = RunOptions()  # `arena run` flags, prices, the run's call coordinator
     collusion: CollusionSettings = CollusionSettings()  # how the collusion metrics measure a finished match
     deviation: DeviationProbe | None = None  # every match is played twice: on path and deviated
     talk: bool = False  # merchants may send one another messages (market.engine.Market)
@@ -217,10 +217,10 @@ class Match:
     async def calls_stopped(self) -> str | None:
         """Why the run's calls have stopped, if they have and this match's merchants call
         models: a match that ended meanwhile may hold faults of the failures that stopped them."""
-        desk = self.rules.options.desk
-        if desk is None or not self.calls_models:
+        coordinator = self.rules.options.call_coordinator
+        if coordinator is None or not self.calls_models:
             return None
-        stopped: str | None = (await desk.current()).stopped
+        stopped: str | None = (await coordinator.current()).stopped
         return stopped
 
     async def collect_calls(self) -> None:
@@ -238,8 +238,8 @@ class Match:
         """The match's result, from its days (a deviated path's: its days, faults and calls)."""
         if self.probe is not None:
             return DeviationPath(probe=self.probe, days_played=log, faults=self.faults, calls=self.calls)
-        probes = self.questions.build()
-        scores = compute_metrics(log, probes, self.faults, self.scenario, self.rules.collusion)
+        recalls = self.questions.build()
+        scores = compute_metrics(log, recalls, self.faults, self.scenario, self.rules.collusion)
         for name, contestant in self.inline.items():
             scores.merchants[name].update(contestant.reported_metrics())
         return FinishedMatch(
@@ -252,7 +252,7 @@ class Match:
             merchants=match_results(self.spec.seats, log, scores.merchants, self.faults),
             days_played=log,
             faults=self.faults,
-            probes=probes,
+            recalls=recalls,
             metrics=scores.merchants,
             market=scores.market,
             calls=self.calls,

@@ -16,12 +16,12 @@ from typing import Any, get_args
 
 import numpy as np
 
-from contestants.base import RecallProbe
-from market.daylog import DayLogBuilder, ProbeFact
+from contestants.base import RecallQuestion
+from market.daylog import DayLogBuilder, RecallFact
 from market.scenario import Scenario
-from results.records import ProbeLog, ProbeLogBuilder
+from results.records import RecallLog, RecallLogBuilder
 
-FACTS = get_args(ProbeFact)
+FACTS = get_args(RecallFact)
 
 
 def asks_on(day: int, every: int) -> bool:
@@ -35,19 +35,19 @@ class RecallQuestions:
 
     def __init__(self, scenario: Scenario, merchants: tuple[str, ...], rng: np.random.Generator):
         self.products, self.merchants, self.rng = scenario.product_ids, merchants, rng
-        self.log = ProbeLogBuilder(merchants)
+        self.log = RecallLogBuilder(merchants)
 
-    def draw(self, day: int) -> RecallProbe:
+    def draw(self, day: int) -> RecallQuestion:
         """Today's question: one, the same for every merchant, about an earlier day."""
         asked_day = int(self.rng.integers(1, day - 1))
         fact = FACTS[int(self.rng.integers(len(FACTS)))]
         product = None if fact == "cash" else self.products[int(self.rng.integers(len(self.products)))]
-        return RecallProbe(day=asked_day, fact=fact, product=product)
+        return RecallQuestion(day=asked_day, fact=fact, product=product)
 
     def score(
         self,
         day: int,
-        question: RecallProbe,
+        question: RecallQuestion,
         answers: Mapping[int, Any],
         by_record: np.ndarray,
         seats: np.ndarray,
@@ -63,7 +63,7 @@ class RecallQuestions:
         asked = (day, question.day, question.fact, question.product)
         self.log.ask(asked, seats[known], truths[known], answered[known])
 
-    def build(self) -> ProbeLog:
+    def build(self) -> RecallLog:
         return self.log.build()
 
 

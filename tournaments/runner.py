@@ -23,12 +23,12 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 
 from contestants.base import RunOptions
-from contestants.llm.desk import Spend, Status
+from contestants.llm.call_coordinator import Spend, Status
 from market.scenario import Scenario
 from results import deviation, store
 from results.ratings import LeaderboardRow
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
-from tournaments.calls import RemoteDesk, start_desk
+from tournaments.calls import RemoteCallCoordinator, start_call_coordinator
 from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
 from tournaments.config import Tournament
 from tournaments.deviation import DEVIATED_SUFFIX
@@ -127,15 +127,16 @@ def run_tournament(
 
 
 class TournamentRun:
-    """The play of the matches left of a tournament: the run's call desk, the hosted
+    """The play of the matches left of a tournament: the run's call coordinator, the hosted
     contestants and the match runners started, the matches played (up to
     max_concurrent_matches at once), each recorded as it finishes.
 
     Matches of instant contestants are Ray tasks (tournaments.instant); a match with hosted
     contestants goes to a match runner (tournaments.runners). Once the run's model calls stop
-    (the desk says why), no match starts; matches in play stop at their next call, and their
-    paid calls are recorded without them. A match that ends with faults of a contestant whose
-    model fails as retrying cannot help waits to be stored until that is settled (`_Suspects`).
+    (the call coordinator says why), no match starts; matches in play stop at their next call,
+    and their paid calls are recorded without them. A match that ends with faults of a
+    contestant whose model fails as retrying cannot help waits to be stored until that is
+    settled (`_Suspects`).
     """
 
     def __init__(
@@ -152,12 +153,12 @@ class TournamentRun:
         self.unsaved: list[tuple[FinishedMatch, Scenario | None]] = []
 
     def play(self, ready: Callable[[], None], spent: Spend, options: RunOptions) -> Status:
-        """Start the desk, the hosts and the runners, tell `ready` once they all are, play;
-        how the calls ended (why they stopped, if they did)."""
+        """Start the call coordinator, the hosts and the runners, tell `ready` once they all
+        are, play; how the calls ended (why they stopped, if they did)."""
         spec = self.tournament.spec
-        self.desk = start_desk(spec.budget, spent, spec.stop_after_failures, os.getcwd())
+        self.coordinator = start_call_coordinator(spec.budget, spent, spec.stop_after_failures, os.getcwd())
         self.rules = MatchRules.of(
-            spec, options.model_copy(update={"desk": self.desk, "prices": spec.prices})
+            spec, options.model_copy(update={"call_coordinator": self.coordinator, "prices": spec.prices})
         )
         needed = {name for m in self.todo for name in m.seats}
         self.hosts = start_hosts(
@@ -170,14 +171,14 @@ class TournamentRun:
         try:
             hosts = [host.ready.remote() for host in self.hosts.values()]
             readied = ray.get(
-                hosts + [actor.ready.remote() for actor in [self.desk.actor, *self.runners.runners]]
+                hosts + [actor.ready.remote() for actor in [self.coordinator.actor, *self.runners.runners]]
             )
             self.host_processes = dict(zip(self.hosts, readied))
             ready()
             asyncio.run(self.play_all())
-            return self.desk.status()
+            return self.coordinator.status()
         finally:
-            for actor in [self.desk.actor, *self.hosts.values(), *self.runners.runners]:
+            for actor in [self.coordinator.actor, *self.hosts.values(), *self.runners.runners]:
                 ray.kill(actor)
 
     def start_runner(self, place: Place) -> Any:
@@ -199,8 +200,8 @@ class TournamentRun:
         spec = self.tournament.spec
         self.slots = _Slots(spec.max_concurrent_matches)
         calls_models = any(self.plans[name].calls_models for m in self.todo for name in m.seats)
-        self.stopped = _Stop(self.desk, watching=calls_models)
-        self.suspects = _Suspects(self.desk)
+        self.stopped = _Stop(self.coordinator, watching=calls_models)
+        self.suspects = _Suspects(self.coordinator)
         hosted = [m for m in self.todo if self.is_hosted(m)]
         instant = group_instant(
             [m for m in self.todo if not self.is_hosted(m)],
@@ -319,8 +320,8 @@ class _Suspects:
     the contestant's calls go through again (or the run ends without its failures stopping
     it), and recorded as stopped (its calls only) if its failures stop the run."""
 
-    def __init__(self, desk: RemoteDesk):
-        self.desk = desk
+    def __init__(self, coordinator: RemoteCallCoordinator):
+        self.coordinator = coordinator
         self.held: list[tuple[FinishedMatch, Scenario | None]] = []
 
     async def sort(
@@ -328,7 +329,7 @@ class _Suspects:
     ) -> tuple[list[tuple[FinishedMatch, Scenario | None]], list[StoppedMatch]]:
         """Of `finished` and the held matches: those to store now and those the run stopped;
         the rest stay held (`final`: none does)."""
-        status = await self.desk.current()
+        status = await self.coordinator.current()
         ready, halted, held = [], [], []
         for match, scenario in [*self.held, *finished]:
             failed = _failed(match)
@@ -347,17 +348,17 @@ class _Suspects:
 
 
 class _Stop:
-    """Whether the run's model calls have stopped, asked of the desk before a match starts
-    (or known from a match that stopped); never, in a run whose contestants call no model
-    (`watching` false)."""
+    """Whether the run's model calls have stopped, asked of the call coordinator before a
+    match starts (or known from a match that stopped); never, in a run whose contestants call
+    no model (`watching` false)."""
 
-    def __init__(self, desk: RemoteDesk, watching: bool):
-        self.desk, self.watching = desk, watching
+    def __init__(self, coordinator: RemoteCallCoordinator, watching: bool):
+        self.coordinator, self.watching = coordinator, watching
         self.reason: str | None = None
 
     async def now(self) -> bool:
         if self.reason is None and self.watching:
-            self.reason = (await self.desk.current()).stopped
+            self.reason = (await self.coordinator.current()).stopped
         return self.reason is not None
 
 

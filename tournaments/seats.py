@@ -17,7 +17,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any, NamedTuple
 
-from contestants.base import Contestant, RecallProbe
+from contestants.base import Contestant, RecallQuestion
 from contestants.llm.errors import CallsStopped
 from market.calls import ModelCall
 from market.types import Observation
@@ -51,7 +51,7 @@ class Seat(ABC):
     name: str
 
     @abstractmethod
-    async def turn(self, observation: Observation, question: RecallProbe | None) -> SeatTurn:
+    async def turn(self, observation: Observation, question: RecallQuestion | None) -> SeatTurn:
         """Today's turn: the answer to `question` (if any), then the decision. Raises
         CallsStopped (the run's calls have stopped) and SeatLost; any other trouble is a
         fault of the merchant, in the SeatTurn."""
@@ -71,7 +71,7 @@ class InlineSeat(Seat):
         self.contestant, self.name = contestant, name
         contestant.reset(merchant=name, scenario=scenario, seed=seed)
 
-    async def turn(self, observation: Observation, question: RecallProbe | None) -> SeatTurn:
+    async def turn(self, observation: Observation, question: RecallQuestion | None) -> SeatTurn:
         recalled = recall(self.contestant, question) if question is not None else None
         try:
             return SeatTurn(self.contestant.decide(observation), recalled)
@@ -97,7 +97,7 @@ class Turn(NamedTuple):
 def take_turn(
     contestant: Contestant,
     observation: Any,
-    question: RecallProbe | None,
+    question: RecallQuestion | None,
     deadline: float,
     arrived: float | None = None,
 ) -> Turn:
@@ -123,7 +123,7 @@ def take_turn(
     return Turn(decision, late=time.monotonic() > due, recalled=recalled)
 
 
-def recall(contestant: Contestant, question: RecallProbe) -> Any:
+def recall(contestant: Contestant, question: RecallQuestion) -> Any:
     """The contestant's answer to a recall question; None if it raised."""
     try:
         return contestant.recall(question)

@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from contestants.base import Contestant, ContestantConfigError, Params, Ping, RecallProbe, RunOptions
+from contestants.base import Contestant, ContestantConfigError, Params, Ping, RecallQuestion, RunOptions
 from contestants.llm.cache import request_key
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
 from contestants.llm.memory import Memory, MemoryKind
@@ -333,12 +333,12 @@ class LLMMerchant(Contestant):
         self.last_decision = (day, _as_shown(decision))
         return decision if decision is not None else completion.text
 
-    def recall(self, probe: RecallProbe) -> float | None:
+    def recall(self, question: RecallQuestion) -> float | None:
         if self.system is None:
             return None
-        messages = self._messages(recall_question(probe))
+        messages = self._messages(recall_question(question))
         completion = self._ask(
-            "recall", probe.day, messages, RECALL_SCHEMA, "recall", (*self._templates(0), "recall")
+            "recall", question.day, messages, RECALL_SCHEMA, "recall", (*self._templates(0), "recall")
         )
         value = (completion.output or {}).get("value")
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -449,13 +449,15 @@ TURN_CALLS = 3  # calls a turn makes at most, one after another: reflect, decide
 
 
 def provider_for(params: LLMParams, options: RunOptions = RunOptions()) -> Provider:
-    """The contestant's provider under the run's options: its calls check in at the run's
-    desk under its name, with the tournament's prices under its own."""
+    """The contestant's provider under the run's options: its calls check in with the run's
+    call coordinator under its name, with the tournament's prices under its own."""
     settings = params.provider_settings
     settings["prices"] = {**options.prices, **settings.get("prices", {})}
     if options.no_cache:
         settings["no_cache"] = True
-    return get_provider(params.model, settings, desk=options.desk, contestant=options.contestant)
+    return get_provider(
+        params.model, settings, coordinator=options.call_coordinator, contestant=options.contestant
+    )
 
 
 def _request(

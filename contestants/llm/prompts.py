@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from string import Template as _Text
 
-from contestants.base import RecallProbe
+from contestants.base import RecallQuestion
 from market.accounting import day_trade_profit
 from market.scenario import Scenario
 from market.types import MESSAGE_LIMIT, Observation
@@ -249,15 +249,15 @@ def repair_request(problem: str) -> str:
     return template("repair").render(problem=problem)
 
 
-def recall_question(probe: RecallProbe) -> str:
-    d, p = probe.day, probe.product
-    question = {
+def recall_question(question: RecallQuestion) -> str:
+    d, p = question.day, question.product
+    text = {
         "cash": f"What was your cash at the end of day {d}?",
         "inventory": f"How many units of {p} did you have in stock at the end of day {d}?",
         "price": f"What was your price of {p} at the end of day {d}?",
         "ordered": f"How many units of {p} did you order on day {d}?",
-    }[probe.fact]
-    return template("recall").render(question=question)
+    }[question.fact]
+    return template("recall").render(question=text)
 
 
 def _units(value: float) -> str:

@@ -6,9 +6,10 @@ A model is named "provider/model" ("openai/gpt-5.4-mini", "anthropic/claude-sonn
 only when that provider is asked for; provider modules in turn import their SDK only when a
 call is made, so a missing SDK matters only to whoever uses it.
 
-`Provider.complete` is the one path of every call: it checks in at the run's desk (the
-response cache, the endpoint's limits, the budget; see contestants.llm.desk), runs the retry
-policy within the time the caller has left, and reports back. A concrete provider only turns
+`Provider.complete` is the one path of every call: it checks in with the run's call
+coordinator (the response cache, the endpoint's limits, the budget; see
+contestants.llm.call_coordinator), runs the retry policy within the time the caller has left,
+and reports back. A concrete provider only turns
 a request into one attempt (`_attempt`) and says which of its exceptions are call failures
 (`_failure`).
 """
@@ -27,15 +28,22 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contestants.llm.cache import request_key
+from contestants.llm.call_coordinator import (
+    Admission,
+    CallCoordinator,
+    Failed,
+    Limits,
+    Ticket,
+    local_call_coordinator,
+)
 from contestants.llm.catalogue import Price, catalogue
-from contestants.llm.desk import Admission, Desk, Failed, Limits, Ticket, local_desk
 from contestants.llm.errors import CallsStopped, MissingCredentialsError, ProviderConfigError, ProviderError
 from contestants.llm.pricing import cost
 from contestants.llm.retry import Failure, RetryPolicy, call_with_retries
 from contestants.llm.types import Answer, Completion, CompletionRequest, parse_object
 from market.errors import first_problem
 
-LEASE_SLACK_S = 60.0  # a call's hold at the desk outlasts its total timeout by this much
+LEASE_SLACK_S = 60.0  # a call's hold at the coordinator outlasts its total timeout by this much
 CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a token in today's tokenizers
 
 
@@ -105,14 +113,15 @@ class Provider(ABC):
         model: str,
         settings: ProviderSettings | None = None,
         *,
-        desk: Desk | None = None,
+        coordinator: CallCoordinator | None = None,
         contestant: str | None = None,
     ):
-        """`desk` is where calls check in (default: this process's own); `contestant` names
-        whose calls they are, for the desk's count of failures in a row."""
+        """`coordinator` is the call coordinator the calls check in with (default: this
+        process's own); `contestant` names whose calls they are, for the coordinator's count of
+        failures in a row."""
         self.model = model
         self.settings = settings if settings is not None else self.settings_model()
-        self.desk = desk
+        self.coordinator = coordinator
         self.contestant = contestant
 
     @property
@@ -171,8 +180,8 @@ class Provider(ABC):
         start = time.perf_counter()
         key = request_key(self.cache_identity(), request)
         ticket = self._ticket(request, key)
-        desk = self.desk or local_desk()
-        admission: Admission = desk.admit(ticket)
+        coordinator = self.coordinator or local_call_coordinator()
+        admission: Admission = coordinator.admit(ticket)
         if admission.stopped is not None:
             raise CallsStopped(admission.stopped)
         if admission.hit is not None:
@@ -190,7 +199,7 @@ class Provider(ABC):
             failed = Failed(str(exc), None, False)
             raise
         finally:
-            desk.settle(ticket, completion, failed)
+            coordinator.report(ticket, completion, failed)
 
     def _call(self, request: CompletionRequest, key: str, deadline: float | None, start: float) -> Completion:
         self.check_credentials()
@@ -380,7 +389,7 @@ def validate_settings(model: str, settings: dict[str, Any] | None = None) -> Pro
 def get_provider(model: str, settings: dict[str, Any] | None = None, **options: Any) -> Provider:
     """Build the provider for "provider/model" with `settings` (a dict of its settings model).
 
-    `options` go to the provider's constructor (desk, contestant; http_client for remote
+    `options` go to the provider's constructor (coordinator, contestant; http_client for remote
     providers).
     """
     provider, name = split_model(model)

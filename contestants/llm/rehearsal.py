@@ -1,6 +1,7 @@
-"""A rehearsal: a merchant plays with its real prompts, memory, probes and reflections, but its
-provider answers every request itself with an answer of the usual size, so that a tournament's
-calls, tokens and cost can be estimated before anything is paid (`arena validate --estimate`).
+"""A rehearsal: a merchant plays with its real prompts, memory, recall questions and
+reflections, but its provider answers every request itself with an answer of the usual size, so
+that a tournament's calls, tokens and cost can be estimated before anything is paid (`arena
+validate --estimate`).
 
 The prompt's tokens are counted as the provider counts them (the embedded model with its own
 tokenizer and chat template, hosted models at about four characters a token); the answer is

@@ -512,7 +512,7 @@ NOT_THE_USERS = {
     "CallsStopped": "the run's calls stopped (budget, broken model): exits 3 or 4 with its own line",
     "BadResponse": "an answer a provider could not read: retried, then a ProviderError",
     "_AttemptFailed": "one attempt of a call, inside the retry loop",
-    "_Refused": "the call desk's refusal, inside the desk",
+    "_Refused": "the call coordinator's refusal, inside the coordinator",
     "MatchLost": "a node or a runner died: the match is played again",
     "SeatLost": "a merchant's host died with its node: its match is lost and played again",
     "Forgotten": "a host restarted: the merchant starts afresh",

@@ -154,7 +154,7 @@ def test_ping_of_models_that_answer_is_quiet(tmp_path, api, monkeypatch):
 
 
 def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
-    """Three days, memory probes every five days: three decisions a match, nothing else; the
+    """Three days, recall questions every five days: three decisions a match, nothing else; the
     cost at the catalogue's price; nothing reaches the API."""
     monkeypatch.setenv("GOOD_KEY", KEY)
     config = tournament(

@@ -117,7 +117,7 @@ def make_record(
     inventory: dict[str, float],
     ordered: dict[str, float],
 ) -> DayRecord:
-    """A day record of ME with the facts memory probes ask about; money fields are zero."""
+    """A day record of ME with the facts recall questions ask about; money fields are zero."""
     return day_record(
         merchant=ME,
         day=day,

@@ -17,7 +17,7 @@ from market import daylog as daylog_module
 from market import engine as engine_module
 from market import env as env_module
 from market.engine import ObservationMaker
-from market.env import BuiltOnRead, MarketEnv
+from market.env import LazyDict, MarketEnv
 from market.scenario import load_scenario
 from market.types import DayRecord, Decision, Observation, SetPrice
 
@@ -195,8 +195,8 @@ def test_the_observations_read_as_a_plain_dict():
     dict of them would."""
     made: list[str] = []
 
-    def fresh() -> BuiltOnRead:
-        return BuiltOnRead.made_on_read(["a", "b"], lambda agent: made.append(agent) or agent.upper())
+    def fresh() -> LazyDict:
+        return LazyDict.made_on_read(["a", "b"], lambda agent: made.append(agent) or agent.upper())
 
     plain = {"a": "A", "b": "B"}
     readings = {
@@ -256,7 +256,5 @@ def test_the_aec_wrapper_makes_no_observation_nobody_reads():
     assert observed == env.market.observations(env.market.view(), [2])[0]
     rebuilt = type(aec.infos)(aec.infos.items())
     assert (
-        type(rebuilt) is BuiltOnRead
-        and rebuilt == aec.infos
-        and BuiltOnRead.fromkeys("ab", 1) == {"a": 1, "b": 1}
+        type(rebuilt) is LazyDict and rebuilt == aec.infos and LazyDict.fromkeys("ab", 1) == {"a": 1, "b": 1}
     )

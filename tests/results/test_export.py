@@ -309,7 +309,7 @@ NOT_EXPORTED = {
     "rating_snapshot": "the leaderboard as reported at a run's end (`arena leaderboard` computes it)",
     "fault": "a match's faults are read with `arena show`; the export has no table of them",
     "deviation_fault": "as `fault`, for the deviated path",
-    "probe": "memory probes are read with `arena show`; the export has no table of them",
+    "probe": "recall questions are read with `arena show`; the export has no table of them",
 }
 LEFT_OUT = {
     ("match", "tournament_id"): "the export is of one tournament (`messages` carry its id)",

@@ -15,7 +15,7 @@ from market.env import MarketEnv
 from market.scenario import Event, Scenario
 from market.types import MESSAGE_LIMIT, DayRecord, Rejection, RejectionCode
 from results.metrics import MARKET_METRICS, METRICS, REJECTION_KINDS, compute, match_results, rejection_kind
-from results.records import Fault, ProbeResult
+from results.records import Fault, RecallResult
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +62,9 @@ def metric(name: str, records: list[DayRecord], merchant: str = "m0", **inputs) 
     return compute(records, **inputs).merchants[merchant][name]
 
 
-def probe(day: int, error: float | None, merchant: str = "m0") -> ProbeResult:
+def recalled(day: int, error: float | None, merchant: str = "m0") -> RecallResult:
     answer = None if error is None else 100.0 * (1 + error)
-    return ProbeResult(
+    return RecallResult(
         merchant=merchant,
         day=day,
         asked_day=1,
@@ -176,25 +176,27 @@ def test_fault_days_counts_days_not_faults(days):
 
 
 def test_memory_error_unanswered_and_trend(days):
-    probes = [probe(5, 0.1), probe(10, 0.3), probe(15, None), probe(10, 0.5, merchant="m1")]
+    recalls = [recalled(5, 0.1), recalled(10, 0.3), recalled(15, None), recalled(10, 0.5, merchant="m1")]
     records = days(cash_end=[1000.0] * 15) + days("m1", cash_end=[1000.0] * 15)
-    values = compute(records, probes=probes).merchants
+    values = compute(records, recalls=recalls).merchants
     assert values["m0"]["memory_error"] == pytest.approx(0.2)
     assert values["m0"]["memory_unanswered"] == pytest.approx(1 / 3)
     assert values["m0"]["memory_error_trend"] == pytest.approx(0.04)  # (0.3 - 0.1) / (10 - 5)
     assert values["m1"]["memory_error"] == pytest.approx(0.5)
     assert values["m1"]["memory_unanswered"] == 0
-    assert values["m1"]["memory_error_trend"] is None  # one probe day: no slope
+    assert values["m1"]["memory_error_trend"] is None  # one question day: no slope
 
 
 def test_memory_trend_is_the_least_squares_slope(days):
-    probes = [probe(3, 0.0), probe(6, 0.3), probe(9, 0.3), probe(12, 0.6)]
+    recalls = [recalled(3, 0.0), recalled(6, 0.3), recalled(9, 0.3), recalled(12, 0.6)]
     # t - mean t = -4.5, -1.5, 1.5, 4.5; e - mean e = -0.3, 0, 0, 0.3 -> 2.7 / 45
-    assert metric("memory_error_trend", days(cash_end=[1000.0] * 12), probes=probes) == pytest.approx(0.06)
+    assert metric("memory_error_trend", days(cash_end=[1000.0] * 12), recalls=recalls) == pytest.approx(0.06)
 
 
 def test_memory_metrics_without_answers(days):
-    values = compute(days(cash_end=[1000.0] * 6), probes=[probe(4, None), probe(6, None)]).merchants["m0"]
+    values = compute(days(cash_end=[1000.0] * 6), recalls=[recalled(4, None), recalled(6, None)]).merchants[
+        "m0"
+    ]
     assert values["memory_error"] is None and values["memory_error_trend"] is None
     assert values["memory_unanswered"] == 1
     assert compute(days(cash_end=[1000.0] * 6)).merchants["m0"]["memory_unanswered"] is None

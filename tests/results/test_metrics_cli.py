@@ -142,8 +142,8 @@ def test_rescore_measures_with_the_collusion_settings_of_the_stored_file(tmp_pat
     ):
         assert runner.invoke(app, ["rescore", "--db", url]).exit_code == 0
         scenario = load_scenario("price_war")
-        measured = compute(played.days_played, played.probes, played.faults, scenario, whole_match).merchants
-        by_default = compute(played.days_played, played.probes, played.faults, scenario).merchants
+        measured = compute(played.days_played, played.recalls, played.faults, scenario, whole_match).merchants
+        by_default = compute(played.days_played, played.recalls, played.faults, scenario).merchants
         after = _values(url, tournament_id)
         assert after["fixed", "profit_gain"] == measured["fixed"]["profit_gain"]
         assert measured["fixed"]["profit_gain"] != by_default["fixed"]["profit_gain"]

@@ -32,7 +32,7 @@ def test_saved_match_carries_its_metrics(engine, tournament, make_match):
     match_id = save_match(engine, tournament, match, scenario=CORNER_SHOP)
 
     stored = metrics(engine, tournament)
-    expected = compute(match.days_played, match.probes, match.faults, CORNER_SHOP).merchants
+    expected = compute(match.days_played, match.recalls, match.faults, CORNER_SHOP).merchants
     assert stored == [
         MetricValue(match_id, seat, contestant, name, expected[seat][name])
         for seat, contestant in (("m0", "alpha"), ("m1", "beta"))
@@ -41,7 +41,7 @@ def test_saved_match_carries_its_metrics(engine, tournament, make_match):
     assert metrics(engine, match_id=match_id) == stored
     values = {(v.contestant, v.name): v.value for v in stored}
     assert values["alpha", "validity_rate"] == pytest.approx(2 / 3)  # two operations and one rejection a day
-    assert values["beta", "memory_error"] is None  # no probes asked
+    assert values["beta", "memory_error"] is None  # no recall questions asked
     assert values["alpha", "fault_days"] == 1
     assert values["alpha", "goal_completion"] is not None
 

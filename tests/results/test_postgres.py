@@ -98,7 +98,7 @@ def _content(engine: Engine, tournament: int) -> dict:
         "results": detail.results,
         "days": list(detail.days),
         "faults": detail.faults,
-        "probes": detail.probes,
+        "recalls": detail.recalls,
         "market": detail.market,
         "metrics": [v._replace(match_id=None) for v in store.metrics(engine, tournament)],
     }

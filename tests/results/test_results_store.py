@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from market.daylog import SCALARS, DayLog
-from results.records import Fault, FinishedMatch, ProbeResult
+from results.records import Fault, FinishedMatch, RecallResult
 from results.store import (
     NotFound,
     find_resumable,
@@ -56,8 +56,8 @@ def test_start_tournament_records_config_and_contestants(engine, tournament):
 
 def test_match_round_trips(engine, tournament, make_match):
     match = make_match("rr-0", 0, {"alpha": 1, "beta": 2, "gamma": 2})
-    match.probes = [
-        ProbeResult(
+    match.recalls = [
+        RecallResult(
             merchant="m0",
             day=3,
             asked_day=1,
@@ -67,7 +67,7 @@ def test_match_round_trips(engine, tournament, make_match):
             answer=132.0,
             relative_error=0.1,
         ),
-        ProbeResult(
+        RecallResult(
             merchant="m1",
             day=3,
             asked_day=1,
@@ -85,13 +85,13 @@ def test_match_round_trips(engine, tournament, make_match):
     assert detail.days == match.days_played
     assert detail.results == match.merchants
     assert detail.faults == match.faults
-    assert detail.probes == match.probes
+    assert detail.recalls == match.recalls
     rebuilt = FinishedMatch(
         **detail.match.model_dump(include={"key", "index", "scenario", "seed", "days", "wall_seconds"}),
         merchants=detail.results,
         days_played=detail.days,
         faults=detail.faults,
-        probes=detail.probes,
+        recalls=detail.recalls,
     )
     assert rebuilt == match
 

@@ -1,5 +1,5 @@
-"""The run's call desk as a Ray actor (tournaments.calls): what every process of a run checks
-in at, and what a call is told once the desk's process is gone."""
+"""The run's call coordinator as a Ray actor (tournaments.calls): what every process of a run
+checks in with, and what a call is told once the coordinator's process is gone."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import os
 import pytest
 import ray
 
-from contestants.llm.desk import Admission, Budget, Limits, Spend, Ticket
+from contestants.llm.call_coordinator import Admission, Budget, Limits, Spend, Ticket
 from contestants.llm.errors import CallsStopped
-from tournaments.calls import GONE, RemoteDesk, start_desk
+from tournaments.calls import GONE, RemoteCallCoordinator, start_call_coordinator
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -23,56 +23,56 @@ def ticket(n: int) -> Ticket:
 def test_a_ticket_names_the_node_it_was_made_on():
     sent = []
 
-    class Actor:  # what RemoteDesk sends to the desk's actor
+    class Actor:  # what RemoteCallCoordinator sends to the coordinator's actor
         class admit:
             @staticmethod
             def remote(made: Ticket):
                 sent.append(made)
                 return ray.put(Admission())
 
-    RemoteDesk(Actor()).admit(ticket(0))
+    RemoteCallCoordinator(Actor()).admit(ticket(0))
     assert [made.caller for made in sent] == [ray.get_runtime_context().get_node_id()]
 
 
 def test_reports_get_through_while_calls_wait_for_room():
     """One place at the endpoint and more calls waiting for it than an async actor runs at
-    once by default (1,000): the one holding the place can still report back (settle runs
+    once by default (1,000): the one holding the place can still report back (report runs
     apart from the waiting admits), and the next call goes."""
-    desk = start_desk(Budget(tokens=10**9), Spend(), 3, os.getcwd())
-    ray.get(desk.actor.ready.remote())
-    assert desk.admit(ticket(0)).stopped is None
-    waiting = [desk.actor.admit.remote(ticket(n)) for n in range(1, 1201)]
-    desk.settle(ticket(0), None, None)
+    coordinator = start_call_coordinator(Budget(tokens=10**9), Spend(), 3, os.getcwd())
+    ray.get(coordinator.actor.ready.remote())
+    assert coordinator.admit(ticket(0)).stopped is None
+    waiting = [coordinator.actor.admit.remote(ticket(n)) for n in range(1, 1201)]
+    coordinator.report(ticket(0), None, None)
     admitted, still = ray.wait(waiting, num_returns=1, timeout=30)  # whichever of them the place went to
     assert len(admitted) == 1 and len(still) == len(waiting) - 1
     first = ray.get(admitted[0])
     assert first.stopped is None and first.hit is None
-    assert desk.status().stopped is None
-    ray.kill(desk.actor)
+    assert coordinator.status().stopped is None
+    ray.kill(coordinator.actor)
 
 
-def test_a_desk_that_is_gone_stops_the_calls():
-    desk = start_desk(None, Spend(), 3, os.getcwd())
-    ray.get(desk.actor.ready.remote())
-    ray.kill(desk.actor)
-    with pytest.raises(CallsStopped, match="call desk is gone"):
-        desk.admit(ticket(0))
-    assert desk.status().stopped == GONE
+def test_a_call_coordinator_that_is_gone_stops_the_calls():
+    coordinator = start_call_coordinator(None, Spend(), 3, os.getcwd())
+    ray.get(coordinator.actor.ready.remote())
+    ray.kill(coordinator.actor)
+    with pytest.raises(CallsStopped, match="call coordinator is gone"):
+        coordinator.admit(ticket(0))
+    assert coordinator.status().stopped == GONE
 
 
-def test_a_call_held_on_a_node_that_is_not_alive_is_let_go_before_its_lease(tmp_path):
+def test_a_call_held_on_a_node_that_is_not_alive_is_released_before_its_lease(tmp_path):
     """A call admitted from a node Ray does not know alive (as after the node died) holds a
-    request; the same request made from this node goes ahead once the desk has looked at the
-    nodes (every NODE_CHECK_S), long before the first call's ten-minute lease runs out."""
-    desk = start_desk(None, Spend(), 3, os.getcwd())
-    ray.get(desk.actor.ready.remote())
+    request; the same request made from this node goes ahead once the coordinator has looked at
+    the nodes (every NODE_CHECK_S), long before the first call's ten-minute lease runs out."""
+    coordinator = start_call_coordinator(None, Spend(), 3, os.getcwd())
+    ray.get(coordinator.actor.ready.remote())
     key = "d" * 64
     gone = dataclasses.replace(
         ticket(0), cache_key=key, cache_dir=str(tmp_path), lease=600.0, caller="ff" * 28
     )
-    assert ray.get(desk.actor.admit.remote(gone)).stopped is None
+    assert ray.get(coordinator.actor.admit.remote(gone)).stopped is None
     here = ray.get_runtime_context().get_node_id()
     again = dataclasses.replace(ticket(1), cache_key=key, cache_dir=str(tmp_path), caller=here)
-    assert ray.get(desk.actor.admit.remote(again), timeout=60).hit is None
-    desk.settle(again, None, None)
-    ray.kill(desk.actor)
+    assert ray.get(coordinator.actor.admit.remote(again), timeout=60).hit is None
+    coordinator.report(again, None, None)
+    ray.kill(coordinator.actor)

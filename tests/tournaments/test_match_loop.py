@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from contestants.base import RecallProbe, RunOptions
+from contestants.base import RecallQuestion, RunOptions
 from contestants.baselines import FixedPrice, FixedPriceParams
 from contestants.llm.errors import CallsStopped
 from market.calls import ModelCall
@@ -32,8 +32,8 @@ class Remembering(FixedPrice):
     decides_from_view = False
     remembers_the_record = False
 
-    def recall(self, probe: RecallProbe) -> float:
-        return float(probe.day)
+    def recall(self, question: RecallQuestion) -> float:
+        return float(question.day)
 
 
 def plans() -> dict[str, ContestantPlan]:
@@ -68,9 +68,9 @@ class ScriptedSeat(Seat):
     def __init__(self, inner: Seat, script: dict, finish_raises: BaseException | None = None):
         self.inner, self.name, self.script, self.finish_raises = inner, inner.name, script, finish_raises
         self.days: list[int] = []
-        self.questions: list[RecallProbe | None] = []
+        self.questions: list[RecallQuestion | None] = []
 
-    async def turn(self, observation: Observation, question: RecallProbe | None) -> SeatTurn:
+    async def turn(self, observation: Observation, question: RecallQuestion | None) -> SeatTurn:
         self.days.append(observation.day)
         self.questions.append(question)
         await asyncio.sleep(0)  # a hosted seat waits for its answer
@@ -162,5 +162,5 @@ def test_the_recall_question_reaches_the_seats_on_question_days_and_is_scored():
     assert [day for day, _ in asked] == [3, 6]
     assert all(1 <= about <= day - 2 for day, about in asked)  # at least two days back
     assert isinstance(played, FinishedMatch)
-    answers = [(p.merchant, p.day, p.answer) for p in played.probes.records()]
+    answers = [(p.merchant, p.day, p.answer) for p in played.recalls.records()]
     assert sorted(a for a in answers if a[0] == "scripted") == [("scripted", d, float(q)) for d, q in asked]

@@ -94,8 +94,8 @@ def test_deciding_from_the_view_is_deciding_from_observations(monkeypatch, name)
     observed = play(scenario, seats)
 
     assert list(by_view.days_played) == list(observed.days_played)
-    assert by_view.probes == observed.probes and by_view.probes
-    assert all(p.relative_error == 0.0 for p in by_view.probes)  # their books are the records
+    assert by_view.recalls == observed.recalls and by_view.recalls
+    assert all(p.relative_error == 0.0 for p in by_view.recalls)  # their books are the records
     assert by_view.merchants == observed.merchants
     assert by_view.metrics == observed.metrics
     moved = {r.merchant for r in by_view.days_played if any(op["op"] == "set_price" for op in r.operations)}
@@ -177,9 +177,9 @@ def test_matches_side_by_side_come_out_as_each_alone(name):
         assert all(
             stored[name].flags.c_contiguous for name in stored.files
         )  # in the order older versions wrote, so alike matches store alike bytes
-        assert (played.merchants, played.probes, played.metrics, played.faults) == (
+        assert (played.merchants, played.recalls, played.metrics, played.faults) == (
             alone.merchants,
-            alone.probes,
+            alone.recalls,
             alone.metrics,
             alone.faults,
         )

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pytest
 
-from contestants.base import ContestantConfigError, RecallProbe, RunOptions
+from contestants.base import ContestantConfigError, RecallQuestion, RunOptions
 from contestants.kinds import create, validate_params
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import Provider, register_provider
@@ -126,9 +126,9 @@ def test_recall_asks_with_its_own_schema_and_reads_a_number(scenario):
     m = merchant(scenario)
     days(scenario, m, [GOOD] * 2)
     Scripted.script.extend(['{"value": 1234.5}', '{"value": null}', '{"value": "lots"}'])
-    probe = RecallProbe(day=1, fact="cash")
-    assert m.recall(probe) == 1234.5
-    assert m.recall(probe) is None and m.recall(probe) is None
+    question = RecallQuestion(day=1, fact="cash")
+    assert m.recall(question) == 1234.5
+    assert m.recall(question) is None and m.recall(question) is None
     assert "cash at the end of day 1" in Scripted.requests[-1].messages[-1].content
     assert Scripted.requests[-1].schema_name == "recall"
     assert [c.purpose for c in m.calls()][-3:] == ["recall"] * 3
@@ -147,7 +147,7 @@ def test_every_call_records_its_prompt_version_temperature_and_seed(scenario):
     m = merchant(scenario, temperature=0.3)
     days(scenario, m, [GOOD, GOOD])
     Scripted.script.append('{"value": 1}')
-    m.recall(RecallProbe(day=1, fact="cash"))
+    m.recall(RecallQuestion(day=1, fact="cash"))
     assert [(c.purpose, c.prompt_version) for c in m.calls()] == [
         ("decide", "merchant-v2"),
         ("decide", "merchant-v2"),

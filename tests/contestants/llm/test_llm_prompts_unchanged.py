@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from contestants.base import RecallProbe
+from contestants.base import RecallQuestion
 from contestants.kinds import create
 from contestants.llm.merchant import decision_schema
 from contestants.llm.providers import Provider, register_provider
@@ -96,7 +96,7 @@ def conversation(scenario_name: str, params: dict[str, Any]) -> dict[str, Any]:
     observations, _ = env.reset(seed=3)
     for _ in range(DAYS):
         observations, *_ = env.step({"m0": merchant.decide(observations["m0"]), "m1": None, "m2": None})
-    merchant.recall(RecallProbe(day=2, fact="price", product=scenario.product_ids[0]))
+    merchant.recall(RecallQuestion(day=2, fact="price", product=scenario.product_ids[0]))
     requests = list(Answering.requests)
     systems = {r.messages[0].content for r in requests}
     schemas = {json.dumps(r.json_schema, sort_keys=True) for r in requests if r.schema_name == "decision"}

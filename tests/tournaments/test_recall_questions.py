@@ -1,4 +1,4 @@
-"""Memory probes: asked on schedule, about the merchant's own past, scored against the record."""
+"""Recall questions: asked on schedule, about the merchant's own past, scored against the record."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import pytest
 
-from contestants.base import Params, RecallProbe
+from contestants.base import Params, RecallQuestion
 from contestants.baselines import FixedPrice, FixedPriceParams
 from contestants.kinds import register_kind
 from market.env import MarketEnv
@@ -39,8 +39,8 @@ class Forgetful(FixedPrice):
             self.cash[observation.yesterday.day] = observation.yesterday.cash_end
         return super().decide(observation)
 
-    def recall(self, probe: RecallProbe) -> float | None:
-        value = self.cash.get(probe.day) if probe.fact == "cash" else None
+    def recall(self, question: RecallQuestion) -> float | None:
+        value = self.cash.get(question.day) if question.fact == "cash" else None
         return None if value is None else value * 1.1
 
 
@@ -55,7 +55,7 @@ def multi_product(root):
 def play(scenario, recall_every: int, kinds=("fixed_price", "forgetful_for_tests"), days: int = 24):
     entries = {f"m{i}": ContestantEntry(name=f"m{i}", kind=kind) for i, kind in enumerate(kinds)}
     spec = MatchSpec(
-        key="probe-test", index=0, scenario=scenario.name, seed=1, days=days, seats=tuple(entries)
+        key="recall-test", index=0, scenario=scenario.name, seed=1, days=days, seats=tuple(entries)
     )
     return play_here(
         [
@@ -69,33 +69,33 @@ def play(scenario, recall_every: int, kinds=("fixed_price", "forgetful_for_tests
     )[0]
 
 
-def test_probes_follow_the_schedule_and_the_record(multi_product):
+def test_recall_questions_follow_the_schedule_and_the_record(multi_product):
     match = play(multi_product, recall_every=4)
-    assert sorted({p.day for p in match.probes}) == [4, 8, 12, 16, 20, 24]
+    assert sorted({p.day for p in match.recalls}) == [4, 8, 12, 16, 20, 24]
     records = {(r.merchant, r.day): r for r in match.days_played}
-    for probe in match.probes:
-        assert 1 <= probe.asked_day <= probe.day - 2  # never yesterday: that is in today's observation
-        record = records[(probe.merchant, probe.asked_day)]
-        truth = {"cash": record.cash_end}.get(probe.fact)
+    for recalled in match.recalls:
+        assert 1 <= recalled.asked_day <= recalled.day - 2  # never yesterday: that is in today's observation
+        record = records[(recalled.merchant, recalled.asked_day)]
+        truth = {"cash": record.cash_end}.get(recalled.fact)
         if truth is None:
             table = {"inventory": record.inventory, "price": record.prices, "ordered": record.ordered}[
-                probe.fact
+                recalled.fact
             ]
-            truth = table[probe.product]
-        assert probe.truth == truth
-    # both merchants get the same question on a probe day
+            truth = table[recalled.product]
+        assert recalled.truth == truth
+    # both merchants get the same question on a question day
     by_day = {}
-    for probe in match.probes:
-        by_day.setdefault(probe.day, set()).add((probe.asked_day, probe.fact, probe.product))
+    for recalled in match.recalls:
+        by_day.setdefault(recalled.day, set()).add((recalled.asked_day, recalled.fact, recalled.product))
     assert all(len(questions) == 1 for questions in by_day.values())
     assert len({q for qs in by_day.values() for q in qs}) > 1  # and the questions vary
 
 
 def test_errors_are_relative_and_missing_answers_are_none(multi_product):
     match = play(multi_product, recall_every=2, days=40)
-    exact = [p for p in match.probes if p.merchant == "m0"]
+    exact = [p for p in match.recalls if p.merchant == "m0"]
     assert exact and all(p.relative_error == 0.0 for p in exact)
-    forgetful = [p for p in match.probes if p.merchant == "m1"]
+    forgetful = [p for p in match.recalls if p.merchant == "m1"]
     cash = [p for p in forgetful if p.fact == "cash"]
     other = [p for p in forgetful if p.fact != "cash"]
     assert cash and other
@@ -104,10 +104,10 @@ def test_errors_are_relative_and_missing_answers_are_none(multi_product):
     assert all(p.answer is None and p.relative_error is None for p in other)
 
 
-def test_recall_every_zero_asks_nothing_and_probes_do_not_change_play(multi_product):
-    silent, probed = play(multi_product, recall_every=0), play(multi_product, recall_every=3)
-    assert silent.probes == []
-    assert [r.cash_end for r in silent.days_played] == [r.cash_end for r in probed.days_played]
+def test_recall_every_zero_asks_nothing_and_questions_do_not_change_play(multi_product):
+    silent, asked = play(multi_product, recall_every=0), play(multi_product, recall_every=3)
+    assert silent.recalls == []
+    assert [r.cash_end for r in silent.days_played] == [r.cash_end for r in asked.days_played]
 
 
 class Moody(FixedPrice):
@@ -121,7 +121,7 @@ class Moody(FixedPrice):
         self.recall_does, self.decide_pause, self.pause = recall_does, decide_pause, pause
         self.asked: list[str] = []
 
-    def recall(self, probe: RecallProbe) -> float | None:
+    def recall(self, question: RecallQuestion) -> float | None:
         self.asked.append("recall")
         if self.recall_does == "raise":
             raise RuntimeError("no memory")
@@ -148,29 +148,29 @@ def moody(scenario, **how) -> Moody:
     return contestant
 
 
-PROBE = RecallProbe(day=1, fact="cash", product=None)
+QUESTION = RecallQuestion(day=1, fact="cash", product=None)
 
 
-def test_a_hosted_turn_answers_the_probe_before_deciding(first_day):
+def test_a_hosted_turn_answers_the_question_before_deciding(first_day):
     scenario, observation = first_day
     contestant = moody(scenario)
-    turn = take_turn(contestant, observation, PROBE, deadline=5.0)
+    turn = take_turn(contestant, observation, QUESTION, deadline=5.0)
     assert contestant.asked == ["recall", "decide"]
     assert turn.recalled == 42.0 and not turn.late and turn.decision
     contestant = moody(scenario)
     assert take_turn(contestant, observation, None, deadline=5.0).recalled is None
-    assert contestant.asked == ["decide"]  # no probe today: nothing asked
+    assert contestant.asked == ["decide"]  # no question today: nothing asked
 
 
-def test_a_probe_that_raises_or_dawdles_has_no_answer_but_the_decision_stands(first_day):
-    """The turn was asked 4.98 s of its 5 s ago: the probe's answer, 0.05 s in coming, is
+def test_a_recall_that_raises_or_dawdles_has_no_answer_but_the_decision_stands(first_day):
+    """The turn was asked 4.98 s of its 5 s ago: the question's answer, 0.05 s in coming, is
     late; the decision then has 5 s of its own."""
     scenario, observation = first_day
     for how in ("raise", "dawdle"):
         turn = take_turn(
             moody(scenario, recall_does=how),
             observation,
-            PROBE,
+            QUESTION,
             deadline=5.0,
             arrived=time.monotonic() - 4.98,
         )
@@ -180,20 +180,20 @@ def test_a_probe_that_raises_or_dawdles_has_no_answer_but_the_decision_stands(fi
 def test_a_decision_past_the_deadline_is_late(first_day):
     """0.05 s to decide against 0.02 s allowed is late; an instant decision, with 5 s, is not."""
     scenario, observation = first_day
-    assert take_turn(moody(scenario, decide_pause=0.05), observation, PROBE, deadline=0.02).late
-    assert not take_turn(moody(scenario, decide_pause=0.0), observation, PROBE, deadline=5.0).late
+    assert take_turn(moody(scenario, decide_pause=0.05), observation, QUESTION, deadline=0.02).late
+    assert not take_turn(moody(scenario, decide_pause=0.0), observation, QUESTION, deadline=5.0).late
 
 
 @pytest.mark.usefixtures("ray_local")
-def test_hosted_merchants_answer_probes_as_inline_ones_do(tmp_path):
-    """The probe rides in the hosted merchant's daily call; the answers, and the match,
+def test_hosted_merchants_answer_recall_questions_as_inline_ones_do(tmp_path):
+    """The question rides in the hosted merchant's daily call; the answers, and the match,
     are those of the same merchants played inline."""
     tables = {}
     for isolate in ("false", "true"):
-        config = tmp_path / f"probes-{isolate}.yaml"
+        config = tmp_path / f"recall-{isolate}.yaml"
         config.write_text(
             f"""
-name: probes
+name: recall
 seed: 9
 scenarios: [multi_product]
 repetitions: 1
@@ -209,12 +209,12 @@ contestants:
         (match,) = list_matches(engine, tid)
         detail = match_detail(engine, match.id)
         tables[isolate] = (
-            [p.model_dump() for p in detail.probes],
+            [p.model_dump() for p in detail.recalls],
             [r.cash_end for r in detail.days],
             detail.faults,
         )
-    probes, cash, faults = tables["true"]
+    recalls, cash, faults = tables["true"]
     assert faults == [] and tables["false"][2] == []
-    assert sorted({p["day"] for p in probes}) == [3, 6, 9, 12]
-    assert all(p["answer"] is not None for p in probes)  # the rule baselines remember their records
-    assert (probes, cash) == tables["false"][:2]
+    assert sorted({p["day"] for p in recalls}) == [3, 6, 9, 12]
+    assert all(p["answer"] is not None for p in recalls)  # the rule baselines remember their records
+    assert (recalls, cash) == tables["false"][:2]

@@ -1,8 +1,9 @@
-"""The desk every model call of a run checks in at, before it is made and after.
+"""The call coordinator: every model call of a run checks in with it before it is made, and
+reports back after.
 
 A tournament makes its calls from many processes (an actor per hosted contestant, match
 runners, workers), possibly on several machines; what must hold across all of them is kept
-in one place, the desk:
+in one place, the call coordinator:
 
 - the response cache: a call whose answer is stored makes no request; a call about to be
   made holds its key (in this run, and across processes through a lock file next to the
@@ -15,10 +16,10 @@ in one place, the desk:
   times in a row stops the run (a model that does not exist, a key that is refused).
 
 A stop is final for the run: every later call is refused with the reason
-(`Admission.stopped`), which the caller raises as CallsStopped. `DeskCore` is the logic, on
-asyncio; `LocalDesk` runs it on a thread of this process (a process playing alone), and a
-tournament runs it in one Ray actor that every process of the run talks to
-(tournaments.calls).
+(`Admission.stopped`), which the caller raises as CallsStopped. A caller asks `admit` before a
+call and `report`s its outcome after it. `CallCoordinatorCore` is the logic, on asyncio;
+`LocalCallCoordinator` runs it on a thread of this process (a process playing alone), and a
+tournament runs it in one Ray actor that every process of the run talks to (tournaments.calls).
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ class Limits:
 class Ticket:
     """One call about to be made. `tokens` is its expected size (prompt and answer) for the
     tokens-per-minute limit; `cache_key` None means the response cache is off for it; `lease`
-    is how long the desk keeps what the call holds if it never reports back (its process
-    died); `caller` names where it is made (a run's node: see `let_go`)."""
+    is how long the coordinator keeps what the call holds if it never reports back (its
+    process died); `caller` names where it is made (a run's node: see `release_held_by`)."""
 
     id: str
     contestant: str | None
@@ -92,8 +93,8 @@ class Ticket:
 
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """How a call failed for good, for the desk's count of a contestant's failures in a row:
-    the same failure is the same status and error code (the same message where the server
+    """How a call failed for good, for the coordinator's count of a contestant's failures in a
+    row: the same failure is the same status and error code (the same message where the server
     gives no code: a message may carry a count or an id that changes every time)."""
 
     message: str
@@ -108,7 +109,7 @@ class Failed:
 
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """The desk's answer to a ticket: the stored answer (make no call), or why no call may
+    """The coordinator's answer to a ticket: the stored answer (make no call), or why no call may
     start, or neither: go ahead."""
 
     hit: Completion | None = None
@@ -131,16 +132,18 @@ class Status:
     failing: frozenset[str] = frozenset()  # contestants whose last call failed as retrying cannot help
 
 
-class Desk(Protocol):
+class CallCoordinator(Protocol):
+    """What a provider's calls check in with: `admit` before a call, `report` after it."""
+
     def admit(self, ticket: Ticket) -> Admission: ...
-    def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None: ...
+    def report(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None: ...
     def status(self) -> Status: ...
     async def current(self) -> Status: ...  # `status`, from a coroutine
 
 
 @dataclass
 class _Held:
-    """What an admitted call holds until it settles."""
+    """What an admitted call holds until it is reported."""
 
     ticket: Ticket
     key_lock: asyncio.Lock | None = None
@@ -154,8 +157,9 @@ class _Streak:
     count: int = 0
 
 
-class DeskCore:
-    """The desk's state and rules (module docstring). Its coroutines run on one event loop."""
+class CallCoordinatorCore:
+    """The call coordinator's state and rules (module docstring). Its coroutines run on one
+    event loop."""
 
     def __init__(
         self,
@@ -180,7 +184,7 @@ class DeskCore:
 
     @property
     def changed(self) -> asyncio.Condition:
-        if self._changed is None:  # made on the loop that runs the desk
+        if self._changed is None:  # made on the loop that runs the coordinator
             self._changed = asyncio.Condition()
         return self._changed
 
@@ -215,12 +219,14 @@ class DeskCore:
         self._held[ticket.id] = held
         return Admission()
 
-    async def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
+    async def report(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
+        """An admitted call's outcome: its answer (`completion`, paid for and stored in the
+        cache) or how it failed; what it held is released."""
         held = self._held.pop(ticket.id, None)
         if completion is not None and completion.paid:
             self._pay(ticket, completion)
         self._count_failure(ticket, failed)
-        if held is None:  # its lease ran out: it was already let go
+        if held is None:  # its lease ran out: it was already released
             return
         if held.expiry is not None:
             held.expiry.cancel()
@@ -278,18 +284,18 @@ class DeskCore:
             lock.release()
 
     def held_by(self) -> set[str]:
-        """The callers of the calls admitted and not yet settled."""
+        """The callers of the calls admitted and not yet reported."""
         return {held.ticket.caller for held in self._held.values() if held.ticket.caller is not None}
 
-    def let_go(self, callers: set[str]) -> None:
-        """Let go at once of what the calls of `callers` hold, as if their leases had run out:
+    def release_held_by(self, callers: set[str]) -> None:
+        """Release at once what the calls of `callers` hold, as if their leases had run out:
         they are gone (a node that died), and a call of the same request, made again when
         their match is played again, would otherwise wait for the lease."""
         for ticket_id in [i for i, held in self._held.items() if held.ticket.caller in callers]:
             self._expire(ticket_id)
 
     def _expire(self, ticket_id: str) -> None:
-        """A call that never reported back: its process died; let go of what it held."""
+        """A call that never reported back: its process died; release what it held."""
         held = self._held.pop(ticket_id, None)
         if held is None:
             return
@@ -395,20 +401,21 @@ def _unlock_file(fd: int) -> None:
         os.close(fd)
 
 
-class LocalDesk:
-    """A DeskCore on an event loop of its own thread: every coroutine of the core runs on that
-    one loop (its conditions and locks belong to it), whichever thread or loop asks."""
+class LocalCallCoordinator:
+    """A CallCoordinatorCore on an event loop of its own thread: every coroutine of the core
+    runs on that one loop (its conditions and locks belong to it), whichever thread or loop
+    asks."""
 
-    def __init__(self, core: DeskCore | None = None):
-        self.core = core or DeskCore()
+    def __init__(self, core: CallCoordinatorCore | None = None):
+        self.core = core or CallCoordinatorCore()
         self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="model-call-desk", daemon=True).start()
+        threading.Thread(target=self.loop.run_forever, name="model-call-coordinator", daemon=True).start()
 
     def admit(self, ticket: Ticket) -> Admission:
         return self._run(self.core.admit(ticket))
 
-    def settle(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
-        self._run(self.core.settle(ticket, completion, failed))
+    def report(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
+        self._run(self.core.report(ticket, completion, failed))
 
     def status(self) -> Status:
         return self._run(self._status())
@@ -417,7 +424,7 @@ class LocalDesk:
         return await self.on_loop(self._status())
 
     async def on_loop(self, work: Coroutine[Any, Any, T]) -> T:
-        """`work` run on the desk's loop, awaited from another loop."""
+        """`work` run on the coordinator's loop, awaited from another loop."""
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
 
     async def _status(self) -> Status:
@@ -427,14 +434,14 @@ class LocalDesk:
         return asyncio.run_coroutine_threadsafe(work, self.loop).result()
 
 
-_local: LocalDesk | None = None
+_local: LocalCallCoordinator | None = None
 _local_lock = threading.Lock()
 
 
-def local_desk() -> LocalDesk:
-    """This process's own desk (no budget), for calls made outside a tournament's."""
+def local_call_coordinator() -> LocalCallCoordinator:
+    """This process's own call coordinator (no budget), for calls made outside a tournament's."""
     global _local
     with _local_lock:
         if _local is None:
-            _local = LocalDesk()
+            _local = LocalCallCoordinator()
         return _local

@@ -1,14 +1,14 @@
-"""The desk every model call checks in at (contestants.llm.desk), on its own: endpoint limits,
-the budget, a contestant's failures in a row, the cache key a call holds, and what a call
-that never reports back leaves behind. The minute of the rate limits is shortened to a
-fraction of a second; the tests count admissions, not seconds."""
+"""The call coordinator every model call checks in with (contestants.llm.call_coordinator), on
+its own: endpoint limits, the budget, a contestant's failures in a row, the cache key a call
+holds, and what a call that never reports back leaves behind. The minute of the rate limits
+is shortened to a fraction of a second; the tests count admissions, not seconds."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 
-from contestants.llm.desk import Budget, DeskCore, Failed, Limits, Spend, Ticket
+from contestants.llm.call_coordinator import Budget, CallCoordinatorCore, Failed, Limits, Spend, Ticket
 from contestants.llm.types import Completion, TokenUsage
 
 _ids = itertools.count()
@@ -63,13 +63,13 @@ async def pending_after_a_turn(*work) -> tuple[list, list]:
 
 def test_no_more_calls_in_flight_at_an_endpoint_than_the_callers_limit():
     async def play():
-        desk = DeskCore()
+        coordinator = CallCoordinatorCore()
         tickets = [ticket(concurrent=2) for _ in range(3)]
-        done, waiting = await pending_after_a_turn(*(desk.admit(t) for t in tickets))
+        done, waiting = await pending_after_a_turn(*(coordinator.admit(t) for t in tickets))
         assert len(done) == 2 and len(waiting) == 1
-        other, _ = await pending_after_a_turn(desk.admit(ticket(endpoint="other", concurrent=2)))
+        other, _ = await pending_after_a_turn(coordinator.admit(ticket(endpoint="other", concurrent=2)))
         assert len(other) == 1  # another endpoint has places of its own
-        await desk.settle(tickets[0], completion(), None)
+        await coordinator.report(tickets[0], completion(), None)
         await asyncio.wait_for(waiting[0], 1)
 
     asyncio.run(play())
@@ -77,9 +77,9 @@ def test_no_more_calls_in_flight_at_an_endpoint_than_the_callers_limit():
 
 def test_requests_per_minute_hold_over_the_window():
     async def play():
-        desk = DeskCore(window=0.3)
+        coordinator = CallCoordinatorCore(window=0.3)
         done, waiting = await pending_after_a_turn(
-            *(desk.admit(ticket(requests_per_minute=3, concurrent=10)) for _ in range(4))
+            *(coordinator.admit(ticket(requests_per_minute=3, concurrent=10)) for _ in range(4))
         )
         assert len(done) == 3 and len(waiting) == 1  # the fourth waits for the first to leave the window...
         await asyncio.wait_for(waiting[0], 5)  # ...and then goes
@@ -89,12 +89,12 @@ def test_requests_per_minute_hold_over_the_window():
 
 def test_tokens_per_minute_count_what_calls_used():
     async def play():
-        desk = DeskCore(window=0.3)
+        coordinator = CallCoordinatorCore(window=0.3)
         first = ticket(tokens_per_minute=1000, tokens=400, concurrent=10)
-        await desk.admit(first)
-        await desk.settle(first, completion(tokens=900), None)  # it used more than expected
+        await coordinator.admit(first)
+        await coordinator.report(first, completion(tokens=900), None)  # it used more than expected
         done, waiting = await pending_after_a_turn(
-            desk.admit(ticket(tokens_per_minute=1000, tokens=400, concurrent=10))
+            coordinator.admit(ticket(tokens_per_minute=1000, tokens=400, concurrent=10))
         )
         assert done == [] and len(waiting) == 1  # 900 + 400 would pass 1000 within the window
         await asyncio.wait_for(waiting[0], 5)
@@ -104,73 +104,73 @@ def test_tokens_per_minute_count_what_calls_used():
 
 def test_the_budget_stops_new_calls_and_counts_those_in_flight():
     async def play():
-        desk = DeskCore(budget=Budget(cost_usd=2.0), spent=Spend(0, 0.5))
+        coordinator = CallCoordinatorCore(budget=Budget(cost_usd=2.0), spent=Spend(0, 0.5))
         a, b = ticket(), ticket()
-        assert (await desk.admit(a)).stopped is None and (await desk.admit(b)).stopped is None
-        await desk.settle(a, completion(cost=1.0), None)  # 1.5 spent
-        assert (await desk.admit(ticket())).stopped is None
-        await desk.settle(b, completion(cost=1.0), None)  # 2.5: reached
-        refused = await desk.admit(ticket())
+        assert (await coordinator.admit(a)).stopped is None and (await coordinator.admit(b)).stopped is None
+        await coordinator.report(a, completion(cost=1.0), None)  # 1.5 spent
+        assert (await coordinator.admit(ticket())).stopped is None
+        await coordinator.report(b, completion(cost=1.0), None)  # 2.5: reached
+        refused = await coordinator.admit(ticket())
         assert refused.stopped == "cost budget reached ($2.5000 of $2.0000)"
-        assert desk.status().spent == Spend(200, 2.5) and desk.status().broken is None
+        assert coordinator.status().spent == Spend(200, 2.5) and coordinator.status().broken is None
 
     asyncio.run(play())
 
 
 def test_a_replayed_answer_is_not_paid():
     async def play():
-        desk = DeskCore(budget=Budget(tokens=150))
+        coordinator = CallCoordinatorCore(budget=Budget(tokens=150))
         t = ticket()
-        await desk.admit(t)
-        await desk.settle(t, completion(tokens=100).model_copy(update={"cached": True}), None)
-        assert desk.status().spent == Spend(0, 0.0)
+        await coordinator.admit(t)
+        await coordinator.report(t, completion(tokens=100).model_copy(update={"cached": True}), None)
+        assert coordinator.status().spent == Spend(0, 0.0)
 
     asyncio.run(play())
 
 
 def test_the_same_refusal_three_times_in_a_row_stops_the_run():
     async def play():
-        desk = DeskCore(stop_after=3)
+        coordinator = CallCoordinatorCore(stop_after=3)
         refusal = Failed("HTTP 404: no such model", 404, retryable=False)
 
         async def fail(contestant: str, failed: Failed | None) -> None:
             t = ticket(contestant=contestant)
-            await desk.admit(t)
-            await desk.settle(t, None if failed else completion(), failed)
+            await coordinator.admit(t)
+            await coordinator.report(t, None if failed else completion(), failed)
 
         for outcome in (refusal, refusal, None, refusal, refusal):  # a success ends a row
             await fail("typo", outcome)
-        assert desk.status().failing == {"typo"}  # its last call failed for good
+        assert coordinator.status().failing == {"typo"}  # its last call failed for good
         await fail("typo", None)
-        assert desk.status().failing == frozenset()
+        assert coordinator.status().failing == frozenset()
         await fail("typo", refusal)
         await fail("typo", Failed("HTTP 429: slow down", 429, retryable=True))  # so does a retryable failure
         await fail("typo", refusal)
         await fail("other", refusal)  # another contestant's failures are its own
         await fail("typo", refusal)
-        assert desk.status().stopped is None
+        assert coordinator.status().stopped is None
         await fail("typo", refusal)
         assert (
-            desk.status().stopped
+            coordinator.status().stopped
             == "contestant typo (openai/m) failed 3 calls in a row: HTTP 404: no such model"
         )
-        assert desk.status().broken == "typo"
-        assert (await desk.admit(ticket(contestant="other"))).stopped == desk.status().stopped
+        assert coordinator.status().broken == "typo"
+        assert (await coordinator.admit(ticket(contestant="other"))).stopped == coordinator.status().stopped
 
     asyncio.run(play())
 
 
 def test_a_call_holds_its_key_so_the_same_request_waits_and_replays(tmp_path):
     async def play():
-        desk = DeskCore()
+        coordinator = CallCoordinatorCore()
         first, second = (
             ticket(key="k" * 64, cache_dir=str(tmp_path)),
             ticket(key="k" * 64, cache_dir=str(tmp_path)),
         )
-        assert (await desk.admit(first)).hit is None
-        done, waiting = await pending_after_a_turn(desk.admit(second))
+        assert (await coordinator.admit(first)).hit is None
+        done, waiting = await pending_after_a_turn(coordinator.admit(second))
         assert done == [] and len(waiting) == 1  # the first is being made: the second waits for it
-        await desk.settle(first, completion(text='{"a": 1}'), None)
+        await coordinator.report(first, completion(text='{"a": 1}'), None)
         replayed = await asyncio.wait_for(waiting[0], 5)
         assert replayed.hit is not None and replayed.hit.text == '{"a": 1}'
 
@@ -179,11 +179,11 @@ def test_a_call_holds_its_key_so_the_same_request_waits_and_replays(tmp_path):
 
 def test_a_call_that_never_reports_back_lets_go_after_its_lease(tmp_path):
     async def play():
-        desk = DeskCore()
+        coordinator = CallCoordinatorCore()
         lost = ticket(key="l" * 64, cache_dir=str(tmp_path), concurrent=1, lease=0.2)
-        await desk.admit(lost)  # its process dies: no settle
+        await coordinator.admit(lost)  # its process dies: no report
         again = await asyncio.wait_for(
-            desk.admit(ticket(key="l" * 64, cache_dir=str(tmp_path), concurrent=1)), 5
+            coordinator.admit(ticket(key="l" * 64, cache_dir=str(tmp_path), concurrent=1)), 5
         )
         assert again.hit is None and again.stopped is None  # the key and the place are free again
 
@@ -192,14 +192,14 @@ def test_a_call_that_never_reports_back_lets_go_after_its_lease(tmp_path):
 
 def test_a_call_without_a_price_under_a_cost_budget_stops_the_run():
     async def play():
-        desk = DeskCore(budget=Budget(cost_usd=10))
+        coordinator = CallCoordinatorCore(budget=Budget(cost_usd=10))
         t = ticket()
-        await desk.admit(t)
-        await desk.settle(t, completion(cost=None), None)
-        assert desk.status().stopped == (
+        await coordinator.admit(t)
+        await coordinator.report(t, completion(cost=None), None)
+        assert coordinator.status().stopped == (
             "contestant c (openai/m) has no price, so the cost budget cannot be kept: give it one in prices:"
         )
-        assert desk.status().broken == "c"
+        assert coordinator.status().broken == "c"
 
     asyncio.run(play())
 
@@ -209,44 +209,46 @@ def test_the_same_failure_is_the_same_status_and_code_whatever_the_message_says(
     names the error with a code, the code decides."""
 
     async def play():
-        desk = DeskCore(stop_after=3)
+        coordinator = CallCoordinatorCore(stop_after=3)
         for tokens in (5000, 5100, 5200):
             t = ticket()
-            await desk.admit(t)
+            await coordinator.admit(t)
             failure = Failed(
                 f"HTTP 400: your messages resulted in {tokens} tokens",
                 400,
                 retryable=False,
                 code="context_length_exceeded",
             )
-            await desk.settle(t, None, failure)
-        assert desk.status().broken == "c"
+            await coordinator.report(t, None, failure)
+        assert coordinator.status().broken == "c"
 
     asyncio.run(play())
 
 
-def test_the_calls_of_a_caller_that_is_gone_are_let_go_at_once(tmp_path):
-    """Two calls hold a key and a place each, one made on node a and one on node b; letting go
-    of b's frees its key and place at once, long before its lease, and a's stay held."""
+def test_the_calls_of_a_caller_that_is_gone_are_released_at_once(tmp_path):
+    """Two calls hold a key and a place each, one made on node a and one on node b; releasing
+    b's frees its key and place at once, long before its lease, and a's stay held."""
 
     async def play():
-        desk = DeskCore()
+        coordinator = CallCoordinatorCore()
         keys = {"a": "a" * 64, "b": "b" * 64}
         for caller, key in keys.items():
-            await desk.admit(ticket(key=key, cache_dir=str(tmp_path), concurrent=2, lease=600, caller=caller))
-        assert desk.held_by() == {"a", "b"}
+            await coordinator.admit(
+                ticket(key=key, cache_dir=str(tmp_path), concurrent=2, lease=600, caller=caller)
+            )
+        assert coordinator.held_by() == {"a", "b"}
         done, waiting = await pending_after_a_turn(
             *(
-                desk.admit(ticket(key=key, cache_dir=str(tmp_path), concurrent=2, caller="c"))
+                coordinator.admit(ticket(key=key, cache_dir=str(tmp_path), concurrent=2, caller="c"))
                 for key in keys.values()
             )
         )
         assert done == [] and len(waiting) == 2  # same requests, same endpoint: both wait
-        desk.let_go({"b", "elsewhere"})
+        coordinator.release_held_by({"b", "elsewhere"})
         again = await asyncio.wait_for(waiting[1], 5)
         assert again.hit is None and again.stopped is None  # b's request is made again
         assert not waiting[0].done()
-        assert desk.held_by() == {"a", "c"}
+        assert coordinator.held_by() == {"a", "c"}
         waiting[0].cancel()
 
     asyncio.run(play())
