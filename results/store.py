@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Literal, NamedTuple, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import Engine, delete, insert
 from sqlalchemy import Select as ColumnsSelect
 from sqlalchemy import select as select_columns
@@ -100,6 +101,7 @@ __all__ = [
 
 Row = TypeVar("Row", bound=SQLModel)
 Statement = TypeVar("Statement", bound=ColumnsSelect[*tuple[Any, ...]])
+Record = TypeVar("Record", bound=BaseModel)
 
 
 def start_tournament(
@@ -632,44 +634,19 @@ def match_details(engine: Engine, tournament_id: int) -> Iterator[MatchDetail]:
 def match_detail(engine: Engine, match_id: int) -> MatchDetail:
     with Session(engine) as session:
         match = _require(session, MatchRow, match_id)
-        results = session.exec(
-            select(MatchResultRow)
-            .where(col(MatchResultRow.match_id) == match_id)
-            .order_by(col(MatchResultRow.id))
-        )
         days = session.get(DayLogRow, match_id)
-        faults = session.exec(
-            select(FaultRow).where(col(FaultRow.match_id) == match_id).order_by(col(FaultRow.id))
-        )
-        recalls = session.exec(
-            select(RecallRow).where(col(RecallRow.match_id) == match_id).order_by(col(RecallRow.id))
-        )
-        calls = session.exec(
-            select(ModelCallRow).where(col(ModelCallRow.match_id) == match_id).order_by(col(ModelCallRow.id))
-        )
-        market = session.exec(
-            select(MarketMetricRow.name, MarketMetricRow.value)
-            .where(col(MarketMetricRow.match_id) == match_id)
-            .order_by(col(MarketMetricRow.id))
-        )
-        windows = session.exec(
-            select(PriceWindowRow)
-            .where(col(PriceWindowRow.match_id) == match_id)
-            .order_by(col(PriceWindowRow.id))
-        )
-        deviated = _deviation_path(session, match_id)
         return MatchDetail(
             match=match,
-            results=[MerchantResult.model_validate(r, from_attributes=True) for r in results],
+            results=_match_records(session, MatchResultRow, match_id, MerchantResult),
             days=decode(days.columns, days.decisions) if days is not None else DayLog.of([]),
-            faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
-            recalls=[RecallResult.model_validate(p, from_attributes=True) for p in recalls],
-            calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
+            faults=_match_records(session, FaultRow, match_id, Fault),
+            recalls=_match_records(session, RecallRow, match_id, RecallResult),
+            calls=_match_records(session, ModelCallRow, match_id, ModelCallRecord),
             market=MarketScores(
-                metrics=dict(market.all()),
-                windows=[PriceWindow.model_validate(w, from_attributes=True) for w in windows],
+                metrics={row.name: row.value for row in _match_rows(session, MarketMetricRow, match_id)},
+                windows=_match_records(session, PriceWindowRow, match_id, PriceWindow),
             ),
-            deviation=deviated,
+            deviation=_deviation_path(session, match_id),
         )
 
 
@@ -677,22 +654,22 @@ def _deviation_path(session: Session, match_id: int) -> DeviationPath | None:
     row = session.get(DeviationPathRow, match_id)
     if row is None:
         return None
-    faults = session.exec(
-        select(DeviationFaultRow)
-        .where(col(DeviationFaultRow.match_id) == match_id)
-        .order_by(col(DeviationFaultRow.id))
-    )
-    calls = session.exec(
-        select(DeviationCallRow)
-        .where(col(DeviationCallRow.match_id) == match_id)
-        .order_by(col(DeviationCallRow.id))
-    )
     return DeviationPath(
         probe=deviation.DeviationProbe.model_validate_json(row.probe),
         days_played=decode(row.columns, row.decisions),
-        faults=[Fault.model_validate(f, from_attributes=True) for f in faults],
-        calls=[ModelCallRecord.model_validate(c, from_attributes=True) for c in calls],
+        faults=_match_records(session, DeviationFaultRow, match_id, Fault),
+        calls=_match_records(session, DeviationCallRow, match_id, ModelCallRecord),
     )
+
+
+def _match_rows(session: Session, table: Any, match_id: int) -> list[Any]:
+    """The rows of `table` that belong to the match, in the order they were written."""
+    return list(session.exec(select(table).where(table.match_id == match_id).order_by(table.id)))
+
+
+def _match_records(session: Session, table: Any, match_id: int, record: type[Record]) -> list[Record]:
+    """The match's rows of `table` read back as `record`s."""
+    return [record.model_validate(row, from_attributes=True) for row in _match_rows(session, table, match_id)]
 
 
 def _metric_rows(

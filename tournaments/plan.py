@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from contestants.base import Contestant, Params, RunOptions
 from contestants.kinds import contestant_class, validate_params
-from tournaments.config import ContestantEntry, TournamentSpec
+
+if TYPE_CHECKING:  # the hosts and runners that unpickle plans need not import the tournament file's models
+    from tournaments.config import ContestantEntry, TournamentSpec
 
 DEFAULT_DEADLINE_S = 10.0  # a hosted contestant's turn, when neither the tournament nor its kind says
 

@@ -14,7 +14,7 @@ import contextlib
 import functools
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -28,7 +28,7 @@ from market.scenario import Scenario
 from results import deviation, store
 from results.ratings import LeaderboardRow
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
-from tournaments.calls import RemoteCallCoordinator, start_call_coordinator
+from tournaments.calls import start_call_coordinator
 from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
 from tournaments.config import Tournament
 from tournaments.deviation import DEVIATED_SUFFIX
@@ -36,7 +36,7 @@ from tournaments.hosts import HostProcess, start_hosts
 from tournaments.instant import group_instant, play_instant_matches, unpickle_matches
 from tournaments.match import LOSSES_ALLOWED, MatchLost, MatchRules, call_records
 from tournaments.plan import ContestantPlan, plan_tournament
-from tournaments.runners import POLL_SECONDS, RunnerPool, start_runner
+from tournaments.runners import POLL_SECONDS, RunnerPool, RunnerSetup, start_runner
 from tournaments.schedule import MatchSpec, schedule
 
 
@@ -156,11 +156,16 @@ class TournamentRun:
         """Start the call coordinator, the hosts and the runners, tell `ready` once they all
         are, play; how the calls ended (why they stopped, if they did)."""
         spec = self.tournament.spec
-        self.coordinator = start_call_coordinator(spec.budget, spent, spec.stop_after_failures, os.getcwd())
+        needed = {name for m in self.todo for name in m.seats}
+        self.spent = spent
+        self.coordinator = (  # a run whose contestants call no model has no calls to coordinate
+            start_call_coordinator(spec.budget, spent, spec.stop_after_failures, os.getcwd())
+            if any(self.plans[name].calls_models for name in needed)
+            else None
+        )
         self.rules = MatchRules.of(
             spec, options.model_copy(update={"call_coordinator": self.coordinator, "prices": spec.prices})
         )
-        needed = {name for m in self.todo for name in m.seats}
         self.hosts = start_hosts(
             [plan for name, plan in self.plans.items() if name in needed and plan.hosted]
         )
@@ -168,23 +173,29 @@ class TournamentRun:
         hosted_matches = sum(1 for m in self.todo if self.is_hosted(m))
         count = _runner_count(hosted_matches, spec.max_concurrent_matches)
         self.runners = RunnerPool(self.start_runner, count, self.calls_held)
+        coordinating = [self.coordinator.actor] if self.coordinator is not None else []
         try:
             hosts = [host.ready.remote() for host in self.hosts.values()]
             readied = ray.get(
-                hosts + [actor.ready.remote() for actor in [self.coordinator.actor, *self.runners.runners]]
+                hosts + [actor.ready.remote() for actor in [*coordinating, *self.runners.runners]]
             )
             self.host_processes = dict(zip(self.hosts, readied))
             ready()
             asyncio.run(self.play_all())
-            return self.coordinator.status()
+            return self.coordinator.status() if self.coordinator is not None else Status(None, spent, None)
         finally:
-            for actor in [self.coordinator.actor, *self.hosts.values(), *self.runners.runners]:
+            for actor in [*coordinating, *self.hosts.values(), *self.runners.runners]:
                 ray.kill(actor)
+
+    async def calls_status(self) -> Status:
+        """How the run's model calls stand: never stopped in a run without a call coordinator."""
+        if self.coordinator is None:
+            return Status(None, self.spent, None)
+        return await self.coordinator.current()
 
     def start_runner(self, place: Place) -> Any:
         """A match runner at `place` (a replacement one knows the host processes of the run)."""
-        return start_runner(
-            place,
+        setup = RunnerSetup(
             self.tournament.scenarios,
             self.rules,
             self.plans,
@@ -192,6 +203,7 @@ class TournamentRun:
             self.tournament.spec.merchants_per_match,
             self.host_processes,
         )
+        return start_runner(place, setup)
 
     def is_hosted(self, match: MatchSpec) -> bool:
         return any(name in self.hosts for name in match.seats)
@@ -199,9 +211,8 @@ class TournamentRun:
     async def play_all(self) -> None:
         spec = self.tournament.spec
         self.slots = _Slots(spec.max_concurrent_matches)
-        calls_models = any(self.plans[name].calls_models for m in self.todo for name in m.seats)
-        self.stopped = _Stop(self.coordinator, watching=calls_models)
-        self.suspects = _Suspects(self.coordinator)
+        self.stopped = _Stop(self.calls_status)
+        self.suspects = _Suspects(self.calls_status)
         hosted = [m for m in self.todo if self.is_hosted(m)]
         instant = group_instant(
             [m for m in self.todo if not self.is_hosted(m)],
@@ -320,8 +331,8 @@ class _Suspects:
     the contestant's calls go through again (or the run ends without its failures stopping
     it), and recorded as stopped (its calls only) if its failures stop the run."""
 
-    def __init__(self, coordinator: RemoteCallCoordinator):
-        self.coordinator = coordinator
+    def __init__(self, calls_status: Callable[[], Awaitable[Status]]):
+        self.calls_status = calls_status
         self.held: list[tuple[FinishedMatch, Scenario | None]] = []
 
     async def sort(
@@ -329,7 +340,7 @@ class _Suspects:
     ) -> tuple[list[tuple[FinishedMatch, Scenario | None]], list[StoppedMatch]]:
         """Of `finished` and the held matches: those to store now and those the run stopped;
         the rest stay held (`final`: none does)."""
-        status = await self.coordinator.current()
+        status = await self.calls_status()
         ready, halted, held = [], [], []
         for match, scenario in [*self.held, *finished]:
             failed = _failed(match)
@@ -348,17 +359,16 @@ class _Suspects:
 
 
 class _Stop:
-    """Whether the run's model calls have stopped, asked of the call coordinator before a
-    match starts (or known from a match that stopped); never, in a run whose contestants call
-    no model (`watching` false)."""
+    """Whether the run's model calls have stopped, asked of `calls_status` before a match
+    starts (or known from a match that stopped)."""
 
-    def __init__(self, coordinator: RemoteCallCoordinator, watching: bool):
-        self.coordinator, self.watching = coordinator, watching
+    def __init__(self, calls_status: Callable[[], Awaitable[Status]]):
+        self.calls_status = calls_status
         self.reason: str | None = None
 
     async def now(self) -> bool:
-        if self.reason is None and self.watching:
-            self.reason = (await self.coordinator.current()).stopped
+        if self.reason is None:
+            self.reason = (await self.calls_status()).stopped
         return self.reason is not None
 
 

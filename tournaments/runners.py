@@ -15,6 +15,7 @@ import asyncio
 import functools
 import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -32,25 +33,31 @@ from tournaments.schedule import MatchSpec
 POLL_SECONDS = 0.2  # how often the driver asks the runners how many days they played
 
 
+@dataclass(frozen=True)
+class RunnerSetup:
+    """What every match runner of a run is given once, when it starts: the scenarios, the
+    matches' rules and contestant plans, the hosts' actors by contestant, the match size (for
+    scoring), and the host processes the run knows of (a runner started in place of one that
+    died may find one of them gone)."""
+
+    scenarios: dict[str, Scenario]
+    rules: MatchRules
+    plans: dict[str, ContestantPlan]
+    hosts: dict[str, Any]
+    merchants: int
+    known: dict[str, HostProcess]
+
+
 @ray.remote(num_cpus=0)
 class MatchRunner:
     """Plays the matches of one tournament it is given by their specs; what they share (the
     scenarios, rules, contestants and hosts) it is given once, when it starts."""
 
-    def __init__(
-        self,
-        working_dir: str,
-        scenarios: dict[str, Scenario],
-        rules: MatchRules,
-        plans: dict[str, ContestantPlan],
-        hosts: dict[str, Any],
-        merchants: int,
-        known: dict[str, HostProcess],
-    ):
-        """`hosts`: the hosts' actors by contestant; `known`: the host processes the run knows of."""
+    def __init__(self, working_dir: str, setup: RunnerSetup):
         enter(working_dir)  # inline contestants of its matches may read files too
-        self.scenarios, self.rules, self.plans, self.merchants = scenarios, rules, plans, merchants
-        self.hosts = {name: HostClient(actor, known.get(name)) for name, actor in hosts.items()}
+        self.scenarios, self.rules, self.plans = setup.scenarios, setup.rules, setup.plans
+        self.merchants = setup.merchants
+        self.hosts = {name: HostClient(actor, setup.known.get(name)) for name, actor in setup.hosts.items()}
         self.make_seat = hosted_seats(self.hosts)
         self.days_done = 0  # of the matches it finished
         self.days_in_play: dict[str, int] = {}  # by match key
@@ -159,15 +166,5 @@ class RunnerPool:
         return played
 
 
-def start_runner(
-    place: Place,
-    scenarios: dict[str, Scenario],
-    rules: MatchRules,
-    plans: dict[str, ContestantPlan],
-    hosts: dict[str, Any],
-    merchants: int,
-    known: dict[str, HostProcess],
-) -> Any:
-    return MatchRunner.options(**place.options()).remote(  # type: ignore[attr-defined]
-        os.getcwd(), scenarios, rules, plans, hosts, merchants, known
-    )
+def start_runner(place: Place, setup: RunnerSetup) -> Any:
+    return MatchRunner.options(**place.options()).remote(os.getcwd(), setup)  # type: ignore[attr-defined]

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contestants.base import Contestant, RecallQuestion
 from contestants.llm.errors import CallsStopped
 from market.calls import ModelCall
 from market.types import Observation
-from results.records import FaultKind
+
+if TYPE_CHECKING:  # a host need not import the record models (and SQLModel) for a name
+    from results.records import FaultKind
 
 
 class SeatFault(NamedTuple):
