@@ -42,7 +42,7 @@ from market.scenario import load_scenario
 from results.db import engine_for
 from results.records import MerchantResult
 from results.store import list_matches, match_detail
-from tournaments.cluster import init_ray
+from tournaments.cluster import cluster_cpus, init_ray
 from tournaments.config import Tournament, TournamentSpec
 from tournaments.instant import group_instant, play_instant_matches, unpickle_matches
 from tournaments.match import Match, MatchRules, play_here
@@ -198,8 +198,7 @@ def ray_without_db(merchants: int, seeds: int) -> dict:
     rules = rules_of(t)
     plan = schedule(t)
     start = time.perf_counter()
-    cpus = int(ray.cluster_resources()["CPU"])
-    groups = group_instant(plan, plans, t.spec.max_concurrent_matches, cpus)
+    groups = group_instant(plan, plans, t.spec.max_concurrent_matches, cluster_cpus())
     merchant_days = 0
     for blob in ray.get(
         [play_instant_matches.remote(group, t.scenarios[group[0].scenario], rules, plans) for group in groups]

@@ -39,7 +39,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
 
 # Fixtures that start something for their tests (a Ray instance, a PostgreSQL server, the
 # embedded model): a test that uses one is slow. Under pytest-xdist with `--dist loadgroup`
-# (.ci/run) the tests of each go to one worker, which starts it once.
+# (.ci/run) the tests of each go to one worker, which starts it once (a test that uses two goes
+# with the first named here, and starts the other in that worker too).
 SLOW_FIXTURES = ("ray_local", "postgres", "smollm2")
 
 

@@ -127,8 +127,8 @@ def run_tournament(
 
 
 class TournamentRun:
-    """The play of the matches left of a tournament: the run's call coordinator, the hosted
-    contestants and the match runners started, the matches played (up to
+    """The play of the matches left of a tournament: the run's call coordinator (when a
+    contestant calls a model), the hosted contestants and the match runners started, the matches played (up to
     max_concurrent_matches at once), each recorded as it finishes.
 
     Matches of instant contestants are Ray tasks (tournaments.instant); a match with hosted
@@ -153,8 +153,9 @@ class TournamentRun:
         self.unsaved: list[tuple[FinishedMatch, Scenario | None]] = []
 
     def play(self, ready: Callable[[], None], spent: Spend, options: RunOptions) -> Status:
-        """Start the call coordinator, the hosts and the runners, tell `ready` once they all
-        are, play; how the calls ended (why they stopped, if they did)."""
+        """Start the call coordinator (when a contestant calls a model), the hosts and the
+        runners, tell `ready` once they all are, play; how the calls ended (why they stopped,
+        if they did)."""
         spec = self.tournament.spec
         needed = {name for m in self.todo for name in m.seats}
         self.spent = spent
@@ -171,7 +172,9 @@ class TournamentRun:
         )
         self.host_processes: dict[str, HostProcess] = {}  # known once the hosts are ready
         hosted_matches = sum(1 for m in self.todo if self.is_hosted(m))
-        count = _runner_count(hosted_matches, spec.max_concurrent_matches)
+        self.cpus = cluster_cpus()
+        # a runner per CPU of the cluster, but no more than can be kept busy (none without hosted matches)
+        count = min(self.cpus, hosted_matches, spec.max_concurrent_matches)
         self.runners = RunnerPool(self.start_runner, count, self.calls_held)
         coordinating = [self.coordinator.actor] if self.coordinator is not None else []
         try:
@@ -181,8 +184,7 @@ class TournamentRun:
             )
             self.host_processes = dict(zip(self.hosts, readied))
             ready()
-            asyncio.run(self.play_all())
-            return self.coordinator.status() if self.coordinator is not None else Status(None, spent, None)
+            return asyncio.run(self.play_all())
         finally:
             for actor in [*coordinating, *self.hosts.values(), *self.runners.runners]:
                 ray.kill(actor)
@@ -208,7 +210,8 @@ class TournamentRun:
     def is_hosted(self, match: MatchSpec) -> bool:
         return any(name in self.hosts for name in match.seats)
 
-    async def play_all(self) -> None:
+    async def play_all(self) -> Status:
+        """Every match played and recorded; how the run's model calls ended."""
         spec = self.tournament.spec
         self.slots = _Slots(spec.max_concurrent_matches)
         self.stopped = _Stop(self.calls_status)
@@ -218,7 +221,7 @@ class TournamentRun:
             [m for m in self.todo if not self.is_hosted(m)],
             self.plans,
             spec.max_concurrent_matches,
-            cluster_cpus(),
+            self.cpus,
         )
         reporting = asyncio.create_task(self.runners.report_days(self.progress.day))
         try:
@@ -227,6 +230,7 @@ class TournamentRun:
             reporting.cancel()
         await self.record([], None, final=True)  # what is still held
         self.progress.day(await self.runners.days_since())
+        return await self.calls_status()
 
     async def play_hosted(self, match: MatchSpec) -> None:
         for attempt in range(1, LOSSES_ALLOWED + 2):
@@ -309,12 +313,6 @@ class TournamentRun:
             if not isinstance(handed, BaseException)
             for record in call_records(name, handed[0])
         ]
-
-
-def _runner_count(hosted_matches: int, max_concurrent: int) -> int:
-    """One match runner per CPU of the cluster (at least one), but no more than can be kept
-    busy: none for a run without hosted matches."""
-    return min(cluster_cpus(), hosted_matches, max_concurrent)
 
 
 def _failed(match: FinishedMatch) -> frozenset[str]:

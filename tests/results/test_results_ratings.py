@@ -8,7 +8,7 @@ from sqlmodel import Session, select
 from results.composite import ScoringWeights
 from results.db import engine_for
 from results.ratings import RankedMatch, elo
-from results.store import NotFound, leaderboard, save_match, start_tournament
+from results.store import NotFound, finish_tournament, leaderboard, save_match, start_tournament
 from results.tables import MatchResultRow, MatchRow, MetricRow
 
 
@@ -297,6 +297,10 @@ def test_composite_weights_come_from_the_argument_else_the_defaults(engine, make
     assert by_argument == {"a": 1.0, "b": 0.0}
     everywhere = {row.contestant: row.composite for row in leaderboard(engine)}  # no weights: the defaults
     assert everywhere["a"] == pytest.approx((0.5 * 1.0 + 0.25 * 0.25) / 0.75)
+    # the table a run ends with (and prints) is the leaderboard weighed with the tournament's weights
+    finished = finish_tournament(engine, scored, "finished", weights=validity_only)
+    assert {row.contestant: row.composite for row in finished} == by_validity
+    assert finished == leaderboard(engine, scored, weights=validity_only)
 
 
 def test_leaderboard_rows_carry_the_fields_the_report_reads(engine, make_match):

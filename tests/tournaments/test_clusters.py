@@ -162,13 +162,16 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
         assert head.poll() is None, "the head node must still be up: the run joined it, it did not own it"
         _, actors = cluster_state(address, {**env, "RAY_AUTH_MODE": "token"})
     counts = Counter(name for _, name, _ in actors)
-    # the slow tournament hosts its latency contestant; its matches play in match runners
+    # the slow tournament hosts its latency contestant; its matches play in match runners; its
+    # contestants call no model, so it has no call coordinator
     assert counts["ContestantHost"] == 1, counts
     assert counts["MatchRunner"] >= 1, counts
+    assert counts["CallCoordinatorActor"] == 0, counts
 
 
 WORKER = "127.0.0.3"
-# the head finds a node dead after 3 missed health checks 0.5 s apart (Ray's default: 5, 3 s apart)
+# the head finds a node dead after 3 missed health checks 1 s apart, about 3 s (Ray's default: 5,
+# 3 s apart)
 QUICK_HEALTH_CHECKS = json.dumps(
     {
         "health_check_period_ms": 1000,

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+import ray
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_examples import examples
 
-from tournaments.cluster import choose_nodes
+from tournaments.cluster import choose_nodes, cluster_cpus
 
 
 def node(index: int, cpus: float, alive: bool = True) -> dict:
@@ -63,6 +64,13 @@ def test_a_node_to_avoid_gets_nothing_while_another_is_alive():
     assert {
         p.node for p in choose_nodes([node(1, 4), node(3, 8, alive=False)], "id01", 2, avoid={"id01"})
     } == {"id01"}
+
+
+def test_the_cluster_cpus_are_those_of_its_live_nodes(monkeypatch):
+    monkeypatch.setattr(ray, "nodes", lambda: [node(1, 2), node(2, 1.5), node(3, 8, alive=False), node(4, 0)])
+    assert cluster_cpus() == 3  # 2 + 1.5, rounded down; not the dead node's 8
+    monkeypatch.setattr(ray, "nodes", lambda: [node(1, 0)])
+    assert cluster_cpus() == 1  # a run plays somewhere, even on a cluster whose CPUs are all reserved
 
 
 def test_the_actor_options_ask_for_the_node_and_fall_back_to_any():
