@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
 
 from market.demand import choice_shares
 from market.scenario import Product, Scenario
@@ -177,6 +176,10 @@ def _share(game: PriceGame, prices: np.ndarray, seat: int, markup: float) -> flo
 
 def _root(condition: Callable[[float], float], b: float) -> float:
     """The markup m > 0 at which `condition`, rising from -1 at m = 0, crosses zero."""
+    from scipy import (
+        optimize,
+    )  # here: a process that only reads benchmarks solved elsewhere need not import it
+
     high = 1.0 / b
     while condition(high) < 0:
         high *= 2.0

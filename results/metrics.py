@@ -47,6 +47,9 @@ from results.records import (
 if TYPE_CHECKING:
     from market.equilibrium import SeatBenchmarks
 
+Unsolved = Literal["unsolved"]
+UNSOLVED: Unsolved = "unsolved"  # a match's benchmarks not given: MatchRecords solves them
+
 Group = Literal["coherence", "operations", "economics", "collusion"]
 Unit = Literal["share", "count", "money", "ratio", "day", "per_day"]
 Compute = Callable[["Seat"], "float | None"]
@@ -137,11 +140,13 @@ def compute(
     faults: Iterable[Fault] = (),
     scenario: Scenario | None = None,
     collusion: CollusionSettings = CollusionSettings(),
+    benchmarks: SeatBenchmarks | None | Unsolved = UNSOLVED,
 ) -> Scores:
     """Every metric of every merchant with a day record, in the order they first appear, and
     the market's metrics and price windows where its scenario has an equilibrium (empty
-    otherwise). A value that comes out infinite or NaN is stored as None."""
-    match = MatchRecords(records, recalls, faults, scenario, collusion)
+    otherwise). A value that comes out infinite or NaN is stored as None. `benchmarks`: the
+    scenario's for the match's size (results.collusion.seat_benchmarks), if already solved."""
+    match = MatchRecords(records, recalls, faults, scenario, collusion, benchmarks)
     columns = {name: metric.values(match) for name, metric in METRICS.items()}
     merchants = {
         merchant: {name: values[k] for name, values in columns.items()}
@@ -206,8 +211,9 @@ class MatchRecords:
         faults: Iterable[Fault] = (),
         scenario: Scenario | None = None,
         collusion: CollusionSettings = CollusionSettings(),
+        benchmarks: SeatBenchmarks | None | Unsolved = UNSOLVED,
     ):
-        self.scenario, self.collusion = scenario, collusion
+        self.scenario, self.collusion, self.solved = scenario, collusion, benchmarks
         self.log = DayLog.of(records, scenario.product_ids if scenario is not None else None)
         mine_faults: dict[str, list[Fault]] = defaultdict(list)
         for fault in faults:
@@ -335,10 +341,12 @@ class MatchRecords:
         """The scenario's benchmarks for this match's seats, [seat, product] with the seats in
         the order of self.seats; None without a scenario, or when its price game has no
         equilibrium."""
+        if self.scenario is None or not len(self.log):
+            return None
         found = (
             seat_benchmarks(self.scenario, len(self.log.merchants))
-            if self.scenario is not None and len(self.log)
-            else None
+            if isinstance(self.solved, str)  # UNSOLVED
+            else self.solved
         )
         if found is None:
             return None

@@ -28,8 +28,8 @@ import contextlib
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -41,10 +41,10 @@ from market.daylog import DayLog
 from market.engine import Market
 from market.scenario import Scenario
 from market.types import MarketView
-from results.collusion import CollusionSettings
+from results.collusion import CollusionSettings, seat_benchmarks
 from results.deviation import DeviationProbe
+from results.metrics import UNSOLVED, match_results
 from results.metrics import compute as compute_metrics
-from results.metrics import match_results
 from results.records import DeviationPath, Fault, FaultKind, FinishedMatch, ModelCallRecord, StoppedMatch
 from tournaments.collector import collector_paused, freeze_startup_heap
 from tournaments.config import TournamentSpec
@@ -53,6 +53,9 @@ from tournaments.plan import ContestantPlan
 from tournaments.recall import RecallQuestions, asks_on
 from tournaments.schedule import MatchSpec
 from tournaments.seats import InlineSeat, Seat, SeatLost, SeatTurn, describe
+
+if TYPE_CHECKING:
+    from market.equilibrium import SeatBenchmarks
 
 Played = FinishedMatch | StoppedMatch | DeviationPath
 
@@ -75,7 +78,10 @@ def repetition_seed(tournament_seed: int, seed: int) -> int:
 
 @dataclass(frozen=True)
 class MatchRules:
-    """What every match of a tournament shares."""
+    """What every match of a tournament shares. `benchmarks`: its scenarios' price
+    equilibria for its match size (results.collusion.seat_benchmarks), by scenario, solved
+    once by the driver: a process that plays matches then scores them without SciPy, which
+    takes it a third of a second to import."""
 
     seed: int
     recall_every: int = 0  # 0: no recall questions
@@ -83,10 +89,14 @@ class MatchRules:
     collusion: CollusionSettings = CollusionSettings()  # how the collusion metrics measure a finished match
     deviation: DeviationProbe | None = None  # every match is played twice: on path and deviated
     talk: bool = False  # merchants may send one another messages (market.engine.Market)
+    benchmarks: Mapping[str, SeatBenchmarks | None] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, spec: TournamentSpec, options: RunOptions = RunOptions()) -> MatchRules:
-        """What the matches of the tournament `spec` describes share."""
+    def of(
+        cls, spec: TournamentSpec, options: RunOptions = RunOptions(), scenarios: Mapping[str, Scenario] = {}
+    ) -> MatchRules:
+        """What the matches of the tournament `spec` describes share, with the benchmarks of
+        `scenarios` (by the name its matches give them)."""
         return cls(
             seed=spec.seed,
             recall_every=spec.recall_every,
@@ -94,6 +104,10 @@ class MatchRules:
             collusion=spec.collusion,
             deviation=spec.deviation,
             talk=spec.talk,
+            benchmarks={
+                name: seat_benchmarks(scenario, spec.merchants_per_match)
+                for name, scenario in scenarios.items()
+            },
         )
 
 
@@ -239,7 +253,14 @@ class Match:
         if self.probe is not None:
             return DeviationPath(probe=self.probe, days_played=log, faults=self.faults, calls=self.calls)
         recalls = self.questions.build()
-        scores = compute_metrics(log, recalls, self.faults, self.scenario, self.rules.collusion)
+        scores = compute_metrics(
+            log,
+            recalls,
+            self.faults,
+            self.scenario,
+            self.rules.collusion,
+            self.rules.benchmarks.get(self.spec.scenario, UNSOLVED),
+        )
         for name, contestant in self.inline.items():
             scores.merchants[name].update(contestant.reported_metrics())
         return FinishedMatch(

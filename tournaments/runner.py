@@ -165,7 +165,9 @@ class TournamentRun:
             else None
         )
         self.rules = MatchRules.of(
-            spec, options.model_copy(update={"call_coordinator": self.coordinator, "prices": spec.prices})
+            spec,
+            options.model_copy(update={"call_coordinator": self.coordinator, "prices": spec.prices}),
+            self.tournament.scenarios,
         )
         self.hosts = start_hosts(
             [plan for name, plan in self.plans.items() if name in needed and plan.hosted]
@@ -202,7 +204,6 @@ class TournamentRun:
             self.rules,
             self.plans,
             self.hosts,
-            self.tournament.spec.merchants_per_match,
             self.host_processes,
         )
         return start_runner(place, setup)

@@ -22,7 +22,6 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from market.scenario import Scenario
-from results.collusion import seat_benchmarks
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
 from tournaments.cluster import Place, enter, result, spread
 from tournaments.hosts import HostClient, HostProcess, hosted_seats
@@ -36,15 +35,14 @@ POLL_SECONDS = 0.2  # how often the driver asks the runners how many days they p
 @dataclass(frozen=True)
 class RunnerSetup:
     """What every match runner of a run is given once, when it starts: the scenarios, the
-    matches' rules and contestant plans, the hosts' actors by contestant, the match size (for
-    scoring), and the host processes the run knows of (a runner started in place of one that
-    died may find one of them gone)."""
+    matches' rules (with the benchmarks their scoring needs) and contestant plans, the hosts'
+    actors by contestant, and the host processes the run knows of (a runner started in place
+    of one that died may find one of them gone)."""
 
     scenarios: dict[str, Scenario]
     rules: MatchRules
     plans: dict[str, ContestantPlan]
     hosts: dict[str, Any]
-    merchants: int
     known: dict[str, HostProcess]
 
 
@@ -56,20 +54,14 @@ class MatchRunner:
     def __init__(self, working_dir: str, setup: RunnerSetup):
         enter(working_dir)  # inline contestants of its matches may read files too
         self.scenarios, self.rules, self.plans = setup.scenarios, setup.rules, setup.plans
-        self.merchants = setup.merchants
         self.hosts = {name: HostClient(actor, setup.known.get(name)) for name, actor in setup.hosts.items()}
         self.make_seat = hosted_seats(self.hosts)
         self.days_done = 0  # of the matches it finished
         self.days_in_play: dict[str, int] = {}  # by match key
 
     async def ready(self) -> bool:
-        """Ready once connected to every host and with what scoring a match needs at hand (the
-        scenarios' price equilibria, solved with SciPy, which takes half a second to import):
-        rather than in the first day of play, or when the first match ends, holding up all the
-        others."""
+        """Ready once connected to every host."""
         await asyncio.gather(*(host.connect() for host in self.hosts.values()))
-        for scenario in self.scenarios.values():
-            seat_benchmarks(scenario, self.merchants)
         return True
 
     async def play(self, spec: MatchSpec) -> FinishedMatch | StoppedMatch:

@@ -4,6 +4,9 @@ lost, and what the match records of each."""
 from __future__ import annotations
 
 import asyncio
+import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -13,6 +16,7 @@ from contestants.llm.errors import CallsStopped
 from market.calls import ModelCall
 from market.scenario import Scenario, load_scenario
 from market.types import Observation
+from results.collusion import seat_benchmarks
 from results.records import FinishedMatch, StoppedMatch
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchLost, MatchRules, inline_seat, play_here
@@ -164,3 +168,36 @@ def test_the_recall_question_reaches_the_seats_on_question_days_and_is_scored():
     assert isinstance(played, FinishedMatch)
     answers = [(p.merchant, p.day, p.answer) for p in played.recalls.records()]
     assert sorted(a for a in answers if a[0] == "scripted") == [("scripted", d, float(q)) for d, q in asked]
+
+
+SCORE_ELSEWHERE = """
+import pickle, sys
+from tournaments.match import Match, play_here
+spec, scenario, rules, plans = pickle.loads(sys.stdin.buffer.read())
+[finished] = play_here([Match(spec, scenario, rules, plans)])
+sys.stdout.buffer.write(pickle.dumps((finished.metrics, finished.market, "scipy" in sys.modules)))
+"""
+
+
+@pytest.mark.slow  # a process of its own, to see what it imports
+def test_a_match_scored_with_the_benchmarks_of_its_rules_scores_as_if_it_solved_them_without_scipy():
+    """A runner gets its scenarios' price equilibria with the rules (solved once, by the
+    driver): it scores its matches with them as it would have with its own, and never imports
+    SciPy (a third of a second of every runner's start)."""
+    scenario = load_scenario("calvano")
+    spec = MatchSpec(key="k", index=0, scenario="calvano", seed=1, days=6, seats=("a", "b"))
+    plans = plan_contestants(
+        [ContestantEntry(name="a", kind="fixed_price"), ContestantEntry(name="b", kind="undercut")]
+    )
+    rules = MatchRules(seed=1, benchmarks={"calvano": seat_benchmarks(scenario, 2)})
+    [solved_here] = play_here([Match(spec, scenario, MatchRules(seed=1), plans)])
+    child = subprocess.run(
+        [sys.executable, "-c", SCORE_ELSEWHERE],
+        input=pickle.dumps((spec, scenario, rules, plans)),
+        capture_output=True,
+        check=True,
+    )
+    metrics, market, scipy_imported = pickle.loads(child.stdout)
+    assert market.metrics and market.metrics == solved_here.market.metrics  # the collusion measures
+    assert metrics == solved_here.metrics
+    assert not scipy_imported
