@@ -173,17 +173,25 @@ def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, s
     assert rows(db, "select count(*) from match") == [(1,)]
 
 
-def test_a_second_run_replays_from_the_cache_with_no_request(tmp_path, server):
-    config = tournament(tmp_path, server, ["ok", "flaky"], cache=True)
+def test_a_second_run_replays_from_the_cache_and_no_cache_asks_again_leaving_the_cache_as_it_was(
+    tmp_path, server
+):
+    """Three runs of one tournament, its merchants hosted and inline: the first asks the model
+    and fills the response cache; the second asks nothing and ends with the same table; the
+    third, with --no-cache, asks every request again and writes nothing to the cache."""
+    config = tournament(tmp_path, server, ["ok", "flaky"], cache=True, inline=("ok",))
     first = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/a.db")
     assert first.returncode == 0, first.stderr
-    asked = sum(server.requests.values())
-    assert asked > 0
+    # three merchants, three days; flaky's every other request is a 429, retried
+    assert server.requests == {"ok": 6, "flaky": 6}
+    cache = {path: path.stat().st_mtime_ns for path in (tmp_path / ".arena-cache").rglob("*.json")}
+    assert len(cache) == 9
+
     second = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/b.db")
     assert second.returncode == 0, second.stderr
-    assert sum(server.requests.values()) == asked  # not one request more
+    assert server.requests == {"ok": 6, "flaky": 6}  # not one request more
     assert rows(tmp_path / "b.db", "select count(*), sum(cached), sum(attempts) from model_call") == [
-        (6, 6, 0)
+        (9, 9, 0)
     ]
     tables = [
         json.loads(arena(tmp_path, "leaderboard", "--db", f"sqlite:///{tmp_path}/{name}.db", "--json").stdout)
@@ -191,30 +199,21 @@ def test_a_second_run_replays_from_the_cache_with_no_request(tmp_path, server):
     ]
     assert tables[0] == tables[1]
 
-
-def test_no_cache_asks_the_model_again_and_leaves_the_cache_as_it_was(tmp_path, server):
-    config = tournament(tmp_path, server, ["ok"], cache=True, inline=("ok",))
-    first = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/a.db")
-    assert first.returncode == 0, first.stderr
-    assert server.requests["ok"] == 6  # two merchants, three days
-    cache = {path: path.stat().st_mtime_ns for path in (tmp_path / ".arena-cache").rglob("*.json")}
-    assert len(cache) == 6
-
-    second = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/b.db", "--no-cache")
-    assert second.returncode == 0, second.stderr
-    assert server.requests["ok"] == 12  # hosted and inline merchants both asked again
-    assert rows(tmp_path / "b.db", "select count(*), sum(cached), sum(attempts) from model_call") == [
-        (6, 0, 6)
+    third = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/c.db", "--no-cache")
+    assert third.returncode == 0, third.stderr
+    assert server.requests == {"ok": 12, "flaky": 12}  # hosted and inline merchants all asked again
+    assert rows(tmp_path / "c.db", "select count(*), sum(cached), sum(attempts) from model_call") == [
+        (9, 0, 3 + 3 + 3 * 2)
     ]
     assert {
         path: path.stat().st_mtime_ns for path in (tmp_path / ".arena-cache").rglob("*.json")
     } == cache  # not written
 
-    shown = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/b.db", "--json")
+    shown = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/c.db", "--json")
     calls = json.loads(shown.stdout)["calls"]
     assert {(c["prompt_version"], c["temperature"]) for c in calls} == {
         ("merchant-v2", None)
     }  # none set: none sent
-    assert len({(c["merchant"], c["seed"]) for c in calls}) == 2  # one seed per merchant, recorded
-    table = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/b.db", columns=200).stdout
+    assert len({(c["merchant"], c["seed"]) for c in calls}) == 3  # one seed per merchant, recorded
+    table = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/c.db", columns=200).stdout
     assert "prompt" in table and "merchant-v2" in table and "openai/moody" in table
