@@ -176,9 +176,8 @@ def _share(game: PriceGame, prices: np.ndarray, seat: int, markup: float) -> flo
 
 def _root(condition: Callable[[float], float], b: float) -> float:
     """The markup m > 0 at which `condition`, rising from -1 at m = 0, crosses zero."""
-    from scipy import (
-        optimize,
-    )  # here: a process that only reads benchmarks solved elsewhere need not import it
+    # imported here: a process that only reads benchmarks solved elsewhere need not import it
+    from scipy import optimize
 
     high = 1.0 / b
     while condition(high) < 0:
