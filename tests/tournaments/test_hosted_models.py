@@ -17,7 +17,9 @@ import pytest
 from fakes.anthropic_api import FakeAnthropic
 from fakes.openai_api import FakeOpenAI
 from fakes.server import overlapping
+from typer.testing import CliRunner
 
+from arena.cli import app
 from results import store
 from results.db import engine_for
 from tournaments.config import load_tournament
@@ -195,10 +197,10 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
     assert whole.returncode == 0, whole.stderr
     assert len(openai_api.calls) == 18 + 18 and paid_before < 18
     tables = [
-        arena(folder, "leaderboard", "--db", f"sqlite:///{folder}/t.db", "--json").stdout
+        CliRunner().invoke(app, ["leaderboard", "--db", f"sqlite:///{folder}/t.db", "--json"]).stdout
         for folder in (stopped_dir, whole_dir)
     ]
-    assert tables[0] == tables[1]
+    assert tables[0] and tables[0] == tables[1]
     whole_spent = store.spent(engine_for(f"sqlite:///{whole_dir}/t.db", create=False), 1)
     resumed_spent = store.spent(engine, tournament.id)
     assert resumed_spent[0] == whole_spent[0] and resumed_spent[1] == pytest.approx(

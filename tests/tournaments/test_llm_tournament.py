@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import Result
+from typer.testing import CliRunner
 
+from arena.cli import app
 from results import store
 from results.db import engine_for
 
@@ -104,10 +107,18 @@ def tournament(
     return path
 
 
-def arena(folder: Path, *args: str, columns: int | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ARENA_SENTINEL_KEY": SENTINEL, **({"COLUMNS": str(columns)} if columns else {})}
+def arena(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ARENA_SENTINEL_KEY": SENTINEL}
     env.pop("RAY_ADDRESS", None)
     return subprocess.run([ARENA, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+
+
+def read(*args: str) -> Result:
+    """An `arena` command that only reads the database, run in this process (a process of its
+    own would import arena and the rating fit again for a few lines of output)."""
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result
 
 
 def rows(db: Path, query: str) -> list[tuple]:
@@ -120,7 +131,7 @@ def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_pat
     config = tournament(tmp_path, server, moods, cache=False)
     db = tmp_path / "t.db"
     result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}")
-    shown = arena(tmp_path, "show", "1", "--db", f"sqlite:///{db}")
+    shown = read("show", "1", "--db", f"sqlite:///{db}")
     assert result.returncode == 0, result.stderr
     for output in (result, shown):
         assert "Traceback" not in output.stdout + output.stderr
@@ -145,28 +156,40 @@ def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_pat
     assert calls == {"ok": 3, "flaky": 6}  # failed calls leave a fault, not a call row
 
 
-@pytest.mark.parametrize("mood", ["echo", "nonjson"])
-def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, server, mood):
+REFUSALS = {"echo": "HTTP 401: bad key Bearer ***", "nonjson": "malformed response"}
+
+
+def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, server):
     """A 401 (echoing the key, as a careless server might) or a body that is no completion,
     three times in a row: the run stops at once with one line naming the contestant, the
     model and the server's message, masked; nothing of the failing match is stored as played,
-    and once the server is fixed --resume plays it to the end."""
-    config = tournament(tmp_path, server, ["ok", mood], cache=False)
+    and once the server is fixed --resume plays on. Both refuse from the first day: the run
+    stops on the one that fails a third time first, its resume on the other, and the resume
+    after that plays the match to the end."""
+    config = tournament(tmp_path, server, ["ok", *REFUSALS], cache=False)
     db = tmp_path / "t.db"
-    result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}")
-    assert result.returncode == 4
-    [line] = result.stderr.strip().splitlines()[-1:]
-    assert line.startswith(f"error: contestant {mood} (openai/moody) failed 3 calls in a row: ")
-    assert ("HTTP 401: bad key Bearer ***" if mood == "echo" else "malformed response") in line
-    assert "--resume" in line and "Traceback" not in result.stderr and result.stdout.strip() == ""  # no table
-    assert server.requests[mood] == 3  # none of them retried
-    assert SENTINEL not in result.stdout + result.stderr
-    for file in tmp_path.glob("t.db*"):
-        assert SENTINEL.encode() not in file.read_bytes()
-    assert rows(db, "select count(*) from match") == [(0,)]
-    assert rows(db, "select status from tournament") == [("stopped",)]
+    stopped_by = []
+    for _ in REFUSALS:
+        asked = server.requests.copy()
+        result = arena(
+            tmp_path, "run", str(config), "--db", f"sqlite:///{db}", *(["--resume"] if stopped_by else [])
+        )
+        assert result.returncode == 4, result.stderr
+        [line] = result.stderr.strip().splitlines()[-1:]
+        mood = next(mood for mood in REFUSALS if line.startswith(f"error: contestant {mood} (openai/moody) "))
+        assert line.startswith(f"error: contestant {mood} (openai/moody) failed 3 calls in a row: ")
+        assert REFUSALS[mood] in line and "--resume" in line
+        assert "Traceback" not in result.stderr and result.stdout.strip() == ""  # no table
+        assert server.requests[mood] - asked[mood] == 3  # none of them retried
+        assert SENTINEL not in result.stdout + result.stderr
+        for file in tmp_path.glob("t.db*"):
+            assert SENTINEL.encode() not in file.read_bytes()
+        assert rows(db, "select count(*) from match") == [(0,)]
+        assert rows(db, "select status from tournament") == [("stopped",)]
+        server.fixed.add(mood)
+        stopped_by.append(mood)
+    assert sorted(stopped_by) == sorted(REFUSALS)
 
-    server.fixed.add(mood)
     resumed = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}", "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert rows(db, "select count(*), sum(kind = 'error') from fault") == [(0, None)]
@@ -194,7 +217,7 @@ def test_a_second_run_replays_from_the_cache_and_no_cache_asks_again_leaving_the
         (9, 9, 0)
     ]
     tables = [
-        json.loads(arena(tmp_path, "leaderboard", "--db", f"sqlite:///{tmp_path}/{name}.db", "--json").stdout)
+        json.loads(read("leaderboard", "--db", f"sqlite:///{tmp_path}/{name}.db", "--json").stdout)
         for name in "ab"
     ]
     assert tables[0] == tables[1]
@@ -209,11 +232,11 @@ def test_a_second_run_replays_from_the_cache_and_no_cache_asks_again_leaving_the
         path: path.stat().st_mtime_ns for path in (tmp_path / ".arena-cache").rglob("*.json")
     } == cache  # not written
 
-    shown = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/c.db", "--json")
+    shown = read("show", "1", "--db", f"sqlite:///{tmp_path}/c.db", "--json")
     calls = json.loads(shown.stdout)["calls"]
     assert {(c["prompt_version"], c["temperature"]) for c in calls} == {
         ("merchant-v2", None)
     }  # none set: none sent
     assert len({(c["merchant"], c["seed"]) for c in calls}) == 3  # one seed per merchant, recorded
-    table = arena(tmp_path, "show", "1", "--db", f"sqlite:///{tmp_path}/c.db", columns=200).stdout
+    table = read("show", "1", "--db", f"sqlite:///{tmp_path}/c.db").stdout
     assert "prompt" in table and "merchant-v2" in table and "openai/moody" in table
