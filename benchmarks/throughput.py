@@ -167,7 +167,7 @@ def played(days: int, results: list[MerchantResult]) -> int:
 
 def rules_of(t: Tournament) -> MatchRules:
     """The rules `run_tournament` plays the tournament's matches by (recall questions included)."""
-    return MatchRules.of(t.spec)
+    return MatchRules.of(t.spec, scenarios=t.scenarios)
 
 
 def engine_in_process(merchants: int, seeds: int = 10) -> dict:

@@ -343,10 +343,12 @@ class MatchRecords:
         equilibrium."""
         if self.scenario is None or not len(self.log):
             return None
+        seats = len(self.log.merchants)
         found = (
-            seat_benchmarks(self.scenario, len(self.log.merchants))
-            if isinstance(self.solved, str)  # UNSOLVED
-            else self.solved
+            self.solved
+            if not isinstance(self.solved, str)
+            and (self.solved is None or len(self.solved.nash_price) == seats)
+            else seat_benchmarks(self.scenario, seats)  # not given, or given for another size
         )
         if found is None:
             return None

@@ -81,7 +81,8 @@ class MatchRules:
     """What every match of a tournament shares. `benchmarks`: its scenarios' price
     equilibria for its match size (results.collusion.seat_benchmarks), by scenario, solved
     once by the driver: a process that plays matches then scores them without SciPy, which
-    takes it a third of a second to import."""
+    takes it a third of a second to import (kinds that play by the equilibria, and a probe
+    that deviates to Nash, still solve them where they play)."""
 
     seed: int
     recall_every: int = 0  # 0: no recall questions
@@ -89,11 +90,14 @@ class MatchRules:
     collusion: CollusionSettings = CollusionSettings()  # how the collusion metrics measure a finished match
     deviation: DeviationProbe | None = None  # every match is played twice: on path and deviated
     talk: bool = False  # merchants may send one another messages (market.engine.Market)
-    benchmarks: Mapping[str, SeatBenchmarks | None] = field(default_factory=dict)
+    benchmarks: Mapping[str, SeatBenchmarks | None] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(
-        cls, spec: TournamentSpec, options: RunOptions = RunOptions(), scenarios: Mapping[str, Scenario] = {}
+        cls,
+        spec: TournamentSpec,
+        options: RunOptions = RunOptions(),
+        scenarios: Mapping[str, Scenario] | None = None,
     ) -> MatchRules:
         """What the matches of the tournament `spec` describes share, with the benchmarks of
         `scenarios` (by the name its matches give them)."""
@@ -106,7 +110,7 @@ class MatchRules:
             talk=spec.talk,
             benchmarks={
                 name: seat_benchmarks(scenario, spec.merchants_per_match)
-                for name, scenario in scenarios.items()
+                for name, scenario in (scenarios or {}).items()
             },
         )
 
