@@ -10,6 +10,7 @@ import json
 import os
 import threading
 import typing
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,13 +46,18 @@ SLOW_FIXTURES = ("ray_local", "postgres", "smollm2")
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `slow` every test that uses one of SLOW_FIXTURES, beside those marked by hand (that
     run arena in processes of its own, or the embedded model): `pytest -m "not slow"` is the
-    subset to run between edits. And refuse a property test whose own @settings undoes the
-    profile's derandomize or print_blob: CI would then draw other examples on every run, or
-    not say how to replay a failure."""
+    subset to run between edits. Put the files with the most slow tests first: pytest-xdist
+    (`--dist loadfile --no-loadscope-reorder`, as .ci/run runs it) hands out files in this
+    order, so the long ones start early instead of ending the run on one worker. And refuse
+    a property test whose own @settings undoes the profile's derandomize or print_blob: CI
+    would then draw other examples on every run, or not say how to replay a failure."""
     profile = settings.default
+    slow_in_file: Counter[str] = Counter()
     for item in items:
         if any(name in getattr(item, "fixturenames", ()) for name in SLOW_FIXTURES):
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("slow") is not None:
+            slow_in_file[item.location[0]] += 1
         test = getattr(item, "obj", None)
         if not getattr(test, "is_hypothesis_test", False):
             continue
@@ -66,6 +72,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(
                 f"{item.nodeid}: its @settings change derandomize or print_blob: leave them to the profile"
             )
+    items.sort(key=lambda item: -slow_in_file[item.location[0]])  # stable: a file's tests keep their order
 
 
 @pytest.fixture(scope="session")
