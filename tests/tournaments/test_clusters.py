@@ -66,7 +66,9 @@ CLUSTER_STATE = textwrap.dedent(
     from tournaments.cluster import init_ray
     init_ray(address=sys.argv[1])
     deadline = time.monotonic() + 120
-    while sum(node["Alive"] for node in ray.nodes()) < int(sys.argv[2]) and time.monotonic() < deadline:
+    def working():  # alive, with its CPUs known (a node that has just joined is alive before they are)
+        return sum(node["Alive"] and node["Resources"].get("CPU", 0) > 0 for node in ray.nodes())
+    while working() < int(sys.argv[2]) and time.monotonic() < deadline:
         time.sleep(0.2)
     nodes = {node["NodeID"]: node for node in ray.nodes()}
     mine = ray.get_runtime_context().get_job_id()
@@ -81,8 +83,9 @@ CLUSTER_STATE = textwrap.dedent(
 def cluster_state(
     address: str, env: dict[str, str], nodes: int = 1
 ) -> tuple[list[str], list[tuple[str, str, str]]]:
-    """The addresses of the cluster's live nodes, once at least `nodes` are, and the actors
-    other jobs started on it: (job, class, node address), those that ended included."""
+    """The addresses of the cluster's live nodes, once at least `nodes` are alive with their
+    CPUs known to the cluster (as a run counts them), and the actors other jobs started on it:
+    (job, class, node address), those that ended included."""
     listing = subprocess.run(
         [sys.executable, "-c", CLUSTER_STATE, address, str(nodes)],
         capture_output=True,
