@@ -343,13 +343,9 @@ class MatchRecords:
         equilibrium."""
         if self.scenario is None or not len(self.log):
             return None
-        seats = len(self.log.merchants)
-        found = (
-            self.solved
-            if not isinstance(self.solved, str)
-            and (self.solved is None or len(self.solved.nash_price) == seats)
-            else seat_benchmarks(self.scenario, seats)  # not given, or given for another size
-        )
+        seats, found = len(self.log.merchants), self.solved
+        if isinstance(found, str) or (found is not None and len(found.nash_price) != seats):
+            found = seat_benchmarks(self.scenario, seats)  # not given, or given for another size
         if found is None:
             return None
         return replace(found, **{f.name: getattr(found, f.name)[self.seat_order] for f in fields(found)})

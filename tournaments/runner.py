@@ -128,8 +128,8 @@ def run_tournament(
 
 class TournamentRun:
     """The play of the matches left of a tournament: the run's call coordinator (when a
-    contestant calls a model), the hosted contestants and the match runners started, the matches played (up to
-    max_concurrent_matches at once), each recorded as it finishes.
+    contestant calls a model), the hosted contestants and the match runners started, the
+    matches played (up to max_concurrent_matches at once), each recorded as it finishes.
 
     Matches of instant contestants are Ray tasks (tournaments.instant); a match with hosted
     contestants goes to a match runner (tournaments.runners). Once the run's model calls stop
@@ -164,13 +164,14 @@ class TournamentRun:
             if any(self.plans[name].calls_models for name in needed)
             else None
         )
+        self.hosts = start_hosts(
+            [plan for name, plan in self.plans.items() if name in needed and plan.hosted]
+        )
+        # the scenarios' equilibria solved while the hosts start (hosts do not need the rules)
         self.rules = MatchRules.of(
             spec,
             options.model_copy(update={"call_coordinator": self.coordinator, "prices": spec.prices}),
             self.tournament.scenarios,
-        )
-        self.hosts = start_hosts(
-            [plan for name, plan in self.plans.items() if name in needed and plan.hosted]
         )
         self.host_processes: dict[str, HostProcess] = {}  # known once the hosts are ready
         hosted_matches = sum(1 for m in self.todo if self.is_hosted(m))
