@@ -55,7 +55,7 @@ SLOW_FIXTURES = ("ray_local", "postgres", "smollm2")
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `slow` every test that uses one of SLOW_FIXTURES, beside those marked by hand (that
     run arena in processes of its own, or the embedded model): `pytest -m "not slow"` is the
-    subset to run between edits. Put the files with the most slow tests first: pytest-xdist
+    subset to run between edits. Put the longest files first (`file_seconds`): pytest-xdist
     (`--dist loadfile --no-loadscope-reorder`, as .ci/run runs it) hands out files in this
     order, so the long ones start early instead of ending the run on one worker. And refuse
     a property test whose own @settings undoes the profile's derandomize or print_blob: CI
@@ -81,7 +81,43 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(
                 f"{item.nodeid}: its @settings change derandomize or print_blob: leave them to the profile"
             )
-    items.sort(key=lambda item: -slow_in_file[item.location[0]])  # stable: a file's tests keep their order
+    seconds = file_seconds(slow_in_file)
+    items.sort(key=lambda item: -seconds[item.location[0]])  # stable: a file's tests keep their order
+
+
+# How long each test file took in a whole run (`pytest --record-durations` rewrites it; tests
+# marked slow count for 10 s each in a file it does not know yet). The order of files is all it
+# changes: a stale figure costs time, never a test.
+RECORDED_SECONDS = ROOT / "tests" / "file_seconds.json"
+SLOW_TEST_GUESS = 10.0
+
+
+def file_seconds(slow_in_file: Counter[str]) -> Counter[str]:
+    """Each file's time as last recorded, else a guess from its slow tests (0 for none)."""
+    known = json.loads(RECORDED_SECONDS.read_text()) if RECORDED_SECONDS.exists() else {}
+    return Counter({file: SLOW_TEST_GUESS * n for file, n in slow_in_file.items()} | known)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-durations",
+        action="store_true",
+        help=f"write each test file's time in this run to {RECORDED_SECONDS.relative_to(ROOT)} (whole suite)",
+    )
+
+
+_file_time: Counter[str] = Counter()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each phase's time, by file (under xdist, the workers' reports reach the controller)."""
+    _file_time[report.nodeid.split("::")[0]] += report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if session.config.getoption("--record-durations") and not hasattr(session.config, "workerinput"):
+        seconds = {file: round(total, 1) for file, total in sorted(_file_time.items())}
+        RECORDED_SECONDS.write_text(json.dumps(seconds, indent=1) + "\n")
 
 
 @pytest.fixture(scope="session")
