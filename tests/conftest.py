@@ -26,10 +26,11 @@ from market.types import DayRecord
 ROOT = Path(__file__).resolve().parent.parent
 
 # Bytecode caches on, for this process and every process it starts (xdist's workers, `arena`
-# commands, Ray's workers): where PYTHONDONTWRITEBYTECODE is set, as on the machines CI runs
-# on, each xdist worker compiled and rewrote every test module (13 CPU-s against 6 with the
-# caches) and every process compiled arena's own modules at each start. The installed packages
-# are compiled once at install ([tool.uv] compile-bytecode); __pycache__ is ignored by git.
+# commands, Ray's workers): where PYTHONDONTWRITEBYTECODE is set, as on the VMs arena is
+# checked on, each xdist worker compiled and rewrote every test module (13 CPU-s against 6
+# with the caches) and every process compiled arena's own modules at each start. The installed
+# packages are compiled once at install ([tool.uv] compile-bytecode); __pycache__ is ignored
+# by git.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
