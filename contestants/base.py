@@ -34,6 +34,12 @@ class ContestantConfigError(UserError):
         self.field = field
 
 
+class DeadlinePassed(Exception):
+    """Raised by a contestant that stopped trying because its turn's time (`begin_turn`) ran
+    out before it could answer: the turn is late, as an answer after the deadline is, not a
+    failure of the contestant's."""
+
+
 class Params(BaseModel):
     """Base of every contestant's parameter model: unknown keys are errors."""
 
@@ -171,8 +177,8 @@ class Contestant(ABC):
 
     def begin_turn(self, deadline: float | None) -> None:
         """The time (time.monotonic()) by which the coming answer is due; None: no deadline.
-        A contestant that waits on others (a model's API) stops waiting then. A hook: one
-        that waits on nobody ignores it."""
+        A contestant that waits on others (a model's API) stops waiting then, raising
+        DeadlinePassed if it has no answer. A hook: one that waits on nobody ignores it."""
         return None
 
     @abstractmethod

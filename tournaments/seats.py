@@ -17,7 +17,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from contestants.base import Contestant, RecallQuestion
+from contestants.base import Contestant, DeadlinePassed, RecallQuestion
 from contestants.llm.errors import CallsStopped
 from market.calls import ModelCall
 from market.types import Observation
@@ -108,7 +108,8 @@ def take_turn(
     `deadline` seconds, counted from when the turn was asked (a turn that waited for the
     merchant's previous one has less left), and the contestant is told when its time is up;
     an answer that raises or comes later is none, a decision that comes later is `late` (and
-    none is asked for when no time is left); an exception from `decide` propagates."""
+    none is asked for when no time is left, nor waited for once `decide` raises
+    DeadlinePassed); any other exception from `decide` propagates."""
     arrived = time.monotonic() if arrived is None else arrived
     recalled = None
     if question is not None:
@@ -121,7 +122,10 @@ def take_turn(
     if time.monotonic() >= due:
         return Turn(None, late=True, recalled=recalled)
     contestant.begin_turn(due)
-    decision = contestant.decide(observation)
+    try:
+        decision = contestant.decide(observation)
+    except DeadlinePassed:
+        return Turn(None, late=True, recalled=recalled)
     return Turn(decision, late=time.monotonic() > due, recalled=recalled)
 
 

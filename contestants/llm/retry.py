@@ -11,7 +11,9 @@ exceptions, see `sdk_failure`); the policy then decides on the Failure alone:
 - at most `max_retries` retries, each attempt bounded by `timeout` seconds, all of them
   together by `total_timeout`;
 - no attempt starts, and no wait is begun, past `start_by` (the caller's own deadline: an
-  attempt under way is left to end, so that the caller's next call cannot overlap it).
+  attempt under way is left to end, so that the caller's next call cannot overlap it); an
+  attempt that would start past it raises DeadlinePassed (contestants.base): the turn is
+  late, which is not a failure of the call.
 
 After the last failure a `ProviderError` with a one-line message is raised; known secrets
 are masked out of it, and it carries no chained SDK exception (whose request holds the key).
@@ -29,6 +31,7 @@ from typing import Any, Literal, TypeVar
 
 import tenacity
 
+from contestants.base import DeadlinePassed
 from contestants.llm.errors import ProviderError
 
 log = logging.getLogger(__name__)
@@ -111,9 +114,7 @@ def call_with_retries(
         if remaining <= 0:
             raise _AttemptFailed(Failure("timeout", f"total timeout of {policy.total_timeout:g} s reached"))
         if time.monotonic() >= last_start:
-            raise _AttemptFailed(
-                Failure("timeout", "the turn's deadline passed before an attempt could start")
-            )
+            raise DeadlinePassed(f"{label}: the turn's deadline passed before an attempt could start")
         attempts += 1
         try:
             return attempt(min(policy.timeout, remaining))

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import pytest
 
-from contestants.base import Params, RecallQuestion
+from contestants.base import DeadlinePassed, Params, RecallQuestion
 from contestants.baselines import FixedPrice, FixedPriceParams
 from contestants.kinds import register_kind
 from market.env import MarketEnv
@@ -111,14 +111,21 @@ def test_recall_every_zero_asks_nothing_and_questions_do_not_change_play(multi_p
 
 
 class Moody(FixedPrice):
-    """Recalls and decides as told: answer, raise, or take `pause` seconds first."""
+    """Recalls and decides as told: answer, raise, or take a pause first."""
 
     kind: ClassVar[str] = "moody_for_tests"  # not registered: take_turn is called directly
     params_model: ClassVar[type[Params]] = FixedPriceParams
 
-    def __init__(self, recall_does: str = "answer", decide_pause: float = 0.0, pause: float = 0.05):
+    def __init__(
+        self,
+        recall_does: str = "answer",
+        decide_pause: float = 0.0,
+        pause: float = 0.05,
+        decide_raises: type[Exception] | None = None,
+    ):
         super().__init__(FixedPriceParams())
         self.recall_does, self.decide_pause, self.pause = recall_does, decide_pause, pause
+        self.decide_raises = decide_raises
         self.asked: list[str] = []
 
     def recall(self, question: RecallQuestion) -> float | None:
@@ -132,6 +139,8 @@ class Moody(FixedPrice):
     def decide(self, observation):
         self.asked.append("decide")
         time.sleep(self.decide_pause)
+        if self.decide_raises is not None:
+            raise self.decide_raises()
         return super().decide(observation)
 
 
@@ -182,6 +191,16 @@ def test_a_decision_past_the_deadline_is_late(first_day):
     scenario, observation = first_day
     assert take_turn(moody(scenario, decide_pause=0.05), observation, QUESTION, deadline=0.02).late
     assert not take_turn(moody(scenario, decide_pause=0.0), observation, QUESTION, deadline=5.0).late
+
+
+def test_a_contestant_that_gives_up_on_the_deadline_is_late_and_any_other_exception_propagates(first_day):
+    """DeadlinePassed from `decide` (a model's call that could not start in time) is a late
+    turn with the recall answer kept; a bug propagates, for the host to report."""
+    scenario, observation = first_day
+    turn = take_turn(moody(scenario, decide_raises=DeadlinePassed), observation, QUESTION, deadline=5.0)
+    assert turn.late and turn.decision is None and turn.recalled == 42.0
+    with pytest.raises(ZeroDivisionError):
+        take_turn(moody(scenario, decide_raises=ZeroDivisionError), observation, QUESTION, deadline=5.0)
 
 
 @pytest.mark.usefixtures("ray_local")

@@ -33,7 +33,8 @@ def decision_request() -> CompletionRequest:
 @dataclass
 class StubServer:
     """Answers POST /v1/chat/completions by popping the next behaviour from `script`
-    ("ok" when it is empty): "ok", "429", "500", "400", "401-echo" (echoes the Authorization
+    ("ok" when it is empty): "ok", "429" (Retry-After: 0), "429-wait-5" (Retry-After: 5),
+    "500", "400", "401-echo" (echoes the Authorization
     header in the error, as a careless server might), "quota" (OpenAI's 429 for a spent
     quota), "hang" (no answer until the test ends), "nonjson" (200 with an HTML body)."""
 
@@ -92,11 +93,11 @@ def stub_server(loopback, chat_completion) -> StubServer:
                 },
                 {},
             )
-        status = int(behaviour)
+        status, _, wait = behaviour.partition("-wait-")  # "429-wait-5": a 429 asking for 5 s
         return (
-            status,
+            int(status),
             {"error": {"message": f"stub says {status}", "type": "error"}},
-            {"Retry-After": "0"} if status == 429 else {},
+            {"Retry-After": wait or "0"} if status == "429" else {},
         )
 
     stub.address = loopback(respond)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 
 import pytest
 
+from contestants.base import DeadlinePassed
 from contestants.llm import ProviderError, get_provider
 from contestants.llm.retry import Failure, retry_after
 from market.types import Decision
@@ -117,6 +119,24 @@ def test_the_total_timeout_bounds_all_attempts(stub_server, decision_request):
         openai_at(stub_server, timeout=0.4, total_timeout=1.0, max_retries=10).complete(decision_request)
     assert caught.value.kind == "timeout"
     assert len(stub_server.requests) == caught.value.attempts <= 3  # of the 11 allowed
+
+
+def test_no_attempt_starts_past_the_callers_deadline(stub_server, decision_request):
+    """A deadline already passed: no request is made, and the caller is told its time ran
+    out (DeadlinePassed: a late turn), not that the call failed."""
+    with pytest.raises(DeadlinePassed):
+        openai_at(stub_server).complete(decision_request, deadline=time.monotonic())
+    assert stub_server.requests == []
+
+
+def test_no_retry_waits_past_the_callers_deadline(stub_server, decision_request, caplog):
+    """A 429 asking for 5 s with 2 s to the deadline: the policy gives up at once with the
+    failure it had, without waiting or trying again."""
+    stub_server.script = ["429-wait-5", "ok"]
+    with caplog.at_level(logging.WARNING, "contestants.llm.retry"), pytest.raises(ProviderError) as caught:
+        openai_at(stub_server).complete(decision_request, deadline=time.monotonic() + 2)
+    assert (caught.value.status, caught.value.attempts) == (429, 1)
+    assert len(stub_server.requests) == 1 and retries(caplog) == []
 
 
 def test_an_unreachable_server_is_a_connection_failure(decision_request):
