@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import Result
 from hypothesis import settings
 
 from market.types import DayRecord
@@ -128,15 +129,40 @@ def root() -> Path:
 
 @pytest.fixture(scope="session")
 def ray_local():
-    """A local Ray instance shared by the tests that run tournaments in this process."""
+    """A local Ray instance shared by the tests that run tournaments in this process, started
+    with the tests' API keys in its environment (tests/api_keys.py)."""
     import ray
+    from api_keys import KEYS
 
     from tournaments.cluster import init_ray
 
     os.environ.pop("RAY_ADDRESS", None)
+    os.environ.update(KEYS)
     init_ray(address="local", num_cpus=2)
     yield
     ray.shutdown()
+
+
+@pytest.fixture
+def arena_here(ray_local, monkeypatch) -> Callable[..., Result]:
+    """`arena_here(folder, *args)`: the command `arena ARGS` run from `folder` in this process,
+    on the session's Ray instance, its output as printed to a log. A run as a user's but for
+    its process, which only the tests of crashes, clusters and processes need (they start
+    `arena` itself, tests/arena_process.py): an own process would start Ray afresh and import
+    arena again, more than half of a short run's CPU. An exception that escapes the command
+    fails the test, as a traceback would."""
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    def run(folder: Path, *args: str) -> Result:
+        monkeypatch.chdir(folder)  # the working folder of the run, and of its hosts
+        result = CliRunner().invoke(app, list(args))
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return result
+
+    return run
 
 
 @pytest.fixture(scope="session")

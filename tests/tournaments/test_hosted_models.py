@@ -14,6 +14,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from api_keys import ANTHROPIC_KEY, OPENAI_KEY
+from click.testing import Result
 from fakes.anthropic_api import FakeAnthropic
 from fakes.openai_api import FakeOpenAI
 from fakes.server import overlapping
@@ -25,10 +27,9 @@ from results.db import engine_for
 from tournaments.config import load_tournament
 from tournaments.runner import run_tournament
 
-pytestmark = pytest.mark.slow  # each test plays tournaments in processes of their own
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 
 ARENA = str(Path(sys.executable).parent / "arena")
-OPENAI_KEY, ANTHROPIC_KEY = "sk-SENTINEL-openai-5d1e", "sk-ant-SENTINEL-77c2"
 
 
 @pytest.fixture
@@ -52,18 +53,7 @@ def write(folder: Path, body: str, **values: str) -> Path:
     return path
 
 
-def arena(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "ARENA_OPENAI_KEY": OPENAI_KEY,
-        "ARENA_ANTHROPIC_KEY": ANTHROPIC_KEY,
-        "COLUMNS": "200",
-    }
-    env.pop("RAY_ADDRESS", None)
-    return subprocess.run([ARENA, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
-
-
-def no_secret_in(folder: Path, *outputs: subprocess.CompletedProcess) -> bool:
+def no_secret_in(folder: Path, *outputs: Result) -> bool:
     texts = [o.stdout + o.stderr for o in outputs] + [
         p.read_bytes().decode(errors="replace") for p in folder.rglob("*") if p.is_file()
     ]
@@ -71,7 +61,7 @@ def no_secret_in(folder: Path, *outputs: subprocess.CompletedProcess) -> bool:
 
 
 def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_priced(
-    tmp_path, openai_api, anthropic_api
+    tmp_path, openai_api, anthropic_api, arena_here
 ):
     config = write(
         tmp_path,
@@ -100,8 +90,8 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
         **{"@ANTHROPIC@": anthropic_api.base_url},
     )
     db = f"sqlite:///{tmp_path}/t.db"
-    result = arena(tmp_path, "run", str(config), "--db", db)
-    assert result.returncode == 0, result.stderr
+    result = arena_here(tmp_path, "run", str(config), "--db", db)
+    assert result.exit_code == 0, result.stderr
     engine = engine_for(db, create=False)
     details = [store.match_detail(engine, m.id) for m in store.list_matches(engine)]
     assert len(details) == 2 and not [f for d in details for f in d.faults]
@@ -145,7 +135,9 @@ BUDGET = """
     """
 
 
-def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(tmp_path, openai_api):
+def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
+    tmp_path, openai_api, arena_here
+):
     """At 1,000 USD per million tokens a call costs about a dollar: a budget of 7 USD stops the
     six matches of `mini` (18 calls, three a match) mid-run. Its first two matches, played at
     once, cost about 6 USD: the first to end is stored, the second too if it ends before the
@@ -161,8 +153,8 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
         stopped_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": "budget: {cost_usd: 7}"}
     )
     db = f"sqlite:///{stopped_dir}/t.db"
-    first = arena(stopped_dir, "run", str(config), "--db", db)
-    assert first.returncode == 3, first.stderr
+    first = arena_here(stopped_dir, "run", str(config), "--db", db)
+    assert first.exit_code == 3, first.stderr
     assert "Stopped: cost budget reached" in first.stderr and "--resume" in first.stderr
     engine = engine_for(db, create=False)
     [tournament] = store.list_tournaments(engine)
@@ -179,22 +171,22 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
     paid_before = len(openai_api.calls)
 
     config.write_text(config.read_text().replace("budget: {cost_usd: 7}", "budget: {cost_usd: 100}"))
-    resumed = arena(stopped_dir, "run", str(config), "--db", db, "--resume")
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = arena_here(stopped_dir, "run", str(config), "--db", db, "--resume")
+    assert resumed.exit_code == 0, resumed.stderr
     assert f"Resumed tournament {tournament.id}: {len(played)} matches were already done." in resumed.stdout
     assert len(openai_api.calls) == 18  # every request made once, across the two runs
     assert len(store.list_tournaments(engine)) == 1
     keys = [m.key for m in store.list_matches(engine)]
     assert len(keys) == len(set(keys)) == 9 and set(played) <= set(keys)
 
-    whole = arena(
+    whole = arena_here(
         whole_dir,
         "run",
         str(write(whole_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": ""})),
         "--db",
         f"sqlite:///{whole_dir}/t.db",
     )
-    assert whole.returncode == 0, whole.stderr
+    assert whole.exit_code == 0, whole.stderr
     assert len(openai_api.calls) == 18 + 18 and paid_before < 18
     tables = [
         CliRunner().invoke(app, ["leaderboard", "--db", f"sqlite:///{folder}/t.db", "--json"]).stdout
@@ -218,7 +210,7 @@ def store_calls(engine):
         return list(session.exec(select(ModelCallRow)))
 
 
-def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, openai_api):
+def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, openai_api, arena_here):
     """One-day matches, two at a time: the first two failures end their matches, which are
     held back, and the third stops the run; none of them is stored as played."""
     config = write(
@@ -239,8 +231,8 @@ def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, openai_api)
         """,
         **{"@OPENAI@": openai_api.base_url},
     )
-    result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/t.db")
-    assert result.returncode == 4
+    result = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/t.db")
+    assert result.exit_code == 4
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith(
         "error: contestant typo (openai/gpt-6-astar) failed 3 calls in a row: HTTP 404: "
@@ -255,10 +247,6 @@ def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, openai_api)
     assert no_secret_in(tmp_path, result)
 
 
-pytestmark_ray = pytest.mark.usefixtures("ray_local")
-
-
-@pytestmark_ray
 def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
     """Answers take 1.5 s and a turn may take 1 s: every day of the merchant is a timeout
     fault, and yet the server never has two calls of one merchant at once (a merchant's
@@ -296,7 +284,6 @@ def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
         assert [pair for calls in by_merchant.values() for pair in overlapping(calls)] == []
 
 
-@pytestmark_ray
 def test_a_storm_of_429s_is_waited_out(tmp_path):
     """Three 429s asking to wait 4 s each: 12 s, more than the 10 s a turn used to have. With
     the turn's deadline derived from the provider's own total timeout (120 s: ten times the
@@ -330,7 +317,6 @@ def test_a_storm_of_429s_is_waited_out(tmp_path):
         assert Counter(call.status for call in fake.calls) == {429: 3, 200: 3}
 
 
-@pytestmark_ray
 def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path):
     """Two contestants, each in its own actor process, at one endpoint with
     max_concurrent_calls 1: the server never has two of their calls at once."""

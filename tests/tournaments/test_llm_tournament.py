@@ -6,16 +6,14 @@ replays from the response cache without a single request."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from api_keys import MOODY_KEY
 from click.testing import Result
 from typer.testing import CliRunner
 
@@ -23,10 +21,8 @@ from arena.cli import app
 from results import store
 from results.db import engine_for
 
-pytestmark = pytest.mark.slow  # each test plays tournaments in processes of their own
+pytestmark = pytest.mark.slow  # each test plays tournaments on Ray
 
-ARENA = str(Path(sys.executable).parent / "arena")
-SENTINEL = "sk-arena-sentinel-7f3a9c"
 DECISION = {"operations": [{"op": "set_price", "product": "widget", "price": 18.0}], "note": "steady"}
 
 
@@ -81,7 +77,7 @@ def tournament(
     entries = "\n".join(
         f"""  - name: "{name}"
     kind: llm{isolate}
-    params: {{model: openai/moody, base_url: "{server.url(mood)}", api_key_env: ARENA_SENTINEL_KEY,
+    params: {{model: openai/moody, base_url: "{server.url(mood)}", api_key_env: ARENA_MOODY_KEY,
              memory: stateless, max_retries: 2, timeout: 1, backoff_initial: 0, backoff_max: 0,
              no_cache: {str(not cache).lower()}}}"""
         for name, mood, isolate in seats
@@ -107,12 +103,6 @@ def tournament(
     return path
 
 
-def arena(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ARENA_SENTINEL_KEY": SENTINEL}
-    env.pop("RAY_ADDRESS", None)
-    return subprocess.run([ARENA, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
-
-
 def read(*args: str) -> Result:
     """An `arena` command that only reads the database, run in this process (a process of its
     own would import arena and the rating fit again for a few lines of output)."""
@@ -126,18 +116,18 @@ def rows(db: Path, query: str) -> list[tuple]:
         return connection.execute(query).fetchall()
 
 
-def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_path, server):
+def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_path, server, arena_here):
     moods = ["ok", "flaky", "500", "hang"]
     config = tournament(tmp_path, server, moods, cache=False)
     db = tmp_path / "t.db"
-    result = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}")
+    result = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{db}")
     shown = read("show", "1", "--db", f"sqlite:///{db}")
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     for output in (result, shown):
-        assert SENTINEL not in output.stdout + output.stderr
+        assert MOODY_KEY not in output.stdout + output.stderr
     for file in tmp_path.glob("t.db*"):
-        assert SENTINEL.encode() not in file.read_bytes()
+        assert MOODY_KEY.encode() not in file.read_bytes()
 
     faults = Counter((merchant, kind) for merchant, kind in rows(db, "select merchant, kind from fault"))
     assert faults == {("500", "error"): 3, ("hang", "error"): 3}
@@ -159,7 +149,7 @@ def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_pat
 REFUSALS = {"echo": "HTTP 401: bad key Bearer ***", "nonjson": "malformed response"}
 
 
-def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, server):
+def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, server, arena_here):
     """A 401 (echoing the key, as a careless server might) or a body that is no completion,
     three times in a row: the run stops at once with one line naming the contestant, the
     model and the server's message, masked; nothing of the failing match is stored as played,
@@ -171,47 +161,47 @@ def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, s
     stopped_by = []
     for _ in REFUSALS:
         asked = server.requests.copy()
-        result = arena(
+        result = arena_here(
             tmp_path, "run", str(config), "--db", f"sqlite:///{db}", *(["--resume"] if stopped_by else [])
         )
-        assert result.returncode == 4, result.stderr
+        assert result.exit_code == 4, result.stderr
         [line] = result.stderr.strip().splitlines()[-1:]
         mood = next(mood for mood in REFUSALS if line.startswith(f"error: contestant {mood} (openai/moody) "))
         assert line.startswith(f"error: contestant {mood} (openai/moody) failed 3 calls in a row: ")
         assert REFUSALS[mood] in line and "--resume" in line
         assert "Traceback" not in result.stderr and result.stdout.strip() == ""  # no table
         assert server.requests[mood] - asked[mood] == 3  # none of them retried
-        assert SENTINEL not in result.stdout + result.stderr
+        assert MOODY_KEY not in result.stdout + result.stderr
         for file in tmp_path.glob("t.db*"):
-            assert SENTINEL.encode() not in file.read_bytes()
+            assert MOODY_KEY.encode() not in file.read_bytes()
         assert rows(db, "select count(*) from match") == [(0,)]
         assert rows(db, "select status from tournament") == [("stopped",)]
         server.fixed.add(mood)
         stopped_by.append(mood)
     assert sorted(stopped_by) == sorted(REFUSALS)
 
-    resumed = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{db}", "--resume")
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{db}", "--resume")
+    assert resumed.exit_code == 0, resumed.stderr
     assert rows(db, "select count(*), sum(kind = 'error') from fault") == [(0, None)]
     assert rows(db, "select count(*) from match") == [(1,)]
 
 
 def test_a_second_run_replays_from_the_cache_and_no_cache_asks_again_leaving_the_cache_as_it_was(
-    tmp_path, server
+    tmp_path, server, arena_here
 ):
     """Three runs of one tournament, its merchants hosted and inline: the first asks the model
     and fills the response cache; the second asks nothing and ends with the same table; the
     third, with --no-cache, asks every request again and writes nothing to the cache."""
     config = tournament(tmp_path, server, ["ok", "flaky"], cache=True, inline=("ok",))
-    first = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/a.db")
-    assert first.returncode == 0, first.stderr
+    first = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/a.db")
+    assert first.exit_code == 0, first.stderr
     # three merchants, three days; flaky's every other request is a 429, retried
     assert server.requests == {"ok": 6, "flaky": 6}
     cache = {path: path.stat().st_mtime_ns for path in (tmp_path / ".arena-cache").rglob("*.json")}
     assert len(cache) == 9
 
-    second = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/b.db")
-    assert second.returncode == 0, second.stderr
+    second = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/b.db")
+    assert second.exit_code == 0, second.stderr
     assert server.requests == {"ok": 6, "flaky": 6}  # not one request more
     assert rows(tmp_path / "b.db", "select count(*), sum(cached), sum(attempts) from model_call") == [
         (9, 9, 0)
@@ -222,8 +212,8 @@ def test_a_second_run_replays_from_the_cache_and_no_cache_asks_again_leaving_the
     ]
     assert tables[0] == tables[1]
 
-    third = arena(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/c.db", "--no-cache")
-    assert third.returncode == 0, third.stderr
+    third = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/c.db", "--no-cache")
+    assert third.exit_code == 0, third.stderr
     assert server.requests == {"ok": 12, "flaky": 12}  # hosted and inline merchants all asked again
     assert rows(tmp_path / "c.db", "select count(*), sum(cached), sum(attempts) from model_call") == [
         (9, 0, 3 + 3 + 3 * 2)
