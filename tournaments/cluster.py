@@ -44,8 +44,8 @@ async def dead_nodes(ids: set[str]) -> set[str]:
 
 
 class ClusterError(UserError):
-    """The Ray cluster named by --address or RAY_ADDRESS cannot be reached, or keeps losing
-    the processes that play a match."""
+    """The Ray cluster named by --address or RAY_ADDRESS cannot be reached, a local one does
+    not start, or the cluster keeps losing the processes that play a match."""
 
 
 class Place(NamedTuple):
@@ -135,6 +135,12 @@ def ray_session(address: str | None) -> Iterator[None]:
         init_ray(address=address or "local")
     except ConnectionError as exc:
         raise ClusterError(f"cannot reach the Ray cluster at {address}: {str(exc).splitlines()[0]}") from None
+    except Exception as exc:
+        if address is not None:
+            raise
+        # Ray says its own processes did not come up in time (on a machine too busy, say) with
+        # a bare Exception
+        raise ClusterError(f"Ray did not start on this machine: {str(exc).splitlines()[0]}") from None
     try:
         yield
     finally:

@@ -1,15 +1,17 @@
 """Where a run's actors go on a cluster's nodes (tournaments.cluster.choose_nodes), from a list
-of nodes as ray.nodes() gives it."""
+of nodes as ray.nodes() gives it; and a local Ray that does not start."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 import ray
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_examples import examples
 
+from tournaments import cluster
 from tournaments.cluster import choose_nodes, cluster_cpus
 
 
@@ -79,3 +81,24 @@ def test_the_actor_options_ask_for_the_node_and_fall_back_to_any():
         "label_selector": {"ray.io/node-id": "id01"},
         "fallback_strategy": [{"label_selector": {}}],
     }
+
+
+def test_a_local_ray_that_does_not_start_is_one_line(monkeypatch):
+    """Ray's own failure to start (a bare Exception, with its advice on further lines) ends
+    the run with a ClusterError of one line, not a traceback."""
+
+    def fail(**options):
+        raise Exception(  # as Ray's node.py words it
+            "The current node timed out during startup. This could happen because some of the "
+            "raylet failed to startup or the GCS has become overloaded.\nSee the logs."
+        )
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(cluster, "init_ray", fail)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(cluster.ClusterError) as caught, cluster.ray_session(None):
+        pass
+    assert str(caught.value) == (
+        "Ray did not start on this machine: The current node timed out during startup. This could "
+        "happen because some of the raylet failed to startup or the GCS has become overloaded."
+    )
