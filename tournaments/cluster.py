@@ -129,7 +129,6 @@ def ray_session(address: str | None) -> Iterator[None]:
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address is not None:
         _check_reachable(address)
-        _use_token_if_available()
         _check_admitted(address)
     try:
         init_ray(address=address or "local")
@@ -187,11 +186,44 @@ TOKEN_FIX = (
 
 
 def _check_admitted(address: str) -> None:
-    """Ask the cluster's control store (GCS) whether it lets this machine in, before ray.init:
-    refused, ray.init tries again for 20 s, printing a warning every second, and then says
-    only that it failed to connect. A Ray Client address (ray://) is left to ray.init."""
+    """Ask the cluster's control store (GCS) whether it lets this machine in, before ray.init,
+    with this machine's Ray token only if the cluster asks for one: refused, ray.init tries
+    again for 20 s, printing a warning every second, and then says only that it failed to
+    connect.
+
+    Ray sends a token by itself only to a cluster it finds on its own, not to an address given
+    to it, yet `ray start --head` turns token authentication on wherever a token exists (any
+    local `ray.init()`, an earlier `arena run` included, writes one). And a process that sends
+    tokens refuses the calls of a cluster that sends none, so this one sends its token only
+    when asked (and RAY_AUTH_MODE is unset). A Ray Client address (ray://) is left to ray.init,
+    with the token if there is one."""
+    from ray.exceptions import AuthenticationError
+
     if address.startswith("ray://"):
+        _send_token()
         return
+    try:
+        _ask_admission(address)
+        return
+    except AuthenticationError:
+        if os.environ.get("RAY_AUTH_MODE") is None and _token_available():
+            _send_token()
+            try:
+                _ask_admission(address)
+                return
+            except AuthenticationError:
+                pass
+    if _token_available():
+        raise ClusterError(f"the Ray cluster at {address} refused this machine's Ray token: {TOKEN_FIX}")
+    raise ClusterError(
+        f"the Ray cluster at {address} asks for a token (`ray start` turns token authentication on where "
+        f"~/.ray/auth_token exists) and this machine has none: {TOKEN_FIX}"
+    )
+
+
+def _ask_admission(address: str) -> None:
+    """One question to the control store; raises AuthenticationError if it refuses this
+    machine, ClusterError if it cannot be asked."""
     from ray._raylet import InnerGcsClient  # type: ignore[attr-defined]  # compiled; Ray ships no stub of it
     from ray.exceptions import AuthenticationError, RayError
 
@@ -199,14 +231,7 @@ def _check_admitted(address: str) -> None:
         with _native_stderr_silenced():
             InnerGcsClient.standalone(address, None, ADMISSION_WAIT_MS)
     except AuthenticationError:
-        if _token_available():
-            raise ClusterError(
-                f"the Ray cluster at {address} refused this machine's Ray token: {TOKEN_FIX}"
-            ) from None
-        raise ClusterError(
-            f"the Ray cluster at {address} asks for a token (`ray start` turns token authentication on where "
-            f"~/.ray/auth_token exists) and this machine has none: {TOKEN_FIX}"
-        ) from None
+        raise
     except RayError as exc:
         raise ClusterError(
             f"cannot reach the Ray cluster at {address}: {str(exc).strip().splitlines()[0]}"
@@ -234,13 +259,8 @@ def _token_available() -> bool:
     return AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True)
 
 
-def _use_token_if_available() -> None:
-    """Send the cluster's token when this machine has one and RAY_AUTH_MODE is unset.
-
-    Ray does this by itself only for a cluster it finds on its own, not for an address given
-    to it, yet `ray start --head` turns token authentication on whenever a token exists (and
-    any local `ray.init()`, an earlier `arena run` included, writes one). A cluster without
-    authentication ignores the token."""
+def _send_token() -> None:
+    """Send this machine's Ray token from now on, if it has one and RAY_AUTH_MODE is unset."""
     from ray._private.authentication import authentication_token_setup
 
     quiet = logging.getLogger(authentication_token_setup.__name__)

@@ -220,6 +220,12 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path):
     plays them again, and stores each match once, with the table of an undisturbed run on the
     same two nodes: no turn lost with the node counts as its merchant's fault."""
     env = {**arena_env(), "HOME": str(tmp_path)}  # no Ray token: a cluster without authentication
+    # the runs come from a machine that has a token (any earlier local run writes one): the
+    # cluster asks for none, and must get none (a process sending one refuses the cluster's calls)
+    user = tmp_path / "user"
+    (user / ".ray").mkdir(parents=True)
+    (user / ".ray" / "auth_token").write_text(secrets.token_hex(16))
+    run_env = {**env, "HOME": str(user)}
     config = tmp_path / "node_loss.yaml"
     config.write_text(TWO_HOSTED)
     port = _free_port()
@@ -232,7 +238,7 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path):
         _wait_for_port(port, head)
         with ray_node(*worker_node, env=env, cwd=tmp_path):
             assert sorted(cluster_state(address, env, nodes=2)[0]) == [LOOPBACK, WORKER]
-            undisturbed = arena(*run, "--db", f"sqlite:///{calm}", cwd=tmp_path, env=env)
+            undisturbed = arena(*run, "--db", f"sqlite:///{calm}", cwd=tmp_path, env=run_env)
             assert undisturbed.returncode == 0, undisturbed.stderr
             assert " lost, " not in undisturbed.stderr
         for k, (moment, when) in enumerate(KILL_MOMENTS.items()):
@@ -241,7 +247,12 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path):
                 assert sorted(cluster_state(address, env, nodes=2)[0]) == [LOOPBACK, WORKER]
                 jobs_before = {job for job, _, _ in cluster_state(address, env)[1]}
                 with BackgroundRun(
-                    *run, "--db", f"sqlite:///{lossy}", cwd=tmp_path, env=env, log=tmp_path / f"lossy{k}.log"
+                    *run,
+                    "--db",
+                    f"sqlite:///{lossy}",
+                    cwd=tmp_path,
+                    env=run_env,
+                    log=tmp_path / f"lossy{k}.log",
                 ) as background:
                     seen = kill_when(
                         background,
