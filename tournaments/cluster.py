@@ -197,22 +197,15 @@ def _check_admitted(address: str) -> None:
     tokens refuses the calls of a cluster that sends none, so this one sends its token only
     when asked (and RAY_AUTH_MODE is unset). A Ray Client address (ray://) is left to ray.init,
     with the token if there is one."""
-    from ray.exceptions import AuthenticationError
-
     if address.startswith("ray://"):
         _send_token()
         return
-    try:
-        _ask_admission(address)
+    if _admitted(address):
         return
-    except AuthenticationError:
-        if os.environ.get("RAY_AUTH_MODE") is None and _token_available():
-            _send_token()
-            try:
-                _ask_admission(address)
-                return
-            except AuthenticationError:
-                pass
+    if os.environ.get("RAY_AUTH_MODE") is None and _token_available():
+        _send_token()
+        if _admitted(address):
+            return
     if _token_available():
         raise ClusterError(f"the Ray cluster at {address} refused this machine's Ray token: {TOKEN_FIX}")
     raise ClusterError(
@@ -221,17 +214,18 @@ def _check_admitted(address: str) -> None:
     )
 
 
-def _ask_admission(address: str) -> None:
-    """One question to the control store; raises AuthenticationError if it refuses this
-    machine, ClusterError if it cannot be asked."""
+def _admitted(address: str) -> bool:
+    """Whether the control store lets this machine in, as it would now connect; ClusterError
+    if it cannot be asked."""
     from ray._raylet import InnerGcsClient  # type: ignore[attr-defined]  # compiled; Ray ships no stub of it
     from ray.exceptions import AuthenticationError, RayError
 
     try:
         with _native_stderr_silenced():
             InnerGcsClient.standalone(address, None, ADMISSION_WAIT_MS)
+        return True
     except AuthenticationError:
-        raise
+        return False
     except RayError as exc:
         raise ClusterError(
             f"cannot reach the Ray cluster at {address}: {str(exc).strip().splitlines()[0]}"
