@@ -195,9 +195,8 @@ class DayLog(ColumnRecords[DayRecord]):
 
     def records(self, rows: Iterable[int] | None = None) -> list[DayRecord]:
         """DayRecords of `rows` (default: all)."""
-        rows = np.arange(len(self)) if rows is None else np.fromiter(rows, dtype=np.int64)
-        made = RecordMaker(self, rows)
-        return [made.record(k) for k in range(len(rows))]
+        made = RecordMaker(self, None if rows is None else np.fromiter(rows, dtype=np.int64))
+        return [made.record(k) for k in range(len(made.rows))]
 
     @classmethod
     def of(cls, records: Iterable[DayRecord], products: Sequence[str] | None = None) -> DayLog:
@@ -233,17 +232,23 @@ class DayLog(ColumnRecords[DayRecord]):
 
 
 class RecordMaker:
-    """Makes the DayRecords of a log's `rows` one at a time (`record(k)`: that of rows[k]): the
-    columns become Python lists once, and a record is made from its row of them when asked
-    for, so that the merchant of a large market that reads its own yesterday does not pay
-    for everyone's."""
+    """Makes the DayRecords of a log's `rows` (default: all) one at a time (`record(k)`: that
+    of rows[k]): the columns become Python lists once, and a record is made from its row of
+    them when asked for, so that the merchant of a large market that reads its own yesterday
+    does not pay for everyone's."""
 
-    def __init__(self, log: DayLog, rows: np.ndarray):
+    def __init__(self, log: DayLog, rows: np.ndarray | None = None):
+        columns = (log.per_product, log.scalars, log.seat, log.day, log.bankrupt)
+        if rows is None:
+            rows = np.arange(len(log))
+        else:
+            columns = tuple(column[rows] for column in columns)
+        per_product, scalars, seat, day, bankrupt = columns
         self.log, self.rows = log, rows.tolist()
-        self.per_product = log.per_product[rows].tolist()  # [row][field][product]
-        self.scalars = log.scalars[rows].tolist()  # [row][field]
-        self.names = [log.merchants[s] for s in log.seat[rows].tolist()]
-        self.days, self.bankrupt = log.day[rows].tolist(), log.bankrupt[rows].tolist()
+        self.per_product = per_product.tolist()  # [row][field][product]
+        self.scalars = scalars.tolist()  # [row][field]
+        self.names = [log.merchants[s] for s in seat.tolist()]
+        self.days, self.bankrupt = day.tolist(), bankrupt.tolist()
         self.operations = OperationDicts(log.applied, rows, log.products)
 
     def record(self, k: int) -> DayRecord:
@@ -307,8 +312,24 @@ class DayLogBuilder:
         ]
 
     def day(self, day: int) -> DayLog:
-        """One day's rows (days are numbered from 1 and added in order)."""
-        return self._log(self._days[day - 1 : day])
+        """One day's rows (days are numbered from 1 and added in order), its arrays as they
+        were added: each morning's Observations read the day before from them."""
+        added = self._days[day - 1]
+        seat, number, bankrupt, scalars, per_product, applied, rejections, plans, messages = added
+        rows = range(len(seat))
+        return DayLog(
+            self.merchants,
+            self.products,
+            seat,
+            np.full(len(seat), number, dtype=np.int32),
+            bankrupt,
+            scalars,
+            per_product,
+            applied,
+            [rejections.get(r) or [] for r in rows],
+            [plans.get(r) or {} for r in rows],
+            messages or [""] * len(seat),
+        )
 
     def facts(self, day: int, fact: RecallFact, product: str | None, seats: np.ndarray) -> np.ndarray:
         """What a recall question asks of the merchants at `seats` (ascending): their cash at the

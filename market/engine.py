@@ -109,6 +109,9 @@ class Market:
         self._quality = np.tile(scenario.seat_values("quality", self.seats), (matches, 1))
         self._holding = np.array([p.holding_cost for p in products])
         self._ceiling = np.array([p.price_ceiling for p in products])
+        # [kind, product]: the highest number an operation may carry (_HIGHEST but for a price)
+        self._highest = np.full((len(KIND_INDEX), len(products)), _HIGHEST)
+        self._highest[SET_PRICE] = self._ceiling
         self._lead = np.array([p.lead_time for p in products])
         self._product_ids = scenario.product_ids
         self._pid = {p: j for j, p in enumerate(self._product_ids)}
@@ -381,7 +384,7 @@ class Market:
                     bankrupt[span],
                     scalars[span],
                     per_product[span],
-                    applied.take(span.start, span.stop),
+                    applied if len(self.logs) == 1 else applied.take(span.start, span.stop),
                     rejected_by_seat.get(b, {}),
                     plans_by_seat.get(b, {}),
                     None if said is None else said[span],
@@ -451,9 +454,7 @@ class Market:
         item = np.maximum(product, 0)  # for kinds without a product: any column, masked out below
         with np.errstate(all="ignore"):
             # within its kind's bounds (NaN, inf and -inf are outside all), or of a kind without a number
-            valid = (
-                (value > _LOWEST[kind]) & (value <= np.where(pricing, self._ceiling[item], _HIGHEST))
-            ) | _FREE[kind]
+            valid = ((value > _LOWEST[kind]) & (value <= self._highest[kind, item])) | _FREE[kind]
             if self.scenario.whole_units:
                 valid &= ~ordering | (value == np.floor(value))
             spend = np.where(ordering, value * unit_cost[row, item], np.where(advertising, value, 0.0))
@@ -719,7 +720,7 @@ class _SharedParts:
         if self.day_before < 1:
             return None
         log = self.log.day(self.day_before)
-        return RecordMaker(log, np.arange(len(log))), {s: r for r, s in enumerate(log.seat.tolist())}
+        return RecordMaker(log), {s: r for r, s in enumerate(log.seat.tolist())}
 
     def yesterday(self, seat: int) -> DayRecord | None:
         if self.played is None:

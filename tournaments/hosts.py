@@ -190,9 +190,8 @@ class HostedSeat(Seat):
         request = TurnRequest(self.key, self.name, observation, question, start, self.deadline)
         asked_of = self.host.process
         try:
-            reply = await asyncio.wait_for(
-                self.host.turn(pickle.dumps(request, pickle.HIGHEST_PROTOCOL)), wait
-            )
+            async with asyncio.timeout(wait):  # no task of its own, as wait_for would make
+                reply = await self.host.turn(pickle.dumps(request, pickle.HIGHEST_PROTOCOL))
         except TimeoutError:
             return await self._failed(
                 asked_of, SeatFault("timeout", f"no decision within {self.deadline:g} s")

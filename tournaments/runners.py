@@ -24,6 +24,7 @@ from ray.exceptions import RayActorError, RayTaskError
 from market.scenario import Scenario
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
 from tournaments.cluster import Place, enter, result, spread
+from tournaments.collector import freeze_startup_heap
 from tournaments.hosts import HostClient, HostProcess, hosted_seats
 from tournaments.match import Match, MatchLost, MatchRules
 from tournaments.plan import ContestantPlan
@@ -53,6 +54,7 @@ class MatchRunner:
 
     def __init__(self, working_dir: str, setup: RunnerSetup):
         enter(working_dir)  # inline contestants of its matches may read files too
+        freeze_startup_heap()  # a full collection would rescan Ray's modules every few days of play
         self.scenarios, self.rules, self.plans = setup.scenarios, setup.rules, setup.plans
         self.hosts = {name: HostClient(actor, setup.known.get(name)) for name, actor in setup.hosts.items()}
         self.make_seat = hosted_seats(self.hosts)
