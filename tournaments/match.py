@@ -47,15 +47,15 @@ from results.metrics import UNSOLVED, match_results
 from results.metrics import compute as compute_metrics
 from results.records import DeviationPath, Fault, FaultKind, FinishedMatch, ModelCallRecord, StoppedMatch
 from tournaments.collector import collector_paused, freeze_startup_heap
-from tournaments.config import TournamentSpec
 from tournaments.deviation import DEVIATED_SUFFIX, forcing, play_both_paths
 from tournaments.plan import ContestantPlan
 from tournaments.recall import RecallQuestions, asks_on
 from tournaments.schedule import MatchSpec
 from tournaments.seats import InlineSeat, Seat, SeatLost, SeatTurn, describe
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the processes that play matches need neither
     from market.equilibrium import SeatBenchmarks
+    from tournaments.config import TournamentSpec
 
 Played = FinishedMatch | StoppedMatch | DeviationPath
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TYPE_CHECKING
 
-from tournaments.config import Tournament
+if TYPE_CHECKING:  # a match runner imports the specs, not the tournament file's model
+    from tournaments.config import Tournament
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,23 +9,72 @@ an embedded llama.cpp model. What each model accepts and costs is the catalogue'
     completion.output  # the JSON object, or None with the raw answer in completion.text
 """
 
-from contestants.llm.cache import ResponseCache, request_key
-from contestants.llm.errors import CallsStopped, MissingCredentialsError, ProviderConfigError, ProviderError
-from contestants.llm.pricing import Price, cost, price_of
-from contestants.llm.providers import (
-    Provider,
-    ProviderSettings,
-    RemoteSettings,
-    get_provider,
-    provider_class,
-    provider_names,
-    register_provider,
-    split_model,
-    validate_settings,
-)
-from contestants.llm.retry import Failure, RetryPolicy
-from contestants.llm.schema import constrained_schema
-from contestants.llm.types import Completion, CompletionRequest, Message, TokenUsage
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contestants.llm.cache import ResponseCache, request_key
+    from contestants.llm.errors import (
+        CallsStopped,
+        MissingCredentialsError,
+        ProviderConfigError,
+        ProviderError,
+    )
+    from contestants.llm.pricing import Price, cost, price_of
+    from contestants.llm.providers import (
+        Provider,
+        ProviderSettings,
+        RemoteSettings,
+        get_provider,
+        provider_class,
+        provider_names,
+        register_provider,
+        split_model,
+        validate_settings,
+    )
+    from contestants.llm.retry import Failure, RetryPolicy
+    from contestants.llm.schema import constrained_schema
+    from contestants.llm.types import Completion, CompletionRequest, Message, TokenUsage
+
+# Each name's module, imported when the name is first read: a process that only needs, say,
+# contestants.llm.errors (every match runner) does not build the providers and the catalogue.
+_MODULE_OF = {
+    "ResponseCache": "cache",
+    "request_key": "cache",
+    "CallsStopped": "errors",
+    "MissingCredentialsError": "errors",
+    "ProviderConfigError": "errors",
+    "ProviderError": "errors",
+    "Price": "pricing",
+    "cost": "pricing",
+    "price_of": "pricing",
+    "Provider": "providers",
+    "ProviderSettings": "providers",
+    "RemoteSettings": "providers",
+    "get_provider": "providers",
+    "provider_class": "providers",
+    "provider_names": "providers",
+    "register_provider": "providers",
+    "split_model": "providers",
+    "validate_settings": "providers",
+    "Failure": "retry",
+    "RetryPolicy": "retry",
+    "constrained_schema": "schema",
+    "Completion": "types",
+    "CompletionRequest": "types",
+    "Message": "types",
+    "TokenUsage": "types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "CallsStopped",
