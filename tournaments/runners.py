@@ -54,7 +54,7 @@ class MatchRunner:
 
     def __init__(self, working_dir: str, setup: RunnerSetup):
         enter(working_dir)  # inline contestants of its matches may read files too
-        freeze_startup_heap()  # a full collection would rescan Ray's modules every few days of play
+        freeze_startup_heap()  # its matches' collections then leave Ray's and arena's modules unscanned
         self.scenarios, self.rules, self.plans = setup.scenarios, setup.rules, setup.plans
         self.hosts = {name: HostClient(actor, setup.known.get(name)) for name, actor in setup.hosts.items()}
         self.make_seat = hosted_seats(self.hosts)
