@@ -6,10 +6,16 @@ Hypothesis profiles."""
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
+import shutil
+import socket
+import subprocess
 import sys
+import tempfile
 import threading
+import time
 import typing
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -127,10 +133,70 @@ def root() -> Path:
     return ROOT
 
 
+# One Ray cluster for the whole run, shared by the processes whose tests play tournaments in
+# them (pytest's own, or each xdist worker): the first to need it starts it, the others join it,
+# and pytest stops it at the end. A Ray of each worker's own would cost the machine a start and
+# the idle work of another set of Ray's processes per worker. Its folder is made by pytest
+# before the workers start, which find it in their environment.
+SHARED_RAY = "ARENA_TEST_RAY_FOLDER"
+RAY_START_S = 120
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        os.environ[SHARED_RAY] = tempfile.mkdtemp(prefix="arenaray", dir="/tmp")  # short: Ray's sockets
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or SHARED_RAY not in os.environ:
+        return
+    from arena_process import kill_session
+
+    folder = Path(os.environ.pop(SHARED_RAY))
+    head = folder / "head.pid"
+    if head.exists():
+        kill_session(int(head.read_text()))  # `ray stop` would wait for a graceful stop
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def shared_ray_address() -> str:
+    """The address of the run's Ray cluster, started here if no process of the run has yet:
+    `ray start --head` in a session of its own, two CPUs, without token authentication (the
+    tests of tokens start clusters of their own), the tests' API keys in its environment
+    (tests/api_keys.py) for the hosts to read as they read a user's."""
+    from api_keys import KEYS
+    from arena_process import BIN, arena_env
+
+    folder = Path(os.environ[SHARED_RAY])
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        address = folder / "address"
+        if not address.exists():
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            head = subprocess.Popen(
+                [str(BIN / "ray"), "start", "--block", "--head", f"--port={port}", "--num-cpus=2"]
+                + ["--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={folder / 'ray'}"],
+                env={**arena_env(), **KEYS, "RAY_AUTH_MODE": "disabled"},  # a cluster of this machine's tests
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            (folder / "head.pid").write_text(str(head.pid))
+            deadline = time.monotonic() + RAY_START_S
+            while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+                if head.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the tests' Ray cluster did not start (exit status {head.poll()})")
+                time.sleep(0.2)
+            address.write_text(f"127.0.0.1:{port}")
+        return address.read_text()
+
+
 @pytest.fixture(scope="session")
 def ray_local():
-    """A local Ray instance shared by the tests that run tournaments in this process, started
-    with the tests' API keys in its environment (tests/api_keys.py)."""
+    """The run's Ray cluster (shared_ray_address), joined by this process for the tests that
+    run tournaments in it."""
     import ray
     from api_keys import KEYS
 
@@ -138,7 +204,7 @@ def ray_local():
 
     os.environ.pop("RAY_ADDRESS", None)
     os.environ.update(KEYS)
-    init_ray(address="local", num_cpus=2)
+    init_ray(address=shared_ray_address())
     yield
     ray.shutdown()
 
