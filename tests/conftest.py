@@ -135,9 +135,10 @@ def root() -> Path:
 
 # One Ray cluster for the whole run, shared by the processes whose tests play tournaments in
 # them (pytest's own, or each xdist worker): the first to need it starts it, the others join it,
-# and pytest stops it at the end. A Ray of each worker's own would cost the machine a start and
-# the idle work of another set of Ray's processes per worker. Its folder is made by pytest
-# before the workers start, which find it in their environment.
+# and pytest stops it at the end (a pytest killed with SIGKILL leaves it running: `ray stop`).
+# A Ray of each worker's own would cost the machine a start and the idle work of another set of
+# Ray's processes per worker. Its folder is made by pytest before the workers start, which find
+# it in their environment.
 SHARED_RAY = "ARENA_TEST_RAY_FOLDER"
 RAY_START_S = 120
 
