@@ -166,7 +166,7 @@ def shared_ray_address() -> str:
     tests of tokens start clusters of their own), the tests' API keys in its environment
     (tests/api_keys.py) for the hosts to read as they read a user's."""
     from api_keys import KEYS
-    from arena_process import BIN, arena_env
+    from arena_process import BIN, arena_env, kill_session
 
     folder = Path(os.environ[SHARED_RAY])
     with open(folder / "lock", "w") as lock:
@@ -186,12 +186,18 @@ def shared_ray_address() -> str:
             )
             (folder / "head.pid").write_text(str(head.pid))
             deadline = time.monotonic() + RAY_START_S
-            while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            while not _listening(port):
                 if head.poll() is not None or time.monotonic() > deadline:
+                    kill_session(head.pid)
                     raise RuntimeError(f"the tests' Ray cluster did not start (exit status {head.poll()})")
                 time.sleep(0.2)
             address.write_text(f"127.0.0.1:{port}")
         return address.read_text()
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 @pytest.fixture(scope="session")
