@@ -1,7 +1,7 @@
 """The API keys the tests' hosted models are called with: sentinels, looked for wherever no key
-may be (what a run prints, its files, its database). The session's Ray instance starts with them
-in its environment (tests/conftest.py, `ray_local`), so that its workers, the contestants' hosts,
-read them as they read a user's."""
+may be (what a run prints, its files, its database). The tests' Ray cluster starts with them in
+its environment (tests/conftest.py, `shared_ray_address`), so that its workers, the contestants'
+hosts, read them as they read a user's."""
 
 OPENAI_KEY = "sk-SENTINEL-openai-5d1e"
 ANTHROPIC_KEY = "sk-ant-SENTINEL-77c2"

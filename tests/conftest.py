@@ -173,9 +173,9 @@ def shared_ray_address() -> str:
         fcntl.flock(lock, fcntl.LOCK_EX)
         address = folder / "address"
         if not address.exists():
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
+            with socket.socket() as free:
+                free.bind(("127.0.0.1", 0))
+                port = free.getsockname()[1]
             head = subprocess.Popen(
                 [str(BIN / "ray"), "start", "--block", "--head", f"--port={port}", "--num-cpus=2"]
                 + ["--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={folder / 'ray'}"],
