@@ -57,7 +57,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
 
 # Fixtures that start something for their tests (a Ray instance, a PostgreSQL server, the
 # embedded model): a test that uses one is slow.
-SLOW_FIXTURES = ("ray_local", "postgres", "smollm2")
+SLOW_FIXTURES = ("ray_local", "cluster_env", "postgres", "smollm2")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -198,6 +198,17 @@ def shared_ray_address() -> str:
 def _listening(port: int) -> bool:
     with socket.socket() as probe:
         return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="session")
+def cluster_env() -> dict[str, str]:
+    """The environment of an `arena` process that plays on the run's Ray cluster (RAY_ADDRESS),
+    for the tests whose point is not how a run starts its own Ray: a local Ray costs the
+    machine about 5 CPU-s to start and stop (tests/arena_process.py's `own_ray_env` is for
+    the tests that need one)."""
+    from arena_process import arena_env
+
+    return {**arena_env(), "RAY_ADDRESS": shared_ray_address()}
 
 
 @pytest.fixture(scope="session")

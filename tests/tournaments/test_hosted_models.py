@@ -6,7 +6,6 @@ the endpoint limits hold across processes; two processes replaying one cache pay
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -349,10 +348,11 @@ def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path):
         assert len(fake.calls) == 8 and overlapping(fake.calls) == []
 
 
-def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, openai_api):
-    """Two runs of one file at the same time, with one response cache and an empty one at
-    that: every distinct request reaches the server once, whichever run asks first. (With
-    rate limits set, and the key, which reaches neither the cache nor the record.)"""
+def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, openai_api, cluster_env):
+    """Two runs of one file at the same time, on one Ray cluster, with one response cache and
+    an empty one at that: every distinct request reaches the server once, whichever run asks
+    first. (With rate limits set, and the key, which reaches neither the cache nor the
+    record.)"""
     openai_api.delay = 0.2
     folders = [tmp_path / "a", tmp_path / "b"]
     for folder in folders:
@@ -378,8 +378,7 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, open
         )
         for folder in folders
     ]
-    env = {**os.environ, "ARENA_OPENAI_KEY": OPENAI_KEY}
-    env.pop("RAY_ADDRESS", None)
+    env = {**cluster_env, "ARENA_OPENAI_KEY": OPENAI_KEY}
     runs = [
         subprocess.Popen(
             [ARENA, "run", str(config), "--db", f"sqlite:///{config.parent}/t.db"],
