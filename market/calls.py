@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sqlmodel import AutoString, Field, SQLModel
+from pydantic import BaseModel
 
 CallPurpose = Literal["decide", "repair", "recall", "reflect"]
 
 
-class ModelCall(SQLModel):
-    """One call a contestant made to a language model, for the accounting table: a SQLModel
-    because that table's row is this model with who made the call and where (results.tables).
+class ModelCall(BaseModel):
+    """One call a contestant made to a language model, for the accounting table (its row is
+    this model with who made the call and where, results.tables).
 
     Tokens: `input_tokens` counts every prompt token, `cached_tokens` and `cache_write_tokens`
     among them (read from and written to the provider's prompt cache); `output_tokens`
@@ -27,7 +27,7 @@ class ModelCall(SQLModel):
     """
 
     day: int
-    purpose: CallPurpose = Field(sa_type=AutoString)
+    purpose: CallPurpose
     model: str
     input_tokens: int
     output_tokens: int

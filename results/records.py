@@ -1,5 +1,7 @@
-"""What a finished match hands to the record, written in one transaction: pydantic data, as
-SQLModels that results.tables extends into its tables."""
+"""What a finished match hands to the record, written in one transaction: pydantic data, which
+results.tables extends into its SQLModel tables. Kept free of SQLAlchemy, so that the
+processes that play matches (match runners, contestant hosts, Ray workers) start without
+importing it."""
 
 from __future__ import annotations
 
@@ -9,9 +11,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, SkipValidation
-from sqlalchemy import Text
-from sqlmodel import AutoString, Field, SQLModel
+from pydantic import BaseModel, Field, SkipValidation
 
 from market.calls import ModelCall
 from market.daylog import ColumnRecords
@@ -27,16 +27,16 @@ WINDOW_TITLES: dict[WindowKind, str] = {
 }  # as tables and the report name them
 
 
-class Fault(SQLModel):
+class Fault(BaseModel):
     """A day on which a merchant gave no usable decision and did nothing instead."""
 
     day: int
     merchant: str
-    kind: FaultKind = Field(sa_type=AutoString)
-    detail: str = Field(sa_type=Text)
+    kind: FaultKind
+    detail: str
 
 
-class RecallResult(SQLModel):
+class RecallResult(BaseModel):
     """One recall question answered: on `day` the merchant was asked its `fact` at the end of
     `asked_day`.
 
@@ -171,11 +171,11 @@ def _none_if_nan(value: float) -> float | None:
     return None if value != value else value
 
 
-class PriceWindow(SQLModel):
+class PriceWindow(BaseModel):
     """A run of consecutive days on which a match's market price was supra-competitive or in a
     price war (results.metrics: supra_competitive_days, price_war_days)."""
 
-    kind: WindowKind = Field(sa_type=AutoString)
+    kind: WindowKind
     first_day: int
     last_day: int
 
@@ -213,7 +213,7 @@ def total_cost(calls: Iterable[ModelCallRecord]) -> float | None:
     return math.fsum(costs)
 
 
-class MerchantResult(SQLModel):
+class MerchantResult(BaseModel):
     merchant: str = Field(description="seat name in the match, e.g. 'm0'")
     contestant: str = Field(description="contestant name from the tournament YAML")
     final_cash: float
@@ -228,7 +228,7 @@ class MerchantResult(SQLModel):
     rejected_operations: int
 
 
-class PlayedMatch(SQLModel):
+class PlayedMatch(BaseModel):
     """Which match of the schedule was played, on what, and how long it took."""
 
     key: str = Field(description="the match's identity within its tournament; stable across runs")

@@ -589,7 +589,7 @@ def tournament_calls(engine: Engine, tournament_id: int) -> list[ModelCallRecord
                 .order_by(col(DeviationCallRow.id))
             ),
         ]
-        return [ModelCallRecord.model_validate(call, from_attributes=True) for call in rows]
+        return [_as_record(call, ModelCallRecord) for call in rows]
 
 
 def list_matches(engine: Engine, tournament_id: int | None = None) -> list[MatchRow]:
@@ -669,7 +669,13 @@ def _match_rows(session: Session, table: Any, match_id: int) -> list[Any]:
 
 def _match_records(session: Session, table: Any, match_id: int, record: type[Record]) -> list[Record]:
     """The match's rows of `table` read back as `record`s."""
-    return [record.model_validate(row, from_attributes=True) for row in _match_rows(session, table, match_id)]
+    return [_as_record(row, record) for row in _match_rows(session, table, match_id)]
+
+
+def _as_record(row: Any, record: type[Record]) -> Record:
+    """A stored row read back as its record, with the record's fields alone (a table is its
+    record with keys of its own, and pydantic hands an instance of a subclass back as it is)."""
+    return record.model_validate({name: getattr(row, name) for name in record.model_fields})
 
 
 def _metric_rows(

@@ -3,7 +3,9 @@
 Timestamps are UTC (UTCDateTime). JSON columns (`params`, `decisions`) are text holding JSON so that any
 database stores them the same way. Contestants are identified by name across tournaments;
 results refer to contestants by name, not by row id, for that reason. A table of a match's
-records is its model in results.records with the keys that place a row in the record.
+records is its model in results.records with the keys that place a row in the record, and
+the column type of each field whose Python type alone does not give one (a Literal, a long
+text).
 """
 
 from __future__ import annotations
@@ -20,9 +22,19 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
-from sqlmodel import Field, SQLModel
+from sqlmodel import AutoString, Field, SQLModel
 
-from results.records import Fault, MerchantResult, ModelCallRecord, PlayedMatch, PriceWindow, RecallResult
+from market.calls import CallPurpose
+from results.records import (
+    Fault,
+    FaultKind,
+    MerchantResult,
+    ModelCallRecord,
+    PlayedMatch,
+    PriceWindow,
+    RecallResult,
+    WindowKind,
+)
 
 
 def utcnow() -> datetime:
@@ -85,7 +97,7 @@ class ContestantRow(SQLModel, table=True):
     )
 
 
-class MatchRow(PlayedMatch, table=True):
+class MatchRow(PlayedMatch, SQLModel, table=True):
     __tablename__ = "match"
     __table_args__ = (
         UniqueConstraint("tournament_id", "key"),
@@ -97,7 +109,7 @@ class MatchRow(PlayedMatch, table=True):
     finished_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
 
 
-class MatchResultRow(MerchantResult, table=True):
+class MatchResultRow(MerchantResult, SQLModel, table=True):
     __tablename__ = "match_result"
     __table_args__ = (
         UniqueConstraint("match_id", "merchant"),
@@ -128,21 +140,34 @@ class DayLogRow(SQLModel, table=True):
     )
 
 
-class FaultRow(Fault, table=True):
+class FaultColumns(Fault, SQLModel):
+    """A fault's columns, for the faults of both paths of a match."""
+
+    kind: FaultKind = Field(sa_type=AutoString)
+    detail: str = Field(sa_type=Text)
+
+
+class FaultRow(FaultColumns, table=True):
     __tablename__ = "fault"
 
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
 
 
-class RecallRow(RecallResult, table=True):
+class RecallRow(RecallResult, SQLModel, table=True):
     __tablename__ = "probe"
 
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
 
 
-class ModelCallRow(ModelCallRecord, table=True):
+class ModelCallColumns(ModelCallRecord, SQLModel):
+    """A model call's columns, for the calls of both paths of a match."""
+
+    purpose: CallPurpose = Field(sa_type=AutoString)
+
+
+class ModelCallRow(ModelCallColumns, table=True):
     """A language-model call; the request is kept only as its hash."""
 
     __tablename__ = "model_call"
@@ -174,7 +199,7 @@ class DeviationPathRow(SQLModel, table=True):
     decisions: str = Field(sa_type=Text)
 
 
-class DeviationFaultRow(Fault, table=True):
+class DeviationFaultRow(FaultColumns, table=True):
     """A fault on the deviated path of a probed match."""
 
     __tablename__ = "deviation_fault"
@@ -183,7 +208,7 @@ class DeviationFaultRow(Fault, table=True):
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
 
 
-class DeviationCallRow(ModelCallRecord, table=True):
+class DeviationCallRow(ModelCallColumns, table=True):
     """A model call made on the deviated path of a probed match (answers replayed from the
     response cache are recorded too, `cached`)."""
 
@@ -226,9 +251,10 @@ class MarketMetricRow(SQLModel, table=True):
     value: float | None = None
 
 
-class PriceWindowRow(PriceWindow, table=True):
+class PriceWindowRow(PriceWindow, SQLModel, table=True):
     __tablename__ = "price_window"
 
+    kind: WindowKind = Field(sa_type=AutoString)
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
 

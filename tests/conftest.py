@@ -164,7 +164,9 @@ def shared_ray_address() -> str:
     """The address of the run's Ray cluster, started here if no process of the run has yet:
     `ray start --head` in a session of its own, two CPUs, without token authentication (the
     tests of tokens start clusters of their own), the tests' API keys in its environment
-    (tests/api_keys.py) for the hosts to read as they read a user's."""
+    (tests/api_keys.py) for the hosts to read as they read a user's. Without a log monitor:
+    no test reads its workers' output through Ray, and tailing every worker's log for the
+    whole run cost 7.6 CPU-s of a suite's 535."""
     from api_keys import KEYS
     from arena_process import BIN, arena_env, kill_session
 
@@ -178,7 +180,8 @@ def shared_ray_address() -> str:
                 port = free.getsockname()[1]
             head = subprocess.Popen(
                 [str(BIN / "ray"), "start", "--block", "--head", f"--port={port}", "--num-cpus=2"]
-                + ["--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={folder / 'ray'}"],
+                + ["--include-dashboard=false", "--include-log-monitor=false", "--disable-usage-stats"]
+                + [f"--temp-dir={folder / 'ray'}"],
                 env={**arena_env(), **KEYS, "RAY_AUTH_MODE": "disabled"},  # a cluster of this machine's tests
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
