@@ -100,7 +100,7 @@ async def compare(turns: int, at_once: int) -> dict[str, Any]:
         return await result(host.turn.remote(payload))  # type: ignore[no-any-return]
 
     results = {}
-    for name, ask in (("ray_actor_call", by_ray), ("direct_connection", client.turn)) * 2:
+    for name, ask in (("ray_actor_call", by_ray), ("direct_connection", client.ask)) * 2:
         results[name] = await measure(ask, host, request, turns, at_once)  # the second round counts
     return {"request_bytes": len(request), "turns": turns, "at_once": at_once, **results}
 

@@ -1,4 +1,5 @@
-"""A direct connection from a match runner to a contestant host, for the merchants' daily turns.
+"""A direct connection from a match runner to a contestant host, for the merchants' daily turns
+and the end of their matches.
 
 A hosted match asks each hosted merchant for one turn a day, so turns are most of what a
 match runner and a host do. Asked as a Ray actor call, a turn costs several times what it
@@ -7,14 +8,15 @@ costs over a connection of its own (`benchmarks/turns.py`, a 2-core AMD EPYC VM,
 0.47 ms of the host's against 0.14 ms, and 0.61 ms of wall time against 0.17 ms. So the turns
 go over a TCP connection: the host listens on its node's address, the runner asks it through
 Ray where and with which token (`ContestantHost.channel`), connects once, and multiplexes the
-turns of all its matches over that one connection. Ray still starts, places, restarts and
-readies the hosts and carries every other call.
+turns of all its matches over that one connection, and each match's `finish` at its end. Ray
+still starts, places, restarts and readies the hosts and carries every other call.
 
 A frame is a header (request id, status, payload length) and the payload. A request's payload
-is the pickled TurnRequest; the reply's is the host's answer (status OK) or the pickled
-exception it raised (status RAISED). A connection that closes fails every turn waiting on it
-with HostGone: the host's process died (Ray restarts it; the next turn connects to the new one)
-or its node vanished (noticed within UNACKNOWLEDGED_S)."""
+is a pickled request of tournaments.hosts (a TurnRequest or a FinishRequest); the reply's is
+the host's answer (status OK) or the pickled exception it raised (status RAISED). A connection
+that closes fails every request waiting on it with HostGone: the host's process died (Ray
+restarts it; the next request connects to the new one) or its node vanished (noticed within
+UNACKNOWLEDGED_S)."""
 
 from __future__ import annotations
 
@@ -131,7 +133,7 @@ class TurnClient:
     async def connect(self) -> None:
         await self._writer()
 
-    async def turn(self, request: bytes) -> bytes:
+    async def ask(self, request: bytes) -> bytes:
         """The host's answer to `request`; raises what the host raised, or HostGone."""
         writer = await self._writer()
         if writer.is_closing():  # it closed before this turn could wait on it

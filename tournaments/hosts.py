@@ -4,8 +4,8 @@ the seats through which the match runners' matches reach it (HostedSeat).
 A ContestantHost is one process per such contestant (it holds a model, is slow, or may crash
 its process). It keeps that contestant's state for every match it is in, keyed by (match key,
 merchant), and answers the matches' turns on a pool of threads, so one slow contestant answers
-many matches at once. The turns go over a direct connection from each runner
-(tournaments.channel); everything else through Ray.
+many matches at once. The turns, and the match's end (`finish`), go over a direct connection
+from each runner (tournaments.channel); everything else through Ray.
 
 Ray restarts a host whose process dies. Whose fault that is decides what happens:
 - the host's process died on a machine that lives on (a contestant that crashes it): the
@@ -76,6 +76,13 @@ class TurnRequest(NamedTuple):
     deadline: float
 
 
+class FinishRequest(NamedTuple):
+    """What a match asks of a hosted merchant after its last day (ContestantHost.finish)."""
+
+    match_key: str
+    merchant: str
+
+
 class Forgotten(LookupError):
     """The host has no state for the merchant: its process died (in another match's turn, or
     with its node) and Ray restarted it since this match's last turn."""
@@ -89,7 +96,7 @@ class ContestantHost:
         self.instances: dict[tuple[str, str], Contestant] = {}
         # one turn at a time per merchant
         self.turning: dict[tuple[str, str], threading.Lock] = defaultdict(threading.Lock)
-        self.server = TurnServer(self.turn, HOST_THREADS, ray.util.get_node_ip_address())
+        self.server = TurnServer(self.answer, HOST_THREADS, ray.util.get_node_ip_address())
         node = ray.get_runtime_context().get_node_id()
         self.process = HostProcess(node, ray.util.get_node_ip_address(), secrets.token_hex(8))
 
@@ -102,17 +109,28 @@ class ContestantHost:
         this process."""
         return self.server.address, self.process
 
-    def turn(self, request: bytes) -> bytes:
-        """The merchant's day, the answer to a pickled TurnRequest (on the TurnServer's
-        threads): made afresh first if it carries a start, then its answer to the day's
-        question if there is one, then its decision (tournaments.seats.take_turn); the Turn
-        goes back pickled.
+    def answer(self, request: bytes) -> bytes:
+        """The reply to a pickled TurnRequest (a Turn) or FinishRequest (what `finish`
+        hands back), pickled, on the TurnServer's threads."""
+        arrived = time.monotonic()
+        r: TurnRequest | FinishRequest = pickle.loads(request)
+        reply = (
+            self.finish(r.match_key, r.merchant) if isinstance(r, FinishRequest) else self.turn(r, arrived)
+        )
+        try:
+            return pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # a decision only cloudpickle can write (a lambda, say): the market refuses it
+            written: bytes = cloudpickle.dumps(reply)
+            return written
+
+    def turn(self, r: TurnRequest, arrived: float) -> Turn:
+        """The merchant's day, asked at `arrived`: made afresh first if the request carries a
+        start, then its answer to the day's question if there is one, then its decision
+        (tournaments.seats.take_turn).
 
         A merchant's turns never overlap: a turn the match gave up waiting for keeps its
         merchant until it ends (its answer is dropped), and the next one waits for it, within
         its own deadline."""
-        arrived = time.monotonic()
-        r: TurnRequest = pickle.loads(request)
         key = (r.match_key, r.merchant)
         with self.turning[key]:
             if r.start is not None:
@@ -121,12 +139,7 @@ class ContestantHost:
             contestant = self.instances.get(key)
             if contestant is None:
                 raise Forgotten(f"no state for {r.merchant!r} in match {r.match_key!r}")
-            turn = take_turn(contestant, r.observation, r.question, r.deadline, arrived)
-        try:
-            return pickle.dumps(turn, pickle.HIGHEST_PROTOCOL)
-        except Exception:  # a decision only cloudpickle can write (a lambda, say): the market refuses it
-            written: bytes = cloudpickle.dumps(turn)
-            return written
+            return take_turn(contestant, r.observation, r.question, r.deadline, arrived)
 
     def finish(self, match_key: str, merchant: str) -> tuple[list[ModelCall], HostProcess]:
         """Forget the match; hand back the model calls made in it (after its last turn), and
@@ -155,15 +168,23 @@ class HostClient(TurnClient):
         return address
 
     async def finish(self, match_key: str, merchant: str) -> tuple[list[ModelCall], HostProcess]:
-        """ContestantHost.finish, asked again while Ray cannot reach the host, for up to
-        FINISH_PATIENCE_S: if its node died, the answer then comes from the host Ray restarted
-        elsewhere, which Ray does only once it has found the node dead."""
+        """ContestantHost.finish, asked over the connection (every match asks it of every
+        hosted merchant at its end, so through Ray it would cost a run's last matches tens of
+        milliseconds). If the connection fails, asked through Ray, and again while Ray cannot
+        reach the host, for up to FINISH_PATIENCE_S: if its node died, the answer then comes
+        from the host Ray restarted elsewhere, which Ray does only once it has found the node
+        dead."""
+        try:
+            handed: tuple[list[ModelCall], HostProcess] = pickle.loads(
+                await self.ask(pickle.dumps(FinishRequest(match_key, merchant), pickle.HIGHEST_PROTOCOL))
+            )
+            return handed
+        except (HostGone, RayActorError):  # its process died, or Ray cannot reach it to ask where it listens
+            pass
         deadline = time.monotonic() + FINISH_PATIENCE_S
         while True:
             try:
-                handed: tuple[list[ModelCall], HostProcess] = await result(
-                    self.actor.finish.remote(match_key, merchant)
-                )
+                handed = await result(self.actor.finish.remote(match_key, merchant))
                 return handed
             except ActorUnavailableError:
                 if time.monotonic() >= deadline:
@@ -191,7 +212,7 @@ class HostedSeat(Seat):
         asked_of = self.host.process
         try:
             async with asyncio.timeout(wait):  # no task of its own, as wait_for would make
-                reply = await self.host.turn(pickle.dumps(request, pickle.HIGHEST_PROTOCOL))
+                reply = await self.host.ask(pickle.dumps(request, pickle.HIGHEST_PROTOCOL))
         except TimeoutError:
             return await self._failed(
                 asked_of, SeatFault("timeout", f"no decision within {self.deadline:g} s")

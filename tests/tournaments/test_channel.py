@@ -107,9 +107,7 @@ def test_each_turn_gets_its_own_answer_in_whatever_order_they_come(hosts):
     assert len(delays) == SIDE_BY_SIDE
 
     async def play():
-        return await asyncio.gather(
-            *(client.turn(f"meet:{d}:turn{i}".encode()) for i, d in enumerate(delays))
-        )
+        return await asyncio.gather(*(client.ask(f"meet:{d}:turn{i}".encode()) for i, d in enumerate(delays)))
 
     assert asyncio.run(play()) == [f"turn{i}".encode() for i in range(6)]
     assert len(asked) == 1  # one connection for all of them
@@ -120,16 +118,16 @@ def test_what_the_host_raises_is_raised_by_the_turn(hosts):
 
     async def play():
         with pytest.raises(ValueError, match="bad day"):
-            await client.turn(b"raise:bad day")
+            await client.ask(b"raise:bad day")
         with pytest.raises(RuntimeError, match="Unpicklable: odd"):
-            await client.turn(b"odd")
+            await client.ask(b"odd")
         with pytest.raises(RuntimeError, match="Unreadable: so odd"):
-            await client.turn(b"unreadable")
+            await client.ask(b"unreadable")
         with pytest.raises(
             RuntimeError, match="SystemExit: bye"
         ):  # not raised as itself: it would stop the runner
-            await client.turn(b"exit")
-        return await client.turn(b"sleep:0:still here")  # the client survives both
+            await client.ask(b"exit")
+        return await client.ask(b"sleep:0:still here")  # the client survives both
 
     assert asyncio.run(play()) == b"still here"
 
@@ -139,8 +137,8 @@ def test_a_turn_that_gives_up_leaves_the_connection_working(hosts):
 
     async def play():
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(client.turn(b"sleep:0.5:late"), 0.05)
-        answer = await client.turn(b"sleep:0.6:next")  # the late answer arrives meanwhile and is dropped
+            await asyncio.wait_for(client.ask(b"sleep:0.5:late"), 0.05)
+        answer = await client.ask(b"sleep:0.6:next")  # the late answer arrives meanwhile and is dropped
         return answer, client._waiting
 
     answer, waiting = asyncio.run(play())
@@ -152,15 +150,15 @@ def test_a_dead_host_fails_the_waiting_turns_and_the_next_turn_reaches_its_repla
     client, asked = client_to(current)
 
     async def play():
-        assert await client.turn(b"sleep:0:first") == b"first"
-        waiting = asyncio.ensure_future(client.turn(b"sleep:30:never"))
+        assert await client.ask(b"sleep:0:first") == b"first"
+        waiting = asyncio.ensure_future(client.ask(b"sleep:30:never"))
         await asyncio.sleep(0.2)
         dead = current[0]
         current[0] = hosts()  # Ray would restart the actor; locate then names the new process
         dead.kill()
         with pytest.raises(HostGone):
             await asyncio.wait_for(waiting, 10)
-        return await client.turn(b"sleep:0:second")
+        return await client.ask(b"sleep:0:second")
 
     assert asyncio.run(play()) == b"second"
     assert len(asked) == 2
@@ -176,7 +174,7 @@ def test_a_host_that_cannot_be_reached_is_gone(hosts):
 
     async def play():
         with pytest.raises(HostGone):
-            await TurnClient(locate).turn(b"sleep:0:x")
+            await TurnClient(locate).ask(b"sleep:0:x")
 
     asyncio.run(play())
 

@@ -49,7 +49,7 @@ class Host:
         self.process, self.script = process, script
         self.requests: list[TurnRequest] = []
 
-    async def turn(self, request: bytes) -> bytes:
+    async def ask(self, request: bytes) -> bytes:
         self.requests.append(pickle.loads(request))
         action = self.script.pop(0)
         if action == "hang":
