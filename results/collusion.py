@@ -88,13 +88,21 @@ def demand_scale(scenario: Scenario, last_day: int) -> np.ndarray:
     ).reshape(last_day, -1)
 
 
+# Benchmarks that are one point in theory (a merchant alone: its best response is the monopoly
+# price) come out of their solvers (market.equilibrium) equal to about 1e-13 of their size, not
+# exactly; a monopoly benchmark closer than this above Nash is the same point.
+SAME_BENCHMARK = 1e-9
+
+
 def gain(value: np.ndarray, nash: np.ndarray, monopoly: np.ndarray) -> np.ndarray:
     """Where `value` sits between the benchmarks: (value - nash) / (monopoly - nash), 0 at Nash,
     1 at the joint-profit optimum, negative below Nash; NaN where the monopoly benchmark is not
-    above Nash: the two are equal (a merchant alone), or, with asymmetric seats, a seat would
-    earn less in the cartel than competing, so no scale runs from one to the other."""
+    above Nash by more than SAME_BENCHMARK of its size: the two are the same (a merchant alone),
+    or, with asymmetric seats, a seat would earn less in the cartel than competing, so no scale
+    runs from one to the other."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(monopoly > nash, (value - nash) / (monopoly - nash), np.nan)
+        apart = monopoly - nash > SAME_BENCHMARK * np.abs(monopoly)
+        return np.where(apart, (value - nash) / (monopoly - nash), np.nan)
 
 
 def runs(flagged: np.ndarray, min_days: int) -> list[tuple[int, int]]:

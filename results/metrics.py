@@ -339,9 +339,9 @@ class MatchRecords:
     @cached_property
     def benchmarks(self) -> SeatBenchmarks | None:
         """The scenario's benchmarks for this match's seats, [seat, product] with the seats in
-        the order of self.seats; None without a scenario, or when its price game has no
-        equilibrium."""
-        if self.scenario is None or not len(self.log):
+        the order of self.seats; None without a scenario, when its price game has no
+        equilibrium, or for a merchant alone (the collusion measures compare rivals)."""
+        if self.scenario is None or len(self.log.merchants) < 2:
             return None
         seats, found = len(self.log.merchants), self.solved
         if isinstance(found, str) or (found is not None and len(found.nash_price) != seats):

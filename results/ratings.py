@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
+from market import accounting
 from results.composite import ScoringWeights, composite
 from results.rating_fit import Rating, fit_ratings
 
@@ -162,7 +163,9 @@ def _table_order(row: Standing) -> tuple:
 
 class Seat(NamedTuple):
     """A contestant's seat in a stored match, as the leaderboard reads it: the match's `order`
-    (as RankedMatch's), the seat's rank and its result."""
+    (as RankedMatch's), the seat's rank and its result, and what a seat alone in its match is
+    ranked by against others (`ranked_matches`): the match's scenario, seed and days, and the
+    day the merchant went bankrupt."""
 
     order: tuple[int, int, str]
     contestant: str
@@ -170,6 +173,32 @@ class Seat(NamedTuple):
     profit: float
     net_worth: float
     faults: int
+    setting: tuple[str, int, int]
+    bankrupt_day: int | None
+
+
+def ranked_matches(seats: Iterable[Seat]) -> list[RankedMatch]:
+    """The stored matches' rankings, from their seats in rating order. A match of one merchant
+    (solo play) has no rival in it: the solo matches of a tournament played with the same
+    scenario, seed and days (which meet the same market: tournaments.schedule.MatchSpec.draws)
+    are ranked together instead, as if their merchants had been one match's, by the rule that
+    ranks a match's merchants (market.accounting.ranks), and rated where the first of them is."""
+    matches, alone = [], defaultdict(list)
+    for order, group in groupby(seats, key=lambda seat: seat.order):
+        played = list(group)
+        if len(played) == 1:
+            alone[order[0], played[0].setting].append(played[0])
+        else:
+            matches.append(RankedMatch(order, [(seat.contestant, seat.rank) for seat in played]))
+    for together in alone.values():
+        days = together[0].setting[2]
+        places = accounting.ranks(
+            [seat.bankrupt_day is None for seat in together],
+            [days if seat.bankrupt_day is None else seat.bankrupt_day for seat in together],
+            [seat.net_worth for seat in together],
+        )
+        matches.append(RankedMatch(together[0].order, [(s.contestant, p) for s, p in zip(together, places)]))
+    return sorted(matches, key=lambda match: match.order)
 
 
 class MetricReading(NamedTuple):
@@ -208,17 +237,14 @@ def compute_leaderboard(
     """The table of `records`: every contestant's standing, its means and sums, and the
     composite of its parts weighed with `weights`. Raises NotFound when `anchor` names no
     rated contestant."""
-    matches: list[RankedMatch] = []
+    matches = ranked_matches(records.seats)
     profits: dict[str, list[float]] = defaultdict(list)
     net_worths: dict[str, list[float]] = defaultdict(list)
     faults: dict[str, int] = defaultdict(int)
-    for order, group in groupby(records.seats, key=lambda seat: seat.order):
-        seats = list(group)
-        matches.append(RankedMatch(order, [(seat.contestant, seat.rank) for seat in seats]))
-        for seat in seats:
-            profits[seat.contestant].append(seat.profit)
-            net_worths[seat.contestant].append(seat.net_worth)
-            faults[seat.contestant] += seat.faults
+    for seat in records.seats:
+        profits[seat.contestant].append(seat.profit)
+        net_worths[seat.contestant].append(seat.net_worth)
+        faults[seat.contestant] += seat.faults
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     for reading in records.metrics:
         values[reading.contestant, reading.name].append(reading.value)

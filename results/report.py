@@ -40,6 +40,7 @@ from results import store, views
 from results.charts import Band, Format, Interval, Level, Series, forest_plot, line_chart, number, percent
 from results.collusion import seat_benchmarks
 from results.composite import ScoringWeights
+from results.ratings import Seat, ranked_matches
 from results.records import (
     WINDOW_TITLES,
     Fault,
@@ -126,13 +127,22 @@ def build_report(
     metrics: dict[int, list[store.MetricValue]] = defaultdict(list)
     for value in store.metrics(engine, tournament_id):
         metrics[value.match_id].append(value)
-    head_to_head = HeadToHead()
-    parts = []
+    seats, parts = [], []
     for detail in store.match_details(engine, tournament_id):
-        head_to_head.add(detail.results)
-        parts.append(
-            match_part(detail, scenarios.get(detail.match.scenario), colors, metrics[detail.match_id])
-        )
+        match = detail.match
+        seats += [
+            Seat(
+                (tournament_id, match.index, match.key),
+                *(r.contestant, r.rank, r.profit, r.net_worth, r.faults),
+                setting=(match.scenario, match.seed, match.days),
+                bankrupt_day=r.bankrupt_day,
+            )
+            for r in detail.results
+        ]
+        parts.append(match_part(detail, scenarios.get(match.scenario), colors, metrics[detail.match_id]))
+    head_to_head = HeadToHead()
+    for ranked in ranked_matches(seats):  # solo matches ranked against one another's
+        head_to_head.add(ranked.ranks)
     matches = [part.match for part in parts]
     scenario_names = sorted({m.scenario for m in matches})
     finished = tournament.finished_at.strftime("%Y-%m-%d %H:%M UTC") if tournament.finished_at else "—"
@@ -207,13 +217,14 @@ class HeadToHead:
 
     tally: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))
 
-    def add(self, results: Sequence[MerchantResult]) -> None:
-        for a, b in combinations(results, 2):
-            if a.contestant == b.contestant:
+    def add(self, ranks: Sequence[tuple[str, int]]) -> None:
+        """One match's (contestant, rank) of every seat (results.ratings.RankedMatch)."""
+        for (a, rank_a), (b, rank_b) in combinations(ranks, 2):
+            if a == b:
                 continue
-            outcome = 0 if a.rank < b.rank else 1 if a.rank > b.rank else 2
-            self.tally[a.contestant, b.contestant][outcome] += 1
-            self.tally[b.contestant, a.contestant][(1 - outcome) if outcome < 2 else 2] += 1
+            outcome = 0 if rank_a < rank_b else 1 if rank_a > rank_b else 2
+            self.tally[a, b][outcome] += 1
+            self.tally[b, a][(1 - outcome) if outcome < 2 else 2] += 1
 
     def record(self, a: str, b: str) -> tuple[int, int, int] | None:
         """(wins, losses, ties) of a against b, or None if they never met."""

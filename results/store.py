@@ -16,7 +16,7 @@ from operator import itemgetter
 from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import Engine, delete, insert
+from sqlalchemy import Engine, and_, case, delete, insert, or_
 from sqlalchemy import Select as ColumnsSelect
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
@@ -437,12 +437,13 @@ def _leaderboard_records(
         known = select(ContestantRow.id).where(col(ContestantRow.name) == name).limit(1)
         if session.exec(known).first() is None:
             raise NotFound(f"no contestant named {name!r}")
-    # with a contestant selection: only matches where two of them met
+    # with a contestant selection: only matches where two of them met, and their solo matches
+    # (ranked against one another's: results.ratings.ranked_matches)
+    chosen = case((col(MatchResultRow.contestant).in_(contestants or ()), 1), else_=0)
     meetings = (
         select(MatchResultRow.match_id)
-        .where(col(MatchResultRow.contestant).in_(contestants or ()))
         .group_by(col(MatchResultRow.match_id))
-        .having(func.count(func.distinct(col(MatchResultRow.contestant))) >= 2)
+        .having(or_(func.sum(chosen) >= 2, and_(func.count() == 1, func.sum(chosen) == 1)))
     )
 
     def selected(statement: Statement, contestant: Any) -> Statement:
@@ -466,6 +467,10 @@ def _leaderboard_records(
                 col(MatchResultRow.profit),
                 col(MatchResultRow.net_worth),
                 col(MatchResultRow.faults),
+                col(MatchRow.scenario),
+                col(MatchRow.seed),
+                col(MatchRow.days),
+                col(MatchResultRow.bankrupt_day),
             ).join(MatchResultRow, col(MatchResultRow.match_id) == col(MatchRow.id)),
             MatchResultRow.contestant,
         ).order_by(
@@ -505,8 +510,8 @@ def _leaderboard_records(
     ]
     return LeaderboardRecords(
         seats=[
-            Seat((tournament, index, key), contestant, rank, profit, net_worth, faults)
-            for tournament, index, key, contestant, rank, profit, net_worth, faults in seats
+            Seat((row[0], row[1], row[2]), *row[3:8], setting=(row[8], row[9], row[10]), bankrupt_day=row[11])
+            for row in seats
         ],
         registered=registered,
         metrics=[

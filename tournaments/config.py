@@ -47,10 +47,13 @@ class TournamentSpec(BaseModel):
     seed: int = 0
     format: Literal["round_robin", "free_for_all", "gauntlet"] = "round_robin"
     group_size: int = Field(
-        2, ge=2, le=MAX_MERCHANTS_PER_MATCH, description="merchants per match (round_robin)"
+        2,
+        ge=1,
+        le=MAX_MERCHANTS_PER_MATCH,
+        description="merchants per match (round_robin); 1: each alone against the market (solo play)",
     )
     challenger: str | None = Field(None, description="gauntlet: the contestant who meets each of the others")
-    contestants: list[ContestantEntry] = Field(min_length=2)
+    contestants: list[ContestantEntry] = Field(min_length=1)
     scenarios: list[str] = Field(
         min_length=1,
         description="scenario names (a shipped one, or NAME.yaml in scenarios/ near the file) or paths",
@@ -118,6 +121,8 @@ class TournamentSpec(BaseModel):
     def _coherent(self) -> TournamentSpec:
         if self.seeds is not None and self.repetitions is not None:
             raise FieldError("repetitions", "give seeds or repetitions, not both")
+        if self.merchants_per_match > 1 and len(self.contestants) < 2:
+            raise FieldError("contestants", "a match needs two of them, unless group_size is 1 (solo play)")
         if self.format == "round_robin" and self.group_size > len(self.contestants):
             raise FieldError(
                 "group_size", f"{self.group_size} is larger than the {len(self.contestants)} contestants"

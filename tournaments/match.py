@@ -60,11 +60,11 @@ if TYPE_CHECKING:  # the processes that play matches need neither
 Played = FinishedMatch | StoppedMatch | DeviationPath
 
 
-def match_seeds(tournament_seed: int, key: str, seats: int) -> list[int]:
+def match_seeds(tournament_seed: int, draws: str, seats: int) -> list[int]:
     """Seeds for the market (first), each seat, and the recall questions (last), from the
-    tournament seed and the match key alone, so a match plays the same wherever and
-    whenever it runs."""
-    sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(key.encode())])
+    tournament seed and the match's `draws` (MatchSpec.draws) alone, so a match plays the same
+    wherever and whenever it runs."""
+    sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(draws.encode())])
     return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 2)]
 
 
@@ -150,7 +150,7 @@ class Match:
         self.make_seat = make_seat
         self.probe = rules.deviation if deviated else None
         self.key = spec.key + DEVIATED_SUFFIX if deviated else spec.key
-        seeds = match_seeds(rules.seed, spec.key, len(spec.seats))
+        seeds = match_seeds(rules.seed, spec.draws, len(spec.seats))
         self.market_seed = seeds[0]
         self.questions = RecallQuestions(scenario, spec.seats, np.random.default_rng(seeds[-1]))
         self.seats = [

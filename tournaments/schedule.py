@@ -32,6 +32,13 @@ class MatchSpec:
     days: int
     seats: tuple[str, ...]
 
+    @property
+    def draws(self) -> str:
+        """What the match's random draws are seeded from (tournaments.match.match_seeds): its
+        key, or for a merchant alone its scenario and seed, so that the solo matches ranked
+        against one another (results.ratings.ranked_matches) meet the same customers."""
+        return f"{self.scenario}/seed={self.seed}" if len(self.seats) == 1 else self.key
+
 
 def schedule(tournament: Tournament) -> list[MatchSpec]:
     spec = tournament.spec

@@ -17,7 +17,7 @@ from sqlmodel import Session, update
 
 from market.scenario import Event, Scenario, load_scenario
 from market.types import DayRecord
-from results.collusion import CollusionSettings, runs
+from results.collusion import CollusionSettings, gain, runs, seat_benchmarks
 from results.metrics import MARKET_METRICS, compute
 from results.records import FinishedMatch, MarketScores, MerchantResult, PriceWindow
 from results.store import leaderboard, match_detail, metrics, rescore, save_match, start_tournament
@@ -281,6 +281,23 @@ def test_a_scenario_without_an_equilibrium_has_no_collusion_measures(trading):
             ("a", None, None),
             ("b", None, None),
         }
+
+
+def test_a_merchant_alone_is_not_measured_however_its_benchmarks_round(trading):
+    """A merchant alone has no rival: no collusion measure applies. And its best response is
+    the monopoly price, so its Nash and monopoly benchmarks are one point, which the solvers
+    give equal to about 1e-13 of their size (price_war alone: monopoly above Nash by 4e-14): no
+    gain is measured on a scale that short, from the solved benchmarks or ones a few floats
+    apart."""
+    scores = compute(trading("a", [1.5, 1.9, 1.9, 1.9], [0.2, 0.3, 0.3, 0.3]), scenario=CALVANO)
+    assert (scores.merchants["a"]["profit_gain"], scores.merchants["a"]["price_gain"]) == (None, None)
+    assert scores.market == MarketScores()  # no rival: nothing to collude with or undercut
+    alone = seat_benchmarks(load_scenario("price_war"), 1)
+    assert alone is not None and np.allclose(alone.monopoly_profit, alone.nash_profit, rtol=1e-12)
+    nash = alone.nash_profit
+    assert np.isnan(gain(1.1 * nash, nash, alone.monopoly_profit)).all()
+    assert np.isnan(gain(1.1 * nash, nash, np.nextafter(np.nextafter(nash, np.inf), np.inf))).all()
+    assert gain(np.array(1.5), np.array(1.0), np.array(2.0)) == 0.5  # benchmarks apart: a scale
 
 
 def test_a_merchant_bankrupt_before_the_window_is_not_measured(trading):

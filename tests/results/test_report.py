@@ -264,14 +264,35 @@ def test_a_page_that_fetches_something_is_caught(tmp_path):
     ]
 
 
-def test_head_to_head_skips_two_seats_of_one_contestant(make_match):
+def test_head_to_head_skips_two_seats_of_one_contestant():
     tally = HeadToHead()
-    tally.add(make_match("x", 0, {"alpha": 1, "beta": 2}).merchants)
-    doubled = make_match("y", 1, {"alpha": 1, "beta": 3}).merchants
-    doubled[1] = doubled[1].model_copy(update={"contestant": "alpha"})
-    tally.add(doubled)
+    tally.add([("alpha", 1), ("beta", 2)])
+    tally.add([("alpha", 1), ("alpha", 3)])
     assert tally.record("alpha", "beta") == (1, 0, 0)
     assert tally.record("alpha", "alpha") is None
+
+
+def test_solo_matches_meet_in_the_head_to_head_as_the_leaderboard_ranks_them(engine, tmp_path, make_match):
+    """Each alone against the market: alpha behind beta on seed 1, ahead on seed 2."""
+    (tmp_path / "corner-shop.yaml").write_text(SCENARIO)
+    tournament_id = start_tournament(
+        engine,
+        name="solo",
+        config_path=str(tmp_path / "spring.yaml"),
+        config_text=SPRING,
+        config_hash="hash",
+        seed=7,
+        contestants=[("alpha", "fixed_price", {}), ("beta", "random", {})],
+        planned_matches=4,
+    )
+    for index, (name, seed, worth) in enumerate(
+        [("alpha", 1, 1100.0), ("beta", 1, 1200.0), ("alpha", 2, 1300.0), ("beta", 2, 1250.0)]
+    ):
+        match = make_match(f"k{index}", index, {name: 1})
+        match.seed, match.merchants[0].net_worth = seed, worth
+        save_match(engine, tournament_id, match)
+    html = build_report(engine, tournament_id, *_scenarios(engine, tournament_id))
+    assert "alpha vs beta: 1 won, 1 lost, 0 tied" in html and "beta vs alpha: 1 won, 1 lost, 0 tied" in html
 
 
 def test_events_are_left_out_with_a_note_when_the_scenario_file_is_gone(engine, stored, tmp_path):

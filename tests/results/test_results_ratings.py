@@ -211,6 +211,38 @@ def test_contestant_filter_keeps_only_their_seats(engine, make_match):
         leaderboard(engine, contestants=["a", "zz"])
 
 
+def test_solo_matches_are_ranked_against_the_others_of_their_scenario_and_seed(engine, make_match):
+    """A merchant alone has no rival in its match: the solo matches of one scenario and seed
+    are ranked together, by the rule that ranks a match (survivors first, then net worth), and
+    each seed is one such comparison; a contestant selection compares only its solo matches."""
+    tournament = _tournament(engine, "a", "b", "c")
+    played = [  # (contestant, seed, net worth, bankrupt day)
+        ("a", 1, 1100.0, None),
+        ("b", 1, 1200.0, None),
+        ("c", 1, 1500.0, 2),  # the most net worth, but bankrupt: last
+        ("a", 2, 1300.0, None),
+        ("b", 2, 1250.0, None),
+        ("c", 2, 1000.0, None),
+    ]
+    for index, (contestant, seed, net_worth, bankrupt_day) in enumerate(played):
+        match = make_match(f"k{index}", index, {contestant: 1})
+        match.seed = seed
+        match.merchants[0].net_worth, match.merchants[0].bankrupt_day = net_worth, bankrupt_day
+        save_match(engine, tournament, match)
+
+    board = {row.contestant: row for row in leaderboard(engine, tournament)}
+    # seed 1: b, a, c; seed 2: a, b, c
+    assert {name: (row.matches, row.wins) for name, row in board.items()} == {
+        "a": (2, 1),
+        "b": (2, 1),
+        "c": (2, 0),
+    }
+    assert board["a"].rating == pytest.approx(board["b"].rating)
+    assert board["c"].rating < board["a"].rating
+    chosen = {row.contestant: row for row in leaderboard(engine, tournament, contestants=["a", "c"])}
+    assert {name: (row.matches, row.wins) for name, row in chosen.items()} == {"a": (2, 2), "c": (2, 0)}
+
+
 def test_anchor_rates_the_named_contestant_1000(engine, make_match):
     tournament = _tournament(engine, "a", "b", "c")
     save_match(engine, tournament, make_match("k0", 0, {"a": 1, "b": 2, "c": 3}))

@@ -214,6 +214,23 @@ def test_whole_file_checks_name_their_field(tmp_path, addition, field):
     assert str(exc).startswith(f"{tmp_path / 't.yaml'}: {field}: ")
 
 
+ALONE = TOURNAMENT.replace("  - {name: b, kind: undercut}\n", "")
+
+
+@pytest.mark.parametrize("addition", ["", "format: gauntlet\nchallenger: a\n"])
+def test_a_lone_contestant_needs_solo_play(tmp_path, addition):
+    exc = error(write(tmp_path, ALONE + addition))
+    assert (exc.field, str(exc).split(": ", 2)[2]) == (
+        "contestants",
+        "a match needs two of them, unless group_size is 1 (solo play)",
+    )
+
+
+@pytest.mark.parametrize("addition", ["group_size: 1\n", "format: free_for_all\n"])
+def test_a_lone_contestant_plays_solo(tmp_path, addition):
+    assert load_tournament(write(tmp_path, ALONE + addition)).spec.merchants_per_match == 1
+
+
 @pytest.mark.parametrize(
     ("old", "new", "field", "words"),
     [

@@ -203,3 +203,25 @@ def test_a_match_scored_with_the_benchmarks_of_its_rules_scores_as_if_it_solved_
     assert market.metrics and market.metrics == solved_here.market.metrics  # the collusion measures
     assert metrics == solved_here.metrics
     assert imported == []
+
+
+def test_solo_matches_of_a_scenario_and_seed_meet_the_same_customers():
+    """Merchants playing alone are ranked against the others alone on their scenario and seed
+    (results.ratings.ranked_matches), so those matches draw the same customers: two of one
+    kind, customers counted one by one, end with the same books whatever their names, and on
+    another seed with other books."""
+    price_war = load_scenario("price_war")
+    counted = price_war.model_copy(
+        update={"demand": price_war.demand.model_copy(update={"mode": "stochastic"})}
+    )
+    entries = [ContestantEntry(name=name, kind="fixed_price") for name in ("ann", "bob")]
+    plans = plan_contestants(entries)
+
+    def alone(name: str, seed: int) -> list[float]:
+        spec = MatchSpec(f"price_war/seed={seed}/{name}", 0, "price_war", seed, DAYS, (name,))
+        played = play_here([Match(spec, counted, MatchRules(seed=4), plans)])[0]
+        assert isinstance(played, FinishedMatch)
+        return [played.merchants[0].net_worth, played.merchants[0].market_share, played.merchants[0].profit]
+
+    assert alone("ann", 1) == alone("bob", 1)
+    assert alone("ann", 1) != alone("ann", 2)

@@ -44,7 +44,7 @@ def make(folder: Path, n: int = 4, **fields: Any) -> Tournament:
     return load_tournament(path)
 
 
-@pytest.mark.parametrize(("n", "k"), [(2, 2), (4, 2), (5, 2), (5, 3), (6, 4), (3, 3)])
+@pytest.mark.parametrize(("n", "k"), [(2, 2), (4, 2), (5, 2), (5, 3), (6, 4), (3, 3), (4, 1)])
 def test_round_robin_plays_every_group_once_per_scenario_and_seed(tmp_path, n, k):
     seeds = [3, 5, 8]
     plan = schedule(make(tmp_path, n, group_size=k, seeds=seeds))
@@ -56,6 +56,17 @@ def test_round_robin_plays_every_group_once_per_scenario_and_seed(tmp_path, n, k
         for seed in seeds:
             assert {g for (s, sd, g) in groups if (s, sd) == (scenario, seed)} == expected
     assert all(len(m.seats) == len(set(m.seats)) == k for m in plan)
+
+
+def test_solo_matches_of_a_scenario_and_seed_share_their_draws_and_no_other_matches_do(tmp_path):
+    """Solo matches are ranked against the others of their scenario and seed
+    (results.ratings.ranked_matches): they meet the same market."""
+    solo = schedule(make(tmp_path, 3, group_size=1, seeds=[1, 2]))
+    draws = Counter(m.draws for m in solo)
+    assert draws == {f"{s}/seed={seed}": 3 for s in DAYS for seed in (1, 2)}
+    pairs = schedule(make(tmp_path, 3, group_size=2, seeds=[1, 2]))
+    assert [m.draws for m in pairs] == [m.key for m in pairs]
+    assert len({m.draws for m in pairs}) == len(pairs)
 
 
 def test_shipped_round_robin():
