@@ -45,7 +45,7 @@ class TournamentSpec(BaseModel):
 
     name: str = Field(min_length=1)
     seed: int = 0
-    format: Literal["round_robin", "free_for_all", "gauntlet"] = "round_robin"
+    format: Literal["round_robin", "free_for_all", "gauntlet", "solo"] = "round_robin"
     group_size: int = Field(
         2,
         ge=1,
@@ -122,7 +122,7 @@ class TournamentSpec(BaseModel):
         if self.seeds is not None and self.repetitions is not None:
             raise FieldError("repetitions", "give seeds or repetitions, not both")
         if self.merchants_per_match > 1 and len(self.contestants) < 2:
-            raise FieldError("contestants", "a match needs two of them, unless group_size is 1 (solo play)")
+            raise FieldError("contestants", "a match needs two of them, unless they play solo")
         if self.format == "round_robin" and self.group_size > len(self.contestants):
             raise FieldError(
                 "group_size", f"{self.group_size} is larger than the {len(self.contestants)} contestants"
@@ -154,7 +154,9 @@ class TournamentSpec(BaseModel):
         """How many merchants each match of the schedule seats."""
         if self.format == "round_robin":
             return self.group_size
-        return len(self.contestants) if self.format == "free_for_all" else 2
+        if self.format == "free_for_all":
+            return len(self.contestants)
+        return 1 if self.format == "solo" else 2
 
     @property
     def seed_list(self) -> list[int]:

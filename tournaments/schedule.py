@@ -3,6 +3,8 @@
 round_robin: every group of `group_size` contestants plays every scenario x seed.
 free_for_all: all contestants in one market, every scenario x seed.
 gauntlet: the challenger meets each other contestant alone, every scenario x seed.
+solo: each contestant alone against the market, every scenario x seed (as round_robin with
+group_size 1).
 
 With rotate_seats, the group's seat order turns by one for each successive seed, so no
 contestant always holds the same seat (seat order decides who is listed first to rivals, the
@@ -43,8 +45,8 @@ class MatchSpec:
 def schedule(tournament: Tournament) -> list[MatchSpec]:
     spec = tournament.spec
     names = [c.name for c in spec.contestants]
-    if spec.format == "round_robin":
-        groups = [list(g) for g in combinations(names, spec.group_size)]
+    if spec.format in ("round_robin", "solo"):
+        groups = [list(g) for g in combinations(names, spec.merchants_per_match)]
     elif spec.format == "free_for_all":
         groups = [names]
     else:

@@ -197,6 +197,7 @@ def error(path: Path) -> ConfigError:
         ("format: gauntlet\nchallenger: zed\n", "challenger"),
         ("challenger: a\n", "challenger"),
         ("format: gauntlet\nchallenger: a\ngroup_size: 2\n", "group_size"),
+        ("format: solo\ngroup_size: 1\n", "group_size"),
         ("repetitions: 2\n", "repetitions"),  # seeds are given too
         ("days: 0\n", "days"),
         ("max_concurrent_matches: 0\n", "max_concurrent_matches"),
@@ -222,11 +223,11 @@ def test_a_lone_contestant_needs_solo_play(tmp_path, addition):
     exc = error(write(tmp_path, ALONE + addition))
     assert (exc.field, str(exc).split(": ", 2)[2]) == (
         "contestants",
-        "a match needs two of them, unless group_size is 1 (solo play)",
+        "a match needs two of them, unless they play solo",
     )
 
 
-@pytest.mark.parametrize("addition", ["group_size: 1\n", "format: free_for_all\n"])
+@pytest.mark.parametrize("addition", ["group_size: 1\n", "format: solo\n", "format: free_for_all\n"])
 def test_a_lone_contestant_plays_solo(tmp_path, addition):
     assert load_tournament(write(tmp_path, ALONE + addition)).spec.merchants_per_match == 1
 

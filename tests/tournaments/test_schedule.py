@@ -62,6 +62,7 @@ def test_solo_matches_of_a_scenario_and_seed_share_their_draws_and_no_other_matc
     """Solo matches are ranked against the others of their scenario and seed
     (results.ratings.ranked_matches): they meet the same market."""
     solo = schedule(make(tmp_path, 3, group_size=1, seeds=[1, 2]))
+    assert schedule(make(tmp_path, 3, format="solo", seeds=[1, 2])) == solo
     draws = Counter(m.draws for m in solo)
     assert draws == {f"{s}/seed={seed}": 3 for s in DAYS for seed in (1, 2)}
     pairs = schedule(make(tmp_path, 3, group_size=2, seeds=[1, 2]))
