@@ -134,6 +134,8 @@ class TournamentSpec(BaseModel):
                 "contestants",
                 f"free_for_all puts every contestant in one market; at most {MAX_MERCHANTS_PER_MATCH}",
             )
+        if self.deviation is not None and self.merchants_per_match == 1:
+            raise FieldError("deviation", "probes how rivals answer a deviation; a merchant alone has none")
         if self.deviation is not None and self.deviation.seat >= self.merchants_per_match:
             raise FieldError(
                 "deviation.seat",
