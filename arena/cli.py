@@ -390,7 +390,7 @@ def leaderboard_command(
         list[str] | None,
         typer.Option(
             "--contestant",
-            help="Only matches where two of these met, and only their seats (repeatable).",
+            help="Only matches where two of these met, and their solo ones; only their seats (repeatable).",
             show_default=False,
         ),
     ] = None,

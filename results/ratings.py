@@ -180,7 +180,7 @@ class Seat(NamedTuple):
 def ranked_matches(seats: Iterable[Seat]) -> list[RankedMatch]:
     """The stored matches' rankings, from their seats in rating order. A match of one merchant
     (solo play) has no rival in it: the solo matches of a tournament played with the same
-    scenario, seed and days (which meet the same market: tournaments.schedule.MatchSpec.draws)
+    scenario, seed and days (which start from the same draws: tournaments.schedule.MatchSpec.draws)
     are ranked together instead, as if their merchants had been one match's, by the rule that
     ranks a match's merchants (market.accounting.ranks), and rated where the first of them is."""
     matches, alone = [], defaultdict(list)

@@ -40,7 +40,6 @@ from results import store, views
 from results.charts import Band, Format, Interval, Level, Series, forest_plot, line_chart, number, percent
 from results.collusion import seat_benchmarks
 from results.composite import ScoringWeights
-from results.ratings import Seat, ranked_matches
 from results.records import (
     WINDOW_TITLES,
     Fault,
@@ -127,21 +126,12 @@ def build_report(
     metrics: dict[int, list[store.MetricValue]] = defaultdict(list)
     for value in store.metrics(engine, tournament_id):
         metrics[value.match_id].append(value)
-    seats, parts = [], []
-    for detail in store.match_details(engine, tournament_id):
-        match = detail.match
-        seats += [
-            Seat(
-                (tournament_id, match.index, match.key),
-                *(r.contestant, r.rank, r.profit, r.net_worth, r.faults),
-                setting=(match.scenario, match.seed, match.days),
-                bankrupt_day=r.bankrupt_day,
-            )
-            for r in detail.results
-        ]
-        parts.append(match_part(detail, scenarios.get(match.scenario), colors, metrics[detail.match_id]))
+    parts = [
+        match_part(detail, scenarios.get(detail.match.scenario), colors, metrics[detail.match_id])
+        for detail in store.match_details(engine, tournament_id)
+    ]
     head_to_head = HeadToHead()
-    for ranked in ranked_matches(seats):  # solo matches ranked against one another's
+    for ranked in store.rankings(engine, tournament_id):  # solo matches ranked against one another's
         head_to_head.add(ranked.ranks)
     matches = [part.match for part in parts]
     scenario_names = sorted({m.scenario for m in matches})
@@ -352,7 +342,7 @@ class MatchPart:
 
     match: MatchRow
     lineup: list[str]  # contestants, best rank first
-    winners: str
+    winners: str  # who finished first; none for a merchant alone
     legend: list[tuple[str, str]]  # each seat's label and colour
     results: views.Table
     charts: list[Figure]
@@ -386,7 +376,7 @@ def match_part(
     return MatchPart(
         match=detail.match,
         lineup=[r.contestant for r in results],
-        winners=", ".join(r.contestant for r in results if r.rank == 1),
+        winners=", ".join(r.contestant for r in results if r.rank == 1) if len(results) > 1 else "",
         legend=[(name, color) for name, color, _ in styles.values()],
         results=views.results_table(detail.match, detail.results),
         charts=[

@@ -39,8 +39,10 @@ from results.ratings import (
     LeaderboardRecords,
     LeaderboardRow,
     MetricReading,
+    RankedMatch,
     Seat,
     compute_leaderboard,
+    ranked_matches,
 )
 from results.records import (
     DeviationPath,
@@ -413,7 +415,8 @@ def leaderboard(
 ) -> list[LeaderboardRow]:
     """The table of the stored matches (results.ratings.compute_leaderboard): all of them, or
     those of a tournament, of a scenario, and of the named contestants (matches where at least
-    two of them met, and only their seats, as if the others had not been there).
+    two of them met, and only their seats, as if the others had not been there; and their solo
+    matches, ranked against one another's).
 
     With a tournament, its registered contestants appear played or not. The composite weighs
     its parts with `weights` (a tournament file's `scoring:` section, or a `--weights` file).
@@ -422,6 +425,14 @@ def leaderboard(
     with Session(engine) as session:
         records = _leaderboard_records(session, tournament_id, scenario, contestants)
     return compute_leaderboard(records, weights=weights, anchor=anchor)
+
+
+def rankings(engine: Engine, tournament_id: int) -> list[RankedMatch]:
+    """Each stored match's ranking of a tournament, as its leaderboard rates them
+    (results.ratings.ranked_matches: solo matches ranked against one another's)."""
+    with Session(engine) as session:
+        records = _leaderboard_records(session, tournament_id, None, None)
+    return ranked_matches(records.seats)
 
 
 def _leaderboard_records(
@@ -510,8 +521,30 @@ def _leaderboard_records(
     ]
     return LeaderboardRecords(
         seats=[
-            Seat((row[0], row[1], row[2]), *row[3:8], setting=(row[8], row[9], row[10]), bankrupt_day=row[11])
-            for row in seats
+            Seat(
+                (tournament, index, key),
+                contestant,
+                rank,
+                profit,
+                net_worth,
+                faults,
+                (scenario, seed, days),
+                gone,
+            )
+            for (
+                tournament,
+                index,
+                key,
+                contestant,
+                rank,
+                profit,
+                net_worth,
+                faults,
+                scenario,
+                seed,
+                days,
+                gone,
+            ) in seats
         ],
         registered=registered,
         metrics=[

@@ -136,6 +136,8 @@ class TournamentSpec(BaseModel):
             )
         if self.deviation is not None and self.merchants_per_match == 1:
             raise FieldError("deviation", "probes how rivals answer a deviation; a merchant alone has none")
+        if self.talk and self.merchants_per_match == 1:
+            raise FieldError("talk", "lets merchants message their rivals; a merchant alone has none")
         if self.deviation is not None and self.deviation.seat >= self.merchants_per_match:
             raise FieldError(
                 "deviation.seat",

@@ -38,7 +38,8 @@ class MatchSpec:
     def draws(self) -> str:
         """What the match's random draws are seeded from (tournaments.match.match_seeds): its
         key, or for a merchant alone its scenario and seed, so that the solo matches ranked
-        against one another (results.ratings.ranked_matches) meet the same customers."""
+        against one another (results.ratings.ranked_matches) start from the same draws: their
+        merchants meet the same customers as long as their customers choose alike."""
         return f"{self.scenario}/seed={self.seed}" if len(self.seats) == 1 else self.key
 
 

@@ -293,6 +293,7 @@ def test_solo_matches_meet_in_the_head_to_head_as_the_leaderboard_ranks_them(eng
         save_match(engine, tournament_id, match)
     html = build_report(engine, tournament_id, *_scenarios(engine, tournament_id))
     assert "alpha vs beta: 1 won, 1 lost, 0 tied" in html and "beta vs alpha: 1 won, 1 lost, 0 tied" in html
+    assert "won by" not in html  # nobody wins a match alone
 
 
 def test_events_are_left_out_with_a_note_when_the_scenario_file_is_gone(engine, stored, tmp_path):

@@ -199,6 +199,7 @@ def error(path: Path) -> ConfigError:
         ("format: gauntlet\nchallenger: a\ngroup_size: 2\n", "group_size"),
         ("format: solo\ngroup_size: 1\n", "group_size"),
         ("format: solo\ndeviation: {day: 3, to: nash}\n", "deviation"),
+        ("format: solo\ntalk: true\n", "talk"),
         ("repetitions: 2\n", "repetitions"),  # seeds are given too
         ("days: 0\n", "days"),
         ("max_concurrent_matches: 0\n", "max_concurrent_matches"),

@@ -61,6 +61,7 @@ def test_the_end_of_a_match_goes_over_the_connection_and_through_ray_once_the_ho
 
         # the end of a match asked while its last turn holds the merchant, and the process dies
         last_turn = asyncio.ensure_future(client.ask(request("m2", start=True)))
+        await asyncio.sleep(0.1)  # the turn holds the merchant (for its 0.5 s) before the end asks
         end = asyncio.ensure_future(client.finish("m2", "slow"))
         await asyncio.sleep(0.2)
         ray.kill(host, no_restart=False)  # Ray starts another process

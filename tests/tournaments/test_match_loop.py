@@ -205,9 +205,9 @@ def test_a_match_scored_with_the_benchmarks_of_its_rules_scores_as_if_it_solved_
     assert imported == []
 
 
-def test_solo_matches_of_a_scenario_and_seed_meet_the_same_customers():
+def test_solo_matches_of_a_scenario_and_seed_start_from_the_same_draws():
     """Merchants playing alone are ranked against the others alone on their scenario and seed
-    (results.ratings.ranked_matches), so those matches draw the same customers: two of one
+    (results.ratings.ranked_matches), so those matches start from the same draws: two of one
     kind, customers counted one by one, end with the same books whatever their names, and on
     another seed with other books."""
     price_war = load_scenario("price_war")
