@@ -82,23 +82,29 @@ def stored(engine, tmp_path, make_match) -> int:
     return _store(engine, tmp_path, make_match)
 
 
-def _store(engine, tmp_path: Path, make_match) -> int:
-    """Three matches of alpha, beta (a language model) and gamma on corner-shop, with metrics."""
+def _tournament(engine, tmp_path: Path, name: str, contestants: list, planned: int) -> int:
+    """A tournament of the file SPRING on corner-shop, its scenario file written beside it."""
     (tmp_path / "corner-shop.yaml").write_text(SCENARIO)
-    tournament_id = start_tournament(
+    return start_tournament(
         engine,
-        name="<spring & co>",
+        name=name,
         config_path=str(tmp_path / "spring.yaml"),
         config_text=SPRING,
         config_hash="hash",
         seed=7,
-        contestants=[
-            ("alpha", "fixed_price", {}),
-            ("beta", "llm", {"model": "openai/gpt-test"}),
-            ("gamma", "random", {}),
-        ],
-        planned_matches=3,
+        contestants=contestants,
+        planned_matches=planned,
     )
+
+
+def _store(engine, tmp_path: Path, make_match) -> int:
+    """Three matches of alpha, beta (a language model) and gamma on corner-shop, with metrics."""
+    contestants = [
+        ("alpha", "fixed_price", {}),
+        ("beta", "llm", {"model": "openai/gpt-test"}),
+        ("gamma", "random", {}),
+    ]
+    tournament_id = _tournament(engine, tmp_path, "<spring & co>", contestants, 3)
     first = make_match("a", 0, {"alpha": 1, "beta": 2}).model_copy(
         update={"calls": [_call("m1", 1, 1000, 0.25), _call("m1", 2, 500, 0.5)]}
     )
@@ -274,16 +280,8 @@ def test_head_to_head_skips_two_seats_of_one_contestant():
 
 def test_solo_matches_meet_in_the_head_to_head_as_the_leaderboard_ranks_them(engine, tmp_path, make_match):
     """Each alone against the market: alpha behind beta on seed 1, ahead on seed 2."""
-    (tmp_path / "corner-shop.yaml").write_text(SCENARIO)
-    tournament_id = start_tournament(
-        engine,
-        name="solo",
-        config_path=str(tmp_path / "spring.yaml"),
-        config_text=SPRING,
-        config_hash="hash",
-        seed=7,
-        contestants=[("alpha", "fixed_price", {}), ("beta", "random", {})],
-        planned_matches=4,
+    tournament_id = _tournament(
+        engine, tmp_path, "solo", [("alpha", "fixed_price", {}), ("beta", "random", {})], 4
     )
     for index, (name, seed, worth) in enumerate(
         [("alpha", 1, 1100.0), ("beta", 1, 1200.0), ("alpha", 2, 1300.0), ("beta", 2, 1250.0)]
