@@ -331,10 +331,11 @@ class Market:
         revenue = _sum(sold * self.prices, 1)
         on_credit = revenue * finance.credit_share
         revenue_cash = revenue - on_credit
+        bad_debt = on_credit * finance.bad_debt_share  # never to be paid: written off at once
         if finance.credit_days == 0:
-            self.due += on_credit
+            self.due += on_credit - bad_debt
         else:
-            self.credit[:, finance.credit_days - 1] += on_credit
+            self.credit[:, finance.credit_days - 1] += on_credit - bad_debt
         if self.scenario.demand.stock_limited:
             self.inventory -= sold
             made_to_order = np.zeros(len(self.playing))
@@ -348,6 +349,7 @@ class Market:
         return {
             "revenue": revenue,
             "revenue_cash": revenue_cash,
+            "bad_debt": bad_debt,
             "purchases": _sum(ordered * unit_cost, 1) + made_to_order,
             "holding": holding,
             "fixed": fixed,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -104,6 +104,9 @@ class Finance(_Strict):
     fixed_daily_cost: float = Field(0.0, ge=0)
     credit_share: float = Field(0.0, ge=0, le=1, description="share of revenue sold on credit")
     credit_days: int = Field(0, ge=0, le=60, description="days until a credit sale may be collected")
+    bad_debt_share: float = Field(
+        0.0, ge=0, le=1, description="share of credit sales never paid: written off on the day of the sale"
+    )
 
 
 class Event(_Strict):
@@ -270,6 +273,17 @@ class Scenario(_Strict):
         self.check_merchants(merchants)
         own = [getattr(seat, field) for seat in self.seats] or [{}] * merchants
         return [[values.get(p.id, getattr(p, field)) for p in self.products] for values in own]
+
+    def identity(self) -> str:
+        """The scenario as JSON, for a tournament's identity (tournaments.config): a part added
+        after tournaments were first stored (seats, bad debt) counts only when it is used, so a
+        file that does not use it keeps the identity it had before the part existed."""
+        left_out: dict[str, Any] = {}
+        if not self.seats:
+            left_out["seats"] = True
+        if self.finance.bad_debt_share == 0:
+            left_out["finance"] = {"bad_debt_share"}
+        return self.model_dump_json(exclude=left_out or None)
 
     def check_merchants(self, merchants: int) -> None:
         """ValueError unless `merchants` can play the scenario: as many as its seats, if it has any."""

@@ -304,12 +304,14 @@ class DayRecord:
     it, and the state after the day. Money identities hold on every record:
 
     cash_end - cash_start = revenue_cash + collected - purchases - advertising - holding - fixed
-    receivables(today) = receivables(yesterday) + revenue - revenue_cash - collected
+    receivables(today) = receivables(yesterday) + revenue - revenue_cash - bad_debt - collected
 
     first_choice: customers who chose this merchant (in any round of choosing);
     lost_sales: those of them turned away by a stock-out; inventory: units in stock at the
     end of the day; receivables: credit sales outstanding at the end of the day;
     net_worth: cash + stock in hand and in transit at unit cost + receivables;
+    bad_debt: the day's credit sales that will never be paid (Finance.bad_debt_share), written
+    off as they are made, so they never enter the receivables;
     plan: the prices the day's decision planned for the coming days (see Decision.plan), for
     products the market sells and at prices it would accept; empty when it stated none.
     message: what the day's decision told the rivals, who read it the next day (only where
@@ -331,6 +333,7 @@ class DayRecord:
     unit_cost: dict[str, float]
     revenue: float
     revenue_cash: float
+    bad_debt: float
     collected: float
     purchases: float
     advertising: float

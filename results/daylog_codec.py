@@ -6,8 +6,9 @@ which some merchant said something, the message ("messages"; without it every ro
 a log of a market where nobody talks is stored as before messages existed).
 
 Older logs still read: those that kept operations as dicts in the JSON, those whose
-rejections have no code (it is found from their reason, as the market then worded it), and
-those from before messages.
+rejections have no code (it is found from their reason, as the market then worded it), those
+from before messages, and those from before a number of the day record existed (bad debt):
+the columns are read by the names stored with them, and a number missing is 0.
 """
 
 from __future__ import annotations
@@ -76,13 +77,26 @@ def decode(columns: bytes, text: str) -> DayLog:
         seat=arrays["seat"],
         day=arrays["day"],
         bankrupt=arrays["bankrupt"],
-        scalars=arrays["scalars"],
+        scalars=_in_order(arrays["scalars"], rest["scalars"], SCALARS),
         per_product=arrays["per_product"],
         applied=applied,
         rejections=[[_rejection(*r) for r in row] for row in rest["rejections"]],
         plans=rest["plans"],
         messages=rest.get("messages") or [""] * len(rest["plans"]),
     )
+
+
+def _in_order(columns: np.ndarray, stored: Sequence[str], names: Sequence[str]) -> np.ndarray:
+    """The `columns` [row, column], stored in the order of `stored`, in the order of `names`; a
+    column of `names` stored without it (the log is older than it) is zeros."""
+    if list(stored) == list(names):
+        return columns
+    place = {name: k for k, name in enumerate(stored)}
+    ordered = np.zeros((len(columns), len(names)))
+    for k, name in enumerate(names):
+        if name in place:
+            ordered[:, k] = columns[:, place[name]]
+    return ordered
 
 
 _OLD_WORDS = (

@@ -197,11 +197,8 @@ class Tournament(BaseModel):
         for entry in decisive["contestants"]:
             entry["params"].pop("prices", None)
         digest = hashlib.sha256(json.dumps(decisive, sort_keys=True).encode())
-        for name in sorted(
-            self.scenarios
-        ):  # a scenario without seats has the identity it had before they existed
-            scenario = self.scenarios[name]
-            digest.update(scenario.model_dump_json(exclude=None if scenario.seats else {"seats"}).encode())
+        for name in sorted(self.scenarios):
+            digest.update(self.scenarios[name].identity().encode())
         return digest.hexdigest()
 
 

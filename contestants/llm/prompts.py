@@ -68,6 +68,10 @@ def system_prompt(
             f"- {finance.credit_share:.0%} of every sale is on credit: it can be collected "
             f"{finance.credit_days} days later with a collect operation, and not before.\n"
         )
+        if finance.bad_debt_share > 0:
+            credit += (
+                f"- {finance.bad_debt_share:.0%} of credit sales are never paid: they are lost as you sell.\n"
+            )
     # Only the id, which operations must use: a display name ("Widget") invites the model to
     # write that instead.
     products = "\n".join(

@@ -225,11 +225,13 @@ def check_day(
         r.revenue_cash + r.collected - r.purchases - r.advertising - r.holding - r.fixed,
         *flows,
     ), f"cash identity broken on day {r.day}: {r}"
+    on_credit = r.revenue - r.revenue_cash
+    assert _close(r.bad_debt, on_credit * s.finance.bad_debt_share, r.revenue)
     receivables_start = prev_record.receivables if prev_record else 0.0
     assert r.receivables >= -TOLERANCE * max(1.0, receivables_start)
     assert _close(
         r.receivables,
-        receivables_start + r.revenue - r.revenue_cash - r.collected,
+        receivables_start + on_credit - r.bad_debt - r.collected,
         receivables_start,
         r.revenue,
     )

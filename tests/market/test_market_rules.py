@@ -449,6 +449,23 @@ def test_credit_with_zero_credit_days_is_due_the_next_morning(market):
     assert history[1]["m0"].collected == first.receivables
 
 
+def test_bad_debt_is_written_off_as_credit_is_sold_and_costs_net_worth_what_it_writes_off(market):
+    """A quarter of credit sales never paid: day 1's credit sales less that quarter are the
+    receivables, the quarter is the day's bad debt, and net worth ends lower than in the same
+    match with every sale paid by exactly the bad debt (nothing else differs: customers
+    choose by price and reputation, not by how they pay)."""
+    paying = market.vary(market.load("multi_product"), **{"finance.credit_days": 0})
+    defaulting = market.vary(paying, **{"finance.bad_debt_share": 0.25})
+    policy = market.constant_policy(lambda m, obs: [])
+    paid, unpaid = (market.run(MarketEnv(s, 1, days=2), policy, seed=0) for s in (paying, defaulting))
+    first, lost = paid[0]["m0"], unpaid[0]["m0"]
+    on_credit = first.revenue * paying.finance.credit_share
+    assert on_credit > 0 and lost.revenue == first.revenue
+    assert lost.bad_debt == pytest.approx(0.25 * on_credit) and first.bad_debt == 0
+    assert lost.receivables == pytest.approx(0.75 * on_credit)
+    assert first.net_worth - lost.net_worth == pytest.approx(lost.bad_debt)
+
+
 # --- 8. events -----------------------------------------------------------------------------
 
 

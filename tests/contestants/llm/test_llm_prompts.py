@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contestants.llm.prompts import daily_report
+from contestants.llm.prompts import daily_report, system_prompt
 from market.types import EventNotice
 
 
@@ -33,3 +33,15 @@ def test_the_daily_report_states_the_day_own_position_and_rivals_compactly(scena
 
 def test_money_is_never_shown_as_minus_zero(scenario, observe):
     assert daily_report(observe(scenario, cash=-0.001)).startswith("Day 1 of 30. Cash 0. ")
+
+
+def test_the_rules_say_what_share_of_credit_sales_is_never_paid_where_some_is(scenario):
+    on_credit = scenario.model_copy(
+        update={"finance": scenario.finance.model_copy(update={"credit_share": 0.3, "credit_days": 2})}
+    )
+    unpaid = on_credit.model_copy(
+        update={"finance": on_credit.finance.model_copy(update={"bad_debt_share": 0.1})}
+    )
+    assert "30% of every sale is on credit" in system_prompt(on_credit, "m0", 30, notes=False)
+    assert "never paid" not in system_prompt(on_credit, "m0", 30, notes=False)
+    assert "- 10% of credit sales are never paid" in system_prompt(unpaid, "m0", 30, notes=False)
