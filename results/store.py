@@ -13,7 +13,7 @@ import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import Engine, and_, case, delete, insert, or_
@@ -431,8 +431,8 @@ def rankings(engine: Engine, tournament_id: int) -> list[RankedMatch]:
     """Each stored match's ranking of a tournament, as its leaderboard rates them
     (results.ratings.ranked_matches: solo matches ranked against one another's)."""
     with Session(engine) as session:
-        records = _leaderboard_records(session, tournament_id, None, None)
-    return ranked_matches(records.seats)
+        _require(session, TournamentRow, tournament_id)
+        return ranked_matches(_seats(session, _selection(tournament_id, None, None)))
 
 
 def _leaderboard_records(
@@ -448,46 +448,8 @@ def _leaderboard_records(
         known = select(ContestantRow.id).where(col(ContestantRow.name) == name).limit(1)
         if session.exec(known).first() is None:
             raise NotFound(f"no contestant named {name!r}")
-    # with a contestant selection: only matches where two of them met, and their solo matches
-    # (ranked against one another's: results.ratings.ranked_matches)
-    chosen = case((col(MatchResultRow.contestant).in_(contestants or ()), 1), else_=0)
-    meetings = (
-        select(MatchResultRow.match_id)
-        .group_by(col(MatchResultRow.match_id))
-        .having(or_(func.sum(chosen) >= 2, and_(func.count() == 1, func.sum(chosen) == 1)))
-    )
-
-    def selected(statement: Statement, contestant: Any) -> Statement:
-        """`statement` (of rows joined to their match) restricted to the selection."""
-        if tournament_id is not None:
-            statement = statement.where(col(MatchRow.tournament_id) == tournament_id)
-        if scenario is not None:
-            statement = statement.where(col(MatchRow.scenario) == scenario)
-        if contestants is not None:
-            statement = statement.where(col(contestant).in_(contestants), col(MatchRow.id).in_(meetings))
-        return statement
-
-    seats = session.connection().execute(
-        selected(
-            select_columns(
-                col(MatchRow.tournament_id),
-                col(MatchRow.index),
-                col(MatchRow.key),
-                col(MatchResultRow.contestant),
-                col(MatchResultRow.rank),
-                col(MatchResultRow.profit),
-                col(MatchResultRow.net_worth),
-                col(MatchResultRow.faults),
-                col(MatchRow.scenario),
-                col(MatchRow.seed),
-                col(MatchRow.days),
-                col(MatchResultRow.bankrupt_day),
-            ).join(MatchResultRow, col(MatchResultRow.match_id) == col(MatchRow.id)),
-            MatchResultRow.contestant,
-        ).order_by(
-            col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key), col(MatchResultRow.merchant)
-        )
-    )
+    selected = _selection(tournament_id, scenario, contestants)
+    seats = _seats(session, selected)
     registered: set[str] = set()
     if tournament_id is not None:
         names = select(ContestantRow.name).where(col(ContestantRow.tournament_id) == tournament_id)
@@ -520,32 +482,7 @@ def _leaderboard_records(
         )
     ]
     return LeaderboardRecords(
-        seats=[
-            Seat(
-                (tournament, index, key),
-                contestant,
-                rank,
-                profit,
-                net_worth,
-                faults,
-                (scenario, seed, days),
-                gone,
-            )
-            for (
-                tournament,
-                index,
-                key,
-                contestant,
-                rank,
-                profit,
-                net_worth,
-                faults,
-                scenario,
-                seed,
-                days,
-                gone,
-            ) in seats
-        ],
+        seats=seats,
         registered=registered,
         metrics=[
             MetricReading(contestant, name, value)
@@ -554,6 +491,69 @@ def _leaderboard_records(
         ],
         spent=spent,
     )
+
+
+class _Selection(Protocol):
+    """A selection of matches (as _leaderboard_records makes one): `statement`, of rows joined
+    to their match, restricted to it, with `contestant` the rows' contestant column."""
+
+    def __call__(self, statement: Statement, contestant: Any) -> Statement: ...
+
+
+def _selection(
+    tournament_id: int | None, scenario: str | None, contestants: Collection[str] | None
+) -> _Selection:
+    """The matches of a tournament, of a scenario and of the named contestants (each None: all)."""
+    # with a contestant selection: only matches where two of them met, and their solo matches
+    # (ranked against one another's: results.ratings.ranked_matches)
+    chosen = case((col(MatchResultRow.contestant).in_(contestants or ()), 1), else_=0)
+    meetings = (
+        select(MatchResultRow.match_id)
+        .group_by(col(MatchResultRow.match_id))
+        .having(or_(func.sum(chosen) >= 2, and_(func.count() == 1, func.sum(chosen) == 1)))
+    )
+
+    def selected(statement: Statement, contestant: Any) -> Statement:
+        """`statement` (of rows joined to their match) restricted to the selection."""
+        if tournament_id is not None:
+            statement = statement.where(col(MatchRow.tournament_id) == tournament_id)
+        if scenario is not None:
+            statement = statement.where(col(MatchRow.scenario) == scenario)
+        if contestants is not None:
+            statement = statement.where(col(contestant).in_(contestants), col(MatchRow.id).in_(meetings))
+        return statement
+
+    return selected
+
+
+def _seats(session: Session, selected: _Selection) -> list[Seat]:
+    """The seats of the matches `selected` keeps (as _leaderboard_records selects), in rating
+    order."""
+    rows = session.connection().execute(
+        selected(
+            select_columns(
+                col(MatchRow.tournament_id),
+                col(MatchRow.index),
+                col(MatchRow.key),
+                col(MatchResultRow.contestant),
+                col(MatchResultRow.rank),
+                col(MatchResultRow.profit),
+                col(MatchResultRow.net_worth),
+                col(MatchResultRow.faults),
+                col(MatchRow.scenario),
+                col(MatchRow.seed),
+                col(MatchRow.days),
+                col(MatchResultRow.bankrupt_day),
+            ).join(MatchResultRow, col(MatchResultRow.match_id) == col(MatchRow.id)),
+            MatchResultRow.contestant,
+        ).order_by(
+            col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key), col(MatchResultRow.merchant)
+        )
+    )
+    return [
+        Seat._make([(tournament, index, key), *result, (scenario, seed, days), bankrupt_day])
+        for tournament, index, key, *result, scenario, seed, days, bankrupt_day in rows
+    ]
 
 
 def finish_tournament(

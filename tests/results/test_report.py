@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session, update
 from typer.testing import CliRunner
 
-from arena.cli import app
+from arena.cli import app, out
 from results import chromium
 from results.db import engine_for
 from results.errors import NotFound
@@ -376,3 +376,23 @@ def test_names_and_messages_that_look_like_markup_are_shown_as_text(engine, tmp_
     lineup = " ".join(sorted([hostile["contestant"], "beta"]))
     assert page.one("details", cls="match").attrs["data-contestants"] == lineup
     assert hostile["contestant"] in [g.attrs["data-series"] for g in page.all("g", cls="series")]
+
+
+def test_the_report_shows_the_leaderboard_arena_prints(engine, stored, monkeypatch):
+    """One table model (results.views): the page's leaderboard has the headers and, row by
+    row, the cells `arena leaderboard` prints for the same tournament."""
+    monkeypatch.setattr(out, "width", 250)  # every column in one piece
+    page = parse(build_report(engine, stored, *_scenarios(engine, stored)))
+    shown = page.one("section", id="leaderboard").one("table")
+    headers = [th.content().strip() for th in shown.one("thead").all("th")]
+    rows = [[td.content().strip() for td in tr.all("td")] for tr in shown.one("tbody").all("tr")]
+    printed = CliRunner().invoke(app, ["leaderboard", "--tournament", str(stored), "--db", str(engine.url)])
+    assert printed.exit_code == 0, printed.output
+    lines = [
+        [cell.strip() for cell in line.split(bar)[1:-1]]
+        for bar in "┃│"
+        for line in printed.stdout.splitlines()
+        if line.startswith(bar)
+    ]
+    assert lines == [headers, *rows]
+    assert len(rows) == 3 and "composite" in headers
