@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from contestants.base import Contestant, ContestantConfigError, Params, RunOptions
+from market.competitors import Competitors
 from market.demand import choice_shares
 from market.scenario import Scenario, event_multiplier
 from market.types import ArrayDecisions, MarketView, Observation, Operation
@@ -95,6 +96,7 @@ class Team(Generic[M]):
         self.speaks = inspect.getattr_static(kind, "say") is not inspect.getattr_static(RuleMerchant, "say")
         self._columns: dict[str, np.ndarray] = {}
         self._benchmarks: SeatBenchmarks | None = None
+        self.competitors = Competitors(scenario)
 
     def column(self, name: str) -> np.ndarray:
         """Parameter `name` of every member, as a column [member, 1] (None: NaN)."""
@@ -398,7 +400,8 @@ class BestResponse(RuleMerchant):
 
     Per product, it takes rivals' prices and reputations as they stood yesterday (a hidden
     price counts as the reference price, a hidden reputation as the scenario's initial one;
-    bankrupt rivals are gone) and picks, from `grid_points` prices between today's unit cost
+    bankrupt rivals are gone), and the scripted competitors' prices of today (a hidden one
+    counts as its standing price), and picks, from `grid_points` prices between today's unit cost
     and `max_price_factor` * reference price, the one maximising expected profit per
     customer (price - unit_cost) * share(price). It then orders up to the expected sales of
     lead_time + cover_days days (base demand, times announced demand events in force, times
@@ -416,6 +419,7 @@ class BestResponse(RuleMerchant):
         choice, board, n = scenario.choice, view.board, view.board.seats
         prices, wanted = np.zeros_like(view.prices), np.zeros_like(view.prices)
         seat_quality = np.array(scenario.seat_values("quality", n))  # [seat, product]
+        scripted = team.competitors
         for k, (member, row) in enumerate(zip(team.members, view.rows.tolist())):
             params = member.params
             rivals = np.array(
@@ -434,8 +438,22 @@ class BestResponse(RuleMerchant):
                 )
                 # what a hidden price counts as
                 rival_prices = np.nan_to_num(board.prices[rivals, j], nan=product.reference_price)
-                profiles = np.column_stack([grid, np.broadcast_to(rival_prices, (len(grid), len(rivals)))])
-                shares = choice_shares(choice, profiles, product.reference_price, reputation, quality[:, j])
+                options_reputation, options_quality = reputation, quality[:, j]
+                if len(scripted):
+                    sells = scripted.sells[:, j]
+                    shown = scripted.standing[:, j]
+                    if board.competitor_prices is not None:
+                        today = board.competitor_prices[row // n, :, j]
+                        shown = np.where(np.isnan(today), shown, today)
+                    rival_prices = np.concatenate([rival_prices, shown[sells]])
+                    options_reputation = np.concatenate([reputation, scripted.reputation[sells]])
+                    options_quality = np.concatenate([options_quality, scripted.quality[sells, j]])
+                profiles = np.column_stack(
+                    [grid, np.broadcast_to(rival_prices, (len(grid), len(rival_prices)))]
+                )
+                shares = choice_shares(
+                    choice, profiles, product.reference_price, options_reputation, options_quality
+                )
                 share = shares[:, 0]
                 best = int(np.argmax((grid - unit_cost) * share))
                 prices[k, j] = grid[best]

@@ -112,8 +112,9 @@ def ranks(survived: Sequence[bool], lasted: Sequence[int], final_net_worth: Sequ
     return [place[key] for key in keys]
 
 
-def market_shares(units_sold: Sequence[float]) -> list[float]:
-    """Each merchant's share of the units every merchant sold: units_sold_i / sum_j units_sold_j,
-    0 for all when nothing was sold (nobody won any of it)."""
-    total = float(sum(units_sold))
+def market_shares(units_sold: Sequence[float], competitors_sold: float = 0.0) -> list[float]:
+    """Each merchant's share of the units sold in its market: units_sold_i / (sum_j units_sold_j
+    + the units the scripted competitors sold), 0 for all when nothing was sold (nobody won
+    any of it)."""
+    total = float(sum(units_sold)) + competitors_sold
     return [float(units) / total if total > 0 else 0.0 for units in units_sold]

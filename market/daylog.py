@@ -153,13 +153,25 @@ class ColumnRecords(Sequence[T]):
         return NotImplemented
 
 
+@dataclass(frozen=True, eq=False)
+class CompetitorDays:
+    """What a match's scripted competitors (market.competitors) did, by the log's days (its
+    k-th is day k + 1): [day, competitor, product] the prices they posted (NaN: a product it
+    does not sell) and the units they sold."""
+
+    names: tuple[str, ...]
+    prices: np.ndarray
+    units_sold: np.ndarray
+
+
 @dataclass(eq=False)
 class DayLog(ColumnRecords[DayRecord]):
     """Rows of merchant-days in play order (day by day; within a day, seat order).
 
     seat[r] indexes `merchants`; scalars[r, k] is SCALARS[k]; per_product[r, k, j] is
-    PER_PRODUCT[k] of products[j]; messages[r] is the row's message ("": none). As a
-    sequence it reads as DayRecords (made on demand)."""
+    PER_PRODUCT[k] of products[j]; messages[r] is the row's message ("": none); competitors:
+    the scenario's scripted competitors, if it has any. As a sequence it reads as DayRecords
+    (made on demand)."""
 
     merchants: tuple[str, ...]
     products: tuple[str, ...]
@@ -172,6 +184,7 @@ class DayLog(ColumnRecords[DayRecord]):
     rejections: list[list[Rejection]]
     plans: list[dict[str, float]]
     messages: list[str]
+    competitors: CompetitorDays | None = None
 
     def __len__(self) -> int:
         return len(self.day)
@@ -281,7 +294,9 @@ class DayLogBuilder:
 
     merchants: tuple[str, ...]
     products: tuple[str, ...]
+    competitors: tuple[str, ...] = ()
     _days: list[tuple] = field(default_factory=list)
+    _competitor_days: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
 
     def add(
         self,
@@ -300,6 +315,18 @@ class DayLogBuilder:
         empty list for each every day, which the garbage collector would scan for the rest of
         the match); `messages` one per row, or None where merchants do not talk."""
         self._days.append((seat, day, bankrupt, scalars, per_product, applied, rejections, plans, messages))
+
+    def add_competitors(self, prices: np.ndarray, units_sold: np.ndarray) -> None:
+        """What the scripted competitors did on the day last added, [competitor, product]."""
+        self._competitor_days.append((prices, units_sold))
+
+    def _competitor_log(self, days: slice) -> CompetitorDays | None:
+        if not self.competitors:
+            return None
+        done = self._competitor_days[days]
+        shape = (len(done), len(self.competitors), len(self.products))
+        prices, sold = (np.array([day[k] for day in done], dtype=float).reshape(shape) for k in (0, 1))
+        return CompetitorDays(self.competitors, prices, sold)
 
     def whole_rejections(self, day: int) -> list[tuple[str, Rejection]]:
         """(merchant, rejection) for each merchant whose answer on `day` was not a decision at
@@ -329,6 +356,7 @@ class DayLogBuilder:
             [rejections.get(r) or [] for r in rows],
             [plans.get(r) or {} for r in rows],
             messages or [""] * len(seat),
+            self._competitor_log(slice(day - 1, day)),
         )
 
     def facts(self, day: int, fact: RecallFact, product: str | None, seats: np.ndarray) -> np.ndarray:
@@ -365,6 +393,7 @@ class DayLogBuilder:
                 [],
                 [],
                 [],
+                self._competitor_log(slice(0, 0)),
             )
         seats, days_, bankrupt, scalars, per_product, applied, rejections, plans, messages = zip(*days)
         rows = [len(s) for s in seats]
@@ -387,4 +416,5 @@ class DayLogBuilder:
             messages=[text for said, n in zip(messages, rows) for text in (said or [""] * n)]
             if any(messages)
             else [""] * sum(rows),
+            competitors=self._competitor_log(slice(None)),
         )

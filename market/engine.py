@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from market import accounting
+from market.competitors import Competitors
 from market.daylog import PER_PRODUCT, SCALARS, DayLogBuilder, Operations, RecordMaker, operation_dict
 from market.demand import allocate_markets, demand_factor, utilities
 from market.scenario import Scenario, event_multiplier
@@ -43,6 +44,7 @@ from market.types import (
     ParsedDecision,
     PlannedPrice,
     ProductState,
+    PublicCompetitor,
     PublicMerchant,
     Rejection,
     RejectionCode,
@@ -120,6 +122,7 @@ class Market:
         self.match_rows = [slice(b * self.seats, (b + 1) * self.seats) for b in range(len(self.rosters))]
         self._all_rows = np.arange(len(self._names))
         self._seats = np.arange(self.seats)
+        self.competitors = Competitors(scenario)
 
     def reset(self, seeds: Sequence[Any]) -> None:
         """A new start, each match's customers drawn from a generator of its seed."""
@@ -139,8 +142,11 @@ class Market:
         self.bankrupt = np.zeros(m, dtype=bool)
         self.units_sold = np.zeros((m, p))
         self.logs = [
-            DayLogBuilder(roster, tuple(self._product_ids)) for roster in self.rosters
+            DayLogBuilder(roster, tuple(self._product_ids), self.competitors.names) for roster in self.rosters
         ]  # one per match
+        # [match, competitor, product]: the scripted competitors' prices today, and units sold
+        self.competitor_prices = self._competitor_prices(1)
+        self.competitor_sold = np.zeros_like(self.competitor_prices)
         self._closing: tuple[np.ndarray, np.ndarray] | None = (
             None  # (unit costs, net worth) at the end of the last day
         )
@@ -159,6 +165,7 @@ class Market:
             self.reputation if vis.rival_reputation else np.full_like(self.reputation, math.nan),
             self.units_sold if vis.rival_sales else hidden,
             self.bankrupt,
+            self.competitor_prices if vis.rival_prices else np.full_like(self.competitor_prices, math.nan),
         )
         events = [
             EventNotice(
@@ -248,11 +255,28 @@ class Market:
         }
         self._record(day, values, applied, orders, said)
         self.day += 1
+        if len(self.competitors):
+            self.competitor_prices = self._competitor_prices(self.day)
         if day >= self.days:
             self.playing[:] = False
         else:
             self.playing &= ~self.bankrupt
         return worth_end - worth_start
+
+    def _competitor_prices(self, day: int) -> np.ndarray:
+        """The scripted competitors' prices on `day` (market.competitors), from the prices the
+        merchants posted the day before."""
+        p = len(self._product_ids)
+        if not len(self.competitors):
+            return np.zeros((len(self.rosters), 0, p))
+        products = self.scenario.products
+        cost = [pr.unit_cost * event_multiplier(self.scenario.events, "cost", pr.id, day) for pr in products]
+        return self.competitors.prices(
+            day,
+            self.prices.reshape(-1, self.seats, p),
+            ~self.bankrupt.reshape(-1, self.seats),
+            np.array(cost),
+        )
 
     def _worth(self, unit_cost: np.ndarray) -> np.ndarray:
         """Every row's net worth as the day starts: yesterday's close when the unit costs are
@@ -373,6 +397,7 @@ class Market:
         scalars = np.array(tuple(values[name] for name in SCALARS)).T
         per_product = np.array(tuple(values[name] for name in PER_PRODUCT)).transpose(1, 0, 2)
         bankrupt = self.bankrupt.copy()
+        scripted = len(self.competitors) > 0
         everyone = np.logical_and.reduce(self.playing.reshape(-1, self.seats), 1).tolist()  # per match
         rejected_by_seat, plans_by_seat = (
             _by_match(orders.rejected, self.seats),
@@ -391,6 +416,8 @@ class Market:
                     plans_by_seat.get(b, {}),
                     None if said is None else said[span],
                 )
+                if scripted:
+                    self._record_competitors(log, b)
                 continue
             seats = np.flatnonzero(self.playing[span])
             if seats.size:
@@ -407,6 +434,11 @@ class Market:
                     {position[s]: row for s, row in plans_by_seat.get(b, {}).items()},
                     None if said is None else [said[i] for i in at.tolist()],
                 )
+                if scripted:
+                    self._record_competitors(log, b)
+
+    def _record_competitors(self, log: DayLogBuilder, b: int) -> None:
+        log.add_competitors(self.competitor_prices[b].copy(), self.competitor_sold[b].copy())
 
     def _columns(self, parsed: dict[int, ParsedDecision], unknown: dict[int, list[Rejection]]) -> Submitted:
         """The operations of parsed decisions (by row, ascending) as columns; the rejections
@@ -535,7 +567,8 @@ class Market:
         return kept
 
     def _clear_market(self, day: int) -> tuple[np.ndarray, np.ndarray]:
-        """Each match's customers, product by product, among its own merchants."""
+        """Each match's customers, product by product, among its own merchants and the
+        scripted competitors (their sales go to `competitor_sold`)."""
         s = self.scenario
         m, p = self.prices.shape
         wanted, sold = np.zeros((m, p)), np.zeros((m, p))
@@ -548,6 +581,10 @@ class Market:
         if len(rngs) == len(running):
             running = slice(None)  # every match: views rather than copies
         by_match = (-1, self.seats, p)
+        rivals = len(self.competitors)
+        if rivals:
+            rival_utility = self.competitors.utilities(self.competitor_prices)[running]
+            self.competitor_sold = np.zeros_like(self.competitor_prices)
         for j, product in enumerate(s.products):
             mean = product.base_demand * factor * event_multiplier(s.events, "demand", product.id, day)
             customers = (
@@ -556,13 +593,17 @@ class Market:
                 else np.full(len(rngs), mean)
             )
             stock = self.inventory.reshape(by_match)[running, :, j] if s.demand.stock_limited else None
+            options = utility.reshape(by_match)[running, :, j]
+            if rivals:  # never sold out
+                options = np.concatenate([options, rival_utility[:, :, j]], axis=1)
+                if stock is not None:
+                    stock = np.concatenate([stock, np.full((len(stock), rivals), math.inf)], axis=1)
             chose, bought, _ = allocate_markets(
-                customers,
-                utility.reshape(by_match)[running, :, j],
-                s.choice.no_purchase_utility,
-                stock,
-                rngs if stochastic else None,
+                customers, options, s.choice.no_purchase_utility, stock, rngs if stochastic else None
             )
+            if rivals:
+                self.competitor_sold[running, :, j] = bought[:, self.seats :]
+                chose, bought = chose[:, : self.seats], bought[:, : self.seats]
             wanted.reshape(by_match)[running, :, j], sold.reshape(by_match)[running, :, j] = chose, bought
         return wanted, sold
 
@@ -657,6 +698,7 @@ class ObservationMaker:
             view.events,
             view.fixed_daily_cost,
             heard,
+            shared.competitors if market.competitors.names else [],
         )
 
     def yesterday(self, i: int) -> DayRecord | None:
@@ -714,6 +756,26 @@ class _SharedParts:
         return [
             PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out)
             for name, price, rep, units, out in shown
+        ]
+
+    @functools.cached_property
+    def competitors(self) -> list[PublicCompetitor]:
+        market, b = self.market, self.span.start // self.market.seats
+        prices = self.view.board.competitor_prices
+        if prices is None or not prices.shape[1]:
+            return []
+        visible = market.scenario.visibility
+        return [
+            PublicCompetitor(
+                name,
+                {p: price for p, price in zip(market._product_ids, today.tolist()) if price == price}
+                if visible.rival_prices
+                else None,
+                reputation if visible.rival_reputation else None,
+            )
+            for name, today, reputation in zip(
+                market.competitors.names, prices[b], market.competitors.reputation.tolist()
+            )
         ]
 
     @functools.cached_property

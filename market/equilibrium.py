@@ -11,6 +11,8 @@ root:
   best responses (each a root, scipy.optimize.brentq) are iterated to their fixed point;
 - joint profit: every markup is the same m, with m = 1 / (b share_0), share_0 the no-purchase
   share, a single root (brentq again).
+A scenario's fixed-price competitors (market.competitors) are part of buying from no merchant,
+at their standing prices; one that undercuts reacts, and leaves no fixed game (EquilibriumError).
 Both are verified before they are returned (`verify`): at Nash no seat gains by deviating to
 any price on a fine grid, and at the joint optimum no small move of the prices raises the
 joint profit. A failed check raises EquilibriumError rather than returning a wrong benchmark.
@@ -24,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from market.competitors import price_game_choice, reacting
 from market.demand import choice_shares
-from market.scenario import Product, Scenario
+from market.scenario import Choice, Product, Scenario
 
 
 class EquilibriumError(RuntimeError):
@@ -59,6 +62,7 @@ class PriceGame:
     product: Product
     costs: np.ndarray  # [seat]
     quality: np.ndarray  # [seat]
+    choice: Choice  # the scenario's, its fixed-price competitors in the no-purchase option
 
     @property
     def seats(self) -> int:
@@ -67,14 +71,12 @@ class PriceGame:
     @property
     def price_coefficient(self) -> float:
         """b: how much a unit of price lowers utility."""
-        return self.scenario.choice.price_sensitivity / self.product.reference_price
+        return self.choice.price_sensitivity / self.product.reference_price
 
     def shares(self, prices: np.ndarray) -> np.ndarray:
         """Shares of all customers [..., seat, then no purchase] at prices [..., seat]."""
         reputation = np.full(self.seats, self.scenario.reputation.initial)
-        return choice_shares(
-            self.scenario.choice, prices, self.product.reference_price, reputation, self.quality
-        )
+        return choice_shares(self.choice, prices, self.product.reference_price, reputation, self.quality)
 
     def profits(self, prices: np.ndarray) -> np.ndarray:
         """Profit per day of each seat [..., seat]: D * (p_i - c_i) * share_i."""
@@ -116,7 +118,10 @@ def price_games(scenario: Scenario, merchants: int) -> dict[str, PriceGame]:
     seats need another number)."""
     costs = np.array(scenario.seat_values("unit_cost", merchants))
     quality = np.array(scenario.seat_values("quality", merchants))
-    return {p.id: PriceGame(scenario, p, costs[:, j], quality[:, j]) for j, p in enumerate(scenario.products)}
+    return {
+        p.id: PriceGame(scenario, p, costs[:, j], quality[:, j], price_game_choice(scenario, j))
+        for j, p in enumerate(scenario.products)
+    }
 
 
 def equilibria(scenario: Scenario, merchants: int) -> dict[str, Benchmarks]:
@@ -132,6 +137,11 @@ def _solved(scenario_json: str, merchants: int) -> dict[str, Benchmarks]:
         raise EquilibriumError(
             f"scenario {scenario.name!r}: customers ignore prices (price_sensitivity 0), "
             "so no price is optimal"
+        )
+    if reacting(scenario):
+        raise EquilibriumError(
+            f"scenario {scenario.name!r}: competitor {reacting(scenario)[0]!r} sets its prices by the "
+            "merchants', so the price game has no fixed benchmarks"
         )
     solved = {}
     for pid, game in price_games(scenario, merchants).items():

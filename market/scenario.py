@@ -142,6 +142,47 @@ def event_multiplier(events: Iterable[Event | EventNotice], kind: str, product: 
     return factor
 
 
+class PriceCut(_Strict):
+    """A scripted competitor's sudden cut: its prices times `multiplier` from `start_day` to
+    `end_day` (None: to the end of the match)."""
+
+    start_day: int = Field(ge=1)
+    end_day: int | None = Field(None, ge=1)
+    multiplier: float = Field(gt=0, description="below 1 a cut, above 1 a rise")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PriceCut:
+        if self.end_day is not None and self.end_day < self.start_day:
+            raise ValueError("end_day is before start_day")
+        return self
+
+    def running(self, day: int) -> bool:
+        return self.start_day <= day and (self.end_day is None or day <= self.end_day)
+
+
+class Competitor(_Strict):
+    """A rival that is no contestant: it sells its products from unlimited stock at prices a
+    rule sets each morning, and customers choose it like any merchant (its reputation and
+    quality fixed). Rules, per product:
+    - fixed: price_ratio * reference_price;
+    - undercut: (1 - undercut) * the lowest price a merchant of the match still selling posted
+      the day before (price_ratio * reference_price when none is), never below
+      floor_ratio * today's unit cost;
+    then times the multipliers of its running `cuts`."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
+    rule: Literal["fixed", "undercut"] = "fixed"
+    price_ratio: float = Field(1.0, gt=0, description="its price as a multiple of the reference price")
+    undercut: float = Field(
+        0.05, ge=0, lt=1, description="undercut rule: how far below the cheapest merchant"
+    )
+    floor_ratio: float = Field(1.0, ge=0, description="undercut rule: lowest price, a multiple of unit cost")
+    reputation: float = Field(0.6, ge=0, le=1)
+    quality: float | None = Field(None, description="None: each product's quality")
+    products: tuple[str, ...] = Field((), description="what it sells; empty: every product")
+    cuts: tuple[PriceCut, ...] = ()
+
+
 class Visibility(_Strict):
     rival_prices: bool = True
     rival_reputation: bool = True
@@ -219,6 +260,9 @@ class Scenario(_Strict):
     seats: tuple[Seat, ...] = Field(
         (), description="per seat, in seat order, its own unit costs and qualities; empty: every seat alike"
     )
+    competitors: tuple[Competitor, ...] = Field(
+        (), description="scripted rivals that take customers without being contestants"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -254,6 +298,13 @@ class Scenario(_Strict):
             for named in [*seat.unit_cost, *seat.quality]:
                 if named not in ids:
                     raise ValueError(f"seats[{k}] names unknown product {named!r}")
+        names = [c.name for c in self.competitors]
+        if len(set(names)) != len(names):
+            raise ValueError("competitor names must be unique")
+        for competitor in self.competitors:
+            for named in competitor.products:
+                if named not in ids:
+                    raise ValueError(f"competitor {competitor.name!r} sells unknown product {named!r}")
         if self.reputation.minimum > self.reputation.maximum:
             raise ValueError("reputation.minimum is above reputation.maximum")
         if self.demand.mode == "stochastic":
@@ -276,11 +327,12 @@ class Scenario(_Strict):
 
     def identity(self) -> str:
         """The scenario as JSON, for a tournament's identity (tournaments.config): a part added
-        after tournaments were first stored (seats, bad debt) counts only when it is used, so a
-        file that does not use it keeps the identity it had before the part existed."""
+        after tournaments were first stored (seats, competitors, bad debt) counts only when it is
+        used, so a file that does not use it keeps the identity it had before the part existed."""
         left_out: dict[str, Any] = {}
-        if not self.seats:
-            left_out["seats"] = True
+        for part in ("seats", "competitors"):
+            if not getattr(self, part):
+                left_out[part] = True
         if self.finance.bad_debt_share == 0:
             left_out["finance"] = {"bad_debt_share"}
         return self.model_dump_json(exclude=left_out or None)

@@ -289,6 +289,17 @@ class PublicMerchant:
 
 
 @dataclass(slots=True)
+class PublicCompetitor:
+    """A scripted competitor (market.competitors) as the merchants see it in the morning: its
+    prices today, of the products it sells, and its reputation; None where the scenario hides
+    rivals' prices or reputations."""
+
+    name: str
+    prices: dict[str, float] | None
+    reputation: float | None
+
+
+@dataclass(slots=True)
 class EventNotice:
     name: str
     kind: str
@@ -364,7 +375,8 @@ class Observation:
     day counts from 1 to days; receivables_due may be collected today, receivables_pending
     are not yet due; market lists every merchant, this one included. messages: None where
     merchants do not talk; where they do, what the other merchants of the match said
-    yesterday (those who said something, in seat order; empty on day 1).
+    yesterday (those who said something, in seat order; empty on day 1). competitors: the
+    scenario's scripted competitors.
     """
 
     merchant: str
@@ -380,6 +392,7 @@ class Observation:
     events: list[EventNotice]
     fixed_daily_cost: float
     messages: list[RivalMessage] | None = None
+    competitors: list[PublicCompetitor] = field(default_factory=list)
 
 
 @dataclass(frozen=True, eq=False)
@@ -393,23 +406,42 @@ class Board:
     reputation: np.ndarray  # [row]
     units_sold: np.ndarray  # [row, product], since the match began
     bankrupt: np.ndarray  # [row] bool
+    # [match, competitor, product]: the scripted competitors' prices today (market.competitors)
+    competitor_prices: np.ndarray | None = None
 
     @cached_property
     def cheapest_rival(self) -> np.ndarray:
         """Per row and product, the lowest price another merchant of its match that is not
-        bankrupt posted; NaN where there is none or rivals' prices are hidden."""
+        bankrupt posted, or a scripted competitor posts today; NaN where there is none or
+        rivals' prices are hidden."""
         m, p = self.prices.shape
         n = self.seats
         if n < 2:
-            return np.full((m, p), math.nan)
-        posted = np.where(self.bankrupt[:, None] | np.isnan(self.prices), math.inf, self.prices)
-        posted = posted.reshape(-1, n, p)  # [match, seat, product]
-        # each match's cheapest two merchants, per product
-        two = np.argsort(posted, axis=1, kind="stable")[:, :2]
-        lowest, second = np.take_along_axis(posted, two[:, :1], 1), np.take_along_axis(posted, two[:, 1:], 1)
-        cheapest = np.where(np.arange(n)[None, :, None] == two[:, :1], second, lowest).reshape(m, p)
-        cheapest[cheapest == math.inf] = math.nan  # a product with at most one merchant still selling
+            cheapest = np.full((m, p), math.inf)
+        else:
+            posted = np.where(self.bankrupt[:, None] | np.isnan(self.prices), math.inf, self.prices)
+            posted = posted.reshape(-1, n, p)  # [match, seat, product]
+            # each match's cheapest two merchants, per product
+            two = np.argsort(posted, axis=1, kind="stable")[:, :2]
+            lowest = np.take_along_axis(posted, two[:, :1], 1)
+            second = np.take_along_axis(posted, two[:, 1:], 1)
+            cheapest = np.where(np.arange(n)[None, :, None] == two[:, :1], second, lowest).reshape(m, p)
+        if self.competitor_prices is not None and self.competitor_prices.shape[1]:
+            scripted = np.min(np.nan_to_num(self.competitor_prices, nan=math.inf), axis=1)  # [match, product]
+            cheapest = np.minimum(cheapest, np.repeat(scripted, n, axis=0))
+        cheapest[cheapest == math.inf] = math.nan  # no rival selling the product
         return cheapest
+
+    def copy(self) -> Board:
+        scripted = self.competitor_prices
+        return Board(
+            self.seats,
+            self.prices.copy(),
+            self.reputation.copy(),
+            self.units_sold.copy(),
+            self.bankrupt.copy(),
+            None if scripted is None else scripted.copy(),
+        )
 
 
 @dataclass(slots=True, eq=False)  # slotted: a team of rule merchants takes its rows from it every day
@@ -464,7 +496,6 @@ class MarketView:
     def frozen(self) -> MarketView:
         """This view with arrays of its own: the market's view shares its arrays, which the
         next day changes in place; this one keeps reading the morning it was made."""
-        b = self.board
         return MarketView(
             self.day,
             self.days,
@@ -479,7 +510,7 @@ class MarketView:
             self.prices.copy(),
             self.inventory.copy(),
             self.in_transit.copy(),
-            Board(b.seats, b.prices.copy(), b.reputation.copy(), b.units_sold.copy(), b.bankrupt.copy()),
+            self.board.copy(),
         )
 
     @classmethod
@@ -504,6 +535,7 @@ class MarketView:
             reputation,
             table([m.units_sold for m in market]),
             np.array([m.bankrupt for m in market]),
+            table([c.prices for c in observation.competitors])[None],
         )
         me = np.array([[m.merchant for m in market].index(observation.merchant)])
         return cls(

@@ -3,7 +3,9 @@ archive (readable with numpy.load; the applied operations are the arrays op_row,
 op_product and op_value), and the rest as JSON: names, the columns' order and the operation
 kinds, and per row the rejections (index, operation, reason, code), the plan and, in a log of
 which some merchant said something, the message ("messages"; without it every row's is "":
-a log of a market where nobody talks is stored as before messages existed).
+a log of a market where nobody talks is stored as before messages existed). A scenario's
+scripted competitors add their names ("competitors") and the arrays competitor_prices and
+competitor_sold [day, competitor, product].
 
 Older logs still read: those that kept operations as dicts in the JSON, those whose
 rejections have no code (it is found from their reason, as the market then worded it), those
@@ -21,13 +23,15 @@ from functools import cached_property
 
 import numpy as np
 
-from market.daylog import PER_PRODUCT, SCALARS, ColumnRecords, DayLog, Operations, numbered
+from market.daylog import PER_PRODUCT, SCALARS, ColumnRecords, CompetitorDays, DayLog, Operations, numbered
 from market.types import KIND_INDEX, OPERATION_KINDS, DayRecord, Rejection, RejectionCode
 
 
 def encode_columns(log: DayLog) -> bytes:
     buffer = io.BytesIO()
-    ops = {f"op_{name}": column for name, column in log.applied._asdict().items()}
+    arrays = {f"op_{name}": column for name, column in log.applied._asdict().items()}
+    if log.competitors is not None:
+        arrays |= {"competitor_prices": log.competitors.prices, "competitor_sold": log.competitors.units_sold}
     np.savez(
         buffer,
         seat=log.seat,
@@ -35,7 +39,7 @@ def encode_columns(log: DayLog) -> bytes:
         bankrupt=log.bankrupt,
         scalars=log.scalars,
         per_product=log.per_product,
-        **ops,
+        **arrays,
     )
     return buffer.getvalue()
 
@@ -54,6 +58,7 @@ def encode_text(log: DayLog) -> str:
             ],
             "plans": log.plans,
             **({"messages": log.messages} if any(log.messages) else {}),
+            **({"competitors": log.competitors.names} if log.competitors is not None else {}),
         }
     )
 
@@ -83,6 +88,11 @@ def decode(columns: bytes, text: str) -> DayLog:
         rejections=[[_rejection(*r) for r in row] for row in rest["rejections"]],
         plans=rest["plans"],
         messages=rest.get("messages") or [""] * len(rest["plans"]),
+        competitors=CompetitorDays(
+            tuple(rest["competitors"]), arrays["competitor_prices"], arrays["competitor_sold"]
+        )
+        if "competitors" in rest
+        else None,
     )
 
 

@@ -796,8 +796,12 @@ def rank(seat: Seat) -> float:
 @_metric("economics", "share", over_match=True)
 def market_share(match: MatchRecords) -> list[float]:
     """Share of all units sold in the match: market_share = units sold by the merchant / units
-    sold by every merchant; 0 for all when nothing was sold (market.accounting.market_shares)."""
-    return accounting.market_shares(match.units_sold.tolist())
+    sold by every merchant and scripted competitor; 0 for all when nothing was sold
+    (market.accounting.market_shares)."""
+    scripted = match.log.competitors
+    return accounting.market_shares(
+        match.units_sold.tolist(), 0.0 if scripted is None else float(scripted.units_sold.sum())
+    )
 
 
 @_metric("economics", "ratio", over_match=True)

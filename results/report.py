@@ -32,7 +32,7 @@ from markupsafe import Markup
 from sqlalchemy import Engine
 
 from market.accounting import market_shares
-from market.daylog import DayLog
+from market.daylog import CompetitorDays, DayLog
 from market.errors import UserError
 from market.scenario import Event, Scenario
 from market.types import DayRecord
@@ -380,7 +380,9 @@ def match_part(
         legend=[(name, color) for name, color, _ in styles.values()],
         results=views.results_table(detail.match, detail.results),
         charts=[
-            *price_charts(detail.days, events, styles, levels, detail.market.windows),
+            *price_charts(
+                detail.days, events, styles, levels, detail.market.windows, detail.days.competitors
+            ),
             _figure("Cash", _day_series(detail.days, styles, lambda d: d.cash_end), events),
             _figure("Net worth", _day_series(detail.days, styles, lambda d: d.net_worth), events),
             _figure(
@@ -408,20 +410,41 @@ def price_charts(
     styles: dict[str, tuple[str, str, bool]],
     levels: Mapping[str, list[Level]],
     windows: Sequence[PriceWindow],
+    scripted: CompetitorDays | None = None,
 ) -> list[Figure]:
-    """One chart per product: every merchant's posted price, day by day, with the product's
-    `levels` (its benchmark prices) and the match's price windows."""
+    """One chart per product: every merchant's posted price, day by day, and each `scripted`
+    competitor's (grey, dashed), with the product's `levels` (its benchmark prices) and the
+    match's price windows."""
     products = list(dict.fromkeys(p for d in days for p in d.prices))
     return [
         _figure(
             f"Price: {product}",
-            _day_series(days, styles, _price_of(product)),
+            _day_series(days, styles, _price_of(product)) + _competitor_series(scripted, j),
             [e for e in events if e.product in (None, product)],
             windows,
             levels=levels.get(product, []),
         )
-        for product in products
+        for j, product in enumerate(products)
     ]
+
+
+SCRIPTED_COLOR = "#888888"
+
+
+def _competitor_series(scripted: CompetitorDays | None, product: int) -> list[Series]:
+    """Each scripted competitor's price of the product, day by day, where it sells it."""
+    if scripted is None:
+        return []
+    lines = [
+        Series(
+            f"{name} (scripted)",
+            SCRIPTED_COLOR,
+            [(day, p) for day, p in enumerate(scripted.prices[:, c, product].tolist(), 1) if p == p],
+            dashed=True,
+        )
+        for c, name in enumerate(scripted.names)
+    ]
+    return [line for line in lines if line.points]
 
 
 DEVIATION_VIEW = (5, 20)  # days before the deviation and after its end that its charts show
@@ -519,20 +542,24 @@ def _level(name: str, seat_prices: np.ndarray, kind: str) -> Level:
     return Level(mean, f"{name} {mean:.2f}" + ("" if alike else " (mean of seats)"), kind)
 
 
-def share_series(days: Sequence[DayRecord], styles: dict[str, tuple[str, str, bool]]) -> list[Series]:
+def share_series(days: DayLog, styles: dict[str, tuple[str, str, bool]]) -> list[Series]:
     """Each merchant's market share (market.accounting.market_shares) of the units sold from
     day 1 to each day, from the first sale on, so the last point is the match's."""
     sold_by_day: dict[int, dict[str, float]] = defaultdict(dict)
     for d in days:
         sold_by_day[d.day][d.merchant] = sum(d.units_sold.values())
+    scripted = days.competitors
+    scripted_by_day = [] if scripted is None else scripted.units_sold.sum(axis=(1, 2)).tolist()
     totals: dict[str, float] = defaultdict(float)
+    scripted_total = 0.0
     points: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for day in sorted(sold_by_day):
         for merchant, units in sold_by_day[day].items():
             totals[merchant] += units
-        if not any(totals.values()):
+        scripted_total += scripted_by_day[day - 1] if scripted_by_day else 0.0
+        if not any(totals.values()) and not scripted_total:
             continue
-        shares = dict(zip(totals, market_shares(list(totals.values()))))
+        shares = dict(zip(totals, market_shares(list(totals.values()), scripted_total)))
         for merchant in sold_by_day[day]:
             points[merchant].append((day, shares[merchant]))
     return [

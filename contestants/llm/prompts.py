@@ -62,16 +62,6 @@ def system_prompt(
     message and how long it may be. `unit_costs`: per product, what the supplier charges this
     merchant's seat (default: the products' own)."""
     finance = scenario.finance
-    credit = ""
-    if finance.credit_share > 0:
-        credit = (
-            f"- {finance.credit_share:.0%} of every sale is on credit: it can be collected "
-            f"{finance.credit_days} days later with a collect operation, and not before.\n"
-        )
-        if finance.bad_debt_share > 0:
-            credit += (
-                f"- {finance.bad_debt_share:.0%} of credit sales are never paid: they are lost as you sell.\n"
-            )
     # Only the id, which operations must use: a display name ("Widget") invites the model to
     # write that instead.
     products = "\n".join(
@@ -93,7 +83,7 @@ def system_prompt(
         merchant=merchant,
         fractional_units="" if scenario.whole_units else " or fractions",
         fixed_cost=_money(finance.fixed_daily_cost),
-        credit=credit,
+        market_rules="".join(f"- {line}\n" for line in market_rules(scenario)),
         products=products,
         target=target,
         notes_rule=notes_rule,
@@ -105,6 +95,27 @@ def system_prompt(
             *(template(name).render(message_limit=MESSAGE_LIMIT) for name in extras),
         ]
     )
+
+
+def market_rules(scenario: Scenario) -> list[str]:
+    """The rules of the scenario's optional parts that are on, a sentence each."""
+    finance, rules = scenario.finance, []
+    if finance.credit_share > 0:
+        rules.append(
+            f"{finance.credit_share:.0%} of every sale is on credit: it can be collected "
+            f"{finance.credit_days} days later with a collect operation, and not before."
+        )
+        if finance.bad_debt_share > 0:
+            rules.append(
+                f"{finance.bad_debt_share:.0%} of credit sales are never paid: they are lost as you sell."
+            )
+    if scenario.competitors:
+        names = ", ".join(c.name for c in scenario.competitors)
+        rules.append(
+            f"Other shops that are not players sell here too ({names}), from stock that never runs out; "
+            "customers compare them with you like any rival."
+        )
+    return rules
 
 
 def daily_report(observation: Observation) -> str:
@@ -141,14 +152,14 @@ def daily_report(observation: Observation) -> str:
             if r.bankrupt:
                 lines.append(f"- {r.merchant}: bankrupt")
                 continue
-            parts = []
-            if r.prices is not None:
-                parts.append("prices " + ", ".join(f"{k} {_money(v)}" for k, v in r.prices.items()))
-            if r.reputation is not None:
-                parts.append(f"reputation {r.reputation:.2f}")
+            parts = _public(r.prices, r.reputation)
             if r.units_sold is not None:
                 parts.append("sold so far " + ", ".join(f"{k} {v:g}" for k, v in r.units_sold.items()))
             lines.append(f"- {r.merchant}: " + ("; ".join(parts) or "nothing visible"))
+    if o.competitors:
+        lines.append("Other shops today:")
+        for c in o.competitors:
+            lines.append(f"- {c.name}: " + ("; ".join(_public(c.prices, c.reputation)) or "nothing visible"))
     if o.messages:
         lines.append("Messages from rivals yesterday:")
         lines.extend(
@@ -161,6 +172,16 @@ def daily_report(observation: Observation) -> str:
             f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {e.start_day} to {e.end_day}."
         )
     return "\n".join(lines)
+
+
+def _public(prices: dict[str, float] | None, reputation: float | None) -> list[str]:
+    """A rival's visible prices and reputation, as parts of its line in the report."""
+    parts = []
+    if prices is not None:
+        parts.append("prices " + ", ".join(f"{k} {_money(v)}" for k, v in prices.items()))
+    if reputation is not None:
+        parts.append(f"reputation {reputation:.2f}")
+    return parts
 
 
 @dataclass(frozen=True)

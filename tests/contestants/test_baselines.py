@@ -17,8 +17,17 @@ from contestants.baselines import RuleMerchant
 from contestants.kinds import contestant_class, create, kinds, validate_params
 from market.engine import Market
 from market.equilibrium import equilibria
-from market.scenario import Choice, Demand, Product, Scenario
-from market.types import Collect, EventNotice, Observation, Order, SetPrice, _Op, parse_decision
+from market.scenario import Choice, Competitor, Demand, Product, Scenario
+from market.types import (
+    Collect,
+    EventNotice,
+    Observation,
+    Order,
+    PublicCompetitor,
+    SetPrice,
+    _Op,
+    parse_decision,
+)
 
 BASELINE_KINDS = sorted(
     kind
@@ -538,3 +547,23 @@ def test_random_does_not_touch_global_random_state(scenario, observe):
     np.random.seed(0)
     _random_run(scenario, observe, seed=3)
     assert np.random.random() == before
+
+
+@pytest.mark.parametrize("shown", [True, False])
+def test_best_response_counts_the_scripted_competitors_as_rivals(scenario, observe, shown):
+    """A shop at 0.8 x reference (16) with reputation 0.8 is one more option in the customers'
+    choice; a price the scenario hides counts as the shop's standing price, the same 16."""
+    with_shop = scenario.model_copy(
+        update={"competitors": (Competitor(name="shop", price_ratio=0.8, reputation=0.8),)}
+    )
+    merchant = started("best_response", with_shop, grid_points=60, max_price_factor=3.0)
+    obs = observe(with_shop, reputation=0.7, rivals={"r1": {"widget": 18.0}}, rival_reputation=0.5)
+    obs.competitors = [PublicCompetitor("shop", {"widget": 16.0} if shown else None, 0.8 if shown else None)]
+    chosen = prices_of(merchant.decide(obs))["widget"]
+    rivals = [(18.0, 0.5), (16.0, 0.8)]
+    coarse = np.linspace(10.0, 60.0, 60)
+    assert _expected_profit(with_shop, np.array([chosen]), rivals, 0.7)[0] == pytest.approx(
+        _expected_profit(with_shop, coarse, rivals, 0.7).max()
+    )
+    alone = started("best_response", scenario, grid_points=60, max_price_factor=3.0)
+    assert chosen < prices_of(alone.decide(obs))["widget"]  # the shop takes customers at high prices

@@ -177,3 +177,22 @@ def test_logs_stored_before_rejections_had_codes_get_them_from_their_words():
 def test_an_operation_the_market_does_not_apply_is_refused_by_name(day_record, bad):
     with pytest.raises(ValueError, match=re.escape(repr(bad))):
         DayLog.of([record(day_record, "m0", 1, [bad])], PRODUCTS)
+
+
+def test_what_scripted_competitors_did_is_stored_and_read_back():
+    data = load_scenario("price_war").model_dump()
+    data["competitors"] = [{"name": "shop", "price_ratio": 0.9}, {"name": "cutter", "rule": "undercut"}]
+    market = Market(Scenario.model_validate(data), [["a", "b"]], days=4)
+    market.reset([3])
+    for _ in range(4):
+        market.advance(decisions={0: [{"op": "set_price", "product": "widget", "price": 15.0}]})
+    log = market.logs[0].build()
+    back = decode(encode_columns(log), encode_text(log))
+    assert back.competitors.names == ("shop", "cutter")
+    assert back.competitors.prices.shape == (4, 2, 1)
+    assert np.array_equal(back.competitors.prices, log.competitors.prices)
+    assert np.array_equal(back.competitors.units_sold, log.competitors.units_sold)
+    assert log.competitors.units_sold.sum() > 0
+    assert list(back) == list(log)
+    plain = DayLog.of(list(log), ["widget"])
+    assert decode(encode_columns(plain), encode_text(plain)).competitors is None

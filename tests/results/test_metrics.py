@@ -513,3 +513,31 @@ def test_agrees_with_the_market_and_the_match_scoring():
         assert mine["rank"] == result.rank
         assert mine["market_share"] == pytest.approx(result.market_share)
         assert mine["bankrupt_day"] == result.bankrupt_day
+
+
+def test_market_share_counts_what_scripted_competitors_sold():
+    """A solo merchant against a shop: its share is its units over its units plus the shop's,
+    and the report's share chart ends at the same value."""
+    from market.engine import Market
+    from results.report import share_series
+
+    data = Scenario.model_validate(
+        {
+            "name": "shop_next_door",
+            "products": [
+                {"id": "tea", "unit_cost": 1, "reference_price": 2, "base_demand": 50, "initial_stock": 500}
+            ],
+            "competitors": [{"name": "shop", "price_ratio": 1.0}],
+        }
+    )
+    market = Market(data, [["a"]], days=5)
+    market.reset([11])
+    for _ in range(5):
+        market.advance(decisions={0: [{"op": "set_price", "product": "tea", "price": 1.8}]})
+    log = market.logs[0].build()
+    mine, theirs = log.product_values("units_sold").sum(), log.competitors.units_sold.sum()
+    assert mine > 0 and theirs > 0
+    share = compute(log, scenario=data).merchants["a"]["market_share"]
+    assert share == pytest.approx(mine / (mine + theirs))
+    (line,) = share_series(log, {"a": ("a", "#000", False)})
+    assert line.points[-1] == (5, pytest.approx(share))

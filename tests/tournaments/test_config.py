@@ -65,10 +65,11 @@ def test_a_file_keeps_the_identity_it_had_before_scenarios_could_list_seats(tmp_
     )
 
 
-def test_seats_change_the_identity(tmp_path):
+@pytest.mark.parametrize("part", ["seats: [{}, {}]", "competitors: [{name: shop}]"])
+def test_a_part_added_since_changes_the_identity_where_it_is_used(tmp_path, part):
     path = write(tmp_path)
     before = load_tournament(path).config_hash
-    (tmp_path / "scenarios" / "small.yaml").write_text(SMALL + "seats: [{}, {}]\n")
+    (tmp_path / "scenarios" / "small.yaml").write_text(SMALL + part + "\n")
     assert load_tournament(path).config_hash != before
 
 

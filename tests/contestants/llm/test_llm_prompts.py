@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from contestants.llm.prompts import daily_report, system_prompt
-from market.types import EventNotice
+from market.scenario import Competitor
+from market.types import EventNotice, PublicCompetitor
 
 
 def test_the_daily_report_states_the_day_own_position_and_rivals_compactly(scenario, observe, record):
@@ -45,3 +46,24 @@ def test_the_rules_say_what_share_of_credit_sales_is_never_paid_where_some_is(sc
     assert "30% of every sale is on credit" in system_prompt(on_credit, "m0", 30, notes=False)
     assert "never paid" not in system_prompt(on_credit, "m0", 30, notes=False)
     assert "- 10% of credit sales are never paid" in system_prompt(unpaid, "m0", 30, notes=False)
+
+
+def test_the_rules_and_the_report_name_the_scripted_competitors(scenario, observe):
+    with_shops = scenario.model_copy(
+        update={"competitors": (Competitor(name="bigbox"), Competitor(name="corner", rule="undercut"))}
+    )
+    assert "Other shops" not in system_prompt(scenario, "m0", 30, notes=False)
+    assert "- Other shops that are not players sell here too (bigbox, corner)" in system_prompt(
+        with_shops, "m0", 30, notes=False
+    )
+    observation = observe(with_shops)
+    observation.competitors = [
+        PublicCompetitor("bigbox", {"widget": 18.5}, 0.6),
+        PublicCompetitor("corner", None, None),
+    ]
+    report = daily_report(observation)
+    assert (
+        "Other shops today:\n- bigbox: prices widget 18.5; reputation 0.60\n- corner: nothing visible"
+        in report
+    )
+    assert "Other shops" not in daily_report(observe(scenario))
