@@ -175,9 +175,13 @@ class Market:
                 start_day=e.start_day,
                 end_day=e.end_day,
                 multiplier=e.multiplier,
+                shape=e.shape,
             )
             for e in s.events
-            if e.announced and e.start_day - e.announce_days_ahead <= day <= e.end_day
+            # a trend keeps its level after end_day: merchants keep being told of it
+            if e.announced
+            and e.start_day - e.announce_days_ahead <= day
+            and (day <= e.end_day or e.shape == "trend")
         ]
         return MarketView(
             day,

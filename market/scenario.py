@@ -110,11 +110,16 @@ class Finance(_Strict):
 
 
 class Event(_Strict):
+    """A change of demand or unit cost: a `step` multiplies by `multiplier` from start_day to
+    end_day; a `trend` (a downturn, an inflation) drifts there linearly from 1 on start_day
+    to `multiplier` on end_day and stays there (see `event_factor`)."""
+
     name: str
     kind: Literal["demand", "cost"]
     start_day: int = Field(ge=1)
     end_day: int = Field(ge=1)
     multiplier: float = Field(gt=0)
+    shape: Literal["step", "trend"] = "step"
     product: str | None = Field(None, description="None: every product")
     announce_days_ahead: int = Field(0, ge=0, description="shown to merchants this many days early")
     announced: bool = True
@@ -128,18 +133,27 @@ class Event(_Strict):
 
 def event_multiplier(events: Iterable[Event | EventNotice], kind: str, product: str, day: int) -> float:
     """What the events of `kind` ("demand": customers, "cost": unit cost) multiply `product`'s
-    base value by on `day`: the product of the multipliers of those running that day
-    (start_day <= day <= end_day) for the product or for every product; 1 when none is.
-    The market applies it to every event, a merchant to the events it has been told of."""
+    base value by on `day`: the product of the `event_factor`s of those for the product or for
+    every product. The market applies it to every event, a merchant to the events it has been
+    told of."""
     factor = 1.0
     for event in events:
-        if (
-            event.kind == kind
-            and event.start_day <= day <= event.end_day
-            and event.product in (None, product)
-        ):
-            factor *= event.multiplier
+        if event.kind == kind and event.product in (None, product) and event.start_day <= day:
+            factor *= event_factor(event, day)
     return factor
+
+
+def event_factor(event: Event | EventNotice, day: int) -> float:
+    """A step's multiplier from start_day to end_day, 1 on other days; a trend's
+    1 + (multiplier - 1) * min(1, (day - start_day) / (end_day - start_day)) from start_day on
+    (its multiplier from end_day on, and at once if the two are the same day), 1 before."""
+    if day < event.start_day:
+        return 1.0
+    if event.shape == "step":
+        return event.multiplier if day <= event.end_day else 1.0
+    span = event.end_day - event.start_day
+    done = 1.0 if day >= event.end_day else (day - event.start_day) / span
+    return 1.0 + (event.multiplier - 1.0) * done
 
 
 class PriceCut(_Strict):
@@ -327,9 +341,11 @@ class Scenario(_Strict):
 
     def identity(self) -> str:
         """The scenario as JSON, for a tournament's identity (tournaments.config): a part added
-        after tournaments were first stored (seats, competitors, bad debt) counts only when it is
+        after tournaments were first stored (seats, competitors, bad debt, trends) counts only when it is
         used, so a file that does not use it keeps the identity it had before the part existed."""
         left_out: dict[str, Any] = {}
+        if all(event.shape == "step" for event in self.events):
+            left_out["events"] = {"__all__": {"shape"}}
         for part in ("seats", "competitors"):
             if not getattr(self, part):
                 left_out[part] = True

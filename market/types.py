@@ -301,12 +301,15 @@ class PublicCompetitor:
 
 @dataclass(slots=True)
 class EventNotice:
+    """An event as merchants are told of it (market.scenario.Event)."""
+
     name: str
     kind: str
     product: str | None
     start_day: int
     end_day: int
     multiplier: float
+    shape: str = "step"
 
 
 @dataclass(slots=True)

@@ -615,7 +615,12 @@ def _figure(
 ) -> Figure:
     """A captioned line chart over the match's days, its events, price windows and `bands` shaded."""
     shaded = [
-        Band(e.start_day - 0.5, e.end_day + 0.5, f"{e.name} ({e.kind} ×{e.multiplier:g})", e.kind)
+        Band(
+            e.start_day - 0.5,
+            e.end_day + 0.5,
+            f"{e.name} ({e.kind} {'drifting to ' if e.shape == 'trend' else ''}×{e.multiplier:g})",
+            e.kind,
+        )
         for e in events
     ]
     shaded += [

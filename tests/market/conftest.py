@@ -55,11 +55,12 @@ def expected_unit_cost(scenario: Scenario, product_id: str, day: int) -> float:
     product = next(p for p in scenario.products if p.id == product_id)
     cost = product.unit_cost
     for event in scenario.events:
-        if (
-            event.kind == "cost"
-            and event.start_day <= day <= event.end_day
-            and event.product in (None, product_id)
-        ):
+        if event.kind != "cost" or event.product not in (None, product_id) or day < event.start_day:
+            continue
+        if event.shape == "trend":  # a straight line from 1 to the multiplier, then level
+            reached = min(1.0, (day - event.start_day) / max(event.end_day - event.start_day, 1))
+            cost *= 1.0 + reached * (event.multiplier - 1.0)
+        elif day <= event.end_day:
             cost *= event.multiplier
     return cost
 

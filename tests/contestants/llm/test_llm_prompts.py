@@ -67,3 +67,12 @@ def test_the_rules_and_the_report_name_the_scripted_competitors(scenario, observ
         in report
     )
     assert "Other shops" not in daily_report(observe(scenario))
+
+
+def test_the_report_tells_a_trend_from_a_step(scenario, observe):
+    trend = EventNotice("downturn", "demand", "widget", 10, 40, 0.8, shape="trend")
+    report = daily_report(observe(scenario, events=[trend]))
+    assert (
+        "Trend 'downturn': demand of widget drifting to x0.8 from day 10 to day 40, then staying there."
+        in report
+    )
