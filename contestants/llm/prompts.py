@@ -168,15 +168,13 @@ def daily_report(observation: Observation) -> str:
     for e in o.events:
         target = e.product or "every product"
         effect = "demand" if e.kind == "demand" else "unit cost"
-        if e.shape == "trend":
-            lines.append(
-                f"Trend '{e.name}': {effect} of {target} drifting to x{e.multiplier:g} "
-                f"from day {e.start_day} to day {e.end_day}, then staying there."
-            )
-        else:
-            lines.append(
-                f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {e.start_day} to {e.end_day}."
-            )
+        span = f"{e.start_day} to {e.end_day}"
+        lines.append(
+            f"Trend '{e.name}': {effect} of {target} drifting to x{e.multiplier:g} "
+            f"from day {e.start_day} to day {e.end_day}, then staying there."
+            if e.shape == "trend"
+            else f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {span}."
+        )
     return "\n".join(lines)
 
 
