@@ -46,42 +46,47 @@ def starting_net_worth(log: DayLog, first: np.ndarray) -> np.ndarray:
         log.scalar(name)[first]
         for name in ("net_worth", "revenue", "bad_debt", "advertising", "holding", "fixed")
     )
-    units_sold, unit_cost = (log.product_values(name)[first] for name in ("units_sold", "unit_cost"))
-    return closing - trade_profit(revenue, bad_debt, units_sold, unit_cost, advertising, holding, fixed)
+    units_sold, spoiled, unit_cost = (
+        log.product_values(name)[first] for name in ("units_sold", "spoiled", "unit_cost")
+    )
+    return closing - trade_profit(
+        revenue, bad_debt, units_sold + spoiled, unit_cost, advertising, holding, fixed
+    )
 
 
 def trade_profit(
     revenue: Number,
     bad_debt: Number,
-    units_sold: np.ndarray,
+    goods_out: np.ndarray,
     unit_cost: np.ndarray,
     advertising: Number,
     holding: Number,
     fixed: Number,
 ) -> Number:
-    """What a day's trade made: revenue - bad_debt - sum_p units_sold_p * unit_cost_p -
-    advertising - holding - fixed, with units_sold and unit_cost [..., product] (the day's;
-    products on the last axis) and the rest of the shape before it (numbers for one
-    merchant-day).
+    """What a day's trade made: revenue - bad_debt - sum_p goods_out_p * unit_cost_p -
+    advertising - holding - fixed, with goods_out (the units that left the stock for good:
+    sold or spoiled) and unit_cost [..., product] (the day's; products on the last axis) and
+    the rest of the shape before it (numbers for one merchant-day).
 
     It is the day's change in net worth with goods valued at the day's unit cost before and
     after: orders, arrivals, collections and credit sales only move value between cash, goods
     and receivables at that cost. (Over days whose unit costs differ, net worth also changes
     by what the new cost does to the goods held, which is not trade.)"""
-    return revenue - bad_debt - _sum(units_sold * unit_cost, -1) - advertising - holding - fixed
+    return revenue - bad_debt - _sum(goods_out * unit_cost, -1) - advertising - holding - fixed
 
 
 def day_trade_profit(record: DayRecord) -> float:
     """`trade_profit` of one merchant-day's record."""
     products = list(record.units_sold)
-    units_sold, unit_cost = (
-        np.array([table[p] for p in products], dtype=float) for table in (record.units_sold, record.unit_cost)
+    units_sold, spoiled, unit_cost = (
+        np.array([table[p] for p in products], dtype=float)
+        for table in (record.units_sold, record.spoiled, record.unit_cost)
     )
     return float(
         trade_profit(
             record.revenue,
             record.bad_debt,
-            units_sold,
+            units_sold + spoiled,
             unit_cost,
             record.advertising,
             record.holding,

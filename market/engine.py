@@ -115,6 +115,8 @@ class Market:
         self._highest = np.full((len(KIND_INDEX), len(products)), _HIGHEST)
         self._highest[SET_PRICE] = self._ceiling
         self._lead = np.array([p.lead_time for p in products])
+        self._shelf_life = np.array([p.shelf_life or 0 for p in products])
+        self._perishable = np.flatnonzero(self._shelf_life)  # the products that spoil
         self._product_ids = scenario.product_ids
         self._pid = {p: j for j, p in enumerate(self._product_ids)}
         self._statics = [(p.id, p.lead_time, p.holding_cost) for p in products]
@@ -138,6 +140,9 @@ class Market:
         self.reputation = np.full(m, s.reputation.initial)
         self.pipeline = np.zeros((m, p, max(int(self._lead.max()), 1)))  # [.., k]: arrives in k+1 days
         self.credit = np.zeros((m, max(s.finance.credit_days, 1)))  # [.., k]: due in k+1 days
+        # [.., k]: units in stock that spoil at the end of the k-th day from today (0: tonight)
+        self.batches = np.zeros((m, p, int(self._shelf_life.max())))
+        self._receive(self.inventory)
         self.due = np.zeros(m)
         self.bankrupt = np.zeros(m, dtype=bool)
         self.units_sold = np.zeros((m, p))
@@ -201,6 +206,7 @@ class Market:
             self.inventory,
             _sum(self.pipeline, 2),
             board,
+            self.batches if self._perishable.size else None,
         )
 
     def observations(self, view: MarketView, rows: list[int]) -> list[Observation]:
@@ -234,6 +240,7 @@ class Market:
         arrived = self._deliver()
         orders = self._orders(arrays, rows, decisions or {})
         applied, ordered, advertising, collected = self._apply(orders.columns, unit_cost, orders.rejected)
+        self._receive(arrived + ordered * (self._lead == 0))
         self._force_prices(forced or {})
         orders.add_unknown_products()
         said = self._messages(orders) if self.talk else None
@@ -288,6 +295,28 @@ class Market:
         if self._closing is not None and self._closing[0] is unit_cost:
             return self._closing[1]
         return self.net_worth(unit_cost)
+
+    def _receive(self, units: np.ndarray) -> None:
+        """Units [row, product] come into stock today: those of perishable products may be
+        sold until the end of the shelf_life-th day from today (today the first)."""
+        perishable = self._perishable
+        if perishable.size:
+            self.batches[:, perishable, self._shelf_life[perishable] - 1] += units[:, perishable]
+
+    def _spoil(self, sold: np.ndarray) -> np.ndarray:
+        """Take the day's sales [row, product] from the oldest stock of perishable products
+        first; what is left at the end of its last day spoils. The units spoiled [row, product]."""
+        spoiled = np.zeros_like(sold)
+        perishable = self._perishable
+        if perishable.size:
+            held = self.batches[:, perishable]
+            before = np.cumsum(held, 2) - held  # older units than each batch's
+            held -= np.minimum(np.maximum(sold[:, perishable, None] - before, 0.0), held)
+            spoiled[:, perishable] = held[:, :, 0]
+            _shift_left(held)
+            self.batches[:, perishable] = held
+            self.inventory[:, perishable] = _sum(held, 2)
+        return spoiled
 
     def _deliver(self) -> np.ndarray:
         """Goods ordered earlier arrive and credit sales fall due; the units arrived [row, product]."""
@@ -369,6 +398,7 @@ class Market:
             made_to_order = np.zeros(len(self.playing))
         else:
             made_to_order = _sum(sold * unit_cost, 1)
+        spoiled = self._spoil(sold)
         holding = _sum(self.inventory * self._holding, 1)
         fixed = np.where(self.bankrupt, 0.0, finance.fixed_daily_cost)
         self.cash += revenue_cash - made_to_order - holding - fixed
@@ -384,6 +414,7 @@ class Market:
             "first_choice": wanted,
             "units_sold": sold,
             "lost_sales": wanted - sold,
+            "spoiled": spoiled,
         }
 
     def _record(
@@ -687,6 +718,9 @@ class ObservationMaker:
                 market._statics, unit_cost, prices, stock, coming
             )
         ]
+        if view.spoiling is not None:
+            for j in market._perishable.tolist():
+                products[j].spoiling = view.spoiling[i, j, : market._shelf_life[j]].tolist()
         heard = [message for seat, message in shared.said if seat != s] if market.talk else None
         return Observation(
             market._names[i],

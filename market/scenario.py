@@ -37,6 +37,12 @@ class Product(_Strict):
     lead_time: int = Field(0, ge=0, le=60, description="days from order to arrival; 0 arrives at once")
     initial_stock: float = Field(0.0, ge=0)
     initial_price: float | None = Field(None, gt=0, description="defaults to reference_price")
+    shelf_life: int | None = Field(
+        None,
+        ge=1,
+        le=365,
+        description="days a unit can be sold, counting the day it arrives; then it spoils. None: it keeps",
+    )
 
     @property
     def price_ceiling(self) -> float:
@@ -321,6 +327,9 @@ class Scenario(_Strict):
                     raise ValueError(f"competitor {competitor.name!r} sells unknown product {named!r}")
         if self.reputation.minimum > self.reputation.maximum:
             raise ValueError("reputation.minimum is above reputation.maximum")
+        perishable = [p.id for p in self.products if p.shelf_life is not None]
+        if perishable and not self.demand.stock_limited:
+            raise ValueError(f"product {perishable[0]!r} has a shelf life, which needs stock_limited: true")
         if self.demand.mode == "stochastic":
             for product in self.products:
                 if not float(product.initial_stock).is_integer():
@@ -341,11 +350,14 @@ class Scenario(_Strict):
 
     def identity(self) -> str:
         """The scenario as JSON, for a tournament's identity (tournaments.config): a part added
-        after tournaments were first stored (seats, competitors, bad debt, trends) counts only when it is
-        used, so a file that does not use it keeps the identity it had before the part existed."""
+        after tournaments were first stored (seats, competitors, bad debt, trends, shelf lives)
+        counts only when it is used, so a file that does not use it keeps the identity it had
+        before the part existed."""
         left_out: dict[str, Any] = {}
         if all(event.shape == "step" for event in self.events):
             left_out["events"] = {"__all__": {"shape"}}
+        if all(product.shelf_life is None for product in self.products):
+            left_out["products"] = {"__all__": {"shelf_life"}}
         for part in ("seats", "competitors"):
             if not getattr(self, part):
                 left_out[part] = True

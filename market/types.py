@@ -263,7 +263,9 @@ def _clip(value: Any, limit: int = 500) -> Any:
 
 @dataclass(slots=True)
 class ProductState:
-    """A merchant's own position in one product."""
+    """A merchant's own position in one product. spoiling: for a perishable product, the
+    units in stock that spoil at the end of today, of tomorrow, ... if they are not sold
+    first (sales take the oldest first); None for one that keeps."""
 
     product: str
     price: float
@@ -272,6 +274,7 @@ class ProductState:
     in_transit: float
     lead_time: int
     holding_cost: float
+    spoiling: list[float] | None = None
 
 
 @dataclass(slots=True)
@@ -321,8 +324,10 @@ class DayRecord:
     receivables(today) = receivables(yesterday) + revenue - revenue_cash - bad_debt - collected
 
     first_choice: customers who chose this merchant (in any round of choosing);
-    lost_sales: those of them turned away by a stock-out; inventory: units in stock at the
-    end of the day; receivables: credit sales outstanding at the end of the day;
+    lost_sales: those of them turned away by a stock-out; spoiled: units of a perishable
+    product past their shelf life at the end of the day, written off at the day's unit cost;
+    inventory: units in stock at the end of the day (after spoilage); receivables: credit
+    sales outstanding at the end of the day;
     net_worth: cash + stock in hand and in transit at unit cost + receivables;
     bad_debt: the day's credit sales that will never be paid (Finance.bad_debt_share), written
     off as they are made, so they never enter the receivables;
@@ -340,6 +345,7 @@ class DayRecord:
     first_choice: dict[str, float]
     units_sold: dict[str, float]
     lost_sales: dict[str, float]
+    spoiled: dict[str, float]
     arrived: dict[str, float]
     ordered: dict[str, float]
     inventory: dict[str, float]
@@ -456,7 +462,9 @@ class MarketView:
     it back from one merchant's Observation.
 
     receivables_due may be collected today; receivables_pending are not yet due; events are
-    the announced ones not yet over."""
+    the announced ones not yet over (or trends); spoiling [row, product, k]: the units in
+    stock that spoil at the end of the k-th day from today (0: tonight) unless sold, zero for
+    products that keep, None where none perishes."""
 
     day: int
     days: int
@@ -472,6 +480,7 @@ class MarketView:
     inventory: np.ndarray
     in_transit: np.ndarray
     board: Board
+    spoiling: np.ndarray | None = None
 
     @property
     def cheapest_rival(self) -> np.ndarray:
@@ -494,6 +503,7 @@ class MarketView:
             self.inventory[rows],
             self.in_transit[rows],
             self.board,
+            None if self.spoiling is None else self.spoiling[rows],
         )
 
     def frozen(self) -> MarketView:
@@ -514,6 +524,7 @@ class MarketView:
             self.inventory.copy(),
             self.in_transit.copy(),
             self.board.copy(),
+            None if self.spoiling is None else self.spoiling.copy(),
         )
 
     @classmethod
@@ -541,6 +552,12 @@ class MarketView:
             table([c.prices for c in observation.competitors])[None],
         )
         me = np.array([[m.merchant for m in market].index(observation.merchant)])
+        spoiling = None
+        if any(s.spoiling is not None for s in own):
+            width = max(len(s.spoiling or ()) for s in own)
+            spoiling = np.zeros((1, len(own), width))
+            for j, s in enumerate(own):
+                spoiling[0, j, : len(s.spoiling or ())] = s.spoiling or ()
         return cls(
             observation.day,
             observation.days,
@@ -556,6 +573,7 @@ class MarketView:
             np.array([[s.inventory for s in own]]),
             np.array([[s.in_transit for s in own]]),
             board,
+            spoiling,
         )
 
 

@@ -9,7 +9,7 @@ competitor_sold [day, competitor, product].
 
 Older logs still read: those that kept operations as dicts in the JSON, those whose
 rejections have no code (it is found from their reason, as the market then worded it), those
-from before messages, and those from before a number of the day record existed (bad debt):
+from before messages, and those from before a number of the day record existed (bad debt, spoiled goods):
 the columns are read by the names stored with them, and a number missing is 0.
 """
 
@@ -83,7 +83,7 @@ def decode(columns: bytes, text: str) -> DayLog:
         day=arrays["day"],
         bankrupt=arrays["bankrupt"],
         scalars=_in_order(arrays["scalars"], rest["scalars"], SCALARS),
-        per_product=arrays["per_product"],
+        per_product=_in_order(arrays["per_product"], rest["per_product"], PER_PRODUCT),
         applied=applied,
         rejections=[[_rejection(*r) for r in row] for row in rest["rejections"]],
         plans=rest["plans"],
@@ -97,12 +97,12 @@ def decode(columns: bytes, text: str) -> DayLog:
 
 
 def _in_order(columns: np.ndarray, stored: Sequence[str], names: Sequence[str]) -> np.ndarray:
-    """The `columns` [row, column], stored in the order of `stored`, in the order of `names`; a
-    column of `names` stored without it (the log is older than it) is zeros."""
+    """The `columns` [row, column, ...], stored in the order of `stored`, in the order of
+    `names`; a column of `names` stored without it (the log is older than it) is zeros."""
     if list(stored) == list(names):
         return columns
     place = {name: k for k, name in enumerate(stored)}
-    ordered = np.zeros((len(columns), len(names)))
+    ordered = np.zeros((len(columns), len(names), *columns.shape[2:]))
     for k, name in enumerate(names):
         if name in place:
             ordered[:, k] = columns[:, place[name]]

@@ -713,6 +713,18 @@ def lost_sales(match: MatchRecords) -> np.ndarray:
     return match.per_seat(_sum(match.values("lost_sales"), 1))
 
 
+@_metric("operations", "count", over_match=True)
+def spoilage_days(match: MatchRecords) -> np.ndarray:
+    """Days on which goods of the merchant spoiled (spoiled > 0 in any product)."""
+    return match.per_seat((match.values("spoiled") > 0).any(axis=1).astype(float))
+
+
+@_metric("operations", "money", over_match=True)
+def spoiled_cost(match: MatchRecords) -> np.ndarray:
+    """What spoiled goods cost: spoiled_cost = sum over days and products of spoiled * unit_cost."""
+    return match.per_seat(_sum(match.values("spoiled") * match.values("unit_cost"), 1))
+
+
 @_metric("operations", "ratio", over_match=True)
 def inventory_turnover(match: MatchRecords) -> list[float | None]:
     """How many times the stock was sold through over the match: cost of goods sold over the

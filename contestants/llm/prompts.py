@@ -67,6 +67,12 @@ def system_prompt(
     products = "\n".join(
         f"- {p.id}: unit cost {_money(cost)}, usual price {_money(p.reference_price)}, "
         f"lead time {p.lead_time} days, holding cost {_money(p.holding_cost)} per unit per day"
+        + (
+            f"; perishable: a unit can be sold for {p.shelf_life} days from the day it arrives, "
+            "then it spoils (the oldest sell first)"
+            if p.shelf_life
+            else ""
+        )
         for p, cost in zip(scenario.products, unit_costs or [p.unit_cost for p in scenario.products])
     )
     target = (
@@ -131,7 +137,8 @@ def daily_report(observation: Observation) -> str:
     for p in o.products:
         lines.append(
             f"{p.product}: your price {_money(p.price)}, unit cost {_money(p.unit_cost)}, "
-            f"in stock {p.inventory:g}, arriving {p.in_transit:g}, lead time {p.lead_time} days."
+            f"in stock {p.inventory:g}{_spoiling(p.spoiling, o.day)}, arriving {p.in_transit:g}, "
+            f"lead time {p.lead_time} days."
         )
     y = o.yesterday
     if y is not None:
@@ -143,6 +150,9 @@ def daily_report(observation: Observation) -> str:
             f"Yesterday: sold {sold}; revenue {_money(y.revenue)}; spent {_money(y.purchases)} on stock, "
             f"{_money(y.advertising)} on ads, {_money(y.holding + y.fixed)} on holding and fixed costs."
         )
+        spoiled = ", ".join(f"{k} {v:g}" for k, v in y.spoiled.items() if v)
+        if spoiled:
+            lines.append(f"Spoiled last night: {spoiled}.")
         for rejection in y.rejections:
             lines.append(f"Rejected yesterday: {rejection.reason}.")
     rivals = [m for m in o.market if m.merchant != o.merchant]
@@ -176,6 +186,13 @@ def daily_report(observation: Observation) -> str:
             else f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {span}."
         )
     return "\n".join(lines)
+
+
+def _spoiling(spoiling: list[float] | None, today: int) -> str:
+    """Until when the units in stock can be sold, as the report words it:
+    " (5 sellable until day 4, 8 until day 6)"."""
+    when = [f"{units:g} until day {today + k}" for k, units in enumerate(spoiling or ()) if units]
+    return f" ({', '.join(when).replace(' until', ' sellable until', 1)})" if when else ""
 
 
 def _public(prices: dict[str, float] | None, reputation: float | None) -> list[str]:

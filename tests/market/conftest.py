@@ -177,6 +177,8 @@ def check_day(
         sold, wanted, lost = r.units_sold[pid], r.first_choice[pid], r.lost_sales[pid]
         ordered, arrived = r.ordered[pid], r.arrived[pid]
         inventory, in_transit = r.inventory[pid], r.in_transit[pid]
+        spoiled = r.spoiled[pid]
+        assert spoiled >= 0 and (spoiled == 0 or product.shelf_life is not None), f"{pid} spoiled {spoiled}"
         assert _close(ordered, ordered_by_ops[pid])
         assert min(sold, wanted, ordered, arrived, in_transit) >= 0, r
         assert inventory >= 0, f"negative inventory {inventory} of {pid}"
@@ -202,7 +204,7 @@ def check_day(
             assert sold <= available + TOLERANCE * max(1.0, available), (
                 f"sold {sold} of {pid} with {available} available"
             )
-            assert _close(inventory, available - sold, available)
+            assert _close(inventory, available - sold - spoiled, available)
         else:
             assert _close(inventory, available, available)
             made_to_order += sold * unit_cost

@@ -145,13 +145,14 @@ def test_net_worth_values_goods_at_the_days_cost_from_before_day_1(market):
 
 def test_a_days_trade_profit_is_its_change_in_net_worth_but_for_what_new_costs_do_to_the_goods(market):
     """Under random play with a cost shock (on days 3 to 4), credit sales (a fifth of them never
-    paid) and lead times, each merchant-day: net_worth_d - net_worth_(d-1) = trade_profit_d +
-    sum_p (unit_cost_p,d - unit_cost_p,(d-1)) * goods_p,(d-1) (goods in hand and in transit at
-    the end of the day before), read from the records alone; so on the days the cost stays put it is the whole
-    change. The log's arrays and a record give the same trade profit."""
+    paid), lead times and goods that spoil after two days, each merchant-day:
+    net_worth_d - net_worth_(d-1) = trade_profit_d
+    + sum_p (unit_cost_p,d - unit_cost_p,(d-1)) * goods_p,(d-1) (goods in hand and in transit
+    at the end of the day before), read from the records alone; so on the days the cost stays
+    put it is the whole change. The log's arrays and a record give the same trade profit."""
     base = market.load("multi_product")
     shock = {"name": "shock", "kind": "cost", "start_day": 3, "end_day": 4, "multiplier": 1.5}
-    scenario = market.vary(base, events=[shock], **{"finance.bad_debt_share": 0.2})
+    scenario = market.vary(base, events=[shock], **{"finance.bad_debt_share": 0.2, "products.shelf_life": 2})
     history = market.run(MarketEnv(scenario, 3, days=8), market.random_policy(scenario, 4), seed=9)
     records = [record for day in history for record in day.values()]
     ids = scenario.product_ids
@@ -169,11 +170,11 @@ def test_a_days_trade_profit_is_its_change_in_net_worth_but_for_what_new_costs_d
         steady, moved = steady + (revalued == 0), moved + (revalued != 0)
     assert steady > 0 and moved > 0  # both kinds of day were checked
     assert any(day_trade_profit(r) != 0 for r in records) and any(r.bad_debt > 0 for r in records)
+    assert any(sum(r.spoiled.values()) > 0 for r in records)
     log = DayLog.of(records, ids)
     columns = [log.scalar(name) for name in ("revenue", "bad_debt", "advertising", "holding", "fixed")]
-    by_rows = trade_profit(
-        *columns[:2], log.product_values("units_sold"), log.product_values("unit_cost"), *columns[2:]
-    )
+    goods_out = log.product_values("units_sold") + log.product_values("spoiled")
+    by_rows = trade_profit(*columns[:2], goods_out, log.product_values("unit_cost"), *columns[2:])
     assert by_rows.tolist() == pytest.approx([day_trade_profit(r) for r in log], rel=1e-12)
 
 

@@ -308,6 +308,14 @@ def test_stockouts_and_lost_sales(days):
     assert values["lost_sales"] == 6
 
 
+def test_spoilage_days_and_what_spoiled_goods_cost(days):
+    spoiled = [{"tea": 4.0, "cup": 0.0}, {"tea": 0.0, "cup": 0.0}, {"tea": 1.0, "cup": 2.0}]
+    costs = [{"tea": 2.0, "cup": 0.5}] * 2 + [{"tea": 3.0, "cup": 0.5}]
+    values = compute(days(prices=[{"tea": 10.0, "cup": 3.0}] * 3, spoiled=spoiled, unit_cost=costs)).merchants
+    assert values["m0"]["spoilage_days"] == 2
+    assert values["m0"]["spoiled_cost"] == pytest.approx(4 * 2.0 + 1 * 3.0 + 2 * 0.5)
+
+
 def test_inventory_turnover_is_cost_of_sales_over_mean_stock_value(days):
     # cost of sales (10 + 20) * 4 = 120; stock value at the end of the days 80 and 0, mean 40
     assert metric(

@@ -76,3 +76,24 @@ def test_the_report_tells_a_trend_from_a_step(scenario, observe):
         "Trend 'downturn': demand of widget drifting to x0.8 from day 10 to day 40, then staying there."
         in report
     )
+
+
+def test_perishable_stock_is_shown_with_the_last_day_it_can_be_sold(scenario, observe, record):
+    fresh = scenario.model_copy(
+        update={"products": (scenario.products[0].model_copy(update={"shelf_life": 3}),)}
+    )
+    assert "perishable: a unit can be sold for 3 days" in system_prompt(fresh, "m0", 30, notes=False)
+    assert "perishable" not in system_prompt(scenario, "m0", 30, notes=False)
+    observation = observe(
+        fresh,
+        day=4,
+        inventory=13.0,
+        yesterday=record(
+            3, cash_end=100.0, prices={"widget": 19.0}, inventory={"widget": 13.0}, ordered={"widget": 0.0}
+        ),
+    )
+    observation.products[0].spoiling = [5.0, 0.0, 8.0]
+    observation.yesterday.spoiled["widget"] = 2.0
+    report = daily_report(observation)
+    assert "in stock 13 (5 sellable until day 4, 8 until day 6)," in report
+    assert "Spoiled last night: widget 2." in report
