@@ -232,7 +232,9 @@ class RuleMerchant(Contestant):
         view = MarketView.of(observation)
         prices, wanted = self.rule(self._team, view)
         decided = array_decisions(view, prices, orders(self._team.scenario, view, wanted))
-        operations = decided.operations(0, [s.product for s in observation.products])
+        operations = decided.operations(
+            0, [s.product for s in observation.products], self._team.scenario.supplier_names
+        )
         if not self._team.speaks:
             return operations
         return {"operations": operations, "message": self.say(self._team, view)[0]}

@@ -42,16 +42,23 @@ def starting_net_worth(log: DayLog, first: np.ndarray) -> np.ndarray:
     day 1, so day 1's change in net worth is day 1's trade alone. It is read back from the
     first day's record, so a stored match needs no scenario:
     net_worth_0 = net_worth_1 - trade_profit_1."""
-    closing, revenue, bad_debt, advertising, holding, fixed = (
+    closing, revenue, bad_debt, advertising, holding, fixed, savings = (
         log.scalar(name)[first]
-        for name in ("net_worth", "revenue", "bad_debt", "advertising", "holding", "fixed")
+        for name in (
+            "net_worth",
+            "revenue",
+            "bad_debt",
+            "advertising",
+            "holding",
+            "fixed",
+            "purchase_savings",
+        )
     )
     units_sold, spoiled, unit_cost = (
         log.product_values(name)[first] for name in ("units_sold", "spoiled", "unit_cost")
     )
-    return closing - trade_profit(
-        revenue, bad_debt, units_sold + spoiled, unit_cost, advertising, holding, fixed
-    )
+    out = units_sold + spoiled
+    return closing - trade_profit(revenue, bad_debt, out, unit_cost, advertising, holding, fixed, savings)
 
 
 def trade_profit(
@@ -62,17 +69,28 @@ def trade_profit(
     advertising: Number,
     holding: Number,
     fixed: Number,
+    purchase_savings: Number,
 ) -> Number:
     """What a day's trade made: revenue - bad_debt - sum_p goods_out_p * unit_cost_p -
-    advertising - holding - fixed, with goods_out (the units that left the stock for good:
-    sold or spoiled) and unit_cost [..., product] (the day's; products on the last axis) and
-    the rest of the shape before it (numbers for one merchant-day).
+    advertising - holding - fixed + purchase_savings, with goods_out (the units that left the
+    stock for good: sold or spoiled) and unit_cost [..., product] (the day's; products on the
+    last axis) and the rest of the shape before it (numbers for one merchant-day);
+    purchase_savings is what orders from listed suppliers cost less than the goods are worth
+    at the product's unit cost.
 
     It is the day's change in net worth with goods valued at the day's unit cost before and
     after: orders, arrivals, collections and credit sales only move value between cash, goods
     and receivables at that cost. (Over days whose unit costs differ, net worth also changes
     by what the new cost does to the goods held, which is not trade.)"""
-    return revenue - bad_debt - _sum(goods_out * unit_cost, -1) - advertising - holding - fixed
+    return (
+        revenue
+        - bad_debt
+        - _sum(goods_out * unit_cost, -1)
+        - advertising
+        - holding
+        - fixed
+        + purchase_savings
+    )
 
 
 def day_trade_profit(record: DayRecord) -> float:
@@ -91,6 +109,7 @@ def day_trade_profit(record: DayRecord) -> float:
             record.advertising,
             record.holding,
             record.fixed,
+            record.purchase_savings,
         )
     )
 

@@ -35,86 +35,134 @@ _PER_PRODUCT = {name: k for k, name in enumerate(PER_PRODUCT)}
 T = TypeVar("T")
 
 
+Suppliers = Sequence[Sequence[str]]
+"""Per product, the names of its listed suppliers (market.scenario.Supplier), in order; empty
+where no product lists any."""
+
+
 class Operations(NamedTuple):
     """Applied operations as columns, in the order applied, rows ascending: each one's row
     (of a day, of a log), kind (index into OPERATION_KINDS), product (index into the
-    products; -1: none) and number (price, quantity or amount; NaN: none)."""
+    products; -1: none), number (price, quantity or amount; NaN: none) and supplier (of an
+    order: 0 the product's usual one, k its k-th listed supplier; 0 for other kinds)."""
 
     row: np.ndarray
     kind: np.ndarray
     product: np.ndarray
     value: np.ndarray
+    supplier: np.ndarray
 
     @classmethod
-    def of(cls, row: list[int], kind: list[int], product: list[int], value: list[float]) -> Operations:
+    def of(
+        cls,
+        row: list[int],
+        kind: list[int],
+        product: list[int],
+        value: list[float],
+        supplier: list[int] | None = None,
+    ) -> Operations:
         return cls(
             np.array(row, dtype=np.int64),
             np.array(kind, dtype=np.int8),
             np.array(product, dtype=np.int16),
             np.array(value, dtype=float),
+            np.array(supplier if supplier is not None else [0] * len(row), dtype=np.int16),
         )
 
     @classmethod
     def of_dicts(
-        cls, operations: Iterable[tuple[int, dict[str, Any]]], products: Sequence[str]
+        cls,
+        operations: Iterable[tuple[int, dict[str, Any]]],
+        products: Sequence[str],
+        suppliers: Suppliers = (),
     ) -> Operations:
         """The columns of (row, operation) pairs, rows ascending, each operation a dict as
-        `OperationDicts` makes them: an operation the market applied, of one of `products`.
-        Raises ValueError for any other."""
+        `OperationDicts` makes them: an operation the market applied, of one of `products`
+        (and of one of its `suppliers`). Raises ValueError for any other."""
         index = {p: j for j, p in enumerate(products)}
         rows: list[int] = []
         kinds: list[int] = []
         items: list[int] = []
         values: list[float] = []
+        sources: list[int] = []
         for r, op in operations:
             kind = KIND_INDEX.get(op.get("op", ""))
             product = index.get(op["product"], -2) if "product" in op else -1
             number = None if kind is None else VALUE_FIELDS[kind]
-            if kind is None or product == -2 or set(op) - {"op", "product", number}:
+            source = supplier_number(suppliers, product, op.get("supplier")) if product >= 0 else 0
+            if (
+                kind is None
+                or product == -2
+                or source is None
+                or set(op) - {"op", "product", number, "supplier"}
+            ):
                 raise ValueError(f"not an operation the market applies to {list(products)}: {op!r}")
             rows.append(r)
             kinds.append(kind)
             items.append(product)
             values.append(math.nan if number is None else op.get(number, math.nan))
-        return cls.of(rows, kinds, items, values)
+            sources.append(source)
+        return cls.of(rows, kinds, items, values, sources)
 
     def take(self, start: int, stop: int, rows: np.ndarray | None = None) -> Operations:
         """The operations of rows start..stop-1, renumbered by their position in `rows`
         (ascending; default: all of start..stop-1)."""
         lo, hi = np.searchsorted(self.row, (start, stop))
         row = self.row[lo:hi] - start if rows is None else np.searchsorted(rows, self.row[lo:hi])
-        return Operations(row, self.kind[lo:hi], self.product[lo:hi], self.value[lo:hi])
+        return Operations(row, self.kind[lo:hi], self.product[lo:hi], self.value[lo:hi], self.supplier[lo:hi])
+
+
+def supplier_number(suppliers: Suppliers, product: int, name: str | None) -> int | None:
+    """An order's supplier as Operations number it: 0 for None (the usual one), k for the
+    product's k-th listed supplier; None for a name the product does not list."""
+    if name is None:
+        return 0
+    listed = suppliers[product] if product < len(suppliers) else ()
+    return listed.index(name) + 1 if name in listed else None
 
 
 class OperationDicts:
     """The applied operations of `rows` as dicts, a row's made when asked for (`[k]`: those of
     rows[k]); the columns become Python lists once."""
 
-    def __init__(self, operations: Operations, rows: np.ndarray, products: Sequence[str]):
+    def __init__(
+        self, operations: Operations, rows: np.ndarray, products: Sequence[str], suppliers: Suppliers = ()
+    ):
         self.starts = np.searchsorted(operations.row, rows).tolist()
         self.stops = np.searchsorted(operations.row, rows, side="right").tolist()
-        self.kinds, self.items, self.values = (
+        self.kinds, self.items, self.values, self.sources = (
             operations.kind.tolist(),
             operations.product.tolist(),
             operations.value.tolist(),
+            operations.supplier.tolist(),
         )
-        self.products = products
+        self.products, self.suppliers = products, suppliers
 
     def __getitem__(self, k: int) -> list[dict]:
-        kinds, items, values, products = self.kinds, self.items, self.values, self.products
+        kinds, items, values, sources = self.kinds, self.items, self.values, self.sources
         return [
-            operation_dict(kinds[x], items[x], values[x], products)
+            operation_dict(kinds[x], items[x], values[x], self.products, sources[x], self.suppliers)
             for x in range(self.starts[k], self.stops[k])
         ]
 
 
-def operation_dict(kind: int, product: int, value: float, products: Sequence[str]) -> dict:
-    """One operation as its model dumps it, e.g. {"op": "order", "product": "tea", "quantity": 40.0}."""
+def operation_dict(
+    kind: int,
+    product: int,
+    value: float,
+    products: Sequence[str],
+    supplier: int = 0,
+    suppliers: Suppliers = (),
+) -> dict:
+    """One operation as its model dumps it, e.g. {"op": "order", "product": "tea", "quantity": 40.0},
+    with the order's "supplier" when it is not the usual one."""
     operation: dict = {"op": OPERATION_KINDS[kind]}
     if product >= 0:
         operation["product"] = products[product]
     if VALUE_FIELDS[kind] is not None:
         operation[VALUE_FIELDS[kind]] = value
+    if supplier:
+        operation["supplier"] = suppliers[product][supplier - 1]
     return operation
 
 
@@ -170,7 +218,8 @@ class DayLog(ColumnRecords[DayRecord]):
 
     seat[r] indexes `merchants`; scalars[r, k] is SCALARS[k]; per_product[r, k, j] is
     PER_PRODUCT[k] of products[j]; messages[r] is the row's message ("": none); competitors:
-    the scenario's scripted competitors, if it has any. As a sequence it reads as DayRecords
+    the scenario's scripted competitors, if it has any; suppliers: the names of each product's
+    listed suppliers, which the applied orders number. As a sequence it reads as DayRecords
     (made on demand)."""
 
     merchants: tuple[str, ...]
@@ -185,6 +234,7 @@ class DayLog(ColumnRecords[DayRecord]):
     plans: list[dict[str, float]]
     messages: list[str]
     competitors: CompetitorDays | None = None
+    suppliers: Suppliers = ()
 
     def __len__(self) -> int:
         return len(self.day)
@@ -212,9 +262,11 @@ class DayLog(ColumnRecords[DayRecord]):
         return [made.record(k) for k in range(len(made.rows))]
 
     @classmethod
-    def of(cls, records: Iterable[DayRecord], products: Sequence[str] | None = None) -> DayLog:
+    def of(
+        cls, records: Iterable[DayRecord], products: Sequence[str] | None = None, suppliers: Suppliers = ()
+    ) -> DayLog:
         """The log of DayRecords built elsewhere (tests, tools); merchants in order of first
-        appearance, products those of the first record unless given."""
+        appearance, products those of the first record unless given, with their `suppliers`."""
         if isinstance(records, DayLog):
             return records
         unpacked = getattr(records, "log", None)  # a stored form that unpacks itself (results.daylog_codec)
@@ -237,10 +289,11 @@ class DayLog(ColumnRecords[DayRecord]):
                 [[[getattr(r, f).get(p, 0.0) for p in ids] for f in PER_PRODUCT] for r in records],
                 dtype=float,
             ).reshape(len(records), len(PER_PRODUCT), len(ids)),
-            applied=Operations.of_dicts(numbered(r.operations for r in records), ids),
+            applied=Operations.of_dicts(numbered(r.operations for r in records), ids, suppliers),
             rejections=[r.rejections for r in records],
             plans=[r.plan for r in records],
             messages=[r.message for r in records],
+            suppliers=suppliers,
         )
 
 
@@ -262,7 +315,7 @@ class RecordMaker:
         self.scalars = scalars.tolist()  # [row][field]
         self.names = [log.merchants[s] for s in seat.tolist()]
         self.days, self.bankrupt = day.tolist(), bankrupt.tolist()
-        self.operations = OperationDicts(log.applied, rows, log.products)
+        self.operations = OperationDicts(log.applied, rows, log.products, log.suppliers)
 
     def record(self, k: int) -> DayRecord:
         log, r, ids = self.log, self.rows[k], self.log.products
@@ -295,6 +348,7 @@ class DayLogBuilder:
     merchants: tuple[str, ...]
     products: tuple[str, ...]
     competitors: tuple[str, ...] = ()
+    suppliers: Suppliers = ()
     _days: list[tuple] = field(default_factory=list)
     _competitor_days: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
 
@@ -357,6 +411,7 @@ class DayLogBuilder:
             [plans.get(r) or {} for r in rows],
             messages or [""] * len(seat),
             self._competitor_log(slice(day - 1, day)),
+            self.suppliers,
         )
 
     def facts(self, day: int, fact: RecallFact, product: str | None, seats: np.ndarray) -> np.ndarray:
@@ -394,6 +449,7 @@ class DayLogBuilder:
                 [],
                 [],
                 self._competitor_log(slice(0, 0)),
+                self.suppliers,
             )
         seats, days_, bankrupt, scalars, per_product, applied, rejections, plans, messages = zip(*days)
         rows = [len(s) for s in seats]
@@ -417,4 +473,5 @@ class DayLogBuilder:
             if any(messages)
             else [""] * sum(rows),
             competitors=self._competitor_log(slice(None)),
+            suppliers=self.suppliers,
         )

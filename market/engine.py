@@ -29,7 +29,15 @@ import numpy as np
 
 from market import accounting
 from market.competitors import Competitors
-from market.daylog import PER_PRODUCT, SCALARS, DayLogBuilder, Operations, RecordMaker, operation_dict
+from market.daylog import (
+    PER_PRODUCT,
+    SCALARS,
+    DayLogBuilder,
+    Operations,
+    RecordMaker,
+    operation_dict,
+    supplier_number,
+)
 from market.demand import allocate_markets, demand_factor, utilities
 from market.scenario import Scenario, event_multiplier
 from market.types import (
@@ -65,18 +73,40 @@ _FREE = np.array([field is None for field in VALUE_FIELDS])
 
 class Submitted(NamedTuple):
     """Operations to apply, by row and then `position` (in the row's decision); product -1 and
-    value NaN for kinds without them."""
+    value NaN for kinds without them; supplier as Operations numbers it."""
 
     row: np.ndarray
     position: np.ndarray
     kind: np.ndarray
     product: np.ndarray
     value: np.ndarray
+    supplier: np.ndarray
 
 
 _NOTHING = Submitted(
-    np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int16), np.zeros(0)
+    np.zeros(0, np.int64),
+    np.zeros(0, np.int64),
+    np.zeros(0, np.int8),
+    np.zeros(0, np.int16),
+    np.zeros(0),
+    np.zeros(0, np.int16),
 )
+
+
+class Applied(NamedTuple):
+    """What applying a day's operations did (Market._apply): the operations applied, and per
+    row the units ordered and those of them in stock at once (orders without lead time that
+    came on time), by product, the units due today that a supplier delivers late, what the
+    orders from listed suppliers saved against the products' unit costs, the advertising
+    spent and the receivables collected."""
+
+    operations: Operations
+    ordered: np.ndarray
+    stocked: np.ndarray
+    late: np.ndarray
+    savings: np.ndarray
+    advertising: np.ndarray
+    collected: np.ndarray
 
 
 class Market:
@@ -115,6 +145,22 @@ class Market:
         self._highest = np.full((len(KIND_INDEX), len(products)), _HIGHEST)
         self._highest[SET_PRICE] = self._ceiling
         self._lead = np.array([p.lead_time for p in products])
+        # [product, k]: supplier k's unit cost, lead time, reliability and lateness (k = 0 the
+        # usual one: the product's own cost, which seats may change, always on time)
+        listed = 1 + max(len(p.suppliers) for p in products)
+        self._supplier_names = scenario.supplier_names
+        self._supply_cost = np.full((len(products), listed), math.nan)
+        self._supply_lead = np.tile(self._lead[:, None], (1, listed))
+        self._reliability = np.ones((len(products), listed))
+        self._late_days = np.zeros((len(products), listed), dtype=np.int64)
+        for j, product in enumerate(products):
+            for k, supplier in enumerate(product.suppliers, 1):
+                self._supply_cost[j, k] = supplier.unit_cost
+                self._supply_lead[j, k] = supplier.lead_time
+                self._reliability[j, k] = supplier.reliability
+                self._late_days[j, k] = supplier.late_days if supplier.reliability < 1 else 0
+        self._unreliable = bool((self._reliability < 1).any())
+        self._horizon = max(int((self._supply_lead + self._late_days).max()), 1)  # days an order may take
         self._shelf_life = np.array([p.shelf_life or 0 for p in products])
         self._perishable = np.flatnonzero(self._shelf_life)  # the products that spoil
         self._product_ids = scenario.product_ids
@@ -138,7 +184,8 @@ class Market:
         self.inventory = np.tile([pr.initial_stock for pr in s.products], (m, 1)).astype(float)
         self.prices = np.tile([pr.start_price for pr in s.products], (m, 1)).astype(float)
         self.reputation = np.full(m, s.reputation.initial)
-        self.pipeline = np.zeros((m, p, max(int(self._lead.max()), 1)))  # [.., k]: arrives in k+1 days
+        self.pipeline = np.zeros((m, p, self._horizon))  # [.., k]: arrives in k+1 days
+        self.overdue = np.zeros((m, p, self._horizon))  # [.., k]: of it, promised for k+1 days earlier
         self.credit = np.zeros((m, max(s.finance.credit_days, 1)))  # [.., k]: due in k+1 days
         # [.., k]: units in stock that spoil at the end of the k-th day from today (0: tonight)
         self.batches = np.zeros((m, p, int(self._shelf_life.max())))
@@ -147,7 +194,8 @@ class Market:
         self.bankrupt = np.zeros(m, dtype=bool)
         self.units_sold = np.zeros((m, p))
         self.logs = [
-            DayLogBuilder(roster, tuple(self._product_ids), self.competitors.names) for roster in self.rosters
+            DayLogBuilder(roster, tuple(self._product_ids), self.competitors.names, self._supplier_names)
+            for roster in self.rosters
         ]  # one per match
         # [match, competitor, product]: the scripted competitors' prices today, and units sold
         self.competitor_prices = self._competitor_prices(1)
@@ -237,20 +285,23 @@ class Market:
         next morning (its own price is the forced one)."""
         day, unit_cost = self.day, self._unit_cost_today(self.day)
         worth_start, cash_start = self._worth(unit_cost), self.cash.copy()
-        arrived = self._deliver()
+        arrived, late = self._deliver()
         orders = self._orders(arrays, rows, decisions or {})
-        applied, ordered, advertising, collected = self._apply(orders.columns, unit_cost, orders.rejected)
-        self._receive(arrived + ordered * (self._lead == 0))
+        done = self._apply(orders.columns, unit_cost, orders.rejected)
+        ordered, advertising = done.ordered, done.advertising
+        self._receive(arrived + done.stocked)
         self._force_prices(forced or {})
         orders.add_unknown_products()
         said = self._messages(orders) if self.talk else None
-        flows = self._trade(day, unit_cost, ordered, advertising)
+        flows = self._trade(day, unit_cost, _sum(ordered * unit_cost, 1) - done.savings, advertising)
         self.bankrupt |= self.cash < 0
         worth_end = self.net_worth(unit_cost)
         self._closing = (unit_cost, worth_end)
         values = {
             **flows,
-            "collected": collected,
+            "late": late + done.late,
+            "purchase_savings": done.savings,
+            "collected": done.collected,
             "advertising": advertising,
             "cash_start": cash_start,
             "cash_end": self.cash,
@@ -264,7 +315,7 @@ class Market:
             "in_transit": _sum(self.pipeline, 2),
             "unit_cost": unit_cost,
         }
-        self._record(day, values, applied, orders, said)
+        self._record(day, values, done.operations, orders, said)
         self.day += 1
         if len(self.competitors):
             self.competitor_prices = self._competitor_prices(self.day)
@@ -280,13 +331,9 @@ class Market:
         p = len(self._product_ids)
         if not len(self.competitors):
             return np.zeros((len(self.rosters), 0, p))
-        products = self.scenario.products
-        cost = [pr.unit_cost * event_multiplier(self.scenario.events, "cost", pr.id, day) for pr in products]
+        cost = np.array([pr.unit_cost for pr in self.scenario.products]) * self._cost_factor(day)
         return self.competitors.prices(
-            day,
-            self.prices.reshape(-1, self.seats, p),
-            ~self.bankrupt.reshape(-1, self.seats),
-            np.array(cost),
+            day, self.prices.reshape(-1, self.seats, p), ~self.bankrupt.reshape(-1, self.seats), cost
         )
 
     def _worth(self, unit_cost: np.ndarray) -> np.ndarray:
@@ -318,14 +365,19 @@ class Market:
             self.inventory[:, perishable] = _sum(held, 2)
         return spoiled
 
-    def _deliver(self) -> np.ndarray:
-        """Goods ordered earlier arrive and credit sales fall due; the units arrived [row, product]."""
+    def _deliver(self) -> tuple[np.ndarray, np.ndarray]:
+        """Goods ordered earlier arrive and credit sales fall due; the units arrived, and those
+        due today that a supplier delivers late [row, product]."""
         arrived = self.pipeline[:, :, 0].copy()
         self.inventory += arrived
         _shift_left(self.pipeline)
+        late = np.zeros_like(arrived)
+        if self._unreliable:
+            late = self.overdue[:, :, 0].copy()
+            _shift_left(self.overdue)
         self.due += self.credit[:, 0]
         _shift_left(self.credit)
-        return arrived
+        return arrived, late
 
     def _orders(
         self, arrays: ArrayDecisions | None, rows: np.ndarray | None, decisions: Mapping[int, Any]
@@ -379,10 +431,11 @@ class Market:
         return said
 
     def _trade(
-        self, day: int, unit_cost: np.ndarray, ordered: np.ndarray, advertising: np.ndarray
+        self, day: int, unit_cost: np.ndarray, paid: np.ndarray, advertising: np.ndarray
     ) -> dict[str, np.ndarray]:
         """Customers buy; the day's sales are paid (in cash or on credit) and its costs taken
-        from cash; reputation moves. The day's flows, by DayRecord's names."""
+        from cash; reputation moves. The day's flows, by DayRecord's names (`paid`: what the
+        day's orders cost)."""
         finance = self.scenario.finance
         wanted, sold = self._clear_market(day)
         revenue = _sum(sold * self.prices, 1)
@@ -408,7 +461,7 @@ class Market:
             "revenue": revenue,
             "revenue_cash": revenue_cash,
             "bad_debt": bad_debt,
-            "purchases": _sum(ordered * unit_cost, 1) + made_to_order,
+            "purchases": paid + made_to_order,
             "holding": holding,
             "fixed": fixed,
             "first_choice": wanted,
@@ -477,16 +530,28 @@ class Market:
 
     def _columns(self, parsed: dict[int, ParsedDecision], unknown: dict[int, list[Rejection]]) -> Submitted:
         """The operations of parsed decisions (by row, ascending) as columns; the rejections
-        of those naming a product the market does not sell go into `unknown`, by row."""
-        row, index, kind, product, value = [], [], [], [], []
+        of those naming a product the market does not sell, or a supplier their product does
+        not list, go into `unknown`, by row."""
+        row, index, kind, product, value, supplier = [], [], [], [], [], []
         for i, decision in parsed.items():
             for k, op in decision.operations:
                 name = getattr(op, "product", None)
                 j = -1 if name is None else self._pid.get(name)
-                if j is None:
+                source = (
+                    0
+                    if j is None or j < 0
+                    else supplier_number(self._supplier_names, j, getattr(op, "supplier", None))
+                )
+                if j is None or source is None:
+                    given = {key: v for key, v in op.__dict__.items() if v is not None}
                     unknown.setdefault(i, []).append(
-                        Rejection(
-                            k, dict(op.__dict__), f"unknown product {name!r}", RejectionCode.UNKNOWN_PRODUCT
+                        Rejection(k, given, f"unknown product {name!r}", RejectionCode.UNKNOWN_PRODUCT)
+                        if j is None
+                        else Rejection(
+                            k,
+                            given,
+                            f"{name} has no supplier {getattr(op, 'supplier', None)!r}",
+                            RejectionCode.UNKNOWN_SUPPLIER,
                         )
                     )
                     continue
@@ -497,23 +562,23 @@ class Market:
                 product.append(j)
                 number = VALUE_FIELDS[code]
                 value.append(getattr(op, number) if number else math.nan)
+                supplier.append(source)
         return Submitted(
             np.array(row, dtype=np.int64),
             np.array(index, dtype=np.int64),
             np.array(kind, dtype=np.int8),
             np.array(product, dtype=np.int16),
             np.array(value, dtype=float),
+            np.array(supplier, dtype=np.int16),
         )
 
     def _apply(
         self, ops: Submitted, unit_cost: np.ndarray, rejected: defaultdict[int, list[Rejection]]
-    ) -> tuple[Operations, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> Applied:
         """Apply the day's operations, each as if one by one in its row's order; record each
-        refused one in `rejected` (after those already there, in the order given). Returns
-        the applied ones, and per row the units ordered per product, the advertising spent
-        and the receivables collected."""
+        refused one in `rejected` (after those already there, in the order given)."""
         m, p = self.prices.shape
-        row, kind, product, value = ops.row, ops.kind, ops.product, ops.value
+        row, kind, product, value, supplier = ops.row, ops.kind, ops.product, ops.value, ops.supplier
         pricing, ordering, advertising, collecting = (
             kind == SET_PRICE,
             kind == ORDER,
@@ -526,7 +591,11 @@ class Market:
             valid = ((value > _LOWEST[kind]) & (value <= self._highest[kind, item])) | _FREE[kind]
             if self.scenario.whole_units:
                 valid &= ~ordering | (value == np.floor(value))
-            spend = np.where(ordering, value * unit_cost[row, item], np.where(advertising, value, 0.0))
+            cost = unit_cost[row, item]  # of a unit ordered: from the usual supplier, or a listed one
+            if self._supplier_names and supplier.any():
+                listed = self._supply_cost[item, supplier] * self._cost_factor(self.day)[item]
+                cost = np.where(supplier > 0, listed, cost)
+            spend = np.where(ordering, value * cost, np.where(advertising, value, 0.0))
         accepted = valid.copy()
         priced = np.flatnonzero(pricing & valid)
         if priced.size:  # a later price for the same product wins
@@ -555,12 +624,23 @@ class Market:
                 accepted[at] = ok = valid[at] & ((spend[at] <= cash) | takes)  # collecting needs no cash
                 self.cash[r] = cash - np.where(ok, spend[at], 0.0)
         buying = np.flatnonzero(ordering & accepted)
-        r, j, units = row[buying], product[buying], value[buying]
+        r, j, units, source = row[buying], product[buying], value[buying], supplier[buying]
         ordered = np.bincount(r * p + j, weights=units, minlength=m * p).reshape(m, p)
-        lead = self._lead[j]
+        savings = np.zeros(m)
+        if self._supplier_names:
+            np.add.at(savings, r, units * (unit_cost[r, j] - cost[buying]))
+        lead = self._supply_lead[j, source]
+        late = self._late_units(r, j, units, source)
+        units = units - late
         now = lead == 0  # one by one, in the order given: two orders of a product add up as they would apart
         np.add.at(self.inventory, (r[now], j[now]), units[now])
         np.add.at(self.pipeline, (r[~now], j[~now], lead[~now] - 1), units[~now])
+        stocked = np.bincount(r[now] * p + j[now], weights=units[now], minlength=m * p).reshape(m, p)
+        late_today = np.zeros((m, p))
+        if late.any():
+            np.add.at(self.pipeline, (r, j, lead + self._late_days[j, source] - 1), late)
+            np.add.at(self.overdue, (r[~now], j[~now], lead[~now] - 1), late[~now])
+            np.add.at(late_today, (r[now], j[now]), late[now])
         adverts = np.flatnonzero(advertising & accepted)
         spent = (
             np.bincount(row[adverts], weights=value[adverts], minlength=m) if adverts.size else np.zeros(m)
@@ -570,7 +650,27 @@ class Market:
                 self._rejection(ops, x, float(found[x]) if valid[x] else None, float(spend[x]))
             )
         keep = np.flatnonzero(accepted)
-        return Operations(row[keep], kind[keep], product[keep], value[keep]), ordered, spent, collected
+        applied = Operations(row[keep], kind[keep], product[keep], value[keep], supplier[keep])
+        return Applied(applied, ordered, stocked, late_today, savings, spent, collected)
+
+    def _late_units(
+        self, row: np.ndarray, product: np.ndarray, units: np.ndarray, supplier: np.ndarray
+    ) -> np.ndarray:
+        """Of each order placed (by row, product, units and supplier), the units that will
+        arrive late: the whole order with probability 1 - reliability where units are whole
+        (drawn from its match's generator), that share of it where flows are expected."""
+        late = np.zeros(len(units))
+        if not self._unreliable:
+            return late
+        reliability = self._reliability[product, supplier]
+        unsure = np.flatnonzero(reliability < 1)
+        if not self.scenario.whole_units:
+            late[unsure] = units[unsure] * (1 - reliability[unsure])
+            return late
+        for x in unsure.tolist():
+            if self._rngs[int(row[x]) // self.seats].random() >= reliability[x]:
+                late[x] = units[x]
+        return late
 
     def _rejection(self, ops: Submitted, x: int, cash: float | None, cost: float) -> Rejection:
         """Why operation x was refused (cash: what it found, when it was short of cash)."""
@@ -589,7 +689,8 @@ class Market:
         else:
             code = RejectionCode.ADVERTISING_NEGATIVE if cash is None else RejectionCode.ADVERTISING_OVER_CASH
         why = _REASONS[code].format(value=value, ceiling=float(self._ceiling[j]), cost=cost, cash=cash)
-        return Rejection(int(ops.position[x]), operation_dict(kind, j, value, self._product_ids), why, code)
+        given = operation_dict(kind, j, value, self._product_ids, int(ops.supplier[x]), self._supplier_names)
+        return Rejection(int(ops.position[x]), given, why, code)
 
     def _kept_plan(self, plan: list[PlannedPrice]) -> dict[str, float]:
         """product -> planned price, for the plan's products the market sells at prices a
@@ -655,7 +756,11 @@ class Market:
     def _unit_cost_today(self, day: int) -> np.ndarray:
         if not self.scenario.events:
             return self._unit_cost0
-        return self._unit_cost0 * np.array(
+        return self._unit_cost0 * self._cost_factor(day)
+
+    def _cost_factor(self, day: int) -> np.ndarray:
+        """What the cost events multiply each product's unit costs by on `day` [product]."""
+        return np.array(
             [event_multiplier(self.scenario.events, "cost", p.id, day) for p in self.scenario.products]
         )
 
@@ -858,7 +963,14 @@ def array_columns(decisions: ArrayDecisions, rows: np.ndarray) -> Submitted:
         merchant, merchant
     )  # as the row's decision would number them
     kinds, products = _slots(p)
-    return Submitted(rows[merchant], index, kinds[slot], products[slot], values.ravel()[at])
+    if decisions.suppliers is None:
+        supplier = np.zeros(len(at), dtype=np.int16)
+    else:  # orders' suppliers in the order slots, none in the others
+        sources = np.concatenate(
+            [np.zeros((m, 1 + p), np.int16), decisions.suppliers.astype(np.int16)], axis=1
+        )
+        supplier = sources.ravel()[at]
+    return Submitted(rows[merchant], index, kinds[slot], products[slot], values.ravel()[at], supplier)
 
 
 @functools.cache

@@ -26,6 +26,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Supplier(_Strict):
+    """Another supplier of a product, besides its usual one (the product's own unit_cost and
+    lead_time, always on time): an order names it to buy at its unit cost with its lead time;
+    a share 1 - reliability of its orders arrives late_days later than that."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
+    unit_cost: float = Field(gt=0)
+    lead_time: int = Field(0, ge=0, le=60)
+    reliability: float = Field(1.0, ge=0, le=1, description="the share of its orders that arrive on time")
+    late_days: int = Field(2, ge=1, le=60, description="how much later a late order arrives")
+
+
 class Product(_Strict):
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
     name: str = ""
@@ -43,6 +55,14 @@ class Product(_Strict):
         le=365,
         description="days a unit can be sold, counting the day it arrives; then it spoils. None: it keeps",
     )
+    suppliers: tuple[Supplier, ...] = Field((), description="suppliers besides the usual one")
+
+    @model_validator(mode="after")
+    def _suppliers_named_once(self) -> Product:
+        names = [s.name for s in self.suppliers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"product {self.id!r}: supplier names must be unique")
+        return self
 
     @property
     def price_ceiling(self) -> float:
@@ -229,7 +249,7 @@ class Seat(_Strict):
 
 # The amounts of money a scenario holds, by section and field: what `scale` multiplies.
 MONEY_FIELDS = {
-    "products": ("unit_cost", "reference_price", "holding_cost", "initial_price"),
+    "products": ("unit_cost", "reference_price", "holding_cost", "initial_price", "suppliers"),
     "seats": ("unit_cost",),
     "finance": ("initial_cash", "fixed_daily_cost"),
     "reputation": ("advertising_scale",),
@@ -243,7 +263,8 @@ def _times(value: object, factor: float) -> object:
 
 def _scaled_section(section: object, fields: tuple[str, ...], factor: float) -> object:
     """One section (a mapping or a model) with its money `fields` times `factor`; a field
-    that maps products to amounts (a seat's unit_cost) has each amount multiplied."""
+    that maps products to amounts (a seat's unit_cost) has each amount multiplied, and one
+    that lists sections (a product's suppliers) has each section's unit_cost multiplied."""
     if isinstance(section, BaseModel):
         section = section.model_dump()
     if not isinstance(section, dict):
@@ -252,11 +273,12 @@ def _scaled_section(section: object, fields: tuple[str, ...], factor: float) -> 
     for name in fields:
         if name in scaled:
             value = scaled[name]
-            scaled[name] = (
-                {k: _times(v, factor) for k, v in value.items()}
-                if isinstance(value, dict)
-                else _times(value, factor)
-            )
+            if isinstance(value, dict):
+                scaled[name] = {k: _times(v, factor) for k, v in value.items()}
+            elif isinstance(value, (list, tuple)):
+                scaled[name] = [_scaled_section(item, ("unit_cost",), factor) for item in value]
+            else:
+                scaled[name] = _times(value, factor)
     return scaled
 
 
@@ -342,6 +364,13 @@ class Scenario(_Strict):
     def product_ids(self) -> list[str]:
         return [p.id for p in self.products]
 
+    @property
+    def supplier_names(self) -> tuple[tuple[str, ...], ...]:
+        """Per product, its listed suppliers' names; () when no product lists any."""
+        if not any(p.suppliers for p in self.products):
+            return ()
+        return tuple(tuple(s.name for s in p.suppliers) for p in self.products)
+
     def seat_values(self, field: Literal["unit_cost", "quality"], merchants: int) -> list[list[float]]:
         """Per seat (of `merchants`), per product: the product's `field`, or the seat's own."""
         self.check_merchants(merchants)
@@ -350,14 +379,23 @@ class Scenario(_Strict):
 
     def identity(self) -> str:
         """The scenario as JSON, for a tournament's identity (tournaments.config): a part added
-        after tournaments were first stored (seats, competitors, bad debt, trends, shelf lives)
+        after tournaments were first stored (seats, competitors, bad debt, trends, shelf lives,
+        suppliers)
         counts only when it is used, so a file that does not use it keeps the identity it had
         before the part existed."""
         left_out: dict[str, Any] = {}
         if all(event.shape == "step" for event in self.events):
             left_out["events"] = {"__all__": {"shape"}}
-        if all(product.shelf_life is None for product in self.products):
-            left_out["products"] = {"__all__": {"shelf_life"}}
+        unused = {
+            name
+            for name, used in (
+                ("shelf_life", any(p.shelf_life is not None for p in self.products)),
+                ("suppliers", any(p.suppliers for p in self.products)),
+            )
+            if not used
+        }
+        if unused:
+            left_out["products"] = {"__all__": unused}
         for part in ("seats", "competitors"):
             if not getattr(self, part):
                 left_out[part] = True

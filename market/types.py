@@ -41,6 +41,10 @@ class Order(_Op):
     op: Literal["order"] = "order"
     product: str
     quantity: float
+    supplier: str | None = Field(
+        None,
+        description="a supplier listed for the product, at its cost and lead time; none: the usual one",
+    )
 
 
 class Advertise(_Op):
@@ -117,6 +121,7 @@ class RejectionCode(StrEnum):
     MALFORMED_DECISION = "malformed_decision"  # not a decision at all (not JSON, no operations list)
     MALFORMED_OPERATION = "malformed_operation"  # an item that is no operation of the schema
     UNKNOWN_PRODUCT = "unknown_product"
+    UNKNOWN_SUPPLIER = "unknown_supplier"  # an order naming a supplier its product does not list
     PRICE_NOT_POSITIVE = "price_not_positive"  # zero, negative or not finite
     PRICE_ABOVE_CEILING = "price_above_ceiling"
     QUANTITY_NOT_POSITIVE = "quantity_not_positive"
@@ -326,8 +331,11 @@ class DayRecord:
     first_choice: customers who chose this merchant (in any round of choosing);
     lost_sales: those of them turned away by a stock-out; spoiled: units of a perishable
     product past their shelf life at the end of the day, written off at the day's unit cost;
-    inventory: units in stock at the end of the day (after spoilage); receivables: credit
-    sales outstanding at the end of the day;
+    inventory: units in stock at the end of the day (after spoilage); late: units ordered from
+    a supplier that were due to arrive today and did not; purchase_savings: what the day's
+    orders from listed suppliers cost less than at the product's unit cost (negative: more),
+    which goods being valued at that cost adds to net worth; receivables: credit sales
+    outstanding at the end of the day;
     net_worth: cash + stock in hand and in transit at unit cost + receivables;
     bad_debt: the day's credit sales that will never be paid (Finance.bad_debt_share), written
     off as they are made, so they never enter the receivables;
@@ -346,6 +354,7 @@ class DayRecord:
     units_sold: dict[str, float]
     lost_sales: dict[str, float]
     spoiled: dict[str, float]
+    late: dict[str, float]
     arrived: dict[str, float]
     ordered: dict[str, float]
     inventory: dict[str, float]
@@ -356,6 +365,7 @@ class DayRecord:
     bad_debt: float
     collected: float
     purchases: float
+    purchase_savings: float
     advertising: float
     holding: float
     fixed: float
@@ -589,21 +599,30 @@ class ArrayDecisions(NamedTuple):
     prices: np.ndarray  # [merchant, product], NaN: keep the price
     orders: np.ndarray  # [merchant, product], units
     messages: np.ndarray | None = None  # [merchant] str (an object array)
+    suppliers: np.ndarray | None = (
+        None  # [merchant, product]: each order's (Operations.supplier); None: usual
+    )
 
     def take(self, rows: np.ndarray) -> ArrayDecisions:
         """The decisions of `rows` alone, in that order."""
         said = None if self.messages is None else self.messages[rows]
-        return ArrayDecisions(self.collect[rows], self.prices[rows], self.orders[rows], said)
+        sources = None if self.suppliers is None else self.suppliers[rows]
+        return ArrayDecisions(self.collect[rows], self.prices[rows], self.orders[rows], said, sources)
 
-    def operations(self, row: int, product_ids: Sequence[str]) -> list[Operation]:
-        """Row `row` as operation models."""
+    def operations(
+        self, row: int, product_ids: Sequence[str], suppliers: Sequence[Sequence[str]] = ()
+    ) -> list[Operation]:
+        """Row `row` as operation models (`suppliers`: per product, its listed suppliers' names)."""
         operations: list[Operation] = [Collect()] if self.collect[row] else []
         prices, orders = self.prices[row].tolist(), self.orders[row].tolist()
+        sources = [0] * len(orders) if self.suppliers is None else self.suppliers[row].tolist()
         operations.extend(
             SetPrice(product=p, price=price) for p, price in zip(product_ids, prices) if not math.isnan(price)
         )
         operations.extend(
-            Order(product=p, quantity=units) for p, units in zip(product_ids, orders) if units > 0
+            Order(product=p, quantity=units, supplier=suppliers[j][k - 1] if k else None)
+            for j, (p, units, k) in enumerate(zip(product_ids, orders, sources))
+            if units > 0
         )
         return operations
 

@@ -30,6 +30,8 @@ from market.types import KIND_INDEX, OPERATION_KINDS, DayRecord, Rejection, Reje
 def encode_columns(log: DayLog) -> bytes:
     buffer = io.BytesIO()
     arrays = {f"op_{name}": column for name, column in log.applied._asdict().items()}
+    if not log.suppliers:
+        del arrays["op_supplier"]  # every order is from the usual supplier
     if log.competitors is not None:
         arrays |= {"competitor_prices": log.competitors.prices, "competitor_sold": log.competitors.units_sold}
     np.savez(
@@ -59,6 +61,7 @@ def encode_text(log: DayLog) -> str:
             "plans": log.plans,
             **({"messages": log.messages} if any(log.messages) else {}),
             **({"competitors": log.competitors.names} if log.competitors is not None else {}),
+            **({"suppliers": log.suppliers} if log.suppliers else {}),
         }
     )
 
@@ -67,14 +70,17 @@ def decode(columns: bytes, text: str) -> DayLog:
     """The log `encode_columns` and `encode_text` wrote (or an older version of them)."""
     arrays = np.load(io.BytesIO(columns), allow_pickle=False)
     rest = json.loads(text)
-    if "operations" in rest:
+    if "operations" in rest:  # from before suppliers
         applied = Operations.of_dicts(numbered(rest["operations"]), rest["products"])
     else:
         kinds = np.array(
             [KIND_INDEX[name] for name in rest["operation_kinds"]], dtype=np.int8
         )  # as numbered when written
+        supplier = (
+            arrays["op_supplier"] if "op_supplier" in arrays else np.zeros(len(arrays["op_row"]), np.int16)
+        )
         applied = Operations(
-            arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"]
+            arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"], supplier
         )
     return DayLog(
         merchants=tuple(rest["merchants"]),
@@ -93,6 +99,7 @@ def decode(columns: bytes, text: str) -> DayLog:
         )
         if "competitors" in rest
         else None,
+        suppliers=tuple(tuple(names) for names in rest.get("suppliers", ())),
     )
 
 

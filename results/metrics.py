@@ -725,6 +725,13 @@ def spoiled_cost(match: MatchRecords) -> np.ndarray:
     return match.per_seat(_sum(match.values("spoiled") * match.values("unit_cost"), 1))
 
 
+@_metric("operations", "count", over_match=True)
+def late_delivery_days(match: MatchRecords) -> np.ndarray:
+    """Days on which goods the merchant ordered were due and a supplier delivered them late
+    (late > 0 in any product)."""
+    return match.per_seat((match.values("late") > 0).any(axis=1).astype(float))
+
+
 @_metric("operations", "ratio", over_match=True)
 def inventory_turnover(match: MatchRecords) -> list[float | None]:
     """How many times the stock was sold through over the match: cost of goods sold over the

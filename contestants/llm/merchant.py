@@ -352,7 +352,8 @@ class LLMMerchant(Contestant):
         schema = decision_schema(
             think=p.think, plan=p.plan, plans_and_insights=p.memory == "plans", talk=talk
         )
-        return for_catalog(schema, self.scenario.product_ids, self.scenario.whole_units)
+        scenario = self.scenario
+        return for_catalog(schema, scenario.product_ids, scenario.whole_units, scenario.supplier_names)
 
     def _reflect(self, day: int, reported: Callable[[int], str]) -> str | None:
         """The model's reflection on yesterday's decision, now that today's report (`reported`,

@@ -73,6 +73,16 @@ def system_prompt(
             if p.shelf_life
             else ""
         )
+        + "".join(
+            f'; also from supplier {x.name} (order with "supplier": "{x.name}"): unit cost '
+            f"{_money(x.unit_cost)}, lead time {x.lead_time} days"
+            + (
+                f", {x.reliability:.0%} of orders on time, the rest {x.late_days} days late"
+                if x.reliability < 1
+                else ""
+            )
+            for x in p.suppliers
+        )
         for p, cost in zip(scenario.products, unit_costs or [p.unit_cost for p in scenario.products])
     )
     target = (
@@ -150,9 +160,10 @@ def daily_report(observation: Observation) -> str:
             f"Yesterday: sold {sold}; revenue {_money(y.revenue)}; spent {_money(y.purchases)} on stock, "
             f"{_money(y.advertising)} on ads, {_money(y.holding + y.fixed)} on holding and fixed costs."
         )
-        spoiled = ", ".join(f"{k} {v:g}" for k, v in y.spoiled.items() if v)
-        if spoiled:
-            lines.append(f"Spoiled last night: {spoiled}.")
+        for title, table in (("Spoiled last night", y.spoiled), ("Due yesterday but late", y.late)):
+            listed = ", ".join(f"{k} {v:g}" for k, v in table.items() if v)
+            if listed:
+                lines.append(f"{title}: {listed}.")
         for rejection in y.rejections:
             lines.append(f"Rejected yesterday: {rejection.reason}.")
     rivals = [m for m in o.market if m.merchant != o.merchant]

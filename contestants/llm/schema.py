@@ -16,7 +16,7 @@ takes a subset of JSON Schema: `strict_schema` is the decision's schema in that 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -46,11 +46,15 @@ def capped_schema(schema: dict[str, Any], *, max_items: int, max_length: int) ->
     )
 
 
-def for_catalog(schema: dict[str, Any], products: list[str], whole_units: bool) -> dict[str, Any]:
-    """A copy of `schema` whose `product` fields accept only the catalog's product ids and, when
-    the market sells whole units, whose `quantity` fields accept only integers: a model that
-    cannot write an unknown product or 15.08 units makes no operation the market rejects for
-    it (a small model decoding under a grammar otherwise invents both)."""
+def for_catalog(
+    schema: dict[str, Any], products: list[str], whole_units: bool, suppliers: Sequence[Sequence[str]] = ()
+) -> dict[str, Any]:
+    """A copy of `schema` whose `product` fields accept only the catalog's product ids, whose
+    `supplier` fields only the names of the suppliers it lists (and are gone where it lists
+    none) and, when the market sells whole units, whose `quantity` fields accept only
+    integers: a model that cannot write an unknown product or 15.08 units makes no operation
+    the market rejects for it (a small model decoding under a grammar otherwise invents both)."""
+    names = sorted({name for listed in suppliers for name in listed})
 
     def tighten(node: dict[str, Any]) -> None:
         properties = node.get("properties")
@@ -60,6 +64,14 @@ def for_catalog(schema: dict[str, Any], products: list[str], whole_units: bool) 
             properties["product"] = {**properties["product"], "enum": list(products)}
         if whole_units and properties.get("quantity", {}).get("type") == "number":
             properties["quantity"] = {**properties["quantity"], "type": "integer"}
+        if "supplier" in properties and not names:
+            del properties["supplier"]
+            if "required" in node:
+                node["required"] = [name for name in node["required"] if name != "supplier"]
+        elif "supplier" in properties:
+            field = dict(properties["supplier"])
+            field["anyOf"] = [{"type": "string", "enum": names}, {"type": "null"}]
+            properties["supplier"] = field
 
     return _each_node(schema, tighten)
 

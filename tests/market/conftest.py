@@ -148,11 +148,25 @@ def check_day(
                 r.rejections,
             )
     ordered_by_ops = dict.fromkeys(products, 0.0)
+    # units of the day's orders without lead time: at most all of them in stock at once, at
+    # least those from suppliers that are always on time
+    instant_most, instant_least = dict.fromkeys(products, 0.0), dict.fromkeys(products, 0.0)
     price_by_ops: dict[str, float] = {}
-    advertised = 0.0
+    advertised = cost_of_orders = savings = 0.0
     for op in r.operations:
         if op["op"] == "order":
-            ordered_by_ops[op["product"]] += op["quantity"]
+            pid, units = op["product"], op["quantity"]
+            ordered_by_ops[pid] += units
+            product = products[pid]
+            supplier = next((x for x in product.suppliers if x.name == op.get("supplier")), None)
+            assert supplier is not None or "supplier" not in op, op
+            factor = expected_unit_cost(s, pid, r.day) / product.unit_cost  # the cost events'
+            paid = r.unit_cost[pid] if supplier is None else supplier.unit_cost * factor
+            cost_of_orders += units * paid
+            savings += units * (r.unit_cost[pid] - paid)
+            if (product.lead_time if supplier is None else supplier.lead_time) == 0:
+                instant_most[pid] += units
+                instant_least[pid] += units if supplier is None or supplier.reliability == 1 else 0.0
         elif op["op"] == "set_price":
             price_by_ops[op["product"]] = op["price"]
         elif op["op"] == "advertise":
@@ -160,9 +174,10 @@ def check_day(
     assert _close(r.advertising, advertised)
     assert r.advertising >= 0 and r.collected >= 0
 
+    assert _close(r.purchase_savings, savings, cost_of_orders)
+
     # --- per product: prices, costs, stock and flows
     goods = 0.0
-    cost_of_orders = 0.0
     made_to_order = 0.0
     holding = 0.0
     revenue = 0.0
@@ -177,8 +192,10 @@ def check_day(
         sold, wanted, lost = r.units_sold[pid], r.first_choice[pid], r.lost_sales[pid]
         ordered, arrived = r.ordered[pid], r.arrived[pid]
         inventory, in_transit = r.inventory[pid], r.in_transit[pid]
-        spoiled = r.spoiled[pid]
+        spoiled, late = r.spoiled[pid], r.late[pid]
         assert spoiled >= 0 and (spoiled == 0 or product.shelf_life is not None), f"{pid} spoiled {spoiled}"
+        unreliable = any(x.reliability < 1 for x in product.suppliers)
+        assert late >= 0 and (late == 0 or unreliable), f"{pid} late {late}"
         assert _close(ordered, ordered_by_ops[pid])
         assert min(sold, wanted, ordered, arrived, in_transit) >= 0, r
         assert inventory >= 0, f"negative inventory {inventory} of {pid}"
@@ -195,9 +212,12 @@ def check_day(
 
         stock_start = prev_record.inventory[pid] if prev_record else product.initial_stock
         transit_start = prev_record.in_transit[pid] if prev_record else 0.0
-        instant = ordered if product.lead_time == 0 else 0.0
+        instant = instant_most[pid]
+        if instant_least[pid] < instant_most[pid]:  # as many of them as came on time
+            instant = inventory - stock_start - arrived + sold + spoiled
+            assert instant_least[pid] - TOLERANCE <= instant <= instant_most[pid] + TOLERANCE
         available = stock_start + arrived + instant
-        if product.lead_time == 0:
+        if product.lead_time == 0 and not product.suppliers:
             assert arrived == 0 and in_transit == 0
         assert _close(in_transit, transit_start + (ordered - instant) - arrived, transit_start, ordered)
         if s.demand.stock_limited:
@@ -210,7 +230,6 @@ def check_day(
             made_to_order += sold * unit_cost
 
         goods += (inventory + in_transit) * unit_cost
-        cost_of_orders += ordered * unit_cost
         holding += inventory * product.holding_cost
         revenue += sold * price
 

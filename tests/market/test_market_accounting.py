@@ -172,7 +172,8 @@ def test_a_days_trade_profit_is_its_change_in_net_worth_but_for_what_new_costs_d
     assert any(day_trade_profit(r) != 0 for r in records) and any(r.bad_debt > 0 for r in records)
     assert any(sum(r.spoiled.values()) > 0 for r in records)
     log = DayLog.of(records, ids)
-    columns = [log.scalar(name) for name in ("revenue", "bad_debt", "advertising", "holding", "fixed")]
+    names = ("revenue", "bad_debt", "advertising", "holding", "fixed", "purchase_savings")
+    columns = [log.scalar(name) for name in names]
     goods_out = log.product_values("units_sold") + log.product_values("spoiled")
     by_rows = trade_profit(*columns[:2], goods_out, log.product_values("unit_cost"), *columns[2:])
     assert by_rows.tolist() == pytest.approx([day_trade_profit(r) for r in log], rel=1e-12)

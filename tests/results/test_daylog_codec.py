@@ -138,7 +138,8 @@ def test_a_log_in_which_nobody_spoke_is_stored_as_before_messages(day_record):
 
 def test_logs_stored_before_rejections_had_codes_get_them_from_their_words():
     """Every code the market gave before codes were stored, read back from a log that kept
-    only the reason (messages, and their codes, came later: they are always stored with one)."""
+    only the reason (messages and suppliers, and their codes, came later: they are always
+    stored with one)."""
     scenario = Scenario(
         name="s",
         products=[{"id": "tea", "unit_cost": 4.0, "reference_price": 10.0, "base_demand": 10}],
@@ -164,6 +165,7 @@ def test_logs_stored_before_rejections_had_codes_get_them_from_their_words():
     assert {r.code for r in given} == set(RejectionCode) - {
         RejectionCode.MESSAGE_NOT_TEXT,
         RejectionCode.MESSAGE_TOO_LONG,
+        RejectionCode.UNKNOWN_SUPPLIER,
     }
     text = json.loads(encode_text(log))
     text["rejections"] = [[r[:3] for r in row] for row in text["rejections"]]
@@ -196,3 +198,20 @@ def test_what_scripted_competitors_did_is_stored_and_read_back():
     assert list(back) == list(log)
     plain = DayLog.of(list(log), ["widget"])
     assert decode(encode_columns(plain), encode_text(plain)).competitors is None
+
+
+def test_orders_from_listed_suppliers_are_stored_and_read_back():
+    data = load_scenario("price_war").model_dump()
+    data["products"][0]["suppliers"] = [{"name": "farm", "unit_cost": 8.0, "lead_time": 2}]
+    market = Market(Scenario.model_validate(data), [["a", "b"]], days=2)
+    market.reset([3])
+    market.advance(
+        decisions={0: [{"op": "order", "product": "widget", "quantity": 5, "supplier": "farm"}], 1: []}
+    )
+    market.advance(decisions={1: [{"op": "order", "product": "widget", "quantity": 2}]})
+    log = market.logs[0].build()
+    back = decode(encode_columns(log), encode_text(log))
+    assert back.suppliers == (("farm",),)
+    assert back[0].operations == [{"op": "order", "product": "widget", "quantity": 5.0, "supplier": "farm"}]
+    assert list(back) == list(log)
+    assert "suppliers" not in json.loads(encode_text(DayLog.of(list(log)[3:], ["widget"])))

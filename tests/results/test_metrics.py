@@ -316,6 +316,17 @@ def test_spoilage_days_and_what_spoiled_goods_cost(days):
     assert values["m0"]["spoiled_cost"] == pytest.approx(4 * 2.0 + 1 * 3.0 + 2 * 0.5)
 
 
+def test_late_delivery_days(days):
+    late = [
+        {"tea": 0.0, "cup": 2.0},
+        {"tea": 0.0, "cup": 0.0},
+        {"tea": 5.0, "cup": 0.0},
+        {"tea": 0.0, "cup": 0.0},
+    ]
+    values = compute(days(prices=[{"tea": 10.0, "cup": 3.0}] * 4, late=late)).merchants["m0"]
+    assert values["late_delivery_days"] == 2
+
+
 def test_inventory_turnover_is_cost_of_sales_over_mean_stock_value(days):
     # cost of sales (10 + 20) * 4 = 120; stock value at the end of the days 80 and 0, mean 40
     assert metric(

@@ -280,6 +280,30 @@ def test_the_schema_names_only_the_catalogs_products_and_whole_units_where_the_m
         assert defs["Order"]["properties"]["quantity"]["type"] == quantity
 
 
+def test_the_schema_offers_the_listed_suppliers_and_no_supplier_where_none_is_listed(scenario):
+    product = scenario.products[0]
+    m = merchant(scenario)
+    days(scenario, m, [GOOD])
+    assert "supplier" not in Scripted.requests[-1].json_schema["$defs"]["Order"]["properties"]
+    listed = type(scenario).model_validate(
+        {
+            **scenario.model_dump(),
+            "products": [{**product.model_dump(), "suppliers": [{"name": "farm", "unit_cost": 1.0}]}],
+        }
+    )
+    m = merchant(listed)
+    days(listed, m, [GOOD])
+    order = Scripted.requests[-1].json_schema["$defs"]["Order"]
+    assert order["properties"]["supplier"]["anyOf"] == [
+        {"type": "string", "enum": ["farm"]},
+        {"type": "null"},
+    ]
+    assert "supplier" in order["required"]
+    assert (
+        'also from supplier farm (order with "supplier": "farm")' in Scripted.requests[-1].messages[0].content
+    )
+
+
 def test_the_rules_give_the_merchant_its_own_seats_unit_cost(scenario):
     """In a scenario with seats the supplier charges each seat its own price; the rules the
     model reads say what its seat pays (the product's own cost is another seat's)."""
