@@ -42,11 +42,12 @@ def starting_net_worth(log: DayLog, first: np.ndarray) -> np.ndarray:
     day 1, so day 1's change in net worth is day 1's trade alone. It is read back from the
     first day's record, so a stored match needs no scenario:
     net_worth_0 = net_worth_1 - trade_profit_1."""
-    closing, revenue, bad_debt, advertising, holding, fixed, savings = (
+    closing, revenue, refunds, bad_debt, advertising, holding, fixed, savings = (
         log.scalar(name)[first]
         for name in (
             "net_worth",
             "revenue",
+            "refunds",
             "bad_debt",
             "advertising",
             "holding",
@@ -54,11 +55,19 @@ def starting_net_worth(log: DayLog, first: np.ndarray) -> np.ndarray:
             "purchase_savings",
         )
     )
-    units_sold, spoiled, unit_cost = (
-        log.product_values(name)[first] for name in ("units_sold", "spoiled", "unit_cost")
+    units_sold, spoiled, restocked, unit_cost = (
+        log.product_values(name)[first] for name in ("units_sold", "spoiled", "restocked", "unit_cost")
     )
-    out = units_sold + spoiled
-    return closing - trade_profit(revenue, bad_debt, out, unit_cost, advertising, holding, fixed, savings)
+    out = goods_out(units_sold, spoiled, restocked)
+    return closing - trade_profit(
+        revenue - refunds, bad_debt, out, unit_cost, advertising, holding, fixed, savings
+    )
+
+
+def goods_out(units_sold: np.ndarray, spoiled: np.ndarray, restocked: np.ndarray) -> np.ndarray:
+    """The units that left the stock for good in a day: sold + spoiled - restocked (returned
+    goods back on the shelf)."""
+    return units_sold + spoiled - restocked
 
 
 def trade_profit(
@@ -72,9 +81,10 @@ def trade_profit(
     purchase_savings: Number,
 ) -> Number:
     """What a day's trade made: revenue - bad_debt - sum_p goods_out_p * unit_cost_p -
-    advertising - holding - fixed + purchase_savings, with goods_out (the units that left the
-    stock for good: sold or spoiled) and unit_cost [..., product] (the day's; products on the
-    last axis) and the rest of the shape before it (numbers for one merchant-day);
+    advertising - holding - fixed + purchase_savings, with revenue net of refunds, goods_out
+    (the units that left the stock for good, `goods_out`) and unit_cost [..., product] (the
+    day's; products on the last axis) and the rest of the shape before it (numbers for one
+    merchant-day);
     purchase_savings is what orders from listed suppliers cost less than the goods are worth
     at the product's unit cost.
 
@@ -96,15 +106,15 @@ def trade_profit(
 def day_trade_profit(record: DayRecord) -> float:
     """`trade_profit` of one merchant-day's record."""
     products = list(record.units_sold)
-    units_sold, spoiled, unit_cost = (
+    units_sold, spoiled, restocked, unit_cost = (
         np.array([table[p] for p in products], dtype=float)
-        for table in (record.units_sold, record.spoiled, record.unit_cost)
+        for table in (record.units_sold, record.spoiled, record.restocked, record.unit_cost)
     )
     return float(
         trade_profit(
-            record.revenue,
+            record.revenue - record.refunds,
             record.bad_debt,
-            units_sold + spoiled,
+            goods_out(units_sold, spoiled, restocked),
             unit_cost,
             record.advertising,
             record.holding,

@@ -58,10 +58,13 @@ class Competitors:
         cut = np.array([math.prod(c.multiplier for c in cuts if c.running(day)) for cuts in self.cuts])
         return np.where(self.sells, prices * cut[:, None], math.nan)
 
-    def utilities(self, prices: np.ndarray) -> np.ndarray:
+    def utilities(self, prices: np.ndarray, choice: Choice | None = None) -> np.ndarray:
         """Customers' utility of buying from each [match, competitor, product] at `prices`
-        (market.demand.utilities); -inf where it does not sell."""
-        utility = utilities(self.choice, prices, self.reference, self.reputation[:, None], self.quality)
+        (market.demand.utilities, by `choice`: default the scenario's); -inf where it does
+        not sell."""
+        utility = utilities(
+            choice or self.choice, prices, self.reference, self.reputation[:, None], self.quality
+        )
         return np.where(self.sells, utility, -np.inf)
 
 

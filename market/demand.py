@@ -132,3 +132,78 @@ def allocate_markets(
     if stock is not None:
         sold = np.minimum(sold, stock)  # summing a sold-out merchant's rounds can overshoot by an ulp
     return wanted, sold, no_purchase
+
+
+def allocate_segments(
+    customers: np.ndarray,
+    utility: np.ndarray,
+    outside: float,
+    stock: np.ndarray | None,
+    rngs: list[np.random.Generator] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`allocate_markets` for customers of several segments, each choosing by its own
+    utilities: customers [market, segment], utility [market, segment, merchant], stock
+    [market, merchant] shared by the segments. Returns wanted and sold [market, segment,
+    merchant] and no_purchase [market, segment].
+
+    Every round, each segment's customers choose; a merchant with more takers than stock
+    serves a random set of them (without generators: each segment in proportion to its
+    takers), and the rest choose again within their segment among the merchants still in
+    stock. With one segment it allocates as `allocate_markets` does, in distribution."""
+    markets, segments, n = utility.shape
+    wanted = np.zeros((markets, segments, n))
+    sold = np.zeros((markets, segments, n))
+    no_purchase = np.zeros((markets, segments))
+    options = np.empty((markets, segments, n + 1))
+    options[..., :n] = np.where(np.isfinite(utility), utility, -np.inf)
+    options[..., n] = outside
+    left = None if stock is None else stock.astype(float)
+    choosing = customers.astype(float)
+    tolerance = 1e-9 * np.maximum(customers, 1.0)
+    active = choosing > 0
+    while active.any():
+        shares = _softmax(options.reshape(-1, n + 1)).reshape(options.shape)
+        if rngs is None:
+            picks = choosing[..., None] * shares
+        else:
+            picks = np.zeros((markets, segments, n + 1))
+            for b, k in zip(*np.nonzero(active)):
+                picks[b, k] = rngs[b].multinomial(int(choosing[b, k]), shares[b, k])
+        no_purchase += picks[..., n]
+        picks = picks[..., :n]
+        wanted += picks
+        if left is None:
+            sold += picks
+            break
+        served = _ration(picks, left, rngs)
+        sold += served
+        left -= served.sum(axis=1)
+        choosing = (picks - served).sum(axis=2)
+        settled = choosing <= tolerance
+        no_purchase += np.where(settled & active, choosing, 0.0)
+        active &= ~settled
+        choosing = np.where(active, choosing, 0.0)
+        options[..., :n][np.broadcast_to((left <= 1e-12)[:, None, :], (markets, segments, n))] = -np.inf
+    if stock is not None:
+        sold = np.minimum(sold, stock[:, None, :])
+    return wanted, sold, no_purchase
+
+
+def _ration(picks: np.ndarray, left: np.ndarray, rngs: list[np.random.Generator] | None) -> np.ndarray:
+    """Of the takers picks [market, segment, merchant], those served from the stock `left`
+    [market, merchant]: all where the stock suffices; where it does not, a random set of as
+    many as it holds (a multivariate hypergeometric draw over the segments), or each
+    segment's share of it without generators."""
+    takers = picks.sum(axis=1)
+    short = takers > left
+    if not short.any():
+        return picks.copy()
+    served = picks.copy()
+    if rngs is None:
+        scale = np.divide(left, takers, out=np.ones_like(left), where=short)
+        return picks * scale[:, None, :]
+    for b, j in zip(*np.nonzero(short)):
+        served[b, :, j] = rngs[b].multivariate_hypergeometric(
+            picks[b, :, j].astype(np.int64), int(left[b, j])
+        )
+    return served

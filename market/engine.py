@@ -38,7 +38,7 @@ from market.daylog import (
     operation_dict,
     supplier_number,
 )
-from market.demand import allocate_markets, demand_factor, utilities
+from market.demand import allocate_markets, allocate_segments, demand_factor, utilities
 from market.scenario import Scenario, event_multiplier
 from market.types import (
     KIND_INDEX,
@@ -162,6 +162,7 @@ class Market:
         self._unreliable = bool((self._reliability < 1).any())
         self._horizon = max(int((self._supply_lead + self._late_days).max()), 1)  # days an order may take
         self._shelf_life = np.array([p.shelf_life or 0 for p in products])
+        self._resellable_share = np.array([p.returns_resellable for p in products])
         self._perishable = np.flatnonzero(self._shelf_life)  # the products that spoil
         self._product_ids = scenario.product_ids
         self._pid = {p: j for j, p in enumerate(self._product_ids)}
@@ -171,6 +172,17 @@ class Market:
         self._all_rows = np.arange(len(self._names))
         self._seats = np.arange(self.seats)
         self.competitors = Competitors(scenario)
+        # each segment's way of choosing: the scenario's, with its own sensitivity to price
+        self._segment_choices = [
+            scenario.choice.model_copy(
+                update={
+                    "price_sensitivity": scenario.choice.price_sensitivity
+                    if g.price_sensitivity is None
+                    else g.price_sensitivity
+                }
+            )
+            for g in scenario.segments
+        ]
 
     def reset(self, seeds: Sequence[Any]) -> None:
         """A new start, each match's customers drawn from a generator of its seed."""
@@ -437,8 +449,12 @@ class Market:
         from cash; reputation moves. The day's flows, by DayRecord's names (`paid`: what the
         day's orders cost)."""
         finance = self.scenario.finance
-        wanted, sold = self._clear_market(day)
+        wanted, sold, returned = self._clear_market(day)
         revenue = _sum(sold * self.prices, 1)
+        refunds, restocked = np.zeros(len(revenue)), np.zeros_like(returned)
+        if self.scenario.segments:  # customers who return goods get their money back
+            refunds = _sum(returned * self.prices, 1)
+            restocked = self._resellable(returned)
         on_credit = revenue * finance.credit_share
         revenue_cash = revenue - on_credit
         bad_debt = on_credit * finance.bad_debt_share  # never to be paid: written off at once
@@ -451,10 +467,12 @@ class Market:
             made_to_order = np.zeros(len(self.playing))
         else:
             made_to_order = _sum(sold * unit_cost, 1)
+        self.inventory += restocked
+        self._receive(restocked)
         spoiled = self._spoil(sold)
         holding = _sum(self.inventory * self._holding, 1)
         fixed = np.where(self.bankrupt, 0.0, finance.fixed_daily_cost)
-        self.cash += revenue_cash - made_to_order - holding - fixed
+        self.cash += revenue_cash - made_to_order - holding - fixed - refunds
         self.units_sold += sold
         self._update_reputation(wanted, sold, advertising)
         return {
@@ -468,7 +486,24 @@ class Market:
             "units_sold": sold,
             "lost_sales": wanted - sold,
             "spoiled": spoiled,
+            "returned": returned,
+            "restocked": restocked,
+            "refunds": refunds,
         }
+
+    def _resellable(self, returned: np.ndarray) -> np.ndarray:
+        """Of the units returned [row, product], those fit to sell again: each product's
+        returns_resellable share of them (a binomial draw per merchant from its match's
+        generator where units are whole); the rest are written off."""
+        share = self._resellable_share
+        if (share == 1).all() or not returned.any():
+            return returned * share
+        if not self.scenario.whole_units:
+            return returned * share
+        kept = np.zeros_like(returned)
+        for b, span in enumerate(self.match_rows):
+            kept[span] = self._rngs[b].binomial(returned[span].astype(np.int64), share)
+        return kept
 
     def _record(
         self,
@@ -702,14 +737,17 @@ class Market:
                 kept[item.product] = item.price
         return kept
 
-    def _clear_market(self, day: int) -> tuple[np.ndarray, np.ndarray]:
+    def _clear_market(self, day: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each match's customers, product by product, among its own merchants and the
-        scripted competitors (their sales go to `competitor_sold`)."""
+        scripted competitors (their sales go to `competitor_sold`): what each merchant's
+        customers wanted and bought, and what they return [row, product]."""
         s = self.scenario
         m, p = self.prices.shape
-        wanted, sold = np.zeros((m, p)), np.zeros((m, p))
+        wanted, sold, returned = np.zeros((m, p)), np.zeros((m, p)), np.zeros((m, p))
         factor = demand_factor(s.demand, day)
         stochastic = s.demand.mode == "stochastic"
+        if s.segments:
+            return self._clear_segments(day, factor, stochastic)
         utility = utilities(s.choice, self.prices, self._reference, self.reputation[:, None], self._quality)
         utility = np.where(self.bankrupt[:, None], -np.inf, utility)
         running = np.logical_or.reduce(self.playing.reshape(-1, self.seats), 1)  # matches not over
@@ -741,7 +779,77 @@ class Market:
                 self.competitor_sold[running, :, j] = bought[:, self.seats :]
                 chose, bought = chose[:, : self.seats], bought[:, : self.seats]
             wanted.reshape(by_match)[running, :, j], sold.reshape(by_match)[running, :, j] = chose, bought
-        return wanted, sold
+        return wanted, sold, returned
+
+    def _clear_segments(
+        self, day: int, factor: float, stochastic: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`_clear_market` with customer segments: each day's customers of a product are split
+        between the segments by their shares (a multinomial draw where they are counted one
+        by one), each segment chooses by its own utilities, all share the merchants' stock
+        (market.demand.allocate_segments), and each segment returns its share of what it
+        bought (a binomial draw per merchant where units are whole)."""
+        s = self.scenario
+        m, p = self.prices.shape
+        seats, segments = self.seats, s.segments
+        wanted, sold, returned = np.zeros((m, p)), np.zeros((m, p)), np.zeros((m, p))
+        running = np.flatnonzero(np.logical_or.reduce(self.playing.reshape(-1, seats), 1))
+        rngs = [self._rngs[b] for b in running.tolist()]
+        shares = np.array([g.share for g in segments])
+        rates = np.array([g.return_rate for g in segments])
+        choices = self._segment_choices
+        # [row, segment, product] and [match, segment, competitor, product]
+        utility = np.stack(
+            [
+                utilities(c, self.prices, self._reference, self.reputation[:, None], self._quality)
+                for c in choices
+            ],
+            axis=1,
+        )
+        utility = np.where(self.bankrupt[:, None, None], -np.inf, utility)
+        rivals = len(self.competitors)
+        if rivals:
+            scripted = np.stack(
+                [self.competitors.utilities(self.competitor_prices, c) for c in choices], axis=1
+            )
+            self.competitor_sold = np.zeros_like(self.competitor_prices)
+        rows = (running[:, None] * seats + np.arange(seats)).ravel()
+        for j, product in enumerate(s.products):
+            mean = product.base_demand * factor * event_multiplier(s.events, "demand", product.id, day)
+            if stochastic:
+                customers = np.array(
+                    [rng.multinomial(rng.poisson(mean), shares) for rng in rngs], dtype=float
+                )
+            else:
+                customers = np.tile(mean * shares, (len(rngs), 1))
+            options = (
+                utility[rows, :, j].reshape(len(rngs), seats, -1).transpose(0, 2, 1)
+            )  # [match, segment, seat]
+            stock = self.inventory[rows, j].reshape(len(rngs), seats) if s.demand.stock_limited else None
+            if rivals:  # never sold out
+                options = np.concatenate([options, scripted[running, :, :, j]], axis=2)
+                if stock is not None:
+                    stock = np.concatenate([stock, np.full((len(stock), rivals), math.inf)], axis=1)
+            chose, bought, _ = allocate_segments(
+                customers, options, s.choice.no_purchase_utility, stock, rngs if stochastic else None
+            )
+            if rivals:
+                self.competitor_sold[running, :, j] = bought[:, :, seats:].sum(axis=1)
+                chose, bought = chose[:, :, :seats], bought[:, :, :seats]
+            if rates.any():
+                back = (
+                    np.array(
+                        [
+                            rng.binomial(units.astype(np.int64), rates[:, None])
+                            for rng, units in zip(rngs, bought)
+                        ]
+                    )
+                    if stochastic
+                    else bought * rates[None, :, None]
+                )
+                returned[rows, j] = back.sum(axis=1).ravel()
+            wanted[rows, j], sold[rows, j] = chose.sum(axis=1).ravel(), bought.sum(axis=1).ravel()
+        return wanted, sold, returned
 
     def _update_reputation(self, wanted: np.ndarray, sold: np.ndarray, advertising: np.ndarray) -> None:
         r = self.scenario.reputation

@@ -138,6 +138,11 @@ def _solved(scenario_json: str, merchants: int) -> dict[str, Benchmarks]:
             f"scenario {scenario.name!r}: customers ignore prices (price_sensitivity 0), "
             "so no price is optimal"
         )
+    if scenario.segments:
+        raise EquilibriumError(
+            f"scenario {scenario.name!r}: its customer segments make the price game a mixed logit, "
+            "whose benchmarks arena does not solve"
+        )
     if reacting(scenario):
         raise EquilibriumError(
             f"scenario {scenario.name!r}: competitor {reacting(scenario)[0]!r} sets its prices by the "

@@ -56,6 +56,9 @@ class Product(_Strict):
         description="days a unit can be sold, counting the day it arrives; then it spoils. None: it keeps",
     )
     suppliers: tuple[Supplier, ...] = Field((), description="suppliers besides the usual one")
+    returns_resellable: float = Field(
+        1.0, ge=0, le=1, description="share of returned units fit to sell again; the rest are written off"
+    )
 
     @model_validator(mode="after")
     def _suppliers_named_once(self) -> Product:
@@ -83,6 +86,19 @@ class Choice(_Strict):
     reputation_weight: float = Field(2.0, ge=0)
     quality_weight: float = Field(0.0, ge=0)
     no_purchase_utility: float = -2.0
+    promotion_response: float = Field(0.0, ge=0, description="utility an offer on promotion gains")
+
+
+class Segment(_Strict):
+    """A group of customers: its `share` of every day's customers, and how they choose and
+    behave; a field left out is the scenario's choice's. A merchant's sales to it come back
+    with probability `return_rate` (the same day, refunded)."""
+
+    name: str = Field(min_length=1)
+    share: float = Field(gt=0, le=1)
+    price_sensitivity: float | None = Field(None, ge=0)
+    promotion_response: float | None = Field(None, ge=0)
+    return_rate: float = Field(0.0, ge=0, le=1)
 
 
 class Demand(_Strict):
@@ -305,6 +321,7 @@ class Scenario(_Strict):
     competitors: tuple[Competitor, ...] = Field(
         (), description="scripted rivals that take customers without being contestants"
     )
+    segments: tuple[Segment, ...] = Field((), description="customer groups; empty: one alike")
 
     @model_validator(mode="before")
     @classmethod
@@ -340,6 +357,8 @@ class Scenario(_Strict):
             for named in [*seat.unit_cost, *seat.quality]:
                 if named not in ids:
                     raise ValueError(f"seats[{k}] names unknown product {named!r}")
+        if self.segments and abs(sum(s.share for s in self.segments) - 1) > 1e-9:
+            raise ValueError("the segments' shares must add up to 1")
         names = [c.name for c in self.competitors]
         if len(set(names)) != len(names):
             raise ValueError("competitor names must be unique")
@@ -380,7 +399,7 @@ class Scenario(_Strict):
     def identity(self) -> str:
         """The scenario as JSON, for a tournament's identity (tournaments.config): a part added
         after tournaments were first stored (seats, competitors, bad debt, trends, shelf lives,
-        suppliers)
+        suppliers, returns, segments, promotions)
         counts only when it is used, so a file that does not use it keeps the identity it had
         before the part existed."""
         left_out: dict[str, Any] = {}
@@ -391,12 +410,15 @@ class Scenario(_Strict):
             for name, used in (
                 ("shelf_life", any(p.shelf_life is not None for p in self.products)),
                 ("suppliers", any(p.suppliers for p in self.products)),
+                ("returns_resellable", any(p.returns_resellable != 1 for p in self.products)),
             )
             if not used
         }
         if unused:
             left_out["products"] = {"__all__": unused}
-        for part in ("seats", "competitors"):
+        if self.choice.promotion_response == 0:
+            left_out["choice"] = {"promotion_response"}
+        for part in ("seats", "competitors", "segments"):
             if not getattr(self, part):
                 left_out[part] = True
         if self.finance.bad_debt_share == 0:

@@ -325,7 +325,7 @@ class DayRecord:
     """What happened to one merchant on one day: the decision, what the market did with
     it, and the state after the day. Money identities hold on every record:
 
-    cash_end - cash_start = revenue_cash + collected - purchases - advertising - holding - fixed
+    cash_end - cash_start = revenue_cash + collected - purchases - refunds - advertising - holding - fixed
     receivables(today) = receivables(yesterday) + revenue - revenue_cash - bad_debt - collected
 
     first_choice: customers who chose this merchant (in any round of choosing);
@@ -334,7 +334,10 @@ class DayRecord:
     inventory: units in stock at the end of the day (after spoilage); late: units ordered from
     a supplier that were due to arrive today and did not; purchase_savings: what the day's
     orders from listed suppliers cost less than at the product's unit cost (negative: more),
-    which goods being valued at that cost adds to net worth; receivables: credit sales
+    which goods being valued at that cost adds to net worth; returned: units the day's
+    customers brought back (customer segments' return_rate), refunded at the price they paid
+    (refunds, from cash); restocked: those of them fit to sell again, back in stock, the rest
+    written off at the day's unit cost; receivables: credit sales
     outstanding at the end of the day;
     net_worth: cash + stock in hand and in transit at unit cost + receivables;
     bad_debt: the day's credit sales that will never be paid (Finance.bad_debt_share), written
@@ -355,6 +358,8 @@ class DayRecord:
     lost_sales: dict[str, float]
     spoiled: dict[str, float]
     late: dict[str, float]
+    returned: dict[str, float]
+    restocked: dict[str, float]
     arrived: dict[str, float]
     ordered: dict[str, float]
     inventory: dict[str, float]
@@ -362,6 +367,7 @@ class DayRecord:
     unit_cost: dict[str, float]
     revenue: float
     revenue_cash: float
+    refunds: float
     bad_debt: float
     collected: float
     purchases: float

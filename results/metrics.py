@@ -732,6 +732,14 @@ def late_delivery_days(match: MatchRecords) -> np.ndarray:
     return match.per_seat((match.values("late") > 0).any(axis=1).astype(float))
 
 
+@_metric("operations", "share", over_match=True)
+def return_share(match: MatchRecords) -> list[float | None]:
+    """Share of the units sold that customers brought back: sum of returned / sum of units
+    sold; None when nothing was sold."""
+    returned = match.per_seat(_sum(match.values("returned"), 1))
+    return [r / s if s > 0 else None for r, s in zip(returned.tolist(), match.units_sold.tolist())]
+
+
 @_metric("operations", "ratio", over_match=True)
 def inventory_turnover(match: MatchRecords) -> list[float | None]:
     """How many times the stock was sold through over the match: cost of goods sold over the

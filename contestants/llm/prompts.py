@@ -125,6 +125,17 @@ def market_rules(scenario: Scenario) -> list[str]:
             rules.append(
                 f"{finance.bad_debt_share:.0%} of credit sales are never paid: they are lost as you sell."
             )
+    if scenario.segments:
+        groups = "; ".join(
+            f"{g.name}: {g.share:.0%} of customers, price sensitivity "
+            f"{scenario.choice.price_sensitivity if g.price_sensitivity is None else g.price_sensitivity:g}"
+            + (f", they return {g.return_rate:.0%} of what they buy (refunded)" if g.return_rate else "")
+            for g in scenario.segments
+        )
+        rules.append(
+            f"Customers come in groups ({groups}); the market's price sensitivity is "
+            f"{scenario.choice.price_sensitivity:g}, higher means a price rise loses more of them."
+        )
     if scenario.competitors:
         names = ", ".join(c.name for c in scenario.competitors)
         rules.append(
@@ -160,7 +171,11 @@ def daily_report(observation: Observation) -> str:
             f"Yesterday: sold {sold}; revenue {_money(y.revenue)}; spent {_money(y.purchases)} on stock, "
             f"{_money(y.advertising)} on ads, {_money(y.holding + y.fixed)} on holding and fixed costs."
         )
-        for title, table in (("Spoiled last night", y.spoiled), ("Due yesterday but late", y.late)):
+        for title, table in (
+            ("Spoiled last night", y.spoiled),
+            ("Due yesterday but late", y.late),
+            ("Returned by customers and refunded", y.returned),
+        ):
             listed = ", ".join(f"{k} {v:g}" for k, v in table.items() if v)
             if listed:
                 lines.append(f"{title}: {listed}.")

@@ -177,7 +177,7 @@ def check_day(
     assert _close(r.purchase_savings, savings, cost_of_orders)
 
     # --- per product: prices, costs, stock and flows
-    goods = 0.0
+    goods = refunds = 0.0
     made_to_order = 0.0
     holding = 0.0
     revenue = 0.0
@@ -192,7 +192,14 @@ def check_day(
         sold, wanted, lost = r.units_sold[pid], r.first_choice[pid], r.lost_sales[pid]
         ordered, arrived = r.ordered[pid], r.arrived[pid]
         inventory, in_transit = r.inventory[pid], r.in_transit[pid]
-        spoiled, late = r.spoiled[pid], r.late[pid]
+        spoiled, late, returned, restocked = r.spoiled[pid], r.late[pid], r.returned[pid], r.restocked[pid]
+        assert 0 <= restocked <= returned <= sold + TOLERANCE * max(1.0, sold), (
+            pid,
+            restocked,
+            returned,
+            sold,
+        )
+        assert returned == 0 or any(g.return_rate > 0 for g in s.segments), (pid, returned)
         assert spoiled >= 0 and (spoiled == 0 or product.shelf_life is not None), f"{pid} spoiled {spoiled}"
         unreliable = any(x.reliability < 1 for x in product.suppliers)
         assert late >= 0 and (late == 0 or unreliable), f"{pid} late {late}"
@@ -214,7 +221,7 @@ def check_day(
         transit_start = prev_record.in_transit[pid] if prev_record else 0.0
         instant = instant_most[pid]
         if instant_least[pid] < instant_most[pid]:  # as many of them as came on time
-            instant = inventory - stock_start - arrived + sold + spoiled
+            instant = inventory - stock_start - arrived + sold + spoiled - restocked
             assert instant_least[pid] - TOLERANCE <= instant <= instant_most[pid] + TOLERANCE
         available = stock_start + arrived + instant
         if product.lead_time == 0 and not product.suppliers:
@@ -224,7 +231,7 @@ def check_day(
             assert sold <= available + TOLERANCE * max(1.0, available), (
                 f"sold {sold} of {pid} with {available} available"
             )
-            assert _close(inventory, available - sold - spoiled, available)
+            assert _close(inventory, available - sold - spoiled + restocked, available)
         else:
             assert _close(inventory, available, available)
             made_to_order += sold * unit_cost
@@ -232,6 +239,7 @@ def check_day(
         goods += (inventory + in_transit) * unit_cost
         holding += inventory * product.holding_cost
         revenue += sold * price
+        refunds += returned * price
 
     # --- money
     cash_start = prev_record.cash_end if prev_record else s.finance.initial_cash
@@ -241,10 +249,20 @@ def check_day(
     assert _close(r.purchases, cost_of_orders + made_to_order)
     assert _close(r.holding, holding)
     assert r.fixed == s.finance.fixed_daily_cost
-    flows = (r.cash_start, r.revenue_cash, r.collected, r.purchases, r.advertising, r.holding, r.fixed)
+    assert _close(r.refunds, refunds, r.revenue)
+    flows = (
+        r.cash_start,
+        r.revenue_cash,
+        r.collected,
+        r.purchases,
+        r.refunds,
+        r.advertising,
+        r.holding,
+        r.fixed,
+    )
     assert _close(
         r.cash_end - r.cash_start,
-        r.revenue_cash + r.collected - r.purchases - r.advertising - r.holding - r.fixed,
+        r.revenue_cash + r.collected - r.purchases - r.refunds - r.advertising - r.holding - r.fixed,
         *flows,
     ), f"cash identity broken on day {r.day}: {r}"
     on_credit = r.revenue - r.revenue_cash

@@ -174,7 +174,10 @@ def test_a_days_trade_profit_is_its_change_in_net_worth_but_for_what_new_costs_d
     log = DayLog.of(records, ids)
     names = ("revenue", "bad_debt", "advertising", "holding", "fixed", "purchase_savings")
     columns = [log.scalar(name) for name in names]
-    goods_out = log.product_values("units_sold") + log.product_values("spoiled")
+    columns[0] = columns[0] - log.scalar("refunds")
+    goods_out = (
+        log.product_values("units_sold") + log.product_values("spoiled") - log.product_values("restocked")
+    )
     by_rows = trade_profit(*columns[:2], goods_out, log.product_values("unit_cost"), *columns[2:])
     assert by_rows.tolist() == pytest.approx([day_trade_profit(r) for r in log], rel=1e-12)
 

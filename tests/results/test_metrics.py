@@ -327,6 +327,12 @@ def test_late_delivery_days(days):
     assert values["late_delivery_days"] == 2
 
 
+def test_return_share_is_units_returned_over_units_sold(days):
+    values = compute(days(units_sold=tea([10.0, 30.0]), returned=tea([1.0, 3.0]))).merchants["m0"]
+    assert values["return_share"] == pytest.approx(0.1)
+    assert compute(days(units_sold=tea([0.0]))).merchants["m0"]["return_share"] is None
+
+
 def test_inventory_turnover_is_cost_of_sales_over_mean_stock_value(days):
     # cost of sales (10 + 20) * 4 = 120; stock value at the end of the days 80 and 0, mean 40
     assert metric(

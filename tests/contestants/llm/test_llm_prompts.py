@@ -97,3 +97,22 @@ def test_perishable_stock_is_shown_with_the_last_day_it_can_be_sold(scenario, ob
     report = daily_report(observation)
     assert "in stock 13 (5 sellable until day 4, 8 until day 6)," in report
     assert "Spoiled last night: widget 2." in report
+
+
+def test_the_rules_describe_the_customer_segments(scenario):
+    grouped = type(scenario).model_validate(
+        {
+            **scenario.model_dump(),
+            "segments": [
+                {"name": "bargain", "share": 0.3, "price_sensitivity": 9, "return_rate": 0.1},
+                {"name": "loyal", "share": 0.7},
+            ],
+        }
+    )
+    rules = system_prompt(grouped, "m0", 30, notes=False)
+    sensitivity = f"{scenario.choice.price_sensitivity:g}"
+    assert (
+        "- Customers come in groups (bargain: 30% of customers, price sensitivity 9, they return 10% of "
+        f"what they buy (refunded); loyal: 70% of customers, price sensitivity {sensitivity})"
+    ) in rules
+    assert "groups" not in system_prompt(scenario, "m0", 30, notes=False)
