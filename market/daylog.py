@@ -43,14 +43,16 @@ where no product lists any."""
 class Operations(NamedTuple):
     """Applied operations as columns, in the order applied, rows ascending: each one's row
     (of a day, of a log), kind (index into OPERATION_KINDS), product (index into the
-    products; -1: none), number (price, quantity or amount; NaN: none) and supplier (of an
-    order: 0 the product's usual one, k its k-th listed supplier; 0 for other kinds)."""
+    products; -1: none), number (price, quantity, amount or discount; NaN: none), supplier (of
+    an order: 0 the product's usual one, k its k-th listed supplier; 0 for other kinds) and
+    days (of a promotion; 0 for other kinds)."""
 
     row: np.ndarray
     kind: np.ndarray
     product: np.ndarray
     value: np.ndarray
     supplier: np.ndarray
+    days: np.ndarray
 
     @classmethod
     def of(
@@ -60,6 +62,7 @@ class Operations(NamedTuple):
         product: list[int],
         value: list[float],
         supplier: list[int] | None = None,
+        days: list[int] | None = None,
     ) -> Operations:
         return cls(
             np.array(row, dtype=np.int64),
@@ -67,6 +70,7 @@ class Operations(NamedTuple):
             np.array(product, dtype=np.int16),
             np.array(value, dtype=float),
             np.array(supplier if supplier is not None else [0] * len(row), dtype=np.int16),
+            np.array(days if days is not None else [0] * len(row), dtype=np.int16),
         )
 
     @classmethod
@@ -85,6 +89,7 @@ class Operations(NamedTuple):
         items: list[int] = []
         values: list[float] = []
         sources: list[int] = []
+        spans: list[int] = []
         for r, op in operations:
             kind = KIND_INDEX.get(op.get("op", ""))
             product = index.get(op["product"], -2) if "product" in op else -1
@@ -94,7 +99,7 @@ class Operations(NamedTuple):
                 kind is None
                 or product == -2
                 or source is None
-                or set(op) - {"op", "product", number, "supplier"}
+                or set(op) - {"op", "product", number, "supplier", "days"}
             ):
                 raise ValueError(f"not an operation the market applies to {list(products)}: {op!r}")
             rows.append(r)
@@ -102,14 +107,15 @@ class Operations(NamedTuple):
             items.append(product)
             values.append(math.nan if number is None else op.get(number, math.nan))
             sources.append(source)
-        return cls.of(rows, kinds, items, values, sources)
+            spans.append(int(op.get("days", 0)))
+        return cls.of(rows, kinds, items, values, sources, spans)
 
     def take(self, start: int, stop: int, rows: np.ndarray | None = None) -> Operations:
         """The operations of rows start..stop-1, renumbered by their position in `rows`
         (ascending; default: all of start..stop-1)."""
         lo, hi = np.searchsorted(self.row, (start, stop))
         row = self.row[lo:hi] - start if rows is None else np.searchsorted(rows, self.row[lo:hi])
-        return Operations(row, self.kind[lo:hi], self.product[lo:hi], self.value[lo:hi], self.supplier[lo:hi])
+        return Operations(row, *(column[lo:hi] for column in self[1:]))
 
 
 def supplier_number(suppliers: Suppliers, product: int, name: str | None) -> int | None:
@@ -130,18 +136,21 @@ class OperationDicts:
     ):
         self.starts = np.searchsorted(operations.row, rows).tolist()
         self.stops = np.searchsorted(operations.row, rows, side="right").tolist()
-        self.kinds, self.items, self.values, self.sources = (
+        self.kinds, self.items, self.values, self.sources, self.days = (
             operations.kind.tolist(),
             operations.product.tolist(),
             operations.value.tolist(),
             operations.supplier.tolist(),
+            operations.days.tolist(),
         )
         self.products, self.suppliers = products, suppliers
 
     def __getitem__(self, k: int) -> list[dict]:
         kinds, items, values, sources = self.kinds, self.items, self.values, self.sources
         return [
-            operation_dict(kinds[x], items[x], values[x], self.products, sources[x], self.suppliers)
+            operation_dict(
+                kinds[x], items[x], values[x], self.products, sources[x], self.suppliers, self.days[x]
+            )
             for x in range(self.starts[k], self.stops[k])
         ]
 
@@ -153,9 +162,10 @@ def operation_dict(
     products: Sequence[str],
     supplier: int = 0,
     suppliers: Suppliers = (),
+    days: int = 0,
 ) -> dict:
     """One operation as its model dumps it, e.g. {"op": "order", "product": "tea", "quantity": 40.0},
-    with the order's "supplier" when it is not the usual one."""
+    with the order's "supplier" when it is not the usual one and a promotion's "days"."""
     operation: dict = {"op": OPERATION_KINDS[kind]}
     if product >= 0:
         operation["product"] = products[product]
@@ -163,6 +173,8 @@ def operation_dict(
         operation[VALUE_FIELDS[kind]] = value
     if supplier:
         operation["supplier"] = suppliers[product][supplier - 1]
+    if days:
+        operation["days"] = days
     return operation
 
 

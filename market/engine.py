@@ -62,7 +62,9 @@ from market.types import (
 )
 
 T = TypeVar("T")
-SET_PRICE, ORDER, ADVERTISE, COLLECT = (KIND_INDEX[k] for k in ("set_price", "order", "advertise", "collect"))
+SET_PRICE, ORDER, ADVERTISE, COLLECT, PROMOTE = (
+    KIND_INDEX[k] for k in ("set_price", "order", "advertise", "collect", "promote")
+)
 # Per kind, by KIND_INDEX: a number must be above _LOWEST (a price and a quantity above 0; an
 # amount at least 0: above the negative number nearest 0) and at most the price ceiling or _HIGHEST
 # (finite); a kind without a number (_FREE) is always valid.
@@ -73,7 +75,7 @@ _FREE = np.array([field is None for field in VALUE_FIELDS])
 
 class Submitted(NamedTuple):
     """Operations to apply, by row and then `position` (in the row's decision); product -1 and
-    value NaN for kinds without them; supplier as Operations numbers it."""
+    value NaN for kinds without them; supplier and days as Operations has them."""
 
     row: np.ndarray
     position: np.ndarray
@@ -81,6 +83,7 @@ class Submitted(NamedTuple):
     product: np.ndarray
     value: np.ndarray
     supplier: np.ndarray
+    days: np.ndarray
 
 
 _NOTHING = Submitted(
@@ -89,6 +92,7 @@ _NOTHING = Submitted(
     np.zeros(0, np.int8),
     np.zeros(0, np.int16),
     np.zeros(0),
+    np.zeros(0, np.int16),
     np.zeros(0, np.int16),
 )
 
@@ -144,6 +148,8 @@ class Market:
         # [kind, product]: the highest number an operation may carry (_HIGHEST but for a price)
         self._highest = np.full((len(KIND_INDEX), len(products)), _HIGHEST)
         self._highest[SET_PRICE] = self._ceiling
+        self._promotions = scenario.promotions
+        self._highest[PROMOTE] = 0.0 if scenario.promotions is None else scenario.promotions.max_discount
         self._lead = np.array([p.lead_time for p in products])
         # [product, k]: supplier k's unit cost, lead time, reliability and lateness (k = 0 the
         # usual one: the product's own cost, which seats may change, always on time)
@@ -172,13 +178,16 @@ class Market:
         self._all_rows = np.arange(len(self._names))
         self._seats = np.arange(self.seats)
         self.competitors = Competitors(scenario)
-        # each segment's way of choosing: the scenario's, with its own sensitivity to price
+        # each segment's way of choosing: the scenario's, with its own sensitivities
         self._segment_choices = [
             scenario.choice.model_copy(
                 update={
-                    "price_sensitivity": scenario.choice.price_sensitivity
-                    if g.price_sensitivity is None
-                    else g.price_sensitivity
+                    name: own
+                    for name, own in (
+                        ("price_sensitivity", g.price_sensitivity),
+                        ("promotion_response", g.promotion_response),
+                    )
+                    if own is not None
                 }
             )
             for g in scenario.segments
@@ -205,6 +214,8 @@ class Market:
         self.due = np.zeros(m)
         self.bankrupt = np.zeros(m, dtype=bool)
         self.units_sold = np.zeros((m, p))
+        self.discount = np.zeros((m, p))  # of each row's latest promotion of each product
+        self.discount_until = np.zeros((m, p), dtype=np.int64)  # and its last day
         self.logs = [
             DayLogBuilder(roster, tuple(self._product_ids), self.competitors.names, self._supplier_names)
             for roster in self.rosters
@@ -226,7 +237,7 @@ class Market:
         hidden = np.full_like(self.prices, math.nan)
         board = Board(
             self.seats,
-            self.prices if vis.rival_prices else hidden,
+            self._offered(day - 1) if vis.rival_prices else hidden,  # what their customers paid
             self.reputation if vis.rival_reputation else np.full_like(self.reputation, math.nan),
             self.units_sold if vis.rival_sales else hidden,
             self.bankrupt,
@@ -267,6 +278,7 @@ class Market:
             _sum(self.pipeline, 2),
             board,
             self.batches if self._perishable.size else None,
+            None if self._promotions is None else (self.discount, self.discount_until),
         )
 
     def observations(self, view: MarketView, rows: list[int]) -> list[Observation]:
@@ -337,6 +349,20 @@ class Market:
             self.playing &= ~self.bankrupt
         return worth_end - worth_start
 
+    def _offered(self, day: int) -> np.ndarray:
+        """The prices customers pay on `day` [row, product]: the posted ones, less the discount
+        of a promotion running that day."""
+        if self._promotions is None:
+            return self.prices
+        return np.where(self.discount_until >= day, self.prices * (1 - self.discount), self.prices)
+
+    def _promotion_bonus(self, day: int, response: float) -> np.ndarray | float:
+        """What running promotions add to customers' utility [row, product] for customers of
+        that `response`."""
+        if self._promotions is None or response == 0:
+            return 0.0
+        return response * (self.discount_until >= day)
+
     def _competitor_prices(self, day: int) -> np.ndarray:
         """The scripted competitors' prices on `day` (market.competitors), from the prices the
         merchants posted the day before."""
@@ -344,9 +370,8 @@ class Market:
         if not len(self.competitors):
             return np.zeros((len(self.rosters), 0, p))
         cost = np.array([pr.unit_cost for pr in self.scenario.products]) * self._cost_factor(day)
-        return self.competitors.prices(
-            day, self.prices.reshape(-1, self.seats, p), ~self.bankrupt.reshape(-1, self.seats), cost
-        )
+        posted = self._offered(day - 1).reshape(-1, self.seats, p)
+        return self.competitors.prices(day, posted, ~self.bankrupt.reshape(-1, self.seats), cost)
 
     def _worth(self, unit_cost: np.ndarray) -> np.ndarray:
         """Every row's net worth as the day starts: yesterday's close when the unit costs are
@@ -406,7 +431,7 @@ class Market:
             if arrays.messages is not None:
                 orders.messages += zip(rows.tolist(), arrays.messages.tolist())
         parsed = {
-            i: raw if isinstance(raw, ParsedDecision) else parse_decision(raw)
+            i: raw if isinstance(raw, ParsedDecision) else parse_decision(raw, self._promotions is not None)
             for i, raw in sorted(decisions.items())
             if self.playing[i]
         }
@@ -449,11 +474,12 @@ class Market:
         from cash; reputation moves. The day's flows, by DayRecord's names (`paid`: what the
         day's orders cost)."""
         finance = self.scenario.finance
-        wanted, sold, returned = self._clear_market(day)
-        revenue = _sum(sold * self.prices, 1)
+        offered = self._offered(day)
+        wanted, sold, returned = self._clear_market(day, offered)
+        revenue = _sum(sold * offered, 1)
         refunds, restocked = np.zeros(len(revenue)), np.zeros_like(returned)
         if self.scenario.segments:  # customers who return goods get their money back
-            refunds = _sum(returned * self.prices, 1)
+            refunds = _sum(returned * offered, 1)
             restocked = self._resellable(returned)
         on_credit = revenue * finance.credit_share
         revenue_cash = revenue - on_credit
@@ -489,6 +515,7 @@ class Market:
             "returned": returned,
             "restocked": restocked,
             "refunds": refunds,
+            "discount": np.where(self.discount_until >= day, self.discount, 0.0),
         }
 
     def _resellable(self, returned: np.ndarray) -> np.ndarray:
@@ -567,7 +594,7 @@ class Market:
         """The operations of parsed decisions (by row, ascending) as columns; the rejections
         of those naming a product the market does not sell, or a supplier their product does
         not list, go into `unknown`, by row."""
-        row, index, kind, product, value, supplier = [], [], [], [], [], []
+        row, index, kind, product, value, supplier, days = [], [], [], [], [], [], []
         for i, decision in parsed.items():
             for k, op in decision.operations:
                 name = getattr(op, "product", None)
@@ -598,6 +625,7 @@ class Market:
                 number = VALUE_FIELDS[code]
                 value.append(getattr(op, number) if number else math.nan)
                 supplier.append(source)
+                days.append(getattr(op, "days", 0))
         return Submitted(
             np.array(row, dtype=np.int64),
             np.array(index, dtype=np.int64),
@@ -605,6 +633,7 @@ class Market:
             np.array(product, dtype=np.int16),
             np.array(value, dtype=float),
             np.array(supplier, dtype=np.int16),
+            np.array(days, dtype=np.int16),
         )
 
     def _apply(
@@ -626,6 +655,10 @@ class Market:
             valid = ((value > _LOWEST[kind]) & (value <= self._highest[kind, item])) | _FREE[kind]
             if self.scenario.whole_units:
                 valid &= ~ordering | (value == np.floor(value))
+            promoting = kind == PROMOTE
+            if promoting.any():  # for a number of days the market allows
+                most = 0 if self._promotions is None else self._promotions.max_days
+                valid &= ~promoting | ((ops.days >= 1) & (ops.days <= most))
             cost = unit_cost[row, item]  # of a unit ordered: from the usual supplier, or a listed one
             if self._supplier_names and supplier.any():
                 listed = self._supply_cost[item, supplier] * self._cost_factor(self.day)[item]
@@ -638,6 +671,10 @@ class Market:
             if not (cells[1:] > cells[:-1]).all():
                 priced = priced[len(priced) - 1 - np.unique(cells[::-1], return_index=True)[1]]
             self.prices[row[priced], product[priced]] = value[priced]
+        promoted = np.flatnonzero(promoting & valid)
+        for x in promoted.tolist():  # a later promotion of the same product replaces an earlier one
+            self.discount[row[x], product[x]] = value[x]
+            self.discount_until[row[x], product[x]] = self.day + int(ops.days[x]) - 1
         collected = np.zeros(m)
         found = np.zeros(len(row))  # the cash each spending operation found
         spending = np.flatnonzero(ordering | advertising | collecting)
@@ -685,7 +722,9 @@ class Market:
                 self._rejection(ops, x, float(found[x]) if valid[x] else None, float(spend[x]))
             )
         keep = np.flatnonzero(accepted)
-        applied = Operations(row[keep], kind[keep], product[keep], value[keep], supplier[keep])
+        applied = Operations(
+            row[keep], kind[keep], product[keep], value[keep], supplier[keep], ops.days[keep]
+        )
         return Applied(applied, ordered, stocked, late_today, savings, spent, collected)
 
     def _late_units(
@@ -721,10 +760,24 @@ class Market:
                 if cash is None
                 else RejectionCode.ORDER_OVER_CASH
             )
+        elif kind == PROMOTE:
+            code = RejectionCode.PROMOTION_OUT_OF_RANGE
         else:
             code = RejectionCode.ADVERTISING_NEGATIVE if cash is None else RejectionCode.ADVERTISING_OVER_CASH
-        why = _REASONS[code].format(value=value, ceiling=float(self._ceiling[j]), cost=cost, cash=cash)
-        given = operation_dict(kind, j, value, self._product_ids, int(ops.supplier[x]), self._supplier_names)
+        days = int(ops.days[x])
+        why = _REASONS[code].format(
+            value=value, ceiling=float(self._ceiling[j]), cost=cost, cash=cash, days=days
+        )
+        if kind == PROMOTE:
+            allowed = self._promotions
+            why = (
+                "this market runs no promotions"
+                if allowed is None
+                else f"{why} (it allows up to {allowed.max_discount:g} off for 1 to {allowed.max_days} days)"
+            )
+        given = operation_dict(
+            kind, j, value, self._product_ids, int(ops.supplier[x]), self._supplier_names, days
+        )
         return Rejection(int(ops.position[x]), given, why, code)
 
     def _kept_plan(self, plan: list[PlannedPrice]) -> dict[str, float]:
@@ -737,18 +790,19 @@ class Market:
                 kept[item.product] = item.price
         return kept
 
-    def _clear_market(self, day: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each match's customers, product by product, among its own merchants and the
-        scripted competitors (their sales go to `competitor_sold`): what each merchant's
-        customers wanted and bought, and what they return [row, product]."""
+    def _clear_market(self, day: int, offered: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each match's customers, product by product, among its own merchants at the prices
+        they `offered` and the scripted competitors (their sales go to `competitor_sold`):
+        what each merchant's customers wanted and bought, and what they return [row, product]."""
         s = self.scenario
         m, p = self.prices.shape
         wanted, sold, returned = np.zeros((m, p)), np.zeros((m, p)), np.zeros((m, p))
         factor = demand_factor(s.demand, day)
         stochastic = s.demand.mode == "stochastic"
         if s.segments:
-            return self._clear_segments(day, factor, stochastic)
-        utility = utilities(s.choice, self.prices, self._reference, self.reputation[:, None], self._quality)
+            return self._clear_segments(day, offered, factor, stochastic)
+        utility = utilities(s.choice, offered, self._reference, self.reputation[:, None], self._quality)
+        utility = utility + self._promotion_bonus(day, s.choice.promotion_response)
         utility = np.where(self.bankrupt[:, None], -np.inf, utility)
         running = np.logical_or.reduce(self.playing.reshape(-1, self.seats), 1)  # matches not over
         rngs = [rng for rng, on in zip(self._rngs, running.tolist()) if on]
@@ -782,7 +836,7 @@ class Market:
         return wanted, sold, returned
 
     def _clear_segments(
-        self, day: int, factor: float, stochastic: bool
+        self, day: int, offered: np.ndarray, factor: float, stochastic: bool
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`_clear_market` with customer segments: each day's customers of a product are split
         between the segments by their shares (a multinomial draw where they are counted one
@@ -801,7 +855,8 @@ class Market:
         # [row, segment, product] and [match, segment, competitor, product]
         utility = np.stack(
             [
-                utilities(c, self.prices, self._reference, self.reputation[:, None], self._quality)
+                utilities(c, offered, self._reference, self.reputation[:, None], self._quality)
+                + self._promotion_bonus(day, c.promotion_response)
                 for c in choices
             ],
             axis=1,
@@ -934,6 +989,10 @@ class ObservationMaker:
         if view.spoiling is not None:
             for j in market._perishable.tolist():
                 products[j].spoiling = view.spoiling[i, j, : market._shelf_life[j]].tolist()
+        if view.promotions is not None:
+            discount, until = view.promotions
+            for j in np.flatnonzero(until[i] >= view.day).tolist():
+                products[j].discount, products[j].discount_until = float(discount[i, j]), int(until[i, j])
         heard = [message for seat, message in shared.said if seat != s] if market.talk else None
         return Observation(
             market._names[i],
@@ -1078,7 +1137,8 @@ def array_columns(decisions: ArrayDecisions, rows: np.ndarray) -> Submitted:
             [np.zeros((m, 1 + p), np.int16), decisions.suppliers.astype(np.int16)], axis=1
         )
         supplier = sources.ravel()[at]
-    return Submitted(rows[merchant], index, kinds[slot], products[slot], values.ravel()[at], supplier)
+    days = np.zeros(len(at), dtype=np.int16)
+    return Submitted(rows[merchant], index, kinds[slot], products[slot], values.ravel()[at], supplier, days)
 
 
 @functools.cache
@@ -1107,6 +1167,7 @@ _REASONS = {
     RejectionCode.ORDER_OVER_CASH: "order costs {cost:.2f}, more than cash {cash:.2f}",
     RejectionCode.ADVERTISING_NEGATIVE: "advertising amount must be a non-negative number",
     RejectionCode.ADVERTISING_OVER_CASH: "advertising {value:.2f} exceeds cash {cash:.2f}",
+    RejectionCode.PROMOTION_OUT_OF_RANGE: "a promotion of {value:g} off for {days} days is not allowed",
 }
 _sum = np.add.reduce  # ndarray.sum(axis=k) without its Python wrapper: a dozen of these run every day
 

@@ -101,6 +101,14 @@ class Segment(_Strict):
     return_rate: float = Field(0.0, ge=0, le=1)
 
 
+class Promotions(_Strict):
+    """Merchants may put products on promotion (the `promote` operation) with a discount up to
+    `max_discount` for 1 to `max_days` days."""
+
+    max_discount: float = Field(0.5, gt=0, lt=1)
+    max_days: int = Field(14, ge=1, le=365)
+
+
 class Demand(_Strict):
     mode: Literal["stochastic", "expected"] = Field(
         "stochastic",
@@ -322,6 +330,7 @@ class Scenario(_Strict):
         (), description="scripted rivals that take customers without being contestants"
     )
     segments: tuple[Segment, ...] = Field((), description="customer groups; empty: one alike")
+    promotions: Promotions | None = Field(None, description="None: no promotions")
 
     @model_validator(mode="before")
     @classmethod
@@ -418,6 +427,8 @@ class Scenario(_Strict):
             left_out["products"] = {"__all__": unused}
         if self.choice.promotion_response == 0:
             left_out["choice"] = {"promotion_response"}
+        if self.promotions is None:
+            left_out["promotions"] = True
         for part in ("seats", "competitors", "segments"):
             if not getattr(self, part):
                 left_out[part] = True

@@ -47,6 +47,16 @@ class Order(_Op):
     )
 
 
+class Promote(_Op):
+    """Put a product on promotion: customers pay the price less the discount (a share of it)
+    for `days` days from today, and some are drawn to offers on promotion."""
+
+    op: Literal["promote"] = "promote"
+    product: str
+    discount: float
+    days: int
+
+
 class Advertise(_Op):
     """Spend cash on advertising today; it lifts reputation with diminishing returns."""
 
@@ -66,8 +76,13 @@ class Wait(_Op):
     op: Literal["wait"] = "wait"
 
 
-Operation = Annotated[SetPrice | Order | Advertise | Collect | Wait, Field(discriminator="op")]
+Operation = Annotated[SetPrice | Order | Advertise | Collect | Wait | Promote, Field(discriminator="op")]
 _OPERATION = TypeAdapter(Operation)
+# where the market runs no promotions, `promote` is no operation at all (a malformed one, named
+# among the kinds there are as it was before promotions existed)
+_OPERATION_WITHOUT_PROMOTIONS: TypeAdapter[Any] = TypeAdapter(
+    Annotated[SetPrice | Order | Advertise | Collect | Wait, Field(discriminator="op")]
+)
 OPERATION_TYPES: tuple[type[_Op], ...] = get_args(get_args(Operation)[0])
 OPERATION_KINDS: tuple[str, ...] = tuple(t.model_fields["op"].default for t in OPERATION_TYPES)
 VALUE_FIELDS: tuple[str | None, ...] = tuple(
@@ -129,6 +144,7 @@ class RejectionCode(StrEnum):
     ORDER_OVER_CASH = "order_over_cash"
     ADVERTISING_NEGATIVE = "advertising_negative"  # or not finite
     ADVERTISING_OVER_CASH = "advertising_over_cash"
+    PROMOTION_OUT_OF_RANGE = "promotion_out_of_range"  # a discount or days the market does not allow
     MESSAGE_NOT_TEXT = "message_not_text"  # a decision's message that is not a string
     MESSAGE_TOO_LONG = "message_too_long"  # longer than MESSAGE_LIMIT characters
 
@@ -164,7 +180,7 @@ class ParsedDecision(NamedTuple):
     message: Any = None
 
 
-def parse_decision(raw: Any) -> ParsedDecision:
+def parse_decision(raw: Any, promotions: bool = True) -> ParsedDecision:
     """Turn whatever a merchant returned into typed operations, each with its position in
     the decision (so that a later rejection can name it), rejections, and the plan.
 
@@ -173,7 +189,9 @@ def parse_decision(raw: Any) -> ParsedDecision:
 
     A plan comes with a Decision or a dict with "operations" (its "plan": a list of
     {product, price}); a plan item that is not well-formed is left out, not rejected: it is
-    no operation. A message comes the same way (its "message"), unchecked."""
+    no operation. A message comes the same way (its "message"), unchecked. Without
+    `promotions` a promote item is a malformed operation."""
+    adapter = _OPERATION if promotions else _OPERATION_WITHOUT_PROMOTIONS
     if raw is None:
         return ParsedDecision([], [], [])
     if isinstance(raw, Decision):
@@ -200,7 +218,7 @@ def parse_decision(raw: Any) -> ParsedDecision:
             operations.append((index, item))
             continue
         try:
-            operations.append((index, _OPERATION.validate_python(item)))
+            operations.append((index, adapter.validate_python(item)))
         except ValidationError as exc:
             rejections.append(
                 Rejection(
@@ -280,6 +298,8 @@ class ProductState:
     lead_time: int
     holding_cost: float
     spoiling: list[float] | None = None
+    discount: float = 0.0  # of a promotion running today: customers pay price * (1 - discount)
+    discount_until: int = 0  # its last day
 
 
 @dataclass(slots=True)
@@ -337,7 +357,8 @@ class DayRecord:
     which goods being valued at that cost adds to net worth; returned: units the day's
     customers brought back (customer segments' return_rate), refunded at the price they paid
     (refunds, from cash); restocked: those of them fit to sell again, back in stock, the rest
-    written off at the day's unit cost; receivables: credit sales
+    written off at the day's unit cost; discount: the share off the price of a promotion
+    running that day (customers paid price * (1 - discount)); receivables: credit sales
     outstanding at the end of the day;
     net_worth: cash + stock in hand and in transit at unit cost + receivables;
     bad_debt: the day's credit sales that will never be paid (Finance.bad_debt_share), written
@@ -360,6 +381,7 @@ class DayRecord:
     late: dict[str, float]
     returned: dict[str, float]
     restocked: dict[str, float]
+    discount: dict[str, float]
     arrived: dict[str, float]
     ordered: dict[str, float]
     inventory: dict[str, float]
@@ -480,7 +502,9 @@ class MarketView:
     receivables_due may be collected today; receivables_pending are not yet due; events are
     the announced ones not yet over (or trends); spoiling [row, product, k]: the units in
     stock that spoil at the end of the k-th day from today (0: tonight) unless sold, zero for
-    products that keep, None where none perishes."""
+    products that keep, None where none perishes; promotions: each row's latest promotion of
+    each product, its discount and its last day [row, product], None where the scenario runs
+    none."""
 
     day: int
     days: int
@@ -497,6 +521,7 @@ class MarketView:
     in_transit: np.ndarray
     board: Board
     spoiling: np.ndarray | None = None
+    promotions: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def cheapest_rival(self) -> np.ndarray:
@@ -520,6 +545,7 @@ class MarketView:
             self.in_transit[rows],
             self.board,
             None if self.spoiling is None else self.spoiling[rows],
+            None if self.promotions is None else (self.promotions[0][rows], self.promotions[1][rows]),
         )
 
     def frozen(self) -> MarketView:
@@ -541,6 +567,7 @@ class MarketView:
             self.in_transit.copy(),
             self.board.copy(),
             None if self.spoiling is None else self.spoiling.copy(),
+            None if self.promotions is None else (self.promotions[0].copy(), self.promotions[1].copy()),
         )
 
     @classmethod
@@ -590,6 +617,7 @@ class MarketView:
             np.array([[s.in_transit for s in own]]),
             board,
             spoiling,
+            (np.array([[s.discount for s in own]]), np.array([[s.discount_until for s in own]])),
         )
 
 

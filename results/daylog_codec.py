@@ -26,12 +26,16 @@ import numpy as np
 from market.daylog import PER_PRODUCT, SCALARS, ColumnRecords, CompetitorDays, DayLog, Operations, numbered
 from market.types import KIND_INDEX, OPERATION_KINDS, DayRecord, Rejection, RejectionCode
 
+OPTIONAL_COLUMNS = ("supplier", "days")  # of the applied operations: stored only where some is not 0
+
 
 def encode_columns(log: DayLog) -> bytes:
     buffer = io.BytesIO()
-    arrays = {f"op_{name}": column for name, column in log.applied._asdict().items()}
-    if not log.suppliers:
-        del arrays["op_supplier"]  # every order is from the usual supplier
+    arrays = {
+        f"op_{name}": column
+        for name, column in log.applied._asdict().items()
+        if name not in OPTIONAL_COLUMNS or column.any()  # else all 0, as a log without them reads
+    }
     if log.competitors is not None:
         arrays |= {"competitor_prices": log.competitors.prices, "competitor_sold": log.competitors.units_sold}
     np.savez(
@@ -70,17 +74,18 @@ def decode(columns: bytes, text: str) -> DayLog:
     """The log `encode_columns` and `encode_text` wrote (or an older version of them)."""
     arrays = np.load(io.BytesIO(columns), allow_pickle=False)
     rest = json.loads(text)
-    if "operations" in rest:  # from before suppliers
+    if "operations" in rest:
         applied = Operations.of_dicts(numbered(rest["operations"]), rest["products"])
     else:
         kinds = np.array(
             [KIND_INDEX[name] for name in rest["operation_kinds"]], dtype=np.int8
         )  # as numbered when written
-        supplier = (
-            arrays["op_supplier"] if "op_supplier" in arrays else np.zeros(len(arrays["op_row"]), np.int16)
-        )
+        optional = [
+            arrays[f"op_{name}"] if f"op_{name}" in arrays else np.zeros(len(arrays["op_row"]), np.int16)
+            for name in OPTIONAL_COLUMNS
+        ]
         applied = Operations(
-            arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"], supplier
+            arrays["op_row"], kinds[arrays["op_kind"]], arrays["op_product"], arrays["op_value"], *optional
         )
     return DayLog(
         merchants=tuple(rest["merchants"]),

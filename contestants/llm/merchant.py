@@ -353,7 +353,13 @@ class LLMMerchant(Contestant):
             think=p.think, plan=p.plan, plans_and_insights=p.memory == "plans", talk=talk
         )
         scenario = self.scenario
-        return for_catalog(schema, scenario.product_ids, scenario.whole_units, scenario.supplier_names)
+        return for_catalog(
+            schema,
+            scenario.product_ids,
+            scenario.whole_units,
+            scenario.supplier_names,
+            promotions=scenario.promotions is not None,
+        )
 
     def _reflect(self, day: int, reported: Callable[[int], str]) -> str | None:
         """The model's reflection on yesterday's decision, now that today's report (`reported`,

@@ -136,6 +136,13 @@ def market_rules(scenario: Scenario) -> list[str]:
             f"Customers come in groups ({groups}); the market's price sensitivity is "
             f"{scenario.choice.price_sensitivity:g}, higher means a price rise loses more of them."
         )
+    if scenario.promotions is not None:
+        allowed = scenario.promotions
+        rules.append(
+            "You may put a product on promotion: promote {product, discount, days} lets customers pay "
+            f"the price less the discount (a share, up to {allowed.max_discount:g}) for 1 to "
+            f"{allowed.max_days} days from today; some customers are drawn to offers on promotion."
+        )
     if scenario.competitors:
         names = ", ".join(c.name for c in scenario.competitors)
         rules.append(
@@ -157,7 +164,8 @@ def daily_report(observation: Observation) -> str:
         )
     for p in o.products:
         lines.append(
-            f"{p.product}: your price {_money(p.price)}, unit cost {_money(p.unit_cost)}, "
+            f"{p.product}: your price {_money(p.price)}{_promotion(p.discount, p.discount_until)}, "
+            f"unit cost {_money(p.unit_cost)}, "
             f"in stock {p.inventory:g}{_spoiling(p.spoiling, o.day)}, arriving {p.in_transit:g}, "
             f"lead time {p.lead_time} days."
         )
@@ -212,6 +220,11 @@ def daily_report(observation: Observation) -> str:
             else f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {span}."
         )
     return "\n".join(lines)
+
+
+def _promotion(discount: float, until: int) -> str:
+    """A promotion running today, as the report words it: " (on promotion: 20% off until day 12)"."""
+    return f" (on promotion: {discount:.0%} off until day {until})" if discount else ""
 
 
 def _spoiling(spoiling: list[float] | None, today: int) -> str:

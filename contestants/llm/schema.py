@@ -47,14 +47,21 @@ def capped_schema(schema: dict[str, Any], *, max_items: int, max_length: int) ->
 
 
 def for_catalog(
-    schema: dict[str, Any], products: list[str], whole_units: bool, suppliers: Sequence[Sequence[str]] = ()
+    schema: dict[str, Any],
+    products: list[str],
+    whole_units: bool,
+    suppliers: Sequence[Sequence[str]] = (),
+    promotions: bool = False,
 ) -> dict[str, Any]:
     """A copy of `schema` whose `product` fields accept only the catalog's product ids, whose
     `supplier` fields only the names of the suppliers it lists (and are gone where it lists
-    none) and, when the market sells whole units, whose `quantity` fields accept only
-    integers: a model that cannot write an unknown product or 15.08 units makes no operation
-    the market rejects for it (a small model decoding under a grammar otherwise invents both)."""
+    none), without the `promote` operation where the market runs no `promotions` and, when
+    the market sells whole units, whose `quantity` fields accept only integers: a model that
+    cannot write an unknown product or 15.08 units makes no operation the market rejects for
+    it (a small model decoding under a grammar otherwise invents both)."""
     names = sorted({name for listed in suppliers for name in listed})
+    if not promotions:
+        schema = _without_operation(schema, "promote", "Promote")
 
     def tighten(node: dict[str, Any]) -> None:
         properties = node.get("properties")
@@ -123,6 +130,31 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
             node["required"] = list(node.get("properties", {}))
 
     return _each_node(schema, tighten)
+
+
+def _without_operation(schema: dict[str, Any], op: str, model: str) -> dict[str, Any]:
+    """A copy of a decision's `schema` whose operations leave out the kind `op` (its model's
+    definition, its branch and its tag)."""
+    result = copy.deepcopy(schema)
+    result.get("$defs", {}).pop(model, None)
+    reference = f"#/$defs/{model}"
+
+    def drop(node: Any) -> None:
+        if isinstance(node, dict):
+            for key in ("oneOf", "anyOf"):
+                if isinstance(node.get(key), list):
+                    node[key] = [branch for branch in node[key] if branch.get("$ref") != reference]
+            mapping = node.get("discriminator", {}).get("mapping")
+            if isinstance(mapping, dict):
+                mapping.pop(op, None)
+            for value in node.values():
+                drop(value)
+        elif isinstance(node, list):
+            for item in node:
+                drop(item)
+
+    drop(result)
+    return result
 
 
 def _bound(

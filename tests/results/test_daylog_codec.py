@@ -138,8 +138,8 @@ def test_a_log_in_which_nobody_spoke_is_stored_as_before_messages(day_record):
 
 def test_logs_stored_before_rejections_had_codes_get_them_from_their_words():
     """Every code the market gave before codes were stored, read back from a log that kept
-    only the reason (messages and suppliers, and their codes, came later: they are always
-    stored with one)."""
+    only the reason (messages, suppliers and promotions, and their codes, came later: they are
+    always stored with one)."""
     scenario = Scenario(
         name="s",
         products=[{"id": "tea", "unit_cost": 4.0, "reference_price": 10.0, "base_demand": 10}],
@@ -166,6 +166,7 @@ def test_logs_stored_before_rejections_had_codes_get_them_from_their_words():
         RejectionCode.MESSAGE_NOT_TEXT,
         RejectionCode.MESSAGE_TOO_LONG,
         RejectionCode.UNKNOWN_SUPPLIER,
+        RejectionCode.PROMOTION_OUT_OF_RANGE,
     }
     text = json.loads(encode_text(log))
     text["rejections"] = [[r[:3] for r in row] for row in text["rejections"]]

@@ -304,6 +304,18 @@ def test_the_schema_offers_the_listed_suppliers_and_no_supplier_where_none_is_li
     )
 
 
+def test_the_schema_offers_promote_only_where_the_market_runs_promotions(scenario):
+    for promotions, offered in ((None, False), ({"max_discount": 0.3}, True)):
+        market = type(scenario).model_validate({**scenario.model_dump(), "promotions": promotions})
+        days(market, merchant(market), [GOOD])
+        schema = Scripted.requests[-1].json_schema
+        branches = [b["$ref"] for b in schema["properties"]["operations"]["items"]["oneOf"]]
+        assert ("#/$defs/Promote" in branches) == offered == ("Promote" in schema["$defs"])
+        assert (
+            "promote" in schema["properties"]["operations"]["items"]["discriminator"]["mapping"]
+        ) == offered
+
+
 def test_the_rules_give_the_merchant_its_own_seats_unit_cost(scenario):
     """In a scenario with seats the supplier charges each seat its own price; the rules the
     model reads say what its seat pays (the product's own cost is another seat's)."""

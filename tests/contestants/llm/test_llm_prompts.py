@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contestants.llm.prompts import daily_report, system_prompt
-from market.scenario import Competitor
+from market.scenario import Competitor, Promotions
 from market.types import EventNotice, PublicCompetitor
 
 
@@ -116,3 +116,13 @@ def test_the_rules_describe_the_customer_segments(scenario):
         f"what they buy (refunded); loyal: 70% of customers, price sensitivity {sensitivity})"
     ) in rules
     assert "groups" not in system_prompt(scenario, "m0", 30, notes=False)
+
+
+def test_promotions_are_in_the_rules_and_the_report_where_the_market_runs_them(scenario, observe):
+    sales = scenario.model_copy(update={"promotions": Promotions(max_discount=0.4, max_days=7)})
+    assert "promote {product, discount, days}" in system_prompt(sales, "m0", 30, notes=False)
+    assert "up to 0.4) for 1 to 7 days" in system_prompt(sales, "m0", 30, notes=False)
+    assert "promote" not in system_prompt(scenario, "m0", 30, notes=False)
+    observation = observe(sales, day=5)
+    observation.products[0].discount, observation.products[0].discount_until = 0.2, 8
+    assert "your price 20 (on promotion: 20% off until day 8), unit cost" in daily_report(observation)
