@@ -214,6 +214,8 @@ class Market:
         self.due = np.zeros(m)
         self.bankrupt = np.zeros(m, dtype=bool)
         self.units_sold = np.zeros((m, p))
+        kept = s.satisfaction
+        self.satisfaction = np.full(m, kept.initial if kept is not None else 0.0)
         self.discount = np.zeros((m, p))  # of each row's latest promotion of each product
         self.discount_until = np.zeros((m, p), dtype=np.int64)  # and its last day
         self.logs = [
@@ -279,6 +281,7 @@ class Market:
             board,
             self.batches if self._perishable.size else None,
             None if self._promotions is None else (self.discount, self.discount_until),
+            None if s.satisfaction is None else self.satisfaction,
         )
 
     def observations(self, view: MarketView, rows: list[int]) -> list[Observation]:
@@ -318,12 +321,15 @@ class Market:
         orders.add_unknown_products()
         said = self._messages(orders) if self.talk else None
         flows = self._trade(day, unit_cost, _sum(ordered * unit_cost, 1) - done.savings, advertising)
+        late = late + done.late
+        self._update_satisfaction(flows, late, arrived + done.stocked)
         self.bankrupt |= self.cash < 0
         worth_end = self.net_worth(unit_cost)
         self._closing = (unit_cost, worth_end)
         values = {
             **flows,
-            "late": late + done.late,
+            "late": late,
+            "satisfaction": self.satisfaction,
             "purchase_savings": done.savings,
             "collected": done.collected,
             "advertising": advertising,
@@ -348,6 +354,34 @@ class Market:
         else:
             self.playing &= ~self.bankrupt
         return worth_end - worth_start
+
+    def _satisfaction_bonus(self) -> np.ndarray | float:
+        """What each row's satisfaction adds to its customers' utility [row, 1]."""
+        kept = self.scenario.satisfaction
+        if kept is None or kept.demand_weight == 0:
+            return 0.0
+        return kept.demand_weight * (self.satisfaction[:, None] - kept.initial)
+
+    def _update_satisfaction(self, flows: dict[str, np.ndarray], late: np.ndarray, came: np.ndarray) -> None:
+        """The day's move of the satisfaction index (market.scenario.Satisfaction) of the rows
+        still selling, from its stock-outs, returns and late deliveries (`came`: the units
+        that arrived on time)."""
+        kept = self.scenario.satisfaction
+        if kept is None:
+            return
+
+        def share(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
+            part, whole = _sum(part, 1), _sum(whole, 1)
+            return np.divide(part, whole, out=np.zeros(len(part)), where=whole > 0)
+
+        target = (
+            5.0
+            - kept.stockout_weight * share(flows["lost_sales"], flows["first_choice"])
+            - kept.return_weight * share(flows["returned"], flows["units_sold"])
+            - kept.late_weight * share(late, late + came)
+        )
+        moved = kept.memory * self.satisfaction + (1 - kept.memory) * np.minimum(np.maximum(target, 1.0), 5.0)
+        self.satisfaction = np.where(self.bankrupt, self.satisfaction, moved)
 
     def _offered(self, day: int) -> np.ndarray:
         """The prices customers pay on `day` [row, product]: the posted ones, less the discount
@@ -802,7 +836,9 @@ class Market:
         if s.segments:
             return self._clear_segments(day, offered, factor, stochastic)
         utility = utilities(s.choice, offered, self._reference, self.reputation[:, None], self._quality)
-        utility = utility + self._promotion_bonus(day, s.choice.promotion_response)
+        bonus = self._promotion_bonus(day, s.choice.promotion_response) + self._satisfaction_bonus()
+        if np.any(bonus):  # promotions and satisfaction off: nothing to add
+            utility = utility + bonus
         utility = np.where(self.bankrupt[:, None], -np.inf, utility)
         running = np.logical_or.reduce(self.playing.reshape(-1, self.seats), 1)  # matches not over
         rngs = [rng for rng, on in zip(self._rngs, running.tolist()) if on]
@@ -857,6 +893,7 @@ class Market:
             [
                 utilities(c, offered, self._reference, self.reputation[:, None], self._quality)
                 + self._promotion_bonus(day, c.promotion_response)
+                + self._satisfaction_bonus()
                 for c in choices
             ],
             axis=1,
@@ -1009,6 +1046,7 @@ class ObservationMaker:
             view.fixed_daily_cost,
             heard,
             shared.competitors if market.competitors.names else [],
+            None if view.satisfaction is None else float(view.satisfaction[i]),
         )
 
     def yesterday(self, i: int) -> DayRecord | None:

@@ -101,6 +101,26 @@ class Segment(_Strict):
     return_rate: float = Field(0.0, ge=0, le=1)
 
 
+class Satisfaction(_Strict):
+    """A customer-satisfaction index per merchant, from 1 to 5, starting at `initial`; each day
+
+        s' = memory * s + (1 - memory) * clip(5 - stockout_weight * stockout_share
+                                              - return_weight * return_share
+                                              - late_weight * late_share, 1, 5)
+
+    with stockout_share the share of its first-choice customers it turned away, return_share
+    the share of its sales brought back, late_share the share of the goods due to it that
+    came late (each 0 when there was none). Customers' utility of buying from it gains
+    demand_weight * (s - initial)."""
+
+    initial: float = Field(4.0, ge=1, le=5)
+    memory: float = Field(0.9, ge=0, le=1)
+    stockout_weight: float = Field(4.0, ge=0)
+    return_weight: float = Field(4.0, ge=0)
+    late_weight: float = Field(2.0, ge=0)
+    demand_weight: float = Field(0.3, ge=0)
+
+
 class Promotions(_Strict):
     """Merchants may put products on promotion (the `promote` operation) with a discount up to
     `max_discount` for 1 to `max_days` days."""
@@ -331,6 +351,7 @@ class Scenario(_Strict):
     )
     segments: tuple[Segment, ...] = Field((), description="customer groups; empty: one alike")
     promotions: Promotions | None = Field(None, description="None: no promotions")
+    satisfaction: Satisfaction | None = Field(None, description="None: no satisfaction index")
 
     @model_validator(mode="before")
     @classmethod
@@ -408,7 +429,7 @@ class Scenario(_Strict):
     def identity(self) -> str:
         """The scenario as JSON, for a tournament's identity (tournaments.config): a part added
         after tournaments were first stored (seats, competitors, bad debt, trends, shelf lives,
-        suppliers, returns, segments, promotions)
+        suppliers, returns, segments, promotions, satisfaction)
         counts only when it is used, so a file that does not use it keeps the identity it had
         before the part existed."""
         left_out: dict[str, Any] = {}
@@ -427,8 +448,9 @@ class Scenario(_Strict):
             left_out["products"] = {"__all__": unused}
         if self.choice.promotion_response == 0:
             left_out["choice"] = {"promotion_response"}
-        if self.promotions is None:
-            left_out["promotions"] = True
+        for optional in ("promotions", "satisfaction"):
+            if getattr(self, optional) is None:
+                left_out[optional] = True
         for part in ("seats", "competitors", "segments"):
             if not getattr(self, part):
                 left_out[part] = True

@@ -358,7 +358,9 @@ class DayRecord:
     customers brought back (customer segments' return_rate), refunded at the price they paid
     (refunds, from cash); restocked: those of them fit to sell again, back in stock, the rest
     written off at the day's unit cost; discount: the share off the price of a promotion
-    running that day (customers paid price * (1 - discount)); receivables: credit sales
+    running that day (customers paid price * (1 - discount)); satisfaction: the customer-
+    satisfaction index at the end of the day (1 to 5; 0 where the scenario keeps none);
+    receivables: credit sales
     outstanding at the end of the day;
     net_worth: cash + stock in hand and in transit at unit cost + receivables;
     bad_debt: the day's credit sales that will never be paid (Finance.bad_debt_share), written
@@ -401,6 +403,7 @@ class DayRecord:
     cash_end: float
     receivables: float
     reputation: float
+    satisfaction: float
     net_worth: float
     bankrupt: bool
     plan: dict[str, float] = field(default_factory=dict)
@@ -440,6 +443,7 @@ class Observation:
     fixed_daily_cost: float
     messages: list[RivalMessage] | None = None
     competitors: list[PublicCompetitor] = field(default_factory=list)
+    satisfaction: float | None = None  # its customer-satisfaction index (1 to 5); None: none kept
 
 
 @dataclass(frozen=True, eq=False)
@@ -504,7 +508,7 @@ class MarketView:
     stock that spoil at the end of the k-th day from today (0: tonight) unless sold, zero for
     products that keep, None where none perishes; promotions: each row's latest promotion of
     each product, its discount and its last day [row, product], None where the scenario runs
-    none."""
+    none; satisfaction [row]: the customer-satisfaction index, None where none is kept."""
 
     day: int
     days: int
@@ -522,6 +526,7 @@ class MarketView:
     board: Board
     spoiling: np.ndarray | None = None
     promotions: tuple[np.ndarray, np.ndarray] | None = None
+    satisfaction: np.ndarray | None = None
 
     @property
     def cheapest_rival(self) -> np.ndarray:
@@ -546,6 +551,7 @@ class MarketView:
             self.board,
             None if self.spoiling is None else self.spoiling[rows],
             None if self.promotions is None else (self.promotions[0][rows], self.promotions[1][rows]),
+            None if self.satisfaction is None else self.satisfaction[rows],
         )
 
     def frozen(self) -> MarketView:
@@ -568,6 +574,7 @@ class MarketView:
             self.board.copy(),
             None if self.spoiling is None else self.spoiling.copy(),
             None if self.promotions is None else (self.promotions[0].copy(), self.promotions[1].copy()),
+            None if self.satisfaction is None else self.satisfaction.copy(),
         )
 
     @classmethod
@@ -618,6 +625,7 @@ class MarketView:
             board,
             spoiling,
             (np.array([[s.discount for s in own]]), np.array([[s.discount_until for s in own]])),
+            None if observation.satisfaction is None else np.array([observation.satisfaction]),
         )
 
 

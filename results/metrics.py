@@ -741,6 +741,14 @@ def return_share(match: MatchRecords) -> list[float | None]:
 
 
 @_metric("operations", "ratio", over_match=True)
+def satisfaction(match: MatchRecords) -> list[float | None]:
+    """The customer-satisfaction index (1 to 5, market.scenario.Satisfaction) at the end of the
+    merchant's last day; None where the scenario keeps none."""
+    final = match.scalar("satisfaction")[match.last].tolist()
+    return [value if value > 0 else None for value in final]
+
+
+@_metric("operations", "ratio", over_match=True)
 def inventory_turnover(match: MatchRecords) -> list[float | None]:
     """How many times the stock was sold through over the match: cost of goods sold over the
     mean value of stock in hand,

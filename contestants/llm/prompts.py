@@ -143,6 +143,12 @@ def market_rules(scenario: Scenario) -> list[str]:
             f"the price less the discount (a share, up to {allowed.max_discount:g}) for 1 to "
             f"{allowed.max_days} days from today; some customers are drawn to offers on promotion."
         )
+    if scenario.satisfaction is not None:
+        rules.append(
+            "Your customers' satisfaction (1 to 5 stars) falls when you run out of stock, when they "
+            "return goods and when your deliveries come late, and rises when none of it happens; "
+            "more satisfied customers buy from you more readily."
+        )
     if scenario.competitors:
         names = ", ".join(c.name for c in scenario.competitors)
         rules.append(
@@ -157,6 +163,8 @@ def daily_report(observation: Observation) -> str:
     moves, and what rivals said yesterday where merchants talk."""
     o = observation
     lines = [f"Day {o.day} of {o.days}. Cash {_money(o.cash)}. Reputation {o.reputation:.2f} (0 to 1)."]
+    if o.satisfaction is not None:
+        lines[0] += f" Customer satisfaction {o.satisfaction:.2f} of 5."
     if o.receivables_due or o.receivables_pending:
         lines.append(
             f"Receivables: {_money(o.receivables_due)} due now (collect them), "

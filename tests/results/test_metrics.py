@@ -566,3 +566,9 @@ def test_market_share_counts_what_scripted_competitors_sold():
     assert share == pytest.approx(mine / (mine + theirs))
     (line,) = share_series(log, {"a": ("a", "#000", False)})
     assert line.points[-1] == (5, pytest.approx(share))
+
+
+def test_satisfaction_is_the_index_at_the_end_of_the_last_day(days):
+    values = compute(days(satisfaction=[4.0, 3.5, 3.75])).merchants["m0"]
+    assert values["satisfaction"] == 3.75
+    assert compute(days(satisfaction=[0.0, 0.0])).merchants["m0"]["satisfaction"] is None

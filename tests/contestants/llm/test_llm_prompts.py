@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contestants.llm.prompts import daily_report, system_prompt
-from market.scenario import Competitor, Promotions
+from market.scenario import Competitor, Promotions, Satisfaction
 from market.types import EventNotice, PublicCompetitor
 
 
@@ -126,3 +126,15 @@ def test_promotions_are_in_the_rules_and_the_report_where_the_market_runs_them(s
     observation = observe(sales, day=5)
     observation.products[0].discount, observation.products[0].discount_until = 0.2, 8
     assert "your price 20 (on promotion: 20% off until day 8), unit cost" in daily_report(observation)
+
+
+def test_satisfaction_is_in_the_rules_and_the_report_where_it_is_kept(scenario, observe):
+    kept = scenario.model_copy(update={"satisfaction": Satisfaction()})
+    assert "satisfaction (1 to 5 stars) falls when you run out of stock" in system_prompt(
+        kept, "m0", 30, notes=False
+    )
+    assert "satisfaction" not in system_prompt(scenario, "m0", 30, notes=False)
+    observation = observe(kept)
+    observation.satisfaction = 4.25
+    assert daily_report(observation).split("\n")[0].endswith("Customer satisfaction 4.25 of 5.")
+    assert "satisfaction" not in daily_report(observe(scenario))
