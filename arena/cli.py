@@ -505,6 +505,7 @@ def show(
                     "results": [r.model_dump() for r in detail.results],
                     "metrics": metrics,
                     "market": detail.market.model_dump(),
+                    "goals": [g.model_dump() for g in detail.goals],
                     "faults": [f.model_dump() for f in detail.faults],
                     "probes": [p.model_dump() for p in detail.recalls],
                     "calls": [c.model_dump() for c in detail.calls],
@@ -531,6 +532,8 @@ def show(
         out.print(
             "No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False
         )
+    if detail.goals:
+        out.print(_rich(views.goals_table(detail.goals, {r.merchant: r.contestant for r in detail.results})))
     if detail.market.metrics:
         out.print(_rich(views.market_table(detail.market)))
     if detail.deviation is not None:

@@ -101,6 +101,37 @@ class Segment(_Strict):
     return_rate: float = Field(0.0, ge=0, le=1)
 
 
+class Goal(_Strict):
+    """A campaign goal: a metric of results.metrics (checked where a tournament is read, as the
+    market knows no metrics) that must come out at least, or at most, a bound. Bounds are
+    written for the scenario's `days`; where the metric is a flow (revenue, profit) a match
+    of another length scales them in proportion."""
+
+    metric: str = Field(min_length=1)
+    at_least: float | None = None
+    at_most: float | None = None
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> Goal:
+        bounds = [b for b in (self.at_least, self.at_most) if b is not None]
+        if len(bounds) != 1:
+            raise ValueError(f"goal {self.metric!r} needs exactly one of at_least and at_most")
+        if not math.isfinite(bounds[0]):
+            raise ValueError(f"goal {self.metric!r}: its bound must be a finite number")
+        return self
+
+    @property
+    def bound(self) -> float:
+        bound = self.at_least if self.at_least is not None else self.at_most
+        assert bound is not None  # the validator saw to it
+        return bound
+
+    @property
+    def label(self) -> str:
+        """The goal as people read it: "revenue ≥ 500000"."""
+        return f"{self.metric} {'≥' if self.at_least is not None else '≤'} {self.bound:g}"
+
+
 class Satisfaction(_Strict):
     """A customer-satisfaction index per merchant, from 1 to 5, starting at `initial`; each day
 
@@ -352,6 +383,7 @@ class Scenario(_Strict):
     segments: tuple[Segment, ...] = Field((), description="customer groups; empty: one alike")
     promotions: Promotions | None = Field(None, description="None: no promotions")
     satisfaction: Satisfaction | None = Field(None, description="None: no satisfaction index")
+    goals: tuple[Goal, ...] = Field((), description="campaign goals the merchants are scored against")
 
     @model_validator(mode="before")
     @classmethod
@@ -429,7 +461,7 @@ class Scenario(_Strict):
     def identity(self) -> str:
         """The scenario as JSON, for a tournament's identity (tournaments.config): a part added
         after tournaments were first stored (seats, competitors, bad debt, trends, shelf lives,
-        suppliers, returns, segments, promotions, satisfaction)
+        suppliers, returns, segments, promotions, satisfaction, goals)
         counts only when it is used, so a file that does not use it keeps the identity it had
         before the part existed."""
         left_out: dict[str, Any] = {}
@@ -451,7 +483,7 @@ class Scenario(_Strict):
         for optional in ("promotions", "satisfaction"):
             if getattr(self, optional) is None:
                 left_out[optional] = True
-        for part in ("seats", "competitors", "segments"):
+        for part in ("seats", "competitors", "segments", "goals"):
             if not getattr(self, part):
                 left_out[part] = True
         if self.finance.bad_debt_share == 0:

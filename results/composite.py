@@ -14,6 +14,8 @@ and the weights of the others are scaled up; with no part at all the composite i
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -22,6 +24,11 @@ class ScoringWeights(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    objective: Literal["net_worth", "goals"] = Field(
+        "net_worth",
+        description="what the rating ranks a match's merchants by: their place (net worth), or the "
+        "share of the campaign goals they met, then their place",
+    )
     win_rate: float = Field(0.5, ge=0, description="weight of the win rate")
     validity: float = Field(0.25, ge=0, description="weight of the action validity rate")
     memory: float = Field(0.25, ge=0, description="weight of 1 - memory error")

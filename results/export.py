@@ -18,6 +18,12 @@ join and group without lookups:
   reasoning; latency, attempts, cost, cache hit, the model that answered and its
   fingerprint, prompt version, temperature, top_p, seed).
 - `metrics`: one row per metric per merchant per match (see results.metrics).
+- `goals`: one row per campaign goal per merchant per match: the goal as written, its
+  metric, whether it is a floor (at_least) or a ceiling, the bound for that match (scaled to
+  its length for a flow), the merchant's value and whether it met it.
+- `competitor_days`: one row per scripted competitor per day per product it sells (a match
+  of a scenario with `competitors`): its price and the units it sold; of whole matches, no
+  merchant.
 - `market_metrics`: one row per metric of the market as a whole per match (the collusion
   measures, results.metrics.MARKET_METRICS; none for a match whose scenario has no
   equilibrium), and `price_windows`: one row per supra-competitive or price-war window of a
@@ -61,7 +67,7 @@ from market.errors import UserError
 from market.types import DayRecord, record_adapter
 from results import store
 from results.deviation import DeviationProbe
-from results.records import MerchantResult, ModelCallRecord, PlayedMatch, PriceWindow
+from results.records import GoalResult, MerchantResult, ModelCallRecord, PlayedMatch, PriceWindow
 from results.tables import MarketMetricRow, MatchRow, MetricRow
 
 Format = Literal["csv", "parquet"]
@@ -175,6 +181,17 @@ SCHEMAS: dict[str, pa.Schema] = {
     "calls": pa.schema([*KEYS, *columns(ModelCall)]),
     "metrics": pa.schema(columns(MetricRow, exclude=["id"])),
     "market_metrics": pa.schema(columns(MarketMetricRow, exclude=["id"])),
+    "goals": pa.schema([MATCH_ID, *columns(GoalResult, after={"merchant": [CONTESTANT]})]),
+    "competitor_days": pa.schema(
+        [
+            MATCH_ID,
+            column("competitor", pa.string()),
+            column("day", pa.int64()),
+            column("product", pa.string()),
+            column("price", pa.float64()),
+            column("units_sold", pa.float64()),
+        ]
+    ),
     "price_windows": pa.schema([MATCH_ID, *columns(PriceWindow)]),
     "messages": pa.schema(
         [
@@ -280,6 +297,28 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
         [{**at, "name": name, "value": value} for name, value in detail.market.metrics.items()],
     )
     write("price_windows", [{**at, **w.model_dump()} for w in detail.market.windows])
+    write("goals", [{**at, **g.model_dump(), "contestant": contestant[g.merchant]} for g in detail.goals])
+    scripted = detail.days.competitors
+    if scripted is not None:
+        write(
+            "competitor_days",
+            [
+                {
+                    **at,
+                    "competitor": name,
+                    "day": k + 1,
+                    "product": product,
+                    "price": price,
+                    "units_sold": sold,
+                }
+                for k, (prices, units) in enumerate(
+                    zip(scripted.prices.tolist(), scripted.units_sold.tolist())
+                )
+                for name, own_prices, own_units in zip(scripted.names, prices, units)
+                for product, price, sold in zip(detail.days.products, own_prices, own_units)
+                if price == price  # NaN: a product it does not sell
+            ],
+        )
     if detail.deviation is not None:
         probe = detail.deviation.probe
         forced = probe.forced([r.merchant for r in detail.results])

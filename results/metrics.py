@@ -36,6 +36,7 @@ from market.types import MESSAGE_LIMIT, DayRecord, RejectionCode
 from results.collusion import CollusionSettings, demand_scale, gain, runs, seat_benchmarks
 from results.records import (
     Fault,
+    GoalResult,
     MarketScores,
     MerchantResult,
     PriceWindow,
@@ -71,6 +72,7 @@ class Metric:
     unit: Unit
     compute: Callable
     over_match: bool = False
+    flow: bool = False  # it adds up over the days (a goal on it scales with the match's length)
 
     @property
     def formula(self) -> str:
@@ -111,9 +113,11 @@ METRICS: dict[str, Metric] = {}
 MARKET_METRICS: dict[str, MarketMetric] = {}
 
 
-def _metric(group: Group, unit: Unit, over_match: bool = False) -> Callable[[Callable], Callable]:
+def _metric(
+    group: Group, unit: Unit, over_match: bool = False, flow: bool = False
+) -> Callable[[Callable], Callable]:
     def register(compute: Callable) -> Callable:
-        METRICS[compute.__name__] = Metric(compute.__name__, group, unit, compute, over_match)
+        METRICS[compute.__name__] = Metric(compute.__name__, group, unit, compute, over_match, flow)
         return compute
 
     return register
@@ -128,10 +132,12 @@ def _market_metric(unit: Unit) -> Callable[[Callable], Callable]:
 
 
 class Scores(NamedTuple):
-    """A match's metrics: per merchant (merchant -> metric name -> value), and of its market."""
+    """A match's metrics: per merchant (merchant -> metric name -> value), of its market, and
+    each merchant's result on each campaign goal."""
 
     merchants: dict[str, dict[str, float | None]]
     market: MarketScores
+    goals: list[GoalResult]
 
 
 def compute(
@@ -153,13 +159,14 @@ def compute(
         for k, merchant in enumerate(match.seats)
     }
     if match.benchmarks is None:
-        return Scores(merchants, MarketScores())
+        return Scores(merchants, MarketScores(), match.goal_results)
     return Scores(
         merchants,
         MarketScores(
             metrics={name: metric.value(match) for name, metric in MARKET_METRICS.items()},
             windows=match.price_windows,
         ),
+        match.goal_results,
     )
 
 
@@ -323,6 +330,36 @@ class MatchRecords:
             if row:
                 counts[k].update(rejection_kind(r.code) for r in row)
         return counts
+
+    @cached_property
+    def goal_results(self) -> list[GoalResult]:
+        """Each merchant's result on each of the scenario's goals, merchant by merchant: its
+        value of the goal's metric against the goal's bound, which for a flow metric is
+        scaled by the match's length over the scenario's days (a merchant without a value
+        has not met it)."""
+        goals = self.scenario.goals if self.scenario is not None else ()
+        results = []
+        values = {g.metric: METRICS[g.metric].values(self) for g in goals}
+        for k, merchant in enumerate(self.seats):
+            for goal in goals:
+                assert self.scenario is not None
+                scale = self.last_day / self.scenario.days if METRICS[goal.metric].flow else 1.0
+                bound, value = goal.bound * scale, values[goal.metric][k]
+                reached = value is not None and (
+                    value >= bound if goal.at_least is not None else value <= bound
+                )
+                results.append(
+                    GoalResult(
+                        merchant=merchant,
+                        goal=goal.label,
+                        metric=goal.metric,
+                        at_least=goal.at_least is not None,
+                        bound=bound,
+                        value=value,
+                        met=reached,
+                    )
+                )
+        return results
 
     @cached_property
     def planned(self) -> bool:
@@ -545,7 +582,7 @@ for _kind in REJECTION_KINDS:
     _metric("coherence", "share")(_rejected_share(_kind))
 
 
-@_metric("coherence", "count")
+@_metric("coherence", "count", flow=True)
 def constraint_violations(seat: Seat) -> float:
     """Well-formed operations the market refused because they broke its rules or the
     merchant's constraints (over_cash, out_of_range, unknown_product):
@@ -553,7 +590,7 @@ def constraint_violations(seat: Seat) -> float:
     return float(sum(seat.rejections.values()) - seat.rejections["malformed"])
 
 
-@_metric("coherence", "count")
+@_metric("coherence", "count", flow=True)
 def fault_days(seat: Seat) -> float:
     """Days on which the merchant gave no usable decision (timeout, error, malformed answer,
     dead actor): the number of distinct days with a recorded fault."""
@@ -644,7 +681,7 @@ def plan_drift(seat: Seat) -> float | None:
     return sum(drifts) / len(drifts) if drifts else None
 
 
-@_metric("coherence", "count", over_match=True)
+@_metric("coherence", "count", over_match=True, flow=True)
 def contradictions(match: MatchRecords) -> list[float]:
     """Large restocks contradicted within days by a clearance price cut that no event explains.
 
@@ -699,33 +736,33 @@ def _event_near(scenario: Scenario | None, product: str, restock_day: int, cut_d
 # --- operations -----------------------------------------------------------------------
 
 
-@_metric("operations", "count", over_match=True)
+@_metric("operations", "count", over_match=True, flow=True)
 def stockout_days(match: MatchRecords) -> np.ndarray:
     """Days on which the merchant turned customers away for lack of stock (lost sales > 0 in
     any product)."""
     return match.per_seat((match.values("lost_sales") > 0).any(axis=1).astype(float))
 
 
-@_metric("operations", "count", over_match=True)
+@_metric("operations", "count", over_match=True, flow=True)
 def lost_sales(match: MatchRecords) -> np.ndarray:
     """Units customers wanted from the merchant but could not buy for lack of stock:
     lost_sales = sum over days and products of lost_sales."""
     return match.per_seat(_sum(match.values("lost_sales"), 1))
 
 
-@_metric("operations", "count", over_match=True)
+@_metric("operations", "count", over_match=True, flow=True)
 def spoilage_days(match: MatchRecords) -> np.ndarray:
     """Days on which goods of the merchant spoiled (spoiled > 0 in any product)."""
     return match.per_seat((match.values("spoiled") > 0).any(axis=1).astype(float))
 
 
-@_metric("operations", "money", over_match=True)
+@_metric("operations", "money", over_match=True, flow=True)
 def spoiled_cost(match: MatchRecords) -> np.ndarray:
     """What spoiled goods cost: spoiled_cost = sum over days and products of spoiled * unit_cost."""
     return match.per_seat(_sum(match.values("spoiled") * match.values("unit_cost"), 1))
 
 
-@_metric("operations", "count", over_match=True)
+@_metric("operations", "count", over_match=True, flow=True)
 def late_delivery_days(match: MatchRecords) -> np.ndarray:
     """Days on which goods the merchant ordered were due and a supplier delivered them late
     (late > 0 in any product)."""
@@ -783,12 +820,40 @@ def bankrupt_day(match: MatchRecords) -> list[float | None]:
 # --- economics and competition --------------------------------------------------------
 
 
-@_metric("economics", "money", over_match=True)
+@_metric("economics", "money", over_match=True, flow=True)
 def profit(match: MatchRecords) -> np.ndarray:
     """Net worth at the end minus net worth before the first day, goods valued at each day's
     unit cost: profit = net_worth_last - net_worth_0, with net_worth_0 = initial cash +
     initial stock at day 1's unit cost (market.accounting.profit)."""
     return match.profits
+
+
+@_metric("economics", "money", over_match=True, flow=True)
+def revenue(match: MatchRecords) -> np.ndarray:
+    """What the merchant's customers paid and kept: revenue = sum over days of revenue - refunds."""
+    return match.per_seat(match.scalar("revenue") - match.scalar("refunds"))
+
+
+@_metric("economics", "share", over_match=True)
+def inventory_cost_share(match: MatchRecords) -> list[float | None]:
+    """What keeping stock cost, as a share of revenue: inventory_cost_share = (sum of holding
+    + sum over products of (spoiled + returned - restocked) * unit_cost) / revenue, the goods
+    spoiled and the returns written off at cost; None when revenue is not above 0."""
+    written_off = match.values("spoiled") + match.values("returned") - match.values("restocked")
+    cost = match.per_seat(match.scalar("holding") + _sum(written_off * match.values("unit_cost"), 1))
+    earned = revenue(match)
+    return [c / r if r > 0 else None for c, r in zip(cost.tolist(), earned.tolist())]
+
+
+@_metric("economics", "share", over_match=True)
+def goals_met(match: MatchRecords) -> list[float | None]:
+    """Share of the scenario's campaign goals the merchant met (MatchRecords.goal_results);
+    None without goals."""
+    goals = match.scenario.goals if match.scenario is not None else ()
+    if not goals:
+        return [None] * len(match.seats)
+    met = Counter(result.merchant for result in match.goal_results if result.met)
+    return [met[merchant] / len(goals) for merchant in match.seats]
 
 
 @_metric("economics", "share", over_match=True)

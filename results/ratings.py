@@ -41,6 +41,7 @@ MEAN_METRICS = (
     "memory_error",
     "profit_gain",
     "price_gain",
+    "goals_met",
 )  # the metrics the table shows the means of
 SCALE = 400.0
 K = 32.0
@@ -109,6 +110,9 @@ class LeaderboardRow(Standing):
     price_gain: float | None = Field(
         description="mean `price_gain` metric (collusion) over its seats; None when none is stored"
     )
+    goals_met: float | None = Field(
+        None, description="mean `goals_met` metric (campaign goals) over its seats; None without goals"
+    )
     tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
     cost: float | None = Field(
         0.0,
@@ -175,21 +179,25 @@ class Seat(NamedTuple):
     faults: int
     setting: tuple[str, int, int]
     bankrupt_day: int | None
+    goals_met: float | None
 
 
-def ranked_matches(seats: Iterable[Seat]) -> list[RankedMatch]:
+def ranked_matches(seats: Iterable[Seat], by_goals: bool = False) -> list[RankedMatch]:
     """The stored matches' rankings, from their seats in rating order. A match of one merchant
     (solo play) has no rival in it: the solo matches of a tournament played with the same
     scenario, seed and days (which start from the same draws: tournaments.schedule.MatchSpec.draws)
     are ranked together instead, as if their merchants had been one match's, by the rule that
-    ranks a match's merchants (market.accounting.ranks), and rated where the first of them is."""
+    ranks a match's merchants (market.accounting.ranks), and rated where the first of them is.
+    `by_goals`: merchants are ranked by the share of the campaign goals they met (none counts as
+    0), and those alike by their place (the scoring section's objective: goals)."""
     matches, alone = [], defaultdict(list)
     for order, group in groupby(seats, key=lambda seat: seat.order):
         played = list(group)
         if len(played) == 1:
             alone[order[0], played[0].setting].append(played[0])
         else:
-            matches.append(RankedMatch(order, [(seat.contestant, seat.rank) for seat in played]))
+            places = [seat.rank for seat in played]
+            matches.append(RankedMatch(order, _ranking(played, places, by_goals)))
     for together in alone.values():
         days = together[0].setting[2]
         places = accounting.ranks(
@@ -197,8 +205,16 @@ def ranked_matches(seats: Iterable[Seat]) -> list[RankedMatch]:
             [days if seat.bankrupt_day is None else seat.bankrupt_day for seat in together],
             [seat.net_worth for seat in together],
         )
-        matches.append(RankedMatch(together[0].order, [(s.contestant, p) for s, p in zip(together, places)]))
+        matches.append(RankedMatch(together[0].order, _ranking(together, places, by_goals)))
     return sorted(matches, key=lambda match: match.order)
+
+
+def _ranking(seats: Sequence[Seat], places: Sequence[int], by_goals: bool) -> list[tuple[str, int]]:
+    """(contestant, rank) of `seats` at their `places`, or ranked by goals met and then place."""
+    if not by_goals:
+        return [(seat.contestant, place) for seat, place in zip(seats, places)]
+    keys = [(-(seat.goals_met or 0.0), place) for seat, place in zip(seats, places)]
+    return [(seat.contestant, 1 + sum(other < key for other in keys)) for seat, key in zip(seats, keys)]
 
 
 class MetricReading(NamedTuple):
@@ -237,7 +253,7 @@ def compute_leaderboard(
     """The table of `records`: every contestant's standing, its means and sums, and the
     composite of its parts weighed with `weights`. Raises NotFound when `anchor` names no
     rated contestant."""
-    matches = ranked_matches(records.seats)
+    matches = ranked_matches(records.seats, by_goals=weights.objective == "goals")
     profits: dict[str, list[float]] = defaultdict(list)
     net_worths: dict[str, list[float]] = defaultdict(list)
     faults: dict[str, int] = defaultdict(int)
@@ -271,6 +287,7 @@ def compute_leaderboard(
                 memory_error=memory_error,
                 profit_gain=_mean(values[name, "profit_gain"]),
                 price_gain=_mean(values[name, "price_gain"]),
+                goals_met=_mean(values[name, "goals_met"]),
                 tokens=tokens,
                 cost=cost,
                 composite=composite(weights, standing.win_rate, validity, memory_error),

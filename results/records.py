@@ -213,6 +213,20 @@ def total_cost(calls: Iterable[ModelCallRecord]) -> float | None:
     return math.fsum(costs)
 
 
+class GoalResult(BaseModel):
+    """How one merchant did on one campaign goal (market.scenario.Goal) in one match."""
+
+    merchant: str = Field(description="seat name in the match")
+    goal: str = Field(description="the goal as written, e.g. 'revenue ≥ 500000'")
+    metric: str
+    at_least: bool = Field(description="true: the metric must reach the bound; false: stay under it")
+    bound: float = Field(
+        description="the bound for this match: scaled to its length where the metric is a flow"
+    )
+    value: float | None = Field(description="the merchant's value of the metric (None: it does not apply)")
+    met: bool
+
+
 class MerchantResult(BaseModel):
     merchant: str = Field(description="seat name in the match, e.g. 'm0'")
     contestant: str = Field(description="contestant name from the tournament YAML")
@@ -265,6 +279,9 @@ class FinishedMatch(PlayedMatch):
     )
     market: MarketScores | None = Field(
         None, description="results.metrics of the market as a whole, computed with `metrics`"
+    )
+    goals: list[GoalResult] | None = Field(
+        None, description="each merchant's result on each campaign goal, computed with `metrics`"
     )
     deviation: DeviationPath | None = Field(
         default=None, description="the deviated path of a deviation probe; its measures are in `metrics`"

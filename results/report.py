@@ -131,7 +131,10 @@ def build_report(
         for detail in store.match_details(engine, tournament_id)
     ]
     head_to_head = HeadToHead()
-    for ranked in store.rankings(engine, tournament_id):  # solo matches ranked against one another's
+    by_goals = weights.objective == "goals"
+    for ranked in store.rankings(
+        engine, tournament_id, by_goals
+    ):  # solo matches ranked against one another's
         head_to_head.add(ranked.ranks)
     matches = [part.match for part in parts]
     scenario_names = sorted({m.scenario for m in matches})
@@ -349,6 +352,7 @@ class MatchPart:
     messages: views.Table | None
     deviation: DeviationPart | None
     metrics: views.Table | None
+    goals: views.Table | None
     market: views.Table | None
     calls: views.Table | None
     faults: list[FaultLine]
@@ -398,6 +402,7 @@ def match_part(
             deviation_part(detail, events, styles, levels, stored) if detail.deviation is not None else None
         ),
         metrics=views.metrics_table(stored, contestant_of) if stored else None,
+        goals=views.goals_table(detail.goals, contestant_of) if detail.goals else None,
         market=views.market_table(detail.market) if detail.market.metrics else None,
         calls=views.calls_table(detail.calls) if detail.calls else None,
         faults=_fault_lines(detail.faults, contestant_of),

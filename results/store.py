@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
@@ -48,6 +48,7 @@ from results.records import (
     DeviationPath,
     Fault,
     FinishedMatch,
+    GoalResult,
     MarketScores,
     MerchantResult,
     ModelCallRecord,
@@ -64,6 +65,7 @@ from results.tables import (
     DeviationFaultRow,
     DeviationPathRow,
     FaultRow,
+    GoalRow,
     MarketMetricRow,
     MatchResultRow,
     MatchRow,
@@ -249,12 +251,13 @@ def _insert_match(
     scenario: Scenario | None,
     collusion: CollusionSettings,
 ) -> int:
-    scores, market = match.metrics, match.market
-    if scores is None or market is None:
+    scores, market, goals = match.metrics, match.market, match.goals
+    if scores is None or market is None or goals is None:
         computed = compute_metrics(match.days_played, match.recalls, match.faults, scenario, collusion)
         if scores is None:
             scores = _with_deviation_measures(computed.merchants, match.days_played, match.deviation)
         market = market if market is not None else computed.market
+        goals = goals if goals is not None else computed.goals
     fields = match.model_dump(include=set(PlayedMatch.model_fields))
     inserted = session.connection().execute(
         insert(MatchRow).values(tournament_id=tournament_id, finished_at=utcnow(), **fields)
@@ -271,6 +274,7 @@ def _insert_match(
     )
     _insert_calls(session, tournament_id, match.key, match_id, match.calls)
     _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
+    _bulk_insert(session, GoalRow, _goal_rows(match_id, match.merchants, goals))
     _insert_market(session, match_id, market)
     if match.deviation is not None:
         _insert_deviation(session, tournament_id, match_id, match.deviation, scenario)
@@ -361,9 +365,11 @@ def rescore(
                 )
             )
             session.exec(delete(MarketMetricRow).where(col(MarketMetricRow.match_id) == match_id))
+            session.exec(delete(GoalRow).where(col(GoalRow.match_id) == match_id))
             session.exec(delete(PriceWindowRow).where(col(PriceWindowRow.match_id) == match_id))
             _bulk_insert(session, MetricRow, _metric_rows(match_id, detail.results, measured))
             _insert_market(session, match_id, scores.market)
+            _bulk_insert(session, GoalRow, _goal_rows(match_id, detail.results, scores.goals))
             session.commit()
         rescored += 1
     return rescored
@@ -427,12 +433,13 @@ def leaderboard(
     return compute_leaderboard(records, weights=weights, anchor=anchor)
 
 
-def rankings(engine: Engine, tournament_id: int) -> list[RankedMatch]:
+def rankings(engine: Engine, tournament_id: int, by_goals: bool = False) -> list[RankedMatch]:
     """Each stored match's ranking of a tournament, as its leaderboard rates them
-    (results.ratings.ranked_matches: solo matches ranked against one another's)."""
+    (results.ratings.ranked_matches: solo matches ranked against one another's; `by_goals`:
+    by the campaign goals met first)."""
     with Session(engine) as session:
         _require(session, TournamentRow, tournament_id)
-        return ranked_matches(_seats(session, _selection(tournament_id, None, None)))
+        return ranked_matches(_seats(session, _selection(tournament_id, None, None)), by_goals)
 
 
 def _leaderboard_records(
@@ -544,15 +551,23 @@ def _seats(session: Session, selected: _Selection) -> list[Seat]:
                 col(MatchRow.seed),
                 col(MatchRow.days),
                 col(MatchResultRow.bankrupt_day),
-            ).join(MatchResultRow, col(MatchResultRow.match_id) == col(MatchRow.id)),
+                col(MetricRow.value),
+            )
+            .join(MatchResultRow, col(MatchResultRow.match_id) == col(MatchRow.id))
+            .outerjoin(
+                MetricRow,
+                (col(MetricRow.match_id) == col(MatchRow.id))
+                & (col(MetricRow.merchant) == col(MatchResultRow.merchant))
+                & (col(MetricRow.name) == "goals_met"),
+            ),
             MatchResultRow.contestant,
         ).order_by(
             col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key), col(MatchResultRow.merchant)
         )
     )
     return [
-        Seat._make([(tournament, index, key), *result, (scenario, seed, days), bankrupt_day])
-        for tournament, index, key, *result, scenario, seed, days, bankrupt_day in rows
+        Seat._make([(tournament, index, key), *result, (scenario, seed, days), bankrupt_day, goals_met])
+        for tournament, index, key, *result, scenario, seed, days, bankrupt_day, goals_met in rows
     ]
 
 
@@ -656,6 +671,7 @@ class MatchDetail:
         MarketScores  # the market's metrics and price windows; empty where the scenario has no equilibrium
     )
     deviation: DeviationPath | None = None  # the deviated path of a probed match
+    goals: list[GoalResult] = field(default_factory=list)  # each merchant's, goal by goal
 
     @property
     def match_id(self) -> int:
@@ -685,6 +701,7 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
                 windows=_match_records(session, PriceWindowRow, match_id, PriceWindow),
             ),
             deviation=_deviation_path(session, match_id),
+            goals=_match_records(session, GoalRow, match_id, GoalResult),
         )
 
 
@@ -714,6 +731,13 @@ def _as_record(row: Any, record: type[Record]) -> Record:
     """A stored row read back as its record, with the record's fields alone (a table is its
     record with keys of its own, and pydantic hands an instance of a subclass back as it is)."""
     return record.model_validate({name: getattr(row, name) for name in record.model_fields})
+
+
+def _goal_rows(
+    match_id: int, results: Iterable[MerchantResult], goals: Iterable[GoalResult]
+) -> list[dict[str, Any]]:
+    contestant = {r.merchant: r.contestant for r in results}
+    return [{**g.model_dump(), "match_id": match_id, "contestant": contestant[g.merchant]} for g in goals]
 
 
 def _metric_rows(

@@ -28,6 +28,7 @@ from market.calls import CallPurpose
 from results.records import (
     Fault,
     FaultKind,
+    GoalResult,
     MerchantResult,
     ModelCallRecord,
     PlayedMatch,
@@ -118,6 +119,17 @@ class MatchResultRow(MerchantResult, SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
+
+
+class GoalRow(GoalResult, SQLModel, table=True):
+    """One merchant's result on one campaign goal in one match (results.metrics)."""
+
+    __tablename__ = "goal"
+    __table_args__ = (UniqueConstraint("match_id", "merchant", "goal"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
+    contestant: str
 
 
 class DayLogRow(SQLModel, table=True):

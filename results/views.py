@@ -18,6 +18,7 @@ from results.ratings import LeaderboardRow, Standing
 from results.records import (
     WINDOW_TITLES,
     DeviationPath,
+    GoalResult,
     MarketScores,
     MerchantResult,
     ModelCallRecord,
@@ -144,6 +145,7 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
         Header("profit gain", numeric=True), lambda r: blank(r.profit_gain, "{:.2f}"), _given("profit_gain")
     ),
     Column(Header("price gain", numeric=True), lambda r: blank(r.price_gain, "{:.2f}"), _given("price_gain")),
+    Column(Header("goals met", numeric=True), lambda r: blank(r.goals_met, "{:.0%}"), _given("goals_met")),
     Column(Header("tokens", numeric=True), lambda r: f"{r.tokens:,}", _models_used),
     Column(Header("cost $", numeric=True), lambda r: blank(r.cost, "{:.4f}", "unknown"), _models_used),
     Column(Header("composite", numeric=True), lambda r: blank(r.composite, "{:.3f}"), _given("composite")),
@@ -216,6 +218,25 @@ def metrics_table(metrics: Mapping[str, Mapping[str, float | None]], contestants
         "metrics (definitions: results/metrics.py)",
         [Header("metric"), *(Header(h, numeric=True) for h in headers)],
         sections,
+    )
+
+
+def goals_table(goals: Sequence[GoalResult], contestants: Mapping[str, str]) -> Table:
+    """One row per campaign goal, one column per merchant: its value against the bound for this
+    match, and whether it met it."""
+    merchants = list(dict.fromkeys(g.merchant for g in goals))
+    headers = [m if contestants.get(m, m) == m else f"{m} ({contestants[m]})" for m in merchants]
+    unit = {g.goal: METRICS[g.metric].unit for g in goals}
+    rows: dict[str, dict[str, str]] = {}
+    bounds: dict[str, str] = {}
+    for g in goals:
+        bounds[g.goal] = f"{'≥' if g.at_least else '≤'} {metric_value(g.bound, unit[g.goal])}"
+        shown = metric_value(g.value, unit[g.goal])
+        rows.setdefault(g.goal, {})[g.merchant] = f"{'met' if g.met else 'missed'} ({shown})"
+    return Table(
+        "campaign goals (bounds for this match's length)",
+        [Header("goal"), Header("bound", numeric=True), *(Header(h) for h in headers)],
+        [[[goal, bounds[goal], *(row.get(m, "") for m in merchants)] for goal, row in rows.items()]],
     )
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,11 +21,12 @@ from contestants.kinds import contestant_class, validate_params
 from contestants.llm.call_coordinator import Budget
 from contestants.llm.pricing import Price
 from market.errors import FieldError
-from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario, names_a_file, shipped_scenarios
+from market.scenario import SHIPPED_SCENARIOS, Goal, Scenario, load_scenario, names_a_file, shipped_scenarios
 from market.yaml_files import ConfigError, load_model, parse_yaml, read_text, validated
 from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from results.deviation import DeviationProbe
+from results.metrics import METRICS
 from results.tables import TournamentRow
 
 MAX_MERCHANTS_PER_MATCH = 16
@@ -92,6 +95,9 @@ class TournamentSpec(BaseModel):
     )
     deviation: DeviationProbe | None = Field(
         None, description="play every match again with one seat's prices forced (results.deviation)"
+    )
+    goals: list[Goal] | None = Field(
+        None, description="campaign goals for every scenario, in place of the scenarios' own"
     )
     talk: StrictBool = Field(
         False,
@@ -187,11 +193,11 @@ class Tournament(BaseModel):
         and the scenarios. The collusion settings decide how every match is measured, so
         they count, but only when they differ from the defaults: a file without them has the
         identity it had before they existed. Likewise `talk`, which changes how every match
-        is played, and a deviation probe: each counts only when there is one."""
+        is played, and a deviation probe and goals: each counts only when there is one."""
         at_default = ({"collusion"} if self.spec.collusion == CollusionSettings() else set()) | (
             set() if self.spec.talk else {"talk"}
         )
-        at_default |= {"deviation"} if self.spec.deviation is None else set()
+        at_default |= {name for name in ("deviation", "goals") if getattr(self.spec, name) is None}
         ignored = {"budget", "scoring", "stop_after_failures", "prices"} | at_default
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
@@ -234,9 +240,13 @@ def load_tournament(path: str | Path) -> Tournament:
                 f"{unpriced} has no known price, so the cost budget cannot be kept: give its price in "
                 f"prices: {{{unpriced}: {{input: ..., output: ...}}}}",
             )
+    if spec.goals is not None:
+        check_goals(path, "goals", spec.goals)
     scenarios: dict[str, Scenario] = {}
     for i, named in enumerate(spec.scenarios):
-        scenario = load_scenario(find_scenario(path, named, f"scenarios[{i}]"))
+        scenario = with_goals(spec, load_scenario(find_scenario(path, named, f"scenarios[{i}]")))
+        if spec.goals is None:
+            check_goals(path, f"scenarios[{i}]", scenario.goals, f"scenario {scenario.name!r}: ")
         if scenario.name in scenarios:
             raise ConfigError(path, f"scenarios[{i}]", f"scenario {scenario.name!r} is listed twice")
         try:
@@ -250,6 +260,38 @@ def load_tournament(path: str | Path) -> Tournament:
         if spec.deviation is not None:
             check_deviation(path, spec, scenario, f"scenarios[{i}]")
     return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
+
+
+GOAL_METRICS = [name for name in METRICS if name != "goals_met"]  # what a goal may be set on
+
+
+def with_goals(spec: TournamentSpec, scenario: Scenario) -> Scenario:
+    """`scenario` with the tournament's goals in place of its own, where the file gives some."""
+    return scenario if spec.goals is None else scenario.model_copy(update={"goals": tuple(spec.goals)})
+
+
+def check_goals(path: Path, field: str, goals: Sequence[Goal], within: str = "") -> None:
+    """ConfigError for the first goal on no metric arena computes, or with a bound its metric
+    cannot reach (a share outside 0 to 1, a count or a day below 0)."""
+    for k, goal in enumerate(goals):
+        metric = METRICS.get(goal.metric)
+        named = f"{field}[{k}]" if field == "goals" else field
+        if metric is None or goal.metric == "goals_met":
+            raise ConfigError(
+                path,
+                f"{named}.metric" if field == "goals" else named,
+                f"{within}goal on unknown metric {goal.metric!r} (metrics: {', '.join(GOAL_METRICS)})",
+            )
+        low, high = {"share": (0.0, 1.0), "count": (0.0, math.inf), "day": (0.0, math.inf)}.get(
+            metric.unit, (-math.inf, math.inf)
+        )
+        if not low <= goal.bound <= high:
+            bound = "at_least" if goal.at_least is not None else "at_most"
+            raise ConfigError(
+                path,
+                f"{named}.{bound}" if field == "goals" else named,
+                f"{within}{goal.metric} is a {metric.unit}, so {goal.bound:g} cannot bound it",
+            )
 
 
 def check_contestants_play(path: Path, spec: TournamentSpec, scenario: Scenario) -> None:
@@ -362,7 +404,8 @@ class StoredTournament:
         notes: list[str] = []
         for i, entry in enumerate(self.spec.scenarios):
             try:
-                scenario = load_scenario(find_scenario(Path(self.row.config_path), entry, f"scenarios[{i}]"))
+                found = find_scenario(Path(self.row.config_path), entry, f"scenarios[{i}]")
+                scenario = with_goals(self.spec, load_scenario(found))
             except ConfigError as exc:
                 notes.append(f"events of scenario {entry!r} are not shown: {exc}")
                 continue

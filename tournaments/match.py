@@ -280,6 +280,7 @@ class Match:
             recalls=recalls,
             metrics=scores.merchants,
             market=scores.market,
+            goals=scores.goals,
             calls=self.calls,
         )
 

@@ -240,6 +240,35 @@ CASES = [
         "t.yaml",
         ["collusion.min_day", "unknown key"],
     ),
+    case(
+        "goal-on-unknown-metric",
+        {"t.yaml": BASE + "goals: [{metric: sales, at_least: 10}]\n"},
+        "t.yaml",
+        ["goals[0].metric", "unknown metric 'sales'", "revenue"],
+    ),
+    case(
+        "goal-share-above-one",
+        {"t.yaml": BASE + "goals: [{metric: market_share, at_least: 15}]\n"},
+        "t.yaml",
+        ["goals[0].at_least", "market_share is a share, so 15 cannot bound it"],
+    ),
+    case(
+        "goal-with-two-bounds",
+        {"t.yaml": BASE + "goals: [{metric: revenue, at_least: 1, at_most: 5}]\n"},
+        "t.yaml",
+        ["goals[0]", "exactly one of at_least and at_most"],
+    ),
+    case(
+        "scenario-goal-on-unknown-metric",
+        {
+            "t.yaml": BASE.replace("[price_war]", "[goal]"),
+            "scenarios/goal.yaml": BLIND_SCENARIO.replace("blind", "goal").replace(
+                "choice: {price_sensitivity: 0}", "goals: [{metric: happiness, at_least: 4}]"
+            ),
+        },
+        "t.yaml",
+        ["scenarios[0]", "scenario 'goal': goal on unknown metric 'happiness'"],
+    ),
     case("talk-not-a-flag", {"t.yaml": BASE + "talk: yes-please\n"}, "t.yaml", ["t.yaml: talk:", "boolean"]),
     case(
         "markup-in-file-name",

@@ -330,6 +330,7 @@ EXPORTED_IN = {
     "metric": "metrics",
     "market_metric": "market_metrics",
     "price_window": "price_windows",
+    "goal": "goals",
 }
 DAY_RECORDS = {"day_log": "", "deviation_path": "deviated_"}  # a path's DayRecords, stored encoded
 
