@@ -114,12 +114,24 @@ def test_validity_rate_and_rejections_by_kind(day):
         ),
     ]
     values = compute(records).merchants["m0"]
-    assert values["validity_rate"] == pytest.approx(4 / 9)
-    assert values["rejected_malformed"] == pytest.approx(2 / 9)
-    assert values["rejected_over_cash"] == pytest.approx(1 / 9)
-    assert values["rejected_unknown_product"] == pytest.approx(1 / 9)
-    assert values["rejected_out_of_range"] == pytest.approx(1 / 9)
+    # applied: two prices and a collect (the wait is no operation); rejected: five
+    assert values["validity_rate"] == pytest.approx(3 / 8)
+    assert values["rejected_malformed"] == pytest.approx(2 / 8)
+    assert values["rejected_over_cash"] == pytest.approx(1 / 8)
+    assert values["rejected_unknown_product"] == pytest.approx(1 / 8)
+    assert values["rejected_out_of_range"] == pytest.approx(1 / 8)
     assert values["constraint_violations"] == 3
+    assert values["idle_days"] == pytest.approx(2 / 3)  # day 2 had no decision, day 3 only waited
+    # kinds applied: set_price twice, collect once
+    assert values["action_entropy"] == pytest.approx(-(2 / 3) * math.log2(2 / 3) - (1 / 3) * math.log2(1 / 3))
+
+
+def test_a_merchant_that_only_waits_has_no_validity_and_is_idle_every_day(day):
+    records = [day(day=d, operations=[{"op": "wait"}], rejections=[]) for d in (1, 2, 3)]
+    values = compute(records).merchants["m0"]
+    assert values["validity_rate"] is None
+    assert values["idle_days"] == 1.0
+    assert values["action_entropy"] is None
 
 
 def test_validity_is_none_when_nothing_was_submitted(days):
