@@ -31,7 +31,7 @@ from pydantic import Field, model_validator
 
 from contestants.base import Contestant, ContestantConfigError, Params, RunOptions
 from market.competitors import Competitors
-from market.demand import choice_shares
+from market.demand import choice_shares, demand_factor
 from market.scenario import Scenario, event_multiplier
 from market.types import ArrayDecisions, MarketView, Observation, Operation
 
@@ -56,27 +56,95 @@ def order_up_to(stock: np.ndarray, reorder_level: np.ndarray, target: np.ndarray
 
 
 def array_decisions(
-    view: MarketView, prices: np.ndarray, orders: np.ndarray, messages: np.ndarray | None = None
+    view: MarketView,
+    prices: np.ndarray,
+    placed: tuple[np.ndarray, np.ndarray | None],
+    messages: np.ndarray | None = None,
 ) -> ArrayDecisions:
-    """Collect what is due; post only the prices that change (NaN: no view, keep it); say
-    `messages` (None: nothing)."""
+    """Collect what is due; post only the prices that change (NaN: no view, keep it); place
+    the orders (`orders`: units and their suppliers); say `messages` (None: nothing)."""
     kept = np.abs(prices - view.prices) <= _EPS
-    return ArrayDecisions(view.receivables_due > 0, np.where(kept, math.nan, prices), orders, messages)
+    units, suppliers = placed
+    return ArrayDecisions(
+        view.receivables_due > 0, np.where(kept, math.nan, prices), units, messages, suppliers
+    )
 
 
-def orders(scenario: Scenario, view: MarketView, wanted: np.ndarray) -> np.ndarray:
+def orders(scenario: Scenario, view: MarketView, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """Whole units to order for the units wanted [merchant, product], product by product,
-    each cut to what the cash left after the earlier ones pays for. A day's fixed cost is
-    kept back so a restock does not by itself cause bankruptcy. When sales are not limited by
-    stock (units are bought when sold) stock is useless and nothing is ordered."""
+    each cut to what the cash left after the earlier ones pays for, and the supplier of each
+    (None: all from the usual ones). A day's fixed cost is kept back so a restock does not by
+    itself cause bankruptcy. When sales are not limited by stock (units are bought when sold)
+    stock is useless and nothing is ordered. Of a perishable product no more is wanted than
+    the stock position that sells before it spoils (`daily_sales` times its shelf life);
+    where a product lists suppliers, each order goes to `cheapest_in_time`."""
     units = np.zeros_like(wanted)
     if not scenario.demand.stock_limited:
-        return units
+        return units, None
+    perishable = [j for j, p in enumerate(scenario.products) if p.shelf_life]
+    listed = bool(scenario.supplier_names)
+    cost, suppliers = view.unit_cost, None
+    if perishable or listed:
+        daily = daily_sales(scenario, view)
+        wanted = wanted.copy()
+        for j in perishable:
+            shelf_life = scenario.products[j].shelf_life or 0
+            sells = daily[:, j] * shelf_life - view.inventory[:, j] - view.in_transit[:, j]
+            wanted[:, j] = np.minimum(wanted[:, j], np.maximum(sells, 0.0))
+        if listed:
+            suppliers, cost = cheapest_in_time(scenario, view, daily)
     budget = view.cash - view.fixed_daily_cost
-    for j, unit_cost in enumerate(view.unit_cost.T):
+    for j, unit_cost in enumerate(cost.T):
         units[:, j] = affordable_units(wanted[:, j], unit_cost, budget)
         budget = budget - units[:, j] * unit_cost
-    return units
+    return units, suppliers
+
+
+def daily_sales(scenario: Scenario, view: MarketView) -> np.ndarray:
+    """What a merchant may expect to sell a day [merchant, product]: the product's base
+    demand times the demand factor and the announced demand events of today, shared alike
+    among the match's merchants and the scripted competitors that sell it."""
+    sellers = view.board.seats + np.array(
+        [sum(not c.products or p.id in c.products for c in scenario.competitors) for p in scenario.products]
+    )
+    factor = demand_factor(scenario.demand, view.day)
+    demand = np.array(
+        [
+            p.base_demand * factor * event_multiplier(view.events, "demand", p.id, view.day)
+            for p in scenario.products
+        ]
+    )
+    return np.broadcast_to(demand / sellers, view.inventory.shape)
+
+
+def cheapest_in_time(
+    scenario: Scenario, view: MarketView, daily: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per merchant and product, the supplier to order from (Operations numbers them: 0 the
+    usual one) and what a unit costs there: the cheapest of those whose expected delivery
+    (lead time, plus late_days times the share of late orders) comes before the stock in hand
+    runs out at `daily` sales; the quickest when none does."""
+    suppliers = np.zeros(view.inventory.shape, dtype=np.int16)
+    cost = view.unit_cost.copy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cover = np.where(daily > 0, view.inventory / daily, math.inf)  # days the stock lasts
+    for j, product in enumerate(scenario.products):
+        if not product.suppliers:
+            continue
+        factor = event_multiplier(view.events, "cost", product.id, view.day)
+        costs = np.column_stack(
+            [view.unit_cost[:, j], *(np.full(len(cost), s.unit_cost * factor) for s in product.suppliers)]
+        )
+        expected = np.array(
+            [product.lead_time, *(s.lead_time + (1 - s.reliability) * s.late_days for s in product.suppliers)]
+        )
+        in_time = expected[None, :] <= cover[:, j, None] + _EPS
+        quickest = np.argmin(expected + 1e-9 * costs, axis=1)  # ties: the cheaper
+        cheapest = np.argmin(np.where(in_time, costs, math.inf), axis=1)
+        chosen = np.where(in_time.any(axis=1), cheapest, quickest)
+        suppliers[:, j] = chosen
+        cost[:, j] = costs[np.arange(len(cost)), chosen]
+    return suppliers, cost
 
 
 M = TypeVar("M", bound="RuleMerchant")
@@ -116,10 +184,16 @@ class Team(Generic[M]):
         return self._benchmarks
 
     def restock(self, view: MarketView) -> np.ndarray:
-        """The (s, S) policy of `RestockParams`, for every member and product."""
-        return order_up_to(
-            view.inventory + view.in_transit, self.column("reorder_level"), self.column("target_stock")
-        )
+        """The (s, S) policy of `RestockParams`, for every member and product: its levels in
+        units, or in days of expected sales for the members that give them so."""
+        reorder, target = self.column("reorder_level"), self.column("target_stock")
+        in_days = self.column("reorder_days")
+        if not np.isnan(in_days).all():
+            daily = daily_sales(self.scenario, view)
+            by_days = ~np.isnan(in_days)
+            reorder = np.where(by_days, in_days * daily, reorder)
+            target = np.where(by_days, self.column("target_days") * daily, target)
+        return order_up_to(view.inventory + view.in_transit, reorder, target)
 
 
 class RulePlay:
@@ -173,15 +247,30 @@ class RulePlay:
 
 class RestockParams(Params):
     """An (s, S) restocking policy: at or below `reorder_level` units in hand and in transit,
-    order up to `target_stock`."""
+    order up to `target_stock`; or, with `reorder_days` and `target_days`, levels of so many
+    days of expected sales (`daily_sales`), which fit any size of market."""
 
     reorder_level: float = Field(15.0, ge=0, description="s: reorder when stock position is at or below this")
     target_stock: float = Field(40.0, gt=0, description="S: order up to this stock position")
+    reorder_days: float | None = Field(
+        None, ge=0, description="s in days of expected sales, in place of reorder_level"
+    )
+    target_days: float | None = Field(
+        None, gt=0, description="S in days of expected sales, in place of target_stock"
+    )
 
     @model_validator(mode="after")
     def _levels(self) -> RestockParams:
         if self.target_stock <= self.reorder_level:
             raise ValueError("target_stock must be above reorder_level")
+        if (self.reorder_days is None) != (self.target_days is None):
+            raise ValueError("reorder_days and target_days go together")
+        if (
+            self.reorder_days is not None
+            and self.target_days is not None
+            and self.target_days <= self.reorder_days
+        ):
+            raise ValueError("target_days must be above reorder_days")
         return self
 
 

@@ -177,7 +177,9 @@ def allocate_segments(
             break
         served = _ration(picks, left, rngs)
         sold += served
-        left -= served.sum(axis=1)
+        left = np.maximum(
+            left - served.sum(axis=1), 0.0
+        )  # summing the segments' shares can overshoot by an ulp
         choosing = (picks - served).sum(axis=2)
         settled = choosing <= tolerance
         no_purchase += np.where(settled & active, choosing, 0.0)

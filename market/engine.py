@@ -156,7 +156,7 @@ class Market:
         listed = 1 + max(len(p.suppliers) for p in products)
         self._supplier_names = scenario.supplier_names
         self._supply_cost = np.full((len(products), listed), math.nan)
-        self._supply_lead = np.tile(self._lead[:, None], (1, listed))
+        self._supply_lead = np.tile(self._lead[:, None], (1, listed))  # whole days
         self._reliability = np.ones((len(products), listed))
         self._late_days = np.zeros((len(products), listed), dtype=np.int64)
         for j, product in enumerate(products):
@@ -216,6 +216,8 @@ class Market:
         self.units_sold = np.zeros((m, p))
         kept = s.satisfaction
         self.satisfaction = np.full(m, kept.initial if kept is not None else 0.0)
+        # what the optional parts record on a day they do nothing: one array each, never written
+        self._none_by_row, self._none_by_product = np.zeros(m), np.zeros((m, p))
         self.discount = np.zeros((m, p))  # of each row's latest promotion of each product
         self.discount_until = np.zeros((m, p), dtype=np.int64)  # and its last day
         self.logs = [
@@ -316,13 +318,19 @@ class Market:
         orders = self._orders(arrays, rows, decisions or {})
         done = self._apply(orders.columns, unit_cost, orders.rejected)
         ordered, advertising = done.ordered, done.advertising
-        self._receive(arrived + done.stocked)
+        if self._perishable.size or self.scenario.satisfaction is not None:
+            came = arrived + done.stocked  # into stock today, on time
+            self._receive(came)
         self._force_prices(forced or {})
         orders.add_unknown_products()
         said = self._messages(orders) if self.talk else None
-        flows = self._trade(day, unit_cost, _sum(ordered * unit_cost, 1) - done.savings, advertising)
-        late = late + done.late
-        self._update_satisfaction(flows, late, arrived + done.stocked)
+        paid = _sum(ordered * unit_cost, 1)
+        if self._supplier_names:
+            paid = paid - done.savings
+            late = late + done.late
+        flows = self._trade(day, unit_cost, paid, advertising)
+        if self.scenario.satisfaction is not None:
+            self._update_satisfaction(flows, late, came)
         self.bankrupt |= self.cash < 0
         worth_end = self.net_worth(unit_cost)
         self._closing = (unit_cost, worth_end)
@@ -442,7 +450,7 @@ class Market:
         arrived = self.pipeline[:, :, 0].copy()
         self.inventory += arrived
         _shift_left(self.pipeline)
-        late = np.zeros_like(arrived)
+        late = self._none_by_product
         if self._unreliable:
             late = self.overdue[:, :, 0].copy()
             _shift_left(self.overdue)
@@ -511,7 +519,7 @@ class Market:
         offered = self._offered(day)
         wanted, sold, returned = self._clear_market(day, offered)
         revenue = _sum(sold * offered, 1)
-        refunds, restocked = np.zeros(len(revenue)), np.zeros_like(returned)
+        refunds, restocked = self._none_by_row, self._none_by_product
         if self.scenario.segments:  # customers who return goods get their money back
             refunds = _sum(returned * offered, 1)
             restocked = self._resellable(returned)
@@ -527,12 +535,15 @@ class Market:
             made_to_order = np.zeros(len(self.playing))
         else:
             made_to_order = _sum(sold * unit_cost, 1)
-        self.inventory += restocked
-        self._receive(restocked)
-        spoiled = self._spoil(sold)
+        if self.scenario.segments:
+            self.inventory += restocked
+            self._receive(restocked)
+        spoiled = self._spoil(sold) if self._perishable.size else self._none_by_product
         holding = _sum(self.inventory * self._holding, 1)
         fixed = np.where(self.bankrupt, 0.0, finance.fixed_daily_cost)
-        self.cash += revenue_cash - made_to_order - holding - fixed - refunds
+        self.cash += revenue_cash - made_to_order - holding - fixed
+        if self.scenario.segments:
+            self.cash -= refunds
         self.units_sold += sold
         self._update_reputation(wanted, sold, advertising)
         return {
@@ -549,7 +560,9 @@ class Market:
             "returned": returned,
             "restocked": restocked,
             "refunds": refunds,
-            "discount": np.where(self.discount_until >= day, self.discount, 0.0),
+            "discount": self._none_by_product
+            if self._promotions is None
+            else np.where(self.discount_until >= day, self.discount, 0.0),
         }
 
     def _resellable(self, returned: np.ndarray) -> np.ndarray:
@@ -631,22 +644,20 @@ class Market:
         row, index, kind, product, value, supplier, days = [], [], [], [], [], [], []
         for i, decision in parsed.items():
             for k, op in decision.operations:
-                name = getattr(op, "product", None)
+                fields = op.__dict__  # not getattr: a pydantic model's missing attribute costs microseconds
+                name = fields.get("product")
                 j = -1 if name is None else self._pid.get(name)
-                source = (
-                    0
-                    if j is None or j < 0
-                    else supplier_number(self._supplier_names, j, getattr(op, "supplier", None))
-                )
+                named = fields.get("supplier")  # an order's supplier, where it names one
+                source = 0 if named is None or j is None else supplier_number(self._supplier_names, j, named)
                 if j is None or source is None:
-                    given = {key: v for key, v in op.__dict__.items() if v is not None}
+                    given = {key: v for key, v in fields.items() if v is not None}
                     unknown.setdefault(i, []).append(
                         Rejection(k, given, f"unknown product {name!r}", RejectionCode.UNKNOWN_PRODUCT)
                         if j is None
                         else Rejection(
                             k,
                             given,
-                            f"{name} has no supplier {getattr(op, 'supplier', None)!r}",
+                            f"{name} has no supplier {named!r}",
                             RejectionCode.UNKNOWN_SUPPLIER,
                         )
                     )
@@ -659,7 +670,7 @@ class Market:
                 number = VALUE_FIELDS[code]
                 value.append(getattr(op, number) if number else math.nan)
                 supplier.append(source)
-                days.append(getattr(op, "days", 0))
+                days.append(fields.get("days", 0))
         return Submitted(
             np.array(row, dtype=np.int64),
             np.array(index, dtype=np.int64),
@@ -689,10 +700,9 @@ class Market:
             valid = ((value > _LOWEST[kind]) & (value <= self._highest[kind, item])) | _FREE[kind]
             if self.scenario.whole_units:
                 valid &= ~ordering | (value == np.floor(value))
-            promoting = kind == PROMOTE
-            if promoting.any():  # for a number of days the market allows
-                most = 0 if self._promotions is None else self._promotions.max_days
-                valid &= ~promoting | ((ops.days >= 1) & (ops.days <= most))
+            if self._promotions is not None:  # a promotion for a number of days the market allows
+                promoting = kind == PROMOTE
+                valid &= ~promoting | ((ops.days >= 1) & (ops.days <= self._promotions.max_days))
             cost = unit_cost[row, item]  # of a unit ordered: from the usual supplier, or a listed one
             if self._supplier_names and supplier.any():
                 listed = self._supply_cost[item, supplier] * self._cost_factor(self.day)[item]
@@ -705,10 +715,10 @@ class Market:
             if not (cells[1:] > cells[:-1]).all():
                 priced = priced[len(priced) - 1 - np.unique(cells[::-1], return_index=True)[1]]
             self.prices[row[priced], product[priced]] = value[priced]
-        promoted = np.flatnonzero(promoting & valid)
-        for x in promoted.tolist():  # a later promotion of the same product replaces an earlier one
-            self.discount[row[x], product[x]] = value[x]
-            self.discount_until[row[x], product[x]] = self.day + int(ops.days[x]) - 1
+        if self._promotions is not None:
+            for x in np.flatnonzero(promoting & valid).tolist():  # a later promotion replaces an earlier one
+                self.discount[row[x], product[x]] = value[x]
+                self.discount_until[row[x], product[x]] = self.day + int(ops.days[x]) - 1
         collected = np.zeros(m)
         found = np.zeros(len(row))  # the cash each spending operation found
         spending = np.flatnonzero(ordering | advertising | collecting)
@@ -732,18 +742,23 @@ class Market:
         buying = np.flatnonzero(ordering & accepted)
         r, j, units, source = row[buying], product[buying], value[buying], supplier[buying]
         ordered = np.bincount(r * p + j, weights=units, minlength=m * p).reshape(m, p)
-        savings = np.zeros(m)
+        savings, late_today = self._none_by_row, self._none_by_product
+        lead: np.ndarray = self._lead[j]
         if self._supplier_names:
+            savings = np.zeros(m)
             np.add.at(savings, r, units * (unit_cost[r, j] - cost[buying]))
-        lead = self._supply_lead[j, source]
-        late = self._late_units(r, j, units, source)
-        units = units - late
+            lead = self._supply_lead[j, source].astype(np.int64)
+        late = self._late_units(r, j, units, source) if self._unreliable else None
+        if late is not None:
+            units = units - late
         now = lead == 0  # one by one, in the order given: two orders of a product add up as they would apart
         np.add.at(self.inventory, (r[now], j[now]), units[now])
         np.add.at(self.pipeline, (r[~now], j[~now], lead[~now] - 1), units[~now])
-        stocked = np.bincount(r[now] * p + j[now], weights=units[now], minlength=m * p).reshape(m, p)
-        late_today = np.zeros((m, p))
-        if late.any():
+        stocked: np.ndarray = self._none_by_product
+        if self._perishable.size or self.scenario.satisfaction is not None:  # who needs to know
+            stocked = np.bincount(r[now] * p + j[now], weights=units[now], minlength=m * p).reshape(m, p)
+        if late is not None and late.any():
+            late_today = np.zeros((m, p))
             np.add.at(self.pipeline, (r, j, lead + self._late_days[j, source] - 1), late)
             np.add.at(self.overdue, (r[~now], j[~now], lead[~now] - 1), late[~now])
             np.add.at(late_today, (r[now], j[now]), late[now])
@@ -766,10 +781,9 @@ class Market:
     ) -> np.ndarray:
         """Of each order placed (by row, product, units and supplier), the units that will
         arrive late: the whole order with probability 1 - reliability where units are whole
-        (drawn from its match's generator), that share of it where flows are expected."""
+        (drawn from its match's generator), that share of it where flows are expected (asked
+        only where some supplier is unreliable)."""
         late = np.zeros(len(units))
-        if not self._unreliable:
-            return late
         reliability = self._reliability[product, supplier]
         unsure = np.flatnonzero(reliability < 1)
         if not self.scenario.whole_units:
@@ -836,9 +850,10 @@ class Market:
         if s.segments:
             return self._clear_segments(day, offered, factor, stochastic)
         utility = utilities(s.choice, offered, self._reference, self.reputation[:, None], self._quality)
-        bonus = self._promotion_bonus(day, s.choice.promotion_response) + self._satisfaction_bonus()
-        if np.any(bonus):  # promotions and satisfaction off: nothing to add
-            utility = utility + bonus
+        if self._promotions is not None or s.satisfaction is not None:
+            utility = (
+                utility + self._promotion_bonus(day, s.choice.promotion_response) + self._satisfaction_bonus()
+            )
         utility = np.where(self.bankrupt[:, None], -np.inf, utility)
         running = np.logical_or.reduce(self.playing.reshape(-1, self.seats), 1)  # matches not over
         rngs = [rng for rng, on in zip(self._rngs, running.tolist()) if on]
@@ -884,6 +899,8 @@ class Market:
         seats, segments = self.seats, s.segments
         wanted, sold, returned = np.zeros((m, p)), np.zeros((m, p)), np.zeros((m, p))
         running = np.flatnonzero(np.logical_or.reduce(self.playing.reshape(-1, seats), 1))
+        if not running.size:
+            return wanted, sold, returned
         rngs = [self._rngs[b] for b in running.tolist()]
         shares = np.array([g.share for g in segments])
         rates = np.array([g.return_rate for g in segments])

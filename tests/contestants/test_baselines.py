@@ -567,3 +567,80 @@ def test_best_response_counts_the_scripted_competitors_as_rivals(scenario, obser
     )
     alone = started("best_response", scenario, grid_points=60, max_price_factor=3.0)
     assert chosen < prices_of(alone.decide(obs))["widget"]  # the shop takes customers at high prices
+
+
+# ---- the retail world ---------------------------------------------------------------------------
+
+
+def _retail(**product) -> Scenario:
+    """One product whose customers come 40 a day to two merchants (20 each, expected)."""
+    return Scenario(
+        name="retail",
+        products=(
+            Product(
+                id="widget", unit_cost=10.0, reference_price=20.0, base_demand=40.0, lead_time=3, **product
+            ),
+        ),
+        demand=Demand(mode="expected"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("stock", "supplier"),
+    [
+        (200.0, "farm"),  # 10 days of sales: the farm (6 days) comes in time and is cheaper
+        (80.0, None),  # 4 days: only the usual supplier (3 days) comes in time
+        (10.0, None),  # half a day: none in time, the quickest (the usual one)
+    ],
+)
+def test_the_reorder_point_rule_orders_from_the_cheaper_supplier_that_comes_in_time(observe, stock, supplier):
+    scenario = _retail(suppliers=({"name": "farm", "unit_cost": 8.0, "lead_time": 6},))
+    merchant = started("reorder_point", scenario, reorder_days=12, target_days=20)
+    decision = merchant.decide(observe(scenario, inventory=stock))
+    (order,) = [op for op in operations_of(decision) if isinstance(op, Order)]
+    assert order.supplier == supplier
+    assert order.quantity == 20 * 20 - stock  # up to 20 days of 20 a day
+
+
+def test_an_unreliable_supplier_is_judged_by_when_its_orders_come_on_average(observe):
+    """The farm takes 3 days, but a half of its orders 4 more: 5 days expected, beyond 4 days of stock."""
+    scenario = _retail(
+        suppliers=({"name": "farm", "unit_cost": 8.0, "lead_time": 3, "reliability": 0.5, "late_days": 4},)
+    )
+    merchant = started("reorder_point", scenario, reorder_days=12, target_days=20)
+    (order,) = [
+        op
+        for op in operations_of(merchant.decide(observe(scenario, inventory=80.0)))
+        if isinstance(op, Order)
+    ]
+    assert order.supplier is None
+
+
+def test_no_rule_stocks_more_of_a_perishable_than_sells_before_it_spoils(observe):
+    """Juice keeps 3 days and 20 a day sell: at most 60 in stock and coming, whatever the rule wants."""
+    scenario = _retail(shelf_life=3)
+    for kind, params in (
+        ("reorder_point", {"reorder_level": 50, "target_stock": 500}),
+        ("best_response", {"cover_days": 30}),
+    ):
+        merchant = started(kind, scenario, **params)
+        orders = orders_of(merchant.decide(observe(scenario, inventory=15.0, in_transit=5.0)))
+        assert orders.get("widget", 0) <= 60 - 20, kind
+
+
+def test_stock_levels_in_days_follow_the_expected_sales(observe):
+    scenario = _retail()
+    merchant = started("reorder_point", scenario, reorder_days=2, target_days=5)
+    assert orders_of(merchant.decide(observe(scenario, inventory=41.0))) == {}  # above 2 days (40)
+    assert orders_of(merchant.decide(observe(scenario, day=2, inventory=40.0))) == {
+        "widget": 60.0
+    }  # up to 100
+
+
+@pytest.mark.parametrize(
+    ("params", "problem"),
+    [({"reorder_days": 2}, "go together"), ({"reorder_days": 5, "target_days": 5}, "above")],
+)
+def test_stock_levels_in_days_are_checked(params, problem):
+    with pytest.raises(ContestantConfigError, match=problem):
+        validate_params("reorder_point", params)

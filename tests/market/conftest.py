@@ -117,14 +117,11 @@ def check_day(
     assert len(indices) == len(set(indices)), f"two rejections share a position: {r.rejections}"
     if -1 in indices:
         assert len(r.rejections) == 1 and not r.operations, "a rejected decision applies nothing"
+    kinds = {"set_price", "order", "advertise", "collect", "wait"} | (
+        {"promote"} if s.promotions is not None else set()
+    )
     for op in r.operations:
-        assert isinstance(op, dict) and op.get("op") in {
-            "set_price",
-            "order",
-            "advertise",
-            "collect",
-            "wait",
-        }, op
+        assert isinstance(op, dict) and op.get("op") in kinds, op
     if decision is not _NOT_GIVEN:
         is_arrays = isinstance(decision, dict) and "price" in decision and "operations" not in decision
         items = _given_items(decision)
@@ -238,8 +235,11 @@ def check_day(
 
         goods += (inventory + in_transit) * unit_cost
         holding += inventory * product.holding_cost
-        revenue += sold * price
-        refunds += returned * price
+        discount = r.discount[pid]  # of a promotion running: customers paid less
+        allowed = s.promotions.max_discount if s.promotions is not None else 0.0
+        assert 0 <= discount <= allowed, (pid, discount)
+        revenue += sold * price * (1 - discount)
+        refunds += returned * price * (1 - discount)
 
     # --- money
     cash_start = prev_record.cash_end if prev_record else s.finance.initial_cash
@@ -376,6 +376,12 @@ def random_operation(rng: np.random.Generator, obs: Observation, scenario: Scena
         ["set_price", "order", "advertise", "collect", "wait", "malformed"],
         p=[0.3, 0.3, 0.1, 0.12, 0.08, 0.1],
     )
+    if scenario.promotions is not None and rng.random() < 0.1:
+        allowed = scenario.promotions
+        discount = [round(float(rng.uniform(0.05, allowed.max_discount)), 2), allowed.max_discount + 0.1, 0.0]
+        days = [int(rng.integers(1, allowed.max_days + 1)), allowed.max_days + 1, 0]
+        pick = [int(rng.choice(3, p=[0.8, 0.1, 0.1])) for _ in range(2)]
+        return {"op": "promote", "product": pid, "discount": discount[pick[0]], "days": days[pick[1]]}
     if kind == "set_price":
         plausible = round(float(product.reference_price * rng.uniform(0.3, 3.0)), 2)
         options = [plausible] * 8 + [
@@ -403,7 +409,11 @@ def random_operation(rng: np.random.Generator, obs: Observation, scenario: Scena
         ]
         weights = np.array([6, 6, 1, 1, 1, 1, 1, 1, 2, 0.5, 0.5])
         quantity = options[int(rng.choice(len(options), p=weights / weights.sum()))]
-        return {"op": "order", "product": pid, "quantity": quantity}
+        order = {"op": "order", "product": pid, "quantity": quantity}
+        if product.suppliers and rng.random() < 0.5:  # a listed supplier, now and then one it does not list
+            names = [x.name for x in product.suppliers]
+            order["supplier"] = names[int(rng.integers(len(names)))] if rng.random() < 0.9 else "nobody"
+        return order
     if kind == "advertise":
         options = [round(float(rng.uniform(0, 300)), 2), -10.0, cash * 2 + 1, float("nan"), 0.0]
         return {

@@ -3,11 +3,13 @@ scenario file by its path."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pettingzoo.test import parallel_api_test
 
 from market import parallel_env, shipped_scenarios
-from market.scenario import shipped_scenario
+from market.scenario import SHIPPED_SCENARIOS, shipped_scenario
 from market.yaml_files import ConfigError
 
 SMALL = """\
@@ -34,15 +36,17 @@ def test_a_scenario_file_by_path_passes_the_api_test(tmp_path, as_text):
 
 
 def test_the_shipped_scenarios_are_the_package_files():
-    assert shipped_scenarios() == ["calvano", "logit_game", "multi_product", "price_war", "seasonal"]
+    assert shipped_scenarios() == sorted(path.stem for path in SHIPPED_SCENARIOS.glob("*.yaml"))
+    assert {"price_war", "retail_quarter", "seed_shop"} <= set(shipped_scenarios())
     assert all(shipped_scenario(name).is_file() for name in shipped_scenarios())
 
 
 def test_an_unknown_name_names_the_shipped_scenarios():
     with pytest.raises(
         ValueError,
-        match=r"no shipped scenario is named 'atlantis' "
-        r"\(shipped: calvano, logit_game, multi_product, price_war, seasonal\)",
+        match=r"no shipped scenario is named 'atlantis' \(shipped: "
+        + re.escape(", ".join(shipped_scenarios()))
+        + r"\)",
     ):
         parallel_env("atlantis")
 

@@ -289,7 +289,8 @@ def test_not_found_lists_where_it_looked(tmp_path, monkeypatch):
         tmp_path / "scenarios" / "nowhere.yaml",
     ]:
         assert str(place) in exc.message
-    assert "shipped: calvano, logit_game, multi_product, price_war, seasonal" in exc.message
+    shipped = sorted(path.stem for path in (ROOT / "market" / "scenarios").glob("*.yaml"))
+    assert f"shipped: {', '.join(shipped)})" in exc.message
 
 
 def test_a_name_is_a_shipped_scenario_unless_a_file_near_the_tournament_has_it(tmp_path, monkeypatch):
