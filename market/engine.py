@@ -71,6 +71,7 @@ SET_PRICE, ORDER, ADVERTISE, COLLECT, PROMOTE = (
 _LOWEST = np.array([{"advertise": -math.ulp(0.0)}.get(kind, 0.0) for kind in KIND_INDEX])
 _HIGHEST = np.finfo(float).max
 _FREE = np.array([field is None for field in VALUE_FIELDS])
+_MOST_DAYS = np.iinfo(np.int16).max
 
 
 class Submitted(NamedTuple):
@@ -670,7 +671,8 @@ class Market:
                 number = VALUE_FIELDS[code]
                 value.append(getattr(op, number) if number else math.nan)
                 supplier.append(source)
-                days.append(fields.get("days", 0))
+                # kept within int16: a promotion of more days than any market allows is refused anyway
+                days.append(min(max(fields.get("days", 0), 0), _MOST_DAYS))
         return Submitted(
             np.array(row, dtype=np.int64),
             np.array(index, dtype=np.int64),

@@ -94,3 +94,9 @@ def test_without_promotions_promote_is_no_operation():
     typed = play(without, {1: [Promote(product="tea", discount=0.1, days=1)]}, 1).logs[0].build()
     assert typed[0].rejections[0].reason == "this market runs no promotions"
     assert '"promotions"' not in Scenario.model_validate(without).identity()
+
+
+def test_a_promotion_of_absurdly_many_days_is_refused_not_a_crash():
+    decision = [{"op": "promote", "product": "tea", "discount": 0.2, "days": 10**9}]
+    (record,) = play(SALE, {1: decision}, 1).logs[0].build()
+    assert [r.code for r in record.rejections] == [RejectionCode.PROMOTION_OUT_OF_RANGE]
