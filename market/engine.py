@@ -571,9 +571,7 @@ class Market:
         returns_resellable share of them (a binomial draw per merchant from its match's
         generator where units are whole); the rest are written off."""
         share = self._resellable_share
-        if (share == 1).all() or not returned.any():
-            return returned * share
-        if not self.scenario.whole_units:
+        if (share == 1).all() or not returned.any() or not self.scenario.whole_units:
             return returned * share
         kept = np.zeros_like(returned)
         for b, span in enumerate(self.match_rows):
