@@ -507,54 +507,82 @@ class BestResponse(RuleMerchant):
     @classmethod
     def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         scenario = team.scenario
-        choice, board, n = scenario.choice, view.board, view.board.seats
-        prices, wanted = np.zeros_like(view.prices), np.zeros_like(view.prices)
-        seat_quality = np.array(scenario.seat_values("quality", n))  # [seat, product]
+        board, n = view.board, view.board.seats
+        products = scenario.products
+        reference = np.array([p.reference_price for p in products])
+        # every member's options, [member, option, product]: itself, the other seats of its
+        # match, the scripted competitors; an option that does not sell wins no share
+        others = (view.rows - view.rows % n)[:, None] + np.arange(n)
+        others = others[others != view.rows[:, None]].reshape(len(view.rows), n - 1)
         scripted = team.competitors
-        for k, (member, row) in enumerate(zip(team.members, view.rows.tolist())):
-            params = member.params
-            rivals = np.array(
-                [r for r in range(row - row % n, row - row % n + n) if r != row and not board.bankrupt[r]],
-                dtype=np.int64,
+        members, rivals = len(view.rows), len(scripted)
+        # what a hidden price or reputation counts as
+        rival_prices = board.prices[others]
+        rival_prices = np.where(np.isnan(rival_prices), reference, rival_prices)
+        shown = np.broadcast_to(scripted.standing, (members, rivals, len(products)))
+        if board.competitor_prices is not None:
+            today = board.competitor_prices[view.rows // n]
+            shown = np.where(np.isnan(today), shown, today)
+        reputation = np.concatenate(
+            [
+                view.reputation[:, None],
+                board.reputation[others],
+                np.broadcast_to(scripted.reputation, (members, rivals)),
+            ],
+            axis=1,
+        )
+        reputation[np.isnan(reputation)] = scenario.reputation.initial
+        seat_quality = np.array(scenario.seat_values("quality", n))  # [seat, product]
+        quality = np.concatenate(
+            [
+                seat_quality[view.rows % n][:, None],
+                seat_quality[others % n],
+                np.broadcast_to(scripted.quality, (members, rivals, len(products))),
+            ],
+            axis=1,
+        )
+        selling = np.concatenate(
+            [
+                np.ones((members, 1, len(products)), dtype=bool),
+                np.broadcast_to(~board.bankrupt[others][:, :, None], (members, n - 1, len(products))),
+                np.broadcast_to(scripted.sells, (members, rivals, len(products))),
+            ],
+            axis=1,
+        )
+        demand = np.array(
+            [p.base_demand * event_multiplier(view.events, "demand", p.id, view.day) for p in products]
+        )
+        lead = np.array([p.lead_time for p in products])
+        prices, wanted = np.zeros_like(view.prices), np.zeros_like(view.prices)
+        points = team.column("grid_points")[:, 0]
+        for count in np.unique(points).tolist():  # one grid size at a time
+            some = np.flatnonzero(points == count)
+            unit_cost = view.unit_cost[some]
+            # [member, product, candidate]
+            grid = np.linspace(
+                unit_cost,
+                np.maximum(reference * team.column("max_price_factor")[some], 2 * unit_cost),
+                int(count),
+                axis=-1,
             )
-            reputation = np.concatenate([view.reputation[k : k + 1], board.reputation[rivals]])
-            reputation[np.isnan(reputation)] = scenario.reputation.initial  # what a hidden one counts as
-            quality = seat_quality[np.concatenate([[row % n], rivals % n])]
-            for j, product in enumerate(scenario.products):
-                unit_cost = float(view.unit_cost[k, j])
-                grid = np.linspace(
-                    unit_cost,
-                    max(product.reference_price * params.max_price_factor, 2 * unit_cost),
-                    params.grid_points,
-                )
-                # what a hidden price counts as
-                rival_prices = np.nan_to_num(board.prices[rivals, j], nan=product.reference_price)
-                options_reputation, options_quality = reputation, quality[:, j]
-                if len(scripted):
-                    sells = scripted.sells[:, j]
-                    shown = scripted.standing[:, j]
-                    if board.competitor_prices is not None:
-                        today = board.competitor_prices[row // n, :, j]
-                        shown = np.where(np.isnan(today), shown, today)
-                    rival_prices = np.concatenate([rival_prices, shown[sells]])
-                    options_reputation = np.concatenate([reputation, scripted.reputation[sells]])
-                    options_quality = np.concatenate([options_quality, scripted.quality[sells, j]])
-                profiles = np.column_stack(
-                    [grid, np.broadcast_to(rival_prices, (len(grid), len(rival_prices)))]
-                )
-                shares = choice_shares(
-                    choice, profiles, product.reference_price, options_reputation, options_quality
-                )
-                share = shares[:, 0]
-                best = int(np.argmax((grid - unit_cost) * share))
-                prices[k, j] = grid[best]
-                daily = (
-                    product.base_demand
-                    * event_multiplier(view.events, "demand", product.id, view.day)
-                    * float(share[best])
-                )
-                target = math.ceil(daily * (product.lead_time + params.cover_days))
-                wanted[k, j] = max(target - view.inventory[k, j] - view.in_transit[k, j], 0.0)
+            profiles = np.empty((*grid.shape, 1 + n - 1 + rivals))  # [member, product, candidate, option]
+            profiles[..., 0] = grid
+            profiles[..., 1:] = np.concatenate([rival_prices[some], shown[some]], axis=1).transpose(0, 2, 1)[
+                :, :, None
+            ]
+            share = choice_shares(
+                scenario.choice,
+                profiles,
+                reference[:, None, None],
+                reputation[some][:, None, None, :],
+                quality[some].transpose(0, 2, 1)[:, :, None, :],
+                selling[some].transpose(0, 2, 1)[:, :, None, :],
+            )[..., 0]
+            best = np.argmax((grid - unit_cost[..., None]) * share, axis=-1)[..., None]
+            prices[some] = np.take_along_axis(grid, best, -1)[..., 0]
+            daily = demand * np.take_along_axis(share, best, -1)[..., 0]
+            target = np.ceil(daily * (lead + team.column("cover_days")[some]))
+            wanted[some] = np.maximum(target - view.inventory[some] - view.in_transit[some], 0.0)
         return prices, wanted
 
 

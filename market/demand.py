@@ -54,7 +54,7 @@ def logit_shares(utility: np.ndarray, outside: float) -> np.ndarray:
 def choice_shares(
     choice: Choice,
     prices: np.ndarray,
-    reference_price: float,
+    reference_price: float | np.ndarray,
     reputation: np.ndarray,
     quality: float | np.ndarray,
     selling: np.ndarray | None = None,
@@ -74,10 +74,18 @@ def choice_shares(
 
 def _softmax(options: np.ndarray) -> np.ndarray:
     """Per row, exp(u_k) / sum_l exp(u_l) over every option, computed after subtracting the
-    row's largest u."""
+    row's largest u.
+
+    numpy reduces a short row slowly, so with fewer than 8 options the rows are reduced as
+    columns (options first in memory). Row by row, numpy adds fewer than 8 terms in order,
+    as the columns are added, so both give the same bits; with more it sums pairwise."""
     # ufunc reductions: no Python wrapper, this runs daily
-    weights = np.exp(options - np.maximum.reduce(options, 1, keepdims=True))
-    return weights / np.add.reduce(weights, 1, keepdims=True)
+    if options.shape[1] >= 8:
+        weights = np.exp(options - np.maximum.reduce(options, 1, keepdims=True))
+        return weights / np.add.reduce(weights, 1, keepdims=True)
+    columns = np.ascontiguousarray(options.T)
+    weights = np.exp(columns - np.maximum.reduce(columns, 0))
+    return (weights / np.add.reduce(weights, 0)).T
 
 
 def allocate_markets(
@@ -142,33 +150,43 @@ def allocate_segments(
     rngs: list[np.random.Generator] | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`allocate_markets` for customers of several segments, each choosing by its own
-    utilities: customers [market, segment], utility [market, segment, merchant], stock
-    [market, merchant] shared by the segments. Returns wanted and sold [market, segment,
-    merchant] and no_purchase [market, segment].
+    utilities, every product of a market at once: customers [market, product, segment] (the
+    expected number), utility [market, product, segment, merchant], stock [market, product,
+    merchant] shared by the segments. Returns wanted and sold [market, product, segment,
+    merchant] and no_purchase [market, product, segment].
 
-    Every round, each segment's customers choose; a merchant with more takers than stock
-    serves a random set of them (without generators: each segment in proportion to its
-    takers), and the rest choose again within their segment among the merchants still in
-    stock. With one segment it allocates as `allocate_markets` does, in distribution."""
-    markets, segments, n = utility.shape
-    wanted = np.zeros((markets, segments, n))
-    sold = np.zeros((markets, segments, n))
-    no_purchase = np.zeros((markets, segments))
-    options = np.empty((markets, segments, n + 1))
+    With generators, customers arrive by a Poisson draw and choose by a multinomial one;
+    the two are drawn as one, since a Poisson number of customers split at random is a
+    Poisson number for each option (one draw of the market's generator for all its
+    products, segments and options). A merchant with more takers than stock serves a random
+    set of them (without generators: each segment in proportion to its takers), and the
+    rest choose again within their segment among the merchants still in stock. With one
+    segment it allocates as `allocate_markets` does, in distribution."""
+    *cells, n = utility.shape
+    wanted = np.zeros(utility.shape)
+    sold = np.zeros(utility.shape)
+    no_purchase = np.zeros(cells)
+    options = np.empty((*cells, n + 1))
     options[..., :n] = np.where(np.isfinite(utility), utility, -np.inf)
     options[..., n] = outside
     left = None if stock is None else stock.astype(float)
     choosing = customers.astype(float)
     tolerance = 1e-9 * np.maximum(customers, 1.0)
     active = choosing > 0
+    arriving = True
     while active.any():
         shares = _softmax(options.reshape(-1, n + 1)).reshape(options.shape)
         if rngs is None:
             picks = choosing[..., None] * shares
         else:
-            picks = np.zeros((markets, segments, n + 1))
-            for b, k in zip(*np.nonzero(active)):
-                picks[b, k] = rngs[b].multinomial(int(choosing[b, k]), shares[b, k])
+            picks = np.zeros(options.shape)
+            if arriving:  # one draw per market
+                for b in np.flatnonzero(np.logical_or.reduce(active.reshape(len(active), -1), 1)).tolist():
+                    picks[b] = rngs[b].poisson(choosing[b][..., None] * shares[b])
+            else:  # one per product and segment still choosing, usually few
+                for cell in zip(*np.nonzero(active)):
+                    picks[cell] = rngs[cell[0]].multinomial(int(choosing[cell]), shares[cell])
+        arriving = False
         no_purchase += picks[..., n]
         picks = picks[..., :n]
         wanted += picks
@@ -177,35 +195,53 @@ def allocate_segments(
             break
         served = _ration(picks, left, rngs)
         sold += served
-        left = np.maximum(
-            left - served.sum(axis=1), 0.0
-        )  # summing the segments' shares can overshoot by an ulp
-        choosing = (picks - served).sum(axis=2)
+        # summing the segments' shares can overshoot by an ulp
+        left = np.maximum(left - served.sum(axis=2), 0.0)
+        choosing = (picks - served).sum(axis=3)
         settled = choosing <= tolerance
         no_purchase += np.where(settled & active, choosing, 0.0)
         active &= ~settled
         choosing = np.where(active, choosing, 0.0)
-        options[..., :n][np.broadcast_to((left <= 1e-12)[:, None, :], (markets, segments, n))] = -np.inf
+        options[..., :n][np.broadcast_to((left <= 1e-12)[:, :, None, :], utility.shape)] = -np.inf
     if stock is not None:
-        sold = np.minimum(sold, stock[:, None, :])
+        sold = np.minimum(sold, stock[:, :, None, :])
     return wanted, sold, no_purchase
 
 
 def _ration(picks: np.ndarray, left: np.ndarray, rngs: list[np.random.Generator] | None) -> np.ndarray:
-    """Of the takers picks [market, segment, merchant], those served from the stock `left`
-    [market, merchant]: all where the stock suffices; where it does not, a random set of as
-    many as it holds (a multivariate hypergeometric draw over the segments), or each
-    segment's share of it without generators."""
-    takers = picks.sum(axis=1)
+    """Of the takers picks [market, product, segment, merchant], those served from the stock
+    `left` [market, product, merchant]: all where the stock suffices; where it does not, a
+    random set of as many as it holds (a multivariate hypergeometric draw over the
+    segments, `_draw_without_replacement`), or each segment's share of it without
+    generators."""
+    takers = picks.sum(axis=2)
     short = takers > left
     if not short.any():
         return picks.copy()
-    served = picks.copy()
     if rngs is None:
         scale = np.divide(left, takers, out=np.ones_like(left), where=short)
-        return picks * scale[:, None, :]
-    for b, j in zip(*np.nonzero(short)):
-        served[b, :, j] = rngs[b].multivariate_hypergeometric(
-            picks[b, :, j].astype(np.int64), int(left[b, j])
+        return picks * scale[:, :, None, :]
+    served = picks.copy()
+    b, j, i = np.nonzero(short)
+    served[b, j, :, i] = [
+        _draw_without_replacement(rngs[market], counts, draws)
+        for market, counts, draws in zip(
+            b.tolist(), picks[b, j, :, i].astype(np.int64).tolist(), left[b, j, i].astype(np.int64).tolist()
         )
+    ]
     return served
+
+
+def _draw_without_replacement(rng: np.random.Generator, counts: list[int], draws: int) -> list[int]:
+    """How many of each kind, of `counts` items per kind, `draws` picks taken without
+    replacement contain: a multivariate hypergeometric draw, made kind by kind (the first
+    kind's number is hypergeometric against all the others, and so on with what is left).
+    Scalar draws: numpy's checks of array arguments cost several times a draw."""
+    drawn = []
+    later = sum(counts)
+    for count in counts[:-1]:
+        later -= count
+        taken = rng.hypergeometric(count, later, draws) if draws else 0
+        drawn.append(taken)
+        draws -= taken
+    return [*drawn, draws]

@@ -923,41 +923,35 @@ class Market:
             )
             self.competitor_sold = np.zeros_like(self.competitor_prices)
         rows = (running[:, None] * seats + np.arange(seats)).ravel()
-        for j, product in enumerate(s.products):
-            mean = product.base_demand * factor * event_multiplier(s.events, "demand", product.id, day)
+        mean = np.array(
+            [p.base_demand * factor * event_multiplier(s.events, "demand", p.id, day) for p in s.products]
+        )
+        customers = np.broadcast_to(mean[:, None] * shares, (len(rngs), p, len(segments)))
+        # [match, product, segment, seat or competitor]
+        options = utility[rows].reshape(len(rngs), seats, len(segments), p).transpose(0, 3, 2, 1)
+        stock = None
+        if s.demand.stock_limited:
+            stock = self.inventory[rows].reshape(len(rngs), seats, p).transpose(0, 2, 1)
+        if rivals:  # never sold out
+            options = np.concatenate([options, scripted[running].transpose(0, 3, 1, 2)], axis=3)
+            if stock is not None:
+                stock = np.concatenate([stock, np.full((len(rngs), p, rivals), math.inf)], axis=2)
+        chose, bought, _ = allocate_segments(
+            customers, options, s.choice.no_purchase_utility, stock, rngs if stochastic else None
+        )
+        if rivals:
+            self.competitor_sold[running] = bought[..., seats:].sum(axis=2).transpose(0, 2, 1)
+            chose, bought = chose[..., :seats], bought[..., :seats]
+        if rates.any():
             if stochastic:
-                customers = np.array(
-                    [rng.multinomial(rng.poisson(mean), shares) for rng in rngs], dtype=float
+                back = np.array(
+                    [rng.binomial(units.astype(np.int64), rates[:, None]) for rng, units in zip(rngs, bought)]
                 )
             else:
-                customers = np.tile(mean * shares, (len(rngs), 1))
-            options = (
-                utility[rows, :, j].reshape(len(rngs), seats, -1).transpose(0, 2, 1)
-            )  # [match, segment, seat]
-            stock = self.inventory[rows, j].reshape(len(rngs), seats) if s.demand.stock_limited else None
-            if rivals:  # never sold out
-                options = np.concatenate([options, scripted[running, :, :, j]], axis=2)
-                if stock is not None:
-                    stock = np.concatenate([stock, np.full((len(stock), rivals), math.inf)], axis=1)
-            chose, bought, _ = allocate_segments(
-                customers, options, s.choice.no_purchase_utility, stock, rngs if stochastic else None
-            )
-            if rivals:
-                self.competitor_sold[running, :, j] = bought[:, :, seats:].sum(axis=1)
-                chose, bought = chose[:, :, :seats], bought[:, :, :seats]
-            if rates.any():
-                back = (
-                    np.array(
-                        [
-                            rng.binomial(units.astype(np.int64), rates[:, None])
-                            for rng, units in zip(rngs, bought)
-                        ]
-                    )
-                    if stochastic
-                    else bought * rates[None, :, None]
-                )
-                returned[rows, j] = back.sum(axis=1).ravel()
-            wanted[rows, j], sold[rows, j] = chose.sum(axis=1).ravel(), bought.sum(axis=1).ravel()
+                back = bought * rates[:, None]
+            returned[rows] = back.sum(axis=2).transpose(0, 2, 1).reshape(-1, p)
+        wanted[rows] = chose.sum(axis=2).transpose(0, 2, 1).reshape(-1, p)
+        sold[rows] = bought.sum(axis=2).transpose(0, 2, 1).reshape(-1, p)
         return wanted, sold, returned
 
     def _update_reputation(self, wanted: np.ndarray, sold: np.ndarray, advertising: np.ndarray) -> None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from market.demand import _draw_without_replacement, allocate_segments
 from market.engine import Market
 from market.equilibrium import EquilibriumError, by_seat
 from market.scenario import Scenario
@@ -118,3 +122,64 @@ def test_segments_leave_no_price_game_to_solve():
 def test_shares_must_add_up_to_one():
     with pytest.raises(ValueError, match="add up to 1"):
         Scenario.model_validate({**BASE, "segments": [{"name": "a", "share": 0.5}]})
+
+
+def test_counted_customers_arrive_and_choose_by_the_shares_on_average():
+    """Poisson arrivals folded into the first choice: over 4,000 markets, each segment's
+    takers of each option average customers x its logit share (within four standard errors
+    of a Poisson mean), as the expected flows are."""
+    markets = 4000
+    customers = np.broadcast_to([[25.0, 75.0]], (markets, 1, 2))
+    prices = np.array([2.0, 2.5])
+    utility = np.broadcast_to(
+        np.stack([-8.0 * prices / 2, -1.0 * prices / 2])[None, None], (markets, 1, 2, 2)
+    )
+    rngs = [np.random.default_rng(seed) for seed in range(markets)]
+    wanted, sold, no_purchase = allocate_segments(customers, utility, -4.0, None, rngs)
+    assert (wanted == sold).all() and all(float(x).is_integer() for x in wanted.ravel()[:100])
+    for s, (n, k) in enumerate(((25, 8.0), (75, 1.0))):
+        for i, (mine, theirs) in enumerate(((2.0, 2.5), (2.5, 2.0))):
+            mean = n * logit(k, mine, theirs)
+            assert abs(wanted[:, 0, s, i].mean() - mean) < 4 * math.sqrt(mean / markets)
+        left = n * math.exp(-4) / (math.exp(-4) + math.exp(-k) + math.exp(-k * 2.5 / 2))
+        assert abs(no_purchase[:, 0, s].mean() - left) < 4 * math.sqrt(left / markets)
+
+
+def test_a_short_stock_serves_every_taker_alike_where_customers_are_counted():
+    """A merchant with 10 units and more takers than that serves exactly 10, and which of
+    its takers get them is random: over 4,000 markets each segment's share of the 10
+    averages its share of the first takers (within four standard errors), never more than
+    its takers; the rest choose again."""
+    markets = 4000
+    customers = np.broadcast_to([[25.0, 75.0]], (markets, 1, 2))
+    utility = np.broadcast_to(np.array([[[-8.0 * 1.5 / 2], [-1.0 * 1.5 / 2]]])[None], (markets, 1, 2, 1))
+    stock = np.full((markets, 1, 1), 10.0)
+    rngs = [np.random.default_rng(seed) for seed in range(markets)]
+    wanted, sold, _ = allocate_segments(customers, utility, -4.0, stock, rngs)
+    assert (sold.sum(axis=2) <= 10).all() and (sold <= wanted).all()
+    crowded = wanted[:, 0, :, 0].sum(axis=1) > 10  # first takers: a sold-out merchant is chosen once
+    assert crowded.mean() > 0.9
+    assert (sold[crowded, 0, :, 0].sum(axis=1) == 10).all()
+    bargain = sold[crowded, 0, 0, 0] / 10
+    expected = wanted[crowded, 0, 0, 0] / wanted[crowded, 0, :, 0].sum(axis=1)
+    assert abs(bargain.mean() - expected.mean()) < 4 * bargain.std() / math.sqrt(crowded.sum())
+
+
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=5), st.data())
+def test_a_draw_without_replacement_takes_as_many_as_asked_and_no_more_of_a_kind(counts, data):
+    draws = data.draw(st.integers(0, sum(counts)))
+    drawn = _draw_without_replacement(np.random.default_rng(0), counts, draws)
+    assert sum(drawn) == draws and all(0 <= d <= c for d, c in zip(drawn, counts))
+
+
+def test_a_draw_without_replacement_is_hypergeometric():
+    """Each kind's mean and variance over 20,000 draws of 25 from counts 30, 20, 10 are the
+    multivariate hypergeometric's, n c/N and n (c/N)(1 - c/N)(N - n)/(N - 1) (within 5%)."""
+    rng = np.random.default_rng(3)
+    counts, n = [30, 20, 10], 25
+    drawn = np.array([_draw_without_replacement(rng, counts, n) for _ in range(20_000)])
+    total = sum(counts)
+    for k, c in enumerate(counts):
+        assert drawn[:, k].mean() == pytest.approx(n * c / total, rel=0.05)
+        variance = n * (c / total) * (1 - c / total) * (total - n) / (total - 1)
+        assert drawn[:, k].var() == pytest.approx(variance, rel=0.05)
