@@ -24,6 +24,7 @@ import math
 import os
 import time
 from collections.abc import Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar
 
 import numpy as np
@@ -82,7 +83,7 @@ def orders(scenario: Scenario, view: MarketView, wanted: np.ndarray) -> tuple[np
     if not scenario.demand.stock_limited:
         return units, None
     perishable = [j for j, p in enumerate(scenario.products) if p.shelf_life]
-    listed = bool(scenario.supplier_names)
+    listed = any(p.suppliers for p in scenario.products)
     cost, suppliers = view.unit_cost, None
     if perishable or listed:
         daily = daily_sales(scenario, view)
@@ -164,7 +165,17 @@ class Team(Generic[M]):
         self.speaks = inspect.getattr_static(kind, "say") is not inspect.getattr_static(RuleMerchant, "say")
         self._columns: dict[str, np.ndarray] = {}
         self._benchmarks: SeatBenchmarks | None = None
-        self.competitors = Competitors(scenario)
+
+    @cached_property
+    def competitors(self) -> Competitors:
+        """The scenario's scripted competitors, for the kinds that weigh them."""
+        return Competitors(self.scenario)
+
+    @cached_property
+    def in_days(self) -> np.ndarray | None:
+        """Which members hold stock in days of expected sales (RestockParams); None: none."""
+        by_days = ~np.isnan(self.column("reorder_days"))
+        return by_days if by_days.any() else None
 
     def column(self, name: str) -> np.ndarray:
         """Parameter `name` of every member, as a column [member, 1] (None: NaN)."""
@@ -187,12 +198,10 @@ class Team(Generic[M]):
         """The (s, S) policy of `RestockParams`, for every member and product: its levels in
         units, or in days of expected sales for the members that give them so."""
         reorder, target = self.column("reorder_level"), self.column("target_stock")
-        in_days = self.column("reorder_days")
-        if not np.isnan(in_days).all():
+        if self.in_days is not None:
             daily = daily_sales(self.scenario, view)
-            by_days = ~np.isnan(in_days)
-            reorder = np.where(by_days, in_days * daily, reorder)
-            target = np.where(by_days, self.column("target_days") * daily, target)
+            reorder = np.where(self.in_days, self.column("reorder_days") * daily, reorder)
+            target = np.where(self.in_days, self.column("target_days") * daily, target)
         return order_up_to(view.inventory + view.in_transit, reorder, target)
 
 

@@ -110,12 +110,22 @@ class Operations(NamedTuple):
             spans.append(int(op.get("days", 0)))
         return cls.of(rows, kinds, items, values, sources, spans)
 
+    def by_match(self, seats: int, matches: int) -> list[Operations]:
+        """The operations of each match's rows (`seats` consecutive rows a match), each
+        renumbered from its first row: `take` for every match, with one search for all."""
+        bounds = np.searchsorted(self.row, np.arange(matches + 1) * seats).tolist()
+        columns = self[1:]
+        return [
+            Operations(self.row[lo:hi] - b * seats, *[column[lo:hi] for column in columns])
+            for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))
+        ]
+
     def take(self, start: int, stop: int, rows: np.ndarray | None = None) -> Operations:
         """The operations of rows start..stop-1, renumbered by their position in `rows`
         (ascending; default: all of start..stop-1)."""
         lo, hi = np.searchsorted(self.row, (start, stop))
         row = self.row[lo:hi] - start if rows is None else np.searchsorted(rows, self.row[lo:hi])
-        return Operations(row, *(column[lo:hi] for column in self[1:]))
+        return Operations(row, *[column[lo:hi] for column in self[1:]])
 
 
 def supplier_number(suppliers: Suppliers, product: int, name: str | None) -> int | None:
