@@ -44,7 +44,7 @@ KINDS = (
 
 
 def one_run(name: str, matches: int) -> float:
-    """Seconds per merchant-day of `matches` matches of KINDS side by side."""
+    """Seconds per merchant-day played of `matches` matches of KINDS side by side."""
     scenario = load_scenario(name)
     rosters = [[f"{kind}-{b}" for kind, _ in KINDS] for b in range(matches)]
     market = Market(scenario, rosters)
@@ -56,15 +56,17 @@ def one_run(name: str, matches: int) -> float:
             merchant.reset(merchant=merchant_name, scenario=scenario, seed=0)
             merchants.append(merchant)
     play = RulePlay(merchants, np.arange(len(merchants)))
+    played = 0  # merchant-days: a bankrupt merchant stops playing
     start = time.perf_counter()
     while market.playing.any():
+        played += int(market.playing.sum())
         decided, rows, _ = play.decide(market.view())
         market.advance(decided, rows)
-    return (time.perf_counter() - start) / (len(merchants) * market.days)
+    return (time.perf_counter() - start) / played
 
 
 def whole_matches(name: str, matches: int) -> float:
-    """Seconds per merchant-day of `matches` matches of KINDS played as one instant group."""
+    """Seconds per merchant-day played of `matches` matches of KINDS played as one instant group."""
     spec = TournamentSpec.model_validate(
         {
             "name": "retail-benchmark",
@@ -80,8 +82,11 @@ def whole_matches(name: str, matches: int) -> float:
     start = time.perf_counter()
     finished = play_here([Match(match, scenario, rules, plans) for match in schedule(tournament)])
     seconds = time.perf_counter() - start
-    assert all(isinstance(match, FinishedMatch) for match in finished), "a match stopped"
-    return seconds / (len(finished) * len(KINDS) * scenario.days)
+    played = 0  # merchant-days: a bankrupt merchant played to the day it went bankrupt
+    for match in finished:
+        assert isinstance(match, FinishedMatch), "a match stopped"
+        played += sum(merchant.bankrupt_day or match.days for merchant in match.merchants)
+    return seconds / played
 
 
 def main() -> None:

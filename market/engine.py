@@ -98,6 +98,17 @@ _NOTHING = Submitted(
 )
 
 
+class Cleared(NamedTuple):
+    """What the day's customers did (Market._clear_market), per row and product: the units
+    they wanted (first choices) and bought, and of those bought, the units returned and the
+    part of them back in stock."""
+
+    wanted: np.ndarray
+    sold: np.ndarray
+    returned: np.ndarray
+    restocked: np.ndarray
+
+
 class Applied(NamedTuple):
     """What applying a day's operations did (Market._apply): the operations applied, and per
     row the units ordered and those of them in stock at once (orders without lead time that
@@ -518,12 +529,11 @@ class Market:
         day's orders cost)."""
         finance = self.scenario.finance
         offered = self._offered(day)
-        wanted, sold, returned = self._clear_market(day, offered)
+        wanted, sold, returned, restocked = self._clear_market(day, offered)
         revenue = _sum(sold * offered, 1)
-        refunds, restocked = self._none_by_row, self._none_by_product
+        refunds = self._none_by_row
         if self.scenario.segments:  # customers who return goods get their money back
             refunds = _sum(returned * offered, 1)
-            restocked = self._resellable(returned)
         on_credit = revenue * finance.credit_share
         revenue_cash = revenue - on_credit
         bad_debt = on_credit * finance.bad_debt_share  # never to be paid: written off at once
@@ -565,18 +575,6 @@ class Market:
             if self._promotions is None
             else np.where(self.discount_until >= day, self.discount, 0.0),
         }
-
-    def _resellable(self, returned: np.ndarray) -> np.ndarray:
-        """Of the units returned [row, product], those fit to sell again: each product's
-        returns_resellable share of them (a binomial draw per merchant from its match's
-        generator where units are whole); the rest are written off."""
-        share = self._resellable_share
-        if (share == 1).all() or not returned.any() or not self.scenario.whole_units:
-            return returned * share
-        kept = np.zeros_like(returned)
-        for b, span in enumerate(self.match_rows):
-            kept[span] = self._rngs[b].binomial(returned[span].astype(np.int64), share)
-        return kept
 
     def _record(
         self,
@@ -839,13 +837,12 @@ class Market:
                 kept[item.product] = item.price
         return kept
 
-    def _clear_market(self, day: int, offered: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _clear_market(self, day: int, offered: np.ndarray) -> Cleared:
         """Each match's customers, product by product, among its own merchants at the prices
-        they `offered` and the scripted competitors (their sales go to `competitor_sold`):
-        what each merchant's customers wanted and bought, and what they return [row, product]."""
+        they `offered` and the scripted competitors (their sales go to `competitor_sold`)."""
         s = self.scenario
         m, p = self.prices.shape
-        wanted, sold, returned = np.zeros((m, p)), np.zeros((m, p)), np.zeros((m, p))
+        wanted, sold = np.zeros((m, p)), np.zeros((m, p))
         factor = demand_factor(s.demand, day)
         stochastic = s.demand.mode == "stochastic"
         if s.segments:
@@ -885,23 +882,22 @@ class Market:
                 self.competitor_sold[running, :, j] = bought[:, self.seats :]
                 chose, bought = chose[:, : self.seats], bought[:, : self.seats]
             wanted.reshape(by_match)[running, :, j], sold.reshape(by_match)[running, :, j] = chose, bought
-        return wanted, sold, returned
+        return Cleared(wanted, sold, self._none_by_product, self._none_by_product)
 
-    def _clear_segments(
-        self, day: int, offered: np.ndarray, factor: float, stochastic: bool
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`_clear_market` with customer segments: each day's customers of a product are split
-        between the segments by their shares (a multinomial draw where they are counted one
-        by one), each segment chooses by its own utilities, all share the merchants' stock
-        (market.demand.allocate_segments), and each segment returns its share of what it
-        bought (a binomial draw per merchant where units are whole)."""
+    def _clear_segments(self, day: int, offered: np.ndarray, factor: float, stochastic: bool) -> Cleared:
+        """`_clear_market` with customer segments: each segment's share of the day's customers
+        chooses by its own utilities, all share the merchants' stock
+        (market.demand.allocate_segments), and each segment returns its return_rate of what it
+        bought, of which the product's returns_resellable share goes back to stock (where
+        units are whole, one multinomial draw per match sorts every unit sold into kept,
+        returned to stock and returned to be written off)."""
         s = self.scenario
         m, p = self.prices.shape
         seats, segments = self.seats, s.segments
-        wanted, sold, returned = np.zeros((m, p)), np.zeros((m, p)), np.zeros((m, p))
+        wanted, sold, returned, restocked = (np.zeros((m, p)) for _ in range(4))
         running = np.flatnonzero(np.logical_or.reduce(self.playing.reshape(-1, seats), 1))
         if not running.size:
-            return wanted, sold, returned
+            return Cleared(wanted, sold, returned, restocked)
         rngs = [self._rngs[b] for b in running.tolist()]
         shares = np.array([g.share for g in segments])
         rates = np.array([g.return_rate for g in segments])
@@ -944,16 +940,22 @@ class Market:
             self.competitor_sold[running] = bought[..., seats:].sum(axis=2).transpose(0, 2, 1)
             chose, bought = chose[..., :seats], bought[..., :seats]
         if rates.any():
-            if stochastic:
-                back = np.array(
-                    [rng.binomial(units.astype(np.int64), rates[:, None]) for rng, units in zip(rngs, bought)]
+            resellable = rates[:, None] * self._resellable_share  # [segment, product]
+            if stochastic:  # per unit sold: [back to stock, written off, kept]
+                kept = np.broadcast_to(1 - rates[:, None], resellable.shape)
+                fates = np.stack([resellable, rates[:, None] - resellable, kept], -1)
+                fates = fates.transpose(1, 0, 2)[:, :, None, :]  # [product, segment, 1, fate]
+                drawn = np.array(
+                    [rng.multinomial(units.astype(np.int64), fates) for rng, units in zip(rngs, bought)]
                 )
+                back, fit = drawn[..., 0] + drawn[..., 1], drawn[..., 0]
             else:
-                back = bought * rates[:, None]
+                back, fit = bought * rates[:, None], bought * resellable.T[:, :, None]
             returned[rows] = back.sum(axis=2).transpose(0, 2, 1).reshape(-1, p)
+            restocked[rows] = fit.sum(axis=2).transpose(0, 2, 1).reshape(-1, p)
         wanted[rows] = chose.sum(axis=2).transpose(0, 2, 1).reshape(-1, p)
         sold[rows] = bought.sum(axis=2).transpose(0, 2, 1).reshape(-1, p)
-        return wanted, sold, returned
+        return Cleared(wanted, sold, returned, restocked)
 
     def _update_reputation(self, wanted: np.ndarray, sold: np.ndarray, advertising: np.ndarray) -> None:
         r = self.scenario.reputation

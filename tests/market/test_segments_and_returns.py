@@ -183,3 +183,28 @@ def test_a_draw_without_replacement_is_hypergeometric():
         assert drawn[:, k].mean() == pytest.approx(n * c / total, rel=0.05)
         variance = n * (c / total) * (1 - c / total) * (total - n) / (total - 1)
         assert drawn[:, k].var() == pytest.approx(variance, rel=0.05)
+
+
+def test_where_customers_are_counted_returns_average_the_rate_and_the_resellable_share():
+    """A fifth of the bargain hunters' purchases come back, half of those to stock: over 300
+    matches of 5 days, returned / sold by the bargain hunters averages 0.2 and restocked /
+    returned 0.5 (within four standard errors of a binomial share)."""
+    data = {
+        **BASE,
+        "demand": {"mode": "stochastic"},
+        "segments": [{"name": "bargain", "share": 1.0, "price_sensitivity": 8.0, "return_rate": 0.2}],
+        "products": [{**BASE["products"][0], "initial_stock": 10_000, "returns_resellable": 0.5}],
+    }
+    scenario = Scenario.model_validate(data)
+    matches = 300
+    market = Market(scenario, [["a"] for _ in range(matches)], days=5)
+    market.reset(list(range(matches)))
+    for _ in range(5):
+        market.advance(decisions={})
+    logs = [lb.build() for lb in market.logs]
+    sold = sum(float(log.product_values("units_sold").sum()) for log in logs)
+    returned = sum(float(log.product_values("returned").sum()) for log in logs)
+    restocked = sum(float(log.product_values("restocked").sum()) for log in logs)
+    assert abs(returned / sold - 0.2) < 4 * math.sqrt(0.2 * 0.8 / sold)
+    assert abs(restocked / returned - 0.5) < 4 * math.sqrt(0.25 / returned)
+    assert all(float(x).is_integer() for log in logs for x in log.product_values("restocked").ravel())
