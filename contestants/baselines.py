@@ -104,10 +104,13 @@ def orders(scenario: Scenario, view: MarketView, wanted: np.ndarray) -> tuple[np
 def daily_sales(scenario: Scenario, view: MarketView) -> np.ndarray:
     """What a merchant may expect to sell a day [merchant, product]: the product's base
     demand times the demand factor and the announced demand events of today, shared alike
-    among the match's merchants and the scripted competitors that sell it."""
-    sellers = view.board.seats + np.array(
-        [sum(not c.products or p.id in c.products for c in scenario.competitors) for p in scenario.products]
-    )
+    among the match's merchants still in business and the scripted competitors that sell it."""
+    board = view.board
+    in_business = np.add.reduce(~board.bankrupt.reshape(-1, board.seats), 1)[view.rows // board.seats]
+    scripted = [
+        sum(not c.products or p.id in c.products for c in scenario.competitors) for p in scenario.products
+    ]
+    sellers = np.maximum(in_business, 1)[:, None] + np.array(scripted)
     factor = demand_factor(scenario.demand, view.day)
     demand = np.array(
         [
@@ -115,7 +118,7 @@ def daily_sales(scenario: Scenario, view: MarketView) -> np.ndarray:
             for p in scenario.products
         ]
     )
-    return np.broadcast_to(demand / sellers, view.inventory.shape)
+    return demand / sellers
 
 
 def cheapest_in_time(

@@ -531,10 +531,11 @@ class Market:
         offered = self._offered(day)
         wanted, sold, returned, restocked = self._clear_market(day, offered)
         revenue = _sum(sold * offered, 1)
-        refunds = self._none_by_row
+        refunds, kept = self._none_by_row, revenue
         if self.scenario.segments:  # customers who return goods get their money back
             refunds = _sum(returned * offered, 1)
-        on_credit = revenue * finance.credit_share
+            kept = revenue - refunds  # a sale returned is neither paid for nor owed
+        on_credit = kept * finance.credit_share
         revenue_cash = revenue - on_credit
         bad_debt = on_credit * finance.bad_debt_share  # never to be paid: written off at once
         if finance.credit_days == 0:

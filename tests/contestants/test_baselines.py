@@ -637,6 +637,16 @@ def test_stock_levels_in_days_follow_the_expected_sales(observe):
     }  # up to 100
 
 
+def test_expected_sales_are_shared_only_with_rivals_still_in_business(observe):
+    """Of three seats one is bankrupt: the 40 customers a day are shared by two, 20 each, so
+    2 days of sales is 40 units and 5 days 100 (shared by three it would be 13.3 a day)."""
+    scenario = _retail()
+    merchant = started("reorder_point", scenario, reorder_days=2, target_days=5)
+    rivals = {"r1": {"widget": 20.0}, "r2": {"widget": 20.0}}
+    seen = observe(scenario, day=2, inventory=40.0, rivals=rivals, bankrupt=("r2",))
+    assert orders_of(merchant.decide(seen)) == {"widget": 60.0}
+
+
 @pytest.mark.parametrize(
     ("params", "problem"),
     [({"reorder_days": 2}, "go together"), ({"reorder_days": 5, "target_days": 5}, "above")],

@@ -245,11 +245,12 @@ def check_day(
     cash_start = prev_record.cash_end if prev_record else s.finance.initial_cash
     assert r.cash_start == cash_start
     assert _close(r.revenue, revenue)
-    assert _close(r.revenue_cash, r.revenue * (1 - s.finance.credit_share), r.revenue)
+    assert _close(r.refunds, refunds, r.revenue)
+    # a sale returned is neither paid for nor owed: credit is a share of the sales kept
+    assert _close(r.revenue_cash, r.revenue - (r.revenue - r.refunds) * s.finance.credit_share, r.revenue)
     assert _close(r.purchases, cost_of_orders + made_to_order)
     assert _close(r.holding, holding)
     assert r.fixed == s.finance.fixed_daily_cost
-    assert _close(r.refunds, refunds, r.revenue)
     flows = (
         r.cash_start,
         r.revenue_cash,

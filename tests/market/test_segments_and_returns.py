@@ -208,3 +208,22 @@ def test_where_customers_are_counted_returns_average_the_rate_and_the_resellable
     assert abs(returned / sold - 0.2) < 4 * math.sqrt(0.2 * 0.8 / sold)
     assert abs(restocked / returned - 0.5) < 4 * math.sqrt(0.25 / returned)
     assert all(float(x).is_integer() for log in logs for x in log.product_values("restocked").ravel())
+
+
+def test_a_returned_sale_is_neither_paid_nor_owed():
+    """Half of the sales on credit, a tenth of those never paid: with a fifth of the bargain
+    hunters' purchases returned, the credit sales are half of revenue - refunds, the bad debt
+    a tenth of that, and the cash kept the other half."""
+    data = {
+        **BASE,
+        "demand": {"mode": "expected"},
+        "products": [{**BASE["products"][0], "initial_stock": 500}],
+        "finance": {"initial_cash": 1000, "credit_share": 0.5, "credit_days": 3, "bad_debt_share": 0.1},
+    }
+    (record,) = play(data, [2.0])
+    revenue = 2.0 * (25 * logit(8.0, 2.0) + 75 * logit(1.0, 2.0))
+    refunds = 2.0 * 0.2 * 25 * logit(8.0, 2.0)
+    assert record.revenue == pytest.approx(revenue) and record.refunds == pytest.approx(refunds)
+    assert record.bad_debt == pytest.approx(0.1 * 0.5 * (revenue - refunds))
+    assert record.receivables == pytest.approx(0.9 * 0.5 * (revenue - refunds))
+    assert record.cash_end - record.cash_start == pytest.approx(0.5 * (revenue - refunds))
