@@ -110,6 +110,12 @@ class Goal(_Strict):
     metric: str = Field(min_length=1)
     at_least: float | None = None
     at_most: float | None = None
+    scale: float = Field(
+        1.0,
+        gt=0,
+        description="what a bound on money counts for (the scenario file's `scale` sets it, "
+        "as it multiplies every amount of money in the file)",
+    )
 
     @model_validator(mode="after")
     def _one_bound(self) -> Goal:
@@ -126,10 +132,11 @@ class Goal(_Strict):
         assert bound is not None  # the validator saw to it
         return bound
 
-    @property
-    def label(self) -> str:
-        """The goal as people read it: "revenue ≥ 500000"."""
-        return f"{self.metric} {'≥' if self.at_least is not None else '≤'} {self.bound:g}"
+    def label(self, bound: float | None = None) -> str:
+        """The goal as people read it, "revenue ≥ 500000", with `bound` in place of its own
+        where given (a bound on money, in the currency the scenario plays)."""
+        shown = self.bound if bound is None else bound
+        return f"{self.metric} {'≥' if self.at_least is not None else '≤'} {shown:g}"
 
 
 class Satisfaction(_Strict):
@@ -359,7 +366,8 @@ def _scaled_section(section: object, fields: tuple[str, ...], factor: float) -> 
 
 class Scenario(_Strict):
     """A market's rules. A file may give `scale: X`: every amount of money in it (prices, costs,
-    cash, the advertising scale, the target) is multiplied by X as it is read, the currency
+    cash, the advertising scale, the target, the bounds of goals on money) is multiplied by X
+    as it is read, the currency
     of a study of unit invariance; the scenario then holds the amounts it plays with, so
     `scale` is not kept."""
 
@@ -405,6 +413,11 @@ class Scenario(_Strict):
                 data[section] = _scaled_section(value, fields, factor)
         if "target_net_worth" in data:
             data["target_net_worth"] = _times(data["target_net_worth"], factor)
+        if isinstance(data.get("goals"), (list, tuple)):  # which goals are on money, results knows
+            data["goals"] = [
+                {**goal, "scale": _times(goal.get("scale", 1.0), factor)} if isinstance(goal, dict) else goal
+                for goal in data["goals"]
+            ]
         return data
 
     @model_validator(mode="after")
@@ -486,6 +499,8 @@ class Scenario(_Strict):
         for part in ("seats", "competitors", "segments", "goals"):
             if not getattr(self, part):
                 left_out[part] = True
+        if self.goals and all(goal.scale == 1 for goal in self.goals):
+            left_out["goals"] = {"__all__": {"scale"}}
         if self.finance.bad_debt_share == 0:
             left_out["finance"] = {"bad_debt_share"}
         return self.model_dump_json(exclude=left_out or None)

@@ -335,7 +335,8 @@ class MatchRecords:
     @cached_property
     def goal_results(self) -> list[GoalResult]:
         """Each merchant's result on each of the scenario's goals, merchant by merchant: its
-        value of the goal's metric against the goal's bound, which for a flow metric is
+        value of the goal's metric against the goal's bound, which for a metric on money is in
+        the currency the scenario plays (times the goal's scale) and for a flow metric is
         scaled by the match's length over the scenario's days (a merchant without a value
         has not met it)."""
         goals = self.scenario.goals if self.scenario is not None else ()
@@ -344,15 +345,17 @@ class MatchRecords:
         for k, merchant in enumerate(self.seats):
             for goal in goals:
                 assert self.scenario is not None
-                scale = self.last_day / self.scenario.days if METRICS[goal.metric].flow else 1.0
-                bound, value = goal.bound * scale, values[goal.metric][k]
+                metric = METRICS[goal.metric]
+                written = goal.bound * (goal.scale if metric.unit == "money" else 1.0)
+                bound = written * (self.last_day / self.scenario.days if metric.flow else 1.0)
+                value = values[goal.metric][k]
                 reached = value is not None and (
                     value >= bound if goal.at_least is not None else value <= bound
                 )
                 results.append(
                     GoalResult(
                         merchant=merchant,
-                        goal=goal.label,
+                        goal=goal.label(written),
                         metric=goal.metric,
                         at_least=goal.at_least is not None,
                         bound=bound,

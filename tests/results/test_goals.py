@@ -76,6 +76,31 @@ def test_a_flow_goal_scales_with_the_match_and_the_others_do_not():
     assert by["a", "revenue"].goal == "revenue ≥ 300"
 
 
+def test_in_a_scaled_currency_a_goal_on_money_counts_in_it_and_the_others_do_not():
+    """The campaign with `scale: 10`: prices, costs and the revenue floor are ten times as
+    large (300 x 10 x 45 / 30 = 4,500), the share and the cost ratio are not money; the
+    merchants' values follow, so each meets what it met in the campaign's own currency."""
+    scaled = Scenario.model_validate({**CAMPAIGN.model_dump(), "scale": 10})
+    assert [g.scale for g in scaled.goals] == [10, 10, 10]
+    assert scaled.identity() != CAMPAIGN.identity()
+    assert '"scale"' not in CAMPAIGN.identity()  # a file without scale keeps the identity it had
+    market = Market(scaled, [["a", "b"]], days=45)
+    market.reset([1])
+    for _ in range(45):
+        market.advance(
+            decisions={
+                0: [{"op": "set_price", "product": "tea", "price": 16.0}],
+                1: [{"op": "set_price", "product": "tea", "price": 24.0}],
+            }
+        )
+    goals = compute(market.logs[0].build(), scenario=scaled).goals
+    plain = compute(played(), scenario=CAMPAIGN).goals
+    by = {(g.merchant, g.metric): g for g in goals}
+    assert by["a", "revenue"].bound == pytest.approx(4500.0) and by["a", "revenue"].goal == "revenue ≥ 3000"
+    assert by["a", "market_share"].bound == 0.6 and by["a", "inventory_cost_share"].bound == 0.5
+    assert [g.met for g in goals] == [g.met for g in plain]
+
+
 def test_without_goals_none_is_met_or_missed():
     log = played(3)
     scores = compute(log, scenario=CAMPAIGN.model_copy(update={"goals": ()}))
