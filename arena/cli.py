@@ -495,6 +495,7 @@ def show(
         metrics = views.by_merchant(
             (value.merchant, value.name, value.value) for value in store.metrics(engine, match_id=match_id)
         )
+    scripted = detail.days.competitors
     if as_json:
         from market.types import record_adapter
 
@@ -506,6 +507,17 @@ def show(
                     "metrics": metrics,
                     "market": detail.market.model_dump(),
                     "goals": [g.model_dump() for g in detail.goals],
+                    "competitors": None
+                    if scripted is None
+                    else {
+                        "names": list(scripted.names),
+                        # [day][competitor][product]; null: a product it does not sell
+                        "prices": [
+                            [[None if p != p else p for p in row] for row in day]
+                            for day in scripted.prices.tolist()
+                        ],
+                        "units_sold": scripted.units_sold.tolist(),
+                    },
                     "faults": [f.model_dump() for f in detail.faults],
                     "probes": [p.model_dump() for p in detail.recalls],
                     "calls": [c.model_dump() for c in detail.calls],
@@ -552,6 +564,8 @@ def show(
     said = detail.days.said()
     if said:
         out.print(_rich(views.messages_table(said, "messages (each read by the rivals the next day)")))
+    if scripted is not None:
+        out.print(_rich(views.competitors_table(scripted, detail.days.products)))
     days = Table(
         "day",
         "merchant",

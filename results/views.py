@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
-from market.daylog import Said
+from market.daylog import CompetitorDays, Said
 from results.deviation import DEVIATION_METRICS
 from results.metrics import MARKET_METRICS, METRICS, Unit
 from results.ratings import LeaderboardRow, Standing
@@ -302,6 +302,28 @@ MESSAGE_COLUMNS: list[Column[Said]] = [
     Column(Header("merchant"), lambda m: m.merchant),
     Column(Header("message"), lambda m: m.text),
 ]
+
+
+def competitors_table(scripted: CompetitorDays, products: Sequence[str]) -> Table:
+    """Day by day, each scripted competitor's prices and units sold of the products it sells
+    (as `product=value`, or the value alone in a market of one product)."""
+
+    def per_product(values: Sequence[float], selling: Sequence[bool], fmt: str) -> str:
+        shown = [(pid, fmt.format(v)) for pid, v, on in zip(products, values, selling) if on]
+        return shown[0][1] if len(products) == 1 and shown else " ".join(f"{pid}={v}" for pid, v in shown)
+
+    rows = []
+    for k, (prices, sold) in enumerate(zip(scripted.prices.tolist(), scripted.units_sold.tolist())):
+        for name, price, units in zip(scripted.names, prices, sold):
+            selling = [p == p for p in price]  # NaN: a product it does not sell
+            rows.append(
+                [str(k + 1), name, per_product(price, selling, "{:.2f}"), per_product(units, selling, "{:g}")]
+            )
+    return Table(
+        "scripted competitors, day by day",
+        [Header("day", numeric=True), Header("competitor"), Header("prices"), Header("sold")],
+        [rows],
+    )
 
 
 def messages_table(said: Sequence[Said], title: str) -> Table:

@@ -4,9 +4,13 @@ objective when the scoring section says so."""
 
 from __future__ import annotations
 
+import json
+
 import pyarrow.csv
 import pytest
+from typer.testing import CliRunner
 
+from arena import cli
 from market.engine import Market
 from market.scenario import Scenario
 from results import store
@@ -158,7 +162,7 @@ def test_the_scoring_sections_objective_decides_who_wins():
     assert by_place == {"a": 1, "b": 0} and by_goals == {"a": 0, "b": 1}
 
 
-def test_what_scripted_competitors_did_is_exported(engine, tournament, tmp_path):
+def test_what_scripted_competitors_did_is_exported_and_shown(engine, tournament, tmp_path, monkeypatch):
     data = CAMPAIGN.model_dump()
     data["competitors"] = [{"name": "shop", "price_ratio": 0.9}]
     with_shop = Scenario.model_validate(data)
@@ -178,7 +182,7 @@ def test_what_scripted_competitors_did_is_exported(engine, tournament, tmp_path)
         days_played=log,
         faults=[],
     )
-    store.save_match(engine, tournament, match, with_shop)
+    match_id = store.save_match(engine, tournament, match, with_shop)
     export(engine, tournament, tmp_path, "csv")
     rows = pyarrow.csv.read_csv(tmp_path / "competitor_days.csv").to_pylist()
     assert [(r["competitor"], r["day"], r["product"]) for r in rows] == [
@@ -186,3 +190,16 @@ def test_what_scripted_competitors_did_is_exported(engine, tournament, tmp_path)
     ]
     assert [r["price"] for r in rows] == pytest.approx([1.8] * 3)
     assert [r["units_sold"] for r in rows] == pytest.approx(log.competitors.units_sold[:, 0, 0].tolist())
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    shown = json.loads(CliRunner().invoke(cli.app, ["show", str(match_id), "--db", url, "--json"]).stdout)
+    assert shown["competitors"]["names"] == ["shop"]
+    assert shown["competitors"]["prices"] == [[[pytest.approx(1.8)]]] * 3
+    assert shown["competitors"]["units_sold"] == [
+        [[pytest.approx(u)]] for u in log.competitors.units_sold[:, 0, 0]
+    ]
+    monkeypatch.setattr(cli.out, "width", 200)
+    table = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", url]).stdout
+    lines = table[table.index("scripted competitors, day by day") :].splitlines()
+    day_rows = [line.split("│")[1:3] for line in lines if line.count("│") > 3 and "shop" in line]
+    assert [[cell.strip() for cell in row] for row in day_rows] == [[str(d), "shop"] for d in (1, 2, 3)]
+    assert all("1.80" in line for line in lines if "shop" in line)
