@@ -66,19 +66,29 @@ class MarketEnv(ParallelEnv):
         return self._action_spaces[agent]
 
     def _new_observation_space(self) -> spaces.Dict:
-        m, p = len(self.possible_agents), len(self.scenario.products)
+        s = self.scenario
+        m, p = len(self.possible_agents), len(s.products)
         big = np.float32(1e12)
-        return spaces.Dict(
-            {
-                "day": spaces.Box(0, self.days + 1, (1,), np.float32),
-                "cash": spaces.Box(-big, big, (1,), np.float32),
-                "reputation": spaces.Box(0, 1, (1,), np.float32),
-                "inventory": spaces.Box(0, big, (p,), np.float32),
-                "in_transit": spaces.Box(0, big, (p,), np.float32),
-                "unit_cost": spaces.Box(0, big, (p,), np.float32),
-                "prices": spaces.Box(0, big, (m, p), np.float32),
-            }
-        )
+        boxes: dict[str, spaces.Space] = {
+            "day": spaces.Box(0, self.days + 1, (1,), np.float32),
+            "cash": spaces.Box(-big, big, (1,), np.float32),
+            "reputation": spaces.Box(0, 1, (1,), np.float32),
+            "inventory": spaces.Box(0, big, (p,), np.float32),
+            "in_transit": spaces.Box(0, big, (p,), np.float32),
+            "unit_cost": spaces.Box(0, big, (p,), np.float32),
+            "prices": spaces.Box(0, big, (m, p), np.float32),
+        }
+        # the parts of the retail world the scenario runs (see _numbers)
+        if s.competitors:
+            boxes["competitor_prices"] = spaces.Box(0, big, (len(s.competitors), p), np.float32)
+        if any(product.shelf_life for product in s.products):
+            longest = max(product.shelf_life or 0 for product in s.products)
+            boxes["spoiling"] = spaces.Box(0, big, (p, longest), np.float32)
+        if s.promotions is not None:
+            boxes["discount"] = spaces.Box(0, 1, (p,), np.float32)
+        if s.satisfaction is not None:
+            boxes["satisfaction"] = spaces.Box(1, 5, (1,), np.float32)
+        return spaces.Dict(boxes)
 
     def _new_action_space(self) -> spaces.Dict:
         p = len(self.scenario.products)
@@ -164,7 +174,7 @@ def _numbers(view: MarketView, prices: np.ndarray, i: int) -> dict[str, np.ndarr
     f32 = np.float32
     prices = prices.copy()
     prices[i] = view.prices[i]
-    return {
+    numbers = {
         "day": np.array([view.day], f32),
         "cash": np.array([view.cash[i]], f32),
         "reputation": np.array([view.reputation[i]], f32),
@@ -173,6 +183,17 @@ def _numbers(view: MarketView, prices: np.ndarray, i: int) -> dict[str, np.ndarr
         "unit_cost": view.unit_cost[i].astype(f32),
         "prices": prices.astype(f32),
     }
+    scripted = view.board.competitor_prices
+    if scripted is not None and scripted.shape[1]:  # today's; 0 where one does not sell the product
+        numbers["competitor_prices"] = np.nan_to_num(scripted[i // view.board.seats], nan=0.0).astype(f32)
+    if view.spoiling is not None:  # units in stock by days left before they spoil
+        numbers["spoiling"] = view.spoiling[i].astype(f32)
+    if view.promotions is not None:  # the discount in force today
+        discount, until = view.promotions
+        numbers["discount"] = np.where(until[i] >= view.day, discount[i], 0.0).astype(f32)
+    if view.satisfaction is not None:
+        numbers["satisfaction"] = np.array([view.satisfaction[i]], f32)
+    return numbers
 
 
 K = TypeVar("K")

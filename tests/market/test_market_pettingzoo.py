@@ -106,6 +106,36 @@ def test_numeric_observations_hide_what_the_scenario_hides(scenario):
     assert all(m.prices is None for m in models["m0"].market)
 
 
+def test_numeric_observations_carry_the_retail_parts_the_scenario_runs():
+    """On retail_quarter, where every part is on, the arrays hold what the observation models
+    of the same play say of the competitor's price, the stock that spoils, the discount in
+    force and the satisfaction index, day after day of promoting juice; price_war has none
+    of these keys."""
+    scenario = load_scenario("retail_quarter")
+    numeric, models = MarketEnv(scenario, 2, numeric=True), MarketEnv(scenario, 2)
+    arrays, seen = numeric.reset(seed=4)[0], models.reset(seed=4)[0]
+    ids = scenario.product_ids
+    discounted = 0
+    for _ in range(12):
+        for agent in numeric.agents:
+            got, model = arrays[agent], seen[agent]
+            (shop,) = model.competitors
+            assert got["competitor_prices"][0].tolist() == pytest.approx([shop.prices[pid] for pid in ids])
+            for j, state in enumerate(model.products):
+                width = len(state.spoiling or [])
+                assert got["spoiling"][j, :width].tolist() == pytest.approx(state.spoiling or [])
+                assert not got["spoiling"][j, width:].any()
+                assert got["discount"][j] == pytest.approx(state.discount or 0.0)
+                discounted += bool(state.discount)
+            assert got["satisfaction"][0] == pytest.approx(model.satisfaction)
+        promote = {"op": "promote", "product": "juice", "discount": 0.2, "days": 3}
+        ops = {a: [promote] for a in numeric.agents}
+        arrays, seen = numeric.step(ops)[0], models.step(ops)[0]
+    assert discounted > 0
+    plain = MarketEnv(load_scenario("price_war"), 2, numeric=True).reset(seed=0)[0]["m0"]
+    assert not {"competitor_prices", "spoiling", "discount", "satisfaction"} & set(plain)
+
+
 # --- observations made when read ---------------------------------------------------------------
 
 
