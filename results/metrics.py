@@ -599,15 +599,11 @@ def action_entropy(match: MatchRecords) -> list[float | None]:
     kinds used alike. None when it applied none."""
     counts = match.kinds_applied.copy()
     counts[:, _WAIT] = 0.0
-    totals = counts.sum(axis=1)
-    found: list[float | None] = []
-    for row, total in zip(counts, totals.tolist()):
-        if total == 0:
-            found.append(None)
-            continue
-        shares = row[row > 0] / total
-        found.append(float(-(shares * np.log2(shares)).sum()) + 0.0)
-    return found
+    totals = _sum(counts, 1)
+    shares = counts / np.maximum(totals, 1.0)[:, None]
+    terms = shares * np.log2(shares, out=np.zeros_like(shares), where=shares > 0)  # 0 log 0 = 0
+    entropy = (0.0 - _sum(terms, 1)).tolist()
+    return [None if total == 0 else e for e, total in zip(entropy, totals.tolist())]
 
 
 def _rejected_share(kind: str) -> Compute:
