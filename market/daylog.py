@@ -110,21 +110,15 @@ class Operations(NamedTuple):
             spans.append(int(op.get("days", 0)))
         return cls.of(rows, kinds, items, values, sources, spans)
 
-    def by_match(self, seats: int, matches: int) -> list[Operations]:
-        """The operations of each match's rows (`seats` consecutive rows a match), each
-        renumbered from its first row: `take` for every match, with one search for all."""
-        bounds = np.searchsorted(self.row, np.arange(matches + 1) * seats).tolist()
-        columns = self[1:]
-        return [
-            Operations(self.row[lo:hi] - b * seats, *[column[lo:hi] for column in columns])
-            for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))
-        ]
+    def match_bounds(self, seats: int, matches: int) -> list[int]:
+        """Where each match's operations begin in these columns (`seats` consecutive rows a
+        match), and where the last one's end: the bounds `part` takes, one search for all."""
+        return np.searchsorted(self.row, np.arange(matches + 1) * seats).tolist()
 
-    def take(self, start: int, stop: int, rows: np.ndarray | None = None) -> Operations:
-        """The operations of rows start..stop-1, renumbered by their position in `rows`
-        (ascending; default: all of start..stop-1)."""
-        lo, hi = np.searchsorted(self.row, (start, stop))
-        row = self.row[lo:hi] - start if rows is None else np.searchsorted(rows, self.row[lo:hi])
+    def part(self, lo: int, hi: int, first: int, rows: np.ndarray | None = None) -> Operations:
+        """Operations lo..hi-1, their rows renumbered from `first` (or by their position in
+        `rows`, ascending, where only those rows are kept)."""
+        row = self.row[lo:hi] - first if rows is None else np.searchsorted(rows, self.row[lo:hi])
         return Operations(row, *[column[lo:hi] for column in self[1:]])
 
 

@@ -598,7 +598,7 @@ class Market:
             _by_match(orders.rejected, self.seats),
             _by_match(orders.plans, self.seats),
         )
-        by_match = [applied] if len(self.logs) == 1 else applied.by_match(self.seats, len(self.logs))
+        bounds = applied.match_bounds(self.seats, len(self.logs))
         for b, (log, span, whole) in enumerate(zip(self.logs, self.match_rows, everyone)):
             if whole:  # all its merchants played: the match's rows as they are (views of today's arrays)
                 log.add(
@@ -607,7 +607,7 @@ class Market:
                     bankrupt[span],
                     scalars[span],
                     per_product[span],
-                    by_match[b],
+                    applied if len(self.logs) == 1 else applied.part(bounds[b], bounds[b + 1], span.start),
                     rejected_by_seat.get(b, {}),
                     plans_by_seat.get(b, {}),
                     None if said is None else said[span],
@@ -625,7 +625,7 @@ class Market:
                     bankrupt[at],
                     scalars[at],
                     per_product[at],
-                    applied.take(span.start, span.stop, at),
+                    applied.part(bounds[b], bounds[b + 1], span.start, at),
                     {position[s]: row for s, row in rejected_by_seat.get(b, {}).items()},
                     {position[s]: row for s, row in plans_by_seat.get(b, {}).items()},
                     None if said is None else [said[i] for i in at.tolist()],
