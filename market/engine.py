@@ -598,7 +598,8 @@ class Market:
             _by_match(orders.rejected, self.seats),
             _by_match(orders.plans, self.seats),
         )
-        bounds = applied.match_bounds(self.seats, len(self.logs))
+        single = len(self.logs) == 1
+        bounds = [0, len(applied.row)] if single else applied.match_bounds(self.seats, len(self.logs))
         for b, (log, span, whole) in enumerate(zip(self.logs, self.match_rows, everyone)):
             if whole:  # all its merchants played: the match's rows as they are (views of today's arrays)
                 log.add(
@@ -607,7 +608,7 @@ class Market:
                     bankrupt[span],
                     scalars[span],
                     per_product[span],
-                    applied if len(self.logs) == 1 else applied.part(bounds[b], bounds[b + 1], span.start),
+                    applied if single else applied.part(bounds[b], bounds[b + 1], span.start),
                     rejected_by_seat.get(b, {}),
                     plans_by_seat.get(b, {}),
                     None if said is None else said[span],
