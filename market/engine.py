@@ -923,7 +923,10 @@ class Market:
             self.competitor_sold = np.zeros_like(self.competitor_prices)
         rows = (running[:, None] * seats + np.arange(seats)).ravel()
         mean = np.array(
-            [p.base_demand * factor * event_multiplier(s.events, "demand", p.id, day) for p in s.products]
+            [
+                product.base_demand * factor * event_multiplier(s.events, "demand", product.id, day)
+                for product in s.products
+            ]
         )
         customers = np.broadcast_to(mean[:, None] * shares, (len(rngs), p, len(segments)))
         # [match, product, segment, seat or competitor]
