@@ -11,7 +11,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from market.yaml_files import load_model
 
@@ -126,6 +133,15 @@ class Goal(_Strict):
             raise ValueError(f"goal {self.metric!r}: its bound must be a finite number")
         return self
 
+    @model_serializer(mode="wrap")
+    def _without_default_scale(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A goal at scale 1 is written without it, so a scenario's or a tournament's
+        identity is what it was before goals had a scale."""
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("scale") == 1:
+            dumped.pop("scale")
+        return dumped
+
     @property
     def bound(self) -> float:
         bound = self.at_least if self.at_least is not None else self.at_most
@@ -210,7 +226,7 @@ class Reputation(_Strict):
 class Finance(_Strict):
     initial_cash: float = Field(10_000.0, ge=0)
     fixed_daily_cost: float = Field(0.0, ge=0)
-    credit_share: float = Field(0.0, ge=0, le=1, description="share of revenue sold on credit")
+    credit_share: float = Field(0.0, ge=0, le=1, description="share of revenue, less refunds, sold on credit")
     credit_days: int = Field(0, ge=0, le=60, description="days until a credit sale may be collected")
     bad_debt_share: float = Field(
         0.0, ge=0, le=1, description="share of credit sales never paid: written off on the day of the sale"
@@ -499,8 +515,6 @@ class Scenario(_Strict):
         for part in ("seats", "competitors", "segments", "goals"):
             if not getattr(self, part):
                 left_out[part] = True
-        if self.goals and all(goal.scale == 1 for goal in self.goals):
-            left_out["goals"] = {"__all__": {"scale"}}
         if self.finance.bad_debt_share == 0:
             left_out["finance"] = {"bad_debt_share"}
         return self.model_dump_json(exclude=left_out or None)

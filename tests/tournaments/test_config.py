@@ -44,6 +44,24 @@ def write(folder: Path, tournament: str = TOURNAMENT, scenario: str = SMALL) -> 
 # ---- config_hash -------------------------------------------------------------------------
 
 
+def test_a_goal_at_scale_one_keeps_the_identity_it_had_before_goals_had_a_scale(tmp_path):
+    """Goals are written into the identity without their scale where it is 1 (as before
+    goals had one): saying scale 1 changes nothing, another scale does."""
+    hashes = []
+    for k, goal in enumerate(
+        (
+            "{metric: revenue, at_least: 500}",
+            "{metric: revenue, at_least: 500, scale: 1}",
+            "{metric: revenue, at_least: 500, scale: 2}",
+        )
+    ):
+        t = load_tournament(write(tmp_path / str(k), TOURNAMENT + f"goals: [{goal}]\n"))
+        assert ("scale" in t.spec.model_dump()["goals"][0]) == (k == 2)
+        assert ('"scale"' in t.scenarios["small"].identity()) == (k == 2)
+        hashes.append(t.config_hash)
+    assert hashes[0] == hashes[1] != hashes[2]
+
+
 def test_hash_is_equal_for_identical_files(tmp_path):
     a = load_tournament(write(tmp_path / "a"))
     b = load_tournament(write(tmp_path / "b"))
