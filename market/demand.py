@@ -13,16 +13,23 @@ Every function is vectorised over merchants; arrays are indexed [merchant]
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 from market.scenario import Choice, Demand
 
 
-def demand_factor(demand: Demand, day: int) -> float:
-    """Weekday times season: weekday_factors[(day-1) % 7] * (1 + A sin(2 pi (day-1) / period))."""
-    weekday = demand.weekday_factors[(day - 1) % 7]
+@overload
+def demand_factor(demand: Demand, day: int) -> float: ...
+@overload
+def demand_factor(demand: Demand, day: np.ndarray) -> np.ndarray: ...
+def demand_factor(demand: Demand, day: int | np.ndarray) -> float | np.ndarray:
+    """Weekday times season: weekday_factors[(day-1) % 7] * (1 + A sin(2 pi (day-1) / period)),
+    of one day or of an array of days."""
+    weekday = np.asarray(demand.weekday_factors)[(day - 1) % 7]
     season = 1.0 + demand.seasonal_amplitude * np.sin(2.0 * np.pi * (day - 1) / demand.seasonal_period)
-    return float(weekday * season)
+    return weekday * season
 
 
 def utilities(

@@ -79,12 +79,14 @@ def demand_scale(scenario: Scenario, last_day: int) -> np.ndarray:
     `last_day`, the demand factor (weekday and season) times the demand events running that day
     (market.demand.demand_factor, market.scenario.event_multiplier), as the market's customers
     per day are base_demand times both."""
-    days = range(1, last_day + 1)
-    factors = np.array([demand_factor(scenario.demand, day) for day in days])[:, None]
+    factors = demand_factor(scenario.demand, np.arange(1, last_day + 1))[:, None]
     if not scenario.events:
         return np.repeat(factors, len(scenario.products), axis=1)
     return factors * np.array(
-        [[event_multiplier(scenario.events, "demand", p.id, day) for p in scenario.products] for day in days]
+        [
+            [event_multiplier(scenario.events, "demand", p.id, day) for p in scenario.products]
+            for day in range(1, last_day + 1)
+        ]
     ).reshape(last_day, -1)
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 import numpy as np
 
 from market import accounting
-from market.daylog import DayLog
+from market.daylog import PER_PRODUCT, DayLog
 from market.scenario import Scenario
 from market.types import KIND_INDEX, MESSAGE_LIMIT, DayRecord, RejectionCode
 from results.collusion import CollusionSettings, demand_scale, gain, runs, seat_benchmarks
@@ -288,8 +288,29 @@ class MatchRecords:
         return dict(zip(self.seats, places))
 
     @cached_property
+    def zero_fields(self) -> frozenset[str]:
+        """The per-product fields that are 0 on every row, such as those of the parts of the
+        market a scenario does not run: their sums need no work."""
+        used = self.log.per_product.any(axis=(0, 2)).tolist()
+        return frozenset(name for name, nonzero in zip(PER_PRODUCT, used) if not nonzero)
+
+    def total(self, name: str, per_unit: str | None = None) -> np.ndarray:
+        """Per seat, the sum over its days and products of the per-product field `name` (times
+        the field `per_unit`)."""
+        if name in self.zero_fields:
+            return np.zeros(len(self.counts))
+        values = self.values(name) if per_unit is None else self.values(name) * self.values(per_unit)
+        return self.per_seat(_sum(values, 1))
+
+    def days_with(self, name: str) -> np.ndarray:
+        """Per seat, its days on which the per-product field `name` is above 0 in some product."""
+        if name in self.zero_fields:
+            return np.zeros(len(self.counts))
+        return self.per_seat((self.values(name) > 0).any(axis=1).astype(float))
+
+    @cached_property
     def units_sold(self) -> np.ndarray:
-        return self.per_seat(_sum(self.values("units_sold"), 1))
+        return self.total("units_sold")
 
     def per_day(self, values: np.ndarray) -> np.ndarray:
         """Means per day of one value per row and product: [day - 1, product], the mean over
@@ -308,10 +329,23 @@ class MatchRecords:
         return int(self.log.day.max()) if len(self.log) else 0
 
     @cached_property
+    def day_prices(self) -> list[np.ndarray]:
+        """[day - 1, product]: the mean posted price of the merchants with a record that day,
+        and where the match has benchmarks, the means of their seats' Nash and monopoly
+        prices (one `per_day` for all three)."""
+        columns = [self.values("prices")]
+        if self.benchmarks is not None:
+            columns += [
+                self.benchmarks.nash_price[self.row_seats],
+                self.benchmarks.monopoly_price[self.row_seats],
+            ]
+        return np.split(self.per_day(np.concatenate(columns, 1)), len(columns), axis=1)
+
+    @cached_property
     def mean_prices(self) -> np.ndarray:
         """Per row of the log, per product: the mean posted price of the merchants with a
         record that day."""
-        return self.per_day(self.log.product_values("prices"))[self.log.day - 1]
+        return self.day_prices[0][self.log.day - 1]
 
     @cached_property
     def start_net_worth(self) -> np.ndarray:
@@ -320,8 +354,9 @@ class MatchRecords:
 
     @cached_property
     def profits(self) -> np.ndarray:
-        """Per seat (market.accounting.profit)."""
-        return accounting.profit(self.log, self.first, self.last)
+        """Per seat (market.accounting.profit): net worth at the end of its last day -
+        start_net_worth."""
+        return self.log.scalar("net_worth")[self.last] - self.start_net_worth
 
     @cached_property
     def rejections(self) -> list[Counter[str]]:
@@ -371,21 +406,23 @@ class MatchRecords:
         return any(self.log.plans)
 
     @cached_property
-    def operations(self) -> np.ndarray:
-        """Applied operations per seat, waits left out: a wait changes nothing, so it is no
+    def acts(self) -> np.ndarray:
+        """Applied operations per row, waits left out: a wait changes nothing, so it is no
         valid (or invalid) act."""
         applied = self.log.applied
-        acts = applied.row[applied.kind != _WAIT]
-        return self.per_seat(np.bincount(acts, minlength=len(self.log)).astype(float))
+        return np.bincount(applied.row[applied.kind != _WAIT], minlength=len(self.log)).astype(float)
+
+    @cached_property
+    def operations(self) -> np.ndarray:
+        """Applied operations per seat, waits left out (see `acts`)."""
+        return self.per_seat(self.acts)
 
     @cached_property
     def kinds_applied(self) -> np.ndarray:
         """[seat, kind]: how many operations of each kind (KIND_INDEX) each seat had applied."""
-        applied = self.log.applied
-        seats = self.row_seats[applied.row]
-        counts = np.zeros((len(self.counts), len(KIND_INDEX)))
-        np.add.at(counts, (seats, applied.kind.astype(np.int64)), 1.0)
-        return counts
+        applied, kinds = self.log.applied, len(KIND_INDEX)
+        cells = self.row_seats[applied.row] * kinds + applied.kind
+        return np.bincount(cells, minlength=len(self.counts) * kinds).reshape(-1, kinds).astype(float)
 
     # what the collusion measures compare (results.collusion)
 
@@ -439,13 +476,8 @@ class MatchRecords:
         gain(market price, its Nash price, its monopoly price), where the market price is the
         mean price of the merchants with a record that day and the benchmarks the means of
         their seats' (results.collusion.gain); NaN on a day without records."""
-        benchmarks = self.benchmarks
-        assert benchmarks is not None  # measured only with the price game
-        seats = self.row_seats
-        nash, monopoly = (
-            self.per_day(prices[seats]) for prices in (benchmarks.nash_price, benchmarks.monopoly_price)
-        )
-        return gain(self.per_day(self.values("prices")), nash, monopoly).mean(1)
+        assert self.benchmarks is not None  # measured only with the price game
+        return gain(*self.day_prices).mean(1)
 
     @cached_property
     def undercut_days(self) -> np.ndarray:
@@ -585,10 +617,7 @@ def idle_days(match: MatchRecords) -> np.ndarray:
     """Share of the merchant's days on which the market applied no operation of it but waits:
     idle_days = days without an applied set_price, order, advertise, collect or promote / its
     days. 1 for a merchant that does nothing all match."""
-    applied = match.log.applied
-    acted = np.zeros(len(match.log), dtype=bool)
-    acted[applied.row[applied.kind != _WAIT]] = True
-    return match.per_seat((~acted).astype(float)) / match.counts
+    return match.per_seat((match.acts == 0).astype(float)) / match.counts
 
 
 @_metric("coherence", "ratio", over_match=True)
@@ -783,40 +812,40 @@ def _event_near(scenario: Scenario | None, product: str, restock_day: int, cut_d
 def stockout_days(match: MatchRecords) -> np.ndarray:
     """Days on which the merchant turned customers away for lack of stock (lost sales > 0 in
     any product)."""
-    return match.per_seat((match.values("lost_sales") > 0).any(axis=1).astype(float))
+    return match.days_with("lost_sales")
 
 
 @_metric("operations", "count", over_match=True, flow=True)
 def lost_sales(match: MatchRecords) -> np.ndarray:
     """Units customers wanted from the merchant but could not buy for lack of stock:
     lost_sales = sum over days and products of lost_sales."""
-    return match.per_seat(_sum(match.values("lost_sales"), 1))
+    return match.total("lost_sales")
 
 
 @_metric("operations", "count", over_match=True, flow=True)
 def spoilage_days(match: MatchRecords) -> np.ndarray:
     """Days on which goods of the merchant spoiled (spoiled > 0 in any product)."""
-    return match.per_seat((match.values("spoiled") > 0).any(axis=1).astype(float))
+    return match.days_with("spoiled")
 
 
 @_metric("operations", "money", over_match=True, flow=True)
 def spoiled_cost(match: MatchRecords) -> np.ndarray:
     """What spoiled goods cost: spoiled_cost = sum over days and products of spoiled * unit_cost."""
-    return match.per_seat(_sum(match.values("spoiled") * match.values("unit_cost"), 1))
+    return match.total("spoiled", per_unit="unit_cost")
 
 
 @_metric("operations", "count", over_match=True, flow=True)
 def late_delivery_days(match: MatchRecords) -> np.ndarray:
     """Days on which goods the merchant ordered were due and a supplier delivered them late
     (late > 0 in any product)."""
-    return match.per_seat((match.values("late") > 0).any(axis=1).astype(float))
+    return match.days_with("late")
 
 
 @_metric("operations", "share", over_match=True)
 def return_share(match: MatchRecords) -> list[float | None]:
     """Share of the units sold that customers brought back: sum of returned / sum of units
     sold; None when nothing was sold."""
-    returned = match.per_seat(_sum(match.values("returned"), 1))
+    returned = match.total("returned")
     return [r / s if s > 0 else None for r, s in zip(returned.tolist(), match.units_sold.tolist())]
 
 
@@ -834,9 +863,8 @@ def inventory_turnover(match: MatchRecords) -> list[float | None]:
     mean value of stock in hand,
     inventory_turnover = sum_t sum_p sold_p,t * unit_cost_p,t / mean_t sum_p inventory_p,t * unit_cost_p,t,
     with inventory at the end of each day. None when no stock was ever held."""
-    cost = match.values("unit_cost")
-    sold = match.per_seat(_sum(match.values("units_sold") * cost, 1))
-    held = match.per_seat(_sum(match.values("inventory") * cost, 1)) / match.counts
+    sold = match.total("units_sold", per_unit="unit_cost")
+    held = match.total("inventory", per_unit="unit_cost") / match.counts
     return [s / h if h > 0 else None for s, h in zip(sold.tolist(), held.tolist())]
 
 
@@ -882,8 +910,11 @@ def inventory_cost_share(match: MatchRecords) -> list[float | None]:
     """What keeping stock cost, as a share of revenue: inventory_cost_share = (sum of holding
     + sum over products of (spoiled + returned - restocked) * unit_cost) / revenue, the goods
     spoiled and the returns written off at cost; None when revenue is not above 0."""
-    written_off = match.values("spoiled") + match.values("returned") - match.values("restocked")
-    cost = match.per_seat(match.scalar("holding") + _sum(written_off * match.values("unit_cost"), 1))
+    cost = match.scalar("holding")
+    if not {"spoiled", "returned", "restocked"} <= match.zero_fields:
+        written_off = match.values("spoiled") + match.values("returned") - match.values("restocked")
+        cost = cost + _sum(written_off * match.values("unit_cost"), 1)
+    cost = match.per_seat(cost)
     earned = revenue(match)
     return [c / r if r > 0 else None for c, r in zip(cost.tolist(), earned.tolist())]
 

@@ -15,8 +15,9 @@ from scenario_params import scenarios_where
 
 from market.accounting import day_trade_profit, net_worth, starting_net_worth, trade_profit
 from market.daylog import DayLog
-from market.demand import allocate_markets, logit_shares
+from market.demand import allocate_markets, demand_factor, logit_shares
 from market.env import MarketEnv
+from market.scenario import Demand
 
 FUZZ = settings(
     max_examples=examples(12),
@@ -228,6 +229,24 @@ def test_allocation_conserves_customers(utility, outside, customers, stocked, sa
     if sampled:
         for values in (sold, wanted, np.array([allocation.no_purchase])):
             assert all(float(v).is_integer() for v in values), values
+
+
+@given(
+    weekdays=st.lists(st.floats(0, 3), min_size=7, max_size=7),
+    amplitude=st.floats(0, 0.99),
+    period=st.integers(1, 400),
+)
+def test_demand_factor_of_many_days_is_each_days_to_the_bit(weekdays, amplitude, period):
+    """The market asks for one day, the collusion benchmarks for a match's days at once."""
+    demand = Demand(weekday_factors=tuple(weekdays), seasonal_amplitude=amplitude, seasonal_period=period)
+    days = np.arange(1, 800)
+    assert demand_factor(demand, days).tolist() == [demand_factor(demand, int(day)) for day in days]
+
+
+def test_demand_factor_by_hand():
+    demand = Demand(weekday_factors=(1, 1, 2, 1, 1, 1, 1), seasonal_amplitude=0.5, seasonal_period=8)
+    # day 3: the third weekday (2) times 1 + 0.5 sin(2 pi 2 / 8) = 1.5
+    assert demand_factor(demand, 3) == pytest.approx(3.0, rel=1e-15)
 
 
 def test_unstocked_expected_allocation_is_the_logit_share():
