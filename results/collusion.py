@@ -110,6 +110,7 @@ def gain(value: np.ndarray, nash: np.ndarray, monopoly: np.ndarray) -> np.ndarra
 def runs(flagged: np.ndarray, min_days: int) -> list[tuple[int, int]]:
     """(first day, last day) of each run of at least `min_days` consecutive flagged days, with
     flagged[d - 1] the flag of day d."""
-    edges = np.diff(np.concatenate([[0], flagged.astype(np.int8), [0]]))
-    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)  # a run is days starts+1 .. stops
-    return [(int(a) + 1, int(b)) for a, b in zip(starts.tolist(), stops.tolist()) if b - a >= min_days]
+    padded = np.zeros(len(flagged) + 2, dtype=bool)
+    padded[1:-1] = flagged
+    edges = np.flatnonzero(padded[1:] != padded[:-1]).tolist()  # a run's first day - 1, then its last day
+    return [(a + 1, b) for a, b in zip(edges[::2], edges[1::2]) if b - a >= min_days]
