@@ -291,7 +291,7 @@ class MatchRecords:
     def zero_fields(self) -> frozenset[str]:
         """The per-product fields that are 0 on every row, such as those of the parts of the
         market a scenario does not run: their sums need no work."""
-        used = self.log.per_product.any(axis=(0, 2)).tolist()
+        used: list[bool] = np.logical_or.reduce(self.log.per_product != 0, axis=(0, 2)).tolist()
         return frozenset(name for name, nonzero in zip(PER_PRODUCT, used) if not nonzero)
 
     def total(self, name: str, per_unit: str | None = None) -> np.ndarray:
