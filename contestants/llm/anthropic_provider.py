@@ -28,7 +28,7 @@ from contestants.llm.errors import ProviderConfigError
 from contestants.llm.providers import RemoteProvider, RemoteSettings, check_effort
 from contestants.llm.retry import BadResponse, Failure, sdk_failure
 from contestants.llm.schema import strict_schema
-from contestants.llm.types import Answer, CompletionRequest, TokenUsage
+from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall
 
 Mode = Literal["tool", "json_schema", "unforced_tool"]
 
@@ -122,9 +122,7 @@ class AnthropicProvider(RemoteProvider):
 
         s, mode, name = self.settings, self.mode, request.schema_name
         rules = "\n\n".join(m.content for m in request.messages if m.role == "system")
-        messages: list[dict[str, Any]] = [
-            {"role": m.role, "content": m.content} for m in request.messages if m.role != "system"
-        ]
+        messages = _turns(request.messages)
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -135,14 +133,19 @@ class AnthropicProvider(RemoteProvider):
             kwargs["system"] = [
                 _block(rules, s.cache_prompt)
             ]  # after the tools and the rules: the prefix every call repeats
-        if (
-            s.cache_prompt and len(messages) > 1
-        ):  # and after the conversation so far, which tomorrow's call repeats
-            messages[-2]["content"] = [_block(messages[-2]["content"], True)]
+        if s.cache_prompt and len(messages) > 1:
+            # and after the conversation so far, which the next call repeats: tomorrow's (a
+            # decision), or the next step's (tools), which repeats the whole of this request
+            _breakpoint(messages[-1 if request.tools else -2])
         output_config: dict[str, Any] = {}
         if s.reasoning_effort is not None:
             output_config["effort"] = s.reasoning_effort
-        if mode == "json_schema":
+        if request.json_schema is None:  # the model may use the tools or answer in text
+            kwargs["tools"] = [
+                {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+                for tool in request.tools
+            ]
+        elif mode == "json_schema":
             output_config["format"] = {"type": "json_schema", "schema": strict_schema(request.json_schema)}
         else:
             kwargs["tools"] = [{"name": name, "input_schema": request.json_schema}]
@@ -159,12 +162,27 @@ class AnthropicProvider(RemoteProvider):
         response = self._sdk_client().messages.create(**kwargs)
         if not isinstance(response, Message):
             raise BadResponse("not a message")
-        tool_uses = [block for block in response.content if block.type == "tool_use"]
-        if tool_uses:
-            text = json.dumps(tool_uses[0].input)
-        else:
-            text = "".join(block.text for block in response.content if block.type == "text")
-        return Answer(text=text, usage=_usage(response.usage), served_model=response.model)
+        calls = tuple(
+            ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input))
+            for block in response.content
+            if block.type == "tool_use"
+        )
+        text = "".join(block.text for block in response.content if block.type == "text")
+        if request.json_schema is not None and calls:  # the tool's input is the answer
+            text, calls = calls[0].arguments, ()
+        thinking = [block for block in response.content if block.type in ("thinking", "redacted_thinking")]
+        thought = "\n\n".join(block.thinking for block in thinking if block.type == "thinking")
+        return Answer(
+            text=text,
+            tool_calls=calls,
+            reasoning=thought or None,
+            # with tools, the thinking goes back with the turn, signed, as the API requires
+            carried=tuple(block.model_dump(mode="json", exclude_none=True) for block in thinking)
+            if calls
+            else (),
+            usage=_usage(response.usage),
+            served_model=response.model,
+        )
 
     def _failure(self, exc: BaseException) -> Failure | None:
         import anthropic
@@ -175,6 +193,51 @@ class AnthropicProvider(RemoteProvider):
 def _block(text: str, breakpoint: bool) -> dict[str, Any]:
     """A text block; with a prompt-cache breakpoint, the prefix up to it is cached."""
     return {"type": "text", "text": text, **({"cache_control": {"type": "ephemeral"}} if breakpoint else {})}
+
+
+def _breakpoint(message: dict[str, Any]) -> None:
+    """A prompt-cache breakpoint on the last block of `message`."""
+    content = message["content"]
+    if isinstance(content, str):
+        message["content"] = [_block(content, True)]
+    else:
+        content[-1] = {**content[-1], "cache_control": {"type": "ephemeral"}}
+
+
+def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The conversation but the rules as the Messages API takes it: an assistant's turn with
+    tools as its carried thinking, its text and its tool uses; the results of one turn's tools
+    together in the next user turn, as tool results."""
+    turns: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if m.role == "tool":
+            result = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            if turns and turns[-1]["role"] == "user" and isinstance(turns[-1]["content"], list):
+                turns[-1]["content"].append(result)
+            else:
+                turns.append({"role": "user", "content": [result]})
+        elif m.tool_calls:
+            text = [{"type": "text", "text": m.content}] if m.content else []
+            uses = [
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call.arguments)}
+                for call in m.tool_calls
+            ]
+            turns.append({"role": "assistant", "content": [*m.carried, *text, *uses]})
+        else:
+            turns.append({"role": m.role, "content": m.content})
+    return turns
+
+
+def _arguments(text: str) -> Any:
+    """A tool use's input: the arguments the model wrote, or {} where they did not parse (the
+    API takes only an object; the result of that call said what was wrong)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _usage(usage: Any) -> TokenUsage:

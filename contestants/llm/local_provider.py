@@ -53,7 +53,7 @@ from contestants.llm.errors import ProviderConfigError
 from contestants.llm.providers import Provider, ProviderSettings
 from contestants.llm.retry import Failure
 from contestants.llm.schema import capped_schema
-from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage
+from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall, parse_object
 
 SMOLLM2 = "smollm2"
 # Part of the response cache key, raised when the way answers are written changes (grammar
@@ -126,7 +126,7 @@ class LocalProvider(Provider):
 
     def prompt_tokens(self, request: CompletionRequest) -> int:
         """Exact: the prompt as the model's chat template renders it, in its tokenizer."""
-        return len(self._engine()._tokens(request.messages, generation_prompt=True))
+        return len(self._engine()._tokens(one_tool_a_step(request).messages, generation_prompt=True))
 
     def answer_tokens(self, text: str) -> int:
         return len(self._engine().llama.tokenize(text.encode(), add_bos=False, special=False))
@@ -156,12 +156,24 @@ class LocalProvider(Provider):
         )
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
-        engine = self._engine()
-        return engine.complete(
-            request,
-            self.answer_schema(request.json_schema),
+        asked = one_tool_a_step(request)
+        assert asked.json_schema is not None  # one_tool_a_step's answer is to a schema
+        answer = self._engine().complete(
+            asked,
+            self.answer_schema(asked.json_schema),
             self.settings.seed if request.seed is None else request.seed,
         )
+        if not request.tools:
+            return answer
+        step = parse_object(answer.text) or {}  # cut off by max_tokens: no call
+        if not isinstance(step.get("tool"), str):
+            return answer
+        call = ToolCall(
+            id=f"call_{sum(m.role == 'assistant' for m in request.messages)}",
+            name=step["tool"],
+            arguments=json.dumps(step.get("arguments", {}), separators=(",", ":")),
+        )
+        return answer.model_copy(update={"text": "", "tool_calls": (call,)})
 
     def answer_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         """Capped harder than the schema asks: a small model fills whatever room it is given."""
@@ -174,6 +186,47 @@ class LocalProvider(Provider):
         if isinstance(exc, (ValueError, RuntimeError)):
             return Failure("error", f"{type(exc).__name__}: {exc}")
         return None
+
+
+def one_tool_a_step(request: CompletionRequest) -> CompletionRequest:
+    """A request that offers tools as the embedded model answers it: with one tool call a
+    step, written under a grammar of {"tool": its name, "arguments": its arguments} for one of
+    the tools, the tools listed after the rules, the assistant's earlier calls as it wrote them
+    and their results as the user's turns (a small model's chat template knows no tool turns).
+    A request for a schema is left as it is."""
+    if not request.tools:
+        return request
+    listed = "\n".join(f"- {tool.name}: {tool.description}" for tool in request.tools)
+    called: dict[str, str] = {}  # call id -> tool name
+    messages: list[Message] = []
+    for m in request.messages:
+        if m.role == "system":
+            messages.append(Message(role="system", content=f"{m.content}\n\nTools (one a step):\n{listed}"))
+        elif m.role == "tool":
+            assert m.tool_call_id is not None
+            messages.append(
+                Message(role="user", content=f"{called.get(m.tool_call_id, 'tool')}: {m.content}")
+            )
+        elif m.tool_calls:
+            called.update((call.id, call.name) for call in m.tool_calls)
+            steps = "\n".join(
+                f'{{"tool":{json.dumps(call.name)},"arguments":{call.arguments}}}' for call in m.tool_calls
+            )
+            messages.append(Message(role="assistant", content=steps))
+        else:
+            messages.append(Message(role=m.role, content=m.content))
+    step = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"tool": {"const": tool.name}, "arguments": tool.parameters},
+                "required": ["tool", "arguments"],
+                "additionalProperties": False,
+            }
+            for tool in request.tools
+        ]
+    }
+    return request.model_copy(update={"messages": tuple(messages), "json_schema": step, "tools": ()})
 
 
 class Engine:

@@ -22,7 +22,7 @@ from contestants.llm.errors import ProviderConfigError
 from contestants.llm.providers import RemoteProvider, RemoteSettings, check_effort
 from contestants.llm.retry import BadResponse, Failure, sdk_failure
 from contestants.llm.schema import strict_schema
-from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage
+from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall
 
 
 class OpenAISettings(RemoteSettings):
@@ -101,10 +101,13 @@ class OpenAIProvider(RemoteProvider):
         return openai.OpenAI(**options)
 
     def _attempt(self, request: CompletionRequest, timeout: float) -> Answer:
-        schema = strict_schema(request.json_schema) if self.family.strict else request.json_schema
         if self.settings.api == "responses":
-            return self._respond(request, schema, timeout)
-        return self._chat(request, schema, timeout)
+            return self._respond(request, timeout)
+        return self._chat(request, timeout)
+
+    def _strict(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """The schema as the family decodes it: in strict mode's subset where it decodes strictly."""
+        return strict_schema(schema) if self.family.strict else schema
 
     def _sampling(self, request: CompletionRequest) -> dict[str, float]:
         return {
@@ -113,13 +116,13 @@ class OpenAIProvider(RemoteProvider):
             if (value := getattr(request, field)) is not None
         }
 
-    def _chat(self, request: CompletionRequest, schema: dict[str, Any], timeout: float) -> Answer:
+    def _chat(self, request: CompletionRequest, timeout: float) -> Answer:
         from openai.types.chat import ChatCompletion
 
         family, mode, name = self.family, self.mode, request.schema_name
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": self._role(m), "content": m.content} for m in request.messages],
+            "messages": [self._chat_message(m) for m in request.messages],
             family.token_field: request.max_tokens,
             **self._sampling(request),
             "timeout": timeout,
@@ -132,19 +135,39 @@ class OpenAIProvider(RemoteProvider):
             (kwargs if seed_field == "seed" else extra)[seed_field] = seed
         if self.settings.reasoning_effort is not None:
             kwargs["reasoning_effort"] = self.settings.reasoning_effort
-        if mode == "tool":
-            function = {"name": name, "parameters": schema, **({"strict": True} if family.strict else {})}
-            kwargs["tools"] = [{"type": "function", "function": function}]
+        strict = {"strict": True} if family.strict else {}
+        if request.json_schema is None:  # the model may use the tools or answer in text
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": self._strict(tool.parameters),
+                        **strict,
+                    },
+                }
+                for tool in request.tools
+            ]
+        elif mode == "tool":
+            schema = self._strict(request.json_schema)
+            kwargs["tools"] = [
+                {"type": "function", "function": {"name": name, "parameters": schema, **strict}}
+            ]
             kwargs["tool_choice"] = {"type": "function", "function": {"name": name}}
         elif mode == "json_schema":
             kwargs["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": name, "schema": schema, "strict": family.strict},
+                "json_schema": {
+                    "name": name,
+                    "schema": self._strict(request.json_schema),
+                    "strict": family.strict,
+                },
             }
         else:
             kwargs["response_format"] = {
                 "type": "json_object",
-                **({"schema": schema} if family.json_object_schema else {}),
+                **({"schema": self._strict(request.json_schema)} if family.json_object_schema else {}),
             }
         response = self._sdk_client().chat.completions.create(**kwargs, extra_body=extra)
         # Given a 2xx body that is not JSON, the SDK returns the body as a str.
@@ -152,13 +175,22 @@ class OpenAIProvider(RemoteProvider):
             raise BadResponse("not a chat completion")
         message = response.choices[0].message
         # function tools are the only ones asked for
-        calls = [call for call in message.tool_calls or [] if call.type == "function"]
-        text = calls[0].function.arguments if calls else (message.content or message.refusal or "")
+        calls = tuple(
+            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments)
+            for call in message.tool_calls or []
+            if call.type == "function"
+        )
+        text = message.content or message.refusal or ""
+        if request.json_schema is not None and calls:  # the forced tool's arguments are the answer
+            text, calls = calls[0].arguments, ()
         usage = response.usage
         prompt = getattr(usage, "prompt_tokens_details", None)
         completion = getattr(usage, "completion_tokens_details", None)
         return Answer(
             text=text,
+            tool_calls=calls,
+            # what compatible servers (DeepSeek, vLLM, OpenRouter) return of the reasoning
+            reasoning=_reasoning_text(message),
             usage=TokenUsage(
                 input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                 output_tokens=getattr(usage, "completion_tokens", 0) or 0,
@@ -172,14 +204,14 @@ class OpenAIProvider(RemoteProvider):
             **self._sampling(request),
         )
 
-    def _respond(self, request: CompletionRequest, schema: dict[str, Any], timeout: float) -> Answer:
+    def _respond(self, request: CompletionRequest, timeout: float) -> Answer:
         from openai.types.responses import Response
 
         family, mode, name = self.family, self.mode, request.schema_name
         rules = "\n\n".join(m.content for m in request.messages if m.role == "system")
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "input": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+            "input": [item for m in request.messages if m.role != "system" for item in _input_items(m)],
             "max_output_tokens": request.max_tokens,
             **self._sampling(request),
             "timeout": timeout,
@@ -187,27 +219,59 @@ class OpenAIProvider(RemoteProvider):
         }
         if rules:
             kwargs["instructions"] = rules
+        reasoning: dict[str, Any] = {}
         if self.settings.reasoning_effort is not None:
-            kwargs["reasoning"] = {"effort": self.settings.reasoning_effort}
-        if mode == "tool":
+            reasoning["effort"] = self.settings.reasoning_effort
+        if request.json_schema is None:  # the model may use the tools or answer in text
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": self._strict(tool.parameters),
+                    "strict": family.strict,
+                }
+                for tool in request.tools
+            ]
+            if family.efforts_for("responses"):  # a reasoning model: a summary of its reasoning, kept
+                reasoning["summary"] = "auto"
+        elif mode == "tool":
+            schema = self._strict(request.json_schema)
             kwargs["tools"] = [
                 {"type": "function", "name": name, "parameters": schema, "strict": family.strict}
             ]
             kwargs["tool_choice"] = {"type": "function", "name": name}
         elif mode == "json_schema":
+            schema = self._strict(request.json_schema)
             kwargs["text"] = {
                 "format": {"type": "json_schema", "name": name, "schema": schema, "strict": family.strict}
             }
         else:
             kwargs["text"] = {"format": {"type": "json_object"}}
+        if reasoning:
+            kwargs["reasoning"] = reasoning
         response = self._sdk_client().responses.create(**kwargs)
         if not isinstance(response, Response):
             raise BadResponse("not a response")
-        calls = [item for item in response.output if item.type == "function_call"]
-        text = calls[0].arguments if calls else response.output_text
+        calls = tuple(
+            ToolCall(id=item.call_id, name=item.name, arguments=item.arguments)
+            for item in response.output
+            if item.type == "function_call"
+        )
+        text = response.output_text
+        if request.json_schema is not None and calls:  # the forced tool's arguments are the answer
+            text, calls = calls[0].arguments, ()
+        thought = [item for item in response.output if item.type == "reasoning"]
+        summary = "\n\n".join(part.text for item in thought for part in item.summary or [])
         usage = response.usage
         return Answer(
             text=text,
+            tool_calls=calls,
+            reasoning=summary or None,
+            # reasoning items go back with the turn where tools are used: the model picks up its thread
+            carried=tuple(item.model_dump(mode="json", exclude_none=True) for item in thought)
+            if calls
+            else (),
             usage=TokenUsage(
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
@@ -221,6 +285,24 @@ class OpenAIProvider(RemoteProvider):
             **self._sampling(request),
         )
 
+    def _chat_message(self, message: Message) -> dict[str, Any]:
+        """A turn as Chat Completions takes it: the rules in the family's role, an assistant's
+        tool calls as function calls, a tool's result under the call's id."""
+        if message.role == "tool":
+            return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        turn: dict[str, Any] = {"role": self._role(message), "content": message.content}
+        if message.tool_calls:
+            turn["content"] = message.content or None
+            turn["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in message.tool_calls
+            ]
+        return turn
+
     def _role(self, message: Message) -> str:
         return self.family.role if message.role == "system" else message.role
 
@@ -228,3 +310,27 @@ class OpenAIProvider(RemoteProvider):
         import openai
 
         return sdk_failure(exc, openai)
+
+
+def _input_items(message: Message) -> list[dict[str, Any]]:
+    """A turn as the Responses API's input items: a message; an assistant's carried reasoning
+    items and its tool calls as function calls after its text; a tool's result as its call's
+    output."""
+    if message.role == "tool":
+        return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": message.content}]
+    if not message.tool_calls:
+        return [{"role": message.role, "content": message.content}]
+    text = [{"role": "assistant", "content": message.content}] if message.content else []
+    calls = [
+        {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments}
+        for call in message.tool_calls
+    ]
+    return [*message.carried, *text, *calls]
+
+
+def _reasoning_text(message: Any) -> str | None:
+    """The reasoning a compatible server returns beside the answer (`reasoning_content` or
+    `reasoning`, fields the SDK keeps as extras); None where there is none."""
+    extra = getattr(message, "model_extra", None) or {}
+    found = extra.get("reasoning_content") or extra.get("reasoning")
+    return found if isinstance(found, str) and found else None

@@ -43,6 +43,7 @@ class Rehearsal:
         return self.provider.prompt_tokens(request)
 
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
+        assert request.json_schema is not None, "a rehearsal answers decisions, recalls and reflections"
         text = typical_answer(request.schema_name, self.provider.answer_schema(request.json_schema))
         usage = TokenUsage(
             input_tokens=self.provider.prompt_tokens(request), output_tokens=self.provider.answer_tokens(text)

@@ -5,33 +5,109 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+
+NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"  # what every API accepts as a tool's or a format's name
+
+
+class ToolCall(BaseModel):
+    """A tool the model asked to use: the call's id (the provider's, which the result names),
+    the tool's name and the arguments as the JSON text the model wrote (which may not parse)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    name: str
+    arguments: str
+
+
+class Tool(BaseModel):
+    """A tool offered to the model: its name, what it does in a line, and the JSON schema of
+    its arguments."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str
+    parameters: dict[str, Any]
 
 
 class Message(BaseModel):
+    """One turn of a conversation. An assistant's turn may ask for tools (`tool_calls`); a
+    `tool` turn is the result of the call `tool_call_id` names. `reasoning` is what the
+    provider showed of an assistant's reasoning (its text or a summary), kept for the record
+    and never sent back; `carried` are the provider's own items of that turn that must go back
+    with it in the next request (Anthropic's signed thinking blocks, the Responses API's
+    reasoning items)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    reasoning: str | None = None
+    carried: tuple[dict[str, Any], ...] = ()
+
+    @model_validator(mode="after")
+    def _tool_parts(self) -> Message:
+        if (self.role == "tool") != (self.tool_call_id is not None):
+            raise ValueError("a tool turn, and only a tool turn, names the call it answers")
+        if self.role != "assistant" and (self.tool_calls or self.reasoning is not None or self.carried):
+            raise ValueError("only an assistant's turn asks for tools or reasons")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_empty_tool_parts(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A turn without tool parts dumps as it did before tools existed, so that the
+        response cache's keys of conversations without tools stay what they were."""
+        fields = dump(self)
+        for name in ("tool_calls", "tool_call_id", "reasoning", "carried"):
+            if not getattr(self, name):
+                fields.pop(name, None)
+        return fields
 
 
 class CompletionRequest(BaseModel):
-    """One call: the conversation, and the JSON schema the answer must fill.
+    """One call: the conversation, and either the JSON schema the answer must fill or the
+    tools the model may use (it answers with text, tool calls or both).
 
-    `schema_name` becomes the tool/function/format name, so it keeps to the characters every
-    API accepts there. `temperature` and `top_p` are None for the model's own default; a
-    provider sends them, and `seed`, only where the model takes them.
+    `schema_name` becomes the tool/function/format name of a schema's answer, so it keeps to
+    the characters every API accepts there. `temperature` and `top_p` are None for the model's
+    own default; a provider sends them, and `seed`, only where the model takes them.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     messages: tuple[Message, ...] = Field(min_length=1)
-    json_schema: dict[str, Any]
-    schema_name: str = Field("decision", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    json_schema: dict[str, Any] | None = None
+    tools: tuple[Tool, ...] = ()
+    schema_name: str = Field("decision", pattern=NAME_PATTERN)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     top_p: float | None = Field(None, gt=0.0, le=1.0)
     seed: int | None = None
     max_tokens: int = Field(512, gt=0)
+
+    @model_validator(mode="after")
+    def _schema_or_tools(self) -> CompletionRequest:
+        if (self.json_schema is None) == (not self.tools):
+            raise ValueError("a request asks for an answer to a schema or offers tools, one of the two")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_tools(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A request without tools dumps as it did before tools existed (see Message)."""
+        fields = dump(self)
+        if not self.tools:
+            fields.pop("tools", None)
+        return fields
 
 
 class TokenUsage(BaseModel):
@@ -57,7 +133,9 @@ class TokenUsage(BaseModel):
 
 
 class Answer(BaseModel):
-    """What one successful attempt produced, before timing, cost and caching are added.
+    """What one successful attempt produced, before timing, cost and caching are added:
+    the text, the tools it asked for, and its reasoning and the items to carry as `Message`
+    keeps them.
 
     `served_model` is the model name the API says answered (a dated snapshot of an alias, or
     whatever a gateway routed to), `fingerprint` the backend configuration it reports
@@ -68,11 +146,24 @@ class Answer(BaseModel):
 
     text: str
     usage: TokenUsage
+    tool_calls: tuple[ToolCall, ...] = ()
+    reasoning: str | None = None
+    carried: tuple[dict[str, Any], ...] = ()
     served_model: str | None = None
     fingerprint: str | None = None
     temperature: float | None = None
     top_p: float | None = None
     seed: int | None = None
+
+    def turn(self) -> Message:
+        """The answer as the assistant's turn of the conversation it continues."""
+        return Message(
+            role="assistant",
+            content=self.text,
+            tool_calls=self.tool_calls,
+            reasoning=self.reasoning,
+            carried=self.carried,
+        )
 
 
 class Completion(Answer):

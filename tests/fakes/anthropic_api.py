@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fakes.schemas import fits, instance_of
-from fakes.server import Call, FakeAPI, Reply, Scripted, tokens
+from fakes.server import Call, FakeAPI, Reply, Scripted, Uses, tokens
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class ModelRules:
     effort: bool  # whether output_config.effort is accepted
     min_cacheable: int  # the shortest prefix, in tokens, that is cached
     max_output: int  # the largest max_tokens
+    context: int = 200_000  # the longest prompt, in tokens
 
 
 # The models served, from the research notes (/tmp/research/anthropic_rules.md, 2026-12-01).
@@ -255,7 +256,68 @@ def check_shape(body: Any, allowed: frozenset[str], required: tuple[str, ...]) -
             raise Refusal(f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
         if not isinstance(message.get("content"), (str, list)):
             raise Refusal(f"messages.{i}.content: Field required")
+    check_tool_turns(messages)
     return model, MODELS[model]
+
+
+def _blocks_of(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    content = message["content"]
+    return (
+        [b for b in content if isinstance(b, dict) and b.get("type") == kind]
+        if isinstance(content, list)
+        else []
+    )
+
+
+def check_tool_turns(messages: list[dict[str, Any]]) -> None:
+    """Every tool_use is answered by a tool_result in the very next message, and a tool_result
+    answers a tool_use of the message before, as the API requires (its own wording)."""
+    for i, message in enumerate(messages):
+        asked = (
+            {b.get("id") for b in _blocks_of(message, "tool_use")}
+            if message["role"] == "assistant"
+            else set()
+        )
+        if i > 0 and messages[i - 1]["role"] == "assistant":
+            before = {b.get("id") for b in _blocks_of(messages[i - 1], "tool_use")}
+        else:
+            before = set()
+        for c, block in enumerate(_blocks_of(message, "tool_result")):
+            if block.get("tool_use_id") not in before:
+                raise Refusal(
+                    f"messages.{i}.content.{c}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{block.get('tool_use_id')}. Each `tool_result` block must have a corresponding "
+                    "`tool_use` block in the previous message."
+                )
+        if asked:
+            answered = (
+                {b.get("tool_use_id") for b in _blocks_of(messages[i + 1], "tool_result")}
+                if i + 1 < len(messages)
+                else asked  # the last message: the next request answers it
+            )
+            missing = sorted(asked - answered)
+            if missing:
+                raise Refusal(
+                    f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
+                    f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
+                    "`tool_result` block in the next message."
+                )
+
+
+def check_thinking_kept(messages: list[dict[str, Any]]) -> None:
+    """With thinking on, the assistant turn whose tools the last message answers starts with
+    its thinking, given back as it came (the API's rule for tool use with thinking)."""
+    if len(messages) < 2 or not _blocks_of(messages[-1], "tool_result"):
+        return
+    turn = messages[-2]
+    first = turn["content"][0] if isinstance(turn["content"], list) and turn["content"] else {}
+    if first.get("type") not in ("thinking", "redacted_thinking"):
+        raise Refusal(
+            f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+            f"but found `{first.get('type', 'text')}`. When `thinking` is enabled, a final `assistant` "
+            "message must start with a thinking block (preceeding the lastmost set of `tool_use` and "
+            "`tool_result` blocks). We recommend you include thinking blocks from previous turns."
+        )
 
 
 def check_max_tokens(body: dict[str, Any], model: str, rules: ModelRules) -> None:
@@ -427,7 +489,7 @@ class CacheEntry:
     ttl: str
 
 
-Answer = Callable[[Call, "dict[str, Any] | None"], "dict[str, Any] | str"]
+Answer = Callable[[Call, "dict[str, Any] | None"], "dict[str, Any] | str | Uses"]
 
 
 class FakeAnthropic(FakeAPI):
@@ -445,6 +507,7 @@ class FakeAnthropic(FakeAPI):
         self.auto_tool_use = True
         self.cache: dict[str, CacheEntry] = {}
         self._cache_lock = threading.Lock()
+        self.contexts: dict[str, int] = {}  # by model: a window smaller than its own, for tests
 
     @property
     def base_url(self) -> str:
@@ -509,11 +572,16 @@ class FakeAnthropic(FakeAPI):
         request = check_request(body, MESSAGE_KEYS, ("model", "max_tokens", "messages"))
         if body.get("stream"):
             raise Refusal("the stand-in does not stream: ask with stream false", 500, "api_error")
+        thinks = request.thinking in ("enabled", "adaptive")
+        if thinks:
+            check_thinking_kept(body["messages"])
+        prompt = sum(b.tokens for b in request.blocks)
+        context = self.contexts.get(request.model, request.rules.context)
+        if prompt > context:
+            raise Refusal(f"prompt is too long: {prompt} tokens > {context} maximum")
         tool, schema = self._plan(body, request.forced, request.format_schema)
         cache = self._bill_cache(request)
-        content, output, stop = self._content(
-            call, tool, schema, request.thinking in ("enabled", "adaptive"), body
-        )
+        content, output, stop = self._content(call, tool, schema, thinks, body)
         return {
             "id": new_id("msg_"),
             "type": "message",
@@ -543,7 +611,7 @@ class FakeAnthropic(FakeAPI):
             return None, format_schema
         return None, lone["input_schema"] if lone is not None else None
 
-    def _decide(self, call: Call, schema: dict | None) -> dict[str, Any] | str:
+    def _decide(self, call: Call, schema: dict | None) -> dict[str, Any] | str | Uses:
         """The test's answer, or a small instance of the schema; a dict that does not fit the
         schema is the test's bug, and said so with a 500."""
         if self.answer is not None:
@@ -574,6 +642,10 @@ class FakeAnthropic(FakeAPI):
             used = min(THINKING_TOKENS, budget)
         decided = self._decide(call, schema)
         room = budget - used
+        if isinstance(decided, Uses):
+            return self._uses(decided, body, content, used, budget)
+        if isinstance(decided, str) and len(custom_tools(body)) > 1:  # the model chose to answer in text
+            tool = None
         if tool is not None:
             arguments = json.loads(decided) if isinstance(decided, str) else decided
             if not isinstance(arguments, dict):
@@ -596,6 +668,26 @@ class FakeAnthropic(FakeAPI):
             return content, budget, "max_tokens"
         content.append({"type": "text", "text": text})
         return content, used + cost, "end_turn"
+
+    def _uses(
+        self, uses: Uses, body: dict[str, Any], content: list[dict], used: int, budget: int
+    ) -> tuple[list[dict], int, str]:
+        """A scripted turn that uses tools: its text, then a tool_use block per call (each
+        checked against its tool's schema: a mismatch is the test's bug, a 500)."""
+        offered = {tool["name"]: tool for tool in custom_tools(body)}
+        if uses.text:
+            content.append({"type": "text", "text": uses.text})
+            used += tokens(uses.text)
+        for name, arguments in uses.calls:
+            tool = offered.get(name)
+            problem = "not offered" if tool is None else fits(arguments, tool["input_schema"])
+            if problem:
+                raise Refusal(f"stand-in call of {name!r}: {problem}", 500, "api_error")
+            used += tokens(canonical(arguments))
+            if used > budget:
+                return content, budget, "max_tokens"
+            content.append({"type": "tool_use", "id": new_id("toolu_"), "name": name, "input": arguments})
+        return content, used, "tool_use" if uses.calls else "end_turn"
 
     # -- prompt caching --------------------------------------------------------------------
 

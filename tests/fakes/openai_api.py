@@ -61,10 +61,10 @@ from typing import Any
 
 try:  # imported as `fakes.openai_api`
     from .schemas import fits, instance_of
-    from .server import Call, FakeAPI, Reply, Scripted, tokens
+    from .server import Call, FakeAPI, Reply, Scripted, Uses, tokens
 except ImportError:  # imported with tests/fakes on sys.path, as pytest does for the tests here
     from schemas import fits, instance_of  # type: ignore[no-redef]
-    from server import Call, FakeAPI, Reply, Scripted, tokens  # type: ignore[no-redef]
+    from server import Call, FakeAPI, Reply, Scripted, Uses, tokens  # type: ignore[no-redef]
 
 ORGANIZATION = "org-fake"
 EFFORTS = (
@@ -102,6 +102,7 @@ class Model:
     default_effort: str | None
     sampling: str
     chat_tools: str
+    context: int = 400_000  # tokens: the prompt and the most the answer may take
 
     @property
     def reasons(self) -> bool:
@@ -693,6 +694,27 @@ def check_tool_choice(
     return Wanted("function", name, tools[name].schema, tools[name].strict, forced=True)
 
 
+def unanswered_calls(ids: list[str], at: int) -> Refusal:
+    return Refusal(
+        400,
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(ids)}",
+        param=f"messages.[{at}].role",
+    )
+
+
+def context_exceeded(context: int, prompt: int, completion: int) -> Refusal:
+    """The real 400 of a request longer than the model's context window."""
+    return Refusal(
+        400,
+        f"This model's maximum context length is {context} tokens. However, you requested "
+        f"{prompt + completion} tokens ({prompt} in the messages, {completion} in the completion). "
+        "Please reduce the length of the messages or completion.",
+        param="messages",
+        code="context_length_exceeded",
+    )
+
+
 def strict_refusal(prefix: str, schema: Any, param: str, code: str) -> None:
     problem = strict_schema_problem(schema)
     if problem is not None:
@@ -725,6 +747,7 @@ class FakeOpenAI(FakeAPI):
         self._window: deque[float] = deque()
         self._prompts: dict[str, list[str]] = {}  # per snapshot, every prompt answered
         self._ids = itertools.count()
+        self.contexts: dict[str, int] = {}  # by model name: a window smaller than its own, for tests
 
     @property
     def base_url(self) -> str:
@@ -845,17 +868,31 @@ class FakeOpenAI(FakeAPI):
         n = check_token_limit(body, "n", 1) or 1
 
         prompt = self._prompt_text(body.get("tools"), body.get("response_format"), messages)
-        text = self._answer_text(call, wanted)
         limit = min((x for x in limits if x is not None), default=None)
-        usage = self._usage(model, prompt, effort, text, limit)
+        self._check_context(body["model"], model, prompt, limit or 0)
+        answered = self._answer_text(call, wanted, tools)
+        calls = answered.calls if isinstance(answered, Uses) else ()
+        text = answered.text if isinstance(answered, Uses) else answered
+        usage = self._usage(model, prompt, effort, text + json.dumps(calls) if calls else text, limit)
         text = text[: usage["answer_chars"]]
         finish = (
             "length"
             if usage["truncated"]
-            else ("stop" if wanted.kind != "function" or wanted.forced else "tool_calls")
+            else ("stop" if (wanted.kind != "function" or wanted.forced) and not calls else "tool_calls")
         )
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
-        if wanted.kind == "function" and text:
+        if isinstance(answered, Uses):
+            if calls and not usage["truncated"]:
+                message["content"] = text or None
+                message["tool_calls"] = [
+                    {
+                        "id": self._new_id("call_", 24),
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(arguments)},
+                    }
+                    for name, arguments in calls
+                ]
+        elif wanted.kind == "function" and text:
             message["content"] = None
             message["tool_calls"] = [
                 {
@@ -910,13 +947,33 @@ class FakeOpenAI(FakeAPI):
                 param="messages",
                 code="empty_array",
             )
+        awaited: list[str] = []  # the ids of the last assistant turn's calls not yet answered
         for i, message in enumerate(messages):
             if not isinstance(message, dict):
                 raise invalid_type(f"messages[{i}]", "an object", message)
             if "role" not in message:
                 raise missing_parameter(f"messages[{i}].role")
-            if message["role"] not in CHAT_ROLES:
-                raise invalid_value(f"messages[{i}].role", message["role"], CHAT_ROLES)
+            role = message["role"]
+            if role not in CHAT_ROLES:
+                raise invalid_value(f"messages[{i}].role", role, CHAT_ROLES)
+            if role == "tool":
+                if "tool_call_id" not in message:
+                    raise missing_parameter(f"messages[{i}].tool_call_id")
+                if message["tool_call_id"] not in awaited:
+                    raise Refusal(
+                        400,
+                        "Invalid parameter: messages with role 'tool' must be a response to a "
+                        "preceeding message with 'tool_calls'.",
+                        param=f"messages.[{i}].role",
+                    )
+                awaited.remove(message["tool_call_id"])
+                continue
+            if awaited:
+                raise unanswered_calls(awaited, i - 1)
+            calls = message.get("tool_calls") or [] if role == "assistant" else []
+            awaited = [call.get("id") for call in calls if isinstance(call, dict)]
+        if awaited:
+            raise unanswered_calls(awaited, len(messages) - 1)
         return messages
 
     @staticmethod
@@ -1019,14 +1076,36 @@ class FakeOpenAI(FakeAPI):
         prompt = self._prompt_text(
             body.get("tools"), text_config.get("format"), [body.get("instructions"), items]
         )
-        text = self._answer_text(call, wanted)
-        usage = self._usage(model, prompt, effort, text, limit)
+        self._check_context(body["model"], model, prompt, limit or 0)
+        answered = self._answer_text(call, wanted, tools)
+        calls = answered.calls if isinstance(answered, Uses) else ()
+        text = answered.text if isinstance(answered, Uses) else answered
+        usage = self._usage(model, prompt, effort, text + json.dumps(calls) if calls else text, limit)
         text = text[: usage["answer_chars"]]
         state = "incomplete" if usage["truncated"] else "completed"
         output: list[dict[str, Any]] = []
         if usage["reasoning"]:
-            output.append({"type": "reasoning", "id": self._new_id("rs_", 48), "summary": []})
-        if not usage["truncated"] or usage["answer_chars"]:
+            summary = (
+                [{"type": "summary_text", "text": f"Weighing {len(items)} items of input."}]
+                if reasoning.get("summary")
+                else []
+            )
+            output.append({"type": "reasoning", "id": self._new_id("rs_", 48), "summary": summary})
+        if isinstance(answered, Uses):
+            if text:
+                output.append(self._output_item(Wanted(), text, state))
+            output.extend(
+                {
+                    "type": "function_call",
+                    "id": self._new_id("fc_", 48),
+                    "call_id": self._new_id("call_", 24),
+                    "name": name,
+                    "arguments": json.dumps(arguments),
+                    "status": state,
+                }
+                for name, arguments in (calls if not usage["truncated"] else ())
+            )
+        elif not usage["truncated"] or usage["answer_chars"]:
             output.append(self._output_item(wanted, text, state))
         created = int(time.time())
         response = {
@@ -1085,11 +1164,20 @@ class FakeOpenAI(FakeAPI):
             return items
         if not isinstance(items, list):
             raise invalid_type("input", "one of a string or array of input items", items)
+        called: set[str] = set()
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise invalid_type(f"input[{i}]", "an object", item)
             if "role" in item and item["role"] not in RESPONSES_ROLES:
                 raise invalid_value(f"input[{i}].role", item["role"], RESPONSES_ROLES)
+            if item.get("type") == "function_call":
+                called.add(item.get("call_id"))
+            if item.get("type") == "function_call_output" and item.get("call_id") not in called:
+                raise Refusal(
+                    400,
+                    f"No tool call found for function call output with call_id {item.get('call_id')}.",
+                    param="input",
+                )
         return items
 
     @staticmethod
@@ -1178,11 +1266,33 @@ class FakeOpenAI(FakeAPI):
 
     # -- the answer, its usage, the cache and the rate limit -------------------------------
 
-    def _answer_text(self, call: Call, wanted: Wanted) -> str:
-        """The answer as text; a strict answer that does not fit its schema is the test's bug,
+    def _check_context(self, name: str, model: Model, prompt: str, completion: int) -> None:
+        """Refuse a request whose prompt and answer would not fit the model's window."""
+        context = self.contexts.get(name, model.context)
+        if tokens(prompt) + completion > context:
+            raise context_exceeded(context, tokens(prompt), completion)
+
+    def _answer_text(self, call: Call, wanted: Wanted, tools: dict[str, Wanted] | None = None) -> str | Uses:
+        """The answer as text, or the tools it uses where the hook says so and the request
+        offers them; a strict answer (or call) that does not fit its schema is the test's bug,
         reported as a 500 that names the mismatch."""
         if self.answer is not None:
             value: Any = self.answer(call, wanted.schema)
+            if isinstance(value, str) and tools and not wanted.forced:
+                return Uses((), text=value)  # the model chose to answer in text
+            if isinstance(value, Uses):
+                for name, arguments in value.calls:
+                    tool = (tools or {}).get(name)
+                    if tool is None or wanted.forced:
+                        raise Refusal(
+                            500, f"The stand-in's script calls {name!r}, not offered", type="server_error"
+                        )
+                    problem = (
+                        fits(arguments, tool.schema) if tool.strict and tool.schema is not None else None
+                    )
+                    if problem is not None:
+                        raise Refusal(500, f"The stand-in's call of {name!r}: {problem}", type="server_error")
+                return value
         elif wanted.schema is not None:
             value = instance_of(wanted.schema)
         elif wanted.kind == "json_object":

@@ -159,3 +159,12 @@ def overlapping(calls: list[Call]) -> list[tuple[Call, Call]]:
 def tokens(text: str) -> int:
     """The stand-ins' token count: one token per four characters, at least one."""
     return max(1, len(text) // 4)
+
+
+@dataclass(frozen=True)
+class Uses:
+    """What a stand-in's `answer` hook returns for the model to use tools: (name, arguments)
+    of each call, in order, and the text it writes beside them."""
+
+    calls: tuple[tuple[str, dict[str, Any]], ...]
+    text: str = ""
