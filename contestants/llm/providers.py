@@ -47,8 +47,8 @@ LEASE_SLACK_S = 60.0  # a call's hold at the coordinator outlasts its total time
 CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a token in today's tokenizers
 
 
-def approximate_tokens(request: CompletionRequest, chars_per_token: int = CHARS_PER_TOKEN) -> int:
-    """The request's prompt tokens at `chars_per_token`: the messages with the tool calls they
+def approximate_tokens(request: CompletionRequest) -> int:
+    """The request's prompt tokens at CHARS_PER_TOKEN: the messages with the tool calls they
     carry, and the schema or the tools, which the APIs put into the prompt too, plus a few
     tokens of framing per message."""
     characters = sum(
@@ -59,7 +59,7 @@ def approximate_tokens(request: CompletionRequest, chars_per_token: int = CHARS_
         request.json_schema if request.json_schema is not None else [t.model_dump() for t in request.tools]
     )
     characters += len(json.dumps(offered, separators=(",", ":")))
-    return characters // chars_per_token + 4 * len(request.messages)
+    return characters // CHARS_PER_TOKEN + 4 * len(request.messages)
 
 
 class ProviderSettings(BaseModel):
