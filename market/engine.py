@@ -35,14 +35,20 @@ from market.daylog import (
     DayLogBuilder,
     Operations,
     RecordMaker,
-    operation_dict,
-    supplier_number,
 )
 from market.demand import allocate_markets, allocate_segments, demand_factor, utilities
+from market.operations import (
+    ADVERTISE,
+    COLLECT,
+    NO_OPERATIONS,
+    ORDER,
+    PROMOTE,
+    SET_PRICE,
+    OperationRules,
+    Submitted,
+)
 from market.scenario import Scenario, event_multiplier
 from market.types import (
-    KIND_INDEX,
-    VALUE_FIELDS,
     ArrayDecisions,
     Board,
     DayRecord,
@@ -55,47 +61,12 @@ from market.types import (
     PublicCompetitor,
     PublicMerchant,
     Rejection,
-    RejectionCode,
     RivalMessage,
     delivered,
     parse_decision,
 )
 
 T = TypeVar("T")
-SET_PRICE, ORDER, ADVERTISE, COLLECT, PROMOTE = (
-    KIND_INDEX[k] for k in ("set_price", "order", "advertise", "collect", "promote")
-)
-# Per kind, by KIND_INDEX: a number must be above _LOWEST (a price and a quantity above 0; an
-# amount at least 0: above the negative number nearest 0) and at most the price ceiling or _HIGHEST
-# (finite); a kind without a number (_FREE) is always valid.
-_LOWEST = np.array([{"advertise": -math.ulp(0.0)}.get(kind, 0.0) for kind in KIND_INDEX])
-_HIGHEST = np.finfo(float).max
-_FREE = np.array([field is None for field in VALUE_FIELDS])
-_MOST_DAYS = np.iinfo(np.int16).max
-
-
-class Submitted(NamedTuple):
-    """Operations to apply, by row and then `position` (in the row's decision); product -1 and
-    value NaN for kinds without them; supplier and days as Operations has them."""
-
-    row: np.ndarray
-    position: np.ndarray
-    kind: np.ndarray
-    product: np.ndarray
-    value: np.ndarray
-    supplier: np.ndarray
-    days: np.ndarray
-
-
-_NOTHING = Submitted(
-    np.zeros(0, np.int64),
-    np.zeros(0, np.int64),
-    np.zeros(0, np.int8),
-    np.zeros(0, np.int16),
-    np.zeros(0),
-    np.zeros(0, np.int16),
-    np.zeros(0, np.int16),
-)
 
 
 class Cleared(NamedTuple):
@@ -156,24 +127,18 @@ class Market:
         self._reference = np.array([p.reference_price for p in products])
         self._quality = np.tile(scenario.seat_values("quality", self.seats), (matches, 1))
         self._holding = np.array([p.holding_cost for p in products])
-        self._ceiling = np.array([p.price_ceiling for p in products])
-        # [kind, product]: the highest number an operation may carry (_HIGHEST but for a price)
-        self._highest = np.full((len(KIND_INDEX), len(products)), _HIGHEST)
-        self._highest[SET_PRICE] = self._ceiling
-        self._promotions = scenario.promotions
-        self._highest[PROMOTE] = 0.0 if scenario.promotions is None else scenario.promotions.max_discount
+        self.rules = OperationRules(scenario)
+        self._ceiling, self._promotions = self.rules.ceiling, scenario.promotions
         self._lead = np.array([p.lead_time for p in products])
-        # [product, k]: supplier k's unit cost, lead time, reliability and lateness (k = 0 the
-        # usual one: the product's own cost, which seats may change, always on time)
+        # [product, k]: supplier k's lead time, reliability and lateness (k = 0 the usual one,
+        # always on time); its unit cost is the rules' (OperationRules.supply_cost)
         listed = 1 + max(len(p.suppliers) for p in products)
         self._supplier_names = scenario.supplier_names
-        self._supply_cost = np.full((len(products), listed), math.nan)
         self._supply_lead = np.tile(self._lead[:, None], (1, listed))  # whole days
         self._reliability = np.ones((len(products), listed))
         self._late_days = np.zeros((len(products), listed), dtype=np.int64)
         for j, product in enumerate(products):
             for k, supplier in enumerate(product.suppliers, 1):
-                self._supply_cost[j, k] = supplier.unit_cost
                 self._supply_lead[j, k] = supplier.lead_time
                 self._reliability[j, k] = supplier.reliability
                 self._late_days[j, k] = supplier.late_days if supplier.reliability < 1 else 0
@@ -183,7 +148,7 @@ class Market:
         self._resellable_share = np.array([p.returns_resellable for p in products])
         self._perishable = np.flatnonzero(self._shelf_life)  # the products that spoil
         self._product_ids = scenario.product_ids
-        self._pid = {p: j for j, p in enumerate(self._product_ids)}
+        self._pid = self.rules.pid
         self._statics = [(p.id, p.lead_time, p.holding_cost) for p in products]
         self._names = [name for roster in self.rosters for name in roster]
         self.match_rows = [slice(b * self.seats, (b + 1) * self.seats) for b in range(len(self.rosters))]
@@ -423,7 +388,7 @@ class Market:
         p = len(self._product_ids)
         if not len(self.competitors):
             return np.zeros((len(self.rosters), 0, p))
-        cost = np.array([pr.unit_cost for pr in self.scenario.products]) * self._cost_factor(day)
+        cost = np.array([pr.unit_cost for pr in self.scenario.products]) * self.rules.cost_factor(day)
         posted = self._offered(day - 1).reshape(-1, self.seats, p)
         return self.competitors.prices(day, posted, ~self.bankrupt.reshape(-1, self.seats), cost)
 
@@ -497,7 +462,7 @@ class Market:
                 orders.plans[i] = self._kept_plan(decision.plan)
             orders.messages.append((i, decision.message))
         if parsed:
-            parts.append(self._columns(parsed, orders.unknown))
+            parts.append(self.rules.columns(parsed, orders.unknown))
         orders.columns = _joined(parts)
         return orders
 
@@ -637,51 +602,6 @@ class Market:
     def _record_competitors(self, log: DayLogBuilder, b: int) -> None:
         log.add_competitors(self.competitor_prices[b].copy(), self.competitor_sold[b].copy())
 
-    def _columns(self, parsed: dict[int, ParsedDecision], unknown: dict[int, list[Rejection]]) -> Submitted:
-        """The operations of parsed decisions (by row, ascending) as columns; the rejections
-        of those naming a product the market does not sell, or a supplier their product does
-        not list, go into `unknown`, by row."""
-        row, index, kind, product, value, supplier, days = [], [], [], [], [], [], []
-        for i, decision in parsed.items():
-            for k, op in decision.operations:
-                fields = op.__dict__  # not getattr: a pydantic model's missing attribute costs microseconds
-                name = fields.get("product")
-                j = -1 if name is None else self._pid.get(name)
-                named = fields.get("supplier")  # an order's supplier, where it names one
-                source = 0 if named is None or j is None else supplier_number(self._supplier_names, j, named)
-                if j is None or source is None:
-                    given = {key: v for key, v in fields.items() if v is not None}
-                    unknown.setdefault(i, []).append(
-                        Rejection(k, given, f"unknown product {name!r}", RejectionCode.UNKNOWN_PRODUCT)
-                        if j is None
-                        else Rejection(
-                            k,
-                            given,
-                            f"{name} has no supplier {named!r}",
-                            RejectionCode.UNKNOWN_SUPPLIER,
-                        )
-                    )
-                    continue
-                code = KIND_INDEX[op.op]
-                row.append(i)
-                index.append(k)
-                kind.append(code)
-                product.append(j)
-                number = VALUE_FIELDS[code]
-                value.append(getattr(op, number) if number else math.nan)
-                supplier.append(source)
-                # kept within int16: a promotion of more days than any market allows is refused anyway
-                days.append(min(max(fields.get("days", 0), 0), _MOST_DAYS))
-        return Submitted(
-            np.array(row, dtype=np.int64),
-            np.array(index, dtype=np.int64),
-            np.array(kind, dtype=np.int8),
-            np.array(product, dtype=np.int16),
-            np.array(value, dtype=float),
-            np.array(supplier, dtype=np.int16),
-            np.array(days, dtype=np.int16),
-        )
-
     def _apply(
         self, ops: Submitted, unit_cost: np.ndarray, rejected: defaultdict[int, list[Rejection]]
     ) -> Applied:
@@ -689,57 +609,19 @@ class Market:
         refused one in `rejected` (after those already there, in the order given)."""
         m, p = self.prices.shape
         row, kind, product, value, supplier = ops.row, ops.kind, ops.product, ops.value, ops.supplier
-        pricing, ordering, advertising, collecting = (
-            kind == SET_PRICE,
-            kind == ORDER,
-            kind == ADVERTISE,
-            kind == COLLECT,
-        )
-        item = np.maximum(product, 0)  # for kinds without a product: any column, masked out below
-        with np.errstate(all="ignore"):
-            # within its kind's bounds (NaN, inf and -inf are outside all), or of a kind without a number
-            valid = ((value > _LOWEST[kind]) & (value <= self._highest[kind, item])) | _FREE[kind]
-            if self.scenario.whole_units:
-                valid &= ~ordering | (value == np.floor(value))
-            if self._promotions is not None:  # a promotion for a number of days the market allows
-                promoting = kind == PROMOTE
-                valid &= ~promoting | ((ops.days >= 1) & (ops.days <= self._promotions.max_days))
-            cost = unit_cost[row, item]  # of a unit ordered: from the usual supplier, or a listed one
-            if self._supplier_names and supplier.any():
-                listed = self._supply_cost[item, supplier] * self._cost_factor(self.day)[item]
-                cost = np.where(supplier > 0, listed, cost)
-            spend = np.where(ordering, value * cost, np.where(advertising, value, 0.0))
-        accepted = valid.copy()
-        priced = np.flatnonzero(pricing & valid)
+        judged = self.rules.judge(ops, self.day, unit_cost, self.cash, self.due)
+        valid, accepted, cost = judged.valid, judged.accepted, judged.cost
+        priced = np.flatnonzero((kind == SET_PRICE) & valid)
         if priced.size:  # a later price for the same product wins
             cells = row[priced] * p + product[priced]
             if not (cells[1:] > cells[:-1]).all():
                 priced = priced[len(priced) - 1 - np.unique(cells[::-1], return_index=True)[1]]
             self.prices[row[priced], product[priced]] = value[priced]
-        if self._promotions is not None:
-            for x in np.flatnonzero(promoting & valid).tolist():  # a later promotion replaces an earlier one
+        if self._promotions is not None:  # a later promotion replaces an earlier one
+            for x in np.flatnonzero((kind == PROMOTE) & valid).tolist():
                 self.discount[row[x], product[x]] = value[x]
                 self.discount_until[row[x], product[x]] = self.day + int(ops.days[x]) - 1
-        collected = np.zeros(m)
-        found = np.zeros(len(row))  # the cash each spending operation found
-        spending = np.flatnonzero(ordering | advertising | collecting)
-        if spending.size:
-            rows_spending = row[spending]
-            turn = np.arange(len(spending)) - np.searchsorted(
-                rows_spending, rows_spending
-            )  # k-th spending operation of its row
-            for k in range(int(turn.max()) + 1):
-                at = spending[turn == k]
-                r = row[at]
-                takes = collecting[at]
-                if takes.any():
-                    gain = np.where(takes, self.due[r], 0.0)
-                    self.cash[r] += gain
-                    self.due[r] -= gain
-                    collected[r] += gain
-                found[at] = cash = self.cash[r]
-                accepted[at] = ok = valid[at] & ((spend[at] <= cash) | takes)  # collecting needs no cash
-                self.cash[r] = cash - np.where(ok, spend[at], 0.0)
+        ordering, advertising = kind == ORDER, kind == ADVERTISE
         buying = np.flatnonzero(ordering & accepted)
         r, j, units, source = row[buying], product[buying], value[buying], supplier[buying]
         ordered = np.bincount(r * p + j, weights=units, minlength=m * p).reshape(m, p)
@@ -768,14 +650,12 @@ class Market:
             np.bincount(row[adverts], weights=value[adverts], minlength=m) if adverts.size else np.zeros(m)
         )
         for x in np.flatnonzero(~accepted).tolist():
-            rejected[int(row[x])].append(
-                self._rejection(ops, x, float(found[x]) if valid[x] else None, float(spend[x]))
-            )
+            rejected[int(row[x])].append(self.rules.rejection(ops, judged, x))
         keep = np.flatnonzero(accepted)
         applied = Operations(
             row[keep], kind[keep], product[keep], value[keep], supplier[keep], ops.days[keep]
         )
-        return Applied(applied, ordered, stocked, late_today, savings, spent, collected)
+        return Applied(applied, ordered, stocked, late_today, savings, spent, judged.collected)
 
     def _late_units(
         self, row: np.ndarray, product: np.ndarray, units: np.ndarray, supplier: np.ndarray
@@ -794,40 +674,6 @@ class Market:
             if self._rngs[int(row[x]) // self.seats].random() >= reliability[x]:
                 late[x] = units[x]
         return late
-
-    def _rejection(self, ops: Submitted, x: int, cash: float | None, cost: float) -> Rejection:
-        """Why operation x was refused (cash: what it found, when it was short of cash)."""
-        kind, j, value = int(ops.kind[x]), int(ops.product[x]), float(ops.value[x])
-        positive = math.isfinite(value) and value > 0
-        if kind == SET_PRICE:
-            code = RejectionCode.PRICE_ABOVE_CEILING if positive else RejectionCode.PRICE_NOT_POSITIVE
-        elif kind == ORDER:
-            code = (
-                RejectionCode.QUANTITY_NOT_POSITIVE
-                if not positive
-                else RejectionCode.FRACTIONAL_QUANTITY
-                if cash is None
-                else RejectionCode.ORDER_OVER_CASH
-            )
-        elif kind == PROMOTE:
-            code = RejectionCode.PROMOTION_OUT_OF_RANGE
-        else:
-            code = RejectionCode.ADVERTISING_NEGATIVE if cash is None else RejectionCode.ADVERTISING_OVER_CASH
-        days = int(ops.days[x])
-        why = _REASONS[code].format(
-            value=value, ceiling=float(self._ceiling[j]), cost=cost, cash=cash, days=days
-        )
-        if kind == PROMOTE:
-            allowed = self._promotions
-            why = (
-                "this market runs no promotions"
-                if allowed is None
-                else f"{why} (it allows up to {allowed.max_discount:g} off for 1 to {allowed.max_days} days)"
-            )
-        given = operation_dict(
-            kind, j, value, self._product_ids, int(ops.supplier[x]), self._supplier_names, days
-        )
-        return Rejection(int(ops.position[x]), given, why, code)
 
     def _kept_plan(self, plan: list[PlannedPrice]) -> dict[str, float]:
         """product -> planned price, for the plan's products the market sells at prices a
@@ -975,13 +821,7 @@ class Market:
     def _unit_cost_today(self, day: int) -> np.ndarray:
         if not self.scenario.events:
             return self._unit_cost0
-        return self._unit_cost0 * self._cost_factor(day)
-
-    def _cost_factor(self, day: int) -> np.ndarray:
-        """What the cost events multiply each product's unit costs by on `day` [product]."""
-        return np.array(
-            [event_multiplier(self.scenario.events, "cost", p.id, day) for p in self.scenario.products]
-        )
+        return self._unit_cost0 * self.rules.cost_factor(day)
 
     def net_worth(self, unit_cost: np.ndarray | None = None) -> np.ndarray:
         """Every row's net worth (market.accounting), goods at `unit_cost` (default: today's)."""
@@ -998,7 +838,7 @@ class _Orders:
     was none, `malformed`: how many of its row's rejections), the operations naming products
     the market does not sell (`unknown`), plans, and messages as given."""
 
-    columns: Submitted = field(default_factory=lambda: _NOTHING)
+    columns: Submitted = field(default_factory=lambda: NO_OPERATIONS)
     rejected: defaultdict[int, list[Rejection]] = field(default_factory=lambda: defaultdict(list))
     malformed: dict[int, int] = field(default_factory=dict)
     unknown: dict[int, list[Rejection]] = field(default_factory=dict)
@@ -1210,22 +1050,12 @@ def _slots(p: int) -> tuple[np.ndarray, np.ndarray]:
 def _joined(parts: list[Submitted]) -> Submitted:
     """The operations of several parts in one table, by row and then in each row's order."""
     if len(parts) < 2:
-        return parts[0] if parts else _NOTHING
+        return parts[0] if parts else NO_OPERATIONS
     joined = Submitted(*(np.concatenate(column) for column in zip(*parts)))
     order = np.lexsort((joined.position, joined.row))
     return Submitted(*(column[order] for column in joined))
 
 
-_REASONS = {
-    RejectionCode.PRICE_NOT_POSITIVE: "price must be a positive number",
-    RejectionCode.PRICE_ABOVE_CEILING: "price {value:.2f} is above the ceiling {ceiling:.2f}",
-    RejectionCode.QUANTITY_NOT_POSITIVE: "order quantity must be a positive number",
-    RejectionCode.FRACTIONAL_QUANTITY: "order quantity must be a whole number of units",
-    RejectionCode.ORDER_OVER_CASH: "order costs {cost:.2f}, more than cash {cash:.2f}",
-    RejectionCode.ADVERTISING_NEGATIVE: "advertising amount must be a non-negative number",
-    RejectionCode.ADVERTISING_OVER_CASH: "advertising {value:.2f} exceeds cash {cash:.2f}",
-    RejectionCode.PROMOTION_OUT_OF_RANGE: "a promotion of {value:g} off for {days} days is not allowed",
-}
 _sum = np.add.reduce  # ndarray.sum(axis=k) without its Python wrapper: a dozen of these run every day
 
 
