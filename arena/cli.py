@@ -364,7 +364,7 @@ def _estimate_table(estimates: list[Any]) -> Table:
             f"{e.input_tokens:,}",
             f"{e.output_tokens:,}",
             views.blank(e.cost, "{:.4f}", "no price"),
-            views.blank(e.high, "{:.4f}", "no price"),
+            views.blank(e.high, "{:.4f}", "no price" if e.cost is None else "no bound"),
         )
     return table
 

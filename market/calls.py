@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-CallPurpose = Literal["decide", "repair", "recall", "reflect"]
+CallPurpose = Literal["decide", "repair", "recall", "reflect", "step"]
 
 
 class ModelCall(BaseModel):

@@ -41,7 +41,9 @@ class Estimate:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = 0.0  # USD expected; None: a model without a price
-    high: float | None = 0.0  # USD if every call wrote its max_tokens and every decision was repaired once
+    # USD if every call wrote its max_tokens and every decision was repaired once; None: a model
+    # without a price, or agent mode (no bound)
+    high: float | None = 0.0
 
     def add(self, other: Estimate) -> None:
         for purpose, count in other.calls.items():
@@ -111,5 +113,6 @@ def _of(plan: ContestantPlan, calls: list[ModelCallRecord], prices: dict) -> Est
         input_tokens,
         output_tokens,
         total_cost(calls),
-        cost(params.model, worst, prices),
+        # an agent's day may take any of its steps and a step any number of tool calls: no bound
+        None if params.mode == "agent" else cost(params.model, worst, prices),
     )

@@ -49,12 +49,14 @@ import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from contestants.base import Contestant, ContestantConfigError, Params, Ping, RecallQuestion, RunOptions
+from contestants.llm.agent import END_DAY, AgentTools, Conversation, work
 from contestants.llm.cache import request_key
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
 from contestants.llm.memory import Memory, MemoryKind
 from contestants.llm.pricing import is_free, price_of, prices_from
 from contestants.llm.prompts import (
     HistoryRow,
+    agent_prompt,
     daily_report,
     history_row,
     recall_question,
@@ -68,7 +70,7 @@ from contestants.llm.prompts import (
 from contestants.llm.providers import Provider, get_provider, validate_settings
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
-from contestants.llm.types import Completion, CompletionRequest, Message
+from contestants.llm.types import Completion, CompletionRequest, Message, Tool
 from market.calls import CallPurpose, ModelCall
 from market.errors import first_problem
 from market.scenario import Scenario
@@ -156,6 +158,12 @@ class LLMParams(Params):
         description="days in the daily report's table of the last days "
         "(own prices, sold, profit, rivals' prices); 0: no table",
     )
+    mode: Literal["decision", "agent"] = Field(
+        "decision",
+        description="decision: one structured answer a day; agent: several steps a day with tools "
+        "(books, history, rivals, calculator, notes, operations), ended by end_day",
+    )
+    max_steps: int = Field(20, ge=1, le=200, description="agent mode: the most steps (answers) a day")
 
     @model_validator(mode="after")
     def _provider_settings_are_valid(self) -> LLMParams:
@@ -194,8 +202,11 @@ class LLMMerchant(Contestant):
         try:
             provider = provider_for(params)
             provider.check_credentials()
+            ping = (Message(role="user", content="ping"),)
             provider.check_request(
-                _request(params, (Message(role="user", content="ping"),), DECISION_SCHEMA, "decision", seed=0)
+                _request(params, ping, None, "step", seed=0, tools=(END_DAY,))
+                if params.mode == "agent"
+                else _request(params, ping, DECISION_SCHEMA, "decision", seed=0)
             )
         except ProviderConfigError as exc:
             raise ContestantConfigError(str(exc), exc.field) from None
@@ -254,9 +265,11 @@ class LLMMerchant(Contestant):
     @classmethod
     def turn_seconds(cls, params: Params) -> float:
         """A turn makes at most TURN_CALLS calls in a row (a reflection, the decision, its
-        repair), each of which may take the provider's total_timeout with its retries."""
+        repair), or max_steps in agent mode, each of which may take the provider's
+        total_timeout with its retries."""
         assert isinstance(params, LLMParams)
-        return TURN_CALLS * validate_settings(params.model, params.provider_settings).total_timeout
+        calls = params.max_steps if params.mode == "agent" else TURN_CALLS
+        return calls * validate_settings(params.model, params.provider_settings).total_timeout
 
     def begin_turn(self, deadline: float | None) -> None:
         self.deadline = deadline
@@ -278,9 +291,12 @@ class LLMMerchant(Contestant):
         )
         self.schema = self._schema(talk=False)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
+        self.agent: tuple[AgentTools, Conversation] | None = None  # made at the first decision
         self._calls = []
 
     def decide(self, observation: Observation) -> Any:
+        if self.params.mode == "agent":
+            return self._work(observation)
         day = observation.day
         if self.system is None:
             # merchants talk: the answer may carry a message, the rules say who reads it
@@ -334,7 +350,7 @@ class LLMMerchant(Contestant):
         return decision if decision is not None else completion.text
 
     def recall(self, question: RecallQuestion) -> float | None:
-        if self.system is None:
+        if self.system is None:  # before its first decision, or in agent mode
             return None
         messages = self._messages(recall_question(question))
         completion = self._ask(
@@ -345,6 +361,46 @@ class LLMMerchant(Contestant):
 
     def calls(self) -> list[ModelCall]:
         return list(self._calls)
+
+    def _work(self, observation: Observation) -> dict[str, Any]:
+        """A day in agent mode (contestants.llm.agent): its steps, then its operations as the decision."""
+        if self.agent is None:
+            seat = [m.merchant for m in observation.market].index(self.merchant)
+            tools = AgentTools(self.scenario, self.merchant, talk=observation.messages is not None)
+            system = agent_prompt(
+                self.scenario,
+                self.merchant,
+                observation.days,
+                self.params.max_steps,
+                [t.name for t in tools.tools if t.name in ("promote", "send_message")],
+                unit_costs=self.scenario.seat_values("unit_cost", len(observation.market))[seat],
+                preface=self.preface,
+            )
+            self.agent = (tools, Conversation(system))
+        tools, conversation = self.agent
+        templates = versions(*self.preface, "agent")
+
+        def step(conversation: Conversation) -> Completion:
+            request = self._fitted_conversation(conversation, tools.tools)
+            return self._call("step", observation.day, request, templates)
+
+        return work(tools, conversation, observation, self.params.max_steps, step).decision()
+
+    def _fitted_conversation(self, conversation: Conversation, tools: tuple[Tool, ...]) -> CompletionRequest:
+        """The next step's request: the whole conversation or, where the provider knows its
+        model's context (the embedded model's), the system prompt and as many of the last days
+        as leave the answer its max_tokens there (today's always)."""
+        context = self.provider.context_tokens()
+
+        def request(days: int | None) -> CompletionRequest:
+            return _request(self.params, conversation.messages(days), None, "step", self.seed, tools)
+
+        if context is None:
+            return request(None)
+        days = len(conversation.days)
+        while days > 1 and self.provider.prompt_tokens(request(days)) + self.params.max_tokens > context:
+            days -= 1
+        return request(days)
 
     def _schema(self, talk: bool) -> dict[str, Any]:
         """The decision's schema for this merchant's params and scenario's catalog."""
@@ -423,9 +479,14 @@ class LLMMerchant(Contestant):
         name: str,
         templates: tuple[str, ...],
     ) -> Completion:
-        completion = self.provider.complete(
-            _request(self.params, messages, schema, name, self.seed), self.deadline
+        return self._call(
+            purpose, day, _request(self.params, messages, schema, name, self.seed), versions(*templates)
         )
+
+    def _call(self, purpose: CallPurpose, day: int, request: CompletionRequest, templates: str) -> Completion:
+        """The provider's answer to `request`, recorded as a call (`templates`: the versions of
+        the templates its prompt is made of)."""
+        completion = self.provider.complete(request, self.deadline)
         self._calls.append(
             ModelCall(
                 day=day,
@@ -446,7 +507,7 @@ class LLMMerchant(Contestant):
                         "seed",
                     }
                 ),
-                prompt_version=versions(*templates),
+                prompt_version=templates,
             )
         )
         return completion
@@ -468,11 +529,18 @@ def provider_for(params: LLMParams, options: RunOptions = RunOptions()) -> Provi
 
 
 def _request(
-    params: LLMParams, messages: tuple[Message, ...], schema: dict, name: str, seed: int | None
+    params: LLMParams,
+    messages: tuple[Message, ...],
+    schema: dict | None,
+    name: str,
+    seed: int | None,
+    tools: tuple[Tool, ...] = (),
 ) -> CompletionRequest:
+    """A request of `messages` for an answer to `schema` or, without one, with `tools`."""
     return CompletionRequest(
         messages=messages,
         json_schema=schema,
+        tools=tools,
         schema_name=name,
         temperature=params.temperature,
         top_p=params.top_p,

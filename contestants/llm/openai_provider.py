@@ -73,6 +73,12 @@ class OpenAIProvider(RemoteProvider):
                 f"(offered: {', '.join(family.structured)})",
                 "structured",
             )
+        if request.tools and not self._tools_allowed():
+            raise ProviderConfigError(
+                f"{self.label} refuses function tools on Chat Completions at this reasoning effort, "
+                "which agent mode needs: use api: responses",
+                "api",
+            )
         if self.mode == "tool" and not self._tools_allowed():
             raise ProviderConfigError(
                 f"{self.label} refuses function tools on Chat Completions at this reasoning effort: "

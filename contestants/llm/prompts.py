@@ -1,7 +1,10 @@
 """What a language-model merchant reads: the rules once, then a compact report each day.
 
 Templates are files in templates/ whose first line is `version: NAME`; the version is stored
-with the results so a change of wording is visible in the record. Placeholders are `$name`
+with the results so a change of wording is visible in the record. A template's version covers
+the sections it includes (merchant.md and agent.md include market.md as `$market`): a change of
+market.md bumps theirs (the stored prompts of tests/contestants/llm/prompts_unchanged.json
+catch one that does not). Placeholders are `$name`
 (string.Template), so JSON braces in a template need no escaping.
 """
 
@@ -61,6 +64,31 @@ def system_prompt(
     intends to hold, `plans` to rewrite its plans and insights, `talk` says who reads its
     message and how long it may be. `unit_costs`: per product, what the supplier charges this
     merchant's seat (default: the products' own)."""
+    notes_rule = (
+        "\nWrite in the decision's `note` what you want to remember: your plan and what you learnt. "
+        "You will be shown your notes, not your earlier reports."
+        if notes
+        else ""
+    )
+    rules = template("merchant").render(
+        days=days,
+        merchant=merchant,
+        fractional_units="" if scenario.whole_units else " or fractions",
+        market=market_section(scenario, days, unit_costs),
+        notes_rule=notes_rule,
+    )
+    return "\n\n".join(
+        [
+            *(template(name).render() for name in preface),
+            rules,
+            *(template(name).render(message_limit=MESSAGE_LIMIT) for name in extras),
+        ]
+    )
+
+
+def market_section(scenario: Scenario, days: int, unit_costs: list[float] | None = None) -> str:
+    """The market's rules, the products and the goal, as every merchant's system prompt
+    states them (`unit_costs`: see system_prompt)."""
     finance = scenario.finance
     # Only the id, which operations must use: a display name ("Widget") invites the model to
     # write that instead.
@@ -88,29 +116,36 @@ def system_prompt(
     target = (
         f"; {_money(scenario.target_net_worth)} would be a good result" if scenario.target_net_worth else ""
     )
-    notes_rule = (
-        "\nWrite in the decision's `note` what you want to remember: your plan and what you learnt. "
-        "You will be shown your notes, not your earlier reports."
-        if notes
-        else ""
-    )
-    rules = template("merchant").render(
+    return template("market").render(
         days=days,
-        merchant=merchant,
-        fractional_units="" if scenario.whole_units else " or fractions",
         fixed_cost=_money(finance.fixed_daily_cost),
         market_rules="".join(f"- {line}\n" for line in market_rules(scenario)),
         products=products,
         target=target,
-        notes_rule=notes_rule,
     )
-    return "\n\n".join(
-        [
-            *(template(name).render() for name in preface),
-            rules,
-            *(template(name).render(message_limit=MESSAGE_LIMIT) for name in extras),
-        ]
+
+
+def agent_prompt(
+    scenario: Scenario,
+    merchant: str,
+    days: int,
+    max_steps: int,
+    operations: Sequence[str],
+    unit_costs: list[float] | None = None,
+    preface: tuple[str, ...] = (),
+) -> str:
+    """The system prompt of a merchant in agent mode: how its day goes with tools, then the
+    market as `system_prompt` states it. `operations`: the names of the operation tools the
+    scenario adds to the four every market has (promote, send_message)."""
+    more = {"promote": ", put a product on promotion", "send_message": ", write to your rivals"}
+    rules = template("agent").render(
+        days=days,
+        merchant=merchant,
+        max_steps=max_steps,
+        more_operations="".join(more[name] for name in operations),
+        market=market_section(scenario, days, unit_costs),
     )
+    return "\n\n".join([*(template(name).render() for name in preface), rules])
 
 
 def market_rules(scenario: Scenario) -> list[str]:

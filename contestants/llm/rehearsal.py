@@ -20,7 +20,7 @@ from typing import Any
 from contestants.llm.cache import request_key
 from contestants.llm.pricing import cost
 from contestants.llm.providers import Provider
-from contestants.llm.types import Completion, CompletionRequest, TokenUsage, parse_object
+from contestants.llm.types import Completion, CompletionRequest, TokenUsage, ToolCall, parse_object
 
 NOTE_CHARS = 60  # what a note usually holds, where the schema allows as much
 MESSAGE_CHARS = 120  # a message to rivals: a price and a condition
@@ -43,10 +43,17 @@ class Rehearsal:
         return self.provider.prompt_tokens(request)
 
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
-        assert request.json_schema is not None, "a rehearsal answers decisions, recalls and reflections"
-        text = typical_answer(request.schema_name, self.provider.answer_schema(request.json_schema))
+        calls: tuple[ToolCall, ...] = ()
+        if request.json_schema is None:  # a step of agent mode
+            text, calls = "", typical_step(request)
+            written = "".join(call.name + call.arguments for call in calls)
+        else:
+            text = written = typical_answer(
+                request.schema_name, self.provider.answer_schema(request.json_schema)
+            )
         usage = TokenUsage(
-            input_tokens=self.provider.prompt_tokens(request), output_tokens=self.provider.answer_tokens(text)
+            input_tokens=self.provider.prompt_tokens(request),
+            output_tokens=self.provider.answer_tokens(written),
         )
         output = parse_object(text)
         if output is not None and request.schema_name == "decision":
@@ -54,6 +61,7 @@ class Rehearsal:
         return Completion(
             text=text,
             usage=usage,
+            tool_calls=calls,
             provider=self.provider.name,
             model=self.provider.model,
             output=output,
@@ -64,6 +72,24 @@ class Rehearsal:
                 self.provider.cache_identity(), request
             ),  # as the real call's: a replay is found by it
         )
+
+
+TYPICAL_DAY = (("read_books", "{}"), ("calculator", '{"expression":"20*19.99"}'), ("end_day", "{}"))
+"""A rehearsed agent's day: it looks at its books, computes, ends the day (it makes no
+operation, so that the market plays on as it would without it: see the module's docstring)."""
+
+
+def typical_step(request: CompletionRequest) -> tuple[ToolCall, ...]:
+    """The next step of a rehearsed agent's day (TYPICAL_DAY), from the steps it has taken
+    since the day's report."""
+    taken = 0
+    for message in request.messages:
+        if message.role == "user" and message.content.startswith("Day "):
+            taken = 0
+        elif message.tool_calls:
+            taken += 1
+    name, arguments = TYPICAL_DAY[min(taken, len(TYPICAL_DAY) - 1)]
+    return (ToolCall(id=f"rehearsal_{taken}", name=name, arguments=arguments),)
 
 
 def typical_answer(name: str, schema: dict[str, Any]) -> str:

@@ -173,3 +173,24 @@ def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
         == estimates["mini"]["input_tokens"] + estimates["luna"]["input_tokens"]
     )
     assert api.calls == [] and KEY not in result.output
+
+
+def test_estimate_of_an_agent_rehearses_its_steps_and_gives_no_bound(tmp_path, api, monkeypatch):
+    """An agent's rehearsed day is three steps (its books, a sum, the end of the day): three
+    days, two matches, 18 steps; its cost has no upper bound (a day may take any of its steps)."""
+    monkeypatch.setenv("GOOD_KEY", KEY)
+    config = tournament(
+        tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("luna", "gpt-6-luna", "GOOD_KEY")
+    )
+    config.write_text(
+        config.read_text().replace("model: openai/gpt-4.1-mini,", "model: openai/gpt-4.1-mini, mode: agent,")
+    )
+    result = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate", "--json"])
+    assert result.exit_code == 0, result.output
+    estimates = {e["contestant"]: e for e in json.loads(result.stdout)["estimate"]}
+    assert estimates["mini"]["calls"] == {"step": 3 * 3 * 2}
+    assert estimates["mini"]["cost"] > 0 and estimates["mini"]["high"] is None
+    assert estimates["total"]["high"] is None
+    assert estimates["luna"]["calls"] == {"decide": 6} and api.calls == []
+    shown = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate"])
+    assert "no bound" in shown.stdout

@@ -1,0 +1,457 @@
+"""Agent mode: a merchant that works through each day with tools.
+
+Each morning the model is shown the day's report and then takes steps: in each it may call
+tools (look up its books, its history, its rivals; compute; keep notes; make operations),
+and each call is answered at once. The day ends when it calls `end_day` or after `max_steps`
+calls; the operations it made go to the market as one decision, which the market applies at
+the close like any other. The tools are a view of the merchant's observation and of the
+market's rules (market.operations.judge_day), never a way into the market: an operation tool
+says whether the market will accept the operation at the close, and why not, because it asks
+the rules the market applies then.
+
+The conversation runs across days: the system prompt, then each day's report, the model's
+turns and the tools' results. Where the provider knows its model's context (the embedded
+model's), the oldest days are left out of a request until it fits, whole days at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from simpleeval import InvalidExpression, NumberTooHigh, SimpleEval
+
+from contestants.llm.prompts import HistoryRow, daily_report, history_row, history_table
+from contestants.llm.types import Completion, Message, Tool, ToolCall
+from market.operations import OperationRules, judge_day
+from market.scenario import Scenario
+from market.types import MESSAGE_LIMIT, Observation, Rejection
+
+NOTE_KEY_CHARS = 40
+NOTE_CHARS = 1_000
+MOST_NOTES = 50
+RESULT_CHARS = 4_000  # a tool's answer is cut there: a history of a year must not flood the context
+EXPRESSION_CHARS = 300
+NUDGE = "Use a tool. Call end_day when you are done with today."
+
+Step = Callable[["Conversation"], Completion]
+"""Asks the model for the next step of the conversation (with the merchant's tools)."""
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    """A tool's arguments: every property required (a strict schema), none other allowed."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _nullable(kind: str, description: str) -> dict[str, Any]:
+    return {"type": [kind, "null"], "description": description}
+
+
+END_DAY = Tool(name="end_day", description="End today: your operations take effect.", parameters=_object({}))
+
+
+def tools_for(scenario: Scenario, talk: bool) -> tuple[Tool, ...]:
+    """The tools of a merchant in `scenario`: those of every market, then the operations the
+    scenario adds (suppliers to choose, promotions, messages where merchants `talk`)."""
+    product = {"type": "string", "enum": list(scenario.product_ids)}
+    units = "whole units" if scenario.whole_units else "units (fractions allowed)"
+    suppliers = sorted({name for names in scenario.supplier_names for name in names})
+    order = {"product": product, "quantity": {"type": "number", "description": units}}
+    if suppliers:
+        order["supplier"] = {
+            "type": ["string", "null"],
+            "enum": [*suppliers, None],
+            "description": "a supplier listed for the product; null: the usual one",
+        }
+    tools = [
+        Tool(
+            name="read_books",
+            description="Your cash, receivables, stock by product, today's operations so far and the goals.",
+            parameters=_object({}),
+        ),
+        Tool(
+            name="read_history",
+            description="Your past days as a table: prices, units sold, profit and rivals' prices.",
+            parameters=_object(
+                {
+                    "first_day": _nullable("integer", "null: from the start"),
+                    "last_day": _nullable("integer", "null: up to yesterday"),
+                }
+            ),
+        ),
+        Tool(
+            name="read_rivals",
+            description="What you can see of rivals and other shops: prices, reputation, sales, messages.",
+            parameters=_object({}),
+        ),
+        Tool(
+            name="calculator",
+            description="Arithmetic: + - * / ** %, round, min, max, abs, sqrt, exp, log, floor, ceil.",
+            parameters=_object({"expression": {"type": "string", "maxLength": EXPRESSION_CHARS}}),
+        ),
+        Tool(
+            name="write_note",
+            description="Keep a note under a key for the rest of the match (replaces the key's note).",
+            parameters=_object(
+                {
+                    "key": {"type": "string", "maxLength": NOTE_KEY_CHARS},
+                    "text": {"type": "string", "maxLength": NOTE_CHARS},
+                }
+            ),
+        ),
+        Tool(
+            name="read_notes",
+            description="Read the note under a key, or all notes.",
+            parameters=_object({"key": _nullable("string", "null: all notes")}),
+        ),
+        Tool(
+            name="delete_note",
+            description="Delete the note under a key.",
+            parameters=_object({"key": {"type": "string"}}),
+        ),
+        Tool(
+            name="set_price",
+            description="Post a product's price from today on (rivals see it tomorrow).",
+            parameters=_object({"product": product, "price": {"type": "number"}}),
+        ),
+        Tool(
+            name="order",
+            description="Buy stock, paid now; it arrives after the supplier's lead time.",
+            parameters=_object(order),
+        ),
+        Tool(
+            name="advertise",
+            description="Spend cash on advertising today; it lifts your reputation.",
+            parameters=_object({"amount": {"type": "number"}}),
+        ),
+        Tool(
+            name="collect",
+            description="Collect the credit sales that are due.",
+            parameters=_object({}),
+        ),
+    ]
+    if scenario.promotions is not None:
+        allowed = scenario.promotions
+        tools.append(
+            Tool(
+                name="promote",
+                description=f"Put a product on promotion: customers pay the price less the discount "
+                f"(a share, at most {allowed.max_discount:g}) for 1 to {allowed.max_days} days from today.",
+                parameters=_object(
+                    {"product": product, "discount": {"type": "number"}, "days": {"type": "integer"}}
+                ),
+            )
+        )
+    if talk:
+        tools.append(
+            Tool(
+                name="send_message",
+                description=f"Tell your rivals something; they read it tomorrow (one a day, the last "
+                f"counts; at most {MESSAGE_LIMIT} characters).",
+                parameters=_object({"text": {"type": "string", "maxLength": MESSAGE_LIMIT}}),
+            )
+        )
+    return (*tools, END_DAY)
+
+
+OPERATION_TOOLS = {"set_price", "order", "advertise", "collect", "promote"}
+
+
+@dataclass
+class Workday:
+    """One day of work: the morning's observation, the operations made so far (as a decision
+    lists them, refused ones too: the market records its refusals), the message, and how the
+    day went (steps taken, calls that failed, whether the model ended it)."""
+
+    observation: Observation
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    message: str | None = None
+    steps: int = 0
+    tool_errors: int = 0
+    ended: bool = False
+
+    def decision(self) -> dict[str, Any]:
+        """The day's operations as the decision the market applies at the close (a dict, as
+        parse_decision reads one: an operation the model wrote wrong is the market's to refuse)."""
+        return {
+            "operations": self.operations,
+            **({"message": self.message} if self.message is not None else {}),
+        }
+
+
+class ToolError(Exception):
+    """A call the tool could not carry out (bad arguments, unknown key): its result says why."""
+
+
+def _calculator() -> SimpleEval:
+    """An evaluator of arithmetic and a few functions of math; no names but pi and e, no
+    random numbers (simpleeval's defaults have them), no attributes, no strings to build."""
+    functions = {name: getattr(math, name) for name in ("sqrt", "exp", "log", "log10", "floor", "ceil")} | {
+        "abs": abs,
+        "round": round,
+        "min": min,
+        "max": max,
+    }
+    return SimpleEval(functions=functions, names={"pi": math.pi, "e": math.e})
+
+
+class AgentTools:
+    """The tools of one merchant for a match: its notes and history are kept here, across
+    days."""
+
+    def __init__(self, scenario: Scenario, merchant: str, talk: bool):
+        self.scenario, self.merchant = scenario, merchant
+        self.rules = OperationRules(scenario)
+        self.tools = tools_for(scenario, talk)
+        self.names = {tool.name for tool in self.tools}
+        self.notes: dict[str, str] = {}
+        self.history: list[HistoryRow] = []
+        self.calculator = _calculator()
+
+    def run(self, call: ToolCall, day: Workday) -> str:
+        """The result of a call, as the model reads it (JSON text); a call that fails says
+        why and counts as a tool error."""
+        try:
+            if call.name not in self.names:
+                raise ToolError(f"no tool named {call.name!r}")
+            if day.ended:
+                raise ToolError("the day has ended")
+            try:
+                arguments = json.loads(call.arguments or "{}")
+            except ValueError as exc:
+                raise ToolError(f"arguments are not JSON: {exc}") from None
+            if not isinstance(arguments, dict):
+                raise ToolError("arguments must be a JSON object")
+            result = getattr(self, f"_{call.name}")(arguments, day)
+        except ToolError as exc:
+            day.tool_errors += 1
+            result = {"error": str(exc)}
+        text = json.dumps(result, ensure_ascii=False, allow_nan=False, default=str)
+        return text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 20] + " ... (cut)"
+
+    # --- looking things up ----------------------------------------------------------------
+
+    def _read_books(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        o = day.observation
+        judged = judge_day(self.rules, o, day.operations)
+        books: dict[str, Any] = {
+            "day": o.day,
+            "days": o.days,
+            "cash": round(o.cash, 2),
+            "receivables_due": round(o.receivables_due, 2),
+            "receivables_pending": round(o.receivables_pending, 2),
+            "reputation": round(o.reputation, 3),
+            "fixed_cost_per_day": o.fixed_daily_cost,
+            "products": [
+                {
+                    "product": p.product,
+                    "price": p.price,
+                    "unit_cost": round(p.unit_cost, 4),
+                    "in_stock": p.inventory,
+                    "arriving": p.in_transit,
+                    "lead_time": p.lead_time,
+                    "holding_cost": p.holding_cost,
+                    **({"spoiling_by_day": p.spoiling} if p.spoiling is not None else {}),
+                    **({"discount": p.discount, "discount_until": p.discount_until} if p.discount else {}),
+                }
+                for p in o.products
+            ],
+            "today": [
+                {**operation, **({"refused": r.reason} if r is not None else {"accepted": True})}
+                for operation, r in zip(day.operations, judged.rejections)
+            ],
+            "cash_after_today_operations": round(judged.cash, 2),
+        }
+        if o.satisfaction is not None:
+            books["satisfaction"] = round(o.satisfaction, 2)
+        if self.scenario.goals:
+            books["goals"] = {
+                "as_written_for_days": self.scenario.days,
+                "note": "goals on totals (revenue, profit) scale with the match's length",
+                "goals": [goal.label() for goal in self.scenario.goals],
+                "so_far": self._so_far(),
+            }
+        return books
+
+    def _so_far(self) -> dict[str, float]:
+        """The totals of the merchant's own days that the goals are about, as its books show them."""
+        return {
+            "days": len(self.history),
+            "units_sold": round(sum(sum(row.units_sold.values()) for row in self.history), 2),
+            "trade_profit": round(sum(row.profit for row in self.history), 2),
+        }
+
+    def _read_history(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        first, last = arguments.get("first_day"), arguments.get("last_day")
+        for name, value in (("first_day", first), ("last_day", last)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ToolError(f"{name} must be a whole number or null")
+        rows = [
+            row
+            for row in self.history
+            if (first is None or row.day >= first) and (last is None or row.day <= last)
+        ]
+        if not rows:
+            return {"table": "", "days": 0}
+        return {"days": len(rows), "table": history_table(rows)}
+
+    def _read_rivals(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        o = day.observation
+        rivals = [
+            {
+                "merchant": m.merchant,
+                "bankrupt": m.bankrupt,
+                "prices_yesterday": m.prices,
+                "reputation": m.reputation,
+                "units_sold_so_far": m.units_sold,
+            }
+            for m in o.market
+            if m.merchant != o.merchant
+        ]
+        seen: dict[str, Any] = {"rivals": rivals}
+        if o.competitors:
+            seen["other_shops_today"] = [
+                {"name": c.name, "prices": c.prices, "reputation": c.reputation} for c in o.competitors
+            ]
+        if o.messages is not None:
+            seen["messages_yesterday"] = [{"from": m.merchant, "text": m.text} for m in o.messages]
+        return seen
+
+    def _calculator(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        expression = arguments.get("expression")
+        if not isinstance(expression, str) or not expression.strip():
+            raise ToolError("expression must be a non-empty string")
+        if len(expression) > EXPRESSION_CHARS:
+            raise ToolError(f"expression longer than {EXPRESSION_CHARS} characters")
+        try:
+            value = self.calculator.eval(expression)
+        except (InvalidExpression, NumberTooHigh, SyntaxError, ArithmeticError, TypeError, ValueError) as exc:
+            raise ToolError(f"cannot evaluate: {exc}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ToolError("the expression is not a finite number")
+        return {"value": value}
+
+    # --- notes ----------------------------------------------------------------------------
+
+    def _key(self, arguments: dict[str, Any]) -> str:
+        key = arguments.get("key")
+        if not isinstance(key, str) or not key.strip() or len(key) > NOTE_KEY_CHARS:
+            raise ToolError(f"key must be text of 1 to {NOTE_KEY_CHARS} characters")
+        return key.strip()
+
+    def _write_note(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        key, text = self._key(arguments), arguments.get("text")
+        if not isinstance(text, str) or len(text) > NOTE_CHARS:
+            raise ToolError(f"text must be at most {NOTE_CHARS} characters")
+        if key not in self.notes and len(self.notes) >= MOST_NOTES:
+            raise ToolError(f"{MOST_NOTES} notes already: delete one first")
+        self.notes[key] = text
+        return {"kept": key, "notes": len(self.notes)}
+
+    def _read_notes(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        if arguments.get("key") is None:
+            return {"notes": dict(self.notes)}
+        key = self._key(arguments)
+        if key not in self.notes:
+            raise ToolError(f"no note {key!r}; keys: {sorted(self.notes)}")
+        return {key: self.notes[key]}
+
+    def _delete_note(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        key = self._key(arguments)
+        if self.notes.pop(key, None) is None:
+            raise ToolError(f"no note {key!r}")
+        return {"deleted": key}
+
+    # --- operations -----------------------------------------------------------------------
+
+    def _operation(self, kind: str, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        """Make an operation and say what the market will do with it at the close."""
+        operation = {"op": kind, **{k: v for k, v in arguments.items() if v is not None}}
+        day.operations.append(operation)
+        judged = judge_day(self.rules, day.observation, day.operations)
+        refused: Rejection | None = judged.rejections[-1]
+        if refused is not None:
+            day.tool_errors += 1
+            return {"accepted": False, "reason": refused.reason}
+        return {"accepted": True, "cash_after_today_operations": round(judged.cash, 2)}
+
+    def _set_price(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        return self._operation("set_price", arguments, day)
+
+    def _order(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        return self._operation("order", arguments, day)
+
+    def _advertise(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        return self._operation("advertise", arguments, day)
+
+    def _collect(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        return self._operation("collect", arguments, day)
+
+    def _promote(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        return self._operation("promote", arguments, day)
+
+    def _send_message(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        text = arguments.get("text")
+        if not isinstance(text, str) or len(text) > MESSAGE_LIMIT:
+            raise ToolError(f"text must be at most {MESSAGE_LIMIT} characters")
+        day.message = text
+        return {"sent_tomorrow": True}
+
+    def _end_day(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        day.ended = True
+        return {"ended": day.observation.day}
+
+
+def morning(observation: Observation, max_steps: int) -> str:
+    """The user's turn that opens a day: the report and what the day allows."""
+    return f"{daily_report(observation)}\nYou have {max_steps} steps today; end_day ends the day."
+
+
+class Conversation:
+    """The conversation of a match: the system prompt, then each day's turns."""
+
+    def __init__(self, system: str):
+        self.system = Message(role="system", content=system)
+        self.days: list[list[Message]] = []
+
+    def open_day(self, report: str) -> None:
+        self.days.append([Message(role="user", content=report)])
+
+    def add(self, message: Message) -> None:
+        self.days[-1].append(message)
+
+    def messages(self, days: int | None = None) -> tuple[Message, ...]:
+        """The system prompt and the turns of the last `days` days (default: all)."""
+        kept = self.days if days is None else self.days[len(self.days) - days :]
+        return (self.system, *(m for turns in kept for m in turns))
+
+
+def work(
+    tools: AgentTools, conversation: Conversation, observation: Observation, max_steps: int, step: Step
+) -> Workday:
+    """One day of work: the morning report, then the model's steps, each call answered, until
+    it calls end_day or has taken `max_steps` steps (one step: one answer, with the calls it
+    makes). An answer without calls gets a reminder to use the tools."""
+    day = Workday(observation)
+    row = history_row(observation)
+    if row is not None:
+        tools.history.append(row)
+    conversation.open_day(morning(observation, max_steps))
+    while day.steps < max_steps and not day.ended:
+        completion = step(conversation)
+        day.steps += 1
+        conversation.add(completion.turn())
+        if not completion.tool_calls:
+            conversation.add(Message(role="user", content=NUDGE))
+            continue
+        for call in completion.tool_calls:
+            conversation.add(Message(role="tool", content=tools.run(call, day), tool_call_id=call.id))
+    return day

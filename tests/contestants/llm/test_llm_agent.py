@@ -1,0 +1,297 @@
+"""Agent mode: a merchant that works through its day with tools, against stand-ins for the
+hosted APIs that script an agent (it reads its books, computes, keeps a note, acts and ends
+the day; or loops until its steps run out), and with the embedded model."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fakes.server import Call, Uses
+
+from contestants.kinds import create
+from contestants.llm.agent import AgentTools, Workday, tools_for
+from contestants.llm.merchant import LLMMerchant
+from contestants.llm.types import ToolCall
+from market.engine import Market
+from market.scenario import Scenario, load_scenario
+
+SHOP = Scenario.model_validate(
+    {
+        "name": "shop",
+        "days": 5,
+        "products": [{"id": "tea", "unit_cost": 2.0, "reference_price": 4.0, "base_demand": 30}],
+        "finance": {"initial_cash": 100, "credit_share": 0.5, "credit_days": 1},
+        "demand": {"mode": "stochastic"},
+    }
+)
+KEY = "sk-fake-openai"
+
+
+def morning(scenario: Scenario = SHOP, rivals: int = 1) -> tuple[Market, Any]:
+    market = Market(scenario, [["a", *(f"r{k}" for k in range(rivals))]])
+    market.reset([3])
+    return market, market.observations(market.view(), [0])[0]
+
+
+def run(tools: AgentTools, day: Workday, name: str, **arguments: Any) -> Any:
+    return json.loads(tools.run(ToolCall(id="c", name=name, arguments=json.dumps(arguments)), day))
+
+
+# --- the tools, without a model -----------------------------------------------------------------
+
+
+def test_the_calculator_computes_and_refuses_what_is_not_arithmetic():
+    market, observation = morning()
+    tools, day = AgentTools(SHOP, "a", talk=False), Workday(observation)
+    assert run(tools, day, "calculator", expression="(4.5 - 2) * 30 + sqrt(16)") == {"value": 79.0}
+    assert run(tools, day, "calculator", expression="max(3, 7) / 2") == {"value": 3.5}
+    for hostile in (
+        "__import__('os').system('true')",
+        "open('/etc/passwd')",
+        "9**9**9**9",
+        "rand()",
+        "'a'*9",
+    ):
+        assert "error" in run(tools, day, "calculator", expression=hostile), hostile
+    assert day.tool_errors == 5
+
+
+def test_notes_are_kept_across_days_read_and_deleted():
+    _, observation = morning()
+    tools = AgentTools(SHOP, "a", talk=False)
+    first, second = Workday(observation), Workday(observation)
+    assert run(tools, first, "write_note", key="plan", text="hold 4.5") == {"kept": "plan", "notes": 1}
+    assert run(tools, second, "read_notes", key=None) == {"notes": {"plan": "hold 4.5"}}
+    assert run(tools, second, "read_notes", key="plan") == {"plan": "hold 4.5"}
+    assert run(tools, second, "delete_note", key="plan") == {"deleted": "plan"}
+    assert "error" in run(tools, second, "read_notes", key="plan")
+    assert "error" in run(tools, second, "write_note", key="x" * 41, text="too long a key")
+    assert (first.tool_errors, second.tool_errors) == (0, 2)
+
+
+def test_an_operation_is_answered_as_the_market_takes_it_at_the_close():
+    """Cash 100 at unit cost 2: 30 units (60) are accepted, 30 more (60 against 40 left) are
+    refused with the market's reason, a price above the ceiling too; the day's decision gets
+    the market's same refusals."""
+    market, observation = morning()
+    tools, day = AgentTools(SHOP, "a", talk=False), Workday(observation)
+    assert run(tools, day, "order", product="tea", quantity=30) == {
+        "accepted": True,
+        "cash_after_today_operations": 40.0,
+    }
+    refused = run(tools, day, "order", product="tea", quantity=30)
+    assert refused == {"accepted": False, "reason": "order costs 60.00, more than cash 40.00"}
+    ceiling = SHOP.products[0].price_ceiling
+    assert run(tools, day, "set_price", product="tea", price=ceiling * 2)["accepted"] is False
+    assert run(tools, day, "set_price", product="tea", price=4.5)["accepted"] is True
+    assert run(tools, day, "end_day") == {"ended": 1}
+    assert "error" in run(tools, day, "set_price", product="tea", price=4.0)  # the day has ended
+    assert day.tool_errors == 3
+    market.advance(decisions={0: day.decision()})
+    record = market.logs[0].build()[0]
+    assert [r.index for r in record.rejections] == [1, 2]
+    assert record.rejections[0].reason == refused["reason"]
+    assert record.operations == [
+        {"op": "order", "product": "tea", "quantity": 30.0},
+        {"op": "set_price", "product": "tea", "price": 4.5},
+    ]
+
+
+def test_books_show_the_days_operations_and_the_cash_they_leave():
+    _, observation = morning()
+    tools, day = AgentTools(SHOP, "a", talk=False), Workday(observation)
+    run(tools, day, "order", product="tea", quantity=10)
+    run(tools, day, "advertise", amount=500)
+    books = run(tools, day, "read_books")
+    assert books["cash"] == 100 and books["cash_after_today_operations"] == 80
+    assert books["today"][0]["accepted"] is True
+    assert books["today"][1]["refused"] == "advertising 500.00 exceeds cash 80.00"
+    assert books["products"][0]["in_stock"] == observation.products[0].inventory
+
+
+def test_a_call_that_is_not_a_tool_or_not_json_is_a_tool_error():
+    _, observation = morning()
+    tools, day = AgentTools(SHOP, "a", talk=False), Workday(observation)
+    assert "no tool" in run(tools, day, "teleport")["error"]
+    bad = tools.run(ToolCall(id="c", name="order", arguments='{"product": "tea", '), day)
+    assert "not JSON" in json.loads(bad)["error"]
+    assert day.operations == [] and day.tool_errors == 2
+
+
+def test_the_scenarios_parts_add_their_tools():
+    names = lambda tools: [t.name for t in tools]  # noqa: E731
+    plain = names(tools_for(SHOP, talk=False))
+    assert "promote" not in plain and "send_message" not in plain and plain[-1] == "end_day"
+    retail = tools_for(load_scenario("retail_quarter"), talk=True)
+    assert {"promote", "send_message"} <= set(names(retail))
+    order = next(t for t in retail if t.name == "order").parameters
+    assert set(order["properties"]["supplier"]["enum"]) == {
+        s for names in load_scenario("retail_quarter").supplier_names for s in names
+    } | {None}
+    for tool in retail:  # strict: every property required, nothing else allowed
+        assert tool.parameters["required"] == list(tool.parameters["properties"])
+        assert tool.parameters["additionalProperties"] is False
+
+
+# --- a scripted agent at the stand-ins ----------------------------------------------------------
+
+
+def today(body: dict[str, Any]) -> list[str]:
+    """The results of the tools called since the day's report, in any of the three APIs' forms."""
+    items = body.get("messages") or body.get("input") or []
+    results: list[str] = []
+    for item in items:
+        content = item.get("content")
+        if item.get("role") == "user" and isinstance(content, str) and content.startswith("Day "):
+            results = []  # a new day
+        elif item.get("role") == "tool":
+            results.append(content)
+        elif item.get("type") == "function_call_output":
+            results.append(item["output"])
+        elif item.get("role") == "user" and isinstance(content, list):  # Anthropic's blocks
+            if any(b.get("type") == "text" and b["text"].startswith("Day ") for b in content):
+                results = []
+            results += [b["content"] for b in content if b.get("type") == "tool_result"]
+    return results
+
+
+def agent(steps: list[list[tuple[str, dict[str, Any]]]]):
+    """A stand-in's answer hook that plays `steps` each day: the k-th once the calls of the
+    steps before have their results; text once the script is done."""
+
+    def answer(call: Call, schema: Any) -> Uses | str:
+        done = len(today(call.body))
+        for step in steps:
+            if done == 0:
+                return Uses(tuple(step), text="Next.")
+            done -= len(step)
+        return "I have nothing more to do."
+
+    return answer
+
+
+DAY = [
+    [("read_books", {}), ("calculator", {"expression": "100 / 2 / 2"})],
+    [("write_note", {"key": "plan", "text": "order 25 a day, price 4.5"})],
+    [("order", {"product": "tea", "quantity": 25}), ("set_price", {"product": "tea", "price": 4.5})],
+    [("end_day", {})],
+]
+
+
+def agent_merchant(model: str, base_url: str, **params: Any) -> LLMMerchant:
+    provider = "anthropic" if model.startswith("claude") else "openai"
+    merchant = create(
+        "llm",
+        {
+            "model": f"{provider}/{model}",
+            "mode": "agent",
+            "base_url": base_url,
+            "api_key_env": "ARENA_TEST_KEY",
+            "no_cache": True,
+            **params,
+        },
+    )
+    assert isinstance(merchant, LLMMerchant)
+    return merchant
+
+
+def play(merchant: LLMMerchant, days: int) -> Market:
+    market = Market(SHOP, [["a", "b"]], days=days)
+    market.reset([5])
+    merchant.reset(merchant="a", scenario=SHOP, seed=1)
+    while market.playing.any():
+        observation = market.observations(market.view(), [0])[0]
+        market.advance(decisions={0: merchant.decide(observation), 1: None})
+    return market
+
+
+@pytest.mark.parametrize(
+    "api, model",
+    [("chat", "gpt-4.1-mini"), ("responses", "gpt-5-mini"), ("messages", "claude-sonnet-5-5")],
+)
+def test_a_scripted_agent_works_through_its_days_at_each_api(
+    api: str, model: str, fake_openai: Any, fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch
+):
+    fake = fake_anthropic if api == "messages" else fake_openai
+    monkeypatch.setenv("ARENA_TEST_KEY", fake.api_key)
+    fake.answer = agent(DAY)
+    extra = {} if api == "messages" else {"api": api}
+    merchant = agent_merchant(model, fake.base_url, **extra)
+    log = play(merchant, days=2).logs[0].build()
+    for record in log.records(log.rows_of("a")):
+        assert record.operations == [
+            {"op": "order", "product": "tea", "quantity": 25.0},
+            {"op": "set_price", "product": "tea", "price": 4.5},
+        ]
+        assert record.rejections == []
+    calls = merchant.calls()
+    assert [c.purpose for c in calls] == ["step"] * 8 and [c.day for c in calls] == [1] * 4 + [2] * 4
+    assert all(c.prompt_version == "agent-v1" for c in calls)
+    # the last request (day 2, step 4) carries the results of the day's five calls so far and day 1's turns
+    last = fake.calls[-1].body
+    assert len(today(last)) == 5 and json.dumps(last).count("order 25 a day, price 4.5") == 2
+    assert merchant.agent is not None and merchant.agent[0].notes == {"plan": "order 25 a day, price 4.5"}
+
+
+def test_an_agent_that_loops_is_stopped_by_its_steps(fake_openai: Any, monkeypatch: pytest.MonkeyPatch):
+    """An agent that orders more than it can pay for, again and again, never ends its day: the
+    day ends after max_steps steps, each refusal is recorded by the market too."""
+    monkeypatch.setenv("ARENA_TEST_KEY", fake_openai.api_key)
+    fake_openai.answer = agent([[("order", {"product": "tea", "quantity": 1000})]] * 50)
+    merchant = agent_merchant("gpt-4.1-mini", fake_openai.base_url, max_steps=4)
+    log = play(merchant, days=1).logs[0].build()
+    (record,) = log.records(log.rows_of("a"))
+    assert record.operations == [] and [r.code.value for r in record.rejections] == ["order_over_cash"] * 4
+    assert len(merchant.calls()) == 4
+
+
+def test_an_answer_without_a_call_gets_a_reminder(fake_openai: Any, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("ARENA_TEST_KEY", fake_openai.api_key)
+    fake_openai.answer = agent([])  # text only, every step
+    merchant = agent_merchant("gpt-4.1-mini", fake_openai.base_url, max_steps=3)
+    play(merchant, days=1)
+    assert len(merchant.calls()) == 3
+    sent = fake_openai.calls[-1].body["messages"]
+    assert [m["content"] for m in sent[-4:] if m["role"] == "user"] == [
+        "Use a tool. Call end_day when you are done with today."
+    ] * 2
+
+
+@pytest.mark.slow
+def test_the_embedded_model_takes_steps_with_the_tools():
+    """SmolLM2 under a grammar a step: every step is one call of an offered tool, answered;
+    the day's decision is what the market applies."""
+    merchant = create("llm", {"model": "local/smollm2", "mode": "agent", "max_steps": 3, "max_tokens": 120})
+    assert isinstance(merchant, LLMMerchant)
+    market = play(merchant, days=1)
+    calls = merchant.calls()
+    assert 1 <= len(calls) <= 3 and all(c.purpose == "step" for c in calls)
+    assert merchant.agent is not None
+    tools, conversation = merchant.agent
+    turns = conversation.days[0]
+    called = [call for m in turns for call in m.tool_calls]
+    assert len(called) == len(calls)  # one call a step
+    assert {c.name for c in called} <= {t.name for t in tools.tools}
+    answered = [m for m in turns if m.role == "tool"]
+    assert len(answered) == len(called)
+    log = market.logs[0].build()
+    assert log.records(log.rows_of("a"))[0].day == 1
+
+
+def test_agent_mode_on_a_model_that_refuses_tools_on_chat_completions_is_refused_at_validation(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """gpt-6-astra takes no function tools on Chat Completions: an agent of it must use the
+    Responses API, and says so before any match; a decision-mode entry of it is fine."""
+    from contestants.base import ContestantConfigError
+    from contestants.kinds import validate_params
+
+    monkeypatch.setenv("ARENA_TEST_KEY", KEY)
+    params = {"model": "openai/gpt-6-astra", "api_key_env": "ARENA_TEST_KEY", "mode": "agent"}
+    with pytest.raises(ContestantConfigError, match="use api: responses") as refused:
+        LLMMerchant.preflight(validate_params("llm", params))
+    assert refused.value.field == "api"
+    LLMMerchant.preflight(validate_params("llm", {**params, "api": "responses"}))
+    LLMMerchant.preflight(validate_params("llm", {**params, "mode": "decision"}))
