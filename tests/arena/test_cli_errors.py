@@ -548,6 +548,7 @@ NOT_THE_USERS = {
     "Forgotten": "a host restarted: the merchant starts afresh",
     "HostGone": "a host's connection closed: the merchant's turn failed",
     "ChromiumMissing": "tests and scripts only: the report itself needs no browser",
+    "ToolError": "an agent's tool call it cannot carry out: its result tells the model why",
 }
 
 
