@@ -42,7 +42,7 @@ from results.composite import ScoringWeights
 from results.db import describe_failure, engine_for
 from results.errors import InputFileError
 from results.ratings import standings
-from results.records import ModelCallRecord
+from results.records import ModelCallRecord, TranscriptRecord
 from results.report import write_report
 from results.results_csv import read_results
 from results.tables import TournamentRow, stored_id
@@ -484,14 +484,30 @@ def matches(
 @app.command()
 def show(
     match_id: Annotated[int, typer.Argument(help="Match id (see `arena matches`).", show_default=False)],
+    day: Annotated[
+        int | None,
+        typer.Option(
+            "--day",
+            min=1,
+            help="Show one day: each merchant's record and every step of its model calls (what "
+            "was sent, the answer, the reasoning shown, tool calls and their results).",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """One match: its results and metrics, the messages its merchants sent, then a day-by-day
-    table of every merchant."""
+    table of every merchant; with --day, that day in full."""
     with user_errors():
         engine = engine_for(db, create=False)
         detail = store.match_detail(engine, match_id)
+        if day is not None:
+            if not any(d.day == day for d in detail.days):
+                last = max((d.day for d in detail.days), default=0)
+                raise UserError(f"--day: match {match_id} has no day {day} (its days: 1 to {last})")
+            _show_day(detail, day, store.transcript(engine, match_id, day), as_json)
+            return
         metrics = views.by_merchant(
             (value.merchant, value.name, value.value) for value in store.metrics(engine, match_id=match_id)
         )
@@ -635,8 +651,8 @@ def export_command(
     fmt: Annotated[ExportFormat, typer.Option("--format", help="File format.")] = ExportFormat.csv,
     db: DbOption = None,
 ) -> None:
-    """A tournament's record as tables for pandas: results, days, day_products, calls, metrics,
-    market_metrics, price_windows, messages; with a deviation probe, deviations and the
+    """A tournament's record as tables for pandas: results, days, day_products, calls,
+    transcript, metrics, market_metrics, price_windows, messages; with a deviation probe, deviations and the
     deviated path's deviated_days, deviated_day_products, deviated_calls and deviated_messages
     (every file is written, empty or not)."""
     from results.export import export  # pyarrow: seconds to import, that only this command needs
@@ -771,6 +787,51 @@ def _distinct(values: Iterable[object]) -> str:
             for value in values
         )
     )
+
+
+def _show_day(detail: store.MatchDetail, day: int, transcript: list[TranscriptRecord], as_json: bool) -> None:
+    """One day of a match: each merchant's record, then what its model calls said and heard."""
+    from market.types import record_adapter
+
+    records = [d for d in detail.days if d.day == day]
+    if as_json:
+        shown = {
+            "match": detail.match.model_dump(mode="json"),
+            "day": day,
+            "records": [record_adapter.dump_python(d, mode="json") for d in records],
+            "transcript": [step.model_dump(mode="json") for step in transcript],
+        }
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
+        return
+    for d in records:
+        done = "; ".join(json.dumps(op) for op in d.operations) or "nothing"
+        refused = "".join(f"\n  refused: {r.reason}" for r in d.rejections)
+        out.print(
+            f"[bold]{escape(d.merchant)}[/bold], day {day}: {escape(done)}{escape(refused)}",
+            highlight=False,
+        )
+    if not transcript:
+        out.print("No model calls this day.", markup=False, highlight=False)
+    for merchant in dict.fromkeys(step.merchant for step in transcript):
+        table = Table("step", "who", "said", title=f"{merchant}: day {day}", show_lines=True)
+        for step in (s for s in transcript if s.merchant == merchant):
+            label = f"{step.step} {step.purpose}"
+            for message in step.sent:
+                table.add_row(label, message.role, escape(message.content))
+                label = ""
+            answer = step.answer
+            if answer.reasoning:
+                table.add_row(label, "reasoning", escape(answer.reasoning))
+                label = ""
+            if answer.content:
+                table.add_row(label, "model", escape(answer.content))
+                label = ""
+            for call in answer.tool_calls:
+                table.add_row(label, "tool call", escape(f"{call.name} {call.arguments}"))
+                label = ""
+            for result in step.results:
+                table.add_row(label, "result", escape(result.content))
+        out.print(table)
 
 
 def _rich(table: views.Table) -> Table:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from market.calls import ModelCall
+from market.calls import ModelCall, TranscriptStep
 from market.daylog import RecallFact
 from market.errors import UserError
 from market.scenario import Scenario
@@ -193,8 +193,24 @@ class Contestant(ABC):
         """The model calls made since the last reset (language-model merchants)."""
         return []
 
+    def transcript(self) -> list[TranscriptStep]:
+        """What those calls said and heard (language-model merchants)."""
+        return []
+
     def reported_metrics(self) -> dict[str, float]:
         """What this merchant reports of itself for the match's record, by name, beside the
         metrics computed from its days (a learner: whether its learning converged, and in how
         many periods): facts the day log does not hold, stored with its metrics."""
         return {}
+
+
+class Handed(NamedTuple):
+    """What a merchant hands back after a match: its model calls and their transcript."""
+
+    calls: list[ModelCall]
+    transcript: list[TranscriptStep]
+
+    @classmethod
+    def of(cls, contestant: Contestant | None) -> Handed:
+        """The contestant's (nothing, for one that is gone)."""
+        return cls([], []) if contestant is None else cls(contestant.calls(), contestant.transcript())

@@ -1,14 +1,68 @@
-"""The record of a merchant's call of a language model. The market itself never reads it; it
-lives on this floor because both rooms above need the one definition: contestants make it,
-results stores it (imports point down only: contestants and results both import market)."""
+"""The record of a merchant's calls of a language model: what each cost (ModelCall) and what
+was said (TranscriptStep, made of Messages). The market itself never reads them; they live on
+this floor because both rooms above need the one definition: contestants make them, results
+stores them (imports point down only: contestants and results both import market)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 CallPurpose = Literal["decide", "repair", "recall", "reflect", "step"]
+
+
+class ToolCall(BaseModel):
+    """A tool the model asked to use: the call's id (the provider's, which the result names),
+    the tool's name and the arguments as the JSON text the model wrote (which may not parse)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    name: str
+    arguments: str
+
+
+class Message(BaseModel):
+    """One turn of a conversation. An assistant's turn may ask for tools (`tool_calls`); a
+    `tool` turn is the result of the call `tool_call_id` names. `reasoning` is what the
+    provider showed of an assistant's reasoning (its text or a summary), kept for the record
+    and never sent back; `carried` are the provider's own items of that turn that must go back
+    with it in the next request (Anthropic's signed thinking blocks, the Responses API's
+    reasoning items)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    reasoning: str | None = None
+    carried: tuple[dict[str, Any], ...] = ()
+
+    @model_validator(mode="after")
+    def _tool_parts(self) -> Message:
+        if (self.role == "tool") != (self.tool_call_id is not None):
+            raise ValueError("a tool turn, and only a tool turn, names the call it answers")
+        if self.role != "assistant" and (self.tool_calls or self.reasoning is not None or self.carried):
+            raise ValueError("only an assistant's turn asks for tools or reasons")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_empty_tool_parts(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A turn without tool parts dumps as it did before tools existed, so that the
+        response cache's keys of conversations without tools stay what they were."""
+        fields = dump(self)
+        for name in ("tool_calls", "tool_call_id", "reasoning", "carried"):
+            if not getattr(self, name):
+                fields.pop(name, None)
+        return fields
 
 
 class ModelCall(BaseModel):
@@ -45,3 +99,21 @@ class ModelCall(BaseModel):
     temperature: float | None
     top_p: float | None = None
     seed: int | None
+
+
+class TranscriptStep(BaseModel):
+    """What one call of a merchant's conversation said and heard, as the record keeps it: the
+    turns new to its request (`sent`: not the prefix an earlier call of the conversation sent
+    already), the model's answer (its text, the reasoning its provider showed, its tool calls)
+    and the results of those calls. `step` numbers the merchant's calls of the day from 1.
+    Provider items carried with a turn (signed thinking, encrypted reasoning) are not kept:
+    they are the provider's, and the reasoning they hold is in `reasoning`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    day: int
+    step: int
+    purpose: CallPurpose
+    sent: tuple[Message, ...]
+    answer: Message
+    results: tuple[Message, ...] = ()

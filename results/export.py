@@ -32,6 +32,10 @@ join and group without lookups:
 - `messages`: one row per message a merchant sent its rivals (in a tournament with `talk`):
   the tournament, the match (id and key), the day it was sent, who sent it and its text;
   its own table because most merchant-days say nothing.
+- `transcript`: one row per message of the merchants' model calls: for each call (its day,
+  its step among the merchant's calls of the day, its purpose), the turns new to its request
+  (`sent`), the model's `answer` (text, the reasoning its provider showed, tool calls as JSON)
+  and each `result` of its tool calls (agent mode).
 - `deviations`: one row per match of a tournament with a deviation probe: its first day,
   seat (and the merchant there), target (best_response, nash or a price), days and discount;
   `deviated_days`, `deviated_day_products`, `deviated_calls` and `deviated_messages` hold
@@ -67,7 +71,14 @@ from market.errors import UserError
 from market.types import DayRecord, record_adapter
 from results import store
 from results.deviation import DeviationProbe
-from results.records import GoalResult, MerchantResult, ModelCallRecord, PlayedMatch, PriceWindow
+from results.records import (
+    GoalResult,
+    MerchantResult,
+    ModelCallRecord,
+    PlayedMatch,
+    PriceWindow,
+    TranscriptRecord,
+)
 from results.tables import MarketMetricRow, MatchRow, MetricRow
 
 Format = Literal["csv", "parquet"]
@@ -201,6 +212,20 @@ SCHEMAS: dict[str, pa.Schema] = {
             *columns(Said, after={"merchant": [CONTESTANT]}),
         ]
     ),
+    "transcript": pa.schema(
+        [
+            *KEYS,
+            column("day", pa.int64()),
+            column("step", pa.int64()),
+            column("purpose", pa.string()),
+            column("part", pa.string()),  # sent (new in the request), answer, or result (of a tool call)
+            column("role", pa.string()),
+            column("content", pa.string()),
+            column("reasoning", pa.string()),
+            column("tool_calls", pa.string()),  # JSON: [{id, name, arguments}]
+            column("tool_call_id", pa.string()),
+        ]
+    ),
     "deviations": pa.schema(
         [
             MATCH_ID,
@@ -228,6 +253,7 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
         with _writers(staging, fmt) as write:
             for detail in matches:
                 _write_match(write, detail)
+                write("transcript", _transcript_rows(detail, store.transcript(engine, detail.match_id)))
             write("metrics", [m._asdict() for m in store.metrics(engine, tournament_id)])
         written = []
         for name in SCHEMAS:
@@ -337,6 +363,41 @@ def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: sto
         _write_path(
             write, "deviated_", match, contestant, detail.deviation.days_played, detail.deviation.calls
         )
+
+
+def _transcript_rows(detail: store.MatchDetail, steps: list[TranscriptRecord]) -> list[dict[str, Any]]:
+    """A row per message of the match's transcript: each step's turns sent, its answer, the
+    results of its tool calls."""
+    contestant = {r.merchant: r.contestant for r in detail.results}
+    rows = []
+    for step in steps:
+        at = {
+            "match_id": detail.match_id,
+            "merchant": step.merchant,
+            "contestant": contestant.get(step.merchant),
+            "day": step.day,
+            "step": step.step,
+            "purpose": step.purpose,
+        }
+        parts = [
+            *(("sent", m) for m in step.sent),
+            ("answer", step.answer),
+            *(("result", m) for m in step.results),
+        ]
+        for part, message in parts:
+            calls = [c.model_dump() for c in message.tool_calls]
+            rows.append(
+                {
+                    **at,
+                    "part": part,
+                    "role": message.role,
+                    "content": message.content,
+                    "reasoning": message.reasoning,
+                    "tool_calls": json.dumps(calls) if calls else None,
+                    "tool_call_id": message.tool_call_id,
+                }
+            )
+    return rows
 
 
 def _write_path(

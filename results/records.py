@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, Field, SkipValidation
 
-from market.calls import ModelCall
+from market.calls import ModelCall, TranscriptStep
 from market.daylog import ColumnRecords
 from market.types import DayRecord
 from results.daylog_codec import pack
@@ -202,6 +202,12 @@ class ModelCallRecord(ModelCall):
     contestant: str
 
 
+class TranscriptRecord(TranscriptStep):
+    """A step of a merchant's conversation, with the seat that took it."""
+
+    merchant: str
+
+
 def total_cost(calls: Iterable[ModelCallRecord]) -> float | None:
     """USD of the calls at their models' prices; None when one of them has no price (an
     unknown cost is never counted as 0)."""
@@ -272,6 +278,7 @@ class FinishedMatch(PlayedMatch):
     # a RecallLog from the match, or a list of RecallResults (stored ones, tests)
     recalls: Annotated[Sequence[RecallResult], SkipValidation] = Field(default_factory=list)
     calls: list[ModelCallRecord] = Field(default_factory=list)
+    transcript: list[TranscriptRecord] = Field(default_factory=list)
     metrics: dict[str, dict[str, float | None]] | None = Field(
         None,
         description="results.metrics per merchant, computed where the match was played "

@@ -57,6 +57,7 @@ from results.records import (
     RecallLog,
     RecallResult,
     StoppedMatch,
+    TranscriptRecord,
 )
 from results.tables import (
     ContestantRow,
@@ -75,9 +76,11 @@ from results.tables import (
     RatingSnapshot,
     RecallRow,
     TournamentRow,
+    TranscriptRow,
     stored_id,
     utcnow,
 )
+from results.transcript import day_rows, steps_of
 
 __all__ = [
     "MatchDetail",
@@ -101,6 +104,7 @@ __all__ = [
     "spent",
     "start_tournament",
     "tournament_calls",
+    "transcript",
 ]
 
 Row = TypeVar("Row", bound=SQLModel)
@@ -273,6 +277,9 @@ def _insert_match(
         session, RecallRow, [{**p, "match_id": match_id} for p in RecallLog.of(match.recalls).rows()]
     )
     _insert_calls(session, tournament_id, match.key, match_id, match.calls)
+    _bulk_insert(
+        session, TranscriptRow, [{**row, "match_id": match_id} for row in day_rows(match.transcript)]
+    )
     _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
     _bulk_insert(session, GoalRow, _goal_rows(match_id, match.merchants, goals))
     _insert_market(session, match_id, market)
@@ -703,6 +710,18 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
             deviation=_deviation_path(session, match_id),
             goals=_match_records(session, GoalRow, match_id, GoalResult),
         )
+
+
+def transcript(engine: Engine, match_id: int, day: int | None = None) -> list[TranscriptRecord]:
+    """What the match's merchants said to their models and heard (of one `day`, or of every
+    day), day by day and merchant by merchant as they were stored; NotFound for an unknown match."""
+    with Session(engine) as session:
+        _require(session, MatchRow, match_id)
+        statement = select(TranscriptRow).where(col(TranscriptRow.match_id) == match_id)
+        if day is not None:
+            statement = statement.where(col(TranscriptRow.day) == day)
+        rows = session.exec(statement.order_by(col(TranscriptRow.id)))
+        return [step for row in rows for step in steps_of(row.merchant, row.day, row.words)]
 
 
 def _deviation_path(session: Session, match_id: int) -> DeviationPath | None:

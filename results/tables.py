@@ -196,6 +196,21 @@ class ModelCallRow(ModelCallColumns, table=True):
     match_key: str
 
 
+class TranscriptRow(SQLModel, table=True):
+    """What a merchant's model calls of one day said and heard (market.calls.TranscriptStep),
+    step by step: a compressed JSON list (results.transcript). One row a merchant-day, so that
+    a day is read alone and a year of steps stays small."""
+
+    __tablename__ = "transcript"
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
+    merchant: str
+    day: int
+    steps: int = Field(description="the day's calls")
+    words: bytes = Field(sa_type=LargeBinary, description="zlib-compressed JSON: the day's steps")
+
+
 class DeviationPathRow(SQLModel, table=True):
     """The deviated path of a probed match (results.records.DeviationPath): its probe and
     its days, stored as a match's days are (DayLogRow)."""

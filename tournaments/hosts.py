@@ -33,9 +33,8 @@ import ray
 from ray import cloudpickle
 from ray.exceptions import ActorUnavailableError, RayActorError
 
-from contestants.base import Contestant, RecallQuestion, RunOptions
+from contestants.base import Contestant, Handed, RecallQuestion, RunOptions
 from contestants.llm.errors import CallsStopped
-from market.calls import ModelCall
 from market.scenario import Scenario
 from market.types import Observation
 from tournaments.channel import Address, HostGone, TurnClient, TurnServer
@@ -141,13 +140,13 @@ class ContestantHost:
                 raise Forgotten(f"no state for {r.merchant!r} in match {r.match_key!r}")
             return take_turn(contestant, r.observation, r.question, r.deadline, arrived)
 
-    def finish(self, match_key: str, merchant: str) -> tuple[list[ModelCall], HostProcess]:
-        """Forget the match; hand back the model calls made in it (after its last turn), and
-        this process."""
+    def finish(self, match_key: str, merchant: str) -> tuple[Handed, HostProcess]:
+        """Forget the match; hand back the model calls made in it and their transcript (after
+        its last turn), and this process."""
         with self.turning[(match_key, merchant)]:
             contestant = self.instances.pop((match_key, merchant), None)
         self.turning.pop((match_key, merchant), None)
-        return (contestant.calls() if contestant is not None else []), self.process
+        return Handed.of(contestant), self.process
 
 
 class HostClient(TurnClient):
@@ -167,7 +166,7 @@ class HostClient(TurnClient):
         address, self.process = await result(self.actor.channel.remote())
         return address
 
-    async def finish(self, match_key: str, merchant: str) -> tuple[list[ModelCall], HostProcess]:
+    async def finish(self, match_key: str, merchant: str) -> tuple[Handed, HostProcess]:
         """ContestantHost.finish, asked over the connection (every match asks it of every
         hosted merchant at its end, so through Ray it would cost a run's last matches tens of
         milliseconds). If the connection fails, asked through Ray, and again while Ray cannot
@@ -175,7 +174,7 @@ class HostClient(TurnClient):
         from the host Ray restarted elsewhere, which Ray does only once it has found the node
         dead."""
         try:
-            handed: tuple[list[ModelCall], HostProcess] = pickle.loads(
+            handed: tuple[Handed, HostProcess] = pickle.loads(
                 await self.ask(pickle.dumps(FinishRequest(match_key, merchant), pickle.HIGHEST_PROTOCOL))
             )
             return handed
@@ -245,16 +244,16 @@ class HostedSeat(Seat):
         if dead:
             raise SeatLost(f"a host of its merchants was on a node that died ({', '.join(sorted(dead))})")
 
-    async def finish(self) -> list[ModelCall]:
+    async def finish(self) -> Handed:
         try:
-            calls, process = await self.host.finish(self.key, self.name)
+            handed, process = await self.host.finish(self.key, self.name)
         except Exception:  # the host died for good: its log went with it
-            calls, process = [], None
+            handed, process = Handed([], []), None
         if self.holder is not None and process != self.holder:  # its state did not outlive the match
             self.doubted.add(self.holder)
         if self.doubted:
             await self._raise_if_lost()
-        return calls
+        return handed
 
 
 def hosted_seats(hosts: dict[str, HostClient]) -> Any:

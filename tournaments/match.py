@@ -45,7 +45,15 @@ from results.collusion import CollusionSettings, seat_benchmarks
 from results.deviation import DeviationProbe
 from results.metrics import UNSOLVED, match_results
 from results.metrics import compute as compute_metrics
-from results.records import DeviationPath, Fault, FaultKind, FinishedMatch, ModelCallRecord, StoppedMatch
+from results.records import (
+    DeviationPath,
+    Fault,
+    FaultKind,
+    FinishedMatch,
+    ModelCallRecord,
+    StoppedMatch,
+    TranscriptRecord,
+)
 from tournaments.collector import collector_paused, freeze_startup_heap
 from tournaments.deviation import DEVIATED_SUFFIX, forcing, play_both_paths
 from tournaments.plan import ContestantPlan
@@ -170,6 +178,7 @@ class Match:
         self.calls_models = any(plan.calls_models for plan in self.plans.values())
         self.faults: list[Fault] = []
         self.calls: list[ModelCallRecord] = []
+        self.transcript: list[TranscriptRecord] = []
         self.lost: str | None = None  # why, once a seat was lost
 
     def deviated(self) -> Match:
@@ -242,15 +251,19 @@ class Match:
         return stopped
 
     async def collect_calls(self) -> None:
-        """Every seat's model calls; a seat found lost on the way makes the match lost."""
+        """Every seat's model calls and their transcript; a seat found lost on the way makes
+        the match lost."""
         handed = await asyncio.gather(*(seat.finish() for seat in self.seats), return_exceptions=True)
-        for seat, calls in zip(self.seats, handed):
-            if isinstance(calls, SeatLost):
-                self.lost = self.lost or str(calls)
-            elif isinstance(calls, BaseException):
-                raise calls
+        for seat, given in zip(self.seats, handed):
+            if isinstance(given, SeatLost):
+                self.lost = self.lost or str(given)
+            elif isinstance(given, BaseException):
+                raise given
             else:
-                self.calls.extend(call_records(seat.name, calls))
+                self.calls.extend(call_records(seat.name, given.calls))
+                self.transcript.extend(
+                    TranscriptRecord(merchant=seat.name, **step.model_dump()) for step in given.transcript
+                )
 
     def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch | DeviationPath:
         """The match's result, from its days (a deviated path's: its days, faults and calls)."""
@@ -282,6 +295,7 @@ class Match:
             market=scores.market,
             goals=scores.goals,
             calls=self.calls,
+            transcript=self.transcript,
         )
 
 

@@ -17,9 +17,8 @@ import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from contestants.base import Contestant, DeadlinePassed, RecallQuestion
+from contestants.base import Contestant, DeadlinePassed, Handed, RecallQuestion
 from contestants.llm.errors import CallsStopped
-from market.calls import ModelCall
 from market.types import Observation
 
 if TYPE_CHECKING:  # a host need not import the record models (and SQLModel) for a name
@@ -59,10 +58,10 @@ class Seat(ABC):
         fault of the merchant, in the SeatTurn."""
 
     @abstractmethod
-    async def finish(self) -> list[ModelCall]:
-        """After the match's last day: the model calls the merchant made in it (its state is
-        let go of). Raises SeatLost if a failure on the way turns out to have been a lost
-        machine rather than the merchant's."""
+    async def finish(self) -> Handed:
+        """After the match's last day: the model calls the merchant made in it and their
+        transcript (its state is let go of). Raises SeatLost if a failure on the way turns out
+        to have been a lost machine rather than the merchant's."""
 
 
 class InlineSeat(Seat):
@@ -82,8 +81,8 @@ class InlineSeat(Seat):
         except Exception as exc:  # a contestant's bug is a fault, not a crash
             return SeatTurn(None, recalled, SeatFault("error", describe(exc)))
 
-    async def finish(self) -> list[ModelCall]:
-        return self.contestant.calls()
+    async def finish(self) -> Handed:
+        return Handed.of(self.contestant)
 
 
 class Turn(NamedTuple):

@@ -435,11 +435,17 @@ class Conversation:
 
 
 def work(
-    tools: AgentTools, conversation: Conversation, observation: Observation, max_steps: int, step: Step
+    tools: AgentTools,
+    conversation: Conversation,
+    observation: Observation,
+    max_steps: int,
+    step: Step,
+    answered: Callable[[tuple[Message, ...]], None] = lambda results: None,
 ) -> Workday:
-    """One day of work: the morning report, then the model's steps, each call answered, until
-    it calls end_day or has taken `max_steps` steps (one step: one answer, with the calls it
-    makes). An answer without calls gets a reminder to use the tools."""
+    """One day of work: the morning report, then the model's steps, each call answered (the
+    results told to `answered`), until it calls end_day or has taken `max_steps` steps (one
+    step: one answer, with the calls it makes). An answer without calls gets a reminder to use
+    the tools."""
     day = Workday(observation)
     row = history_row(observation)
     if row is not None:
@@ -452,6 +458,11 @@ def work(
         if not completion.tool_calls:
             conversation.add(Message(role="user", content=NUDGE))
             continue
-        for call in completion.tool_calls:
-            conversation.add(Message(role="tool", content=tools.run(call, day), tool_call_id=call.id))
+        results = tuple(
+            Message(role="tool", content=tools.run(call, day), tool_call_id=call.id)
+            for call in completion.tool_calls
+        )
+        for result in results:
+            conversation.add(result)
+        answered(results)
     return day

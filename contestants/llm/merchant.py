@@ -71,7 +71,7 @@ from contestants.llm.providers import Provider, get_provider, validate_settings
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.types import Completion, CompletionRequest, Message, Tool
-from market.calls import CallPurpose, ModelCall
+from market.calls import CallPurpose, ModelCall, TranscriptStep
 from market.errors import first_problem
 from market.scenario import Scenario
 from market.types import Decision, Observation
@@ -192,6 +192,8 @@ class LLMMerchant(Contestant):
         self.provider: Provider | Rehearsal = Rehearsal(provider) if options.rehearse else provider
         self.deadline: float | None = None
         self._calls: list[ModelCall] = []
+        self._transcript: list[TranscriptStep] = []
+        self._heard: tuple[Message, ...] = ()  # the conversation as the last call left it
 
     @classmethod
     def preflight(cls, params: Params) -> None:
@@ -292,7 +294,7 @@ class LLMMerchant(Contestant):
         self.schema = self._schema(talk=False)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self.agent: tuple[AgentTools, Conversation] | None = None  # made at the first decision
-        self._calls = []
+        self._calls, self._transcript, self._heard = [], [], ()
 
     def decide(self, observation: Observation) -> Any:
         if self.params.mode == "agent":
@@ -362,6 +364,9 @@ class LLMMerchant(Contestant):
     def calls(self) -> list[ModelCall]:
         return list(self._calls)
 
+    def transcript(self) -> list[TranscriptStep]:
+        return list(self._transcript)
+
     def _work(self, observation: Observation) -> dict[str, Any]:
         """A day in agent mode (contestants.llm.agent): its steps, then its operations as the decision."""
         if self.agent is None:
@@ -384,7 +389,9 @@ class LLMMerchant(Contestant):
             request = self._fitted_conversation(conversation, tools.tools)
             return self._call("step", observation.day, request, templates)
 
-        return work(tools, conversation, observation, self.params.max_steps, step).decision()
+        return work(
+            tools, conversation, observation, self.params.max_steps, step, self._heard_results
+        ).decision()
 
     def _fitted_conversation(self, conversation: Conversation, tools: tuple[Tool, ...]) -> CompletionRequest:
         """The next step's request: the whole conversation or, where the provider knows its
@@ -510,7 +517,22 @@ class LLMMerchant(Contestant):
                 prompt_version=templates,
             )
         )
+        self._record(purpose, day, request.messages, completion.turn())
         return completion
+
+    def _record(self, purpose: CallPurpose, day: int, messages: tuple[Message, ...], answer: Message) -> None:
+        """Keep what the call said and heard (market.calls.TranscriptStep)."""
+        earlier = self._transcript[-1] if self._transcript else None
+        step = earlier.step + 1 if earlier is not None and earlier.day == day else 1
+        kept = answer.model_copy(update={"carried": ()})
+        sent = _new_turns(self._heard, messages)
+        self._transcript.append(TranscriptStep(day=day, step=step, purpose=purpose, sent=sent, answer=kept))
+        self._heard = (*messages, answer)
+
+    def _heard_results(self, results: tuple[Message, ...]) -> None:
+        """The results of the last call's tool calls, kept with it."""
+        self._transcript[-1] = self._transcript[-1].model_copy(update={"results": results})
+        self._heard = (*self._heard, *results)
 
 
 TURN_CALLS = 3  # calls a turn makes at most, one after another: reflect, decide, repair
@@ -572,3 +594,23 @@ def _as_shown(decision: Decision | None) -> str:
     if decision is None:
         return "nothing: your answer was not a valid decision"
     return json.dumps(decision.model_dump(mode="json", exclude_none=True))
+
+
+def _new_turns(heard: tuple[Message, ...], messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """The turns of a request that the conversation so far (`heard`: the last request, its
+    answer and its tools' results) did not hold: those after the last of `heard` where the
+    request repeats it (older turns may have been left out; a turn repeats another if it says
+    the same: memory keeps an answer without its reasoning), or else all but a system prompt
+    that is the same as before."""
+
+    def said(m: Message) -> tuple[Any, ...]:
+        return m.role, m.content, m.tool_calls, m.tool_call_id
+
+    if heard:
+        last = said(heard[-1])
+        for k in range(len(messages) - 1, -1, -1):
+            if said(messages[k]) == last:
+                return messages[k + 1 :]
+        if messages[0] == heard[0]:
+            return messages[1:]
+    return messages

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -14,18 +14,9 @@ from pydantic import (
     model_validator,
 )
 
+from market.calls import Message, ToolCall
+
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"  # what every API accepts as a tool's or a format's name
-
-
-class ToolCall(BaseModel):
-    """A tool the model asked to use: the call's id (the provider's, which the result names),
-    the tool's name and the arguments as the JSON text the model wrote (which may not parse)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str
-    name: str
-    arguments: str
 
 
 class Tool(BaseModel):
@@ -37,42 +28,6 @@ class Tool(BaseModel):
     name: str = Field(pattern=NAME_PATTERN)
     description: str
     parameters: dict[str, Any]
-
-
-class Message(BaseModel):
-    """One turn of a conversation. An assistant's turn may ask for tools (`tool_calls`); a
-    `tool` turn is the result of the call `tool_call_id` names. `reasoning` is what the
-    provider showed of an assistant's reasoning (its text or a summary), kept for the record
-    and never sent back; `carried` are the provider's own items of that turn that must go back
-    with it in the next request (Anthropic's signed thinking blocks, the Responses API's
-    reasoning items)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-    reasoning: str | None = None
-    carried: tuple[dict[str, Any], ...] = ()
-
-    @model_validator(mode="after")
-    def _tool_parts(self) -> Message:
-        if (self.role == "tool") != (self.tool_call_id is not None):
-            raise ValueError("a tool turn, and only a tool turn, names the call it answers")
-        if self.role != "assistant" and (self.tool_calls or self.reasoning is not None or self.carried):
-            raise ValueError("only an assistant's turn asks for tools or reasons")
-        return self
-
-    @model_serializer(mode="wrap")
-    def _without_empty_tool_parts(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A turn without tool parts dumps as it did before tools existed, so that the
-        response cache's keys of conversations without tools stay what they were."""
-        fields = dump(self)
-        for name in ("tool_calls", "tool_call_id", "reasoning", "carried"):
-            if not getattr(self, name):
-                fields.pop(name, None)
-        return fields
 
 
 class CompletionRequest(BaseModel):

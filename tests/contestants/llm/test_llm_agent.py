@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from fakes.server import Call, Uses
+from fakes.agents import agent, today
 
 from contestants.kinds import create
 from contestants.llm.agent import AgentTools, Workday, tools_for
@@ -138,40 +138,6 @@ def test_the_scenarios_parts_add_their_tools():
 # --- a scripted agent at the stand-ins ----------------------------------------------------------
 
 
-def today(body: dict[str, Any]) -> list[str]:
-    """The results of the tools called since the day's report, in any of the three APIs' forms."""
-    items = body.get("messages") or body.get("input") or []
-    results: list[str] = []
-    for item in items:
-        content = item.get("content")
-        if item.get("role") == "user" and isinstance(content, str) and content.startswith("Day "):
-            results = []  # a new day
-        elif item.get("role") == "tool":
-            results.append(content)
-        elif item.get("type") == "function_call_output":
-            results.append(item["output"])
-        elif item.get("role") == "user" and isinstance(content, list):  # Anthropic's blocks
-            if any(b.get("type") == "text" and b["text"].startswith("Day ") for b in content):
-                results = []
-            results += [b["content"] for b in content if b.get("type") == "tool_result"]
-    return results
-
-
-def agent(steps: list[list[tuple[str, dict[str, Any]]]]):
-    """A stand-in's answer hook that plays `steps` each day: the k-th once the calls of the
-    steps before have their results; text once the script is done."""
-
-    def answer(call: Call, schema: Any) -> Uses | str:
-        done = len(today(call.body))
-        for step in steps:
-            if done == 0:
-                return Uses(tuple(step), text="Next.")
-            done -= len(step)
-        return "I have nothing more to do."
-
-    return answer
-
-
 DAY = [
     [("read_books", {}), ("calculator", {"expression": "100 / 2 / 2"})],
     [("write_note", {"key": "plan", "text": "order 25 a day, price 4.5"})],
@@ -295,3 +261,42 @@ def test_agent_mode_on_a_model_that_refuses_tools_on_chat_completions_is_refused
     assert refused.value.field == "api"
     LLMMerchant.preflight(validate_params("llm", {**params, "api": "responses"}))
     LLMMerchant.preflight(validate_params("llm", {**params, "mode": "decision"}))
+
+
+def test_the_transcript_keeps_every_word_once(fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch):
+    """Each step keeps the turns new to its request, the answer and its tools' results: laid end
+    to end they are the conversation the model was sent, each turn once (the provider's signed
+    thinking left out, its text kept as reasoning)."""
+    monkeypatch.setenv("ARENA_TEST_KEY", fake_anthropic.api_key)
+    fake_anthropic.answer = agent(DAY)
+    merchant = agent_merchant("claude-sonnet-5-5", fake_anthropic.base_url)
+    play(merchant, days=2)
+    steps = merchant.transcript()
+    assert [(s.day, s.step, s.purpose) for s in steps] == [
+        (d, k, "step") for d in (1, 2) for k in (1, 2, 3, 4)
+    ]
+    assert [m.role for m in steps[0].sent] == ["system", "user"] and steps[0].sent[1].content.startswith(
+        "Day 1"
+    )
+    assert [m.content[:5] for m in steps[4].sent] == ["Day 2"]  # the morning, and nothing said before
+    assert all(s.sent == () for s in steps if s.step > 1)
+    assert [len(s.results) for s in steps[:4]] == [2, 1, 2, 1]
+    assert json.loads(steps[3].results[0].content) == {"ended": 1}
+    assert all(s.answer.reasoning and not s.answer.carried for s in steps)
+    assert merchant.agent is not None
+    told = [m.model_copy(update={"carried": ()}) for m in merchant.agent[1].messages()]
+    kept = [m for s in steps for m in (*s.sent, s.answer, *s.results)]
+    assert kept == told
+
+
+def test_decision_mode_keeps_its_calls_words_too(fake_openai: Any, monkeypatch: pytest.MonkeyPatch):
+    """A decision merchant with window memory: day 2's request repeats day 1's prompt and
+    answer; its transcript keeps only the new report."""
+    monkeypatch.setenv("ARENA_TEST_KEY", fake_openai.api_key)
+    merchant = agent_merchant("gpt-4.1-mini", fake_openai.base_url, mode="decision", memory="window")
+    play(merchant, days=2)
+    first, second = merchant.transcript()
+    assert (first.purpose, second.purpose, second.day, second.step) == ("decide", "decide", 2, 1)
+    assert [m.role for m in first.sent] == ["system", "user"]
+    assert [m.role for m in second.sent] == ["user"] and second.sent[0].content.startswith("Day 2")
+    assert json.loads(first.answer.content)["operations"] is not None

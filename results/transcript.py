@@ -1,0 +1,32 @@
+"""The stored form of transcripts: a merchant's steps of one day (market.calls.TranscriptStep)
+as one compressed JSON list, the `words` of a TranscriptRow. A year of an agent's days
+repeats itself (the same tools, the same keys of its books), which zlib takes out."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import zlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from results.records import TranscriptRecord
+
+LEVEL = 6  # zlib's default: level 9 saves a few percent more at twice the time
+
+
+def day_rows(transcript: Iterable[TranscriptRecord]) -> Iterator[dict[str, Any]]:
+    """The transcript's rows, a merchant-day each (the steps as they were taken)."""
+    by_day = itertools.groupby(transcript, key=lambda step: (step.merchant, step.day))
+    for (merchant, day), steps in by_day:
+        dumped = [step.model_dump(mode="json", exclude={"merchant", "day"}) for step in steps]
+        words = zlib.compress(json.dumps(dumped, separators=(",", ":"), ensure_ascii=False).encode(), LEVEL)
+        yield {"merchant": merchant, "day": day, "steps": len(dumped), "words": words}
+
+
+def steps_of(merchant: str, day: int, words: bytes) -> list[TranscriptRecord]:
+    """A stored row's steps."""
+    return [
+        TranscriptRecord(merchant=merchant, day=day, **step)
+        for step in json.loads(zlib.decompress(words).decode())
+    ]
