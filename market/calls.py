@@ -15,7 +15,7 @@ from pydantic import (
     model_validator,
 )
 
-CallPurpose = Literal["decide", "repair", "recall", "reflect", "step"]
+CallPurpose = Literal["decide", "repair", "recall", "reflect", "step", "compact"]
 
 
 class ToolCall(BaseModel):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -416,22 +416,60 @@ def morning(observation: Observation, max_steps: int) -> str:
 
 
 class Conversation:
-    """The conversation of a match: the system prompt, then each day's turns."""
+    """The conversation of a match: the system prompt, the summary of what was compacted (if
+    anything was), then blocks of turns, oldest first, each of one day: a morning's report, or
+    one step (the model's turn with its tools' results, or a reminder). Compaction takes whole
+    blocks, so that a tool call never loses its result."""
 
     def __init__(self, system: str):
         self.system = Message(role="system", content=system)
-        self.days: list[list[Message]] = []
+        self.summary: Message | None = None
+        self.blocks: list[tuple[int, list[Message]]] = []
+        self.day = 0
 
-    def open_day(self, report: str) -> None:
-        self.days.append([Message(role="user", content=report)])
+    def open_day(self, day: int, report: str) -> None:
+        self.day = day
+        self.blocks.append((day, [Message(role="user", content=report)]))
+
+    def turn(self, answer: Message) -> None:
+        """The model's turn opens a block of its own."""
+        self.blocks.append((self.day, [answer]))
 
     def add(self, message: Message) -> None:
-        self.days[-1].append(message)
+        self.blocks[-1][1].append(message)
 
-    def messages(self, days: int | None = None) -> tuple[Message, ...]:
-        """The system prompt and the turns of the last `days` days (default: all)."""
-        kept = self.days if days is None else self.days[len(self.days) - days :]
-        return (self.system, *(m for turns in kept for m in turns))
+    def messages(self, first: int = 0) -> tuple[Message, ...]:
+        """The system prompt, the summary and the turns of the blocks from `first` on."""
+        head = (self.system,) if self.summary is None else (self.system, self.summary)
+        return (*head, *(m for _, turns in self.blocks[first:] for m in turns))
+
+    def compact(self, summary: str, notes: dict[str, str], kept: int) -> None:
+        """Replace all but the last `kept` blocks with the model's `summary` of them and its notes."""
+        first = self.blocks[len(self.blocks) - kept][0] if kept else None
+        shown = json.dumps(notes, ensure_ascii=False) if notes else "(none)"
+        until = f"until day {first}" if first is not None else "so far"
+        self.summary = Message(
+            role="user",
+            content=f"Summary of this conversation {until}, written by you:\n{summary}\n\n"
+            f"Your notes: {shown}",
+        )
+        self.blocks = self.blocks[len(self.blocks) - kept :] if kept else []
+
+
+def as_text(messages: Iterable[Message]) -> str:
+    """Turns written out as lines, for the model to summarise (its tool calls and their
+    results among them: a request with them in their own form would need the tools offered)."""
+    lines = []
+    for m in messages:
+        if m.role == "tool":
+            lines.append(f"result: {m.content}")
+        elif m.role == "assistant":
+            if m.content:
+                lines.append(f"you: {m.content}")
+            lines.extend(f"you called {call.name} {call.arguments}" for call in m.tool_calls)
+        else:
+            lines.append(m.content)
+    return "\n".join(lines)
 
 
 def work(
@@ -450,11 +488,11 @@ def work(
     row = history_row(observation)
     if row is not None:
         tools.history.append(row)
-    conversation.open_day(morning(observation, max_steps))
+    conversation.open_day(observation.day, morning(observation, max_steps))
     while day.steps < max_steps and not day.ended:
         completion = step(conversation)
         day.steps += 1
-        conversation.add(completion.turn())
+        conversation.turn(completion.turn())
         if not completion.tool_calls:
             conversation.add(Message(role="user", content=NUDGE))
             continue

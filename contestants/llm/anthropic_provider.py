@@ -54,6 +54,9 @@ class AnthropicProvider(RemoteProvider):
     def family(self) -> AnthropicFamily:
         return anthropic_family(self.model)
 
+    def context_tokens(self) -> int | None:
+        return self.family.context
+
     @property
     def thinks(self) -> bool:
         """Whether the model thinks before answering: asked to, or always (a family whose only

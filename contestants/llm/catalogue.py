@@ -42,6 +42,7 @@ class OpenAIFamily(_Entry):
     structured: tuple[Structured, ...]
     strict: bool
     json_object_schema: bool
+    context: int | None = None
 
     def efforts_for(self, api: str) -> tuple[str, ...] | None:
         """The reasoning efforts the API accepts for this model; None: not known."""
@@ -62,6 +63,7 @@ class AnthropicFamily(_Entry):
     thinking: tuple[Literal["adaptive", "enabled", "disabled"], ...] | None = None
     efforts: tuple[str, ...] | None = None
     structured: tuple[Literal["tool", "json_schema"], ...]
+    context: int | None = None
 
 
 class Preset(_Entry):

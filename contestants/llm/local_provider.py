@@ -128,6 +128,9 @@ class LocalProvider(Provider):
         """Exact: the prompt as the model's chat template renders it, in its tokenizer."""
         return len(self._engine()._tokens(one_tool_a_step(request).messages, generation_prompt=True))
 
+    def most_prompt_tokens(self, request: CompletionRequest) -> int:
+        return self.prompt_tokens(request)
+
     def answer_tokens(self, text: str) -> int:
         return len(self._engine().llama.tokenize(text.encode(), add_bos=False, special=False))
 

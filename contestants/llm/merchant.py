@@ -49,7 +49,7 @@ import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from contestants.base import Contestant, ContestantConfigError, Params, Ping, RecallQuestion, RunOptions
-from contestants.llm.agent import END_DAY, AgentTools, Conversation, work
+from contestants.llm.agent import END_DAY, AgentTools, Conversation, as_text, work
 from contestants.llm.cache import request_key
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
 from contestants.llm.memory import Memory, MemoryKind
@@ -57,6 +57,7 @@ from contestants.llm.pricing import is_free, price_of, prices_from
 from contestants.llm.prompts import (
     HistoryRow,
     agent_prompt,
+    compaction_request,
     daily_report,
     history_row,
     recall_question,
@@ -67,7 +68,7 @@ from contestants.llm.prompts import (
     with_history,
     with_reflection,
 )
-from contestants.llm.providers import Provider, get_provider, validate_settings
+from contestants.llm.providers import SHORTEST_TOKEN_CHARS, Provider, get_provider, validate_settings
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.types import Completion, CompletionRequest, Message, Tool
@@ -83,6 +84,13 @@ RECALL_SCHEMA = {
     "type": "object",
     "properties": {"value": {"type": ["number", "null"]}},
     "required": ["value"],
+}
+SUMMARY_CHARS = 2_000  # the most a compaction's summary may hold
+SUMMARY_SCHEMA = {
+    "type": "object",
+    "properties": {"summary": {"type": "string", "maxLength": SUMMARY_CHARS}},
+    "required": ["summary"],
+    "additionalProperties": False,
 }
 REFLECT_SCHEMA = {
     "type": "object",
@@ -164,6 +172,12 @@ class LLMParams(Params):
         "(books, history, rivals, calculator, notes, operations), ended by end_day",
     )
     max_steps: int = Field(20, ge=1, le=200, description="agent mode: the most steps (answers) a day")
+    context_tokens: int | None = Field(
+        None,
+        ge=1000,
+        description="the most tokens a call may hold (prompt and answer); None: the model's own "
+        "where known. Agent mode compacts its conversation to stay within it",
+    )
 
     @model_validator(mode="after")
     def _provider_settings_are_valid(self) -> LLMParams:
@@ -386,28 +400,76 @@ class LLMMerchant(Contestant):
         templates = versions(*self.preface, "agent")
 
         def step(conversation: Conversation) -> Completion:
-            request = self._fitted_conversation(conversation, tools.tools)
-            return self._call("step", observation.day, request, templates)
+            return self._call(
+                "step", observation.day, self._next_step(conversation, tools, observation.day), templates
+            )
 
         return work(
             tools, conversation, observation, self.params.max_steps, step, self._heard_results
         ).decision()
 
-    def _fitted_conversation(self, conversation: Conversation, tools: tuple[Tool, ...]) -> CompletionRequest:
-        """The next step's request: the whole conversation or, where the provider knows its
-        model's context (the embedded model's), the system prompt and as many of the last days
-        as leave the answer its max_tokens there (today's always)."""
-        context = self.provider.context_tokens()
+    def _window(self) -> int | None:
+        """The tokens a call may hold: `context_tokens` where given, the model's context where
+        the provider knows it, the smaller of the two where both are; None: not known."""
+        known = [t for t in (self.params.context_tokens, self.provider.context_tokens()) if t is not None]
+        return min(known) if known else None
 
-        def request(days: int | None) -> CompletionRequest:
-            return _request(self.params, conversation.messages(days), None, "step", self.seed, tools)
+    def _fits(self, request: CompletionRequest, window: int | None) -> bool:
+        """Whether the request and its longest answer fit the window (counted as the model
+        counts at most: see Provider.most_prompt_tokens)."""
+        return window is None or self.provider.most_prompt_tokens(request) + self.params.max_tokens <= window
 
-        if context is None:
-            return request(None)
-        days = len(conversation.days)
-        while days > 1 and self.provider.prompt_tokens(request(days)) + self.params.max_tokens > context:
-            days -= 1
-        return request(days)
+    def _next_step(self, conversation: Conversation, tools: AgentTools, day: int) -> CompletionRequest:
+        """The next step's request: the conversation, compacted first if it would not fit the
+        window (contestants.llm.agent.Conversation.compact)."""
+
+        def request() -> CompletionRequest:
+            return _request(self.params, conversation.messages(), None, "step", self.seed, tools.tools)
+
+        window = self._window()
+        if self._fits(request(), window):
+            return request()
+        assert window is not None
+        self._compact(conversation, tools, window, day)
+        if not self._fits(request(), window):
+            raise ProviderError(
+                f"{self.provider.label}: the rules, the tools and a summary do not fit context_tokens "
+                f"{window}: give the model a larger window",
+                model=self.provider.label,
+                kind="context",
+                status=None,
+                attempts=0,
+            )
+        return request()
+
+    def _compact(self, conversation: Conversation, tools: AgentTools, window: int, day: int) -> None:
+        """Ask the model to summarise the oldest blocks of the conversation and continue with
+        its summary, its notes and the most recent blocks that take at most half the window
+        (none, if the last alone takes more)."""
+        blocks, budget = conversation.blocks, window // 2
+        kept, used = 0, 0
+        for _, turns in reversed(blocks):
+            used += sum(_most_tokens(m) for m in turns)
+            if used > budget:
+                break
+            kept += 1
+        earlier = [conversation.summary] if conversation.summary is not None else []
+        told = as_text([*earlier, *(m for _, turns in blocks[: len(blocks) - kept] for m in turns)])
+
+        def request(text: str) -> CompletionRequest:
+            prompt = compaction_request(text, SUMMARY_CHARS)
+            return _request(
+                self.params,
+                (conversation.system, Message(role="user", content=prompt)),
+                SUMMARY_SCHEMA,
+                "summary",
+                self.seed,
+            )
+
+        while not self._fits(request(told), window) and told:  # the oldest parts go first
+            told = told[len(told) // 4 :]
+        completion = self._call("compact", day, request(told), versions("compact"), heard=False)
+        conversation.compact(_written(completion, "summary") or completion.text, tools.notes, kept)
 
     def _schema(self, talk: bool) -> dict[str, Any]:
         """The decision's schema for this merchant's params and scenario's catalog."""
@@ -455,13 +517,14 @@ class LLMMerchant(Contestant):
         the most that leave the answer its max_tokens there. A shorter table is a shorter
         prompt, so the most that fit are found by bisection; if even none fit, the call fails
         as too long as it would without a table."""
-        kept, context = len(self.history), self.provider.context_tokens()
-        if context is None or kept == 0:
+        kept, window = len(self.history), self._window()
+        if window is None or kept == 0:
             return prompt_with(kept), kept
 
         def fits(shown: int) -> bool:
-            request = _request(self.params, self._messages(prompt_with(shown)), schema, name, self.seed)
-            return self.provider.prompt_tokens(request) + self.params.max_tokens <= context
+            return self._fits(
+                _request(self.params, self._messages(prompt_with(shown)), schema, name, self.seed), window
+            )
 
         if fits(kept):
             return prompt_with(kept), kept
@@ -490,9 +553,12 @@ class LLMMerchant(Contestant):
             purpose, day, _request(self.params, messages, schema, name, self.seed), versions(*templates)
         )
 
-    def _call(self, purpose: CallPurpose, day: int, request: CompletionRequest, templates: str) -> Completion:
+    def _call(
+        self, purpose: CallPurpose, day: int, request: CompletionRequest, templates: str, heard: bool = True
+    ) -> Completion:
         """The provider's answer to `request`, recorded as a call (`templates`: the versions of
-        the templates its prompt is made of)."""
+        the templates its prompt is made of) and in the transcript; `heard`: the request
+        continues the conversation (a compaction's stands aside from it)."""
         completion = self.provider.complete(request, self.deadline)
         self._calls.append(
             ModelCall(
@@ -517,17 +583,20 @@ class LLMMerchant(Contestant):
                 prompt_version=templates,
             )
         )
-        self._record(purpose, day, request.messages, completion.turn())
+        self._record(purpose, day, request.messages, completion.turn(), heard)
         return completion
 
-    def _record(self, purpose: CallPurpose, day: int, messages: tuple[Message, ...], answer: Message) -> None:
+    def _record(
+        self, purpose: CallPurpose, day: int, messages: tuple[Message, ...], answer: Message, heard: bool
+    ) -> None:
         """Keep what the call said and heard (market.calls.TranscriptStep)."""
         earlier = self._transcript[-1] if self._transcript else None
         step = earlier.step + 1 if earlier is not None and earlier.day == day else 1
         kept = answer.model_copy(update={"carried": ()})
         sent = _new_turns(self._heard, messages)
         self._transcript.append(TranscriptStep(day=day, step=step, purpose=purpose, sent=sent, answer=kept))
-        self._heard = (*messages, answer)
+        if heard:
+            self._heard = (*messages, answer)
 
     def _heard_results(self, results: tuple[Message, ...]) -> None:
         """The results of the last call's tool calls, kept with it."""
@@ -614,3 +683,9 @@ def _new_turns(heard: tuple[Message, ...], messages: tuple[Message, ...]) -> tup
         if messages[0] == heard[0]:
             return messages[1:]
     return messages
+
+
+def _most_tokens(message: Message) -> int:
+    """The most tokens a turn may take, at SHORTEST_TOKEN_CHARS a token."""
+    written = len(message.content) + sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
+    return written // SHORTEST_TOKEN_CHARS + 4

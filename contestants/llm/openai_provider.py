@@ -49,6 +49,9 @@ class OpenAIProvider(RemoteProvider):
         preset = self.name if self.name in catalogue().presets else None
         return openai_family(self.model, preset, own_api=self.settings.base_url is None)
 
+    def context_tokens(self) -> int | None:
+        return self.family.context
+
     @property
     def mode(self) -> Structured:
         """The answer mode: the one set, or the first of the family's that the request allows."""
@@ -122,6 +125,9 @@ class OpenAIProvider(RemoteProvider):
             if (value := getattr(request, field)) is not None
         }
 
+    # The conversation goes as an extra body field, as it is: the SDK would walk every turn
+    # against its typed parameters first (about 20 ms of CPU for 60 turns, 110 ms for an
+    # agent's day late in a year), to change nothing in a body of plain JSON.
     def _chat(self, request: CompletionRequest, timeout: float) -> Answer:
         from openai.types.chat import ChatCompletion
 
@@ -175,7 +181,10 @@ class OpenAIProvider(RemoteProvider):
                 "type": "json_object",
                 **({"schema": self._strict(request.json_schema)} if family.json_object_schema else {}),
             }
-        response = self._sdk_client().chat.completions.create(**kwargs, extra_body=extra)
+        conversation, kwargs["messages"] = kwargs["messages"], []
+        response = self._sdk_client().chat.completions.create(
+            **kwargs, extra_body={"messages": conversation, **extra}
+        )
         # Given a 2xx body that is not JSON, the SDK returns the body as a str.
         if not isinstance(response, ChatCompletion) or not response.choices:
             raise BadResponse("not a chat completion")
@@ -256,6 +265,7 @@ class OpenAIProvider(RemoteProvider):
             kwargs["text"] = {"format": {"type": "json_object"}}
         if reasoning:
             kwargs["reasoning"] = reasoning
+        kwargs["extra_body"] = {"input": kwargs.pop("input"), **kwargs["extra_body"]}
         response = self._sdk_client().responses.create(**kwargs)
         if not isinstance(response, Response):
             raise BadResponse("not a response")

@@ -373,6 +373,12 @@ def with_reflection(report: str, reflection: str) -> str:
     return template("reflection").render(report=report, reflection=reflection)
 
 
+def compaction_request(text: str, chars: int) -> str:
+    """Asks for a summary of at most `chars` characters of the oldest part of an agent's
+    conversation (`text`, written out as contestants.llm.agent.as_text writes it)."""
+    return template("compact").render(text=text, chars=chars)
+
+
 def repair_request(problem: str) -> str:
     return template("repair").render(problem=problem)
 

@@ -45,10 +45,11 @@ from market.errors import first_problem
 
 LEASE_SLACK_S = 60.0  # a call's hold at the coordinator outlasts its total timeout by this much
 CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a token in today's tokenizers
+SHORTEST_TOKEN_CHARS = 3  # what a request that must fit a window assumes of a tokenizer it does not have
 
 
-def approximate_tokens(request: CompletionRequest) -> int:
-    """The request's prompt tokens at CHARS_PER_TOKEN: the messages with the tool calls they
+def approximate_tokens(request: CompletionRequest, chars_per_token: int = CHARS_PER_TOKEN) -> int:
+    """The request's prompt tokens at `chars_per_token`: the messages with the tool calls they
     carry, and the schema or the tools, which the APIs put into the prompt too, plus a few
     tokens of framing per message."""
     characters = sum(
@@ -59,7 +60,7 @@ def approximate_tokens(request: CompletionRequest) -> int:
         request.json_schema if request.json_schema is not None else [t.model_dump() for t in request.tools]
     )
     characters += len(json.dumps(offered, separators=(",", ":")))
-    return characters // CHARS_PER_TOKEN + 4 * len(request.messages)
+    return characters // chars_per_token + 4 * len(request.messages)
 
 
 class ProviderSettings(BaseModel):
@@ -162,9 +163,14 @@ class Provider(ABC):
         """About how many prompt tokens the request is, as this provider will count them."""
         return approximate_tokens(request)
 
+    def most_prompt_tokens(self, request: CompletionRequest) -> int:
+        """The most prompt tokens the request may be, as the model counts them: exact where
+        this provider has the model's tokenizer, else at SHORTEST_TOKEN_CHARS a token."""
+        return approximate_tokens(request, SHORTEST_TOKEN_CHARS)
+
     def context_tokens(self) -> int | None:
-        """The most tokens a call (prompt and answer) can hold, where it is small enough to
-        matter and this provider knows it (an embedded model's context); None otherwise."""
+        """The most tokens a call (prompt and answer) can hold, where this provider knows it
+        (an embedded model's context, a hosted model's in the catalogue); None otherwise."""
         return None
 
     def answer_schema(self, schema: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,9 @@ class Rehearsal:
     def prompt_tokens(self, request: CompletionRequest) -> int:
         return self.provider.prompt_tokens(request)
 
+    def most_prompt_tokens(self, request: CompletionRequest) -> int:
+        return self.provider.most_prompt_tokens(request)
+
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
         calls: tuple[ToolCall, ...] = ()
         if request.json_schema is None:  # a step of agent mode

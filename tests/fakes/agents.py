@@ -1,8 +1,11 @@
 """A scripted agent for the stand-ins: an answer hook that plays the same steps every day,
-whichever of the three APIs' forms the conversation comes in."""
+whichever of the three APIs' forms the conversation comes in, and writes a summary when it is
+asked for one (a compaction)."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from fakes.server import Call, Uses
@@ -27,11 +30,23 @@ def today(body: dict[str, Any]) -> list[str]:
     return results
 
 
+SUMMARY = "I hold the price at 11 and order 30 a day; rivals stay near 10."
+
+
+def day_of(body: dict[str, Any]) -> int:
+    """The day of the last morning report in the request (0: none)."""
+    days = re.findall(r"Day (\d+) of \d+\.", json.dumps(body))
+    return int(days[-1]) if days else 0
+
+
 def agent(steps: list[list[tuple[str, dict[str, Any]]]]):
     """A stand-in's answer hook that plays `steps` each day: the k-th once the calls of the
-    steps before have their results; text once the script is done."""
+    steps before have their results; text once the script is done; SUMMARY where a schema
+    asks for a summary."""
 
-    def answer(call: Call, schema: Any) -> Uses | str:
+    def answer(call: Call, schema: Any) -> Uses | str | dict[str, Any]:
+        if schema is not None and "summary" in schema.get("properties", {}):
+            return {"summary": SUMMARY}
         done = len(today(call.body))
         for step in steps:
             if done == 0:

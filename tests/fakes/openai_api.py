@@ -78,6 +78,7 @@ EFFORTS = (
 )  # in order: the reasoning tokens grow with it
 REASONING_TOKENS_PER_STEP = 16
 CACHE_MINIMUM, CACHE_STEP = 1024, 128  # tokens
+PROMPTS_CACHED = 64  # the latest prompts to a model whose prefixes are cached
 RPM_WINDOW = 60.0  # seconds
 MAX_NESTING, MAX_PROPERTIES = 10, 5000
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -745,7 +746,8 @@ class FakeOpenAI(FakeAPI):
         self.clock: Callable[[], float] = time.monotonic
         self._state = threading.Lock()  # guards the window, the prompt cache and the id counter
         self._window: deque[float] = deque()
-        self._prompts: dict[str, list[str]] = {}  # per snapshot, every prompt answered
+        # per snapshot, the prompts answered lately (the real cache keeps a prefix for minutes)
+        self._prompts: dict[str, deque[str]] = {}
         self._ids = itertools.count()
         self.contexts: dict[str, int] = {}  # by model name: a window smaller than its own, for tests
 
@@ -1316,9 +1318,12 @@ class FakeOpenAI(FakeAPI):
 
     @staticmethod
     def _prompt_text(tools: Any, output_format: Any, conversation: Any) -> str:
-        """The prompt as the token count and the cache see it: tools and format first, then the
-        conversation, so that prompts sharing a system message share a prefix."""
-        return "\n".join(json.dumps(part) for part in (tools, output_format, conversation) if part)
+        """The prompt as the token count and the cache see it: tools and format first (as the
+        JSON the model is shown), then the conversation as the model reads it (each turn's
+        role, its text and the calls it carries; not the request's JSON, whose quoting a model
+        never sees), so that prompts sharing a system message share a prefix."""
+        shown = [json.dumps(part, ensure_ascii=False) for part in (tools, output_format) if part]
+        return "\n".join([*shown, *_read(conversation)])
 
     def _usage(
         self, model: Model, prompt: str, effort: str | None, answer: str, limit: int | None
@@ -1344,7 +1349,7 @@ class FakeOpenAI(FakeAPI):
         """Automatic prompt caching: the longest prefix shared with an earlier prompt to this
         model, in tokens, counted only from 1024 on and in steps of 128."""
         with self._state:
-            seen = self._prompts.setdefault(snapshot, [])
+            seen = self._prompts.setdefault(snapshot, deque(maxlen=PROMPTS_CACHED))
             shared = max((_common_prefix(prompt, earlier) for earlier in seen), default=0)
             seen.append(prompt)
         shared_tokens = shared // 4
@@ -1406,9 +1411,30 @@ def _schema_format(spec: dict[str, Any], path: str, schema_param: str) -> Wanted
 
 
 def _common_prefix(a: str, b: str) -> int:
-    """How many leading characters two texts share."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    """How many leading characters two texts share (found by halving: each comparison of
+    two slices runs in C, where a loop over characters would not)."""
+    shared, longest = 0, min(len(a), len(b))
+    while shared < longest:
+        middle = (shared + longest + 1) // 2
+        if a[:middle] == b[:middle]:
+            shared = middle
+        else:
+            longest = middle - 1
+    return shared
+
+
+def _read(part: Any) -> list[str]:
+    """The lines a model reads of a conversation, a message or a content block: its role or
+    type, its text, a call's name and arguments, a call's output."""
+    if part is None:
+        return []
+    if isinstance(part, str):
+        return [part]
+    if isinstance(part, list):
+        return [line for item in part for line in _read(item)]
+    lines = [str(part.get("role") or part.get("type") or "")]
+    for key in ("content", "text", "output", "name", "arguments"):
+        lines += _read(part.get(key))
+    for call in part.get("tool_calls") or []:
+        lines += _read(call.get("function"))
+    return lines

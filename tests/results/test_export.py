@@ -321,11 +321,14 @@ LEFT_OUT = {
         "match_key",
     ): "the match's key is in `results`; calls of matches not stored are not exported",
     ("deviation_call", "tournament_id"): "the export is of one tournament",
+    ("transcript", "steps"): "a merchant-day's count of calls: the distinct `step`s of its rows",
+    ("transcript", "words"): "the day's steps, compressed: exported a message a row",
 }
 EXPORTED_IN = {
     "match": "results",
     "match_result": "results",
     "model_call": "calls",
+    "transcript": "transcript",
     "deviation_call": "deviated_calls",
     "metric": "metrics",
     "market_metric": "market_metrics",

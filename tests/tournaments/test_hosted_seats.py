@@ -14,8 +14,7 @@ import pytest
 from ray.exceptions import ActorUnavailableError
 
 import tournaments.hosts as hosts
-from contestants.base import RunOptions
-from market.calls import ModelCall
+from contestants.base import Handed, RunOptions
 from market.scenario import load_scenario
 from market.types import Decision
 from tournaments.channel import HostGone
@@ -62,8 +61,8 @@ class Host:
             raise ActorUnavailableError("The actor is temporarily unavailable", None)
         return pickle.dumps(Turn(Decision(), late=False))
 
-    async def finish(self, match_key: str, merchant: str) -> tuple[list[ModelCall], HostProcess]:
-        return [], self.process
+    async def finish(self, match_key: str, merchant: str) -> tuple[Handed, HostProcess]:
+        return Handed([], []), self.process
 
 
 @pytest.fixture
@@ -98,7 +97,7 @@ def test_a_turn_answered_in_time_is_a_decision_and_asks_the_cluster_nothing(clus
         for _ in range(2):
             turn = await merchant.turn(OBSERVATION, None)  # type: ignore[arg-type]
             assert turn.fault is None and turn.decision == Decision()
-        assert await merchant.finish() == []
+        assert await merchant.finish() == Handed([], [])
 
     run(play())
     assert [r.start is not None for r in host.requests] == [True, False]  # made once, on its first turn

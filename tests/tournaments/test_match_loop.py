@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from contestants.base import RecallQuestion, RunOptions
+from contestants.base import Handed, RecallQuestion, RunOptions
 from contestants.baselines import FixedPrice, FixedPriceParams
 from contestants.llm.errors import CallsStopped
 from market.calls import ModelCall
@@ -83,10 +83,10 @@ class ScriptedSeat(Seat):
             raise scripted
         return scripted if scripted is not None else await self.inner.turn(observation, question)
 
-    async def finish(self) -> list[ModelCall]:
+    async def finish(self) -> Handed:
         if self.finish_raises is not None:
             raise self.finish_raises
-        return [call(day) for day in self.days]
+        return Handed([call(day) for day in self.days], [])
 
 
 def play(script: dict, finish_raises: BaseException | None = None, recall_every: int = 0):

@@ -5,10 +5,12 @@ the day; or loops until its steps run out), and with the embedded model."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
-from fakes.agents import agent, today
+from fakes.agents import SUMMARY, agent, day_of, today
+from fakes.server import Call
 
 from contestants.kinds import create
 from contestants.llm.agent import AgentTools, Workday, tools_for
@@ -236,7 +238,7 @@ def test_the_embedded_model_takes_steps_with_the_tools():
     assert 1 <= len(calls) <= 3 and all(c.purpose == "step" for c in calls)
     assert merchant.agent is not None
     tools, conversation = merchant.agent
-    turns = conversation.days[0]
+    turns = [m for _, block in conversation.blocks for m in block]
     called = [call for m in turns for call in m.tool_calls]
     assert len(called) == len(calls)  # one call a step
     assert {c.name for c in called} <= {t.name for t in tools.tools}
@@ -300,3 +302,44 @@ def test_decision_mode_keeps_its_calls_words_too(fake_openai: Any, monkeypatch: 
     assert [m.role for m in first.sent] == ["system", "user"]
     assert [m.role for m in second.sent] == ["user"] and second.sent[0].content.startswith("Day 2")
     assert json.loads(first.answer.content)["operations"] is not None
+
+
+@pytest.mark.slow
+def test_a_year_of_days_runs_within_an_8000_token_window(fake_openai: Any, monkeypatch: pytest.MonkeyPatch):
+    """365 days of a scripted agent at a stand-in whose model has an 8,000-token window (it
+    refuses any longer request with OpenAI's own 400): every request fits, so no day is lost;
+    the conversation is compacted again and again, each time into the model's summary, its
+    notes and the last turns; on every seventh day the agent loops on a refused order until
+    its steps run out."""
+    monkeypatch.setenv("ARENA_TEST_KEY", fake_openai.api_key)
+    fake_openai.contexts["gpt-4.1-mini"] = 8_000
+    scripted = agent(DAY)
+    looping = agent([[("order", {"product": "tea", "quantity": 10_000})]] * 50)
+
+    def answer(call: Call, schema: Any) -> Any:
+        return (looping if day_of(call.body) % 7 == 0 else scripted)(call, schema)
+
+    fake_openai.answer = answer
+    merchant = agent_merchant("gpt-4.1-mini", fake_openai.base_url, context_tokens=8_000, max_steps=5)
+    market = Market(SHOP, [["a", "b"]], days=365)
+    market.reset([5])
+    merchant.reset(merchant="a", scenario=SHOP, seed=1)
+    while market.playing.any():
+        observation = market.observations(market.view(), [0])[0]
+        market.advance(decisions={0: merchant.decide(observation), 1: None})
+    assert market.day == 366 and not market.bankrupt[0]
+    assert [c.status for c in fake_openai.calls if c.status != 200] == []
+    purposes = Counter(c.purpose for c in merchant.calls())
+    looped = 365 // 7
+    assert purposes["step"] == (365 - looped) * 4 + looped * 5
+    assert purposes["compact"] >= 20
+    longest = max(c.input_tokens for c in merchant.calls())  # as the stand-in counted them
+    assert 4_000 < longest <= 8_000 - 400  # the window is used, never overrun
+    assert merchant.agent is not None
+    summary = merchant.agent[1].summary
+    assert (
+        summary is not None and SUMMARY in summary.content and "order 25 a day" in summary.content
+    )  # the notes
+    log = market.logs[0].build()
+    loop_day = log.records(log.rows_of("a"))[6]
+    assert loop_day.day == 7 and [r.code.value for r in loop_day.rejections] == ["order_over_cash"] * 5

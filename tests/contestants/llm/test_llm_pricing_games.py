@@ -15,7 +15,7 @@ from contestants.base import ContestantConfigError
 from contestants.kinds import create, validate_params
 from contestants.llm.merchant import LLMMerchant, decision_schema
 from contestants.llm.prompts import TEMPLATES, history_row, history_table
-from contestants.llm.providers import Provider, approximate_tokens, register_provider
+from contestants.llm.providers import SHORTEST_TOKEN_CHARS, Provider, approximate_tokens, register_provider
 from contestants.llm.rehearsal import typical_answer
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.engine import Market
@@ -26,8 +26,8 @@ from market.types import Decision
 
 class Playing(Provider):
     """Answers with what `answer` makes of each request and keeps the requests; `context`,
-    when set, is the model's context in tokens (prompts counted at about four characters a
-    token, as for any hosted model)."""
+    when set, is the model's context in tokens (prompts that must fit it counted at three
+    characters a token, as for any hosted model)."""
 
     name = "playing"
     answer: ClassVar[Callable[[CompletionRequest], dict[str, Any]]]
@@ -283,7 +283,7 @@ def test_a_model_with_a_small_context_is_shown_the_most_recent_days_that_fit():
     max_tokens for the answer; one day more would not (rebuilt from the prompt's own lines).
     The same play with no context known shows every day kept."""
     scenario = load_scenario("multi_product")
-    context, answer = 1500, 200
+    context, answer = 2000, 200
 
     def tables(known: int | None) -> list[tuple[CompletionRequest, list[str]]]:
         Playing.requests.clear()
@@ -298,7 +298,7 @@ def test_a_model_with_a_small_context_is_shown_the_most_recent_days_that_fit():
     assert [len(rows) for _, rows in every] == list(range(1, 30))
     cut = 0
     for (_, rows), (request, table) in zip(every, fitted):
-        assert approximate_tokens(request) + answer <= context
+        assert approximate_tokens(request, SHORTEST_TOKEN_CHARS) + answer <= context
         assert table == rows[len(rows) - len(table) :]  # the most recent ones
         if len(table) < len(rows):  # the day before them would not have fitted
             cut += 1
@@ -315,7 +315,8 @@ def test_a_model_with_a_small_context_is_shown_the_most_recent_days_that_fit():
                                 request.messages[-1].model_copy(update={"content": longer}),
                             )
                         }
-                    )
+                    ),
+                    SHORTEST_TOKEN_CHARS,
                 )
                 + answer
                 > context
