@@ -205,12 +205,16 @@ class Contestant(ABC):
 
 
 class Handed(NamedTuple):
-    """What a merchant hands back after a match: its model calls and their transcript."""
+    """What a merchant hands back after a match: its model calls, their transcript and what it
+    reports of itself (Contestant.reported_metrics)."""
 
     calls: list[ModelCall]
     transcript: list[TranscriptStep]
+    reported: dict[str, float]
 
     @classmethod
     def of(cls, contestant: Contestant | None) -> Handed:
         """The contestant's (nothing, for one that is gone)."""
-        return cls([], []) if contestant is None else cls(contestant.calls(), contestant.transcript())
+        if contestant is None:
+            return cls([], [], {})
+        return cls(contestant.calls(), contestant.transcript(), contestant.reported_metrics())

@@ -888,6 +888,18 @@ def bankrupt_day(match: MatchRecords) -> list[float | None]:
     ]
 
 
+@_metric("operations", "day", over_match=True)
+def sales_stop_day(match: MatchRecords) -> list[float | None]:
+    """The day from which the merchant sold nothing to the end of its match (the day after its
+    last sale; 1 if it never sold); None if it sold on its last day. Long-horizon agents are
+    seen to stop selling for good when they lose the thread of their business."""
+    sold = (match.values("units_sold") > 0).any(axis=1)
+    last_sale = np.zeros(len(match.counts))
+    np.maximum.at(last_sale, match.row_seats[sold], match.log.day[sold])
+    final = match.log.day[match.last]
+    return [None if last == end else float(last + 1) for last, end in zip(last_sale.tolist(), final.tolist())]
+
+
 # --- economics and competition --------------------------------------------------------
 
 

@@ -96,6 +96,11 @@ class Standing(BaseModel):
 
 class LeaderboardRow(Standing):
     mean_profit: float | None = Field(description="over the contestant's seats; None before its first match")
+    worst_profit: float | None = Field(
+        None,
+        description="its lowest profit in a match: the luck of the market and of its own sampling "
+        "can be as large as the gaps between contestants; None before its first match",
+    )
     mean_net_worth: float | None
     faults: int
     validity: float | None = Field(
@@ -281,6 +286,7 @@ def compute_leaderboard(
             LeaderboardRow(
                 **standing.model_dump(),
                 mean_profit=_mean(profits[name]),
+                worst_profit=min(profits[name], default=None),
                 mean_net_worth=_mean(net_worths[name]),
                 faults=faults[name],
                 validity=validity,

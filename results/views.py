@@ -134,6 +134,11 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
     Column(
         Header("mean profit", numeric=True), lambda r: blank(r.mean_profit, "{:,.2f}"), _given("mean_profit")
     ),
+    Column(
+        Header("worst profit", numeric=True),
+        lambda r: blank(r.worst_profit, "{:,.2f}"),
+        _given("worst_profit"),
+    ),
     Column(Header("faults", numeric=True), lambda r: str(r.faults), _given("faults")),
     Column(Header("validity", numeric=True), lambda r: blank(r.validity, "{:.1%}"), _given("validity")),
     Column(

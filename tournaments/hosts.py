@@ -248,7 +248,7 @@ class HostedSeat(Seat):
         try:
             handed, process = await self.host.finish(self.key, self.name)
         except Exception:  # the host died for good: its log went with it
-            handed, process = Handed([], []), None
+            handed, process = Handed([], [], {}), None
         if self.holder is not None and process != self.holder:  # its state did not outlive the match
             self.doubted.add(self.holder)
         if self.doubted:

@@ -179,6 +179,7 @@ class Match:
         self.faults: list[Fault] = []
         self.calls: list[ModelCallRecord] = []
         self.transcript: list[TranscriptRecord] = []
+        self.reported: dict[str, dict[str, float]] = {}  # by seat: what its merchant reports of itself
         self.lost: str | None = None  # why, once a seat was lost
 
     def deviated(self) -> Match:
@@ -261,6 +262,7 @@ class Match:
                 raise given
             else:
                 self.calls.extend(call_records(seat.name, given.calls))
+                self.reported[seat.name] = given.reported
                 self.transcript.extend(
                     TranscriptRecord(merchant=seat.name, **step.model_dump()) for step in given.transcript
                 )
@@ -278,8 +280,8 @@ class Match:
             self.rules.collusion,
             self.rules.benchmarks.get(self.spec.scenario, UNSOLVED),
         )
-        for name, contestant in self.inline.items():
-            scores.merchants[name].update(contestant.reported_metrics())
+        for name, reported in self.reported.items():
+            scores.merchants[name].update(reported)
         return FinishedMatch(
             key=self.spec.key,
             index=self.spec.index,

@@ -55,12 +55,18 @@ def _nullable(kind: str, description: str) -> dict[str, Any]:
     return {"type": [kind, "null"], "description": description}
 
 
+ANSWER = Tool(
+    name="answer",
+    description="Answer the question: a number, or null if you do not know.",
+    parameters=_object({"value": {"type": ["number", "null"]}}),
+)
 END_DAY = Tool(name="end_day", description="End today: your operations take effect.", parameters=_object({}))
 
 
-def tools_for(scenario: Scenario, talk: bool) -> tuple[Tool, ...]:
+def tools_for(scenario: Scenario, talk: bool, plan: bool = False) -> tuple[Tool, ...]:
     """The tools of a merchant in `scenario`: those of every market, then the operations the
-    scenario adds (suppliers to choose, promotions, messages where merchants `talk`)."""
+    scenario adds (suppliers to choose, promotions, messages where merchants `talk`), and with
+    `plan` one to state the prices it intends to hold."""
     product = {"type": "string", "enum": list(scenario.product_ids)}
     units = "whole units" if scenario.whole_units else "units (fractions allowed)"
     suppliers = sorted({name for names in scenario.supplier_names for name in names})
@@ -150,6 +156,15 @@ def tools_for(scenario: Scenario, talk: bool) -> tuple[Tool, ...]:
                 ),
             )
         )
+    if plan:
+        tools.append(
+            Tool(
+                name="state_plan",
+                description="State the price you intend to hold for a product in the coming days "
+                "(not an operation: it stands until you state another).",
+                parameters=_object({"product": product, "price": {"type": "number"}}),
+            )
+        )
     if talk:
         tools.append(
             Tool(
@@ -169,22 +184,28 @@ OPERATION_TOOLS = {"set_price", "order", "advertise", "collect", "promote"}
 class Workday:
     """One day of work: the morning's observation, the operations made so far (as a decision
     lists them, refused ones too: the market records its refusals), the message, and how the
-    day went (steps taken, calls that failed, whether the model ended it)."""
+    day went (steps taken, calls that failed, `loops`: failed calls that repeated one that had
+    failed already that day, word for word; whether the model ended it)."""
 
     observation: Observation
     operations: list[dict[str, Any]] = field(default_factory=list)
     message: str | None = None
+    plan: dict[str, float] = field(default_factory=dict)  # product -> the price it intends to hold
     steps: int = 0
     tool_errors: int = 0
+    loops: int = 0
     ended: bool = False
+    failed: set[tuple[str, str]] = field(default_factory=set)
 
     def decision(self) -> dict[str, Any]:
         """The day's operations as the decision the market applies at the close (a dict, as
         parse_decision reads one: an operation the model wrote wrong is the market's to refuse)."""
-        return {
-            "operations": self.operations,
-            **({"message": self.message} if self.message is not None else {}),
-        }
+        decision: dict[str, Any] = {"operations": self.operations}
+        if self.message is not None:
+            decision["message"] = self.message
+        if self.plan:
+            decision["plan"] = [{"product": p, "price": price} for p, price in self.plan.items()]
+        return decision
 
 
 class ToolError(Exception):
@@ -207,18 +228,19 @@ class AgentTools:
     """The tools of one merchant for a match: its notes and history are kept here, across
     days."""
 
-    def __init__(self, scenario: Scenario, merchant: str, talk: bool):
+    def __init__(self, scenario: Scenario, merchant: str, talk: bool, plan: bool = False):
         self.scenario, self.merchant = scenario, merchant
         self.rules = OperationRules(scenario)
-        self.tools = tools_for(scenario, talk)
+        self.tools = tools_for(scenario, talk, plan)
         self.names = {tool.name for tool in self.tools}
         self.notes: dict[str, str] = {}
         self.history: list[HistoryRow] = []
         self.calculator = _calculator()
 
     def run(self, call: ToolCall, day: Workday) -> str:
-        """The result of a call, as the model reads it (JSON text); a call that fails says
-        why and counts as a tool error."""
+        """The result of a call, as the model reads it (JSON text); a call that fails (an
+        operation refused among them) says why and counts as a tool error, and as a loop if it
+        repeats one that failed earlier that day."""
         try:
             if call.name not in self.names:
                 raise ToolError(f"no tool named {call.name!r}")
@@ -232,8 +254,12 @@ class AgentTools:
                 raise ToolError("arguments must be a JSON object")
             result = getattr(self, f"_{call.name}")(arguments, day)
         except ToolError as exc:
-            day.tool_errors += 1
             result = {"error": str(exc)}
+        if "error" in result or result.get("accepted") is False:
+            day.tool_errors += 1
+            said = (call.name, call.arguments)
+            day.loops += said in day.failed
+            day.failed.add(said)
         text = json.dumps(result, ensure_ascii=False, allow_nan=False, default=str)
         return text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 20] + " ... (cut)"
 
@@ -379,7 +405,6 @@ class AgentTools:
         judged = judge_day(self.rules, day.observation, day.operations)
         refused: Rejection | None = judged.rejections[-1]
         if refused is not None:
-            day.tool_errors += 1
             return {"accepted": False, "reason": refused.reason}
         return {"accepted": True, "cash_after_today_operations": round(judged.cash, 2)}
 
@@ -404,6 +429,15 @@ class AgentTools:
             raise ToolError(f"text must be at most {MESSAGE_LIMIT} characters")
         day.message = text
         return {"sent_tomorrow": True}
+
+    def _state_plan(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
+        product, price = arguments.get("product"), arguments.get("price")
+        if product not in self.scenario.product_ids:
+            raise ToolError(f"no product {product!r}")
+        if isinstance(price, bool) or not isinstance(price, (int, float)) or not 0 < price < math.inf:
+            raise ToolError("price must be a positive number")
+        day.plan[product] = float(price)
+        return {"planned": dict(day.plan)}
 
     def _end_day(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
         day.ended = True

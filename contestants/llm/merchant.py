@@ -41,15 +41,15 @@ templates' versions, temperature and seed (`calls()`).
 from __future__ import annotations
 
 import json
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from contestants.base import Contestant, ContestantConfigError, Params, Ping, RecallQuestion, RunOptions
-from contestants.llm.agent import END_DAY, AgentTools, Conversation, as_text, work
+from contestants.llm.agent import ANSWER, END_DAY, AgentTools, Conversation, as_text, work
 from contestants.llm.cache import request_key
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
 from contestants.llm.memory import Memory, MemoryKind
@@ -71,7 +71,7 @@ from contestants.llm.prompts import (
 from contestants.llm.providers import SHORTEST_TOKEN_CHARS, Provider, get_provider, validate_settings
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
-from contestants.llm.types import Completion, CompletionRequest, Message, Tool
+from contestants.llm.types import Completion, CompletionRequest, Message, Tool, parse_object
 from market.calls import CallPurpose, ModelCall, TranscriptStep
 from market.errors import first_problem
 from market.scenario import Scenario
@@ -308,7 +308,9 @@ class LLMMerchant(Contestant):
         self.schema = self._schema(talk=False)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self.agent: tuple[AgentTools, Conversation] | None = None  # made at the first decision
+        self.days_worked: list[DayWorked] = []
         self._calls, self._transcript, self._heard = [], [], ()
+        self._steps: Counter[int] = Counter()  # the calls kept of each day
 
     def decide(self, observation: Observation) -> Any:
         if self.params.mode == "agent":
@@ -366,7 +368,9 @@ class LLMMerchant(Contestant):
         return decision if decision is not None else completion.text
 
     def recall(self, question: RecallQuestion) -> float | None:
-        if self.system is None:  # before its first decision, or in agent mode
+        if self.agent is not None:
+            return self._recall_in_conversation(question)
+        if self.system is None:  # before its first decision
             return None
         messages = self._messages(recall_question(question))
         completion = self._ask(
@@ -381,11 +385,27 @@ class LLMMerchant(Contestant):
     def transcript(self) -> list[TranscriptStep]:
         return list(self._transcript)
 
+    def reported_metrics(self) -> dict[str, float]:
+        """In agent mode, how its days went (docs/metrics.md): steps and tool errors a day,
+        loops, days its steps ran out, compactions."""
+        worked = self.days_worked
+        if not worked:
+            return {}
+        return {
+            "steps_per_day": sum(d.steps for d in worked) / len(worked),
+            "tool_errors_per_day": sum(d.tool_errors for d in worked) / len(worked),
+            "loops": float(sum(d.loops for d in worked)),
+            "step_limit_days": float(sum(not d.ended for d in worked)),
+            "compactions": float(sum(c.purpose == "compact" for c in self._calls)),
+        }
+
     def _work(self, observation: Observation) -> dict[str, Any]:
         """A day in agent mode (contestants.llm.agent): its steps, then its operations as the decision."""
         if self.agent is None:
             seat = [m.merchant for m in observation.market].index(self.merchant)
-            tools = AgentTools(self.scenario, self.merchant, talk=observation.messages is not None)
+            tools = AgentTools(
+                self.scenario, self.merchant, talk=observation.messages is not None, plan=self.params.plan
+            )
             system = agent_prompt(
                 self.scenario,
                 self.merchant,
@@ -404,9 +424,9 @@ class LLMMerchant(Contestant):
                 "step", observation.day, self._next_step(conversation, tools, observation.day), templates
             )
 
-        return work(
-            tools, conversation, observation, self.params.max_steps, step, self._heard_results
-        ).decision()
+        day = work(tools, conversation, observation, self.params.max_steps, step, self._heard_results)
+        self.days_worked.append(DayWorked(day.steps, day.tool_errors, day.loops, day.ended))
+        return day.decision()
 
     def _window(self) -> int | None:
         """The tokens a call may hold: `context_tokens` where given, the model's context where
@@ -419,12 +439,38 @@ class LLMMerchant(Contestant):
         counts at most: see Provider.most_prompt_tokens)."""
         return window is None or self.provider.most_prompt_tokens(request) + self.params.max_tokens <= window
 
-    def _next_step(self, conversation: Conversation, tools: AgentTools, day: int) -> CompletionRequest:
-        """The next step's request: the conversation, compacted first if it would not fit the
+    def _recall_in_conversation(self, question: RecallQuestion) -> float | None:
+        """An agent's answer to a recall question, asked at the end of its conversation so far
+        with one tool to answer with (the question and the answer stay out of the conversation)."""
+        assert self.agent is not None
+        tools, conversation = self.agent
+        asked = Message(role="user", content=recall_question(question, tool=ANSWER.name))
+        request = self._next_step(conversation, tools, question.day, asked=asked, offered=(ANSWER,))
+        completion = self._call(
+            "recall", question.day, request, versions("agent", "recall_tool"), heard=False
+        )
+        for call in completion.tool_calls:
+            value = parse_object(call.arguments) if call.name == ANSWER.name else None
+            number = (value or {}).get("value")
+            if isinstance(number, (int, float)) and not isinstance(number, bool):
+                return number
+        return None
+
+    def _next_step(
+        self,
+        conversation: Conversation,
+        tools: AgentTools,
+        day: int,
+        asked: Message | None = None,
+        offered: tuple[Tool, ...] | None = None,
+    ) -> CompletionRequest:
+        """The next step's request: the conversation (and a question `asked` after it, with the
+        tools `offered` in place of the merchant's), compacted first if it would not fit the
         window (contestants.llm.agent.Conversation.compact)."""
 
         def request() -> CompletionRequest:
-            return _request(self.params, conversation.messages(), None, "step", self.seed, tools.tools)
+            messages = (*conversation.messages(), *((asked,) if asked is not None else ()))
+            return _request(self.params, messages, None, "step", self.seed, offered or tools.tools)
 
         window = self._window()
         if self._fits(request(), window):
@@ -590,8 +636,8 @@ class LLMMerchant(Contestant):
         self, purpose: CallPurpose, day: int, messages: tuple[Message, ...], answer: Message, heard: bool
     ) -> None:
         """Keep what the call said and heard (market.calls.TranscriptStep)."""
-        earlier = self._transcript[-1] if self._transcript else None
-        step = earlier.step + 1 if earlier is not None and earlier.day == day else 1
+        self._steps[day] += 1
+        step = self._steps[day]
         kept = answer.model_copy(update={"carried": ()})
         sent = _new_turns(self._heard, messages)
         self._transcript.append(TranscriptStep(day=day, step=step, purpose=purpose, sent=sent, answer=kept))
@@ -602,6 +648,15 @@ class LLMMerchant(Contestant):
         """The results of the last call's tool calls, kept with it."""
         self._transcript[-1] = self._transcript[-1].model_copy(update={"results": results})
         self._heard = (*self._heard, *results)
+
+
+class DayWorked(NamedTuple):
+    """How an agent's day went (contestants.llm.agent.Workday), kept for its reported metrics."""
+
+    steps: int
+    tool_errors: int
+    loops: int
+    ended: bool  # by end_day, not by its steps running out
 
 
 TURN_CALLS = 3  # calls a turn makes at most, one after another: reflect, decide, repair

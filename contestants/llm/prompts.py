@@ -383,7 +383,8 @@ def repair_request(problem: str) -> str:
     return template("repair").render(problem=problem)
 
 
-def recall_question(question: RecallQuestion) -> str:
+def recall_question(question: RecallQuestion, tool: str | None = None) -> str:
+    """The question, answered in the recall schema or, in agent mode, with the `tool` named."""
     d, p = question.day, question.product
     text = {
         "cash": f"What was your cash at the end of day {d}?",
@@ -391,6 +392,8 @@ def recall_question(question: RecallQuestion) -> str:
         "price": f"What was your price of {p} at the end of day {d}?",
         "ordered": f"How many units of {p} did you order on day {d}?",
     }[question.fact]
+    if tool is not None:
+        return template("recall_tool").render(question=text, tool=tool)
     return template("recall").render(question=text)
 
 

@@ -31,6 +31,12 @@ def today(body: dict[str, Any]) -> list[str]:
 
 
 SUMMARY = "I hold the price at 11 and order 30 a day; rivals stay near 10."
+RECALLED = 42.5  # what the scripted agent answers a recall question with
+
+
+def offered(body: dict[str, Any]) -> set[str]:
+    """The names of the tools a request offers, in any of the three APIs' forms."""
+    return {(tool.get("function") or tool).get("name") for tool in body.get("tools") or []}
 
 
 def day_of(body: dict[str, Any]) -> int:
@@ -47,6 +53,8 @@ def agent(steps: list[list[tuple[str, dict[str, Any]]]]):
     def answer(call: Call, schema: Any) -> Uses | str | dict[str, Any]:
         if schema is not None and "summary" in schema.get("properties", {}):
             return {"summary": SUMMARY}
+        if offered(call.body) == {"answer"}:
+            return Uses((("answer", {"value": RECALLED}),))
         done = len(today(call.body))
         for step in steps:
             if done == 0:

@@ -366,6 +366,16 @@ def test_bankrupt_day(days):
     assert metric("bankrupt_day", days(cash_end=[100.0, 50.0])) is None
 
 
+def test_sales_stop_day_is_the_day_after_the_last_sale_when_no_sale_follows(days):
+    assert metric("sales_stop_day", days(units_sold=tea([5.0, 3.0, 0.0, 0.0]))) == 3
+    assert (
+        metric("sales_stop_day", days(units_sold=tea([5.0, 0.0, 0.0, 1.0]))) is None
+    )  # sold on its last day
+    assert metric("sales_stop_day", days(units_sold=tea([0.0, 0.0]))) == 1  # never sold
+    two = days(units_sold=tea([1.0, 0.0, 0.0])) + days("m1", units_sold=tea([0.0, 2.0, 0.0]))
+    assert (metric("sales_stop_day", two), metric("sales_stop_day", two, "m1")) == (2, 3)
+
+
 # --- economics and competition ----------------------------------------------------------
 
 

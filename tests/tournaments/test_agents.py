@@ -83,6 +83,9 @@ def test_agents_play_a_tournament_and_every_step_is_kept(tmp_path: Path, apis, a
                     {"op": "order", "product": "widget", "quantity": 30.0},
                 ]
     match_id = details[0].match_id
+    reported = {(v.merchant, v.name): v.value for v in store.metrics(engine, match_id=match_id)}
+    assert reported[("mini", "steps_per_day")] == reported[("sonnet", "steps_per_day")] == 4.0
+    assert reported[("mini", "tool_errors_per_day")] == 0.0 and ("fixed", "steps_per_day") not in reported
     steps = store.transcript(engine, match_id)
     assert Counter((s.merchant, s.day) for s in steps) == {
         (m, d): 4 for m in ("mini", "sonnet") for d in (1, 2, 3)

@@ -62,7 +62,7 @@ class Host:
         return pickle.dumps(Turn(Decision(), late=False))
 
     async def finish(self, match_key: str, merchant: str) -> tuple[Handed, HostProcess]:
-        return Handed([], []), self.process
+        return Handed([], [], {}), self.process
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_a_turn_answered_in_time_is_a_decision_and_asks_the_cluster_nothing(clus
         for _ in range(2):
             turn = await merchant.turn(OBSERVATION, None)  # type: ignore[arg-type]
             assert turn.fault is None and turn.decision == Decision()
-        assert await merchant.finish() == Handed([], [])
+        assert await merchant.finish() == Handed([], [], {})
 
     run(play())
     assert [r.start is not None for r in host.requests] == [True, False]  # made once, on its first turn

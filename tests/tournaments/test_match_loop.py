@@ -86,7 +86,7 @@ class ScriptedSeat(Seat):
     async def finish(self) -> Handed:
         if self.finish_raises is not None:
             raise self.finish_raises
-        return Handed([call(day) for day in self.days], [])
+        return Handed([call(day) for day in self.days], [], {})
 
 
 def play(script: dict, finish_raises: BaseException | None = None, recall_every: int = 0):

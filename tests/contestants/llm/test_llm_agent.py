@@ -9,9 +9,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from fakes.agents import SUMMARY, agent, day_of, today
+from fakes.agents import RECALLED, SUMMARY, agent, day_of, offered, today
 from fakes.server import Call
 
+from contestants.base import RecallQuestion
 from contestants.kinds import create
 from contestants.llm.agent import AgentTools, Workday, tools_for
 from contestants.llm.merchant import LLMMerchant
@@ -201,6 +202,8 @@ def test_a_scripted_agent_works_through_its_days_at_each_api(
     last = fake.calls[-1].body
     assert len(today(last)) == 5 and json.dumps(last).count("order 25 a day, price 4.5") == 2
     assert merchant.agent is not None and merchant.agent[0].notes == {"plan": "order 25 a day, price 4.5"}
+    reported = merchant.reported_metrics()
+    assert reported["steps_per_day"] == 4.0 and reported["step_limit_days"] == reported["loops"] == 0
 
 
 def test_an_agent_that_loops_is_stopped_by_its_steps(fake_openai: Any, monkeypatch: pytest.MonkeyPatch):
@@ -213,6 +216,13 @@ def test_an_agent_that_loops_is_stopped_by_its_steps(fake_openai: Any, monkeypat
     (record,) = log.records(log.rows_of("a"))
     assert record.operations == [] and [r.code.value for r in record.rejections] == ["order_over_cash"] * 4
     assert len(merchant.calls()) == 4
+    assert merchant.reported_metrics() == {  # the same refused call three times more: three loops
+        "steps_per_day": 4.0,
+        "tool_errors_per_day": 4.0,
+        "loops": 3.0,
+        "step_limit_days": 1.0,
+        "compactions": 0.0,
+    }
 
 
 def test_an_answer_without_a_call_gets_a_reminder(fake_openai: Any, monkeypatch: pytest.MonkeyPatch):
@@ -333,6 +343,9 @@ def test_a_year_of_days_runs_within_an_8000_token_window(fake_openai: Any, monke
     looped = 365 // 7
     assert purposes["step"] == (365 - looped) * 4 + looped * 5
     assert purposes["compact"] >= 20
+    reported = merchant.reported_metrics()
+    assert reported["compactions"] == purposes["compact"] and reported["step_limit_days"] == looped
+    assert reported["loops"] == looped * 4
     longest = max(c.input_tokens for c in merchant.calls())  # as the stand-in counted them
     assert 4_000 < longest <= 8_000 - 400  # the window is used, never overrun
     assert merchant.agent is not None
@@ -343,3 +356,35 @@ def test_a_year_of_days_runs_within_an_8000_token_window(fake_openai: Any, monke
     log = market.logs[0].build()
     loop_day = log.records(log.rows_of("a"))[6]
     assert loop_day.day == 7 and [r.code.value for r in loop_day.rejections] == ["order_over_cash"] * 5
+
+
+def test_an_agent_answers_a_recall_question_at_the_end_of_its_conversation(
+    fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """Asked what its cash was at the end of day 1, the agent is sent its conversation and the
+    question, with one tool to answer; the question stays out of its conversation, and the
+    call is kept in the transcript (as the call is, under the day asked about)."""
+    monkeypatch.setenv("ARENA_TEST_KEY", fake_anthropic.api_key)
+    fake_anthropic.answer = agent(DAY)
+    merchant = agent_merchant("claude-sonnet-5-5", fake_anthropic.base_url)
+    play(merchant, days=2)
+    assert merchant.agent is not None
+    before = merchant.agent[1].messages()
+    assert merchant.recall(RecallQuestion(day=1, fact="cash")) == RECALLED
+    sent = fake_anthropic.calls[-1].body
+    assert offered(sent) == {"answer"} and "end of day 1" in json.dumps(sent["messages"][-1])
+    assert merchant.agent[1].messages() == before
+    recall = merchant.transcript()[-1]
+    assert (recall.purpose, recall.day, recall.step) == ("recall", 1, 5)
+    assert "cash at the end of day 1" in recall.sent[-1].content
+    assert merchant.calls()[-1].prompt_version == "agent-v1+recall-tool-v1"
+
+
+def test_a_stated_plan_goes_with_the_days_decision():
+    market, observation = morning()
+    tools, day = AgentTools(SHOP, "a", talk=False, plan=True), Workday(observation)
+    assert "state_plan" in [t.name for t in tools.tools]
+    assert run(tools, day, "state_plan", product="tea", price=4.5) == {"planned": {"tea": 4.5}}
+    assert "error" in run(tools, day, "state_plan", product="coffee", price=4.5)
+    market.advance(decisions={0: day.decision()})
+    assert market.logs[0].build()[0].plan == {"tea": 4.5}
