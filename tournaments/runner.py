@@ -311,9 +311,9 @@ class TournamentRun:
         )
         return [
             record
-            for (_, name), handed in zip(asked, answers)
-            if not isinstance(handed, BaseException)
-            for record in call_records(name, handed[0])
+            for (_, name), answer in zip(asked, answers)
+            if not isinstance(answer, BaseException)
+            for record in call_records(name, answer[0].calls)  # (Handed, HostProcess)
         ]
 
 

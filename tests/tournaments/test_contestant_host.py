@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import ray
 
-from contestants.base import RunOptions
+from contestants.base import Handed, RunOptions
 from market.engine import Market
 from market.scenario import load_scenario
 from tournaments.channel import HostGone
@@ -53,8 +53,8 @@ def test_the_end_of_a_match_goes_over_the_connection_and_through_ray_once_the_ho
     async def play() -> None:
         turn: Turn = pickle.loads(await client.ask(request("m1", start=True)))
         assert not turn.late and turn.decision is not None
-        calls, process = await client.finish("m1", "slow")
-        assert calls == [] and process == client.process
+        handed, process = await client.finish("m1", "slow")
+        assert handed == Handed([], [], {}) and process == client.process
         assert counting.asked == ["channel"]  # where it listens, once
         with pytest.raises(Forgotten):  # the end made the host forget the merchant
             await client.ask(request("m1", start=False))
@@ -67,8 +67,8 @@ def test_the_end_of_a_match_goes_over_the_connection_and_through_ray_once_the_ho
         ray.kill(host, no_restart=False)  # Ray starts another process
         with pytest.raises(HostGone):
             await last_turn
-        calls, restarted = await end
-        assert calls == [] and restarted != process  # the state went with the process
+        handed, restarted = await end
+        assert handed == Handed([], [], {}) and restarted != process  # the state went with the process
         # then asked through Ray, again while Ray restarts the host
         assert counting.asked[0] == "channel" and set(counting.asked[1:]) == {"finish"}
 
