@@ -357,6 +357,8 @@ def _estimate_table(estimates: list[Any]) -> Table:
     )
     for e in estimates:
         calls = ", ".join(f"{n} {purpose}" for purpose, n in e.calls.items())
+        if e.steps is not None:
+            calls += f" (steps: {e.steps[0]:,} to {e.steps[1]:,})"
         table.add_row(
             e.contestant,
             escape(e.model),
@@ -364,7 +366,7 @@ def _estimate_table(estimates: list[Any]) -> Table:
             f"{e.input_tokens:,}",
             f"{e.output_tokens:,}",
             views.blank(e.cost, "{:.4f}", "no price"),
-            views.blank(e.high, "{:.4f}", "no price" if e.cost is None else "no bound"),
+            views.blank(e.high, "{:.4f}", "no price"),
         )
     return table
 

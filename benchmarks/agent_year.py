@@ -7,9 +7,12 @@ A scripted agent (the tests' stand-in for the OpenAI API, tests/fakes) plays --d
 price_war against a fixed-price rival, taking --steps steps a day (it reads its books, its
 history and its rivals, computes, keeps notes, prices and orders, and ends the day on the
 last step), under a --window-token context, so the conversation is compacted as it grows.
-Reports the calls, the compactions, the largest prompt the stand-in counted, the transcript's
-size as JSON and as stored (results.transcript: zlib, a merchant-day a row), and the wall
-time (of which most is the stand-in's and the SDK's: no model is run).
+Reports the calls, the compactions, the largest prompt the stand-in counted, the tokens of
+the year (input, of it read from the prompt cache, output: the stand-in's counts, a token per
+four characters, its answers the script's short calls), what they cost at the catalogue's list
+prices of --priced models, the transcript's size as JSON and as stored (results.transcript:
+zlib, a merchant-day a row), and the wall time (of which most is the stand-in's and the SDK's:
+no model is run).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from fakes.openai_api import FakeOpenAI  # noqa: E402
 
 from contestants.kinds import create  # noqa: E402
 from contestants.llm.merchant import LLMMerchant  # noqa: E402
+from contestants.llm.pricing import cost  # noqa: E402
+from contestants.llm.types import TokenUsage  # noqa: E402
 from market.engine import Market  # noqa: E402
 from market.scenario import load_scenario  # noqa: E402
 from results.records import TranscriptRecord  # noqa: E402
@@ -58,6 +63,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--window", type=int, default=8_000)
+    parser.add_argument("--priced", nargs="+", default=["openai/gpt-5.4-mini", "anthropic/claude-haiku-5-5"])
     args = parser.parse_args()
     scenario = load_scenario("price_war")
     with FakeOpenAI() as fake:
@@ -93,6 +99,11 @@ def main() -> None:
     as_json = sum(len(json.dumps(s.model_dump(mode="json"), ensure_ascii=False).encode()) for s in steps)
     stored = sum(len(row["words"]) for row in rows)
     calls = merchant.calls()
+    used = TokenUsage(
+        input_tokens=sum(c.input_tokens for c in calls),
+        cached_tokens=sum(c.cached_tokens for c in calls),
+        output_tokens=sum(c.output_tokens for c in calls),
+    )
     print(
         json.dumps(
             {
@@ -103,6 +114,8 @@ def main() -> None:
                 "calls": dict(Counter(c.purpose for c in calls)),
                 "refused_by_the_stand_in": len(refused),
                 "largest_prompt_tokens": max(c.input_tokens for c in calls),
+                "tokens": used.model_dump(include={"input_tokens", "cached_tokens", "output_tokens"}),
+                "usd_at_list_prices": {label: round(cost(label, used) or 0.0, 2) for label in args.priced},
                 "transcript_json_bytes": as_json,
                 "transcript_stored_bytes": stored,
                 "stored_bytes_per_step": round(stored / len(steps), 1),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,7 +65,8 @@ class RunOptions(BaseModel):
     contestants.llm.call_coordinator); None: the process's own.
     contestant: the name of the contestant these options are for.
     rehearse: no model is called; each answers itself with an answer of the usual size, so
-    that the calls' tokens and cost can be counted beforehand (contestants.llm.rehearsal).
+    that the calls' tokens and cost can be counted beforehand (contestants.llm.rehearsal);
+    "longest": and an agent takes every step its days allow.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -74,7 +75,7 @@ class RunOptions(BaseModel):
     prices: dict[str, Any] = Field(default_factory=dict)
     call_coordinator: Any = None
     contestant: str | None = None
-    rehearse: bool = False
+    rehearse: bool | Literal["longest"] = False
 
     def for_contestant(self, name: str) -> RunOptions:
         return self.model_copy(update={"contestant": name})

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from contestants.base import RunOptions
 from contestants.llm.pricing import cost, prices_from
@@ -41,9 +41,10 @@ class Estimate:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = 0.0  # USD expected; None: a model without a price
-    # USD if every call wrote its max_tokens and every decision was repaired once; None: a model
-    # without a price, or agent mode (no bound)
+    # USD if every call wrote its max_tokens and every decision was repaired once, an agent's
+    # every day took all its steps; None: a model without a price
     high: float | None = 0.0
+    steps: tuple[int, int] | None = None  # an agent's steps: at fewest (one a day), at most
 
     def add(self, other: Estimate) -> None:
         for purpose, count in other.calls.items():
@@ -52,14 +53,37 @@ class Estimate:
         self.output_tokens += other.output_tokens
         self.cost = None if self.cost is None or other.cost is None else self.cost + other.cost
         self.high = None if self.high is None or other.high is None else self.high + other.high
+        if other.steps is not None:
+            fewest, most = self.steps or (0, 0)
+            self.steps = (fewest + other.steps[0], most + other.steps[1])
 
 
 def estimate(tournament: Tournament) -> list[Estimate]:
     """Per contestant that calls a model, in the file's order, then the total."""
     spec = tournament.spec
     plans = plan_tournament(spec)
+    calls = _rehearsed_calls(tournament, plans, True)
+    agents = any(
+        plan.calls_models and getattr(plan.params, "mode", None) == "agent" for plan in plans.values()
+    )
+    longest = _rehearsed_calls(tournament, plans, "longest") if agents else {}
+    estimates = [
+        _of(plans[name], calls[name], spec.prices, longest.get(name, [])) for name in plans if calls[name]
+    ]
+    total = Estimate("total", "")
+    for one in estimates:
+        total.add(one)
+    return [*estimates, total]
+
+
+def _rehearsed_calls(
+    tournament: Tournament, plans: dict[str, ContestantPlan], how: bool | Literal["longest"]
+) -> dict[str, list[ModelCallRecord]]:
+    """The calls of every match of the schedule rehearsed (`how`: RunOptions.rehearse), by
+    contestant; of a probed match's deviated path, those the match did not ask already."""
+    spec = tournament.spec
     rehearsed = plan_contestants(_rehearsed(entry, plans[entry.name]) for entry in spec.contestants)
-    rules = MatchRules.of(spec, RunOptions(rehearse=True, no_cache=True, prices=spec.prices))
+    rules = MatchRules.of(spec, RunOptions(rehearse=how, no_cache=True, prices=spec.prices))
     calls: dict[str, list[ModelCallRecord]] = defaultdict(list)
     caches = {name: _caches(plan) for name, plan in plans.items()}
     for match in schedule(tournament):
@@ -72,11 +96,7 @@ def estimate(tournament: Tournament) -> list[Estimate]:
             *(c for c in deviated if not (caches[c.contestant] and c.request_hash in asked)),
         ]:
             calls[call.contestant].append(call)
-    estimates = [_of(plans[name], calls[name], spec.prices) for name in plans if calls[name]]
-    total = Estimate("total", "")
-    for one in estimates:
-        total.add(one)
-    return [*estimates, total]
+    return calls
 
 
 def _caches(plan: ContestantPlan) -> bool:
@@ -95,17 +115,28 @@ def _rehearsed(entry: ContestantEntry, plan: ContestantPlan) -> ContestantEntry:
     return entry
 
 
-def _of(plan: ContestantPlan, calls: list[ModelCallRecord], prices: dict) -> Estimate:
-    """A language-model contestant's rehearsed calls, summed; the bound has every call write
-    max_tokens and every decision asked again with its answer (a repair)."""
+def _of(
+    plan: ContestantPlan, calls: list[ModelCallRecord], prices: dict, longest: list[ModelCallRecord]
+) -> Estimate:
+    """A language-model contestant's rehearsed calls, summed. The bound has every call write
+    max_tokens and every decision asked again with its answer (a repair); for an agent, every
+    day take all its steps (`longest`: the calls of that rehearsal), every answer max_tokens long."""
     params: Any = plan.params
     prices = {**prices_from(prices), **validate_settings(params.model, params.provider_settings).prices}
-    decisions = [c for c in calls if c.purpose == "decide"]
     input_tokens, output_tokens = sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls)
-    worst = TokenUsage(
-        input_tokens=input_tokens + sum(c.input_tokens + params.max_tokens for c in decisions),
-        output_tokens=params.max_tokens * (len(calls) + len(decisions)),
-    )
+    steps = None
+    if params.mode == "agent":
+        most = sum(c.purpose == "step" for c in longest)
+        steps = (most // params.max_steps, most)  # one a day at fewest
+        worst = TokenUsage(
+            input_tokens=sum(c.input_tokens for c in longest), output_tokens=params.max_tokens * len(longest)
+        )
+    else:
+        decisions = [c for c in calls if c.purpose == "decide"]
+        worst = TokenUsage(
+            input_tokens=input_tokens + sum(c.input_tokens + params.max_tokens for c in decisions),
+            output_tokens=params.max_tokens * (len(calls) + len(decisions)),
+        )
     return Estimate(
         plan.name,
         params.model,
@@ -113,6 +144,6 @@ def _of(plan: ContestantPlan, calls: list[ModelCallRecord], prices: dict) -> Est
         input_tokens,
         output_tokens,
         total_cost(calls),
-        # an agent's day may take any of its steps and a step any number of tool calls: no bound
-        None if params.mode == "agent" else cost(params.model, worst, prices),
+        cost(params.model, worst, prices),
+        steps,
     )

@@ -203,7 +203,9 @@ class LLMMerchant(Contestant):
     def __init__(self, params: LLMParams, options: RunOptions = RunOptions()):
         super().__init__(params, options)
         provider = provider_for(params, options)
-        self.provider: Provider | Rehearsal = Rehearsal(provider) if options.rehearse else provider
+        self.provider: Provider | Rehearsal = (
+            Rehearsal(provider, longest=options.rehearse == "longest") if options.rehearse else provider
+        )
         self.deadline: float | None = None
         self._calls: list[ModelCall] = []
         self._transcript: list[TranscriptStep] = []

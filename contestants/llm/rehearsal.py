@@ -25,15 +25,17 @@ from contestants.llm.types import Completion, CompletionRequest, TokenUsage, Too
 NOTE_CHARS = 60  # what a note usually holds, where the schema allows as much
 MESSAGE_CHARS = 120  # a message to rivals: a price and a condition
 REFLECTION_CHARS = 300
+SUMMARY_CHARS = 1_000  # what an agent's summary of its oldest turns usually holds
 REASONING_CHARS = 400
 NOTEBOOK_CHARS = 200  # what plans and insights (plans memory) usually hold, each
 
 
 class Rehearsal:
-    """Stands in for `provider` (its name, price and token counting) and calls nothing."""
+    """Stands in for `provider` (its name, price and token counting) and calls nothing; as an
+    agent's model, it plays TYPICAL_DAY, or with `longest` never ends a day itself."""
 
-    def __init__(self, provider: Provider):
-        self.provider = provider
+    def __init__(self, provider: Provider, longest: bool = False):
+        self.provider, self.longest = provider, longest
         self.label = provider.label
 
     def context_tokens(self) -> int | None:
@@ -48,7 +50,7 @@ class Rehearsal:
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
         calls: tuple[ToolCall, ...] = ()
         if request.json_schema is None:  # a step of agent mode
-            text, calls = "", typical_step(request)
+            text, calls = "", typical_step(request, self.longest)
             written = "".join(call.name + call.arguments for call in calls)
         else:
             text = written = typical_answer(
@@ -82,16 +84,16 @@ TYPICAL_DAY = (("read_books", "{}"), ("calculator", '{"expression":"20*19.99"}')
 operation, so that the market plays on as it would without it: see the module's docstring)."""
 
 
-def typical_step(request: CompletionRequest) -> tuple[ToolCall, ...]:
+def typical_step(request: CompletionRequest, longest: bool = False) -> tuple[ToolCall, ...]:
     """The next step of a rehearsed agent's day (TYPICAL_DAY), from the steps it has taken
-    since the day's report."""
+    since the day's report; with `longest`, one that does not end the day."""
     taken = 0
     for message in request.messages:
         if message.role == "user" and message.content.startswith("Day "):
             taken = 0
         elif message.tool_calls:
             taken += 1
-    name, arguments = TYPICAL_DAY[min(taken, len(TYPICAL_DAY) - 1)]
+    name, arguments = TYPICAL_DAY[min(taken, len(TYPICAL_DAY) - (2 if longest else 1))]
     return (ToolCall(id=f"rehearsal_{taken}", name=name, arguments=arguments),)
 
 
@@ -99,12 +101,14 @@ def typical_answer(name: str, schema: dict[str, Any]) -> str:
     """The compact JSON of a usual answer to `schema` (a decision: its reasoning, plans and
     insights where asked for, a price and an order for each product, as many operations as the
     schema allows, a note, a plan and a message where the schema has them; a memory answer; a
-    reflection)."""
+    reflection; an agent's summary)."""
     properties = schema.get("properties", {})
     if name == "recall":
         answer: dict[str, Any] = {"value": 1234.56}
     elif name == "reflection":
         answer = {"reflection": "x" * _chars(properties.get("reflection", {}), REFLECTION_CHARS)}
+    elif name == "summary":  # an agent's compaction
+        answer = {"summary": "x" * _chars(properties.get("summary", {}), SUMMARY_CHARS)}
     else:
         answer = {}
         if "reasoning" in properties:

@@ -175,9 +175,10 @@ def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
     assert api.calls == [] and KEY not in result.output
 
 
-def test_estimate_of_an_agent_rehearses_its_steps_and_gives_no_bound(tmp_path, api, monkeypatch):
+def test_estimate_of_an_agent_gives_its_steps_as_a_range(tmp_path, api, monkeypatch):
     """An agent's rehearsed day is three steps (its books, a sum, the end of the day): three
-    days, two matches, 18 steps; its cost has no upper bound (a day may take any of its steps)."""
+    days, two matches, 18 steps; at fewest a step a day (6), at most its 20 (120), which the
+    upper bound of the cost plays out."""
     monkeypatch.setenv("GOOD_KEY", KEY)
     config = tournament(
         tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("luna", "gpt-6-luna", "GOOD_KEY")
@@ -189,8 +190,9 @@ def test_estimate_of_an_agent_rehearses_its_steps_and_gives_no_bound(tmp_path, a
     assert result.exit_code == 0, result.output
     estimates = {e["contestant"]: e for e in json.loads(result.stdout)["estimate"]}
     assert estimates["mini"]["calls"] == {"step": 3 * 3 * 2}
-    assert estimates["mini"]["cost"] > 0 and estimates["mini"]["high"] is None
-    assert estimates["total"]["high"] is None
-    assert estimates["luna"]["calls"] == {"decide": 6} and api.calls == []
+    assert estimates["mini"]["steps"] == [6, 120] and estimates["total"]["steps"] == [6, 120]
+    assert 0 < estimates["mini"]["cost"] < estimates["mini"]["high"]
+    assert estimates["luna"]["calls"] == {"decide": 6} and estimates["luna"]["steps"] is None
+    assert api.calls == []
     shown = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate"])
-    assert "no bound" in shown.stdout
+    assert "(steps: 6 to 120)" in shown.stdout
