@@ -746,8 +746,9 @@ class FakeOpenAI(FakeAPI):
         self.clock: Callable[[], float] = time.monotonic
         self._state = threading.Lock()  # guards the window, the prompt cache and the id counter
         self._window: deque[float] = deque()
-        # per snapshot, the prompts answered lately (the real cache keeps a prefix for minutes)
-        self._prompts: dict[str, deque[str]] = {}
+        # per snapshot, the prompts answered lately (the real cache keeps a prefix for minutes);
+        # clear it to simulate expiry
+        self.prompts: dict[str, deque[str]] = {}
         self._ids = itertools.count()
         self.contexts: dict[str, int] = {}  # by model name: a window smaller than its own, for tests
 
@@ -1349,7 +1350,7 @@ class FakeOpenAI(FakeAPI):
         """Automatic prompt caching: the longest prefix shared with an earlier prompt to this
         model, in tokens, counted only from 1024 on and in steps of 128."""
         with self._state:
-            seen = self._prompts.setdefault(snapshot, deque(maxlen=PROMPTS_CACHED))
+            seen = self.prompts.setdefault(snapshot, deque(maxlen=PROMPTS_CACHED))
             shared = max((_common_prefix(prompt, earlier) for earlier in seen), default=0)
             seen.append(prompt)
         shared_tokens = shared // 4

@@ -6,6 +6,7 @@ key reaches any of it."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -13,12 +14,23 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from api_keys import ANTHROPIC_KEY, OPENAI_KEY
+from arena_process import (
+    BackgroundRun,
+    arena,
+    assert_whole_and_equal,
+    kill_with_a_match_in_flight,
+    matches_and_days,
+    own_ray_env,
+)
+from fakes import openai_api as openai_fake
 from fakes.agents import agent
 from fakes.anthropic_api import FakeAnthropic
 from fakes.openai_api import FakeOpenAI
 
 from results import store
 from results.db import engine_for
+from tournaments.config import load_tournament
+from tournaments.runner import run_tournament
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 
@@ -129,3 +141,74 @@ def test_agents_play_a_tournament_and_every_step_is_kept(tmp_path: Path, apis, a
     for path in [tmp_path / "t.db", *(tmp_path / "out").iterdir()]:
         data = path.read_bytes()
         assert OPENAI_KEY.encode() not in data and ANTHROPIC_KEY.encode() not in data
+
+
+def agents_tournament(folder: Path, base_url: str, cache: str) -> Path:
+    path = folder / f"{cache}.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            name: agents-killed
+            seed: 4
+            scenarios: [price_war]
+            seeds: [1, 2, 3, 4]
+            days: 5
+            recall_every: 0
+            max_concurrent_matches: 2
+            contestants:
+              - name: mini
+                kind: llm
+                params: {{model: openai/gpt-4.1-mini, mode: agent, base_url: "{base_url}",
+                         api_key_env: ARENA_OPENAI_KEY, cache_dir: "{folder}/{cache}"}}
+              - {{name: fixed, kind: fixed_price}}
+              - {{name: cost_plus, kind: cost_plus}}
+            """
+        )
+    )
+    return path
+
+
+def test_kill_9_and_resume_replay_each_step_and_give_the_uninterrupted_table(
+    tmp_path: Path, apis, monkeypatch: pytest.MonkeyPatch
+):
+    """An agent tournament killed with a match in flight, then resumed: the match in flight is
+    played again from its start, its steps so far answered from the response cache, and the
+    table and every match's transcript are those of a run never killed. (The API's prompt
+    cache is off: a call under way at the kill is made again, and the cache would serve its
+    prompt for less the second time, as a real API's would.)"""
+    monkeypatch.setattr(openai_fake, "CACHE_MINIMUM", 10**9)
+    openai_api, _ = apis
+    openai_api.delay = 0.02  # the agent's matches last long enough to be caught in flight
+    whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
+    run_tournament(
+        load_tournament(agents_tournament(tmp_path, openai_api.base_url, "whole-cache")),
+        engine_for(f"sqlite:///{whole}"),
+    )
+    config = agents_tournament(tmp_path, openai_api.base_url, "killed-cache")
+    with own_ray_env() as env:
+        env["ARENA_OPENAI_KEY"] = OPENAI_KEY
+        with BackgroundRun(
+            "run", str(config), "--db", f"sqlite:///{killed}", cwd=tmp_path, env=env, log=tmp_path / "k.log"
+        ) as run:
+            seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(killed))
+            assert 1 <= seen.stored < 12 and seen.in_play, seen
+        resumed = arena("run", str(config), "--db", f"sqlite:///{killed}", "--resume", cwd=tmp_path, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert_whole_and_equal(killed, whole)
+    engines = engine_for(f"sqlite:///{whole}"), engine_for(f"sqlite:///{killed}")
+    said = []
+    for engine in engines:
+        by_key = {m.key: m.id for m in store.list_matches(engine)}
+        said.append({key: store.transcript(engine, by_key[key]) for key in sorted(by_key)})
+    assert [numbered(steps) for steps in said[0].values()] == [numbered(steps) for steps in said[1].values()]
+    assert sum(len(steps) for steps in said[0].values()) == 8 * 5 * 4
+    replayed = [c for m in store.list_matches(engines[1]) for c in store.match_detail(engines[1], m.id).calls]
+    assert any(c.cached for c in replayed)  # the match in flight: its first steps, from the cache
+
+
+def numbered(steps: list) -> str:
+    """A match's transcript as JSON with the API's tool call ids, drawn at random by the API,
+    numbered in the order they appear."""
+    text = json.dumps([step.model_dump(mode="json") for step in steps])
+    order = {found: k for k, found in enumerate(dict.fromkeys(re.findall(r"call_[0-9a-f]+", text)))}
+    return re.sub(r"call_[0-9a-f]+", lambda m: f"call-{order[m.group()]}", text)
