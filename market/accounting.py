@@ -10,6 +10,7 @@ the merchant's trade made and what price changes did to the goods it held.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from market.types import DayRecord
 
 _sum = np.add.reduce
 Number = float | np.ndarray
+Amount = TypeVar("Amount", float, np.ndarray)  # money of one merchant-day, or of many
 
 
 def net_worth(
@@ -60,8 +62,14 @@ def starting_net_worth(log: DayLog, first: np.ndarray) -> np.ndarray:
     )
     out = goods_out(units_sold, spoiled, restocked)
     return closing - trade_profit(
-        revenue - refunds, bad_debt, out, unit_cost, advertising, holding, fixed, savings
+        kept_revenue(revenue, refunds), bad_debt, out, unit_cost, advertising, holding, fixed, savings
     )
+
+
+def kept_revenue(revenue: Amount, refunds: Amount) -> Amount:
+    """What customers paid and kept: revenue less the refunds of goods brought back (a sale
+    returned is neither paid for nor owed)."""
+    return revenue - refunds
 
 
 def goods_out(units_sold: np.ndarray, spoiled: np.ndarray, restocked: np.ndarray) -> np.ndarray:
@@ -112,7 +120,7 @@ def day_trade_profit(record: DayRecord) -> float:
     )
     return float(
         trade_profit(
-            record.revenue - record.refunds,
+            kept_revenue(record.revenue, record.refunds),
             record.bad_debt,
             goods_out(units_sold, spoiled, restocked),
             unit_cost,

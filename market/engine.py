@@ -499,7 +499,7 @@ class Market:
         refunds, kept = self._none_by_row, revenue
         if self.scenario.segments:  # customers who return goods get their money back
             refunds = _sum(returned * offered, 1)
-            kept = revenue - refunds  # a sale returned is neither paid for nor owed
+            kept = accounting.kept_revenue(revenue, refunds)
         on_credit = kept * finance.credit_share
         revenue_cash = revenue - on_credit
         bad_debt = on_credit * finance.bad_debt_share  # never to be paid: written off at once

@@ -914,7 +914,7 @@ def profit(match: MatchRecords) -> np.ndarray:
 @_metric("economics", "money", over_match=True, flow=True)
 def revenue(match: MatchRecords) -> np.ndarray:
     """What the merchant's customers paid and kept: revenue = sum over days of revenue - refunds."""
-    return match.per_seat(match.scalar("revenue") - match.scalar("refunds"))
+    return match.per_seat(accounting.kept_revenue(match.scalar("revenue"), match.scalar("refunds")))
 
 
 @_metric("economics", "share", over_match=True)

@@ -26,6 +26,7 @@ from simpleeval import InvalidExpression, NumberTooHigh, SimpleEval
 
 from contestants.llm.prompts import HistoryRow, daily_report, history_row, history_table
 from contestants.llm.types import Completion, Message, Tool, ToolCall
+from market.accounting import kept_revenue
 from market.operations import OperationRules, judge_day
 from market.scenario import Scenario
 from market.types import MESSAGE_LIMIT, Observation, Rejection
@@ -235,6 +236,8 @@ class AgentTools:
         self.names = {tool.name for tool in self.tools}
         self.notes: dict[str, str] = {}
         self.history: list[HistoryRow] = []
+        self.revenue = 0.0  # what customers paid and kept, so far (market.accounting.kept_revenue)
+        self.net_worth: float | None = None  # at the end of yesterday
         self.calculator = _calculator()
 
     def run(self, call: ToolCall, day: Workday) -> str:
@@ -301,18 +304,31 @@ class AgentTools:
         if self.scenario.goals:
             books["goals"] = {
                 "as_written_for_days": self.scenario.days,
-                "note": "goals on totals (revenue, profit) scale with the match's length",
+                "this_match_days": o.days,
+                "note": "goals on totals (revenue, profit, units) scale with the match's length",
                 "goals": [goal.label() for goal in self.scenario.goals],
                 "so_far": self._so_far(),
             }
         return books
 
-    def _so_far(self) -> dict[str, float]:
-        """The totals of the merchant's own days that the goals are about, as its books show them."""
+    def begin_day(self, observation: Observation) -> None:
+        """Take in yesterday's record: the history's row, the totals the books keep."""
+        row = history_row(observation)
+        y = observation.yesterday
+        if row is None or y is None:
+            return
+        self.history.append(row)
+        self.revenue += kept_revenue(y.revenue, y.refunds)
+        self.net_worth = y.net_worth
+
+    def _so_far(self) -> dict[str, float | None]:
+        """Where the merchant stands on what goals are about, as its own books show it."""
         return {
             "days": len(self.history),
+            "revenue": round(self.revenue, 2),
             "units_sold": round(sum(sum(row.units_sold.values()) for row in self.history), 2),
             "trade_profit": round(sum(row.profit for row in self.history), 2),
+            "net_worth": None if self.net_worth is None else round(self.net_worth, 2),
         }
 
     def _read_history(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
@@ -519,9 +535,7 @@ def work(
     step: one answer, with the calls it makes). An answer without calls gets a reminder to use
     the tools."""
     day = Workday(observation)
-    row = history_row(observation)
-    if row is not None:
-        tools.history.append(row)
+    tools.begin_day(observation)
     conversation.open_day(observation.day, morning(observation, max_steps))
     while day.steps < max_steps and not day.ended:
         completion = step(conversation)

@@ -388,3 +388,29 @@ def test_a_stated_plan_goes_with_the_days_decision():
     assert "error" in run(tools, day, "state_plan", product="coffee", price=4.5)
     market.advance(decisions={0: day.decision()})
     assert market.logs[0].build()[0].plan == {"tea": 4.5}
+
+
+def test_the_books_show_the_goals_and_where_the_merchant_stands():
+    """retail_quarter's four goals as written, and the revenue customers kept (revenue less
+    refunds, added up from the days' records), the units sold and the net worth at the end of
+    yesterday, from the day records the merchant was shown."""
+    retail = load_scenario("retail_quarter")
+    market = Market(retail, [["a", "b"]])
+    market.reset([2])
+    tools = AgentTools(retail, "a", talk=False)
+    for _ in range(3):
+        observation = market.observations(market.view(), [0])[0]
+        tools.begin_day(observation)
+        market.advance(decisions={0: None, 1: None})
+    observation = market.observations(market.view(), [0])[0]
+    tools.begin_day(observation)
+    goals = run(tools, Workday(observation), "read_books")["goals"]
+    log = market.logs[0].build()
+    days = log.records(log.rows_of("a"))
+    assert goals["goals"] == [g.label() for g in retail.goals] and len(goals["goals"]) == 4
+    assert goals["so_far"]["days"] == 3
+    assert goals["so_far"]["revenue"] == pytest.approx(sum(d.revenue - d.refunds for d in days), abs=0.01)
+    assert goals["so_far"]["units_sold"] == pytest.approx(
+        sum(sum(d.units_sold.values()) for d in days), abs=0.01
+    )
+    assert goals["so_far"]["net_worth"] == pytest.approx(days[-1].net_worth, abs=0.01)
