@@ -10,6 +10,7 @@ import datetime
 import json
 import sys
 import time
+import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -809,31 +810,36 @@ def _show_day(detail: store.MatchDetail, day: int, transcript: list[TranscriptRe
         done = "; ".join(json.dumps(op) for op in d.operations) or "nothing"
         refused = "".join(f"\n  refused: {r.reason}" for r in d.rejections)
         out.print(
-            f"[bold]{escape(d.merchant)}[/bold], day {day}: {escape(done)}{escape(refused)}",
-            highlight=False,
+            f"[bold]{_as_text(d.merchant)}[/bold], day {day}: {_as_text(done + refused)}", highlight=False
         )
     if not transcript:
         out.print("No model calls this day.", markup=False, highlight=False)
     for merchant in dict.fromkeys(step.merchant for step in transcript):
-        table = Table("step", "who", "said", title=f"{merchant}: day {day}", show_lines=True)
+        table = Table("step", "who", "said", title=f"{_as_text(merchant)}: day {day}", show_lines=True)
         for step in (s for s in transcript if s.merchant == merchant):
             label = f"{step.step} {step.purpose}"
             for message in step.sent:
-                table.add_row(label, message.role, escape(message.content))
+                table.add_row(label, message.role, _as_text(message.content))
                 label = ""
             answer = step.answer
             if answer.reasoning:
-                table.add_row(label, "reasoning", escape(answer.reasoning))
+                table.add_row(label, "reasoning", _as_text(answer.reasoning))
                 label = ""
             if answer.content:
-                table.add_row(label, "model", escape(answer.content))
+                table.add_row(label, "model", _as_text(answer.content))
                 label = ""
             for call in answer.tool_calls:
-                table.add_row(label, "tool call", escape(f"{call.name} {call.arguments}"))
+                table.add_row(label, "tool call", _as_text(f"{call.name} {call.arguments}"))
                 label = ""
             for result in step.results:
-                table.add_row(label, "result", escape(result.content))
+                table.add_row(label, "result", _as_text(result.content))
         out.print(table)
+
+
+def _as_text(text: str) -> str:
+    """A model's or a merchant's words as rich shows them: as text, never as markup, and
+    without the control characters (terminal escapes among them) a terminal would act on."""
+    return escape("".join(c for c in text if c in "\n\t" or unicodedata.category(c) != "Cc"))
 
 
 def _rich(table: views.Table) -> Table:

@@ -3,26 +3,27 @@
 Each morning the model is shown the day's report and then takes steps: in each it may call
 tools (look up its books, its history, its rivals; compute; keep notes; make operations),
 and each call is answered at once. The day ends when it calls `end_day` or after `max_steps`
-calls; the operations it made go to the market as one decision, which the market applies at
-the close like any other. The tools are a view of the merchant's observation and of the
+steps (answers); the operations it made go to the market as one decision, which the market
+applies at the close like any other. The tools are a view of the merchant's observation and of the
 market's rules (market.operations.judge_day), never a way into the market: an operation tool
 says whether the market will accept the operation at the close, and why not, because it asks
 the rules the market applies then.
 
 The conversation runs across days: the system prompt, then each day's report, the model's
-turns and the tools' results. Where the provider knows its model's context (the embedded
-model's), the oldest days are left out of a request until it fits, whole days at a time.
+turns and the tools' results. When it would not fit the model's window, the merchant has the
+model summarise its oldest part (Conversation.compact, contestants.llm.merchant).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpleeval import InvalidExpression, NumberTooHigh, SimpleEval
+from simpleeval import DEFAULT_OPERATORS, InvalidExpression, NumberTooHigh, SimpleEval
 
 from contestants.llm.prompts import HistoryRow, daily_report, history_row, history_table
 from contestants.llm.types import Completion, Message, Tool, ToolCall
@@ -31,10 +32,11 @@ from market.operations import OperationRules, judge_day
 from market.scenario import Scenario
 from market.types import MESSAGE_LIMIT, Observation, Rejection
 
-NOTE_KEY_CHARS = 40
-NOTE_CHARS = 1_000
+MOST_KEY_CHARS = 40
+MOST_NOTE_CHARS = 1_000
 MOST_NOTES = 50
 RESULT_CHARS = 4_000  # a tool's answer is cut there: a history of a year must not flood the context
+HISTORY_CHARS = 3_600  # the most of the history table an answer holds: its latest days
 EXPRESSION_CHARS = 300
 NUDGE = "Use a tool. Call end_day when you are done with today."
 
@@ -109,8 +111,8 @@ def tools_for(scenario: Scenario, talk: bool, plan: bool = False) -> tuple[Tool,
             description="Keep a note under a key for the rest of the match (replaces the key's note).",
             parameters=_object(
                 {
-                    "key": {"type": "string", "maxLength": NOTE_KEY_CHARS},
-                    "text": {"type": "string", "maxLength": NOTE_CHARS},
+                    "key": {"type": "string", "maxLength": MOST_KEY_CHARS},
+                    "text": {"type": "string", "maxLength": MOST_NOTE_CHARS},
                 }
             ),
         ),
@@ -178,9 +180,6 @@ def tools_for(scenario: Scenario, talk: bool, plan: bool = False) -> tuple[Tool,
     return (*tools, END_DAY)
 
 
-OPERATION_TOOLS = {"set_price", "order", "advertise", "collect", "promote"}
-
-
 @dataclass
 class Workday:
     """One day of work: the morning's observation, the operations made so far (as a decision
@@ -215,22 +214,30 @@ class ToolError(Exception):
 
 def _calculator() -> SimpleEval:
     """An evaluator of arithmetic and a few functions of math; no names but pi and e, no
-    random numbers (simpleeval's defaults have them), no attributes, no strings to build."""
+    random numbers (simpleeval's defaults have them), no attributes, no strings to build.
+    Powers are of floats (math.pow), so a huge one overflows at once rather than computing an
+    integer of millions of digits."""
     functions = {name: getattr(math, name) for name in ("sqrt", "exp", "log", "log10", "floor", "ceil")} | {
         "abs": abs,
         "round": round,
         "min": min,
         "max": max,
     }
-    return SimpleEval(functions=functions, names={"pi": math.pi, "e": math.e})
+    operators = {**DEFAULT_OPERATORS, ast.Pow: math.pow}
+    return SimpleEval(operators=operators, functions=functions, names={"pi": math.pi, "e": math.e})
+
+
+def _not_a_number(constant: str) -> Any:
+    """Arguments may not hold NaN or Infinity, which JSON has no place for."""
+    raise ValueError(f"{constant} is not a number")
 
 
 class AgentTools:
     """The tools of one merchant for a match: its notes and history are kept here, across
     days."""
 
-    def __init__(self, scenario: Scenario, merchant: str, talk: bool, plan: bool = False):
-        self.scenario, self.merchant = scenario, merchant
+    def __init__(self, scenario: Scenario, talk: bool, plan: bool = False):
+        self.scenario = scenario
         self.rules = OperationRules(scenario)
         self.tools = tools_for(scenario, talk, plan)
         self.names = {tool.name for tool in self.tools}
@@ -250,7 +257,7 @@ class AgentTools:
             if day.ended:
                 raise ToolError("the day has ended")
             try:
-                arguments = json.loads(call.arguments or "{}")
+                arguments = json.loads(call.arguments or "{}", parse_constant=_not_a_number)
             except ValueError as exc:
                 raise ToolError(f"arguments are not JSON: {exc}") from None
             if not isinstance(arguments, dict):
@@ -264,7 +271,9 @@ class AgentTools:
             day.loops += said in day.failed
             day.failed.add(said)
         text = json.dumps(result, ensure_ascii=False, allow_nan=False, default=str)
-        return text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 20] + " ... (cut)"
+        if len(text) > RESULT_CHARS:  # still JSON, its start kept
+            text = json.dumps({"cut_to_characters": RESULT_CHARS, "start": text[: RESULT_CHARS - 60]})
+        return text
 
     # --- looking things up ----------------------------------------------------------------
 
@@ -343,7 +352,11 @@ class AgentTools:
         ]
         if not rows:
             return {"table": "", "days": 0}
-        return {"days": len(rows), "table": history_table(rows)}
+        table = history_table(rows)
+        while len(table) > HISTORY_CHARS and len(rows) > 1:  # the latest days that fit
+            rows = rows[len(rows) // 4 or 1 :]
+            table = history_table(rows)
+        return {"days": len(rows), "first_day": rows[0].day, "last_day": rows[-1].day, "table": table}
 
     def _read_rivals(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
         o = day.observation
@@ -375,9 +388,10 @@ class AgentTools:
             raise ToolError(f"expression longer than {EXPRESSION_CHARS} characters")
         try:
             value = self.calculator.eval(expression)
+            finite = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
         except (InvalidExpression, NumberTooHigh, SyntaxError, ArithmeticError, TypeError, ValueError) as exc:
             raise ToolError(f"cannot evaluate: {exc}") from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not finite:
             raise ToolError("the expression is not a finite number")
         return {"value": value}
 
@@ -385,14 +399,14 @@ class AgentTools:
 
     def _key(self, arguments: dict[str, Any]) -> str:
         key = arguments.get("key")
-        if not isinstance(key, str) or not key.strip() or len(key) > NOTE_KEY_CHARS:
-            raise ToolError(f"key must be text of 1 to {NOTE_KEY_CHARS} characters")
+        if not isinstance(key, str) or not key.strip() or len(key) > MOST_KEY_CHARS:
+            raise ToolError(f"key must be text of 1 to {MOST_KEY_CHARS} characters")
         return key.strip()
 
     def _write_note(self, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
         key, text = self._key(arguments), arguments.get("text")
-        if not isinstance(text, str) or len(text) > NOTE_CHARS:
-            raise ToolError(f"text must be at most {NOTE_CHARS} characters")
+        if not isinstance(text, str) or len(text) > MOST_NOTE_CHARS:
+            raise ToolError(f"text must be at most {MOST_NOTE_CHARS} characters")
         if key not in self.notes and len(self.notes) >= MOST_NOTES:
             raise ToolError(f"{MOST_NOTES} notes already: delete one first")
         self.notes[key] = text
@@ -416,7 +430,7 @@ class AgentTools:
 
     def _operation(self, kind: str, arguments: dict[str, Any], day: Workday) -> dict[str, Any]:
         """Make an operation and say what the market will do with it at the close."""
-        operation = {"op": kind, **{k: v for k, v in arguments.items() if v is not None}}
+        operation = {**{k: v for k, v in arguments.items() if v is not None}, "op": kind}
         day.operations.append(operation)
         judged = judge_day(self.rules, day.observation, day.operations)
         refused: Rejection | None = judged.rejections[-1]
@@ -493,14 +507,15 @@ class Conversation:
         head = (self.system,) if self.summary is None else (self.system, self.summary)
         return (*head, *(m for _, turns in self.blocks[first:] for m in turns))
 
-    def compact(self, summary: str, notes: dict[str, str], kept: int) -> None:
-        """Replace all but the last `kept` blocks with the model's `summary` of them and its notes."""
-        first = self.blocks[len(self.blocks) - kept][0] if kept else None
+    def compact(self, summary: str, notes: dict[str, str], kept: int, notes_chars: int) -> None:
+        """Replace all but the last `kept` blocks with the model's `summary` of them and its
+        notes (their keys alone where they are longer than `notes_chars`)."""
         shown = json.dumps(notes, ensure_ascii=False) if notes else "(none)"
-        until = f"until day {first}" if first is not None else "so far"
+        if len(shown) > notes_chars:
+            shown = f"{json.dumps(sorted(notes), ensure_ascii=False)} (read them with read_notes)"
         self.summary = Message(
             role="user",
-            content=f"Summary of this conversation {until}, written by you:\n{summary}\n\n"
+            content=f"Summary of the earlier part of this conversation, written by you:\n{summary}\n\n"
             f"Your notes: {shown}",
         )
         self.blocks = self.blocks[len(self.blocks) - kept :] if kept else []
@@ -542,7 +557,8 @@ def work(
         day.steps += 1
         conversation.turn(completion.turn())
         if not completion.tool_calls:
-            conversation.add(Message(role="user", content=NUDGE))
+            if day.steps < max_steps:
+                conversation.add(Message(role="user", content=NUDGE))
             continue
         results = tuple(
             Message(role="tool", content=tools.run(call, day), tool_call_id=call.id)

@@ -228,7 +228,7 @@ def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
                 for call in m.tool_calls
             ]
             turns.append({"role": "assistant", "content": [*m.carried, *text, *uses]})
-        else:
+        elif m.content or m.role != "assistant":  # the API refuses an empty assistant turn
             turns.append({"role": m.role, "content": m.content})
     return turns
 

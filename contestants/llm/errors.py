@@ -29,7 +29,8 @@ class MissingCredentialsError(ProviderConfigError):
 class ProviderError(RuntimeError):
     """A call that failed for good: retries exhausted, or a failure that is not worth retrying.
 
-    `kind` is one of "status", "timeout", "connection", "bad_response", "error"; `status` is
+    `kind` is one of "status", "timeout", "connection", "bad_response", "error", "context" (a
+    conversation that does not fit the model's window even compacted); `status` is
     the HTTP status where there was one; `detail` is the last failure in one line (the
     server's own message where it sent one), secrets masked; `code` the server's name for the
     error; `retryable` says whether that failure was of a kind worth retrying (its retries ran

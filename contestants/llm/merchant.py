@@ -68,7 +68,7 @@ from contestants.llm.prompts import (
     with_history,
     with_reflection,
 )
-from contestants.llm.providers import SHORTEST_TOKEN_CHARS, Provider, get_provider, validate_settings
+from contestants.llm.providers import SHORTEST_TOKEN_CHARS, Provider, get_provider, validate_settings, written
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.types import Completion, CompletionRequest, Message, Tool, parse_object
@@ -85,10 +85,10 @@ RECALL_SCHEMA = {
     "properties": {"value": {"type": ["number", "null"]}},
     "required": ["value"],
 }
-SUMMARY_CHARS = 2_000  # the most a compaction's summary may hold
+MOST_SUMMARY_CHARS = 2_000  # the most a compaction's summary may hold
 SUMMARY_SCHEMA = {
     "type": "object",
-    "properties": {"summary": {"type": "string", "maxLength": SUMMARY_CHARS}},
+    "properties": {"summary": {"type": "string", "maxLength": MOST_SUMMARY_CHARS}},
     "required": ["summary"],
     "additionalProperties": False,
 }
@@ -178,6 +178,15 @@ class LLMParams(Params):
         description="the most tokens a call may hold (prompt and answer); None: the model's own "
         "where known. Agent mode compacts its conversation to stay within it",
     )
+
+    @model_validator(mode="after")
+    def _window_holds_an_answer(self) -> LLMParams:
+        if self.context_tokens is not None and self.context_tokens <= self.max_tokens:
+            raise ValueError(
+                f"context_tokens {self.context_tokens} must be larger than max_tokens {self.max_tokens}: "
+                "a call holds the prompt and the answer"
+            )
+        return self
 
     @model_validator(mode="after")
     def _provider_settings_are_valid(self) -> LLMParams:
@@ -283,10 +292,10 @@ class LLMMerchant(Contestant):
     @classmethod
     def turn_seconds(cls, params: Params) -> float:
         """A turn makes at most TURN_CALLS calls in a row (a reflection, the decision, its
-        repair), or max_steps in agent mode, each of which may take the provider's
-        total_timeout with its retries."""
+        repair), or in agent mode twice max_steps (a compaction before each step at most), each
+        of which may take the provider's total_timeout with its retries."""
         assert isinstance(params, LLMParams)
-        calls = params.max_steps if params.mode == "agent" else TURN_CALLS
+        calls = 2 * params.max_steps if params.mode == "agent" else TURN_CALLS
         return calls * validate_settings(params.model, params.provider_settings).total_timeout
 
     def begin_turn(self, deadline: float | None) -> None:
@@ -310,11 +319,13 @@ class LLMMerchant(Contestant):
         self.schema = self._schema(talk=False)
         self.last_decision: tuple[int, str] | None = None  # (day, what was decided)
         self.agent: tuple[AgentTools, Conversation] | None = None  # made at the first decision
+        self.last_day = 0  # of the last decision asked for
         self.days_worked: list[DayWorked] = []
         self._calls, self._transcript, self._heard = [], [], ()
         self._steps: Counter[int] = Counter()  # the calls kept of each day
 
     def decide(self, observation: Observation) -> Any:
+        self.last_day = observation.day
         if self.params.mode == "agent":
             return self._work(observation)
         day = observation.day
@@ -376,7 +387,7 @@ class LLMMerchant(Contestant):
             return None
         messages = self._messages(recall_question(question))
         completion = self._ask(
-            "recall", question.day, messages, RECALL_SCHEMA, "recall", (*self._templates(0), "recall")
+            "recall", self.last_day + 1, messages, RECALL_SCHEMA, "recall", (*self._templates(0), "recall")
         )
         value = (completion.output or {}).get("value")
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -405,9 +416,7 @@ class LLMMerchant(Contestant):
         """A day in agent mode (contestants.llm.agent): its steps, then its operations as the decision."""
         if self.agent is None:
             seat = [m.merchant for m in observation.market].index(self.merchant)
-            tools = AgentTools(
-                self.scenario, self.merchant, talk=observation.messages is not None, plan=self.params.plan
-            )
+            tools = AgentTools(self.scenario, talk=observation.messages is not None, plan=self.params.plan)
             system = agent_prompt(
                 self.scenario,
                 self.merchant,
@@ -447,10 +456,9 @@ class LLMMerchant(Contestant):
         assert self.agent is not None
         tools, conversation = self.agent
         asked = Message(role="user", content=recall_question(question, tool=ANSWER.name))
-        request = self._next_step(conversation, tools, question.day, asked=asked, offered=(ANSWER,))
-        completion = self._call(
-            "recall", question.day, request, versions("agent", "recall_tool"), heard=False
-        )
+        today = self.last_day + 1  # a question is asked in the morning, before the day's work
+        request = self._next_step(conversation, tools, today, asked=asked, offered=(ANSWER,))
+        completion = self._call("recall", today, request, versions("agent", "recall_tool"), heard=False)
         for call in completion.tool_calls:
             value = parse_object(call.arguments) if call.name == ANSWER.name else None
             number = (value or {}).get("value")
@@ -480,22 +488,21 @@ class LLMMerchant(Contestant):
         assert window is not None
         self._compact(conversation, tools, window, day)
         if not self._fits(request(), window):
-            raise ProviderError(
-                f"{self.provider.label}: the rules, the tools and a summary do not fit context_tokens "
-                f"{window}: give the model a larger window",
-                model=self.provider.label,
-                kind="context",
-                status=None,
-                attempts=0,
-            )
+            raise self._too_small(window)
         return request()
 
     def _compact(self, conversation: Conversation, tools: AgentTools, window: int, day: int) -> None:
         """Ask the model to summarise the oldest blocks of the conversation and continue with
-        its summary, its notes and the most recent blocks that take at most half the window
-        (none, if the last alone takes more)."""
-        blocks, budget = conversation.blocks, window // 2
-        kept, used = 0, 0
+        its summary, its notes (their keys alone if they would take more than a quarter of the
+        window) and the most recent blocks that take at most half of what the rules, the tools,
+        the summary, the notes and the answer leave (none, if the last alone takes more)."""
+        blocks = conversation.blocks
+        notes_chars = window // 4 * SHORTEST_TOKEN_CHARS
+        fixed = self.provider.most_prompt_tokens(
+            _request(self.params, (conversation.system,), None, "step", self.seed, tools.tools)
+        )
+        fixed += (MOST_SUMMARY_CHARS + notes_chars) // SHORTEST_TOKEN_CHARS + self.params.max_tokens
+        budget, kept, used = (window - fixed) // 2, 0, 0
         for _, turns in reversed(blocks):
             used += sum(_most_tokens(m) for m in turns)
             if used > budget:
@@ -505,7 +512,7 @@ class LLMMerchant(Contestant):
         told = as_text([*earlier, *(m for _, turns in blocks[: len(blocks) - kept] for m in turns)])
 
         def request(text: str) -> CompletionRequest:
-            prompt = compaction_request(text, SUMMARY_CHARS)
+            prompt = compaction_request(text, MOST_SUMMARY_CHARS)
             return _request(
                 self.params,
                 (conversation.system, Message(role="user", content=prompt)),
@@ -514,10 +521,24 @@ class LLMMerchant(Contestant):
                 self.seed,
             )
 
-        while not self._fits(request(told), window) and told:  # the oldest parts go first
-            told = told[len(told) // 4 :]
+        while not self._fits(request(told), window):  # the oldest parts go first
+            if not told:
+                raise self._too_small(window)
+            told = told[max(1, len(told) // 4) :]
         completion = self._call("compact", day, request(told), versions("compact"), heard=False)
-        conversation.compact(_written(completion, "summary") or completion.text, tools.notes, kept)
+        summary = _written(completion, "summary") or completion.text
+        conversation.compact(summary, tools.notes, kept, notes_chars)
+
+    def _too_small(self, window: int) -> ProviderError:
+        """The failure of a window too small for the rules, the tools and a summary."""
+        return ProviderError(
+            f"{self.provider.label}: the rules, the tools and a summary do not fit context_tokens "
+            f"{window}: give the model a larger window",
+            model=self.provider.label,
+            kind="context",
+            status=None,
+            attempts=0,
+        )
 
     def _schema(self, talk: bool) -> dict[str, Any]:
         """The decision's schema for this merchant's params and scenario's catalog."""
@@ -744,5 +765,4 @@ def _new_turns(heard: tuple[Message, ...], messages: tuple[Message, ...]) -> tup
 
 def _most_tokens(message: Message) -> int:
     """The most tokens a turn may take, at SHORTEST_TOKEN_CHARS a token."""
-    written = len(message.content) + sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
-    return written // SHORTEST_TOKEN_CHARS + 4
+    return written(message) // SHORTEST_TOKEN_CHARS + 4

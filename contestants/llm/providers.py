@@ -40,7 +40,7 @@ from contestants.llm.catalogue import Price, catalogue
 from contestants.llm.errors import CallsStopped, MissingCredentialsError, ProviderConfigError, ProviderError
 from contestants.llm.pricing import cost
 from contestants.llm.retry import Failure, RetryPolicy, call_with_retries
-from contestants.llm.types import Answer, Completion, CompletionRequest, parse_object
+from contestants.llm.types import Answer, Completion, CompletionRequest, Message, parse_object
 from market.errors import first_problem
 
 LEASE_SLACK_S = 60.0  # a call's hold at the coordinator outlasts its total timeout by this much
@@ -48,14 +48,21 @@ CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a 
 SHORTEST_TOKEN_CHARS = 3  # what a request that must fit a window assumes of a tokenizer it does not have
 
 
+def written(message: Message) -> int:
+    """The characters a turn sends: its text, its tool calls and the provider's items it
+    carries back (signed thinking, reasoning items)."""
+    return (
+        len(message.content)
+        + sum(len(call.name) + len(call.arguments) for call in message.tool_calls)
+        + sum(len(json.dumps(item)) for item in message.carried)
+    )
+
+
 def approximate_tokens(request: CompletionRequest, chars_per_token: int = CHARS_PER_TOKEN) -> int:
     """The request's prompt tokens at `chars_per_token`: the messages with the tool calls they
     carry, and the schema or the tools, which the APIs put into the prompt too, plus a few
     tokens of framing per message."""
-    characters = sum(
-        len(m.content) + sum(len(call.name) + len(call.arguments) for call in m.tool_calls)
-        for m in request.messages
-    )
+    characters = sum(written(m) for m in request.messages)
     offered = (
         request.json_schema if request.json_schema is not None else [t.model_dump() for t in request.tools]
     )

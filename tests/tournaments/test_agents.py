@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 
 DAY = [
     [("read_books", {}), ("calculator", {"expression": "round(1000 / 7, 2)"})],
-    [("write_note", {"key": "plan", "text": "hold 11, order 30"})],
+    [("write_note", {"key": "plan", "text": "hold 11, order 30 [red]loud[/red]"})],  # shown as text
     [("set_price", {"product": "widget", "price": 11.0}), ("order", {"product": "widget", "quantity": 30})],
     [("end_day", {})],
 ]
@@ -109,7 +109,13 @@ def test_agents_play_a_tournament_and_every_step_is_kept(tmp_path: Path, apis, a
 
     shown = arena_here(tmp_path, "show", str(match_id), "--day", "2", "--db", db)
     assert shown.exit_code == 0, shown.stderr
-    for words in ("mini: day 2", "sonnet: day 2", "calculator", '{"value": 142.86}', "hold 11, order 30"):
+    for words in (
+        "mini: day 2",
+        "sonnet: day 2",
+        "calculator",
+        '{"value": 142.86}',
+        "order 30 [red]loud[/red]",
+    ):
         assert words in shown.stdout, words
     as_json = json.loads(
         arena_here(tmp_path, "show", str(match_id), "--day", "2", "--json", "--db", db).stdout

@@ -4,6 +4,7 @@ the day; or loops until its steps run out), and with the embedded model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from typing import Any
@@ -12,10 +13,12 @@ import pytest
 from fakes.agents import RECALLED, SUMMARY, agent, day_of, offered, today
 from fakes.server import Call
 
-from contestants.base import RecallQuestion
-from contestants.kinds import create
-from contestants.llm.agent import AgentTools, Workday, tools_for
+from contestants.base import ContestantConfigError, RecallQuestion
+from contestants.kinds import create, validate_params
+from contestants.llm.agent import HISTORY_CHARS, AgentTools, Workday, tools_for
+from contestants.llm.errors import ProviderError
 from contestants.llm.merchant import LLMMerchant
+from contestants.llm.prompts import HistoryRow
 from contestants.llm.types import ToolCall
 from market.engine import Market
 from market.scenario import Scenario, load_scenario
@@ -47,7 +50,7 @@ def run(tools: AgentTools, day: Workday, name: str, **arguments: Any) -> Any:
 
 def test_the_calculator_computes_and_refuses_what_is_not_arithmetic():
     market, observation = morning()
-    tools, day = AgentTools(SHOP, "a", talk=False), Workday(observation)
+    tools, day = AgentTools(SHOP, talk=False), Workday(observation)
     assert run(tools, day, "calculator", expression="(4.5 - 2) * 30 + sqrt(16)") == {"value": 79.0}
     assert run(tools, day, "calculator", expression="max(3, 7) / 2") == {"value": 3.5}
     for hostile in (
@@ -61,9 +64,51 @@ def test_the_calculator_computes_and_refuses_what_is_not_arithmetic():
     assert day.tool_errors == 5
 
 
+def test_arguments_that_no_number_can_hold_and_overflowing_sums_are_tool_errors():
+    """NaN or Infinity in arguments, a product of huge numbers and a huge power are refused,
+    and the day's books still read (nothing of them was kept); an `op` among the arguments
+    does not change which operation the tool makes."""
+    _, observation = morning()
+    tools, day = AgentTools(SHOP, talk=False), Workday(observation)
+    nan = tools.run(ToolCall(id="c", name="set_price", arguments='{"product": "tea", "price": NaN}'), day)
+    assert "not a number" in json.loads(nan)["error"]
+    for huge in ("10**300 * 10**300", "9**4000000", "exp(1000)"):
+        assert "error" in run(tools, day, "calculator", expression=huge), huge
+    assert run(tools, day, "read_books")["today"] == []
+    run(tools, day, "set_price", product="tea", price=4.0, op="advertise")
+    assert day.operations[-1]["op"] == "set_price"
+
+
+def test_history_answers_with_its_latest_days_when_all_would_not_fit():
+    _, observation = morning()
+    tools = AgentTools(SHOP, talk=False)
+    row = HistoryRow(1, {"tea": 4.0}, {"tea": 10.0}, 12.5, {"r0": {"tea": 3.9}}, frozenset())
+    tools.history = [dataclasses.replace(row, day=d) for d in range(1, 301)]
+    shown = run(tools, Workday(observation), "read_history", first_day=None, last_day=None)
+    assert shown["last_day"] == 300 and shown["first_day"] > 1 and shown["days"] == 301 - shown["first_day"]
+    assert len(shown["table"]) <= HISTORY_CHARS and shown["table"].endswith(
+        tools.history[-1].day.__str__() + ",4,10,12.5,3.9"
+    )
+
+
+def test_a_window_too_small_for_the_rules_fails_the_day_and_one_smaller_than_an_answer_is_refused(
+    fake_openai: Any, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("ARENA_TEST_KEY", fake_openai.api_key)
+    fake_openai.answer = agent(DAY)
+    merchant = agent_merchant("gpt-4.1-mini", fake_openai.base_url, context_tokens=1_200, max_tokens=100)
+    merchant.reset(merchant="a", scenario=SHOP, seed=1)
+    _, observation = morning()
+    with pytest.raises(ProviderError, match="do not fit context_tokens 1200"):
+        merchant.decide(observation)  # once the day's first turns have filled the window
+    assert [c.status for c in fake_openai.calls] == [200] * len(fake_openai.calls)  # none sent too long
+    with pytest.raises(ContestantConfigError, match="must be larger than max_tokens"):
+        validate_params("llm", {"model": "local/smollm2", "context_tokens": 1000, "max_tokens": 1000})
+
+
 def test_notes_are_kept_across_days_read_and_deleted():
     _, observation = morning()
-    tools = AgentTools(SHOP, "a", talk=False)
+    tools = AgentTools(SHOP, talk=False)
     first, second = Workday(observation), Workday(observation)
     assert run(tools, first, "write_note", key="plan", text="hold 4.5") == {"kept": "plan", "notes": 1}
     assert run(tools, second, "read_notes", key=None) == {"notes": {"plan": "hold 4.5"}}
@@ -79,7 +124,7 @@ def test_an_operation_is_answered_as_the_market_takes_it_at_the_close():
     refused with the market's reason, a price above the ceiling too; the day's decision gets
     the market's same refusals."""
     market, observation = morning()
-    tools, day = AgentTools(SHOP, "a", talk=False), Workday(observation)
+    tools, day = AgentTools(SHOP, talk=False), Workday(observation)
     assert run(tools, day, "order", product="tea", quantity=30) == {
         "accepted": True,
         "cash_after_today_operations": 40.0,
@@ -104,7 +149,7 @@ def test_an_operation_is_answered_as_the_market_takes_it_at_the_close():
 
 def test_books_show_the_days_operations_and_the_cash_they_leave():
     _, observation = morning()
-    tools, day = AgentTools(SHOP, "a", talk=False), Workday(observation)
+    tools, day = AgentTools(SHOP, talk=False), Workday(observation)
     run(tools, day, "order", product="tea", quantity=10)
     run(tools, day, "advertise", amount=500)
     books = run(tools, day, "read_books")
@@ -116,7 +161,7 @@ def test_books_show_the_days_operations_and_the_cash_they_leave():
 
 def test_a_call_that_is_not_a_tool_or_not_json_is_a_tool_error():
     _, observation = morning()
-    tools, day = AgentTools(SHOP, "a", talk=False), Workday(observation)
+    tools, day = AgentTools(SHOP, talk=False), Workday(observation)
     assert "no tool" in run(tools, day, "teleport")["error"]
     bad = tools.run(ToolCall(id="c", name="order", arguments='{"product": "tea", '), day)
     assert "not JSON" in json.loads(bad)["error"]
@@ -363,7 +408,7 @@ def test_an_agent_answers_a_recall_question_at_the_end_of_its_conversation(
 ):
     """Asked what its cash was at the end of day 1, the agent is sent its conversation and the
     question, with one tool to answer; the question stays out of its conversation, and the
-    call is kept in the transcript (as the call is, under the day asked about)."""
+    call is kept in the transcript, on the day it is asked."""
     monkeypatch.setenv("ARENA_TEST_KEY", fake_anthropic.api_key)
     fake_anthropic.answer = agent(DAY)
     merchant = agent_merchant("claude-sonnet-5-5", fake_anthropic.base_url)
@@ -375,14 +420,14 @@ def test_an_agent_answers_a_recall_question_at_the_end_of_its_conversation(
     assert offered(sent) == {"answer"} and "end of day 1" in json.dumps(sent["messages"][-1])
     assert merchant.agent[1].messages() == before
     recall = merchant.transcript()[-1]
-    assert (recall.purpose, recall.day, recall.step) == ("recall", 1, 5)
+    assert (recall.purpose, recall.day, recall.step) == ("recall", 3, 1)  # asked on the morning of day 3
     assert "cash at the end of day 1" in recall.sent[-1].content
     assert merchant.calls()[-1].prompt_version == "agent-v1+recall-tool-v1"
 
 
 def test_a_stated_plan_goes_with_the_days_decision():
     market, observation = morning()
-    tools, day = AgentTools(SHOP, "a", talk=False, plan=True), Workday(observation)
+    tools, day = AgentTools(SHOP, talk=False, plan=True), Workday(observation)
     assert "state_plan" in [t.name for t in tools.tools]
     assert run(tools, day, "state_plan", product="tea", price=4.5) == {"planned": {"tea": 4.5}}
     assert "error" in run(tools, day, "state_plan", product="coffee", price=4.5)
@@ -397,7 +442,7 @@ def test_the_books_show_the_goals_and_where_the_merchant_stands():
     retail = load_scenario("retail_quarter")
     market = Market(retail, [["a", "b"]])
     market.reset([2])
-    tools = AgentTools(retail, "a", talk=False)
+    tools = AgentTools(retail, talk=False)
     for _ in range(3):
         observation = market.observations(market.view(), [0])[0]
         tools.begin_day(observation)
