@@ -126,12 +126,22 @@ def run(
             help="Language models answer afresh: their response cache is neither read nor written.",
         ),
     ] = False,
+    estimate: Annotated[
+        bool,
+        typer.Option(
+            "--estimate",
+            help="Play nothing: foresee the model calls, tokens and cost (as `arena validate --estimate`).",
+        ),
+    ] = False,
 ) -> None:
     """Play a tournament and print its table.
 
     Every finished match is saved at once, so an interrupted run loses only the matches in
     flight: run again with --resume to finish it.
     """
+    if estimate:
+        validate(config, estimate=True)
+        return
     with user_errors():
         tournament = load_tournament(config)
         engine = engine_for(db)

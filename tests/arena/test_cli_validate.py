@@ -196,3 +196,15 @@ def test_estimate_of_an_agent_gives_its_steps_as_a_range(tmp_path, api, monkeypa
     assert api.calls == []
     shown = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate"])
     assert "(steps: 6 to 120)" in shown.stdout
+
+
+def test_run_with_estimate_plays_nothing_and_estimates_as_validate_does(tmp_path, api, monkeypatch):
+    monkeypatch.setenv("GOOD_KEY", KEY)
+    monkeypatch.chdir(tmp_path)
+    config = tournament(tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"))
+    ran = CliRunner().invoke(cli.app, ["run", str(config), "--estimate"])
+    validated = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate"])
+    assert ran.exit_code == 0, ran.output
+    assert ran.stdout == validated.stdout
+    assert "model calls the tournament will need" in ran.stdout
+    assert not (tmp_path / "arena.db").exists() and api.calls == []
