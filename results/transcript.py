@@ -12,7 +12,7 @@ from typing import Any
 
 from results.records import TranscriptRecord
 
-LEVEL = 6  # zlib's default: level 9 saves a few percent more at twice the time
+LEVEL = 6  # zlib's default: level 9 made 30 days of benchmarks/agent_year.py 1.2% smaller, 7% slower
 
 
 def day_rows(transcript: Iterable[TranscriptRecord]) -> Iterator[dict[str, Any]]:
