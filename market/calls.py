@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
@@ -24,7 +25,7 @@ class ToolCall(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str
+    id: str = Field(min_length=1)
     name: str
     arguments: str
 
@@ -33,16 +34,17 @@ class Message(BaseModel):
     """One turn of a conversation. An assistant's turn may ask for tools (`tool_calls`); a
     `tool` turn is the result of the call `tool_call_id` names. `reasoning` is what the
     provider showed of an assistant's reasoning (its text or a summary), kept for the record
-    and never sent back; `carried` are the provider's own items of that turn that must go back
-    with it in the next request (Anthropic's signed thinking blocks, the Responses API's
-    reasoning items)."""
+    and never sent back. `carried` is the turn in its provider's own form, as the API returned
+    it, for the providers that must be given their own items back whole and in order (signed
+    thinking blocks, encrypted reasoning items, thought signatures): that provider sends it in
+    place of a turn rebuilt from the fields above, which stay for the record and the others."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
+    tool_call_id: str | None = Field(None, min_length=1)
     reasoning: str | None = None
     carried: tuple[dict[str, Any], ...] = ()
 

@@ -138,8 +138,13 @@ class AnthropicProvider(RemoteProvider):
             ]  # after the tools and the rules: the prefix every call repeats
         if s.cache_prompt and len(messages) > 1:
             # and after the conversation so far, which the next call repeats: tomorrow's (a
-            # decision), or the next step's (tools), which repeats the whole of this request
+            # decision), or the next step's (tools), which repeats the whole of this request;
+            # with tools, also where the step before ended (before the model's last turn),
+            # since the API looks for a cached prefix only some twenty blocks back from a breakpoint
             _breakpoint(messages[-1 if request.tools else -2])
+            answered = [i for i, turn in enumerate(messages) if turn["role"] == "assistant"]
+            if request.tools and answered and answered[-1] > 0:
+                _breakpoint(messages[answered[-1] - 1])
         output_config: dict[str, Any] = {}
         if s.reasoning_effort is not None:
             output_config["effort"] = s.reasoning_effort
@@ -170,18 +175,18 @@ class AnthropicProvider(RemoteProvider):
             for block in response.content
             if block.type == "tool_use"
         )
-        text = "".join(block.text for block in response.content if block.type == "text")
-        if request.json_schema is not None and calls:  # the tool's input is the answer
-            text, calls = calls[0].arguments, ()
-        thinking = [block for block in response.content if block.type in ("thinking", "redacted_thinking")]
-        thought = "\n\n".join(block.thinking for block in thinking if block.type == "thinking")
+        text, calls = request.answer_of(
+            "".join(block.text for block in response.content if block.type == "text"), calls
+        )
+        thought = "\n\n".join(block.thinking for block in response.content if block.type == "thinking")
         return Answer(
             text=text,
             tool_calls=calls,
             reasoning=thought or None,
-            # with tools, the thinking goes back with the turn, signed, as the API requires
-            carried=tuple(block.model_dump(mode="json", exclude_none=True) for block in thinking)
-            if calls
+            # with tools, the turn goes back as it came: its signed thinking unchanged and in
+            # its place among the text and the tool uses, as the API requires
+            carried=tuple(block.model_dump(mode="json", exclude_none=True) for block in response.content)
+            if request.tools
             else (),
             usage=_usage(response.usage),
             served_model=response.model,
@@ -208,9 +213,9 @@ def _breakpoint(message: dict[str, Any]) -> None:
 
 
 def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """The conversation but the rules as the Messages API takes it: an assistant's turn with
-    tools as its carried thinking, its text and its tool uses; the results of one turn's tools
-    together in the next user turn, as tool results."""
+    """The conversation but the rules as the Messages API takes it: an assistant's turn as it
+    came (or, where it was not kept, its text and its tool uses); the results of one turn's
+    tools together in the next user turn, as tool results."""
     turns: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "system":
@@ -221,13 +226,15 @@ def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
                 turns[-1]["content"].append(result)
             else:
                 turns.append({"role": "user", "content": [result]})
+        elif m.carried:
+            turns.append({"role": "assistant", "content": list(m.carried)})
         elif m.tool_calls:
             text = [{"type": "text", "text": m.content}] if m.content else []
             uses = [
                 {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call.arguments)}
                 for call in m.tool_calls
             ]
-            turns.append({"role": "assistant", "content": [*m.carried, *text, *uses]})
+            turns.append({"role": "assistant", "content": [*text, *uses]})
         elif m.content or m.role != "assistant":  # the API refuses an empty assistant turn
             turns.append({"role": m.role, "content": m.content})
     return turns

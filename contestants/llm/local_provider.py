@@ -171,8 +171,11 @@ class LocalProvider(Provider):
         step = parse_object(answer.text) or {}  # cut off by max_tokens: no call
         if not isinstance(step.get("tool"), str):
             return answer
+        # named after the conversation it continues, so that no two calls of one share a name
+        # (counting turns would not do: a compacted conversation starts counting again)
+        conversation = json.dumps([m.model_dump() for m in request.messages], sort_keys=True)
         call = ToolCall(
-            id=f"call_{sum(m.role == 'assistant' for m in request.messages)}",
+            id="call_" + hashlib.sha256(conversation.encode()).hexdigest()[:16],
             name=step["tool"],
             arguments=json.dumps(step.get("arguments", {}), separators=(",", ":")),
         )

@@ -15,7 +15,10 @@ strictly, the schema is first brought into the subset strict mode accepts
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Literal
+
+from pydantic import Field
 
 from contestants.llm.catalogue import OpenAIFamily, Structured, catalogue, openai_family
 from contestants.llm.errors import ProviderConfigError
@@ -29,12 +32,21 @@ class OpenAISettings(RemoteSettings):
     api_key_env: str | None = "OPENAI_API_KEY"
     api: Literal["chat", "responses"] = "chat"
     structured: Literal["auto", "json_schema", "tool", "json_object"] = "auto"
+    reasoning_summary: Literal["auto", "concise", "detailed"] | None = Field(
+        "auto",
+        description="the summary of its reasoning a reasoning model gives with tools (Responses API); "
+        "None: none asked for",
+    )
+
+
+log = logging.getLogger(__name__)
 
 
 class OpenAIProvider(RemoteProvider):
     name = "openai"
     settings_model = OpenAISettings
     settings: OpenAISettings
+    summaries_refused = False  # the organisation may not have reasoning summaries (it is unverified)
 
     @classmethod
     def settings_for(cls, provider: str, settings: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +82,7 @@ class OpenAIProvider(RemoteProvider):
                     raise ProviderConfigError(
                         f"{self.label} takes no {field}{when}: leave it unset (the model's default)", field
                     )
-        if self.mode not in family.structured:
+        if request.json_schema is not None and self.mode not in family.structured:
             raise ProviderConfigError(
                 f"{self.label}: structured {self.mode} is not offered here "
                 f"(offered: {', '.join(family.structured)})",
@@ -82,7 +94,7 @@ class OpenAIProvider(RemoteProvider):
                 "which agent mode needs: use api: responses",
                 "api",
             )
-        if self.mode == "tool" and not self._tools_allowed():
+        if request.json_schema is not None and self.mode == "tool" and not self._tools_allowed():
             raise ProviderConfigError(
                 f"{self.label} refuses function tools on Chat Completions at this reasoning effort: "
                 "use api: responses or structured: json_schema",
@@ -96,6 +108,8 @@ class OpenAIProvider(RemoteProvider):
             "api": s.api,
             "structured": self.mode,
             "reasoning_effort": s.reasoning_effort,
+            # only where it differs from the default, which answers cached before it existed had
+            **({"reasoning_summary": s.reasoning_summary} if s.reasoning_summary != "auto" else {}),
         }
 
     def _tools_allowed(self) -> bool:
@@ -195,9 +209,7 @@ class OpenAIProvider(RemoteProvider):
             for call in message.tool_calls or []
             if call.type == "function"
         )
-        text = message.content or message.refusal or ""
-        if request.json_schema is not None and calls:  # the forced tool's arguments are the answer
-            text, calls = calls[0].arguments, ()
+        text, calls = request.answer_of(message.content or message.refusal or "", calls)
         usage = response.usage
         prompt = getattr(usage, "prompt_tokens_details", None)
         completion = getattr(usage, "completion_tokens_details", None)
@@ -206,6 +218,7 @@ class OpenAIProvider(RemoteProvider):
             tool_calls=calls,
             # what compatible servers (DeepSeek, vLLM, OpenRouter) return of the reasoning
             reasoning=_reasoning_text(message),
+            carried=_own_fields(message) if request.tools else (),
             usage=TokenUsage(
                 input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                 output_tokens=getattr(usage, "completion_tokens", 0) or 0,
@@ -220,6 +233,7 @@ class OpenAIProvider(RemoteProvider):
         )
 
     def _respond(self, request: CompletionRequest, timeout: float) -> Answer:
+        import openai
         from openai.types.responses import Response
 
         family, mode, name = self.family, self.mode, request.schema_name
@@ -230,6 +244,8 @@ class OpenAIProvider(RemoteProvider):
             "max_output_tokens": request.max_tokens,
             **self._sampling(request),
             "timeout": timeout,
+            # arena gives every turn back itself and never points to a stored response
+            "store": False,
             "extra_body": dict(self.settings.request),
         }
         if rules:
@@ -248,8 +264,12 @@ class OpenAIProvider(RemoteProvider):
                 }
                 for tool in request.tools
             ]
-            if family.efforts_for("responses"):  # a reasoning model: a summary of its reasoning, kept
-                reasoning["summary"] = "auto"
+            if family.efforts_for("responses"):  # a reasoning model
+                # its reasoning items go back with its turns, and with nothing stored they must
+                # carry their content (encrypted) or the API no longer knows them
+                kwargs["include"] = ["reasoning.encrypted_content"]
+                if self.settings.reasoning_summary is not None and not self.summaries_refused:
+                    reasoning["summary"] = self.settings.reasoning_summary  # kept as its reasoning
         elif mode == "tool":
             schema = self._strict(request.json_schema)
             kwargs["tools"] = [
@@ -266,7 +286,18 @@ class OpenAIProvider(RemoteProvider):
         if reasoning:
             kwargs["reasoning"] = reasoning
         kwargs["extra_body"] = {"input": kwargs.pop("input"), **kwargs["extra_body"]}
-        response = self._sdk_client().responses.create(**kwargs)
+        try:
+            response = self._sdk_client().responses.create(**kwargs)
+        except openai.BadRequestError as exc:
+            # an unverified organisation may not have summaries: the run goes on without them
+            if "summary" not in reasoning or getattr(exc, "param", None) != "reasoning.summary":
+                raise
+            log.warning("%s: no reasoning summaries for this organisation (%s)", self.label, exc.message)
+            self.summaries_refused = True
+            del reasoning["summary"]
+            if not reasoning:
+                del kwargs["reasoning"]
+            response = self._sdk_client().responses.create(**kwargs)
         if not isinstance(response, Response):
             raise BadResponse("not a response")
         calls = tuple(
@@ -274,9 +305,7 @@ class OpenAIProvider(RemoteProvider):
             for item in response.output
             if item.type == "function_call"
         )
-        text = response.output_text
-        if request.json_schema is not None and calls:  # the forced tool's arguments are the answer
-            text, calls = calls[0].arguments, ()
+        text, calls = request.answer_of(response.output_text, calls)
         thought = [item for item in response.output if item.type == "reasoning"]
         summary = "\n\n".join(part.text for item in thought for part in item.summary or [])
         usage = response.usage
@@ -284,9 +313,10 @@ class OpenAIProvider(RemoteProvider):
             text=text,
             tool_calls=calls,
             reasoning=summary or None,
-            # reasoning items go back with the turn where tools are used: the model picks up its thread
-            carried=tuple(item.model_dump(mode="json", exclude_none=True) for item in thought)
-            if calls
+            # in a conversation with tools every item goes back as it came, in order: a
+            # reasoning item only with the item that followed it, and the model picks up its thread
+            carried=tuple(item.model_dump(mode="json", exclude_none=True) for item in response.output)
+            if request.tools
             else (),
             usage=TokenUsage(
                 input_tokens=usage.input_tokens,
@@ -303,7 +333,10 @@ class OpenAIProvider(RemoteProvider):
 
     def _chat_message(self, message: Message) -> dict[str, Any]:
         """A turn as Chat Completions takes it: the rules in the family's role, an assistant's
-        tool calls as function calls, a tool's result under the call's id."""
+        tool calls as function calls (or its turn as the server gave it, where the server
+        wants its own fields back), a tool's result under the call's id."""
+        if message.carried:
+            return dict(message.carried[0])
         if message.role == "tool":
             return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
         turn: dict[str, Any] = {"role": self._role(message), "content": message.content}
@@ -329,9 +362,11 @@ class OpenAIProvider(RemoteProvider):
 
 
 def _input_items(message: Message) -> list[dict[str, Any]]:
-    """A turn as the Responses API's input items: a message; an assistant's carried reasoning
-    items and its tool calls as function calls after its text; a tool's result as its call's
-    output."""
+    """A turn as the Responses API's input items: an assistant's output items as they came
+    (or, where none were kept, its text and its tool calls as function calls); a tool's result
+    as its call's output; any other turn as a message."""
+    if message.carried:
+        return list(message.carried)
     if message.role == "tool":
         return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": message.content}]
     if not message.tool_calls:
@@ -341,7 +376,24 @@ def _input_items(message: Message) -> list[dict[str, Any]]:
         {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments}
         for call in message.tool_calls
     ]
-    return [*message.carried, *text, *calls]
+    return [*text, *calls]
+
+
+def _own_fields(message: Any) -> tuple[dict[str, Any], ...]:
+    """The assistant's turn as a compatible server must be given it back, where it added
+    fields of its own: the reasoning (DeepSeek's and Kimi's `reasoning_content`, refused when
+    missing after tool calls) and a signature on each tool call (Gemini's `extra_content`);
+    () where it added none."""
+    extra = message.model_extra or {}
+    calls = message.tool_calls or []
+    if "reasoning_content" not in extra and not any((call.model_extra or {}) for call in calls):
+        return ()
+    turn: dict[str, Any] = {"role": "assistant", "content": message.content}
+    if calls:
+        turn["tool_calls"] = [call.model_dump(mode="json", exclude_none=True) for call in calls]
+    if "reasoning_content" in extra:
+        turn["reasoning_content"] = extra["reasoning_content"]
+    return (turn,)
 
 
 def _reasoning_text(message: Any) -> str | None:

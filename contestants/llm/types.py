@@ -56,6 +56,13 @@ class CompletionRequest(BaseModel):
             raise ValueError("a request asks for an answer to a schema or offers tools, one of the two")
         return self
 
+    def answer_of(self, text: str, calls: tuple[ToolCall, ...]) -> tuple[str, tuple[ToolCall, ...]]:
+        """The answer's text and its tool calls; where the request asks for a schema, the API
+        was made to fill it through a tool, and that call's arguments are the answer."""
+        if self.json_schema is not None and calls:
+            return calls[0].arguments, ()
+        return text, calls
+
     @model_serializer(mode="wrap")
     def _without_tools(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """A request without tools dumps as it did before tools existed (see Message)."""

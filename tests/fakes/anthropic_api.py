@@ -291,7 +291,7 @@ def check_tool_turns(messages: list[dict[str, Any]]) -> None:
                 )
         if asked:
             answered = (
-                {b.get("tool_use_id") for b in _blocks_of(messages[i + 1], "tool_result")}
+                _leading_results(messages[i + 1])
                 if i + 1 < len(messages)
                 else asked  # the last message: the next request answers it
             )
@@ -302,6 +302,18 @@ def check_tool_turns(messages: list[dict[str, Any]]) -> None:
                     f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
                     "`tool_result` block in the next message."
                 )
+
+
+def _leading_results(message: dict[str, Any]) -> set[Any]:
+    """The calls a user turn answers: its tool_result blocks before any other block (the API
+    wants the results first; text after them)."""
+    content = message["content"] if isinstance(message["content"], list) else []
+    answered = set()
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            break
+        answered.add(block.get("tool_use_id"))
+    return answered
 
 
 def check_thinking_kept(messages: list[dict[str, Any]]) -> None:
@@ -508,6 +520,8 @@ class FakeAnthropic(FakeAPI):
         self.cache: dict[str, CacheEntry] = {}
         self._cache_lock = threading.Lock()
         self.contexts: dict[str, int] = {}  # by model: a window smaller than its own, for tests
+        # the thinking blocks signed, by signature: the thinking and the whole turn it began
+        self._signed: dict[str, tuple[str, list[dict[str, Any]]]] = {}
 
     @property
     def base_url(self) -> str:
@@ -573,6 +587,7 @@ class FakeAnthropic(FakeAPI):
         if body.get("stream"):
             raise Refusal("the stand-in does not stream: ask with stream false", 500, "api_error")
         thinks = request.thinking in ("enabled", "adaptive")
+        self._check_signed(body["messages"])
         if thinks:
             check_thinking_kept(body["messages"])
         prompt = sum(b.tokens for b in request.blocks)
@@ -582,6 +597,9 @@ class FakeAnthropic(FakeAPI):
         tool, schema = self._plan(body, request.forced, request.format_schema)
         cache = self._bill_cache(request)
         content, output, stop = self._content(call, tool, schema, thinks, body)
+        if content and content[0]["type"] == "thinking":  # the turn it begins, to check it comes back whole
+            with self._cache_lock:
+                self._signed[content[0]["signature"]] = (content[0]["thinking"], content)
         return {
             "id": new_id("msg_"),
             "type": "message",
@@ -592,6 +610,35 @@ class FakeAnthropic(FakeAPI):
             "stop_sequence": None,
             "usage": {**cache, "output_tokens": output, "service_tier": "standard"},
         }
+
+    def _check_signed(self, messages: list[dict[str, Any]]) -> None:
+        """Every thinking block given back is one the API signed, and the latest assistant
+        turn that began with thinking comes back as it went out: the same blocks in the same
+        order (a cache breakpoint aside)."""
+        latest = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=None)
+        for i, message in enumerate(messages):
+            if message["role"] != "assistant" or not isinstance(message["content"], list):
+                continue
+            for c, block in enumerate(message["content"]):
+                if block.get("type") != "thinking":
+                    continue
+                signed = self._signed.get(block.get("signature", ""))
+                if signed is None or signed[0] != block.get("thinking"):
+                    raise Refusal(f"messages.{i}.content.{c}: Invalid `signature` in `thinking` block")
+                if i == latest and c == 0:
+                    self._check_unchanged(message["content"], signed[1], i)
+
+    @staticmethod
+    def _check_unchanged(given: list[dict[str, Any]], issued: list[dict[str, Any]], at: int) -> None:
+        for c in range(max(len(given), len(issued))):
+            sent = given[c] if c < len(given) else {}
+            came = issued[c] if c < len(issued) else {}
+            if any(sent.get(key) != value for key, value in came.items()) or not came:
+                raise Refusal(
+                    f"messages.{at}.content.{c}: `thinking` or `redacted_thinking` blocks in the latest "
+                    "assistant message cannot be modified. These blocks must remain as they were in the "
+                    "original response."
+                )
 
     def _plan(
         self, body: dict[str, Any], forced: dict | None, format_schema: dict | None
@@ -636,9 +683,7 @@ class FakeAnthropic(FakeAPI):
         content: list[dict[str, Any]] = []
         used = 0
         if thinks:
-            omitted = (body.get("thinking") or {}).get("display") == "omitted"
-            text = "" if omitted else "Working out which answer the request asks for."
-            content.append({"type": "thinking", "thinking": text, "signature": new_id("sig_")})
+            content.append(self._thought(body))
             used = min(THINKING_TOKENS, budget)
         decided = self._decide(call, schema)
         room = budget - used
@@ -669,11 +714,21 @@ class FakeAnthropic(FakeAPI):
         content.append({"type": "text", "text": text})
         return content, used + cost, "end_turn"
 
+    def _thought(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A signed thinking block (its text left out where the request says so)."""
+        omitted = (body.get("thinking") or {}).get("display") == "omitted"
+        text = "" if omitted else "Working out which answer the request asks for."
+        block = {"type": "thinking", "thinking": text, "signature": new_id("sig_")}
+        with self._cache_lock:
+            self._signed[block["signature"]] = (text, [block])
+        return block
+
     def _uses(
         self, uses: Uses, body: dict[str, Any], content: list[dict], used: int, budget: int
     ) -> tuple[list[dict], int, str]:
         """A scripted turn that uses tools: its text, then a tool_use block per call (each
-        checked against its tool's schema: a mismatch is the test's bug, a 500)."""
+        checked against its tool's schema: a mismatch is the test's bug, a 500); a model that
+        thinks thinks again before each call after the first."""
         offered = {tool["name"]: tool for tool in custom_tools(body)}
         if uses.text:
             content.append({"type": "text", "text": uses.text})
@@ -686,6 +741,8 @@ class FakeAnthropic(FakeAPI):
             used += tokens(canonical(arguments))
             if used > budget:
                 return content, budget, "max_tokens"
+            if content and content[0]["type"] == "thinking" and content[-1]["type"] == "tool_use":
+                content.append(self._thought(body))
             content.append({"type": "tool_use", "id": new_id("toolu_"), "name": name, "input": arguments})
         return content, used, "tool_use" if uses.calls else "end_turn"
 

@@ -238,6 +238,16 @@ RESPONSES_TOOL_KEYS = frozenset(
         "async",
     ]
 )
+# What `include` may ask for of the Responses API (openai 3.57's ResponseIncludable).
+RESPONSES_INCLUDABLE = (
+    "code_interpreter_call.outputs",
+    "computer_call_output.output.image_url",
+    "file_search_call.results",
+    "message.input_image.image_url",
+    "message.output_text.logprobs",
+    "reasoning.encrypted_content",
+    "web_search_call.action.sources",
+)
 CHAT_ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 RESPONSES_ROLES = ("user", "assistant", "system", "developer")
 
@@ -722,6 +732,20 @@ def strict_refusal(prefix: str, schema: Any, param: str, code: str) -> None:
         raise Refusal(400, f"Invalid schema for {prefix}: {problem}", param=param, code=code)
 
 
+@dataclass(frozen=True)
+class Issued:
+    """A reasoning item the Responses API returned: the id of the item that followed it, its
+    encrypted content (None unless asked for) and whether it was stored (`store` not false)."""
+
+    following: str | None
+    encrypted: str | None
+    stored: bool
+
+
+def missing_tool_output(call_id: str) -> Refusal:
+    return Refusal(400, f"No tool output found for function call {call_id}.", param="input")
+
+
 # -- the stand-in --------------------------------------------------------------------------------
 
 
@@ -751,6 +775,17 @@ class FakeOpenAI(FakeAPI):
         self.prompts: dict[str, deque[str]] = {}
         self._ids = itertools.count()
         self.contexts: dict[str, int] = {}  # by model name: a window smaller than its own, for tests
+        # An organisation that is not verified gets no reasoning summaries.
+        self.verified = True
+        # Compatible servers' own fields on Chat Completions answers, which they require back
+        # on the assistant's tool-call turns: DeepSeek's `reasoning_content` and Gemini's
+        # thought signature on each call (`extra_content.google.thought_signature`).
+        self.reasoning_content = False
+        self.thought_signatures = False
+        # Responses output items issued: a reasoning item's id -> what it must be given back
+        # with; an item that followed a reasoning item -> that item's id.
+        self._reasoning: dict[str, Issued] = {}
+        self._after_reasoning: dict[str, str] = {}
 
     @property
     def base_url(self) -> str:
@@ -904,6 +939,11 @@ class FakeOpenAI(FakeAPI):
                     "function": {"name": wanted.name, "arguments": text},
                 }
             ]
+        if self.reasoning_content:
+            message["reasoning_content"] = f"Reading {len(messages)} messages."
+        if self.thought_signatures:
+            for tool_call in message.get("tool_calls") or []:
+                tool_call["extra_content"] = {"google": {"thought_signature": _signature(tool_call["id"])}}
         completion = {
             "id": self._new_id("chatcmpl-", 29),
             "object": "chat.completion",
@@ -936,8 +976,7 @@ class FakeOpenAI(FakeAPI):
             raise missing_parameter("tool_choice.function.name")
         return function["name"]
 
-    @staticmethod
-    def _chat_messages(messages: Any) -> list[Any]:
+    def _chat_messages(self, messages: Any) -> list[Any]:
         if messages is None:
             raise missing_parameter("messages")
         if not isinstance(messages, list):
@@ -974,10 +1013,37 @@ class FakeOpenAI(FakeAPI):
             if awaited:
                 raise unanswered_calls(awaited, i - 1)
             calls = message.get("tool_calls") or [] if role == "assistant" else []
+            if calls:
+                self._check_own_fields(message, i)
             awaited = [call.get("id") for call in calls if isinstance(call, dict)]
         if awaited:
             raise unanswered_calls(awaited, len(messages) - 1)
         return messages
+
+    def _check_own_fields(self, message: dict[str, Any], at: int) -> None:
+        """A compatible server's own fields, given back on an assistant's tool-call turn."""
+        if self.reasoning_content and "reasoning_content" not in message:
+            raise Refusal(
+                400,
+                f"Missing `reasoning_content` field in the assistant message at message index {at}. "
+                "For more information, please refer to "
+                "https://api-docs.deepseek.com/guides/thinking_mode#tool-calls",
+                code="invalid_request_error",
+            )
+        if not self.thought_signatures:
+            return
+        for call in message["tool_calls"]:
+            given = ((call.get("extra_content") or {}).get("google") or {}).get("thought_signature")
+            if given != _signature(call.get("id", "")):
+                name = (call.get("function") or {}).get("name")
+                raise Refusal(
+                    400,
+                    "Function call is missing a thought_signature in functionCall parts. This is "
+                    "required for tools to work correctly, and missing thought_signature may lead to "
+                    f"degraded model performance. Additional data, function call `default_api:{name}` , "
+                    f"position {at}. Please refer to "
+                    "https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",
+                )
 
     @staticmethod
     def _chat_tools(tools: Any, model: Model, effort: str | None) -> dict[str, Wanted]:
@@ -1063,6 +1129,21 @@ class FakeOpenAI(FakeAPI):
             raise invalid_type("reasoning", "an object", reasoning)
         check_keys(reasoning, {"effort", "summary", "generate_summary", "mode", "context"}, "reasoning")
         effort = check_effort(reasoning.get("effort"), model, model.responses_efforts, "reasoning.effort")
+        if reasoning.get("summary") and not self.verified:
+            raise Refusal(
+                400,
+                "Your organization must be verified to generate reasoning summaries. Please go to: "
+                "https://platform.openai.com/settings/organization/general and click on Verify "
+                "Organization. If you just verified, it can take up to 15 minutes for access to propagate.",
+                param="reasoning.summary",
+                code="unsupported_value",
+            )
+        include = body.get("include") or []
+        if not isinstance(include, list):
+            raise invalid_type("include", "an array", include)
+        for i, value in enumerate(include):
+            if value not in RESPONSES_INCLUDABLE:
+                raise invalid_value(f"include[{i}]", value, RESPONSES_INCLUDABLE)
         check_sampling(body, model, effort)
         limit = check_token_limit(body, "max_output_tokens", 16)
         tools, echoed_tools = self._responses_tools(body.get("tools"))
@@ -1087,13 +1168,6 @@ class FakeOpenAI(FakeAPI):
         text = text[: usage["answer_chars"]]
         state = "incomplete" if usage["truncated"] else "completed"
         output: list[dict[str, Any]] = []
-        if usage["reasoning"]:
-            summary = (
-                [{"type": "summary_text", "text": f"Weighing {len(items)} items of input."}]
-                if reasoning.get("summary")
-                else []
-            )
-            output.append({"type": "reasoning", "id": self._new_id("rs_", 48), "summary": summary})
         if isinstance(answered, Uses):
             if text:
                 output.append(self._output_item(Wanted(), text, state))
@@ -1110,6 +1184,8 @@ class FakeOpenAI(FakeAPI):
             )
         elif not usage["truncated"] or usage["answer_chars"]:
             output.append(self._output_item(wanted, text, state))
+        if usage["reasoning"]:
+            output = self._reasoned(output, reasoning, len(items), include, body.get("store", True))
         created = int(time.time())
         response = {
             "id": self._new_id("resp_", 48),
@@ -1159,8 +1235,12 @@ class FakeOpenAI(FakeAPI):
             )
         return unknown_parameter(key)
 
-    @staticmethod
-    def _responses_input(items: Any) -> Any:
+    def _responses_input(self, items: Any) -> Any:
+        """The input items, checked as the API checks them: roles; every function call answered
+        by an output later on and every output answering an earlier call; and the items a
+        reasoning model returned given back in their pairs, a reasoning item right before the
+        item that followed it and never one without the other, with its encrypted content
+        where nothing was stored."""
         if items is None:
             raise missing_parameter("input")
         if isinstance(items, str):
@@ -1168,20 +1248,101 @@ class FakeOpenAI(FakeAPI):
         if not isinstance(items, list):
             raise invalid_type("input", "one of a string or array of input items", items)
         called: set[str] = set()
+        unanswered: list[str] = []
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise invalid_type(f"input[{i}]", "an object", item)
             if "role" in item and item["role"] not in RESPONSES_ROLES:
                 raise invalid_value(f"input[{i}].role", item["role"], RESPONSES_ROLES)
-            if item.get("type") == "function_call":
+            kind = item.get("type")
+            if kind == "function_call":
                 called.add(item.get("call_id"))
-            if item.get("type") == "function_call_output" and item.get("call_id") not in called:
-                raise Refusal(
-                    400,
-                    f"No tool call found for function call output with call_id {item.get('call_id')}.",
-                    param="input",
-                )
+                unanswered.append(item.get("call_id"))
+            if kind == "function_call_output":
+                if item.get("call_id") not in called:
+                    raise Refusal(
+                        400,
+                        f"No tool call found for function call output with call_id {item.get('call_id')}.",
+                        param="input",
+                    )
+                if item.get("call_id") in unanswered:
+                    unanswered.remove(item.get("call_id"))
+            if kind == "reasoning":
+                self._check_reasoning_item(item, i, items)
+            elif item.get("id") in self._after_reasoning:
+                before = self._after_reasoning[item["id"]]
+                if i == 0 or items[i - 1].get("id") != before:
+                    raise Refusal(
+                        400,
+                        f"Item '{item['id']}' of type '{kind or 'message'}' was provided without its "
+                        f"required 'reasoning' item: '{before}'.",
+                        param="input",
+                    )
+        if unanswered:
+            raise missing_tool_output(unanswered[0])
         return items
+
+    def _check_reasoning_item(self, item: dict[str, Any], at: int, items: list[Any]) -> None:
+        if "summary" not in item:
+            raise missing_parameter(f"input[{at}].summary")
+        issued = self._reasoning.get(item.get("id", ""))
+        if issued is None:  # not one of ours: the API would not know it either
+            raise Refusal(404, f"Item with id '{item.get('id')}' not found.", param="input")
+        encrypted = item.get("encrypted_content")
+        if encrypted is None and not issued.stored:
+            raise Refusal(
+                404,
+                f"Item with id '{item['id']}' not found. Items are not persisted when `store` is set "
+                "to false. Try again with `store` set to true, or remove this item from your input.",
+                param="input",
+            )
+        if encrypted is not None and encrypted != issued.encrypted:
+            # the stand-in's wording: the real text for a tampered item was not found
+            raise Refusal(
+                400, f"The encrypted content for item {item['id']} could not be verified.", param="input"
+            )
+        following = items[at + 1] if at + 1 < len(items) else None
+        if issued.following is not None and (
+            not isinstance(following, dict) or following.get("id") != issued.following
+        ):
+            raise Refusal(
+                400,
+                f"Item '{item['id']}' of type 'reasoning' was provided without its required following item.",
+                param="input",
+            )
+
+    def _reasoned(
+        self,
+        output: list[dict[str, Any]],
+        reasoning: dict[str, Any],
+        read: int,
+        include: list[str],
+        stored: bool,
+    ) -> list[dict[str, Any]]:
+        """The output with a reasoning item before its first item and before each further
+        function call (a model reasons between its calls), remembered for the rules above."""
+        reasoned: list[dict[str, Any]] = []
+        for n, item in enumerate(output or [None]):
+            if n == 0 or item["type"] == output[n - 1]["type"] == "function_call":
+                summary = (
+                    [{"type": "summary_text", "text": f"Weighing {read} items of input."}]
+                    if reasoning.get("summary") and n == 0
+                    else []
+                )
+                thought = {"type": "reasoning", "id": self._new_id("rs_", 48), "summary": summary}
+                encrypted = None
+                if "reasoning.encrypted_content" in include:
+                    encrypted = "gAAAA" + hashlib.sha256(thought["id"].encode()).hexdigest()
+                    thought["encrypted_content"] = encrypted
+                following = item["id"] if item is not None else None
+                with self._state:
+                    self._reasoning[thought["id"]] = Issued(following, encrypted, stored)
+                    if following is not None:
+                        self._after_reasoning[following] = thought["id"]
+                reasoned.append(thought)
+            if item is not None:
+                reasoned.append(item)
+        return reasoned
 
     @staticmethod
     def _choice_name(choice: dict[str, Any]) -> Any:
@@ -1409,6 +1570,11 @@ def _schema_format(spec: dict[str, Any], path: str, schema_param: str) -> Wanted
             f"response_format '{spec['name']}'", spec["schema"], schema_param, "invalid_json_schema"
         )
     return Wanted("json_schema", spec["name"], spec["schema"], strict)
+
+
+def _signature(call_id: str) -> str:
+    """The thought signature the stand-in gives a call (and expects back with it)."""
+    return hashlib.sha256(f"thought:{call_id}".encode()).hexdigest()[:32]
 
 
 def _common_prefix(a: str, b: str) -> int:

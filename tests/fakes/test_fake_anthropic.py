@@ -304,6 +304,21 @@ def test_thinking_with_a_tool_under_auto_thinks_then_calls(client):
 # -- structured output and scripted answers ---------------------------------------------------
 
 
+def test_a_turns_tool_results_come_before_its_text(client):
+    asked = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "decide", "input": {}}],
+    }
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
+    late = {"role": "user", "content": [{"type": "text", "text": "Here:"}, result]}
+    error = refused(client, messages=[*HELLO, asked, late])
+    assert (
+        "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1" in error.message
+    )
+    first = {"role": "user", "content": [result, {"type": "text", "text": "Go on."}]}
+    assert client.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=[*HELLO, asked, first])
+
+
 def test_output_config_format_answers_with_json_text(client):
     message = client.messages.create(
         model="claude-haiku-5-5",

@@ -251,6 +251,25 @@ def test_a_scripted_agent_works_through_its_days_at_each_api(
     assert reported["steps_per_day"] == 4.0 and reported["step_limit_days"] == reported["loops"] == 0
 
 
+@pytest.mark.parametrize("api, model", [("responses", "gpt-5-mini"), ("messages", "claude-opus-5")])
+def test_a_reasoning_agents_own_items_survive_its_compactions(
+    api: str, model: str, fake_openai: Any, fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """Reasoning items and signed thinking go back with their turns through compactions, as
+    the APIs want them (the stand-ins refuse them unpaired, regrouped or unsigned)."""
+    fake = fake_anthropic if api == "messages" else fake_openai
+    monkeypatch.setenv("ARENA_TEST_KEY", fake.api_key)
+    fake.contexts[model] = 8_000
+    fake.answer = agent(DAY)
+    extra = {} if api == "messages" else {"api": api}
+    merchant = agent_merchant(model, fake.base_url, context_tokens=8_000, max_steps=5, **extra)
+    play(merchant, days=40)
+    assert [c.status for c in fake.calls if c.status != 200] == []
+    purposes = Counter(c.purpose for c in merchant.calls())
+    assert purposes["step"] == 40 * 4 and purposes["compact"] >= 2
+    assert all(s.answer.reasoning for s in merchant.transcript() if s.purpose == "step")
+
+
 def test_an_agent_that_loops_is_stopped_by_its_steps(fake_openai: Any, monkeypatch: pytest.MonkeyPatch):
     """An agent that orders more than it can pay for, again and again, never ends its day: the
     day ends after max_steps steps, each refusal is recorded by the market too."""

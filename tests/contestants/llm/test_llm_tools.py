@@ -133,15 +133,126 @@ def test_a_request_longer_than_the_window_is_refused_with_the_apis_body(fake_ope
     assert len(fake_openai.calls) == 1  # not retried
 
 
-def test_a_reasoning_models_summary_is_kept_and_its_items_go_back_with_its_calls(fake_openai):
-    fake_openai.answer = script(Uses((("read_books", {}),)), "Done.")
-    provider = openai(fake_openai, "gpt-5-mini", api="responses", reasoning_effort="low")
+def reasoned(fake, **settings):
+    """A reasoning model on the Responses API, at the stand-in."""
+    return openai(fake, "gpt-5-mini", api="responses", reasoning_effort="low", **settings)
+
+
+TWO_CALLS = Uses((("read_books", {}), ("set_price", {"product": "tea", "price": 4.5})), text="Looking.")
+
+
+def test_a_reasoning_models_items_go_back_whole_and_in_order(fake_openai):
+    """The model reasons before its text and again before its second call; each reasoning item
+    goes back right before the item that followed it, with its encrypted content, since
+    nothing is stored; its summary is kept as the turn's reasoning."""
+    fake_openai.answer = script(TWO_CALLS, "Done.")
+    provider = reasoned(fake_openai)
     first = provider.complete(step())
-    assert fake_openai.calls[0].body["reasoning"] == {"effort": "low", "summary": "auto"}
-    assert first.reasoning and first.carried and first.carried[0]["type"] == "reasoning"
-    provider.complete(step(first.turn(), *results(first.tool_calls)))
+    asked = fake_openai.calls[0].body
+    assert asked["reasoning"] == {"effort": "low", "summary": "auto"}
+    assert asked["store"] is False and asked["include"] == ["reasoning.encrypted_content"]
+    assert first.reasoning == "Weighing 1 items of input."
+    assert [item["type"] for item in first.carried] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "reasoning",
+        "function_call",
+    ]
+    assert all(item["encrypted_content"] for item in first.carried if item["type"] == "reasoning")
+    second = provider.complete(step(first.turn(), *results(first.tool_calls)))
+    assert second.text == "Done."
     sent = fake_openai.calls[1].body["input"]
-    assert sent[1] == first.carried[0] and sent[2]["type"] == "function_call"  # the rules go as instructions
+    assert sent[1:6] == list(first.carried)  # the rules go as instructions
+    assert [item["type"] for item in sent[6:]] == ["function_call_output"] * 2
+
+
+def test_a_turn_rebuilt_around_its_reasoning_is_refused_as_the_api_refuses_it(fake_openai):
+    """What was sent before: the reasoning items first, then the text and the calls rebuilt
+    without their ids. The API wants each reasoning item right before the item that followed it."""
+    fake_openai.answer = script(TWO_CALLS)
+    provider = reasoned(fake_openai)
+    first = provider.complete(step())
+    thought = tuple(item for item in first.carried if item["type"] == "reasoning")
+    rebuilt = Message(
+        role="assistant",
+        content=first.text,
+        tool_calls=first.tool_calls,
+        carried=(
+            *thought,
+            {"role": "assistant", "content": first.text},
+            *(
+                {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+                for c in first.tool_calls
+            ),
+        ),
+    )
+    with pytest.raises(
+        ProviderError, match="of type 'reasoning' was provided without its required following"
+    ):
+        provider.complete(step(rebuilt, *results(first.tool_calls)))
+
+
+def test_reasoning_items_without_their_content_are_unknown_when_nothing_was_stored(fake_openai):
+    fake_openai.answer = script(Uses((("read_books", {}),)))
+    provider = reasoned(fake_openai)
+    first = provider.complete(step())
+    bare = tuple({k: v for k, v in item.items() if k != "encrypted_content"} for item in first.carried)
+    with pytest.raises(
+        ProviderError, match="Items are not persisted when `store` is set to false"
+    ) as refused:
+        provider.complete(step(first.turn().model_copy(update={"carried": bare}), *results(first.tool_calls)))
+    assert refused.value.status == 404
+
+
+def test_an_organisation_without_reasoning_summaries_goes_on_without_them(fake_openai, caplog):
+    """The API refuses summaries to an unverified organisation: the provider asks once more
+    without, says so once, and asks for none after."""
+    fake_openai.verified = False
+    fake_openai.answer = script(Uses((("read_books", {}),)), "Done.")
+    provider = reasoned(fake_openai)
+    first = provider.complete(step())
+    assert first.tool_calls and first.reasoning is None
+    provider.complete(step(first.turn(), *results(first.tool_calls)))
+    summaries = ["summary" in call.body["reasoning"] for call in fake_openai.calls]
+    assert summaries == [True, False, False]
+    assert sum("no reasoning summaries" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_reasoning_summary_can_be_left_out(fake_openai):
+    fake_openai.answer = script(Uses((("read_books", {}),)))
+    first = reasoned(fake_openai, reasoning_summary=None).complete(step())
+    assert fake_openai.calls[0].body["reasoning"] == {"effort": "low"} and first.reasoning is None
+
+
+@pytest.mark.parametrize("own", ["reasoning_content", "thought_signatures"])
+def test_a_compatible_servers_own_fields_go_back_with_its_calls(fake_openai, own):
+    """DeepSeek's reasoning_content and Gemini's thought signatures: the servers refuse the
+    next step without them."""
+    setattr(fake_openai, own, True)
+    fake_openai.answer = script(TWO_CALLS, "Done.", TWO_CALLS)
+    provider = openai(fake_openai, "gpt-4.1-mini")
+    first = provider.complete(step())
+    [turn] = first.carried
+    if own == "reasoning_content":
+        assert turn["reasoning_content"] == "Reading 2 messages."
+    else:
+        assert all(c["extra_content"]["google"]["thought_signature"] for c in turn["tool_calls"])
+    assert provider.complete(step(first.turn(), *results(first.tool_calls))).text == "Done."
+    assert fake_openai.calls[1].body["messages"][2] == turn
+    stripped = first.turn().model_copy(update={"carried": ()})
+    wording = (
+        "Missing `reasoning_content` field" if own == "reasoning_content" else "missing a thought_signature"
+    )
+    with pytest.raises(ProviderError, match=wording):
+        provider.complete(step(stripped, *results(first.tool_calls)))
+
+
+def test_a_turn_id_must_name_something():
+    with pytest.raises(ValueError):
+        Message(role="tool", tool_call_id="", content="42")
+    with pytest.raises(ValueError):
+        ToolCall(id="", name="read_books", arguments="{}")
 
 
 def test_a_conversation_without_tools_keeps_its_cache_key():
@@ -183,9 +294,9 @@ def anthropic(fake, model: str, **settings):
 def test_anthropic_tool_uses_and_results_alternate_and_the_thinking_goes_back(
     fake_anthropic, monkeypatch, model
 ):
-    """Opus thinks by default (adaptive): its signed thinking must start the turn whose tools
-    the next request answers, or the API refuses it; the results of one turn go back together
-    in one user turn, after a cache breakpoint on the last of them."""
+    """Opus thinks by default (adaptive), again before its second call: its turn goes back as
+    it came, signed thinking in its places, or the API refuses it; the results of one turn go
+    back together in one user turn, after a cache breakpoint on the last of them."""
     monkeypatch.setenv("ARENA_TEST_ANTHROPIC", "sk-ant-fake")
     fake_anthropic.answer = script(
         Uses((("read_books", {}), ("set_price", {"product": "tea", "price": 4.5})), text="Looking."),
@@ -195,14 +306,22 @@ def test_anthropic_tool_uses_and_results_alternate_and_the_thinking_goes_back(
     first = provider.complete(step())
     assert [c.name for c in first.tool_calls] == ["read_books", "set_price"] and first.text == "Looking."
     thinks = model == "claude-opus-5"
-    assert bool(first.reasoning) == thinks and bool(first.carried) == thinks
+    assert bool(first.reasoning) == thinks
+    kinds = (
+        ["thinking", "text", "tool_use", "thinking", "tool_use"]
+        if thinks
+        else ["text", "tool_use", "tool_use"]
+    )
+    assert [b["type"] for b in first.carried] == kinds
     second = provider.complete(step(first.turn(), *results(first.tool_calls)))
     assert second.text == "That is all for today." and not second.tool_calls
     sent = fake_anthropic.calls[1].body["messages"]
     turn, answered = sent[1]["content"], sent[2]["content"]
-    assert [b["type"] for b in turn] == ["thinking"] * thinks + ["text", "tool_use", "tool_use"]
+    assert turn == list(first.carried)
     assert [b["tool_use_id"] for b in answered] == [b["id"] for b in turn if b["type"] == "tool_use"]
     assert answered[-1]["cache_control"] == {"type": "ephemeral"}
+    # where the step before ended, too: the morning, before the model's turn
+    assert sent[0]["content"][-1]["cache_control"] == {"type": "ephemeral"}
 
 
 def test_anthropic_refuses_a_thinking_turn_given_back_without_its_thinking(fake_anthropic, monkeypatch):
@@ -213,6 +332,32 @@ def test_anthropic_refuses_a_thinking_turn_given_back_without_its_thinking(fake_
     stripped = first.turn().model_copy(update={"carried": ()})
     with pytest.raises(ProviderError, match="must start with a thinking block"):
         provider.complete(step(stripped, *results(first.tool_calls)))
+
+
+def test_anthropic_refuses_a_thinking_turn_given_back_regrouped(fake_anthropic, monkeypatch):
+    """What was sent before: all thinking first, then the text and the tool uses."""
+    monkeypatch.setenv("ARENA_TEST_ANTHROPIC", "sk-ant-fake")
+    fake_anthropic.answer = script(TWO_CALLS)
+    provider = anthropic(fake_anthropic, "claude-opus-5")
+    first = provider.complete(step())
+    regrouped = sorted(first.carried, key=lambda block: block["type"] != "thinking")
+    assert regrouped != list(first.carried)
+    with pytest.raises(ProviderError, match="cannot be modified"):
+        provider.complete(
+            step(first.turn().model_copy(update={"carried": tuple(regrouped)}), *results(first.tool_calls))
+        )
+
+
+def test_anthropic_refuses_thinking_it_did_not_sign(fake_anthropic, monkeypatch):
+    monkeypatch.setenv("ARENA_TEST_ANTHROPIC", "sk-ant-fake")
+    fake_anthropic.answer = script(Uses((("read_books", {}),)))
+    provider = anthropic(fake_anthropic, "claude-opus-5")
+    first = provider.complete(step())
+    forged = ({**first.carried[0], "thinking": "I should raise prices."}, *first.carried[1:])
+    with pytest.raises(ProviderError, match="Invalid `signature` in `thinking` block"):
+        provider.complete(
+            step(first.turn().model_copy(update={"carried": forged}), *results(first.tool_calls))
+        )
 
 
 def test_anthropic_refuses_a_prompt_longer_than_the_window(fake_anthropic, monkeypatch):
