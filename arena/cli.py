@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import secrets
 import sys
 import time
 import unicodedata
@@ -47,6 +48,7 @@ from results.records import ModelCallRecord, TranscriptRecord
 from results.report import write_report
 from results.results_csv import read_results
 from results.tables import TournamentRow, stored_id
+from results.transcript import step_lines
 from tournaments.config import (
     MAX_MERCHANTS_PER_MATCH,
     ConfigError,
@@ -647,6 +649,53 @@ def report(
     out_print(f"wrote {out}")
 
 
+@app.command()
+def serve(
+    db: DbOption = None,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The port (0: any free one).")] = 8765,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="The address to listen on. Other than 127.0.0.1 (say 0.0.0.0), a token is asked "
+            "for, printed once here.",
+        ),
+    ] = "127.0.0.1",
+) -> None:
+    """A web view of the database, read only, while a tournament writes to it or afterwards:
+    the leaderboard and progress of each tournament, every match's charts (hover, zoom, PNG
+    and CSV downloads) and what happened in it, and each day of a match with every step of
+    its merchants' model calls. Stop it with Ctrl+C."""
+    import socket
+
+    import uvicorn
+
+    from viewer.app import create_app, open_for_reading
+
+    with user_errors():
+        engine = open_for_reading(db)
+        listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind((host, port))
+            listener.listen(128)  # from here, a browser given the address waits for the server
+        except OSError as exc:
+            listener.close()
+            raise UserError(
+                f"--host/--port: cannot listen on {host}:{port} ({exc.strerror or exc})"
+            ) from None
+    loopback = host in ("127.0.0.1", "::1", "localhost")
+    token = None if loopback else secrets.token_urlsafe(24)
+    bound = listener.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    address = f"http://{shown}:{bound}/" + (f"?token={token}" if token else "")
+    out_print(f"arena serve: {address}")
+    if token:
+        out_print("(the token is asked for because the viewer listens beyond this machine; it is not stored)")
+    server = uvicorn.Server(uvicorn.Config(create_app(engine, token), log_level="warning", access_log=False))
+    server.run(sockets=[listener])
+
+
 class ExportFormat(StrEnum):
     csv = "csv"
     parquet = "parquet"
@@ -827,22 +876,8 @@ def _show_day(detail: store.MatchDetail, day: int, transcript: list[TranscriptRe
     for merchant in dict.fromkeys(step.merchant for step in transcript):
         table = Table("step", "who", "said", title=f"{_as_text(merchant)}: day {day}", show_lines=True)
         for step in (s for s in transcript if s.merchant == merchant):
-            label = f"{step.step} {step.purpose}"
-            for message in step.sent:
-                table.add_row(label, message.role, _as_text(message.content))
-                label = ""
-            answer = step.answer
-            if answer.reasoning:
-                table.add_row(label, "reasoning", _as_text(answer.reasoning))
-                label = ""
-            if answer.content:
-                table.add_row(label, "model", _as_text(answer.content))
-                label = ""
-            for call in answer.tool_calls:
-                table.add_row(label, "tool call", _as_text(f"{call.name} {call.arguments}"))
-                label = ""
-            for result in step.results:
-                table.add_row(label, "result", _as_text(result.content))
+            for line, (who, what) in enumerate(step_lines(step)):
+                table.add_row("" if line else f"{step.step} {step.purpose}", who, _as_text(what))
         out.print(table)
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -40,6 +41,7 @@ from results import store, views
 from results.charts import Band, Format, Interval, Level, Series, forest_plot, line_chart, number, percent
 from results.collusion import seat_benchmarks
 from results.composite import ScoringWeights
+from results.plots import line_figure
 from results.records import (
     WINDOW_TITLES,
     Fault,
@@ -310,10 +312,11 @@ def usage_table(calls: Sequence[ModelCallRecord]) -> views.Table | None:
 
 @dataclass(frozen=True)
 class Figure:
-    """A captioned chart."""
+    """A captioned chart: drawn in SVG for the report, and as a plotly figure for the viewer."""
 
     title: str
     svg: Markup
+    plot: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -386,6 +389,12 @@ def match_part(
         charts=[
             *price_charts(
                 detail.days, events, styles, levels, detail.market.windows, detail.days.competitors
+            ),
+            _figure(
+                "Units sold (all products)",
+                _day_series(detail.days, styles, lambda d: sum(d.units_sold.values())),
+                events,
+                y_from_zero=True,
             ),
             _figure("Cash", _day_series(detail.days, styles, lambda d: d.cash_end), events),
             _figure("Net worth", _day_series(detail.days, styles, lambda d: d.net_worth), events),
@@ -637,15 +646,14 @@ def _figure(
         )
         for w in windows
     ]
+    spans = [*shaded, *bands]
     svg = line_chart(
-        series,
-        title=title,
-        bands=[*shaded, *bands],
-        levels=levels,
-        y_format=y_format,
-        y_from_zero=y_from_zero,
+        series, title=title, bands=spans, levels=levels, y_format=y_format, y_from_zero=y_from_zero
     )
-    return Figure(title, svg)
+    plot = line_figure(
+        series, title=title, bands=spans, levels=levels, percent=y_format is percent, y_from_zero=y_from_zero
+    )
+    return Figure(title, svg, plot)
 
 
 # Formatting -----------------------------------------------------------------------------------

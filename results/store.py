@@ -652,8 +652,11 @@ def tournament_calls(engine: Engine, tournament_id: int) -> list[ModelCallRecord
         return [_as_record(call, ModelCallRecord) for call in rows]
 
 
-def list_matches(engine: Engine, tournament_id: int | None = None) -> list[MatchRow]:
-    """Matches in schedule order (tournament, then index); all tournaments when no id is given."""
+def list_matches(
+    engine: Engine, tournament_id: int | None = None, offset: int = 0, limit: int | None = None
+) -> list[MatchRow]:
+    """Matches in schedule order (tournament, then index); all tournaments when no id is
+    given; `limit` of them from the `offset`-th on (a page of them)."""
     with Session(engine) as session:
         statement = select(MatchRow).order_by(
             col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key)
@@ -661,7 +664,28 @@ def list_matches(engine: Engine, tournament_id: int | None = None) -> list[Match
         if tournament_id is not None:
             _require(session, TournamentRow, tournament_id)
             statement = statement.where(col(MatchRow.tournament_id) == tournament_id)
-        return list(session.exec(statement))
+        return list(session.exec(statement.offset(offset).limit(limit)))
+
+
+def count_matches(engine: Engine, tournament_id: int) -> int:
+    """How many of the tournament's matches are stored."""
+    with Session(engine) as session:
+        return session.exec(
+            select(func.count()).select_from(MatchRow).where(col(MatchRow.tournament_id) == tournament_id)
+        ).one()
+
+
+def changes(engine: Engine) -> tuple[int, ...]:
+    """What changes whenever a run stores something a reader shows: the tournaments, their
+    statuses and the matches stored. Equal answers: nothing new to read."""
+    with Session(engine) as session:
+        tournaments, running = session.exec(
+            select(func.count(), func.sum(case((col(TournamentRow.status) == "running", 1), else_=0)))
+        ).one()
+        # the newest rows by their keys, which the database reads off its index
+        match = session.exec(select(func.max(col(MatchRow.id)))).one()
+        call = session.exec(select(func.max(col(ModelCallRow.id)))).one()
+        return (tournaments, int(running or 0), int(match or 0), int(call or 0))
 
 
 @dataclass(frozen=True)

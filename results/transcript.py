@@ -30,3 +30,16 @@ def steps_of(merchant: str, day: int, words: bytes) -> list[TranscriptRecord]:
         TranscriptRecord(merchant=merchant, day=day, **step)
         for step in json.loads(zlib.decompress(words).decode())
     ]
+
+
+def step_lines(step: TranscriptRecord) -> list[tuple[str, str]]:
+    """One step as (who, what) lines, as people read it: what was sent that was new, the
+    reasoning shown, the model's words, its tool calls and their results."""
+    lines: list[tuple[str, str]] = [(m.role, m.content) for m in step.sent]
+    if step.answer.reasoning:
+        lines.append(("reasoning", step.answer.reasoning))
+    if step.answer.content:
+        lines.append(("model", step.answer.content))
+    lines += [("tool call", f"{c.name} {c.arguments}") for c in step.answer.tool_calls]
+    lines += [("result", m.content) for m in step.results]
+    return lines

@@ -169,7 +169,13 @@ def test_each_match_has_a_price_chart_per_product_with_a_line_per_merchant_and_i
         seats = len(match_detail(engine, match.id).results)
         section = dom.one("details", id=f"match-{match.id}")
         charts = {figure.one("figcaption").content(): figure.one("svg") for figure in section.all("figure")}
-        assert set(charts) == {"Price: tea", "Cash", "Net worth", "Market share (of units sold to date)"}
+        assert set(charts) == {
+            "Price: tea",
+            "Units sold (all products)",
+            "Cash",
+            "Net worth",
+            "Market share (of units sold to date)",
+        }
         for svg in charts.values():
             assert len(svg.all("g", cls="series")) == seats
         bands = lambda svg: sorted(b.attrs["data-band"].split(" (")[0] for b in svg.all("g", cls="band"))  # noqa: E731

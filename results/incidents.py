@@ -1,0 +1,114 @@
+"""What happened in a match, as a reader asks it: the days worth opening. A merchant's price
+falling sharply against its rivals' (where a price war may start), stock-outs, spoiled goods,
+faults and goals missed, each a run of days with the merchant and a line on what happened."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from market.daylog import DayLog
+from results.records import Fault, GoalResult
+
+SHARP_CUT = 0.10  # a price that falls by a tenth or more in a day against the rivals' mean price
+
+
+@dataclass(frozen=True)
+class Incident:
+    """Days `first` to `last` of `merchant`: what `kind` of thing happened, and a line on it."""
+
+    first: int
+    last: int
+    merchant: str
+    kind: str  # "price cut", "stock-out", "spoiled", "fault", "goal missed"
+    text: str
+
+    @property
+    def days(self) -> str:
+        return f"day {self.first}" if self.first == self.last else f"days {self.first}–{self.last}"
+
+
+def incidents(days: DayLog, faults: list[Fault], goals: list[GoalResult]) -> list[Incident]:
+    """Every incident of a match, by first day, then merchant."""
+    found = [
+        *_price_cuts(days),
+        *_runs(days, "lost_sales", "stock-out", "{total:g} customers of {product} turned away: out of stock"),
+        *_runs(days, "spoiled", "spoiled", "{total:g} units of {product} spoiled"),
+        *_fault_runs(faults),
+        *(_missed(goal, int(days.day.max()) if len(days) else 0) for goal in goals if not goal.met),
+    ]
+    return sorted(found, key=lambda i: (i.first, i.merchant, i.kind))
+
+
+def _by_seat(days: DayLog, values: np.ndarray) -> np.ndarray:
+    """values[row] laid out as [seat, day - 1], NaN where a merchant has no row that day."""
+    table = np.full((len(days.merchants), int(days.day.max()) if len(days) else 0), np.nan)
+    table[days.seat, days.day - 1] = values
+    return table
+
+
+def _price_cuts(days: DayLog) -> Iterator[Incident]:
+    if len(days.merchants) < 2 or not len(days):
+        return
+    for j, product in enumerate(days.products):
+        prices = _by_seat(days, days.product_values("prices")[:, j])
+        prices[prices <= 0] = np.nan  # not selling it
+        for seat, merchant in enumerate(days.merchants):
+            rivals = np.nanmean(np.delete(prices, seat, axis=0), axis=0) if prices.shape[0] > 1 else prices[0]
+            relative = prices[seat] / rivals
+            with np.errstate(invalid="ignore"):
+                cut = (relative[1:] <= relative[:-1] * (1 - SHARP_CUT)) & (
+                    prices[seat, 1:] < prices[seat, :-1]
+                )
+            for d in np.flatnonzero(cut) + 2:  # the day of the cut (days count from 1)
+                before, after = prices[seat, d - 2], prices[seat, d - 1]
+                yield Incident(
+                    int(d),
+                    int(d),
+                    merchant,
+                    "price cut",
+                    f"cut {product} from {before:g} to {after:g} "
+                    f"({after / before - 1:+.0%}; rivals' mean {rivals[d - 1]:.4g})",
+                )
+
+
+def _runs(days: DayLog, field: str, kind: str, text: str) -> Iterator[Incident]:
+    """Each run of consecutive days on which a merchant's `field` of a product was positive."""
+    values = days.product_values(field)
+    for j, product in enumerate(days.products):
+        table = _by_seat(days, values[:, j])
+        for seat, merchant in enumerate(days.merchants):
+            for first, last in _spans(np.flatnonzero(table[seat] > 0) + 1):
+                total = float(np.nansum(table[seat, first - 1 : last]))
+                yield Incident(
+                    first, last, merchant, kind, text.format(total=round(total, 2), product=product)
+                )
+
+
+def _fault_runs(faults: list[Fault]) -> Iterator[Incident]:
+    by_what: dict[tuple[str, str], list[Fault]] = {}
+    for fault in faults:
+        by_what.setdefault((fault.merchant, str(fault.kind)), []).append(fault)
+    for (merchant, kind), found in by_what.items():
+        details = {f.day: f.detail for f in found}
+        for first, last in _spans(np.array(sorted(details))):
+            count = last - first + 1
+            what = f"{kind}: {details[first]}" + (f" (and {count - 1} more days)" if count > 1 else "")
+            yield Incident(first, last, merchant, "fault", what)
+
+
+def _missed(goal: GoalResult, last_day: int) -> Incident:
+    value = "no value" if goal.value is None else f"{goal.value:,.4g}"
+    return Incident(last_day, last_day, goal.merchant, "goal missed", f"{goal.goal}: reached {value}")
+
+
+def _spans(days: np.ndarray) -> Iterator[tuple[int, int]]:
+    """Runs of consecutive days in a sorted array, as (first, last)."""
+    if not len(days):
+        return
+    breaks = np.flatnonzero(np.diff(days) > 1)
+    starts = [int(days[0]), *(int(days[b + 1]) for b in breaks)]
+    ends = [*(int(days[b]) for b in breaks), int(days[-1])]
+    yield from zip(starts, ends, strict=True)

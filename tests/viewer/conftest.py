@@ -1,0 +1,157 @@
+"""A stored tournament to look at, and the viewer serving it on loopback from a thread."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from sqlalchemy import Engine
+
+from market.calls import Message, ToolCall
+from results.db import engine_for
+from results.records import FinishedMatch, MerchantResult, TranscriptRecord
+from results.store import save_match, start_tournament
+from viewer.app import create_app, open_for_reading
+
+HOSTILE = '<script>window.hacked = 1</script><img src=x onerror="window.hacked = 2">'
+DAYS = 6
+
+
+@dataclass
+class Stored:
+    url: str
+    path: Path
+    tournament: int
+    matches: list[int]
+
+
+def prices(day: int, merchant: str) -> float:
+    """m0 holds 5.0; m1 holds 5.0, then cuts to 4.0 on day 4 (a fifth, against m0's 5.0)."""
+    return 4.0 if merchant == "m1" and day >= 4 else 5.0
+
+
+def played(day_record: Any, key: str, index: int, names: tuple[str, str]) -> FinishedMatch:
+    days = [
+        day_record(
+            merchant=seat,
+            day=day,
+            prices={"tea": prices(day, seat)},
+            units_sold={"tea": 10.0 + day},
+            lost_sales={"tea": 3.0 if seat == "m0" and day in (2, 3) else 0.0},
+            cash_start=1000.0 + 10 * (day - 1),
+            cash_end=1000.0 + 10 * day,
+            net_worth=1100.0 + 10 * day,
+            operations=[{"op": "set_price", "product": "tea", "price": prices(day, seat)}],
+            message=f"{HOSTILE} day {day}" if seat == "m1" else "",
+        )
+        for day in range(1, DAYS + 1)
+        for seat in ("m0", "m1")
+    ]
+    words = Message(role="user", content=f"Day 3 begins. {HOSTILE}")
+    answer = Message(
+        role="assistant",
+        content="Holding the price.",
+        reasoning=f"thinking {HOSTILE}",
+        tool_calls=(ToolCall(id="call_1", name="set_price", arguments='{"product": "tea", "price": 4.0}'),),
+    )
+    transcript = [
+        TranscriptRecord(
+            merchant="m1",
+            day=3,
+            step=1,
+            purpose="step",
+            sent=(words,),
+            answer=answer,
+            results=(Message(role="tool", tool_call_id="call_1", content="accepted: tea at 4.0"),),
+        )
+    ]
+    return FinishedMatch(
+        key=key,
+        index=index,
+        scenario="corner-shop",
+        seed=index,
+        days=DAYS,
+        wall_seconds=1.0,
+        merchants=[
+            MerchantResult(
+                merchant=seat,
+                contestant=name,
+                final_cash=1060.0,
+                net_worth=1160.0 - rank,
+                profit=60.0 - rank,
+                rank=rank,
+                market_share=0.5,
+                bankrupt_day=None,
+                faults=0,
+                rejected_operations=0,
+            )
+            for rank, (seat, name) in enumerate(zip(("m0", "m1"), names, strict=True), start=1)
+        ],
+        days_played=days,
+        faults=[],
+        transcript=transcript,
+    )
+
+
+@pytest.fixture
+def stored(tmp_path: Path, day_record: Any) -> Stored:
+    path = tmp_path / "arena.db"
+    url = f"sqlite:///{path}"
+    engine = engine_for(url)
+    names = ("steady", HOSTILE)
+    tournament = start_tournament(
+        engine,
+        name="spring",
+        config_path=str(tmp_path / "spring.yaml"),
+        config_text="name: spring\n",
+        config_hash="spring",
+        seed=7,
+        contestants=[(name, "rule", {}) for name in names],
+        planned_matches=3,
+    )
+    matches = [save_match(engine, tournament, played(day_record, f"k{i}", i, names)) for i in range(2)]
+    engine.dispose()
+    return Stored(url, path, tournament, matches)
+
+
+def store_another(stored: Stored, day_record: Any) -> int:
+    engine = engine_for(stored.url)
+    try:
+        return save_match(engine, stored.tournament, played(day_record, "k9", 9, ("steady", HOSTILE)))
+    finally:
+        engine.dispose()
+
+
+class Serving:
+    """The viewer on 127.0.0.1 at a free port, in a thread of this process."""
+
+    def __init__(self, engine: Engine, token: str | None = None) -> None:
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        self.address = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        config = uvicorn.Config(create_app(engine, token), log_level="warning", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [listener]}, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture
+def viewer(stored: Stored) -> Iterator[Serving]:
+    engine = open_for_reading(stored.url)
+    serving = Serving(engine)
+    yield serving
+    serving.stop()
+    engine.dispose()

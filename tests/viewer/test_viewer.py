@@ -1,0 +1,155 @@
+"""The viewer's pages over HTTP, as a script or a browser gets them: what each shows, that a
+merchant's or a model's words are shown as text, the errors a reader meets (a missing match,
+a bad page number, a database that cannot be read), the token, and the record opened for
+reading only."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+from markupsafe import escape
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
+from results import store
+from results.db import engine_for
+from tests.viewer.conftest import DAYS, HOSTILE, Serving, Stored, prices, store_another
+from viewer.app import open_for_reading
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, Any]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, answer.read().decode(), answer.headers
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode(), refused.headers
+
+
+def test_the_pages_link_from_the_tournaments_to_a_merchants_day(viewer: Serving, stored: Stored):
+    status, home, _ = get(viewer.address + "/")
+    assert status == 200 and f'href="/tournaments/{stored.tournament}"' in home
+    status, page, _ = get(f"{viewer.address}/tournaments/{stored.tournament}")
+    assert status == 200 and "leaderboard" in page.lower()
+    assert all(f'href="/matches/{m}"' in page for m in stored.matches)
+    status, page, _ = get(f"{viewer.address}/matches/{stored.matches[0]}")
+    assert status == 200
+    assert all(f'href="/matches/{stored.matches[0]}/days/{d}"' in page for d in range(1, DAYS + 1))
+    status, page, _ = get(f"{viewer.address}/matches/{stored.matches[0]}/days/3")
+    assert status == 200 and "accepted: tea at 4.0" in page and "set_price" in page
+
+
+def test_the_match_page_lists_what_happened_with_links_to_those_days(viewer: Serving, stored: Stored):
+    _, page, _ = get(f"{viewer.address}/matches/{stored.matches[0]}")
+    found = page[page.index('id="incidents"') : page.index('id="charts"')]
+    # m1's cut from 5 to 4 on day 4 (a fifth, against m0's 5), m0's stock-out on days 2 and 3
+    assert f'/matches/{stored.matches[0]}/days/4#m1">day 4</a> · m1 · <b>price cut</b>' in found
+    assert (
+        f'/matches/{stored.matches[0]}/days/2#m0">days 2–3</a> · m0 · <b>stock-out</b> 6 customers' in found
+    )
+    assert found.count("<li>") == 2
+
+
+def test_a_merchants_and_a_models_words_are_shown_as_text(viewer: Serving, stored: Stored):
+    for path in (
+        f"/tournaments/{stored.tournament}",
+        f"/matches/{stored.matches[0]}",
+        f"/matches/{stored.matches[0]}/days/4",
+    ):
+        _, page, _ = get(viewer.address + path)
+        assert HOSTILE not in page, path
+        assert str(escape(HOSTILE)) in page, path
+    _, day, _ = get(f"{viewer.address}/matches/{stored.matches[0]}/days/3")
+    assert day.count("&lt;script&gt;") >= 3  # the model's reasoning, what it was sent, a message said
+
+
+def test_a_charts_data_downloads_as_csv(viewer: Serving, stored: Stored):
+    status, body, headers = get(f"{viewer.address}/matches/{stored.matches[0]}/charts/1.csv")
+    assert status == 200 and headers["content-type"].startswith("text/csv")
+    assert "attachment" in headers["content-disposition"]
+    rows = list(csv.reader(io.StringIO(body)))
+    assert rows[0][0] == "day" and len(rows) == DAYS + 1
+    assert [name.rsplit(" (", 1)[1] for name in rows[0][1:]] == ["m0)", "m1)"]  # a line per seat
+    for row in rows[1:]:
+        day = int(row[0])
+        assert sorted(float(v) for v in row[1:]) == sorted(prices(day, m) for m in ("m0", "m1"))
+
+
+def test_what_is_not_there_is_a_404_with_a_way_back(viewer: Serving, stored: Stored):
+    for path in (
+        "/matches/999",
+        "/tournaments/999",
+        f"/matches/{stored.matches[0]}/days/{DAYS + 1}",
+        "/nowhere",
+        f"/matches/{stored.matches[0]}/charts/99.csv",
+    ):
+        status, page, _ = get(viewer.address + path)
+        assert status == 404 and 'href="/"' in page and "Traceback" not in page, path
+    status, page, _ = get(f"{viewer.address}/tournaments/{stored.tournament}?page=x")
+    assert status == 400 and "page" in page
+
+
+def test_the_version_of_the_record_changes_when_a_match_is_stored(
+    viewer: Serving, stored: Stored, day_record
+):
+    _, before, _ = get(viewer.address + "/changes")
+    _, progress, _ = get(f"{viewer.address}/tournaments/{stored.tournament}/progress.json")
+    assert json.loads(progress) | {"time_left": ""} == json.loads(progress) | {
+        "status": "running",
+        "done": 2,
+        "planned": 3,
+        "left": 1,
+        "time_left": "",
+    }
+    store_another(stored, day_record)
+    _, after, _ = get(viewer.address + "/changes")
+    assert json.loads(before) != json.loads(after)
+    _, progress, _ = get(f"{viewer.address}/tournaments/{stored.tournament}/progress.json")
+    assert json.loads(progress)["done"] == 3 and json.loads(progress)["left"] == 0
+
+
+def test_a_database_that_cannot_be_read_gets_a_banner_not_a_traceback(viewer: Serving, stored: Stored):
+    stored.path.write_bytes(b"this is no longer a database" * 100)
+    for wal in stored.path.parent.glob("arena.db-*"):
+        wal.unlink()
+    status, page, _ = get(f"{viewer.address}/matches/{stored.matches[0]}")
+    assert status == 503 and "database cannot be read" in page and "Traceback" not in page
+    status, body, _ = get(viewer.address + "/changes")
+    assert status == 503 and "database cannot be read" in json.loads(body)["problem"]
+
+
+def test_the_viewer_cannot_write_to_the_record(stored: Stored):
+    engine = open_for_reading(stored.url)
+    try:
+        with (
+            pytest.raises(OperationalError, match="readonly|read-only|query_only"),
+            engine.begin() as connection,
+        ):
+            connection.execute(text("DELETE FROM match"))
+    finally:
+        engine.dispose()
+    writer = engine_for(stored.url)
+    assert len(store.list_matches(writer, stored.tournament)) == 2
+    writer.dispose()
+
+
+def test_a_viewer_with_a_token_lets_in_only_who_shows_it(stored: Stored):
+    engine = open_for_reading(stored.url)
+    serving = Serving(engine, token="s3cret-token")
+    try:
+        status, page, _ = get(serving.address + "/")
+        assert status == 401 and "token" in page and "s3cret-token" not in page
+        assert get(serving.address + "/?token=wrong")[0] == 401
+        status, _, headers = get(serving.address + "/?token=s3cret-token")
+        assert status == 200 and "arena_token=s3cret-token" in headers["set-cookie"]
+        assert get(serving.address + "/changes", {"cookie": "arena_token=s3cret-token"})[0] == 200
+        assert get(serving.address + "/changes", {"authorization": "Bearer s3cret-token"})[0] == 200
+    finally:
+        serving.stop()
+        engine.dispose()

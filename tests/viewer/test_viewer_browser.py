@@ -1,0 +1,94 @@
+"""The viewer as a person uses it, in Debian's Chromium driven by Playwright: links followed
+from the tournaments to a merchant's day, charts drawn, hostile words shown and never run, a
+running tournament's progress followed without a reload, and many pages at once."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import socket
+import urllib.request
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from results.chromium import binary
+from tests.viewer.conftest import HOSTILE, Serving, Stored, store_another
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=binary(), args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser) -> Page:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    problems: list[str] = []
+    opened.on("pageerror", lambda error: problems.append(str(error)))
+    opened.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    yield opened
+    context.close()
+    assert problems == []
+
+
+def test_a_reader_follows_links_from_the_tournaments_to_a_merchants_day(
+    page: Page, viewer: Serving, stored: Stored
+):
+    page.goto(viewer.address + "/")
+    page.get_by_role("link", name="spring").click()
+    expect(page.locator("#leaderboard table")).to_contain_text("steady")
+    page.locator(f'a[href="/matches/{stored.matches[0]}"]').click()
+    expect(page.locator("h1")).to_contain_text("corner-shop")
+    expect(page.locator("#chart-1 .main-svg").first).to_be_visible()
+    charts = page.locator(".plot").count()
+    assert charts >= 5 and page.locator(".plot:has(.main-svg)").count() == charts  # plotly drew each
+    page.get_by_role("link", name="day 4").first.click()  # where m1 cut its price
+    expect(page.locator("h1")).to_have_text("Day 4 of 6")
+    expect(page.locator("#m1 .operations")).to_contain_text('"price": 4.0')
+    page.get_by_role("link", name="‹ day 3").click()
+    expect(page.locator("#m1 .steps")).to_contain_text("accepted: tea at 4.0")
+
+
+def test_hostile_words_are_shown_and_never_run(page: Page, viewer: Serving, stored: Stored):
+    for path in (
+        f"/tournaments/{stored.tournament}",
+        f"/matches/{stored.matches[0]}",
+        f"/matches/{stored.matches[0]}/days/3",
+    ):
+        page.goto(viewer.address + path)
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate("window.hacked") is None, path
+        assert HOSTILE in page.locator("main").inner_text(), path
+
+
+def test_a_running_tournaments_page_follows_its_progress(
+    page: Page, viewer: Serving, stored: Stored, day_record
+):
+    page.goto(f"{viewer.address}/tournaments/{stored.tournament}")
+    expect(page.locator('[data-progress="done"]')).to_have_text("2")
+    store_another(stored, day_record)
+    expect(page.locator('[data-progress="done"]')).to_have_text("3", timeout=10_000)  # no reload
+    expect(page.locator('[data-progress="left"]')).to_have_text("0")
+
+
+def test_a_hundred_pages_at_once_and_a_reader_who_leaves_mid_download(viewer: Serving, stored: Stored):
+    host, port = viewer.address.removeprefix("http://").split(":")
+    for _ in range(5):  # ask for the 4.8 MB script and hang up after its first bytes
+        with socket.create_connection((host, int(port))) as hung_up:
+            hung_up.sendall(b"GET /static/plotly.min.js HTTP/1.1\r\nHost: x\r\n\r\n")
+            hung_up.recv(1024)
+
+    def load(n: int) -> int:
+        path = f"/matches/{stored.matches[n % 2]}" if n % 3 else f"/tournaments/{stored.tournament}"
+        with urllib.request.urlopen(viewer.address + path, timeout=60) as answer:
+            return answer.status
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=100) as pool:
+        statuses = list(pool.map(load, range(100)))
+    assert statuses == [200] * 100

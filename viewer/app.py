@@ -1,0 +1,199 @@
+"""`arena serve`: a read-only web view of an arena database, on Starlette.
+
+Pages (each at a URL that can be shared): the tournaments; a tournament's leaderboard, progress
+and matches; a match's charts (plotly.js, served from the plotly package: nothing is fetched
+from elsewhere), incidents and day-by-day table; one day of a match, every merchant's books,
+operations and model calls. Every page asks the server every few seconds whether the record
+changed (`/changes`) and, when it did, reads itself again in place, so a page follows a
+tournament that is running.
+
+The database is opened for reading only. A server reached from other machines (`token`) asks
+for the token once (in the address, `?token=...`), then knows the browser by a cookie."""
+
+from __future__ import annotations
+
+import secrets
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
+from sqlalchemy import Engine, event
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from results import store
+from results.db import engine_for
+from results.errors import DatabaseError, NotFound
+from results.plots import figure_csv
+from results.transcript import step_lines
+from viewer import pages
+
+PLOTLY_JS = Path(str(files("plotly") / "package_data" / "plotly.min.js"))  # the plotly package ships it
+TOKEN_COOKIE = "arena_token"
+
+TEMPLATES = Environment(
+    loader=ChoiceLoader([PackageLoader("viewer", "templates"), PackageLoader("results", "templates")]),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+TEMPLATES.globals["step_lines"] = step_lines
+
+
+def open_for_reading(url: str | None) -> Engine:
+    """The database at `url` (see results.db.engine_for), every connection of it refusing
+    writes: the viewer can never change the record it shows."""
+    engine = engine_for(url, create=False, writes=False)
+    engine.dispose()  # the connection engine_for opened was made before the rule below
+
+    @event.listens_for(engine, "connect")
+    def read_only(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        if engine.dialect.name == "sqlite":
+            cursor.execute("PRAGMA query_only = ON")
+        else:
+            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        cursor.close()
+
+    return engine
+
+
+def create_app(engine: Engine, token: str | None = None) -> Starlette:
+    """The viewer over `engine`; with `token`, every request must show it."""
+
+    def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
+        page = TEMPLATES.get_template(template).render(request=request, **context)
+        return HTMLResponse(page, status_code=status)
+
+    def number(request: Request, name: str) -> int:
+        """A positive whole number from the query (a page), 1 where it is not given."""
+        raw = request.query_params.get(name, "1")
+        if not raw.isdigit() or int(raw) < 1:
+            raise HTTPException(400, f"{name}: a whole number from 1, not {raw!r}")
+        return int(raw)
+
+    def home(request: Request) -> Response:
+        return render(request, "home.html.j2", pages.home(engine))
+
+    def tournament(request: Request) -> Response:
+        tournament_id = request.path_params["tournament"]
+        return render(
+            request, "tournament.html.j2", pages.tournament(engine, tournament_id, number(request, "page"))
+        )
+
+    def progress(request: Request) -> Response:
+        return JSONResponse(pages.progress(engine, request.path_params["tournament"]).as_json())
+
+    def match(request: Request) -> Response:
+        return render(
+            request,
+            "match.html.j2",
+            pages.match(engine, request.path_params["match"], number(request, "page")),
+        )
+
+    def chart_csv(request: Request) -> Response:
+        shown = pages.match(engine, request.path_params["match"], 1)["part"]
+        index = request.path_params["chart"]
+        if not 1 <= index <= len(shown.charts):
+            raise NotFound(f"match {request.path_params['match']} has no chart {index}")
+        name = f"match-{request.path_params['match']}-chart-{index}.csv"
+        return PlainTextResponse(
+            figure_csv(shown.charts[index - 1].plot),
+            media_type="text/csv",
+            headers={"content-disposition": f'attachment; filename="{name}"'},
+        )
+
+    def day(request: Request) -> Response:
+        return render(
+            request,
+            "day.html.j2",
+            pages.day(engine, request.path_params["match"], request.path_params["day"]),
+        )
+
+    def changes(request: Request) -> Response:
+        return JSONResponse({"version": list(store.changes(engine))})
+
+    def plotly_js(request: Request) -> Response:
+        return FileResponse(
+            PLOTLY_JS, media_type="text/javascript", headers={"cache-control": "max-age=86400"}
+        )
+
+    def not_found(request: Request, exc: Exception) -> Response:
+        what = str(exc) if isinstance(exc, NotFound) else f"no page at {request.url.path}"
+        return render(request, "problem.html.j2", {"title": "not found", "problem": what}, 404)
+
+    def bad_request(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return not_found(request, exc)
+        return render(
+            request, "problem.html.j2", {"title": "cannot show this", "problem": exc.detail}, exc.status_code
+        )
+
+    def database_failed(request: Request, exc: Exception) -> Response:
+        reason = (
+            str(exc) if isinstance(exc, DatabaseError) else str(getattr(exc, "orig", exc)).splitlines()[0]
+        )
+        problem = f"The database cannot be read right now: {reason}"
+        if request.url.path.endswith((".json", "/changes")):
+            return JSONResponse({"problem": problem}, status_code=503)
+        return render(request, "problem.html.j2", {"title": "database unavailable", "problem": problem}, 503)
+
+    routes = [
+        Route("/", home),
+        Route("/tournaments/{tournament:int}", tournament),
+        Route("/tournaments/{tournament:int}/progress.json", progress),
+        Route("/matches/{match:int}", match),
+        Route("/matches/{match:int}/charts/{chart:int}.csv", chart_csv),
+        Route("/matches/{match:int}/days/{day:int}", day),
+        Route("/changes", changes),
+        Route("/static/plotly.min.js", plotly_js),
+    ]
+    middleware = [Middleware(TokenCheck, token=token)] if token is not None else []
+    return Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={
+            NotFound: not_found,
+            HTTPException: bad_request,
+            SQLAlchemyError: database_failed,
+            DatabaseError: database_failed,
+        },
+    )
+
+
+class TokenCheck(BaseHTTPMiddleware):
+    """Only a request that shows the token: in the address (`?token=`, which also sets a
+    cookie, so that links need not carry it), in the cookie, or as a bearer token."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        super().__init__(app)
+        self.token = token
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        given = request.query_params.get("token")
+        shown = (
+            given
+            or request.cookies.get(TOKEN_COOKIE)
+            or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        )
+        if not shown or not secrets.compare_digest(shown.encode(), self.token.encode()):
+            page = TEMPLATES.get_template("problem.html.j2").render(
+                request=request,
+                title="token needed",
+                problem="This viewer needs the token `arena serve` printed when it started: "
+                "open the address it printed, with ?token=... in it.",
+            )
+            return HTMLResponse(page, status_code=401)
+        response = await call_next(request)
+        if given:
+            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+        return response

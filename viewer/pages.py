@@ -1,0 +1,232 @@
+"""What each page of the viewer shows, read from the record (results.store) and laid out by
+the tables and charts the CLI and the report use (results.views, results.report). Each
+function returns its template's context; a match or tournament that is not there raises
+results.errors.NotFound."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine
+
+from market.types import DayRecord
+from results import store, views
+from results.errors import NotFound
+from results.incidents import incidents
+from results.report import Palette, match_part
+from results.tables import TournamentRow
+from tournaments.config import stored_tournament
+
+PAGE_SIZE = 50  # matches or days a page lists
+
+
+@dataclass(frozen=True)
+class Pages:
+    """Page `number` (from 1) of `total` items shown `PAGE_SIZE` at a time."""
+
+    number: int
+    total: int
+
+    @property
+    def count(self) -> int:
+        return max(1, math.ceil(self.total / PAGE_SIZE))
+
+    @property
+    def offset(self) -> int:
+        return (self.number - 1) * PAGE_SIZE
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a tournament's run stands."""
+
+    status: str
+    done: int
+    planned: int
+    tokens: int
+    cost: float
+    budget: str  # what the budget allows, or "" without one
+    time_left: str  # an estimate while it runs, else ""
+
+    @property
+    def left(self) -> int:
+        return max(self.planned - self.done, 0)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "done": self.done,
+            "planned": self.planned,
+            "left": self.left,
+            "tokens": self.tokens,
+            "cost": round(self.cost, 6),
+            "budget": self.budget,
+            "time_left": self.time_left,
+        }
+
+
+def home(engine: Engine) -> dict[str, Any]:
+    tournaments = store.list_tournaments(engine)
+    return {
+        "title": "arena",
+        "tournaments": [(t, store.count_matches(engine, _id(t))) for t in reversed(tournaments)],
+    }
+
+
+def progress(engine: Engine, tournament_id: int, now: datetime | None = None) -> Progress:
+    row = store.get_tournament(engine, tournament_id)
+    done = store.count_matches(engine, tournament_id)
+    tokens, cost = store.spent(engine, tournament_id)
+    spec = stored_tournament(row).spec
+    budget = spec.budget if spec is not None else None
+    allowed = []
+    if budget is not None and budget.cost_usd is not None:
+        allowed.append(f"USD {budget.cost_usd:,.2f}")
+    if budget is not None and budget.tokens is not None:
+        allowed.append(f"{budget.tokens:,} tokens")
+    return Progress(
+        status=row.status,
+        done=done,
+        planned=row.planned_matches,
+        tokens=tokens,
+        cost=cost,
+        budget=" or ".join(allowed),
+        time_left=_time_left(row, done, now or datetime.now(UTC)),
+    )
+
+
+def _time_left(row: TournamentRow, done: int, now: datetime) -> str:
+    """At the pace so far: the time since the run started over the matches it stored."""
+    left = row.planned_matches - done
+    if row.status != "running" or done == 0 or left <= 0:
+        return ""
+    elapsed = (now - row.created_at).total_seconds()
+    seconds = elapsed / done * left
+    if seconds < 90:
+        return f"about {max(round(seconds), 1)} s"
+    if seconds < 90 * 60:
+        return f"about {round(seconds / 60)} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def tournament(engine: Engine, tournament_id: int, page: int) -> dict[str, Any]:
+    row = store.get_tournament(engine, tournament_id)
+    stored = stored_tournament(row)
+    rows = store.leaderboard(engine, tournament_id, weights=stored.scoring)
+    pages = Pages(page, store.count_matches(engine, tournament_id))
+    matches = store.list_matches(engine, tournament_id, pages.offset, PAGE_SIZE)
+    return {
+        "title": f"{row.name}: tournament {tournament_id}",
+        "tournament": row,
+        "colors": Palette(r.contestant for r in rows),
+        "leaderboard": views.leaderboard_table(rows, "leaderboard"),
+        "progress": progress(engine, tournament_id),
+        "matches": matches,
+        "pages": pages,
+        "problem": stored.problem,
+    }
+
+
+def match(engine: Engine, match_id: int, page: int) -> dict[str, Any]:
+    detail = store.match_detail(engine, match_id)
+    row = store.get_tournament(engine, detail.match.tournament_id)
+    scenarios, notes = stored_tournament(row).scenarios()
+    colors = Palette(sorted({r.contestant for r in detail.results}))
+    part = match_part(
+        detail, scenarios.get(detail.match.scenario), colors, store.metrics(engine, match_id=match_id)
+    )
+    last = int(detail.days.day.max()) if len(detail.days) else 0
+    pages = Pages(page, last)
+    shown = range(pages.offset + 1, min(pages.offset + PAGE_SIZE, last) + 1)
+    return {
+        "title": f"match {match_id}: {detail.match.scenario}",
+        "tournament": row,
+        "colors": colors,
+        "part": part,
+        "notes": notes,
+        "incidents": incidents(detail.days, detail.faults, detail.goals),
+        "days": _days_table(detail.days.records(_rows_of_days(detail.days, shown))),
+        "pages": pages,
+        "last_day": last,
+    }
+
+
+def _rows_of_days(days: Any, shown: range) -> list[int]:
+    return [r for r, day in enumerate(days.day.tolist()) if day in shown]
+
+
+def _days_table(records: Sequence[DayRecord]) -> list[dict[str, Any]]:
+    """A row per merchant-day: what it posted and sold, and its money."""
+    return [
+        {
+            "day": r.day,
+            "merchant": r.merchant,
+            "prices": _per_product(r.prices),
+            "sold": _per_product(r.units_sold),
+            "lost": _per_product({p: v for p, v in r.lost_sales.items() if v}),
+            "cash": views.money(r.cash_end),
+            "net_worth": views.money(r.net_worth),
+            "refused": len(r.rejections),
+        }
+        for r in records
+    ]
+
+
+def day(engine: Engine, match_id: int, day_number: int) -> dict[str, Any]:
+    detail = store.match_detail(engine, match_id)
+    last = int(detail.days.day.max()) if len(detail.days) else 0
+    if not 1 <= day_number <= last:
+        raise NotFound(f"match {match_id} has no day {day_number} (its days: 1 to {last})")
+    records = detail.days.records(_rows_of_days(detail.days, range(day_number, day_number + 1)))
+    steps = store.transcript(engine, match_id, day_number)
+    contestant_of = {r.merchant: r.contestant for r in detail.results}
+    said = detail.days.said()
+    return {
+        "title": f"match {match_id}, day {day_number}",
+        "match": detail.match,
+        "day": day_number,
+        "last_day": last,
+        "colors": Palette(sorted(set(contestant_of.values()))),
+        "merchants": [
+            {
+                "name": r.merchant,
+                "contestant": contestant_of.get(r.merchant, r.merchant),
+                "record": r,
+                "books": _books(r),
+                "steps": [s for s in steps if s.merchant == r.merchant],
+                "faults": [f for f in detail.faults if f.merchant == r.merchant and f.day == day_number],
+            }
+            for r in records
+        ],
+        "heard": [s for s in said if s.day == day_number - 1],
+        "said": [s for s in said if s.day == day_number],
+    }
+
+
+def _books(r: DayRecord) -> list[tuple[str, str]]:
+    """The merchant's books of the day, as its observation the next morning reads them."""
+    return [
+        ("cash", f"{views.money(r.cash_start)} → {views.money(r.cash_end)}"),
+        ("net worth", views.money(r.net_worth)),
+        ("receivables", views.money(r.receivables)),
+        ("revenue", views.money(r.revenue)),
+        ("prices", _per_product(r.prices)),
+        ("units sold", _per_product(r.units_sold)),
+        ("turned away", _per_product(r.lost_sales)),
+        ("in stock", _per_product(r.inventory)),
+        ("in transit", _per_product(r.in_transit)),
+        ("spoiled", _per_product(r.spoiled)),
+    ]
+
+
+def _per_product(values: dict[str, float]) -> str:
+    return ", ".join(f"{product} {value:,.4g}" for product, value in values.items()) or "—"
+
+
+def _id(row: TournamentRow) -> int:
+    assert row.id is not None
+    return row.id
