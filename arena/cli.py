@@ -692,7 +692,9 @@ def serve(
     out_print(f"arena serve: {address}")
     if token:
         out_print("(the token is asked for because the viewer listens beyond this machine; it is not stored)")
-    server = uvicorn.Server(uvicorn.Config(create_app(engine, token), log_level="warning", access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(engine, token, warm=True), log_level="warning", access_log=False)
+    )
     server.run(sockets=[listener])
 
 

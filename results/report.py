@@ -392,12 +392,12 @@ def match_part(
             ),
             _figure(
                 "Units sold (all products)",
-                _day_series(detail.days, styles, lambda d: sum(d.units_sold.values())),
+                day_series(detail.days, styles, lambda d: sum(d.units_sold.values())),
                 events,
                 y_from_zero=True,
             ),
-            _figure("Cash", _day_series(detail.days, styles, lambda d: d.cash_end), events),
-            _figure("Net worth", _day_series(detail.days, styles, lambda d: d.net_worth), events),
+            _figure("Cash", day_series(detail.days, styles, lambda d: d.cash_end), events),
+            _figure("Net worth", day_series(detail.days, styles, lambda d: d.net_worth), events),
             _figure(
                 "Market share (of units sold to date)",
                 share_series(detail.days, styles),
@@ -433,7 +433,7 @@ def price_charts(
     return [
         _figure(
             f"Price: {product}",
-            _day_series(days, styles, _price_of(product)) + _competitor_series(scripted, j),
+            day_series(days, styles, price_of(product)) + _competitor_series(scripted, j),
             [e for e in events if e.product in (None, product)],
             windows,
             levels=levels.get(product, []),
@@ -482,7 +482,7 @@ def deviation_part(
     seats = [r.merchant for r in detail.results]  # results are in seat order
     contestant_of = {r.merchant: r.contestant for r in detail.results}
     forced = probe.forced(seats)
-    who = _seat_label(forced, contestant_of[forced]) if forced is not None else f"seat {probe.seat}"
+    who = seat_label(forced, contestant_of[forced]) if forced is not None else f"seat {probe.seat}"
     deviated_styles = {m: (f"{name} (deviated)", color, True) for m, (name, color, _) in styles.items()}
     solid = {m: (name, color, False) for m, (name, color, _) in styles.items()}
     products = list(dict.fromkeys(p for d in detail.days for p in d.prices))
@@ -496,8 +496,8 @@ def deviation_part(
         _figure(
             f"Price, on path and deviated: {product}",
             [
-                *_day_series(on_path, solid, _price_of(product)),
-                *_day_series(deviated, deviated_styles, _price_of(product)),
+                *day_series(on_path, solid, price_of(product)),
+                *day_series(deviated, deviated_styles, price_of(product)),
             ],
             [e for e in events if e.product in (None, product)],
             bands=[forced_days],
@@ -526,7 +526,7 @@ def deviation_part(
 
 def _fault_lines(faults: Sequence[Fault], contestant_of: Mapping[str, str]) -> list[FaultLine]:
     return [
-        FaultLine(f.day, _seat_label(f.merchant, contestant_of.get(f.merchant, f.merchant)), f.kind, f.detail)
+        FaultLine(f.day, seat_label(f.merchant, contestant_of.get(f.merchant, f.merchant)), f.kind, f.detail)
         for f in faults
     ]
 
@@ -581,11 +581,11 @@ def share_series(days: DayLog, styles: dict[str, tuple[str, str, bool]]) -> list
     ]
 
 
-def _price_of(product: str) -> Callable[[DayRecord], float | None]:
+def price_of(product: str) -> Callable[[DayRecord], float | None]:
     return lambda day: day.prices.get(product)
 
 
-def _day_series(
+def day_series(
     days: Sequence[DayRecord],
     styles: dict[str, tuple[str, str, bool]],
     value: Callable[[DayRecord], float | None],
@@ -609,7 +609,7 @@ def _series_styles(results: Sequence[MerchantResult], colors: Palette) -> dict[s
     seen: set[str] = set()
     for r in sorted(results, key=lambda r: r.merchant):
         styles[r.merchant] = (
-            _seat_label(r.merchant, r.contestant),
+            seat_label(r.merchant, r.contestant),
             colors[r.contestant],
             r.contestant in seen,
         )
@@ -659,7 +659,7 @@ def _figure(
 # Formatting -----------------------------------------------------------------------------------
 
 
-def _seat_label(merchant: str, contestant: str) -> str:
+def seat_label(merchant: str, contestant: str) -> str:
     return contestant if merchant == contestant else f"{contestant} ({merchant})"
 
 

@@ -667,6 +667,37 @@ def list_matches(
         return list(session.exec(statement.offset(offset).limit(limit)))
 
 
+def same_draw(engine: Engine, match: MatchRow, limit: int = 20) -> list[MatchRow]:
+    """Other stored matches of the same scenario and seed (of any tournament): other
+    lineups, or other models, in the same market."""
+    with Session(engine) as session:
+        statement = (
+            select(MatchRow)
+            .where(
+                col(MatchRow.scenario) == match.scenario,
+                col(MatchRow.seed) == match.seed,
+                col(MatchRow.id) != match.id,
+            )
+            .order_by(col(MatchRow.id))
+            .limit(limit)
+        )
+        return list(session.exec(statement))
+
+
+def lineups(engine: Engine, match_ids: Collection[int]) -> dict[int, list[MerchantResult]]:
+    """The results of each of the matches, by match, best rank first."""
+    found: dict[int, list[MerchantResult]] = {match_id: [] for match_id in match_ids}
+    with Session(engine) as session:
+        rows = session.exec(
+            select(MatchResultRow)
+            .where(col(MatchResultRow.match_id).in_(list(match_ids)))
+            .order_by(col(MatchResultRow.rank), col(MatchResultRow.merchant))
+        )
+        for row in rows:
+            found[row.match_id].append(_as_record(row, MerchantResult))
+    return found
+
+
 def count_matches(engine: Engine, tournament_id: int) -> int:
     """How many of the tournament's matches are stored."""
     with Session(engine) as session:

@@ -66,8 +66,13 @@ def open_for_reading(url: str | None) -> Engine:
     return engine
 
 
-def create_app(engine: Engine, token: str | None = None) -> Starlette:
-    """The viewer over `engine`; with `token`, every request must show it."""
+def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> Starlette:
+    """The viewer over `engine`; with `token`, every request must show it; `warm`: compute
+    the leaderboards at once, before anyone asks."""
+
+    leaderboards = pages.Leaderboards(engine)
+    if warm:
+        leaderboards.warm()
 
     def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
         page = TEMPLATES.get_template(template).render(request=request, **context)
@@ -86,7 +91,9 @@ def create_app(engine: Engine, token: str | None = None) -> Starlette:
     def tournament(request: Request) -> Response:
         tournament_id = request.path_params["tournament"]
         return render(
-            request, "tournament.html.j2", pages.tournament(engine, tournament_id, number(request, "page"))
+            request,
+            "tournament.html.j2",
+            pages.tournament(engine, leaderboards, tournament_id, number(request, "page")),
         )
 
     def progress(request: Request) -> Response:
@@ -100,16 +107,32 @@ def create_app(engine: Engine, token: str | None = None) -> Starlette:
         )
 
     def chart_csv(request: Request) -> Response:
-        shown = pages.match(engine, request.path_params["match"], 1)["part"]
-        index = request.path_params["chart"]
-        if not 1 <= index <= len(shown.charts):
-            raise NotFound(f"match {request.path_params['match']} has no chart {index}")
-        name = f"match-{request.path_params['match']}-chart-{index}.csv"
-        return PlainTextResponse(
-            figure_csv(shown.charts[index - 1].plot),
-            media_type="text/csv",
-            headers={"content-disposition": f'attachment; filename="{name}"'},
+        match_id = request.path_params["match"]
+        shown = pages.match(engine, match_id, 1)["part"]
+        return chart_download(
+            [c.plot for c in shown.charts], request.path_params["chart"], f"match-{match_id}"
         )
+
+    def chart_download(charts: list[dict[str, Any]], index: int, name: str) -> Response:
+        if not 1 <= index <= len(charts):
+            raise NotFound(f"{name} has no chart {index}")
+        return PlainTextResponse(
+            figure_csv(charts[index - 1]),
+            media_type="text/csv",
+            headers={"content-disposition": f'attachment; filename="{name}-chart-{index}.csv"'},
+        )
+
+    def compared(request: Request) -> dict[str, Any]:
+        chosen = [request.query_params.get(name, "") for name in ("a", "b")]
+        if not all(c.isdigit() for c in chosen):
+            raise HTTPException(400, "compare two matches by their ids: ?a=MATCH&b=MATCH")
+        return pages.compare(engine, int(chosen[0]), int(chosen[1]))
+
+    def compare(request: Request) -> Response:
+        return render(request, "compare.html.j2", compared(request))
+
+    def compare_csv(request: Request) -> Response:
+        return chart_download(compared(request)["charts"], request.path_params["chart"], "compare")
 
     def day(request: Request) -> Response:
         return render(
@@ -119,7 +142,7 @@ def create_app(engine: Engine, token: str | None = None) -> Starlette:
         )
 
     def changes(request: Request) -> Response:
-        return JSONResponse({"version": list(store.changes(engine))})
+        return JSONResponse({"version": [*store.changes(engine), leaderboards.refreshed]})
 
     def plotly_js(request: Request) -> Response:
         return FileResponse(
@@ -147,6 +170,10 @@ def create_app(engine: Engine, token: str | None = None) -> Starlette:
             return JSONResponse({"problem": problem}, status_code=503)
         return render(request, "problem.html.j2", {"title": "database unavailable", "problem": problem}, 503)
 
+    def failed(request: Request, exc: Exception) -> Response:
+        problem = f"arena serve failed on this page: {type(exc).__name__}: {exc}"
+        return render(request, "problem.html.j2", {"title": "page failed", "problem": problem}, 500)
+
     routes = [
         Route("/", home),
         Route("/tournaments/{tournament:int}", tournament),
@@ -154,6 +181,8 @@ def create_app(engine: Engine, token: str | None = None) -> Starlette:
         Route("/matches/{match:int}", match),
         Route("/matches/{match:int}/charts/{chart:int}.csv", chart_csv),
         Route("/matches/{match:int}/days/{day:int}", day),
+        Route("/compare", compare),
+        Route("/compare/charts/{chart:int}.csv", compare_csv),
         Route("/changes", changes),
         Route("/static/plotly.min.js", plotly_js),
     ]
@@ -166,6 +195,7 @@ def create_app(engine: Engine, token: str | None = None) -> Starlette:
             HTTPException: bad_request,
             SQLAlchemyError: database_failed,
             DatabaseError: database_failed,
+            Exception: failed,
         },
     )
 

@@ -6,6 +6,7 @@ results.errors.NotFound."""
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,10 +16,13 @@ from sqlalchemy import Engine
 
 from market.types import DayRecord
 from results import store, views
+from results.composite import ScoringWeights
 from results.errors import NotFound
 from results.incidents import incidents
-from results.report import Palette, match_part
-from results.tables import TournamentRow
+from results.plots import line_figure
+from results.ratings import LeaderboardRow
+from results.report import Palette, day_series, match_part, price_of, seat_label
+from results.tables import TournamentRow, stored_id
 from tournaments.config import stored_tournament
 
 PAGE_SIZE = 50  # matches or days a page lists
@@ -38,6 +42,11 @@ class Pages:
     @property
     def offset(self) -> int:
         return (self.number - 1) * PAGE_SIZE
+
+    def check(self, what: str) -> Pages:
+        if self.number > self.count:
+            raise NotFound(f"{what} has {self.count} pages, not {self.number}")
+        return self
 
 
 @dataclass(frozen=True)
@@ -113,19 +122,72 @@ def _time_left(row: TournamentRow, done: int, now: datetime) -> str:
     return f"about {seconds / 3600:.1f} h"
 
 
-def tournament(engine: Engine, tournament_id: int, page: int) -> dict[str, Any]:
+class Leaderboards:
+    """Each tournament's leaderboard as of a version of the record (store.changes), computed
+    once a version: its bootstrap intervals take a second or two on a large record, far more
+    than any other part of a page. A page asked for while the record has moved on gets the
+    last one computed at once, marked as being brought up to date, while a thread computes
+    the new one; `refreshed` counts those, so that a page open in a browser reads itself
+    again when one is done."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.refreshed = 0
+        self._kept: dict[tuple[int, ScoringWeights], tuple[tuple[int, ...], list[LeaderboardRow]]] = {}
+        self._busy: set[tuple[int, ScoringWeights]] = set()
+        self._lock = threading.Lock()
+
+    def rows(self, tournament_id: int, weights: ScoringWeights) -> tuple[list[LeaderboardRow], bool]:
+        """The rows, and whether they are those of the record as it is now."""
+        key, version = (tournament_id, weights), store.changes(self.engine)
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is not None and kept[0] != version and key not in self._busy:
+                self._busy.add(key)
+                threading.Thread(target=self._refresh, args=(key, version), daemon=True).start()
+        if kept is None:
+            rows = store.leaderboard(self.engine, tournament_id, weights=weights)
+            with self._lock:
+                self._kept[key] = (version, rows)
+            return rows, True
+        return kept[1], kept[0] == version
+
+    def warm(self) -> None:
+        """Compute every tournament's leaderboard, the newest first, in a thread: the first
+        reader of a tournament's page then need not wait for it."""
+
+        def compute() -> None:
+            for row in reversed(store.list_tournaments(self.engine)):
+                self.rows(_id(row), stored_tournament(row).scoring)
+
+        threading.Thread(target=compute, daemon=True).start()
+
+    def _refresh(self, key: tuple[int, ScoringWeights], version: tuple[int, ...]) -> None:
+        try:
+            rows = store.leaderboard(self.engine, key[0], weights=key[1])
+            with self._lock:
+                self._kept[key] = (version, rows)
+                self.refreshed += 1
+        finally:
+            with self._lock:
+                self._busy.discard(key)
+
+
+def tournament(engine: Engine, leaderboards: Leaderboards, tournament_id: int, page: int) -> dict[str, Any]:
     row = store.get_tournament(engine, tournament_id)
     stored = stored_tournament(row)
-    rows = store.leaderboard(engine, tournament_id, weights=stored.scoring)
-    pages = Pages(page, store.count_matches(engine, tournament_id))
+    rows, current = leaderboards.rows(tournament_id, stored.scoring)
+    pages = Pages(page, store.count_matches(engine, tournament_id)).check(f"tournament {tournament_id}")
     matches = store.list_matches(engine, tournament_id, pages.offset, PAGE_SIZE)
     return {
         "title": f"{row.name}: tournament {tournament_id}",
         "tournament": row,
         "colors": Palette(r.contestant for r in rows),
         "leaderboard": views.leaderboard_table(rows, "leaderboard"),
+        "leaderboard_current": current,
         "progress": progress(engine, tournament_id),
         "matches": matches,
+        "lineups": store.lineups(engine, [stored_id(m.id) for m in matches]),
         "pages": pages,
         "problem": stored.problem,
     }
@@ -140,7 +202,9 @@ def match(engine: Engine, match_id: int, page: int) -> dict[str, Any]:
         detail, scenarios.get(detail.match.scenario), colors, store.metrics(engine, match_id=match_id)
     )
     last = int(detail.days.day.max()) if len(detail.days) else 0
-    pages = Pages(page, last)
+    pages = Pages(page, last).check(f"match {match_id}")
+    same = store.same_draw(engine, detail.match)
+    lineups = store.lineups(engine, [stored_id(m.id) for m in same])
     shown = range(pages.offset + 1, min(pages.offset + PAGE_SIZE, last) + 1)
     return {
         "title": f"match {match_id}: {detail.match.scenario}",
@@ -149,9 +213,50 @@ def match(engine: Engine, match_id: int, page: int) -> dict[str, Any]:
         "part": part,
         "notes": notes,
         "incidents": incidents(detail.days, detail.faults, detail.goals),
+        "same_draw": [(m, lineups[stored_id(m.id)]) for m in same],
         "days": _days_table(detail.days.records(_rows_of_days(detail.days, shown))),
         "pages": pages,
         "last_day": last,
+    }
+
+
+def compare(engine: Engine, first: int, second: int) -> dict[str, Any]:
+    """Two matches' seats on the same charts: the first match's lines solid, the second's dashed."""
+    shown = [store.match_detail(engine, first), store.match_detail(engine, second)]
+    colors = Palette(sorted({r.contestant for detail in shown for r in detail.results}))
+    styles = [
+        {
+            r.merchant: (
+                f"match {d.match_id} · {seat_label(r.merchant, r.contestant)}",
+                colors[r.contestant],
+                n == 1,
+            )
+            for r in sorted(d.results, key=lambda r: r.merchant)
+        }
+        for n, d in enumerate(shown)
+    ]
+    products = dict.fromkeys(p for d in shown for p in d.days.products)
+    paths: list[tuple[str, Any]] = [
+        *((f"Price: {product}", price_of(product)) for product in products),
+        ("Units sold (all products)", lambda r: sum(r.units_sold.values())),
+        ("Net worth", lambda r: r.net_worth),
+    ]
+    return {
+        "title": f"matches {first} and {second}",
+        "matches": shown,
+        "colors": colors,
+        "results": [views.results_table(d.match, d.results) for d in shown],
+        "charts": [
+            line_figure(
+                [
+                    series
+                    for d, style in zip(shown, styles, strict=True)
+                    for series in day_series(d.days, style, value)
+                ],
+                title=title,
+            )
+            for title, value in paths
+        ],
     }
 
 

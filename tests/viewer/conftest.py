@@ -76,7 +76,7 @@ def played(day_record: Any, key: str, index: int, names: tuple[str, str]) -> Fin
         key=key,
         index=index,
         scenario="corner-shop",
-        seed=index,
+        seed=7,  # every match of the same scenario and seed: other lineups in the same market
         days=DAYS,
         wall_seconds=1.0,
         merchants=[

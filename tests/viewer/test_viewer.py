@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import threading
 import urllib.error
 import urllib.request
 from typing import Any
@@ -18,9 +19,11 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from results import store
+from results.composite import ScoringWeights
 from results.db import engine_for
 from tests.viewer.conftest import DAYS, HOSTILE, Serving, Stored, prices, store_another
 from viewer.app import open_for_reading
+from viewer.pages import Leaderboards
 
 
 def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, Any]:
@@ -79,6 +82,23 @@ def test_a_charts_data_downloads_as_csv(viewer: Serving, stored: Stored):
     for row in rows[1:]:
         day = int(row[0])
         assert sorted(float(v) for v in row[1:]) == sorted(prices(day, m) for m in ("m0", "m1"))
+
+
+def test_two_matches_of_the_same_draw_are_compared_on_the_same_charts(viewer: Serving, stored: Stored):
+    first, second = stored.matches
+    _, page, _ = get(f"{viewer.address}/matches/{first}")
+    assert f'href="/compare?a={first}&amp;b={second}"' in page
+    status, page, _ = get(f"{viewer.address}/compare?a={first}&b={second}")
+    assert status == 200 and f'href="/matches/{second}"' in page
+    status, body, _ = get(f"{viewer.address}/compare/charts/1.csv?a={first}&b={second}")
+    rows = list(csv.reader(io.StringIO(body)))
+    assert status == 200 and len(rows) == DAYS + 1
+    assert [name.split(" · ")[0] for name in rows[0][1:]] == [f"match {first}"] * 2 + [f"match {second}"] * 2
+    for row in rows[1:]:  # the same prices in both: the same script played them
+        assert row[1:3] == row[3:5] and sorted(map(float, row[1:3])) == sorted(
+            prices(int(row[0]), m) for m in ("m0", "m1")
+        )
+    assert get(f"{viewer.address}/compare?a={first}")[0] == 400
 
 
 def test_what_is_not_there_is_a_404_with_a_way_back(viewer: Serving, stored: Stored):
@@ -152,4 +172,26 @@ def test_a_viewer_with_a_token_lets_in_only_who_shows_it(stored: Stored):
         assert get(serving.address + "/changes", {"authorization": "Bearer s3cret-token"})[0] == 200
     finally:
         serving.stop()
+        engine.dispose()
+
+
+def test_a_leaderboard_is_computed_once_a_version_and_brought_up_to_date_in_the_background(
+    stored: Stored, day_record
+):
+    engine = open_for_reading(stored.url)
+    leaderboards = Leaderboards(engine)
+    try:
+        rows, current = leaderboards.rows(stored.tournament, ScoringWeights())
+        assert current and {r.matches for r in rows} == {2}
+        assert leaderboards.rows(stored.tournament, ScoringWeights())[0] is rows  # not computed again
+        store_another(stored, day_record)
+        stale, current = leaderboards.rows(stored.tournament, ScoringWeights())
+        assert stale is rows and not current  # at once, while a thread computes the new one
+        for _ in range(500):
+            if leaderboards.refreshed:
+                break
+            threading.Event().wait(0.02)
+        fresh, current = leaderboards.rows(stored.tournament, ScoringWeights())
+        assert leaderboards.refreshed == 1 and current and {r.matches for r in fresh} == {3}
+    finally:
         engine.dispose()
