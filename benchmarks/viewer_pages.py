@@ -41,8 +41,7 @@ from market.scenario import load_scenario  # noqa: E402
 from results.db import engine_for  # noqa: E402
 from results.records import FinishedMatch, MerchantResult, ModelCallRecord, TranscriptRecord  # noqa: E402
 from results.store import save_matches, start_tournament  # noqa: E402
-from tests.viewer.conftest import Serving  # noqa: E402
-from viewer.app import open_for_reading  # noqa: E402
+from viewer.app import InThread, open_for_reading  # noqa: E402
 
 CONTESTANTS = [f"contestant_{n:02d}" for n in range(12)]
 DAYS = 30
@@ -208,7 +207,7 @@ def main() -> None:
         build(url, args.matches, args.days, args.steps)
         print(f"built {args.db} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     engine = open_for_reading(url)
-    serving = Serving(engine)
+    serving = InThread(engine)
     pages = {
         "tournaments": "/",
         "tournament (its leaderboard)": "/tournaments/1",

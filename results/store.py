@@ -747,7 +747,9 @@ def match_details(engine: Engine, tournament_id: int) -> Iterator[MatchDetail]:
     return (match_detail(engine, stored_id(match.id)) for match in matches)
 
 
-def match_detail(engine: Engine, match_id: int) -> MatchDetail:
+def match_detail(engine: Engine, match_id: int, with_calls: bool = True) -> MatchDetail:
+    """The match; `with_calls` False leaves its model calls out (a year of an agent's are
+    thousands of rows, which a reader of one day or of the charts does not need)."""
     with Session(engine) as session:
         match = _require(session, MatchRow, match_id)
         days = session.get(DayLogRow, match_id)
@@ -757,7 +759,7 @@ def match_detail(engine: Engine, match_id: int) -> MatchDetail:
             days=decode(days.columns, days.decisions) if days is not None else DayLog.of([]),
             faults=_match_records(session, FaultRow, match_id, Fault),
             recalls=_match_records(session, RecallRow, match_id, RecallResult),
-            calls=_match_records(session, ModelCallRow, match_id, ModelCallRecord),
+            calls=_match_records(session, ModelCallRow, match_id, ModelCallRecord) if with_calls else [],
             market=MarketScores(
                 metrics={row.name: row.value for row in _match_rows(session, MarketMetricRow, match_id)},
                 windows=_match_records(session, PriceWindowRow, match_id, PriceWindow),

@@ -13,10 +13,14 @@ for the token once (in the address, `?token=...`), then knows the browser by a c
 from __future__ import annotations
 
 import secrets
+import socket
+import threading
+import time
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import SQLAlchemyError
@@ -108,7 +112,7 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
 
     def chart_csv(request: Request) -> Response:
         match_id = request.path_params["match"]
-        shown = pages.match(engine, match_id, 1)["part"]
+        shown = pages.match(engine, match_id, 1, with_calls=False)["part"]
         return chart_download(
             [c.plot for c in shown.charts], request.path_params["chart"], f"match-{match_id}"
         )
@@ -227,3 +231,23 @@ class TokenCheck(BaseHTTPMiddleware):
         if given:
             response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
         return response
+
+
+class InThread:
+    """The viewer over `engine` on 127.0.0.1 at a free port, in a thread of this process: for
+    tests, benchmarks and scripts that look at pages while they work."""
+
+    def __init__(self, engine: Engine, token: str | None = None) -> None:
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        self.address = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        config = uvicorn.Config(create_app(engine, token), log_level="warning", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [listener]}, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)

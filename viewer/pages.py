@@ -193,8 +193,8 @@ def tournament(engine: Engine, leaderboards: Leaderboards, tournament_id: int, p
     }
 
 
-def match(engine: Engine, match_id: int, page: int) -> dict[str, Any]:
-    detail = store.match_detail(engine, match_id)
+def match(engine: Engine, match_id: int, page: int, with_calls: bool = True) -> dict[str, Any]:
+    detail = store.match_detail(engine, match_id, with_calls)
     row = store.get_tournament(engine, detail.match.tournament_id)
     scenarios, notes = stored_tournament(row).scenarios()
     colors = Palette(sorted({r.contestant for r in detail.results}))
@@ -282,7 +282,7 @@ def _days_table(records: Sequence[DayRecord]) -> list[dict[str, Any]]:
 
 
 def day(engine: Engine, match_id: int, day_number: int) -> dict[str, Any]:
-    detail = store.match_detail(engine, match_id)
+    detail = store.match_detail(engine, match_id, with_calls=False)
     last = int(detail.days.day.max()) if len(detail.days) else 0
     if not 1 <= day_number <= last:
         raise NotFound(f"match {match_id} has no day {day_number} (its days: 1 to {last})")

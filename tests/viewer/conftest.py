@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-from sqlalchemy import Engine
 
 from market.calls import Message, ToolCall
 from results.db import engine_for
 from results.records import FinishedMatch, MerchantResult, TranscriptRecord
 from results.store import save_match, start_tournament
-from viewer.app import create_app, open_for_reading
+from viewer.app import InThread, open_for_reading
 
 HOSTILE = '<script>window.hacked = 1</script><img src=x onerror="window.hacked = 2">'
 DAYS = 6
@@ -129,29 +124,10 @@ def store_another(stored: Stored, day_record: Any) -> int:
         engine.dispose()
 
 
-class Serving:
-    """The viewer on 127.0.0.1 at a free port, in a thread of this process."""
-
-    def __init__(self, engine: Engine, token: str | None = None) -> None:
-        listener = socket.socket()
-        listener.bind(("127.0.0.1", 0))
-        self.address = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        config = uvicorn.Config(create_app(engine, token), log_level="warning", access_log=False)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [listener]}, daemon=True)
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-
 @pytest.fixture
-def viewer(stored: Stored) -> Iterator[Serving]:
+def viewer(stored: Stored) -> Iterator[InThread]:
     engine = open_for_reading(stored.url)
-    serving = Serving(engine)
+    serving = InThread(engine)
     yield serving
     serving.stop()
     engine.dispose()

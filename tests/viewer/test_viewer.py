@@ -21,8 +21,8 @@ from sqlalchemy.exc import OperationalError
 from results import store
 from results.composite import ScoringWeights
 from results.db import engine_for
-from tests.viewer.conftest import DAYS, HOSTILE, Serving, Stored, prices, store_another
-from viewer.app import open_for_reading
+from tests.viewer.conftest import DAYS, HOSTILE, Stored, prices, store_another
+from viewer.app import InThread, open_for_reading
 from viewer.pages import Leaderboards
 
 
@@ -35,7 +35,7 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, Any]
         return refused.code, refused.read().decode(), refused.headers
 
 
-def test_the_pages_link_from_the_tournaments_to_a_merchants_day(viewer: Serving, stored: Stored):
+def test_the_pages_link_from_the_tournaments_to_a_merchants_day(viewer: InThread, stored: Stored):
     status, home, _ = get(viewer.address + "/")
     assert status == 200 and f'href="/tournaments/{stored.tournament}"' in home
     status, page, _ = get(f"{viewer.address}/tournaments/{stored.tournament}")
@@ -48,7 +48,7 @@ def test_the_pages_link_from_the_tournaments_to_a_merchants_day(viewer: Serving,
     assert status == 200 and "accepted: tea at 4.0" in page and "set_price" in page
 
 
-def test_the_match_page_lists_what_happened_with_links_to_those_days(viewer: Serving, stored: Stored):
+def test_the_match_page_lists_what_happened_with_links_to_those_days(viewer: InThread, stored: Stored):
     _, page, _ = get(f"{viewer.address}/matches/{stored.matches[0]}")
     found = page[page.index('id="incidents"') : page.index('id="charts"')]
     # m1's cut from 5 to 4 on day 4 (a fifth, against m0's 5), m0's stock-out on days 2 and 3
@@ -59,7 +59,7 @@ def test_the_match_page_lists_what_happened_with_links_to_those_days(viewer: Ser
     assert found.count("<li>") == 2
 
 
-def test_a_merchants_and_a_models_words_are_shown_as_text(viewer: Serving, stored: Stored):
+def test_a_merchants_and_a_models_words_are_shown_as_text(viewer: InThread, stored: Stored):
     for path in (
         f"/tournaments/{stored.tournament}",
         f"/matches/{stored.matches[0]}",
@@ -72,7 +72,7 @@ def test_a_merchants_and_a_models_words_are_shown_as_text(viewer: Serving, store
     assert day.count("&lt;script&gt;") >= 3  # the model's reasoning, what it was sent, a message said
 
 
-def test_a_charts_data_downloads_as_csv(viewer: Serving, stored: Stored):
+def test_a_charts_data_downloads_as_csv(viewer: InThread, stored: Stored):
     status, body, headers = get(f"{viewer.address}/matches/{stored.matches[0]}/charts/1.csv")
     assert status == 200 and headers["content-type"].startswith("text/csv")
     assert "attachment" in headers["content-disposition"]
@@ -84,7 +84,7 @@ def test_a_charts_data_downloads_as_csv(viewer: Serving, stored: Stored):
         assert sorted(float(v) for v in row[1:]) == sorted(prices(day, m) for m in ("m0", "m1"))
 
 
-def test_two_matches_of_the_same_draw_are_compared_on_the_same_charts(viewer: Serving, stored: Stored):
+def test_two_matches_of_the_same_draw_are_compared_on_the_same_charts(viewer: InThread, stored: Stored):
     first, second = stored.matches
     _, page, _ = get(f"{viewer.address}/matches/{first}")
     assert f'href="/compare?a={first}&amp;b={second}"' in page
@@ -101,7 +101,7 @@ def test_two_matches_of_the_same_draw_are_compared_on_the_same_charts(viewer: Se
     assert get(f"{viewer.address}/compare?a={first}")[0] == 400
 
 
-def test_what_is_not_there_is_a_404_with_a_way_back(viewer: Serving, stored: Stored):
+def test_what_is_not_there_is_a_404_with_a_way_back(viewer: InThread, stored: Stored):
     for path in (
         "/matches/999",
         "/tournaments/999",
@@ -116,7 +116,7 @@ def test_what_is_not_there_is_a_404_with_a_way_back(viewer: Serving, stored: Sto
 
 
 def test_the_version_of_the_record_changes_when_a_match_is_stored(
-    viewer: Serving, stored: Stored, day_record
+    viewer: InThread, stored: Stored, day_record
 ):
     _, before, _ = get(viewer.address + "/changes")
     _, progress, _ = get(f"{viewer.address}/tournaments/{stored.tournament}/progress.json")
@@ -134,7 +134,7 @@ def test_the_version_of_the_record_changes_when_a_match_is_stored(
     assert json.loads(progress)["done"] == 3 and json.loads(progress)["left"] == 0
 
 
-def test_a_database_that_cannot_be_read_gets_a_banner_not_a_traceback(viewer: Serving, stored: Stored):
+def test_a_database_that_cannot_be_read_gets_a_banner_not_a_traceback(viewer: InThread, stored: Stored):
     stored.path.write_bytes(b"this is no longer a database" * 100)
     for wal in stored.path.parent.glob("arena.db-*"):
         wal.unlink()
@@ -161,7 +161,7 @@ def test_the_viewer_cannot_write_to_the_record(stored: Stored):
 
 def test_a_viewer_with_a_token_lets_in_only_who_shows_it(stored: Stored):
     engine = open_for_reading(stored.url)
-    serving = Serving(engine, token="s3cret-token")
+    serving = InThread(engine, token="s3cret-token")
     try:
         status, page, _ = get(serving.address + "/")
         assert status == 401 and "token" in page and "s3cret-token" not in page

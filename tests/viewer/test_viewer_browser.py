@@ -12,7 +12,8 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from results.chromium import binary
-from tests.viewer.conftest import HOSTILE, Serving, Stored, store_another
+from tests.viewer.conftest import HOSTILE, Stored, store_another
+from viewer.app import InThread
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +39,7 @@ def page(browser) -> Page:
 
 
 def test_a_reader_follows_links_from_the_tournaments_to_a_merchants_day(
-    page: Page, viewer: Serving, stored: Stored
+    page: Page, viewer: InThread, stored: Stored
 ):
     page.goto(viewer.address + "/")
     page.get_by_role("link", name="spring").click()
@@ -55,7 +56,7 @@ def test_a_reader_follows_links_from_the_tournaments_to_a_merchants_day(
     expect(page.locator("#m1 .steps")).to_contain_text("accepted: tea at 4.0")
 
 
-def test_hostile_words_are_shown_and_never_run(page: Page, viewer: Serving, stored: Stored):
+def test_hostile_words_are_shown_and_never_run(page: Page, viewer: InThread, stored: Stored):
     for path in (
         f"/tournaments/{stored.tournament}",
         f"/matches/{stored.matches[0]}",
@@ -68,7 +69,7 @@ def test_hostile_words_are_shown_and_never_run(page: Page, viewer: Serving, stor
 
 
 def test_a_running_tournaments_page_follows_its_progress(
-    page: Page, viewer: Serving, stored: Stored, day_record
+    page: Page, viewer: InThread, stored: Stored, day_record
 ):
     page.goto(f"{viewer.address}/tournaments/{stored.tournament}")
     expect(page.locator('[data-progress="done"]')).to_have_text("2")
@@ -77,7 +78,7 @@ def test_a_running_tournaments_page_follows_its_progress(
     expect(page.locator('[data-progress="left"]')).to_have_text("0")
 
 
-def test_a_hundred_pages_at_once_and_a_reader_who_leaves_mid_download(viewer: Serving, stored: Stored):
+def test_a_hundred_pages_at_once_and_a_reader_who_leaves_mid_download(viewer: InThread, stored: Stored):
     host, port = viewer.address.removeprefix("http://").split(":")
     for _ in range(5):  # ask for the 4.8 MB script and hang up after its first bytes
         with socket.create_connection((host, int(port))) as hung_up:
