@@ -113,9 +113,8 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
     def chart_csv(request: Request) -> Response:
         match_id = request.path_params["match"]
         shown = pages.match(engine, match_id, 1, with_calls=False)["part"]
-        return chart_download(
-            [c.plot for c in shown.charts], request.path_params["chart"], f"match-{match_id}"
-        )
+        charts = [*shown.charts, *(shown.deviation.charts if shown.deviation is not None else [])]
+        return chart_download([c.plot for c in charts], request.path_params["chart"], f"match-{match_id}")
 
     def chart_download(charts: list[dict[str, Any]], index: int, name: str) -> Response:
         if not 1 <= index <= len(charts):

@@ -18,10 +18,16 @@ from markupsafe import escape
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
+from market.scenario import load_scenario
 from results import store
 from results.composite import ScoringWeights
 from results.db import engine_for
+from results.deviation import DeviationProbe
 from tests.viewer.conftest import DAYS, HOSTILE, Stored, prices, store_another
+from tournaments.config import ContestantEntry
+from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
+from tournaments.schedule import MatchSpec
 from viewer.app import InThread, open_for_reading
 from viewer.pages import Leaderboards
 
@@ -195,3 +201,38 @@ def test_a_leaderboard_is_computed_once_a_version_and_brought_up_to_date_in_the_
         assert leaderboards.refreshed == 1 and current and {r.matches for r in fresh} == {3}
     finally:
         engine.dispose()
+
+
+def test_a_probed_matchs_deviated_path_is_charted_beside_it(tmp_path):
+    """A fixed price against tit-for-tat, the fixed seat forced to 1.3 on day 3 of the
+    deviated path: its chart's data has that price on that day, on the deviated line only."""
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    engine = engine_for(url)
+    entries = {
+        "fixed": ContestantEntry(name="fixed", kind="fixed_price", params={"price": 1.8}),
+        "tft": ContestantEntry(name="tft", kind="tit_for_tat"),
+    }
+    tournament = store.start_tournament(
+        engine, "t", "t.yaml", "name: t\n", "h", 1, [(n, e.kind, e.params) for n, e in entries.items()], 1
+    )
+    spec = MatchSpec(key="probed", index=0, scenario="calvano", seed=1, days=8, seats=("fixed", "tft"))
+    calvano = load_scenario("calvano")
+    probe = MatchRules(seed=1, deviation=DeviationProbe(day=3, seat=0, to=1.3))
+    played = play_here([Match(spec, calvano, probe, plan_contestants(entries.values()))])[0]
+    match = store.save_match(engine, tournament, played, calvano)
+    engine.dispose()
+    reader = open_for_reading(url)
+    serving = InThread(reader)
+    try:
+        _, page, _ = get(f"{serving.address}/matches/{match}")
+        section = page[page.index('id="deviation"') :]
+        first = int(section.split('id="chart-')[1].split('"')[0])
+        _, body, _ = get(f"{serving.address}/matches/{match}/charts/{first}.csv")
+        rows = list(csv.reader(io.StringIO(body)))
+        deviated = [i for i, name in enumerate(rows[0]) if name.startswith("fixed") and "deviated" in name]
+        on_path = [i for i, name in enumerate(rows[0]) if name.startswith("fixed") and "deviated" not in name]
+        day3 = next(row for row in rows[1:] if row[0] == "3")
+        assert [float(day3[i]) for i in deviated] == [1.3] and [float(day3[i]) for i in on_path] == [1.8]
+    finally:
+        serving.stop()
+        reader.dispose()
