@@ -66,6 +66,7 @@ def open_for_reading(url: str | None) -> Engine:
         else:
             cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         cursor.close()
+        dbapi_connection.commit()  # a SET in PostgreSQL is undone with the transaction it was in
 
     return engine
 

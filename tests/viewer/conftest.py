@@ -95,16 +95,14 @@ def played(day_record: Any, key: str, index: int, names: tuple[str, str]) -> Fin
     )
 
 
-@pytest.fixture
-def stored(tmp_path: Path, day_record: Any) -> Stored:
-    path = tmp_path / "arena.db"
-    url = f"sqlite:///{path}"
+def fill(url: str, day_record: Any, path: Path | None = None) -> Stored:
+    """A tournament of three planned matches, two of them stored, in the database at `url`."""
     engine = engine_for(url)
     names = ("steady", HOSTILE)
     tournament = start_tournament(
         engine,
         name="spring",
-        config_path=str(tmp_path / "spring.yaml"),
+        config_path="spring.yaml",
         config_text="name: spring\n",
         config_hash="spring",
         seed=7,
@@ -113,7 +111,12 @@ def stored(tmp_path: Path, day_record: Any) -> Stored:
     )
     matches = [save_match(engine, tournament, played(day_record, f"k{i}", i, names)) for i in range(2)]
     engine.dispose()
-    return Stored(url, path, tournament, matches)
+    return Stored(url, path or Path(), tournament, matches)
+
+
+@pytest.fixture
+def stored(tmp_path: Path, day_record: Any) -> Stored:
+    return fill(f"sqlite:///{tmp_path / 'arena.db'}", day_record, tmp_path / "arena.db")
 
 
 def store_another(stored: Stored, day_record: Any) -> int:
