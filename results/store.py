@@ -80,7 +80,7 @@ from results.tables import (
     stored_id,
     utcnow,
 )
-from results.transcript import day_rows, steps_of
+from results.transcript import day_rows, notes_kept, steps_of
 
 __all__ = [
     "MatchDetail",
@@ -779,6 +779,21 @@ def transcript(engine: Engine, match_id: int, day: int | None = None) -> list[Tr
             statement = statement.where(col(TranscriptRow.day) == day)
         rows = session.exec(statement.order_by(col(TranscriptRow.id)))
         return [step for row in rows for step in steps_of(row.merchant, row.day, row.words)]
+
+
+def notes(engine: Engine, match_id: int, merchant: str, day: int) -> dict[str, str]:
+    """The notes the merchant's model kept by the end of `day` (agent mode; {} for others)."""
+    with Session(engine) as session:
+        words = session.exec(
+            select(TranscriptRow.words)
+            .where(
+                col(TranscriptRow.match_id) == match_id,
+                col(TranscriptRow.merchant) == merchant,
+                col(TranscriptRow.day) <= day,
+            )
+            .order_by(col(TranscriptRow.day))
+        )
+        return notes_kept(words)
 
 
 def _deviation_path(session: Session, match_id: int) -> DeviationPath | None:

@@ -43,3 +43,34 @@ def step_lines(step: TranscriptRecord) -> list[tuple[str, str]]:
     lines += [("tool call", f"{c.name} {c.arguments}") for c in step.answer.tool_calls]
     lines += [("result", m.content) for m in step.results]
     return lines
+
+
+def notes_kept(days_words: Iterable[bytes]) -> dict[str, str]:
+    """The notes an agent keeps at the end of the days whose stored `words` are given, in day
+    order: its write_note and delete_note calls (contestants.llm.agent) replayed where the tool
+    carried them out, as its result says (a result with an error changed nothing)."""
+    notes: dict[str, str] = {}
+    for words in days_words:
+        for step in json.loads(zlib.decompress(words).decode()):
+            results = {r.get("tool_call_id"): r.get("content", "") for r in step.get("results", [])}
+            for call in step["answer"].get("tool_calls", []):
+                if call["name"] not in ("write_note", "delete_note") or not _carried_out(
+                    results.get(call["id"])
+                ):
+                    continue
+                arguments = json.loads(call["arguments"])  # carried out: an object with a key
+                key = str(arguments["key"]).strip()
+                if call["name"] == "write_note":
+                    notes[key] = str(arguments.get("text", ""))
+                else:
+                    notes.pop(key, None)
+    return notes
+
+
+def _carried_out(result: str | None) -> bool:
+    """Whether a tool's result says it did what it was asked (it has no error)."""
+    try:
+        answer = json.loads(result or "")
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and "error" not in answer

@@ -303,6 +303,7 @@ def day(engine: Engine, match_id: int, day_number: int) -> dict[str, Any]:
                 "record": r,
                 "books": _books(r),
                 "steps": [s for s in steps if s.merchant == r.merchant],
+                "notes": store.notes(engine, match_id, r.merchant, day_number),
                 "faults": [f for f in detail.faults if f.merchant == r.merchant and f.day == day_number],
             }
             for r in records

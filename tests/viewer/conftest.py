@@ -56,7 +56,17 @@ def played(day_record: Any, key: str, index: int, names: tuple[str, str]) -> Fin
         reasoning=f"thinking {HOSTILE}",
         tool_calls=(ToolCall(id="call_1", name="set_price", arguments='{"product": "tea", "price": 4.0}'),),
     )
+    note = ToolCall(id="call_0", name="write_note", arguments='{"key": "plan", "text": "cut to 4 on day 4"}')
     transcript = [
+        TranscriptRecord(
+            merchant="m1",
+            day=2,
+            step=1,
+            purpose="step",
+            sent=(Message(role="user", content="Day 2 begins."),),
+            answer=Message(role="assistant", content="", tool_calls=(note,)),
+            results=(Message(role="tool", tool_call_id="call_0", content='{"kept": "plan", "notes": 1}'),),
+        ),
         TranscriptRecord(
             merchant="m1",
             day=3,
@@ -65,7 +75,7 @@ def played(day_record: Any, key: str, index: int, names: tuple[str, str]) -> Fin
             sent=(words,),
             answer=answer,
             results=(Message(role="tool", tool_call_id="call_1", content="accepted: tea at 4.0"),),
-        )
+        ),
     ]
     return FinishedMatch(
         key=key,

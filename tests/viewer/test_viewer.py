@@ -52,6 +52,9 @@ def test_the_pages_link_from_the_tournaments_to_a_merchants_day(viewer: InThread
     assert all(f'href="/matches/{stored.matches[0]}/days/{d}"' in page for d in range(1, DAYS + 1))
     status, page, _ = get(f"{viewer.address}/matches/{stored.matches[0]}/days/3")
     assert status == 200 and "accepted: tea at 4.0" in page and "set_price" in page
+    assert "<dt>plan</dt><dd>cut to 4 on day 4</dd>" in page  # written on day 2, kept
+    _, first_day, _ = get(f"{viewer.address}/matches/{stored.matches[0]}/days/1")
+    assert 'class="notes"' not in first_day
 
 
 def test_the_match_page_lists_what_happened_with_links_to_those_days(viewer: InThread, stored: Stored):
