@@ -75,6 +75,7 @@ from results.tables import (
     PriceWindowRow,
     RatingSnapshot,
     RecallRow,
+    RunProgressRow,
     TournamentRow,
     TranscriptRow,
     stored_id,
@@ -696,6 +697,30 @@ def lineups(engine: Engine, match_ids: Collection[int]) -> dict[int, list[Mercha
         for row in rows:
             found[row.match_id].append(_as_record(row, MerchantResult))
     return found
+
+
+@reconnecting
+def note_progress(
+    engine: Engine, tournament_id: int, days_played: int, days_planned: int, playing: int
+) -> None:
+    """Record where the tournament's run stands (RunProgressRow)."""
+    with Session(engine) as session:
+        session.merge(
+            RunProgressRow(
+                tournament_id=tournament_id,
+                days_played=days_played,
+                days_planned=days_planned,
+                matches_playing=playing,
+                updated_at=utcnow(),
+            )
+        )
+        session.commit()
+
+
+def run_progress(engine: Engine, tournament_id: int) -> RunProgressRow | None:
+    """Where the tournament's run last said it stood; None before it said."""
+    with Session(engine) as session:
+        return session.get(RunProgressRow, tournament_id)
 
 
 def count_matches(engine: Engine, tournament_id: int) -> int:

@@ -85,6 +85,21 @@ class TournamentRow(SQLModel, table=True):
     planned_matches: int
 
 
+class RunProgressRow(SQLModel, table=True):
+    """Where a tournament's run stands, written by the run every few seconds while it plays
+    (for readers of the record as it grows: `arena serve`): the days its matches have played,
+    stored or still in play, and how many matches are in play. Left as it was when a run
+    stops, crashes or finishes."""
+
+    __tablename__ = "run_progress"
+
+    tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE", primary_key=True)
+    days_played: int
+    days_planned: int
+    matches_playing: int
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
 class ContestantRow(SQLModel, table=True):
     __tablename__ = "contestant"
     __table_args__ = (UniqueConstraint("tournament_id", "name"),)

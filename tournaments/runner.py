@@ -39,6 +39,8 @@ from tournaments.plan import ContestantPlan, plan_tournament
 from tournaments.runners import POLL_SECONDS, RunnerPool, RunnerSetup, start_runner
 from tournaments.schedule import MatchSpec, schedule
 
+NOTE_SECONDS = 2.0  # how often, at most, the run writes where it stands to the record (RunProgressRow)
+
 
 class RunObserver(Protocol):
     """What a front end is told while a tournament runs."""
@@ -110,12 +112,18 @@ def run_tournament(
         )
         start = functools.partial(observer.started, tournament_id, len(plan), total_days, len(done))
         ending = Status(stopped=None, spent=Spend(*store.spent(engine, tournament_id)), broken=None)
+        progress = _Progress(
+            observer,
+            len(done),
+            done_days,
+            lambda days, playing: store.note_progress(engine, tournament_id, days, total_days, playing),
+        )
         if todo:
-            progress = _Progress(observer, len(done), done_days)
             run = TournamentRun(tournament, plan_tournament(spec), todo, engine, tournament_id, progress)
             ending = run.play(start, ending.spent, options)
         else:
             start()
+        progress.note(progress.days, 0)
     played = len(store.finished_keys(engine, tournament_id)) - len(done)
     if ending.stopped is None:
         observer.advanced(len(plan), total_days)
@@ -216,6 +224,7 @@ class TournamentRun:
         """Every match played and recorded; how the run's model calls ended."""
         spec = self.tournament.spec
         self.slots = _Slots(spec.max_concurrent_matches)
+        self.progress.playing = lambda: spec.max_concurrent_matches - self.slots.free
         self.stopped = _Stop(self.calls_status)
         self.suspects = _Suspects(self.calls_status)
         hosted = [m for m in self.todo if self.is_hosted(m)]
@@ -401,11 +410,14 @@ def _lost_too_often(what: str, times: int, reason: str) -> ClusterError:
 
 
 class _Progress:
-    """Counts finished matches and played days, telling the observer at most every POLL_SECONDS."""
+    """Counts finished matches and played days, telling the observer at most every
+    POLL_SECONDS, and the record (`note`: the days played and the matches in play, for its
+    readers) at most every NOTE_SECONDS."""
 
-    def __init__(self, observer: RunObserver, matches: int, days: int):
-        self.observer, self.matches, self.days = observer, matches, days
-        self.told = 0.0
+    def __init__(self, observer: RunObserver, matches: int, days: int, note: Callable[[int, int], None]):
+        self.observer, self.matches, self.days, self.note = observer, matches, days, note
+        self.playing: Callable[[], int] = lambda: 0  # the matches in play, once play starts
+        self.told = self.noted = 0.0
 
     def day(self, days: int = 1) -> None:
         self.days += days
@@ -420,3 +432,6 @@ class _Progress:
         if force or now - self.told >= POLL_SECONDS:
             self.told = now
             self.observer.advanced(self.matches, self.days)
+        if force or now - self.noted >= NOTE_SECONDS:
+            self.noted = now
+            self.note(self.days, self.playing())

@@ -51,11 +51,16 @@ class Pages:
 
 @dataclass(frozen=True)
 class Progress:
-    """Where a tournament's run stands."""
+    """Where a tournament's run stands: matches stored of planned, matches in play and days
+    played (as the run last noted them: RunProgressRow), what it paid against its budget, and
+    while it runs the time left at its pace so far."""
 
     status: str
     done: int
     planned: int
+    playing: int
+    days_played: int | None  # None: the run never noted its days (an older arena's)
+    days_planned: int | None
     tokens: int
     cost: float
     budget: str  # what the budget allows, or "" without one
@@ -71,6 +76,9 @@ class Progress:
             "done": self.done,
             "planned": self.planned,
             "left": self.left,
+            "playing": self.playing,
+            "days_played": self.days_played,
+            "days_planned": self.days_planned,
             "tokens": self.tokens,
             "cost": round(self.cost, 6),
             "budget": self.budget,
@@ -89,6 +97,7 @@ def home(engine: Engine) -> dict[str, Any]:
 def progress(engine: Engine, tournament_id: int, now: datetime | None = None) -> Progress:
     row = store.get_tournament(engine, tournament_id)
     done = store.count_matches(engine, tournament_id)
+    run = store.run_progress(engine, tournament_id)
     tokens, cost = store.spent(engine, tournament_id)
     spec = stored_tournament(row).spec
     budget = spec.budget if spec is not None else None
@@ -97,24 +106,28 @@ def progress(engine: Engine, tournament_id: int, now: datetime | None = None) ->
         allowed.append(f"USD {budget.cost_usd:,.2f}")
     if budget is not None and budget.tokens is not None:
         allowed.append(f"{budget.tokens:,} tokens")
+    running = row.status == "running"
+    # the days tell the pace better than the matches, which end in bursts
+    played, planned = (run.days_played, run.days_planned) if run is not None else (done, row.planned_matches)
     return Progress(
         status=row.status,
         done=done,
         planned=row.planned_matches,
+        playing=run.matches_playing if run is not None and running else 0,
+        days_played=run.days_played if run is not None else None,
+        days_planned=run.days_planned if run is not None else None,
         tokens=tokens,
         cost=cost,
         budget=" or ".join(allowed),
-        time_left=_time_left(row, done, now or datetime.now(UTC)),
+        time_left=_time_left(row.created_at, played, planned, now or datetime.now(UTC)) if running else "",
     )
 
 
-def _time_left(row: TournamentRow, done: int, now: datetime) -> str:
-    """At the pace so far: the time since the run started over the matches it stored."""
-    left = row.planned_matches - done
-    if row.status != "running" or done == 0 or left <= 0:
+def _time_left(started: datetime, done: int, planned: int, now: datetime) -> str:
+    """At the pace so far: the time since the run started over the work it has done."""
+    if done <= 0 or done >= planned:
         return ""
-    elapsed = (now - row.created_at).total_seconds()
-    seconds = elapsed / done * left
+    seconds = (now - started).total_seconds() / done * (planned - done)
     if seconds < 90:
         return f"about {max(round(seconds), 1)} s"
     if seconds < 90 * 60:

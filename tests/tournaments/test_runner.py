@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from results.db import engine_for
-from results.store import leaderboard, list_matches, match_detail
+from results.store import leaderboard, list_matches, match_detail, run_progress
 from results.tables import FaultRow, MatchRow, ModelCallRow
 from tournaments.cluster import ClusterError
 from tournaments.config import load_tournament
@@ -60,6 +60,12 @@ def test_same_yaml_and_seed_give_identical_results(tmp_path):
     assert table(first, a) == table(second, b)
     assert all_days(first, a) == all_days(second, b)
     assert len(all_days(first, a)) == len(schedule(tournament)) == 12
+    noted = run_progress(first, a)  # what the run last wrote of where it stood: all done
+    assert noted is not None and (noted.days_played, noted.days_planned, noted.matches_playing) == (
+        12 * 12,
+        144,
+        0,
+    )
     # the random merchant really is random across seeds, so equality above is not vacuous
     days = all_days(first, a)
     prices = {

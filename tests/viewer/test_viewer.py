@@ -136,6 +136,15 @@ def test_the_version_of_the_record_changes_when_a_match_is_stored(
         "left": 1,
         "time_left": "",
     }
+    engine = engine_for(stored.url)
+    store.note_progress(engine, stored.tournament, days_played=9, days_planned=18, playing=1)
+    engine.dispose()
+    _, progress, _ = get(f"{viewer.address}/tournaments/{stored.tournament}/progress.json")
+    assert {k: json.loads(progress)[k] for k in ("days_played", "days_planned", "playing")} == {
+        "days_played": 9,
+        "days_planned": 18,
+        "playing": 1,
+    }
     store_another(stored, day_record)
     _, after, _ = get(viewer.address + "/changes")
     assert json.loads(before) != json.loads(after)
