@@ -185,7 +185,11 @@ class AnthropicProvider(RemoteProvider):
             reasoning=thought or None,
             # with tools, the turn goes back as it came: its signed thinking unchanged and in
             # its place among the text and the tool uses, as the API requires
-            carried=tuple(block.model_dump(mode="json", exclude_none=True) for block in response.content)
+            carried=tuple(
+                block.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for block in response.content
+                if block.type != "text" or block.text  # the API refuses an empty text block back
+            )
             if request.tools
             else (),
             usage=_usage(response.usage),
@@ -226,18 +230,28 @@ def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
                 turns[-1]["content"].append(result)
             else:
                 turns.append({"role": "user", "content": [result]})
-        elif m.carried:
+        elif _whole(m):
             turns.append({"role": "assistant", "content": list(m.carried)})
         elif m.tool_calls:
+            # not kept whole: an answer cached by an arena that kept only the thinking, which
+            # then goes first, as the API wants it where there is no more of it between the uses
             text = [{"type": "text", "text": m.content}] if m.content else []
             uses = [
                 {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call.arguments)}
                 for call in m.tool_calls
             ]
-            turns.append({"role": "assistant", "content": [*text, *uses]})
+            turns.append({"role": "assistant", "content": [*m.carried, *text, *uses]})
         elif m.content or m.role != "assistant":  # the API refuses an empty assistant turn
             turns.append({"role": m.role, "content": m.content})
     return turns
+
+
+def _whole(message: Message) -> bool:
+    """Whether the turn's carried blocks are the whole turn: more than its thinking, all its
+    tool uses among them."""
+    used = [block.get("id") for block in message.carried if block.get("type") == "tool_use"]
+    kept = any(block.get("type") not in ("thinking", "redacted_thinking") for block in message.carried)
+    return kept and used == [call.id for call in message.tool_calls]
 
 
 def _arguments(text: str) -> Any:

@@ -203,11 +203,13 @@ class OpenAIProvider(RemoteProvider):
         if not isinstance(response, ChatCompletion) or not response.choices:
             raise BadResponse("not a chat completion")
         message = response.choices[0].message
-        # function tools are the only ones asked for
+        # function tools are the only ones asked for; some servers (Gemini's, LM Studio) send
+        # a call without an id, which its result must name: it is given one
+        asked = [call for call in message.tool_calls or [] if call.type == "function"]
+        ids = [call.id or f"call_{response.id}_{n}" for n, call in enumerate(asked)]
         calls = tuple(
-            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments)
-            for call in message.tool_calls or []
-            if call.type == "function"
+            ToolCall(id=id_, name=call.function.name, arguments=call.function.arguments)
+            for id_, call in zip(ids, asked, strict=True)
         )
         text, calls = request.answer_of(message.content or message.refusal or "", calls)
         usage = response.usage
@@ -218,7 +220,7 @@ class OpenAIProvider(RemoteProvider):
             tool_calls=calls,
             # what compatible servers (DeepSeek, vLLM, OpenRouter) return of the reasoning
             reasoning=_reasoning_text(message),
-            carried=_own_fields(message) if request.tools else (),
+            carried=_own_fields(message, asked, ids) if request.tools else (),
             usage=TokenUsage(
                 input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                 output_tokens=getattr(usage, "completion_tokens", 0) or 0,
@@ -244,10 +246,8 @@ class OpenAIProvider(RemoteProvider):
             "max_output_tokens": request.max_tokens,
             **self._sampling(request),
             "timeout": timeout,
-            # arena gives every turn back itself and never points to a stored response
-            "store": False,
-            "extra_body": dict(self.settings.request),
         }
+        extra = dict(self.settings.request)  # passed through, but for the two merged below
         if rules:
             kwargs["instructions"] = rules
         reasoning: dict[str, Any] = {}
@@ -265,9 +265,11 @@ class OpenAIProvider(RemoteProvider):
                 for tool in request.tools
             ]
             if family.efforts_for("responses"):  # a reasoning model
-                # its reasoning items go back with its turns, and with nothing stored they must
-                # carry their content (encrypted) or the API no longer knows them
-                kwargs["include"] = ["reasoning.encrypted_content"]
+                # its reasoning items go back with its turns, so nothing need be stored; stored
+                # or not, they then carry their content, encrypted (a model not known to reason
+                # is told nothing of this: the API refuses encrypted content for one that does not)
+                kwargs["store"] = False
+                kwargs["include"] = ["reasoning.encrypted_content", *extra.pop("include", [])]
                 if self.settings.reasoning_summary is not None and not self.summaries_refused:
                     reasoning["summary"] = self.settings.reasoning_summary  # kept as its reasoning
         elif mode == "tool":
@@ -283,9 +285,10 @@ class OpenAIProvider(RemoteProvider):
             }
         else:
             kwargs["text"] = {"format": {"type": "json_object"}}
+        reasoning.update(extra.pop("reasoning", {}))
         if reasoning:
             kwargs["reasoning"] = reasoning
-        kwargs["extra_body"] = {"input": kwargs.pop("input"), **kwargs["extra_body"]}
+        kwargs["extra_body"] = {"input": kwargs.pop("input"), **extra}
         try:
             response = self._sdk_client().responses.create(**kwargs)
         except openai.BadRequestError as exc:
@@ -315,7 +318,9 @@ class OpenAIProvider(RemoteProvider):
             reasoning=summary or None,
             # in a conversation with tools every item goes back as it came, in order: a
             # reasoning item only with the item that followed it, and the model picks up its thread
-            carried=tuple(item.model_dump(mode="json", exclude_none=True) for item in response.output)
+            carried=tuple(
+                item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in response.output
+            )
             if request.tools
             else (),
             usage=TokenUsage(
@@ -363,9 +368,9 @@ class OpenAIProvider(RemoteProvider):
 
 def _input_items(message: Message) -> list[dict[str, Any]]:
     """A turn as the Responses API's input items: an assistant's output items as they came
-    (or, where none were kept, its text and its tool calls as function calls); a tool's result
-    as its call's output; any other turn as a message."""
-    if message.carried:
+    (or, where they were not kept whole, its text and its tool calls as function calls); a
+    tool's result as its call's output; any other turn as a message."""
+    if _whole(message):
         return list(message.carried)
     if message.role == "tool":
         return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": message.content}]
@@ -379,18 +384,34 @@ def _input_items(message: Message) -> list[dict[str, Any]]:
     return [*text, *calls]
 
 
-def _own_fields(message: Any) -> tuple[dict[str, Any], ...]:
+def _whole(message: Message) -> bool:
+    """Whether the turn's carried items are the whole turn: all its tool calls among them.
+    An answer cached by an arena that carried only the reasoning items is not, and is rebuilt
+    (without them: a reasoning item goes back only with the item that followed it)."""
+    called = [item.get("call_id") for item in message.carried if item.get("type") == "function_call"]
+    return bool(message.carried) and called == [call.id for call in message.tool_calls]
+
+
+def _own_fields(message: Any, calls: list[Any], ids: list[str]) -> tuple[dict[str, Any], ...]:
     """The assistant's turn as a compatible server must be given it back, where it added
     fields of its own: the reasoning (DeepSeek's and Kimi's `reasoning_content`, refused when
     missing after tool calls) and a signature on each tool call (Gemini's `extra_content`);
-    () where it added none."""
+    () where it added neither. `ids` are the calls' ids as arena names them."""
     extra = message.model_extra or {}
-    calls = message.tool_calls or []
-    if "reasoning_content" not in extra and not any((call.model_extra or {}) for call in calls):
+    signed = [(call.model_extra or {}).get("extra_content") for call in calls]
+    if "reasoning_content" not in extra and not any(signed):
         return ()
     turn: dict[str, Any] = {"role": "assistant", "content": message.content}
     if calls:
-        turn["tool_calls"] = [call.model_dump(mode="json", exclude_none=True) for call in calls]
+        turn["tool_calls"] = [
+            {
+                "id": id_,
+                "type": "function",
+                "function": {"name": call.function.name, "arguments": call.function.arguments},
+                **({"extra_content": signature} if signature else {}),
+            }
+            for id_, call, signature in zip(ids, calls, signed, strict=True)
+        ]
     if "reasoning_content" in extra:
         turn["reasoning_content"] = extra["reasoning_content"]
     return (turn,)

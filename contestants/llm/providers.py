@@ -49,13 +49,11 @@ SHORTEST_TOKEN_CHARS = 3  # what a request that must fit a window assumes of a t
 
 
 def written(message: Message) -> int:
-    """The characters a turn sends: its text, its tool calls and the provider's items it
-    carries back (signed thinking, reasoning items)."""
-    return (
-        len(message.content)
-        + sum(len(call.name) + len(call.arguments) for call in message.tool_calls)
-        + sum(len(json.dumps(item)) for item in message.carried)
-    )
+    """The characters a turn sends: the turn as its provider's own items where it carries
+    them (signed thinking, reasoning items among them), else its text and its tool calls."""
+    if message.carried:
+        return sum(len(json.dumps(item)) for item in message.carried)
+    return len(message.content) + sum(len(call.name) + len(call.arguments) for call in message.tool_calls)
 
 
 def approximate_tokens(request: CompletionRequest, chars_per_token: int = CHARS_PER_TOKEN) -> int:

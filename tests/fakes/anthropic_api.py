@@ -256,6 +256,9 @@ def check_shape(body: Any, allowed: frozenset[str], required: tuple[str, ...]) -
             raise Refusal(f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
         if not isinstance(message.get("content"), (str, list)):
             raise Refusal(f"messages.{i}.content: Field required")
+        for c, block in enumerate(message["content"] if isinstance(message["content"], list) else []):
+            if isinstance(block, dict) and block.get("type") == "text" and not block.get("text"):
+                raise Refusal(f"messages.{i}.content.{c}.text: text content blocks must be non-empty")
     check_tool_turns(messages)
     return model, MODELS[model]
 
@@ -517,11 +520,13 @@ class FakeAnthropic(FakeAPI):
         self.api_key = api_key
         self.answer = answer
         self.auto_tool_use = True
+        self.empty_text = False  # answers that use tools begin with an empty text block
         self.cache: dict[str, CacheEntry] = {}
         self._cache_lock = threading.Lock()
         self.contexts: dict[str, int] = {}  # by model: a window smaller than its own, for tests
         # the thinking blocks signed, by signature: the thinking and the whole turn it began
         self._signed: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+        self._signing = threading.Lock()
 
     @property
     def base_url(self) -> str:
@@ -598,7 +603,7 @@ class FakeAnthropic(FakeAPI):
         cache = self._bill_cache(request)
         content, output, stop = self._content(call, tool, schema, thinks, body)
         if content and content[0]["type"] == "thinking":  # the turn it begins, to check it comes back whole
-            with self._cache_lock:
+            with self._signing:
                 self._signed[content[0]["signature"]] = (content[0]["thinking"], content)
         return {
             "id": new_id("msg_"),
@@ -620,7 +625,7 @@ class FakeAnthropic(FakeAPI):
             if message["role"] != "assistant" or not isinstance(message["content"], list):
                 continue
             for c, block in enumerate(message["content"]):
-                if block.get("type") != "thinking":
+                if not isinstance(block, dict) or block.get("type") != "thinking":
                     continue
                 signed = self._signed.get(block.get("signature", ""))
                 if signed is None or signed[0] != block.get("thinking"):
@@ -630,6 +635,11 @@ class FakeAnthropic(FakeAPI):
 
     @staticmethod
     def _check_unchanged(given: list[dict[str, Any]], issued: list[dict[str, Any]], at: int) -> None:
+        """The latest assistant turn that began with thinking, given back: the stand-in wants
+        the whole turn as it went out, where the API's documented rule names only its thinking
+        blocks (stricter, on purpose: a turn rebuilt around its thinking is what this catches).
+        An empty text block, which the API refuses on input, is left out of what went out."""
+        issued = [block for block in issued if block.get("type") != "text" or block.get("text")]
         for c in range(max(len(given), len(issued))):
             sent = given[c] if c < len(given) else {}
             came = issued[c] if c < len(issued) else {}
@@ -719,7 +729,7 @@ class FakeAnthropic(FakeAPI):
         omitted = (body.get("thinking") or {}).get("display") == "omitted"
         text = "" if omitted else "Working out which answer the request asks for."
         block = {"type": "thinking", "thinking": text, "signature": new_id("sig_")}
-        with self._cache_lock:
+        with self._signing:
             self._signed[block["signature"]] = (text, [block])
         return block
 
@@ -730,7 +740,7 @@ class FakeAnthropic(FakeAPI):
         checked against its tool's schema: a mismatch is the test's bug, a 500); a model that
         thinks thinks again before each call after the first."""
         offered = {tool["name"]: tool for tool in custom_tools(body)}
-        if uses.text:
+        if uses.text or self.empty_text:  # a model may write an empty text block before its calls
             content.append({"type": "text", "text": uses.text})
             used += tokens(uses.text)
         for name, arguments in uses.calls:

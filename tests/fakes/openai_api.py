@@ -54,10 +54,20 @@ import math
 import re
 import threading
 import time
+import typing
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from openai.types.responses import (
+    EasyInputMessageParam,
+    ResponseFunctionToolCallParam,
+    ResponseIncludable,
+    ResponseOutputMessageParam,
+    ResponseReasoningItemParam,
+)
+from openai.types.responses.response_input_item_param import FunctionCallOutput
 
 try:  # imported as `fakes.openai_api`
     from .schemas import fits, instance_of
@@ -238,15 +248,20 @@ RESPONSES_TOOL_KEYS = frozenset(
         "async",
     ]
 )
-# What `include` may ask for of the Responses API (openai 3.57's ResponseIncludable).
-RESPONSES_INCLUDABLE = (
-    "code_interpreter_call.outputs",
-    "computer_call_output.output.image_url",
-    "file_search_call.results",
-    "message.input_image.image_url",
-    "message.output_text.logprobs",
-    "reasoning.encrypted_content",
-    "web_search_call.action.sources",
+# What `include` may ask for of the Responses API, and the keys of each kind of input item:
+# the SDK's own lists (openai 3.57), which the API's match.
+RESPONSES_INCLUDABLE = typing.get_args(ResponseIncludable)
+INPUT_ITEM_KEYS = {
+    kind: frozenset(param.__required_keys__ | param.__optional_keys__)
+    for kind, param in {
+        "message": ResponseOutputMessageParam,
+        "reasoning": ResponseReasoningItemParam,
+        "function_call": ResponseFunctionToolCallParam,
+        "function_call_output": FunctionCallOutput,
+    }.items()
+}
+INPUT_MESSAGE_KEYS = frozenset(
+    EasyInputMessageParam.__required_keys__ | EasyInputMessageParam.__optional_keys__
 )
 CHAT_ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 RESPONSES_ROLES = ("user", "assistant", "system", "developer")
@@ -733,7 +748,7 @@ def strict_refusal(prefix: str, schema: Any, param: str, code: str) -> None:
 
 
 @dataclass(frozen=True)
-class Issued:
+class IssuedReasoning:
     """A reasoning item the Responses API returned: the id of the item that followed it, its
     encrypted content (None unless asked for) and whether it was stored (`store` not false)."""
 
@@ -743,6 +758,7 @@ class Issued:
 
 
 def missing_tool_output(call_id: str) -> Refusal:
+    """A function call given back without its output after it."""
     return Refusal(400, f"No tool output found for function call {call_id}.", param="input")
 
 
@@ -782,9 +798,11 @@ class FakeOpenAI(FakeAPI):
         # thought signature on each call (`extra_content.google.thought_signature`).
         self.reasoning_content = False
         self.thought_signatures = False
+        # Servers that send tool calls with an empty id (Gemini's, LM Studio).
+        self.blank_call_ids = False
         # Responses output items issued: a reasoning item's id -> what it must be given back
         # with; an item that followed a reasoning item -> that item's id.
-        self._reasoning: dict[str, Issued] = {}
+        self._reasoning: dict[str, IssuedReasoning] = {}
         self._after_reasoning: dict[str, str] = {}
 
     @property
@@ -939,6 +957,9 @@ class FakeOpenAI(FakeAPI):
                     "function": {"name": wanted.name, "arguments": text},
                 }
             ]
+        if self.blank_call_ids:
+            for tool_call in message.get("tool_calls") or []:
+                tool_call["id"] = ""
         if self.reasoning_content:
             message["reasoning_content"] = f"Reading {len(messages)} messages."
         if self.thought_signatures:
@@ -1179,6 +1200,7 @@ class FakeOpenAI(FakeAPI):
                     "name": name,
                     "arguments": json.dumps(arguments),
                     "status": state,
+                    "async": False,  # a field of today's function calls, named by a Python keyword
                 }
                 for name, arguments in (calls if not usage["truncated"] else ())
             )
@@ -1255,6 +1277,12 @@ class FakeOpenAI(FakeAPI):
             if "role" in item and item["role"] not in RESPONSES_ROLES:
                 raise invalid_value(f"input[{i}].role", item["role"], RESPONSES_ROLES)
             kind = item.get("type")
+            known = INPUT_ITEM_KEYS.get(kind or "message", frozenset())
+            if kind is None or (kind == "message" and "id" not in item):
+                known = INPUT_MESSAGE_KEYS
+            for key in item:
+                if key not in known:
+                    raise unknown_parameter(f"input[{i}].{key}")
             if kind == "function_call":
                 called.add(item.get("call_id"))
                 unanswered.append(item.get("call_id"))
@@ -1283,6 +1311,8 @@ class FakeOpenAI(FakeAPI):
         return items
 
     def _check_reasoning_item(self, item: dict[str, Any], at: int, items: list[Any]) -> None:
+        """A reasoning item given back: one this API issued, with its encrypted content where
+        it was not stored, right before the item that followed it."""
         if "summary" not in item:
             raise missing_parameter(f"input[{at}].summary")
         issued = self._reasoning.get(item.get("id", ""))
@@ -1336,7 +1366,7 @@ class FakeOpenAI(FakeAPI):
                     thought["encrypted_content"] = encrypted
                 following = item["id"] if item is not None else None
                 with self._state:
-                    self._reasoning[thought["id"]] = Issued(following, encrypted, stored)
+                    self._reasoning[thought["id"]] = IssuedReasoning(following, encrypted, stored)
                     if following is not None:
                         self._after_reasoning[following] = thought["id"]
                 reasoned.append(thought)

@@ -248,6 +248,75 @@ def test_a_compatible_servers_own_fields_go_back_with_its_calls(fake_openai, own
         provider.complete(step(stripped, *results(first.tool_calls)))
 
 
+def test_answers_cached_before_turns_were_carried_whole_still_go_back(
+    fake_openai, fake_anthropic, monkeypatch
+):
+    """An arena that carried only the reasoning items (Responses) or the thinking (Anthropic)
+    cached such answers: their turns are rebuilt in a form the APIs take, the reasoning items
+    left out, the thinking first."""
+    fake_openai.answer = script(Uses((("read_books", {}),)), "Done.")
+    provider = reasoned(fake_openai)
+    first = provider.complete(step())
+    old = first.turn().model_copy(
+        update={"carried": tuple(i for i in first.carried if i["type"] == "reasoning")}
+    )
+    assert provider.complete(step(old, *results(first.tool_calls))).text == "Done."
+    assert [item.get("type", "message") for item in fake_openai.calls[1].body["input"][1:]] == [
+        "function_call",
+        "function_call_output",
+    ]
+    monkeypatch.setenv("ARENA_TEST_ANTHROPIC", "sk-ant-fake")
+    fake_anthropic.answer = script(Uses((("read_books", {}),), text="Looking."), "Done.")
+    claude = anthropic(fake_anthropic, "claude-opus-5")
+    first = claude.complete(step())
+    thinking = tuple(b for b in first.carried if b["type"] == "thinking")
+    old = first.turn().model_copy(update={"carried": thinking})
+    assert claude.complete(step(old, *results(first.tool_calls))).text == "Done."
+    assert [b["type"] for b in fake_anthropic.calls[1].body["messages"][1]["content"]] == [
+        "thinking",
+        "text",
+        "tool_use",
+    ]
+
+
+def test_tool_calls_without_an_id_are_given_one(fake_openai):
+    fake_openai.blank_call_ids = True
+    fake_openai.answer = script(TWO_CALLS, "Done.")
+    provider = openai(fake_openai, "gpt-4.1-mini")
+    first = provider.complete(step())
+    assert len({c.id for c in first.tool_calls}) == 2 and all(c.id for c in first.tool_calls)
+    assert provider.complete(step(first.turn(), *results(first.tool_calls))).text == "Done."
+
+
+def test_an_empty_text_block_is_not_given_back(fake_anthropic, monkeypatch):
+    monkeypatch.setenv("ARENA_TEST_ANTHROPIC", "sk-ant-fake")
+    fake_anthropic.empty_text = True
+    fake_anthropic.answer = script(Uses((("read_books", {}),)), "Done.")
+    provider = anthropic(fake_anthropic, "claude-opus-5")
+    first = provider.complete(step())
+    assert [b["type"] for b in first.carried] == ["thinking", "tool_use"]
+    assert provider.complete(step(first.turn(), *results(first.tool_calls))).text == "Done."
+
+
+def test_the_users_request_settings_add_to_what_arena_asks_for(fake_openai):
+    fake_openai.answer = script(Uses((("read_books", {}),)))
+    settings = {
+        "request": {"include": ["message.output_text.logprobs"], "reasoning": {"summary": "detailed"}}
+    }
+    reasoned(fake_openai, **settings).complete(step())
+    body = fake_openai.calls[0].body
+    assert body["include"] == ["reasoning.encrypted_content", "message.output_text.logprobs"]
+    assert body["reasoning"] == {"effort": "low", "summary": "detailed"} and body["store"] is False
+
+
+def test_a_model_not_known_to_reason_is_asked_to_store_nothing_less(fake_openai):
+    """Encrypted reasoning is refused for a model that does not reason, and without it a
+    reasoning item must be stored to be given back: such a model keeps the API's default."""
+    fake_openai.answer = script(Uses((("read_books", {}),)))
+    openai(fake_openai, "gpt-4.1-mini", api="responses").complete(step())
+    assert "store" not in fake_openai.calls[0].body and "include" not in fake_openai.calls[0].body
+
+
 def test_a_turn_id_must_name_something():
     with pytest.raises(ValueError):
         Message(role="tool", tool_call_id="", content="42")
