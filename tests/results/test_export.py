@@ -310,6 +310,7 @@ NOT_EXPORTED = {
     "fault": "a match's faults are read with `arena show`; the export has no table of them",
     "deviation_fault": "as `fault`, for the deviated path",
     "probe": "recall questions are read with `arena show`; the export has no table of them",
+    "run_progress": "where a run stood while it played, for `arena serve`; not what happened in it",
 }
 LEFT_OUT = {
     ("match", "tournament_id"): "the export is of one tournament (`messages` carry its id)",

@@ -141,6 +141,11 @@ def test_leaderboard_counts_wins_and_sorts(engine, make_match):
     assert (rows["beta"].matches, rows["beta"].wins, rows["beta"].win_rate) == (2, 1, 0.5)
     assert (rows["gamma"].matches, rows["gamma"].wins, rows["gamma"].win_rate) == (1, 1, 1.0)
     assert rows["alpha"].mean_profit == pytest.approx((90.0 + 80.0) / 2)
+    assert (rows["alpha"].worst_profit, rows["gamma"].worst_profit, rows["delta"].worst_profit) == (
+        80.0,
+        90.0,
+        None,
+    )
     assert rows["beta"].mean_net_worth == pytest.approx((980.0 + 990.0) / 2)
     assert (rows["delta"].matches, rows["delta"].mean_profit, rows["delta"].composite) == (0, None, None)
 
