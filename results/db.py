@@ -32,8 +32,15 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def engine_for(url: str | None = None, *, create: bool = True, writes: bool | None = None) -> Engine:
+def engine_for(
+    url: str | None = None, *, create: bool = True, writes: bool | None = None, read_only: bool = False
+) -> Engine:
     """An engine for `url`, else $ARENA_DB, else sqlite:///arena.db, with all tables created.
+
+    `read_only` (a reader such as `arena serve`) creates nothing, changes nothing (not even
+    SQLite's journal mode) and opens every connection so that it refuses writes: SQLite's
+    query_only, PostgreSQL's read-only transactions. Tables an older arena did not make are
+    then not there; the readers of those tables (results.store) find them missing.
 
     With create=False (commands that work on stored results) a SQLite file that does not
     exist is an error rather than a new empty database left behind. For a caller that
@@ -58,18 +65,18 @@ def engine_for(url: str | None = None, *, create: bool = True, writes: bool | No
         raise DatabaseError(f"cannot parse database URL {_mask(raw)!r}{source}") from None
     shown = parsed.render_as_string(hide_password=True) + source
     sqlite = parsed.get_backend_name() == "sqlite"
-    if not create and sqlite and not _sqlite_file_exists(parsed):
+    if (read_only or not create) and sqlite and not _sqlite_file_exists(parsed):
         raise DatabaseError(f"no database at {shown}: run a tournament first, or name one with --db")
     engine, failed = None, "cannot open database"
     try:
-        engine = create_engine(parsed, **_server_options(parsed))
+        engine = create_engine(parsed, **_server_options(parsed, read_only))
         if sqlite:
-            event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "connect", _sqlite_reading if read_only else _sqlite_pragmas)
         with engine.begin() as connection:
-            if connection.dialect.name == "postgresql":
+            if connection.dialect.name == "postgresql" and not read_only:
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LAYOUT_LOCK})
             outdated = _outdated_layout(connection)
-            if outdated is None:
+            if outdated is None and not read_only:
                 failed = "cannot write to database"
                 SQLModel.metadata.create_all(connection)
                 if create if writes is None else writes:
@@ -91,17 +98,20 @@ def engine_for(url: str | None = None, *, create: bool = True, writes: bool | No
 LAYOUT_LOCK = 0x6172656E61  # "arena"
 
 
-def _server_options(url: URL) -> dict[str, Any]:
+def _server_options(url: URL, read_only: bool = False) -> dict[str, Any]:
     """For a database server: a connection found closed when taken from the pool (a restart,
     a proxy's idle timeout, while a run waits for its matches) is replaced, and a server that
-    does not answer is given up on in seconds rather than the system's minutes."""
+    does not answer is given up on in seconds rather than the system's minutes; for a reader,
+    every transaction read only."""
     backend = url.get_backend_name()
     if backend == "sqlite":
         return {}
-    return {
-        "pool_pre_ping": True,
-        "connect_args": {"connect_timeout": CONNECT_TIMEOUT_S} if backend == "postgresql" else {},
-    }
+    connect: dict[str, Any] = {}
+    if backend == "postgresql":
+        connect["connect_timeout"] = CONNECT_TIMEOUT_S
+        if read_only:
+            connect["options"] = "-c default_transaction_read_only=on"
+    return {"pool_pre_ping": True, "connect_args": connect}
 
 
 def _try_writing(connection: Connection) -> None:
@@ -148,6 +158,12 @@ def _sqlite_pragmas(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEn
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")  # with WAL: safe against crashes, not power loss
     cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_reading(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA query_only=ON")  # a write is refused: "attempt to write a readonly database"
     cursor.close()
 
 

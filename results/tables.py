@@ -94,6 +94,10 @@ class RunProgressRow(SQLModel, table=True):
     __tablename__ = "run_progress"
 
     tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE", primary_key=True)
+    started_at: datetime = Field(
+        sa_type=UTCDateTime, description="when this run started (a resumed one: its own start)"
+    )
+    days_at_start: int = Field(description="the days its matches had played when this run started")
     days_played: int
     days_planned: int
     matches_playing: int

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 import ray
 from ray.exceptions import RayError, RayTaskError
+from sqlalchemy.exc import SQLAlchemyError
 
 from contestants.base import RunOptions
 from contestants.llm.call_coordinator import Spend, Status
@@ -28,6 +30,7 @@ from market.scenario import Scenario
 from results import deviation, store
 from results.ratings import LeaderboardRow
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
+from results.tables import RunProgressRow, utcnow
 from tournaments.calls import start_call_coordinator
 from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
 from tournaments.config import Tournament
@@ -39,6 +42,7 @@ from tournaments.plan import ContestantPlan, plan_tournament
 from tournaments.runners import POLL_SECONDS, RunnerPool, RunnerSetup, start_runner
 from tournaments.schedule import MatchSpec, schedule
 
+log = logging.getLogger(__name__)
 NOTE_SECONDS = 2.0  # how often, at most, the run writes where it stands to the record (RunProgressRow)
 
 
@@ -116,7 +120,7 @@ def run_tournament(
             observer,
             len(done),
             done_days,
-            lambda days, playing: store.note_progress(engine, tournament_id, days, total_days, playing),
+            _noting(engine, tournament_id, done_days, total_days),
         )
         if todo:
             run = TournamentRun(tournament, plan_tournament(spec), todo, engine, tournament_id, progress)
@@ -407,6 +411,36 @@ def _lost_too_often(what: str, times: int, reason: str) -> ClusterError:
         "dying (nodes lost, or a contestant that crashes its process outside an actor of its own); "
         "finished matches are saved, and --resume plays the rest"
     )
+
+
+def _noting(
+    engine: Any, tournament_id: int, days_at_start: int, days_planned: int
+) -> Callable[[int, int], None]:
+    """What writes where the run stands (days played, matches in play) to the record, for its
+    readers: at best effort, as it is not the run's own work. A write that fails is told once
+    in the log and tried again at the next note; it never stops or delays the run."""
+    started, failed = utcnow(), False
+
+    def note(days: int, playing: int) -> None:
+        nonlocal failed
+        progress = RunProgressRow(
+            tournament_id=tournament_id,
+            started_at=started,
+            days_at_start=days_at_start,
+            days_played=days,
+            days_planned=days_planned,
+            matches_playing=playing,
+        )
+        try:
+            store.note_progress(engine, progress)
+        except SQLAlchemyError as exc:
+            if not failed:
+                log.warning(
+                    "tournament %d: where the run stands could not be recorded (%s)", tournament_id, exc
+                )
+            failed = True
+
+    return note
 
 
 class _Progress:

@@ -12,6 +12,8 @@ for the token once (in the address, `?token=...`), then knows the browser by a c
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 import socket
 import threading
@@ -22,14 +24,22 @@ from typing import Any
 
 import uvicorn
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Route
 
 from results import store
@@ -39,6 +49,8 @@ from results.plots import figure_csv
 from results.transcript import step_lines
 from viewer import pages
 
+LARGEST_ID = 2**63 - 1  # the largest key a database holds
+LOOPBACK = ("127.0.0.1", "localhost")  # the names the viewer answers to where it asks for no token
 PLOTLY_JS = Path(str(files("plotly") / "package_data" / "plotly.min.js"))  # the plotly package ships it
 TOKEN_COOKIE = "arena_token"
 
@@ -53,22 +65,9 @@ TEMPLATES.globals["step_lines"] = step_lines
 
 
 def open_for_reading(url: str | None) -> Engine:
-    """The database at `url` (see results.db.engine_for), every connection of it refusing
-    writes: the viewer can never change the record it shows."""
-    engine = engine_for(url, create=False, writes=False)
-    engine.dispose()  # the connection engine_for opened was made before the rule below
-
-    @event.listens_for(engine, "connect")
-    def read_only(dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        if engine.dialect.name == "sqlite":
-            cursor.execute("PRAGMA query_only = ON")
-        else:
-            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-        cursor.close()
-        dbapi_connection.commit()  # a SET in PostgreSQL is undone with the transaction it was in
-
-    return engine
+    """The database at `url` opened for reading only (results.db.engine_for): the viewer can
+    never change the record it shows."""
+    return engine_for(url, read_only=True)
 
 
 def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> Starlette:
@@ -83,18 +82,26 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         page = TEMPLATES.get_template(template).render(request=request, **context)
         return HTMLResponse(page, status_code=status)
 
-    def number(request: Request, name: str) -> int:
-        """A positive whole number from the query (a page), 1 where it is not given."""
-        raw = request.query_params.get(name, "1")
-        if not raw.isdigit() or int(raw) < 1:
+    def number(request: Request, name: str, default: str | None = "1") -> int:
+        """A positive whole number from the query (a page, a match), `default` where it is
+        not given (None: it must be)."""
+        raw = request.query_params.get(name, default) or ""
+        if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= LARGEST_ID:
             raise HTTPException(400, f"{name}: a whole number from 1, not {raw!r}")
         return int(raw)
+
+    def stored(request: Request, name: str) -> int:
+        """An id from the path; one no database could hold is not there."""
+        value: int = request.path_params[name]
+        if value > LARGEST_ID:
+            raise NotFound(f"no {name} {value}")
+        return value
 
     def home(request: Request) -> Response:
         return render(request, "home.html.j2", pages.home(engine))
 
     def tournament(request: Request) -> Response:
-        tournament_id = request.path_params["tournament"]
+        tournament_id = stored(request, "tournament")
         return render(
             request,
             "tournament.html.j2",
@@ -102,17 +109,17 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         )
 
     def progress(request: Request) -> Response:
-        return JSONResponse(pages.progress(engine, request.path_params["tournament"]).as_json())
+        return JSONResponse(pages.progress(engine, stored(request, "tournament")).as_json())
 
     def match(request: Request) -> Response:
         return render(
             request,
             "match.html.j2",
-            pages.match(engine, request.path_params["match"], number(request, "page")),
+            pages.match(engine, stored(request, "match"), number(request, "page")),
         )
 
     def chart_csv(request: Request) -> Response:
-        match_id = request.path_params["match"]
+        match_id = stored(request, "match")
         shown = pages.match(engine, match_id, 1, with_calls=False)["part"]
         charts = [*shown.charts, *(shown.deviation.charts if shown.deviation is not None else [])]
         return chart_download([c.plot for c in charts], request.path_params["chart"], f"match-{match_id}")
@@ -127,10 +134,7 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         )
 
     def compared(request: Request) -> dict[str, Any]:
-        chosen = [request.query_params.get(name, "") for name in ("a", "b")]
-        if not all(c.isdigit() for c in chosen):
-            raise HTTPException(400, "compare two matches by their ids: ?a=MATCH&b=MATCH")
-        return pages.compare(engine, int(chosen[0]), int(chosen[1]))
+        return pages.compare(engine, number(request, "a", None), number(request, "b", None))
 
     def compare(request: Request) -> Response:
         return render(request, "compare.html.j2", compared(request))
@@ -142,7 +146,7 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         return render(
             request,
             "day.html.j2",
-            pages.day(engine, request.path_params["match"], request.path_params["day"]),
+            pages.day(engine, stored(request, "match"), stored(request, "day")),
         )
 
     def changes(request: Request) -> Response:
@@ -190,7 +194,13 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         Route("/changes", changes),
         Route("/static/plotly.min.js", plotly_js),
     ]
-    middleware = [Middleware(TokenCheck, token=token)] if token is not None else []
+    # Beyond loopback a token is asked for; on loopback only a page of this machine's own
+    # names is answered, so that a website whose name was pointed at 127.0.0.1 cannot read it
+    middleware = (
+        [Middleware(TokenCheck, token=token)]
+        if token is not None
+        else [Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK))]
+    )
     return Starlette(
         routes=routes,
         middleware=middleware,
@@ -205,32 +215,38 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
 
 
 class TokenCheck(BaseHTTPMiddleware):
-    """Only a request that shows the token: in the address (`?token=`, which also sets a
-    cookie, so that links need not carry it), in the cookie, or as a bearer token."""
+    """Only a request that shows the token: in the address once (`?token=`: the browser is
+    given a cookie and sent to the same address without it, so that it stays out of the
+    history), then by the cookie, which holds a keyed hash of the token, not the token; or as
+    a bearer token, for scripts."""
 
     def __init__(self, app: Any, token: str) -> None:
         super().__init__(app)
         self.token = token
+        self.cookie = hmac.new(token.encode(), b"arena serve", hashlib.sha256).hexdigest()
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         given = request.query_params.get("token")
-        shown = (
-            given
-            or request.cookies.get(TOKEN_COOKIE)
-            or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if given is not None and secrets.compare_digest(given.encode(), self.token.encode()):
+            response = RedirectResponse(str(request.url.remove_query_params("token")), 303)
+            response.set_cookie(TOKEN_COOKIE, self.cookie, httponly=True, samesite="strict")
+            return response
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        cookie = request.cookies.get(TOKEN_COOKIE, "")
+        if secrets.compare_digest(cookie.encode(), self.cookie.encode()) or (
+            bearer and secrets.compare_digest(bearer.encode(), self.token.encode())
+        ):
+            return await call_next(request)
+        problem = (
+            "This viewer needs the token `arena serve` printed when it started: open the address "
+            "it printed, with ?token=... in it."
         )
-        if not shown or not secrets.compare_digest(shown.encode(), self.token.encode()):
+        if not request.url.path.endswith((".json", ".csv", "/changes")):
             page = TEMPLATES.get_template("problem.html.j2").render(
-                request=request,
-                title="token needed",
-                problem="This viewer needs the token `arena serve` printed when it started: "
-                "open the address it printed, with ?token=... in it.",
+                request=request, title="token needed", problem=problem, watch=False
             )
             return HTMLResponse(page, status_code=401)
-        response = await call_next(request)
-        if given:
-            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
-        return response
+        return JSONResponse({"problem": problem}, status_code=401)
 
 
 class InThread:

@@ -5,6 +5,7 @@ results.errors.NotFound."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections.abc import Sequence
@@ -22,10 +23,11 @@ from results.incidents import incidents
 from results.plots import line_figure
 from results.ratings import LeaderboardRow
 from results.report import Palette, day_series, match_part, price_of, seat_label
-from results.tables import TournamentRow, stored_id
+from results.tables import RunProgressRow, TournamentRow, stored_id
 from tournaments.config import stored_tournament
 
 PAGE_SIZE = 50  # matches or days a page lists
+SILENCE_SECONDS = 60  # a run that has written nothing for this long may have died
 
 
 @dataclass(frozen=True)
@@ -65,31 +67,21 @@ class Progress:
     cost: float
     budget: str  # what the budget allows, or "" without one
     time_left: str  # an estimate while it runs, else ""
+    silent_since: str  # while it is said to run: when the run last wrote where it stood, if long ago
 
     @property
     def left(self) -> int:
         return max(self.planned - self.done, 0)
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "done": self.done,
-            "planned": self.planned,
-            "left": self.left,
-            "playing": self.playing,
-            "days_played": self.days_played,
-            "days_planned": self.days_planned,
-            "tokens": self.tokens,
-            "cost": round(self.cost, 6),
-            "budget": self.budget,
-            "time_left": self.time_left,
-        }
+        return {**dataclasses.asdict(self), "left": self.left, "cost": round(self.cost, 6)}
 
 
 def home(engine: Engine) -> dict[str, Any]:
     tournaments = store.list_tournaments(engine)
     return {
         "title": "arena",
+        "follow": True,
         "tournaments": [(t, store.count_matches(engine, _id(t))) for t in reversed(tournaments)],
     }
 
@@ -107,8 +99,8 @@ def progress(engine: Engine, tournament_id: int, now: datetime | None = None) ->
     if budget is not None and budget.tokens is not None:
         allowed.append(f"{budget.tokens:,} tokens")
     running = row.status == "running"
-    # the days tell the pace better than the matches, which end in bursts
-    played, planned = (run.days_played, run.days_planned) if run is not None else (done, row.planned_matches)
+    now = now or datetime.now(UTC)
+    silent = run is not None and running and (now - run.updated_at).total_seconds() > SILENCE_SECONDS
     return Progress(
         status=row.status,
         done=done,
@@ -119,15 +111,18 @@ def progress(engine: Engine, tournament_id: int, now: datetime | None = None) ->
         tokens=tokens,
         cost=cost,
         budget=" or ".join(allowed),
-        time_left=_time_left(row.created_at, played, planned, now or datetime.now(UTC)) if running else "",
+        time_left=_time_left(run, now) if run is not None and running and not silent else "",
+        silent_since=f"{run.updated_at:%Y-%m-%d %H:%M:%S} UTC" if run is not None and silent else "",
     )
 
 
-def _time_left(started: datetime, done: int, planned: int, now: datetime) -> str:
-    """At the pace so far: the time since the run started over the work it has done."""
-    if done <= 0 or done >= planned:
+def _time_left(run: RunProgressRow, now: datetime) -> str:
+    """At this run's pace so far (the days tell it better than the matches, which end in
+    bursts): the time since it started over the days it played, times the days left."""
+    played = run.days_played - run.days_at_start
+    if played <= 0 or run.days_played >= run.days_planned:
         return ""
-    seconds = (now - started).total_seconds() / done * (planned - done)
+    seconds = (now - run.started_at).total_seconds() / played * (run.days_planned - run.days_played)
     if seconds < 90:
         return f"about {max(round(seconds), 1)} s"
     if seconds < 90 * 60:
@@ -194,6 +189,7 @@ def tournament(engine: Engine, leaderboards: Leaderboards, tournament_id: int, p
     matches = store.list_matches(engine, tournament_id, pages.offset, PAGE_SIZE)
     return {
         "title": f"{row.name}: tournament {tournament_id}",
+        "follow": True,
         "tournament": row,
         "colors": Palette(r.contestant for r in rows),
         "leaderboard": views.leaderboard_table(rows, "leaderboard"),

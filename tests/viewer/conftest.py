@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from market.calls import Message, ToolCall
+from results import store
 from results.db import engine_for
 from results.records import FinishedMatch, MerchantResult, TranscriptRecord
 from results.store import save_match, start_tournament
+from results.tables import RunProgressRow
 from viewer.app import InThread, open_for_reading
 
 HOSTILE = '<script>window.hacked = 1</script><img src=x onerror="window.hacked = 2">'
@@ -135,6 +138,21 @@ def store_another(stored: Stored, day_record: Any) -> int:
         return save_match(engine, stored.tournament, played(day_record, "k9", 9, ("steady", HOSTILE)))
     finally:
         engine.dispose()
+
+
+def note(stored: Stored, days_played: int, playing: int, started: datetime, days_at_start: int = 0) -> None:
+    """Write where the tournament's run stands, as a run does (18 days planned: 3 matches of 6)."""
+    engine = engine_for(stored.url)
+    progress = RunProgressRow(
+        tournament_id=stored.tournament,
+        started_at=started,
+        days_at_start=days_at_start,
+        days_played=days_played,
+        days_planned=3 * DAYS,
+        matches_playing=playing,
+    )
+    store.note_progress(engine, progress)
+    engine.dispose()
 
 
 @pytest.fixture

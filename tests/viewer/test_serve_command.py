@@ -58,7 +58,9 @@ def test_beyond_loopback_it_asks_for_the_token_it_printed_once(stored: Stored, t
         assert found, line
         port, token = found[1], found[2]
         assert status_of(f"http://127.0.0.1:{port}/") == 401
-        assert status_of(f"http://127.0.0.1:{port}/?token={token}") == 200
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        with browser.open(f"http://127.0.0.1:{port}/?token={token}", timeout=10) as answer:
+            assert answer.status == 200 and token not in answer.url
     finally:
         process.terminate()
         process.wait(10)

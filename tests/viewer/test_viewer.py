@@ -6,11 +6,13 @@ reading only."""
 from __future__ import annotations
 
 import csv
+import http.cookiejar
 import io
 import json
 import threading
 import urllib.error
 import urllib.request
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -23,7 +25,8 @@ from results import store
 from results.composite import ScoringWeights
 from results.db import engine_for
 from results.deviation import DeviationProbe
-from tests.viewer.conftest import DAYS, HOSTILE, Stored, prices, store_another
+from results.tables import utcnow
+from tests.viewer.conftest import DAYS, HOSTILE, Stored, note, prices, store_another
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
@@ -136,15 +139,17 @@ def test_the_version_of_the_record_changes_when_a_match_is_stored(
         "left": 1,
         "time_left": "",
     }
-    engine = engine_for(stored.url)
-    store.note_progress(engine, stored.tournament, days_played=9, days_planned=18, playing=1)
-    engine.dispose()
+    # this run started 30 s ago with 3 days played, and has played 6 more: 9 left take 45 s
+    note(stored, days_played=9, playing=1, started=utcnow() - timedelta(seconds=30), days_at_start=3)
     _, progress, _ = get(f"{viewer.address}/tournaments/{stored.tournament}/progress.json")
-    assert {k: json.loads(progress)[k] for k in ("days_played", "days_planned", "playing")} == {
+    shown = json.loads(progress)
+    assert {k: shown[k] for k in ("days_played", "days_planned", "playing", "silent_since")} == {
         "days_played": 9,
         "days_planned": 18,
         "playing": 1,
+        "silent_since": "",
     }
+    assert shown["time_left"] in ("about 45 s", "about 46 s")  # the second that passes while asked
     store_another(stored, day_record)
     _, after, _ = get(viewer.address + "/changes")
     assert json.loads(before) != json.loads(after)
@@ -178,19 +183,45 @@ def test_the_viewer_cannot_write_to_the_record(stored: Stored):
 
 
 def test_a_viewer_with_a_token_lets_in_only_who_shows_it(stored: Stored):
+    """The token once in the address: a cookie (not the token) and the same address without
+    it; then the cookie, or the token as a bearer, lets in."""
     engine = open_for_reading(stored.url)
     serving = InThread(engine, token="s3cret-token")
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     try:
-        status, page, _ = get(serving.address + "/")
-        assert status == 401 and "token" in page and "s3cret-token" not in page
+        status, page, _ = get(serving.address + f"/matches/{stored.matches[0]}")
+        assert status == 401 and "token" in page and "s3cret-token" not in page and "/changes" not in page
+        assert get(serving.address + "/changes")[0] == 401
         assert get(serving.address + "/?token=wrong")[0] == 401
-        status, _, headers = get(serving.address + "/?token=s3cret-token")
-        assert status == 200 and "arena_token=s3cret-token" in headers["set-cookie"]
-        assert get(serving.address + "/changes", {"cookie": "arena_token=s3cret-token"})[0] == 200
+        with browser.open(
+            serving.address + f"/matches/{stored.matches[0]}?token=s3cret-token&page=1"
+        ) as answer:
+            assert (
+                answer.status == 200
+                and answer.url == serving.address + f"/matches/{stored.matches[0]}?page=1"
+            )
+        [cookie] = list(jar)
+        assert cookie.name == "arena_token" and "s3cret-token" not in cookie.value
+        with browser.open(serving.address + "/changes") as answer:
+            assert answer.status == 200
         assert get(serving.address + "/changes", {"authorization": "Bearer s3cret-token"})[0] == 200
     finally:
         serving.stop()
         engine.dispose()
+
+
+def test_on_loopback_only_this_machines_own_names_are_answered(viewer: InThread):
+    """A website whose name was pointed at 127.0.0.1 (DNS rebinding) is not answered."""
+    assert get(viewer.address + "/", {"host": "evil.example"})[0] == 400
+    assert get(viewer.address.replace("127.0.0.1", "localhost") + "/")[0] == 200
+
+
+def test_ids_no_database_could_hold_and_numbers_that_are_not_ascii_are_refused(viewer: InThread):
+    assert get(viewer.address + "/matches/99999999999999999999999")[0] == 404
+    assert get(viewer.address + "/matches/99999999999999999999999/days/1")[0] == 404
+    assert get(viewer.address + "/tournaments/1?page=%C2%B2")[0] == 400  # a superscript two
+    assert get(viewer.address + "/compare?a=%C2%B2&b=1")[0] == 400
 
 
 def test_a_leaderboard_is_computed_once_a_version_and_brought_up_to_date_in_the_background(

@@ -11,10 +11,9 @@ import urllib.request
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from results import store
 from results.chromium import binary
-from results.db import engine_for
-from tests.viewer.conftest import HOSTILE, Stored, store_another
+from results.tables import utcnow
+from tests.viewer.conftest import HOSTILE, Stored, note, store_another
 from viewer.app import InThread
 
 pytestmark = pytest.mark.slow
@@ -75,9 +74,7 @@ def test_a_running_tournaments_page_follows_its_progress(
 ):
     page.goto(f"{viewer.address}/tournaments/{stored.tournament}")
     expect(page.locator('[data-progress="done"]')).to_have_text("2")
-    engine = engine_for(stored.url)
-    store.note_progress(engine, stored.tournament, days_played=14, days_planned=18, playing=1)
-    engine.dispose()
+    note(stored, days_played=14, playing=1, started=utcnow())
     expect(page.locator('[data-progress="days_played"]')).to_have_text("14", timeout=10_000)  # no reload
     expect(page.locator('[data-progress="playing"]')).to_have_text("1")
     store_another(stored, day_record)
