@@ -50,27 +50,30 @@ def _by_seat(days: DayLog, values: np.ndarray) -> np.ndarray:
 
 
 def _price_cuts(days: DayLog) -> Iterator[Incident]:
+    """Days on which a merchant's price of a product fell by SHARP_CUT or more against the
+    mean of its rivals' (all of them selling it that day and the day before) and fell itself."""
     if len(days.merchants) < 2 or not len(days):
         return
     for j, product in enumerate(days.products):
         prices = _by_seat(days, days.product_values("prices")[:, j])
         prices[prices <= 0] = np.nan  # not selling it
         for seat, merchant in enumerate(days.merchants):
-            rivals = np.nanmean(np.delete(prices, seat, axis=0), axis=0) if prices.shape[0] > 1 else prices[0]
+            rivals = np.delete(prices, seat, axis=0).mean(axis=0)  # NaN where a rival is missing
             relative = prices[seat] / rivals
-            with np.errstate(invalid="ignore"):
+            with np.errstate(invalid="ignore"):  # NaN compares as no cut
                 cut = (relative[1:] <= relative[:-1] * (1 - SHARP_CUT)) & (
                     prices[seat, 1:] < prices[seat, :-1]
                 )
             for d in np.flatnonzero(cut) + 2:  # the day of the cut (days count from 1)
                 before, after = prices[seat, d - 2], prices[seat, d - 1]
+                against = relative[d - 1] / relative[d - 2] - 1
                 yield Incident(
                     int(d),
                     int(d),
                     merchant,
                     "price cut",
-                    f"cut {product} from {before:g} to {after:g} "
-                    f"({after / before - 1:+.0%}; rivals' mean {rivals[d - 1]:.4g})",
+                    f"cut {product} from {before:g} to {after:g} ({after / before - 1:+.0%}; "
+                    f"{against:+.0%} against its rivals' mean, {rivals[d - 1]:.4g})",
                 )
 
 
@@ -95,7 +98,8 @@ def _fault_runs(faults: list[Fault]) -> Iterator[Incident]:
         details = {f.day: f.detail for f in found}
         for first, last in _spans(np.array(sorted(details))):
             count = last - first + 1
-            what = f"{kind}: {details[first]}" + (f" (and {count - 1} more days)" if count > 1 else "")
+            more = f" (and {count - 1} more day{'s' if count > 2 else ''})" if count > 1 else ""
+            what = f"{kind}: {details[first]}{more}"
             yield Incident(first, last, merchant, "fault", what)
 
 

@@ -5,6 +5,7 @@ benchmark levels as results.charts draws in SVG for the static report."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 from collections.abc import Sequence
 from typing import Any
@@ -34,12 +35,13 @@ def line_figure(
     x_label: str = "day",
 ) -> dict[str, Any]:
     """Lines over a shared x axis (one trace each, hovering together), with labelled spans
-    shaded behind them and labelled levels across them."""
+    shaded behind them and labelled levels across them. plotly.js reads a few HTML tags in
+    names and labels (links, bold): every text is escaped, so a name shows as it is."""
     data = [
         {
             "type": "scatter",
             "mode": "lines",
-            "name": s.name,
+            "name": _shown(s.name),
             "x": [x for x, _ in s.points],
             "y": [y for _, y in s.points],
             "line": {"color": s.color, "width": 1.6, **({"dash": "dash"} if s.dashed else {})},
@@ -61,7 +63,7 @@ def line_figure(
                 "fillcolor": BAND_FILLS.get(band.kind, OTHER_FILL),
                 "line": {"width": 0},
                 "layer": "below",
-                "name": band.label,
+                "name": _shown(band.label),
             }
         )
         annotations.append(
@@ -72,7 +74,7 @@ def line_figure(
                 "y": 1,
                 "yref": "paper",
                 "yanchor": "bottom",
-                "text": band.label,
+                "text": _shown(band.label),
                 "showarrow": False,
                 "font": {"size": 10, "color": "#66707c"},
             }
@@ -88,7 +90,7 @@ def line_figure(
                 "y0": level.value,
                 "y1": level.value,
                 "line": {"color": color, "width": 1, "dash": "dot"},
-                "name": level.label,
+                "name": _shown(level.label),
             }
         )
         annotations.append(
@@ -98,7 +100,7 @@ def line_figure(
                 "xanchor": "right",
                 "y": level.value,
                 "yanchor": "bottom",
-                "text": level.label,
+                "text": _shown(level.label),
                 "showarrow": False,
                 "font": {"size": 10, "color": color},
             }
@@ -111,8 +113,8 @@ def line_figure(
     return {
         "data": data,
         "layout": {
-            "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left"},
-            "xaxis": {"title": {"text": x_label}, "gridcolor": "#e3e6ea", "zeroline": False},
+            "title": {"text": _shown(title), "font": {"size": 14}, "x": 0, "xanchor": "left"},
+            "xaxis": {"title": {"text": _shown(x_label)}, "gridcolor": "#e3e6ea", "zeroline": False},
             "yaxis": y_axis,
             "shapes": shapes,
             "annotations": annotations,
@@ -125,15 +127,22 @@ def line_figure(
     }
 
 
+def _shown(text: str) -> str:
+    """Text as plotly.js shows it: its tags escaped (plotly decodes &lt; and the like, though
+    not every entity html.escape writes for quotes, which are harmless once no tag can open)."""
+    return html.escape(text, quote=False)
+
+
 def figure_csv(figure: dict[str, Any]) -> str:
     """A figure's data as CSV, one row per x and one column per line (empty where a line has
-    no point at that x)."""
+    no point at that x), its names as they were before they were escaped for plotly."""
     traces = figure["data"]
     xs = sorted({x for trace in traces for x in trace["x"]})
     by_trace = [dict(zip(trace["x"], trace["y"], strict=True)) for trace in traces]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([figure["layout"]["xaxis"]["title"]["text"], *(trace["name"] for trace in traces)])
+    names = [figure["layout"]["xaxis"]["title"]["text"], *(trace["name"] for trace in traces)]
+    writer.writerow([html.unescape(name) for name in names])
     for x in xs:
         writer.writerow([_number(x), *(_number(points[x]) if x in points else "" for points in by_trace)])
     return out.getvalue()

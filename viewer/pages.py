@@ -143,6 +143,7 @@ class Leaderboards:
         self.refreshed = 0
         self._kept: dict[tuple[int, ScoringWeights], tuple[tuple[int, ...], list[LeaderboardRow]]] = {}
         self._busy: set[tuple[int, ScoringWeights]] = set()
+        self._first: dict[tuple[int, ScoringWeights], threading.Lock] = {}
         self._lock = threading.Lock()
 
     def rows(self, tournament_id: int, weights: ScoringWeights) -> tuple[list[LeaderboardRow], bool]:
@@ -150,14 +151,20 @@ class Leaderboards:
         key, version = (tournament_id, weights), store.changes(self.engine)
         with self._lock:
             kept = self._kept.get(key)
-            if kept is not None and kept[0] != version and key not in self._busy:
+            first = self._first.setdefault(key, threading.Lock())
+        if kept is None:
+            with first:  # the first is computed once, however many ask for it meanwhile
+                with self._lock:
+                    kept = self._kept.get(key)
+                if kept is None:
+                    rows = store.leaderboard(self.engine, tournament_id, weights=weights)
+                    with self._lock:
+                        self._kept[key] = (version, rows)
+                    return rows, True
+        with self._lock:
+            if kept[0] != version and key not in self._busy:
                 self._busy.add(key)
                 threading.Thread(target=self._refresh, args=(key, version), daemon=True).start()
-        if kept is None:
-            rows = store.leaderboard(self.engine, tournament_id, weights=weights)
-            with self._lock:
-                self._kept[key] = (version, rows)
-            return rows, True
         return kept[1], kept[0] == version
 
     def warm(self) -> None:

@@ -18,7 +18,10 @@ from results.store import save_match, start_tournament
 from results.tables import RunProgressRow
 from viewer.app import InThread, open_for_reading
 
-HOSTILE = '<script>window.hacked = 1</script><img src=x onerror="window.hacked = 2">'
+HOSTILE = (
+    '<script>window.hacked = 1</script><img src=x onerror="window.hacked = 2">'
+    "<a href='https://example.com/'>it's <b>bold</b></a>"
+)
 DAYS = 6
 
 

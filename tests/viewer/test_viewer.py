@@ -5,6 +5,7 @@ reading only."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import http.cookiejar
 import io
@@ -279,3 +280,19 @@ def test_a_probed_matchs_deviated_path_is_charted_beside_it(tmp_path):
     finally:
         serving.stop()
         reader.dispose()
+
+
+def test_a_leaderboard_asked_for_by_many_at_once_is_computed_once(stored: Stored, monkeypatch):
+    computed = []
+    real = store.leaderboard
+    monkeypatch.setattr(store, "leaderboard", lambda *a, **k: computed.append(1) or real(*a, **k))
+    engine = open_for_reading(stored.url)
+    leaderboards = Leaderboards(engine)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=10) as pool:
+            answers = list(
+                pool.map(lambda _: leaderboards.rows(stored.tournament, ScoringWeights()), range(10))
+            )
+    finally:
+        engine.dispose()
+    assert len(computed) == 1 and all(rows is answers[0][0] and current for rows, current in answers)

@@ -67,6 +67,11 @@ def test_hostile_words_are_shown_and_never_run(page: Page, viewer: InThread, sto
         page.wait_for_load_state("networkidle")
         assert page.evaluate("window.hacked") is None, path
         assert HOSTILE in page.locator("main").inner_text(), path
+    # in the charts too: plotly.js reads links and bold in names, which come escaped
+    page.goto(f"{viewer.address}/matches/{stored.matches[0]}")
+    expect(page.locator("#chart-1 .legend").first).to_be_visible()
+    assert page.locator(".plot a, .plot b").count() == 0
+    assert HOSTILE in page.locator("#chart-1 .legend").first.text_content()
 
 
 def test_a_running_tournaments_page_follows_its_progress(
