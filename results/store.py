@@ -152,6 +152,15 @@ def start_tournament(
         return tournament_id
 
 
+def resume_tournament(engine: Engine, tournament_id: int) -> None:
+    """Mark a stopped tournament running again, as its resumed run plays."""
+    with Session(engine) as session:
+        tournament = _require(session, TournamentRow, tournament_id)
+        tournament.status, tournament.finished_at = "running", None
+        session.add(tournament)
+        session.commit()
+
+
 def find_resumable(engine: Engine, config_hash: str) -> int | None:
     """The id of the latest tournament with this config hash that is not finished (running or stopped)."""
     with Session(engine) as session:

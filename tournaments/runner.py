@@ -98,6 +98,7 @@ def run_tournament(
     with ray_session(address) if todo else nullcontext():
         if previous is not None:
             tournament_id = previous
+            store.resume_tournament(engine, tournament_id)
         else:  # recorded only once Ray is up, so a bad address leaves nothing behind
             tournament_id = store.start_tournament(
                 engine,

@@ -22,6 +22,7 @@ from results.store import (
     list_matches,
     list_tournaments,
     match_detail,
+    resume_tournament,
     save_match,
     save_matches,
     start_tournament,
@@ -201,6 +202,10 @@ def test_find_resumable_ignores_finished(engine):
 
     finish_tournament(engine, running, "finished")
     assert find_resumable(engine, digest) == stopped
+
+    resume_tournament(engine, stopped)  # a resumed run plays it: running again, not yet finished
+    resumed = get_tournament(engine, stopped)
+    assert (resumed.status, resumed.finished_at) == ("running", None)
 
 
 def test_finish_tournament_snapshots_ratings(engine, tournament, make_match):

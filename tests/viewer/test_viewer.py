@@ -10,6 +10,7 @@ import csv
 import http.cookiejar
 import io
 import json
+import sqlite3
 import threading
 import urllib.error
 import urllib.request
@@ -296,3 +297,25 @@ def test_a_leaderboard_asked_for_by_many_at_once_is_computed_once(stored: Stored
     finally:
         engine.dispose()
     assert len(computed) == 1 and all(rows is answers[0][0] and current for rows, current in answers)
+
+
+def test_an_older_record_is_shown_as_it_is_and_left_as_it_was(stored: Stored):
+    """A database from before the transcript and run_progress tables, not in WAL mode: the
+    viewer shows it and changes nothing in it, not even its journal mode."""
+    with sqlite3.connect(stored.path) as old:
+        old.execute("PRAGMA journal_mode=DELETE")
+        old.execute("DROP TABLE transcript")
+        old.execute("DROP TABLE run_progress")
+    before = stored.path.read_bytes()
+    engine = open_for_reading(stored.url)
+    serving = InThread(engine)
+    try:
+        assert get(f"{serving.address}/matches/{stored.matches[0]}/days/3")[0] == 200
+        status, body, _ = get(f"{serving.address}/tournaments/{stored.tournament}/progress.json")
+        assert status == 200 and json.loads(body)["days_played"] is None
+    finally:
+        serving.stop()
+        engine.dispose()
+    assert stored.path.read_bytes() == before
+    with sqlite3.connect(stored.path) as old:
+        assert old.execute("PRAGMA journal_mode").fetchone() == ("delete",)
