@@ -619,10 +619,10 @@ def show(
         days.add_row(
             str(d.day),
             d.merchant,
-            _per_product(d.prices, "{:.2f}"),
-            _per_product(d.units_sold),
-            _per_product(d.lost_sales),
-            _per_product(d.inventory),
+            views.per_product(d.prices, "{:.2f}"),
+            views.per_product(d.units_sold),
+            views.per_product(d.lost_sales),
+            views.per_product(d.inventory),
             views.money(d.cash_end),
             views.money(d.net_worth),
             f"{d.reputation:.2f}",
@@ -666,36 +666,23 @@ def serve(
     the leaderboard and progress of each tournament, every match's charts (hover, zoom, PNG
     and CSV downloads) and what happened in it, and each day of a match with every step of
     its merchants' model calls. Stop it with Ctrl+C."""
-    import socket
-
-    import uvicorn
-
-    from viewer.app import create_app, open_for_reading
+    from viewer.app import LOOPBACK, create_app, listening, open_for_reading, server
 
     with user_errors():
         engine = open_for_reading(db)
-        listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            listener.bind((host, port))
-            listener.listen(128)  # from here, a browser given the address waits for the server
+            listener = listening(host, port)
         except OSError as exc:
-            listener.close()
             raise UserError(
                 f"--host/--port: cannot listen on {host}:{port} ({exc.strerror or exc})"
             ) from None
-    loopback = host in ("127.0.0.1", "::1", "localhost")
-    token = None if loopback else secrets.token_urlsafe(24)
-    bound = listener.getsockname()[1]
+    token = None if host in LOOPBACK else secrets.token_urlsafe(24)
     shown = f"[{host}]" if ":" in host else host
-    address = f"http://{shown}:{bound}/" + (f"?token={token}" if token else "")
+    address = f"http://{shown}:{listener.getsockname()[1]}/" + (f"?token={token}" if token else "")
     out_print(f"arena serve: {address}")
     if token:
         out_print("(the token is asked for because the viewer listens beyond this machine; it is not stored)")
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(engine, token, warm=True), log_level="warning", access_log=False)
-    )
-    server.run(sockets=[listener])
+    server(create_app(engine, token, warm=True)).run(sockets=[listener])
 
 
 class ExportFormat(StrEnum):
@@ -807,8 +794,8 @@ def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, fl
             both.add_row(
                 str(d.day),
                 d.merchant,
-                _per_product(on_path.get((d.day, d.merchant), {}), "{:.2f}"),
-                _per_product(d.prices, "{:.2f}"),
+                views.per_product(on_path.get((d.day, d.merchant), {}), "{:.2f}"),
+                views.per_product(d.prices, "{:.2f}"),
             )
     said = [m for m in DayLog.of(path.days_played).said() if m.day >= probe.day]
     messages = views.messages_table(said, f"messages on the deviated path, from day {probe.day}")
@@ -902,12 +889,6 @@ def _rich(table: views.Table) -> Table:
         for row in section:
             drawn.add_row(*map(escape, row))
     return drawn
-
-
-def _per_product(values: dict[str, float], fmt: str = "{:g}") -> str:
-    if len(values) == 1:
-        return fmt.format(next(iter(values.values())))
-    return " ".join(f"{k}={fmt.format(v)}" for k, v in values.items())
 
 
 class _RichObserver:

@@ -183,12 +183,13 @@ def list_tournaments(engine: Engine) -> list[TournamentRow]:
 
 
 def contestant_kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
-    """The kind of each contestant registered for the tournament, by name."""
+    """The kind of each contestant registered for the tournament, by name, in the order the
+    tournament file lists them."""
     with Session(engine) as session:
         rows = session.exec(
-            select(ContestantRow.name, ContestantRow.kind).where(
-                col(ContestantRow.tournament_id) == tournament_id
-            )
+            select(ContestantRow.name, ContestantRow.kind)
+            .where(col(ContestantRow.tournament_id) == tournament_id)
+            .order_by(col(ContestantRow.id))
         )
         return dict(rows.all())
 

@@ -83,6 +83,13 @@ def money(value: float) -> str:
     return f"{value:,.2f}"
 
 
+def per_product(values: Mapping[str, float], fmt: str = "{:g}") -> str:
+    """Values by product: the value alone for one product, `product=value` each for more."""
+    if len(values) == 1:
+        return fmt.format(next(iter(values.values())))
+    return " ".join(f"{k}={fmt.format(v)}" for k, v in values.items())
+
+
 def metric_value(value: float | None, unit: Unit) -> str:
     """A metric's value in its unit (results.metrics.Metric.unit)."""
     if value is None:

@@ -43,7 +43,7 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from results import store
-from results.db import engine_for
+from results.db import describe_failure, engine_for
 from results.errors import DatabaseError, NotFound
 from results.plots import figure_csv
 from results.transcript import step_lines
@@ -170,9 +170,7 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         )
 
     def database_failed(request: Request, exc: Exception) -> Response:
-        reason = (
-            str(exc) if isinstance(exc, DatabaseError) else str(getattr(exc, "orig", exc)).splitlines()[0]
-        )
+        reason = describe_failure(engine, exc) if isinstance(exc, SQLAlchemyError) else str(exc)
         problem = f"The database cannot be read right now: {reason}"
         if request.url.path.endswith((".json", "/changes")):
             return JSONResponse({"problem": problem}, status_code=503)
@@ -249,16 +247,33 @@ class TokenCheck(BaseHTTPMiddleware):
         return JSONResponse({"problem": problem}, status_code=401)
 
 
+def listening(host: str, port: int) -> socket.socket:
+    """A socket on host:port (0: any free one), listening: from then on a browser given its
+    address waits for the server rather than being refused. OSError where it cannot be."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+        listener.listen(128)
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+def server(app: Starlette) -> uvicorn.Server:
+    """uvicorn serving `app`, telling only of what fails (the pages asked for are not logged)."""
+    return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+
+
 class InThread:
     """The viewer over `engine` on 127.0.0.1 at a free port, in a thread of this process: for
     tests, benchmarks and scripts that look at pages while they work."""
 
     def __init__(self, engine: Engine, token: str | None = None) -> None:
-        listener = socket.socket()
-        listener.bind(("127.0.0.1", 0))
+        listener = listening("127.0.0.1", 0)
         self.address = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        config = uvicorn.Config(create_app(engine, token), log_level="warning", access_log=False)
-        self.server = uvicorn.Server(config)
+        self.server = server(create_app(engine, token))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [listener]}, daemon=True)
         self.thread.start()
         while not self.server.started:

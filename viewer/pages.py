@@ -23,7 +23,7 @@ from results.incidents import incidents
 from results.plots import line_figure
 from results.ratings import LeaderboardRow
 from results.report import Palette, day_series, match_part, price_of, seat_label
-from results.tables import RunProgressRow, TournamentRow, stored_id
+from results.tables import RunProgressRow, stored_id
 from tournaments.config import stored_tournament
 
 PAGE_SIZE = 50  # matches or days a page lists
@@ -82,7 +82,7 @@ def home(engine: Engine) -> dict[str, Any]:
     return {
         "title": "arena",
         "follow": True,
-        "tournaments": [(t, store.count_matches(engine, _id(t))) for t in reversed(tournaments)],
+        "tournaments": [(t, store.count_matches(engine, stored_id(t.id))) for t in reversed(tournaments)],
     }
 
 
@@ -173,7 +173,7 @@ class Leaderboards:
 
         def compute() -> None:
             for row in reversed(store.list_tournaments(self.engine)):
-                self.rows(_id(row), stored_tournament(row).scoring)
+                self.rows(stored_id(row.id), stored_tournament(row).scoring)
 
         threading.Thread(target=compute, daemon=True).start()
 
@@ -198,7 +198,7 @@ def tournament(engine: Engine, leaderboards: Leaderboards, tournament_id: int, p
         "title": f"{row.name}: tournament {tournament_id}",
         "follow": True,
         "tournament": row,
-        "colors": Palette(r.contestant for r in rows),
+        "colors": _colors(engine, tournament_id),
         "leaderboard": views.leaderboard_table(rows, "leaderboard"),
         "leaderboard_current": current,
         "progress": progress(engine, tournament_id),
@@ -213,7 +213,7 @@ def match(engine: Engine, match_id: int, page: int, with_calls: bool = True) -> 
     detail = store.match_detail(engine, match_id, with_calls)
     row = store.get_tournament(engine, detail.match.tournament_id)
     scenarios, notes = stored_tournament(row).scenarios()
-    colors = Palette(sorted({r.contestant for r in detail.results}))
+    colors = _colors(engine, detail.match.tournament_id)
     part = match_part(
         detail, scenarios.get(detail.match.scenario), colors, store.metrics(engine, match_id=match_id)
     )
@@ -238,8 +238,8 @@ def match(engine: Engine, match_id: int, page: int, with_calls: bool = True) -> 
 
 def compare(engine: Engine, first: int, second: int) -> dict[str, Any]:
     """Two matches' seats on the same charts: the first match's lines solid, the second's dashed."""
-    shown = [store.match_detail(engine, first), store.match_detail(engine, second)]
-    colors = Palette(sorted({r.contestant for detail in shown for r in detail.results}))
+    shown = [store.match_detail(engine, m, with_calls=False) for m in (first, second)]
+    colors = _colors(engine, *{d.match.tournament_id for d in shown})
     styles = [
         {
             r.merchant: (
@@ -286,9 +286,9 @@ def _days_table(records: Sequence[DayRecord]) -> list[dict[str, Any]]:
         {
             "day": r.day,
             "merchant": r.merchant,
-            "prices": _per_product(r.prices),
-            "sold": _per_product(r.units_sold),
-            "lost": _per_product({p: v for p, v in r.lost_sales.items() if v}),
+            "prices": views.per_product(r.prices),
+            "sold": views.per_product(r.units_sold),
+            "lost": views.per_product(r.lost_sales),
             "cash": views.money(r.cash_end),
             "net_worth": views.money(r.net_worth),
             "refused": len(r.rejections),
@@ -311,7 +311,7 @@ def day(engine: Engine, match_id: int, day_number: int) -> dict[str, Any]:
         "match": detail.match,
         "day": day_number,
         "last_day": last,
-        "colors": Palette(sorted(set(contestant_of.values()))),
+        "colors": _colors(engine, detail.match.tournament_id),
         "merchants": [
             {
                 "name": r.merchant,
@@ -336,19 +336,18 @@ def _books(r: DayRecord) -> list[tuple[str, str]]:
         ("net worth", views.money(r.net_worth)),
         ("receivables", views.money(r.receivables)),
         ("revenue", views.money(r.revenue)),
-        ("prices", _per_product(r.prices)),
-        ("units sold", _per_product(r.units_sold)),
-        ("turned away", _per_product(r.lost_sales)),
-        ("in stock", _per_product(r.inventory)),
-        ("in transit", _per_product(r.in_transit)),
-        ("spoiled", _per_product(r.spoiled)),
+        ("prices", views.per_product(r.prices)),
+        ("units sold", views.per_product(r.units_sold)),
+        ("turned away", views.per_product(r.lost_sales)),
+        ("in stock", views.per_product(r.inventory)),
+        ("in transit", views.per_product(r.in_transit)),
+        ("spoiled", views.per_product(r.spoiled)),
     ]
 
 
-def _per_product(values: dict[str, float]) -> str:
-    return ", ".join(f"{product} {value:,.4g}" for product, value in values.items()) or "—"
-
-
-def _id(row: TournamentRow) -> int:
-    assert row.id is not None
-    return row.id
+def _colors(engine: Engine, *tournament_ids: int) -> Palette:
+    """A colour for each contestant of the tournaments, in the order their files list them:
+    a contestant keeps its colour on every page of its tournament."""
+    return Palette(
+        dict.fromkeys(name for t in sorted(tournament_ids) for name in store.contestant_kinds(engine, t))
+    )
