@@ -18,6 +18,7 @@ are those of results.views. A contestant keeps one colour on the whole page.
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections import defaultdict
@@ -312,11 +313,38 @@ def usage_table(calls: Sequence[ModelCallRecord]) -> views.Table | None:
 
 @dataclass(frozen=True)
 class Figure:
-    """A captioned chart: drawn in SVG for the report, and as a plotly figure for the viewer."""
+    """A captioned chart of lines over the match's days, with spans shaded and levels drawn:
+    in SVG for the report (`svg`), as a plotly figure for the viewer (`plot`), each drawn
+    when first asked for."""
 
     title: str
-    svg: Markup
-    plot: dict[str, Any]
+    series: list[Series]
+    spans: list[Band]
+    levels: Sequence[Level]
+    y_format: Format
+    y_from_zero: bool
+
+    @functools.cached_property
+    def svg(self) -> Markup:
+        return line_chart(
+            self.series,
+            title=self.title,
+            bands=self.spans,
+            levels=self.levels,
+            y_format=self.y_format,
+            y_from_zero=self.y_from_zero,
+        )
+
+    @functools.cached_property
+    def plot(self) -> dict[str, Any]:
+        return line_figure(
+            self.series,
+            title=self.title,
+            bands=self.spans,
+            levels=self.levels,
+            percent=self.y_format is percent,
+            y_from_zero=self.y_from_zero,
+        )
 
 
 @dataclass(frozen=True)
@@ -646,14 +674,7 @@ def _figure(
         )
         for w in windows
     ]
-    spans = [*shaded, *bands]
-    svg = line_chart(
-        series, title=title, bands=spans, levels=levels, y_format=y_format, y_from_zero=y_from_zero
-    )
-    plot = line_figure(
-        series, title=title, bands=spans, levels=levels, percent=y_format is percent, y_from_zero=y_from_zero
-    )
-    return Figure(title, svg, plot)
+    return Figure(title, series, [*shaded, *bands], levels, y_format, y_from_zero)
 
 
 # Formatting -----------------------------------------------------------------------------------
