@@ -6,7 +6,8 @@
 Without --tournament it plays the demo tournament in this process (as
 scripts/screenshot_report.py does) into a fresh SQLite file in the output folder. The viewer
 then serves it on loopback and Debian's Chromium, driven by Playwright, takes the tournament's
-page, a match of the seasonal scenario (its events shaded) and a day of it: OUT/viewer-*.png.
+page, a match of the seasonal scenario (its events shaded), a day of it, and the match beside
+another lineup's of the same scenario and seed: OUT/viewer-*.png.
 """
 
 from __future__ import annotations
@@ -44,10 +45,19 @@ def main() -> None:
     matches = store.list_matches(engine, tournament)
     seasonal = next((m for m in matches if m.scenario == "seasonal"), matches[0])
     serving = InThread(engine)
+    other = next(
+        (
+            m
+            for m in matches
+            if (m.scenario, m.seed) == (seasonal.scenario, seasonal.seed) and m.id != seasonal.id
+        ),
+        seasonal,
+    )
     pages = {
         "viewer-tournament.png": f"/tournaments/{tournament}",
         "viewer-match.png": f"/matches/{seasonal.id}#charts",
         "viewer-day.png": f"/matches/{seasonal.id}/days/{seasonal.days // 2}",
+        "viewer-compare.png": f"/compare?a={seasonal.id}&b={other.id}#charts",
     }
     try:
         with sync_playwright() as playwright:

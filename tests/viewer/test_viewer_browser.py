@@ -33,7 +33,15 @@ def page(browser) -> Page:
     opened = context.new_page()
     problems: list[str] = []
     opened.on("pageerror", lambda error: problems.append(str(error)))
-    opened.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    # a script's error fails the test; an answer of 404 or 503 the browser logs is the test's to judge
+    opened.on(
+        "console",
+        lambda message: (
+            problems.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
     yield opened
     context.close()
     assert problems == []
@@ -102,3 +110,26 @@ def test_a_hundred_pages_at_once_and_a_reader_who_leaves_mid_download(viewer: In
     with concurrent.futures.ThreadPoolExecutor(max_workers=100) as pool:
         statuses = list(pool.map(load, range(100)))
     assert statuses == [200] * 100
+
+
+def test_two_matches_of_one_draw_are_drawn_on_the_same_charts(page: Page, viewer: InThread, stored: Stored):
+    first, second = stored.matches
+    page.goto(f"{viewer.address}/matches/{first}")
+    page.get_by_role("link", name=f"compare with match {second}").click()
+    expect(page.locator("h1")).to_contain_text(f"Match {first} and match {second}")
+    expect(page.locator("#chart-1 .legend .traces")).to_have_count(4)  # two seats of each match
+
+
+def test_a_match_that_is_not_there_and_a_database_that_goes_away(
+    page: Page, viewer: InThread, stored: Stored
+):
+    answer = page.goto(f"{viewer.address}/matches/999")
+    assert answer is not None and answer.status == 404
+    page.get_by_role("link", name="Back to the tournaments").click()
+    expect(page.locator("h1")).to_have_text("Tournaments")
+    page.goto(f"{viewer.address}/matches/{stored.matches[0]}")
+    expect(page.locator("#banner")).to_be_hidden()
+    stored.path.write_bytes(b"this is no longer a database" * 100)
+    for journal in stored.path.parent.glob("arena.db-*"):
+        journal.unlink()
+    expect(page.locator("#banner")).to_contain_text("The database cannot be read", timeout=10_000)
