@@ -270,7 +270,7 @@ def test_a_probed_matchs_deviated_path_is_charted_beside_it(tmp_path):
     serving = InThread(reader)
     try:
         _, page, _ = get(f"{serving.address}/matches/{match}")
-        section = page[page.index('id="deviation"') :]
+        section = page[page.index("<h4>Deviation probe</h4>") :]
         first = int(section.split('id="chart-')[1].split('"')[0])
         _, body, _ = get(f"{serving.address}/matches/{match}/charts/{first}.csv")
         rows = list(csv.reader(io.StringIO(body)))
