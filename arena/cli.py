@@ -677,12 +677,14 @@ def serve(
                 f"--host/--port: cannot listen on {host}:{port} ({exc.strerror or exc})"
             ) from None
     token = None if host in LOOPBACK else secrets.token_urlsafe(24)
+    err.print("arena serve: computing the leaderboards…", markup=False, highlight=False)
+    app = create_app(engine, token, warm=True)  # browsers that come meanwhile wait in the listener's queue
     shown = f"[{host}]" if ":" in host else host
     address = f"http://{shown}:{listener.getsockname()[1]}/" + (f"?token={token}" if token else "")
     out_print(f"arena serve: {address}")
     if token:
         out_print("(the token is asked for because the viewer listens beyond this machine; it is not stored)")
-    server(create_app(engine, token, warm=True)).run(sockets=[listener])
+    server(app).run(sockets=[listener])
 
 
 class ExportFormat(StrEnum):

@@ -72,7 +72,7 @@ def open_for_reading(url: str | None) -> Engine:
 
 def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> Starlette:
     """The viewer over `engine`; with `token`, every request must show it; `warm`: compute
-    the leaderboards at once, before anyone asks."""
+    the leaderboards first, before anyone asks."""
 
     leaderboards = pages.Leaderboards(engine)
     if warm:

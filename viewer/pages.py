@@ -168,14 +168,10 @@ class Leaderboards:
         return kept[1], kept[0] == version
 
     def warm(self) -> None:
-        """Compute every tournament's leaderboard, the newest first, in a thread: the first
-        reader of a tournament's page then need not wait for it."""
-
-        def compute() -> None:
-            for row in reversed(store.list_tournaments(self.engine)):
-                self.rows(stored_id(row.id), stored_tournament(row).scoring)
-
-        threading.Thread(target=compute, daemon=True).start()
+        """Compute every tournament's leaderboard now: no reader of a tournament's page then
+        waits for one (while a run adds matches, the last one is shown as the next is made)."""
+        for row in reversed(store.list_tournaments(self.engine)):
+            self.rows(stored_id(row.id), stored_tournament(row).scoring)
 
     def _refresh(self, key: tuple[int, ScoringWeights], version: tuple[int, ...]) -> None:
         try:
