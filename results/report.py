@@ -408,6 +408,7 @@ def match_part(
     levels = benchmark_levels(scenario, len(detail.results))
     said = detail.days.said()
     stored = views.by_merchant((m.merchant, m.name, m.value) for m in metrics)
+    probed = [probe_band(detail)] if detail.deviation is not None else []
     return MatchPart(
         match=detail.match,
         lineup=[r.contestant for r in results],
@@ -416,20 +417,24 @@ def match_part(
         results=views.results_table(detail.match, detail.results),
         charts=[
             *price_charts(
-                detail.days, events, styles, levels, detail.market.windows, detail.days.competitors
+                detail.days, events, styles, levels, detail.market.windows, detail.days.competitors, probed
             ),
             _figure(
                 "Units sold (all products)",
                 day_series(detail.days, styles, lambda d: sum(d.units_sold.values())),
                 events,
+                bands=probed,
                 y_from_zero=True,
             ),
-            _figure("Cash", day_series(detail.days, styles, lambda d: d.cash_end), events),
-            _figure("Net worth", day_series(detail.days, styles, lambda d: d.net_worth), events),
+            _figure("Cash", day_series(detail.days, styles, lambda d: d.cash_end), events, bands=probed),
+            _figure(
+                "Net worth", day_series(detail.days, styles, lambda d: d.net_worth), events, bands=probed
+            ),
             _figure(
                 "Market share (of units sold to date)",
                 share_series(detail.days, styles),
                 events,
+                bands=probed,
                 y_format=percent,
                 y_from_zero=True,
             ),
@@ -453,10 +458,11 @@ def price_charts(
     levels: Mapping[str, list[Level]],
     windows: Sequence[PriceWindow],
     scripted: CompetitorDays | None = None,
+    bands: Sequence[Band] = (),
 ) -> list[Figure]:
     """One chart per product: every merchant's posted price, day by day, and each `scripted`
-    competitor's (grey, dashed), with the product's `levels` (its benchmark prices) and the
-    match's price windows."""
+    competitor's (grey, dashed), with the product's `levels` (its benchmark prices), the
+    match's price windows and `bands` (a probe's days)."""
     products = list(dict.fromkeys(p for d in days for p in d.prices))
     return [
         _figure(
@@ -464,6 +470,7 @@ def price_charts(
             day_series(days, styles, price_of(product)) + _competitor_series(scripted, j),
             [e for e in events if e.product in (None, product)],
             windows,
+            bands=bands,
             levels=levels.get(product, []),
         )
         for j, product in enumerate(products)
@@ -509,14 +516,10 @@ def deviation_part(
     probe = path.probe
     seats = [r.merchant for r in detail.results]  # results are in seat order
     contestant_of = {r.merchant: r.contestant for r in detail.results}
-    forced = probe.forced(seats)
-    who = seat_label(forced, contestant_of[forced]) if forced is not None else f"seat {probe.seat}"
+    who, forced_days = _forced(detail), probe_band(detail)
     deviated_styles = {m: (f"{name} (deviated)", color, True) for m, (name, color, _) in styles.items()}
     solid = {m: (name, color, False) for m, (name, color, _) in styles.items()}
     products = list(dict.fromkeys(p for d in detail.days for p in d.prices))
-    forced_days = Band(
-        probe.day - 0.5, probe.last_day + 0.5, f"{who} forced to {probe.target} ({probe.when})", "deviation"
-    )
     first, last = probe.day - DEVIATION_VIEW[0], probe.last_day + DEVIATION_VIEW[1]
     on_path = [d for d in detail.days if first <= d.day <= last]
     deviated = [d for d in path.days_played if first <= d.day <= last]
@@ -550,6 +553,24 @@ def deviation_part(
         messages=views.messages_table(said, "messages on the deviated path") if said else None,
         faults=_fault_lines(path.faults, contestant_of),
     )
+
+
+def _forced(detail: store.MatchDetail) -> str:
+    """Who a probed match's deviated path forced."""
+    assert detail.deviation is not None
+    probe = detail.deviation.probe
+    forced = probe.forced([r.merchant for r in detail.results])  # results are in seat order
+    contestant_of = {r.merchant: r.contestant for r in detail.results}
+    return seat_label(forced, contestant_of[forced]) if forced is not None else f"seat {probe.seat}"
+
+
+def probe_band(detail: store.MatchDetail) -> Band:
+    """The days a probed match's deviated path was forced, as a span of its charts (of both
+    paths: on the match's own, where the probe took its path apart)."""
+    assert detail.deviation is not None
+    probe = detail.deviation.probe
+    label = f"{_forced(detail)} forced to {probe.target} ({probe.when})"
+    return Band(probe.day - 0.5, probe.last_day + 0.5, label, "deviation")
 
 
 def _fault_lines(faults: Sequence[Fault], contestant_of: Mapping[str, str]) -> list[FaultLine]:

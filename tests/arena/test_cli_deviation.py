@@ -98,6 +98,11 @@ def test_the_report_draws_both_paths_with_the_forced_day_shaded(stored):
         "fixed forced to 1.3 (day 3)"
     ]
     assert {g.attrs["data-level"].split()[0] for g in chart.all("g", cls="level")} == {"Nash", "monopoly"}
+    # the match's own charts mark the probe's days too: where the two paths part
+    own = next(f.one("svg") for f in section.all("figure") if f.one("figcaption").content() == "Price: good")
+    assert [g.attrs["data-band"] for g in own.all("g", cls="band-deviation")] == [
+        "fixed forced to 1.3 (day 3)"
+    ]
 
 
 def test_export_writes_the_probe_and_the_deviated_path(stored, tmp_path):
