@@ -38,9 +38,9 @@ def engine_for(
     """An engine for `url`, else $ARENA_DB, else sqlite:///arena.db, with all tables created.
 
     `read_only` (a reader such as `arena serve`) creates nothing, changes nothing (not even
-    SQLite's journal mode) and opens every connection so that it refuses writes: SQLite's
-    query_only, PostgreSQL's read-only transactions. Tables an older arena did not make are
-    then not there; the readers of those tables (results.store) find them missing.
+    SQLite's journal mode) and makes every connection refuse writes: SQLite's query_only,
+    PostgreSQL's read-only transactions. So it refuses a database that lacks tables this
+    arena reads (an older arena's): any other command adds them.
 
     With create=False (commands that work on stored results) a SQLite file that does not
     exist is an error rather than a new empty database left behind. For a caller that
@@ -69,13 +69,16 @@ def engine_for(
         raise DatabaseError(f"no database at {shown}: run a tournament first, or name one with --db")
     engine, failed = None, "cannot open database"
     try:
-        engine = create_engine(parsed, **_server_options(parsed, read_only))
+        engine = create_engine(parsed, **_server_options(parsed))
+        if read_only:
+            engine = engine.execution_options(postgresql_readonly=True)
         if sqlite:
             event.listen(engine, "connect", _sqlite_reading if read_only else _sqlite_pragmas)
         with engine.begin() as connection:
             if connection.dialect.name == "postgresql" and not read_only:
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LAYOUT_LOCK})
             outdated = _outdated_layout(connection)
+            missing = _missing_tables(connection) if read_only else []
             if outdated is None and not read_only:
                 failed = "cannot write to database"
                 SQLModel.metadata.create_all(connection)
@@ -90,6 +93,12 @@ def engine_for(
         raise DatabaseError(
             f"database {shown} was written by an older arena ({outdated}): name a new database with --db"
         )
+    if missing:
+        engine.dispose()
+        raise DatabaseError(
+            f"database {shown} lacks tables this arena reads ({', '.join(missing)}; an older arena made "
+            "none): any other arena command on it adds them, `arena matches --db URL` for one"
+        )
     return engine
 
 
@@ -98,20 +107,17 @@ def engine_for(
 LAYOUT_LOCK = 0x6172656E61  # "arena"
 
 
-def _server_options(url: URL, read_only: bool = False) -> dict[str, Any]:
+def _server_options(url: URL) -> dict[str, Any]:
     """For a database server: a connection found closed when taken from the pool (a restart,
     a proxy's idle timeout, while a run waits for its matches) is replaced, and a server that
-    does not answer is given up on in seconds rather than the system's minutes; for a reader,
-    every transaction read only."""
+    does not answer is given up on in seconds rather than the system's minutes."""
     backend = url.get_backend_name()
     if backend == "sqlite":
         return {}
-    connect: dict[str, Any] = {}
-    if backend == "postgresql":
-        connect["connect_timeout"] = CONNECT_TIMEOUT_S
-        if read_only:
-            connect["options"] = "-c default_transaction_read_only=on"
-    return {"pool_pre_ping": True, "connect_args": connect}
+    return {
+        "pool_pre_ping": True,
+        "connect_args": {"connect_timeout": CONNECT_TIMEOUT_S} if backend == "postgresql" else {},
+    }
 
 
 def _try_writing(connection: Connection) -> None:
@@ -140,6 +146,11 @@ def _outdated_layout(connection: Connection) -> str | None:
             if missing:
                 return f"table {table.name!r} lacks {', '.join(missing)}"
     return None
+
+
+def _missing_tables(connection: Connection) -> list[str]:
+    """This version's tables that the database lacks."""
+    return sorted(set(SQLModel.metadata.tables) - set(inspect(connection).get_table_names()))
 
 
 def _sqlite_file_exists(url: URL) -> bool:

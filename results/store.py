@@ -16,7 +16,7 @@ from operator import itemgetter
 from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import Engine, and_, case, delete, insert, inspect, or_
+from sqlalchemy import Engine, and_, case, delete, insert, or_
 from sqlalchemy import Select as ColumnsSelect
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
@@ -719,7 +719,7 @@ def note_progress(engine: Engine, progress: RunProgressRow) -> None:
 def run_progress(engine: Engine, tournament_id: int) -> RunProgressRow | None:
     """Where the tournament's run last said it stood; None before it said."""
     with Session(engine) as session:
-        return session.get(RunProgressRow, tournament_id) if _there(session, RunProgressRow) else None
+        return session.get(RunProgressRow, tournament_id)
 
 
 def count_matches(engine: Engine, tournament_id: int) -> int:
@@ -798,8 +798,6 @@ def transcript(engine: Engine, match_id: int, day: int | None = None) -> list[Tr
     day), day by day and merchant by merchant as they were stored; NotFound for an unknown match."""
     with Session(engine) as session:
         _require(session, MatchRow, match_id)
-        if not _there(session, TranscriptRow):
-            return []
         statement = select(TranscriptRow).where(col(TranscriptRow.match_id) == match_id)
         if day is not None:
             statement = statement.where(col(TranscriptRow.day) == day)
@@ -810,8 +808,6 @@ def transcript(engine: Engine, match_id: int, day: int | None = None) -> list[Tr
 def notes(engine: Engine, match_id: int, merchant: str, day: int) -> dict[str, str]:
     """The notes the merchant's model kept by the end of `day` (agent mode; {} for others)."""
     with Session(engine) as session:
-        if not _there(session, TranscriptRow):
-            return {}
         words = session.exec(
             select(TranscriptRow.words)
             .where(
@@ -900,12 +896,6 @@ def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, A
     name = quote(str(table.__tablename__))
     sql = f"INSERT INTO {name} ({', '.join(map(quote, columns))}) VALUES ({', '.join(marks)})"
     connection.exec_driver_sql(sql, values)
-
-
-def _there(session: Session, table: type[SQLModel]) -> bool:
-    """Whether the database has the table: one opened for reading only may be older than it
-    (results.db.engine_for)."""
-    return inspect(session.connection()).has_table(str(table.__tablename__))
 
 
 def _require(session: Session, table: type[Row], row_id: int) -> Row:

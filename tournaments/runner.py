@@ -14,6 +14,7 @@ import contextlib
 import functools
 import logging
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import nullcontext
@@ -22,7 +23,6 @@ from typing import Any, Literal, Protocol
 
 import ray
 from ray.exceptions import RayError, RayTaskError
-from sqlalchemy.exc import SQLAlchemyError
 
 from contestants.base import RunOptions
 from contestants.llm.call_coordinator import Spend, Status
@@ -44,6 +44,7 @@ from tournaments.schedule import MatchSpec, schedule
 
 log = logging.getLogger(__name__)
 NOTE_SECONDS = 2.0  # how often, at most, the run writes where it stands to the record (RunProgressRow)
+CLOSE_SECONDS = 15.0  # how long the end of a run waits for its last note to be written
 
 
 class RunObserver(Protocol):
@@ -121,14 +122,18 @@ def run_tournament(
             observer,
             len(done),
             done_days,
-            _noting(engine, tournament_id, done_days, total_days),
+            notes := _ProgressNotes(engine, tournament_id, done_days, total_days),
         )
-        if todo:
-            run = TournamentRun(tournament, plan_tournament(spec), todo, engine, tournament_id, progress)
-            ending = run.play(start, ending.spent, options)
-        else:
-            start()
-        progress.note(progress.days, 0)
+        progress.note(done_days, 0)  # a resumed run is seen to be alive before its first day
+        try:
+            if todo:
+                run = TournamentRun(tournament, plan_tournament(spec), todo, engine, tournament_id, progress)
+                ending = run.play(start, ending.spent, options)
+            else:
+                start()
+            progress.note(progress.days, 0)
+        finally:
+            notes.close()
     played = len(store.finished_keys(engine, tournament_id)) - len(done)
     if ending.stopped is None:
         observer.advanced(len(plan), total_days)
@@ -414,45 +419,70 @@ def _lost_too_often(what: str, times: int, reason: str) -> ClusterError:
     )
 
 
-def _noting(
-    engine: Any, tournament_id: int, days_at_start: int, days_planned: int
-) -> Callable[[int, int], None]:
-    """What writes where the run stands (days played, matches in play) to the record, for its
-    readers: at best effort, as it is not the run's own work. A write that fails is told once
-    in the log and tried again at the next note; it never stops or delays the run."""
-    started, failed = utcnow(), False
+class _ProgressNotes:
+    """Where the run stands (days played, matches in play), written to the record for its
+    readers by a thread of its own: a note only hands over the latest figures, so the run
+    never waits on the database for them; what cannot be written is told once in the log and
+    written with the next figures. `close` writes the last ones."""
 
-    def note(days: int, playing: int) -> None:
-        nonlocal failed
+    def __init__(self, engine: Any, tournament_id: int, days_at_start: int, days_planned: int):
+        self.engine, self.tournament_id = engine, tournament_id
+        self.days_at_start, self.days_planned, self.started = days_at_start, days_planned, utcnow()
+        self.latest: tuple[int, int] | None = None
+        self.closed, self.failed = False, False
+        self.changed = threading.Condition()
+        self.writer = threading.Thread(target=self._write, name="arena progress notes", daemon=True)
+        self.writer.start()
+
+    def __call__(self, days: int, playing: int) -> None:
+        with self.changed:
+            self.latest = (days, playing)
+            self.changed.notify()
+
+    def close(self) -> None:
+        with self.changed:
+            self.closed = True
+            self.changed.notify()
+        self.writer.join(CLOSE_SECONDS)
+
+    def _write(self) -> None:
+        while True:
+            with self.changed:
+                self.changed.wait_for(lambda: self.latest is not None or self.closed)
+                latest, self.latest, closed = self.latest, None, self.closed
+            if latest is not None:
+                self._note(*latest)
+            if closed:
+                return
+            time.sleep(NOTE_SECONDS)  # at most a note every NOTE_SECONDS
+
+    def _note(self, days: int, playing: int) -> None:
         progress = RunProgressRow(
-            tournament_id=tournament_id,
-            started_at=started,
-            days_at_start=days_at_start,
+            tournament_id=self.tournament_id,
+            started_at=self.started,
+            days_at_start=self.days_at_start,
             days_played=days,
-            days_planned=days_planned,
+            days_planned=self.days_planned,
             matches_playing=playing,
         )
         try:
-            store.note_progress(engine, progress)
-        except SQLAlchemyError as exc:
-            if not failed:
+            store.note_progress(self.engine, progress)
+        except Exception as exc:  # the run's own work goes on whatever this one does
+            if not self.failed:
                 log.warning(
-                    "tournament %d: where the run stands could not be recorded (%s)", tournament_id, exc
+                    "tournament %d: where the run stands could not be recorded (%s)", self.tournament_id, exc
                 )
-            failed = True
-
-    return note
+            self.failed = True
 
 
 class _Progress:
     """Counts finished matches and played days, telling the observer at most every
-    POLL_SECONDS, and the record (`note`: the days played and the matches in play, for its
-    readers) at most every NOTE_SECONDS."""
+    POLL_SECONDS, and the record (`note`) each time."""
 
     def __init__(self, observer: RunObserver, matches: int, days: int, note: Callable[[int, int], None]):
         self.observer, self.matches, self.days, self.note = observer, matches, days, note
         self.playing: Callable[[], int] = lambda: 0  # the matches in play, once play starts
-        self.told = self.noted = 0.0
+        self.told = 0.0
 
     def day(self, days: int = 1) -> None:
         self.days += days
@@ -467,6 +497,4 @@ class _Progress:
         if force or now - self.told >= POLL_SECONDS:
             self.told = now
             self.observer.advanced(self.matches, self.days)
-        if force or now - self.noted >= NOTE_SECONDS:
-            self.noted = now
-            self.note(self.days, self.playing())
+        self.note(self.days, self.playing())

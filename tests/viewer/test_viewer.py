@@ -27,6 +27,7 @@ from results import store
 from results.composite import ScoringWeights
 from results.db import engine_for
 from results.deviation import DeviationProbe
+from results.errors import DatabaseError
 from results.tables import utcnow
 from tests.viewer.conftest import DAYS, HOSTILE, Stored, note, prices, store_another
 from tournaments.config import ContestantEntry
@@ -299,23 +300,21 @@ def test_a_leaderboard_asked_for_by_many_at_once_is_computed_once(stored: Stored
     assert len(computed) == 1 and all(rows is answers[0][0] and current for rows, current in answers)
 
 
-def test_an_older_record_is_shown_as_it_is_and_left_as_it_was(stored: Stored):
+def test_an_older_record_is_refused_in_one_line_and_left_as_it_was(stored: Stored):
     """A database from before the transcript and run_progress tables, not in WAL mode: the
-    viewer shows it and changes nothing in it, not even its journal mode."""
+    viewer, which may create nothing, says what it lacks and how to add it, and changes
+    nothing in it, not even its journal mode."""
     with sqlite3.connect(stored.path) as old:
         old.execute("PRAGMA journal_mode=DELETE")
         old.execute("DROP TABLE transcript")
         old.execute("DROP TABLE run_progress")
     before = stored.path.read_bytes()
-    engine = open_for_reading(stored.url)
-    serving = InThread(engine)
-    try:
-        assert get(f"{serving.address}/matches/{stored.matches[0]}/days/3")[0] == 200
-        status, body, _ = get(f"{serving.address}/tournaments/{stored.tournament}/progress.json")
-        assert status == 200 and json.loads(body)["days_played"] is None
-    finally:
-        serving.stop()
-        engine.dispose()
+    with pytest.raises(DatabaseError) as refused:
+        open_for_reading(stored.url)
+    assert "lacks tables this arena reads (run_progress, transcript;" in str(refused.value)
+    assert "`arena matches --db URL`" in str(refused.value)
     assert stored.path.read_bytes() == before
     with sqlite3.connect(stored.path) as old:
         assert old.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    engine_for(stored.url, create=False).dispose()  # what any other command does: the tables added
+    open_for_reading(stored.url).dispose()
