@@ -52,7 +52,13 @@ from viewer import pages
 LARGEST_ID = 2**63 - 1  # the largest key a database holds
 LOOPBACK = ("127.0.0.1", "localhost")  # the names the viewer answers to where it asks for no token
 PLOTLY_JS = Path(str(files("plotly") / "package_data" / "plotly.min.js"))  # the plotly package ships it
-TOKEN_COOKIE = "arena_token"
+
+
+def cookie_name(request: Request) -> str:
+    """The token's cookie, named after the port: a browser sends a host's cookies to all its
+    ports, and two viewers on one machine must not take each other's."""
+    return f"arena_token_{request.url.port}"
+
 
 TEMPLATES = Environment(
     loader=ChoiceLoader([PackageLoader("viewer", "templates"), PackageLoader("results", "templates")]),
@@ -86,15 +92,16 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         """A positive whole number from the query (a page, a match), `default` where it is
         not given (None: it must be)."""
         raw = request.query_params.get(name, default) or ""
-        if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= LARGEST_ID:
-            raise HTTPException(400, f"{name}: a whole number from 1, not {raw!r}")
-        return int(raw)
+        value = whole(raw)
+        if value is None:
+            raise HTTPException(400, f"{name}: a whole number from 1, not {raw[:40]!r}")
+        return value
 
     def stored(request: Request, name: str) -> int:
-        """An id from the path; one no database could hold is not there."""
-        value: int = request.path_params[name]
-        if value > LARGEST_ID:
-            raise NotFound(f"no {name} {value}")
+        """An id (or a day, a chart) from the path; one no database could hold is not there."""
+        value = whole(request.path_params[name])
+        if value is None:
+            raise NotFound(f"no {name} {request.path_params[name][:40]!r}")
         return value
 
     def home(request: Request) -> Response:
@@ -122,7 +129,7 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         match_id = stored(request, "match")
         shown = pages.match(engine, match_id, 1, with_calls=False)["part"]
         charts = [*shown.charts, *(shown.deviation.charts if shown.deviation is not None else [])]
-        return chart_download([c.plot for c in charts], request.path_params["chart"], f"match-{match_id}")
+        return chart_download([c.plot for c in charts], stored(request, "chart"), f"match-{match_id}")
 
     def chart_download(charts: list[dict[str, Any]], index: int, name: str) -> Response:
         if not 1 <= index <= len(charts):
@@ -140,7 +147,7 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         return render(request, "compare.html.j2", compared(request))
 
     def compare_csv(request: Request) -> Response:
-        return chart_download(compared(request)["charts"], request.path_params["chart"], "compare")
+        return chart_download(compared(request)["charts"], stored(request, "chart"), "compare")
 
     def day(request: Request) -> Response:
         return render(
@@ -182,13 +189,13 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
 
     routes = [
         Route("/", home),
-        Route("/tournaments/{tournament:int}", tournament),
-        Route("/tournaments/{tournament:int}/progress.json", progress),
-        Route("/matches/{match:int}", match),
-        Route("/matches/{match:int}/charts/{chart:int}.csv", chart_csv),
-        Route("/matches/{match:int}/days/{day:int}", day),
+        Route("/tournaments/{tournament}", tournament),
+        Route("/tournaments/{tournament}/progress.json", progress),
+        Route("/matches/{match}", match),
+        Route("/matches/{match}/charts/{chart}.csv", chart_csv),
+        Route("/matches/{match}/days/{day}", day),
         Route("/compare", compare),
-        Route("/compare/charts/{chart:int}.csv", compare_csv),
+        Route("/compare/charts/{chart}.csv", compare_csv),
         Route("/changes", changes),
         Route("/static/plotly.min.js", plotly_js),
     ]
@@ -212,6 +219,14 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
     )
 
 
+def whole(raw: str) -> int | None:
+    """`raw` as a whole number from 1 to LARGEST_ID, written in ASCII digits; else None."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > len(str(LARGEST_ID)):
+        return None
+    value = int(raw)
+    return value if 1 <= value <= LARGEST_ID else None
+
+
 class TokenCheck(BaseHTTPMiddleware):
     """Only a request that shows the token: in the address once (`?token=`: the browser is
     given a cookie and sent to the same address without it, so that it stays out of the
@@ -227,10 +242,13 @@ class TokenCheck(BaseHTTPMiddleware):
         given = request.query_params.get("token")
         if given is not None and secrets.compare_digest(given.encode(), self.token.encode()):
             response = RedirectResponse(str(request.url.remove_query_params("token")), 303)
-            response.set_cookie(TOKEN_COOKIE, self.cookie, httponly=True, samesite="strict")
+            # lax: the browser keeps it through the redirect that opening the printed link makes,
+            # from wherever it was clicked; the viewer only reads, so nothing rides on that
+            response.set_cookie(cookie_name(request), self.cookie, httponly=True, samesite="lax")
             return response
-        bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        cookie = request.cookies.get(TOKEN_COOKIE, "")
+        scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
+        bearer = bearer.strip() if scheme.lower() == "bearer" else ""
+        cookie = request.cookies.get(cookie_name(request), "")
         if secrets.compare_digest(cookie.encode(), self.cookie.encode()) or (
             bearer and secrets.compare_digest(bearer.encode(), self.token.encode())
         ):

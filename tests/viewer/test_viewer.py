@@ -205,10 +205,12 @@ def test_a_viewer_with_a_token_lets_in_only_who_shows_it(stored: Stored):
                 and answer.url == serving.address + f"/matches/{stored.matches[0]}?page=1"
             )
         [cookie] = list(jar)
-        assert cookie.name == "arena_token" and "s3cret-token" not in cookie.value
+        port = serving.address.rsplit(":", 1)[1]
+        assert cookie.name == f"arena_token_{port}" and "s3cret-token" not in cookie.value
         with browser.open(serving.address + "/changes") as answer:
             assert answer.status == 200
         assert get(serving.address + "/changes", {"authorization": "Bearer s3cret-token"})[0] == 200
+        assert get(serving.address + "/changes", {"authorization": "bearer s3cret-token"})[0] == 200
     finally:
         serving.stop()
         engine.dispose()
@@ -225,6 +227,9 @@ def test_ids_no_database_could_hold_and_numbers_that_are_not_ascii_are_refused(v
     assert get(viewer.address + "/matches/99999999999999999999999/days/1")[0] == 404
     assert get(viewer.address + "/tournaments/1?page=%C2%B2")[0] == 400  # a superscript two
     assert get(viewer.address + "/compare?a=%C2%B2&b=1")[0] == 400
+    assert get(viewer.address + "/tournaments/1?page=" + "9" * 5000)[0] == 400  # past int()'s own limit
+    assert get(viewer.address + "/matches/" + "9" * 5000)[0] == 404
+    assert get(viewer.address + "/matches/abc")[0] == 404
 
 
 def test_a_leaderboard_is_computed_once_a_version_and_brought_up_to_date_in_the_background(
