@@ -125,7 +125,7 @@ def build_report(
     tournament = store.get_tournament(engine, tournament_id)
     rows = store.leaderboard(engine, tournament_id, weights=weights)
     names = [row.contestant for row in rows]
-    colors = Palette(names)
+    colors = Palette(store.contestant_kinds(engine, tournament_id))  # as the viewer colours them
     metrics: dict[int, list[store.MetricValue]] = defaultdict(list)
     for value in store.metrics(engine, tournament_id):
         metrics[value.match_id].append(value)
