@@ -32,7 +32,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Column, Table
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
@@ -42,7 +42,7 @@ from market.scenario import Scenario, load_scenario
 from results import store, views
 from results.composite import ScoringWeights
 from results.db import describe_failure, engine_for
-from results.errors import InputFileError
+from results.errors import DatabaseError, InputFileError
 from results.ratings import standings
 from results.records import ModelCallRecord, TranscriptRecord
 from results.report import write_report
@@ -678,7 +678,11 @@ def serve(
             ) from None
     token = None if host in LOOPBACK else secrets.token_urlsafe(24)
     err.print("arena serve: computing the leaderboards…", markup=False, highlight=False)
-    app = create_app(engine, token, warm=True)  # browsers that come meanwhile wait in the listener's queue
+    with user_errors():
+        try:  # browsers that come meanwhile wait in the listener's queue
+            app = create_app(engine, token, warm=True)
+        except SQLAlchemyError as exc:
+            raise DatabaseError(describe_failure(engine, exc)) from None
     shown = f"[{host}]" if ":" in host else host
     address = f"http://{shown}:{listener.getsockname()[1]}/" + (f"?token={token}" if token else "")
     out_print(f"arena serve: {address}")

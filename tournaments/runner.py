@@ -454,7 +454,8 @@ class _ProgressNotes:
                 self._note(*latest)
             if closed:
                 return
-            time.sleep(NOTE_SECONDS)  # at most a note every NOTE_SECONDS
+            with self.changed:  # at most a note every NOTE_SECONDS, but the run's end is not kept waiting
+                self.changed.wait_for(lambda: self.closed, timeout=NOTE_SECONDS)
 
     def _note(self, days: int, playing: int) -> None:
         progress = RunProgressRow(

@@ -3,9 +3,10 @@
 Pages (each at a URL that can be shared): the tournaments; a tournament's leaderboard, progress
 and matches; a match's charts (plotly.js, served from the plotly package: nothing is fetched
 from elsewhere), incidents and day-by-day table; one day of a match, every merchant's books,
-operations and model calls. Every page asks the server every few seconds whether the record
-changed (`/changes`) and, when it did, reads itself again in place, so a page follows a
-tournament that is running.
+operations and model calls. The tournaments' page and a tournament's page ask every few
+seconds whether the record changed (`/changes`) and, when it did, read themselves again in
+place, so that they follow a tournament that is running; every page says in a banner when the
+database cannot be read.
 
 The database is opened for reading only. A server reached from other machines (`token`) asks
 for the token once (in the address, `?token=...`), then knows the browser by a cookie."""
