@@ -657,8 +657,8 @@ def serve(
         str,
         typer.Option(
             "--host",
-            help="The address to listen on. Other than 127.0.0.1 (say 0.0.0.0), a token is asked "
-            "for, printed once here.",
+            help="The address to listen on. On any other than 127.0.0.1 or localhost (say 0.0.0.0), "
+            "a token is asked for, printed once here.",
         ),
     ] = "127.0.0.1",
 ) -> None:
