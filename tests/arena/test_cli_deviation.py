@@ -10,21 +10,13 @@ import json
 
 import pytest
 from page_reader import parse
+from probed_match import CALVANO, DAYS, store_probed_match
 from typer.testing import CliRunner
 
 from arena import cli
-from market.scenario import load_scenario
-from results import store
 from results.db import engine_for
-from results.deviation import DeviationProbe
 from results.report import build_report
-from tournaments.config import ContestantEntry
-from tournaments.match import Match, MatchRules, play_here
-from tournaments.plan import plan_contestants
-from tournaments.schedule import MatchSpec
 
-CALVANO = load_scenario("calvano")
-DAYS = 8
 runner = CliRunner()
 
 
@@ -32,27 +24,7 @@ runner = CliRunner()
 def stored(tmp_path_factory) -> tuple[str, int, int]:
     """(database URL, tournament id, match id)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('deviation') / 'arena.db'}"
-    engine = engine_for(url)
-    entries = {
-        "fixed": ContestantEntry(name="fixed", kind="fixed_price", params={"price": 1.8}),
-        "tft": ContestantEntry(name="tft", kind="tit_for_tat"),
-    }
-    tournament = store.start_tournament(
-        engine, "t", "t.yaml", "name: t\n", "h", 1, [(n, e.kind, e.params) for n, e in entries.items()], 1
-    )
-    spec = MatchSpec(key="probed", index=0, scenario="calvano", seed=1, days=DAYS, seats=("fixed", "tft"))
-    played = play_here(
-        [
-            Match(
-                spec,
-                CALVANO,
-                MatchRules(seed=1, deviation=DeviationProbe(day=3, seat=0, to=1.3)),
-                plan_contestants(entries.values()),
-            )
-        ]
-    )[0]
-    match = store.save_match(engine, tournament, played, CALVANO)
-    engine.dispose()
+    tournament, match = store_probed_match(url)
     return url, tournament, match
 
 

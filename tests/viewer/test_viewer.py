@@ -19,21 +19,16 @@ from typing import Any
 
 import pytest
 from markupsafe import escape
+from probed_match import store_probed_match
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-from market.scenario import load_scenario
 from results import store
 from results.composite import ScoringWeights
 from results.db import engine_for
-from results.deviation import DeviationProbe
 from results.errors import DatabaseError
 from results.tables import utcnow
 from tests.viewer.conftest import DAYS, HOSTILE, Stored, note, prices, store_another
-from tournaments.config import ContestantEntry
-from tournaments.match import Match, MatchRules, play_here
-from tournaments.plan import plan_contestants
-from tournaments.schedule import MatchSpec
 from viewer.app import InThread, open_for_reading
 from viewer.pages import Leaderboards
 
@@ -258,20 +253,7 @@ def test_a_probed_matchs_deviated_path_is_charted_beside_it(tmp_path):
     """A fixed price against tit-for-tat, the fixed seat forced to 1.3 on day 3 of the
     deviated path: its chart's data has that price on that day, on the deviated line only."""
     url = f"sqlite:///{tmp_path / 'arena.db'}"
-    engine = engine_for(url)
-    entries = {
-        "fixed": ContestantEntry(name="fixed", kind="fixed_price", params={"price": 1.8}),
-        "tft": ContestantEntry(name="tft", kind="tit_for_tat"),
-    }
-    tournament = store.start_tournament(
-        engine, "t", "t.yaml", "name: t\n", "h", 1, [(n, e.kind, e.params) for n, e in entries.items()], 1
-    )
-    spec = MatchSpec(key="probed", index=0, scenario="calvano", seed=1, days=8, seats=("fixed", "tft"))
-    calvano = load_scenario("calvano")
-    probe = MatchRules(seed=1, deviation=DeviationProbe(day=3, seat=0, to=1.3))
-    played = play_here([Match(spec, calvano, probe, plan_contestants(entries.values()))])[0]
-    match = store.save_match(engine, tournament, played, calvano)
-    engine.dispose()
+    _, match = store_probed_match(url)
     reader = open_for_reading(url)
     serving = InThread(reader)
     try:
