@@ -47,6 +47,7 @@ from results.ratings import standings
 from results.records import ModelCallRecord, TranscriptRecord
 from results.report import write_report
 from results.results_csv import read_results
+from results.sweeps import KEY_METRICS, by_cell
 from results.tables import TournamentRow, stored_id
 from results.transcript import step_lines
 from tournaments.config import (
@@ -232,6 +233,7 @@ def validate(
         "scenarios": len(tournament.scenarios),
         "seeds": len(spec.seed_list),
         "format": spec.format,
+        "cells": len(tournament.each_cell()),
         "matches": len(matches),
         "market_days": sum(m.days for m in matches),
     }
@@ -249,9 +251,10 @@ def validate(
             )
         )
     else:
+        cells = f", {len(tournament.cells)} cells of {' x '.join(spec.sweep)}" if spec.sweep else ""
         out_print(
             f"{config}: ok — {len(spec.contestants)} contestants, {len(tournament.scenarios)} scenarios, "
-            f"{len(spec.seed_list)} seeds, {spec.format}: {len(matches)} matches, "
+            f"{len(spec.seed_list)} seeds, {spec.format}{cells}: {len(matches)} matches, "
             f"{summary['market_days']} market days"
         )
         for failure in failures:
@@ -418,10 +421,33 @@ def leaderboard_command(
             show_default=False,
         ),
     ] = None,
+    by: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--by",
+            help="A sweep's factor (as named in its file, e.g. qlearning.alpha): instead of ratings, a "
+            "row per value with each metric's mean over the matches and its 95% interval (repeatable: "
+            "a row per combination). Needs --tournament.",
+            show_default=False,
+        ),
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            help=f"With --by: a metric to show (repeatable; default: {', '.join(KEY_METRICS)}).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """The table over all stored matches, or a selection: rating with 95% interval and rank,
-    online Elo, results, validity, memory error, tokens, cost and the composite score."""
+    online Elo, results, validity, memory error, tokens, cost and the composite score.
+
+    With --by, a sweep's results by cell instead (see docs/tournaments.md, "Sweeps")."""
+    if by or metric:
+        _sweep_leaderboard(db, tournament, by or [], metric or [], as_json)
+        return
     with user_errors():
         engine = engine_for(db, create=False)
         if weights is not None:
@@ -445,6 +471,35 @@ def leaderboard_command(
             [f"scenario {scenario}"] if scenario else []
         )
         out.print(_rich(views.leaderboard_table(rows, ", ".join(what))))
+
+
+def _sweep_leaderboard(
+    db: str | None, tournament: int | None, by: list[str], metrics: list[str], as_json: bool
+) -> None:
+    with user_errors():
+        if tournament is None:
+            raise UserError("--by and --metric read one tournament's sweep: give --tournament N")
+        engine = engine_for(db, create=False)
+        cells = by_cell(engine, tournament, by, metrics)
+    if as_json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "factors": cell.factors,
+                        "matches": cell.matches,
+                        "metrics": {
+                            name: None if value is None else asdict(value)
+                            for name, value in cell.values.items()
+                        },
+                    }
+                    for cell in cells
+                ],
+                indent=2,
+            )
+        )
+    else:
+        out.print(_rich(views.sweep_table(cells, f"tournament {tournament} by {', '.join(by) or 'cell'}")))
 
 
 @app.command()

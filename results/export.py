@@ -4,8 +4,14 @@ Files written to the output folder (NAME.csv or NAME.parquet), tidy: one row per
 one column per field, with `match_id`, `merchant` and `contestant` on every row so tables
 join and group without lookups:
 
-- `results`: one row per merchant per match: the match (key, index, scenario, seed, days)
-  and the merchant's result (final cash, net worth, profit, rank, market share, ...).
+- `matches`: one row per match: the match (key, index, scenario, seed, days), the values of
+  its cell's factors in a tournament with a sweep (a column each, named as in the file), and
+  the metrics of its market as a whole (the collusion measures, market_profit_gain being
+  Calvano et al.'s Δ; empty for a scenario without equilibria): what a regression over a
+  sweep's sessions reads, with no join.
+- `results`: one row per merchant per match: the match (key, index, scenario, seed, days),
+  its factors as in `matches`, and the merchant's result (final cash, net worth, profit,
+  rank, market share, ...).
 - `days`: one row per merchant per day: every scalar field of the day record (revenue,
   cash_start, cash_end, net_worth, reputation, bankrupt, ...) but its message, and the
   day's operations and rejected operations as JSON text.
@@ -43,8 +49,10 @@ join and group without lookups:
   hold the path played. Their
   measures (rival_response, ...) are in `metrics`.
 
-Missing values (a merchant never bankrupt, a model without a price) are empty in CSV and
-null in Parquet. Files appear only once all are written; a failed export leaves none.
+A factor named like a column the table has already (`days`, `seed`) is written as
+`sweep.days`, `sweep.seed`. Missing values (a merchant never bankrupt, a model without a
+price) are empty in CSV and null in Parquet. Files appear only once all are written; a
+failed export leaves none.
 """
 
 from __future__ import annotations
@@ -71,13 +79,17 @@ from market.errors import UserError
 from market.types import DayRecord, record_adapter
 from results import store
 from results.deviation import DeviationProbe
+from results.metrics import MARKET_METRICS
 from results.records import (
+    FactorValue,
     GoalResult,
     MerchantResult,
     ModelCallRecord,
     PlayedMatch,
     PriceWindow,
+    SweepCell,
     TranscriptRecord,
+    shown_value,
 )
 from results.tables import MarketMetricRow, MatchRow, MetricRow
 
@@ -168,11 +180,10 @@ PRODUCT_COLUMN = {
     "plan": "planned_price",
 }  # the long table names a product's value in the singular
 
+PLAYED = [MATCH_ID, *columns(PlayedMatch, exclude=["wall_seconds"])]  # wall_seconds differs between runs
 SCHEMAS: dict[str, pa.Schema] = {
-    # a match's wall_seconds differs between two runs of one schedule: not a result
-    "results": pa.schema(
-        [MATCH_ID, *columns(PlayedMatch, exclude=["wall_seconds"]), *columns(MerchantResult)]
-    ),
+    "matches": pa.schema([*PLAYED, *(column(name, pa.float64()) for name in MARKET_METRICS)]),
+    "results": pa.schema([*PLAYED, *columns(MerchantResult)]),
     "days": pa.schema(
         [
             *KEYS,
@@ -238,6 +249,47 @@ SCHEMAS |= {
 }  # the deviated path's, alike
 
 
+FACTOR_TABLES = ("matches", "results")  # those with a column per factor of a sweep, after PLAYED's
+
+
+def _with_factors(cells: Sequence[SweepCell]) -> tuple[dict[str, pa.Schema], dict[str, str]]:
+    """The tables' schemas with a column per factor of `cells` in FACTOR_TABLES, of the type
+    its values share (numbers with and without a point: float64; a mix of kinds: their text);
+    and each factor's column name."""
+    factors = list(cells[0].factors) if cells else []
+    taken = {field.name for name in FACTOR_TABLES for field in SCHEMAS[name]}
+    names = {factor: f"sweep.{factor}" if factor in taken else factor for factor in factors}
+    fields = [
+        column(names[factor], _factor_type([cell.factors[factor] for cell in cells])) for factor in factors
+    ]
+    schemas = dict(SCHEMAS)
+    for name in FACTOR_TABLES:
+        own = list(SCHEMAS[name])
+        schemas[name] = pa.schema([*own[: len(PLAYED)], *fields, *own[len(PLAYED) :]])
+    return schemas, names
+
+
+def _factor_type(values: Sequence[FactorValue]) -> pa.DataType:
+    kinds = {type(value) for value in values if value is not None}
+    if kinds <= {bool}:
+        return pa.bool_()
+    if kinds <= {int}:
+        return pa.int64()
+    if kinds <= {int, float}:
+        return pa.float64()
+    return pa.string()
+
+
+def _factor_values(cell: SweepCell, names: Mapping[str, str], kind: pa.Schema) -> dict[str, Any]:
+    """A cell's values by their columns, each as its column holds it (text where kinds are mixed)."""
+    return {
+        names[factor]: shown_value(value)
+        if value is not None and kind.field(names[factor]).type == pa.string()
+        else value
+        for factor, value in cell.factors.items()
+    }
+
+
 class ExportError(UserError):
     """The output folder cannot be made or written (one line)."""
 
@@ -248,11 +300,15 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
     Raises NotFound for an unknown tournament and ExportError for an unusable folder, in
     both cases before anything is written."""
     matches = store.match_details(engine, tournament_id)  # raises NotFound before the folder is made
+    cells = store.sweep_cells(engine, tournament_id)
+    schemas, names = _with_factors(cells)
     staging = _staging_folder(out)
     try:
-        with _writers(staging, fmt) as write:
+        with _writers(staging, fmt, schemas) as write:
             for detail in matches:
-                _write_match(write, detail)
+                cell = next((cell for cell in cells if cell.holds(detail.match.index)), None)
+                factors = {} if cell is None else _factor_values(cell, names, schemas["matches"])
+                _write_match(write, detail, factors)
                 write("transcript", _transcript_rows(detail, store.transcript(engine, detail.match_id)))
             write("metrics", [m._asdict() for m in store.metrics(engine, tournament_id)])
         written = []
@@ -279,12 +335,14 @@ def _staging_folder(out: Path) -> Path:
 
 
 @contextmanager
-def _writers(folder: Path, fmt: Format) -> Iterator[Callable[[str, list[dict[str, Any]]], None]]:
+def _writers(
+    folder: Path, fmt: Format, schemas: Mapping[str, pa.Schema]
+) -> Iterator[Callable[[str, list[dict[str, Any]]], None]]:
     """`write(table, rows)` appends rows to that table's file, in batches of BATCH_ROWS (one
     Parquet row group each); every file exists at the end, with its header even when empty."""
     opened: dict[str, Any] = {}
-    pending: dict[str, list[dict[str, Any]]] = {name: [] for name in SCHEMAS}
-    for name, schema in SCHEMAS.items():
+    pending: dict[str, list[dict[str, Any]]] = {name: [] for name in schemas}
+    for name, schema in schemas.items():
         path = folder / f"{name}.{fmt}"
         opened[name] = (
             pyarrow.csv.CSVWriter(path, schema)
@@ -294,7 +352,7 @@ def _writers(folder: Path, fmt: Format) -> Iterator[Callable[[str, list[dict[str
 
     def flush(name: str) -> None:
         if pending[name]:
-            opened[name].write_table(pa.Table.from_pylist(pending[name], schema=SCHEMAS[name]))
+            opened[name].write_table(pa.Table.from_pylist(pending[name], schema=schemas[name]))
             pending[name] = []
 
     def write(name: str, rows: list[dict[str, Any]]) -> None:
@@ -311,11 +369,14 @@ def _writers(folder: Path, fmt: Format) -> Iterator[Callable[[str, list[dict[str
             writer.close()
 
 
-def _write_match(write: Callable[[str, list[dict[str, Any]]], None], detail: store.MatchDetail) -> None:
+def _write_match(
+    write: Callable[[str, list[dict[str, Any]]], None], detail: store.MatchDetail, factors: dict[str, Any]
+) -> None:
     match: MatchRow = detail.match
     contestant = {r.merchant: r.contestant for r in detail.results}
     at = {"match_id": match.id}
-    played = match.model_dump(include=set(PlayedMatch.model_fields))
+    played = {**match.model_dump(include=set(PlayedMatch.model_fields)), **factors}
+    write("matches", [{**at, **played, **detail.market.metrics}])
     write("results", [{**at, **played, **r.model_dump()} for r in detail.results])
     _write_path(write, "", match, contestant, detail.days, detail.calls)
     write(

@@ -5,6 +5,7 @@ importing it."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -246,6 +247,30 @@ class MerchantResult(BaseModel):
     bankrupt_day: int | None
     faults: int
     rejected_operations: int
+
+
+FactorValue = (
+    bool | int | float | str | None
+)  # a factor's value in a sweep (bool before int: True stays True)
+
+
+def shown_value(value: FactorValue) -> str:
+    """A factor's value as a cell's label shows it: text as written, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+class SweepCell(BaseModel):
+    """A cell of a tournament's sweep: its factors' values (in the sweep's order) and the
+    matches of the schedule that are its own, `first_index` to `first_index + matches - 1`."""
+
+    position: int = Field(description="its place in the sweep's product, from 0")
+    label: str = Field(description="what leads its matches' keys: qlearning.alpha=0.05,group_size=2")
+    factors: dict[str, FactorValue]
+    first_index: int
+    matches: int
+
+    def holds(self, index: int) -> bool:
+        return self.first_index <= index < self.first_index + self.matches
 
 
 class PlayedMatch(BaseModel):

@@ -57,6 +57,7 @@ from results.records import (
     RecallLog,
     RecallResult,
     StoppedMatch,
+    SweepCell,
     TranscriptRecord,
 )
 from results.tables import (
@@ -76,6 +77,7 @@ from results.tables import (
     RatingSnapshot,
     RecallRow,
     RunProgressRow,
+    SweepCellRow,
     TournamentRow,
     TranscriptRow,
     stored_id,
@@ -122,8 +124,10 @@ def start_tournament(
     seed: int,
     contestants: list[tuple[str, str, dict[str, Any]]],
     planned_matches: int,
+    cells: Sequence[SweepCell] = (),
 ) -> int:
-    """Record a new running tournament and its contestants (name, kind, params); return its id.
+    """Record a new running tournament, its contestants (name, kind, params) and the cells of
+    its sweep; return its id.
 
     `config_hash` identifies the tournament's files for resuming (the caller decides what
     goes into it: the YAML text and the scenarios it names)."""
@@ -148,8 +152,30 @@ def start_tournament(
                     params=json.dumps(params, sort_keys=True),
                 )
             )
+        for cell in cells:
+            session.add(
+                SweepCellRow(
+                    tournament_id=tournament_id,
+                    **cell.model_dump(exclude={"factors"}),
+                    factors=json.dumps(cell.factors),
+                )
+            )
         session.commit()
         return tournament_id
+
+
+def sweep_cells(engine: Engine, tournament_id: int) -> list[SweepCell]:
+    """The cells of the tournament's sweep in their order; none for a tournament without one."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(SweepCellRow)
+            .where(SweepCellRow.tournament_id == tournament_id)
+            .order_by(col(SweepCellRow.position))
+        ).all()
+        return [
+            SweepCell(**row.model_dump(exclude={"tournament_id", "factors"}), factors=json.loads(row.factors))
+            for row in rows
+        ]
 
 
 def resume_tournament(engine: Engine, tournament_id: int) -> None:
@@ -404,10 +430,15 @@ class MetricValue(NamedTuple):
 
 
 def metrics(
-    engine: Engine, tournament_id: int | None = None, *, match_id: int | None = None
+    engine: Engine,
+    tournament_id: int | None = None,
+    *,
+    match_id: int | None = None,
+    names: Collection[str] | None = None,
 ) -> list[MetricValue]:
-    """Stored metrics of a tournament's matches, of one match, or of every match; by match,
-    then merchant in seat order, then metric in the order of results.metrics.METRICS."""
+    """Stored metrics of a tournament's matches, of one match, or of every match (those
+    `names`d only, if given); by match, then merchant in seat order, then metric in the order
+    of results.metrics.METRICS."""
     with Session(engine) as session:
         statement = select_columns(
             col(MetricRow.match_id),
@@ -424,8 +455,34 @@ def metrics(
         if match_id is not None:
             _require(session, MatchRow, match_id)
             statement = statement.where(col(MetricRow.match_id) == match_id)
+        if names is not None:
+            statement = statement.where(col(MetricRow.name).in_(names))
         ordered = statement.order_by(col(MetricRow.match_id), col(MetricRow.id))
         return [MetricValue(*row) for row in session.connection().execute(ordered)]
+
+
+def market_metric_values(
+    engine: Engine, tournament_id: int, names: Collection[str]
+) -> list[tuple[int, str, float | None]]:
+    """(match id, metric, value) of the stored market metrics `names` of a tournament's matches."""
+    with Session(engine) as session:
+        statement = (
+            select_columns(
+                col(MarketMetricRow.match_id), col(MarketMetricRow.name), col(MarketMetricRow.value)
+            )
+            .join(MatchRow, col(MatchRow.id) == col(MarketMetricRow.match_id))
+            .where(col(MatchRow.tournament_id) == tournament_id, col(MarketMetricRow.name).in_(names))
+        )
+        return [(match_id, name, value) for match_id, name, value in session.connection().execute(statement)]
+
+
+def match_indexes(engine: Engine, tournament_id: int) -> dict[int, int]:
+    """The stored matches of a tournament: their places in its schedule by their ids."""
+    with Session(engine) as session:
+        statement = select_columns(col(MatchRow.id), col(MatchRow.index)).where(
+            col(MatchRow.tournament_id) == tournament_id
+        )
+        return {stored_id(match_id): index for match_id, index in session.connection().execute(statement)}
 
 
 def leaderboard(

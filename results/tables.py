@@ -104,6 +104,19 @@ class RunProgressRow(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
 
 
+class SweepCellRow(SQLModel, table=True):
+    """A cell of a tournament's sweep (results.records.SweepCell); `factors` is JSON."""
+
+    __tablename__ = "sweep_cell"
+
+    tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE", primary_key=True)
+    position: int = Field(primary_key=True)
+    label: str
+    factors: str = Field(sa_type=Text, description="JSON object: factor -> value, in the sweep's order")
+    first_index: int
+    matches: int
+
+
 class ContestantRow(SQLModel, table=True):
     __tablename__ = "contestant"
     __table_args__ = (UniqueConstraint("tournament_id", "name"),)

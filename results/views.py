@@ -22,9 +22,11 @@ from results.records import (
     MarketScores,
     MerchantResult,
     ModelCallRecord,
+    shown_value,
     total_cost,
     window_days,
 )
+from results.sweeps import CellResult, MeanInterval
 from results.tables import MatchRow
 
 Row = TypeVar("Row", contravariant=True)
@@ -105,6 +107,21 @@ def metric_value(value: float | None, unit: Unit) -> str:
     return f"{value:g}" if unit == "count" else f"{value:.2f}"
 
 
+def metric_unit(name: str) -> Unit:
+    """The unit of a metric of a merchant or of the market."""
+    return (METRICS.get(name) or MARKET_METRICS[name]).unit
+
+
+def mean_and_interval(value: MeanInterval | None, unit: Unit) -> str:
+    """`0.85 [0.83, 0.87]`: a mean in its unit with its interval, when it has one."""
+    if value is None:
+        return "—"
+    if value.low is None or value.high is None:
+        return metric_value(value.mean, unit)
+    low, high = metric_value(value.low, unit), metric_value(value.high, unit)
+    return f"{metric_value(value.mean, unit)} [{low}, {high}]"
+
+
 def reported_value(value: float | None) -> str:
     """A value a merchant reported of itself, of no known unit: whole numbers in full."""
     if value is None:
@@ -173,6 +190,30 @@ def leaderboard_table(rows: Sequence[LeaderboardRow], title: str) -> Table:
 def standings_table(rows: Sequence[Standing], title: str) -> Table:
     """A table rated from match ranks alone (`arena rate`)."""
     return tabulate(title, STANDING_COLUMNS, rows)
+
+
+# A sweep -------------------------------------------------------------------------------------
+
+
+def sweep_table(cells: Sequence[CellResult], title: str) -> Table:
+    """A row per group of cells (results.sweeps.by_cell): its factors' values, its matches, and
+    each metric's mean over them with its interval."""
+    factors = list(cells[0].factors) if cells else []
+    metrics = list(cells[0].values) if cells else []
+    headers = [
+        *(Header(factor, whole=True) for factor in factors),
+        Header("matches", numeric=True),
+        *(Header(metric, numeric=True) for metric in metrics),
+    ]
+    rows = [
+        [
+            *(shown_value(cell.factors[factor]) for factor in factors),
+            str(cell.matches),
+            *(mean_and_interval(cell.values[metric], metric_unit(metric)) for metric in metrics),
+        ]
+        for cell in cells
+    ]
+    return Table(title, headers, [rows])
 
 
 # One match -----------------------------------------------------------------------------------

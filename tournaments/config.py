@@ -6,7 +6,9 @@ field, raised before anything runs or is written.
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Sequence
@@ -17,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from contestants.base import ContestantConfigError
-from contestants.kinds import contestant_class, validate_params
+from contestants.kinds import contestant_class, kinds, validate_params
 from contestants.llm.call_coordinator import Budget
 from contestants.llm.pricing import Price
 from market.errors import FieldError
@@ -27,9 +29,11 @@ from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from results.deviation import DeviationProbe
 from results.metrics import METRICS
+from results.records import FactorValue, shown_value
 from results.tables import TournamentRow
 
 MAX_MERCHANTS_PER_MATCH = 16
+MAX_SWEEP_CELLS = 10_000
 
 
 class ContestantEntry(BaseModel):
@@ -105,6 +109,31 @@ class TournamentSpec(BaseModel):
         "day (cheap talk)",
     )
 
+    sweep: dict[str, list[FactorValue]] | None = Field(
+        None,
+        description="factors and their values: every cell of their product is played (config.Cell)",
+    )
+
+    @field_validator("sweep")
+    @classmethod
+    def _cells(cls, sweep: dict[str, list[FactorValue]] | None) -> dict[str, list[FactorValue]] | None:
+        if sweep is None:
+            return None
+        if not sweep:
+            raise ValueError("names no factor; leave it out, or give FACTOR: [VALUE, ...]")
+        cells = 1
+        for factor, values in sweep.items():
+            if not values:
+                raise FieldError(factor, "has no values")
+            shown = [shown_value(v) for v in values]
+            repeated = sorted({v for v in shown if shown.count(v) > 1})
+            if repeated:
+                raise FieldError(factor, f"values must be unique; repeated: {', '.join(repeated)}")
+            cells *= len(values)
+        if cells > MAX_SWEEP_CELLS:
+            raise ValueError(f"has {cells:,} cells; at most {MAX_SWEEP_CELLS:,}")
+        return sweep
+
     @field_validator("contestants")
     @classmethod
     def _unique_names(cls, entries: list[ContestantEntry]) -> list[ContestantEntry]:
@@ -176,7 +205,9 @@ class TournamentSpec(BaseModel):
 
 
 class Tournament(BaseModel):
-    """A validated tournament: the spec, its scenarios loaded, and the text it came from."""
+    """A validated tournament: the spec, its scenarios loaded, and the text it came from.
+    A tournament with a sweep also has its `cells`, each a tournament of its own with the
+    cell's values in place and no sweep; the spec and scenarios are then the file's own."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -184,6 +215,11 @@ class Tournament(BaseModel):
     scenarios: dict[str, Scenario]
     path: str
     text: str
+    cells: tuple[Cell, ...] = ()
+
+    def each_cell(self) -> tuple[Cell, ...]:
+        """What is played: the sweep's cells, or the tournament itself as one cell without factors."""
+        return self.cells or (Cell(factors={}, tournament=self),)
 
     @property
     def config_hash(self) -> str:
@@ -193,11 +229,11 @@ class Tournament(BaseModel):
         and the scenarios. The collusion settings decide how every match is measured, so
         they count, but only when they differ from the defaults: a file without them has the
         identity it had before they existed. Likewise `talk`, which changes how every match
-        is played, and a deviation probe and goals: each counts only when there is one."""
+        is played, and a deviation probe, goals and a sweep: each counts only when there is one."""
         at_default = ({"collusion"} if self.spec.collusion == CollusionSettings() else set()) | (
             set() if self.spec.talk else {"talk"}
         )
-        at_default |= {name for name in ("deviation", "goals") if getattr(self.spec, name) is None}
+        at_default |= {name for name in ("deviation", "goals", "sweep") if getattr(self.spec, name) is None}
         ignored = {"budget", "scoring", "stop_after_failures", "prices"} | at_default
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
@@ -208,6 +244,25 @@ class Tournament(BaseModel):
         return digest.hexdigest()
 
 
+class Cell(BaseModel):
+    """One cell of a sweep: its factors' values, in the sweep's order, and the tournament the
+    file describes with them in place."""
+
+    model_config = ConfigDict(frozen=True)
+
+    factors: dict[str, FactorValue]
+    tournament: Tournament
+
+    @property
+    def label(self) -> str:
+        """`qlearning.alpha=0.05,group_size=2`: the cell in its matches' keys ("" without factors)."""
+        return cell_label(self.factors)
+
+
+def cell_label(factors: dict[str, FactorValue]) -> str:
+    return ",".join(f"{factor}={shown_value(value)}" for factor, value in factors.items())
+
+
 def parse_tournament(path: Path, text: str) -> TournamentSpec:
     """The one reading of a tournament file: `text`, the contents of the file at `path` (which
     errors name), as its model. Raises ConfigError for the first mistake."""
@@ -216,10 +271,125 @@ def parse_tournament(path: Path, text: str) -> TournamentSpec:
 
 def load_tournament(path: str | Path) -> Tournament:
     """The tournament file at `path`, checked for running: its contestants' parameters, its
-    scenarios found and loaded, and that every contestant can play them."""
+    scenarios found and loaded, and that every contestant can play them; with a sweep, every
+    cell checked so."""
     path = Path(path)
     text = read_text(path)
-    spec = parse_tournament(path, text)
+    data = parse_yaml(path, text)
+    spec = validated(path, TournamentSpec, data)
+    if spec.sweep is None:
+        return _checked(path, text, spec)
+    cells = []
+    for factors, cell_data, scenario_values in _sweep_cells(path, spec, data):
+        try:
+            cell = _checked(path, text, validated(path, TournamentSpec, cell_data), scenario_values)
+        except ConfigError as exc:
+            where = f"{exc.field}: {exc.message}" if exc.file == str(path) and exc.field else str(exc)
+            raise ConfigError(path, "sweep", f"cell {cell_label(factors)}: {where}") from None
+        cells.append(Cell(factors=factors, tournament=cell))
+    scenarios = {
+        scenario.name: scenario
+        for i, named in enumerate(spec.scenarios)
+        for scenario in [with_goals(spec, load_scenario(find_scenario(path, named, f"scenarios[{i}]")))]
+    }
+    return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text, cells=tuple(cells))
+
+
+UNSWEPT = {
+    "name": "names the tournament",
+    "sweep": "is the sweep itself",
+    "contestants": "sweep a parameter instead: KIND.PARAM (every contestant of the kind) or NAME.PARAM",
+    "scenarios": "list the scenarios instead: every one is played in every cell",
+}
+
+ScenarioValues = tuple[tuple[tuple[str, ...], FactorValue], ...]  # (path in a scenario file, value)
+
+
+def _sweep_cells(
+    path: Path, spec: TournamentSpec, data: dict[Any, Any]
+) -> list[tuple[dict[str, FactorValue], dict[Any, Any], ScenarioValues]]:
+    """Every cell of `spec`'s sweep, in the order of its product (the last factor turning
+    fastest): its values by factor, the file's settings with them in place, and the values
+    it sets in every scenario. A factor is a path of the file's own settings (`group_size`,
+    `collusion.window`), a scenario's (`scenario.choice.price_sensitivity`), or a parameter of
+    every contestant of a kind (`qlearning.alpha`) or of one contestant (`NAME.alpha`)."""
+    assert spec.sweep is not None
+    kinds_played = {entry.kind for entry in spec.contestants}
+    names = {entry.name for entry in spec.contestants}
+    targets: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for factor in spec.sweep:
+        first, *rest = factor.split(".")
+        field = f"sweep.{factor}"
+        if first in UNSWEPT:
+            raise ConfigError(path, field, f"{first} cannot be swept: it {UNSWEPT[first]}")
+        if "" in (first, *rest):
+            raise ConfigError(path, field, "a factor is a dotted path with no empty part")
+        if first == "scenario" or first in names or first in kinds_played:
+            if not rest:
+                raise ConfigError(path, field, f"name what of {first} varies: {first}.FIELD")
+            if first in names and first in kinds_played and first != "scenario":
+                raise ConfigError(
+                    path, field, f"{first!r} is both a contestant and a kind; rename the contestant"
+                )
+            targets[factor] = (first, tuple(rest))
+        elif first in TournamentSpec.model_fields:
+            targets[factor] = ("", (first, *rest))
+        else:
+            of_kind = f"; no contestant is of kind {first!r}" if first in kinds() else ""
+            raise ConfigError(
+                path,
+                field,
+                "unknown factor: not a setting of the file (group_size, days, ...), scenario.FIELD, "
+                f"KIND.PARAM of a kind here ({', '.join(sorted(kinds_played))}) or NAME.PARAM{of_kind}",
+            )
+    cells = []
+    for values in itertools.product(*spec.sweep.values()):
+        factors = dict(zip(spec.sweep, values))
+        cell_data = copy.deepcopy({key: value for key, value in data.items() if key != "sweep"})
+        scenario_values = []
+        for factor, value in factors.items():
+            target, keys = targets[factor]
+            if target == "scenario":
+                scenario_values.append((keys, value))
+                continue
+            entries = (
+                [cell_data]
+                if target == ""
+                else [
+                    entry.setdefault("params", {})
+                    for entry in cell_data["contestants"]
+                    if entry.get("name") == target or entry.get("kind") == target
+                ]
+            )
+            for entry in entries:
+                _put(path, f"sweep.{factor}", entry, keys, value)
+        cells.append((factors, cell_data, tuple(scenario_values)))
+    return cells
+
+
+def _put(path: Path, field: str, data: Any, keys: tuple[str, ...], value: FactorValue) -> None:
+    """`value` set at `keys` in the settings `data`, the sections on the way made if missing
+    (a section or item of a list by its number: `products.0.unit_cost`)."""
+    *sections, last = keys
+    for key in sections:
+        if isinstance(data, list) and key.isdigit() and int(key) < len(data):
+            data = data[int(key)]
+        elif isinstance(data, dict) and isinstance(data.get(key, {}) or {}, (dict, list)):
+            data[key] = data.get(key) or {}  # a section left out, or null, is made
+            data = data[key]
+        else:
+            raise ConfigError(path, field, f"{key!r} is not a section of the settings it names")
+    if isinstance(data, list) and last.isdigit() and int(last) < len(data):
+        data[int(last)] = value
+    elif isinstance(data, dict):
+        data[last] = value
+    else:
+        raise ConfigError(path, field, f"{last!r} is not a field of the settings it names")
+
+
+def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: ScenarioValues = ()) -> Tournament:
+    """The tournament `spec` describes (read from the file at `path`, whose text is `text`),
+    checked for running; every scenario with `scenario_values` set in it."""
     for i, entry in enumerate(spec.contestants):
         try:
             kind = contestant_class(entry.kind)
@@ -244,7 +414,15 @@ def load_tournament(path: str | Path) -> Tournament:
         check_goals(path, "goals", spec.goals)
     scenarios: dict[str, Scenario] = {}
     for i, named in enumerate(spec.scenarios):
-        scenario = with_goals(spec, load_scenario(find_scenario(path, named, f"scenarios[{i}]")))
+        found = find_scenario(path, named, f"scenarios[{i}]")
+        if scenario_values:
+            data = parse_yaml(found, read_text(found))
+            for keys, value in scenario_values:
+                _put(path, "sweep.scenario." + ".".join(keys), data, keys, value)
+            loaded = validated(found, Scenario, data)
+        else:
+            loaded = load_scenario(found)
+        scenario = with_goals(spec, loaded)
         if spec.goals is None:
             check_goals(path, f"scenarios[{i}]", scenario.goals, f"scenario {scenario.name!r}: ")
         if scenario.name in scenarios:
@@ -369,6 +547,9 @@ def find_scenario(tournament_path: Path, entry: str, field: str) -> Path:
         field,
         f"scenario {entry!r} not found (looked in {looked}; shipped: {', '.join(shipped_scenarios())})",
     )
+
+
+Tournament.model_rebuild()
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,19 @@ class Estimate:
 
 
 def estimate(tournament: Tournament) -> list[Estimate]:
-    """Per contestant that calls a model, in the file's order, then the total."""
+    """Per contestant that calls a model (and model, where a sweep varies it), in the file's
+    order, over every cell of a sweep; then the total."""
+    estimates: dict[tuple[str, str], Estimate] = {}
+    for cell in tournament.each_cell():
+        for one in _estimate_cell(cell.tournament):
+            estimates.setdefault((one.contestant, one.model), Estimate(one.contestant, one.model)).add(one)
+    total = Estimate("total", "")
+    for one in estimates.values():
+        total.add(one)
+    return [*estimates.values(), total]
+
+
+def _estimate_cell(tournament: Tournament) -> list[Estimate]:
     spec = tournament.spec
     plans = plan_tournament(spec)
     calls = _rehearsed_calls(tournament, plans, True)
@@ -67,13 +79,9 @@ def estimate(tournament: Tournament) -> list[Estimate]:
         plan.calls_models and getattr(plan.params, "mode", None) == "agent" for plan in plans.values()
     )
     longest = _rehearsed_calls(tournament, plans, "longest") if agents else {}
-    estimates = [
+    return [
         _of(plans[name], calls[name], spec.prices, longest.get(name, [])) for name in plans if calls[name]
     ]
-    total = Estimate("total", "")
-    for one in estimates:
-        total.add(one)
-    return [*estimates, total]
 
 
 def _rehearsed_calls(

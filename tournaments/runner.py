@@ -40,7 +40,7 @@ from tournaments.instant import group_instant, play_instant_matches, unpickle_ma
 from tournaments.match import LOSSES_ALLOWED, MatchLost, MatchRules, call_records
 from tournaments.plan import ContestantPlan, plan_tournament
 from tournaments.runners import POLL_SECONDS, RunnerPool, RunnerSetup, start_runner
-from tournaments.schedule import MatchSpec, schedule
+from tournaments.schedule import MatchSpec, schedule, sweep_cells
 
 log = logging.getLogger(__name__)
 NOTE_SECONDS = 2.0  # how often, at most, the run writes where it stands to the record (RunProgressRow)
@@ -110,13 +110,15 @@ def run_tournament(
                 seed=spec.seed,
                 contestants=[(c.name, c.kind, c.params) for c in spec.contestants],
                 planned_matches=len(plan),
+                cells=sweep_cells(tournament, plan),
             )
-        paths = deviation.paths(spec.deviation)
+        cells = tournament.each_cell()
+        paths = {cell.label: deviation.paths(cell.tournament.spec.deviation) for cell in cells}
         total_days, done_days = (
-            paths * sum(m.days for m in plan),
-            paths * sum(m.days for m in plan if m.key in done),
+            sum(paths[m.cell] * m.days for m in plan),
+            sum(paths[m.cell] * m.days for m in plan if m.key in done),
         )
-        start = functools.partial(observer.started, tournament_id, len(plan), total_days, len(done))
+        start = _Once(functools.partial(observer.started, tournament_id, len(plan), total_days, len(done)))
         ending = Status(stopped=None, spent=Spend(*store.spent(engine, tournament_id)), broken=None)
         progress = _Progress(
             observer,
@@ -126,11 +128,19 @@ def run_tournament(
         )
         progress.note(done_days, 0)  # a resumed run is seen to be alive before its first day
         try:
-            if todo:
-                run = TournamentRun(tournament, plan_tournament(spec), todo, engine, tournament_id, progress)
-                ending = run.play(start, ending.spent, options)
-            else:
-                start()
+            for cell in cells:  # one after another: each has its own contestants' settings and scenarios
+                left = [m for m in todo if m.cell == cell.label]
+                if left and ending.stopped is None:
+                    run = TournamentRun(
+                        cell.tournament,
+                        plan_tournament(cell.tournament.spec),
+                        left,
+                        engine,
+                        tournament_id,
+                        progress,
+                    )
+                    ending = run.play(start, ending.spent, options)
+            start()  # (when nothing was left to play)
             progress.note(progress.days, 0)
         finally:
             notes.close()
@@ -409,6 +419,18 @@ class _Slots:
             async with self.changed:
                 self.free += count
                 self.changed.notify_all()
+
+
+class _Once:
+    """`call`, made the first time it is asked for and never again."""
+
+    def __init__(self, call: Callable[[], None]):
+        self.call: Callable[[], None] | None = call
+
+    def __call__(self) -> None:
+        call, self.call = self.call, None
+        if call is not None:
+            call()
 
 
 def _lost_too_often(what: str, times: int, reason: str) -> ClusterError:

@@ -10,6 +10,9 @@ With rotate_seats, the group's seat order turns by one for each successive seed,
 contestant always holds the same seat (seat order decides who is listed first to rivals, the
 order of tie-breaking, and, in a scenario with `seats:`, the unit costs and qualities a
 merchant plays with): over as many seeds as seats, every contestant plays every seat.
+
+A tournament with a sweep plays the schedule of each of its cells in turn, each match's key
+led by its cell's label (`qlearning.alpha=0.05,group_size=2/calvano/seed=0/a+b`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING
+
+from results.records import SweepCell
 
 if TYPE_CHECKING:  # a match runner imports the specs, not the tournament file's model
     from tournaments.config import Tournament
@@ -33,17 +38,46 @@ class MatchSpec:
     seed: int
     days: int
     seats: tuple[str, ...]
+    cell: str = ""  # the label of its cell of a sweep (tournaments.config.Cell)
 
     @property
     def draws(self) -> str:
         """What the match's random draws are seeded from (tournaments.match.match_seeds): its
-        key, or for a merchant alone its scenario and seed, so that the solo matches ranked
-        against one another (results.ratings.ranked_matches) start from the same draws: their
-        merchants meet the same customers as long as their customers choose alike."""
-        return f"{self.scenario}/seed={self.seed}" if len(self.seats) == 1 else self.key
+        key without its cell, or for a merchant alone its scenario and seed, so that the solo
+        matches ranked against one another (results.ratings.ranked_matches) start from the
+        same draws: their merchants meet the same customers as long as their customers choose
+        alike. The cells of a sweep play the same draws (common random numbers), so that two
+        cells differ by their factors, not by their luck."""
+        if len(self.seats) == 1:
+            return f"{self.scenario}/seed={self.seed}"
+        return self.key.removeprefix(f"{self.cell}/") if self.cell else self.key
 
 
 def schedule(tournament: Tournament) -> list[MatchSpec]:
+    """Every match of the tournament, of each of its cells in turn."""
+    matches: list[MatchSpec] = []
+    for cell in tournament.each_cell():
+        matches += _schedule(cell.tournament, cell.label, len(matches))
+    return matches
+
+
+def sweep_cells(tournament: Tournament, matches: list[MatchSpec]) -> list[SweepCell]:
+    """The cells of the tournament's sweep as the record keeps them, with their matches of
+    `matches` (its schedule); none without a sweep."""
+    return [
+        SweepCell(
+            position=position,
+            label=cell.label,
+            factors=cell.factors,
+            first_index=min(own),
+            matches=len(own),
+        )
+        for position, cell in enumerate(tournament.cells)
+        for own in [[m.index for m in matches if m.cell == cell.label]]
+    ]
+
+
+def _schedule(tournament: Tournament, cell: str, first_index: int) -> list[MatchSpec]:
     spec = tournament.spec
     names = [c.name for c in spec.contestants]
     if spec.format in ("round_robin", "solo"):
@@ -58,6 +92,7 @@ def schedule(tournament: Tournament) -> list[MatchSpec]:
         ("+".join(sorted(group)), [tuple(group[shift:] + group[:shift]) for shift in range(len(group))])
         for group in groups
     ]
+    prefix = f"{cell}/" if cell else ""
     matches: list[MatchSpec] = []
     for scenario_name, scenario in tournament.scenarios.items():
         days = spec.days or scenario.days
@@ -66,12 +101,13 @@ def schedule(tournament: Tournament) -> list[MatchSpec]:
                 seats = seatings[turn % len(seatings) if spec.rotate_seats else 0]
                 matches.append(
                     MatchSpec(
-                        f"{scenario_name}/seed={seed}/{lineup}",
-                        len(matches),
+                        f"{prefix}{scenario_name}/seed={seed}/{lineup}",
+                        first_index + len(matches),
                         scenario_name,
                         seed,
                         days,
                         seats,
+                        cell,
                     )
                 )
     return matches

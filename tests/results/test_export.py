@@ -242,11 +242,11 @@ def test_a_failure_midway_leaves_no_file(engine, tournament, stored, tmp_path, m
     real = export_module._write_match
     calls = []
 
-    def failing(write, detail):
+    def failing(write, detail, factors):
         calls.append(detail.match.id)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
-        real(write, detail)
+        real(write, detail, factors)
 
     monkeypatch.setattr(export_module, "_write_match", failing)
     with pytest.raises(ExportError, match="No space left on device"):
@@ -311,6 +311,7 @@ NOT_EXPORTED = {
     "deviation_fault": "as `fault`, for the deviated path",
     "probe": "recall questions are read with `arena show`; the export has no table of them",
     "run_progress": "where a run stood while it played, for `arena serve`; not what happened in it",
+    "sweep_cell": "a cell's factors are columns of `matches` and `results`; its label leads each match's key",
 }
 LEFT_OUT = {
     ("match", "tournament_id"): "the export is of one tournament (`messages` carry its id)",

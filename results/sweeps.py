@@ -1,0 +1,129 @@
+"""A sweep's results by cell: the metrics of its matches grouped by the values of chosen
+factors, each the mean over the group's matches (its sessions) with a 95% interval.
+
+A match's value of a merchant's metric is the mean over its merchants (the market's side of a
+pricing study, where every seat plays alike); a metric of the market (market_profit_gain,
+Calvano et al.'s Δ) is the match's own. Matches without a value (a scenario without
+equilibria has no Δ) count only towards `matches`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from results import store
+from results.errors import NotFound
+from results.metrics import MARKET_METRICS, METRICS
+from results.records import FactorValue, SweepCell
+
+KEY_METRICS = ("market_profit_gain", "market_price_gain", "profit")  # what a sweep is read by, unless asked
+CONFIDENCE = 0.95
+
+
+class UnknownName(NotFound):
+    """A factor or metric asked for that the tournament does not have."""
+
+
+@dataclass(frozen=True)
+class MeanInterval:
+    """The mean of `n` values and the interval mean ± t · s / √n (s the sample standard
+    deviation, t Student's quantile for CONFIDENCE with n - 1 degrees of freedom); with one
+    value there is no interval (low and high are None)."""
+
+    mean: float
+    low: float | None
+    high: float | None
+    n: int
+
+
+def mean_interval(values: Sequence[float]) -> MeanInterval | None:
+    """See MeanInterval; None without values."""
+    n = len(values)
+    if n == 0:
+        return None
+    mean = math.fsum(values) / n
+    if n == 1:
+        return MeanInterval(mean, None, None, 1)
+    from scipy.stats import t  # a third of a second to import: only for a sweep
+
+    spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    half = float(t.ppf((1 + CONFIDENCE) / 2, n - 1)) * spread / math.sqrt(n)
+    return MeanInterval(mean, mean - half, mean + half, n)
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """The matches whose cells have `factors` (the values of the factors grouped by)."""
+
+    factors: dict[str, FactorValue]
+    matches: int
+    values: dict[str, MeanInterval | None]  # by metric
+
+
+def factors_of(cells: Sequence[SweepCell]) -> list[str]:
+    """The factors of a sweep, in its order."""
+    return list(cells[0].factors) if cells else []
+
+
+def by_cell(
+    engine: Engine, tournament_id: int, by: Sequence[str] = (), metrics: Sequence[str] = ()
+) -> list[CellResult]:
+    """The tournament's matches grouped by the values of the factors `by` (default: every
+    factor, a group per cell), in the sweep's order, with the mean and interval of each of
+    `metrics` (default: KEY_METRICS). NotFound for a tournament without a sweep, UnknownName for
+    a factor it does not have or a metric arena does not compute."""
+    cells = store.sweep_cells(engine, tournament_id)
+    if not cells:
+        store.get_tournament(engine, tournament_id)  # NotFound if there is no such tournament
+        raise NotFound(f"tournament {tournament_id} has no sweep: it plays no cells")
+    factors = factors_of(cells)
+    for factor in by:
+        if factor not in factors:
+            raise UnknownName(
+                f"tournament {tournament_id} has no factor {factor!r} (its factors: {', '.join(factors)})"
+            )
+    for metric in metrics:
+        if metric not in METRICS and metric not in MARKET_METRICS:
+            raise UnknownName(f"no metric {metric!r} (metrics: {', '.join([*MARKET_METRICS, *METRICS])})")
+    by, metrics = list(by) or factors, list(metrics) or list(KEY_METRICS)
+    values = match_values(engine, tournament_id, metrics)
+    groups: dict[tuple[str, ...], tuple[dict[str, FactorValue], list[dict[str, float]]]] = {}
+    for cell in cells:
+        chosen = {factor: cell.factors[factor] for factor in by}
+        group = groups.setdefault(tuple(map(repr, chosen.values())), (chosen, []))[1]
+        group += [
+            values[index]
+            for index in range(cell.first_index, cell.first_index + cell.matches)
+            if index in values
+        ]
+    return [
+        CellResult(
+            chosen,
+            len(matches),
+            {metric: mean_interval([m[metric] for m in matches if metric in m]) for metric in metrics},
+        )
+        for chosen, matches in groups.values()
+    ]
+
+
+def match_values(engine: Engine, tournament_id: int, metrics: Sequence[str]) -> dict[int, dict[str, float]]:
+    """Each stored match's value of each of `metrics` it has (see the module), by its index in
+    the schedule."""
+    market = [m for m in metrics if m in MARKET_METRICS]
+    merchant = [m for m in metrics if m in METRICS]
+    indexes = store.match_indexes(engine, tournament_id)
+    values: dict[int, dict[str, float]] = {index: {} for index in indexes.values()}
+    for match_id, name, value in store.market_metric_values(engine, tournament_id, market):
+        if value is not None:
+            values[indexes[match_id]][name] = value
+    seats: dict[tuple[int, str], list[float]] = {}
+    for row in store.metrics(engine, tournament_id, names=merchant):
+        if row.value is not None:
+            seats.setdefault((row.match_id, row.name), []).append(row.value)
+    for (match_id, name), seat_values in seats.items():
+        values[indexes[match_id]][name] = math.fsum(seat_values) / len(seat_values)
+    return values

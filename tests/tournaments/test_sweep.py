@@ -1,0 +1,255 @@
+"""Sweeps: a tournament file's `sweep:` block, its cells, and their results by cell."""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from typer.testing import CliRunner
+
+from arena.cli import app
+from market.yaml_files import ConfigError
+from results.db import engine_for
+from results.export import export
+from results.store import list_matches, match_detail, sweep_cells
+from results.sweeps import by_cell
+from tournaments.config import load_tournament
+from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_tournament
+from tournaments.runner import run_tournament
+from tournaments.schedule import schedule
+
+BASE = """
+name: sweep
+seed: 5
+scenarios: [price_war]
+repetitions: 2
+days: 6
+contestants:
+  - {name: fixed, kind: fixed_price, params: {price: 20.0}}
+  - {name: other, kind: fixed_price, params: {price: 25.0}}
+  - {name: costly, kind: cost_plus}
+"""
+
+
+def write(folder: Path, body: str, name: str = "t.yaml") -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def sweep_file(folder: Path, sweep: dict, base: str = BASE) -> Path:
+    """The file with `sweep` as its block, written as YAML's flow mappings are."""
+    lines = [f"  {factor}: {json.dumps(values)}" for factor, values in sweep.items()]
+    return write(folder, base + "sweep:\n" + "\n".join(lines) + "\n")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    prices=st.lists(st.sampled_from([12.0, 15.5, 18.0, 30.0]), min_size=1, max_size=3, unique=True),
+    days=st.lists(st.integers(2, 9), min_size=1, max_size=3, unique=True),
+    groups=st.lists(st.sampled_from([2, 3]), min_size=1, max_size=2, unique=True),
+)
+def test_a_sweeps_cells_are_exactly_the_product_of_its_factors(tmp_path, prices, days, groups):
+    sweep = {"fixed_price.price": prices, "days": days, "group_size": groups}
+    tournament = load_tournament(sweep_file(tmp_path, sweep))
+    cells = [tuple(cell.factors.values()) for cell in tournament.each_cell()]
+    assert len(cells) == len(prices) * len(days) * len(groups)
+    assert len(set(cells)) == len(cells)
+    assert all(p in prices and d in days and g in groups for p, d, g in cells)
+    assert cells == sorted(cells, key=lambda c: (prices.index(c[0]), days.index(c[1]), groups.index(c[2])))
+    matches = schedule(tournament)
+    assert [m.index for m in matches] == list(range(len(matches)))
+    for cell in tournament.each_cell():
+        spec = cell.tournament.spec
+        own = [m for m in matches if m.cell == cell.label]
+        assert all(m.days == cell.factors["days"] and len(m.seats) == cell.factors["group_size"] for m in own)
+        combinations = math.comb(3, spec.group_size)
+        assert len(own) == combinations * 2  # the lineups of the cell's group size, over two repetitions
+        assert all(
+            e.params["price"] == cell.factors["fixed_price.price"]
+            for e in spec.contestants
+            if e.kind == "fixed_price"
+        )
+
+
+def test_each_kind_of_factor_lands_where_it_says(tmp_path):
+    sweep = {
+        "collusion.min_days": [4],
+        "scenario.products.0.unit_cost": [8.0],
+        "other.price": [31.0],
+        "cost_plus.margin": [0.5],
+    }
+    (cell,) = load_tournament(sweep_file(tmp_path, sweep)).each_cell()
+    spec = cell.tournament.spec
+    assert spec.collusion.min_days == 4
+    assert cell.tournament.scenarios["price_war"].products[0].unit_cost == 8.0
+    params = {e.name: e.params for e in spec.contestants}
+    assert params == {"fixed": {"price": 20.0}, "other": {"price": 31.0}, "costly": {"margin": 0.5}}
+    assert (
+        cell.label
+        == "collusion.min_days=4,scenario.products.0.unit_cost=8.0,other.price=31.0,cost_plus.margin=0.5"
+    )
+
+
+@pytest.mark.parametrize(
+    "sweep, words",
+    [
+        ({"alpha": [1]}, "sweep.alpha: unknown factor"),
+        ({"qlearning.alpha": [0.1]}, "no contestant is of kind 'qlearning'"),
+        ({"contestants": [1]}, "sweep.contestants: contestants cannot be swept"),
+        ({"fixed_price": [1]}, "sweep.fixed_price: name what of fixed_price varies"),
+        ({"days": []}, "sweep.days: has no values"),
+        ({"days": [3, 3]}, "sweep.days: values must be unique; repeated: 3"),
+        ({"days": [3, 0]}, "sweep: cell days=0: days: Input should be greater than or equal to 1"),
+        (
+            {"fixed_price.price": [10.0, -1.0], "days": [3]},
+            "sweep: cell fixed_price.price=-1.0,days=3: contestants[0].params.price:",
+        ),
+        (
+            {"fixed_price.prise": [1.0]},
+            "sweep: cell fixed_price.prise=1.0: contestants[0].params.prise: unknown",
+        ),
+        (
+            {"scenario.choice.mu": [0.25]},
+            "sweep: cell scenario.choice.mu=0.25: ",
+        ),
+        ({"group_size": [4]}, "sweep: cell group_size=4: group_size: 4 is larger than the 3 contestants"),
+    ],
+)
+def test_a_factor_or_value_that_cannot_be_is_one_line_naming_it(tmp_path, sweep, words):
+    path = sweep_file(tmp_path, sweep)
+    with pytest.raises(ConfigError) as raised:
+        load_tournament(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: ") and words in message and "\n" not in message
+
+
+def test_a_mistake_in_a_cell_stops_the_run_before_anything_is_written(tmp_path):
+    path = sweep_file(tmp_path, {"fixed_price.price": [10.0, -1.0]})
+    db = tmp_path / "arena.db"
+    result = CliRunner().invoke(app, ["run", str(path), "--db", f"sqlite:///{db}"])
+    assert result.exit_code == 2
+    assert "cell fixed_price.price=-1.0" in result.output
+    assert not db.exists()
+
+
+def test_validate_counts_cells_matches_and_days(tmp_path):
+    path = sweep_file(tmp_path, {"fixed_price.price": [10.0, 12.0, 14.0], "group_size": [2, 3]})
+    result = CliRunner().invoke(app, ["validate", str(path), "--json"])
+    summary = json.loads(result.output)
+    # a cell of pairs plays 3 lineups, one of threes plays 1, each over 2 repetitions of 6 days
+    assert (summary["cells"], summary["matches"], summary["market_days"]) == (6, 3 * (3 + 1) * 2, 3 * 8 * 6)
+
+
+def test_the_sweep_counts_in_the_identity_of_a_tournament(tmp_path):
+    one = load_tournament(sweep_file(tmp_path, {"days": [3, 4]}))
+    other = load_tournament(sweep_file(tmp_path, {"days": [3, 5]}))
+    plain = load_tournament(write(tmp_path, BASE))
+    assert len({one.config_hash, other.config_hash, plain.config_hash}) == 3
+
+
+def test_a_cell_plays_its_matches_as_the_file_with_its_values_would(tmp_path):
+    """The cells of a sweep share their matches' draws (common random numbers): a cell's match
+    is the match of the plain file with the cell's values written in."""
+    sweep = load_tournament(
+        sweep_file(tmp_path, {"costly.margin": [0.3, 0.6], "scenario.products.0.unit_cost": [9.0]})
+    )
+    cell = sweep.each_cell()[1]
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    scenario = Path("market/scenarios/price_war.yaml").read_text()
+    write(folder, scenario.replace("unit_cost: 10.0", "unit_cost: 9.0", 1), "price_war.yaml")
+    plain = load_tournament(
+        write(folder, BASE.replace("kind: cost_plus}", "kind: cost_plus, params: {margin: 0.6}}"))
+    )
+    assert plain.scenarios["price_war"].products[0].unit_cost == 9.0
+
+    def played(scheduled, tournament, key):
+        """The match `key` of `scheduled`'s schedule played as the run plays it: by `tournament`'s rules."""
+        (match,) = [m for m in schedule(scheduled) if m.key == key]
+        rules = MatchRules.of(tournament.spec, scenarios=tournament.scenarios)
+        plans = plan_tournament(tournament.spec)
+        (result,) = play_here([Match(match, tournament.scenarios[match.scenario], rules, plans)])
+        return [(r.merchant, r.day, r.prices, r.units_sold, r.cash_end) for r in result.days_played]
+
+    key = "price_war/seed=1/costly+fixed"
+    in_cell = played(sweep, cell.tournament, f"{cell.label}/{key}")
+    assert in_cell == played(plain, plain, key)
+    first = sweep.each_cell()[0]
+    assert in_cell != played(sweep, first.tournament, f"{first.label}/{key}")  # the margin matters here
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_a_sweep_run_records_each_cells_factors_and_reads_back_by_cell(tmp_path):
+    sweep = {"other.price": [22.0, 28.0], "scenario.products.0.unit_cost": [9.0, 11.0]}
+    tournament = load_tournament(sweep_file(tmp_path, sweep))
+    engine = engine_for(f"sqlite:///{tmp_path}/arena.db")
+    tournament_id = run_tournament(tournament, engine).tournament_id
+
+    cells = sweep_cells(engine, tournament_id)
+    assert [c.factors for c in cells] == [c.factors for c in tournament.each_cell()]
+    for match in list_matches(engine, tournament_id):
+        (cell,) = [c for c in cells if c.holds(match.index)]
+        assert match.key.startswith(cell.label + "/")
+        detail = match_detail(engine, match.id)
+        for day in detail.days.records():
+            assert day.unit_cost["widget"] == cell.factors["scenario.products.0.unit_cost"]
+            if day.merchant == "other":
+                assert day.prices["widget"] == cell.factors["other.price"]
+
+    out = tmp_path / "out"
+    export(engine, tournament_id, out, "parquet")
+    matches = pd.read_parquet(out / "matches.parquet")
+    results = pd.read_parquet(out / "results.parquet")
+    assert len(matches) == 4 * 3 * 2
+    assert str(matches["other.price"].dtype) == "float64"
+    assert set(zip(matches["other.price"], matches["scenario.products.0.unit_cost"])) == {
+        (22.0, 9.0),
+        (22.0, 11.0),
+        (28.0, 9.0),
+        (28.0, 11.0),
+    }
+    assert all(key.startswith(f"other.price={p},") for key, p in zip(results["key"], results["other.price"]))
+
+    # by one factor: each value's matches, the mean of their merchants' mean profit and its t interval
+    grouped = by_cell(engine, tournament_id, ["other.price"], ["profit"])
+    per_match = results.groupby(["match_id", "other.price"])["profit"].mean().reset_index()
+    assert [g.factors for g in grouped] == [{"other.price": 22.0}, {"other.price": 28.0}]
+    for group in grouped:
+        values = per_match[per_match["other.price"] == group.factors["other.price"]]["profit"]
+        summary = group.values["profit"]
+        assert group.matches == summary.n == len(values) == 12
+        assert summary.mean == pytest.approx(values.mean())
+        half = stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
+        assert (summary.low, summary.high) == pytest.approx((values.mean() - half, values.mean() + half))
+
+    shown = CliRunner().invoke(
+        app,
+        [
+            "leaderboard",
+            "--db",
+            f"sqlite:///{tmp_path}/arena.db",
+            "--tournament",
+            str(tournament_id),
+            "--by",
+            "scenario.products.0.unit_cost",
+            "--metric",
+            "profit",
+            "--json",
+        ],
+    )
+    assert shown.exit_code == 0, shown.output
+    rows = json.loads(shown.output)
+    assert [row["factors"] for row in rows] == [
+        {"scenario.products.0.unit_cost": 9.0},
+        {"scenario.products.0.unit_cost": 11.0},
+    ]
+    assert [row["matches"] for row in rows] == [12, 12]
