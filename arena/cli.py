@@ -694,13 +694,25 @@ def report(
     ],
     out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
     db: DbOption = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric",
+            help="A sweep's heat map shows this metric (default: market_profit_gain where matches have it, "
+            "else profit).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """One self-contained HTML page of a tournament: ratings, head to head, metrics, model
-    usage and every match's charts. It opens offline: nothing is fetched from anywhere."""
+    """One self-contained HTML page of a tournament: ratings, head to head, a sweep's results by
+    cell, metrics, model usage and every match's charts. It opens offline: nothing is fetched
+    from anywhere."""
     with user_errors():
         engine = engine_for(db, create=False)
         stored = _stored(store.get_tournament(engine, tournament_id))
-        write_report(engine, tournament_id, out, *stored.scenarios(), weights=stored.scoring)
+        write_report(
+            engine, tournament_id, out, *stored.scenarios(), weights=stored.scoring, sweep_metric=metric
+        )
     out_print(f"wrote {out}")
 
 

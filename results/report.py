@@ -38,7 +38,7 @@ from market.daylog import CompetitorDays, DayLog
 from market.errors import UserError
 from market.scenario import Event, Scenario
 from market.types import DayRecord
-from results import store, views
+from results import store, sweeps, views
 from results.charts import Band, Format, Interval, Level, Series, forest_plot, line_chart, number, percent
 from results.collusion import seat_benchmarks
 from results.composite import ScoringWeights
@@ -49,6 +49,7 @@ from results.records import (
     MerchantResult,
     ModelCallRecord,
     PriceWindow,
+    shown_value,
     total_cost,
 )
 from results.tables import MatchRow
@@ -88,15 +89,16 @@ def write_report(
     scenarios: Mapping[str, Scenario],
     scenario_notes: Sequence[str],
     weights: ScoringWeights = ScoringWeights(),
+    sweep_metric: str | None = None,
 ) -> None:
     """Render the report and write it to `out` in one step: a failure leaves no partial file.
 
     `scenarios` (by name) give the events to mark, read again from the files the tournament
     named (events are not in the record); `scenario_notes` say which could not be read (see
     tournaments.config.StoredTournament.scenarios); `weights` are the leaderboard's scoring
-    weights. Raises NotFound for an unknown tournament, ReportError when `out` cannot be
-    written."""
-    page = build_report(engine, tournament_id, scenarios, scenario_notes, weights)
+    weights; `sweep_metric` the metric of a sweep's heat map (sweep_part). Raises NotFound for
+    an unknown tournament or metric, ReportError when `out` cannot be written."""
+    page = build_report(engine, tournament_id, scenarios, scenario_notes, weights, sweep_metric)
     if out.is_dir():
         raise ReportError(f"{out}: is a folder; name the HTML file to write")
     if not out.parent.is_dir():
@@ -121,6 +123,7 @@ def build_report(
     scenarios: Mapping[str, Scenario],
     scenario_notes: Sequence[str],
     weights: ScoringWeights = ScoringWeights(),
+    sweep_metric: str | None = None,
 ) -> str:
     tournament = store.get_tournament(engine, tournament_id)
     rows = store.leaderboard(engine, tournament_id, weights=weights)
@@ -168,6 +171,7 @@ def build_report(
             reference=1000.0,
         ),
         head_to_head=head_to_head.matrix(names),
+        sweep=sweep_part(engine, tournament_id, sweep_metric),
         metrics=metric_means_table([m for per_match in metrics.values() for m in per_match]),
         usage=usage_table(store.tournament_calls(engine, tournament_id)),
         scenarios=[scenarios[name] for name in scenario_names if name in scenarios],
@@ -251,6 +255,79 @@ class HeadToHead:
                     )
             rows.append((a, cells))
         return rows
+
+
+# A sweep -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeatMap:
+    """A metric's mean by cell over two factors of a sweep: `down` by row, `across` by
+    column (their values as labels show them), the sweep's other factors pooled."""
+
+    metric: str
+    down: str
+    across: str
+    columns: list[str]
+    rows: list[tuple[str, list[Cell]]]
+    pooled: list[str]
+
+
+@dataclass(frozen=True)
+class SweepPart:
+    """A sweep's results as the report and the viewer show them: a row per cell with the key
+    metrics (results.sweeps), and a heat map of `metric` over the first two factors that take
+    more than one value, when two do."""
+
+    table: views.Table
+    metric: str
+    heat_map: HeatMap | None
+
+
+def sweep_part(engine: Engine, tournament_id: int, metric: str | None = None) -> SweepPart | None:
+    """The tournament's sweep (None without one), its heat map of `metric` (default: the first
+    of sweeps.KEY_METRICS its matches have). UnknownName for a metric arena does not compute."""
+    cells = store.sweep_cells(engine, tournament_id)
+    if not cells:
+        return None
+    every_cell = sweeps.by_cell(engine, tournament_id)
+    if metric is None:
+        metric = next(
+            (m for m in sweeps.KEY_METRICS if any(c.values[m] is not None for c in every_cell)),
+            sweeps.KEY_METRICS[-1],
+        )
+    table = views.sweep_table(every_cell, "by cell")
+    varying = [f for f in sweeps.factors_of(cells) if len({shown_value(c.factors[f]) for c in cells}) > 1]
+    sweeps.check_metric(metric)
+    if len(varying) < 2:
+        return SweepPart(table, metric, None)
+    down, across = varying[:2]
+    grouped = sweeps.by_cell(engine, tournament_id, [down, across], [metric])
+    means = [value.mean for g in grouped if (value := g.values[metric]) is not None]
+    low, high = (min(means), max(means)) if means else (0.0, 0.0)
+    unit = views.metric_unit(metric)
+    columns = list(dict.fromkeys(shown_value(g.factors[across]) for g in grouped))
+    found = {(shown_value(g.factors[down]), shown_value(g.factors[across])): g for g in grouped}
+    rows = []
+    for row in dict.fromkeys(shown_value(g.factors[down]) for g in grouped):
+        cells_of_row = []
+        for column in columns:
+            group = found.get((row, column))
+            value = None if group is None else group.values[metric]
+            if group is None or value is None:
+                cells_of_row.append(Cell("·"))
+                continue
+            share = 0.5 if high == low else (value.mean - low) / (high - low)
+            cells_of_row.append(
+                Cell(
+                    views.metric_value(value.mean, unit),
+                    _sequential(share),
+                    f"{down}={row}, {across}={column}: {metric} {views.mean_and_interval(value, unit)} "
+                    f"over {group.matches} matches",
+                )
+            )
+        rows.append((row, cells_of_row))
+    return SweepPart(table, metric, HeatMap(metric, down, across, columns, rows, varying[2:]))
 
 
 # The tournament's own tables ------------------------------------------------------------------
@@ -724,6 +801,13 @@ def _magnitude(value: float | None) -> str:
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def _sequential(share: float) -> str:
+    """Pale (0) to mid blue (1), light enough to read dark text on."""
+    weight = 0.1 + max(0.0, min(1.0, share)) * 0.65
+    r, g, b = (round(255 + (c - 255) * weight) for c in (70, 120, 190))
+    return f"rgb({r},{g},{b})"
 
 
 def _diverging(rate: float) -> str:

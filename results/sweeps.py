@@ -64,6 +64,15 @@ class CellResult:
     values: dict[str, MeanInterval | None]  # by metric
 
 
+ALL_METRICS = [*MARKET_METRICS, *METRICS]  # what a sweep can be read by: the market's, then a merchant's
+
+
+def check_metric(name: str) -> None:
+    """UnknownName unless arena computes a metric `name`."""
+    if name not in ALL_METRICS:
+        raise UnknownName(f"no metric {name!r} (metrics: {', '.join(ALL_METRICS)})")
+
+
 def factors_of(cells: Sequence[SweepCell]) -> list[str]:
     """The factors of a sweep, in its order."""
     return list(cells[0].factors) if cells else []
@@ -87,8 +96,7 @@ def by_cell(
                 f"tournament {tournament_id} has no factor {factor!r} (its factors: {', '.join(factors)})"
             )
     for metric in metrics:
-        if metric not in METRICS and metric not in MARKET_METRICS:
-            raise UnknownName(f"no metric {metric!r} (metrics: {', '.join([*MARKET_METRICS, *METRICS])})")
+        check_metric(metric)
     by, metrics = list(by) or factors, list(metrics) or list(KEY_METRICS)
     values = match_values(engine, tournament_id, metrics)
     groups: dict[tuple[str, ...], tuple[dict[str, FactorValue], list[dict[str, float]]]] = {}

@@ -203,7 +203,7 @@ def sweep_table(cells: Sequence[CellResult], title: str) -> Table:
     headers = [
         *(Header(factor, whole=True) for factor in factors),
         Header("matches", numeric=True),
-        *(Header(metric, numeric=True) for metric in metrics),
+        *(Header(metric, numeric=True, whole=True) for metric in metrics),
     ]
     rows = [
         [

@@ -113,7 +113,13 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         return render(
             request,
             "tournament.html.j2",
-            pages.tournament(engine, leaderboards, tournament_id, number(request, "page")),
+            pages.tournament(
+                engine,
+                leaderboards,
+                tournament_id,
+                number(request, "page"),
+                request.query_params.get("metric") or None,
+            ),
         )
 
     def progress(request: Request) -> Response:

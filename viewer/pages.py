@@ -16,13 +16,13 @@ from typing import Any
 from sqlalchemy import Engine
 
 from market.types import DayRecord
-from results import store, views
+from results import store, sweeps, views
 from results.composite import ScoringWeights
 from results.errors import NotFound
 from results.incidents import incidents
 from results.plots import line_figure
 from results.ratings import LeaderboardRow
-from results.report import Palette, day_series, match_part, price_of, seat_label
+from results.report import Palette, day_series, match_part, price_of, seat_label, sweep_part
 from results.tables import RunProgressRow, stored_id
 from tournaments.config import stored_tournament
 
@@ -184,7 +184,10 @@ class Leaderboards:
                 self._busy.discard(key)
 
 
-def tournament(engine: Engine, leaderboards: Leaderboards, tournament_id: int, page: int) -> dict[str, Any]:
+def tournament(
+    engine: Engine, leaderboards: Leaderboards, tournament_id: int, page: int, metric: str | None = None
+) -> dict[str, Any]:
+    """The tournament's page; a sweep's heat map of `metric` (results.report.sweep_part)."""
     row = store.get_tournament(engine, tournament_id)
     stored = stored_tournament(row)
     rows, current = leaderboards.rows(tournament_id, stored.scoring)
@@ -197,6 +200,8 @@ def tournament(engine: Engine, leaderboards: Leaderboards, tournament_id: int, p
         "colors": _colors(engine, tournament_id),
         "leaderboard": views.leaderboard_table(rows, "leaderboard"),
         "leaderboard_current": current,
+        "sweep": sweep_part(engine, tournament_id, metric),
+        "sweep_metrics": sweeps.ALL_METRICS,
         "progress": progress(engine, tournament_id),
         "matches": matches,
         "lineups": store.lineups(engine, [stored_id(m.id) for m in matches]),

@@ -12,12 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from arena.cli import app
 from market.yaml_files import ConfigError
 from results.db import engine_for
 from results.export import export
+from results.report import build_report, sweep_part
 from results.store import list_matches, match_detail, sweep_cells
 from results.sweeps import by_cell
 from tournaments.config import load_tournament
@@ -25,6 +27,7 @@ from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_tournament
 from tournaments.runner import run_tournament
 from tournaments.schedule import schedule
+from viewer.app import create_app
 
 BASE = """
 name: sweep
@@ -187,29 +190,38 @@ def test_a_cell_plays_its_matches_as_the_file_with_its_values_would(tmp_path):
     assert in_cell != played(sweep, first.tournament, f"{first.label}/{key}")  # the margin matters here
 
 
-@pytest.mark.usefixtures("ray_local")
-def test_a_sweep_run_records_each_cells_factors_and_reads_back_by_cell(tmp_path):
+@pytest.fixture(scope="module")
+def swept(ray_local, tmp_path_factory):
+    """A sweep of two factors played on Ray: its engine, tournament id, and its export's
+    `matches` and `results` tables."""
+    folder = tmp_path_factory.mktemp("swept")
     sweep = {"other.price": [22.0, 28.0], "scenario.products.0.unit_cost": [9.0, 11.0]}
-    tournament = load_tournament(sweep_file(tmp_path, sweep))
-    engine = engine_for(f"sqlite:///{tmp_path}/arena.db")
+    tournament = load_tournament(sweep_file(folder, sweep))
+    engine = engine_for(f"sqlite:///{folder}/arena.db")
     tournament_id = run_tournament(tournament, engine).tournament_id
+    export(engine, tournament_id, folder / "out", "parquet")
+    tables = {name: pd.read_parquet(folder / "out" / f"{name}.parquet") for name in ("matches", "results")}
+    return tournament, engine, tournament_id, tables
 
+
+def test_a_factor_reaches_every_match_of_its_cell(swept):
+    tournament, engine, tournament_id, _ = swept
     cells = sweep_cells(engine, tournament_id)
     assert [c.factors for c in cells] == [c.factors for c in tournament.each_cell()]
-    for match in list_matches(engine, tournament_id):
+    stored = list_matches(engine, tournament_id)
+    assert len(stored) == 4 * 3 * 2
+    for match in stored:
         (cell,) = [c for c in cells if c.holds(match.index)]
         assert match.key.startswith(cell.label + "/")
-        detail = match_detail(engine, match.id)
-        for day in detail.days.records():
+        for day in match_detail(engine, match.id).days.records():
             assert day.unit_cost["widget"] == cell.factors["scenario.products.0.unit_cost"]
             if day.merchant == "other":
                 assert day.prices["widget"] == cell.factors["other.price"]
 
-    out = tmp_path / "out"
-    export(engine, tournament_id, out, "parquet")
-    matches = pd.read_parquet(out / "matches.parquet")
-    results = pd.read_parquet(out / "results.parquet")
-    assert len(matches) == 4 * 3 * 2
+
+def test_the_export_carries_a_column_per_factor(swept):
+    matches, results = swept[3]["matches"], swept[3]["results"]
+    assert len(matches) == 4 * 3 * 2 and len(results) == len(matches) * 2
     assert str(matches["other.price"].dtype) == "float64"
     assert set(zip(matches["other.price"], matches["scenario.products.0.unit_cost"])) == {
         (22.0, 9.0),
@@ -217,11 +229,17 @@ def test_a_sweep_run_records_each_cells_factors_and_reads_back_by_cell(tmp_path)
         (28.0, 9.0),
         (28.0, 11.0),
     }
-    assert all(key.startswith(f"other.price={p},") for key, p in zip(results["key"], results["other.price"]))
+    for table in (matches, results):
+        for key, price, cost in zip(
+            table["key"], table["other.price"], table["scenario.products.0.unit_cost"]
+        ):
+            assert key.startswith(f"other.price={price},scenario.products.0.unit_cost={cost}/")
 
-    # by one factor: each value's matches, the mean of their merchants' mean profit and its t interval
+
+def test_results_by_cell_are_the_means_and_t_intervals_of_their_matches(swept):
+    _, engine, tournament_id, tables = swept
+    per_match = tables["results"].groupby(["match_id", "other.price"])["profit"].mean().reset_index()
     grouped = by_cell(engine, tournament_id, ["other.price"], ["profit"])
-    per_match = results.groupby(["match_id", "other.price"])["profit"].mean().reset_index()
     assert [g.factors for g in grouped] == [{"other.price": 22.0}, {"other.price": 28.0}]
     for group in grouped:
         values = per_match[per_match["other.price"] == group.factors["other.price"]]["profit"]
@@ -236,7 +254,7 @@ def test_a_sweep_run_records_each_cells_factors_and_reads_back_by_cell(tmp_path)
         [
             "leaderboard",
             "--db",
-            f"sqlite:///{tmp_path}/arena.db",
+            str(engine.url),
             "--tournament",
             str(tournament_id),
             "--by",
@@ -248,8 +266,37 @@ def test_a_sweep_run_records_each_cells_factors_and_reads_back_by_cell(tmp_path)
     )
     assert shown.exit_code == 0, shown.output
     rows = json.loads(shown.output)
-    assert [row["factors"] for row in rows] == [
-        {"scenario.products.0.unit_cost": 9.0},
-        {"scenario.products.0.unit_cost": 11.0},
+    assert [(row["factors"], row["matches"]) for row in rows] == [
+        ({"scenario.products.0.unit_cost": 9.0}, 12),
+        ({"scenario.products.0.unit_cost": 11.0}, 12),
     ]
-    assert [row["matches"] for row in rows] == [12, 12]
+
+
+def test_the_report_and_the_viewer_draw_a_heat_map_of_the_chosen_metric(swept):
+    _, engine, tournament_id, tables = swept
+    results = tables["results"]
+    per_match = results.groupby(["match_id", "other.price", "scenario.products.0.unit_cost"])["profit"].mean()
+    means = per_match.groupby(level=[1, 2]).mean()
+    part = sweep_part(engine, tournament_id, "profit")
+    heat = part.heat_map
+    assert (heat.down, heat.across, heat.columns) == (
+        "other.price",
+        "scenario.products.0.unit_cost",
+        ["9.0", "11.0"],
+    )
+    assert [row for row, _ in heat.rows] == ["22.0", "28.0"]
+    for row, cells in heat.rows:
+        for column, cell in zip(heat.columns, cells):
+            assert cell.text == f"{means[(float(row), float(column))]:,.2f}"
+    red = {cell.text: int(cell.background[4:].split(",")[0]) for _, cells in heat.rows for cell in cells}
+    assert min(red, key=red.__getitem__) == f"{means.max():,.2f}"  # the highest mean is the darkest
+    assert max(red, key=red.__getitem__) == f"{means.min():,.2f}"
+
+    page = build_report(engine, tournament_id, {}, [], sweep_metric="profit")
+    assert page.count('over 6 matches"') == 4 and "other.price \\ scenario.products.0.unit_cost" in page
+
+    with TestClient(create_app(engine, None, warm=False), base_url="http://127.0.0.1") as client:
+        shown = client.get(f"/tournaments/{tournament_id}?metric=profit")
+        assert shown.status_code == 200 and "<option selected>profit</option>" in shown.text
+        assert all(f">{cell.text}</td>" in shown.text for _, cells in heat.rows for cell in cells)
+        assert client.get(f"/tournaments/{tournament_id}?metric=nonsense").status_code == 404
