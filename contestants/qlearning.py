@@ -250,6 +250,7 @@ class QLearner(RuleMerchant):
         self.state = 0
         self.books: float | None = None  # cash and receivables at the start of the last day priced
         self.days = 0  # days priced
+        self.explored = 0  # periods of exploration before the match's first day (none after a reset)
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         super().reset(merchant=merchant, scenario=scenario, seed=seed)
@@ -313,19 +314,37 @@ class QLearner(RuleMerchant):
         state where it ended."""
         self.learnt, self.seat = learnt, seat
         self.q = learnt.q[seat].copy() if self.params.learn == "online" else learnt.q[seat]
-        self.state, self.books, self.days = learnt.state, None, 0
+        self.state, self.books, self.days, self.explored = learnt.state, None, 0, learnt.periods
+
+    def forget(self, scenario: Scenario) -> None:
+        """A regulator's memory reset (market.scenario.Intervention): its Q-table back to Q0 and
+        its exploration from its first period, as if it had never learnt; its state, the
+        prices it last saw, stays."""
+        learnt = self.learnt
+        assert learnt is not None
+        seats, m = learnt.grids.shape
+        deltas = [self.params.delta] * seats  # its own Q0 needs its own delta alone
+        self.q = initial_q(payoff_table(scenario, learnt.grids), deltas, m, self.params.memory)[self.seat]
+        self.days, self.explored = 0, 0
 
     @classmethod
     def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         n = view.board.seats
         prices = np.empty((len(team.members), 1))
         books = view.cash + view.receivables_due + view.receivables_pending
+        resets = [
+            act
+            for act in team.scenario.interventions
+            if act.kind == "memory_reset" and act.start_day == view.day
+        ]
         for k, (member, row) in enumerate(zip(team.members, view.rows.tolist())):
             if member.learnt is None:
                 cls.prepare(
                     [Seating(member, row % n, ((cls.kind, member.params),) * n, team.scenario, member.seed)]
                 )
             seat, first = row % n, row - row % n
+            if any(act.binds(seat) for act in resets):
+                member.forget(team.scenario)
             posted = view.board.prices[first : first + n, 0].copy()
             posted[seat] = view.prices[k, 0]  # its own, which the board may hide
             prices[k, 0] = member.price(posted, float(books[k]))
@@ -350,7 +369,7 @@ class QLearner(RuleMerchant):
         self.days += 1
         action = int(np.argmax(q[self.state]))
         if params.learn == "online" and self.rng.random() < math.exp(
-            -params.beta * (learnt.periods + self.days)
+            -params.beta * (self.explored + self.days)
         ):
             action = int(self.rng.integers(m))
         return float(learnt.grids[self.seat, action])

@@ -239,6 +239,22 @@ class Market:
             if e.announced
             and e.start_day - e.announce_days_ahead <= day
             and (day <= e.end_day or e.shape == "trend")
+        ] + [
+            EventNotice(
+                name=act.name,
+                kind=act.kind,
+                product=act.product,
+                start_day=act.start_day,
+                end_day=act.last_day,
+                multiplier=1.0,
+                price=act.price,
+            )
+            for act in s.interventions
+            # every merchant sees one list: an act on some seats only is not announced
+            if act.announced
+            and act.kind != "memory_reset"
+            and act.seats is None
+            and act.start_day - act.announce_days_ahead <= day <= act.last_day
         ]
         return MarketView(
             day,
@@ -299,6 +315,7 @@ class Market:
             came = arrived + done.stocked  # into stock today, on time
             self._receive(came)
         self._force_prices(forced or {})
+        self._regulate(day)
         orders.add_unknown_products()
         said = self._messages(orders) if self.talk else None
         paid = _sum(ordered * unit_cost, 1)
@@ -475,6 +492,22 @@ class Market:
                     self.bankrupt[span, None], math.inf, self.prices[span]
                 )  # the bankrupt sell nothing
                 self.prices[i] = np.minimum(prices(posted), self._ceiling)
+
+    def _regulate(self, day: int) -> None:
+        """The regulator's acts of the day on posted prices (market.scenario.Intervention): a
+        forced price in its seats, then every price above a cap lowered to it."""
+        acts = self.scenario.interventions
+        if not acts:
+            return
+        for act in acts:
+            if act.kind == "forced_price" and act.running(day):
+                assert act.price is not None  # a forced_price has one (Intervention)
+                rows = np.flatnonzero([act.binds(seat) for seat in range(self.seats)] * len(self.rosters))
+                columns = slice(None) if act.product is None else self._pid[act.product]
+                self.prices[rows, columns] = np.minimum(act.price, self._ceiling[columns])
+        limit = self.rules.price_limit(day)
+        if limit is not self._ceiling:
+            np.minimum(self.prices, limit, out=self.prices)
 
     def _messages(self, orders: _Orders) -> list[str]:
         """Each row's delivered message ("": none); a message not delivered adds its rejection

@@ -41,6 +41,7 @@ _MOST_DAYS = np.iinfo(np.int16).max
 _REASONS = {
     RejectionCode.PRICE_NOT_POSITIVE: "price must be a positive number",
     RejectionCode.PRICE_ABOVE_CEILING: "price {value:.2f} is above the ceiling {ceiling:.2f}",
+    RejectionCode.PRICE_ABOVE_CAP: "price {value:.2f} is above the price cap {cap:.2f} in force today",
     RejectionCode.QUANTITY_NOT_POSITIVE: "order quantity must be a positive number",
     RejectionCode.FRACTIONAL_QUANTITY: "order quantity must be a whole number of units",
     RejectionCode.ORDER_OVER_CASH: "order costs {cost:.2f}, more than cash {cash:.2f}",
@@ -86,6 +87,7 @@ class Judged(NamedTuple):
     spend: np.ndarray
     found: np.ndarray
     collected: np.ndarray
+    price_limit: np.ndarray  # [product]: the highest price the market takes that day (ceiling or cap)
 
 
 class OperationRules:
@@ -101,6 +103,7 @@ class OperationRules:
         # [kind, product]: the highest number an operation may carry (_HIGHEST but for a price)
         self.highest = np.full((len(KIND_INDEX), len(products)), _HIGHEST)
         self.highest[SET_PRICE] = self.ceiling
+        self.caps = [act for act in scenario.interventions if act.kind == "price_cap"]
         self.promotions = scenario.promotions
         self.highest[PROMOTE] = 0.0 if scenario.promotions is None else scenario.promotions.max_discount
         self.supplier_names = scenario.supplier_names
@@ -111,6 +114,19 @@ class OperationRules:
         for j, product in enumerate(products):
             for k, supplier in enumerate(product.suppliers, 1):
                 self.supply_cost[j, k] = supplier.unit_cost
+
+    def price_limit(self, day: int) -> np.ndarray:
+        """The highest price of each product the market takes on `day` [product]: its ceiling,
+        or the lowest price cap in force (market.scenario.Intervention)."""
+        limit = self.ceiling
+        for cap in self.caps:
+            if cap.running(day):
+                assert cap.price is not None  # a price_cap has one (Intervention)
+                capped = np.array(
+                    [cap.price if cap.product in (None, p) else math.inf for p in self.product_ids]
+                )
+                limit = np.minimum(limit, capped)
+        return limit
 
     def cost_factor(self, day: int) -> np.ndarray:
         """What the cost events multiply each product's unit costs by on `day` [product]."""
@@ -172,9 +188,13 @@ class OperationRules:
         row, kind, product, value, supplier = ops.row, ops.kind, ops.product, ops.value, ops.supplier
         ordering, advertising, collecting = kind == ORDER, kind == ADVERTISE, kind == COLLECT
         item = np.maximum(product, 0)  # for kinds without a product: any column, masked out below
+        limit, highest = self.price_limit(day), self.highest
+        if limit is not self.ceiling:
+            highest = highest.copy()
+            highest[SET_PRICE] = limit
         with np.errstate(all="ignore"):
             # within its kind's bounds (NaN, inf and -inf are outside all), or of a kind without a number
-            valid = ((value > _LOWEST[kind]) & (value <= self.highest[kind, item])) | _FREE[kind]
+            valid = ((value > _LOWEST[kind]) & (value <= highest[kind, item])) | _FREE[kind]
             if self.scenario.whole_units:
                 valid &= ~ordering | (value == np.floor(value))
             if self.promotions is not None:  # a promotion for a number of days the market allows
@@ -205,7 +225,7 @@ class OperationRules:
                 found[at] = money = cash[r]
                 accepted[at] = ok = valid[at] & ((spend[at] <= money) | takes)  # collecting needs no cash
                 cash[r] = money - np.where(ok, spend[at], 0.0)
-        return Judged(valid, accepted, cost, spend, found, collected)
+        return Judged(valid, accepted, cost, spend, found, collected, limit)
 
     def rejection(self, ops: Submitted, judged: Judged, x: int) -> Rejection:
         """Why operation x, which `judged` did not accept, was refused."""
@@ -213,7 +233,13 @@ class OperationRules:
         cash = float(judged.found[x]) if judged.valid[x] else None  # short of cash: what it found
         positive = math.isfinite(value) and value > 0
         if kind == SET_PRICE:
-            code = RejectionCode.PRICE_ABOVE_CEILING if positive else RejectionCode.PRICE_NOT_POSITIVE
+            code = (
+                RejectionCode.PRICE_NOT_POSITIVE
+                if not positive
+                else RejectionCode.PRICE_ABOVE_CEILING
+                if value > self.ceiling[j]
+                else RejectionCode.PRICE_ABOVE_CAP
+            )
         elif kind == ORDER:
             code = (
                 RejectionCode.QUANTITY_NOT_POSITIVE
@@ -228,7 +254,12 @@ class OperationRules:
             code = RejectionCode.ADVERTISING_NEGATIVE if cash is None else RejectionCode.ADVERTISING_OVER_CASH
         days = int(ops.days[x])
         why = _REASONS[code].format(
-            value=value, ceiling=float(self.ceiling[j]), cost=float(judged.spend[x]), cash=cash, days=days
+            value=value,
+            ceiling=float(self.ceiling[j]),
+            cap=float(judged.price_limit[j]),
+            cost=float(judged.spend[x]),
+            cash=cash,
+            days=days,
         )
         if kind == PROMOTE:
             allowed = self.promotions

@@ -255,6 +255,63 @@ class Event(_Strict):
         return self
 
 
+class Intervention(_Strict):
+    """A regulator's act on the market from `start_day` to `end_day` (both included):
+
+    - `price_cap`: no posted price of `product` (None: every product) above `price`. The
+      market refuses a price above it as above a ceiling, and lowers a price posted before
+      to it on the day the cap starts; prices stand where they are when it ends.
+    - `forced_price`: the merchants in `seats` (None: every seat) post `price` for `product`
+      on those days, whatever they decide (as a deviation probe forces a seat).
+    - `memory_reset`: on `start_day` the learners in `seats` forget what they learnt: their
+      Q-tables start again from Q0 and their exploration from its first period
+      (contestants.qlearning); other merchants are unchanged. It has no price and lasts a day.
+
+    Merchants are told of an announced price cap or forced price (their observation's
+    `interventions`) from `announce_days_ahead` days before it starts to its end."""
+
+    name: str
+    kind: Literal["price_cap", "forced_price", "memory_reset"]
+    start_day: int = Field(ge=1)
+    end_day: int | None = Field(None, ge=1, description="None: the start day alone")
+    price: float | None = Field(None, gt=0, allow_inf_nan=False)
+    product: str | None = Field(None, description="None: every product")
+    seats: tuple[int, ...] | None = Field(None, description="forced_price, memory_reset: None: every seat")
+    announce_days_ahead: int = Field(0, ge=0)
+    announced: bool = True
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Intervention:
+        if self.end_day is not None and self.end_day < self.start_day:
+            raise ValueError("end_day is before start_day")
+        if self.kind == "memory_reset":
+            if (
+                self.price is not None
+                or self.product is not None
+                or self.end_day not in (None, self.start_day)
+            ):
+                raise ValueError(
+                    "a memory_reset has no price, no product and no end_day: it is one day's act"
+                )
+        elif self.price is None:
+            raise ValueError(f"a {self.kind} needs a price")
+        if self.kind == "price_cap" and self.seats is not None:
+            raise ValueError("a price_cap binds every seat: it has no seats")
+        if self.seats is not None and (not self.seats or min(self.seats) < 0):
+            raise ValueError("seats are counted from 0; leave it out for every seat")
+        return self
+
+    @property
+    def last_day(self) -> int:
+        return self.start_day if self.end_day is None else self.end_day
+
+    def running(self, day: int) -> bool:
+        return self.start_day <= day <= self.last_day
+
+    def binds(self, seat: int) -> bool:
+        return self.seats is None or seat in self.seats
+
+
 def event_multiplier(events: Iterable[Event | EventNotice], kind: str, product: str, day: int) -> float:
     """What the events of `kind` ("demand": customers, "cost": unit cost) multiply `product`'s
     base value by on `day`: the product of the `event_factor`s of those for the product or for
@@ -396,6 +453,9 @@ class Scenario(_Strict):
     reputation: Reputation = Reputation()
     finance: Finance = Finance()
     events: tuple[Event, ...] = ()
+    interventions: tuple[Intervention, ...] = Field(
+        (), description="a regulator's price caps, forced prices and memory resets (Intervention)"
+    )
     visibility: Visibility = Visibility()
     target_net_worth: float | None = Field(None, description="goal a merchant is scored against")
     seats: tuple[Seat, ...] = Field(
@@ -444,6 +504,13 @@ class Scenario(_Strict):
         for event in self.events:
             if event.product is not None and event.product not in ids:
                 raise ValueError(f"event {event.name!r} names unknown product {event.product!r}")
+        for act in self.interventions:
+            if act.product is not None and act.product not in ids:
+                raise ValueError(f"intervention {act.name!r} names unknown product {act.product!r}")
+            if act.last_day > self.days:
+                raise ValueError(
+                    f"intervention {act.name!r} ends on day {act.last_day}, after the last, {self.days}"
+                )
         for k, seat in enumerate(self.seats):
             for named in [*seat.unit_cost, *seat.quality]:
                 if named not in ids:
@@ -490,7 +557,7 @@ class Scenario(_Strict):
     def identity(self) -> str:
         """The scenario as JSON, for a tournament's identity (tournaments.config): a part added
         after tournaments were first stored (seats, competitors, bad debt, trends, shelf lives,
-        suppliers, returns, segments, promotions, satisfaction, goals)
+        suppliers, returns, segments, promotions, satisfaction, goals, interventions)
         counts only when it is used, so a file that does not use it keeps the identity it had
         before the part existed."""
         left_out: dict[str, Any] = {}
@@ -512,7 +579,7 @@ class Scenario(_Strict):
         for optional in ("promotions", "satisfaction"):
             if getattr(self, optional) is None:
                 left_out[optional] = True
-        for part in ("seats", "competitors", "segments", "goals"):
+        for part in ("seats", "competitors", "segments", "goals", "interventions"):
             if not getattr(self, part):
                 left_out[part] = True
         if self.finance.bad_debt_share == 0:
@@ -520,13 +587,20 @@ class Scenario(_Strict):
         return self.model_dump_json(exclude=left_out or None)
 
     def check_merchants(self, merchants: int) -> None:
-        """ValueError unless `merchants` can play the scenario: as many as its seats, if it has any."""
+        """ValueError unless `merchants` can play the scenario: as many as its seats, if it has
+        any, and a seat for each seat an intervention names."""
         seats = len(self.seats)
         if seats and merchants != seats:
             raise ValueError(
                 f"scenario {self.name!r} has {seats} seats, so its matches need {seats} merchants, "
                 f"not {merchants}"
             )
+        for act in self.interventions:
+            if act.seats is not None and max(act.seats) >= merchants:
+                raise ValueError(
+                    f"intervention {act.name!r} names seat {max(act.seats)}, but a match has seats 0 to "
+                    f"{merchants - 1}"
+                )
 
     @property
     def whole_units(self) -> bool:

@@ -139,6 +139,7 @@ class RejectionCode(StrEnum):
     UNKNOWN_SUPPLIER = "unknown_supplier"  # an order naming a supplier its product does not list
     PRICE_NOT_POSITIVE = "price_not_positive"  # zero, negative or not finite
     PRICE_ABOVE_CEILING = "price_above_ceiling"
+    PRICE_ABOVE_CAP = "price_above_cap"  # a regulator's price cap in force (market.scenario.Intervention)
     QUANTITY_NOT_POSITIVE = "quantity_not_positive"
     FRACTIONAL_QUANTITY = "fractional_quantity"  # where units are whole
     ORDER_OVER_CASH = "order_over_cash"
@@ -329,7 +330,9 @@ class PublicCompetitor:
 
 @dataclass(slots=True)
 class EventNotice:
-    """An event as merchants are told of it (market.scenario.Event)."""
+    """An event as merchants are told of it (market.scenario.Event), or a regulator's price
+    cap or forced price (market.scenario.Intervention: `kind` price_cap or forced_price, its
+    `price`, a multiplier of 1)."""
 
     name: str
     kind: str
@@ -338,6 +341,7 @@ class EventNotice:
     end_day: int
     multiplier: float
     shape: str = "step"
+    price: float | None = None
 
 
 @dataclass(slots=True)

@@ -102,6 +102,7 @@ class MarketMetric:
     name: str
     unit: Unit
     compute: Callable[[MatchRecords], float | None]
+    applies: Callable[[MatchRecords], bool] = lambda match: True  # else the match has no such metric
 
     formula = Metric.formula
 
@@ -124,9 +125,11 @@ def _metric(
     return register
 
 
-def _market_metric(unit: Unit) -> Callable[[Callable], Callable]:
+def _market_metric(
+    unit: Unit, applies: Callable[[MatchRecords], bool] = lambda match: True
+) -> Callable[[Callable], Callable]:
     def register(compute: Callable) -> Callable:
-        MARKET_METRICS[compute.__name__] = MarketMetric(compute.__name__, unit, compute)
+        MARKET_METRICS[compute.__name__] = MarketMetric(compute.__name__, unit, compute, applies)
         return compute
 
     return register
@@ -164,7 +167,9 @@ def compute(
     return Scores(
         merchants,
         MarketScores(
-            metrics={name: metric.value(match) for name, metric in MARKET_METRICS.items()},
+            metrics={
+                name: metric.value(match) for name, metric in MARKET_METRICS.items() if metric.applies(match)
+            },
             windows=match.price_windows,
         ),
         match.goal_results,
@@ -1101,6 +1106,67 @@ def price_war_days(match: MatchRecords) -> float:
     price a rival posted for it the day before; over the whole match. The windows themselves
     are stored beside (price_window)."""
     return _days_in_windows(match, "price_war")
+
+
+@_market_metric("ratio", applies=lambda match: _intervention_span(match) is not None)
+def intervention_price_before(match: MatchRecords) -> float | None:
+    """The market price gain (see market_price_gain), its mean over the days before the
+    scenario's first intervention starts (market.scenario.Intervention); None without one, or
+    when it starts on day 1."""
+    span = _intervention_span(match)
+    return None if span is None else _mean_gain(match, 1, span[0] - 1)
+
+
+@_market_metric("ratio", applies=lambda match: _intervention_span(match) is not None)
+def intervention_price_during(match: MatchRecords) -> float | None:
+    """The market price gain's mean from the first day of the scenario's first intervention to
+    the last day of its last (days between two count too); None without one."""
+    span = _intervention_span(match)
+    return None if span is None else _mean_gain(match, *span)
+
+
+@_market_metric("ratio", applies=lambda match: _intervention_span(match) is not None)
+def intervention_price_after(match: MatchRecords) -> float | None:
+    """The market price gain's mean over the days after the last day of the scenario's last
+    intervention; None without one, or when it ends on the match's last day."""
+    span = _intervention_span(match)
+    return None if span is None else _mean_gain(match, span[1] + 1, match.last_day)
+
+
+@_market_metric("count", applies=lambda match: _intervention_span(match) is not None)
+def collusion_return_days(match: MatchRecords) -> float | None:
+    """How long collusion takes to return after the interventions: d - L, with L the last day of
+    the scenario's last intervention and d the first day after it that starts collusion.min_days
+    consecutive days (within the match) on which the market price gain is at least
+    intervention_price_before - collusion.margin. None without an intervention, when the
+    market was not supra-competitive before it (intervention_price_before at most
+    collusion.margin), or when prices do not come back before the match ends."""
+    span, before = _intervention_span(match), intervention_price_before(match)
+    margin, run = match.collusion.margin, match.collusion.min_days
+    if span is None or before is None or before <= margin:
+        return None
+    back = match.market_price_gains[span[1] :] >= before - margin  # days L + 1, L + 2, ...
+    for k in range(len(back) - run + 1):
+        if back[k : k + run].all():
+            return float(k + 1)
+    return None
+
+
+def _intervention_span(match: MatchRecords) -> tuple[int, int] | None:
+    """The first day of the scenario's first intervention and the last of its last, within the
+    match; None without one."""
+    acts = [] if match.scenario is None else match.scenario.interventions
+    started = [act for act in acts if act.start_day <= match.last_day]
+    if not started:
+        return None
+    return min(act.start_day for act in started), min(max(act.last_day for act in started), match.last_day)
+
+
+def _mean_gain(match: MatchRecords, first: int, last: int) -> float | None:
+    """The mean market price gain of days `first` to `last`; None for no day."""
+    gains = match.market_price_gains[first - 1 : last]
+    gains = gains[~np.isnan(gains)]
+    return float(gains.mean()) if gains.size else None
 
 
 def _days_in_windows(match: MatchRecords, kind: WindowKind) -> float:

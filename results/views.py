@@ -116,10 +116,13 @@ def mean_and_interval(value: MeanInterval | None, unit: Unit) -> str:
     """`0.85 [0.83, 0.87]`: a mean in its unit with its interval, when it has one."""
     if value is None:
         return "—"
+
+    def shown(number: float) -> str:  # a mean of counts has a fraction
+        return f"{number:.1f}" if unit == "count" else metric_value(number, unit)
+
     if value.low is None or value.high is None:
-        return metric_value(value.mean, unit)
-    low, high = metric_value(value.low, unit), metric_value(value.high, unit)
-    return f"{metric_value(value.mean, unit)} [{low}, {high}]"
+        return shown(value.mean)
+    return f"{shown(value.mean)} [{shown(value.low)}, {shown(value.high)}]"
 
 
 def reported_value(value: float | None) -> str:
@@ -197,7 +200,8 @@ def standings_table(rows: Sequence[Standing], title: str) -> Table:
 
 def sweep_table(cells: Sequence[CellResult], title: str) -> Table:
     """A row per group of cells (results.sweeps.by_cell): its factors' values, its matches, and
-    each metric's mean over them with its interval."""
+    each metric's mean over them with its interval (and, in parentheses, over how many, when
+    some matches lack it)."""
     factors = list(cells[0].factors) if cells else []
     metrics = list(cells[0].values) if cells else []
     headers = [
@@ -209,11 +213,17 @@ def sweep_table(cells: Sequence[CellResult], title: str) -> Table:
         [
             *(shown_value(cell.factors[factor]) for factor in factors),
             str(cell.matches),
-            *(mean_and_interval(cell.values[metric], metric_unit(metric)) for metric in metrics),
+            *(_of_matches(cell.values[metric], cell.matches, metric_unit(metric)) for metric in metrics),
         ]
         for cell in cells
     ]
     return Table(title, headers, [rows])
+
+
+def _of_matches(value: MeanInterval | None, matches: int, unit: Unit) -> str:
+    """mean_and_interval, with the number of matches it is over when some lack the metric."""
+    shown = mean_and_interval(value, unit)
+    return shown if value is None or value.n == matches else f"{shown} ({value.n})"
 
 
 # One match -----------------------------------------------------------------------------------

@@ -16,14 +16,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from contestants.base import ContestantConfigError
 from contestants.kinds import contestant_class, kinds, validate_params
 from contestants.llm.call_coordinator import Budget
 from contestants.llm.pricing import Price
-from market.errors import FieldError
-from market.scenario import SHIPPED_SCENARIOS, Goal, Scenario, load_scenario, names_a_file, shipped_scenarios
+from market.errors import FieldError, first_problem
+from market.scenario import (
+    SHIPPED_SCENARIOS,
+    Goal,
+    Intervention,
+    Scenario,
+    load_scenario,
+    names_a_file,
+    shipped_scenarios,
+)
 from market.yaml_files import ConfigError, load_model, parse_yaml, read_text, validated
 from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
@@ -102,6 +118,10 @@ class TournamentSpec(BaseModel):
     )
     goals: list[Goal] | None = Field(
         None, description="campaign goals for every scenario, in place of the scenarios' own"
+    )
+    interventions: list[Intervention] = Field(
+        default_factory=list,
+        description="a regulator's acts in every scenario, after the scenarios' own (scenario.Intervention)",
     )
     talk: StrictBool = Field(
         False,
@@ -229,11 +249,13 @@ class Tournament(BaseModel):
         and the scenarios. The collusion settings decide how every match is measured, so
         they count, but only when they differ from the defaults: a file without them has the
         identity it had before they existed. Likewise `talk`, which changes how every match
-        is played, and a deviation probe, goals and a sweep: each counts only when there is one."""
+        is played, and a deviation probe, goals, interventions and a sweep: each counts only when
+        there is one."""
         at_default = ({"collusion"} if self.spec.collusion == CollusionSettings() else set()) | (
             set() if self.spec.talk else {"talk"}
         )
         at_default |= {name for name in ("deviation", "goals", "sweep") if getattr(self.spec, name) is None}
+        at_default |= set() if self.spec.interventions else {"interventions"}
         ignored = {"budget", "scoring", "stop_after_failures", "prices"} | at_default
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
@@ -290,7 +312,7 @@ def load_tournament(path: str | Path) -> Tournament:
     scenarios = {
         scenario.name: scenario
         for i, named in enumerate(spec.scenarios)
-        for scenario in [with_goals(spec, load_scenario(find_scenario(path, named, f"scenarios[{i}]")))]
+        for scenario in [as_played(path, spec, load_scenario(find_scenario(path, named, f"scenarios[{i}]")))]
     }
     return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text, cells=tuple(cells))
 
@@ -422,7 +444,7 @@ def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: Scena
             loaded = validated(found, Scenario, data)
         else:
             loaded = load_scenario(found)
-        scenario = with_goals(spec, loaded)
+        scenario = as_played(path, spec, loaded)
         if spec.goals is None:
             check_goals(path, f"scenarios[{i}]", scenario.goals, f"scenario {scenario.name!r}: ")
         if scenario.name in scenarios:
@@ -433,6 +455,14 @@ def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: Scena
             raise ConfigError(
                 path, f"scenarios[{i}]", f"{exc} ({spec.format} puts {spec.merchants_per_match} in each)"
             ) from None
+        late = [act.name for act in scenario.interventions if act.start_day > (spec.days or scenario.days)]
+        if late:
+            raise ConfigError(
+                path,
+                "days",
+                f"intervention {late[0]!r} of scenario {scenario.name!r} starts after the last of the "
+                f"match's {spec.days} days",
+            )
         scenarios[scenario.name] = scenario
         check_contestants_play(path, spec, scenario)
         if spec.deviation is not None:
@@ -443,9 +473,22 @@ def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: Scena
 GOAL_METRICS = [name for name in METRICS if name != "goals_met"]  # what a goal may be set on
 
 
-def with_goals(spec: TournamentSpec, scenario: Scenario) -> Scenario:
-    """`scenario` with the tournament's goals in place of its own, where the file gives some."""
-    return scenario if spec.goals is None else scenario.model_copy(update={"goals": tuple(spec.goals)})
+def as_played(path: Path, spec: TournamentSpec, scenario: Scenario) -> Scenario:
+    """`scenario` as the tournament of the file at `path` plays it: with the file's goals in
+    place of its own, where the file gives some, and the file's interventions after its own.
+    ConfigError for an intervention the scenario cannot have (a product it does not sell, a day
+    after its last)."""
+    if spec.goals is not None:
+        scenario = scenario.model_copy(update={"goals": tuple(spec.goals)})
+    if spec.interventions:
+        acts = [*scenario.interventions, *spec.interventions]
+        try:
+            scenario = Scenario.model_validate({**scenario.model_dump(), "interventions": acts})
+        except ValidationError as exc:
+            raise ConfigError(
+                path, "interventions", f"in scenario {scenario.name!r}: {first_problem(exc).explained}"
+            ) from None
+    return scenario
 
 
 def check_goals(path: Path, field: str, goals: Sequence[Goal], within: str = "") -> None:
@@ -586,7 +629,7 @@ class StoredTournament:
         for i, entry in enumerate(self.spec.scenarios):
             try:
                 found = find_scenario(Path(self.row.config_path), entry, f"scenarios[{i}]")
-                scenario = with_goals(self.spec, load_scenario(found))
+                scenario = as_played(Path(self.row.config_path), self.spec, load_scenario(found))
             except ConfigError as exc:
                 notes.append(f"events of scenario {entry!r} are not shown: {exc}")
                 continue

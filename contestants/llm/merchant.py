@@ -221,6 +221,15 @@ class LLMMerchant(Contestant):
         self._heard: tuple[Message, ...] = ()  # the conversation as the last call left it
 
     @classmethod
+    def check_scenario(cls, params: Params, scenario: Scenario, merchants: int) -> None:
+        resets = [act.name for act in scenario.interventions if act.kind == "memory_reset"]
+        if resets:
+            raise ContestantConfigError(
+                f"intervention {resets[0]!r} is a memory_reset, which resets learners (qlearning); "
+                "a language model's memory cannot be reset yet"
+            )
+
+    @classmethod
     def preflight(cls, params: Params) -> None:
         """A missing API key or model file, or a request the model would refuse (a temperature
         it does not take, an effort it does not know), is a validation error, not a fault on

@@ -256,6 +256,18 @@ def daily_report(observation: Observation) -> str:
         target = e.product or "every product"
         effect = "demand" if e.kind == "demand" else "unit cost"
         span = f"{e.start_day} to {e.end_day}"
+        if e.kind == "price_cap":
+            lines.append(
+                f"Price cap '{e.name}' set by the regulator: no price of {target} above {e.price:g}, days "
+                f"{span}; a higher price is refused, and a price above it is lowered to it."
+            )
+            continue
+        if e.kind == "forced_price":
+            lines.append(
+                f"Price order '{e.name}' of the regulator: every merchant's price of {target} is "
+                f"{e.price:g} on days {span}, whatever it posts."
+            )
+            continue
         lines.append(
             f"Trend '{e.name}': {effect} of {target} drifting to x{e.multiplier:g} "
             f"from day {e.start_day} to day {e.end_day}, then staying there."

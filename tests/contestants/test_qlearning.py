@@ -16,7 +16,7 @@ from property_examples import examples
 from contestants import qlearning_kernel as kernel
 from contestants.qlearning import QLearningParams, Session, initial_q, learn, payoff_table, price_grid
 from market.equilibrium import price_games
-from market.scenario import load_scenario
+from market.scenario import Scenario, load_scenario
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here, repetition_seed
 from tournaments.plan import plan_contestants
@@ -217,13 +217,16 @@ def test_a_session_learns_the_same_for_the_same_seed_whatever_the_threads_and_di
 # ---- in a match ----------------------------------------------------------------------------
 
 
-def play(kinds: list[tuple[str, dict]], days: int = 12, seed: int = 3) -> tuple[Match, object]:
+def play(
+    kinds: list[tuple[str, dict]], days: int = 12, seed: int = 3, scenario: Scenario | None = None
+) -> tuple[Match, object]:
     entries = {
         f"{kind}{i}": ContestantEntry(name=f"{kind}{i}", kind=kind, params=params)
         for i, (kind, params) in enumerate(kinds)
     }
     spec = MatchSpec(key=f"q-{seed}", index=0, scenario="calvano", seed=seed, days=days, seats=tuple(entries))
-    match = Match(spec, load_scenario("calvano"), MatchRules(seed=11), plan_contestants(entries.values()))
+    scenario = scenario or load_scenario("calvano")
+    match = Match(spec, scenario, MatchRules(seed=11), plan_contestants(entries.values()))
     return match, play_here([match])[0]
 
 
@@ -312,3 +315,43 @@ def test_an_online_learner_updates_its_own_copy_of_q_from_the_market_each_day():
         learnt.q,
         learn([Session(match.scenario, (QLearningParams(**FAST),) * 2, repetition_seed(11, 3))])[0].q,
     )
+
+
+def with_reset(day: int, seats: list[int]) -> Scenario:
+    data = load_scenario("calvano").model_dump()
+    data["interventions"] = [{"name": "reset", "kind": "memory_reset", "start_day": day, "seats": seats}]
+    return Scenario.model_validate(data)
+
+
+def test_a_memory_reset_sends_a_frozen_learner_back_to_q0_from_its_day_and_leaves_the_other_seat():
+    """Q0 of seat 0 in every state: its payoff averaged over the rival's grid prices, / (1 -
+    delta); frozen, it then prices at Q0's best action every day, whatever the state."""
+    match, finished = play([("qlearning", FAST), ("qlearning", FAST)], days=12, scenario=with_reset(6, [0]))
+    seats = list(match.spec.seats)
+    first, second = (match.inline[name] for name in seats)
+    learnt = first.learnt
+    m = learnt.grids.shape[1]
+    q0 = payoff_table(match.scenario, learnt.grids)[0].reshape(m, m).mean(axis=1) / (1 - 0.95)
+    played = days_by_seat(finished, seats)
+    assert [prices[0] for prices in played[5:]] == [learnt.grids[0, int(np.argmax(q0))]] * 7
+    states = replay(learnt, played)
+    assert [prices[0] for prices in played[:5]] == [
+        learnt.grids[0, int(np.argmax(learnt.q[0, state]))] for state in states[:5]
+    ]
+    assert np.allclose(first.q, np.broadcast_to(q0, first.q.shape), rtol=1e-12)
+    assert np.shares_memory(second.q, learnt.q[1])  # the other seat kept what it learnt
+    assert [prices[1] for prices in played] == [
+        learnt.grids[1, int(np.argmax(learnt.q[1, state]))] for state in states
+    ]
+
+
+def test_an_online_learner_reset_on_a_day_plays_as_before_until_then_and_explores_afresh_from_it():
+    """Exploration eps = exp(-beta t) counts t from the reset day (0 periods explored before it)."""
+    params = {**FAST, "learn": "online"}
+    lineup = [("qlearning", params), ("fixed_price", {})]
+    match, finished = play(lineup, days=60, scenario=with_reset(31, [0]))
+    _, untouched = play(lineup, days=60)
+    learner = match.inline["qlearning0"]
+    assert learner.explored == 0 and learner.days == 30  # priced days 31 to 60 since the reset
+    reset, kept = (days_by_seat(f, list(match.spec.seats)) for f in (finished, untouched))
+    assert reset[:30] == kept[:30] and reset[30:] != kept[30:]

@@ -167,6 +167,7 @@ def test_logs_stored_before_rejections_had_codes_get_them_from_their_words():
         RejectionCode.MESSAGE_TOO_LONG,
         RejectionCode.UNKNOWN_SUPPLIER,
         RejectionCode.PROMOTION_OUT_OF_RANGE,
+        RejectionCode.PRICE_ABOVE_CAP,
     }
     text = json.loads(encode_text(log))
     text["rejections"] = [[r[:3] for r in row] for row in text["rejections"]]
