@@ -435,7 +435,8 @@ def leaderboard_command(
         list[str] | None,
         typer.Option(
             "--metric",
-            help=f"With --by: a metric to show (repeatable; default: {', '.join(KEY_METRICS)}).",
+            help="Instead of ratings, each metric's mean over the matches and its 95% interval, by cell of a "
+            f"sweep (repeatable; with --by, default: {', '.join(KEY_METRICS)}). Needs --tournament.",
             show_default=False,
         ),
     ] = None,
@@ -478,7 +479,7 @@ def _sweep_leaderboard(
 ) -> None:
     with user_errors():
         if tournament is None:
-            raise UserError("--by and --metric read one tournament's sweep: give --tournament N")
+            raise UserError("--by and --metric read one tournament's matches: give --tournament N")
         engine = engine_for(db, create=False)
         cells = by_cell(engine, tournament, by, metrics)
     if as_json:
@@ -499,7 +500,8 @@ def _sweep_leaderboard(
             )
         )
     else:
-        out.print(_rich(views.sweep_table(cells, f"tournament {tournament} by {', '.join(by) or 'cell'}")))
+        grouped = f" by {', '.join(by)}" if by else " by cell" if cells[0].factors else ""
+        out.print(_rich(views.sweep_table(cells, f"tournament {tournament}{grouped}")))
 
 
 @app.command()

@@ -298,7 +298,7 @@ def sweep_part(engine: Engine, tournament_id: int, metric: str | None = None) ->
         )
     table = views.sweep_table(every_cell, "by cell")
     varying = [f for f in sweeps.factors_of(cells) if len({shown_value(c.factors[f]) for c in cells}) > 1]
-    sweeps.check_metric(metric)
+    sweeps.check_metric(engine, tournament_id, metric)
     if len(varying) < 2:
         return SweepPart(table, metric, None)
     down, across = varying[:2]
@@ -320,7 +320,7 @@ def sweep_part(engine: Engine, tournament_id: int, metric: str | None = None) ->
             share = 0.5 if high == low else (value.mean - low) / (high - low)
             cells_of_row.append(
                 Cell(
-                    views.metric_value(value.mean, unit),
+                    views.mean_value(value.mean, unit),
                     _sequential(share),
                     f"{down}={row}, {across}={column}: {metric} {views.mean_and_interval(value, unit)} "
                     f"over {group.matches} matches",

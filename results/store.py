@@ -476,6 +476,19 @@ def market_metric_values(
         return [(match_id, name, value) for match_id, name, value in session.connection().execute(statement)]
 
 
+def metric_names(engine: Engine, tournament_id: int) -> list[str]:
+    """The names of the metrics stored for the tournament's merchants (those arena computes and
+    those they reported of themselves), in no particular order."""
+    with Session(engine) as session:
+        statement = (
+            select_columns(col(MetricRow.name))
+            .distinct()
+            .join(MatchRow, col(MatchRow.id) == col(MetricRow.match_id))
+            .where(col(MatchRow.tournament_id) == tournament_id)
+        )
+        return list(session.connection().execute(statement).scalars())
+
+
 def match_indexes(engine: Engine, tournament_id: int) -> dict[int, int]:
     """The stored matches of a tournament: their places in its schedule by their ids."""
     with Session(engine) as session:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from results import store
+from results.deviation import DEVIATION_METRICS
 from results.errors import NotFound
 from results.metrics import MARKET_METRICS, METRICS
 from results.records import FactorValue, SweepCell
@@ -64,13 +65,15 @@ class CellResult:
     values: dict[str, MeanInterval | None]  # by metric
 
 
-ALL_METRICS = [*MARKET_METRICS, *METRICS]  # what a sweep can be read by: the market's, then a merchant's
+ALL_METRICS = [*MARKET_METRICS, *METRICS, *DEVIATION_METRICS]  # the market's, a merchant's, a probe's
 
 
-def check_metric(name: str) -> None:
-    """UnknownName unless arena computes a metric `name`."""
-    if name not in ALL_METRICS:
-        raise UnknownName(f"no metric {name!r} (metrics: {', '.join(ALL_METRICS)})")
+def check_metric(engine: Engine, tournament_id: int, name: str) -> None:
+    """UnknownName unless arena computes a metric `name`, or the tournament's merchants
+    reported one of that name (a learner's `converged`)."""
+    if name not in ALL_METRICS and name not in (reported := store.metric_names(engine, tournament_id)):
+        known = [*ALL_METRICS, *sorted(set(reported) - set(ALL_METRICS))]
+        raise UnknownName(f"no metric {name!r} (metrics: {', '.join(known)})")
 
 
 def factors_of(cells: Sequence[SweepCell]) -> list[str]:
@@ -83,12 +86,15 @@ def by_cell(
 ) -> list[CellResult]:
     """The tournament's matches grouped by the values of the factors `by` (default: every
     factor, a group per cell), in the sweep's order, with the mean and interval of each of
-    `metrics` (default: KEY_METRICS). NotFound for a tournament without a sweep, UnknownName for
-    a factor it does not have or a metric arena does not compute."""
-    cells = store.sweep_cells(engine, tournament_id)
-    if not cells:
-        store.get_tournament(engine, tournament_id)  # NotFound if there is no such tournament
-        raise NotFound(f"tournament {tournament_id} has no sweep: it plays no cells")
+    `metrics` (default: KEY_METRICS). A tournament without a sweep is one group of all its
+    matches. NotFound for an unknown tournament, or `by` of one without a sweep; UnknownName
+    for a factor it does not have or a metric it has not (check_metric)."""
+    planned = store.get_tournament(engine, tournament_id).planned_matches  # NotFound if there is none
+    cells = store.sweep_cells(engine, tournament_id) or [
+        SweepCell(position=0, label="", factors={}, first_index=0, matches=planned)
+    ]
+    if by and not cells[0].factors:
+        raise NotFound(f"tournament {tournament_id} has no sweep: it has no factor {by[0]!r}")
     factors = factors_of(cells)
     for factor in by:
         if factor not in factors:
@@ -96,7 +102,7 @@ def by_cell(
                 f"tournament {tournament_id} has no factor {factor!r} (its factors: {', '.join(factors)})"
             )
     for metric in metrics:
-        check_metric(metric)
+        check_metric(engine, tournament_id, metric)
     by, metrics = list(by) or factors, list(metrics) or list(KEY_METRICS)
     values = match_values(engine, tournament_id, metrics)
     groups: dict[tuple[str, ...], tuple[dict[str, FactorValue], list[dict[str, float]]]] = {}
@@ -122,7 +128,7 @@ def match_values(engine: Engine, tournament_id: int, metrics: Sequence[str]) -> 
     """Each stored match's value of each of `metrics` it has (see the module), by its index in
     the schedule."""
     market = [m for m in metrics if m in MARKET_METRICS]
-    merchant = [m for m in metrics if m in METRICS]
+    merchant = [m for m in metrics if m not in MARKET_METRICS]  # stored per merchant
     indexes = store.match_indexes(engine, tournament_id)
     values: dict[int, dict[str, float]] = {index: {} for index in indexes.values()}
     for match_id, name, value in store.market_metric_values(engine, tournament_id, market):

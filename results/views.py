@@ -107,22 +107,28 @@ def metric_value(value: float | None, unit: Unit) -> str:
     return f"{value:g}" if unit == "count" else f"{value:.2f}"
 
 
-def metric_unit(name: str) -> Unit:
-    """The unit of a metric of a merchant or of the market."""
-    return (METRICS.get(name) or MARKET_METRICS[name]).unit
+def metric_unit(name: str) -> Unit | None:
+    """The unit of a metric of a merchant or of the market; None for a deviation measure or a
+    value a merchant reported of itself."""
+    found = METRICS.get(name) or MARKET_METRICS.get(name)
+    return None if found is None else found.unit
 
 
-def mean_and_interval(value: MeanInterval | None, unit: Unit) -> str:
+def mean_value(number: float, unit: Unit | None) -> str:
+    """A mean of a metric's values in its unit (of counts: with a fraction; of no known unit:
+    three figures, or whole above a thousand)."""
+    if unit is None:
+        return f"{number:,.0f}" if abs(number) >= 1000 else f"{number:.3g}"
+    return f"{number:.1f}" if unit == "count" else metric_value(number, unit)
+
+
+def mean_and_interval(value: MeanInterval | None, unit: Unit | None) -> str:
     """`0.85 [0.83, 0.87]`: a mean in its unit with its interval, when it has one."""
     if value is None:
         return "—"
-
-    def shown(number: float) -> str:  # a mean of counts has a fraction
-        return f"{number:.1f}" if unit == "count" else metric_value(number, unit)
-
     if value.low is None or value.high is None:
-        return shown(value.mean)
-    return f"{shown(value.mean)} [{shown(value.low)}, {shown(value.high)}]"
+        return mean_value(value.mean, unit)
+    return f"{mean_value(value.mean, unit)} [{mean_value(value.low, unit)}, {mean_value(value.high, unit)}]"
 
 
 def reported_value(value: float | None) -> str:
@@ -220,7 +226,7 @@ def sweep_table(cells: Sequence[CellResult], title: str) -> Table:
     return Table(title, headers, [rows])
 
 
-def _of_matches(value: MeanInterval | None, matches: int, unit: Unit) -> str:
+def _of_matches(value: MeanInterval | None, matches: int, unit: Unit | None) -> str:
     """mean_and_interval, with the number of matches it is over when some lack the metric."""
     shown = mean_and_interval(value, unit)
     return shown if value is None or value.n == matches else f"{shown} ({value.n})"
