@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -32,19 +32,20 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Column, Table
+from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
 from market.daylog import DayLog
 from market.errors import UserError
-from market.scenario import Scenario, load_scenario
+from market.scenario import load_scenario
 from results import store, views
 from results.composite import ScoringWeights
 from results.db import describe_failure, engine_for
 from results.errors import DatabaseError, InputFileError
 from results.ratings import standings
-from results.records import ModelCallRecord, TranscriptRecord
+from results.records import ModelCallRecord, PlayedScenarios, TranscriptRecord, shown_value
 from results.report import write_report
 from results.results_csv import read_results
 from results.sweeps import KEY_METRICS, by_cell
@@ -57,9 +58,14 @@ from tournaments.config import (
     Tournament,
     load_tournament,
     load_weights,
+    played_scenarios,
     stored_tournament,
 )
 from tournaments.schedule import schedule
+
+if TYPE_CHECKING:  # the runner imports Ray, which only a run needs
+    from tournaments.replication import Comparison
+    from tournaments.runner import RunSummary
 
 app = typer.Typer(
     help="Tournaments of merchant agents in one shared market, recorded in SQLite and rated on the Elo "
@@ -92,6 +98,7 @@ EXIT_USER_ERROR = 2  # a mistake in a file or an option
 EXIT_BUDGET = 3  # the budget stopped the run: what was played is saved and shown
 EXIT_BROKEN_MODEL = 4  # a contestant's model refused its calls (the run, or `validate --ping`)
 EXIT_DATABASE = 5  # the database failed during the run
+EXIT_NOT_REPRODUCED = 6  # `arena replicate`: a figure fell outside its band
 
 
 @contextmanager
@@ -148,11 +155,27 @@ def run(
     with user_errors():
         tournament = load_tournament(config)
         engine = engine_for(db)
+    summary = _play(tournament, engine, f"arena run {config}", db, resume, address, no_cache)
+    title = f"{tournament.spec.name} (tournament {summary.tournament_id})"
+    out.print(_rich(views.leaderboard_table(summary.table, title)))
+    _stopped(summary, f"arena run {config}", engine, db)
+
+
+def _play(
+    tournament: Tournament,
+    engine: Engine,
+    command: str,
+    db: str | None,
+    resume: bool,
+    address: str | None,
+    no_cache: bool,
+) -> RunSummary:
+    """`tournament` played with progress on stderr (`command` is how the user ran it, to say
+    how to resume); one line and the exit status for an interrupt, a database gone, a broken
+    model."""
     from tournaments.runner import run_tournament  # imports Ray: only when a tournament is really played
 
-    again = f"arena run {config} --resume" + (
-        f" --db {engine.url.render_as_string(hide_password=True)}" if db else ""
-    )
+    again = _again(command, engine, db)
     try:
         with user_errors(), _progress() as observer:
             options = RunOptions(no_cache=no_cache)
@@ -186,17 +209,166 @@ def run(
         raise typer.Exit(EXIT_BROKEN_MODEL)
     if summary.resumed:
         out.print(f"Resumed tournament {summary.tournament_id}: {summary.skipped} matches were already done.")
-    title = f"{tournament.spec.name} (tournament {summary.tournament_id})"
-    out.print(_rich(views.leaderboard_table(summary.table, title)))
+    return summary
+
+
+def _again(command: str, engine: Engine, db: str | None) -> str:
+    """The command that plays the rest of a run of `command`."""
+    return f"{command} --resume" + (f" --db {engine.url.render_as_string(hide_password=True)}" if db else "")
+
+
+def _stopped(summary: RunSummary, command: str, engine: Engine, db: str | None) -> None:
+    """Exit with EXIT_BUDGET, saying so, if the budget stopped the run."""
     if summary.stopped:
         err.print(
-            f"Stopped: {summary.stopped}; the matches not played are left for `{again}` "
-            "(raise the budget first).",
+            f"Stopped: {summary.stopped}; the matches not played are left for "
+            f"`{_again(command, engine, db)}` (raise the budget first).",
             markup=False,
             highlight=False,
             soft_wrap=True,
         )
         raise typer.Exit(EXIT_BUDGET)
+
+
+@app.command()
+def replicate(
+    name: Annotated[
+        str | None,
+        typer.Argument(help="A replication pack (see --list).", show_default=False),
+    ] = None,
+    list_packs: Annotated[
+        bool, typer.Option("--list", help="List the packs and what they reproduce.")
+    ] = False,
+    db: DbOption = None,
+    tournament: Annotated[
+        int | None,
+        typer.Option(
+            "--tournament",
+            help="Compare this stored run of the pack instead of playing it.",
+            show_default=False,
+        ),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the latest unfinished run of the pack.")
+    ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", help="Play its language-model merchants with this model.", show_default=False
+        ),
+    ] = None,
+    days: Annotated[
+        int | None,
+        typer.Option(
+            "--days", min=1, help="Play matches of this many days (a shorter try).", show_default=False
+        ),
+    ] = None,
+    repetitions: Annotated[
+        int | None,
+        typer.Option("--repetitions", min=1, help="Play this many sessions per cell.", show_default=False),
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option("--address", help="Join the Ray cluster at ADDR.", show_default=False)
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Language models answer afresh (no response cache).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Play a published experiment and print, for each figure it reported, the published value,
+    arena's mean with its 95% interval over the sessions, and whether it falls within the
+    figure's band (exit status 6 if one does not). The figures and their sources:
+    docs/replications.md."""
+    from tournaments.replication import compare, load_pack, packs, played_text
+
+    if list_packs or name is None:
+        if name is None and not list_packs:
+            err.print("error: name a pack (arena replicate --list shows them)", markup=False, highlight=False)
+            raise typer.Exit(EXIT_USER_ERROR)
+        with user_errors():
+            listed = [load_pack(known) for known in packs()]
+        if as_json:
+            shown = [{"name": p.name, "title": p.figures.title, "source": p.figures.source} for p in listed]
+            print(json.dumps(shown, indent=2))
+        else:
+            for each in listed:
+                out_print(f"{each.name}: {each.figures.title} ({len(each.figures.figures)} figures)")
+        return
+    with user_errors():
+        pack = load_pack(name)
+        engine = engine_for(db, create=tournament is None)
+        if tournament is None:
+            played = load_tournament(pack.tournament, played_text(pack, days, repetitions, model))
+    if tournament is None:
+        command = f"arena replicate {name}" + "".join(
+            f" --{flag} {value}"
+            for flag, value in (("model", model), ("days", days), ("repetitions", repetitions))
+            if value is not None
+        )
+        summary = _play(played, engine, command, db, resume, address, no_cache)
+        _stopped(summary, command, engine, db)
+        tournament = summary.tournament_id
+    with user_errors():
+        compared = compare(engine, tournament, pack.figures)
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "pack": name,
+                    "tournament": tournament,
+                    "figures": [
+                        {
+                            **c.figure.model_dump(),
+                            "arena": None if c.arena is None else asdict(c.arena),
+                            "sessions": c.sessions,
+                            "within": c.within,
+                        }
+                        for c in compared
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        out.print(_rich(_replication_table(compared, f"{pack.figures.title} (tournament {tournament})")))
+        if pack.figures.note:
+            out_print(pack.figures.note)
+    outside = [c.figure.name for c in compared if not c.within]
+    if outside:
+        err.print(
+            f"not reproduced: {', '.join(outside)} fell outside the band",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_NOT_REPRODUCED)
+
+
+def _replication_table(compared: list[Comparison], title: str) -> views.Table:
+    headers = [
+        views.Header("figure"),
+        views.Header("cell", whole=True),
+        views.Header("published", numeric=True),
+        views.Header("band", numeric=True, whole=True),
+        views.Header("arena [95% interval]", numeric=True, whole=True),
+        views.Header("sessions", numeric=True),
+        views.Header("within"),
+        views.Header("source"),
+    ]
+    rows = [
+        [
+            c.figure.name,
+            ", ".join(f"{factor}={shown_value(value)}" for factor, value in c.figure.where.items()) or "all",
+            f"{c.figure.published:g}",
+            f"{c.figure.band[0]:g} to {c.figure.band[1]:g}",
+            views.mean_and_interval(c.arena, views.metric_unit(c.figure.metric)),
+            str(c.sessions if c.arena is None or c.arena.n == c.sessions else f"{c.arena.n} of {c.sessions}"),
+            "yes" if c.within else "NO",
+            c.figure.source,
+        ]
+        for c in compared
+    ]
+    return views.Table(title, headers, [rows])
 
 
 @app.command()
@@ -333,20 +505,26 @@ def equilibrium(
 
 
 def _ping(tournament: Tournament) -> list[dict[str, str]]:
-    """One call per distinct model of the file's contestants (the first contestant to use it
-    makes it); a line for each that failed."""
+    """One call per distinct model of the file's contestants, in every cell of a sweep (the
+    first contestant to use it makes it); a line for each that failed."""
     failures, seen = [], set()
-    for i, entry in enumerate(tournament.spec.contestants):
-        check = contestant_class(entry.kind).ping(validate_params(entry.kind, entry.params))
-        if check is None or check.key in seen:
-            continue
-        seen.add(check.key)
-        with err.status(f"asking {check.target}"):
-            problem = check.call()
-        if problem is not None:
-            failures.append(
-                {"contestant": f"contestants[{i}] {entry.name}", "model": check.target, "error": problem}
-            )
+    for cell in tournament.each_cell():
+        for i, entry in enumerate(cell.tournament.spec.contestants):
+            check = contestant_class(entry.kind).ping(validate_params(entry.kind, entry.params))
+            if check is None or check.key in seen:
+                continue
+            seen.add(check.key)
+            with err.status(f"asking {check.target}"):
+                problem = check.call()
+            if problem is not None:
+                within = f" (cell {cell.label})" if cell.label else ""
+                failures.append(
+                    {
+                        "contestant": f"contestants[{i}] {entry.name}{within}",
+                        "model": check.target,
+                        "error": problem,
+                    }
+                )
     return failures
 
 
@@ -489,6 +667,7 @@ def _sweep_leaderboard(
                     {
                         "factors": cell.factors,
                         "matches": cell.matches,
+                        "sessions": cell.sessions,
                         "metrics": {
                             name: None if value is None else asdict(value)
                             for name, value in cell.values.items()
@@ -812,10 +991,7 @@ def rescore_command(
             if tournament is not None
             else store.list_tournaments(engine)
         )
-        rescored = sum(
-            store.rescore(engine, stored_id(t.id), _played_scenarios(t), _stored(t).collusion)
-            for t in tournaments
-        )
+        rescored = sum(store.rescore(engine, stored_id(t.id), _played_scenarios(t)) for t in tournaments)
     out.print(f"Rescored {rescored} matches of {len(tournaments)} tournaments.")
 
 
@@ -834,15 +1010,16 @@ def _stored(tournament: TournamentRow) -> StoredTournament:
     return stored
 
 
-def _played_scenarios(tournament: TournamentRow) -> dict[str, Scenario]:
-    """The scenarios of a stored tournament, from its file if that still is what was played."""
+def _played_scenarios(tournament: TournamentRow) -> PlayedScenarios:
+    """The scenarios and collusion settings of a stored tournament's cells, from its file if
+    that still is what was played (else none, and the file's stored collusion settings)."""
     try:
         loaded = load_tournament(tournament.config_path)
     except ConfigError as exc:
         problem = f"cannot read it again ({exc})"
     else:
         if loaded.config_hash == tournament.config_hash:
-            return loaded.scenarios
+            return played_scenarios(loaded)
         problem = "it changed since the tournament was played"
     err.print(
         f"warning: tournament {tournament.id}: {tournament.config_path}: {problem}; "
@@ -852,7 +1029,8 @@ def _played_scenarios(tournament: TournamentRow) -> dict[str, Scenario]:
         highlight=False,
         soft_wrap=True,
     )
-    return {}
+    stored, _ = _stored(tournament).scenarios()  # the settings of each cell as the record has them
+    return PlayedScenarios({label: ({}, collusion) for label, (_, collusion) in stored.cells.items()})
 
 
 def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, float | None]]) -> list[Table]:

@@ -91,6 +91,7 @@ from results.records import (
     TranscriptRecord,
     shown_value,
 )
+from results.sweeps import factors_of
 from results.tables import MarketMetricRow, MatchRow, MetricRow
 
 Format = Literal["csv", "parquet"]
@@ -256,7 +257,7 @@ def _with_factors(cells: Sequence[SweepCell]) -> tuple[dict[str, pa.Schema], dic
     """The tables' schemas with a column per factor of `cells` in FACTOR_TABLES, of the type
     its values share (numbers with and without a point: float64; a mix of kinds: their text);
     and each factor's column name."""
-    factors = list(cells[0].factors) if cells else []
+    factors = factors_of(cells)
     taken = {field.name for name in FACTOR_TABLES for field in SCHEMAS[name]}
     names = {factor: f"sweep.{factor}" if factor in taken else factor for factor in factors}
     fields = [

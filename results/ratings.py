@@ -173,8 +173,9 @@ def _table_order(row: Standing) -> tuple:
 class Seat(NamedTuple):
     """A contestant's seat in a stored match, as the leaderboard reads it: the match's `order`
     (as RankedMatch's), the seat's rank and its result, and what a seat alone in its match is
-    ranked by against others (`ranked_matches`): the match's scenario, seed and days, and the
-    day the merchant went bankrupt."""
+    ranked by against others (`ranked_matches`): the match's draws (its key without its
+    lineup: the cell of its sweep, scenario and seed) and days, and the day the merchant went
+    bankrupt."""
 
     order: tuple[int, int, str]
     contestant: str
@@ -182,17 +183,18 @@ class Seat(NamedTuple):
     profit: float
     net_worth: float
     faults: int
-    setting: tuple[str, int, int]
+    setting: tuple[str, int]
     bankrupt_day: int | None
     goals_met: float | None
 
 
 def ranked_matches(seats: Iterable[Seat], by_goals: bool = False) -> list[RankedMatch]:
     """The stored matches' rankings, from their seats in rating order. A match of one merchant
-    (solo play) has no rival in it: the solo matches of a tournament played with the same
-    scenario, seed and days (which start from the same draws: tournaments.schedule.MatchSpec.draws)
-    are ranked together instead, as if their merchants had been one match's, by the rule that
-    ranks a match's merchants (market.accounting.ranks), and rated where the first of them is.
+    (solo play) has no rival in it: the solo matches of a tournament played in the same cell of
+    its sweep with the same scenario, seed and days (which start from the same draws:
+    tournaments.schedule.MatchSpec.draws) are ranked together instead, as if their merchants
+    had been one match's, by the rule that ranks a match's merchants
+    (market.accounting.ranks), and rated where the first of them is.
     `by_goals`: merchants are ranked by the share of the campaign goals they met (none counts as
     0), and those alike by their place (the scoring section's objective: goals)."""
     matches, alone = [], defaultdict(list)
@@ -204,7 +206,7 @@ def ranked_matches(seats: Iterable[Seat], by_goals: bool = False) -> list[Ranked
             places = [seat.rank for seat in played]
             matches.append(RankedMatch(order, _ranking(played, places, by_goals)))
     for together in alone.values():
-        days = together[0].setting[2]
+        days = together[0].setting[1]
         places = accounting.ranks(
             [seat.bankrupt_day is None for seat in together],
             [days if seat.bankrupt_day is None else seat.bankrupt_day for seat in together],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
@@ -16,7 +16,9 @@ from pydantic import BaseModel, Field, SkipValidation
 
 from market.calls import ModelCall, TranscriptStep
 from market.daylog import ColumnRecords
+from market.scenario import Scenario
 from market.types import DayRecord
+from results.collusion import CollusionSettings
 from results.daylog_codec import pack
 from results.deviation import DeviationProbe
 
@@ -271,6 +273,30 @@ class SweepCell(BaseModel):
 
     def holds(self, index: int) -> bool:
         return self.first_index <= index < self.first_index + self.matches
+
+
+@dataclass(frozen=True)
+class PlayedScenarios:
+    """The scenarios (as played, by name) and the collusion settings of a tournament's
+    matches, per cell of its sweep by the label that leads a match's key; without a sweep, one
+    cell of label "". A match of no known cell has no scenario and the default settings."""
+
+    cells: Mapping[str, tuple[Mapping[str, Scenario], CollusionSettings]]
+
+    def _cell(self, match: PlayedMatch) -> tuple[Mapping[str, Scenario], CollusionSettings]:
+        found = [label for label in self.cells if label == "" or match.key.startswith(f"{label}/")]
+        return self.cells[max(found, key=len)] if found else ({}, CollusionSettings())
+
+    def of(self, match: PlayedMatch) -> Scenario | None:
+        return self._cell(match)[0].get(match.scenario)
+
+    def collusion(self, match: PlayedMatch) -> CollusionSettings:
+        return self._cell(match)[1]
+
+    def listed(self) -> list[Scenario]:
+        """The scenarios of the first cell (a sweep's others differ only by its factors)."""
+        first = next(iter(self.cells.values()), ({}, CollusionSettings()))[0]
+        return list(first.values())
 
 
 class PlayedMatch(BaseModel):

@@ -48,6 +48,7 @@ from results.records import (
     Fault,
     MerchantResult,
     ModelCallRecord,
+    PlayedScenarios,
     PriceWindow,
     shown_value,
     total_cost,
@@ -86,14 +87,14 @@ def write_report(
     engine: Engine,
     tournament_id: int,
     out: Path,
-    scenarios: Mapping[str, Scenario],
+    scenarios: PlayedScenarios,
     scenario_notes: Sequence[str],
     weights: ScoringWeights = ScoringWeights(),
     sweep_metric: str | None = None,
 ) -> None:
     """Render the report and write it to `out` in one step: a failure leaves no partial file.
 
-    `scenarios` (by name) give the events to mark, read again from the files the tournament
+    `scenarios` give each match's events to mark, read again from the files the tournament
     named (events are not in the record); `scenario_notes` say which could not be read (see
     tournaments.config.StoredTournament.scenarios); `weights` are the leaderboard's scoring
     weights; `sweep_metric` the metric of a sweep's heat map (sweep_part). Raises NotFound for
@@ -120,7 +121,7 @@ def write_report(
 def build_report(
     engine: Engine,
     tournament_id: int,
-    scenarios: Mapping[str, Scenario],
+    scenarios: PlayedScenarios,
     scenario_notes: Sequence[str],
     weights: ScoringWeights = ScoringWeights(),
     sweep_metric: str | None = None,
@@ -133,7 +134,7 @@ def build_report(
     for value in store.metrics(engine, tournament_id):
         metrics[value.match_id].append(value)
     parts = [
-        match_part(detail, scenarios.get(detail.match.scenario), colors, metrics[detail.match_id])
+        match_part(detail, scenarios.of(detail.match), colors, metrics[detail.match_id])
         for detail in store.match_details(engine, tournament_id)
     ]
     head_to_head = HeadToHead()
@@ -174,7 +175,7 @@ def build_report(
         sweep=sweep_part(engine, tournament_id, sweep_metric),
         metrics=metric_means_table([m for per_match in metrics.values() for m in per_match]),
         usage=usage_table(store.tournament_calls(engine, tournament_id)),
-        scenarios=[scenarios[name] for name in scenario_names if name in scenarios],
+        scenarios=[scenario for scenario in scenarios.listed() if scenario.name in scenario_names],
         notes=scenario_notes,
         contestants=names,
         scenario_names=scenario_names,
@@ -323,7 +324,7 @@ def sweep_part(engine: Engine, tournament_id: int, metric: str | None = None) ->
                     views.mean_value(value.mean, unit),
                     _sequential(share),
                     f"{down}={row}, {across}={column}: {metric} {views.mean_and_interval(value, unit)} "
-                    f"over {group.matches} matches",
+                    f"over {value.n} sessions",
                 )
             )
         rows.append((row, cells_of_row))

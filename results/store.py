@@ -53,6 +53,7 @@ from results.records import (
     MerchantResult,
     ModelCallRecord,
     PlayedMatch,
+    PlayedScenarios,
     PriceWindow,
     RecallLog,
     RecallResult,
@@ -380,26 +381,24 @@ def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMa
         session.commit()
 
 
-def rescore(
-    engine: Engine,
-    tournament_id: int,
-    scenarios: Mapping[str, Scenario] | None = None,
-    collusion: CollusionSettings = CollusionSettings(),
-) -> int:
+def rescore(engine: Engine, tournament_id: int, played: PlayedScenarios) -> int:
     """Compute the metrics of a tournament's stored matches again from their stored records,
-    replacing the stored ones (the market's and its price windows too). `scenarios` maps a
-    match's scenario name to the scenario, for the metrics that need it; `collusion` is the
-    tournament's settings of the collusion measures; a probed match's deviation measures are
+    replacing the stored ones (the market's and its price windows too). `played` gives each
+    match's scenario, for the metrics that need it, and its settings of the collusion
+    measures (the defaults where it has none); a probed match's deviation measures are
     computed again from its two stored paths. What merchants reported of themselves (stored
     with the metrics under names that are no metric of results.metrics) is not in the records
     and is kept. Each match is rewritten in its own transaction; returns how many were."""
-    scenarios = scenarios or {}
     computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
     rescored = 0
     for detail in match_details(engine, tournament_id):
         match_id = detail.match_id
         scores = compute_metrics(
-            detail.days, detail.recalls, detail.faults, scenarios.get(detail.match.scenario), collusion
+            detail.days,
+            detail.recalls,
+            detail.faults,
+            played.of(detail.match),
+            played.collusion(detail.match),
         )
         measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
         with Session(engine) as session:
@@ -489,13 +488,16 @@ def metric_names(engine: Engine, tournament_id: int) -> list[str]:
         return list(session.connection().execute(statement).scalars())
 
 
-def match_indexes(engine: Engine, tournament_id: int) -> dict[int, int]:
-    """The stored matches of a tournament: their places in its schedule by their ids."""
+def match_places(engine: Engine, tournament_id: int) -> dict[int, tuple[int, int]]:
+    """The stored matches of a tournament by their ids: their places in its schedule and their seeds."""
     with Session(engine) as session:
-        statement = select_columns(col(MatchRow.id), col(MatchRow.index)).where(
+        statement = select_columns(col(MatchRow.id), col(MatchRow.index), col(MatchRow.seed)).where(
             col(MatchRow.tournament_id) == tournament_id
         )
-        return {stored_id(match_id): index for match_id, index in session.connection().execute(statement)}
+        return {
+            stored_id(match_id): (index, seed)
+            for match_id, index, seed in session.connection().execute(statement)
+        }
 
 
 def leaderboard(
@@ -654,9 +656,24 @@ def _seats(session: Session, selected: _Selection) -> list[Seat]:
         )
     )
     return [
-        Seat._make([(tournament, index, key), *result, (scenario, seed, days), bankrupt_day, goals_met])
+        Seat._make(
+            [
+                (tournament, index, key),
+                *result,
+                (scenario, seed, days, _cell_of(key, scenario, seed)),
+                bankrupt_day,
+                goals_met,
+            ]
+        )
         for tournament, index, key, *result, scenario, seed, days, bankrupt_day, goals_met in rows
     ]
+
+
+def _cell_of(key: str, scenario: str, seed: int) -> str:
+    """The label of the sweep's cell a match's key starts with (tournaments.schedule: a key is
+    [CELL/]SCENARIO/seed=N/LINEUP); "" for a key without one."""
+    cell, found, _ = key.partition(f"/{scenario}/seed={seed}/")
+    return cell if found else ""
 
 
 def finish_tournament(

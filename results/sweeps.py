@@ -1,10 +1,12 @@
 """A sweep's results by cell: the metrics of its matches grouped by the values of chosen
-factors, each the mean over the group's matches (its sessions) with a 95% interval.
+factors, each the mean over the group's sessions with a 95% interval.
 
 A match's value of a merchant's metric is the mean over its merchants (the market's side of a
 pricing study, where every seat plays alike); a metric of the market (market_profit_gain,
-Calvano et al.'s Δ) is the match's own. Matches without a value (a scenario without
-equilibria has no Δ) count only towards `matches`.
+Calvano et al.'s Δ) is the match's own. A session is the matches of one seed in one cell (its
+lineups, which share the seed's draws and a learner's self-play), its value their mean: the
+sessions, not the matches, are the independent draws the interval is over. Matches without a
+value (a scenario without equilibria has no Δ) count only towards `matches`.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ class CellResult:
 
     factors: dict[str, FactorValue]
     matches: int
-    values: dict[str, MeanInterval | None]  # by metric
+    sessions: int  # a cell's matches of one seed (its lineups) are a session
+    values: dict[str, MeanInterval | None]  # by metric, over sessions
 
 
 ALL_METRICS = [*MARKET_METRICS, *METRICS, *DEVIATION_METRICS]  # the market's, a merchant's, a probe's
@@ -76,8 +79,8 @@ def check_metric(engine: Engine, tournament_id: int, name: str) -> None:
         raise UnknownName(f"no metric {name!r} (metrics: {', '.join(known)})")
 
 
-def factors_of(cells: Sequence[SweepCell]) -> list[str]:
-    """The factors of a sweep, in its order."""
+def factors_of(cells: Sequence[SweepCell] | Sequence[CellResult]) -> list[str]:
+    """The factors of a sweep's cells (or groups of them), in its order."""
     return list(cells[0].factors) if cells else []
 
 
@@ -104,40 +107,63 @@ def by_cell(
     for metric in metrics:
         check_metric(engine, tournament_id, metric)
     by, metrics = list(by) or factors, list(metrics) or list(KEY_METRICS)
-    values = match_values(engine, tournament_id, metrics)
-    groups: dict[tuple[str, ...], tuple[dict[str, FactorValue], list[dict[str, float]]]] = {}
+    played = match_values(engine, tournament_id, metrics)
+    groups: dict[tuple[str, ...], tuple[dict[str, FactorValue], list[Played]]] = {}
     for cell in cells:
         chosen = {factor: cell.factors[factor] for factor in by}
         group = groups.setdefault(tuple(map(repr, chosen.values())), (chosen, []))[1]
         group += [
-            values[index]
+            played[index]
             for index in range(cell.first_index, cell.first_index + cell.matches)
-            if index in values
+            if index in played
         ]
-    return [
-        CellResult(
-            chosen,
-            len(matches),
-            {metric: mean_interval([m[metric] for m in matches if metric in m]) for metric in metrics},
-        )
-        for chosen, matches in groups.values()
-    ]
+    results = []
+    for chosen, matches in groups.values():
+        sessions: dict[tuple[int, ...], list[Played]] = {}
+        for match in matches:  # a cell's matches of one seed are one session; cells are apart
+            sessions.setdefault((match.cell, match.seed), []).append(match)
+        values = {
+            metric: mean_interval(
+                [
+                    math.fsum(had) / len(had)
+                    for session in sessions.values()
+                    if (had := [m.values[metric] for m in session if metric in m.values])
+                ]
+            )
+            for metric in metrics
+        }
+        results.append(CellResult(chosen, len(matches), len(sessions), values))
+    return results
 
 
-def match_values(engine: Engine, tournament_id: int, metrics: Sequence[str]) -> dict[int, dict[str, float]]:
-    """Each stored match's value of each of `metrics` it has (see the module), by its index in
-    the schedule."""
+@dataclass(frozen=True)
+class Played:
+    """A stored match as a sweep reads it: its cell (position), seed, and its value of each
+    metric it has."""
+
+    cell: int
+    seed: int
+    values: dict[str, float]
+
+
+def match_values(engine: Engine, tournament_id: int, metrics: Sequence[str]) -> dict[int, Played]:
+    """Each stored match with its value of each of `metrics` it has (see the module), by its
+    index in the schedule."""
     market = [m for m in metrics if m in MARKET_METRICS]
     merchant = [m for m in metrics if m not in MARKET_METRICS]  # stored per merchant
-    indexes = store.match_indexes(engine, tournament_id)
-    values: dict[int, dict[str, float]] = {index: {} for index in indexes.values()}
+    stored = store.match_places(engine, tournament_id)
+    cells = store.sweep_cells(engine, tournament_id)
+    played = {
+        index: Played(next((c.position for c in cells if c.holds(index)), 0), seed, {})
+        for index, seed in stored.values()
+    }
     for match_id, name, value in store.market_metric_values(engine, tournament_id, market):
         if value is not None:
-            values[indexes[match_id]][name] = value
+            played[stored[match_id][0]].values[name] = value
     seats: dict[tuple[int, str], list[float]] = {}
     for row in store.metrics(engine, tournament_id, names=merchant):
         if row.value is not None:
             seats.setdefault((row.match_id, row.name), []).append(row.value)
     for (match_id, name), seat_values in seats.items():
-        values[indexes[match_id]][name] = math.fsum(seat_values) / len(seat_values)
-    return values
+        played[stored[match_id][0]].values[name] = math.fsum(seat_values) / len(seat_values)
+    return played

@@ -26,7 +26,7 @@ from results.records import (
     total_cost,
     window_days,
 )
-from results.sweeps import CellResult, MeanInterval
+from results.sweeps import CellResult, MeanInterval, factors_of
 from results.tables import MatchRow
 
 Row = TypeVar("Row", contravariant=True)
@@ -205,31 +205,33 @@ def standings_table(rows: Sequence[Standing], title: str) -> Table:
 
 
 def sweep_table(cells: Sequence[CellResult], title: str) -> Table:
-    """A row per group of cells (results.sweeps.by_cell): its factors' values, its matches, and
-    each metric's mean over them with its interval (and, in parentheses, over how many, when
-    some matches lack it)."""
-    factors = list(cells[0].factors) if cells else []
+    """A row per group of cells (results.sweeps.by_cell): its factors' values, its matches and
+    sessions, and each metric's mean over the sessions with its interval (and, in parentheses,
+    over how many, when some sessions lack it)."""
+    factors = factors_of(cells)
     metrics = list(cells[0].values) if cells else []
     headers = [
         *(Header(factor, whole=True) for factor in factors),
         Header("matches", numeric=True),
+        Header("sessions", numeric=True),
         *(Header(metric, numeric=True, whole=True) for metric in metrics),
     ]
     rows = [
         [
             *(shown_value(cell.factors[factor]) for factor in factors),
             str(cell.matches),
-            *(_of_matches(cell.values[metric], cell.matches, metric_unit(metric)) for metric in metrics),
+            str(cell.sessions),
+            *(_of_sessions(cell.values[metric], cell.sessions, metric_unit(metric)) for metric in metrics),
         ]
         for cell in cells
     ]
     return Table(title, headers, [rows])
 
 
-def _of_matches(value: MeanInterval | None, matches: int, unit: Unit | None) -> str:
-    """mean_and_interval, with the number of matches it is over when some lack the metric."""
+def _of_sessions(value: MeanInterval | None, sessions: int, unit: Unit | None) -> str:
+    """mean_and_interval, with the number of sessions it is over when some lack the metric."""
     shown = mean_and_interval(value, unit)
-    return shown if value is None or value.n == matches else f"{shown} ({value.n})"
+    return shown if value is None or value.n == sessions else f"{shown} ({value.n})"
 
 
 # One match -----------------------------------------------------------------------------------

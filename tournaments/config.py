@@ -6,7 +6,6 @@ field, raised before anything runs or is written.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import json
@@ -45,7 +44,7 @@ from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from results.deviation import DeviationProbe
 from results.metrics import METRICS
-from results.records import FactorValue, shown_value
+from results.records import FactorValue, PlayedScenarios, shown_value
 from results.tables import TournamentRow
 
 MAX_MERCHANTS_PER_MATCH = 16
@@ -134,6 +133,18 @@ class TournamentSpec(BaseModel):
         description="factors and their values: every cell of their product is played (config.Cell)",
     )
 
+    @field_validator("sweep", mode="before")
+    @classmethod
+    def _numbers(cls, sweep: Any) -> Any:
+        """YAML reads 1e-5 (no point before the e) as text: a factor's value that reads as a
+        number is that number."""
+        if not isinstance(sweep, dict):
+            return sweep
+        return {
+            factor: [_number(value) for value in values] if isinstance(values, list) else values
+            for factor, values in sweep.items()
+        }
+
     @field_validator("sweep")
     @classmethod
     def _cells(cls, sweep: dict[str, list[FactorValue]] | None) -> dict[str, list[FactorValue]] | None:
@@ -145,8 +156,13 @@ class TournamentSpec(BaseModel):
         for factor, values in sweep.items():
             if not values:
                 raise FieldError(factor, "has no values")
-            shown = [shown_value(v) for v in values]
-            repeated = sorted({v for v in shown if shown.count(v) > 1})
+            marked = [v for v in values if isinstance(v, str) and ("," in v or "=" in v)]
+            if marked:
+                raise FieldError(
+                    factor, f"a value cannot hold ',' or '=' (they mark a cell's label): {marked[0]!r}"
+                )
+            alike = [_same_value(v) for v in values]
+            repeated = sorted({shown_value(v) for v, key in zip(values, alike) if alike.count(key) > 1})
             if repeated:
                 raise FieldError(factor, f"values must be unique; repeated: {', '.join(repeated)}")
             cells *= len(values)
@@ -224,6 +240,23 @@ class TournamentSpec(BaseModel):
         return list(range(self.repetitions or 1))
 
 
+def _number(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return number if math.isfinite(number) else value
+    return value
+
+
+def _same_value(value: FactorValue) -> tuple[str, object]:
+    """What makes two values of a factor the same: 20 and 20.0 are, true and 1 are not."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return type(value).__name__, value
+    return "number", float(value)
+
+
 class Tournament(BaseModel):
     """A validated tournament: the spec, its scenarios loaded, and the text it came from.
     A tournament with a sweep also has its `cells`, each a tournament of its own with the
@@ -260,6 +293,8 @@ class Tournament(BaseModel):
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
             entry["params"].pop("prices", None)
+        if "sweep" in decisive:  # its order is the cells' order: kept as pairs, which sorting leaves alone
+            decisive["sweep"] = [[factor, values] for factor, values in decisive["sweep"].items()]
         digest = hashlib.sha256(json.dumps(decisive, sort_keys=True).encode())
         for name in sorted(self.scenarios):
             digest.update(self.scenarios[name].identity().encode())
@@ -291,12 +326,12 @@ def parse_tournament(path: Path, text: str) -> TournamentSpec:
     return validated(path, TournamentSpec, parse_yaml(path, text))
 
 
-def load_tournament(path: str | Path) -> Tournament:
-    """The tournament file at `path`, checked for running: its contestants' parameters, its
-    scenarios found and loaded, and that every contestant can play them; with a sweep, every
-    cell checked so."""
+def load_tournament(path: str | Path, text: str | None = None) -> Tournament:
+    """The tournament file at `path` (or `text` as if it were there), checked for running: its
+    contestants' parameters, its scenarios found and loaded, and that every contestant can play
+    them; with a sweep, every cell checked so."""
     path = Path(path)
-    text = read_text(path)
+    text = read_text(path) if text is None else text
     data = parse_yaml(path, text)
     spec = validated(path, TournamentSpec, data)
     if spec.sweep is None:
@@ -310,9 +345,7 @@ def load_tournament(path: str | Path) -> Tournament:
             raise ConfigError(path, "sweep", f"cell {cell_label(factors)}: {where}") from None
         cells.append(Cell(factors=factors, tournament=cell))
     scenarios = {
-        scenario.name: scenario
-        for i, named in enumerate(spec.scenarios)
-        for scenario in [as_played(path, spec, load_scenario(find_scenario(path, named, f"scenarios[{i}]")))]
+        scenario.name: scenario for i in range(len(spec.scenarios)) for scenario in [_scenario(path, spec, i)]
     }
     return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text, cells=tuple(cells))
 
@@ -322,6 +355,12 @@ UNSWEPT = {
     "sweep": "is the sweep itself",
     "contestants": "sweep a parameter instead: KIND.PARAM (every contestant of the kind) or NAME.PARAM",
     "scenarios": "list the scenarios instead: every one is played in every cell",
+    "seed": "seeds the whole tournament; sweep repetitions instead",
+    "budget": "spans the whole run, every cell",
+    "prices": "price the whole run's calls",
+    "stop_after_failures": "governs the whole run",
+    "scoring": "weighs the whole tournament's leaderboard",
+    "max_concurrent_matches": "says how the whole run plays, not what",
 }
 
 ScenarioValues = tuple[tuple[tuple[str, ...], FactorValue], ...]  # (path in a scenario file, value)
@@ -346,6 +385,10 @@ def _sweep_cells(
             raise ConfigError(path, field, f"{first} cannot be swept: it {UNSWEPT[first]}")
         if "" in (first, *rest):
             raise ConfigError(path, field, "a factor is a dotted path with no empty part")
+        if first in names and first in TournamentSpec.model_fields:
+            raise ConfigError(
+                path, field, f"{first!r} is both a contestant and a setting; rename the contestant"
+            )
         if first == "scenario" or first in names or first in kinds_played:
             if not rest:
                 raise ConfigError(path, field, f"name what of {first} varies: {first}.FIELD")
@@ -367,7 +410,7 @@ def _sweep_cells(
     cells = []
     for values in itertools.product(*spec.sweep.values()):
         factors = dict(zip(spec.sweep, values))
-        cell_data = copy.deepcopy({key: value for key, value in data.items() if key != "sweep"})
+        cell_data = _fresh({key: value for key, value in data.items() if key != "sweep"})
         scenario_values = []
         for factor, value in factors.items():
             target, keys = targets[factor]
@@ -389,6 +432,16 @@ def _sweep_cells(
     return cells
 
 
+def _fresh(data: Any) -> Any:
+    """A copy of YAML settings in which no mapping or list is shared: a YAML alias (`*p`) reads
+    as one object in two places, which a factor set in one must leave alone in the other."""
+    if isinstance(data, dict):
+        return {key: _fresh(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_fresh(value) for value in data]
+    return data
+
+
 def _put(path: Path, field: str, data: Any, keys: tuple[str, ...], value: FactorValue) -> None:
     """`value` set at `keys` in the settings `data`, the sections on the way made if missing
     (a section or item of a list by its number: `products.0.unit_cost`)."""
@@ -396,8 +449,9 @@ def _put(path: Path, field: str, data: Any, keys: tuple[str, ...], value: Factor
     for key in sections:
         if isinstance(data, list) and key.isdigit() and int(key) < len(data):
             data = data[int(key)]
-        elif isinstance(data, dict) and isinstance(data.get(key, {}) or {}, (dict, list)):
-            data[key] = data.get(key) or {}  # a section left out, or null, is made
+        elif isinstance(data, dict) and (data.get(key) is None or isinstance(data[key], (dict, list))):
+            if data.get(key) is None:  # a section left out, or null, is made
+                data[key] = {}
             data = data[key]
         else:
             raise ConfigError(path, field, f"{key!r} is not a section of the settings it names")
@@ -407,6 +461,28 @@ def _put(path: Path, field: str, data: Any, keys: tuple[str, ...], value: Factor
         data[last] = value
     else:
         raise ConfigError(path, field, f"{last!r} is not a field of the settings it names")
+
+
+def _scenario(path: Path, spec: TournamentSpec, i: int, scenario_values: ScenarioValues = ()) -> Scenario:
+    """The i-th scenario `spec` (of the file at `path`) names, found and loaded with
+    `scenario_values` set in it, as the tournament plays it (as_played)."""
+    found = find_scenario(path, spec.scenarios[i], f"scenarios[{i}]")
+    if not scenario_values:
+        return as_played(path, spec, load_scenario(found))
+    data = parse_yaml(found, read_text(found))
+    for keys, value in scenario_values:
+        _put(path, "sweep.scenario." + ".".join(keys), data, keys, value)
+    return as_played(path, spec, validated(found, Scenario, data))
+
+
+def played_scenarios(tournament: Tournament) -> PlayedScenarios:
+    """The scenarios and collusion settings of each cell of `tournament`."""
+    return PlayedScenarios(
+        {
+            cell.label: (cell.tournament.scenarios, cell.tournament.spec.collusion)
+            for cell in tournament.each_cell()
+        }
+    )
 
 
 def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: ScenarioValues = ()) -> Tournament:
@@ -435,16 +511,8 @@ def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: Scena
     if spec.goals is not None:
         check_goals(path, "goals", spec.goals)
     scenarios: dict[str, Scenario] = {}
-    for i, named in enumerate(spec.scenarios):
-        found = find_scenario(path, named, f"scenarios[{i}]")
-        if scenario_values:
-            data = parse_yaml(found, read_text(found))
-            for keys, value in scenario_values:
-                _put(path, "sweep.scenario." + ".".join(keys), data, keys, value)
-            loaded = validated(found, Scenario, data)
-        else:
-            loaded = load_scenario(found)
-        scenario = as_played(path, spec, loaded)
+    for i in range(len(spec.scenarios)):
+        scenario = _scenario(path, spec, i, scenario_values)
         if spec.goals is None:
             check_goals(path, f"scenarios[{i}]", scenario.goals, f"scenario {scenario.name!r}: ")
         if scenario.name in scenarios:
@@ -612,29 +680,40 @@ class StoredTournament:
     def scoring(self) -> ScoringWeights:
         return self.spec.scoring if self.spec is not None else ScoringWeights()
 
-    @property
-    def collusion(self) -> CollusionSettings:
-        return self.spec.collusion if self.spec is not None else CollusionSettings()
-
-    def scenarios(self) -> tuple[dict[str, Scenario], list[str]]:
+    def scenarios(self) -> tuple[PlayedScenarios, list[str]]:
         """The scenarios the file names, read from disk now (their events are not in the
-        record), by name; and a note for each that cannot be read, or for the file itself."""
+        record), and the collusion settings, per cell of its sweep; and a note for each
+        scenario that cannot be read, or for the file itself."""
         if self.spec is None:
-            return {}, [
+            return PlayedScenarios({}), [
                 f"the tournament file stored with the record cannot be read ({self.problem}): "
                 "scenario events are not shown"
             ]
-        scenarios: dict[str, Scenario] = {}
+        path = Path(self.row.config_path)
+        cells: list[tuple[str, TournamentSpec, ScenarioValues]] = [("", self.spec, ())]
         notes: list[str] = []
-        for i, entry in enumerate(self.spec.scenarios):
+        if self.spec.sweep is not None:
             try:
-                found = find_scenario(Path(self.row.config_path), entry, f"scenarios[{i}]")
-                scenario = as_played(Path(self.row.config_path), self.spec, load_scenario(found))
+                cells = [
+                    (cell_label(factors), validated(path, TournamentSpec, data), values)
+                    for factors, data, values in _sweep_cells(
+                        path, self.spec, parse_yaml(path, self.row.config_text)
+                    )
+                ]
             except ConfigError as exc:
-                notes.append(f"events of scenario {entry!r} are not shown: {exc}")
-                continue
-            scenarios[scenario.name] = scenario
-        return scenarios, notes
+                return PlayedScenarios({}), [f"the cells of the sweep cannot be read again ({exc})"]
+        played = {}
+        for label, spec, values in cells:
+            scenarios: dict[str, Scenario] = {}
+            for i, entry in enumerate(spec.scenarios):
+                try:
+                    scenario = _scenario(path, spec, i, values)
+                except ConfigError as exc:
+                    notes.append(f"events of scenario {entry!r} are not shown: {exc}")
+                    continue
+                scenarios[scenario.name] = scenario
+            played[label] = (scenarios, spec.collusion)
+        return PlayedScenarios(played), list(dict.fromkeys(notes))
 
 
 def stored_tournament(row: TournamentRow) -> StoredTournament:

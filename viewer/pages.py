@@ -215,9 +215,7 @@ def match(engine: Engine, match_id: int, page: int, with_calls: bool = True) -> 
     row = store.get_tournament(engine, detail.match.tournament_id)
     scenarios, notes = stored_tournament(row).scenarios()
     colors = _colors(engine, detail.match.tournament_id)
-    part = match_part(
-        detail, scenarios.get(detail.match.scenario), colors, store.metrics(engine, match_id=match_id)
-    )
+    part = match_part(detail, scenarios.of(detail.match), colors, store.metrics(engine, match_id=match_id))
     last = int(detail.days.day.max()) if len(detail.days) else 0
     pages = Pages(page, last).check(f"match {match_id}")
     same = store.same_draw(engine, detail.match)

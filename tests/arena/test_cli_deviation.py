@@ -14,7 +14,9 @@ from probed_match import CALVANO, DAYS, store_probed_match
 from typer.testing import CliRunner
 
 from arena import cli
+from results.collusion import CollusionSettings
 from results.db import engine_for
+from results.records import PlayedScenarios
 from results.report import build_report
 
 runner = CliRunner()
@@ -53,7 +55,14 @@ def test_show_prints_the_probe_its_measures_and_both_paths(stored, monkeypatch):
 
 def test_the_report_draws_both_paths_with_the_forced_day_shaded(stored):
     url, tournament, match = stored
-    page = parse(build_report(engine_for(url, create=False), tournament, {"calvano": CALVANO}, []))
+    page = parse(
+        build_report(
+            engine_for(url, create=False),
+            tournament,
+            PlayedScenarios({"": ({"calvano": CALVANO}, CollusionSettings())}),
+            [],
+        )
+    )
     section = page.one("details", id=f"match-{match}")
     chart = next(
         f.one("svg")

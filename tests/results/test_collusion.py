@@ -19,7 +19,7 @@ from market.scenario import Event, Scenario, load_scenario
 from market.types import DayRecord
 from results.collusion import CollusionSettings, gain, runs, seat_benchmarks
 from results.metrics import compute
-from results.records import FinishedMatch, MarketScores, MerchantResult, PriceWindow
+from results.records import FinishedMatch, MarketScores, MerchantResult, PlayedScenarios, PriceWindow
 from results.store import leaderboard, match_detail, metrics, rescore, save_match, start_tournament
 from results.tables import MetricRow
 
@@ -376,9 +376,11 @@ def test_saving_and_rescoring_measure_with_the_settings_given(engine, trading):
         market, abs=1e-7
     )
 
-    assert rescore(engine, tournament, {}, whole_match) == 1  # without the scenario: no measures at all
+    assert (
+        rescore(engine, tournament, PlayedScenarios({"": ({}, whole_match)})) == 1
+    )  # without the scenario: no measures at all
     assert stored()["a", "profit_gain"] is None and match_detail(engine, match_id).market == MarketScores()
-    assert rescore(engine, tournament, {"calvano": CALVANO}, whole_match) == 1
+    assert rescore(engine, tournament, PlayedScenarios({"": ({"calvano": CALVANO}, whole_match)})) == 1
     assert stored()["a", "profit_gain"] == pytest.approx(whole, abs=1e-7)
     assert match_detail(engine, match_id).market.metrics["market_profit_gain"] == pytest.approx(
         market, abs=1e-7

@@ -141,7 +141,7 @@ def test_goals_are_stored_read_back_exported_and_on_the_leaderboard(engine, tour
 
 
 def seat(contestant: str, rank: int, goals_met: float | None) -> Seat:
-    return Seat((1, 0, "k"), contestant, rank, 0.0, 0.0, 0, ("s", 1, 30), None, goals_met)
+    return Seat((1, 0, "k"), contestant, rank, 0.0, 0.0, 0, ("s/seed=1", 30), None, goals_met)
 
 
 def test_the_rating_can_rank_by_goals_met_then_by_place():

@@ -10,10 +10,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from market.scenario import Scenario
+from results.collusion import CollusionSettings
 from results.metrics import METRICS, compute
-from results.records import Fault
+from results.records import Fault, PlayedScenarios
 from results.store import MetricValue, NotFound, match_detail, metrics, rescore, save_match, start_tournament
 from results.tables import DayLogRow, MetricRow
+
+NONE = PlayedScenarios({})  # no scenario: the metrics that need one are left empty
 
 CORNER_SHOP = Scenario(
     name="corner-shop",
@@ -91,10 +94,15 @@ def test_rescore_recomputes_from_the_stored_records(engine, tournament, make_mat
         )
         session.commit()
 
-    assert rescore(engine, tournament) == 2
+    assert rescore(engine, tournament, NONE) == 2
     assert metrics(engine, tournament) == saved
 
-    assert rescore(engine, tournament, {"corner-shop": CORNER_SHOP}) == 2
+    assert (
+        rescore(
+            engine, tournament, PlayedScenarios({"": ({"corner-shop": CORNER_SHOP}, CollusionSettings())})
+        )
+        == 2
+    )
     values = {(v.match_id, v.merchant, v.name): v.value for v in metrics(engine, tournament)}
     assert values[first, "m0", "goal_completion"] is not None
     assert _metric_count(engine) == 4 * len(METRICS)
@@ -115,5 +123,5 @@ def test_rescore_reads_the_stored_days(engine, tournament, make_match):
         session.commit()
 
     assert all(record.plan == {} for record in match_detail(engine, match_id).days)
-    assert rescore(engine, tournament) == 1
+    assert rescore(engine, tournament, NONE) == 1
     assert [v.value for v in metrics(engine, tournament) if v.name == "plan_drift"] == [None] * 2

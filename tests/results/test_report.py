@@ -20,7 +20,7 @@ from results import chromium
 from results.db import engine_for
 from results.errors import NotFound
 from results.metrics import METRICS
-from results.records import ModelCallRecord
+from results.records import ModelCallRecord, PlayedScenarios
 from results.report import HeadToHead, ReportError, build_report, write_report
 from results.store import get_tournament, list_matches, match_detail, save_match, start_tournament
 from results.tables import MetricRow
@@ -309,11 +309,11 @@ def test_events_are_left_out_with_a_note_when_the_scenario_file_is_gone(engine, 
 
 def test_write_report_leaves_nothing_behind_on_a_bad_path(engine, stored, tmp_path):
     with pytest.raises(ReportError, match="does not exist"):
-        write_report(engine, stored, tmp_path / "missing" / "r.html", {}, [])
+        write_report(engine, stored, tmp_path / "missing" / "r.html", PlayedScenarios({}), [])
     with pytest.raises(ReportError, match="is a folder"):
-        write_report(engine, stored, tmp_path, {}, [])
+        write_report(engine, stored, tmp_path, PlayedScenarios({}), [])
     with pytest.raises(NotFound):
-        write_report(engine, 999, tmp_path / "r.html", {}, [])
+        write_report(engine, 999, tmp_path / "r.html", PlayedScenarios({}), [])
     assert not list(tmp_path.glob("*.html")) and not list(tmp_path.glob(".*tmp"))
 
 

@@ -19,8 +19,10 @@ import yaml
 from market.engine import Market
 from market.scenario import load_scenario
 from results import store
+from results.collusion import CollusionSettings
 from results.db import engine_for
 from results.deviation import DeviationProbe
+from results.records import PlayedScenarios
 from tournaments.config import ConfigError, ContestantEntry, load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
@@ -217,7 +219,7 @@ def test_learners_punish_a_one_day_deviation_to_the_best_response_and_it_does_no
 def test_rescoring_computes_the_deviation_measures_again_from_the_stored_paths(learners):
     engine, tournament = learners
     before = measures(engine, tournament)
-    store.rescore(engine, tournament, {"calvano": CALVANO})
+    store.rescore(engine, tournament, PlayedScenarios({"": ({"calvano": CALVANO}, CollusionSettings())}))
     assert measures(engine, tournament) == before
 
 

@@ -16,6 +16,7 @@ from market.scenario import load_scenario
 from market.yaml_files import ConfigError
 from results import store
 from results.db import engine_for
+from results.records import PlayedScenarios
 from tournaments.config import load_tournament
 from tournaments.match import repetition_seed
 from tournaments.runner import run_tournament
@@ -64,7 +65,7 @@ def test_learners_in_a_tournament_learn_their_sessions_and_store_their_convergen
             assert stored[name, "learning_periods"] == session.periods
             assert stored[name, "converged"] == float(session.converged) == 1.0
         assert ("fixed", "converged") not in stored
-    assert store.rescore(engine, tournament_id) == 6
+    assert store.rescore(engine, tournament_id, PlayedScenarios({})) == 6
     assert {
         (v.match_id, v.merchant, v.name)
         for v in store.metrics(engine, tournament_id)

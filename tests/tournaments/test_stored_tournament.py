@@ -47,9 +47,10 @@ def test_the_settings_and_scenarios_come_from_the_stored_text(tmp_path):
     (tmp_path / "small.yaml").write_text(SMALL)
     stored = stored_tournament(_row(tmp_path / "t.yaml", TOURNAMENT))  # no file on disk: the text is stored
     assert stored.scoring == ScoringWeights(win_rate=1, validity=0, memory=0)
-    assert stored.collusion == CollusionSettings(window=0.25, min_days=3)
     scenarios, notes = stored.scenarios()
-    assert list(scenarios) == ["small"] and scenarios["small"].days == 6
+    ((label, (by_name, collusion)),) = scenarios.cells.items()
+    assert label == "" and collusion == CollusionSettings(window=0.25, min_days=3)
+    assert list(by_name) == ["small"] and by_name["small"].days == 6
     (note,) = notes
     assert note.startswith("events of scenario 'gone' are not shown:") and "not found" in note
 
@@ -58,9 +59,9 @@ def test_a_stored_file_that_no_longer_validates_gives_the_defaults_and_says_why(
     for text, field in ((TOURNAMENT + "rounds: 3\n", "rounds"), ("name: [unclosed\n", "invalid YAML")):
         stored = stored_tournament(_row(tmp_path / "t.yaml", text))
         assert stored.spec is None and field in (stored.problem or "")
-        assert (stored.scoring, stored.collusion) == (ScoringWeights(), CollusionSettings())
+        assert stored.scoring == ScoringWeights()
         scenarios, notes = stored.scenarios()
-        assert scenarios == {} and notes == [
+        assert scenarios.cells == {} and notes == [
             f"the tournament file stored with the record cannot be read ({stored.problem}): "
             "scenario events are not shown"
         ]

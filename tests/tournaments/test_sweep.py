@@ -17,10 +17,12 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from market.yaml_files import ConfigError
+from results import store
 from results.db import engine_for
 from results.export import export
+from results.records import PlayedScenarios
 from results.report import build_report, sweep_part
-from results.store import list_matches, match_detail, sweep_cells
+from results.store import list_matches, match_detail, rankings, sweep_cells
 from results.sweeps import by_cell
 from tournaments.config import load_tournament
 from tournaments.match import Match, MatchRules, play_here
@@ -125,6 +127,10 @@ def test_each_kind_of_factor_lands_where_it_says(tmp_path):
             "sweep: cell scenario.choice.mu=0.25: ",
         ),
         ({"group_size": [4]}, "sweep: cell group_size=4: group_size: 4 is larger than the 3 contestants"),
+        ({"budget.cost_usd": [1.0]}, "sweep.budget.cost_usd: budget cannot be swept: it spans the whole run"),
+        ({"seed": [1, 2]}, "sweep.seed: seed cannot be swept"),
+        ({"days": [20, 20.0]}, "sweep.days: values must be unique; repeated: 20, 20.0"),
+        ({"llm.preset": ["a,b"]}, "sweep.llm.preset: a value cannot hold ',' or '='"),
     ],
 )
 def test_a_factor_or_value_that_cannot_be_is_one_line_naming_it(tmp_path, sweep, words):
@@ -236,15 +242,19 @@ def test_the_export_carries_a_column_per_factor(swept):
             assert key.startswith(f"other.price={price},scenario.products.0.unit_cost={cost}/")
 
 
-def test_results_by_cell_are_the_means_and_t_intervals_of_their_matches(swept):
+def test_results_by_cell_are_the_means_and_t_intervals_of_their_sessions(swept):
+    """A session: a cell's matches of one seed (here its three lineups), its value their mean
+    of the merchants' mean profit; grouped by other.price, two cells of two seeds each."""
     _, engine, tournament_id, tables = swept
-    per_match = tables["results"].groupby(["match_id", "other.price"])["profit"].mean().reset_index()
+    cell = ["other.price", "scenario.products.0.unit_cost"]
+    per_match = tables["results"].groupby(["match_id", *cell, "seed"])["profit"].mean().reset_index()
+    per_session = per_match.groupby([*cell, "seed"])["profit"].mean().reset_index()
     grouped = by_cell(engine, tournament_id, ["other.price"], ["profit"])
     assert [g.factors for g in grouped] == [{"other.price": 22.0}, {"other.price": 28.0}]
     for group in grouped:
-        values = per_match[per_match["other.price"] == group.factors["other.price"]]["profit"]
+        values = per_session[per_session["other.price"] == group.factors["other.price"]]["profit"]
         summary = group.values["profit"]
-        assert group.matches == summary.n == len(values) == 12
+        assert (group.matches, group.sessions, summary.n, len(values)) == (12, 4, 4, 4)
         assert summary.mean == pytest.approx(values.mean())
         half = stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
         assert (summary.low, summary.high) == pytest.approx((values.mean() - half, values.mean() + half))
@@ -266,9 +276,9 @@ def test_results_by_cell_are_the_means_and_t_intervals_of_their_matches(swept):
     )
     assert shown.exit_code == 0, shown.output
     rows = json.loads(shown.output)
-    assert [(row["factors"], row["matches"]) for row in rows] == [
-        ({"scenario.products.0.unit_cost": 9.0}, 12),
-        ({"scenario.products.0.unit_cost": 11.0}, 12),
+    assert [(row["factors"], row["matches"], row["sessions"]) for row in rows] == [
+        ({"scenario.products.0.unit_cost": 9.0}, 12, 4),
+        ({"scenario.products.0.unit_cost": 11.0}, 12, 4),
     ]
 
 
@@ -292,11 +302,60 @@ def test_the_report_and_the_viewer_draw_a_heat_map_of_the_chosen_metric(swept):
     assert min(red, key=red.__getitem__) == f"{means.max():,.2f}"  # the highest mean is the darkest
     assert max(red, key=red.__getitem__) == f"{means.min():,.2f}"
 
-    page = build_report(engine, tournament_id, {}, [], sweep_metric="profit")
-    assert page.count('over 6 matches"') == 4 and "other.price \\ scenario.products.0.unit_cost" in page
+    page = build_report(engine, tournament_id, PlayedScenarios({}), [], sweep_metric="profit")
+    assert page.count('over 2 sessions"') == 4 and "other.price \\ scenario.products.0.unit_cost" in page
 
     with TestClient(create_app(engine, None, warm=False), base_url="http://127.0.0.1") as client:
         shown = client.get(f"/tournaments/{tournament_id}?metric=profit")
         assert shown.status_code == 200 and "<option selected>profit</option>" in shown.text
         assert all(f">{cell.text}</td>" in shown.text for _, cells in heat.rows for cell in cells)
         assert client.get(f"/tournaments/{tournament_id}?metric=nonsense").status_code == 404
+
+
+def test_numbers_written_as_yaml_reads_them_are_numbers_and_the_factors_order_is_the_identity(tmp_path):
+    path = write(tmp_path, BASE + "sweep:\n  other.price: [1e1, 2.5e1]\n  days: [3, 4]\n")
+    tournament = load_tournament(path)
+    assert [cell.factors["other.price"] for cell in tournament.each_cell()] == [10.0, 10.0, 25.0, 25.0]
+    swapped = load_tournament(write(tmp_path, BASE + "sweep:\n  days: [3, 4]\n  other.price: [1e1, 2.5e1]\n"))
+    assert swapped.config_hash != tournament.config_hash  # other cells, other keys: not one to resume
+
+
+def test_a_factor_on_one_contestant_leaves_a_yaml_alias_of_its_params_alone(tmp_path):
+    base = BASE.replace(
+        "{name: fixed, kind: fixed_price, params: {price: 20.0}}",
+        "{name: fixed, kind: fixed_price, params: &p {price: 20.0}}",
+    )
+    base = base.replace(
+        "{name: other, kind: fixed_price, params: {price: 25.0}}",
+        "{name: other, kind: fixed_price, params: *p}",
+    )
+    (cell,) = load_tournament(write(tmp_path, base + "sweep:\n  fixed.price: [12.0]\n")).each_cell()
+    assert {e.name: e.params for e in cell.tournament.spec.contestants if e.kind == "fixed_price"} == {
+        "fixed": {"price": 12.0},
+        "other": {"price": 20.0},
+    }
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_solo_matches_are_ranked_against_those_of_their_own_cell(tmp_path):
+    base = BASE.replace("repetitions: 2", "repetitions: 1\nformat: solo")
+    tournament = load_tournament(write(tmp_path, base + "sweep:\n  fixed_price.price: [15.0, 30.0]\n"))
+    engine = engine_for(f"sqlite:///{tmp_path}/arena.db")
+    tournament_id = run_tournament(tournament, engine).tournament_id
+    ranked = rankings(engine, tournament_id)
+    assert len(ranked) == 2  # a ranking per cell, of its three solo matches
+    assert all(sorted(name for name, _ in match.ranks) == ["costly", "fixed", "other"] for match in ranked)
+
+
+def test_rescore_measures_each_cell_with_its_own_scenario(swept, tmp_path):
+    _, engine, tournament_id, _ = swept
+
+    def measured():
+        found = store.market_metric_values(engine, tournament_id, ["market_profit_gain", "market_price_gain"])
+        return {(match_id, name): value for match_id, name, value in found}
+
+    before = measured()
+    assert len(set(before.values())) > 2  # the cells' unit costs give other benchmarks
+    result = CliRunner().invoke(app, ["rescore", "--db", str(engine.url), "--tournament", str(tournament_id)])
+    assert result.exit_code == 0, result.output
+    assert measured() == pytest.approx(before)
