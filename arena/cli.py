@@ -276,10 +276,10 @@ def replicate(
     as_json: JsonOption = False,
 ) -> None:
     """Play a published experiment and print, for each figure it reported, the published value,
-    arena's mean with its 95% interval over the sessions, and whether it falls within the
-    figure's band (exit status 6 if one does not). The figures and their sources:
-    docs/replications.md."""
-    from tournaments.replication import compare, load_pack, packs, played_text
+    arena's mean with its 95% interval over the sessions, whether that mean falls within the
+    figure's band (exit status 6 if one does not), and whether the published value lies in
+    arena's interval. The figures and their sources: docs/replications.md."""
+    from tournaments.replication import check_cells, compare, load_pack, packs, played_text
 
     if list_packs or name is None:
         if name is None and not list_packs:
@@ -296,9 +296,19 @@ def replicate(
         return
     with user_errors():
         pack = load_pack(name)
-        engine = engine_for(db, create=tournament is None)
-        if tournament is None:
+        shorter = [
+            flag
+            for flag, value in (("--days", days), ("--repetitions", repetitions), ("--model", model))
+            if value
+        ]
+        if tournament is not None and (shorter or resume):
+            raise UserError(
+                f"{(shorter or ['--resume'])[0]}: says how to play the pack; --tournament plays nothing"
+            )
+        if tournament is None:  # checked before the database is made
             played = load_tournament(pack.tournament, played_text(pack, days, repetitions, model))
+            check_cells(pack, [cell.factors for cell in played.each_cell()])
+        engine = engine_for(db, create=tournament is None)
     if tournament is None:
         command = f"arena replicate {name}" + "".join(
             f" --{flag} {value}"
@@ -322,6 +332,7 @@ def replicate(
                             "arena": None if c.arena is None else asdict(c.arena),
                             "sessions": c.sessions,
                             "within": c.within,
+                            "published_in_interval": c.published_in_interval,
                         }
                         for c in compared
                     ],
@@ -353,6 +364,7 @@ def _replication_table(compared: list[Comparison], title: str) -> views.Table:
         views.Header("arena [95% interval]", numeric=True, whole=True),
         views.Header("sessions", numeric=True),
         views.Header("within"),
+        views.Header("published in interval"),
         views.Header("source"),
     ]
     rows = [
@@ -364,6 +376,7 @@ def _replication_table(compared: list[Comparison], title: str) -> views.Table:
             views.mean_and_interval(c.arena, views.metric_unit(c.figure.metric)),
             str(c.sessions if c.arena is None or c.arena.n == c.sessions else f"{c.arena.n} of {c.sessions}"),
             "yes" if c.within else "NO",
+            {True: "yes", False: "no", None: "—"}[c.published_in_interval],
             c.figure.source,
         ]
         for c in compared

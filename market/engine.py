@@ -302,7 +302,8 @@ class Market:
 
         `forced`, by row: the prices the row posts today whatever it decided (a deviation
         probe), a function of the prices of its match's merchants once their operations are
-        applied [seat, product] (a bankrupt one's: inf), capped at the price ceiling. Like any
+        applied and the regulator has acted [seat, product] (a bankrupt one's: inf), capped at
+        the price ceiling or a price cap in force. Like any
         posted price it stands until the merchant posts another, as the merchant sees the
         next morning (its own price is the forced one)."""
         day, unit_cost = self.day, self._unit_cost_today(self.day)
@@ -314,8 +315,8 @@ class Market:
         if self._perishable.size or self.scenario.satisfaction is not None:
             came = arrived + done.stocked  # into stock today, on time
             self._receive(came)
-        self._force_prices(forced or {})
         self._regulate(day)
+        self._force_prices(forced or {})
         orders.add_unknown_products()
         said = self._messages(orders) if self.talk else None
         paid = _sum(ordered * unit_cost, 1)
@@ -484,18 +485,21 @@ class Market:
         return orders
 
     def _force_prices(self, forced: Mapping[int, Callable[[np.ndarray], np.ndarray]]) -> None:
-        """The forced rows' prices of the day (see `advance`)."""
+        """The forced rows' prices of the day (see `advance`), from the prices as the regulator
+        left them, within the day's limit (a price cap in force, else the ceiling)."""
+        limit = self.rules.price_limit(self.day)
         for i, prices in forced.items():
             if self.playing[i]:
                 span = self.match_rows[i // self.seats]
                 posted = np.where(
                     self.bankrupt[span, None], math.inf, self.prices[span]
                 )  # the bankrupt sell nothing
-                self.prices[i] = np.minimum(prices(posted), self._ceiling)
+                self.prices[i] = np.minimum(prices(posted), limit)
 
     def _regulate(self, day: int) -> None:
         """The regulator's acts of the day on posted prices (market.scenario.Intervention): a
-        forced price in its seats, then every price above a cap lowered to it."""
+        forced price in its seats, then every price above a cap lowered to it. Before a
+        deviation probe's forced prices: a probe deviates in the market as regulated."""
         acts = self.scenario.interventions
         if not acts:
             return

@@ -408,6 +408,7 @@ MONEY_FIELDS = {
     "seats": ("unit_cost",),
     "finance": ("initial_cash", "fixed_daily_cost"),
     "reputation": ("advertising_scale",),
+    "interventions": ("price",),
 }
 
 
@@ -507,10 +508,6 @@ class Scenario(_Strict):
         for act in self.interventions:
             if act.product is not None and act.product not in ids:
                 raise ValueError(f"intervention {act.name!r} names unknown product {act.product!r}")
-            if act.last_day > self.days:
-                raise ValueError(
-                    f"intervention {act.name!r} ends on day {act.last_day}, after the last, {self.days}"
-                )
         for k, seat in enumerate(self.seats):
             for named in [*seat.unit_cost, *seat.quality]:
                 if named not in ids:

@@ -173,9 +173,8 @@ def _table_order(row: Standing) -> tuple:
 class Seat(NamedTuple):
     """A contestant's seat in a stored match, as the leaderboard reads it: the match's `order`
     (as RankedMatch's), the seat's rank and its result, and what a seat alone in its match is
-    ranked by against others (`ranked_matches`): the match's draws (its key without its
-    lineup: the cell of its sweep, scenario and seed) and days, and the day the merchant went
-    bankrupt."""
+    ranked by against others (`ranked_matches`): the match's scenario, seed, days and the cell
+    of its sweep ("" without one), and the day the merchant went bankrupt."""
 
     order: tuple[int, int, str]
     contestant: str
@@ -183,7 +182,7 @@ class Seat(NamedTuple):
     profit: float
     net_worth: float
     faults: int
-    setting: tuple[str, int]
+    setting: tuple[str, int, int, str]
     bankrupt_day: int | None
     goals_met: float | None
 
@@ -206,7 +205,7 @@ def ranked_matches(seats: Iterable[Seat], by_goals: bool = False) -> list[Ranked
             places = [seat.rank for seat in played]
             matches.append(RankedMatch(order, _ranking(played, places, by_goals)))
     for together in alone.values():
-        days = together[0].setting[1]
+        days = together[0].setting[2]
         places = accounting.ranks(
             [seat.bankrupt_day is None for seat in together],
             [days if seat.bankrupt_day is None else seat.bankrupt_day for seat in together],

@@ -256,6 +256,25 @@ FactorValue = (
 )  # a factor's value in a sweep (bool before int: True stays True)
 
 
+def as_number(value: object) -> object:
+    """A factor's value as written, or the number a text reads as (YAML reads 1e-5, with no
+    point before the e, as text)."""
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return number if math.isfinite(number) else value
+    return value
+
+
+def same_value(value: FactorValue) -> tuple[str, object]:
+    """What makes two values of a factor the same: 20 and 20.0 are, true and 1 are not."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return type(value).__name__, value
+    return "number", float(value)
+
+
 def shown_value(value: FactorValue) -> str:
     """A factor's value as a cell's label shows it: text as written, anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value)

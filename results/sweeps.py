@@ -3,10 +3,10 @@ factors, each the mean over the group's sessions with a 95% interval.
 
 A match's value of a merchant's metric is the mean over its merchants (the market's side of a
 pricing study, where every seat plays alike); a metric of the market (market_profit_gain,
-Calvano et al.'s Δ) is the match's own. A session is the matches of one seed in one cell (its
-lineups, which share the seed's draws and a learner's self-play), its value their mean: the
-sessions, not the matches, are the independent draws the interval is over. Matches without a
-value (a scenario without equilibria has no Δ) count only towards `matches`.
+Calvano et al.'s Δ) is the match's own. A session is the group's matches of one seed (the
+lineups of a cell, and the cells pooled in the group, which all play the seed's draws), its
+value their mean: the seeds, not the matches, are the independent draws the interval is over.
+Matches without a value (a scenario without equilibria has no Δ) count only towards `matches`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class CellResult:
 
     factors: dict[str, FactorValue]
     matches: int
-    sessions: int  # a cell's matches of one seed (its lineups) are a session
+    sessions: int  # the seeds of its matches: a seed's matches are one session
     values: dict[str, MeanInterval | None]  # by metric, over sessions
 
 
@@ -119,9 +119,9 @@ def by_cell(
         ]
     results = []
     for chosen, matches in groups.values():
-        sessions: dict[tuple[int, ...], list[Played]] = {}
-        for match in matches:  # a cell's matches of one seed are one session; cells are apart
-            sessions.setdefault((match.cell, match.seed), []).append(match)
+        sessions: dict[int, list[Played]] = {}
+        for match in matches:  # one seed's matches, of every cell pooled here, are one session
+            sessions.setdefault(match.seed, []).append(match)
         values = {
             metric: mean_interval(
                 [
@@ -138,10 +138,8 @@ def by_cell(
 
 @dataclass(frozen=True)
 class Played:
-    """A stored match as a sweep reads it: its cell (position), seed, and its value of each
-    metric it has."""
+    """A stored match as a sweep reads it: its seed, and its value of each metric it has."""
 
-    cell: int
     seed: int
     values: dict[str, float]
 
@@ -152,11 +150,7 @@ def match_values(engine: Engine, tournament_id: int, metrics: Sequence[str]) -> 
     market = [m for m in metrics if m in MARKET_METRICS]
     merchant = [m for m in metrics if m not in MARKET_METRICS]  # stored per merchant
     stored = store.match_places(engine, tournament_id)
-    cells = store.sweep_cells(engine, tournament_id)
-    played = {
-        index: Played(next((c.position for c in cells if c.holds(index)), 0), seed, {})
-        for index, seed in stored.values()
-    }
+    played = {index: Played(seed, {}) for index, seed in stored.values()}
     for match_id, name, value in store.market_metric_values(engine, tournament_id, market):
         if value is not None:
             played[stored[match_id][0]].values[name] = value

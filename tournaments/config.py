@@ -44,7 +44,7 @@ from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from results.deviation import DeviationProbe
 from results.metrics import METRICS
-from results.records import FactorValue, PlayedScenarios, shown_value
+from results.records import FactorValue, PlayedScenarios, as_number, same_value, shown_value
 from results.tables import TournamentRow
 
 MAX_MERCHANTS_PER_MATCH = 16
@@ -141,7 +141,7 @@ class TournamentSpec(BaseModel):
         if not isinstance(sweep, dict):
             return sweep
         return {
-            factor: [_number(value) for value in values] if isinstance(values, list) else values
+            factor: [as_number(value) for value in values] if isinstance(values, list) else values
             for factor, values in sweep.items()
         }
 
@@ -161,7 +161,7 @@ class TournamentSpec(BaseModel):
                 raise FieldError(
                     factor, f"a value cannot hold ',' or '=' (they mark a cell's label): {marked[0]!r}"
                 )
-            alike = [_same_value(v) for v in values]
+            alike = [same_value(v) for v in values]
             repeated = sorted({shown_value(v) for v, key in zip(values, alike) if alike.count(key) > 1})
             if repeated:
                 raise FieldError(factor, f"values must be unique; repeated: {', '.join(repeated)}")
@@ -238,23 +238,6 @@ class TournamentSpec(BaseModel):
         if self.seeds is not None:
             return list(self.seeds)
         return list(range(self.repetitions or 1))
-
-
-def _number(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return value
-        return number if math.isfinite(number) else value
-    return value
-
-
-def _same_value(value: FactorValue) -> tuple[str, object]:
-    """What makes two values of a factor the same: 20 and 20.0 are, true and 1 are not."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return type(value).__name__, value
-    return "number", float(value)
 
 
 class Tournament(BaseModel):
@@ -523,13 +506,14 @@ def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: Scena
             raise ConfigError(
                 path, f"scenarios[{i}]", f"{exc} ({spec.format} puts {spec.merchants_per_match} in each)"
             ) from None
-        late = [act.name for act in scenario.interventions if act.start_day > (spec.days or scenario.days)]
+        days = spec.days or scenario.days
+        late = [act for act in scenario.interventions if act.last_day > days]
         if late:
             raise ConfigError(
                 path,
-                "days",
-                f"intervention {late[0]!r} of scenario {scenario.name!r} starts after the last of the "
-                f"match's {spec.days} days",
+                "days" if spec.days else f"scenarios[{i}]",
+                f"intervention {late[0].name!r} of scenario {scenario.name!r} ends on day "
+                f"{late[0].last_day}, after the last of its matches' {days} days",
             )
         scenarios[scenario.name] = scenario
         check_contestants_play(path, spec, scenario)

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from sqlalchemy import Engine
 
 from market.errors import UserError
 from market.yaml_files import load_model, parse_yaml, read_text
-from results.records import FactorValue
+from results.records import FactorValue, as_number, same_value
 from results.sweeps import MeanInterval, by_cell
 
 PACKS = Path(__file__).parent / "replications"
@@ -37,6 +38,21 @@ class Figure(BaseModel):
     published: float
     band: tuple[float, float]
     source: str = Field(description="where in the source: a table, a figure, a page")
+
+    @field_validator("where", mode="before")
+    @classmethod
+    def _numbers(cls, where: Any) -> Any:
+        return {k: as_number(v) for k, v in where.items()} if isinstance(where, dict) else where
+
+    def finds(self, factors: dict[str, FactorValue]) -> bool:
+        """Whether a cell (or group) of these `factors` is the figure's."""
+        return factors.keys() == self.where.keys() and all(
+            same_value(factors[k]) == same_value(v) for k, v in self.where.items()
+        )
+
+    def in_cells(self, cells: list[dict[str, FactorValue]]) -> bool:
+        """Whether some cell of a sweep (its factors) has the values `where` names."""
+        return any(self.finds({k: cell[k] for k in self.where if k in cell}) for cell in cells)
 
     @model_validator(mode="after")
     def _ordered(self) -> Figure:
@@ -79,6 +95,17 @@ def load_pack(name: str) -> Pack:
     return Pack(name, folder / "tournament.yaml", load_model(folder / "figures.yaml", PackFigures))
 
 
+def check_cells(pack: Pack, cells: list[dict[str, FactorValue]]) -> None:
+    """UserError (one line) for a figure of the pack whose cell the tournament of `cells` (each
+    cell's factors) does not play: found before anything is played."""
+    for figure in pack.figures.figures:
+        if not figure.in_cells(cells):
+            raise UserError(
+                f"pack {pack.name!r}: figure {figure.name!r} reads cell {figure.where}, "
+                "which the pack does not play"
+            )
+
+
 def played_text(pack: Pack, days: int | None, repetitions: int | None, model: str | None) -> str:
     """The pack's tournament file as played: as shipped, or with its days, its repetitions or
     its language models' model set (a shorter run, another model), said in a comment first."""
@@ -94,9 +121,11 @@ def played_text(pack: Pack, days: int | None, repetitions: int | None, model: st
         data.pop("seeds", None)
         data["repetitions"] = repetitions
     if model is not None:
-        for entry in data.get("contestants", []):
-            if entry.get("kind") == "llm":
-                entry.setdefault("params", {})["model"] = model
+        models = [entry for entry in data.get("contestants", []) if entry.get("kind") == "llm"]
+        if not models:
+            raise UserError(f"--model: pack {pack.name!r} plays no language model")
+        for entry in models:
+            entry["params"] = {**(entry.get("params") or {}), "model": model}
     said = ", ".join(f"{name} {value}" for name, value in given.items())
     return f"# arena replicate {pack.name}, with {said}\n" + yaml.safe_dump(data, sort_keys=False)
 
@@ -115,6 +144,13 @@ class Comparison:
         low, high = self.figure.band
         return self.arena is not None and low <= self.arena.mean <= high
 
+    @property
+    def published_in_interval(self) -> bool | None:
+        """Whether the published value lies in arena's 95% interval (None: arena has none)."""
+        if self.arena is None or self.arena.low is None or self.arena.high is None:
+            return None
+        return self.arena.low <= self.figure.published <= self.arena.high
+
 
 def compare(engine: Engine, tournament_id: int, figures: PackFigures) -> list[Comparison]:
     """Each figure of `figures` against the tournament's matches. UserError (one line) for a
@@ -122,7 +158,7 @@ def compare(engine: Engine, tournament_id: int, figures: PackFigures) -> list[Co
     compared = []
     for figure in figures.figures:
         groups = by_cell(engine, tournament_id, list(figure.where), [figure.metric])
-        found = [group for group in groups if group.factors == figure.where]
+        found = [group for group in groups if figure.finds(group.factors)]
         if not found:
             cells = ", ".join(str(group.factors) for group in groups)
             raise UserError(

@@ -21,7 +21,11 @@ SHIPPED = [
     *sorted((ROOT / "tournaments" / "examples").glob("*.yaml")),
     ROOT / "tournaments" / "round_robin.yaml",
     ROOT / "scripts" / "report_demo.yaml",  # scripts/screenshot_report.py plays it
+    *sorted((ROOT / "tournaments" / "replications").glob("*/tournament.yaml")),
 ]
+PACK_FIGURES = set(
+    (ROOT / "tournaments" / "replications").glob("*/figures.yaml")
+)  # tests/tournaments/test_replication.py
 KEY, WRONG = "sk-SENTINEL-ping-0a9b8c7d", "sk-SENTINEL-wrong-6f5e4d3c"
 
 
@@ -42,8 +46,8 @@ def test_every_shipped_tournament_validates(path):
 
 def test_every_yaml_file_we_ship_is_checked():
     """Each YAML file of the project is a tournament validated above, a scenario (each is
-    loaded by tests/tournaments/test_config.py) or the model catalogue (read by the tests of
-    tests/contestants/llm): a new one must join one of them."""
+    loaded by tests/tournaments/test_config.py), a replication pack's figures or the model
+    catalogue (read by the tests of tests/contestants/llm): a new one must join one of them."""
     found = set(ROOT.glob("*.y*ml"))  # .yaml and .yml
     for folder in (
         "arena",
@@ -56,7 +60,7 @@ def test_every_yaml_file_we_ship_is_checked():
         "docs",
     ):
         found |= set((ROOT / folder).rglob("*.y*ml"))
-    assert found == {*SHIPPED, *SHIPPED_SCENARIOS.glob("*.yaml"), CATALOGUE}
+    assert found == {*SHIPPED, *SHIPPED_SCENARIOS.glob("*.yaml"), *PACK_FIGURES, CATALOGUE}
 
 
 def with_first_contestant(data: dict, **fields) -> dict:

@@ -3,6 +3,7 @@ the market applies them, what merchants are told, and the measures of prices aro
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -128,10 +129,6 @@ def test_merchants_are_told_of_a_cap_from_its_announcement_to_its_end_and_not_of
             {"kind": "forced_price", "start_day": 5, "price": 1.5, "product": "gadget"},
             "unknown product 'gadget'",
         ),
-        (
-            {"kind": "price_cap", "start_day": 99, "end_day": 200, "price": 1.5},
-            "ends on day 200, after the last",
-        ),
     ],
 )
 def test_an_intervention_that_cannot_be_is_refused_with_the_reason(act, words):
@@ -186,3 +183,30 @@ def test_a_memory_reset_is_refused_for_language_models_and_harmless_to_rules():
     with pytest.raises(ContestantConfigError, match="'wipe' is a memory_reset"):
         llm.check_scenario(validate_params("llm", {"model": "local/smollm2"}), scenario, 2)
     contestant_class("fixed_price").check_scenario(validate_params("fixed_price", {}), scenario, 2)
+
+
+def test_a_scenario_in_another_currency_scales_its_interventions_prices():
+    data = CALVANO.model_dump()
+    data["interventions"] = [{"name": "cap", "kind": "price_cap", "start_day": 2, "price": 1.5}]
+    scaled = Scenario.model_validate({**data, "scale": 100})
+    assert scaled.interventions[0].price == pytest.approx(150.0)
+
+
+def test_a_deviation_probe_deviates_in_the_market_as_the_regulator_left_it():
+    """Day 2: the rival posted 1.9, the cap lowers it to 1.5; a probe forcing seat 0 to 1.8
+    sees the capped rival and is held to the cap too."""
+    scenario = with_interventions(
+        {"name": "cap", "kind": "price_cap", "start_day": 2, "end_day": 3, "price": 1.5}
+    )
+    market = Market(scenario, [["a", "b"]], days=3)
+    market.reset([5])
+    seen = []
+
+    def probe(posted):
+        seen.append(posted[:, 0].tolist())
+        return np.array([1.8])
+
+    rival = {"operations": [{"op": "set_price", "product": "good", "price": 1.9}]}
+    market.advance(decisions={0: {"operations": []}, 1: rival})
+    market.advance(decisions={0: {"operations": []}, 1: {"operations": []}}, forced={0: probe})
+    assert seen == [[1.5, 1.5]] and market.prices[:, 0].tolist() == [1.5, 1.5]

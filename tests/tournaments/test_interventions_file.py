@@ -48,7 +48,8 @@ def test_the_files_interventions_are_added_to_every_scenario(tmp_path):
         ),
         (
             "interventions: [{name: late, kind: price_cap, start_day: 45, end_day: 46, price: 1.5}]\n",
-            "days: intervention 'late' of scenario 'calvano' starts after the last of the match's 40 days",
+            "days: intervention 'late' of scenario 'calvano' ends on day 46, after the last of its "
+            "matches' 40 days",
         ),
         (
             "interventions: [{name: wipe, kind: memory_reset, start_day: 5, seats: [3]}]\n",
@@ -75,3 +76,11 @@ def test_interventions_count_in_the_identity_only_when_given(tmp_path):
         )
     ).config_hash
     assert plain == empty != capped  # an empty list is no intervention
+
+
+def test_a_match_longer_than_its_scenario_takes_an_intervention_after_the_scenarios_days(tmp_path):
+    path = write(
+        tmp_path, "interventions: [{name: late, kind: price_cap, start_day: 110, end_day: 120, price: 1.5}]\n"
+    )
+    path.write_text(path.read_text().replace("days: 40", "days: 150"))  # calvano's own: 100
+    assert load_tournament(path).scenarios["calvano"].interventions[0].last_day == 120

@@ -243,18 +243,18 @@ def test_the_export_carries_a_column_per_factor(swept):
 
 
 def test_results_by_cell_are_the_means_and_t_intervals_of_their_sessions(swept):
-    """A session: a cell's matches of one seed (here its three lineups), its value their mean
-    of the merchants' mean profit; grouped by other.price, two cells of two seeds each."""
+    """A session: a group's matches of one seed (here the three lineups of each of the two
+    cells pooled), its value their mean of the merchants' mean profit; the cells share their
+    seeds' draws, so a seed is one draw however many cells a group pools."""
     _, engine, tournament_id, tables = swept
-    cell = ["other.price", "scenario.products.0.unit_cost"]
-    per_match = tables["results"].groupby(["match_id", *cell, "seed"])["profit"].mean().reset_index()
-    per_session = per_match.groupby([*cell, "seed"])["profit"].mean().reset_index()
+    per_match = tables["results"].groupby(["match_id", "other.price", "seed"])["profit"].mean().reset_index()
+    per_session = per_match.groupby(["other.price", "seed"])["profit"].mean().reset_index()
     grouped = by_cell(engine, tournament_id, ["other.price"], ["profit"])
     assert [g.factors for g in grouped] == [{"other.price": 22.0}, {"other.price": 28.0}]
     for group in grouped:
         values = per_session[per_session["other.price"] == group.factors["other.price"]]["profit"]
         summary = group.values["profit"]
-        assert (group.matches, group.sessions, summary.n, len(values)) == (12, 4, 4, 4)
+        assert (group.matches, group.sessions, summary.n, len(values)) == (12, 2, 2, 2)
         assert summary.mean == pytest.approx(values.mean())
         half = stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
         assert (summary.low, summary.high) == pytest.approx((values.mean() - half, values.mean() + half))
@@ -277,8 +277,8 @@ def test_results_by_cell_are_the_means_and_t_intervals_of_their_sessions(swept):
     assert shown.exit_code == 0, shown.output
     rows = json.loads(shown.output)
     assert [(row["factors"], row["matches"], row["sessions"]) for row in rows] == [
-        ({"scenario.products.0.unit_cost": 9.0}, 12, 4),
-        ({"scenario.products.0.unit_cost": 11.0}, 12, 4),
+        ({"scenario.products.0.unit_cost": 9.0}, 12, 2),
+        ({"scenario.products.0.unit_cost": 11.0}, 12, 2),
     ]
 
 
