@@ -58,7 +58,7 @@ from market.equilibrium import EquilibriumError, equilibria, price_games
 from market.scenario import Scenario
 from market.types import MarketView
 
-MAX_Q_ENTRIES = 2**22  # per session: 32 MB of float64; 4 merchants x 15 prices (memory 1) is 3.0 million
+MAX_Q_ENTRIES = 2**26  # per session: 512 MB of float64; 5 merchants x 15 prices (memory 1) is 57 million
 
 
 class QLearningParams(Params):

@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 from property_examples import examples
 
 from contestants import qlearning_kernel as kernel
-from contestants.qlearning import QLearningParams, Session, initial_q, learn, payoff_table, price_grid
+from contestants.base import ContestantConfigError
+from contestants.qlearning import (
+    QLearner,
+    QLearningParams,
+    Session,
+    initial_q,
+    learn,
+    payoff_table,
+    price_grid,
+)
 from market.equilibrium import price_games
 from market.scenario import Scenario, load_scenario
 from tournaments.config import ContestantEntry
@@ -355,3 +364,18 @@ def test_an_online_learner_reset_on_a_day_plays_as_before_until_then_and_explore
     assert learner.explored == 0 and learner.days == 30  # priced days 31 to 60 since the reset
     reset, kept = (days_by_seat(f, list(match.spec.seats)) for f in (finished, untouched))
     assert reset[:30] == kept[:30] and reset[30:] != kept[30:]
+
+
+@pytest.mark.parametrize(("seats", "grid_points", "allowed"), [(5, 15, True), (6, 15, False), (5, 16, False)])
+def test_learners_for_up_to_five_firms_of_fifteen_prices_fit_the_limit_of_a_q_table(
+    seats, grid_points, allowed
+):
+    """A session's tables hold seats x m^(seats + 1) entries (memory 1): five firms of 15
+    prices, 56,953,125, fit the limit of 2^26 (512 MB); six, or five of 16 prices, do not."""
+    params = QLearningParams(grid_points=grid_points)
+    check = lambda: QLearner.check_scenario(params, load_scenario("calvano"), seats)  # noqa: E731
+    if allowed:
+        check()
+    else:
+        with pytest.raises(ContestantConfigError, match="entries, more than 67,108,864"):
+            check()
