@@ -58,6 +58,12 @@ class ContestantEntry(BaseModel):
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
     isolate: bool | None = Field(None, description="run in its own Ray actor; default: the kind decides")
+    copies: int = Field(
+        1,
+        ge=1,
+        le=MAX_MERCHANTS_PER_MATCH,
+        description="play as this many contestants alike, NAME1 to NAMEn (a model against itself)",
+    )
 
 
 class TournamentSpec(BaseModel):
@@ -173,6 +179,12 @@ class TournamentSpec(BaseModel):
     @field_validator("contestants")
     @classmethod
     def _unique_names(cls, entries: list[ContestantEntry]) -> list[ContestantEntry]:
+        """The entries, each with copies as that many (`copies`), their names unique."""
+        entries = [
+            entry.model_copy(update={"name": f"{entry.name}{k}", "copies": 1}) if entry.copies > 1 else entry
+            for entry in entries
+            for k in range(1, entry.copies + 1)
+        ]
         names = [e.name for e in entries]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -276,6 +288,7 @@ class Tournament(BaseModel):
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
             entry["params"].pop("prices", None)
+            entry.pop("copies")  # copies are entries of their own by now
         if "sweep" in decisive:  # its order is the cells' order: kept as pairs, which sorting leaves alone
             decisive["sweep"] = [[factor, values] for factor, values in decisive["sweep"].items()]
         digest = hashlib.sha256(json.dumps(decisive, sort_keys=True).encode())
@@ -347,6 +360,7 @@ UNSWEPT = {
 }
 
 ScenarioValues = tuple[tuple[tuple[str, ...], FactorValue], ...]  # (path in a scenario file, value)
+ENTRY_FIELDS = {("copies",), ("isolate",)}  # NAME.copies, KIND.isolate: an entry's own, not its params
 
 
 def _sweep_cells(
@@ -359,7 +373,7 @@ def _sweep_cells(
     every contestant of a kind (`qlearning.alpha`) or of one contestant (`NAME.alpha`)."""
     assert spec.sweep is not None
     kinds_played = {entry.kind for entry in spec.contestants}
-    names = {entry.name for entry in spec.contestants}
+    names = {entry["name"] for entry in data["contestants"]}  # as written: copies by their one name
     targets: dict[str, tuple[str, tuple[str, ...]]] = {}
     for factor in spec.sweep:
         first, *rest = factor.split(".")
@@ -400,11 +414,12 @@ def _sweep_cells(
             if target == "scenario":
                 scenario_values.append((keys, value))
                 continue
+            own = target != "" and keys in ENTRY_FIELDS  # a field of the entry itself, not a parameter
             entries = (
                 [cell_data]
                 if target == ""
                 else [
-                    entry.setdefault("params", {})
+                    entry if own else entry.setdefault("params", {})
                     for entry in cell_data["contestants"]
                     if entry.get("name") == target or entry.get("kind") == target
                 ]

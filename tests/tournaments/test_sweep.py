@@ -359,3 +359,29 @@ def test_rescore_measures_each_cell_with_its_own_scenario(swept, tmp_path):
     result = CliRunner().invoke(app, ["rescore", "--db", str(engine.url), "--tournament", str(tournament_id)])
     assert result.exit_code == 0, result.output
     assert measured() == pytest.approx(before)
+
+
+def test_copies_of_a_contestant_play_as_that_many_and_a_sweep_varies_how_many(tmp_path):
+    base = """
+    name: copies
+    scenarios: [calvano]
+    days: 3
+    format: free_for_all
+    contestants:
+      - {name: firm, kind: fixed_price, copies: 2, params: {price: 1.8}}
+      - {name: rule, kind: cost_plus}
+    sweep:
+      firm.copies: [2, 4]
+      fixed_price.price: [1.6]
+    """
+    tournament = load_tournament(write(tmp_path, base))
+    assert [m.seats for m in schedule(tournament)] == [
+        ("firm1", "firm2", "rule"),
+        ("firm1", "firm2", "firm3", "firm4", "rule"),
+    ]
+    last = tournament.each_cell()[1].tournament.spec.contestants
+    assert [(e.name, e.params, e.copies) for e in last[:4]] == [
+        (f"firm{k}", {"price": 1.6}, 1) for k in (1, 2, 3, 4)
+    ]
+    plain = load_tournament(write(tmp_path, base.split("    sweep:")[0]))
+    assert [e.name for e in plain.spec.contestants] == ["firm1", "firm2", "rule"]
