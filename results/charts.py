@@ -37,7 +37,8 @@ class Band:
     supra-competitive or price-war window.
 
     `kind` becomes a CSS class (`band-demand`, `band-cost`, `band-supra_competitive`, `band-price_war`,
-    `band-deviation`: the days a deviation probe forces)."""
+    `band-deviation`: the days a deviation probe forces, `band-intervention`: a regulator's
+    act's)."""
 
     start: float
     end: float

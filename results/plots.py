@@ -19,6 +19,7 @@ BAND_FILLS = {
     "supra_competitive": "rgba(168, 50, 60, 0.08)",
     "price_war": "rgba(47, 109, 176, 0.10)",
     "deviation": "rgba(200, 140, 20, 0.16)",
+    "intervention": "rgba(120, 70, 170, 0.13)",
 }
 OTHER_FILL = "rgba(102, 112, 124, 0.10)"
 LEVEL_COLORS = {"nash": "#4d5863", "monopoly": "#a8323c"}

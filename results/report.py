@@ -486,7 +486,8 @@ def match_part(
     levels = benchmark_levels(scenario, len(detail.results))
     said = detail.days.said()
     stored = views.by_merchant((m.merchant, m.name, m.value) for m in metrics)
-    probed = [probe_band(detail)] if detail.deviation is not None else []
+    probed = [*intervention_bands(scenario, detail.match.days)]
+    probed += [probe_band(detail)] if detail.deviation is not None else []
     return MatchPart(
         match=detail.match,
         lineup=[r.contestant for r in results],
@@ -649,6 +650,22 @@ def probe_band(detail: store.MatchDetail) -> Band:
     probe = detail.deviation.probe
     label = f"{_forced(detail)} forced to {probe.target} ({probe.when})"
     return Band(probe.day - 0.5, probe.last_day + 0.5, label, "deviation")
+
+
+def intervention_bands(scenario: Scenario | None, days: int) -> list[Band]:
+    """The regulator's acts (market.scenario.Intervention) within a match of `days` days, as
+    spans of its charts."""
+    acts = scenario.interventions if scenario is not None else ()
+    return [
+        Band(
+            act.start_day - 0.5,
+            min(act.last_day, days) + 0.5,
+            f"{act.name} ({act.kind.replace('_', ' ')}{f' {act.price:g}' if act.price is not None else ''})",
+            "intervention",
+        )
+        for act in acts
+        if act.start_day <= days
+    ]
 
 
 def _fault_lines(faults: Sequence[Fault], contestant_of: Mapping[str, str]) -> list[FaultLine]:

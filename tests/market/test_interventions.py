@@ -16,6 +16,7 @@ from market.equilibrium import by_seat
 from market.scenario import Scenario, load_scenario
 from market.types import RejectionCode
 from results.metrics import compute
+from results.report import intervention_bands
 
 CALVANO = load_scenario("calvano")  # one product, "good"; Nash 1.47293, monopoly 1.92498 for two
 
@@ -210,3 +211,16 @@ def test_a_deviation_probe_deviates_in_the_market_as_the_regulator_left_it():
     market.advance(decisions={0: {"operations": []}, 1: rival})
     market.advance(decisions={0: {"operations": []}, 1: {"operations": []}}, forced={0: probe})
     assert seen == [[1.5, 1.5]] and market.prices[:, 0].tolist() == [1.5, 1.5]
+
+
+def test_the_charts_shade_the_days_of_each_act_within_the_match():
+    scenario = with_interventions(
+        {"name": "cap", "kind": "price_cap", "start_day": 3, "end_day": 5, "price": 1.5},
+        {"name": "order", "kind": "forced_price", "start_day": 5, "end_day": 9, "price": 1.6},
+        {"name": "wipe", "kind": "memory_reset", "start_day": 8},
+    )
+    bands = intervention_bands(scenario, days=6)
+    assert [(b.start, b.end, b.label, b.kind) for b in bands] == [
+        (2.5, 5.5, "cap (price cap 1.5)", "intervention"),
+        (4.5, 6.5, "order (forced price 1.6)", "intervention"),  # cut at the match's last day
+    ]
