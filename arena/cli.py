@@ -617,8 +617,8 @@ def leaderboard_command(
         typer.Option(
             "--by",
             help="A sweep's factor (as named in its file, e.g. qlearning.alpha): instead of ratings, a "
-            "row per value with each metric's mean over the matches and its 95% interval (repeatable: "
-            "a row per combination). Needs --tournament.",
+            "row per value with each metric's mean over its sessions (seeds) and its 95% interval "
+            "(repeatable: a row per combination). Needs --tournament.",
             show_default=False,
         ),
     ] = None,
@@ -626,8 +626,9 @@ def leaderboard_command(
         list[str] | None,
         typer.Option(
             "--metric",
-            help="Instead of ratings, each metric's mean over the matches and its 95% interval, by cell of a "
-            f"sweep (repeatable; with --by, default: {', '.join(KEY_METRICS)}). Needs --tournament.",
+            help="Instead of ratings, each metric's mean over the sessions (seeds) and its 95% interval, "
+            f"by cell of a sweep (repeatable; with --by, default: {', '.join(KEY_METRICS)}). "
+            "Needs --tournament.",
             show_default=False,
         ),
     ] = None,

@@ -224,44 +224,12 @@ class Market:
             self.bankrupt,
             self.competitor_prices if vis.rival_prices else np.full_like(self.competitor_prices, math.nan),
         )
-        events = [
-            EventNotice(
-                name=e.name,
-                kind=e.kind,
-                product=e.product,
-                start_day=e.start_day,
-                end_day=e.end_day,
-                multiplier=e.multiplier,
-                shape=e.shape,
-            )
-            for e in s.events
-            # a trend keeps its level after end_day: merchants keep being told of it
-            if e.announced
-            and e.start_day - e.announce_days_ahead <= day
-            and (day <= e.end_day or e.shape == "trend")
-        ] + [
-            EventNotice(
-                name=act.name,
-                kind=act.kind,
-                product=act.product,
-                start_day=act.start_day,
-                end_day=act.last_day,
-                multiplier=1.0,
-                price=act.price,
-            )
-            for act in s.interventions
-            # every merchant sees one list: an act on some seats only is not announced
-            if act.announced
-            and act.kind != "memory_reset"
-            and act.seats is None
-            and act.start_day - act.announce_days_ahead <= day <= act.last_day
-        ]
         return MarketView(
             day,
             self.days,
             s.finance.fixed_daily_cost,
             self._unit_cost_today(day),
-            events,
+            self._notices(day),
             self._all_rows,
             self.cash,
             self.reputation,
@@ -287,6 +255,43 @@ class Market:
         return self._names[row]
 
     # --- one day ----------------------------------------------------------------------
+
+    def _notices(self, day: int) -> list[EventNotice]:
+        """What the merchants are told on `day` of the scenario's events and of its
+        regulator's price caps and forced prices (an act on some seats only is not told: every
+        merchant sees one list)."""
+        s = self.scenario
+        return [
+            EventNotice(
+                name=e.name,
+                kind=e.kind,
+                product=e.product,
+                start_day=e.start_day,
+                end_day=e.end_day,
+                multiplier=e.multiplier,
+                shape=e.shape,
+            )
+            for e in s.events
+            # a trend keeps its level after end_day: merchants keep being told of it
+            if e.announced
+            and e.start_day - e.announce_days_ahead <= day
+            and (day <= e.end_day or e.shape == "trend")
+        ] + [
+            EventNotice(
+                name=act.name,
+                kind=act.kind,
+                product=act.product,
+                start_day=act.start_day,
+                end_day=act.last_day,
+                multiplier=1.0,
+                price=act.price,
+            )
+            for act in s.interventions
+            if act.announced
+            and act.kind != "memory_reset"
+            and act.seats is None
+            and act.start_day - act.announce_days_ahead <= day <= act.last_day
+        ]
 
     def advance(
         self,

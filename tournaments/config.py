@@ -179,13 +179,19 @@ class TournamentSpec(BaseModel):
     @field_validator("contestants")
     @classmethod
     def _unique_names(cls, entries: list[ContestantEntry]) -> list[ContestantEntry]:
-        """The entries, each with copies as that many (`copies`), their names unique."""
+        """The entries, each that gives `copies` as that many, NAME1 to NAMEn (one: NAME1, so
+        that a sweep of copies keeps each copy's name), their names unique."""
         entries = [
-            entry.model_copy(update={"name": f"{entry.name}{k}", "copies": 1}) if entry.copies > 1 else entry
+            entry.model_copy(update={"name": f"{entry.name}{k}", "copies": 1})
+            if "copies" in entry.model_fields_set
+            else entry
             for entry in entries
             for k in range(1, entry.copies + 1)
         ]
         names = [e.name for e in entries]
+        long = [name for name in names if len(name) > 64]
+        if long:
+            raise ValueError(f"a name with its copy's number is longer than 64 characters: {long[0]!r}")
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"contestant names must be unique; repeated: {', '.join(duplicates)}")

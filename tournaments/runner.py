@@ -108,7 +108,13 @@ def run_tournament(
                 config_text=tournament.text,
                 config_hash=tournament.config_hash,
                 seed=spec.seed,
-                contestants=[(c.name, c.kind, c.params) for c in spec.contestants],
+                contestants=list(  # every cell's: a sweep of copies plays names the file does not list
+                    {
+                        c.name: (c.name, c.kind, c.params)
+                        for cell in tournament.each_cell()
+                        for c in cell.tournament.spec.contestants
+                    }.values()
+                ),
                 planned_matches=len(plan),
                 cells=sweep_cells(tournament, plan),
             )

@@ -385,3 +385,24 @@ def test_copies_of_a_contestant_play_as_that_many_and_a_sweep_varies_how_many(tm
     ]
     plain = load_tournament(write(tmp_path, base.split("    sweep:")[0]))
     assert [e.name for e in plain.spec.contestants] == ["firm1", "firm2", "rule"]
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_every_copy_a_sweep_plays_is_a_contestant_of_the_record_under_one_name(tmp_path):
+    base = """
+    name: copies
+    scenarios: [calvano]
+    days: 2
+    format: free_for_all
+    contestants:
+      - {name: firm, kind: fixed_price, copies: 1, params: {price: 1.8}}
+      - {name: rule, kind: cost_plus}
+    sweep:
+      firm.copies: [1, 3]
+    """
+    tournament = load_tournament(write(tmp_path, base))
+    engine = engine_for(f"sqlite:///{tmp_path}/arena.db")
+    tournament_id = run_tournament(tournament, engine).tournament_id
+    assert list(store.contestant_kinds(engine, tournament_id)) == ["firm1", "rule", "firm2", "firm3"]
+    board = {row.contestant: row.matches for row in store.leaderboard(engine, tournament_id)}
+    assert board == {"firm1": 2, "rule": 2, "firm2": 1, "firm3": 1}
