@@ -54,6 +54,21 @@ class RecallQuestion(BaseModel):
     product: str | None = None
 
 
+class OffPathQuestion(BaseModel):
+    """What the merchant would charge for `product` today had `rival` posted `price` for it
+    yesterday, where it posted `posted` (None: not shown): asked apart from the day's
+    decision, as Fish et al. probe their agents off the path of play; the answer never enters
+    the market."""
+
+    rival: str
+    product: str
+    price: float
+    posted: float | None = None
+
+
+Question = RecallQuestion | OffPathQuestion
+
+
 class RunOptions(BaseModel):
     """How this run plays its contestants, apart from what each one's entry says. The same
     options reach every contestant, inline or in an actor, named for it by `for_contestant`.
@@ -188,6 +203,10 @@ class Contestant(ABC):
 
     def recall(self, question: RecallQuestion) -> float | None:
         """Answer a recall question; None means "don't know"."""
+        return None
+
+    def off_path(self, question: OffPathQuestion) -> float | None:
+        """The price it would post today in the case `question` puts; None: no answer."""
         return None
 
     def calls(self) -> list[ModelCall]:

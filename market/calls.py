@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-CallPurpose = Literal["decide", "repair", "recall", "reflect", "step", "compact"]
+CallPurpose = Literal["decide", "repair", "recall", "off_path", "reflect", "step", "compact"]
 
 
 class ToolCall(BaseModel):

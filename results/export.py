@@ -27,6 +27,9 @@ join and group without lookups:
 - `goals`: one row per campaign goal per merchant per match: the goal as written, its
   metric, whether it is a floor (at_least) or a ceiling, the bound for that match (scaled to
   its length for a flow), the merchant's value and whether it met it.
+- `off_path`: one row per off-path question a merchant was asked (a tournament with
+  `off_path:`): the day, the rival and product asked about, the price put to it, the price the
+  rival had posted, and the merchant's answer (empty: none).
 - `competitor_days`: one row per scripted competitor per day per product it sells (a match
   of a scenario with `competitors`): its price and the units it sold; of whole matches, no
   merchant.
@@ -85,6 +88,7 @@ from results.records import (
     GoalResult,
     MerchantResult,
     ModelCallRecord,
+    OffPathAnswer,
     PlayedMatch,
     PriceWindow,
     SweepCell,
@@ -205,6 +209,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "metrics": pa.schema(columns(MetricRow, exclude=["id"])),
     "market_metrics": pa.schema(columns(MarketMetricRow, exclude=["id"])),
     "goals": pa.schema([MATCH_ID, *columns(GoalResult, after={"merchant": [CONTESTANT]})]),
+    "off_path": pa.schema([MATCH_ID, *columns(OffPathAnswer, after={"merchant": [CONTESTANT]})]),
     "competitor_days": pa.schema(
         [
             MATCH_ID,
@@ -386,6 +391,9 @@ def _write_match(
     )
     write("price_windows", [{**at, **w.model_dump()} for w in detail.market.windows])
     write("goals", [{**at, **g.model_dump(), "contestant": contestant[g.merchant]} for g in detail.goals])
+    write(
+        "off_path", [{**at, **a.model_dump(), "contestant": contestant[a.merchant]} for a in detail.off_path]
+    )
     scripted = detail.days.competitors
     if scripted is not None:
         write(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, SkipValidation
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator
 
 from market.calls import ModelCall, TranscriptStep
 from market.daylog import ColumnRecords
@@ -339,6 +339,46 @@ class DeviationPath(BaseModel):
     calls: list[ModelCallRecord] = Field(default_factory=list)
 
 
+class OffPathSettings(BaseModel):
+    """The tournament file's `off_path:`: on each of `days` every merchant that answers
+    questions is asked what it would charge for the scenario's first product had its next
+    rival in seat order posted `price` for it the day before (a price, or that rival's seat's
+    `nash` or `monopoly` price), in place of that day's recall question."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    days: list[int] = Field(min_length=1)
+    price: float | Literal["nash", "monopoly"]
+
+    @field_validator("days")
+    @classmethod
+    def _after_day_one(cls, days: list[int]) -> list[int]:
+        if min(days) < 2:
+            raise ValueError("a question is about the day before: the days start at 2")
+        return sorted(set(days))
+
+    @field_validator("price")
+    @classmethod
+    def _positive(cls, price: float | str) -> float | str:
+        if isinstance(price, float) and not (0 < price < math.inf):
+            raise ValueError("a price must be a positive number")
+        return price
+
+
+class OffPathAnswer(BaseModel):
+    """A merchant's answer to an off-path question (contestants.base.OffPathQuestion) on `day`:
+    had `rival` posted `price` for `product` yesterday (it posted `posted`), it would charge
+    `answer` (None: no answer). Stored apart; it never entered the market."""
+
+    merchant: str
+    day: int
+    rival: str
+    product: str
+    price: float
+    posted: float | None
+    answer: float | None
+
+
 class FinishedMatch(PlayedMatch):
     merchants: list[MerchantResult]
     # built by the market, trusted: no copy; a DayLog, packed (see `packed`), or a list of
@@ -363,6 +403,7 @@ class FinishedMatch(PlayedMatch):
     deviation: DeviationPath | None = Field(
         default=None, description="the deviated path of a deviation probe; its measures are in `metrics`"
     )
+    off_path: list[OffPathAnswer] = Field(default_factory=list)
 
     @property
     def all_calls(self) -> list[ModelCallRecord]:

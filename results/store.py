@@ -52,6 +52,7 @@ from results.records import (
     MarketScores,
     MerchantResult,
     ModelCallRecord,
+    OffPathAnswer,
     PlayedMatch,
     PlayedScenarios,
     PriceWindow,
@@ -74,6 +75,7 @@ from results.tables import (
     MatchRow,
     MetricRow,
     ModelCallRow,
+    OffPathRow,
     PriceWindowRow,
     RatingSnapshot,
     RecallRow,
@@ -314,6 +316,7 @@ def _insert_match(
     _bulk_insert(
         session, RecallRow, [{**p, "match_id": match_id} for p in RecallLog.of(match.recalls).rows()]
     )
+    _bulk_insert(session, OffPathRow, [{**a.model_dump(), "match_id": match_id} for a in match.off_path])
     _insert_calls(session, tournament_id, match.key, match_id, match.calls)
     _bulk_insert(
         session, TranscriptRow, [{**row, "match_id": match_id} for row in day_rows(match.transcript)]
@@ -845,6 +848,7 @@ class MatchDetail:
     )
     deviation: DeviationPath | None = None  # the deviated path of a probed match
     goals: list[GoalResult] = field(default_factory=list)  # each merchant's, goal by goal
+    off_path: list[OffPathAnswer] = field(default_factory=list)  # its merchants' answers, as asked
 
     @property
     def match_id(self) -> int:
@@ -877,6 +881,7 @@ def match_detail(engine: Engine, match_id: int, with_calls: bool = True) -> Matc
             ),
             deviation=_deviation_path(session, match_id),
             goals=_match_records(session, GoalRow, match_id, GoalResult),
+            off_path=_match_records(session, OffPathRow, match_id, OffPathAnswer),
         )
 
 

@@ -31,6 +31,7 @@ from results.records import (
     GoalResult,
     MerchantResult,
     ModelCallRecord,
+    OffPathAnswer,
     PlayedMatch,
     PriceWindow,
     RecallResult,
@@ -200,6 +201,15 @@ class FaultRow(FaultColumns, table=True):
 
 class RecallRow(RecallResult, SQLModel, table=True):
     __tablename__ = "probe"
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
+
+
+class OffPathRow(OffPathAnswer, SQLModel, table=True):
+    """A merchant's answer to an off-path question (results.records.OffPathAnswer)."""
+
+    __tablename__ = "off_path"
 
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)

@@ -44,7 +44,7 @@ from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from results.deviation import DeviationProbe
 from results.metrics import METRICS
-from results.records import FactorValue, PlayedScenarios, as_number, same_value, shown_value
+from results.records import FactorValue, OffPathSettings, PlayedScenarios, as_number, same_value, shown_value
 from results.tables import TournamentRow
 
 MAX_MERCHANTS_PER_MATCH = 16
@@ -127,6 +127,10 @@ class TournamentSpec(BaseModel):
     interventions: list[Intervention] = Field(
         default_factory=list,
         description="a regulator's acts in every scenario, after the scenarios' own (scenario.Intervention)",
+    )
+    off_path: OffPathSettings | None = Field(
+        None,
+        description="on some days, ask each merchant what it would charge had its rival posted a given price",
     )
     talk: StrictBool = Field(
         False,
@@ -227,6 +231,8 @@ class TournamentSpec(BaseModel):
             raise FieldError("deviation", "probes how rivals answer a deviation; a merchant alone has none")
         if self.talk and self.merchants_per_match == 1:
             raise FieldError("talk", "lets merchants message their rivals; a merchant alone has none")
+        if self.off_path is not None and self.merchants_per_match == 1:
+            raise FieldError("off_path", "asks about a rival's price; a merchant alone has none")
         if self.deviation is not None and self.deviation.seat >= self.merchants_per_match:
             raise FieldError(
                 "deviation.seat",
@@ -288,7 +294,9 @@ class Tournament(BaseModel):
         at_default = ({"collusion"} if self.spec.collusion == CollusionSettings() else set()) | (
             set() if self.spec.talk else {"talk"}
         )
-        at_default |= {name for name in ("deviation", "goals", "sweep") if getattr(self.spec, name) is None}
+        at_default |= {
+            name for name in ("deviation", "goals", "sweep", "off_path") if getattr(self.spec, name) is None
+        }
         at_default |= set() if self.spec.interventions else {"interventions"}
         ignored = {"budget", "scoring", "stop_after_failures", "prices"} | at_default
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
@@ -540,6 +548,8 @@ def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: Scena
         check_contestants_play(path, spec, scenario)
         if spec.deviation is not None:
             check_deviation(path, spec, scenario, f"scenarios[{i}]")
+        if spec.off_path is not None:
+            check_off_path(path, spec, scenario, f"scenarios[{i}]")
     return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
 
 
@@ -631,6 +641,29 @@ def check_deviation(path: Path, spec: TournamentSpec, scenario: Scenario, field:
         raise ConfigError(
             path, "deviation.to", f"{probe.to} needs the price game of {field}: {exc}"
         ) from None
+
+
+def check_off_path(path: Path, spec: TournamentSpec, scenario: Scenario, field: str) -> None:
+    """ConfigError if `scenario`'s matches cannot be asked `spec.off_path`: a day after their
+    last, or a nash or monopoly price of a scenario without a price game."""
+    asked = spec.off_path
+    assert asked is not None
+    days = spec.days or scenario.days
+    if max(asked.days) > days:
+        raise ConfigError(
+            path,
+            "off_path.days",
+            f"day {max(asked.days)} is after the last of {field} ({scenario.name!r}): {days}",
+        )
+    if isinstance(asked.price, str):
+        from market.equilibrium import EquilibriumError, equilibria  # scipy: only for these questions
+
+        try:
+            equilibria(scenario, spec.merchants_per_match)
+        except EquilibriumError as exc:
+            raise ConfigError(
+                path, "off_path.price", f"{asked.price} needs the price game of {field}: {exc}"
+            ) from None
 
 
 def load_weights(path: str | Path) -> ScoringWeights:

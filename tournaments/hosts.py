@@ -33,7 +33,7 @@ import ray
 from ray import cloudpickle
 from ray.exceptions import ActorUnavailableError, RayActorError
 
-from contestants.base import Contestant, Handed, RecallQuestion, RunOptions
+from contestants.base import Contestant, Handed, Question, RunOptions
 from contestants.llm.errors import CallsStopped
 from market.scenario import Scenario
 from market.types import Observation
@@ -70,7 +70,7 @@ class TurnRequest(NamedTuple):
     match_key: str
     merchant: str
     observation: Observation
-    question: RecallQuestion | None
+    question: Question | None
     start: Start | None  # given when the merchant needs a fresh state
     deadline: float
 
@@ -202,7 +202,7 @@ class HostedSeat(Seat):
         self.holder: HostProcess | None = None  # the process holding its state
         self.doubted: set[HostProcess] = set()
 
-    async def turn(self, observation: Observation, question: RecallQuestion | None) -> SeatTurn:
+    async def turn(self, observation: Observation, question: Question | None) -> SeatTurn:
         start = self.start if self.fresh else None
         if start is not None:
             question = None  # made afresh, it remembers nothing

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from contestants.base import Contestant, RunOptions, Seating
+from contestants.base import Contestant, OffPathQuestion, RunOptions, Seating
 from contestants.baselines import RuleMerchant, RulePlay
 from contestants.llm.errors import CallsStopped
 from market.calls import ModelCall
@@ -51,13 +52,15 @@ from results.records import (
     FaultKind,
     FinishedMatch,
     ModelCallRecord,
+    OffPathAnswer,
+    OffPathSettings,
     StoppedMatch,
     TranscriptRecord,
 )
 from tournaments.collector import collector_paused, freeze_startup_heap
 from tournaments.deviation import DEVIATED_SUFFIX, forcing, play_both_paths
 from tournaments.plan import ContestantPlan
-from tournaments.recall import RecallQuestions, asks_on
+from tournaments.recall import RecallQuestions, asks_on, number
 from tournaments.schedule import MatchSpec
 from tournaments.seats import InlineSeat, Seat, SeatLost, SeatTurn, describe
 
@@ -98,6 +101,7 @@ class MatchRules:
     collusion: CollusionSettings = CollusionSettings()  # how the collusion metrics measure a finished match
     deviation: DeviationProbe | None = None  # every match is played twice: on path and deviated
     talk: bool = False  # merchants may send one another messages (market.engine.Market)
+    off_path: OffPathSettings | None = None  # off-path questions on some days, in place of recall
     benchmarks: Mapping[str, SeatBenchmarks | None] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -116,6 +120,7 @@ class MatchRules:
             collusion=spec.collusion,
             deviation=spec.deviation,
             talk=spec.talk,
+            off_path=spec.off_path,
             benchmarks={
                 name: seat_benchmarks(scenario, spec.merchants_per_match)
                 for name, scenario in (scenarios or {}).items()
@@ -180,6 +185,7 @@ class Match:
         self.calls: list[ModelCallRecord] = []
         self.transcript: list[TranscriptRecord] = []
         self.reported: dict[str, dict[str, float]] = {}  # by seat: what its merchant reports of itself
+        self.off_path: list[OffPathAnswer] = []
         self.lost: str | None = None  # why, once a seat was lost
 
     def deviated(self) -> Match:
@@ -211,14 +217,17 @@ class Match:
         b that do not decide from the view: their decisions, by market row."""
         span, day = market.match_rows[b], market.day
         playing = np.flatnonzero(market.playing[span])
-        question = self.questions.draw(day) if self.asks_recall(day) else None
         asked = [s for s in playing.tolist() if not self.by_view[s]]
+        off_path = self.off_path_questions(market, b, asked) if self.asks_off_path(day) else {}
+        question = self.questions.draw(day) if self.asks_recall(day) and not off_path else None
         turns: list[SeatTurn | BaseException] = []
         if asked:
             observations = market.observations(view, [span.start + s for s in asked])
             turns = await asyncio.gather(
                 *(
-                    self.seats[s].turn(observation, None if self.by_record[s] else question)
+                    self.seats[s].turn(
+                        observation, off_path.get(s) if off_path else None if self.by_record[s] else question
+                    )
                     for s, observation in zip(asked, observations)
                 ),
                 return_exceptions=True,
@@ -237,7 +246,53 @@ class Match:
                 decisions[span.start + s] = turn.decision
         if question is not None:
             self.questions.score(day, question, answers, self.by_record, playing, market.logs[b])
+        for s, asked_off in off_path.items():
+            answer = number(answers.get(s))
+            self.off_path.append(
+                OffPathAnswer(
+                    merchant=self.spec.seats[s],
+                    day=day,
+                    **asked_off.model_dump(),
+                    answer=answer if math.isfinite(answer) else None,
+                )
+            )
         return decisions
+
+    def asks_off_path(self, day: int) -> bool:
+        """Whether its merchants are asked an off-path question today: on the days its rules
+        say, on path only (as recall questions)."""
+        return self.probe is None and self.rules.off_path is not None and day in self.rules.off_path.days
+
+    def off_path_questions(self, market: Market, b: int, asked: list[int]) -> dict[int, OffPathQuestion]:
+        """Today's off-path question of each merchant `asked` (seats of match b) that remembers
+        more than the record: about the next rival in seat order and the scenario's first
+        product, its real price of yesterday told where rivals' prices are shown."""
+        settings = self.rules.off_path
+        assert settings is not None
+        span, seats = market.match_rows[b], len(self.spec.seats)
+        product = self.scenario.products[0].id
+        benchmarks = self.rules.benchmarks.get(self.spec.scenario)
+        if benchmarks is None and isinstance(settings.price, str):  # not solved by the driver (an estimate)
+            benchmarks = seat_benchmarks(self.scenario, seats)
+        questions = {}
+        for s in asked:
+            if self.by_record[s]:
+                continue
+            rival = (s + 1) % seats
+            if isinstance(settings.price, str):
+                assert benchmarks is not None  # checked with the tournament file (config.check_off_path)
+                levels = benchmarks.nash_price if settings.price == "nash" else benchmarks.monopoly_price
+                price = float(levels[rival, 0])
+            else:
+                price = settings.price
+            posted = float(market.prices[span.start + rival, 0])
+            questions[s] = OffPathQuestion(
+                rival=self.spec.seats[rival],
+                product=product,
+                price=price,
+                posted=posted if self.scenario.visibility.rival_prices else None,
+            )
+        return questions
 
     def fault(self, day: int, merchant: str, kind: FaultKind, detail: str) -> None:
         self.faults.append(Fault(day=day, merchant=merchant, kind=kind, detail=detail[:500]))
@@ -298,6 +353,7 @@ class Match:
             goals=scores.goals,
             calls=self.calls,
             transcript=self.transcript,
+            off_path=self.off_path,
         )
 
 

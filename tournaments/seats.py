@@ -17,7 +17,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from contestants.base import Contestant, DeadlinePassed, Handed, RecallQuestion
+from contestants.base import Contestant, DeadlinePassed, Handed, OffPathQuestion, Question
 from contestants.llm.errors import CallsStopped
 from market.types import Observation
 
@@ -52,7 +52,7 @@ class Seat(ABC):
     name: str
 
     @abstractmethod
-    async def turn(self, observation: Observation, question: RecallQuestion | None) -> SeatTurn:
+    async def turn(self, observation: Observation, question: Question | None) -> SeatTurn:
         """Today's turn: the answer to `question` (if any), then the decision. Raises
         CallsStopped (the run's calls have stopped) and SeatLost; any other trouble is a
         fault of the merchant, in the SeatTurn."""
@@ -72,7 +72,7 @@ class InlineSeat(Seat):
         self.contestant, self.name = contestant, name
         contestant.reset(merchant=name, scenario=scenario, seed=seed)
 
-    async def turn(self, observation: Observation, question: RecallQuestion | None) -> SeatTurn:
+    async def turn(self, observation: Observation, question: Question | None) -> SeatTurn:
         recalled = recall(self.contestant, question) if question is not None else None
         try:
             return SeatTurn(self.contestant.decide(observation), recalled)
@@ -98,7 +98,7 @@ class Turn(NamedTuple):
 def take_turn(
     contestant: Contestant,
     observation: Any,
-    question: RecallQuestion | None,
+    question: Question | None,
     deadline: float,
     arrived: float | None = None,
 ) -> Turn:
@@ -128,9 +128,11 @@ def take_turn(
     return Turn(decision, late=time.monotonic() > due, recalled=recalled)
 
 
-def recall(contestant: Contestant, question: RecallQuestion) -> Any:
-    """The contestant's answer to a recall question; None if it raised."""
+def recall(contestant: Contestant, question: Question) -> Any:
+    """The contestant's answer to a recall or an off-path question; None if it raised."""
     try:
+        if isinstance(question, OffPathQuestion):
+            return contestant.off_path(question)
         return contestant.recall(question)
     except Exception:  # a contestant's bug: no answer
         return None

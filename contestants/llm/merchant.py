@@ -48,7 +48,15 @@ from typing import Any, ClassVar, Literal, NamedTuple
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from contestants.base import Contestant, ContestantConfigError, Params, Ping, RecallQuestion, RunOptions
+from contestants.base import (
+    Contestant,
+    ContestantConfigError,
+    OffPathQuestion,
+    Params,
+    Ping,
+    RecallQuestion,
+    RunOptions,
+)
 from contestants.llm.agent import ANSWER, END_DAY, AgentTools, Conversation, as_text, work
 from contestants.llm.cache import request_key
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
@@ -60,6 +68,7 @@ from contestants.llm.prompts import (
     compaction_request,
     daily_report,
     history_row,
+    off_path_question,
     recall_question,
     reflect_question,
     repair_request,
@@ -391,12 +400,25 @@ class LLMMerchant(Contestant):
 
     def recall(self, question: RecallQuestion) -> float | None:
         if self.agent is not None:
-            return self._recall_in_conversation(question)
+            return self._answer_in_conversation(
+                "recall", recall_question(question, tool=ANSWER.name), "recall_tool"
+            )
+        return self._answer("recall", recall_question(question), "recall")
+
+    def off_path(self, question: OffPathQuestion) -> float | None:
+        if self.agent is not None:
+            text = off_path_question(question, tool=ANSWER.name)
+            return self._answer_in_conversation("off_path", text, "off_path_tool")
+        return self._answer("off_path", off_path_question(question), "off_path")
+
+    def _answer(self, purpose: CallPurpose, question: str, template: str) -> float | None:
+        """The number its model answers to a question apart from its decision (recall, off
+        path), asked with its memory; the question and the answer stay out of that memory."""
         if self.system is None:  # before its first decision
             return None
-        messages = self._messages(recall_question(question))
+        messages = self._messages(question)
         completion = self._ask(
-            "recall", self.last_day + 1, messages, RECALL_SCHEMA, "recall", (*self._templates(0), "recall")
+            purpose, self.last_day + 1, messages, RECALL_SCHEMA, purpose, (*self._templates(0), template)
         )
         value = (completion.output or {}).get("value")
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -459,15 +481,16 @@ class LLMMerchant(Contestant):
         counts at most: see Provider.most_prompt_tokens)."""
         return window is None or self.provider.most_prompt_tokens(request) + self.params.max_tokens <= window
 
-    def _recall_in_conversation(self, question: RecallQuestion) -> float | None:
-        """An agent's answer to a recall question, asked at the end of its conversation so far
-        with one tool to answer with (the question and the answer stay out of the conversation)."""
+    def _answer_in_conversation(self, purpose: CallPurpose, question: str, template: str) -> float | None:
+        """An agent's answer to a question apart from its work (recall, off path), asked at the
+        end of its conversation so far with one tool to answer with (the question and the
+        answer stay out of the conversation)."""
         assert self.agent is not None
         tools, conversation = self.agent
-        asked = Message(role="user", content=recall_question(question, tool=ANSWER.name))
+        asked = Message(role="user", content=question)
         today = self.last_day + 1  # a question is asked in the morning, before the day's work
         request = self._next_step(conversation, tools, today, asked=asked, offered=(ANSWER,))
-        completion = self._call("recall", today, request, versions("agent", "recall_tool"), heard=False)
+        completion = self._call(purpose, today, request, versions("agent", template), heard=False)
         for call in completion.tool_calls:
             value = parse_object(call.arguments) if call.name == ANSWER.name else None
             number = (value or {}).get("value")

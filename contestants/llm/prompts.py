@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from string import Template as _Text
 
-from contestants.base import RecallQuestion
+from contestants.base import OffPathQuestion, RecallQuestion
 from market.accounting import day_trade_profit
 from market.scenario import Scenario
 from market.types import MESSAGE_LIMIT, Observation
@@ -407,6 +407,19 @@ def recall_question(question: RecallQuestion, tool: str | None = None) -> str:
     if tool is not None:
         return template("recall_tool").render(question=text, tool=tool)
     return template("recall").render(question=text)
+
+
+def off_path_question(question: OffPathQuestion, tool: str | None = None) -> str:
+    """What it would charge in the case the question puts, answered in the recall schema or,
+    in agent mode, with the `tool` named."""
+    was = "" if question.posted is None else f" (it posted {_money(question.posted)})"
+    text = (
+        f"Suppose {question.rival} had posted {_money(question.price)} for {question.product} yesterday"
+        f"{was}. What price would you post for {question.product} today?"
+    )
+    if tool is not None:
+        return template("off_path_tool").render(question=text, tool=tool)
+    return template("off_path").render(question=text)
 
 
 def _units(value: float) -> str:

@@ -340,6 +340,7 @@ EXPORTED_IN = {
     "market_metric": "market_metrics",
     "price_window": "price_windows",
     "goal": "goals",
+    "off_path": "off_path",
 }
 DAY_RECORDS = {"day_log": "", "deviation_path": "deviated_"}  # a path's DayRecords, stored encoded
 

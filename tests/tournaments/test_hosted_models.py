@@ -72,6 +72,7 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
         seeds: [1, 2]
         days: 3
         recall_every: 3
+        off_path: {days: [2], price: 9.5}
         contestants:
           - name: astra
             kind: llm
@@ -99,10 +100,15 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
     assert by == {
         ("astra", "decide"): 6,
         ("astra", "recall"): 2,
+        ("astra", "off_path"): 2,
         ("sonnet", "decide"): 6,
         ("sonnet", "reflect"): 4,
         ("sonnet", "recall"): 2,
+        ("sonnet", "off_path"): 2,
     }
+    # hosted merchants are asked too, each about its next rival in seat order (seats turn by seed)
+    asked = [(a.merchant, a.day, a.price) for d in details for a in d.off_path]
+    assert sorted(asked) == [("astra", 2, 9.5)] * 2 + [("sonnet", 2, 9.5)] * 2
     assert all(c.cost is not None and c.cost > 0 for c in calls)
     assert all(
         c.reasoning_tokens > 0 for c in calls if c.contestant == "astra"

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pytest
 
-from contestants.base import ContestantConfigError, RecallQuestion, RunOptions
+from contestants.base import ContestantConfigError, OffPathQuestion, RecallQuestion, RunOptions
 from contestants.kinds import create, validate_params
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import Provider, register_provider
@@ -132,6 +132,22 @@ def test_recall_asks_with_its_own_schema_and_reads_a_number(scenario):
     assert "cash at the end of day 1" in Scripted.requests[-1].messages[-1].content
     assert Scripted.requests[-1].schema_name == "recall"
     assert [c.purpose for c in m.calls()][-3:] == ["recall"] * 3
+
+
+def test_an_off_path_question_asks_what_it_would_charge_and_leaves_its_memory_alone(scenario):
+    m = merchant(scenario, memory="notes")
+    days(scenario, m, [GOOD] * 2)
+    before = m._messages("today")  # what it would be sent next, its notes in it
+    Scripted.script.extend(['{"value": 16.25}', '{"value": "cheap"}'])
+    question = OffPathQuestion(rival="m1", product="widget", price=12.5, posted=18.25)
+    assert m.off_path(question) == 16.25 and m.off_path(question) is None
+    asked = Scripted.requests[-1].messages[-1].content
+    assert "Suppose m1 had posted 12.5 for widget yesterday (it posted 18.25)." in asked
+    assert "What price would you post for widget today?" in asked
+    assert Scripted.requests[-1].schema_name == "off_path"
+    assert [c.purpose for c in m.calls()][-2:] == ["off_path"] * 2
+    assert [c.prompt_version for c in m.calls()][-1].endswith("+off-path-v1")
+    assert m._messages("today") == before  # neither the question nor its answer is remembered
 
 
 def test_unknown_params_and_missing_keys_are_configuration_errors(monkeypatch):
