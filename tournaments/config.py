@@ -704,8 +704,9 @@ Tournament.model_rebuild()
 @dataclass(frozen=True)
 class StoredTournament:
     """A stored tournament with its file as the record keeps it (`config_text`), read again by
-    parse_tournament for what reads the record: the scoring weights of its leaderboard, the
-    collusion settings its matches are measured with, the scenarios it names.
+    parse_tournament for what reads the record: the scoring weights of its leaderboard, and
+    per cell of its sweep the scenarios it names and the collusion settings its matches are
+    measured with (`scenarios`).
 
     Reading a record never fails: a file that no longer validates (one an older arena ran)
     leaves `spec` None and `problem` saying why, and its settings are the defaults."""
