@@ -357,25 +357,27 @@ class OffPathSettings(BaseModel):
             raise ValueError("a question is about the day before: the days start at 2")
         return sorted(set(days))
 
-    @field_validator("price")
+    @field_validator("price", mode="before")
     @classmethod
-    def _positive(cls, price: float | str) -> float | str:
-        if isinstance(price, float) and not (0 < price < math.inf):
-            raise ValueError("a price must be a positive number")
+    def _a_price(cls, price: object) -> object:
+        is_price = isinstance(price, (int, float)) and not isinstance(price, bool) and 0 < price < math.inf
+        if price not in ("nash", "monopoly") and not is_price:
+            raise ValueError(f"must be nash, monopoly or a price above 0, not {price!r}")
         return price
 
 
 class OffPathAnswer(BaseModel):
     """A merchant's answer to an off-path question (contestants.base.OffPathQuestion) on `day`:
-    had `rival` posted `price` for `product` yesterday (it posted `posted`), it would charge
-    `answer` (None: no answer). Stored apart; it never entered the market."""
+    had `rival` posted `price` for `product` yesterday (it posted `posted`, told to the merchant
+    only where rivals' prices are shown), it would charge `answer` (None: no answer). Stored
+    apart; it never entered the market."""
 
     merchant: str
     day: int
     rival: str
     product: str
     price: float
-    posted: float | None
+    posted: float
     answer: float | None
 
 

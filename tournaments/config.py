@@ -289,8 +289,8 @@ class Tournament(BaseModel):
         and the scenarios. The collusion settings decide how every match is measured, so
         they count, but only when they differ from the defaults: a file without them has the
         identity it had before they existed. Likewise `talk`, which changes how every match
-        is played, and a deviation probe, goals, interventions and a sweep: each counts only when
-        there is one."""
+        is played, and a deviation probe, goals, interventions, off-path questions and a sweep:
+        each counts only when there is one."""
         at_default = ({"collusion"} if self.spec.collusion == CollusionSettings() else set()) | (
             set() if self.spec.talk else {"talk"}
         )
@@ -655,15 +655,23 @@ def check_off_path(path: Path, spec: TournamentSpec, scenario: Scenario, field: 
             "off_path.days",
             f"day {max(asked.days)} is after the last of {field} ({scenario.name!r}): {days}",
         )
-    if isinstance(asked.price, str):
-        from market.equilibrium import EquilibriumError, equilibria  # scipy: only for these questions
-
-        try:
-            equilibria(scenario, spec.merchants_per_match)
-        except EquilibriumError as exc:
+    if not isinstance(asked.price, str):
+        ceiling = scenario.products[0].price_ceiling
+        if asked.price > ceiling:
             raise ConfigError(
-                path, "off_path.price", f"{asked.price} needs the price game of {field}: {exc}"
-            ) from None
+                path,
+                "off_path.price",
+                f"{asked.price:g} is above {field} ({scenario.name!r})'s price ceiling {ceiling:g}",
+            )
+        return
+    from market.equilibrium import EquilibriumError, equilibria  # scipy: only for these questions
+
+    try:
+        equilibria(scenario, spec.merchants_per_match)
+    except EquilibriumError as exc:
+        raise ConfigError(
+            path, "off_path.price", f"{asked.price} needs the price game of {field}: {exc}"
+        ) from None
 
 
 def load_weights(path: str | Path) -> ScoringWeights:

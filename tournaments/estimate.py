@@ -2,8 +2,8 @@
 
 Every match of the schedule is rehearsed, here, in this process: the market runs day by day,
 rule merchants play as they would, and each language-model merchant builds its real prompts
-(the rules, its memory as it grows, the day's report, reflections, recall questions) but its
-provider answers itself with an answer of the usual size (contestants.llm.rehearsal). The
+(the rules, its memory as it grows, the day's report, reflections, recall and off-path
+questions) but its provider answers itself with an answer of the usual size (contestants.llm.rehearsal). The
 prompts' tokens are counted as each provider counts them, so the estimate of input tokens is
 close; answers are the usual size, not the model's, and hidden reasoning is not foreseen,
 so `high` gives the bound of every call writing its max_tokens and every decision being

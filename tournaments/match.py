@@ -219,14 +219,21 @@ class Match:
         playing = np.flatnonzero(market.playing[span])
         asked = [s for s in playing.tolist() if not self.by_view[s]]
         off_path = self.off_path_questions(market, b, asked) if self.asks_off_path(day) else {}
-        question = self.questions.draw(day) if self.asks_recall(day) and not off_path else None
+        question = self.questions.draw(day) if self.asks_recall(day) else None
+        if off_path:  # drawn all the same: later days ask what they would without the off-path ones
+            question = None
         turns: list[SeatTurn | BaseException] = []
         if asked:
             observations = market.observations(view, [span.start + s for s in asked])
             turns = await asyncio.gather(
                 *(
                     self.seats[s].turn(
-                        observation, off_path.get(s) if off_path else None if self.by_record[s] else question
+                        observation,
+                        off_path[s][0]
+                        if s in off_path
+                        else None
+                        if off_path or self.by_record[s]
+                        else question,
                     )
                     for s, observation in zip(asked, observations)
                 ),
@@ -246,13 +253,14 @@ class Match:
                 decisions[span.start + s] = turn.decision
         if question is not None:
             self.questions.score(day, question, answers, self.by_record, playing, market.logs[b])
-        for s, asked_off in off_path.items():
+        for s, (asked_off, posted) in off_path.items():
             answer = number(answers.get(s))
             self.off_path.append(
                 OffPathAnswer(
                     merchant=self.spec.seats[s],
                     day=day,
-                    **asked_off.model_dump(),
+                    **asked_off.model_dump(exclude={"posted"}),
+                    posted=posted,
                     answer=answer if math.isfinite(answer) else None,
                 )
             )
@@ -263,10 +271,12 @@ class Match:
         say, on path only (as recall questions)."""
         return self.probe is None and self.rules.off_path is not None and day in self.rules.off_path.days
 
-    def off_path_questions(self, market: Market, b: int, asked: list[int]) -> dict[int, OffPathQuestion]:
-        """Today's off-path question of each merchant `asked` (seats of match b) that remembers
-        more than the record: about the next rival in seat order and the scenario's first
-        product, its real price of yesterday told where rivals' prices are shown."""
+    def off_path_questions(
+        self, market: Market, b: int, asked: list[int]
+    ) -> dict[int, tuple[OffPathQuestion, float]]:
+        """Today's off-path question of each merchant `asked` (seats of match b) that calls a
+        model, with the rival's real price of yesterday: about the next rival in seat order and
+        the scenario's first product, that real price told where rivals' prices are shown."""
         settings = self.rules.off_path
         assert settings is not None
         span, seats = market.match_rows[b], len(self.spec.seats)
@@ -276,7 +286,7 @@ class Match:
             benchmarks = seat_benchmarks(self.scenario, seats)
         questions = {}
         for s in asked:
-            if self.by_record[s]:
+            if not self.plans[self.spec.seats[s]].calls_models:
                 continue
             rival = (s + 1) % seats
             if isinstance(settings.price, str):
@@ -286,12 +296,13 @@ class Match:
             else:
                 price = settings.price
             posted = float(market.prices[span.start + rival, 0])
-            questions[s] = OffPathQuestion(
+            question = OffPathQuestion(
                 rival=self.spec.seats[rival],
                 product=product,
                 price=price,
                 posted=posted if self.scenario.visibility.rival_prices else None,
             )
+            questions[s] = (question, posted)
         return questions
 
     def fault(self, day: int, merchant: str, kind: FaultKind, detail: str) -> None:

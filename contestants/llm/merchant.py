@@ -406,10 +406,11 @@ class LLMMerchant(Contestant):
         return self._answer("recall", recall_question(question), "recall")
 
     def off_path(self, question: OffPathQuestion) -> float | None:
+        today = self.last_day + 1  # asked in the morning, before the day's work
         if self.agent is not None:
-            text = off_path_question(question, tool=ANSWER.name)
+            text = off_path_question(question, today, tool=ANSWER.name)
             return self._answer_in_conversation("off_path", text, "off_path_tool")
-        return self._answer("off_path", off_path_question(question), "off_path")
+        return self._answer("off_path", off_path_question(question, today), "off_path")
 
     def _answer(self, purpose: CallPurpose, question: str, template: str) -> float | None:
         """The number its model answers to a question apart from its decision (recall, off

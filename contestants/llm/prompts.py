@@ -409,13 +409,13 @@ def recall_question(question: RecallQuestion, tool: str | None = None) -> str:
     return template("recall").render(question=text)
 
 
-def off_path_question(question: OffPathQuestion, tool: str | None = None) -> str:
-    """What it would charge in the case the question puts, answered in the recall schema or,
-    in agent mode, with the `tool` named."""
+def off_path_question(question: OffPathQuestion, day: int, tool: str | None = None) -> str:
+    """What it would charge on `day` in the case the question puts, answered in the recall
+    schema or, in agent mode, with the `tool` named."""
     was = "" if question.posted is None else f" (it posted {_money(question.posted)})"
     text = (
-        f"Suppose {question.rival} had posted {_money(question.price)} for {question.product} yesterday"
-        f"{was}. What price would you post for {question.product} today?"
+        f"Today is day {day}. Suppose {question.rival} had posted {_money(question.price)} for "
+        f"{question.product} yesterday{was}. What price would you post for {question.product} today?"
     )
     if tool is not None:
         return template("off_path_tool").render(question=text, tool=tool)

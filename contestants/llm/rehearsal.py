@@ -100,10 +100,10 @@ def typical_step(request: CompletionRequest, longest: bool = False) -> tuple[Too
 def typical_answer(name: str, schema: dict[str, Any]) -> str:
     """The compact JSON of a usual answer to `schema` (a decision: its reasoning, plans and
     insights where asked for, a price and an order for each product, as many operations as the
-    schema allows, a note, a plan and a message where the schema has them; a memory answer; a
-    reflection; an agent's summary)."""
+    schema allows, a note, a plan and a message where the schema has them; a memory or an
+    off-path answer; a reflection; an agent's summary)."""
     properties = schema.get("properties", {})
-    if name == "recall":
+    if name in ("recall", "off_path"):  # a number
         answer: dict[str, Any] = {"value": 1234.56}
     elif name == "reflection":
         answer = {"reflection": "x" * _chars(properties.get("reflection", {}), REFLECTION_CHARS)}

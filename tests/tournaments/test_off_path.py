@@ -50,13 +50,13 @@ class Answering(Provider):
 register_provider("off_path_answers", f"{__name__}:Answering")
 
 
-def played(off_path: OffPathSettings, recall_every: int = 0) -> FinishedMatch:
+def played(off_path: OffPathSettings, recall_every: int = 0, days: int = 5) -> FinishedMatch:
     Answering.asked.clear()
     entries = [
         ContestantEntry(name=name, kind="llm", params={"model": "off_path_answers/test", "no_cache": True})
         for name in ("a", "b")
     ]
-    spec = MatchSpec(key="k", index=0, scenario="calvano", seed=1, days=5, seats=("a", "b"))
+    spec = MatchSpec(key="k", index=0, scenario="calvano", seed=1, days=days, seats=("a", "b"))
     rules = MatchRules(
         seed=7,
         recall_every=recall_every,
@@ -111,7 +111,13 @@ def test_the_answers_are_stored_and_exported_apart(tmp_path):
         ("{days: [4], price: 1.5}\nformat: solo", "off_path", "a merchant alone has none"),
         ("{days: [40], price: 1.5}", "off_path.days", "day 40 is after the last"),
         ("{days: [1], price: 1.5}", "off_path.days", "the days start at 2"),
-        ("{days: [3], price: -1}", "off_path.price", "a price must be a positive number"),
+        ("{days: [3], price: -1}", "off_path.price", "must be nash, monopoly or a price above 0"),
+        (
+            "{days: [3], price: nahs}",
+            "off_path.price",
+            "must be nash, monopoly or a price above 0, not 'nahs'",
+        ),
+        ("{days: [3], price: 5000}", "off_path.price", "5000 is above scenarios[0]"),
     ],
 )
 def test_questions_that_cannot_be_asked_are_one_line(tmp_path, section, field, words):
@@ -154,3 +160,12 @@ def test_the_estimate_counts_the_off_path_calls(tmp_path):
     (a, total) = estimate(load_tournament(path))
     assert (a.contestant, a.calls) == ("a", {"decide": 6, "off_path": 3})
     assert total.calls == {"decide": 6, "off_path": 3}
+
+
+def test_an_off_path_day_leaves_the_later_recall_questions_as_they_were():
+    """The recall question of an off-path day is drawn and not asked: day 6 asks what it asks
+    in the same match without off-path questions."""
+    with_off_path = played(OffPathSettings(days=[3], price=1.5), recall_every=3, days=7)
+    without = played(OffPathSettings(days=[2], price=1.5), recall_every=3, days=7)  # day 2: no recall day
+    later = lambda match: [(r.day, r.asked_day, r.fact) for r in match.recalls if r.day > 3]  # noqa: E731
+    assert later(with_off_path) == later(without) != []

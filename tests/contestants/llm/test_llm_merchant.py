@@ -142,7 +142,7 @@ def test_an_off_path_question_asks_what_it_would_charge_and_leaves_its_memory_al
     question = OffPathQuestion(rival="m1", product="widget", price=12.5, posted=18.25)
     assert m.off_path(question) == 16.25 and m.off_path(question) is None
     asked = Scripted.requests[-1].messages[-1].content
-    assert "Suppose m1 had posted 12.5 for widget yesterday (it posted 18.25)." in asked
+    assert "Today is day 3. Suppose m1 had posted 12.5 for widget yesterday (it posted 18.25)." in asked
     assert "What price would you post for widget today?" in asked
     assert Scripted.requests[-1].schema_name == "off_path"
     assert [c.purpose for c in m.calls()][-2:] == ["off_path"] * 2
