@@ -624,23 +624,8 @@ def check_deviation(path: Path, spec: TournamentSpec, scenario: Scenario, field:
             f"the deviation ends on day {probe.last_day}, but {field} ({scenario.name!r}) has {days} "
             "days: it must end before the last",
         )
-    if isinstance(probe.to, float):
-        ceiling = min(p.price_ceiling for p in scenario.products)
-        if probe.to > ceiling:
-            raise ConfigError(
-                path,
-                "deviation.to",
-                f"{probe.to:g} is above {field} ({scenario.name!r})'s price ceiling {ceiling:g}",
-            )
-        return
-    from market.equilibrium import EquilibriumError, equilibria  # scipy: only for a probe
-
-    try:
-        equilibria(scenario, spec.merchants_per_match)
-    except EquilibriumError as exc:
-        raise ConfigError(
-            path, "deviation.to", f"{probe.to} needs the price game of {field}: {exc}"
-        ) from None
+    ceiling = min(p.price_ceiling for p in scenario.products)
+    _check_price_target(path, "deviation.to", probe.to, ceiling, spec, scenario, field)
 
 
 def check_off_path(path: Path, spec: TournamentSpec, scenario: Scenario, field: str) -> None:
@@ -655,23 +640,33 @@ def check_off_path(path: Path, spec: TournamentSpec, scenario: Scenario, field: 
             "off_path.days",
             f"day {max(asked.days)} is after the last of {field} ({scenario.name!r}): {days}",
         )
-    if not isinstance(asked.price, str):
-        ceiling = scenario.products[0].price_ceiling
-        if asked.price > ceiling:
+    ceiling = scenario.products[0].price_ceiling
+    _check_price_target(path, "off_path.price", asked.price, ceiling, spec, scenario, field)
+
+
+def _check_price_target(
+    path: Path,
+    setting: str,
+    target: float | str,
+    ceiling: float,
+    spec: TournamentSpec,
+    scenario: Scenario,
+    field: str,
+) -> None:
+    """ConfigError naming `setting` unless `target` can be put to `scenario`'s matches: a price
+    at most `ceiling`, or a named one (best_response, nash, monopoly) of its price game."""
+    if not isinstance(target, str):
+        if target > ceiling:
             raise ConfigError(
-                path,
-                "off_path.price",
-                f"{asked.price:g} is above {field} ({scenario.name!r})'s price ceiling {ceiling:g}",
+                path, setting, f"{target:g} is above {field} ({scenario.name!r})'s price ceiling {ceiling:g}"
             )
         return
-    from market.equilibrium import EquilibriumError, equilibria  # scipy: only for these questions
+    from market.equilibrium import EquilibriumError, equilibria  # scipy: only for a named price
 
     try:
         equilibria(scenario, spec.merchants_per_match)
     except EquilibriumError as exc:
-        raise ConfigError(
-            path, "off_path.price", f"{asked.price} needs the price game of {field}: {exc}"
-        ) from None
+        raise ConfigError(path, setting, f"{target} needs the price game of {field}: {exc}") from None
 
 
 def load_weights(path: str | Path) -> ScoringWeights:
