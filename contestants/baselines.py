@@ -106,7 +106,7 @@ def daily_sales(scenario: Scenario, view: MarketView) -> np.ndarray:
     demand times the demand factor and the announced demand events of today, shared alike
     among the match's merchants still in business and the scripted competitors that sell it."""
     board = view.board
-    in_business = np.add.reduce(~board.bankrupt.reshape(-1, board.seats), 1)[view.rows // board.seats]
+    in_business = np.add.reduce(~board.closed.reshape(-1, board.seats), 1)[view.rows // board.seats]
     scripted = [
         sum(not c.products or p.id in c.products for c in scenario.competitors) for p in scenario.products
     ]
@@ -167,7 +167,7 @@ class Team(Generic[M]):
         # a kind that says nothing (RuleMerchant's own `say`) is never asked
         self.speaks = inspect.getattr_static(kind, "say") is not inspect.getattr_static(RuleMerchant, "say")
         self._columns: dict[str, np.ndarray] = {}
-        self._benchmarks: SeatBenchmarks | None = None
+        self._benchmarks: dict[tuple[int, ...], SeatBenchmarks] = {}  # by the seats open
 
     @cached_property
     def competitors(self) -> Competitors:
@@ -187,15 +187,19 @@ class Team(Generic[M]):
             self._columns[name] = np.array([[math.nan if v is None else float(v)] for v in values])
         return self._columns[name]
 
-    def benchmarks(self, seats: int) -> SeatBenchmarks:
-        """The scenario's Nash and monopoly prices of a match of `seats`, by seat
-        (market.equilibrium.by_seat), looked up once per team rather than every day."""
-        if self._benchmarks is None:
+    def benchmarks(self, seats: int, day: int) -> SeatBenchmarks:
+        """The scenario's Nash and monopoly prices of a match of `seats` on `day`, by seat, in
+        the price game of the seats open that day (market.equilibrium.by_open_seat: every
+        seat's, but before a new entrant opens), looked up once per team and set of seats
+        open rather than every day."""
+        opening = self.scenario.opening_days(seats)
+        open_now = tuple(seat for seat in range(seats) if opening[seat] <= day)
+        if open_now not in self._benchmarks:
             # scipy: half a second of importing that only the kinds that need it pay
-            from market.equilibrium import by_seat
+            from market.equilibrium import by_open_seat
 
-            self._benchmarks = by_seat(self.scenario, seats)
-        return self._benchmarks
+            self._benchmarks[open_now] = by_open_seat(self.scenario, seats, day)
+        return self._benchmarks[open_now]
 
     def restock(self, view: MarketView) -> np.ndarray:
         """The (s, S) policy of `RestockParams`, for every member and product: its levels in
@@ -503,12 +507,12 @@ class BestResponse(RuleMerchant):
 
     Per product, it takes rivals' prices and reputations as they stood yesterday (a hidden
     price counts as the reference price, a hidden reputation as the scenario's initial one;
-    bankrupt rivals are gone), and the scripted competitors' prices of today (a hidden one
-    counts as its standing price), and picks, from `grid_points` prices between today's unit cost
-    and `max_price_factor` * reference price, the one maximising expected profit per
-    customer (price - unit_cost) * share(price). It then orders up to the expected sales of
-    lead_time + cover_days days (base demand, times announced demand events in force, times
-    that share). It knows the rules exactly but not that rivals react: the Bertrand-Nash
+    bankrupt rivals and entrants not yet open are gone), and the scripted competitors' prices
+    of today (a hidden one counts as its standing price), and picks, from `grid_points` prices
+    between today's unit cost and `max_price_factor` * reference price, the one maximising
+    expected profit per customer (price - unit_cost) * share(price). It then orders up to the
+    expected sales of lead_time + cover_days days (base demand, times announced demand events
+    in force, times that share). It knows the rules exactly but not that rivals react: the Bertrand-Nash
     player of the price game, and the benchmark for tacit collusion (prices above it).
     """
 
@@ -556,7 +560,7 @@ class BestResponse(RuleMerchant):
         selling = np.concatenate(
             [
                 np.ones((members, 1, len(products)), dtype=bool),
-                np.broadcast_to(~board.bankrupt[others][:, :, None], (members, n - 1, len(products))),
+                np.broadcast_to(~board.closed[others][:, :, None], (members, n - 1, len(products))),
                 np.broadcast_to(scripted.sells, (members, rivals, len(products))),
             ],
             axis=1,
@@ -611,9 +615,9 @@ class TitForTatParams(RestockParams):
 
 
 class TitForTat(RuleMerchant):
-    """Per product, posts the price the cheapest rival posted yesterday (bankrupt rivals are
-    gone); restocks (s, S). It never moves first: it answers a cut, and a rise, the next day,
-    so whatever rivals do comes back to them.
+    """Per product, posts the price the cheapest rival posted yesterday (bankrupt rivals and
+    entrants not yet open are gone); restocks (s, S). It never moves first: it answers a cut,
+    and a rise, the next day, so whatever rivals do comes back to them.
 
     On day 1 nobody has chosen a price yet (the board shows the start prices), and while
     rivals' prices are hidden there is nothing to copy: then it posts its opening price,
@@ -655,7 +659,7 @@ class GrimTrigger(RuleMerchant):
     base costs and demand, every reputation at its initial value.
 
     Rivals' prices are read from day 2 (on day 1 the board shows the start prices, which
-    nobody chose); a hidden price or a bankrupt rival never triggers it. The trigger is the
+    nobody chose); a hidden price or a closed rival never triggers it. The trigger is the
     one thing it remembers that the market's view does not show: a flag per product, its
     own, kept across the days of a match and cleared by `reset`. A scenario without price
     equilibria (customers who ignore prices) is refused when a tournament naming both is
@@ -694,16 +698,18 @@ class GrimTrigger(RuleMerchant):
     @classmethod
     def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         board, n = view.board, view.board.seats
-        benchmarks = team.benchmarks(n)
+        benchmarks = team.benchmarks(n, view.day)
         monopoly, nash = benchmarks.monopoly_price, benchmarks.nash_price
         seat = view.rows % n
         triggered = np.array([member.triggered for member in team.members])
         if view.day > 1:
             # [member, seat]: the board's rows of its match
             match = view.rows[:, None] - seat[:, None] + np.arange(n)
-            rivals = ~board.bankrupt[match] & (np.arange(n) != seat[:, None])
-            # [member, seat, product]; NaN: no
-            defected = board.prices[match] < monopoly * (1 - team.column("tolerance"))[:, :, None]
+            rivals = ~board.closed[match] & (np.arange(n) != seat[:, None])
+            # [member, seat, product]; NaN: no. Yesterday's prices against yesterday's game: an
+            # entrant opening today changes the monopoly prices, and no one's price of yesterday
+            held = team.benchmarks(n, view.day - 1).monopoly_price
+            defected = board.prices[match] < held * (1 - team.column("tolerance"))[:, :, None]
             triggered |= np.logical_or.reduce(defected & rivals[:, :, None], axis=1)
             for member, flags in zip(team.members, triggered):
                 member.triggered = flags
@@ -725,7 +731,7 @@ class Cartel(GrimTrigger):
     @classmethod
     def say(cls, team: Team[Self], view: MarketView) -> list[str]:
         n = view.board.seats
-        benchmarks = team.benchmarks(n)
+        benchmarks = team.benchmarks(n, view.day)
         ids = team.scenario.product_ids
         seats = (view.rows % n).tolist()
         return [

@@ -270,6 +270,12 @@ class QLearner(RuleMerchant):
                 f"qlearning learns a price game without stock; scenario {name!r} limits sales by stock "
                 "(it needs demand: {mode: expected, stock_limited: false})"
             )
+        entry = next((act for act in scenario.interventions if act.kind == "entry"), None)
+        if entry is not None:
+            raise ContestantConfigError(
+                "qlearning learns the game of every seat before the match, and intervention "
+                f"{entry.name!r} has a seat enter later"
+            )
         try:
             highest = price_grid(scenario, [params] * merchants).max()
         except (ValueError, EquilibriumError) as exc:

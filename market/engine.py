@@ -10,6 +10,8 @@ order, advertise) of every merchant for k = 1, 2, ..., each checked against the 
 earlier ones left, and each refused one given a code and a reason; customers choose
 (market/demand.py), sales capped by stock; costs are paid, reputation moves, and a merchant
 with cash below zero goes bankrupt. Each match's days go into its DayLogBuilder as columns.
+A new entrant (an intervention of kind entry) is absent, closed and out of play, until the
+morning of its day, when it opens with the starting books.
 
 Where merchants talk (`talk`), a decision's message is delivered with the day's record and
 shown to the match's other merchants in the next day's observations; elsewhere messages are
@@ -154,6 +156,8 @@ class Market:
         self.match_rows = [slice(b * self.seats, (b + 1) * self.seats) for b in range(len(self.rosters))]
         self._all_rows = np.arange(len(self._names))
         self._seats = np.arange(self.seats)
+        self._opening = np.tile(scenario.opening_days(self.seats), matches)  # per row: the day it opens
+        self._entrants = bool((self._opening > 1).any())
         self.competitors = Competitors(scenario)
         # each segment's way of choosing: the scenario's, with its own sensitivities
         self._segment_choices = [
@@ -176,27 +180,22 @@ class Market:
             raise ValueError(f"{len(seeds)} seeds for {len(self.rosters)} matches")
         self._rngs = [np.random.default_rng(s) for s in seeds]
         s, m, p = self.scenario, len(self.rosters) * self.seats, len(self.scenario.products)
-        self.playing = np.ones(m, dtype=bool)  # per row: still in its match
+        self.playing = self._opening <= 1  # per row: in its match today
+        self.closed = ~self.playing  # per row: not selling: gone bankrupt, or an entrant not yet open
         self.day = 1
-        self.cash = np.full(m, s.finance.initial_cash)
-        self.inventory = np.tile([pr.initial_stock for pr in s.products], (m, 1)).astype(float)
-        self.prices = np.tile([pr.start_price for pr in s.products], (m, 1)).astype(float)
-        self.reputation = np.full(m, s.reputation.initial)
+        self.cash, self.reputation, self.due = np.zeros(m), np.zeros(m), np.zeros(m)
+        self.inventory, self.prices, self.units_sold = np.zeros((m, p)), np.zeros((m, p)), np.zeros((m, p))
         self.pipeline = np.zeros((m, p, self._horizon))  # [.., k]: arrives in k+1 days
         self.overdue = np.zeros((m, p, self._horizon))  # [.., k]: of it, promised for k+1 days earlier
         self.credit = np.zeros((m, max(s.finance.credit_days, 1)))  # [.., k]: due in k+1 days
         # [.., k]: units in stock that spoil at the end of the k-th day from today (0: tonight)
         self.batches = np.zeros((m, p, int(self._shelf_life.max())))
-        self._receive(self.inventory)
-        self.due = np.zeros(m)
-        self.bankrupt = np.zeros(m, dtype=bool)
-        self.units_sold = np.zeros((m, p))
-        kept = s.satisfaction
-        self.satisfaction = np.full(m, kept.initial if kept is not None else 0.0)
+        self.satisfaction = np.zeros(m)
         # what the optional parts record on a day they do nothing: one array each, never written
         self._none_by_row, self._none_by_product = np.zeros(m), np.zeros((m, p))
         self.discount = np.zeros((m, p))  # of each row's latest promotion of each product
         self.discount_until = np.zeros((m, p), dtype=np.int64)  # and its last day
+        self._start_books(self._all_rows)
         self.logs = [
             DayLogBuilder(roster, tuple(self._product_ids), self.competitors.names, self._supplier_names)
             for roster in self.rosters
@@ -208,6 +207,37 @@ class Market:
             None  # (unit costs, net worth) at the end of the last day
         )
 
+    def _start_books(self, rows: np.ndarray) -> None:
+        """The books of the merchants at `rows` as they open: the scenario's starting cash,
+        stock, prices, reputation and satisfaction; nothing ordered, owed, sold or promoted."""
+        s = self.scenario
+        for books in (
+            self.pipeline,
+            self.overdue,
+            self.credit,
+            self.batches,
+            self.due,
+            self.units_sold,
+            self.discount,
+            self.discount_until,
+        ):
+            books[rows] = 0
+        self.cash[rows] = s.finance.initial_cash
+        self.inventory[rows] = [pr.initial_stock for pr in s.products]
+        self.prices[rows] = [pr.start_price for pr in s.products]
+        self.reputation[rows] = s.reputation.initial
+        self.satisfaction[rows] = s.satisfaction.initial if s.satisfaction is not None else 0.0
+        stocked = np.zeros_like(self.inventory)
+        stocked[rows] = self.inventory[rows]
+        self._receive(stocked)
+
+    def _open_entrants(self) -> None:
+        """The entrants whose day is today open (market.scenario.Intervention, kind entry)."""
+        rows = np.flatnonzero(self._opening == self.day)
+        if rows.size:
+            self._start_books(rows)
+            self.closed[rows], self.playing[rows] = False, True
+
     # --- what the merchants see -----------------------------------------------------
 
     def view(self) -> MarketView:
@@ -216,12 +246,15 @@ class Market:
         s, day = self.scenario, min(self.day, self.days)
         vis = s.visibility
         hidden = np.full_like(self.prices, math.nan)
+        paid = self._offered(day - 1)  # what their customers paid
+        if self._entrants and day > 1:  # an entrant opening today has posted no price yet
+            paid = np.where((self._opening == day)[:, None], math.nan, paid)
         board = Board(
             self.seats,
-            self._offered(day - 1) if vis.rival_prices else hidden,  # what their customers paid
+            paid if vis.rival_prices else hidden,
             self.reputation if vis.rival_reputation else np.full_like(self.reputation, math.nan),
             self.units_sold if vis.rival_sales else hidden,
-            self.bankrupt,
+            self.closed,
             self.competitor_prices if vis.rival_prices else np.full_like(self.competitor_prices, math.nan),
         )
         return MarketView(
@@ -307,7 +340,7 @@ class Market:
 
         `forced`, by row: the prices the row posts today whatever it decided (a deviation
         probe), a function of the prices of its match's merchants once their operations are
-        applied and the regulator has acted [seat, product] (a bankrupt one's: inf), capped at
+        applied and the regulator has acted [seat, product] (a closed one's: inf), capped at
         the price ceiling or a price cap in force. Like any
         posted price it stands until the merchant posts another, as the merchant sees the
         next morning (its own price is the forced one)."""
@@ -331,7 +364,7 @@ class Market:
         flows = self._trade(day, unit_cost, paid, advertising)
         if self.scenario.satisfaction is not None:
             self._update_satisfaction(flows, late, came)
-        self.bankrupt |= self.cash < 0
+        self.closed |= self.cash < 0
         worth_end = self.net_worth(unit_cost)
         self._closing = (unit_cost, worth_end)
         values = {
@@ -355,12 +388,14 @@ class Market:
         }
         self._record(day, values, done.operations, orders, said)
         self.day += 1
-        if len(self.competitors):
-            self.competitor_prices = self._competitor_prices(self.day)
         if day >= self.days:
             self.playing[:] = False
         else:
-            self.playing &= ~self.bankrupt
+            self.playing &= ~self.closed
+            if self._entrants:
+                self._open_entrants()
+        if len(self.competitors):
+            self.competitor_prices = self._competitor_prices(self.day)
         return worth_end - worth_start
 
     def _satisfaction_bonus(self) -> np.ndarray | float:
@@ -389,7 +424,7 @@ class Market:
             - kept.late_weight * share(late, late + came)
         )
         moved = kept.memory * self.satisfaction + (1 - kept.memory) * np.minimum(np.maximum(target, 1.0), 5.0)
-        self.satisfaction = np.where(self.bankrupt, self.satisfaction, moved)
+        self.satisfaction = np.where(self.closed, self.satisfaction, moved)
 
     def _offered(self, day: int) -> np.ndarray:
         """The prices customers pay on `day` [row, product]: the posted ones, less the discount
@@ -413,7 +448,7 @@ class Market:
             return np.zeros((len(self.rosters), 0, p))
         cost = np.array([pr.unit_cost for pr in self.scenario.products]) * self.rules.cost_factor(day)
         posted = self._offered(day - 1).reshape(-1, self.seats, p)
-        return self.competitors.prices(day, posted, ~self.bankrupt.reshape(-1, self.seats), cost)
+        return self.competitors.prices(day, posted, ~self.closed.reshape(-1, self.seats), cost)
 
     def _worth(self, unit_cost: np.ndarray) -> np.ndarray:
         """Every row's net worth as the day starts: yesterday's close when the unit costs are
@@ -497,8 +532,8 @@ class Market:
             if self.playing[i]:
                 span = self.match_rows[i // self.seats]
                 posted = np.where(
-                    self.bankrupt[span, None], math.inf, self.prices[span]
-                )  # the bankrupt sell nothing
+                    self.closed[span, None], math.inf, self.prices[span]
+                )  # the closed sell nothing
                 self.prices[i] = np.minimum(prices(posted), limit)
 
     def _regulate(self, day: int) -> None:
@@ -559,7 +594,7 @@ class Market:
             self._receive(restocked)
         spoiled = self._spoil(sold) if self._perishable.size else self._none_by_product
         holding = _sum(self.inventory * self._holding, 1)
-        fixed = np.where(self.bankrupt, 0.0, finance.fixed_daily_cost)
+        fixed = np.where(self.closed, 0.0, finance.fixed_daily_cost)
         self.cash += revenue_cash - made_to_order - holding - fixed
         if self.scenario.segments:
             self.cash -= refunds
@@ -598,7 +633,7 @@ class Market:
         # np.array of a tuple copies in C; np.stack would cost more in Python than the copy
         scalars = np.array(tuple(values[name] for name in SCALARS)).T
         per_product = np.array(tuple(values[name] for name in PER_PRODUCT)).transpose(1, 0, 2)
-        bankrupt = self.bankrupt.copy()
+        bankrupt = self.closed.copy()  # a row that played today closed only by going bankrupt
         scripted = len(self.competitors) > 0
         everyone = np.logical_and.reduce(self.playing.reshape(-1, self.seats), 1).tolist()  # per match
         rejected_by_seat, plans_by_seat = (
@@ -742,7 +777,7 @@ class Market:
             utility = (
                 utility + self._promotion_bonus(day, s.choice.promotion_response) + self._satisfaction_bonus()
             )
-        utility = np.where(self.bankrupt[:, None], -np.inf, utility)
+        utility = np.where(self.closed[:, None], -np.inf, utility)
         running = np.logical_or.reduce(self.playing.reshape(-1, self.seats), 1)  # matches not over
         rngs = [rng for rng, on in zip(self._rngs, running.tolist()) if on]
         if len(rngs) == len(running):
@@ -802,7 +837,7 @@ class Market:
             ],
             axis=1,
         )
-        utility = np.where(self.bankrupt[:, None, None], -np.inf, utility)
+        utility = np.where(self.closed[:, None, None], -np.inf, utility)
         rivals = len(self.competitors)
         if rivals:
             scripted = np.stack(
@@ -858,7 +893,7 @@ class Market:
         if advertising.any():  # no spend adds a boost of exactly zero, so it is skipped
             updated += r.advertising_gain * (1.0 - np.exp(-advertising / r.advertising_scale))
         updated = np.minimum(np.maximum(updated, r.minimum), r.maximum)  # np.clip, without its Python wrapper
-        self.reputation = np.where(self.bankrupt, self.reputation, updated)
+        self.reputation = np.where(self.closed, self.reputation, updated)
 
     def _unit_cost_today(self, day: int) -> np.ndarray:
         if not self.scenario.events:
@@ -994,17 +1029,20 @@ class _SharedParts:
 
     @functools.cached_property
     def board(self) -> list[PublicMerchant]:
+        """The match's merchants as everyone sees them, an entrant not yet open left out."""
         ids, board, span = self.market._product_ids, self.view.board, self.span
         shown = zip(
             self.market._names[span],
             board.prices[span].tolist(),
             board.reputation[span].tolist(),
             board.units_sold[span].tolist(),
-            board.bankrupt[span].tolist(),
+            board.closed[span].tolist(),
+            (self.market._opening[span] <= self.view.day).tolist(),
         )
         return [
             PublicMerchant(name, _table(ids, price), None if rep != rep else rep, _table(ids, units), out)
-            for name, price, rep, units, out in shown
+            for name, price, rep, units, out, opened in shown
+            if opened
         ]
 
     @functools.cached_property

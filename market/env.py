@@ -3,7 +3,8 @@
 Observations are `Observation` models (or flat arrays with numeric=True, for RL code).
 Actions are anything `parse_decision` accepts, or a dict of arrays from `action_space`.
 Rewards are the day's change in net worth. The last day truncates everyone; a merchant
-whose cash falls below zero is terminated (bankrupt).
+whose cash falls below zero is terminated (bankrupt). A new entrant (an intervention of kind
+entry) joins `agents` on the day it opens, with its first observation.
 
 The observations that reset and step return, and the infos of step, are dicts of every agent
 whose values are made when first read (`LazyDict`), from the morning as it was when they
@@ -105,7 +106,7 @@ class MarketEnv(ParallelEnv):
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[LazyDict, dict[str, dict[str, Any]]]:
         self.market.reset([seed])
-        self.agents = list(self.possible_agents)
+        self.agents = self._open()
         return self._observations(self._observation_maker(), self.agents), {a: {} for a in self.agents}
 
     def step(
@@ -119,19 +120,23 @@ class MarketEnv(ParallelEnv):
             }
         )
         last_day = market.day - 1 >= self.days
-        rewards = dict(zip(playing, change[rows].tolist()))
-        terminations = dict.fromkeys(playing, False)
+        self.agents = self._open()
+        # an entrant opening tomorrow is given its first observation, and nothing yet to reward
+        everyone = playing + [a for a in self.agents if a not in playing]
+        rewards = dict.fromkeys(everyone, 0.0)
+        rewards.update(zip(playing, change[rows].tolist()))
+        terminations = dict.fromkeys(everyone, False)
         # those gone bankrupt today: the others are no longer playing
-        for k in np.flatnonzero(market.bankrupt[rows]).tolist():
+        for k in np.flatnonzero(market.closed[rows]).tolist():
             terminations[playing[k]] = True
-        truncations = dict.fromkeys(playing, last_day)
-        left = ~market.playing[rows]
-        self.agents = (
-            [a for a, out in zip(playing, left.tolist()) if not out] if left.any() else list(playing)
-        )
+        truncations = dict.fromkeys(everyone, last_day)
         maker = self._observation_maker()
-        infos = LazyDict.made_on_read(playing, lambda a: {"record": maker.yesterday(self._index[a])})
-        return self._observations(maker, playing), rewards, terminations, truncations, infos
+        infos = LazyDict.made_on_read(everyone, lambda a: {"record": maker.yesterday(self._index[a])})
+        return self._observations(maker, everyone), rewards, terminations, truncations, infos
+
+    def _open(self) -> list[str]:
+        """The agents playing today."""
+        return [a for a, on in zip(self.possible_agents, self.market.playing.tolist()) if on]
 
     def _observation_maker(self) -> ObservationMaker:
         """The merchants' observations of this morning, and their records of the day before,

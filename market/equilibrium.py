@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -111,6 +111,30 @@ def by_seat(scenario: Scenario, merchants: int) -> SeatBenchmarks:
         column("nash", "profits"),
         column("monopoly", "profits"),
     )
+
+
+def by_open_seat(scenario: Scenario, merchants: int, day: int) -> SeatBenchmarks:
+    """`by_seat` of the price game between the seats open on `day`, every seat but a new
+    entrant not yet open (Scenario.opening_days), as arrays [seat, product] for all
+    `merchants` seats, NaN in the rows of those not open (raises as by_seat does)."""
+    opening = scenario.opening_days(merchants)
+    open_now = [seat for seat in range(merchants) if opening[seat] <= day]
+    if len(open_now) == merchants:
+        return by_seat(scenario, merchants)
+    incumbents = scenario.model_copy(
+        update={
+            "seats": tuple(scenario.seats[seat] for seat in open_now) if scenario.seats else (),
+            "interventions": (),  # no act changes the price game, and the entrants are left out
+        }
+    )
+    found = by_seat(incumbents, len(open_now))
+
+    def spread(values: np.ndarray) -> np.ndarray:
+        every = np.full((merchants, values.shape[1]), np.nan)
+        every[open_now] = values
+        return every
+
+    return replace(found, **{f.name: spread(getattr(found, f.name)) for f in fields(found)})
 
 
 def price_games(scenario: Scenario, merchants: int) -> dict[str, PriceGame]:

@@ -266,17 +266,24 @@ class Intervention(_Strict):
     - `memory_reset`: on `start_day` the learners in `seats` forget what they learnt: their
       Q-tables start again from Q0 and their exploration from its first period
       (contestants.qlearning); other merchants are unchanged. It has no price and lasts a day.
+    - `entry`: the merchants in `seats` open on `start_day`, a new entrant's. Before it they are
+      absent: neither asked to decide, nor selling, nor paying, nor listed among the others'
+      rivals, nor in the day records; they open with the scenario's starting books (cash,
+      stock, prices, reputation). It has no price, no product and no end_day.
 
     Merchants are told of an announced price cap or forced price (their observation's
-    `interventions`) from `announce_days_ahead` days before it starts to its end."""
+    `interventions`) from `announce_days_ahead` days before it starts to its end; an entrant
+    is not announced: the others see it among their rivals from its first day."""
 
     name: str
-    kind: Literal["price_cap", "forced_price", "memory_reset"]
+    kind: Literal["price_cap", "forced_price", "memory_reset", "entry"]
     start_day: int = Field(ge=1)
     end_day: int | None = Field(None, ge=1, description="None: the start day alone")
     price: float | None = Field(None, gt=0, allow_inf_nan=False)
     product: str | None = Field(None, description="None: every product")
-    seats: tuple[int, ...] | None = Field(None, description="forced_price, memory_reset: None: every seat")
+    seats: tuple[int, ...] | None = Field(
+        None, description="forced_price, memory_reset: None: every seat; entry: the seats that open"
+    )
     announce_days_ahead: int = Field(0, ge=0)
     announced: bool = True
 
@@ -284,15 +291,20 @@ class Intervention(_Strict):
     def _coherent(self) -> Intervention:
         if self.end_day is not None and self.end_day < self.start_day:
             raise ValueError("end_day is before start_day")
-        if self.kind == "memory_reset":
+        if self.kind in ("memory_reset", "entry"):
             if (
                 self.price is not None
                 or self.product is not None
                 or self.end_day not in (None, self.start_day)
             ):
+                article = "an" if self.kind == "entry" else "a"
                 raise ValueError(
-                    "a memory_reset has no price, no product and no end_day: it is one day's act"
+                    f"{article} {self.kind} has no price, no product and no end_day: it is one day's act"
                 )
+            if self.kind == "entry" and (self.seats is None or self.start_day < 2):
+                raise ValueError("an entry names its seats and opens on day 2 or later")
+            if self.kind == "entry" and self.announce_days_ahead:
+                raise ValueError("an entry is not announced: its seats appear among the rivals on its day")
         elif self.price is None:
             raise ValueError(f"a {self.kind} needs a price")
         if self.kind == "price_cap" and self.seats is not None:
@@ -508,6 +520,9 @@ class Scenario(_Strict):
         for act in self.interventions:
             if act.product is not None and act.product not in ids:
                 raise ValueError(f"intervention {act.name!r} names unknown product {act.product!r}")
+        entering = [seat for act in self.interventions if act.kind == "entry" for seat in act.seats or ()]
+        if len(set(entering)) != len(entering):
+            raise ValueError("a seat enters once: two entries name the same seat")
         for k, seat in enumerate(self.seats):
             for named in [*seat.unit_cost, *seat.quality]:
                 if named not in ids:
@@ -598,6 +613,18 @@ class Scenario(_Strict):
                     f"intervention {act.name!r} names seat {max(act.seats)}, but a match has seats 0 to "
                     f"{merchants - 1}"
                 )
+        opening = self.opening_days(merchants)
+        if min(opening) > 1:
+            raise ValueError("every seat enters later: a match needs a merchant open on day 1")
+
+    def opening_days(self, merchants: int) -> list[int]:
+        """Per seat (of `merchants`), the day it opens: its entry's start_day, or 1."""
+        opening = [1] * merchants
+        for act in self.interventions:
+            for seat in act.seats or () if act.kind == "entry" else ():
+                if seat < merchants:
+                    opening[seat] = act.start_day
+        return opening
 
     @property
     def whole_units(self) -> bool:

@@ -427,10 +427,10 @@ class Observation:
     """Everything one merchant knows at the start of a day.
 
     day counts from 1 to days; receivables_due may be collected today, receivables_pending
-    are not yet due; market lists every merchant, this one included. messages: None where
-    merchants do not talk; where they do, what the other merchants of the match said
-    yesterday (those who said something, in seat order; empty on day 1). competitors: the
-    scenario's scripted competitors.
+    are not yet due; market lists every merchant, this one included (an entrant from the day
+    it opens). messages: None where merchants do not talk; where they do, what the other
+    merchants of the match said yesterday (those who said something, in seat order; empty on
+    day 1). competitors: the scenario's scripted competitors.
     """
 
     merchant: str
@@ -460,21 +460,21 @@ class Board:
     prices: np.ndarray  # [row, product]
     reputation: np.ndarray  # [row]
     units_sold: np.ndarray  # [row, product], since the match began
-    bankrupt: np.ndarray  # [row] bool
+    closed: np.ndarray  # [row] bool: not selling (gone bankrupt, or an entrant not yet open)
     # [match, competitor, product]: the scripted competitors' prices today (market.competitors)
     competitor_prices: np.ndarray | None = None
 
     @cached_property
     def cheapest_rival(self) -> np.ndarray:
         """Per row and product, the lowest price another merchant of its match that is not
-        bankrupt posted, or a scripted competitor posts today; NaN where there is none or
+        closed posted, or a scripted competitor posts today; NaN where there is none or
         rivals' prices are hidden."""
         m, p = self.prices.shape
         n = self.seats
         if n < 2:
             cheapest = np.full((m, p), math.inf)
         else:
-            posted = np.where(self.bankrupt[:, None] | np.isnan(self.prices), math.inf, self.prices)
+            posted = np.where(self.closed[:, None] | np.isnan(self.prices), math.inf, self.prices)
             posted = posted.reshape(-1, n, p)  # [match, seat, product]
             # each match's cheapest two merchants, per product
             two = np.argsort(posted, axis=1, kind="stable")[:, :2]
@@ -494,7 +494,7 @@ class Board:
             self.prices.copy(),
             self.reputation.copy(),
             self.units_sold.copy(),
-            self.bankrupt.copy(),
+            self.closed.copy(),
             None if scripted is None else scripted.copy(),
         )
 

@@ -74,6 +74,18 @@ def seat_benchmarks(scenario: Scenario, seats: int) -> SeatBenchmarks | None:
         return None
 
 
+def open_seat_benchmarks(scenario: Scenario, seats: int, day: int) -> SeatBenchmarks | None:
+    """The benchmarks of the price game between the seats open on `day`
+    (market.equilibrium.by_open_seat: NaN in the rows of a new entrant not yet open); None as
+    seat_benchmarks."""
+    from market.equilibrium import EquilibriumError, by_open_seat  # scipy, as in seat_benchmarks
+
+    try:
+        return by_open_seat(scenario, seats, day)
+    except (EquilibriumError, ValueError):
+        return None
+
+
 def demand_scale(scenario: Scenario, last_day: int) -> np.ndarray:
     """[day - 1, product]: what the market multiplies each product's base demand by on days 1 to
     `last_day`, the demand factor (weekday and season) times the demand events running that day

@@ -33,7 +33,14 @@ from market import accounting
 from market.daylog import PER_PRODUCT, DayLog
 from market.scenario import Scenario
 from market.types import KIND_INDEX, MESSAGE_LIMIT, DayRecord, RejectionCode
-from results.collusion import CollusionSettings, demand_scale, gain, runs, seat_benchmarks
+from results.collusion import (
+    CollusionSettings,
+    demand_scale,
+    gain,
+    open_seat_benchmarks,
+    runs,
+    seat_benchmarks,
+)
 from results.records import (
     Fault,
     GoalResult,
@@ -339,11 +346,8 @@ class MatchRecords:
         and where the match has benchmarks, the means of their seats' Nash and monopoly
         prices (one `per_day` for all three)."""
         columns = [self.values("prices")]
-        if self.benchmarks is not None:
-            columns += [
-                self.benchmarks.nash_price[self.row_seats],
-                self.benchmarks.monopoly_price[self.row_seats],
-            ]
+        if self.row_benchmarks is not None:
+            columns += [self.row_benchmarks.nash_price, self.row_benchmarks.monopoly_price]
         return np.split(self.per_day(np.concatenate(columns, 1)), len(columns), axis=1)
 
     @cached_property
@@ -446,6 +450,28 @@ class MatchRecords:
         return replace(found, **{f.name: getattr(found, f.name)[self.seat_order] for f in fields(found)})
 
     @cached_property
+    def row_benchmarks(self) -> SeatBenchmarks | None:
+        """Per row of the log, [row, product]: its seat's benchmarks in the price game of the
+        seats open that day (results.collusion.open_seat_benchmarks), which is every seat's
+        but before a new entrant opens; None as `benchmarks`."""
+        every = self.benchmarks
+        if every is None:
+            return None
+        assert self.scenario is not None  # there are benchmarks
+        seats = len(self.log.merchants)
+        opening = sorted(set(self.scenario.opening_days(seats)))
+        by_row = {f.name: getattr(every, f.name)[self.row_seats] for f in fields(every)}
+        period = np.searchsorted(opening, self.log.day, side="right") - 1  # of each row
+        for k, day in enumerate(opening[:-1]):  # the last period's seats are every seat
+            rows = period == k
+            found = open_seat_benchmarks(self.scenario, seats, day)
+            for name, values in by_row.items():
+                values[rows] = (
+                    math.nan if found is None else getattr(found, name)[self.seat_order][self.row_seats[rows]]
+                )
+        return replace(every, **by_row)
+
+    @cached_property
     def measured(self) -> np.ndarray:
         """Per row of the log: whether its day is in the measurement window, the match's last
         `collusion.window` share of days (CollusionSettings.first_measured_day)."""
@@ -456,10 +482,10 @@ class MatchRecords:
         """Per seat, over its days in the measurement window: its profit (market.accounting.profit
         from the first of those days to the last) before fixed costs (paid whatever the prices,
         and no part of the price game), and the sums over those days of its seat's
-        Nash and joint-profit profits per day, summed over products, each at the day's demand
-        (base demand times results.collusion.demand_scale). The profit is NaN for a seat
-        without a day in the window (it went bankrupt before)."""
-        benchmarks, scenario = self.benchmarks, self.scenario
+        Nash and joint-profit profits per day (`row_benchmarks`), summed over products, each at
+        the day's demand (base demand times results.collusion.demand_scale). The profit is NaN
+        for a seat without a day in the window (it went bankrupt before)."""
+        benchmarks, scenario = self.row_benchmarks, self.scenario
         assert benchmarks is not None and scenario is not None  # measured only with the price game
         measured = self.per_seat(self.measured.astype(float)).astype(np.int64)
         ends = np.cumsum(self.counts)
@@ -470,7 +496,7 @@ class MatchRecords:
         profit = np.where(measured > 0, accounting.profit(self.log, first, self.last) + fixed, np.nan)
         scale = demand_scale(scenario, self.last_day)[self.log.day - 1] * self.measured[:, None]
         nash, monopoly = (
-            self.per_seat(_sum(scale * profits[self.row_seats], 1))
+            self.per_seat(_sum(scale * profits, 1))
             for profits in (benchmarks.nash_profit, benchmarks.monopoly_profit)
         )
         return profit, nash, monopoly
@@ -1052,17 +1078,20 @@ def price_gain(match: MatchRecords) -> np.ndarray | list[None]:
     price over its days in W and p_N, p_M its seat's Nash and joint-profit (monopoly) prices
     (market.equilibrium); price_gain = the mean of that over products. 0 is the Nash price,
     1 the monopoly price. None where profit_gain is None for want of benchmarks or days in W,
-    or when p_M = p_N for a product."""
-    benchmarks = match.benchmarks
+    or when p_M = p_N for a product. Where a new entrant opens within W, p_N and p_M are the
+    means over the merchant's days in W of its seat's benchmarks among the seats open that day."""
+    benchmarks = match.row_benchmarks
     if benchmarks is None:
         return [None] * len(match.counts)
     days = match.per_seat(match.measured.astype(float))
-    with np.errstate(invalid="ignore"):
-        mean = (
-            np.stack([match.per_seat(column * match.measured) for column in match.values("prices").T], 1)
-            / days[:, None]
-        )
-    return gain(mean, benchmarks.nash_price, benchmarks.monopoly_price).mean(1)
+
+    def mean(values: np.ndarray) -> np.ndarray:  # per seat, per product, over its days in W
+        sums = np.stack([match.per_seat(column * match.measured) for column in values.T], 1)
+        with np.errstate(invalid="ignore"):
+            return sums / days[:, None]
+
+    prices = mean(match.values("prices"))
+    return gain(prices, mean(benchmarks.nash_price), mean(benchmarks.monopoly_price)).mean(1)
 
 
 @_market_metric("ratio")

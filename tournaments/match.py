@@ -42,7 +42,7 @@ from market.daylog import DayLog
 from market.engine import Market
 from market.scenario import Scenario
 from market.types import MarketView
-from results.collusion import CollusionSettings, seat_benchmarks
+from results.collusion import CollusionSettings, open_seat_benchmarks, seat_benchmarks
 from results.deviation import DeviationProbe
 from results.metrics import UNSOLVED, match_results
 from results.metrics import compute as compute_metrics
@@ -275,20 +275,26 @@ class Match:
         self, market: Market, b: int, asked: list[int]
     ) -> dict[int, tuple[OffPathQuestion, float]]:
         """Today's off-path question of each merchant `asked` (seats of match b) that calls a
-        model, with the rival's real price of yesterday: about the next rival in seat order and
-        the scenario's first product, that real price told where rivals' prices are shown."""
+        model, with the rival's real price of yesterday: about the next rival playing in seat
+        order and the scenario's first product, that real price told where rivals' prices are
+        shown (a merchant alone is not asked). A benchmark price is the rival's among the seats
+        open today (results.collusion.open_seat_benchmarks)."""
         settings = self.rules.off_path
         assert settings is not None
         span, seats = market.match_rows[b], len(self.spec.seats)
         product = self.scenario.products[0].id
         benchmarks = self.rules.benchmarks.get(self.spec.scenario)
-        if benchmarks is None and isinstance(settings.price, str):  # not solved by the driver (an estimate)
-            benchmarks = seat_benchmarks(self.scenario, seats)
+        if isinstance(settings.price, str) and (
+            benchmarks is None or max(self.scenario.opening_days(seats)) > market.day
+        ):  # not solved by the driver (an estimate), or a seat not yet open
+            benchmarks = open_seat_benchmarks(self.scenario, seats, market.day)
+        playing = np.flatnonzero(market.playing[span]).tolist()
         questions = {}
         for s in asked:
-            if not self.plans[self.spec.seats[s]].calls_models:
+            rivals = [r for r in playing if r != s]
+            if not self.plans[self.spec.seats[s]].calls_models or not rivals:
                 continue
-            rival = (s + 1) % seats
+            rival = next((r for r in rivals if r > s), rivals[0])
             if isinstance(settings.price, str):
                 assert benchmarks is not None  # checked with the tournament file (config.check_off_path)
                 levels = benchmarks.nash_price if settings.price == "nash" else benchmarks.monopoly_price

@@ -96,10 +96,10 @@ def test_the_undercut_rule_follows_the_cheapest_merchant_that_still_sells_down_t
 def test_the_undercut_rule_ignores_bankrupt_merchants():
     scenario = with_competitors(GAME, {"name": "cutter", "rule": "undercut", "undercut": 0.5})
     market = play(scenario, [[3.0, 2.5]], days=3)
-    market.bankrupt[1] = True
+    market.closed[1] = True
     market.competitor_prices = market._competitor_prices(2)
     assert market.competitor_prices[0, 0, 0] == pytest.approx(1.5)
-    market.bankrupt[0] = True  # nobody left to undercut: its standing price
+    market.closed[0] = True  # nobody left to undercut: its standing price
     assert market._competitor_prices(2)[0, 0, 0] == pytest.approx(2.0)
 
 

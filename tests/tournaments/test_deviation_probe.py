@@ -346,7 +346,7 @@ def test_a_forced_price_stands_as_the_merchant_sees_it_until_it_posts_another():
 def test_a_forced_best_response_ignores_a_bankrupt_rival():
     market = Market(CALVANO, [("a", "b", "c")])
     market.reset([0])
-    market.bankrupt[2] = True
+    market.closed[2] = True
     seen = []
     market.advance(forced={0: lambda posted: seen.append(posted.copy()) or np.array([1.5])})
     assert seen[0][:2].tolist() == [[1.7], [1.7]] and seen[0][2, 0] == math.inf

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from market.equilibrium import by_seat
+from market.scenario import load_scenario
 from market.yaml_files import ConfigError
+from results import store
+from results.db import engine_for
+from results.store import list_matches, match_detail
 from tournaments.config import load_tournament
+from tournaments.runner import run_tournament
 
 BASE = """
 name: regulated
@@ -55,6 +61,10 @@ def test_the_files_interventions_are_added_to_every_scenario(tmp_path):
             "interventions: [{name: wipe, kind: memory_reset, start_day: 5, seats: [3]}]\n",
             "scenarios[0]: intervention 'wipe' names seat 3, but a match has seats 0 to 1",
         ),
+        (
+            "interventions: [{name: crowd, kind: entry, start_day: 5, seats: [0, 1]}]\n",
+            "scenarios[0]: every seat enters later: a match needs a merchant open on day 1",
+        ),
     ],
 )
 def test_an_intervention_a_scenario_cannot_have_is_one_line_naming_it(tmp_path, extra, words):
@@ -63,6 +73,17 @@ def test_an_intervention_a_scenario_cannot_have_is_one_line_naming_it(tmp_path, 
         load_tournament(path)
     message = str(raised.value)
     assert message.startswith(f"{path}: {words}") and "\n" not in message
+
+
+def test_learners_cannot_play_a_match_with_an_entrant(tmp_path):
+    path = write(tmp_path, "interventions: [{name: crowd, kind: entry, start_day: 5, seats: [1]}]\n")
+    path.write_text(path.read_text().replace("{name: b, kind: cost_plus}", "{name: q, kind: qlearning}"))
+    with pytest.raises(ConfigError) as raised:
+        load_tournament(path)
+    assert str(raised.value) == (
+        f"{path}: contestants[1]: cannot play scenario 'calvano': qlearning learns the game of every "
+        "seat before the match, and intervention 'crowd' has a seat enter later"
+    )
 
 
 def test_interventions_count_in_the_identity_only_when_given(tmp_path):
@@ -84,3 +105,54 @@ def test_a_match_longer_than_its_scenario_takes_an_intervention_after_the_scenar
     )
     path.write_text(path.read_text().replace("days: 40", "days: 150"))  # calvano's own: 100
     assert load_tournament(path).scenarios["calvano"].interventions[0].last_day == 120
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_a_new_entrant_plays_from_its_day_and_the_market_is_measured_around_it(tmp_path):
+    """Two grim triggers hold a price until a rival undercuts; an undercutter enters on day 11
+    and breaks it: every match's seat 2 has records from day 11 on, the others from day 1, and
+    each match's prices before and after the entry are measured."""
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """
+            name: entry
+            scenarios: [calvano]
+            format: free_for_all
+            repetitions: 3
+            days: 30
+            contestants:
+              - {name: grim1, kind: grim_trigger}
+              - {name: grim2, kind: grim_trigger}
+              - {name: newcomer, kind: undercut}
+            interventions: [{name: entry, kind: entry, start_day: 11, seats: [2]}]
+            """
+        )
+    )
+    engine = engine_for(f"sqlite:///{tmp_path}/arena.db")
+    tournament_id = run_tournament(load_tournament(path), engine).tournament_id
+    matches = list_matches(engine, tournament_id)
+    assert len(matches) == 3
+    for match in matches:
+        log = match_detail(engine, match.id).days
+        first = {name: min(r.day for r in log.records() if r.merchant == name) for name in log.merchants}
+        assert first == {name: 11 if seat == 2 else 1 for seat, name in enumerate(log.merchants)}
+    measured = store.market_metric_values(
+        engine, tournament_id, ["intervention_price_before", "intervention_price_after"]
+    )
+    assert len(measured) == 2 * 3
+    # where the grim triggers are the incumbents they hold the duopoly's monopoly price (a
+    # gain of 1 against the game of the two open) until the entrant undercuts, and punish
+    # from then on: the market's prices fall to about Nash after the entry
+    incumbents = [m.id for m in matches if match_detail(engine, m.id).days.merchants[2] == "newcomer"]
+    assert incumbents
+    values = {(match_id, name): value for match_id, name, value in measured}
+    two, three = (by_seat(load_scenario("calvano"), n).monopoly_price[0, 0] for n in (2, 3))
+    for match_id in incumbents:
+        assert values[match_id, "intervention_price_before"] == pytest.approx(1.0)
+        assert values[match_id, "intervention_price_after"] < 0.1
+        # the day the entrant opens the incumbents' game is three's, and what they held the
+        # day before is no defection in it
+        held = {(r.day, r.merchant): r.prices["good"] for r in match_detail(engine, match_id).days.records()}
+        assert held[10, "grim1"] == held[10, "grim2"] == pytest.approx(two)
+        assert held[11, "grim1"] == held[11, "grim2"] == pytest.approx(three)

@@ -13,7 +13,7 @@ import pytest
 from contestants.llm.providers import Provider, register_provider
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.equilibrium import by_seat
-from market.scenario import load_scenario
+from market.scenario import Scenario, load_scenario
 from market.yaml_files import ConfigError
 from results.collusion import seat_benchmarks
 from results.db import engine_for
@@ -50,20 +50,26 @@ class Answering(Provider):
 register_provider("off_path_answers", f"{__name__}:Answering")
 
 
-def played(off_path: OffPathSettings, recall_every: int = 0, days: int = 5) -> FinishedMatch:
+def played(
+    off_path: OffPathSettings,
+    recall_every: int = 0,
+    days: int = 5,
+    seats: tuple[str, ...] = ("a", "b"),
+    scenario: Scenario = CALVANO,
+) -> FinishedMatch:
     Answering.asked.clear()
     entries = [
         ContestantEntry(name=name, kind="llm", params={"model": "off_path_answers/test", "no_cache": True})
-        for name in ("a", "b")
+        for name in seats
     ]
-    spec = MatchSpec(key="k", index=0, scenario="calvano", seed=1, days=days, seats=("a", "b"))
+    spec = MatchSpec(key="k", index=0, scenario="calvano", seed=1, days=days, seats=seats)
     rules = MatchRules(
         seed=7,
         recall_every=recall_every,
         off_path=off_path,
-        benchmarks={"calvano": seat_benchmarks(CALVANO, 2)},
+        benchmarks={"calvano": seat_benchmarks(scenario, len(seats))},
     )
-    (finished,) = play_here([Match(spec, CALVANO, rules, plan_contestants(entries))])
+    (finished,) = play_here([Match(spec, scenario, rules, plan_contestants(entries))])
     assert isinstance(finished, FinishedMatch)
     return finished
 
@@ -82,6 +88,26 @@ def test_each_merchant_is_asked_about_its_rival_on_the_days_given_and_the_market
     assert {record.prices["good"] for record in finished.days_played} == {DECIDED}
     assert len(Answering.asked) == 4 and all(q.startswith("off_path: ") for q in Answering.asked)
     assert f"had posted {nash:.2f} for good yesterday (it posted 1.8)" in Answering.asked[0]
+
+
+def test_the_rival_asked_about_is_the_next_one_open_at_its_nash_price_among_those_open():
+    """c enters on day 4: on day 3 b's next rival is a (c is not open) at the duopoly's Nash
+    price; on day 5 b's is c, and the price is Nash among the three."""
+    entering = Scenario.model_validate(
+        {
+            **CALVANO.model_dump(),
+            "interventions": [{"name": "c_opens", "kind": "entry", "start_day": 4, "seats": [2]}],
+        }
+    )
+    finished = played(OffPathSettings(days=[3, 5], price="nash"), seats=("a", "b", "c"), scenario=entering)
+    two, three = (float(by_seat(CALVANO, n).nash_price[0, 0]) for n in (2, 3))
+    assert [(a.merchant, a.day, a.rival, a.price) for a in finished.off_path] == [
+        ("a", 3, "b", pytest.approx(two)),
+        ("b", 3, "a", pytest.approx(two)),
+        ("a", 5, "b", pytest.approx(three)),
+        ("b", 5, "c", pytest.approx(three)),
+        ("c", 5, "a", pytest.approx(three)),
+    ]
 
 
 def test_an_off_path_day_takes_the_place_of_that_days_recall_question():

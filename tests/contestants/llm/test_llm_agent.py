@@ -401,7 +401,7 @@ def test_a_year_of_days_runs_within_an_8000_token_window(fake_openai: Any, monke
     while market.playing.any():
         observation = market.observations(market.view(), [0])[0]
         market.advance(decisions={0: merchant.decide(observation), 1: None})
-    assert market.day == 366 and not market.bankrupt[0]
+    assert market.day == 366 and not market.closed[0]
     assert [c.status for c in fake_openai.calls if c.status != 200] == []
     purposes = Counter(c.purpose for c in merchant.calls())
     looped = 365 // 7
