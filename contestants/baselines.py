@@ -710,7 +710,9 @@ class GrimTrigger(RuleMerchant):
             # entrant opening today changes the monopoly prices, and no one's price of yesterday
             held = team.benchmarks(n, view.day - 1).monopoly_price
             defected = board.prices[match] < held * (1 - team.column("tolerance"))[:, :, None]
-            triggered |= np.logical_or.reduce(defected & rivals[:, :, None], axis=1)
+            # a new entrant not yet open is asked too (its rows are the team's), but sees nothing
+            seen = np.logical_or.reduce(defected & rivals[:, :, None], axis=1)
+            triggered |= seen & ~board.closed[view.rows][:, None]
             for member, flags in zip(team.members, triggered):
                 member.triggered = flags
         return np.where(triggered, nash[seat], monopoly[seat]), team.restock(view)

@@ -237,6 +237,19 @@ class Market:
         if rows.size:
             self._start_books(rows)
             self.closed[rows], self.playing[rows] = False, True
+            self._closing = None  # their net worth of last night is not theirs
+
+    def _posted_by(self, day: int) -> np.ndarray:
+        """Per row: whether it had posted a price by the morning of `day`: every merchant but a
+        new entrant, absent or opening that day (the day-1 rows hold the start prices)."""
+        return (self._opening == 1) | (self._opening < day)
+
+    @property
+    def in_play(self) -> bool:
+        """Whether a day is left to play: some merchant plays today, or an entrant is still to
+        open (its match goes on while every merchant before it has gone bankrupt)."""
+        to_open = (self._opening > self.day) & (self._opening <= self.days)
+        return bool(self.playing.any()) or (self._entrants and bool(to_open.any()))
 
     # --- what the merchants see -----------------------------------------------------
 
@@ -247,8 +260,8 @@ class Market:
         vis = s.visibility
         hidden = np.full_like(self.prices, math.nan)
         paid = self._offered(day - 1)  # what their customers paid
-        if self._entrants and day > 1:  # an entrant opening today has posted no price yet
-            paid = np.where((self._opening == day)[:, None], math.nan, paid)
+        if self._entrants:  # an entrant, absent or opening today, posted no price yesterday
+            paid = np.where(self._posted_by(day)[:, None], paid, math.nan)
         board = Board(
             self.seats,
             paid if vis.rival_prices else hidden,
@@ -448,7 +461,8 @@ class Market:
             return np.zeros((len(self.rosters), 0, p))
         cost = np.array([pr.unit_cost for pr in self.scenario.products]) * self.rules.cost_factor(day)
         posted = self._offered(day - 1).reshape(-1, self.seats, p)
-        return self.competitors.prices(day, posted, ~self.closed.reshape(-1, self.seats), cost)
+        selling = ~self.closed & self._posted_by(day)
+        return self.competitors.prices(day, posted, selling.reshape(-1, self.seats), cost)
 
     def _worth(self, unit_cost: np.ndarray) -> np.ndarray:
         """Every row's net worth as the day starts: yesterday's close when the unit costs are
@@ -593,7 +607,7 @@ class Market:
             self.inventory += restocked
             self._receive(restocked)
         spoiled = self._spoil(sold) if self._perishable.size else self._none_by_product
-        holding = _sum(self.inventory * self._holding, 1)
+        holding = np.where(self.closed, 0.0, _sum(self.inventory * self._holding, 1))
         fixed = np.where(self.closed, 0.0, finance.fixed_daily_cost)
         self.cash += revenue_cash - made_to_order - holding - fixed
         if self.scenario.segments:
@@ -983,6 +997,7 @@ class ObservationMaker:
             heard,
             shared.competitors if market.competitors.names else [],
             None if view.satisfaction is None else float(view.satisfaction[i]),
+            s,
         )
 
     def yesterday(self, i: int) -> DayRecord | None:

@@ -563,8 +563,12 @@ class Scenario(_Strict):
     def seat_values(self, field: Literal["unit_cost", "quality"], merchants: int) -> list[list[float]]:
         """Per seat (of `merchants`), per product: the product's `field`, or the seat's own."""
         self.check_merchants(merchants)
-        own = [getattr(seat, field) for seat in self.seats] or [{}] * merchants
-        return [[values.get(p.id, getattr(p, field)) for p in self.products] for values in own]
+        return [self.own_values(field, seat) for seat in range(merchants)]
+
+    def own_values(self, field: Literal["unit_cost", "quality"], seat: int) -> list[float]:
+        """Per product, the `field` of the merchant in `seat`: its seat's own, or the product's."""
+        own = getattr(self.seats[seat], field) if self.seats else {}
+        return [own.get(p.id, getattr(p, field)) for p in self.products]
 
     def identity(self) -> str:
         """The scenario as JSON, for a tournament's identity (tournaments.config): a part added

@@ -448,6 +448,7 @@ class Observation:
     messages: list[RivalMessage] | None = None
     competitors: list[PublicCompetitor] = field(default_factory=list)
     satisfaction: float | None = None  # its customer-satisfaction index (1 to 5); None: none kept
+    seat: int = 0  # its seat in the match, from 0 (the seats of a scenario's `seats:` differ)
 
 
 @dataclass(frozen=True, eq=False)

@@ -234,6 +234,10 @@ class MatchRecords:
         benchmarks: SeatBenchmarks | None | Unsolved = UNSOLVED,
     ):
         self.scenario, self.collusion, self.solved = scenario, collusion, benchmarks
+        entry = scenario is not None and any(act.kind == "entry" for act in scenario.interventions)
+        if entry and not isinstance(getattr(records, "log", records), DayLog):
+            # DayRecords name merchants, not seats, and an entrant is not in the first day's
+            raise ValueError("a match with a new entrant is measured from its DayLog, which knows the seats")
         self.log = DayLog.of(records, scenario.product_ids if scenario is not None else None)
         mine_faults: dict[str, list[Fault]] = defaultdict(list)
         for fault in faults:
@@ -1108,12 +1112,14 @@ def market_profit_gain(match: MatchRecords) -> float:
 
 
 @_market_metric("ratio")
-def market_price_gain(match: MatchRecords) -> float:
+def market_price_gain(match: MatchRecords) -> float | None:
     """price_gain of the market as a whole: the mean over the days of the measurement window W
     of the day's market price gain, the mean over products of
     (P - P_N) / (P_M - P_N), with P the market price (the mean posted price of the merchants
-    with a record that day) and P_N, P_M the means of their seats' Nash and monopoly prices."""
-    return float(match.market_price_gains[match.collusion.first_measured_day(match.last_day) - 1 :].mean())
+    with a record that day) and P_N, P_M the means of their seats' Nash and monopoly prices.
+    A day whose gain is undefined (a merchant alone, before a new entrant opens: its Nash
+    price is its monopoly price) is left out; None when no day of W has one."""
+    return _mean_gain(match, match.collusion.first_measured_day(match.last_day), match.last_day)
 
 
 @_market_metric("count")

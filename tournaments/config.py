@@ -612,8 +612,9 @@ def check_contestants_play(path: Path, spec: TournamentSpec, scenario: Scenario)
 
 def check_deviation(path: Path, spec: TournamentSpec, scenario: Scenario, field: str) -> None:
     """ConfigError if `scenario`'s matches cannot be probed as `spec.deviation` says: the
-    deviation must end before the match does (a day after it to watch), a price must be one
-    the market takes, and best_response and nash need the scenario's price game."""
+    deviation must end before the match does (a day after it to watch), its seat must be open
+    from its first day (not a new entrant still to come), a price must be one the market takes,
+    and best_response and nash need the scenario's price game."""
     probe = spec.deviation
     assert probe is not None
     days = spec.days or scenario.days
@@ -623,6 +624,14 @@ def check_deviation(path: Path, spec: TournamentSpec, scenario: Scenario, field:
             "deviation.days" if probe.days > 1 else "deviation.day",
             f"the deviation ends on day {probe.last_day}, but {field} ({scenario.name!r}) has {days} "
             "days: it must end before the last",
+        )
+    opening = scenario.opening_days(spec.merchants_per_match)
+    if probe.seat < len(opening) and opening[probe.seat] > probe.day:
+        raise ConfigError(
+            path,
+            "deviation.seat",
+            f"seat {probe.seat} of {field} ({scenario.name!r}) opens on day {opening[probe.seat]}, after "
+            f"the deviation's first day {probe.day}",
         )
     ceiling = min(p.price_ceiling for p in scenario.products)
     _check_price_target(path, "deviation.to", probe.to, ceiling, spec, scenario, field)

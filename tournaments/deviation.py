@@ -42,9 +42,9 @@ def forcing(probe: DeviationProbe, scenario: Scenario, seats: int, day: int) -> 
             [best_response(game, posted[:, j], probe.seat) for j, game in enumerate(games)]
         )
     if probe.to == "nash":
-        from market.equilibrium import by_seat
+        from market.equilibrium import by_open_seat
 
-        nash = by_seat(scenario, seats).nash_price[probe.seat]
+        nash = by_open_seat(scenario, seats, day).nash_price[probe.seat]
         return lambda posted: nash
     price = np.full(len(scenario.products), float(probe.to))
     return lambda posted: price

@@ -288,7 +288,9 @@ class Match:
             benchmarks is None or max(self.scenario.opening_days(seats)) > market.day
         ):  # not solved by the driver (an estimate), or a seat not yet open
             benchmarks = open_seat_benchmarks(self.scenario, seats, market.day)
-        playing = np.flatnonzero(market.playing[span]).tolist()
+        opening = self.scenario.opening_days(seats)
+        # rivals that posted a price yesterday: playing, and not an entrant opening today
+        playing = [r for r in np.flatnonzero(market.playing[span]).tolist() if opening[r] < market.day]
         questions = {}
         for s in asked:
             rivals = [r for r in playing if r != s]
@@ -401,7 +403,7 @@ async def play_side_by_side(matches: Sequence[Match], on_day: Callable[[], None]
     rule_play = _rule_play(matches, n)
     stopped: str | None = None
     try:
-        while market.playing.any():
+        while market.in_play:
             day, view = market.day, market.view()
             arrays = rows = None
             if rule_play is not None:

@@ -351,14 +351,13 @@ class LLMMerchant(Contestant):
             # merchants talk: the answer may carry a message, the rules say who reads it
             if observation.messages is not None:
                 self.extras, self.schema = (*self.extras, "talk"), self._schema(talk=True)
-            seat = [m.merchant for m in observation.market].index(self.merchant)
             self.system = system_prompt(
                 self.scenario,
                 self.merchant,
                 observation.days,
                 notes=self.params.memory == "notes",
                 extras=self.extras,
-                unit_costs=self.scenario.seat_values("unit_cost", len(observation.market))[seat],
+                unit_costs=self.scenario.own_values("unit_cost", observation.seat),
                 preface=self.preface,
             )
         row = history_row(observation)
@@ -447,7 +446,6 @@ class LLMMerchant(Contestant):
     def _work(self, observation: Observation) -> dict[str, Any]:
         """A day in agent mode (contestants.llm.agent): its steps, then its operations as the decision."""
         if self.agent is None:
-            seat = [m.merchant for m in observation.market].index(self.merchant)
             tools = AgentTools(self.scenario, talk=observation.messages is not None, plan=self.params.plan)
             system = agent_prompt(
                 self.scenario,
@@ -455,7 +453,7 @@ class LLMMerchant(Contestant):
                 observation.days,
                 self.params.max_steps,
                 [t.name for t in tools.tools if t.name in ("promote", "send_message")],
-                unit_costs=self.scenario.seat_values("unit_cost", len(observation.market))[seat],
+                unit_costs=self.scenario.own_values("unit_cost", observation.seat),
                 preface=self.preface,
             )
             self.agent = (tools, Conversation(system))

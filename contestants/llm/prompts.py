@@ -335,7 +335,8 @@ def history_table(rows: Sequence[HistoryRow]) -> str:
     """The rows as comma-separated lines under a header: day, own price and units sold per
     product, profit, then each rival's price per product. Commas and rounded numbers: a small
     model's tokenizer spends a token on every digit, point and separator."""
-    products, rivals = list(rows[0].prices), list(rows[0].rivals)
+    # every rival of any row, in order of appearance: a new entrant joins the rows after its day
+    products, rivals = list(rows[0].prices), list(dict.fromkeys(r for row in rows for r in row.rivals))
     header = [
         "day",
         *(f"price {p}" for p in products),

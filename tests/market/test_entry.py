@@ -13,7 +13,9 @@ from pettingzoo.test import parallel_api_test
 from pydantic import ValidationError
 
 from contestants.base import ContestantConfigError
+from contestants.baselines import RulePlay
 from contestants.kinds import contestant_class, validate_params
+from contestants.llm.prompts import HistoryRow, history_table
 from market.engine import Market
 from market.env import MarketEnv
 from market.equilibrium import by_seat
@@ -22,10 +24,11 @@ from results.collusion import gain, open_seat_benchmarks
 from results.metrics import compute
 
 CALVANO = load_scenario("calvano")
+PRICE_WAR = load_scenario("price_war")  # stock, holding costs and fixed costs
 
 
-def entering(day: int, seats: list[int] | None = None, scenario: Scenario = CALVANO) -> Scenario:
-    data = scenario.model_dump()
+def entering(day: int, seats: list[int] | None = None, scenario: Scenario = CALVANO, **changes) -> Scenario:
+    data = {**scenario.model_dump(), **changes}
     data["interventions"] = [{"name": "newcomer", "kind": "entry", "start_day": day, "seats": seats or [2]}]
     return Scenario.model_validate(data)
 
@@ -101,7 +104,7 @@ def test_the_prices_before_and_after_entry_are_measured_against_the_game_of_the_
     three, and the whole match's market price gain is their mean by day."""
     scenario = entering(5)
     market = play(scenario, ["a", "b", "c"], [[1.8] * 3] * 10)
-    metrics = compute(market.logs[0].build().records(), scenario=scenario).market.metrics
+    metrics = compute(market.logs[0].build(), scenario=scenario).market.metrics
     two, three = by_seat(CALVANO, 2), by_seat(CALVANO, 3)
     duopoly = float(gain(np.array(1.8), two.nash_price[0, 0], two.monopoly_price[0, 0]))
     triopoly = float(gain(np.array(1.8), three.nash_price[0, 0], three.monopoly_price[0, 0]))
@@ -158,3 +161,102 @@ def test_learners_refuse_an_entry_and_rule_merchants_play_it():
         contestant_class("qlearning").check_scenario(validate_params("qlearning", {}), scenario, 3)
     contestant_class("grim_trigger").check_scenario(validate_params("grim_trigger", {}), scenario, 3)
     assert math.isfinite(by_seat(scenario, 3).nash_price[0, 0])
+
+
+def test_an_entrant_opens_though_every_merchant_before_it_went_bankrupt():
+    """a sells at cost and cannot pay its fixed cost: bankrupt on day 1; b opens on day 5 all
+    the same, and the match goes on to its last day, as it would beside other matches."""
+    finance = {**CALVANO.finance.model_dump(), "initial_cash": 0.5, "fixed_daily_cost": 0.6}
+    scenario = entering(5, seats=[1], finance=finance)
+    market = Market(scenario, [["a", "b"]], days=8)
+    market.reset([3])
+    played = 0
+    while market.in_play:
+        market.advance(decisions={0: price(1.0), 1: price(1.9)})
+        played += 1
+    days = {(r.merchant, r.day) for r in market.logs[0].build().records()}
+    assert played == 8
+    assert days == {("a", 1)} | {("b", day) for day in range(5, 9)}
+
+
+def test_an_entrants_first_reward_is_its_first_days_profit_and_it_paid_nothing_before():
+    """In price_war merchants hold stock (holding costs) and pay a fixed cost: the entrant's
+    reward on its first day is its net worth that evening less a merchant's at the start, the
+    same as a merchant's on day 1 of the plain market."""
+    plain = MarketEnv(PRICE_WAR, ["a", "b", "c"], days=5)
+    plain.reset(seed=1)
+    _, rewards, *_, infos = plain.step({a: price(40.0) for a in plain.agents})
+    start = infos["a"]["record"].net_worth - rewards["a"]
+    env = MarketEnv(entering(3, scenario=PRICE_WAR), ["a", "b", "c"], days=5)
+    env.reset(seed=1)
+    for _ in range(3):
+        _, rewards, *_, infos = env.step({a: price(40.0) for a in env.agents})
+    first = infos["c"]["record"]
+    assert first.day == 3 and first.holding > 0
+    assert rewards["c"] == pytest.approx(first.net_worth - start)
+
+
+def test_the_numeric_observation_shows_no_price_of_an_entrant_before_it_posts_one():
+    env = MarketEnv(entering(3), ["a", "b", "c"], days=5, numeric=True)
+    observations, _ = env.reset(seed=1)
+    assert observations["a"]["prices"][2, 0] == 0 and observations["a"]["prices"][1, 0] > 0
+    for _ in range(3):
+        observations, *_ = env.step({a: price(1.7) for a in env.agents})
+    assert observations["a"]["prices"][2, 0] == pytest.approx(1.7)  # posted on day 3, seen on day 4
+
+
+def test_the_market_price_gain_leaves_out_the_days_of_a_merchant_alone():
+    """b enters on day 8 of 10 and both post 1.8: of the measurement window (days 6-10) days
+    6 and 7 have a merchant alone, whose gain is undefined, so the measure is 1.8's place in
+    the duopoly."""
+    scenario = entering(8, seats=[1])
+    market = play(scenario, ["a", "b"], [[1.8, 1.8]] * 10)
+    metrics = compute(market.logs[0].build(), scenario=scenario).market.metrics
+    two = by_seat(CALVANO, 2)
+    assert metrics["market_price_gain"] == pytest.approx(
+        float(gain(np.array(1.8), two.nash_price[0, 0], two.monopoly_price[0, 0]))
+    )
+
+
+def test_a_match_with_an_entrant_is_measured_from_its_log_not_from_bare_records():
+    scenario = entering(3)
+    market = play(scenario, ["a", "b", "c"], [[1.8] * 3] * 4)
+    with pytest.raises(ValueError, match="measured from its DayLog"):
+        compute(market.logs[0].build().records(), scenario=scenario)
+
+
+def test_a_grim_trigger_entrant_sees_nothing_before_it_opens():
+    """The incumbents undercut on days 1-2, then hold the duopoly's monopoly price; a grim
+    trigger opens on day 4. Had it watched them while absent it would post Nash on its first
+    day; it posts the monopoly price of three (what they held on day 3 was no defection in
+    the game of two), and Nash from day 5, their day-4 price being below the monopoly price
+    of three."""
+    scenario = entering(4)
+    market = Market(scenario, [["a", "b", "c"]], days=6)
+    market.reset([3])
+    grim = contestant_class("grim_trigger")(validate_params("grim_trigger", {}))
+    grim.reset(merchant="c", scenario=scenario, seed=1)
+    rules = RulePlay([grim], np.array([2]))
+    two, three = by_seat(CALVANO, 2), by_seat(CALVANO, 3)
+    for day in range(1, 7):
+        arrays, rows, failed = rules.decide(market.view())
+        assert not failed
+        held = 1.5 if day <= 2 else float(two.monopoly_price[0, 0])
+        market.advance(arrays, rows, decisions={0: price(held), 1: price(held)})
+    posted = {r.day: r.prices["good"] for r in market.logs[0].build().records() if r.merchant == "c"}
+    assert sorted(posted) == [4, 5, 6]
+    assert posted[4] == pytest.approx(three.monopoly_price[2, 0])
+    assert posted[5] == pytest.approx(three.nash_price[2, 0])
+
+
+def test_the_history_table_has_a_column_for_a_rival_that_joined_after_its_first_row():
+    joined = {"b": {"good": 1.7}, "c": {"good": 1.6}}
+    rows = [
+        HistoryRow(3, {"good": 1.8}, {"good": 0.3}, 0.2, {"b": {"good": 1.7}}, frozenset()),
+        HistoryRow(4, {"good": 1.8}, {"good": 0.3}, 0.2, joined, frozenset()),
+    ]
+    assert history_table(rows).splitlines() == [
+        "day,price good,sold good,profit,b good,c good",
+        "3,1.8,0.3,0.2,1.7,n/a",
+        "4,1.8,0.3,0.2,1.7,1.6",
+    ]

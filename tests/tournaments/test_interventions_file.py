@@ -65,6 +65,12 @@ def test_the_files_interventions_are_added_to_every_scenario(tmp_path):
             "interventions: [{name: crowd, kind: entry, start_day: 5, seats: [0, 1]}]\n",
             "scenarios[0]: every seat enters later: a match needs a merchant open on day 1",
         ),
+        (
+            "interventions: [{name: late, kind: entry, start_day: 9, seats: [1]}]\n"
+            "deviation: {day: 5, seat: 1, to: 1.5}\n",
+            "deviation.seat: seat 1 of scenarios[0] ('calvano') opens on day 9, after the deviation's "
+            "first day 5",
+        ),
     ],
 )
 def test_an_intervention_a_scenario_cannot_have_is_one_line_naming_it(tmp_path, extra, words):

@@ -100,6 +100,7 @@ def test_the_rival_asked_about_is_the_next_one_open_at_its_nash_price_among_thos
         }
     )
     finished = played(OffPathSettings(days=[3, 5], price="nash"), seats=("a", "b", "c"), scenario=entering)
+    assert finished.faults == []  # the incumbents decide on the days before the entry too
     two, three = (float(by_seat(CALVANO, n).nash_price[0, 0]) for n in (2, 3))
     assert [(a.merchant, a.day, a.rival, a.price) for a in finished.off_path] == [
         ("a", 3, "b", pytest.approx(two)),
