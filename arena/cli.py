@@ -44,6 +44,7 @@ from results import store, views
 from results.composite import ScoringWeights
 from results.db import describe_failure, engine_for
 from results.errors import DatabaseError, InputFileError
+from results.rating_fit import LEVEL
 from results.ratings import standings
 from results.records import ModelCallRecord, PlayedScenarios, TranscriptRecord, shown_value
 from results.report import write_report
@@ -158,6 +159,10 @@ def run(
     summary = _play(tournament, engine, f"arena run {config}", db, resume, address, no_cache)
     title = f"{tournament.spec.name} (tournament {summary.tournament_id})"
     out.print(_rich(views.leaderboard_table(summary.table, title)))
+    if summary.ended:
+        out.print(
+            f"Adaptive schedule ended after {summary.played + summary.skipped} matches: {summary.ended}."
+        )
     _stopped(summary, f"arena run {config}", engine, db)
 
 
@@ -643,12 +648,11 @@ def leaderboard_command(
         return
     with user_errors():
         engine = engine_for(db, create=False)
+        stored = _stored(store.get_tournament(engine, tournament)) if tournament is not None else None
         if weights is not None:
             chosen = load_weights(weights)
-        elif tournament is not None:
-            chosen = _stored(store.get_tournament(engine, tournament)).scoring
         else:
-            chosen = ScoringWeights()
+            chosen = stored.scoring if stored is not None else ScoringWeights()
         rows = store.leaderboard(
             engine,
             tournament,
@@ -656,7 +660,9 @@ def leaderboard_command(
             contestants=contestant or None,
             anchor=anchor,
             weights=chosen,
+            confidence=stored.confidence if stored is not None else LEVEL,
         )
+        ended = store.run_end(engine, tournament) if tournament is not None else None
     if as_json:
         print(json.dumps([row.model_dump() for row in rows], indent=2))
     else:
@@ -664,6 +670,8 @@ def leaderboard_command(
             [f"scenario {scenario}"] if scenario else []
         )
         out.print(_rich(views.leaderboard_table(rows, ", ".join(what))))
+        if ended:
+            out.print(f"Its run ended early: {ended}.", markup=False, highlight=False)
 
 
 def _sweep_leaderboard(

@@ -26,6 +26,14 @@ resample without the reference is skipped.
 Rank: 1 + the number of contestants whose interval lies wholly above this one's (their low
 end above its high end), so contestants whose intervals overlap can share a rank.
 
+Order of two contestants (`separations`): the share of resamples in which one rates above the
+other says how settled their order is; two next to each other in the table are ordered at a
+confidence c when that share is at least c, else statistically tied. How many more matches
+would order them is estimated from the spread sigma of their rating difference over the
+resamples and their gap d: a bootstrap spread shrinks as 1 / sqrt(n) with the n matches that
+either played, so ordering them needs about n (z sigma / d)^2 matches like those, z the
+normal quantile of c.
+
 The pairs of one match are not independent (they come from one ranking); resampling whole
 matches keeps that dependence in the intervals.
 """
@@ -34,7 +42,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import combinations
+from itertools import combinations, pairwise
+from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
@@ -75,6 +84,79 @@ class _Pairs(NamedTuple):
         return wins
 
 
+class Fit(NamedTuple):
+    """A fit of match rankings: each rated contestant's Rating, and what its interval was drawn
+    from: the bootstrap's ratings [resample, contestant] in `names` order (NaN where one is
+    absent from a resample), and the contestants of each match."""
+
+    ratings: dict[str, Rating]
+    names: list[str]
+    samples: np.ndarray
+    played: list[frozenset[str]]
+
+    def above(self, upper: str, lower: str) -> float | None:
+        """The share of the resamples rating both in which `upper` rates above `lower` (an
+        equal rating counts half); None when none rates both."""
+        difference = self.difference(upper, lower)
+        if not difference.size:
+            return None
+        return float(np.mean((difference > 0) + 0.5 * (difference == 0)))
+
+    def difference(self, upper: str, lower: str) -> np.ndarray:
+        """`upper`'s rating less `lower`'s in each resample that rates both."""
+        found = self.samples[:, self.names.index(upper)] - self.samples[:, self.names.index(lower)]
+        return found[~np.isnan(found)]
+
+    def matches_of(self, *names: str) -> int:
+        """The matches in which any of `names` played."""
+        return sum(1 for seats in self.played if not seats.isdisjoint(names))
+
+    def matches_together(self, *names: str) -> int:
+        """The matches in which all of `names` played."""
+        return sum(1 for seats in self.played if seats.issuperset(names))
+
+
+def order_key(name: str, rating: float | None) -> tuple[bool, float, str]:
+    """Where a contestant goes in a table: the rated by rating, best first, then by name (rounded:
+    contestants with equal records, whose fitted ratings may differ in the last bits, are
+    ordered by name); then the unrated by name."""
+    return (rating is None, -round(rating or 0.0, 6), name)
+
+
+class Separation(NamedTuple):
+    """Two contestants next to each other in a table, `upper` rated above `lower`: the share of
+    resamples that order them so, whether that is at least the confidence asked for, and the
+    estimated matches more that would make it so (0 once it is; None without an estimate:
+    equal ratings, or no spread to scale)."""
+
+    upper: str
+    lower: str
+    share: float | None
+    ordered: bool
+    more_matches: int | None
+
+
+def separations(fit: Fit, order: Sequence[str], confidence: float = LEVEL) -> list[Separation]:
+    """For each two contestants next to each other in `order` (rated ones, best first), how
+    settled their order is (see the module's docstring)."""
+    z = NormalDist().inv_cdf(confidence)
+    found = []
+    for upper, lower in pairwise(order):
+        share = fit.above(upper, lower)
+        ordered = share is not None and share >= confidence
+        gap = fit.ratings[upper].rating - fit.ratings[lower].rating
+        difference = fit.difference(upper, lower)
+        spread = float(np.std(difference, ddof=1)) if difference.size > 1 else 0.0
+        more: int | None = 0
+        if not ordered:
+            more = None
+            if gap > 0 and spread > 0:
+                played = fit.matches_of(upper, lower)
+                more = max(1, math.ceil(played * (z * spread / gap) ** 2 - played))
+        found.append(Separation(upper, lower, share, ordered, more))
+    return found
+
+
 def fit_ratings(
     rankings: Sequence[Ranking], *, anchor: str | None = None, resamples: int = RESAMPLES, seed: int = SEED
 ) -> dict[str, Rating]:
@@ -82,11 +164,22 @@ def fit_ratings(
 
     Raises NotFound when `anchor` names no such contestant.
     """
+    return fit(rankings, anchor=anchor, resamples=resamples, seed=seed).ratings
+
+
+def fit(
+    rankings: Sequence[Ranking], *, anchor: str | None = None, resamples: int = RESAMPLES, seed: int = SEED
+) -> Fit:
+    """`fit_ratings` with what its intervals were drawn from (Fit).
+
+    Raises NotFound when `anchor` names no contestant that met another.
+    """
     pairs = _pairs(rankings)
     if anchor is not None and anchor not in pairs.names:
         raise NotFound(f"reference contestant {anchor!r} has no rated match here")
+    played = [frozenset(name for name, _ in ranking) for ranking in rankings]
     if not pairs.names:
-        return {}
+        return Fit({}, [], np.empty((resamples, 0)), played)
     reference = None if anchor is None else pairs.names.index(anchor)
 
     everyone = np.ones(len(rankings))
@@ -103,10 +196,11 @@ def fit_ratings(
     tail = 100 * (1 - LEVEL) / 2
     low, high = np.nanpercentile(samples, [tail, 100 - tail], axis=0)
     above = (low[np.newaxis, :] > high[:, np.newaxis]).sum(axis=1)
-    return {
+    rated = {
         name: Rating(float(ratings[i]), float(low[i]), float(high[i]), int(1 + above[i]))
         for i, name in enumerate(pairs.names)
     }
+    return Fit(rated, pairs.names, samples, played)
 
 
 def _pairs(rankings: Sequence[Ranking]) -> _Pairs:

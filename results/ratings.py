@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from market import accounting
 from results.composite import ScoringWeights, composite
-from results.rating_fit import Rating, fit_ratings
+from results.rating_fit import LEVEL, Rating, fit, order_key, separations
 
 START = 1000.0
 MEAN_METRICS = (
@@ -92,6 +92,17 @@ class Standing(BaseModel):
     matches: int
     wins: int = Field(description="matches in which the contestant finished first, alone or tied")
     win_rate: float | None = Field(description="wins / matches; None before its first match")
+    above_next: float | None = Field(
+        None,
+        description="share of the bootstrap's resamples rating it above the contestant next in the "
+        "table; None for the last rated one",
+    )
+    matches_to_separate: int | None = Field(
+        None,
+        description="0 when its order with the next is settled at the table's confidence, else the "
+        "estimated matches more that would settle it (results.rating_fit.separations); None "
+        "without an estimate",
+    )
 
 
 class LeaderboardRow(Standing):
@@ -130,16 +141,22 @@ class LeaderboardRow(Standing):
 
 
 def standings(
-    matches: Sequence[RankedMatch], *, names: Iterable[str] = (), anchor: str | None = None
+    matches: Sequence[RankedMatch],
+    *,
+    names: Iterable[str] = (),
+    anchor: str | None = None,
+    confidence: float = LEVEL,
 ) -> list[Standing]:
     """Every contestant of `matches`, and the `names` that have not played, sorted: rated
-    contestants by rating, best first, then by name; then the unrated by name.
+    contestants by rating, best first, then by name; then the unrated by name. Each rated one
+    says how settled its order with the next is, at `confidence`.
 
     A contestant wins a match when it has the match's best rank, alone or tied (rank 1, or
     the best among the seats kept by a contestant selection).
     Raises NotFound when `anchor` names no rated contestant.
     """
-    fitted = fit_ratings([match.ranks for match in matches], anchor=anchor)
+    found = fit([match.ranks for match in matches], anchor=anchor)
+    fitted = found.ratings
     online = elo(matches)
     played: dict[str, int] = defaultdict(int)
     won: dict[str, int] = defaultdict(int)
@@ -150,24 +167,29 @@ def standings(
             won[name] += any(seat == name and rank == best for seat, rank in match.ranks)
     rows = []
     for name in set(names) | online.keys():
-        fit = fitted.get(name)
+        rating = fitted.get(name)
         rows.append(
             Standing(
                 contestant=name,
-                **(fit._asdict() if fit else dict.fromkeys(Rating._fields)),
+                **(rating._asdict() if rating else dict.fromkeys(Rating._fields)),
                 elo=online.get(name, START),
                 matches=played[name],
                 wins=won[name],
                 win_rate=won[name] / played[name] if played[name] else None,
             )
         )
-    return sorted(rows, key=_table_order)
+    rows.sort(key=_table_order)
+    rated = [row.contestant for row in rows if row.rating is not None]
+    apart = {s.upper: s for s in separations(found, rated, confidence)}
+    for row in rows:
+        if row.contestant in apart:
+            row.above_next = apart[row.contestant].share
+            row.matches_to_separate = apart[row.contestant].more_matches
+    return rows
 
 
 def _table_order(row: Standing) -> tuple:
-    # rounded so that contestants with equal records, whose fitted ratings may differ in the
-    # last bits, are ordered by name
-    return (row.rating is None, -round(row.rating or 0.0, 6), row.contestant)
+    return order_key(row.contestant, row.rating)
 
 
 class Seat(NamedTuple):
@@ -254,11 +276,15 @@ class LeaderboardRecords:
 
 
 def compute_leaderboard(
-    records: LeaderboardRecords, *, weights: ScoringWeights = ScoringWeights(), anchor: str | None = None
+    records: LeaderboardRecords,
+    *,
+    weights: ScoringWeights = ScoringWeights(),
+    anchor: str | None = None,
+    confidence: float = LEVEL,
 ) -> list[LeaderboardRow]:
-    """The table of `records`: every contestant's standing, its means and sums, and the
-    composite of its parts weighed with `weights`. Raises NotFound when `anchor` names no
-    rated contestant."""
+    """The table of `records`: every contestant's standing (its order with the next judged at
+    `confidence`), its means and sums, and the composite of its parts weighed with `weights`.
+    Raises NotFound when `anchor` names no rated contestant."""
     matches = ranked_matches(records.seats, by_goals=weights.objective == "goals")
     profits: dict[str, list[float]] = defaultdict(list)
     net_worths: dict[str, list[float]] = defaultdict(list)
@@ -279,7 +305,7 @@ def compute_leaderboard(
         )
 
     rows = []
-    for standing in standings(matches, names=records.registered, anchor=anchor):
+    for standing in standings(matches, names=records.registered, anchor=anchor, confidence=confidence):
         name = standing.contestant
         validity, memory_error = _mean(values[name, "validity_rate"]), _mean(values[name, "memory_error"])
         tokens, cost = usage.get(name, (0, 0.0))

@@ -33,6 +33,7 @@ from results.db import reconnecting
 from results.errors import NotFound
 from results.metrics import METRICS
 from results.metrics import compute as compute_metrics
+from results.rating_fit import LEVEL
 from results.ratings import (
     MEAN_METRICS,
     CallsSpent,
@@ -79,6 +80,7 @@ from results.tables import (
     PriceWindowRow,
     RatingSnapshot,
     RecallRow,
+    RunEndRow,
     RunProgressRow,
     SweepCellRow,
     TournamentRow,
@@ -511,6 +513,7 @@ def leaderboard(
     contestants: Collection[str] | None = None,
     anchor: str | None = None,
     weights: ScoringWeights = ScoringWeights(),
+    confidence: float = LEVEL,
 ) -> list[LeaderboardRow]:
     """The table of the stored matches (results.ratings.compute_leaderboard): all of them, or
     those of a tournament, of a scenario, and of the named contestants (matches where at least
@@ -518,12 +521,20 @@ def leaderboard(
     matches, ranked against one another's).
 
     With a tournament, its registered contestants appear played or not. The composite weighs
-    its parts with `weights` (a tournament file's `scoring:` section, or a `--weights` file).
+    its parts with `weights` (a tournament file's `scoring:` section, or a `--weights` file);
+    two contestants next to each other are ordered at `confidence` (a file's `confidence:`).
     Raises NotFound for an unknown tournament, scenario, contestant or anchor.
     """
     with Session(engine) as session:
         records = _leaderboard_records(session, tournament_id, scenario, contestants)
-    return compute_leaderboard(records, weights=weights, anchor=anchor)
+    return compute_leaderboard(records, weights=weights, anchor=anchor, confidence=confidence)
+
+
+def run_end(engine: Engine, tournament_id: int) -> str | None:
+    """Why the tournament's last run ended before its schedule's last match; None if it did not."""
+    with Session(engine) as session:
+        found = session.get(RunEndRow, tournament_id)
+        return None if found is None else found.reason
 
 
 def rankings(engine: Engine, tournament_id: int, by_goals: bool = False) -> list[RankedMatch]:
@@ -684,9 +695,13 @@ def finish_tournament(
     tournament_id: int,
     status: Literal["finished", "stopped"],
     weights: ScoringWeights = ScoringWeights(),
+    confidence: float = LEVEL,
+    reason: str | None = None,
 ) -> list[LeaderboardRow]:
-    """Mark the tournament finished or stopped, snapshot its own leaderboard and return it
-    (its composite weighed with `weights`), so that the run reports the table it stored.
+    """Mark the tournament finished or stopped, with the `reason` its run ended before its
+    schedule's last match (none: it played them all), snapshot its own leaderboard and return
+    it (its composite weighed with `weights`, its ties judged at `confidence`), so that the run
+    reports the table it stored.
 
     The snapshot keeps the table as it was reported, whatever later changes to the rating
     formula; a tournament stopped, resumed and finished has one snapshot per ending.
@@ -694,13 +709,18 @@ def finish_tournament(
     """
     if status not in ("finished", "stopped"):
         raise ValueError(f"a tournament ends 'finished' or 'stopped', not {status!r}")
-    table = leaderboard(engine, tournament_id, weights=weights)
+    table = leaderboard(engine, tournament_id, weights=weights, confidence=confidence)
     rated = [(row, row.rating) for row in table if row.rating is not None]
     with Session(engine) as session:
         tournament = _require(session, TournamentRow, tournament_id)
         tournament.status = status
         tournament.finished_at = utcnow()
         session.add(tournament)
+        ended = session.get(RunEndRow, tournament_id)
+        if reason is None and ended is not None:
+            session.delete(ended)
+        elif reason is not None:
+            session.merge(RunEndRow(tournament_id=tournament_id, reason=reason))
         for row, rating in rated:
             session.add(
                 RatingSnapshot(

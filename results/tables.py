@@ -328,6 +328,17 @@ class PriceWindowRow(PriceWindow, SQLModel, table=True):
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
 
 
+class RunEndRow(SQLModel, table=True):
+    """Why a tournament's last run ended before playing every match of its schedule: its
+    budget, a broken model, or an adaptive schedule's own end (tournaments.adaptive)."""
+
+    __tablename__ = "run_end"
+
+    tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE", primary_key=True)
+    reason: str = Field(sa_type=Text)
+    ended_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
 class RatingSnapshot(SQLModel, table=True):
     __tablename__ = "rating_snapshot"
 

@@ -150,6 +150,19 @@ def _models_used(rows: Sequence[LeaderboardRow]) -> bool:
     return any(row.tokens for row in rows)
 
 
+def versus_next(row: Standing) -> str:
+    """How settled the order of a contestant and the next in the table is: "ordered (99%)", or
+    "tied (62%), ~40 more" with the matches estimated to settle it (Standing.above_next,
+    matches_to_separate); the share is of the bootstrap's resamples ordering them so."""
+    if row.above_next is None:
+        return ""
+    share = f"({row.above_next:.0%})"
+    if row.matches_to_separate == 0:
+        return f"ordered {share}"
+    more = "" if row.matches_to_separate is None else f", ~{row.matches_to_separate:,} more"
+    return f"tied {share}{more}"
+
+
 STANDING_COLUMNS: list[Column[Standing]] = [
     Column(Header("rank"), lambda r: blank(r.rank, "{}")),
     Column(Header("contestant", whole=True, contestant=True), lambda r: r.contestant),
@@ -158,10 +171,13 @@ STANDING_COLUMNS: list[Column[Standing]] = [
         Header("95% interval", numeric=True, whole=True),
         lambda r: "" if r.low is None or r.high is None else f"{r.low:.0f}–{r.high:.0f}",
     ),
+    Column(Header("vs next"), versus_next, lambda rows: any(row.above_next is not None for row in rows)),
     Column(Header("elo", numeric=True), lambda r: f"{r.elo:.0f}"),
     Column(Header("matches", numeric=True), lambda r: str(r.matches)),
     Column(Header("win rate", numeric=True), lambda r: blank(r.win_rate, "{:.0%}")),
 ]
+
+
 LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
     *STANDING_COLUMNS,
     Column(

@@ -44,6 +44,7 @@ from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from results.deviation import DeviationProbe
 from results.metrics import METRICS
+from results.rating_fit import LEVEL
 from results.records import FactorValue, OffPathSettings, PlayedScenarios, as_number, same_value, shown_value
 from results.tables import TournamentRow
 
@@ -73,12 +74,35 @@ class TournamentSpec(BaseModel):
 
     name: str = Field(min_length=1)
     seed: int = 0
-    format: Literal["round_robin", "free_for_all", "gauntlet", "solo"] = "round_robin"
+    format: Literal["round_robin", "free_for_all", "gauntlet", "solo", "adaptive"] = "round_robin"
     group_size: int = Field(
         2,
         ge=1,
         le=MAX_MERCHANTS_PER_MATCH,
-        description="merchants per match (round_robin); 1: each alone against the market (solo play)",
+        description="merchants per match (round_robin, adaptive); 1: each alone against the market "
+        "(solo play)",
+    )
+    confidence: float = Field(
+        LEVEL,
+        gt=0.5,
+        lt=1,
+        description="two contestants next to each other in the table are ordered when this share of the "
+        "rating bootstrap's resamples orders them so, else tied; an adaptive run stops once all are ordered",
+    )
+    max_matches: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="adaptive: the most matches it plays; default: as many as the round robin of its "
+        "groups, scenarios and seeds",
+    )
+    sampling_repeats: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="play every match this many times, the market's draws the same and only the "
+        "merchants' own (a model's sampling) drawn anew: the leaderboard then splits each "
+        "contestant's profit variance into the market's share and its own sampling's",
     )
     challenger: str | None = Field(None, description="gauntlet: the contestant who meets each of the others")
     contestants: list[ContestantEntry] = Field(min_length=1)
@@ -216,12 +240,24 @@ class TournamentSpec(BaseModel):
             raise FieldError("repetitions", "give seeds or repetitions, not both")
         if self.merchants_per_match > 1 and len(self.contestants) < 2:
             raise FieldError("contestants", "a match needs two of them, unless they play solo")
-        if self.format == "round_robin" and self.group_size > len(self.contestants):
+        grouped = self.format in ("round_robin", "adaptive")
+        if grouped and self.group_size > len(self.contestants):
             raise FieldError(
                 "group_size", f"{self.group_size} is larger than the {len(self.contestants)} contestants"
             )
-        if self.format != "round_robin" and "group_size" in self.model_fields_set:
-            raise FieldError("group_size", f"only applies to the round_robin format, not {self.format}")
+        if not grouped and "group_size" in self.model_fields_set:
+            raise FieldError(
+                "group_size", f"only applies to the round_robin and adaptive formats, not {self.format}"
+            )
+        if self.format == "adaptive":
+            if self.group_size < 2:
+                raise FieldError(
+                    "group_size", "adaptive orders contestants by the matches they meet in: 2 or more"
+                )
+            if self.sweep is not None:
+                raise FieldError("sweep", "adaptive plays one field; sweep it in files of its own")
+        elif self.max_matches is not None:
+            raise FieldError("max_matches", f"only applies to the adaptive format, not {self.format}")
         if self.format == "free_for_all" and len(self.contestants) > MAX_MERCHANTS_PER_MATCH:
             raise FieldError(
                 "contestants",
@@ -251,7 +287,7 @@ class TournamentSpec(BaseModel):
     @property
     def merchants_per_match(self) -> int:
         """How many merchants each match of the schedule seats."""
-        if self.format == "round_robin":
+        if self.format in ("round_robin", "adaptive"):
             return self.group_size
         if self.format == "free_for_all":
             return len(self.contestants)
@@ -298,6 +334,10 @@ class Tournament(BaseModel):
             name for name in ("deviation", "goals", "sweep", "off_path") if getattr(self.spec, name) is None
         }
         at_default |= set() if self.spec.interventions else {"interventions"}
+        # the confidence decides which matches only an adaptive run plays; elsewhere it reads results
+        at_default |= set() if self.spec.format == "adaptive" else {"confidence"}
+        at_default |= {"max_matches"} if self.spec.max_matches is None else set()
+        at_default |= {"sampling_repeats"} if self.spec.sampling_repeats == 1 else set()
         ignored = {"budget", "scoring", "stop_after_failures", "prices"} | at_default
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
@@ -730,6 +770,10 @@ class StoredTournament:
     @property
     def scoring(self) -> ScoringWeights:
         return self.spec.scoring if self.spec is not None else ScoringWeights()
+
+    @property
+    def confidence(self) -> float:
+        return self.spec.confidence if self.spec is not None else LEVEL
 
     def scenarios(self) -> tuple[PlayedScenarios, list[str]]:
         """The scenarios the file names, read from disk now (their events are not in the

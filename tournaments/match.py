@@ -71,12 +71,21 @@ if TYPE_CHECKING:  # the processes that play matches need neither
 Played = FinishedMatch | StoppedMatch | DeviationPath
 
 
-def match_seeds(tournament_seed: int, draws: str, seats: int) -> list[int]:
+def match_seeds(tournament_seed: int, draws: str, seats: int, sample: int = 0) -> list[int]:
     """Seeds for the market (first), each seat, and the recall questions (last), from the
     tournament seed and the match's `draws` (MatchSpec.draws) alone, so a match plays the same
-    wherever and whenever it runs."""
-    sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(draws.encode())])
-    return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 2)]
+    wherever and whenever it runs. A repeat (`sample` k > 0, sampling_repeats) keeps the
+    market's and the questions' seeds and draws the seats' anew: only the merchants' own
+    draws (a model's sampling) differ."""
+
+    def spawned(source: str) -> list[int]:
+        sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(source.encode())])
+        return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 2)]
+
+    seeds = spawned(draws)
+    if sample:
+        seeds[1:-1] = spawned(f"{draws}/sample={sample}")[1:-1]
+    return seeds
 
 
 def repetition_seed(tournament_seed: int, seed: int) -> int:
@@ -163,7 +172,7 @@ class Match:
         self.make_seat = make_seat
         self.probe = rules.deviation if deviated else None
         self.key = spec.key + DEVIATED_SUFFIX if deviated else spec.key
-        seeds = match_seeds(rules.seed, spec.draws, len(spec.seats))
+        seeds = match_seeds(rules.seed, spec.draws, len(spec.seats), spec.sample)
         self.market_seed = seeds[0]
         self.questions = RecallQuestions(scenario, spec.seats, np.random.default_rng(seeds[-1]))
         self.seats = [

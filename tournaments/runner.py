@@ -31,6 +31,7 @@ from results import deviation, store
 from results.ratings import LeaderboardRow
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
 from results.tables import RunProgressRow, utcnow
+from tournaments.adaptive import AdaptiveSchedule
 from tournaments.calls import start_call_coordinator
 from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
 from tournaments.config import Tournament
@@ -75,6 +76,7 @@ class RunSummary:
     stopped: str | None = None  # why matches were left unplayed (the budget, a broken model), if they were
     broken: str | None = None  # the contestant whose failing model stopped the run
     table: list[LeaderboardRow] = field(default_factory=list)  # the leaderboard as the run stored it
+    ended: str | None = None  # why an adaptive schedule ended (tournaments.adaptive), when it did
 
 
 def run_tournament(
@@ -92,10 +94,11 @@ def run_tournament(
     """
     observer = observer or _Silent()
     spec = tournament.spec
-    plan = schedule(tournament)
+    plan = schedule(tournament)  # of an adaptive tournament, the most it may play
     previous = store.find_resumable(engine, tournament.config_hash) if resume else None
     done = store.finished_keys(engine, previous) if previous is not None else set()
-    todo = [m for m in plan if m.key not in done]
+    rounds = _Rounds(AdaptiveSchedule(tournament), engine, previous) if spec.format == "adaptive" else None
+    todo = rounds.next() if rounds is not None else [m for m in plan if m.key not in done]
     with ray_session(address) if todo else nullcontext():
         if previous is not None:
             tournament_id = previous
@@ -118,6 +121,8 @@ def run_tournament(
                 planned_matches=len(plan),
                 cells=sweep_cells(tournament, plan),
             )
+        if rounds is not None:
+            rounds.tournament_id = tournament_id
         cells = tournament.each_cell()
         paths = {cell.label: deviation.paths(cell.tournament.spec.deviation) for cell in cells}
         total_days, done_days = (
@@ -144,6 +149,7 @@ def run_tournament(
                         engine,
                         tournament_id,
                         progress,
+                        None if rounds is None else rounds.next,
                     )
                     ending = run.play(start, ending.spent, options)
             start()  # (when nothing was left to play)
@@ -151,13 +157,49 @@ def run_tournament(
         finally:
             notes.close()
     played = len(store.finished_keys(engine, tournament_id)) - len(done)
-    if ending.stopped is None:
+    ended = None if rounds is None or ending.stopped is not None else rounds.ended
+    if ending.stopped is None and ended is None:
         observer.advanced(len(plan), total_days)
     status: Literal["finished", "stopped"] = "finished" if ending.stopped is None else "stopped"
-    table = store.finish_tournament(engine, tournament_id, status, weights=spec.scoring)
-    return RunSummary(
-        tournament_id, played, len(done), previous is not None, ending.stopped, ending.broken, table
+    table = store.finish_tournament(
+        engine,
+        tournament_id,
+        status,
+        weights=spec.scoring,
+        confidence=spec.confidence,
+        reason=ending.stopped or ended,
     )
+    return RunSummary(
+        tournament_id, played, len(done), previous is not None, ending.stopped, ending.broken, table, ended
+    )
+
+
+class _Rounds:
+    """The rounds of an adaptive tournament as the run plays them: each chosen from the
+    matches stored by the rounds before (tournaments.adaptive), less those already stored (a
+    resumed run chooses again the rounds it had played)."""
+
+    def __init__(self, schedule: AdaptiveSchedule, engine: Any, tournament_id: int | None):
+        self.schedule, self.engine, self.tournament_id = schedule, engine, tournament_id
+        self.ended: str | None = None
+
+    def next(self) -> list[MatchSpec]:
+        """The matches of the next round not yet stored; none once the schedule has ended."""
+        while True:
+            stored = (
+                store.rankings(self.engine, self.tournament_id, by_goals=self.schedule.by_goals)
+                if self.tournament_id is not None
+                else []
+            )
+            scheduled = {m.key for m in self.schedule.scheduled}
+            chosen = self.schedule.next_round([m.ranks for m in stored if m.order[2] in scheduled])
+            if not chosen.matches:
+                self.ended = chosen.ended
+                return []
+            held = {m.order[2] for m in stored}
+            left = [m for m in chosen.matches if m.key not in held]
+            if left:
+                return left
 
 
 class TournamentRun:
@@ -181,8 +223,10 @@ class TournamentRun:
         engine: Any,
         tournament_id: int,
         progress: _Progress,
+        more: Callable[[], list[MatchSpec]] | None = None,
     ):
-        self.tournament, self.plans, self.todo = tournament, plans, todo
+        """`more`: the next matches to play once these are stored (an adaptive schedule's)."""
+        self.tournament, self.plans, self.todo, self.more = tournament, plans, todo, more
         self.engine, self.tournament_id, self.progress = engine, tournament_id, progress
         self.unsaved: list[tuple[FinishedMatch, Scenario | None]] = []
 
@@ -253,19 +297,22 @@ class TournamentRun:
         self.progress.playing = lambda: spec.max_concurrent_matches - self.slots.free
         self.stopped = _Stop(self.calls_status)
         self.suspects = _Suspects(self.calls_status)
-        hosted = [m for m in self.todo if self.is_hosted(m)]
-        instant = group_instant(
-            [m for m in self.todo if not self.is_hosted(m)],
-            self.plans,
-            spec.max_concurrent_matches,
-            self.cpus,
-        )
         reporting = asyncio.create_task(self.runners.report_days(self.progress.day))
+        todo = self.todo
         try:
-            await asyncio.gather(*map(self.play_hosted, hosted), *map(self.play_instant, instant))
+            while todo:
+                hosted = [m for m in todo if self.is_hosted(m)]
+                instant = group_instant(
+                    [m for m in todo if not self.is_hosted(m)],
+                    self.plans,
+                    spec.max_concurrent_matches,
+                    self.cpus,
+                )
+                await asyncio.gather(*map(self.play_hosted, hosted), *map(self.play_instant, instant))
+                await self.record([], None, final=True)  # what is still held
+                todo = [] if self.more is None or await self.stopped.now() else self.more()
         finally:
             reporting.cancel()
-        await self.record([], None, final=True)  # what is still held
         self.progress.day(await self.runners.days_since())
         return await self.calls_status()
 

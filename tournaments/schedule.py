@@ -5,11 +5,16 @@ free_for_all: all contestants in one market, every scenario x seed.
 gauntlet: the challenger meets each other contestant alone, every scenario x seed.
 solo: each contestant alone against the market, every scenario x seed (as round_robin with
 group_size 1).
+adaptive: the round robin's matches, chosen round by round where they settle the table most
+(tournaments.adaptive); its schedule here is the most it may play.
 
 With rotate_seats, the group's seat order turns by one for each successive seed, so no
 contestant always holds the same seat (seat order decides who is listed first to rivals, the
 order of tie-breaking, and, in a scenario with `seats:`, the unit costs and qualities a
 merchant plays with): over as many seeds as seats, every contestant plays every seat.
+
+With sampling_repeats N, every match is followed by N - 1 repeats of it, keys ending
+`/sample=k`: the same market draws, the merchants' own drawn anew (tournaments.match.match_seeds).
 
 A tournament with a sweep plays the schedule of each of its cells in turn, each match's key
 led by its cell's label (`qlearning.alpha=0.05,group_size=2/calvano/seed=0/a+b`).
@@ -17,6 +22,9 @@ led by its cell's label (`qlearning.alpha=0.05,group_size=2/calvano/seed=0/a+b`)
 
 from __future__ import annotations
 
+import itertools
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING
@@ -39,6 +47,7 @@ class MatchSpec:
     days: int
     seats: tuple[str, ...]
     cell: str = ""  # the label of its cell of a sweep (tournaments.config.Cell)
+    sample: int = 0  # its repeat (sampling_repeats): 0 the match itself
 
     @property
     def draws(self) -> str:
@@ -50,7 +59,8 @@ class MatchSpec:
         cells differ by their factors, not by their luck."""
         if len(self.seats) == 1:
             return f"{self.scenario}/seed={self.seed}"
-        return self.key.removeprefix(f"{self.cell}/") if self.cell else self.key
+        key = self.key.removesuffix(f"/sample={self.sample}") if self.sample else self.key
+        return key.removeprefix(f"{self.cell}/") if self.cell else key
 
 
 def schedule(tournament: Tournament) -> list[MatchSpec]:
@@ -80,7 +90,7 @@ def sweep_cells(tournament: Tournament, matches: list[MatchSpec]) -> list[SweepC
 def _schedule(tournament: Tournament, cell: str, first_index: int) -> list[MatchSpec]:
     spec = tournament.spec
     names = [c.name for c in spec.contestants]
-    if spec.format in ("round_robin", "solo"):
+    if spec.format in ("round_robin", "solo", "adaptive"):
         groups = [list(g) for g in combinations(names, spec.merchants_per_match)]
     elif spec.format == "free_for_all":
         groups = [names]
@@ -88,26 +98,45 @@ def _schedule(tournament: Tournament, cell: str, first_index: int) -> list[Match
         challenger = spec.challenger
         assert challenger is not None  # the gauntlet format has one (TournamentSpec)
         groups = [[challenger, other] for other in names if other != challenger]
-    lineups = [
-        ("+".join(sorted(group)), [tuple(group[shift:] + group[:shift]) for shift in range(len(group))])
-        for group in groups
-    ]
-    prefix = f"{cell}/" if cell else ""
     matches: list[MatchSpec] = []
-    for scenario_name, scenario in tournament.scenarios.items():
-        days = spec.days or scenario.days
-        for turn, seed in enumerate(spec.seed_list):
-            for lineup, seatings in lineups:
-                seats = seatings[turn % len(seatings) if spec.rotate_seats else 0]
-                matches.append(
-                    MatchSpec(
-                        f"{prefix}{scenario_name}/seed={seed}/{lineup}",
-                        first_index + len(matches),
-                        scenario_name,
-                        seed,
-                        days,
-                        seats,
-                        cell,
-                    )
-                )
+    if spec.format == "adaptive":  # the most it may play: turn after turn of every group
+        cap = most_matches(tournament)
+        for turn in itertools.count():
+            for scenario in tournament.scenarios:
+                for group in groups:
+                    if len(matches) + spec.sampling_repeats > cap:
+                        return matches
+                    matches += group_matches(tournament, group, scenario, turn, first_index + len(matches))
+    for scenario in tournament.scenarios:
+        for turn in range(len(spec.seed_list)):
+            for group in groups:
+                matches += group_matches(tournament, group, scenario, turn, first_index + len(matches), cell)
     return matches
+
+
+def most_matches(tournament: Tournament) -> int:
+    """The most matches an adaptive tournament plays, repeats included: its max_matches, or as
+    many as the round robin of its groups, scenarios and seeds."""
+    spec = tournament.spec
+    groups = math.comb(len(spec.contestants), spec.merchants_per_match)
+    every = groups * len(tournament.scenarios) * len(spec.seed_list) * spec.sampling_repeats
+    return spec.max_matches or every
+
+
+def group_matches(
+    tournament: Tournament, group: Sequence[str], scenario: str, turn: int, index: int, cell: str = ""
+) -> list[MatchSpec]:
+    """The match of `group` (in the file's order) in `scenario` with the `turn`-th seed (past the
+    file's seeds, the integers after its largest), its seats turned by the seed (rotate_seats),
+    then its repeats (sampling_repeats); the first numbered `index`."""
+    spec = tournament.spec
+    seeds = spec.seed_list
+    seed = seeds[turn] if turn < len(seeds) else max(seeds) + 1 + turn - len(seeds)
+    shift = turn % len(group) if spec.rotate_seats else 0
+    seats = tuple(group[shift:]) + tuple(group[:shift])
+    key = f"{cell}/" * bool(cell) + f"{scenario}/seed={seed}/{'+'.join(sorted(group))}"
+    days = spec.days or tournament.scenarios[scenario].days
+    return [
+        MatchSpec(key + (f"/sample={k}" if k else ""), index + k, scenario, seed, days, seats, cell, k)
+        for k in range(spec.sampling_repeats)
+    ]

@@ -316,6 +316,7 @@ NOT_EXPORTED = {
     "probe": "recall questions are read with `arena show`; the export has no table of them",
     "run_progress": "where a run stood while it played, for `arena serve`; not what happened in it",
     "sweep_cell": "a cell's factors are columns of `matches` and `results`; its label leads each match's key",
+    "run_end": "why a run ended early, which `arena run` and `arena leaderboard` say; not what happened",
 }
 LEFT_OUT = {
     ("match", "tournament_id"): "the export is of one tournament (`messages` carry its id)",

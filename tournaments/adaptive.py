@@ -1,0 +1,126 @@
+"""The adaptive format: the next matches chosen where they settle the table most.
+
+A first round seats every contestant: the groups of `group_size` contestants that follow one
+another around the ring of the file's order (one group when there are no more contestants
+than that), so that the fit joins them all. Then, round after round, the ratings are fitted
+on every match played (results.rating_fit, the same fit and bootstrap as the leaderboard's),
+and each two contestants next to each other in the table whose order is not settled at
+`confidence` (results.rating_fit.separations) are given matches. A round holds a match for
+each such pair, or max_concurrent_matches if that is more, dealt to the pairs in turn, the
+least settled first (the share of resamples ordering them nearest one half, then the wider
+intervals, then the names). A pair's match seats the two and, in groups of more, the
+group_size - 2 other contestants rated nearest them. A group's k-th match is the round
+robin's: with the (k // S)-th seed and the (k % S)-th of the S scenarios
+(tournaments.schedule.group_matches), so it plays exactly as it would there.
+
+It ends when every two contestants next to each other are ordered, when max_matches are
+played (tournaments.schedule.most_matches), or when the run's budget is spent. A round
+depends only on the matches of the rounds before it, all stored before it is chosen: a run is
+the same for a seed however its matches finish, and a resumed run chooses again the rounds it
+had played and plays what is missing of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from results.rating_fit import Fit, Ranking, Separation, fit, order_key, separations
+from tournaments.config import Tournament
+from tournaments.schedule import MatchSpec, group_matches, most_matches
+
+
+@dataclass(frozen=True)
+class Round:
+    """The next matches to play; none, and why, when the schedule ends."""
+
+    matches: list[MatchSpec]
+    ended: str | None = None
+
+
+class AdaptiveSchedule:
+    """The rounds of an adaptive tournament, each chosen from the rankings of those before."""
+
+    def __init__(self, tournament: Tournament):
+        self.tournament = tournament
+        self.spec = tournament.spec
+        self.names = [c.name for c in self.spec.contestants]
+        self.scenarios = list(tournament.scenarios)
+        self.cap = most_matches(tournament)
+        self.by_goals = self.spec.scoring.objective == "goals"  # rated as the leaderboard rates them
+        # each of the n - 1 pairs at 1 - (1 - confidence) / (n - 1): all at once at `confidence`
+        self.level = 1 - (1 - self.spec.confidence) / max(1, len(self.names) - 1)
+        # and each after as many meetings as a fair coin lands one way with less than 1 - level
+        self.meetings = math.ceil(math.log2(1 / (1 - self.level)))
+        self.scheduled: list[MatchSpec] = []
+        self.played: Counter[tuple[str, ...]] = Counter()  # matches of each group so far
+
+    def next_round(self, rankings: Sequence[Ranking]) -> Round:
+        """The round after those scheduled, from `rankings`: every match scheduled so far, in
+        the order scheduled."""
+        if self.scheduled:
+            found = fit(rankings)
+            unsettled = self.unsettled(found)
+            if not unsettled:
+                return Round(
+                    [],
+                    f"every two contestants next to each other in the table are ordered at "
+                    f"{self.spec.confidence:.0%} confidence",
+                )
+            dealt = max(len(unsettled), self.spec.max_concurrent_matches)
+            groups = [self.group(found, unsettled[k % len(unsettled)]) for k in range(dealt)]
+        else:
+            g = self.spec.group_size
+            ring = [
+                tuple(self.names[(i + k) % len(self.names)] for k in range(g)) for i in range(len(self.names))
+            ]
+            groups = list(dict.fromkeys(tuple(sorted(group, key=self.names.index)) for group in ring))
+        matches: list[MatchSpec] = []
+        for group in groups:
+            k = self.played[group]
+            turn, scenario = divmod(k, len(self.scenarios))
+            index = len(self.scheduled) + len(matches)
+            repeats = group_matches(self.tournament, group, self.scenarios[scenario], turn, index)
+            if index + len(repeats) > self.cap:
+                break
+            self.played[group] += 1
+            matches += repeats
+        if not matches:
+            return Round([], f"max_matches reached ({self.cap})")
+        self.scheduled += matches
+        return Round(matches)
+
+    def unsettled(self, found: Fit) -> list[Separation]:
+        """The pairs next to each other in the table not yet ordered, least settled first."""
+        order = sorted(found.ratings, key=lambda name: order_key(name, found.ratings[name].rating))
+        ratings = found.ratings
+
+        def width(name: str) -> float:
+            return ratings[name].high - ratings[name].low
+
+        pairs = [
+            s
+            for s in separations(found, order, self.level)
+            if not s.ordered or found.matches_together(s.upper, s.lower) < self.meetings
+        ]
+        return sorted(
+            pairs,
+            key=lambda s: (
+                abs((0.5 if s.share is None else s.share) - 0.5),
+                -(width(s.upper) + width(s.lower)),
+                s.upper,
+            ),
+        )
+
+    def group(self, found: Fit, pair: Separation) -> tuple[str, ...]:
+        """The pair, and in groups of more the contestants rated nearest them, in the file's order."""
+        ratings = found.ratings
+        middle = (ratings[pair.upper].rating + ratings[pair.lower].rating) / 2
+        others = sorted(
+            (name for name in ratings if name not in (pair.upper, pair.lower)),
+            key=lambda name: (abs(ratings[name].rating - middle), name),
+        )
+        chosen = {pair.upper, pair.lower, *others[: self.spec.group_size - 2]}
+        return tuple(name for name in self.names if name in chosen)
