@@ -444,7 +444,8 @@ def validate(
         cells = f", {len(tournament.cells)} cells of {' x '.join(spec.sweep)}" if spec.sweep else ""
         out_print(
             f"{config}: ok — {len(spec.contestants)} contestants, {len(tournament.scenarios)} scenarios, "
-            f"{len(spec.seed_list)} seeds, {spec.format}{cells}: {len(matches)} matches, "
+            f"{len(spec.seed_list)} seeds, {spec.format}{cells}: "
+            f"{'at most ' if spec.format == 'adaptive' else ''}{len(matches)} matches, "
             f"{summary['market_days']} market days"
         )
         for failure in failures:

@@ -208,6 +208,52 @@ def forest_plot(
     return _svg(width, height, title, Markup("").join(parts))
 
 
+@dataclass(frozen=True)
+class Point:
+    """One contestant of a cost plot: its cost per match and its rating, on the front or not."""
+
+    label: str
+    color: str
+    cost: float
+    rating: float
+    front: bool
+
+
+def cost_plot(points: Sequence[Point], *, title: str, width: int = 760, height: int = 320) -> Markup:
+    """Rating against cost per match, a dot per contestant; the front (those no other beats on
+    both) joined by a line and ringed."""
+    if not points:
+        return _empty(width, title)
+    x_ticks = nice_ticks(0.0, max(p.cost for p in points), 6)
+    y_ticks = nice_ticks(min(p.rating for p in points), max(p.rating for p in points), 5)
+    frame = _Frame(width, height, (x_ticks[0], x_ticks[-1]), (y_ticks[0], y_ticks[-1]))
+    parts = [_vertical_grid(frame, x_ticks, "USD per match"), _y_axis(frame, y_ticks, number)]
+    front = sorted((p for p in points if p.front), key=lambda p: p.cost)
+    if len(front) > 1:
+        path = " ".join(f"{frame.x(p.cost):.1f},{frame.y(p.rating):.1f}" for p in front)
+        parts.append(Markup('<polyline class="front" points="{path}" fill="none"/>').format(path=path))
+    for p in points:
+        parts.append(
+            Markup(
+                '<g class="series{front}" data-series="{label}"><title>{tip}</title>'
+                '<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{color}" stroke="#fff" stroke-width="1.5"/>'
+                '<text class="label" x="{text_x:.1f}" y="{text_y:.1f}">{label}</text></g>'
+            ).format(
+                front=" on-front" if p.front else "",
+                label=p.label,
+                tip=f"{p.label}: rating {p.rating:.0f} at ${p.cost:.4f} a match"
+                + (", on the front" if p.front else ""),
+                x=frame.x(p.cost),
+                y=frame.y(p.rating),
+                r=7 if p.front else 5,
+                color=p.color,
+                text_x=frame.x(p.cost) + 9,
+                text_y=frame.y(p.rating) + 4,
+            )
+        )
+    return _svg(width, height, title, Markup("").join(parts))
+
+
 def _svg(width: int, height: int, title: str, body: Markup) -> Markup:
     return Markup(
         '<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '

@@ -23,6 +23,7 @@ same table. Contestants are identified by name across tournaments.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from pydantic import BaseModel, Field
 from market import accounting
 from results.composite import ScoringWeights, composite
 from results.rating_fit import LEVEL, Rating, fit, order_key, separations
+from results.records import market_draw
 
 START = 1000.0
 MEAN_METRICS = (
@@ -109,9 +111,20 @@ class LeaderboardRow(Standing):
     mean_profit: float | None = Field(description="over the contestant's seats; None before its first match")
     worst_profit: float | None = Field(
         None,
-        description="its lowest profit in a match: the luck of the market and of its own sampling "
-        "can be as large as the gaps between contestants; None before its first match",
+        description="its lowest profit in a market draw (a match, or the mean of its repeats): the "
+        "luck of the market and of its own sampling can be as large as the gaps between "
+        "contestants; None before its first match",
     )
+    best_profit: float | None = Field(
+        None, description="its highest profit in a market draw, as worst_profit"
+    )
+    market_share: float | None = Field(
+        None,
+        description="the share of its profit's variance from match to match due to the market "
+        "(its draws, its rivals); the rest is its own sampling's (variance_shares). None without "
+        "repeats (sampling_repeats)",
+    )
+    sampling_share: float | None = Field(None, description="1 - market_share: its own sampling's share")
     mean_net_worth: float | None
     faults: int
     validity: float | None = Field(
@@ -134,6 +147,14 @@ class LeaderboardRow(Standing):
         0.0,
         description="USD at the models' prices for the contestant's calls, replayed ones included; "
         "None when a model has no price",
+    )
+    cost_per_match: float | None = Field(
+        None, description="cost / matches; None before its first match or without a price"
+    )
+    rating_per_dollar: float | None = Field(
+        None,
+        description="rating / cost_per_match: Elo points per USD a match, to compare the rows of one "
+        "table (the scale's zero is its anchor's); None where a match costs nothing or is unpriced",
     )
     composite: float | None = Field(
         description="results.composite: weighted win rate, validity and memory; never part of the rating"
@@ -287,10 +308,12 @@ def compute_leaderboard(
     Raises NotFound when `anchor` names no rated contestant."""
     matches = ranked_matches(records.seats, by_goals=weights.objective == "goals")
     profits: dict[str, list[float]] = defaultdict(list)
+    by_draw: dict[str, dict[tuple[int, str], list[float]]] = defaultdict(lambda: defaultdict(list))
     net_worths: dict[str, list[float]] = defaultdict(list)
     faults: dict[str, int] = defaultdict(int)
     for seat in records.seats:
         profits[seat.contestant].append(seat.profit)
+        by_draw[seat.contestant][seat.order[0], market_draw(seat.order[2])].append(seat.profit)
         net_worths[seat.contestant].append(seat.net_worth)
         faults[seat.contestant] += seat.faults
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -309,11 +332,21 @@ def compute_leaderboard(
         name = standing.contestant
         validity, memory_error = _mean(values[name, "validity_rate"]), _mean(values[name, "memory_error"])
         tokens, cost = usage.get(name, (0, 0.0))
+        draws = [math.fsum(repeats) / len(repeats) for repeats in by_draw[name].values()]
+        market = market_share(list(by_draw[name].values()))
+        per_match = cost / standing.matches if cost is not None and standing.matches else None
         rows.append(
             LeaderboardRow(
                 **standing.model_dump(),
                 mean_profit=_mean(profits[name]),
-                worst_profit=min(profits[name], default=None),
+                worst_profit=min(draws, default=None),
+                best_profit=max(draws, default=None),
+                market_share=market,
+                sampling_share=None if market is None else 1.0 - market,
+                cost_per_match=per_match,
+                rating_per_dollar=standing.rating / per_match
+                if standing.rating is not None and per_match
+                else None,
                 mean_net_worth=_mean(net_worths[name]),
                 faults=faults[name],
                 validity=validity,
@@ -327,6 +360,40 @@ def compute_leaderboard(
             )
         )
     return rows
+
+
+def cost_front(rows: Sequence[LeaderboardRow]) -> set[str]:
+    """The contestants worth their cost: those with a rating and a cost per match that no other
+    beats on both (a rating at least as high for at most the cost, better in one)."""
+    priced = [(row.contestant, row.rating, row.cost_per_match) for row in rows]
+    known = [(name, r, c) for name, r, c in priced if r is not None and c is not None]
+    return {
+        name
+        for name, rating, cost in known
+        if not any(r >= rating and c <= cost and (r > rating or c < cost) for _, r, c in known)
+    }
+
+
+def market_share(draws: Sequence[Sequence[float]]) -> float | None:
+    """The market's share of the variance of a contestant's profit from match to match, from
+    its profits grouped by market draw (a match and its repeats, sampling_repeats), by one-way
+    random effects (the method of moments). Of the draws with r_g >= 2 repeats x_g1..x_gr:
+
+    - its own sampling's variance, pooled within draws: S = sum_g sum_k (x_gk - mean_g)^2 / sum_g (r_g - 1);
+    - the market's, between draws: M = max(0, var(mean_g) - S * mean_g(1 / r_g)), the variance of
+      the draws' means (ddof 1) less what sampling adds to a mean of r_g;
+    - share = M / (M + S).
+
+    None with fewer than two draws with repeats, or when the profit never varies."""
+    repeated = [draw for draw in draws if len(draw) >= 2]
+    if len(repeated) < 2:
+        return None
+    means = [math.fsum(draw) / len(draw) for draw in repeated]
+    within = math.fsum((x - m) ** 2 for draw, m in zip(repeated, means) for x in draw)
+    sampling = within / sum(len(draw) - 1 for draw in repeated)
+    spread = statistics.variance(means) - sampling * statistics.fmean(1 / len(draw) for draw in repeated)
+    market = max(0.0, spread)
+    return market / (market + sampling) if market + sampling > 0 else None
 
 
 def _mean(values: list[float]) -> float | None:

@@ -256,6 +256,18 @@ FactorValue = (
 )  # a factor's value in a sweep (bool before int: True stays True)
 
 
+def market_draw(key: str) -> str:
+    """A match's key without its repeat's suffix (`/sample=k`, a tournament's sampling_repeats):
+    what its repeats share, the market's draws."""
+    head, _, repeat = key.rpartition("/sample=")
+    return head if head and repeat.isdigit() else key
+
+
+def repeat_key(key: str, sample: int) -> str:
+    """The key of repeat `sample` of the match `key` (0: the match itself)."""
+    return f"{key}/sample={sample}" if sample else key
+
+
 def as_number(value: object) -> object:
     """A factor's value as written, or the number a text reads as (YAML reads 1e-5, with no
     point before the e, as text)."""

@@ -39,10 +39,23 @@ from market.errors import UserError
 from market.scenario import Event, Scenario
 from market.types import DayRecord
 from results import store, sweeps, views
-from results.charts import Band, Format, Interval, Level, Series, forest_plot, line_chart, number, percent
+from results.charts import (
+    Band,
+    Format,
+    Interval,
+    Level,
+    Point,
+    Series,
+    cost_plot,
+    forest_plot,
+    line_chart,
+    number,
+    percent,
+)
 from results.collusion import seat_benchmarks
 from results.composite import ScoringWeights
 from results.plots import line_figure
+from results.ratings import LeaderboardRow, cost_front
 from results.records import (
     WINDOW_TITLES,
     Fault,
@@ -171,6 +184,7 @@ def build_report(
             x_label="rating (Elo scale)",
             reference=1000.0,
         ),
+        cost=cost_part(rows, colors),
         head_to_head=head_to_head.matrix(names),
         sweep=sweep_part(engine, tournament_id, sweep_metric),
         metrics=metric_means_table([m for per_match in metrics.values() for m in per_match]),
@@ -180,6 +194,28 @@ def build_report(
         contestants=names,
         scenario_names=scenario_names,
         matches=parts,
+    )
+
+
+def cost_part(rows: Sequence[LeaderboardRow], colors: Palette) -> Markup | None:
+    """Rating against cost per match with the front marked (results.ratings.cost_front), for a
+    tournament whose contestants called priced models; None for one that called none."""
+    if not any(row.tokens for row in rows):
+        return None
+    front = cost_front(rows)
+    return cost_plot(
+        [
+            Point(
+                row.contestant,
+                colors[row.contestant],
+                row.cost_per_match,
+                row.rating,
+                row.contestant in front,
+            )
+            for row in rows
+            if row.rating is not None and row.cost_per_match is not None
+        ],
+        title="Rating against cost per match",
     )
 
 

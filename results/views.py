@@ -188,6 +188,16 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
         lambda r: blank(r.worst_profit, "{:,.2f}"),
         _given("worst_profit"),
     ),
+    Column(
+        Header("best profit", numeric=True),
+        lambda r: blank(r.best_profit, "{:,.2f}"),
+        _given("best_profit"),
+    ),
+    Column(
+        Header("variance: market / own", numeric=True),
+        lambda r: "" if r.market_share is None else f"{r.market_share:.0%} / {1 - r.market_share:.0%}",
+        _given("market_share"),
+    ),
     Column(Header("faults", numeric=True), lambda r: str(r.faults), _given("faults")),
     Column(Header("validity", numeric=True), lambda r: blank(r.validity, "{:.1%}"), _given("validity")),
     Column(
@@ -202,6 +212,16 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
     Column(Header("goals met", numeric=True), lambda r: blank(r.goals_met, "{:.0%}"), _given("goals_met")),
     Column(Header("tokens", numeric=True), lambda r: f"{r.tokens:,}", _models_used),
     Column(Header("cost $", numeric=True), lambda r: blank(r.cost, "{:.4f}", "unknown"), _models_used),
+    Column(
+        Header("$ per match", numeric=True),
+        lambda r: blank(r.cost_per_match, "{:.4f}", "unknown"),
+        _models_used,
+    ),
+    Column(
+        Header("rating per $", numeric=True),
+        lambda r: blank(r.rating_per_dollar, "{:,.0f}"),
+        _models_used,
+    ),
     Column(Header("composite", numeric=True), lambda r: blank(r.composite, "{:.3f}"), _given("composite")),
 ]
 

@@ -56,6 +56,7 @@ from results.records import (
     OffPathSettings,
     StoppedMatch,
     TranscriptRecord,
+    repeat_key,
 )
 from tournaments.collector import collector_paused, freeze_startup_heap
 from tournaments.deviation import DEVIATED_SUFFIX, forcing, play_both_paths
@@ -84,7 +85,7 @@ def match_seeds(tournament_seed: int, draws: str, seats: int, sample: int = 0) -
 
     seeds = spawned(draws)
     if sample:
-        seeds[1:-1] = spawned(f"{draws}/sample={sample}")[1:-1]
+        seeds[1:-1] = spawned(repeat_key(draws, sample))[1:-1]
     return seeds
 
 

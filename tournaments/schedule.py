@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING
 
-from results.records import SweepCell
+from results.records import SweepCell, market_draw, repeat_key
 
 if TYPE_CHECKING:  # a match runner imports the specs, not the tournament file's model
     from tournaments.config import Tournament
@@ -59,7 +59,7 @@ class MatchSpec:
         cells differ by their factors, not by their luck."""
         if len(self.seats) == 1:
             return f"{self.scenario}/seed={self.seed}"
-        key = self.key.removesuffix(f"/sample={self.sample}") if self.sample else self.key
+        key = market_draw(self.key) if self.sample else self.key
         return key.removeprefix(f"{self.cell}/") if self.cell else key
 
 
@@ -137,6 +137,6 @@ def group_matches(
     key = f"{cell}/" * bool(cell) + f"{scenario}/seed={seed}/{'+'.join(sorted(group))}"
     days = spec.days or tournament.scenarios[scenario].days
     return [
-        MatchSpec(key + (f"/sample={k}" if k else ""), index + k, scenario, seed, days, seats, cell, k)
+        MatchSpec(repeat_key(key, k), index + k, scenario, seed, days, seats, cell, k)
         for k in range(spec.sampling_repeats)
     ]

@@ -16,10 +16,11 @@ from sqlmodel import Session, update
 from typer.testing import CliRunner
 
 from arena.cli import app, out
-from results import chromium
+from results import chromium, store
 from results.db import engine_for
 from results.errors import NotFound
 from results.metrics import METRICS
+from results.ratings import cost_front
 from results.records import ModelCallRecord, PlayedScenarios
 from results.report import HeadToHead, ReportError, build_report, write_report
 from results.store import get_tournament, list_matches, match_detail, save_match, start_tournament
@@ -157,8 +158,24 @@ def test_every_section_renders_and_the_page_makes_no_request(rendered):
 
 def test_forest_plot_has_one_interval_per_contestant(rendered):
     dom, *_ = rendered
-    plot = dom.one(id="leaderboard").one("svg")
+    plot = dom.one(id="leaderboard").one("svg", **{"aria-label": "Ratings with 95% intervals"})
     assert sorted(s.attrs["data-series"] for s in plot.all("g", cls="series")) == ["alpha", "beta", "gamma"]
+
+
+def test_the_cost_plot_places_each_priced_contestant_and_rings_the_front(rendered):
+    """beta's calls cost 0.75 USD over its 3 matches; alpha calls no model (0 a match); gamma's
+    call has no price, so its cost is unknown and it is left out. The front is the table's."""
+    dom, _, engine, tournament_id, _ = rendered
+    rows = store.leaderboard(engine, tournament_id)
+    by_name = {row.contestant: row for row in rows}
+    assert by_name["beta"].cost_per_match == pytest.approx(0.25) and by_name["alpha"].cost_per_match == 0
+    plot = dom.one(id="leaderboard").one("svg", **{"aria-label": "Rating against cost per match"})
+    dots = {g.attrs["data-series"]: g for g in plot.all("g", cls="series")}
+    assert sorted(dots) == ["alpha", "beta"]
+    ringed = {name for name, g in dots.items() if "on-front" in g.attrs["class"].split()}
+    assert ringed == cost_front(rows) and "alpha" in ringed  # nothing is cheaper than free
+    rated_above = by_name["beta"].rating > by_name["alpha"].rating
+    assert ("beta" in ringed) == rated_above
 
 
 def test_each_match_has_a_price_chart_per_product_with_a_line_per_merchant_and_its_events(rendered):
