@@ -227,7 +227,8 @@ def _stopped(summary: RunSummary, command: str, engine: Engine, db: str | None) 
     if summary.stopped:
         err.print(
             f"Stopped: {summary.stopped}; the matches not played are left for "
-            f"`{_again(command, engine, db)}` (raise the budget first).",
+            f"`{_again(command, engine, db)}`"
+            + (" (raise the budget first)." if "budget" in summary.stopped else "."),
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -915,7 +916,13 @@ def report(
         engine = engine_for(db, create=False)
         stored = _stored(store.get_tournament(engine, tournament_id))
         write_report(
-            engine, tournament_id, out, *stored.scenarios(), weights=stored.scoring, sweep_metric=metric
+            engine,
+            tournament_id,
+            out,
+            *stored.scenarios(),
+            weights=stored.scoring,
+            sweep_metric=metric,
+            confidence=stored.confidence,
         )
     out_print(f"wrote {out}")
 

@@ -20,8 +20,10 @@ ANCHOR) or a named contestant (who is then ANCHOR exactly).
 
 Intervals: the 95% percentile bootstrap, refitting on `resamples` sets of whole matches drawn
 with replacement from a numpy Generator seeded with `seed`, so the same matches give the same
-intervals. A contestant absent from a resample has no rating in it; with a named reference, a
-resample without the reference is skipped.
+intervals. Matches that share their market's draws (a match and its repeats, a tournament's
+sampling_repeats) are drawn together, as one: they are not independent evidence. A
+contestant absent from a resample has no rating in it; with a named reference, a resample
+without the reference is skipped.
 
 Rank: 1 + the number of contestants whose interval lies wholly above this one's (their low
 end above its high end), so contestants whose intervals overlap can share a rank.
@@ -41,7 +43,7 @@ matches keeps that dependence in the intervals.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from itertools import combinations, pairwise
 from statistics import NormalDist
 from typing import NamedTuple
@@ -87,12 +89,14 @@ class _Pairs(NamedTuple):
 class Fit(NamedTuple):
     """A fit of match rankings: each rated contestant's Rating, and what its interval was drawn
     from: the bootstrap's ratings [resample, contestant] in `names` order (NaN where one is
-    absent from a resample), and the contestants of each match."""
+    absent from a resample), the contestants of each match and the draws it was resampled with
+    (the matches of one draw together)."""
 
     ratings: dict[str, Rating]
     names: list[str]
     samples: np.ndarray
     played: list[frozenset[str]]
+    draws: list[int]
 
     def above(self, upper: str, lower: str) -> float | None:
         """The share of the resamples rating both in which `upper` rates above `lower` (an
@@ -108,12 +112,12 @@ class Fit(NamedTuple):
         return found[~np.isnan(found)]
 
     def matches_of(self, *names: str) -> int:
-        """The matches in which any of `names` played."""
-        return sum(1 for seats in self.played if not seats.isdisjoint(names))
+        """The matches (counting a match and its repeats once) in which any of `names` played."""
+        return len({draw for seats, draw in zip(self.played, self.draws) if not seats.isdisjoint(names)})
 
     def matches_together(self, *names: str) -> int:
-        """The matches in which all of `names` played."""
-        return sum(1 for seats in self.played if seats.issuperset(names))
+        """The matches (counting a match and its repeats once) in which all of `names` played."""
+        return len({draw for seats, draw in zip(self.played, self.draws) if seats.issuperset(names)})
 
 
 def order_key(name: str, rating: float | None) -> tuple[bool, float, str]:
@@ -168,9 +172,15 @@ def fit_ratings(
 
 
 def fit(
-    rankings: Sequence[Ranking], *, anchor: str | None = None, resamples: int = RESAMPLES, seed: int = SEED
+    rankings: Sequence[Ranking],
+    *,
+    anchor: str | None = None,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    draws: Sequence[Hashable] | None = None,
 ) -> Fit:
-    """`fit_ratings` with what its intervals were drawn from (Fit).
+    """`fit_ratings` with what its intervals were drawn from (Fit); `draws`: each match's market
+    draw (default: its own), the matches of one resampled together.
 
     Raises NotFound when `anchor` names no contestant that met another.
     """
@@ -178,8 +188,13 @@ def fit(
     if anchor is not None and anchor not in pairs.names:
         raise NotFound(f"reference contestant {anchor!r} has no rated match here")
     played = [frozenset(name for name, _ in ranking) for ranking in rankings]
+    numbered = {draw: k for k, draw in enumerate(dict.fromkeys(draws))} if draws is not None else None
+    draw_of = np.array(
+        [numbered[d] for d in draws] if numbered and draws is not None else range(len(rankings))
+    )
+    groups = len(numbered) if numbered is not None else len(rankings)
     if not pairs.names:
-        return Fit({}, [], np.empty((resamples, 0)), played)
+        return Fit({}, [], np.empty((resamples, 0)), played, draw_of.tolist())
     reference = None if anchor is None else pairs.names.index(anchor)
 
     everyone = np.ones(len(rankings))
@@ -189,7 +204,7 @@ def fit(
     generator = np.random.default_rng(seed)
     samples = np.empty((resamples, len(pairs.names)))
     for sample in samples:
-        drawn = np.bincount(generator.integers(0, len(rankings), len(rankings)), minlength=len(rankings))
+        drawn = np.bincount(generator.integers(0, groups, groups), minlength=groups)[draw_of]
         wins = pairs.comparisons(drawn.astype(float))
         present = (wins + wins.T).sum(axis=1) > 0
         sample[:] = _elo_scale(_strengths(wins, strengths), present, reference)
@@ -200,7 +215,7 @@ def fit(
         name: Rating(float(ratings[i]), float(low[i]), float(high[i]), int(1 + above[i]))
         for i, name in enumerate(pairs.names)
     }
-    return Fit(rated, pairs.names, samples, played)
+    return Fit(rated, pairs.names, samples, played, draw_of.tolist())
 
 
 def _pairs(rankings: Sequence[Ranking]) -> _Pairs:

@@ -121,10 +121,10 @@ class LeaderboardRow(Standing):
     market_share: float | None = Field(
         None,
         description="the share of its profit's variance from match to match due to the market "
-        "(its draws, its rivals); the rest is its own sampling's (variance_shares). None without "
-        "repeats (sampling_repeats)",
+        "(its draws, who its rivals are); the rest is the models' sampling's, its own and its "
+        "rivals' (market_share). None without repeats (sampling_repeats)",
     )
-    sampling_share: float | None = Field(None, description="1 - market_share: its own sampling's share")
+    sampling_share: float | None = Field(None, description="1 - market_share: the sampling's share")
     mean_net_worth: float | None
     faults: int
     validity: float | None = Field(
@@ -153,8 +153,8 @@ class LeaderboardRow(Standing):
     )
     rating_per_dollar: float | None = Field(
         None,
-        description="rating / cost_per_match: Elo points per USD a match, to compare the rows of one "
-        "table (the scale's zero is its anchor's); None where a match costs nothing or is unpriced",
+        description="(rating - the table's lowest rating) / cost_per_match: Elo points above the "
+        "last row per USD a match, whatever the anchor; None where a match costs nothing or is unpriced",
     )
     composite: float | None = Field(
         description="results.composite: weighted win rate, validity and memory; never part of the rating"
@@ -176,7 +176,8 @@ def standings(
     the best among the seats kept by a contestant selection).
     Raises NotFound when `anchor` names no rated contestant.
     """
-    found = fit([match.ranks for match in matches], anchor=anchor)
+    draws = [(match.order[0], market_draw(match.order[2])) for match in matches]
+    found = fit([match.ranks for match in matches], anchor=anchor, draws=draws)
     fitted = found.ratings
     online = elo(matches)
     played: dict[str, int] = defaultdict(int)
@@ -217,7 +218,8 @@ class Seat(NamedTuple):
     """A contestant's seat in a stored match, as the leaderboard reads it: the match's `order`
     (as RankedMatch's), the seat's rank and its result, and what a seat alone in its match is
     ranked by against others (`ranked_matches`): the match's scenario, seed, days and the cell
-    of its sweep ("" without one), and the day the merchant went bankrupt."""
+    of its sweep ("" without one) followed by its repeat's key suffix (`/sample=k`, none for the
+    match itself), and the day the merchant went bankrupt."""
 
     order: tuple[int, int, str]
     contestant: str
@@ -328,7 +330,9 @@ def compute_leaderboard(
         )
 
     rows = []
-    for standing in standings(matches, names=records.registered, anchor=anchor, confidence=confidence):
+    table = standings(matches, names=records.registered, anchor=anchor, confidence=confidence)
+    floor = min((row.rating for row in table if row.rating is not None), default=0.0)
+    for standing in table:
         name = standing.contestant
         validity, memory_error = _mean(values[name, "validity_rate"]), _mean(values[name, "memory_error"])
         tokens, cost = usage.get(name, (0, 0.0))
@@ -344,7 +348,7 @@ def compute_leaderboard(
                 market_share=market,
                 sampling_share=None if market is None else 1.0 - market,
                 cost_per_match=per_match,
-                rating_per_dollar=standing.rating / per_match
+                rating_per_dollar=(standing.rating - floor) / per_match
                 if standing.rating is not None and per_match
                 else None,
                 mean_net_worth=_mean(net_worths[name]),
@@ -377,9 +381,11 @@ def cost_front(rows: Sequence[LeaderboardRow]) -> set[str]:
 def market_share(draws: Sequence[Sequence[float]]) -> float | None:
     """The market's share of the variance of a contestant's profit from match to match, from
     its profits grouped by market draw (a match and its repeats, sampling_repeats), by one-way
-    random effects (the method of moments). Of the draws with r_g >= 2 repeats x_g1..x_gr:
+    random effects (the method of moments). A repeat draws every seat's own anew, so what
+    varies within a draw is the models' sampling, the contestant's and its rivals'. Of the
+    draws with r_g >= 2 repeats x_g1..x_gr:
 
-    - its own sampling's variance, pooled within draws: S = sum_g sum_k (x_gk - mean_g)^2 / sum_g (r_g - 1);
+    - the sampling's variance, pooled within draws: S = sum_g sum_k (x_gk - mean_g)^2 / sum_g (r_g - 1);
     - the market's, between draws: M = max(0, var(mean_g) - S * mean_g(1 / r_g)), the variance of
       the draws' means (ddof 1) less what sampling adds to a mean of r_g;
     - share = M / (M + S).

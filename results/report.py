@@ -55,6 +55,7 @@ from results.charts import (
 from results.collusion import seat_benchmarks
 from results.composite import ScoringWeights
 from results.plots import line_figure
+from results.rating_fit import LEVEL
 from results.ratings import LeaderboardRow, cost_front
 from results.records import (
     WINDOW_TITLES,
@@ -104,6 +105,7 @@ def write_report(
     scenario_notes: Sequence[str],
     weights: ScoringWeights = ScoringWeights(),
     sweep_metric: str | None = None,
+    confidence: float = LEVEL,
 ) -> None:
     """Render the report and write it to `out` in one step: a failure leaves no partial file.
 
@@ -112,7 +114,7 @@ def write_report(
     tournaments.config.StoredTournament.scenarios); `weights` are the leaderboard's scoring
     weights; `sweep_metric` the metric of a sweep's heat map (sweep_part). Raises NotFound for
     an unknown tournament or metric, ReportError when `out` cannot be written."""
-    page = build_report(engine, tournament_id, scenarios, scenario_notes, weights, sweep_metric)
+    page = build_report(engine, tournament_id, scenarios, scenario_notes, weights, sweep_metric, confidence)
     if out.is_dir():
         raise ReportError(f"{out}: is a folder; name the HTML file to write")
     if not out.parent.is_dir():
@@ -138,9 +140,12 @@ def build_report(
     scenario_notes: Sequence[str],
     weights: ScoringWeights = ScoringWeights(),
     sweep_metric: str | None = None,
+    confidence: float = LEVEL,
 ) -> str:
+    """The report's page; its table weighs the composite with `weights` and judges ties at
+    `confidence` (the tournament file's)."""
     tournament = store.get_tournament(engine, tournament_id)
-    rows = store.leaderboard(engine, tournament_id, weights=weights)
+    rows = store.leaderboard(engine, tournament_id, weights=weights, confidence=confidence)
     names = [row.contestant for row in rows]
     colors = Palette(store.contestant_kinds(engine, tournament_id))  # as the viewer colours them
     metrics: dict[int, list[store.MetricValue]] = defaultdict(list)

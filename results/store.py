@@ -62,6 +62,7 @@ from results.records import (
     StoppedMatch,
     SweepCell,
     TranscriptRecord,
+    market_draw,
 )
 from results.tables import (
     ContestantRow,
@@ -674,7 +675,7 @@ def _seats(session: Session, selected: _Selection) -> list[Seat]:
             [
                 (tournament, index, key),
                 *result,
-                (scenario, seed, days, _cell_of(key, scenario, seed)),
+                (scenario, seed, days, _cell_of(key, scenario, seed) + key.removeprefix(market_draw(key))),
                 bankrupt_day,
                 goals_met,
             ]

@@ -57,11 +57,12 @@ class AdaptiveSchedule:
         self.scheduled: list[MatchSpec] = []
         self.played: Counter[tuple[str, ...]] = Counter()  # matches of each group so far
 
-    def next_round(self, rankings: Sequence[Ranking]) -> Round:
+    def next_round(self, rankings: Sequence[Ranking], draws: Sequence[str] | None = None) -> Round:
         """The round after those scheduled, from `rankings`: every match scheduled so far, in
-        the order scheduled."""
+        the order scheduled, and their market `draws` (results.records.market_draw; default:
+        each its own)."""
         if self.scheduled:
-            found = fit(rankings)
+            found = fit(rankings, draws=draws)
             unsettled = self.unsettled(found)
             if not unsettled:
                 return Round(

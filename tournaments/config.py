@@ -250,6 +250,13 @@ class TournamentSpec(BaseModel):
                 "group_size", f"only applies to the round_robin and adaptive formats, not {self.format}"
             )
         if self.format == "adaptive":
+            ring = len(self.contestants) if len(self.contestants) > self.group_size else 1
+            if self.max_matches is not None and self.max_matches < ring * self.sampling_repeats:
+                raise FieldError(
+                    "max_matches",
+                    f"{self.max_matches} is fewer than the first round, in which everyone plays: "
+                    f"{ring * self.sampling_repeats} matches",
+                )
             if self.group_size < 2:
                 raise FieldError(
                     "group_size", "adaptive orders contestants by the matches they meet in: 2 or more"
@@ -338,7 +345,9 @@ class Tournament(BaseModel):
         at_default |= set() if self.spec.format == "adaptive" else {"confidence"}
         at_default |= {"max_matches"} if self.spec.max_matches is None else set()
         at_default |= {"sampling_repeats"} if self.spec.sampling_repeats == 1 else set()
-        ignored = {"budget", "scoring", "stop_after_failures", "prices"} | at_default
+        # an adaptive schedule rates by the scoring's objective to choose its rounds
+        scored = {"scoring"} if self.spec.format != "adaptive" else set()
+        ignored = {"budget", "stop_after_failures", "prices"} | scored | at_default
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
             entry["params"].pop("prices", None)

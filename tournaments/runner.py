@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import ray
@@ -29,7 +29,7 @@ from contestants.llm.call_coordinator import Spend, Status
 from market.scenario import Scenario
 from results import deviation, store
 from results.ratings import LeaderboardRow
-from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
+from results.records import FinishedMatch, ModelCallRecord, StoppedMatch, market_draw
 from results.tables import RunProgressRow, utcnow
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.calls import start_call_coordinator
@@ -192,7 +192,10 @@ class _Rounds:
                 else []
             )
             scheduled = {m.key for m in self.schedule.scheduled}
-            chosen = self.schedule.next_round([m.ranks for m in stored if m.order[2] in scheduled])
+            played = [m for m in stored if m.order[2] in scheduled]
+            chosen = self.schedule.next_round(
+                [m.ranks for m in played], [market_draw(m.order[2]) for m in played]
+            )
             if not chosen.matches:
                 self.ended = chosen.ended
                 return []
@@ -235,7 +238,8 @@ class TournamentRun:
         runners, tell `ready` once they all are, play; how the calls ended (why they stopped,
         if they did)."""
         spec = self.tournament.spec
-        needed = {name for m in self.todo for name in m.seats}
+        # an adaptive schedule's later rounds may seat anyone: its run is ready for all of them
+        needed = set(self.plans) if self.more is not None else {name for m in self.todo for name in m.seats}
         self.spent = spent
         self.coordinator = (  # a run whose contestants call no model has no calls to coordinate
             start_call_coordinator(spec.budget, spent, spec.stop_after_failures, os.getcwd())
@@ -252,7 +256,11 @@ class TournamentRun:
             self.tournament.scenarios,
         )
         self.host_processes: dict[str, HostProcess] = {}  # known once the hosts are ready
-        hosted_matches = sum(1 for m in self.todo if self.is_hosted(m))
+        hosted_matches = (
+            spec.max_concurrent_matches * bool(self.hosts)
+            if self.more is not None
+            else sum(1 for m in self.todo if self.is_hosted(m))
+        )
         self.cpus = cluster_cpus()
         # a runner per CPU of the cluster, but no more than can be kept busy (none without hosted matches)
         count = min(self.cpus, hosted_matches, spec.max_concurrent_matches)
@@ -309,12 +317,22 @@ class TournamentRun:
                     self.cpus,
                 )
                 await asyncio.gather(*map(self.play_hosted, hosted), *map(self.play_instant, instant))
-                await self.record([], None, final=True)  # what is still held
-                todo = [] if self.more is None or await self.stopped.now() else self.more()
+                more = self.more
+                last = more is None or await self.stopped.now()
+                await self.record([], None, final=last)  # at the end, what is still held
+                if more is None or last:
+                    break
+                if self.suspects.held:
+                    self.stop_held()
+                    break
+                todo = more()
         finally:
             reporting.cancel()
         self.progress.day(await self.runners.days_since())
-        return await self.calls_status()
+        status = await self.calls_status()
+        if status.stopped is None and self.stopped.reason is not None:  # stopped by the run itself
+            return replace(status, stopped=self.stopped.reason)
+        return status
 
     async def play_hosted(self, match: MatchSpec) -> None:
         for attempt in range(1, LOSSES_ALLOWED + 2):
@@ -373,6 +391,19 @@ class TournamentRun:
         finally:  # cancelled or not, what has finished is written
             if self.unsaved:  # else another match's call wrote them
                 self.write()
+
+    def stop_held(self) -> None:
+        """An adaptive round ended with matches held for a model that is failing: the next round
+        would be chosen without them, or stored with them were the model to break, so the run
+        stops here (their calls recorded as paid) and `--resume` plays them again."""
+        reason = "a contestant's model failed in the last adaptive round; resume once it answers"
+        held = [
+            StoppedMatch(key=match.key, index=match.index, reason=reason, calls=match.all_calls)
+            for match, _ in self.suspects.held
+        ]
+        self.suspects.held = []
+        store.save_stopped(self.engine, self.tournament_id, held)
+        self.stopped.reason = self.stopped.reason or reason
 
     def write(self) -> None:
         batch = self.unsaved[:]

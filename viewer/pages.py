@@ -141,14 +141,16 @@ class Leaderboards:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.refreshed = 0
-        self._kept: dict[tuple[int, ScoringWeights], tuple[tuple[int, ...], list[LeaderboardRow]]] = {}
-        self._busy: set[tuple[int, ScoringWeights]] = set()
-        self._first: dict[tuple[int, ScoringWeights], threading.Lock] = {}
+        self._kept: dict[tuple[int, ScoringWeights, float], tuple[tuple[int, ...], list[LeaderboardRow]]] = {}
+        self._busy: set[tuple[int, ScoringWeights, float]] = set()
+        self._first: dict[tuple[int, ScoringWeights, float], threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def rows(self, tournament_id: int, weights: ScoringWeights) -> tuple[list[LeaderboardRow], bool]:
-        """The rows, and whether they are those of the record as it is now."""
-        key, version = (tournament_id, weights), store.changes(self.engine)
+    def rows(
+        self, tournament_id: int, weights: ScoringWeights, confidence: float
+    ) -> tuple[list[LeaderboardRow], bool]:
+        """The rows (ties judged at `confidence`), and whether they are those of the record as it is now."""
+        key, version = (tournament_id, weights, confidence), store.changes(self.engine)
         with self._lock:
             kept = self._kept.get(key)
             first = self._first.setdefault(key, threading.Lock())
@@ -157,7 +159,9 @@ class Leaderboards:
                 with self._lock:
                     kept = self._kept.get(key)
                 if kept is None:
-                    rows = store.leaderboard(self.engine, tournament_id, weights=weights)
+                    rows = store.leaderboard(
+                        self.engine, tournament_id, weights=weights, confidence=confidence
+                    )
                     with self._lock:
                         self._kept[key] = (version, rows)
                     return rows, True
@@ -171,11 +175,12 @@ class Leaderboards:
         """Compute every tournament's leaderboard now: no reader of a tournament's page then
         waits for one (while a run adds matches, the last one is shown as the next is made)."""
         for row in reversed(store.list_tournaments(self.engine)):
-            self.rows(stored_id(row.id), stored_tournament(row).scoring)
+            stored = stored_tournament(row)
+            self.rows(stored_id(row.id), stored.scoring, stored.confidence)
 
-    def _refresh(self, key: tuple[int, ScoringWeights], version: tuple[int, ...]) -> None:
+    def _refresh(self, key: tuple[int, ScoringWeights, float], version: tuple[int, ...]) -> None:
         try:
-            rows = store.leaderboard(self.engine, key[0], weights=key[1])
+            rows = store.leaderboard(self.engine, key[0], weights=key[1], confidence=key[2])
             with self._lock:
                 self._kept[key] = (version, rows)
                 self.refreshed += 1
@@ -190,7 +195,7 @@ def tournament(
     """The tournament's page; a sweep's heat map of `metric` (results.report.sweep_part)."""
     row = store.get_tournament(engine, tournament_id)
     stored = stored_tournament(row)
-    rows, current = leaderboards.rows(tournament_id, stored.scoring)
+    rows, current = leaderboards.rows(tournament_id, stored.scoring, stored.confidence)
     pages = Pages(page, store.count_matches(engine, tournament_id)).check(f"tournament {tournament_id}")
     matches = store.list_matches(engine, tournament_id, pages.offset, PAGE_SIZE)
     return {

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from results.rating_fit import fit
 from results.ratings import (
     CallsSpent,
     LeaderboardRecords,
@@ -66,7 +67,8 @@ def test_a_row_reads_its_draws_spread_and_cost():
     assert a.market_share == pytest.approx(market_share([[10, 14], [30, 34]]))
     assert a.market_share + a.sampling_share == pytest.approx(1.0)
     assert a.cost_per_match == pytest.approx(0.15)
-    assert a.rating is not None and a.rating_per_dollar == pytest.approx(a.rating / 0.15)
+    assert a.rating is not None and rows["b"].rating is not None
+    assert a.rating_per_dollar == pytest.approx((a.rating - rows["b"].rating) / 0.15)  # b rated last
     assert rows["b"].cost_per_match == 0 and rows["b"].rating_per_dollar is None
     # a won all four: the only order any resample shows, but four meetings are all there are
     assert a.above_next == 1.0 and a.matches_to_separate == 0
@@ -94,3 +96,18 @@ def test_the_cost_front_is_what_nothing_beats_on_both(points):
     for row in rows:
         assert (row.contestant in front) == (not any(beaten(row, other) for other in rows))
     assert front  # the best rated of the cheapest is always on it
+
+
+def test_a_match_and_its_repeats_are_resampled_together():
+    """Each match played twice alike: counted as two independent matches the bootstrap is as
+    sure as with twice the evidence; drawn together, as sure as with the matches once."""
+    once = [[("a", 1), ("b", 2)]] * 6 + [[("b", 1), ("a", 2)]] * 4
+    twice = [ranking for ranking in once for _ in range(2)]
+    draws = [k // 2 for k in range(len(twice))]
+
+    def width(found) -> float:
+        return found.ratings["a"].high - found.ratings["a"].low
+
+    alone, together, apart = fit(once), fit(twice, draws=draws), fit(twice)
+    assert width(apart) < 0.85 * width(alone)
+    assert width(together) == pytest.approx(width(alone), rel=0.25)

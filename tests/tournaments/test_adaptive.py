@@ -84,6 +84,7 @@ def test_with_two_clearly_apart_and_a_tied_pair_it_spends_its_matches_on_the_tie
     assert {frozenset(m.seats) for r in rounds for m in r if m.index >= 40} == {tied}
 
 
+@pytest.mark.slow  # six schedules played to their end: 15 s
 def test_a_field_of_known_strengths_is_ordered_with_fewer_matches_than_the_round_robin(tmp_path):
     """Four contestants 200 Elo apart, over six draws of the matches' outcomes: every run ends
     with all of them ordered, in the true order, with fewer matches than the round robin of the
@@ -106,7 +107,7 @@ def test_a_field_of_known_strengths_is_ordered_with_fewer_matches_than_the_round
 def test_the_same_results_give_the_same_rounds_and_a_new_schedule_chooses_them_again(tmp_path):
     """A resumed run builds its schedule anew and gives it the stored rankings round by round:
     it chooses the rounds it had chosen."""
-    strengths = {name: 1000.0 + 60.0 * k for k, name in enumerate("abcde")}
+    strengths = {name: 1000.0 + 150.0 * k for k, name in enumerate("abcd")}
     tournament = field(tmp_path, list(strengths))
     rounds, rankings, _ = played(tournament, strengths, seed=3)
     again = AdaptiveSchedule(tournament)
@@ -123,7 +124,7 @@ def test_groups_of_three_seat_the_pair_with_the_one_rated_nearest(tmp_path):
     assert [m.seats for m in first] == [("a", "b", "c"), ("b", "c", "d"), ("a", "c", "d"), ("a", "b", "d")]
     ratings = {"a": 1300.0, "b": 1000.0, "c": 990.0, "d": 900.0}
     found = Fit(
-        {n: Rating(r, r - 50, r + 50, 1) for n, r in ratings.items()}, list(ratings), np.empty((0, 4)), []
+        {n: Rating(r, r - 50, r + 50, 1) for n, r in ratings.items()}, list(ratings), np.empty((0, 4)), [], []
     )
     # b and c's middle is 995: d is 95 from it, a 305
     assert chosen.group(found, Separation("b", "c", 0.6, False, 10)) == ("b", "c", "d")
@@ -136,9 +137,27 @@ def test_groups_of_three_seat_the_pair_with_the_one_rated_nearest(tmp_path):
         ("group_size: 1\n", "group_size: adaptive orders contestants by the matches they meet in"),
         ("sweep: {a.price: [10, 20]}\n", "sweep: adaptive plays one field"),
         ("confidence: 0.4\n", "confidence: Input should be greater than 0.5"),
+        (
+            "max_matches: 2\n",
+            "max_matches: 2 is fewer than the first round, in which everyone plays: 3 matches",
+        ),
     ],
 )
 def test_settings_it_cannot_take_are_one_line(tmp_path, extra, words):
     with pytest.raises(ConfigError) as raised:
-        field(tmp_path, ["a", "b", "c"], extra, "round_robin" if "max_matches" in extra else "adaptive")
+        field(tmp_path, ["a", "b", "c"], extra, "round_robin" if "max_matches: 10" in extra else "adaptive")
     assert words in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_its_scoring_objective_is_part_of_its_identity(tmp_path):
+    """An adaptive run rates by the scoring's objective to choose its rounds: a resume with
+    another would choose others. A round robin's scoring only reads its results."""
+    hashes = {}
+    for fmt in ("adaptive", "round_robin"):
+        for objective in ("net_worth", "goals"):
+            folder = tmp_path / f"{fmt}-{objective}"
+            folder.mkdir()
+            extra = f"scoring: {{objective: {objective}}}\n"
+            hashes[fmt, objective] = field(folder, ["a", "b", "c"], extra, fmt).config_hash
+    assert hashes["adaptive", "net_worth"] != hashes["adaptive", "goals"]
+    assert hashes["round_robin", "net_worth"] == hashes["round_robin", "goals"]

@@ -409,3 +409,31 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, open
     assert sum(cached) == 8  # what one run paid for, the other replayed
     assert not [text for out in outputs for text in out if OPENAI_KEY in text]
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and OPENAI_KEY.encode() in p.read_bytes()]
+
+
+def test_a_budget_is_the_stopping_rule_of_an_adaptive_run(tmp_path, openai_api, arena_here):
+    """The same field, adaptive: its first round seats everyone (mini in two of its three
+    matches, about 6 USD), and a budget of 7 USD stops it in a later round. The run says so,
+    exits 3, keeps the first round whole, and the leaderboard repeats why it ended."""
+    config = write(
+        tmp_path,
+        BUDGET.replace("name: budgeted", "name: budgeted\n    format: adaptive"),
+        **{"@OPENAI@": openai_api.base_url},
+        **{"@BUDGET@": "budget: {cost_usd: 7}"},
+    )
+    db = f"sqlite:///{tmp_path}/t.db"
+    result = arena_here(tmp_path, "run", str(config), "--db", db)
+    assert result.exit_code == 3, result.stderr
+    assert "Stopped: cost budget reached" in result.stderr and "Adaptive schedule ended" not in result.stdout
+    engine = engine_for(db, create=False)
+    [tournament] = store.list_tournaments(engine)
+    keys = {m.key for m in store.list_matches(engine)}
+    first_round = {
+        "price_war/seed=1/fixed+mini",
+        "price_war/seed=1/fixed+undercut",
+        "price_war/seed=1/mini+undercut",
+    }
+    assert tournament.status == "stopped" and first_round <= keys
+    assert (store.run_end(engine, tournament.id) or "").startswith("cost budget reached")
+    shown = CliRunner().invoke(app, ["leaderboard", "--db", db, "--tournament", str(tournament.id)])
+    assert "Its run ended early: cost budget reached" in shown.stdout

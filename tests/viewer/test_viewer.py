@@ -233,17 +233,17 @@ def test_a_leaderboard_is_computed_once_a_version_and_brought_up_to_date_in_the_
     engine = open_for_reading(stored.url)
     leaderboards = Leaderboards(engine)
     try:
-        rows, current = leaderboards.rows(stored.tournament, ScoringWeights())
+        rows, current = leaderboards.rows(stored.tournament, ScoringWeights(), 0.95)
         assert current and {r.matches for r in rows} == {2}
-        assert leaderboards.rows(stored.tournament, ScoringWeights())[0] is rows  # not computed again
+        assert leaderboards.rows(stored.tournament, ScoringWeights(), 0.95)[0] is rows  # not computed again
         store_another(stored, day_record)
-        stale, current = leaderboards.rows(stored.tournament, ScoringWeights())
+        stale, current = leaderboards.rows(stored.tournament, ScoringWeights(), 0.95)
         assert stale is rows and not current  # at once, while a thread computes the new one
         for _ in range(500):
             if leaderboards.refreshed:
                 break
             threading.Event().wait(0.02)
-        fresh, current = leaderboards.rows(stored.tournament, ScoringWeights())
+        fresh, current = leaderboards.rows(stored.tournament, ScoringWeights(), 0.95)
         assert leaderboards.refreshed == 1 and current and {r.matches for r in fresh} == {3}
     finally:
         engine.dispose()
@@ -280,7 +280,7 @@ def test_a_leaderboard_asked_for_by_many_at_once_is_computed_once(stored: Stored
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=10) as pool:
             answers = list(
-                pool.map(lambda _: leaderboards.rows(stored.tournament, ScoringWeights()), range(10))
+                pool.map(lambda _: leaderboards.rows(stored.tournament, ScoringWeights(), 0.95), range(10))
             )
     finally:
         engine.dispose()
