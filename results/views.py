@@ -151,15 +151,15 @@ def _models_used(rows: Sequence[LeaderboardRow]) -> bool:
 
 
 def versus_next(row: Standing) -> str:
-    """How settled the order of a contestant and the next in the table is: "ordered (99%)", or
-    "tied (62%), ~40 more" with the matches estimated to settle it (Standing.above_next,
+    """How settled the order of a contestant and the next in the table is: "99%" (ordered), or
+    "tied 62% (+40)" with the matches more estimated to settle it (Standing.above_next,
     matches_to_separate); the share is of the bootstrap's resamples ordering them so."""
     if row.above_next is None:
         return ""
-    share = f"({row.above_next:.0%})"
+    share = f"{row.above_next:.0%}"
     if row.matches_to_separate == 0:
-        return f"ordered {share}"
-    more = "" if row.matches_to_separate is None else f", ~{row.matches_to_separate:,} more"
+        return share
+    more = "" if row.matches_to_separate is None else f" (+{row.matches_to_separate:,})"
     return f"tied {share}{more}"
 
 
@@ -184,14 +184,13 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
         Header("mean profit", numeric=True), lambda r: blank(r.mean_profit, "{:,.2f}"), _given("mean_profit")
     ),
     Column(
-        Header("worst profit", numeric=True),
-        lambda r: blank(r.worst_profit, "{:,.2f}"),
+        Header("worst–best profit", numeric=True),
+        lambda r: (
+            ""
+            if r.worst_profit is None or r.best_profit is None
+            else f"{r.worst_profit:,.2f} – {r.best_profit:,.2f}"
+        ),
         _given("worst_profit"),
-    ),
-    Column(
-        Header("best profit", numeric=True),
-        lambda r: blank(r.best_profit, "{:,.2f}"),
-        _given("best_profit"),
     ),
     Column(
         Header("variance: market / sampling", numeric=True),

@@ -83,6 +83,39 @@ def test_kill_9_with_a_match_stored_and_one_in_flight_then_resume_gives_the_unin
     assert_whole_and_equal(killed, whole)
 
 
+def test_an_adaptive_run_killed_with_a_match_in_flight_resumes_into_the_uninterrupted_one(
+    tmp_path, slow_tournament, ray_local, ray_env
+):
+    """The slow field, adaptive: each round is chosen from the matches stored before it, so
+    the run killed mid-round and resumed chooses the same rounds, plays exactly what is
+    missing and ends with the uninterrupted run's matches, table and reason."""
+    config = tmp_path / "adaptive.yaml"
+    adaptive = slow_tournament.read_text().replace("name: slow\n", "name: slow\nformat: adaptive\n", 1)
+    config.write_text(adaptive)
+    whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
+    reference = run_tournament(load_tournament(config), engine_for(f"sqlite:///{whole}"))
+    assert reference.ended is not None and stored_matches(whole) >= 4
+    with BackgroundRun(
+        "run",
+        str(config),
+        "--db",
+        f"sqlite:///{killed}",
+        cwd=tmp_path,
+        env=ray_env,
+        log=tmp_path / "killed.log",
+    ) as run:
+        seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(killed))
+        assert 1 <= seen.stored < stored_matches(whole) and seen.in_play, seen
+        assert orphan_rows(killed) == {} and run.survivors() == {}
+    resumed = arena("run", str(config), "--db", f"sqlite:///{killed}", "--resume", cwd=tmp_path, env=ray_env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"Resumed tournament 1: {seen.stored} matches were already done." in resumed.stdout
+    assert (
+        f"Adaptive schedule ended after {stored_matches(whole)} matches: {reference.ended}." in resumed.stdout
+    )
+    assert_whole_and_equal(killed, whole)
+
+
 def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path, ray_local, ray_env):
     """Rule merchants' matches are played side by side in a group per scenario, and a group is
     written in one transaction. The brief scenario's group is stored first; the test's
