@@ -150,17 +150,25 @@ def _models_used(rows: Sequence[LeaderboardRow]) -> bool:
     return any(row.tokens for row in rows)
 
 
+def _priced(rows: Sequence[LeaderboardRow]) -> bool:
+    """Some contestant paid for its calls, or called a model without a price."""
+    return any(row.tokens and (row.cost is None or row.cost > 0) for row in rows)
+
+
 def versus_next(row: Standing) -> str:
-    """How settled the order of a contestant and the next in the table is: "99%" (ordered), or
-    "tied 62% (+40)" with the matches more estimated to settle it (Standing.above_next,
-    matches_to_separate); the share is of the bootstrap's resamples ordering them so."""
+    """How settled the order of a contestant and the next in the table is: the share of the
+    bootstrap's resamples ordering them so where it is settled ("99%"), else "tied" and the
+    matches more estimated to settle it ("tied +40"; Standing.above_next, matches_to_separate)."""
     if row.above_next is None:
         return ""
-    share = f"{row.above_next:.0%}"
     if row.matches_to_separate == 0:
-        return share
-    more = "" if row.matches_to_separate is None else f" (+{row.matches_to_separate:,})"
-    return f"tied {share}{more}"
+        return f"{row.above_next:.0%}"
+    more = row.matches_to_separate
+    if more is None:
+        return "tied"
+    return (
+        f"tied +{more:,}" if more < 10_000 else f"tied +{more / 1000:,.0f}k" if more < 10**6 else "tied +1M+"
+    )
 
 
 STANDING_COLUMNS: list[Column[Standing]] = [
@@ -171,7 +179,11 @@ STANDING_COLUMNS: list[Column[Standing]] = [
         Header("95% interval", numeric=True, whole=True),
         lambda r: "" if r.low is None or r.high is None else f"{r.low:.0f}–{r.high:.0f}",
     ),
-    Column(Header("vs next"), versus_next, lambda rows: any(row.above_next is not None for row in rows)),
+    Column(
+        Header("vs next", whole=True),
+        versus_next,
+        lambda rows: any(row.above_next is not None for row in rows),
+    ),
     Column(Header("elo", numeric=True), lambda r: f"{r.elo:.0f}"),
     Column(Header("matches", numeric=True), lambda r: str(r.matches)),
     Column(Header("win rate", numeric=True), lambda r: blank(r.win_rate, "{:.0%}")),
@@ -184,11 +196,11 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
         Header("mean profit", numeric=True), lambda r: blank(r.mean_profit, "{:,.2f}"), _given("mean_profit")
     ),
     Column(
-        Header("worst–best profit", numeric=True),
+        Header("worst–best profit", numeric=True, whole=True),
         lambda r: (
             ""
             if r.worst_profit is None or r.best_profit is None
-            else f"{r.worst_profit:,.2f} – {r.best_profit:,.2f}"
+            else f"{r.worst_profit:,.2f}–{r.best_profit:,.2f}"
         ),
         _given("worst_profit"),
     ),
@@ -214,12 +226,12 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
     Column(
         Header("$ per match", numeric=True),
         lambda r: blank(r.cost_per_match, "{:.4f}", "unknown"),
-        _models_used,
+        _priced,
     ),
     Column(
         Header("rating per $", numeric=True),
         lambda r: blank(r.rating_per_dollar, "{:,.0f}"),
-        _models_used,
+        _priced,
     ),
     Column(Header("composite", numeric=True), lambda r: blank(r.composite, "{:.3f}"), _given("composite")),
 ]

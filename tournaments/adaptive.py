@@ -4,11 +4,15 @@ A first round seats every contestant: the groups of `group_size` contestants tha
 another around the ring of the file's order (one group when there are no more contestants
 than that), so that the fit joins them all. Then, round after round, the ratings are fitted
 on every match played (results.rating_fit, the same fit and bootstrap as the leaderboard's),
-and each two contestants next to each other in the table whose order is not settled at
-`confidence` (results.rating_fit.separations) are given matches. A round holds a match for
-each such pair, or max_concurrent_matches if that is more, dealt to the pairs in turn, the
-least settled first (the share of resamples ordering them nearest one half, then the wider
-intervals, then the names). A pair's match seats the two and, in groups of more, the
+and each two contestants next to each other in the table whose order is not settled are
+given matches. A pair is settled when the share of resamples ordering it so is at least a
+level of 1 - (1 - confidence) / (n - 1) (results.rating_fit.separations), so that all n - 1
+pairs are ordered at once at `confidence`, and its two have met at least k times, the fewest
+with 2^-k at most 1 - level: the bootstrap sees no doubt in a few straight wins, and stopping on
+them orders fields wrongly. A round holds a match for each such pair, or
+max_concurrent_matches if that is more, dealt to the pairs in turn, the least settled first
+(the share of resamples ordering them nearest one half, then the wider intervals, then the
+names). A pair's match seats the two and, in groups of more, the
 group_size - 2 other contestants rated nearest them. A group's k-th match is the round
 robin's: with the (k // S)-th seed and the (k % S)-th of the S scenarios
 (tournaments.schedule.group_matches), so it plays exactly as it would there.
