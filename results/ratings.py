@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 from market import accounting
 from results.composite import ScoringWeights, composite
 from results.rating_fit import LEVEL, Rating, fit, order_key, separations
-from results.records import market_draw
+from results.records import market_draw, renewed
 
 START = 1000.0
 MEAN_METRICS = (
@@ -120,11 +120,11 @@ class LeaderboardRow(Standing):
     )
     market_share: float | None = Field(
         None,
-        description="the share of its profit's variance from match to match due to the market "
-        "(its draws, who its rivals are); the rest is the models' sampling's, its own and its "
-        "rivals' (market_share). None without repeats (sampling_repeats)",
+        description="the share of its profit's variance from match to match due to the market (its "
+        "draws, its rivals and their sampling); the rest is its own sampling's (market_share). None "
+        "without repeats (sampling_repeats)",
     )
-    sampling_share: float | None = Field(None, description="1 - market_share: the sampling's share")
+    sampling_share: float | None = Field(None, description="1 - market_share: its own sampling's share")
     mean_net_worth: float | None
     faults: int
     validity: float | None = Field(
@@ -218,7 +218,7 @@ class Seat(NamedTuple):
     """A contestant's seat in a stored match, as the leaderboard reads it: the match's `order`
     (as RankedMatch's), the seat's rank and its result, and what a seat alone in its match is
     ranked by against others (`ranked_matches`): the match's scenario, seed, days and the cell
-    of its sweep ("" without one) followed by its repeat's key suffix (`/sample=k`, none for the
+    of its sweep ("" without one) followed by its repeat's number (`/sample=K`, none for the
     match itself), and the day the merchant went bankrupt."""
 
     order: tuple[int, int, str]
@@ -315,7 +315,8 @@ def compute_leaderboard(
     faults: dict[str, int] = defaultdict(int)
     for seat in records.seats:
         profits[seat.contestant].append(seat.profit)
-        by_draw[seat.contestant][seat.order[0], market_draw(seat.order[2])].append(seat.profit)
+        if renewed(seat.order[2]) in (None, seat.contestant):  # the match, and the repeats of its own
+            by_draw[seat.contestant][seat.order[0], market_draw(seat.order[2])].append(seat.profit)
         net_worths[seat.contestant].append(seat.net_worth)
         faults[seat.contestant] += seat.faults
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -380,12 +381,12 @@ def cost_front(rows: Sequence[LeaderboardRow]) -> set[str]:
 
 def market_share(draws: Sequence[Sequence[float]]) -> float | None:
     """The market's share of the variance of a contestant's profit from match to match, from
-    its profits grouped by market draw (a match and its repeats, sampling_repeats), by one-way
-    random effects (the method of moments). A repeat draws every seat's own anew, so what
-    varies within a draw is the models' sampling, the contestant's and its rivals'. Of the
-    draws with r_g >= 2 repeats x_g1..x_gr:
+    its profits grouped by market draw (a match and the repeats that draw its own anew,
+    sampling_repeats), by one-way random effects (the method of moments). Within a draw only
+    its own draws vary; across draws the market's and its rivals' do too. Of the draws with
+    r_g >= 2 plays x_g1..x_gr:
 
-    - the sampling's variance, pooled within draws: S = sum_g sum_k (x_gk - mean_g)^2 / sum_g (r_g - 1);
+    - its own sampling's variance, pooled within draws: S = sum_g sum_k (x_gk - mean_g)^2 / sum_g (r_g - 1);
     - the market's, between draws: M = max(0, var(mean_g) - S * mean_g(1 / r_g)), the variance of
       the draws' means (ddof 1) less what sampling adds to a mean of r_g;
     - share = M / (M + S).

@@ -256,16 +256,33 @@ FactorValue = (
 )  # a factor's value in a sweep (bool before int: True stays True)
 
 
-def market_draw(key: str) -> str:
-    """A match's key without its repeat's suffix (`/sample=k`, a tournament's sampling_repeats):
-    what its repeats share, the market's draws."""
+def repeat_key(key: str, sample: int, contestant: str) -> str:
+    """The key of the `sample`-th repeat (a tournament's sampling_repeats) of the match `key` in
+    which `contestant`'s own draws are new: `KEY/sample=K:NAME`; 0: the match itself."""
+    return f"{key}/sample={sample}:{contestant}" if sample else key
+
+
+def _repeat(key: str) -> tuple[str, int, str | None]:
+    """A key's match, its repeat's number and whose draws it renews (0 and None: the match)."""
     head, _, repeat = key.rpartition("/sample=")
-    return head if head and repeat.isdigit() else key
+    number, _, contestant = repeat.partition(":")
+    return (head, int(number), contestant) if head and number.isdigit() and contestant else (key, 0, None)
 
 
-def repeat_key(key: str, sample: int) -> str:
-    """The key of repeat `sample` of the match `key` (0: the match itself)."""
-    return f"{key}/sample={sample}" if sample else key
+def market_draw(key: str) -> str:
+    """A match's key without its repeat's suffix: what the match and its repeats share, the
+    market's draws."""
+    return _repeat(key)[0]
+
+
+def repeat_number(key: str) -> int:
+    """The number of the repeat a key names; 0 for a match itself."""
+    return _repeat(key)[1]
+
+
+def renewed(key: str) -> str | None:
+    """The contestant whose own draws a repeat renews; None for a match itself."""
+    return _repeat(key)[2]
 
 
 def as_number(value: object) -> object:

@@ -62,7 +62,7 @@ from results.records import (
     StoppedMatch,
     SweepCell,
     TranscriptRecord,
-    market_draw,
+    repeat_number,
 )
 from results.tables import (
     ContestantRow,
@@ -675,13 +675,18 @@ def _seats(session: Session, selected: _Selection) -> list[Seat]:
             [
                 (tournament, index, key),
                 *result,
-                (scenario, seed, days, _cell_of(key, scenario, seed) + key.removeprefix(market_draw(key))),
+                (scenario, seed, days, _cell_of(key, scenario, seed) + _repeat_of(key)),
                 bankrupt_day,
                 goals_met,
             ]
         )
         for tournament, index, key, *result, scenario, seed, days, bankrupt_day, goals_met in rows
     ]
+
+
+def _repeat_of(key: str) -> str:
+    """`/sample=K` for a key of a repeat (solo repeats of one number meet); "" for a match."""
+    return f"/sample={repeat_number(key)}" if repeat_number(key) else ""
 
 
 def _cell_of(key: str, scenario: str, seed: int) -> str:

@@ -205,7 +205,7 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
         _given("worst_profit"),
     ),
     Column(
-        Header("variance: market / sampling", numeric=True),
+        Header("variance: market / own", numeric=True),
         lambda r: "" if r.market_share is None else f"{r.market_share:.0%} / {1 - r.market_share:.0%}",
         _given("market_share"),
     ),

@@ -100,9 +100,10 @@ class TournamentSpec(BaseModel):
         1,
         ge=1,
         le=100,
-        description="play every match this many times, the market's draws the same and only the "
-        "merchants' own (a model's sampling) drawn anew: the leaderboard then splits each "
-        "contestant's profit variance into the market's share and its own sampling's",
+        description="play every match again this many times less one for each of its merchants, the "
+        "market's and the others' draws the same and that merchant's own (a model's sampling) drawn "
+        "anew: the leaderboard then splits each contestant's profit variance into the market's "
+        "share and its own sampling's",
     )
     challenger: str | None = Field(None, description="gauntlet: the contestant who meets each of the others")
     contestants: list[ContestantEntry] = Field(min_length=1)
@@ -251,11 +252,11 @@ class TournamentSpec(BaseModel):
             )
         if self.format == "adaptive":
             ring = len(self.contestants) if len(self.contestants) > self.group_size else 1
-            if self.max_matches is not None and self.max_matches < ring * self.sampling_repeats:
+            if self.max_matches is not None and self.max_matches < ring * self.plays_per_match:
                 raise FieldError(
                     "max_matches",
                     f"{self.max_matches} is fewer than the first round, in which everyone plays: "
-                    f"{ring * self.sampling_repeats} matches",
+                    f"{ring * self.plays_per_match} matches",
                 )
             if self.group_size < 2:
                 raise FieldError(
@@ -299,6 +300,11 @@ class TournamentSpec(BaseModel):
         if self.format == "free_for_all":
             return len(self.contestants)
         return 1 if self.format == "solo" else 2
+
+    @property
+    def plays_per_match(self) -> int:
+        """A match and its repeats: N - 1 for each of its merchants (sampling_repeats N)."""
+        return 1 + self.merchants_per_match * (self.sampling_repeats - 1)
 
     @property
     def seed_list(self) -> list[int]:

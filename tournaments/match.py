@@ -72,20 +72,23 @@ if TYPE_CHECKING:  # the processes that play matches need neither
 Played = FinishedMatch | StoppedMatch | DeviationPath
 
 
-def match_seeds(tournament_seed: int, draws: str, seats: int, sample: int = 0) -> list[int]:
+def match_seeds(
+    tournament_seed: int, draws: str, seats: int, sample: int = 0, renewed: tuple[int, str] | None = None
+) -> list[int]:
     """Seeds for the market (first), each seat, and the recall questions (last), from the
     tournament seed and the match's `draws` (MatchSpec.draws) alone, so a match plays the same
-    wherever and whenever it runs. A repeat (`sample` k > 0, sampling_repeats) keeps the
-    market's and the questions' seeds and draws the seats' anew: only the merchants' own
-    draws (a model's sampling) differ."""
+    wherever and whenever it runs. A repeat (`sample` k > 0, sampling_repeats) of the seat and
+    merchant `renewed` draws that seat's seed anew and keeps every other: only that merchant's
+    own draws (a model's sampling) differ."""
 
     def spawned(source: str) -> list[int]:
         sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(source.encode())])
         return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 2)]
 
     seeds = spawned(draws)
-    if sample:
-        seeds[1:-1] = spawned(repeat_key(draws, sample))[1:-1]
+    if sample and renewed is not None:
+        seat, name = renewed
+        seeds[1 + seat] = spawned(repeat_key(draws, sample, name))[1 + seat]
     return seeds
 
 
@@ -173,7 +176,8 @@ class Match:
         self.make_seat = make_seat
         self.probe = rules.deviation if deviated else None
         self.key = spec.key + DEVIATED_SUFFIX if deviated else spec.key
-        seeds = match_seeds(rules.seed, spec.draws, len(spec.seats), spec.sample)
+        renewed = (spec.seats.index(spec.renewed), spec.renewed) if spec.sample else None
+        seeds = match_seeds(rules.seed, spec.draws, len(spec.seats), spec.sample, renewed)
         self.market_seed = seeds[0]
         self.questions = RecallQuestions(scenario, spec.seats, np.random.default_rng(seeds[-1]))
         self.seats = [

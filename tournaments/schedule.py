@@ -13,8 +13,9 @@ contestant always holds the same seat (seat order decides who is listed first to
 order of tie-breaking, and, in a scenario with `seats:`, the unit costs and qualities a
 merchant plays with): over as many seeds as seats, every contestant plays every seat.
 
-With sampling_repeats N, every match is followed by N - 1 repeats of it, keys ending
-`/sample=k`: the same market draws, the merchants' own drawn anew (tournaments.match.match_seeds).
+With sampling_repeats N, every match is followed by N - 1 repeats of it for each of its
+merchants, keys ending `/sample=K:NAME`: the market's draws and the other merchants' the same,
+that merchant's own drawn anew (tournaments.match.match_seeds).
 
 A tournament with a sweep plays the schedule of each of its cells in turn, each match's key
 led by its cell's label (`qlearning.alpha=0.05,group_size=2/calvano/seed=0/a+b`).
@@ -48,6 +49,7 @@ class MatchSpec:
     seats: tuple[str, ...]
     cell: str = ""  # the label of its cell of a sweep (tournaments.config.Cell)
     sample: int = 0  # its repeat (sampling_repeats): 0 the match itself
+    renewed: str = ""  # a repeat's merchant whose own draws are new
 
     @property
     def draws(self) -> str:
@@ -59,7 +61,7 @@ class MatchSpec:
         cells differ by their factors, not by their luck."""
         if len(self.seats) == 1:
             return f"{self.scenario}/seed={self.seed}"
-        key = market_draw(self.key) if self.sample else self.key
+        key = market_draw(self.key)
         return key.removeprefix(f"{self.cell}/") if self.cell else key
 
 
@@ -104,7 +106,7 @@ def _schedule(tournament: Tournament, cell: str, first_index: int) -> list[Match
         for turn in itertools.count():
             for scenario in tournament.scenarios:
                 for group in groups:
-                    if len(matches) + spec.sampling_repeats > cap:
+                    if len(matches) + spec.plays_per_match > cap:
                         return matches
                     matches += group_matches(tournament, group, scenario, turn, first_index + len(matches))
     for scenario in tournament.scenarios:
@@ -119,7 +121,7 @@ def most_matches(tournament: Tournament) -> int:
     many as the round robin of its groups, scenarios and seeds."""
     spec = tournament.spec
     groups = math.comb(len(spec.contestants), spec.merchants_per_match)
-    every = groups * len(tournament.scenarios) * len(spec.seed_list) * spec.sampling_repeats
+    every = groups * len(tournament.scenarios) * len(spec.seed_list) * spec.plays_per_match
     return spec.max_matches or every
 
 
@@ -128,7 +130,7 @@ def group_matches(
 ) -> list[MatchSpec]:
     """The match of `group` (in the file's order) in `scenario` with the `turn`-th seed (past the
     file's seeds, the integers after its largest), its seats turned by the seed (rotate_seats),
-    then its repeats (sampling_repeats); the first numbered `index`."""
+    then its repeats (sampling_repeats: N - 1 for each seat in turn); the first numbered `index`."""
     spec = tournament.spec
     seeds = spec.seed_list
     seed = seeds[turn] if turn < len(seeds) else max(seeds) + 1 + turn - len(seeds)
@@ -136,7 +138,8 @@ def group_matches(
     seats = tuple(group[shift:]) + tuple(group[:shift])
     key = f"{cell}/" * bool(cell) + f"{scenario}/seed={seed}/{'+'.join(sorted(group))}"
     days = spec.days or tournament.scenarios[scenario].days
+    repeats = [(0, "")] + [(k, name) for name in seats for k in range(1, spec.sampling_repeats)]
     return [
-        MatchSpec(repeat_key(key, k), index + k, scenario, seed, days, seats, cell, k)
-        for k in range(spec.sampling_repeats)
+        MatchSpec(repeat_key(key, k, name), index + n, scenario, seed, days, seats, cell, k, name)
+        for n, (k, name) in enumerate(repeats)
     ]

@@ -49,13 +49,14 @@ def seat(index: int, key: str, contestant: str, rank: int, profit: float) -> Sea
 
 
 def test_a_row_reads_its_draws_spread_and_cost():
-    """a beats b in every match: two draws, each with a repeat. a's profits by draw are 10/14
-    and 30/34, so its worst draw 12 and best 32; it paid 0.6 USD over its 4 matches."""
+    """a beats b in every match: two draws, each with a repeat of a's own draws. a's profits by
+    draw are 10/14 and 30/34, so its worst draw 12 and best 32; it paid 0.6 USD over its 4
+    matches."""
     profits = {"s/seed=0/a+b": (10, 14), "s/seed=1/a+b": (30, 34)}
     seats = []
     for k, (key, pair) in enumerate(profits.items()):
         for sample, profit in enumerate(pair):
-            shown = f"{key}/sample={sample}" if sample else key
+            shown = f"{key}/sample={sample}:a" if sample else key  # a repeat renewing a's own draws
             seats += [
                 seat(2 * k + sample, shown, "a", 1, profit),
                 seat(2 * k + sample, shown, "b", 2, -profit),
@@ -66,6 +67,7 @@ def test_a_row_reads_its_draws_spread_and_cost():
     assert (a.worst_profit, a.best_profit) == (12, 32)
     assert a.market_share == pytest.approx(market_share([[10, 14], [30, 34]]))
     assert a.market_share + a.sampling_share == pytest.approx(1.0)
+    assert rows["b"].market_share is None  # a's repeats are no repeats of b's own
     assert a.cost_per_match == pytest.approx(0.15)
     assert a.rating is not None and rows["b"].rating is not None
     assert a.rating_per_dollar == pytest.approx((a.rating - rows["b"].rating) / 0.15)  # b rated last
