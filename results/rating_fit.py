@@ -161,16 +161,6 @@ def separations(fit: Fit, order: Sequence[str], confidence: float = LEVEL) -> li
     return found
 
 
-def fit_ratings(
-    rankings: Sequence[Ranking], *, anchor: str | None = None, resamples: int = RESAMPLES, seed: int = SEED
-) -> dict[str, Rating]:
-    """Rating, interval and rank of every contestant that met another in some match.
-
-    Raises NotFound when `anchor` names no such contestant.
-    """
-    return fit(rankings, anchor=anchor, resamples=resamples, seed=seed).ratings
-
-
 def fit(
     rankings: Sequence[Ranking],
     *,
@@ -179,8 +169,9 @@ def fit(
     seed: int = SEED,
     draws: Sequence[Hashable] | None = None,
 ) -> Fit:
-    """`fit_ratings` with what its intervals were drawn from (Fit); `draws`: each match's market
-    draw (default: its own), the matches of one resampled together.
+    """The rating, interval and rank of every contestant that met another in some match, with
+    what the intervals were drawn from (Fit); `draws`: each match's market draw (default: its
+    own), the matches of one resampled together.
 
     Raises NotFound when `anchor` names no contestant that met another.
     """

@@ -27,7 +27,6 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import combinations
 from typing import TYPE_CHECKING
 
 from results.records import SweepCell, market_draw, repeat_key
@@ -93,7 +92,7 @@ def _schedule(tournament: Tournament, cell: str, first_index: int) -> list[Match
     spec = tournament.spec
     names = [c.name for c in spec.contestants]
     if spec.format in ("round_robin", "solo", "adaptive"):
-        groups = [list(g) for g in combinations(names, spec.merchants_per_match)]
+        groups = [list(g) for g in itertools.combinations(names, spec.merchants_per_match)]
     elif spec.format == "free_for_all":
         groups = [names]
     else:

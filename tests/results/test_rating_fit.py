@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 from results.errors import NotFound
-from results.rating_fit import ANCHOR, ELO_PER_LOG_ODDS, fit_ratings
+from results.rating_fit import ANCHOR, ELO_PER_LOG_ODDS, Rating, fit
+
+
+def fit_ratings(rankings, **options) -> dict[str, Rating]:
+    return fit(rankings, **options).ratings
+
 
 # true ratings on the Elo scale, mean 1000; m0 best
 TRUTH = np.array([1280.0, 1150.0, 1060.0, 1000.0, 940.0, 850.0, 720.0])
