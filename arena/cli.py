@@ -12,7 +12,7 @@ import secrets
 import sys
 import time
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from enum import StrEnum
@@ -34,6 +34,7 @@ from rich.progress import (
 from rich.table import Column, Table
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from typer.core import TyperGroup
 
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
@@ -50,10 +51,12 @@ from results.records import ModelCallRecord, PlayedScenarios, TranscriptRecord, 
 from results.report import write_report
 from results.results_csv import read_results
 from results.sweeps import KEY_METRICS, by_cell
-from results.tables import TournamentRow, stored_id
+from results.tables import LARGEST_ID, TournamentRow, stored_id
 from results.transcript import step_lines
 from tournaments.config import (
+    MAX_DAYS,
     MAX_MERCHANTS_PER_MATCH,
+    MAX_REPETITIONS,
     ConfigError,
     StoredTournament,
     Tournament,
@@ -68,7 +71,42 @@ if TYPE_CHECKING:  # the runner imports Ray, which only a run needs
     from tournaments.replication import Comparison
     from tournaments.runner import RunSummary
 
+
+class _OneLineErrors(TyperGroup):
+    """The `arena` command: a mistake in its options or arguments that Typer finds itself (a
+    number out of its range, a choice it does not offer, an unknown option or command, one
+    missing) is one line and exit status 2, as every mistake a user can fix is, not a usage box.
+    `arena` alone still shows the help."""
+
+    def main(
+        self, args: Sequence[str] | None = None, *more: Any, standalone_mode: bool = True, **options: Any
+    ) -> Any:
+        given = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode or not given:
+            return super().main(given, *more, standalone_mode=standalone_mode, **options)
+        try:
+            status = super().main(given, *more, standalone_mode=False, **options)
+        except typer.TyperException as exc:  # what Typer's parser raises: a usage error
+            _error_line(_usage_problem(exc))
+            sys.exit(getattr(exc, "exit_code", EXIT_USER_ERROR))
+        except typer.Abort:
+            err.print("Aborted!", markup=False, highlight=False)
+            sys.exit(1)
+        sys.exit(status if isinstance(status, int) else 0)
+
+
+def _usage_problem(exc: typer.TyperException) -> str:
+    """A usage error in one line, naming the option or argument: `--day: Input should be ...`."""
+    if isinstance(exc, typer.BadParameter) and exc.param is not None and exc.message:
+        named = exc.param.get_error_hint().replace("'", "")
+        problem = f"{named}: {exc.message.removeprefix('Value error, ')}"
+    else:
+        problem = exc.format_message()
+    return " ".join(problem.split())
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     help="Tournaments of merchant agents in one shared market, recorded in SQLite and rated on the Elo "
     "scale.\n\n"
     "Start with: arena run tournaments/round_robin.yaml\n\n"
@@ -108,8 +146,13 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except UserError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
+        _error_line(str(exc))
         raise typer.Exit(EXIT_USER_ERROR) from None
+
+
+def _error_line(problem: str) -> None:
+    """`error: problem` on stderr, the problem printed as it is (never as rich markup)."""
+    err.print(f"[bold red]error:[/] {escape(problem)}", highlight=False, markup=True, soft_wrap=True)
 
 
 @app.command()
@@ -250,6 +293,8 @@ def replicate(
         int | None,
         typer.Option(
             "--tournament",
+            min=1,
+            max=LARGEST_ID,
             help="Compare this stored run of the pack instead of playing it.",
             show_default=False,
         ),
@@ -266,12 +311,22 @@ def replicate(
     days: Annotated[
         int | None,
         typer.Option(
-            "--days", min=1, help="Play matches of this many days (a shorter try).", show_default=False
+            "--days",
+            min=1,
+            max=MAX_DAYS,
+            help="Play matches of this many days (a shorter try).",
+            show_default=False,
         ),
     ] = None,
     repetitions: Annotated[
         int | None,
-        typer.Option("--repetitions", min=1, help="Play this many sessions per cell.", show_default=False),
+        typer.Option(
+            "--repetitions",
+            min=1,
+            max=MAX_REPETITIONS,
+            help="Play this many sessions per cell.",
+            show_default=False,
+        ),
     ] = None,
     address: Annotated[
         str | None, typer.Option("--address", help="Join the Ray cluster at ADDR.", show_default=False)
@@ -597,7 +652,10 @@ AnchorOption = Annotated[
 def leaderboard_command(
     db: DbOption = None,
     tournament: Annotated[
-        int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)
+        int | None,
+        typer.Option(
+            "--tournament", min=1, max=LARGEST_ID, help="Only this tournament's matches.", show_default=False
+        ),
     ] = None,
     scenario: Annotated[
         str | None, typer.Option("--scenario", help="Only matches of this scenario.", show_default=False)
@@ -731,7 +789,10 @@ def rate(
 def matches(
     db: DbOption = None,
     tournament: Annotated[
-        int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)
+        int | None,
+        typer.Option(
+            "--tournament", min=1, max=LARGEST_ID, help="Only this tournament's matches.", show_default=False
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -758,12 +819,16 @@ def matches(
 
 @app.command()
 def show(
-    match_id: Annotated[int, typer.Argument(help="Match id (see `arena matches`).", show_default=False)],
+    match_id: Annotated[
+        int,
+        typer.Argument(min=1, max=LARGEST_ID, help="Match id (see `arena matches`).", show_default=False),
+    ],
     day: Annotated[
         int | None,
         typer.Option(
             "--day",
             min=1,
+            max=MAX_DAYS,
             help="Show one day: each merchant's record and every step of its model calls (what "
             "was sent, the answer, the reasoning shown, tool calls and their results).",
             show_default=False,
@@ -895,7 +960,12 @@ def show(
 def report(
     tournament_id: Annotated[
         int,
-        typer.Argument(help="Tournament id (see `arena leaderboard`, `arena matches`).", show_default=False),
+        typer.Argument(
+            min=1,
+            max=LARGEST_ID,
+            help="Tournament id (see `arena leaderboard`, `arena matches`).",
+            show_default=False,
+        ),
     ],
     out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
     db: DbOption = None,
@@ -976,7 +1046,9 @@ class ExportFormat(StrEnum):
 
 @app.command(name="export")
 def export_command(
-    tournament_id: Annotated[int, typer.Argument(help="Tournament id.", show_default=False)],
+    tournament_id: Annotated[
+        int, typer.Argument(min=1, max=LARGEST_ID, help="Tournament id.", show_default=False)
+    ],
     out: Annotated[
         Path,
         typer.Option(
@@ -1005,7 +1077,10 @@ def out_print(text: str) -> None:
 def rescore_command(
     db: DbOption = None,
     tournament: Annotated[
-        int | None, typer.Option("--tournament", help="Only this tournament's matches.", show_default=False)
+        int | None,
+        typer.Option(
+            "--tournament", min=1, max=LARGEST_ID, help="Only this tournament's matches.", show_default=False
+        ),
     ] = None,
 ) -> None:
     """Compute the metrics of stored matches again from their day records, e.g. after a

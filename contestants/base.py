@@ -21,6 +21,7 @@ from market.daylog import RecallFact
 from market.errors import UserError
 from market.scenario import Scenario
 from market.types import Decision, Observation
+from market.yaml_files import FileModel
 
 
 class ContestantConfigError(UserError):
@@ -40,10 +41,8 @@ class DeadlinePassed(Exception):
     failure of the contestant's."""
 
 
-class Params(BaseModel):
+class Params(FileModel):
     """Base of every contestant's parameter model: unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class RecallQuestion(BaseModel):

@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 from contestants.base import Contestant, ContestantConfigError, Params, RunOptions
 from market.competitors import Competitors
 from market.demand import choice_shares, demand_factor
-from market.scenario import Scenario, event_multiplier
+from market.scenario import MAX_DAYS, MAX_FACTOR, MAX_MONEY, MAX_UNITS, Scenario, event_multiplier
 from market.types import ArrayDecisions, MarketView, Observation, Operation
 
 if TYPE_CHECKING:
@@ -266,13 +266,15 @@ class RestockParams(Params):
     order up to `target_stock`; or, with `reorder_days` and `target_days`, levels of so many
     days of expected sales (`daily_sales`), which fit any size of market."""
 
-    reorder_level: float = Field(15.0, ge=0, description="s: reorder when stock position is at or below this")
-    target_stock: float = Field(40.0, gt=0, description="S: order up to this stock position")
+    reorder_level: float = Field(
+        15.0, ge=0, le=MAX_UNITS, description="s: reorder when stock position is at or below this"
+    )
+    target_stock: float = Field(40.0, gt=0, le=MAX_UNITS, description="S: order up to this stock position")
     reorder_days: float | None = Field(
-        None, ge=0, description="s in days of expected sales, in place of reorder_level"
+        None, ge=0, le=MAX_DAYS, description="s in days of expected sales, in place of reorder_level"
     )
     target_days: float | None = Field(
-        None, gt=0, description="S in days of expected sales, in place of target_stock"
+        None, gt=0, le=MAX_DAYS, description="S in days of expected sales, in place of target_stock"
     )
 
     @model_validator(mode="after")
@@ -363,9 +365,11 @@ class RuleMerchant(Contestant):
 
 class FixedPriceParams(RestockParams):
     markup: float = Field(
-        0.5, gt=-1, description="price = its seat's unit_cost in the scenario * (1 + markup)"
+        0.5, gt=-1, le=MAX_FACTOR, description="price = its seat's unit_cost in the scenario * (1 + markup)"
     )
-    price: float | None = Field(None, gt=0, description="absolute price for every product; replaces markup")
+    price: float | None = Field(
+        None, gt=0, le=MAX_MONEY, description="absolute price for every product; replaces markup"
+    )
 
     @model_validator(mode="after")
     def _one_price_rule(self) -> FixedPriceParams:
@@ -396,9 +400,15 @@ class FixedPrice(RuleMerchant):
 
 
 class RandomParams(Params):
-    min_markup: float = Field(0.0, gt=-1, description="lowest price = unit_cost * (1 + min_markup)")
-    max_markup: float = Field(1.0, gt=-1, description="highest price = unit_cost * (1 + max_markup)")
-    max_order: int = Field(20, ge=0, description="order a uniform whole number of units in [0, max_order]")
+    min_markup: float = Field(
+        0.0, gt=-1, le=MAX_FACTOR, description="lowest price = unit_cost * (1 + min_markup)"
+    )
+    max_markup: float = Field(
+        1.0, gt=-1, le=MAX_FACTOR, description="highest price = unit_cost * (1 + max_markup)"
+    )
+    max_order: int = Field(
+        20, ge=0, le=MAX_UNITS, description="order a uniform whole number of units in [0, max_order]"
+    )
 
     @model_validator(mode="after")
     def _range(self) -> RandomParams:
@@ -431,7 +441,9 @@ class RandomMerchant(RuleMerchant):
 
 
 class ReorderPointParams(RestockParams):
-    price_factor: float = Field(1.0, gt=0, description="price = reference_price * price_factor")
+    price_factor: float = Field(
+        1.0, gt=0, le=MAX_FACTOR, description="price = reference_price * price_factor"
+    )
 
 
 class ReorderPoint(RuleMerchant):
@@ -453,7 +465,9 @@ class ReorderPoint(RuleMerchant):
 
 class UndercutParams(RestockParams):
     step: float = Field(0.02, gt=0, lt=1, description="price = cheapest rival * (1 - step)")
-    min_markup: float = Field(0.05, gt=-1, description="never below today's unit_cost * (1 + min_markup)")
+    min_markup: float = Field(
+        0.05, gt=-1, le=MAX_FACTOR, description="never below today's unit_cost * (1 + min_markup)"
+    )
 
 
 class Undercut(RuleMerchant):
@@ -476,7 +490,7 @@ class Undercut(RuleMerchant):
 
 
 class CostPlusParams(RestockParams):
-    margin: float = Field(0.3, gt=-1, description="price = today's unit_cost * (1 + margin)")
+    margin: float = Field(0.3, gt=-1, le=MAX_FACTOR, description="price = today's unit_cost * (1 + margin)")
 
 
 class CostPlus(RuleMerchant):
@@ -496,9 +510,11 @@ class CostPlus(RuleMerchant):
 
 class BestResponseParams(Params):
     grid_points: int = Field(60, ge=2, le=100_000, description="candidate prices searched per product")
-    max_price_factor: float = Field(3.0, gt=0, description="highest candidate = reference_price * this")
+    max_price_factor: float = Field(
+        3.0, gt=0, le=MAX_FACTOR, description="highest candidate = reference_price * this"
+    )
     cover_days: float = Field(
-        3.0, ge=0, description="stock for lead_time + cover_days days of expected sales"
+        3.0, ge=0, le=MAX_DAYS, description="stock for lead_time + cover_days days of expected sales"
     )
 
 
@@ -609,6 +625,7 @@ class TitForTatParams(RestockParams):
     opening_price: float | None = Field(
         None,
         gt=0,
+        le=MAX_MONEY,
         description="price for every product on day 1 and while no rival price is visible; "
         "None: each product's start price",
     )
@@ -772,7 +789,7 @@ def announcement(
 
 
 class LatencyParams(FixedPriceParams):
-    latency_s: float = Field(0.2, ge=0, description="seconds to sleep before every answer")
+    latency_s: float = Field(0.2, ge=0, le=3600, description="seconds to sleep before every answer")
 
 
 class Latency(FixedPrice):
@@ -792,8 +809,8 @@ class Latency(FixedPrice):
 
 class ChaosParams(FixedPriceParams):
     fault: Literal["raise", "hang", "garbage", "crash"] = Field("raise", description="how it misbehaves")
-    every: int = Field(1, ge=1, description="misbehave on days where day % every == 0")
-    hang_s: float = Field(30.0, ge=0, description="how long 'hang' sleeps before answering nothing")
+    every: int = Field(1, ge=1, le=MAX_DAYS, description="misbehave on days where day % every == 0")
+    hang_s: float = Field(30.0, ge=0, le=3600, description="how long 'hang' sleeps before answering nothing")
 
 
 _GARBAGE: tuple[Any, ...] = (

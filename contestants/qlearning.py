@@ -55,7 +55,7 @@ from contestants import qlearning_kernel as kernel
 from contestants.base import ContestantConfigError, Params, RunOptions, Seating
 from contestants.baselines import RuleMerchant, Team
 from market.equilibrium import EquilibriumError, equilibria, price_games
-from market.scenario import Scenario
+from market.scenario import MAX_FACTOR, Scenario
 from market.types import MarketView
 
 MAX_Q_ENTRIES = 2**26  # per session: 512 MB of float64; 5 merchants x 15 prices (memory 1) is 57 million
@@ -64,17 +64,21 @@ MAX_Q_ENTRIES = 2**26  # per session: 512 MB of float64; 5 merchants x 15 prices
 class QLearningParams(Params):
     grid_points: int = Field(15, ge=2, le=1000, description="m: prices on each seat's grid")
     grid_extension: float = Field(
-        0.1, ge=0, description="xi: the grid runs from p_N - xi (p_M - p_N) to p_M + xi (p_M - p_N)"
+        0.1,
+        ge=0,
+        le=MAX_FACTOR,
+        description="xi: the grid runs from p_N - xi (p_M - p_N) to p_M + xi (p_M - p_N)",
     )
     memory: int = Field(
         1, ge=1, le=8, description="k: a state is every merchant's price in the last k periods"
     )
     alpha: float = Field(0.15, gt=0, le=1, description="learning rate")
-    beta: float = Field(4e-6, ge=0, description="exploration decay: eps_t = exp(-beta t)")
+    beta: float = Field(4e-6, ge=0, le=1, description="exploration decay: eps_t = exp(-beta t)")
     delta: float = Field(0.95, ge=0, lt=1, description="discount factor")
     stable_periods: int = Field(
         100_000,
         ge=1,
+        le=10**12,
         description="converged: no greedy action changed in any state for this many periods in a row",
     )
     max_periods: int = Field(

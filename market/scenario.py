@@ -9,18 +9,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
 
-from market.yaml_files import load_model
+from market.errors import FieldError
+from market.yaml_files import FileModel, load_model
 
 if TYPE_CHECKING:
     from market.types import EventNotice
@@ -28,34 +28,48 @@ if TYPE_CHECKING:
 SHIPPED_SCENARIOS = Path(__file__).with_name("scenarios")  # package data: installed with the package
 PRICE_CEILING_FACTOR = 100.0  # a posted price above reference_price * this is rejected
 
+# The widest ranges of a scenario's numbers (each field states its own, within these): far
+# beyond any market studied, and where the market's arithmetic stays exact and finite.
+MAX_DAYS = 3650  # a match of ten years
+MAX_MERCHANTS_PER_MATCH = 16
+MAX_MONEY = 1e12  # an amount of money (a price, a cost, cash), in the scenario's currency
+MAX_UNITS = 1e9  # units in stock, or ordered
+MAX_CUSTOMERS = 1e8  # customers of a product on its busiest day: numpy draws among fewer than 1e9
+MAX_TOTAL = 1e15  # a bound on a match's totals (a goal's, the target net worth)
+MAX_UTILITY = 1000.0  # a weight or term of customers' utility: choices are certain long before
+MAX_FACTOR = 1000.0  # a multiplier (an event's, a weekday's, a price ratio)
+MAX_SCALE = 1e6  # what `scale` may multiply a file's money by
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+Day = Annotated[int, Field(ge=1, le=MAX_DAYS)]
+Factor = Annotated[float, Field(ge=0, le=MAX_FACTOR)]
+Utility = Annotated[float, Field(ge=-MAX_UTILITY, le=MAX_UTILITY)]
 
 
-class Supplier(_Strict):
+class Supplier(FileModel):
     """Another supplier of a product, besides its usual one (the product's own unit_cost and
     lead_time, always on time): an order names it to buy at its unit cost with its lead time;
     a share 1 - reliability of its orders arrives late_days later than that."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
-    unit_cost: float = Field(gt=0)
+    unit_cost: float = Field(gt=0, le=MAX_MONEY)
     lead_time: int = Field(0, ge=0, le=60)
     reliability: float = Field(1.0, ge=0, le=1, description="the share of its orders that arrive on time")
     late_days: int = Field(2, ge=1, le=60, description="how much later a late order arrives")
 
 
-class Product(_Strict):
+class Product(FileModel):
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
     name: str = ""
-    unit_cost: float = Field(gt=0, description="what the supplier charges per unit")
-    reference_price: float = Field(gt=0, description="the price customers judge prices against")
-    quality: float = Field(0.0, description="enters customers' utility times choice.quality_weight")
-    base_demand: float = Field(ge=0, description="customers per day wanting this product, before effects")
-    holding_cost: float = Field(0.0, ge=0, description="cost per unit held overnight")
+    unit_cost: float = Field(gt=0, le=MAX_MONEY, description="what the supplier charges per unit")
+    reference_price: float = Field(gt=0, le=MAX_MONEY, description="the price customers judge prices against")
+    quality: Utility = Field(0.0, description="enters customers' utility times choice.quality_weight")
+    base_demand: float = Field(
+        ge=0, le=MAX_CUSTOMERS, description="customers per day wanting this product, before effects"
+    )
+    holding_cost: float = Field(0.0, ge=0, le=MAX_MONEY, description="cost per unit held overnight")
     lead_time: int = Field(0, ge=0, le=60, description="days from order to arrival; 0 arrives at once")
-    initial_stock: float = Field(0.0, ge=0)
-    initial_price: float | None = Field(None, gt=0, description="defaults to reference_price")
+    initial_stock: float = Field(0.0, ge=0, le=MAX_UNITS)
+    initial_price: float | None = Field(None, gt=0, le=MAX_MONEY, description="defaults to reference_price")
     shelf_life: int | None = Field(
         None,
         ge=1,
@@ -84,42 +98,45 @@ class Product(_Strict):
         return self.initial_price if self.initial_price is not None else self.reference_price
 
 
-class Choice(_Strict):
+class Choice(FileModel):
     """Multinomial logit: u = -price_sensitivity * price / reference_price
     + reputation_weight * reputation + quality_weight * quality; the outside option has
     utility `no_purchase_utility`."""
 
-    price_sensitivity: float = Field(4.0, ge=0)
-    reputation_weight: float = Field(2.0, ge=0)
-    quality_weight: float = Field(0.0, ge=0)
-    no_purchase_utility: float = -2.0
-    promotion_response: float = Field(0.0, ge=0, description="utility an offer on promotion gains")
+    price_sensitivity: float = Field(4.0, ge=0, le=MAX_UTILITY)
+    reputation_weight: float = Field(2.0, ge=0, le=MAX_UTILITY)
+    quality_weight: float = Field(0.0, ge=0, le=MAX_UTILITY)
+    no_purchase_utility: Utility = -2.0
+    promotion_response: float = Field(
+        0.0, ge=0, le=MAX_UTILITY, description="utility an offer on promotion gains"
+    )
 
 
-class Segment(_Strict):
+class Segment(FileModel):
     """A group of customers: its `share` of every day's customers, and how they choose and
     behave; a field left out is the scenario's choice's. A merchant's sales to it come back
     with probability `return_rate` (the same day, refunded)."""
 
     name: str = Field(min_length=1)
     share: float = Field(gt=0, le=1)
-    price_sensitivity: float | None = Field(None, ge=0)
-    promotion_response: float | None = Field(None, ge=0)
+    price_sensitivity: float | None = Field(None, ge=0, le=MAX_UTILITY)
+    promotion_response: float | None = Field(None, ge=0, le=MAX_UTILITY)
     return_rate: float = Field(0.0, ge=0, le=1)
 
 
-class Goal(_Strict):
+class Goal(FileModel):
     """A campaign goal: a metric of results.metrics (checked where a tournament is read, as the
     market knows no metrics) that must come out at least, or at most, a bound. Bounds are
     written for the scenario's `days`; where the metric is a flow (revenue, profit) a match
     of another length scales them in proportion."""
 
     metric: str = Field(min_length=1)
-    at_least: float | None = None
-    at_most: float | None = None
+    at_least: float | None = Field(None, ge=-MAX_TOTAL, le=MAX_TOTAL)
+    at_most: float | None = Field(None, ge=-MAX_TOTAL, le=MAX_TOTAL)
     scale: float = Field(
         1.0,
         gt=0,
+        le=MAX_SCALE,
         description="what a bound on money counts for (the scenario file's `scale` sets it, "
         "as it multiplies every amount of money in the file)",
     )
@@ -129,8 +146,6 @@ class Goal(_Strict):
         bounds = [b for b in (self.at_least, self.at_most) if b is not None]
         if len(bounds) != 1:
             raise ValueError(f"goal {self.metric!r} needs exactly one of at_least and at_most")
-        if not math.isfinite(bounds[0]):
-            raise ValueError(f"goal {self.metric!r}: its bound must be a finite number")
         return self
 
     @model_serializer(mode="wrap")
@@ -155,7 +170,7 @@ class Goal(_Strict):
         return f"{self.metric} {'≥' if self.at_least is not None else '≤'} {shown:g}"
 
 
-class Satisfaction(_Strict):
+class Satisfaction(FileModel):
     """A customer-satisfaction index per merchant, from 1 to 5, starting at `initial`; each day
 
         s' = memory * s + (1 - memory) * clip(5 - stockout_weight * stockout_share
@@ -169,13 +184,13 @@ class Satisfaction(_Strict):
 
     initial: float = Field(4.0, ge=1, le=5)
     memory: float = Field(0.9, ge=0, le=1)
-    stockout_weight: float = Field(4.0, ge=0)
-    return_weight: float = Field(4.0, ge=0)
-    late_weight: float = Field(2.0, ge=0)
-    demand_weight: float = Field(0.3, ge=0)
+    stockout_weight: float = Field(4.0, ge=0, le=MAX_UTILITY)
+    return_weight: float = Field(4.0, ge=0, le=MAX_UTILITY)
+    late_weight: float = Field(2.0, ge=0, le=MAX_UTILITY)
+    demand_weight: float = Field(0.3, ge=0, le=MAX_UTILITY)
 
 
-class Promotions(_Strict):
+class Promotions(FileModel):
     """Merchants may put products on promotion (the `promote` operation) with a discount up to
     `max_discount` for 1 to `max_days` days."""
 
@@ -183,7 +198,7 @@ class Promotions(_Strict):
     max_days: int = Field(14, ge=1, le=365)
 
 
-class Demand(_Strict):
+class Demand(FileModel):
     mode: Literal["stochastic", "expected"] = Field(
         "stochastic",
         description="stochastic: Poisson arrivals and sampled choices; expected: market size "
@@ -194,20 +209,18 @@ class Demand(_Strict):
         description="false (expected mode only): sales are not capped by stock and units are "
         "bought at unit cost when sold, an exact logit price game",
     )
-    weekday_factors: tuple[float, float, float, float, float, float, float] = (1, 1, 1, 1, 1, 1, 1)
+    weekday_factors: tuple[Factor, Factor, Factor, Factor, Factor, Factor, Factor] = (1, 1, 1, 1, 1, 1, 1)
     seasonal_amplitude: float = Field(0.0, ge=0, lt=1)
-    seasonal_period: int = Field(30, ge=1)
+    seasonal_period: int = Field(30, ge=1, le=MAX_DAYS)
 
     @model_validator(mode="after")
     def _stock_limit_needs_expected(self) -> Demand:
         if not self.stock_limited and self.mode != "expected":
             raise ValueError("stock_limited: false needs mode: expected")
-        if any(f < 0 for f in self.weekday_factors):
-            raise ValueError("weekday_factors must not be negative")
         return self
 
 
-class Reputation(_Strict):
+class Reputation(FileModel):
     """Reputation in [minimum, maximum]; each day
 
         r' = clip((1 - memory) * fill_rate + memory * r
@@ -217,15 +230,15 @@ class Reputation(_Strict):
 
     initial: float = Field(0.6, ge=0, le=1)
     memory: float = Field(0.9, ge=0, le=1)
-    advertising_gain: float = Field(0.05, ge=0)
-    advertising_scale: float = Field(100.0, gt=0)
+    advertising_gain: float = Field(0.05, ge=0, le=1)
+    advertising_scale: float = Field(100.0, gt=0, le=MAX_MONEY)
     minimum: float = Field(0.0, ge=0, le=1)
     maximum: float = Field(1.0, ge=0, le=1)
 
 
-class Finance(_Strict):
-    initial_cash: float = Field(10_000.0, ge=0)
-    fixed_daily_cost: float = Field(0.0, ge=0)
+class Finance(FileModel):
+    initial_cash: float = Field(10_000.0, ge=0, le=MAX_MONEY)
+    fixed_daily_cost: float = Field(0.0, ge=0, le=MAX_MONEY)
     credit_share: float = Field(0.0, ge=0, le=1, description="share of revenue, less refunds, sold on credit")
     credit_days: int = Field(0, ge=0, le=60, description="days until a credit sale may be collected")
     bad_debt_share: float = Field(
@@ -233,19 +246,21 @@ class Finance(_Strict):
     )
 
 
-class Event(_Strict):
+class Event(FileModel):
     """A change of demand or unit cost: a `step` multiplies by `multiplier` from start_day to
     end_day; a `trend` (a downturn, an inflation) drifts there linearly from 1 on start_day
     to `multiplier` on end_day and stays there (see `event_factor`)."""
 
     name: str
     kind: Literal["demand", "cost"]
-    start_day: int = Field(ge=1)
-    end_day: int = Field(ge=1)
-    multiplier: float = Field(gt=0)
+    start_day: Day
+    end_day: Day
+    multiplier: float = Field(gt=0, le=MAX_FACTOR)
     shape: Literal["step", "trend"] = "step"
     product: str | None = Field(None, description="None: every product")
-    announce_days_ahead: int = Field(0, ge=0, description="shown to merchants this many days early")
+    announce_days_ahead: int = Field(
+        0, ge=0, le=MAX_DAYS, description="shown to merchants this many days early"
+    )
     announced: bool = True
 
     @model_validator(mode="after")
@@ -255,7 +270,7 @@ class Event(_Strict):
         return self
 
 
-class Intervention(_Strict):
+class Intervention(FileModel):
     """A regulator's act on the market from `start_day` to `end_day` (both included):
 
     - `price_cap`: no posted price of `product` (None: every product) above `price`. The
@@ -277,14 +292,16 @@ class Intervention(_Strict):
 
     name: str
     kind: Literal["price_cap", "forced_price", "memory_reset", "entry"]
-    start_day: int = Field(ge=1)
-    end_day: int | None = Field(None, ge=1, description="None: the start day alone")
-    price: float | None = Field(None, gt=0, allow_inf_nan=False)
+    start_day: Day
+    end_day: Day | None = Field(None, description="None: the start day alone")
+    price: float | None = Field(None, gt=0, le=MAX_MONEY)
     product: str | None = Field(None, description="None: every product")
-    seats: tuple[int, ...] | None = Field(
-        None, description="forced_price, memory_reset: None: every seat; entry: the seats that open"
+    seats: tuple[Annotated[int, Field(ge=0, lt=MAX_MERCHANTS_PER_MATCH)], ...] | None = Field(
+        None,
+        min_length=1,
+        description="forced_price, memory_reset: None: every seat; entry: the seats that open (from 0)",
     )
-    announce_days_ahead: int = Field(0, ge=0)
+    announce_days_ahead: int = Field(0, ge=0, le=MAX_DAYS)
     announced: bool = True
 
     @model_validator(mode="after")
@@ -309,8 +326,6 @@ class Intervention(_Strict):
             raise ValueError(f"a {self.kind} needs a price")
         if self.kind == "price_cap" and self.seats is not None:
             raise ValueError("a price_cap binds every seat: it has no seats")
-        if self.seats is not None and (not self.seats or min(self.seats) < 0):
-            raise ValueError("seats are counted from 0; leave it out for every seat")
         return self
 
     @property
@@ -349,13 +364,13 @@ def event_factor(event: Event | EventNotice, day: int) -> float:
     return 1.0 + (event.multiplier - 1.0) * done
 
 
-class PriceCut(_Strict):
+class PriceCut(FileModel):
     """A scripted competitor's sudden cut: its prices times `multiplier` from `start_day` to
     `end_day` (None: to the end of the match)."""
 
-    start_day: int = Field(ge=1)
-    end_day: int | None = Field(None, ge=1)
-    multiplier: float = Field(gt=0, description="below 1 a cut, above 1 a rise")
+    start_day: Day
+    end_day: Day | None = None
+    multiplier: float = Field(gt=0, le=MAX_FACTOR, description="below 1 a cut, above 1 a rise")
 
     @model_validator(mode="after")
     def _ordered(self) -> PriceCut:
@@ -367,7 +382,7 @@ class PriceCut(_Strict):
         return self.start_day <= day and (self.end_day is None or day <= self.end_day)
 
 
-class Competitor(_Strict):
+class Competitor(FileModel):
     """A rival that is no contestant: it sells its products from unlimited stock at prices a
     rule sets each morning, and customers choose it like any merchant (its reputation and
     quality fixed). Rules, per product:
@@ -379,39 +394,36 @@ class Competitor(_Strict):
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
     rule: Literal["fixed", "undercut"] = "fixed"
-    price_ratio: float = Field(1.0, gt=0, description="its price as a multiple of the reference price")
+    price_ratio: float = Field(
+        1.0, gt=0, le=MAX_FACTOR, description="its price as a multiple of the reference price"
+    )
     undercut: float = Field(
         0.05, ge=0, lt=1, description="undercut rule: how far below the cheapest merchant"
     )
-    floor_ratio: float = Field(1.0, ge=0, description="undercut rule: lowest price, a multiple of unit cost")
+    floor_ratio: float = Field(
+        1.0, ge=0, le=MAX_FACTOR, description="undercut rule: lowest price, a multiple of unit cost"
+    )
     reputation: float = Field(0.6, ge=0, le=1)
-    quality: float | None = Field(None, description="None: each product's quality")
+    quality: Utility | None = Field(None, description="None: each product's quality")
     products: tuple[str, ...] = Field((), description="what it sells; empty: every product")
     cuts: tuple[PriceCut, ...] = ()
 
 
-class Visibility(_Strict):
+class Visibility(FileModel):
     rival_prices: bool = True
     rival_reputation: bool = True
     rival_sales: bool = False
 
 
-class Seat(_Strict):
+class Seat(FileModel):
     """What is different for the merchant in one seat: its unit cost and its quality, by
     product (the others are the product's). A scenario with seats is a game of asymmetric
     firms, played by exactly as many merchants as it has seats."""
 
-    unit_cost: dict[str, float] = Field(
+    unit_cost: dict[str, Annotated[float, Field(gt=0, le=MAX_MONEY)]] = Field(
         default_factory=dict, description="product -> what the supplier charges this seat"
     )
-    quality: dict[str, float] = Field(default_factory=dict, description="product -> this seat's quality")
-
-    @model_validator(mode="after")
-    def _positive_costs(self) -> Seat:
-        for product, cost in self.unit_cost.items():
-            if not cost > 0:
-                raise ValueError(f"unit_cost of {product!r} must be above 0")
-        return self
+    quality: dict[str, Utility] = Field(default_factory=dict, description="product -> this seat's quality")
 
 
 # The amounts of money a scenario holds, by section and field: what `scale` multiplies.
@@ -450,7 +462,7 @@ def _scaled_section(section: object, fields: tuple[str, ...], factor: float) -> 
     return scaled
 
 
-class Scenario(_Strict):
+class Scenario(FileModel):
     """A market's rules. A file may give `scale: X`: every amount of money in it (prices, costs,
     cash, the advertising scale, the target, the bounds of goals on money) is multiplied by X
     as it is read, the currency
@@ -459,7 +471,7 @@ class Scenario(_Strict):
 
     name: str
     description: str = ""
-    days: int = Field(30, ge=1, le=3650, description="default match length")
+    days: int = Field(30, ge=1, le=MAX_DAYS, description="default match length")
     products: tuple[Product, ...] = Field(min_length=1)
     choice: Choice = Choice()
     demand: Demand = Demand()
@@ -470,7 +482,9 @@ class Scenario(_Strict):
         (), description="a regulator's price caps, forced prices and memory resets (Intervention)"
     )
     visibility: Visibility = Visibility()
-    target_net_worth: float | None = Field(None, description="goal a merchant is scored against")
+    target_net_worth: float | None = Field(
+        None, ge=-MAX_TOTAL, le=MAX_TOTAL, description="goal a merchant is scored against"
+    )
     seats: tuple[Seat, ...] = Field(
         (), description="per seat, in seat order, its own unit costs and qualities; empty: every seat alike"
     )
@@ -489,8 +503,8 @@ class Scenario(_Strict):
             return data
         data = dict(data)
         factor = data.pop("scale")
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (0 < factor < math.inf):
-            raise ValueError(f"scale must be a positive number, not {factor!r}")
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= MAX_SCALE:
+            raise ValueError(f"scale must be a number above 0 and at most {MAX_SCALE:g}, not {factor!r}")
         for section, fields in MONEY_FIELDS.items():
             value = data.get(section)
             default = cls.model_fields[section].default
@@ -513,41 +527,85 @@ class Scenario(_Strict):
     def _consistent(self) -> Scenario:
         ids = [p.id for p in self.products]
         if len(set(ids)) != len(ids):
-            raise ValueError("product ids must be unique")
-        for event in self.events:
+            raise FieldError("products", "product ids must be unique")
+        for k, event in enumerate(self.events):
             if event.product is not None and event.product not in ids:
-                raise ValueError(f"event {event.name!r} names unknown product {event.product!r}")
-        for act in self.interventions:
+                raise FieldError(
+                    f"events[{k}].product", f"event {event.name!r} names unknown product {event.product!r}"
+                )
+        for k, act in enumerate(self.interventions):
             if act.product is not None and act.product not in ids:
-                raise ValueError(f"intervention {act.name!r} names unknown product {act.product!r}")
+                raise FieldError(
+                    f"interventions[{k}].product",
+                    f"intervention {act.name!r} names unknown product {act.product!r}",
+                )
         entering = [seat for act in self.interventions if act.kind == "entry" for seat in act.seats or ()]
         if len(set(entering)) != len(entering):
-            raise ValueError("a seat enters once: two entries name the same seat")
+            raise FieldError("interventions", "a seat enters once: two entries name the same seat")
         for k, seat in enumerate(self.seats):
             for named in [*seat.unit_cost, *seat.quality]:
                 if named not in ids:
-                    raise ValueError(f"seats[{k}] names unknown product {named!r}")
+                    raise FieldError(f"seats[{k}]", f"names unknown product {named!r}")
         if self.segments and abs(sum(s.share for s in self.segments) - 1) > 1e-9:
-            raise ValueError("the segments' shares must add up to 1")
+            raise FieldError("segments", "the segments' shares must add up to 1")
         names = [c.name for c in self.competitors]
         if len(set(names)) != len(names):
-            raise ValueError("competitor names must be unique")
-        for competitor in self.competitors:
+            raise FieldError("competitors", "competitor names must be unique")
+        for k, competitor in enumerate(self.competitors):
             for named in competitor.products:
                 if named not in ids:
-                    raise ValueError(f"competitor {competitor.name!r} sells unknown product {named!r}")
-        if self.reputation.minimum > self.reputation.maximum:
-            raise ValueError("reputation.minimum is above reputation.maximum")
-        perishable = [p.id for p in self.products if p.shelf_life is not None]
-        if perishable and not self.demand.stock_limited:
-            raise ValueError(f"product {perishable[0]!r} has a shelf life, which needs stock_limited: true")
-        if self.demand.mode == "stochastic":
-            for product in self.products:
-                if not float(product.initial_stock).is_integer():
-                    raise ValueError(
-                        f"product {product.id!r}: initial_stock must be whole units in stochastic mode"
+                    raise FieldError(
+                        f"competitors[{k}].products",
+                        f"competitor {competitor.name!r} sells unknown product {named!r}",
                     )
+            if math.prod(max(cut.multiplier, 1.0) for cut in competitor.cuts) > MAX_FACTOR:
+                raise FieldError(
+                    f"competitors[{k}].cuts", f"together they raise its prices more than {MAX_FACTOR:g} times"
+                )
+        for k, product in enumerate(self.products):
+            for kind in ("demand", "cost"):
+                rise = self._most_raised(kind, product.id)
+                if rise > MAX_FACTOR:
+                    raise FieldError(
+                        "events",
+                        f"the {kind} events of product {product.id!r} together multiply its {kind} by up "
+                        f"to {rise:g}; at most {MAX_FACTOR:g}",
+                    )
+            busiest = (
+                product.base_demand
+                * max(self.demand.weekday_factors)
+                * (1 + self.demand.seasonal_amplitude)
+                * self._most_raised("demand", product.id)
+            )
+            if busiest > MAX_CUSTOMERS:
+                raise FieldError(
+                    f"products[{k}].base_demand",
+                    f"with the weekday, seasonal and event factors, up to {busiest:.3g} customers a day; "
+                    f"at most {MAX_CUSTOMERS:g}",
+                )
+        if self.reputation.minimum > self.reputation.maximum:
+            raise FieldError("reputation.minimum", "reputation.minimum is above reputation.maximum")
+        for k, product in enumerate(self.products):
+            if product.shelf_life is not None and not self.demand.stock_limited:
+                raise FieldError(
+                    f"products[{k}].shelf_life",
+                    f"product {product.id!r} has a shelf life, which needs stock_limited: true",
+                )
+            if self.demand.mode == "stochastic" and not float(product.initial_stock).is_integer():
+                raise FieldError(
+                    f"products[{k}].initial_stock",
+                    f"product {product.id!r}: initial_stock must be whole units in stochastic mode",
+                )
         return self
+
+    def _most_raised(self, kind: Literal["demand", "cost"], product: str) -> float:
+        """The most the events of `kind` can multiply `product`'s customers or unit cost by:
+        every rise among them at once."""
+        return math.prod(
+            max(event.multiplier, 1.0)
+            for event in self.events
+            if event.kind == kind and event.product in (None, product)
+        )
 
     @property
     def product_ids(self) -> list[str]:

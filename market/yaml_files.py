@@ -4,15 +4,68 @@ read strictly: every mistake becomes one `ConfigError` naming the file and the f
 
 from __future__ import annotations
 
+import types
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from market.errors import UserError, first_problem
 
 _Model = TypeVar("_Model", bound=BaseModel)
+
+MAX_SEED = 2**31 - 1  # the largest seed a file may give: what a database's integer column holds
+
+
+class FileModel(BaseModel):
+    """The base of every model a file is read into (a scenario, a tournament and each of its
+    sections, a contestant's parameters, a provider's settings): unknown keys are errors, and
+    every number is finite (no .nan, .inf or 1e309) and a number, not true or false, which
+    pydantic would otherwise read as 1 or 0. The range of each number is its field's own
+    (tests/market/test_file_numbers.py checks that every numeric field states one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_flag_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        if info.field_name is not None:
+            _refuse_flags(cls.model_fields[info.field_name].annotation, value)
+        return value
+
+
+def _refuse_flags(annotation: Any, value: Any) -> None:
+    """ValueError where `value`, read for a field of type `annotation`, holds true or false in
+    place of a number: the value itself, or an item of its list or mapping."""
+    annotation = _bare(annotation)
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (Union, types.UnionType):
+        if isinstance(value, bool):
+            members = [_bare(arg) for arg in args]
+            if bool not in members and Any not in members and (int in members or float in members):
+                raise ValueError(f"Input should be a number, not {str(value).lower()}")
+            return
+        for member in args:
+            _refuse_flags(member, value)
+    elif annotation in (int, float):
+        if isinstance(value, bool):
+            raise ValueError(f"Input should be a number, not {str(value).lower()}")
+    elif origin in (list, tuple, Sequence) and isinstance(value, (list, tuple)):
+        each = args[:1] * len(value) if len(args) == 1 or args[-1:] == (Ellipsis,) else args
+        for item_type, item in zip(each, value):
+            _refuse_flags(item_type, item)
+    elif origin in (dict, Mapping) and isinstance(value, dict) and len(args) == 2:
+        for item in value.values():
+            _refuse_flags(args[1], item)
+
+
+def _bare(annotation: Any) -> Any:
+    """`annotation` without the constraints Annotated adds to it."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation
 
 
 class ConfigError(UserError):

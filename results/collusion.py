@@ -16,19 +16,18 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from market.demand import demand_factor
-from market.scenario import Scenario, event_multiplier
+from market.scenario import MAX_DAYS, Scenario, event_multiplier
+from market.yaml_files import FileModel
 
 if TYPE_CHECKING:
     from market.equilibrium import SeatBenchmarks
 
 
-class CollusionSettings(BaseModel):
+class CollusionSettings(FileModel):
     """The `collusion:` section of a tournament file. Unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     window: float = Field(
         0.5,
@@ -47,7 +46,7 @@ class CollusionSettings(BaseModel):
     min_days: int = Field(
         5,
         ge=1,
-        le=3650,
+        le=MAX_DAYS,
         description="consecutive flagged days that make a supra-competitive or price-war window",
     )
 

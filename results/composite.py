@@ -16,22 +16,24 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from market.yaml_files import FileModel
+
+MAX_WEIGHT = 1000.0  # weights count relative to one another: a wider range adds nothing
 
 
-class ScoringWeights(BaseModel):
+class ScoringWeights(FileModel):
     """The `scoring:` section of a tournament file, or a `--weights` file. Unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     objective: Literal["net_worth", "goals"] = Field(
         "net_worth",
         description="what the rating ranks a match's merchants by: their place (net worth), or the "
         "share of the campaign goals they met, then their place",
     )
-    win_rate: float = Field(0.5, ge=0, description="weight of the win rate")
-    validity: float = Field(0.25, ge=0, description="weight of the action validity rate")
-    memory: float = Field(0.25, ge=0, description="weight of 1 - memory error")
+    win_rate: float = Field(0.5, ge=0, le=MAX_WEIGHT, description="weight of the win rate")
+    validity: float = Field(0.25, ge=0, le=MAX_WEIGHT, description="weight of the action validity rate")
+    memory: float = Field(0.25, ge=0, le=MAX_WEIGHT, description="weight of 1 - memory error")
 
     @model_validator(mode="after")
     def _some_weight(self) -> ScoringWeights:

@@ -12,15 +12,16 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator
+from pydantic import BaseModel, Field, SkipValidation, field_validator
 
 from market.calls import ModelCall, TranscriptStep
 from market.daylog import ColumnRecords
-from market.scenario import Scenario
+from market.scenario import MAX_MONEY, Day, Scenario
 from market.types import DayRecord
+from market.yaml_files import FileModel
 from results.collusion import CollusionSettings
 from results.daylog_codec import pack
-from results.deviation import DeviationProbe
+from results.deviation import DeviationProbe, Price, is_price
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
 WindowKind = Literal["supra_competitive", "price_war"]
@@ -368,16 +369,14 @@ class DeviationPath(BaseModel):
     calls: list[ModelCallRecord] = Field(default_factory=list)
 
 
-class OffPathSettings(BaseModel):
+class OffPathSettings(FileModel):
     """The tournament file's `off_path:`: on each of `days` every merchant that answers
     questions is asked what it would charge for the scenario's first product had its next
     rival in seat order posted `price` for it the day before (a price, or that rival's seat's
     `nash` or `monopoly` price), in place of that day's recall question."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    days: list[int] = Field(min_length=1)
-    price: float | Literal["nash", "monopoly"]
+    days: list[Day] = Field(min_length=1)
+    price: Price | Literal["nash", "monopoly"]
 
     @field_validator("days")
     @classmethod
@@ -389,9 +388,10 @@ class OffPathSettings(BaseModel):
     @field_validator("price", mode="before")
     @classmethod
     def _a_price(cls, price: object) -> object:
-        is_price = isinstance(price, (int, float)) and not isinstance(price, bool) and 0 < price < math.inf
-        if price not in ("nash", "monopoly") and not is_price:
-            raise ValueError(f"must be nash, monopoly or a price above 0, not {price!r}")
+        if price not in ("nash", "monopoly") and not is_price(price):
+            raise ValueError(
+                f"must be nash, monopoly or a price above 0 and at most {MAX_MONEY:g}, not {price!r}"
+            )
         return price
 
 

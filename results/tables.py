@@ -38,6 +38,8 @@ from results.records import (
     WindowKind,
 )
 
+LARGEST_ID = 2**63 - 1  # the largest key a database holds
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)

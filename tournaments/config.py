@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,8 @@ from contestants.llm.call_coordinator import Budget
 from contestants.llm.pricing import Price
 from market.errors import FieldError, first_problem
 from market.scenario import (
+    MAX_DAYS,
+    MAX_MERCHANTS_PER_MATCH,
     SHIPPED_SCENARIOS,
     Goal,
     Intervention,
@@ -39,7 +41,7 @@ from market.scenario import (
     names_a_file,
     shipped_scenarios,
 )
-from market.yaml_files import ConfigError, load_model, parse_yaml, read_text, validated
+from market.yaml_files import MAX_SEED, ConfigError, FileModel, load_model, parse_yaml, read_text, validated
 from results.collusion import CollusionSettings
 from results.composite import ScoringWeights
 from results.deviation import DeviationProbe
@@ -48,13 +50,13 @@ from results.rating_fit import LEVEL
 from results.records import FactorValue, OffPathSettings, PlayedScenarios, as_number, same_value, shown_value
 from results.tables import TournamentRow
 
-MAX_MERCHANTS_PER_MATCH = 16
 MAX_SWEEP_CELLS = 10_000
+MAX_REPETITIONS = 10_000
+
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 
 
-class ContestantEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class ContestantEntry(FileModel):
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -67,13 +69,11 @@ class ContestantEntry(BaseModel):
     )
 
 
-class TournamentSpec(BaseModel):
+class TournamentSpec(FileModel):
     """The tournament file's schema. Unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     name: str = Field(min_length=1)
-    seed: int = 0
+    seed: Seed = 0
     format: Literal["round_robin", "free_for_all", "gauntlet", "solo", "adaptive"] = "round_robin"
     group_size: int = Field(
         2,
@@ -111,9 +111,9 @@ class TournamentSpec(BaseModel):
         min_length=1,
         description="scenario names (a shipped one, or NAME.yaml in scenarios/ near the file) or paths",
     )
-    seeds: list[int] | None = Field(None, min_length=1)
-    repetitions: int | None = Field(None, ge=1, le=10_000, description="shorthand for seeds 0..n-1")
-    days: int | None = Field(None, ge=1, le=3650, description="overrides each scenario's days")
+    seeds: list[Seed] | None = Field(None, min_length=1)
+    repetitions: int | None = Field(None, ge=1, le=MAX_REPETITIONS, description="shorthand for seeds 0..n-1")
+    days: int | None = Field(None, ge=1, le=MAX_DAYS, description="overrides each scenario's days")
     rotate_seats: bool = True
     max_concurrent_matches: int = Field(8, ge=1, le=1024)
     decision_timeout_s: float | None = Field(
@@ -123,7 +123,7 @@ class TournamentSpec(BaseModel):
         description="seconds a hosted contestant's daily turn may take; default: what its own settings need",
     )
     recall_every: int = Field(
-        5, ge=0, le=3650, description="ask memory probes every this many days; 0: never"
+        5, ge=0, le=MAX_DAYS, description="ask memory probes every this many days; 0: never"
     )
     budget: Budget | None = None
     prices: dict[str, Price] = Field(
@@ -172,9 +172,14 @@ class TournamentSpec(BaseModel):
     @classmethod
     def _numbers(cls, sweep: Any) -> Any:
         """YAML reads 1e-5 (no point before the e) as text: a factor's value that reads as a
-        number is that number."""
+        number is that number. A value that is no finite number (.nan, .inf) is refused here,
+        where the field it is for is named."""
         if not isinstance(sweep, dict):
             return sweep
+        for factor, values in sweep.items():
+            for k, value in enumerate(values if isinstance(values, list) else []):
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise FieldError(f"{factor}[{k}]", "Input should be a finite number")
         return {
             factor: [as_number(value) for value in values] if isinstance(values, list) else values
             for factor, values in sweep.items()
@@ -264,6 +269,10 @@ class TournamentSpec(BaseModel):
                 )
             if self.sweep is not None:
                 raise FieldError("sweep", "adaptive plays one field; sweep it in files of its own")
+        elif self.sweep is not None and "adaptive" in self.sweep.get("format", ()):
+            raise FieldError(
+                "sweep.format", "adaptive plays one field, not a sweep's cell: give it a file of its own"
+            )
         elif self.max_matches is not None:
             raise FieldError("max_matches", f"only applies to the adaptive format, not {self.format}")
         if self.format == "free_for_all" and len(self.contestants) > MAX_MERCHANTS_PER_MATCH:

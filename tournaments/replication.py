@@ -11,32 +11,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 from sqlalchemy import Engine
 
 from market.errors import UserError
-from market.yaml_files import load_model, parse_yaml, read_text
+from market.scenario import MAX_TOTAL
+from market.yaml_files import FileModel, load_model, parse_yaml, read_text
 from results.records import FactorValue, as_number, same_value
 from results.sweeps import MeanInterval, by_cell
 
 PACKS = Path(__file__).parent / "replications"
 
 
-class Figure(BaseModel):
+Value = Annotated[float, Field(ge=-MAX_TOTAL, le=MAX_TOTAL)]  # a figure's, or an end of its band
+
+
+class Figure(FileModel):
     """A published figure: `metric`'s mean over the matches whose cell has the values `where`
     (all matches without it), the value the source gives, and the band [low, high] arena's mean
     must fall in."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     name: str
     metric: str
     where: dict[str, FactorValue] = Field(default_factory=dict)
-    published: float
-    band: tuple[float, float]
+    published: Value
+    band: tuple[Value, Value]
     source: str = Field(description="where in the source: a table, a figure, a page")
 
     @field_validator("where", mode="before")
@@ -61,10 +63,8 @@ class Figure(BaseModel):
         return self
 
 
-class PackFigures(BaseModel):
+class PackFigures(FileModel):
     """A pack's figures.yaml."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     title: str
     source: str = Field(description="the work, as one cites it")

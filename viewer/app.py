@@ -47,10 +47,10 @@ from results import store
 from results.db import describe_failure, engine_for
 from results.errors import DatabaseError, NotFound
 from results.plots import figure_csv
+from results.tables import LARGEST_ID
 from results.transcript import step_lines
 from viewer import pages
 
-LARGEST_ID = 2**63 - 1  # the largest key a database holds
 LOOPBACK = ("127.0.0.1", "localhost")  # the names the viewer answers to where it asks for no token
 PLOTLY_JS = Path(str(files("plotly") / "package_data" / "plotly.min.js"))  # the plotly package ships it
 

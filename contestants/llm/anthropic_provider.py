@@ -40,7 +40,7 @@ class AnthropicSettings(RemoteSettings):
         None, description="extended thinking; None: the model's default"
     )
     thinking_budget: int = Field(
-        1024, ge=1024, description="tokens of thinking with thinking: enabled; below max_tokens"
+        1024, ge=1024, le=10**8, description="tokens of thinking with thinking: enabled; below max_tokens"
     )
     cache_prompt: bool = Field(True, description="a prompt-cache breakpoint after the rules and the tool")
 

@@ -36,23 +36,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from contestants.llm.cache import ResponseCache
 from contestants.llm.types import Completion
+from market.yaml_files import FileModel
 
 WINDOW_S = 60.0  # the minute of requests_per_minute and tokens_per_minute
 T = TypeVar("T")
 
 
-class Budget(BaseModel):
+class Budget(FileModel):
     """The most a run may spend on model calls; calls served from the response cache are not
     paid and do not count."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tokens: int | None = Field(None, gt=0, description="input + output tokens")
-    cost_usd: float | None = Field(None, gt=0)
+    tokens: int | None = Field(None, gt=0, le=10**15, description="input + output tokens")
+    cost_usd: float | None = Field(None, gt=0, le=1e9)
 
     def exceeded_by(self, tokens: int, cost: float) -> str | None:
         """Why the budget is spent, or None while it is not."""

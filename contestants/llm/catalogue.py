@@ -16,16 +16,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from market.yaml_files import FileModel
 
 CATALOGUE = Path(__file__).with_name("catalogue.yaml")
 
 Sampling = Literal["always", "effort_none", "never"]
 Structured = Literal["json_schema", "tool", "json_object"]
+MAX_PRICE = 1e6  # USD per million tokens: the most a price may be
 
 
-class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Entry(FileModel):
+    """An entry of the catalogue, or a price a tournament file gives."""
 
 
 class OpenAIFamily(_Entry):
@@ -42,7 +45,7 @@ class OpenAIFamily(_Entry):
     structured: tuple[Structured, ...]
     strict: bool
     json_object_schema: bool
-    context: int | None = None
+    context: int | None = Field(None, ge=1, le=10**9)
 
     def efforts_for(self, api: str) -> tuple[str, ...] | None:
         """The reasoning efforts the API accepts for this model; None: not known."""
@@ -63,7 +66,7 @@ class AnthropicFamily(_Entry):
     thinking: tuple[Literal["adaptive", "enabled", "disabled"], ...] | None = None
     efforts: tuple[str, ...] | None = None
     structured: tuple[Literal["tool", "json_schema"], ...]
-    context: int | None = None
+    context: int | None = Field(None, ge=1, le=10**9)
 
 
 class Preset(_Entry):
@@ -76,10 +79,10 @@ class Price(_Entry):
     """USD per million tokens. Cached input costs `cached_input` (default: `input`), tokens
     written to a prompt cache `cache_write` (default: `input`, for APIs that bill no write)."""
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cached_input: float | None = Field(None, ge=0)
-    cache_write: float | None = Field(None, ge=0)
+    input: float = Field(ge=0, le=MAX_PRICE)
+    output: float = Field(ge=0, le=MAX_PRICE)
+    cached_input: float | None = Field(None, ge=0, le=MAX_PRICE)
+    cache_write: float | None = Field(None, ge=0, le=MAX_PRICE)
 
 
 class _Families(_Entry):

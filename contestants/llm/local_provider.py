@@ -54,6 +54,7 @@ from contestants.llm.providers import Provider, ProviderSettings
 from contestants.llm.retry import Failure
 from contestants.llm.schema import capped_schema
 from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall, parse_object
+from market.yaml_files import MAX_SEED
 
 SMOLLM2 = "smollm2"
 # Part of the response cache key, raised when the way answers are written changes (grammar
@@ -64,14 +65,24 @@ KEPT_PREFIXES = 8  # evaluated first messages kept per model (a few scenarios x 
 
 class LocalSettings(ProviderSettings):
     model_path: Path | None = None
-    n_ctx: int = Field(4096, gt=0)
-    n_threads: int = Field(1, gt=0, description="per model; a tournament runs several models at once")
-    max_items: int = Field(
-        2, gt=0, description="caps every list in the answer: a small model repeats an item up to the cap"
+    n_ctx: int = Field(4096, gt=0, le=10**8)
+    n_threads: int = Field(
+        1, gt=0, le=1024, description="per model; a tournament runs several models at once"
     )
-    max_string: int = Field(80, gt=0, description="caps every string in the answer (notes), in characters")
+    max_items: int = Field(
+        2,
+        gt=0,
+        le=10**6,
+        description="caps every list in the answer: a small model repeats an item up to the cap",
+    )
+    max_string: int = Field(
+        80, gt=0, le=10**6, description="caps every string in the answer (notes), in characters"
+    )
     seed: int = Field(
-        0, ge=0, description="used when a request has no seed, so answers do not depend on call order"
+        0,
+        ge=0,
+        le=MAX_SEED,
+        description="used when a request has no seed, so answers do not depend on call order",
     )
     recode_8bit: bool | None = Field(
         None,

@@ -184,6 +184,7 @@ class LLMParams(Params):
     context_tokens: int | None = Field(
         None,
         ge=1000,
+        le=10**8,
         description="the most tokens a call may hold (prompt and answer); None: the model's own "
         "where known. Agent mode compacts its conversation to stay within it",
     )

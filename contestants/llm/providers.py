@@ -25,7 +25,7 @@ from pathlib import Path
 from pkgutil import resolve_name
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from contestants.llm.cache import request_key
 from contestants.llm.call_coordinator import (
@@ -42,6 +42,7 @@ from contestants.llm.pricing import cost
 from contestants.llm.retry import Failure, RetryPolicy, call_with_retries
 from contestants.llm.types import Answer, Completion, CompletionRequest, Message, parse_object
 from market.errors import first_problem
+from market.yaml_files import FileModel
 
 LEASE_SLACK_S = 60.0  # a call's hold at the coordinator outlasts its total timeout by this much
 CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a token in today's tokenizers
@@ -68,24 +69,28 @@ def approximate_tokens(request: CompletionRequest, chars_per_token: int = CHARS_
     return characters // chars_per_token + 4 * len(request.messages)
 
 
-class ProviderSettings(BaseModel):
+DAY_S = 86_400.0  # the longest time a setting may give, in seconds
+
+
+class ProviderSettings(FileModel):
     """Settings every provider has. Times are seconds."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_retries: int = Field(3, ge=0)
-    timeout: float = Field(60.0, gt=0, description="per attempt")
-    total_timeout: float = Field(300.0, gt=0, description="all attempts of one call together")
-    backoff_initial: float = Field(1.0, ge=0)
-    backoff_max: float = Field(30.0, ge=0)
+    max_retries: int = Field(3, ge=0, le=100)
+    timeout: float = Field(60.0, gt=0, le=DAY_S, description="per attempt")
+    total_timeout: float = Field(300.0, gt=0, le=DAY_S, description="all attempts of one call together")
+    backoff_initial: float = Field(1.0, ge=0, le=DAY_S)
+    backoff_max: float = Field(30.0, ge=0, le=DAY_S)
     max_concurrent_calls: int = Field(
         8, ge=1, le=1024, description="calls in flight at once to this provider endpoint, across the run"
     )
     requests_per_minute: int | None = Field(
-        None, ge=1, description="calls started per minute at this endpoint, across the run"
+        None, ge=1, le=10**9, description="calls started per minute at this endpoint, across the run"
     )
     tokens_per_minute: int | None = Field(
-        None, ge=1, description="tokens (prompt and answer) per minute at this endpoint, across the run"
+        None,
+        ge=1,
+        le=10**15,
+        description="tokens (prompt and answer) per minute at this endpoint, across the run",
     )
     cache_dir: Path = Path(".arena-cache")
     no_cache: bool = Field(False, description="neither read nor write the response cache")

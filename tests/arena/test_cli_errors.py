@@ -7,6 +7,7 @@ every case here fails before the runner is called, or never reaches it).
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 import os
@@ -15,9 +16,11 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
+import yaml
 from typer.testing import CliRunner
 
 from arena.cli import app, user_errors
@@ -279,8 +282,269 @@ CASES = [
 ]
 
 
+# ---- numbers: finite, within their ranges, never true or false, on every surface ----------
+
+
+def _yaml_with(data: dict, path: str, raw: str) -> str:
+    """`data` as YAML with the value at `path` (dotted, list items by number; made if missing)
+    written as the YAML text `raw`, as a user would type it (1e309, .nan, true)."""
+    data = copy.deepcopy(data)
+    *sections, last = path.split(".")
+    place: Any = data
+    for key in sections:
+        place = place[int(key)] if isinstance(place, list) else place.setdefault(key, {})
+    if isinstance(place, list):
+        place[int(last)] = "@VALUE@"
+    else:
+        place[last] = "@VALUE@"
+    return yaml.safe_dump(data, sort_keys=False).replace("'@VALUE@'", raw)
+
+
+TOURNAMENT = {
+    "name": "t",
+    "scenarios": ["shop"],
+    "contestants": [{"name": "a", "kind": "fixed_price"}, {"name": "b", "kind": "random"}],
+}
+# a scenario with every part of the retail world
+SHOP = {
+    "name": "shop",
+    "days": 6,
+    "products": [
+        {
+            "id": "w",
+            "unit_cost": 9.0,
+            "reference_price": 20.0,
+            "base_demand": 40,
+            "initial_stock": 100,
+            "suppliers": [{"name": "far", "unit_cost": 7.5, "lead_time": 3, "reliability": 0.8}],
+        }
+    ],
+    "choice": {"price_sensitivity": 4.0, "no_purchase_utility": -2.0, "promotion_response": 0.4},
+    "demand": {"weekday_factors": [1, 1, 1, 1, 1.2, 1.3, 1.1]},
+    "reputation": {"advertising_scale": 400},
+    "finance": {"initial_cash": 4000, "credit_share": 0.1, "credit_days": 7},
+    "segments": [{"name": "bargain", "share": 0.4, "return_rate": 0.1}, {"name": "regular", "share": 0.6}],
+    "promotions": {"max_discount": 0.4, "max_days": 5},
+    "satisfaction": {"demand_weight": 0.3},
+    "competitors": [{"name": "mart", "price_ratio": 0.95, "cuts": [{"start_day": 2, "multiplier": 0.8}]}],
+    "seats": [{"unit_cost": {"w": 9.0}}, {"unit_cost": {"w": 8.0}}],
+    "events": [{"name": "rush", "kind": "demand", "start_day": 2, "end_day": 3, "multiplier": 1.5}],
+    "interventions": [{"name": "cap", "kind": "price_cap", "start_day": 2, "end_day": 3, "price": 40}],
+    "goals": [{"metric": "revenue", "at_least": 100}],
+    "target_net_worth": 5000,
+}
+THIRTY_DIGITS = "1" + "0" * 29
+
+
+def in_tournament(id: str, path: str, raw: str, needles: list[str]):
+    """The tournament file with `raw` at `path`, refused with a line naming t.yaml and every needle."""
+    files = {
+        "t.yaml": _yaml_with(TOURNAMENT, path, raw),
+        "scenarios/shop.yaml": _yaml_with(SHOP, "name", "shop"),
+    }
+    return case(id, files, "t.yaml", needles)
+
+
+def in_scenario(id: str, path: str, raw: str, needles: list[str]):
+    """The shop scenario with `raw` at `path`: the line names the scenario's file."""
+    files = {
+        "t.yaml": _yaml_with(TOURNAMENT, "name", "t"),
+        "scenarios/shop.yaml": _yaml_with(SHOP, path, raw),
+    }
+    return case(id, files, "t.yaml", needles, "shop.yaml")
+
+
+def in_params(kind: str, path: str, raw: str, needles: list[str], scenario: str = "price_war"):
+    """The first contestant of kind `kind`, with `raw` at `path` of its params."""
+    entry = {"name": "a", "kind": kind, "params": {"model": "local/smollm2"} if kind == "llm" else {}}
+    tournament = {**TOURNAMENT, "scenarios": [scenario], "contestants": [entry, TOURNAMENT["contestants"][1]]}
+    files = {"t.yaml": _yaml_with(tournament, f"contestants.0.params.{path}", raw)}
+    return case(f"{kind}-{path}-{raw}", files, "t.yaml", [f"contestants[0].params.{path}:", *needles])
+
+
+FINITE = "Input should be a finite number"
+NOT_TRUE = "Input should be a number, not true"
+
+NUMBERS = [
+    # the tournament file
+    in_tournament("seed-negative", "seed", "-1", ["t.yaml: seed:", "greater than or equal to 0"]),
+    in_tournament(
+        "seed-30-digits", "seed", THIRTY_DIGITS, ["t.yaml: seed:", "less than or equal to 2147483647"]
+    ),
+    in_tournament("seeds-negative", "seeds", "[-1]", ["t.yaml: seeds[0]:", "greater than or equal to 0"]),
+    in_tournament("seeds-30-digits", "seeds", f"[4, {THIRTY_DIGITS}]", ["t.yaml: seeds[1]:", "2147483647"]),
+    in_tournament("days-true", "days", "true", ["t.yaml: days:", NOT_TRUE]),
+    in_tournament("days-nan", "days", ".nan", ["t.yaml: days:", FINITE]),
+    in_tournament("group-size-true", "group_size", "true", ["t.yaml: group_size:", NOT_TRUE]),
+    in_tournament("confidence-nan", "confidence", ".nan", ["t.yaml: confidence:", FINITE]),
+    in_tournament("timeout-inf", "decision_timeout_s", ".inf", ["t.yaml: decision_timeout_s:", FINITE]),
+    in_tournament(
+        "copies-true", "contestants.0.copies", "true", ["t.yaml: contestants[0].copies:", NOT_TRUE]
+    ),
+    in_tournament("scoring-inf", "scoring.win_rate", ".inf", ["t.yaml: scoring.win_rate:", FINITE]),
+    in_tournament("scoring-true", "scoring.memory", "true", ["t.yaml: scoring.memory:", NOT_TRUE]),
+    in_tournament(
+        "scoring-huge", "scoring.validity", "1.0e+200", ["scoring.validity:", "less than or equal to 1000"]
+    ),
+    in_tournament("collusion-nan", "collusion.window", ".nan", ["t.yaml: collusion.window:", FINITE]),
+    in_tournament(
+        "deviation-to-1e309", "deviation", "{day: 2, to: 1e309}", ["t.yaml: deviation.to:", "'1e309'"]
+    ),
+    in_tournament("deviation-seat-true", "deviation", "{day: 2, seat: true}", ["deviation.seat:", NOT_TRUE]),
+    in_tournament(
+        "off-path-price-inf", "off_path", "{days: [3], price: .inf}", ["off_path.price:", "price above 0"]
+    ),
+    in_tournament("off-path-day-true", "off_path", "{days: [true], price: 2}", ["off_path.days:", NOT_TRUE]),
+    in_tournament("budget-cost-inf", "budget", "{cost_usd: .inf}", ["t.yaml: budget.cost_usd:", FINITE]),
+    in_tournament("budget-tokens-true", "budget", "{tokens: true}", ["t.yaml: budget.tokens:", NOT_TRUE]),
+    in_tournament(
+        "price-nan", "prices", "{openai/x: {input: .nan, output: 1}}", ["prices.openai/x.input:", FINITE]
+    ),
+    # sweeps
+    in_tournament(
+        "sweep-format-adaptive",
+        "sweep",
+        "{format: [round_robin, adaptive]}",
+        ["t.yaml: sweep.format:", "adaptive"],
+    ),
+    in_tournament(
+        "sweep-days-true", "sweep", "{days: [5, true]}", ["t.yaml: sweep: cell days=true: days:", NOT_TRUE]
+    ),
+    in_tournament(
+        "sweep-param-1e309",
+        "sweep",
+        "{fixed_price.price: [3, 1e309]}",
+        ["t.yaml: sweep: cell fixed_price.price=1e309: contestants[0].params.price:", FINITE],
+    ),
+    in_tournament(
+        "sweep-scenario-nan",
+        "sweep",
+        "{scenario.choice.no_purchase_utility: [-2, .nan]}",
+        ["sweep.scenario.choice.no_purchase_utility[1]:", FINITE],
+    ),
+    # goals and interventions, in the tournament file and in a scenario
+    in_tournament(
+        "goal-nan", "goals", "[{metric: revenue, at_least: .nan}]", ["t.yaml: goals[0].at_least:", FINITE]
+    ),
+    in_tournament(
+        "goal-true", "goals", "[{metric: revenue, at_most: true}]", ["t.yaml: goals[0].at_most:", NOT_TRUE]
+    ),
+    in_scenario(
+        "scenario-goal-1e309", "goals.0.at_least", "1e309", ["shop.yaml: goals[0].at_least:", FINITE]
+    ),
+    in_tournament(
+        "intervention-price-inf",
+        "interventions",
+        "[{name: c, kind: price_cap, start_day: 2, price: .inf}]",
+        ["t.yaml: interventions[0].price:", FINITE],
+    ),
+    in_tournament(
+        "intervention-day-true",
+        "interventions",
+        "[{name: c, kind: price_cap, start_day: true, price: 5}]",
+        ["t.yaml: interventions[0].start_day:", NOT_TRUE],
+    ),
+    in_tournament(
+        "intervention-seat-true",
+        "interventions",
+        "[{name: f, kind: forced_price, start_day: 2, price: 5, seats: [true]}]",
+        ["t.yaml: interventions[0].seats:", NOT_TRUE],
+    ),
+    in_scenario(
+        "scenario-intervention-1e309", "interventions.0.price", "1e309", ["interventions[0].price:", FINITE]
+    ),
+    # a scenario's parts, the retail world's among them
+    in_scenario("quality-nan", "products.0.quality", ".nan", ["shop.yaml: products[0].quality:", FINITE]),
+    in_scenario("unit-cost-1e309", "products.0.unit_cost", "1e309", ["products[0].unit_cost:", FINITE]),
+    in_scenario("base-demand-1e309", "products.0.base_demand", "1e309", ["products[0].base_demand:", FINITE]),
+    in_scenario(  # 1e8 customers times the busiest weekday's 1.3 and the rush's 1.5
+        "base-demand-busiest-day",
+        "products.0.base_demand",
+        "1.0e+8",
+        ["shop.yaml: products[0].base_demand:", "up to 1.95e+08 customers a day; at most 1e+08"],
+    ),
+    in_scenario(
+        "events-together",
+        "events",
+        "[{name: a, kind: cost, start_day: 2, end_day: 3, multiplier: 100},"
+        " {name: b, kind: cost, start_day: 3, end_day: 4, multiplier: 100}]",
+        ["shop.yaml: events:", "multiply its cost by up to 10000; at most 1000"],
+    ),
+    in_scenario(
+        "supplier-cost-1e309",
+        "products.0.suppliers.0.unit_cost",
+        "1e309",
+        ["suppliers[0].unit_cost:", FINITE],
+    ),
+    in_scenario(
+        "supplier-true", "products.0.suppliers.0.reliability", "true", ["suppliers[0].reliability:", NOT_TRUE]
+    ),
+    in_scenario(
+        "price-sensitivity-1e309", "choice.price_sensitivity", "1e309", ["choice.price_sensitivity:", FINITE]
+    ),
+    in_scenario(
+        "no-purchase-nan", "choice.no_purchase_utility", ".nan", ["choice.no_purchase_utility:", FINITE]
+    ),
+    in_scenario("utility-too-large", "choice.no_purchase_utility", "5000", ["no_purchase_utility:", "1000"]),
+    in_scenario(
+        "weekday-nan", "demand.weekday_factors", "[1, 1, 1, 1, 1, 1, .nan]", ["weekday_factors[6]:", FINITE]
+    ),
+    in_scenario("season-true", "demand.seasonal_period", "true", ["demand.seasonal_period:", NOT_TRUE]),
+    in_scenario("cash-inf", "finance.initial_cash", ".inf", ["finance.initial_cash:", FINITE]),
+    in_scenario("advertising-nan", "reputation.advertising_scale", ".nan", ["advertising_scale:", FINITE]),
+    in_scenario("segment-nan", "segments.0.return_rate", ".nan", ["segments[0].return_rate:", FINITE]),
+    in_scenario("segment-true", "segments.0.share", "true", ["segments[0].share:", NOT_TRUE]),
+    in_scenario("promotion-inf", "promotions.max_discount", ".inf", ["promotions.max_discount:", FINITE]),
+    in_scenario(
+        "satisfaction-1e309", "satisfaction.demand_weight", "1e309", ["satisfaction.demand_weight:", FINITE]
+    ),
+    in_scenario(
+        "competitor-inf", "competitors.0.price_ratio", ".inf", ["competitors[0].price_ratio:", FINITE]
+    ),
+    in_scenario("cut-nan", "competitors.0.cuts.0.multiplier", ".nan", ["cuts[0].multiplier:", FINITE]),
+    in_scenario("seat-cost-inf", "seats.0.unit_cost.w", ".inf", ["seats[0].unit_cost.w:", FINITE]),
+    in_scenario("event-true", "events.0.start_day", "true", ["events[0].start_day:", NOT_TRUE]),
+    in_scenario("target-nan", "target_net_worth", ".nan", ["shop.yaml: target_net_worth:", FINITE]),
+    in_scenario("scale-inf", "scale", ".inf", ["shop.yaml: scale must be a number above 0"]),
+    # the parameters of every kind of contestant, and a model's provider settings
+    in_params("fixed_price", "price", "1e309", [FINITE]),
+    in_params("random", "max_order", "true", [NOT_TRUE]),
+    in_params("reorder_point", "price_factor", ".nan", [FINITE]),
+    in_params("undercut", "step", ".inf", [FINITE]),
+    in_params("cost_plus", "margin", "1e309", [FINITE]),
+    in_params("best_response", "grid_points", "true", [NOT_TRUE]),
+    in_params("tit_for_tat", "opening_price", ".nan", [FINITE]),
+    in_params("grim_trigger", "tolerance", "true", [NOT_TRUE]),
+    in_params("cartel", "tolerance", ".nan", [FINITE]),
+    in_params("latency", "latency_s", ".inf", [FINITE]),
+    in_params("chaos", "every", "true", [NOT_TRUE]),
+    in_params("qlearning", "alpha", ".nan", [FINITE], scenario="calvano"),
+    in_params("llm", "temperature", ".nan", [FINITE]),
+    in_params("llm", "context_tokens", THIRTY_DIGITS, ["less than or equal to"]),
+    # a model's provider settings: errors name the provider's settings
+    case(
+        "llm-provider-timeout-inf",
+        {"t.yaml": _yaml_with(TOURNAMENT, "contestants.0", "{name: a, kind: llm, params: {timeout: .inf}}")},
+        "t.yaml",
+        ["contestants[0].params:", "timeout:", FINITE],
+    ),
+    case(
+        "llm-provider-retries-true",
+        {
+            "t.yaml": _yaml_with(
+                TOURNAMENT,
+                "contestants.0",
+                "{name: a, kind: llm, params: {model: openai/gpt-4o, max_retries: true}}",
+            )
+        },
+        "t.yaml",
+        ["contestants[0].params:", "max_retries:", NOT_TRUE],
+    ),
+]
+
+
 @pytest.mark.parametrize("command", ["run", "validate"])
-@pytest.mark.parametrize(("files", "target", "named", "needles"), CASES)
+@pytest.mark.parametrize(("files", "target", "named", "needles"), CASES + NUMBERS)
 def test_config_mistakes_are_one_line_exit_2_and_write_nothing(work, command, files, target, named, needles):
     for name, text in files.items():
         (work / name).parent.mkdir(parents=True, exist_ok=True)

@@ -77,7 +77,7 @@ def test_scale_multiplies_every_amount_of_money_as_the_file_is_read(tmp_path):
     path.write_text(
         "name: s\nscale: 0\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n"
     )
-    with pytest.raises(ConfigError, match="scale must be a positive number, not 0"):
+    with pytest.raises(ConfigError, match="scale must be a number above 0 and at most 1e[+]06, not 0"):
         load_scenario(path)
 
 

@@ -142,7 +142,7 @@ def test_the_answers_are_stored_and_exported_apart(tmp_path):
         (
             "{days: [3], price: nahs}",
             "off_path.price",
-            "must be nash, monopoly or a price above 0, not 'nahs'",
+            "must be nash, monopoly or a price above 0 and at most 1e+12, not 'nahs'",
         ),
         ("{days: [3], price: 5000}", "off_path.price", "5000 is above scenarios[0]"),
     ],
