@@ -79,13 +79,19 @@ class _OneLineErrors(TyperGroup):
     `arena` alone still shows the help."""
 
     def main(
-        self, args: Sequence[str] | None = None, *more: Any, standalone_mode: bool = True, **options: Any
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
     ) -> Any:
         given = list(sys.argv[1:] if args is None else args)
         if not standalone_mode or not given:
-            return super().main(given, *more, standalone_mode=standalone_mode, **options)
+            return super().main(given, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
         try:
-            status = super().main(given, *more, standalone_mode=False, **options)
+            status = super().main(given, prog_name, complete_var, False, windows_expand_args, **extra)
         except typer.TyperException as exc:  # what Typer's parser raises: a usage error
             _error_line(_usage_problem(exc))
             sys.exit(getattr(exc, "exit_code", EXIT_USER_ERROR))

@@ -785,6 +785,79 @@ def test_leaderboard_selection_mistakes(work, args, needle):
     assert needle in one_error_line(invoke("leaderboard", "--db", f"sqlite:///{work}/x.db", *args))
 
 
+# ---- options and arguments: Typer's own refusals are one line too --------------------------
+
+BEYOND_64_BITS = "1" + "0" * 25
+LARGEST_ID = "9223372036854775807"
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["show", "0"], ["error: match_id:", "greater than or equal to 1"]),
+        (["show", BEYOND_64_BITS], ["error: match_id:", f"less than or equal to {LARGEST_ID}"]),
+        (["show", "abc"], ["error: match_id:", "valid integer"]),
+        (["show", "1", "--day", "0"], ["error: --day:", "greater than or equal to 1"]),
+        (["show", "1", "--day", "4000"], ["error: --day:", "less than or equal to 3650"]),
+        (["export", BEYOND_64_BITS, "--out", "o"], ["error: tournament_id:", LARGEST_ID]),
+        (["export", "1", "--out", "o", "--format", "xml"], ["error: --format:", "'xml' is not one of"]),
+        (["export", "1"], ["error: Missing option '--out'"]),
+        (["report", BEYOND_64_BITS], ["error: tournament_id:", LARGEST_ID]),
+        (["leaderboard", "--tournament", BEYOND_64_BITS], ["error: --tournament:", LARGEST_ID]),
+        (["leaderboard", "--tournament", "1", "--by", "x", "--tournament", "0"], ["error: --tournament:"]),
+        (["matches", "--tournament", "0"], ["error: --tournament:", "greater than or equal to 1"]),
+        (["rescore", "--tournament", BEYOND_64_BITS], ["error: --tournament:", LARGEST_ID]),
+        (["replicate", "calvano-baseline", "--tournament", BEYOND_64_BITS], ["error: --tournament:"]),
+        (["replicate", "calvano-baseline", "--days", "0"], ["error: --days:", "greater than or equal to 1"]),
+        (
+            ["replicate", "calvano-baseline", "--days", "4000"],
+            ["error: --days:", "less than or equal to 3650"],
+        ),
+        (["replicate", "calvano-baseline", "--repetitions", "0"], ["error: --repetitions:"]),
+        (["replicate", "calvano-baseline", "--repetitions", "10001"], ["error: --repetitions:", "10000"]),
+        (
+            ["equilibrium", "calvano", "--merchants", "0"],
+            ["error: --merchants:", "greater than or equal to 1"],
+        ),
+        (
+            ["equilibrium", "calvano", "--merchants", "17"],
+            ["error: --merchants:", "less than or equal to 16"],
+        ),
+        (["serve", "--port", "70000"], ["error: --port:", "less than or equal to 65535"]),
+        (["serve", "--port", "-1"], ["error: --port:", "greater than or equal to 0"]),
+        (["matches", "--bogus"], ["error: No such option: --bogus"]),
+        (["bogus"], ["error: No such command 'bogus'"]),
+        (["run"], ["error: Missing argument 'config'"]),
+        (["validate", "t.yaml", "--ping", "--bogus"], ["error: No such option: --bogus"]),
+        (["rate", "r.csv", "--anchor"], ["error: Option '--anchor' requires an argument"]),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) and value[0] != "error" else None,
+)
+def test_option_and_argument_mistakes_are_one_line_exit_2_and_write_nothing(work, args, needles):
+    line = one_error_line(invoke(*args, *(["--db", f"sqlite:///{work}/x.db"] if _takes_db(args[0]) else [])))
+    for needle in needles:
+        assert needle in line, (needle, line)
+    assert list(work.iterdir()) == []  # no database, no report, no export folder
+
+
+def _takes_db(command: str) -> bool:
+    return command in ("show", "export", "report", "leaderboard", "matches", "rescore", "replicate", "serve")
+
+
+def test_a_weights_file_with_an_infinite_weight_is_one_line(work):
+    engine_for(f"sqlite:///{work}/x.db").dispose()  # an empty database
+    (work / "w.yaml").write_text("win_rate: .inf\n")
+    line = one_error_line(invoke("leaderboard", "--db", f"sqlite:///{work}/x.db", "--weights", "w.yaml"))
+    assert line == "error: w.yaml: win_rate: Input should be a finite number"
+
+
+def test_arena_alone_still_shows_the_help():
+    result = invoke()
+    assert result.exit_code == 2
+    shown = result.stdout + result.stderr
+    assert "Usage: " in shown and "Tournaments of merchant agents" in shown and "error:" not in shown
+
+
 # ---- help --------------------------------------------------------------------------------
 
 

@@ -204,7 +204,9 @@ def test_seats_may_only_name_the_scenarios_products_and_positive_costs(tmp_path)
         "name: s\nproducts: [{id: x, unit_cost: 1, reference_price: 2, base_demand: 5}]\n"
         "seats: [{unit_cost: {x: 0}}]\n"
     )
-    with pytest.raises(ConfigError, match=r"s\.yaml: seats\[0\]\.unit_cost\.x: Input should be greater than 0"):
+    with pytest.raises(
+        ConfigError, match=r"s\.yaml: seats\[0\]\.unit_cost\.x: Input should be greater than 0"
+    ):
         load_scenario(path)
 
 
