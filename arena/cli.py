@@ -138,6 +138,12 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+TournamentOption = Annotated[
+    int | None,
+    typer.Option(
+        "--tournament", min=1, max=LARGEST_ID, help="Only this tournament's matches.", show_default=False
+    ),
+]
 
 EXIT_USER_ERROR = 2  # a mistake in a file or an option
 EXIT_BUDGET = 3  # the budget stopped the run: what was played is saved and shown
@@ -657,12 +663,7 @@ AnchorOption = Annotated[
 @app.command(name="leaderboard")
 def leaderboard_command(
     db: DbOption = None,
-    tournament: Annotated[
-        int | None,
-        typer.Option(
-            "--tournament", min=1, max=LARGEST_ID, help="Only this tournament's matches.", show_default=False
-        ),
-    ] = None,
+    tournament: TournamentOption = None,
     scenario: Annotated[
         str | None, typer.Option("--scenario", help="Only matches of this scenario.", show_default=False)
     ] = None,
@@ -794,12 +795,7 @@ def rate(
 @app.command()
 def matches(
     db: DbOption = None,
-    tournament: Annotated[
-        int | None,
-        typer.Option(
-            "--tournament", min=1, max=LARGEST_ID, help="Only this tournament's matches.", show_default=False
-        ),
-    ] = None,
+    tournament: TournamentOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List stored matches."""
@@ -1082,12 +1078,7 @@ def out_print(text: str) -> None:
 @app.command(name="rescore")
 def rescore_command(
     db: DbOption = None,
-    tournament: Annotated[
-        int | None,
-        typer.Option(
-            "--tournament", min=1, max=LARGEST_ID, help="Only this tournament's matches.", show_default=False
-        ),
-    ] = None,
+    tournament: TournamentOption = None,
 ) -> None:
     """Compute the metrics of stored matches again from their day records, e.g. after a
     metric's definition changed.
