@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -32,6 +32,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Column, Table
+from rich.text import Text
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
@@ -783,9 +784,9 @@ def show(
                 raise UserError(f"--day: match {match_id} has no day {day} (its days: 1 to {last})")
             _show_day(detail, day, store.transcript(engine, match_id, day), as_json)
             return
-        metrics = views.by_merchant(
-            (value.merchant, value.name, value.value) for value in store.metrics(engine, match_id=match_id)
-        )
+        stored = store.metrics(engine, match_id=match_id)
+        metrics = views.by_merchant((value.merchant, value.name, value.value) for value in stored)
+        noted = views.metric_notes((value.merchant, value.name, value.note) for value in stored)
     scripted = detail.days.competitors
     if as_json:
         from market.types import record_adapter
@@ -797,6 +798,7 @@ def show(
                     "results": [r.model_dump() for r in detail.results],
                     "metrics": metrics,
                     "market": detail.market.model_dump(),
+                    "not_applicable": [n.model_dump() for n in detail.notes],
                     "goals": [g.model_dump() for g in detail.goals],
                     "competitors": None
                     if scripted is None
@@ -830,7 +832,9 @@ def show(
         return
     out.print(_rich(views.results_table(detail.match, detail.results)))
     if metrics:
-        out.print(_rich(views.metrics_table(metrics, {r.merchant: r.contestant for r in detail.results})))
+        out.print(
+            _rich(views.metrics_table(metrics, {r.merchant: r.contestant for r in detail.results}, noted))
+        )
     else:
         out.print(
             "No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False
@@ -838,7 +842,7 @@ def show(
     if detail.goals:
         out.print(_rich(views.goals_table(detail.goals, {r.merchant: r.contestant for r in detail.results})))
     if detail.market.metrics:
-        out.print(_rich(views.market_table(detail.market)))
+        out.print(_rich(views.market_table(detail.market, detail.notes)))
     if detail.deviation is not None:
         out.print(*_deviation_tables(detail, metrics))
     if detail.calls:
@@ -1159,9 +1163,9 @@ def _as_text(text: str) -> str:
     return escape("".join(c for c in text if c in "\n\t" or unicodedata.category(c) != "Cc"))
 
 
-def _rich(table: views.Table) -> Table:
+def _rich(table: views.Table) -> RenderableType:
     """A table of results.views drawn by rich: a line between its sections, every text as it is
-    (no rich markup)."""
+    (no rich markup), its notes on lines of their own under it."""
     drawn = Table(
         *(Column(escape(header.text), no_wrap=header.whole) for header in table.headers),
         title=escape(table.title),
@@ -1171,7 +1175,7 @@ def _rich(table: views.Table) -> Table:
             drawn.add_section()
         for row in section:
             drawn.add_row(*map(escape, row))
-    return drawn
+    return Group(drawn, *(Text(note) for note in table.notes)) if table.notes else drawn
 
 
 class _RichObserver:
