@@ -1067,7 +1067,9 @@ def _played_scenarios(tournament: TournamentRow) -> PlayedScenarios:
     return PlayedScenarios({label: ({}, collusion) for label, (_, collusion) in stored.cells.items()})
 
 
-def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, float | None]]) -> list[Table]:
+def _deviation_tables(
+    detail: store.MatchDetail, metrics: dict[str, dict[str, float | None]]
+) -> list[RenderableType]:
     """The probe's measures, a column per merchant; then both paths' prices from the day
     before the deviation to the end."""
     path = detail.deviation
