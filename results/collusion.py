@@ -159,6 +159,8 @@ def gap_note(what: str, nash: float, monopoly: float, zero: float, min_gap: floa
     widget"); None where one is (`apart`)."""
     if bool(apart(np.array(nash), np.array(monopoly), zero, min_gap)):
         return None
+    if not (math.isfinite(nash) and math.isfinite(monopoly)):
+        return f"no Nash and monopoly {what} on some of its days (no equilibrium among the seats then open)"
     if abs(monopoly - nash) <= SAME_BENCHMARK * abs(monopoly):
         return f"Nash and monopoly {what} are one point: nothing to measure between them"
     if monopoly < nash:

@@ -18,7 +18,7 @@ from property_examples import examples
 
 from market.scenario import Scenario, load_scenario
 from market.types import DayRecord
-from results.collusion import CollusionSettings, apart, gain, seat_benchmarks
+from results.collusion import CollusionSettings, apart, gain, gap_note, seat_benchmarks
 from results.metrics import Scores, compute
 
 DAYS = 4  # the window: days 3 and 4
@@ -171,3 +171,10 @@ def test_a_merchant_alone_is_not_applicable_and_says_why(day_record):
         (name, "a merchant alone: no rival to compete or collude with")
         for name in ("profit_gain", "price_gain")
     }
+
+
+def test_benchmarks_missing_on_some_days_say_so_rather_than_a_share():
+    assert gap_note("profits", math.nan, 1.0, 0.0, 0.1) == (
+        "no Nash and monopoly profits on some of its days (no equilibrium among the seats then open)"
+    )
+    assert gap_note("profits", 0.5, 1.0, 0.0, 0.1) is None
