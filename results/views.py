@@ -295,12 +295,15 @@ def leaderboard_table(rows: Sequence[LeaderboardRow], title: str) -> Table:
     them out)."""
     table = tabulate(title, LEADERBOARD_COLUMNS, rows)
     noted = [
-        (header, row.contestant, note, getattr(row, field) is not None)
+        (field, header, row)
         for field, header in _GAINS.items()
         for row in rows
-        if (note := getattr(row, f"{field}_note")) is not None
+        if getattr(row, f"{field}_note")
     ]
-    notes = mean_notes([n[:3] for n in noted], any(n[3] for n in noted))
+    notes = mean_notes(
+        [(header, row.contestant, getattr(row, f"{field}_note")) for field, header, row in noted],
+        any(getattr(row, field) is not None for field, _, row in noted),
+    )
     return Table(table.title, table.headers, table.sections, notes)
 
 
