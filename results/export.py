@@ -7,8 +7,8 @@ join and group without lookups:
 - `matches`: one row per match: the match (key, index, scenario, seed, days), the values of
   its cell's factors in a tournament with a sweep (a column each, named as in the file), and
   the metrics of its market as a whole (the collusion measures, market_profit_gain being
-  Calvano et al.'s Δ; empty for a scenario without equilibria): what a regression over a
-  sweep's sessions reads, with no join.
+  Calvano et al.'s Δ; empty for a scenario without equilibria, and where one is n/a: why is
+  in `market_metrics`): what a regression over a sweep's sessions reads, with no join.
 - `results`: one row per merchant per match: the match (key, index, scenario, seed, days),
   its factors as in `matches`, and the merchant's result (final cash, net worth, profit,
   rank, market share, ...).

@@ -327,7 +327,17 @@ def test_a_merchant_bankrupt_before_the_window_is_not_measured(trading):
 
 
 @pytest.mark.parametrize(
-    "settings", [{"window": 0}, {"window": 1.5}, {"margin": -0.1}, {"min_days": 0}, {"windw": 0.5}]
+    "settings",
+    [
+        {"window": 0},
+        {"window": 1.5},
+        {"margin": -0.1},
+        {"min_days": 0},
+        {"windw": 0.5},
+        {"min_gap": -0.1},
+        {"min_gap": 1.0},  # no gain could ever be measured
+        {"min_gap": math.nan},
+    ],
 )
 def test_settings_out_of_range_are_refused(settings):
     with pytest.raises(ValidationError):
