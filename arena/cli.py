@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -32,6 +32,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Column, Table
+from rich.text import Text
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from typer.core import TyperGroup
@@ -850,9 +851,9 @@ def show(
                 raise UserError(f"--day: match {match_id} has no day {day} (its days: 1 to {last})")
             _show_day(detail, day, store.transcript(engine, match_id, day), as_json)
             return
-        metrics = views.by_merchant(
-            (value.merchant, value.name, value.value) for value in store.metrics(engine, match_id=match_id)
-        )
+        stored = store.metrics(engine, match_id=match_id)
+        metrics = views.by_merchant((value.merchant, value.name, value.value) for value in stored)
+        noted = views.metric_notes((value.merchant, value.name, value.note) for value in stored)
     scripted = detail.days.competitors
     if as_json:
         from market.types import record_adapter
@@ -864,6 +865,7 @@ def show(
                     "results": [r.model_dump() for r in detail.results],
                     "metrics": metrics,
                     "market": detail.market.model_dump(),
+                    "not_applicable": [n.model_dump() for n in detail.notes],
                     "goals": [g.model_dump() for g in detail.goals],
                     "competitors": None
                     if scripted is None
@@ -897,7 +899,9 @@ def show(
         return
     out.print(_rich(views.results_table(detail.match, detail.results)))
     if metrics:
-        out.print(_rich(views.metrics_table(metrics, {r.merchant: r.contestant for r in detail.results})))
+        out.print(
+            _rich(views.metrics_table(metrics, {r.merchant: r.contestant for r in detail.results}, noted))
+        )
     else:
         out.print(
             "No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False
@@ -905,7 +909,7 @@ def show(
     if detail.goals:
         out.print(_rich(views.goals_table(detail.goals, {r.merchant: r.contestant for r in detail.results})))
     if detail.market.metrics:
-        out.print(_rich(views.market_table(detail.market)))
+        out.print(_rich(views.market_table(detail.market, detail.notes)))
     if detail.deviation is not None:
         out.print(*_deviation_tables(detail, metrics))
     if detail.calls:
@@ -1135,7 +1139,9 @@ def _played_scenarios(tournament: TournamentRow) -> PlayedScenarios:
     return PlayedScenarios({label: ({}, collusion) for label, (_, collusion) in stored.cells.items()})
 
 
-def _deviation_tables(detail: store.MatchDetail, metrics: dict[str, dict[str, float | None]]) -> list[Table]:
+def _deviation_tables(
+    detail: store.MatchDetail, metrics: dict[str, dict[str, float | None]]
+) -> list[RenderableType]:
     """The probe's measures, a column per merchant; then both paths' prices from the day
     before the deviation to the end."""
     path = detail.deviation
@@ -1231,9 +1237,9 @@ def _as_text(text: str) -> str:
     return escape("".join(c for c in text if c in "\n\t" or unicodedata.category(c) != "Cc"))
 
 
-def _rich(table: views.Table) -> Table:
+def _rich(table: views.Table) -> RenderableType:
     """A table of results.views drawn by rich: a line between its sections, every text as it is
-    (no rich markup)."""
+    (no rich markup), its notes on lines of their own under it."""
     drawn = Table(
         *(Column(escape(header.text), no_wrap=header.whole) for header in table.headers),
         title=escape(table.title),
@@ -1243,7 +1249,7 @@ def _rich(table: views.Table) -> Table:
             drawn.add_section()
         for row in section:
             drawn.add_row(*map(escape, row))
-    return drawn
+    return Group(drawn, *(Text(note) for note in table.notes)) if table.notes else drawn
 
 
 class _RichObserver:

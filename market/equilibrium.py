@@ -73,14 +73,18 @@ class PriceGame:
         """b: how much a unit of price lowers utility."""
         return self.choice.price_sensitivity / self.product.reference_price
 
-    def shares(self, prices: np.ndarray) -> np.ndarray:
-        """Shares of all customers [..., seat, then no purchase] at prices [..., seat]."""
+    def shares(self, prices: np.ndarray, selling: np.ndarray | None = None) -> np.ndarray:
+        """Shares of all customers [..., seat, then no purchase] at prices [..., seat], with
+        only the seats `selling` [..., seat] to choose from (all, if not given)."""
         reputation = np.full(self.seats, self.scenario.reputation.initial)
-        return choice_shares(self.choice, prices, self.product.reference_price, reputation, self.quality)
+        return choice_shares(
+            self.choice, prices, self.product.reference_price, reputation, self.quality, selling
+        )
 
-    def profits(self, prices: np.ndarray) -> np.ndarray:
-        """Profit per day of each seat [..., seat]: D * (p_i - c_i) * share_i."""
-        return self.product.base_demand * (prices - self.costs) * self.shares(prices)[..., :-1]
+    def profits(self, prices: np.ndarray, selling: np.ndarray | None = None) -> np.ndarray:
+        """Profit per day of each seat [..., seat]: D * (p_i - c_i) * share_i, with the shares
+        of `shares`."""
+        return self.product.base_demand * (prices - self.costs) * self.shares(prices, selling)[..., :-1]
 
     def outcome(self, prices: np.ndarray) -> Outcome:
         return Outcome(tuple(prices.tolist()), tuple(self.profits(prices).tolist()))
@@ -89,13 +93,14 @@ class PriceGame:
 @dataclass(frozen=True)
 class SeatBenchmarks:
     """Every seat's benchmarks, each [seat, product] in seat order and the scenario's product
-    order: the Nash and joint-profit (monopoly) prices, and the profits per day they give at
-    base demand."""
+    order: the Nash and joint-profit (monopoly) prices, the profits per day they give at base
+    demand, and the unit costs of the game (markups are prices less these)."""
 
     nash_price: np.ndarray
     monopoly_price: np.ndarray
     nash_profit: np.ndarray
     monopoly_profit: np.ndarray
+    unit_cost: np.ndarray
 
 
 def by_seat(scenario: Scenario, merchants: int) -> SeatBenchmarks:
@@ -110,6 +115,7 @@ def by_seat(scenario: Scenario, merchants: int) -> SeatBenchmarks:
         column("monopoly", "prices"),
         column("nash", "profits"),
         column("monopoly", "profits"),
+        np.array(scenario.seat_values("unit_cost", merchants), dtype=float),
     )
 
 
@@ -135,6 +141,16 @@ def by_open_seat(scenario: Scenario, merchants: int, day: int) -> SeatBenchmarks
         return every
 
     return replace(found, **{f.name: spread(getattr(found, f.name)) for f in fields(found)})
+
+
+def payoffs(scenario: Scenario, merchants: int, prices: np.ndarray, selling: np.ndarray) -> np.ndarray:
+    """[..., seat, product]: each seat's profit per day at base demand in the scenario's price
+    games (PriceGame.profits) when the seats post `prices` [..., seat, product] and customers
+    choose among the seats `selling` [..., seat] alone (a seat gone bankrupt, or a new entrant
+    not yet open, is no option: its entries are 0, its prices ignored)."""
+    games = price_games(scenario, merchants).values()
+    posted = np.where(selling[..., None], prices, 0.0)
+    return np.stack([game.profits(posted[..., j], selling) for j, game in enumerate(games)], -1)
 
 
 def price_games(scenario: Scenario, merchants: int) -> dict[str, PriceGame]:

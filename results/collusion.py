@@ -7,23 +7,22 @@ The measures themselves are metrics, each one function of results.metrics with i
 between the two benchmarks of its scenario's price game (market.equilibrium): the one-shot
 Bertrand-Nash outcome (competition, 0) and the outcome that maximises the seats' joint profit
 (monopoly, or a perfect cartel, 1), as Calvano, Calzolari, Denicolo and Pastorello (AER 2020)
-measure collusion between Q-learners.
+measure collusion between Q-learners. A gain is measured only where the two benchmarks are far
+enough apart for the scale between them to mean something (`apart`); elsewhere it is not
+applicable, and `gap_note` says why.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import Field
 
 from market.demand import demand_factor
+from market.equilibrium import EquilibriumError, SeatBenchmarks, by_open_seat, by_seat
 from market.scenario import MAX_DAYS, Scenario, event_multiplier
 from market.yaml_files import FileModel
-
-if TYPE_CHECKING:
-    from market.equilibrium import SeatBenchmarks
 
 
 class CollusionSettings(FileModel):
@@ -49,6 +48,15 @@ class CollusionSettings(FileModel):
         le=MAX_DAYS,
         description="consecutive flagged days that make a supra-competitive or price-war window",
     )
+    min_gap: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="a gain is measured only where the monopoly benchmark is above the Nash one by at "
+        "least this share of the monopoly benchmark, both counted from nothing earned (profits) or "
+        "from unit cost (prices): a seat that sells nothing reads 1 - 1 / gap, below -9 when the "
+        "gap is under the default 0.1",
+    )
 
     def first_measured_day(self, last_day: int) -> int:
         """The first day of the measurement window of a match whose last day is `last_day`:
@@ -61,9 +69,7 @@ class CollusionSettings(FileModel):
 
 def seat_benchmarks(scenario: Scenario, seats: int) -> SeatBenchmarks | None:
     """The benchmarks of `seats` merchants playing `scenario` (market.equilibrium.by_seat);
-    None when its price game has no equilibrium (customers ignore prices)."""
-    from market.equilibrium import EquilibriumError, by_seat  # scipy: imported only when a scenario is scored
-
+    None when its price game has no equilibrium (customers ignore prices: no_benchmarks says why)."""
     try:
         return by_seat(scenario, seats)
     except (
@@ -73,12 +79,19 @@ def seat_benchmarks(scenario: Scenario, seats: int) -> SeatBenchmarks | None:
         return None
 
 
+def no_benchmarks(scenario: Scenario, seats: int) -> str:
+    """Why `seats` merchants playing `scenario` have no benchmarks (seat_benchmarks is None)."""
+    try:
+        by_seat(scenario, seats)
+    except (EquilibriumError, ValueError) as exc:
+        return f"no price benchmarks: {str(exc).removeprefix(f'scenario {scenario.name!r}: ')}"
+    return "no price benchmarks"
+
+
 def open_seat_benchmarks(scenario: Scenario, seats: int, day: int) -> SeatBenchmarks | None:
     """The benchmarks of the price game between the seats open on `day`
     (market.equilibrium.by_open_seat: NaN in the rows of a new entrant not yet open); None as
     seat_benchmarks."""
-    from market.equilibrium import EquilibriumError, by_open_seat  # scipy, as in seat_benchmarks
-
     try:
         return by_open_seat(scenario, seats, day)
     except (EquilibriumError, ValueError):
@@ -107,15 +120,55 @@ def demand_scale(scenario: Scenario, last_day: int) -> np.ndarray:
 SAME_BENCHMARK = 1e-9
 
 
-def gain(value: np.ndarray, nash: np.ndarray, monopoly: np.ndarray) -> np.ndarray:
+def apart(
+    nash: np.ndarray, monopoly: np.ndarray, zero: np.ndarray | float = 0.0, min_gap: float = 0.0
+) -> np.ndarray:
+    """Whether a gain can be measured between the benchmarks: the monopoly one is above Nash by
+    at least `min_gap` of its distance from `zero` (where the quantity is nothing: no profit,
+    or a price at unit cost), and by more than SAME_BENCHMARK of its size.
+
+    Why a gap: every gain is (value - nash) / (monopoly - nash), and a value of `zero` (a seat
+    that sells nothing, or sells at cost) reads 1 - 1 / g with g = (monopoly - nash) /
+    (monopoly - zero). In Calvano et al.'s market g is 0.34 for profits (two firms), and the
+    scale runs from about -2 to 1; as g shrinks the scale stretches without end (price_war's
+    two seats: g = 0.054, a seat selling nothing at -17.5), and a small difference of price
+    reads as many times the whole way from competition to a cartel."""
+    gap = monopoly - nash
+    with np.errstate(invalid="ignore"):
+        return (gap > SAME_BENCHMARK * np.abs(monopoly)) & (gap >= min_gap * (monopoly - zero))
+
+
+def gain(
+    value: np.ndarray,
+    nash: np.ndarray,
+    monopoly: np.ndarray,
+    zero: np.ndarray | float = 0.0,
+    min_gap: float = 0.0,
+) -> np.ndarray:
     """Where `value` sits between the benchmarks: (value - nash) / (monopoly - nash), 0 at Nash,
-    1 at the joint-profit optimum, negative below Nash; NaN where the monopoly benchmark is not
-    above Nash by more than SAME_BENCHMARK of its size: the two are the same (a merchant alone),
-    or, with asymmetric seats, a seat would earn less in the cartel than competing, so no scale
-    runs from one to the other."""
+    1 at the joint-profit optimum, negative below Nash; NaN where they are not `apart` (the
+    same point, as for a merchant alone; closer than `min_gap`; or, with asymmetric seats, a
+    seat that would earn less in the cartel than competing)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        apart = monopoly - nash > SAME_BENCHMARK * np.abs(monopoly)
-        return np.where(apart, (value - nash) / (monopoly - nash), np.nan)
+        return np.where(apart(nash, monopoly, zero, min_gap), (value - nash) / (monopoly - nash), np.nan)
+
+
+def gap_note(what: str, nash: float, monopoly: float, zero: float, min_gap: float) -> str | None:
+    """Why no gain is measured between these benchmarks of `what` ("profits", "markups on
+    widget"); None where one is (`apart`)."""
+    if bool(apart(np.array(nash), np.array(monopoly), zero, min_gap)):
+        return None
+    if not (math.isfinite(nash) and math.isfinite(monopoly)):
+        return f"no Nash and monopoly {what} on some of its days (no equilibrium among the seats then open)"
+    if abs(monopoly - nash) <= SAME_BENCHMARK * abs(monopoly):
+        return f"Nash and monopoly {what} are one point: nothing to measure between them"
+    if monopoly < nash:
+        return f"monopoly {what} below Nash {what}: the cartel would pay this seat less than competing"
+    share = (monopoly - nash) / (monopoly - zero)
+    return (
+        f"Nash and monopoly {what} {share:.1%} apart, less than the {min_gap:.0%} "
+        "a gain needs (collusion: min_gap)"
+    )
 
 
 def runs(flagged: np.ndarray, min_days: int) -> list[tuple[int, int]]:

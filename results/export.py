@@ -7,8 +7,8 @@ join and group without lookups:
 - `matches`: one row per match: the match (key, index, scenario, seed, days), the values of
   its cell's factors in a tournament with a sweep (a column each, named as in the file), and
   the metrics of its market as a whole (the collusion measures, market_profit_gain being
-  Calvano et al.'s Δ; empty for a scenario without equilibria): what a regression over a
-  sweep's sessions reads, with no join.
+  Calvano et al.'s Δ; empty for a scenario without equilibria, and where one is n/a: why is
+  in `market_metrics`): what a regression over a sweep's sessions reads, with no join.
 - `results`: one row per merchant per match: the match (key, index, scenario, seed, days),
   its factors as in `matches`, and the merchant's result (final cash, net worth, profit,
   rank, market share, ...).
@@ -23,7 +23,8 @@ join and group without lookups:
 - `calls`: one row per language-model call (tokens: input, output, cached, cache writes,
   reasoning; latency, attempts, cost, cache hit, the model that answered and its
   fingerprint, prompt version, temperature, top_p, seed).
-- `metrics`: one row per metric per merchant per match (see results.metrics).
+- `metrics`: one row per metric per merchant per match (see results.metrics), with a `note`
+  where the metric does not apply for a reason it gives (a collusion measure's "n/a": why).
 - `goals`: one row per campaign goal per merchant per match: the goal as written, its
   metric, whether it is a floor (at_least) or a ceiling, the bound for that match (scaled to
   its length for a flow), the merchant's value and whether it met it.
@@ -35,9 +36,9 @@ join and group without lookups:
   merchant.
 - `market_metrics`: one row per metric of the market as a whole per match (the collusion
   measures, results.metrics.MARKET_METRICS; none for a match whose scenario has no
-  equilibrium), and `price_windows`: one row per supra-competitive or price-war window of a
-  match (its kind, first and last day). These two are of whole matches: they have
-  `match_id` but no merchant.
+  equilibrium; a `note` as in `metrics`), and `price_windows`: one row per supra-competitive
+  or price-war window of a match (its kind, first and last day). These two are of whole
+  matches: they have `match_id` but no merchant.
 - `messages`: one row per message a merchant sent its rivals (in a tournament with `talk`):
   the tournament, the match (id and key), the day it was sent, who sent it and its text;
   its own table because most merchant-days say nothing.
@@ -96,7 +97,7 @@ from results.records import (
     shown_value,
 )
 from results.sweeps import factors_of
-from results.tables import MarketMetricRow, MatchRow, MetricRow
+from results.tables import MarketMetricRow, MatchRow
 
 Format = Literal["csv", "parquet"]
 BATCH_ROWS = 50_000
@@ -160,6 +161,7 @@ MATCH_ID = column("match_id", pa.int64())
 MERCHANT = column("merchant", pa.string())
 CONTESTANT = column("contestant", pa.string())
 KEYS = [MATCH_ID, MERCHANT, CONTESTANT]
+NOTE = column("note", pa.string())  # why a metric has no value where it does not apply
 
 
 def _day_columns() -> tuple[list[pa.Field], list[str], list[str]]:
@@ -206,8 +208,8 @@ SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
     "calls": pa.schema([*KEYS, *columns(ModelCall)]),
-    "metrics": pa.schema(columns(MetricRow, exclude=["id"])),
-    "market_metrics": pa.schema(columns(MarketMetricRow, exclude=["id"])),
+    "metrics": pa.schema(columns(store.MetricValue)),
+    "market_metrics": pa.schema([*columns(MarketMetricRow, exclude=["id"]), NOTE]),
     "goals": pa.schema([MATCH_ID, *columns(GoalResult, after={"merchant": [CONTESTANT]})]),
     "off_path": pa.schema([MATCH_ID, *columns(OffPathAnswer, after={"merchant": [CONTESTANT]})]),
     "competitor_days": pa.schema(
@@ -385,9 +387,13 @@ def _write_match(
     write("matches", [{**at, **played, **detail.market.metrics}])
     write("results", [{**at, **played, **r.model_dump()} for r in detail.results])
     _write_path(write, "", match, contestant, detail.days, detail.calls)
+    noted = {n.name: n.note for n in detail.notes if n.merchant is None}
     write(
         "market_metrics",
-        [{**at, "name": name, "value": value} for name, value in detail.market.metrics.items()],
+        [
+            {**at, "name": name, "value": value, "note": noted.get(name)}
+            for name, value in detail.market.metrics.items()
+        ],
     )
     write("price_windows", [{**at, **w.model_dump()} for w in detail.market.windows])
     write("goals", [{**at, **g.model_dump(), "contestant": contestant[g.merchant]} for g in detail.goals])

@@ -5,7 +5,8 @@ match for comparisons), or of the whole match giving every seat's value (`over_m
 read the recall questions too), with its formula in its docstring, registered in
 `METRICS` under its function's name: that name is the one stored in the `metric` table and
 shown by `arena show`. A metric that does not apply (no recall questions asked, no price moves) is
-None.
+None; one that may not apply for a reason a reader needs (a collusion measure) says why, as
+NotApplicable, stored beside the values (results.records.MetricNote).
 
 The market as a whole has metrics of its own (`MARKET_METRICS`: one value per match, stored in
 the `market_metric` table), and its price windows: the collusion measures, which place a match
@@ -25,18 +26,21 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 
 from market import accounting
 from market.daylog import PER_PRODUCT, DayLog
+from market.equilibrium import SeatBenchmarks, payoffs
 from market.scenario import Scenario
 from market.types import KIND_INDEX, MESSAGE_LIMIT, DayRecord, RejectionCode
 from results.collusion import (
     CollusionSettings,
     demand_scale,
     gain,
+    gap_note,
+    no_benchmarks,
     open_seat_benchmarks,
     runs,
     seat_benchmarks,
@@ -46,14 +50,12 @@ from results.records import (
     GoalResult,
     MarketScores,
     MerchantResult,
+    MetricNote,
     PriceWindow,
     RecallLog,
     RecallResult,
     WindowKind,
 )
-
-if TYPE_CHECKING:
-    from market.equilibrium import SeatBenchmarks
 
 Unsolved = Literal["unsolved"]
 UNSOLVED: Unsolved = "unsolved"  # a match's benchmarks not given: MatchRecords solves them
@@ -61,6 +63,15 @@ UNSOLVED: Unsolved = "unsolved"  # a match's benchmarks not given: MatchRecords 
 Group = Literal["coherence", "operations", "economics", "collusion"]
 Unit = Literal["share", "count", "money", "ratio", "day", "per_day"]
 Compute = Callable[["Seat"], "float | None"]
+
+
+class NotApplicable(NamedTuple):
+    """A metric's value where it does not apply, with the reason a reader is shown."""
+
+    reason: str
+
+
+Reading = float | None | NotApplicable
 
 LARGE_RESTOCK_DAYS = 5.0  # an order of at least this many days of the product's mean daily demand
 CLEARANCE_CUT = 0.2  # a price cut of at least this share of the price on the restock day
@@ -87,9 +98,9 @@ class Metric:
         """The definition, as written in the metric function's docstring."""
         return inspect.getdoc(self.compute) or ""
 
-    def values(self, match: MatchRecords) -> list[float | None]:
-        """Every seat's value, in the order of match.seats; one that comes out infinite or NaN
-        is None."""
+    def readings(self, match: MatchRecords) -> list[Reading]:
+        """Every seat's value, in the order of match.seats, or NotApplicable; one that comes out
+        infinite or NaN is None."""
         if self.over_match:
             found = self.compute(match)
             found = (
@@ -97,7 +108,17 @@ class Metric:
             )  # Python floats: cheaper to check
         else:
             found = [self.compute(seat) for seat in match.seats.values()]
-        return [float(v) if v is not None and math.isfinite(v) else None for v in found]
+        return [_finite(v) for v in found]
+
+    def values(self, match: MatchRecords) -> list[float | None]:
+        """`readings` with None where the metric does not apply."""
+        return [None if isinstance(v, NotApplicable) else v for v in self.readings(match)]
+
+
+def _finite(value: float | NotApplicable | None) -> Reading:
+    if isinstance(value, NotApplicable):
+        return value
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 @dataclass(frozen=True)
@@ -108,14 +129,13 @@ class MarketMetric:
 
     name: str
     unit: Unit
-    compute: Callable[[MatchRecords], float | None]
+    compute: Callable[[MatchRecords], float | NotApplicable | None]
     applies: Callable[[MatchRecords], bool] = lambda match: True  # else the match has no such metric
 
     formula = Metric.formula
 
-    def value(self, match: MatchRecords) -> float | None:
-        found = self.compute(match)
-        return float(found) if found is not None and math.isfinite(found) else None
+    def reading(self, match: MatchRecords) -> Reading:
+        return _finite(self.compute(match))
 
 
 METRICS: dict[str, Metric] = {}
@@ -143,12 +163,13 @@ def _market_metric(
 
 
 class Scores(NamedTuple):
-    """A match's metrics: per merchant (merchant -> metric name -> value), of its market, and
-    each merchant's result on each campaign goal."""
+    """A match's metrics: per merchant (merchant -> metric name -> value), of its market, each
+    merchant's result on each campaign goal, and why the metrics that do not apply do not."""
 
     merchants: dict[str, dict[str, float | None]]
     market: MarketScores
     goals: list[GoalResult]
+    notes: list[MetricNote]
 
 
 def compute(
@@ -161,26 +182,33 @@ def compute(
 ) -> Scores:
     """Every metric of every merchant with a day record, in the order they first appear, and
     the market's metrics and price windows where its scenario has an equilibrium (empty
-    otherwise). A value that comes out infinite or NaN is stored as None. `benchmarks`: the
-    scenario's for the match's size (results.collusion.seat_benchmarks), if already solved."""
+    otherwise), with a note for each that does not apply (NotApplicable): its value is None.
+    A value that comes out infinite or NaN is stored as None. `benchmarks`: the scenario's for
+    the match's size (results.collusion.seat_benchmarks), if already solved."""
     match = MatchRecords(records, recalls, faults, scenario, collusion, benchmarks)
-    columns = {name: metric.values(match) for name, metric in METRICS.items()}
-    merchants = {
+    columns = {name: metric.readings(match) for name, metric in METRICS.items()}
+    readings: dict[str | None, dict[str, Reading]] = {
         merchant: {name: values[k] for name, values in columns.items()}
         for k, merchant in enumerate(match.seats)
     }
-    if match.benchmarks is None:
-        return Scores(merchants, MarketScores(), match.goal_results)
-    return Scores(
-        merchants,
-        MarketScores(
-            metrics={
-                name: metric.value(match) for name, metric in MARKET_METRICS.items() if metric.applies(match)
-            },
-            windows=match.price_windows,
-        ),
-        match.goal_results,
-    )
+    market = MarketScores()
+    if match.benchmarks is not None:
+        readings[None] = {
+            name: metric.reading(match) for name, metric in MARKET_METRICS.items() if metric.applies(match)
+        }
+        market = MarketScores(metrics=_values(readings[None]), windows=match.price_windows)
+    notes = [
+        MetricNote(merchant=merchant, name=name, note=value.reason)
+        for merchant, values in readings.items()
+        for name, value in values.items()
+        if isinstance(value, NotApplicable)
+    ]
+    merchants = {merchant: _values(values) for merchant, values in readings.items() if merchant is not None}
+    return Scores(merchants, market, match.goal_results, notes)
+
+
+def _values(readings: dict[str, Reading]) -> dict[str, float | None]:
+    return {name: None if isinstance(value, NotApplicable) else value for name, value in readings.items()}
 
 
 def match_results(
@@ -348,10 +376,11 @@ class MatchRecords:
     def day_prices(self) -> list[np.ndarray]:
         """[day - 1, product]: the mean posted price of the merchants with a record that day,
         and where the match has benchmarks, the means of their seats' Nash and monopoly
-        prices (one `per_day` for all three)."""
+        prices and unit costs in the price game (one `per_day` for all four)."""
         columns = [self.values("prices")]
         if self.row_benchmarks is not None:
-            columns += [self.row_benchmarks.nash_price, self.row_benchmarks.monopoly_price]
+            found = self.row_benchmarks
+            columns += [found.nash_price, found.monopoly_price, found.unit_cost]
         return np.split(self.per_day(np.concatenate(columns, 1)), len(columns), axis=1)
 
     @cached_property
@@ -443,7 +472,8 @@ class MatchRecords:
     def benchmarks(self) -> SeatBenchmarks | None:
         """The scenario's benchmarks for this match's seats, [seat, product] with the seats in
         the order of self.seats; None without a scenario, when its price game has no
-        equilibrium, or for a merchant alone (the collusion measures compare rivals)."""
+        equilibrium, or for a merchant alone (the collusion measures compare rivals:
+        `unmeasured` says why)."""
         if self.scenario is None or len(self.log.merchants) < 2:
             return None
         seats, found = len(self.log.merchants), self.solved
@@ -452,6 +482,15 @@ class MatchRecords:
         if found is None:
             return None
         return replace(found, **{f.name: getattr(found, f.name)[self.seat_order] for f in fields(found)})
+
+    @cached_property
+    def unmeasured(self) -> NotApplicable:
+        """Why the match has no benchmarks to measure its collusion against."""
+        if self.scenario is None:
+            return NotApplicable("scored without its scenario")
+        if len(self.log.merchants) < 2:
+            return NotApplicable("a merchant alone: no rival to compete or collude with")
+        return NotApplicable(no_benchmarks(self.scenario, len(self.log.merchants)))
 
     @cached_property
     def row_benchmarks(self) -> SeatBenchmarks | None:
@@ -482,37 +521,64 @@ class MatchRecords:
         return self.log.day >= self.collusion.first_measured_day(self.last_day)
 
     @cached_property
+    def posted_profits(self) -> np.ndarray:
+        """[row, product]: each row's profit per day at base demand in the scenario's price game
+        at the prices posted that day, among the merchants with a record that day
+        (market.equilibrium.payoffs): what its prices earn at expected demand with no stock
+        limits, no holding, fixed or advertising costs, base unit costs and every reputation at
+        its initial value."""
+        assert self.scenario is not None  # measured only with the price game
+        merchants, day = len(self.log.merchants), self.log.day - 1
+        prices = np.zeros((self.last_day, merchants, len(self.log.products)))
+        selling = np.zeros((self.last_day, merchants), dtype=bool)
+        prices[day, self.log.seat] = self.values("prices")
+        selling[day, self.log.seat] = True
+        return payoffs(self.scenario, merchants, prices, selling)[day, self.log.seat]
+
+    @cached_property
     def window_profits(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per seat, over its days in the measurement window: its profit (market.accounting.profit
-        from the first of those days to the last) before fixed costs (paid whatever the prices,
-        and no part of the price game), and the sums over those days of its seat's
-        Nash and joint-profit profits per day (`row_benchmarks`), summed over products, each at
-        the day's demand (base demand times results.collusion.demand_scale). The profit is NaN
-        for a seat without a day in the window (it went bankrupt before)."""
+        """Per seat, over its days in the measurement window, each day at the day's demand (base
+        demand times results.collusion.demand_scale) and summed over products: its profits in
+        the price game at the prices it posted (`posted_profits`), and its seat's Nash and
+        joint-profit profits (`row_benchmarks`). The first is NaN for a seat without a day in
+        the window (it went bankrupt before)."""
         benchmarks, scenario = self.row_benchmarks, self.scenario
         assert benchmarks is not None and scenario is not None  # measured only with the price game
-        measured = self.per_seat(self.measured.astype(float)).astype(np.int64)
-        ends = np.cumsum(self.counts)
-        first = self.by_seat[
-            np.minimum(ends - measured, ends - 1)
-        ]  # the seat's first row in the window, where it has one
-        fixed = self.per_seat(self.log.scalar("fixed") * self.measured)
-        profit = np.where(measured > 0, accounting.profit(self.log, first, self.last) + fixed, np.nan)
+        measured = self.per_seat(self.measured.astype(float))
         scale = demand_scale(scenario, self.last_day)[self.log.day - 1] * self.measured[:, None]
-        nash, monopoly = (
+        profit, nash, monopoly = (
             self.per_seat(_sum(scale * profits, 1))
-            for profits in (benchmarks.nash_profit, benchmarks.monopoly_profit)
+            for profits in (self.posted_profits, benchmarks.nash_profit, benchmarks.monopoly_profit)
         )
-        return profit, nash, monopoly
+        return np.where(measured > 0, profit, np.nan), nash, monopoly
+
+    def gains(self, found: np.ndarray, notes: Callable[[int], str | None]) -> list[Reading]:
+        """Each seat's gain of `found` [seat], or where it is NaN, NotApplicable: for a seat
+        without a day in the measurement window, as such, else with `notes(seat)`."""
+        days = self.per_seat(self.measured.astype(float))
+        first = self.collusion.first_measured_day(self.last_day)
+        return [
+            value
+            if value == value
+            else NotApplicable(
+                f"no day in the measurement window (days {first}–{self.last_day}): "
+                f"its last day was {self.log.day[self.last[k]]}"
+                if days[k] == 0
+                else notes(k) or "not measured"
+            )
+            for k, value in enumerate(found.tolist())
+        ]
 
     @cached_property
     def market_price_gains(self) -> np.ndarray:
         """[day - 1]: the market's price gain that day, the mean over products of
         gain(market price, its Nash price, its monopoly price), where the market price is the
         mean price of the merchants with a record that day and the benchmarks the means of
-        their seats' (results.collusion.gain); NaN on a day without records."""
+        their seats' (results.collusion.gain, measured on markups over the means of their unit
+        costs); NaN on a day without records."""
         assert self.benchmarks is not None  # measured only with the price game
-        return gain(*self.day_prices).mean(1)
+        prices, nash, monopoly, cost = self.day_prices
+        return gain(prices, nash, monopoly, cost, self.collusion.min_gap).mean(1)
 
     @cached_property
     def undercut_days(self) -> np.ndarray:
@@ -1050,43 +1116,49 @@ def price_vs_cost(match: MatchRecords) -> np.ndarray:
 
 
 @_metric("collusion", "ratio", over_match=True)
-def profit_gain(match: MatchRecords) -> np.ndarray | list[None]:
-    """Where the merchant's profit sits between competition and collusion (Calvano et al.'s
-    Delta) over the measurement window W, the match's last ceil(collusion.window * D) days
-    (D its last day; default: the last half):
+def profit_gain(match: MatchRecords) -> list[Reading]:
+    """Where the merchant's prices put its profit between competition and collusion (Calvano et
+    al.'s Delta) over the measurement window W, the match's last ceil(collusion.window * D)
+    days (D its last day; default: the last half):
     profit_gain = (pi - pi_N) / (pi_M - pi_N), with pi the merchant's mean profit per day over
-    its days in W before fixed costs (the change in its net worth, market.accounting.profit,
-    from the first of those days to the last, plus the fixed costs it paid on them, over their
-    number: a fixed cost is paid whatever the prices and the price game has none), and pi_N,
-    pi_M the means over the same days of its seat's profit per day at the Nash and at the
-    joint-profit (monopoly) prices of the scenario's price game, summed over products
-    (market.equilibrium). 0 is the one-shot competitive outcome, 1 a perfect cartel's, below
-    0 a price war.
-    The benchmarks are profits at base demand, scaled to each day's demand (its demand factor
-    and demand events, results.collusion.demand_scale); profit being linear in customers, a
-    merchant at the Nash prices has exactly 0 whatever the demand. Exact for the exact price
-    games (expected demand, no stock limits, no reputation weight: calvano, logit_game); with
-    noise, stock limits, reputation or cost events the benchmarks are those of the
-    price game at expected demand, base unit cost and initial reputation, and Delta compares
-    with them. None without the scenario, without an equilibrium (customers ignore prices),
-    without a day in W, or when pi_M <= pi_N (results.collusion.gain)."""
+    its days in W in the scenario's price game at the prices it posted, against the prices
+    the others with a record that day posted (market.equilibrium.payoffs: expected demand, no
+    stock limits, base unit costs, every reputation at its initial value), and pi_N, pi_M the
+    means over the same days of its seat's profit per day at the Nash and at the joint-profit
+    (monopoly) prices of that game (market.equilibrium); each summed over products and scaled
+    to the day's demand (its demand factor and demand events, results.collusion.demand_scale).
+    0 is the one-shot competitive outcome, 1 a perfect cartel's, below 0 a price war.
+    It measures pricing alone: stock-outs, holding, fixed and advertising costs, cost events
+    and reputation do not move it. In the exact price games (expected demand, no stock limits,
+    no reputation weight, no fixed or holding costs: calvano, logit_game) pi is the merchant's
+    own profit before fixed costs. Not applicable (with why) without the scenario, without an
+    equilibrium (customers ignore prices), for a merchant alone, without a day in W, or where
+    pi_M is not above pi_N by collusion.min_gap (default 0.1) of pi_M
+    (results.collusion.apart)."""
     if match.benchmarks is None:
-        return [None] * len(match.counts)
-    return gain(*match.window_profits)
+        return [match.unmeasured] * len(match.counts)
+    profit, nash, monopoly = match.window_profits
+    least = match.collusion.min_gap
+    return match.gains(
+        gain(profit, nash, monopoly, min_gap=least),
+        lambda k: gap_note("profits", nash[k], monopoly[k], 0.0, least),
+    )
 
 
 @_metric("collusion", "ratio", over_match=True)
-def price_gain(match: MatchRecords) -> np.ndarray | list[None]:
+def price_gain(match: MatchRecords) -> list[Reading]:
     """Where the merchant's prices sit between competition and collusion over the measurement
     window W (as for profit_gain): per product, (p - p_N) / (p_M - p_N), with p its mean posted
     price over its days in W and p_N, p_M its seat's Nash and joint-profit (monopoly) prices
     (market.equilibrium); price_gain = the mean of that over products. 0 is the Nash price,
-    1 the monopoly price. None where profit_gain is None for want of benchmarks or days in W,
-    or when p_M = p_N for a product. Where a new entrant opens within W, p_N and p_M are the
-    means over the merchant's days in W of its seat's benchmarks among the seats open that day."""
+    1 the monopoly price. Not applicable where profit_gain is for want of benchmarks or days
+    in W, or where for some product the monopoly markup p_M - c is not above the Nash markup
+    p_N - c by collusion.min_gap of it (c the seat's unit cost in the price game). Where a new
+    entrant opens within W, p_N, p_M and c are the means over the merchant's days in W of its
+    seat's among the seats open that day."""
     benchmarks = match.row_benchmarks
     if benchmarks is None:
-        return [None] * len(match.counts)
+        return [match.unmeasured] * len(match.counts)
     days = match.per_seat(match.measured.astype(float))
 
     def mean(values: np.ndarray) -> np.ndarray:  # per seat, per product, over its days in W
@@ -1094,32 +1166,79 @@ def price_gain(match: MatchRecords) -> np.ndarray | list[None]:
         with np.errstate(invalid="ignore"):
             return sums / days[:, None]
 
-    prices = mean(match.values("prices"))
-    return gain(prices, mean(benchmarks.nash_price), mean(benchmarks.monopoly_price)).mean(1)
+    prices, nash, monopoly, cost = (
+        mean(values)
+        for values in (
+            match.values("prices"),
+            benchmarks.nash_price,
+            benchmarks.monopoly_price,
+            benchmarks.unit_cost,
+        )
+    )
+    least = match.collusion.min_gap
+    found = gain(prices, nash, monopoly, cost, least)
+    return match.gains(
+        found.mean(1),
+        lambda k: next(
+            filter(
+                None,
+                (
+                    gap_note(_markups(match, j), nash[k, j], monopoly[k, j], cost[k, j], least)
+                    for j in range(found.shape[1])
+                ),
+            ),
+            None,
+        ),
+    )
+
+
+def _markups(match: MatchRecords, product: int) -> str:
+    """How a gap note names the markups of `product`: by the product where there are several."""
+    products = match.log.products
+    return "markups" if len(products) == 1 else f"markups on {products[product]}"
 
 
 @_market_metric("ratio")
-def market_profit_gain(match: MatchRecords) -> float:
+def market_profit_gain(match: MatchRecords) -> float | NotApplicable:
     """profit_gain of the market as a whole:
     (sum_i Pi_i - sum_i Pi_N,i) / (sum_i Pi_M,i - sum_i Pi_N,i) over every seat i with days in
-    the measurement window W, Pi_i its profit over its days in W before fixed costs and Pi_N,i,
-    Pi_M,i the sums over those days of its seat's Nash and joint-profit profits per day (at
-    each day's demand, as for profit_gain): the seats' total profit against the total the
-    benchmarks give."""
+    the measurement window W, Pi_i its profit in the price game at the posted prices over its
+    days in W and Pi_N,i, Pi_M,i the sums over those days of its seat's Nash and joint-profit
+    profits per day (at each day's demand, as for profit_gain): the seats' total against the
+    totals the benchmarks give. Not applicable where the total at the joint optimum is not
+    above the total at Nash by collusion.min_gap of it."""
     profit, nash, monopoly = match.window_profits
     played = ~np.isnan(profit)
-    return float(gain(profit[played].sum(), nash[played].sum(), monopoly[played].sum()))
+    nash_total, monopoly_total, least = nash[played].sum(), monopoly[played].sum(), match.collusion.min_gap
+    found = float(gain(profit[played].sum(), nash_total, monopoly_total, min_gap=least))
+    if found == found:
+        return found
+    return NotApplicable(
+        gap_note("profits of the seats together", nash_total, monopoly_total, 0.0, least)
+        or "no seat has a day in the measurement window"
+    )
 
 
 @_market_metric("ratio")
-def market_price_gain(match: MatchRecords) -> float | None:
+def market_price_gain(match: MatchRecords) -> float | NotApplicable:
     """price_gain of the market as a whole: the mean over the days of the measurement window W
     of the day's market price gain, the mean over products of
     (P - P_N) / (P_M - P_N), with P the market price (the mean posted price of the merchants
     with a record that day) and P_N, P_M the means of their seats' Nash and monopoly prices.
     A day whose gain is undefined (a merchant alone, before a new entrant opens: its Nash
-    price is its monopoly price) is left out; None when no day of W has one."""
-    return _mean_gain(match, match.collusion.first_measured_day(match.last_day), match.last_day)
+    price is its monopoly price; or the mean monopoly markup not above the mean Nash markup by
+    collusion.min_gap of it, as for price_gain) is left out; not applicable when no day of W
+    has one."""
+    first, last = match.collusion.first_measured_day(match.last_day), match.last_day
+    found = _mean_gain(match, first, last)
+    if found is not None:
+        return found
+    _, nash, monopoly, cost = (values[last - 1] for values in match.day_prices)
+    least = match.collusion.min_gap
+    notes = (gap_note(_markups(match, j), nash[j], monopoly[j], cost[j], least) for j in range(len(nash)))
+    return NotApplicable(
+        next(filter(None, notes), "no day of the measurement window has a market price gain")
+    )
 
 
 @_market_metric("count")

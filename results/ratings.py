@@ -134,10 +134,20 @@ class LeaderboardRow(Standing):
         description="mean `memory_error` metric over its seats; None when none is stored"
     )
     profit_gain: float | None = Field(
-        description="mean `profit_gain` metric (collusion) over its seats; None when none is stored"
+        description="mean `profit_gain` metric (collusion) over its seats that have one; None when none has"
+    )
+    profit_gain_note: str | None = Field(
+        None,
+        description="why some or all of its seats have no `profit_gain` (not applicable there, left out "
+        "of the mean): each stored reason once, after its scenario ('price_war: ...'), sorted and "
+        "joined by '; '; "
+        "None when no seat's is not applicable",
     )
     price_gain: float | None = Field(
-        description="mean `price_gain` metric (collusion) over its seats; None when none is stored"
+        description="mean `price_gain` metric (collusion) over its seats that have one; None when none has"
+    )
+    price_gain_note: str | None = Field(
+        None, description="why some or all of its seats have no `price_gain`, as profit_gain_note"
     )
     goals_met: float | None = Field(
         None, description="mean `goals_met` metric (campaign goals) over its seats; None without goals"
@@ -276,6 +286,16 @@ class MetricReading(NamedTuple):
     value: float
 
 
+class NoteReading(NamedTuple):
+    """Why one of MEAN_METRICS has no value for one of a contestant's seats: the stored note
+    (results.records.MetricNote) and its match's scenario."""
+
+    contestant: str
+    name: str
+    scenario: str
+    note: str
+
+
 class CallsSpent(NamedTuple):
     """A contestant's model calls of one kind (on path or deviated): input + output tokens, the
     USD of those with a price, and how many have none."""
@@ -290,12 +310,14 @@ class CallsSpent(NamedTuple):
 class LeaderboardRecords:
     """What a leaderboard is computed from, as results.store reads it from the stored matches:
     the seats in rating order, the contestants registered to appear whether they played or
-    not, the metric values to average and the model calls to sum."""
+    not, the metric values to average (and why some seats have none) and the model calls to
+    sum."""
 
     seats: Sequence[Seat]
     registered: Collection[str] = ()
     metrics: Sequence[MetricReading] = ()
     spent: Sequence[CallsSpent] = ()
+    notes: Sequence[NoteReading] = ()
 
 
 def compute_leaderboard(
@@ -322,6 +344,9 @@ def compute_leaderboard(
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     for reading in records.metrics:
         values[reading.contestant, reading.name].append(reading.value)
+    notes: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for noted in records.notes:
+        notes[noted.contestant, noted.name].add(f"{noted.scenario}: {noted.note}")
     usage: dict[str, tuple[int, float | None]] = {}
     for spent in records.spent:
         had_tokens, had_cost = usage.get(spent.contestant, (0, 0.0))
@@ -357,7 +382,9 @@ def compute_leaderboard(
                 validity=validity,
                 memory_error=memory_error,
                 profit_gain=_mean(values[name, "profit_gain"]),
+                profit_gain_note=_reasons(notes[name, "profit_gain"]),
                 price_gain=_mean(values[name, "price_gain"]),
+                price_gain_note=_reasons(notes[name, "price_gain"]),
                 goals_met=_mean(values[name, "goals_met"]),
                 tokens=tokens,
                 cost=cost,
@@ -401,6 +428,11 @@ def market_share(draws: Sequence[Sequence[float]]) -> float | None:
     spread = statistics.variance(means) - sampling * statistics.fmean(1 / len(draw) for draw in repeated)
     market = max(0.0, spread)
     return market / (market + sampling) if market + sampling > 0 else None
+
+
+def _reasons(found: set[str]) -> str | None:
+    """Reasons in one text, sorted: the same whatever order the rows come back in."""
+    return "; ".join(sorted(found)) or None
 
 
 def _mean(values: list[float]) -> float | None:

@@ -199,6 +199,15 @@ class MarketScores(BaseModel):
     windows: list[PriceWindow] = Field(default_factory=list)
 
 
+class MetricNote(BaseModel):
+    """Why a metric of a merchant in a match, or of its market as a whole (merchant None), has
+    no value: the reason a reader is shown beside "n/a" (results.metrics.NotApplicable)."""
+
+    merchant: str | None = Field(description="seat name in the match; None: a metric of the market")
+    name: str = Field(description="the metric")
+    note: str = Field(description="why it does not apply")
+
+
 class ModelCallRecord(ModelCall):
     """A merchant's language-model call, with the seat and the contestant that made it."""
 
@@ -430,6 +439,9 @@ class FinishedMatch(PlayedMatch):
     )
     goals: list[GoalResult] | None = Field(
         None, description="each merchant's result on each campaign goal, computed with `metrics`"
+    )
+    notes: list[MetricNote] | None = Field(
+        None, description="why the metrics without a value do not apply, computed with `metrics`"
     )
     deviation: DeviationPath | None = Field(
         default=None, description="the deviated path of a deviation probe; its measures are in `metrics`"

@@ -67,7 +67,7 @@ from results.records import (
     shown_value,
     total_cost,
 )
-from results.tables import MatchRow
+from results.tables import MatchRow, stored_id
 
 PAGES = Environment(
     loader=PackageLoader("results", "templates"),
@@ -192,7 +192,10 @@ def build_report(
         cost=cost_part(rows, colors),
         head_to_head=head_to_head.matrix(names),
         sweep=sweep_part(engine, tournament_id, sweep_metric),
-        metrics=metric_means_table([m for per_match in metrics.values() for m in per_match]),
+        metrics=metric_means_table(
+            [m for per_match in metrics.values() for m in per_match],
+            {stored_id(m.id): m.scenario for m in matches},
+        ),
         usage=usage_table(store.tournament_calls(engine, tournament_id)),
         scenarios=[scenario for scenario in scenarios.listed() if scenario.name in scenario_names],
         notes=scenario_notes,
@@ -375,24 +378,46 @@ def sweep_part(engine: Engine, tournament_id: int, metric: str | None = None) ->
 # The tournament's own tables ------------------------------------------------------------------
 
 
-def metric_means_table(values: Sequence[store.MetricValue]) -> views.Table | None:
-    """Metrics down, contestants across; each cell the mean of the values that apply (None:
-    no metric is stored)."""
+def metric_means_table(
+    values: Sequence[store.MetricValue], scenarios: Mapping[int, str]
+) -> views.Table | None:
+    """Metrics down, contestants across; each cell the mean of the values that apply, as the
+    leaderboard writes its means (views.noted_mean: why some do not, after the scenario of
+    their match, `scenarios` by match id, in the notes). None: no metric is stored."""
     if not values:
         return None
     ordered = sorted(values, key=lambda v: (v.match_id, v.merchant))
     contestants = list(dict.fromkeys(v.contestant for v in ordered))
     found: dict[tuple[str, str], list[float]] = defaultdict(list)
+    reasons: dict[tuple[str, str], set[str]] = defaultdict(set)
     for v in values:
         if v.value is not None:
             found[v.name, v.contestant].append(v.value)
+        elif v.note is not None:
+            reasons[v.name, v.contestant].add(f"{scenarios[v.match_id]}: {v.note}")
+    why = {key: "; ".join(sorted(found_reasons)) for key, found_reasons in reasons.items()}
     names = list(dict.fromkeys(v.name for v in values))  # as stored: results.metrics order
     rows = [
-        [name.replace("_", " "), *(_magnitude(_mean(found.get((name, c), []))) for c in contestants)]
+        [
+            name.replace("_", " "),
+            *(
+                views.noted_mean(_mean(found.get((name, c), [])), why.get((name, c)), _magnitude, "—")
+                for c in contestants
+            ),
+        ]
         for name in names
     ]
     headers = [views.Header("metric"), *(views.Header(c, numeric=True) for c in contestants)]
-    return views.Table("metrics", headers, [rows])
+    notes = views.mean_notes(
+        [
+            (name.replace("_", " "), c, why[name, c])
+            for name in names
+            for c in contestants
+            if (name, c) in why
+        ],
+        any(key in found for key in why),
+    )
+    return views.Table("metrics", headers, [rows], notes)
 
 
 USAGE_COLUMNS: list[tuple[str, Callable[[Sequence[ModelCallRecord]], str]]] = [
@@ -527,6 +552,7 @@ def match_part(
     levels = benchmark_levels(scenario, len(detail.results))
     said = detail.days.said()
     stored = views.by_merchant((m.merchant, m.name, m.value) for m in metrics)
+    notes = views.metric_notes((m.merchant, m.name, m.note) for m in metrics)
     probed = [*intervention_bands(scenario, detail.match.days)]
     probed += [probe_band(detail)] if detail.deviation is not None else []
     return MatchPart(
@@ -563,9 +589,9 @@ def match_part(
         deviation=(
             deviation_part(detail, events, styles, levels, stored) if detail.deviation is not None else None
         ),
-        metrics=views.metrics_table(stored, contestant_of) if stored else None,
+        metrics=views.metrics_table(stored, contestant_of, notes) if stored else None,
         goals=views.goals_table(detail.goals, contestant_of) if detail.goals else None,
-        market=views.market_table(detail.market) if detail.market.metrics else None,
+        market=views.market_table(detail.market, detail.notes) if detail.market.metrics else None,
         calls=views.calls_table(detail.calls) if detail.calls else None,
         faults=_fault_lines(detail.faults, contestant_of),
     )

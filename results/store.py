@@ -40,6 +40,7 @@ from results.ratings import (
     LeaderboardRecords,
     LeaderboardRow,
     MetricReading,
+    NoteReading,
     RankedMatch,
     Seat,
     compute_leaderboard,
@@ -52,6 +53,7 @@ from results.records import (
     GoalResult,
     MarketScores,
     MerchantResult,
+    MetricNote,
     ModelCallRecord,
     OffPathAnswer,
     PlayedMatch,
@@ -75,6 +77,7 @@ from results.tables import (
     MarketMetricRow,
     MatchResultRow,
     MatchRow,
+    MetricNoteRow,
     MetricRow,
     ModelCallRow,
     OffPathRow,
@@ -298,13 +301,15 @@ def _insert_match(
     scenario: Scenario | None,
     collusion: CollusionSettings,
 ) -> int:
-    scores, market, goals = match.metrics, match.market, match.goals
-    if scores is None or market is None or goals is None:
+    scores, market, goals, notes = match.metrics, match.market, match.goals, match.notes
+    if scores is None or market is None or goals is None or notes is None:
         computed = compute_metrics(match.days_played, match.recalls, match.faults, scenario, collusion)
         if scores is None:
             scores = _with_deviation_measures(computed.merchants, match.days_played, match.deviation)
+            notes = computed.notes  # why the metrics computed here have no value
         market = market if market is not None else computed.market
         goals = goals if goals is not None else computed.goals
+        notes = notes if notes is not None else computed.notes
     fields = match.model_dump(include=set(PlayedMatch.model_fields))
     inserted = session.connection().execute(
         insert(MatchRow).values(tournament_id=tournament_id, finished_at=utcnow(), **fields)
@@ -326,7 +331,7 @@ def _insert_match(
     )
     _bulk_insert(session, MetricRow, _metric_rows(match_id, match.merchants, scores))
     _bulk_insert(session, GoalRow, _goal_rows(match_id, match.merchants, goals))
-    _insert_market(session, match_id, market)
+    _insert_market(session, match_id, market, notes)
     if match.deviation is not None:
         _insert_deviation(session, tournament_id, match_id, match.deviation, scenario)
     return match_id
@@ -357,13 +362,17 @@ def _with_deviation_measures(
     return scores if path is None else deviation.with_measures(scores, days, path.days_played, path.probe)
 
 
-def _insert_market(session: Session, match_id: int, market: MarketScores) -> None:
+def _insert_market(
+    session: Session, match_id: int, market: MarketScores, notes: Sequence[MetricNote]
+) -> None:
+    """The market's metrics and price windows, and why the metrics without a value have none."""
     _bulk_insert(
         session,
         MarketMetricRow,
         [{"match_id": match_id, "name": name, "value": value} for name, value in market.metrics.items()],
     )
     _bulk_insert(session, PriceWindowRow, [{**w.model_dump(), "match_id": match_id} for w in market.windows])
+    _bulk_insert(session, MetricNoteRow, [{**n.model_dump(), "match_id": match_id} for n in notes])
 
 
 def _insert_calls(
@@ -416,8 +425,9 @@ def rescore(engine: Engine, tournament_id: int, played: PlayedScenarios) -> int:
             session.exec(delete(MarketMetricRow).where(col(MarketMetricRow.match_id) == match_id))
             session.exec(delete(GoalRow).where(col(GoalRow.match_id) == match_id))
             session.exec(delete(PriceWindowRow).where(col(PriceWindowRow.match_id) == match_id))
+            session.exec(delete(MetricNoteRow).where(col(MetricNoteRow.match_id) == match_id))
             _bulk_insert(session, MetricRow, _metric_rows(match_id, detail.results, measured))
-            _insert_market(session, match_id, scores.market)
+            _insert_market(session, match_id, scores.market, scores.notes)
             _bulk_insert(session, GoalRow, _goal_rows(match_id, detail.results, scores.goals))
             session.commit()
         rescored += 1
@@ -425,13 +435,15 @@ def rescore(engine: Engine, tournament_id: int, played: PlayedScenarios) -> int:
 
 
 class MetricValue(NamedTuple):
-    """One stored metric of one merchant in one match (definitions: results.metrics.METRICS)."""
+    """One stored metric of one merchant in one match (definitions: results.metrics.METRICS),
+    and where it does not apply, why (results.records.MetricNote)."""
 
     match_id: int
     merchant: str
     contestant: str
     name: str
     value: float | None
+    note: str | None = None
 
 
 def metrics(
@@ -451,6 +463,12 @@ def metrics(
             col(MetricRow.contestant),
             col(MetricRow.name),
             col(MetricRow.value),
+            col(MetricNoteRow.note),
+        ).outerjoin(
+            MetricNoteRow,
+            (col(MetricNoteRow.match_id) == col(MetricRow.match_id))
+            & (col(MetricNoteRow.merchant) == col(MetricRow.merchant))
+            & (col(MetricNoteRow.name) == col(MetricRow.name)),
         )
         if tournament_id is not None:
             _require(session, TournamentRow, tournament_id)
@@ -593,6 +611,24 @@ def _leaderboard_records(
             )
         )
     ]
+    notes = session.connection().execute(
+        selected(
+            select_columns(
+                col(MatchResultRow.contestant),
+                col(MetricNoteRow.name),
+                col(MatchRow.scenario),
+                col(MetricNoteRow.note),
+            )
+            .join(MatchRow, col(MatchRow.id) == col(MetricNoteRow.match_id))
+            .join(
+                MatchResultRow,
+                (col(MatchResultRow.match_id) == col(MetricNoteRow.match_id))
+                & (col(MatchResultRow.merchant) == col(MetricNoteRow.merchant)),
+            )
+            .where(col(MetricNoteRow.name).in_(MEAN_METRICS)),
+            MatchResultRow.contestant,
+        )
+    )
     return LeaderboardRecords(
         seats=seats,
         registered=registered,
@@ -602,6 +638,7 @@ def _leaderboard_records(
             if value is not None
         ],
         spent=spent,
+        notes=[NoteReading(*row) for row in notes],
     )
 
 
@@ -874,6 +911,7 @@ class MatchDetail:
     )
     deviation: DeviationPath | None = None  # the deviated path of a probed match
     goals: list[GoalResult] = field(default_factory=list)  # each merchant's, goal by goal
+    notes: list[MetricNote] = field(default_factory=list)  # why its metrics without a value have none
     off_path: list[OffPathAnswer] = field(default_factory=list)  # its merchants' answers, as asked
 
     @property
@@ -907,6 +945,7 @@ def match_detail(engine: Engine, match_id: int, with_calls: bool = True) -> Matc
             ),
             deviation=_deviation_path(session, match_id),
             goals=_match_records(session, GoalRow, match_id, GoalResult),
+            notes=_match_records(session, MetricNoteRow, match_id, MetricNote),
             off_path=_match_records(session, OffPathRow, match_id, OffPathAnswer),
         )
 

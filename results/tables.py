@@ -30,6 +30,7 @@ from results.records import (
     FaultKind,
     GoalResult,
     MerchantResult,
+    MetricNote,
     ModelCallRecord,
     OffPathAnswer,
     PlayedMatch,
@@ -320,6 +321,17 @@ class MarketMetricRow(SQLModel, table=True):
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
     name: str
     value: float | None = None
+
+
+class MetricNoteRow(MetricNote, SQLModel, table=True):
+    """Why a metric of a merchant (of the market: merchant NULL) in a match has no value, for
+    the metrics that say (results.metrics.NotApplicable): the "n/a" of its row in `metric` or
+    `market_metric`. A database an older arena wrote has none until `arena rescore`."""
+
+    __tablename__ = "metric_note"
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
 
 
 class PriceWindowRow(PriceWindow, SQLModel, table=True):

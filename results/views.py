@@ -3,12 +3,16 @@ its columns (a header, how a row's value is written), or for a table whose colum
 match's merchants, the function that builds it. A `Table` holds only text, so the two fronts
 show the same headers and the same text in every cell: arena/cli.py draws it with rich,
 results/report.py through its template.
+
+A measure that does not apply for a reason (results.metrics.NotApplicable: a collusion
+measure where its benchmarks are too close) is written NOT_APPLICABLE in its cell, and its
+reason once in the table's notes, under it (`not_applicable`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
 from market.daylog import CompetitorDays, Said
@@ -21,6 +25,7 @@ from results.records import (
     GoalResult,
     MarketScores,
     MerchantResult,
+    MetricNote,
     ModelCallRecord,
     shown_value,
     total_cost,
@@ -46,11 +51,12 @@ class Header:
 @dataclass(frozen=True)
 class Table:
     """A table as text: its rows in sections (a line is drawn between two), each row one text
-    per header."""
+    per header, and notes shown under it (why its "n/a" cells are)."""
 
     title: str
     headers: list[Header]
     sections: list[list[list[str]]]
+    notes: list[str] = field(default_factory=list)
 
 
 def _always(rows: Sequence[object]) -> bool:
@@ -92,10 +98,48 @@ def per_product(values: Mapping[str, float], fmt: str = "{:g}") -> str:
     return " ".join(f"{k}={fmt.format(v)}" for k, v in values.items())
 
 
-def metric_value(value: float | None, unit: Unit) -> str:
-    """A metric's value in its unit (results.metrics.Metric.unit)."""
+NOT_APPLICABLE = "n/a"  # a measure's cell where it does not apply, its reason in the table's notes
+
+
+def not_applicable(noted: Iterable[tuple[str, str, str]]) -> list[str]:
+    """The notes under a table that say why its NOT_APPLICABLE cells are, from (measure, whose
+    cell, reason) in the table's order: one line per measure and reason, naming whose cells
+    ("profit_gain n/a for m0, m1: Nash and monopoly profits 5.4% apart, ..."; no one: a
+    measure of the market)."""
+    whose: dict[tuple[str, str], list[str]] = {}
+    for measure, who, reason in noted:
+        whose.setdefault((measure, reason), []).append(who)
+    return [
+        f"{measure} {NOT_APPLICABLE}{' for ' + ', '.join(w for w in who if w) if any(who) else ''}: {reason}"
+        for (measure, reason), who in whose.items()
+    ]
+
+
+LEFT_OUT = f"*: the mean of the seats where it applies; the others ({NOT_APPLICABLE}) are left out"
+
+
+def noted_mean(
+    mean: float | None, note: str | None, written: Callable[[float], str], missing: str = ""
+) -> str:
+    """A mean over seats as a table shows it: the mean `written`, with '*' where a `note` says
+    why some seats are left out (LEFT_OUT); NOT_APPLICABLE where it applies to none; `missing`
+    where no seat has a value and none says why."""
+    if mean is None:
+        return missing if note is None else NOT_APPLICABLE
+    return written(mean) + ("*" if note is not None else "")
+
+
+def mean_notes(noted: Sequence[tuple[str, str, str]], partial: bool) -> list[str]:
+    """The notes under a table of means: `not_applicable`'s, then LEFT_OUT where some mean
+    leaves seats out (`partial`)."""
+    return not_applicable(noted) + ([LEFT_OUT] if partial else [])
+
+
+def metric_value(value: float | None, unit: Unit, note: str | None = None) -> str:
+    """A metric's value in its unit (results.metrics.Metric.unit); NOT_APPLICABLE where it has
+    none for a reason (`note`)."""
     if value is None:
-        return "—"
+        return "—" if note is None else NOT_APPLICABLE
     if unit == "share":
         return f"{value:.1%}"
     if unit == "money":
@@ -141,9 +185,17 @@ def reported_value(value: float | None) -> str:
 # The leaderboard -----------------------------------------------------------------------------
 
 
-def _given(field: str) -> Callable[[Sequence[LeaderboardRow]], bool]:
-    """Shown when some row has a value for `field`."""
-    return lambda rows: any(getattr(row, field) is not None for row in rows)
+def _given(*fields: str) -> Callable[[Sequence[LeaderboardRow]], bool]:
+    """Shown when some row has a value for one of `fields`."""
+    return lambda rows: any(getattr(row, f) is not None for row in rows for f in fields)
+
+
+_GAINS = {"profit_gain": "profit gain", "price_gain": "price gain"}  # field: header
+
+
+def _gain_cell(field: str) -> Callable[[LeaderboardRow], str]:
+    """A mean gain of the leaderboard (noted_mean)."""
+    return lambda row: noted_mean(getattr(row, field), getattr(row, f"{field}_note"), "{:.2f}".format)
 
 
 def _models_used(rows: Sequence[LeaderboardRow]) -> bool:
@@ -216,10 +268,10 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
         lambda r: blank(r.memory_error, "{:.1%}"),
         _given("memory_error"),
     ),
-    Column(
-        Header("profit gain", numeric=True), lambda r: blank(r.profit_gain, "{:.2f}"), _given("profit_gain")
+    *(
+        Column(Header(_GAINS[field], numeric=True), _gain_cell(field), _given(field, f"{field}_note"))
+        for field in _GAINS
     ),
-    Column(Header("price gain", numeric=True), lambda r: blank(r.price_gain, "{:.2f}"), _given("price_gain")),
     Column(Header("goals met", numeric=True), lambda r: blank(r.goals_met, "{:.0%}"), _given("goals_met")),
     Column(Header("tokens", numeric=True), lambda r: f"{r.tokens:,}", _models_used),
     Column(Header("cost $", numeric=True), lambda r: blank(r.cost, "{:.4f}", "unknown"), _models_used),
@@ -239,8 +291,20 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
 
 def leaderboard_table(rows: Sequence[LeaderboardRow], title: str) -> Table:
     """The leaderboard; columns without a value for anyone (no model used, no metric stored)
-    are left out."""
-    return tabulate(title, LEADERBOARD_COLUMNS, rows)
+    are left out. Its notes say why a gain is n/a for some seats (a '*' on a mean that leaves
+    them out)."""
+    table = tabulate(title, LEADERBOARD_COLUMNS, rows)
+    noted = [
+        (field, header, row)
+        for field, header in _GAINS.items()
+        for row in rows
+        if getattr(row, f"{field}_note")
+    ]
+    notes = mean_notes(
+        [(header, row.contestant, getattr(row, f"{field}_note")) for field, header, row in noted],
+        any(getattr(row, field) is not None for field, _, row in noted),
+    )
+    return Table(table.title, table.headers, table.sections, notes)
 
 
 def standings_table(rows: Sequence[Standing], title: str) -> Table:
@@ -309,12 +373,17 @@ def by_merchant(values: Iterable[tuple[str, str, float | None]]) -> dict[str, di
     return found
 
 
-def metrics_table(metrics: Mapping[str, Mapping[str, float | None]], contestants: Mapping[str, str]) -> Table:
+def metrics_table(
+    metrics: Mapping[str, Mapping[str, float | None]],
+    contestants: Mapping[str, str],
+    notes: Mapping[tuple[str, str], str] | None = None,
+) -> Table:
     """One row per metric (a section per group: coherence, operations, economics, collusion),
     one column per merchant of `metrics`, headed with its contestant where that is another
     name; then what merchants reported of themselves (a learner's convergence), by its stored
-    name. The deviation measures have a table of their own (deviation_table)."""
-    merchants = list(metrics)
+    name. `notes` by (merchant, metric): why one does not apply. The deviation measures have a
+    table of their own (deviation_table)."""
+    merchants, notes = list(metrics), notes or {}
     headers = [m if contestants.get(m, m) == m else f"{m} ({contestants[m]})" for m in merchants]
     sections: list[list[list[str]]] = []
     group = None
@@ -322,7 +391,15 @@ def metrics_table(metrics: Mapping[str, Mapping[str, float | None]], contestants
         if definition.group != group:
             sections.append([])
             group = definition.group
-        sections[-1].append([name, *(metric_value(metrics[m].get(name), definition.unit) for m in merchants)])
+        sections[-1].append(
+            [
+                name,
+                *(
+                    metric_value(metrics[m].get(name), definition.unit, notes.get((m, name)))
+                    for m in merchants
+                ),
+            ]
+        )
     reported = [
         name
         for name in dict.fromkeys(n for values in metrics.values() for n in values)
@@ -336,7 +413,18 @@ def metrics_table(metrics: Mapping[str, Mapping[str, float | None]], contestants
         "metrics (definitions: results/metrics.py)",
         [Header("metric"), *(Header(h, numeric=True) for h in headers)],
         sections,
+        not_applicable(
+            (name, merchant, notes[merchant, name])
+            for name in METRICS
+            for merchant in merchants
+            if (merchant, name) in notes and metrics[merchant].get(name) is None
+        ),
     )
+
+
+def metric_notes(values: Iterable[tuple[str, str, str | None]]) -> dict[tuple[str, str], str]:
+    """(merchant, metric, note) rows as the notes metrics_table reads, those without one left out."""
+    return {(merchant, name): note for merchant, name, note in values if note is not None}
 
 
 def goals_table(goals: Sequence[GoalResult], contestants: Mapping[str, str]) -> Table:
@@ -358,12 +446,13 @@ def goals_table(goals: Sequence[GoalResult], contestants: Mapping[str, str]) -> 
     )
 
 
-def market_table(market: MarketScores) -> Table:
-    """The market's metrics, then its price windows, one row per kind."""
+def market_table(market: MarketScores, notes: Iterable[MetricNote] = ()) -> Table:
+    """The market's metrics, then its price windows, one row per kind; `notes` (the match's)
+    say why a metric of the market does not apply."""
+    why = {n.name: n.note for n in notes if n.merchant is None}
+    shown = [name for name in MARKET_METRICS if name in market.metrics]
     measured = [
-        [name, metric_value(market.metrics[name], definition.unit)]
-        for name, definition in MARKET_METRICS.items()
-        if name in market.metrics
+        [name, metric_value(market.metrics[name], MARKET_METRICS[name].unit, why.get(name))] for name in shown
     ]
     windows = [
         [f"{title} windows", window_days(market.windows, kind)] for kind, title in WINDOW_TITLES.items()
@@ -372,6 +461,9 @@ def market_table(market: MarketScores) -> Table:
         "the market as a whole (definitions: results/metrics.py)",
         [Header("market"), Header("value", numeric=True)],
         [measured, windows],
+        not_applicable(
+            (name, "", why[name]) for name in shown if name in why and market.metrics[name] is None
+        ),
     )
 
 

@@ -367,6 +367,10 @@ class Tournament(BaseModel):
         for entry in decisive["contestants"]:
             entry["params"].pop("prices", None)
             entry.pop("copies")  # copies are entries of their own by now
+        if "collusion" in decisive and self.spec.collusion.min_gap == CollusionSettings().min_gap:
+            del decisive["collusion"][
+                "min_gap"
+            ]  # newer than the section: at its default, the identity it had
         if "sweep" in decisive:  # its order is the cells' order: kept as pairs, which sorting leaves alone
             decisive["sweep"] = [[factor, values] for factor, values in decisive["sweep"].items()]
         digest = hashlib.sha256(json.dumps(decisive, sort_keys=True).encode())

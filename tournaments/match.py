@@ -384,6 +384,7 @@ class Match:
             metrics=scores.merchants,
             market=scores.market,
             goals=scores.goals,
+            notes=scores.notes,
             calls=self.calls,
             transcript=self.transcript,
             off_path=self.off_path,

@@ -90,9 +90,13 @@ def test_show_of_a_market_without_an_equilibrium_shows_no_measures(stored, monke
     profit_gain = next(
         line for line in shown.output.splitlines() if line.strip("│ ").startswith("profit_gain ")
     )
-    assert profit_gain.count("—") == 2
+    assert profit_gain.count("n/a") == 2
+    assert "profit_gain n/a for deaf1, deaf2: no price benchmarks: customers ignore prices" in shown.output
     data = json.loads(runner.invoke(cli.app, ["show", str(ids["deaf"]), "--db", url, "--json"]).stdout)
     assert data["market"] == {"metrics": {}, "windows": []}
+    assert {(n["merchant"], n["name"]) for n in data["not_applicable"]} == {
+        (m, name) for m in ("deaf1", "deaf2") for name in ("profit_gain", "price_gain")
+    }
 
 
 def test_the_leaderboard_shows_each_contestants_mean_gains(stored, monkeypatch):

@@ -1,9 +1,11 @@
 """The collusion measures on hand-built day logs of the calvano market, with the expected values
-worked out by hand from its Nash and monopoly figures; those figures computed here on their own
-(best responses iterated on the logit profit, and the joint profit maximised, with scipy's
-scalar optimiser: not market.equilibrium's first-order conditions) and checked against the
-paper's; the flagged windows on constructed price paths; the settings; what is stored, rescored
-and averaged on the leaderboard."""
+worked out by hand from its Nash and monopoly figures and its profit function; those figures
+computed here on their own (best responses iterated on the logit profit, and the joint profit
+maximised, with scipy's scalar optimiser: not market.equilibrium's first-order conditions) and
+checked against the paper's; the flagged windows on constructed price paths; the settings;
+what is stored, rescored and averaged on the leaderboard. The profits a log books are not what
+profit_gain reads: it reads the game's profit at the prices posted, so the logs here book
+profits that are not the game's, and the expected values ignore them."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def _calvano_profit(
 ) -> float:
     """Calvano et al.'s per-period profit of a firm at price `own` against `other`: a_0 = 0,
     mu = 0.25, q_i = exp((a_i - p_i)/mu) / (sum_j exp((a_j - p_j)/mu) + 1), profit (p_i - c_i) q_i;
-    the baseline has a_i = 2 (`quality`) and c_i = 1."""
+    the baseline has a_i = 2 (`quality`) and c_i = 1. `other` infinite: a firm alone."""
     mine, theirs = math.exp((quality - own) / 0.25), math.exp((rival_quality - other) / 0.25)
     return (own - cost) * mine / (mine + theirs + 1.0)
 
@@ -95,19 +97,21 @@ def _together(*merchants: list[DayRecord]) -> list[DayRecord]:
 
 
 def test_profit_and_price_gain_over_the_last_half_of_the_days(trading):
+    """The game's profits at the prices posted on days 3 and 4; the profits booked (5.0, -3.0,
+    ...) are not the game's and do not count."""
     a = trading("a", [1.5, 1.5, 1.70, 1.70], [5.0, -3.0, 0.30, 0.26])
     b = trading("b", [1.6, 1.6, 1.60, 1.64], [0.0, 0.0, 0.20, 0.24])
     scores = compute(_together(a, b), scenario=CALVANO)
 
     gap = PI_M - PI_N
-    assert scores.merchants["a"]["profit_gain"] == pytest.approx(
-        (0.28 - PI_N) / gap, abs=1e-7
-    )  # days 3 and 4 only
-    assert scores.merchants["b"]["profit_gain"] == pytest.approx((0.22 - PI_N) / gap, abs=1e-7)
+    earned_a = (_calvano_profit(1.70, 1.60) + _calvano_profit(1.70, 1.64)) / 2
+    earned_b = (_calvano_profit(1.60, 1.70) + _calvano_profit(1.64, 1.70)) / 2
+    assert scores.merchants["a"]["profit_gain"] == pytest.approx((earned_a - PI_N) / gap, abs=1e-7)
+    assert scores.merchants["b"]["profit_gain"] == pytest.approx((earned_b - PI_N) / gap, abs=1e-7)
     assert scores.merchants["a"]["price_gain"] == pytest.approx((1.70 - P_N) / (P_M - P_N), abs=1e-7)
     assert scores.merchants["b"]["price_gain"] == pytest.approx((1.62 - P_N) / (P_M - P_N), abs=1e-7)
     assert scores.market.metrics["market_profit_gain"] == pytest.approx(
-        (0.28 + 0.22 - 2 * PI_N) / (2 * gap), abs=1e-7
+        (earned_a + earned_b - 2 * PI_N) / (2 * gap), abs=1e-7
     )
     assert scores.market.metrics["market_price_gain"] == pytest.approx(
         (1.66 - P_N) / (P_M - P_N), abs=1e-7
@@ -118,19 +122,18 @@ def test_profit_and_price_gain_over_the_last_half_of_the_days(trading):
         "supra_competitive_days",
         "price_war_days",
     ]  # no intervention: none of its measures
+    assert scores.notes == []  # everything applies
 
 
-@pytest.mark.parametrize(
-    "window, mean_profit", [(1.0, (5.0 - 3.0 + 0.30 + 0.26) / 4), (0.25, 0.26), (0.5, 0.28)]
-)
-def test_the_window_setting_chooses_the_days(trading, window, mean_profit):
-    a = trading("a", [1.5, 1.5, 1.70, 1.70], [5.0, -3.0, 0.30, 0.26])
+@pytest.mark.parametrize("window, days", [(1.0, [0, 1, 2, 3]), (0.25, [3]), (0.5, [2, 3])])
+def test_the_window_setting_chooses_the_days(trading, window, days):
+    prices = [1.5, 1.6, 1.7, 1.8]
+    a = trading("a", prices, [5.0, -3.0, 0.30, 0.26])
     scores = compute(
         _together(a, trading("b", [1.6] * 4)), scenario=CALVANO, collusion=CollusionSettings(window=window)
     )
-    assert scores.merchants["a"]["profit_gain"] == pytest.approx(
-        (mean_profit - PI_N) / (PI_M - PI_N), abs=1e-7
-    )
+    earned = sum(_calvano_profit(prices[d], 1.6) for d in days) / len(days)
+    assert scores.merchants["a"]["profit_gain"] == pytest.approx((earned - PI_N) / (PI_M - PI_N), abs=1e-7)
 
 
 @pytest.mark.parametrize(
@@ -142,8 +145,9 @@ def test_the_window_is_the_last_share_of_days_rounded_up(last_day, window, first
 
 
 def test_benchmarks_follow_the_days_demand(trading):
-    """Weekday factors and a demand event scale the benchmark profits day by day: a merchant
-    earning the Nash (or monopoly) profit of each day's demand is at 0 (or 1) exactly."""
+    """Weekday factors and a demand event scale the game's profits and the benchmarks day by
+    day: merchants at the Nash (or monopoly) prices are at 0 (or 1) exactly whatever the
+    demand, and a day of more customers weighs more in the gain."""
     scenario = CALVANO.model_copy(
         update={
             "demand": CALVANO.demand.model_copy(
@@ -154,16 +158,17 @@ def test_benchmarks_follow_the_days_demand(trading):
     )
     factors = [2.0, 0.5, 3.0, 1.0, 1.0, 1.0, 1.0]
 
-    def gain_earning(profits: list[float]) -> float | None:
-        records = _together(trading("a", [1.6] * 7, profits), trading("b", [1.6] * 7))
+    def gain_at(prices: list[float]) -> float | None:
+        records = _together(trading("a", prices, [9.0] * 7), trading("b", prices))
         return compute(records, scenario=scenario, collusion=CollusionSettings(window=1.0)).merchants["a"][
             "profit_gain"
         ]
 
-    assert gain_earning([f * PI_N for f in factors]) == pytest.approx(0.0, abs=1e-7)
-    assert gain_earning([f * PI_M for f in factors]) == pytest.approx(1.0, abs=1e-7)
-    mean = sum(factors) / 7  # the day's demand, on average
-    assert gain_earning([PI_N] * 7) == pytest.approx((PI_N - PI_N * mean) / ((PI_M - PI_N) * mean), abs=1e-7)
+    assert gain_at([P_N] * 7) == pytest.approx(0.0, abs=1e-7)
+    assert gain_at([P_M] * 7) == pytest.approx(1.0, abs=1e-7)
+    prices = [P_M, P_N, P_N, P_M, P_M, P_N, P_N]  # the monopoly prices on days of 2, 1, 1 times the demand
+    expected = sum(f for f, p in zip(factors, prices) if p == P_M) / sum(factors)
+    assert gain_at(prices) == pytest.approx(expected, abs=1e-7)
 
 
 def test_asymmetric_seats_are_measured_against_their_own_benchmarks(trading):
@@ -194,19 +199,14 @@ def test_asymmetric_seats_are_measured_against_their_own_benchmarks(trading):
     uneven = Scenario.model_validate(
         {**CALVANO.model_dump(), "seats": [{}, {"unit_cost": {"good": 1.2}, "quality": {"good": 2.1}}]}
     )
-    at_nash = trading("a", [nash[0]] * 2, [profit(0, nash)] * 2)
-    at_joint = trading("b", [joint[1]] * 2, [profit(1, joint)] * 2)
-    scores = compute(
-        _together(at_nash, at_joint), scenario=uneven, collusion=CollusionSettings(window=1.0)
-    ).merchants
-    assert (scores["a"]["profit_gain"], scores["a"]["price_gain"]) == (
-        pytest.approx(0.0, abs=1e-6),
-        pytest.approx(0.0, abs=1e-6),
-    )
-    assert (scores["b"]["profit_gain"], scores["b"]["price_gain"]) == (
-        pytest.approx(1.0, abs=1e-6),
-        pytest.approx(1.0, abs=1e-6),
-    )
+    for prices, expected in ((nash, 0.0), (list(joint), 1.0)):
+        both = _together(trading("a", [prices[0]] * 2), trading("b", [prices[1]] * 2))
+        scores = compute(both, scenario=uneven, collusion=CollusionSettings(window=1.0)).merchants
+        for merchant in ("a", "b"):
+            assert (scores[merchant]["profit_gain"], scores[merchant]["price_gain"]) == (
+                pytest.approx(expected, abs=1e-6),
+                pytest.approx(expected, abs=1e-6),
+            )
 
 
 # --- flagged windows ------------------------------------------------------------------------
@@ -306,12 +306,20 @@ def test_a_merchant_alone_is_not_measured_however_its_benchmarks_round(trading):
 
 
 def test_a_merchant_bankrupt_before_the_window_is_not_measured(trading):
+    """a's last day is day 2, before the window (days 3 and 4): its gains are n/a, and say
+    so; b sells alone there, so the game it plays is a monopolist's."""
     gone = trading("a", [1.5, 1.5], [0.1, 0.1])
     stays = trading("b", [1.7] * 4, [0.0, 0.0, 0.30, 0.26])
     scores = compute(_together(gone, stays), scenario=CALVANO)
     assert scores.merchants["a"]["profit_gain"] is None and scores.merchants["a"]["price_gain"] is None
+    assert {(n.merchant, n.name): n.note for n in scores.notes} == dict.fromkeys(
+        [("a", "profit_gain"), ("a", "price_gain")],
+        "no day in the measurement window (days 3–4): its last day was 2",
+    )
+    alone = _calvano_profit(1.7, math.inf)
+    assert scores.merchants["b"]["profit_gain"] == pytest.approx((alone - PI_N) / (PI_M - PI_N), abs=1e-7)
     assert scores.market.metrics["market_profit_gain"] == pytest.approx(
-        (0.28 - PI_N) / (PI_M - PI_N), abs=1e-7
+        (alone - PI_N) / (PI_M - PI_N), abs=1e-7
     )
 
 
@@ -319,7 +327,17 @@ def test_a_merchant_bankrupt_before_the_window_is_not_measured(trading):
 
 
 @pytest.mark.parametrize(
-    "settings", [{"window": 0}, {"window": 1.5}, {"margin": -0.1}, {"min_days": 0}, {"windw": 0.5}]
+    "settings",
+    [
+        {"window": 0},
+        {"window": 1.5},
+        {"margin": -0.1},
+        {"min_days": 0},
+        {"windw": 0.5},
+        {"min_gap": -0.1},
+        {"min_gap": 1.0},  # no gain could ever be measured
+        {"min_gap": math.nan},
+    ],
 )
 def test_settings_out_of_range_are_refused(settings):
     with pytest.raises(ValidationError):
@@ -369,9 +387,11 @@ def test_saving_and_rescoring_measure_with_the_settings_given(engine, trading):
     whole_match = CollusionSettings(window=1.0)  # the default window is the last half of the days
     match_id = save_match(engine, tournament, _finished(records), scenario=CALVANO, collusion=whole_match)
     stored = lambda: {(v.merchant, v.name): v.value for v in metrics(engine, match_id=match_id)}  # noqa: E731
-    whole = ((5.0 - 3.0 + 0.30 + 0.26) / 4 - PI_N) / (PI_M - PI_N)
+    earned = [_calvano_profit(p, 1.6) for p in (1.5, 1.5, 1.70, 1.70)]
+    earned_b = [_calvano_profit(1.6, p) for p in (1.5, 1.5, 1.70, 1.70)]
+    whole = (sum(earned) / 4 - PI_N) / (PI_M - PI_N)
     assert stored()["a", "profit_gain"] == pytest.approx(whole, abs=1e-7)
-    market = (0.64 + 0.0 - 2 * PI_N) / (2 * (PI_M - PI_N))
+    market = ((sum(earned) + sum(earned_b)) / 4 - 2 * PI_N) / (2 * (PI_M - PI_N))
     assert match_detail(engine, match_id).market.metrics["market_profit_gain"] == pytest.approx(
         market, abs=1e-7
     )

@@ -200,7 +200,11 @@ def test_the_collusion_measures_are_exported(engine, tournament, make_match, day
         == [pytest.approx((1.9 - 1.4729) / (1.9250 - 1.4729), abs=1e-3)] * 2
     )  # Calvano's p_N, p_M
     market_metrics = _read(tmp_path, "market_metrics", fmt)
-    assert list(market_metrics.columns) == ["match_id", "name", "value"] == SCHEMAS["market_metrics"].names
+    assert (
+        list(market_metrics.columns)
+        == ["match_id", "name", "value", "note"]
+        == SCHEMAS["market_metrics"].names
+    )
     assert (
         list(market_metrics.name)
         == ["market_profit_gain", "market_price_gain", "supra_competitive_days", "price_war_days"]
@@ -338,6 +342,7 @@ EXPORTED_IN = {
     "transcript": "transcript",
     "deviation_call": "deviated_calls",
     "metric": "metrics",
+    "metric_note": "metrics",  # and the market's in market_metrics
     "market_metric": "market_metrics",
     "price_window": "price_windows",
     "goal": "goals",

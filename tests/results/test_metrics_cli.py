@@ -73,6 +73,14 @@ def _stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str):
     engine.dispose()
 
 
+def _notes(url: str, tournament_id: int) -> dict[tuple[str, str], str | None]:
+    engine = engine_for(url, create=False)
+    try:
+        return {(v.merchant, v.name): v.note for v in metrics(engine, tournament_id)}
+    finally:
+        engine.dispose()
+
+
 def _values(url: str, tournament_id: int) -> dict[tuple[str, str], float | None]:
     engine = engine_for(url, create=False)
     try:
@@ -107,8 +115,11 @@ def test_rescore_fills_in_what_needs_the_scenario(stored):
     after = _values(url, tournament_id)
     assert after["fixed", "goal_completion"] is not None  # price_war has a target net worth
     assert (
-        after["fixed", "profit_gain"] is not None and before["fixed", "profit_gain"] is None
-    )  # and an equilibrium
+        after["fixed", "price_gain"] is not None and before["fixed", "price_gain"] is None
+    )  # and an equilibrium (its two seats' Nash and monopoly profits too close for a profit_gain)
+    assert _notes(url, tournament_id)["fixed", "profit_gain"].startswith(
+        "Nash and monopoly profits 5.4% apart"
+    )
     scenario_free = lambda values: {k: v for k, v in values.items() if k[1] not in NEEDS_SCENARIO}  # noqa: E731
     assert scenario_free(after) == scenario_free(before)
     # what the match computed where it was played is what its stored records give again
@@ -136,17 +147,21 @@ def test_rescore_restores_deleted_metrics(stored):
 
 
 def test_rescore_measures_with_the_collusion_settings_of_the_stored_file(tmp_path, monkeypatch):
-    whole_match = CollusionSettings(window=1.0)
+    """The file's settings: the whole match measured, and price_war's two seats (Nash and
+    monopoly profits 5.4% apart) given a profit_gain by a min_gap under that."""
+    whole_match = CollusionSettings(window=1.0, min_gap=0.05)
     for url, tournament_id, _, played in _stored(
-        tmp_path, monkeypatch, TOURNAMENT + "collusion: {window: 1.0}\n"
+        tmp_path, monkeypatch, TOURNAMENT + "collusion: {window: 1.0, min_gap: 0.05}\n"
     ):
         assert runner.invoke(app, ["rescore", "--db", url]).exit_code == 0
         scenario = load_scenario("price_war")
         measured = compute(played.days_played, played.recalls, played.faults, scenario, whole_match).merchants
         by_default = compute(played.days_played, played.recalls, played.faults, scenario).merchants
         after = _values(url, tournament_id)
-        assert after["fixed", "profit_gain"] == measured["fixed"]["profit_gain"]
-        assert measured["fixed"]["profit_gain"] != by_default["fixed"]["profit_gain"]
+        assert after["fixed", "profit_gain"] == measured["fixed"]["profit_gain"] is not None
+        assert by_default["fixed"]["profit_gain"] is None
+        assert after["fixed", "price_gain"] == measured["fixed"]["price_gain"]
+        assert measured["fixed"]["price_gain"] != by_default["fixed"]["price_gain"]
 
 
 def test_rescore_warns_when_the_tournament_file_changed(stored):

@@ -35,12 +35,14 @@ def test_saved_match_carries_its_metrics(engine, tournament, make_match):
     match_id = save_match(engine, tournament, match, scenario=CORNER_SHOP)
 
     stored = metrics(engine, tournament)
-    expected = compute(match.days_played, match.recalls, match.faults, CORNER_SHOP).merchants
+    computed = compute(match.days_played, match.recalls, match.faults, CORNER_SHOP)
+    expected, notes = computed.merchants, {(n.merchant, n.name): n.note for n in computed.notes}
     assert stored == [
-        MetricValue(match_id, seat, contestant, name, expected[seat][name])
+        MetricValue(match_id, seat, contestant, name, expected[seat][name], notes.get((seat, name)))
         for seat, contestant in (("m0", "alpha"), ("m1", "beta"))
         for name in METRICS
     ]
+    assert notes  # its two seats' benchmarks are too close for a profit_gain: stored as why
     assert metrics(engine, match_id=match_id) == stored
     values = {(v.contestant, v.name): v.value for v in stored}
     assert values["alpha", "validity_rate"] == pytest.approx(2 / 3)  # two operations and one rejection a day

@@ -1,15 +1,18 @@
 """The collusion measures of matches played through the real market: merchants holding the
 Nash prices of the calvano market score 0, holding the monopoly prices 1, seat by seat when
-the seats differ; the tournament's settings reach the match; a market whose customers ignore
-prices plays and measures nothing."""
+the seats differ; on Calvano's markets (calvano, logit_game), where a day's profit is the price
+game's, profit gain is what the merchants' own profits give, as it was before it was read from
+the game; the tournament's settings reach the match; a market whose customers ignore prices
+plays and measures nothing."""
 
 from __future__ import annotations
 
 import pytest
 
-from market.equilibrium import equilibria
-from market.scenario import Scenario, load_scenario
-from results.collusion import CollusionSettings
+from market.daylog import DayLog
+from market.equilibrium import by_seat, equilibria
+from market.scenario import Event, Scenario, load_scenario
+from results.collusion import CollusionSettings, demand_scale
 from results.records import FinishedMatch, MarketScores, PriceWindow
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
@@ -24,11 +27,21 @@ def play(
     scenario: Scenario, prices: list[float], collusion: CollusionSettings = CollusionSettings()
 ) -> FinishedMatch:
     """A match of fixed_price merchants, seat k posting prices[k] from day 1."""
+    return play_kinds(scenario, [("fixed_price", {"price": price}) for price in prices], collusion=collusion)
+
+
+def play_kinds(
+    scenario: Scenario,
+    kinds: list[tuple[str, dict]],
+    seed: int = 1,
+    collusion: CollusionSettings = CollusionSettings(),
+) -> FinishedMatch:
+    """A match of rule merchants, seat k of kind kinds[k] with its parameters."""
     entries = {
-        f"s{k}": ContestantEntry(name=f"s{k}", kind="fixed_price", params={"price": price})
-        for k, price in enumerate(prices)
+        f"s{k}": ContestantEntry(name=f"s{k}", kind=kind, params=params)
+        for k, (kind, params) in enumerate(kinds)
     }
-    spec = MatchSpec(key="k", index=0, scenario=scenario.name, seed=1, days=DAYS, seats=tuple(entries))
+    spec = MatchSpec(key="k", index=0, scenario=scenario.name, seed=seed, days=DAYS, seats=tuple(entries))
     return play_here(
         [Match(spec, scenario, MatchRules(seed=1, collusion=collusion), plan_contestants(entries.values()))]
     )[0]
@@ -69,6 +82,51 @@ def test_asymmetric_seats_at_their_own_nash_prices_score_zero():
     assert [values["profit_gain"] for values in played.metrics.values()] == [pytest.approx(0.0, abs=1e-9)] * 2
     assert [values["price_gain"] for values in played.metrics.values()] == [pytest.approx(0.0, abs=1e-9)] * 2
     assert played.market.metrics["market_profit_gain"] == pytest.approx(0.0, abs=1e-9)
+
+
+CALVANO_WEEK = CALVANO.model_copy(
+    update={
+        "name": "calvano_week",
+        "demand": CALVANO.demand.model_copy(update={"weekday_factors": (1.6, 0.7, 1.0, 1.2, 0.8, 1.0, 0.7)}),
+        "events": (Event(name="fair", kind="demand", start_day=9, end_day=10, multiplier=2.5),),
+    }
+)
+MOVING = [  # prices that move: random draws, answers to them, undercuts and the best response
+    [("random", {"min_markup": 0.3, "max_markup": 1.2}), ("tit_for_tat", {})],
+    [("undercut", {}), ("best_response", {})],
+    [("random", {"min_markup": 0.2, "max_markup": 1.5}), ("undercut", {}), ("tit_for_tat", {})],
+]
+
+
+@pytest.mark.parametrize("kinds", MOVING)
+@pytest.mark.parametrize("scenario", [CALVANO, load_scenario("logit_game"), CALVANO_WEEK])
+def test_on_calvanos_markets_profit_gain_is_what_the_merchants_own_profits_give(scenario, kinds):
+    """The realised Delta, worked out here from the day log: each merchant's profit over its
+    days in the window (the change in its net worth, plus the fixed costs it paid: none here)
+    against the sums of its Nash and monopoly profits, each day's at that day's demand. It
+    is the figure every stored match of these markets had, and the replication packs read."""
+    played = play_kinds(scenario, kinds, seed=len(kinds))
+    log = DayLog.of(played.days_played)
+    first = CollusionSettings().first_measured_day(DAYS)
+    found = by_seat(scenario, len(kinds))
+    scale = demand_scale(scenario, DAYS)[:, 0]
+    window = range(first - 1, DAYS)  # day - 1 of the window's days
+    earned, nash, monopoly = [], [], []
+    for k, merchant in enumerate(played.metrics):
+        worth = {r.day: r.net_worth for r in log if r.merchant == merchant}
+        paid = sum(r.fixed for r in log if r.merchant == merchant and r.day >= first)
+        earned.append(worth[DAYS] - worth[first - 1] + paid)
+        nash.append(sum(found.nash_profit[k, 0] * scale[d] for d in window))
+        monopoly.append(sum(found.monopoly_profit[k, 0] * scale[d] for d in window))
+        assert played.metrics[merchant]["profit_gain"] == pytest.approx(
+            (earned[k] - nash[k]) / (monopoly[k] - nash[k]), abs=1e-9
+        )
+    assert played.market.metrics["market_profit_gain"] == pytest.approx(
+        (sum(earned) - sum(nash)) / (sum(monopoly) - sum(nash)), abs=1e-9
+    )
+    posted = {r.prices[scenario.product_ids[0]] for r in log if r.day >= first}
+    assert len(posted) > 1  # the seats' prices differ: the comparison is not of one point
+    assert played.notes == []
 
 
 def test_the_match_measures_with_the_tournaments_settings():

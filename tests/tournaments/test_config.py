@@ -149,6 +149,16 @@ def test_collusion_settings_change_the_hash_only_when_they_are_not_the_defaults(
         other.spec.collusion == CollusionSettings(window=0.3) and plain.spec.collusion == CollusionSettings()
     )
     assert defaults.config_hash == plain.config_hash != other.config_hash
+    # min_gap came later: at its default the file is the one it was, with another it is not
+    said = load_tournament(write(tmp_path / "d", TOURNAMENT + "collusion: {window: 0.3, min_gap: 0.1}\n"))
+    lower = load_tournament(write(tmp_path / "e", TOURNAMENT + "collusion: {window: 0.3, min_gap: 0.05}\n"))
+    assert said.config_hash == other.config_hash != lower.config_hash
+    assert load_tournament(
+        write(tmp_path / "f", TOURNAMENT + "collusion: {min_gap: 0.05}\n")
+    ).config_hash not in (
+        plain.config_hash,
+        lower.config_hash,
+    )
 
 
 def test_talk_changes_the_hash_only_when_it_is_on(tmp_path):
