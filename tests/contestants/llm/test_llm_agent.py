@@ -17,7 +17,7 @@ from fakes.server import Call
 from contestants.base import ContestantConfigError, RecallQuestion, RunOptions
 from contestants.kinds import create, validate_params
 from contestants.llm.agent import HISTORY_CHARS, AgentTools, Workday, tools_for
-from contestants.llm.call_coordinator import LocalCallCoordinator
+from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
 from contestants.llm.errors import CallsStopped
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.prompts import HistoryRow
@@ -443,6 +443,57 @@ def test_a_year_of_days_runs_within_an_8000_token_window(fake_openai: Any, monke
     log = market.logs[0].build()
     loop_day = log.records(log.rows_of("a"))[6]
     assert loop_day.day == 7 and [r.code.value for r in loop_day.rejections] == ["order_over_cash"] * 5
+
+
+SHORT_DAY = [
+    [
+        ("read_books", {}),
+        ("order", {"product": "tea", "quantity": 5}),
+        ("set_price", {"product": "tea", "price": 4.5}),
+    ],
+    [("end_day", {})],
+]
+
+
+@pytest.mark.parametrize(
+    "server, days",
+    [("vllm", 200), ("openai", 50), ("llama.cpp", 50), ("anthropic", 50)],
+)
+def test_days_at_a_server_counting_two_characters_a_token_end_every_day_with_few_refusals(
+    server: str, days: int, fake_openai: Any, fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """The stand-in counts a prompt at 2 characters a token where arena assumes 3, under an
+    8,000-token window, and refuses in `server`'s words (vLLM's give only a lower bound of its
+    count, OpenAI's and Anthropic's the count, llama.cpp's counts the prompt alone). Its first
+    refusals teach arena how it counts: every day ends with end_day and the day's operations,
+    no refused request is sent again, a handful are refused in all, each kept in the
+    transcript, and none counts toward the contestant's failures in a row (which would stop it
+    at the first)."""
+    fake = fake_anthropic if server == "anthropic" else fake_openai
+    model = "claude-haiku-4-5" if server == "anthropic" else "gpt-4.1-mini"
+    monkeypatch.setenv("ARENA_TEST_KEY", fake.api_key)
+    fake.contexts[model], fake.chars_per_token = 8_000, 2
+    if fake is fake_openai:
+        fake_openai.refuses_as = server
+    fake.answer = agent(SHORT_DAY)
+    coordinator = LocalCallCoordinator(CallCoordinatorCore(stop_after=1))
+    merchant = agent_merchant(
+        model,
+        fake.base_url,
+        options=RunOptions(call_coordinator=coordinator, contestant="dense"),
+        context_tokens=8_000,
+        max_steps=5,
+    )
+    log = play(merchant, days=days).logs[0].build()
+    records = log.records(log.rows_of("a"))
+    assert [[op["op"] for op in d.operations] for d in records] == [["order", "set_price"]] * days
+    assert merchant.reported_metrics()["step_limit_days"] == 0  # every day ended by end_day
+    refused = [c for c in fake.calls if c.status == 400]
+    kept = [s for s in merchant.transcript() if s.refused is not None]
+    assert 1 <= len(refused) == len(kept) <= 3 and coordinator.status().stopped is None
+    bodies = [json.dumps(c.body, sort_keys=True) for c in fake.calls]
+    assert all(bodies.count(json.dumps(c.body, sort_keys=True)) == 1 for c in refused)  # never again
+    assert Counter(c.purpose for c in merchant.calls())["step"] == days * 2
 
 
 def test_an_agent_answers_a_recall_question_at_the_end_of_its_conversation(
