@@ -100,6 +100,7 @@ class Counting:
         server's own (with MARGIN to spare), where it gives it, and GROWTH times tighter than
         before where it gives none or only a lower bound. Either way the refused request no
         longer fits as counted now, so a request made again to fit is never the one refused."""
+        counted = max(counted, 1)
         if said.window is not None:
             self.window = said.window if self.window is None else min(self.window, said.window)
         known = [w for w in (window, self.window) if w is not None]

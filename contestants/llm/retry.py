@@ -250,9 +250,9 @@ def _error_of(exc: Any) -> tuple[str, str | None, dict[str, Any] | None]:
     the error object it came in."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        error = body.get(
-            "error", body
-        )  # OpenAI's SDK hands over the inner object, Anthropic's the whole body
+        # the SDKs hand over the body's `error` object; a server that sends no such wrapper
+        # (vLLM's older versions, Mistral) gives the error itself
+        error = body.get("error", body)
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             code = error.get("code") or error.get("type")
             return error["message"], code if isinstance(code, str) else None, error
