@@ -249,6 +249,8 @@ def _error_of(exc: Any) -> tuple[str, str | None, dict[str, Any] | None]:
     """The server's own error message where the body has one (else the SDK's), its code, and
     the error object it came in."""
     body = getattr(exc, "body", None)
+    if isinstance(body, str) and body.strip():  # an `error` that is the message itself (TGI's, xAI's)
+        return body, None, None
     if isinstance(body, dict):
         # the SDKs hand over the body's `error` object; a server that sends no such wrapper
         # (vLLM's older versions, Mistral) gives the error itself

@@ -26,10 +26,13 @@ The wordings, from the servers' own sources and from what their users quote:
   "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum
   context length", Gemini's "The input token count (1048577) exceeds the maximum number of
   tokens allowed (1048576).", xAI's "This model's maximum prompt length is 131072 but the
-  request contains 150000 tokens.", Bedrock's "Input is too long for requested model."
+  request contains 150000 tokens.", Bedrock's "Input is too long for requested model.", and
+  Text Generation Inference's (Together's too): "`inputs` tokens + `max_new_tokens` must be <=
+  4096. Given: 4000 `inputs` tokens and 1000 `max_new_tokens`", "`inputs` must have less than
+  4096 tokens. Given: 5000".
 
-Any other 400 (or 413, 422) whose message says a context, prompt or input was too long counts
-too, without numbers.
+Any other 400 (or 413, 422) whose message says a context, prompt or input was too long, or a
+maximum length exceeded, counts too, without numbers.
 """
 
 from __future__ import annotations
@@ -42,13 +45,15 @@ CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
 STATUSES = frozenset({400, 413, 422})
 SAYS = re.compile(
     r"context (?:length|window|size|limit)|maximum (?:model|prompt) length|prompt is too long"
-    r"|input is too long|maximum number of tokens allowed|too large for model with",
+    r"|input is too long|maximum number of tokens allowed|too large for model with"
+    r"|`inputs` tokens \+ `max_new_tokens` must be|`inputs` must have less than"
+    r"|exceed(?:s|ed)? (?:the )?max(?:imum)? (?:\w+ )?length|max(?:imum)? (?:\w+ )?length (?:is )?exceeded",
     re.IGNORECASE,
 )
 WINDOW = [
     re.compile(pattern, re.IGNORECASE)
     for pattern in (
-        r"maximum context length is (\d+)",
+        r"maximum context length(?: is|:) (\d+)",
         r"context length is only (\d+)",
         r"context size \((\d+) tokens\)",
         r"maximum (?:model|prompt) length (?:of|is) (\d+)",
@@ -56,6 +61,8 @@ WINDOW = [
         r"context limit: \d+ \+ \d+ > (\d+)",
         r"maximum number of tokens allowed \((\d+)\)",
         r"with (\d+) maximum context length",
+        r"`max_new_tokens` must be <= (\d+)",
+        r"must have less than (\d+) tokens",
     )
 ]
 PROMPT = [  # each holds the count as `prompt`, and `least` where the words can say "at least"
@@ -66,13 +73,14 @@ PROMPT = [  # each holds the count as `prompt`, and `least` where the words can 
         r"request has (?P<prompt>\d+) input tokens",
         r"prompt contains (?P<least>at least )?(?P<prompt>\d+) input tokens",
         r"you passed (?P<prompt>\d+) input tokens",
-        r"prompt is too long: (?P<prompt>\d+) tokens",
+        r"prompt is too long: (?P<prompt>\d+)",
         r"context limit: (?P<prompt>\d+) \+",
         r"(?:request|input) \((?P<prompt>\d+) tokens\)",
         r"prompt \(length (?P<prompt>\d+)\)",
         r"(?P<prompt>\d+) of text input",
         r"input token count \((?P<prompt>\d+)\)",
         r"(?:prompt|request) contains (?P<prompt>\d+) tokens",
+        r"Given: (?P<prompt>\d+)",
     )
 ]
 

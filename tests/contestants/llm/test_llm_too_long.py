@@ -194,6 +194,28 @@ REFUSALS = {
         (131072, 150000, False),
     ),
     "bedrock": (400, "Input is too long for requested model.", None, {}, (None, None, False)),
+    "text generation inference": (
+        422,
+        "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` "
+        "tokens and 1000 `max_new_tokens`",
+        None,
+        {},
+        (4096, 4000, False),
+    ),
+    "text generation inference, the input": (
+        422,
+        "Input validation error: `inputs` must have less than 4096 tokens. Given: 5000",
+        None,
+        {},
+        (4096, 5000, False),
+    ),
+    "a maximum length exceeded": (
+        400,
+        "Input exceeds the maximum sequence length",
+        None,
+        {},
+        (None, None, False),
+    ),
 }
 NOT_TOO_LONG = {
     "a rate limit on tokens": (
@@ -220,6 +242,11 @@ NOT_TOO_LONG = {
         "invalid_request_error",
     ),
     "a server error": (500, "context length computation failed", None),
+    "an answer limit too high for text generation inference": (
+        422,
+        "Input validation error: `max_new_tokens` must be <= 2048. Given: 4000",
+        None,
+    ),
 }
 
 
