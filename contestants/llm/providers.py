@@ -96,10 +96,11 @@ class Counting:
     def learn(self, said: TooLong, counted: int, max_tokens: int, window: int | None) -> None:
         """Take in the refusal of a request that arena counted `counted` tokens (unscaled) and
         sent with room for `max_tokens` under `window` (None: no window known). The window is
-        the server's, where it names one, else less than what was sent; the count is the
-        server's own (with MARGIN to spare), where it gives it, and GROWTH times tighter than
-        before where it gives none or only a lower bound. Either way the refused request no
-        longer fits as counted now, so a request made again to fit is never the one refused."""
+        the server's where it names a smaller one, and less than what was sent where none is
+        known; the count is the server's own (with MARGIN to spare) where it gives it, and
+        GROWTH times tighter than before where it gives none or only a lower bound. Either way
+        the refused request no longer fits as counted now, so a request made again to fit is
+        never the one refused."""
         counted = max(counted, 1)
         if said.window is not None:
             self.window = said.window if self.window is None else min(self.window, said.window)
