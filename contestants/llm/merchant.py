@@ -5,7 +5,9 @@ memory keeps and the report, and asks for a decision filling `Decision`'s JSON s
 answer that is not a valid decision gets one repair request (the error is shown to the
 model); if that fails too, the raw text goes to the market, which rejects it as a malformed
 decision and the runner records the fault. A call that fails for good (retries exhausted)
-raises, which the runner records as an `error` fault for the day.
+raises, which the runner records as an `error` fault for the day; a request the server refuses
+as too long is asked again shorter (`_call`), and only a conversation that cannot fit the
+window at its smallest stops the run.
 
 Two optional steps make the model deliberate (both cost tokens):
 - `think`: the decision's schema gets a `reasoning` field before the operations, so the
@@ -26,8 +28,9 @@ Collusion by Large Language Models"):
   rewrites every day and is shown the next (they are the merchant's, not the market's: they
   are set aside before the decision goes to the market);
 - `history`: the daily report ends with a table of the last days as the merchant saw them
-  (own prices, units sold and profit, rivals' prices). A model whose context the provider
-  knows (the embedded one) is shown as many of those days as leave its answer room.
+  (own prices, units sold and profit, rivals' prices). Where the window is known (the
+  embedded model's, `context_tokens`, the catalogue's, or one a refusal named), a call keeps
+  as many days of window memory, then of the table, as leave its answer room (`_fitted`).
 
 In a market where merchants talk (its observations carry `messages`), the decision's schema
 keeps its `message` field, the system prompt says that rivals read it the next day, and the
