@@ -516,6 +516,23 @@ def test_a_conversation_that_cannot_fit_as_the_server_counts_stops_the_match_wit
     assert sent_again(fake_openai) == []
 
 
+def test_a_rehearsal_that_cannot_fit_fails_the_day_and_stops_nothing(monkeypatch):
+    """`arena validate --estimate` rehearses without calling a model: a window too small for an
+    agent's rules and tools fails the rehearsed day, and the estimate plays on."""
+    monkeypatch.setenv(KEY, "unused")
+    coordinator = LocalCallCoordinator()
+    merchant = create(
+        "llm",
+        {"model": "openai/gpt-4.1-mini", "mode": "agent", "api_key_env": KEY, "context_tokens": 1_200},
+        RunOptions(rehearse=True, call_coordinator=coordinator, contestant="small"),
+    )
+    merchant.reset(merchant="m0", scenario=SHOP, seed=0)
+    observations, _ = MarketEnv(SHOP, ["m0", "m1"]).reset(seed=3)
+    with pytest.raises(ProviderError, match="do not fit its window of 1,200 tokens") as failed:
+        merchant.decide(observations["m0"])
+    assert failed.value.kind == "context" and coordinator.status().stopped is None
+
+
 # --- the record: stored, shown, exported ---------------------------------------------------------
 
 
