@@ -2,14 +2,19 @@
 
     python benchmarks/agent_year.py                 # 365 days, 20 steps a day: about a minute
     python benchmarks/agent_year.py --days 30 --steps 5
+    python benchmarks/agent_year.py --days 200 --chars-per-token 2 --refuses-as vllm
 
 A scripted agent (the tests' stand-in for the OpenAI API, tests/fakes) plays --days days of
 price_war against a fixed-price rival, taking --steps steps a day (it reads its books, its
 history and its rivals, computes, keeps notes, prices and orders, and ends the day on the
 last step), under a --window-token context, so the conversation is compacted as it grows.
-Reports the calls, the compactions, the largest prompt the stand-in counted, the tokens of
-the year (input, of it read from the prompt cache, output: the stand-in's counts, a token per
-four characters, its answers the script's short calls), what they cost at the catalogue's list
+The stand-in counts a prompt at --chars-per-token characters a token (4; arena assumes 3 where
+it has no tokenizer: fewer is a server that counts more tokens than arena does) and refuses a
+request longer than the window in the words of --refuses-as, which arena learns from.
+Reports the calls, the compactions, the requests refused as too long (and on which days), the
+largest prompt the stand-in counted, the tokens of
+the year (input, of it read from the prompt cache, output: the stand-in's counts, its answers
+the script's short calls), what they cost at the catalogue's list
 prices of --priced models, the transcript's size as JSON and as stored (results.transcript:
 zlib, a merchant-day a row), and the wall time (of which most is the stand-in's and the SDK's:
 no model is run).
@@ -63,12 +68,15 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--window", type=int, default=8_000)
+    parser.add_argument("--chars-per-token", type=float, default=4.0)
+    parser.add_argument("--refuses-as", choices=["openai", "vllm", "llama.cpp"], default="openai")
     parser.add_argument("--priced", nargs="+", default=["openai/gpt-5.4-mini", "anthropic/claude-haiku-5-5"])
     args = parser.parse_args()
     scenario = load_scenario("price_war")
     with FakeOpenAI() as fake:
         os.environ["ARENA_BENCHMARK_KEY"] = str(fake.api_key)
         fake.contexts["gpt-4.1-mini"] = args.window
+        fake.chars_per_token, fake.refuses_as = args.chars_per_token, args.refuses_as
         fake.answer = agent(script(args.steps))
         merchant = create(
             "llm",
@@ -93,7 +101,7 @@ def main() -> None:
             agent_sees, rival_sees = market.observations(market.view(), [0, 1])
             market.advance(decisions={0: merchant.decide(agent_sees), 1: rival.decide(rival_sees)})
         seconds = time.perf_counter() - start
-        refused = [c.status for c in fake.calls if c.status != 200]
+        failed = [c.status for c in fake.calls if c.status not in (200, 400)]
     steps = [TranscriptRecord(merchant="agent", **s.model_dump()) for s in merchant.transcript()]
     rows = list(day_rows(steps))
     as_json = sum(len(json.dumps(s.model_dump(mode="json"), ensure_ascii=False).encode()) for s in steps)
@@ -111,8 +119,11 @@ def main() -> None:
                 "days": args.days,
                 "steps_a_day": args.steps,
                 "window_tokens": args.window,
+                "stand_in_chars_per_token": args.chars_per_token,
+                "refuses_as": args.refuses_as,
                 "calls": dict(Counter(c.purpose for c in calls)),
-                "refused_by_the_stand_in": len(refused),
+                "refused_as_too_long_on_days": [s.day for s in steps if s.refused is not None],
+                "other_failures": len(failed),
                 "largest_prompt_tokens": max(c.input_tokens for c in calls),
                 "tokens": used.model_dump(include={"input_tokens", "cached_tokens", "output_tokens"}),
                 "usd_at_list_prices": {label: round(cost(label, used) or 0.0, 2) for label in args.priced},

@@ -107,9 +107,12 @@ class TranscriptStep(BaseModel):
     """What one call of a merchant's conversation said and heard, as the record keeps it: the
     turns new to its request (`sent`: not the prefix an earlier call of the conversation sent
     already), the model's answer (its text, the reasoning its provider showed, its tool calls)
-    and the results of those calls. `step` numbers the merchant's calls of the day from 1.
-    Provider items carried with a turn (signed thinking, encrypted reasoning) are not kept:
-    they are the provider's, and the reasoning they hold is in `reasoning`."""
+    and the results of those calls; or, for a request the server refused as longer than the
+    model's window, no answer and `refused`: the server's words and how the request is asked
+    again (the steps after it: a compaction, the request made shorter). `step` numbers the
+    merchant's calls of the day from 1. Provider items carried with a turn (signed thinking,
+    encrypted reasoning) are not kept: they are the provider's, and the reasoning they hold is
+    in `reasoning`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -117,5 +120,12 @@ class TranscriptStep(BaseModel):
     step: int
     purpose: CallPurpose
     sent: tuple[Message, ...]
-    answer: Message
+    answer: Message | None
     results: tuple[Message, ...] = ()
+    refused: str | None = None
+
+    @model_validator(mode="after")
+    def _answered_or_refused(self) -> TranscriptStep:
+        if (self.answer is None) == (self.refused is None):
+            raise ValueError("a step has an answer or was refused, one of the two")
+        return self

@@ -45,7 +45,8 @@ join and group without lookups:
 - `transcript`: one row per message of the merchants' model calls: for each call (its day,
   its step among the merchant's calls of the day, its purpose), the turns new to its request
   (`sent`), the model's `answer` (text, the reasoning its provider showed, tool calls as JSON)
-  and each `result` of its tool calls (agent mode).
+  and each `result` of its tool calls (agent mode); a request the server refused as too long
+  has, in place of an answer, a `refused` row with the server's words in `content`.
 - `deviations`: one row per match of a tournament with a deviation probe: its first day,
   seat (and the merchant there), target (best_response, nash or a price), days and discount;
   `deviated_days`, `deviated_day_products`, `deviated_calls` and `deviated_messages` hold
@@ -77,7 +78,7 @@ import pyarrow.parquet
 from pydantic import BaseModel
 from sqlalchemy import Engine
 
-from market.calls import ModelCall
+from market.calls import Message, ModelCall
 from market.daylog import DayLog, Said
 from market.errors import UserError
 from market.types import DayRecord, record_adapter
@@ -237,7 +238,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             column("day", pa.int64()),
             column("step", pa.int64()),
             column("purpose", pa.string()),
-            column("part", pa.string()),  # sent (new in the request), answer, or result (of a tool call)
+            column(
+                "part", pa.string()
+            ),  # sent (new in the request), answer or refused, result (of a tool call)
             column("role", pa.string()),
             column("content", pa.string()),
             column("reasoning", pa.string()),
@@ -442,8 +445,8 @@ def _write_match(
 
 
 def _transcript_rows(detail: store.MatchDetail, steps: list[TranscriptRecord]) -> list[dict[str, Any]]:
-    """A row per message of the match's transcript: each step's turns sent, its answer, the
-    results of its tool calls."""
+    """A row per message of the match's transcript: each step's turns sent, its answer (or the
+    server's refusal of a request too long, in `content`), the results of its tool calls."""
     contestant = {r.merchant: r.contestant for r in detail.results}
     rows = []
     for step in steps:
@@ -455,25 +458,27 @@ def _transcript_rows(detail: store.MatchDetail, steps: list[TranscriptRecord]) -
             "step": step.step,
             "purpose": step.purpose,
         }
-        parts = [
-            *(("sent", m) for m in step.sent),
-            ("answer", step.answer),
-            *(("result", m) for m in step.results),
-        ]
-        for part, message in parts:
-            calls = [c.model_dump() for c in message.tool_calls]
-            rows.append(
-                {
-                    **at,
-                    "part": part,
-                    "role": message.role,
-                    "content": message.content,
-                    "reasoning": message.reasoning,
-                    "tool_calls": json.dumps(calls) if calls else None,
-                    "tool_call_id": message.tool_call_id,
-                }
-            )
+        rows += [_message_row(at, "sent", m) for m in step.sent]
+        if step.refused is not None:
+            rows.append({**at, "part": "refused", "content": step.refused})
+        if step.answer is not None:
+            rows.append(_message_row(at, "answer", step.answer))
+        rows += [_message_row(at, "result", m) for m in step.results]
     return rows
+
+
+def _message_row(at: dict[str, Any], part: str, message: Message) -> dict[str, Any]:
+    """A transcript row: where the message is (`at`), which part of its step, the message."""
+    calls = [c.model_dump() for c in message.tool_calls]
+    return {
+        **at,
+        "part": part,
+        "role": message.role,
+        "content": message.content,
+        "reasoning": message.reasoning,
+        "tool_calls": json.dumps(calls) if calls else None,
+        "tool_call_id": message.tool_call_id,
+    }
 
 
 def _write_path(

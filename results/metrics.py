@@ -54,6 +54,7 @@ from results.records import (
     PriceWindow,
     RecallLog,
     RecallResult,
+    TranscriptRecord,
     WindowKind,
 )
 
@@ -216,11 +217,14 @@ def match_results(
     log: DayLog,
     metrics: Mapping[str, Mapping[str, float | None]],
     faults: Iterable[Fault],
+    transcript: Iterable[TranscriptRecord] = (),
 ) -> list[MerchantResult]:
     """A match's results per merchant, in seat order: what its `metrics` say of its money and
-    place, so that the two tables agree, with its final cash, faults and refused operations.
+    place, so that the two tables agree, with its final cash, faults, refused operations and
+    the requests of its that its model's server refused as too long (steps of its `transcript`).
     A merchant is named after the contestant in its seat."""
     faults_of = Counter(fault.merchant for fault in faults)
+    refused_of = Counter(step.merchant for step in transcript if step.refused is not None)
     results = []
     for merchant in seats:
         rows, values = log.rows_of(merchant).tolist(), metrics[merchant]
@@ -237,6 +241,7 @@ def match_results(
                 bankrupt_day=None if bankrupt_day is None else int(bankrupt_day),
                 faults=faults_of[merchant],
                 rejected_operations=sum(len(log.rejections[r]) for r in rows),
+                length_refusals=refused_of[merchant],
             )
         )
     return results

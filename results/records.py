@@ -259,6 +259,10 @@ class MerchantResult(BaseModel):
     bankrupt_day: int | None
     faults: int
     rejected_operations: int
+    length_refusals: int = Field(
+        0,
+        description="requests the model's server refused as longer than its window (each then asked shorter)",
+    )
 
 
 FactorValue = (

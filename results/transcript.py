@@ -34,8 +34,12 @@ def steps_of(merchant: str, day: int, words: bytes) -> list[TranscriptRecord]:
 
 def step_lines(step: TranscriptRecord) -> list[tuple[str, str]]:
     """One step as (who, what) lines, as people read it: what was sent that was new, the
-    reasoning shown, the model's words, its tool calls and their results."""
+    reasoning shown, the model's words, its tool calls and their results; or the server's
+    refusal of a request too long."""
     lines: list[tuple[str, str]] = [(m.role, m.content) for m in step.sent]
+    if step.refused is not None:
+        return [*lines, ("refused", step.refused)]
+    assert step.answer is not None
     if step.answer.reasoning:
         lines.append(("reasoning", step.answer.reasoning))
     if step.answer.content:
@@ -53,7 +57,7 @@ def notes_kept(days_words: Iterable[bytes]) -> dict[str, str]:
     for words in days_words:
         for step in json.loads(zlib.decompress(words).decode()):
             results = {r.get("tool_call_id"): r.get("content", "") for r in step.get("results", [])}
-            for call in step["answer"].get("tool_calls", []):
+            for call in (step["answer"] or {}).get("tool_calls", []):  # none in a refused step
                 if call["name"] not in ("write_note", "delete_note") or not _carried_out(
                     results.get(call["id"])
                 ):

@@ -357,6 +357,11 @@ RESULT_COLUMNS: list[Column[MerchantResult]] = [
     Column(Header("bankrupt"), lambda r: "" if r.bankrupt_day is None else f"day {r.bankrupt_day}"),
     Column(Header("faults", numeric=True), lambda r: str(r.faults)),
     Column(Header("rejected", numeric=True), lambda r: str(r.rejected_operations)),
+    Column(
+        Header("length refusals", numeric=True),
+        lambda r: str(r.length_refusals),
+        lambda rows: any(r.length_refusals for r in rows),
+    ),
 ]
 
 

@@ -377,7 +377,7 @@ class Match:
             seed=self.spec.seed,
             days=self.spec.days,
             wall_seconds=wall_seconds,
-            merchants=match_results(self.spec.seats, log, scores.merchants, self.faults),
+            merchants=match_results(self.spec.seats, log, scores.merchants, self.faults, self.transcript),
             days_played=log,
             faults=self.faults,
             recalls=recalls,

@@ -13,7 +13,10 @@ in one place, the call coordinator:
   minute, each as the calling contestant states them;
 - the budget: once the run's paid tokens or cost reach it, no new call starts;
 - broken contestants: one whose calls fail with the same non-retryable error `stop_after`
-  times in a row stops the run (a model that does not exist, a key that is refused).
+  times in a row stops the run (a model that does not exist, a key that is refused); a
+  refusal for length, which the caller recovers from by asking again shorter, is no part of
+  such a row; a conversation that cannot fit its window even at its smallest stops the run at
+  once.
 
 A stop is final for the run: every later call is refused with the reason
 (`Admission.stopped`), which the caller raises as CallsStopped. A caller asks `admit` before a
@@ -94,12 +97,17 @@ class Ticket:
 class Failed:
     """How a call failed for good, for the coordinator's count of a contestant's failures in a
     row: the same failure is the same status and error code (the same message where the server
-    gives no code: a message may carry a count or an id that changes every time)."""
+    gives no code: a message may carry a count or an id that changes every time). `too_long`: a
+    refusal for length, which its caller recovers from (it neither counts in a row nor ends
+    one); `final`: no call of the contestant can succeed (its smallest conversation does not fit
+    its window), which stops the run at once."""
 
     message: str
     status: int | None
     retryable: bool
     code: str | None = None
+    too_long: bool = False
+    final: bool = False
 
     @property
     def signature(self) -> tuple[int | None, str]:
@@ -353,16 +361,23 @@ class CallCoordinatorCore:
             self.stopped = self.budget.exceeded_by(self.spent.tokens, self.spent.cost)
 
     def _count_failure(self, ticket: Ticket, failed: Failed | None) -> None:
-        """A contestant's run of the same non-retryable failure; anything else ends it."""
+        """A contestant's run of the same non-retryable failure; anything else ends it but a
+        refusal for length, which is being recovered from. A final failure stops the run."""
         streak = self._streaks.setdefault(ticket.contestant, _Streak())
+        if failed is not None and failed.too_long:
+            return
         if failed is None or failed.retryable:
             streak.failure, streak.count = None, 0
             return
         streak.count = streak.count + 1 if streak.failure == failed.signature else 1
         streak.failure = failed.signature
-        if streak.count >= self.stop_after and self.stopped is None:
+        if self.stopped is None and (failed.final or streak.count >= self.stop_after):
             self.broken = ticket.contestant
-            self.stopped = f"{_who(ticket)} failed {streak.count} calls in a row: {failed.message}"
+            self.stopped = (
+                f"{_who(ticket)}: {failed.message}"
+                if failed.final
+                else f"{_who(ticket)} failed {streak.count} calls in a row: {failed.message}"
+            )
 
 
 def _who(ticket: Ticket) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contestants.llm.too_long import TooLong
 from market.errors import UserError
 
 
@@ -30,11 +31,12 @@ class ProviderError(RuntimeError):
     """A call that failed for good: retries exhausted, or a failure that is not worth retrying.
 
     `kind` is one of "status", "timeout", "connection", "bad_response", "error", "context" (a
-    conversation that does not fit the model's window even compacted); `status` is
-    the HTTP status where there was one; `detail` is the last failure in one line (the
-    server's own message where it sent one), secrets masked; `code` the server's name for the
-    error; `retryable` says whether that failure was of a kind worth retrying (its retries ran
-    out) or not (retrying cannot help).
+    conversation that does not fit the model's window even at its smallest, in a rehearsal);
+    `status` is the HTTP status where there was one; `detail` is the last failure in one line
+    (the server's own message where it sent one), secrets masked; `code` the server's name for
+    the error; `retryable` says whether that failure was of a kind worth retrying (its retries
+    ran out) or not (retrying cannot help); `too_long`: the server refused the request as longer
+    than the model's window, and what it said of it (its caller makes the request shorter).
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class ProviderError(RuntimeError):
         detail: str = "",
         retryable: bool = False,
         code: str | None = None,
+        too_long: TooLong | None = None,
     ):
         super().__init__(message)
         self.model = model
@@ -57,6 +60,7 @@ class ProviderError(RuntimeError):
         self.detail = detail or message
         self.retryable = retryable
         self.code = code
+        self.too_long = too_long
 
 
 class CallsStopped(RuntimeError):

@@ -53,6 +53,7 @@ from contestants.llm.errors import ProviderConfigError
 from contestants.llm.providers import Provider, ProviderSettings
 from contestants.llm.retry import Failure
 from contestants.llm.schema import capped_schema
+from contestants.llm.too_long import TooLong
 from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall, parse_object
 from market.yaml_files import MAX_SEED
 
@@ -139,7 +140,7 @@ class LocalProvider(Provider):
         """Exact: the prompt as the model's chat template renders it, in its tokenizer."""
         return len(self._engine()._tokens(one_tool_a_step(request).messages, generation_prompt=True))
 
-    def most_prompt_tokens(self, request: CompletionRequest) -> int:
+    def counted_tokens(self, request: CompletionRequest) -> int:
         return self.prompt_tokens(request)
 
     def answer_tokens(self, text: str) -> int:
@@ -197,12 +198,23 @@ class LocalProvider(Provider):
         return capped_schema(schema, max_items=self.settings.max_items, max_length=self.settings.max_string)
 
     def _failure(self, exc: BaseException) -> Failure | None:
-        """A prompt longer than the context, a grammar llama.cpp cannot parse and the like come
-        as ValueError/RuntimeError (from the engine or llama-cpp-python): failures of the
-        call, not worth retrying."""
+        """A prompt longer than the context (a refusal for length), a grammar llama.cpp cannot
+        parse and the like come as ValueError/RuntimeError (from the engine or
+        llama-cpp-python): failures of the call, not worth retrying."""
+        if isinstance(exc, PromptTooLong):
+            return Failure("error", str(exc), too_long=TooLong(exc.window, exc.prompt))
         if isinstance(exc, (ValueError, RuntimeError)):
             return Failure("error", f"{type(exc).__name__}: {exc}")
         return None
+
+
+class PromptTooLong(ValueError):
+    """A prompt of `prompt` tokens, which the model's context of `window` cannot hold with a
+    token of answer."""
+
+    def __init__(self, prompt: int, window: int):
+        super().__init__(f"the prompt ({prompt} tokens) does not fit the model's context of {window}")
+        self.prompt, self.window = prompt, window
 
 
 def one_tool_a_step(request: CompletionRequest) -> CompletionRequest:
@@ -304,9 +316,7 @@ class Engine:
         if len(messages) < 2 or prompt[: len(first)] != first:
             first = []  # a template that does not render messages one after another
         if len(prompt) >= self.writer.n_ctx:
-            raise ValueError(
-                f"the prompt ({len(prompt)} tokens) does not fit the model's context of {self.writer.n_ctx}"
-            )
+            raise PromptTooLong(len(prompt), self.writer.n_ctx)
         with self.lock:
             kept = self._start_from(first)
             temperature = request.temperature or 0.0  # the model's default: greedy

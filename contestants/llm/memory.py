@@ -35,17 +35,20 @@ class Memory:
         stored with each call)."""
         return ("plans_kept",) if self.kind == "plans" else ()
 
-    def messages(self, system: str, report: str) -> tuple[Message, ...]:
-        """The conversation for today's call. The notes go before today's report, not into the
-        system message, so the system message stays the same all match: a provider can keep
-        it evaluated (the local model) or cached (prompt caching) from one day to the next."""
+    def messages(self, system: str, report: str, days: int | None = None) -> tuple[Message, ...]:
+        """The conversation for today's call, with the last `days` of the days window memory
+        keeps (None: all of them; fewer fit a smaller window). The notes go before today's
+        report, not into the system message, so the system message stays the same all match: a
+        provider can keep it evaluated (the local model) or cached (prompt caching) from one day
+        to the next."""
         if self.kind == "notes" and self.notes:
             report = "Your notes so far:\n" + "\n".join(self.notes) + "\n\n" + report
         elif self.kind == "plans":
             report = with_plans(report, self.plans, self.insights)
+        kept = list(self.turns)[len(self.turns) - (len(self.turns) if days is None else days) :]
         history = [
             Message(role=role, content=text)
-            for turn in self.turns
+            for turn in kept
             for role, text in zip(("user", "assistant"), turn)
         ]
         return (Message(role="system", content=system), *history, Message(role="user", content=report))

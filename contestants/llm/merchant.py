@@ -5,7 +5,9 @@ memory keeps and the report, and asks for a decision filling `Decision`'s JSON s
 answer that is not a valid decision gets one repair request (the error is shown to the
 model); if that fails too, the raw text goes to the market, which rejects it as a malformed
 decision and the runner records the fault. A call that fails for good (retries exhausted)
-raises, which the runner records as an `error` fault for the day.
+raises, which the runner records as an `error` fault for the day; a request the server refuses
+as too long is asked again shorter (`_call`), and only a conversation that cannot fit the
+window at its smallest stops the run.
 
 Two optional steps make the model deliberate (both cost tokens):
 - `think`: the decision's schema gets a `reasoning` field before the operations, so the
@@ -26,8 +28,9 @@ Collusion by Large Language Models"):
   rewrites every day and is shown the next (they are the merchant's, not the market's: they
   are set aside before the decision goes to the market);
 - `history`: the daily report ends with a table of the last days as the merchant saw them
-  (own prices, units sold and profit, rivals' prices). A model whose context the provider
-  knows (the embedded one) is shown as many of those days as leave its answer room.
+  (own prices, units sold and profit, rivals' prices). Where the window is known (the
+  embedded model's, `context_tokens`, the catalogue's, or one a refusal named), a call keeps
+  as many days of window memory, then of the table, as leave its answer room (`_fitted`).
 
 In a market where merchants talk (its observations carry `messages`), the decision's schema
 keeps its `message` field, the system prompt says that rivals read it the next day, and the
@@ -77,7 +80,7 @@ from contestants.llm.prompts import (
     with_history,
     with_reflection,
 )
-from contestants.llm.providers import SHORTEST_TOKEN_CHARS, Provider, get_provider, validate_settings, written
+from contestants.llm.providers import Provider, get_provider, validate_settings, written
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.types import Completion, CompletionRequest, Message, Tool, parse_object
@@ -370,26 +373,23 @@ class LLMMerchant(Contestant):
             return with_history(report, rows[len(rows) - shown :]) if shown else report
 
         reflection = self._reflect(day, reported) if self.params.reflect else None
-        prompt, shown = self._fitted(
-            reported if reflection is None else lambda k: with_reflection(reported(k), reflection),
-            self.schema,
-            "decision",
+        prompt_with = reported if reflection is None else lambda k: with_reflection(reported(k), reflection)
+        reflected = ("reflection",) if reflection is not None else ()
+        completion, asked = self._call(
+            "decide", day, self._asking(prompt_with, len(rows), self.schema, "decision", reflected)
         )
-        templates = (*self._templates(shown), *(("reflection",) if reflection is not None else ()))
-        messages = self._messages(prompt)
-        completion = self._ask("decide", day, messages, self.schema, "decision", templates)
         decision, problem = _as_decision(completion)
         if decision is None:
-            repair = (
-                *messages,
-                Message(role="assistant", content=completion.text),
-                Message(role="user", content=repair_request(problem)),
+            wrote = Message(role="assistant", content=completion.text)
+            repair = Message(role="user", content=repair_request(problem))
+            again = self._asking(
+                prompt_with, len(rows), self.schema, "decision", (*reflected, "repair"), (wrote, repair)
             )
-            completion = self._ask("repair", day, repair, self.schema, "decision", (*templates, "repair"))
+            completion, _ = self._call("repair", day, again)
             decision, _ = _as_decision(completion)
         self.memory.remember(
             day,
-            prompt,
+            asked.messages[-1].content,  # the prompt as sent, its table fitted to the window
             completion.text,
             decision.note if decision else None,
             _written(completion, "plans"),
@@ -417,10 +417,8 @@ class LLMMerchant(Contestant):
         path), asked with its memory; the question and the answer stay out of that memory."""
         if self.system is None:  # before its first decision
             return None
-        messages = self._messages(question)
-        completion = self._ask(
-            purpose, self.last_day + 1, messages, RECALL_SCHEMA, purpose, (*self._templates(0), template)
-        )
+        asking = self._asking(lambda shown: question, 0, RECALL_SCHEMA, purpose, (template,))
+        completion, _ = self._call(purpose, self.last_day + 1, asking)
         value = (completion.output or {}).get("value")
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -462,9 +460,8 @@ class LLMMerchant(Contestant):
         templates = versions(*self.preface, "agent")
 
         def step(conversation: Conversation) -> Completion:
-            return self._call(
-                "step", observation.day, self._next_step(conversation, tools, observation.day), templates
-            )
+            day = observation.day
+            return self._call("step", day, lambda: (self._next_step(conversation, tools, day), templates))[0]
 
         day = work(tools, conversation, observation, self.params.max_steps, step, self._heard_results)
         self.days_worked.append(DayWorked(day.steps, day.tool_errors, day.loops, day.ended))
@@ -472,9 +469,8 @@ class LLMMerchant(Contestant):
 
     def _window(self) -> int | None:
         """The tokens a call may hold: `context_tokens` where given, the model's context where
-        the provider knows it, the smaller of the two where both are; None: not known."""
-        known = [t for t in (self.params.context_tokens, self.provider.context_tokens()) if t is not None]
-        return min(known) if known else None
+        the provider knows it or a refusal named it, the smallest of those; None: not known."""
+        return self.provider.window(self.params.context_tokens)
 
     def _fits(self, request: CompletionRequest, window: int | None) -> bool:
         """Whether the request and its longest answer fit the window (counted as the model
@@ -489,8 +485,13 @@ class LLMMerchant(Contestant):
         tools, conversation = self.agent
         asked = Message(role="user", content=question)
         today = self.last_day + 1  # a question is asked in the morning, before the day's work
-        request = self._next_step(conversation, tools, today, asked=asked, offered=(ANSWER,))
-        completion = self._call(purpose, today, request, versions("agent", template), heard=False)
+        templates = versions("agent", template)
+        completion, _ = self._call(
+            purpose,
+            today,
+            lambda: (self._next_step(conversation, tools, today, asked=asked, offered=(ANSWER,)), templates),
+            heard=False,
+        )
         for call in completion.tool_calls:
             value = parse_object(call.arguments) if call.name == ANSWER.name else None
             number = (value or {}).get("value")
@@ -507,39 +508,41 @@ class LLMMerchant(Contestant):
         offered: tuple[Tool, ...] | None = None,
     ) -> CompletionRequest:
         """The next step's request: the conversation (and a question `asked` after it, with the
-        tools `offered` in place of the merchant's), compacted first if it would not fit the
-        window (contestants.llm.agent.Conversation.compact)."""
+        tools `offered` in place of the merchant's), compacted first while it would not fit the
+        window (contestants.llm.agent.Conversation.compact). The run stops if it does not fit
+        with nothing left to compact."""
 
         def request() -> CompletionRequest:
             messages = (*conversation.messages(), *((asked,) if asked is not None else ()))
             return _request(self.params, messages, None, "step", self.seed, offered or tools.tools)
 
-        window = self._window()
-        if self._fits(request(), window):
-            return request()
-        assert window is not None
-        self._compact(conversation, tools, window, day)
-        if not self._fits(request(), window):
-            raise self._too_small(window)
+        while not self._fits(request(), window := self._window()):
+            assert window is not None
+            if not self._compact(conversation, tools, window, day):
+                raise self._cannot_fit(request(), window, "the rules, the tools, its summary and notes")
         return request()
 
-    def _compact(self, conversation: Conversation, tools: AgentTools, window: int, day: int) -> None:
+    def _compact(self, conversation: Conversation, tools: AgentTools, window: int, day: int) -> bool:
         """Ask the model to summarise the oldest blocks of the conversation and continue with
         its summary, its notes (their keys alone if they would take more than a quarter of the
         window) and the most recent blocks that take at most half of what the rules, the tools,
-        the summary, the notes and the answer leave (none, if the last alone takes more)."""
+        the summary, the notes and the answer leave (none, if the last alone takes more).
+        False, and nothing asked, where every block is within that."""
         blocks = conversation.blocks
-        notes_chars = window // 4 * SHORTEST_TOKEN_CHARS
-        fixed = self.provider.most_prompt_tokens(
+        provider = self.provider
+        notes_chars = provider.text_chars(window // 4)
+        fixed = provider.most_prompt_tokens(
             _request(self.params, (conversation.system,), None, "step", self.seed, tools.tools)
         )
-        fixed += (MOST_SUMMARY_CHARS + notes_chars) // SHORTEST_TOKEN_CHARS + self.params.max_tokens
+        fixed += provider.most_text_tokens(MOST_SUMMARY_CHARS + notes_chars) + self.params.max_tokens
         budget, kept, used = (window - fixed) // 2, 0, 0
         for _, turns in reversed(blocks):
-            used += sum(_most_tokens(m) for m in turns)
+            used += sum(provider.most_text_tokens(written(m)) + 4 for m in turns)
             if used > budget:
                 break
             kept += 1
+        if kept == len(blocks):
+            return False
         earlier = [conversation.summary] if conversation.summary is not None else []
         told = as_text([*earlier, *(m for _, turns in blocks[: len(blocks) - kept] for m in turns)])
 
@@ -553,23 +556,28 @@ class LLMMerchant(Contestant):
                 self.seed,
             )
 
-        while not self._fits(request(told), window):  # the oldest parts go first
-            if not told:
-                raise self._too_small(window)
-            told = told[max(1, len(told) // 4) :]
-        completion = self._call("compact", day, request(told), versions("compact"), heard=False)
+        def asking() -> tuple[CompletionRequest, str]:
+            text, window = told, self._window()
+            while not self._fits(request(text), window):  # the oldest parts go first
+                assert window is not None
+                if not text:
+                    raise self._cannot_fit(request(text), window, "the rules and the request for a summary")
+                text = text[max(1, len(text) // 4) :]
+            return request(text), versions("compact")
+
+        completion, _ = self._call("compact", day, asking, heard=False)
         summary = _written(completion, "summary") or completion.text
         conversation.compact(summary, tools.notes, kept, notes_chars)
+        return True
 
-    def _too_small(self, window: int) -> ProviderError:
-        """The failure of a window too small for the rules, the tools and a summary."""
-        return ProviderError(
-            f"{self.provider.label}: the rules, the tools and a summary do not fit context_tokens "
-            f"{window}: give the model a larger window",
-            model=self.provider.label,
-            kind="context",
-            status=None,
-            attempts=0,
+    def _cannot_fit(self, request: CompletionRequest, window: int, what: str) -> Exception:
+        """What to raise where even the smallest `request` cannot fit the window with the answer's
+        max_tokens: it stops the run (Provider.stop), saying what did not fit."""
+        return self.provider.stop(
+            request,
+            f"{what} come to {self.provider.most_prompt_tokens(request):,} tokens as its model counts "
+            f"them, which with max_tokens {self.params.max_tokens:,} do not fit its window of "
+            f"{window:,} tokens: give it a larger window or a smaller max_tokens",
         )
 
     def _schema(self, talk: bool) -> dict[str, Any]:
@@ -594,13 +602,14 @@ class LLMMerchant(Contestant):
         if self.last_decision is None or self.last_decision[0] != day - 1:
             return None
         decided = self.last_decision[1]
-        question, shown = self._fitted(
-            lambda k: reflect_question(day - 1, decided, reported(k)), REFLECT_SCHEMA, "reflection"
+        asking = self._asking(
+            lambda k: reflect_question(day - 1, decided, reported(k)),
+            len(self.history),
+            REFLECT_SCHEMA,
+            "reflection",
+            ("reflect",),
         )
-        messages = self._messages(question)
-        completion = self._ask(
-            "reflect", day, messages, REFLECT_SCHEMA, "reflection", (*self._templates(shown), "reflect")
-        )
+        completion, _ = self._call("reflect", day, asking)
         return _written(completion, "reflection") or None
 
     @property
@@ -612,55 +621,83 @@ class LLMMerchant(Contestant):
         """The templates of a prompt built on today's memory, with a table of `shown` days."""
         return (*self.system_templates, *self.memory.templates, *(("history",) if shown else ()))
 
-    def _fitted(self, prompt_with: Callable[[int], str], schema: dict, name: str) -> tuple[str, int]:
-        """The prompt `prompt_with(k)` makes with a table of the last k days kept, and k: all of
-        them, or, where the provider knows its model's context (the embedded model's n_ctx),
-        the most that leave the answer its max_tokens there. A shorter table is a shorter
-        prompt, so the most that fit are found by bisection; if even none fit, the call fails
-        as too long as it would without a table."""
-        kept, window = len(self.history), self._window()
-        if window is None or kept == 0:
-            return prompt_with(kept), kept
-
-        def fits(shown: int) -> bool:
-            return self._fits(
-                _request(self.params, self._messages(prompt_with(shown)), schema, name, self.seed), window
-            )
-
-        if fits(kept):
-            return prompt_with(kept), kept
-        fit, over = 0, kept
-        while over - fit > 1:
-            middle = (fit + over) // 2
-            fit, over = (middle, over) if fits(middle) else (fit, middle)
-        return prompt_with(fit), fit
-
-    def _messages(self, prompt: str) -> tuple[Message, ...]:
-        """A call's conversation on today's memory: the system prompt (made at the match's
-        first decision), what memory keeps, then `prompt`."""
-        assert self.system is not None, "the system prompt is made at the first decision"
-        return self.memory.messages(self.system, prompt)
-
-    def _ask(
+    def _asking(
         self,
-        purpose: CallPurpose,
-        day: int,
-        messages: tuple[Message, ...],
+        prompt_with: Callable[[int], str],
+        rows: int,
         schema: dict,
         name: str,
         templates: tuple[str, ...],
-    ) -> Completion:
-        return self._call(
-            purpose, day, _request(self.params, messages, schema, name, self.seed), versions(*templates)
-        )
+        after: tuple[Message, ...] = (),
+    ) -> Callable[[], tuple[CompletionRequest, str]]:
+        """What makes a call's request on today's memory (`_fitted`) and the versions of its
+        templates: those of the system prompt and memory, the history table's where the prompt
+        shows one, then `templates`."""
+
+        def asking() -> tuple[CompletionRequest, str]:
+            request, shown = self._fitted(prompt_with, rows, schema, name, after)
+            return request, versions(*self._templates(shown), *templates)
+
+        return asking
+
+    def _fitted(
+        self,
+        prompt_with: Callable[[int], str],
+        rows: int,
+        schema: dict,
+        name: str,
+        after: tuple[Message, ...] = (),
+    ) -> tuple[CompletionRequest, int]:
+        """The request of a call on today's memory: the system prompt, what memory keeps, the
+        prompt `prompt_with(k)` with a table of the last k of `rows` days, and the turns `after`
+        it; and k. All of memory and of the table, or, where the window is known and that would
+        not fit it with the answer's max_tokens, the most that fit: the oldest days of window
+        memory go first, then the table's oldest rows (fewer is shorter, so the most that fit
+        are found by bisection). If even the rules, today's report and the notes do not fit,
+        the run stops."""
+        assert self.system is not None, "the system prompt is made at the first decision"
+        system, window, days = self.system, self._window(), len(self.memory.turns)
+
+        def request(kept: int, shown: int) -> CompletionRequest:
+            messages = (*self.memory.messages(system, prompt_with(shown), kept), *after)
+            return _request(self.params, messages, schema, name, self.seed)
+
+        kept = _most(lambda k: self._fits(request(k, rows), window), days)
+        if kept is not None:
+            return request(kept, rows), rows
+        shown = _most(lambda k: self._fits(request(0, k), window), rows - 1)
+        if shown is None:
+            assert window is not None
+            raise self._cannot_fit(request(0, 0), window, "the rules, today's report and its notes")
+        return request(0, shown), shown
 
     def _call(
-        self, purpose: CallPurpose, day: int, request: CompletionRequest, templates: str, heard: bool = True
-    ) -> Completion:
-        """The provider's answer to `request`, recorded as a call (`templates`: the versions of
-        the templates its prompt is made of) and in the transcript; `heard`: the request
-        continues the conversation (a compaction's stands aside from it)."""
-        completion = self.provider.complete(request, self.deadline)
+        self,
+        purpose: CallPurpose,
+        day: int,
+        asking: Callable[[], tuple[CompletionRequest, str]],
+        heard: bool = True,
+    ) -> tuple[Completion, CompletionRequest]:
+        """The provider's answer to the request `asking` makes (with the versions of the
+        templates its prompt is made of), recorded as a call and in the transcript, and that
+        request; `heard`: the request continues the conversation (a compaction's stands aside
+        from it). A request the server refuses as too long is not sent again: the refusal is
+        kept in the transcript, the provider counts tighter from what the server said
+        (Provider.learn), so that the refused request no longer fits as counted, and `asking`
+        makes the request again, fitted to the window (compacted, trimmed), or stops the run
+        where even the smallest would not fit."""
+        request, templates = asking()
+        while True:
+            try:
+                completion = self.provider.complete(request, self.deadline)
+                break
+            except ProviderError as exc:
+                if exc.too_long is None:
+                    raise
+                self._refused(purpose, day, request, exc)
+            again, templates = asking()
+            assert again != request, "a request refused as too long is asked again shorter"
+            request = again
         self._calls.append(
             ModelCall(
                 day=day,
@@ -685,7 +722,29 @@ class LLMMerchant(Contestant):
             )
         )
         self._record(purpose, day, request.messages, completion.turn(), heard)
-        return completion
+        return completion, request
+
+    def _refused(
+        self, purpose: CallPurpose, day: int, request: CompletionRequest, refusal: ProviderError
+    ) -> None:
+        """Learn from the server's refusal of `request` as too long (Provider.learn), and keep
+        it in the transcript: the server's words, and the request as now counted."""
+        assert refusal.too_long is not None
+        self.provider.learn(refusal.too_long, request, self._window())
+        window = self._window()
+        assert window is not None  # a refusal leaves a window known (Counting.learn)
+        self._steps[day] += 1
+        said = (
+            f"{refusal.detail} (counted again, the request is {self.provider.most_prompt_tokens(request):,} "
+            f"tokens and max_tokens {self.params.max_tokens:,} for a window of {window:,}: it is asked "
+            "again, shorter)"
+        )
+        sent = _new_turns(self._heard, request.messages)
+        self._transcript.append(
+            TranscriptStep(
+                day=day, step=self._steps[day], purpose=purpose, sent=sent, answer=None, refused=said
+            )
+        )
 
     def _record(
         self, purpose: CallPurpose, day: int, messages: tuple[Message, ...], answer: Message, heard: bool
@@ -795,6 +854,17 @@ def _new_turns(heard: tuple[Message, ...], messages: tuple[Message, ...]) -> tup
     return messages
 
 
-def _most_tokens(message: Message) -> int:
-    """The most tokens a turn may take, at SHORTEST_TOKEN_CHARS a token."""
-    return written(message) // SHORTEST_TOKEN_CHARS + 4
+def _most(fits: Callable[[int], bool], most: int) -> int | None:
+    """The largest k from 0 to `most` for which `fits(k)`, where it holds up to some k and not
+    after: `most` itself if it fits, else found by bisection; None if none fits."""
+    if most < 0:
+        return None
+    if fits(most):
+        return most
+    if not fits(0):
+        return None
+    fit, over = 0, most
+    while over - fit > 1:
+        middle = (fit + over) // 2
+        fit, over = (middle, over) if fits(middle) else (fit, middle)
+    return fit

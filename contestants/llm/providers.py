@@ -12,15 +12,21 @@ contestants.llm.call_coordinator), runs the retry policy within the time the cal
 and reports back. A concrete provider only turns
 a request into one attempt (`_attempt`) and says which of its exceptions are call failures
 (`_failure`).
+
+How big a request is, as the model will count it, is the provider's to say
+(`most_prompt_tokens`, `most_text_tokens`, `window`): arena's own count, made tighter by what
+the server's refusals for length taught (`Counting`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 import uuid
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from pkgutil import resolve_name
 from typing import Any, ClassVar
@@ -40,6 +46,7 @@ from contestants.llm.catalogue import Price, catalogue
 from contestants.llm.errors import CallsStopped, MissingCredentialsError, ProviderConfigError, ProviderError
 from contestants.llm.pricing import cost
 from contestants.llm.retry import Failure, RetryPolicy, call_with_retries
+from contestants.llm.too_long import TooLong
 from contestants.llm.types import Answer, Completion, CompletionRequest, Message, parse_object
 from market.errors import first_problem
 from market.yaml_files import FileModel
@@ -47,6 +54,8 @@ from market.yaml_files import FileModel
 LEASE_SLACK_S = 60.0  # a call's hold at the coordinator outlasts its total timeout by this much
 CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a token in today's tokenizers
 SHORTEST_TOKEN_CHARS = 3  # what a request that must fit a window assumes of a tokenizer it does not have
+MARGIN = 1.05  # room kept above a server's own count of a refused request: the next one's text differs
+GROWTH = 1.25  # how much tighter a refusal makes the count where the server gives none, or a lower bound
 
 
 def written(message: Message) -> int:
@@ -70,6 +79,46 @@ def approximate_tokens(request: CompletionRequest, chars_per_token: int = CHARS_
 
 
 DAY_S = 86_400.0  # the longest time a setting may give, in seconds
+
+
+@dataclass
+class Counting:
+    """How a contestant's model counts its requests, as far as the server's refusals for length
+    have taught arena: how many of the server's tokens each token of arena's own count stands
+    for (`scale`, 1 until a refusal) and the window a refusal named (`window`). Every count of
+    a request that must fit goes through it (Provider.most_prompt_tokens, most_text_tokens).
+    It belongs to one provider, so to one merchant in one match: what one match learns never
+    changes another's requests."""
+
+    scale: float = 1.0
+    window: int | None = None
+
+    def tokens(self, counted: int) -> int:
+        """The most tokens of the server's that `counted` of arena's may be."""
+        return math.ceil(counted * self.scale)
+
+    def learn(self, said: TooLong, counted: int, max_tokens: int, window: int | None) -> None:
+        """Take in the refusal of a request that arena counted `counted` tokens (unscaled) and
+        sent with room for `max_tokens` under `window` (None: no window known). The window is
+        the server's where it names a smaller one, and less than what was sent where none is
+        known; the count is the server's own (with MARGIN to spare) where it gives it, and
+        GROWTH times tighter than before where it gives none or only a lower bound. Either way
+        the refused request no longer fits as counted now, so a request made again to fit is
+        never the one refused."""
+        counted = max(counted, 1)
+        if said.window is not None:
+            self.window = said.window if self.window is None else min(self.window, said.window)
+        known = [w for w in (window, self.window) if w is not None]
+        if not known:  # the window is less than what was sent
+            self.window = self.tokens(counted) + max_tokens - 1
+            known = [self.window]
+        scale = self.scale
+        if said.prompt is not None:
+            scale = max(scale, said.prompt / counted * MARGIN)
+        stopped_counting = said.window is not None and said.prompt == said.window - max_tokens + 1
+        if said.prompt is None or said.at_least or stopped_counting:
+            scale = max(scale, self.scale * GROWTH)
+        self.scale = max(scale, (min(known) - max_tokens + 1) / counted)
 
 
 class ProviderSettings(FileModel):
@@ -140,6 +189,7 @@ class Provider(ABC):
         self.settings = settings if settings is not None else self.settings_model()
         self.coordinator = coordinator
         self.contestant = contestant
+        self.counting = Counting()
 
     @property
     def label(self) -> str:
@@ -173,15 +223,47 @@ class Provider(ABC):
         """About how many prompt tokens the request is, as this provider will count them."""
         return approximate_tokens(request)
 
-    def most_prompt_tokens(self, request: CompletionRequest) -> int:
-        """The most prompt tokens the request may be, as the model counts them: exact where
-        this provider has the model's tokenizer, else at SHORTEST_TOKEN_CHARS a token."""
+    def counted_tokens(self, request: CompletionRequest) -> int:
+        """The most prompt tokens the request may be by arena's own count: exact where this
+        provider has the model's tokenizer, else at SHORTEST_TOKEN_CHARS a token."""
         return approximate_tokens(request, SHORTEST_TOKEN_CHARS)
+
+    def most_prompt_tokens(self, request: CompletionRequest) -> int:
+        """The most prompt tokens the request may be, as the model counts them: arena's count,
+        as tight as the server's refusals have made it (`counting`)."""
+        return self.counting.tokens(self.counted_tokens(request))
+
+    def most_text_tokens(self, characters: int) -> int:
+        """The most tokens `characters` of text may take, counted as a request is."""
+        return self.counting.tokens(characters // SHORTEST_TOKEN_CHARS)
+
+    def text_chars(self, tokens: int) -> int:
+        """The characters of text that take at most `tokens` tokens, counted as a request is."""
+        return int(tokens / self.counting.scale) * SHORTEST_TOKEN_CHARS
 
     def context_tokens(self) -> int | None:
         """The most tokens a call (prompt and answer) can hold, where this provider knows it
         (an embedded model's context, a hosted model's in the catalogue); None otherwise."""
         return None
+
+    def window(self, limit: int | None = None) -> int | None:
+        """The most tokens a call may hold: the least of `limit` (the contestant's own), the
+        model's context where known and the window a refusal named; None: none is known."""
+        known = [w for w in (limit, self.context_tokens(), self.counting.window) if w is not None]
+        return min(known) if known else None
+
+    def learn(self, said: TooLong, request: CompletionRequest, window: int | None) -> None:
+        """Count tighter after the server refused `request` as too long for `window` (Counting.learn)."""
+        self.counting.learn(said, self.counted_tokens(request), request.max_tokens, window)
+
+    def stop(self, request: CompletionRequest, reason: str) -> Exception:
+        """Stop the run's calls for `reason` (one line: what cannot be sent, as `request` is the
+        smallest of it): told to the call coordinator as a failure that stops the run at once,
+        naming this contestant. Returns the CallsStopped to raise."""
+        coordinator = self.coordinator or local_call_coordinator()
+        ticket = self._ticket(request, request_key(self.cache_identity(), request))
+        coordinator.report(ticket, None, Failed(reason, None, False, final=True))
+        return CallsStopped(coordinator.status().stopped or reason)
 
     def answer_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         """The schema the model is held to, from the one the request asks for."""
@@ -215,7 +297,9 @@ class Provider(ABC):
             completion = self._call(request, key, deadline, start)
             return completion
         except ProviderError as exc:
-            failed = Failed(exc.detail, exc.status, exc.retryable, exc.code)
+            failed = Failed(
+                exc.detail, exc.status, exc.retryable, exc.code, too_long=exc.too_long is not None
+            )
             raise
         except MissingCredentialsError as exc:
             failed = Failed(str(exc), None, False)

@@ -18,8 +18,10 @@ import json
 from typing import Any
 
 from contestants.llm.cache import request_key
+from contestants.llm.errors import ProviderError
 from contestants.llm.pricing import cost
 from contestants.llm.providers import Provider
+from contestants.llm.too_long import TooLong
 from contestants.llm.types import Completion, CompletionRequest, TokenUsage, ToolCall, parse_object
 
 NOTE_CHARS = 60  # what a note usually holds, where the schema allows as much
@@ -38,14 +40,30 @@ class Rehearsal:
         self.provider, self.longest = provider, longest
         self.label = provider.label
 
-    def context_tokens(self) -> int | None:
-        return self.provider.context_tokens()
+    def window(self, limit: int | None = None) -> int | None:
+        return self.provider.window(limit)
 
     def prompt_tokens(self, request: CompletionRequest) -> int:
         return self.provider.prompt_tokens(request)
 
     def most_prompt_tokens(self, request: CompletionRequest) -> int:
         return self.provider.most_prompt_tokens(request)
+
+    def most_text_tokens(self, characters: int) -> int:
+        return self.provider.most_text_tokens(characters)
+
+    def text_chars(self, tokens: int) -> int:
+        return self.provider.text_chars(tokens)
+
+    def learn(self, said: TooLong, request: CompletionRequest, window: int | None) -> None:
+        self.provider.learn(said, request, window)
+
+    def stop(self, request: CompletionRequest, reason: str) -> Exception:
+        """A rehearsal stops no run: the day's turn fails (an `error` fault), so that the
+        estimate plays on."""
+        return ProviderError(
+            f"{self.label}: {reason}", model=self.label, kind="context", status=None, attempts=0
+        )
 
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
         calls: tuple[ToolCall, ...] = ()

@@ -5,7 +5,10 @@ exceptions, see `sdk_failure`); the policy then decides on the Failure alone:
 
 - retried: HTTP 408, 429 and 5xx, timeouts, connection errors; but not a 429 that says the
   account's quota is spent (`insufficient_quota`), which waiting does not mend;
-- not retried: any other 4xx, a response that is not what the API promises, anything else;
+- not retried: any other 4xx, a response that is not what the API promises, anything else; a
+  request refused as longer than the model's window is marked so (`Failure.too_long`, see
+  contestants.llm.too_long): sent again as it is, it would be refused again, so its caller
+  makes it shorter;
 - the wait before a retry is the server's Retry-After when it sent one, else exponential
   backoff with full jitter; never past the total deadline;
 - at most `max_retries` retries, each attempt bounded by `timeout` seconds, all of them
@@ -33,6 +36,7 @@ import tenacity
 
 from contestants.base import DeadlinePassed
 from contestants.llm.errors import ProviderError
+from contestants.llm.too_long import TooLong, too_long
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +52,15 @@ NEVER_RETRIED = frozenset({"insufficient_quota"})  # error codes of statuses oth
 class Failure:
     """One failed attempt, in provider-neutral terms. `detail` is short and one line; `code`
     is the server's name for the error where it gives one (OpenAI's `code`, Anthropic's
-    error `type`)."""
+    error `type`); `too_long`: the request was refused as longer than the model's window, and
+    what the server said of it."""
 
     kind: FailureKind
     detail: str
     status: int | None = None
     retry_after: float | None = None
     code: str | None = None
+    too_long: TooLong | None = None
 
     @property
     def retryable(self) -> bool:
@@ -168,6 +174,7 @@ def call_with_retries(
         detail=_clean(failure.detail, secrets),
         retryable=failure.retryable,
         code=failure.code,
+        too_long=failure.too_long,
     )
 
 
@@ -219,13 +226,14 @@ def sdk_failure(exc: BaseException, sdk: Any) -> Failure | None:
     import httpx2
 
     if isinstance(exc, sdk.APIStatusError):
-        message, code = _error_of(exc)
+        message, code, error = _error_of(exc)
         return Failure(
             "status",
             f"HTTP {exc.status_code}: {message}",
             exc.status_code,
             retry_after(exc.response.headers),
             code,
+            too_long(exc.status_code, message, code, error),
         )
     if isinstance(exc, (sdk.APITimeoutError, httpx2.TimeoutException)):
         return Failure("timeout", "request timed out")
@@ -237,14 +245,17 @@ def sdk_failure(exc: BaseException, sdk: Any) -> Failure | None:
     return None
 
 
-def _error_of(exc: Any) -> tuple[str, str | None]:
-    """The server's own error message where the body has one (else the SDK's), and its code."""
+def _error_of(exc: Any) -> tuple[str, str | None, dict[str, Any] | None]:
+    """The server's own error message where the body has one (else the SDK's), its code, and
+    the error object it came in."""
     body = getattr(exc, "body", None)
+    if isinstance(body, str) and body.strip():  # an `error` that is the message itself (TGI's, xAI's)
+        return body, None, None
     if isinstance(body, dict):
-        error = body.get(
-            "error", body
-        )  # OpenAI's SDK hands over the inner object, Anthropic's the whole body
+        # the SDKs hand over the body's `error` object; a server that sends no such wrapper
+        # (vLLM's older versions, Mistral) gives the error itself
+        error = body.get("error", body)
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             code = error.get("code") or error.get("type")
-            return error["message"], code if isinstance(code, str) else None
-    return str(getattr(exc, "message", "") or type(exc).__name__), None
+            return error["message"], code if isinstance(code, str) else None, error
+    return str(getattr(exc, "message", "") or type(exc).__name__), None, None

@@ -878,6 +878,7 @@ NOT_THE_USERS = {
     "CallsStopped": "the run's calls stopped (budget, broken model): exits 3 or 4 with its own line",
     "DeadlinePassed": "a turn's time ran out before its model call could start: the turn is late",
     "BadResponse": "an answer a provider could not read: retried, then a ProviderError",
+    "PromptTooLong": "the embedded model's refusal for length: its merchant asks again, shorter",
     "_AttemptFailed": "one attempt of a call, inside the retry loop",
     "_Refused": "the call coordinator's refusal, inside the coordinator",
     "MatchLost": "a node or a runner died: the match is played again",

@@ -10,8 +10,10 @@ found the comment beside it says the wording is ours ("plausible").
 
 An answer is a small instance of the schema the request asks for (a forced or lone tool's
 input_schema, or `output_config.format`), or whatever the test's `answer` decides. Prompt
-caching is billed the way Anthropic bills it, with deterministic token counts (`tokens()` of
+caching is billed the way Anthropic bills it, with deterministic token counts (`FakeAPI.count` of
 each prompt block's canonical JSON), so a client's cost accounting can be checked to the token.
+A prompt longer than the model's window (`contexts`) by that count, alone or with `max_tokens`,
+is refused in the API's words.
 """
 
 from __future__ import annotations
@@ -152,10 +154,6 @@ class Block:
     text: str  # canonical JSON of its place and content, without cache_control
     cache_control: dict[str, Any] | None
     cacheable: bool  # thinking blocks can carry no breakpoint
-
-    @property
-    def tokens(self) -> int:
-        return tokens(self.text)
 
 
 def _block(where: str, place: str, content: Any) -> Block:
@@ -584,7 +582,7 @@ class FakeAnthropic(FakeAPI):
     def _count(self, body: Any) -> dict[str, Any]:
         """count_tokens: the same checks (bar max_tokens) and the same count as a message."""
         request = check_request(body, COUNT_KEYS, ("model", "messages"))
-        return {"input_tokens": sum(b.tokens for b in request.blocks)}
+        return {"input_tokens": sum(self.count(b.text) for b in request.blocks)}
 
     def _message(self, call: Call) -> dict[str, Any]:
         body = call.body
@@ -595,10 +593,15 @@ class FakeAnthropic(FakeAPI):
         self._check_signed(body["messages"])
         if thinks:
             check_thinking_kept(body["messages"])
-        prompt = sum(b.tokens for b in request.blocks)
+        prompt = sum(self.count(b.text) for b in request.blocks)
         context = self.contexts.get(request.model, request.rules.context)
         if prompt > context:
             raise Refusal(f"prompt is too long: {prompt} tokens > {context} maximum")
+        if prompt + body["max_tokens"] > context:
+            raise Refusal(
+                f"input length and `max_tokens` exceed context limit: {prompt} + {body['max_tokens']} > "
+                f"{context}, decrease input length or `max_tokens` and try again"
+            )
         tool, schema = self._plan(body, request.forced, request.format_schema)
         cache = self._bill_cache(request)
         content, output, stop = self._content(call, tool, schema, thinks, body)
@@ -766,7 +769,9 @@ class FakeAnthropic(FakeAPI):
         is plain input. input + creation + read is always the whole prompt."""
         blocks, marks, minimum = request.blocks, request.marks, request.rules.min_cacheable
         keys = prefix_keys(request.model, blocks)
-        reach = list(itertools.accumulate(b.tokens for b in blocks))  # tokens up to and including each block
+        reach = list(
+            itertools.accumulate(self.count(b.text) for b in blocks)
+        )  # up to and including each block
         written = {"5m": 0, "1h": 0}
         with self._cache_lock:
             read = 0

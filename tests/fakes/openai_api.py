@@ -33,10 +33,14 @@ What it answers: the `answer` hook's value, else a small instance of the request
 (`schemas.instance_of`), in `message.content`, in a tool call's `arguments`, in an
 `output_text` part or in a `function_call` item. A forced (named) tool choice ends with
 finish_reason "stop" and an automatic one with "tool_calls", as the real API does. Usage is
-worked out from the request text: prompt tokens are `server.tokens` of the tools, the format
-and the messages (in that order, which is the order the cache sees them in). Reasoning models add
-16 reasoning tokens per effort step (`EFFORTS`). Automatic prompt caching reports the longest
-prompt prefix seen before on the same model, once it reaches 1024 tokens, in steps of 128.
+worked out from the request text: prompt tokens are the stand-in's count (`FakeAPI.count`: four
+characters a token, or `chars_per_token`) of the tools, the format and the messages (in that
+order, which is the order the cache sees them in). Reasoning models add 16 reasoning tokens per
+effort step (`EFFORTS`). Automatic prompt caching reports the longest prompt prefix seen before
+on the same model, once it reaches 1024 tokens, in steps of 128. A request longer than the
+model's window (`contexts`) by that count is refused with the body of OpenAI's Chat Completions
+or Responses API, or, as an OpenAI-compatible server, vLLM's or llama.cpp server's
+(`refuses_as`).
 
 Wording that is the stand-in's own, because no real text was found: the nesting/size limit
 messages, the `tool_choice` naming a missing function, the Responses `json_object` rule, the
@@ -730,15 +734,67 @@ def unanswered_calls(ids: list[str], at: int) -> Refusal:
 
 
 def context_exceeded(context: int, prompt: int, completion: int) -> Refusal:
-    """The real 400 of a request longer than the model's context window."""
+    """OpenAI's 400 of a chat request longer than the model's context window: the prompt alone,
+    or the prompt with the answer's limit."""
+    asked = (
+        f"your messages resulted in {prompt} tokens. Please reduce the length of the messages."
+        if prompt > context
+        else f"you requested {prompt + completion} tokens ({prompt} in the messages, {completion} in "
+        "the completion). Please reduce the length of the messages or completion."
+    )
     return Refusal(
         400,
-        f"This model's maximum context length is {context} tokens. However, you requested "
-        f"{prompt + completion} tokens ({prompt} in the messages, {completion} in the completion). "
-        "Please reduce the length of the messages or completion.",
+        f"This model's maximum context length is {context} tokens. However, {asked}",
         param="messages",
         code="context_length_exceeded",
     )
+
+
+def input_exceeded() -> Refusal:
+    """OpenAI's 400 of a Responses request longer than the model's context window: no numbers."""
+    return Refusal(
+        400,
+        "Your input exceeds the context window of this model. Please adjust your input and try again.",
+        param="input",
+        code="context_length_exceeded",
+    )
+
+
+def vllm_exceeded(context: int, prompt: int, completion: int) -> Refusal:
+    """vLLM's 400 (its renderer's length check, its error response's shape): it stops counting
+    a prompt one token past what the window leaves it, so its count is then a lower bound."""
+    counted = min(prompt, context - completion + 1)
+    refusal = Refusal(
+        400,
+        f"This model's maximum context length is {context} tokens. However, you requested {completion} "
+        f"output tokens and your prompt contains at least {counted} input tokens, for a total of at "
+        f"least {counted + completion} tokens. Please reduce the length of the input prompt or the number "
+        f"of requested output tokens. (parameter=input_tokens, value={counted})",
+    )
+    refusal.error = {
+        "message": refusal.error["message"],
+        "type": "BadRequestError",
+        "param": "input_tokens",
+        "code": 400,
+    }
+    return refusal
+
+
+def llama_cpp_exceeded(context: int, prompt: int) -> Refusal:
+    """llama.cpp server's 400 (server-context.cpp, server-common.cpp's format_error_response,
+    the counts added by server-task.cpp)."""
+    refusal = Refusal(
+        400,
+        f"request ({prompt} tokens) exceeds the available context size ({context} tokens), try increasing it",
+    )
+    refusal.error = {
+        "code": 400,
+        "message": refusal.error["message"],
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": prompt,
+        "n_ctx": context,
+    }
+    return refusal
 
 
 def strict_refusal(prefix: str, schema: Any, param: str, code: str) -> None:
@@ -791,6 +847,10 @@ class FakeOpenAI(FakeAPI):
         self.prompts: dict[str, deque[str]] = {}
         self._ids = itertools.count()
         self.contexts: dict[str, int] = {}  # by model name: a window smaller than its own, for tests
+        # Whose words refuse a request longer than the window: OpenAI's (its Chat Completions' and
+        # its Responses API's), vLLM's or llama.cpp server's. llama.cpp refuses a prompt that
+        # fills the window alone; the others, one that leaves no room for the answer's limit.
+        self.refuses_as: typing.Literal["openai", "vllm", "llama.cpp"] = "openai"
         # An organisation that is not verified gets no reasoning summaries.
         self.verified = True
         # Compatible servers' own fields on Chat Completions answers, which they require back
@@ -925,7 +985,7 @@ class FakeOpenAI(FakeAPI):
 
         prompt = self._prompt_text(body.get("tools"), body.get("response_format"), messages)
         limit = min((x for x in limits if x is not None), default=None)
-        self._check_context(body["model"], model, prompt, limit or 0)
+        self._check_context(body["model"], model, prompt, limit or 0, "chat")
         answered = self._answer_text(call, wanted, tools)
         calls = answered.calls if isinstance(answered, Uses) else ()
         text = answered.text if isinstance(answered, Uses) else answered
@@ -1181,7 +1241,7 @@ class FakeOpenAI(FakeAPI):
         prompt = self._prompt_text(
             body.get("tools"), text_config.get("format"), [body.get("instructions"), items]
         )
-        self._check_context(body["model"], model, prompt, limit or 0)
+        self._check_context(body["model"], model, prompt, limit or 0, "responses")
         answered = self._answer_text(call, wanted, tools)
         calls = answered.calls if isinstance(answered, Uses) else ()
         text = answered.text if isinstance(answered, Uses) else answered
@@ -1460,11 +1520,16 @@ class FakeOpenAI(FakeAPI):
 
     # -- the answer, its usage, the cache and the rate limit -------------------------------
 
-    def _check_context(self, name: str, model: Model, prompt: str, completion: int) -> None:
-        """Refuse a request whose prompt and answer would not fit the model's window."""
-        context = self.contexts.get(name, model.context)
-        if tokens(prompt) + completion > context:
-            raise context_exceeded(context, tokens(prompt), completion)
+    def _check_context(self, name: str, model: Model, prompt: str, completion: int, api: str) -> None:
+        """Refuse a request too long for the model's window, in the words of `refuses_as`."""
+        context, counted = self.contexts.get(name, model.context), self.count(prompt)
+        if self.refuses_as == "llama.cpp":
+            if counted >= context:
+                raise llama_cpp_exceeded(context, counted)
+        elif counted + completion > context:
+            if self.refuses_as == "vllm":
+                raise vllm_exceeded(context, counted, completion)
+            raise context_exceeded(context, counted, completion) if api == "chat" else input_exceeded()
 
     def _answer_text(self, call: Call, wanted: Wanted, tools: dict[str, Wanted] | None = None) -> str | Uses:
         """The answer as text, or the tools it uses where the hook says so and the request
@@ -1529,7 +1594,7 @@ class FakeOpenAI(FakeAPI):
             answer_tokens = limit - reasoning
         chars = answer_tokens * 4 if truncated else len(answer)
         return {
-            "input": tokens(prompt),
+            "input": self.count(prompt),
             "cached": self._cached(model.snapshot, prompt),
             "reasoning": reasoning,
             "output": reasoning + answer_tokens,
@@ -1544,7 +1609,7 @@ class FakeOpenAI(FakeAPI):
             seen = self.prompts.setdefault(snapshot, deque(maxlen=PROMPTS_CACHED))
             shared = max((_common_prefix(prompt, earlier) for earlier in seen), default=0)
             seen.append(prompt)
-        shared_tokens = shared // 4
+        shared_tokens = int(shared / self.chars_per_token)
         if shared_tokens < CACHE_MINIMUM:
             return 0
         return CACHE_MINIMUM + (shared_tokens - CACHE_MINIMUM) // CACHE_STEP * CACHE_STEP

@@ -5,7 +5,8 @@ every call. Each call gets two stamps from one counter shared by all its calls, 
 it arrives and `ended` when its answer is ready, just before it is sent (so no client can
 have an answer whose call is not recorded as ended), so a test can tell whether two calls
 overlapped by comparing stamps instead of timing them. Tests may script failures for the next
-calls (`fail`) and slow every answer down (`delay`).
+calls (`fail`) and slow every answer down (`delay`). A stand-in counts a prompt's tokens at
+`chars_per_token` characters a token (4, as `tokens` does, unless a test makes it denser).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class FakeAPI:
     def __init__(self) -> None:
         self.calls: list[Call] = []
         self.delay = 0.0  # seconds before each answer
+        self.chars_per_token = 4.0  # of the prompt, as the stand-in counts it for its window and usage
         self._script: list[Scripted] = []
         self._stamps = itertools.count()
         self._lock = threading.Lock()
@@ -72,6 +74,11 @@ class FakeAPI:
         in seconds when given)."""
         with self._lock:
             self._script.extend(self.failure(status, retry_after) for _ in range(times))
+
+    def count(self, text: str) -> int:
+        """The prompt tokens of `text`, as this stand-in counts them: one per `chars_per_token`
+        characters, at least one."""
+        return max(1, int(len(text) / self.chars_per_token))
 
     def calls_to(self, path_suffix: str) -> list[Call]:
         return [c for c in self.calls if c.path.split("?")[0].endswith(path_suffix)]

@@ -716,3 +716,77 @@ def test_the_sdk_retries_a_scripted_503_after_its_retry_after(fake: FakeOpenAI):
     fake.fail(503, retry_after=0.01)
     assert chat(client)[0].choices
     assert len(fake.calls) == 2  # the failed call and its retry
+
+
+LONG = [{"role": "user", "content": "sold 3 tea at 4.5; " * 40}]  # read as "user\n" and 760 characters
+OVER = "This model's maximum context length is 150 tokens. However, "
+
+
+@pytest.mark.parametrize(
+    "refuses_as, body",
+    [
+        (
+            "openai",
+            {
+                "message": OVER
+                + "your messages resulted in {prompt} tokens. Please reduce the length of the "
+                "messages.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            },
+        ),
+        (
+            "vllm",
+            {
+                "message": OVER
+                + "you requested 20 output tokens and your prompt contains at least 131 input "
+                "tokens, for a total of at least 151 tokens. Please reduce the length of the input prompt or "
+                "the number of requested output tokens. (parameter=input_tokens, value=131)",
+                "type": "BadRequestError",
+                "param": "input_tokens",
+                "code": 400,
+            },
+        ),
+        (
+            "llama.cpp",
+            {
+                "code": 400,
+                "message": "request ({prompt} tokens) exceeds the available context size (150 tokens), try "
+                "increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": "{prompt}",
+                "n_ctx": 150,
+            },
+        ),
+    ],
+)
+def test_a_request_longer_than_the_window_is_refused_in_each_servers_body_by_the_stand_ins_count(
+    fake: FakeOpenAI, client: openai.OpenAI, refuses_as: str, body: dict[str, Any]
+):
+    """765 characters as the model reads them: 191 tokens at the default four characters a
+    token, 382 at two; each over a window of 150, refused with the server's own error object
+    (vLLM's count stops at the window less the answer's 20, plus one)."""
+    fake.contexts["gpt-4.1-mini"], fake.refuses_as = 150, refuses_as
+    for chars, prompt in ((4, 191), (2, 382)):
+        fake.chars_per_token = chars
+        error = refused(chat, client=client, messages=LONG, max_tokens=20)
+        assert isinstance(error, openai.BadRequestError)
+        expected = {k: v.format(prompt=prompt) if isinstance(v, str) else v for k, v in body.items()}
+        if "n_prompt_tokens" in expected:
+            expected["n_prompt_tokens"] = int(expected["n_prompt_tokens"])
+        assert error.body == expected
+
+
+def test_a_responses_request_longer_than_the_window_is_refused_without_numbers(
+    fake: FakeOpenAI, client: openai.OpenAI
+):
+    fake.contexts["gpt-4.1-mini"] = 150
+    error = refused(respond, client=client, input=LONG, max_output_tokens=20)
+    assert isinstance(error, openai.BadRequestError) and error.body == {
+        "message": "Your input exceeds the context window of this model. Please adjust your input and try "
+        "again.",
+        "type": "invalid_request_error",
+        "param": "input",
+        "code": "context_length_exceeded",
+    }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -13,10 +14,11 @@ import pytest
 from fakes.agents import RECALLED, SUMMARY, agent, day_of, offered, today
 from fakes.server import Call
 
-from contestants.base import ContestantConfigError, RecallQuestion
+from contestants.base import ContestantConfigError, RecallQuestion, RunOptions
 from contestants.kinds import create, validate_params
 from contestants.llm.agent import HISTORY_CHARS, AgentTools, Workday, tools_for
-from contestants.llm.errors import ProviderError
+from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
+from contestants.llm.errors import CallsStopped
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.prompts import HistoryRow
 from contestants.llm.types import ToolCall
@@ -91,17 +93,35 @@ def test_history_answers_with_its_latest_days_when_all_would_not_fit():
     )
 
 
-def test_a_window_too_small_for_the_rules_fails_the_day_and_one_smaller_than_an_answer_is_refused(
+def test_a_window_too_small_for_the_rules_stops_the_run_and_one_smaller_than_an_answer_is_refused(
     fake_openai: Any, monkeypatch: pytest.MonkeyPatch
 ):
+    """The rules and the tools alone take more than 1,200 tokens: once the day's report is
+    compacted away, the run's calls stop with one line naming the contestant, what does not
+    fit and the window; no request too long was sent."""
     monkeypatch.setenv("ARENA_TEST_KEY", fake_openai.api_key)
     fake_openai.answer = agent(DAY)
-    merchant = agent_merchant("gpt-4.1-mini", fake_openai.base_url, context_tokens=1_200, max_tokens=100)
+    coordinator = LocalCallCoordinator()
+    merchant = agent_merchant(
+        "gpt-4.1-mini",
+        fake_openai.base_url,
+        options=RunOptions(call_coordinator=coordinator, contestant="tiny"),
+        context_tokens=1_200,
+        max_tokens=100,
+    )
     merchant.reset(merchant="a", scenario=SHOP, seed=1)
     _, observation = morning()
-    with pytest.raises(ProviderError, match="do not fit context_tokens 1200"):
-        merchant.decide(observation)  # once the day's first turns have filled the window
-    assert [c.status for c in fake_openai.calls] == [200] * len(fake_openai.calls)  # none sent too long
+    with pytest.raises(CallsStopped) as stopped:
+        merchant.decide(observation)
+    assert str(stopped.value) == coordinator.status().stopped
+    assert re.fullmatch(
+        r"contestant tiny \(openai/gpt-4\.1-mini\): the rules, the tools, its summary and notes come to "
+        r"[\d,]+ tokens as its model counts them, which with max_tokens 100 do not fit its window of "
+        r"1,200 tokens: give it a larger window or a smaller max_tokens",
+        str(stopped.value),
+    )
+    assert coordinator.status().broken == "tiny"
+    assert [c.status for c in fake_openai.calls] == [200]  # the compaction; none sent too long
     with pytest.raises(ContestantConfigError, match="must be larger than max_tokens"):
         validate_params("llm", {"model": "local/smollm2", "context_tokens": 1000, "max_tokens": 1000})
 
@@ -194,7 +214,9 @@ DAY = [
 ]
 
 
-def agent_merchant(model: str, base_url: str, **params: Any) -> LLMMerchant:
+def agent_merchant(
+    model: str, base_url: str, options: RunOptions | None = None, **params: Any
+) -> LLMMerchant:
     provider = "anthropic" if model.startswith("claude") else "openai"
     merchant = create(
         "llm",
@@ -206,6 +228,7 @@ def agent_merchant(model: str, base_url: str, **params: Any) -> LLMMerchant:
             "no_cache": True,
             **params,
         },
+        options,
     )
     assert isinstance(merchant, LLMMerchant)
     return merchant
@@ -420,6 +443,57 @@ def test_a_year_of_days_runs_within_an_8000_token_window(fake_openai: Any, monke
     log = market.logs[0].build()
     loop_day = log.records(log.rows_of("a"))[6]
     assert loop_day.day == 7 and [r.code.value for r in loop_day.rejections] == ["order_over_cash"] * 5
+
+
+SHORT_DAY = [
+    [
+        ("read_books", {}),
+        ("order", {"product": "tea", "quantity": 5}),
+        ("set_price", {"product": "tea", "price": 4.5}),
+    ],
+    [("end_day", {})],
+]
+
+
+@pytest.mark.parametrize(
+    "server, days",
+    [("vllm", 200), ("openai", 50), ("llama.cpp", 50), ("anthropic", 50)],
+)
+def test_days_at_a_server_counting_two_characters_a_token_end_every_day_with_few_refusals(
+    server: str, days: int, fake_openai: Any, fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """The stand-in counts a prompt at 2 characters a token where arena assumes 3, under an
+    8,000-token window, and refuses in `server`'s words (vLLM's give only a lower bound of its
+    count, OpenAI's and Anthropic's the count, llama.cpp's counts the prompt alone). Its first
+    refusals teach arena how it counts: every day ends with end_day and the day's operations,
+    no refused request is sent again, a handful are refused in all, each kept in the
+    transcript, and none counts toward the contestant's failures in a row (which would stop it
+    at the first)."""
+    fake = fake_anthropic if server == "anthropic" else fake_openai
+    model = "claude-haiku-4-5" if server == "anthropic" else "gpt-4.1-mini"
+    monkeypatch.setenv("ARENA_TEST_KEY", fake.api_key)
+    fake.contexts[model], fake.chars_per_token = 8_000, 2
+    if fake is fake_openai:
+        fake_openai.refuses_as = server
+    fake.answer = agent(SHORT_DAY)
+    coordinator = LocalCallCoordinator(CallCoordinatorCore(stop_after=1))
+    merchant = agent_merchant(
+        model,
+        fake.base_url,
+        options=RunOptions(call_coordinator=coordinator, contestant="dense"),
+        context_tokens=8_000,
+        max_steps=5,
+    )
+    log = play(merchant, days=days).logs[0].build()
+    records = log.records(log.rows_of("a"))
+    assert [[op["op"] for op in d.operations] for d in records] == [["order", "set_price"]] * days
+    assert merchant.reported_metrics()["step_limit_days"] == 0  # every day ended by end_day
+    refused = [c for c in fake.calls if c.status == 400]
+    kept = [s for s in merchant.transcript() if s.refused is not None]
+    assert 1 <= len(refused) == len(kept) <= 3 and coordinator.status().stopped is None
+    bodies = [json.dumps(c.body, sort_keys=True) for c in fake.calls]
+    assert all(bodies.count(json.dumps(c.body, sort_keys=True)) == 1 for c in refused)  # never again
+    assert Counter(c.purpose for c in merchant.calls())["step"] == days * 2
 
 
 def test_an_agent_answers_a_recall_question_at_the_end_of_its_conversation(

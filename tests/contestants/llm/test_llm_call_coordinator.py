@@ -214,10 +214,10 @@ def test_the_same_failure_is_the_same_status_and_code_whatever_the_message_says(
             t = ticket()
             await coordinator.admit(t)
             failure = Failed(
-                f"HTTP 400: your messages resulted in {tokens} tokens",
+                f"HTTP 400: Unrecognized request argument supplied: thinking (request {tokens})",
                 400,
                 retryable=False,
-                code="context_length_exceeded",
+                code="unknown_parameter",
             )
             await coordinator.report(t, None, failure)
         assert coordinator.status().broken == "c"
@@ -250,5 +250,41 @@ def test_the_calls_of_a_caller_that_is_gone_are_released_at_once(tmp_path):
         assert not waiting[0].done()
         assert coordinator.held_by() == {"a", "c"}
         waiting[0].cancel()
+
+    asyncio.run(play())
+
+
+def test_a_refusal_for_length_is_no_part_of_a_row_and_a_final_failure_stops_at_once():
+    """Refusals for length, which their merchant recovers from, neither count in a row of
+    failures nor end one; a conversation that cannot fit its window stops the run at the first,
+    told without a call (its ticket was never admitted)."""
+
+    async def play():
+        coordinator = CallCoordinatorCore(stop_after=2)
+        refusal = Failed("HTTP 404: no such model", 404, retryable=False)
+        too_long = Failed(
+            "HTTP 400: too long", 400, retryable=False, code="context_length_exceeded", too_long=True
+        )
+
+        async def fail(failed: Failed) -> None:
+            t = ticket()
+            await coordinator.admit(t)
+            await coordinator.report(t, None, failed)
+
+        for outcome in (refusal, too_long, too_long, too_long):
+            await fail(outcome)
+        assert coordinator.status().stopped is None and coordinator.status().failing == {"c"}
+        await fail(refusal)
+        assert (
+            coordinator.status().stopped
+            == "contestant c (openai/m) failed 2 calls in a row: HTTP 404: no such model"
+        )
+
+        fitting = CallCoordinatorCore(stop_after=3)
+        await fitting.report(
+            ticket(), None, Failed("its rules do not fit its window", None, False, final=True)
+        )
+        assert fitting.status().stopped == "contestant c (openai/m): its rules do not fit its window"
+        assert fitting.status().broken == "c"
 
     asyncio.run(play())

@@ -1,0 +1,582 @@
+"""A request refused as longer than the model's window: the refusal recognised in each server's
+words (real bodies), refused by the stand-ins with their own bodies and their own counts through
+the official SDKs, learnt by the provider's one count of its requests, and survived by a
+decision-mode merchant; a conversation that cannot fit at its smallest stops the run with one
+line; the refusals are in the transcript and in the match's stored results, shown and exported."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from typing import Any
+
+import pytest
+from fakes.agents import agent
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from property_examples import examples
+from typer.testing import CliRunner
+
+from arena import cli
+from contestants.base import RunOptions
+from contestants.kinds import create
+from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
+from contestants.llm.errors import ProviderError
+from contestants.llm.merchant import LLMMerchant
+from contestants.llm.providers import GROWTH, MARGIN, Counting, get_provider
+from contestants.llm.too_long import TooLong, too_long
+from contestants.llm.types import CompletionRequest, Message
+from market.env import MarketEnv
+from market.scenario import Scenario
+from results import store
+from results.db import engine_for
+from results.records import FinishedMatch, StoppedMatch
+from tournaments.config import ContestantEntry
+from tournaments.match import Match, MatchRules, play_here
+from tournaments.plan import plan_contestants
+from tournaments.schedule import MatchSpec
+
+KEY = "ARENA_TEST_TOO_LONG"
+
+# (status, message, code, error fields besides these) -> what the refusal says: (window, prompt, at_least)
+REFUSALS = {
+    "openai, the messages alone": (
+        400,
+        "This model's maximum context length is 8000 tokens. However, your messages resulted in 8213 "
+        "tokens. Please reduce the length of the messages.",
+        "context_length_exceeded",
+        {},
+        (8000, 8213, False),
+    ),
+    "openai, with the completion": (
+        400,
+        "This model's maximum context length is 128000 tokens. However, you requested 131500 tokens "
+        "(131000 in the messages, 500 in the completion). Please reduce the length of the messages or "
+        "completion.",
+        "context_length_exceeded",
+        {},
+        (128000, 131000, False),
+    ),
+    "openai responses": (
+        400,
+        "Your input exceeds the context window of this model. Please adjust your input and try again.",
+        "context_length_exceeded",
+        {},
+        (None, None, False),
+    ),
+    "deepseek": (
+        400,
+        "This model's maximum context length is 65536 tokens. However, you requested 70123 tokens (70123 "
+        "in the messages, 0 in the completion). Please reduce the length of the messages or completion.",
+        "invalid_request_error",
+        {},
+        (65536, 70123, False),
+    ),
+    "anthropic, the prompt": (
+        400,
+        "prompt is too long: 208310 tokens > 200000 maximum",
+        "invalid_request_error",
+        {},
+        (200000, 208310, False),
+    ),
+    "anthropic, with max_tokens": (
+        400,
+        "input length and `max_tokens` exceed context limit: 189136 + 20000 > 204648, decrease input "
+        "length or `max_tokens` and try again",
+        "invalid_request_error",
+        {},
+        (204648, 189136, False),
+    ),
+    "vllm, input tokens": (
+        400,
+        "This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens. "
+        "Please reduce the length of the input messages.",
+        None,
+        {"type": "BadRequestError", "param": "input_tokens", "code": 400},
+        (4096, 5000, False),
+    ),
+    "vllm, max_tokens": (
+        400,
+        "'max_tokens' or 'max_completion_tokens' is too large: 1000. This model's maximum context length is "
+        "4096 tokens and your request has 3500 input tokens (1000 > 4096 - 3500).",
+        None,
+        {"type": "BadRequestError", "param": "max_tokens", "code": 400},
+        (4096, 3500, False),
+    ),
+    "vllm, you passed": (
+        400,
+        "You passed 3097 input tokens and requested 1000 output tokens. However, the model's context "
+        "length is only 4096 tokens, resulting in a maximum input length of 3096 tokens. Please reduce "
+        "the length of the input prompt.",
+        None,
+        {"type": "BadRequestError", "param": "input_tokens", "code": 400},
+        (4096, 3097, False),
+    ),
+    "vllm, characters": (
+        400,
+        "You passed 20000 input characters and requested 1000 output tokens. However, the model's context "
+        "length is only 4096 tokens, resulting in a maximum input length of 3096 tokens (at most 12384 "
+        "characters). Please reduce the length of the input prompt.",
+        None,
+        {"type": "BadRequestError", "param": "input_text", "code": 400},
+        (4096, None, False),
+    ),
+    "vllm, at least": (
+        400,
+        "This model's maximum context length is 32768 tokens. However, you requested 1000 output tokens "
+        "and your prompt contains at least 31769 input tokens, for a total of at least 32769 tokens. "
+        "Please reduce the length of the input prompt or the number of requested output tokens. "
+        "(parameter=input_tokens, value=31769)",
+        None,
+        {"type": "BadRequestError", "param": "input_tokens", "code": 400},
+        (32768, 31769, True),
+    ),
+    "vllm, decoder prompt": (
+        400,
+        "The decoder prompt (length 5000) is longer than the maximum model length of 4096. Make sure that "
+        "`max_model_len` is no smaller than the number of text tokens.",
+        None,
+        {"type": "BadRequestError", "code": 400},
+        (4096, 5000, False),
+    ),
+    "llama.cpp": (
+        400,
+        "request (9412 tokens) exceeds the available context size (8192 tokens), try increasing it",
+        "exceed_context_size_error",
+        {"code": 400, "n_prompt_tokens": 9412, "n_ctx": 8192},
+        (8192, 9412, False),
+    ),
+    "llama.cpp, counts in the fields alone": (
+        400,
+        "the request exceeds the available context size, try increasing it",
+        "exceed_context_size_error",
+        {"code": 400, "n_prompt_tokens": 9412, "n_ctx": 8192},
+        (8192, 9412, False),
+    ),
+    "llama.cpp, input": (
+        400,
+        "input (9412 tokens) is larger than the max context size (8192 tokens). skipping",
+        "exceed_context_size_error",
+        {"code": 400},
+        (8192, 9412, False),
+    ),
+    "openrouter": (
+        400,
+        "This endpoint's maximum context length is 32768 tokens. However, you requested about 42832 tokens "
+        '(42832 of text input). Please reduce the length of either one, or use the "middle-out" transform '
+        "to compress your prompt automatically.",
+        None,
+        {"code": 400},
+        (32768, 42832, False),
+    ),
+    "mistral": (
+        400,
+        "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context "
+        "length",
+        "invalid_request_message_error",
+        {},
+        (32768, 40000, False),
+    ),
+    "gemini": (
+        400,
+        "The input token count (1048577) exceeds the maximum number of tokens allowed (1048576).",
+        "INVALID_ARGUMENT",
+        {},
+        (1048576, 1048577, False),
+    ),
+    "xai": (
+        400,
+        "This model's maximum prompt length is 131072 but the request contains 150000 tokens.",
+        None,
+        {},
+        (131072, 150000, False),
+    ),
+    "bedrock": (400, "Input is too long for requested model.", None, {}, (None, None, False)),
+    "text generation inference": (
+        422,
+        "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` "
+        "tokens and 1000 `max_new_tokens`",
+        None,
+        {},
+        (4096, 4000, False),
+    ),
+    "text generation inference, the input": (
+        422,
+        "Input validation error: `inputs` must have less than 4096 tokens. Given: 5000",
+        None,
+        {},
+        (4096, 5000, False),
+    ),
+    "a maximum length exceeded": (
+        400,
+        "Input exceeds the maximum sequence length",
+        None,
+        {},
+        (None, None, False),
+    ),
+}
+NOT_TOO_LONG = {
+    "a rate limit on tokens": (
+        429,
+        "Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, "
+        "Requested 45000. Please try again in 30s.",
+        "rate_limit_exceeded",
+    ),
+    "a name too long": (
+        400,
+        "Invalid 'tools[0].function.name': string too long. Expected a string with maximum length 64, "
+        "but got a string with length 70 instead.",
+        "string_above_max_length",
+    ),
+    "an answer limit too high": (
+        400,
+        "max_tokens is too large: 100000. This model supports at most 16384 completion tokens, whereas you "
+        "provided 100000.",
+        "invalid_value",
+    ),
+    "anthropic's answer ceiling": (
+        400,
+        "max_tokens: 200000 > 128000, which is the maximum allowed number of output tokens for claude-opus-5",
+        "invalid_request_error",
+    ),
+    "a server error": (500, "context length computation failed", None),
+    "an answer limit too high for text generation inference": (
+        422,
+        "Input validation error: `max_new_tokens` must be <= 2048. Given: 4000",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("status, message, code, fields, said", REFUSALS.values(), ids=list(REFUSALS))
+def test_each_servers_refusal_for_length_is_recognised_with_its_numbers(status, message, code, fields, said):
+    error = {"message": message, **({"code": code} if code else {}), **fields}
+    assert too_long(status, message, code, error) == TooLong(*said)
+
+
+@pytest.mark.parametrize("status, message, code", NOT_TOO_LONG.values(), ids=list(NOT_TOO_LONG))
+def test_other_refusals_are_not_taken_for_length(status, message, code):
+    assert too_long(status, message, code, {"message": message}) is None
+
+
+# --- the stand-ins' refusals through the official SDKs -------------------------------------------
+
+RULES = Message(role="system", content="You run a tea shop. Answer with today's decision.")
+LONG_DAY = Message(role="user", content="Day 3: sold 3 tea at 4.5, rival at 4.4; " * 60)
+ANSWER = {
+    "type": "object",
+    "properties": {"note": {"type": "string"}},
+    "required": ["note"],
+    "additionalProperties": False,
+}
+
+
+def asked(max_tokens: int = 300) -> CompletionRequest:
+    return CompletionRequest(
+        messages=(RULES, LONG_DAY), json_schema=ANSWER, schema_name="decision", max_tokens=max_tokens
+    )
+
+
+def provider_at(fake: Any, model: str, coordinator: LocalCallCoordinator, **settings: Any) -> Any:
+    kind = "anthropic" if model.startswith("claude") else "openai"
+    return get_provider(
+        f"{kind}/{model}",
+        {"base_url": fake.base_url, "api_key_env": KEY, "no_cache": True, **settings},
+        coordinator=coordinator,
+        contestant="long",
+    )
+
+
+def refusal_of(provider: Any, request: CompletionRequest) -> ProviderError:
+    with pytest.raises(ProviderError) as refused:
+        provider.complete(request)
+    assert refused.value.too_long is not None and not refused.value.retryable
+    return refused.value
+
+
+OPENAI_WORDS = {
+    # server, api, window, max_tokens -> the refusal's window, whether it counts, whether "at least"
+    "openai chat": ("openai", "chat", 300, 100),
+    "openai responses": ("openai", "responses", 300, 100),
+    "vllm": ("vllm", "chat", 300, 100),
+    "llama.cpp": ("llama.cpp", "chat", 300, 100),
+}
+
+
+@pytest.mark.parametrize("server, api, window, max_tokens", OPENAI_WORDS.values(), ids=list(OPENAI_WORDS))
+def test_the_openai_stand_in_refuses_in_each_servers_words_by_its_own_count(
+    fake_openai, monkeypatch, server, api, window, max_tokens
+):
+    """The same request, refused by a stand-in that counts 4 characters a token, then 2: each
+    refusal is one request (never retried), in the server's words, with the stand-in's own
+    count where the words give one (twice as many tokens at 2 characters a token; vLLM's stops
+    one past what the window leaves, llama.cpp's counts the prompt alone); none of them counts
+    toward the contestant's failures in a row, which would stop it at the first."""
+    monkeypatch.setenv(KEY, fake_openai.api_key)
+    fake_openai.contexts["gpt-4.1-mini"], fake_openai.refuses_as = window, server
+    coordinator = LocalCallCoordinator(CallCoordinatorCore(stop_after=1))
+    provider = provider_at(fake_openai, "gpt-4.1-mini", coordinator, api=api)
+    said = {}
+    for chars in (4, 2):
+        fake_openai.chars_per_token = chars
+        said[chars] = refusal_of(provider, asked(max_tokens)).too_long
+    assert len(fake_openai.calls) == 2 and coordinator.status().stopped is None
+    if api == "responses":
+        assert said[4] == said[2] == TooLong()
+        return
+    assert said[4].window == said[2].window == window
+    if server == "vllm":
+        assert said[4] == said[2] == TooLong(window, window - max_tokens + 1, at_least=True)
+        return
+    assert said[2].prompt is not None and said[4].prompt is not None and said[4].prompt > window - max_tokens
+    assert said[2].prompt in (2 * said[4].prompt, 2 * said[4].prompt + 1)
+
+
+def test_the_anthropic_stand_in_refuses_the_prompt_and_the_prompt_with_max_tokens(
+    fake_anthropic, monkeypatch
+):
+    monkeypatch.setenv(KEY, fake_anthropic.api_key)
+    coordinator = LocalCallCoordinator(CallCoordinatorCore(stop_after=1))
+    provider = provider_at(fake_anthropic, "claude-haiku-4-5", coordinator)
+    fake_anthropic.contexts["claude-haiku-4-5"] = 300
+    alone = refusal_of(provider, asked()).too_long
+    assert alone is not None and alone.window == 300 and alone.prompt is not None and alone.prompt > 300
+    fake_anthropic.contexts["claude-haiku-4-5"] = alone.prompt + 100  # room for the prompt, not the answer
+    with_answer = refusal_of(provider, asked(max_tokens=300))
+    assert with_answer.too_long == TooLong(alone.prompt + 100, alone.prompt)
+    assert f"{alone.prompt} + 300 > {alone.prompt + 100}" in with_answer.detail
+    assert coordinator.status().stopped is None
+
+
+# --- what a refusal teaches the count ------------------------------------------------------------
+
+
+@given(
+    counted=st.integers(10, 50_000),
+    max_tokens=st.integers(1, 4_000),
+    room=st.integers(-2_000, 2_000),
+    scale=st.floats(1.0, 3.0),
+    said=st.tuples(
+        st.one_of(st.none(), st.integers(500, 60_000)),
+        st.one_of(st.none(), st.integers(1, 200_000)),
+        st.booleans(),
+    ),
+    known=st.booleans(),
+)
+@settings(max_examples=examples(300))
+def test_a_refused_request_never_fits_again_as_counted_after(counted, max_tokens, room, scale, said, known):
+    """Whatever the server said, the refused request does not fit the window as counted after
+    the refusal, so a request made again to fit it is another one; the count only tightens."""
+    counting = Counting(scale=scale)
+    window = max(1, math.ceil(counted * scale) + max_tokens + room) if known else None
+    counting.learn(TooLong(*said), counted, max_tokens, window)
+    after = min(w for w in (window, counting.window, said[0]) if w is not None)
+    assert counting.tokens(counted) + max_tokens > after
+    assert counting.scale >= scale
+
+
+def test_the_servers_count_is_taken_with_a_margin_and_a_bound_with_growth():
+    """Arena counted 7,500 tokens for a window of 8,000 less 400: the server's exact 11,250 makes
+    it count 1.5 times as many, with MARGIN; vLLM's "at least 7,601" (one past what fitted)
+    says only that it counted too few: GROWTH tighter than before, at least."""
+    exact = Counting()
+    exact.learn(TooLong(8000, 11_250), 7_500, 400, 8000)
+    assert exact.scale == pytest.approx(1.5 * MARGIN) and exact.window == 8000
+    bound = Counting()
+    bound.learn(TooLong(8000, 7_601, at_least=True), 7_500, 400, 8000)
+    assert bound.scale == pytest.approx(GROWTH)
+    unknown = Counting()  # no window known and none named: less than what was sent
+    unknown.learn(TooLong(), 7_500, 400, None)
+    assert unknown.window == 7_500 + 400 - 1 and unknown.scale == pytest.approx(GROWTH)
+
+
+# --- decision mode -------------------------------------------------------------------------------
+
+SHOP = Scenario.model_validate(
+    {
+        "name": "shop",
+        "days": 30,
+        "products": [{"id": "tea", "unit_cost": 2.0, "reference_price": 4.0, "base_demand": 30}],
+        "finance": {"initial_cash": 500},
+    }
+)
+
+
+def decider(fake: Any, coordinator: LocalCallCoordinator, **params: Any) -> LLMMerchant:
+    merchant = create(
+        "llm",
+        {
+            "model": "openai/gpt-4.1-mini",
+            "base_url": fake.base_url,
+            "api_key_env": KEY,
+            "no_cache": True,
+            "max_tokens": 300,
+            **params,
+        },
+        RunOptions(call_coordinator=coordinator, contestant="dense"),
+    )
+    assert isinstance(merchant, LLMMerchant)
+    return merchant
+
+
+def sent_again(fake: Any) -> list[int]:
+    """The calls that repeat, word for word, a request the stand-in refused before them."""
+    refused: set[str] = set()
+    again = []
+    for n, call in enumerate(fake.calls):
+        body = json.dumps(call.body, sort_keys=True)
+        if body in refused:
+            again.append(n)
+        if call.status == 400:
+            refused.add(body)
+    return again
+
+
+def test_decision_mode_drops_old_days_of_memory_after_a_refusal_and_decides_every_day(
+    fake_openai, monkeypatch
+):
+    """Window memory of 30 days and a table of 30 under a window of 6,000 tokens, at a server
+    that counts 2 characters a token where arena assumes 3: arena fits its requests to its own
+    count, the server refuses the first that its count makes too long, and from its count arena
+    keeps fewer days from then on. Every day is decided, the refused request is never sent
+    again, and the refusals are few and in the transcript."""
+    monkeypatch.setenv(KEY, fake_openai.api_key)
+    fake_openai.contexts["gpt-4.1-mini"], fake_openai.chars_per_token = 6_000, 2
+    coordinator = LocalCallCoordinator(CallCoordinatorCore(stop_after=1))
+    merchant = decider(fake_openai, coordinator, memory="window", window=30, history=30, context_tokens=6_000)
+    env = MarketEnv(SHOP, ["m0", "m1"])
+    observations, _ = env.reset(seed=3)
+    merchant.reset(merchant="m0", scenario=SHOP, seed=0)
+    for _ in range(SHOP.days):
+        observations, *_ = env.step({"m0": merchant.decide(observations["m0"]), "m1": None})
+    refused = [step for step in merchant.transcript() if step.refused is not None]
+    assert 1 <= len(refused) <= 2 and [c.status for c in fake_openai.calls].count(400) == len(refused)
+    assert sent_again(fake_openai) == [] and coordinator.status().stopped is None
+    assert [c.purpose for c in merchant.calls()] == ["decide"] * SHOP.days  # every day, once
+    first = refused[0]
+    assert first.purpose == "decide" and "maximum context length is 6000 tokens" in first.refused
+    days_kept = [sum(m["role"] == "assistant" for m in call.body["messages"]) for call in fake_openai.calls]
+    at = [c.status for c in fake_openai.calls].index(400)
+    assert days_kept[at + 1] < days_kept[at] and days_kept[-1] < 29  # fewer days than memory keeps
+    assert max(c.input_tokens for c in merchant.calls()) + 300 <= 6_000  # as the server counted
+
+
+# --- the smallest conversation that cannot fit, in a match ---------------------------------------
+
+
+def agent_entry(fake: Any, **params: Any) -> ContestantEntry:
+    return ContestantEntry(
+        name="agent",
+        kind="llm",
+        params={
+            "model": "openai/gpt-4.1-mini",
+            "mode": "agent",
+            "base_url": fake.base_url,
+            "api_key_env": KEY,
+            "no_cache": True,
+            "max_steps": 5,
+            **params,
+        },
+    )
+
+
+def played(
+    entry: ContestantEntry, days: int, coordinator: LocalCallCoordinator
+) -> FinishedMatch | StoppedMatch:
+    """A match of the agent `entry` against a fixed price, played in this process."""
+    entries = [entry, ContestantEntry(name="fixed", kind="fixed_price")]
+    spec = MatchSpec(key="k", index=0, scenario="shop", seed=0, days=days, seats=("agent", "fixed"))
+    rules = MatchRules(seed=1, options=RunOptions(call_coordinator=coordinator))
+    return play_here([Match(spec, SHOP, rules, plan_contestants(entries))])[0]
+
+
+def test_a_conversation_that_cannot_fit_as_the_server_counts_stops_the_match_with_one_line(
+    fake_openai, monkeypatch
+):
+    """Under 2,000 tokens by arena's count, the rules, the tools and the day's report are
+    refused at a server counting 2 characters a token; counted as it counts, they do not fit
+    even with the report compacted away: the match stops, with one line naming the contestant,
+    what did not fit and the window, and the refused request was never sent again."""
+    monkeypatch.setenv(KEY, fake_openai.api_key)
+    fake_openai.contexts["gpt-4.1-mini"], fake_openai.chars_per_token = 2_000, 2
+    fake_openai.answer = agent([[("end_day", {})]])
+    coordinator = LocalCallCoordinator()
+    stopped = played(agent_entry(fake_openai, context_tokens=2_000, max_tokens=100), 3, coordinator)
+    assert isinstance(stopped, StoppedMatch)
+    assert re.fullmatch(
+        r"contestant agent \(openai/gpt-4\.1-mini\): the rules, the tools, its summary and notes come to "
+        r"[\d,]+ tokens as its model counts them, which with max_tokens 100 do not fit its window of "
+        r"2,000 tokens: give it a larger window or a smaller max_tokens",
+        stopped.reason,
+    )
+    assert coordinator.status().broken == "agent"
+    assert [c.status for c in fake_openai.calls] == [400, 200]  # the day's first step, then its compaction
+    assert sent_again(fake_openai) == []
+
+
+def test_a_rehearsal_that_cannot_fit_fails_the_day_and_stops_nothing(monkeypatch):
+    """`arena validate --estimate` rehearses without calling a model: a window too small for an
+    agent's rules and tools fails the rehearsed day, and the estimate plays on."""
+    monkeypatch.setenv(KEY, "unused")
+    coordinator = LocalCallCoordinator()
+    merchant = create(
+        "llm",
+        {"model": "openai/gpt-4.1-mini", "mode": "agent", "api_key_env": KEY, "context_tokens": 1_200},
+        RunOptions(rehearse=True, call_coordinator=coordinator, contestant="small"),
+    )
+    merchant.reset(merchant="m0", scenario=SHOP, seed=0)
+    observations, _ = MarketEnv(SHOP, ["m0", "m1"]).reset(seed=3)
+    with pytest.raises(ProviderError, match="do not fit its window of 1,200 tokens") as failed:
+        merchant.decide(observations["m0"])
+    assert failed.value.kind == "context" and coordinator.status().stopped is None
+
+
+# --- the record: stored, shown, exported ---------------------------------------------------------
+
+
+def test_refusals_are_counted_per_merchant_shown_and_exported(fake_openai, monkeypatch, tmp_path):
+    """An agent at a server counting 2 characters a token, for 20 days under 5,000 tokens: its
+    refusals are steps of its transcript, their number is its result's length_refusals, which
+    `arena show` shows and `arena export` writes, with each refusal's words in the transcript."""
+    monkeypatch.setenv(KEY, fake_openai.api_key)
+    fake_openai.contexts["gpt-4.1-mini"], fake_openai.chars_per_token = 5_000, 2
+    fake_openai.answer = agent(
+        [[("read_books", {}), ("calculator", {"expression": "2*2"})], [("end_day", {})]]
+    )
+    finished = played(agent_entry(fake_openai, context_tokens=5_000), 20, LocalCallCoordinator())
+    assert isinstance(finished, FinishedMatch)
+    refusals = [step for step in finished.transcript if step.refused is not None]
+    count = {r.merchant: r.length_refusals for r in finished.merchants}
+    assert count == {"agent": len(refusals), "fixed": 0} and refusals
+    assert len(refusals) == [c.status for c in fake_openai.calls].count(400)
+
+    db = f"sqlite:///{tmp_path}/t.db"
+    engine = engine_for(db)
+    tournament = store.start_tournament(
+        engine, "t", "t.yaml", "", "h", 1, [("agent", "llm", {}), ("fixed", "fixed_price", {})], 1
+    )
+    match_id = store.save_match(engine, tournament, finished)
+    monkeypatch.setattr(cli.out, "width", 250)  # one line per row
+    shown = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", db]).stdout
+    results = shown.split("┓", 1)[1].split("┘", 1)[0].splitlines()  # the first table: the results
+    header = [cell.strip() for cell in results[1].split("┃")[1:-1]]
+    table = [[cell.strip() for cell in line.split("│")[1:-1]] for line in results if line.startswith("│")]
+    assert next(row for row in table if row[1] == "agent")[header.index("length refusals")] == str(
+        len(refusals)
+    )
+    day = refusals[0].day
+    on_day = CliRunner().invoke(cli.app, ["show", str(match_id), "--day", str(day), "--db", db]).stdout
+    assert "refused" in on_day and "maximum context length is 5000 tokens" in " ".join(on_day.split())
+
+    out = tmp_path / "tables"
+    assert (
+        CliRunner().invoke(cli.app, ["export", str(tournament), "--out", str(out), "--db", db]).exit_code == 0
+    )
+    with (out / "results.csv").open() as file:
+        exported = {row["merchant"]: row["length_refusals"] for row in csv.DictReader(file)}
+    assert exported == {"agent": str(len(refusals)), "fixed": "0"}
+    with (out / "transcript.csv").open() as file:
+        rows = [row for row in csv.DictReader(file) if row["part"] == "refused"]
+    assert [row["content"] for row in rows] == [step.refused for step in refusals]
