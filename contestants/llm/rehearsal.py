@@ -21,6 +21,7 @@ from typing import Any
 
 from contestants.base import RehearsedDay
 from contestants.baselines import BestResponse, BestResponseParams
+from contestants.llm.agent import ANSWER
 from contestants.llm.cache import request_key
 from contestants.llm.pricing import cost
 from contestants.llm.providers import Provider
@@ -34,6 +35,7 @@ REFLECTION_CHARS = 300
 SUMMARY_CHARS = 1_000  # what an agent's summary of its oldest turns usually holds
 REASONING_CHARS = 400
 NOTEBOOK_CHARS = 200  # what plans and insights (plans memory) usually hold, each
+RECALLED = 1234.56  # a number answered to a recall or off-path question
 
 
 class Rehearsal:
@@ -99,7 +101,8 @@ def typical_step(
 ) -> tuple[ToolCall, ...]:
     """The next step of a rehearsed agent's day, from the steps it has taken since the day's
     report: with `day` "fewest", its `operations` and end_day at once; with "longest", its books
-    and its operations first, then a sum at every step after."""
+    and its operations first, then a sum at every step after. Asked a question with the answer
+    tool alone (recall, off path), it answers a number."""
     taken = 0
     for message in request.messages:
         if message.role == "user" and message.content.startswith("Day "):
@@ -107,7 +110,9 @@ def typical_step(
         elif message.tool_calls:
             taken += 1
     made = [(op["op"], {k: v for k, v in op.items() if k != "op"}) for op in operations]
-    if day == "fewest":
+    if [tool.name for tool in request.tools] == [ANSWER.name]:  # a question apart from the day's work
+        named = [(ANSWER.name, {"value": RECALLED})]
+    elif day == "fewest":
         named = [*made, ("end_day", {})]
     elif taken == 0:
         named = [("read_books", {}), *made]
@@ -128,7 +133,7 @@ def typical_answer(name: str, schema: dict[str, Any], operations: list[dict[str,
     summary)."""
     properties = schema.get("properties", {})
     if name in ("recall", "off_path"):  # a number
-        answer: dict[str, Any] = {"value": 1234.56}
+        answer: dict[str, Any] = {"value": RECALLED}
     elif name == "reflection":
         answer = {"reflection": "x" * _chars(properties.get("reflection", {}), REFLECTION_CHARS)}
     elif name == "summary":  # an agent's compaction

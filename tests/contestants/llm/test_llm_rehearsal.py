@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from thin_price_war import THIN_PRICE_WAR
 
-from contestants.base import RunOptions
+from contestants.base import RecallQuestion, RunOptions
 from contestants.kinds import create
 from contestants.llm.merchant import LLMMerchant
+from contestants.llm.rehearsal import RECALLED
 from market.engine import Market
 
 DAYS = 40
@@ -87,3 +88,5 @@ def test_a_rehearsed_agents_longest_day_takes_every_step_and_makes_its_operation
         else:
             assert called == ["calculator"]
     assert merchant.reported_metrics()["step_limit_days"] == 3
+    assert merchant.recall(RecallQuestion(day=2, fact="cash")) == RECALLED  # with the answer tool
+    assert merchant.transcript()[-1].answer.tool_calls[0].name == "answer"
