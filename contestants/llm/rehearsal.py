@@ -110,6 +110,7 @@ def typical_step(
         elif message.tool_calls:
             taken += 1
     made = [(op["op"], {k: v for k, v in op.items() if k != "op"}) for op in operations]
+    named: list[tuple[str, dict[str, Any]]]
     if [tool.name for tool in request.tools] == [ANSWER.name]:  # a question apart from the day's work
         named = [(ANSWER.name, {"value": RECALLED})]
     elif day == "fewest":
