@@ -526,6 +526,7 @@ def validate(
             )
         if estimate:
             out.print(_estimate_table(estimates))
+    _bankrupt_warnings(estimates)
     if failures:
         raise typer.Exit(EXIT_BROKEN_MODEL)
 
@@ -626,31 +627,49 @@ def _estimate(tournament: Tournament) -> list[Any]:
 
 
 def _estimate_table(estimates: list[Any]) -> Table:
-    """tournaments.estimate.Estimate rows."""
+    """tournaments.estimate.Estimate rows: every figure from its fewest to its most."""
     table = Table(
         "contestant",
         "model",
         "calls",
+        "by purpose",
         "input tokens",
         "output tokens",
         "cost $",
-        "at most $",
-        title="model calls the tournament will need (estimated: see docs/tournaments.md, Before a run)",
+        title="model calls the tournament will need, at fewest to at most "
+        "(estimated: see docs/tournaments.md, Before a run)",
     )
     for e in estimates:
-        calls = ", ".join(f"{n} {purpose}" for purpose, n in e.calls.items())
-        if e.steps is not None:
-            calls += f" (steps: {e.steps[0]:,} to {e.steps[1]:,})"
         table.add_row(
             e.contestant,
             escape(e.model),
-            calls,
-            f"{e.input_tokens:,}",
-            f"{e.output_tokens:,}",
-            views.blank(e.cost, "{:.4f}", "no price"),
-            views.blank(e.high, "{:.4f}", "no price"),
+            _span(e.calls),
+            ", ".join(f"{purpose} {_span(n)}" for purpose, n in e.by_purpose.items()),
+            _span(e.input_tokens),
+            _span(e.output_tokens),
+            "no price" if e.cost is None else _span(e.cost, "{:.4f}"),
         )
     return table
+
+
+def _span(span: tuple[float, float], fmt: str = "{:,}") -> str:
+    """`low to high`, or the one figure where they are the same."""
+    low, high = (fmt.format(value) for value in span)
+    return low if low == high else f"{low} to {high}"
+
+
+def _bankrupt_warnings(estimates: list[Any]) -> None:
+    """A line for each contestant whose rehearsal went bankrupt: its figures leave out the
+    days after (tournaments.estimate.Estimate.bankrupt)."""
+    for e in estimates[:-1]:
+        if e.bankrupt:
+            err.print(
+                f"warning: {e.contestant}: the rehearsal went bankrupt in {e.bankrupt} of its matches: "
+                "the estimate leaves out the days after",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 AnchorOption = Annotated[

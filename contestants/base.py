@@ -68,6 +68,11 @@ class OffPathQuestion(BaseModel):
 Question = RecallQuestion | OffPathQuestion
 
 
+RehearsedDay = Literal["fewest", "longest"]
+"""How a rehearsed agent works through a day (contestants.llm.rehearsal): "fewest", one step
+(its operations and end_day); "longest", every step its day allows without ending it."""
+
+
 class RunOptions(BaseModel):
     """How this run plays its contestants, apart from what each one's entry says. The same
     options reach every contestant, inline or in an actor, named for it by `for_contestant`.
@@ -79,8 +84,9 @@ class RunOptions(BaseModel):
     contestants.llm.call_coordinator); None: the process's own.
     contestant: the name of the contestant these options are for.
     rehearse: no model is called; each answers itself with an answer of the usual size, so
-    that the calls' tokens and cost can be counted beforehand (contestants.llm.rehearsal);
-    "longest": and an agent takes every step its days allow.
+    that the calls' tokens and cost can be counted beforehand (contestants.llm.rehearsal), an
+    agent taking one step a day ("fewest") or every step its days allow ("longest"); None: a
+    real run.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -89,7 +95,7 @@ class RunOptions(BaseModel):
     prices: dict[str, Any] = Field(default_factory=dict)
     call_coordinator: Any = None
     contestant: str | None = None
-    rehearse: bool | Literal["longest"] = False
+    rehearse: RehearsedDay | None = None
 
     def for_contestant(self, name: str) -> RunOptions:
         return self.model_copy(update={"contestant": name})

@@ -3,24 +3,29 @@
 Every match of the schedule is rehearsed, here, in this process: the market runs day by day,
 rule merchants play as they would, and each language-model merchant builds its real prompts
 (the rules, its memory as it grows, the day's report, reflections, recall and off-path
-questions) but its provider answers itself with an answer of the usual size (contestants.llm.rehearsal). The
-prompts' tokens are counted as each provider counts them, so the estimate of input tokens is
-close; answers are the usual size, not the model's, and hidden reasoning is not foreseen,
-so `high` gives the bound of every call writing its max_tokens and every decision being
-repaired once. A contestant that needs an actor of its own and calls no model (latency,
-chaos) is rehearsed as the fixed_price merchant it is built on. With a deviation probe, the
-deviated path's calls count but for those that ask what the match itself asked (the same
-request, so its answer is in the response cache by then), unless the contestant keeps no
-cache.
+questions) but its provider answers itself (contestants.llm.rehearsal): answers of the usual
+size, whose operations are the best response to the merchant's day, so that it stays in
+business and every day of the match is counted. The prompts' tokens are counted as each
+provider counts them.
+
+Every figure is a range. For a merchant deciding in one answer a day: at fewest what the
+rehearsal counted; at most every call writing its max_tokens and every decision repaired once.
+For an agent: at fewest one step a day (a rehearsal whose days are one step: its operations and
+end_day), at most `max_steps` a day (a rehearsal whose days take every step), each answer
+max_tokens long. Hidden reasoning is only in the bound. A contestant that needs an actor of
+its own and calls no model (latency, chaos) is rehearsed as the fixed_price merchant it is
+built on. With a deviation probe, the deviated path's calls count but for those that ask what
+the match itself asked (the same request, so its answer is in the response cache by then),
+unless the contestant keeps no cache.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from contestants.base import RunOptions
+from contestants.base import RehearsedDay, RunOptions
 from contestants.llm.pricing import cost, prices_from
 from contestants.llm.providers import validate_settings
 from contestants.llm.types import TokenUsage
@@ -30,32 +35,35 @@ from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import ContestantPlan, plan_contestants, plan_tournament
 from tournaments.schedule import schedule
 
+Span = tuple[int, int]  # at fewest, at most
+
 
 @dataclass
 class Estimate:
-    """One contestant's model calls over the whole tournament (or all contestants': "total")."""
+    """One contestant's model calls over the whole tournament (or all contestants': "total"),
+    each figure at fewest and at most (see the module's docstring)."""
 
     contestant: str
     model: str
-    calls: dict[str, int] = field(default_factory=dict)  # by purpose
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float | None = 0.0  # USD expected; None: a model without a price
-    # USD if every call wrote its max_tokens and every decision was repaired once, an agent's
-    # every day took all its steps; None: a model without a price
-    high: float | None = 0.0
-    steps: tuple[int, int] | None = None  # an agent's steps: at fewest (one a day), at most
+    calls: Span = (0, 0)
+    by_purpose: dict[str, Span] = field(default_factory=dict)
+    input_tokens: Span = (0, 0)
+    output_tokens: Span = (0, 0)
+    cost: tuple[float, float] | None = (0.0, 0.0)  # USD; None: a model without a price
+    bankrupt: int = 0  # rehearsed matches the merchant went bankrupt in: their later days are not counted
 
     def add(self, other: Estimate) -> None:
-        for purpose, count in other.calls.items():
-            self.calls[purpose] = self.calls.get(purpose, 0) + count
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cost = None if self.cost is None or other.cost is None else self.cost + other.cost
-        self.high = None if self.high is None or other.high is None else self.high + other.high
-        if other.steps is not None:
-            fewest, most = self.steps or (0, 0)
-            self.steps = (fewest + other.steps[0], most + other.steps[1])
+        for purpose, count in other.by_purpose.items():
+            self.by_purpose[purpose] = _sum(self.by_purpose.get(purpose, (0, 0)), count)
+        self.calls = _sum(self.calls, other.calls)
+        self.input_tokens = _sum(self.input_tokens, other.input_tokens)
+        self.output_tokens = _sum(self.output_tokens, other.output_tokens)
+        self.cost = None if self.cost is None or other.cost is None else _sum(self.cost, other.cost)
+        self.bankrupt += other.bankrupt
+
+
+def _sum(a: tuple[Any, Any], b: tuple[Any, Any]) -> Any:
+    return (a[0] + b[0], a[1] + b[1])
 
 
 def estimate(tournament: Tournament) -> list[Estimate]:
@@ -74,29 +82,35 @@ def estimate(tournament: Tournament) -> list[Estimate]:
 def _estimate_cell(tournament: Tournament) -> list[Estimate]:
     spec = tournament.spec
     plans = plan_tournament(spec)
-    calls = _rehearsed_calls(tournament, plans, True)
+    fewest, bankrupt = _rehearsed_calls(tournament, plans, "fewest")
     agents = any(
         plan.calls_models and getattr(plan.params, "mode", None) == "agent" for plan in plans.values()
     )
-    longest = _rehearsed_calls(tournament, plans, "longest") if agents else {}
+    # the market plays the same in both rehearsals (an agent's operations are the same either way)
+    longest = _rehearsed_calls(tournament, plans, "longest")[0] if agents else {}
     return [
-        _of(plans[name], calls[name], spec.prices, longest.get(name, [])) for name in plans if calls[name]
+        _of(plans[name], fewest[name], longest.get(name, []), spec.prices, bankrupt[name])
+        for name in plans
+        if fewest[name]
     ]
 
 
 def _rehearsed_calls(
-    tournament: Tournament, plans: dict[str, ContestantPlan], how: bool | Literal["longest"]
-) -> dict[str, list[ModelCallRecord]]:
-    """The calls of every match of the schedule rehearsed (`how`: RunOptions.rehearse), by
-    contestant; of a probed match's deviated path, those the match did not ask already."""
+    tournament: Tournament, plans: dict[str, ContestantPlan], day: RehearsedDay
+) -> tuple[dict[str, list[ModelCallRecord]], Counter[str]]:
+    """The calls of every match of the schedule rehearsed with agents' days as `day` says, by
+    contestant (of a probed match's deviated path, those the match did not ask already); and
+    in how many matches each contestant went bankrupt."""
     spec = tournament.spec
     rehearsed = plan_contestants(_rehearsed(entry, plans[entry.name]) for entry in spec.contestants)
-    rules = MatchRules.of(spec, RunOptions(rehearse=how, no_cache=True, prices=spec.prices))
+    rules = MatchRules.of(spec, RunOptions(rehearse=day, no_cache=True, prices=spec.prices))
     calls: dict[str, list[ModelCallRecord]] = defaultdict(list)
+    bankrupt: Counter[str] = Counter()
     caches = {name: _caches(plan) for name, plan in plans.items()}
     for match in schedule(tournament):
         played = play_here([Match(match, tournament.scenarios[match.scenario], rules, rehearsed)])[0]
         assert isinstance(played, FinishedMatch)  # a rehearsal calls no model: its calls never stop
+        bankrupt.update(m.contestant for m in played.merchants if m.bankrupt_day is not None)
         asked = {call.request_hash for call in played.calls}
         deviated = played.deviation.calls if played.deviation is not None else []
         for call in [
@@ -104,7 +118,7 @@ def _rehearsed_calls(
             *(c for c in deviated if not (caches[c.contestant] and c.request_hash in asked)),
         ]:
             calls[call.contestant].append(call)
-    return calls
+    return calls, bankrupt
 
 
 def _caches(plan: ContestantPlan) -> bool:
@@ -124,34 +138,35 @@ def _rehearsed(entry: ContestantEntry, plan: ContestantPlan) -> ContestantEntry:
 
 
 def _of(
-    plan: ContestantPlan, calls: list[ModelCallRecord], prices: dict, longest: list[ModelCallRecord]
+    plan: ContestantPlan,
+    fewest: list[ModelCallRecord],
+    longest: list[ModelCallRecord],
+    prices: dict,
+    bankrupt: int,
 ) -> Estimate:
-    """A language-model contestant's rehearsed calls, summed. The bound has every call write
-    max_tokens and every decision asked again with its answer (a repair); for an agent, every
-    day take all its steps (`longest`: the calls of that rehearsal), every answer max_tokens long."""
+    """A language-model contestant's rehearsed calls, summed into ranges. At fewest: the calls
+    of the rehearsal (`fewest`: an agent's days of one step). At most: an agent's days of all
+    its steps (`longest`), every answer max_tokens long; a decision's every call writing
+    max_tokens and every decision asked again with its answer (a repair)."""
     params: Any = plan.params
     prices = {**prices_from(prices), **validate_settings(params.model, params.provider_settings).prices}
-    input_tokens, output_tokens = sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls)
-    steps = None
+    low: Counter[str] = Counter(c.purpose for c in fewest)
     if params.mode == "agent":
-        most = sum(c.purpose == "step" for c in longest)
-        steps = (most // params.max_steps, most)  # one a day at fewest
-        worst = TokenUsage(
-            input_tokens=sum(c.input_tokens for c in longest), output_tokens=params.max_tokens * len(longest)
-        )
+        high: Counter[str] = Counter(c.purpose for c in longest)
+        most_input = sum(c.input_tokens for c in longest)
     else:
-        decisions = [c for c in calls if c.purpose == "decide"]
-        worst = TokenUsage(
-            input_tokens=input_tokens + sum(c.input_tokens + params.max_tokens for c in decisions),
-            output_tokens=params.max_tokens * (len(calls) + len(decisions)),
-        )
+        decisions = [c for c in fewest if c.purpose == "decide"]
+        high = low + Counter(repair=len(decisions))
+        most_input = sum(c.input_tokens for c in [*fewest, *decisions]) + params.max_tokens * len(decisions)
+    worst = TokenUsage(input_tokens=most_input, output_tokens=params.max_tokens * high.total())
+    at_fewest, at_most = total_cost(fewest), cost(params.model, worst, prices)
     return Estimate(
         plan.name,
         params.model,
-        dict(Counter(c.purpose for c in calls)),
-        input_tokens,
-        output_tokens,
-        total_cost(calls),
-        cost(params.model, worst, prices),
-        steps,
+        (low.total(), high.total()),
+        {purpose: (low[purpose], high[purpose]) for purpose in dict.fromkeys([*low, *high])},
+        (sum(c.input_tokens for c in fewest), worst.input_tokens),
+        (sum(c.output_tokens for c in fewest), worst.output_tokens),
+        None if at_fewest is None or at_most is None else (at_fewest, at_most),
+        bankrupt,
     )

@@ -226,7 +226,7 @@ class LLMMerchant(Contestant):
         super().__init__(params, options)
         provider = provider_for(params, options)
         self.provider: Provider | Rehearsal = (
-            Rehearsal(provider, longest=options.rehearse == "longest") if options.rehearse else provider
+            Rehearsal(provider, options.rehearse) if options.rehearse is not None else provider
         )
         self.deadline: float | None = None
         self._calls: list[ModelCall] = []
@@ -325,6 +325,8 @@ class LLMMerchant(Contestant):
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         self.merchant, self.scenario = merchant, scenario
+        if isinstance(self.provider, Rehearsal):
+            self.provider.reset(merchant=merchant, scenario=scenario, seed=seed)
         self.seed = int(np.random.default_rng(seed).integers(2**31 - 1))
         self.memory = Memory(self.params.memory, self.params.window)
         self.history: deque[HistoryRow] = deque(maxlen=self.params.history)
@@ -348,6 +350,8 @@ class LLMMerchant(Contestant):
 
     def decide(self, observation: Observation) -> Any:
         self.last_day = observation.day
+        if isinstance(self.provider, Rehearsal):  # its answers make the operations that fit the day
+            self.provider.observe(observation)
         if self.params.mode == "agent":
             return self._work(observation)
         day = observation.day

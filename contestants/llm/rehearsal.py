@@ -7,9 +7,11 @@ The prompt's tokens are counted as the provider counts them (the embedded model 
 tokenizer and chat template, hosted models at about four characters a token); the answer is
 what a model typically writes into the schema (`typical_answer`), and reasoning models' hidden
 reasoning is not foreseen (the estimate's upper bound allows every call its max_tokens). The
-market is told the decision without its operations: the usual prices and orders of a made-up
-answer would send a merchant bankrupt in a scenario whose costs they do not fit, and a match
-cut short would be an estimate cut short.
+answer's operations are those of the myopic best response (contestants.baselines.BestResponse)
+to the merchant's own observation: it knows the scenario's costs and customers, so the merchant
+stays in business to the match's last day and every day's calls are counted. Made-up prices and
+orders that do not fit the scenario's costs, or none at all (fixed costs with no sales), would
+send it bankrupt, and a match cut short would be an estimate cut short.
 """
 
 from __future__ import annotations
@@ -17,12 +19,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from contestants.base import RehearsedDay
+from contestants.baselines import BestResponse, BestResponseParams
+from contestants.llm.agent import ANSWER
 from contestants.llm.cache import request_key
 from contestants.llm.errors import ProviderError
 from contestants.llm.pricing import cost
 from contestants.llm.providers import Provider
 from contestants.llm.too_long import TooLong
 from contestants.llm.types import Completion, CompletionRequest, TokenUsage, ToolCall, parse_object
+from market.scenario import Scenario
+from market.types import Observation
 
 NOTE_CHARS = 60  # what a note usually holds, where the schema allows as much
 MESSAGE_CHARS = 120  # a message to rivals: a price and a condition
@@ -30,15 +37,28 @@ REFLECTION_CHARS = 300
 SUMMARY_CHARS = 1_000  # what an agent's summary of its oldest turns usually holds
 REASONING_CHARS = 400
 NOTEBOOK_CHARS = 200  # what plans and insights (plans memory) usually hold, each
+RECALLED = 1234.56  # a number answered to a recall or off-path question
 
 
 class Rehearsal:
-    """Stands in for `provider` (its name, price and token counting) and calls nothing; as an
-    agent's model, it plays TYPICAL_DAY, or with `longest` never ends a day itself."""
+    """Stands in for `provider` (its name, price and token counting) and calls nothing. Its
+    answers make the operations of the best response to the observation the merchant was last
+    given (`observe`); as an agent's model, it works through each day as `day` says."""
 
-    def __init__(self, provider: Provider, longest: bool = False):
-        self.provider, self.longest = provider, longest
+    def __init__(self, provider: Provider, day: RehearsedDay):
+        self.provider, self.day = provider, day
         self.label = provider.label
+        self.stand_in = BestResponse(BestResponseParams())
+        self.operations: list[dict[str, Any]] = []  # today's, as a decision lists them
+
+    def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
+        self.stand_in.reset(merchant=merchant, scenario=scenario, seed=seed)
+
+    def observe(self, observation: Observation) -> None:
+        """Today's operations: the best response to `observation`."""
+        decided = self.stand_in.decide(observation)
+        assert isinstance(decided, list)  # the best response says nothing to rivals
+        self.operations = [op.model_dump(mode="json", exclude_none=True) for op in decided]
 
     def window(self, limit: int | None = None) -> int | None:
         return self.provider.window(limit)
@@ -68,26 +88,23 @@ class Rehearsal:
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
         calls: tuple[ToolCall, ...] = ()
         if request.json_schema is None:  # a step of agent mode
-            text, calls = "", typical_step(request, self.longest)
+            text, calls = "", typical_step(request, self.day, self.operations)
             written = "".join(call.name + call.arguments for call in calls)
         else:
             text = written = typical_answer(
-                request.schema_name, self.provider.answer_schema(request.json_schema)
+                request.schema_name, self.provider.answer_schema(request.json_schema), self.operations
             )
         usage = TokenUsage(
             input_tokens=self.provider.prompt_tokens(request),
             output_tokens=self.provider.answer_tokens(written),
         )
-        output = parse_object(text)
-        if output is not None and request.schema_name == "decision":
-            output = {**output, "operations": []}
         return Completion(
             text=text,
             usage=usage,
             tool_calls=calls,
             provider=self.provider.name,
             model=self.provider.model,
-            output=output,
+            output=parse_object(text),
             cost=cost(self.label, usage, self.provider.settings.prices),
             latency=0.0,
             attempts=0,
@@ -97,32 +114,45 @@ class Rehearsal:
         )
 
 
-TYPICAL_DAY = (("read_books", "{}"), ("calculator", '{"expression":"20*19.99"}'), ("end_day", "{}"))
-"""A rehearsed agent's day: it looks at its books, computes, ends the day (it makes no
-operation, so that the market plays on as it would without it: see the module's docstring)."""
-
-
-def typical_step(request: CompletionRequest, longest: bool = False) -> tuple[ToolCall, ...]:
-    """The next step of a rehearsed agent's day (TYPICAL_DAY), from the steps it has taken
-    since the day's report; with `longest`, one that does not end the day."""
+def typical_step(
+    request: CompletionRequest, day: RehearsedDay, operations: list[dict[str, Any]]
+) -> tuple[ToolCall, ...]:
+    """The next step of a rehearsed agent's day, from the steps it has taken since the day's
+    report: with `day` "fewest", its `operations` and end_day at once; with "longest", its books
+    and its operations first, then a sum at every step after. Asked a question with the answer
+    tool alone (recall, off path), it answers a number."""
     taken = 0
     for message in request.messages:
         if message.role == "user" and message.content.startswith("Day "):
             taken = 0
         elif message.tool_calls:
             taken += 1
-    name, arguments = TYPICAL_DAY[min(taken, len(TYPICAL_DAY) - (2 if longest else 1))]
-    return (ToolCall(id=f"rehearsal_{taken}", name=name, arguments=arguments),)
+    made = [(op["op"], {k: v for k, v in op.items() if k != "op"}) for op in operations]
+    named: list[tuple[str, dict[str, Any]]]
+    if [tool.name for tool in request.tools] == [ANSWER.name]:  # a question apart from the day's work
+        named = [(ANSWER.name, {"value": RECALLED})]
+    elif day == "fewest":
+        named = [*made, ("end_day", {})]
+    elif taken == 0:
+        named = [("read_books", {}), *made]
+    else:
+        named = [("calculator", {"expression": "20*19.99"})]
+    return tuple(
+        ToolCall(
+            id=f"rehearsal_{taken}_{k}", name=name, arguments=json.dumps(arguments, separators=(",", ":"))
+        )
+        for k, (name, arguments) in enumerate(named)
+    )
 
 
-def typical_answer(name: str, schema: dict[str, Any]) -> str:
+def typical_answer(name: str, schema: dict[str, Any], operations: list[dict[str, Any]]) -> str:
     """The compact JSON of a usual answer to `schema` (a decision: its reasoning, plans and
-    insights where asked for, a price and an order for each product, as many operations as the
-    schema allows, a note, a plan and a message where the schema has them; a memory or an
-    off-path answer; a reflection; an agent's summary)."""
+    insights where asked for, `operations` (as many as the schema allows), a note, a plan and a
+    message where the schema has them; a memory or an off-path answer; a reflection; an agent's
+    summary)."""
     properties = schema.get("properties", {})
     if name in ("recall", "off_path"):  # a number
-        answer: dict[str, Any] = {"value": 1234.56}
+        answer: dict[str, Any] = {"value": RECALLED}
     elif name == "reflection":
         answer = {"reflection": "x" * _chars(properties.get("reflection", {}), REFLECTION_CHARS)}
     elif name == "summary":  # an agent's compaction
@@ -134,19 +164,10 @@ def typical_answer(name: str, schema: dict[str, Any]) -> str:
         for notebook in ("plans", "insights"):
             if notebook in properties:
                 answer[notebook] = "x" * _chars(properties[notebook], NOTEBOOK_CHARS)
-        products = _products(schema)
-        operations = [
-            op
-            for p in products
-            for op in (
-                {"op": "set_price", "product": p, "price": 19.99},
-                {"op": "order", "product": p, "quantity": 20},
-            )
-        ]
         answer["operations"] = operations[: properties.get("operations", {}).get("maxItems", len(operations))]
         answer["note"] = "x" * _chars(_string_of(properties.get("note", {})), NOTE_CHARS)
         if "plan" in properties:
-            answer["plan"] = [{"product": p, "price": 19.99} for p in products]
+            answer["plan"] = [{"product": p, "price": 19.99} for p in _products(schema)]
         if "message" in properties:
             answer["message"] = "x" * _chars(_string_of(properties["message"]), MESSAGE_CHARS)
     return json.dumps(answer, separators=(",", ":"))

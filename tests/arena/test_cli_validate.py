@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 from fakes.openai_api import FakeOpenAI
+from thin_price_war import thin_price_war
 from typer.testing import CliRunner
 
 from arena import cli
-from contestants.llm.catalogue import CATALOGUE
+from contestants.llm.catalogue import CATALOGUE, catalogue_price
+from contestants.llm.merchant import LLMParams
 from market.scenario import SHIPPED_SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,8 +160,9 @@ def test_ping_of_models_that_answer_is_quiet(tmp_path, api, monkeypatch):
 
 
 def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
-    """Three days, recall questions every five days: three decisions a match, nothing else; the
-    cost at the catalogue's price; nothing reaches the API."""
+    """Three days, recall questions every five days: three decisions a match, nothing else, at
+    fewest; at most each repaired once, every answer max_tokens long, priced at the catalogue's
+    price; nothing reaches the API."""
     monkeypatch.setenv("GOOD_KEY", KEY)
     config = tournament(
         tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("luna", "gpt-6-luna", "GOOD_KEY")
@@ -169,20 +172,27 @@ def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
     shown = json.loads(result.stdout)
     assert shown["matches"] == 3
     estimates = {e["contestant"]: e for e in shown["estimate"]}
-    assert estimates["mini"]["calls"] == estimates["luna"]["calls"] == {"decide": 2 * 3}  # two matches each
-    assert estimates["total"]["calls"] == {"decide": 12}
-    assert 0 < estimates["mini"]["cost"] < estimates["mini"]["high"]
-    assert (
-        estimates["total"]["input_tokens"]
-        == estimates["mini"]["input_tokens"] + estimates["luna"]["input_tokens"]
-    )
+    for name in ("mini", "luna"):  # two matches each
+        assert estimates[name]["calls"] == [6, 12]
+        assert estimates[name]["by_purpose"] == {"decide": [6, 6], "repair": [0, 6]}
+        assert estimates[name]["output_tokens"][1] == 12 * LLMParams(model="openai/gpt-4.1-mini").max_tokens
+    assert estimates["total"]["calls"] == [12, 24]
+    assert estimates["total"]["by_purpose"] == {"decide": [12, 12], "repair": [0, 12]}
+    mini = estimates["mini"]
+    assert 0 < mini["input_tokens"][0] < mini["input_tokens"][1]
+    price = catalogue_price("openai/gpt-4.1-mini")
+    assert price is not None
+    at_most = (mini["input_tokens"][1] * price.input + mini["output_tokens"][1] * price.output) / 1e6
+    assert 0 < mini["cost"][0] < mini["cost"][1] == pytest.approx(at_most)
+    assert estimates["total"]["input_tokens"] == [
+        mini["input_tokens"][k] + estimates["luna"]["input_tokens"][k] for k in (0, 1)
+    ]
     assert api.calls == [] and KEY not in result.output
 
 
-def test_estimate_of_an_agent_gives_its_steps_as_a_range(tmp_path, api, monkeypatch):
-    """An agent's rehearsed day is three steps (its books, a sum, the end of the day): three
-    days, two matches, 18 steps; at fewest a step a day (6), at most its 20 (120), which the
-    upper bound of the cost plays out."""
+def test_estimate_of_an_agent_gives_its_calls_from_a_step_a_day_to_all_its_steps(tmp_path, api, monkeypatch):
+    """An agent's rehearsed day is at fewest one step (its operations and the end of the
+    day), at most its 20: three days, two matches, 6 to 120 steps, which the table shows."""
     monkeypatch.setenv("GOOD_KEY", KEY)
     config = tournament(
         tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("luna", "gpt-6-luna", "GOOD_KEY")
@@ -193,13 +203,33 @@ def test_estimate_of_an_agent_gives_its_steps_as_a_range(tmp_path, api, monkeypa
     result = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate", "--json"])
     assert result.exit_code == 0, result.output
     estimates = {e["contestant"]: e for e in json.loads(result.stdout)["estimate"]}
-    assert estimates["mini"]["calls"] == {"step": 3 * 3 * 2}
-    assert estimates["mini"]["steps"] == [6, 120] and estimates["total"]["steps"] == [6, 120]
-    assert 0 < estimates["mini"]["cost"] < estimates["mini"]["high"]
-    assert estimates["luna"]["calls"] == {"decide": 6} and estimates["luna"]["steps"] is None
+    mini = estimates["mini"]
+    assert mini["calls"] == [6, 120] and mini["by_purpose"] == {"step": [6, 120]}
+    assert mini["input_tokens"][0] < mini["input_tokens"][1] and mini["cost"][0] < mini["cost"][1]
+    assert estimates["luna"]["by_purpose"] == {"decide": [6, 6], "repair": [0, 6]}
+    assert estimates["total"]["by_purpose"] == {"step": [6, 120], "decide": [6, 6], "repair": [0, 6]}
     assert api.calls == []
     shown = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate"])
-    assert "(steps: 6 to 120)" in shown.stdout
+    assert "step 6 to 120" in shown.stdout
+
+
+def test_estimate_says_when_a_rehearsal_goes_bankrupt(tmp_path, api, monkeypatch):
+    """In a market whose fixed cost no sales can pay, even the rehearsal's best response goes
+    bankrupt: a warning line says the figures leave out the days after."""
+    monkeypatch.setenv("GOOD_KEY", KEY)
+    ruinous = thin_price_war()
+    ruinous["finance"]["fixed_daily_cost"] = 1_000
+    (tmp_path / "ruinous.yaml").write_text(yaml.safe_dump(ruinous))
+    config = tournament(tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"))
+    config.write_text(config.read_text().replace("[price_war]", f"[{tmp_path / 'ruinous.yaml'}]"))
+    result = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate", "--json"])
+    assert result.exit_code == 0, result.output
+    mini = {e["contestant"]: e for e in json.loads(result.stdout)["estimate"]}["mini"]
+    assert mini["bankrupt"] == 1 and mini["by_purpose"]["decide"] == [1, 1]  # day 1 alone
+    assert result.stderr.splitlines() == [
+        "warning: mini: the rehearsal went bankrupt in 1 of its matches: "
+        "the estimate leaves out the days after"
+    ]
 
 
 def test_run_with_estimate_plays_nothing_and_estimates_as_validate_does(tmp_path, api, monkeypatch):

@@ -185,8 +185,8 @@ def test_the_estimate_counts_the_off_path_calls(tmp_path):
         )
     )
     (a, total) = estimate(load_tournament(path))
-    assert (a.contestant, a.calls) == ("a", {"decide": 6, "off_path": 3})
-    assert total.calls == {"decide": 6, "off_path": 3}
+    assert (a.contestant, a.by_purpose) == ("a", {"decide": (6, 6), "off_path": (3, 3), "repair": (0, 6)})
+    assert total.by_purpose == a.by_purpose and total.calls == (9, 15)
 
 
 def test_an_off_path_day_leaves_the_later_recall_questions_as_they_were():

@@ -188,7 +188,7 @@ def test_ping_asks_with_the_plans_schema_and_an_estimate_counts_plans_and_insigh
     assert LLMMerchant.ping(params).call() is None
     assert list(Playing.requests[0].json_schema["properties"])[:2] == ["plans", "insights"]
     usual = json.loads(
-        typical_answer("decision", decision_schema(think=False, plan=False, plans_and_insights=True))
+        typical_answer("decision", decision_schema(think=False, plan=False, plans_and_insights=True), [])
     )
     assert len(usual["plans"]) == len(usual["insights"]) > 0
 
