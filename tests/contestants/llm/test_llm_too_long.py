@@ -524,7 +524,7 @@ def test_a_rehearsal_that_cannot_fit_fails_the_day_and_stops_nothing(monkeypatch
     merchant = create(
         "llm",
         {"model": "openai/gpt-4.1-mini", "mode": "agent", "api_key_env": KEY, "context_tokens": 1_200},
-        RunOptions(rehearse=True, call_coordinator=coordinator, contestant="small"),
+        RunOptions(rehearse="fewest", call_coordinator=coordinator, contestant="small"),
     )
     merchant.reset(merchant="m0", scenario=SHOP, seed=0)
     observations, _ = MarketEnv(SHOP, ["m0", "m1"]).reset(seed=3)
