@@ -29,9 +29,10 @@ def demand_factor(demand: Demand, day: int | np.ndarray) -> float | np.ndarray:
     """Weekday times season: weekday_factors[(day-1) % 7] * (1 + A sin(2 pi (day-1) / period)),
     of one day or of an array of days (sin correctly rounded: market.elementary)."""
     weekday = np.asarray(demand.weekday_factors)[(day - 1) % 7]
-    angle = 2.0 * np.pi * (day - 1) / demand.seasonal_period
-    sine = elementary.sin(float(angle)) if np.ndim(angle) == 0 else np.array([elementary.sin(a) for a in angle.tolist()])
-    return weekday * (1.0 + demand.seasonal_amplitude * sine)
+    season = 1.0 + demand.seasonal_amplitude * elementary.sin(
+        2.0 * np.pi * (day - 1) / demand.seasonal_period
+    )
+    return weekday * season
 
 
 def utilities(

@@ -145,8 +145,13 @@ def _exp_decimal(x: float) -> float:
 _PI = decimal.Decimal("3.14159265358979323846264338327950288419716939937510582097494")
 
 
+def sin(x: float | np.ndarray) -> np.ndarray:
+    """sin of every element, correctly rounded; float64."""
+    return np.array([_sin(v) for v in np.ravel(x).tolist()], dtype=float).reshape(np.shape(x))
+
+
 @functools.lru_cache(maxsize=4096)
-def sin(x: float) -> float:
+def _sin(x: float) -> float:
     """sin x correctly rounded: its Taylor series in decimal, 60 digits, after reducing x to
     [-pi, pi]."""
     with decimal.localcontext(decimal.Context(prec=60)):
@@ -171,4 +176,6 @@ def _power(base: float, exponent: int) -> float:
 
 def power(base: float, exponents: np.ndarray) -> np.ndarray:
     """base^k for every whole number k of `exponents`, correctly rounded; float64."""
-    return np.array([_power(base, k) for k in np.asarray(exponents, dtype=np.int64).tolist()], dtype=float)
+    return np.array([_power(base, k) for k in np.ravel(exponents).tolist()], dtype=float).reshape(
+        np.shape(exponents)
+    )

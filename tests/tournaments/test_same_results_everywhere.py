@@ -47,7 +47,9 @@ days: 12
 deviation: {day: 6, seat: 0, to: nash, days: 1, discount: 0.9}
 contestants:
   - {name: q1, kind: qlearning, params: {beta: 2.0e-4, stable_periods: 2000, max_periods: 200000}}
-  - {name: q2, kind: qlearning, params: {beta: 2.0e-4, stable_periods: 2000, max_periods: 200000, alpha: 0.25}}
+  - name: q2
+    kind: qlearning
+    params: {beta: 2.0e-4, stable_periods: 2000, max_periods: 200000, alpha: 0.25}
 """
 
 # Plays the files named on the command line into SQLite databases in the folder given first,
@@ -81,7 +83,8 @@ def stored(db):
     rows = {}
     with sqlite3.connect(db) as connection:
         keys = dict(connection.execute("select id, key from match"))
-        tables = [name for (name,) in connection.execute("select name from sqlite_master where type = 'table'")]
+        listed = connection.execute("select name from sqlite_master where type = 'table'")
+        tables = [name for (name,) in listed]
         for table in tables:
             info = list(connection.execute(f"pragma table_info({table})"))
             # what varies from run to run: when, how long, and the ids rows were given
@@ -98,7 +101,8 @@ def stored(db):
 
 
 folder = Path(sys.argv[1])
-init_ray(address=os.environ["RAY_ADDRESS"], runtime_env={"env_vars": {k: os.environ[k] for k in CPU if k in os.environ}})
+cpu = {k: os.environ[k] for k in CPU if k in os.environ}
+init_ray(address=os.environ["RAY_ADDRESS"], runtime_env={"env_vars": cpu})
 played = {"driver": where(), "worker": ray.get(ray.remote(where).remote())}
 for path in sys.argv[2:]:
     db = folder / (Path(path).stem + ".db")
