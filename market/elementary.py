@@ -16,13 +16,13 @@ numpy or Python operation, none fused, so it gives the same bits on every CPU, n
 loops included: e^x = 2^m 2^(j/256) e^r, with the table of 2^(j/256) held to 2^-80,
 |r| <= ln 2 / 512, e^r by its Taylor series, and the sum carried to about 2^-70 of the value
 (Knuth's exact sum). Where that leaves the rounding undecided (the value within 2^-67 of the
-midpoint between two doubles: about one value in 16,000), or the result is subnormal or near
-overflow, the value is computed in decimal with 40 digits (Python's decimal, itself
+midpoint between two doubles: about one value in 12,000), or the result is subnormal or near
+overflow, the value is computed in decimal with 50 digits (Python's decimal, itself
 correctly rounded) instead. The same steps serve numpy arrays and, for a few values, where
 numpy's overhead per operation would cost more, Python floats.
 
-`sin` and `power` serve scalars (a day's seasonal factor, a discount factor to a whole
-power), computed in decimal and remembered."""
+`sin` and `power` are computed in decimal value by value, and remembered: they serve few
+values (the seasons' factor of a day, a discount factor to a whole power)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,6 @@ discounted profits come through powers."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -138,7 +137,6 @@ def test_a_tournament_stores_the_same_results_whatever_numpy_and_numba_use_on_th
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            cwd=os.getcwd(),
         )
     played = {}
     for way, child in children.items():
