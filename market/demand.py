@@ -17,6 +17,7 @@ from typing import overload
 
 import numpy as np
 
+from market import elementary
 from market.scenario import Choice, Demand
 
 
@@ -26,9 +27,11 @@ def demand_factor(demand: Demand, day: int) -> float: ...
 def demand_factor(demand: Demand, day: np.ndarray) -> np.ndarray: ...
 def demand_factor(demand: Demand, day: int | np.ndarray) -> float | np.ndarray:
     """Weekday times season: weekday_factors[(day-1) % 7] * (1 + A sin(2 pi (day-1) / period)),
-    of one day or of an array of days."""
+    of one day or of an array of days (sin correctly rounded: market.elementary)."""
     weekday = np.asarray(demand.weekday_factors)[(day - 1) % 7]
-    season = 1.0 + demand.seasonal_amplitude * np.sin(2.0 * np.pi * (day - 1) / demand.seasonal_period)
+    season = 1.0 + demand.seasonal_amplitude * elementary.sin(
+        2.0 * np.pi * (day - 1) / demand.seasonal_period
+    )
     return weekday * season
 
 
@@ -81,17 +84,18 @@ def choice_shares(
 
 def _softmax(options: np.ndarray) -> np.ndarray:
     """Per row, exp(u_k) / sum_l exp(u_l) over every option, computed after subtracting the
-    row's largest u.
+    row's largest u, with exp correctly rounded (market.elementary), so that the shares, and
+    the draws made with them, are the same on every machine.
 
     numpy reduces a short row slowly, so with fewer than 8 options the rows are reduced as
     columns (options first in memory). Row by row, numpy adds fewer than 8 terms in order,
     as the columns are added, so both give the same bits; with more it sums pairwise."""
     # ufunc reductions: no Python wrapper, this runs daily
     if options.shape[1] >= 8:
-        weights = np.exp(options - np.maximum.reduce(options, 1, keepdims=True))
+        weights = elementary.exp(options - np.maximum.reduce(options, 1, keepdims=True))
         return weights / np.add.reduce(weights, 1, keepdims=True)
     columns = np.ascontiguousarray(options.T)
-    weights = np.exp(columns - np.maximum.reduce(columns, 0))
+    weights = elementary.exp(columns - np.maximum.reduce(columns, 0))
     return (weights / np.add.reduce(weights, 0)).T
 
 

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
-from market import accounting
+from market import accounting, elementary
 from market.competitors import Competitors
 from market.daylog import (
     PER_PRODUCT,
@@ -905,7 +905,7 @@ class Market:
         fill_rate = np.divide(served, demand, out=np.ones(len(served)), where=demand > 0)
         updated = (1 - r.memory) * fill_rate + r.memory * self.reputation
         if advertising.any():  # no spend adds a boost of exactly zero, so it is skipped
-            updated += r.advertising_gain * (1.0 - np.exp(-advertising / r.advertising_scale))
+            updated += r.advertising_gain * (1.0 - elementary.exp(-advertising / r.advertising_scale))
         updated = np.minimum(np.maximum(updated, r.minimum), r.maximum)  # np.clip, without its Python wrapper
         self.reputation = np.where(self.closed, self.reputation, updated)
 

@@ -20,7 +20,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from market import accounting
+from market import accounting, elementary
 from market.daylog import DayLog
 from market.scenario import MAX_DAYS, MAX_MERCHANTS_PER_MATCH, MAX_MONEY
 from market.types import DayRecord
@@ -201,4 +201,4 @@ def _discounted_profit(log: DayLog, probe: DeviationProbe) -> float | None:
     if not rows.size or int(log.day[rows[0]]) != probe.day:
         return None
     daily = accounting.profit(log, rows, rows)
-    return float(np.sum(daily * probe.discount ** (log.day[rows] - probe.day)))
+    return float(np.sum(daily * elementary.power(probe.discount, log.day[rows] - probe.day)))

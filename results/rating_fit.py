@@ -16,7 +16,8 @@ maximum-likelihood strengths of the pairs with choix (iterative Luce spectral ra
 
 Scale: rating = ANCHOR + 400 * log10(s_i / s_ref), so 400 points are a factor of 10 in odds,
 as in Elo. The reference is the geometric mean of the rated contestants (the mean rating is
-ANCHOR) or a named contestant (who is then ANCHOR exactly).
+ANCHOR) or a named contestant (who is then ANCHOR exactly). Ratings are rounded to DIGITS
+decimals.
 
 Intervals: the 95% percentile bootstrap, refitting on `resamples` sets of whole matches drawn
 with replacement from a numpy Generator seeded with `seed`, so the same matches give the same
@@ -53,6 +54,13 @@ import numpy as np
 from results.errors import NotFound
 
 ANCHOR = 1000.0
+# Ratings and their resamples are rounded to this many decimals, far below what the fit
+# resolves (its tolerance, 1e-6 in log-strength, is 1.7e-4 points). The fit's last bits depend
+# on the machine (numpy's exp and log, the linear algebra library's kernels), and contestants
+# with alike records, equal in exact arithmetic, fit ratings a few ulps apart. Rounded, they
+# are equal, and the same on every machine: no order, rank, share of resamples ordering two
+# contestants or stored rating turns on those bits.
+DIGITS = 6
 ELO_PER_LOG_ODDS = 400.0 / math.log(10.0)
 PRIOR_DRAWS = 0.1
 RESAMPLES = 200
@@ -121,10 +129,9 @@ class Fit(NamedTuple):
 
 
 def order_key(name: str, rating: float | None) -> tuple[bool, float, str]:
-    """Where a contestant goes in a table: the rated by rating, best first, then by name (rounded:
-    contestants with equal records, whose fitted ratings may differ in the last bits, are
-    ordered by name); then the unrated by name."""
-    return (rating is None, -round(rating or 0.0, 6), name)
+    """Where a contestant goes in a table: the rated by rating, best first, then by name; then
+    the unrated by name."""
+    return (rating is None, -(rating or 0.0), name)
 
 
 class Separation(NamedTuple):
@@ -242,9 +249,10 @@ def _strengths(wins: np.ndarray, start: np.ndarray | None) -> np.ndarray:
 
 
 def _elo_scale(strengths: np.ndarray, present: np.ndarray, reference: int | None) -> np.ndarray:
-    """Ratings of the present contestants (NaN for the others, or for all when the reference is absent)."""
+    """Ratings of the present contestants (NaN for the others, or for all when the reference is
+    absent), rounded to DIGITS decimals."""
     points = ELO_PER_LOG_ODDS * strengths
     if not present.any() or (reference is not None and not present[reference]):
         return np.full(len(points), np.nan)
     rated = ANCHOR + (points - (points[present].mean() if reference is None else points[reference]))
-    return np.where(present, rated, np.nan)
+    return np.where(present, np.round(rated, DIGITS), np.nan)
