@@ -23,7 +23,8 @@ from contestants.base import RehearsedDay
 from contestants.baselines import BestResponse, BestResponseParams
 from contestants.llm.agent import ANSWER
 from contestants.llm.cache import request_key
-from contestants.llm.errors import ProviderError
+from contestants.llm.call_coordinator import who
+from contestants.llm.errors import CallsStopped
 from contestants.llm.pricing import cost
 from contestants.llm.providers import Provider
 from contestants.llm.too_long import TooLong
@@ -79,11 +80,9 @@ class Rehearsal:
         self.provider.learn(said, request, window)
 
     def stop(self, request: CompletionRequest, reason: str) -> Exception:
-        """A rehearsal stops no run: the day's turn fails (an `error` fault), so that the
-        estimate plays on."""
-        return ProviderError(
-            f"{self.label}: {reason}", model=self.label, kind="context", status=None, attempts=0
-        )
+        """The rehearsal stops where the run would (Provider.stop), with the line the run's
+        call coordinator gives, but tells no coordinator: it stops only the rehearsed match."""
+        return CallsStopped(f"{who(self.provider.contestant, self.label)}: {reason}")
 
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
         calls: tuple[ToolCall, ...] = ()
