@@ -33,29 +33,24 @@ if TYPE_CHECKING:  # the file's models import this module to check what they loa
 
 def check_first_days(tournament: Tournament) -> None:
     """ConfigError (naming the contestant, with the line its run would stop with) for the
-    first contestant that calls a model and cannot play its first day of a scenario, in the
-    file's order."""
+    first contestant met in the schedule that calls a model and cannot play its first day of a
+    scenario."""
     spec = tournament.spec
     plans = plan_tournament(spec)
-    firsts: dict[
-        tuple[str, str], tuple[MatchSpec, int]
-    ] = {}  # (contestant, scenario) -> its first match, seat
+    names = [entry.name for entry in spec.contestants]
+    options = RunOptions(rehearse="fewest", no_cache=True, prices=spec.prices)
+    checked: set[tuple[str, str]] = set()  # (contestant, scenario)
     for match in schedule(tournament):
         for seat, name in enumerate(match.seats):
-            if plans[name].calls_models:
-                firsts.setdefault((name, match.scenario), (match, seat))
-    options = RunOptions(rehearse="fewest", no_cache=True, prices=spec.prices)
-    for i, entry in enumerate(spec.contestants):
-        for scenario in tournament.scenarios.values():
-            if (entry.name, scenario.name) not in firsts:
+            if not plans[name].calls_models or (name, match.scenario) in checked:
                 continue
-            match, seat = firsts[entry.name, scenario.name]
-            stopped = _stop(plans[entry.name], match, seat, scenario, spec, options)
+            checked.add((name, match.scenario))
+            stopped = _stop(plans[name], match, seat, tournament.scenarios[match.scenario], spec, options)
             if stopped is not None:
                 raise ConfigError(
                     tournament.path,
-                    f"contestants[{i}]",
-                    f"{stopped} (its first day of {scenario.name!r}, rehearsed)",
+                    f"contestants[{names.index(name)}]",
+                    f"{stopped} (its first day of {match.scenario!r}, rehearsed)",
                 )
 
 

@@ -1,7 +1,9 @@
 """A rehearsal: a merchant plays with its real prompts, memory, recall questions and
 reflections, but its provider answers every request itself with an answer of the usual size, so
 that a tournament's calls, tokens and cost can be estimated before anything is paid (`arena
-validate --estimate`).
+validate --estimate`), and that each merchant's first day fits its model's window is seen
+before a run starts (tournaments.first_day). It fits its requests to the window as a run does,
+and stops where a run would stop.
 
 The prompt's tokens are counted as the provider counts them (the embedded model with its own
 tokenizer and chat template, hosted models at about four characters a token); the answer is
