@@ -526,7 +526,7 @@ def validate(
             )
         if estimate:
             out.print(_estimate_table(estimates))
-    _bankrupt_warnings(estimates)
+    _estimate_warnings(estimates)
     if failures:
         raise typer.Exit(EXIT_BROKEN_MODEL)
 
@@ -622,7 +622,7 @@ def _estimate(tournament: Tournament) -> list[Any]:
         estimate,
     )  # rehearses matches: imports what plays them, Ray's errors among it
 
-    with err.status("rehearsing every match"):
+    with user_errors(), err.status("rehearsing every match"):
         return estimate(tournament)
 
 
@@ -658,18 +658,25 @@ def _span(span: tuple[float, float], fmt: str = "{:,}") -> str:
     return low if low == high else f"{low} to {high}"
 
 
-def _bankrupt_warnings(estimates: list[Any]) -> None:
-    """A line for each contestant whose rehearsal went bankrupt: its figures leave out the
-    days after (tournaments.estimate.Estimate.bankrupt)."""
+def _estimate_warnings(estimates: list[Any]) -> None:
+    """A line for each contestant whose rehearsal went bankrupt, and one for each whose turn
+    failed on rehearsed days: its figures leave out those days (tournaments.estimate.Estimate)."""
     for e in estimates[:-1]:
         if e.bankrupt:
-            err.print(
-                f"warning: {e.contestant}: the rehearsal went bankrupt in {e.bankrupt} of its matches: "
-                "the estimate leaves out the days after",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
+            _warning(
+                f"{e.contestant}: the rehearsal went bankrupt in {e.bankrupt} of its matches: "
+                "the estimate leaves out the days after"
             )
+        if e.failed:
+            _warning(
+                f"{e.contestant}: its turn failed on {e.failed} rehearsed days (the first: {e.failure}): "
+                "the estimate leaves out what they would have called"
+            )
+
+
+def _warning(text: str) -> None:
+    """`warning: text` on stderr, printed as it is."""
+    err.print(f"warning: {text}", markup=False, highlight=False, soft_wrap=True)
 
 
 AnchorOption = Annotated[

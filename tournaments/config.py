@@ -49,6 +49,7 @@ from results.metrics import METRICS
 from results.rating_fit import LEVEL
 from results.records import FactorValue, OffPathSettings, PlayedScenarios, as_number, same_value, shown_value
 from results.tables import TournamentRow
+from tournaments.first_day import check_first_days
 
 MAX_SWEEP_CELLS = 10_000
 MAX_REPETITIONS = 10_000
@@ -618,7 +619,9 @@ def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: Scena
             check_deviation(path, spec, scenario, f"scenarios[{i}]")
         if spec.off_path is not None:
             check_off_path(path, spec, scenario, f"scenarios[{i}]")
-    return Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
+    tournament = Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
+    check_first_days(tournament)
+    return tournament
 
 
 GOAL_METRICS = [name for name in METRICS if name != "goals_met"]  # what a goal may be set on

@@ -17,6 +17,12 @@ its own and calls no model (latency, chaos) is rehearsed as the fixed_price merc
 built on. With a deviation probe, the deviated path's calls count but for those that ask what
 the match itself asked (the same request, so its answer is in the response cache by then),
 unless the contestant keeps no cache.
+
+A rehearsal stops where the run would: where even the smallest request of a day does not fit
+a model's window (contestants.llm.merchant), the estimate is refused with the run's own line,
+for the run would stop there too. A rehearsed day on which a merchant's turn failed otherwise
+(a fault) is counted and said, as is a bankruptcy: the estimate leaves out what such days would
+have called.
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ from contestants.base import RehearsedDay, RunOptions
 from contestants.llm.pricing import cost, prices_from
 from contestants.llm.providers import validate_settings
 from contestants.llm.types import TokenUsage
-from results.records import FinishedMatch, ModelCallRecord, total_cost
+from market.yaml_files import ConfigError
+from results.records import Fault, ModelCallRecord, StoppedMatch, total_cost
 from tournaments.config import ContestantEntry, Tournament
+from tournaments.deviation import DEVIATED_SUFFIX
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import ContestantPlan, plan_contestants, plan_tournament
 from tournaments.schedule import schedule
@@ -51,6 +59,8 @@ class Estimate:
     output_tokens: Span = (0, 0)
     cost: tuple[float, float] | None = (0.0, 0.0)  # USD; None: a model without a price
     bankrupt: int = 0  # rehearsed matches the merchant went bankrupt in: their later days are not counted
+    failed: int = 0  # rehearsed days its turn failed on (faults): their calls are not counted
+    failure: str | None = None  # the first of them: where, and why
 
     def add(self, other: Estimate) -> None:
         for purpose, count in other.by_purpose.items():
@@ -60,6 +70,8 @@ class Estimate:
         self.output_tokens = _sum(self.output_tokens, other.output_tokens)
         self.cost = None if self.cost is None or other.cost is None else _sum(self.cost, other.cost)
         self.bankrupt += other.bankrupt
+        self.failed += other.failed
+        self.failure = self.failure or other.failure
 
 
 def _sum(a: tuple[Any, Any], b: tuple[Any, Any]) -> Any:
@@ -82,43 +94,66 @@ def estimate(tournament: Tournament) -> list[Estimate]:
 def _estimate_cell(tournament: Tournament) -> list[Estimate]:
     spec = tournament.spec
     plans = plan_tournament(spec)
-    fewest, bankrupt = _rehearsed_calls(tournament, plans, "fewest")
+    fewest = _rehearse(tournament, plans, "fewest")
     agents = any(
         plan.calls_models and getattr(plan.params, "mode", None) == "agent" for plan in plans.values()
     )
     # the market plays the same in both rehearsals (an agent's operations are the same either way)
-    longest = _rehearsed_calls(tournament, plans, "longest")[0] if agents else {}
+    longest = _rehearse(tournament, plans, "longest").calls if agents else {}
     return [
-        _of(plans[name], fewest[name], longest.get(name, []), spec.prices, bankrupt[name])
-        for name in plans
-        if fewest[name]
+        _of(
+            plan,
+            fewest.calls[name],
+            longest.get(name, []),
+            spec.prices,
+            fewest.bankrupt[name],
+            fewest.failed[name],
+        )
+        for name, plan in plans.items()
+        if plan.calls_models
     ]
 
 
-def _rehearsed_calls(
-    tournament: Tournament, plans: dict[str, ContestantPlan], day: RehearsedDay
-) -> tuple[dict[str, list[ModelCallRecord]], Counter[str]]:
-    """The calls of every match of the schedule rehearsed with agents' days as `day` says, by
-    contestant (of a probed match's deviated path, those the match did not ask already); and
-    in how many matches each contestant went bankrupt."""
+@dataclass
+class Rehearsed:
+    """Every match of a schedule rehearsed, by contestant: its calls (of a probed match's
+    deviated path, those the match did not ask already), in how many matches it went bankrupt,
+    and where and why its turn failed (each day as "day D of MATCH: fault")."""
+
+    calls: dict[str, list[ModelCallRecord]] = field(default_factory=lambda: defaultdict(list))
+    bankrupt: Counter[str] = field(default_factory=Counter)
+    failed: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def fail(self, key: str, faults: list[Fault]) -> None:
+        """Count the `faults` of the match (or path) `key`."""
+        for fault in faults:
+            self.failed[fault.merchant].append(f"day {fault.day} of {key}: {fault.detail}")
+
+
+def _rehearse(tournament: Tournament, plans: dict[str, ContestantPlan], day: RehearsedDay) -> Rehearsed:
+    """Every match of the schedule rehearsed with agents' days as `day` says. ConfigError, with
+    the run's own line, where a rehearsal stops as the run would."""
     spec = tournament.spec
     rehearsed = plan_contestants(_rehearsed(entry, plans[entry.name]) for entry in spec.contestants)
     rules = MatchRules.of(spec, RunOptions(rehearse=day, no_cache=True, prices=spec.prices))
-    calls: dict[str, list[ModelCallRecord]] = defaultdict(list)
-    bankrupt: Counter[str] = Counter()
+    found = Rehearsed()
     caches = {name: _caches(plan) for name, plan in plans.items()}
     for match in schedule(tournament):
         played = play_here([Match(match, tournament.scenarios[match.scenario], rules, rehearsed)])[0]
-        assert isinstance(played, FinishedMatch)  # a rehearsal calls no model: its calls never stop
-        bankrupt.update(m.contestant for m in played.merchants if m.bankrupt_day is not None)
-        asked = {call.request_hash for call in played.calls}
+        if isinstance(played, StoppedMatch):  # a rehearsal calls no model: only a request that cannot fit
+            raise ConfigError(tournament.path, None, f"{played.reason} (rehearsed: match {match.key})")
+        found.bankrupt.update(m.contestant for m in played.merchants if m.bankrupt_day is not None)
+        found.fail(match.key, played.faults)
         deviated = played.deviation.calls if played.deviation is not None else []
+        if played.deviation is not None:
+            found.fail(match.key + DEVIATED_SUFFIX, played.deviation.faults)
+        asked = {call.request_hash for call in played.calls}
         for call in [
             *played.calls,
             *(c for c in deviated if not (caches[c.contestant] and c.request_hash in asked)),
         ]:
-            calls[call.contestant].append(call)
-    return calls, bankrupt
+            found.calls[call.contestant].append(call)
+    return found
 
 
 def _caches(plan: ContestantPlan) -> bool:
@@ -143,6 +178,7 @@ def _of(
     longest: list[ModelCallRecord],
     prices: dict,
     bankrupt: int,
+    failed: list[str],
 ) -> Estimate:
     """A language-model contestant's rehearsed calls, summed into ranges. At fewest: the calls
     of the rehearsal (`fewest`: an agent's days of one step). At most: an agent's days of all
@@ -169,4 +205,6 @@ def _of(
         (sum(c.output_tokens for c in fewest), worst.output_tokens),
         None if at_fewest is None or at_most is None else (at_fewest, at_most),
         bankrupt,
+        len(failed),
+        failed[0] if failed else None,
     )

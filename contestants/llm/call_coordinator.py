@@ -381,7 +381,13 @@ class CallCoordinatorCore:
 
 
 def _who(ticket: Ticket) -> str:
-    return f"contestant {ticket.contestant} ({ticket.model})" if ticket.contestant else ticket.model
+    return who(ticket.contestant, ticket.model)
+
+
+def who(contestant: str | None, model: str) -> str:
+    """Whose calls a stop names: the contestant and its model ("provider/model"), or the model
+    alone where no contestant is named."""
+    return f"contestant {contestant} ({model})" if contestant else model
 
 
 class _Refused(Exception):

@@ -30,13 +30,12 @@ class MissingCredentialsError(ProviderConfigError):
 class ProviderError(RuntimeError):
     """A call that failed for good: retries exhausted, or a failure that is not worth retrying.
 
-    `kind` is one of "status", "timeout", "connection", "bad_response", "error", "context" (a
-    conversation that does not fit the model's window even at its smallest, in a rehearsal);
-    `status` is the HTTP status where there was one; `detail` is the last failure in one line
-    (the server's own message where it sent one), secrets masked; `code` the server's name for
-    the error; `retryable` says whether that failure was of a kind worth retrying (its retries
-    ran out) or not (retrying cannot help); `too_long`: the server refused the request as longer
-    than the model's window, and what it said of it (its caller makes the request shorter).
+    `kind` is one of "status", "timeout", "connection", "bad_response", "error"; `status` is
+    the HTTP status where there was one; `detail` is the last failure in one line (the server's
+    own message where it sent one), secrets masked; `code` the server's name for the error;
+    `retryable` says whether that failure was of a kind worth retrying (its retries ran out) or
+    not (retrying cannot help); `too_long`: the server refused the request as longer than the
+    model's window, and what it said of it (its caller makes the request shorter).
     """
 
     def __init__(

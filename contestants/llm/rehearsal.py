@@ -1,7 +1,9 @@
 """A rehearsal: a merchant plays with its real prompts, memory, recall questions and
 reflections, but its provider answers every request itself with an answer of the usual size, so
 that a tournament's calls, tokens and cost can be estimated before anything is paid (`arena
-validate --estimate`).
+validate --estimate`), and that each merchant's first day fits its model's window is seen
+before a run starts (tournaments.first_day). It fits its requests to the window as a run does,
+and stops where a run would stop.
 
 The prompt's tokens are counted as the provider counts them (the embedded model with its own
 tokenizer and chat template, hosted models at about four characters a token); the answer is
@@ -23,7 +25,8 @@ from contestants.base import RehearsedDay
 from contestants.baselines import BestResponse, BestResponseParams
 from contestants.llm.agent import ANSWER
 from contestants.llm.cache import request_key
-from contestants.llm.errors import ProviderError
+from contestants.llm.call_coordinator import who
+from contestants.llm.errors import CallsStopped
 from contestants.llm.pricing import cost
 from contestants.llm.providers import Provider
 from contestants.llm.too_long import TooLong
@@ -79,11 +82,9 @@ class Rehearsal:
         self.provider.learn(said, request, window)
 
     def stop(self, request: CompletionRequest, reason: str) -> Exception:
-        """A rehearsal stops no run: the day's turn fails (an `error` fault), so that the
-        estimate plays on."""
-        return ProviderError(
-            f"{self.label}: {reason}", model=self.label, kind="context", status=None, attempts=0
-        )
+        """The rehearsal stops where the run would (Provider.stop), with the line the run's
+        call coordinator gives, but tells no coordinator: it stops only the rehearsed match."""
+        return CallsStopped(f"{who(self.provider.contestant, self.label)}: {reason}")
 
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
         calls: tuple[ToolCall, ...] = ()

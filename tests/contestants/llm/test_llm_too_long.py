@@ -23,7 +23,7 @@ from arena import cli
 from contestants.base import RunOptions
 from contestants.kinds import create
 from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
-from contestants.llm.errors import ProviderError
+from contestants.llm.errors import CallsStopped, ProviderError
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import GROWTH, MARGIN, Counting, get_provider
 from contestants.llm.too_long import TooLong, too_long
@@ -516,9 +516,11 @@ def test_a_conversation_that_cannot_fit_as_the_server_counts_stops_the_match_wit
     assert sent_again(fake_openai) == []
 
 
-def test_a_rehearsal_that_cannot_fit_fails_the_day_and_stops_nothing(monkeypatch):
-    """`arena validate --estimate` rehearses without calling a model: a window too small for an
-    agent's rules and tools fails the rehearsed day, and the estimate plays on."""
+def test_a_rehearsal_that_cannot_fit_stops_as_the_run_would_and_tells_no_coordinator(monkeypatch):
+    """`arena validate` rehearses without calling a model: a window too small for an agent's
+    rules and tools stops the rehearsal with the line the run's coordinator would give, and
+    the coordinator the merchant's calls would check in with is told nothing (the rehearsal
+    stops no run)."""
     monkeypatch.setenv(KEY, "unused")
     coordinator = LocalCallCoordinator()
     merchant = create(
@@ -528,9 +530,15 @@ def test_a_rehearsal_that_cannot_fit_fails_the_day_and_stops_nothing(monkeypatch
     )
     merchant.reset(merchant="m0", scenario=SHOP, seed=0)
     observations, _ = MarketEnv(SHOP, ["m0", "m1"]).reset(seed=3)
-    with pytest.raises(ProviderError, match="do not fit its window of 1,200 tokens") as failed:
+    with pytest.raises(CallsStopped) as stopped:
         merchant.decide(observations["m0"])
-    assert failed.value.kind == "context" and coordinator.status().stopped is None
+    assert re.fullmatch(
+        r"contestant small \(openai/gpt-4\.1-mini\): the rules, the tools, its summary and notes come to "
+        r"[\d,]+ tokens as its model counts them, which with max_tokens 400 do not fit its window of "
+        r"1,200 tokens: give it a larger window or a smaller max_tokens",
+        str(stopped.value),
+    )
+    assert coordinator.status().stopped is None
 
 
 # --- the record: stored, shown, exported ---------------------------------------------------------
