@@ -27,6 +27,7 @@ import tempfile
 import textwrap
 import time
 import zlib
+from collections import defaultdict
 from pathlib import Path
 from statistics import NormalDist
 
@@ -83,21 +84,25 @@ def intervals(found: Fit, level: float | None = None) -> dict[str, tuple[float, 
     }
 
 
-def coverage(cases: list[tuple[dict[str, tuple[float, float]], dict[str, float]]]) -> dict[str, object]:
+def held(found: dict[str, tuple[float, float]], truth: dict[str, float]) -> int:
+    """How many of the intervals `found` hold the true rating."""
+    return sum(bool(low <= truth[name] <= high) for name, (low, high) in found.items())
+
+
+def coverage(runs: list[dict[str, tuple[float, float]]], truth: dict[str, float]) -> dict[str, object]:
     """How many intervals hold the truth, of how many, the 95% interval on that share, and the
     intervals' mean width."""
-    held = int(
-        sum(low <= truth[name] <= high for found, truth in cases for name, (low, high) in found.items())
-    )
-    count = sum(len(found) for found, _ in cases)
-    share = binomtest(held, count).proportion_ci(0.95)
-    widths = [high - low for found, _ in cases for low, high in found.values()]
+    covered = sum(held(found, truth) for found in runs)
+    count = sum(len(found) for found in runs)
+    share = binomtest(covered, count).proportion_ci(0.95)
     return {
-        "covered": held,
+        "covered": covered,
         "cases": count,
-        "share": round(held / count, 3),
+        "share": round(covered / count, 3),
         "share_95": [round(share.low, 3), round(share.high, 3)],
-        "mean_width": round(statistics.fmean(widths), 1),
+        "mean_width": round(
+            statistics.fmean(high - low for found in runs for low, high in found.values()), 1
+        ),
     }
 
 
@@ -125,12 +130,15 @@ def main() -> None:
     full = tournament(folder, names, args.repetitions, "round_robin")
     adaptive_file = tournament(folder, names, args.repetitions, "adaptive")
     started = time.perf_counter()
-    fields = []
-    covers: dict[str, list] = {"round_robin": [], "adaptive": [], "at_stop": [], "at_stop_spread": []}
+    fields: list[dict[str, object]] = []
+    used: list[int] = []  # matches of each adaptive run
+    stopped: list[int] = []  # of them, before its confirmation round
+    covers: dict[str, list[dict[str, tuple[float, float]]]] = defaultdict(list)
     for seed in range(args.fields):
         full_fit = fit([outcome(m, strengths, seed) for m in schedule(full)])
         round_robin = order(full_fit)
-        chosen, rankings, looks, confirmation = AdaptiveSchedule(adaptive_file), [], 0, 0
+        chosen, looks, confirmation = AdaptiveSchedule(adaptive_file), 0, 0
+        rankings: list[list[tuple[str, int]]] = []
         reached = None  # the matches after which its table was the round robin's to the end
         while True:
             next_round = chosen.next_round(rankings)
@@ -143,10 +151,16 @@ def main() -> None:
             reached = (reached or len(rankings)) if same else None
         final = fit(rankings)
         at_stop = fit(rankings[: len(rankings) - confirmation])
-        covers["round_robin"].append((intervals(full_fit), strengths))
-        covers["adaptive"].append((intervals(final), strengths))
-        covers["at_stop"].append((intervals(at_stop), strengths))
-        covers["at_stop_spread"].append((intervals(at_stop, 1 - 0.05 / looks), strengths))
+        found = {
+            "round_robin": intervals(full_fit),
+            "adaptive": intervals(final),
+            "at_stop": intervals(at_stop),
+            "at_stop_spread": intervals(at_stop, 1 - 0.05 / looks),
+        }
+        for method, each in found.items():
+            covers[method].append(each)
+        used.append(len(rankings))
+        stopped.append(len(rankings) - confirmation)
         fields.append(
             {
                 "seed": seed,
@@ -159,9 +173,9 @@ def main() -> None:
                 "adaptive_round_robin_order": order(final) == round_robin,
                 "adaptive_matches_to_round_robin_order": reached,
                 "ended": next_round.ended,
+                "covered": {method: held(each, strengths) for method, each in found.items()},
             }
         )
-    used = [f["adaptive_matches"] for f in fields]
     print(
         json.dumps(
             {
@@ -172,14 +186,12 @@ def main() -> None:
                 "adaptive_matches_mean": statistics.fmean(used),
                 "adaptive_matches_min": min(used),
                 "adaptive_matches_max": max(used),
-                "at_stop_matches_mean": statistics.fmean(
-                    u - f["confirmation_matches"] for u, f in zip(used, fields)
-                ),
+                "at_stop_matches_mean": statistics.fmean(stopped),
                 "adaptive_share_of_round_robin": statistics.fmean(used) / len(schedule(full)),
-                "adaptive_true_order": sum(f["adaptive_true_order"] for f in fields),
-                "adaptive_round_robin_order": sum(f["adaptive_round_robin_order"] for f in fields),
-                "round_robin_true_order": sum(f["round_robin_true_order"] for f in fields),
-                "coverage": {name: coverage(cases) for name, cases in covers.items()},
+                "adaptive_true_order": sum(bool(f["adaptive_true_order"]) for f in fields),
+                "adaptive_round_robin_order": sum(bool(f["adaptive_round_robin_order"]) for f in fields),
+                "round_robin_true_order": sum(bool(f["round_robin_true_order"]) for f in fields),
+                "coverage": {method: coverage(runs, strengths) for method, runs in covers.items()},
                 "fields": len(fields),
                 "seconds": round(time.perf_counter() - started, 1),
                 "each": fields,

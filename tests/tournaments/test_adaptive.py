@@ -129,9 +129,9 @@ def test_a_field_of_known_strengths_is_ordered_with_fewer_matches_than_the_round
     """Four contestants 200 Elo apart, over six draws of the matches' outcomes: every run ends
     with all of them ordered, in the true order, with fewer matches than the round robin of the
     same seeds, and its 95% intervals, the confirmation round's matches in them, cover the true
-    ratings in 19 or more of the 24 cases: at a round robin's 90% (test_rating_fit), in 97% of
-    draws; intervals fitted at the stop, without it, cover about 78% (docs/benchmarks.md) and
-    reach 19 in about half the draws (here 16 of 24)."""
+    ratings in 19 or more of the 24 cases: at the 90% the benchmark counts for them and for a
+    round robin (docs/benchmarks.md), in 97% of draws; intervals fitted at the stop, without it,
+    cover 74% there, and reach 19 in 38% of draws (here 16 of 24)."""
     strengths = {name: 1000.0 + 200.0 * (1.5 - k) for k, name in enumerate("abcd")}
     tournament = field(tmp_path, list(strengths))
     covered = 0
