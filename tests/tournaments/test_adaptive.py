@@ -97,9 +97,10 @@ def test_after_the_stop_each_two_neighbours_meet_again_in_fresh_matches_and_the_
     chosen = AdaptiveSchedule(tournament)
     rounds, rankings = [], []
     while (round_ := chosen.next_round(rankings)).matches:
-        rounds.append(round_.matches)
+        rounds.append(round_)
         rankings += [outcome(match, strengths, 0) for match in round_.matches]
-    *before, confirmation = rounds
+    assert [r.confirmation for r in rounds] == [False] * (len(rounds) - 1) + [True]
+    *before, confirmation = [r.matches for r in rounds]
     at_stop = fit(rankings[: -len(confirmation)]).ratings
     table = sorted(at_stop, key=lambda name: -at_stop[name].rating)
     neighbours = Counter(frozenset(pair) for pair in zip(table, table[1:]))
