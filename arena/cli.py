@@ -217,7 +217,10 @@ def run(
     out.print(_rich(views.leaderboard_table(summary.table, title)))
     if summary.ended:
         out.print(
-            f"Adaptive schedule ended after {summary.played + summary.skipped} matches: {summary.ended}."
+            f"Adaptive schedule ended after {summary.played + summary.skipped} matches: {summary.ended}.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
         )
     _stopped(summary, f"arena run {config}", engine, db)
 
@@ -765,7 +768,7 @@ def leaderboard_command(
         )
         out.print(_rich(views.leaderboard_table(rows, ", ".join(what))))
         if ended:
-            out.print(f"Its run ended early: {ended}.", markup=False, highlight=False)
+            out.print(f"Its run ended early: {ended}.", markup=False, highlight=False, soft_wrap=True)
 
 
 def _sweep_leaderboard(

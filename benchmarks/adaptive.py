@@ -1,10 +1,18 @@
-"""How many matches the adaptive format needs against the full round robin, on fields whose true
-order is known: contestants of Elo strengths `--gap` apart, each match drawn from the
-Bradley–Terry model with a generator of its key (the scheduler and the fit are arena's own,
-tournaments.adaptive and results.rating_fit; only the match's outcome is drawn here rather
-than played). For each field seed: the round robin of `--repetitions` seeds, fitted; the
-adaptive schedule run to its end; whether each ends in the true order, whether the adaptive
-table ends in the round robin's order, and the matches each used. Prints JSON.
+"""How many matches the adaptive format needs against the full round robin, and how often its
+intervals cover the truth, on fields whose true ratings are known: contestants of Elo strengths
+`--gap` apart (mean 1000, the fit's scale), each match drawn from the Bradley–Terry model with a
+generator of its key (the scheduler and the fit are arena's own, tournaments.adaptive and
+results.rating_fit; only the match's outcome is drawn here rather than played).
+
+For each field seed: the round robin of `--repetitions` seeds, fitted; the adaptive schedule run
+to its end (its confirmation round included); whether each ends in the true order, whether the
+adaptive table ends in the round robin's order, and the matches each used. Coverage counts the
+contestants whose 95% interval holds its true rating, over all fields, with a 95% Clopper–Pearson
+interval on the share (the cases of one field are not independent: their ratings share a mean,
+so the interval is a little narrow): for the round robin, the adaptive run's final table, its
+table at the stop (fitted without the confirmation round) and, as the other way to answer the
+stop, the table at the stop with each interval widened to the level spread over the looks taken
+(1 - 0.05 / looks, from the bootstrap's spread: rating +- z sd). Prints JSON.
 
     python benchmarks/adaptive.py --contestants 10 --gap 150 --repetitions 20 --fields 10
 """
@@ -19,11 +27,14 @@ import tempfile
 import textwrap
 import time
 import zlib
+from collections import defaultdict
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
+from scipy.stats import binomtest
 
-from results.rating_fit import fit, order_key
+from results.rating_fit import Fit, fit, order_key
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.config import Tournament, load_tournament
 from tournaments.schedule import MatchSpec, schedule
@@ -55,8 +66,44 @@ def outcome(match: MatchSpec, strengths: dict[str, float], seed: int) -> list[tu
 
 
 def table(rankings: list[list[tuple[str, int]]]) -> list[str]:
-    ratings = fit(rankings).ratings
-    return sorted(ratings, key=lambda name: order_key(name, ratings[name].rating))
+    return order(fit(rankings))
+
+
+def order(found: Fit) -> list[str]:
+    return sorted(found.ratings, key=lambda name: order_key(name, found.ratings[name].rating))
+
+
+def intervals(found: Fit, level: float | None = None) -> dict[str, tuple[float, float]]:
+    """Each contestant's interval: the fit's own, or rating +- z sd of its bootstrap ratings at `level`."""
+    if level is None:
+        return {name: (r.low, r.high) for name, r in found.ratings.items()}
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    spread = dict(zip(found.names, np.nanstd(found.samples, axis=0, ddof=1)))
+    return {
+        name: (r.rating - z * spread[name], r.rating + z * spread[name]) for name, r in found.ratings.items()
+    }
+
+
+def held(found: dict[str, tuple[float, float]], truth: dict[str, float]) -> int:
+    """How many of the intervals `found` hold the true rating."""
+    return sum(bool(low <= truth[name] <= high) for name, (low, high) in found.items())
+
+
+def coverage(runs: list[dict[str, tuple[float, float]]], truth: dict[str, float]) -> dict[str, object]:
+    """How many intervals hold the truth, of how many, the 95% interval on that share, and the
+    intervals' mean width."""
+    covered = sum(held(found, truth) for found in runs)
+    count = sum(len(found) for found in runs)
+    share = binomtest(covered, count).proportion_ci(0.95)
+    return {
+        "covered": covered,
+        "cases": count,
+        "share": round(covered / count, 3),
+        "share_95": [round(share.low, 3), round(share.high, 3)],
+        "mean_width": round(
+            statistics.fmean(high - low for found in runs for low, high in found.values()), 1
+        ),
+    }
 
 
 def machine() -> str:
@@ -83,32 +130,52 @@ def main() -> None:
     full = tournament(folder, names, args.repetitions, "round_robin")
     adaptive_file = tournament(folder, names, args.repetitions, "adaptive")
     started = time.perf_counter()
-    fields = []
+    fields: list[dict[str, object]] = []
+    used: list[int] = []  # matches of each adaptive run
+    stopped: list[int] = []  # of them, before its confirmation round
+    covers: dict[str, list[dict[str, tuple[float, float]]]] = defaultdict(list)
     for seed in range(args.fields):
-        round_robin = table([outcome(m, strengths, seed) for m in schedule(full)])
-        chosen, rankings = AdaptiveSchedule(adaptive_file), []
+        full_fit = fit([outcome(m, strengths, seed) for m in schedule(full)])
+        round_robin = order(full_fit)
+        chosen, looks, confirmation = AdaptiveSchedule(adaptive_file), 0, 0
+        rankings: list[list[tuple[str, int]]] = []
         reached = None  # the matches after which its table was the round robin's to the end
         while True:
             next_round = chosen.next_round(rankings)
             if not next_round.matches:
                 break
+            looks += not next_round.confirmation  # each is followed by a fit that could stop the run
+            confirmation += len(next_round.matches) * next_round.confirmation
             rankings += [outcome(m, strengths, seed) for m in next_round.matches]
             same = table(rankings) == round_robin
             reached = (reached or len(rankings)) if same else None
-        final = table(rankings)
+        final = fit(rankings)
+        at_stop = fit(rankings[: len(rankings) - confirmation])
+        found = {
+            "round_robin": intervals(full_fit),
+            "adaptive": intervals(final),
+            "at_stop": intervals(at_stop),
+            "at_stop_spread": intervals(at_stop, 1 - 0.05 / looks),
+        }
+        for method, each in found.items():
+            covers[method].append(each)
+        used.append(len(rankings))
+        stopped.append(len(rankings) - confirmation)
         fields.append(
             {
                 "seed": seed,
                 "round_robin_matches": len(schedule(full)),
                 "round_robin_true_order": round_robin == names,
                 "adaptive_matches": len(rankings),
-                "adaptive_true_order": final == names,
-                "adaptive_round_robin_order": final == round_robin,
+                "confirmation_matches": confirmation,
+                "looks": looks,
+                "adaptive_true_order": order(final) == names,
+                "adaptive_round_robin_order": order(final) == round_robin,
                 "adaptive_matches_to_round_robin_order": reached,
                 "ended": next_round.ended,
+                "covered": {method: held(each, strengths) for method, each in found.items()},
             }
         )
-    used = [f["adaptive_matches"] for f in fields]
     print(
         json.dumps(
             {
@@ -117,11 +184,14 @@ def main() -> None:
                 "gap": args.gap,
                 "round_robin_matches": len(schedule(full)),
                 "adaptive_matches_mean": statistics.fmean(used),
+                "adaptive_matches_min": min(used),
                 "adaptive_matches_max": max(used),
+                "at_stop_matches_mean": statistics.fmean(stopped),
                 "adaptive_share_of_round_robin": statistics.fmean(used) / len(schedule(full)),
-                "adaptive_true_order": sum(f["adaptive_true_order"] for f in fields),
-                "adaptive_round_robin_order": sum(f["adaptive_round_robin_order"] for f in fields),
-                "round_robin_true_order": sum(f["round_robin_true_order"] for f in fields),
+                "adaptive_true_order": sum(bool(f["adaptive_true_order"]) for f in fields),
+                "adaptive_round_robin_order": sum(bool(f["adaptive_round_robin_order"]) for f in fields),
+                "round_robin_true_order": sum(bool(f["round_robin_true_order"]) for f in fields),
+                "coverage": {method: coverage(runs, strengths) for method, runs in covers.items()},
                 "fields": len(fields),
                 "seconds": round(time.perf_counter() - started, 1),
                 "each": fields,

@@ -164,6 +164,7 @@ def build_report(
     matches = [part.match for part in parts]
     scenario_names = sorted({m.scenario for m in matches})
     finished = tournament.finished_at.strftime("%Y-%m-%d %H:%M UTC") if tournament.finished_at else "—"
+    ended = store.run_end(engine, tournament_id)  # an adaptive run's says what its intervals hold
     return PAGES.get_template("report.html.j2").render(
         title=f"{tournament.name} — arena tournament {tournament.id}",
         tournament=tournament,
@@ -175,6 +176,7 @@ def build_report(
             ("file", tournament.config_path),
             ("started", tournament.created_at.strftime("%Y-%m-%d %H:%M UTC")),
             ("finished", finished),
+            *([("ended early", ended)] if ended else []),
         ],
         kinds=store.contestant_kinds(engine, tournament_id),
         colors=colors,

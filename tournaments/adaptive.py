@@ -17,19 +17,29 @@ group_size - 2 other contestants rated nearest them. A group's k-th match is the
 robin's: with the (k // S)-th seed and the (k % S)-th of the S scenarios
 (tournaments.schedule.group_matches), so it plays exactly as it would there.
 
-It ends when every two contestants next to each other are ordered, when max_matches are
-played (tournaments.schedule.most_matches), or when the run's budget is spent. A round
-depends only on the matches of the rounds before it, all stored before it is chosen: a run is
-the same for a seed however its matches finish, and a resumed run chooses again the rounds it
-had played and plays what is missing of them.
+The rounds end when every two contestants next to each other are ordered, or when the next
+would pass max_matches (tournaments.schedule.most_matches) less the room kept for the
+confirmation round. That round follows: each two next to each other in the table meet k times
+more, in fresh matches (the group's next ones), dealt in turn. Stopping once the order looks
+settled picks the runs whose gaps looked wide, and a pair settled on k straight wins has a
+record in which the bootstrap sees no doubt: intervals fitted at the stop cover the truth far
+less often than their level says (docs/benchmarks.md). The fresh matches, their outcomes
+independent of the stop, are fitted with the rest: a gap that luck widened is pulled back and
+a one-sided record broken, and the intervals cover about as often as a round robin's. The
+run's budget may end it sooner, without that round.
+
+A round depends only on the matches of the rounds before it, all stored before it is chosen:
+a run is the same for a seed however its matches finish, and a resumed run chooses again the
+rounds it had played and plays what is missing of them.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from results.rating_fit import Fit, Ranking, Separation, fit, order_key, separations
 from tournaments.config import Tournament
@@ -38,10 +48,12 @@ from tournaments.schedule import MatchSpec, group_matches, most_matches
 
 @dataclass(frozen=True)
 class Round:
-    """The next matches to play; none, and why, when the schedule ends."""
+    """The next matches to play, and whether they are the confirmation round; none, and why,
+    when the schedule ends."""
 
     matches: list[MatchSpec]
     ended: str | None = None
+    confirmation: bool = False
 
 
 class AdaptiveSchedule:
@@ -58,44 +70,72 @@ class AdaptiveSchedule:
         self.level = 1 - (1 - self.spec.confidence) / max(1, len(self.names) - 1)
         # and each after as many meetings as a fair coin lands one way with less than 1 - level
         self.meetings = math.ceil(math.log2(1 / (1 - self.level)))
+        # the confirmation round's room under the cap: each two neighbours meet that often again
+        self.reserve = (len(self.names) - 1) * self.meetings * self.spec.plays_per_match
         self.scheduled: list[MatchSpec] = []
         self.played: Counter[tuple[str, ...]] = Counter()  # matches of each group so far
+        self.ended: str | None = None  # why, once the confirmation round is scheduled
 
     def next_round(self, rankings: Sequence[Ranking], draws: Sequence[str] | None = None) -> Round:
         """The round after those scheduled, from `rankings`: every match scheduled so far, in
         the order scheduled, and their market `draws` (results.records.market_draw; default:
         each its own)."""
-        if self.scheduled:
-            found = fit(rankings, draws=draws)
-            unsettled = self.unsettled(found)
-            if not unsettled:
-                return Round(
-                    [],
-                    f"every two contestants next to each other in the table are ordered at "
-                    f"{self.spec.confidence:.0%} confidence",
-                )
-            dealt = max(len(unsettled), self.spec.max_concurrent_matches)
-            groups = [self.group(found, unsettled[k % len(unsettled)]) for k in range(dealt)]
-        else:
+        if self.ended is not None:
+            return Round([], self.ended)
+        if not self.scheduled:
             g = self.spec.group_size
             ring = [
                 tuple(self.names[(i + k) % len(self.names)] for k in range(g)) for i in range(len(self.names))
             ]
-            groups = list(dict.fromkeys(tuple(sorted(group, key=self.names.index)) for group in ring))
+            return Round(
+                self.deal(
+                    dict.fromkeys(tuple(sorted(group, key=self.names.index)) for group in ring), self.cap
+                )
+            )
+        found = fit(rankings, draws=draws)
+        unsettled = self.unsettled(found)
+        if not unsettled:
+            return self.confirm(
+                found,
+                f"every two contestants next to each other in the table are ordered at "
+                f"{self.spec.confidence:.0%} confidence",
+            )
+        dealt = max(len(unsettled), self.spec.max_concurrent_matches)
+        pairs = [unsettled[k % len(unsettled)] for k in range(dealt)]
+        matches = self.deal([self.group(found, s.upper, s.lower) for s in pairs], self.cap - self.reserve)
+        return Round(matches) if matches else self.confirm(found, f"max_matches reached ({self.cap})")
+
+    def confirm(self, found: Fit, why: str) -> Round:
+        """The confirmation round after the rounds ended `why`: each two contestants next to
+        each other in `found`'s table meet `meetings` times more, in fresh matches, dealt in
+        turn as far as max_matches allows; the schedule ends after it."""
+        order = sorted(found.ratings, key=lambda name: order_key(name, found.ratings[name].rating))
+        pairs = list(pairwise(order))
+        matches = self.deal(
+            [self.group(found, *pair) for _ in range(self.meetings) for pair in pairs], self.cap
+        )
+        self.ended = why + (
+            f"; the intervals include a confirmation round of {len(matches)} fresh matches of "
+            "neighbours played after that"
+            if matches
+            else "; max_matches left no room for a confirmation round, so the intervals may be too narrow"
+        )
+        return Round(matches, confirmation=True) if matches else Round([], self.ended)
+
+    def deal(self, groups: Iterable[tuple[str, ...]], cap: int) -> list[MatchSpec]:
+        """Each group's next match (and its repeats), in turn, while they fit under `cap`; scheduled."""
         matches: list[MatchSpec] = []
         for group in groups:
             k = self.played[group]
             turn, scenario = divmod(k, len(self.scenarios))
             index = len(self.scheduled) + len(matches)
             repeats = group_matches(self.tournament, group, self.scenarios[scenario], turn, index)
-            if index + len(repeats) > self.cap:
+            if index + len(repeats) > cap:
                 break
             self.played[group] += 1
             matches += repeats
-        if not matches:
-            return Round([], f"max_matches reached ({self.cap})")
         self.scheduled += matches
-        return Round(matches)
+        return matches
 
     def unsettled(self, found: Fit) -> list[Separation]:
         """The pairs next to each other in the table not yet ordered, least settled first."""
@@ -119,13 +159,13 @@ class AdaptiveSchedule:
             ),
         )
 
-    def group(self, found: Fit, pair: Separation) -> tuple[str, ...]:
+    def group(self, found: Fit, upper: str, lower: str) -> tuple[str, ...]:
         """The pair, and in groups of more the contestants rated nearest them, in the file's order."""
         ratings = found.ratings
-        middle = (ratings[pair.upper].rating + ratings[pair.lower].rating) / 2
+        middle = (ratings[upper].rating + ratings[lower].rating) / 2
         others = sorted(
-            (name for name in ratings if name not in (pair.upper, pair.lower)),
+            (name for name in ratings if name not in (upper, lower)),
             key=lambda name: (abs(ratings[name].rating - middle), name),
         )
-        chosen = {pair.upper, pair.lower, *others[: self.spec.group_size - 2]}
+        chosen = {upper, lower, *others[: self.spec.group_size - 2]}
         return tuple(name for name in self.names if name in chosen)

@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 import textwrap
 import zlib
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from market.yaml_files import ConfigError
-from results.rating_fit import Fit, Rating, Separation, fit
+from results.rating_fit import Fit, Rating, fit
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.config import Tournament, load_tournament
 from tournaments.schedule import MatchSpec, schedule
@@ -72,36 +73,79 @@ def test_the_first_round_seats_everyone_around_a_ring(tmp_path):
 def test_with_two_clearly_apart_and_a_tied_pair_it_spends_its_matches_on_the_tie(tmp_path):
     """top is far above and bottom far below two equals: once top and bottom are told from
     them (from whichever of the two is next to them), every match goes to the pair that no
-    number of matches settles, to the cap."""
+    number of matches settles, to the cap less the room of the confirmation round: 3 pairs of
+    neighbours x 6 meetings (2^-6 <= 0.05 / 3 < 2^-5)."""
     strengths = {"top": 1800.0, "tie1": 1000.0, "tie2": 1000.0, "bottom": 200.0}
     tournament = field(tmp_path, list(strengths), "max_matches: 80\n")
-    rounds, _, ended = played(tournament, strengths)
+    (*rounds, confirmation), _, ended = played(tournament, strengths)
     later = [frozenset(m.seats) for r in rounds[1:] for m in r]
     tied = frozenset({"tie1", "tie2"})
-    assert ended == "max_matches reached (80)" and sum(len(r) for r in rounds) == 80
+    assert ended.startswith("max_matches reached (80); the intervals include a confirmation round of 18 ")
+    assert sum(len(r) for r in rounds) == 80 - 18 and len(confirmation) == 18
     assert later.count(tied) / len(later) > 0.7
-    # the last half of the matches, once the others are settled whichever of the two is above
+    # the last matches before the confirmation, once the others are settled whichever of the two is above
     assert {frozenset(m.seats) for r in rounds for m in r if m.index >= 40} == {tied}
+
+
+def test_after_the_stop_each_two_neighbours_meet_again_in_fresh_matches_and_the_schedule_ends(tmp_path):
+    """The confirmation round: once every neighbour is ordered, each two next to each other
+    in the table fitted at the stop meet 6 times more (as many meetings as settle a pair: 2^-6
+    <= 0.05 / 3), in matches none of the rounds before played, and then the schedule ends
+    saying so, as often as it is asked."""
+    strengths = {name: 1000.0 + 200.0 * (1.5 - k) for k, name in enumerate("abcd")}
+    tournament = field(tmp_path, list(strengths))
+    chosen = AdaptiveSchedule(tournament)
+    rounds, rankings = [], []
+    while (round_ := chosen.next_round(rankings)).matches:
+        rounds.append(round_)
+        rankings += [outcome(match, strengths, 0) for match in round_.matches]
+    assert [r.confirmation for r in rounds] == [False] * (len(rounds) - 1) + [True]
+    *before, confirmation = [r.matches for r in rounds]
+    at_stop = fit(rankings[: -len(confirmation)]).ratings
+    table = sorted(at_stop, key=lambda name: -at_stop[name].rating)
+    neighbours = Counter(frozenset(pair) for pair in zip(table, table[1:]))
+    assert Counter(frozenset(m.seats) for m in confirmation) == {pair: 6 for pair in neighbours}
+    assert not {m.key for m in confirmation} & {m.key for r in before for m in r}
+    ended = (
+        "every two contestants next to each other in the table are ordered at 95% confidence; the "
+        "intervals include a confirmation round of 18 fresh matches of neighbours played after that"
+    )
+    assert round_.ended == ended and chosen.next_round(rankings) == round_
+
+
+def test_a_cap_with_no_room_left_after_the_first_round_says_the_intervals_are_unconfirmed(tmp_path):
+    tournament = field(tmp_path, ["a", "b", "c"], "max_matches: 3\n")
+    chosen = AdaptiveSchedule(tournament)
+    first = chosen.next_round([]).matches
+    assert len(first) == 3
+    last = chosen.next_round([[(m.seats[0], 1), (m.seats[1], 2)] for m in first])
+    assert last.matches == [] and last.ended == (
+        "max_matches reached (3); max_matches left no room for a confirmation round, so the "
+        "intervals may be too narrow"
+    )
 
 
 @pytest.mark.slow  # six schedules played to their end: 15 s
 def test_a_field_of_known_strengths_is_ordered_with_fewer_matches_than_the_round_robin(tmp_path):
     """Four contestants 200 Elo apart, over six draws of the matches' outcomes: every run ends
     with all of them ordered, in the true order, with fewer matches than the round robin of the
-    same seeds. Stopping once the order is settled picks the runs whose gaps looked wide,
-    so the fitted ratings spread wider than the truth and their 95% intervals cover it less
-    often than 95%: here 13 of the 24 (the round robin's cover about 90%, test_rating_fit)."""
+    same seeds, and its 95% intervals, the confirmation round's matches in them, cover the true
+    ratings in 19 or more of the 24 cases: at the 90% the benchmark counts for them and for a
+    round robin (docs/benchmarks.md), in 97% of draws; intervals fitted at the stop, without it,
+    cover 74% there, and reach 19 in 38% of draws (here 13 of 24)."""
     strengths = {name: 1000.0 + 200.0 * (1.5 - k) for k, name in enumerate("abcd")}
     tournament = field(tmp_path, list(strengths))
     covered = 0
     for seed in range(6):
         rounds, rankings, ended = played(tournament, strengths, seed)
-        assert ended == "every two contestants next to each other in the table are ordered at 95% confidence"
+        assert ended.startswith(
+            "every two contestants next to each other in the table are ordered at 95% confidence; "
+        )
         ratings = fit(rankings).ratings
         assert sorted(ratings, key=lambda name: -ratings[name].rating) == list(strengths)
         covered += sum(ratings[name].low <= strengths[name] <= ratings[name].high for name in strengths)
         assert sum(len(r) for r in rounds) < len(schedule(tournament)) == math.comb(4, 2) * 20
-    assert 12 <= covered <= 22
+    assert covered >= 19
 
 
 def test_the_same_results_give_the_same_rounds_and_a_new_schedule_chooses_them_again(tmp_path):
@@ -127,7 +171,7 @@ def test_groups_of_three_seat_the_pair_with_the_one_rated_nearest(tmp_path):
         {n: Rating(r, r - 50, r + 50, 1) for n, r in ratings.items()}, list(ratings), np.empty((0, 4)), [], []
     )
     # b and c's middle is 995: d is 95 from it, a 305
-    assert chosen.group(found, Separation("b", "c", 0.6, False, 10)) == ("b", "c", "d")
+    assert chosen.group(found, "b", "c") == ("b", "c", "d")
 
 
 @pytest.mark.parametrize(

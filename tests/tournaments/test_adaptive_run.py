@@ -1,11 +1,12 @@
-"""An adaptive tournament played on real Ray: it ends by its own rule and says why, the table
-says which neighbours are tied, and a run that lost its last matches is resumed into the
-uninterrupted run's matches and table."""
+"""An adaptive tournament played on real Ray: it ends by its own rule and a confirmation
+round and says why, the table says which neighbours are tied, and a run that lost its last
+matches is resumed into the uninterrupted run's matches and table."""
 
 from __future__ import annotations
 
 import sqlite3
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 from arena.cli import app
 from results import store
 from results.db import engine_for
+from results.rating_fit import fit
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.config import load_tournament
 from tournaments.runner import run_tournament
@@ -53,10 +55,13 @@ def stored(db: Path) -> list[tuple[int, str]]:
         return sorted(connection.execute('select "index", key from match').fetchall())
 
 
-def test_it_plays_the_rounds_its_schedule_chooses_and_says_why_it_ended(whole):
+def test_it_plays_the_rounds_its_schedule_chooses_and_says_why_it_ended(whole, tmp_path):
     path, db, summary = whole
     engine = engine_for(f"sqlite:///{db}", create=False)
-    ended = "every two contestants next to each other in the table are ordered at 95% confidence"
+    ended = (
+        "every two contestants next to each other in the table are ordered at 95% confidence; the "
+        "intervals include a confirmation round of 18 fresh matches of neighbours played after that"
+    )
     assert summary.ended == ended and summary.stopped is None
     assert store.run_end(engine, summary.tournament_id) == ended
     # the rounds chosen again from the stored rankings are the matches stored, index for index
@@ -66,9 +71,20 @@ def test_it_plays_the_rounds_its_schedule_chooses_and_says_why_it_ended(whole):
         chosen += round_.matches
     assert [(m.index, m.key) for m in chosen] == stored(db)
     assert len(chosen) < len(load_tournament(path).spec.contestants) ** 2 * 10  # far below the round robin
+    # its last 18: the confirmation round, each two neighbours of the table at the stop 6 times;
+    # the stored table is fitted on them too, every seat counted
+    at_stop = fit([m.ranks for m in rankings if m.order[1] < len(chosen) - 18]).ratings
+    table = sorted(at_stop, key=lambda name: -at_stop[name].rating)
+    neighbours = {frozenset(pair): 6 for pair in zip(table, table[1:])}
+    assert Counter(frozenset(m.seats) for m in chosen[-18:]) == neighbours
+    assert sum(row.matches for row in summary.table) == 2 * len(chosen)
     shown = CliRunner().invoke(app, ["leaderboard", "--db", f"sqlite:///{db}", "--tournament", "1"])
     assert shown.exit_code == 0, shown.output
     assert "vs next" in shown.stdout and f"Its run ended early: {ended}." in shown.stdout
+    page = tmp_path / "report.html"
+    written = CliRunner().invoke(app, ["report", "1", "--db", f"sqlite:///{db}", "--out", str(page)])
+    assert written.exit_code == 0, written.output
+    assert f"<dt>ended early</dt><dd>{ended}</dd>" in page.read_text()
     # ordered for the schedule at 1 - 0.05 / 3 of the resamples: so at the table's 0.95 too
     assert all(row.matches_to_separate == 0 for row in summary.table[:-1])
 
