@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("ray_local")
 
 
 def ticket(n: int) -> Ticket:
-    return Ticket(str(n), "c", "openai/m", ("e",), Limits(concurrent=1), 10, None, "", 60.0)
+    return Ticket(str(n), "c", "openai/m", ("e",), Limits(concurrent=1), 10, None, "", 60.0, 60.0)
 
 
 def test_a_ticket_names_the_node_it_was_made_on():

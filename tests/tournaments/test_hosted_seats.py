@@ -14,11 +14,14 @@ import pytest
 from ray.exceptions import ActorUnavailableError
 
 import tournaments.hosts as hosts
+import tournaments.plan
 from contestants.base import Handed, RunOptions
+from contestants.baselines import FixedPrice, FixedPriceParams
 from market.scenario import load_scenario
 from market.types import Decision
 from tournaments.channel import HostGone
 from tournaments.hosts import Forgotten, HostedSeat, HostProcess, Start, TurnRequest
+from tournaments.plan import ContestantPlan
 from tournaments.seats import SeatLost, Turn
 
 T = TypeVar("T")
@@ -61,7 +64,7 @@ class Host:
             raise ActorUnavailableError("The actor is temporarily unavailable", None)
         return pickle.dumps(Turn(Decision(), late=False))
 
-    async def finish(self, match_key: str, merchant: str) -> tuple[Handed, HostProcess]:
+    async def finish(self, match_key: str, merchant: str, longest_turn: float) -> tuple[Handed, HostProcess]:
         return Handed([], [], {}), self.process
 
 
@@ -69,13 +72,14 @@ class Host:
 def cluster(monkeypatch: pytest.MonkeyPatch) -> Cluster:
     found = Cluster()
     monkeypatch.setattr(hosts, "dead_nodes", found.dead_nodes)
-    monkeypatch.setattr(hosts, "START_ALLOWANCE_S", 0.0)  # a first turn waits its deadline alone
+    monkeypatch.setattr(tournaments.plan, "START_ALLOWANCE_S", 0.0)  # a first turn waits its deadline alone
     return found
 
 
 def seat(host: Host) -> HostedSeat:
     start = Start(load_scenario("price_war"), seed=1, options=RunOptions())
-    return HostedSeat(host, "m", "slow", start, DEADLINE)  # type: ignore[arg-type]
+    plan = ContestantPlan("slow", FixedPrice, FixedPriceParams(), hosted=True, deadline=DEADLINE)
+    return HostedSeat(host, "m", start, plan)  # type: ignore[arg-type]
 
 
 def run(work: Awaitable[T]) -> T:

@@ -21,6 +21,7 @@ def ticket(
     cache_dir: str = "",
     tokens: int = 10,
     lease: float = 60.0,
+    patience: float = 60.0,
     caller: str | None = None,
     **limits,
 ) -> Ticket:
@@ -34,6 +35,7 @@ def ticket(
         cache_key=key,
         cache_dir=cache_dir,
         lease=lease,
+        patience=patience,
         caller=caller,
     )
 
