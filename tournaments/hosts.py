@@ -166,6 +166,11 @@ class ContestantHost:
         return Handed.of(contestant), self.process
 
 
+def silent(merchant: str, match_key: str, seconds: float) -> str:
+    """Why the run stops when a merchant's host does not hand over its match (TurnStuck)."""
+    return f"the host of {merchant} did not hand over match {match_key} within {seconds:g} s"
+
+
 def stuck(merchant: str, match_key: str, seconds: float) -> str:
     """Why the run stops when a merchant's turn does not end (TurnStuck)."""
     return (
@@ -209,7 +214,7 @@ class HostClient(TurnClient):
         except (HostGone, RayActorError):  # its process died, or Ray cannot reach it to ask where it listens
             pass
         except TimeoutError:
-            raise TurnStuck(stuck(merchant, match_key, seconds)) from None
+            raise TurnStuck(silent(merchant, match_key, seconds)) from None
         deadline = time.monotonic() + FINISH_PATIENCE_S
         while True:
             try:
@@ -217,7 +222,7 @@ class HostClient(TurnClient):
                     handed = await result(self.actor.finish.remote(match_key, merchant))
                 return handed
             except TimeoutError:
-                raise TurnStuck(stuck(merchant, match_key, seconds)) from None
+                raise TurnStuck(silent(merchant, match_key, seconds)) from None
             except ActorUnavailableError:
                 if time.monotonic() >= deadline:
                     raise

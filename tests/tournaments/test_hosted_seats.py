@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import threading
+import time
+from collections import defaultdict
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -20,9 +23,9 @@ from contestants.baselines import FixedPrice, FixedPriceParams
 from market.scenario import load_scenario
 from market.types import Decision
 from tournaments.channel import HostGone
-from tournaments.hosts import Forgotten, HostedSeat, HostProcess, Start, TurnRequest
+from tournaments.hosts import ContestantHost, Forgotten, HostedSeat, HostProcess, Start, TurnRequest
 from tournaments.plan import ContestantPlan
-from tournaments.seats import SeatLost, Turn
+from tournaments.seats import SeatLost, Turn, TurnStuck
 
 T = TypeVar("T")
 DEADLINE = 0.05
@@ -228,3 +231,21 @@ def test_a_host_unreachable_for_a_moment_on_a_live_node_is_the_merchants_fault(c
         return [await merchant.turn(OBSERVATION, None) for _ in range(2)]  # type: ignore[arg-type]
 
     assert [t.fault.kind if t.fault else None for t in run(play())] == ["actor_died", None]
+
+
+def test_a_host_waits_for_a_merchants_busy_turn_no_longer_than_the_match_does(monkeypatch):
+    """The merchant's turn under way does not end: the host does not ask the next turn once
+    the match has stopped waiting for it (it is late, unasked), and the match's end waits for
+    the busy turn at most the plan's longest turn (TurnStuck), then hands over once it ends."""
+    monkeypatch.setattr(tournaments.plan, "START_ALLOWANCE_S", 0.0)
+    host = object.__new__(ContestantHost.__ray_metadata__.modified_class.__mro__[1])  # no Ray
+    host.plan = ContestantPlan("slow", FixedPrice, FixedPriceParams(), hosted=True, deadline=DEADLINE)
+    host.instances, host.turning, host.process = {}, defaultdict(threading.Lock), WORKER
+    busy = host.turning[("m", "slow")]
+    busy.acquire()  # a turn under way
+    request = TurnRequest("m", "slow", OBSERVATION, None, None, DEADLINE)  # type: ignore[arg-type]
+    assert host.turn(request, time.monotonic()) == Turn(None, late=True)
+    with pytest.raises(TurnStuck, match="the turn of slow in match m had not ended 0.1 s"):
+        host.finish("m", "slow")
+    busy.release()  # it ends
+    assert host.finish("m", "slow") == (Handed.of(None), WORKER)
