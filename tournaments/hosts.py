@@ -285,7 +285,9 @@ class HostedSeat(Seat):
     async def finish(self) -> Handed:
         try:
             handed, process = await self.host.finish(self.key, self.name, self.plan.longest_turn)
-        except TurnStuck:
+        except TurnStuck:  # unless its host was on a node that died meanwhile
+            self.doubted.update(p for p in (self.host.process, self.holder) if p is not None)
+            await self._raise_if_lost()
             raise
         except Exception:  # the host died for good: its log went with it
             handed, process = Handed([], [], {}), None

@@ -196,9 +196,9 @@ class Provider(ABC):
         stops waiting: no attempt or wait for a retry starts after it (one under way ends on
         its own timeout, so that the caller's next call does not overlap it).
 
-        The call waits to be admitted at most its total timeout and
-        never past the deadline: then the turn is late (DeadlinePassed) or, with time left,
-        the call fails as timed out (a ProviderError that no request was sent for)."""
+        The call waits to be admitted at most its total timeout, and never past the deadline:
+        then the turn is late (DeadlinePassed) or, with time left, the call fails as timed out
+        (a ProviderError for which no request was sent)."""
         start = time.perf_counter()
         key = request_key(self.cache_identity(), request)
         ticket = self._ticket(request, key, self._patience(deadline))

@@ -68,6 +68,8 @@ class Host:
         return pickle.dumps(Turn(Decision(), late=False))
 
     async def finish(self, match_key: str, merchant: str, longest_turn: float) -> tuple[Handed, HostProcess]:
+        if self.script and self.script[0] == "stuck":
+            raise TurnStuck(f"the turn of {merchant} in match {match_key} had not ended")
         return Handed([], [], {}), self.process
 
 
@@ -249,3 +251,20 @@ def test_a_host_waits_for_a_merchants_busy_turn_no_longer_than_the_match_does(mo
         host.finish("m", "slow")
     busy.release()  # it ends
     assert host.finish("m", "slow") == (Handed.of(None), WORKER)
+
+
+@pytest.mark.parametrize("node_died", [False, True])
+def test_a_merchant_whose_last_turn_does_not_end_stops_the_run_unless_its_node_died(cluster, node_died):
+    """The host says the merchant's last turn outlasted every bound: that stops the run
+    (TurnStuck), unless the host was on a node found dead meanwhile: then the seat is lost."""
+    host = Host(WORKER, ["answer", "stuck"])
+    merchant = seat(host)
+    if node_died:
+        cluster.dead.add(WORKER.node)
+
+    async def play() -> None:
+        await merchant.turn(OBSERVATION, None)  # type: ignore[arg-type]
+        await merchant.finish()
+
+    with pytest.raises(SeatLost if node_died else TurnStuck):
+        run(play())
