@@ -191,6 +191,13 @@ class Contestant(ABC):
         retries), the deadline of its turns when the tournament sets none; None: no view."""
         return None
 
+    @classmethod
+    def overrun_seconds(cls, params: Params) -> float:
+        """How long a hosted turn of this contestant may go on past its deadline by its own
+        settings: what it had under way then ends on its own bound (a model call's attempt on
+        its timeout). 0 by default: a contestant that waits on nobody answers in its time."""
+        return 0.0
+
     @abstractmethod
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         """Forget everything; a new match starts. `seed` is the merchant's own for the match:

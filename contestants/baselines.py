@@ -802,6 +802,11 @@ class Latency(FixedPrice):
     decides_from_view: ClassVar[bool] = False
     params: LatencyParams
 
+    @classmethod
+    def overrun_seconds(cls, params: Params) -> float:
+        assert isinstance(params, LatencyParams)
+        return params.latency_s  # it sleeps whatever its deadline
+
     def decide(self, observation: Observation) -> list[Operation] | dict[str, Any]:
         time.sleep(self.params.latency_s)
         return super().decide(observation)
@@ -838,6 +843,11 @@ class Chaos(FixedPrice):
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
         super().__init__(params, options)
         self._faults = 0
+
+    @classmethod
+    def overrun_seconds(cls, params: Params) -> float:
+        assert isinstance(params, ChaosParams)
+        return params.hang_s if params.fault == "hang" else 0.0  # it hangs whatever its deadline
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         super().reset(merchant=merchant, scenario=scenario, seed=seed)

@@ -11,7 +11,9 @@ concurrency group of their own, so however many calls wait, those that end can r
 Ray runs each group on a loop of its own, so the coordinator's state lives on a loop of its
 own too (a LocalCallCoordinator), which every method hands its work to.
 A coordinator that is gone (its process died) stops the run's calls: what it held is lost, so
-no call can be let through or paid for any more. What a call whose node died holds is released
+no call can be let through or paid for any more. So does one that does not answer: a caller
+waits for an admission at most its ticket's patience and SLACK_S more, for the rest SLACK_S
+(contestants.llm.call_coordinator.unanswered). What a call whose node died holds is released
 as soon as Ray has found the node dead, not when its lease runs out: its match is played again
 (tournaments.match.MatchLost) and asks the same requests.
 """
@@ -24,10 +26,11 @@ import functools
 from typing import Any
 
 import ray
-from ray.exceptions import RayError
+from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from contestants.llm.call_coordinator import (
+    SLACK_S,
     Admission,
     Budget,
     CallCoordinatorCore,
@@ -36,6 +39,7 @@ from contestants.llm.call_coordinator import (
     Spend,
     Status,
     Ticket,
+    unanswered,
 )
 from contestants.llm.errors import CallsStopped
 from contestants.llm.types import Completion
@@ -102,29 +106,41 @@ class RemoteCallCoordinator:
         self.actor = actor
 
     def admit(self, ticket: Ticket) -> Admission:
-        try:
-            return ray.get(self.actor.admit.remote(dataclasses.replace(ticket, caller=_this_node())))
-        except RayError:
-            raise CallsStopped(GONE) from None
+        sent = dataclasses.replace(ticket, caller=_this_node())
+        admission: Admission = _answer(self.actor.admit.remote(sent), ticket.patience + SLACK_S)
+        return admission
 
     def report(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
-        try:
-            ray.get(self.actor.report.remote(ticket, completion, failed))
-        except RayError:
-            raise CallsStopped(GONE) from None
+        _answer(self.actor.report.remote(ticket, completion, failed), SLACK_S)
 
     def status(self) -> Status:
         try:
-            return ray.get(self.actor.status.remote())
-        except RayError:
-            return Status(GONE, Spend(), None)
+            status: Status = _answer(self.actor.status.remote(), SLACK_S)
+            return status
+        except CallsStopped as exc:
+            return Status(str(exc), Spend(), None)
 
     async def current(self) -> Status:
         """`status`, awaited on an event loop (a match runner's, the driver's)."""
         try:
-            return await result(self.actor.status.remote())
+            async with asyncio.timeout(SLACK_S):
+                status: Status = await result(self.actor.status.remote())
+                return status
+        except TimeoutError:
+            return Status(unanswered(SLACK_S), Spend(), None)
         except RayError:
             return Status(GONE, Spend(), None)
+
+
+def _answer(ref: Any, seconds: float) -> Any:
+    """The coordinator's answer to a call (`ref`) within `seconds`; CallsStopped if it does not
+    come or the coordinator is gone."""
+    try:
+        return ray.get(ref, timeout=seconds)
+    except GetTimeoutError:
+        raise CallsStopped(unanswered(seconds)) from None
+    except RayError:
+        raise CallsStopped(GONE) from None
 
 
 def start_call_coordinator(

@@ -34,16 +34,16 @@ from ray import cloudpickle
 from ray.exceptions import ActorUnavailableError, RayActorError
 
 from contestants.base import Contestant, Handed, Question, RunOptions
+from contestants.llm.call_coordinator import SLACK_S
 from contestants.llm.errors import CallsStopped
 from market.scenario import Scenario
 from market.types import Observation
 from tournaments.channel import Address, HostGone, TurnClient, TurnServer
 from tournaments.cluster import dead_nodes, enter, result, spread
-from tournaments.plan import ContestantPlan
-from tournaments.seats import Seat, SeatFault, SeatLost, SeatTurn, Turn, describe, take_turn
+from tournaments.plan import ContestantPlan, turn_wait
+from tournaments.seats import Seat, SeatFault, SeatLost, SeatTurn, Turn, TurnStuck, describe, take_turn
 
 HOST_THREADS = 64
-START_ALLOWANCE_S = 30.0  # extra wait for a merchant's first turn: making it may load a model
 FINISH_RETRY_S = 0.5
 FINISH_PATIENCE_S = 120.0  # well past the time Ray takes to find a node dead (its health checks)
 
@@ -73,6 +73,11 @@ class TurnRequest(NamedTuple):
     question: Question | None
     start: Start | None  # given when the merchant needs a fresh state
     deadline: float
+
+    @property
+    def wait(self) -> float:
+        """How long the match waits for this turn's answer (tournaments.plan.turn_wait)."""
+        return turn_wait(self.deadline, self.question is not None, self.start is not None)
 
 
 class FinishRequest(NamedTuple):
@@ -129,9 +134,13 @@ class ContestantHost:
 
         A merchant's turns never overlap: a turn the match gave up waiting for keeps its
         merchant until it ends (its answer is dropped), and the next one waits for it, within
-        its own deadline."""
+        its own deadline. One still under way when the match stops waiting for this one
+        (TurnRequest.wait) leaves this one unasked: it is late."""
         key = (r.match_key, r.merchant)
-        with self.turning[key]:
+        turning = self.turning[key]
+        if not turning.acquire(timeout=max(0.0, arrived + r.wait - time.monotonic())):
+            return Turn(None, late=True)
+        try:
             if r.start is not None:
                 self.instances[key] = self.plan.make(r.start.options)
                 self.instances[key].reset(merchant=r.merchant, scenario=r.start.scenario, seed=r.start.seed)
@@ -139,14 +148,35 @@ class ContestantHost:
             if contestant is None:
                 raise Forgotten(f"no state for {r.merchant!r} in match {r.match_key!r}")
             return take_turn(contestant, r.observation, r.question, r.deadline, arrived)
+        finally:
+            turning.release()
 
     def finish(self, match_key: str, merchant: str) -> tuple[Handed, HostProcess]:
         """Forget the match; hand back the model calls made in it and their transcript (after
-        its last turn), and this process."""
-        with self.turning[(match_key, merchant)]:
+        its last turn, waited for at most its plan's longest turn: TurnStuck), and this
+        process."""
+        turning = self.turning[(match_key, merchant)]
+        if not turning.acquire(timeout=self.plan.longest_turn):
+            raise TurnStuck(stuck(merchant, match_key, self.plan.longest_turn))
+        try:
             contestant = self.instances.pop((match_key, merchant), None)
+        finally:
+            turning.release()
         self.turning.pop((match_key, merchant), None)
         return Handed.of(contestant), self.process
+
+
+def silent(merchant: str, match_key: str, seconds: float) -> str:
+    """Why the run stops when a merchant's host does not hand over its match (TurnStuck)."""
+    return f"the host of {merchant} did not hand over match {match_key} within {seconds:g} s"
+
+
+def stuck(merchant: str, match_key: str, seconds: float) -> str:
+    """Why the run stops when a merchant's turn does not end (TurnStuck)."""
+    return (
+        f"the turn of {merchant} in match {match_key} had not ended {seconds:g} s after the match's end "
+        "(its contestant outlasts its deadline and its own timeouts)"
+    )
 
 
 class HostClient(TurnClient):
@@ -166,25 +196,33 @@ class HostClient(TurnClient):
         address, self.process = await result(self.actor.channel.remote())
         return address
 
-    async def finish(self, match_key: str, merchant: str) -> tuple[Handed, HostProcess]:
+    async def finish(self, match_key: str, merchant: str, longest_turn: float) -> tuple[Handed, HostProcess]:
         """ContestantHost.finish, asked over the connection (every match asks it of every
         hosted merchant at its end, so through Ray it would cost a run's last matches tens of
         milliseconds). If the connection fails, asked through Ray, and again while Ray cannot
         reach the host, for up to FINISH_PATIENCE_S: if its node died, the answer then comes
         from the host Ray restarted elsewhere, which Ray does only once it has found the node
-        dead."""
+        dead. Each ask waits for the merchant's turn under way at most `longest_turn` and
+        SLACK_S more for the answer: TurnStuck."""
+        seconds = longest_turn + SLACK_S
         try:
-            handed: tuple[Handed, HostProcess] = pickle.loads(
-                await self.ask(pickle.dumps(FinishRequest(match_key, merchant), pickle.HIGHEST_PROTOCOL))
-            )
+            async with asyncio.timeout(seconds):
+                handed: tuple[Handed, HostProcess] = pickle.loads(
+                    await self.ask(pickle.dumps(FinishRequest(match_key, merchant), pickle.HIGHEST_PROTOCOL))
+                )
             return handed
         except (HostGone, RayActorError):  # its process died, or Ray cannot reach it to ask where it listens
             pass
+        except TimeoutError:
+            raise TurnStuck(silent(merchant, match_key, seconds)) from None
         deadline = time.monotonic() + FINISH_PATIENCE_S
         while True:
             try:
-                handed = await result(self.actor.finish.remote(match_key, merchant))
+                async with asyncio.timeout(seconds):
+                    handed = await result(self.actor.finish.remote(match_key, merchant))
                 return handed
+            except TimeoutError:
+                raise TurnStuck(silent(merchant, match_key, seconds)) from None
             except ActorUnavailableError:
                 if time.monotonic() >= deadline:
                     raise
@@ -196,8 +234,9 @@ class HostedSeat(Seat):
     turn, and again after its host's process died. Failures are handled as the module says:
     `doubted` holds the host processes a failure may have lost the merchant's state with."""
 
-    def __init__(self, host: HostClient, match_key: str, name: str, start: Start, deadline: float):
-        self.host, self.key, self.name, self.start, self.deadline = host, match_key, name, start, deadline
+    def __init__(self, host: HostClient, match_key: str, start: Start, plan: ContestantPlan):
+        self.host, self.key, self.start, self.plan = host, match_key, start, plan
+        self.name, self.deadline = plan.name, plan.deadline
         self.fresh = True  # its next turn makes its state afresh
         self.holder: HostProcess | None = None  # the process holding its state
         self.doubted: set[HostProcess] = set()
@@ -206,11 +245,10 @@ class HostedSeat(Seat):
         start = self.start if self.fresh else None
         if start is not None:
             question = None  # made afresh, it remembers nothing
-        wait = self.deadline * (2 if question is not None else 1) + (START_ALLOWANCE_S if start else 0.0)
         request = TurnRequest(self.key, self.name, observation, question, start, self.deadline)
         asked_of = self.host.process
         try:
-            async with asyncio.timeout(wait):  # no task of its own, as wait_for would make
+            async with asyncio.timeout(request.wait):  # no task of its own, as wait_for would make
                 reply = await self.host.ask(pickle.dumps(request, pickle.HIGHEST_PROTOCOL))
         except TimeoutError:
             return await self._failed(
@@ -246,7 +284,11 @@ class HostedSeat(Seat):
 
     async def finish(self) -> Handed:
         try:
-            handed, process = await self.host.finish(self.key, self.name)
+            handed, process = await self.host.finish(self.key, self.name, self.plan.longest_turn)
+        except TurnStuck:  # unless its host was on a node that died meanwhile
+            self.doubted.update(p for p in (self.host.process, self.holder) if p is not None)
+            await self._raise_if_lost()
+            raise
         except Exception:  # the host died for good: its log went with it
             handed, process = Handed([], [], {}), None
         if self.holder is not None and process != self.holder:  # its state did not outlive the match
@@ -267,7 +309,7 @@ def hosted_seats(hosts: dict[str, HostClient]) -> Any:
         host = hosts.get(plan.name)
         if host is None:
             return inline_seat(plan, match_key, scenario, seed, options)
-        return HostedSeat(host, match_key, plan.name, Start(scenario, seed, options), plan.deadline)
+        return HostedSeat(host, match_key, Start(scenario, seed, options), plan)
 
     return make_seat
 

@@ -63,7 +63,7 @@ from tournaments.deviation import DEVIATED_SUFFIX, forcing, play_both_paths
 from tournaments.plan import ContestantPlan
 from tournaments.recall import RecallQuestions, asks_on, number
 from tournaments.schedule import MatchSpec
-from tournaments.seats import InlineSeat, Seat, SeatLost, SeatTurn, describe
+from tournaments.seats import InlineSeat, Seat, SeatLost, SeatTurn, TurnStuck, describe
 
 if TYPE_CHECKING:  # the processes that play matches need neither
     from market.equilibrium import SeatBenchmarks
@@ -339,13 +339,16 @@ class Match:
         stopped: str | None = (await coordinator.current()).stopped
         return stopped
 
-    async def collect_calls(self) -> None:
+    async def collect_calls(self) -> str | None:
         """Every seat's model calls and their transcript; a seat found lost on the way makes
-        the match lost."""
+        the match lost. Why the run stops, if a seat's last turn does not end (TurnStuck)."""
         handed = await asyncio.gather(*(seat.finish() for seat in self.seats), return_exceptions=True)
+        stuck = None
         for seat, given in zip(self.seats, handed):
             if isinstance(given, SeatLost):
                 self.lost = self.lost or str(given)
+            elif isinstance(given, TurnStuck):
+                stuck = stuck or str(given)
             elif isinstance(given, BaseException):
                 raise given
             else:
@@ -354,6 +357,7 @@ class Match:
                 self.transcript.extend(
                     TranscriptRecord(merchant=seat.name, **step.model_dump()) for step in given.transcript
                 )
+        return stuck
 
     def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch | DeviationPath:
         """The match's result, from its days (a deviated path's: its days, faults and calls)."""
@@ -445,7 +449,8 @@ async def play_side_by_side(matches: Sequence[Match], on_day: Callable[[], None]
         stopped = str(exc)
     finally:
         for match in matches:
-            await match.collect_calls()
+            stuck = await match.collect_calls()
+            stopped = stopped or stuck
     if stopped is not None:
         return [
             StoppedMatch(key=m.spec.key, index=m.spec.index, reason=stopped, calls=m.calls) for m in matches

@@ -18,6 +18,13 @@ if TYPE_CHECKING:  # the hosts and runners that unpickle plans need not import t
     from tournaments.config import ContestantEntry, TournamentSpec
 
 DEFAULT_DEADLINE_S = 10.0  # a hosted contestant's turn, when neither the tournament nor its kind says
+START_ALLOWANCE_S = 30.0  # extra wait for a merchant's first turn: making it may load a model
+
+
+def turn_wait(deadline: float, question: bool, start: bool) -> float:
+    """How long a match waits for a hosted merchant's turn of `deadline` seconds: twice that on
+    a day it answers a `question` first, and START_ALLOWANCE_S more when it is made first."""
+    return deadline * (2 if question else 1) + (START_ALLOWANCE_S if start else 0.0)
 
 
 @dataclass(frozen=True)
@@ -26,13 +33,21 @@ class ContestantPlan:
 
     `hosted`: it plays in a Ray actor of its own (a ContestantHost), as its entry's `isolate`
     says, else as its kind needs (it holds a model, is slow, or may crash its process);
-    otherwise it plays inside the match loop. `deadline`: seconds a hosted turn may take."""
+    otherwise it plays inside the match loop. `deadline`: seconds a hosted turn may take;
+    `overrun`: how long past it the turn may go on (Contestant.overrun_seconds)."""
 
     name: str
     kind: type[Contestant]
     params: Params
     hosted: bool
     deadline: float
+    overrun: float = 0.0
+
+    @property
+    def longest_turn(self) -> float:
+        """The longest a hosted turn may go on from when it is asked: the longest a match
+        waits for one (`turn_wait`), then its overrun."""
+        return turn_wait(self.deadline, question=True, start=True) + self.overrun
 
     @property
     def decides_from_view(self) -> bool:
@@ -65,7 +80,9 @@ def plan_contestants(
         params = validate_params(entry.kind, entry.params)
         hosted = entry.isolate if entry.isolate is not None else kind.needs_actor
         deadline = decision_timeout_s or kind.turn_seconds(params) or DEFAULT_DEADLINE_S
-        plans[entry.name] = ContestantPlan(entry.name, kind, params, hosted, deadline)
+        plans[entry.name] = ContestantPlan(
+            entry.name, kind, params, hosted, deadline, kind.overrun_seconds(params)
+        )
     return plans
 
 

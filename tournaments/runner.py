@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import ray
-from ray.exceptions import RayError, RayTaskError
+from ray.exceptions import GetTimeoutError, RayError, RayTaskError
 
 from contestants.base import RunOptions
 from contestants.llm.call_coordinator import Spend, Status
@@ -45,6 +45,9 @@ from tournaments.schedule import MatchSpec, schedule, sweep_cells
 
 log = logging.getLogger(__name__)
 NOTE_SECONDS = 2.0  # how often, at most, the run writes where it stands to the record (RunProgressRow)
+# how long the run waits for its call coordinator, hosts and match runners to start (Ray starts a
+# process for each, a few at a time on a busy machine: seconds each)
+READY_SECONDS = 300.0
 CLOSE_SECONDS = 15.0  # how long the end of a run waits for its last note to be written
 
 
@@ -268,9 +271,16 @@ class TournamentRun:
         coordinating = [self.coordinator.actor] if self.coordinator is not None else []
         try:
             hosts = [host.ready.remote() for host in self.hosts.values()]
-            readied = ray.get(
-                hosts + [actor.ready.remote() for actor in [*coordinating, *self.runners.runners]]
-            )
+            try:
+                readied = ray.get(
+                    hosts + [actor.ready.remote() for actor in [*coordinating, *self.runners.runners]],
+                    timeout=READY_SECONDS,
+                )
+            except GetTimeoutError:
+                raise ClusterError(
+                    f"the run's processes (call coordinator, contestant hosts, match runners) did not "
+                    f"start within {READY_SECONDS:g} s: the cluster has no room for them, or is overloaded"
+                ) from None
             self.host_processes = dict(zip(self.hosts, readied))
             ready()
             return asyncio.run(self.play_all())

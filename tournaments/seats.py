@@ -46,6 +46,12 @@ class SeatLost(Exception):
     not the merchant's doing. Its match is played again from its start."""
 
 
+class TurnStuck(CallsStopped):
+    """A hosted merchant's turn had not ended long after its deadline
+    (tournaments.plan.ContestantPlan.longest_turn), or its host did not answer: its contestant
+    outlasts its deadline and its own timeouts. The run stops, as when its calls stop."""
+
+
 class Seat(ABC):
     """A merchant in one match, asked for its turn once a day."""
 
@@ -61,7 +67,8 @@ class Seat(ABC):
     async def finish(self) -> Handed:
         """After the match's last day: the model calls the merchant made in it and their
         transcript (its state is let go of). Raises SeatLost if a failure on the way turns out
-        to have been a lost machine rather than the merchant's."""
+        to have been a lost machine rather than the merchant's, TurnStuck if its last turn
+        does not end."""
 
 
 class InlineSeat(Seat):

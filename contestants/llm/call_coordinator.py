@@ -23,12 +23,21 @@ A stop is final for the run: every later call is refused with the reason
 call and `report`s its outcome after it. `CallCoordinatorCore` is the logic, on asyncio;
 `LocalCallCoordinator` runs it on a thread of this process (a process playing alone), and a
 tournament runs it in one Ray actor that every process of the run talks to (tournaments.calls).
+
+Nothing waits without a bound. An admission waits at most its ticket's `patience` (for room at
+the endpoint, or for the answer another call of the same request is making), then it is
+`late` and no call is made; what an admitted call holds is let go of when it reports, or when
+its `lease` runs out; and a caller waits for the coordinator's answer at most SLACK_S longer
+than the coordinator itself may take, or its calls stop (`unanswered`). A caller may be
+cancelled at any of the core's awaits: the core waits on futures of its own, never on a lock
+or a condition a cancelled waiter could leave held (Python 3.11's `wait_for` around
+`Condition.wait` did: a cancelled admission could leave the condition's lock held by nobody, and
+then every call of the run waited for ever), and it takes a place only after its last await.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import os
 import threading
@@ -42,10 +51,15 @@ from typing import Any, Protocol, TypeVar
 from pydantic import Field
 
 from contestants.llm.cache import ResponseCache
+from contestants.llm.errors import CallsStopped
 from contestants.llm.types import Completion
 from market.yaml_files import FileModel
 
 WINDOW_S = 60.0  # the minute of requests_per_minute and tokens_per_minute
+# How much longer than what it governs a bound of the coordinator's allows: what an admitted
+# call holds is kept this long after its total timeout (its lease), and a caller waits this long
+# after its own patience for the coordinator's answer (a round trip through Ray on a busy machine).
+SLACK_S = 60.0
 T = TypeVar("T")
 
 
@@ -79,7 +93,8 @@ class Ticket:
     """One call about to be made. `tokens` is its expected size (prompt and answer) for the
     tokens-per-minute limit; `cache_key` None means the response cache is off for it; `lease`
     is how long the coordinator keeps what the call holds if it never reports back (its
-    process died); `caller` names where it is made (a run's node: see `release_held_by`)."""
+    process died); `patience` is how long the caller waits to be admitted (seconds, from when
+    it asks); `caller` names where it is made (a run's node: see `release_held_by`)."""
 
     id: str
     contestant: str | None
@@ -90,6 +105,7 @@ class Ticket:
     cache_key: str | None
     cache_dir: str
     lease: float
+    patience: float
     caller: str | None = None
 
 
@@ -117,10 +133,12 @@ class Failed:
 @dataclass(frozen=True, slots=True)
 class Admission:
     """The coordinator's answer to a ticket: the stored answer (make no call), or why no call may
-    start, or neither: go ahead."""
+    start, or that the ticket's patience ran out first (`late`: make no call), or none of these:
+    go ahead."""
 
     hit: Completion | None = None
     stopped: str | None = None
+    late: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +168,11 @@ class CallCoordinator(Protocol):
 
 @dataclass
 class _Held:
-    """What an admitted call holds until it is reported."""
+    """What an admitted call holds until it is reported: its place at the endpoint, and its
+    cache key (in this run, and the key's lock file) while it holds that."""
 
     ticket: Ticket
-    key_lock: asyncio.Lock | None = None
+    key: str | None = None
     lock_file: int | None = None
     expiry: asyncio.TimerHandle | None = None
 
@@ -166,7 +185,7 @@ class _Streak:
 
 class CallCoordinatorCore:
     """The call coordinator's state and rules (module docstring). Its coroutines run on one
-    event loop."""
+    event loop, and change its state only between awaits."""
 
     def __init__(
         self,
@@ -178,82 +197,112 @@ class CallCoordinatorCore:
         self.budget, self.spent, self.stop_after, self.window = budget, spent, stop_after, window
         self.stopped: str | None = None
         self.broken: str | None = None
-        self._changed: asyncio.Condition | None = None
         self._in_flight: Counter[tuple[str, ...]] = Counter()
         self._starts: dict[
             tuple[str, ...], deque[list]
-        ] = {}  # per endpoint: [start time, tokens] of the last minute
+        ] = {}  # per endpoint: [start time, tokens, ticket id] of the last minute
         self._held: dict[str, _Held] = {}
-        self._key_locks: dict[str, asyncio.Lock] = {}
+        self._keys: set[str] = set()  # the cache keys held by calls of this run
+        self._waiting: set[asyncio.Future[None]] = set()  # admissions waiting for a change
         self._streaks: dict[str | None, _Streak] = {}
         self._caches: dict[str, ResponseCache] = {}
-        self._releasing: set[asyncio.Task] = set()
-
-    @property
-    def changed(self) -> asyncio.Condition:
-        if self._changed is None:  # made on the loop that runs the coordinator
-            self._changed = asyncio.Condition()
-        return self._changed
 
     async def admit(self, ticket: Ticket) -> Admission:
+        """Whether the call may be made, waiting at most the ticket's patience: for the answer
+        another call of the same request is making (then replayed), and for room at the
+        endpoint. A caller cancelled meanwhile holds nothing."""
         if self.stopped is not None:
             return Admission(stopped=self.stopped)
+        due = time.monotonic() + ticket.patience
         held = _Held(ticket)
-        if ticket.cache_key is not None:
-            hit = await self._hold_key(held, ticket.cache_key)
-            if hit is not None:
-                return Admission(hit=hit)
         try:
-            async with self.changed:
-                while True:
-                    self._check_budget()
-                    if self.stopped is not None:
-                        raise _Refused(self.stopped)
-                    wait = self._wait_for_room(ticket)
-                    if wait == 0.0:
-                        break
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.changed.wait(), wait)
-                self._in_flight[ticket.endpoint] += 1
-                self._starts[ticket.endpoint].append([time.monotonic(), ticket.tokens, ticket.id])
-        except _Refused as refused:
-            await self._release_key(held)
-            return Admission(stopped=str(refused))
+            if ticket.cache_key is not None:
+                hit = await self._hold_key(held, ticket.cache_key, due)
+                if hit is not None:
+                    return Admission(hit=hit)
+            while True:
+                self._check_budget()
+                if self.stopped is not None:
+                    self._release_key(held)
+                    return Admission(stopped=self.stopped)
+                wait = self._wait_for_room(ticket)
+                if wait == 0.0:
+                    break
+                await self._change(due, wait)
+        except _Late:
+            self._release_key(held)
+            return Admission(late=True)
         except BaseException:
-            await self._release_key(held)
+            self._release_key(held)
             raise
+        # no await from the look for room to here: the place is the one that was found free
+        self._in_flight[ticket.endpoint] += 1
+        self._starts[ticket.endpoint].append([time.monotonic(), ticket.tokens, ticket.id])
         held.expiry = asyncio.get_running_loop().call_later(ticket.lease, self._expire, ticket.id)
         self._held[ticket.id] = held
         return Admission()
 
     async def report(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
         """An admitted call's outcome: its answer (`completion`, paid for and stored in the
-        cache) or how it failed; what it held is released."""
+        cache) or how it failed; what it held is released, whatever happens to the store."""
         held = self._held.pop(ticket.id, None)
         if completion is not None and completion.paid:
             self._pay(ticket, completion)
         self._count_failure(ticket, failed)
         if held is None:  # its lease ran out: it was already released
-            return
-        if held.expiry is not None:
-            held.expiry.cancel()
-        if completion is not None and ticket.cache_key is not None:
-            cache = self._cache(ticket.cache_dir)
-            await asyncio.to_thread(cache.put, ticket.cache_key, completion)
-        async with self.changed:
-            self._in_flight[ticket.endpoint] -= 1
-            for start in self._starts.get(ticket.endpoint, ()):
-                if start[2] == ticket.id and completion is not None:
-                    start[1] = completion.usage.input_tokens + completion.usage.output_tokens
             self._check_budget()
-            self.changed.notify_all()
-        await self._release_key(held)
+            self._wake()
+            return
+        try:
+            if completion is not None and ticket.cache_key is not None:
+                cache = self._cache(ticket.cache_dir)
+                await asyncio.to_thread(cache.put, ticket.cache_key, completion)
+        finally:
+            self._release(held, completion)
 
     def status(self) -> Status:
         failing = frozenset(
             name for name, streak in self._streaks.items() if streak.count and name is not None
         )
         return Status(self.stopped, self.spent, self.broken, failing)
+
+    # -- waiting ---------------------------------------------------------------------------
+
+    async def _change(self, due: float, wait: float | None = None) -> None:
+        """Until something changes (a call ends or lets go of its key, the run stops), `wait`
+        seconds pass (None: no limit of its own), or `due` (time.monotonic()) comes: then
+        _Late. A future of its own, never a lock: a waiter cancelled here holds nothing."""
+        left = due - time.monotonic()
+        if left <= 0:
+            raise _Late
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.add(waiter)
+        try:
+            await asyncio.wait([waiter], timeout=left if wait is None else min(wait, left))
+        finally:
+            self._waiting.discard(waiter)
+
+    def _wake(self) -> None:
+        """Every admission waiting looks again."""
+        waiting, self._waiting = self._waiting, set()
+        for waiter in waiting:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _release(self, held: _Held, completion: Completion | None = None) -> None:
+        """Let go of what an admitted call holds (its place, its key), counting the tokens it
+        used in the endpoint's minute."""
+        if held.expiry is not None:
+            held.expiry.cancel()
+        ticket = held.ticket
+        self._in_flight[ticket.endpoint] -= 1
+        if completion is not None:
+            for start in self._starts.get(ticket.endpoint, ()):
+                if start[2] == ticket.id:
+                    start[1] = completion.usage.input_tokens + completion.usage.output_tokens
+        self._release_key(held)
+        self._check_budget()
+        self._wake()
 
     # -- the response cache ----------------------------------------------------------------
 
@@ -262,33 +311,33 @@ class CallCoordinatorCore:
             self._caches[directory] = ResponseCache(directory)
         return self._caches[directory]
 
-    async def _hold_key(self, held: _Held, key: str) -> Completion | None:
+    async def _hold_key(self, held: _Held, key: str, due: float) -> Completion | None:
         """The stored answer for `key`, the ticket's cache key, or None with the key held by
-        this call: the lock of this run, then the lock file other processes take too."""
+        this call: in this run, then the lock file other processes take too. Waits for whoever
+        holds it until `due` (then _Late); a caller that leaves with an exception may still
+        hold it (`admit` lets go)."""
         cache = self._cache(held.ticket.cache_dir)
         hit = await asyncio.to_thread(cache.get, key)
         if hit is not None:
             return hit
-        lock = self._key_locks.setdefault(key, asyncio.Lock())
-        await lock.acquire()
-        held.key_lock = lock
-        try:
-            held.lock_file = await _lock_file(cache.lock_path(key))
-            hit = await asyncio.to_thread(cache.get, key)  # written meanwhile by whoever held it
-        except BaseException:
-            await self._release_key(held)
-            raise
+        while key in self._keys:
+            await self._change(due)
+        self._keys.add(key)
+        held.key = key
+        held.lock_file = await _lock_file(cache.lock_path(key), due)
+        hit = await asyncio.to_thread(cache.get, key)  # written meanwhile by whoever held it
         if hit is not None:
-            await self._release_key(held)
+            self._release_key(held)
         return hit
 
-    async def _release_key(self, held: _Held) -> None:
+    def _release_key(self, held: _Held) -> None:
         if held.lock_file is not None:
             fd, held.lock_file = held.lock_file, None
             _unlock_file(fd)
-        if held.key_lock is not None:
-            lock, held.key_lock = held.key_lock, None
-            lock.release()
+        if held.key is not None:
+            self._keys.discard(held.key)
+            held.key = None
+            self._wake()
 
     def held_by(self) -> set[str]:
         """The callers of the calls admitted and not yet reported."""
@@ -304,18 +353,8 @@ class CallCoordinatorCore:
     def _expire(self, ticket_id: str) -> None:
         """A call that never reported back: its process died; release what it held."""
         held = self._held.pop(ticket_id, None)
-        if held is None:
-            return
-
-        async def release() -> None:
-            async with self.changed:
-                self._in_flight[held.ticket.endpoint] -= 1
-                self.changed.notify_all()
-            await self._release_key(held)
-
-        task = asyncio.ensure_future(release())
-        self._releasing.add(task)  # held: the loop keeps only a weak reference to a task
-        task.add_done_callback(self._releasing.discard)
+        if held is not None:
+            self._release(held)
 
     # -- limits, budget, failures -----------------------------------------------------------
 
@@ -390,16 +429,17 @@ def who(contestant: str | None, model: str) -> str:
     return f"contestant {contestant} ({model})" if contestant else model
 
 
-class _Refused(Exception):
-    pass
+class _Late(Exception):
+    """An admission's patience ran out."""
 
 
 LOCK_POLL_S = 0.05  # how often a call waiting for another process's hold on its key looks again
 
 
-async def _lock_file(path: Path) -> int:
+async def _lock_file(path: Path, due: float) -> int:
     """Open and lock (exclusively) the lock file at `path`, waiting while another process holds
-    it (polling: no thread is kept waiting); its descriptor."""
+    it (polling: no thread is kept waiting) until `due` (time.monotonic(); then _Late); its
+    descriptor."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -408,7 +448,10 @@ async def _lock_file(path: Path) -> int:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return fd
             except BlockingIOError:
-                await asyncio.sleep(LOCK_POLL_S)
+                left = due - time.monotonic()
+                if left <= 0:
+                    raise _Late from None
+                await asyncio.sleep(min(LOCK_POLL_S, left))
     except BaseException:
         os.close(fd)
         raise
@@ -421,10 +464,16 @@ def _unlock_file(fd: int) -> None:
         os.close(fd)
 
 
+def unanswered(seconds: float) -> str:
+    """Why a run's calls stop when its call coordinator does not answer in time."""
+    return f"the run's call coordinator did not answer within {seconds:g} s"
+
+
 class LocalCallCoordinator:
     """A CallCoordinatorCore on an event loop of its own thread: every coroutine of the core
-    runs on that one loop (its conditions and locks belong to it), whichever thread or loop
-    asks."""
+    runs on that one loop, whichever thread or loop asks. A caller waits for its answer at
+    most the ticket's patience and SLACK_S more (SLACK_S for a report or the status), then is
+    told the calls stopped (CallsStopped, `unanswered`) and the work is cancelled."""
 
     def __init__(self, core: CallCoordinatorCore | None = None):
         self.core = core or CallCoordinatorCore()
@@ -432,16 +481,23 @@ class LocalCallCoordinator:
         threading.Thread(target=self.loop.run_forever, name="model-call-coordinator", daemon=True).start()
 
     def admit(self, ticket: Ticket) -> Admission:
-        return self._run(self.core.admit(ticket))
+        return self._run(self.core.admit(ticket), ticket.patience + SLACK_S)
 
     def report(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
-        self._run(self.core.report(ticket, completion, failed))
+        self._run(self.core.report(ticket, completion, failed), SLACK_S)
 
     def status(self) -> Status:
-        return self._run(self._status())
+        try:
+            return self._run(self._status(), SLACK_S)
+        except CallsStopped as exc:
+            return Status(str(exc), Spend(), None)
 
     async def current(self) -> Status:
-        return await self.on_loop(self._status())
+        try:
+            async with asyncio.timeout(SLACK_S):
+                return await self.on_loop(self._status())
+        except TimeoutError:
+            return Status(unanswered(SLACK_S), Spend(), None)
 
     async def on_loop(self, work: Coroutine[Any, Any, T]) -> T:
         """`work` run on the coordinator's loop, awaited from another loop."""
@@ -450,8 +506,13 @@ class LocalCallCoordinator:
     async def _status(self) -> Status:
         return self.core.status()
 
-    def _run(self, work: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(work, self.loop).result()
+    def _run(self, work: Coroutine[Any, Any, T], seconds: float) -> T:
+        answer = asyncio.run_coroutine_threadsafe(work, self.loop)
+        try:
+            return answer.result(timeout=seconds)
+        except TimeoutError:
+            answer.cancel()
+            raise CallsStopped(unanswered(seconds)) from None
 
 
 _local: LocalCallCoordinator | None = None

@@ -28,7 +28,8 @@ with AMX, llama.cpp otherwise repacks them for its AMX kernels, which crash on s
 (a segfault in ggml_backend_amx_mul_mat, ggml-org/llama.cpp#20824), this kind of VM among them.
 
 A running call cannot be interrupted, so `timeout` does not bound it; the match runner's
-deadline does.
+deadline does. It bounds the wait for the model while it serves other calls: an attempt that
+cannot start within it fails as timed out (retried, as an HTTP timeout is).
 """
 
 from __future__ import annotations
@@ -177,6 +178,7 @@ class LocalProvider(Provider):
             asked,
             self.answer_schema(asked.json_schema),
             self.settings.seed if request.seed is None else request.seed,
+            timeout,
         )
         if not request.tools:
             return answer
@@ -200,9 +202,12 @@ class LocalProvider(Provider):
     def _failure(self, exc: BaseException) -> Failure | None:
         """A prompt longer than the context (a refusal for length), a grammar llama.cpp cannot
         parse and the like come as ValueError/RuntimeError (from the engine or
-        llama-cpp-python): failures of the call, not worth retrying."""
+        llama-cpp-python): failures of the call, not worth retrying; the model busy with other
+        calls for the whole attempt is a timeout, retried."""
         if isinstance(exc, PromptTooLong):
             return Failure("error", str(exc), too_long=TooLong(exc.window, exc.prompt))
+        if isinstance(exc, Busy):
+            return Failure("timeout", str(exc))
         if isinstance(exc, (ValueError, RuntimeError)):
             return Failure("error", f"{type(exc).__name__}: {exc}")
         return None
@@ -258,6 +263,10 @@ def one_tool_a_step(request: CompletionRequest) -> CompletionRequest:
     return request.model_copy(update={"messages": tuple(messages), "json_schema": step, "tools": ()})
 
 
+class Busy(Exception):
+    """The model did not become free for a call within its attempt's timeout."""
+
+
 class Engine:
     """A loaded model that answers one request at a time, shared within the process.
 
@@ -308,8 +317,11 @@ class Engine:
         self.lock = threading.Lock()
         self.prefixes: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
 
-    def complete(self, request: CompletionRequest, schema: dict[str, Any], seed: int) -> Answer:
-        """The answer to the request's messages, constrained to `schema`."""
+    def complete(
+        self, request: CompletionRequest, schema: dict[str, Any], seed: int, timeout: float
+    ) -> Answer:
+        """The answer to the request's messages, constrained to `schema`, once the model is
+        free: Busy if it is not within `timeout` seconds."""
         messages = request.messages
         prompt = self._tokens(messages, generation_prompt=True)
         first = self._tokens(messages[:1], generation_prompt=False)
@@ -317,12 +329,16 @@ class Engine:
             first = []  # a template that does not render messages one after another
         if len(prompt) >= self.writer.n_ctx:
             raise PromptTooLong(len(prompt), self.writer.n_ctx)
-        with self.lock:
+        if not self.lock.acquire(timeout=timeout):
+            raise Busy(f"the model served other calls for the attempt's {timeout:g} s")
+        try:
             kept = self._start_from(first)
             temperature = request.temperature or 0.0  # the model's default: greedy
             answer = self.writer.write(
                 prompt[len(first) :], compact_gbnf(json.dumps(schema)), temperature, seed, request.max_tokens
             )
+        finally:
+            self.lock.release()
         return Answer(
             text=self.llama.detokenize(answer).decode(errors="ignore"),
             usage=TokenUsage(input_tokens=len(prompt), output_tokens=len(answer), cached_tokens=kept),

@@ -62,6 +62,7 @@ from contestants.base import (
 )
 from contestants.llm.agent import ANSWER, END_DAY, AgentTools, Conversation, as_text, work
 from contestants.llm.cache import request_key
+from contestants.llm.call_coordinator import SLACK_S
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
 from contestants.llm.memory import Memory, MemoryKind
 from contestants.llm.pricing import is_free, price_of, prices_from
@@ -319,6 +320,14 @@ class LLMMerchant(Contestant):
         assert isinstance(params, LLMParams)
         calls = 2 * params.max_steps if params.mode == "agent" else TURN_CALLS
         return calls * validate_settings(params.model, params.provider_settings).total_timeout
+
+    @classmethod
+    def overrun_seconds(cls, params: Params) -> float:
+        """Past its deadline a turn starts no call, no attempt and no wait for one: an attempt
+        under way ends on its timeout, and then the call reports to the call coordinator,
+        and a next call is told it is late, each answered within SLACK_S."""
+        assert isinstance(params, LLMParams)
+        return validate_settings(params.model, params.provider_settings).timeout + 2 * SLACK_S
 
     def begin_turn(self, deadline: float | None) -> None:
         self.deadline = deadline

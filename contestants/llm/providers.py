@@ -33,8 +33,10 @@ from typing import Any, ClassVar
 
 from pydantic import Field, ValidationError, field_validator
 
+from contestants.base import DeadlinePassed
 from contestants.llm.cache import request_key
 from contestants.llm.call_coordinator import (
+    SLACK_S,
     Admission,
     CallCoordinator,
     Failed,
@@ -51,7 +53,6 @@ from contestants.llm.types import Answer, Completion, CompletionRequest, Message
 from market.errors import first_problem
 from market.yaml_files import FileModel
 
-LEASE_SLACK_S = 60.0  # a call's hold at the coordinator outlasts its total timeout by this much
 CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a token in today's tokenizers
 SHORTEST_TOKEN_CHARS = 3  # what a request that must fit a window assumes of a tokenizer it does not have
 MARGIN = 1.05  # room kept above a server's own count of a refused request: the next one's text differs
@@ -280,14 +281,30 @@ class Provider(ABC):
     def complete(self, request: CompletionRequest, deadline: float | None = None) -> Completion:
         """The model's answer to `request`; `deadline` (time.monotonic()) is when the caller
         stops waiting: no attempt or wait for a retry starts after it (one under way ends on
-        its own timeout, so that the caller's next call does not overlap it)."""
+        its own timeout, so that the caller's next call does not overlap it).
+
+        The call waits to be admitted at most its total timeout, and never past the deadline:
+        then the turn is late (DeadlinePassed) or, with time left, the call fails as timed out
+        (a ProviderError for which no request was sent)."""
         start = time.perf_counter()
         key = request_key(self.cache_identity(), request)
-        ticket = self._ticket(request, key)
+        ticket = self._ticket(request, key, self._patience(deadline))
         coordinator = self.coordinator or local_call_coordinator()
         admission: Admission = coordinator.admit(ticket)
         if admission.stopped is not None:
             raise CallsStopped(admission.stopped)
+        if admission.late:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeadlinePassed(f"{self.label}: the turn's deadline passed before the call was admitted")
+            raise ProviderError(
+                f"{self.label}: not admitted within its total timeout of {self.settings.total_timeout:g} s "
+                "(the endpoint's limits were taken by other calls)",
+                model=self.label,
+                kind="timeout",
+                status=None,
+                attempts=0,
+                retryable=True,
+            )
         if admission.hit is not None:
             return admission.hit.model_copy(
                 update={"cached": True, "attempts": 0, "latency": time.perf_counter() - start}
@@ -335,7 +352,13 @@ class Provider(ABC):
             request_hash=key,
         )
 
-    def _ticket(self, request: CompletionRequest, key: str) -> Ticket:
+    def _patience(self, deadline: float | None) -> float:
+        """How long a call may wait to be admitted: its total timeout, and never past the
+        caller's `deadline` (time.monotonic())."""
+        total = self.settings.total_timeout
+        return total if deadline is None else max(0.0, min(total, deadline - time.monotonic()))
+
+    def _ticket(self, request: CompletionRequest, key: str, patience: float) -> Ticket:
         settings = self.settings
         return Ticket(
             id=uuid.uuid4().hex,
@@ -348,7 +371,8 @@ class Provider(ABC):
             tokens=approximate_tokens(request) + request.max_tokens,
             cache_key=None if settings.no_cache else key,
             cache_dir=str(settings.cache_dir),
-            lease=settings.total_timeout + LEASE_SLACK_S,
+            lease=settings.total_timeout + SLACK_S,
+            patience=patience,
         )
 
     @abstractmethod

@@ -1,8 +1,10 @@
 """The run's call coordinator as a Ray actor (tournaments.calls): what every process of a run
-checks in with, and what a call is told once the coordinator's process is gone."""
+checks in with, and what a call is told once the coordinator's process is gone or does not
+answer."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import time
@@ -11,15 +13,16 @@ import pytest
 import ray
 from ray.exceptions import ActorDiedError
 
-from contestants.llm.call_coordinator import Admission, Budget, Limits, Spend, Ticket
+import tournaments.calls
+from contestants.llm.call_coordinator import Admission, Budget, Limits, Spend, Ticket, unanswered
 from contestants.llm.errors import CallsStopped
 from tournaments.calls import GONE, RemoteCallCoordinator, start_call_coordinator
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
 
-def ticket(n: int) -> Ticket:
-    return Ticket(str(n), "c", "openai/m", ("e",), Limits(concurrent=1), 10, None, "", 60.0)
+def ticket(n: int, patience: float = 60.0) -> Ticket:
+    return Ticket(str(n), "c", "openai/m", ("e",), Limits(concurrent=1), 10, None, "", 60.0, patience)
 
 
 def test_a_ticket_names_the_node_it_was_made_on():
@@ -86,4 +89,40 @@ def test_a_call_held_on_a_node_that_is_not_alive_is_released_before_its_lease(tm
     again = dataclasses.replace(ticket(1), cache_key=key, cache_dir=str(tmp_path), caller=here)
     assert ray.get(coordinator.actor.admit.remote(again), timeout=60).hit is None
     coordinator.report(again, None, None)
+    ray.kill(coordinator.actor)
+
+
+def test_an_admission_whose_patience_runs_out_comes_back_late():
+    """The endpoint's one place is held: a ticket with half a second of patience is told it
+    is late (make no call) instead of waiting for the place, and holds nothing."""
+    coordinator = start_call_coordinator(None, Spend(), 3, os.getcwd())
+    assert coordinator.admit(ticket(0)) == Admission()
+    assert coordinator.admit(ticket(1, patience=0.5)) == Admission(late=True)
+    coordinator.report(ticket(0), None, None)
+    assert coordinator.admit(ticket(2, patience=0.0)) == Admission()  # the late one took no place
+    ray.kill(coordinator.actor)
+
+
+@ray.remote(num_cpus=0)
+class Silent:
+    """A call coordinator that never answers (its loop stuck, say)."""
+
+    async def admit(self, ticket: Ticket) -> Admission:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    async def status(self) -> None:
+        await asyncio.sleep(3600)
+
+
+def test_a_call_coordinator_that_does_not_answer_stops_the_calls(monkeypatch):
+    """A caller waits for its admission its patience and SLACK_S more, then its calls stop with
+    one line saying why; so does the run, which asks the status."""
+    monkeypatch.setattr(tournaments.calls, "SLACK_S", 1.0)
+    coordinator = RemoteCallCoordinator(Silent.remote())  # type: ignore[attr-defined]
+    with pytest.raises(CallsStopped) as stopped:
+        coordinator.admit(ticket(0, patience=0.5))
+    assert str(stopped.value) == unanswered(1.5)
+    assert coordinator.status().stopped == unanswered(1.0)
+    assert asyncio.run(coordinator.current()).stopped == unanswered(1.0)
     ray.kill(coordinator.actor)

@@ -46,14 +46,15 @@ def request(match_key: str, start: bool) -> bytes:
 
 def test_the_end_of_a_match_goes_over_the_connection_and_through_ray_once_the_host_died():
     entry = ContestantEntry(name="slow", kind="latency", params={"latency_s": 0.5})
-    host = ContestantHost.remote(plan_contestants([entry])["slow"], os.getcwd())  # type: ignore[attr-defined]
+    plan = plan_contestants([entry])["slow"]
+    host = ContestantHost.remote(plan, os.getcwd())  # type: ignore[attr-defined]
     counting = CountingActor(host)
     client = HostClient(counting)
 
     async def play() -> None:
         turn: Turn = pickle.loads(await client.ask(request("m1", start=True)))
         assert not turn.late and turn.decision is not None
-        handed, process = await client.finish("m1", "slow")
+        handed, process = await client.finish("m1", "slow", plan.longest_turn)
         assert handed == Handed([], [], {}) and process == client.process
         assert counting.asked == ["channel"]  # where it listens, once
         with pytest.raises(Forgotten):  # the end made the host forget the merchant
@@ -62,7 +63,7 @@ def test_the_end_of_a_match_goes_over_the_connection_and_through_ray_once_the_ho
         # the end of a match asked while its last turn holds the merchant, and the process dies
         last_turn = asyncio.ensure_future(client.ask(request("m2", start=True)))
         await asyncio.sleep(0.1)  # the turn holds the merchant (for its 0.5 s) before the end asks
-        end = asyncio.ensure_future(client.finish("m2", "slow"))
+        end = asyncio.ensure_future(client.finish("m2", "slow", plan.longest_turn))
         await asyncio.sleep(0.2)
         ray.kill(host, no_restart=False)  # Ray starts another process
         with pytest.raises(HostGone):

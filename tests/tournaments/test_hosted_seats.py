@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import threading
+import time
+from collections import defaultdict
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -14,12 +17,15 @@ import pytest
 from ray.exceptions import ActorUnavailableError
 
 import tournaments.hosts as hosts
+import tournaments.plan
 from contestants.base import Handed, RunOptions
+from contestants.baselines import FixedPrice, FixedPriceParams
 from market.scenario import load_scenario
 from market.types import Decision
 from tournaments.channel import HostGone
-from tournaments.hosts import Forgotten, HostedSeat, HostProcess, Start, TurnRequest
-from tournaments.seats import SeatLost, Turn
+from tournaments.hosts import ContestantHost, Forgotten, HostedSeat, HostProcess, Start, TurnRequest
+from tournaments.plan import ContestantPlan
+from tournaments.seats import SeatLost, Turn, TurnStuck
 
 T = TypeVar("T")
 DEADLINE = 0.05
@@ -61,7 +67,9 @@ class Host:
             raise ActorUnavailableError("The actor is temporarily unavailable", None)
         return pickle.dumps(Turn(Decision(), late=False))
 
-    async def finish(self, match_key: str, merchant: str) -> tuple[Handed, HostProcess]:
+    async def finish(self, match_key: str, merchant: str, longest_turn: float) -> tuple[Handed, HostProcess]:
+        if self.script and self.script[0] == "stuck":
+            raise TurnStuck(f"the turn of {merchant} in match {match_key} had not ended")
         return Handed([], [], {}), self.process
 
 
@@ -69,13 +77,14 @@ class Host:
 def cluster(monkeypatch: pytest.MonkeyPatch) -> Cluster:
     found = Cluster()
     monkeypatch.setattr(hosts, "dead_nodes", found.dead_nodes)
-    monkeypatch.setattr(hosts, "START_ALLOWANCE_S", 0.0)  # a first turn waits its deadline alone
+    monkeypatch.setattr(tournaments.plan, "START_ALLOWANCE_S", 0.0)  # a first turn waits its deadline alone
     return found
 
 
 def seat(host: Host) -> HostedSeat:
     start = Start(load_scenario("price_war"), seed=1, options=RunOptions())
-    return HostedSeat(host, "m", "slow", start, DEADLINE)  # type: ignore[arg-type]
+    plan = ContestantPlan("slow", FixedPrice, FixedPriceParams(), hosted=True, deadline=DEADLINE)
+    return HostedSeat(host, "m", start, plan)  # type: ignore[arg-type]
 
 
 def run(work: Awaitable[T]) -> T:
@@ -224,3 +233,38 @@ def test_a_host_unreachable_for_a_moment_on_a_live_node_is_the_merchants_fault(c
         return [await merchant.turn(OBSERVATION, None) for _ in range(2)]  # type: ignore[arg-type]
 
     assert [t.fault.kind if t.fault else None for t in run(play())] == ["actor_died", None]
+
+
+def test_a_host_waits_for_a_merchants_busy_turn_no_longer_than_the_match_does(monkeypatch):
+    """The merchant's turn under way does not end: the host does not ask the next turn once
+    the match has stopped waiting for it (it is late, unasked), and the match's end waits for
+    the busy turn at most the plan's longest turn (TurnStuck), then hands over once it ends."""
+    monkeypatch.setattr(tournaments.plan, "START_ALLOWANCE_S", 0.0)
+    host = object.__new__(ContestantHost.__ray_metadata__.modified_class.__mro__[1])  # no Ray
+    host.plan = ContestantPlan("slow", FixedPrice, FixedPriceParams(), hosted=True, deadline=DEADLINE)
+    host.instances, host.turning, host.process = {}, defaultdict(threading.Lock), WORKER
+    busy = host.turning[("m", "slow")]
+    busy.acquire()  # a turn under way
+    request = TurnRequest("m", "slow", OBSERVATION, None, None, DEADLINE)  # type: ignore[arg-type]
+    assert host.turn(request, time.monotonic()) == Turn(None, late=True)
+    with pytest.raises(TurnStuck, match="the turn of slow in match m had not ended 0.1 s"):
+        host.finish("m", "slow")
+    busy.release()  # it ends
+    assert host.finish("m", "slow") == (Handed.of(None), WORKER)
+
+
+@pytest.mark.parametrize("node_died", [False, True])
+def test_a_merchant_whose_last_turn_does_not_end_stops_the_run_unless_its_node_died(cluster, node_died):
+    """The host says the merchant's last turn outlasted every bound: that stops the run
+    (TurnStuck), unless the host was on a node found dead meanwhile: then the seat is lost."""
+    host = Host(WORKER, ["answer", "stuck"])
+    merchant = seat(host)
+    if node_died:
+        cluster.dead.add(WORKER.node)
+
+    async def play() -> None:
+        await merchant.turn(OBSERVATION, None)  # type: ignore[arg-type]
+        await merchant.finish()
+
+    with pytest.raises(SeatLost if node_died else TurnStuck):
+        run(play())

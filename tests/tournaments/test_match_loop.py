@@ -22,7 +22,7 @@ from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchLost, MatchRules, inline_seat, play_here
 from tournaments.plan import ContestantPlan, plan_contestants
 from tournaments.schedule import MatchSpec
-from tournaments.seats import Seat, SeatFault, SeatLost, SeatTurn
+from tournaments.seats import Seat, SeatFault, SeatLost, SeatTurn, TurnStuck
 
 DAYS = 8
 SPEC = MatchSpec(key="loop", index=0, scenario="price_war", seed=1, days=DAYS, seats=("fixed", "scripted"))
@@ -150,6 +150,14 @@ def test_a_seat_found_lost_as_the_match_ends_loses_it():
     with pytest.raises(MatchLost) as lost:
         play({}, finish_raises=SeatLost("lost at the end"))
     assert str(lost.value) == "lost at the end"
+
+
+def test_a_merchant_whose_last_turn_does_not_end_stops_the_match():
+    """Its seat's finish says the turn outlasted every bound (TurnStuck): the match is stopped
+    with that reason, as when the run's calls stop, and the other seats' calls are kept."""
+    played, _, told = play({}, finish_raises=TurnStuck("the turn of scripted in match loop had not ended"))
+    assert isinstance(played, StoppedMatch) and told == DAYS
+    assert played.reason == "the turn of scripted in match loop had not ended"
 
 
 def test_calls_that_stop_leave_the_match_stopped_with_its_calls():

@@ -6,9 +6,24 @@ is shortened to a fraction of a second; the tests count admissions, not seconds.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import itertools
+import os
+import random
+import time
+from collections import Counter
 
-from contestants.llm.call_coordinator import Budget, CallCoordinatorCore, Failed, Limits, Spend, Ticket
+from contestants.llm import call_coordinator
+from contestants.llm.cache import ResponseCache
+from contestants.llm.call_coordinator import (
+    Admission,
+    Budget,
+    CallCoordinatorCore,
+    Failed,
+    Limits,
+    Spend,
+    Ticket,
+)
 from contestants.llm.types import Completion, TokenUsage
 
 _ids = itertools.count()
@@ -21,6 +36,7 @@ def ticket(
     cache_dir: str = "",
     tokens: int = 10,
     lease: float = 60.0,
+    patience: float = 60.0,
     caller: str | None = None,
     **limits,
 ) -> Ticket:
@@ -34,6 +50,7 @@ def ticket(
         cache_key=key,
         cache_dir=cache_dir,
         lease=lease,
+        patience=patience,
         caller=caller,
     )
 
@@ -288,3 +305,175 @@ def test_a_refusal_for_length_is_no_part_of_a_row_and_a_final_failure_stops_at_o
         assert fitting.status().broken == "c"
 
     asyncio.run(play())
+
+
+def test_an_admission_waits_no_longer_than_its_patience(tmp_path):
+    """The endpoint's one place is taken, or the same request is being made by another call:
+    a ticket whose patience passes meanwhile is late and holds nothing; one with patience
+    left goes once the place or the key is free."""
+
+    async def play():
+        coordinator = CallCoordinatorCore()
+        holder = ticket(key="p" * 64, cache_dir=str(tmp_path), concurrent=1)
+        assert await coordinator.admit(holder) == Admission()
+        for waiting in (
+            ticket(concurrent=1, patience=0.05),  # for room
+            ticket(key="p" * 64, cache_dir=str(tmp_path), concurrent=2, patience=0.05),  # for the key
+        ):
+            assert await asyncio.wait_for(coordinator.admit(waiting), 5) == Admission(late=True)
+        assert coordinator.held_by() == set() and coordinator._keys == {"p" * 64}
+        patient = asyncio.ensure_future(coordinator.admit(ticket(concurrent=1)))
+        await coordinator.report(holder, None, None)
+        assert await asyncio.wait_for(patient, 5) == Admission()
+
+    asyncio.run(play())
+
+
+def where(task: asyncio.Task) -> tuple[str, ...]:
+    """The coordinator's coroutines `task` is suspended in, outermost first."""
+    names, awaited = [], task.get_coro()
+    while awaited is not None and hasattr(awaited, "cr_frame"):
+        if awaited.cr_frame is not None and awaited.cr_code.co_filename == call_coordinator.__file__:
+            names.append(awaited.cr_code.co_name)
+        awaited = awaited.cr_await
+    return tuple(names)
+
+
+WAITS = (
+    ("admit", "_hold_key"),  # looking the stored answer up (in a thread)
+    ("admit", "_hold_key", "_change"),  # waiting for the same request, being made by another call
+    ("admit", "_hold_key", "_lock_file"),  # waiting for another process's hold on the request
+    ("admit", "_change"),  # waiting for room at the endpoint
+)
+
+
+def test_a_caller_cancelled_at_any_await_leaves_nothing_held(tmp_path, monkeypatch):
+    """An admission waits in turn at every await of the coordinator (WAITS), each released
+    once it has been seen waiting there for a few steps of the event loop; its caller is
+    cancelled at each of them, at each of those steps. Wherever it was cut, nothing stays held:
+    the same request, asked again, goes at once. Each cut is counted where it landed."""
+    monkeypatch.setattr(call_coordinator, "LOCK_POLL_S", 0.001)
+    slowly = ResponseCache.get
+    monkeypatch.setattr(ResponseCache, "get", lambda cache, key: time.sleep(0.002) or slowly(cache, key))
+    key, steps_seen = "q" * 64, 3  # a wait is seen this many steps before what it waits for lets go
+
+    async def cut(at_wait: tuple[str, ...], step: int, folder: str) -> bool:
+        """Whether the admission was cancelled at `step` of its wait at `at_wait`."""
+        coordinator = CallCoordinatorCore()
+        same = ticket(key=key, cache_dir=folder, concurrent=2)  # the same request, under way
+        other = ticket(concurrent=2)  # another call at the endpoint
+        for made in (same, other):
+            assert await coordinator.admit(made) == Admission()
+        held_file: int | None = None  # another process's hold on the key's lock file, once taken
+        mine = ticket(key=key, cache_dir=folder, concurrent=1)
+        victim = asyncio.ensure_future(coordinator.admit(mine))
+        at, seen, was_cut = (), 0, False
+        while not victim.done():
+            await asyncio.sleep(0)
+            now = where(victim)
+            at, seen = now, (seen + 1 if now == at else 0)
+            if (at, seen) == (at_wait, step):
+                victim.cancel()
+                await asyncio.gather(victim, return_exceptions=True)
+                was_cut = True
+            elif seen < steps_seen:
+                pass
+            elif at == ("admit", "_hold_key", "_change") and held_file is None:
+                await coordinator.report(same, None, None)  # it ends without an answer...
+                held_file = os.open(ResponseCache(folder).lock_path(key), os.O_RDWR)
+                fcntl.flock(held_file, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ...and another process asks it
+            elif at == ("admit", "_hold_key", "_lock_file") and held_file is not None and held_file >= 0:
+                os.close(held_file)
+                held_file = -1
+            elif at == ("admit", "_change"):
+                await coordinator.report(other, None, None)
+        if held_file is not None and held_file >= 0:
+            os.close(held_file)
+        for made in (same, other):
+            await coordinator.report(made, None, None)  # a second report changes nothing
+        if not victim.cancelled():
+            assert victim.result() == Admission()
+            await coordinator.report(mine, None, None)
+        again = ticket(key=key, cache_dir=folder, concurrent=1, patience=0.0)
+        assert await coordinator.admit(again) == Admission(), f"cut at step {step} of {at_wait}"
+        return was_cut
+
+    async def play() -> list[bool]:
+        return [
+            await cut(wait, step, str(tmp_path / f"{n}-{step}"))
+            for n, wait in enumerate(WAITS)
+            for step in range(steps_seen)
+        ]
+
+    assert asyncio.run(play()) == [True] * len(WAITS) * steps_seen
+
+
+def test_a_crowd_of_callers_cut_short_abandoning_and_timing_out_never_leaves_a_call_waiting(tmp_path):
+    """Seeded crowds at one endpoint (a place or two, a rate or token limit whose waits end on
+    their own, the same requests asked by several), whose callers are cancelled at random
+    moments, abandon admitted calls (their leases run out) or run out of patience. Every
+    admission ends within its patience (none is left waiting), the places are never
+    overtaken, and once the leases have run out nothing is held: a new call goes at once."""
+
+    async def crowd(seed: int) -> Counter[str]:
+        rng = random.Random(seed)
+        coordinator = CallCoordinatorCore(window=0.02)
+        limits = {
+            "concurrent": rng.choice([1, 2, 3]),
+            "requests_per_minute": rng.choice([None, 2, 5]),
+            "tokens_per_minute": rng.choice([None, 50]),
+        }
+        folder = str(tmp_path / str(seed))
+        outcomes: Counter[str] = Counter()
+
+        async def caller() -> None:
+            made = ticket(
+                key=rng.choice([None, None, "a" * 64, "b" * 64]),
+                cache_dir=folder,
+                tokens=rng.choice([5, 20]),
+                lease=rng.choice([0.01, 0.05]),
+                patience=rng.choice([0.0, 0.01, 0.2]),
+                **limits,
+            )
+            admission = await coordinator.admit(made)
+            if admission.late:
+                outcomes["late"] += 1
+                return
+            assert coordinator._in_flight[("e",)] <= limits["concurrent"]
+            await asyncio.sleep(rng.random() * 0.01)
+            if rng.random() < 0.2:
+                outcomes["abandoned"] += 1  # its process died: no report
+                return
+            await coordinator.report(made, completion() if rng.random() < 0.5 else None, None)
+            outcomes["reported"] += 1
+
+        callers = [asyncio.ensure_future(caller()) for _ in range(30)]
+        for _ in range(40):  # cuts, some of them cut again while the first is being handled
+            await asyncio.sleep(rng.random() * 0.004)
+            cut = rng.choice(callers)
+            cut.cancel()
+            if rng.random() < 0.5:
+                await asyncio.sleep(0)
+                cut.cancel()
+        done, waiting = await asyncio.wait(callers, timeout=5)
+        assert waiting == set()  # patience bounds every wait
+        outcomes["cancelled"] = sum(task.cancelled() for task in done)
+        await asyncio.sleep(0.06)  # every lease has run out
+        assert coordinator.held_by() == set() and coordinator._in_flight[("e",)] == 0
+        fresh = ticket(key="a" * 64, cache_dir=folder, patience=0.0, concurrent=1)
+        again = await coordinator.admit(fresh)
+        assert again.late is False and again.stopped is None  # goes, or replays a stored answer
+        return outcomes
+
+    async def play() -> Counter[str]:
+        total: Counter[str] = Counter()
+        for seed in range(CROWDS):
+            total += await crowd(seed)
+        return total
+
+    total = asyncio.run(play())
+    assert sum(total.values()) == CROWDS * 30  # every caller ended one way or another
+    assert all(total[outcome] > 0 for outcome in ("late", "abandoned", "reported", "cancelled"))
+
+
+CROWDS = 20

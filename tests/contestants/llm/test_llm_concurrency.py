@@ -1,15 +1,20 @@
 """max_concurrent_calls: however many threads call, at most that many requests reach one
-endpoint at once, counted at a slow loopback server."""
+endpoint at once, counted at a slow loopback server; and callers whose deadlines pass while
+they wait or mid-call all end, leaving nothing held."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from contestants.base import DeadlinePassed
 from contestants.llm import CompletionRequest, Message, get_provider
+from contestants.llm.call_coordinator import Admission, Limits, LocalCallCoordinator, Ticket
 
 ANSWER = {"operations": []}
 
@@ -88,3 +93,40 @@ def test_the_default_limit_lets_calls_overlap(slow_server):
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda n: get_provider("openai/slow", settings).complete(request(n)), range(4)))
     assert server.most == 4  # below the default of 8: none waited
+
+
+def test_callers_whose_deadlines_pass_while_waiting_or_mid_call_all_end(slow_server):
+    """Twelve callers make six calls each in a row, with deadlines drawn at random (seeded),
+    at a server slower than many of them, through an endpoint of two places: a call is answered
+    in time, or answered after its deadline passed mid-call (the attempt under way ends on its
+    own), or not made because its deadline passed while it waited for a place or before an
+    attempt could start. Every call ends one of these ways, the server never has more than two
+    at once, and the call coordinator is left holding nothing."""
+    server = slow_server(delay=0.05)
+    coordinator = LocalCallCoordinator()
+    settings = {"base_url": server.base_url, "api_key_env": None, "no_cache": True, "max_concurrent_calls": 2}
+    outcomes: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def caller(seed: int) -> None:
+        rng = random.Random(seed)
+        provider = get_provider("openai/slow", settings, coordinator=coordinator)
+        for n in range(6):
+            deadline = time.monotonic() + rng.choice([0.0, 0.02, 0.08, 2.0])
+            try:
+                provider.complete(request(100 * seed + n), deadline)
+                outcome = "answered late" if time.monotonic() > deadline else "answered"
+            except DeadlinePassed:
+                outcome = "not made"
+            with lock:
+                outcomes[outcome] += 1
+
+    with ThreadPoolExecutor(12) as pool:
+        list(pool.map(caller, range(12)))
+    assert sum(outcomes.values()) == 72 and set(outcomes) == {"answered", "answered late", "not made"}
+    assert server.served == outcomes["answered"] + outcomes["answered late"] and server.most == 2
+    endpoint = get_provider("openai/slow", settings).endpoint()
+    alone = Ticket(
+        "alone", None, "openai/slow", endpoint, Limits(concurrent=1), 1, None, "", 60.0, patience=0.0
+    )
+    assert coordinator.admit(alone) == Admission()  # with no patience at all: no place is held

@@ -120,7 +120,7 @@ def test_an_answer_stops_where_the_context_ends(decision_request):
     would run past it is not evaluated."""
     small = Engine(smollm2_path(), 80, 1)
     prompt_tokens = len(small._tokens(decision_request.messages, generation_prompt=True))
-    answer = small.complete(decision_request, decision_request.json_schema, 0)
+    answer = small.complete(decision_request, decision_request.json_schema, 0, timeout=60.0)
     assert answer.usage.output_tokens == 80 - prompt_tokens < decision_request.max_tokens
 
 
