@@ -262,8 +262,10 @@ class Provider(ABC):
         smallest of it): told to the call coordinator as a failure that stops the run at once,
         naming this contestant. Returns the CallsStopped to raise."""
         coordinator = self.coordinator or local_call_coordinator()
-        ticket = self._ticket(request, request_key(self.cache_identity(), request))
-        coordinator.report(ticket, None, Failed(reason, None, False, final=True))
+        ticket = self._ticket(request, request_key(self.cache_identity(), request), patience=0.0)
+        coordinator.report(
+            ticket, None, Failed(reason, None, False, final=True)
+        )  # never admitted: it holds nothing
         return CallsStopped(coordinator.status().stopped or reason)
 
     def answer_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
