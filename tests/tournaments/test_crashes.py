@@ -90,8 +90,8 @@ def test_an_adaptive_run_killed_with_a_match_in_flight_resumes_into_the_uninterr
     the run killed mid-round and resumed chooses the same rounds, plays exactly what is
     missing and ends with the uninterrupted run's matches, table and reason."""
     config = tmp_path / "adaptive.yaml"
-    adaptive = slow_tournament.read_text().replace("name: slow\n", "name: slow\nformat: adaptive\n", 1)
-    config.write_text(adaptive)
+    adaptive = "name: slow\nformat: adaptive\nmax_matches: 8\n"
+    config.write_text(slow_tournament.read_text().replace("name: slow\n", adaptive, 1))
     whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
     reference = run_tournament(load_tournament(config), engine_for(f"sqlite:///{whole}"))
     assert reference.ended is not None and stored_matches(whole) >= 4
