@@ -54,6 +54,7 @@ from pydantic import Field
 from contestants import qlearning_kernel as kernel
 from contestants.base import ContestantConfigError, Params, RunOptions, Seating
 from contestants.baselines import RuleMerchant, Team
+from market import elementary
 from market.equilibrium import EquilibriumError, equilibria, price_games
 from market.scenario import MAX_FACTOR, Scenario
 from market.types import MarketView
@@ -378,8 +379,8 @@ class QLearner(RuleMerchant):
         self.books = books
         self.days += 1
         action = int(np.argmax(q[self.state]))
-        if params.learn == "online" and self.rng.random() < math.exp(
-            -params.beta * (self.explored + self.days)
+        if params.learn == "online" and self.rng.random() < float(
+            elementary.exp(np.array(-params.beta * (self.explored + self.days)))
         ):
             action = int(self.rng.integers(m))
         return float(learnt.grids[self.seat, action])

@@ -91,6 +91,7 @@ def _session(
         profile = 0
         for i in range(n):
             rng, x = splitmix64(rng)
+            # the C library's exp (market/elementary.py says why that is left to the machine)
             if (x >> np.uint64(11)) * _UNIT < math.exp(-beta[i] * t):
                 rng, x = splitmix64(rng)
                 a = np.int64(((x >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32))

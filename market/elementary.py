@@ -10,6 +10,9 @@ at p = 1/2), so a draw could depend on the machine that made it. Every exp, sin 
 value reaches a draw, a decision or a stored result is taken from here instead. The C
 library's exp is itself correctly rounded in all but about one value in 1,500, so what was
 computed through it (numpy without AVX-512) nearly always stays as it was.
+The one exp left to the C library is the Q-learners' chance of exploring inside their compiled
+training loop (contestants/qlearning_kernel.py), where a draw would have to fall within its
+last bit to go otherwise.
 
 `exp` uses only the operations IEEE 754 rounds exactly (+, -, *, rint, ldexp), each its own
 numpy or Python operation, none fused, so it gives the same bits on every CPU, numpy's SIMD

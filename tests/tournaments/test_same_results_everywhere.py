@@ -140,7 +140,7 @@ def test_a_tournament_stores_the_same_results_whatever_numpy_and_numba_use_on_th
         )
     played = {}
     for way, child in children.items():
-        out, err = child.communicate(timeout=600)
+        out, err = child.communicate(timeout=240)
         assert child.returncode == 0, err[-3000:]
         played[way] = json.loads(out)
     mine, other = played["here"], played["elsewhere"]
