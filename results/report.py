@@ -52,7 +52,7 @@ from results.charts import (
     number,
     percent,
 )
-from results.collusion import seat_benchmarks
+from results.collusion import NoBenchmarks, seat_benchmarks
 from results.composite import ScoringWeights
 from results.plots import line_figure
 from results.rating_fit import LEVEL
@@ -751,7 +751,7 @@ def benchmark_levels(scenario: Scenario | None, seats: int) -> dict[str, list[Le
     if scenario is None:
         return {}
     found = seat_benchmarks(scenario, seats)
-    if found is None:
+    if isinstance(found, NoBenchmarks):
         return {}
     return {
         product: [
