@@ -761,7 +761,7 @@ def leaderboard_command(
         )
         ended = store.run_end(engine, tournament) if tournament is not None else None
     if as_json:
-        print(json.dumps([row.model_dump() for row in rows], indent=2))
+        print(json.dumps(views.leaderboard_records(rows), indent=2))
     else:
         what = [f"tournament {tournament}" if tournament else "all tournaments"] + (
             [f"scenario {scenario}"] if scenario else []
