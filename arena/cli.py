@@ -475,7 +475,8 @@ def validate(
         bool,
         typer.Option(
             "--estimate",
-            help="Rehearse every match without calling a model: the calls, tokens and cost it will need.",
+            help="Rehearse every match without calling a model: the calls, tokens and cost they will need, "
+            "from one step a day to the most.",
         ),
     ] = False,
     as_json: JsonOption = False,
@@ -630,7 +631,7 @@ def _estimate(tournament: Tournament) -> list[Any]:
 
 
 def _estimate_table(estimates: list[Any]) -> Table:
-    """tournaments.estimate.Estimate rows: every figure from its fewest to its most."""
+    """tournaments.estimate.Estimate rows: every figure from one step a day to the most."""
     table = Table(
         "contestant",
         "model",
@@ -639,7 +640,7 @@ def _estimate_table(estimates: list[Any]) -> Table:
         "input tokens",
         "output tokens",
         "cost $",
-        title="model calls the tournament will need, at fewest to at most "
+        title="model calls the tournament will need, from one step a day to the most "
         "(estimated: see docs/tournaments.md, Before a run)",
     )
     for e in estimates:
@@ -761,7 +762,7 @@ def leaderboard_command(
         )
         ended = store.run_end(engine, tournament) if tournament is not None else None
     if as_json:
-        print(json.dumps([row.model_dump() for row in rows], indent=2))
+        print(json.dumps(views.leaderboard_records(rows), indent=2))
     else:
         what = [f"tournament {tournament}" if tournament else "all tournaments"] + (
             [f"scenario {scenario}"] if scenario else []

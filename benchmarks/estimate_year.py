@@ -6,7 +6,7 @@
 A tournament of one match of price_war: a scripted agent at the tests' stand-in for the OpenAI
 API (tests/fakes: four steps a day, its books and a sum, a note, a price and an order,
 end_day) against a fixed-price rival. `arena validate --estimate --json` foresees its calls,
-input tokens and cost, each from its fewest to its most; `arena run` plays it. Prints both,
+input tokens and cost, each from one step a day to the most; `arena run` plays it. Prints both,
 and whether each played figure is within its range (docs/tournaments.md, "How far off it
 is"). The stand-in counts a token per four characters of what the model reads and serves a
 prompt cache, so the played cost is below what the same tokens cost fresh.

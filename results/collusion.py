@@ -15,6 +15,7 @@ applicable, and `gap_note` says why.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from pydantic import Field
@@ -67,31 +68,27 @@ class CollusionSettings(FileModel):
         return last_day - days + 1
 
 
-def seat_benchmarks(scenario: Scenario, seats: int) -> SeatBenchmarks | None:
-    """The benchmarks of `seats` merchants playing `scenario` (market.equilibrium.by_seat);
-    None when its price game has no equilibrium (customers ignore prices: no_benchmarks says why)."""
+class NoBenchmarks(NamedTuple):
+    """Why a match's seats have no price benchmarks, as a reader is shown it."""
+
+    reason: str
+
+
+def seat_benchmarks(scenario: Scenario, seats: int) -> SeatBenchmarks | NoBenchmarks:
+    """The benchmarks of `seats` merchants playing `scenario` (market.equilibrium.by_seat), or
+    why there are none: its price game has no equilibrium (customers ignore prices), or the
+    scenario's seats are not the match's (its file changed since). Solved once: the reason
+    comes from the same attempt."""
     try:
         return by_seat(scenario, seats)
-    except (
-        EquilibriumError,
-        ValueError,
-    ):  # ValueError: the scenario's seats are not the match's (its file changed since)
-        return None
-
-
-def no_benchmarks(scenario: Scenario, seats: int) -> str:
-    """Why `seats` merchants playing `scenario` have no benchmarks (seat_benchmarks is None)."""
-    try:
-        by_seat(scenario, seats)
     except (EquilibriumError, ValueError) as exc:
-        return f"no price benchmarks: {str(exc).removeprefix(f'scenario {scenario.name!r}: ')}"
-    return "no price benchmarks"
+        return NoBenchmarks(f"no price benchmarks: {str(exc).removeprefix(f'scenario {scenario.name!r}: ')}")
 
 
 def open_seat_benchmarks(scenario: Scenario, seats: int, day: int) -> SeatBenchmarks | None:
     """The benchmarks of the price game between the seats open on `day`
-    (market.equilibrium.by_open_seat: NaN in the rows of a new entrant not yet open); None as
-    seat_benchmarks."""
+    (market.equilibrium.by_open_seat: NaN in the rows of a new entrant not yet open); None
+    where seat_benchmarks would give a reason."""
     try:
         return by_open_seat(scenario, seats, day)
     except (EquilibriumError, ValueError):

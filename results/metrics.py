@@ -37,10 +37,10 @@ from market.scenario import Scenario
 from market.types import KIND_INDEX, MESSAGE_LIMIT, DayRecord, RejectionCode
 from results.collusion import (
     CollusionSettings,
+    NoBenchmarks,
     demand_scale,
     gain,
     gap_note,
-    no_benchmarks,
     open_seat_benchmarks,
     runs,
     seat_benchmarks,
@@ -179,13 +179,13 @@ def compute(
     faults: Iterable[Fault] = (),
     scenario: Scenario | None = None,
     collusion: CollusionSettings = CollusionSettings(),
-    benchmarks: SeatBenchmarks | None | Unsolved = UNSOLVED,
+    benchmarks: SeatBenchmarks | NoBenchmarks | Unsolved = UNSOLVED,
 ) -> Scores:
     """Every metric of every merchant with a day record, in the order they first appear, and
     the market's metrics and price windows where its scenario has an equilibrium (empty
     otherwise), with a note for each that does not apply (NotApplicable): its value is None.
     A value that comes out infinite or NaN is stored as None. `benchmarks`: the scenario's for
-    the match's size (results.collusion.seat_benchmarks), if already solved."""
+    the match's size, or why it has none (results.collusion.seat_benchmarks), if already solved."""
     match = MatchRecords(records, recalls, faults, scenario, collusion, benchmarks)
     columns = {name: metric.readings(match) for name, metric in METRICS.items()}
     readings: dict[str | None, dict[str, Reading]] = {
@@ -264,7 +264,7 @@ class MatchRecords:
         faults: Iterable[Fault] = (),
         scenario: Scenario | None = None,
         collusion: CollusionSettings = CollusionSettings(),
-        benchmarks: SeatBenchmarks | None | Unsolved = UNSOLVED,
+        benchmarks: SeatBenchmarks | NoBenchmarks | Unsolved = UNSOLVED,
     ):
         self.scenario, self.collusion, self.solved = scenario, collusion, benchmarks
         entry = scenario is not None and any(act.kind == "entry" for act in scenario.interventions)
@@ -474,28 +474,35 @@ class MatchRecords:
     # what the collusion measures compare (results.collusion)
 
     @cached_property
-    def benchmarks(self) -> SeatBenchmarks | None:
+    def benchmarks_or_reason(self) -> SeatBenchmarks | NotApplicable:
         """The scenario's benchmarks for this match's seats, [seat, product] with the seats in
-        the order of self.seats; None without a scenario, when its price game has no
-        equilibrium, or for a merchant alone (the collusion measures compare rivals:
-        `unmeasured` says why)."""
-        if self.scenario is None or len(self.log.merchants) < 2:
-            return None
-        seats, found = len(self.log.merchants), self.solved
-        if isinstance(found, str) or (found is not None and len(found.nash_price) != seats):
-            found = seat_benchmarks(self.scenario, seats)  # not given, or given for another size
-        if found is None:
-            return None
-        return replace(found, **{f.name: getattr(found, f.name)[self.seat_order] for f in fields(found)})
-
-    @cached_property
-    def unmeasured(self) -> NotApplicable:
-        """Why the match has no benchmarks to measure its collusion against."""
+        the order of self.seats (those given for its size, else solved here once:
+        results.collusion.seat_benchmarks), or why the match has none to measure its collusion
+        against: no scenario, a merchant alone (the collusion measures compare rivals), or no
+        equilibrium of its price game."""
         if self.scenario is None:
             return NotApplicable("scored without its scenario")
-        if len(self.log.merchants) < 2:
+        seats, found = len(self.log.merchants), self.solved
+        if seats < 2:
             return NotApplicable("a merchant alone: no rival to compete or collude with")
-        return NotApplicable(no_benchmarks(self.scenario, len(self.log.merchants)))
+        if isinstance(found, str) or (isinstance(found, SeatBenchmarks) and len(found.nash_price) != seats):
+            found = seat_benchmarks(self.scenario, seats)  # not given, or given for another size
+        if isinstance(found, NoBenchmarks):
+            return NotApplicable(found.reason)
+        return replace(found, **{f.name: getattr(found, f.name)[self.seat_order] for f in fields(found)})
+
+    @property
+    def benchmarks(self) -> SeatBenchmarks | None:
+        """The match's benchmarks (`benchmarks_or_reason`); None where it has none (`unmeasured`)."""
+        found = self.benchmarks_or_reason
+        return found if isinstance(found, SeatBenchmarks) else None
+
+    @property
+    def unmeasured(self) -> NotApplicable:
+        """Why the match has no benchmarks (`benchmarks` is None)."""
+        found = self.benchmarks_or_reason
+        assert isinstance(found, NotApplicable), "the match has benchmarks"
+        return found
 
     @cached_property
     def row_benchmarks(self) -> SeatBenchmarks | None:

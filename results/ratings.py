@@ -136,18 +136,15 @@ class LeaderboardRow(Standing):
     profit_gain: float | None = Field(
         description="mean `profit_gain` metric (collusion) over its seats that have one; None when none has"
     )
-    profit_gain_note: str | None = Field(
-        None,
-        description="why some or all of its seats have no `profit_gain` (not applicable there, left out "
-        "of the mean): each stored reason once, after its scenario ('price_war: ...'), sorted and "
-        "joined by '; '; "
-        "None when no seat's is not applicable",
-    )
     price_gain: float | None = Field(
         description="mean `price_gain` metric (collusion) over its seats that have one; None when none has"
     )
-    price_gain_note: str | None = Field(
-        None, description="why some or all of its seats have no `price_gain`, as profit_gain_note"
+    not_applicable: dict[str, list[tuple[str, str]]] = Field(
+        default_factory=dict,
+        description="by metric (`profit_gain`, `price_gain`): why some or all of its seats have none "
+        "(not applicable there, left out of the mean), each stored reason once with the scenario it "
+        "came from, as (scenario, reason), sorted; a metric no seat lacks for a reason is not a "
+        "key (results.views writes them: `reasons`)",
     )
     goals_met: float | None = Field(
         None, description="mean `goals_met` metric (campaign goals) over its seats; None without goals"
@@ -344,9 +341,9 @@ def compute_leaderboard(
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     for reading in records.metrics:
         values[reading.contestant, reading.name].append(reading.value)
-    notes: dict[tuple[str, str], set[str]] = defaultdict(set)
+    notes: dict[str, dict[str, set[tuple[str, str]]]] = defaultdict(lambda: defaultdict(set))
     for noted in records.notes:
-        notes[noted.contestant, noted.name].add(f"{noted.scenario}: {noted.note}")
+        notes[noted.contestant][noted.name].add((noted.scenario, noted.note))
     usage: dict[str, tuple[int, float | None]] = {}
     for spent in records.spent:
         had_tokens, had_cost = usage.get(spent.contestant, (0, 0.0))
@@ -382,9 +379,8 @@ def compute_leaderboard(
                 validity=validity,
                 memory_error=memory_error,
                 profit_gain=_mean(values[name, "profit_gain"]),
-                profit_gain_note=_reasons(notes[name, "profit_gain"]),
                 price_gain=_mean(values[name, "price_gain"]),
-                price_gain_note=_reasons(notes[name, "price_gain"]),
+                not_applicable={metric: sorted(found) for metric, found in sorted(notes[name].items())},
                 goals_met=_mean(values[name, "goals_met"]),
                 tokens=tokens,
                 cost=cost,
@@ -428,11 +424,6 @@ def market_share(draws: Sequence[Sequence[float]]) -> float | None:
     spread = statistics.variance(means) - sampling * statistics.fmean(1 / len(draw) for draw in repeated)
     market = max(0.0, spread)
     return market / (market + sampling) if market + sampling > 0 else None
-
-
-def _reasons(found: set[str]) -> str | None:
-    """Reasons in one text, sorted: the same whatever order the rows come back in."""
-    return "; ".join(sorted(found)) or None
 
 
 def _mean(values: list[float]) -> float | None:

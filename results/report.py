@@ -52,7 +52,7 @@ from results.charts import (
     number,
     percent,
 )
-from results.collusion import seat_benchmarks
+from results.collusion import NoBenchmarks, seat_benchmarks
 from results.composite import ScoringWeights
 from results.plots import line_figure
 from results.rating_fit import LEVEL
@@ -391,13 +391,13 @@ def metric_means_table(
     ordered = sorted(values, key=lambda v: (v.match_id, v.merchant))
     contestants = list(dict.fromkeys(v.contestant for v in ordered))
     found: dict[tuple[str, str], list[float]] = defaultdict(list)
-    reasons: dict[tuple[str, str], set[str]] = defaultdict(set)
+    noted: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for v in values:
         if v.value is not None:
             found[v.name, v.contestant].append(v.value)
         elif v.note is not None:
-            reasons[v.name, v.contestant].add(f"{scenarios[v.match_id]}: {v.note}")
-    why = {key: "; ".join(sorted(found_reasons)) for key, found_reasons in reasons.items()}
+            noted[v.name, v.contestant].append((scenarios[v.match_id], v.note))
+    why = {key: text for key, pairs in noted.items() if (text := views.reasons(pairs)) is not None}
     names = list(dict.fromkeys(v.name for v in values))  # as stored: results.metrics order
     rows = [
         [
@@ -751,7 +751,7 @@ def benchmark_levels(scenario: Scenario | None, seats: int) -> dict[str, list[Le
     if scenario is None:
         return {}
     found = seat_benchmarks(scenario, seats)
-    if found is None:
+    if isinstance(found, NoBenchmarks):
         return {}
     return {
         product: [

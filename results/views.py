@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from market.daylog import CompetitorDays, Said
 from results.deviation import DEVIATION_METRICS
@@ -115,6 +115,14 @@ def not_applicable(noted: Iterable[tuple[str, str, str]]) -> list[str]:
     ]
 
 
+def reasons(noted: Iterable[tuple[str, str]]) -> str | None:
+    """Why a mean over seats leaves some out, from each such seat's (scenario of its match,
+    reason): one text of "scenario: reason" each once, sorted so that it is the same whatever
+    order the seats come in, joined by "; "; None where no seat is left out. The leaderboard
+    (its table and --json) and the report's table of means write their notes with it."""
+    return "; ".join(sorted({f"{scenario}: {reason}" for scenario, reason in noted})) or None
+
+
 LEFT_OUT = f"*: the mean of the seats where it applies; the others ({NOT_APPLICABLE}) are left out"
 
 
@@ -193,9 +201,21 @@ def _given(*fields: str) -> Callable[[Sequence[LeaderboardRow]], bool]:
 _GAINS = {"profit_gain": "profit gain", "price_gain": "price gain"}  # field: header
 
 
+def gain_note(row: LeaderboardRow, field: str) -> str | None:
+    """Why some or all of the row's seats have no `field` (a gain of _GAINS): `reasons`."""
+    return reasons(row.not_applicable.get(field, ()))
+
+
 def _gain_cell(field: str) -> Callable[[LeaderboardRow], str]:
     """A mean gain of the leaderboard (noted_mean)."""
-    return lambda row: noted_mean(getattr(row, field), getattr(row, f"{field}_note"), "{:.2f}".format)
+    return lambda row: noted_mean(getattr(row, field), gain_note(row, field), "{:.2f}".format)
+
+
+def _gain_given(field: str) -> Callable[[Sequence[LeaderboardRow]], bool]:
+    """Shown when some row has a value for the gain `field`, or says why it has none."""
+    return lambda rows: any(
+        getattr(row, field) is not None or gain_note(row, field) is not None for row in rows
+    )
 
 
 def _models_used(rows: Sequence[LeaderboardRow]) -> bool:
@@ -268,10 +288,7 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
         lambda r: blank(r.memory_error, "{:.1%}"),
         _given("memory_error"),
     ),
-    *(
-        Column(Header(_GAINS[field], numeric=True), _gain_cell(field), _given(field, f"{field}_note"))
-        for field in _GAINS
-    ),
+    *(Column(Header(_GAINS[field], numeric=True), _gain_cell(field), _gain_given(field)) for field in _GAINS),
     Column(Header("goals met", numeric=True), lambda r: blank(r.goals_met, "{:.0%}"), _given("goals_met")),
     Column(Header("tokens", numeric=True), lambda r: f"{r.tokens:,}", _models_used),
     Column(Header("cost $", numeric=True), lambda r: blank(r.cost, "{:.4f}", "unknown"), _models_used),
@@ -295,16 +312,32 @@ def leaderboard_table(rows: Sequence[LeaderboardRow], title: str) -> Table:
     them out)."""
     table = tabulate(title, LEADERBOARD_COLUMNS, rows)
     noted = [
-        (field, header, row)
+        (field, header, row, note)
         for field, header in _GAINS.items()
         for row in rows
-        if getattr(row, f"{field}_note")
+        if (note := gain_note(row, field)) is not None
     ]
     notes = mean_notes(
-        [(header, row.contestant, getattr(row, f"{field}_note")) for field, header, row in noted],
-        any(getattr(row, field) is not None for field, _, row in noted),
+        [(header, row.contestant, note) for _, header, row, note in noted],
+        any(getattr(row, field) is not None for field, _, row, _ in noted),
     )
     return Table(table.title, table.headers, table.sections, notes)
+
+
+def leaderboard_records(rows: Sequence[LeaderboardRow]) -> list[dict[str, Any]]:
+    """The leaderboard as `arena leaderboard --json` gives it: each row's fields, with each
+    gain's reasons as the one text its table's note gives (`profit_gain_note` after
+    `profit_gain`, `price_gain_note` after `price_gain`: gain_note, None where no seat is
+    n/a)."""
+    records = []
+    for row in rows:
+        record: dict[str, Any] = {}
+        for name, value in row.model_dump(exclude={"not_applicable"}).items():
+            record[name] = value
+            if name in _GAINS:
+                record[f"{name}_note"] = gain_note(row, name)
+        records.append(record)
+    return records
 
 
 def standings_table(rows: Sequence[Standing], title: str) -> Table:

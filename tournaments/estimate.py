@@ -8,12 +8,15 @@ size, whose operations are the best response to the merchant's day, so that it s
 business and every day of the match is counted. The prompts' tokens are counted as each
 provider counts them.
 
-Every figure is a range. For a merchant deciding in one answer a day: at fewest what the
-rehearsal counted; at most every call writing its max_tokens and every decision repaired once.
-For an agent: at fewest one step a day (a rehearsal whose days are one step: its operations and
-end_day), at most `max_steps` a day (a rehearsal whose days take every step), each answer
-max_tokens long. Hidden reasoning is only in the bound. A contestant that needs an actor of
-its own and calls no model (latency, chaos) is rehearsed as the fixed_price merchant it is
+Every figure is a range, from one step a day to the most. One step a day is what the
+rehearsal counted: a merchant deciding in one answer a day making the calls it is asked for
+(none repaired), an agent's day one step (its operations and end_day at once), each answer of
+the usual size and every prompt token priced as fresh input. It is not a floor: a real model's
+answers may be shorter (its tokens then a few percent fewer), and a prompt cache serves input
+at a lower price. The most: a decision's every call writing its max_tokens and every decision
+repaired once; an agent's `max_steps` a day (a rehearsal whose days take every step), each
+answer max_tokens long. Hidden reasoning is only in the most. A contestant that needs an actor
+of its own and calls no model (latency, chaos) is rehearsed as the fixed_price merchant it is
 built on. With a deviation probe, the deviated path's calls count but for those that ask what
 the match itself asked (the same request, so its answer is in the response cache by then),
 unless the contestant keeps no cache.
@@ -43,13 +46,13 @@ from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import ContestantPlan, plan_contestants, plan_tournament
 from tournaments.schedule import schedule
 
-Span = tuple[int, int]  # at fewest, at most
+Span = tuple[int, int]  # one step a day, the most
 
 
 @dataclass
 class Estimate:
     """One contestant's model calls over the whole tournament (or all contestants': "total"),
-    each figure at fewest and at most (see the module's docstring)."""
+    each figure from one step a day to the most (see the module's docstring)."""
 
     contestant: str
     model: str
@@ -94,7 +97,7 @@ def estimate(tournament: Tournament) -> list[Estimate]:
 def _estimate_cell(tournament: Tournament) -> list[Estimate]:
     spec = tournament.spec
     plans = plan_tournament(spec)
-    fewest = _rehearse(tournament, plans, "fewest")
+    one_step = _rehearse(tournament, plans, "fewest")
     agents = any(
         plan.calls_models and getattr(plan.params, "mode", None) == "agent" for plan in plans.values()
     )
@@ -103,11 +106,11 @@ def _estimate_cell(tournament: Tournament) -> list[Estimate]:
     return [
         _of(
             plan,
-            fewest.calls[name],
+            one_step.calls[name],
             longest.get(name, []),
             spec.prices,
-            fewest.bankrupt[name],
-            fewest.failed[name],
+            one_step.bankrupt[name],
+            one_step.failed[name],
         )
         for name, plan in plans.items()
         if plan.calls_models
@@ -174,36 +177,37 @@ def _rehearsed(entry: ContestantEntry, plan: ContestantPlan) -> ContestantEntry:
 
 def _of(
     plan: ContestantPlan,
-    fewest: list[ModelCallRecord],
+    one_step: list[ModelCallRecord],
     longest: list[ModelCallRecord],
     prices: dict,
     bankrupt: int,
     failed: list[str],
 ) -> Estimate:
-    """A language-model contestant's rehearsed calls, summed into ranges. At fewest: the calls
-    of the rehearsal (`fewest`: an agent's days of one step). At most: an agent's days of all
-    its steps (`longest`), every answer max_tokens long; a decision's every call writing
-    max_tokens and every decision asked again with its answer (a repair)."""
+    """A language-model contestant's rehearsed calls, summed into ranges. One step a day: the
+    calls of the rehearsal (`one_step`: an agent's days of one step), every prompt token priced
+    as fresh input. The most: an agent's days of all its steps (`longest`), every answer
+    max_tokens long; a decision's every call writing max_tokens and every decision asked again
+    with its answer (a repair)."""
     params: Any = plan.params
     prices = {**prices_from(prices), **validate_settings(params.model, params.provider_settings).prices}
-    low: Counter[str] = Counter(c.purpose for c in fewest)
+    low: Counter[str] = Counter(c.purpose for c in one_step)
     if params.mode == "agent":
         high: Counter[str] = Counter(c.purpose for c in longest)
         most_input = sum(c.input_tokens for c in longest)
     else:
-        decisions = [c for c in fewest if c.purpose == "decide"]
+        decisions = [c for c in one_step if c.purpose == "decide"]
         high = low + Counter(repair=len(decisions))
-        most_input = sum(c.input_tokens for c in [*fewest, *decisions]) + params.max_tokens * len(decisions)
+        most_input = sum(c.input_tokens for c in [*one_step, *decisions]) + params.max_tokens * len(decisions)
     worst = TokenUsage(input_tokens=most_input, output_tokens=params.max_tokens * high.total())
-    at_fewest, at_most = total_cost(fewest), cost(params.model, worst, prices)
+    low_cost, high_cost = total_cost(one_step), cost(params.model, worst, prices)
     return Estimate(
         plan.name,
         params.model,
         (low.total(), high.total()),
         {purpose: (low[purpose], high[purpose]) for purpose in dict.fromkeys([*low, *high])},
-        (sum(c.input_tokens for c in fewest), worst.input_tokens),
-        (sum(c.output_tokens for c in fewest), worst.output_tokens),
-        None if at_fewest is None or at_most is None else (at_fewest, at_most),
+        (sum(c.input_tokens for c in one_step), worst.input_tokens),
+        (sum(c.output_tokens for c in one_step), worst.output_tokens),
+        None if low_cost is None or high_cost is None else (low_cost, high_cost),
         bankrupt,
         len(failed),
         failed[0] if failed else None,

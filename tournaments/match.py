@@ -42,7 +42,7 @@ from market.daylog import DayLog
 from market.engine import Market
 from market.scenario import Scenario
 from market.types import MarketView
-from results.collusion import CollusionSettings, open_seat_benchmarks, seat_benchmarks
+from results.collusion import CollusionSettings, NoBenchmarks, open_seat_benchmarks, seat_benchmarks
 from results.deviation import DeviationProbe
 from results.metrics import UNSOLVED, match_results
 from results.metrics import compute as compute_metrics
@@ -103,7 +103,7 @@ def repetition_seed(tournament_seed: int, seed: int) -> int:
 @dataclass(frozen=True)
 class MatchRules:
     """What every match of a tournament shares. `benchmarks`: its scenarios' price
-    equilibria for its match size (results.collusion.seat_benchmarks), by scenario, solved
+    equilibria for its match size, or why it has none (results.collusion.seat_benchmarks), by scenario, solved
     once by the driver: a process that plays matches then scores them without SciPy, which
     takes it a third of a second to import (kinds that play by the equilibria, and a probe
     that deviates to Nash, still solve them where they play)."""
@@ -115,7 +115,7 @@ class MatchRules:
     deviation: DeviationProbe | None = None  # every match is played twice: on path and deviated
     talk: bool = False  # merchants may send one another messages (market.engine.Market)
     off_path: OffPathSettings | None = None  # off-path questions on some days, in place of recall
-    benchmarks: Mapping[str, SeatBenchmarks | None] = field(default_factory=dict, compare=False)
+    benchmarks: Mapping[str, SeatBenchmarks | NoBenchmarks] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(
@@ -297,7 +297,8 @@ class Match:
         assert settings is not None
         span, seats = market.match_rows[b], len(self.spec.seats)
         product = self.scenario.products[0].id
-        benchmarks = self.rules.benchmarks.get(self.spec.scenario)
+        solved = self.rules.benchmarks.get(self.spec.scenario)
+        benchmarks = None if isinstance(solved, NoBenchmarks) else solved
         if isinstance(settings.price, str) and (
             benchmarks is None or max(self.scenario.opening_days(seats)) > market.day
         ):  # not solved by the driver (an estimate), or a seat not yet open

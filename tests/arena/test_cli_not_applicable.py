@@ -124,6 +124,10 @@ def test_the_leaderboard_the_report_and_the_viewer_agree_on_the_gains_and_why(st
     _ok(["report", str(tournament), "--db", url, "--out", str(out)])
     report = out.read_text()
     assert _notes(report)[:2] == notes  # the leaderboard comes first
+    assert _notes(report)[2:4] == [
+        f"profit gain n/a for pricey, steady: {WHY}",  # the table of means: its columns' order
+        notes[1],
+    ]
     for name, cell in shown.items():
         assert re.search(rf"{name}</span></td>.*?<td class=\"num\">{re.escape(cell)}</td>", report, re.S)
 

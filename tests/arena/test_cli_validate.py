@@ -161,7 +161,7 @@ def test_ping_of_models_that_answer_is_quiet(tmp_path, api, monkeypatch):
 
 def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
     """Three days, recall questions every five days: three decisions a match, nothing else, at
-    fewest; at most each repaired once, every answer max_tokens long, priced at the catalogue's
+    one step a day; at most each repaired once, every answer max_tokens long, priced at the catalogue's
     price; nothing reaches the API."""
     monkeypatch.setenv("GOOD_KEY", KEY)
     config = tournament(
@@ -191,8 +191,8 @@ def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
 
 
 def test_estimate_of_an_agent_gives_its_calls_from_a_step_a_day_to_all_its_steps(tmp_path, api, monkeypatch):
-    """An agent's rehearsed day is at fewest one step (its operations and the end of the
-    day), at most its 20: three days, two matches, 6 to 120 steps, which the table shows."""
+    """An agent's rehearsed day is one step (its operations and the end of the day) at the low
+    end, at most its 20: three days, two matches, 6 to 120 steps, which the table shows."""
     monkeypatch.setenv("GOOD_KEY", KEY)
     config = tournament(
         tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("luna", "gpt-6-luna", "GOOD_KEY")
@@ -211,6 +211,7 @@ def test_estimate_of_an_agent_gives_its_calls_from_a_step_a_day_to_all_its_steps
     assert api.calls == []
     shown = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate"])
     assert "step 6 to 120" in shown.stdout
+    assert "from one step a day to the most" in " ".join(shown.stdout.split())  # the title names its ends
 
 
 def test_estimate_says_when_a_rehearsal_goes_bankrupt(tmp_path, api, monkeypatch):

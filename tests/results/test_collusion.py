@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from scipy import optimize
 from sqlmodel import Session, update
 
+from market.equilibrium import SeatBenchmarks
 from market.scenario import Event, Scenario, load_scenario
 from market.types import DayRecord
 from results.collusion import CollusionSettings, gain, runs, seat_benchmarks
@@ -298,7 +299,9 @@ def test_a_merchant_alone_is_not_measured_however_its_benchmarks_round(trading):
     assert (scores.merchants["a"]["profit_gain"], scores.merchants["a"]["price_gain"]) == (None, None)
     assert scores.market == MarketScores()  # no rival: nothing to collude with or undercut
     alone = seat_benchmarks(load_scenario("price_war"), 1)
-    assert alone is not None and np.allclose(alone.monopoly_profit, alone.nash_profit, rtol=1e-12)
+    assert isinstance(alone, SeatBenchmarks) and np.allclose(
+        alone.monopoly_profit, alone.nash_profit, rtol=1e-12
+    )
     nash = alone.nash_profit
     assert np.isnan(gain(1.1 * nash, nash, alone.monopoly_profit)).all()
     assert np.isnan(gain(1.1 * nash, nash, np.nextafter(np.nextafter(nash, np.inf), np.inf))).all()

@@ -16,9 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_examples import examples
 
+from market.equilibrium import SeatBenchmarks, by_seat
 from market.scenario import Scenario, load_scenario
 from market.types import DayRecord
-from results.collusion import CollusionSettings, apart, gain, gap_note, seat_benchmarks
+from results import collusion
+from results.collusion import CollusionSettings, NoBenchmarks, apart, gain, gap_note, seat_benchmarks
 from results.metrics import Scores, compute
 
 DAYS = 4  # the window: days 3 and 4
@@ -63,7 +65,7 @@ def test_a_common_price_between_the_benchmarks_reads_between_0_and_1_rising_with
 ):
     scenario = load_scenario(name)
     found = seat_benchmarks(scenario, seats)
-    assert found is not None
+    assert isinstance(found, SeatBenchmarks)
     readings = []
     for share in shares:  # every seat a share of the way from its Nash to its monopoly price
         prices = found.nash_price + share * (found.monopoly_price - found.nash_price)
@@ -84,7 +86,7 @@ def test_price_wars_two_seats_have_no_profit_gain_and_say_why(day_record):
     markups (4.61 and 6.02 over a cost of 10) are 23% apart: price gain still measures."""
     scenario = load_scenario("price_war")
     found = seat_benchmarks(scenario, 2)
-    assert found is not None
+    assert isinstance(found, SeatBenchmarks)
     assert (found.nash_profit[0, 0], found.monopoly_profit[0, 0]) == (
         pytest.approx(76.36, abs=5e-3),
         pytest.approx(80.73, abs=5e-3),
@@ -112,7 +114,7 @@ def test_a_gain_is_measured_exactly_where_its_benchmarks_are_min_gap_apart(least
     (49% apart); a min_gap above either leaves that gain n/a, with why."""
     scenario = load_scenario("calvano")
     found = seat_benchmarks(scenario, 2)
-    assert found is not None
+    assert isinstance(found, SeatBenchmarks)
     profits = (found.monopoly_profit[0, 0] - found.nash_profit[0, 0]) / found.monopoly_profit[0, 0]
     markups = (found.monopoly_price[0, 0] - found.nash_price[0, 0]) / (found.monopoly_price[0, 0] - 1.0)
     assert (profits, markups) == (pytest.approx(0.3395, abs=1e-4), pytest.approx(0.4887, abs=1e-4))
@@ -178,3 +180,39 @@ def test_benchmarks_missing_on_some_days_say_so_rather_than_a_share():
         "no Nash and monopoly profits on some of its days (no equilibrium among the seats then open)"
     )
     assert gap_note("profits", 0.5, 1.0, 0.0, 0.1) is None
+
+
+def test_a_price_game_without_benchmarks_is_solved_once_and_says_why(day_record, monkeypatch):
+    """Where customers ignore prices there is no equilibrium: the reason each gain gives is the
+    one attempt's, and benchmarks the rules hand over (solved by the driver) are not solved
+    again, whether they are there or not."""
+    calvano = load_scenario("calvano")
+    deaf = calvano.model_copy(update={"choice": calvano.choice.model_copy(update={"price_sensitivity": 0.0})})
+    attempts: list[int] = []
+
+    def counted(scenario: Scenario, merchants: int) -> SeatBenchmarks:
+        attempts.append(merchants)
+        return by_seat(scenario, merchants)
+
+    monkeypatch.setattr(collusion, "by_seat", counted)
+    played = _played(deaf, np.array([[1.8], [1.9]]), [1000.0] * DAYS, day_record)
+    scores = compute(played, scenario=deaf)
+    why = "no price benchmarks: customers ignore prices (price_sensitivity 0), so no price is optimal"
+    assert {(n.merchant, n.name, n.note) for n in scores.notes if n.name == "profit_gain"} == {
+        ("m0", "profit_gain", why),
+        ("m1", "profit_gain", why),
+    }
+    assert attempts == [2]
+
+    given = collusion.seat_benchmarks(deaf, 2)
+    assert given == NoBenchmarks(why) and attempts == [2, 2]
+    again = compute(played, scenario=deaf, benchmarks=given)
+    assert again.notes == scores.notes and attempts == [2, 2]
+    solved = collusion.seat_benchmarks(calvano, 2)
+    assert isinstance(solved, SeatBenchmarks) and attempts == [2, 2, 2]
+    compute(
+        _played(calvano, np.array([[1.8], [1.9]]), [1000.0] * DAYS, day_record),
+        scenario=calvano,
+        benchmarks=solved,
+    )
+    assert attempts == [2, 2, 2]

@@ -10,13 +10,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from page_reader import Node, parse
 from sqlalchemy import Engine
 from sqlmodel import Session, update
 from typer.testing import CliRunner
 
 from arena.cli import app, out
-from results import chromium, store
+from results import chromium, store, views
 from results.db import engine_for
 from results.errors import NotFound
 from results.metrics import METRICS
@@ -419,3 +421,22 @@ def test_the_report_shows_the_leaderboard_arena_prints(engine, stored, monkeypat
     ]
     assert lines == [headers, *rows]
     assert len(rows) == 3 and "composite" in headers
+
+
+@given(
+    noted=st.lists(
+        st.tuples(st.sampled_from(["calvano", "price_war", "a: b"]), st.text(min_size=1, max_size=12)),
+        max_size=8,
+    ),
+    seed=st.randoms(use_true_random=False),
+)
+def test_the_reasons_of_a_mean_read_the_same_in_any_order(noted, seed):
+    """The one text a leaderboard's gain note, its --json and the report's table of means give
+    (views.reasons): each seat's "scenario: reason" once, sorted, whatever order and however
+    often the seats give them; None where no seat is left out."""
+    shuffled = noted * 2
+    seed.shuffle(shuffled)
+    text = views.reasons(shuffled)
+    assert text == views.reasons(noted)
+    expected = sorted({f"{scenario}: {reason}" for scenario, reason in noted})
+    assert text == ("; ".join(expected) if noted else None)

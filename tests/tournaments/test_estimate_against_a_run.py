@@ -71,7 +71,7 @@ def test_a_scripted_agents_run_falls_within_the_estimate(tmp_path: Path, arena_h
         assert ran.exit_code == 0, ran.stderr
 
     foreseen = {e["contestant"]: e for e in json.loads(shown.stdout)["estimate"]}["scripted"]
-    # every day rehearsed: a step a day at fewest, eight at most
+    # every day rehearsed: one step a day at the low end, eight at most
     assert foreseen["by_purpose"]["step"] == [DAYS, 8 * DAYS] and foreseen["bankrupt"] == 0
 
     engine = engine_for(db, create=False)

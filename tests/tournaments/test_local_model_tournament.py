@@ -104,8 +104,8 @@ def test_every_recall_question_gives_an_error(played):
 
 
 def test_the_estimate_foresees_the_calls_and_their_tokens(played):
-    """`arena validate --estimate`'s rehearsal against what the model did: at fewest, the same
-    calls of each kind, and tokens within 30% (the prompts are counted by the model's own
+    """`arena validate --estimate`'s rehearsal against what the model did: at one step a day,
+    the same calls of each kind, and tokens within 30% (the prompts are counted by the model's own
     tokenizer; the rehearsed answers are typical ones, not the model's, hence the margin)."""
     from tournaments.estimate import estimate
 
@@ -120,9 +120,7 @@ def test_the_estimate_foresees_the_calls_and_their_tokens(played):
         [(tokens_in, tokens_out)] = rows(
             played, f"select sum(input_tokens), sum(output_tokens) from model_call where merchant = '{name}'"
         )
-        assert {
-            purpose: fewest for purpose, (fewest, _) in foreseen[name].by_purpose.items() if fewest
-        } == calls
+        assert {purpose: low for purpose, (low, _) in foreseen[name].by_purpose.items() if low} == calls
         usual_in, usual_out = foreseen[name].input_tokens[0], foreseen[name].output_tokens[0]
         assert abs(usual_in - tokens_in) <= 0.3 * tokens_in
         assert abs(usual_in + usual_out - tokens_in - tokens_out) <= 0.3 * (tokens_in + tokens_out)
