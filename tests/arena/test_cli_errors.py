@@ -279,6 +279,12 @@ CASES = [
         "t[draft].yaml",
         ["t[draft].yaml: colour: unknown key"],
     ),
+    case(  # three pairs, a match each under max_matches: one pair could play all three, seeds +0, +1, +2
+        "adaptive-seeds-past-the-largest-a-database-holds",
+        {"t.yaml": BASE + "  - {name: c, kind: undercut}\nformat: adaptive\nseeds: [2147483647]\n"},
+        "t.yaml",
+        ["t.yaml: seeds:", "up to 2147483649;", "at most 2147483647"],
+    ),
 ]
 
 
