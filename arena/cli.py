@@ -103,7 +103,8 @@ class _OneLineErrors(TyperGroup):
 
 
 def _usage_problem(exc: typer.TyperException) -> str:
-    """A usage error in one line, naming the option or argument: `--day: Input should be ...`."""
+    """A usage error in one line, naming the option or argument as the usage line shows it (an
+    argument by its metavar): `--day: Input should be ...`, `MATCH_ID: Input should be ...`."""
     if isinstance(exc, typer.BadParameter) and exc.param is not None and exc.message:
         named = exc.param.get_error_hint().replace("'", "")
         problem = f"{named}: {exc.message.removeprefix('Value error, ')}"
@@ -170,7 +171,9 @@ def _error_line(problem: str) -> None:
 
 @app.command()
 def run(
-    config: Annotated[Path, typer.Argument(help="Tournament YAML file.", show_default=False)],
+    config: Annotated[
+        Path, typer.Argument(metavar="CONFIG", help="Tournament YAML file.", show_default=False)
+    ],
     db: DbOption = None,
     resume: Annotated[
         bool,
@@ -299,7 +302,7 @@ def _stopped(summary: RunSummary, command: str, engine: Engine, db: str | None) 
 def replicate(
     name: Annotated[
         str | None,
-        typer.Argument(help="A replication pack (see --list).", show_default=False),
+        typer.Argument(metavar="NAME", help="A replication pack (see --list).", show_default=False),
     ] = None,
     list_packs: Annotated[
         bool, typer.Option("--list", help="List the packs and what they reproduce.")
@@ -463,7 +466,9 @@ def _replication_table(compared: list[Comparison], title: str) -> views.Table:
 
 @app.command()
 def validate(
-    config: Annotated[Path, typer.Argument(help="Tournament YAML file.", show_default=False)],
+    config: Annotated[
+        Path, typer.Argument(metavar="CONFIG", help="Tournament YAML file.", show_default=False)
+    ],
     ping: Annotated[
         bool,
         typer.Option(
@@ -540,7 +545,9 @@ def equilibrium(
     scenario: Annotated[
         str,
         typer.Argument(
-            help="Scenario YAML file, or the name of a shipped scenario (e.g. calvano).", show_default=False
+            metavar="SCENARIO",
+            help="Scenario YAML file, or the name of a shipped scenario (e.g. calvano).",
+            show_default=False,
         ),
     ],
     merchants: Annotated[
@@ -808,7 +815,9 @@ def rate(
     results: Annotated[
         Path,
         typer.Argument(
-            help="CSV with columns match, contestant, and rank or score (higher better).", show_default=False
+            metavar="RESULTS",
+            help="CSV with columns match, contestant, and rank or score (higher better).",
+            show_default=False,
         ),
     ],
     anchor: AnchorOption = None,
@@ -854,7 +863,13 @@ def matches(
 def show(
     match_id: Annotated[
         int,
-        typer.Argument(min=1, max=LARGEST_ID, help="Match id (see `arena matches`).", show_default=False),
+        typer.Argument(
+            metavar="MATCH_ID",
+            min=1,
+            max=LARGEST_ID,
+            help="Match id (see `arena matches`).",
+            show_default=False,
+        ),
     ],
     day: Annotated[
         int | None,
@@ -997,6 +1012,7 @@ def report(
     tournament_id: Annotated[
         int,
         typer.Argument(
+            metavar="TOURNAMENT_ID",
             min=1,
             max=LARGEST_ID,
             help="Tournament id (see `arena leaderboard`, `arena matches`).",
@@ -1083,7 +1099,10 @@ class ExportFormat(StrEnum):
 @app.command(name="export")
 def export_command(
     tournament_id: Annotated[
-        int, typer.Argument(min=1, max=LARGEST_ID, help="Tournament id.", show_default=False)
+        int,
+        typer.Argument(
+            metavar="TOURNAMENT_ID", min=1, max=LARGEST_ID, help="Tournament id.", show_default=False
+        ),
     ],
     out: Annotated[
         Path,

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, false, inspect, select, text
+from sqlalchemy import Column, Connection, Engine, create_engine, event, false, inspect, literal, select, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
@@ -39,8 +39,8 @@ def engine_for(
 
     `read_only` (a reader such as `arena serve`) creates nothing, changes nothing (not even
     SQLite's journal mode) and makes every connection refuse writes: SQLite's query_only,
-    PostgreSQL's read-only transactions. So it refuses a database that lacks tables this
-    arena reads (an older arena's): any other command adds them.
+    PostgreSQL's read-only transactions. So it refuses a database that lacks tables or
+    columns this arena reads (an older arena's): any other command adds them.
 
     With create=False (commands that work on stored results) a SQLite file that does not
     exist is an error rather than a new empty database left behind. For a caller that
@@ -52,9 +52,11 @@ def engine_for(
     foreign keys. On PostgreSQL the layout is checked and the tables created in one
     transaction that holds an advisory lock, so runs that start at once on an empty
     database create them once: two concurrent CREATE TABLEs of one name collide in
-    PostgreSQL's catalog. Raises DatabaseError, with any password masked, when the URL
-    cannot be parsed, the database cannot be opened or written, or it holds an older layout
-    of the tables (then nothing is written to it).
+    PostgreSQL's catalog. The columns an older arena's tables lack that have a value for the
+    rows already there (ADDED_COLUMNS) are added at that check. Raises DatabaseError, with
+    any password masked, when the URL cannot be parsed, the database cannot be opened or
+    written, or it holds an older layout of the tables that cannot be brought forward (then
+    nothing is written to it).
     """
     from_env = not url and bool(os.environ.get("ARENA_DB"))
     raw = url or os.environ.get("ARENA_DB") or DEFAULT_URL
@@ -67,7 +69,7 @@ def engine_for(
     sqlite = parsed.get_backend_name() == "sqlite"
     if (read_only or not create) and sqlite and not _sqlite_file_exists(parsed):
         raise DatabaseError(f"no database at {shown}: run a tournament first, or name one with --db")
-    engine, failed = None, "cannot open database"
+    engine, failed, advice = None, "cannot open database", ""
     try:
         engine = create_engine(parsed, **_server_options(parsed))
         if read_only:
@@ -77,17 +79,23 @@ def engine_for(
         with engine.begin() as connection:
             if connection.dialect.name == "postgresql" and not read_only:
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LAYOUT_LOCK})
-            outdated = _outdated_layout(connection)
-            missing = _missing_tables(connection) if read_only else []
+            outdated, added = _outdated_layout(connection)
+            missing = (_missing_tables(connection) + [_named(c) for c in added]) if read_only else []
             if outdated is None and not read_only:
-                failed = "cannot write to database"
+                if added:
+                    failed = (
+                        f"cannot add {', '.join(map(_named, added))}, which this arena writes, to database"
+                    )
+                    advice = "; open it once where it may be written (`arena matches --db URL` adds it)"
+                    _add_columns(connection, added)
+                failed, advice = "cannot write to database", ""
                 SQLModel.metadata.create_all(connection)
                 if create if writes is None else writes:
                     _try_writing(connection)
     except (SQLAlchemyError, ImportError) as exc:
         if engine is not None:
             engine.dispose()
-        raise DatabaseError(f"{failed} {shown}: {_reason(exc)}") from exc
+        raise DatabaseError(f"{failed} {shown}: {_reason(exc)}{advice}") from exc
     if outdated is not None:
         engine.dispose()
         raise DatabaseError(
@@ -96,8 +104,8 @@ def engine_for(
     if missing:
         engine.dispose()
         raise DatabaseError(
-            f"database {shown} lacks tables this arena reads ({', '.join(missing)}; an older arena made "
-            "none): any other arena command on it adds them, `arena matches --db URL` for one"
+            f"database {shown} lacks what this arena reads ({', '.join(missing)}; an older arena wrote it): "
+            "any other arena command on it adds them, `arena matches --db URL` for one"
         )
     return engine
 
@@ -129,23 +137,55 @@ def _try_writing(connection: Connection) -> None:
 # Tables an older arena wrote that this one no longer reads, and what replaced them.
 RETIRED_TABLES = {"day": "one row per merchant-day, now one day_log row per match"}
 
+# Columns this version added to tables an older arena wrote, each with the value the rows
+# already there take: a database that lacks one gains it when a command opens it (a reader
+# such as `arena serve` names it instead, changing nothing). A missing column not named here
+# is refused.
+ADDED_COLUMNS: dict[str, dict[str, int]] = {
+    "match_result": {"length_refusals": 0},  # the older arena recorded no refusal
+}
 
-def _outdated_layout(connection: Connection) -> str | None:
+
+def _outdated_layout(connection: Connection) -> tuple[str | None, list[Column[Any]]]:
     """What makes the database's tables unusable by this version (a retired table, a table
-    lacking a column this version writes), or None. Tables not there yet are fine: they
-    are created."""
+    lacking a column this version writes), or None; and the columns of ADDED_COLUMNS that
+    its tables lack. Tables not there yet are fine: they are created."""
     inspector = inspect(connection)
     present = set(inspector.get_table_names())
     retired = sorted(present & RETIRED_TABLES.keys())
     if retired:
-        return f"table {retired[0]!r}: {RETIRED_TABLES[retired[0]]}"
+        return f"table {retired[0]!r}: {RETIRED_TABLES[retired[0]]}", []
+    added: list[Column[Any]] = []
     for table in SQLModel.metadata.sorted_tables:
         if table.name in present:
             columns = {column["name"] for column in inspector.get_columns(table.name)}
-            missing = [column.name for column in table.columns if column.name not in columns]
-            if missing:
-                return f"table {table.name!r} lacks {', '.join(missing)}"
-    return None
+            missing = [column for column in table.columns if column.name not in columns]
+            addable = [column for column in missing if column.name in ADDED_COLUMNS.get(table.name, {})]
+            if len(addable) < len(missing):
+                return f"table {table.name!r} lacks {', '.join(column.name for column in missing)}", []
+            added += addable
+    return None, added
+
+
+def _add_columns(connection: Connection, columns: list[Column[Any]]) -> None:
+    """Add each column to its table, NOT NULL, the rows already there holding its value of
+    ADDED_COLUMNS."""
+    dialect = connection.dialect
+    quote = dialect.identifier_preparer.quote
+    for column in columns:
+        default = literal(ADDED_COLUMNS[column.table.name][column.name]).compile(
+            dialect=dialect, compile_kwargs={"literal_binds": True}
+        )
+        connection.execute(
+            text(
+                f"ALTER TABLE {quote(column.table.name)} ADD COLUMN {quote(column.name)} "
+                f"{column.type.compile(dialect)} NOT NULL DEFAULT {default}"
+            )
+        )
+
+
+def _named(column: Column[Any]) -> str:
+    return f"{column.table.name}.{column.name}"
 
 
 def _missing_tables(connection: Connection) -> list[str]:

@@ -306,10 +306,10 @@ def _insert_match(
         computed = compute_metrics(match.days_played, match.recalls, match.faults, scenario, collusion)
         if scores is None:
             scores = _with_deviation_measures(computed.merchants, match.days_played, match.deviation)
-            notes = computed.notes  # why the metrics computed here have no value
         market = market if market is not None else computed.market
         goals = goals if goals is not None else computed.goals
-        notes = notes if notes is not None else computed.notes
+        # why the stored metrics have no value: the computed ones' reasons, unless given with them
+        notes = notes if notes is not None and match.metrics is not None else computed.notes
     fields = match.model_dump(include=set(PlayedMatch.model_fields))
     inserted = session.connection().execute(
         insert(MatchRow).values(tournament_id=tournament_id, finished_at=utcnow(), **fields)

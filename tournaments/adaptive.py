@@ -15,7 +15,7 @@ max_concurrent_matches if that is more, dealt to the pairs in turn, the least se
 names). A pair's match seats the two and, in groups of more, the
 group_size - 2 other contestants rated nearest them. A group's k-th match is the round
 robin's: with the (k // S)-th seed and the (k % S)-th of the S scenarios
-(tournaments.schedule.group_matches), so it plays exactly as it would there.
+(tournaments.schedule.adaptive_match), so it plays exactly as it would there.
 
 The rounds end when every two contestants next to each other are ordered, or when the next
 would pass max_matches (tournaments.schedule.most_matches) less the room kept for the
@@ -43,7 +43,7 @@ from itertools import pairwise
 
 from results.rating_fit import Fit, Ranking, Separation, fit, order_key, separations
 from tournaments.config import Tournament
-from tournaments.schedule import MatchSpec, group_matches, most_matches
+from tournaments.schedule import MatchSpec, adaptive_match, most_matches
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,6 @@ class AdaptiveSchedule:
         self.tournament = tournament
         self.spec = tournament.spec
         self.names = [c.name for c in self.spec.contestants]
-        self.scenarios = list(tournament.scenarios)
         self.cap = most_matches(tournament)
         self.by_goals = self.spec.scoring.objective == "goals"  # rated as the leaderboard rates them
         # each of the n - 1 pairs at 1 - (1 - confidence) / (n - 1): all at once at `confidence`
@@ -127,9 +126,8 @@ class AdaptiveSchedule:
         matches: list[MatchSpec] = []
         for group in groups:
             k = self.played[group]
-            turn, scenario = divmod(k, len(self.scenarios))
             index = len(self.scheduled) + len(matches)
-            repeats = group_matches(self.tournament, group, self.scenarios[scenario], turn, index)
+            repeats = adaptive_match(self.tournament, group, k, index)
             if index + len(repeats) > cap:
                 break
             self.played[group] += 1

@@ -50,6 +50,7 @@ from results.rating_fit import LEVEL
 from results.records import FactorValue, OffPathSettings, PlayedScenarios, as_number, same_value, shown_value
 from results.tables import TournamentRow
 from tournaments.first_day import check_first_days
+from tournaments.schedule import largest_seed
 
 MAX_SWEEP_CELLS = 10_000
 MAX_REPETITIONS = 10_000
@@ -620,6 +621,14 @@ def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: Scena
         if spec.off_path is not None:
             check_off_path(path, spec, scenario, f"scenarios[{i}]")
     tournament = Tournament(spec=spec, scenarios=scenarios, path=str(path), text=text)
+    largest = largest_seed(tournament)
+    if largest > MAX_SEED:
+        raise ConfigError(
+            path,
+            "seeds",
+            f"adaptive may play a group past these seeds, on the integers after the largest, up to "
+            f"{largest}; a seed may be at most {MAX_SEED}: give smaller seeds",
+        )
     check_first_days(tournament)
     return tournament
 

@@ -124,6 +124,26 @@ def most_matches(tournament: Tournament) -> int:
     return spec.max_matches or every
 
 
+def largest_seed(tournament: Tournament) -> int:
+    """The largest seed a match of the tournament may be played with: a seed of the file, or in
+    an adaptive tournament, which may give one group every match up to its cap (most_matches,
+    a match and its repeats taking plays_per_match of it), that group's last."""
+    spec = tournament.spec
+    if spec.format != "adaptive":
+        return max(spec.seed_list)
+    group = [entry.name for entry in spec.contestants][: spec.group_size]
+    last = most_matches(tournament) // spec.plays_per_match - 1
+    return max(*spec.seed_list, adaptive_match(tournament, group, last, 0)[0].seed)
+
+
+def adaptive_match(tournament: Tournament, group: Sequence[str], k: int, index: int) -> list[MatchSpec]:
+    """The `k`-th match of `group` in an adaptive tournament, with its repeats, the first
+    numbered `index`: the round robin's, with the (k // S)-th seed and the (k % S)-th of the S
+    scenarios."""
+    turn, scenario = divmod(k, len(tournament.scenarios))
+    return group_matches(tournament, group, list(tournament.scenarios)[scenario], turn, index)
+
+
 def group_matches(
     tournament: Tournament, group: Sequence[str], scenario: str, turn: int, index: int, cell: str = ""
 ) -> list[MatchSpec]:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import typer
 import yaml
+from typer.core import TyperArgument, TyperGroup
 from typer.testing import CliRunner
 
 from arena.cli import app, user_errors
@@ -278,6 +279,12 @@ CASES = [
         {"t[draft].yaml": BASE + "colour: red\n"},
         "t[draft].yaml",
         ["t[draft].yaml: colour: unknown key"],
+    ),
+    case(  # three pairs, a match each under max_matches: one pair could play all three, seeds +0, +1, +2
+        "adaptive-seeds-past-the-largest-a-database-holds",
+        {"t.yaml": BASE + "  - {name: c, kind: undercut}\nformat: adaptive\nseeds: [2147483647]\n"},
+        "t.yaml",
+        ["t.yaml: seeds:", "up to 2147483649;", "at most 2147483647"],
     ),
 ]
 
@@ -794,15 +801,15 @@ LARGEST_ID = "9223372036854775807"
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["show", "0"], ["error: match_id:", "greater than or equal to 1"]),
-        (["show", BEYOND_64_BITS], ["error: match_id:", f"less than or equal to {LARGEST_ID}"]),
-        (["show", "abc"], ["error: match_id:", "valid integer"]),
+        (["show", "0"], ["error: MATCH_ID:", "greater than or equal to 1"]),
+        (["show", BEYOND_64_BITS], ["error: MATCH_ID:", f"less than or equal to {LARGEST_ID}"]),
+        (["show", "abc"], ["error: MATCH_ID:", "valid integer"]),
         (["show", "1", "--day", "0"], ["error: --day:", "greater than or equal to 1"]),
         (["show", "1", "--day", "4000"], ["error: --day:", "less than or equal to 3650"]),
-        (["export", BEYOND_64_BITS, "--out", "o"], ["error: tournament_id:", LARGEST_ID]),
+        (["export", BEYOND_64_BITS, "--out", "o"], ["error: TOURNAMENT_ID:", LARGEST_ID]),
         (["export", "1", "--out", "o", "--format", "xml"], ["error: --format:", "'xml' is not one of"]),
         (["export", "1"], ["error: Missing option '--out'"]),
-        (["report", BEYOND_64_BITS], ["error: tournament_id:", LARGEST_ID]),
+        (["report", BEYOND_64_BITS], ["error: TOURNAMENT_ID:", LARGEST_ID]),
         (["leaderboard", "--tournament", BEYOND_64_BITS], ["error: --tournament:", LARGEST_ID]),
         (["leaderboard", "--tournament", "1", "--by", "x", "--tournament", "0"], ["error: --tournament:"]),
         (["matches", "--tournament", "0"], ["error: --tournament:", "greater than or equal to 1"]),
@@ -827,7 +834,7 @@ LARGEST_ID = "9223372036854775807"
         (["serve", "--port", "-1"], ["error: --port:", "greater than or equal to 0"]),
         (["matches", "--bogus"], ["error: No such option: --bogus"]),
         (["bogus"], ["error: No such command 'bogus'"]),
-        (["run"], ["error: Missing argument 'config'"]),
+        (["run"], ["error: Missing argument 'CONFIG'"]),
         (["validate", "t.yaml", "--ping", "--bogus"], ["error: No such option: --bogus"]),
         (["rate", "r.csv", "--anchor"], ["error: Option '--anchor' requires an argument"]),
     ],
@@ -838,6 +845,27 @@ def test_option_and_argument_mistakes_are_one_line_exit_2_and_write_nothing(work
     for needle in needles:
         assert needle in line, (needle, line)
     assert list(work.iterdir()) == []  # no database, no report, no export folder
+
+
+def _arguments() -> list[tuple[str, str, bool]]:
+    """Each command's arguments: (command, the name its usage line shows, whether required)."""
+    group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)
+    return [
+        (name, param.display_name_raw, param.required)
+        for name, command in group.commands.items()
+        for param in command.params
+        if isinstance(param, TyperArgument)
+    ]
+
+
+@pytest.mark.parametrize(("command", "shown", "required"), _arguments(), ids=lambda value: str(value))
+def test_a_mistaken_argument_is_named_as_the_usage_line_shows_it(work, command, shown, required):
+    """In capitals, as README.md writes it, in the usage line and in the error alike."""
+    usage = next(line for line in invoke(command, "--help").stdout.splitlines() if "Usage:" in line)
+    assert shown.isupper() and shown in usage, usage
+    if required:
+        assert one_error_line(invoke(command)) == f"error: Missing argument '{shown}'."
 
 
 def _takes_db(command: str) -> bool:

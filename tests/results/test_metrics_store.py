@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 from market.scenario import Scenario
 from results.collusion import CollusionSettings
 from results.metrics import METRICS, compute
-from results.records import Fault, PlayedScenarios
+from results.records import Fault, MetricNote, PlayedScenarios
 from results.store import MetricValue, NotFound, match_detail, metrics, rescore, save_match, start_tournament
 from results.tables import DayLogRow, MetricRow
 
@@ -49,6 +49,26 @@ def test_saved_match_carries_its_metrics(engine, tournament, make_match):
     assert values["beta", "memory_error"] is None  # no recall questions asked
     assert values["alpha", "fault_days"] == 1
     assert values["alpha", "goal_completion"] is not None
+
+
+def test_the_reasons_stored_are_those_of_the_metrics_stored(engine, tournament, make_match):
+    """Reasons given with the match's metrics are stored; where its metrics are computed as it is
+    saved, or come without reasons, the computed ones' are (any given would be of other values)."""
+    match = make_match("rr-0", 0, {"alpha": 1, "beta": 2})
+    computed = compute(match.days_played, match.recalls, match.faults, CORNER_SHOP)
+    given = [MetricNote(merchant="m0", name="memory_error", note="as given")]
+    saved = {
+        "with its metrics": (match.model_copy(update={"metrics": computed.merchants, "notes": given}), given),
+        "without metrics": (match.model_copy(update={"notes": given}), computed.notes),
+        "without reasons": (match.model_copy(update={"metrics": computed.merchants}), computed.notes),
+    }
+    for index, (how, (finished, reasons)) in enumerate(saved.items()):
+        match_id = save_match(
+            engine, tournament, finished.model_copy(update={"key": how, "index": index}), scenario=CORNER_SHOP
+        )
+        stored = {(v.merchant, v.name): v.note for v in metrics(engine, match_id=match_id) if v.note}
+        assert stored == {(n.merchant, n.name): n.note for n in reasons if n.merchant}, how
+    assert computed.notes and given[0].name not in {n.name for n in computed.notes}  # the two differ
 
 
 def test_metrics_without_the_scenario_leave_its_metrics_empty(engine, tournament, make_match):

@@ -9,11 +9,14 @@ import threading
 from datetime import UTC, datetime
 
 import psycopg
+import pytest
+from older_arena import as_an_older_arena_left_it, columns_of
 from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel, select
 
 from results import store
-from results.db import engine_for
+from results.db import DatabaseError, engine_for
 from results.tables import ContestantRow, MatchRow, RatingSnapshot, TournamentRow
 
 RUNS_AT_ONCE = 4
@@ -29,20 +32,25 @@ def _open_at_once(url: str, start: threading.Barrier, failures: list[BaseExcepti
         failures.append(exc)
 
 
+def _opened_at_once(url: str) -> list[str]:
+    """Open the database by RUNS_AT_ONCE runs at once; what failed."""
+    start = threading.Barrier(RUNS_AT_ONCE)
+    failures: list[BaseException] = []
+    threads = [
+        threading.Thread(target=_open_at_once, args=(url, start, failures)) for _ in range(RUNS_AT_ONCE)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return [str(failure) for failure in failures]
+
+
 def test_runs_starting_at_once_on_an_empty_database_create_its_tables_once(postgres):
     tables = set(SQLModel.metadata.tables)
     for _ in range(ROUNDS):
         url = postgres.fresh_database()
-        start = threading.Barrier(RUNS_AT_ONCE)
-        failures: list[BaseException] = []
-        threads = [
-            threading.Thread(target=_open_at_once, args=(url, start, failures)) for _ in range(RUNS_AT_ONCE)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
-        assert not failures, [str(f) for f in failures]
+        assert _opened_at_once(url) == []
         with psycopg.connect(url.replace("+psycopg", "")) as connection:
             created = {
                 name
@@ -152,3 +160,43 @@ def test_moments_are_stored_in_utc_whatever_the_server_time_zone(postgres, make_
     assert raw == stored.created_at.replace(tzinfo=None) and raw_match == match.finished_at.replace(
         tzinfo=None
     )
+
+
+OLD_READER, OLD_READER_PASSWORD = "old_reader", "old-reader-Secret-2291"
+
+
+def test_an_older_arenas_database_gains_the_columns_added_since_once_and_never_through_a_reader(
+    postgres, make_match
+):
+    """Runs that open it at once add them once (under the layout lock); a role that may only
+    read, and a reader such as `arena serve`, change nothing and say what to do."""
+    url = postgres.fresh_database()
+    engine = engine_for(url)
+    tournament = _recorded(engine, make_match, 0.25)
+    written = _content(engine, tournament)
+    engine.dispose()
+    as_an_older_arena_left_it(url)
+    database = make_url(url).database
+    with postgres.admin(database) as connection:
+        connection.execute(f"CREATE ROLE {OLD_READER} LOGIN PASSWORD '{OLD_READER_PASSWORD}'")
+        connection.execute(f'GRANT CONNECT ON DATABASE "{database}" TO {OLD_READER}')
+        connection.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {OLD_READER}")
+    readers_url = postgres.url(database, OLD_READER, OLD_READER_PASSWORD)
+
+    with pytest.raises(DatabaseError) as caught:
+        engine_for(readers_url, create=False)
+    assert str(caught.value) == (
+        "cannot add match_result.length_refusals, which this arena writes, to database "
+        f"{make_url(readers_url).render_as_string()}: must be owner of table match_result; "
+        "open it once where it may be written (`arena matches --db URL` adds it)"
+    )
+    with pytest.raises(DatabaseError, match=r"lacks what this arena reads \(match_result.length_refusals;"):
+        engine_for(url, read_only=True)
+    assert "length_refusals" not in columns_of(url, "match_result")
+
+    assert _opened_at_once(url) == []
+    engine = engine_for(readers_url, create=False)
+    try:
+        assert _content(engine, tournament) == written  # its merchants had no refusals
+    finally:
+        engine.dispose()

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from older_arena import as_an_older_arena_left_it
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from arena.cli import app
 from results.db import engine_for
 from results.store import leaderboard, list_matches, match_detail, run_progress
-from results.tables import FaultRow, MatchRow, ModelCallRow
+from results.tables import FaultRow, MatchRow, ModelCallRow, TournamentRow
 from tournaments.cluster import ClusterError
 from tournaments.config import load_tournament
 from tournaments.match import LOSSES_ALLOWED
@@ -147,8 +148,6 @@ def test_resume_plays_only_what_is_missing(tmp_path):
     with Session(engine) as session:  # as if the run had died after four matches
         for match in session.exec(select(MatchRow).where(MatchRow.index >= 4)).all():
             session.delete(match)
-        from results.tables import TournamentRow
-
         session.get(TournamentRow, first).status = "running"
         session.commit()
     summary = run_tournament(tournament, engine, resume=True)
@@ -157,6 +156,42 @@ def test_resume_plays_only_what_is_missing(tmp_path):
     assert table(engine, first) == table(whole, reference)
     keys = [m.key for m in list_matches(engine, first)]
     assert len(keys) == len(set(keys)) == 9
+
+
+def test_resume_finishes_a_run_in_a_database_an_older_arena_wrote(tmp_path, arena_here):
+    """Its results lack the columns added since (results.db.ADDED_COLUMNS): `arena run --resume`
+    adds them and plays the rest, the merchants of its stored match having no refusals."""
+    config = write_tournament(
+        tmp_path,
+        """
+        name: older
+        seed: 5
+        scenarios: [price_war]
+        seeds: [1, 2]
+        days: 4
+        contestants:
+          - {name: fixed, kind: fixed_price}
+          - {name: cost_plus, kind: cost_plus}
+        """,
+    )
+    url = f"sqlite:///{tmp_path}/old.db"
+    engine = engine_for(url)
+    first = run_tournament(load_tournament(config), engine).tournament_id
+    whole = table(engine, first)
+    with Session(engine) as session:  # as if the older arena's run had died after one match
+        session.delete(session.exec(select(MatchRow).where(MatchRow.index == 1)).one())
+        session.get(TournamentRow, first).status = "running"
+        session.commit()
+    engine.dispose()
+    as_an_older_arena_left_it(url)
+
+    resumed = arena_here(tmp_path, "run", "t.yaml", "--resume", "--db", url)
+    assert resumed.exit_code == 0, resumed.output
+    engine = engine_for(url, create=False)
+    assert table(engine, first) == whole
+    (kept,) = [m for m in list_matches(engine, first) if m.index == 0]
+    assert {r.length_refusals for r in match_detail(engine, kept.id).results} == {0}
+    engine.dispose()
 
 
 SHOCKED_FROM_DAY_1 = """

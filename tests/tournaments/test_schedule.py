@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from market.yaml_files import MAX_SEED, ConfigError
+from tournaments.adaptive import AdaptiveSchedule
 from tournaments.config import Tournament, load_tournament
-from tournaments.schedule import schedule
+from tournaments.schedule import largest_seed, schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = {
@@ -200,3 +202,35 @@ def test_scenarios_by_path(tmp_path):
     (tmp_path / "t.yaml").write_text(text)
     plan = schedule(load_tournament(tmp_path / "t.yaml"))
     assert {m.scenario: m.days for m in plan} == DAYS
+
+
+@pytest.mark.parametrize(
+    ("fields", "n"),
+    [
+        ({"format": "adaptive"}, 3),
+        ({"format": "adaptive", "sampling_repeats": 2, "max_matches": 40}, 4),
+        ({"format": "adaptive", "group_size": 3, "max_matches": 25}, 4),
+        ({"format": "round_robin"}, 3),
+        ({"format": "free_for_all"}, 3),
+    ],
+)
+def test_the_largest_seed_is_the_last_of_a_group_dealt_every_match_it_may_play(tmp_path, fields, n):
+    """An adaptive run's dealer giving one group every match under the cap reaches it; other
+    formats play the file's seeds."""
+    tournament = make(tmp_path, n, seeds=[9, 4], **fields)
+    if fields["format"] == "adaptive":
+        dealer = AdaptiveSchedule(tournament)
+        group = tuple(names(n)[: tournament.spec.group_size])
+        played = dealer.deal([group] * dealer.cap, dealer.cap)
+    else:
+        played = schedule(tournament)
+    assert max(m.seed for m in played) == largest_seed(tournament)
+
+
+def test_an_adaptive_file_whose_seeds_could_pass_the_largest_a_database_holds_is_refused(tmp_path):
+    """Three pairs on two scenarios, a match each of the cap of 6: one pair could play six,
+    its sixth in the third turn, seed s + 2 for the file's seed s."""
+    assert largest_seed(make(tmp_path, 3, format="adaptive", seeds=[MAX_SEED - 2])) == MAX_SEED
+    with pytest.raises(ConfigError) as refused:
+        make(tmp_path, 3, format="adaptive", seeds=[MAX_SEED - 1])
+    assert refused.value.field == "seeds" and f"up to {MAX_SEED + 1};" in refused.value.message
