@@ -547,10 +547,10 @@ class LLMMerchant(Contestant):
         fixed = provider.most_prompt_tokens(
             _request(self.params, (conversation.system,), None, "step", self.seed, tools.tools)
         )
-        fixed += provider.most_text_tokens(MOST_SUMMARY_CHARS + notes_chars) + self.params.max_tokens
+        fixed += provider.most_turn_tokens(MOST_SUMMARY_CHARS + notes_chars) + self.params.max_tokens
         budget, kept, used = (window - fixed) // 2, 0, 0
         for _, turns in reversed(blocks):
-            used += sum(provider.most_text_tokens(written(m)) + 4 for m in turns)
+            used += sum(provider.most_turn_tokens(written(m)) for m in turns)
             if used > budget:
                 break
             kept += 1

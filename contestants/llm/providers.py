@@ -14,7 +14,7 @@ a request into one attempt (`_attempt`) and says which of its exceptions are cal
 (`_failure`).
 
 How big a request is, as the model will count it, is the provider's to say
-(`most_prompt_tokens`, `most_text_tokens`, `window`): arena's own count, made tighter by what
+(`most_prompt_tokens`, `most_turn_tokens`, `window`): arena's own count, made tighter by what
 the server's refusals for length taught (`Counting`).
 """
 
@@ -57,6 +57,7 @@ CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a 
 SHORTEST_TOKEN_CHARS = 3  # what a request that must fit a window assumes of a tokenizer it does not have
 MARGIN = 1.05  # room kept above a server's own count of a refused request: the next one's text differs
 GROWTH = 1.25  # how much tighter a refusal makes the count where the server gives none, or a lower bound
+TURN_TOKENS = 4  # what a turn of a request takes besides its text: its role and the chat template's marks
 
 
 def written(message: Message) -> int:
@@ -69,14 +70,14 @@ def written(message: Message) -> int:
 
 def approximate_tokens(request: CompletionRequest, chars_per_token: int = CHARS_PER_TOKEN) -> int:
     """The request's prompt tokens at `chars_per_token`: the messages with the tool calls they
-    carry, and the schema or the tools, which the APIs put into the prompt too, plus a few
-    tokens of framing per message."""
+    carry, and the schema or the tools, which the APIs put into the prompt too, plus
+    TURN_TOKENS a turn."""
     characters = sum(written(m) for m in request.messages)
     offered = (
         request.json_schema if request.json_schema is not None else [t.model_dump() for t in request.tools]
     )
     characters += len(json.dumps(offered, separators=(",", ":")))
-    return characters // chars_per_token + 4 * len(request.messages)
+    return characters // chars_per_token + TURN_TOKENS * len(request.messages)
 
 
 DAY_S = 86_400.0  # the longest time a setting may give, in seconds
@@ -87,7 +88,7 @@ class Counting:
     """How a contestant's model counts its requests, as far as the server's refusals for length
     have taught arena: how many of the server's tokens each token of arena's own count stands
     for (`scale`, 1 until a refusal) and the window a refusal named (`window`). Every count of
-    a request that must fit goes through it (Provider.most_prompt_tokens, most_text_tokens).
+    a request that must fit goes through it (Provider.most_prompt_tokens, most_turn_tokens).
     It belongs to one provider, so to one merchant in one match: what one match learns never
     changes another's requests."""
 
@@ -234,9 +235,10 @@ class Provider(ABC):
         as tight as the server's refusals have made it (`counting`)."""
         return self.counting.tokens(self.counted_tokens(request))
 
-    def most_text_tokens(self, characters: int) -> int:
-        """The most tokens `characters` of text may take, counted as a request is."""
-        return self.counting.tokens(characters // SHORTEST_TOKEN_CHARS)
+    def most_turn_tokens(self, characters: int) -> int:
+        """The most tokens a turn of `characters` characters (`written`) may take in a request,
+        counted as a request is (most_prompt_tokens): its text and TURN_TOKENS."""
+        return self.counting.tokens(characters // SHORTEST_TOKEN_CHARS + TURN_TOKENS)
 
     def text_chars(self, tokens: int) -> int:
         """The characters of text that take at most `tokens` tokens, counted as a request is."""

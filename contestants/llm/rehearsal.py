@@ -72,8 +72,8 @@ class Rehearsal:
     def most_prompt_tokens(self, request: CompletionRequest) -> int:
         return self.provider.most_prompt_tokens(request)
 
-    def most_text_tokens(self, characters: int) -> int:
-        return self.provider.most_text_tokens(characters)
+    def most_turn_tokens(self, characters: int) -> int:
+        return self.provider.most_turn_tokens(characters)
 
     def text_chars(self, tokens: int) -> int:
         return self.provider.text_chars(tokens)

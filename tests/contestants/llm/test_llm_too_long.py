@@ -25,7 +25,7 @@ from contestants.kinds import create
 from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
 from contestants.llm.errors import CallsStopped, ProviderError
 from contestants.llm.merchant import LLMMerchant
-from contestants.llm.providers import GROWTH, MARGIN, Counting, get_provider
+from contestants.llm.providers import GROWTH, MARGIN, Counting, get_provider, written
 from contestants.llm.too_long import TooLong, too_long
 from contestants.llm.types import CompletionRequest, Message
 from market.env import MarketEnv
@@ -390,6 +390,27 @@ def test_the_servers_count_is_taken_with_a_margin_and_a_bound_with_growth():
     unknown = Counting()  # no window known and none named: less than what was sent
     unknown.learn(TooLong(), 7_500, 400, None)
     assert unknown.window == 7_500 + 400 - 1 and unknown.scale == pytest.approx(GROWTH)
+
+
+@given(thirds=st.integers(0, 3_000), role=st.sampled_from(["user", "assistant"]), scale=st.floats(1.0, 3.0))
+@settings(max_examples=examples(100))
+def test_a_turn_counts_alone_what_it_adds_to_a_request(thirds, role, scale):
+    """What an agent's compaction counts a turn (most_turn_tokens) is what the turn adds to a
+    request's count (most_prompt_tokens), its framing included: exactly where nothing is
+    learnt yet (a text of whole tokens), and within the rounding of one token after."""
+    provider = get_provider("openai/gpt-4.1-mini", {"api_key_env": KEY})
+    turn = Message(role=role, content="x" * (3 * thirds))
+
+    def added() -> int:
+        with_turn, without = (
+            CompletionRequest(messages=messages, json_schema=ANSWER, max_tokens=300)
+            for messages in ((RULES, turn), (RULES,))
+        )
+        return provider.most_prompt_tokens(with_turn) - provider.most_prompt_tokens(without)
+
+    assert added() == provider.most_turn_tokens(written(turn))
+    provider.counting.scale = scale
+    assert provider.most_turn_tokens(written(turn)) - 1 <= added() <= provider.most_turn_tokens(written(turn))
 
 
 # --- decision mode -------------------------------------------------------------------------------
