@@ -60,7 +60,7 @@ from contestants.base import (
     RecallQuestion,
     RunOptions,
 )
-from contestants.llm.agent import ANSWER, END_DAY, AgentTools, Conversation, as_text, work
+from contestants.llm.agent import ANSWER, END_DAY, AgentTools, Conversation, as_text, summary_turn, work
 from contestants.llm.cache import request_key
 from contestants.llm.call_coordinator import SLACK_S
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
@@ -523,7 +523,8 @@ class LLMMerchant(Contestant):
         """The next step's request: the conversation (and a question `asked` after it, with the
         tools `offered` in place of the merchant's), compacted first while it would not fit the
         window (contestants.llm.agent.Conversation.compact). The run stops if it does not fit
-        with nothing left to compact."""
+        at its shortest: nothing left to compact, and the summary no longer than one written
+        anew would be."""
 
         def request() -> CompletionRequest:
             messages = (*conversation.messages(), *((asked,) if asked is not None else ()))
@@ -537,26 +538,30 @@ class LLMMerchant(Contestant):
 
     def _compact(self, conversation: Conversation, tools: AgentTools, window: int, day: int) -> bool:
         """Ask the model to summarise the oldest blocks of the conversation and continue with
-        its summary, its notes (their keys alone if they would take more than a quarter of the
-        window) and the most recent blocks that take at most half of what the rules, the tools,
-        the summary, the notes and the answer leave (none, if the last alone takes more).
-        False, and nothing asked, where every block is within that."""
+        its summary (at most MOST_SUMMARY_CHARS), its notes (their keys alone if they would
+        take more than a quarter of the window) and the most recent blocks that take at most
+        half of what the rules, the tools, the longest such summary turn and the answer leave
+        (none, if the last alone takes more). Where every block is within that, the summary is
+        written anew, with no block dropped, if the one there is longer than a new one may be
+        (it was written to a looser count, before a refusal: its notes shown whole, say);
+        False, and nothing asked, if it is not."""
         blocks = conversation.blocks
         provider = self.provider
         notes_chars = provider.text_chars(window // 4)
+        longest = MOST_SUMMARY_CHARS + written(summary_turn("", tools.notes, notes_chars))
         fixed = provider.most_prompt_tokens(
             _request(self.params, (conversation.system,), None, "step", self.seed, tools.tools)
         )
-        fixed += provider.most_turn_tokens(MOST_SUMMARY_CHARS + notes_chars) + self.params.max_tokens
+        fixed += provider.most_turn_tokens(longest) + self.params.max_tokens
         budget, kept, used = (window - fixed) // 2, 0, 0
         for _, turns in reversed(blocks):
             used += sum(provider.most_turn_tokens(written(m)) for m in turns)
             if used > budget:
                 break
             kept += 1
-        if kept == len(blocks):
+        earlier = [] if conversation.summary is None else [conversation.summary]
+        if kept == len(blocks) and all(written(summary) <= longest for summary in earlier):
             return False
-        earlier = [conversation.summary] if conversation.summary is not None else []
         told = as_text([*earlier, *(m for _, turns in blocks[: len(blocks) - kept] for m in turns)])
 
         def request(text: str) -> CompletionRequest:
@@ -579,7 +584,7 @@ class LLMMerchant(Contestant):
             return request(text), versions("compact")
 
         completion, _ = self._call("compact", day, asking, heard=False)
-        summary = _written(completion, "summary") or completion.text
+        summary = (_written(completion, "summary") or completion.text)[:MOST_SUMMARY_CHARS]
         conversation.compact(summary, tools.notes, kept, notes_chars)
         return True
 

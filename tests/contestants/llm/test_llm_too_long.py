@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 import pytest
-from fakes.agents import agent
+from fakes.agents import agent, day_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_examples import examples
@@ -535,6 +535,83 @@ def test_a_conversation_that_cannot_fit_as_the_server_counts_stops_the_match_wit
     assert coordinator.status().broken == "agent"
     assert [c.status for c in fake_openai.calls] == [400, 200]  # the day's first step, then its compaction
     assert sent_again(fake_openai) == []
+
+
+NOTES = [("write_note", {"key": f"n{k}", "text": str(k) * 950}) for k in range(6)]  # 5,800 characters
+
+
+@pytest.mark.parametrize("chars_per_token, goes_on", [(1.3, True), (0.6, False)])
+def test_a_summary_written_to_a_looser_count_is_written_anew_and_the_run_stops_only_if_that_cannot_fit(
+    fake_openai, monkeypatch, chars_per_token, goes_on
+):
+    """An agent keeps 5,800 characters of notes under a window of 8,000 tokens, at a stand-in
+    that counts 4 characters a token until the conversation is first compacted, then
+    `chars_per_token` (as a tokenizer counts text dense in numbers): the summary holds the
+    notes whole, as arena's count allowed, and the first request after it is refused. Counted
+    as tightly as the refusal taught, every block left fits its share of the window, but the
+    summary does not fit: it is written anew (its notes then their keys alone) and the agent
+    goes on, every day ended; where even that form cannot fit (0.6 characters a token), the
+    run stops with one line once it was tried. No refused request is sent again."""
+    monkeypatch.setenv(KEY, fake_openai.api_key)
+    fake_openai.contexts["gpt-4.1-mini"] = 8_000
+    by_day = {
+        1: agent([[note] for note in NOTES[:4]] + [[("end_day", {})]]),
+        2: agent([[note] for note in NOTES[4:]] + [[("end_day", {})]]),
+    }
+    long_days = agent([[("read_notes", {"key": None}), ("read_notes", {"key": None})], [("end_day", {})]])
+    short_days = agent([[("read_books", {})], [("end_day", {})]])
+
+    def answer(call: Any, schema: Any) -> Any:
+        if schema is not None and "summary" in schema.get("properties", {}):
+            fake_openai.chars_per_token = chars_per_token
+        compacted = any(c.body.get("response_format") for c in fake_openai.calls)
+        return by_day.get(day_of(call.body), short_days if compacted else long_days)(call, schema)
+
+    fake_openai.answer = answer
+    coordinator = LocalCallCoordinator(CallCoordinatorCore(stop_after=1))
+    merchant = create(
+        "llm",
+        {
+            "model": "openai/gpt-4.1-mini",
+            "mode": "agent",
+            "base_url": fake_openai.base_url,
+            "api_key_env": KEY,
+            "no_cache": True,
+            "max_steps": 5,
+            "context_tokens": 8_000,
+            "max_tokens": 400,
+        },
+        RunOptions(call_coordinator=coordinator, contestant="dense"),
+    )
+    assert isinstance(merchant, LLMMerchant)
+    env = MarketEnv(SHOP, ["m0", "m1"])
+    observations, _ = env.reset(seed=3)
+    merchant.reset(merchant="m0", scenario=SHOP, seed=0)
+    days = 8
+    try:
+        for _ in range(days):
+            observations, *_ = env.step({"m0": merchant.decide(observations["m0"]), "m1": None})
+    except CallsStopped as stopped:
+        assert not goes_on
+        assert re.fullmatch(
+            r"contestant dense \(openai/gpt-4\.1-mini\): the rules, the tools, its summary and notes come "
+            r"to [\d,]+ tokens as its model counts them, which with max_tokens 400 do not fit its window "
+            r"of 8,000 tokens: give it a larger window or a smaller max_tokens",
+            str(stopped),
+        )
+        assert coordinator.status().stopped == str(stopped)
+    else:
+        assert goes_on and merchant.reported_metrics()["step_limit_days"] == 0
+    purposes = [s.purpose if s.refused is None else "refused" for s in merchant.transcript()]
+    first = purposes.index("compact")
+    assert purposes[first : first + 3] == ["compact", "refused", "compact"] and purposes.count("refused") == 1
+    assert sent_again(fake_openai) == []
+    assert merchant.agent is not None
+    conversation = merchant.agent[1]
+    assert conversation.summary is not None and "(read them with read_notes)" in conversation.summary.content
+    assert ("0" * 950) not in conversation.summary.content  # the notes no longer whole
+    if goes_on:
+        assert len(merchant.days_worked) == days and merchant.provider.counting.scale > 2
 
 
 def test_a_rehearsal_that_cannot_fit_stops_as_the_run_would_and_tells_no_coordinator(monkeypatch):
