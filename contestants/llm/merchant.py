@@ -84,6 +84,7 @@ from contestants.llm.prompts import (
 from contestants.llm.providers import Provider, get_provider, validate_settings, written
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
+from contestants.llm.too_long import TooLong
 from contestants.llm.types import Completion, CompletionRequest, Message, Tool, parse_object
 from market.calls import CallPurpose, ModelCall, TranscriptStep
 from market.errors import first_problem
@@ -712,9 +713,14 @@ class LLMMerchant(Contestant):
             except ProviderError as exc:
                 if exc.too_long is None:
                     raise
-                self._refused(purpose, day, request, exc)
+                self._refused(purpose, day, request, exc.too_long, exc.detail)
             again, templates = asking()
-            assert again != request, "a request refused as too long is asked again shorter"
+            if again == request:  # never sent again: it would be refused again, and again
+                raise self.provider.stop(
+                    request,
+                    f"its {purpose} request, refused by the server as too long, was made again unchanged "
+                    "(arena's count of it did not tighten): a fault of arena's",
+                )
             request = again
         self._calls.append(
             ModelCall(
@@ -743,24 +749,22 @@ class LLMMerchant(Contestant):
         return completion, request
 
     def _refused(
-        self, purpose: CallPurpose, day: int, request: CompletionRequest, refusal: ProviderError
+        self, purpose: CallPurpose, day: int, request: CompletionRequest, said: TooLong, detail: str
     ) -> None:
-        """Learn from the server's refusal of `request` as too long (Provider.learn), and keep
-        it in the transcript: the server's words, and the request as now counted."""
-        assert refusal.too_long is not None
-        self.provider.learn(refusal.too_long, request, self._window())
-        window = self._window()
-        assert window is not None  # a refusal leaves a window known (Counting.learn)
+        """Learn from the server's refusal of `request` as too long (`said`, in its words
+        `detail`; Provider.learn), and keep it in the transcript: the server's words, and the
+        request as now counted."""
+        window = self.provider.learn(said, request, self._window())
         self._steps[day] += 1
-        said = (
-            f"{refusal.detail} (counted again, the request is {self.provider.most_prompt_tokens(request):,} "
+        told = (
+            f"{detail} (counted again, the request is {self.provider.most_prompt_tokens(request):,} "
             f"tokens and max_tokens {self.params.max_tokens:,} for a window of {window:,}: it is asked "
             "again, shorter)"
         )
         sent = _new_turns(self._heard, request.messages)
         self._transcript.append(
             TranscriptStep(
-                day=day, step=self._steps[day], purpose=purpose, sent=sent, answer=None, refused=said
+                day=day, step=self._steps[day], purpose=purpose, sent=sent, answer=None, refused=told
             )
         )
 

@@ -99,14 +99,14 @@ class Counting:
         """The most tokens of the server's that `counted` of arena's may be."""
         return math.ceil(counted * self.scale)
 
-    def learn(self, said: TooLong, counted: int, max_tokens: int, window: int | None) -> None:
+    def learn(self, said: TooLong, counted: int, max_tokens: int, window: int | None) -> int:
         """Take in the refusal of a request that arena counted `counted` tokens (unscaled) and
-        sent with room for `max_tokens` under `window` (None: no window known). The window is
-        the server's where it names a smaller one, and less than what was sent where none is
-        known; the count is the server's own (with MARGIN to spare) where it gives it, and
-        GROWTH times tighter than before where it gives none or only a lower bound. Either way
-        the refused request no longer fits as counted now, so a request made again to fit is
-        never the one refused."""
+        sent with room for `max_tokens` under `window` (None: no window known), and return the
+        window a request must fit from now on. The window is the server's where it names a
+        smaller one, and less than what was sent where none is known; the count is the server's
+        own (with MARGIN to spare) where it gives it, and GROWTH times tighter than before where
+        it gives none or only a lower bound. Either way the refused request no longer fits as
+        counted now, so a request made again to fit is never the one refused."""
         counted = max(counted, 1)
         if said.window is not None:
             self.window = said.window if self.window is None else min(self.window, said.window)
@@ -121,6 +121,7 @@ class Counting:
         if said.prompt is None or said.at_least or stopped_counting:
             scale = max(scale, self.scale * GROWTH)
         self.scale = max(scale, (min(known) - max_tokens + 1) / counted)
+        return min(known)
 
 
 class ProviderSettings(FileModel):
@@ -255,9 +256,10 @@ class Provider(ABC):
         known = [w for w in (limit, self.context_tokens(), self.counting.window) if w is not None]
         return min(known) if known else None
 
-    def learn(self, said: TooLong, request: CompletionRequest, window: int | None) -> None:
-        """Count tighter after the server refused `request` as too long for `window` (Counting.learn)."""
-        self.counting.learn(said, self.counted_tokens(request), request.max_tokens, window)
+    def learn(self, said: TooLong, request: CompletionRequest, window: int | None) -> int:
+        """Count tighter after the server refused `request` as too long for `window`, and return
+        the window a request must fit from now on (Counting.learn)."""
+        return self.counting.learn(said, self.counted_tokens(request), request.max_tokens, window)
 
     def stop(self, request: CompletionRequest, reason: str) -> Exception:
         """Stop the run's calls for `reason` (one line: what cannot be sent, as `request` is the

@@ -78,8 +78,8 @@ class Rehearsal:
     def text_chars(self, tokens: int) -> int:
         return self.provider.text_chars(tokens)
 
-    def learn(self, said: TooLong, request: CompletionRequest, window: int | None) -> None:
-        self.provider.learn(said, request, window)
+    def learn(self, said: TooLong, request: CompletionRequest, window: int | None) -> int:
+        return self.provider.learn(said, request, window)
 
     def stop(self, request: CompletionRequest, reason: str) -> Exception:
         """The rehearsal stops where the run would (Provider.stop), with the line the run's

@@ -368,11 +368,13 @@ def test_the_anthropic_stand_in_refuses_the_prompt_and_the_prompt_with_max_token
 @settings(max_examples=examples(300))
 def test_a_refused_request_never_fits_again_as_counted_after(counted, max_tokens, room, scale, said, known):
     """Whatever the server said, the refused request does not fit the window as counted after
-    the refusal, so a request made again to fit it is another one; the count only tightens."""
+    the refusal (the window `learn` returns: the least of the one known before and those the
+    refusals named), so a request made again to fit it is another one; the count only
+    tightens."""
     counting = Counting(scale=scale)
     window = max(1, math.ceil(counted * scale) + max_tokens + room) if known else None
-    counting.learn(TooLong(*said), counted, max_tokens, window)
-    after = min(w for w in (window, counting.window, said[0]) if w is not None)
+    after = counting.learn(TooLong(*said), counted, max_tokens, window)
+    assert after == min(w for w in (window, counting.window, said[0]) if w is not None)
     assert counting.tokens(counted) + max_tokens > after
     assert counting.scale >= scale
 
@@ -482,6 +484,32 @@ def test_decision_mode_drops_old_days_of_memory_after_a_refusal_and_decides_ever
     at = [c.status for c in fake_openai.calls].index(400)
     assert days_kept[at + 1] < days_kept[at] and days_kept[-1] < 29  # fewer days than memory keeps
     assert max(c.input_tokens for c in merchant.calls()) + 300 <= 6_000  # as the server counted
+
+
+def test_a_refused_request_made_again_unchanged_stops_the_run_and_is_not_sent(fake_openai, monkeypatch):
+    """Were arena's count not to tighten after a refusal (a fault of arena's), the decision's
+    request would be made again the same: it is not sent again, and the run stops with one
+    line naming the contestant, whatever Python's -O does to asserts."""
+    monkeypatch.setenv(KEY, fake_openai.api_key)
+    fake_openai.contexts["gpt-4.1-mini"], fake_openai.chars_per_token = 6_000, 2
+    coordinator = LocalCallCoordinator()
+    merchant = decider(fake_openai, coordinator, memory="window", window=30, history=30, context_tokens=6_000)
+    monkeypatch.setattr(merchant.provider, "learn", lambda said, request, window: window)  # learns nothing
+    env = MarketEnv(SHOP, ["m0", "m1"])
+    observations, _ = env.reset(seed=3)
+    merchant.reset(merchant="m0", scenario=SHOP, seed=0)
+    with pytest.raises(CallsStopped) as stopped:
+        for _ in range(SHOP.days):
+            observations, *_ = env.step({"m0": merchant.decide(observations["m0"]), "m1": None})
+    assert (
+        str(stopped.value)
+        == coordinator.status().stopped
+        == (
+            "contestant dense (openai/gpt-4.1-mini): its decide request, refused by the server as too long, "
+            "was made again unchanged (arena's count of it did not tighten): a fault of arena's"
+        )
+    )
+    assert [c.status for c in fake_openai.calls].count(400) == 1 and sent_again(fake_openai) == []
 
 
 # --- the smallest conversation that cannot fit, in a match ---------------------------------------
