@@ -226,10 +226,10 @@ class LLMMerchant(Contestant):
 
     def __init__(self, params: LLMParams, options: RunOptions = RunOptions()):
         super().__init__(params, options)
-        provider = provider_for(params, options)
-        self.provider: Provider | Rehearsal = (
-            Rehearsal(provider, options.rehearse) if options.rehearse is not None else provider
-        )
+        # The provider counts its requests as its model does (and learns from refusals); in a
+        # rehearsal, the rehearsal answers them in its place.
+        self.provider = provider_for(params, options)
+        self.rehearsal = Rehearsal(self.provider, options.rehearse) if options.rehearse is not None else None
         self.deadline: float | None = None
         self._calls: list[ModelCall] = []
         self._transcript: list[TranscriptStep] = []
@@ -335,8 +335,8 @@ class LLMMerchant(Contestant):
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         self.merchant, self.scenario = merchant, scenario
-        if isinstance(self.provider, Rehearsal):
-            self.provider.reset(merchant=merchant, scenario=scenario, seed=seed)
+        if self.rehearsal is not None:
+            self.rehearsal.reset(merchant=merchant, scenario=scenario, seed=seed)
         self.seed = int(np.random.default_rng(seed).integers(2**31 - 1))
         self.memory = Memory(self.params.memory, self.params.window)
         self.history: deque[HistoryRow] = deque(maxlen=self.params.history)
@@ -360,8 +360,8 @@ class LLMMerchant(Contestant):
 
     def decide(self, observation: Observation) -> Any:
         self.last_day = observation.day
-        if isinstance(self.provider, Rehearsal):  # its answers make the operations that fit the day
-            self.provider.observe(observation)
+        if self.rehearsal is not None:  # its answers make the operations that fit the day
+            self.rehearsal.observe(observation)
         if self.params.mode == "agent":
             return self._work(observation)
         day = observation.day
@@ -481,6 +481,12 @@ class LLMMerchant(Contestant):
         self.days_worked.append(DayWorked(day.steps, day.tool_errors, day.loops, day.ended))
         return day.decision()
 
+    @property
+    def _answering(self) -> Provider | Rehearsal:
+        """What answers its requests, and stops the run (or the rehearsal) where they cannot be
+        made: its provider, or the rehearsal in its place."""
+        return self.provider if self.rehearsal is None else self.rehearsal
+
     def _window(self) -> int | None:
         """The tokens a call may hold: `context_tokens` where given, the model's context where
         the provider knows it or a refusal named it, the smallest of those; None: not known."""
@@ -592,7 +598,7 @@ class LLMMerchant(Contestant):
     def _cannot_fit(self, request: CompletionRequest, window: int, what: str) -> Exception:
         """What to raise where even the smallest `request` cannot fit the window with the answer's
         max_tokens: it stops the run (Provider.stop), saying what did not fit."""
-        return self.provider.stop(
+        return self._answering.stop(
             request,
             f"{what} come to {self.provider.most_prompt_tokens(request):,} tokens as its model counts "
             f"them, which with max_tokens {self.params.max_tokens:,} do not fit its window of "
@@ -708,7 +714,7 @@ class LLMMerchant(Contestant):
         request, templates = asking()
         while True:
             try:
-                completion = self.provider.complete(request, self.deadline)
+                completion = self._answering.complete(request, self.deadline)
                 break
             except ProviderError as exc:
                 if exc.too_long is None:
@@ -716,7 +722,7 @@ class LLMMerchant(Contestant):
                 self._refused(purpose, day, request, exc.too_long, exc.detail)
             again, templates = asking()
             if again == request:  # never sent again: it would be refused again, and again
-                raise self.provider.stop(
+                raise self._answering.stop(
                     request,
                     f"its {purpose} request, refused by the server as too long, was made again unchanged "
                     "(arena's count of it did not tighten): a fault of arena's",
