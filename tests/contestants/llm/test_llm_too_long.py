@@ -26,6 +26,7 @@ from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoord
 from contestants.llm.errors import CallsStopped, ProviderError
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import GROWTH, MARGIN, Counting, get_provider, written
+from contestants.llm.retry import error_in
 from contestants.llm.too_long import TooLong, too_long
 from contestants.llm.types import CompletionRequest, Message
 from market.env import MarketEnv
@@ -332,6 +333,37 @@ def test_the_openai_stand_in_refuses_in_each_servers_words_by_its_own_count(
         return
     assert said[2].prompt is not None and said[4].prompt is not None and said[4].prompt > window - max_tokens
     assert said[2].prompt in (2 * said[4].prompt, 2 * said[4].prompt + 1)
+
+
+@pytest.mark.parametrize("server", ["openai", "vllm", "llama.cpp", "anthropic"])
+def test_a_stand_ins_record_tells_refusals_for_length_from_other_refusals(
+    fake_openai, fake_anthropic, monkeypatch, server
+):
+    """A stand-in's recorded answers read as arena reads the SDK's errors (error_in, then
+    too_long; benchmarks/agent_year.py counts its refusals for length so): a refusal for length
+    says what the provider was told, and another 400 is no refusal for length."""
+    fake = fake_anthropic if server == "anthropic" else fake_openai
+    model = "claude-haiku-4-5" if server == "anthropic" else "gpt-4.1-mini"
+    monkeypatch.setenv(KEY, fake.api_key)
+    if fake is fake_openai:
+        fake_openai.refuses_as = server
+    fake.contexts[model] = 300
+    provider = provider_at(fake, model, LocalCallCoordinator())
+    told = refusal_of(provider, asked(100)).too_long
+    refused = asked(100)
+    if fake is fake_anthropic:
+        fake.fail(400)  # Anthropic's own 400 for a request it cannot read
+    else:  # OpenAI's scripted 400 is its refusal for length: a temperature out of range instead
+        refused = refused.model_copy(update={"temperature": 3.0})
+    with pytest.raises(ProviderError) as other:
+        provider.complete(refused)
+    assert other.value.status == 400 and other.value.too_long is None
+    read = []
+    for call in fake.calls:
+        said = error_in(call.reply)
+        assert said is not None
+        read.append(too_long(call.status, *said))
+    assert read == [told, None] and told is not None
 
 
 def test_the_anthropic_stand_in_refuses_the_prompt_and_the_prompt_with_max_tokens(
