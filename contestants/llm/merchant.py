@@ -547,8 +547,9 @@ class LLMMerchant(Contestant):
         """Ask the model to summarise the oldest blocks of the conversation and continue with
         its summary (at most MOST_SUMMARY_CHARS), its notes (their keys alone if they would
         take more than a quarter of the window) and the most recent blocks that take at most
-        half of what the rules, the tools, the longest such summary turn and the answer leave
-        (none, if the last alone takes more). Where every block is within that, the summary is
+        half of what the rules, the tools, the summary with a quarter of the window for its
+        notes (or the summary turn at its longest, if more) and the answer leave (none, if the
+        last alone takes more). Where every block is within that, the summary is
         written anew, with no block dropped, if the one there is longer than a new one may be
         (it was written to a looser count, before a refusal: its notes shown whole, say);
         False, and nothing asked, if it is not."""
@@ -556,10 +557,11 @@ class LLMMerchant(Contestant):
         provider = self.provider
         notes_chars = provider.text_chars(window // 4)
         longest = MOST_SUMMARY_CHARS + written(summary_turn("", tools.notes, notes_chars))
+        summary_room = max(longest, MOST_SUMMARY_CHARS + notes_chars)
         fixed = provider.most_prompt_tokens(
             _request(self.params, (conversation.system,), None, "step", self.seed, tools.tools)
         )
-        fixed += provider.most_turn_tokens(longest) + self.params.max_tokens
+        fixed += provider.most_turn_tokens(summary_room) + self.params.max_tokens
         budget, kept, used = (window - fixed) // 2, 0, 0
         for _, turns in reversed(blocks):
             used += sum(provider.most_turn_tokens(written(m)) for m in turns)
