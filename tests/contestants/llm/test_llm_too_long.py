@@ -1,8 +1,10 @@
 """A request refused as longer than the model's window: the refusal recognised in each server's
 words (real bodies), refused by the stand-ins with their own bodies and their own counts through
 the official SDKs, learnt by the provider's one count of its requests, and survived by a
-decision-mode merchant; a conversation that cannot fit at its smallest stops the run with one
-line; the refusals are in the transcript and in the match's stored results, shown and exported."""
+decision-mode merchant and by an agent whose summary was written to the looser count; a
+conversation that cannot fit at its smallest stops the run with one line, and so does a refused
+request made again unchanged; the refusals are in the transcript and in the match's stored
+results, shown and exported."""
 
 from __future__ import annotations
 
