@@ -36,10 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fakes.agents import agent  # noqa: E402
 from fakes.openai_api import FakeOpenAI  # noqa: E402
+from fakes.server import Call  # noqa: E402
 
 from contestants.kinds import create  # noqa: E402
 from contestants.llm.merchant import LLMMerchant  # noqa: E402
 from contestants.llm.pricing import cost  # noqa: E402
+from contestants.llm.retry import error_in  # noqa: E402
+from contestants.llm.too_long import too_long  # noqa: E402
 from contestants.llm.types import TokenUsage  # noqa: E402
 from market.engine import Market  # noqa: E402
 from market.scenario import load_scenario  # noqa: E402
@@ -61,6 +64,12 @@ CHORES: list[list[tuple[str, dict[str, Any]]]] = [
 def script(steps: int) -> list[list[tuple[str, dict[str, Any]]]]:
     """`steps` steps: the chores in turn, the last ending the day."""
     return [CHORES[k % len(CHORES)] for k in range(steps - 1)] + [[("end_day", {})]]
+
+
+def refused_for_length(call: Call) -> bool:
+    """Whether the stand-in refused the call as too long, as arena reads a refusal."""
+    said = error_in(call.reply) if call.status != 200 else None
+    return said is not None and too_long(call.status, *said) is not None
 
 
 def main() -> None:
@@ -101,7 +110,7 @@ def main() -> None:
             agent_sees, rival_sees = market.observations(market.view(), [0, 1])
             market.advance(decisions={0: merchant.decide(agent_sees), 1: rival.decide(rival_sees)})
         seconds = time.perf_counter() - start
-        failed = [c.status for c in fake.calls if c.status not in (200, 400)]
+        failed = [c.status for c in fake.calls if c.status != 200 and not refused_for_length(c)]
     steps = [TranscriptRecord(merchant="agent", **s.model_dump()) for s in merchant.transcript()]
     rows = list(day_rows(steps))
     as_json = sum(len(json.dumps(s.model_dump(mode="json"), ensure_ascii=False).encode()) for s in steps)

@@ -509,16 +509,22 @@ class Conversation:
 
     def compact(self, summary: str, notes: dict[str, str], kept: int, notes_chars: int) -> None:
         """Replace all but the last `kept` blocks with the model's `summary` of them and its
-        notes (their keys alone where they are longer than `notes_chars`)."""
-        shown = json.dumps(notes, ensure_ascii=False) if notes else "(none)"
-        if len(shown) > notes_chars:
-            shown = f"{json.dumps(sorted(notes), ensure_ascii=False)} (read them with read_notes)"
-        self.summary = Message(
-            role="user",
-            content=f"Summary of the earlier part of this conversation, written by you:\n{summary}\n\n"
-            f"Your notes: {shown}",
-        )
+        notes (`summary_turn`)."""
+        self.summary = summary_turn(summary, notes, notes_chars)
         self.blocks = self.blocks[len(self.blocks) - kept :] if kept else []
+
+
+def summary_turn(summary: str, notes: dict[str, str], notes_chars: int) -> Message:
+    """The turn that stands for a compacted part of the conversation: the model's `summary` of
+    it and its notes (their keys alone where they are longer than `notes_chars`)."""
+    shown = json.dumps(notes, ensure_ascii=False) if notes else "(none)"
+    if len(shown) > notes_chars:
+        shown = f"{json.dumps(sorted(notes), ensure_ascii=False)} (read them with read_notes)"
+    return Message(
+        role="user",
+        content=f"Summary of the earlier part of this conversation, written by you:\n{summary}\n\n"
+        f"Your notes: {shown}",
+    )
 
 
 def as_text(messages: Iterable[Message]) -> str:

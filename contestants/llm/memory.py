@@ -45,7 +45,8 @@ class Memory:
             report = "Your notes so far:\n" + "\n".join(self.notes) + "\n\n" + report
         elif self.kind == "plans":
             report = with_plans(report, self.plans, self.insights)
-        kept = list(self.turns)[len(self.turns) - (len(self.turns) if days is None else days) :]
+        turns = list(self.turns)
+        kept = turns if days is None else turns[max(0, len(turns) - days) :]
         history = [
             Message(role=role, content=text)
             for turn in kept

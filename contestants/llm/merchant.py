@@ -60,7 +60,7 @@ from contestants.base import (
     RecallQuestion,
     RunOptions,
 )
-from contestants.llm.agent import ANSWER, END_DAY, AgentTools, Conversation, as_text, work
+from contestants.llm.agent import ANSWER, END_DAY, AgentTools, Conversation, as_text, summary_turn, work
 from contestants.llm.cache import request_key
 from contestants.llm.call_coordinator import SLACK_S
 from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
@@ -84,6 +84,7 @@ from contestants.llm.prompts import (
 from contestants.llm.providers import Provider, get_provider, validate_settings, written
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
+from contestants.llm.too_long import TooLong
 from contestants.llm.types import Completion, CompletionRequest, Message, Tool, parse_object
 from market.calls import CallPurpose, ModelCall, TranscriptStep
 from market.errors import first_problem
@@ -225,10 +226,10 @@ class LLMMerchant(Contestant):
 
     def __init__(self, params: LLMParams, options: RunOptions = RunOptions()):
         super().__init__(params, options)
-        provider = provider_for(params, options)
-        self.provider: Provider | Rehearsal = (
-            Rehearsal(provider, options.rehearse) if options.rehearse is not None else provider
-        )
+        # The provider counts its requests as its model does (and learns from refusals); in a
+        # rehearsal, the rehearsal answers them in its place.
+        self.provider = provider_for(params, options)
+        self.rehearsal = Rehearsal(self.provider, options.rehearse) if options.rehearse is not None else None
         self.deadline: float | None = None
         self._calls: list[ModelCall] = []
         self._transcript: list[TranscriptStep] = []
@@ -334,8 +335,8 @@ class LLMMerchant(Contestant):
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         self.merchant, self.scenario = merchant, scenario
-        if isinstance(self.provider, Rehearsal):
-            self.provider.reset(merchant=merchant, scenario=scenario, seed=seed)
+        if self.rehearsal is not None:
+            self.rehearsal.reset(merchant=merchant, scenario=scenario, seed=seed)
         self.seed = int(np.random.default_rng(seed).integers(2**31 - 1))
         self.memory = Memory(self.params.memory, self.params.window)
         self.history: deque[HistoryRow] = deque(maxlen=self.params.history)
@@ -359,8 +360,8 @@ class LLMMerchant(Contestant):
 
     def decide(self, observation: Observation) -> Any:
         self.last_day = observation.day
-        if isinstance(self.provider, Rehearsal):  # its answers make the operations that fit the day
-            self.provider.observe(observation)
+        if self.rehearsal is not None:  # its answers make the operations that fit the day
+            self.rehearsal.observe(observation)
         if self.params.mode == "agent":
             return self._work(observation)
         day = observation.day
@@ -480,6 +481,12 @@ class LLMMerchant(Contestant):
         self.days_worked.append(DayWorked(day.steps, day.tool_errors, day.loops, day.ended))
         return day.decision()
 
+    @property
+    def _answering(self) -> Provider | Rehearsal:
+        """What answers its requests, and stops the run (or the rehearsal) where they cannot be
+        made: its provider, or the rehearsal in its place."""
+        return self.provider if self.rehearsal is None else self.rehearsal
+
     def _window(self) -> int | None:
         """The tokens a call may hold: `context_tokens` where given, the model's context where
         the provider knows it or a refusal named it, the smallest of those; None: not known."""
@@ -523,7 +530,8 @@ class LLMMerchant(Contestant):
         """The next step's request: the conversation (and a question `asked` after it, with the
         tools `offered` in place of the merchant's), compacted first while it would not fit the
         window (contestants.llm.agent.Conversation.compact). The run stops if it does not fit
-        with nothing left to compact."""
+        at its shortest: nothing left to compact, and the summary no longer than one written
+        anew would be."""
 
         def request() -> CompletionRequest:
             messages = (*conversation.messages(), *((asked,) if asked is not None else ()))
@@ -537,26 +545,32 @@ class LLMMerchant(Contestant):
 
     def _compact(self, conversation: Conversation, tools: AgentTools, window: int, day: int) -> bool:
         """Ask the model to summarise the oldest blocks of the conversation and continue with
-        its summary, its notes (their keys alone if they would take more than a quarter of the
-        window) and the most recent blocks that take at most half of what the rules, the tools,
-        the summary, the notes and the answer leave (none, if the last alone takes more).
-        False, and nothing asked, where every block is within that."""
+        its summary (at most MOST_SUMMARY_CHARS), its notes (their keys alone if they would
+        take more than a quarter of the window) and the most recent blocks that take at most
+        half of what the rules, the tools, the summary with a quarter of the window for its
+        notes (or the summary turn at its longest, if more) and the answer leave (none, if the
+        last alone takes more). Where every block is within that, the summary is
+        written anew, with no block dropped, if the one there is longer than a new one may be
+        (it was written to a looser count, before a refusal: its notes shown whole, say);
+        False, and nothing asked, if it is not."""
         blocks = conversation.blocks
         provider = self.provider
         notes_chars = provider.text_chars(window // 4)
+        longest = MOST_SUMMARY_CHARS + written(summary_turn("", tools.notes, notes_chars))
+        summary_room = max(longest, MOST_SUMMARY_CHARS + notes_chars)
         fixed = provider.most_prompt_tokens(
             _request(self.params, (conversation.system,), None, "step", self.seed, tools.tools)
         )
-        fixed += provider.most_text_tokens(MOST_SUMMARY_CHARS + notes_chars) + self.params.max_tokens
+        fixed += provider.most_turn_tokens(summary_room) + self.params.max_tokens
         budget, kept, used = (window - fixed) // 2, 0, 0
         for _, turns in reversed(blocks):
-            used += sum(provider.most_text_tokens(written(m)) + 4 for m in turns)
+            used += sum(provider.most_turn_tokens(written(m)) for m in turns)
             if used > budget:
                 break
             kept += 1
-        if kept == len(blocks):
+        earlier = [] if conversation.summary is None else [conversation.summary]
+        if kept == len(blocks) and all(written(summary) <= longest for summary in earlier):
             return False
-        earlier = [conversation.summary] if conversation.summary is not None else []
         told = as_text([*earlier, *(m for _, turns in blocks[: len(blocks) - kept] for m in turns)])
 
         def request(text: str) -> CompletionRequest:
@@ -579,14 +593,14 @@ class LLMMerchant(Contestant):
             return request(text), versions("compact")
 
         completion, _ = self._call("compact", day, asking, heard=False)
-        summary = _written(completion, "summary") or completion.text
+        summary = (_written(completion, "summary") or completion.text)[:MOST_SUMMARY_CHARS]
         conversation.compact(summary, tools.notes, kept, notes_chars)
         return True
 
     def _cannot_fit(self, request: CompletionRequest, window: int, what: str) -> Exception:
         """What to raise where even the smallest `request` cannot fit the window with the answer's
         max_tokens: it stops the run (Provider.stop), saying what did not fit."""
-        return self.provider.stop(
+        return self._answering.stop(
             request,
             f"{what} come to {self.provider.most_prompt_tokens(request):,} tokens as its model counts "
             f"them, which with max_tokens {self.params.max_tokens:,} do not fit its window of "
@@ -702,14 +716,19 @@ class LLMMerchant(Contestant):
         request, templates = asking()
         while True:
             try:
-                completion = self.provider.complete(request, self.deadline)
+                completion = self._answering.complete(request, self.deadline)
                 break
             except ProviderError as exc:
                 if exc.too_long is None:
                     raise
-                self._refused(purpose, day, request, exc)
+                self._refused(purpose, day, request, exc.too_long, exc.detail)
             again, templates = asking()
-            assert again != request, "a request refused as too long is asked again shorter"
+            if again == request:  # never sent again: it would be refused again, and again
+                raise self._answering.stop(
+                    request,
+                    f"its {purpose} request, refused by the server as too long, was made again unchanged "
+                    "(arena's count of it did not tighten): a fault of arena's",
+                )
             request = again
         self._calls.append(
             ModelCall(
@@ -738,24 +757,22 @@ class LLMMerchant(Contestant):
         return completion, request
 
     def _refused(
-        self, purpose: CallPurpose, day: int, request: CompletionRequest, refusal: ProviderError
+        self, purpose: CallPurpose, day: int, request: CompletionRequest, said: TooLong, detail: str
     ) -> None:
-        """Learn from the server's refusal of `request` as too long (Provider.learn), and keep
-        it in the transcript: the server's words, and the request as now counted."""
-        assert refusal.too_long is not None
-        self.provider.learn(refusal.too_long, request, self._window())
-        window = self._window()
-        assert window is not None  # a refusal leaves a window known (Counting.learn)
+        """Learn from the server's refusal of `request` as too long (`said`, in its words
+        `detail`; Provider.learn), and keep it in the transcript: the server's words, and the
+        request as now counted."""
+        window = self.provider.learn(said, request, self._window())
         self._steps[day] += 1
-        said = (
-            f"{refusal.detail} (counted again, the request is {self.provider.most_prompt_tokens(request):,} "
+        told = (
+            f"{detail} (counted again, the request is {self.provider.most_prompt_tokens(request):,} "
             f"tokens and max_tokens {self.params.max_tokens:,} for a window of {window:,}: it is asked "
             "again, shorter)"
         )
         sent = _new_turns(self._heard, request.messages)
         self._transcript.append(
             TranscriptStep(
-                day=day, step=self._steps[day], purpose=purpose, sent=sent, answer=None, refused=said
+                day=day, step=self._steps[day], purpose=purpose, sent=sent, answer=None, refused=told
             )
         )
 

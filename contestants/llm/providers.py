@@ -14,7 +14,7 @@ a request into one attempt (`_attempt`) and says which of its exceptions are cal
 (`_failure`).
 
 How big a request is, as the model will count it, is the provider's to say
-(`most_prompt_tokens`, `most_text_tokens`, `window`): arena's own count, made tighter by what
+(`most_prompt_tokens`, `most_turn_tokens`, `window`): arena's own count, made tighter by what
 the server's refusals for length taught (`Counting`).
 """
 
@@ -57,6 +57,7 @@ CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a 
 SHORTEST_TOKEN_CHARS = 3  # what a request that must fit a window assumes of a tokenizer it does not have
 MARGIN = 1.05  # room kept above a server's own count of a refused request: the next one's text differs
 GROWTH = 1.25  # how much tighter a refusal makes the count where the server gives none, or a lower bound
+TURN_TOKENS = 4  # what a turn of a request takes besides its text: its role and the chat template's marks
 
 
 def written(message: Message) -> int:
@@ -69,14 +70,14 @@ def written(message: Message) -> int:
 
 def approximate_tokens(request: CompletionRequest, chars_per_token: int = CHARS_PER_TOKEN) -> int:
     """The request's prompt tokens at `chars_per_token`: the messages with the tool calls they
-    carry, and the schema or the tools, which the APIs put into the prompt too, plus a few
-    tokens of framing per message."""
+    carry, and the schema or the tools, which the APIs put into the prompt too, plus
+    TURN_TOKENS a turn."""
     characters = sum(written(m) for m in request.messages)
     offered = (
         request.json_schema if request.json_schema is not None else [t.model_dump() for t in request.tools]
     )
     characters += len(json.dumps(offered, separators=(",", ":")))
-    return characters // chars_per_token + 4 * len(request.messages)
+    return characters // chars_per_token + TURN_TOKENS * len(request.messages)
 
 
 DAY_S = 86_400.0  # the longest time a setting may give, in seconds
@@ -87,7 +88,7 @@ class Counting:
     """How a contestant's model counts its requests, as far as the server's refusals for length
     have taught arena: how many of the server's tokens each token of arena's own count stands
     for (`scale`, 1 until a refusal) and the window a refusal named (`window`). Every count of
-    a request that must fit goes through it (Provider.most_prompt_tokens, most_text_tokens).
+    a request that must fit goes through it (Provider.most_prompt_tokens, most_turn_tokens).
     It belongs to one provider, so to one merchant in one match: what one match learns never
     changes another's requests."""
 
@@ -98,14 +99,14 @@ class Counting:
         """The most tokens of the server's that `counted` of arena's may be."""
         return math.ceil(counted * self.scale)
 
-    def learn(self, said: TooLong, counted: int, max_tokens: int, window: int | None) -> None:
+    def learn(self, said: TooLong, counted: int, max_tokens: int, window: int | None) -> int:
         """Take in the refusal of a request that arena counted `counted` tokens (unscaled) and
-        sent with room for `max_tokens` under `window` (None: no window known). The window is
-        the server's where it names a smaller one, and less than what was sent where none is
-        known; the count is the server's own (with MARGIN to spare) where it gives it, and
-        GROWTH times tighter than before where it gives none or only a lower bound. Either way
-        the refused request no longer fits as counted now, so a request made again to fit is
-        never the one refused."""
+        sent with room for `max_tokens` under `window` (None: no window known), and return the
+        window a request must fit from now on. The window is the server's where it names a
+        smaller one, and less than what was sent where none is known; the count is the server's
+        own (with MARGIN to spare) where it gives it, and GROWTH times tighter than before where
+        it gives none or only a lower bound. Either way the refused request no longer fits as
+        counted now, so a request made again to fit is never the one refused."""
         counted = max(counted, 1)
         if said.window is not None:
             self.window = said.window if self.window is None else min(self.window, said.window)
@@ -120,6 +121,7 @@ class Counting:
         if said.prompt is None or said.at_least or stopped_counting:
             scale = max(scale, self.scale * GROWTH)
         self.scale = max(scale, (min(known) - max_tokens + 1) / counted)
+        return min(known)
 
 
 class ProviderSettings(FileModel):
@@ -234,9 +236,10 @@ class Provider(ABC):
         as tight as the server's refusals have made it (`counting`)."""
         return self.counting.tokens(self.counted_tokens(request))
 
-    def most_text_tokens(self, characters: int) -> int:
-        """The most tokens `characters` of text may take, counted as a request is."""
-        return self.counting.tokens(characters // SHORTEST_TOKEN_CHARS)
+    def most_turn_tokens(self, characters: int) -> int:
+        """The most tokens a turn of `characters` characters (`written`) may take in a request,
+        counted as a request is (most_prompt_tokens): its text and TURN_TOKENS."""
+        return self.counting.tokens(characters // SHORTEST_TOKEN_CHARS + TURN_TOKENS)
 
     def text_chars(self, tokens: int) -> int:
         """The characters of text that take at most `tokens` tokens, counted as a request is."""
@@ -253,9 +256,10 @@ class Provider(ABC):
         known = [w for w in (limit, self.context_tokens(), self.counting.window) if w is not None]
         return min(known) if known else None
 
-    def learn(self, said: TooLong, request: CompletionRequest, window: int | None) -> None:
-        """Count tighter after the server refused `request` as too long for `window` (Counting.learn)."""
-        self.counting.learn(said, self.counted_tokens(request), request.max_tokens, window)
+    def learn(self, said: TooLong, request: CompletionRequest, window: int | None) -> int:
+        """Count tighter after the server refused `request` as too long for `window`, and return
+        the window a request must fit from now on (Counting.learn)."""
+        return self.counting.learn(said, self.counted_tokens(request), request.max_tokens, window)
 
     def stop(self, request: CompletionRequest, reason: str) -> Exception:
         """Stop the run's calls for `reason` (one line: what cannot be sent, as `request` is the

@@ -29,7 +29,6 @@ from contestants.llm.call_coordinator import who
 from contestants.llm.errors import CallsStopped
 from contestants.llm.pricing import cost
 from contestants.llm.providers import Provider
-from contestants.llm.too_long import TooLong
 from contestants.llm.types import Completion, CompletionRequest, TokenUsage, ToolCall, parse_object
 from market.scenario import Scenario
 from market.types import Observation
@@ -44,7 +43,8 @@ RECALLED = 1234.56  # a number answered to a recall or off-path question
 
 
 class Rehearsal:
-    """Stands in for `provider` (its name, price and token counting) and calls nothing. Its
+    """Answers in place of `provider` (with its name, price and count of tokens) and calls
+    nothing; the merchant counts its requests with the provider itself, as in a run. Its
     answers make the operations of the best response to the observation the merchant was last
     given (`observe`); as an agent's model, it works through each day as `day` says."""
 
@@ -62,24 +62,6 @@ class Rehearsal:
         decided = self.stand_in.decide(observation)
         assert isinstance(decided, list)  # the best response says nothing to rivals
         self.operations = [op.model_dump(mode="json", exclude_none=True) for op in decided]
-
-    def window(self, limit: int | None = None) -> int | None:
-        return self.provider.window(limit)
-
-    def prompt_tokens(self, request: CompletionRequest) -> int:
-        return self.provider.prompt_tokens(request)
-
-    def most_prompt_tokens(self, request: CompletionRequest) -> int:
-        return self.provider.most_prompt_tokens(request)
-
-    def most_text_tokens(self, characters: int) -> int:
-        return self.provider.most_text_tokens(characters)
-
-    def text_chars(self, tokens: int) -> int:
-        return self.provider.text_chars(tokens)
-
-    def learn(self, said: TooLong, request: CompletionRequest, window: int | None) -> None:
-        self.provider.learn(said, request, window)
 
     def stop(self, request: CompletionRequest, reason: str) -> Exception:
         """The rehearsal stops where the run would (Provider.stop), with the line the run's

@@ -245,17 +245,22 @@ def sdk_failure(exc: BaseException, sdk: Any) -> Failure | None:
     return None
 
 
+def error_in(body: Any) -> tuple[str, str | None, dict[str, Any] | None] | None:
+    """The server's own error message in an error body, its code, and the error object it came
+    in; None where the body holds none. The body may be the whole answer (`{"error": {...}}`),
+    the error object alone (as the SDKs hand it over; a server that sends no such wrapper:
+    vLLM's older versions, Mistral) or the message alone (TGI's, xAI's)."""
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, str) and error.strip():
+        return error, None, None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        code = error.get("code") or error.get("type")
+        return error["message"], code if isinstance(code, str) else None, error
+    return None
+
+
 def _error_of(exc: Any) -> tuple[str, str | None, dict[str, Any] | None]:
     """The server's own error message where the body has one (else the SDK's), its code, and
     the error object it came in."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, str) and body.strip():  # an `error` that is the message itself (TGI's, xAI's)
-        return body, None, None
-    if isinstance(body, dict):
-        # the SDKs hand over the body's `error` object; a server that sends no such wrapper
-        # (vLLM's older versions, Mistral) gives the error itself
-        error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            code = error.get("code") or error.get("type")
-            return error["message"], code if isinstance(code, str) else None, error
-    return str(getattr(exc, "message", "") or type(exc).__name__), None, None
+    said = error_in(getattr(exc, "body", None))
+    return said if said is not None else (str(getattr(exc, "message", "") or type(exc).__name__), None, None)

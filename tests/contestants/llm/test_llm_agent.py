@@ -19,7 +19,7 @@ from contestants.kinds import create, validate_params
 from contestants.llm.agent import HISTORY_CHARS, AgentTools, Workday, tools_for
 from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
 from contestants.llm.errors import CallsStopped
-from contestants.llm.merchant import LLMMerchant
+from contestants.llm.merchant import MOST_SUMMARY_CHARS, LLMMerchant
 from contestants.llm.prompts import HistoryRow
 from contestants.llm.types import ToolCall
 from market.engine import Market
@@ -399,6 +399,32 @@ def test_decision_mode_keeps_its_calls_words_too(fake_openai: Any, monkeypatch: 
     assert [m.role for m in first.sent] == ["system", "user"]
     assert [m.role for m in second.sent] == ["user"] and second.sent[0].content.startswith("Day 2")
     assert json.loads(first.answer.content)["operations"] is not None
+
+
+def test_a_summary_longer_than_its_schema_allows_is_cut_to_its_most(
+    fake_openai: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """The summary's schema asks for at most MOST_SUMMARY_CHARS characters, which the window is
+    shared out by; OpenAI's strict mode does not hold an answer to a maxLength, so a model may
+    write more: the summary kept is its first MOST_SUMMARY_CHARS characters."""
+    monkeypatch.setenv("ARENA_TEST_KEY", fake_openai.api_key)
+    fake_openai.contexts["gpt-4.1-mini"] = 6_000
+    scripted = agent(DAY)
+    written = "".join(f"{k:04d} " for k in range(1_000))  # 5,000 characters
+
+    def answer(call: Call, schema: Any) -> Any:
+        if schema is not None and "summary" in schema.get("properties", {}):
+            return {"summary": written}
+        return scripted(call, schema)
+
+    fake_openai.answer = answer
+    merchant = agent_merchant(
+        "gpt-4.1-mini", fake_openai.base_url, context_tokens=6_000, max_tokens=2_000, max_steps=5
+    )
+    play(merchant, days=8)
+    assert Counter(c.purpose for c in merchant.calls())["compact"] >= 1
+    assert merchant.agent is not None and merchant.agent[1].summary is not None
+    assert f"\n{written[:MOST_SUMMARY_CHARS]}\n\nYour notes: " in merchant.agent[1].summary.content
 
 
 @pytest.mark.slow

@@ -8,9 +8,12 @@ from collections import deque
 from typing import ClassVar
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from contestants.base import ContestantConfigError, OffPathQuestion, RecallQuestion, RunOptions
 from contestants.kinds import create, validate_params
+from contestants.llm.memory import Memory
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import Provider, register_provider
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
@@ -103,6 +106,23 @@ def test_window_memory_keeps_the_last_k_days(scenario):
     last = Scripted.requests[-1].messages
     assert [msg.role for msg in last] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "Day 2 of 30" in last[1].content and "Day 4 of 30" in last[-1].content
+
+
+@given(remembered=st.integers(0, 8), days=st.one_of(st.none(), st.integers(0, 12)))
+def test_window_memory_shows_the_last_days_asked_for_or_all_it_keeps(remembered, days):
+    """`days` of the days window memory keeps are the last ones, all of them where it keeps
+    fewer (None: all)."""
+    memory = Memory("window", window=8)
+    for day in range(1, remembered + 1):
+        memory.remember(day, f"report {day}", f"answer {day}", None)
+    messages = memory.messages("rules", "today", days)
+    shown = remembered if days is None else min(days, remembered)
+    assert [m.content for m in messages[1:-1]] == [
+        text
+        for day in range(remembered - shown + 1, remembered + 1)
+        for text in (f"report {day}", f"answer {day}")
+    ]
+    assert (messages[0].content, messages[-1].content) == ("rules", "today")
 
 
 def test_stateless_memory_shows_only_today(scenario):

@@ -1,8 +1,10 @@
 """A request refused as longer than the model's window: the refusal recognised in each server's
 words (real bodies), refused by the stand-ins with their own bodies and their own counts through
 the official SDKs, learnt by the provider's one count of its requests, and survived by a
-decision-mode merchant; a conversation that cannot fit at its smallest stops the run with one
-line; the refusals are in the transcript and in the match's stored results, shown and exported."""
+decision-mode merchant and by an agent whose summary was written to the looser count; a
+conversation that cannot fit at its smallest stops the run with one line, and so does a refused
+request made again unchanged; the refusals are in the transcript and in the match's stored
+results, shown and exported."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import re
 from typing import Any
 
 import pytest
-from fakes.agents import agent
+from fakes.agents import agent, day_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_examples import examples
@@ -25,7 +27,8 @@ from contestants.kinds import create
 from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
 from contestants.llm.errors import CallsStopped, ProviderError
 from contestants.llm.merchant import LLMMerchant
-from contestants.llm.providers import GROWTH, MARGIN, Counting, get_provider
+from contestants.llm.providers import GROWTH, MARGIN, Counting, get_provider, written
+from contestants.llm.retry import error_in
 from contestants.llm.too_long import TooLong, too_long
 from contestants.llm.types import CompletionRequest, Message
 from market.env import MarketEnv
@@ -334,6 +337,37 @@ def test_the_openai_stand_in_refuses_in_each_servers_words_by_its_own_count(
     assert said[2].prompt in (2 * said[4].prompt, 2 * said[4].prompt + 1)
 
 
+@pytest.mark.parametrize("server", ["openai", "vllm", "llama.cpp", "anthropic"])
+def test_a_stand_ins_record_tells_refusals_for_length_from_other_refusals(
+    fake_openai, fake_anthropic, monkeypatch, server
+):
+    """A stand-in's recorded answers read as arena reads the SDK's errors (error_in, then
+    too_long; benchmarks/agent_year.py counts its refusals for length so): a refusal for length
+    says what the provider was told, and another 400 is no refusal for length."""
+    fake = fake_anthropic if server == "anthropic" else fake_openai
+    model = "claude-haiku-4-5" if server == "anthropic" else "gpt-4.1-mini"
+    monkeypatch.setenv(KEY, fake.api_key)
+    if fake is fake_openai:
+        fake_openai.refuses_as = server
+    fake.contexts[model] = 300
+    provider = provider_at(fake, model, LocalCallCoordinator())
+    told = refusal_of(provider, asked(100)).too_long
+    refused = asked(100)
+    if fake is fake_anthropic:
+        fake.fail(400)  # Anthropic's own 400 for a request it cannot read
+    else:  # OpenAI's scripted 400 is its refusal for length: a temperature out of range instead
+        refused = refused.model_copy(update={"temperature": 3.0})
+    with pytest.raises(ProviderError) as other:
+        provider.complete(refused)
+    assert other.value.status == 400 and other.value.too_long is None
+    read = []
+    for call in fake.calls:
+        said = error_in(call.reply)
+        assert said is not None
+        read.append(too_long(call.status, *said))
+    assert read == [told, None] and told is not None
+
+
 def test_the_anthropic_stand_in_refuses_the_prompt_and_the_prompt_with_max_tokens(
     fake_anthropic, monkeypatch
 ):
@@ -368,11 +402,13 @@ def test_the_anthropic_stand_in_refuses_the_prompt_and_the_prompt_with_max_token
 @settings(max_examples=examples(300))
 def test_a_refused_request_never_fits_again_as_counted_after(counted, max_tokens, room, scale, said, known):
     """Whatever the server said, the refused request does not fit the window as counted after
-    the refusal, so a request made again to fit it is another one; the count only tightens."""
+    the refusal (the window `learn` returns: the least of the one known before and those the
+    refusals named), so a request made again to fit it is another one; the count only
+    tightens."""
     counting = Counting(scale=scale)
     window = max(1, math.ceil(counted * scale) + max_tokens + room) if known else None
-    counting.learn(TooLong(*said), counted, max_tokens, window)
-    after = min(w for w in (window, counting.window, said[0]) if w is not None)
+    after = counting.learn(TooLong(*said), counted, max_tokens, window)
+    assert after == min(w for w in (window, counting.window, said[0]) if w is not None)
     assert counting.tokens(counted) + max_tokens > after
     assert counting.scale >= scale
 
@@ -390,6 +426,27 @@ def test_the_servers_count_is_taken_with_a_margin_and_a_bound_with_growth():
     unknown = Counting()  # no window known and none named: less than what was sent
     unknown.learn(TooLong(), 7_500, 400, None)
     assert unknown.window == 7_500 + 400 - 1 and unknown.scale == pytest.approx(GROWTH)
+
+
+@given(thirds=st.integers(0, 3_000), role=st.sampled_from(["user", "assistant"]), scale=st.floats(1.0, 3.0))
+@settings(max_examples=examples(100))
+def test_a_turn_counts_alone_what_it_adds_to_a_request(thirds, role, scale):
+    """What an agent's compaction counts a turn (most_turn_tokens) is what the turn adds to a
+    request's count (most_prompt_tokens), its framing included: exactly where nothing is
+    learnt yet (a text of whole tokens), and within the rounding of one token after."""
+    provider = get_provider("openai/gpt-4.1-mini", {"api_key_env": KEY})
+    turn = Message(role=role, content="x" * (3 * thirds))
+
+    def added() -> int:
+        with_turn, without = (
+            CompletionRequest(messages=messages, json_schema=ANSWER, max_tokens=300)
+            for messages in ((RULES, turn), (RULES,))
+        )
+        return provider.most_prompt_tokens(with_turn) - provider.most_prompt_tokens(without)
+
+    assert added() == provider.most_turn_tokens(written(turn))
+    provider.counting.scale = scale
+    assert provider.most_turn_tokens(written(turn)) - 1 <= added() <= provider.most_turn_tokens(written(turn))
 
 
 # --- decision mode -------------------------------------------------------------------------------
@@ -463,6 +520,32 @@ def test_decision_mode_drops_old_days_of_memory_after_a_refusal_and_decides_ever
     assert max(c.input_tokens for c in merchant.calls()) + 300 <= 6_000  # as the server counted
 
 
+def test_a_refused_request_made_again_unchanged_stops_the_run_and_is_not_sent(fake_openai, monkeypatch):
+    """Were arena's count not to tighten after a refusal (a fault of arena's), the decision's
+    request would be made again the same: it is not sent again, and the run stops with one
+    line naming the contestant, whatever Python's -O does to asserts."""
+    monkeypatch.setenv(KEY, fake_openai.api_key)
+    fake_openai.contexts["gpt-4.1-mini"], fake_openai.chars_per_token = 6_000, 2
+    coordinator = LocalCallCoordinator()
+    merchant = decider(fake_openai, coordinator, memory="window", window=30, history=30, context_tokens=6_000)
+    monkeypatch.setattr(merchant.provider, "learn", lambda said, request, window: window)  # learns nothing
+    env = MarketEnv(SHOP, ["m0", "m1"])
+    observations, _ = env.reset(seed=3)
+    merchant.reset(merchant="m0", scenario=SHOP, seed=0)
+    with pytest.raises(CallsStopped) as stopped:
+        for _ in range(SHOP.days):
+            observations, *_ = env.step({"m0": merchant.decide(observations["m0"]), "m1": None})
+    assert (
+        str(stopped.value)
+        == coordinator.status().stopped
+        == (
+            "contestant dense (openai/gpt-4.1-mini): its decide request, refused by the server as too long, "
+            "was made again unchanged (arena's count of it did not tighten): a fault of arena's"
+        )
+    )
+    assert [c.status for c in fake_openai.calls].count(400) == 1 and sent_again(fake_openai) == []
+
+
 # --- the smallest conversation that cannot fit, in a match ---------------------------------------
 
 
@@ -514,6 +597,83 @@ def test_a_conversation_that_cannot_fit_as_the_server_counts_stops_the_match_wit
     assert coordinator.status().broken == "agent"
     assert [c.status for c in fake_openai.calls] == [400, 200]  # the day's first step, then its compaction
     assert sent_again(fake_openai) == []
+
+
+NOTES = [("write_note", {"key": f"n{k}", "text": str(k) * 950}) for k in range(6)]  # 5,800 characters
+
+
+@pytest.mark.parametrize("chars_per_token, goes_on", [(1.3, True), (0.6, False)])
+def test_a_summary_written_to_a_looser_count_is_written_anew_and_the_run_stops_only_if_that_cannot_fit(
+    fake_openai, monkeypatch, chars_per_token, goes_on
+):
+    """An agent keeps 5,800 characters of notes under a window of 8,000 tokens, at a stand-in
+    that counts 4 characters a token until the conversation is first compacted, then
+    `chars_per_token` (as a tokenizer counts text dense in numbers): the summary holds the
+    notes whole, as arena's count allowed, and the first request after it is refused. Counted
+    as tightly as the refusal taught, every block left fits its share of the window, but the
+    summary does not fit: it is written anew (its notes then their keys alone) and the agent
+    goes on, every day ended; where even that form cannot fit (0.6 characters a token), the
+    run stops with one line once it was tried. No refused request is sent again."""
+    monkeypatch.setenv(KEY, fake_openai.api_key)
+    fake_openai.contexts["gpt-4.1-mini"] = 8_000
+    by_day = {
+        1: agent([[note] for note in NOTES[:4]] + [[("end_day", {})]]),
+        2: agent([[note] for note in NOTES[4:]] + [[("end_day", {})]]),
+    }
+    long_days = agent([[("read_notes", {"key": None}), ("read_notes", {"key": None})], [("end_day", {})]])
+    short_days = agent([[("read_books", {})], [("end_day", {})]])
+
+    def answer(call: Any, schema: Any) -> Any:
+        if schema is not None and "summary" in schema.get("properties", {}):
+            fake_openai.chars_per_token = chars_per_token
+        compacted = any(c.body.get("response_format") for c in fake_openai.calls)
+        return by_day.get(day_of(call.body), short_days if compacted else long_days)(call, schema)
+
+    fake_openai.answer = answer
+    coordinator = LocalCallCoordinator(CallCoordinatorCore(stop_after=1))
+    merchant = create(
+        "llm",
+        {
+            "model": "openai/gpt-4.1-mini",
+            "mode": "agent",
+            "base_url": fake_openai.base_url,
+            "api_key_env": KEY,
+            "no_cache": True,
+            "max_steps": 5,
+            "context_tokens": 8_000,
+            "max_tokens": 400,
+        },
+        RunOptions(call_coordinator=coordinator, contestant="dense"),
+    )
+    assert isinstance(merchant, LLMMerchant)
+    env = MarketEnv(SHOP, ["m0", "m1"])
+    observations, _ = env.reset(seed=3)
+    merchant.reset(merchant="m0", scenario=SHOP, seed=0)
+    days = 8
+    try:
+        for _ in range(days):
+            observations, *_ = env.step({"m0": merchant.decide(observations["m0"]), "m1": None})
+    except CallsStopped as stopped:
+        assert not goes_on
+        assert re.fullmatch(
+            r"contestant dense \(openai/gpt-4\.1-mini\): the rules, the tools, its summary and notes come "
+            r"to [\d,]+ tokens as its model counts them, which with max_tokens 400 do not fit its window "
+            r"of 8,000 tokens: give it a larger window or a smaller max_tokens",
+            str(stopped),
+        )
+        assert coordinator.status().stopped == str(stopped)
+    else:
+        assert goes_on and merchant.reported_metrics()["step_limit_days"] == 0
+    purposes = [s.purpose if s.refused is None else "refused" for s in merchant.transcript()]
+    first = purposes.index("compact")
+    assert purposes[first : first + 3] == ["compact", "refused", "compact"] and purposes.count("refused") == 1
+    assert sent_again(fake_openai) == []
+    assert merchant.agent is not None
+    conversation = merchant.agent[1]
+    assert conversation.summary is not None and "(read them with read_notes)" in conversation.summary.content
+    assert ("0" * 950) not in conversation.summary.content  # the notes no longer whole
+    if goes_on:
+        assert len(merchant.days_worked) == days and merchant.provider.counting.scale > 2
 
 
 def test_a_rehearsal_that_cannot_fit_stops_as_the_run_would_and_tells_no_coordinator(monkeypatch):
