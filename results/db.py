@@ -97,7 +97,7 @@ def engine_for(
         engine.dispose()
         raise DatabaseError(
             f"database {shown} lacks tables this arena reads ({', '.join(missing)}; an older arena made "
-            "none): any other arena command on it adds them, `arena matches --db URL` for one"
+            "none): any other arena command on it adds them, `uv run arena matches --db URL` for one"
         )
     return engine
 

@@ -299,7 +299,7 @@ def test_an_older_record_is_refused_in_one_line_and_left_as_it_was(stored: Store
     with pytest.raises(DatabaseError) as refused:
         open_for_reading(stored.url)
     assert "lacks tables this arena reads (run_progress, transcript;" in str(refused.value)
-    assert "`arena matches --db URL`" in str(refused.value)
+    assert "`uv run arena matches --db URL`" in str(refused.value)
     assert stored.path.read_bytes() == before
     with sqlite3.connect(stored.path) as old:
         assert old.execute("PRAGMA journal_mode").fetchone() == ("delete",)
