@@ -357,3 +357,52 @@ def test_the_help_says_uv_run_for_every_command_it_shows():
     ]
     assert [(c.text, problem) for c in shown if (problem := command_problem(c))] == []
     assert any(c.text.startswith("uv run arena run ") for c in shown)
+
+
+# ---- figures and links
+
+MEASURED = re.compile(  # a time something took: "took 10 s", "in 30–35 s", "at about 2 s"
+    r"\b(?:took|takes?|taking|spent|costs?|in|at)\s+(?:about\s+|some\s+|under\s+)?\**"
+    r"\d[\d.,]*(?:\s*(?:[–-]|to)\s*\d[\d.,]*)?\s*(?:ms|µs|s|min|minutes|seconds|hours)\b"
+)
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name != "benchmarks.md"], ids=lambda p: p.name)
+def test_every_time_measured_says_when(page):
+    """A time something took, in a page other than docs/benchmarks.md (where every figure sits
+    under its date), has the date it was measured in its paragraph, or in the one that
+    introduces it (ending with a colon). A heuristic: it finds times written as measured."""
+    undated, before = [], ""
+    for paragraph in re.split(r"\n\s*\n", page.read_text()):
+        introduced = before if before.rstrip().endswith(":") else ""
+        if not DATE.search(paragraph + introduced):
+            undated += [" ".join(m.group(0).split()) for m in MEASURED.finditer(paragraph)]
+        before = paragraph
+    assert undated == []
+
+
+def test_a_time_without_its_date_is_found():
+    assert MEASURED.search("a step took 1.2–1.8 ms beside 0.2–0.3 ms")
+    assert MEASURED.search("takes **30–35 s** on a 2-core VM")
+    assert not MEASURED.search("a deadline of 10 s, retried after 1, 2 and 4 s")
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors of a page's headings, as GitHub makes them."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_link_within_the_repository_resolves(page):
+    """A relative link names a file of the repository, and a heading of it where it has #."""
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+        if re.match(r"\w+:", target):  # https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        linked = (page.parent / file) if file else page
+        if not linked.exists() or (anchor and anchor not in anchors(linked)):
+            broken.append(target)
+    assert broken == []
