@@ -197,7 +197,8 @@ def run(
         bool,
         typer.Option(
             "--estimate",
-            help="Play nothing: foresee the model calls, tokens and cost (as `uv run arena validate --estimate`).",
+            help="Play nothing: foresee the model calls, tokens and cost "
+            "(as `uv run arena validate --estimate`).",
         ),
     ] = False,
 ) -> None:
@@ -360,7 +361,9 @@ def replicate(
 
     if list_packs or name is None:
         if name is None and not list_packs:
-            err.print("error: name a pack (uv run arena replicate --list shows them)", markup=False, highlight=False)
+            err.print(
+                "error: name a pack (uv run arena replicate --list shows them)", markup=False, highlight=False
+            )
             raise typer.Exit(EXIT_USER_ERROR)
         with user_errors():
             listed = [load_pack(known) for known in packs()]
@@ -853,7 +856,9 @@ def matches(
 def show(
     match_id: Annotated[
         int,
-        typer.Argument(min=1, max=LARGEST_ID, help="Match id (see `uv run arena matches`).", show_default=False),
+        typer.Argument(
+            min=1, max=LARGEST_ID, help="Match id (see `uv run arena matches`).", show_default=False
+        ),
     ],
     day: Annotated[
         int | None,
@@ -933,7 +938,9 @@ def show(
         )
     else:
         out.print(
-            "No metrics stored for this match: `uv run arena rescore` computes them.", markup=False, highlight=False
+            "No metrics stored for this match: `uv run arena rescore` computes them.",
+            markup=False,
+            highlight=False,
         )
     if detail.goals:
         out.print(_rich(views.goals_table(detail.goals, {r.merchant: r.contestant for r in detail.results})))
