@@ -61,29 +61,23 @@ class Block:
 
 def blocks_and_prose(page: Path) -> tuple[list[Block], list[tuple[int, str]]]:
     """A page's fenced blocks, and its text outside them as paragraphs (first line, text)."""
-    lines = page.read_text().splitlines()
-    blocks, prose, paragraph, start = [], [], [], 0
+    lines = [*page.read_text().splitlines(), ""]
+    blocks, prose, paragraph = [], [], []
     i = 0
     while i < len(lines):
         fence = re.match(r"\s*(```+|~~~+)\s*(\S*)", lines[i])
+        if (fence or not lines[i].strip()) and paragraph:  # a paragraph ends
+            prose.append((i + 1 - len(paragraph), "\n".join(paragraph)))
+            paragraph = []
         if fence is None:
-            if lines[i].strip():
-                paragraph, start = paragraph + [lines[i]], start if paragraph else i + 1
-            elif paragraph:
-                prose.append((start, "\n".join(paragraph)))
-                paragraph = []
+            paragraph += [lines[i]] if lines[i].strip() else []
             i += 1
             continue
-        if paragraph:
-            prose.append((start, "\n".join(paragraph)))
-            paragraph = []
         end = next(j for j in range(i + 1, len(lines)) if lines[j].strip().startswith(fence.group(1)))
-        marked = re.fullmatch(r"\s*<!--\s*(.*?)\s*-->\s*", lines[i - 1]) if i else None
+        marker = re.fullmatch(r"\s*<!--\s*(.*?)\s*-->\s*", lines[i - 1]) if i else None
         text = "\n".join(lines[i + 1 : end])
-        blocks.append(Block(page, i + 2, fence.group(2), text, marked.group(1) if marked else None))
+        blocks.append(Block(page, i + 2, fence.group(2), text, marker.group(1) if marker else None))
         i = end + 1
-    if paragraph:
-        prose.append((start, "\n".join(paragraph)))
     return blocks, prose
 
 
@@ -91,13 +85,6 @@ YAML_BLOCKS = [b for page in PAGES for b in blocks_and_prose(page)[0] if b.langu
 
 
 # ---- YAML blocks
-
-
-@pytest.fixture
-def keys(monkeypatch):
-    """The API keys that contestants name, set: a check looks for them, no call is made."""
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"):
-        monkeypatch.setenv(variable, "sk-placeholder")
 
 
 @pytest.mark.usefixtures("keys")

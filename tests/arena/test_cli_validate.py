@@ -32,13 +32,6 @@ PACK_FIGURES = set(
 KEY, WRONG = "sk-SENTINEL-ping-0a9b8c7d", "sk-SENTINEL-wrong-6f5e4d3c"
 
 
-@pytest.fixture
-def keys(monkeypatch):
-    """The API keys the shipped files name, set (validate checks that they are)."""
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"):
-        monkeypatch.setenv(variable, "sk-placeholder")
-
-
 @pytest.mark.usefixtures("keys")
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_every_shipped_tournament_validates(path):
