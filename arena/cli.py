@@ -117,9 +117,9 @@ app = typer.Typer(
     cls=_OneLineErrors,
     help="Tournaments of merchant agents in one shared market, recorded in SQLite and rated on the Elo "
     "scale.\n\n"
-    "Start with: arena run tournaments/round_robin.yaml\n\n"
-    "An interrupted run continues with: arena run FILE --resume. "
-    "To play on an existing Ray cluster: arena run FILE --address ADDR.",
+    "Start with: uv run arena run tournaments/round_robin.yaml\n\n"
+    "An interrupted run continues with: uv run arena run FILE --resume. "
+    "To play on an existing Ray cluster: uv run arena run FILE --address ADDR.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -200,7 +200,8 @@ def run(
         bool,
         typer.Option(
             "--estimate",
-            help="Play nothing: foresee the model calls, tokens and cost (as `arena validate --estimate`).",
+            help="Play nothing: foresee the model calls, tokens and cost "
+            "(as `uv run arena validate --estimate`).",
         ),
     ] = False,
 ) -> None:
@@ -215,7 +216,7 @@ def run(
     with user_errors():
         tournament = load_tournament(config)
         engine = engine_for(db)
-    summary = _play(tournament, engine, f"arena run {config}", db, resume, address, no_cache)
+    summary = _play(tournament, engine, f"uv run arena run {config}", db, resume, address, no_cache)
     title = f"{tournament.spec.name} (tournament {summary.tournament_id})"
     out.print(_rich(views.leaderboard_table(summary.table, title)))
     if summary.ended:
@@ -225,7 +226,7 @@ def run(
             highlight=False,
             soft_wrap=True,
         )
-    _stopped(summary, f"arena run {config}", engine, db)
+    _stopped(summary, f"uv run arena run {config}", engine, db)
 
 
 def _play(
@@ -363,7 +364,9 @@ def replicate(
 
     if list_packs or name is None:
         if name is None and not list_packs:
-            err.print("error: name a pack (arena replicate --list shows them)", markup=False, highlight=False)
+            err.print(
+                "error: name a pack (uv run arena replicate --list shows them)", markup=False, highlight=False
+            )
             raise typer.Exit(EXIT_USER_ERROR)
         with user_errors():
             listed = [load_pack(known) for known in packs()]
@@ -390,7 +393,7 @@ def replicate(
             check_cells(pack, [cell.factors for cell in played.each_cell()])
         engine = engine_for(db, create=tournament is None)
     if tournament is None:
-        command = f"arena replicate {name}" + "".join(
+        command = f"uv run arena replicate {name}" + "".join(
             f" --{flag} {value}"
             for flag, value in (("model", model), ("days", days), ("repetitions", repetitions))
             if value is not None
@@ -867,7 +870,7 @@ def show(
             metavar="MATCH_ID",
             min=1,
             max=LARGEST_ID,
-            help="Match id (see `arena matches`).",
+            help="Match id (see `uv run arena matches`).",
             show_default=False,
         ),
     ],
@@ -949,7 +952,9 @@ def show(
         )
     else:
         out.print(
-            "No metrics stored for this match: `arena rescore` computes them.", markup=False, highlight=False
+            "No metrics stored for this match: `uv run arena rescore` computes them.",
+            markup=False,
+            highlight=False,
         )
     if detail.goals:
         out.print(_rich(views.goals_table(detail.goals, {r.merchant: r.contestant for r in detail.results})))
@@ -1015,7 +1020,7 @@ def report(
             metavar="TOURNAMENT_ID",
             min=1,
             max=LARGEST_ID,
-            help="Tournament id (see `arena leaderboard`, `arena matches`).",
+            help="Tournament id (see `uv run arena leaderboard`, `uv run arena matches`).",
             show_default=False,
         ),
     ],

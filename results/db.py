@@ -105,7 +105,7 @@ def engine_for(
         engine.dispose()
         raise DatabaseError(
             f"database {shown} lacks what this arena reads ({', '.join(missing)}; an older arena wrote it): "
-            "any other arena command on it adds them, `arena matches --db URL` for one"
+            "any other arena command on it adds them, `uv run arena matches --db URL` for one"
         )
     return engine
 

@@ -133,6 +133,14 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API keys the shipped files and the docs' examples name, set: checking a file looks
+    for them; no call is made with them."""
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.setenv(variable, "sk-placeholder")
+
+
 # One Ray cluster for the whole run, shared by the processes whose tests play tournaments in
 # them (pytest's own, or each xdist worker): the first to need it starts it, the others join it,
 # and pytest stops it at the end (a pytest killed with SIGKILL leaves it running: `ray stop`).

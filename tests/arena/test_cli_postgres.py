@@ -365,7 +365,7 @@ def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes
         and f'database "{database}" is not currently accepting connections' in line
     )
     assert line.endswith(
-        f"once it is back, `arena run {files['slow']} --resume --db {masked}` plays the rest"
+        f"once it is back, `uv run arena run {files['slow']} --resume --db {masked}` plays the rest"
     )
     with postgres.admin() as connection:
         connection.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')

@@ -5,6 +5,7 @@ foresees the calls; no key is ever shown."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -31,13 +32,6 @@ PACK_FIGURES = set(
 KEY, WRONG = "sk-SENTINEL-ping-0a9b8c7d", "sk-SENTINEL-wrong-6f5e4d3c"
 
 
-@pytest.fixture
-def keys(monkeypatch):
-    """The API keys the shipped files name, set (validate checks that they are)."""
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"):
-        monkeypatch.setenv(variable, "sk-placeholder")
-
-
 @pytest.mark.usefixtures("keys")
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_every_shipped_tournament_validates(path):
@@ -47,21 +41,15 @@ def test_every_shipped_tournament_validates(path):
 
 
 def test_every_yaml_file_we_ship_is_checked():
-    """Each YAML file of the project is a tournament validated above, a scenario (each is
-    loaded by tests/tournaments/test_config.py), a replication pack's figures or the model
-    catalogue (read by the tests of tests/contestants/llm): a new one must join one of them."""
-    found = set(ROOT.glob("*.y*ml"))  # .yaml and .yml
-    for folder in (
-        "arena",
-        "market",
-        "contestants",
-        "tournaments",
-        "results",
-        "scripts",
-        "benchmarks",
-        "docs",
-    ):
-        found |= set((ROOT / folder).rglob("*.y*ml"))
+    """Each YAML file of the repository (outside hidden folders: .venv, caches) is a tournament
+    validated above, a scenario (each is loaded by tests/tournaments/test_config.py), a
+    replication pack's figures or the model catalogue (read by the tests of
+    tests/contestants/llm): a new one must join one of them. The YAML of README.md and docs/ is
+    checked by tests/test_docs.py."""
+    found = set()
+    for folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+        found |= {Path(folder) / name for name in files if name.endswith((".yaml", ".yml"))}
     assert found == {*SHIPPED, *SHIPPED_SCENARIOS.glob("*.yaml"), *PACK_FIGURES, CATALOGUE}
 
 

@@ -140,7 +140,7 @@ def test_rescore_restores_deleted_metrics(stored):
         session.commit()
     engine.dispose()
     assert (
-        "No metrics stored for this match: `arena rescore` computes them."
+        "No metrics stored for this match: `uv run arena rescore` computes them."
         in runner.invoke(app, ["show", str(match_id), "--db", url]).output
     )
     assert runner.invoke(app, ["rescore", "--db", url, "--tournament", str(tournament_id)]).exit_code == 0

@@ -303,7 +303,7 @@ def test_an_older_record_is_refused_in_one_line_and_left_as_it_was(stored: Store
     assert "lacks what this arena reads (run_progress, transcript, match_result.length_refusals;" in str(
         refused.value
     )
-    assert "`arena matches --db URL`" in str(refused.value)
+    assert "`uv run arena matches --db URL`" in str(refused.value)
     assert stored.path.read_bytes() == before
     with sqlite3.connect(stored.path) as old:
         assert old.execute("PRAGMA journal_mode").fetchone() == ("delete",)
