@@ -985,7 +985,7 @@ def tournaments(db: DbOption = None, as_json: JsonOption = False) -> None:
             raise _none_stored(engine)
         counts = store.match_counts(engine)
     listed = [
-        views.Listed(
+        views.ListedTournament(
             t,
             counts.get(stored_id(t.id), 0),
             _with_db(f"{ARENA} leaderboard --tournament {t.id}", engine, db),

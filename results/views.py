@@ -322,7 +322,7 @@ def standings_table(rows: Sequence[Standing], title: str) -> Table:
 
 
 @dataclass(frozen=True)
-class Listed:
+class ListedTournament:
     """A stored tournament as `arena tournaments` lists it: with its matches stored and the
     command that shows its leaderboard."""
 
@@ -345,7 +345,7 @@ class Listed:
         }
 
 
-TOURNAMENT_COLUMNS: list[Column[Listed]] = [
+TOURNAMENT_COLUMNS: list[Column[ListedTournament]] = [
     Column(Header("id", numeric=True), lambda e: str(e.tournament.id)),
     Column(Header("name"), lambda e: e.tournament.name),
     Column(Header("file"), lambda e: e.tournament.config_path),
@@ -363,7 +363,7 @@ TOURNAMENT_COLUMNS: list[Column[Listed]] = [
 ]
 
 
-def tournaments_table(listed: Sequence[Listed], title: str) -> Table:
+def tournaments_table(listed: Sequence[ListedTournament], title: str) -> Table:
     return tabulate(title, TOURNAMENT_COLUMNS, listed)
 
 
