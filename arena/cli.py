@@ -14,10 +14,10 @@ import time
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console, Group, RenderableType
@@ -35,7 +35,7 @@ from rich.table import Column, Table
 from rich.text import Text
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
@@ -45,7 +45,7 @@ from market.scenario import load_scenario
 from results import store, views
 from results.composite import ScoringWeights
 from results.db import describe_failure, engine_for
-from results.errors import DatabaseError, InputFileError
+from results.errors import DatabaseError, InputFileError, NotFound
 from results.rating_fit import LEVEL
 from results.ratings import standings
 from results.records import ModelCallRecord, PlayedScenarios, TranscriptRecord, shown_value
@@ -73,11 +73,39 @@ if TYPE_CHECKING:  # the runner imports Ray, which only a run needs
     from tournaments.runner import RunSummary
 
 
+ARENA = "uv run arena"  # how a command is typed: from the clone, with no install step
+
+
+class _FlagsTakeNoValue(TyperCommand):
+    """A command whose help shows no value beside a flag: Typer's rich help would print `<bool>`
+    beside `--json` as if it took one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _no_value_shown(self.params)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        _no_value_shown([option])
+        return option
+
+
+def _no_value_shown(params: Iterable[object]) -> None:
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag:
+            param.metavar = ""  # what the help shows for the option's value
+
+
 class _OneLineErrors(TyperGroup):
     """The `arena` command: a mistake in its options or arguments that Typer finds itself (a
     number out of its range, a choice it does not offer, an unknown option or command, one
     missing) is one line and exit status 2, as every mistake a user can fix is, not a usage box.
     `arena` alone still shows the help."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        _no_value_shown([option])
+        return option
 
     def main(
         self,
@@ -125,7 +153,16 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     # a docstring's paragraphs are rewrapped to the terminal, not broken where the source is
     rich_markup_mode="markdown",
+    epilog=f"Example: `{ARENA} run tournaments/round_robin.yaml`",
 )
+
+
+def _command(example: str, name: str | None = None) -> Any:
+    """Register an `arena` command whose help ends with `example` (its arguments after
+    `uv run arena`)."""
+    return app.command(name, cls=_FlagsTakeNoValue, epilog=f"Example: `{ARENA} {example}`")
+
+
 # Piped into a file or another program, rich would squeeze tables into 80 columns, leaving
 # "…" for numbers; a log reads better with whole lines.
 out = Console(width=None if sys.stdout.isatty() else 200)
@@ -135,17 +172,25 @@ DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
+        metavar="URL",
         help="SQLAlchemy database URL; default: $ARENA_DB, else sqlite:///arena.db",
         show_default=False,
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
-TournamentOption = Annotated[
-    int | None,
+TournamentsOption = Annotated[
+    list[int] | None,
     typer.Option(
-        "--tournament", min=1, max=LARGEST_ID, help="Only this tournament's matches.", show_default=False
+        "--tournament",
+        min=1,
+        max=LARGEST_ID,
+        metavar="ID",
+        help=f"This tournament's matches (repeat it to pool several; `{ARENA} tournaments` lists them); "
+        "default: the latest tournament.",
+        show_default=False,
     ),
 ]
+AllOption = Annotated[bool, typer.Option("--all", help="Every stored tournament's matches, pooled.")]
 
 EXIT_USER_ERROR = 2  # a mistake in a file or an option
 EXIT_BUDGET = 3  # the budget stopped the run: what was played is saved and shown
@@ -169,7 +214,7 @@ def _error_line(problem: str) -> None:
     err.print(f"[bold red]error:[/] {escape(problem)}", highlight=False, markup=True, soft_wrap=True)
 
 
-@app.command()
+@_command("run tournaments/round_robin.yaml")
 def run(
     config: Annotated[
         Path, typer.Argument(metavar="CONFIG", help="Tournament YAML file.", show_default=False)
@@ -185,6 +230,7 @@ def run(
         str | None,
         typer.Option(
             "--address",
+            metavar="ADDR",
             help="Join the Ray cluster at ADDR (else $RAY_ADDRESS, else start a local one).",
             show_default=False,
         ),
@@ -216,8 +262,8 @@ def run(
     with user_errors():
         tournament = load_tournament(config)
         engine = engine_for(db)
-    summary = _play(tournament, engine, f"uv run arena run {config}", db, resume, address, no_cache)
-    title = f"{tournament.spec.name} (tournament {summary.tournament_id})"
+    summary = _play(tournament, engine, f"{ARENA} run {config}", db, resume, address, no_cache)
+    title = _title(store.get_tournament(engine, summary.tournament_id))
     out.print(_rich(views.leaderboard_table(summary.table, title)))
     if summary.ended:
         out.print(
@@ -282,7 +328,12 @@ def _play(
 
 def _again(command: str, engine: Engine, db: str | None) -> str:
     """The command that plays the rest of a run of `command`."""
-    return f"{command} --resume" + (f" --db {engine.url.render_as_string(hide_password=True)}" if db else "")
+    return _with_db(f"{command} --resume", engine, db)
+
+
+def _with_db(command: str, engine: Engine, db: str | None) -> str:
+    """`command` with the --db the user gave (its password hidden)."""
+    return command + (f" --db {engine.url.render_as_string(hide_password=True)}" if db else "")
 
 
 def _stopped(summary: RunSummary, command: str, engine: Engine, db: str | None) -> None:
@@ -299,7 +350,7 @@ def _stopped(summary: RunSummary, command: str, engine: Engine, db: str | None) 
         raise typer.Exit(EXIT_BUDGET)
 
 
-@app.command()
+@_command("replicate calvano-baseline")
 def replicate(
     name: Annotated[
         str | None,
@@ -313,6 +364,7 @@ def replicate(
         int | None,
         typer.Option(
             "--tournament",
+            metavar="ID",
             min=1,
             max=LARGEST_ID,
             help="Compare this stored run of the pack instead of playing it.",
@@ -325,13 +377,17 @@ def replicate(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", help="Play its language-model merchants with this model.", show_default=False
+            "--model",
+            metavar="NAME",
+            help="Play its language-model merchants with this model.",
+            show_default=False,
         ),
     ] = None,
     days: Annotated[
         int | None,
         typer.Option(
             "--days",
+            metavar="N",
             min=1,
             max=MAX_DAYS,
             help="Play matches of this many days (a shorter try).",
@@ -342,6 +398,7 @@ def replicate(
         int | None,
         typer.Option(
             "--repetitions",
+            metavar="N",
             min=1,
             max=MAX_REPETITIONS,
             help="Play this many sessions per cell.",
@@ -349,7 +406,8 @@ def replicate(
         ),
     ] = None,
     address: Annotated[
-        str | None, typer.Option("--address", help="Join the Ray cluster at ADDR.", show_default=False)
+        str | None,
+        typer.Option("--address", metavar="ADDR", help="Join the Ray cluster at ADDR.", show_default=False),
     ] = None,
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Language models answer afresh (no response cache).")
@@ -467,7 +525,7 @@ def _replication_table(compared: list[Comparison], title: str) -> views.Table:
     return views.Table(title, headers, [rows])
 
 
-@app.command()
+@_command("validate tournaments/round_robin.yaml --estimate")
 def validate(
     config: Annotated[
         Path, typer.Argument(metavar="CONFIG", help="Tournament YAML file.", show_default=False)
@@ -543,7 +601,7 @@ def validate(
         raise typer.Exit(EXIT_BROKEN_MODEL)
 
 
-@app.command()
+@_command("equilibrium calvano --merchants 3")
 def equilibrium(
     scenario: Annotated[
         str,
@@ -557,6 +615,7 @@ def equilibrium(
         int | None,
         typer.Option(
             "--merchants",
+            metavar="N",
             min=1,
             max=MAX_MERCHANTS_PER_MATCH,
             help="Seats in the market; default: the scenario's seats, else 2.",
@@ -696,22 +755,28 @@ def _warning(text: str) -> None:
 AnchorOption = Annotated[
     str | None,
     typer.Option(
-        "--anchor", help="Rate this contestant 1000 (default: the mean rating is 1000).", show_default=False
+        "--anchor",
+        metavar="NAME",
+        help="Rate this contestant 1000 (default: the mean rating is 1000).",
+        show_default=False,
     ),
 ]
 
 
-@app.command(name="leaderboard")
+@_command("leaderboard --tournament 1 --tournament 2", name="leaderboard")
 def leaderboard_command(
     db: DbOption = None,
-    tournament: TournamentOption = None,
+    tournament: TournamentsOption = None,
+    pool_all: AllOption = False,
     scenario: Annotated[
-        str | None, typer.Option("--scenario", help="Only matches of this scenario.", show_default=False)
+        str | None,
+        typer.Option("--scenario", metavar="NAME", help="Only matches of this scenario.", show_default=False),
     ] = None,
     contestant: Annotated[
         list[str] | None,
         typer.Option(
             "--contestant",
+            metavar="NAME",
             help="Only matches where two of these met, and their solo ones; only their seats (repeatable).",
             show_default=False,
         ),
@@ -721,6 +786,7 @@ def leaderboard_command(
         Path | None,
         typer.Option(
             "--weights",
+            metavar="FILE",
             help="YAML weights of the composite score (default: the tournament's scoring: section).",
             show_default=False,
         ),
@@ -729,9 +795,10 @@ def leaderboard_command(
         list[str] | None,
         typer.Option(
             "--by",
+            metavar="FACTOR",
             help="A sweep's factor (as named in its file, e.g. qlearning.alpha): instead of ratings, a "
             "row per value with each metric's mean over its sessions (seeds) and its 95% interval "
-            "(repeatable: a row per combination). Needs --tournament.",
+            "(repeatable: a row per combination). Reads one tournament.",
             show_default=False,
         ),
     ] = None,
@@ -739,81 +806,165 @@ def leaderboard_command(
         list[str] | None,
         typer.Option(
             "--metric",
+            metavar="NAME",
             help="Instead of ratings, each metric's mean over the sessions (seeds) and its 95% interval, "
             f"by cell of a sweep (repeatable; with --by, default: {', '.join(KEY_METRICS)}). "
-            "Needs --tournament.",
+            "Reads one tournament.",
             show_default=False,
         ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The table over all stored matches, or a selection: rating with 95% interval and rank,
-    online Elo, results, validity, memory error, tokens, cost and the composite score.
+    """The table of the latest tournament, of those named, or of all of them pooled (--all):
+    rating with 95% interval and rank, online Elo, results, validity, memory error, tokens, cost
+    and the composite score. Its title says which tournament it reads, or how many it pools.
 
     With --by, a sweep's results by cell instead (see docs/tournaments.md, "Sweeps")."""
-    if by or metric:
-        _sweep_leaderboard(db, tournament, by or [], metric or [], as_json)
-        return
     with user_errors():
         engine = engine_for(db, create=False)
-        stored = _stored(store.get_tournament(engine, tournament)) if tournament is not None else None
-        if weights is not None:
-            chosen = load_weights(weights)
-        else:
-            chosen = stored.scoring if stored is not None else ScoringWeights()
+        chosen_weights = load_weights(weights) if weights is not None else None
+        chosen = _select(engine, tournament, pool_all)
+    if by or metric:
+        _sweep_leaderboard(engine, chosen, by or [], metric or [], as_json)
+        return
+    with user_errors():
+        scoring, confidence = _scoring(chosen, chosen_weights)
         rows = store.leaderboard(
             engine,
-            tournament,
+            chosen.ids,
             scenario=scenario,
             contestants=contestant or None,
             anchor=anchor,
-            weights=chosen,
-            confidence=stored.confidence if stored is not None else LEVEL,
+            weights=scoring,
+            confidence=confidence,
         )
-        ended = store.run_end(engine, tournament) if tournament is not None else None
+        ended = {t: store.run_end(engine, t) for t in chosen.ids}
     if as_json:
-        print(json.dumps(views.leaderboard_records(rows), indent=2))
-    else:
-        what = [f"tournament {tournament}" if tournament else "all tournaments"] + (
-            [f"scenario {scenario}"] if scenario else []
+        print(json.dumps({**chosen.as_json(), "rows": views.leaderboard_records(rows)}, indent=2))
+        return
+    title = chosen.title() + (f", scenario {scenario}" if scenario else "")
+    out.print(_rich(views.leaderboard_table(rows, title)))
+    for tournament_id, reason in ended.items():
+        if reason:
+            whose = "Its run" if len(chosen.ids) == 1 else f"Tournament {tournament_id}'s run"
+            out_print(f"{whose} ended early: {reason}.")
+    if note := chosen.note():
+        out_print(note)
+
+
+@dataclass(frozen=True)
+class _Selection:
+    """The tournaments a reading command reads: those named with --tournament, every one
+    (--all), or the latest (the one started last, which has the highest id); `stored`: how
+    many the database holds."""
+
+    tournaments: list[TournamentRow]
+    how: Literal["named", "all", "latest"]
+    stored: int
+
+    @property
+    def ids(self) -> list[int]:
+        return [stored_id(t.id) for t in self.tournaments]
+
+    def title(self) -> str:
+        """`tournament 3 (round_robin, tournaments/round_robin.yaml)`, or how many are pooled."""
+        if len(self.tournaments) == 1:
+            return _title(self.tournaments[0])
+        if self.how == "all":
+            return f"pooled over all {len(self.tournaments)} tournaments"
+        return f"pooled over {len(self.tournaments)} tournaments ({', '.join(map(str, self.ids))})"
+
+    def note(self) -> str | None:
+        """A line under the table of the latest tournament when there are others."""
+        if self.how != "latest" or self.stored == 1:
+            return None
+        return (
+            f"The latest of {self.stored} tournaments: `{ARENA} tournaments` lists them, "
+            "--tournament ID chooses one, --all pools them."
         )
-        out.print(_rich(views.leaderboard_table(rows, ", ".join(what))))
-        if ended:
-            out.print(f"Its run ended early: {ended}.", markup=False, highlight=False, soft_wrap=True)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "selection": self.how,
+            "tournaments": [{"id": t.id, "name": t.name, "file": t.config_path} for t in self.tournaments],
+        }
+
+
+def _title(tournament: TournamentRow) -> str:
+    return f"tournament {tournament.id} ({tournament.name}, {tournament.config_path})"
+
+
+def _select(engine: Engine, named: list[int] | None, pool_all: bool) -> _Selection:
+    """The tournaments named, all of them, or the latest; a UserError for an unknown id, for
+    both --tournament and --all, and for a database that holds no tournament."""
+    if named and pool_all:
+        raise UserError("--all pools every tournament, --tournament names the ones to read: give one of them")
+    stored = store.list_tournaments(engine)
+    if named:
+        return _Selection(
+            [store.get_tournament(engine, t) for t in dict.fromkeys(named)], "named", len(stored)
+        )
+    if not stored:
+        raise _none_stored(engine)
+    return (
+        _Selection(stored, "all", len(stored)) if pool_all else _Selection(stored[-1:], "latest", len(stored))
+    )
+
+
+def _none_stored(engine: Engine) -> NotFound:
+    return NotFound(
+        f"no tournament is stored in {engine.url.render_as_string(hide_password=True)}: "
+        f"`{ARENA} run tournaments/round_robin.yaml` plays one"
+    )
+
+
+def _scoring(chosen: _Selection, weights: ScoringWeights | None) -> tuple[ScoringWeights, float]:
+    """The composite's weights (`weights`, a --weights file, else the tournaments' files'
+    `scoring:`) and the confidence ties are judged at (their files' `confidence:`): for pooled
+    tournaments whose files differ, the defaults, and a warning that says so."""
+    files = [_stored(t) for t in chosen.tournaments]
+    scorings = {f.scoring for f in files} if weights is None else {weights}
+    confidences = {f.confidence for f in files}
+    differ = [
+        what for what, values in (("scoring", scorings), ("confidence", confidences)) if len(values) > 1
+    ]
+    if differ:
+        _warning(
+            f"the pooled tournaments' files set their {' and '.join(differ)} differently: the defaults "
+            "are used" + ("; --weights FILE sets the weights" if "scoring" in differ else "")
+        )
+    return (
+        scorings.pop() if len(scorings) == 1 else ScoringWeights(),
+        confidences.pop() if len(confidences) == 1 else LEVEL,
+    )
 
 
 def _sweep_leaderboard(
-    db: str | None, tournament: int | None, by: list[str], metrics: list[str], as_json: bool
+    engine: Engine, chosen: _Selection, by: list[str], metrics: list[str], as_json: bool
 ) -> None:
     with user_errors():
-        if tournament is None:
-            raise UserError("--by and --metric read one tournament's matches: give --tournament N")
-        engine = engine_for(db, create=False)
-        cells = by_cell(engine, tournament, by, metrics)
+        if len(chosen.tournaments) != 1:
+            raise UserError("--by and --metric read one tournament's matches: give one --tournament ID")
+        cells = by_cell(engine, chosen.ids[0], by, metrics)
     if as_json:
-        print(
-            json.dumps(
-                [
-                    {
-                        "factors": cell.factors,
-                        "matches": cell.matches,
-                        "sessions": cell.sessions,
-                        "metrics": {
-                            name: None if value is None else asdict(value)
-                            for name, value in cell.values.items()
-                        },
-                    }
-                    for cell in cells
-                ],
-                indent=2,
-            )
-        )
+        shown = [
+            {
+                "factors": cell.factors,
+                "matches": cell.matches,
+                "sessions": cell.sessions,
+                "metrics": {
+                    name: None if value is None else asdict(value) for name, value in cell.values.items()
+                },
+            }
+            for cell in cells
+        ]
+        print(json.dumps({**chosen.as_json(), "cells": shown}, indent=2))
     else:
         grouped = f" by {', '.join(by)}" if by else " by cell" if cells[0].factors else ""
-        out.print(_rich(views.sweep_table(cells, f"tournament {tournament}{grouped}")))
+        out.print(_rich(views.sweep_table(cells, f"{chosen.title()}{grouped}")))
 
 
-@app.command()
+@_command("rate results.csv --anchor baseline")
 def rate(
     results: Annotated[
         Path,
@@ -835,19 +986,50 @@ def rate(
         out.print(_rich(views.standings_table(rows, str(results))))
 
 
-@app.command()
+@_command("tournaments")
+def tournaments(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """The stored tournaments, oldest first: id, name, the file each was played from, status
+    (running, finished or stopped), matches stored of those planned, when it started and ended,
+    and the command that shows its leaderboard."""
+    with user_errors():
+        engine = engine_for(db, create=False)
+        stored = store.list_tournaments(engine)
+        if not stored:
+            raise _none_stored(engine)
+        counts = store.match_counts(engine)
+    listed = [
+        views.ListedTournament(
+            t,
+            counts.get(stored_id(t.id), 0),
+            _with_db(f"{ARENA} leaderboard --tournament {t.id}", engine, db),
+        )
+        for t in stored
+    ]
+    if as_json:
+        print(json.dumps([entry.as_json() for entry in listed], indent=2))
+    else:
+        out.print(_rich(views.tournaments_table(listed, "tournaments")))
+
+
+@_command("matches --tournament 2")
 def matches(
     db: DbOption = None,
-    tournament: TournamentOption = None,
+    tournament: TournamentsOption = None,
+    pool_all: AllOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """List stored matches."""
+    """The stored matches of the latest tournament, of those named, or of all (--all), in the
+    order they were scheduled: their ids (for `arena show`), scenarios, seeds and keys."""
     with user_errors():
-        rows = store.list_matches(engine_for(db, create=False), tournament)
+        engine = engine_for(db, create=False)
+        chosen = _select(engine, tournament, pool_all)
+        rows = store.list_matches(engine, chosen.ids)
     if as_json:
         print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
         return
-    table = Table("id", "tournament", "#", "scenario", "seed", "days", "key", "seconds")
+    table = Table(
+        "id", "tournament", "#", "scenario", "seed", "days", "key", "seconds", title=escape(chosen.title())
+    )
     for row in rows:
         table.add_row(
             str(row.id),
@@ -860,9 +1042,11 @@ def matches(
             f"{row.wall_seconds:.2f}",
         )
     out.print(table)
+    if note := chosen.note():
+        out_print(note)
 
 
-@app.command()
+@_command("show 1 --day 3")
 def show(
     match_id: Annotated[
         int,
@@ -878,6 +1062,7 @@ def show(
         int | None,
         typer.Option(
             "--day",
+            metavar="N",
             min=1,
             max=MAX_DAYS,
             help="Show one day: each merchant's record and every step of its model calls (what "
@@ -1012,7 +1197,7 @@ def show(
     out.print(days)
 
 
-@app.command()
+@_command("report 1 --out report.html")
 def report(
     tournament_id: Annotated[
         int,
@@ -1020,16 +1205,19 @@ def report(
             metavar="TOURNAMENT_ID",
             min=1,
             max=LARGEST_ID,
-            help="Tournament id (see `uv run arena leaderboard`, `uv run arena matches`).",
+            help=f"Tournament id (`{ARENA} tournaments` lists them).",
             show_default=False,
         ),
     ],
-    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
+    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="The HTML file to write.")] = Path(
+        "report.html"
+    ),
     db: DbOption = None,
     metric: Annotated[
         str | None,
         typer.Option(
             "--metric",
+            metavar="NAME",
             help="A sweep's heat map shows this metric (default: market_profit_gain where matches have it, "
             "else profit).",
             show_default=False,
@@ -1054,14 +1242,17 @@ def report(
     out_print(f"wrote {out}")
 
 
-@app.command()
+@_command("serve --port 8765")
 def serve(
     db: DbOption = None,
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The port (0: any free one).")] = 8765,
+    port: Annotated[
+        int, typer.Option("--port", metavar="N", min=0, max=65535, help="The port (0: any free one).")
+    ] = 8765,
     host: Annotated[
         str,
         typer.Option(
             "--host",
+            metavar="ADDR",
             help="The address to listen on. On any other than 127.0.0.1 or localhost (say 0.0.0.0), "
             "a token is asked for, printed once here.",
         ),
@@ -1101,7 +1292,7 @@ class ExportFormat(StrEnum):
     parquet = "parquet"
 
 
-@app.command(name="export")
+@_command("export 1 --out tables --format parquet", name="export")
 def export_command(
     tournament_id: Annotated[
         int,
@@ -1112,7 +1303,10 @@ def export_command(
     out: Annotated[
         Path,
         typer.Option(
-            "--out", help="Folder to write the tables into (created if missing).", show_default=False
+            "--out",
+            metavar="DIR",
+            help="Folder to write the tables into (created if missing).",
+            show_default=False,
         ),
     ],
     fmt: Annotated[ExportFormat, typer.Option("--format", help="File format.")] = ExportFormat.csv,
@@ -1133,26 +1327,34 @@ def out_print(text: str) -> None:
     out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-@app.command(name="rescore")
+@_command("rescore --tournament 1", name="rescore")
 def rescore_command(
     db: DbOption = None,
-    tournament: TournamentOption = None,
+    tournament: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--tournament",
+            min=1,
+            max=LARGEST_ID,
+            metavar="ID",
+            help="This tournament's matches (repeatable); default: every stored tournament's.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Compute the metrics of stored matches again from their day records, e.g. after a
-    metric's definition changed.
+    metric's definition changed: of every stored tournament, unless --tournament names some.
 
     The scenarios come from the tournament's file, read again; if it is gone or no longer
     what was played, the metrics that need the scenario are left empty (a warning says so).
     """
     with user_errors():
         engine = engine_for(db, create=False, writes=True)
-        tournaments = (
-            [store.get_tournament(engine, tournament)]
-            if tournament is not None
-            else store.list_tournaments(engine)
+        chosen = _select(engine, tournament, pool_all=not tournament)
+        rescored = sum(
+            store.rescore(engine, stored_id(t.id), _played_scenarios(t)) for t in chosen.tournaments
         )
-        rescored = sum(store.rescore(engine, stored_id(t.id), _played_scenarios(t)) for t in tournaments)
-    out.print(f"Rescored {rescored} matches of {len(tournaments)} tournaments.")
+    out.print(f"Rescored {rescored} matches of {len(chosen.ids)} tournaments.")
 
 
 def _stored(tournament: TournamentRow) -> StoredTournament:

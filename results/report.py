@@ -163,7 +163,7 @@ def build_report(
         head_to_head.add(ranked.ranks)
     matches = [part.match for part in parts]
     scenario_names = sorted({m.scenario for m in matches})
-    finished = tournament.finished_at.strftime("%Y-%m-%d %H:%M UTC") if tournament.finished_at else "—"
+    finished = views.moment(tournament.finished_at) if tournament.finished_at else "—"
     ended = store.run_end(engine, tournament_id)  # an adaptive run's says what its intervals hold
     return PAGES.get_template("report.html.j2").render(
         title=f"{tournament.name} — arena tournament {tournament.id}",
@@ -174,7 +174,7 @@ def build_report(
             ("matches", f"{len(matches)} of {tournament.planned_matches} planned"),
             ("seed", str(tournament.seed)),
             ("file", tournament.config_path),
-            ("started", tournament.created_at.strftime("%Y-%m-%d %H:%M UTC")),
+            ("started", views.moment(tournament.created_at)),
             ("finished", finished),
             *([("ended early", ended)] if ended else []),
         ],

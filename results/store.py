@@ -103,10 +103,12 @@ __all__ = [
     "find_resumable",
     "finished_keys",
     "get_tournament",
+    "latest_tournament",
     "leaderboard",
     "list_matches",
     "list_tournaments",
     "match_detail",
+    "match_counts",
     "match_details",
     "metrics",
     "rescore",
@@ -213,8 +215,25 @@ def get_tournament(engine: Engine, tournament_id: int) -> TournamentRow:
 
 
 def list_tournaments(engine: Engine) -> list[TournamentRow]:
+    """Every stored tournament, in the order they were started."""
     with Session(engine) as session:
         return list(session.exec(select(TournamentRow).order_by(col(TournamentRow.id))))
+
+
+def latest_tournament(engine: Engine) -> TournamentRow | None:
+    """The tournament started last (ids are given in the order tournaments start: the highest
+    id); None when none is stored."""
+    with Session(engine) as session:
+        return session.exec(select(TournamentRow).order_by(col(TournamentRow.id).desc()).limit(1)).first()
+
+
+def match_counts(engine: Engine) -> dict[int, int]:
+    """How many matches are stored of each tournament that has any, by tournament id."""
+    with Session(engine) as session:
+        counted = session.exec(
+            select(MatchRow.tournament_id, func.count()).group_by(col(MatchRow.tournament_id))
+        )
+        return dict(counted.all())
 
 
 def contestant_kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
@@ -526,7 +545,7 @@ def match_places(engine: Engine, tournament_id: int) -> dict[int, tuple[int, int
 
 def leaderboard(
     engine: Engine,
-    tournament_id: int | None = None,
+    tournaments: int | Collection[int] | None = None,
     *,
     scenario: str | None = None,
     contestants: Collection[str] | None = None,
@@ -535,17 +554,17 @@ def leaderboard(
     confidence: float = LEVEL,
 ) -> list[LeaderboardRow]:
     """The table of the stored matches (results.ratings.compute_leaderboard): all of them, or
-    those of a tournament, of a scenario, and of the named contestants (matches where at least
-    two of them met, and only their seats, as if the others had not been there; and their solo
-    matches, ranked against one another's).
+    those of a tournament (or of several, pooled), of a scenario, and of the named contestants
+    (matches where at least two of them met, and only their seats, as if the others had not
+    been there; and their solo matches, ranked against one another's).
 
-    With a tournament, its registered contestants appear played or not. The composite weighs
+    With tournaments, their registered contestants appear played or not. The composite weighs
     its parts with `weights` (a tournament file's `scoring:` section, or a `--weights` file);
     two contestants next to each other are ordered at `confidence` (a file's `confidence:`).
     Raises NotFound for an unknown tournament, scenario, contestant or anchor.
     """
     with Session(engine) as session:
-        records = _leaderboard_records(session, tournament_id, scenario, contestants)
+        records = _leaderboard_records(session, _ids(tournaments), scenario, contestants)
     return compute_leaderboard(records, weights=weights, anchor=anchor, confidence=confidence)
 
 
@@ -562,13 +581,23 @@ def rankings(engine: Engine, tournament_id: int, by_goals: bool = False) -> list
     by the campaign goals met first)."""
     with Session(engine) as session:
         _require(session, TournamentRow, tournament_id)
-        return ranked_matches(_seats(session, _selection(tournament_id, None, None)), by_goals)
+        return ranked_matches(_seats(session, _selection([tournament_id], None, None)), by_goals)
+
+
+def _ids(tournaments: int | Collection[int] | None) -> list[int] | None:
+    """A tournament's id, or several, as a list of distinct ids in the order given; None: all."""
+    if tournaments is None:
+        return None
+    return [tournaments] if isinstance(tournaments, int) else list(dict.fromkeys(tournaments))
 
 
 def _leaderboard_records(
-    session: Session, tournament_id: int | None, scenario: str | None, contestants: Collection[str] | None
+    session: Session,
+    tournament_ids: list[int] | None,
+    scenario: str | None,
+    contestants: Collection[str] | None,
 ) -> LeaderboardRecords:
-    if tournament_id is not None:
+    for tournament_id in tournament_ids or ():
         _require(session, TournamentRow, tournament_id)
     if scenario is not None:
         stored = select(MatchRow.id).where(col(MatchRow.scenario) == scenario).limit(1)
@@ -578,11 +607,11 @@ def _leaderboard_records(
         known = select(ContestantRow.id).where(col(ContestantRow.name) == name).limit(1)
         if session.exec(known).first() is None:
             raise NotFound(f"no contestant named {name!r}")
-    selected = _selection(tournament_id, scenario, contestants)
+    selected = _selection(tournament_ids, scenario, contestants)
     seats = _seats(session, selected)
     registered: set[str] = set()
-    if tournament_id is not None:
-        names = select(ContestantRow.name).where(col(ContestantRow.tournament_id) == tournament_id)
+    if tournament_ids is not None:
+        names = select(ContestantRow.name).where(col(ContestantRow.tournament_id).in_(tournament_ids))
         if contestants is not None:
             names = names.where(col(ContestantRow.name).in_(contestants))
         registered = set(session.exec(names))
@@ -650,9 +679,9 @@ class _Selection(Protocol):
 
 
 def _selection(
-    tournament_id: int | None, scenario: str | None, contestants: Collection[str] | None
+    tournament_ids: Collection[int] | None, scenario: str | None, contestants: Collection[str] | None
 ) -> _Selection:
-    """The matches of a tournament, of a scenario and of the named contestants (each None: all)."""
+    """The matches of the tournaments, of a scenario and of the named contestants (each None: all)."""
     # with a contestant selection: only matches where two of them met, and their solo matches
     # (ranked against one another's: results.ratings.ranked_matches)
     chosen = case((col(MatchResultRow.contestant).in_(contestants or ()), 1), else_=0)
@@ -664,8 +693,8 @@ def _selection(
 
     def selected(statement: Statement, contestant: Any) -> Statement:
         """`statement` (of rows joined to their match) restricted to the selection."""
-        if tournament_id is not None:
-            statement = statement.where(col(MatchRow.tournament_id) == tournament_id)
+        if tournament_ids is not None:
+            statement = statement.where(col(MatchRow.tournament_id).in_(tournament_ids))
         if scenario is not None:
             statement = statement.where(col(MatchRow.scenario) == scenario)
         if contestants is not None:
@@ -817,17 +846,22 @@ def tournament_calls(engine: Engine, tournament_id: int) -> list[ModelCallRecord
 
 
 def list_matches(
-    engine: Engine, tournament_id: int | None = None, offset: int = 0, limit: int | None = None
+    engine: Engine,
+    tournaments: int | Collection[int] | None = None,
+    offset: int = 0,
+    limit: int | None = None,
 ) -> list[MatchRow]:
-    """Matches in schedule order (tournament, then index); all tournaments when no id is
-    given; `limit` of them from the `offset`-th on (a page of them)."""
+    """Matches in schedule order (tournament, then index): of a tournament, of several, or of
+    all when none is given; `limit` of them from the `offset`-th on (a page of them)."""
+    tournament_ids = _ids(tournaments)
     with Session(engine) as session:
         statement = select(MatchRow).order_by(
             col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key)
         )
-        if tournament_id is not None:
-            _require(session, TournamentRow, tournament_id)
-            statement = statement.where(col(MatchRow.tournament_id) == tournament_id)
+        if tournament_ids is not None:
+            for tournament_id in tournament_ids:
+                _require(session, TournamentRow, tournament_id)
+            statement = statement.where(col(MatchRow.tournament_id).in_(tournament_ids))
         return list(session.exec(statement.offset(offset).limit(limit)))
 
 

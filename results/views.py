@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from market.daylog import CompetitorDays, Said
@@ -32,7 +33,7 @@ from results.records import (
     window_days,
 )
 from results.sweeps import CellResult, MeanInterval, factors_of
-from results.tables import MatchRow
+from results.tables import MatchRow, TournamentRow
 
 Row = TypeVar("Row", contravariant=True)
 
@@ -89,6 +90,11 @@ def blank(value: float | None, fmt: str, missing: str = "") -> str:
 
 def money(value: float) -> str:
     return f"{value:,.2f}"
+
+
+def moment(value: datetime) -> str:
+    """A moment (UTC) to the minute."""
+    return value.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def per_product(values: Mapping[str, float], fmt: str = "{:g}") -> str:
@@ -343,6 +349,55 @@ def leaderboard_records(rows: Sequence[LeaderboardRow]) -> list[dict[str, Any]]:
 def standings_table(rows: Sequence[Standing], title: str) -> Table:
     """A table rated from match ranks alone (`arena rate`)."""
     return tabulate(title, STANDING_COLUMNS, rows)
+
+
+# The stored tournaments ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListedTournament:
+    """A stored tournament as `arena tournaments` lists it: with its matches stored and the
+    command that shows its leaderboard."""
+
+    tournament: TournamentRow
+    matches: int
+    leaderboard: str
+
+    def as_json(self) -> dict[str, Any]:
+        t = self.tournament
+        return {
+            "id": t.id,
+            "name": t.name,
+            "file": t.config_path,
+            "status": t.status,
+            "matches": self.matches,
+            "planned_matches": t.planned_matches,
+            "started": t.created_at.isoformat(),
+            "ended": None if t.finished_at is None else t.finished_at.isoformat(),
+            "leaderboard": self.leaderboard,
+        }
+
+
+TOURNAMENT_COLUMNS: list[Column[ListedTournament]] = [
+    Column(Header("id", numeric=True), lambda e: str(e.tournament.id)),
+    Column(Header("name"), lambda e: e.tournament.name),
+    Column(Header("file"), lambda e: e.tournament.config_path),
+    Column(Header("status"), lambda e: e.tournament.status),
+    Column(
+        Header("matches", numeric=True, whole=True),
+        lambda e: f"{e.matches} of {e.tournament.planned_matches}",
+    ),
+    Column(Header("started", whole=True), lambda e: moment(e.tournament.created_at)),
+    Column(
+        Header("ended", whole=True),
+        lambda e: "" if e.tournament.finished_at is None else moment(e.tournament.finished_at),
+    ),
+    Column(Header("leaderboard", whole=True), lambda e: e.leaderboard),
+]
+
+
+def tournaments_table(listed: Sequence[ListedTournament], title: str) -> Table:
+    return tabulate(title, TOURNAMENT_COLUMNS, listed)
 
 
 # A sweep -------------------------------------------------------------------------------------

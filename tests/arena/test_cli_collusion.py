@@ -103,7 +103,7 @@ def test_the_leaderboard_shows_each_contestants_mean_gains(stored, monkeypatch):
     url, tournament, _ = stored
     rows = {
         row["contestant"]: row
-        for row in json.loads(runner.invoke(cli.app, ["leaderboard", "--db", url, "--json"]).stdout)
+        for row in json.loads(runner.invoke(cli.app, ["leaderboard", "--db", url, "--json"]).stdout)["rows"]
     }
     assert rows["cartel1"]["profit_gain"] == pytest.approx(1.0, abs=1e-9) and rows["rival2"][
         "price_gain"

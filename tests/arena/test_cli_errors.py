@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import importlib
 import inspect
+import json
 import os
 import pkgutil
 import sqlite3
@@ -27,6 +28,7 @@ from typer.testing import CliRunner
 from arena.cli import app, user_errors
 from market.errors import UserError
 from results.db import engine_for
+from results.store import start_tournament
 from tournaments.config import load_tournament
 from tournaments.schedule import schedule
 
@@ -660,7 +662,9 @@ def test_unopenable_sqlite_file(work):
 def test_a_sqlite_database_opened_for_reading_refuses_a_run_in_one_line_and_still_reads(work):
     """Opened read-only through its URL: the case of a file the user may not write (the tests
     run as root, whom file permissions do not stop)."""
-    engine_for(f"sqlite:///{work}/x.db").dispose()
+    engine = engine_for(f"sqlite:///{work}/x.db")
+    start_tournament(engine, "one", "one.yaml", "name: one\n", "h1", 1, [("a", "rule", {})], 1)
+    engine.dispose()
     url = f"sqlite:///file:{work}/x.db?mode=ro&uri=true"
     (work / "t.yaml").write_text(BASE)
     line = one_error_line(invoke("run", "t.yaml", "--db", url))
@@ -670,9 +674,10 @@ def test_a_sqlite_database_opened_for_reading_refuses_a_run_in_one_line_and_stil
         and "readonly database" in line
     )
     read = invoke("leaderboard", "--db", url, "--json")
-    assert read.exit_code == 0 and read.stdout.strip() == "[]", read.stderr
+    assert read.exit_code == 0, read.stderr
+    assert [t["id"] for t in json.loads(read.stdout)["tournaments"]] == [1]
     with sqlite3.connect(work / "x.db") as connection:
-        assert connection.execute("SELECT count(*) FROM tournament").fetchone()[0] == 0
+        assert connection.execute("SELECT count(*) FROM tournament").fetchone()[0] == 1
 
 
 def test_show_unknown_match(work):
@@ -681,7 +686,7 @@ def test_show_unknown_match(work):
     assert "no match with id 999" in line
 
 
-@pytest.mark.parametrize("command", [["leaderboard"], ["matches"], ["show", "1"]])
+@pytest.mark.parametrize("command", [["leaderboard"], ["matches"], ["tournaments"], ["show", "1"]])
 def test_reading_commands_do_not_create_a_database(work, command):
     line = one_error_line(invoke(*command, "--db", f"sqlite:///{work}/missing.db"))
     assert "no database at" in line and "missing.db" in line
@@ -781,13 +786,18 @@ def test_rate_unknown_anchor(work):
         (["--scenario", "fog"], "no stored match of scenario 'fog'"),
         (["--contestant", "zz"], "no contestant named 'zz'"),
         (["--tournament", "3"], "no tournament with id 3"),
+        (["--tournament", "1", "--tournament", "3"], "no tournament with id 3"),
+        (["--tournament", "1", "--all"], "--all pools every tournament, --tournament names"),
         (["--weights", "w.yaml"], "w.yaml: memory: Input should be greater than or equal to 0"),
         (["--weights", "none.yaml"], "none.yaml: no such file"),
     ],
-    ids=["scenario", "contestant", "tournament", "weights", "no-weights-file"],
+    ids=["scenario", "contestant", "tournament", "one-of-two", "all-and-named", "weights", "no-weights-file"],
 )
 def test_leaderboard_selection_mistakes(work, args, needle):
-    engine_for(f"sqlite:///{work}/x.db").dispose()  # an empty database
+    engine = engine_for(f"sqlite:///{work}/x.db")  # a tournament with no match
+    stored = "name: one\nscenarios: [price_war]\ncontestants: [{name: a, kind: rule}, {name: b, kind: rule}]"
+    start_tournament(engine, "one", "one.yaml", stored, "h1", 1, [("a", "rule", {}), ("b", "rule", {})], 1)
+    engine.dispose()
     (work / "w.yaml").write_text("memory: -1\n")
     assert needle in one_error_line(invoke("leaderboard", "--db", f"sqlite:///{work}/x.db", *args))
 
@@ -869,7 +879,17 @@ def test_a_mistaken_argument_is_named_as_the_usage_line_shows_it(work, command, 
 
 
 def _takes_db(command: str) -> bool:
-    return command in ("show", "export", "report", "leaderboard", "matches", "rescore", "replicate", "serve")
+    return command in (
+        "show",
+        "export",
+        "report",
+        "leaderboard",
+        "matches",
+        "tournaments",
+        "rescore",
+        "replicate",
+        "serve",
+    )
 
 
 def test_a_weights_file_with_an_infinite_weight_is_one_line(work):

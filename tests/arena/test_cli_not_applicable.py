@@ -88,7 +88,9 @@ def test_the_leaderboard_the_report_and_the_viewer_agree_on_the_gains_and_why(st
 
     rows = {
         row["contestant"]: row
-        for row in json.loads(_ok(["leaderboard", "--db", url, "--tournament", str(tournament), "--json"]))
+        for row in json.loads(_ok(["leaderboard", "--db", url, "--tournament", str(tournament), "--json"]))[
+            "rows"
+        ]
     }
     assert (rows["steady"]["profit_gain"], rows["steady"]["profit_gain_note"]) == (
         pytest.approx(calvano["steady"]),

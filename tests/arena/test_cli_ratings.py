@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from ranked_matches import finished
 from typer.testing import CliRunner
 
 from arena.cli import app
 from results.db import engine_for
-from results.records import FinishedMatch, MerchantResult
 from results.store import save_match, start_tournament
 
 runner = CliRunner()
@@ -21,34 +21,6 @@ def invoke(*args: str):
     result = runner.invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, result.stdout + result.stderr
     return result
-
-
-def finished(key: str, index: int, scenario: str, ranks: dict[str, int]) -> FinishedMatch:
-    return FinishedMatch(
-        key=key,
-        index=index,
-        scenario=scenario,
-        seed=index,
-        days=3,
-        wall_seconds=0.1,
-        merchants=[
-            MerchantResult(
-                merchant=f"m{seat}",
-                contestant=name,
-                final_cash=0.0,
-                net_worth=100.0 - rank,
-                profit=10.0 * (3 - rank),
-                rank=rank,
-                market_share=0.5,
-                bankrupt_day=None,
-                faults=0,
-                rejected_operations=0,
-            )
-            for seat, (name, rank) in enumerate(ranks.items())
-        ],
-        days_played=[],
-        faults=[],
-    )
 
 
 @pytest.fixture
@@ -71,11 +43,12 @@ def db(tmp_path: Path) -> str:
 
 
 def board(*args: str) -> dict[str, dict]:
-    return {row["contestant"]: row for row in json.loads(invoke("leaderboard", *args, "--json").stdout)}
+    shown = json.loads(invoke("leaderboard", *args, "--json").stdout)
+    return {row["contestant"]: row for row in shown["rows"]}
 
 
 def test_leaderboard_json_has_the_rating_columns_and_the_old_contract(db):
-    rows = board("--db", db)
+    rows = board("--db", db, "--all")
     assert set(rows) == {"a", "b"}
     for key in (
         "contestant",
@@ -107,15 +80,15 @@ def test_leaderboard_filters_by_tournament_and_scenario(db):
     ) == (4, 1)
     calm = board("--db", db, "--tournament", "1", "--scenario", "calm")
     assert (calm["a"]["matches"], calm["a"]["wins"], calm["a"]["win_rate"]) == (3, 3, 1.0)
-    storm = board("--db", db, "--scenario", "storm")
+    storm = board("--db", db, "--all", "--scenario", "storm")
     assert storm["b"]["rating"] > storm["a"]["rating"]
 
 
 def test_leaderboard_anchor_and_weights(db, tmp_path):
-    assert board("--db", db, "--anchor", "b")["b"]["rating"] == 1000.0
+    assert board("--db", db, "--all", "--anchor", "b")["b"]["rating"] == 1000.0
     weights = tmp_path / "w.yaml"
     weights.write_text("win_rate: 1\nvalidity: 0\nmemory: 0\n")
-    assert board("--db", db, "--weights", weights)["a"]["composite"] == pytest.approx(3 / 5)
+    assert board("--db", db, "--all", "--weights", weights)["a"]["composite"] == pytest.approx(3 / 5)
 
 
 @pytest.fixture
@@ -157,15 +130,17 @@ def test_rate_a_csv_of_ranks_and_the_same_as_scores(tmp_path, wide):
     assert "95% interval" in table and "composite" not in table and "1000" in table
 
 
-def _stored_file_db(tmp_path: Path, config_text: str) -> str:
-    """One tournament stored with `config_text` as its file, in which a beats b three times of four."""
+def _stored_file_db(tmp_path: Path, *config_texts: str) -> str:
+    """A tournament stored with each of `config_texts` as its file, in each of which a beats b
+    three times of four."""
     url = f"sqlite:///{tmp_path / 'scored.db'}"
     engine = engine_for(url)
-    tournament = start_tournament(
-        engine, "one", "one.yaml", config_text, "h1", 1, [("a", "rule", {}), ("b", "rule", {})], 4
-    )
-    for index, ranks in enumerate([{"a": 1, "b": 2}] * 3 + [{"a": 2, "b": 1}]):
-        save_match(engine, tournament, finished(f"k{index}", index, "calm", ranks))
+    for number, config_text in enumerate(config_texts):
+        tournament = start_tournament(
+            engine, "one", "one.yaml", config_text, f"h{number}", 1, [("a", "rule", {}), ("b", "rule", {})], 4
+        )
+        for index, ranks in enumerate([{"a": 1, "b": 2}] * 3 + [{"a": 2, "b": 1}]):
+            save_match(engine, tournament, finished(f"k{index}", index, "calm", ranks))
     engine.dispose()
     return url
 
@@ -173,20 +148,39 @@ def _stored_file_db(tmp_path: Path, config_text: str) -> str:
 FILE = "name: one\nscenarios: [calm]\ncontestants: [{name: a, kind: rule}, {name: b, kind: rule}]\n"
 
 
+VALIDITY_ALONE = "scoring: {win_rate: 0, validity: 1, memory: 0}\n"
+
+
 def test_a_tournaments_composite_uses_the_scoring_of_its_stored_file(tmp_path):
-    url = _stored_file_db(tmp_path, FILE + "scoring: {win_rate: 0, validity: 1, memory: 0}\n")
-    # validity alone counts, and no validity is stored: no composite
+    url = _stored_file_db(tmp_path, FILE + VALIDITY_ALONE, FILE + VALIDITY_ALONE)
+    # validity alone counts, and no validity is stored: no composite, for one tournament or both
     assert board("--db", url, "--tournament", "1")["a"]["composite"] is None
-    # over all tournaments the defaults weigh the one part there is, the win rate
-    assert board("--db", url)["a"]["composite"] == pytest.approx(3 / 4)
+    assert board("--db", url, "--all")["a"]["composite"] is None
+
+
+def test_tournaments_pooled_whose_files_weigh_differently_take_the_defaults_and_say_so(tmp_path):
+    url = _stored_file_db(tmp_path, FILE + VALIDITY_ALONE, FILE)
+    result = invoke("leaderboard", "--db", url, "--all", "--json")
+    # the defaults weigh the one part there is, the win rate: 6 wins of 8
+    rows = {row["contestant"]: row for row in json.loads(result.stdout)["rows"]}
+    assert (rows["a"]["matches"], rows["a"]["composite"]) == (8, pytest.approx(3 / 4))
+    (warning,) = result.stderr.splitlines()
+    assert warning == (
+        "warning: the pooled tournaments' files set their scoring differently: the defaults are used; "
+        "--weights FILE sets the weights"
+    )
+    # a --weights file chooses the weights: nothing left to warn of
+    weights = tmp_path / "w.yaml"
+    weights.write_text("win_rate: 0\nvalidity: 0\nmemory: 1\n")
+    chosen = invoke("leaderboard", "--db", url, "--all", "--weights", weights, "--json")
+    assert chosen.stderr == "" and json.loads(chosen.stdout)["rows"][0]["composite"] is None
 
 
 def test_a_stored_file_that_no_longer_validates_leaves_the_default_weights_and_a_warning(tmp_path):
     url = _stored_file_db(tmp_path, FILE + "scoring: {win_rate: 0, validity: 1, memory: 0}\nformat: swiss\n")
     result = invoke("leaderboard", "--db", url, "--tournament", "1", "--json")
-    assert {row["contestant"]: row["composite"] for row in json.loads(result.stdout)}["a"] == pytest.approx(
-        3 / 4
-    )
+    composites = {row["contestant"]: row["composite"] for row in json.loads(result.stdout)["rows"]}
+    assert composites["a"] == pytest.approx(3 / 4)
     (warning,) = result.stderr.splitlines()
     assert warning.startswith("warning: tournament 1: the file stored with it no longer validates")
     assert "format" in warning

@@ -86,21 +86,21 @@ def test_the_run_prints_one_row_per_contestant_with_its_results_from_the_store(p
 
 
 def test_the_run_prints_the_contestants_in_rating_order_with_their_ratings(played):
-    _, db, printed, _ = played
+    config, db, printed, _ = played
     rows = table_rows(printed)
     board = json.loads(
         CliRunner()
         .invoke(cli.app, ["leaderboard", "--db", f"sqlite:///{db}", "--tournament", "1", "--json"])
         .stdout
     )
-    ratings = {entry["contestant"]: entry["rating"] for entry in board}
+    ratings = {entry["contestant"]: entry["rating"] for entry in board["rows"]}
     assert len(set(ratings.values())) == len(CONTESTANTS)  # no ties: one right order
     shown = [row["contestant"] for row in rows]
     assert shown == sorted(ratings, key=lambda name: -ratings[name])  # best first
     assert [row["rating"] for row in rows] == [f"{ratings[name]:.0f}" for name in shown]
-    ranks = {entry["contestant"]: entry["rank"] for entry in board}
+    ranks = {entry["contestant"]: entry["rank"] for entry in board["rows"]}
     assert [row["rank"] for row in rows] == [str(ranks[name]) for name in shown]
-    assert "tiny (tournament 1)" in printed
+    assert f"tournament 1 (tiny, {config})" in printed
 
 
 def test_matches_lists_each_scheduled_match_once_as_stored(played, monkeypatch):

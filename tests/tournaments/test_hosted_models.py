@@ -6,6 +6,7 @@ the endpoint limits hold across processes; two processes replaying one cache pay
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -194,7 +195,9 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
     assert whole.exit_code == 0, whole.stderr
     assert len(openai_api.calls) == 18 + 18 and paid_before < 18
     tables = [
-        CliRunner().invoke(app, ["leaderboard", "--db", f"sqlite:///{folder}/t.db", "--json"]).stdout
+        json.loads(
+            CliRunner().invoke(app, ["leaderboard", "--db", f"sqlite:///{folder}/t.db", "--json"]).stdout
+        )["rows"]
         for folder in (stopped_dir, whole_dir)
     ]
     assert tables[0] and tables[0] == tables[1]

@@ -275,7 +275,7 @@ def test_results_by_cell_are_the_means_and_t_intervals_of_their_sessions(swept):
         ],
     )
     assert shown.exit_code == 0, shown.output
-    rows = json.loads(shown.output)
+    rows = json.loads(shown.output)["cells"]
     assert [(row["factors"], row["matches"], row["sessions"]) for row in rows] == [
         ({"scenario.products.0.unit_cost": 9.0}, 12, 2),
         ({"scenario.products.0.unit_cost": 11.0}, 12, 2),
