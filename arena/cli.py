@@ -1112,7 +1112,7 @@ def show(
                         "units_sold": scripted.units_sold.tolist(),
                     },
                     "faults": [f.model_dump() for f in detail.faults],
-                    "probes": [p.model_dump() for p in detail.recalls],
+                    "recall_questions": [r.model_dump() for r in detail.recalls],
                     "calls": [c.model_dump() for c in detail.calls],
                     "days": [record_adapter.dump_python(d, mode="json") for d in detail.days],
                     "deviation": None
@@ -1150,13 +1150,13 @@ def show(
     if detail.calls:
         out.print(_rich(views.calls_table(detail.calls)), _calls_made_table(detail.calls))
     if detail.recalls:
-        recalls = Table("day", "merchant", "asked", "truth", "answer", "error", title="memory probes")
-        for p in detail.recalls:
-            when = "on" if p.fact == "ordered" else "at end of"
-            asked = f"{p.fact}{'[' + p.product + ']' if p.product else ''} {when} day {p.asked_day}"
-            answer = "—" if p.answer is None else f"{p.answer:,.2f}"
-            error = "no answer" if p.relative_error is None else f"{p.relative_error:.1%}"
-            recalls.add_row(str(p.day), p.merchant, escape(asked), f"{p.truth:,.2f}", answer, error)
+        recalls = Table("day", "merchant", "asked", "truth", "answer", "error", title="recall questions")
+        for r in detail.recalls:
+            when = "on" if r.fact == "ordered" else "at end of"
+            asked = f"{r.fact}{'[' + r.product + ']' if r.product else ''} {when} day {r.asked_day}"
+            answer = "—" if r.answer is None else f"{r.answer:,.2f}"
+            error = "no answer" if r.relative_error is None else f"{r.relative_error:.1%}"
+            recalls.add_row(str(r.day), r.merchant, escape(asked), f"{r.truth:,.2f}", answer, error)
         out.print(recalls)
     said = detail.days.said()
     if said:

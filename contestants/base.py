@@ -56,7 +56,7 @@ class RecallQuestion(BaseModel):
 class OffPathQuestion(BaseModel):
     """What the merchant would charge for `product` today had `rival` posted `price` for it
     yesterday, where it posted `posted` (None: not shown): asked apart from the day's
-    decision, as Fish et al. probe their agents off the path of play; the answer never enters
+    decision, as Fish et al. question their agents off the path of play; the answer never enters
     the market."""
 
     rival: str

@@ -9,7 +9,20 @@ import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import Column, Connection, Engine, create_engine, event, false, inspect, literal, select, text
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    MetaData,
+    Table,
+    create_engine,
+    event,
+    false,
+    inspect,
+    literal,
+    select,
+    text,
+)
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
@@ -52,8 +65,9 @@ def engine_for(
     foreign keys. On PostgreSQL the layout is checked and the tables created in one
     transaction that holds an advisory lock, so runs that start at once on an empty
     database create them once: two concurrent CREATE TABLEs of one name collide in
-    PostgreSQL's catalog. The columns an older arena's tables lack that have a value for the
-    rows already there (ADDED_COLUMNS) are added at that check. Raises DatabaseError, with
+    PostgreSQL's catalog. At that check the tables an older arena named otherwise are renamed
+    (RENAMED_TABLES) and the columns its tables lack that have a value for the rows already
+    there (ADDED_COLUMNS) are added. Raises DatabaseError, with
     any password masked, when the URL cannot be parsed, the database cannot be opened or
     written, or it holds an older layout of the tables that cannot be brought forward (then
     nothing is written to it).
@@ -79,14 +93,17 @@ def engine_for(
         with engine.begin() as connection:
             if connection.dialect.name == "postgresql" and not read_only:
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LAYOUT_LOCK})
-            outdated, added = _outdated_layout(connection)
+            outdated, renamed, added = _outdated_layout(connection)
             missing = (_missing_tables(connection) + [_named(c) for c in added]) if read_only else []
             if outdated is None and not read_only:
-                if added:
-                    failed = (
-                        f"cannot add {', '.join(map(_named, added))}, which this arena writes, to database"
+                if renamed or added:
+                    changes = [f"rename table {old} to {new}" for old, new in renamed]
+                    changes += [f"add {_named(column)}" for column in added]
+                    failed = f"cannot {', '.join(changes)} (the layout this arena writes) in database"
+                    advice = (
+                        "; open it once where it may be written (`uv run arena matches --db URL` does it)"
                     )
-                    advice = "; open it once where it may be written (`arena matches --db URL` adds it)"
+                    _rename_tables(connection, renamed)
                     _add_columns(connection, added)
                 failed, advice = "cannot write to database", ""
                 SQLModel.metadata.create_all(connection)
@@ -137,6 +154,10 @@ def _try_writing(connection: Connection) -> None:
 # Tables an older arena wrote that this one no longer reads, and what replaced them.
 RETIRED_TABLES = {"day": "one row per merchant-day, now one day_log row per match"}
 
+# Tables an older arena wrote under another name, by that name: a database holding one has it
+# renamed when a command opens it, as it gains ADDED_COLUMNS.
+RENAMED_TABLES = {"probe": "recall_question"}  # "probe" names the deviation probe alone
+
 # Columns this version added to tables an older arena wrote, each with the value the rows
 # already there take: a database that lacks one gains it when a command opens it (a reader
 # such as `arena serve` names it instead, changing nothing). A missing column not named here
@@ -146,25 +167,48 @@ ADDED_COLUMNS: dict[str, dict[str, int]] = {
 }
 
 
-def _outdated_layout(connection: Connection) -> tuple[str | None, list[Column[Any]]]:
+def _outdated_layout(
+    connection: Connection,
+) -> tuple[str | None, list[tuple[str, str]], list[Column[Any]]]:
     """What makes the database's tables unusable by this version (a retired table, a table
-    lacking a column this version writes), or None; and the columns of ADDED_COLUMNS that
-    its tables lack. Tables not there yet are fine: they are created."""
+    under its old name beside one under its new, a table lacking a column this version
+    writes), or None; the tables of RENAMED_TABLES it holds under their old names (old, new);
+    and the columns of ADDED_COLUMNS that its tables lack. Tables not there yet are fine:
+    they are created."""
     inspector = inspect(connection)
     present = set(inspector.get_table_names())
     retired = sorted(present & RETIRED_TABLES.keys())
     if retired:
-        return f"table {retired[0]!r}: {RETIRED_TABLES[retired[0]]}", []
+        return f"table {retired[0]!r}: {RETIRED_TABLES[retired[0]]}", [], []
+    renamed = [(old, new) for old, new in RENAMED_TABLES.items() if old in present]
+    for old, new in renamed:
+        if new in present:
+            return f"table {old!r} beside {new!r}, its name in this arena", [], []
+    name_there = {name: name for name in present} | {new: old for old, new in renamed}
     added: list[Column[Any]] = []
     for table in SQLModel.metadata.sorted_tables:
-        if table.name in present:
-            columns = {column["name"] for column in inspector.get_columns(table.name)}
+        if table.name in name_there:
+            columns = {column["name"] for column in inspector.get_columns(name_there[table.name])}
             missing = [column for column in table.columns if column.name not in columns]
             addable = [column for column in missing if column.name in ADDED_COLUMNS.get(table.name, {})]
             if len(addable) < len(missing):
-                return f"table {table.name!r} lacks {', '.join(column.name for column in missing)}", []
+                lacking = ", ".join(column.name for column in missing)
+                return f"table {name_there[table.name]!r} lacks {lacking}", [], []
             added += addable
-    return None, added
+    return None, renamed, added
+
+
+def _rename_tables(connection: Connection, renamed: list[tuple[str, str]]) -> None:
+    """Rename each table (old, new), its indexes made again under the names this version
+    gives them (SQLite cannot rename an index)."""
+    quote = connection.dialect.identifier_preparer.quote
+    for old, new in renamed:
+        older = Table(old, MetaData(), autoload_with=connection)
+        connection.execute(text(f"ALTER TABLE {quote(old)} RENAME TO {quote(new)}"))
+        for index in older.indexes:
+            index.drop(connection)
+        for index in SQLModel.metadata.tables[new].indexes:
+            index.create(connection)
 
 
 def _add_columns(connection: Connection, columns: list[Column[Any]]) -> None:

@@ -784,9 +784,9 @@ def fault_days(seat: Seat) -> float:
 
 @_metric("coherence", "share", over_match=True)
 def memory_error(match: MatchRecords) -> list[float | None]:
-    """Mean relative recall error of the answered memory probes:
-    memory_error = mean over answered probes of |answer - truth| / max(|truth|, 1).
-    None when no probe was answered (see memory_unanswered)."""
+    """Mean relative error of the answered recall questions:
+    memory_error = mean over answered questions of |answer - truth| / max(|truth|, 1).
+    None when no question was answered (see memory_unanswered)."""
     seats, _, errors = match.answered_recalls()
     sums, counts = match.per_seat(errors, seats), np.bincount(seats, minlength=len(match.counts))
     return [total / n if n else None for total, n in zip(sums.tolist(), counts.tolist())]
@@ -794,8 +794,8 @@ def memory_error(match: MatchRecords) -> list[float | None]:
 
 @_metric("coherence", "share", over_match=True)
 def memory_unanswered(match: MatchRecords) -> list[float | None]:
-    """Share of memory probes left without a numeric answer:
-    memory_unanswered = unanswered probes / probes asked; None when none was asked."""
+    """Share of recall questions left without a numeric answer:
+    memory_unanswered = unanswered questions / questions asked; None when none was asked."""
     seats = match.recall_seats
     unanswered = match.per_seat(np.isnan(match.recalls.error[match.recall_rows]).astype(float), seats)
     asked = np.bincount(seats, minlength=len(match.counts))
@@ -805,10 +805,10 @@ def memory_unanswered(match: MatchRecords) -> list[float | None]:
 @_metric("coherence", "per_day", over_match=True)
 def memory_error_trend(match: MatchRecords) -> list[float | None]:
     """How recall error changes over the match: the least-squares slope of relative error
-    against the day the probe was asked, over answered probes,
+    against the day the question was asked, over answered questions,
     memory_error_trend = sum (t_i - mean t)(e_i - mean e) / sum (t_i - mean t)^2,
     in error per day (positive: memory gets worse as the match goes on). None with fewer than
-    two distinct probe days."""
+    two distinct question days."""
     seats, days, e = match.answered_recalls()
     t = days.astype(float)
     n = np.maximum(np.bincount(seats, minlength=len(match.counts)), 1)
@@ -817,7 +817,7 @@ def memory_error_trend(match: MatchRecords) -> list[float | None]:
     span = int(days.max()) + 1 if days.size else 1
     distinct = np.bincount(
         np.unique(seats * span + days) // span, minlength=len(match.counts)
-    )  # probe days per seat
+    )  # question days per seat
     return [
         c / v if d >= 2 else None for c, v, d in zip(covariance.tolist(), spread.tolist(), distinct.tolist())
     ]

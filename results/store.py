@@ -83,7 +83,7 @@ from results.tables import (
     OffPathRow,
     PriceWindowRow,
     RatingSnapshot,
-    RecallRow,
+    RecallQuestionRow,
     RunEndRow,
     RunProgressRow,
     SweepCellRow,
@@ -341,7 +341,7 @@ def _insert_match(
     )
     _bulk_insert(session, FaultRow, [{**f.model_dump(), "match_id": match_id} for f in match.faults])
     _bulk_insert(
-        session, RecallRow, [{**p, "match_id": match_id} for p in RecallLog.of(match.recalls).rows()]
+        session, RecallQuestionRow, [{**r, "match_id": match_id} for r in RecallLog.of(match.recalls).rows()]
     )
     _bulk_insert(session, OffPathRow, [{**a.model_dump(), "match_id": match_id} for a in match.off_path])
     _insert_calls(session, tournament_id, match.key, match_id, match.calls)
@@ -971,7 +971,7 @@ def match_detail(engine: Engine, match_id: int, with_calls: bool = True) -> Matc
             results=_match_records(session, MatchResultRow, match_id, MerchantResult),
             days=decode(days.columns, days.decisions) if days is not None else DayLog.of([]),
             faults=_match_records(session, FaultRow, match_id, Fault),
-            recalls=_match_records(session, RecallRow, match_id, RecallResult),
+            recalls=_match_records(session, RecallQuestionRow, match_id, RecallResult),
             calls=_match_records(session, ModelCallRow, match_id, ModelCallRecord) if with_calls else [],
             market=MarketScores(
                 metrics={row.name: row.value for row in _match_rows(session, MarketMetricRow, match_id)},

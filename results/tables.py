@@ -202,8 +202,10 @@ class FaultRow(FaultColumns, table=True):
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)
 
 
-class RecallRow(RecallResult, SQLModel, table=True):
-    __tablename__ = "probe"
+class RecallQuestionRow(RecallResult, SQLModel, table=True):
+    """A recall question a merchant was asked, and its answer (results.records.RecallResult)."""
+
+    __tablename__ = "recall_question"
 
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", index=True)

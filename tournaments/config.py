@@ -125,7 +125,7 @@ class TournamentSpec(FileModel):
         description="seconds a hosted contestant's daily turn may take; default: what its own settings need",
     )
     recall_every: int = Field(
-        5, ge=0, le=MAX_DAYS, description="ask memory probes every this many days; 0: never"
+        5, ge=0, le=MAX_DAYS, description="ask recall questions every this many days; 0: never"
     )
     budget: Budget | None = None
     prices: dict[str, Price] = Field(

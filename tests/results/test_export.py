@@ -317,7 +317,7 @@ NOT_EXPORTED = {
     "rating_snapshot": "the leaderboard as reported at a run's end (`arena leaderboard` computes it)",
     "fault": "a match's faults are read with `arena show`; the export has no table of them",
     "deviation_fault": "as `fault`, for the deviated path",
-    "probe": "recall questions are read with `arena show`; the export has no table of them",
+    "recall_question": "recall questions are read with `arena show`; the export has no table of them",
     "run_progress": "where a run stood while it played, for `arena serve`; not what happened in it",
     "sweep_cell": "a cell's factors are columns of `matches` and `results`; its label leads each match's key",
     "run_end": "why a run ended early, which `arena run` and `arena leaderboard` say; not what happened",

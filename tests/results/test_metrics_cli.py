@@ -182,16 +182,19 @@ def test_rescore_of_an_unknown_tournament_is_one_line(stored):
 
 
 def test_an_older_arenas_database_still_reads_and_rescores(stored):
-    """A database written before the results counted refusals as too long: the leaderboard, a
-    match and a rescore read it as they did, its merchants having none."""
+    """A database written before the results counted refusals as too long and while the recall
+    questions' table was named `probe`: the leaderboard, a match and a rescore read it as they
+    did, its merchants having no refusals."""
     url, _, match_id, _ = stored
     leaderboard = runner.invoke(app, ["leaderboard", "--db", url, "--json"])
     assert leaderboard.exit_code == 0, leaderboard.output
+    written = runner.invoke(app, ["show", str(match_id), "--db", url, "--json"]).output
     as_an_older_arena_left_it(url)
 
     assert runner.invoke(app, ["leaderboard", "--db", url, "--json"]).output == leaderboard.output
     shown = runner.invoke(app, ["show", str(match_id), "--db", url, "--json"])
     assert shown.exit_code == 0, shown.output
+    assert shown.output == written
     assert [r["length_refusals"] for r in json.loads(shown.output)["results"]] == [0, 0]
     rescored = runner.invoke(app, ["rescore", "--db", url])
     assert rescored.exit_code == 0 and "Rescored 1 matches of 1 tournaments" in rescored.output

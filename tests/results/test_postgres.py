@@ -10,13 +10,14 @@ from datetime import UTC, datetime
 
 import psycopg
 import pytest
-from older_arena import as_an_older_arena_left_it, columns_of
+from older_arena import as_an_older_arena_left_it, layout_of
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel, select
 
 from results import store
 from results.db import DatabaseError, engine_for
+from results.records import RecallResult
 from results.tables import ContestantRow, MatchRow, RatingSnapshot, TournamentRow
 
 RUNS_AT_ONCE = 4
@@ -78,6 +79,18 @@ def _recorded(engine: Engine, make_match, stamp: float) -> int:
         ],
     )
     match = make_match("m-1", 0, {"alpha": 1, "beta": 2})
+    match.recalls = [
+        RecallResult(
+            merchant="m0",
+            day=2,
+            asked_day=1,
+            fact="price",
+            product="tea",
+            truth=0.1,
+            answer=0.1 + 0.2,
+            relative_error=0.1 + 0.1,
+        )
+    ]
     merchants = [
         r.model_copy(update={"market_share": stamp, "profit": -stamp * 1e300, "final_cash": 1e-300 / 3})
         for r in match.merchants
@@ -165,11 +178,11 @@ def test_moments_are_stored_in_utc_whatever_the_server_time_zone(postgres, make_
 OLD_READER, OLD_READER_PASSWORD = "old_reader", "old-reader-Secret-2291"
 
 
-def test_an_older_arenas_database_gains_the_columns_added_since_once_and_never_through_a_reader(
-    postgres, make_match
-):
-    """Runs that open it at once add them once (under the layout lock); a role that may only
-    read, and a reader such as `arena serve`, change nothing and say what to do."""
+def test_an_older_arenas_database_is_brought_forward_once_and_never_through_a_reader(postgres, make_match):
+    """Its recall questions' table under its old name, its results without the columns added
+    since: runs that open it at once rename the one and add the others once (under the layout
+    lock), to the layout of a new database; a role that may only read, and a reader such as
+    `arena serve`, change nothing and say what to do."""
     url = postgres.fresh_database()
     engine = engine_for(url)
     tournament = _recorded(engine, make_match, 0.25)
@@ -183,18 +196,27 @@ def test_an_older_arenas_database_gains_the_columns_added_since_once_and_never_t
         connection.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {OLD_READER}")
     readers_url = postgres.url(database, OLD_READER, OLD_READER_PASSWORD)
 
+    older = layout_of(url)
+    assert "recall_question" not in older and older["probe"][1] == {"ix_probe_match_id"}
+
     with pytest.raises(DatabaseError) as caught:
         engine_for(readers_url, create=False)
     assert str(caught.value) == (
-        "cannot add match_result.length_refusals, which this arena writes, to database "
-        f"{make_url(readers_url).render_as_string()}: must be owner of table match_result; "
-        "open it once where it may be written (`arena matches --db URL` adds it)"
+        "cannot rename table probe to recall_question, add match_result.length_refusals "
+        "(the layout this arena writes) in database "
+        f"{make_url(readers_url).render_as_string()}: must be owner of table probe; "
+        "open it once where it may be written (`uv run arena matches --db URL` does it)"
     )
-    with pytest.raises(DatabaseError, match=r"lacks what this arena reads \(match_result.length_refusals;"):
+    with pytest.raises(
+        DatabaseError, match=r"lacks what this arena reads \(recall_question, match_result.length_refusals;"
+    ):
         engine_for(url, read_only=True)
-    assert "length_refusals" not in columns_of(url, "match_result")
+    assert layout_of(url) == older
 
     assert _opened_at_once(url) == []
+    fresh = postgres.fresh_database()
+    engine_for(fresh).dispose()
+    assert layout_of(url) == layout_of(fresh)
     engine = engine_for(readers_url, create=False)
     try:
         assert _content(engine, tournament) == written  # its merchants had no refusals

@@ -3,11 +3,12 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from older_arena import as_an_older_arena_left_it, columns_of
+from older_arena import as_an_older_arena_left_it, layout_of
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from results.db import DatabaseError, engine_for
+from results.records import RecallResult
 from results.store import list_tournaments, match_detail, save_match, start_tournament
 
 
@@ -96,32 +97,60 @@ def test_a_table_lacking_a_column_is_refused(tmp_path):
     engine_for(f"sqlite:///{tmp_path / 'new.db'}").dispose()  # a new file is fine
 
 
+RECALLED = RecallResult(
+    merchant="m0",
+    day=3,
+    asked_day=1,
+    fact="cash",
+    product=None,
+    truth=120.0,
+    answer=132.0,
+    relative_error=0.1,
+)
+
+
 def _with_a_match(url: str, make_match) -> int:
-    """A database at `url` holding one tournament with one match; the match's id."""
+    """A database at `url` holding one tournament with one match, a recall question among its
+    records; the match's id."""
     engine = engine_for(url)
     tournament = start_tournament(
         engine, "t", "t.yaml", "", "hash", 1, [("a", "rule", {}), ("b", "rule", {})], 2
     )
-    match_id = save_match(engine, tournament, make_match("old", 0, {"a": 1, "b": 2}))
+    match = make_match("old", 0, {"a": 1, "b": 2})
+    match.recalls = [RECALLED]
+    match_id = save_match(engine, tournament, match)
     engine.dispose()
     return match_id
 
 
-def test_an_older_arenas_database_gains_the_columns_added_since_its_rows_reading_none(tmp_path, make_match):
+def test_an_older_arenas_database_is_brought_forward_to_this_arenas_layout_its_rows_kept(
+    tmp_path, make_match
+):
+    """Its recall questions under their table's old name (`probe`), its results without the
+    columns added since: a command that opens it renames the one and adds the others, so that
+    the database then has the layout of a new one and reads as it did."""
     url = f"sqlite:///{tmp_path / 'old.db'}"
     old_match = _with_a_match(url, make_match)
     as_an_older_arena_left_it(url)
-    assert "length_refusals" not in columns_of(url, "match_result")
+    older = layout_of(url)
+    assert "recall_question" not in older and older["probe"][1] == {"ix_probe_match_id"}
+    assert "length_refusals" not in older["match_result"][0]
 
     engine = engine_for(url, create=False)  # what `arena leaderboard` opens
-    assert {r.length_refusals for r in match_detail(engine, old_match).results} == {0}
+    engine_for(f"sqlite:///{tmp_path / 'new.db'}").dispose()
+    assert layout_of(url) == layout_of(f"sqlite:///{tmp_path / 'new.db'}")
+    old = match_detail(engine, old_match)
+    assert old.recalls == [RECALLED] and {r.length_refusals for r in old.results} == {0}
     (tournament,) = list_tournaments(engine)
     refused = make_match("new", 1, {"a": 2, "b": 1})
     refused.merchants[0].length_refusals = 3
+    refused.recalls = [RECALLED.model_copy(update={"merchant": "m1", "answer": None, "relative_error": None})]
     new_match = save_match(engine, tournament.id, refused)
-    assert [r.length_refusals for r in match_detail(engine, new_match).results] == [3, 0]
+    new = match_detail(engine, new_match)
+    assert [r.length_refusals for r in new.results] == [3, 0] and new.recalls == refused.recalls
     engine.dispose()
-    engine_for(url).dispose()  # opened again: nothing more to add
+    engine_for(url).dispose()  # opened again: nothing more to change
+    assert layout_of(url) == layout_of(f"sqlite:///{tmp_path / 'new.db'}")
 
 
 def test_an_older_arenas_table_lacking_a_column_not_added_since_is_refused_and_left_alone(
@@ -132,30 +161,54 @@ def test_an_older_arenas_table_lacking_a_column_not_added_since_is_refused_and_l
     as_an_older_arena_left_it(url)
     with sqlite3.connect(tmp_path / "old.db") as old:
         old.execute("ALTER TABLE match_result DROP COLUMN rejected_operations")
+    older = layout_of(url)
     with pytest.raises(DatabaseError) as caught:
         engine_for(url, create=False)
     assert str(caught.value) == (
         f"database {url} was written by an older arena (table 'match_result' lacks "
         "rejected_operations, length_refusals): name a new database with --db"
     )
-    assert not {"rejected_operations", "length_refusals"} & columns_of(url, "match_result")
+    assert layout_of(url) == older  # the recall questions' table not renamed either
+
+
+def test_a_recall_questions_table_under_its_old_name_beside_its_new_is_refused_and_left_alone(
+    tmp_path, make_match
+):
+    """What an older arena leaves when it writes to a database this one brought forward: its
+    recall questions in a `probe` table of its own, which this arena would not read."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    _with_a_match(url, make_match)
+    with sqlite3.connect(tmp_path / "old.db") as old:
+        old.execute("CREATE TABLE probe AS SELECT * FROM recall_question")
+    before = layout_of(url)
+    with pytest.raises(DatabaseError) as caught:
+        engine_for(url, create=False)
+    assert str(caught.value) == (
+        f"database {url} was written by an older arena (table 'probe' beside 'recall_question', "
+        "its name in this arena): name a new database with --db"
+    )
+    assert layout_of(url) == before
 
 
 def test_an_older_arenas_database_opened_for_reading_only_is_left_alone_with_what_to_do(tmp_path, make_match):
     url = f"sqlite:///{tmp_path / 'old.db'}"
     _with_a_match(url, make_match)
     as_an_older_arena_left_it(url)
+    older = layout_of(url)
     read_only_url = f"sqlite:///file:{tmp_path / 'old.db'}?mode=ro&uri=true"
     with pytest.raises(DatabaseError) as caught:
         engine_for(read_only_url, create=False)
     assert str(caught.value) == (
-        "cannot add match_result.length_refusals, which this arena writes, to database "
+        "cannot rename table probe to recall_question, add match_result.length_refusals "
+        "(the layout this arena writes) in database "
         f"{make_url(read_only_url).render_as_string()}: attempt to write a readonly database; "
-        "open it once where it may be written (`arena matches --db URL` adds it)"
+        "open it once where it may be written (`uv run arena matches --db URL` does it)"
     )
-    with pytest.raises(DatabaseError, match=r"lacks what this arena reads \(match_result.length_refusals;"):
+    with pytest.raises(
+        DatabaseError, match=r"lacks what this arena reads \(recall_question, match_result.length_refusals;"
+    ):
         engine_for(url, read_only=True)  # a reader such as `arena serve`
-    assert "length_refusals" not in columns_of(url, "match_result")
+    assert layout_of(url) == older
 
     engine_for(url, create=False).dispose()  # opened once where it may be written
     engine_for(read_only_url, create=False).dispose()

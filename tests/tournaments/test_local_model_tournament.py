@@ -93,7 +93,7 @@ def test_every_call_records_tokens_and_latency(played):
 
 def test_every_recall_question_gives_an_error(played):
     answers = rows(
-        played, f"select match_id, merchant, day, relative_error from probe where merchant in {LLM}"
+        played, f"select match_id, merchant, day, relative_error from recall_question where merchant in {LLM}"
     )
     assert {(m, merchant, day) for m, merchant, day, _ in answers} == {
         (m, merchant, day) for m, merchant in seats(played) for day in range(3, DAYS + 1, 3)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import ClassVar
 
 import pytest
+from typer.testing import CliRunner
 
+from arena import cli
 from contestants.base import DeadlinePassed, Params, RecallQuestion
 from contestants.baselines import FixedPrice, FixedPriceParams
 from contestants.kinds import register_kind
 from market.env import MarketEnv
 from results.db import engine_for
-from results.store import list_matches, match_detail
+from results.store import list_matches, match_detail, save_match, start_tournament
 from tournaments.config import ContestantEntry, load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
@@ -102,6 +105,37 @@ def test_errors_are_relative_and_missing_answers_are_none(multi_product):
     for p in cash:
         assert p.relative_error == pytest.approx(0.1 * abs(p.truth) / max(abs(p.truth), 1.0))
     assert all(p.answer is None and p.relative_error is None for p in other)
+
+
+def test_arena_show_prints_the_recall_questions_as_stored(multi_product, tmp_path, monkeypatch):
+    """A table of them, one row a merchant's question (its error as a percentage, "no answer"
+    where it gave none), and in --json `recall_questions`, each the record asked and answered."""
+    match = play(multi_product, recall_every=4, days=8)
+    url = f"sqlite:///{tmp_path}/t.db"
+    engine = engine_for(url)
+    tournament = start_tournament(
+        engine, "t", "t.yaml", "", "h", 1, [("m0", "fixed_price", {}), ("m1", "forgetful_for_tests", {})], 1
+    )
+    match_id = save_match(engine, tournament, match)
+    engine.dispose()
+
+    shown = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", url, "--json"])
+    assert json.loads(shown.stdout)["recall_questions"] == [r.model_dump() for r in match.recalls]
+    monkeypatch.setattr(cli.out, "width", 200)  # one line per row
+    printed = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", url]).stdout
+    table = printed.split("recall questions", 1)[1].split("┘", 1)[0]
+    cells = [
+        [c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines() if line.startswith("│")
+    ]
+    expected = [
+        [
+            str(r.day),
+            r.merchant,
+            "no answer" if r.relative_error is None else f"{100 * r.relative_error:.1f}%",
+        ]
+        for r in match.recalls
+    ]
+    assert len(expected) == 4 and [[row[0], row[1], row[-1]] for row in cells] == expected
 
 
 def test_recall_every_zero_asks_nothing_and_questions_do_not_change_play(multi_product):

@@ -289,9 +289,10 @@ def test_a_leaderboard_asked_for_by_many_at_once_is_computed_once(stored: Stored
 
 
 def test_an_older_record_is_refused_in_one_line_and_left_as_it_was(stored: Stored):
-    """A database from before the transcript and run_progress tables and the columns added
-    since (results.db.ADDED_COLUMNS), not in WAL mode: the viewer, which may create nothing,
-    says what it lacks and how to add it, and changes nothing in it, not even its journal mode."""
+    """A database from before the transcript and run_progress tables, with the tables and
+    columns renamed and added since (results.db.RENAMED_TABLES, ADDED_COLUMNS) as they were,
+    not in WAL mode: the viewer, which may create nothing, says what it lacks and how to add
+    it, and changes nothing in it, not even its journal mode."""
     as_an_older_arena_left_it(stored.url)
     with sqlite3.connect(stored.path) as old:
         old.execute("PRAGMA journal_mode=DELETE")
@@ -300,9 +301,10 @@ def test_an_older_record_is_refused_in_one_line_and_left_as_it_was(stored: Store
     before = stored.path.read_bytes()
     with pytest.raises(DatabaseError) as refused:
         open_for_reading(stored.url)
-    assert "lacks what this arena reads (run_progress, transcript, match_result.length_refusals;" in str(
-        refused.value
+    lacks = (
+        "lacks what this arena reads (recall_question, run_progress, transcript, match_result.length_refusals"
     )
+    assert lacks in str(refused.value)
     assert "`uv run arena matches --db URL`" in str(refused.value)
     assert stored.path.read_bytes() == before
     with sqlite3.connect(stored.path) as old:
