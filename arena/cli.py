@@ -1495,9 +1495,10 @@ def _as_text(text: str) -> str:
 
 def _rich(table: views.Table) -> RenderableType:
     """A table of results.views drawn by rich: a line between its sections, every text as it is
-    (no rich markup), its notes on lines of their own under it."""
+    (no rich markup) and whole (a path or a command too long for its column folds onto the next
+    line rather than losing its end), its notes on lines of their own under it."""
     drawn = Table(
-        *(Column(escape(header.text), no_wrap=header.whole) for header in table.headers),
+        *(Column(escape(header.text), no_wrap=header.whole, overflow="fold") for header in table.headers),
         title=escape(table.title),
     )
     for number, section in enumerate(table.sections):
