@@ -219,7 +219,7 @@ def filler(parameter: Any) -> str:
 
 def arena_problem(words: list[str], typed: bool) -> str | None:
     """What is wrong with `arena WORDS` (the words after `arena`), or None."""
-    if not words:
+    if not words or words == ["--help"]:
         return None
     command = CLI.commands.get(words[0])
     if command is None:
