@@ -1,11 +1,14 @@
 """`arena validate`: every shipped tournament file validates, and a broken copy of one is
-refused; --ping makes one call per distinct model and names each model that fails; --estimate
-foresees the calls; no key is ever shown."""
+refused; every example's header says what it plays, costs and takes; --ping makes one call per
+distinct model and names each model that fails; --estimate foresees the calls; no key is ever
+shown."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from itertools import takewhile
 from pathlib import Path
 
 import pytest
@@ -20,8 +23,10 @@ from contestants.llm.merchant import LLMParams
 from market.scenario import SHIPPED_SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_FOLDER = ROOT / "tournaments" / "examples"
+EXAMPLES = sorted(EXAMPLE_FOLDER.glob("*.yaml"))
 SHIPPED = [
-    *sorted((ROOT / "tournaments" / "examples").glob("*.yaml")),
+    *EXAMPLES,
     ROOT / "tournaments" / "round_robin.yaml",
     ROOT / "scripts" / "report_demo.yaml",  # scripts/screenshot_report.py plays it
     *sorted((ROOT / "tournaments" / "replications").glob("*/tournament.yaml")),
@@ -35,9 +40,60 @@ KEY, WRONG = "sk-SENTINEL-ping-0a9b8c7d", "sk-SENTINEL-wrong-6f5e4d3c"
 @pytest.mark.usefixtures("keys")
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_every_shipped_tournament_validates(path):
+    """Every shipped file validates, and an example's header counts the matches validate counts."""
     result = CliRunner().invoke(cli.app, ["validate", str(path)])
     assert result.exit_code == 0, result.output
     assert ": ok — " in result.stdout
+    if path in EXAMPLES:
+        counted = re.search(r": (\d+) matches, ", result.stdout)
+        assert counted is not None and f": {counted[1]} matches" in said(path, "Plays")
+
+
+def header(path: Path) -> list[str]:
+    """The comment lines a file opens with, without their '#'."""
+    lines = takewhile(lambda line: line.startswith("#"), path.read_text().splitlines())
+    return [line.removeprefix("#").strip() for line in lines]
+
+
+def said(path: Path, label: str) -> str:
+    """What an example's header says after `label:`, up to the next label."""
+    text = " ".join(header(path))
+    found = re.search(rf"\b{label}: (.*?)(?= (?:Plays|Costs|Takes): |$)", text)
+    assert found is not None, f"{path.name}: its header has no {label}:"
+    return found[1]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_says_what_it_plays_costs_and_takes_in_eight_lines(path):
+    assert 0 < len(header(path)) <= 8
+    for label in ("Plays", "Costs", "Takes"):
+        assert said(path, label)
+
+
+@pytest.mark.usefixtures("keys")
+def test_the_head_to_head_example_costs_what_its_header_says():
+    """openai_vs_anthropic.yaml's header gives its estimate: the calls exactly, the tokens
+    (input and output) to a tenth of a million, the dollars to the cent, and the calls in a row
+    of a match (each model's decisions and recall questions over the matches)."""
+    path = EXAMPLE_FOLDER / "openai_vs_anthropic.yaml"
+    result = CliRunner().invoke(cli.app, ["validate", str(path), "--estimate", "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    *models, total = shown["estimate"]
+    costs = re.fullmatch(
+        r"([\d,]+) to ([\d,]+) model calls, ([\d.]+)M to ([\d.]+)M tokens, \$([\d.]+) to \$([\d.]+) .*",
+        said(path, "Costs"),
+    )
+    assert costs is not None
+    assert [int(costs[k].replace(",", "")) for k in (1, 2)] == total["calls"]
+    tokens = [total["input_tokens"][k] + total["output_tokens"][k] for k in (0, 1)]
+    assert [float(costs[k]) for k in (3, 4)] == [round(t / 1e6, 1) for t in tokens]
+    assert [float(costs[k]) for k in (5, 6)] == [round(c, 2) for c in total["cost"]]
+    in_a_row = {
+        (e["by_purpose"]["decide"][0] + e["by_purpose"]["recall"][0]) / shown["matches"] for e in models
+    }
+    assert len(models) == 2 and len(in_a_row) == 1
+    assert f" {in_a_row.pop():g} calls in a row a match" in said(path, "Takes")
 
 
 def test_every_yaml_file_we_ship_is_checked():
