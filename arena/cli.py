@@ -823,7 +823,7 @@ def leaderboard_command(
     with user_errors():
         engine = engine_for(db, create=False)
         chosen_weights = load_weights(weights) if weights is not None else None
-        chosen = _select(engine, tournament, pool_all)
+        chosen = _select(engine, db, tournament, pool_all)
     if by or metric:
         _sweep_leaderboard(engine, chosen, by or [], metric or [], as_json)
         return
@@ -856,11 +856,12 @@ def leaderboard_command(
 class _Selection:
     """The tournaments a reading command reads: those named with --tournament, every one
     (--all), or the latest (the one started last, which has the highest id); `stored`: how
-    many the database holds."""
+    many the database holds; `listing`: the command that lists them, with the --db given."""
 
     tournaments: list[TournamentRow]
     how: Literal["named", "all", "latest"]
     stored: int
+    listing: str
 
     @property
     def ids(self) -> list[int]:
@@ -879,7 +880,7 @@ class _Selection:
         if self.how != "latest" or self.stored == 1:
             return None
         return (
-            f"The latest of {self.stored} tournaments: `{ARENA} tournaments` lists them, "
+            f"The latest of {self.stored} tournaments: `{self.listing}` lists them, "
             "--tournament ID chooses one, --all pools them."
         )
 
@@ -894,21 +895,21 @@ def _title(tournament: TournamentRow) -> str:
     return f"tournament {tournament.id} ({tournament.name}, {tournament.config_path})"
 
 
-def _select(engine: Engine, named: list[int] | None, pool_all: bool) -> _Selection:
+def _select(engine: Engine, db: str | None, named: list[int] | None, pool_all: bool) -> _Selection:
     """The tournaments named, all of them, or the latest; a UserError for an unknown id, for
     both --tournament and --all, and for a database that holds no tournament."""
     if named and pool_all:
         raise UserError("--all pools every tournament, --tournament names the ones to read: give one of them")
     stored = store.list_tournaments(engine)
+    listing = _with_db(f"{ARENA} tournaments", engine, db)
     if named:
-        return _Selection(
-            [store.get_tournament(engine, t) for t in dict.fromkeys(named)], "named", len(stored)
-        )
+        chosen = [store.get_tournament(engine, t) for t in dict.fromkeys(named)]
+        return _Selection(chosen, "named", len(stored), listing)
     if not stored:
         raise _none_stored(engine)
-    return (
-        _Selection(stored, "all", len(stored)) if pool_all else _Selection(stored[-1:], "latest", len(stored))
-    )
+    if pool_all:
+        return _Selection(stored, "all", len(stored), listing)
+    return _Selection(stored[-1:], "latest", len(stored), listing)
 
 
 def _none_stored(engine: Engine) -> NotFound:
@@ -1022,7 +1023,7 @@ def matches(
     order they were scheduled: their ids (for `arena show`), scenarios, seeds and keys."""
     with user_errors():
         engine = engine_for(db, create=False)
-        chosen = _select(engine, tournament, pool_all)
+        chosen = _select(engine, db, tournament, pool_all)
         rows = store.list_matches(engine, chosen.ids)
     if as_json:
         print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
@@ -1350,7 +1351,7 @@ def rescore_command(
     """
     with user_errors():
         engine = engine_for(db, create=False, writes=True)
-        chosen = _select(engine, tournament, pool_all=not tournament)
+        chosen = _select(engine, db, tournament, pool_all=not tournament)
         rescored = sum(
             store.rescore(engine, stored_id(t.id), _played_scenarios(t)) for t in chosen.tournaments
         )

@@ -871,7 +871,7 @@ def _arguments() -> list[tuple[str, str, bool]]:
 
 @pytest.mark.parametrize(("command", "shown", "required"), _arguments(), ids=lambda value: str(value))
 def test_a_mistaken_argument_is_named_as_the_usage_line_shows_it(work, command, shown, required):
-    """In capitals, as README.md writes it, in the usage line and in the error alike."""
+    """In capitals, as docs/tour.md writes it, in the usage line and in the error alike."""
     usage = next(line for line in invoke(command, "--help").stdout.splitlines() if "Usage:" in line)
     assert shown.isupper() and shown in usage, usage
     if required:

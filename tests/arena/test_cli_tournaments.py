@@ -111,8 +111,8 @@ def test_a_plain_leaderboard_reads_the_latest_tournament_and_says_which(twice, m
     printed = invoke("leaderboard", "--db", url).stdout.splitlines()
     assert printed[0].strip() == f"tournament 2 (tiny, {config})"
     assert printed[-1] == (
-        "The latest of 2 tournaments: `uv run arena tournaments` lists them, --tournament ID chooses one, "
-        "--all pools them."
+        f"The latest of 2 tournaments: `uv run arena tournaments --db {url}` lists them, "
+        "--tournament ID chooses one, --all pools them."
     )
 
 
