@@ -84,6 +84,25 @@ def blocks_and_prose(page: Path) -> tuple[list[Block], list[tuple[int, str]]]:
 YAML_BLOCKS = [b for page in PAGES for b in blocks_and_prose(page)[0] if b.language == "yaml"]
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_yaml_is_fenced_as_yaml(page):
+    """A block of YAML fenced otherwise (```yml, or no language) would escape the check above."""
+    untagged = [
+        f"{b.page.name}:{b.line}"
+        for b in blocks_and_prose(page)[0]
+        if b.language == "yml" or (b.language in ("", "text") and _looks_like_a_file(b.text))
+    ]
+    assert untagged == []
+
+
+def _looks_like_a_file(text: str) -> bool:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(data, dict) and bool({"contestants", "scenarios", "products"} & data.keys())
+
+
 # ---- YAML blocks
 
 
