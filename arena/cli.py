@@ -76,18 +76,21 @@ if TYPE_CHECKING:  # the runner imports Ray, which only a run needs
 ARENA = "uv run arena"  # how a command is typed: from the clone, with no install step
 
 
-class _FlagsTakeNoValue(TyperCommand):
-    """A command whose help shows no value beside a flag: Typer's rich help would print `<bool>`
-    beside `--json` as if it took one."""
+class _HelpTakesNoValue:
+    """Typer's rich help would print `<bool>` beside `--help` as if it took a value."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        _no_value_shown([option])
+        return option
+
+
+class _FlagsTakeNoValue(_HelpTakesNoValue, TyperCommand):
+    """A command whose help shows no value beside a flag (`--json`), `--help` included."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _no_value_shown(self.params)
-
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        _no_value_shown([option])
-        return option
 
 
 def _no_value_shown(params: Iterable[object]) -> None:
@@ -96,16 +99,11 @@ def _no_value_shown(params: Iterable[object]) -> None:
             param.metavar = ""  # what the help shows for the option's value
 
 
-class _OneLineErrors(TyperGroup):
+class _OneLineErrors(_HelpTakesNoValue, TyperGroup):
     """The `arena` command: a mistake in its options or arguments that Typer finds itself (a
     number out of its range, a choice it does not offer, an unknown option or command, one
     missing) is one line and exit status 2, as every mistake a user can fix is, not a usage box.
     `arena` alone still shows the help."""
-
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        _no_value_shown([option])
-        return option
 
     def main(
         self,
