@@ -37,23 +37,24 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
+from common.errors import UserError
 from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
 from market.daylog import DayLog
-from market.errors import UserError
 from market.scenario import load_scenario
-from results import store, views
-from results.composite import ScoringWeights
-from results.db import describe_failure, engine_for
 from results.errors import DatabaseError, InputFileError, NotFound
-from results.rating_fit import LEVEL
-from results.ratings import standings
+from results.presentation import views
+from results.presentation.report import write_report
+from results.presentation.transcript import step_lines
 from results.records import ModelCallRecord, PlayedScenarios, TranscriptRecord, shown_value
-from results.report import write_report
-from results.results_csv import read_results
-from results.sweeps import KEY_METRICS, by_cell
-from results.tables import LARGEST_ID, TournamentRow, stored_id
-from results.transcript import step_lines
+from results.scoring.composite import ScoringWeights
+from results.scoring.rating_fit import LEVEL
+from results.scoring.ratings import standings
+from results.scoring.sweeps import KEY_METRICS, by_cell
+from results.storage import store
+from results.storage.db import describe_failure, engine_for
+from results.storage.results_csv import read_results
+from results.storage.schema import LARGEST_ID, TournamentRow, stored_id
 from tournaments.config import (
     MAX_DAYS,
     MAX_MERCHANTS_PER_MATCH,
@@ -70,7 +71,7 @@ from tournaments.schedule import schedule
 
 if TYPE_CHECKING:  # the runner imports Ray, which only a run needs
     from tournaments.replication import Comparison
-    from tournaments.runner import RunSummary
+    from tournaments.run import RunSummary
 
 
 ARENA = "uv run arena"  # how a command is typed: from the clone, with no install step
@@ -285,7 +286,7 @@ def _play(
     """`tournament` played with progress on stderr (`command` is how the user ran it, to say
     how to resume); one line and the exit status for an interrupt, a database gone, a broken
     model."""
-    from tournaments.runner import run_tournament  # imports Ray: only when a tournament is really played
+    from tournaments.run import run_tournament  # imports Ray: only when a tournament is really played
 
     again = _again(command, engine, db)
     try:
@@ -302,7 +303,9 @@ def _play(
             soft_wrap=True,
         )
         raise typer.Exit(130) from None
-    except OperationalError as exc:  # the database went away, and stayed away (results.db.reconnecting)
+    except (
+        OperationalError
+    ) as exc:  # the database went away, and stayed away (results.storage.db.reconnecting)
         err.print(
             f"error: {describe_failure(engine, exc)}; the matches stored before are kept: "
             f"once it is back, `{again}` plays the rest",
@@ -1315,7 +1318,7 @@ def export_command(
     transcript, metrics, market_metrics, price_windows, messages; with a deviation probe, deviations and the
     deviated path's deviated_days, deviated_day_products, deviated_calls and deviated_messages
     (every file is written, empty or not)."""
-    from results.export import export  # pyarrow: seconds to import, that only this command needs
+    from results.presentation.export import export  # pyarrow: seconds to import, that only this command needs
 
     with user_errors():
         files = export(engine_for(db, create=False), tournament_id, out, fmt.value)
@@ -1493,7 +1496,7 @@ def _as_text(text: str) -> str:
 
 
 def _rich(table: views.Table) -> RenderableType:
-    """A table of results.views drawn by rich: a line between its sections, every text as it is
+    """A table of results.presentation.views drawn by rich: a line between its sections, every text as it is
     (no rich markup) and whole (a path or a command too long for its column folds onto the next
     line rather than losing its end), its notes on lines of their own under it."""
     drawn = Table(

@@ -2,7 +2,7 @@
 intervals cover the truth, on fields whose true ratings are known: contestants of Elo strengths
 `--gap` apart (mean 1000, the fit's scale), each match drawn from the Bradley–Terry model with a
 generator of its key (the scheduler and the fit are arena's own, tournaments.adaptive and
-results.rating_fit; only the match's outcome is drawn here rather than played).
+results.scoring.rating_fit; only the match's outcome is drawn here rather than played).
 
 For each field seed: the round robin of `--repetitions` seeds, fitted; the adaptive schedule run
 to its end (its confirmation round included); whether each ends in the true order, whether the
@@ -34,7 +34,7 @@ from statistics import NormalDist
 import numpy as np
 from scipy.stats import binomtest
 
-from results.rating_fit import Fit, fit, order_key
+from results.scoring.rating_fit import Fit, fit, order_key
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.config import Tournament, load_tournament
 from tournaments.schedule import MatchSpec, schedule

@@ -32,8 +32,8 @@ from throughput import machine  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from arena.cli import app  # noqa: E402
-from results import store  # noqa: E402
-from results.db import engine_for  # noqa: E402
+from results.storage import store  # noqa: E402
+from results.storage.db import engine_for  # noqa: E402
 
 DAY = [
     [("read_books", {}), ("calculator", {"expression": "round(1000 / 7, 2)"})],

@@ -29,7 +29,7 @@ import numpy as np
 from contestants.qlearning import Learnt, QLearningParams, Session, learn, payoff_table
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
-from results.collusion import gain
+from results.scoring.collusion import gain
 
 SEATS = 2
 

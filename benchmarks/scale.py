@@ -46,8 +46,8 @@ from throughput import Clock, local_ray, machine, parallel_efficiency, tournamen
 from market.demand import allocate_markets, utilities
 from market.env import MarketEnv
 from market.scenario import Scenario, load_scenario
-from results.db import engine_for
-from tournaments.runner import run_tournament
+from results.storage.db import engine_for
+from tournaments.run import run_tournament
 
 CITY_MERCHANTS = 1_000
 CITY_CUSTOMERS = 100_000

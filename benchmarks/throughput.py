@@ -39,15 +39,15 @@ import ray
 
 from market import parallel_env
 from market.scenario import load_scenario
-from results.db import engine_for
 from results.records import MerchantResult
-from results.store import list_matches, match_detail
+from results.storage.db import engine_for
+from results.storage.store import list_matches, match_detail
 from tournaments.cluster import cluster_cpus, init_ray
 from tournaments.config import Tournament, TournamentSpec
 from tournaments.instant import group_instant, play_instant_matches, unpickle_matches
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 from tournaments.schedule import schedule
 
 # The rule baselines that answer in microseconds; best_response (a numerical search, about

@@ -16,12 +16,12 @@ from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from market.calls import ModelCall, TranscriptStep
+from common.errors import UserError
+from common.model_calls import ModelCall, TranscriptStep
+from common.yaml_files import FileModel
 from market.daylog import RecallFact
-from market.errors import UserError
 from market.scenario import Scenario
 from market.types import Decision, Observation
-from market.yaml_files import FileModel
 
 
 class ContestantConfigError(UserError):

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from common.errors import first_problem
 from contestants.base import Contestant, ContestantConfigError, Params, RunOptions
-from market.errors import first_problem
 
 _TARGETS: dict[str, str] = {
     "fixed_price": "contestants.baselines:FixedPrice",

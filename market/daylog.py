@@ -6,7 +6,7 @@ as columns too (`Operations`), the decision's rejections, plan and message as Py
 beside them (a day of a market where nobody talks adds no messages: they are "" for all).
 A whole match is then a handful of arrays however many merchant-days it has, which is what
 makes a match cheap to score, to send between processes and to store (see
-results.daylog_codec). `DayRecord` objects, one per merchant-day, are made from the columns
+results.storage.daylog_codec). `DayRecord` objects, one per merchant-day, are made from the columns
 only when something asks for them.
 """
 
@@ -285,7 +285,9 @@ class DayLog(ColumnRecords[DayRecord]):
         appearance, products those of the first record unless given, with their `suppliers`."""
         if isinstance(records, DayLog):
             return records
-        unpacked = getattr(records, "log", None)  # a stored form that unpacks itself (results.daylog_codec)
+        unpacked = getattr(
+            records, "log", None
+        )  # a stored form that unpacks itself (results.storage.daylog_codec)
         if isinstance(unpacked, DayLog):
             return unpacked
         records = list(records)

@@ -19,8 +19,8 @@ from pydantic import (
     model_validator,
 )
 
-from market.errors import FieldError
-from market.yaml_files import FileModel, load_model
+from common.errors import FieldError
+from common.yaml_files import FileModel, load_model
 
 if TYPE_CHECKING:
     from market.types import EventNotice
@@ -125,7 +125,7 @@ class Segment(FileModel):
 
 
 class Goal(FileModel):
-    """A campaign goal: a metric of results.metrics (checked where a tournament is read, as the
+    """A campaign goal: a metric of results.scoring.metrics (checked where a tournament is read, as the
     market knows no metrics) that must come out at least, or at most, a bound. Bounds are
     written for the scenario's `days`; where the metric is a flow (revenue, profit) a match
     of another length scales them in proportion."""

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, NamedTuple, get_args
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
 
-from market.errors import first_problem
+from common.errors import first_problem
 
 
 class _Op(BaseModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from market.errors import UserError
+from common.errors import UserError
 
 
 class DatabaseError(UserError):

@@ -1,5 +1,5 @@
 """What a finished match hands to the record, written in one transaction: pydantic data, which
-results.tables extends into its SQLModel tables. Kept free of SQLAlchemy, so that the
+results.storage.schema extends into its SQLModel tables. Kept free of SQLAlchemy, so that the
 processes that play matches (match runners, contestant hosts, Ray workers) start without
 importing it."""
 
@@ -14,14 +14,14 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, Field, SkipValidation, field_validator
 
-from market.calls import ModelCall, TranscriptStep
+from common.model_calls import ModelCall, TranscriptStep
+from common.yaml_files import FileModel
 from market.daylog import ColumnRecords
 from market.scenario import MAX_MONEY, Day, Scenario
 from market.types import DayRecord
-from market.yaml_files import FileModel
-from results.collusion import CollusionSettings
-from results.daylog_codec import pack
-from results.deviation import DeviationProbe, Price, is_price
+from results.scoring.collusion import CollusionSettings
+from results.scoring.deviation import DeviationProbe, Price, is_price
+from results.storage.daylog_codec import pack
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
 WindowKind = Literal["supra_competitive", "price_war"]
@@ -177,7 +177,7 @@ def _none_if_nan(value: float) -> float | None:
 
 class PriceWindow(BaseModel):
     """A run of consecutive days on which a match's market price was supra-competitive or in a
-    price war (results.metrics: supra_competitive_days, price_war_days)."""
+    price war (results.scoring.metrics: supra_competitive_days, price_war_days)."""
 
     kind: WindowKind
     first_day: int
@@ -191,8 +191,8 @@ def window_days(windows: Sequence[PriceWindow], kind: WindowKind) -> str:
 
 
 class MarketScores(BaseModel):
-    """What results.metrics says of a match's market as a whole: the market metrics by name
-    (results.metrics.MARKET_METRICS) and the price windows. Both are empty for a match whose
+    """What results.scoring.metrics says of a match's market as a whole: the market metrics by name
+    (results.scoring.metrics.MARKET_METRICS) and the price windows. Both are empty for a match whose
     scenario has no equilibrium, or that was scored without its scenario."""
 
     metrics: dict[str, float | None] = Field(default_factory=dict)
@@ -201,7 +201,7 @@ class MarketScores(BaseModel):
 
 class MetricNote(BaseModel):
     """Why a metric of a merchant in a match, or of its market as a whole (merchant None), has
-    no value: the reason a reader is shown beside "n/a" (results.metrics.NotApplicable)."""
+    no value: the reason a reader is shown beside "n/a" (results.scoring.metrics.NotApplicable)."""
 
     merchant: str | None = Field(description="seat name in the match; None: a metric of the market")
     name: str = Field(description="the metric")
@@ -374,7 +374,7 @@ class PlayedMatch(BaseModel):
 
 class DeviationPath(BaseModel):
     """A probed match played again with the same seeds and one seat's prices forced
-    (results.deviation): its days, and the faults and model calls of this second play."""
+    (results.scoring.deviation): its days, and the faults and model calls of this second play."""
 
     probe: DeviationProbe
     days_played: Annotated[Sequence[DayRecord], SkipValidation]  # as FinishedMatch's
@@ -435,11 +435,11 @@ class FinishedMatch(PlayedMatch):
     transcript: list[TranscriptRecord] = Field(default_factory=list)
     metrics: dict[str, dict[str, float | None]] | None = Field(
         None,
-        description="results.metrics per merchant, computed where the match was played "
+        description="results.scoring.metrics per merchant, computed where the match was played "
         "(None: when it is saved)",
     )
     market: MarketScores | None = Field(
-        None, description="results.metrics of the market as a whole, computed with `metrics`"
+        None, description="results.scoring.metrics of the market as a whole, computed with `metrics`"
     )
     goals: list[GoalResult] | None = Field(
         None, description="each merchant's result on each campaign goal, computed with `metrics`"

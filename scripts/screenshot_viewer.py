@@ -23,7 +23,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from screenshot_report import play_here  # noqa: E402
 
-from results import chromium, store  # noqa: E402
+from results.presentation import chromium  # noqa: E402
+from results.storage import store  # noqa: E402
 from viewer.app import InThread, open_for_reading  # noqa: E402
 
 

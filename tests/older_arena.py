@@ -1,13 +1,13 @@
-"""A database as an older arena left it: its tables under their old names (results.db.RENAMED_TABLES,
+"""A database as an older arena left it: its tables under their old names (results.storage.db.RENAMED_TABLES,
 with their indexes named after them) and without the columns this version added
-(results.db.ADDED_COLUMNS), on SQLite or PostgreSQL."""
+(results.storage.db.ADDED_COLUMNS), on SQLite or PostgreSQL."""
 
 from __future__ import annotations
 
 from sqlalchemy import create_engine, inspect, text
 from sqlmodel import SQLModel
 
-from results.db import ADDED_COLUMNS, RENAMED_TABLES
+from results.storage.db import ADDED_COLUMNS, RENAMED_TABLES
 
 
 def as_an_older_arena_left_it(url: str) -> None:

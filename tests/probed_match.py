@@ -6,9 +6,9 @@ tat copies on day 4."""
 from __future__ import annotations
 
 from market.scenario import load_scenario
-from results import store
-from results.db import engine_for
-from results.deviation import DeviationProbe
+from results.scoring.deviation import DeviationProbe
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants

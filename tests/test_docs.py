@@ -31,11 +31,11 @@ import typer
 import yaml
 
 from arena import cli
+from common.yaml_files import parse_yaml, validated
 from contestants.kinds import validate_params
 from contestants.llm.providers import validate_settings
 from market.scenario import SHIPPED_SCENARIOS, Scenario
-from market.yaml_files import parse_yaml, validated
-from results.composite import ScoringWeights
+from results.scoring.composite import ScoringWeights
 from tournaments.config import load_tournament
 from tournaments.schedule import schedule
 

@@ -3,10 +3,10 @@
 A first round seats every contestant: the groups of `group_size` contestants that follow one
 another around the ring of the file's order (one group when there are no more contestants
 than that), so that the fit joins them all. Then, round after round, the ratings are fitted
-on every match played (results.rating_fit, the same fit and bootstrap as the leaderboard's),
+on every match played (results.scoring.rating_fit, the same fit and bootstrap as the leaderboard's),
 and each two contestants next to each other in the table whose order is not settled are
 given matches. A pair is settled when the share of resamples ordering it so is at least a
-level of 1 - (1 - confidence) / (n - 1) (results.rating_fit.separations), so that all n - 1
+level of 1 - (1 - confidence) / (n - 1) (results.scoring.rating_fit.separations), so that all n - 1
 pairs are ordered at once at `confidence`, and its two have met at least k times, the fewest
 with 2^-k at most 1 - level: the bootstrap sees no doubt in a few straight wins, and stopping on
 them orders fields wrongly. A round holds a match for each such pair, or
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from results.rating_fit import Fit, Ranking, Separation, fit, order_key, separations
+from results.scoring.rating_fit import Fit, Ranking, Separation, fit, order_key, separations
 from tournaments.config import Tournament
 from tournaments.schedule import MatchSpec, adaptive_match, most_matches
 

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from market.errors import UserError
+from common.errors import UserError
 
 
 def enter(working_dir: str) -> None:

@@ -25,11 +25,12 @@ from pydantic import (
     model_validator,
 )
 
+from common.errors import FieldError, first_problem
+from common.yaml_files import MAX_SEED, ConfigError, FileModel, load_model, parse_yaml, read_text, validated
 from contestants.base import ContestantConfigError
 from contestants.kinds import contestant_class, kinds, validate_params
 from contestants.llm.call_coordinator import Budget
 from contestants.llm.pricing import Price
-from market.errors import FieldError, first_problem
 from market.scenario import (
     MAX_DAYS,
     MAX_MERCHANTS_PER_MATCH,
@@ -41,14 +42,13 @@ from market.scenario import (
     names_a_file,
     shipped_scenarios,
 )
-from market.yaml_files import MAX_SEED, ConfigError, FileModel, load_model, parse_yaml, read_text, validated
-from results.collusion import CollusionSettings
-from results.composite import ScoringWeights
-from results.deviation import DeviationProbe
-from results.metrics import METRICS
-from results.rating_fit import LEVEL
 from results.records import FactorValue, OffPathSettings, PlayedScenarios, as_number, same_value, shown_value
-from results.tables import TournamentRow
+from results.scoring.collusion import CollusionSettings
+from results.scoring.composite import ScoringWeights
+from results.scoring.deviation import DeviationProbe
+from results.scoring.metrics import METRICS
+from results.scoring.rating_fit import LEVEL
+from results.storage.schema import TournamentRow
 from tournaments.first_day import check_first_days
 from tournaments.schedule import largest_seed
 
@@ -146,7 +146,7 @@ class TournamentSpec(FileModel):
         description="the measurement window and the flags of the collusion metrics",
     )
     deviation: DeviationProbe | None = Field(
-        None, description="play every match again with one seat's prices forced (results.deviation)"
+        None, description="play every match again with one seat's prices forced (results.scoring.deviation)"
     )
     goals: list[Goal] | None = Field(
         None, description="campaign goals for every scenario, in place of the scenarios' own"

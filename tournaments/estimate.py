@@ -34,14 +34,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.yaml_files import ConfigError
 from contestants.base import RehearsedDay, RunOptions
 from contestants.llm.pricing import cost, prices_from
 from contestants.llm.providers import validate_settings
 from contestants.llm.types import TokenUsage
-from market.yaml_files import ConfigError
 from results.records import Fault, ModelCallRecord, StoppedMatch, total_cost
 from tournaments.config import ContestantEntry, Tournament
-from tournaments.deviation import DEVIATED_SUFFIX
+from tournaments.deviation_paths import DEVIATED_SUFFIX
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import ContestantPlan, plan_contestants, plan_tournament
 from tournaments.schedule import schedule

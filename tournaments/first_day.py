@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from common.yaml_files import ConfigError
 from contestants.base import RunOptions
 from contestants.llm.errors import CallsStopped
 from market.engine import Market
 from market.scenario import Scenario
-from market.yaml_files import ConfigError
 from tournaments.match import match_seeds
 from tournaments.plan import ContestantPlan, plan_tournament
 from tournaments.schedule import MatchSpec, schedule

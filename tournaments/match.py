@@ -10,7 +10,7 @@ one. Before the first day each kind prepares its inline merchants of all the mat
 2. every other merchant takes its turn through its seat, answering the day's recall question
    first on the days there is one (tournaments.recall);
 3. the market applies every decision and clears (market.engine.Market.advance), with a
-   deviated path's seat forced to its prices on the forced days (tournaments.deviation);
+   deviated path's seat forced to its prices on the forced days (tournaments.deviation_paths);
 4. an answer that was no decision at all becomes a fault.
 
 A merchant that gives no usable decision does nothing that day, with a fault; the match goes
@@ -34,18 +34,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from common.model_calls import ModelCall
 from contestants.base import Contestant, OffPathQuestion, RunOptions, Seating
 from contestants.baselines import RuleMerchant, RulePlay
 from contestants.llm.errors import CallsStopped
-from market.calls import ModelCall
 from market.daylog import DayLog
 from market.engine import Market
 from market.scenario import Scenario
 from market.types import MarketView
-from results.collusion import CollusionSettings, NoBenchmarks, open_seat_benchmarks, seat_benchmarks
-from results.deviation import DeviationProbe
-from results.metrics import UNSOLVED, match_results
-from results.metrics import compute as compute_metrics
 from results.records import (
     DeviationPath,
     Fault,
@@ -58,8 +54,12 @@ from results.records import (
     TranscriptRecord,
     repeat_key,
 )
+from results.scoring.collusion import CollusionSettings, NoBenchmarks, open_seat_benchmarks, seat_benchmarks
+from results.scoring.deviation import DeviationProbe
+from results.scoring.metrics import UNSOLVED, match_results
+from results.scoring.metrics import compute as compute_metrics
 from tournaments.collector import collector_paused, freeze_startup_heap
-from tournaments.deviation import DEVIATED_SUFFIX, forcing, play_both_paths
+from tournaments.deviation_paths import DEVIATED_SUFFIX, forcing, play_both_paths
 from tournaments.plan import ContestantPlan
 from tournaments.recall import RecallQuestions, asks_on, number
 from tournaments.schedule import MatchSpec
@@ -103,10 +103,11 @@ def repetition_seed(tournament_seed: int, seed: int) -> int:
 @dataclass(frozen=True)
 class MatchRules:
     """What every match of a tournament shares. `benchmarks`: its scenarios' price
-    equilibria for its match size, or why it has none (results.collusion.seat_benchmarks), by scenario, solved
-    once by the driver: a process that plays matches then scores them without SciPy, which
-    takes it a third of a second to import (kinds that play by the equilibria, and a probe
-    that deviates to Nash, still solve them where they play)."""
+    equilibria for its match size, or why it has none
+    (results.scoring.collusion.seat_benchmarks), by scenario, solved once by the driver: a
+    process that plays matches then scores them without SciPy, which takes it a third of a
+    second to import (kinds that play by the equilibria, and a probe that deviates to Nash,
+    still solve them where they play)."""
 
     seed: int
     recall_every: int = 0  # 0: no recall questions
@@ -292,7 +293,7 @@ class Match:
         model, with the rival's real price of yesterday: about the next rival playing in seat
         order and the scenario's first product, that real price told where rivals' prices are
         shown (a merchant alone is not asked). A benchmark price is the rival's among the seats
-        open today (results.collusion.open_seat_benchmarks)."""
+        open today (results.scoring.collusion.open_seat_benchmarks)."""
         settings = self.rules.off_path
         assert settings is not None
         span, seats = market.match_rows[b], len(self.spec.seats)
@@ -400,7 +401,7 @@ async def play_matches(
     matches: Sequence[Match], on_day: Callable[[], None] = lambda: None
 ) -> list[FinishedMatch | StoppedMatch]:
     """Play matches of one scenario, length, size and talk side by side, each on its path and,
-    with a deviation probe, deviated too (tournaments.deviation). `on_day` is told of every
+    with a deviation probe, deviated too (tournaments.deviation_paths). `on_day` is told of every
     day of each path."""
     if matches[0].rules.deviation is not None:
         return await play_both_paths(matches, on_day, play_side_by_side)
@@ -516,7 +517,7 @@ def play_here(matches: Sequence[Match]) -> list[FinishedMatch | StoppedMatch]:
 
 def call_records(merchant: str, calls: list[ModelCall]) -> list[ModelCallRecord]:
     """A merchant's model calls as the record keeps them (a merchant is named after its
-    contestant: results.metrics.match_results)."""
+    contestant: results.scoring.metrics.match_results)."""
     return [ModelCallRecord(merchant=merchant, contestant=merchant, **call.model_dump()) for call in calls]
 
 

@@ -3,7 +3,7 @@ figures it reported, each with the band arena's value must fall in to count as r
 
 A pack is a folder of tournaments/replications/: `tournament.yaml`, an ordinary tournament
 file (`arena run` plays it too), and `figures.yaml` (`PackFigures`): what the source reported
-and where to find it. `compare` reads a played tournament's matches (results.sweeps) for each
+and where to find it. `compare` reads a played tournament's matches (results.scoring.sweeps) for each
 figure: the mean of its metric over the matches of its cell, with the 95% interval.
 """
 
@@ -17,11 +17,11 @@ import yaml
 from pydantic import Field, field_validator, model_validator
 from sqlalchemy import Engine
 
-from market.errors import UserError
+from common.errors import UserError
+from common.yaml_files import FileModel, load_model, parse_yaml, read_text
 from market.scenario import MAX_TOTAL
-from market.yaml_files import FileModel, load_model, parse_yaml, read_text
 from results.records import FactorValue, as_number, same_value
-from results.sweeps import MeanInterval, by_cell
+from results.scoring.sweeps import MeanInterval, by_cell
 
 PACKS = Path(__file__).parent / "replications"
 

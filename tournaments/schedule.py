@@ -54,7 +54,7 @@ class MatchSpec:
     def draws(self) -> str:
         """What the match's random draws are seeded from (tournaments.match.match_seeds): its
         key without its cell, or for a merchant alone its scenario and seed, so that the solo
-        matches ranked against one another (results.ratings.ranked_matches) start from the
+        matches ranked against one another (results.scoring.ratings.ranked_matches) start from the
         same draws: their merchants meet the same customers as long as their customers choose
         alike. The cells of a sweep play the same draws (common random numbers), so that two
         cells differ by their factors, not by their luck."""

@@ -43,12 +43,12 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from results import store
-from results.db import describe_failure, engine_for
 from results.errors import DatabaseError, NotFound
-from results.plots import figure_csv
-from results.tables import LARGEST_ID
-from results.transcript import step_lines
+from results.presentation.plotly_charts import figure_csv
+from results.presentation.transcript import step_lines
+from results.storage import store
+from results.storage.db import describe_failure, engine_for
+from results.storage.schema import LARGEST_ID
 from viewer import pages
 
 LOOPBACK = ("127.0.0.1", "localhost")  # the names the viewer answers to where it asks for no token
@@ -62,7 +62,9 @@ def cookie_name(request: Request) -> str:
 
 
 TEMPLATES = Environment(
-    loader=ChoiceLoader([PackageLoader("viewer", "templates"), PackageLoader("results", "templates")]),
+    loader=ChoiceLoader(
+        [PackageLoader("viewer", "templates"), PackageLoader("results.presentation", "templates")]
+    ),
     autoescape=True,
     undefined=StrictUndefined,
     trim_blocks=True,
@@ -72,7 +74,7 @@ TEMPLATES.globals["step_lines"] = step_lines
 
 
 def open_for_reading(url: str | None) -> Engine:
-    """The database at `url` opened for reading only (results.db.engine_for): the viewer can
+    """The database at `url` opened for reading only (results.storage.db.engine_for): the viewer can
     never change the record it shows."""
     return engine_for(url, read_only=True)
 

@@ -1,6 +1,6 @@
-"""What each page of the viewer shows, read from the record (results.store) and laid out by
-the tables and charts the CLI and the report use (results.views, results.report). Each
-function returns its template's context; a match or tournament that is not there raises
+"""What each page of the viewer shows, read from the record (results.storage.store) and laid
+out by the tables and charts the CLI and the report use (results.presentation.views and
+.report). Each function returns its template's context; a match or tournament that is not there raises
 results.errors.NotFound."""
 
 from __future__ import annotations
@@ -16,14 +16,16 @@ from typing import Any
 from sqlalchemy import Engine
 
 from market.types import DayRecord
-from results import store, sweeps, views
-from results.composite import ScoringWeights
 from results.errors import NotFound
-from results.incidents import incidents
-from results.plots import line_figure
-from results.ratings import LeaderboardRow
-from results.report import Palette, day_series, match_part, price_of, seat_label, sweep_part
-from results.tables import RunProgressRow, stored_id
+from results.presentation import views
+from results.presentation.incidents import incidents
+from results.presentation.plotly_charts import line_figure
+from results.presentation.report import Palette, day_series, match_part, price_of, seat_label, sweep_part
+from results.scoring import sweeps
+from results.scoring.composite import ScoringWeights
+from results.scoring.ratings import LeaderboardRow
+from results.storage import store
+from results.storage.schema import RunProgressRow, stored_id
 from tournaments.config import stored_tournament
 
 PAGE_SIZE = 50  # matches or days a page lists
@@ -192,7 +194,7 @@ class Leaderboards:
 def tournament(
     engine: Engine, leaderboards: Leaderboards, tournament_id: int, page: int, metric: str | None = None
 ) -> dict[str, Any]:
-    """The tournament's page; a sweep's heat map of `metric` (results.report.sweep_part)."""
+    """The tournament's page; a sweep's heat map of `metric` (results.presentation.report.sweep_part)."""
     row = store.get_tournament(engine, tournament_id)
     stored = stored_tournament(row)
     rows, current = leaderboards.rows(tournament_id, stored.scoring, stored.confidence)

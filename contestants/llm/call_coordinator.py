@@ -22,7 +22,7 @@ A stop is final for the run: every later call is refused with the reason
 (`Admission.stopped`), which the caller raises as CallsStopped. A caller asks `admit` before a
 call and `report`s its outcome after it. `CallCoordinatorCore` is the logic, on asyncio;
 `LocalCallCoordinator` runs it on a thread of this process (a process playing alone), and a
-tournament runs it in one Ray actor that every process of the run talks to (tournaments.calls).
+tournament runs it in one Ray actor that every process of the run talks to (tournaments.coordinator_actor).
 
 Nothing waits without a bound. An admission waits at most its ticket's `patience` (for room at
 the endpoint, or for the answer another call of the same request is making), then it is
@@ -50,10 +50,10 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import Field
 
+from common.yaml_files import FileModel
 from contestants.llm.cache import ResponseCache
 from contestants.llm.errors import CallsStopped
 from contestants.llm.types import Completion
-from market.yaml_files import FileModel
 
 WINDOW_S = 60.0  # the minute of requests_per_minute and tokens_per_minute
 # How much longer than what it governs a bound of the coordinator's allows: what an admitted

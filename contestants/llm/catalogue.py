@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field
 
-from market.yaml_files import FileModel
+from common.yaml_files import FileModel
 
 CATALOGUE = Path(__file__).with_name("catalogue.yaml")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from common.errors import UserError
 from contestants.llm.too_long import TooLong
-from market.errors import UserError
 
 
 class ProviderConfigError(UserError):

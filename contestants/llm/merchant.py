@@ -51,6 +51,8 @@ from typing import Any, ClassVar, Literal, NamedTuple
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
+from common.errors import first_problem
+from common.model_calls import CallPurpose, ModelCall, TranscriptStep
 from contestants.base import (
     Contestant,
     ContestantConfigError,
@@ -86,8 +88,6 @@ from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.too_long import TooLong
 from contestants.llm.types import Completion, CompletionRequest, Message, Tool, parse_object
-from market.calls import CallPurpose, ModelCall, TranscriptStep
-from market.errors import first_problem
 from market.scenario import Scenario
 from market.types import Decision, Observation
 
@@ -779,7 +779,7 @@ class LLMMerchant(Contestant):
     def _record(
         self, purpose: CallPurpose, day: int, messages: tuple[Message, ...], answer: Message, heard: bool
     ) -> None:
-        """Keep what the call said and heard (market.calls.TranscriptStep)."""
+        """Keep what the call said and heard (common.model_calls.TranscriptStep)."""
         self._steps[day] += 1
         step = self._steps[day]
         kept = answer.model_copy(update={"carried": ()})

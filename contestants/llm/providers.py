@@ -33,6 +33,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field, ValidationError, field_validator
 
+from common.errors import first_problem
+from common.yaml_files import FileModel
 from contestants.base import DeadlinePassed
 from contestants.llm.cache import request_key
 from contestants.llm.call_coordinator import (
@@ -50,8 +52,6 @@ from contestants.llm.pricing import cost
 from contestants.llm.retry import Failure, RetryPolicy, call_with_retries
 from contestants.llm.too_long import TooLong
 from contestants.llm.types import Answer, Completion, CompletionRequest, Message, parse_object
-from market.errors import first_problem
-from market.yaml_files import FileModel
 
 CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a token in today's tokenizers
 SHORTEST_TOKEN_CHARS = 3  # what a request that must fit a window assumes of a tokenizer it does not have

@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from market.calls import Message, ToolCall
+from common.model_calls import Message, ToolCall
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"  # what every API accepts as a tool's or a format's name
 

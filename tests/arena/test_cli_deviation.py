@@ -14,10 +14,10 @@ from probed_match import CALVANO, DAYS, store_probed_match
 from typer.testing import CliRunner
 
 from arena import cli
-from results.collusion import CollusionSettings
-from results.db import engine_for
+from results.presentation.report import build_report
 from results.records import PlayedScenarios
-from results.report import build_report
+from results.scoring.collusion import CollusionSettings
+from results.storage.db import engine_for
 
 runner = CliRunner()
 

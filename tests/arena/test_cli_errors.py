@@ -26,9 +26,10 @@ from typer.core import TyperArgument, TyperGroup
 from typer.testing import CliRunner
 
 from arena.cli import app, user_errors
-from market.errors import UserError
-from results.db import engine_for
-from results.store import start_tournament
+from common.errors import UserError
+from results.storage.db import engine_for
+from results.storage.store import start_tournament
+from tests.packages import PACKAGES
 from tournaments.config import load_tournament
 from tournaments.schedule import schedule
 
@@ -941,9 +942,9 @@ NOT_THE_USERS = {
 
 
 def _arena_exceptions() -> dict[str, type[BaseException]]:
-    """Every exception class defined in arena's five packages, by name."""
+    """Every exception class defined in arena's packages, by name."""
     found: dict[str, type[BaseException]] = {}
-    for package in ("market", "contestants", "tournaments", "results", "arena"):
+    for package in PACKAGES:
         root = importlib.import_module(package)
         names = [package] + [info.name for info in pkgutil.walk_packages(root.__path__, package + ".")]
         for name in names:

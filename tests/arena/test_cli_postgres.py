@@ -24,11 +24,11 @@ from test_cli_errors import one_error_line
 from typer.testing import CliRunner
 
 from arena.cli import EXIT_DATABASE, app
-from results import store
-from results.db import engine_for
-from results.tables import ContestantRow, TournamentRow
+from results.storage import store
+from results.storage.db import engine_for
+from results.storage.schema import ContestantRow, TournamentRow
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 runner = CliRunner()
 
@@ -353,7 +353,7 @@ def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes
     """Once the server has refused the write for RECONNECT_WAITS_S (here shortened), the run
     ends with one line (the password masked) and exit status 5, with nothing half-written;
     with the server back, --resume plays the rest."""
-    monkeypatch.setattr("results.db.RECONNECT_WAITS_S", (0.05, 0.05))
+    monkeypatch.setattr("results.storage.db.RECONNECT_WAITS_S", (0.05, 0.05))
     url = postgres.fresh_database()
     database = make_url(url).database
     closed = drop_the_runs_connections(postgres, url, allow_more=False)

@@ -13,8 +13,8 @@ from arena import cli
 from contestants.llm.providers import Provider, register_provider
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.scenario import load_scenario
-from results import store
-from results.db import engine_for
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants

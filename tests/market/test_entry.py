@@ -20,8 +20,8 @@ from market.engine import Market
 from market.env import MarketEnv
 from market.equilibrium import by_seat
 from market.scenario import Scenario, load_scenario
-from results.collusion import gain, open_seat_benchmarks
-from results.metrics import compute
+from results.scoring.collusion import gain, open_seat_benchmarks
+from results.scoring.metrics import compute
 
 CALVANO = load_scenario("calvano")
 PRICE_WAR = load_scenario("price_war")  # stock, holding costs and fixed costs

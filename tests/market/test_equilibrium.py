@@ -15,10 +15,10 @@ from property_examples import examples
 from typer.testing import CliRunner
 
 from arena.cli import app
+from common.yaml_files import ConfigError
 from market.engine import Market
 from market.equilibrium import Benchmarks, EquilibriumError, Outcome, equilibria, price_games, verify
 from market.scenario import Choice, Product, Scenario, Seat, load_scenario
-from market.yaml_files import ConfigError
 
 CALVANO = load_scenario("calvano")
 

@@ -1,5 +1,5 @@
 """Every number a file gives has a stated range: each numeric field of every model a file is
-read into (market.yaml_files.FileModel) bounds it below and above, and the base refuses NaN,
+read into (common.yaml_files.FileModel) bounds it below and above, and the base refuses NaN,
 infinity and true or false in place of a number wherever a number belongs.
 
 The refusals themselves, one line each through the CLI, are tabled in
@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 from pydantic import Field, ValidationError
 
-from market.errors import first_problem
-from market.yaml_files import FileModel
-
-PACKAGES = ("market", "contestants", "tournaments", "results")
+from common.errors import first_problem
+from common.yaml_files import FileModel
+from tests.packages import PACKAGES
 
 # numbers a range of their own would not mean: (model, field) -> why
 UNBOUNDED = {

@@ -8,9 +8,9 @@ import re
 import pytest
 from pettingzoo.test import parallel_api_test
 
+from common.yaml_files import ConfigError
 from market import parallel_env, shipped_scenarios
 from market.scenario import SHIPPED_SCENARIOS, shipped_scenario
-from market.yaml_files import ConfigError
 
 SMALL = """\
 name: small

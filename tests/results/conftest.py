@@ -7,9 +7,9 @@ import functools
 import pytest
 
 from market.types import DayRecord, Rejection, RejectionCode
-from results.db import engine_for
 from results.records import Fault, FinishedMatch, MerchantResult
-from results.store import start_tournament
+from results.storage.db import engine_for
+from results.storage.store import start_tournament
 
 
 def _day(day_record, merchant: str, day: int, cash_start: float = 1000.0) -> DayRecord:

@@ -20,11 +20,11 @@ from sqlmodel import Session, update
 from market.equilibrium import SeatBenchmarks
 from market.scenario import Event, Scenario, load_scenario
 from market.types import DayRecord
-from results.collusion import CollusionSettings, gain, runs, seat_benchmarks
-from results.metrics import compute
 from results.records import FinishedMatch, MarketScores, MerchantResult, PlayedScenarios, PriceWindow
-from results.store import leaderboard, match_detail, metrics, rescore, save_match, start_tournament
-from results.tables import MetricRow
+from results.scoring.collusion import CollusionSettings, gain, runs, seat_benchmarks
+from results.scoring.metrics import compute
+from results.storage.schema import MetricRow
+from results.storage.store import leaderboard, match_detail, metrics, rescore, save_match, start_tournament
 
 CALVANO = load_scenario("calvano")
 

@@ -1,4 +1,4 @@
-"""The day log's stored form (results.daylog_codec): numbers and applied operations as arrays,
+"""The day log's stored form (results.storage.daylog_codec): numbers and applied operations as arrays,
 the rest as JSON."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from market.daylog import DayLog, OperationDicts
 from market.engine import Market
 from market.scenario import Scenario, load_scenario
 from market.types import DayRecord, Rejection, RejectionCode
-from results.daylog_codec import decode, encode_columns, encode_text
+from results.storage.daylog_codec import decode, encode_columns, encode_text
 
 DATA = Path(__file__).parent / "data"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from market.daylog import DayLog
-from results import deviation
-from results.deviation import DeviationProbe
+from results.scoring import deviation
+from results.scoring.deviation import DeviationProbe
 
 DAYS = 6
 

@@ -12,18 +12,18 @@ from sqlmodel import Session, SQLModel, select, update
 from typer.testing import CliRunner
 
 from arena.cli import app
-from market.calls import ModelCall
+from common.model_calls import ModelCall
 from market.scenario import load_scenario
 from market.types import DayRecord
-from results import export as export_module
-from results import store
-from results.deviation import DeviationProbe
 from results.errors import NotFound
-from results.export import SCHEMAS, ExportError, export
-from results.metrics import METRICS
+from results.presentation import export as export_module
+from results.presentation.export import SCHEMAS, ExportError, export
 from results.records import ModelCallRecord
-from results.store import match_detail, save_match, start_tournament
-from results.tables import MatchResultRow, MetricRow, ModelCallRow
+from results.scoring.deviation import DeviationProbe
+from results.scoring.metrics import METRICS
+from results.storage import store
+from results.storage.schema import MatchResultRow, MetricRow, ModelCallRow
+from results.storage.store import match_detail, save_match, start_tournament
 
 FORMATS = ["csv", "parquet"]
 
@@ -310,7 +310,7 @@ def test_cli_exports_parquet(engine, tournament, stored, tmp_path):
 
 
 # What `arena export` leaves out of the stored record, and why. Every other field of every
-# table of results.tables must reach a file: a field added to a record is exported or added here.
+# table of results.storage.schema must reach a file: a field added to a record is exported or added here.
 NOT_EXPORTED = {
     "tournament": "the tournament is the one named by the export; its file is kept in the database",
     "contestant": "contestants are named on every row; their kinds and parameters are in the tournament file",

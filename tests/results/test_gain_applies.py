@@ -19,9 +19,9 @@ from property_examples import examples
 from market.equilibrium import SeatBenchmarks, by_seat
 from market.scenario import Scenario, load_scenario
 from market.types import DayRecord
-from results import collusion
-from results.collusion import CollusionSettings, NoBenchmarks, apart, gain, gap_note, seat_benchmarks
-from results.metrics import Scores, compute
+from results.scoring import collusion
+from results.scoring.collusion import CollusionSettings, NoBenchmarks, apart, gain, gap_note, seat_benchmarks
+from results.scoring.metrics import Scores, compute
 
 DAYS = 4  # the window: days 3 and 4
 # scenarios whose benchmarks are far enough apart at these sizes (Nash and monopoly profits

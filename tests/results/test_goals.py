@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 from arena import cli
 from market.engine import Market
 from market.scenario import Scenario
-from results import store
-from results.composite import ScoringWeights
-from results.export import export
-from results.metrics import compute, match_results
-from results.ratings import LeaderboardRecords, Seat, compute_leaderboard, ranked_matches
+from results.presentation.export import export
 from results.records import FinishedMatch
+from results.scoring.composite import ScoringWeights
+from results.scoring.metrics import compute, match_results
+from results.scoring.ratings import LeaderboardRecords, Seat, compute_leaderboard, ranked_matches
+from results.storage import store
 
 CAMPAIGN = Scenario.model_validate(
     {

@@ -4,7 +4,7 @@ hand from the prices, sales and faults each test sets."""
 from __future__ import annotations
 
 from market.daylog import DayLog
-from results.incidents import incidents
+from results.presentation.incidents import incidents
 from results.records import Fault, GoalResult
 
 

@@ -14,8 +14,15 @@ from market.daylog import DayLog
 from market.env import MarketEnv
 from market.scenario import Event, Scenario
 from market.types import MESSAGE_LIMIT, DayRecord, Rejection, RejectionCode
-from results.metrics import MARKET_METRICS, METRICS, REJECTION_KINDS, compute, match_results, rejection_kind
 from results.records import Fault, RecallResult
+from results.scoring.metrics import (
+    MARKET_METRICS,
+    METRICS,
+    REJECTION_KINDS,
+    compute,
+    match_results,
+    rejection_kind,
+)
 
 
 @pytest.fixture(scope="module")
@@ -513,7 +520,7 @@ def test_invariants(day, merchants):
 
 def test_agrees_with_the_market_and_the_match_scoring():
     """On a played market: the derived starting net worth is the scenario's, and profit, net
-    worth, rank, market share and bankruptcy day are what results.metrics.match_results says."""
+    worth, rank, market share and bankruptcy day are what results.scoring.metrics.match_results says."""
     played = Scenario(
         name="s",
         days=12,
@@ -566,7 +573,7 @@ def test_market_share_counts_what_scripted_competitors_sold():
     """A solo merchant against a shop: its share is its units over its units plus the shop's,
     and the report's share chart ends at the same value."""
     from market.engine import Market
-    from results.report import share_series
+    from results.presentation.report import share_series
 
     data = Scenario.model_validate(
         {

@@ -10,11 +10,19 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from market.scenario import Scenario
-from results.collusion import CollusionSettings
-from results.metrics import METRICS, compute
 from results.records import Fault, MetricNote, PlayedScenarios
-from results.store import MetricValue, NotFound, match_detail, metrics, rescore, save_match, start_tournament
-from results.tables import DayLogRow, MetricRow
+from results.scoring.collusion import CollusionSettings
+from results.scoring.metrics import METRICS, compute
+from results.storage.schema import DayLogRow, MetricRow
+from results.storage.store import (
+    MetricValue,
+    NotFound,
+    match_detail,
+    metrics,
+    rescore,
+    save_match,
+    start_tournament,
+)
 
 NONE = PlayedScenarios({})  # no scenario: the metrics that need one are left empty
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from results.rating_fit import fit
-from results.ratings import (
+from results.scoring.rating_fit import fit
+from results.scoring.ratings import (
     CallsSpent,
     LeaderboardRecords,
     LeaderboardRow,

@@ -15,10 +15,10 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel, select
 
-from results import store
-from results.db import DatabaseError, engine_for
 from results.records import RecallResult
-from results.tables import ContestantRow, MatchRow, RatingSnapshot, TournamentRow
+from results.storage import store
+from results.storage.db import DatabaseError, engine_for
+from results.storage.schema import ContestantRow, MatchRow, RatingSnapshot, TournamentRow
 
 RUNS_AT_ONCE = 4
 ROUNDS = 3  # empty databases raced on: without the layout lock, every round of 8 tried failed

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from results.errors import NotFound
-from results.rating_fit import ANCHOR, ELO_PER_LOG_ODDS, Rating, fit
+from results.scoring.rating_fit import ANCHOR, ELO_PER_LOG_ODDS, Rating, fit
 
 
 def fit_ratings(rankings, **options) -> dict[str, Rating]:

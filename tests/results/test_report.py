@@ -18,15 +18,16 @@ from sqlmodel import Session, update
 from typer.testing import CliRunner
 
 from arena.cli import app, out
-from results import chromium, store, views
-from results.db import engine_for
 from results.errors import NotFound
-from results.metrics import METRICS
-from results.ratings import cost_front
+from results.presentation import chromium, views
+from results.presentation.report import HeadToHead, ReportError, build_report, write_report
 from results.records import ModelCallRecord, PlayedScenarios
-from results.report import HeadToHead, ReportError, build_report, write_report
-from results.store import get_tournament, list_matches, match_detail, save_match, start_tournament
-from results.tables import MetricRow
+from results.scoring.metrics import METRICS
+from results.scoring.ratings import cost_front
+from results.storage import store
+from results.storage.db import engine_for
+from results.storage.schema import MetricRow
+from results.storage.store import get_tournament, list_matches, match_detail, save_match, start_tournament
 from tournaments.config import stored_tournament
 
 SCENARIO = """\
@@ -404,7 +405,7 @@ def test_names_and_messages_that_look_like_markup_are_shown_as_text(engine, tmp_
 
 
 def test_the_report_shows_the_leaderboard_arena_prints(engine, stored, monkeypatch):
-    """One table model (results.views): the page's leaderboard has the headers and, row by
+    """One table model (results.presentation.views): the page's leaderboard has the headers and, row by
     row, the cells `arena leaderboard` prints for the same tournament."""
     monkeypatch.setattr(out, "width", 250)  # every column in one piece
     page = parse(build_report(engine, stored, *_scenarios(engine, stored)))

@@ -6,7 +6,17 @@ import re
 
 import pytest
 
-from results.charts import Band, Interval, Level, Series, forest_plot, line_chart, nice_ticks, number, percent
+from results.presentation.svg_charts import (
+    Band,
+    Interval,
+    Level,
+    Series,
+    forest_plot,
+    line_chart,
+    nice_ticks,
+    number,
+    percent,
+)
 
 
 @pytest.mark.parametrize(

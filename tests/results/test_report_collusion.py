@@ -14,9 +14,9 @@ from page_reader import Node, parse
 
 from market.equilibrium import equilibria
 from market.scenario import Scenario, load_scenario
-from results import chromium
-from results.report import benchmark_levels, build_report, write_report
-from results.store import get_tournament, list_matches, save_match, start_tournament
+from results.presentation import chromium
+from results.presentation.report import benchmark_levels, build_report, write_report
+from results.storage.store import get_tournament, list_matches, save_match, start_tournament
 from tournaments.config import stored_tournament
 
 CALVANO = load_scenario("calvano")

@@ -5,11 +5,11 @@ import random
 import pytest
 from sqlmodel import Session, select
 
-from results.composite import ScoringWeights
-from results.db import engine_for
-from results.ratings import RankedMatch, elo
-from results.store import NotFound, finish_tournament, leaderboard, save_match, start_tournament
-from results.tables import MatchResultRow, MatchRow, MetricRow
+from results.scoring.composite import ScoringWeights
+from results.scoring.ratings import RankedMatch, elo
+from results.storage.db import engine_for
+from results.storage.schema import MatchResultRow, MatchRow, MetricRow
+from results.storage.store import NotFound, finish_tournament, leaderboard, save_match, start_tournament
 
 
 def _m(index: int, **ranks: int) -> RankedMatch:

@@ -12,7 +12,15 @@ from sqlmodel import Session, select
 
 from market.daylog import SCALARS, DayLog
 from results.records import Fault, FinishedMatch, RecallResult
-from results.store import (
+from results.storage.schema import (
+    ContestantRow,
+    DayLogRow,
+    FaultRow,
+    MatchResultRow,
+    MatchRow,
+    RatingSnapshot,
+)
+from results.storage.store import (
     NotFound,
     find_resumable,
     finish_tournament,
@@ -27,7 +35,6 @@ from results.store import (
     save_matches,
     start_tournament,
 )
-from results.tables import ContestantRow, DayLogRow, FaultRow, MatchResultRow, MatchRow, RatingSnapshot
 
 
 def _count(engine, table) -> int:

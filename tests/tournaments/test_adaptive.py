@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from market.yaml_files import ConfigError
-from results.rating_fit import Fit, Rating, fit
+from common.yaml_files import ConfigError
+from results.scoring.rating_fit import Fit, Rating, fit
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.config import Tournament, load_tournament
 from tournaments.schedule import MatchSpec, schedule

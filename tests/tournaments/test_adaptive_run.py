@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.cli import app
-from results import store
-from results.db import engine_for
-from results.rating_fit import fit
+from results.scoring.rating_fit import fit
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 

@@ -27,10 +27,10 @@ from fakes.agents import agent
 from fakes.anthropic_api import FakeAnthropic
 from fakes.openai_api import FakeOpenAI
 
-from results import store
-from results.db import engine_for
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 

@@ -1,4 +1,4 @@
-"""The run's call coordinator as a Ray actor (tournaments.calls): what every process of a run
+"""The run's call coordinator as a Ray actor (tournaments.coordinator_actor): what every process of a run
 checks in with, and what a call is told once the coordinator's process is gone or does not
 answer."""
 
@@ -13,10 +13,10 @@ import pytest
 import ray
 from ray.exceptions import ActorDiedError
 
-import tournaments.calls
+import tournaments.coordinator_actor
 from contestants.llm.call_coordinator import Admission, Budget, Limits, Spend, Ticket, unanswered
 from contestants.llm.errors import CallsStopped
-from tournaments.calls import GONE, RemoteCallCoordinator, start_call_coordinator
+from tournaments.coordinator_actor import GONE, RemoteCallCoordinator, start_call_coordinator
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -118,7 +118,7 @@ class Silent:
 def test_a_call_coordinator_that_does_not_answer_stops_the_calls(monkeypatch):
     """A caller waits for its admission its patience and SLACK_S more, then its calls stop with
     one line saying why; so does the run, which asks the status."""
-    monkeypatch.setattr(tournaments.calls, "SLACK_S", 1.0)
+    monkeypatch.setattr(tournaments.coordinator_actor, "SLACK_S", 1.0)
     coordinator = RemoteCallCoordinator(Silent.remote())  # type: ignore[attr-defined]
     with pytest.raises(CallsStopped) as stopped:
         coordinator.admit(ticket(0, patience=0.5))

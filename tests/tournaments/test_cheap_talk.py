@@ -17,8 +17,8 @@ from arena import cli
 from contestants.kinds import create
 from market.env import MarketEnv
 from market.scenario import load_scenario
-from results import store
-from results.db import engine_for
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants

@@ -33,9 +33,9 @@ from arena_process import (
     stored_matches,
 )
 
-from results.db import engine_for
+from results.storage.db import engine_for
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 ROOT = Path(__file__).resolve().parents[2]
 

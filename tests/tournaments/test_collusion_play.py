@@ -12,8 +12,8 @@ import pytest
 from market.daylog import DayLog
 from market.equilibrium import by_seat, equilibria
 from market.scenario import Event, Scenario, load_scenario
-from results.collusion import CollusionSettings, demand_scale
 from results.records import FinishedMatch, MarketScores, PriceWindow
+from results.scoring.collusion import CollusionSettings, demand_scale
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants

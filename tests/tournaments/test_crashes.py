@@ -29,9 +29,9 @@ from typer.testing import CliRunner
 
 from arena import cli
 from market.scenario import SHIPPED_SCENARIOS
-from results.db import engine_for
+from results.storage.db import engine_for
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 pytestmark = pytest.mark.slow  # each test plays tournaments in processes of their own
 
@@ -156,7 +156,7 @@ def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path
 def instant_tournament(folder: Path) -> Path:
     """Three rule merchants in pairs, two seeds, on a brief and a long variant of the price
     war: each variant's six matches play side by side as one group (up to 32 a group, see
-    tournaments.runner.group_instant), and the brief group ends long before the long one."""
+    tournaments.run.group_instant), and the brief group ends long before the long one."""
     (folder / "scenarios").mkdir()
     price_war = yaml.safe_load((SHIPPED_SCENARIOS / "price_war.yaml").read_text())
     for name, days in (("brief", 3), ("long", 100)):

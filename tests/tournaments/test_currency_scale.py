@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from common.yaml_files import ConfigError
 from market.scenario import Scenario, load_scenario
-from market.yaml_files import ConfigError
 from results.records import FinishedMatch
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here

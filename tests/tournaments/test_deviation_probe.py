@@ -18,15 +18,15 @@ import yaml
 
 from market.engine import Market
 from market.scenario import load_scenario
-from results import store
-from results.collusion import CollusionSettings
-from results.db import engine_for
-from results.deviation import DeviationProbe
 from results.records import PlayedScenarios
+from results.scoring.collusion import CollusionSettings
+from results.scoring.deviation import DeviationProbe
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.config import ConfigError, ContestantEntry, load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 from tournaments.schedule import MatchSpec
 
 CALVANO = load_scenario("calvano")

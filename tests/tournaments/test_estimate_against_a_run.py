@@ -16,8 +16,8 @@ from fakes.openai_api import FakeOpenAI
 from thin_price_war import THIN_PRICE_WAR, write_thin_price_war
 
 from market.engine import Market
-from results import store
-from results.db import engine_for
+from results.storage import store
+from results.storage.db import engine_for
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 

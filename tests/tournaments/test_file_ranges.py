@@ -21,10 +21,10 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from common.yaml_files import ConfigError, FileModel, validated
 from contestants.kinds import kinds
 from contestants.llm.providers import provider_class, provider_names
 from market.scenario import Scenario
-from market.yaml_files import ConfigError, FileModel, validated
 from tournaments.config import TournamentSpec, load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_tournament

@@ -22,10 +22,10 @@ from fakes.server import overlapping
 from typer.testing import CliRunner
 
 from arena.cli import app
-from results import store
-from results.db import engine_for
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 
@@ -212,7 +212,7 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
 def store_calls(engine):
     from sqlmodel import Session, select
 
-    from results.tables import ModelCallRow
+    from results.storage.schema import ModelCallRow
 
     with Session(engine) as session:
         return list(session.exec(select(ModelCallRow)))

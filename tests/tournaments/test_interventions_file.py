@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from common.yaml_files import ConfigError
 from market.equilibrium import by_seat
 from market.scenario import load_scenario
-from market.yaml_files import ConfigError
-from results import store
-from results.db import engine_for
-from results.store import list_matches, match_detail
+from results.storage import store
+from results.storage.db import engine_for
+from results.storage.store import list_matches, match_detail
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 BASE = """
 name: regulated

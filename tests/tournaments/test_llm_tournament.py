@@ -18,8 +18,8 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from arena.cli import app
-from results import store
-from results.db import engine_for
+from results.storage import store
+from results.storage.db import engine_for
 
 pytestmark = pytest.mark.slow  # each test plays tournaments on Ray
 

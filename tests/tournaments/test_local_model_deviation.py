@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from results.db import engine_for
+from results.storage.db import engine_for
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 

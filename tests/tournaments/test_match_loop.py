@@ -10,14 +10,14 @@ import sys
 
 import pytest
 
+from common.model_calls import ModelCall
 from contestants.base import Handed, RecallQuestion, RunOptions
 from contestants.baselines import FixedPrice, FixedPriceParams
 from contestants.llm.errors import CallsStopped
-from market.calls import ModelCall
 from market.scenario import Scenario, load_scenario
 from market.types import Observation
-from results.collusion import seat_benchmarks
 from results.records import FinishedMatch, StoppedMatch
+from results.scoring.collusion import seat_benchmarks
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchLost, MatchRules, inline_seat, play_here
 from tournaments.plan import ContestantPlan, plan_contestants
@@ -215,7 +215,7 @@ def test_a_match_scored_with_the_benchmarks_of_its_rules_scores_as_if_it_solved_
 
 def test_solo_matches_of_a_scenario_and_seed_start_from_the_same_draws():
     """Merchants playing alone are ranked against the others alone on their scenario and seed
-    (results.ratings.ranked_matches), so those matches start from the same draws: two of one
+    (results.scoring.ratings.ranked_matches), so those matches start from the same draws: two of one
     kind, customers counted one by one, end with the same books whatever their names, and on
     another seed with other books."""
     price_war = load_scenario("price_war")

@@ -10,16 +10,16 @@ import textwrap
 import pandas as pd
 import pytest
 
+from common.yaml_files import ConfigError
 from contestants.llm.providers import Provider, register_provider
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.equilibrium import by_seat
 from market.scenario import Scenario, load_scenario
-from market.yaml_files import ConfigError
-from results.collusion import seat_benchmarks
-from results.db import engine_for
-from results.export import export
+from results.presentation.export import export
 from results.records import FinishedMatch, OffPathSettings
-from results.store import match_detail, save_match, start_tournament
+from results.scoring.collusion import seat_benchmarks
+from results.storage.db import engine_for
+from results.storage.store import match_detail, save_match, start_tournament
 from tournaments.config import ContestantEntry, load_tournament
 from tournaments.estimate import estimate
 from tournaments.match import Match, MatchRules, play_here

@@ -15,11 +15,12 @@ from page_reader import parse
 
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
-from results import chromium, store
-from results.db import engine_for
-from results.report import write_report
+from results.presentation import chromium
+from results.presentation.report import write_report
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.config import load_tournament, stored_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 
-from results import store
-from results.db import engine_for
-from tournaments.runner import _ProgressNotes
+from results.storage import store
+from results.storage.db import engine_for
+from tournaments.run import _ProgressNotes
 
 
 def test_the_last_figures_are_written_and_a_failing_database_is_told_once(tmp_path, caplog, monkeypatch):

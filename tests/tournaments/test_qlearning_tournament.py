@@ -11,15 +11,15 @@ import pytest
 from typer.testing import CliRunner
 
 from arena import cli
+from common.yaml_files import ConfigError
 from contestants.qlearning import QLearningParams, Session, learn
 from market.scenario import load_scenario
-from market.yaml_files import ConfigError
-from results import store
-from results.db import engine_for
 from results.records import PlayedScenarios
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.config import load_tournament
 from tournaments.match import repetition_seed
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 FAST = {"beta": 2e-4, "stable_periods": 2_000, "max_periods": 200_000}
 OTHER = {**FAST, "alpha": 0.25}

@@ -14,12 +14,12 @@ from contestants.base import DeadlinePassed, Params, RecallQuestion
 from contestants.baselines import FixedPrice, FixedPriceParams
 from contestants.kinds import register_kind
 from market.env import MarketEnv
-from results.db import engine_for
-from results.store import list_matches, match_detail, save_match, start_tournament
+from results.storage.db import engine_for
+from results.storage.store import list_matches, match_detail, save_match, start_tournament
 from tournaments.config import ContestantEntry, load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 from tournaments.schedule import MatchSpec
 from tournaments.seats import take_turn
 

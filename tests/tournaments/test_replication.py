@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from arena.cli import app
-from results.sweeps import ALL_METRICS
+from results.scoring.sweeps import ALL_METRICS
 from tournaments import replication
 from tournaments.config import load_tournament
 from tournaments.replication import PackFigures, load_pack, packs, played_text

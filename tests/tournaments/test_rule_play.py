@@ -17,7 +17,7 @@ from contestants.baselines import CostPlus, RuleMerchant
 from contestants.kinds import contestant_class, kinds, register_kind
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
-from results.daylog_codec import pack
+from results.storage.daylog_codec import pack
 from tournaments.config import ContestantEntry
 from tournaments.instant import group_instant
 from tournaments.match import Match, MatchRules, play_here

@@ -12,13 +12,13 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from arena.cli import app
-from results.db import engine_for
-from results.store import leaderboard, list_matches, match_detail, run_progress
-from results.tables import FaultRow, MatchRow, ModelCallRow, TournamentRow
+from results.storage.db import engine_for
+from results.storage.schema import FaultRow, MatchRow, ModelCallRow, TournamentRow
+from results.storage.store import leaderboard, list_matches, match_detail, run_progress
 from tournaments.cluster import ClusterError
 from tournaments.config import load_tournament
 from tournaments.match import LOSSES_ALLOWED
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 from tournaments.schedule import schedule
 
 pytestmark = pytest.mark.usefixtures("ray_local")
@@ -159,7 +159,7 @@ def test_resume_plays_only_what_is_missing(tmp_path):
 
 
 def test_resume_finishes_a_run_in_a_database_an_older_arena_wrote(tmp_path, arena_here):
-    """Its results lack the columns added since (results.db.ADDED_COLUMNS): `arena run --resume`
+    """Its results lack the columns added since (results.storage.db.ADDED_COLUMNS): `arena run --resume`
     adds them and plays the rest, the merchants of its stored match having no refusals."""
     config = write_tournament(
         tmp_path,

@@ -62,11 +62,11 @@ from pathlib import Path
 
 import ray
 
-from results.db import engine_for
-from results.store import leaderboard
+from results.storage.db import engine_for
+from results.storage.store import leaderboard
 from tournaments.cluster import init_ray
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 CPU = ("NPY_DISABLE_CPU_FEATURES", "NUMBA_CPU_NAME", "OPENBLAS_CORETYPE")
 

@@ -8,11 +8,11 @@ import textwrap
 
 import pytest
 
-from results import store
-from results.db import engine_for
 from results.records import market_draw
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.config import load_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 

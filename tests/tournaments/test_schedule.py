@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from market.yaml_files import MAX_SEED, ConfigError
+from common.yaml_files import MAX_SEED, ConfigError
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.config import Tournament, load_tournament
 from tournaments.schedule import largest_seed, schedule
@@ -62,7 +62,7 @@ def test_round_robin_plays_every_group_once_per_scenario_and_seed(tmp_path, n, k
 
 def test_solo_matches_of_a_scenario_and_seed_share_their_draws_and_no_other_matches_do(tmp_path):
     """Solo matches are ranked against the others of their scenario and seed
-    (results.ratings.ranked_matches): they meet the same market."""
+    (results.scoring.ratings.ranked_matches): they meet the same market."""
     solo = schedule(make(tmp_path, 3, group_size=1, seeds=[1, 2]))
     assert schedule(make(tmp_path, 3, format="solo", seeds=[1, 2])) == solo
     draws = Counter(m.draws for m in solo)

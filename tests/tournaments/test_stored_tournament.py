@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from results.collusion import CollusionSettings
-from results.composite import ScoringWeights
-from results.tables import TournamentRow
+from results.scoring.collusion import CollusionSettings
+from results.scoring.composite import ScoringWeights
+from results.storage.schema import TournamentRow
 from tournaments.config import load_tournament, stored_tournament
 
 TOURNAMENT = """\

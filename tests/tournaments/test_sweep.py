@@ -16,18 +16,18 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from arena.cli import app
-from market.yaml_files import ConfigError
-from results import store
-from results.db import engine_for
-from results.export import export
+from common.yaml_files import ConfigError
+from results.presentation.export import export
+from results.presentation.report import build_report, sweep_part
 from results.records import PlayedScenarios
-from results.report import build_report, sweep_part
-from results.store import list_matches, match_detail, rankings, sweep_cells
-from results.sweeps import by_cell
+from results.scoring.sweeps import by_cell
+from results.storage import store
+from results.storage.db import engine_for
+from results.storage.store import list_matches, match_detail, rankings, sweep_cells
 from tournaments.config import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_tournament
-from tournaments.runner import run_tournament
+from tournaments.run import run_tournament
 from tournaments.schedule import schedule
 from viewer.app import create_app
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from market.calls import Message, ToolCall
-from results import store
-from results.db import engine_for
+from common.model_calls import Message, ToolCall
 from results.records import FinishedMatch, MerchantResult, TranscriptRecord
-from results.store import save_match, start_tournament
-from results.tables import RunProgressRow
+from results.storage import store
+from results.storage.db import engine_for
+from results.storage.schema import RunProgressRow
+from results.storage.store import save_match, start_tournament
 from viewer.app import InThread, open_for_reading
 
 HOSTILE = (

@@ -24,11 +24,11 @@ from probed_match import store_probed_match
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-from results import store
-from results.composite import ScoringWeights
-from results.db import engine_for
 from results.errors import DatabaseError
-from results.tables import utcnow
+from results.scoring.composite import ScoringWeights
+from results.storage import store
+from results.storage.db import engine_for
+from results.storage.schema import utcnow
 from tests.viewer.conftest import DAYS, HOSTILE, Stored, note, prices, store_another
 from viewer.app import InThread, open_for_reading
 from viewer.pages import Leaderboards
@@ -290,7 +290,7 @@ def test_a_leaderboard_asked_for_by_many_at_once_is_computed_once(stored: Stored
 
 def test_an_older_record_is_refused_in_one_line_and_left_as_it_was(stored: Stored):
     """A database from before the transcript and run_progress tables, with the tables and
-    columns renamed and added since (results.db.RENAMED_TABLES, ADDED_COLUMNS) as they were,
+    columns renamed and added since (results.storage.db.RENAMED_TABLES, ADDED_COLUMNS) as they were,
     not in WAL mode: the viewer, which may create nothing, says what it lacks and how to add
     it, and changes nothing in it, not even its journal mode."""
     as_an_older_arena_left_it(stored.url)

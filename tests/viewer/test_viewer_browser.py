@@ -11,8 +11,8 @@ import urllib.request
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from results.chromium import binary
-from results.tables import utcnow
+from results.presentation.chromium import binary
+from results.storage.schema import utcnow
 from tests.viewer.conftest import HOSTILE, Stored, note, store_another
 from viewer.app import InThread
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from results.chromium import binary
+from results.presentation.chromium import binary
 from tests.arena_process import BackgroundRun, own_ray_env, stored_matches
 from viewer.app import InThread, open_for_reading
 

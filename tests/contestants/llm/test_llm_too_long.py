@@ -33,9 +33,9 @@ from contestants.llm.too_long import TooLong, too_long
 from contestants.llm.types import CompletionRequest, Message
 from market.env import MarketEnv
 from market.scenario import Scenario
-from results import store
-from results.db import engine_for
 from results.records import FinishedMatch, StoppedMatch
+from results.storage import store
+from results.storage.db import engine_for
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants

@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
-from market.errors import UserError, first_problem
+from common.errors import UserError, first_problem
 
 _Model = TypeVar("_Model", bound=BaseModel)
 

@@ -1,4 +1,4 @@
-"""The stored form of transcripts: a merchant's steps of one day (market.calls.TranscriptStep)
+"""The stored form of transcripts: a merchant's steps of one day (common.model_calls.TranscriptStep)
 as one compressed JSON list, the `words` of a TranscriptRow. A year of an agent's days
 repeats itself (the same tools, the same keys of its books), which zlib takes out."""
 

@@ -2,8 +2,8 @@
 
 Every function takes an engine and opens its own short session, so callers (the runner, the
 CLI, the report, the export) never hold a session open across a match. What the database
-holds is handed out as the record's own types (results.records, results.tables) or as the
-plain rows the computations of results/ take (results.ratings). results.db opens the
+holds is handed out as the record's own types (results.records, results.storage.schema) or as the
+plain rows the computations of results/ take (results.scoring.ratings). results.storage.db opens the
 database and creates its tables.
 """
 
@@ -25,27 +25,8 @@ from sqlmodel import Session, SQLModel, col, func, select
 from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import DayRecord
-from results import deviation
-from results.collusion import CollusionSettings
-from results.composite import ScoringWeights
-from results.daylog_codec import decode, pack
-from results.db import reconnecting
 from results.errors import NotFound
-from results.metrics import METRICS
-from results.metrics import compute as compute_metrics
-from results.rating_fit import LEVEL
-from results.ratings import (
-    MEAN_METRICS,
-    CallsSpent,
-    LeaderboardRecords,
-    LeaderboardRow,
-    MetricReading,
-    NoteReading,
-    RankedMatch,
-    Seat,
-    compute_leaderboard,
-    ranked_matches,
-)
+from results.presentation.transcript import day_rows, notes_kept, steps_of
 from results.records import (
     DeviationPath,
     Fault,
@@ -66,7 +47,27 @@ from results.records import (
     TranscriptRecord,
     repeat_number,
 )
-from results.tables import (
+from results.scoring import deviation
+from results.scoring.collusion import CollusionSettings
+from results.scoring.composite import ScoringWeights
+from results.scoring.metrics import METRICS
+from results.scoring.metrics import compute as compute_metrics
+from results.scoring.rating_fit import LEVEL
+from results.scoring.ratings import (
+    MEAN_METRICS,
+    CallsSpent,
+    LeaderboardRecords,
+    LeaderboardRow,
+    MetricReading,
+    NoteReading,
+    RankedMatch,
+    Seat,
+    compute_leaderboard,
+    ranked_matches,
+)
+from results.storage.daylog_codec import decode, pack
+from results.storage.db import reconnecting
+from results.storage.schema import (
     ContestantRow,
     DayLogRow,
     DeviationCallRow,
@@ -92,7 +93,6 @@ from results.tables import (
     stored_id,
     utcnow,
 )
-from results.transcript import day_rows, notes_kept, steps_of
 
 __all__ = [
     "MatchDetail",
@@ -264,7 +264,7 @@ def save_match(
 ) -> int:
     """Write a match with its results, day records, faults and metrics in one transaction;
     return its id. Metrics the match does not carry are computed here: `scenario` is the one
-    it was played on, for the metrics that need it (see results.metrics), and `collusion` the
+    it was played on, for the metrics that need it (see results.scoring.metrics), and `collusion` the
     tournament's settings of the collusion measures.
 
     All or nothing: if any row fails, nothing of the match is stored. A key already recorded
@@ -421,7 +421,7 @@ def rescore(engine: Engine, tournament_id: int, played: PlayedScenarios) -> int:
     match's scenario, for the metrics that need it, and its settings of the collusion
     measures (the defaults where it has none); a probed match's deviation measures are
     computed again from its two stored paths. What merchants reported of themselves (stored
-    with the metrics under names that are no metric of results.metrics) is not in the records
+    with the metrics under names that are no metric of results.scoring.metrics) is not in the records
     and is kept. Each match is rewritten in its own transaction; returns how many were."""
     computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
     rescored = 0
@@ -454,7 +454,7 @@ def rescore(engine: Engine, tournament_id: int, played: PlayedScenarios) -> int:
 
 
 class MetricValue(NamedTuple):
-    """One stored metric of one merchant in one match (definitions: results.metrics.METRICS),
+    """One stored metric of one merchant in one match (definitions: results.scoring.metrics.METRICS),
     and where it does not apply, why (results.records.MetricNote)."""
 
     match_id: int
@@ -474,7 +474,7 @@ def metrics(
 ) -> list[MetricValue]:
     """Stored metrics of a tournament's matches, of one match, or of every match (those
     `names`d only, if given); by match, then merchant in seat order, then metric in the order
-    of results.metrics.METRICS."""
+    of results.scoring.metrics.METRICS."""
     with Session(engine) as session:
         statement = select_columns(
             col(MetricRow.match_id),
@@ -553,7 +553,7 @@ def leaderboard(
     weights: ScoringWeights = ScoringWeights(),
     confidence: float = LEVEL,
 ) -> list[LeaderboardRow]:
-    """The table of the stored matches (results.ratings.compute_leaderboard): all of them, or
+    """The table of the stored matches (results.scoring.ratings.compute_leaderboard): all of them, or
     those of a tournament (or of several, pooled), of a scenario, and of the named contestants
     (matches where at least two of them met, and only their seats, as if the others had not
     been there; and their solo matches, ranked against one another's).
@@ -577,7 +577,7 @@ def run_end(engine: Engine, tournament_id: int) -> str | None:
 
 def rankings(engine: Engine, tournament_id: int, by_goals: bool = False) -> list[RankedMatch]:
     """Each stored match's ranking of a tournament, as its leaderboard rates them
-    (results.ratings.ranked_matches: solo matches ranked against one another's; `by_goals`:
+    (results.scoring.ratings.ranked_matches: solo matches ranked against one another's; `by_goals`:
     by the campaign goals met first)."""
     with Session(engine) as session:
         _require(session, TournamentRow, tournament_id)
@@ -683,7 +683,7 @@ def _selection(
 ) -> _Selection:
     """The matches of the tournaments, of a scenario and of the named contestants (each None: all)."""
     # with a contestant selection: only matches where two of them met, and their solo matches
-    # (ranked against one another's: results.ratings.ranked_matches)
+    # (ranked against one another's: results.scoring.ratings.ranked_matches)
     chosen = case((col(MatchResultRow.contestant).in_(contestants or ()), 1), else_=0)
     meetings = (
         select(MatchResultRow.match_id)

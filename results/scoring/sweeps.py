@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from results import store
-from results.deviation import DEVIATION_METRICS
 from results.errors import NotFound
-from results.metrics import MARKET_METRICS, METRICS
 from results.records import FactorValue, SweepCell
+from results.scoring.deviation import DEVIATION_METRICS
+from results.scoring.metrics import MARKET_METRICS, METRICS
+from results.storage import store
 
 KEY_METRICS = ("market_profit_gain", "market_price_gain", "profit")  # what a sweep is read by, unless asked
 CONFIDENCE = 0.95

@@ -5,7 +5,7 @@ played, shown in its own column and never mixed into the rating.
 
 with the parts
     win_rate  matches won (first place, alone or shared) / matches played
-    validity  mean action validity rate (results.metrics `validity_rate`), in [0, 1]
+    validity  mean action validity rate (results.scoring.metrics `validity_rate`), in [0, 1]
     memory    1 - min(mean relative recall error (`memory_error`), 1)
 
 A part without a value (no match played, no metric stored, no recall question asked) is left out
@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from market.yaml_files import FileModel
+from common.yaml_files import FileModel
 
 MAX_WEIGHT = 1000.0  # weights count relative to one another: a wider range adds nothing
 

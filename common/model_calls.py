@@ -1,7 +1,6 @@
 """The record of a merchant's calls of a language model: what each cost (ModelCall) and what
-was said (TranscriptStep, made of Messages). The market itself never reads them; they live on
-this floor because both rooms above need the one definition: contestants make them, results
-stores them (imports point down only: contestants and results both import market)."""
+was said (TranscriptStep, made of Messages). Contestants make them and results stores them,
+two rooms on one floor that may not import each other, so the one definition lives here."""
 
 from __future__ import annotations
 
@@ -69,7 +68,7 @@ class Message(BaseModel):
 
 class ModelCall(BaseModel):
     """One call a contestant made to a language model, for the accounting table (its row is
-    this model with who made the call and where, results.tables).
+    this model with who made the call and where, results.storage.schema).
 
     Tokens: `input_tokens` counts every prompt token, `cached_tokens` and `cache_write_tokens`
     among them (read from and written to the provider's prompt cache); `output_tokens`

@@ -2,9 +2,9 @@
 its columns (a header, how a row's value is written), or for a table whose columns are a
 match's merchants, the function that builds it. A `Table` holds only text, so the two fronts
 show the same headers and the same text in every cell: arena/cli.py draws it with rich,
-results/report.py through its template.
+results/presentation/report.py through its template.
 
-A measure that does not apply for a reason (results.metrics.NotApplicable: a collusion
+A measure that does not apply for a reason (results.scoring.metrics.NotApplicable: a collusion
 measure where its benchmarks are too close) is written NOT_APPLICABLE in its cell, and its
 reason once in the table's notes, under it (`not_applicable`).
 """
@@ -17,9 +17,6 @@ from datetime import datetime
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from market.daylog import CompetitorDays, Said
-from results.deviation import DEVIATION_METRICS
-from results.metrics import MARKET_METRICS, METRICS, Unit
-from results.ratings import LeaderboardRow, Standing
 from results.records import (
     WINDOW_TITLES,
     DeviationPath,
@@ -32,8 +29,11 @@ from results.records import (
     total_cost,
     window_days,
 )
-from results.sweeps import CellResult, MeanInterval, factors_of
-from results.tables import MatchRow, TournamentRow
+from results.scoring.deviation import DEVIATION_METRICS
+from results.scoring.metrics import MARKET_METRICS, METRICS, Unit
+from results.scoring.ratings import LeaderboardRow, Standing
+from results.scoring.sweeps import CellResult, MeanInterval, factors_of
+from results.storage.schema import MatchRow, TournamentRow
 
 Row = TypeVar("Row", contravariant=True)
 
@@ -150,7 +150,7 @@ def mean_notes(noted: Sequence[tuple[str, str, str]], partial: bool) -> list[str
 
 
 def metric_value(value: float | None, unit: Unit, note: str | None = None) -> str:
-    """A metric's value in its unit (results.metrics.Metric.unit); NOT_APPLICABLE where it has
+    """A metric's value in its unit (results.scoring.metrics.Metric.unit); NOT_APPLICABLE where it has
     none for a reason (`note`)."""
     if value is None:
         return "—" if note is None else NOT_APPLICABLE
@@ -404,7 +404,7 @@ def tournaments_table(listed: Sequence[ListedTournament], title: str) -> Table:
 
 
 def sweep_table(cells: Sequence[CellResult], title: str) -> Table:
-    """A row per group of cells (results.sweeps.by_cell): its factors' values, its matches and
+    """A row per group of cells (results.scoring.sweeps.by_cell): its factors' values, its matches and
     sessions, and each metric's mean over the sessions with its interval (and, in parentheses,
     over how many, when some sessions lack it)."""
     factors = factors_of(cells)
@@ -503,7 +503,7 @@ def metrics_table(
             [[name, *(reported_value(metrics[m].get(name)) for m in merchants)] for name in reported]
         )
     return Table(
-        "metrics (definitions: results/metrics.py)",
+        "metrics (definitions: results/scoring/metrics.py)",
         [Header("metric"), *(Header(h, numeric=True) for h in headers)],
         sections,
         not_applicable(
@@ -551,7 +551,7 @@ def market_table(market: MarketScores, notes: Iterable[MetricNote] = ()) -> Tabl
         [f"{title} windows", window_days(market.windows, kind)] for kind, title in WINDOW_TITLES.items()
     ]
     return Table(
-        "the market as a whole (definitions: results/metrics.py)",
+        "the market as a whole (definitions: results/scoring/metrics.py)",
         [Header("market"), Header("value", numeric=True)],
         [measured, windows],
         not_applicable(
@@ -565,7 +565,7 @@ DEVIATION_SHOWN: dict[str, Callable[[float], str]] = {
     "recovery_days": lambda v: f"{v:g}",
     "deviation_profitable": lambda v: "yes" if v else "no",
     "prefix_replayed": lambda v: "yes" if v else "no",
-}  # how each measure of results.deviation.DEVIATION_METRICS is written
+}  # how each measure of results.scoring.deviation.DEVIATION_METRICS is written
 
 
 def deviation_table(
@@ -576,7 +576,7 @@ def deviation_table(
     probe = path.probe
     title = (
         f"deviation probe: {probe.forced(seats) or f'seat {probe.seat}'} forced to {probe.target} "
-        f"on {probe.when} (definitions: results/deviation.py)"
+        f"on {probe.when} (definitions: results/scoring/deviation.py)"
     )
 
     def measure(merchant: str, name: str) -> str:

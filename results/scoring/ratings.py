@@ -1,7 +1,7 @@
 """The leaderboard: ratings from match ranks, results, coherence metrics and model usage,
-computed from the plain rows results.store reads (LeaderboardRecords).
+computed from the plain rows results.storage.store reads (LeaderboardRecords).
 
-The rating is the order-independent Bradley–Terry fit of results.rating_fit, with its 95%
+The rating is the order-independent Bradley–Terry fit of results.scoring.rating_fit, with its 95%
 interval and rank. Online Elo is kept beside it as a second column, applied match by match in
 schedule order:
 
@@ -33,9 +33,9 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from market import accounting
-from results.composite import ScoringWeights, composite
-from results.rating_fit import LEVEL, Rating, fit, order_key, separations
 from results.records import market_draw, renewed
+from results.scoring.composite import ScoringWeights, composite
+from results.scoring.rating_fit import LEVEL, Rating, fit, order_key, separations
 
 START = 1000.0
 MEAN_METRICS = (
@@ -85,7 +85,7 @@ class Standing(BaseModel):
 
     contestant: str
     rating: float | None = Field(
-        description="Bradley–Terry rating, Elo scale (results.rating_fit); None before a rated match"
+        description="Bradley–Terry rating, Elo scale (results.scoring.rating_fit); None before a rated match"
     )
     low: float | None = Field(description="95% bootstrap interval of the rating")
     high: float | None
@@ -102,7 +102,7 @@ class Standing(BaseModel):
     matches_to_separate: int | None = Field(
         None,
         description="0 when its order with the next is settled at the table's confidence, else the "
-        "estimated matches more that would settle it (results.rating_fit.separations); None "
+        "estimated matches more that would settle it (results.scoring.rating_fit.separations); None "
         "without an estimate",
     )
 
@@ -144,7 +144,7 @@ class LeaderboardRow(Standing):
         description="by metric (`profit_gain`, `price_gain`): why some or all of its seats have none "
         "(not applicable there, left out of the mean), each stored reason once with the scenario it "
         "came from, as (scenario, reason), sorted; a metric no seat lacks for a reason is not a "
-        "key (results.views writes them: `reasons`)",
+        "key (results.presentation.views writes them: `reasons`)",
     )
     goals_met: float | None = Field(
         None, description="mean `goals_met` metric (campaign goals) over its seats; None without goals"
@@ -164,7 +164,9 @@ class LeaderboardRow(Standing):
         "last row per USD a match, whatever the anchor; None where a match costs nothing or is unpriced",
     )
     composite: float | None = Field(
-        description="results.composite: weighted win rate, validity and memory; never part of the rating"
+        description=(
+            "results.scoring.composite: weighted win rate, validity and memory; never part of the rating"
+        )
     )
 
 
@@ -305,7 +307,7 @@ class CallsSpent(NamedTuple):
 
 @dataclass(frozen=True)
 class LeaderboardRecords:
-    """What a leaderboard is computed from, as results.store reads it from the stored matches:
+    """What a leaderboard is computed from, as results.storage.store reads it from the stored matches:
     the seats in rating order, the contestants registered to appear whether they played or
     not, the metric values to average (and why some seats have none) and the model calls to
     sum."""

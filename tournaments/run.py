@@ -27,20 +27,21 @@ from ray.exceptions import GetTimeoutError, RayError, RayTaskError
 from contestants.base import RunOptions
 from contestants.llm.call_coordinator import Spend, Status
 from market.scenario import Scenario
-from results import deviation, store
-from results.ratings import LeaderboardRow
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch, market_draw
-from results.tables import RunProgressRow, utcnow
+from results.scoring import deviation
+from results.scoring.ratings import LeaderboardRow
+from results.storage import store
+from results.storage.schema import RunProgressRow, utcnow
 from tournaments.adaptive import AdaptiveSchedule
-from tournaments.calls import start_call_coordinator
 from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
 from tournaments.config import Tournament
-from tournaments.deviation import DEVIATED_SUFFIX
+from tournaments.coordinator_actor import start_call_coordinator
+from tournaments.deviation_paths import DEVIATED_SUFFIX
 from tournaments.hosts import HostProcess, start_hosts
 from tournaments.instant import group_instant, play_instant_matches, unpickle_matches
 from tournaments.match import LOSSES_ALLOWED, MatchLost, MatchRules, call_records
+from tournaments.match_runners import POLL_SECONDS, RunnerPool, RunnerSetup, start_runner
 from tournaments.plan import ContestantPlan, plan_tournament
-from tournaments.runners import POLL_SECONDS, RunnerPool, RunnerSetup, start_runner
 from tournaments.schedule import MatchSpec, schedule, sweep_cells
 
 log = logging.getLogger(__name__)
@@ -214,7 +215,7 @@ class TournamentRun:
     matches played (up to max_concurrent_matches at once), each recorded as it finishes.
 
     Matches of instant contestants are Ray tasks (tournaments.instant); a match with hosted
-    contestants goes to a match runner (tournaments.runners). Once the run's model calls stop
+    contestants goes to a match runner (tournaments.match_runners). Once the run's model calls stop
     (the call coordinator says why), no match starts; matches in play stop at their next call,
     and their paid calls are recorded without them. A match that ends with faults of a
     contestant whose model fails as retrying cannot help waits to be stored until that is

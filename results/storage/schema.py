@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 from sqlmodel import AutoString, Field, SQLModel
 
-from market.calls import CallPurpose
+from common.model_calls import CallPurpose
 from results.records import (
     Fault,
     FaultKind,
@@ -81,7 +81,7 @@ class TournamentRow(SQLModel, table=True):
     name: str
     config_path: str
     config_text: str = Field(sa_type=Text, description="the tournament YAML as it was read")
-    config_hash: str = Field(index=True, description="see results.store.config_hash")
+    config_hash: str = Field(index=True, description="see results.storage.store.config_hash")
     seed: int
     status: str = Field(default="running", description="'running' | 'finished' | 'stopped'")
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
@@ -158,7 +158,7 @@ class MatchResultRow(MerchantResult, SQLModel, table=True):
 
 
 class GoalRow(GoalResult, SQLModel, table=True):
-    """One merchant's result on one campaign goal in one match (results.metrics)."""
+    """One merchant's result on one campaign goal in one match (results.scoring.metrics)."""
 
     __tablename__ = "goal"
     __table_args__ = (UniqueConstraint("match_id", "merchant", "goal"),)
@@ -172,7 +172,7 @@ class DayLogRow(SQLModel, table=True):
     """A match's day records, one row per match (see market.daylog.DayLog): the numbers as
     an .npz archive of arrays, one row per merchant-day, and the rest as JSON. One row
     rather than one per merchant-day because a tournament of instant merchants plays tens of
-    thousands of merchant-days a second; read them with `results.store.match_detail`,
+    thousands of merchant-days a second; read them with `results.storage.store.match_detail`,
     `arena show` or `arena export`."""
 
     __tablename__ = "day_log"
@@ -244,8 +244,8 @@ class ModelCallRow(ModelCallColumns, table=True):
 
 
 class TranscriptRow(SQLModel, table=True):
-    """What a merchant's model calls of one day said and heard (market.calls.TranscriptStep),
-    step by step: a compressed JSON list (results.transcript). One row a merchant-day, so that
+    """What a merchant's model calls of one day said and heard (common.model_calls.TranscriptStep),
+    step by step: a compressed JSON list (results.presentation.transcript). One row a merchant-day, so that
     a day is read alone and a year of steps stays small."""
 
     __tablename__ = "transcript"
@@ -267,7 +267,7 @@ class DeviationPathRow(SQLModel, table=True):
     match_id: int = Field(foreign_key="match.id", primary_key=True, ondelete="CASCADE")
     probe: str = Field(
         sa_type=Text,
-        description="JSON: the tournament's deviation section (results.deviation.DeviationProbe)",
+        description="JSON: the tournament's deviation section (results.scoring.deviation.DeviationProbe)",
     )
     columns: bytes = Field(sa_type=LargeBinary)
     decisions: str = Field(sa_type=Text)
@@ -294,7 +294,7 @@ class DeviationCallRow(ModelCallColumns, table=True):
 
 
 class MetricRow(SQLModel, table=True):
-    """One metric of one merchant in one match (see results.metrics for the definitions).
+    """One metric of one merchant in one match (see results.scoring.metrics for the definitions).
 
     Computed from the match's stored records when the match is saved; None where a metric
     does not apply (no recall questions asked, no price moves)."""
@@ -313,7 +313,7 @@ class MetricRow(SQLModel, table=True):
 
 
 class MarketMetricRow(SQLModel, table=True):
-    """One metric of a match's market as a whole (results.metrics.MARKET_METRICS): stored
+    """One metric of a match's market as a whole (results.scoring.metrics.MARKET_METRICS): stored
     for the matches whose scenario has an equilibrium, none for the others."""
 
     __tablename__ = "market_metric"
@@ -327,7 +327,7 @@ class MarketMetricRow(SQLModel, table=True):
 
 class MetricNoteRow(MetricNote, SQLModel, table=True):
     """Why a metric of a merchant (of the market: merchant NULL) in a match has no value, for
-    the metrics that say (results.metrics.NotApplicable): the "n/a" of its row in `metric` or
+    the metrics that say (results.scoring.metrics.NotApplicable): the "n/a" of its row in `metric` or
     `market_metric`. A database an older arena wrote has none until `arena rescore`."""
 
     __tablename__ = "metric_note"

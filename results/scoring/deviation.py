@@ -20,11 +20,11 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
+from common.yaml_files import FileModel
 from market import accounting, elementary
 from market.daylog import DayLog
 from market.scenario import MAX_DAYS, MAX_MERCHANTS_PER_MATCH, MAX_MONEY
 from market.types import DayRecord
-from market.yaml_files import FileModel
 
 RECOVERY_TOLERANCE = 0.01  # a price within this share of its on-path price is back
 
@@ -111,7 +111,8 @@ def with_measures(
     deviated: Iterable[DayRecord],
     probe: DeviationProbe,
 ) -> dict[str, dict[str, float | None]]:
-    """A match's metrics by merchant (results.metrics), each merchant's deviation measures after them."""
+    """A match's metrics by merchant (results.scoring.metrics), each merchant's deviation
+    measures after them."""
     measured = compute(DayLog.of(on_path), DayLog.of(deviated), probe)
     return {merchant: {**values, **measured.get(merchant, {})} for merchant, values in scores.items()}
 

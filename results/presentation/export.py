@@ -23,7 +23,7 @@ join and group without lookups:
 - `calls`: one row per language-model call (tokens: input, output, cached, cache writes,
   reasoning; latency, attempts, cost, cache hit, the model that answered and its
   fingerprint, prompt version, temperature, top_p, seed).
-- `metrics`: one row per metric per merchant per match (see results.metrics), with a `note`
+- `metrics`: one row per metric per merchant per match (see results.scoring.metrics), with a `note`
   where the metric does not apply for a reason it gives (a collusion measure's "n/a": why).
 - `goals`: one row per campaign goal per merchant per match: the goal as written, its
   metric, whether it is a floor (at_least) or a ceiling, the bound for that match (scaled to
@@ -35,7 +35,7 @@ join and group without lookups:
   of a scenario with `competitors`): its price and the units it sold; of whole matches, no
   merchant.
 - `market_metrics`: one row per metric of the market as a whole per match (the collusion
-  measures, results.metrics.MARKET_METRICS; none for a match whose scenario has no
+  measures, results.scoring.metrics.MARKET_METRICS; none for a match whose scenario has no
   equilibrium; a `note` as in `metrics`), and `price_windows`: one row per supra-competitive
   or price-war window of a match (its kind, first and last day). These two are of whole
   matches: they have `match_id` but no merchant.
@@ -78,13 +78,10 @@ import pyarrow.parquet
 from pydantic import BaseModel
 from sqlalchemy import Engine
 
-from market.calls import Message, ModelCall
+from common.errors import UserError
+from common.model_calls import Message, ModelCall
 from market.daylog import DayLog, Said
-from market.errors import UserError
 from market.types import DayRecord, record_adapter
-from results import store
-from results.deviation import DeviationProbe
-from results.metrics import MARKET_METRICS
 from results.records import (
     FactorValue,
     GoalResult,
@@ -97,8 +94,11 @@ from results.records import (
     TranscriptRecord,
     shown_value,
 )
-from results.sweeps import factors_of
-from results.tables import MarketMetricRow, MatchRow
+from results.scoring.deviation import DeviationProbe
+from results.scoring.metrics import MARKET_METRICS
+from results.scoring.sweeps import factors_of
+from results.storage import store
+from results.storage.schema import MarketMetricRow, MatchRow
 
 Format = Literal["csv", "parquet"]
 BATCH_ROWS = 50_000

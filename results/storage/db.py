@@ -29,8 +29,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlche
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import SQLModel
 
-from results import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from results.errors import DatabaseError
+from results.storage import schema  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 DEFAULT_URL = "sqlite:///arena.db"
 RECONNECT_WAITS_S = (
@@ -239,7 +239,7 @@ def _missing_tables(connection: Connection) -> list[str]:
 
 def _sqlite_file_exists(url: URL) -> bool:
     """Whether the SQLite database of `url` is there: a file name, or with ?uri=true a URI
-    such as file:results.db?mode=ro (a database opened for reading only)."""
+    such as file:results.storage.db?mode=ro (a database opened for reading only)."""
     database = url.database or ""
     if database in ("", ":memory:") or database.startswith("file::memory:"):
         return True

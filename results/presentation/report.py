@@ -1,10 +1,11 @@
 """`arena report`: one tournament as a single self-contained HTML page.
 
 Everything the page needs is inside it: CSS and a few lines of script in the template
-(templates/report.html.j2), charts as inline SVG (results/charts.py), no fonts, images or links
-to fetch, so it opens offline and no request leaves the machine. The template is rendered
-with autoescaping: every text of the record is escaped where it is put in the page, and only
-the charts' SVG, built by results.charts with its own texts escaped, goes in as markup.
+(templates/report.html.j2), charts as inline SVG (results/presentation/svg_charts.py), no
+fonts, images or links to fetch, so it opens offline and no request leaves the machine. The
+template is rendered with autoescaping: every text of the record is escaped where it is put in
+the page, and only the charts' SVG, built by svg_charts with its own texts escaped, goes in as
+markup.
 
 Sections, each an element with a fixed id: `overview`, `leaderboard` (table and forest plot
 of the ratings with their intervals), `head-to-head` (win matrix), `metrics` (the stored
@@ -13,7 +14,7 @@ section per match: results, price trajectories with the scenario's events, cash,
 market share, the messages its merchants sent each other, its metrics, the market's
 collusion measures and model calls; the price charts carry the product's Nash and monopoly
 prices and the supra-competitive and price-war windows). The tables that `arena` shows too
-are those of results.views. A contestant keeps one colour on the whole page.
+are those of results.presentation.views. A contestant keeps one colour on the whole page.
 """
 
 from __future__ import annotations
@@ -33,13 +34,14 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 from sqlalchemy import Engine
 
+from common.errors import UserError
 from market.accounting import market_shares
 from market.daylog import CompetitorDays, DayLog
-from market.errors import UserError
 from market.scenario import Event, Scenario
 from market.types import DayRecord
-from results import store, sweeps, views
-from results.charts import (
+from results.presentation import views
+from results.presentation.plotly_charts import line_figure
+from results.presentation.svg_charts import (
     Band,
     Format,
     Interval,
@@ -52,11 +54,6 @@ from results.charts import (
     number,
     percent,
 )
-from results.collusion import NoBenchmarks, seat_benchmarks
-from results.composite import ScoringWeights
-from results.plots import line_figure
-from results.rating_fit import LEVEL
-from results.ratings import LeaderboardRow, cost_front
 from results.records import (
     WINDOW_TITLES,
     Fault,
@@ -67,10 +64,16 @@ from results.records import (
     shown_value,
     total_cost,
 )
-from results.tables import MatchRow, stored_id
+from results.scoring import sweeps
+from results.scoring.collusion import NoBenchmarks, seat_benchmarks
+from results.scoring.composite import ScoringWeights
+from results.scoring.rating_fit import LEVEL
+from results.scoring.ratings import LeaderboardRow, cost_front
+from results.storage import store
+from results.storage.schema import MatchRow, stored_id
 
 PAGES = Environment(
-    loader=PackageLoader("results", "templates"),
+    loader=PackageLoader("results.presentation", "templates"),
     autoescape=True,
     undefined=StrictUndefined,
     trim_blocks=True,
@@ -208,7 +211,7 @@ def build_report(
 
 
 def cost_part(rows: Sequence[LeaderboardRow], colors: Palette) -> Markup | None:
-    """Rating against cost per match with the front marked (results.ratings.cost_front), for a
+    """Rating against cost per match with the front marked (results.scoring.ratings.cost_front), for a
     tournament whose contestants called priced models; None for one that called none."""
     if not any(row.tokens for row in rows):
         return None
@@ -265,7 +268,7 @@ class HeadToHead:
     tally: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))
 
     def add(self, ranks: Sequence[tuple[str, int]]) -> None:
-        """One match's (contestant, rank) of every seat (results.ratings.RankedMatch)."""
+        """One match's (contestant, rank) of every seat (results.scoring.ratings.RankedMatch)."""
         for (a, rank_a), (b, rank_b) in combinations(ranks, 2):
             if a == b:
                 continue
@@ -323,7 +326,7 @@ class HeatMap:
 @dataclass(frozen=True)
 class SweepPart:
     """A sweep's results as the report and the viewer show them: a row per cell with the key
-    metrics (results.sweeps), and a heat map of `metric` over the first two factors that take
+    metrics (results.scoring.sweeps), and a heat map of `metric` over the first two factors that take
     more than one value, when two do."""
 
     table: views.Table
@@ -398,7 +401,7 @@ def metric_means_table(
         elif v.note is not None:
             noted[v.name, v.contestant].append((scenarios[v.match_id], v.note))
     why = {key: text for key, pairs in noted.items() if (text := views.reasons(pairs)) is not None}
-    names = list(dict.fromkeys(v.name for v in values))  # as stored: results.metrics order
+    names = list(dict.fromkeys(v.name for v in values))  # as stored: results.scoring.metrics order
     rows = [
         [
             name.replace("_", " "),
@@ -746,7 +749,7 @@ def _fault_lines(faults: Sequence[Fault], contestant_of: Mapping[str, str]) -> l
 
 def benchmark_levels(scenario: Scenario | None, seats: int) -> dict[str, list[Level]]:
     """Per product, its Nash and monopoly (joint-profit) price for `seats` merchants
-    (results.collusion.seat_benchmarks); with asymmetric seats the mean over them, as the
+    (results.scoring.collusion.seat_benchmarks); with asymmetric seats the mean over them, as the
     label says. None without the scenario or an equilibrium."""
     if scenario is None:
         return {}

@@ -8,7 +8,7 @@ maximum-likelihood strengths of the pairs with choix (iterative Luce spectral ra
 
 - a pair's winner is the better rank; a shared rank counts half a win to each side;
 - the pairs of a match of n seats weigh 1 / (n - 1) each, so a seat's n - 1 pairs weigh as
-  much as one two-player game (as in the online Elo of results.ratings);
+  much as one two-player game (as in the online Elo of results.scoring.ratings);
 - every two contestants are credited with PRIOR_DRAWS of a virtual drawn game. Without it the
   maximum likelihood does not exist when a contestant always wins or always loses (its strength
   runs off to infinity) or when some contestants never meet, even indirectly; with it every

@@ -1,6 +1,6 @@
 """Charts as plotly figures: the JSON that plotly.js (shipped inside the plotly package, so
 nothing is fetched) draws with hover, zoom and a PNG download. The same lines, shaded spans and
-benchmark levels as results.charts draws in SVG for the static report."""
+benchmark levels as results.presentation.svg_charts draws in SVG for the static report."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from results.charts import Band, Level, Series
+from results.presentation.svg_charts import Band, Level, Series
 
 # A span's fill by its kind (a scenario event's kind, a price window's, a deviation probe's days).
 BAND_FILLS = {

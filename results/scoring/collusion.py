@@ -1,7 +1,7 @@
 """What the collusion measures share: their settings (a tournament file's `collusion:` section),
 a match's benchmarks by seat, and the arithmetic of the normalised gain and of runs of days.
 
-The measures themselves are metrics, each one function of results.metrics with its formula:
+The measures themselves are metrics, each one function of results.scoring.metrics with its formula:
 `profit_gain` and `price_gain` per merchant, `market_profit_gain`, `market_price_gain`,
 `supra_competitive_days` and `price_war_days` of the market as a whole. They place a match
 between the two benchmarks of its scenario's price game (market.equilibrium): the one-shot
@@ -20,10 +20,10 @@ from typing import NamedTuple
 import numpy as np
 from pydantic import Field
 
+from common.yaml_files import FileModel
 from market.demand import demand_factor
 from market.equilibrium import EquilibriumError, SeatBenchmarks, by_open_seat, by_seat
 from market.scenario import MAX_DAYS, Scenario, event_multiplier
-from market.yaml_files import FileModel
 
 
 class CollusionSettings(FileModel):

@@ -10,10 +10,10 @@ NotApplicable, stored beside the values (results.records.MetricNote).
 
 The market as a whole has metrics of its own (`MARKET_METRICS`: one value per match, stored in
 the `market_metric` table), and its price windows: the collusion measures, which place a match
-between its scenario's competitive and collusive benchmarks (results.collusion).
+between its scenario's competitive and collusive benchmarks (results.scoring.collusion).
 
 Only what the record holds goes in, so stored matches can be scored again
-(`results.store.rescore`). The scenario is optional: without it `goal_completion` and the
+(`results.storage.store.rescore`). The scenario is optional: without it `goal_completion` and the
 collusion measures are None (the market's are not stored), and `contradictions` knows of cost
 changes only from the recorded unit costs.
 """
@@ -35,16 +35,6 @@ from market.daylog import PER_PRODUCT, DayLog
 from market.equilibrium import SeatBenchmarks, payoffs
 from market.scenario import Scenario
 from market.types import KIND_INDEX, MESSAGE_LIMIT, DayRecord, RejectionCode
-from results.collusion import (
-    CollusionSettings,
-    NoBenchmarks,
-    demand_scale,
-    gain,
-    gap_note,
-    open_seat_benchmarks,
-    runs,
-    seat_benchmarks,
-)
 from results.records import (
     Fault,
     GoalResult,
@@ -56,6 +46,16 @@ from results.records import (
     RecallResult,
     TranscriptRecord,
     WindowKind,
+)
+from results.scoring.collusion import (
+    CollusionSettings,
+    NoBenchmarks,
+    demand_scale,
+    gain,
+    gap_note,
+    open_seat_benchmarks,
+    runs,
+    seat_benchmarks,
 )
 
 Unsolved = Literal["unsolved"]
@@ -185,7 +185,7 @@ def compute(
     the market's metrics and price windows where its scenario has an equilibrium (empty
     otherwise), with a note for each that does not apply (NotApplicable): its value is None.
     A value that comes out infinite or NaN is stored as None. `benchmarks`: the scenario's for
-    the match's size, or why it has none (results.collusion.seat_benchmarks), if already solved."""
+    the match's size, or why it has none (results.scoring.collusion.seat_benchmarks), if already solved."""
     match = MatchRecords(records, recalls, faults, scenario, collusion, benchmarks)
     columns = {name: metric.readings(match) for name, metric in METRICS.items()}
     readings: dict[str | None, dict[str, Reading]] = {
@@ -471,13 +471,13 @@ class MatchRecords:
         cells = self.row_seats[applied.row] * kinds + applied.kind
         return np.bincount(cells, minlength=len(self.counts) * kinds).reshape(-1, kinds).astype(float)
 
-    # what the collusion measures compare (results.collusion)
+    # what the collusion measures compare (results.scoring.collusion)
 
     @cached_property
     def benchmarks_or_reason(self) -> SeatBenchmarks | NotApplicable:
         """The scenario's benchmarks for this match's seats, [seat, product] with the seats in
         the order of self.seats (those given for its size, else solved here once:
-        results.collusion.seat_benchmarks), or why the match has none to measure its collusion
+        results.scoring.collusion.seat_benchmarks), or why the match has none to measure its collusion
         against: no scenario, a merchant alone (the collusion measures compare rivals), or no
         equilibrium of its price game."""
         if self.scenario is None:
@@ -507,7 +507,7 @@ class MatchRecords:
     @cached_property
     def row_benchmarks(self) -> SeatBenchmarks | None:
         """Per row of the log, [row, product]: its seat's benchmarks in the price game of the
-        seats open that day (results.collusion.open_seat_benchmarks), which is every seat's
+        seats open that day (results.scoring.collusion.open_seat_benchmarks), which is every seat's
         but before a new entrant opens; None as `benchmarks`."""
         every = self.benchmarks
         if every is None:
@@ -550,7 +550,7 @@ class MatchRecords:
     @cached_property
     def window_profits(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per seat, over its days in the measurement window, each day at the day's demand (base
-        demand times results.collusion.demand_scale) and summed over products: its profits in
+        demand times results.scoring.collusion.demand_scale) and summed over products: its profits in
         the price game at the prices it posted (`posted_profits`), and its seat's Nash and
         joint-profit profits (`row_benchmarks`). The first is NaN for a seat without a day in
         the window (it went bankrupt before)."""
@@ -586,7 +586,7 @@ class MatchRecords:
         """[day - 1]: the market's price gain that day, the mean over products of
         gain(market price, its Nash price, its monopoly price), where the market price is the
         mean price of the merchants with a record that day and the benchmarks the means of
-        their seats' (results.collusion.gain, measured on markups over the means of their unit
+        their seats' (results.scoring.collusion.gain, measured on markups over the means of their unit
         costs); NaN on a day without records."""
         assert self.benchmarks is not None  # measured only with the price game
         prices, nash, monopoly, cost = self.day_prices
@@ -1124,7 +1124,7 @@ def price_vs_cost(match: MatchRecords) -> np.ndarray:
         return match.per_seat(_sum(prices / match.values("unit_cost"), 1)) / (match.counts * prices.shape[1])
 
 
-# --- collusion (results.collusion) ----------------------------------------------------
+# --- collusion (results.scoring.collusion) ----------------------------------------------------
 
 
 @_metric("collusion", "ratio", over_match=True)
@@ -1138,7 +1138,7 @@ def profit_gain(match: MatchRecords) -> list[Reading]:
     stock limits, base unit costs, every reputation at its initial value), and pi_N, pi_M the
     means over the same days of its seat's profit per day at the Nash and at the joint-profit
     (monopoly) prices of that game (market.equilibrium); each summed over products and scaled
-    to the day's demand (its demand factor and demand events, results.collusion.demand_scale).
+    to the day's demand (its demand factor and demand events, results.scoring.collusion.demand_scale).
     0 is the one-shot competitive outcome, 1 a perfect cartel's, below 0 a price war.
     It measures pricing alone: stock-outs, holding, fixed and advertising costs, cost events
     and reputation do not move it. In the exact price games (expected demand, no stock limits,
@@ -1146,7 +1146,7 @@ def profit_gain(match: MatchRecords) -> list[Reading]:
     own profit before fixed costs. Not applicable (with why) without the scenario, without an
     equilibrium (customers ignore prices), for a merchant alone, without a day in W, or where
     pi_M is not above pi_N by collusion.min_gap (default 0.1) of pi_M
-    (results.collusion.apart)."""
+    (results.scoring.collusion.apart)."""
     if match.benchmarks is None:
         return [match.unmeasured] * len(match.counts)
     profit, nash, monopoly = match.window_profits

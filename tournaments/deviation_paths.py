@@ -1,6 +1,6 @@
 """Deviation probes, as matches play them: every match is played a second time with the same
 seeds, one seat's prices forced on the probe's days (the deviated path), and the two paths
-are compared (results.deviation measures them).
+are compared (results.scoring.deviation measures them).
 
 Matches whose merchants call models play their deviated paths after their own, so every
 answer of a day before the deviation is in the response cache already: those days replay
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from market.scenario import Scenario
-from results import deviation
-from results.deviation import DeviationProbe
 from results.records import DeviationPath, FinishedMatch, StoppedMatch
+from results.scoring import deviation
+from results.scoring.deviation import DeviationProbe
 
 if TYPE_CHECKING:
     from tournaments.match import Match, Played
