@@ -75,6 +75,8 @@ def trade(
 def _update_reputation(
     market: MarketState, wanted: np.ndarray, sold: np.ndarray, advertising: np.ndarray
 ) -> None:
+    """The reputation of the rows still selling moves toward the day's fill rate (the share
+    of first choices served), plus what advertising adds (market.scenario.Reputation)."""
     r = market.scenario.reputation
     demand, served = _sum(wanted, 1), _sum(sold, 1)
     fill_rate = np.divide(served, demand, out=np.ones(len(served)), where=demand > 0)

@@ -16,8 +16,8 @@ _sum = np.add.reduce  # ndarray.sum(axis=k) without its Python wrapper
 
 
 def market_view(market: MarketState) -> MarketView:
-    """Every merchant's start of the day (rows of every match). It shares the market's
-    arrays: read it before the day is played (`advance`)."""
+    """The market's morning (market.engine.Market.view): its own arrays, not copies, and the
+    public board as the scenario's visibility shows it (NaN where it hides a number)."""
     s, day = market.scenario, min(market.day, market.days)
     vis = s.visibility
     hidden = np.full_like(market.prices, math.nan)
