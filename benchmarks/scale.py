@@ -83,7 +83,7 @@ def market_day(days: int) -> dict:
     def allocation(env: MarketEnv) -> float:
         market = env.market
         utility = utilities(
-            scenario.choice, market.prices, market._reference, market.reputation[:, None], market._quality
+            scenario.choice, market.prices, market.reference, market.reputation[:, None], market.quality
         )[None, :, 0]
         customers = np.array([float(rng.poisson(product.base_demand))])
         seconds = timed(

@@ -23,7 +23,8 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from market.engine import Market, ObservationMaker
+from market.engine import Market
+from market.observations import ObservationMaker
 from market.scenario import Scenario
 from market.types import Advertise, MarketView, Order, ParsedDecision, Rejection, RejectionCode, SetPrice
 

@@ -1,5 +1,5 @@
 """What the market allows an operation, in one place: the engine applies a day's operations
-by these rules (market.engine), and an agent's tools ask them of one merchant's operations
+by these rules (market.applying), and an agent's tools ask them of one merchant's operations
 before the day closes (`judge_day`), so that the answer a tool gives is the market's own.
 
 An operation is judged on its own (a price within the ceiling, a positive quantity, whole

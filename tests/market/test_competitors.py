@@ -97,10 +97,10 @@ def test_the_undercut_rule_ignores_bankrupt_merchants():
     scenario = with_competitors(GAME, {"name": "cutter", "rule": "undercut", "undercut": 0.5})
     market = play(scenario, [[3.0, 2.5]], days=3)
     market.closed[1] = True
-    market.competitor_prices = market._competitor_prices(2)
+    market.competitor_prices = market.competitor_prices_on(2)
     assert market.competitor_prices[0, 0, 0] == pytest.approx(1.5)
     market.closed[0] = True  # nobody left to undercut: its standing price
-    assert market._competitor_prices(2)[0, 0, 0] == pytest.approx(2.0)
+    assert market.competitor_prices_on(2)[0, 0, 0] == pytest.approx(2.0)
 
 
 def test_merchants_see_the_competitors_prices_of_today_unless_the_scenario_hides_them():

@@ -14,10 +14,10 @@ import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 from market import daylog as daylog_module
-from market import engine as engine_module
 from market import env as env_module
-from market.engine import ObservationMaker
+from market import observations as observations_module
 from market.env import LazyDict, MarketEnv
+from market.observations import ObservationMaker
 from market.scenario import load_scenario
 from market.types import DayRecord, Decision, Observation, SetPrice
 
@@ -179,9 +179,11 @@ def test_observations_are_made_only_for_the_merchants_that_read_them(monkeypatch
             lambda view, prices, i: made.update([lazy.possible_agents[i]]) or numbers(view, prices, i),
         )
     else:
-        observation = engine_module.Observation
+        observation = observations_module.Observation
         monkeypatch.setattr(
-            engine_module, "Observation", lambda *fields: made.update([fields[0]]) or observation(*fields)
+            observations_module,
+            "Observation",
+            lambda *fields: made.update([fields[0]]) or observation(*fields),
         )
     record = daylog_module.DayRecord
     monkeypatch.setattr(
