@@ -11,7 +11,7 @@ the rules the market applies then.
 
 The conversation runs across days: the system prompt, then each day's report, the model's
 turns and the tools' results. When it would not fit the model's window, the merchant has the
-model summarise its oldest part (Conversation.compact, contestants.llm.merchant).
+model summarise its oldest part (Conversation.compact, contestants.llm.agent_mode).
 """
 
 from __future__ import annotations
