@@ -11,7 +11,7 @@ the rules the market applies then.
 
 The conversation runs across days: the system prompt, then each day's report, the model's
 turns and the tools' results. When it would not fit the model's window, the merchant has the
-model summarise its oldest part (Conversation.compact, contestants.llm.merchant).
+model summarise its oldest part (Conversation.compact, contestants.llm.agent_mode).
 """
 
 from __future__ import annotations
@@ -66,11 +66,72 @@ ANSWER = Tool(
 END_DAY = Tool(name="end_day", description="End today: your operations take effect.", parameters=_object({}))
 
 
+# The tools to look things up and keep notes, the same in every scenario.
+READING_TOOLS = (
+    Tool(
+        name="read_books",
+        description="Your cash, receivables, stock by product, today's operations so far and the goals.",
+        parameters=_object({}),
+    ),
+    Tool(
+        name="read_history",
+        description="Your past days as a table: prices, units sold, profit and rivals' prices.",
+        parameters=_object(
+            {
+                "first_day": _nullable("integer", "null: from the start"),
+                "last_day": _nullable("integer", "null: up to yesterday"),
+            }
+        ),
+    ),
+    Tool(
+        name="read_rivals",
+        description="What you can see of rivals and other shops: prices, reputation, sales, messages.",
+        parameters=_object({}),
+    ),
+    Tool(
+        name="calculator",
+        description="Arithmetic: + - * / ** %, round, min, max, abs, sqrt, exp, log, floor, ceil.",
+        parameters=_object({"expression": {"type": "string", "maxLength": EXPRESSION_CHARS}}),
+    ),
+    Tool(
+        name="write_note",
+        description="Keep a note under a key for the rest of the match (replaces the key's note).",
+        parameters=_object(
+            {
+                "key": {"type": "string", "maxLength": MOST_KEY_CHARS},
+                "text": {"type": "string", "maxLength": MOST_NOTE_CHARS},
+            }
+        ),
+    ),
+    Tool(
+        name="read_notes",
+        description="Read the note under a key, or all notes.",
+        parameters=_object({"key": _nullable("string", "null: all notes")}),
+    ),
+    Tool(
+        name="delete_note",
+        description="Delete the note under a key.",
+        parameters=_object({"key": {"type": "string"}}),
+    ),
+)
+
+
 def tools_for(scenario: Scenario, talk: bool, plan: bool = False) -> tuple[Tool, ...]:
     """The tools of a merchant in `scenario`: those of every market, then the operations the
     scenario adds (suppliers to choose, promotions, messages where merchants `talk`), and with
     `plan` one to state the prices it intends to hold."""
     product = {"type": "string", "enum": list(scenario.product_ids)}
+    return (
+        *READING_TOOLS,
+        *_operation_tools(scenario, product),
+        *_added_tools(scenario, product, talk, plan),
+        END_DAY,
+    )
+
+
+def _operation_tools(scenario: Scenario, product: dict[str, Any]) -> tuple[Tool, ...]:
+    """The operations of every market: prices, orders (from the scenario's suppliers), advertising
+    and collecting credit sales."""
     units = "whole units" if scenario.whole_units else "units (fractions allowed)"
     suppliers = sorted({name for names in scenario.supplier_names for name in names})
     order = {"product": product, "quantity": {"type": "number", "description": units}}
@@ -80,52 +141,7 @@ def tools_for(scenario: Scenario, talk: bool, plan: bool = False) -> tuple[Tool,
             "enum": [*suppliers, None],
             "description": "a supplier listed for the product; null: the usual one",
         }
-    tools = [
-        Tool(
-            name="read_books",
-            description="Your cash, receivables, stock by product, today's operations so far and the goals.",
-            parameters=_object({}),
-        ),
-        Tool(
-            name="read_history",
-            description="Your past days as a table: prices, units sold, profit and rivals' prices.",
-            parameters=_object(
-                {
-                    "first_day": _nullable("integer", "null: from the start"),
-                    "last_day": _nullable("integer", "null: up to yesterday"),
-                }
-            ),
-        ),
-        Tool(
-            name="read_rivals",
-            description="What you can see of rivals and other shops: prices, reputation, sales, messages.",
-            parameters=_object({}),
-        ),
-        Tool(
-            name="calculator",
-            description="Arithmetic: + - * / ** %, round, min, max, abs, sqrt, exp, log, floor, ceil.",
-            parameters=_object({"expression": {"type": "string", "maxLength": EXPRESSION_CHARS}}),
-        ),
-        Tool(
-            name="write_note",
-            description="Keep a note under a key for the rest of the match (replaces the key's note).",
-            parameters=_object(
-                {
-                    "key": {"type": "string", "maxLength": MOST_KEY_CHARS},
-                    "text": {"type": "string", "maxLength": MOST_NOTE_CHARS},
-                }
-            ),
-        ),
-        Tool(
-            name="read_notes",
-            description="Read the note under a key, or all notes.",
-            parameters=_object({"key": _nullable("string", "null: all notes")}),
-        ),
-        Tool(
-            name="delete_note",
-            description="Delete the note under a key.",
-            parameters=_object({"key": {"type": "string"}}),
-        ),
+    return (
         Tool(
             name="set_price",
             description="Post a product's price from today on (rivals see it tomorrow).",
@@ -146,7 +162,12 @@ def tools_for(scenario: Scenario, talk: bool, plan: bool = False) -> tuple[Tool,
             description="Collect the credit sales that are due.",
             parameters=_object({}),
         ),
-    ]
+    )
+
+
+def _added_tools(scenario: Scenario, product: dict[str, Any], talk: bool, plan: bool) -> list[Tool]:
+    """The tools some scenarios or params add: promotions, a stated plan, messages to rivals."""
+    tools = []
     if scenario.promotions is not None:
         allowed = scenario.promotions
         tools.append(
@@ -177,7 +198,7 @@ def tools_for(scenario: Scenario, talk: bool, plan: bool = False) -> tuple[Tool,
                 parameters=_object({"text": {"type": "string", "maxLength": MESSAGE_LIMIT}}),
             )
         )
-    return (*tools, END_DAY)
+    return tools
 
 
 @dataclass

@@ -16,7 +16,7 @@ strictly, the schema is first brought into the subset strict mode accepts
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -26,6 +26,10 @@ from contestants.llm.providers import RemoteProvider, RemoteSettings, check_effo
 from contestants.llm.retry import BadResponse, Failure, sdk_failure
 from contestants.llm.schema import strict_schema
 from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
+    from openai.types.responses import Response
 
 
 class OpenAISettings(RemoteSettings):
@@ -202,6 +206,10 @@ class OpenAIProvider(RemoteProvider):
         # Given a 2xx body that is not JSON, the SDK returns the body as a str.
         if not isinstance(response, ChatCompletion) or not response.choices:
             raise BadResponse("not a chat completion")
+        return self._chat_answer(request, response, seed)
+
+    def _chat_answer(self, request: CompletionRequest, response: ChatCompletion, seed: int | None) -> Answer:
+        """The answer in a chat completion: its text or calls, reasoning, usage (`seed`: the one sent)."""
         message = response.choices[0].message
         # function tools are the only ones asked for; some servers (Gemini's, LM Studio) send
         # a call without an id, which its result must name: it is given one
@@ -235,7 +243,6 @@ class OpenAIProvider(RemoteProvider):
         )
 
     def _respond(self, request: CompletionRequest, timeout: float) -> Answer:
-        import openai
         from openai.types.responses import Response
 
         family, mode, name = self.family, self.mode, request.schema_name
@@ -289,6 +296,16 @@ class OpenAIProvider(RemoteProvider):
         if reasoning:
             kwargs["reasoning"] = reasoning
         kwargs["extra_body"] = {"input": kwargs.pop("input"), **extra}
+        response = self._create_response(kwargs, reasoning)
+        if not isinstance(response, Response):
+            raise BadResponse("not a response")
+        return self._response_answer(request, response)
+
+    def _create_response(self, kwargs: dict[str, Any], reasoning: dict[str, Any]) -> Any:
+        """The response to the request `kwargs` (its `reasoning` among them), asked again without
+        reasoning summaries where the organisation may not have them."""
+        import openai
+
         try:
             response = self._sdk_client().responses.create(**kwargs)
         except openai.BadRequestError as exc:
@@ -301,8 +318,10 @@ class OpenAIProvider(RemoteProvider):
             if not reasoning:
                 del kwargs["reasoning"]
             response = self._sdk_client().responses.create(**kwargs)
-        if not isinstance(response, Response):
-            raise BadResponse("not a response")
+        return response
+
+    def _response_answer(self, request: CompletionRequest, response: Response) -> Answer:
+        """The answer in a Responses API response: its text or calls, reasoning summary, usage."""
         calls = tuple(
             ToolCall(id=item.call_id, name=item.name, arguments=item.arguments)
             for item in response.output

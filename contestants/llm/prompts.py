@@ -20,7 +20,7 @@ from string import Template as _Text
 from contestants.base import OffPathQuestion, RecallQuestion
 from market.accounting import day_trade_profit
 from market.scenario import Scenario
-from market.types import MESSAGE_LIMIT, Observation
+from market.types import MESSAGE_LIMIT, DayRecord, EventNotice, Observation
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -197,6 +197,16 @@ def daily_report(observation: Observation) -> str:
     """Today's situation in a few lines: numbers rounded, yesterday's results, rivals' public
     moves, and what rivals said yesterday where merchants talk."""
     o = observation
+    lines = _own_lines(o)
+    if o.yesterday is not None:
+        lines += _yesterday_lines(o.yesterday)
+    lines += _others_lines(o)
+    lines += [_event_line(e) for e in o.events]
+    return "\n".join(lines)
+
+
+def _own_lines(o: Observation) -> list[str]:
+    """The report's lines on the merchant itself today: cash, reputation, receivables, products."""
     lines = [f"Day {o.day} of {o.days}. Cash {_money(o.cash)}. Reputation {o.reputation:.2f} (0 to 1)."]
     if o.satisfaction is not None:
         lines[0] += f" Customer satisfaction {o.satisfaction:.2f} of 5."
@@ -212,26 +222,35 @@ def daily_report(observation: Observation) -> str:
             f"in stock {p.inventory:g}{_spoiling(p.spoiling, o.day)}, arriving {p.in_transit:g}, "
             f"lead time {p.lead_time} days."
         )
-    y = o.yesterday
-    if y is not None:
-        sold = ", ".join(
-            f"{k} {v:g}" + (f" (turned away {y.lost_sales[k]:g})" if y.lost_sales.get(k) else "")
-            for k, v in y.units_sold.items()
-        )
-        lines.append(
-            f"Yesterday: sold {sold}; revenue {_money(y.revenue)}; spent {_money(y.purchases)} on stock, "
-            f"{_money(y.advertising)} on ads, {_money(y.holding + y.fixed)} on holding and fixed costs."
-        )
-        for title, table in (
-            ("Spoiled last night", y.spoiled),
-            ("Due yesterday but late", y.late),
-            ("Returned by customers and refunded", y.returned),
-        ):
-            listed = ", ".join(f"{k} {v:g}" for k, v in table.items() if v)
-            if listed:
-                lines.append(f"{title}: {listed}.")
-        for rejection in y.rejections:
-            lines.append(f"Rejected yesterday: {rejection.reason}.")
+    return lines
+
+
+def _yesterday_lines(y: DayRecord) -> list[str]:
+    """The report's lines on yesterday's results: sales, spending, losses, rejected operations."""
+    sold = ", ".join(
+        f"{k} {v:g}" + (f" (turned away {y.lost_sales[k]:g})" if y.lost_sales.get(k) else "")
+        for k, v in y.units_sold.items()
+    )
+    lines = [
+        f"Yesterday: sold {sold}; revenue {_money(y.revenue)}; spent {_money(y.purchases)} on stock, "
+        f"{_money(y.advertising)} on ads, {_money(y.holding + y.fixed)} on holding and fixed costs."
+    ]
+    for title, table in (
+        ("Spoiled last night", y.spoiled),
+        ("Due yesterday but late", y.late),
+        ("Returned by customers and refunded", y.returned),
+    ):
+        listed = ", ".join(f"{k} {v:g}" for k, v in table.items() if v)
+        if listed:
+            lines.append(f"{title}: {listed}.")
+    for rejection in y.rejections:
+        lines.append(f"Rejected yesterday: {rejection.reason}.")
+    return lines
+
+
+def _others_lines(o: Observation) -> list[str]:
+    """The report's lines on the others: rivals as of yesterday, other shops, rivals' messages."""
+    lines = []
     rivals = [m for m in o.market if m.merchant != o.merchant]
     if rivals:
         lines.append("Rivals as of yesterday:")
@@ -252,29 +271,30 @@ def daily_report(observation: Observation) -> str:
         lines.extend(
             f"- {m.merchant}: {json.dumps(m.text, ensure_ascii=False)}" for m in o.messages
         )  # quoted and escaped: a rival's text cannot pose as lines of the report
-    for e in o.events:
-        target = e.product or "every product"
-        effect = "demand" if e.kind == "demand" else "unit cost"
-        span = f"{e.start_day} to {e.end_day}"
-        if e.kind == "price_cap":
-            lines.append(
-                f"Price cap '{e.name}' set by the regulator: no price of {target} above {e.price:g}, days "
-                f"{span}; a higher price is refused, and a price above it is lowered to it."
-            )
-            continue
-        if e.kind == "forced_price":
-            lines.append(
-                f"Price order '{e.name}' of the regulator: every merchant's price of {target} is "
-                f"{e.price:g} on days {span}, whatever it posts."
-            )
-            continue
-        lines.append(
-            f"Trend '{e.name}': {effect} of {target} drifting to x{e.multiplier:g} "
-            f"from day {e.start_day} to day {e.end_day}, then staying there."
-            if e.shape == "trend"
-            else f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {span}."
+    return lines
+
+
+def _event_line(e: EventNotice) -> str:
+    """The report's line on an event: a regulator's price cap or order, a trend, a shock."""
+    target = e.product or "every product"
+    effect = "demand" if e.kind == "demand" else "unit cost"
+    span = f"{e.start_day} to {e.end_day}"
+    if e.kind == "price_cap":
+        return (
+            f"Price cap '{e.name}' set by the regulator: no price of {target} above {e.price:g}, days "
+            f"{span}; a higher price is refused, and a price above it is lowered to it."
         )
-    return "\n".join(lines)
+    if e.kind == "forced_price":
+        return (
+            f"Price order '{e.name}' of the regulator: every merchant's price of {target} is "
+            f"{e.price:g} on days {span}, whatever it posts."
+        )
+    return (
+        f"Trend '{e.name}': {effect} of {target} drifting to x{e.multiplier:g} "
+        f"from day {e.start_day} to day {e.end_day}, then staying there."
+        if e.shape == "trend"
+        else f"Event '{e.name}': {effect} of {target} x{e.multiplier:g}, days {span}."
+    )
 
 
 def _promotion(discount: float, until: int) -> str:

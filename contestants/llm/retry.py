@@ -163,9 +163,14 @@ def call_with_retries(
         return retrying(run_once), attempts
     except _AttemptFailed as exc:
         failure = exc.failure
+    raise _given_up(failure, attempts, label, secrets)
+
+
+def _given_up(failure: Failure, attempts: int, label: str, secrets: tuple[str, ...]) -> ProviderError:
+    """The error raised after the last failed attempt: one line, secrets masked."""
     noun = "attempt" if attempts == 1 else "attempts"
     message = _clean(f"{label}: {failure.detail} (gave up after {attempts} {noun})", secrets)
-    raise ProviderError(
+    return ProviderError(
         message,
         model=label,
         kind=failure.kind,

@@ -156,6 +156,11 @@ class Completion(Answer):
     def paid(self) -> bool:
         return not self.cached
 
+    def text_of(self, field: str) -> str | None:
+        """What the answer wrote in a text field of its own, stripped; None if it wrote none."""
+        value = (self.output or {}).get(field)
+        return value.strip() if isinstance(value, str) else None
+
 
 def parse_object(text: str) -> dict[str, Any] | None:
     """The text as a JSON object, or None."""

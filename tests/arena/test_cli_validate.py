@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from arena import cli
 from contestants.llm.catalogue import CATALOGUE, catalogue_price
-from contestants.llm.merchant import LLMParams
+from contestants.llm.params import LLMParams
 from market.scenario import SHIPPED_SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,9 +17,10 @@ from fakes.server import Call
 from contestants.base import ContestantConfigError, RecallQuestion, RunOptions
 from contestants.kinds import create, validate_params
 from contestants.llm.agent import HISTORY_CHARS, AgentTools, Workday, tools_for
+from contestants.llm.agent_mode import MOST_SUMMARY_CHARS
 from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
 from contestants.llm.errors import CallsStopped
-from contestants.llm.merchant import MOST_SUMMARY_CHARS, LLMMerchant
+from contestants.llm.merchant import LLMMerchant
 from contestants.llm.prompts import HistoryRow
 from contestants.llm.types import ToolCall
 from market.engine import Market
@@ -269,7 +270,9 @@ def test_a_scripted_agent_works_through_its_days_at_each_api(
     # the last request (day 2, step 4) carries the results of the day's five calls so far and day 1's turns
     last = fake.calls[-1].body
     assert len(today(last)) == 5 and json.dumps(last).count("order 25 a day, price 4.5") == 2
-    assert merchant.agent is not None and merchant.agent[0].notes == {"plan": "order 25 a day, price 4.5"}
+    assert merchant.mode.agent is not None and merchant.mode.agent[0].notes == {
+        "plan": "order 25 a day, price 4.5"
+    }
     reported = merchant.reported_metrics()
     assert reported["steps_per_day"] == 4.0 and reported["step_limit_days"] == reported["loops"] == 0
 
@@ -333,8 +336,8 @@ def test_the_embedded_model_takes_steps_with_the_tools():
     market = play(merchant, days=1)
     calls = merchant.calls()
     assert 1 <= len(calls) <= 3 and all(c.purpose == "step" for c in calls)
-    assert merchant.agent is not None
-    tools, conversation = merchant.agent
+    assert merchant.mode.agent is not None
+    tools, conversation = merchant.mode.agent
     turns = [m for _, block in conversation.blocks for m in block]
     called = [call for m in turns for call in m.tool_calls]
     assert len(called) == len(calls)  # one call a step
@@ -382,8 +385,8 @@ def test_the_transcript_keeps_every_word_once(fake_anthropic: Any, monkeypatch: 
     assert [len(s.results) for s in steps[:4]] == [2, 1, 2, 1]
     assert json.loads(steps[3].results[0].content) == {"ended": 1}
     assert all(s.answer.reasoning and not s.answer.carried for s in steps)
-    assert merchant.agent is not None
-    told = [m.model_copy(update={"carried": ()}) for m in merchant.agent[1].messages()]
+    assert merchant.mode.agent is not None
+    told = [m.model_copy(update={"carried": ()}) for m in merchant.mode.agent[1].messages()]
     kept = [m for s in steps for m in (*s.sent, s.answer, *s.results)]
     assert kept == told
 
@@ -423,8 +426,8 @@ def test_a_summary_longer_than_its_schema_allows_is_cut_to_its_most(
     )
     play(merchant, days=8)
     assert Counter(c.purpose for c in merchant.calls())["compact"] >= 1
-    assert merchant.agent is not None and merchant.agent[1].summary is not None
-    assert f"\n{written[:MOST_SUMMARY_CHARS]}\n\nYour notes: " in merchant.agent[1].summary.content
+    assert merchant.mode.agent is not None and merchant.mode.agent[1].summary is not None
+    assert f"\n{written[:MOST_SUMMARY_CHARS]}\n\nYour notes: " in merchant.mode.agent[1].summary.content
 
 
 @pytest.mark.slow
@@ -461,8 +464,8 @@ def test_a_year_of_days_runs_within_an_8000_token_window(fake_openai: Any, monke
     assert reported["loops"] == looped * 4
     longest = max(c.input_tokens for c in merchant.calls())  # as the stand-in counted them
     assert 4_000 < longest <= 8_000 - 400  # the window is used, never overrun
-    assert merchant.agent is not None
-    summary = merchant.agent[1].summary
+    assert merchant.mode.agent is not None
+    summary = merchant.mode.agent[1].summary
     assert (
         summary is not None and SUMMARY in summary.content and "order 25 a day" in summary.content
     )  # the notes
@@ -532,12 +535,12 @@ def test_an_agent_answers_a_recall_question_at_the_end_of_its_conversation(
     fake_anthropic.answer = agent(DAY)
     merchant = agent_merchant("claude-sonnet-5-5", fake_anthropic.base_url)
     play(merchant, days=2)
-    assert merchant.agent is not None
-    before = merchant.agent[1].messages()
+    assert merchant.mode.agent is not None
+    before = merchant.mode.agent[1].messages()
     assert merchant.recall(RecallQuestion(day=1, fact="cash")) == RECALLED
     sent = fake_anthropic.calls[-1].body
     assert offered(sent) == {"answer"} and "end of day 1" in json.dumps(sent["messages"][-1])
-    assert merchant.agent[1].messages() == before
+    assert merchant.mode.agent[1].messages() == before
     recall = merchant.transcript()[-1]
     assert (recall.purpose, recall.day, recall.step) == ("recall", 3, 1)  # asked on the morning of day 3
     assert "cash at the end of day 1" in recall.sent[-1].content

@@ -157,8 +157,8 @@ def test_recall_asks_with_its_own_schema_and_reads_a_number(scenario):
 def test_an_off_path_question_asks_what_it_would_charge_and_leaves_its_memory_alone(scenario):
     m = merchant(scenario, memory="notes")
     days(scenario, m, [GOOD] * 2)
-    assert m.system is not None
-    before = m.memory.messages(m.system, "today")  # what it would be sent next, its notes in it
+    assert m.mode.system is not None
+    before = m.mode.memory.messages(m.mode.system, "today")  # what it would be sent next, its notes in it
     Scripted.script.extend(['{"value": 16.25}', '{"value": "cheap"}'])
     question = OffPathQuestion(rival="m1", product="widget", price=12.5, posted=18.25)
     assert m.off_path(question) == 16.25 and m.off_path(question) is None
@@ -168,7 +168,9 @@ def test_an_off_path_question_asks_what_it_would_charge_and_leaves_its_memory_al
     assert Scripted.requests[-1].schema_name == "off_path"
     assert [c.purpose for c in m.calls()][-2:] == ["off_path"] * 2
     assert [c.prompt_version for c in m.calls()][-1].endswith("+off-path-v1")
-    assert m.memory.messages(m.system, "today") == before  # neither the question nor its answer is remembered
+    assert (
+        m.mode.memory.messages(m.mode.system, "today") == before
+    )  # neither the question nor its answer is remembered
 
 
 def test_unknown_params_and_missing_keys_are_configuration_errors(monkeypatch):

@@ -9,7 +9,7 @@ import pytest
 
 from contestants.llm import ProviderConfigError, ProviderError, get_provider
 from contestants.llm.catalogue import catalogue_price
-from contestants.llm.merchant import decision_schema
+from contestants.llm.decision_mode import decision_schema
 from contestants.llm.schema import for_catalog
 from market.types import Decision
 

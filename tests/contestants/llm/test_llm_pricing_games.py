@@ -13,7 +13,8 @@ import pytest
 
 from contestants.base import ContestantConfigError
 from contestants.kinds import create, validate_params
-from contestants.llm.merchant import LLMMerchant, decision_schema
+from contestants.llm.decision_mode import decision_schema
+from contestants.llm.merchant import LLMMerchant
 from contestants.llm.prompts import TEMPLATES, history_row, history_table
 from contestants.llm.providers import SHORTEST_TOKEN_CHARS, Provider, approximate_tokens, register_provider
 from contestants.llm.rehearsal import typical_answer

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from contestants.base import RecallQuestion
 from contestants.kinds import create
-from contestants.llm.merchant import decision_schema
+from contestants.llm.decision_mode import decision_schema
 from contestants.llm.providers import Provider, register_provider
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.env import MarketEnv

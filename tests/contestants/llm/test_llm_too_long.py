@@ -668,12 +668,12 @@ def test_a_summary_written_to_a_looser_count_is_written_anew_and_the_run_stops_o
     first = purposes.index("compact")
     assert purposes[first : first + 3] == ["compact", "refused", "compact"] and purposes.count("refused") == 1
     assert sent_again(fake_openai) == []
-    assert merchant.agent is not None
-    conversation = merchant.agent[1]
+    assert merchant.mode.agent is not None
+    conversation = merchant.mode.agent[1]
     assert conversation.summary is not None and "(read them with read_notes)" in conversation.summary.content
     assert ("0" * 950) not in conversation.summary.content  # the notes no longer whole
     if goes_on:
-        assert len(merchant.days_worked) == days and merchant.provider.counting.scale > 2
+        assert len(merchant.mode.days_worked) == days and merchant.provider.counting.scale > 2
 
 
 def test_a_rehearsal_that_cannot_fit_stops_as_the_run_would_and_tells_no_coordinator(monkeypatch):
