@@ -16,14 +16,14 @@ it as a failed assertion) that names the rule and says what broke it:
   observations, a contestant decides the same (and asks its models the same), whether it is
   new or has played under another seed since;
 - picklable for Ray (`check_pickling`): the contestant and its params survive pickle and
-  cloudpickle (what Ray ships them with), new and in the middle of a match, and the copy
-  decides as the original;
+  cloudpickle (what Ray sends objects between processes with), new and in the middle of a
+  match, and the copy decides as the original;
 - the turn deadline honoured (`check_deadline`): every turn ends within its deadline, and a
   turn told its deadline has passed calls no model and ends within the overrun its kind
   declares (Contestant.turn_seconds, overrun_seconds).
 
 The checks play the kind in every seat of a few days of a real market (market.env.MarketEnv) of
-a scenario it plays, reset, prepared and asked as a tournament asks it (`Trial`). They need no
+a scenario it plays, reset, prepared and asked as a tournament asks it (`Trial.of`). They need no
 network: a kind that calls models is given params that point it at a local one (the embedded
 model, a server on 127.0.0.1).
 """
@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from common.errors import first_problem
+from common.errors import Problem, first_problem
 from contestants.base import Contestant, ContestantConfigError, DeadlinePassed, Params, RunOptions, Seating
 from contestants.kinds import contestant_class
 from market.env import MarketEnv
@@ -98,6 +98,31 @@ class Trial:
     seed: int
     options: RunOptions
 
+    @classmethod
+    def of(
+        cls,
+        kind: str | type[Contestant],
+        params: dict[str, Any] | None = None,
+        *,
+        scenario: str | Scenario | None = None,
+        days: int = DAYS,
+        seed: int = 1,
+        options: RunOptions | None = None,
+    ) -> Trial:
+        """The trial of `kind` (a kind's name, or its class) with `params` (its defaults: none
+        given) on `scenario` (a shipped scenario's name, a scenario file, or a Scenario; None:
+        the first shipped scenario the kind plays with these params). Raises pydantic's
+        ValidationError for params that do not validate, and ContestantConfigError for a
+        scenario the kind does not play."""
+        played = contestant_class(kind) if isinstance(kind, str) else kind
+        validated = played.params_model.model_validate(params or {})
+        if scenario is None:
+            chosen = first_played(played, validated)
+        else:
+            chosen = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+            played.check_scenario(validated, chosen, SEATS)
+        return cls(played, validated, chosen, days, seed, options or RunOptions())
+
     @cached_property
     def reference(self) -> Played:
         """The trial played by new contestants: what the checks compare with."""
@@ -130,11 +155,12 @@ class Trial:
 
     def play(self, seats: Sequence[Contestant], turn: Turn = decided) -> Played:
         """The market played with `seats` (as `seated` makes them), each turn taken by `turn`."""
-        env = MarketEnv(self.scenario, [f"m{seat}" for seat in range(SEATS)], self.days)
+        named = {f"m{seat}": contestant for seat, contestant in enumerate(seats)}
+        env = MarketEnv(self.scenario, list(named), self.days)
         observations, _ = env.reset(seed=self.seed)
         shown, decisions = [], []
         while env.agents:
-            actions = {agent: turn(seats[int(agent[1:])], observations[agent]) for agent in env.agents}
+            actions = {agent: turn(named[agent], observations[agent]) for agent in env.agents}
             if "m0" in actions:
                 shown.append(observations["m0"])
                 decisions.append(parse_decision(actions["m0"]))
@@ -150,30 +176,6 @@ class Trial:
 def asked(contestant: Contestant) -> list[tuple[int, str, str]]:
     """The model requests a contestant made since its reset."""
     return [(call.day, call.purpose, call.request_hash) for call in contestant.calls()]
-
-
-def trial(
-    kind: str | type[Contestant],
-    params: dict[str, Any] | None = None,
-    *,
-    scenario: str | Scenario | None = None,
-    days: int = DAYS,
-    seed: int = 1,
-    options: RunOptions | None = None,
-) -> Trial:
-    """The trial of `kind` (a kind's name, or its class) with `params` (its defaults: none
-    given) on `scenario` (a shipped scenario's name, a scenario file, or a Scenario; None: the
-    first shipped scenario the kind plays with these params). Raises pydantic's
-    ValidationError for params that do not validate, and ContestantConfigError for a scenario
-    the kind does not play."""
-    cls = contestant_class(kind) if isinstance(kind, str) else kind
-    validated = cls.params_model.model_validate(params or {})
-    if scenario is None:
-        chosen = first_played(cls, validated)
-    else:
-        chosen = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-        cls.check_scenario(validated, chosen, SEATS)
-    return Trial(cls, validated, chosen, days, seed, options or RunOptions())
 
 
 def first_played(kind: type[Contestant], params: Params) -> Scenario:
@@ -198,13 +200,13 @@ def check_contestant(
     options: RunOptions | None = None,
     deadline: float | None = None,
 ) -> None:
-    """Every rule of the kit, checked of `kind` with `params` (see `trial` for the rest, and
+    """Every rule of the kit, checked of `kind` with `params` (see `Trial.of` for the rest, and
     `check_deadline` for `deadline`). Raises NonConformance for the first rule broken."""
-    played = trial(kind, params, scenario=scenario, days=days, seed=seed, options=options)
-    check_params(played)
-    check_reset_determinism(played)
-    check_pickling(played)
-    check_deadline(played, deadline)
+    trial = Trial.of(kind, params, scenario=scenario, days=days, seed=seed, options=options)
+    check_params(trial)
+    check_reset_determinism(trial)
+    check_pickling(trial)
+    check_deadline(trial, deadline)
 
 
 # ---- params refused strictly
@@ -240,9 +242,7 @@ def refused(model: type[Params], params: dict[str, Any], key: str, what: str) ->
     except ValidationError as exc:
         problem = first_problem(exc)
         if key not in (problem.field or "").split(".") and key not in problem.explained:
-            raise NonConformance(
-                PARAMS, f"{what} is refused without naming {key!r}: {problem.field}: {problem.explained}"
-            ) from None
+            raise NonConformance(PARAMS, f"{what} is refused without naming it: {_said(problem)}") from None
         return
     raise NonConformance(PARAMS, f"{what} is accepted (refuse it: a mistake in a tournament file)")
 
@@ -252,9 +252,13 @@ def _problem(model: type[Params], params: dict[str, Any]) -> str | None:
     try:
         model.model_validate(params)
     except ValidationError as exc:
-        problem = first_problem(exc)
-        return f"{problem.field}: {problem.explained}" if problem.field else problem.explained
+        return _said(first_problem(exc))
     return None
+
+
+def _said(problem: Problem) -> str:
+    """A refusal of params in the words a tournament reports it."""
+    return f"{problem.field}: {problem.explained}" if problem.field else problem.explained
 
 
 # ---- reset determinism
@@ -264,7 +268,8 @@ def check_reset_determinism(trial: Trial) -> None:
     """The first seat's days played again by a new contestant, reset with the seed it had
     and shown the observations it was, are decided the same (with the same model requests);
     and again by a contestant that played the whole trial, then a day reset with another
-    seed, then reset with its own."""
+    seed, then reset with its own. (Under another seed it may decide otherwise: nothing is
+    asked of that day.)"""
     reference = trial.reference
     fresh = trial.ready(trial.make(), trial.seed)
     same(

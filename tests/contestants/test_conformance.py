@@ -9,10 +9,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from pydantic import ConfigDict
+from pydantic import ConfigDict, model_validator
 
 from common.model_calls import ModelCall
-from contestants import conformance
 from contestants.base import DeadlinePassed, Params
 from contestants.conformance import (
     DEADLINE,
@@ -20,12 +19,12 @@ from contestants.conformance import (
     PICKLING,
     RESET,
     NonConformance,
+    Trial,
     check_contestant,
     check_deadline,
     check_params,
     check_pickling,
     check_reset_determinism,
-    trial,
 )
 from contestants.kinds import kinds
 from docs.examples.steady_markup import SteadyMarkup, SteadyMarkupParams
@@ -80,13 +79,13 @@ class Unreset(SteadyMarkup):
 
 def test_a_kind_that_draws_unseeded_is_not_deterministic():
     with pytest.raises(NonConformance, match="a new contestant reset with the same seed decided") as failed:
-        check_reset_determinism(trial(Unseeded))
+        check_reset_determinism(Trial.of(Unseeded))
     assert failed.value.rule == RESET
 
 
 def test_a_kind_that_a_reset_does_not_clear_is_not_deterministic():
     with pytest.raises(NonConformance, match="reset with its seed again, after a match") as failed:
-        check_reset_determinism(trial(Unreset))
+        check_reset_determinism(Trial.of(Unreset))
     assert failed.value.rule == RESET
 
 
@@ -106,16 +105,30 @@ class Anything(SteadyMarkup):
     params_model: ClassVar[type[Params]] = AnythingParams
 
 
+class VagueParams(SteadyMarkupParams):
+    @model_validator(mode="before")
+    @classmethod
+    def _known(cls, data: Any) -> Any:
+        if set(data) - set(cls.model_fields):
+            raise ValueError("something is wrong")
+        return data
+
+
+class Vague(SteadyMarkup):
+    params_model: ClassVar[type[Params]] = VagueParams
+
+
 @pytest.mark.parametrize(
     "kind, refusal",
     [
         (Lax, "an unknown key 'no_such_parameter' is accepted"),
         (Anything, "'note' takes any of"),
+        (Vague, "an unknown key 'no_such_parameter' is refused without naming it: something is wrong"),
     ],
 )
 def test_a_kind_whose_params_take_a_mistake_is_refused(kind, refusal):
     with pytest.raises(NonConformance, match=refusal) as failed:
-        check_params(trial(kind))
+        check_params(Trial.of(kind))
     assert failed.value.rule == PARAMS
 
 
@@ -146,7 +159,7 @@ class Reseeded(SteadyMarkup):
 )
 def test_a_kind_that_does_not_survive_pickling_is_refused(kind, refusal):
     with pytest.raises(NonConformance, match=refusal) as failed:
-        check_pickling(trial(kind))
+        check_pickling(Trial.of(kind))
     assert failed.value.rule == PICKLING
 
 
@@ -211,7 +224,7 @@ class Quitter(SteadyMarkup):
 )
 def test_a_kind_that_does_not_keep_its_deadline_is_refused(kind, refusal):
     with pytest.raises(NonConformance, match=refusal) as failed:
-        check_deadline(trial(kind))
+        check_deadline(Trial.of(kind))
     assert failed.value.rule == DEADLINE
 
 
@@ -224,6 +237,6 @@ class SlowUndeclared(SteadyMarkup):
 
 
 def test_a_kind_that_declares_no_turn_seconds_answers_at_once(monkeypatch):
-    monkeypatch.setattr(conformance, "AT_ONCE_S", 0.02)  # rather than a turn of a second slept
+    monkeypatch.setattr("contestants.conformance.AT_ONCE_S", 0.02)  # rather than a turn of a second slept
     with pytest.raises(NonConformance, match="a kind that declares no turn_seconds answers at once"):
-        check_deadline(trial(SlowUndeclared))
+        check_deadline(Trial.of(SlowUndeclared))
