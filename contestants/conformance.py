@@ -329,6 +329,7 @@ def check_pickling(trial: Trial) -> None:
     reference = trial.reference
     half = len(reference.observations) // 2
     before, after = reference.observations[:half], reference.observations[half:]
+    when = f"after day {before[-1].day}" if before else "after its reset"
     for name, module in (("pickle", pickle), ("cloudpickle", cloudpickle)):
         params = copied(name, module, trial.params, "its params")
         if params != trial.params:
@@ -342,8 +343,8 @@ def check_pickling(trial: Trial) -> None:
         )
         original = trial.ready(trial.make(), trial.seed)
         trial.replay(original, before)
-        copy = copied(name, module, original, f"a contestant after {half} days")
-        who = f"a contestant copied with {name} after {half} days"
+        copy = copied(name, module, original, f"a contestant {when}")
+        who = f"a contestant copied with {name} {when}"
         same(PICKLING, who, continued(trial, copy, after), reference)
         same(PICKLING, "the contestant it was copied from", continued(trial, original, after), reference)
 

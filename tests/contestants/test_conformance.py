@@ -153,8 +153,8 @@ class Reseeded(SteadyMarkup):
 @pytest.mark.parametrize(
     "kind, refusal",
     [
-        (Locked, "a contestant after 1 days cannot be copied with pickle: TypeError: cannot pickle"),
-        (Reseeded, "a contestant copied with pickle after 1 days decided"),
+        (Locked, "a contestant after day 1 cannot be copied with pickle: TypeError: cannot pickle"),
+        (Reseeded, "a contestant copied with pickle after day 1 decided"),
     ],
 )
 def test_a_kind_that_does_not_survive_pickling_is_refused(kind, refusal):
