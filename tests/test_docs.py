@@ -14,6 +14,9 @@ otherwise (invisible when the page is rendered):
   tournament that plays them on the shipped scenario NAME; `; defaults but KEY, KEY` after NAME
   says that every parameter the entries give is its kind's default but those named, which are
   not.
+
+A block of any language after `<!-- copy of PATH -->` (PATH from the repository's root) is that
+file whole: the file the suite runs is the one the page shows.
 """
 
 from __future__ import annotations
@@ -130,6 +133,15 @@ def test_every_yaml_block_is_a_valid_file_or_the_fragment_it_says(block: Block):
         validated(path, Scenario, data)
     else:
         pytest.fail(f"{block}: unknown marker <!-- {marker} -->")
+
+
+COPIES = [b for page in PAGES for b in blocks_and_prose(page)[0] if (b.marker or "").startswith("copy of ")]
+
+
+@pytest.mark.parametrize("block", COPIES, ids=str)
+def test_a_block_marked_as_a_copy_is_the_file_whole(block: Block):
+    path = ROOT / (block.marker or "").removeprefix("copy of ")
+    assert block.text == path.read_text().rstrip("\n"), f"{block} is not {path.relative_to(ROOT)} as it is"
 
 
 def defaults(kind: str, params: dict[str, Any]) -> dict[str, Any]:

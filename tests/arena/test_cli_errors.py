@@ -938,6 +938,7 @@ NOT_THE_USERS = {
     "HostGone": "a host's connection closed: the merchant's turn failed",
     "ChromiumMissing": "tests and scripts only: the report itself needs no browser",
     "ToolError": "an agent's tool call it cannot carry out: its result tells the model why",
+    "NonConformance": "the conformance kit's failed assertion, in a kind author's test: no command raises it",
 }
 
 
