@@ -83,9 +83,9 @@ app = typer.Typer(
     cls=_OneLineErrors,
     help="Tournaments of merchant agents in one shared market, recorded in SQLite and rated on the Elo "
     "scale.\n\n"
-    "Start with: uv run arena run tournaments/round_robin.yaml\n\n"
-    "An interrupted run continues with: uv run arena run FILE --resume. "
-    "To play on an existing Ray cluster: uv run arena run FILE --address ADDR.",
+    f"Start with: {ARENA} run tournaments/round_robin.yaml\n\n"
+    f"An interrupted run continues with: {ARENA} run FILE --resume. "
+    f"To play on an existing Ray cluster: {ARENA} run FILE --address ADDR.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -97,5 +97,5 @@ app = typer.Typer(
 
 def command(example: str, name: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register an `arena` command whose help ends with `example` (its arguments after
-    `uv run arena`)."""
+    `ARENA`)."""
     return app.command(name, cls=_FlagsTakeNoValue, epilog=f"Example: `{ARENA} {example}`")

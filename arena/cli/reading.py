@@ -242,7 +242,7 @@ def show(
             metavar="MATCH_ID",
             min=1,
             max=LARGEST_ID,
-            help="Match id (see `uv run arena matches`).",
+            help=f"Match id (see `{ARENA} matches`).",
             show_default=False,
         ),
     ],
@@ -292,7 +292,7 @@ def _show_match(
         out.print(drawn(views.metrics_table(metrics, contestants, noted)))
     else:
         out.print(
-            "No metrics stored for this match: `uv run arena rescore` computes them.",
+            f"No metrics stored for this match: `{ARENA} rescore` computes them.",
             markup=False,
             highlight=False,
         )

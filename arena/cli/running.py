@@ -75,7 +75,7 @@ def run(
         typer.Option(
             "--estimate",
             help="Play nothing: foresee the model calls, tokens and cost "
-            "(as `uv run arena validate --estimate`).",
+            f"(as `{ARENA} validate --estimate`).",
         ),
     ] = False,
 ) -> None:
@@ -90,31 +90,32 @@ def run(
     with user_errors():
         tournament = load_tournament(config)
         engine = engine_for(db)
-    summary = play(tournament, engine, f"{ARENA} run {config}", db, resume, address, no_cache)
+    typed = f"{ARENA} run {config}"
+    summary = _play(tournament, engine, typed, db, resume, address, no_cache)
     title = tournament_title(store.get_tournament(engine, summary.tournament_id))
     out.print(drawn(views.leaderboard_table(summary.table, title)))
     if summary.ended:
         out_print(
             f"Adaptive schedule ended after {summary.played + summary.skipped} matches: {summary.ended}."
         )
-    _stopped(summary, f"uv run arena run {config}", engine, db)
+    _stopped(summary, typed, engine, db)
 
 
-def play(
+def _play(
     tournament: Tournament,
     engine: Engine,
-    command: str,
+    typed: str,
     db: str | None,
     resume: bool,
     address: str | None,
     no_cache: bool,
 ) -> RunSummary:
-    """`tournament` played with progress on stderr (`command` is how the user ran it, to say
+    """`tournament` played with progress on stderr (`typed` is how the user ran it, to say
     how to resume); one line and the exit status for an interrupt, a database gone, a broken
     model."""
     from tournaments.run import run_tournament  # imports Ray: only when a tournament is really played
 
-    again = _again(command, engine, db)
+    again = _again(typed, engine, db)
     try:
         with user_errors(), shown_progress() as observer:
             options = RunOptions(no_cache=no_cache)
@@ -138,17 +139,17 @@ def play(
     return summary
 
 
-def _again(command: str, engine: Engine, db: str | None) -> str:
-    """The command that plays the rest of a run of `command`."""
-    return with_db(f"{command} --resume", engine, db)
+def _again(typed: str, engine: Engine, db: str | None) -> str:
+    """The command that plays the rest of a run typed as `typed`."""
+    return with_db(f"{typed} --resume", engine, db)
 
 
-def _stopped(summary: RunSummary, command: str, engine: Engine, db: str | None) -> None:
+def _stopped(summary: RunSummary, typed: str, engine: Engine, db: str | None) -> None:
     """Exit with EXIT_BUDGET, saying so, if the budget stopped the run."""
     if summary.stopped:
         err_print(
             f"Stopped: {summary.stopped}; the matches not played are left for "
-            f"`{_again(command, engine, db)}`"
+            f"`{_again(typed, engine, db)}`"
             + (" (raise the budget first)." if "budget" in summary.stopped else ".")
         )
         raise typer.Exit(EXIT_BUDGET)
@@ -238,13 +239,13 @@ def replicate(
         played = _pack_played(pack, tournament, resume, model, days, repetitions)
         engine = engine_for(db, create=tournament is None)
     if played is not None:
-        command = f"uv run arena replicate {name}" + "".join(
+        typed = f"{ARENA} replicate {name}" + "".join(
             f" --{flag} {value}"
             for flag, value in (("model", model), ("days", days), ("repetitions", repetitions))
             if value is not None
         )
-        summary = play(played, engine, command, db, resume, address, no_cache)
-        _stopped(summary, command, engine, db)
+        summary = _play(played, engine, typed, db, resume, address, no_cache)
+        _stopped(summary, typed, engine, db)
         tournament = summary.tournament_id
     assert tournament is not None  # given, or just played
     _compared(pack, engine, tournament, as_json)
@@ -255,9 +256,7 @@ def _list_packs(listed: bool, named: bool, as_json: bool) -> None:
     from tournaments.replication import load_pack, packs
 
     if not named and not listed:
-        err.print(
-            "error: name a pack (uv run arena replicate --list shows them)", markup=False, highlight=False
-        )
+        err.print(f"error: name a pack ({ARENA} replicate --list shows them)", markup=False, highlight=False)
         raise typer.Exit(EXIT_USER_ERROR)
     with user_errors():
         shown = [load_pack(known) for known in packs()]
