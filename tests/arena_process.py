@@ -136,7 +136,7 @@ def rows_per_match(db: Path, only: set[str] | None = None) -> dict[str, dict[str
 
 # ---- a run in the background -------------------------------------------------------------
 
-# What `arena run` prints to a log (arena/cli.py's _LogLines): matches stored, days played.
+# What `arena run` prints to a log (arena/cli/progress.py's LogLines): matches stored, days played.
 PROGRESS = re.compile(r"^tournament (\d+): (\d+) of (\d+) matches, ([\d,]+) of ([\d,]+) market days")
 
 

@@ -33,7 +33,7 @@ import pytest
 import typer
 import yaml
 
-from arena import cli
+from arena.cli import app
 from common.yaml_files import parse_yaml, validated
 from contestants.kinds import validate_params
 from contestants.llm.providers import validate_settings
@@ -44,7 +44,7 @@ from tournaments.schedule import schedule
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-CLI = typer.main.get_command(cli.app)
+CLI = typer.main.get_command(app)
 SHELL = {"", "bash", "sh", "shell", "console"}  # a fence's languages whose lines are commands
 
 

@@ -1,7 +1,7 @@
 """The tables that both `arena` (leaderboard, show) and the HTML report show, each defined once:
 its columns (a header, how a row's value is written), or for a table whose columns are a
 match's merchants, the function that builds it. A `Table` holds only text, so the two fronts
-show the same headers and the same text in every cell: arena/cli.py draws it with rich,
+show the same headers and the same text in every cell: arena/cli/output.py draws it with rich,
 results/presentation/report.py through its template.
 
 A measure that does not apply for a reason (results.scoring.metrics.NotApplicable: a collusion

@@ -9,7 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app, output
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
 from results.storage import store
@@ -59,8 +59,8 @@ def stored(tmp_path_factory) -> tuple[str, int, dict[str, int]]:
 
 def test_show_prints_the_merchants_and_the_markets_measures_and_windows(stored, monkeypatch):
     url, _, ids = stored
-    monkeypatch.setattr(cli.out, "width", 200)
-    shown = runner.invoke(cli.app, ["show", str(ids["cartel"]), "--db", url])
+    monkeypatch.setattr(output.out, "width", 200)
+    shown = runner.invoke(app, ["show", str(ids["cartel"]), "--db", url])
     assert shown.exit_code == 0, shown.output
     lines = shown.output.splitlines()
     row = lambda name: next(line for line in lines if line.strip("│ ").startswith(name + " "))  # noqa: E731
@@ -69,7 +69,7 @@ def test_show_prints_the_merchants_and_the_markets_measures_and_windows(stored, 
     assert "10" in row("supra_competitive_days") and "0" in row("price_war_days")
     assert "days 1–10" in row("supra-competitive windows") and "none" in row("price war windows")
 
-    data = json.loads(runner.invoke(cli.app, ["show", str(ids["cartel"]), "--db", url, "--json"]).stdout)
+    data = json.loads(runner.invoke(app, ["show", str(ids["cartel"]), "--db", url, "--json"]).stdout)
     assert list(data["market"]["metrics"]) == [
         "market_profit_gain",
         "market_price_gain",
@@ -83,8 +83,8 @@ def test_show_prints_the_merchants_and_the_markets_measures_and_windows(stored, 
 
 def test_show_of_a_market_without_an_equilibrium_shows_no_measures(stored, monkeypatch):
     url, _, ids = stored
-    monkeypatch.setattr(cli.out, "width", 200)
-    shown = runner.invoke(cli.app, ["show", str(ids["deaf"]), "--db", url])
+    monkeypatch.setattr(output.out, "width", 200)
+    shown = runner.invoke(app, ["show", str(ids["deaf"]), "--db", url])
     assert shown.exit_code == 0, shown.output
     assert "the market as a whole" not in shown.output and "windows" not in shown.output
     profit_gain = next(
@@ -92,7 +92,7 @@ def test_show_of_a_market_without_an_equilibrium_shows_no_measures(stored, monke
     )
     assert profit_gain.count("n/a") == 2
     assert "profit_gain n/a for deaf1, deaf2: no price benchmarks: customers ignore prices" in shown.output
-    data = json.loads(runner.invoke(cli.app, ["show", str(ids["deaf"]), "--db", url, "--json"]).stdout)
+    data = json.loads(runner.invoke(app, ["show", str(ids["deaf"]), "--db", url, "--json"]).stdout)
     assert data["market"] == {"metrics": {}, "windows": []}
     assert {(n["merchant"], n["name"]) for n in data["not_applicable"]} == {
         (m, name) for m in ("deaf1", "deaf2") for name in ("profit_gain", "price_gain")
@@ -103,14 +103,14 @@ def test_the_leaderboard_shows_each_contestants_mean_gains(stored, monkeypatch):
     url, tournament, _ = stored
     rows = {
         row["contestant"]: row
-        for row in json.loads(runner.invoke(cli.app, ["leaderboard", "--db", url, "--json"]).stdout)["rows"]
+        for row in json.loads(runner.invoke(app, ["leaderboard", "--db", url, "--json"]).stdout)["rows"]
     }
     assert rows["cartel1"]["profit_gain"] == pytest.approx(1.0, abs=1e-9) and rows["rival2"][
         "price_gain"
     ] == pytest.approx(0.0, abs=1e-9)
     assert rows["deaf1"]["profit_gain"] is None and rows["deaf1"]["price_gain"] is None
-    monkeypatch.setattr(cli.out, "width", 200)
-    table = runner.invoke(cli.app, ["leaderboard", "--db", url, "--tournament", str(tournament)]).output
+    monkeypatch.setattr(output.out, "width", 200)
+    table = runner.invoke(app, ["leaderboard", "--db", url, "--tournament", str(tournament)]).output
 
     def cells(line: str) -> list[str]:
         return [cell.strip() for cell in line.strip().strip("│┃").split("│" if "│" in line else "┃")]

@@ -13,7 +13,7 @@ from page_reader import parse
 from probed_match import CALVANO, DAYS, store_probed_match
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app, output
 from results.presentation.report import build_report
 from results.records import PlayedScenarios
 from results.scoring.collusion import CollusionSettings
@@ -32,8 +32,8 @@ def stored(tmp_path_factory) -> tuple[str, int, int]:
 
 def test_show_prints_the_probe_its_measures_and_both_paths(stored, monkeypatch):
     url, _, match = stored
-    monkeypatch.setattr(cli.out, "width", 200)
-    shown = runner.invoke(cli.app, ["show", str(match), "--db", url])
+    monkeypatch.setattr(output.out, "width", 200)
+    shown = runner.invoke(app, ["show", str(match), "--db", url])
     assert shown.exit_code == 0, shown.output
     lines = shown.output.splitlines()
     row = lambda *words: next(line for line in lines if all(w in line for w in words))  # noqa: E731
@@ -45,7 +45,7 @@ def test_show_prints_the_probe_its_measures_and_both_paths(stored, monkeypatch):
         " 1.30            ",
     ]  # day 3: on path, deviated
     assert row("│ 4 ", "tft").split("│")[3:5] == [" 1.80           ", " 1.30            "]
-    data = json.loads(runner.invoke(cli.app, ["show", str(match), "--db", url, "--json"]).stdout)
+    data = json.loads(runner.invoke(app, ["show", str(match), "--db", url, "--json"]).stdout)
     assert data["deviation"]["probe"] == {"day": 3, "seat": 0, "to": 1.3, "days": 1, "discount": 0.95}
     assert [d["prices"]["good"] for d in data["deviation"]["days"] if d["merchant"] == "tft"] == [1.7] + [
         1.8
@@ -88,7 +88,7 @@ def test_the_report_draws_both_paths_with_the_forced_day_shaded(stored):
 
 def test_export_writes_the_probe_and_the_deviated_path(stored, tmp_path):
     url, tournament, _ = stored
-    result = runner.invoke(cli.app, ["export", str(tournament), "--out", str(tmp_path), "--db", url])
+    result = runner.invoke(app, ["export", str(tournament), "--out", str(tmp_path), "--db", url])
     assert result.exit_code == 0, result.output
 
     def read(name: str) -> list[dict[str, str]]:

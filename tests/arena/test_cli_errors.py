@@ -25,7 +25,8 @@ import yaml
 from typer.core import TyperArgument, TyperGroup
 from typer.testing import CliRunner
 
-from arena.cli import app, user_errors
+from arena.cli import app
+from arena.cli.exits import user_errors
 from common.errors import UserError
 from results.storage.db import engine_for
 from results.storage.store import start_tournament

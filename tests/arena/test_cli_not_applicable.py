@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app, output
 from market.scenario import load_scenario
 from results.storage import store
 from results.storage.db import engine_for
@@ -59,7 +59,7 @@ def stored(tmp_path_factory) -> tuple[str, int, dict[str, int]]:
 
 
 def _ok(args: list[str]) -> str:
-    done = runner.invoke(cli.app, args)
+    done = runner.invoke(app, args)
     assert done.exit_code == 0, done.output
     return done.output
 
@@ -103,7 +103,7 @@ def test_the_leaderboard_the_report_and_the_viewer_agree_on_the_gains_and_why(st
     assert (rows["pricey"]["profit_gain"], rows["pricey"]["profit_gain_note"]) == (None, WHY)
     assert all(row["price_gain_note"] is None for row in rows.values())  # price_war's markups are 23% apart
 
-    monkeypatch.setattr(cli.out, "width", 250)
+    monkeypatch.setattr(output.out, "width", 250)
     table = _ok(["leaderboard", "--db", url, "--tournament", str(tournament)])
     cells = {
         name: next(line for line in table.splitlines() if f" {name} " in line).split("│") for name in rows
@@ -151,7 +151,7 @@ def _notes_of_show(url: str, match_id: int) -> list[str]:
 
 def test_a_match_shows_exports_and_dumps_the_same_reason(stored, tmp_path, monkeypatch):
     url, tournament, ids = stored
-    monkeypatch.setattr(cli.out, "width", 250)
+    monkeypatch.setattr(output.out, "width", 250)
     reason = WHY.removeprefix("price_war: ")
     market = reason.replace("profits", "profits of the seats together")
     assert _notes_of_show(url, ids["price_war"]) == [

@@ -23,7 +23,8 @@ from sqlmodel import Session, select
 from test_cli_errors import one_error_line
 from typer.testing import CliRunner
 
-from arena.cli import EXIT_DATABASE, app
+from arena.cli import app
+from arena.cli.exits import EXIT_DATABASE
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.schema import ContestantRow, TournamentRow

@@ -94,9 +94,9 @@ def test_leaderboard_anchor_and_weights(db, tmp_path):
 @pytest.fixture
 def wide(monkeypatch):
     """A terminal wide enough for every column's header in one piece."""
-    from arena import cli
+    from arena.cli.output import out
 
-    monkeypatch.setattr(cli.out, "width", 200)
+    monkeypatch.setattr(out, "width", 200)
 
 
 def test_leaderboard_table(db, wide):

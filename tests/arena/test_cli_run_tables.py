@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app, output, progress
 from tournaments.config import load_tournament
 from tournaments.schedule import schedule
 
@@ -48,8 +48,8 @@ def played(tmp_path_factory, ray_local) -> tuple[Path, Path, str, str]:
     )
     db = folder / "tiny.db"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cli.out, "width", 200)  # as printed to a log
-        ran = CliRunner().invoke(cli.app, ["run", str(config), "--db", f"sqlite:///{db}"])
+        patch.setattr(output.out, "width", 200)  # as printed to a log
+        ran = CliRunner().invoke(app, ["run", str(config), "--db", f"sqlite:///{db}"])
     assert ran.exit_code == 0, ran.output
     return config, db, ran.stdout, ran.stderr
 
@@ -90,7 +90,7 @@ def test_the_run_prints_the_contestants_in_rating_order_with_their_ratings(playe
     rows = table_rows(printed)
     board = json.loads(
         CliRunner()
-        .invoke(cli.app, ["leaderboard", "--db", f"sqlite:///{db}", "--tournament", "1", "--json"])
+        .invoke(app, ["leaderboard", "--db", f"sqlite:///{db}", "--tournament", "1", "--json"])
         .stdout
     )
     ratings = {entry["contestant"]: entry["rating"] for entry in board["rows"]}
@@ -105,8 +105,8 @@ def test_the_run_prints_the_contestants_in_rating_order_with_their_ratings(playe
 
 def test_matches_lists_each_scheduled_match_once_as_stored(played, monkeypatch):
     config, db, _, _ = played
-    monkeypatch.setattr(cli.out, "width", 200)
-    listed = CliRunner().invoke(cli.app, ["matches", "--db", f"sqlite:///{db}"])
+    monkeypatch.setattr(output.out, "width", 200)
+    listed = CliRunner().invoke(app, ["matches", "--db", f"sqlite:///{db}"])
     assert listed.exit_code == 0, listed.output
     rows = table_rows(listed.stdout)
     plan = schedule(load_tournament(config))
@@ -142,9 +142,9 @@ def test_in_a_log_the_progress_is_a_few_plain_lines(played):
 
 def test_a_log_line_comes_at_each_twentieth_of_the_days_or_after_a_quiet_minute(monkeypatch):
     now = [0.0]
-    monkeypatch.setattr(cli, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: now[0]))
     written = io.StringIO()
-    lines = cli._LogLines(Console(file=written, width=300))
+    lines = progress.LogLines(Console(file=written, width=300))
     lines.started(7, matches=10, days=200, skipped=2)
     for days in range(1, 201):  # a day at a time, a second each, of the 8 matches left
         now[0] += 1.0
@@ -158,7 +158,7 @@ def test_a_log_line_comes_at_each_twentieth_of_the_days_or_after_a_quiet_minute(
     now[0] += 61
     lines.advanced(10, 200)  # nothing new, even after a minute: nothing told
     assert len(written.getvalue().splitlines()) == len(told)
-    lines = cli._LogLines(Console(file=written, width=300))
+    lines = progress.LogLines(Console(file=written, width=300))
     lines.started(8, matches=1, days=10_000, skipped=0)
     for days in (1, 2, 3):  # far from a twentieth, a minute apart
         now[0] += 60

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app, output
 from contestants.llm.providers import Provider, register_provider
 from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.scenario import load_scenario
@@ -59,9 +59,7 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
     )
     match_id = store.save_match(engine, tournament, finished)
 
-    shown = CliRunner().invoke(
-        cli.app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db", "--json"]
-    )
+    shown = CliRunner().invoke(app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db", "--json"])
     calls = json.loads(shown.stdout)["calls"]
     assert [(c["purpose"], c["day"], c["prompt_version"]) for c in calls] == [
         ("decide", 1, "merchant-v2"),
@@ -74,8 +72,8 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
         "seed"
     ] is not None
 
-    monkeypatch.setattr(cli.out, "width", 200)  # one line per row
-    table = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db"]).stdout
+    monkeypatch.setattr(output.out, "width", 200)  # one line per row
+    table = CliRunner().invoke(app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db"]).stdout
     usage, made = rows(table, "model calls"), rows(table, "how the calls were made")
     assert usage["decide"][:2] == ["3", "90"] and usage["reflect"][:2] == ["2", "60"]  # calls, input tokens
     # model, answered by (the canned provider reports none), temperature, top_p (not sent), seed, templates

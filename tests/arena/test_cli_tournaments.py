@@ -17,7 +17,7 @@ import pytest
 from ranked_matches import finished
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app, output
 from results.storage.db import engine_for
 from results.storage.store import finish_tournament, save_match, start_tournament
 from tournaments.config import load_tournament
@@ -27,7 +27,7 @@ runner = CliRunner()
 
 
 def invoke(*args: object):
-    result = runner.invoke(cli.app, [str(a) for a in args])
+    result = runner.invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, result.stdout + result.stderr
     return result
 
@@ -87,7 +87,7 @@ def test_the_list_names_both_runs_with_their_file_status_matches_and_leaderboard
 
 def test_the_list_as_a_table(twice, monkeypatch):
     config, url = twice
-    monkeypatch.setattr(cli.out, "width", 500)  # a line a row: two long temporary paths
+    monkeypatch.setattr(output.out, "width", 500)  # a line a row: two long temporary paths
     lines = invoke("tournaments", "--db", url).stdout.splitlines()
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
     assert [row[:5] for row in rows] == [
@@ -107,7 +107,7 @@ def test_a_plain_leaderboard_reads_the_latest_tournament_and_says_which(twice, m
     assert plain["tournaments"] == [{"id": 2, "name": "tiny", "file": str(config)}]
     assert {row["contestant"]: row["matches"] for row in plain["rows"]} == seats_of_one_run(config)
     assert plain == shown("leaderboard", "--db", url, "--tournament", 2) | {"selection": "latest"}
-    monkeypatch.setattr(cli.out, "width", 500)  # a line a row: two long temporary paths
+    monkeypatch.setattr(output.out, "width", 500)  # a line a row: two long temporary paths
     printed = invoke("leaderboard", "--db", url).stdout.splitlines()
     assert printed[0].strip() == f"tournament 2 (tiny, {config})"
     assert printed[-1] == (
@@ -122,7 +122,7 @@ def test_all_pools_every_tournament_and_says_how_many(twice, monkeypatch):
     assert pooled["selection"] == "all" and [t["id"] for t in pooled["tournaments"]] == [1, 2]
     twice_as_many = {name: 2 * n for name, n in seats_of_one_run(config).items()}
     assert {row["contestant"]: row["matches"] for row in pooled["rows"]} == twice_as_many
-    monkeypatch.setattr(cli.out, "width", 500)  # a line a row: two long temporary paths
+    monkeypatch.setattr(output.out, "width", 500)  # a line a row: two long temporary paths
     printed = invoke("leaderboard", "--db", url, "--all").stdout.splitlines()
     assert printed[0].strip() == "pooled over all 2 tournaments"
     assert "The latest" not in printed[-1]
@@ -133,7 +133,7 @@ def test_naming_two_tournaments_pools_them(twice, monkeypatch):
     named = shown("leaderboard", "--db", url, "--tournament", 2, "--tournament", 1)
     assert named["selection"] == "named" and [t["id"] for t in named["tournaments"]] == [2, 1]
     assert named["rows"] == shown("leaderboard", "--db", url, "--all")["rows"]
-    monkeypatch.setattr(cli.out, "width", 500)  # a line a row: two long temporary paths
+    monkeypatch.setattr(output.out, "width", 500)  # a line a row: two long temporary paths
     printed = invoke(
         "leaderboard", "--db", url, "--tournament", 1, "--tournament", 2, "--scenario", "price_war"
     )
@@ -144,7 +144,7 @@ def test_a_sweeps_table_reads_one_tournament(twice):
     _, url = twice
     by_cell = shown("leaderboard", "--db", url, "--metric", "profit")
     assert by_cell["tournaments"][0]["id"] == 2 and by_cell["cells"][0]["matches"] == 3
-    refused = runner.invoke(cli.app, ["leaderboard", "--db", url, "--all", "--metric", "profit"])
+    refused = runner.invoke(app, ["leaderboard", "--db", url, "--all", "--metric", "profit"])
     assert refused.exit_code == 2
     assert refused.stderr.strip() == (
         "error: --by and --metric read one tournament's matches: give one --tournament ID"
@@ -212,7 +212,7 @@ def test_the_list_tells_a_finished_a_stopped_and_a_running_tournament_apart(stat
 def test_an_empty_database_is_one_line_and_exit_status_2(tmp_path, command):
     url = f"sqlite:///{tmp_path / 'arena.db'}"
     engine_for(url).dispose()
-    result = runner.invoke(cli.app, [*command, "--db", url])
+    result = runner.invoke(app, [*command, "--db", url])
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr.splitlines() == [
         f"error: no tournament is stored in {url}: `uv run arena run tournaments/round_robin.yaml` plays one"

@@ -17,7 +17,7 @@ from fakes.openai_api import FakeOpenAI
 from thin_price_war import thin_price_war
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app
 from contestants.llm.catalogue import CATALOGUE, catalogue_price
 from contestants.llm.params import LLMParams
 from market.scenario import SHIPPED_SCENARIOS
@@ -41,7 +41,7 @@ KEY, WRONG = "sk-SENTINEL-ping-0a9b8c7d", "sk-SENTINEL-wrong-6f5e4d3c"
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_every_shipped_tournament_validates(path):
     """Every shipped file validates, and an example's header counts the matches validate counts."""
-    result = CliRunner().invoke(cli.app, ["validate", str(path)])
+    result = CliRunner().invoke(app, ["validate", str(path)])
     assert result.exit_code == 0, result.output
     assert ": ok — " in result.stdout
     if path in EXAMPLES:
@@ -76,7 +76,7 @@ def test_the_head_to_head_example_costs_what_its_header_says():
     (input and output) to a tenth of a million, the dollars to the cent, and the calls in a row
     of a match (each model's decisions and recall questions over the matches)."""
     path = EXAMPLE_FOLDER / "openai_vs_anthropic.yaml"
-    result = CliRunner().invoke(cli.app, ["validate", str(path), "--estimate", "--json"])
+    result = CliRunner().invoke(app, ["validate", str(path), "--estimate", "--json"])
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
     *models, total = shown["estimate"]
@@ -136,10 +136,10 @@ def test_a_broken_copy_of_a_shipped_tournament_is_refused(path, tmp_path):
     data = yaml.safe_load(path.read_text())
     copy = tmp_path / path.name
     copy.write_text(yaml.safe_dump(data))
-    assert CliRunner().invoke(cli.app, ["validate", str(copy)]).exit_code == 0
+    assert CliRunner().invoke(app, ["validate", str(copy)]).exit_code == 0
     for what, (broken, named) in BREAKS.items():
         copy.write_text(yaml.safe_dump(broken(data)))
-        result = CliRunner().invoke(cli.app, ["validate", str(copy)])
+        result = CliRunner().invoke(app, ["validate", str(copy)])
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert result.exit_code == 2 and len(lines) == 1 and named in lines[0], (what, result.output)
 
@@ -178,7 +178,7 @@ def test_ping_calls_each_distinct_model_once_and_names_each_that_fails(tmp_path,
         ("refused", "gpt-5-mini", "BAD_KEY"),
         ("mini-other-key", "gpt-4.1-mini", "BAD_KEY"),  # mini's call but another key: a call of its own
     )
-    result = CliRunner().invoke(cli.app, ["validate", str(config), "--ping"])
+    result = CliRunner().invoke(app, ["validate", str(config), "--ping"])
     assert result.exit_code == 4
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 3
@@ -198,7 +198,7 @@ def test_ping_of_models_that_answer_is_quiet(tmp_path, api, monkeypatch):
     config = tournament(
         tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("astra", "gpt-6-astra", "GOOD_KEY")
     )
-    result = CliRunner().invoke(cli.app, ["validate", str(config), "--ping"])
+    result = CliRunner().invoke(app, ["validate", str(config), "--ping"])
     assert result.exit_code == 0, result.output
     assert "error" not in result.output and len(api.calls) == 2
 
@@ -211,7 +211,7 @@ def test_estimate_counts_the_calls_of_the_schedule(tmp_path, api, monkeypatch):
     config = tournament(
         tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"), ("luna", "gpt-6-luna", "GOOD_KEY")
     )
-    result = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate", "--json"])
+    result = CliRunner().invoke(app, ["validate", str(config), "--estimate", "--json"])
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
     assert shown["matches"] == 3
@@ -244,7 +244,7 @@ def test_estimate_of_an_agent_gives_its_calls_from_a_step_a_day_to_all_its_steps
     config.write_text(
         config.read_text().replace("model: openai/gpt-4.1-mini,", "model: openai/gpt-4.1-mini, mode: agent,")
     )
-    result = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate", "--json"])
+    result = CliRunner().invoke(app, ["validate", str(config), "--estimate", "--json"])
     assert result.exit_code == 0, result.output
     estimates = {e["contestant"]: e for e in json.loads(result.stdout)["estimate"]}
     mini = estimates["mini"]
@@ -253,7 +253,7 @@ def test_estimate_of_an_agent_gives_its_calls_from_a_step_a_day_to_all_its_steps
     assert estimates["luna"]["by_purpose"] == {"decide": [6, 6], "repair": [0, 6]}
     assert estimates["total"]["by_purpose"] == {"step": [6, 120], "decide": [6, 6], "repair": [0, 6]}
     assert api.calls == []
-    shown = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate"])
+    shown = CliRunner().invoke(app, ["validate", str(config), "--estimate"])
     assert "step 6 to 120" in shown.stdout
     assert "from one step a day to the most" in " ".join(shown.stdout.split())  # the title names its ends
 
@@ -267,7 +267,7 @@ def test_estimate_says_when_a_rehearsal_goes_bankrupt(tmp_path, api, monkeypatch
     (tmp_path / "ruinous.yaml").write_text(yaml.safe_dump(ruinous))
     config = tournament(tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"))
     config.write_text(config.read_text().replace("[price_war]", f"[{tmp_path / 'ruinous.yaml'}]"))
-    result = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate", "--json"])
+    result = CliRunner().invoke(app, ["validate", str(config), "--estimate", "--json"])
     assert result.exit_code == 0, result.output
     mini = {e["contestant"]: e for e in json.loads(result.stdout)["estimate"]}["mini"]
     assert mini["bankrupt"] == 1 and mini["by_purpose"]["decide"] == [1, 1]  # day 1 alone
@@ -281,8 +281,8 @@ def test_run_with_estimate_plays_nothing_and_estimates_as_validate_does(tmp_path
     monkeypatch.setenv("GOOD_KEY", KEY)
     monkeypatch.chdir(tmp_path)
     config = tournament(tmp_path, api, ("mini", "gpt-4.1-mini", "GOOD_KEY"))
-    ran = CliRunner().invoke(cli.app, ["run", str(config), "--estimate"])
-    validated = CliRunner().invoke(cli.app, ["validate", str(config), "--estimate"])
+    ran = CliRunner().invoke(app, ["run", str(config), "--estimate"])
+    validated = CliRunner().invoke(app, ["validate", str(config), "--estimate"])
     assert ran.exit_code == 0, ran.output
     assert ran.stdout == validated.stdout
     assert "model calls the tournament will need" in ran.stdout

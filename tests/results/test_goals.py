@@ -10,7 +10,7 @@ import pyarrow.csv
 import pytest
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app, output
 from market.engine import Market
 from market.scenario import Scenario
 from results.presentation.export import export
@@ -191,14 +191,14 @@ def test_what_scripted_competitors_did_is_exported_and_shown(engine, tournament,
     assert [r["price"] for r in rows] == pytest.approx([1.8] * 3)
     assert [r["units_sold"] for r in rows] == pytest.approx(log.competitors.units_sold[:, 0, 0].tolist())
     url = f"sqlite:///{tmp_path / 'arena.db'}"
-    shown = json.loads(CliRunner().invoke(cli.app, ["show", str(match_id), "--db", url, "--json"]).stdout)
+    shown = json.loads(CliRunner().invoke(app, ["show", str(match_id), "--db", url, "--json"]).stdout)
     assert shown["competitors"]["names"] == ["shop"]
     assert shown["competitors"]["prices"] == [[[pytest.approx(1.8)]]] * 3
     assert shown["competitors"]["units_sold"] == [
         [[pytest.approx(u)]] for u in log.competitors.units_sold[:, 0, 0]
     ]
-    monkeypatch.setattr(cli.out, "width", 200)
-    table = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", url]).stdout
+    monkeypatch.setattr(output.out, "width", 200)
+    table = CliRunner().invoke(app, ["show", str(match_id), "--db", url]).stdout
     lines = table[table.index("scripted competitors, day by day") :].splitlines()
     day_rows = [line.split("│")[1:3] for line in lines if line.count("│") > 3 and "shop" in line]
     assert [[cell.strip() for cell in row] for row in day_rows] == [[str(d), "shop"] for d in (1, 2, 3)]

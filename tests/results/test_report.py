@@ -17,7 +17,8 @@ from sqlalchemy import Engine
 from sqlmodel import Session, update
 from typer.testing import CliRunner
 
-from arena.cli import app, out
+from arena.cli import app
+from arena.cli.output import out
 from results.errors import NotFound
 from results.presentation import chromium, views
 from results.presentation.report import HeadToHead, ReportError, build_report, write_report

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app, output
 from contestants.kinds import create
 from market.env import MarketEnv
 from market.scenario import load_scenario
@@ -126,7 +126,7 @@ def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, 
     )
     url = f"sqlite:///{tmp_path / 'arena.db'}"
     runner = CliRunner()
-    ran = runner.invoke(cli.app, ["run", str(config), "--db", url])
+    ran = runner.invoke(app, ["run", str(config), "--db", url])
     assert ran.exit_code == 0, ran.output
     engine = engine_for(url, create=False)
     details = {m.key: store.match_detail(engine, m.id) for m in store.list_matches(engine)}
@@ -156,8 +156,8 @@ def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, 
     assert len(expected) == 4 * (2 + 1 + 1)  # cartel against cartel, each cartel against the undercutter
 
     both = next(d for d in details.values() if {r.contestant for r in d.results} == {"cartel_a", "cartel_b"})
-    monkeypatch.setattr(cli.out, "width", 300)
-    shown = runner.invoke(cli.app, ["show", str(both.match.id), "--db", url])
+    monkeypatch.setattr(output.out, "width", 300)
+    shown = runner.invoke(app, ["show", str(both.match.id), "--db", url])
     assert shown.exit_code == 0, shown.output
     section = shown.output.split("messages (each read by the rivals the next day)")[1].split("day by day")[0]
     rows = [
@@ -170,7 +170,7 @@ def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, 
     )  # four days, two cartels
 
     exported = runner.invoke(
-        cli.app, ["export", str(both.match.tournament_id), "--out", str(tmp_path / "out"), "--db", url]
+        app, ["export", str(both.match.tournament_id), "--out", str(tmp_path / "out"), "--db", url]
     )
     assert exported.exit_code == 0, exported.output
     messages = pd.read_csv(tmp_path / "out" / "messages.csv")

@@ -27,7 +27,7 @@ from arena_process import (
 )
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app
 from market.scenario import SHIPPED_SCENARIOS
 from results.storage.db import engine_for
 from tournaments.config import load_tournament
@@ -145,7 +145,7 @@ def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path
         assert run.survivors() == {}
 
     resumed = CliRunner().invoke(
-        cli.app, ["run", str(config), "--db", f"sqlite:///{killed}", "--resume"]
+        app, ["run", str(config), "--db", f"sqlite:///{killed}", "--resume"]
     )  # here: the test above resumes in a process of its own
     assert resumed.exit_code == 0, resumed.output
     assert "Resumed tournament 1: 6 matches were already done." in resumed.stdout

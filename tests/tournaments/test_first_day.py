@@ -15,7 +15,7 @@ from click.testing import Result
 from fakes.openai_api import FakeOpenAI
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app
 from contestants.base import RunOptions
 from contestants.llm.call_coordinator import LocalCallCoordinator
 from contestants.llm.rehearsal import Rehearsal
@@ -76,7 +76,7 @@ def refusal(path: Path, smallest: str, window: int, *command: str) -> tuple[str,
     """`arena validate` (or `command`) run on `path`, refusing it in one line that names the
     file, the first contestant and the line its run would stop with; that stop's line, and
     the count it gives."""
-    line = the_line(CliRunner().invoke(cli.app, [*(command or ["validate"]), str(path)]))
+    line = the_line(CliRunner().invoke(app, [*(command or ["validate"]), str(path)]))
     found = re.fullmatch(
         rf"error: {re.escape(str(path))}: contestants\[0\]: ({stop_line(smallest, window)}) "
         r"\(its first day of 'price_war', rehearsed\)",
@@ -92,7 +92,7 @@ def refused(path: Path, smallest: str, window: int, *command: str) -> int:
 
 
 def accepted(path: Path, *options: str) -> str:
-    result = CliRunner().invoke(cli.app, ["validate", str(path), *options])
+    result = CliRunner().invoke(app, ["validate", str(path), *options])
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -156,7 +156,7 @@ def test_the_estimate_refuses_a_window_that_holds_the_first_day_but_not_a_later_
     window = counted + MAX_TOKENS
     path = write(tmp_path, hosted(api, f"context_tokens: {window}"))
     accepted(path)
-    result = CliRunner().invoke(cli.app, ["validate", str(path), "--estimate"])
+    result = CliRunner().invoke(app, ["validate", str(path), "--estimate"])
     line = the_line(result)
     later = re.fullmatch(
         rf"error: {re.escape(str(path))}: {stop_line(DECISION_SMALLEST, window)} "
@@ -179,7 +179,7 @@ def test_the_embedded_model_is_held_to_its_n_ctx(tmp_path):
 
 def test_a_sweep_names_the_cell_whose_window_is_too_small(api, tmp_path):
     path = write(tmp_path, hosted(api, "mode: agent"), "sweep:\n  m.context_tokens: [32000, 1200]\n")
-    line = the_line(CliRunner().invoke(cli.app, ["validate", str(path)]))
+    line = the_line(CliRunner().invoke(app, ["validate", str(path)]))
     assert re.fullmatch(
         rf"error: {re.escape(str(path))}: sweep: cell m\.context_tokens=1200: contestants\[0\]: "
         rf"{stop_line(AGENT_SMALLEST, 1_200)} \(its first day of 'price_war', rehearsed\)",
@@ -200,7 +200,7 @@ def test_the_estimate_says_on_how_many_rehearsed_days_a_turn_failed(api, tmp_pat
 
     monkeypatch.setattr(Rehearsal, "observe", observe)
     path = write(tmp_path, hosted(api, "context_tokens: 100000"))
-    result = CliRunner().invoke(cli.app, ["validate", str(path), "--estimate", "--json"])
+    result = CliRunner().invoke(app, ["validate", str(path), "--estimate", "--json"])
     assert result.exit_code == 0, result.output
     estimate = json.loads(result.stdout)["estimate"][0]
     assert estimate["failed"] == 2 and estimate["by_purpose"]["decide"] == [1, 1]

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app
 from common.yaml_files import ConfigError
 from contestants.qlearning import QLearningParams, Session, learn
 from market.scenario import load_scenario
@@ -71,7 +71,7 @@ def test_learners_in_a_tournament_learn_their_sessions_and_store_their_convergen
         for v in store.metrics(engine, tournament_id)
         if v.name == "learning_periods"
     } == {(m.id, name, "learning_periods") for m in matches for name in ("q1", "q2") if name in m.key}
-    shown = CliRunner().invoke(cli.app, ["show", str(matches[0].id), "--db", db]).stdout
+    shown = CliRunner().invoke(app, ["show", str(matches[0].id), "--db", db]).stdout
     assert "learning_periods" in shown and "converged" in shown
 
 

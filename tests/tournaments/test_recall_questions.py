@@ -9,7 +9,7 @@ from typing import ClassVar
 import pytest
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app, output
 from contestants.base import DeadlinePassed, Params, RecallQuestion
 from contestants.baselines import FixedPrice, FixedPriceParams
 from contestants.kinds import register_kind
@@ -119,10 +119,10 @@ def test_arena_show_prints_the_recall_questions_as_stored(multi_product, tmp_pat
     match_id = save_match(engine, tournament, match)
     engine.dispose()
 
-    shown = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", url, "--json"])
+    shown = CliRunner().invoke(app, ["show", str(match_id), "--db", url, "--json"])
     assert json.loads(shown.stdout)["recall_questions"] == [r.model_dump() for r in match.recalls]
-    monkeypatch.setattr(cli.out, "width", 200)  # one line per row
-    printed = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", url]).stdout
+    monkeypatch.setattr(output.out, "width", 200)  # one line per row
+    printed = CliRunner().invoke(app, ["show", str(match_id), "--db", url]).stdout
     table = printed.split("recall questions", 1)[1].split("┘", 1)[0]
     cells = [
         [c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines() if line.startswith("│")

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from property_examples import examples
 from typer.testing import CliRunner
 
-from arena import cli
+from arena.cli import app, output
 from contestants.base import RunOptions
 from contestants.kinds import create
 from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
@@ -726,8 +726,8 @@ def test_refusals_are_counted_per_merchant_shown_and_exported(fake_openai, monke
         engine, "t", "t.yaml", "", "h", 1, [("agent", "llm", {}), ("fixed", "fixed_price", {})], 1
     )
     match_id = store.save_match(engine, tournament, finished)
-    monkeypatch.setattr(cli.out, "width", 250)  # one line per row
-    shown = CliRunner().invoke(cli.app, ["show", str(match_id), "--db", db]).stdout
+    monkeypatch.setattr(output.out, "width", 250)  # one line per row
+    shown = CliRunner().invoke(app, ["show", str(match_id), "--db", db]).stdout
     results = shown.split("┓", 1)[1].split("┘", 1)[0].splitlines()  # the first table: the results
     header = [cell.strip() for cell in results[1].split("┃")[1:-1]]
     table = [[cell.strip() for cell in line.split("│")[1:-1]] for line in results if line.startswith("│")]
@@ -735,13 +735,11 @@ def test_refusals_are_counted_per_merchant_shown_and_exported(fake_openai, monke
         len(refusals)
     )
     day = refusals[0].day
-    on_day = CliRunner().invoke(cli.app, ["show", str(match_id), "--day", str(day), "--db", db]).stdout
+    on_day = CliRunner().invoke(app, ["show", str(match_id), "--day", str(day), "--db", db]).stdout
     assert "refused" in on_day and "maximum context length is 5000 tokens" in " ".join(on_day.split())
 
     out = tmp_path / "tables"
-    assert (
-        CliRunner().invoke(cli.app, ["export", str(tournament), "--out", str(out), "--db", db]).exit_code == 0
-    )
+    assert CliRunner().invoke(app, ["export", str(tournament), "--out", str(out), "--db", db]).exit_code == 0
     with (out / "results.csv").open() as file:
         exported = {row["merchant"]: row["length_refusals"] for row in csv.DictReader(file)}
     assert exported == {"agent": str(len(refusals)), "fixed": "0"}
