@@ -318,6 +318,12 @@ class RuleMerchant(Contestant):
         self._rng: np.random.Generator | None = None
         self._team: Team[RuleMerchant] | None = None  # this merchant alone, for `decide`
 
+    @classmethod
+    def play_from_view(cls, merchants: Sequence[Contestant], rows: np.ndarray) -> RulePlay:
+        rule_merchants = [merchant for merchant in merchants if isinstance(merchant, RuleMerchant)]
+        assert len(rule_merchants) == len(merchants), "the kinds that decide from the view are rule kinds"
+        return RulePlay(rule_merchants, rows)
+
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         self.merchant, self.scenario, self.seed, self._rng = merchant, scenario, seed, None
         self._team = Team(type(self), [self])

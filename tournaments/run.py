@@ -25,7 +25,8 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError, RayTaskError
 
 from contestants.base import RunOptions
-from contestants.llm.call_coordinator import Spend, Status
+from contestants.calls.budget import Spend
+from contestants.calls.coordinator import Status
 from market.scenario import Scenario
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch, market_draw
 from results.scoring import deviation

@@ -54,6 +54,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from common.errors import first_problem
 from common.model_calls import CallPurpose, ModelCall, TranscriptStep
 from contestants.base import (
+    CallsOutlook,
     Contestant,
     ContestantConfigError,
     OffPathQuestion,
@@ -62,10 +63,12 @@ from contestants.base import (
     RecallQuestion,
     RunOptions,
 )
+from contestants.calls.cache import request_key
+from contestants.calls.coordinator import SLACK_S
+from contestants.calls.errors import CallsStopped
+from contestants.calls.types import Completion, CompletionRequest, Message, Tool, parse_object
 from contestants.llm.agent import ANSWER, END_DAY, AgentTools, Conversation, as_text, summary_turn, work
-from contestants.llm.cache import request_key
-from contestants.llm.call_coordinator import SLACK_S
-from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
+from contestants.llm.errors import ProviderConfigError, ProviderError
 from contestants.llm.memory import Memory, MemoryKind
 from contestants.llm.pricing import is_free, price_of, prices_from
 from contestants.llm.prompts import (
@@ -84,10 +87,9 @@ from contestants.llm.prompts import (
     with_reflection,
 )
 from contestants.llm.providers import Provider, get_provider, validate_settings, written
-from contestants.llm.rehearsal import Rehearsal
+from contestants.llm.rehearsal import Outlook, Rehearsal
 from contestants.llm.schema import constrained_schema, for_catalog
 from contestants.llm.too_long import TooLong
-from contestants.llm.types import Completion, CompletionRequest, Message, Tool, parse_object
 from market.scenario import Scenario
 from market.types import Decision, Observation
 
@@ -311,6 +313,18 @@ class LLMMerchant(Contestant):
         label = params.model  # "provider/model", as prices are keyed
         return (
             None if is_free(label) or price_of(label, {**prices_from(prices), **own}) is not None else label
+        )
+
+    @classmethod
+    def calls_outlook(cls, params: Params, prices: dict[str, Any]) -> CallsOutlook:
+        assert isinstance(params, LLMParams)
+        settings = validate_settings(params.model, params.provider_settings)
+        return Outlook(
+            model=params.model,
+            cached=not settings.no_cache,
+            steps=params.mode == "agent",
+            max_tokens=params.max_tokens,
+            prices={**prices_from(prices), **settings.prices},
         )
 
     @classmethod
