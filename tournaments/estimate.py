@@ -16,8 +16,8 @@ answers may be shorter (its tokens then a few percent fewer), and a prompt cache
 at a lower price. The most: a decision's every call writing its max_tokens and every decision
 repaired once; an agent's `max_steps` a day (a rehearsal whose days take every step), each
 answer max_tokens long. Hidden reasoning is only in the most. A contestant that needs an actor
-of its own and calls no model (latency, chaos) is rehearsed as the fixed_price merchant it is
-built on. With a deviation probe, the deviated path's calls count but for those that ask what
+of its own and calls no model (one slow or fragile on purpose) is rehearsed as a fixed_price
+merchant in its seat. With a deviation probe, the deviated path's calls count but for those that ask what
 the match itself asked (the same request, so its answer is in the response cache by then),
 unless the contestant keeps no cache.
 
@@ -166,7 +166,7 @@ def _rehearse(
 
 def _rehearsed(entry: ContestantEntry, plan: ContestantPlan) -> ContestantEntry:
     """The entry rehearsed for it: a contestant that needs an actor of its own and calls no
-    model (latency, chaos) is the fixed-price merchant underneath."""
+    model (one slow or fragile on purpose) is a fixed-price merchant in its seat."""
     if plan.kind.needs_actor and not plan.calls_models:
         return ContestantEntry(name=entry.name, kind="fixed_price")
     return entry
