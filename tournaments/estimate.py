@@ -17,9 +17,9 @@ at a lower price. The most: a decision's every call writing its max_tokens and e
 repaired once; an agent's `max_steps` a day (a rehearsal whose days take every step), each
 answer max_tokens long. Hidden reasoning is only in the most. A contestant that needs an actor
 of its own and calls no model (one slow or fragile on purpose) is rehearsed as a fixed_price
-merchant in its seat. With a deviation probe, the deviated path's calls count but for those that ask what
-the match itself asked (the same request, so its answer is in the response cache by then),
-unless the contestant keeps no cache.
+merchant in its seat. With a deviation probe, the deviated path's calls count but for those
+that ask what the match itself asked (the same request, so its answer is in the response cache
+by then), unless the contestant keeps no cache.
 
 A rehearsal stops where the run would: where even the smallest request of a day does not fit
 a model's window (contestants.llm.merchant), the estimate is refused with the run's own line,

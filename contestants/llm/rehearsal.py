@@ -13,7 +13,8 @@ answer's operations are those of the myopic best response (contestants.baselines
 to the merchant's own observation: it knows the scenario's costs and customers, so the merchant
 stays in business to the match's last day and every day's calls are counted. Made-up prices and
 orders that do not fit the scenario's costs, or none at all (fixed costs with no sales), would
-send it bankrupt, and a match cut short would be an estimate cut short.
+send it bankrupt, and a match cut short would be an estimate cut short. What a real run's calls
+may take at most, beyond what a rehearsal counts, is the merchant's `Outlook`.
 """
 
 from __future__ import annotations
