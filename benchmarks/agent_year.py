@@ -38,12 +38,12 @@ from fakes.agents import agent  # noqa: E402
 from fakes.openai_api import FakeOpenAI  # noqa: E402
 from fakes.server import Call  # noqa: E402
 
+from contestants.calls.types import TokenUsage  # noqa: E402
 from contestants.kinds import create  # noqa: E402
 from contestants.llm.merchant import LLMMerchant  # noqa: E402
 from contestants.llm.pricing import cost  # noqa: E402
 from contestants.llm.retry import error_in  # noqa: E402
 from contestants.llm.too_long import too_long  # noqa: E402
-from contestants.llm.types import TokenUsage  # noqa: E402
 from market.engine import Market  # noqa: E402
 from market.scenario import load_scenario  # noqa: E402
 from results.presentation.transcript import day_rows  # noqa: E402

@@ -42,6 +42,7 @@ from market.scenario import load_scenario
 from results.records import MerchantResult
 from results.storage.db import engine_for
 from results.storage.store import list_matches, match_detail
+from tests.doubles import LATENCY
 from tournaments.cluster import cluster_cpus, init_ray
 from tournaments.config import Tournament, TournamentSpec
 from tournaments.instant import group_instant, play_instant_matches, unpickle_matches
@@ -105,7 +106,7 @@ def parallel_efficiency(
         "max_concurrent_matches": at_once or contestants * (contestants - 1) // 2,
         "decision_timeout_s": 30,
         "contestants": [
-            {"name": f"slow{i}", "kind": "latency", "params": {"latency_s": latency}}
+            {"name": f"slow{i}", "kind": LATENCY, "params": {"latency_s": latency}}
             for i in range(contestants)
         ],
     }

@@ -10,18 +10,21 @@ fact, and asked for its usage (tokens, cost) and what it reports of itself at th
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from common.errors import UserError
 from common.model_calls import ModelCall, TranscriptStep
 from common.yaml_files import FileModel
+from contestants.calls.coordinator import CallCoordinator
 from market.daylog import RecallFact
 from market.scenario import Scenario
-from market.types import Decision, Observation
+from market.types import ArrayDecisions, Decision, MarketView, Observation
 
 
 class ContestantConfigError(UserError):
@@ -81,7 +84,7 @@ class RunOptions(BaseModel):
     prices: the tournament's `prices:` (USD per million tokens by provider/model), under each
     contestant's own.
     call_coordinator: what this run's model calls check in with (budget, limits, cache;
-    contestants.llm.call_coordinator); None: the process's own.
+    contestants.calls.coordinator); None: the process's own.
     contestant: the name of the contestant these options are for.
     rehearse: no model is called; each answers itself with an answer of the usual size, so
     that the calls' tokens and cost can be counted beforehand (contestants.llm.rehearsal), an
@@ -93,7 +96,7 @@ class RunOptions(BaseModel):
 
     no_cache: bool = False
     prices: dict[str, Any] = Field(default_factory=dict)
-    call_coordinator: Any = None
+    call_coordinator: CallCoordinator | None = None
     contestant: str | None = None
     rehearse: RehearsedDay | None = None
 
@@ -127,6 +130,46 @@ class Ping:
     call: Callable[[], str | None]
 
 
+class ViewPlay(Protocol):
+    """Merchants deciding together from the market's view (Contestant.play_from_view)."""
+
+    def decide(
+        self, view: MarketView
+    ) -> tuple[ArrayDecisions, np.ndarray, list[tuple[list[int], Exception]]]:
+        """Their decisions and the view's rows they are for (ascending), and the merchants
+        whose decision raised, by their rows, with the exception: those do nothing today."""
+        ...
+
+
+@dataclass(frozen=True)
+class MostCalls:
+    """The most a contestant's model calls may take in the matches rehearsed (tournaments.estimate):
+    calls by purpose, tokens in and out, and their cost in USD (None: its model has no price)."""
+
+    by_purpose: Counter[str]
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+
+
+@dataclass(frozen=True)
+class CallsOutlook(ABC):
+    """What a contestant that calls models says of its calls before any is made, for an
+    estimate (tournaments.estimate): `model`, the one it calls ("provider/model"); `cached`,
+    its answers are kept in the response cache, so a request asked again is not paid again;
+    `steps`, a day may take it several steps, so its matches are rehearsed at their longest
+    too."""
+
+    model: str
+    cached: bool
+    steps: bool
+
+    @abstractmethod
+    def most(self, one_step: Sequence[ModelCall], longest: Sequence[ModelCall]) -> MostCalls:
+        """The most its calls may take, from its rehearsed calls: `one_step` of days of one
+        step each, `longest` of days of every step they allow (empty unless `steps`)."""
+
+
 class Contestant(ABC):
     """A merchant agent.
 
@@ -135,9 +178,9 @@ class Contestant(ABC):
     `calls_models` says it calls language models (what budgets, pings and estimates are about).
     `remembers_the_record` says its memory is the market's record of its days (the rule
     merchants): the match answers its recall questions from the log and never asks it.
-    `decides_from_view` says it decides by its kind's `rule` from the market's MarketView
-    (the rule merchants): inline, the merchants of a kind decide together, and matches of
-    such merchants alone are played side by side.
+    `decides_from_view` says it decides from the market's MarketView (the rule merchants):
+    inline, its merchants decide together (`play_from_view`), and matches of such merchants
+    alone are played side by side.
     """
 
     kind: ClassVar[str]
@@ -174,6 +217,14 @@ class Contestant(ABC):
         return None
 
     @classmethod
+    def play_from_view(cls, merchants: Sequence[Contestant], rows: np.ndarray) -> ViewPlay:
+        """How `merchants`, inline at the market view's `rows` (of one match, or of several
+        played side by side), decide together, every one of a kind that `decides_from_view`:
+        the match asks the first one's kind, so the kinds that decide from the view share
+        this hook (the rule merchants': contestants.baselines.RuleMerchant)."""
+        raise NotImplementedError(f"{cls.__name__} decides from the view but does not say how")
+
+    @classmethod
     def ping(cls, params: Params) -> Ping | None:
         """The call that checks what this contestant depends on (`arena validate --ping`);
         None: it depends on nothing outside."""
@@ -183,6 +234,12 @@ class Contestant(ABC):
     def unpriced_model(cls, params: Params, prices: dict[str, Any]) -> str | None:
         """The model this contestant calls that has no price (in the catalogue, in `prices` or
         its own), if it calls one: a cost budget cannot be kept with it."""
+        return None
+
+    @classmethod
+    def calls_outlook(cls, params: Params, prices: dict[str, Any]) -> CallsOutlook | None:
+        """What its model calls will take, for an estimate, with `prices` the tournament's;
+        None: it calls no model."""
         return None
 
     @classmethod

@@ -6,9 +6,7 @@ corners of the market: a price that never moves (`fixed_price`, `reorder_point`)
 tied to cost (`cost_plus`), noise (`random`), aggression (`undercut`, which starts price
 wars), a rational myopic player (`best_response`) and the two classic strategies of the
 repeated game, which answer what rivals did (`tit_for_tat`, `grim_trigger`), and `cartel`,
-a grim trigger that says so to its rivals where merchants may talk. Two more exist for the
-machinery, not for the leaderboard: `latency` is slow on purpose, `chaos` misbehaves on
-purpose.
+a grim trigger that says so to its rivals where merchants may talk.
 
 What they share lives in `RuleMerchant`: collecting receivables as soon as they are due,
 one restocking helper that never orders more than the cash can pay for, and a perfect
@@ -21,11 +19,9 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
-import time
 from collections.abc import Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -317,6 +313,12 @@ class RuleMerchant(Contestant):
         self.seed = 0
         self._rng: np.random.Generator | None = None
         self._team: Team[RuleMerchant] | None = None  # this merchant alone, for `decide`
+
+    @classmethod
+    def play_from_view(cls, merchants: Sequence[Contestant], rows: np.ndarray) -> RulePlay:
+        rule_merchants = [merchant for merchant in merchants if isinstance(merchant, RuleMerchant)]
+        assert len(rule_merchants) == len(merchants), "the kinds that decide from the view are rule kinds"
+        return RulePlay(rule_merchants, rows)
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         self.merchant, self.scenario, self.seed, self._rng = merchant, scenario, seed, None
@@ -783,86 +785,3 @@ def announcement(
             f"if you do, I will price {listed(nash, held)} for good."
         )
     return " ".join(parts)
-
-
-# ---- for the machinery ---------------------------------------------------------------------
-
-
-class LatencyParams(FixedPriceParams):
-    latency_s: float = Field(0.2, ge=0, le=3600, description="seconds to sleep before every answer")
-
-
-class Latency(FixedPrice):
-    """A fixed-price merchant that sleeps `latency_s` seconds before each answer: a stand-in
-    for a slow language model when benchmarking the runner (deadlines, actor overlap)."""
-
-    kind: ClassVar[str] = "latency"
-    params_model: ClassVar[type[Params]] = LatencyParams
-    needs_actor: ClassVar[bool] = True
-    decides_from_view: ClassVar[bool] = False
-    params: LatencyParams
-
-    @classmethod
-    def overrun_seconds(cls, params: Params) -> float:
-        assert isinstance(params, LatencyParams)
-        return params.latency_s  # it sleeps whatever its deadline
-
-    def decide(self, observation: Observation) -> list[Operation] | dict[str, Any]:
-        time.sleep(self.params.latency_s)
-        return super().decide(observation)
-
-
-class ChaosParams(FixedPriceParams):
-    fault: Literal["raise", "hang", "garbage", "crash"] = Field("raise", description="how it misbehaves")
-    every: int = Field(1, ge=1, le=MAX_DAYS, description="misbehave on days where day % every == 0")
-    hang_s: float = Field(30.0, ge=0, le=3600, description="how long 'hang' sleeps before answering nothing")
-
-
-_GARBAGE: tuple[Any, ...] = (
-    "{not json",
-    {"operations": [{"op": "teleport", "to": "moon"}, {"op": "set_price", "price": "cheap"}]},
-)
-
-
-class Chaos(FixedPrice):
-    """A merchant that misbehaves on purpose, for robustness tests of the runner.
-
-    On days where day % `every` == 0 it does its `fault`: "raise" raises RuntimeError,
-    "hang" sleeps `hang_s` seconds then returns None, "garbage" returns something that is
-    not a decision (alternately unparseable JSON text and a dict of bogus operations),
-    "crash" kills its own process with os._exit(1) — hence it always runs in an actor. On
-    other days it is a fixed-price merchant.
-    """
-
-    kind: ClassVar[str] = "chaos"
-    params_model: ClassVar[type[Params]] = ChaosParams
-    needs_actor: ClassVar[bool] = True
-    decides_from_view: ClassVar[bool] = False
-    params: ChaosParams
-
-    def __init__(self, params: Params, options: RunOptions = RunOptions()):
-        super().__init__(params, options)
-        self._faults = 0
-
-    @classmethod
-    def overrun_seconds(cls, params: Params) -> float:
-        assert isinstance(params, ChaosParams)
-        return params.hang_s if params.fault == "hang" else 0.0  # it hangs whatever its deadline
-
-    def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
-        super().reset(merchant=merchant, scenario=scenario, seed=seed)
-        self._faults = 0
-
-    def decide(self, observation: Observation) -> Any:
-        if observation.day % self.params.every != 0:
-            return super().decide(observation)
-        self._faults += 1
-        fault = self.params.fault
-        if fault == "raise":
-            raise RuntimeError(f"chaos merchant {self.merchant!r} raises on day {observation.day}")
-        if fault == "hang":
-            time.sleep(self.params.hang_s)
-            return None
-        if fault == "garbage":
-            return _GARBAGE[(self._faults - 1) % len(_GARBAGE)]
-        os._exit(1)

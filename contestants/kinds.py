@@ -1,6 +1,9 @@
-"""The contestant kinds a tournament file can name, each by where its class is ("module:Class"),
-imported when the kind is first asked for: a run imports only the kinds it plays (the language
-model's SDKs are heavy), and contestants.base, which the kinds' modules import, knows none of them.
+"""The contestant kinds a tournament file can name: arena's own by name, each by where its class
+is ("module:Class"), imported when the kind is first asked for, so that a run imports only the
+kinds it plays (the language model's SDKs are heavy) and contestants.base, which the kinds'
+modules import, knows none of them; and any kind of your own by where its class is, written
+as the kind itself (`kind: my_package.merchants:Steady`), which every process of a run
+imports alike.
 """
 
 from __future__ import annotations
@@ -23,36 +26,42 @@ _TARGETS: dict[str, str] = {
     "tit_for_tat": "contestants.baselines:TitForTat",
     "grim_trigger": "contestants.baselines:GrimTrigger",
     "cartel": "contestants.baselines:Cartel",
-    "latency": "contestants.baselines:Latency",
-    "chaos": "contestants.baselines:Chaos",
     "qlearning": "contestants.qlearning:QLearner",
     "llm": "contestants.llm.merchant:LLMMerchant",
 }
 _CLASSES: dict[str, type[Contestant]] = {}  # the kinds imported so far: a match asks for each of its seats'
 
 
-def register_kind(kind: str, target: str) -> None:
-    """Make a contestant kind available to tournament files; `target` is "module:Class",
-    imported on first use."""
-    if kind in _TARGETS:
-        raise ValueError(f"contestant kind {kind!r} registered twice")
-    _TARGETS[kind] = target
-
-
 def kinds() -> dict[str, type[Contestant]]:
-    """Every kind's class (importing them all)."""
+    """arena's own kinds' classes (importing them all)."""
     return {kind: contestant_class(kind) for kind in _TARGETS}
 
 
 def contestant_class(kind: str) -> type[Contestant]:
-    try:
-        target = _TARGETS[kind]
-    except KeyError:
-        known = ", ".join(sorted(_TARGETS))
-        raise ContestantConfigError(f"unknown contestant kind {kind!r} (known: {known})", "kind") from None
+    """The class of `kind`: one of arena's, or "module:Class" of your own. ContestantConfigError,
+    in one line, for a kind that is neither."""
     if kind not in _CLASSES:
-        _CLASSES[kind] = resolve_name(target)
+        _CLASSES[kind] = _imported(kind)
     return _CLASSES[kind]
+
+
+def _imported(kind: str) -> type[Contestant]:
+    if kind in _TARGETS:
+        own: type[Contestant] = resolve_name(_TARGETS[kind])
+        return own
+    if ":" not in kind:
+        known = ", ".join(sorted(_TARGETS))
+        yours = "or a class of your own as module:Class"
+        raise ContestantConfigError(f"unknown contestant kind {kind!r} (known: {known}; {yours})", "kind")
+    try:
+        found = resolve_name(kind)
+    except Exception as exc:  # whatever importing the module raised
+        lines = str(exc).strip().splitlines()
+        why = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+        raise ContestantConfigError(f"contestant kind {kind!r} cannot be imported ({why})", "kind") from None
+    if not (isinstance(found, type) and issubclass(found, Contestant)):
+        raise ContestantConfigError(f"contestant kind {kind!r} is not a Contestant class", "kind")
+    return found
 
 
 def validate_params(kind: str, params: dict[str, Any]) -> Params:

@@ -190,7 +190,7 @@ def test_the_rule_baselines_defaults_are_the_code_s():
         for name, value in re.findall(r"`(\w+)` (-?[\d.]+|[a-z]+)\b", params)
     }
     assert stated == {(kind, name): defaults(kind, {})[name] for kind, name in stated}
-    assert {kind for kind, _ in stated} >= {"fixed_price", "random", "best_response", "chaos"}
+    assert {kind for kind, _ in stated} >= {"fixed_price", "random", "best_response", "cartel"}
 
 
 def test_the_q_learners_defaults_are_the_code_s():

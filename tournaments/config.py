@@ -28,9 +28,8 @@ from pydantic import (
 from common.errors import FieldError, first_problem
 from common.yaml_files import MAX_SEED, ConfigError, FileModel, load_model, parse_yaml, read_text, validated
 from contestants.base import ContestantConfigError
+from contestants.calls.budget import Budget, Price
 from contestants.kinds import contestant_class, kinds, validate_params
-from contestants.llm.call_coordinator import Budget
-from contestants.llm.pricing import Price
 from market.scenario import (
     MAX_DAYS,
     MAX_MERCHANTS_PER_MATCH,

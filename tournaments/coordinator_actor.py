@@ -1,4 +1,4 @@
-"""The run's call coordinator (contestants.llm.call_coordinator) as one Ray actor that every
+"""The run's call coordinator (contestants.calls.coordinator) as one Ray actor that every
 process of the run checks in with: hosts, match runners and workers, on every node.
 
 It lives on the driver's node and works in the folder `arena run` was started in, so the
@@ -13,7 +13,7 @@ own too (a LocalCallCoordinator), which every method hands its work to.
 A coordinator that is gone (its process died) stops the run's calls: what it held is lost, so
 no call can be let through or paid for any more. So does one that does not answer: a caller
 waits for an admission at most its ticket's patience and SLACK_S more, for the rest SLACK_S
-(contestants.llm.call_coordinator.unanswered). What a call whose node died holds is released
+(contestants.calls.coordinator.unanswered). What a call whose node died holds is released
 as soon as Ray has found the node dead, not when its lease runs out: its match is played again
 (tournaments.match.MatchLost) and asks the same requests.
 """
@@ -29,11 +29,12 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from contestants.llm.call_coordinator import (
+from contestants.calls.coordinator import (
     SLACK_S,
     Admission,
     Budget,
     CallCoordinatorCore,
+    CallsStopped,
     Failed,
     LocalCallCoordinator,
     Spend,
@@ -41,8 +42,7 @@ from contestants.llm.call_coordinator import (
     Ticket,
     unanswered,
 )
-from contestants.llm.errors import CallsStopped
-from contestants.llm.types import Completion
+from contestants.calls.types import Completion
 from tournaments.cluster import enter, result
 
 WAITING_CALLS = 100_000  # admits that may wait for room at once

@@ -16,16 +16,17 @@ answers may be shorter (its tokens then a few percent fewer), and a prompt cache
 at a lower price. The most: a decision's every call writing its max_tokens and every decision
 repaired once; an agent's `max_steps` a day (a rehearsal whose days take every step), each
 answer max_tokens long. Hidden reasoning is only in the most. A contestant that needs an actor
-of its own and calls no model (latency, chaos) is rehearsed as the fixed_price merchant it is
-built on. With a deviation probe, the deviated path's calls count but for those that ask what
-the match itself asked (the same request, so its answer is in the response cache by then),
-unless the contestant keeps no cache.
+of its own and calls no model (one slow or fragile on purpose) is rehearsed as a fixed_price
+merchant in its seat. With a deviation probe, the deviated path's calls count but for those
+that ask what the match itself asked (the same request, so its answer is in the response cache
+by then), unless the contestant keeps no cache.
 
 A rehearsal stops where the run would: where even the smallest request of a day does not fit
 a model's window (contestants.llm.merchant), the estimate is refused with the run's own line,
 for the run would stop there too. A rehearsed day on which a merchant's turn failed otherwise
 (a fault) is counted and said, as is a bankruptcy: the estimate leaves out what such days would
-have called.
+have called. What a contestant's calls may take at most is its kind's to say
+(Contestant.calls_outlook).
 """
 
 from __future__ import annotations
@@ -35,10 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.yaml_files import ConfigError
-from contestants.base import RehearsedDay, RunOptions
-from contestants.llm.pricing import cost, prices_from
-from contestants.llm.providers import validate_settings
-from contestants.llm.types import TokenUsage
+from contestants.base import CallsOutlook, RehearsedDay, RunOptions
 from results.records import Fault, ModelCallRecord, StoppedMatch, total_cost
 from tournaments.config import ContestantEntry, Tournament
 from tournaments.deviation_paths import DEVIATED_SUFFIX
@@ -97,23 +95,25 @@ def estimate(tournament: Tournament) -> list[Estimate]:
 def _estimate_cell(tournament: Tournament) -> list[Estimate]:
     spec = tournament.spec
     plans = plan_tournament(spec)
-    one_step = _rehearse(tournament, plans, "fewest")
-    agents = any(
-        plan.calls_models and getattr(plan.params, "mode", None) == "agent" for plan in plans.values()
-    )
+    outlooks = {
+        name: outlook
+        for name, plan in plans.items()
+        if (outlook := plan.kind.calls_outlook(plan.params, spec.prices)) is not None
+    }
+    one_step = _rehearse(tournament, plans, outlooks, "fewest")
     # the market plays the same in both rehearsals (an agent's operations are the same either way)
-    longest = _rehearse(tournament, plans, "longest").calls if agents else {}
+    steps = any(outlook.steps for outlook in outlooks.values())
+    longest = _rehearse(tournament, plans, outlooks, "longest").calls if steps else {}
     return [
         _of(
-            plan,
+            name,
+            outlook,
             one_step.calls[name],
             longest.get(name, []),
-            spec.prices,
             one_step.bankrupt[name],
             one_step.failed[name],
         )
-        for name, plan in plans.items()
-        if plan.calls_models
+        for name, outlook in outlooks.items()
     ]
 
 
@@ -133,14 +133,19 @@ class Rehearsed:
             self.failed[fault.merchant].append(f"day {fault.day} of {key}: {fault.detail}")
 
 
-def _rehearse(tournament: Tournament, plans: dict[str, ContestantPlan], day: RehearsedDay) -> Rehearsed:
+def _rehearse(
+    tournament: Tournament,
+    plans: dict[str, ContestantPlan],
+    outlooks: dict[str, CallsOutlook],
+    day: RehearsedDay,
+) -> Rehearsed:
     """Every match of the schedule rehearsed with agents' days as `day` says. ConfigError, with
     the run's own line, where a rehearsal stops as the run would."""
     spec = tournament.spec
     rehearsed = plan_contestants(_rehearsed(entry, plans[entry.name]) for entry in spec.contestants)
     rules = MatchRules.of(spec, RunOptions(rehearse=day, no_cache=True, prices=spec.prices))
     found = Rehearsed()
-    caches = {name: _caches(plan) for name, plan in plans.items()}
+    cached = {name for name, outlook in outlooks.items() if outlook.cached}  # a request asked again is free
     for match in schedule(tournament):
         played = play_here([Match(match, tournament.scenarios[match.scenario], rules, rehearsed)])[0]
         if isinstance(played, StoppedMatch):  # a rehearsal calls no model: only a request that cannot fit
@@ -153,61 +158,43 @@ def _rehearse(tournament: Tournament, plans: dict[str, ContestantPlan], day: Reh
         asked = {call.request_hash for call in played.calls}
         for call in [
             *played.calls,
-            *(c for c in deviated if not (caches[c.contestant] and c.request_hash in asked)),
+            *(c for c in deviated if not (c.contestant in cached and c.request_hash in asked)),
         ]:
             found.calls[call.contestant].append(call)
     return found
 
 
-def _caches(plan: ContestantPlan) -> bool:
-    """Whether the contestant's answers are kept in the response cache (a model's `no_cache` off)."""
-    if not plan.calls_models:
-        return False
-    params: Any = plan.params
-    return not validate_settings(params.model, params.provider_settings).no_cache
-
-
 def _rehearsed(entry: ContestantEntry, plan: ContestantPlan) -> ContestantEntry:
     """The entry rehearsed for it: a contestant that needs an actor of its own and calls no
-    model (latency, chaos) is the fixed-price merchant underneath."""
+    model (one slow or fragile on purpose) is a fixed-price merchant in its seat."""
     if plan.kind.needs_actor and not plan.calls_models:
         return ContestantEntry(name=entry.name, kind="fixed_price")
     return entry
 
 
 def _of(
-    plan: ContestantPlan,
+    name: str,
+    outlook: CallsOutlook,
     one_step: list[ModelCallRecord],
     longest: list[ModelCallRecord],
-    prices: dict,
     bankrupt: int,
     failed: list[str],
 ) -> Estimate:
-    """A language-model contestant's rehearsed calls, summed into ranges. One step a day: the
-    calls of the rehearsal (`one_step`: an agent's days of one step), every prompt token priced
-    as fresh input. The most: an agent's days of all its steps (`longest`), every answer
-    max_tokens long; a decision's every call writing max_tokens and every decision asked again
-    with its answer (a repair)."""
-    params: Any = plan.params
-    prices = {**prices_from(prices), **validate_settings(params.model, params.provider_settings).prices}
+    """A contestant's rehearsed calls, summed into ranges: from the calls of the rehearsal
+    (`one_step`: an agent's days of one step), every prompt token priced as fresh input, to the
+    most its kind says they may take (CallsOutlook.most)."""
     low: Counter[str] = Counter(c.purpose for c in one_step)
-    if params.mode == "agent":
-        high: Counter[str] = Counter(c.purpose for c in longest)
-        most_input = sum(c.input_tokens for c in longest)
-    else:
-        decisions = [c for c in one_step if c.purpose == "decide"]
-        high = low + Counter(repair=len(decisions))
-        most_input = sum(c.input_tokens for c in [*one_step, *decisions]) + params.max_tokens * len(decisions)
-    worst = TokenUsage(input_tokens=most_input, output_tokens=params.max_tokens * high.total())
-    low_cost, high_cost = total_cost(one_step), cost(params.model, worst, prices)
+    most = outlook.most(one_step, longest)
+    high = most.by_purpose
+    low_cost = total_cost(one_step)
     return Estimate(
-        plan.name,
-        params.model,
+        name,
+        outlook.model,
         (low.total(), high.total()),
         {purpose: (low[purpose], high[purpose]) for purpose in dict.fromkeys([*low, *high])},
-        (sum(c.input_tokens for c in one_step), worst.input_tokens),
-        (sum(c.output_tokens for c in one_step), worst.output_tokens),
-        None if low_cost is None or high_cost is None else (low_cost, high_cost),
+        (sum(c.input_tokens for c in one_step), most.input_tokens),
+        (sum(c.output_tokens for c in one_step), most.output_tokens),
+        None if low_cost is None or most.cost is None else (low_cost, most.cost),
         bankrupt,
         len(failed),
         failed[0] if failed else None,

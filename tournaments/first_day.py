@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from common.yaml_files import ConfigError
 from contestants.base import RunOptions
-from contestants.llm.errors import CallsStopped
+from contestants.calls.coordinator import CallsStopped
 from market.engine import Market
 from market.scenario import Scenario
 from tournaments.match import match_seeds

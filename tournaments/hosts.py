@@ -34,8 +34,7 @@ from ray import cloudpickle
 from ray.exceptions import ActorUnavailableError, RayActorError
 
 from contestants.base import Contestant, Handed, Question, RunOptions
-from contestants.llm.call_coordinator import SLACK_S
-from contestants.llm.errors import CallsStopped
+from contestants.calls.coordinator import SLACK_S, CallsStopped
 from market.scenario import Scenario
 from market.types import Observation
 from tournaments.channel import Address, HostGone, TurnClient, TurnServer

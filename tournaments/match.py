@@ -6,7 +6,7 @@ out exactly as it would played alone, and a day of many costs little more than a
 one. Before the first day each kind prepares its inline merchants of all the matches at once
 (a learner's learning phase). Then, each day:
 
-1. the rule merchants played inline decide together from the market's view (RulePlay);
+1. the rule merchants played inline decide together from the market's view (play_from_view);
 2. every other merchant takes its turn through its seat, answering the day's recall question
    first on the days there is one (tournaments.recall);
 3. the market applies every decision and clears (market.engine.Market.advance), with a
@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from common.model_calls import ModelCall
-from contestants.base import Contestant, OffPathQuestion, RunOptions, Seating
-from contestants.baselines import RuleMerchant, RulePlay
-from contestants.llm.errors import CallsStopped
+from contestants.base import Contestant, OffPathQuestion, RunOptions, Seating, ViewPlay
+from contestants.calls.coordinator import CallsStopped
 from market.daylog import DayLog
 from market.engine import Market
 from market.scenario import Scenario
@@ -464,16 +463,16 @@ async def play_side_by_side(matches: Sequence[Match], on_day: Callable[[], None]
     return [match.finished(log.build(), wall) for match, log in zip(matches, market.logs)]
 
 
-def _rule_play(matches: Sequence[Match], seats: int) -> RulePlay | None:
-    """The rule merchants of every match deciding together from the view, by market row."""
-    rows, merchants = [], []
+def _rule_play(matches: Sequence[Match], seats: int) -> ViewPlay | None:
+    """The rule merchants of every match deciding together from the view, by market row
+    (Contestant.play_from_view)."""
+    rows: list[int] = []
+    merchants: list[Contestant] = []
     for b, match in enumerate(matches):
         for s in np.flatnonzero(match.by_view).tolist():
-            merchant = match.inline[match.spec.seats[s]]
-            assert isinstance(merchant, RuleMerchant)  # a kind that decides from the view is one
             rows.append(b * seats + s)
-            merchants.append(merchant)
-    return RulePlay(merchants, np.array(rows)) if rows else None
+            merchants.append(match.inline[match.spec.seats[s]])
+    return type(merchants[0]).play_from_view(merchants, np.array(rows)) if rows else None
 
 
 def _forced(matches: Sequence[Match], seats: int, day: int) -> dict[int, Callable[[np.ndarray], np.ndarray]]:

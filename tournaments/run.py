@@ -23,9 +23,11 @@ from typing import Any, Literal, Protocol
 
 import ray
 from ray.exceptions import GetTimeoutError, RayError, RayTaskError
+from sqlalchemy import Engine
 
 from contestants.base import RunOptions
-from contestants.llm.call_coordinator import Spend, Status
+from contestants.calls.budget import Spend
+from contestants.calls.coordinator import Status
 from market.scenario import Scenario
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch, market_draw
 from results.scoring import deviation
@@ -85,7 +87,7 @@ class RunSummary:
 
 def run_tournament(
     tournament: Tournament,
-    engine: Any,
+    engine: Engine,
     *,
     resume: bool = False,
     address: str | None = None,
@@ -183,7 +185,7 @@ class _Rounds:
     matches stored by the rounds before (tournaments.adaptive), less those already stored (a
     resumed run chooses again the rounds it had played)."""
 
-    def __init__(self, schedule: AdaptiveSchedule, engine: Any, tournament_id: int | None):
+    def __init__(self, schedule: AdaptiveSchedule, engine: Engine, tournament_id: int | None):
         self.schedule, self.engine, self.tournament_id = schedule, engine, tournament_id
         self.ended: str | None = None
 
@@ -227,7 +229,7 @@ class TournamentRun:
         tournament: Tournament,
         plans: dict[str, ContestantPlan],
         todo: list[MatchSpec],
-        engine: Any,
+        engine: Engine,
         tournament_id: int,
         progress: _Progress,
         more: Callable[[], list[MatchSpec]] | None = None,
@@ -542,7 +544,7 @@ class _ProgressNotes:
     never waits on the database for them; what cannot be written is told once in the log and
     written with the next figures. `close` writes the last ones."""
 
-    def __init__(self, engine: Any, tournament_id: int, days_at_start: int, days_planned: int):
+    def __init__(self, engine: Engine, tournament_id: int, days_at_start: int, days_planned: int):
         self.engine, self.tournament_id = engine, tournament_id
         self.days_at_start, self.days_planned, self.started = days_at_start, days_planned, utcnow()
         self.latest: tuple[int, int] | None = None

@@ -8,7 +8,7 @@ lost with a machine raises SeatLost: the merchant is not at fault, and the match
 again from its start.
 
 Rule merchants that decide from the market's view are not asked seat by seat: inline, the
-merchants of a kind decide together (contestants.baselines.RulePlay).
+merchants of a kind decide together (Contestant.play_from_view).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contestants.base import Contestant, DeadlinePassed, Handed, OffPathQuestion, Question
-from contestants.llm.errors import CallsStopped
+from contestants.calls.coordinator import CallsStopped
 from market.types import Observation
 
 if TYPE_CHECKING:  # a host need not import the record models (and SQLModel) for a name

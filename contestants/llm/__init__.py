@@ -1,7 +1,8 @@
 """Language-model providers behind one interface: OpenAI, the OpenAI-compatible services
 (named presets such as openrouter/ or ollama/, or any server by its base_url), Anthropic, and
 an embedded llama.cpp model. What each model accepts and costs is the catalogue's
-(catalogue.yaml). Importing this package imports no SDK.
+(catalogue.yaml). Importing this package imports no SDK. What goes into a call and comes out
+(CompletionRequest, Completion) lives in contestants.calls.types.
 
     provider = get_provider("local/smollm2", {"no_cache": True})
     request = CompletionRequest(messages=[...], json_schema=Decision.model_json_schema())
@@ -15,14 +16,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from contestants.llm.cache import ResponseCache, request_key
     from contestants.llm.errors import (
-        CallsStopped,
         MissingCredentialsError,
         ProviderConfigError,
         ProviderError,
     )
-    from contestants.llm.pricing import Price, cost, price_of
+    from contestants.llm.pricing import cost, price_of
     from contestants.llm.providers import (
         Provider,
         ProviderSettings,
@@ -36,18 +35,13 @@ if TYPE_CHECKING:
     )
     from contestants.llm.retry import Failure, RetryPolicy
     from contestants.llm.schema import constrained_schema
-    from contestants.llm.types import Completion, CompletionRequest, Message, TokenUsage
 
 # Each name's module, imported when the name is first read: a process that only needs, say,
-# contestants.llm.errors (every match runner) does not build the providers and the catalogue.
+# contestants.llm.errors does not build the providers and the catalogue.
 _MODULE_OF = {
-    "ResponseCache": "cache",
-    "request_key": "cache",
-    "CallsStopped": "errors",
     "MissingCredentialsError": "errors",
     "ProviderConfigError": "errors",
     "ProviderError": "errors",
-    "Price": "pricing",
     "cost": "pricing",
     "price_of": "pricing",
     "Provider": "providers",
@@ -62,10 +56,6 @@ _MODULE_OF = {
     "Failure": "retry",
     "RetryPolicy": "retry",
     "constrained_schema": "schema",
-    "Completion": "types",
-    "CompletionRequest": "types",
-    "Message": "types",
-    "TokenUsage": "types",
 }
 
 
@@ -77,21 +67,14 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CallsStopped",
-    "Completion",
-    "CompletionRequest",
     "Failure",
-    "Message",
     "MissingCredentialsError",
-    "Price",
     "Provider",
     "ProviderConfigError",
     "ProviderError",
     "ProviderSettings",
     "RemoteSettings",
-    "ResponseCache",
     "RetryPolicy",
-    "TokenUsage",
     "constrained_schema",
     "cost",
     "get_provider",
@@ -99,7 +82,6 @@ __all__ = [
     "provider_class",
     "provider_names",
     "register_provider",
-    "request_key",
     "split_model",
     "validate_settings",
 ]

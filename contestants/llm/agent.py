@@ -25,8 +25,8 @@ from typing import Any
 
 from simpleeval import DEFAULT_OPERATORS, InvalidExpression, NumberTooHigh, SimpleEval
 
+from contestants.calls.types import Completion, Message, Tool, ToolCall
 from contestants.llm.prompts import HistoryRow, daily_report, history_row, history_table
-from contestants.llm.types import Completion, Message, Tool, ToolCall
 from market.accounting import kept_revenue
 from market.operations import OperationRules, judge_day
 from market.scenario import Scenario

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from common.model_calls import CallPurpose
 from contestants.base import OffPathQuestion, RecallQuestion
+from contestants.calls.types import Completion, CompletionRequest, Message, Tool, parse_object
 from contestants.llm.agent import ANSWER, AgentTools, Conversation, as_text, summary_turn, work
 from contestants.llm.caller import Caller
 from contestants.llm.params import LLMParams
@@ -19,7 +20,6 @@ from contestants.llm.prompts import (
     versions,
 )
 from contestants.llm.providers import written
-from contestants.llm.types import Completion, CompletionRequest, Message, Tool, parse_object
 from market.scenario import Scenario
 from market.types import Observation
 

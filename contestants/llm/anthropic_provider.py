@@ -23,12 +23,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from contestants.calls.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall
 from contestants.llm.catalogue import AnthropicFamily, anthropic_family
 from contestants.llm.errors import ProviderConfigError
 from contestants.llm.providers import RemoteProvider, RemoteSettings, check_effort
 from contestants.llm.retry import BadResponse, Failure, sdk_failure
 from contestants.llm.schema import strict_schema
-from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall
 
 Mode = Literal["tool", "json_schema", "unforced_tool"]
 

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from typing import Any
 
 from common.model_calls import CallPurpose, ModelCall, TranscriptStep
+from contestants.calls.types import Completion, CompletionRequest, Message, Tool
 from contestants.llm.errors import ProviderError
 from contestants.llm.params import LLMParams
 from contestants.llm.providers import Provider
 from contestants.llm.rehearsal import Rehearsal
 from contestants.llm.too_long import TooLong
-from contestants.llm.types import Completion, CompletionRequest, Message, Tool
 
 Asking = Callable[[], tuple[CompletionRequest, str]]
 """Makes a call's request, fitted to the window as it is now known, and gives the versions of

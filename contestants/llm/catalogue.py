@@ -19,12 +19,12 @@ import yaml
 from pydantic import Field
 
 from common.yaml_files import FileModel
+from contestants.calls.budget import Price
 
 CATALOGUE = Path(__file__).with_name("catalogue.yaml")
 
 Sampling = Literal["always", "effort_none", "never"]
 Structured = Literal["json_schema", "tool", "json_object"]
-MAX_PRICE = 1e6  # USD per million tokens: the most a price may be
 
 
 class _Entry(FileModel):
@@ -73,16 +73,6 @@ class Preset(_Entry):
     base_url: str
     api_key_env: str | None
     family: dict[str, Any] = Field(default_factory=dict)
-
-
-class Price(_Entry):
-    """USD per million tokens. Cached input costs `cached_input` (default: `input`), tokens
-    written to a prompt cache `cache_write` (default: `input`, for APIs that bill no write)."""
-
-    input: float = Field(ge=0, le=MAX_PRICE)
-    output: float = Field(ge=0, le=MAX_PRICE)
-    cached_input: float | None = Field(None, ge=0, le=MAX_PRICE)
-    cache_write: float | None = Field(None, ge=0, le=MAX_PRICE)
 
 
 class _Families(_Entry):

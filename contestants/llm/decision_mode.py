@@ -48,6 +48,7 @@ from pydantic import ValidationError
 from common.errors import first_problem
 from common.model_calls import CallPurpose
 from contestants.base import OffPathQuestion, RecallQuestion
+from contestants.calls.types import Completion, CompletionRequest, Message
 from contestants.llm.caller import Asking, Caller
 from contestants.llm.memory import Memory
 from contestants.llm.params import LLMParams
@@ -65,7 +66,6 @@ from contestants.llm.prompts import (
     with_reflection,
 )
 from contestants.llm.schema import constrained_schema, for_catalog
-from contestants.llm.types import Completion, CompletionRequest, Message
 from market.scenario import Scenario
 from market.types import Decision, Observation
 

@@ -60,9 +60,3 @@ class ProviderError(RuntimeError):
         self.retryable = retryable
         self.code = code
         self.too_long = too_long
-
-
-class CallsStopped(RuntimeError):
-    """The run's calls have stopped (its budget is spent, or a contestant's model is broken):
-    no new call may start. Not a fault of the merchant: the match it was asked in is left
-    unplayed. The message is the reason, one line."""

@@ -51,12 +51,12 @@ from typing import Any
 from pydantic import Field
 
 from common.yaml_files import MAX_SEED
+from contestants.calls.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall, parse_object
 from contestants.llm.errors import ProviderConfigError
 from contestants.llm.providers import Provider, ProviderSettings
 from contestants.llm.retry import Failure
 from contestants.llm.schema import capped_schema
 from contestants.llm.too_long import TooLong
-from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall, parse_object
 
 SMOLLM2 = "smollm2"
 # Part of the response cache key, raised when the way answers are written changes (grammar

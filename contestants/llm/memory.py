@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Literal
 
+from contestants.calls.types import Message
 from contestants.llm.prompts import with_plans
-from contestants.llm.types import Message
 
 MemoryKind = Literal["stateless", "window", "notes", "plans"]
 MAX_NOTES_CHARS = 4000  # older notes are dropped beyond this, so a prompt cannot grow without end

@@ -19,6 +19,7 @@ import numpy as np
 
 from common.model_calls import ModelCall, TranscriptStep
 from contestants.base import (
+    CallsOutlook,
     Contestant,
     ContestantConfigError,
     OffPathQuestion,
@@ -27,18 +28,18 @@ from contestants.base import (
     RecallQuestion,
     RunOptions,
 )
+from contestants.calls.cache import request_key
+from contestants.calls.coordinator import SLACK_S, CallsStopped
+from contestants.calls.types import Message
 from contestants.llm.agent import END_DAY
 from contestants.llm.agent_mode import AgentMode
-from contestants.llm.cache import request_key
-from contestants.llm.call_coordinator import SLACK_S
 from contestants.llm.caller import Caller, completion_request
 from contestants.llm.decision_mode import DECISION_SCHEMA, DecisionMode, decision_schema
-from contestants.llm.errors import CallsStopped, ProviderConfigError, ProviderError
+from contestants.llm.errors import ProviderConfigError, ProviderError
 from contestants.llm.params import LLMParams
 from contestants.llm.pricing import is_free, price_of, prices_from
 from contestants.llm.providers import Provider, get_provider, validate_settings
-from contestants.llm.rehearsal import Rehearsal
-from contestants.llm.types import Message
+from contestants.llm.rehearsal import Outlook, Rehearsal
 from market.scenario import Scenario
 from market.types import Observation
 
@@ -137,6 +138,18 @@ class LLMMerchant(Contestant):
         label = params.model  # "provider/model", as prices are keyed
         return (
             None if is_free(label) or price_of(label, {**prices_from(prices), **own}) is not None else label
+        )
+
+    @classmethod
+    def calls_outlook(cls, params: Params, prices: dict[str, Any]) -> CallsOutlook:
+        assert isinstance(params, LLMParams)
+        settings = validate_settings(params.model, params.provider_settings)
+        return Outlook(
+            model=params.model,
+            cached=not settings.no_cache,
+            steps=params.mode == "agent",
+            max_tokens=params.max_tokens,
+            prices={**prices_from(prices), **settings.prices},
         )
 
     @classmethod

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from contestants.calls.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall
 from contestants.llm.catalogue import OpenAIFamily, Structured, catalogue, openai_family
 from contestants.llm.errors import ProviderConfigError
 from contestants.llm.providers import RemoteProvider, RemoteSettings, check_effort
 from contestants.llm.retry import BadResponse, Failure, sdk_failure
 from contestants.llm.schema import strict_schema
-from contestants.llm.types import Answer, CompletionRequest, Message, TokenUsage, ToolCall
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion

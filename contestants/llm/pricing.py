@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from contestants.llm.catalogue import Price, catalogue_price
-from contestants.llm.types import TokenUsage
-
-__all__ = ["Price", "cost", "is_free", "price_of", "prices_from"]
+from contestants.calls.budget import Price
+from contestants.calls.types import TokenUsage
+from contestants.llm.catalogue import catalogue_price
 
 
 def prices_from(overrides: Mapping[str, Price | Mapping[str, Any]] | None) -> dict[str, Price]:

@@ -8,7 +8,7 @@ call is made, so a missing SDK matters only to whoever uses it.
 
 `Provider.complete` is the one path of every call: it checks in with the run's call
 coordinator (the response cache, the endpoint's limits, the budget; see
-contestants.llm.call_coordinator), runs the retry policy within the time the caller has left,
+contestants.calls.coordinator), runs the retry policy within the time the caller has left,
 and reports back. A concrete provider only turns
 a request into one attempt (`_attempt`) and says which of its exceptions are call failures
 (`_failure`).
@@ -36,22 +36,24 @@ from pydantic import Field, ValidationError, field_validator
 from common.errors import first_problem
 from common.yaml_files import FileModel
 from contestants.base import DeadlinePassed
-from contestants.llm.cache import request_key
-from contestants.llm.call_coordinator import (
+from contestants.calls.budget import Price
+from contestants.calls.cache import request_key
+from contestants.calls.coordinator import (
     SLACK_S,
     Admission,
     CallCoordinator,
+    CallsStopped,
     Failed,
     Limits,
     Ticket,
     local_call_coordinator,
 )
-from contestants.llm.catalogue import Price, catalogue
-from contestants.llm.errors import CallsStopped, MissingCredentialsError, ProviderConfigError, ProviderError
+from contestants.calls.types import Answer, Completion, CompletionRequest, Message, parse_object
+from contestants.llm.catalogue import catalogue
+from contestants.llm.errors import MissingCredentialsError, ProviderConfigError, ProviderError
 from contestants.llm.pricing import cost
 from contestants.llm.retry import Failure, RetryPolicy, call_with_retries
 from contestants.llm.too_long import TooLong
-from contestants.llm.types import Answer, Completion, CompletionRequest, Message, parse_object
 
 CHARS_PER_TOKEN = 4  # English prose and JSON run at three to five characters a token in today's tokenizers
 SHORTEST_TOKEN_CHARS = 3  # what a request that must fit a window assumes of a tokenizer it does not have

@@ -13,23 +13,28 @@ answer's operations are those of the myopic best response (contestants.baselines
 to the merchant's own observation: it knows the scenario's costs and customers, so the merchant
 stays in business to the match's last day and every day's calls are counted. Made-up prices and
 orders that do not fit the scenario's costs, or none at all (fixed costs with no sales), would
-send it bankrupt, and a match cut short would be an estimate cut short.
+send it bankrupt, and a match cut short would be an estimate cut short. What a real run's calls
+may take at most, beyond what a rehearsal counts, is the merchant's `Outlook`.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from contestants.base import RehearsedDay
+from common.model_calls import ModelCall
+from contestants.base import CallsOutlook, MostCalls, RehearsedDay
 from contestants.baselines import BestResponse, BestResponseParams
+from contestants.calls.budget import Price
+from contestants.calls.cache import request_key
+from contestants.calls.coordinator import CallsStopped, who
+from contestants.calls.types import Completion, CompletionRequest, TokenUsage, ToolCall, parse_object
 from contestants.llm.agent import ANSWER
-from contestants.llm.cache import request_key
-from contestants.llm.call_coordinator import who
-from contestants.llm.errors import CallsStopped
 from contestants.llm.pricing import cost
 from contestants.llm.providers import Provider
-from contestants.llm.types import Completion, CompletionRequest, TokenUsage, ToolCall, parse_object
 from market.scenario import Scenario
 from market.types import Observation
 
@@ -171,3 +176,27 @@ def _products(schema: dict[str, Any]) -> list[str]:
         if enum:
             return list(enum)
     return ["product"]
+
+
+@dataclass(frozen=True)
+class Outlook(CallsOutlook):
+    """A language-model merchant's calls for an estimate: each answer at most `max_tokens`
+    long, priced at `prices` (the tournament's under its own)."""
+
+    max_tokens: int
+    prices: dict[str, Price]
+
+    def most(self, one_step: Sequence[ModelCall], longest: Sequence[ModelCall]) -> MostCalls:
+        """An agent's days of all their steps (`longest`), every answer max_tokens long; a
+        decision's every call writing max_tokens and every decision asked again with its
+        answer (a repair)."""
+        if self.steps:
+            high: Counter[str] = Counter(c.purpose for c in longest)
+            most_input = sum(c.input_tokens for c in longest)
+        else:
+            decisions = [c for c in one_step if c.purpose == "decide"]
+            high = Counter(c.purpose for c in one_step) + Counter(repair=len(decisions))
+            asked = sum(c.input_tokens for c in [*one_step, *decisions])
+            most_input = asked + self.max_tokens * len(decisions)
+        worst = TokenUsage(input_tokens=most_input, output_tokens=self.max_tokens * high.total())
+        return MostCalls(high, worst.input_tokens, worst.output_tokens, cost(self.model, worst, self.prices))

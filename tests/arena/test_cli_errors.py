@@ -30,6 +30,7 @@ from arena.cli.exits import user_errors
 from common.errors import UserError
 from results.storage.db import engine_for
 from results.storage.store import start_tournament
+from tests.doubles import CHAOS, LATENCY
 from tests.packages import PACKAGES
 from tournaments.config import load_tournament
 from tournaments.schedule import schedule
@@ -117,6 +118,29 @@ CASES = [
         {"t.yaml": BASE.replace("kind: random", "kind: oracle")},
         "t.yaml",
         ["contestants[1].kind", "'oracle'", "fixed_price"],
+    ),
+    case(
+        "kind-of-ones-own-not-importable",
+        {"t.yaml": BASE.replace("kind: random", "kind: no_such_package.merchants:Steady")},
+        "t.yaml",
+        [
+            "contestants[1].kind",
+            "no_such_package.merchants:Steady",
+            "cannot be imported",
+            "ModuleNotFoundError",
+        ],
+    ),
+    case(
+        "kind-of-ones-own-no-such-class",
+        {"t.yaml": BASE.replace("kind: random", "kind: tests.doubles:Sloth")},
+        "t.yaml",
+        ["contestants[1].kind", "'tests.doubles:Sloth'", "cannot be imported", "AttributeError"],
+    ),
+    case(
+        "kind-of-ones-own-not-a-contestant",
+        {"t.yaml": BASE.replace("kind: random", "kind: market.scenario:Scenario")},
+        "t.yaml",
+        ["contestants[1].kind", "'market.scenario:Scenario'", "not a Contestant class"],
     ),
     case(
         "unknown-param-key",
@@ -527,8 +551,8 @@ NUMBERS = [
     in_params("tit_for_tat", "opening_price", ".nan", [FINITE]),
     in_params("grim_trigger", "tolerance", "true", [NOT_TRUE]),
     in_params("cartel", "tolerance", ".nan", [FINITE]),
-    in_params("latency", "latency_s", ".inf", [FINITE]),
-    in_params("chaos", "every", "true", [NOT_TRUE]),
+    in_params(LATENCY, "latency_s", ".inf", [FINITE]),
+    in_params(CHAOS, "every", "true", [NOT_TRUE]),
     in_params("qlearning", "alpha", ".nan", [FINITE], scenario="calvano"),
     in_params("llm", "temperature", ".nan", [FINITE]),
     in_params("llm", "context_tokens", THIRTY_DIGITS, ["less than or equal to"]),

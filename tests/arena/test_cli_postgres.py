@@ -59,7 +59,7 @@ max_concurrent_matches: 2
 contestants:
   - {name: fixed, kind: fixed_price}
   - {name: cost_plus, kind: cost_plus}
-  - {name: slow, kind: latency, params: {latency_s: 0.2}}
+  - {name: slow, kind: tests.doubles:Latency, params: {latency_s: 0.2}}
 """
 
 RUN_SECONDS = 300  # a run here takes 10-20 s, most of it Ray starting

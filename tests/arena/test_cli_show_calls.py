@@ -10,8 +10,8 @@ from typing import ClassVar
 from typer.testing import CliRunner
 
 from arena.cli import app, output
+from contestants.calls.types import Answer, CompletionRequest, TokenUsage
 from contestants.llm.providers import Provider, register_provider
-from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.scenario import load_scenario
 from results.storage import store
 from results.storage.db import engine_for

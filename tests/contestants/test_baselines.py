@@ -6,12 +6,10 @@ import math
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from contestants import baselines
 from contestants.base import ContestantConfigError
 from contestants.baselines import RuleMerchant
 from contestants.kinds import contestant_class, create, kinds, validate_params
@@ -28,6 +26,7 @@ from market.types import (
     _Op,
     parse_decision,
 )
+from tests.doubles import CHAOS, LATENCY
 
 BASELINE_KINDS = sorted(
     kind
@@ -75,11 +74,9 @@ def test_all_baseline_kinds_are_registered():
         "tit_for_tat",
         "grim_trigger",
         "cartel",
-        "latency",
-        "chaos",
     }
     assert expected <= set(BASELINE_KINDS)
-    assert {kind for kind in BASELINE_KINDS if kinds()[kind].needs_actor} == {"latency", "chaos"}
+    assert not any(kinds()[kind].needs_actor for kind in BASELINE_KINDS)
 
 
 def test_each_kind_is_registered_under_its_own_name():
@@ -106,9 +103,9 @@ def test_unknown_parameter_is_a_config_error(kind):
         ("best_response", {"grid_points": 1}, "grid_points"),
         ("tit_for_tat", {"opening_price": 0}, "opening_price"),
         ("grim_trigger", {"tolerance": 1}, "tolerance"),
-        ("latency", {"latency_s": -0.1}, "latency_s"),
-        ("chaos", {"fault": "explode"}, "fault"),
-        ("chaos", {"every": 0}, "every"),
+        (LATENCY, {"latency_s": -0.1}, "latency_s"),
+        (CHAOS, {"fault": "explode"}, "fault"),
+        (CHAOS, {"every": 0}, "every"),
     ],
 )
 def test_bad_parameter_values_are_config_errors(kind, params, field):
@@ -154,7 +151,7 @@ def _default_rule(
     monopoly, nash = solved.monopoly.prices[0], solved.nash.prices[0]
     undercut_by_the_rival = day == 2 and monopoly * (1 - 0.01) > RIVAL_CUT  # tolerance 0.01
     match kind:
-        case "fixed_price" | "latency":
+        case "fixed_price":
             return {"widget": 10.0 * 1.5}, restock, ""
         case "reorder_point":
             return {"widget": 20.0}, restock, ""
@@ -186,13 +183,12 @@ def _default_rule(
     raise AssertionError(f"no rule written down for {kind}")
 
 
-@pytest.mark.parametrize("kind", [k for k in BASELINE_KINDS if k != "chaos"])
+@pytest.mark.parametrize("kind", BASELINE_KINDS)
 def test_every_kind_decides_with_default_params(kind, scenario):
     """Each kind with its default params plays two days against a rival that cuts its price
     on day 1, in a market where merchants talk: the market applies its decisions whole (no
     rejection, its message delivered), and they are what the kind's rule says."""
-    params = {"latency_s": 0.001} if kind == "latency" else {}
-    merchant = started(kind, scenario, **params)
+    merchant = started(kind, scenario)
     market = Market(scenario, [["me", "r1"]], talk=True)
     market.reset([3])
     cut = {"operations": [{"op": "set_price", "product": "widget", "price": RIVAL_CUT}]}
@@ -217,43 +213,6 @@ def test_every_kind_decides_with_default_params(kind, scenario):
         assert orders_of(decision) == orders
         assert said == message
     assert kind != "random" or posted[0] != posted[1]
-
-
-def test_latency_sleeps_then_answers_like_fixed_price(scenario, observe, monkeypatch):
-    slept: list[float] = []
-    monkeypatch.setattr(
-        baselines, "time", SimpleNamespace(sleep=slept.append)
-    )  # the sleeps it asks for, not taken
-    merchant = started("latency", scenario, latency_s=0.02, markup=0.5)
-    decision = merchant.decide(observe(scenario))
-    assert slept == [0.02]
-    assert prices_of(decision) == {"widget": 15.0}
-
-
-# ---- chaos ------------------------------------------------------------------------------------
-
-
-def test_chaos_raise(scenario, observe):
-    merchant = started("chaos", scenario, fault="raise")
-    with pytest.raises(RuntimeError):
-        merchant.decide(observe(scenario))
-
-
-def test_chaos_garbage_is_not_a_decision_and_the_market_rejects_it(scenario, observe):
-    merchant = started("chaos", scenario, fault="garbage")
-    for day in (1, 2):
-        answer = merchant.decide(observe(scenario, day=day))
-        assert not isinstance(answer, list) or not all(isinstance(op, _Op) for op in answer)
-        operations, rejections, *_ = parse_decision(answer)
-        assert operations == [] and rejections
-
-
-def test_chaos_behaves_between_faults(scenario, observe):
-    merchant = started("chaos", scenario, fault="raise", every=3)
-    for day in (1, 2, 4, 5):
-        operations_of(merchant.decide(observe(scenario, day=day)))
-    with pytest.raises(RuntimeError):
-        merchant.decide(observe(scenario, day=6))
 
 
 # ---- pricing rules ------------------------------------------------------------------------------

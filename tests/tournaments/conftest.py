@@ -23,7 +23,7 @@ def slow_tournament(tmp_path: Path) -> Path:
             contestants:
               - {name: fixed, kind: fixed_price}
               - {name: cost_plus, kind: cost_plus}
-              - {name: slowpoke, kind: latency, params: {latency_s: 0.1}}
+              - {name: slowpoke, kind: tests.doubles:Latency, params: {latency_s: 0.1}}
             """
         )
     )

@@ -14,8 +14,7 @@ import ray
 from ray.exceptions import ActorDiedError
 
 import tournaments.coordinator_actor
-from contestants.llm.call_coordinator import Admission, Budget, Limits, Spend, Ticket, unanswered
-from contestants.llm.errors import CallsStopped
+from contestants.calls.coordinator import Admission, Budget, CallsStopped, Limits, Spend, Ticket, unanswered
 from tournaments.coordinator_actor import GONE, RemoteCallCoordinator, start_call_coordinator
 
 pytestmark = pytest.mark.usefixtures("ray_local")

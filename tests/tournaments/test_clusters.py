@@ -202,8 +202,8 @@ TWO_HOSTED = textwrap.dedent(
     max_concurrent_matches: 4
     decision_timeout_s: 2.0
     contestants:
-      - {name: slowpoke, kind: latency, params: {latency_s: 0.15}}
-      - {name: sleepy, kind: latency, params: {latency_s: 0.1, price: 9}}
+      - {name: slowpoke, kind: tests.doubles:Latency, params: {latency_s: 0.15}}
+      - {name: sleepy, kind: tests.doubles:Latency, params: {latency_s: 0.1, price: 9}}
     """
 )
 
@@ -368,7 +368,7 @@ def test_a_run_under_uv_run_from_a_folder_of_ones_own_plays(tmp_path):
             days: 3
             contestants:
               - {name: fixed, kind: fixed_price}
-              - {name: slowpoke, kind: latency, params: {latency_s: 0.01}}
+              - {name: slowpoke, kind: tests.doubles:Latency, params: {latency_s: 0.01}}
             """
         )
     )

@@ -449,7 +449,7 @@ def test_turn_deadlines_come_from_the_file_or_from_each_contestants_settings(tmp
         "  - {name: m, kind: llm, params: {model: openai/x, base_url: 'http://127.0.0.1:9/v1', "
         "api_key_env: null, total_timeout: 40}}\n"
     )
-    lazy = "  - {name: l, kind: latency}\n"
+    lazy = "  - {name: l, kind: tests.doubles:Latency}\n"
     derived = plan_tournament(load_tournament(write(tmp_path, TOURNAMENT + llm + lazy)).spec)
     assert [derived[name].deadline for name in "abml"] == [10.0, 10.0, 120.0, 10.0]
     fixed = load_tournament(

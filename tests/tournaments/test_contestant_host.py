@@ -15,6 +15,7 @@ import ray
 from contestants.base import Handed, RunOptions
 from market.engine import Market
 from market.scenario import load_scenario
+from tests.doubles import LATENCY
 from tournaments.channel import HostGone
 from tournaments.config import ContestantEntry
 from tournaments.hosts import ContestantHost, Forgotten, HostClient, Start, TurnRequest
@@ -45,7 +46,7 @@ def request(match_key: str, start: bool) -> bytes:
 
 
 def test_the_end_of_a_match_goes_over_the_connection_and_through_ray_once_the_host_died():
-    entry = ContestantEntry(name="slow", kind="latency", params={"latency_s": 0.5})
+    entry = ContestantEntry(name="slow", kind=LATENCY, params={"latency_s": 0.5})
     plan = plan_contestants([entry])["slow"]
     host = ContestantHost.remote(plan, os.getcwd())  # type: ignore[attr-defined]
     counting = CountingActor(host)

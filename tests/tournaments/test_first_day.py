@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from contestants.base import RunOptions
-from contestants.llm.call_coordinator import LocalCallCoordinator
+from contestants.calls.coordinator import LocalCallCoordinator
 from contestants.llm.rehearsal import Rehearsal
 from market.scenario import load_scenario
 from results.records import StoppedMatch

@@ -13,7 +13,7 @@ import pytest
 from common.model_calls import ModelCall
 from contestants.base import Handed, RecallQuestion, RunOptions
 from contestants.baselines import FixedPrice, FixedPriceParams
-from contestants.llm.errors import CallsStopped
+from contestants.calls.coordinator import CallsStopped
 from market.scenario import Scenario, load_scenario
 from market.types import Observation
 from results.records import FinishedMatch, StoppedMatch

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from common.yaml_files import ConfigError
+from contestants.calls.types import Answer, CompletionRequest, TokenUsage
 from contestants.llm.providers import Provider, register_provider
-from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.equilibrium import by_seat
 from market.scenario import Scenario, load_scenario
 from results.presentation.export import export

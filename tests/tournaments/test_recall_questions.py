@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 from arena.cli import app, output
 from contestants.base import DeadlinePassed, Params, RecallQuestion
 from contestants.baselines import FixedPrice, FixedPriceParams
-from contestants.kinds import register_kind
 from market.env import MarketEnv
 from results.storage.db import engine_for
 from results.storage.store import list_matches, match_detail, save_match, start_tournament
@@ -47,7 +46,7 @@ class Forgetful(FixedPrice):
         return None if value is None else value * 1.1
 
 
-register_kind("forgetful_for_tests", f"{__name__}:Forgetful")
+FORGETFUL = f"{__name__}:Forgetful"  # a kind of the tests' own, named by where it is
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +54,7 @@ def multi_product(root):
     return load_tournament(root / "tournaments" / "round_robin.yaml").scenarios["multi_product"]
 
 
-def play(scenario, recall_every: int, kinds=("fixed_price", "forgetful_for_tests"), days: int = 24):
+def play(scenario, recall_every: int, kinds=("fixed_price", FORGETFUL), days: int = 24):
     entries = {f"m{i}": ContestantEntry(name=f"m{i}", kind=kind) for i, kind in enumerate(kinds)}
     spec = MatchSpec(
         key="recall-test", index=0, scenario=scenario.name, seed=1, days=days, seats=tuple(entries)
@@ -114,7 +113,7 @@ def test_arena_show_prints_the_recall_questions_as_stored(multi_product, tmp_pat
     url = f"sqlite:///{tmp_path}/t.db"
     engine = engine_for(url)
     tournament = start_tournament(
-        engine, "t", "t.yaml", "", "h", 1, [("m0", "fixed_price", {}), ("m1", "forgetful_for_tests", {})], 1
+        engine, "t", "t.yaml", "", "h", 1, [("m0", "fixed_price", {}), ("m1", FORGETFUL, {})], 1
     )
     match_id = save_match(engine, tournament, match)
     engine.dispose()
@@ -147,7 +146,7 @@ def test_recall_every_zero_asks_nothing_and_questions_do_not_change_play(multi_p
 class Moody(FixedPrice):
     """Recalls and decides as told: answer, raise, or take a pause first."""
 
-    kind: ClassVar[str] = "moody_for_tests"  # not registered: take_turn is called directly
+    kind: ClassVar[str] = "moody_for_tests"  # named by no entry: take_turn is called directly
     params_model: ClassVar[type[Params]] = FixedPriceParams
 
     def __init__(

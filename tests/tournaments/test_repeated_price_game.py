@@ -17,7 +17,6 @@ from pydantic import Field
 
 from contestants.base import Params
 from contestants.baselines import FixedPrice, FixedPriceParams
-from contestants.kinds import register_kind
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
 from tournaments.config import ContestantEntry
@@ -147,7 +146,7 @@ class UndercutOnce(FixedPrice):
         return np.where(view.day == team.column("undercut_day"), team.column("undercut_price"), price), wanted
 
 
-register_kind(UndercutOnce.kind, f"{__name__}:UndercutOnce")
+UNDERCUT_ONCE = f"{__name__}:UndercutOnce"  # a kind of the tests' own, named by where it is
 
 
 def test_two_grim_triggers_hold_the_monopoly_price_and_earn_the_monopoly_profit():
@@ -172,9 +171,7 @@ def test_grim_trigger_turns_to_nash_the_day_after_an_undercut_and_stays_there(se
         "undercut_day": 10,
         "undercut_price": monopoly * 0.95,
     }  # back to the monopoly price on day 11
-    played = play(
-        CALVANO, [("undercut_once_for_tests", cheat)] + [("grim_trigger", {})] * (seats - 1), days=30
-    )
+    played = play(CALVANO, [(UNDERCUT_ONCE, cheat)] + [("grim_trigger", {})] * (seats - 1), days=30)
     assert prices(played["m0"]) == [monopoly] * 9 + [monopoly * 0.95] + [monopoly] * 20
     for grim in list(played)[1:]:
         assert prices(played[grim]) == [monopoly] * 10 + [benchmarks.nash.prices[0]] * 20
@@ -184,8 +181,6 @@ def test_grim_trigger_turns_to_nash_the_day_after_an_undercut_and_stays_there(se
 def test_grim_trigger_forgives_a_cut_within_its_tolerance(cut, triggered):
     monopoly = equilibria(CALVANO, 2)["good"].monopoly.prices[0]
     cheat = {"price": monopoly, "undercut_day": 3, "undercut_price": monopoly * (1 - cut)}
-    played = play(
-        CALVANO, [("grim_trigger", {"tolerance": 0.01}), ("undercut_once_for_tests", cheat)], days=6
-    )
+    played = play(CALVANO, [("grim_trigger", {"tolerance": 0.01}), (UNDERCUT_ONCE, cheat)], days=6)
     nash = equilibria(CALVANO, 2)["good"].nash.prices[0]
     assert prices(played["m0"]) == [monopoly] * 3 + [nash if triggered else monopoly] * 3

@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from property_examples import examples
 
 from contestants.baselines import CostPlus, RuleMerchant
-from contestants.kinds import contestant_class, kinds, register_kind
+from contestants.kinds import contestant_class, kinds
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
 from results.storage.daylog_codec import pack
+from tests.doubles import CHAOS, LATENCY
 from tournaments.config import ContestantEntry
 from tournaments.instant import group_instant
 from tournaments.match import Match, MatchRules, play_here
@@ -48,14 +49,13 @@ class Moody(CostPlus):
         return super().rule(team, view)
 
 
-register_kind(Moody.kind, f"{__name__}:Moody")
+MOODY = f"{__name__}:Moody"  # a kind of the tests' own, named by where it is
 SCENARIOS = ["price_war", "multi_product", "seasonal", "logit_game"]
 
 
 def play(scenario, kinds_in_seats: list[str]):
-    entries = {
-        f"{kind}{i}": ContestantEntry(name=f"{kind}{i}", kind=kind) for i, kind in enumerate(kinds_in_seats)
-    }
+    names = [f"{kind.rpartition(':')[2]}{i}" for i, kind in enumerate(kinds_in_seats)]  # Moody1, random2
+    entries = {name: ContestantEntry(name=name, kind=kind) for name, kind in zip(names, kinds_in_seats)}
     spec = MatchSpec(
         key=f"rules-{scenario.name}",
         index=0,
@@ -71,7 +71,7 @@ def play(scenario, kinds_in_seats: list[str]):
 
 def test_the_rule_kinds_decide_from_the_view_but_those_that_misbehave_on_purpose():
     assert all(contestant_class(kind).decides_from_view for kind in INSTANT)
-    assert not any(contestant_class(kind).decides_from_view for kind in ("latency", "chaos"))
+    assert not any(contestant_class(kind).decides_from_view for kind in (LATENCY, CHAOS))
     built_in = [
         cls for cls in kinds().values() if cls.__module__.startswith("contestants.")
     ]  # not the tests' own kinds
@@ -106,15 +106,15 @@ def test_a_rule_that_raises_is_a_fault_and_does_nothing_that_day_as_when_asked_a
     """Merchants whose kind's rule raises do nothing that day and each gets a fault, in the
     market's view as when asked one by one from observations; the others play on."""
     scenario = load_scenario("multi_product")
-    seats = ["moody_for_tests", "random", "moody_for_tests", "undercut"]
+    seats = [MOODY, "random", MOODY, "undercut"]
     by_view = play(scenario, seats)
-    for kind in ("moody_for_tests", "random", "undercut"):
+    for kind in (MOODY, "random", "undercut"):
         monkeypatch.setattr(contestant_class(kind), "decides_from_view", False)
     observed = play(scenario, seats)
 
     assert list(by_view.days_played) == list(observed.days_played)
     assert by_view.faults == observed.faults
-    moody = [r for r in by_view.days_played if r.merchant.startswith("moody")]
+    moody = [r for r in by_view.days_played if r.merchant.startswith("Moody")]
     assert {(f.merchant, f.day) for f in by_view.faults} == {
         (r.merchant, r.day) for r in moody if r.day % 2 == 0
     }
@@ -193,7 +193,7 @@ def test_matches_side_by_side_come_out_as_each_alone(name):
 def test_instant_matches_are_grouped_by_scenario_length_and_size():
     entries = {
         name: ContestantEntry(name=name, kind=kind)
-        for name, kind in [("f", "fixed_price"), ("u", "undercut"), ("r", "random"), ("l", "latency")]
+        for name, kind in [("f", "fixed_price"), ("u", "undercut"), ("r", "random"), ("l", LATENCY)]
     }
 
     def spec(index: int, scenario: str, seats: tuple[str, ...], days: int = 30) -> MatchSpec:

@@ -90,10 +90,10 @@ def test_faulty_merchants_do_not_stop_the_tournament(tmp_path):
         decision_timeout_s: 4
         contestants:
           - {name: steady, kind: fixed_price}
-          - {name: raiser, kind: chaos, params: {fault: raise, every: 2}}
-          - {name: hanger, kind: chaos, params: {fault: hang, every: 5, hang_s: 8}}
-          - {name: junk, kind: chaos, params: {fault: garbage}}
-          - {name: crasher, kind: chaos, params: {fault: crash, every: 3}}
+          - {name: raiser, kind: tests.doubles:Chaos, params: {fault: raise, every: 2}}
+          - {name: hanger, kind: tests.doubles:Chaos, params: {fault: hang, every: 5, hang_s: 8}}
+          - {name: junk, kind: tests.doubles:Chaos, params: {fault: garbage}}
+          - {name: crasher, kind: tests.doubles:Chaos, params: {fault: crash, every: 3}}
         """,
     )
     engine = engine_for(f"sqlite:///{tmp_path}/c.db")
@@ -282,7 +282,11 @@ class Lost:
     "partner, lost_because, told",
     [
         # hosted: its matches play in a match runner, which the run replaces and says so
-        ("{name: slow, kind: latency, params: {latency_s: 0.01}}", "its match runner on ", LOSSES_ALLOWED),
+        (
+            "{name: slow, kind: tests.doubles:Latency, params: {latency_s: 0.01}}",
+            "its match runner on ",
+            LOSSES_ALLOWED,
+        ),
         # inline: the match is a Ray task, which Ray itself plays again
         ("{name: steady, kind: fixed_price}", "its process died (", 0),
     ],
@@ -303,7 +307,7 @@ def test_a_match_whose_process_keeps_dying_is_played_again_then_stops_the_run(
         days: 4
         contestants:
           - {partner}
-          - {{name: crasher, kind: chaos, params: {{fault: crash, every: 2}}, isolate: false}}
+          - {{name: crasher, kind: tests.doubles:Chaos, params: {{fault: crash, every: 2}}, isolate: false}}
         """,
     )
     tournament = load_tournament(config)
@@ -354,7 +358,7 @@ def test_the_calls_of_a_match_whose_runner_died_are_recorded_as_paid(tmp_path, l
           - name: model
             kind: llm
             params: {model}
-          - {{name: crasher, kind: chaos, params: {{fault: crash, every: 2}}, isolate: false}}
+          - {{name: crasher, kind: tests.doubles:Chaos, params: {{fault: crash, every: 2}}, isolate: false}}
         """,
     )
     engine = engine_for(f"sqlite:///{tmp_path}/p.db")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from contestants.llm import CompletionRequest, Message
+from contestants.calls.types import CompletionRequest, Message
 from market.types import Decision
 
 DECISION = {"operations": [{"op": "set_price", "product": "widget", "price": 19.5}], "note": "hold price"}

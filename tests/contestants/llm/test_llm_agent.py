@@ -15,14 +15,13 @@ from fakes.agents import RECALLED, SUMMARY, agent, day_of, offered, today
 from fakes.server import Call
 
 from contestants.base import ContestantConfigError, RecallQuestion, RunOptions
+from contestants.calls.coordinator import CallCoordinatorCore, CallsStopped, LocalCallCoordinator
+from contestants.calls.types import ToolCall
 from contestants.kinds import create, validate_params
 from contestants.llm.agent import HISTORY_CHARS, AgentTools, Workday, tools_for
 from contestants.llm.agent_mode import MOST_SUMMARY_CHARS
-from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
-from contestants.llm.errors import CallsStopped
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.prompts import HistoryRow
-from contestants.llm.types import ToolCall
 from market.engine import Market
 from market.scenario import Scenario, load_scenario
 

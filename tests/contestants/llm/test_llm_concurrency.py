@@ -13,8 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from contestants.base import DeadlinePassed
-from contestants.llm import CompletionRequest, Message, get_provider
-from contestants.llm.call_coordinator import Admission, Limits, LocalCallCoordinator, Ticket
+from contestants.calls.coordinator import Admission, Limits, LocalCallCoordinator, Ticket
+from contestants.calls.types import CompletionRequest, Message
+from contestants.llm import get_provider
 
 ANSWER = {"operations": []}
 

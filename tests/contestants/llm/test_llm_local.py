@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from contestants.llm import CompletionRequest, Message, ProviderConfigError, constrained_schema, get_provider
+from contestants.calls.types import CompletionRequest, Message
+from contestants.llm import ProviderConfigError, constrained_schema, get_provider
 from contestants.llm.local_provider import COMPACT_RULES, compact_gbnf, eight_bit_copy, smollm2_path
 from market.types import Decision
 

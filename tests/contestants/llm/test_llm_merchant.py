@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contestants.base import ContestantConfigError, OffPathQuestion, RecallQuestion, RunOptions
+from contestants.calls.types import Answer, CompletionRequest, TokenUsage
 from contestants.kinds import create, validate_params
 from contestants.llm.memory import Memory
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import Provider, register_provider
-from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.env import MarketEnv
 from market.scenario import load_scenario
 from market.types import Decision

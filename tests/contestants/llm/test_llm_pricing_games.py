@@ -12,13 +12,13 @@ from typing import Any, ClassVar
 import pytest
 
 from contestants.base import ContestantConfigError
+from contestants.calls.types import Answer, CompletionRequest, TokenUsage
 from contestants.kinds import create, validate_params
 from contestants.llm.decision_mode import decision_schema
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.prompts import TEMPLATES, history_row, history_table
 from contestants.llm.providers import SHORTEST_TOKEN_CHARS, Provider, approximate_tokens, register_provider
 from contestants.llm.rehearsal import typical_answer
-from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.engine import Market
 from market.env import MarketEnv
 from market.scenario import load_scenario

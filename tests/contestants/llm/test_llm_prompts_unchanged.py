@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from contestants.base import RecallQuestion
+from contestants.calls.types import Answer, CompletionRequest, TokenUsage
 from contestants.kinds import create
 from contestants.llm.decision_mode import decision_schema
 from contestants.llm.providers import Provider, register_provider
-from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.env import MarketEnv
 from market.scenario import load_scenario
 

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
+from contestants.calls.budget import Price
+from contestants.calls.types import TokenUsage
 from contestants.llm import (
-    Price,
     ProviderConfigError,
-    TokenUsage,
     constrained_schema,
     cost,
     get_provider,

@@ -10,10 +10,10 @@ from typing import ClassVar
 
 import pytest
 
+from contestants.calls.types import Answer, CompletionRequest, TokenUsage
 from contestants.kinds import create
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import Provider, register_provider
-from contestants.llm.types import Answer, CompletionRequest, TokenUsage
 from market.env import MarketEnv
 from market.scenario import load_scenario
 from market.types import MESSAGE_LIMIT, RivalMessage

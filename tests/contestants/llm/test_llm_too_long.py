@@ -23,14 +23,14 @@ from typer.testing import CliRunner
 
 from arena.cli import app, output
 from contestants.base import RunOptions
+from contestants.calls.coordinator import CallCoordinatorCore, CallsStopped, LocalCallCoordinator
+from contestants.calls.types import CompletionRequest, Message
 from contestants.kinds import create
-from contestants.llm.call_coordinator import CallCoordinatorCore, LocalCallCoordinator
-from contestants.llm.errors import CallsStopped, ProviderError
+from contestants.llm.errors import ProviderError
 from contestants.llm.merchant import LLMMerchant
 from contestants.llm.providers import GROWTH, MARGIN, Counting, get_provider, written
 from contestants.llm.retry import error_in
 from contestants.llm.too_long import TooLong, too_long
-from contestants.llm.types import CompletionRequest, Message
 from market.env import MarketEnv
 from market.scenario import Scenario
 from results.records import FinishedMatch, StoppedMatch

@@ -10,10 +10,10 @@ import json
 import pytest
 from fakes.openai_api import Uses
 
-from contestants.llm import CompletionRequest, Message, ProviderError, get_provider
-from contestants.llm.cache import request_key
-from contestants.llm.call_coordinator import LocalCallCoordinator
-from contestants.llm.types import Tool, ToolCall
+from contestants.calls.cache import request_key
+from contestants.calls.coordinator import LocalCallCoordinator
+from contestants.calls.types import CompletionRequest, Message, Tool, ToolCall
+from contestants.llm import ProviderError, get_provider
 
 KEY = "sk-fake-openai"
 OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}

@@ -5,7 +5,7 @@ base_url, and for some providers how the answer is requested or which file is lo
 the request (messages, schema and its name, temperature, seed, max_tokens). Timeouts,
 retries and keys do not change the answer and are left out. One JSON file per entry, written
 atomically, so several processes can share a directory; a call about to be made holds the
-entry's lock file (`lock_path`, see contestants.llm.call_coordinator) so that no two pay for
+entry's lock file (`lock_path`, see contestants.calls.coordinator) so that no two pay for
 one answer.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contestants.llm.types import Completion, CompletionRequest
+from contestants.calls.types import Completion, CompletionRequest
 
 
 def request_key(identity: Mapping[str, Any], request: CompletionRequest) -> str:

@@ -46,14 +46,11 @@ from collections import Counter, deque
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from pydantic import Field
-
-from common.yaml_files import FileModel
-from contestants.llm.cache import ResponseCache
-from contestants.llm.errors import CallsStopped
-from contestants.llm.types import Completion
+from contestants.calls.budget import Budget, Spend
+from contestants.calls.cache import ResponseCache
+from contestants.calls.types import Completion
 
 WINDOW_S = 60.0  # the minute of requests_per_minute and tokens_per_minute
 # How much longer than what it governs a bound of the coordinator's allows: what an admitted
@@ -63,20 +60,10 @@ SLACK_S = 60.0
 T = TypeVar("T")
 
 
-class Budget(FileModel):
-    """The most a run may spend on model calls; calls served from the response cache are not
-    paid and do not count."""
-
-    tokens: int | None = Field(None, gt=0, le=10**15, description="input + output tokens")
-    cost_usd: float | None = Field(None, gt=0, le=1e9)
-
-    def exceeded_by(self, tokens: int, cost: float) -> str | None:
-        """Why the budget is spent, or None while it is not."""
-        if self.tokens is not None and tokens >= self.tokens:
-            return f"token budget reached ({tokens:,} of {self.tokens:,})"
-        if self.cost_usd is not None and cost >= self.cost_usd:
-            return f"cost budget reached (${cost:.4f} of ${self.cost_usd:.4f})"
-        return None
+class CallsStopped(RuntimeError):
+    """The run's calls have stopped (its budget is spent, or a contestant's model is broken):
+    no new call may start. Not a fault of the merchant: the match it was asked in is left
+    unplayed. The message is the reason, one line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,14 +129,6 @@ class Admission:
 
 
 @dataclass(frozen=True, slots=True)
-class Spend:
-    """What a run's calls have been paid: tokens (input + output) and USD."""
-
-    tokens: int = 0
-    cost: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
 class Status:
     stopped: str | None
     spent: Spend
@@ -157,6 +136,7 @@ class Status:
     failing: frozenset[str] = frozenset()  # contestants whose last call failed as retrying cannot help
 
 
+@runtime_checkable
 class CallCoordinator(Protocol):
     """What a provider's calls check in with: `admit` before a call, `report` after it."""
 

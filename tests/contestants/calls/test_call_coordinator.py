@@ -1,4 +1,4 @@
-"""The call coordinator every model call checks in with (contestants.llm.call_coordinator), on
+"""The call coordinator every model call checks in with (contestants.calls.coordinator), on
 its own: endpoint limits, the budget, a contestant's failures in a row, the cache key a call
 holds, and what a call that never reports back leaves behind. The minute of the rate limits
 is shortened to a fraction of a second; the tests count admissions, not seconds."""
@@ -13,9 +13,9 @@ import random
 import time
 from collections import Counter
 
-from contestants.llm import call_coordinator
-from contestants.llm.cache import ResponseCache
-from contestants.llm.call_coordinator import (
+from contestants.calls import coordinator as call_coordinator
+from contestants.calls.cache import ResponseCache
+from contestants.calls.coordinator import (
     Admission,
     Budget,
     CallCoordinatorCore,
@@ -24,7 +24,7 @@ from contestants.llm.call_coordinator import (
     Spend,
     Ticket,
 )
-from contestants.llm.types import Completion, TokenUsage
+from contestants.calls.types import Completion, TokenUsage
 
 _ids = itertools.count()
 
