@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from contestants.kinds import kinds
 from tests.packages import PACKAGES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,19 +112,19 @@ def test_no_circle_between_files():
 
 
 def test_the_tournament_layer_imports_no_contestant_kind():
-    """tournaments/ reaches contestants through their protocol, the registry and the run's
-    services: a kind's own module (or a package of one, such as the language models') is a
-    plugin the organiser never names."""
-    kind_modules = {cls.__module__ for cls in kinds().values()}
-    plugin_packages = {module.rpartition(".")[0] for module in kind_modules} - {"contestants"}
-    named = sorted(
+    """tournaments/ reaches contestants through their protocol (contestants.base), the registry
+    of kinds and what a run's model calls share (contestants.calls), never through a kind's own
+    module: a kind of one's own plays as arena's do."""
+    shared = ("contestants.base", "contestants.kinds", "contestants.calls")
+    crossing = sorted(
         f"{name} imports {target}"
         for name, targets in _graph().items()
         if name.startswith("tournaments")
         for target in targets
-        if target in kind_modules or any(target.startswith(package + ".") for package in plugin_packages)
+        if target.split(".")[0] == "contestants"
+        and not any(target == room or target.startswith(room + ".") for room in shared)
     )
-    assert kind_modules and named == []
+    assert crossing == []
 
 
 def _units() -> list[tuple[str, str, int]]:
