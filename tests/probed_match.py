@@ -6,7 +6,7 @@ tat copies on day 4."""
 from __future__ import annotations
 
 from market.scenario import load_scenario
-from results.scoring.deviation import DeviationProbe
+from results.settings import DeviationProbe
 from results.storage import store
 from results.storage.db import engine_for
 from tournaments.config import ContestantEntry

@@ -48,7 +48,6 @@ from results.records import (
     WindowKind,
 )
 from results.scoring.collusion import (
-    CollusionSettings,
     NoBenchmarks,
     demand_scale,
     gain,
@@ -57,6 +56,7 @@ from results.scoring.collusion import (
     runs,
     seat_benchmarks,
 )
+from results.settings import CollusionSettings
 
 Unsolved = Literal["unsolved"]
 UNSOLVED: Unsolved = "unsolved"  # a match's benchmarks not given: MatchRecords solves them

@@ -245,7 +245,7 @@ class ModelCallRow(ModelCallColumns, table=True):
 
 class TranscriptRow(SQLModel, table=True):
     """What a merchant's model calls of one day said and heard (common.model_calls.TranscriptStep),
-    step by step: a compressed JSON list (results.presentation.transcript). One row a merchant-day, so that
+    step by step: a compressed JSON list (results.storage.transcript_codec). One row a merchant-day, so that
     a day is read alone and a year of steps stays small."""
 
     __tablename__ = "transcript"

@@ -26,7 +26,6 @@ from market.daylog import DayLog
 from market.scenario import Scenario
 from market.types import DayRecord
 from results.errors import NotFound
-from results.presentation.transcript import day_rows, notes_kept, steps_of
 from results.records import (
     DeviationPath,
     Fault,
@@ -48,7 +47,6 @@ from results.records import (
     repeat_number,
 )
 from results.scoring import deviation
-from results.scoring.collusion import CollusionSettings
 from results.scoring.composite import ScoringWeights
 from results.scoring.metrics import METRICS
 from results.scoring.metrics import compute as compute_metrics
@@ -65,6 +63,7 @@ from results.scoring.ratings import (
     compute_leaderboard,
     ranked_matches,
 )
+from results.settings import CollusionSettings
 from results.storage.daylog_codec import decode, pack
 from results.storage.db import reconnecting
 from results.storage.schema import (
@@ -93,6 +92,7 @@ from results.storage.schema import (
     stored_id,
     utcnow,
 )
+from results.storage.transcript_codec import day_rows, notes_kept, steps_of
 
 __all__ = [
     "MatchDetail",

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from arena import cli
 from results.presentation.report import build_report
 from results.records import PlayedScenarios
-from results.scoring.collusion import CollusionSettings
+from results.settings import CollusionSettings
 from results.storage.db import engine_for
 
 runner = CliRunner()

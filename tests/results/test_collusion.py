@@ -21,8 +21,9 @@ from market.equilibrium import SeatBenchmarks
 from market.scenario import Event, Scenario, load_scenario
 from market.types import DayRecord
 from results.records import FinishedMatch, MarketScores, MerchantResult, PlayedScenarios, PriceWindow
-from results.scoring.collusion import CollusionSettings, gain, runs, seat_benchmarks
+from results.scoring.collusion import gain, runs, seat_benchmarks
 from results.scoring.metrics import compute
+from results.settings import CollusionSettings
 from results.storage.schema import MetricRow
 from results.storage.store import leaderboard, match_detail, metrics, rescore, save_match, start_tournament
 

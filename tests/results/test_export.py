@@ -19,8 +19,8 @@ from results.errors import NotFound
 from results.presentation import export as export_module
 from results.presentation.export import SCHEMAS, ExportError, export
 from results.records import ModelCallRecord
-from results.scoring.deviation import DeviationProbe
 from results.scoring.metrics import METRICS
+from results.settings import DeviationProbe
 from results.storage import store
 from results.storage.schema import MatchResultRow, MetricRow, ModelCallRow
 from results.storage.store import match_detail, save_match, start_tournament

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from market.scenario import load_scenario
-from results.scoring.collusion import CollusionSettings
 from results.scoring.metrics import METRICS, compute
+from results.settings import CollusionSettings
 from results.storage.db import engine_for
 from results.storage.schema import MetricRow
 from results.storage.store import metrics, save_match, start_tournament

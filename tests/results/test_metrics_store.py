@@ -11,8 +11,8 @@ from sqlmodel import Session, select
 
 from market.scenario import Scenario
 from results.records import Fault, MetricNote, PlayedScenarios
-from results.scoring.collusion import CollusionSettings
 from results.scoring.metrics import METRICS, compute
+from results.settings import CollusionSettings
 from results.storage.schema import DayLogRow, MetricRow
 from results.storage.store import (
     MetricValue,

@@ -19,8 +19,7 @@ import yaml
 from market.engine import Market
 from market.scenario import load_scenario
 from results.records import PlayedScenarios
-from results.scoring.collusion import CollusionSettings
-from results.scoring.deviation import DeviationProbe
+from results.settings import CollusionSettings, DeviationProbe
 from results.storage import store
 from results.storage.db import engine_for
 from tournaments.config import ConfigError, ContestantEntry, load_tournament
