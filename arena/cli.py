@@ -42,6 +42,7 @@ from contestants.base import RunOptions
 from contestants.kinds import contestant_class, validate_params
 from market.daylog import DayLog
 from market.scenario import load_scenario
+from results import leaderboard, rescoring
 from results.errors import DatabaseError, InputFileError, NotFound
 from results.presentation import views
 from results.presentation.report import write_report
@@ -50,11 +51,12 @@ from results.records import ModelCallRecord, PlayedScenarios, TranscriptRecord, 
 from results.scoring.composite import ScoringWeights
 from results.scoring.rating_fit import LEVEL
 from results.scoring.ratings import standings
-from results.scoring.sweeps import KEY_METRICS, by_cell
+from results.scoring.sweeps import KEY_METRICS
 from results.storage import store
 from results.storage.db import describe_failure, engine_for
 from results.storage.results_csv import read_results
 from results.storage.schema import LARGEST_ID, TournamentRow, stored_id
+from results.sweep_summary import by_cell
 from tournaments.config import (
     MAX_DAYS,
     MAX_MERCHANTS_PER_MATCH,
@@ -830,7 +832,7 @@ def leaderboard_command(
         return
     with user_errors():
         scoring, confidence = _scoring(chosen, chosen_weights)
-        rows = store.leaderboard(
+        rows = leaderboard.leaderboard(
             engine,
             chosen.ids,
             scenario=scenario,
@@ -1354,7 +1356,7 @@ def rescore_command(
         engine = engine_for(db, create=False, writes=True)
         chosen = _select(engine, db, tournament, pool_all=not tournament)
         rescored = sum(
-            store.rescore(engine, stored_id(t.id), _played_scenarios(t)) for t in chosen.tournaments
+            rescoring.rescore(engine, stored_id(t.id), _played_scenarios(t)) for t in chosen.tournaments
         )
     out.print(f"Rescored {rescored} matches of {len(chosen.ids)} tournaments.")
 

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from market.types import DayRecord
+from results import leaderboard
 from results.errors import NotFound
 from results.presentation import views
 from results.presentation.incidents import incidents
@@ -161,7 +162,7 @@ class Leaderboards:
                 with self._lock:
                     kept = self._kept.get(key)
                 if kept is None:
-                    rows = store.leaderboard(
+                    rows = leaderboard.leaderboard(
                         self.engine, tournament_id, weights=weights, confidence=confidence
                     )
                     with self._lock:
@@ -182,7 +183,7 @@ class Leaderboards:
 
     def _refresh(self, key: tuple[int, ScoringWeights, float], version: tuple[int, ...]) -> None:
         try:
-            rows = store.leaderboard(self.engine, key[0], weights=key[1], confidence=key[2])
+            rows = leaderboard.leaderboard(self.engine, key[0], weights=key[1], confidence=key[2])
             with self._lock:
                 self._kept[key] = (version, rows)
                 self.refreshed += 1

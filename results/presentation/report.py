@@ -39,6 +39,7 @@ from market.accounting import market_shares
 from market.daylog import CompetitorDays, DayLog
 from market.scenario import Event, Scenario
 from market.types import DayRecord
+from results import leaderboard, sweep_summary
 from results.presentation import views
 from results.presentation.plotly_charts import line_figure
 from results.presentation.svg_charts import (
@@ -148,7 +149,7 @@ def build_report(
     """The report's page; its table weighs the composite with `weights` and judges ties at
     `confidence` (the tournament file's)."""
     tournament = store.get_tournament(engine, tournament_id)
-    rows = store.leaderboard(engine, tournament_id, weights=weights, confidence=confidence)
+    rows = leaderboard.leaderboard(engine, tournament_id, weights=weights, confidence=confidence)
     names = [row.contestant for row in rows]
     colors = Palette(store.contestant_kinds(engine, tournament_id))  # as the viewer colours them
     metrics: dict[int, list[store.MetricValue]] = defaultdict(list)
@@ -160,7 +161,7 @@ def build_report(
     ]
     head_to_head = HeadToHead()
     by_goals = weights.objective == "goals"
-    for ranked in store.rankings(
+    for ranked in leaderboard.rankings(
         engine, tournament_id, by_goals
     ):  # solo matches ranked against one another's
         head_to_head.add(ranked.ranks)
@@ -340,7 +341,7 @@ def sweep_part(engine: Engine, tournament_id: int, metric: str | None = None) ->
     cells = store.sweep_cells(engine, tournament_id)
     if not cells:
         return None
-    every_cell = sweeps.by_cell(engine, tournament_id)
+    every_cell = sweep_summary.by_cell(engine, tournament_id)
     if metric is None:
         metric = next(
             (m for m in sweeps.KEY_METRICS if any(c.values[m] is not None for c in every_cell)),
@@ -348,11 +349,11 @@ def sweep_part(engine: Engine, tournament_id: int, metric: str | None = None) ->
         )
     table = views.sweep_table(every_cell, "by cell")
     varying = [f for f in sweeps.factors_of(cells) if len({shown_value(c.factors[f]) for c in cells}) > 1]
-    sweeps.check_metric(engine, tournament_id, metric)
+    sweep_summary.check_metric(engine, tournament_id, metric)
     if len(varying) < 2:
         return SweepPart(table, metric, None)
     down, across = varying[:2]
-    grouped = sweeps.by_cell(engine, tournament_id, [down, across], [metric])
+    grouped = sweep_summary.by_cell(engine, tournament_id, [down, across], [metric])
     means = [value.mean for g in grouped if (value := g.values[metric]) is not None]
     low, high = (min(means), max(means)) if means else (0.0, 0.0)
     unit = views.metric_unit(metric)

@@ -404,7 +404,7 @@ def tournaments_table(listed: Sequence[ListedTournament], title: str) -> Table:
 
 
 def sweep_table(cells: Sequence[CellResult], title: str) -> Table:
-    """A row per group of cells (results.scoring.sweeps.by_cell): its factors' values, its matches and
+    """A row per group of cells (results.sweep_summary.by_cell): its factors' values, its matches and
     sessions, and each metric's mean over the sessions with its interval (and, in parentheses,
     over how many, when some sessions lack it)."""
     factors = factors_of(cells)

@@ -13,7 +13,7 @@ the `market_metric` table), and its price windows: the collusion measures, which
 between its scenario's competitive and collusive benchmarks (results.scoring.collusion).
 
 Only what the record holds goes in, so stored matches can be scored again
-(`results.storage.store.rescore`). The scenario is optional: without it `goal_completion` and the
+(`results.rescoring.rescore`). The scenario is optional: without it `goal_completion` and the
 collusion measures are None (the market's are not stored), and `contradictions` knows of cost
 changes only from the recorded unit costs.
 """

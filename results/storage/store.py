@@ -3,8 +3,9 @@
 Every function takes an engine and opens its own short session, so callers (the runner, the
 CLI, the report, the export) never hold a session open across a match. What the database
 holds is handed out as the record's own types (results.records, results.storage.schema) or as the
-plain rows the computations of results/ take (results.scoring.ratings). results.storage.db opens the
-database and creates its tables.
+plain rows the ratings are computed from (results.readings). It computes nothing: a match comes
+scored (results.recording), and what reads, computes and writes again (results.rescoring,
+results.leaderboard) lives above it. results.storage.db opens the database and creates its tables.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from sqlmodel import Session, SQLModel, col, func, select
 
 from market.daylog import DayLog
 from market.scenario import Scenario
-from market.types import DayRecord
 from results.errors import NotFound
+from results.readings import CallsSpent, LeaderboardRecords, MetricReading, NoteReading, Seat
 from results.records import (
     DeviationPath,
     Fault,
@@ -37,7 +38,6 @@ from results.records import (
     ModelCallRecord,
     OffPathAnswer,
     PlayedMatch,
-    PlayedScenarios,
     PriceWindow,
     RecallLog,
     RecallResult,
@@ -46,24 +46,7 @@ from results.records import (
     TranscriptRecord,
     repeat_number,
 )
-from results.scoring import deviation
-from results.scoring.composite import ScoringWeights
-from results.scoring.metrics import METRICS
-from results.scoring.metrics import compute as compute_metrics
-from results.scoring.rating_fit import LEVEL
-from results.scoring.ratings import (
-    MEAN_METRICS,
-    CallsSpent,
-    LeaderboardRecords,
-    LeaderboardRow,
-    MetricReading,
-    NoteReading,
-    RankedMatch,
-    Seat,
-    compute_leaderboard,
-    ranked_matches,
-)
-from results.settings import CollusionSettings
+from results.settings import DeviationProbe
 from results.storage.daylog_codec import decode, pack
 from results.storage.db import reconnecting
 from results.storage.schema import (
@@ -93,33 +76,6 @@ from results.storage.schema import (
     utcnow,
 )
 from results.storage.transcript_codec import day_rows, notes_kept, steps_of
-
-__all__ = [
-    "MatchDetail",
-    "MetricValue",
-    "NotFound",
-    "contestant_kinds",
-    "finish_tournament",
-    "find_resumable",
-    "finished_keys",
-    "get_tournament",
-    "latest_tournament",
-    "leaderboard",
-    "list_matches",
-    "list_tournaments",
-    "match_detail",
-    "match_counts",
-    "match_details",
-    "metrics",
-    "rescore",
-    "save_match",
-    "save_matches",
-    "save_stopped",
-    "spent",
-    "start_tournament",
-    "tournament_calls",
-    "transcript",
-]
 
 Row = TypeVar("Row", bound=SQLModel)
 Statement = TypeVar("Statement", bound=ColumnsSelect[*tuple[Any, ...]])
@@ -256,16 +212,11 @@ def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
 
 
 def save_match(
-    engine: Engine,
-    tournament_id: int,
-    match: FinishedMatch,
-    scenario: Scenario | None = None,
-    collusion: CollusionSettings = CollusionSettings(),
+    engine: Engine, tournament_id: int, match: FinishedMatch, scenario: Scenario | None = None
 ) -> int:
-    """Write a match with its results, day records, faults and metrics in one transaction;
-    return its id. Metrics the match does not carry are computed here: `scenario` is the one
-    it was played on, for the metrics that need it (see results.scoring.metrics), and `collusion` the
-    tournament's settings of the collusion measures.
+    """Write a scored match (one that carries its metrics, market scores, goals and notes:
+    results.recording.scored) with its results, day records and faults in one transaction;
+    return its id. `scenario` is the one it was played on, whose products name its day log's.
 
     All or nothing: if any row fails, nothing of the match is stored. A key already recorded
     for the tournament is not written again (the first write wins) and its id is returned;
@@ -273,7 +224,7 @@ def save_match(
     """
     with Session(engine) as session:
         try:
-            match_id = _insert_match(session, tournament_id, match, scenario, collusion)
+            match_id = _insert_match(session, tournament_id, match, scenario)
             session.commit()
             return match_id
         except IntegrityError:  # no such tournament, or the key is recorded already (by any writer)
@@ -294,7 +245,6 @@ def save_matches(
     engine: Engine,
     tournament_id: int,
     matches: Sequence[tuple[FinishedMatch, Scenario | None]],
-    collusion: CollusionSettings = CollusionSettings(),
 ) -> list[int]:
     """`save_match` for several matches (each with its scenario) in one transaction, each
     match whole as there: matches played side by side finish together, and a commit costs
@@ -302,33 +252,20 @@ def save_matches(
     or one's key is recorded already), each is written on its own."""
     with Session(engine) as session:
         try:
-            ids = [
-                _insert_match(session, tournament_id, match, scenario, collusion)
-                for match, scenario in matches
-            ]
+            ids = [_insert_match(session, tournament_id, match, scenario) for match, scenario in matches]
             session.commit()
             return ids
         except IntegrityError:
             session.rollback()
-    return [save_match(engine, tournament_id, match, scenario, collusion) for match, scenario in matches]
+    return [save_match(engine, tournament_id, match, scenario) for match, scenario in matches]
 
 
 def _insert_match(
-    session: Session,
-    tournament_id: int,
-    match: FinishedMatch,
-    scenario: Scenario | None,
-    collusion: CollusionSettings,
+    session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None
 ) -> int:
     scores, market, goals, notes = match.metrics, match.market, match.goals, match.notes
     if scores is None or market is None or goals is None or notes is None:
-        computed = compute_metrics(match.days_played, match.recalls, match.faults, scenario, collusion)
-        if scores is None:
-            scores = _with_deviation_measures(computed.merchants, match.days_played, match.deviation)
-        market = market if market is not None else computed.market
-        goals = goals if goals is not None else computed.goals
-        # why the stored metrics have no value: the computed ones' reasons, unless given with them
-        notes = notes if notes is not None and match.metrics is not None else computed.notes
+        raise ValueError(f"match {match.key!r} is not scored (results.recording.scored)")
     fields = match.model_dump(include=set(PlayedMatch.model_fields))
     inserted = session.connection().execute(
         insert(MatchRow).values(tournament_id=tournament_id, finished_at=utcnow(), **fields)
@@ -375,12 +312,6 @@ def _insert_deviation(
     )
 
 
-def _with_deviation_measures(
-    scores: dict[str, dict[str, float | None]], days: Sequence[DayRecord], path: DeviationPath | None
-) -> dict[str, dict[str, float | None]]:
-    return scores if path is None else deviation.with_measures(scores, days, path.days_played, path.probe)
-
-
 def _insert_market(
     session: Session, match_id: int, market: MarketScores, notes: Sequence[MetricNote]
 ) -> None:
@@ -415,42 +346,32 @@ def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMa
         session.commit()
 
 
-def rescore(engine: Engine, tournament_id: int, played: PlayedScenarios) -> int:
-    """Compute the metrics of a tournament's stored matches again from their stored records,
-    replacing the stored ones (the market's and its price windows too). `played` gives each
-    match's scenario, for the metrics that need it, and its settings of the collusion
-    measures (the defaults where it has none); a probed match's deviation measures are
-    computed again from its two stored paths. What merchants reported of themselves (stored
-    with the metrics under names that are no metric of results.scoring.metrics) is not in the records
-    and is kept. Each match is rewritten in its own transaction; returns how many were."""
-    computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
-    rescored = 0
-    for detail in match_details(engine, tournament_id):
-        match_id = detail.match_id
-        scores = compute_metrics(
-            detail.days,
-            detail.recalls,
-            detail.faults,
-            played.of(detail.match),
-            played.collusion(detail.match),
+def replace_scores(
+    engine: Engine,
+    match_id: int,
+    results: Sequence[MerchantResult],
+    scores: Mapping[str, Mapping[str, float | None]],
+    market: MarketScores,
+    goals: Sequence[GoalResult],
+    notes: Sequence[MetricNote],
+    replaced: Collection[str],
+) -> None:
+    """Replace a stored match's metrics named `replaced` (what merchants reported of
+    themselves, under other names, is kept), its market's metrics and price windows, its goals
+    and its notes with `scores` (by merchant, of its `results`' seats), `market`, `goals` and
+    `notes`, in one transaction."""
+    with Session(engine) as session:
+        session.exec(
+            delete(MetricRow).where(col(MetricRow.match_id) == match_id, col(MetricRow.name).in_(replaced))
         )
-        measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
-        with Session(engine) as session:
-            session.exec(
-                delete(MetricRow).where(
-                    col(MetricRow.match_id) == match_id, col(MetricRow.name).in_(computed)
-                )
-            )
-            session.exec(delete(MarketMetricRow).where(col(MarketMetricRow.match_id) == match_id))
-            session.exec(delete(GoalRow).where(col(GoalRow.match_id) == match_id))
-            session.exec(delete(PriceWindowRow).where(col(PriceWindowRow.match_id) == match_id))
-            session.exec(delete(MetricNoteRow).where(col(MetricNoteRow.match_id) == match_id))
-            _bulk_insert(session, MetricRow, _metric_rows(match_id, detail.results, measured))
-            _insert_market(session, match_id, scores.market, scores.notes)
-            _bulk_insert(session, GoalRow, _goal_rows(match_id, detail.results, scores.goals))
-            session.commit()
-        rescored += 1
-    return rescored
+        session.exec(delete(MarketMetricRow).where(col(MarketMetricRow.match_id) == match_id))
+        session.exec(delete(GoalRow).where(col(GoalRow.match_id) == match_id))
+        session.exec(delete(PriceWindowRow).where(col(PriceWindowRow.match_id) == match_id))
+        session.exec(delete(MetricNoteRow).where(col(MetricNoteRow.match_id) == match_id))
+        _bulk_insert(session, MetricRow, _metric_rows(match_id, results, scores))
+        _insert_market(session, match_id, market, notes)
+        _bulk_insert(session, GoalRow, _goal_rows(match_id, results, goals))
+        session.commit()
 
 
 class MetricValue(NamedTuple):
@@ -543,29 +464,21 @@ def match_places(engine: Engine, tournament_id: int) -> dict[int, tuple[int, int
         }
 
 
-def leaderboard(
+def leaderboard_records(
     engine: Engine,
-    tournaments: int | Collection[int] | None = None,
-    *,
-    scenario: str | None = None,
-    contestants: Collection[str] | None = None,
-    anchor: str | None = None,
-    weights: ScoringWeights = ScoringWeights(),
-    confidence: float = LEVEL,
-) -> list[LeaderboardRow]:
-    """The table of the stored matches (results.scoring.ratings.compute_leaderboard): all of them, or
-    those of a tournament (or of several, pooled), of a scenario, and of the named contestants
-    (matches where at least two of them met, and only their seats, as if the others had not
-    been there; and their solo matches, ranked against one another's).
-
-    With tournaments, their registered contestants appear played or not. The composite weighs
-    its parts with `weights` (a tournament file's `scoring:` section, or a `--weights` file);
-    two contestants next to each other are ordered at `confidence` (a file's `confidence:`).
-    Raises NotFound for an unknown tournament, scenario, contestant or anchor.
-    """
+    tournaments: int | Collection[int] | None,
+    scenario: str | None,
+    contestants: Collection[str] | None,
+    metrics: Collection[str],
+) -> LeaderboardRecords:
+    """What the leaderboard of the stored matches is computed from (results.leaderboard): all of
+    them, or those of a tournament (or of several, pooled), of a scenario, and of the named
+    contestants (matches where at least two of them met, and only their seats; and their solo
+    matches); the values of `metrics` and why some seats have none. With tournaments, their
+    registered contestants too. Raises NotFound for an unknown tournament, scenario or
+    contestant."""
     with Session(engine) as session:
-        records = _leaderboard_records(session, _ids(tournaments), scenario, contestants)
-    return compute_leaderboard(records, weights=weights, anchor=anchor, confidence=confidence)
+        return _leaderboard_records(session, _ids(tournaments), scenario, contestants, metrics)
 
 
 def run_end(engine: Engine, tournament_id: int) -> str | None:
@@ -575,13 +488,11 @@ def run_end(engine: Engine, tournament_id: int) -> str | None:
         return None if found is None else found.reason
 
 
-def rankings(engine: Engine, tournament_id: int, by_goals: bool = False) -> list[RankedMatch]:
-    """Each stored match's ranking of a tournament, as its leaderboard rates them
-    (results.scoring.ratings.ranked_matches: solo matches ranked against one another's; `by_goals`:
-    by the campaign goals met first)."""
+def seats(engine: Engine, tournament_id: int) -> list[Seat]:
+    """The seats of a tournament's stored matches in rating order (results.readings.Seat)."""
     with Session(engine) as session:
         _require(session, TournamentRow, tournament_id)
-        return ranked_matches(_seats(session, _selection([tournament_id], None, None)), by_goals)
+        return _seats(session, _selection([tournament_id], None, None))
 
 
 def _ids(tournaments: int | Collection[int] | None) -> list[int] | None:
@@ -596,6 +507,7 @@ def _leaderboard_records(
     tournament_ids: list[int] | None,
     scenario: str | None,
     contestants: Collection[str] | None,
+    metrics: Collection[str],
 ) -> LeaderboardRecords:
     for tournament_id in tournament_ids or ():
         _require(session, TournamentRow, tournament_id)
@@ -619,7 +531,7 @@ def _leaderboard_records(
         selected(
             select_columns(col(MetricRow.contestant), col(MetricRow.name), col(MetricRow.value))
             .join(MatchRow, col(MatchRow.id) == col(MetricRow.match_id))
-            .where(col(MetricRow.name).in_(MEAN_METRICS)),
+            .where(col(MetricRow.name).in_(metrics)),
             MetricRow.contestant,
         )
     )
@@ -654,7 +566,7 @@ def _leaderboard_records(
                 (col(MatchResultRow.match_id) == col(MetricNoteRow.match_id))
                 & (col(MatchResultRow.merchant) == col(MetricNoteRow.merchant)),
             )
-            .where(col(MetricNoteRow.name).in_(MEAN_METRICS)),
+            .where(col(MetricNoteRow.name).in_(metrics)),
             MatchResultRow.contestant,
         )
     )
@@ -762,27 +674,18 @@ def _cell_of(key: str, scenario: str, seed: int) -> str:
     return cell if found else ""
 
 
-def finish_tournament(
+def end_tournament(
     engine: Engine,
     tournament_id: int,
     status: Literal["finished", "stopped"],
-    weights: ScoringWeights = ScoringWeights(),
-    confidence: float = LEVEL,
-    reason: str | None = None,
-) -> list[LeaderboardRow]:
+    reason: str | None,
+    ratings: Iterable[tuple[str, float, int, int]],
+) -> None:
     """Mark the tournament finished or stopped, with the `reason` its run ended before its
-    schedule's last match (none: it played them all), snapshot its own leaderboard and return
-    it (its composite weighed with `weights`, its ties judged at `confidence`), so that the run
-    reports the table it stored.
-
-    The snapshot keeps the table as it was reported, whatever later changes to the rating
-    formula; a tournament stopped, resumed and finished has one snapshot per ending.
-    Contestants without a rating yet (no match played) are not snapshotted.
-    """
+    schedule's last match (none: it played them all), and snapshot the `ratings` of its table
+    as reported: (contestant, rating, matches, wins) each."""
     if status not in ("finished", "stopped"):
         raise ValueError(f"a tournament ends 'finished' or 'stopped', not {status!r}")
-    table = leaderboard(engine, tournament_id, weights=weights, confidence=confidence)
-    rated = [(row, row.rating) for row in table if row.rating is not None]
     with Session(engine) as session:
         tournament = _require(session, TournamentRow, tournament_id)
         tournament.status = status
@@ -793,18 +696,17 @@ def finish_tournament(
             session.delete(ended)
         elif reason is not None:
             session.merge(RunEndRow(tournament_id=tournament_id, reason=reason))
-        for row, rating in rated:
+        for contestant, rating, matches, wins in ratings:
             session.add(
                 RatingSnapshot(
                     tournament_id=tournament_id,
-                    contestant=row.contestant,
+                    contestant=contestant,
                     rating=rating,
-                    matches=row.matches,
-                    wins=row.wins,
+                    matches=matches,
+                    wins=wins,
                 )
             )
         session.commit()
-    return table
 
 
 def spent(engine: Engine, tournament_id: int) -> tuple[int, float]:
@@ -1016,7 +918,7 @@ def _deviation_path(session: Session, match_id: int) -> DeviationPath | None:
     if row is None:
         return None
     return DeviationPath(
-        probe=deviation.DeviationProbe.model_validate_json(row.probe),
+        probe=DeviationProbe.model_validate_json(row.probe),
         days_played=decode(row.columns, row.decisions),
         faults=_match_records(session, DeviationFaultRow, match_id, Fault),
         calls=_match_records(session, DeviationCallRow, match_id, ModelCallRecord),

@@ -24,6 +24,7 @@ from test_cli_errors import one_error_line
 from typer.testing import CliRunner
 
 from arena.cli import EXIT_DATABASE, app
+from results import leaderboard
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.schema import ContestantRow, TournamentRow
@@ -122,7 +123,7 @@ def stored(engine, name: str) -> dict:
             (v._replace(match_id=keys[v.match_id]) for v in store.metrics(engine, tournament.id)),
             key=lambda v: v.match_id,
         ),
-        "leaderboard": store.leaderboard(engine, tournament.id),
+        "leaderboard": leaderboard.leaderboard(engine, tournament.id),
     }
 
 

@@ -14,8 +14,9 @@ from contestants.base import DeadlinePassed, Params, RecallQuestion
 from contestants.baselines import FixedPrice, FixedPriceParams
 from contestants.kinds import register_kind
 from market.env import MarketEnv
+from results.recording import save_match
 from results.storage.db import engine_for
-from results.storage.store import list_matches, match_detail, save_match, start_tournament
+from results.storage.store import list_matches, match_detail, start_tournament
 from tournaments.config import ContestantEntry, load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
