@@ -45,9 +45,9 @@ from market.scenario import load_scenario
 from results import leaderboard, rescoring
 from results.errors import DatabaseError, InputFileError, NotFound
 from results.presentation import views
-from results.presentation.report import write_report
 from results.presentation.transcript import step_lines
 from results.records import ModelCallRecord, PlayedScenarios, TranscriptRecord, shown_value
+from results.report import write_report
 from results.scoring.composite import ScoringWeights
 from results.scoring.rating_fit import LEVEL
 from results.scoring.ratings import standings

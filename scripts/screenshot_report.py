@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from results import leaderboard, recording  # noqa: E402
 from results.presentation import chromium  # noqa: E402
-from results.presentation.report import write_report  # noqa: E402
+from results.report import write_report  # noqa: E402
 from results.storage import store  # noqa: E402
 from results.storage.db import engine_for  # noqa: E402
 from tournaments.config import stored_tournament  # noqa: E402

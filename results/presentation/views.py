@@ -2,7 +2,7 @@
 its columns (a header, how a row's value is written), or for a table whose columns are a
 match's merchants, the function that builds it. A `Table` holds only text, so the two fronts
 show the same headers and the same text in every cell: arena/cli.py draws it with rich,
-results/presentation/report.py through its template.
+results/presentation/report_page.py through its template.
 
 A measure that does not apply for a reason (results.scoring.metrics.NotApplicable: a collusion
 measure where its benchmarks are too close) is written NOT_APPLICABLE in its cell, and its

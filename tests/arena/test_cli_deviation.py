@@ -14,8 +14,8 @@ from probed_match import CALVANO, DAYS, store_probed_match
 from typer.testing import CliRunner
 
 from arena import cli
-from results.presentation.report import build_report
 from results.records import PlayedScenarios
+from results.report import build_report
 from results.settings import CollusionSettings
 from results.storage.db import engine_for
 

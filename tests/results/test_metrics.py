@@ -573,7 +573,7 @@ def test_market_share_counts_what_scripted_competitors_sold():
     """A solo merchant against a shop: its share is its units over its units plus the shop's,
     and the report's share chart ends at the same value."""
     from market.engine import Market
-    from results.presentation.report import share_series
+    from results.presentation.match_charts import share_series
 
     data = Scenario.model_validate(
         {

@@ -21,9 +21,10 @@ from arena.cli import app, out
 from results import leaderboard
 from results.errors import NotFound
 from results.presentation import chromium, views
-from results.presentation.report import HeadToHead, ReportError, build_report, write_report
+from results.presentation.report_page import HeadToHead, ReportError
 from results.recording import save_match
 from results.records import ModelCallRecord, PlayedScenarios
+from results.report import build_report, write_report
 from results.scoring.metrics import METRICS
 from results.scoring.ratings import cost_front
 from results.storage.db import engine_for

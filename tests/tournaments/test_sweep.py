@@ -20,8 +20,8 @@ from common.yaml_files import ConfigError
 from results import leaderboard
 from results.leaderboard import rankings
 from results.presentation.export import export
-from results.presentation.report import build_report, sweep_part
 from results.records import PlayedScenarios
+from results.report import build_report, sweep_part
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.store import list_matches, match_detail, sweep_cells
