@@ -1,7 +1,7 @@
 """What each page of the viewer shows, read from the record (results.storage.store,
 results.leaderboard) and laid out by the tables and charts the CLI and the report use
-(results.presentation.views and .match_charts). Each function returns its template's context; a match or tournament that is not there raises
-results.errors.NotFound."""
+(results.presentation.views and .match_charts). Each function returns its template's context;
+a match or tournament that is not there raises results.errors.NotFound."""
 
 from __future__ import annotations
 

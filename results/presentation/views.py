@@ -30,7 +30,8 @@ from results.records import (
     window_days,
 )
 from results.scoring.deviation import DEVIATION_METRICS
-from results.scoring.metrics import MARKET_METRICS, METRICS, Unit
+from results.scoring.match_records import Unit
+from results.scoring.metrics import MARKET_METRICS, METRICS
 from results.scoring.ratings import LeaderboardRow, Standing
 from results.scoring.sweeps import CellResult, MeanInterval, factors_of
 from results.storage.schema import MatchRow, TournamentRow

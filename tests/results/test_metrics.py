@@ -15,14 +15,8 @@ from market.env import MarketEnv
 from market.scenario import Event, Scenario
 from market.types import MESSAGE_LIMIT, DayRecord, Rejection, RejectionCode
 from results.records import Fault, RecallResult
-from results.scoring.metrics import (
-    MARKET_METRICS,
-    METRICS,
-    REJECTION_KINDS,
-    compute,
-    match_results,
-    rejection_kind,
-)
+from results.scoring.match_records import REJECTION_KINDS, rejection_kind
+from results.scoring.metrics import MARKET_METRICS, METRICS, compute, match_results
 
 
 @pytest.fixture(scope="module")
