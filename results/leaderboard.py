@@ -1,5 +1,5 @@
 """The leaderboard of stored matches, as `arena leaderboard`, the report, the viewer and the end
-of a run show it: the store's readings (results.readings) rated by results.scoring.ratings."""
+of a run show it: the store's readings (results.storage.leaderboard_rows) rated by results.scoring.ratings."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from results.readings import RankedMatch
 from results.scoring.composite import ScoringWeights
 from results.scoring.rating_fit import LEVEL
 from results.scoring.ratings import MEAN_METRICS, LeaderboardRow, compute_leaderboard, ranked_matches
-from results.storage import store
+from results.storage import leaderboard_rows, store
 
 
 def leaderboard(
@@ -35,7 +35,7 @@ def leaderboard(
     two contestants next to each other are ordered at `confidence` (a file's `confidence:`).
     Raises NotFound for an unknown tournament, scenario, contestant or anchor.
     """
-    records = store.leaderboard_records(engine, tournaments, scenario, contestants, MEAN_METRICS)
+    records = leaderboard_rows.leaderboard_records(engine, tournaments, scenario, contestants, MEAN_METRICS)
     return compute_leaderboard(records, weights=weights, anchor=anchor, confidence=confidence)
 
 
@@ -43,7 +43,7 @@ def rankings(engine: Engine, tournament_id: int, by_goals: bool = False) -> list
     """Each stored match's ranking of a tournament, as its leaderboard rates them
     (results.scoring.ratings.ranked_matches: solo matches ranked against one another's; `by_goals`:
     by the campaign goals met first)."""
-    return ranked_matches(store.seats(engine, tournament_id), by_goals)
+    return ranked_matches(leaderboard_rows.seats(engine, tournament_id), by_goals)
 
 
 def finish_tournament(

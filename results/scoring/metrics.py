@@ -4,10 +4,11 @@ Every metric is one function of a `Seat` (a merchant's day records and faults, a
 match for comparisons), or of the whole match giving every seat's value (`over_match`: these
 read the recall questions too; both in results.scoring.match_records), with its formula in its
 docstring, in one module per family (coherence_metrics, operations_metrics, economics_metrics,
-collusion_metrics), gathered here in `METRICS` under its function's name: that name is the one stored in the `metric` table and
-shown by `arena show`. A metric that does not apply (no recall questions asked, no price moves) is
-None; one that may not apply for a reason a reader needs (a collusion measure) says why, as
-NotApplicable, stored beside the values (results.records.MetricNote).
+collusion_metrics), gathered here in `METRICS` under its function's name: that name is the one
+stored in the `metric` table and shown by `arena show`. A metric that does not apply (no
+recall questions asked, no price moves) is None; one that may not apply for a reason a reader
+needs (a collusion measure) says why, as NotApplicable, stored beside the values
+(results.records.MetricNote).
 
 The market as a whole has metrics of its own (`MARKET_METRICS`: one value per match, stored in
 the `market_metric` table), and its price windows: the collusion measures, which place a match

@@ -1,12 +1,11 @@
-"""The one module that talks to the database: every query and write of the record.
+"""Every query and write of the record but the leaderboard's readings (leaderboard_rows).
 
 Every function takes an engine and opens its own short session, so callers (the runner, the
 CLI, the report, the export) never hold a session open across a match. What the database
-holds is handed out as the record's own types (results.records, results.storage.schema) or as the
-plain rows the ratings are computed from (results.readings). It computes nothing: a match comes
-scored (results.recording), and what reads, computes and writes again (results.rescoring,
-results.leaderboard) lives above it. results.storage.db opens the database and creates its tables.
-"""
+holds is handed out as the record's own types (results.records, results.storage.schema). It
+computes nothing: a match comes scored (results.recording), and what reads, computes and
+writes again (results.rescoring, results.leaderboard) lives above it. results.storage.db opens
+the database and creates its tables."""
 
 from __future__ import annotations
 
@@ -14,10 +13,10 @@ import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Literal, NamedTuple, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import Engine, and_, case, delete, insert, or_
+from sqlalchemy import Engine, case, delete, insert
 from sqlalchemy import Select as ColumnsSelect
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
@@ -26,7 +25,6 @@ from sqlmodel import Session, SQLModel, col, func, select
 from market.daylog import DayLog
 from market.scenario import Scenario
 from results.errors import NotFound
-from results.readings import CallsSpent, LeaderboardRecords, MetricReading, NoteReading, Seat
 from results.records import (
     DeviationPath,
     Fault,
@@ -44,7 +42,6 @@ from results.records import (
     StoppedMatch,
     SweepCell,
     TranscriptRecord,
-    repeat_number,
 )
 from results.settings import DeviationProbe
 from results.storage.daylog_codec import decode, pack
@@ -148,7 +145,7 @@ def sweep_cells(engine: Engine, tournament_id: int) -> list[SweepCell]:
 def resume_tournament(engine: Engine, tournament_id: int) -> None:
     """Mark a stopped tournament running again, as its resumed run plays."""
     with Session(engine) as session:
-        tournament = _require(session, TournamentRow, tournament_id)
+        tournament = require(session, TournamentRow, tournament_id)
         tournament.status, tournament.finished_at = "running", None
         session.add(tournament)
         session.commit()
@@ -167,7 +164,7 @@ def find_resumable(engine: Engine, config_hash: str) -> int | None:
 
 def get_tournament(engine: Engine, tournament_id: int) -> TournamentRow:
     with Session(engine) as session:
-        return _require(session, TournamentRow, tournament_id)
+        return require(session, TournamentRow, tournament_id)
 
 
 def list_tournaments(engine: Engine) -> list[TournamentRow]:
@@ -207,7 +204,7 @@ def contestant_kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
 def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
     """Keys of the matches already recorded for the tournament: the ones a resumed run skips."""
     with Session(engine) as session:
-        _require(session, TournamentRow, tournament_id)
+        require(session, TournamentRow, tournament_id)
         return set(session.exec(select(MatchRow.key).where(col(MatchRow.tournament_id) == tournament_id)))
 
 
@@ -229,7 +226,7 @@ def save_match(
             return match_id
         except IntegrityError:  # no such tournament, or the key is recorded already (by any writer)
             session.rollback()
-            _require(session, TournamentRow, tournament_id)
+            require(session, TournamentRow, tournament_id)
             existing = session.exec(
                 select(MatchRow.id).where(
                     col(MatchRow.tournament_id) == tournament_id, col(MatchRow.key) == match.key
@@ -340,7 +337,7 @@ def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMa
     transaction: they were paid, though the matches are not stored (a resumed run plays
     them again, replaying those calls from the response cache)."""
     with Session(engine) as session:
-        _require(session, TournamentRow, tournament_id)
+        require(session, TournamentRow, tournament_id)
         for match in stopped:
             _insert_calls(session, tournament_id, match.key, None, match.calls)
         session.commit()
@@ -411,12 +408,12 @@ def metrics(
             & (col(MetricNoteRow.name) == col(MetricRow.name)),
         )
         if tournament_id is not None:
-            _require(session, TournamentRow, tournament_id)
+            require(session, TournamentRow, tournament_id)
             statement = statement.join(MatchRow, col(MatchRow.id) == col(MetricRow.match_id)).where(
                 col(MatchRow.tournament_id) == tournament_id
             )
         if match_id is not None:
-            _require(session, MatchRow, match_id)
+            require(session, MatchRow, match_id)
             statement = statement.where(col(MetricRow.match_id) == match_id)
         if names is not None:
             statement = statement.where(col(MetricRow.name).in_(names))
@@ -464,23 +461,6 @@ def match_places(engine: Engine, tournament_id: int) -> dict[int, tuple[int, int
         }
 
 
-def leaderboard_records(
-    engine: Engine,
-    tournaments: int | Collection[int] | None,
-    scenario: str | None,
-    contestants: Collection[str] | None,
-    metrics: Collection[str],
-) -> LeaderboardRecords:
-    """What the leaderboard of the stored matches is computed from (results.leaderboard): all of
-    them, or those of a tournament (or of several, pooled), of a scenario, and of the named
-    contestants (matches where at least two of them met, and only their seats; and their solo
-    matches); the values of `metrics` and why some seats have none. With tournaments, their
-    registered contestants too. Raises NotFound for an unknown tournament, scenario or
-    contestant."""
-    with Session(engine) as session:
-        return _leaderboard_records(session, _ids(tournaments), scenario, contestants, metrics)
-
-
 def run_end(engine: Engine, tournament_id: int) -> str | None:
     """Why the tournament's last run ended before its schedule's last match; None if it did not."""
     with Session(engine) as session:
@@ -488,190 +468,11 @@ def run_end(engine: Engine, tournament_id: int) -> str | None:
         return None if found is None else found.reason
 
 
-def seats(engine: Engine, tournament_id: int) -> list[Seat]:
-    """The seats of a tournament's stored matches in rating order (results.readings.Seat)."""
-    with Session(engine) as session:
-        _require(session, TournamentRow, tournament_id)
-        return _seats(session, _selection([tournament_id], None, None))
-
-
-def _ids(tournaments: int | Collection[int] | None) -> list[int] | None:
+def tournament_ids(tournaments: int | Collection[int] | None) -> list[int] | None:
     """A tournament's id, or several, as a list of distinct ids in the order given; None: all."""
     if tournaments is None:
         return None
     return [tournaments] if isinstance(tournaments, int) else list(dict.fromkeys(tournaments))
-
-
-def _leaderboard_records(
-    session: Session,
-    tournament_ids: list[int] | None,
-    scenario: str | None,
-    contestants: Collection[str] | None,
-    metrics: Collection[str],
-) -> LeaderboardRecords:
-    for tournament_id in tournament_ids or ():
-        _require(session, TournamentRow, tournament_id)
-    if scenario is not None:
-        stored = select(MatchRow.id).where(col(MatchRow.scenario) == scenario).limit(1)
-        if session.exec(stored).first() is None:
-            raise NotFound(f"no stored match of scenario {scenario!r}")
-    for name in sorted(contestants or ()):
-        known = select(ContestantRow.id).where(col(ContestantRow.name) == name).limit(1)
-        if session.exec(known).first() is None:
-            raise NotFound(f"no contestant named {name!r}")
-    selected = _selection(tournament_ids, scenario, contestants)
-    seats = _seats(session, selected)
-    registered: set[str] = set()
-    if tournament_ids is not None:
-        names = select(ContestantRow.name).where(col(ContestantRow.tournament_id).in_(tournament_ids))
-        if contestants is not None:
-            names = names.where(col(ContestantRow.name).in_(contestants))
-        registered = set(session.exec(names))
-    readings = session.connection().execute(
-        selected(
-            select_columns(col(MetricRow.contestant), col(MetricRow.name), col(MetricRow.value))
-            .join(MatchRow, col(MatchRow.id) == col(MetricRow.match_id))
-            .where(col(MetricRow.name).in_(metrics)),
-            MetricRow.contestant,
-        )
-    )
-    spent = [
-        CallsSpent(contestant, int(tokens or 0), float(cost or 0.0), unpriced)
-        for table in (ModelCallRow, DeviationCallRow)  # the deviated paths' calls were made too
-        for contestant, tokens, cost, unpriced in session.connection().execute(
-            selected(
-                select_columns(
-                    col(table.contestant),
-                    func.sum(col(table.input_tokens) + col(table.output_tokens)),
-                    func.sum(col(table.cost)),
-                    func.count() - func.count(col(table.cost)),  # calls without a price
-                )
-                .join(MatchRow, col(MatchRow.id) == col(table.match_id))
-                .group_by(col(table.contestant)),
-                table.contestant,
-            )
-        )
-    ]
-    notes = session.connection().execute(
-        selected(
-            select_columns(
-                col(MatchResultRow.contestant),
-                col(MetricNoteRow.name),
-                col(MatchRow.scenario),
-                col(MetricNoteRow.note),
-            )
-            .join(MatchRow, col(MatchRow.id) == col(MetricNoteRow.match_id))
-            .join(
-                MatchResultRow,
-                (col(MatchResultRow.match_id) == col(MetricNoteRow.match_id))
-                & (col(MatchResultRow.merchant) == col(MetricNoteRow.merchant)),
-            )
-            .where(col(MetricNoteRow.name).in_(metrics)),
-            MatchResultRow.contestant,
-        )
-    )
-    return LeaderboardRecords(
-        seats=seats,
-        registered=registered,
-        metrics=[
-            MetricReading(contestant, name, value)
-            for contestant, name, value in readings
-            if value is not None
-        ],
-        spent=spent,
-        notes=[NoteReading(*row) for row in notes],
-    )
-
-
-class _Selection(Protocol):
-    """A selection of matches (as _leaderboard_records makes one): `statement`, of rows joined
-    to their match, restricted to it, with `contestant` the rows' contestant column."""
-
-    def __call__(self, statement: Statement, contestant: Any) -> Statement: ...
-
-
-def _selection(
-    tournament_ids: Collection[int] | None, scenario: str | None, contestants: Collection[str] | None
-) -> _Selection:
-    """The matches of the tournaments, of a scenario and of the named contestants (each None: all)."""
-    # with a contestant selection: only matches where two of them met, and their solo matches
-    # (ranked against one another's: results.scoring.ratings.ranked_matches)
-    chosen = case((col(MatchResultRow.contestant).in_(contestants or ()), 1), else_=0)
-    meetings = (
-        select(MatchResultRow.match_id)
-        .group_by(col(MatchResultRow.match_id))
-        .having(or_(func.sum(chosen) >= 2, and_(func.count() == 1, func.sum(chosen) == 1)))
-    )
-
-    def selected(statement: Statement, contestant: Any) -> Statement:
-        """`statement` (of rows joined to their match) restricted to the selection."""
-        if tournament_ids is not None:
-            statement = statement.where(col(MatchRow.tournament_id).in_(tournament_ids))
-        if scenario is not None:
-            statement = statement.where(col(MatchRow.scenario) == scenario)
-        if contestants is not None:
-            statement = statement.where(col(contestant).in_(contestants), col(MatchRow.id).in_(meetings))
-        return statement
-
-    return selected
-
-
-def _seats(session: Session, selected: _Selection) -> list[Seat]:
-    """The seats of the matches `selected` keeps (as _leaderboard_records selects), in rating
-    order."""
-    rows = session.connection().execute(
-        selected(
-            select_columns(
-                col(MatchRow.tournament_id),
-                col(MatchRow.index),
-                col(MatchRow.key),
-                col(MatchResultRow.contestant),
-                col(MatchResultRow.rank),
-                col(MatchResultRow.profit),
-                col(MatchResultRow.net_worth),
-                col(MatchResultRow.faults),
-                col(MatchRow.scenario),
-                col(MatchRow.seed),
-                col(MatchRow.days),
-                col(MatchResultRow.bankrupt_day),
-                col(MetricRow.value),
-            )
-            .join(MatchResultRow, col(MatchResultRow.match_id) == col(MatchRow.id))
-            .outerjoin(
-                MetricRow,
-                (col(MetricRow.match_id) == col(MatchRow.id))
-                & (col(MetricRow.merchant) == col(MatchResultRow.merchant))
-                & (col(MetricRow.name) == "goals_met"),
-            ),
-            MatchResultRow.contestant,
-        ).order_by(
-            col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key), col(MatchResultRow.merchant)
-        )
-    )
-    return [
-        Seat._make(
-            [
-                (tournament, index, key),
-                *result,
-                (scenario, seed, days, _cell_of(key, scenario, seed) + _repeat_of(key)),
-                bankrupt_day,
-                goals_met,
-            ]
-        )
-        for tournament, index, key, *result, scenario, seed, days, bankrupt_day, goals_met in rows
-    ]
-
-
-def _repeat_of(key: str) -> str:
-    """`/sample=K` for a key of a repeat (solo repeats of one number meet); "" for a match."""
-    return f"/sample={repeat_number(key)}" if repeat_number(key) else ""
-
-
-def _cell_of(key: str, scenario: str, seed: int) -> str:
-    """The label of the sweep's cell a match's key starts with (tournaments.schedule: a key is
-    [CELL/]SCENARIO/seed=N/LINEUP); "" for a key without one."""
-    cell, found, _ = key.partition(f"/{scenario}/seed={seed}/")
-    return cell if found else ""
 
 
 def end_tournament(
@@ -687,7 +488,7 @@ def end_tournament(
     if status not in ("finished", "stopped"):
         raise ValueError(f"a tournament ends 'finished' or 'stopped', not {status!r}")
     with Session(engine) as session:
-        tournament = _require(session, TournamentRow, tournament_id)
+        tournament = require(session, TournamentRow, tournament_id)
         tournament.status = status
         tournament.finished_at = utcnow()
         session.add(tournament)
@@ -755,15 +556,15 @@ def list_matches(
 ) -> list[MatchRow]:
     """Matches in schedule order (tournament, then index): of a tournament, of several, or of
     all when none is given; `limit` of them from the `offset`-th on (a page of them)."""
-    tournament_ids = _ids(tournaments)
+    chosen = tournament_ids(tournaments)
     with Session(engine) as session:
         statement = select(MatchRow).order_by(
             col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key)
         )
-        if tournament_ids is not None:
-            for tournament_id in tournament_ids:
-                _require(session, TournamentRow, tournament_id)
-            statement = statement.where(col(MatchRow.tournament_id).in_(tournament_ids))
+        if chosen is not None:
+            for tournament_id in chosen:
+                require(session, TournamentRow, tournament_id)
+            statement = statement.where(col(MatchRow.tournament_id).in_(chosen))
         return list(session.exec(statement.offset(offset).limit(limit)))
 
 
@@ -866,7 +667,7 @@ def match_detail(engine: Engine, match_id: int, with_calls: bool = True) -> Matc
     """The match; `with_calls` False leaves its model calls out (a year of an agent's are
     thousands of rows, which a reader of one day or of the charts does not need)."""
     with Session(engine) as session:
-        match = _require(session, MatchRow, match_id)
+        match = require(session, MatchRow, match_id)
         days = session.get(DayLogRow, match_id)
         return MatchDetail(
             match=match,
@@ -890,7 +691,7 @@ def transcript(engine: Engine, match_id: int, day: int | None = None) -> list[Tr
     """What the match's merchants said to their models and heard (of one `day`, or of every
     day), day by day and merchant by merchant as they were stored; NotFound for an unknown match."""
     with Session(engine) as session:
-        _require(session, MatchRow, match_id)
+        require(session, MatchRow, match_id)
         statement = select(TranscriptRow).where(col(TranscriptRow.match_id) == match_id)
         if day is not None:
             statement = statement.where(col(TranscriptRow.day) == day)
@@ -991,7 +792,8 @@ def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, A
     connection.exec_driver_sql(sql, values)
 
 
-def _require(session: Session, table: type[Row], row_id: int) -> Row:
+def require(session: Session, table: type[Row], row_id: int) -> Row:
+    """The row of `table` with that id; NotFound if there is none."""
     row = session.get(table, row_id)
     if row is None:
         raise NotFound(f"no {table.__tablename__} with id {row_id}")
