@@ -499,7 +499,7 @@ def replicate(
         raise typer.Exit(EXIT_NOT_REPRODUCED)
 
 
-def _replication_table(compared: list[Comparison], title: str) -> views.Table:
+def _replication_table(compared: list[Comparison], title: str) -> views.TableModel:
     headers = [
         views.Header("figure"),
         views.Header("cell", whole=True),
@@ -525,7 +525,7 @@ def _replication_table(compared: list[Comparison], title: str) -> views.Table:
         ]
         for c in compared
     ]
-    return views.Table(title, headers, [rows])
+    return views.TableModel(title, headers, [rows])
 
 
 @_command("validate tournaments/round_robin.yaml --estimate")
@@ -1497,7 +1497,7 @@ def _as_text(text: str) -> str:
     return escape("".join(c for c in text if c in "\n\t" or unicodedata.category(c) != "Cc"))
 
 
-def _rich(table: views.Table) -> RenderableType:
+def _rich(table: views.TableModel) -> RenderableType:
     """A table of results.presentation.views drawn by rich: a line between its sections, every text as it is
     (no rich markup) and whole (a path or a command too long for its column folds onto the next
     line rather than losing its end), its notes on lines of their own under it."""

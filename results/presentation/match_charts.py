@@ -127,9 +127,9 @@ class DeviationPart:
     when: str
     day: int
     calls: str  # a sentence on the deviated path's model calls, or ""
-    measures: views.Table
+    measures: views.TableModel
     charts: list[Figure]
-    messages: views.Table | None
+    messages: views.TableModel | None
     faults: list[FaultLine]
 
 
@@ -141,14 +141,14 @@ class MatchPart:
     lineup: list[str]  # contestants, best rank first
     winners: str  # who finished first; none for a merchant alone
     legend: list[tuple[str, str]]  # each seat's label and colour
-    results: views.Table
+    results: views.TableModel
     charts: list[Figure]
-    messages: views.Table | None
+    messages: views.TableModel | None
     deviation: DeviationPart | None
-    metrics: views.Table | None
-    goals: views.Table | None
-    market: views.Table | None
-    calls: views.Table | None
+    metrics: views.TableModel | None
+    goals: views.TableModel | None
+    market: views.TableModel | None
+    calls: views.TableModel | None
     faults: list[FaultLine]
 
     @property

@@ -269,7 +269,7 @@ class SweepPart:
     metrics (results.scoring.sweeps), and a heat map of `metric` over the first two factors that take
     more than one value, when two do."""
 
-    table: views.Table
+    table: views.TableModel
     metric: str
     heat_map: HeatMap | None
 
@@ -327,7 +327,9 @@ def sweep_section(
 # The tournament's own tables ------------------------------------------------------------------
 
 
-def metric_means_table(values: Sequence[MetricValue], scenarios: Mapping[int, str]) -> views.Table | None:
+def metric_means_table(
+    values: Sequence[MetricValue], scenarios: Mapping[int, str]
+) -> views.TableModel | None:
     """Metrics down, contestants across; each cell the mean of the values that apply, as the
     leaderboard writes its means (views.noted_mean: why some do not, after the scenario of
     their match, `scenarios` by match id, in the notes). None: no metric is stored."""
@@ -364,7 +366,7 @@ def metric_means_table(values: Sequence[MetricValue], scenarios: Mapping[int, st
         ],
         any(key in found for key in why),
     )
-    return views.Table("metrics", headers, [rows], notes)
+    return views.TableModel("metrics", headers, [rows], notes)
 
 
 USAGE_COLUMNS: list[tuple[str, Callable[[Sequence[ModelCallRecord]], str]]] = [
@@ -379,7 +381,7 @@ USAGE_COLUMNS: list[tuple[str, Callable[[Sequence[ModelCallRecord]], str]]] = [
 ]
 
 
-def usage_table(calls: Sequence[ModelCallRecord]) -> views.Table | None:
+def usage_table(calls: Sequence[ModelCallRecord]) -> views.TableModel | None:
     """The tournament's model calls by contestant and model, then all of them (None: no call)."""
     if not calls:
         return None
@@ -396,7 +398,7 @@ def usage_table(calls: Sequence[ModelCallRecord]) -> views.Table | None:
         views.Header("model"),
         *(views.Header(header, numeric=True) for header, _ in USAGE_COLUMNS),
     ]
-    return views.Table("model usage", headers, [by_model, total])
+    return views.TableModel("model usage", headers, [by_model, total])
 
 
 # Formatting -----------------------------------------------------------------------------------
