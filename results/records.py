@@ -198,7 +198,7 @@ class MarketScores(BaseModel):
 
 class MetricNote(BaseModel):
     """Why a metric of a merchant in a match, or of its market as a whole (merchant None), has
-    no value: the reason a reader is shown beside "n/a" (results.scoring.metrics.NotApplicable)."""
+    no value: the reason a reader is shown beside "n/a" (results.scoring.match_records.NotApplicable)."""
 
     merchant: str | None = Field(description="seat name in the match; None: a metric of the market")
     name: str = Field(description="the metric")

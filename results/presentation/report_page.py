@@ -208,7 +208,7 @@ class HeadToHead:
     tally: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))
 
     def add(self, ranks: Sequence[tuple[str, int]]) -> None:
-        """One match's (contestant, rank) of every seat (results.scoring.ratings.RankedMatch)."""
+        """One match's (contestant, rank) of every seat (results.readings.RankedMatch)."""
         for (a, rank_a), (b, rank_b) in combinations(ranks, 2):
             if a == b:
                 continue

@@ -4,7 +4,7 @@ match's merchants, the function that builds it. A `TableModel` holds only text, 
 show the same headers and the same text in every cell: arena/cli.py draws it with rich,
 results/presentation/report_page.py through its template.
 
-A measure that does not apply for a reason (results.scoring.metrics.NotApplicable: a collusion
+A measure that does not apply for a reason (results.scoring.match_records.NotApplicable: a collusion
 measure where its benchmarks are too close) is written NOT_APPLICABLE in its cell, and its
 reason once in the table's notes, under it (`not_applicable`).
 """
