@@ -1,4 +1,5 @@
-"""`arena report`: one tournament as a single self-contained HTML page.
+"""The report's page: one tournament, as results.report read it (ReportRecord), rendered as a
+single self-contained HTML page.
 
 Everything the page needs is inside it: CSS and a few lines of script in the template
 (templates/report.html.j2), charts as inline SVG (results/presentation/svg_charts.py), no
@@ -14,7 +15,8 @@ section per match: results, price trajectories with the scenario's events, cash,
 market share, the messages its merchants sent each other, its metrics, the market's
 collusion measures and model calls; the price charts carry the product's Nash and monopoly
 prices and the supra-competitive and price-war windows). The tables that `arena` shows too
-are those of results.presentation.views. A contestant keeps one colour on the whole page.
+are those of results.presentation.views, a match's section that of .match_charts. A contestant
+keeps one colour on the whole page.
 """
 
 from __future__ import annotations

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from results.records import (
-    WindowKind,
-)
+from results.records import WindowKind
 from results.scoring.collusion import (
     gain,
     gap_note,

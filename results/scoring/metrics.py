@@ -40,9 +40,7 @@ from results.records import (
     TranscriptRecord,
 )
 from results.scoring import coherence_metrics, collusion_metrics, economics_metrics, operations_metrics
-from results.scoring.collusion import (
-    NoBenchmarks,
-)
+from results.scoring.collusion import NoBenchmarks
 from results.scoring.match_records import (
     UNSOLVED,
     MarketMetric,

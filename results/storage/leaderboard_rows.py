@@ -15,9 +15,7 @@ from sqlmodel import Session, col, func, select
 
 from results.errors import NotFound
 from results.readings import CallsSpent, LeaderboardRecords, MetricReading, NoteReading, Seat
-from results.records import (
-    repeat_number,
-)
+from results.records import repeat_number
 from results.storage import store
 from results.storage.schema import (
     ContestantRow,

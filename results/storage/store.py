@@ -17,7 +17,6 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import Engine, case, delete, insert
-from sqlalchemy import Select as ColumnsSelect
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, func, select
@@ -75,7 +74,6 @@ from results.storage.schema import (
 from results.storage.transcript_codec import day_rows, notes_kept, steps_of
 
 Row = TypeVar("Row", bound=SQLModel)
-Statement = TypeVar("Statement", bound=ColumnsSelect[*tuple[Any, ...]])
 Record = TypeVar("Record", bound=BaseModel)
 
 
