@@ -15,7 +15,7 @@ Reports the calls, the compactions, the requests refused as too long (and on whi
 largest prompt the stand-in counted, the tokens of
 the year (input, of it read from the prompt cache, output: the stand-in's counts, its answers
 the script's short calls), what they cost at the catalogue's list
-prices of --priced models, the transcript's size as JSON and as stored (results.presentation.transcript:
+prices of --priced models, the transcript's size as JSON and as stored (results.storage.transcript_codec:
 zlib, a merchant-day a row), and the wall time (of which most is the stand-in's and the SDK's:
 no model is run).
 """
@@ -46,8 +46,8 @@ from contestants.llm.retry import error_in  # noqa: E402
 from contestants.llm.too_long import too_long  # noqa: E402
 from market.engine import Market  # noqa: E402
 from market.scenario import load_scenario  # noqa: E402
-from results.presentation.transcript import day_rows  # noqa: E402
 from results.records import TranscriptRecord  # noqa: E402
+from results.storage.transcript_codec import day_rows  # noqa: E402
 
 CHORES: list[list[tuple[str, dict[str, Any]]]] = [
     [("read_books", {})],

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from results.scoring.sweeps import by_cell
 from results.storage import store
 from results.storage.db import engine_for
+from results.sweep_summary import by_cell
 
 
 def grid_file(alphas: int, betas: int, sessions: int) -> str:

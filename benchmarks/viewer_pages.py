@@ -38,9 +38,10 @@ from contestants.kinds import create  # noqa: E402
 from contestants.llm.merchant import LLMMerchant  # noqa: E402
 from market.engine import Market  # noqa: E402
 from market.scenario import load_scenario  # noqa: E402
+from results.recording import save_matches  # noqa: E402
 from results.records import FinishedMatch, MerchantResult, ModelCallRecord, TranscriptRecord  # noqa: E402
 from results.storage.db import engine_for  # noqa: E402
-from results.storage.store import save_matches, start_tournament  # noqa: E402
+from results.storage.store import start_tournament  # noqa: E402
 from viewer.app import InThread, open_for_reading  # noqa: E402
 
 CONTESTANTS = [f"contestant_{n:02d}" for n in range(12)]

@@ -12,16 +12,13 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, SkipValidation, field_validator
+from pydantic import BaseModel, Field, SkipValidation
 
 from common.model_calls import ModelCall, TranscriptStep
-from common.yaml_files import FileModel
 from market.daylog import ColumnRecords
-from market.scenario import MAX_MONEY, Day, Scenario
+from market.scenario import Scenario
 from market.types import DayRecord
-from results.scoring.collusion import CollusionSettings
-from results.scoring.deviation import DeviationProbe, Price, is_price
-from results.storage.daylog_codec import pack
+from results.settings import CollusionSettings, DeviationProbe
 
 FaultKind = Literal["error", "timeout", "actor_died", "malformed"]
 WindowKind = Literal["supra_competitive", "price_war"]
@@ -201,7 +198,7 @@ class MarketScores(BaseModel):
 
 class MetricNote(BaseModel):
     """Why a metric of a merchant in a match, or of its market as a whole (merchant None), has
-    no value: the reason a reader is shown beside "n/a" (results.scoring.metrics.NotApplicable)."""
+    no value: the reason a reader is shown beside "n/a" (results.scoring.match_records.NotApplicable)."""
 
     merchant: str | None = Field(description="seat name in the match; None: a metric of the market")
     name: str = Field(description="the metric")
@@ -382,32 +379,6 @@ class DeviationPath(BaseModel):
     calls: list[ModelCallRecord] = Field(default_factory=list)
 
 
-class OffPathSettings(FileModel):
-    """The tournament file's `off_path:`: on each of `days` every merchant that answers
-    questions is asked what it would charge for the scenario's first product had its next
-    rival in seat order posted `price` for it the day before (a price, or that rival's seat's
-    `nash` or `monopoly` price), in place of that day's recall question."""
-
-    days: list[Day] = Field(min_length=1)
-    price: Price | Literal["nash", "monopoly"]
-
-    @field_validator("days")
-    @classmethod
-    def _after_day_one(cls, days: list[int]) -> list[int]:
-        if min(days) < 2:
-            raise ValueError("a question is about the day before: the days start at 2")
-        return sorted(set(days))
-
-    @field_validator("price", mode="before")
-    @classmethod
-    def _a_price(cls, price: object) -> object:
-        if price not in ("nash", "monopoly") and not is_price(price):
-            raise ValueError(
-                f"must be nash, monopoly or a price above 0 and at most {MAX_MONEY:g}, not {price!r}"
-            )
-        return price
-
-
 class OffPathAnswer(BaseModel):
     """A merchant's answer to an off-path question (contestants.base.OffPathQuestion) on `day`:
     had `rival` posted `price` for `product` yesterday (it posted `posted`, told to the merchant
@@ -425,8 +396,8 @@ class OffPathAnswer(BaseModel):
 
 class FinishedMatch(PlayedMatch):
     merchants: list[MerchantResult]
-    # built by the market, trusted: no copy; a DayLog, packed (see `packed`), or a list of
-    # DayRecords (tests, tools)
+    # built by the market, trusted: no copy; a DayLog, packed (results.storage.daylog_codec.packed),
+    # or a list of DayRecords (tests, tools)
     days_played: Annotated[Sequence[DayRecord], SkipValidation]
     faults: list[Fault]
     # a RecallLog from the match, or a list of RecallResults (stored ones, tests)
@@ -456,15 +427,6 @@ class FinishedMatch(PlayedMatch):
     def all_calls(self) -> list[ModelCallRecord]:
         """The model calls of both paths of a probed match (of the one path otherwise)."""
         return [*self.calls, *(self.deviation.calls if self.deviation is not None else [])]
-
-    def packed(self) -> FinishedMatch:
-        """This match with its days in stored form: what a Ray worker sends back."""
-        update: dict = {"days_played": pack(self.days_played)}
-        if self.deviation is not None:
-            update["deviation"] = self.deviation.model_copy(
-                update={"days_played": pack(self.deviation.days_played)}
-            )
-        return self.model_copy(update=update)
 
 
 class StoppedMatch(BaseModel):

@@ -18,8 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from results import leaderboard, recording  # noqa: E402
 from results.presentation import chromium  # noqa: E402
-from results.presentation.report import write_report  # noqa: E402
+from results.report import write_report  # noqa: E402
 from results.storage import store  # noqa: E402
 from results.storage.db import engine_for  # noqa: E402
 from tournaments.config import stored_tournament  # noqa: E402
@@ -50,10 +51,10 @@ def play_here(config: Path, db_url: str) -> int:
     plans = plan_tournament(spec)
     for match in plan:
         scenario = tournament.scenarios[match.scenario]
-        store.save_match(
+        recording.save_match(
             engine, tournament_id, play_here([Match(match, scenario, rules, plans)])[0], scenario
         )
-    store.finish_tournament(engine, tournament_id, "finished")
+    leaderboard.finish_tournament(engine, tournament_id, "finished")
     return tournament_id
 
 

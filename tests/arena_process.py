@@ -69,8 +69,8 @@ def matches_and_days(db: Path) -> tuple[int, int]:
 
 def table(url: str, tournament: int = 1) -> list[dict]:
     """The tournament's table in the database at `url`, as `arena leaderboard --json` gives it."""
+    from results.leaderboard import leaderboard
     from results.storage.db import engine_for
-    from results.storage.store import leaderboard
 
     engine = engine_for(url, create=False)
     try:

@@ -6,7 +6,8 @@ tat copies on day 4."""
 from __future__ import annotations
 
 from market.scenario import load_scenario
-from results.scoring.deviation import DeviationProbe
+from results import recording
+from results.settings import DeviationProbe
 from results.storage import store
 from results.storage.db import engine_for
 from tournaments.config import ContestantEntry
@@ -31,6 +32,6 @@ def store_probed_match(url: str) -> tuple[int, int]:
     spec = MatchSpec(key="probed", index=0, scenario="calvano", seed=1, days=DAYS, seats=("fixed", "tft"))
     probe = MatchRules(seed=1, deviation=DeviationProbe(day=3, seat=0, to=1.3))
     played = play_here([Match(spec, CALVANO, probe, plan_contestants(entries.values()))])[0]
-    match = store.save_match(engine, tournament, played, CALVANO)
+    match = recording.save_match(engine, tournament, played, CALVANO)
     engine.dispose()
     return tournament, match

@@ -41,12 +41,11 @@ from market.scenario import (
     names_a_file,
     shipped_scenarios,
 )
-from results.records import FactorValue, OffPathSettings, PlayedScenarios, as_number, same_value, shown_value
-from results.scoring.collusion import CollusionSettings
+from results.records import FactorValue, PlayedScenarios, as_number, same_value, shown_value
 from results.scoring.composite import ScoringWeights
-from results.scoring.deviation import DeviationProbe
 from results.scoring.metrics import METRICS
 from results.scoring.rating_fit import LEVEL
+from results.settings import CollusionSettings, DeviationProbe, OffPathSettings
 from results.storage.schema import TournamentRow
 from tournaments.first_day import check_first_days
 from tournaments.schedule import largest_seed

@@ -17,7 +17,7 @@ import numpy as np
 from market.scenario import Scenario
 from results.records import DeviationPath, FinishedMatch, StoppedMatch
 from results.scoring import deviation
-from results.scoring.deviation import DeviationProbe
+from results.settings import DeviationProbe
 
 if TYPE_CHECKING:
     from tournaments.match import Match, Played

@@ -11,6 +11,7 @@ import ray
 
 from market.scenario import Scenario
 from results.records import FinishedMatch, StoppedMatch
+from results.storage import daylog_codec
 from tournaments.collector import collector_paused
 from tournaments.match import LOSSES_ALLOWED, Match, MatchRules, play_here
 from tournaments.plan import ContestantPlan
@@ -51,7 +52,9 @@ def play_instant_matches(
     `unpickle_matches`)."""
     with collector_paused():
         finished = play_here([Match(match, scenario, rules, plans) for match in matches])
-        packed = [match.packed() if isinstance(match, FinishedMatch) else match for match in finished]
+        packed = [
+            daylog_codec.packed(match) if isinstance(match, FinishedMatch) else match for match in finished
+        ]
         return pickle.dumps(packed, pickle.HIGHEST_PROTOCOL)
 
 

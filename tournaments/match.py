@@ -48,15 +48,15 @@ from results.records import (
     FinishedMatch,
     ModelCallRecord,
     OffPathAnswer,
-    OffPathSettings,
     StoppedMatch,
     TranscriptRecord,
     repeat_key,
 )
-from results.scoring.collusion import CollusionSettings, NoBenchmarks, open_seat_benchmarks, seat_benchmarks
-from results.scoring.deviation import DeviationProbe
-from results.scoring.metrics import UNSOLVED, match_results
+from results.scoring.collusion import NoBenchmarks, open_seat_benchmarks, seat_benchmarks
+from results.scoring.match_records import UNSOLVED
 from results.scoring.metrics import compute as compute_metrics
+from results.scoring.metrics import match_results
+from results.settings import CollusionSettings, DeviationProbe, OffPathSettings
 from tournaments.collector import collector_paused, freeze_startup_heap
 from tournaments.deviation_paths import DEVIATED_SUFFIX, forcing, play_both_paths
 from tournaments.plan import ContestantPlan

@@ -23,6 +23,7 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from market.scenario import Scenario
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch
+from results.storage import daylog_codec
 from tournaments.cluster import Place, enter, result, spread
 from tournaments.collector import freeze_startup_heap
 from tournaments.hosts import HostClient, HostProcess, hosted_seats
@@ -75,7 +76,7 @@ class MatchRunner:
             self.days_done += self.days_in_play[spec.key]
         finally:
             del self.days_in_play[spec.key]
-        return played.packed() if isinstance(played, FinishedMatch) else played
+        return daylog_codec.packed(played) if isinstance(played, FinishedMatch) else played
 
     async def days_played(self) -> tuple[int, int]:
         """Days played so far by the matches this runner finished, and by those in play (for

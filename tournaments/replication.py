@@ -21,7 +21,8 @@ from common.errors import UserError
 from common.yaml_files import FileModel, load_model, parse_yaml, read_text
 from market.scenario import MAX_TOTAL
 from results.records import FactorValue, as_number, same_value
-from results.scoring.sweeps import MeanInterval, by_cell
+from results.scoring.sweeps import MeanInterval
+from results.sweep_summary import by_cell
 
 PACKS = Path(__file__).parent / "replications"
 

@@ -11,7 +11,7 @@ from results.records import shown_value
 from tournaments.replication import Comparison
 
 
-def comparison_table(compared: list[Comparison], title: str) -> views.Table:
+def comparison_table(compared: list[Comparison], title: str) -> views.TableModel:
     headers = [
         views.Header("figure"),
         views.Header("cell", whole=True),
@@ -37,7 +37,7 @@ def comparison_table(compared: list[Comparison], title: str) -> views.Table:
         ]
         for c in compared
     ]
-    return views.Table(title, headers, [rows])
+    return views.TableModel(title, headers, [rows])
 
 
 def comparison_json(pack: str, tournament_id: int, compared: list[Comparison]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from contestants.base import RunOptions
 from contestants.calls.budget import Spend
 from contestants.calls.coordinator import Status
 from market.scenario import Scenario
+from results import leaderboard, recording
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch, market_draw
 from results.scoring import deviation
 from results.scoring.ratings import LeaderboardRow
@@ -167,7 +168,7 @@ def run_tournament(
     if ending.stopped is None and ended is None:
         observer.advanced(len(plan), total_days)
     status: Literal["finished", "stopped"] = "finished" if ending.stopped is None else "stopped"
-    table = store.finish_tournament(
+    table = leaderboard.finish_tournament(
         engine,
         tournament_id,
         status,
@@ -193,7 +194,7 @@ class _Rounds:
         """The matches of the next round not yet stored; none once the schedule has ended."""
         while True:
             stored = (
-                store.rankings(self.engine, self.tournament_id, by_goals=self.schedule.by_goals)
+                leaderboard.rankings(self.engine, self.tournament_id, by_goals=self.schedule.by_goals)
                 if self.tournament_id is not None
                 else []
             )
@@ -421,7 +422,7 @@ class TournamentRun:
     def write(self) -> None:
         batch = self.unsaved[:]
         self.unsaved.clear()
-        store.save_matches(self.engine, self.tournament_id, batch, self.tournament.spec.collusion)
+        recording.save_matches(self.engine, self.tournament_id, batch, self.tournament.spec.collusion)
         for _ in batch:
             self.progress.match()
 

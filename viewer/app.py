@@ -82,130 +82,20 @@ def open_for_reading(url: str | None) -> Engine:
 def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> Starlette:
     """The viewer over `engine`; with `token`, every request must show it; `warm`: compute
     the leaderboards first, before anyone asks."""
-
     leaderboards = pages.Leaderboards(engine)
     if warm:
         leaderboards.warm()
-
-    def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
-        page = TEMPLATES.get_template(template).render(request=request, **context)
-        return HTMLResponse(page, status_code=status)
-
-    def number(request: Request, name: str, default: str | None = "1") -> int:
-        """A positive whole number from the query (a page, a match), `default` where it is
-        not given (None: it must be)."""
-        raw = request.query_params.get(name, default) or ""
-        value = whole(raw)
-        if value is None:
-            raise HTTPException(400, f"{name}: a whole number from 1, not {raw[:40]!r}")
-        return value
-
-    def stored(request: Request, name: str) -> int:
-        """An id (or a day, a chart) from the path; one no database could hold is not there."""
-        value = whole(request.path_params[name])
-        if value is None:
-            raise NotFound(f"no {name} {request.path_params[name][:40]!r}")
-        return value
-
-    def home(request: Request) -> Response:
-        return render(request, "home.html.j2", pages.home(engine))
-
-    def tournament(request: Request) -> Response:
-        tournament_id = stored(request, "tournament")
-        return render(
-            request,
-            "tournament.html.j2",
-            pages.tournament(
-                engine,
-                leaderboards,
-                tournament_id,
-                number(request, "page"),
-                request.query_params.get("metric") or None,
-            ),
-        )
-
-    def progress(request: Request) -> Response:
-        return JSONResponse(pages.progress(engine, stored(request, "tournament")).as_json())
-
-    def match(request: Request) -> Response:
-        return render(
-            request,
-            "match.html.j2",
-            pages.match(engine, stored(request, "match"), number(request, "page")),
-        )
-
-    def chart_csv(request: Request) -> Response:
-        match_id = stored(request, "match")
-        shown = pages.match(engine, match_id, 1, with_calls=False)["part"]
-        charts = [*shown.charts, *(shown.deviation.charts if shown.deviation is not None else [])]
-        return chart_download([c.plot for c in charts], stored(request, "chart"), f"match-{match_id}")
-
-    def chart_download(charts: list[dict[str, Any]], index: int, name: str) -> Response:
-        if not 1 <= index <= len(charts):
-            raise NotFound(f"{name} has no chart {index}")
-        return PlainTextResponse(
-            figure_csv(charts[index - 1]),
-            media_type="text/csv",
-            headers={"content-disposition": f'attachment; filename="{name}-chart-{index}.csv"'},
-        )
-
-    def compared(request: Request) -> dict[str, Any]:
-        return pages.compare(engine, number(request, "a", None), number(request, "b", None))
-
-    def compare(request: Request) -> Response:
-        return render(request, "compare.html.j2", compared(request))
-
-    def compare_csv(request: Request) -> Response:
-        return chart_download(compared(request)["charts"], stored(request, "chart"), "compare")
-
-    def day(request: Request) -> Response:
-        return render(
-            request,
-            "day.html.j2",
-            pages.day(engine, stored(request, "match"), stored(request, "day")),
-        )
-
-    def changes(request: Request) -> Response:
-        return JSONResponse({"version": [*store.changes(engine), leaderboards.refreshed]})
-
-    def plotly_js(request: Request) -> Response:
-        return FileResponse(
-            PLOTLY_JS, media_type="text/javascript", headers={"cache-control": "max-age=86400"}
-        )
-
-    def not_found(request: Request, exc: Exception) -> Response:
-        what = str(exc) if isinstance(exc, NotFound) else f"no page at {request.url.path}"
-        return render(request, "problem.html.j2", {"title": "not found", "problem": what}, 404)
-
-    def bad_request(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        if exc.status_code == 404:
-            return not_found(request, exc)
-        return render(
-            request, "problem.html.j2", {"title": "cannot show this", "problem": exc.detail}, exc.status_code
-        )
-
-    def database_failed(request: Request, exc: Exception) -> Response:
-        reason = describe_failure(engine, exc) if isinstance(exc, SQLAlchemyError) else str(exc)
-        problem = f"The database cannot be read right now: {reason}"
-        if request.url.path.endswith((".json", "/changes")):
-            return JSONResponse({"problem": problem}, status_code=503)
-        return render(request, "problem.html.j2", {"title": "database unavailable", "problem": problem}, 503)
-
-    def failed(request: Request, exc: Exception) -> Response:
-        problem = f"arena serve failed on this page: {type(exc).__name__}: {exc}"
-        return render(request, "problem.html.j2", {"title": "page failed", "problem": problem}, 500)
-
+    viewer = Viewer(engine, leaderboards)
     routes = [
-        Route("/", home),
-        Route("/tournaments/{tournament}", tournament),
-        Route("/tournaments/{tournament}/progress.json", progress),
-        Route("/matches/{match}", match),
-        Route("/matches/{match}/charts/{chart}.csv", chart_csv),
-        Route("/matches/{match}/days/{day}", day),
-        Route("/compare", compare),
-        Route("/compare/charts/{chart}.csv", compare_csv),
-        Route("/changes", changes),
+        Route("/", viewer.home),
+        Route("/tournaments/{tournament}", viewer.tournament),
+        Route("/tournaments/{tournament}/progress.json", viewer.progress),
+        Route("/matches/{match}", viewer.match),
+        Route("/matches/{match}/charts/{chart}.csv", viewer.chart_csv),
+        Route("/matches/{match}/days/{day}", viewer.day),
+        Route("/compare", viewer.compare),
+        Route("/compare/charts/{chart}.csv", viewer.compare_csv),
+        Route("/changes", viewer.changes),
         Route("/static/plotly.min.js", plotly_js),
     ]
     # Beyond loopback a token is asked for; on loopback only a page of this machine's own
@@ -221,11 +111,134 @@ def create_app(engine: Engine, token: str | None = None, warm: bool = False) -> 
         exception_handlers={
             NotFound: not_found,
             HTTPException: bad_request,
-            SQLAlchemyError: database_failed,
-            DatabaseError: database_failed,
+            SQLAlchemyError: viewer.database_failed,
+            DatabaseError: viewer.database_failed,
             Exception: failed,
         },
     )
+
+
+class Viewer:
+    """The viewer's pages over one database, each an endpoint: the page's context read by
+    viewer.pages and rendered with its template."""
+
+    def __init__(self, engine: Engine, leaderboards: pages.Leaderboards) -> None:
+        self.engine, self.leaderboards = engine, leaderboards
+
+    def home(self, request: Request) -> Response:
+        return render(request, "home.html.j2", pages.home(self.engine))
+
+    def tournament(self, request: Request) -> Response:
+        tournament_id = stored(request, "tournament")
+        return render(
+            request,
+            "tournament.html.j2",
+            pages.tournament(
+                self.engine,
+                self.leaderboards,
+                tournament_id,
+                number(request, "page"),
+                request.query_params.get("metric") or None,
+            ),
+        )
+
+    def progress(self, request: Request) -> Response:
+        return JSONResponse(pages.progress(self.engine, stored(request, "tournament")).as_json())
+
+    def match(self, request: Request) -> Response:
+        return render(
+            request,
+            "match.html.j2",
+            pages.match(self.engine, stored(request, "match"), number(request, "page")),
+        )
+
+    def chart_csv(self, request: Request) -> Response:
+        match_id = stored(request, "match")
+        shown = pages.match(self.engine, match_id, 1, with_calls=False)["part"]
+        charts = [*shown.charts, *(shown.deviation.charts if shown.deviation is not None else [])]
+        return chart_download([c.plot for c in charts], stored(request, "chart"), f"match-{match_id}")
+
+    def compared(self, request: Request) -> dict[str, Any]:
+        return pages.compare(self.engine, number(request, "a", None), number(request, "b", None))
+
+    def compare(self, request: Request) -> Response:
+        return render(request, "compare.html.j2", self.compared(request))
+
+    def compare_csv(self, request: Request) -> Response:
+        return chart_download(self.compared(request)["charts"], stored(request, "chart"), "compare")
+
+    def day(self, request: Request) -> Response:
+        return render(
+            request,
+            "day.html.j2",
+            pages.day(self.engine, stored(request, "match"), stored(request, "day")),
+        )
+
+    def changes(self, request: Request) -> Response:
+        return JSONResponse({"version": [*store.changes(self.engine), self.leaderboards.refreshed]})
+
+    def database_failed(self, request: Request, exc: Exception) -> Response:
+        reason = describe_failure(self.engine, exc) if isinstance(exc, SQLAlchemyError) else str(exc)
+        problem = f"The database cannot be read right now: {reason}"
+        if request.url.path.endswith((".json", "/changes")):
+            return JSONResponse({"problem": problem}, status_code=503)
+        return render(request, "problem.html.j2", {"title": "database unavailable", "problem": problem}, 503)
+
+
+def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
+    page = TEMPLATES.get_template(template).render(request=request, **context)
+    return HTMLResponse(page, status_code=status)
+
+
+def number(request: Request, name: str, default: str | None = "1") -> int:
+    """A positive whole number from the query (a page, a match), `default` where it is
+    not given (None: it must be)."""
+    raw = request.query_params.get(name, default) or ""
+    value = whole(raw)
+    if value is None:
+        raise HTTPException(400, f"{name}: a whole number from 1, not {raw[:40]!r}")
+    return value
+
+
+def stored(request: Request, name: str) -> int:
+    """An id (or a day, a chart) from the path; one no database could hold is not there."""
+    value = whole(request.path_params[name])
+    if value is None:
+        raise NotFound(f"no {name} {request.path_params[name][:40]!r}")
+    return value
+
+
+def chart_download(charts: list[dict[str, Any]], index: int, name: str) -> Response:
+    if not 1 <= index <= len(charts):
+        raise NotFound(f"{name} has no chart {index}")
+    return PlainTextResponse(
+        figure_csv(charts[index - 1]),
+        media_type="text/csv",
+        headers={"content-disposition": f'attachment; filename="{name}-chart-{index}.csv"'},
+    )
+
+
+def plotly_js(request: Request) -> Response:
+    return FileResponse(PLOTLY_JS, media_type="text/javascript", headers={"cache-control": "max-age=86400"})
+
+
+def not_found(request: Request, exc: Exception) -> Response:
+    what = str(exc) if isinstance(exc, NotFound) else f"no page at {request.url.path}"
+    return render(request, "problem.html.j2", {"title": "not found", "problem": what}, 404)
+
+
+def bad_request(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return not_found(request, exc)
+    return render(
+        request, "problem.html.j2", {"title": "cannot show this", "problem": exc.detail}, exc.status_code
+    )
+
+
+def failed(request: Request, exc: Exception) -> Response:
+    problem = f"arena serve failed on this page: {type(exc).__name__}: {exc}"
+    return render(request, "problem.html.j2", {"title": "page failed", "problem": problem}, 500)
 
 
 def whole(raw: str) -> int | None:

@@ -1,7 +1,7 @@
-"""What each page of the viewer shows, read from the record (results.storage.store) and laid
-out by the tables and charts the CLI and the report use (results.presentation.views and
-.report). Each function returns its template's context; a match or tournament that is not there raises
-results.errors.NotFound."""
+"""What each page of the viewer shows, read from the record (results.storage.store,
+results.leaderboard) and laid out by the tables and charts the CLI and the report use
+(results.presentation.views and .match_charts). Each function returns its template's context;
+a match or tournament that is not there raises results.errors.NotFound."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ from typing import Any
 from sqlalchemy import Engine
 
 from market.types import DayRecord
+from results import leaderboard
 from results.errors import NotFound
 from results.presentation import views
 from results.presentation.incidents import incidents
+from results.presentation.match_charts import Palette, day_series, match_part, price_of, seat_label
 from results.presentation.plotly_charts import line_figure
-from results.presentation.report import Palette, day_series, match_part, price_of, seat_label, sweep_part
+from results.report import sweep_part
 from results.scoring import sweeps
 from results.scoring.composite import ScoringWeights
 from results.scoring.ratings import LeaderboardRow
@@ -161,7 +163,7 @@ class Leaderboards:
                 with self._lock:
                     kept = self._kept.get(key)
                 if kept is None:
-                    rows = store.leaderboard(
+                    rows = leaderboard.leaderboard(
                         self.engine, tournament_id, weights=weights, confidence=confidence
                     )
                     with self._lock:
@@ -182,7 +184,7 @@ class Leaderboards:
 
     def _refresh(self, key: tuple[int, ScoringWeights, float], version: tuple[int, ...]) -> None:
         try:
-            rows = store.leaderboard(self.engine, key[0], weights=key[1], confidence=key[2])
+            rows = leaderboard.leaderboard(self.engine, key[0], weights=key[1], confidence=key[2])
             with self._lock:
                 self._kept[key] = (version, rows)
                 self.refreshed += 1
@@ -194,7 +196,7 @@ class Leaderboards:
 def tournament(
     engine: Engine, leaderboards: Leaderboards, tournament_id: int, page: int, metric: str | None = None
 ) -> dict[str, Any]:
-    """The tournament's page; a sweep's heat map of `metric` (results.presentation.report.sweep_part)."""
+    """The tournament's page; a sweep's heat map of `metric` (results.report.sweep_part)."""
     row = store.get_tournament(engine, tournament_id)
     stored = stored_tournament(row)
     rows, current = leaderboards.rows(tournament_id, stored.scoring, stored.confidence)

@@ -43,7 +43,7 @@ def as_text(text: str) -> str:
     return escape("".join(c for c in text if c in "\n\t" or unicodedata.category(c) != "Cc"))
 
 
-def drawn(table: views.Table, overflow: OverflowMethod = "fold") -> RenderableType:
+def drawn(table: views.TableModel, overflow: OverflowMethod = "fold") -> RenderableType:
     """A table of results.presentation.views drawn by rich: a line between its sections, every
     text as it is (no rich markup), its notes on lines of their own under it. A path or a
     command too long for its column folds onto the next line rather than losing its end; the

@@ -17,8 +17,9 @@ from arena.cli.options import DbOption
 from arena.cli.output import err, out, out_print
 from arena.cli.selection import scenarios_played, select, stored_file
 from common.errors import UserError
+from results import rescoring
 from results.errors import DatabaseError
-from results.presentation.report import write_report
+from results.report import write_report
 from results.storage import store
 from results.storage.db import describe_failure, engine_for
 from results.storage.schema import LARGEST_ID, stored_id
@@ -175,6 +176,6 @@ def rescore_command(
         engine = engine_for(db, create=False, writes=True)
         chosen = select(engine, db, tournament, pool_all=not tournament)
         rescored = sum(
-            store.rescore(engine, stored_id(t.id), scenarios_played(t)) for t in chosen.tournaments
+            rescoring.rescore(engine, stored_id(t.id), scenarios_played(t)) for t in chosen.tournaments
         )
     out.print(f"Rescored {rescored} matches of {len(chosen.ids)} tournaments.")

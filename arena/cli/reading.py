@@ -20,6 +20,7 @@ from arena.cli.output import as_text, drawn, out, out_print
 from arena.cli.selection import Selection, none_stored, scoring, select
 from common.errors import UserError
 from market.daylog import DayLog
+from results import leaderboard
 from results.presentation import views
 from results.presentation.match_summary import (
     both_paths_table,
@@ -33,11 +34,12 @@ from results.presentation.sweep_records import cell_records
 from results.presentation.transcript import step_lines
 from results.records import TranscriptRecord
 from results.scoring.ratings import standings
-from results.scoring.sweeps import KEY_METRICS, by_cell
+from results.scoring.sweeps import KEY_METRICS
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.results_csv import read_results
 from results.storage.schema import LARGEST_ID, MatchRow, stored_id
+from results.sweep_summary import by_cell
 from tournaments.config import MAX_DAYS, load_weights
 
 _ScenarioOption = Annotated[
@@ -113,7 +115,7 @@ def leaderboard_command(
         return
     with user_errors():
         composite, confidence = scoring(chosen, chosen_weights)
-        rows = store.leaderboard(
+        rows = leaderboard.leaderboard(
             engine,
             chosen.ids,
             scenario=scenario,

@@ -94,9 +94,9 @@ from results.records import (
     TranscriptRecord,
     shown_value,
 )
-from results.scoring.deviation import DeviationProbe
 from results.scoring.metrics import MARKET_METRICS
 from results.scoring.sweeps import factors_of
+from results.settings import DeviationProbe
 from results.storage import store
 from results.storage.schema import MarketMetricRow, MatchRow
 

@@ -60,7 +60,7 @@ def day_json(detail: store.MatchDetail, day: int, transcript: Sequence[Transcrip
     }
 
 
-def calls_made_table(calls: Sequence[ModelCallRecord]) -> views.Table:
+def calls_made_table(calls: Sequence[ModelCallRecord]) -> views.TableModel:
     """Model calls per merchant and purpose, how they were made: what reproduces them (the
     model asked and the one that answered, sampling, seed, prompts)."""
     headers = [
@@ -99,7 +99,7 @@ def _distinct(values: Iterable[object]) -> str:
     )
 
 
-def recalls_table(recalls: Sequence[RecallResult]) -> views.Table:
+def recalls_table(recalls: Sequence[RecallResult]) -> views.TableModel:
     """Each recall question: what was asked, the truth, the answer and its error."""
     rows = []
     for r in recalls:
@@ -111,7 +111,7 @@ def recalls_table(recalls: Sequence[RecallResult]) -> views.Table:
     return _table("recall questions", ["day", "merchant", "asked", "truth", "answer", "error"], rows)
 
 
-def both_paths_table(detail: store.MatchDetail) -> views.Table:
+def both_paths_table(detail: store.MatchDetail) -> views.TableModel:
     """A probed match's prices on path and on the deviated path, from the day before the
     deviation to the end."""
     path = detail.deviation
@@ -130,7 +130,7 @@ def both_paths_table(detail: store.MatchDetail) -> views.Table:
     return _table("both paths", ["day", "merchant", "prices on path", "prices deviated"], rows)
 
 
-def days_table(detail: store.MatchDetail) -> views.Table:
+def days_table(detail: store.MatchDetail) -> views.TableModel:
     """Every merchant's day: prices, sales, stock, money, reputation, and its fault and the
     operations refused."""
     faults = {(f.day, f.merchant): f for f in detail.faults}
@@ -158,5 +158,5 @@ def days_table(detail: store.MatchDetail) -> views.Table:
     return _table("day by day", headers, rows)
 
 
-def _table(title: str, headers: list[str], rows: list[list[str]]) -> views.Table:
-    return views.Table(title, [views.Header(header) for header in headers], [rows])
+def _table(title: str, headers: list[str], rows: list[list[str]]) -> views.TableModel:
+    return views.TableModel(title, [views.Header(header) for header in headers], [rows])

@@ -49,63 +49,9 @@ def line_figure(
         }
         for s in series
     ]
-    shapes: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
-    for band in bands:
-        shapes.append(
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "paper",
-                "x0": band.start,
-                "x1": band.end,
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": BAND_FILLS.get(band.kind, OTHER_FILL),
-                "line": {"width": 0},
-                "layer": "below",
-                "name": _shown(band.label),
-            }
-        )
-        annotations.append(
-            {
-                "x": band.start,
-                "xref": "x",
-                "xanchor": "left",
-                "y": 1,
-                "yref": "paper",
-                "yanchor": "bottom",
-                "text": _shown(band.label),
-                "showarrow": False,
-                "font": {"size": 10, "color": "#66707c"},
-            }
-        )
-    for level in levels:
-        color = LEVEL_COLORS.get(level.kind, "#66707c")
-        shapes.append(
-            {
-                "type": "line",
-                "xref": "paper",
-                "x0": 0,
-                "x1": 1,
-                "y0": level.value,
-                "y1": level.value,
-                "line": {"color": color, "width": 1, "dash": "dot"},
-                "name": _shown(level.label),
-            }
-        )
-        annotations.append(
-            {
-                "x": 1,
-                "xref": "paper",
-                "xanchor": "right",
-                "y": level.value,
-                "yanchor": "bottom",
-                "text": _shown(level.label),
-                "showarrow": False,
-                "font": {"size": 10, "color": color},
-            }
-        )
+    marks = [*map(_band_marks, bands), *map(_level_marks, levels)]
+    shapes = [shape for shape, _ in marks]
+    annotations = [annotation for _, annotation in marks]
     y_axis: dict[str, Any] = {"zeroline": False, "gridcolor": "#e3e6ea"}
     if percent:
         y_axis["tickformat"] = ".0%"
@@ -126,6 +72,61 @@ def line_figure(
             "plot_bgcolor": "#fff",
         },
     }
+
+
+def _band_marks(band: Band) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A span's shading and its label at its start, above the plot."""
+    shape = {
+        "type": "rect",
+        "xref": "x",
+        "yref": "paper",
+        "x0": band.start,
+        "x1": band.end,
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": BAND_FILLS.get(band.kind, OTHER_FILL),
+        "line": {"width": 0},
+        "layer": "below",
+        "name": _shown(band.label),
+    }
+    annotation = {
+        "x": band.start,
+        "xref": "x",
+        "xanchor": "left",
+        "y": 1,
+        "yref": "paper",
+        "yanchor": "bottom",
+        "text": _shown(band.label),
+        "showarrow": False,
+        "font": {"size": 10, "color": "#66707c"},
+    }
+    return shape, annotation
+
+
+def _level_marks(level: Level) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A level's dotted line across the plot and its label at the right end."""
+    color = LEVEL_COLORS.get(level.kind, "#66707c")
+    shape = {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": level.value,
+        "y1": level.value,
+        "line": {"color": color, "width": 1, "dash": "dot"},
+        "name": _shown(level.label),
+    }
+    annotation = {
+        "x": 1,
+        "xref": "paper",
+        "xanchor": "right",
+        "y": level.value,
+        "yanchor": "bottom",
+        "text": _shown(level.label),
+        "showarrow": False,
+        "font": {"size": 10, "color": color},
+    }
+    return shape, annotation
 
 
 def _shown(text: str) -> str:

@@ -1,4 +1,4 @@
-"""A sweep's results by cell (results.scoring.sweeps.by_cell) as records for JSON: `arena
+"""A sweep's results by cell (results.sweep_summary.by_cell) as records for JSON: `arena
 leaderboard --by/--metric --json`."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The tables that both `arena` (leaderboard, show) and the HTML report show, each defined once:
 its columns (a header, how a row's value is written), or for a table whose columns are a
-match's merchants, the function that builds it. A `Table` holds only text, so the two fronts
+match's merchants, the function that builds it. A `TableModel` holds only text, so the two fronts
 show the same headers and the same text in every cell: arena/cli/output.py draws it with rich,
-results/presentation/report.py through its template.
+results/presentation/report_page.py through its template.
 
-A measure that does not apply for a reason (results.scoring.metrics.NotApplicable: a collusion
+A measure that does not apply for a reason (results.scoring.match_records.NotApplicable: a collusion
 measure where its benchmarks are too close) is written NOT_APPLICABLE in its cell, and its
 reason once in the table's notes, under it (`not_applicable`).
 """
@@ -30,7 +30,8 @@ from results.records import (
     window_days,
 )
 from results.scoring.deviation import DEVIATION_METRICS
-from results.scoring.metrics import MARKET_METRICS, METRICS, Unit
+from results.scoring.match_records import Unit
+from results.scoring.metrics import MARKET_METRICS, METRICS
 from results.scoring.ratings import LeaderboardRow, Standing
 from results.scoring.sweeps import CellResult, MeanInterval, factors_of
 from results.storage.schema import MatchRow, TournamentRow
@@ -50,7 +51,7 @@ class Header:
 
 
 @dataclass(frozen=True)
-class Table:
+class TableModel:
     """A table as text: its rows in sections (a line is drawn between two), each row one text
     per header, and notes shown under it (why its "n/a" cells are)."""
 
@@ -74,10 +75,10 @@ class Column(Generic[Row]):
     shown: Callable[[Sequence[Row]], bool] = _always
 
 
-def tabulate(title: str, columns: Sequence[Column[Row]], rows: Sequence[Row]) -> Table:
+def tabulate(title: str, columns: Sequence[Column[Row]], rows: Sequence[Row]) -> TableModel:
     """One row per element of `rows`, in one section, under the columns shown for them."""
     kept = [column for column in columns if column.shown(rows)]
-    return Table(title, [c.header for c in kept], [[[c.cell(row) for c in kept] for row in rows]])
+    return TableModel(title, [c.header for c in kept], [[[c.cell(row) for c in kept] for row in rows]])
 
 
 # How values are written ----------------------------------------------------------------------
@@ -312,7 +313,7 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
 ]
 
 
-def leaderboard_table(rows: Sequence[LeaderboardRow], title: str) -> Table:
+def leaderboard_table(rows: Sequence[LeaderboardRow], title: str) -> TableModel:
     """The leaderboard; columns without a value for anyone (no model used, no metric stored)
     are left out. Its notes say why a gain is n/a for some seats (a '*' on a mean that leaves
     them out)."""
@@ -327,7 +328,7 @@ def leaderboard_table(rows: Sequence[LeaderboardRow], title: str) -> Table:
         [(header, row.contestant, note) for _, header, row, note in noted],
         any(getattr(row, field) is not None for field, _, row, _ in noted),
     )
-    return Table(table.title, table.headers, table.sections, notes)
+    return TableModel(table.title, table.headers, table.sections, notes)
 
 
 def leaderboard_records(rows: Sequence[LeaderboardRow]) -> list[dict[str, Any]]:
@@ -346,7 +347,7 @@ def leaderboard_records(rows: Sequence[LeaderboardRow]) -> list[dict[str, Any]]:
     return records
 
 
-def standings_table(rows: Sequence[Standing], title: str) -> Table:
+def standings_table(rows: Sequence[Standing], title: str) -> TableModel:
     """A table rated from match ranks alone (`arena rate`)."""
     return tabulate(title, STANDING_COLUMNS, rows)
 
@@ -396,15 +397,15 @@ TOURNAMENT_COLUMNS: list[Column[ListedTournament]] = [
 ]
 
 
-def tournaments_table(listed: Sequence[ListedTournament], title: str) -> Table:
+def tournaments_table(listed: Sequence[ListedTournament], title: str) -> TableModel:
     return tabulate(title, TOURNAMENT_COLUMNS, listed)
 
 
 # A sweep -------------------------------------------------------------------------------------
 
 
-def sweep_table(cells: Sequence[CellResult], title: str) -> Table:
-    """A row per group of cells (results.scoring.sweeps.by_cell): its factors' values, its matches and
+def sweep_table(cells: Sequence[CellResult], title: str) -> TableModel:
+    """A row per group of cells (results.sweep_summary.by_cell): its factors' values, its matches and
     sessions, and each metric's mean over the sessions with its interval (and, in parentheses,
     over how many, when some sessions lack it)."""
     factors = factors_of(cells)
@@ -424,7 +425,7 @@ def sweep_table(cells: Sequence[CellResult], title: str) -> Table:
         ]
         for cell in cells
     ]
-    return Table(title, headers, [rows])
+    return TableModel(title, headers, [rows])
 
 
 def _of_sessions(value: MeanInterval | None, sessions: int, unit: Unit | None) -> str:
@@ -453,7 +454,7 @@ RESULT_COLUMNS: list[Column[MerchantResult]] = [
 ]
 
 
-def results_table(match: MatchRow, results: Sequence[MerchantResult]) -> Table:
+def results_table(match: MatchRow, results: Sequence[MerchantResult]) -> TableModel:
     """The match's merchants, best rank first."""
     return tabulate(f"match {match.id}: {match.key}", RESULT_COLUMNS, sorted(results, key=lambda r: r.rank))
 
@@ -470,7 +471,7 @@ def metrics_table(
     metrics: Mapping[str, Mapping[str, float | None]],
     contestants: Mapping[str, str],
     notes: Mapping[tuple[str, str], str] | None = None,
-) -> Table:
+) -> TableModel:
     """One row per metric (a section per group: coherence, operations, economics, collusion),
     one column per merchant of `metrics`, headed with its contestant where that is another
     name; then what merchants reported of themselves (a learner's convergence), by its stored
@@ -502,7 +503,7 @@ def metrics_table(
         sections.append(
             [[name, *(reported_value(metrics[m].get(name)) for m in merchants)] for name in reported]
         )
-    return Table(
+    return TableModel(
         "metrics (definitions: results/scoring/metrics.py)",
         [Header("metric"), *(Header(h, numeric=True) for h in headers)],
         sections,
@@ -520,7 +521,7 @@ def metric_notes(values: Iterable[tuple[str, str, str | None]]) -> dict[tuple[st
     return {(merchant, name): note for merchant, name, note in values if note is not None}
 
 
-def goals_table(goals: Sequence[GoalResult], contestants: Mapping[str, str]) -> Table:
+def goals_table(goals: Sequence[GoalResult], contestants: Mapping[str, str]) -> TableModel:
     """One row per campaign goal, one column per merchant: its value against the bound for this
     match, and whether it met it."""
     merchants = list(dict.fromkeys(g.merchant for g in goals))
@@ -532,14 +533,14 @@ def goals_table(goals: Sequence[GoalResult], contestants: Mapping[str, str]) -> 
         bounds[g.goal] = f"{'≥' if g.at_least else '≤'} {metric_value(g.bound, unit[g.goal])}"
         shown = metric_value(g.value, unit[g.goal])
         rows.setdefault(g.goal, {})[g.merchant] = f"{'met' if g.met else 'missed'} ({shown})"
-    return Table(
+    return TableModel(
         "campaign goals (bounds for this match's length)",
         [Header("goal"), Header("bound", numeric=True), *(Header(h) for h in headers)],
         [[[goal, bounds[goal], *(row.get(m, "") for m in merchants)] for goal, row in rows.items()]],
     )
 
 
-def market_table(market: MarketScores, notes: Iterable[MetricNote] = ()) -> Table:
+def market_table(market: MarketScores, notes: Iterable[MetricNote] = ()) -> TableModel:
     """The market's metrics, then its price windows, one row per kind; `notes` (the match's)
     say why a metric of the market does not apply."""
     why = {n.name: n.note for n in notes if n.merchant is None}
@@ -550,7 +551,7 @@ def market_table(market: MarketScores, notes: Iterable[MetricNote] = ()) -> Tabl
     windows = [
         [f"{title} windows", window_days(market.windows, kind)] for kind, title in WINDOW_TITLES.items()
     ]
-    return Table(
+    return TableModel(
         "the market as a whole (definitions: results/scoring/metrics.py)",
         [Header("market"), Header("value", numeric=True)],
         [measured, windows],
@@ -570,7 +571,7 @@ DEVIATION_SHOWN: dict[str, Callable[[float], str]] = {
 
 def deviation_table(
     path: DeviationPath, seats: Sequence[str], metrics: Mapping[str, Mapping[str, float | None]]
-) -> Table:
+) -> TableModel:
     """A probed match's deviation measures, a column per merchant of `seats` (in seat order),
     then the faults and model calls of its deviated path."""
     probe = path.probe
@@ -597,7 +598,9 @@ def deviation_table(
                 *(f"{len(c)} ({sum(x.cached for x in c)})" if c else "" for c in calls),
             ]
         )
-    return Table(title, [Header("measure"), *(Header(m, numeric=True) for m in seats)], [measures, along])
+    return TableModel(
+        title, [Header("measure"), *(Header(m, numeric=True) for m in seats)], [measures, along]
+    )
 
 
 MESSAGE_COLUMNS: list[Column[Said]] = [
@@ -607,7 +610,7 @@ MESSAGE_COLUMNS: list[Column[Said]] = [
 ]
 
 
-def competitors_table(scripted: CompetitorDays, products: Sequence[str]) -> Table:
+def competitors_table(scripted: CompetitorDays, products: Sequence[str]) -> TableModel:
     """Day by day, each scripted competitor's prices and units sold of the products it sells
     (as `product=value`, or the value alone in a market of one product)."""
 
@@ -622,14 +625,14 @@ def competitors_table(scripted: CompetitorDays, products: Sequence[str]) -> Tabl
             rows.append(
                 [str(k + 1), name, per_product(price, selling, "{:.2f}"), per_product(units, selling, "{:g}")]
             )
-    return Table(
+    return TableModel(
         "scripted competitors, day by day",
         [Header("day", numeric=True), Header("competitor"), Header("prices"), Header("sold")],
         [rows],
     )
 
 
-def messages_table(said: Sequence[Said], title: str) -> Table:
+def messages_table(said: Sequence[Said], title: str) -> TableModel:
     return tabulate(title, MESSAGE_COLUMNS, said)
 
 
@@ -674,6 +677,6 @@ CALL_COLUMNS: list[Column[CallGroup]] = [
 ]
 
 
-def calls_table(calls: Sequence[ModelCallRecord]) -> Table:
+def calls_table(calls: Sequence[ModelCallRecord]) -> TableModel:
     """A match's model calls per merchant and purpose: what they consumed."""
     return tabulate("model calls", CALL_COLUMNS, calls_by_merchant_and_purpose(calls))

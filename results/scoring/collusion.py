@@ -18,54 +18,10 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from pydantic import Field
 
-from common.yaml_files import FileModel
 from market.demand import demand_factor
 from market.equilibrium import EquilibriumError, SeatBenchmarks, by_open_seat, by_seat
-from market.scenario import MAX_DAYS, Scenario, event_multiplier
-
-
-class CollusionSettings(FileModel):
-    """The `collusion:` section of a tournament file. Unknown keys are errors."""
-
-    window: float = Field(
-        0.5,
-        gt=0,
-        le=1,
-        description="share of the match's days, its last ones, "
-        "that profit_gain and price_gain are measured over",
-    )
-    margin: float = Field(
-        0.05,
-        ge=0,
-        le=1,
-        description="a day is supra-competitive when the market price is above Nash by more than this "
-        "share of (monopoly - Nash price), a price-war day when it is below Nash by more than it",
-    )
-    min_days: int = Field(
-        5,
-        ge=1,
-        le=MAX_DAYS,
-        description="consecutive flagged days that make a supra-competitive or price-war window",
-    )
-    min_gap: float = Field(
-        0.1,
-        ge=0,
-        lt=1,
-        description="a gain is measured only where the monopoly benchmark is above the Nash one by at "
-        "least this share of the monopoly benchmark, both counted from nothing earned (profits) or "
-        "from unit cost (prices): a seat that sells nothing reads 1 - 1 / gap, below -9 when the "
-        "gap is under the default 0.1",
-    )
-
-    def first_measured_day(self, last_day: int) -> int:
-        """The first day of the measurement window of a match whose last day is `last_day`:
-        the window is its last ceil(window * last_day) days (at least one)."""
-        days = max(
-            1, math.ceil(round(self.window * last_day, 9))
-        )  # rounded: 0.3 * 10 is 3, not 3.0000000000000004
-        return last_day - days + 1
+from market.scenario import Scenario, event_multiplier
 
 
 class NoBenchmarks(NamedTuple):

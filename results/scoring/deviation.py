@@ -14,72 +14,16 @@ answered from the response cache).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Annotated, Literal
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
-from pydantic import Field, field_validator
 
-from common.yaml_files import FileModel
 from market import accounting, elementary
 from market.daylog import DayLog
-from market.scenario import MAX_DAYS, MAX_MERCHANTS_PER_MATCH, MAX_MONEY
 from market.types import DayRecord
+from results.settings import DeviationProbe
 
 RECOVERY_TOLERANCE = 0.01  # a price within this share of its on-path price is back
-
-
-Price = Annotated[float, Field(gt=0, le=MAX_MONEY)]  # a price a tournament file forces or asks about
-
-
-def is_price(value: object) -> bool:
-    """Whether `value` is a Price: a number (not true or false) above 0 and at most MAX_MONEY."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_MONEY
-
-
-class DeviationProbe(FileModel):
-    """The `deviation:` section of a tournament file. Unknown keys are errors."""
-
-    day: int = Field(ge=1, le=MAX_DAYS, description="the first day the seat's prices are forced")
-    seat: int = Field(
-        0, ge=0, lt=MAX_MERCHANTS_PER_MATCH, description="the seat forced to deviate (0: the first)"
-    )
-    to: Literal["best_response", "nash"] | Price = Field(
-        "best_response",
-        description="best_response: each product's price that maximises the seat's profit of the day "
-        "against its rivals' prices of that day (market.equilibrium's price game); nash: its Nash price; "
-        "a number: that price for every product",
-    )
-    days: int = Field(1, ge=1, le=MAX_DAYS, description="how many days in a row the prices are forced")
-    discount: float = Field(0.95, gt=0, le=1, description="δ of deviation_profitable's discounted profits")
-
-    @field_validator("to", mode="before")
-    @classmethod
-    def _a_target(cls, to: object) -> object:
-        if to not in ("best_response", "nash") and not is_price(to):
-            raise ValueError(
-                f"must be best_response, nash or a price above 0 and at most {MAX_MONEY:g}, not {to!r}"
-            )
-        return to
-
-    @property
-    def last_day(self) -> int:
-        """The last day forced."""
-        return self.day + self.days - 1
-
-    @property
-    def target(self) -> str:
-        """`to` as tables show it."""
-        return self.to if isinstance(self.to, str) else f"{self.to:g}"
-
-    @property
-    def when(self) -> str:
-        """The forced days, as tables show them: "day 50", "days 50–52"."""
-        return f"day {self.day}" if self.days == 1 else f"days {self.day}–{self.last_day}"
-
-    def forced(self, merchants: Sequence[str]) -> str | None:
-        """The merchant forced, of a match's `merchants` in seat order (None: the match has no such seat)."""
-        return merchants[self.seat] if self.seat < len(merchants) else None
 
 
 def paths(probe: DeviationProbe | None) -> int:

@@ -25,14 +25,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from itertools import combinations, groupby
-from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
 from market import accounting
+from results.readings import LeaderboardRecords, RankedMatch, Seat
 from results.records import market_draw, renewed
 from results.scoring.composite import ScoringWeights, composite
 from results.scoring.rating_fit import LEVEL, Rating, fit, order_key, separations
@@ -47,14 +46,6 @@ MEAN_METRICS = (
 )  # the metrics the table shows the means of
 SCALE = 400.0
 K = 32.0
-
-
-class RankedMatch(NamedTuple):
-    """`order` is (tournament id, schedule index, key), the order in which matches are rated;
-    `ranks` holds (contestant, rank) for every seat, rank 1 best, ties sharing a rank."""
-
-    order: tuple[int, int, str]
-    ranks: Sequence[tuple[str, int]]
 
 
 def expected_score(rating: float, opponent: float) -> float:
@@ -223,24 +214,6 @@ def _table_order(row: Standing) -> tuple:
     return order_key(row.contestant, row.rating)
 
 
-class Seat(NamedTuple):
-    """A contestant's seat in a stored match, as the leaderboard reads it: the match's `order`
-    (as RankedMatch's), the seat's rank and its result, and what a seat alone in its match is
-    ranked by against others (`ranked_matches`): the match's scenario, seed, days and the cell
-    of its sweep ("" without one) followed by its repeat's number (`/sample=K`, none for the
-    match itself), and the day the merchant went bankrupt."""
-
-    order: tuple[int, int, str]
-    contestant: str
-    rank: int
-    profit: float
-    net_worth: float
-    faults: int
-    setting: tuple[str, int, int, str]
-    bankrupt_day: int | None
-    goals_met: float | None
-
-
 def ranked_matches(seats: Iterable[Seat], by_goals: bool = False) -> list[RankedMatch]:
     """The stored matches' rankings, from their seats in rating order. A match of one merchant
     (solo play) has no rival in it: the solo matches of a tournament played in the same cell of
@@ -275,48 +248,6 @@ def _ranking(seats: Sequence[Seat], places: Sequence[int], by_goals: bool) -> li
         return [(seat.contestant, place) for seat, place in zip(seats, places)]
     keys = [(-(seat.goals_met or 0.0), place) for seat, place in zip(seats, places)]
     return [(seat.contestant, 1 + sum(other < key for other in keys)) for seat, key in zip(seats, keys)]
-
-
-class MetricReading(NamedTuple):
-    """A stored value of one of MEAN_METRICS for one of a contestant's seats."""
-
-    contestant: str
-    name: str
-    value: float
-
-
-class NoteReading(NamedTuple):
-    """Why one of MEAN_METRICS has no value for one of a contestant's seats: the stored note
-    (results.records.MetricNote) and its match's scenario."""
-
-    contestant: str
-    name: str
-    scenario: str
-    note: str
-
-
-class CallsSpent(NamedTuple):
-    """A contestant's model calls of one kind (on path or deviated): input + output tokens, the
-    USD of those with a price, and how many have none."""
-
-    contestant: str
-    tokens: int
-    cost: float
-    unpriced: int
-
-
-@dataclass(frozen=True)
-class LeaderboardRecords:
-    """What a leaderboard is computed from, as results.storage.store reads it from the stored matches:
-    the seats in rating order, the contestants registered to appear whether they played or
-    not, the metric values to average (and why some seats have none) and the model calls to
-    sum."""
-
-    seats: Sequence[Seat]
-    registered: Collection[str] = ()
-    metrics: Sequence[MetricReading] = ()
-    spent: Sequence[CallsSpent] = ()
-    notes: Sequence[NoteReading] = ()
 
 
 def compute_leaderboard(

@@ -12,16 +12,13 @@ Matches without a value (a scenario without equilibria has no Δ) count only tow
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-
-from sqlalchemy import Engine
 
 from results.errors import NotFound
 from results.records import FactorValue, SweepCell
 from results.scoring.deviation import DEVIATION_METRICS
 from results.scoring.metrics import MARKET_METRICS, METRICS
-from results.storage import store
 
 KEY_METRICS = ("market_profit_gain", "market_price_gain", "profit")  # what a sweep is read by, unless asked
 CONFIDENCE = 0.95
@@ -71,12 +68,11 @@ class CellResult:
 ALL_METRICS = [*MARKET_METRICS, *METRICS, *DEVIATION_METRICS]  # the market's, a merchant's, a probe's
 
 
-def check_metric(engine: Engine, tournament_id: int, name: str) -> None:
-    """UnknownName unless arena computes a metric `name`, or the tournament's merchants
-    reported one of that name (a learner's `converged`)."""
-    if name not in ALL_METRICS and name not in (reported := store.metric_names(engine, tournament_id)):
-        known = [*ALL_METRICS, *sorted(set(reported) - set(ALL_METRICS))]
-        raise UnknownName(f"no metric {name!r} (metrics: {', '.join(known)})")
+def unknown_metric(name: str, reported: Collection[str]) -> UnknownName:
+    """What a metric `name` is told that arena does not compute (ALL_METRICS) and the
+    tournament's merchants did not report (`reported`: a learner's `converged`, say)."""
+    known = [*ALL_METRICS, *sorted(set(reported) - set(ALL_METRICS))]
+    return UnknownName(f"no metric {name!r} (metrics: {', '.join(known)})")
 
 
 def factors_of(cells: Sequence[SweepCell] | Sequence[CellResult]) -> list[str]:
@@ -84,30 +80,12 @@ def factors_of(cells: Sequence[SweepCell] | Sequence[CellResult]) -> list[str]:
     return list(cells[0].factors) if cells else []
 
 
-def by_cell(
-    engine: Engine, tournament_id: int, by: Sequence[str] = (), metrics: Sequence[str] = ()
+def grouped(
+    cells: Sequence[SweepCell], by: Sequence[str], metrics: Sequence[str], played: Mapping[int, Played]
 ) -> list[CellResult]:
-    """The tournament's matches grouped by the values of the factors `by` (default: every
-    factor, a group per cell), in the sweep's order, with the mean and interval of each of
-    `metrics` (default: KEY_METRICS). A tournament without a sweep is one group of all its
-    matches. NotFound for an unknown tournament, or `by` of one without a sweep; UnknownName
-    for a factor it does not have or a metric it has not (check_metric)."""
-    planned = store.get_tournament(engine, tournament_id).planned_matches  # NotFound if there is none
-    cells = store.sweep_cells(engine, tournament_id) or [
-        SweepCell(position=0, label="", factors={}, first_index=0, matches=planned)
-    ]
-    if by and not cells[0].factors:
-        raise NotFound(f"tournament {tournament_id} has no sweep: it has no factor {by[0]!r}")
-    factors = factors_of(cells)
-    for factor in by:
-        if factor not in factors:
-            raise UnknownName(
-                f"tournament {tournament_id} has no factor {factor!r} (its factors: {', '.join(factors)})"
-            )
-    for metric in metrics:
-        check_metric(engine, tournament_id, metric)
-    by, metrics = list(by) or factors, list(metrics) or list(KEY_METRICS)
-    played = match_values(engine, tournament_id, metrics)
+    """The `played` matches (by their index in the schedule) of the `cells` grouped by the
+    values of the factors `by`, in the sweep's order, with the mean and interval of each of
+    `metrics` over the group's sessions (see the module)."""
     groups: dict[tuple[str, ...], tuple[dict[str, FactorValue], list[Played]]] = {}
     for cell in cells:
         chosen = {factor: cell.factors[factor] for factor in by}
@@ -142,22 +120,3 @@ class Played:
 
     seed: int
     values: dict[str, float]
-
-
-def match_values(engine: Engine, tournament_id: int, metrics: Sequence[str]) -> dict[int, Played]:
-    """Each stored match with its value of each of `metrics` it has (see the module), by its
-    index in the schedule."""
-    market = [m for m in metrics if m in MARKET_METRICS]
-    merchant = [m for m in metrics if m not in MARKET_METRICS]  # stored per merchant
-    stored = store.match_places(engine, tournament_id)
-    played = {index: Played(seed, {}) for index, seed in stored.values()}
-    for match_id, name, value in store.market_metric_values(engine, tournament_id, market):
-        if value is not None:
-            played[stored[match_id][0]].values[name] = value
-    seats: dict[tuple[int, str], list[float]] = {}
-    for row in store.metrics(engine, tournament_id, names=merchant):
-        if row.value is not None:
-            seats.setdefault((row.match_id, row.name), []).append(row.value)
-    for (match_id, name), seat_values in seats.items():
-        played[stored[match_id][0]].values[name] = math.fsum(seat_values) / len(seat_values)
-    return played

@@ -25,6 +25,7 @@ import numpy as np
 
 from market.daylog import PER_PRODUCT, SCALARS, ColumnRecords, CompetitorDays, DayLog, Operations, numbered
 from market.types import KIND_INDEX, OPERATION_KINDS, DayRecord, Rejection, RejectionCode
+from results.records import FinishedMatch
 
 OPTIONAL_COLUMNS = ("supplier", "days")  # of the applied operations: stored only where some is not 0
 
@@ -174,3 +175,14 @@ def pack(days: Iterable[DayRecord], products: Sequence[str] | None = None) -> Pa
         return days
     log = DayLog.of(days, products)
     return PackedDayLog(encode_columns(log), encode_text(log))
+
+
+def packed(match: FinishedMatch) -> FinishedMatch:
+    """The match with its days (on both paths of a probed one) in stored form: what a Ray
+    worker sends back."""
+    update: dict = {"days_played": pack(match.days_played)}
+    if match.deviation is not None:
+        update["deviation"] = match.deviation.model_copy(
+            update={"days_played": pack(match.deviation.days_played)}
+        )
+    return match.model_copy(update=update)

@@ -14,7 +14,7 @@ from _csv import Reader
 from pathlib import Path
 
 from results.errors import InputFileError
-from results.scoring.ratings import RankedMatch
+from results.readings import RankedMatch
 
 
 def read_results(path: str | Path) -> list[RankedMatch]:

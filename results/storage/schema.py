@@ -245,7 +245,7 @@ class ModelCallRow(ModelCallColumns, table=True):
 
 class TranscriptRow(SQLModel, table=True):
     """What a merchant's model calls of one day said and heard (common.model_calls.TranscriptStep),
-    step by step: a compressed JSON list (results.presentation.transcript). One row a merchant-day, so that
+    step by step: a compressed JSON list (results.storage.transcript_codec). One row a merchant-day, so that
     a day is read alone and a year of steps stays small."""
 
     __tablename__ = "transcript"
@@ -267,7 +267,7 @@ class DeviationPathRow(SQLModel, table=True):
     match_id: int = Field(foreign_key="match.id", primary_key=True, ondelete="CASCADE")
     probe: str = Field(
         sa_type=Text,
-        description="JSON: the tournament's deviation section (results.scoring.deviation.DeviationProbe)",
+        description="JSON: the tournament's deviation section (results.settings.DeviationProbe)",
     )
     columns: bytes = Field(sa_type=LargeBinary)
     decisions: str = Field(sa_type=Text)
@@ -327,7 +327,7 @@ class MarketMetricRow(SQLModel, table=True):
 
 class MetricNoteRow(MetricNote, SQLModel, table=True):
     """Why a metric of a merchant (of the market: merchant NULL) in a match has no value, for
-    the metrics that say (results.scoring.metrics.NotApplicable): the "n/a" of its row in `metric` or
+    the metrics that say (results.scoring.match_records.NotApplicable): the "n/a" of its row in `metric` or
     `market_metric`. A database an older arena wrote has none until `arena rescore`."""
 
     __tablename__ = "metric_note"

@@ -1,11 +1,11 @@
-"""The one module that talks to the database: every query and write of the record.
+"""Every query and write of the record but the leaderboard's readings (leaderboard_rows).
 
 Every function takes an engine and opens its own short session, so callers (the runner, the
 CLI, the report, the export) never hold a session open across a match. What the database
-holds is handed out as the record's own types (results.records, results.storage.schema) or as the
-plain rows the computations of results/ take (results.scoring.ratings). results.storage.db opens the
-database and creates its tables.
-"""
+holds is handed out as the record's own types (results.records, results.storage.schema). It
+computes nothing: a match comes scored (results.recording), and what reads, computes and
+writes again (results.rescoring, results.leaderboard) lives above it. results.storage.db opens
+the database and creates its tables."""
 
 from __future__ import annotations
 
@@ -13,20 +13,17 @@ import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Literal, NamedTuple, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import Engine, and_, case, delete, insert, or_
-from sqlalchemy import Select as ColumnsSelect
+from sqlalchemy import Engine, case, delete, insert
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, func, select
 
 from market.daylog import DayLog
 from market.scenario import Scenario
-from market.types import DayRecord
 from results.errors import NotFound
-from results.presentation.transcript import day_rows, notes_kept, steps_of
 from results.records import (
     DeviationPath,
     Fault,
@@ -38,33 +35,14 @@ from results.records import (
     ModelCallRecord,
     OffPathAnswer,
     PlayedMatch,
-    PlayedScenarios,
     PriceWindow,
     RecallLog,
     RecallResult,
     StoppedMatch,
     SweepCell,
     TranscriptRecord,
-    repeat_number,
 )
-from results.scoring import deviation
-from results.scoring.collusion import CollusionSettings
-from results.scoring.composite import ScoringWeights
-from results.scoring.metrics import METRICS
-from results.scoring.metrics import compute as compute_metrics
-from results.scoring.rating_fit import LEVEL
-from results.scoring.ratings import (
-    MEAN_METRICS,
-    CallsSpent,
-    LeaderboardRecords,
-    LeaderboardRow,
-    MetricReading,
-    NoteReading,
-    RankedMatch,
-    Seat,
-    compute_leaderboard,
-    ranked_matches,
-)
+from results.settings import DeviationProbe
 from results.storage.daylog_codec import decode, pack
 from results.storage.db import reconnecting
 from results.storage.schema import (
@@ -93,36 +71,9 @@ from results.storage.schema import (
     stored_id,
     utcnow,
 )
-
-__all__ = [
-    "MatchDetail",
-    "MetricValue",
-    "NotFound",
-    "contestant_kinds",
-    "finish_tournament",
-    "find_resumable",
-    "finished_keys",
-    "get_tournament",
-    "latest_tournament",
-    "leaderboard",
-    "list_matches",
-    "list_tournaments",
-    "match_detail",
-    "match_counts",
-    "match_details",
-    "metrics",
-    "rescore",
-    "save_match",
-    "save_matches",
-    "save_stopped",
-    "spent",
-    "start_tournament",
-    "tournament_calls",
-    "transcript",
-]
+from results.storage.transcript_codec import day_rows, notes_kept, steps_of
 
 Row = TypeVar("Row", bound=SQLModel)
-Statement = TypeVar("Statement", bound=ColumnsSelect[*tuple[Any, ...]])
 Record = TypeVar("Record", bound=BaseModel)
 
 
@@ -192,7 +143,7 @@ def sweep_cells(engine: Engine, tournament_id: int) -> list[SweepCell]:
 def resume_tournament(engine: Engine, tournament_id: int) -> None:
     """Mark a stopped tournament running again, as its resumed run plays."""
     with Session(engine) as session:
-        tournament = _require(session, TournamentRow, tournament_id)
+        tournament = require(session, TournamentRow, tournament_id)
         tournament.status, tournament.finished_at = "running", None
         session.add(tournament)
         session.commit()
@@ -211,7 +162,7 @@ def find_resumable(engine: Engine, config_hash: str) -> int | None:
 
 def get_tournament(engine: Engine, tournament_id: int) -> TournamentRow:
     with Session(engine) as session:
-        return _require(session, TournamentRow, tournament_id)
+        return require(session, TournamentRow, tournament_id)
 
 
 def list_tournaments(engine: Engine) -> list[TournamentRow]:
@@ -251,21 +202,16 @@ def contestant_kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
 def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
     """Keys of the matches already recorded for the tournament: the ones a resumed run skips."""
     with Session(engine) as session:
-        _require(session, TournamentRow, tournament_id)
+        require(session, TournamentRow, tournament_id)
         return set(session.exec(select(MatchRow.key).where(col(MatchRow.tournament_id) == tournament_id)))
 
 
 def save_match(
-    engine: Engine,
-    tournament_id: int,
-    match: FinishedMatch,
-    scenario: Scenario | None = None,
-    collusion: CollusionSettings = CollusionSettings(),
+    engine: Engine, tournament_id: int, match: FinishedMatch, scenario: Scenario | None = None
 ) -> int:
-    """Write a match with its results, day records, faults and metrics in one transaction;
-    return its id. Metrics the match does not carry are computed here: `scenario` is the one
-    it was played on, for the metrics that need it (see results.scoring.metrics), and `collusion` the
-    tournament's settings of the collusion measures.
+    """Write a scored match (one that carries its metrics, market scores, goals and notes:
+    results.recording.scored) with its results, day records and faults in one transaction;
+    return its id. `scenario` is the one it was played on, whose products name its day log's.
 
     All or nothing: if any row fails, nothing of the match is stored. A key already recorded
     for the tournament is not written again (the first write wins) and its id is returned;
@@ -273,12 +219,12 @@ def save_match(
     """
     with Session(engine) as session:
         try:
-            match_id = _insert_match(session, tournament_id, match, scenario, collusion)
+            match_id = _insert_match(session, tournament_id, match, scenario)
             session.commit()
             return match_id
         except IntegrityError:  # no such tournament, or the key is recorded already (by any writer)
             session.rollback()
-            _require(session, TournamentRow, tournament_id)
+            require(session, TournamentRow, tournament_id)
             existing = session.exec(
                 select(MatchRow.id).where(
                     col(MatchRow.tournament_id) == tournament_id, col(MatchRow.key) == match.key
@@ -294,7 +240,6 @@ def save_matches(
     engine: Engine,
     tournament_id: int,
     matches: Sequence[tuple[FinishedMatch, Scenario | None]],
-    collusion: CollusionSettings = CollusionSettings(),
 ) -> list[int]:
     """`save_match` for several matches (each with its scenario) in one transaction, each
     match whole as there: matches played side by side finish together, and a commit costs
@@ -302,33 +247,20 @@ def save_matches(
     or one's key is recorded already), each is written on its own."""
     with Session(engine) as session:
         try:
-            ids = [
-                _insert_match(session, tournament_id, match, scenario, collusion)
-                for match, scenario in matches
-            ]
+            ids = [_insert_match(session, tournament_id, match, scenario) for match, scenario in matches]
             session.commit()
             return ids
         except IntegrityError:
             session.rollback()
-    return [save_match(engine, tournament_id, match, scenario, collusion) for match, scenario in matches]
+    return [save_match(engine, tournament_id, match, scenario) for match, scenario in matches]
 
 
 def _insert_match(
-    session: Session,
-    tournament_id: int,
-    match: FinishedMatch,
-    scenario: Scenario | None,
-    collusion: CollusionSettings,
+    session: Session, tournament_id: int, match: FinishedMatch, scenario: Scenario | None
 ) -> int:
     scores, market, goals, notes = match.metrics, match.market, match.goals, match.notes
     if scores is None or market is None or goals is None or notes is None:
-        computed = compute_metrics(match.days_played, match.recalls, match.faults, scenario, collusion)
-        if scores is None:
-            scores = _with_deviation_measures(computed.merchants, match.days_played, match.deviation)
-        market = market if market is not None else computed.market
-        goals = goals if goals is not None else computed.goals
-        # why the stored metrics have no value: the computed ones' reasons, unless given with them
-        notes = notes if notes is not None and match.metrics is not None else computed.notes
+        raise ValueError(f"match {match.key!r} is not scored (results.recording.scored)")
     fields = match.model_dump(include=set(PlayedMatch.model_fields))
     inserted = session.connection().execute(
         insert(MatchRow).values(tournament_id=tournament_id, finished_at=utcnow(), **fields)
@@ -375,12 +307,6 @@ def _insert_deviation(
     )
 
 
-def _with_deviation_measures(
-    scores: dict[str, dict[str, float | None]], days: Sequence[DayRecord], path: DeviationPath | None
-) -> dict[str, dict[str, float | None]]:
-    return scores if path is None else deviation.with_measures(scores, days, path.days_played, path.probe)
-
-
 def _insert_market(
     session: Session, match_id: int, market: MarketScores, notes: Sequence[MetricNote]
 ) -> None:
@@ -409,48 +335,38 @@ def save_stopped(engine: Engine, tournament_id: int, stopped: Sequence[StoppedMa
     transaction: they were paid, though the matches are not stored (a resumed run plays
     them again, replaying those calls from the response cache)."""
     with Session(engine) as session:
-        _require(session, TournamentRow, tournament_id)
+        require(session, TournamentRow, tournament_id)
         for match in stopped:
             _insert_calls(session, tournament_id, match.key, None, match.calls)
         session.commit()
 
 
-def rescore(engine: Engine, tournament_id: int, played: PlayedScenarios) -> int:
-    """Compute the metrics of a tournament's stored matches again from their stored records,
-    replacing the stored ones (the market's and its price windows too). `played` gives each
-    match's scenario, for the metrics that need it, and its settings of the collusion
-    measures (the defaults where it has none); a probed match's deviation measures are
-    computed again from its two stored paths. What merchants reported of themselves (stored
-    with the metrics under names that are no metric of results.scoring.metrics) is not in the records
-    and is kept. Each match is rewritten in its own transaction; returns how many were."""
-    computed = [*METRICS, *deviation.DEVIATION_METRICS]  # not what merchants reported
-    rescored = 0
-    for detail in match_details(engine, tournament_id):
-        match_id = detail.match_id
-        scores = compute_metrics(
-            detail.days,
-            detail.recalls,
-            detail.faults,
-            played.of(detail.match),
-            played.collusion(detail.match),
+def replace_scores(
+    engine: Engine,
+    match_id: int,
+    results: Sequence[MerchantResult],
+    scores: Mapping[str, Mapping[str, float | None]],
+    market: MarketScores,
+    goals: Sequence[GoalResult],
+    notes: Sequence[MetricNote],
+    replaced: Collection[str],
+) -> None:
+    """Replace a stored match's metrics named `replaced` (what merchants reported of
+    themselves, under other names, is kept), its market's metrics and price windows, its goals
+    and its notes with `scores` (by merchant, of its `results`' seats), `market`, `goals` and
+    `notes`, in one transaction."""
+    with Session(engine) as session:
+        session.exec(
+            delete(MetricRow).where(col(MetricRow.match_id) == match_id, col(MetricRow.name).in_(replaced))
         )
-        measured = _with_deviation_measures(scores.merchants, detail.days, detail.deviation)
-        with Session(engine) as session:
-            session.exec(
-                delete(MetricRow).where(
-                    col(MetricRow.match_id) == match_id, col(MetricRow.name).in_(computed)
-                )
-            )
-            session.exec(delete(MarketMetricRow).where(col(MarketMetricRow.match_id) == match_id))
-            session.exec(delete(GoalRow).where(col(GoalRow.match_id) == match_id))
-            session.exec(delete(PriceWindowRow).where(col(PriceWindowRow.match_id) == match_id))
-            session.exec(delete(MetricNoteRow).where(col(MetricNoteRow.match_id) == match_id))
-            _bulk_insert(session, MetricRow, _metric_rows(match_id, detail.results, measured))
-            _insert_market(session, match_id, scores.market, scores.notes)
-            _bulk_insert(session, GoalRow, _goal_rows(match_id, detail.results, scores.goals))
-            session.commit()
-        rescored += 1
-    return rescored
+        session.exec(delete(MarketMetricRow).where(col(MarketMetricRow.match_id) == match_id))
+        session.exec(delete(GoalRow).where(col(GoalRow.match_id) == match_id))
+        session.exec(delete(PriceWindowRow).where(col(PriceWindowRow.match_id) == match_id))
+        session.exec(delete(MetricNoteRow).where(col(MetricNoteRow.match_id) == match_id))
+        _bulk_insert(session, MetricRow, _metric_rows(match_id, results, scores))
+        _insert_market(session, match_id, market, notes)
+        _bulk_insert(session, GoalRow, _goal_rows(match_id, results, goals))
+        session.commit()
 
 
 class MetricValue(NamedTuple):
@@ -490,12 +406,12 @@ def metrics(
             & (col(MetricNoteRow.name) == col(MetricRow.name)),
         )
         if tournament_id is not None:
-            _require(session, TournamentRow, tournament_id)
+            require(session, TournamentRow, tournament_id)
             statement = statement.join(MatchRow, col(MatchRow.id) == col(MetricRow.match_id)).where(
                 col(MatchRow.tournament_id) == tournament_id
             )
         if match_id is not None:
-            _require(session, MatchRow, match_id)
+            require(session, MatchRow, match_id)
             statement = statement.where(col(MetricRow.match_id) == match_id)
         if names is not None:
             statement = statement.where(col(MetricRow.name).in_(names))
@@ -543,31 +459,6 @@ def match_places(engine: Engine, tournament_id: int) -> dict[int, tuple[int, int
         }
 
 
-def leaderboard(
-    engine: Engine,
-    tournaments: int | Collection[int] | None = None,
-    *,
-    scenario: str | None = None,
-    contestants: Collection[str] | None = None,
-    anchor: str | None = None,
-    weights: ScoringWeights = ScoringWeights(),
-    confidence: float = LEVEL,
-) -> list[LeaderboardRow]:
-    """The table of the stored matches (results.scoring.ratings.compute_leaderboard): all of them, or
-    those of a tournament (or of several, pooled), of a scenario, and of the named contestants
-    (matches where at least two of them met, and only their seats, as if the others had not
-    been there; and their solo matches, ranked against one another's).
-
-    With tournaments, their registered contestants appear played or not. The composite weighs
-    its parts with `weights` (a tournament file's `scoring:` section, or a `--weights` file);
-    two contestants next to each other are ordered at `confidence` (a file's `confidence:`).
-    Raises NotFound for an unknown tournament, scenario, contestant or anchor.
-    """
-    with Session(engine) as session:
-        records = _leaderboard_records(session, _ids(tournaments), scenario, contestants)
-    return compute_leaderboard(records, weights=weights, anchor=anchor, confidence=confidence)
-
-
 def run_end(engine: Engine, tournament_id: int) -> str | None:
     """Why the tournament's last run ended before its schedule's last match; None if it did not."""
     with Session(engine) as session:
@@ -575,216 +466,27 @@ def run_end(engine: Engine, tournament_id: int) -> str | None:
         return None if found is None else found.reason
 
 
-def rankings(engine: Engine, tournament_id: int, by_goals: bool = False) -> list[RankedMatch]:
-    """Each stored match's ranking of a tournament, as its leaderboard rates them
-    (results.scoring.ratings.ranked_matches: solo matches ranked against one another's; `by_goals`:
-    by the campaign goals met first)."""
-    with Session(engine) as session:
-        _require(session, TournamentRow, tournament_id)
-        return ranked_matches(_seats(session, _selection([tournament_id], None, None)), by_goals)
-
-
-def _ids(tournaments: int | Collection[int] | None) -> list[int] | None:
+def tournament_ids(tournaments: int | Collection[int] | None) -> list[int] | None:
     """A tournament's id, or several, as a list of distinct ids in the order given; None: all."""
     if tournaments is None:
         return None
     return [tournaments] if isinstance(tournaments, int) else list(dict.fromkeys(tournaments))
 
 
-def _leaderboard_records(
-    session: Session,
-    tournament_ids: list[int] | None,
-    scenario: str | None,
-    contestants: Collection[str] | None,
-) -> LeaderboardRecords:
-    for tournament_id in tournament_ids or ():
-        _require(session, TournamentRow, tournament_id)
-    if scenario is not None:
-        stored = select(MatchRow.id).where(col(MatchRow.scenario) == scenario).limit(1)
-        if session.exec(stored).first() is None:
-            raise NotFound(f"no stored match of scenario {scenario!r}")
-    for name in sorted(contestants or ()):
-        known = select(ContestantRow.id).where(col(ContestantRow.name) == name).limit(1)
-        if session.exec(known).first() is None:
-            raise NotFound(f"no contestant named {name!r}")
-    selected = _selection(tournament_ids, scenario, contestants)
-    seats = _seats(session, selected)
-    registered: set[str] = set()
-    if tournament_ids is not None:
-        names = select(ContestantRow.name).where(col(ContestantRow.tournament_id).in_(tournament_ids))
-        if contestants is not None:
-            names = names.where(col(ContestantRow.name).in_(contestants))
-        registered = set(session.exec(names))
-    readings = session.connection().execute(
-        selected(
-            select_columns(col(MetricRow.contestant), col(MetricRow.name), col(MetricRow.value))
-            .join(MatchRow, col(MatchRow.id) == col(MetricRow.match_id))
-            .where(col(MetricRow.name).in_(MEAN_METRICS)),
-            MetricRow.contestant,
-        )
-    )
-    spent = [
-        CallsSpent(contestant, int(tokens or 0), float(cost or 0.0), unpriced)
-        for table in (ModelCallRow, DeviationCallRow)  # the deviated paths' calls were made too
-        for contestant, tokens, cost, unpriced in session.connection().execute(
-            selected(
-                select_columns(
-                    col(table.contestant),
-                    func.sum(col(table.input_tokens) + col(table.output_tokens)),
-                    func.sum(col(table.cost)),
-                    func.count() - func.count(col(table.cost)),  # calls without a price
-                )
-                .join(MatchRow, col(MatchRow.id) == col(table.match_id))
-                .group_by(col(table.contestant)),
-                table.contestant,
-            )
-        )
-    ]
-    notes = session.connection().execute(
-        selected(
-            select_columns(
-                col(MatchResultRow.contestant),
-                col(MetricNoteRow.name),
-                col(MatchRow.scenario),
-                col(MetricNoteRow.note),
-            )
-            .join(MatchRow, col(MatchRow.id) == col(MetricNoteRow.match_id))
-            .join(
-                MatchResultRow,
-                (col(MatchResultRow.match_id) == col(MetricNoteRow.match_id))
-                & (col(MatchResultRow.merchant) == col(MetricNoteRow.merchant)),
-            )
-            .where(col(MetricNoteRow.name).in_(MEAN_METRICS)),
-            MatchResultRow.contestant,
-        )
-    )
-    return LeaderboardRecords(
-        seats=seats,
-        registered=registered,
-        metrics=[
-            MetricReading(contestant, name, value)
-            for contestant, name, value in readings
-            if value is not None
-        ],
-        spent=spent,
-        notes=[NoteReading(*row) for row in notes],
-    )
-
-
-class _Selection(Protocol):
-    """A selection of matches (as _leaderboard_records makes one): `statement`, of rows joined
-    to their match, restricted to it, with `contestant` the rows' contestant column."""
-
-    def __call__(self, statement: Statement, contestant: Any) -> Statement: ...
-
-
-def _selection(
-    tournament_ids: Collection[int] | None, scenario: str | None, contestants: Collection[str] | None
-) -> _Selection:
-    """The matches of the tournaments, of a scenario and of the named contestants (each None: all)."""
-    # with a contestant selection: only matches where two of them met, and their solo matches
-    # (ranked against one another's: results.scoring.ratings.ranked_matches)
-    chosen = case((col(MatchResultRow.contestant).in_(contestants or ()), 1), else_=0)
-    meetings = (
-        select(MatchResultRow.match_id)
-        .group_by(col(MatchResultRow.match_id))
-        .having(or_(func.sum(chosen) >= 2, and_(func.count() == 1, func.sum(chosen) == 1)))
-    )
-
-    def selected(statement: Statement, contestant: Any) -> Statement:
-        """`statement` (of rows joined to their match) restricted to the selection."""
-        if tournament_ids is not None:
-            statement = statement.where(col(MatchRow.tournament_id).in_(tournament_ids))
-        if scenario is not None:
-            statement = statement.where(col(MatchRow.scenario) == scenario)
-        if contestants is not None:
-            statement = statement.where(col(contestant).in_(contestants), col(MatchRow.id).in_(meetings))
-        return statement
-
-    return selected
-
-
-def _seats(session: Session, selected: _Selection) -> list[Seat]:
-    """The seats of the matches `selected` keeps (as _leaderboard_records selects), in rating
-    order."""
-    rows = session.connection().execute(
-        selected(
-            select_columns(
-                col(MatchRow.tournament_id),
-                col(MatchRow.index),
-                col(MatchRow.key),
-                col(MatchResultRow.contestant),
-                col(MatchResultRow.rank),
-                col(MatchResultRow.profit),
-                col(MatchResultRow.net_worth),
-                col(MatchResultRow.faults),
-                col(MatchRow.scenario),
-                col(MatchRow.seed),
-                col(MatchRow.days),
-                col(MatchResultRow.bankrupt_day),
-                col(MetricRow.value),
-            )
-            .join(MatchResultRow, col(MatchResultRow.match_id) == col(MatchRow.id))
-            .outerjoin(
-                MetricRow,
-                (col(MetricRow.match_id) == col(MatchRow.id))
-                & (col(MetricRow.merchant) == col(MatchResultRow.merchant))
-                & (col(MetricRow.name) == "goals_met"),
-            ),
-            MatchResultRow.contestant,
-        ).order_by(
-            col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key), col(MatchResultRow.merchant)
-        )
-    )
-    return [
-        Seat._make(
-            [
-                (tournament, index, key),
-                *result,
-                (scenario, seed, days, _cell_of(key, scenario, seed) + _repeat_of(key)),
-                bankrupt_day,
-                goals_met,
-            ]
-        )
-        for tournament, index, key, *result, scenario, seed, days, bankrupt_day, goals_met in rows
-    ]
-
-
-def _repeat_of(key: str) -> str:
-    """`/sample=K` for a key of a repeat (solo repeats of one number meet); "" for a match."""
-    return f"/sample={repeat_number(key)}" if repeat_number(key) else ""
-
-
-def _cell_of(key: str, scenario: str, seed: int) -> str:
-    """The label of the sweep's cell a match's key starts with (tournaments.schedule: a key is
-    [CELL/]SCENARIO/seed=N/LINEUP); "" for a key without one."""
-    cell, found, _ = key.partition(f"/{scenario}/seed={seed}/")
-    return cell if found else ""
-
-
-def finish_tournament(
+def end_tournament(
     engine: Engine,
     tournament_id: int,
     status: Literal["finished", "stopped"],
-    weights: ScoringWeights = ScoringWeights(),
-    confidence: float = LEVEL,
-    reason: str | None = None,
-) -> list[LeaderboardRow]:
+    reason: str | None,
+    ratings: Iterable[tuple[str, float, int, int]],
+) -> None:
     """Mark the tournament finished or stopped, with the `reason` its run ended before its
-    schedule's last match (none: it played them all), snapshot its own leaderboard and return
-    it (its composite weighed with `weights`, its ties judged at `confidence`), so that the run
-    reports the table it stored.
-
-    The snapshot keeps the table as it was reported, whatever later changes to the rating
-    formula; a tournament stopped, resumed and finished has one snapshot per ending.
-    Contestants without a rating yet (no match played) are not snapshotted.
-    """
+    schedule's last match (none: it played them all), and snapshot the `ratings` of its table
+    as reported: (contestant, rating, matches, wins) each."""
     if status not in ("finished", "stopped"):
         raise ValueError(f"a tournament ends 'finished' or 'stopped', not {status!r}")
-    table = leaderboard(engine, tournament_id, weights=weights, confidence=confidence)
-    rated = [(row, row.rating) for row in table if row.rating is not None]
     with Session(engine) as session:
-        tournament = _require(session, TournamentRow, tournament_id)
+        tournament = require(session, TournamentRow, tournament_id)
         tournament.status = status
         tournament.finished_at = utcnow()
         session.add(tournament)
@@ -793,18 +495,17 @@ def finish_tournament(
             session.delete(ended)
         elif reason is not None:
             session.merge(RunEndRow(tournament_id=tournament_id, reason=reason))
-        for row, rating in rated:
+        for contestant, rating, matches, wins in ratings:
             session.add(
                 RatingSnapshot(
                     tournament_id=tournament_id,
-                    contestant=row.contestant,
+                    contestant=contestant,
                     rating=rating,
-                    matches=row.matches,
-                    wins=row.wins,
+                    matches=matches,
+                    wins=wins,
                 )
             )
         session.commit()
-    return table
 
 
 def spent(engine: Engine, tournament_id: int) -> tuple[int, float]:
@@ -853,15 +554,15 @@ def list_matches(
 ) -> list[MatchRow]:
     """Matches in schedule order (tournament, then index): of a tournament, of several, or of
     all when none is given; `limit` of them from the `offset`-th on (a page of them)."""
-    tournament_ids = _ids(tournaments)
+    chosen = tournament_ids(tournaments)
     with Session(engine) as session:
         statement = select(MatchRow).order_by(
             col(MatchRow.tournament_id), col(MatchRow.index), col(MatchRow.key)
         )
-        if tournament_ids is not None:
-            for tournament_id in tournament_ids:
-                _require(session, TournamentRow, tournament_id)
-            statement = statement.where(col(MatchRow.tournament_id).in_(tournament_ids))
+        if chosen is not None:
+            for tournament_id in chosen:
+                require(session, TournamentRow, tournament_id)
+            statement = statement.where(col(MatchRow.tournament_id).in_(chosen))
         return list(session.exec(statement.offset(offset).limit(limit)))
 
 
@@ -964,7 +665,7 @@ def match_detail(engine: Engine, match_id: int, with_calls: bool = True) -> Matc
     """The match; `with_calls` False leaves its model calls out (a year of an agent's are
     thousands of rows, which a reader of one day or of the charts does not need)."""
     with Session(engine) as session:
-        match = _require(session, MatchRow, match_id)
+        match = require(session, MatchRow, match_id)
         days = session.get(DayLogRow, match_id)
         return MatchDetail(
             match=match,
@@ -988,7 +689,7 @@ def transcript(engine: Engine, match_id: int, day: int | None = None) -> list[Tr
     """What the match's merchants said to their models and heard (of one `day`, or of every
     day), day by day and merchant by merchant as they were stored; NotFound for an unknown match."""
     with Session(engine) as session:
-        _require(session, MatchRow, match_id)
+        require(session, MatchRow, match_id)
         statement = select(TranscriptRow).where(col(TranscriptRow.match_id) == match_id)
         if day is not None:
             statement = statement.where(col(TranscriptRow.day) == day)
@@ -1016,7 +717,7 @@ def _deviation_path(session: Session, match_id: int) -> DeviationPath | None:
     if row is None:
         return None
     return DeviationPath(
-        probe=deviation.DeviationProbe.model_validate_json(row.probe),
+        probe=DeviationProbe.model_validate_json(row.probe),
         days_played=decode(row.columns, row.decisions),
         faults=_match_records(session, DeviationFaultRow, match_id, Fault),
         calls=_match_records(session, DeviationCallRow, match_id, ModelCallRecord),
@@ -1089,7 +790,8 @@ def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, A
     connection.exec_driver_sql(sql, values)
 
 
-def _require(session: Session, table: type[Row], row_id: int) -> Row:
+def require(session: Session, table: type[Row], row_id: int) -> Row:
+    """The row of `table` with that id; NotFound if there is none."""
     row = session.get(table, row_id)
     if row is None:
         raise NotFound(f"no {table.__tablename__} with id {row_id}")

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from arena.cli import app, output
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
+from results import recording
 from results.storage import store
 from results.storage.db import engine_for
 from tournaments.config import ContestantEntry
@@ -52,7 +53,7 @@ def stored(tmp_path_factory) -> tuple[str, int, dict[str, int]]:
         }
         spec = MatchSpec(key=lineup, index=index, scenario=scenario.name, seed=1, days=10, seats=tuple(seats))
         played = play_here([Match(spec, scenario, MatchRules(seed=1), plan_contestants(entries.values()))])[0]
-        ids[lineup] = store.save_match(engine, tournament, played)
+        ids[lineup] = recording.save_match(engine, tournament, played)
     engine.dispose()
     return url, tournament, ids
 

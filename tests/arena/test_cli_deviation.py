@@ -14,9 +14,9 @@ from probed_match import CALVANO, DAYS, store_probed_match
 from typer.testing import CliRunner
 
 from arena.cli import app, output
-from results.presentation.report import build_report
 from results.records import PlayedScenarios
-from results.scoring.collusion import CollusionSettings
+from results.report import build_report
+from results.settings import CollusionSettings
 from results.storage.db import engine_for
 
 runner = CliRunner()

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from arena.cli import app, output
 from market.scenario import load_scenario
+from results import leaderboard, recording
 from results.storage import store
 from results.storage.db import engine_for
 from tournaments.config import ContestantEntry
@@ -52,8 +53,8 @@ def stored(tmp_path_factory) -> tuple[str, int, dict[str, int]]:
         contestants = [ContestantEntry(name=s, kind=KINDS[s][0], params=KINDS[s][1]) for s in seats]
         spec = MatchSpec(key=name, index=index, scenario=name, seed=1, days=12, seats=seats)
         played = play_here([Match(spec, scenario, MatchRules(seed=1), plan_contestants(contestants))])[0]
-        ids[name] = store.save_match(engine, tournament, played, scenario)
-    store.finish_tournament(engine, tournament, "finished")
+        ids[name] = recording.save_match(engine, tournament, played, scenario)
+    leaderboard.finish_tournament(engine, tournament, "finished")
     engine.dispose()
     return url, tournament, ids
 

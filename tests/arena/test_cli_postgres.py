@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from arena.cli.exits import EXIT_DATABASE
+from results import leaderboard
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.schema import ContestantRow, TournamentRow
@@ -123,7 +124,7 @@ def stored(engine, name: str) -> dict:
             (v._replace(match_id=keys[v.match_id]) for v in store.metrics(engine, tournament.id)),
             key=lambda v: v.match_id,
         ),
-        "leaderboard": store.leaderboard(engine, tournament.id),
+        "leaderboard": leaderboard.leaderboard(engine, tournament.id),
     }
 
 

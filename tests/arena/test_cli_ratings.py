@@ -11,8 +11,9 @@ from ranked_matches import finished
 from typer.testing import CliRunner
 
 from arena.cli import app
+from results.recording import save_match
 from results.storage.db import engine_for
-from results.storage.store import save_match, start_tournament
+from results.storage.store import start_tournament
 
 runner = CliRunner()
 

@@ -13,6 +13,7 @@ from arena.cli import app, output
 from contestants.calls.types import Answer, CompletionRequest, TokenUsage
 from contestants.llm.providers import Provider, register_provider
 from market.scenario import load_scenario
+from results import recording
 from results.storage import store
 from results.storage.db import engine_for
 from tournaments.config import ContestantEntry
@@ -57,7 +58,7 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
     tournament = store.start_tournament(
         engine, "t", "t.yaml", "", "h", 1, [(e.name, e.kind, e.params) for e in entries.values()], 1
     )
-    match_id = store.save_match(engine, tournament, finished)
+    match_id = recording.save_match(engine, tournament, finished)
 
     shown = CliRunner().invoke(app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db", "--json"])
     calls = json.loads(shown.stdout)["calls"]

@@ -18,8 +18,10 @@ from ranked_matches import finished
 from typer.testing import CliRunner
 
 from arena.cli import app, output
+from results.leaderboard import finish_tournament
+from results.recording import save_match
 from results.storage.db import engine_for
-from results.storage.store import finish_tournament, save_match, start_tournament
+from results.storage.store import start_tournament
 from tournaments.config import load_tournament
 from tournaments.schedule import schedule
 

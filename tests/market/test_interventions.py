@@ -15,7 +15,7 @@ from market.engine import Market
 from market.equilibrium import by_seat
 from market.scenario import Scenario, load_scenario
 from market.types import RejectionCode
-from results.presentation.report import intervention_bands
+from results.presentation.match_charts import intervention_bands
 from results.scoring.metrics import compute
 
 CALVANO = load_scenario("calvano")  # one product, "good"; Nash 1.47293, monopoly 1.92498 for two

@@ -20,11 +20,15 @@ from sqlmodel import Session, update
 from market.equilibrium import SeatBenchmarks
 from market.scenario import Event, Scenario, load_scenario
 from market.types import DayRecord
+from results.leaderboard import leaderboard
+from results.recording import save_match
 from results.records import FinishedMatch, MarketScores, MerchantResult, PlayedScenarios, PriceWindow
-from results.scoring.collusion import CollusionSettings, gain, runs, seat_benchmarks
+from results.rescoring import rescore
+from results.scoring.collusion import gain, runs, seat_benchmarks
 from results.scoring.metrics import compute
+from results.settings import CollusionSettings
 from results.storage.schema import MetricRow
-from results.storage.store import leaderboard, match_detail, metrics, rescore, save_match, start_tournament
+from results.storage.store import match_detail, metrics, start_tournament
 
 CALVANO = load_scenario("calvano")
 

@@ -6,7 +6,7 @@ import pytest
 
 from market.daylog import DayLog
 from results.scoring import deviation
-from results.scoring.deviation import DeviationProbe
+from results.settings import DeviationProbe
 
 DAYS = 6
 

@@ -18,12 +18,13 @@ from market.types import DayRecord
 from results.errors import NotFound
 from results.presentation import export as export_module
 from results.presentation.export import SCHEMAS, ExportError, export
+from results.recording import save_match
 from results.records import ModelCallRecord
-from results.scoring.deviation import DeviationProbe
 from results.scoring.metrics import METRICS
+from results.settings import DeviationProbe
 from results.storage import store
 from results.storage.schema import MatchResultRow, MetricRow, ModelCallRow
-from results.storage.store import match_detail, save_match, start_tournament
+from results.storage.store import match_detail, start_tournament
 
 FORMATS = ["csv", "parquet"]
 

@@ -20,8 +20,9 @@ from market.equilibrium import SeatBenchmarks, by_seat
 from market.scenario import Scenario, load_scenario
 from market.types import DayRecord
 from results.scoring import collusion
-from results.scoring.collusion import CollusionSettings, NoBenchmarks, apart, gain, gap_note, seat_benchmarks
+from results.scoring.collusion import NoBenchmarks, apart, gain, gap_note, seat_benchmarks
 from results.scoring.metrics import Scores, compute
+from results.settings import CollusionSettings
 
 DAYS = 4  # the window: days 3 and 4
 # scenarios whose benchmarks are far enough apart at these sizes (Nash and monopoly profits

@@ -13,11 +13,13 @@ from typer.testing import CliRunner
 from arena.cli import app, output
 from market.engine import Market
 from market.scenario import Scenario
+from results import leaderboard, recording
 from results.presentation.export import export
+from results.readings import LeaderboardRecords, Seat
 from results.records import FinishedMatch
 from results.scoring.composite import ScoringWeights
 from results.scoring.metrics import compute, match_results
-from results.scoring.ratings import LeaderboardRecords, Seat, compute_leaderboard, ranked_matches
+from results.scoring.ratings import compute_leaderboard, ranked_matches
 from results.storage import store
 
 CAMPAIGN = Scenario.model_validate(
@@ -128,7 +130,7 @@ def test_goals_are_stored_read_back_exported_and_on_the_leaderboard(engine, tour
         days_played=log,
         faults=[],
     )
-    match_id = store.save_match(engine, tournament, match, CAMPAIGN)  # metrics computed as it is saved
+    match_id = recording.save_match(engine, tournament, match, CAMPAIGN)  # metrics computed as it is saved
     assert store.match_detail(engine, match_id).goals == scores.goals
     export(engine, tournament, tmp_path, "csv")
     exported = pyarrow.csv.read_csv(tmp_path / "goals.csv").to_pylist()
@@ -136,7 +138,7 @@ def test_goals_are_stored_read_back_exported_and_on_the_leaderboard(engine, tour
     assert {(row["contestant"], row["metric"], row["met"]) for row in exported} == {
         ({"a": "alpha", "b": "beta"}[g.merchant], g.metric, g.met) for g in scores.goals
     }
-    rows = {row.contestant: row for row in store.leaderboard(engine, tournament)}
+    rows = {row.contestant: row for row in leaderboard.leaderboard(engine, tournament)}
     assert rows["alpha"].goals_met == pytest.approx(scores.merchants["a"]["goals_met"])
 
 
@@ -182,7 +184,7 @@ def test_what_scripted_competitors_did_is_exported_and_shown(engine, tournament,
         days_played=log,
         faults=[],
     )
-    match_id = store.save_match(engine, tournament, match, with_shop)
+    match_id = recording.save_match(engine, tournament, match, with_shop)
     export(engine, tournament, tmp_path, "csv")
     rows = pyarrow.csv.read_csv(tmp_path / "competitor_days.csv").to_pylist()
     assert [(r["competitor"], r["day"], r["product"]) for r in rows] == [

@@ -15,14 +15,8 @@ from market.env import MarketEnv
 from market.scenario import Event, Scenario
 from market.types import MESSAGE_LIMIT, DayRecord, Rejection, RejectionCode
 from results.records import Fault, RecallResult
-from results.scoring.metrics import (
-    MARKET_METRICS,
-    METRICS,
-    REJECTION_KINDS,
-    compute,
-    match_results,
-    rejection_kind,
-)
+from results.scoring.match_records import REJECTION_KINDS, rejection_kind
+from results.scoring.metrics import MARKET_METRICS, METRICS, compute, match_results
 
 
 @pytest.fixture(scope="module")
@@ -573,7 +567,7 @@ def test_market_share_counts_what_scripted_competitors_sold():
     """A solo merchant against a shop: its share is its units over its units plus the shop's,
     and the report's share chart ends at the same value."""
     from market.engine import Market
-    from results.presentation.report import share_series
+    from results.presentation.match_charts import share_series
 
     data = Scenario.model_validate(
         {

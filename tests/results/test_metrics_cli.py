@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from market.scenario import load_scenario
-from results.scoring.collusion import CollusionSettings
+from results.recording import save_match
 from results.scoring.metrics import METRICS, compute
+from results.settings import CollusionSettings
 from results.storage.db import engine_for
 from results.storage.schema import MetricRow
-from results.storage.store import metrics, save_match, start_tournament
+from results.storage.store import metrics, start_tournament
 from tournaments.config import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants

@@ -10,19 +10,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from market.scenario import Scenario
+from results.recording import save_match
 from results.records import Fault, MetricNote, PlayedScenarios
-from results.scoring.collusion import CollusionSettings
+from results.rescoring import rescore
 from results.scoring.metrics import METRICS, compute
+from results.settings import CollusionSettings
 from results.storage.schema import DayLogRow, MetricRow
-from results.storage.store import (
-    MetricValue,
-    NotFound,
-    match_detail,
-    metrics,
-    rescore,
-    save_match,
-    start_tournament,
-)
+from results.storage.store import MetricValue, NotFound, match_detail, metrics, start_tournament
 
 NONE = PlayedScenarios({})  # no scenario: the metrics that need one are left empty
 

@@ -8,16 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from results.readings import CallsSpent, LeaderboardRecords, Seat
 from results.scoring.rating_fit import fit
-from results.scoring.ratings import (
-    CallsSpent,
-    LeaderboardRecords,
-    LeaderboardRow,
-    Seat,
-    compute_leaderboard,
-    cost_front,
-    market_share,
-)
+from results.scoring.ratings import LeaderboardRow, compute_leaderboard, cost_front, market_share
 
 
 def test_the_market_share_of_hand_made_draws():

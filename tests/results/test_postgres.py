@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel, select
 
+from results import leaderboard, recording
 from results.records import RecallResult
 from results.storage import store
 from results.storage.db import DatabaseError, engine_for
@@ -95,10 +96,10 @@ def _recorded(engine: Engine, make_match, stamp: float) -> int:
         r.model_copy(update={"market_share": stamp, "profit": -stamp * 1e300, "final_cash": 1e-300 / 3})
         for r in match.merchants
     ]
-    store.save_match(
+    recording.save_match(
         engine, tournament, match.model_copy(update={"merchants": merchants, "wall_seconds": 1 / 7})
     )
-    store.finish_tournament(engine, tournament, "finished")
+    leaderboard.finish_tournament(engine, tournament, "finished")
     return tournament
 
 

@@ -19,16 +19,18 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from arena.cli.output import out
+from results import leaderboard
 from results.errors import NotFound
 from results.presentation import chromium, views
-from results.presentation.report import HeadToHead, ReportError, build_report, write_report
+from results.presentation.report_page import HeadToHead, ReportError
+from results.recording import save_match
 from results.records import ModelCallRecord, PlayedScenarios
+from results.report import build_report, write_report
 from results.scoring.metrics import METRICS
 from results.scoring.ratings import cost_front
-from results.storage import store
 from results.storage.db import engine_for
 from results.storage.schema import MetricRow
-from results.storage.store import get_tournament, list_matches, match_detail, save_match, start_tournament
+from results.storage.store import get_tournament, list_matches, match_detail, start_tournament
 from tournaments.config import stored_tournament
 
 SCENARIO = """\
@@ -170,7 +172,7 @@ def test_the_cost_plot_places_each_priced_contestant_and_rings_the_front(rendere
     """beta's calls cost 0.75 USD over its 3 matches; alpha calls no model (0 a match); gamma's
     call has no price, so its cost is unknown and it is left out. The front is the table's."""
     dom, _, engine, tournament_id, _ = rendered
-    rows = store.leaderboard(engine, tournament_id)
+    rows = leaderboard.leaderboard(engine, tournament_id)
     by_name = {row.contestant: row for row in rows}
     assert by_name["beta"].cost_per_match == pytest.approx(0.25) and by_name["alpha"].cost_per_match == 0
     plot = dom.one(id="leaderboard").one("svg", **{"aria-label": "Rating against cost per match"})

@@ -15,8 +15,10 @@ from page_reader import Node, parse
 from market.equilibrium import equilibria
 from market.scenario import Scenario, load_scenario
 from results.presentation import chromium
-from results.presentation.report import benchmark_levels, build_report, write_report
-from results.storage.store import get_tournament, list_matches, save_match, start_tournament
+from results.presentation.match_charts import benchmark_levels
+from results.recording import save_match
+from results.report import build_report, write_report
+from results.storage.store import get_tournament, list_matches, start_tournament
 from tournaments.config import stored_tournament
 
 CALVANO = load_scenario("calvano")

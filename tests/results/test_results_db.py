@@ -7,9 +7,10 @@ from older_arena import as_an_older_arena_left_it, layout_of
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from results.recording import save_match
 from results.records import RecallResult
 from results.storage.db import DatabaseError, engine_for
-from results.storage.store import list_tournaments, match_detail, save_match, start_tournament
+from results.storage.store import list_tournaments, match_detail, start_tournament
 
 
 def test_sqlite_gets_wal_and_foreign_keys(tmp_path):

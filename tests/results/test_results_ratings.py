@@ -5,11 +5,14 @@ import random
 import pytest
 from sqlmodel import Session, select
 
+from results.leaderboard import finish_tournament, leaderboard
+from results.readings import RankedMatch
+from results.recording import save_match
 from results.scoring.composite import ScoringWeights
-from results.scoring.ratings import RankedMatch, elo
+from results.scoring.ratings import elo
 from results.storage.db import engine_for
 from results.storage.schema import MatchResultRow, MatchRow, MetricRow
-from results.storage.store import NotFound, finish_tournament, leaderboard, save_match, start_tournament
+from results.storage.store import NotFound, start_tournament
 
 
 def _m(index: int, **ranks: int) -> RankedMatch:

@@ -11,6 +11,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from market.daylog import SCALARS, DayLog
+from results.leaderboard import finish_tournament, leaderboard
+from results.recording import save_match, save_matches
 from results.records import Fault, FinishedMatch, RecallResult
 from results.storage.schema import (
     ContestantRow,
@@ -23,16 +25,12 @@ from results.storage.schema import (
 from results.storage.store import (
     NotFound,
     find_resumable,
-    finish_tournament,
     finished_keys,
     get_tournament,
-    leaderboard,
     list_matches,
     list_tournaments,
     match_detail,
     resume_tournament,
-    save_match,
-    save_matches,
     start_tournament,
 )
 

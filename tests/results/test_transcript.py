@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from common.model_calls import Message, ToolCall
-from results.presentation.transcript import day_rows, notes_kept, steps_of
 from results.records import TranscriptRecord
+from results.storage.transcript_codec import day_rows, notes_kept, steps_of
 
 KEYS = st.sampled_from(["plan", "stock", "error", "rival"])
 CALLS = st.lists(

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.cli import app
+from results import leaderboard
 from results.scoring.rating_fit import fit
 from results.storage import store
 from results.storage.db import engine_for
@@ -65,7 +66,10 @@ def test_it_plays_the_rounds_its_schedule_chooses_and_says_why_it_ended(whole, t
     assert summary.ended == ended and summary.stopped is None
     assert store.run_end(engine, summary.tournament_id) == ended
     # the rounds chosen again from the stored rankings are the matches stored, index for index
-    again, rankings = AdaptiveSchedule(load_tournament(path)), store.rankings(engine, summary.tournament_id)
+    again, rankings = (
+        AdaptiveSchedule(load_tournament(path)),
+        leaderboard.rankings(engine, summary.tournament_id),
+    )
     chosen = []
     while (round_ := again.next_round([m.ranks for m in rankings if m.order[1] < len(chosen)])).matches:
         chosen += round_.matches

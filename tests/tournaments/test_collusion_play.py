@@ -13,7 +13,8 @@ from market.daylog import DayLog
 from market.equilibrium import by_seat, equilibria
 from market.scenario import Event, Scenario, load_scenario
 from results.records import FinishedMatch, MarketScores, PriceWindow
-from results.scoring.collusion import CollusionSettings, demand_scale
+from results.scoring.collusion import demand_scale
+from results.settings import CollusionSettings
 from tournaments.config import ContestantEntry
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants

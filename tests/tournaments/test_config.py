@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario
-from results.scoring.collusion import CollusionSettings
 from results.scoring.composite import ScoringWeights
+from results.settings import CollusionSettings
 from tournaments.config import ConfigError, load_tournament, load_weights
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,9 +18,9 @@ import yaml
 
 from market.engine import Market
 from market.scenario import load_scenario
+from results import rescoring
 from results.records import PlayedScenarios
-from results.scoring.collusion import CollusionSettings
-from results.scoring.deviation import DeviationProbe
+from results.settings import CollusionSettings, DeviationProbe
 from results.storage import store
 from results.storage.db import engine_for
 from tournaments.config import ConfigError, ContestantEntry, load_tournament
@@ -219,7 +219,7 @@ def test_learners_punish_a_one_day_deviation_to_the_best_response_and_it_does_no
 def test_rescoring_computes_the_deviation_measures_again_from_the_stored_paths(learners):
     engine, tournament = learners
     before = measures(engine, tournament)
-    store.rescore(engine, tournament, PlayedScenarios({"": ({"calvano": CALVANO}, CollusionSettings())}))
+    rescoring.rescore(engine, tournament, PlayedScenarios({"": ({"calvano": CALVANO}, CollusionSettings())}))
     assert measures(engine, tournament) == before
 
 

@@ -22,6 +22,7 @@ from fakes.server import overlapping
 from typer.testing import CliRunner
 
 from arena.cli import app
+from results import leaderboard
 from results.storage import store
 from results.storage.db import engine_for
 from tournaments.config import load_tournament
@@ -116,7 +117,7 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
     )  # reported by the API, recorded
     assert {c.served_model for c in calls} == {"gpt-6-astra", "claude-sonnet-5-5"}
     assert [c for c in openai_api.calls + anthropic_api.calls if c.status != 200] == []
-    rows = {row.contestant: row for row in store.leaderboard(engine)}
+    rows = {row.contestant: row for row in leaderboard.leaderboard(engine)}
     assert rows["astra"].cost > 0 and rows["sonnet"].cost > 0
     assert no_secret_in(tmp_path, result)
 

@@ -16,10 +16,12 @@ from contestants.llm.providers import Provider, register_provider
 from market.equilibrium import by_seat
 from market.scenario import Scenario, load_scenario
 from results.presentation.export import export
-from results.records import FinishedMatch, OffPathSettings
+from results.recording import save_match
+from results.records import FinishedMatch
 from results.scoring.collusion import seat_benchmarks
+from results.settings import OffPathSettings
 from results.storage.db import engine_for
-from results.storage.store import match_detail, save_match, start_tournament
+from results.storage.store import match_detail, start_tournament
 from tournaments.config import ContestantEntry, load_tournament
 from tournaments.estimate import estimate
 from tournaments.match import Match, MatchRules, play_here

@@ -16,7 +16,7 @@ from page_reader import parse
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
 from results.presentation import chromium
-from results.presentation.report import write_report
+from results.report import write_report
 from results.storage import store
 from results.storage.db import engine_for
 from tournaments.config import load_tournament, stored_tournament

@@ -14,6 +14,7 @@ from arena.cli import app
 from common.yaml_files import ConfigError
 from contestants.qlearning import QLearningParams, Session, learn
 from market.scenario import load_scenario
+from results import rescoring
 from results.records import PlayedScenarios
 from results.storage import store
 from results.storage.db import engine_for
@@ -65,7 +66,7 @@ def test_learners_in_a_tournament_learn_their_sessions_and_store_their_convergen
             assert stored[name, "learning_periods"] == session.periods
             assert stored[name, "converged"] == float(session.converged) == 1.0
         assert ("fixed", "converged") not in stored
-    assert store.rescore(engine, tournament_id, PlayedScenarios({})) == 6
+    assert rescoring.rescore(engine, tournament_id, PlayedScenarios({})) == 6
     assert {
         (v.match_id, v.merchant, v.name)
         for v in store.metrics(engine, tournament_id)

@@ -13,8 +13,9 @@ from arena.cli import app, output
 from contestants.base import DeadlinePassed, Params, RecallQuestion
 from contestants.baselines import FixedPrice, FixedPriceParams
 from market.env import MarketEnv
+from results.recording import save_match
 from results.storage.db import engine_for
-from results.storage.store import list_matches, match_detail, save_match, start_tournament
+from results.storage.store import list_matches, match_detail, start_tournament
 from tournaments.config import ContestantEntry, load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants

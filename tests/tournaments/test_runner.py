@@ -12,9 +12,10 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from arena.cli import app
+from results.leaderboard import leaderboard
 from results.storage.db import engine_for
 from results.storage.schema import FaultRow, MatchRow, ModelCallRow, TournamentRow
-from results.storage.store import leaderboard, list_matches, match_detail, run_progress
+from results.storage.store import list_matches, match_detail, run_progress
 from tournaments.cluster import ClusterError
 from tournaments.config import load_tournament
 from tournaments.match import LOSSES_ALLOWED

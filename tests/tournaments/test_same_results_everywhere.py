@@ -63,7 +63,7 @@ from pathlib import Path
 import ray
 
 from results.storage.db import engine_for
-from results.storage.store import leaderboard
+from results.leaderboard import leaderboard
 from tournaments.cluster import init_ray
 from tournaments.config import load_tournament
 from tournaments.run import run_tournament

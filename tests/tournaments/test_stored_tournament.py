@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from results.scoring.collusion import CollusionSettings
 from results.scoring.composite import ScoringWeights
+from results.settings import CollusionSettings
 from results.storage.schema import TournamentRow
 from tournaments.config import load_tournament, stored_tournament
 

@@ -17,13 +17,15 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from common.yaml_files import ConfigError
+from results import leaderboard
+from results.leaderboard import rankings
 from results.presentation.export import export
-from results.presentation.report import build_report, sweep_part
 from results.records import PlayedScenarios
-from results.scoring.sweeps import by_cell
+from results.report import build_report, sweep_part
 from results.storage import store
 from results.storage.db import engine_for
-from results.storage.store import list_matches, match_detail, rankings, sweep_cells
+from results.storage.store import list_matches, match_detail, sweep_cells
+from results.sweep_summary import by_cell
 from tournaments.config import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_tournament
@@ -404,5 +406,5 @@ def test_every_copy_a_sweep_plays_is_a_contestant_of_the_record_under_one_name(t
     engine = engine_for(f"sqlite:///{tmp_path}/arena.db")
     tournament_id = run_tournament(tournament, engine).tournament_id
     assert list(store.contestant_kinds(engine, tournament_id)) == ["firm1", "rule", "firm2", "firm3"]
-    board = {row.contestant: row.matches for row in store.leaderboard(engine, tournament_id)}
+    board = {row.contestant: row.matches for row in leaderboard.leaderboard(engine, tournament_id)}
     assert board == {"firm1": 2, "rule": 2, "firm2": 1, "firm3": 1}

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from common.model_calls import Message, ToolCall
+from results.recording import save_match
 from results.records import FinishedMatch, MerchantResult, TranscriptRecord
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.schema import RunProgressRow
-from results.storage.store import save_match, start_tournament
+from results.storage.store import start_tournament
 from viewer.app import InThread, open_for_reading
 
 HOSTILE = (

@@ -24,6 +24,7 @@ from probed_match import store_probed_match
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
+from results import leaderboard
 from results.errors import DatabaseError
 from results.scoring.composite import ScoringWeights
 from results.storage import store
@@ -274,8 +275,8 @@ def test_a_probed_matchs_deviated_path_is_charted_beside_it(tmp_path):
 
 def test_a_leaderboard_asked_for_by_many_at_once_is_computed_once(stored: Stored, monkeypatch):
     computed = []
-    real = store.leaderboard
-    monkeypatch.setattr(store, "leaderboard", lambda *a, **k: computed.append(1) or real(*a, **k))
+    real = leaderboard.leaderboard
+    monkeypatch.setattr(leaderboard, "leaderboard", lambda *a, **k: computed.append(1) or real(*a, **k))
     engine = open_for_reading(stored.url)
     leaderboards = Leaderboards(engine)
     try:

@@ -33,6 +33,7 @@ from contestants.llm.retry import error_in
 from contestants.llm.too_long import TooLong, too_long
 from market.env import MarketEnv
 from market.scenario import Scenario
+from results import recording
 from results.records import FinishedMatch, StoppedMatch
 from results.storage import store
 from results.storage.db import engine_for
@@ -725,7 +726,7 @@ def test_refusals_are_counted_per_merchant_shown_and_exported(fake_openai, monke
     tournament = store.start_tournament(
         engine, "t", "t.yaml", "", "h", 1, [("agent", "llm", {}), ("fixed", "fixed_price", {})], 1
     )
-    match_id = store.save_match(engine, tournament, finished)
+    match_id = recording.save_match(engine, tournament, finished)
     monkeypatch.setattr(output.out, "width", 250)  # one line per row
     shown = CliRunner().invoke(app, ["show", str(match_id), "--db", db]).stdout
     results = shown.split("┓", 1)[1].split("┘", 1)[0].splitlines()  # the first table: the results
