@@ -62,11 +62,11 @@ from tournaments.config import (
     ConfigError,
     StoredTournament,
     Tournament,
-    load_tournament,
     load_weights,
     played_scenarios,
     stored_tournament,
 )
+from tournaments.load import load_tournament
 from tournaments.schedule import schedule
 
 if TYPE_CHECKING:  # the runner imports Ray, which only a run needs

@@ -23,9 +23,8 @@ from contestants.base import RunOptions
 from contestants.llm.errors import CallsStopped
 from market.engine import Market
 from market.scenario import Scenario
-from tournaments.match import match_seeds
 from tournaments.plan import ContestantPlan, plan_tournament
-from tournaments.schedule import MatchSpec, schedule
+from tournaments.schedule import MatchSpec, match_seeds, schedule
 
 if TYPE_CHECKING:  # the file's models import this module to check what they load
     from tournaments.config import Tournament, TournamentSpec

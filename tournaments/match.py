@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import math
 import time
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -52,7 +51,6 @@ from results.records import (
     OffPathSettings,
     StoppedMatch,
     TranscriptRecord,
-    repeat_key,
 )
 from results.scoring.collusion import CollusionSettings, NoBenchmarks, open_seat_benchmarks, seat_benchmarks
 from results.scoring.deviation import DeviationProbe
@@ -62,7 +60,7 @@ from tournaments.collector import collector_paused, freeze_startup_heap
 from tournaments.deviation_paths import DEVIATED_SUFFIX, forcing, play_both_paths
 from tournaments.plan import ContestantPlan
 from tournaments.recall import RecallQuestions, asks_on, number
-from tournaments.schedule import MatchSpec
+from tournaments.schedule import MatchSpec, match_seeds, repetition_seed
 from tournaments.seats import InlineSeat, Seat, SeatLost, SeatTurn, TurnStuck, describe
 
 if TYPE_CHECKING:  # the processes that play matches need neither
@@ -70,34 +68,6 @@ if TYPE_CHECKING:  # the processes that play matches need neither
     from tournaments.config import TournamentSpec
 
 Played = FinishedMatch | StoppedMatch | DeviationPath
-
-
-def match_seeds(
-    tournament_seed: int, draws: str, seats: int, sample: int = 0, renewed: tuple[int, str] | None = None
-) -> list[int]:
-    """Seeds for the market (first), each seat, and the recall questions (last), from the
-    tournament seed and the match's `draws` (MatchSpec.draws) alone, so a match plays the same
-    wherever and whenever it runs. A repeat (`sample` k > 0, sampling_repeats) of the seat and
-    merchant `renewed` draws that seat's seed anew and keeps every other: only that merchant's
-    own draws (a model's sampling) differ."""
-
-    def spawned(source: str) -> list[int]:
-        sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(source.encode())])
-        return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 2)]
-
-    seeds = spawned(draws)
-    if sample and renewed is not None:
-        seat, name = renewed
-        seeds[1 + seat] = spawned(repeat_key(draws, sample, name))[1 + seat]
-    return seeds
-
-
-def repetition_seed(tournament_seed: int, seed: int) -> int:
-    """The seed of the tournament's matches played with `seed`, whoever plays them: work a
-    kind's merchants share across those matches (a learner's self-play) is seeded from it
-    (contestants.base.Seating)."""
-    sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(b"repetition"), seed])
-    return int(sequence.generate_state(1)[0])
 
 
 @dataclass(frozen=True)

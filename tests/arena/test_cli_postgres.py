@@ -27,7 +27,7 @@ from arena.cli import EXIT_DATABASE, app
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.schema import ContestantRow, TournamentRow
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 runner = CliRunner()

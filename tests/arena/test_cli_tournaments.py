@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from arena import cli
 from results.storage.db import engine_for
 from results.storage.store import finish_tournament, save_match, start_tournament
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.schedule import schedule
 
 runner = CliRunner()

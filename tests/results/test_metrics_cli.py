@@ -19,7 +19,7 @@ from results.scoring.metrics import METRICS, compute
 from results.storage.db import engine_for
 from results.storage.schema import MetricRow
 from results.storage.store import metrics, save_match, start_tournament
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
 from tournaments.schedule import schedule
