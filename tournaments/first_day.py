@@ -1,5 +1,5 @@
 """Whether each language-model contestant of a tournament can play its first day, checked as
-the file is loaded (tournaments.config), before anything is played or written.
+the file is loaded (tournaments.load), before anything is played or written.
 
 For each scenario it plays, its first match of the schedule opens as a run opens it (the same
 seeds), and the merchant takes its first turn rehearsed (contestants.llm.rehearsal): it builds
