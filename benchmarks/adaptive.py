@@ -36,7 +36,8 @@ from scipy.stats import binomtest
 
 from results.scoring.rating_fit import Fit, fit, order_key
 from tournaments.adaptive import AdaptiveSchedule
-from tournaments.config import Tournament, load_tournament
+from tournaments.config import Tournament
+from tournaments.load import load_tournament
 from tournaments.schedule import MatchSpec, schedule
 
 

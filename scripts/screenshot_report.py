@@ -28,7 +28,7 @@ from tournaments.config import stored_tournament  # noqa: E402
 
 def play_here(config: Path, db_url: str) -> int:
     """Play every match of the tournament file in this process; the tournament's id."""
-    from tournaments.config import load_tournament
+    from tournaments.load import load_tournament
     from tournaments.match import Match, MatchRules, play_here
     from tournaments.plan import plan_tournament
     from tournaments.schedule import schedule

@@ -39,7 +39,7 @@ from contestants.kinds import validate_params
 from contestants.llm.providers import validate_settings
 from market.scenario import SHIPPED_SCENARIOS, Scenario
 from results.scoring.composite import ScoringWeights
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.schedule import schedule
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 """Whether each language-model contestant of a tournament can play its first day, checked as
-the file is loaded (tournaments.config), before anything is played or written.
+the file is loaded (tournaments.load), before anything is played or written.
 
 For each scenario it plays, its first match of the schedule opens as a run opens it (the same
 seeds), and the merchant takes its first turn rehearsed (contestants.llm.rehearsal): it builds
@@ -23,9 +23,8 @@ from contestants.base import RunOptions
 from contestants.calls.coordinator import CallsStopped
 from market.engine import Market
 from market.scenario import Scenario
-from tournaments.match import match_seeds
 from tournaments.plan import ContestantPlan, plan_tournament
-from tournaments.schedule import MatchSpec, schedule
+from tournaments.schedule import MatchSpec, match_seeds, schedule
 
 if TYPE_CHECKING:  # the file's models import this module to check what they load
     from tournaments.config import Tournament, TournamentSpec

@@ -7,16 +7,18 @@ one. Before the first day each kind prepares its inline merchants of all the mat
 (a learner's learning phase). Then, each day:
 
 1. the rule merchants played inline decide together from the market's view (play_from_view);
-2. every other merchant takes its turn through its seat, answering the day's recall question
-   first on the days there is one (tournaments.recall);
+2. every other merchant takes its turn through its seat, answering the day's question first
+   on the days there is one: a recall question (tournaments.recall), or on the days the
+   tournament says an off-path one in its place (tournaments.off_path);
 3. the market applies every decision and clears (market.engine.Market.advance), with a
    deviated path's seat forced to its prices on the forced days (tournaments.deviation_paths);
 4. an answer that was no decision at all becomes a fault.
 
 A merchant that gives no usable decision does nothing that day, with a fault; the match goes
 on. After the last day each seat hands over its merchant's model calls and each match is
-scored. A match whose calls stopped (budget, broken model) comes out stopped; one whose seat
-was lost with a machine is lost (MatchLost) and played again from its start.
+scored (tournaments.outcome). A match whose calls stopped (budget, broken model) comes out
+stopped; one whose seat was lost with a machine is lost (MatchLost) and played again from its
+start.
 
 Nothing here knows of Ray: hosted seats (tournaments.hosts) bring it in.
 """
@@ -25,9 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import time
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from common.model_calls import ModelCall
-from contestants.base import Contestant, OffPathQuestion, RunOptions, Seating, ViewPlay
+from contestants.base import Contestant, RunOptions, Seating, ViewPlay
 from contestants.calls.coordinator import CallsStopped
 from market.daylog import DayLog
 from market.engine import Market
@@ -47,56 +47,24 @@ from results.records import (
     FaultKind,
     FinishedMatch,
     ModelCallRecord,
-    OffPathAnswer,
     StoppedMatch,
     TranscriptRecord,
-    repeat_key,
 )
-from results.scoring.collusion import NoBenchmarks, open_seat_benchmarks, seat_benchmarks
+from results.scoring.collusion import NoBenchmarks, seat_benchmarks
 from results.scoring.match_records import UNSOLVED
-from results.scoring.metrics import compute as compute_metrics
-from results.scoring.metrics import match_results
 from results.settings import CollusionSettings, DeviationProbe, OffPathSettings
 from tournaments.collector import collector_paused, freeze_startup_heap
-from tournaments.deviation_paths import DEVIATED_SUFFIX, forcing, play_both_paths
+from tournaments.deviation_paths import DEVIATED_SUFFIX, forcing
+from tournaments.off_path import Asked, OffPathQuestions
+from tournaments.outcome import Played, Recorded, finished_match, with_deviation
 from tournaments.plan import ContestantPlan
-from tournaments.recall import RecallQuestions, asks_on, number
-from tournaments.schedule import MatchSpec
+from tournaments.recall import RecallQuestions, asks_on
+from tournaments.schedule import MatchSpec, match_seeds, repetition_seed
 from tournaments.seats import InlineSeat, Seat, SeatLost, SeatTurn, TurnStuck, describe
 
 if TYPE_CHECKING:  # the processes that play matches need neither
     from market.equilibrium import SeatBenchmarks
     from tournaments.config import TournamentSpec
-
-Played = FinishedMatch | StoppedMatch | DeviationPath
-
-
-def match_seeds(
-    tournament_seed: int, draws: str, seats: int, sample: int = 0, renewed: tuple[int, str] | None = None
-) -> list[int]:
-    """Seeds for the market (first), each seat, and the recall questions (last), from the
-    tournament seed and the match's `draws` (MatchSpec.draws) alone, so a match plays the same
-    wherever and whenever it runs. A repeat (`sample` k > 0, sampling_repeats) of the seat and
-    merchant `renewed` draws that seat's seed anew and keeps every other: only that merchant's
-    own draws (a model's sampling) differ."""
-
-    def spawned(source: str) -> list[int]:
-        sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(source.encode())])
-        return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 2)]
-
-    seeds = spawned(draws)
-    if sample and renewed is not None:
-        seat, name = renewed
-        seeds[1 + seat] = spawned(repeat_key(draws, sample, name))[1 + seat]
-    return seeds
-
-
-def repetition_seed(tournament_seed: int, seed: int) -> int:
-    """The seed of the tournament's matches played with `seed`, whoever plays them: work a
-    kind's merchants share across those matches (a learner's self-play) is seeded from it
-    (contestants.base.Seating)."""
-    sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(b"repetition"), seed])
-    return int(sequence.generate_state(1)[0])
 
 
 @dataclass(frozen=True)
@@ -158,9 +126,10 @@ def inline_seat(
 
 
 class Match:
-    """One path of one match: its seats, its recall questions, and the faults and model
-    calls it has recorded so far. `deviated`: the match's deviated path (MatchRules.deviation),
-    played with the same seeds, its hosted merchants kept apart from the path's."""
+    """One path of one match: its seats, its questions (recall, off-path), and the faults and
+    model calls it has recorded so far (tournaments.outcome.Recorded). `deviated`: the match's
+    deviated path (MatchRules.deviation), played with the same seeds, its hosted merchants kept
+    apart from the path's."""
 
     def __init__(
         self,
@@ -180,6 +149,17 @@ class Match:
         seeds = match_seeds(rules.seed, spec.draws, len(spec.seats), spec.sample, renewed)
         self.market_seed = seeds[0]
         self.questions = RecallQuestions(scenario, spec.seats, np.random.default_rng(seeds[-1]))
+        self.off_path = (
+            OffPathQuestions(
+                rules.off_path,
+                scenario,
+                spec.seats,
+                [self.plans[name].calls_models for name in spec.seats],
+                rules.benchmarks.get(spec.scenario),
+            )
+            if rules.off_path is not None and self.probe is None  # on path only, as recall questions
+            else None
+        )
         self.seats = [
             make_seat(self.plans[name], self.key, scenario, seed, rules.options)
             for name, seed in zip(spec.seats, seeds[1:-1])
@@ -195,11 +175,7 @@ class Match:
             self.by_view.all()
         )  # nobody to ask anything: the rule merchants decide from the view
         self.calls_models = any(plan.calls_models for plan in self.plans.values())
-        self.faults: list[Fault] = []
-        self.calls: list[ModelCallRecord] = []
-        self.transcript: list[TranscriptRecord] = []
-        self.reported: dict[str, dict[str, float]] = {}  # by seat: what its merchant reports of itself
-        self.off_path: list[OffPathAnswer] = []
+        self.recorded = Recorded()
         self.lost: str | None = None  # why, once a seat was lost
 
     def deviated(self) -> Match:
@@ -227,12 +203,14 @@ class Match:
         ]
 
     async def take_turns(self, market: Market, view: MarketView, b: int) -> dict[int, Any]:
-        """Today's recall question, asked and scored, and the turns of the merchants of match
-        b that do not decide from the view: their decisions, by market row."""
+        """Today's question (off-path, else recall), asked and its answers kept, and the turns of
+        the merchants of match b that do not decide from the view: their decisions, by market row."""
         span, day = market.match_rows[b], market.day
         playing = np.flatnonzero(market.playing[span])
         asked = [s for s in playing.tolist() if not self.by_view[s]]
-        off_path = self.off_path_questions(market, b, asked) if self.asks_off_path(day) else {}
+        off_path: Asked = {}
+        if self.off_path is not None and self.off_path.asks_on(day):
+            off_path = self.off_path.draw(market, b, asked)
         question = self.questions.draw(day) if self.asks_recall(day) else None
         if off_path:  # drawn all the same: later days ask what they would without the off-path ones
             question = None
@@ -253,6 +231,19 @@ class Match:
                 ),
                 return_exceptions=True,
             )
+        decisions, answers = self.decisions(day, span.start, asked, turns)
+        if question is not None:
+            self.questions.score(day, question, answers, self.by_record, playing, market.logs[b])
+        if self.off_path is not None:
+            self.off_path.keep(day, off_path, answers)
+        return decisions
+
+    def decisions(
+        self, day: int, first_row: int, asked: list[int], turns: list[SeatTurn | BaseException]
+    ) -> tuple[dict[int, Any], dict[int, Any]]:
+        """The decisions of the `turns` of the merchants at seats `asked`, by market row (the
+        match's first is `first_row`), and their answers to the day's question, by seat. A turn
+        that gave no decision is a fault; a seat lost makes the match lost."""
         decisions, answers = {}, {}
         for s, turn in zip(asked, turns):
             if isinstance(turn, SeatLost):
@@ -264,72 +255,11 @@ class Match:
             if turn.fault is not None:
                 self.fault(day, self.spec.seats[s], *turn.fault)
             else:
-                decisions[span.start + s] = turn.decision
-        if question is not None:
-            self.questions.score(day, question, answers, self.by_record, playing, market.logs[b])
-        for s, (asked_off, posted) in off_path.items():
-            answer = number(answers.get(s))
-            self.off_path.append(
-                OffPathAnswer(
-                    merchant=self.spec.seats[s],
-                    day=day,
-                    **asked_off.model_dump(exclude={"posted"}),
-                    posted=posted,
-                    answer=answer if math.isfinite(answer) else None,
-                )
-            )
-        return decisions
-
-    def asks_off_path(self, day: int) -> bool:
-        """Whether its merchants are asked an off-path question today: on the days its rules
-        say, on path only (as recall questions)."""
-        return self.probe is None and self.rules.off_path is not None and day in self.rules.off_path.days
-
-    def off_path_questions(
-        self, market: Market, b: int, asked: list[int]
-    ) -> dict[int, tuple[OffPathQuestion, float]]:
-        """Today's off-path question of each merchant `asked` (seats of match b) that calls a
-        model, with the rival's real price of yesterday: about the next rival playing in seat
-        order and the scenario's first product, that real price told where rivals' prices are
-        shown (a merchant alone is not asked). A benchmark price is the rival's among the seats
-        open today (results.scoring.collusion.open_seat_benchmarks)."""
-        settings = self.rules.off_path
-        assert settings is not None
-        span, seats = market.match_rows[b], len(self.spec.seats)
-        product = self.scenario.products[0].id
-        solved = self.rules.benchmarks.get(self.spec.scenario)
-        benchmarks = None if isinstance(solved, NoBenchmarks) else solved
-        if isinstance(settings.price, str) and (
-            benchmarks is None or max(self.scenario.opening_days(seats)) > market.day
-        ):  # not solved by the driver (an estimate), or a seat not yet open
-            benchmarks = open_seat_benchmarks(self.scenario, seats, market.day)
-        opening = self.scenario.opening_days(seats)
-        # rivals that posted a price yesterday: playing, and not an entrant opening today
-        playing = [r for r in np.flatnonzero(market.playing[span]).tolist() if opening[r] < market.day]
-        questions = {}
-        for s in asked:
-            rivals = [r for r in playing if r != s]
-            if not self.plans[self.spec.seats[s]].calls_models or not rivals:
-                continue
-            rival = next((r for r in rivals if r > s), rivals[0])
-            if isinstance(settings.price, str):
-                assert benchmarks is not None  # checked with the tournament file (config.check_off_path)
-                levels = benchmarks.nash_price if settings.price == "nash" else benchmarks.monopoly_price
-                price = float(levels[rival, 0])
-            else:
-                price = settings.price
-            posted = float(market.prices[span.start + rival, 0])
-            question = OffPathQuestion(
-                rival=self.spec.seats[rival],
-                product=product,
-                price=price,
-                posted=posted if self.scenario.visibility.rival_prices else None,
-            )
-            questions[s] = (question, posted)
-        return questions
+                decisions[first_row + s] = turn.decision
+        return decisions, answers
 
     def fault(self, day: int, merchant: str, kind: FaultKind, detail: str) -> None:
-        self.faults.append(Fault(day=day, merchant=merchant, kind=kind, detail=detail[:500]))
+        self.recorded.faults.append(Fault(day=day, merchant=merchant, kind=kind, detail=detail[:500]))
 
     async def calls_stopped(self) -> str | None:
         """Why the run's calls have stopped, if they have and this match's merchants call
@@ -353,46 +283,30 @@ class Match:
             elif isinstance(given, BaseException):
                 raise given
             else:
-                self.calls.extend(call_records(seat.name, given.calls))
-                self.reported[seat.name] = given.reported
-                self.transcript.extend(
+                self.recorded.calls.extend(call_records(seat.name, given.calls))
+                self.recorded.reported[seat.name] = given.reported
+                self.recorded.transcript.extend(
                     TranscriptRecord(merchant=seat.name, **step.model_dump()) for step in given.transcript
                 )
         return stuck
 
     def finished(self, log: DayLog, wall_seconds: float) -> FinishedMatch | DeviationPath:
         """The match's result, from its days (a deviated path's: its days, faults and calls)."""
+        recorded = self.recorded
         if self.probe is not None:
-            return DeviationPath(probe=self.probe, days_played=log, faults=self.faults, calls=self.calls)
-        recalls = self.questions.build()
-        scores = compute_metrics(
-            log,
-            recalls,
-            self.faults,
+            return DeviationPath(
+                probe=self.probe, days_played=log, faults=recorded.faults, calls=recorded.calls
+            )
+        return finished_match(
+            self.spec,
             self.scenario,
+            log,
+            self.questions.build(),
+            self.off_path.answers if self.off_path is not None else [],
+            recorded,
             self.rules.collusion,
             self.rules.benchmarks.get(self.spec.scenario, UNSOLVED),
-        )
-        for name, reported in self.reported.items():
-            scores.merchants[name].update(reported)
-        return FinishedMatch(
-            key=self.spec.key,
-            index=self.spec.index,
-            scenario=self.scenario.name,
-            seed=self.spec.seed,
-            days=self.spec.days,
-            wall_seconds=wall_seconds,
-            merchants=match_results(self.spec.seats, log, scores.merchants, self.faults, self.transcript),
-            days_played=log,
-            faults=self.faults,
-            recalls=recalls,
-            metrics=scores.merchants,
-            market=scores.market,
-            goals=scores.goals,
-            notes=scores.notes,
-            calls=self.calls,
-            transcript=self.transcript,
-            off_path=self.off_path,
+            wall_seconds,
         )
 
 
@@ -400,12 +314,41 @@ async def play_matches(
     matches: Sequence[Match], on_day: Callable[[], None] = lambda: None
 ) -> list[FinishedMatch | StoppedMatch]:
     """Play matches of one scenario, length, size and talk side by side, each on its path and,
-    with a deviation probe, deviated too (tournaments.deviation_paths). `on_day` is told of every
-    day of each path."""
+    with a deviation probe, deviated too. `on_day` is told of every day of each path."""
     if matches[0].rules.deviation is not None:
-        return await play_both_paths(matches, on_day, play_side_by_side)
+        return await play_both_paths(matches, on_day)
     played = await play_side_by_side(matches, on_day)
     return [p for p in played if not isinstance(p, DeviationPath)]
+
+
+async def play_both_paths(
+    matches: Sequence[Match], on_day: Callable[[], None]
+) -> list[FinishedMatch | StoppedMatch]:
+    """Each match played on path and deviated (tournaments.deviation_paths), with its deviated
+    path and the measures that compare the two. A match lost on its deviated path is lost with
+    the calls of both.
+
+    Matches whose merchants call models play their deviated paths after their own, so every
+    answer of a day before the deviation is in the response cache already: those days replay
+    from it, at no cost. The others play both paths side by side."""
+    twins = [match.deviated() for match in matches]
+    if any(match.calls_models for match in matches):
+        played = await play_side_by_side(matches, on_day)
+        if any(isinstance(p, StoppedMatch) for p in played):
+            return [p for p in played if not isinstance(p, DeviationPath)]
+        try:
+            deviated = await play_side_by_side(twins, on_day)
+        except MatchLost as lost:  # the calls of the path played are paid too
+            raise MatchLost(lost.reason, [*(call for p in played for call in p.calls), *lost.calls]) from None
+    else:
+
+        def both_paths() -> None:  # a day of the group is a day of each path
+            on_day()
+            on_day()
+
+        both = await play_side_by_side([*matches, *twins], both_paths)
+        played, deviated = both[: len(matches)], both[len(matches) :]
+    return [with_deviation(p, d) for p, d in zip(played, deviated)]
 
 
 async def play_side_by_side(matches: Sequence[Match], on_day: Callable[[], None]) -> list[Played]:
@@ -454,11 +397,12 @@ async def play_side_by_side(matches: Sequence[Match], on_day: Callable[[], None]
             stopped = stopped or stuck
     if stopped is not None:
         return [
-            StoppedMatch(key=m.spec.key, index=m.spec.index, reason=stopped, calls=m.calls) for m in matches
+            StoppedMatch(key=m.spec.key, index=m.spec.index, reason=stopped, calls=m.recorded.calls)
+            for m in matches
         ]
     lost = next((match.lost for match in matches if match.lost), None)
     if lost is not None:
-        raise MatchLost(lost, [call for match in matches for call in match.calls])
+        raise MatchLost(lost, [call for match in matches for call in match.recorded.calls])
     wall = time.perf_counter() - started
     return [match.finished(log.build(), wall) for match, log in zip(matches, market.logs)]
 

@@ -107,27 +107,8 @@ def run_tournament(
     rounds = _Rounds(AdaptiveSchedule(tournament), engine, previous) if spec.format == "adaptive" else None
     todo = rounds.next() if rounds is not None else [m for m in plan if m.key not in done]
     with ray_session(address) if todo else nullcontext():
-        if previous is not None:
-            tournament_id = previous
-            store.resume_tournament(engine, tournament_id)
-        else:  # recorded only once Ray is up, so a bad address leaves nothing behind
-            tournament_id = store.start_tournament(
-                engine,
-                name=spec.name,
-                config_path=tournament.path,
-                config_text=tournament.text,
-                config_hash=tournament.config_hash,
-                seed=spec.seed,
-                contestants=list(  # every cell's: a sweep of copies plays names the file does not list
-                    {
-                        c.name: (c.name, c.kind, c.params)
-                        for cell in tournament.each_cell()
-                        for c in cell.tournament.spec.contestants
-                    }.values()
-                ),
-                planned_matches=len(plan),
-                cells=sweep_cells(tournament, plan),
-            )
+        # recorded only once Ray is up, so a bad address leaves nothing behind
+        tournament_id = _stored_tournament(engine, tournament, plan, previous)
         if rounds is not None:
             rounds.tournament_id = tournament_id
         cells = tournament.each_cell()
@@ -178,6 +159,34 @@ def run_tournament(
     )
     return RunSummary(
         tournament_id, played, len(done), previous is not None, ending.stopped, ending.broken, table, ended
+    )
+
+
+def _stored_tournament(
+    engine: Engine, tournament: Tournament, plan: list[MatchSpec], previous: int | None
+) -> int:
+    """The ID of the run's tournament in the store: `previous` resumed, else a new one recorded
+    with its file, its contestants and its schedule `plan`."""
+    if previous is not None:
+        store.resume_tournament(engine, previous)
+        return previous
+    spec = tournament.spec
+    return store.start_tournament(
+        engine,
+        name=spec.name,
+        config_path=tournament.path,
+        config_text=tournament.text,
+        config_hash=tournament.config_hash,
+        seed=spec.seed,
+        contestants=list(  # every cell's: a sweep of copies plays names the file does not list
+            {
+                c.name: (c.name, c.kind, c.params)
+                for cell in tournament.each_cell()
+                for c in cell.tournament.spec.contestants
+            }.values()
+        ),
+        planned_matches=len(plan),
+        cells=sweep_cells(tournament, plan),
     )
 
 

@@ -15,7 +15,7 @@ merchant plays with): over as many seeds as seats, every contestant plays every 
 
 With sampling_repeats N, every match is followed by N - 1 repeats of it for each of its
 merchants, keys ending `/sample=K:NAME`: the market's draws and the other merchants' the same,
-that merchant's own drawn anew (tournaments.match.match_seeds).
+that merchant's own drawn anew (match_seeds).
 
 A tournament with a sweep plays the schedule of each of its cells in turn, each match's key
 led by its cell's label (`qlearning.alpha=0.05,group_size=2/calvano/seed=0/a+b`).
@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from results.records import SweepCell, market_draw, repeat_key
 
@@ -52,7 +55,7 @@ class MatchSpec:
 
     @property
     def draws(self) -> str:
-        """What the match's random draws are seeded from (tournaments.match.match_seeds): its
+        """What the match's random draws are seeded from (match_seeds): its
         key without its cell, or for a merchant alone its scenario and seed, so that the solo
         matches ranked against one another (results.scoring.ratings.ranked_matches) start from the
         same draws: their merchants meet the same customers as long as their customers choose
@@ -62,6 +65,34 @@ class MatchSpec:
             return f"{self.scenario}/seed={self.seed}"
         key = market_draw(self.key)
         return key.removeprefix(f"{self.cell}/") if self.cell else key
+
+
+def match_seeds(
+    tournament_seed: int, draws: str, seats: int, sample: int = 0, renewed: tuple[int, str] | None = None
+) -> list[int]:
+    """Seeds for the market (first), each seat, and the recall questions (last), from the
+    tournament seed and the match's `draws` (MatchSpec.draws) alone, so a match plays the same
+    wherever and whenever it runs. A repeat (`sample` k > 0, sampling_repeats) of the seat and
+    merchant `renewed` draws that seat's seed anew and keeps every other: only that merchant's
+    own draws (a model's sampling) differ."""
+
+    def spawned(source: str) -> list[int]:
+        sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(source.encode())])
+        return [int(child.generate_state(1)[0]) for child in sequence.spawn(seats + 2)]
+
+    seeds = spawned(draws)
+    if sample and renewed is not None:
+        seat, name = renewed
+        seeds[1 + seat] = spawned(repeat_key(draws, sample, name))[1 + seat]
+    return seeds
+
+
+def repetition_seed(tournament_seed: int, seed: int) -> int:
+    """The seed of the tournament's matches played with `seed`, whoever plays them: work a
+    kind's merchants share across those matches (a learner's self-play) is seeded from it
+    (contestants.base.Seating)."""
+    sequence = np.random.SeedSequence([tournament_seed, zlib.crc32(b"repetition"), seed])
+    return int(sequence.generate_state(1)[0])
 
 
 def schedule(tournament: Tournament) -> list[MatchSpec]:

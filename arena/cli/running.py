@@ -34,7 +34,8 @@ from results.presentation import views
 from results.storage import store
 from results.storage.db import describe_failure, engine_for
 from results.storage.schema import LARGEST_ID
-from tournaments.config import MAX_DAYS, MAX_REPETITIONS, Tournament, load_tournament
+from tournaments.config import MAX_DAYS, MAX_REPETITIONS, Tournament
+from tournaments.load import load_tournament
 from tournaments.schedule import MatchSpec, schedule
 
 if TYPE_CHECKING:  # the runner imports Ray, which only a run needs

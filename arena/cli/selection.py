@@ -22,10 +22,10 @@ from results.storage.schema import TournamentRow, stored_id
 from tournaments.config import (
     ConfigError,
     StoredTournament,
-    load_tournament,
     played_scenarios,
     stored_tournament,
 )
+from tournaments.load import load_tournament
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from results.storage.db import engine_for
 from results.storage.store import start_tournament
 from tests.doubles import CHAOS, LATENCY
 from tests.packages import PACKAGES
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.schedule import schedule
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -29,7 +29,7 @@ from results import leaderboard
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.schema import ContestantRow, TournamentRow
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 runner = CliRunner()

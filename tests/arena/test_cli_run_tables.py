@@ -18,7 +18,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from arena.cli import app, output, progress
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.schedule import schedule
 
 CONTESTANTS = ["fixed", "cost_plus", "undercut", "best_response"]

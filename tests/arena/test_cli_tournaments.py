@@ -22,7 +22,7 @@ from results.leaderboard import finish_tournament
 from results.recording import save_match
 from results.storage.db import engine_for
 from results.storage.store import start_tournament
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.schedule import schedule
 
 runner = CliRunner()

@@ -27,9 +27,9 @@ from contestants.qlearning import (
 from market.equilibrium import price_games
 from market.scenario import Scenario, load_scenario
 from tournaments.config import ContestantEntry
-from tournaments.match import Match, MatchRules, play_here, repetition_seed
+from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
-from tournaments.schedule import MatchSpec
+from tournaments.schedule import MatchSpec, repetition_seed
 
 MASK = 2**64 - 1
 FAST = {"beta": 2e-4, "stable_periods": 2_000, "max_periods": 200_000}  # sessions of ~40,000 periods

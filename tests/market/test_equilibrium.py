@@ -211,7 +211,7 @@ def test_seats_may_only_name_the_scenarios_products_and_positive_costs(tmp_path)
 
 
 def test_a_tournament_whose_matches_do_not_fill_the_seats_is_refused(tmp_path):
-    from tournaments.config import load_tournament
+    from tournaments.load import load_tournament
 
     (tmp_path / "duo.yaml").write_text(
         CALVANO.model_copy(update={"name": "duo", "seats": (Seat(), Seat())}).model_dump_json()

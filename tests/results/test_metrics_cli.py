@@ -20,7 +20,7 @@ from results.settings import CollusionSettings
 from results.storage.db import engine_for
 from results.storage.schema import MetricRow
 from results.storage.store import metrics, start_tournament
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
 from tournaments.schedule import schedule

@@ -15,7 +15,8 @@ import pytest
 from common.yaml_files import ConfigError
 from results.scoring.rating_fit import Fit, Rating, fit
 from tournaments.adaptive import AdaptiveSchedule
-from tournaments.config import Tournament, load_tournament
+from tournaments.config import Tournament
+from tournaments.load import load_tournament
 from tournaments.schedule import MatchSpec, schedule
 
 

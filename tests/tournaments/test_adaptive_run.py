@@ -18,7 +18,7 @@ from results.scoring.rating_fit import fit
 from results.storage import store
 from results.storage.db import engine_for
 from tournaments.adaptive import AdaptiveSchedule
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 pytestmark = pytest.mark.usefixtures("ray_local")

@@ -34,7 +34,7 @@ from arena_process import (
 )
 
 from results.storage.db import engine_for
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 ROOT = Path(__file__).resolve().parents[2]

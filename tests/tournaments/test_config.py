@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from common.yaml_files import ConfigError
 from market.scenario import SHIPPED_SCENARIOS, Scenario, load_scenario
 from results.scoring.composite import ScoringWeights
 from results.settings import CollusionSettings
-from tournaments.config import ConfigError, load_tournament, load_weights
+from tournaments.config import load_weights
+from tournaments.load import load_tournament
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 from arena.cli import app
 from market.scenario import SHIPPED_SCENARIOS
 from results.storage.db import engine_for
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 pytestmark = pytest.mark.slow  # each test plays tournaments in processes of their own

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
+from common.yaml_files import ConfigError
 from market.engine import Market
 from market.scenario import load_scenario
 from results import rescoring
@@ -23,7 +24,8 @@ from results.records import PlayedScenarios
 from results.settings import CollusionSettings, DeviationProbe
 from results.storage import store
 from results.storage.db import engine_for
-from tournaments.config import ConfigError, ContestantEntry, load_tournament
+from tournaments.config import ContestantEntry
+from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
 from tournaments.run import run_tournament

@@ -25,7 +25,8 @@ from common.yaml_files import ConfigError, FileModel, validated
 from contestants.kinds import kinds
 from contestants.llm.providers import provider_class, provider_names
 from market.scenario import Scenario
-from tournaments.config import TournamentSpec, load_tournament
+from tournaments.config import TournamentSpec
+from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_tournament
 from tournaments.schedule import schedule

@@ -25,7 +25,7 @@ from arena.cli import app
 from results import leaderboard
 from results.storage import store
 from results.storage.db import engine_for
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_local")]

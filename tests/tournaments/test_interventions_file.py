@@ -14,7 +14,7 @@ from market.scenario import load_scenario
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.store import list_matches, match_detail
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 BASE = """

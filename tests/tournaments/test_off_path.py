@@ -22,8 +22,9 @@ from results.scoring.collusion import seat_benchmarks
 from results.settings import OffPathSettings
 from results.storage.db import engine_for
 from results.storage.store import match_detail, start_tournament
-from tournaments.config import ContestantEntry, load_tournament
+from tournaments.config import ContestantEntry
 from tournaments.estimate import estimate
+from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
 from tournaments.schedule import MatchSpec

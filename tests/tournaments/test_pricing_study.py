@@ -19,7 +19,8 @@ from results.presentation import chromium
 from results.report import write_report
 from results.storage import store
 from results.storage.db import engine_for
-from tournaments.config import load_tournament, stored_tournament
+from tournaments.config import stored_tournament
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 pytestmark = pytest.mark.usefixtures("ray_local")

@@ -18,9 +18,9 @@ from results import rescoring
 from results.records import PlayedScenarios
 from results.storage import store
 from results.storage.db import engine_for
-from tournaments.config import load_tournament
-from tournaments.match import repetition_seed
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
+from tournaments.schedule import repetition_seed
 
 FAST = {"beta": 2e-4, "stable_periods": 2_000, "max_periods": 200_000}
 OTHER = {**FAST, "alpha": 0.25}

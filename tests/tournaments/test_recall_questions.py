@@ -16,7 +16,8 @@ from market.env import MarketEnv
 from results.recording import save_match
 from results.storage.db import engine_for
 from results.storage.store import list_matches, match_detail, start_tournament
-from tournaments.config import ContestantEntry, load_tournament
+from tournaments.config import ContestantEntry
+from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_contestants
 from tournaments.run import run_tournament

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from arena.cli import app
 from results.scoring.sweeps import ALL_METRICS
 from tournaments import replication
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.replication import PackFigures, load_pack, packs, played_text
 from tournaments.schedule import schedule
 

@@ -17,7 +17,7 @@ from results.storage.db import engine_for
 from results.storage.schema import FaultRow, MatchRow, ModelCallRow, TournamentRow
 from results.storage.store import list_matches, match_detail, run_progress
 from tournaments.cluster import ClusterError
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.match import LOSSES_ALLOWED
 from tournaments.run import run_tournament
 from tournaments.schedule import schedule

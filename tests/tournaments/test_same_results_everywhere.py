@@ -65,7 +65,7 @@ import ray
 from results.storage.db import engine_for
 from results.leaderboard import leaderboard
 from tournaments.cluster import init_ray
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 CPU = ("NPY_DISABLE_CPU_FEATURES", "NUMBA_CPU_NAME", "OPENBLAS_CORETYPE")

@@ -11,7 +11,7 @@ import pytest
 from results.records import market_draw
 from results.storage import store
 from results.storage.db import engine_for
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 pytestmark = pytest.mark.usefixtures("ray_local")

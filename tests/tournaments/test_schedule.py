@@ -14,7 +14,8 @@ import yaml
 
 from common.yaml_files import MAX_SEED, ConfigError
 from tournaments.adaptive import AdaptiveSchedule
-from tournaments.config import Tournament, load_tournament
+from tournaments.config import Tournament
+from tournaments.load import load_tournament
 from tournaments.schedule import largest_seed, schedule
 
 ROOT = Path(__file__).resolve().parents[2]

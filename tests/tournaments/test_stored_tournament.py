@@ -8,7 +8,8 @@ from pathlib import Path
 from results.scoring.composite import ScoringWeights
 from results.settings import CollusionSettings
 from results.storage.schema import TournamentRow
-from tournaments.config import load_tournament, stored_tournament
+from tournaments.config import stored_tournament
+from tournaments.load import load_tournament
 
 TOURNAMENT = """\
 name: stored

@@ -26,7 +26,7 @@ from results.storage import store
 from results.storage.db import engine_for
 from results.storage.store import list_matches, match_detail, sweep_cells
 from results.sweep_summary import by_cell
-from tournaments.config import load_tournament
+from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, play_here
 from tournaments.plan import plan_tournament
 from tournaments.run import run_tournament
