@@ -67,14 +67,17 @@ def test_a_price_cap_binds_from_the_day_it_starts_to_the_day_it_ends(start, leng
     )
     market = play(scenario, [[asked, None]] * days)
     shown = posted(market)
+    start_price = CALVANO.products[0].start_price
+    # a refused price leaves the standing one (yesterday's, or the starting price on day 1),
+    # lowered to the cap
+    standing = asked if start > 1 else start_price
     for day in range(1, days + 1):
         price, rejected = shown[(day, "a")]
         if start <= day <= end and asked > cap:
-            assert price == cap and rejected == [RejectionCode.PRICE_ABOVE_CAP], day
+            assert price == min(standing, cap) and rejected == [RejectionCode.PRICE_ABOVE_CAP], day
         else:
             assert price == asked and rejected == [], day
         # b posts nothing: its starting price stands, lowered to the cap from its first day
-        start_price = CALVANO.products[0].start_price
         assert shown[(day, "b")][0] == (start_price if day < start else min(start_price, cap)), day
 
 
