@@ -38,7 +38,7 @@ from results.scoring.sweeps import KEY_METRICS
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.results_csv import read_results
-from results.storage.schema import LARGEST_ID, MatchRow, stored_id
+from results.storage.schema import LARGEST_ID, MatchRow, row_json, stored_id
 from results.sweep_summary import by_cell
 from tournaments.config import MAX_DAYS, load_weights
 
@@ -213,7 +213,7 @@ def matches(
         chosen = select(engine, db, tournament, pool_all)
         rows = store.list_matches(engine, chosen.ids)
     if as_json:
-        print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
+        print(json.dumps([row_json(row) for row in rows], indent=2))
         return
     out.print(_matches_table(rows, chosen.title()))
     if note := chosen.note():

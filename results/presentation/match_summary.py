@@ -12,12 +12,13 @@ from market.types import record_adapter
 from results.presentation import views
 from results.records import ModelCallRecord, RecallResult, TranscriptRecord
 from results.storage import store
+from results.storage.schema import row_json
 
 
 def match_json(detail: store.MatchDetail, metrics: dict[str, dict[str, float | None]]) -> dict[str, Any]:
     """The match's whole record; `metrics` by merchant and name (views.by_merchant)."""
     return {
-        "match": detail.match.model_dump(mode="json"),
+        "match": row_json(detail.match),
         "results": [r.model_dump() for r in detail.results],
         "metrics": metrics,
         "market": detail.market.model_dump(),
@@ -53,7 +54,7 @@ def _competitors_json(scripted: CompetitorDays | None) -> dict[str, Any] | None:
 def day_json(detail: store.MatchDetail, day: int, transcript: Sequence[TranscriptRecord]) -> dict[str, Any]:
     """One day of the match: each merchant's record, and every step of its model calls."""
     return {
-        "match": detail.match.model_dump(mode="json"),
+        "match": row_json(detail.match),
         "day": day,
         "records": [record_adapter.dump_python(d, mode="json") for d in detail.days if d.day == day],
         "transcript": [step.model_dump(mode="json") for step in transcript],

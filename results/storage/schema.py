@@ -11,6 +11,7 @@ text).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import (
     CheckConstraint,
@@ -69,6 +70,14 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         return value if value is None else value.replace(tzinfo=UTC)
+
+
+def row_json(row: SQLModel) -> dict[str, Any]:
+    """A stored row as JSON, its fields in the order its model declares them: a row read back
+    from the database holds them in whatever order SQLAlchemy loaded them, which changes from
+    one process to the next."""
+    dumped = row.model_dump(mode="json")
+    return {name: dumped[name] for name in type(row).model_fields if name in dumped}
 
 
 class TournamentRow(SQLModel, table=True):

@@ -21,6 +21,7 @@ from arena.cli import app, output
 from results.leaderboard import finish_tournament
 from results.recording import save_match
 from results.storage.db import engine_for
+from results.storage.schema import MatchRow
 from results.storage.store import start_tournament
 from tournaments.load import load_tournament
 from tournaments.schedule import schedule
@@ -160,6 +161,15 @@ def test_matches_lists_the_latest_tournaments_unless_asked_for_more(twice):
         for more in ([], ["--tournament", "1"], ["--all"])
     ]
     assert tournaments == [[2, 2, 2], [1, 1, 1], [1, 1, 1, 2, 2, 2]]
+
+
+def test_a_stored_match_s_fields_come_in_the_order_its_row_declares(twice):
+    """What SQLAlchemy loads comes in no fixed order; the JSON of a stored match does."""
+    _, url = twice
+    listed = json.loads(invoke("matches", "--db", url, "--json").stdout)
+    shown = json.loads(invoke("show", str(listed[0]["id"]), "--db", url, "--json").stdout)["match"]
+    assert [list(match) for match in listed] == [list(MatchRow.model_fields)] * len(listed)
+    assert list(shown) == list(MatchRow.model_fields)
 
 
 @pytest.fixture
