@@ -91,7 +91,7 @@ def test_faulty_merchants_do_not_stop_the_tournament(tmp_path):
         contestants:
           - {name: steady, kind: fixed_price}
           - {name: raiser, kind: chaos, params: {fault: raise, every: 2}}
-          - {name: hanger, kind: chaos, params: {fault: hang, every: 5, hang_s: 8}}
+          - {name: hanger, kind: chaos, params: {fault: hang, every: 5, hang_s: 5}}
           - {name: junk, kind: chaos, params: {fault: garbage}}
           - {name: crasher, kind: chaos, params: {fault: crash, every: 3}}
         """,
