@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from suite_time import RECORDED_SECONDS, ROOT, ci_workers, predicted_seconds, recorded
 
-# .ci/run in a fresh clone takes under 5 minutes on the two-core machine the suite is measured
-# on (docs/benchmarks.md): of its 300 s, the checks and `uv sync` take about 25 s and pytest's
-# start and collection about 20 s; the tests' own time, as the recorded times count it, has
-# the remaining 255 s.
-SUITE_BUDGET_S = 255.0
+# .ci/run in a fresh clone is to take under 5 minutes on the two-core machine the suite is
+# measured on (docs/benchmarks.md): of its 300 s, the checks and `uv sync` take about 25 s, and
+# pytest about 36 s more than the recorded times predict (its start, the collection, the
+# workers' uneven ends: 408 s against 372 predicted, 2026-12-07); the tests' own time, as the
+# recorded times count it, has the remaining 240 s.
+SUITE_BUDGET_S = 240.0
 
 
 def test_every_test_file_has_a_recorded_time():
