@@ -27,11 +27,9 @@ from typing import Any
 import pytest
 from click.testing import Result
 from hypothesis import settings
-from suite_time import RECORDED_SECONDS, file_seconds
+from suite_time import RECORDED_SECONDS, ROOT, file_seconds
 
 from market.types import DayRecord
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # Bytecode caches on, for this process and every process it starts (xdist's workers, `arena`
 # commands, Ray's workers): where PYTHONDONTWRITEBYTECODE is set, as on the VMs arena is
