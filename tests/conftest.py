@@ -27,10 +27,9 @@ from typing import Any
 import pytest
 from click.testing import Result
 from hypothesis import settings
+from suite_time import RECORDED_SECONDS, ROOT, file_seconds
 
 from market.types import DayRecord
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # Bytecode caches on, for this process and every process it starts (xdist's workers, `arena`
 # commands, Ray's workers): where PYTHONDONTWRITEBYTECODE is set, as on the VMs arena is
@@ -91,19 +90,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             )
     seconds = file_seconds(slow_in_file)
     items.sort(key=lambda item: -seconds[item.location[0]])  # stable: a file's tests keep their order
-
-
-# How long each test file took in a whole run (`pytest --record-durations` rewrites it; tests
-# marked slow count for 10 s each in a file it does not know yet). The order of files is all it
-# changes: a stale figure costs time, never a test.
-RECORDED_SECONDS = ROOT / "tests" / "file_seconds.json"
-SLOW_TEST_GUESS = 10.0
-
-
-def file_seconds(slow_in_file: Counter[str]) -> Counter[str]:
-    """Each file's time as last recorded, else a guess from its slow tests (0 for none)."""
-    known = json.loads(RECORDED_SECONDS.read_text()) if RECORDED_SECONDS.exists() else {}
-    return Counter({file: SLOW_TEST_GUESS * n for file, n in slow_in_file.items()} | known)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -17,7 +17,7 @@ def slow_tournament(tmp_path: Path) -> Path:
             name: slow
             seed: 9
             scenarios: [price_war]
-            seeds: [1, 2, 3, 4]
+            seeds: [1, 2]
             days: 10
             max_concurrent_matches: 2
             contestants:

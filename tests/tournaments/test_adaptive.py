@@ -151,8 +151,9 @@ def test_a_field_of_known_strengths_is_ordered_with_fewer_matches_than_the_round
 
 def test_the_same_results_give_the_same_rounds_and_a_new_schedule_chooses_them_again(tmp_path):
     """A resumed run builds its schedule anew and gives it the stored rankings round by round:
-    it chooses the rounds it had chosen."""
-    strengths = {name: 1000.0 + 150.0 * k for k, name in enumerate("abcd")}
+    it chooses the rounds it had chosen. (Strengths far enough apart for it to stop and
+    confirm in 12 rounds, where 150 apart would play to its cap of 120 matches in 27.)"""
+    strengths = {name: 1000.0 + 300.0 * k for k, name in enumerate("abcd")}
     tournament = field(tmp_path, list(strengths))
     rounds, rankings, _ = played(tournament, strengths, seed=3)
     again = AdaptiveSchedule(tournament)

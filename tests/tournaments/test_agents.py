@@ -16,11 +16,9 @@ import pytest
 from api_keys import ANTHROPIC_KEY, OPENAI_KEY
 from arena_process import (
     BackgroundRun,
-    arena,
     assert_whole_and_equal,
     kill_with_a_match_in_flight,
     matches_and_days,
-    own_ray_env,
 )
 from fakes import openai_api as openai_fake
 from fakes.agents import agent
@@ -175,7 +173,7 @@ def agents_tournament(folder: Path, base_url: str, cache: str) -> Path:
 
 
 def test_kill_9_and_resume_replay_each_step_and_give_the_uninterrupted_table(
-    tmp_path: Path, apis, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, apis, monkeypatch: pytest.MonkeyPatch, cluster_env, arena_here
 ):
     """An agent tournament killed with a match in flight, then resumed: the match in flight is
     played again from its start, its steps so far answered from the response cache, and the
@@ -191,15 +189,14 @@ def test_kill_9_and_resume_replay_each_step_and_give_the_uninterrupted_table(
         engine_for(f"sqlite:///{whole}"),
     )
     config = agents_tournament(tmp_path, openai_api.base_url, "killed-cache")
-    with own_ray_env() as env:
-        env["ARENA_OPENAI_KEY"] = OPENAI_KEY
-        with BackgroundRun(
-            "run", str(config), "--db", f"sqlite:///{killed}", cwd=tmp_path, env=env, log=tmp_path / "k.log"
-        ) as run:
-            seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(killed))
-            assert 1 <= seen.stored < 12 and seen.in_play, seen
-        resumed = arena("run", str(config), "--db", f"sqlite:///{killed}", "--resume", cwd=tmp_path, env=env)
-    assert resumed.returncode == 0, resumed.stderr
+    env = {**cluster_env, "ARENA_OPENAI_KEY": OPENAI_KEY}  # the killed run: on the tests' Ray cluster
+    with BackgroundRun(
+        "run", str(config), "--db", f"sqlite:///{killed}", cwd=tmp_path, env=env, log=tmp_path / "k.log"
+    ) as run:
+        seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(killed))
+        assert 1 <= seen.stored < 12 and seen.in_play, seen
+    resumed = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{killed}", "--resume")
+    assert resumed.exit_code == 0, resumed.stderr
     assert_whole_and_equal(killed, whole)
     engines = engine_for(f"sqlite:///{whole}"), engine_for(f"sqlite:///{killed}")
     said = []

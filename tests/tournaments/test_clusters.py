@@ -146,6 +146,10 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
     (home / ".ray").mkdir(parents=True)
     (home / ".ray" / "auth_token").write_text(secrets.token_hex(16))
     env = {**arena_env(), "HOME": str(home)}
+    brief = tmp_path / "brief.yaml"  # the slow field's three pairs, a seed each, three days
+    brief.write_text(
+        slow_tournament.read_text().replace("seeds: [1, 2]\ndays: 10\n", "seeds: [1]\ndays: 3\n")
+    )
     port = _free_port()
     address = f"{LOOPBACK}:{port}"
     with head_node(port, env, tmp_path, "--num-cpus=2") as head:
@@ -154,7 +158,7 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
         with own_ray_env() as run_env:
             result = arena(
                 "run",
-                str(slow_tournament),
+                str(brief),
                 "--db",
                 f"sqlite:///{db}",
                 "--address",
@@ -165,7 +169,7 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
             assert result.returncode == 0, result.stderr
             # a local Ray would have kept its session in the run's RAY_TMPDIR (under ray/)
             assert list(Path(run_env["RAY_TMPDIR"]).rglob("session_*")) == []
-        assert stored_matches(db) == 12
+        assert stored_matches(db) == 3
         assert head.poll() is None, "the head node must still be up: the run joined it, it did not own it"
         _, actors = cluster_state(address, {**env, "RAY_AUTH_MODE": "token"})
     counts = Counter(name for _, name, _ in actors)
@@ -197,8 +201,8 @@ TWO_HOSTED = textwrap.dedent(
     name: node_loss
     seed: 5
     scenarios: [price_war]
-    seeds: [1, 2, 3, 4, 5, 6, 7, 8]
-    days: 16
+    seeds: [1, 2, 3, 4, 5, 6]
+    days: 12
     max_concurrent_matches: 4
     decision_timeout_s: 2.0
     contestants:
@@ -348,7 +352,7 @@ def test_an_unreachable_address_fails_in_seconds_with_one_line(tmp_path, slow_to
     assert elapsed < 10, elapsed
 
 
-def test_a_run_under_uv_run_from_a_folder_of_ones_own_plays(tmp_path):
+def test_a_run_under_uv_run_from_a_folder_of_ones_own_plays(tmp_path, cluster_env):
     """As `uv run --project ARENA arena run FILE` in a folder of one's own (here a stand-in
     `uv` that only starts the command: Ray knows `uv run` by its ancestor's command line). Ray
     2.60 would start every worker through `uv run` in a packed-up copy of the folder, and
@@ -374,25 +378,24 @@ def test_a_run_under_uv_run_from_a_folder_of_ones_own_plays(tmp_path):
     )
     db = tmp_path / "small.db"
     as_uv_run = 'exec -a uv "$0" run --project "$@"'
-    with own_ray_env() as env:
-        played = subprocess.run(
-            [
-                "bash",
-                "-c",
-                as_uv_run,
-                sys.executable,
-                str(ROOT),
-                ARENA,
-                "run",
-                str(config),
-                "--db",
-                f"sqlite:///{db}",
-            ],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-        )
+    played = subprocess.run(
+        [
+            "bash",
+            "-c",
+            as_uv_run,
+            sys.executable,
+            str(ROOT),
+            ARENA,
+            "run",
+            str(config),
+            "--db",
+            f"sqlite:///{db}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=cluster_env,
+        timeout=300,
+    )
     assert played.returncode == 0, played.stderr[-3000:]
     assert stored_matches(db) == 2

@@ -30,6 +30,7 @@ def played(tmp_path_factory):
             f"""\
             name: local
             seed: 5
+            format: free_for_all
             scenarios: [price_war]
             seeds: [1]
             days: {DAYS}
@@ -61,7 +62,7 @@ def seats(db) -> set[tuple[int, str]]:
 
 
 def test_every_decision_parses_and_is_taken(played):
-    assert len(seats(played)) == 4  # each model meets the baseline and the other model
+    assert len(seats(played)) == 2  # the two models and the baseline in one match
     assert rows(played, "select merchant, day, kind, detail from fault") == []
     engine = engine_for(f"sqlite:///{played}", create=False)
     days = Counter(

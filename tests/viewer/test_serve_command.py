@@ -11,8 +11,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from tests.arena_process import ARENA, arena, arena_env
+from arena.cli import app
+from tests.arena_process import ARENA, arena_env
 from tests.viewer.conftest import Stored
 
 pytestmark = pytest.mark.slow
@@ -68,13 +70,15 @@ def test_beyond_loopback_it_asks_for_the_token_it_printed_once(stored: Stored, t
 
 
 def test_a_port_taken_or_a_database_missing_is_one_line_and_status_2(stored: Stored, tmp_path: Path):
+    """In this process: the command's own words and status (a real process's one line is
+    tests/arena/test_cli_errors.py's)."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = arena("serve", "--db", stored.url, "--port", str(port), cwd=tmp_path, timeout=60)
-    assert result.returncode == 2 and result.stderr.count("\n") == 1
+        result = CliRunner().invoke(app, ["serve", "--db", stored.url, "--port", str(port)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
-    result = arena("serve", "--db", f"sqlite:///{tmp_path / 'none.db'}", cwd=tmp_path, timeout=60)
-    assert result.returncode == 2 and "no database at" in result.stderr and result.stderr.count("\n") == 1
+    result = CliRunner().invoke(app, ["serve", "--db", f"sqlite:///{tmp_path / 'none.db'}"])
+    assert result.exit_code == 2 and "no database at" in result.stderr and result.stderr.count("\n") == 1
     assert not (tmp_path / "none.db").exists()

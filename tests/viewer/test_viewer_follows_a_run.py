@@ -8,19 +8,28 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from api_keys import OPENAI_KEY
+from fakes.openai_api import FakeOpenAI
 from playwright.sync_api import expect, sync_playwright
 
 from results.presentation.chromium import binary
-from tests.arena_process import BackgroundRun, own_ray_env, stored_matches
+from tests.arena_process import BackgroundRun, stored_matches
 from viewer.app import InThread, open_for_reading
 
 pytestmark = pytest.mark.slow
 
-MATCHES = 4
+MATCHES, DAYS = 4, 12  # days enough that matches are left to play once the browser is up
 
 
-def test_the_viewer_follows_a_tournament_that_is_running(tmp_path: Path, fake_openai):
-    fake_openai.delay = 0.05  # a day's call: the matches last a few seconds each
+@pytest.fixture
+def openai_api():
+    """The stand-in, asking for the key the tests' Ray cluster gives the run's hosts."""
+    with FakeOpenAI(api_key=OPENAI_KEY) as fake:
+        yield fake
+
+
+def test_the_viewer_follows_a_tournament_that_is_running(tmp_path: Path, openai_api, cluster_env):
+    openai_api.delay = 0.05  # a day's call: the matches last a few seconds each
     config = tmp_path / "followed.yaml"
     config.write_text(
         textwrap.dedent(
@@ -29,46 +38,45 @@ def test_the_viewer_follows_a_tournament_that_is_running(tmp_path: Path, fake_op
             seed: 3
             scenarios: [price_war]
             seeds: [{", ".join(str(n) for n in range(1, MATCHES + 1))}]
-            days: 12
+            days: {DAYS}
             recall_every: 0
             max_concurrent_matches: 1
             contestants:
               - name: mini
                 kind: llm
-                params: {{model: openai/gpt-4.1-mini, base_url: "{fake_openai.base_url}",
+                params: {{model: openai/gpt-4.1-mini, base_url: "{openai_api.base_url}",
                          api_key_env: ARENA_OPENAI_KEY, no_cache: true}}
               - {{name: fixed, kind: fixed_price}}
             """
         )
     )
     db = tmp_path / "followed.db"
-    with own_ray_env() as env:
-        env["ARENA_OPENAI_KEY"] = str(fake_openai.api_key)
-        with BackgroundRun(
-            "run", str(config), "--db", f"sqlite:///{db}", cwd=tmp_path, env=env, log=tmp_path / "run.log"
-        ) as run:
-            run.wait_for("a match stored", lambda: stored_matches(db) >= 1)
-            engine = open_for_reading(f"sqlite:///{db}")
-            serving = InThread(engine)
-            try:
-                with sync_playwright() as playwright:
-                    browser = playwright.chromium.launch(executable_path=binary(), args=["--no-sandbox"])
-                    page = browser.new_page()
-                    page.goto(serving.address + "/tournaments/1")
-                    expect(page.locator('[data-progress="status"]')).to_have_text("running")
-                    done = page.locator('[data-progress="done"]')
-                    seen = int(done.text_content() or "0")
-                    assert 1 <= seen < MATCHES
-                    expect(page.locator('[data-progress="days_planned"]')).to_have_text(
-                        str(MATCHES * 12), timeout=10_000
-                    )
-                    expect(done).not_to_have_text(str(seen), timeout=60_000)  # more stored, no reload
-                    run.wait_for("the run's end", lambda: run.process.poll() is not None)
-                    assert run.process.returncode == 0, run.output()[-2000:]
-                    expect(page.locator('[data-progress="status"]')).to_have_text("finished", timeout=10_000)
-                    expect(page.locator('[data-progress="done"]')).to_have_text(str(MATCHES))
-                    expect(page.locator("#leaderboard table")).to_contain_text("mini")
-                    browser.close()
-            finally:
-                serving.stop()
-                engine.dispose()
+    env = {**cluster_env, "ARENA_OPENAI_KEY": OPENAI_KEY}  # the run: on the tests' Ray cluster
+    with BackgroundRun(
+        "run", str(config), "--db", f"sqlite:///{db}", cwd=tmp_path, env=env, log=tmp_path / "run.log"
+    ) as run:
+        run.wait_for("a match stored", lambda: stored_matches(db) >= 1)
+        engine = open_for_reading(f"sqlite:///{db}")
+        serving = InThread(engine)
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=binary(), args=["--no-sandbox"])
+                page = browser.new_page()
+                page.goto(serving.address + "/tournaments/1")
+                expect(page.locator('[data-progress="status"]')).to_have_text("running")
+                done = page.locator('[data-progress="done"]')
+                seen = int(done.text_content() or "0")
+                assert 1 <= seen < MATCHES
+                expect(page.locator('[data-progress="days_planned"]')).to_have_text(
+                    str(MATCHES * DAYS), timeout=10_000
+                )
+                expect(done).not_to_have_text(str(seen), timeout=60_000)  # more stored, no reload
+                run.wait_for("the run's end", lambda: run.process.poll() is not None)
+                assert run.process.returncode == 0, run.output()[-2000:]
+                expect(page.locator('[data-progress="status"]')).to_have_text("finished", timeout=10_000)
+                expect(page.locator('[data-progress="done"]')).to_have_text(str(MATCHES))
+                expect(page.locator("#leaderboard table")).to_contain_text("mini")
+                browser.close()
+        finally:
+            serving.stop()
+            engine.dispose()
