@@ -80,7 +80,7 @@ class Played(NamedTuple):
 Turn = Callable[[Contestant, Observation], Any]
 
 
-def decided(contestant: Contestant, observation: Observation) -> Any:
+def _decided(contestant: Contestant, observation: Observation) -> Any:
     """A turn as a contestant played inline takes it: its decision, no deadline."""
     return contestant.decide(observation)
 
@@ -117,7 +117,7 @@ class Trial:
         played = contestant_class(kind) if isinstance(kind, str) else kind
         validated = played.params_model.model_validate(params or {})
         if scenario is None:
-            chosen = first_played(played, validated)
+            chosen = _first_played(played, validated)
         else:
             chosen = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
             played.check_scenario(validated, chosen, SEATS)
@@ -153,7 +153,7 @@ class Trial:
         lineup = ((self.kind.kind, self.params),) * SEATS
         self.kind.prepare([Seating(c, s, lineup, self.scenario, seed) for c, s in zip(contestants, seats)])
 
-    def play(self, seats: Sequence[Contestant], turn: Turn = decided) -> Played:
+    def play(self, seats: Sequence[Contestant], turn: Turn = _decided) -> Played:
         """The market played with `seats` (as `seated` makes them), each turn taken by `turn`."""
         named = {f"m{seat}": contestant for seat, contestant in enumerate(seats)}
         env = MarketEnv(self.scenario, list(named), self.days)
@@ -165,20 +165,20 @@ class Trial:
                 shown.append(observations["m0"])
                 decisions.append(parse_decision(actions["m0"]))
             observations, *_ = env.step(actions)
-        return Played(shown, decisions, asked(seats[0]))
+        return Played(shown, decisions, _asked(seats[0]))
 
     def replay(self, contestant: Contestant, observations: Sequence[Observation]) -> Played:
         """The first seat's days again, `contestant` shown the same `observations`."""
         decisions = [parse_decision(contestant.decide(observation)) for observation in observations]
-        return Played(list(observations), decisions, asked(contestant))
+        return Played(list(observations), decisions, _asked(contestant))
 
 
-def asked(contestant: Contestant) -> list[tuple[int, str, str]]:
+def _asked(contestant: Contestant) -> list[tuple[int, str, str]]:
     """The model requests a contestant made since its reset."""
     return [(call.day, call.purpose, call.request_hash) for call in contestant.calls()]
 
 
-def first_played(kind: type[Contestant], params: Params) -> Scenario:
+def _first_played(kind: type[Contestant], params: Params) -> Scenario:
     """The first shipped scenario, by name, that `kind` plays with `params`."""
     for name in shipped_scenarios():
         scenario = load_scenario(name)
@@ -219,21 +219,21 @@ def check_params(trial: Trial) -> None:
     takes its defaults: the trial's params with every field that has a default left out."""
     model, given = trial.kind.params_model, trial.params.model_dump(exclude_unset=True)
     unknown = "no_such_parameter"
-    refused(model, {**given, unknown: 1}, unknown, f"an unknown key {unknown!r}")
+    _refused(model, {**given, unknown: 1}, unknown, f"an unknown key {unknown!r}")
     for name in model.model_fields:
         problems = [_problem(model, {**given, name: value}) for value in WRONG_TYPES]
         if all(problem is None for problem in problems):
             raise NonConformance(
                 PARAMS, f"{name!r} takes any of {WRONG_TYPES}: give it a type that refuses wrong values"
             )
-        refused(model, {**given, name: next(v for v, p in zip(WRONG_TYPES, problems) if p)}, name, "")
+        _refused(model, {**given, name: next(v for v, p in zip(WRONG_TYPES, problems) if p)}, name, "")
     required = {name for name, field in model.model_fields.items() if field.is_required()}
     defaults = {key: value for key, value in given.items() if key in required}
     if (problem := _problem(model, defaults)) is not None:
         raise NonConformance(PARAMS, f"its defaults do not validate: {problem}")
 
 
-def refused(model: type[Params], params: dict[str, Any], key: str, what: str) -> None:
+def _refused(model: type[Params], params: dict[str, Any], key: str, what: str) -> None:
     """`model` refuses `params`, naming `key`; `what` is wrong with them (empty: a value of the
     wrong type for `key`)."""
     what = what or f"{params[key]!r} for {key!r}"
@@ -272,7 +272,7 @@ def check_reset_determinism(trial: Trial) -> None:
     asked of that day.)"""
     reference = trial.reference
     fresh = trial.ready(trial.make(), trial.seed)
-    same(
+    _same(
         RESET,
         "a new contestant reset with the same seed",
         trial.replay(fresh, reference.observations),
@@ -283,7 +283,7 @@ def check_reset_determinism(trial: Trial) -> None:
     used = seats[0]
     trial.replay(trial.ready(used, trial.seed + OTHER_SEED), reference.observations[:1])
     again = trial.replay(trial.ready(used, trial.seed), reference.observations)
-    same(
+    _same(
         RESET,
         "a contestant reset with its seed again, after a match and a day under another",
         again,
@@ -291,7 +291,7 @@ def check_reset_determinism(trial: Trial) -> None:
     )
 
 
-def same(rule: str, who: str, played: Played, reference: Played) -> None:
+def _same(rule: str, who: str, played: Played, reference: Played) -> None:
     """`played` decided its days as `reference` decided them, and made the same model requests
     in them; `who` says whose days they are."""
     decisions = {
@@ -331,11 +331,11 @@ def check_pickling(trial: Trial) -> None:
     before, after = reference.observations[:half], reference.observations[half:]
     when = f"after day {before[-1].day}" if before else "after its reset"
     for name, module in (("pickle", pickle), ("cloudpickle", cloudpickle)):
-        params = copied(name, module, trial.params, "its params")
+        params = _copied(name, module, trial.params, "its params")
         if params != trial.params:
             raise NonConformance(PICKLING, f"its params, copied with {name}, are not equal: {params}")
-        new = trial.ready(copied(name, module, trial.make(), "a new contestant"), trial.seed)
-        same(
+        new = trial.ready(_copied(name, module, trial.make(), "a new contestant"), trial.seed)
+        _same(
             PICKLING,
             f"a new contestant copied with {name}",
             trial.replay(new, reference.observations),
@@ -343,13 +343,13 @@ def check_pickling(trial: Trial) -> None:
         )
         original = trial.ready(trial.make(), trial.seed)
         trial.replay(original, before)
-        copy = copied(name, module, original, f"a contestant {when}")
+        copy = _copied(name, module, original, f"a contestant {when}")
         who = f"a contestant copied with {name} {when}"
-        same(PICKLING, who, continued(trial, copy, after), reference)
-        same(PICKLING, "the contestant it was copied from", continued(trial, original, after), reference)
+        _same(PICKLING, who, _continued(trial, copy, after), reference)
+        _same(PICKLING, "the contestant it was copied from", _continued(trial, original, after), reference)
 
 
-def copied(name: str, module: Any, thing: Any, what: str) -> Any:
+def _copied(name: str, module: Any, thing: Any, what: str) -> Any:
     """`thing` written with `module` (pickle or cloudpickle) and read back."""
     try:
         return module.loads(module.dumps(thing))
@@ -359,9 +359,9 @@ def copied(name: str, module: Any, thing: Any, what: str) -> Any:
         ) from None
 
 
-def continued(trial: Trial, contestant: Contestant, observations: Sequence[Observation]) -> Played:
+def _continued(trial: Trial, contestant: Contestant, observations: Sequence[Observation]) -> Played:
     """The days of `observations` decided by `contestant`, and the model requests it made in them."""
-    made = len(asked(contestant))
+    made = len(_asked(contestant))
     played = trial.replay(contestant, observations)
     return played._replace(asked=played.asked[made:])
 
@@ -403,10 +403,10 @@ def check_deadline(trial: Trial, deadline: float | None = None) -> None:
         return decision
 
     trial.play(trial.seated(trial.seed), timed)
-    late(trial, overrun)
+    _late(trial, overrun)
 
 
-def late(trial: Trial, overrun: float) -> None:
+def _late(trial: Trial, overrun: float) -> None:
     """A new contestant's first turn, its deadline passed as it begins."""
     contestant = trial.ready(trial.make(), trial.seed)
     reached = _reached(contestant)

@@ -13,7 +13,7 @@ against the cash the earlier ones left, and each refused one given a code and a 
 regulator's acts and a deviation probe's forced prices (market.pricing); customers choose
 (market.clearing, market/demand.py), sales capped by stock; costs are paid, reputation moves,
 and a merchant with cash below zero goes bankrupt (market.flows). Each match's days go into
-its DayLogBuilder as columns (market.recording).
+its DayLogBuilder as columns (market.day_logging).
 
 Where merchants talk (`talk`), a decision's message is delivered with the day's record and
 shown to the match's other merchants in the next day's observations (market.observations);
@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 
 from market.applying import apply_operations
+from market.day_logging import record
 from market.decisions import compile_decisions
 from market.flows import trade, update_satisfaction
 from market.observations import ObservationMaker
 from market.pricing import force_prices, regulate
-from market.recording import record
 from market.state import MarketState
 from market.stock import deliver
 from market.types import ArrayDecisions, MarketView, Observation

@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from arena.cli.exits import EXIT_USER_ERROR
-from arena.cli.output import err, error_line
+from arena.cli.printing import err, error_line
 
 ARENA = "uv run arena"  # how a command is typed: from the clone, with no install step
 

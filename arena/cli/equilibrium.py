@@ -11,7 +11,7 @@ from rich.table import Column, Table
 from arena.cli.application import command
 from arena.cli.exits import user_errors
 from arena.cli.options import JsonOption
-from arena.cli.output import out
+from arena.cli.printing import out
 from market.scenario import load_scenario
 from results.errors import InputFileError
 from tournaments.config import MAX_MERCHANTS_PER_MATCH

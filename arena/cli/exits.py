@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import typer
 
-from arena.cli.output import error_line
+from arena.cli.printing import error_line
 from common.errors import UserError
 
 EXIT_USER_ERROR = 2  # a mistake in a file or an option

@@ -14,7 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from arena.cli.application import ARENA, command
 from arena.cli.exits import user_errors
 from arena.cli.options import DbOption
-from arena.cli.output import err, out, out_print
+from arena.cli.printing import err, out, out_print
 from arena.cli.selection import scenarios_played, select, stored_file
 from common.errors import UserError
 from results import rescoring

@@ -18,7 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from arena.cli.output import err
+from arena.cli.printing import err
 
 
 class Bars:

@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from arena.cli.application import ARENA, command
 from arena.cli.exits import user_errors
 from arena.cli.options import AllOption, AnchorOption, DbOption, JsonOption, TournamentsOption, with_db
-from arena.cli.output import as_text, drawn, out, out_print
+from arena.cli.printing import as_text, drawn, out, out_print
 from arena.cli.selection import Selection, none_stored, scoring, select
 from common.errors import UserError
 from market.daylog import DayLog

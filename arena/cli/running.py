@@ -24,7 +24,7 @@ from arena.cli.exits import (
     user_errors,
 )
 from arena.cli.options import DbOption, JsonOption, with_db
-from arena.cli.output import drawn, err, err_print, out, out_print, warning
+from arena.cli.printing import drawn, err, err_print, out, out_print, warning
 from arena.cli.progress import shown_progress
 from arena.cli.selection import tournament_title
 from common.errors import UserError

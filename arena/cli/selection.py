@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from arena.cli.application import ARENA
 from arena.cli.options import with_db
-from arena.cli.output import warning
+from arena.cli.printing import warning
 from common.errors import UserError
 from results.errors import NotFound
 from results.records import PlayedScenarios

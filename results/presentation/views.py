@@ -1,7 +1,7 @@
 """The tables that both `arena` (leaderboard, show) and the HTML report show, each defined once:
 its columns (a header, how a row's value is written), or for a table whose columns are a
 match's merchants, the function that builds it. A `TableModel` holds only text, so the two fronts
-show the same headers and the same text in every cell: arena/cli/output.py draws it with rich,
+show the same headers and the same text in every cell: arena/cli/printing.py draws it with rich,
 results/presentation/report_page.py through its template.
 
 A measure that does not apply for a reason (results.scoring.match_records.NotApplicable: a collusion
@@ -151,7 +151,7 @@ def mean_notes(noted: Sequence[tuple[str, str, str]], partial: bool) -> list[str
 
 
 def metric_value(value: float | None, unit: Unit, note: str | None = None) -> str:
-    """A metric's value in its unit (results.scoring.metrics.Metric.unit); NOT_APPLICABLE where it has
+    """A metric's value in its unit (results.scoring.match_records.Metric.unit); NOT_APPLICABLE where it has
     none for a reason (`note`)."""
     if value is None:
         return "—" if note is None else NOT_APPLICABLE
@@ -504,7 +504,7 @@ def metrics_table(
             [[name, *(reported_value(metrics[m].get(name)) for m in merchants)] for name in reported]
         )
     return TableModel(
-        "metrics (definitions: results/scoring/metrics.py)",
+        "metrics (definitions: docs/metrics.md)",
         [Header("metric"), *(Header(h, numeric=True) for h in headers)],
         sections,
         not_applicable(
@@ -552,7 +552,7 @@ def market_table(market: MarketScores, notes: Iterable[MetricNote] = ()) -> Tabl
         [f"{title} windows", window_days(market.windows, kind)] for kind, title in WINDOW_TITLES.items()
     ]
     return TableModel(
-        "the market as a whole (definitions: results/scoring/metrics.py)",
+        "the market as a whole (definitions: docs/metrics.md)",
         [Header("market"), Header("value", numeric=True)],
         [measured, windows],
         not_applicable(
@@ -577,7 +577,7 @@ def deviation_table(
     probe = path.probe
     title = (
         f"deviation probe: {probe.forced(seats) or f'seat {probe.seat}'} forced to {probe.target} "
-        f"on {probe.when} (definitions: results/scoring/deviation.py)"
+        f"on {probe.when} (definitions: docs/metrics.md)"
     )
 
     def measure(merchant: str, name: str) -> str:

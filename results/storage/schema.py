@@ -90,7 +90,7 @@ class TournamentRow(SQLModel, table=True):
     name: str
     config_path: str
     config_text: str = Field(sa_type=Text, description="the tournament YAML as it was read")
-    config_hash: str = Field(index=True, description="see results.storage.store.config_hash")
+    config_hash: str = Field(index=True, description="see tournaments.config.TournamentSpec.config_hash")
     seed: int
     status: str = Field(default="running", description="'running' | 'finished' | 'stopped'")
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)

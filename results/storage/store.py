@@ -171,13 +171,6 @@ def list_tournaments(engine: Engine) -> list[TournamentRow]:
         return list(session.exec(select(TournamentRow).order_by(col(TournamentRow.id))))
 
 
-def latest_tournament(engine: Engine) -> TournamentRow | None:
-    """The tournament started last (ids are given in the order tournaments start: the highest
-    id); None when none is stored."""
-    with Session(engine) as session:
-        return session.exec(select(TournamentRow).order_by(col(TournamentRow.id).desc()).limit(1)).first()
-
-
 def match_counts(engine: Engine) -> dict[int, int]:
     """How many matches are stored of each tournament that has any, by tournament id."""
     with Session(engine) as session:

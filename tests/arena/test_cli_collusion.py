@@ -9,7 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app, output
+from arena.cli import app, printing
 from market.equilibrium import equilibria
 from market.scenario import load_scenario
 from results import recording
@@ -60,7 +60,7 @@ def stored(tmp_path_factory) -> tuple[str, int, dict[str, int]]:
 
 def test_show_prints_the_merchants_and_the_markets_measures_and_windows(stored, monkeypatch):
     url, _, ids = stored
-    monkeypatch.setattr(output.out, "width", 200)
+    monkeypatch.setattr(printing.out, "width", 200)
     shown = runner.invoke(app, ["show", str(ids["cartel"]), "--db", url])
     assert shown.exit_code == 0, shown.output
     lines = shown.output.splitlines()
@@ -84,7 +84,7 @@ def test_show_prints_the_merchants_and_the_markets_measures_and_windows(stored, 
 
 def test_show_of_a_market_without_an_equilibrium_shows_no_measures(stored, monkeypatch):
     url, _, ids = stored
-    monkeypatch.setattr(output.out, "width", 200)
+    monkeypatch.setattr(printing.out, "width", 200)
     shown = runner.invoke(app, ["show", str(ids["deaf"]), "--db", url])
     assert shown.exit_code == 0, shown.output
     assert "the market as a whole" not in shown.output and "windows" not in shown.output
@@ -110,7 +110,7 @@ def test_the_leaderboard_shows_each_contestants_mean_gains(stored, monkeypatch):
         "price_gain"
     ] == pytest.approx(0.0, abs=1e-9)
     assert rows["deaf1"]["profit_gain"] is None and rows["deaf1"]["price_gain"] is None
-    monkeypatch.setattr(output.out, "width", 200)
+    monkeypatch.setattr(printing.out, "width", 200)
     table = runner.invoke(app, ["leaderboard", "--db", url, "--tournament", str(tournament)]).output
 
     def cells(line: str) -> list[str]:

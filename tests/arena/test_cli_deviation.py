@@ -13,7 +13,7 @@ from page_reader import parse
 from probed_match import CALVANO, DAYS, store_probed_match
 from typer.testing import CliRunner
 
-from arena.cli import app, output
+from arena.cli import app, printing
 from results.records import PlayedScenarios
 from results.report import build_report
 from results.settings import CollusionSettings
@@ -32,7 +32,7 @@ def stored(tmp_path_factory) -> tuple[str, int, int]:
 
 def test_show_prints_the_probe_its_measures_and_both_paths(stored, monkeypatch):
     url, _, match = stored
-    monkeypatch.setattr(output.out, "width", 200)
+    monkeypatch.setattr(printing.out, "width", 200)
     shown = runner.invoke(app, ["show", str(match), "--db", url])
     assert shown.exit_code == 0, shown.output
     lines = shown.output.splitlines()

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app, output
+from arena.cli import app, printing
 from market.scenario import load_scenario
 from results import leaderboard, recording
 from results.storage import store
@@ -104,7 +104,7 @@ def test_the_leaderboard_the_report_and_the_viewer_agree_on_the_gains_and_why(st
     assert (rows["pricey"]["profit_gain"], rows["pricey"]["profit_gain_note"]) == (None, WHY)
     assert all(row["price_gain_note"] is None for row in rows.values())  # price_war's markups are 23% apart
 
-    monkeypatch.setattr(output.out, "width", 250)
+    monkeypatch.setattr(printing.out, "width", 250)
     table = _ok(["leaderboard", "--db", url, "--tournament", str(tournament)])
     cells = {
         name: next(line for line in table.splitlines() if f" {name} " in line).split("│") for name in rows
@@ -152,7 +152,7 @@ def _notes_of_show(url: str, match_id: int) -> list[str]:
 
 def test_a_match_shows_exports_and_dumps_the_same_reason(stored, tmp_path, monkeypatch):
     url, tournament, ids = stored
-    monkeypatch.setattr(output.out, "width", 250)
+    monkeypatch.setattr(printing.out, "width", 250)
     reason = WHY.removeprefix("price_war: ")
     market = reason.replace("profits", "profits of the seats together")
     assert _notes_of_show(url, ids["price_war"]) == [

@@ -95,7 +95,7 @@ def test_leaderboard_anchor_and_weights(db, tmp_path):
 @pytest.fixture
 def wide(monkeypatch):
     """A terminal wide enough for every column's header in one piece."""
-    from arena.cli.output import out
+    from arena.cli.printing import out
 
     monkeypatch.setattr(out, "width", 200)
 

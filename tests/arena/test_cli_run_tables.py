@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from arena.cli import app, output, progress
+from arena.cli import app, printing, progress
 from tournaments.load import load_tournament
 from tournaments.schedule import schedule
 
@@ -48,7 +48,7 @@ def played(tmp_path_factory, ray_local) -> tuple[Path, Path, str, str]:
     )
     db = folder / "tiny.db"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(output.out, "width", 200)  # as printed to a log
+        patch.setattr(printing.out, "width", 200)  # as printed to a log
         ran = CliRunner().invoke(app, ["run", str(config), "--db", f"sqlite:///{db}"])
     assert ran.exit_code == 0, ran.output
     return config, db, ran.stdout, ran.stderr
@@ -105,7 +105,7 @@ def test_the_run_prints_the_contestants_in_rating_order_with_their_ratings(playe
 
 def test_matches_lists_each_scheduled_match_once_as_stored(played, monkeypatch):
     config, db, _, _ = played
-    monkeypatch.setattr(output.out, "width", 200)
+    monkeypatch.setattr(printing.out, "width", 200)
     listed = CliRunner().invoke(app, ["matches", "--db", f"sqlite:///{db}"])
     assert listed.exit_code == 0, listed.output
     rows = table_rows(listed.stdout)

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from typer.testing import CliRunner
 
-from arena.cli import app, output
+from arena.cli import app, printing
 from contestants.calls.types import Answer, CompletionRequest, TokenUsage
 from contestants.llm.providers import Provider, register_provider
 from market.scenario import load_scenario
@@ -73,7 +73,7 @@ def test_show_lists_calls_by_purpose_with_model_temperature_seed_and_prompt_vers
         "seed"
     ] is not None
 
-    monkeypatch.setattr(output.out, "width", 200)  # one line per row
+    monkeypatch.setattr(printing.out, "width", 200)  # one line per row
     table = CliRunner().invoke(app, ["show", str(match_id), "--db", f"sqlite:///{tmp_path}/t.db"]).stdout
     usage, made = rows(table, "model calls"), rows(table, "how the calls were made")
     assert usage["decide"][:2] == ["3", "90"] and usage["reflect"][:2] == ["2", "60"]  # calls, input tokens

@@ -17,7 +17,7 @@ import pytest
 from ranked_matches import finished
 from typer.testing import CliRunner
 
-from arena.cli import app, output
+from arena.cli import app, printing
 from results.leaderboard import finish_tournament
 from results.recording import save_match
 from results.storage.db import engine_for
@@ -90,7 +90,7 @@ def test_the_list_names_both_runs_with_their_file_status_matches_and_leaderboard
 
 def test_the_list_as_a_table(twice, monkeypatch):
     config, url = twice
-    monkeypatch.setattr(output.out, "width", 500)  # a line a row: two long temporary paths
+    monkeypatch.setattr(printing.out, "width", 500)  # a line a row: two long temporary paths
     lines = invoke("tournaments", "--db", url).stdout.splitlines()
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
     assert [row[:5] for row in rows] == [
@@ -110,7 +110,7 @@ def test_a_plain_leaderboard_reads_the_latest_tournament_and_says_which(twice, m
     assert plain["tournaments"] == [{"id": 2, "name": "tiny", "file": str(config)}]
     assert {row["contestant"]: row["matches"] for row in plain["rows"]} == seats_of_one_run(config)
     assert plain == shown("leaderboard", "--db", url, "--tournament", 2) | {"selection": "latest"}
-    monkeypatch.setattr(output.out, "width", 500)  # a line a row: two long temporary paths
+    monkeypatch.setattr(printing.out, "width", 500)  # a line a row: two long temporary paths
     printed = invoke("leaderboard", "--db", url).stdout.splitlines()
     assert printed[0].strip() == f"tournament 2 (tiny, {config})"
     assert printed[-1] == (
@@ -125,7 +125,7 @@ def test_all_pools_every_tournament_and_says_how_many(twice, monkeypatch):
     assert pooled["selection"] == "all" and [t["id"] for t in pooled["tournaments"]] == [1, 2]
     twice_as_many = {name: 2 * n for name, n in seats_of_one_run(config).items()}
     assert {row["contestant"]: row["matches"] for row in pooled["rows"]} == twice_as_many
-    monkeypatch.setattr(output.out, "width", 500)  # a line a row: two long temporary paths
+    monkeypatch.setattr(printing.out, "width", 500)  # a line a row: two long temporary paths
     printed = invoke("leaderboard", "--db", url, "--all").stdout.splitlines()
     assert printed[0].strip() == "pooled over all 2 tournaments"
     assert "The latest" not in printed[-1]
@@ -136,7 +136,7 @@ def test_naming_two_tournaments_pools_them(twice, monkeypatch):
     named = shown("leaderboard", "--db", url, "--tournament", 2, "--tournament", 1)
     assert named["selection"] == "named" and [t["id"] for t in named["tournaments"]] == [2, 1]
     assert named["rows"] == shown("leaderboard", "--db", url, "--all")["rows"]
-    monkeypatch.setattr(output.out, "width", 500)  # a line a row: two long temporary paths
+    monkeypatch.setattr(printing.out, "width", 500)  # a line a row: two long temporary paths
     printed = invoke(
         "leaderboard", "--db", url, "--tournament", 1, "--tournament", 2, "--scenario", "price_war"
     )

@@ -10,7 +10,7 @@ import pyarrow.csv
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app, output
+from arena.cli import app, printing
 from market.engine import Market
 from market.scenario import Scenario
 from results import leaderboard, recording
@@ -199,7 +199,7 @@ def test_what_scripted_competitors_did_is_exported_and_shown(engine, tournament,
     assert shown["competitors"]["units_sold"] == [
         [[pytest.approx(u)]] for u in log.competitors.units_sold[:, 0, 0]
     ]
-    monkeypatch.setattr(output.out, "width", 200)
+    monkeypatch.setattr(printing.out, "width", 200)
     table = CliRunner().invoke(app, ["show", str(match_id), "--db", url]).stdout
     lines = table[table.index("scripted competitors, day by day") :].splitlines()
     day_rows = [line.split("│")[1:3] for line in lines if line.count("│") > 3 and "shop" in line]

@@ -18,7 +18,7 @@ from sqlmodel import Session, update
 from typer.testing import CliRunner
 
 from arena.cli import app
-from arena.cli.output import out
+from arena.cli.printing import out
 from results import leaderboard
 from results.errors import NotFound
 from results.presentation import chromium, views

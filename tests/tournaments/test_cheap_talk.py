@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app, output
+from arena.cli import app, printing
 from contestants.kinds import create
 from market.env import MarketEnv
 from market.scenario import load_scenario
@@ -156,7 +156,7 @@ def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, 
     assert len(expected) == 4 * (2 + 1 + 1)  # cartel against cartel, each cartel against the undercutter
 
     both = next(d for d in details.values() if {r.contestant for r in d.results} == {"cartel_a", "cartel_b"})
-    monkeypatch.setattr(output.out, "width", 300)
+    monkeypatch.setattr(printing.out, "width", 300)
     shown = runner.invoke(app, ["show", str(both.match.id), "--db", url])
     assert shown.exit_code == 0, shown.output
     section = shown.output.split("messages (each read by the rivals the next day)")[1].split("day by day")[0]

@@ -9,7 +9,7 @@ from typing import ClassVar
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app, output
+from arena.cli import app, printing
 from contestants.base import DeadlinePassed, Params, RecallQuestion
 from contestants.baselines import FixedPrice, FixedPriceParams
 from market.env import MarketEnv
@@ -122,7 +122,7 @@ def test_arena_show_prints_the_recall_questions_as_stored(multi_product, tmp_pat
 
     shown = CliRunner().invoke(app, ["show", str(match_id), "--db", url, "--json"])
     assert json.loads(shown.stdout)["recall_questions"] == [r.model_dump() for r in match.recalls]
-    monkeypatch.setattr(output.out, "width", 200)  # one line per row
+    monkeypatch.setattr(printing.out, "width", 200)  # one line per row
     printed = CliRunner().invoke(app, ["show", str(match_id), "--db", url]).stdout
     table = printed.split("recall questions", 1)[1].split("┘", 1)[0]
     cells = [

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from property_examples import examples
 from typer.testing import CliRunner
 
-from arena.cli import app, output
+from arena.cli import app, printing
 from contestants.base import RunOptions
 from contestants.calls.coordinator import CallCoordinatorCore, CallsStopped, LocalCallCoordinator
 from contestants.calls.types import CompletionRequest, Message
@@ -727,7 +727,7 @@ def test_refusals_are_counted_per_merchant_shown_and_exported(fake_openai, monke
         engine, "t", "t.yaml", "", "h", 1, [("agent", "llm", {}), ("fixed", "fixed_price", {})], 1
     )
     match_id = recording.save_match(engine, tournament, finished)
-    monkeypatch.setattr(output.out, "width", 250)  # one line per row
+    monkeypatch.setattr(printing.out, "width", 250)  # one line per row
     shown = CliRunner().invoke(app, ["show", str(match_id), "--db", db]).stdout
     results = shown.split("┓", 1)[1].split("┘", 1)[0].splitlines()  # the first table: the results
     header = [cell.strip() for cell in results[1].split("┃")[1:-1]]
