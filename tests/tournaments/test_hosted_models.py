@@ -257,12 +257,12 @@ def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, openai_api,
 
 
 def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
-    """Answers take 1.5 s and a turn may take 1 s: every day of the merchant is a timeout
+    """Answers take 0.8 s and a turn may take 0.6 s: every day of the merchant is a timeout
     fault, and yet the server never has two calls of one merchant at once (a merchant's
     calls carry its seed): a turn that missed its deadline keeps its merchant until its call
-    ends, and the next turn waits."""
+    ends, and the next turn waits (0.2 s, leaving it time to ask)."""
     with FakeOpenAI(api_key=None) as fake:
-        fake.delay = 1.5
+        fake.delay = 0.8
         config = write(
             tmp_path,
             """
@@ -272,7 +272,7 @@ def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
             seeds: [1, 2]
             days: 2
             recall_every: 0
-            decision_timeout_s: 1
+            decision_timeout_s: 0.6
             contestants:
               - name: slowpoke
                 kind: llm
@@ -328,9 +328,10 @@ def test_a_storm_of_429s_is_waited_out(tmp_path):
 
 def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path):
     """Two contestants, each in its own actor process, at one endpoint with
-    max_concurrent_calls 1: the server never has two of their calls at once."""
+    max_concurrent_calls 1: the server never has two of their calls at once (each answer
+    takes 0.1 s, and both ask at the start of every day)."""
     with FakeOpenAI(api_key=None) as fake:
-        fake.delay = 0.2
+        fake.delay = 0.1
         entry = """
               - name: NAME
                 kind: llm

@@ -19,11 +19,14 @@ pytestmark = pytest.mark.usefixtures("ray_local")
 DAYS, DEVIATION_DAY = 3, 2
 
 
-def play(folder, cache: bool) -> tuple[list[tuple], list[tuple], dict[str, float]]:
+def play(
+    folder, cache: bool, days: int = DAYS, deviation_day: int = DEVIATION_DAY
+) -> tuple[list[tuple], list[tuple], dict[str, float]]:
     """The on-path and deviated calls (day, cached) in order, and the model's prefix_replayed."""
     config = folder / "t.yaml"
     smol = (
-        f"{{model: local/smollm2, memory: stateless, cache_dir: {folder / 'cache'}, "
+        f"{{model: local/smollm2, memory: stateless, max_string: 16, max_items: 1, "
+        f"cache_dir: {folder / 'cache'}, "
         f"no_cache: {str(not cache).lower()}}}"
     )
     config.write_text(
@@ -33,13 +36,13 @@ def play(folder, cache: bool) -> tuple[list[tuple], list[tuple], dict[str, float
             seed: 5
             scenarios: [calvano]
             seeds: [1]
-            days: {DAYS}
+            days: {days}
             recall_every: 0
             decision_timeout_s: 600
             contestants:
               - {{name: smol, kind: llm, params: {smol}}}
               - {{name: fixed, kind: fixed_price, params: {{price: 1.8}}}}
-            deviation: {{day: {DEVIATION_DAY}, seat: 1, to: 1.2}}
+            deviation: {{day: {deviation_day}, seat: 1, to: 1.2}}
             """
         )
     )
@@ -71,5 +74,7 @@ def test_the_prefix_replays_from_the_cache_with_no_new_call(tmp_path):
 
 
 def test_with_the_cache_off_the_prefix_is_asked_again(tmp_path):
-    on_path, deviated, _ = play(tmp_path, cache=False)
-    assert on_path == deviated == [(day, 0) for day in range(1, DAYS + 1)]
+    """The shortest probe: forced from day 1 of 2, so the prefix is day 1 (decided before the
+    forced price), asked again, and day 2 is asked as after any deviation (the test above)."""
+    on_path, deviated, _ = play(tmp_path, cache=False, days=2, deviation_day=1)
+    assert on_path == deviated == [(1, 0), (2, 0)]

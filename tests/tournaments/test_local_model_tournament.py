@@ -18,7 +18,7 @@ from tournaments.run import run_tournament
 pytestmark = pytest.mark.usefixtures("ray_local")
 
 DAYS = 3  # the recall question comes on day 3, and every later day reads a cached prefix
-LLM = ("stateless", "notes")
+LLM = ("stateless", "notes")  # short notes, one operation: every character written is a model step
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,8 @@ def played(tmp_path_factory):
         )
         + "".join(
             f"  - {{name: {memory}, kind: llm, "
-            f"params: {{model: local/smollm2, memory: {memory}, no_cache: true}}}}\n"
+            f"params: {{model: local/smollm2, memory: {memory}, max_string: 16, max_items: 1, "
+            "no_cache: true}}\n"
             for memory in LLM
         )
     )

@@ -92,7 +92,7 @@ def test_faulty_merchants_do_not_stop_the_tournament(tmp_path):
         contestants:
           - {name: steady, kind: fixed_price}
           - {name: raiser, kind: tests.doubles:Chaos, params: {fault: raise, every: 2}}
-          - {name: hanger, kind: tests.doubles:Chaos, params: {fault: hang, every: 5, hang_s: 5}}
+          - {name: hanger, kind: tests.doubles:Chaos, params: {fault: hang, every: 5, hang_s: 4.5}}
           - {name: junk, kind: tests.doubles:Chaos, params: {fault: garbage}}
           - {name: crasher, kind: tests.doubles:Chaos, params: {fault: crash, every: 3}}
         """,

@@ -20,7 +20,9 @@ DAYS = [
 
 @pytest.fixture(scope="module")
 def smollm2():
-    return get_provider("local/smollm2", {"no_cache": True})
+    """Strings capped at 16 characters (max_string): every character written is a model step,
+    and no test here reads the notes."""
+    return get_provider("local/smollm2", {"no_cache": True, "max_string": 16})
 
 
 def test_every_answer_is_a_valid_decision(smollm2, decision_request):

@@ -330,6 +330,8 @@ def test_a_model_with_a_small_context_is_shown_the_most_recent_days_that_fit():
 
 @pytest.mark.slow  # loads the embedded model
 def test_the_embedded_model_writes_plans_and_insights_under_the_grammar_and_reads_them_back():
+    """Short strings and one operation (max_string, max_items): SmolLM2 fills whatever room
+    it is given, and every character of the plans, insights and note is a model step."""
     scenario = load_scenario("calvano")
     m = create(
         "llm",
@@ -339,6 +341,8 @@ def test_the_embedded_model_writes_plans_and_insights_under_the_grammar_and_read
             "memory": "plans",
             "preset": "profit_first",
             "history": 5,
+            "max_string": 8,
+            "max_items": 1,
         },
     )
     m.reset(merchant="m0", scenario=scenario, seed=0)
