@@ -209,7 +209,7 @@ TWO_HOSTED = textwrap.dedent(
     seed: 5
     scenarios: [price_war]
     seeds: [1, 2, 3, 4, 5, 6]
-    days: 12
+    days: 8
     max_concurrent_matches: 4
     decision_timeout_s: 2.0
     contestants:
@@ -254,7 +254,6 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path, ray
     config = tmp_path / "node_loss.yaml"
     config.write_text(TWO_HOSTED)
     calm = tmp_path / "calm.db"
-    run_tournament(load_tournament(config), engine_for(f"sqlite:///{calm}"))
     port = _free_port()
     address = f"{LOOPBACK}:{port}"
     run = ("run", str(config), "--address", address)
@@ -266,6 +265,8 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path, ray
         for k, (moment, when) in enumerate(KILL_MOMENTS.items()):
             lossy = tmp_path / f"lossy{k}.db"
             with ray_node(*worker_node, env=env, cwd=tmp_path) as worker:
+                if k == 0:  # the undisturbed run, while the first worker starts
+                    run_tournament(load_tournament(config), engine_for(f"sqlite:///{calm}"))
                 # one listing for both: the new worker working, and what the last run left
                 state = cluster_state(address, env, nodes=2)
                 assert sorted(state.alive) == [LOOPBACK, WORKER] and state.dead == [WORKER] * k, state
