@@ -116,11 +116,12 @@ def test_an_adaptive_run_killed_with_a_match_in_flight_resumes_into_the_uninterr
     assert_whole_and_equal(killed, whole)
 
 
-def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path, ray_local, ray_env):
+def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path, ray_local, cluster_env):
     """Rule merchants' matches are played side by side in a group per scenario, and a group is
     written in one transaction. The brief scenario's group is stored first; the test's
     instrument holds the long one's commit with its rows written, and the run is killed
-    there: none of that group is stored, and --resume plays that group alone."""
+    there: none of that group is stored, and --resume plays that group alone. (The run plays
+    on the tests' Ray cluster: what a kill leaves of a local Ray is the first test's.)"""
     config = instant_tournament(tmp_path)
     whole, killed, marker = tmp_path / "whole.db", tmp_path / "killed.db", tmp_path / "held.json"
     run_tournament(load_tournament(config), engine_for(f"sqlite:///{whole}"))
@@ -128,8 +129,8 @@ def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path
     assert planned == 12
 
     env = {
-        **ray_env,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(INSTRUMENT), ray_env.get("PYTHONPATH")])),
+        **cluster_env,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(INSTRUMENT), cluster_env.get("PYTHONPATH")])),
         "ARENA_PAUSE_MARKER": str(marker),
     }
     with BackgroundRun(
