@@ -84,11 +84,12 @@ def test_kill_9_with_a_match_stored_and_one_in_flight_then_resume_gives_the_unin
 
 
 def test_an_adaptive_run_killed_with_a_match_in_flight_resumes_into_the_uninterrupted_one(
-    tmp_path, slow_tournament, ray_env, arena_here
+    tmp_path, slow_tournament, cluster_env, arena_here
 ):
     """The slow field, adaptive: each round is chosen from the matches stored before it, so
     the run killed mid-round and resumed chooses the same rounds, plays exactly what is
-    missing and ends with the uninterrupted run's matches, table and reason."""
+    missing and ends with the uninterrupted run's matches, table and reason. (The killed run
+    plays on the tests' Ray cluster: what a kill leaves of a local Ray is the first test's.)"""
     config = tmp_path / "adaptive.yaml"
     adaptive = "name: slow\nformat: adaptive\nmax_matches: 8\n"
     config.write_text(slow_tournament.read_text().replace("name: slow\n", adaptive, 1))
@@ -101,7 +102,7 @@ def test_an_adaptive_run_killed_with_a_match_in_flight_resumes_into_the_uninterr
         "--db",
         f"sqlite:///{killed}",
         cwd=tmp_path,
-        env=ray_env,
+        env=cluster_env,
         log=tmp_path / "killed.log",
     ) as run:
         seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(killed))
