@@ -155,7 +155,7 @@ def agents_tournament(folder: Path, base_url: str, cache: str) -> Path:
             name: agents-killed
             seed: 4
             scenarios: [price_war]
-            seeds: [1, 2, 3, 4]
+            seeds: [1, 2]
             days: 5
             recall_every: 0
             max_concurrent_matches: 2
@@ -194,7 +194,7 @@ def test_kill_9_and_resume_replay_each_step_and_give_the_uninterrupted_table(
         "run", str(config), "--db", f"sqlite:///{killed}", cwd=tmp_path, env=env, log=tmp_path / "k.log"
     ) as run:
         seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(killed))
-        assert 1 <= seen.stored < 12 and seen.in_play, seen
+        assert 1 <= seen.stored < 6 and seen.in_play, seen
     resumed = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{killed}", "--resume")
     assert resumed.exit_code == 0, resumed.stderr
     assert_whole_and_equal(killed, whole)
@@ -204,7 +204,9 @@ def test_kill_9_and_resume_replay_each_step_and_give_the_uninterrupted_table(
         by_key = {m.key: m.id for m in store.list_matches(engine)}
         said.append({key: store.transcript(engine, by_key[key]) for key in sorted(by_key)})
     assert [numbered(steps) for steps in said[0].values()] == [numbered(steps) for steps in said[1].values()]
-    assert sum(len(steps) for steps in said[0].values()) == 8 * 5 * 4
+    assert (
+        sum(len(steps) for steps in said[0].values()) == 4 * 5 * 4
+    )  # the agent's 4 matches: 5 days, 4 steps a day
     replayed = [c for m in store.list_matches(engines[1]) for c in store.match_detail(engines[1], m.id).calls]
     assert any(c.cached for c in replayed)  # the match in flight: its first steps, from the cache
 

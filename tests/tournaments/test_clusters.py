@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -79,17 +80,23 @@ CLUSTER_STATE = textwrap.dedent(
     actors = [(a["JobID"], a["ActorClassName"], nodes[a["Address"]["NodeID"]]["NodeManagerAddress"])
               for a in state.actors().values() if a["JobID"] != mine and a["Address"]["NodeID"] in nodes]
     alive = [node["NodeManagerAddress"] for node in nodes.values() if node["Alive"]]
-    print("state:", json.dumps({"alive": alive, "actors": actors}))
+    dead = [node["NodeManagerAddress"] for node in nodes.values() if not node["Alive"]]
+    print("state:", json.dumps({"alive": alive, "dead": dead, "actors": actors}))
     """
 )
 
 
-def cluster_state(
-    address: str, env: dict[str, str], nodes: int = 1
-) -> tuple[list[str], list[tuple[str, str, str]]]:
+@dataclass(frozen=True)
+class ClusterState:
+    alive: list[str]
+    dead: list[str]
+    actors: list[tuple[str, str, str]]
+
+
+def cluster_state(address: str, env: dict[str, str], nodes: int = 1) -> ClusterState:
     """The addresses of the cluster's live nodes, once at least `nodes` are alive with their
-    CPUs known to the cluster (as a run counts them), and the actors other jobs started on it:
-    (job, class, node address), those that ended included."""
+    CPUs known to the cluster (as a run counts them), those of its dead nodes, and the actors
+    other jobs started on it: (job, class, node address), those that ended included."""
     listing = subprocess.run(
         [sys.executable, "-c", CLUSTER_STATE, address, str(nodes)],
         capture_output=True,
@@ -100,7 +107,7 @@ def cluster_state(
     assert listing.returncode == 0, listing.stderr
     # Ray may print warnings of its own around it (a node found dead, say)
     state = json.loads(next(line for line in listing.stdout.splitlines() if line.startswith("state: "))[7:])
-    return state["alive"], [tuple(actor) for actor in state["actors"]]
+    return ClusterState(state["alive"], state["dead"], [tuple(actor) for actor in state["actors"]])
 
 
 @contextmanager
@@ -171,7 +178,7 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament):
             assert list(Path(run_env["RAY_TMPDIR"]).rglob("session_*")) == []
         assert stored_matches(db) == 3
         assert head.poll() is None, "the head node must still be up: the run joined it, it did not own it"
-        _, actors = cluster_state(address, {**env, "RAY_AUTH_MODE": "token"})
+        actors = cluster_state(address, {**env, "RAY_AUTH_MODE": "token"}).actors
     counts = Counter(name for _, name, _ in actors)
     # the slow tournament hosts its latency contestant; its matches play in match runners; its
     # contestants call no model, so it has no call coordinator
@@ -202,7 +209,7 @@ TWO_HOSTED = textwrap.dedent(
     seed: 5
     scenarios: [price_war]
     seeds: [1, 2, 3, 4, 5, 6]
-    days: 12
+    days: 8
     max_concurrent_matches: 4
     decision_timeout_s: 2.0
     contestants:
@@ -218,6 +225,15 @@ KILL_MOMENTS = {
     "days into the first matches": lambda seen: seen.stored == 0 and seen.progress.days >= 12,
     "a match stored and another in flight": a_match_in_flight,
 }
+
+
+def assert_one_runner_on_each_node_and_the_workers_replaced(
+    actors: list[tuple[str, str, str]], jobs_before: set[str]
+) -> None:
+    """The match runners of the jobs started since `jobs_before` (a run's): one on each node,
+    and the worker's replaced on the head."""
+    runners = Counter(node for job, name, node in actors if job not in jobs_before and name == "MatchRunner")
+    assert runners == {LOOPBACK: 2, WORKER: 1}, actors
 
 
 def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path, ray_local):
@@ -238,20 +254,25 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path, ray
     config = tmp_path / "node_loss.yaml"
     config.write_text(TWO_HOSTED)
     calm = tmp_path / "calm.db"
-    run_tournament(load_tournament(config), engine_for(f"sqlite:///{calm}"))
     port = _free_port()
     address = f"{LOOPBACK}:{port}"
     run = ("run", str(config), "--address", address)
     worker_node = ("--address=" + address, f"--node-ip-address={WORKER}", "--num-cpus=1")
     lost: list[str] = []
+    jobs_before: set[str] = set()  # the jobs on the cluster before the last run
     with head_node(port, env, tmp_path, "--num-cpus=1", f"--system-config={QUICK_HEALTH_CHECKS}") as head:
         _wait_for_port(port, head)
         for k, (moment, when) in enumerate(KILL_MOMENTS.items()):
             lossy = tmp_path / f"lossy{k}.db"
             with ray_node(*worker_node, env=env, cwd=tmp_path) as worker:
-                alive, actors = cluster_state(address, env, nodes=2)
-                assert sorted(alive) == [LOOPBACK, WORKER]
-                jobs_before = {job for job, _, _ in actors}
+                if k == 0:  # the undisturbed run, while the first worker starts
+                    run_tournament(load_tournament(config), engine_for(f"sqlite:///{calm}"))
+                # one listing for both: the new worker working, and what the last run left
+                state = cluster_state(address, env, nodes=2)
+                assert sorted(state.alive) == [LOOPBACK, WORKER] and state.dead == [WORKER] * k, state
+                if k:
+                    assert_one_runner_on_each_node_and_the_workers_replaced(state.actors, jobs_before)
+                jobs_before = {job for job, _, _ in state.actors}
                 with BackgroundRun(
                     *run,
                     "--db",
@@ -270,17 +291,12 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path, ray
                     assert seen.progress.days > seen.stored_days, (moment, seen)  # turns in flight
                     assert background.process.wait(timeout=PATIENCE) == 0, background.output()[-3000:]
                     output = background.output()
-            alive, actors = cluster_state(address, env)
-            assert alive == [LOOPBACK]
-            runners = Counter(
-                node for job, name, node in actors if job not in jobs_before and name == "MatchRunner"
-            )
-            assert runners == {LOOPBACK: 2, WORKER: 1}, (
-                actors
-            )  # one on each node, the worker's replaced on the head
             assert "Traceback" not in output
             lost += [line.split(" lost, ")[1] for line in output.splitlines() if " lost, " in line]
             assert_whole_and_equal(lossy, calm)
+        state = cluster_state(address, env)
+        assert state.alive == [LOOPBACK] and state.dead == [WORKER] * len(KILL_MOMENTS), state
+        assert_one_runner_on_each_node_and_the_workers_replaced(state.actors, jobs_before)
     assert all(line.endswith(": playing it again from its start") for line in lost), lost
     assert any(line.startswith(f"its match runner on {WORKER} died") for line in lost), lost
     assert any(

@@ -84,11 +84,12 @@ def test_kill_9_with_a_match_stored_and_one_in_flight_then_resume_gives_the_unin
 
 
 def test_an_adaptive_run_killed_with_a_match_in_flight_resumes_into_the_uninterrupted_one(
-    tmp_path, slow_tournament, ray_env, arena_here
+    tmp_path, slow_tournament, cluster_env, arena_here
 ):
     """The slow field, adaptive: each round is chosen from the matches stored before it, so
     the run killed mid-round and resumed chooses the same rounds, plays exactly what is
-    missing and ends with the uninterrupted run's matches, table and reason."""
+    missing and ends with the uninterrupted run's matches, table and reason. (The killed run
+    plays on the tests' Ray cluster: what a kill leaves of a local Ray is the first test's.)"""
     config = tmp_path / "adaptive.yaml"
     adaptive = "name: slow\nformat: adaptive\nmax_matches: 8\n"
     config.write_text(slow_tournament.read_text().replace("name: slow\n", adaptive, 1))
@@ -101,7 +102,7 @@ def test_an_adaptive_run_killed_with_a_match_in_flight_resumes_into_the_uninterr
         "--db",
         f"sqlite:///{killed}",
         cwd=tmp_path,
-        env=ray_env,
+        env=cluster_env,
         log=tmp_path / "killed.log",
     ) as run:
         seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(killed))
@@ -116,11 +117,12 @@ def test_an_adaptive_run_killed_with_a_match_in_flight_resumes_into_the_uninterr
     assert_whole_and_equal(killed, whole)
 
 
-def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path, ray_local, ray_env):
+def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path, ray_local, cluster_env):
     """Rule merchants' matches are played side by side in a group per scenario, and a group is
     written in one transaction. The brief scenario's group is stored first; the test's
     instrument holds the long one's commit with its rows written, and the run is killed
-    there: none of that group is stored, and --resume plays that group alone."""
+    there: none of that group is stored, and --resume plays that group alone. (The run plays
+    on the tests' Ray cluster: what a kill leaves of a local Ray is the first test's.)"""
     config = instant_tournament(tmp_path)
     whole, killed, marker = tmp_path / "whole.db", tmp_path / "killed.db", tmp_path / "held.json"
     run_tournament(load_tournament(config), engine_for(f"sqlite:///{whole}"))
@@ -128,8 +130,8 @@ def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path
     assert planned == 12
 
     env = {
-        **ray_env,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(INSTRUMENT), ray_env.get("PYTHONPATH")])),
+        **cluster_env,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(INSTRUMENT), cluster_env.get("PYTHONPATH")])),
         "ARENA_PAUSE_MARKER": str(marker),
     }
     with BackgroundRun(
