@@ -10,6 +10,10 @@ import pytest
 
 @pytest.fixture
 def slow_tournament(tmp_path: Path) -> Path:
+    """Three merchants in pairs, two seeds of ten days: the rule merchants' two matches play
+    as one group, the latency merchant's four one at a time in one match runner (a runner is a
+    process of its own; a match stored and the next under way is a moment every run passes
+    through)."""
     path = tmp_path / "slow.yaml"
     path.write_text(
         textwrap.dedent(
@@ -19,7 +23,7 @@ def slow_tournament(tmp_path: Path) -> Path:
             scenarios: [price_war]
             seeds: [1, 2]
             days: 10
-            max_concurrent_matches: 2
+            max_concurrent_matches: 1
             contestants:
               - {name: fixed, kind: fixed_price}
               - {name: cost_plus, kind: cost_plus}
