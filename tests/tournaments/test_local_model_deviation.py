@@ -1,7 +1,10 @@
 """A deviation probe on the embedded model (SmolLM2-135M, no server) through the real runner:
 the deviated path is played after the match, so every answer it needs before the deviation is
 in the response cache and the prefix costs no new call; once the rival's forced price is in
-the model's report, it is asked afresh. With the cache off, the prefix is asked again."""
+the model's report, it is asked afresh. With the cache off, the prefix is asked again.
+
+The model plays in the run's worker pool (isolate: false): where it is hosted is not the
+point here, and a host of its own and a match runner would cost two processes a run."""
 
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ def play(
             recall_every: 0
             decision_timeout_s: 600
             contestants:
-              - {{name: smol, kind: llm, params: {smol}}}
+              - {{name: smol, kind: llm, isolate: false, params: {smol}}}
               - {{name: fixed, kind: fixed_price, params: {{price: 1.8}}}}
             deviation: {{day: {deviation_day}, seat: 1, to: 1.2}}
             """

@@ -3,7 +3,11 @@ in the calvano market through the real runner, talking (talk: true) and probed (
 the first seat on day 2). Every match is scored against the market's equilibria and measured
 against its deviated path, whose days before the deviation replay (the model's from the
 response cache), and the report, as headless Chromium renders it, draws the Nash and monopoly
-prices on every price chart, both paths of every match and the cartel's messages."""
+prices on every price chart, both paths of every match and the cartel's messages.
+
+The model plays in the run's worker pool (isolate: false), one match at a time: where it is
+hosted is not the point here, and a host of its own and a match runner per match in play
+would be three processes."""
 
 from __future__ import annotations
 
@@ -49,12 +53,13 @@ def study(tmp_path_factory):
             days: {DAYS}
             recall_every: 0
             decision_timeout_s: 600
+            max_concurrent_matches: 1
             talk: true
             deviation: {{day: {DEVIATION_DAY}, seat: 0, to: best_response}}
             contestants:
               - {{name: q, kind: qlearning, params: {learning}}}
               - {{name: cartel, kind: cartel}}
-              - {{name: smol, kind: llm, params: {smol}}}
+              - {{name: smol, kind: llm, isolate: false, params: {smol}}}
             """
         )
     )
