@@ -118,6 +118,20 @@ def test_every_match_is_probed_its_prefix_replayed_and_the_cartel_talks(study):
         assert [c.cached for c in path.calls if c.day <= DEVIATION_DAY] == [True] * sum(
             1 for c in detail.calls if c.day <= DEVIATION_DAY
         )
+        if "smol" in {r.contestant for r in detail.results}:
+            # on path, a fresh cache: every decision asked; deviated, days 1 and 2 from the cache,
+            # day 3 asked afresh: its report shows the forced price of the rival, who answers it
+            assert [(c.day, c.cached) for c in detail.calls if c.purpose == "decide"] == [
+                (day, False) for day in range(1, DAYS + 1)
+            ]
+            assert [(c.day, c.cached) for c in path.calls if c.purpose == "decide"] == [
+                (1, True),
+                (2, True),
+                (3, False),
+            ]
+            assert "rival_response" in {
+                v.name for v in store.metrics(engine, match_id=match.id) if v.merchant == "smol"
+            }
         said = {s.merchant for s in detail.days.said()}
         assert ("cartel" in said) == ("cartel" in {r.contestant for r in detail.results})
 

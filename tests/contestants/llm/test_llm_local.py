@@ -20,9 +20,9 @@ DAYS = [
 
 @pytest.fixture(scope="module")
 def smollm2():
-    """Strings capped at 16 characters (max_string): every character written is a model step,
-    and no test here reads the notes."""
-    return get_provider("local/smollm2", {"no_cache": True, "max_string": 16})
+    """Strings capped at 16 characters and lists at one item (max_string, max_items): every
+    character written is a model step, and no test here reads the notes or counts operations."""
+    return get_provider("local/smollm2", {"no_cache": True, "max_string": 16, "max_items": 1})
 
 
 def test_every_answer_is_a_valid_decision(smollm2, decision_request):
@@ -53,7 +53,7 @@ def test_asked_for_operations_it_gives_valid_ones_under_the_constrained_schema(s
         'You run a shop selling widgets. Reply with a JSON object {"operations": [...]} listing today\'s '
         'operations, e.g. {"operations": [{"op": "set_price", "product": "widget", "price": 21}]}.'
     )
-    schema = constrained_schema(Decision.model_json_schema(), max_items=2, max_length=40)
+    schema = constrained_schema(Decision.model_json_schema(), max_items=1, max_length=40)
     operations = 0
     for day in (
         "Day 3 of 30. Stock 40, price 20, unit cost 10. Set a new price.",
