@@ -47,20 +47,22 @@ contestants:
   - {{name: undercut, kind: undercut}}
 """
 
-# Matches with `slow` last 0.6 s each, two at a time: long enough to be killed mid-run. It plays
+# Matches with `slow` last 0.6 s each, one at a time: long enough to be killed mid-run. It plays
 # in an actor of its own, so its matches play in a match runner, whose days the progress lines
-# count as they are played: a match in play shows.
+# count as they are played: a match in play shows. One match at a time keeps each run to one
+# match runner (a process); what these tests check, a run stopped between matches with one in
+# play, does not need two.
 SLOW = """\
-name: slow
+name: {name}
 seed: 9
 scenarios: [price_war]
 seeds: [1, 2]
 days: 6
-max_concurrent_matches: 2
+max_concurrent_matches: 1
 contestants:
-  - {name: fixed, kind: fixed_price}
-  - {name: cost_plus, kind: cost_plus}
-  - {name: slow, kind: tests.doubles:Latency, params: {latency_s: 0.1}}
+  - {{name: fixed, kind: fixed_price}}
+  - {{name: cost_plus, kind: cost_plus}}
+  - {{name: slow, kind: tests.doubles:Latency, params: {{latency_s: 0.1}}{isolate}}}
 """
 
 RUN_SECONDS = 300  # a run here takes 10-20 s, most of it Ray starting
@@ -72,7 +74,11 @@ def files(tmp_path_factory) -> dict[str, Path]:
     texts = {
         "pairs": RULES.format(name="pairs", seed=3, format="round_robin"),
         "market": RULES.format(name="market", seed=4, format="free_for_all"),
-        "slow": SLOW,
+        "slow": SLOW.format(name="slow", isolate=""),
+        # the same field with `slow` in its matches' process: each match a Ray task of the run,
+        # stored as it ends, one at a time; no actor of its own for the tests of a server that
+        # goes away, whose point is the run's writes, not where its matches play
+        "unhosted": SLOW.format(name="unhosted", isolate=", isolate: false"),
     }
     for name, text in texts.items():
         (folder / f"{name}.yaml").write_text(text)
@@ -342,11 +348,11 @@ def drop_the_runs_connections(postgres, url: str, allow_more: bool) -> Callable[
 def test_a_run_whose_connections_the_server_closes_goes_on(postgres, files, on_sqlite, ray_local):
     url = postgres.fresh_database()
     closed = drop_the_runs_connections(postgres, url, allow_more=True)
-    result = invoke("run", files["slow"], "--db", url)
+    result = invoke("run", files["unhosted"], "--db", url)
     connections, stored = closed()
     assert connections >= 1 and stored < 6  # closed while the run still had matches to write
     assert result.exit_code == 0, result.stderr
-    assert stored_at(url, "slow") == stored_at(on_sqlite["slow"], "slow")
+    assert stored_at(url, "unhosted") == stored_at(on_sqlite["unhosted"], "unhosted")
 
 
 def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes_it(
@@ -359,7 +365,7 @@ def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes
     url = postgres.fresh_database()
     database = make_url(url).database
     closed = drop_the_runs_connections(postgres, url, allow_more=False)
-    result = invoke("run", files["slow"], "--db", url)
+    result = invoke("run", files["unhosted"], "--db", url)
     assert closed()[0] >= 1
     output = result.stdout + result.stderr
     assert result.exit_code == EXIT_DATABASE and "Traceback" not in output and PASSWORD not in output, output
@@ -370,7 +376,7 @@ def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes
         and f'database "{database}" is not currently accepting connections' in line
     )
     assert line.endswith(
-        f"once it is back, `uv run arena run {files['slow']} --resume --db {masked}` plays the rest"
+        f"once it is back, `uv run arena run {files['unhosted']} --resume --db {masked}` plays the rest"
     )
     with postgres.admin() as connection:
         connection.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
@@ -378,9 +384,9 @@ def test_a_server_that_stays_away_ends_the_run_in_one_line_and_a_resume_finishes
     assert (
         1 <= stored < 6 and count(url, "match_result") == 2 * stored
     )  # whole matches only: two merchants each
-    resumed = invoke("run", files["slow"], "--db", url, "--resume")
+    resumed = invoke("run", files["unhosted"], "--db", url, "--resume")
     assert resumed.exit_code == 0, resumed.stderr
-    assert stored_at(url, "slow") == stored_at(on_sqlite["slow"], "slow")
+    assert stored_at(url, "unhosted") == stored_at(on_sqlite["unhosted"], "unhosted")
 
 
 # ---- who may write ----------------------------------------------------------------------

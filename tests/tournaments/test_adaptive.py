@@ -3,18 +3,21 @@ strengths whose matches are drawn here from the Bradley–Terry model, and when 
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
 from common.yaml_files import ConfigError
 from results.scoring.rating_fit import Fit, Rating, fit
-from tournaments.adaptive import AdaptiveSchedule
+from tournaments.adaptive import AdaptiveSchedule, Round
 from tournaments.config import Tournament
 from tournaments.load import load_tournament
 from tournaments.schedule import MatchSpec, schedule
@@ -48,20 +51,47 @@ def outcome(match: MatchSpec, strengths: dict[str, float], seed: int) -> list[tu
     return [(a, 1), (b, 2)] if wins else [(a, 2), (b, 1)]
 
 
-def played(
-    tournament: Tournament, strengths: dict[str, float], seed: int = 0
-) -> tuple[list[list[MatchSpec]], list[list[tuple[str, int]]], str]:
-    """The rounds the schedule chose, every match's ranking, and why it ended."""
+class Played(NamedTuple):
+    """A schedule played to its end: the schedule, the rounds it chose, every match's ranking,
+    and the round without matches that ended it (saying why)."""
+
+    schedule: AdaptiveSchedule
+    rounds: list[Round]
+    rankings: list[list[tuple[str, int]]]
+    end: Round
+
+    @property
+    def matches(self) -> list[list[MatchSpec]]:
+        return [r.matches for r in self.rounds]
+
+    @property
+    def ended(self) -> str:
+        assert self.end.ended is not None
+        return self.end.ended
+
+
+def played(tournament: Tournament, strengths: dict[str, float], seed: int = 0) -> Played:
     chosen = AdaptiveSchedule(tournament)
-    rounds: list[list[MatchSpec]] = []
+    rounds: list[Round] = []
     rankings: list[list[tuple[str, int]]] = []
-    while True:
-        round_ = chosen.next_round(rankings)
-        if not round_.matches:
-            assert round_.ended is not None
-            return rounds, rankings, round_.ended
-        rounds.append(round_.matches)
+    while (round_ := chosen.next_round(rankings)).matches:
+        rounds.append(round_)
         rankings += [outcome(match, strengths, seed) for match in round_.matches]
+    return Played(chosen, rounds, rankings, round_)
+
+
+# Four contestants 200 Elo apart, in the file's order from the strongest: a field the schedule
+# orders by its own rule.
+APART = {name: 1000.0 + 200.0 * (1.5 - k) for k, name in enumerate("abcd")}
+
+
+@pytest.fixture(scope="module")
+def apart(tmp_path_factory) -> tuple[Tournament, Callable[[int], Played]]:
+    """The APART field, and its schedule played with the outcomes drawn from a seed: each seed
+    played once for the module, the tests that read the same seed sharing its play (a play
+    fits the ratings round after round, most of this module's CPU)."""
+    tournament = field(tmp_path_factory.mktemp("apart"), list(APART))
+    return tournament, functools.cache(lambda seed: played(tournament, APART, seed))
 
 
 def test_the_first_round_seats_everyone_around_a_ring(tmp_path):
@@ -78,7 +108,8 @@ def test_with_two_clearly_apart_and_a_tied_pair_it_spends_its_matches_on_the_tie
     neighbours x 6 meetings (2^-6 <= 0.05 / 3 < 2^-5)."""
     strengths = {"top": 1800.0, "tie1": 1000.0, "tie2": 1000.0, "bottom": 200.0}
     tournament = field(tmp_path, list(strengths), "max_matches: 80\n")
-    (*rounds, confirmation), _, ended = played(tournament, strengths)
+    play = played(tournament, strengths)
+    (*rounds, confirmation), ended = play.matches, play.ended
     later = [frozenset(m.seats) for r in rounds[1:] for m in r]
     tied = frozenset({"tie1", "tie2"})
     assert ended.startswith("max_matches reached (80); the intervals include a confirmation round of 18 ")
@@ -88,18 +119,13 @@ def test_with_two_clearly_apart_and_a_tied_pair_it_spends_its_matches_on_the_tie
     assert {frozenset(m.seats) for r in rounds for m in r if m.index >= 40} == {tied}
 
 
-def test_after_the_stop_each_two_neighbours_meet_again_in_fresh_matches_and_the_schedule_ends(tmp_path):
+def test_after_the_stop_each_two_neighbours_meet_again_in_fresh_matches_and_the_schedule_ends(apart):
     """The confirmation round: once every neighbour is ordered, each two next to each other
     in the table fitted at the stop meet 6 times more (as many meetings as settle a pair: 2^-6
     <= 0.05 / 3), in matches none of the rounds before played, and then the schedule ends
     saying so, as often as it is asked."""
-    strengths = {name: 1000.0 + 200.0 * (1.5 - k) for k, name in enumerate("abcd")}
-    tournament = field(tmp_path, list(strengths))
-    chosen = AdaptiveSchedule(tournament)
-    rounds, rankings = [], []
-    while (round_ := chosen.next_round(rankings)).matches:
-        rounds.append(round_)
-        rankings += [outcome(match, strengths, 0) for match in round_.matches]
+    _, play_of = apart
+    chosen, rounds, rankings, round_ = play_of(0)
     assert [r.confirmation for r in rounds] == [False] * (len(rounds) - 1) + [True]
     *before, confirmation = [r.matches for r in rounds]
     at_stop = fit(rankings[: -len(confirmation)]).ratings
@@ -127,19 +153,20 @@ def test_a_cap_with_no_room_left_after_the_first_round_says_the_intervals_are_un
 
 
 @pytest.mark.slow  # six schedules played to their end: 15 s
-def test_a_field_of_known_strengths_is_ordered_with_fewer_matches_than_the_round_robin(tmp_path):
+def test_a_field_of_known_strengths_is_ordered_with_fewer_matches_than_the_round_robin(apart):
     """Four contestants 200 Elo apart, over six draws of the matches' outcomes: every run ends
     with all of them ordered, in the true order, with fewer matches than the round robin of the
     same seeds, and its 95% intervals, the confirmation round's matches in them, cover the true
     ratings in 19 or more of the 24 cases: at the 90% the benchmark counts for them and for a
     round robin (docs/benchmarks.md), in 97% of draws; intervals fitted at the stop, without it,
     cover 74% there, and reach 19 in 38% of draws (here 13 of 24)."""
-    strengths = {name: 1000.0 + 200.0 * (1.5 - k) for k, name in enumerate("abcd")}
-    tournament = field(tmp_path, list(strengths))
+    tournament, play_of = apart
+    strengths = APART
     covered = 0
     for seed in range(6):
-        rounds, rankings, ended = played(tournament, strengths, seed)
-        assert ended.startswith(
+        play = play_of(seed)
+        rounds, rankings = play.matches, play.rankings
+        assert play.ended.startswith(
             "every two contestants next to each other in the table are ordered at 95% confidence; "
         )
         ratings = fit(rankings).ratings
@@ -149,19 +176,21 @@ def test_a_field_of_known_strengths_is_ordered_with_fewer_matches_than_the_round
     assert covered >= 19
 
 
-def test_the_same_results_give_the_same_rounds_and_a_new_schedule_chooses_them_again(tmp_path):
+def test_the_same_results_give_the_same_rounds_and_a_new_schedule_chooses_them_again(apart):
     """A resumed run builds its schedule anew and gives it the stored rankings round by round:
-    it chooses the rounds it had chosen. (Strengths far enough apart for it to stop and
-    confirm in 12 rounds, where 150 apart would play to its cap of 120 matches in 27.)"""
-    strengths = {name: 1000.0 + 300.0 * k for k, name in enumerate("abcd")}
-    tournament = field(tmp_path, list(strengths))
-    rounds, rankings, _ = played(tournament, strengths, seed=3)
+    it chooses the rounds it had chosen, the confirmation round among them. (The APART field,
+    whose schedule stops by its own rule and confirms, where 150 apart would play to its cap of
+    120 matches.)"""
+    tournament, play_of = apart
+    play = play_of(0)
     again = AdaptiveSchedule(tournament)
     seen = 0
-    for round_ in rounds:
-        assert again.next_round(rankings[:seen]).matches == round_
-        seen += len(round_)
-    assert [m.index for r in rounds for m in r] == list(range(seen))
+    for round_ in play.rounds:
+        assert again.next_round(play.rankings[:seen]) == round_
+        seen += len(round_.matches)
+    assert again.next_round(play.rankings) == play.end
+    assert play.rounds[-1].confirmation
+    assert [m.index for r in play.matches for m in r] == list(range(seen))
 
 
 def test_groups_of_three_seat_the_pair_with_the_one_rated_nearest(tmp_path):

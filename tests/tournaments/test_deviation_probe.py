@@ -155,6 +155,9 @@ def test_the_market_caps_a_forced_price_at_the_ceiling_and_keeps_the_day_s_other
 
 @pytest.fixture(scope="module")
 def learners(tmp_path_factory, ray_local):
+    """The fifty sessions in two tasks of 25 on the tests' two CPUs (max_concurrent_matches: 50;
+    by default, thirteen of four), each group's sessions learnt in one kernel call: the same
+    results (test_probed_matches_side_by_side_come_out_as_each_alone), fewer task round trips."""
     folder = tmp_path_factory.mktemp("impulse")
     config = folder / "impulse.yaml"
     config.write_text(
@@ -164,6 +167,7 @@ def learners(tmp_path_factory, ray_local):
             seed: 2020
             scenarios: [calvano]
             repetitions: 50
+            max_concurrent_matches: 50
             days: 100
             recall_every: 0
             contestants:

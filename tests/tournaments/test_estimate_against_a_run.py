@@ -1,7 +1,9 @@
 """`arena validate --estimate` against a real run: a scripted agent at the OpenAI stand-in plays a
 match in which a merchant that makes no operation (as the rehearsal's merchants once did) goes
 bankrupt before the last day (tests/thin_price_war.py). The rehearsal plays every day, and the
-run's calls, input tokens and cost each fall within the estimate's range."""
+run's calls, input tokens and cost each fall within the estimate's range. The agent plays in its
+match's process (`isolate: false`): where it is hosted changes neither its calls nor the estimate,
+and an actor of its own would cost the run a process."""
 
 from __future__ import annotations
 
@@ -57,6 +59,7 @@ def test_a_scripted_agents_run_falls_within_the_estimate(tmp_path: Path, arena_h
                 contestants:
                   - name: scripted
                     kind: llm
+                    isolate: false
                     params: {{model: openai/gpt-4.1-mini, mode: agent, max_steps: 8,
                              base_url: "{api.base_url}", api_key_env: ARENA_OPENAI_KEY, no_cache: true}}
                   - {{name: fixed, kind: fixed_price}}

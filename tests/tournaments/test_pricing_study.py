@@ -3,7 +3,11 @@ in the calvano market through the real runner, talking (talk: true) and probed (
 the first seat on day 2). Every match is scored against the market's equilibria and measured
 against its deviated path, whose days before the deviation replay (the model's from the
 response cache), and the report, as headless Chromium renders it, draws the Nash and monopoly
-prices on every price chart, both paths of every match and the cartel's messages."""
+prices on every price chart, both paths of every match and the cartel's messages.
+
+The model plays in the run's worker pool (isolate: false), one match at a time: where it is
+hosted is not the point here, and a host of its own and a match runner per match in play
+would be three processes."""
 
 from __future__ import annotations
 
@@ -49,12 +53,13 @@ def study(tmp_path_factory):
             days: {DAYS}
             recall_every: 0
             decision_timeout_s: 600
+            max_concurrent_matches: 1
             talk: true
             deviation: {{day: {DEVIATION_DAY}, seat: 0, to: best_response}}
             contestants:
               - {{name: q, kind: qlearning, params: {learning}}}
               - {{name: cartel, kind: cartel}}
-              - {{name: smol, kind: llm, params: {smol}}}
+              - {{name: smol, kind: llm, isolate: false, params: {smol}}}
             """
         )
     )
@@ -113,6 +118,20 @@ def test_every_match_is_probed_its_prefix_replayed_and_the_cartel_talks(study):
         assert [c.cached for c in path.calls if c.day <= DEVIATION_DAY] == [True] * sum(
             1 for c in detail.calls if c.day <= DEVIATION_DAY
         )
+        if "smol" in {r.contestant for r in detail.results}:
+            # on path, a fresh cache: every decision asked; deviated, days 1 and 2 from the cache,
+            # day 3 asked afresh: its report shows the forced price of the rival, who answers it
+            assert [(c.day, c.cached) for c in detail.calls if c.purpose == "decide"] == [
+                (day, False) for day in range(1, DAYS + 1)
+            ]
+            assert [(c.day, c.cached) for c in path.calls if c.purpose == "decide"] == [
+                (1, True),
+                (2, True),
+                (3, False),
+            ]
+            assert "rival_response" in {
+                v.name for v in store.metrics(engine, match_id=match.id) if v.merchant == "smol"
+            }
         said = {s.merchant for s in detail.days.said()}
         assert ("cartel" in said) == ("cartel" in {r.contestant for r in detail.results})
 

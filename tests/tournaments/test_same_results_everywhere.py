@@ -20,6 +20,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import numpy as np
 import pytest
@@ -51,24 +52,20 @@ contestants:
     params: {beta: 2.0e-4, stable_periods: 2000, max_periods: 200000, alpha: 0.25}
 """
 
-# Plays the files named on the command line into SQLite databases in the folder given first,
-# on the Ray cluster at $RAY_ADDRESS, and prints as JSON what numpy and numba use in a task of
-# its own, and per file every stored row and the leaderboard. Its workers get this process's
-# NPY_DISABLE_CPU_FEATURES, NUMBA_CPU_NAME and OPENBLAS_CORETYPE (a job's runtime
-# environment): the cluster's own are the test's.
-CHILD = r"""
-import json, os, sqlite3, sys
+# Plays tournament files into SQLite databases in a folder, on the Ray cluster this process
+# has joined, and says as JSON-ready data what numpy and numba use in the driver and in a task
+# of its own, and per file every stored row and the leaderboard (`played(folder, paths)`). Run
+# in this process for the way this machine plays, and in a child for the other (CHILD).
+PLAY = r"""
+import json, sqlite3
 from pathlib import Path
 
 import ray
 
 from results.storage.db import engine_for
 from results.leaderboard import leaderboard
-from tournaments.cluster import init_ray
 from tournaments.load import load_tournament
 from tournaments.run import run_tournament
-
-CPU = ("NPY_DISABLE_CPU_FEATURES", "NUMBA_CPU_NAME", "OPENBLAS_CORETYPE")
 
 
 def where():
@@ -99,23 +96,43 @@ def stored(db):
     return rows
 
 
-folder = Path(sys.argv[1])
-cpu = {k: os.environ[k] for k in CPU if k in os.environ}
-init_ray(address=os.environ["RAY_ADDRESS"], runtime_env={"env_vars": cpu})
-played = {"driver": where(), "worker": ray.get(ray.remote(where).remote())}
-for path in sys.argv[2:]:
-    db = folder / (Path(path).stem + ".db")
-    engine = engine_for(f"sqlite:///{db}")
-    tournament = run_tournament(load_tournament(path), engine).tournament_id
-    table = [row.model_dump() for row in leaderboard(engine, tournament)]
-    engine.dispose()
-    played[path] = {**stored(db), "leaderboard": table}
-print(json.dumps(played))
+def played(folder, paths):
+    found = {"driver": where(), "worker": ray.get(ray.remote(where).remote())}
+    for path in paths:
+        db = Path(folder) / (Path(path).stem + ".db")
+        engine = engine_for(f"sqlite:///{db}")
+        tournament = run_tournament(load_tournament(path), engine).tournament_id
+        table = [row.model_dump() for row in leaderboard(engine, tournament)]
+        engine.dispose()
+        found[str(path)] = {**stored(db), "leaderboard": table}
+    return found
 """
 
+# PLAY in a process of its own, on the Ray cluster at $RAY_ADDRESS, into the folder given
+# first, of the files named after it. Its workers get this process's NPY_DISABLE_CPU_FEATURES,
+# NUMBA_CPU_NAME and OPENBLAS_CORETYPE (a job's runtime environment): the cluster's own are
+# the test's.
+CHILD = (
+    PLAY
+    + r"""
+import os, sys
 
-@pytest.mark.slow  # two processes playing on Ray
-def test_a_tournament_stores_the_same_results_whatever_numpy_and_numba_use_on_the_cpu(tmp_path, cluster_env):
+from tournaments.cluster import init_ray
+
+CPU = ("NPY_DISABLE_CPU_FEATURES", "NUMBA_CPU_NAME", "OPENBLAS_CORETYPE")
+cpu = {k: os.environ[k] for k in CPU if k in os.environ}
+init_ray(address=os.environ["RAY_ADDRESS"], runtime_env={"env_vars": cpu})
+print(json.dumps(played(sys.argv[1], sys.argv[2:])))
+"""
+)
+
+
+@pytest.mark.slow  # a process playing on Ray beside this one
+def test_a_tournament_stores_the_same_results_whatever_numpy_and_numba_use_on_the_cpu(
+    tmp_path, cluster_env, ray_local
+):
+    """Played here as this process plays (on the tests' cluster, whose workers have the
+    test's environment) and, at the same time, in a child process with the CPU settings above."""
     from numpy._core._multiarray_umath import __cpu_dispatch__
 
     files = []
@@ -128,21 +145,21 @@ def test_a_tournament_stores_the_same_results_whatever_numpy_and_numba_use_on_th
         "OPENBLAS_CORETYPE": "Haswell",
     }
     here = {k: v for k, v in cluster_env.items() if k not in elsewhere}
-    children = {}
-    for way, env in (("here", here), ("elsewhere", {**here, **elsewhere})):
+    for way in ("here", "elsewhere"):
         (tmp_path / way).mkdir()
-        children[way] = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(tmp_path / way), *map(str, files)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    played = {}
-    for way, child in children.items():
-        out, err = child.communicate(timeout=240)
-        assert child.returncode == 0, err[-3000:]
-        played[way] = json.loads(out)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path / "elsewhere"), *map(str, files)],
+        env={**here, **elsewhere},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    play: dict[str, Any] = {"__name__": "same_results_play"}  # a module Ray's workers cannot import
+    exec(PLAY, play)
+    played = {"here": json.loads(json.dumps(play["played"](tmp_path / "here", files)))}
+    out, err = child.communicate(timeout=240)
+    assert child.returncode == 0, err[-3000:]
+    played["elsewhere"] = json.loads(out)
     mine, other = played["here"], played["elsewhere"]
 
     # the two really computed differently, in the driver and in Ray's workers

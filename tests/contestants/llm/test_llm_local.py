@@ -20,9 +20,9 @@ DAYS = [
 
 @pytest.fixture(scope="module")
 def smollm2():
-    """Strings capped at 16 characters (max_string): every character written is a model step,
-    and no test here reads the notes."""
-    return get_provider("local/smollm2", {"no_cache": True, "max_string": 16})
+    """Strings capped at 16 characters and lists at one item (max_string, max_items): every
+    character written is a model step, and no test here reads the notes or counts operations."""
+    return get_provider("local/smollm2", {"no_cache": True, "max_string": 16, "max_items": 1})
 
 
 def test_every_answer_is_a_valid_decision(smollm2, decision_request):
@@ -47,12 +47,13 @@ def test_every_answer_is_a_valid_decision(smollm2, decision_request):
 
 def test_asked_for_operations_it_gives_valid_ones_under_the_constrained_schema(smollm2):
     """Nudged to act, the raw schema lets SmolLM2 drop `op` or repeat an operation until
-    max_tokens; the constrained schema keeps every answer whole and valid."""
+    max_tokens; the constrained schema keeps every answer whole and valid (capped short here:
+    every character written is a model step)."""
     system = (
         'You run a shop selling widgets. Reply with a JSON object {"operations": [...]} listing today\'s '
         'operations, e.g. {"operations": [{"op": "set_price", "product": "widget", "price": 21}]}.'
     )
-    schema = constrained_schema(Decision.model_json_schema(), max_items=4, max_length=120)
+    schema = constrained_schema(Decision.model_json_schema(), max_items=1, max_length=40)
     operations = 0
     for day in (
         "Day 3 of 30. Stock 40, price 20, unit cost 10. Set a new price.",
@@ -106,32 +107,29 @@ def test_any_gguf_by_path(tmp_path):
 
 
 @pytest.mark.slow  # loads the embedded model
-def test_the_packaged_model_runs_as_an_8bit_copy_made_once(tmp_path, monkeypatch):
+def test_the_packaged_model_runs_as_an_8bit_copy_made_once_and_shared_by_its_copies(tmp_path, monkeypatch):
+    """Each checkout installs the model into its own virtualenv; the cache keeps one copy,
+    made once (one re-encoding here, the costly part)."""
+    import shutil
+
     from llama_cpp import Llama
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert (
         get_provider("local/smollm2").recode
         and not get_provider("local", {"model_path": str(smollm2_path())}).recode
     )
     copy = eight_bit_copy(smollm2_path())
-    assert copy.parent == tmp_path / "arena" / "models" and [p.name for p in copy.parent.iterdir()] == [
-        copy.name
-    ]
+    assert copy.parent == tmp_path / "cache" / "arena" / "models" and [
+        p.name for p in copy.parent.iterdir()
+    ] == [copy.name]
     assert (
         Llama(model_path=str(copy), vocab_only=True, verbose=False).metadata["general.file_type"] == "7"
     )  # Q8_0
     made = copy.stat().st_mtime_ns
     assert eight_bit_copy(smollm2_path()) == copy and copy.stat().st_mtime_ns == made  # not made again
-
-
-@pytest.mark.slow  # loads the embedded model
-def test_copies_of_the_same_model_share_one_8bit_copy(tmp_path, monkeypatch):
-    """Each checkout installs the model into its own virtualenv; the cache keeps one copy."""
-    import shutil
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     elsewhere = tmp_path / "venv" / smollm2_path().name
     elsewhere.parent.mkdir()
     shutil.copy(smollm2_path(), elsewhere)
-    assert eight_bit_copy(elsewhere) == eight_bit_copy(smollm2_path())
+    assert eight_bit_copy(elsewhere) == copy and copy.stat().st_mtime_ns == made  # nor for another copy
+    assert [p.name for p in copy.parent.iterdir()] == [copy.name]
