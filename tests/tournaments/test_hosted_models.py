@@ -48,7 +48,7 @@ def anthropic_api():
 def write(folder: Path, body: str, **values: str) -> Path:
     path = folder / "t.yaml"
     text = textwrap.dedent(body).replace("@CACHE@", str(folder / "cache"))
-    for name, value in values.items():
+    for name, value in {"@ISOLATE@": "", **values}.items():
         text = text.replace(name, value)
     path.write_text(text)
     return path
@@ -64,6 +64,9 @@ def no_secret_in(folder: Path, *outputs: Result) -> bool:
 def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_priced(
     tmp_path, openai_api, anthropic_api, arena_here
 ):
+    """astra plays in an actor of its own (as a language model does by default), sonnet inside
+    the match loop (isolate: false): each way its calls are made, priced and recorded. One
+    match at a time: one match runner."""
     config = write(
         tmp_path,
         """
@@ -75,6 +78,7 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
         days: 3
         recall_every: 3
         off_path: {days: [2], price: 9.5}
+        max_concurrent_matches: 1
         contestants:
           - name: astra
             kind: llm
@@ -83,6 +87,7 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
                      memory: notes, cache_dir: "@CACHE@"}
           - name: sonnet
             kind: llm
+            isolate: false
             params: {model: anthropic/claude-sonnet-5-5, base_url: "@ANTHROPIC@",
                      api_key_env: ARENA_ANTHROPIC_KEY, memory: window,
                      reflect: true, cache_dir: "@CACHE@"}
@@ -108,7 +113,8 @@ def test_a_reasoning_model_and_a_current_claude_play_with_no_fault_and_are_price
         ("sonnet", "recall"): 2,
         ("sonnet", "off_path"): 2,
     }
-    # hosted merchants are asked too, each about its next rival in seat order (seats turn by seed)
+    # the hosted merchant is asked too, as the inline one is, each about its next rival in seat
+    # order (seats turn by seed)
     asked = [(a.merchant, a.day, a.price) for d in details for a in d.off_path]
     assert sorted(asked) == [("astra", 2, 9.5)] * 2 + [("sonnet", 2, 9.5)] * 2
     assert all(c.cost is not None and c.cost > 0 for c in calls)
@@ -134,12 +140,13 @@ BUDGET = """
     prices: {openai/gpt-4.1-mini: {input: 1000, output: 1000}}
     contestants:
       - name: mini
-        kind: llm
+        kind: llm@ISOLATE@
         params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY,
                  memory: stateless, cache_dir: "@CACHE@"}
       - {name: fixed, kind: fixed_price}
       - {name: undercut, kind: undercut}
     """
+INLINE = "\n    isolate: false"  # mini in BUDGET inside the match loop, not in an actor of its own
 
 
 def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
@@ -153,7 +160,10 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
     the budget and passes it by at most the calls in flight (one per match in play); the
     resumed run, with a budget of 100, plays exactly the matches left, pays only for the
     calls not made (those of the stopped matches are replayed from the cache), and ends
-    with the table and the spend of an uninterrupted run."""
+    with the table and the spend of an uninterrupted run. mini plays in an actor of its own in
+    the stopped and resumed runs, inside the match loop in the uninterrupted one (isolate:
+    false, its matches Ray tasks, no host or match runner to start): the same table either
+    way."""
     stopped_dir, whole_dir = tmp_path / "stopped", tmp_path / "whole"
     stopped_dir.mkdir(), whole_dir.mkdir()
     config = write(
@@ -189,7 +199,14 @@ def test_a_budget_stops_the_run_and_a_resume_with_more_ends_as_if_uninterrupted(
     whole = arena_here(
         whole_dir,
         "run",
-        str(write(whole_dir, BUDGET, **{"@OPENAI@": openai_api.base_url}, **{"@BUDGET@": ""})),
+        str(
+            write(
+                whole_dir,
+                BUDGET,
+                **{"@OPENAI@": openai_api.base_url},
+                **{"@BUDGET@": "", "@ISOLATE@": INLINE},
+            )
+        ),
         "--db",
         f"sqlite:///{whole_dir}/t.db",
     )
@@ -260,7 +277,8 @@ def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
     """Answers take 0.8 s and a turn may take 0.6 s: every day of the merchant is a timeout
     fault, and yet the server never has two calls of one merchant at once (a merchant's
     calls carry its seed): a turn that missed its deadline keeps its merchant until its call
-    ends, and the next turn waits (0.2 s, leaving it time to ask)."""
+    ends, and the next turn waits (0.2 s, leaving it time to ask). One match at a time (one
+    match runner): the overlap looked for is within a merchant."""
     with FakeOpenAI(api_key=None) as fake:
         fake.delay = 0.8
         config = write(
@@ -273,6 +291,7 @@ def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
             days: 2
             recall_every: 0
             decision_timeout_s: 0.6
+            max_concurrent_matches: 1
             contestants:
               - name: slowpoke
                 kind: llm
@@ -329,7 +348,8 @@ def test_a_storm_of_429s_is_waited_out(tmp_path):
 def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path):
     """Two contestants, each in its own actor process, at one endpoint with
     max_concurrent_calls 1: the server never has two of their calls at once (each answer
-    takes 0.1 s, and both ask at the start of every day)."""
+    takes 0.1 s, and both ask at the start of every day). Their matches are played one at a
+    time (one match runner): the calls that could overlap are the two hosts'."""
     with FakeOpenAI(api_key=None) as fake:
         fake.delay = 0.1
         entry = """
@@ -348,6 +368,7 @@ def test_an_endpoints_concurrency_limit_holds_across_processes(tmp_path):
             seeds: [1, 2]
             days: 2
             recall_every: 0
+            max_concurrent_matches: 1
             contestants:"""
             + entry.replace("NAME", "a")
             + entry.replace("NAME", "b")
@@ -363,7 +384,8 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, open
     """Two runs of one file at the same time, on one Ray cluster, with one response cache and
     an empty one at that: every distinct request reaches the server once, whichever run asks
     first. (With rate limits set, and the key, which reaches neither the cache nor the
-    record.)"""
+    record.) mini plays inside the match loop, one match at a time: each run's matches are
+    Ray tasks of its own, with no contestant host or match runner to start."""
     openai_api.delay = 0.2
     folders = [tmp_path / "a", tmp_path / "b"]
     for folder in folders:
@@ -375,9 +397,11 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, open
         seeds: [1, 2]
         days: 3
         recall_every: 3
+        max_concurrent_matches: 1
         contestants:
           - name: mini
             kind: llm
+            isolate: false
             params: {model: openai/gpt-4.1-mini, base_url: "@OPENAI@", api_key_env: ARENA_OPENAI_KEY,
                      memory: window, cache_dir: "@SHARED@",
                      requests_per_minute: 1000, tokens_per_minute: 10000000}
@@ -417,14 +441,15 @@ def test_two_processes_replaying_one_cache_make_each_request_once(tmp_path, open
 
 
 def test_a_budget_is_the_stopping_rule_of_an_adaptive_run(tmp_path, openai_api, arena_here):
-    """The same field, adaptive: its first round seats everyone (mini in two of its three
-    matches, about 6 USD), and a budget of 7 USD stops it in a later round. The run says so,
-    exits 3, keeps the first round whole, and the leaderboard repeats why it ended."""
+    """The same field, adaptive, mini inside the match loop (the stopped run above has it in an
+    actor of its own): its first round seats everyone (mini in two of its three matches, about
+    6 USD), and a budget of 7 USD stops it in a later round. The run says so, exits 3, keeps
+    the first round whole, and the leaderboard repeats why it ended."""
     config = write(
         tmp_path,
         BUDGET.replace("name: budgeted", "name: budgeted\n    format: adaptive"),
         **{"@OPENAI@": openai_api.base_url},
-        **{"@BUDGET@": "budget: {cost_usd: 7}"},
+        **{"@BUDGET@": "budget: {cost_usd: 7}", "@ISOLATE@": INLINE},
     )
     db = f"sqlite:///{tmp_path}/t.db"
     result = arena_here(tmp_path, "run", str(config), "--db", db)

@@ -120,8 +120,9 @@ def rows(db: Path, query: str) -> list[tuple]:
 
 
 def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_path, server, arena_here):
-    moods = ["ok", "flaky", "500", "hang"]
-    config = tournament(tmp_path, server, moods, cache=False)
+    """The merchants that fail (500, hang) in actors of their own, those that get answers (ok,
+    flaky) inside the match loop: hosted and inline merchants in one match."""
+    config = tournament(tmp_path, server, ["500", "hang"], cache=False, inline=("ok", "flaky"))
     db = tmp_path / "t.db"
     result = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{db}")
     shown = read("show", "1", "--db", f"sqlite:///{db}")
@@ -141,12 +142,12 @@ def test_passing_troubles_are_faults_not_crashes_and_the_key_never_leaks(tmp_pat
         for r in store.match_detail(engine, m.id).days
         if r.day == 3
     }
-    assert prices["ok"] == prices["flaky"] == 18.0  # their decisions were applied
+    assert prices["ok-inline"] == prices["flaky-inline"] == 18.0  # their decisions were applied
     # retries: 429, 500 and timeouts up to max_retries=2 more attempts
     assert server.requests["500"] == server.requests["hang"] == 3 * 3
     assert server.requests["flaky"] == 3 * 2 and server.requests["ok"] == 3
     calls = dict(rows(db, "select merchant, sum(attempts) from model_call group by merchant"))
-    assert calls == {"ok": 3, "flaky": 6}  # failed calls leave a fault, not a call row
+    assert calls == {"ok-inline": 3, "flaky-inline": 6}  # failed calls leave a fault, not a call row
 
 
 REFUSALS = {"echo": "HTTP 401: bad key Bearer ***", "nonjson": "malformed response"}
@@ -158,9 +159,11 @@ def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, s
     model and the server's message, masked; nothing of the failing match is stored as played,
     and once the server is fixed --resume plays on. Both refuse from the first day: the run
     stops on the one that fails a third time first, its resume on the other, and the resume
-    after that plays the match to the end (beside a fixed price: no healthy model, whose
-    host would be one more process to start in each of the three runs)."""
-    config = tournament(tmp_path, server, [*REFUSALS], cache=False)
+    after that plays the match to the end (beside a fixed price: no healthy model). Both play
+    inside the match loop, their match a Ray task: no contestant host or match runner to
+    start in each of the three runs (a hosted model that refuses every call stops its run in
+    tests/tournaments/test_hosted_models.py)."""
+    config = tournament(tmp_path, server, [], cache=False, inline=tuple(REFUSALS))
     db = tmp_path / "t.db"
     stopped_by = []
     for _ in REFUSALS:
@@ -170,8 +173,8 @@ def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, s
         )
         assert result.exit_code == 4, result.stderr
         [line] = result.stderr.strip().splitlines()[-1:]
-        mood = next(mood for mood in REFUSALS if line.startswith(f"error: contestant {mood} (openai/moody) "))
-        assert line.startswith(f"error: contestant {mood} (openai/moody) failed 3 calls in a row: ")
+        mood = next(m for m in REFUSALS if line.startswith(f"error: contestant {m}-inline (openai/moody) "))
+        assert line.startswith(f"error: contestant {mood}-inline (openai/moody) failed 3 calls in a row: ")
         assert REFUSALS[mood] in line and "--resume" in line
         assert "Traceback" not in result.stderr and result.stdout.strip() == ""  # no table
         assert server.requests[mood] - asked[mood] == 3  # none of them retried
@@ -193,10 +196,11 @@ def test_a_model_that_refuses_every_call_stops_the_run_with_one_line(tmp_path, s
 def test_a_second_run_replays_from_the_cache_and_no_cache_asks_again_leaving_the_cache_as_it_was(
     tmp_path, server, arena_here
 ):
-    """Three runs of one tournament, its merchants hosted and inline: the first asks the model
-    and fills the response cache; the second asks nothing and ends with the same table; the
-    third, with --no-cache, asks every request again and writes nothing to the cache."""
-    config = tournament(tmp_path, server, ["ok", "flaky"], cache=True, inline=("ok",))
+    """Three runs of one tournament, its merchants hosted (ok) and inline (ok and flaky): the
+    first asks the model and fills the response cache; the second asks nothing and ends with
+    the same table; the third, with --no-cache, asks every request again and writes nothing
+    to the cache."""
+    config = tournament(tmp_path, server, ["ok"], cache=True, inline=("ok", "flaky"))
     first = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{tmp_path}/a.db")
     assert first.exit_code == 0, first.stderr
     # three merchants, three days; flaky's every other request is a 429, retried
