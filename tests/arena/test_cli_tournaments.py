@@ -53,7 +53,6 @@ def twice(tmp_path_factory, ray_local) -> tuple[Path, str]:
             scenarios: [price_war]
             seeds: [1]
             days: 5
-            max_concurrent_matches: 1
             contestants:
               - {name: fixed, kind: fixed_price, params: {markup: 0.5}}
               - {name: cost_plus, kind: cost_plus}

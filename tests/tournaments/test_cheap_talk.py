@@ -118,7 +118,6 @@ def test_a_tournament_with_talk_stores_shows_and_exports_its_messages(tmp_path, 
         scenarios: [calvano]
         days: 4
         talk: true
-        max_concurrent_matches: 1
         contestants:
           - {name: cartel_a, kind: cartel}
           - {name: cartel_b, kind: cartel, isolate: true}
