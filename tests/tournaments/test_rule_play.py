@@ -217,7 +217,9 @@ def test_instant_matches_are_grouped_by_scenario_length_and_size():
     )
 
 
-@settings(max_examples=examples(20), deadline=None)
+# Ten rosters of two to four, each played in two matches of 25 days, together and alone: a grim
+# trigger's tolerance, random rivals' markups and the tit for tat's opening vary in each.
+@settings(max_examples=examples(10), deadline=None)
 @given(
     roster=st.lists(
         st.sampled_from(["grim_trigger", "tit_for_tat", "random"]), min_size=2, max_size=4

@@ -7,14 +7,15 @@ from __future__ import annotations
 import concurrent.futures
 import socket
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from results.presentation.chromium import binary
 from results.storage.schema import utcnow
-from tests.viewer.conftest import HOSTILE, Stored, note, store_another
-from viewer.app import InThread
+from tests.viewer.conftest import HOSTILE, Stored, fill, note, store_another
+from viewer.app import InThread, open_for_reading
 
 pytestmark = pytest.mark.slow
 
@@ -27,9 +28,33 @@ def browser():
         launched.close()
 
 
+@pytest.fixture(scope="module")
+def context(browser):
+    """One browser context for the module: its cache keeps plotly.js (4.8 MB) from one page
+    of the shared viewer to the next, as a reader's browser does."""
+    opened = browser.new_context(viewport={"width": 1280, "height": 900})
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory, day_record) -> Stored:
+    """The stored tournament of the tests that only read it (those that change it have their own)."""
+    path = tmp_path_factory.mktemp("shared") / "arena.db"
+    return fill(f"sqlite:///{path}", day_record, path)
+
+
+@pytest.fixture(scope="module")
+def shared_viewer(shared: Stored) -> Iterator[InThread]:
+    engine = open_for_reading(shared.url)
+    serving = InThread(engine)
+    yield serving
+    serving.stop()
+    engine.dispose()
+
+
 @pytest.fixture
-def page(browser) -> Page:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def page(context) -> Iterator[Page]:
     opened = context.new_page()
     problems: list[str] = []
     opened.on("pageerror", lambda error: problems.append(str(error)))
@@ -43,17 +68,17 @@ def page(browser) -> Page:
         ),
     )
     yield opened
-    context.close()
+    opened.close()
     assert problems == []
 
 
 def test_a_reader_follows_links_from_the_tournaments_to_a_merchants_day(
-    page: Page, viewer: InThread, stored: Stored
+    page: Page, shared_viewer: InThread, shared: Stored
 ):
-    page.goto(viewer.address + "/")
+    page.goto(shared_viewer.address + "/")
     page.get_by_role("link", name="spring").click()
     expect(page.locator("#leaderboard table")).to_contain_text("steady")
-    page.locator(f'a[href="/matches/{stored.matches[0]}"]').click()
+    page.locator(f'a[href="/matches/{shared.matches[0]}"]').click()
     expect(page.locator("h1")).to_contain_text("corner-shop")
     expect(page.locator("#chart-1 .main-svg").first).to_be_visible()
     charts = page.locator(".plot").count()
@@ -65,21 +90,17 @@ def test_a_reader_follows_links_from_the_tournaments_to_a_merchants_day(
     expect(page.locator("#m1 .steps")).to_contain_text("accepted: tea at 4.0")
 
 
-def test_hostile_words_are_shown_and_never_run(page: Page, viewer: InThread, stored: Stored):
-    for path in (
-        f"/tournaments/{stored.tournament}",
-        f"/matches/{stored.matches[0]}",
-        f"/matches/{stored.matches[0]}/days/3",
-    ):
-        page.goto(viewer.address + path)
+def test_hostile_words_are_shown_and_never_run(page: Page, shared_viewer: InThread, shared: Stored):
+    match = f"/matches/{shared.matches[0]}"
+    for path in (f"/tournaments/{shared.tournament}", match, f"{match}/days/3"):
+        page.goto(shared_viewer.address + path)
         page.wait_for_load_state("networkidle")
         assert page.evaluate("window.hacked") is None, path
         assert HOSTILE in page.locator("main").inner_text(), path
-    # in the charts too: plotly.js reads links and bold in names, which come escaped
-    page.goto(f"{viewer.address}/matches/{stored.matches[0]}")
-    expect(page.locator("#chart-1 .legend").first).to_be_visible()
-    assert page.locator(".plot a, .plot b").count() == 0
-    assert HOSTILE in page.locator("#chart-1 .legend").first.text_content()
+        if path == match:  # in the charts too: plotly.js reads links and bold in names, which come escaped
+            expect(page.locator("#chart-1 .legend").first).to_be_visible()
+            assert page.locator(".plot a, .plot b").count() == 0
+            assert HOSTILE in (page.locator("#chart-1 .legend").first.text_content() or "")
 
 
 def test_a_running_tournaments_page_follows_its_progress(
@@ -95,16 +116,18 @@ def test_a_running_tournaments_page_follows_its_progress(
     expect(page.locator('[data-progress="left"]')).to_have_text("0")
 
 
-def test_a_hundred_pages_at_once_and_a_reader_who_leaves_mid_download(viewer: InThread, stored: Stored):
-    host, port = viewer.address.removeprefix("http://").split(":")
+def test_a_hundred_pages_at_once_and_a_reader_who_leaves_mid_download(
+    shared_viewer: InThread, shared: Stored
+):
+    host, port = shared_viewer.address.removeprefix("http://").split(":")
     for _ in range(5):  # ask for the 4.8 MB script and hang up after its first bytes
         with socket.create_connection((host, int(port))) as hung_up:
             hung_up.sendall(b"GET /static/plotly.min.js HTTP/1.1\r\nHost: x\r\n\r\n")
             hung_up.recv(1024)
 
     def load(n: int) -> int:
-        path = f"/matches/{stored.matches[n % 2]}" if n % 3 else f"/tournaments/{stored.tournament}"
-        with urllib.request.urlopen(viewer.address + path, timeout=60) as answer:
+        path = f"/matches/{shared.matches[n % 2]}" if n % 3 else f"/tournaments/{shared.tournament}"
+        with urllib.request.urlopen(shared_viewer.address + path, timeout=60) as answer:
             return answer.status
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=100) as pool:
@@ -112,9 +135,11 @@ def test_a_hundred_pages_at_once_and_a_reader_who_leaves_mid_download(viewer: In
     assert statuses == [200] * 100
 
 
-def test_two_matches_of_one_draw_are_drawn_on_the_same_charts(page: Page, viewer: InThread, stored: Stored):
-    first, second = stored.matches
-    page.goto(f"{viewer.address}/matches/{first}")
+def test_two_matches_of_one_draw_are_drawn_on_the_same_charts(
+    page: Page, shared_viewer: InThread, shared: Stored
+):
+    first, second = shared.matches
+    page.goto(f"{shared_viewer.address}/matches/{first}")
     page.get_by_role("link", name=f"compare with match {second}").click()
     expect(page.locator("h1")).to_contain_text(f"Match {first} and match {second}")
     expect(page.locator("#chart-1 .legend .traces")).to_have_count(4)  # two seats of each match
@@ -127,8 +152,7 @@ def test_a_match_that_is_not_there_and_a_database_that_goes_away(
     assert answer is not None and answer.status == 404
     page.get_by_role("link", name="Back to the tournaments").click()
     expect(page.locator("h1")).to_have_text("Tournaments")
-    page.goto(f"{viewer.address}/matches/{stored.matches[0]}")
-    expect(page.locator("#banner")).to_be_hidden()
+    expect(page.locator("#banner")).to_be_hidden()  # every page's banner: this one's, as it is open
     stored.path.write_bytes(b"this is no longer a database" * 100)
     for journal in stored.path.parent.glob("arena.db-*"):
         journal.unlink()
