@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import typer
 import yaml
-from cli_runner import CliRunner
 from typer.core import TyperArgument, TyperGroup
+from typer.testing import CliRunner
 
 from arena.cli import app
 from arena.cli.exits import user_errors

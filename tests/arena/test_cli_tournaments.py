@@ -14,8 +14,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from cli_runner import CliRunner
 from ranked_matches import finished
+from typer.testing import CliRunner
 
 from arena.cli import app, printing
 from results.leaderboard import finish_tournament

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli_runner import CliRunner
 from fakes.openai_api import FakeOpenAI
 from thin_price_war import thin_price_war
+from typer.testing import CliRunner
 
 from arena.cli import app
 from contestants.llm.catalogue import CATALOGUE, catalogue_price

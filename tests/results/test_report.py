@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_runner import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 from page_reader import Node, parse
 from sqlalchemy import Engine
 from sqlmodel import Session, update
+from typer.testing import CliRunner
 
 from arena.cli import app
 from arena.cli.printing import out

@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 import pytest
-from cli_runner import CliRunner
+from typer.testing import CliRunner
 
 from arena.cli import app, printing
 from contestants.kinds import create
