@@ -5,6 +5,7 @@ market.equilibrium, which the rule uses."""
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 
@@ -35,18 +36,24 @@ def calvano_profit(price, rival: float):
     return (price - 1.0) * weight(price) / (weight(price) + weight(rival) + 1.0)
 
 
-MONOPOLY = float(GRID[np.argmax(calvano_profit(GRID, GRID))])  # the symmetric price of the best joint profit
+@functools.cache
+def monopoly() -> float:
+    """The symmetric price of the best joint profit (computed when first asked, not when the
+    file is collected: every worker of the suite collects it)."""
+    return float(GRID[np.argmax(calvano_profit(GRID, GRID))])
 
 
+@functools.cache
 def nash() -> float:
-    """Iterated best responses on the grid, from the cost: the symmetric Nash price."""
+    """Iterated best responses on the grid, from the cost, until one repeats: the symmetric
+    Nash price."""
     price = 1.0
     for _ in range(100):
-        price = float(GRID[np.argmax(calvano_profit(GRID, price))])
+        response = float(GRID[np.argmax(calvano_profit(GRID, price))])
+        if response == price:
+            break
+        price = response
     return price
-
-
-NASH = nash()
 
 
 def play(kinds: list[str], talk: bool = True, days: int = 20):
@@ -67,11 +74,11 @@ def prices(records) -> list[float]:
 def test_two_cartels_hold_the_monopoly_price_every_day_and_say_so():
     played = play(["cartel", "cartel"], days=CALVANO.days)
     for records in played.values():
-        assert prices(records) == pytest.approx([MONOPOLY] * CALVANO.days, abs=2e-5)
+        assert prices(records) == pytest.approx([monopoly()] * CALVANO.days, abs=2e-5)
         assert all(r.rejections == [] for r in records)
         assert len({r.message for r in records}) == 1  # the same terms every day
         message = records[0].message
-        assert f"good at {MONOPOLY:.2f}" in message and f"at {NASH:.2f} for good" in message, message
+        assert f"good at {monopoly():.2f}" in message and f"at {nash():.2f} for good" in message, message
 
 
 def test_a_cartel_turns_to_nash_the_day_after_an_undercut_and_says_so():
@@ -79,11 +86,11 @@ def test_a_cartel_turns_to_nash_the_day_after_an_undercut_and_says_so():
     prices from day 2 and is triggered by a price more than 1% below its monopoly price."""
     played = play(["cartel", "undercut"])
     undercut = prices(played["m1"])
-    cut = 1 + next(day for day, price in enumerate(undercut) if price < MONOPOLY * (1 - 0.01))
-    assert prices(played["m0"]) == pytest.approx([MONOPOLY] * cut + [NASH] * (20 - cut), abs=2e-5)
+    cut = 1 + next(day for day, price in enumerate(undercut) if price < monopoly() * (1 - 0.01))
+    assert prices(played["m0"]) == pytest.approx([monopoly()] * cut + [nash()] * (20 - cut), abs=2e-5)
     assert all(r.message for r in played["m0"]) and not any(r.message for r in played["m1"])
     # the offer until it is triggered (it sees the cut the morning after), then the punishment
-    offer, punishment = played["m0"][0].message, f"You undercut me: I price good at {NASH:.2f} for good."
+    offer, punishment = played["m0"][0].message, f"You undercut me: I price good at {nash():.2f} for good."
     assert [r.message for r in played["m0"]] == [offer] * cut + [punishment] * (20 - cut)
 
 
@@ -102,7 +109,7 @@ def test_a_cartel_asked_alone_says_what_it_says_in_a_team():
     decision = alone.decide(observations["m0"])
     _, _, _, _, infos = env.step({"m0": decision, "m1": None})
     assert infos["m0"]["record"].message == play(["cartel", "cartel"], days=1)["m0"][0].message
-    assert math.isclose(infos["m0"]["record"].prices["good"], MONOPOLY, abs_tol=2e-5)
+    assert math.isclose(infos["m0"]["record"].prices["good"], monopoly(), abs_tol=2e-5)
 
 
 @pytest.mark.usefixtures("ray_local")
