@@ -3,7 +3,9 @@ message), what it answers, and how it bills prompt caching."""
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 
 import anthropic
 import httpx2
@@ -27,6 +29,17 @@ DECIDE = {"name": "decide", "description": "Place an order.", "input_schema": DE
 HELLO = [{"role": "user", "content": "Your turn."}]
 LONG = "The market opens at nine. " * 200  # 5200 characters: 1300 tokens of system prompt
 VERY_LONG = LONG * 4  # over Haiku 4.5's 4096-token minimum
+# Every SDK client would load the system's CA certificates into a TLS context of its own (most of a
+# test's CPU); the stand-in speaks plain HTTP, so the clients share one context, loaded once.
+tls = functools.cache(ssl.create_default_context)
+
+
+def sdk(fake: FakeAnthropic, api_key: str = KEY, max_retries: int = 0) -> anthropic.Anthropic:
+    """An SDK client of the stand-in."""
+    http = anthropic.DefaultHttpxClient(verify=tls())
+    return anthropic.Anthropic(
+        base_url=fake.base_url, api_key=api_key, max_retries=max_retries, http_client=http
+    )
 
 
 @pytest.fixture
@@ -37,8 +50,8 @@ def fake():
 
 @pytest.fixture
 def client(fake):
-    with anthropic.Anthropic(base_url=fake.base_url, api_key=KEY, max_retries=0) as sdk:
-        yield sdk
+    with sdk(fake) as client:
+        yield client
 
 
 def refused(client, error=anthropic.BadRequestError, **request):
@@ -106,14 +119,14 @@ def test_an_unknown_model_is_a_404_naming_it_as_sent(client):
 
 
 def test_a_wrong_key_is_a_401_that_never_echoes_it(fake):
-    with anthropic.Anthropic(base_url=fake.base_url, api_key="sk-ant-wrong-secret", max_retries=0) as other:
+    with sdk(fake, "sk-ant-wrong-secret") as other:
         error = refused(other, anthropic.AuthenticationError)
     assert error.type == "authentication_error" and error.api_message == "invalid x-api-key"
     assert "sk-ant-wrong-secret" not in error.response.text and "sk-ant-wrong-secret" not in str(error)
 
 
 def test_x_api_key_wins_over_bearer_and_none_accepts_any_key(fake):
-    with anthropic.Anthropic(base_url=fake.base_url, api_key="sk-ant-wrong", max_retries=0) as other:
+    with sdk(fake, "sk-ant-wrong") as other:
         message = other.messages.create(
             model="claude-haiku-4-5", max_tokens=64, messages=HELLO, extra_headers={"x-api-key": KEY}
         )
@@ -535,7 +548,7 @@ def test_a_scripted_429_says_when_to_retry_then_the_next_call_succeeds(fake, cli
 
 def test_the_sdk_retries_a_429_after_its_retry_after(fake):
     fake.fail(429, retry_after=0.01)
-    with anthropic.Anthropic(base_url=fake.base_url, api_key=KEY, max_retries=1) as retrying:
+    with sdk(fake, max_retries=1) as retrying:
         assert (
             retrying.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=HELLO).content[0].text
             == "OK"

@@ -3,7 +3,9 @@ what it answers, its usage numbers, its prompt cache, its rate limit and its scr
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 import urllib.error
 import urllib.request
 from typing import Any
@@ -69,6 +71,17 @@ def changed(
     return copy
 
 
+# Every SDK client would load the system's CA certificates into a TLS context of its own (most of a
+# test's CPU); the stand-in speaks plain HTTP, so the clients share one context, loaded once.
+tls = functools.cache(ssl.create_default_context)
+
+
+def sdk(fake: FakeOpenAI, api_key: str = KEY, max_retries: int = 0) -> openai.OpenAI:
+    """An SDK client of the stand-in."""
+    http = openai.DefaultHttpxClient(verify=tls())
+    return openai.OpenAI(base_url=fake.base_url, api_key=api_key, max_retries=max_retries, http_client=http)
+
+
 @pytest.fixture
 def fake():
     stand_in = FakeOpenAI().start()
@@ -78,7 +91,7 @@ def fake():
 
 @pytest.fixture
 def client(fake: FakeOpenAI) -> openai.OpenAI:
-    return openai.OpenAI(base_url=fake.base_url, api_key=KEY, max_retries=0)
+    return sdk(fake)
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +99,7 @@ def shared():
     """A client of one stand-in for the tables of refusals, which leave no state behind (closing
     a server takes a poll interval, so a fresh one per row would make the tables slow)."""
     stand_in = FakeOpenAI().start()
-    yield openai.OpenAI(base_url=stand_in.base_url, api_key=KEY, max_retries=0)
+    yield sdk(stand_in)
     stand_in.close()
 
 
@@ -481,7 +494,7 @@ def test_an_unknown_model_is_a_404(shared: openai.OpenAI, endpoint: str):
 
 @pytest.mark.parametrize("wrong", ["sk-proj-Zq81xTfLmW0pQeRsTuVw1234abcd", "sk-wrong"])
 def test_a_wrong_key_is_a_401_that_never_shows_the_key(fake: FakeOpenAI, wrong: str):
-    client = openai.OpenAI(base_url=fake.base_url, api_key=wrong, max_retries=0)
+    client = sdk(fake, wrong)
     error = refused(client.chat.completions.create, model="gpt-4.1-mini", messages=HELLO)
     assert isinstance(error, openai.AuthenticationError)
     assert (error.code, error.param, error.type) == ("invalid_api_key", None, "invalid_request_error")
@@ -495,7 +508,7 @@ def test_a_wrong_key_is_a_401_that_never_shows_the_key(fake: FakeOpenAI, wrong: 
 
 def test_without_a_required_key_any_key_is_accepted():
     with FakeOpenAI(api_key=None) as fake:
-        client = openai.OpenAI(base_url=fake.base_url, api_key="anything", max_retries=0)
+        client = sdk(fake, "anything")
         assert chat(client)[0].choices
 
 
@@ -712,7 +725,7 @@ def test_scripted_failures_have_openai_bodies(
 
 
 def test_the_sdk_retries_a_scripted_503_after_its_retry_after(fake: FakeOpenAI):
-    client = openai.OpenAI(base_url=fake.base_url, api_key=KEY, max_retries=1)
+    client = sdk(fake, max_retries=1)
     fake.fail(503, retry_after=0.01)
     assert chat(client)[0].choices
     assert len(fake.calls) == 2  # the failed call and its retry
