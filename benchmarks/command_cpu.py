@@ -46,8 +46,12 @@ def main() -> None:
         for pid in (group / "tasks").read_text().split():  # a server or node the command left running
             os.kill(int(pid), signal.SIGKILL)
     finally:
-        time.sleep(0.2)
-        group.rmdir()
+        for _ in range(50):  # a killed process leaves the cgroup once it has exited
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
     print(
         json.dumps(
             {

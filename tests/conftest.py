@@ -38,16 +38,16 @@ from market.types import DayRecord
 # commands, Ray's workers): where PYTHONDONTWRITEBYTECODE is set, as on the VMs arena is
 # checked on, each xdist worker compiled and rewrote every test module (13 CPU-s against 6
 # with the caches) and every process compiled arena's own modules at each start. The installed
-# packages are compiled once at install ([tool.uv] compile-bytecode); __pycache__ is ignored
-# by git.
+# packages are compiled at install ([tool.uv] compile-bytecode), or, where .ci/run installs
+# them without, by the first test process that imports them; __pycache__ is ignored by git.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # typer's CliRunner builds the click command from the app again at every invoke, reading each
 # command's signature anew: more CPU than most commands the tests run (two thirds of the time
 # in `invoke` over test_cli_errors' 321 calls). The app does not change within a run, so each
 # app's command is built once.
 typer.testing._get_command = functools.cache(typer.main.get_command)  # type: ignore[attr-defined]
-sys.dont_write_bytecode = False
 
 # Hypothesis profiles. "ci", the default, is derandomised: the examples come from a hash of each
 # test, not a random seed, so every run (in CI or not) tries the same examples and a failure seen

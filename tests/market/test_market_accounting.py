@@ -234,7 +234,7 @@ def test_allocation_conserves_customers(utility, outside, customers, stocked, sa
             assert all(float(v).is_integer() for v in values), values
 
 
-@settings(max_examples=examples(25))  # each example compares 799 days, two seasonal periods at most
+@settings(max_examples=examples(25))  # each example compares 799 days: two seasonal periods or more
 @given(
     weekdays=st.lists(st.floats(0, 3), min_size=7, max_size=7),
     amplitude=st.floats(0, 0.99),

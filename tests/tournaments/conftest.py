@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture
 def slow_tournament(tmp_path: Path) -> Path:
     """Three merchants in pairs, two seeds of ten days: the rule merchants' two matches play
-    as one group, the latency merchant's four one at a time in one match runner (a runner is a
+    as a Ray task each, the latency merchant's four one at a time in one match runner (a runner is a
     process of its own; a match stored and the next under way is a moment every run passes
     through)."""
     path = tmp_path / "slow.yaml"

@@ -185,12 +185,12 @@ def test_kill_9_and_resume_replay_each_step_and_give_the_uninterrupted_table(
     prompt for less the second time, as a real API's would.)"""
     monkeypatch.setattr(openai_fake, "CACHE_MINIMUM", 10**9)
     openai_api, _ = apis
-    openai_api.delay = 0.05  # the agent's matches last long enough to be caught in flight
     whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
     run_tournament(
         load_tournament(agents_tournament(tmp_path, openai_api.base_url, "whole-cache")),
         engine_for(f"sqlite:///{whole}"),
     )
+    openai_api.delay = 0.05  # the killed run's agent matches last long enough to be caught in flight
     config = agents_tournament(tmp_path, openai_api.base_url, "killed-cache")
     env = {**cluster_env, "ARENA_OPENAI_KEY": OPENAI_KEY}  # the killed run: on the tests' Ray cluster
     with BackgroundRun(

@@ -21,7 +21,8 @@ DAYS = [
 @pytest.fixture(scope="module")
 def smollm2():
     """Strings capped at 16 characters and lists at one item (max_string, max_items): every
-    character written is a model step, and no test here reads the notes or counts operations."""
+    character written is a model step, and no test here reads the notes or needs more than one
+    operation an answer."""
     return get_provider("local/smollm2", {"no_cache": True, "max_string": 16, "max_items": 1})
 
 
@@ -47,13 +48,12 @@ def test_every_answer_is_a_valid_decision(smollm2, decision_request):
 
 def test_asked_for_operations_it_gives_valid_ones_under_the_constrained_schema(smollm2):
     """Nudged to act, the raw schema lets SmolLM2 drop `op` or repeat an operation until
-    max_tokens; the constrained schema keeps every answer whole and valid (capped short here:
-    every character written is a model step)."""
+    max_tokens; the constrained schema keeps every answer whole and valid."""
     system = (
         'You run a shop selling widgets. Reply with a JSON object {"operations": [...]} listing today\'s '
         'operations, e.g. {"operations": [{"op": "set_price", "product": "widget", "price": 21}]}.'
     )
-    schema = constrained_schema(Decision.model_json_schema(), max_items=1, max_length=40)
+    schema = constrained_schema(Decision.model_json_schema(), max_items=4, max_length=120)
     operations = 0
     for day in (
         "Day 3 of 30. Stock 40, price 20, unit cost 10. Set a new price.",
