@@ -240,8 +240,9 @@ def test_a_contestant_that_gives_up_on_the_deadline_is_late_and_any_other_except
 
 @pytest.mark.usefixtures("ray_local")
 def test_hosted_merchants_answer_recall_questions_as_inline_ones_do(tmp_path):
-    """The question rides in the hosted merchant's daily call; the answers, and the match,
-    are those of the same merchants played inline."""
+    """The question rides in the hosted merchant's daily call; its answers, and the match,
+    are those of the same merchant played inline (its rival is played inline in both runs:
+    one host is what the question's ride needs)."""
     tables = {}
     for isolate in ("false", "true"):
         config = tmp_path / f"recall-{isolate}.yaml"
@@ -255,7 +256,7 @@ days: 12
 recall_every: 3
 contestants:
   - {{name: a, kind: reorder_point, isolate: {isolate}}}
-  - {{name: b, kind: undercut, isolate: {isolate}}}
+  - {{name: b, kind: undercut, isolate: false}}
 """
         )
         engine = engine_for(f"sqlite:///{tmp_path}/{isolate}.db")

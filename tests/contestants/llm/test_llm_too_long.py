@@ -706,15 +706,16 @@ def test_a_rehearsal_that_cannot_fit_stops_as_the_run_would_and_tells_no_coordin
 
 
 def test_refusals_are_counted_per_merchant_shown_and_exported(fake_openai, monkeypatch, tmp_path):
-    """An agent at a server counting 2 characters a token, for 20 days under 5,000 tokens: its
-    refusals are steps of its transcript, their number is its result's length_refusals, which
-    `arena show` shows and `arena export` writes, with each refusal's words in the transcript."""
+    """An agent at a server counting 2 characters a token, for 8 days under 5,000 tokens (its
+    first refusal comes on the sixth): its refusals are steps of its transcript, their number
+    is its result's length_refusals, which `arena show` shows and `arena export` writes, with
+    each refusal's words in the transcript."""
     monkeypatch.setenv(KEY, fake_openai.api_key)
     fake_openai.contexts["gpt-4.1-mini"], fake_openai.chars_per_token = 5_000, 2
     fake_openai.answer = agent(
         [[("read_books", {}), ("calculator", {"expression": "2*2"})], [("end_day", {})]]
     )
-    finished = played(agent_entry(fake_openai, context_tokens=5_000), 20, LocalCallCoordinator())
+    finished = played(agent_entry(fake_openai, context_tokens=5_000), 8, LocalCallCoordinator())
     assert isinstance(finished, FinishedMatch)
     refusals = [step for step in finished.transcript if step.refused is not None]
     count = {r.merchant: r.length_refusals for r in finished.merchants}
