@@ -149,6 +149,21 @@ RAY_START_S = 120
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         os.environ[SHARED_RAY] = tempfile.mkdtemp(prefix="arenaray", dir="/tmp")  # short: Ray's sockets
+        compile_the_learning_kernel()
+
+
+def compile_the_learning_kernel() -> None:
+    """Compile the Q-learners' kernel (numba, kept beside its module in __pycache__) once,
+    before xdist's workers start, where it is not compiled yet: in a fresh clone each worker,
+    and each Ray worker that plays a learner, would compile it at the same moment, some 6 CPU-s
+    apiece. A session of one period is enough to compile it."""
+    if list((ROOT / "contestants" / "__pycache__").glob("qlearning_kernel.learn-*.nbi")):
+        return
+    from contestants.qlearning import QLearningParams, Session, learn
+    from market.scenario import load_scenario
+
+    once = QLearningParams(stable_periods=1, max_periods=1)
+    learn([Session(load_scenario("calvano"), (once, once), 0)])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
