@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -159,10 +160,19 @@ def note(stored: Stored, days_played: int, playing: int, started: datetime, days
     engine.dispose()
 
 
+@contextmanager
+def served(url: str) -> Iterator[InThread]:
+    """The viewer of the database at `url`, in a thread of this process, until the block ends."""
+    engine = open_for_reading(url)
+    serving = InThread(engine)
+    try:
+        yield serving
+    finally:
+        serving.stop()
+        engine.dispose()
+
+
 @pytest.fixture
 def viewer(stored: Stored) -> Iterator[InThread]:
-    engine = open_for_reading(stored.url)
-    serving = InThread(engine)
-    yield serving
-    serving.stop()
-    engine.dispose()
+    with served(stored.url) as serving:
+        yield serving

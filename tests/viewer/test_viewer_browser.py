@@ -14,8 +14,8 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from results.presentation.chromium import binary
 from results.storage.schema import utcnow
-from tests.viewer.conftest import HOSTILE, Stored, fill, note, store_another
-from viewer.app import InThread, open_for_reading
+from tests.viewer.conftest import HOSTILE, Stored, fill, note, served, store_another
+from viewer.app import InThread
 
 pytestmark = pytest.mark.slow
 
@@ -46,11 +46,8 @@ def shared(tmp_path_factory, day_record) -> Stored:
 
 @pytest.fixture(scope="module")
 def shared_viewer(shared: Stored) -> Iterator[InThread]:
-    engine = open_for_reading(shared.url)
-    serving = InThread(engine)
-    yield serving
-    serving.stop()
-    engine.dispose()
+    with served(shared.url) as serving:
+        yield serving
 
 
 @pytest.fixture
