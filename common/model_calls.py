@@ -15,7 +15,7 @@ from pydantic import (
     model_validator,
 )
 
-CallPurpose = Literal["decide", "repair", "recall", "off_path", "reflect", "step", "compact"]
+CallPurpose = Literal["decide", "repair", "recall", "off_path", "reflect", "step", "compact", "judge"]
 
 
 class ToolCall(BaseModel):
