@@ -25,6 +25,7 @@ from sqlalchemy import (
 )
 from sqlmodel import AutoString, Field, SQLModel
 
+from common.conduct import Source
 from common.model_calls import CallPurpose
 from results.records import (
     Fault,
@@ -265,6 +266,30 @@ class TranscriptRow(SQLModel, table=True):
     day: int
     steps: int = Field(description="the day's calls")
     words: bytes = Field(sa_type=LargeBinary, description="zlib-compressed JSON: the day's steps")
+
+
+class JudgementRow(SQLModel, table=True):
+    """A judge's judgement of one item of a merchant's words (common.conduct: Words, Judgement):
+    the words themselves, kept beside so that a judgement reads alone; `labels` joined by
+    commas ("": unscored, with why in `unscored`); the claims it found as a JSON list. A
+    judge's name identifies its judgements: an audit judges again only the items its judges
+    have not judged."""
+
+    __tablename__ = "judgement"
+    __table_args__ = (UniqueConstraint("match_id", "merchant", "day", "source", "item", "judge"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
+    merchant: str
+    day: int
+    source: Source = Field(sa_type=AutoString)
+    item: int = Field(description="tells apart the items of one source on one day (Words.index)")
+    text: str = Field(sa_type=Text)
+    judge: str
+    labels: str
+    reason: str = Field(sa_type=Text)
+    unscored: str | None = Field(default=None, sa_type=Text)
+    claims: str = Field(sa_type=Text, description="JSON: the claims it found (common.conduct.Claim)")
 
 
 class DeviationPathRow(SQLModel, table=True):

@@ -1,0 +1,90 @@
+"""The judges' judgements of a tournament's matches (the `judgement` table) and the model calls
+that made them: a match's judgements by one judge are written in one transaction with that
+judge's calls, so that judging stopped midway (a crash, a spent budget) resumes at the first
+match a judge has not judged, and no paid call is left unrecorded beside its judgements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import TypeAdapter
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from common.conduct import Claim, Judgement, Words
+from results.records import ModelCallRecord
+from results.storage.schema import JudgementRow, MatchRow, ModelCallRow, stored_id
+
+_CLAIMS = TypeAdapter(tuple[Claim, ...])
+
+
+def save_judgements(
+    engine: Engine,
+    tournament_id: int,
+    match: MatchRow,
+    judged: Sequence[tuple[Words, Judgement]],
+    calls: Sequence[ModelCallRecord],
+) -> None:
+    """Write one judge's judgements of a stored match's words and the calls they took."""
+    with Session(engine) as session:
+        session.add_all(
+            JudgementRow(
+                match_id=stored_id(match.id),
+                merchant=words.merchant,
+                day=words.day,
+                source=words.source,
+                item=words.index,
+                text=words.text,
+                judge=judgement.judge,
+                labels=",".join(judgement.labels),
+                reason=judgement.reason,
+                unscored=judgement.unscored,
+                claims=_CLAIMS.dump_json(judgement.claims).decode(),
+            )
+            for words, judgement in judged
+        )
+        session.add_all(
+            ModelCallRow(
+                **call.model_dump(),
+                tournament_id=tournament_id,
+                match_id=stored_id(match.id),
+                match_key=match.key,
+            )
+            for call in calls
+        )
+        session.commit()
+
+
+def judged(engine: Engine, tournament_id: int) -> set[tuple[int, str]]:
+    """The (match id, judge) pairs of the tournament with judgements stored."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(JudgementRow.match_id, JudgementRow.judge)
+            .join(MatchRow, col(MatchRow.id) == col(JudgementRow.match_id))
+            .where(col(MatchRow.tournament_id) == tournament_id)
+            .distinct()
+        )
+        return {(match_id, judge) for match_id, judge in rows}
+
+
+def judgements(engine: Engine, match_id: int) -> dict[Words, list[Judgement]]:
+    """A match's judgements, item by item in the order the items were judged."""
+    found: dict[Words, list[Judgement]] = {}
+    with Session(engine) as session:
+        rows = session.exec(
+            select(JudgementRow).where(col(JudgementRow.match_id) == match_id).order_by(col(JudgementRow.id))
+        )
+        for row in rows:
+            words = Words(
+                merchant=row.merchant, day=row.day, source=row.source, index=row.item, text=row.text
+            )
+            found.setdefault(words, []).append(
+                Judgement(
+                    judge=row.judge,
+                    labels=tuple(row.labels.split(",")) if row.labels else (),
+                    reason=row.reason,
+                    unscored=row.unscored,
+                    claims=_CLAIMS.validate_json(row.claims),
+                )
+            )
+    return found
