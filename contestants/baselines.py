@@ -5,8 +5,8 @@ it has learnt nothing a spreadsheet could not do. Between them they cover the st
 corners of the market: a price that never moves (`fixed_price`, `reorder_point`), a price
 tied to cost (`cost_plus`), noise (`random`), aggression (`undercut`, which starts price
 wars), a rational myopic player (`best_response`) and the two classic strategies of the
-repeated game, which answer what rivals did (`tit_for_tat`, `grim_trigger`). The kinds that
-talk where merchants may are contestants.talking's, over these.
+repeated game, which answer what rivals did (`tit_for_tat`, `grim_trigger`). The rule kinds
+that talk to their rivals (`cartel`, `bluffer`) are contestants.talking's, built on these.
 
 What they share lives in `RuleMerchant`: collecting receivables as soon as they are due,
 one restocking helper that never orders more than the cash can pay for, and a perfect
@@ -399,8 +399,8 @@ class FixedPrice(RuleMerchant):
     @classmethod
     def rule(cls, team: Team[Self], view: MarketView) -> tuple[np.ndarray, np.ndarray]:
         price = team.column("price")
-        markup = team.base_cost(view) * (1 + team.column("markup"))
-        return np.where(np.isnan(price), markup, price), team.restock(view)
+        marked_up = team.base_cost(view) * (1 + team.column("markup"))
+        return np.where(np.isnan(price), marked_up, price), team.restock(view)
 
 
 # ---- random ----------------------------------------------------------------------------------
