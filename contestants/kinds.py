@@ -25,7 +25,8 @@ _TARGETS: dict[str, str] = {
     "best_response": "contestants.baselines:BestResponse",
     "tit_for_tat": "contestants.baselines:TitForTat",
     "grim_trigger": "contestants.baselines:GrimTrigger",
-    "cartel": "contestants.baselines:Cartel",
+    "cartel": "contestants.talking:Cartel",
+    "bluffer": "contestants.talking:Bluffer",
     "qlearning": "contestants.qlearning:QLearner",
     "llm": "contestants.llm.merchant:LLMMerchant",
 }

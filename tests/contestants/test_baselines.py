@@ -1,4 +1,4 @@
-"""Behaviour of the rule-based merchants in contestants/baselines.py."""
+"""Behaviour of the rule-based merchants in contestants/baselines.py and talking.py."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from tests.doubles import CHAOS, LATENCY
 BASELINE_KINDS = sorted(
     kind
     for kind, cls in kinds().items()
-    if issubclass(cls, RuleMerchant) and cls.__module__ == "contestants.baselines"
+    if issubclass(cls, RuleMerchant) and cls.__module__ in ("contestants.baselines", "contestants.talking")
 )  # not the tests' own kinds
 INSTANT_KINDS = [kind for kind in BASELINE_KINDS if not kinds()[kind].needs_actor]
 
@@ -74,6 +74,7 @@ def test_all_baseline_kinds_are_registered():
         "tit_for_tat",
         "grim_trigger",
         "cartel",
+        "bluffer",
     }
     assert expected <= set(BASELINE_KINDS)
     assert not any(kinds()[kind].needs_actor for kind in BASELINE_KINDS)
@@ -173,6 +174,9 @@ def _default_rule(
                     f"if you do, I will price widget at {nash:.2f} for good."
                 )
             return {"widget": price}, restock, said
+        case "bluffer":  # Nash, and a promise of monopoly with its cost of 10 said as 12.50
+            said = f"I will price widget at {monopoly:.2f} from tomorrow. My unit cost of widget is 12.50."
+            return {"widget": nash}, restock, said
         case "best_response":  # the best of 60 prices from cost to 3 x reference, stock for 2 + 3 days
             grid = np.linspace(10.0, 60.0, 60)
             profit = _expected_profit(scenario, grid, [(rival, seen.market[1].reputation)], seen.reputation)
