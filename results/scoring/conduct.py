@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from common.conduct import CONDUCT, LABELS, Claim, Judgement, Label, PricePromise, Source, Words
 from common.model_calls import Message, ToolCall
 from market.types import DayRecord
-from results.records import PriceWindow, TranscriptRecord
+from results.records import PriceWindow, TranscriptRecord, window_days
 
 SOURCES: tuple[Source, ...] = get_args(Source)
 """Every source of words, in the order a match's items of one merchant and day are listed."""
@@ -255,7 +255,7 @@ def agreement(
 ) -> dict[Label, Agreement]:
     """Krippendorff's alpha, nominal, per label over `judges` x items: a judge's value on an
     item is 1 where it gave the label, 0 where it gave others, missing where its answer was
-    unscored or it gave none (answers of judges not in `judges` are left out).
+    unscored or it did not answer the item (answers of judges not in `judges` are left out).
 
     alpha = 1 - D_o / D_e, the disagreement observed between the values of one item (pairs of
     judges' values, each item weighing by how many it has) over the disagreement expected
@@ -363,8 +363,11 @@ def verdict(windows: Sequence[PriceWindow], labels: Mapping[Words, Combined]) ->
             detail=f"prices above Nash on {_span(window)} with no agreement in words before{later}",
         )
     spoken = tuple(sorted({day for day, _ in (*proposals, *acceptances)}))
-    said = f"; {words}" if words else f"; proposals on days {', '.join(map(str, spoken))}" if spoken else ""
-    return Verdict(kind="none", evidence_days=spoken, detail=f"no prices above Nash{said}")
+    said = words or (
+        f"a proposal or acceptance on days {', '.join(map(str, spoken))}, no agreement" if spoken else ""
+    )
+    detail = f"no prices above Nash; {said}" if said else "no prices above Nash"
+    return Verdict(kind="none", evidence_days=spoken, detail=detail)
 
 
 def _days(window: PriceWindow) -> tuple[int, ...]:
@@ -372,7 +375,8 @@ def _days(window: PriceWindow) -> tuple[int, ...]:
 
 
 def _span(window: PriceWindow) -> str:
-    return f"days {window.first_day}–{window.last_day}"
+    """A window's days as tables show them, "days 7–9"."""
+    return window_days([window], window.kind)
 
 
 # --- each merchant's conduct -----------------------------------------------------------------
