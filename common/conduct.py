@@ -9,7 +9,7 @@ merchants coordinate, punish or mislead in words."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -38,6 +38,7 @@ Source = Literal["message", "note", "plan", "reasoning", "answer", "off_path"]
 """Where words come from: a message to the rivals (where merchants talk); a decision's note
 or stated plan; a model's reasoning text or its summary, or its answer's text (an agent's
 words between tool calls); its words when asked an off-path question."""
+SOURCES: tuple[Source, ...] = get_args(Source)
 
 FactSubject = Literal["price", "unit_cost", "stock", "cash"]
 """What a merchant can state about its own books that the record can check: the price it posts

@@ -1,5 +1,5 @@
-"""The tournament file's sections that measure and probe its matches: `collusion:`, `deviation:` and
-`off_path:`. They sit at results' base, beside the record, and not with the scoring that reads
+"""The tournament file's sections that measure and probe its matches: `collusion:`, `deviation:`,
+`off_path:` and `conduct:`. They sit at results' base, beside the record, and not with the scoring that reads
 them: the record keeps them with its matches (a probed match's path its probe, a rescore the
 collusion settings each match was played with), and the store, which reads them back, imports
 nothing of the scoring. The tournament layer reads them from its file and plays by them.
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from common.conduct import SOURCES, Source
 from common.yaml_files import FileModel
 from market.scenario import MAX_DAYS, MAX_MERCHANTS_PER_MATCH, MAX_MONEY, Day
 
@@ -136,3 +137,42 @@ class OffPathSettings(FileModel):
                 f"must be nash, monopoly or a price above 0 and at most {MAX_MONEY:g}, not {price!r}"
             )
         return price
+
+
+class ConductSettings(FileModel):
+    """The `conduct:` section of a tournament file (and of `arena audit --conduct`): the judges
+    that read the merchants' words, how many of them must give a label for it to count, and
+    which words they read. A judge is the `llm` kind's params (model, base_url, api_key_env,
+    temperature, ...) and an optional `name`; the tournament layer checks them as it checks a
+    contestant's, since the record may not know the language models' settings."""
+
+    judges: list[dict[str, Any]] = Field(min_length=1, description="each: the llm kind's params")
+    majority: int | None = Field(
+        None, ge=1, description="judges that must give a label for it to count; default: more than half"
+    )
+    read: list[Source] = Field(
+        default_factory=lambda: list(SOURCES),
+        min_length=1,
+        description="which words are judged: " + ", ".join(SOURCES),
+    )
+
+    @field_validator("read")
+    @classmethod
+    def _once_each(cls, read: list[Source]) -> list[Source]:
+        return sorted(set(read), key=SOURCES.index)
+
+    @model_validator(mode="after")
+    def _reachable(self) -> ConductSettings:
+        if self.majority is not None and self.majority > len(self.judges):
+            raise ValueError(f"majority {self.majority} is more than the {len(self.judges)} judges")
+        return self
+
+    @property
+    def needed(self) -> int:
+        """How many judges must give a label: `majority`, or more than half of them."""
+        return self.majority if self.majority is not None else default_majority(len(self.judges))
+
+
+def default_majority(judges: int) -> int:
+    """How many of `judges` make a majority: more than half of them, judges // 2 + 1."""
+    return judges // 2 + 1

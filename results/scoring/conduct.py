@@ -11,19 +11,17 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import krippendorff
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from common.conduct import CONDUCT, LABELS, Claim, Judgement, Label, PricePromise, Source, Words
+from common.conduct import CONDUCT, LABELS, SOURCES, Claim, Judgement, Label, PricePromise, Source, Words
 from common.model_calls import Message, ToolCall
 from market.types import DayRecord
 from results.records import PriceWindow, TranscriptRecord, window_days
-
-SOURCES: tuple[Source, ...] = get_args(Source)
-"""Every source of words, in the order a match's items of one merchant and day are listed."""
+from results.scoring.claims import ClaimOutcome
 
 NOTE_FIELDS = ("note", "plans", "insights")
 """A decision's text fields that are the merchant's notes: its note, and the plans and insights
@@ -44,8 +42,9 @@ def words_of(
     transcript, step by step (`_step_words`): a decision's note, the plans and insights it
     keeps, its stated plan and the reasoning it wrote; a reflection; an agent's text between
     tool calls and its notes and stated plans; the reasoning text a provider showed; the words
-    of off-path answers. Recall answers and compactions are not conduct and are left out; a
-    decision's or agent's message is the day record's, never read again from the transcript.
+    of off-path answers (of a JSON answer, its reasoning: its number is in the record). Recall
+    answers and compactions are not conduct and are left out; a decision's or agent's message
+    is the day record's, never read again from the transcript.
     Text is stripped; empty text is no item, and the same text from the same merchant, day and
     source (a repair writing its note again) is one item."""
     found: list[tuple[int, str, int, int, str]] = []  # day, merchant, source's place, step, text
@@ -77,14 +76,16 @@ def _step_words(step: TranscriptRecord) -> Iterator[tuple[Source, str]]:
 
     decide and repair: the answer is a decision's JSON (`_decision_words`); reflect: its
     reflection is a note; step (agent mode): the answer's text, and its note and plan tools'
-    words (`_tool_words`); off_path: the answer's text and reasoning; any other purpose
+    words (`_tool_words`); off_path: the answer's text (of a JSON one, its reasoning field) and reasoning;
+    any other purpose
     (recall, compact) or a refused step: nothing. The reasoning a provider showed is
     "reasoning" wherever the step is read."""
     answer, purpose = step.answer, step.purpose
     if answer is None or purpose not in ("decide", "repair", "reflect", "step", "off_path"):
         return
-    if purpose == "off_path":
-        yield "off_path", answer.content
+    if purpose == "off_path":  # a JSON answer's number is stored as the answer: its words are read
+        fields = _json_object(answer.content)
+        yield "off_path", answer.content if fields is None else _text(fields.get("reasoning"))
         yield "off_path", answer.reasoning or ""
         return
     yield "reasoning", answer.reasoning or ""
@@ -180,11 +181,6 @@ class Combined(BaseModel):
     def all_unscored(self) -> bool:
         """Every judge answered unreadably: the item is unscored, no label at all."""
         return self.judges > 0 and self.unscored == self.judges
-
-
-def default_majority(judges: int) -> int:
-    """The most common majority of `judges`: more than half of them, judges // 2 + 1."""
-    return judges // 2 + 1
 
 
 def combined(judgements: Mapping[Words, Sequence[Judgement]], majority: int) -> dict[Words, Combined]:
@@ -400,7 +396,7 @@ class MerchantConduct(BaseModel):
     false_statements: int = 0
 
 
-_OUTCOME_FIELDS = {
+_OUTCOME_FIELDS: dict[ClaimOutcome, str] = {
     "kept": "promises_kept",
     "broken": "promises_broken",
     "released": "promises_released",
@@ -409,7 +405,7 @@ _OUTCOME_FIELDS = {
 
 
 def merchant_conduct(
-    labels: Mapping[Words, Combined], outcomes: Iterable[tuple[str, str]]
+    labels: Mapping[Words, Combined], outcomes: Iterable[tuple[str, ClaimOutcome]]
 ) -> dict[str, MerchantConduct]:
     """Per merchant (those with an item or a checked claim, by name): its items' combined
     labels counted, and its claims' outcomes (merchant, outcome) as results.scoring.claims

@@ -27,11 +27,11 @@ from results.scoring.conduct import (
     Combined,
     agreement,
     combined,
-    default_majority,
     merchant_conduct,
     verdict,
     words_of,
 )
+from results.settings import default_majority
 
 LABELLED = Path(__file__).parents[1] / "contestants" / "llm" / "labelled_messages.yaml"
 
@@ -84,8 +84,7 @@ def test_a_decision_mode_day_gives_notes_plans_reasoning_and_no_message_twice(da
         words("m0", 1, "plan", "plan: widget at 2.8, gadget at 4"),
         words("m0", 1, "reasoning", "they want 2.80"),
         words("m0", 1, "reasoning", "m1 offered 2.80", index=1),
-        words("m0", 1, "off_path", '{"value": 2.0}'),
-        words("m0", 1, "off_path", "I would undercut", index=1),
+        words("m0", 1, "off_path", "I would undercut"),  # its number is the record's, not words
         words("m1", 1, "message", "let us hold 2.80"),
         words("m0", 2, "note", "m1 kept its word"),
         words("m0", 2, "answer", "I will hold 2.80"),
