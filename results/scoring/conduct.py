@@ -76,10 +76,9 @@ def _step_words(step: TranscriptRecord) -> Iterator[tuple[Source, str]]:
 
     decide and repair: the answer is a decision's JSON (`_decision_words`); reflect: its
     reflection is a note; step (agent mode): the answer's text, and its note and plan tools'
-    words (`_tool_words`); off_path: the answer's text (of a JSON one, its reasoning field) and reasoning;
-    any other purpose
-    (recall, compact) or a refused step: nothing. The reasoning a provider showed is
-    "reasoning" wherever the step is read."""
+    words (`_tool_words`); off_path: the answer's text (of a JSON one, its reasoning field) and
+    its reasoning; any other purpose (recall, compact) or a refused step: nothing. The reasoning
+    a provider showed is "reasoning" wherever the step is read."""
     answer, purpose = step.answer, step.purpose
     if answer is None or purpose not in ("decide", "repair", "reflect", "step", "off_path"):
         return
