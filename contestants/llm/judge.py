@@ -49,6 +49,7 @@ from contestants.llm.errors import ProviderConfigError
 from contestants.llm.merchant import provider_for
 from contestants.llm.params import LLMParams
 from contestants.llm.prompts import template, versions
+from contestants.llm.rehearsal import Rehearsal
 
 REASON_CHARS = 200  # one short sentence
 MOST_CLAIMS = 4  # an item of a few sentences rarely states more
@@ -186,7 +187,10 @@ class ModelJudge(Judge):
         super().__init__(params, options)
         self.name = params.name or params.model
         self.provider = provider_for(params, options.for_contestant(f"judge {self.name}"))
-        self.caller = Caller(params, self.provider, None)
+        # in a rehearsal (an estimate) no model is called: the rehearsal answers, with a
+        # decision's typical answer, so its calls count the prompts' tokens and judge nothing
+        rehearsal = Rehearsal(self.provider, options.rehearse) if options.rehearse is not None else None
+        self.caller = Caller(params, self.provider, rehearsal)
         self.rubric = template("judge").render()
 
     @classmethod

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from common.conduct import Judgement, PricePromise, StatedFact, Words
-from contestants.base import ContestantConfigError
+from contestants.base import ContestantConfigError, RunOptions
 from contestants.kinds import judge_for
 from contestants.llm import MissingCredentialsError, ProviderError
 from contestants.llm.judge import CUT, REASON_CHARS, JudgeAnswer, ModelJudge
@@ -266,6 +266,18 @@ def test_a_bad_setting_is_one_line_naming_the_field(settings, named):
         judge_for(settings)
     message = str(raised.value)
     assert "\n" not in message and message.startswith("judge ") and named in message
+
+
+def test_a_rehearsal_calls_no_model_and_counts_the_prompt(fake_openai):
+    """An estimate's judge (RunOptions.rehearse) sends nothing; its call counts the request."""
+    settings = {"model": "openai/gpt-4.1-mini", "base_url": fake_openai.base_url, "api_key_env": None}
+    judge = judge_for(settings, RunOptions(rehearse="fewest"))
+    judge.judge(WORDS, PRODUCTS)
+    [recorded] = judge.calls
+    assert fake_openai.calls == [] and recorded.purpose == "judge" and recorded.attempts == 0
+    assert (
+        recorded.input_tokens > len(template("judge").render()) // 5
+    )  # the rubric, at most 5 characters a token
 
 
 def test_long_words_are_cut_to_fit_the_window(fake_openai):
