@@ -12,6 +12,8 @@ import pytest
 
 from common.conduct import Judgement, PricePromise, StatedFact, Words
 from contestants.base import ContestantConfigError, RunOptions
+from contestants.calls.budget import Budget
+from contestants.calls.coordinator import CallCoordinatorCore, CallsStopped, LocalCallCoordinator
 from contestants.kinds import judge_for
 from contestants.llm import MissingCredentialsError, ProviderError
 from contestants.llm.judge import CUT, REASON_CHARS, JudgeAnswer, ModelJudge
@@ -57,9 +59,9 @@ def keys(monkeypatch):
     monkeypatch.setenv("ARENA_TEST_ANTHROPIC", ANTHROPIC_KEY)
 
 
-def judge_at(fake: Any, model: str, **settings: Any) -> ModelJudge:
+def judge_at(fake: Any, model: str, options: RunOptions = RunOptions(), **settings: Any) -> ModelJudge:
     """A judge of `model` ("openai/..." or "anthropic/...") at the stand-in `fake`, with
-    `settings` over those."""
+    `settings` over those, in a run of `options`."""
     variable = "ARENA_TEST_OPENAI" if model.startswith("openai/") else "ARENA_TEST_ANTHROPIC"
     judge = judge_for(
         {
@@ -69,7 +71,8 @@ def judge_at(fake: Any, model: str, **settings: Any) -> ModelJudge:
             "no_cache": True,
             "max_retries": 0,
             **settings,
-        }
+        },
+        options,
     )
     assert isinstance(judge, ModelJudge)
     return judge
@@ -266,6 +269,22 @@ def test_a_bad_setting_is_one_line_naming_the_field(settings, named):
         judge_for(settings)
     message = str(raised.value)
     assert "\n" not in message and message.startswith("judge ") and named in message
+
+
+def test_judging_goes_through_the_runs_coordinator_its_budget_and_the_cache(fake_openai, tmp_path):
+    """A budget of one token lets the first call through and stops the next; the same item
+    asked again in another run is answered from the response cache, unpaid."""
+    fake_openai.answer = scripted({"labels": ["none"], "reason": "Chat.", "claims": []})
+    settings = {"no_cache": False, "cache_dir": str(tmp_path)}
+    budget = LocalCallCoordinator(CallCoordinatorCore(budget=Budget(tokens=1)))
+    judge = judge_at(fake_openai, "openai/gpt-4.1-mini", RunOptions(call_coordinator=budget), **settings)
+    judge.judge(WORDS, PRODUCTS)
+    with pytest.raises(CallsStopped, match="token budget reached"):
+        judge.judge(WORDS.model_copy(update={"day": 13}), PRODUCTS)
+    next_run = RunOptions(call_coordinator=LocalCallCoordinator())
+    again = judge_at(fake_openai, "openai/gpt-4.1-mini", next_run, **settings)
+    assert again.judge(WORDS, PRODUCTS).labels == ("none",)
+    assert len(fake_openai.calls) == 1 and [c.cached for c in again.calls] == [True]
 
 
 def test_a_rehearsal_calls_no_model_and_counts_the_prompt(fake_openai):
