@@ -1,6 +1,9 @@
 """The one protocol every merchant agent follows; contestants.kinds says which kinds a
 tournament file can name.
 
+A judge (`Judge`) reads what merchants wrote and labels their conduct; contestants.kinds makes
+one from its settings (`judge_for`).
+
 A contestant is created from its YAML entry (`kind` plus parameters), reset at the start of
 each match, prepared with the other merchants of its kind in the matches about to be played
 (a learner's learning phase), asked for a decision every day, sometimes asked to recall a past
@@ -18,6 +21,7 @@ from typing import Any, ClassVar, Literal, NamedTuple, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.conduct import Judgement, Words
 from common.errors import UserError
 from common.model_calls import ModelCall, TranscriptStep
 from common.yaml_files import FileModel
@@ -307,3 +311,36 @@ class Handed(NamedTuple):
         if contestant is None:
             return cls([], [], {})
         return cls(contestant.calls(), contestant.transcript(), contestant.reported_metrics())
+
+
+class Judge(ABC):
+    """A reader of merchants' words: one item at a time (common.conduct.Words), it says what
+    conduct they show and what claims they make (common.conduct.Judgement). A judge that calls
+    a model makes its calls as a contestant does (the run's call coordinator, budget and cache,
+    from `RunOptions`), and keeps them in `calls`, purpose "judge", each on its item's day.
+
+    `name` says whose judgements they are (Judgement.judge). An answer that cannot be read is a
+    Judgement with `unscored` saying why, never a label; a call that fails raises, as any model
+    call does."""
+
+    params_model: ClassVar[type[Params]] = Params
+    name: str
+
+    def __init__(self, params: Params, options: RunOptions = RunOptions()):
+        self.params = params
+
+    @classmethod
+    def preflight(cls, params: Params) -> None:
+        """Checks that need the world outside the file (an API key in the environment, a
+        parameter the model refuses), run before any item is judged. Raises
+        ContestantConfigError. A hook: a judge that depends on nothing outside checks nothing."""
+        return None
+
+    @property
+    @abstractmethod
+    def calls(self) -> list[ModelCall]:
+        """The model calls it made, in order."""
+
+    @abstractmethod
+    def judge(self, words: Words, products: Sequence[str]) -> Judgement:
+        """Its judgement of `words`, written in a market of `products` (their ids)."""

@@ -3,7 +3,8 @@ is ("module:Class"), imported when the kind is first asked for, so that a run im
 kinds it plays (the language model's SDKs are heavy) and contestants.base, which the kinds'
 modules import, knows none of them; and any kind of your own by where its class is, written
 as the kind itself (`kind: my_package.merchants:Steady`), which every process of a run
-imports alike.
+imports alike. A judge of merchants' words is made here too (`judge_for`), its class imported
+as lazily.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from common.errors import first_problem
-from contestants.base import Contestant, ContestantConfigError, Params, RunOptions
+from contestants.base import Contestant, ContestantConfigError, Judge, Params, RunOptions
 
 _TARGETS: dict[str, str] = {
     "fixed_price": "contestants.baselines:FixedPrice",
@@ -30,6 +31,7 @@ _TARGETS: dict[str, str] = {
     "qlearning": "contestants.qlearning:QLearner",
     "llm": "contestants.llm.merchant:LLMMerchant",
 }
+JUDGE = "contestants.llm.judge:ModelJudge"  # a model reading the words with a rubric
 _CLASSES: dict[str, type[Contestant]] = {}  # the kinds imported so far: a match asks for each of its seats'
 
 
@@ -77,3 +79,17 @@ def validate_params(kind: str, params: dict[str, Any]) -> Params:
 
 def create(kind: str, params: dict[str, Any], options: RunOptions | None = None) -> Contestant:
     return contestant_class(kind)(validate_params(kind, params), options or RunOptions())
+
+
+def judge_for(settings: dict[str, Any], options: RunOptions = RunOptions()) -> Judge:
+    """A judge made from `settings`: the `llm` kind's parameters (model, temperature,
+    max_tokens, base_url, api_key_env, ...) and an optional `name` (default: the model).
+    ContestantConfigError, in one line naming the field, for a setting that is wrong."""
+    cls: type[Judge] = resolve_name(JUDGE)
+    try:
+        params = cls.params_model.model_validate(settings)
+    except ValidationError as exc:
+        problem = first_problem(exc)
+        where = f"{problem.field}: " if problem.field else ""
+        raise ContestantConfigError(f"judge {where}{problem.explained}", problem.field) from None
+    return cls(params, options)

@@ -860,6 +860,8 @@ class FakeOpenAI(FakeAPI):
         self.thought_signatures = False
         # Servers that send tool calls with an empty id (Gemini's, LM Studio).
         self.blank_call_ids = False
+        # A model that declines on Chat Completions: its words in `refusal`, no content.
+        self.refuses: str | None = None
         # Responses output items issued: a reasoning item's id -> what it must be given back
         # with; an item that followed a reasoning item -> that item's id.
         self._reasoning: dict[str, IssuedReasoning] = {}
@@ -1017,6 +1019,8 @@ class FakeOpenAI(FakeAPI):
                     "function": {"name": wanted.name, "arguments": text},
                 }
             ]
+        if self.refuses is not None:
+            message.update(content=None, refusal=self.refuses, tool_calls=None)
         if self.blank_call_ids:
             for tool_call in message.get("tool_calls") or []:
                 tool_call["id"] = ""
