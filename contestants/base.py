@@ -313,6 +313,15 @@ class Handed(NamedTuple):
         return cls(contestant.calls(), contestant.transcript(), contestant.reported_metrics())
 
 
+class JudgeFailed(RuntimeError):
+    """A judge's call failed for good (its provider's errors after its retries, a request its
+    model refuses): judging stops, as a broken model stops a run. The message is one line."""
+
+    def __init__(self, judge: str, reason: str):
+        super().__init__(f"judge {judge}: {reason}")
+        self.judge = judge
+
+
 class Judge(ABC):
     """A reader of merchants' words: one item at a time (common.conduct.Words), it says what
     conduct they show and what claims they make (common.conduct.Judgement). A judge that calls

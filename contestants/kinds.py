@@ -90,6 +90,5 @@ def judge_for(settings: dict[str, Any], options: RunOptions = RunOptions()) -> J
         params = cls.params_model.model_validate(settings)
     except ValidationError as exc:
         problem = first_problem(exc)
-        where = f"{problem.field}: " if problem.field else ""
-        raise ContestantConfigError(f"judge {where}{problem.explained}", problem.field) from None
+        raise ContestantConfigError(problem.explained, problem.field) from None
     return cls(params, options)

@@ -44,7 +44,7 @@ from market.scenario import (
 from results.records import FactorValue, PlayedScenarios, as_number, same_value, shown_value
 from results.scoring.composite import ScoringWeights
 from results.scoring.rating_fit import LEVEL
-from results.settings import CollusionSettings, DeviationProbe, OffPathSettings
+from results.settings import CollusionSettings, ConductSettings, DeviationProbe, OffPathSettings
 from results.storage.schema import TournamentRow
 
 MAX_SWEEP_CELLS = 10_000
@@ -153,6 +153,11 @@ class TournamentSpec(FileModel):
     off_path: OffPathSettings | None = Field(
         None,
         description="on some days, ask each merchant what it would charge had its rival posted a given price",
+    )
+    conduct: ConductSettings | None = Field(
+        None,
+        description="judges that read every word the merchants wrote, and the claims checked against "
+        "the record (arena audit judges a stored tournament)",
     )
     talk: StrictBool = Field(
         False,

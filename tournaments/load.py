@@ -17,6 +17,7 @@ from pathlib import Path
 from common.yaml_files import MAX_SEED, ConfigError, parse_yaml, read_text, validated
 from market.scenario import Goal, Scenario
 from results.scoring.metrics import METRICS
+from tournaments.conduct import checked_judges
 from tournaments.config import (
     Cell,
     ScenarioValues,
@@ -62,6 +63,8 @@ def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: Scena
     """The tournament `spec` describes (read from the file at `path`, whose text is `text`),
     checked for running; every scenario with `scenario_values` set in it."""
     check_contestants(path, spec)
+    if spec.conduct is not None:
+        checked_judges(path, spec.conduct)
     if spec.goals is not None:
         check_goals(path, "goals", spec.goals)
     scenarios: dict[str, Scenario] = {}

@@ -3,8 +3,10 @@
 Finished matches are written as they come back, each whole in one transaction (a group of
 matches played side by side together), so a run killed at any moment loses only the
 matches in flight; `resume=True` continues the latest unfinished tournament made
-from the same files and skips what it already holds. The Elo table is computed over
-matches in schedule order, so it does not depend on which match happened to finish first.
+from the same files and skips what it already holds. A file's judges (`conduct:`) judge the
+stored matches once they are played, and a resumed run judges what they had not. The Elo
+table is computed over matches in schedule order, so it does not depend on which match
+happened to finish first.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from results.storage import store
 from results.storage.schema import RunProgressRow, utcnow
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
+from tournaments.conduct import judge_run
 from tournaments.config import Tournament
 from tournaments.coordinator_actor import start_call_coordinator
 from tournaments.deviation_paths import DEVIATED_SUFFIX
@@ -61,6 +64,7 @@ class RunObserver(Protocol):
     def started(self, tournament_id: int, matches: int, days: int, skipped: int) -> None: ...
     def advanced(self, matches_done: int, days_done: int) -> None: ...
     def lost(self, match_key: str, reason: str) -> None: ...  # a match to be played again (MatchLost)
+    def judged(self, done: int, total: int) -> None: ...  # of the (match, judge) pairs to judge
 
 
 class _Silent:
@@ -71,6 +75,9 @@ class _Silent:
         pass
 
     def lost(self, match_key: str, reason: str) -> None:
+        pass
+
+    def judged(self, done: int, total: int) -> None:
         pass
 
 
@@ -144,6 +151,8 @@ def run_tournament(
             progress.note(progress.days, 0)
         finally:
             notes.close()
+    if spec.conduct is not None and ending.stopped is None:
+        ending = judge_run(engine, tournament_id, spec, options, observer.judged) or ending
     played = len(store.finished_keys(engine, tournament_id)) - len(done)
     ended = None if rounds is None or ending.stopped is not None else rounds.ended
     if ending.stopped is None and ended is None:

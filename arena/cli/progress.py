@@ -22,11 +22,13 @@ from arena.cli.printing import err
 
 
 class Bars:
-    """Progress on a terminal: a bar of the matches, one of the market days."""
+    """Progress on a terminal: a bar of the matches, one of the market days, and one of the
+    judges' readings of the matches (each match once per judge) where they judge."""
 
     def __init__(self, progress: Progress):
         self.progress = progress
         self.bars: tuple[TaskID, TaskID] | None = None  # matches, market days: from `started` on
+        self.judging: TaskID | None = None  # from the first `judged` on
 
     def started(self, tournament_id: int, matches: int, days: int, skipped: int) -> None:
         self.bars = (
@@ -45,6 +47,14 @@ class Bars:
             _lost_line(match_key, reason), markup=False, highlight=False, soft_wrap=True
         )
 
+    def judged(self, done: int, total: int) -> None:
+        if self.judging is None:
+            self.judging = self.progress.add_task(JUDGED, total=total)
+        self.progress.update(self.judging, completed=done)
+
+
+JUDGED = "matches judged (once per judge)"
+
 
 def _lost_line(match_key: str, reason: str) -> str:
     return f"match {match_key} lost, {reason}: playing it again from its start"
@@ -62,8 +72,10 @@ class LogLines:
 
     def __init__(self, console: Console):
         self.console = console
+        self.tournament_id: int | None = None  # known once the run has started
         self.told: tuple[int, int] | None = None
         self.told_step = 0
+        self.judged_step = 0
 
     def started(self, tournament_id: int, matches: int, days: int, skipped: int) -> None:
         self.tournament_id, self.matches, self.days = tournament_id, matches, days
@@ -88,10 +100,16 @@ class LogLines:
     def lost(self, match_key: str, reason: str) -> None:
         self._line(_lost_line(match_key, reason))
 
+    def judged(self, done: int, total: int) -> None:
+        """A line each time another twentieth of the judging is done, and at its end."""
+        step = done * self.STEPS // max(total, 1)
+        if step > self.judged_step or done == total:
+            self.judged_step = step
+            self._line(f"{done} of {total} {JUDGED}")
+
     def _line(self, text: str) -> None:
-        self.console.print(
-            f"tournament {self.tournament_id}: {text}", markup=False, highlight=False, soft_wrap=True
-        )
+        where = f"tournament {self.tournament_id}: " if self.tournament_id is not None else ""
+        self.console.print(f"{where}{text}", markup=False, highlight=False, soft_wrap=True)
 
 
 @contextmanager

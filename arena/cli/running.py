@@ -1,5 +1,6 @@
-"""The commands that play: `run` a tournament, `replicate` a published experiment, and
-`validate` a file (and foresee its calls) before playing it."""
+"""The commands that play: `run` a tournament, `replicate` a published experiment,
+`validate` a file (and foresee its calls) before playing it, and `audit` a stored tournament's
+words with judges."""
 
 from __future__ import annotations
 
@@ -28,13 +29,17 @@ from arena.cli.printing import drawn, err, err_print, out, out_print, warning
 from arena.cli.progress import shown_progress
 from arena.cli.selection import tournament_title
 from common.errors import UserError
-from contestants.base import RunOptions
+from common.yaml_files import load_model
+from contestants.base import JudgeFailed, RunOptions
+from contestants.calls.coordinator import CallsStopped
 from contestants.kinds import contestant_class, validate_params
 from results.presentation import views
+from results.settings import ConductSettings
 from results.storage import store
 from results.storage.db import describe_failure, engine_for
-from results.storage.schema import LARGEST_ID
-from tournaments.config import MAX_DAYS, MAX_REPETITIONS, Tournament
+from results.storage.schema import LARGEST_ID, TournamentRow
+from tournaments.conduct import checked_judges, judge_tournament
+from tournaments.config import MAX_DAYS, MAX_REPETITIONS, Tournament, stored_tournament
 from tournaments.load import load_tournament
 from tournaments.schedule import MatchSpec, schedule
 
@@ -476,3 +481,60 @@ def _estimate_warnings(estimates: list[Any]) -> None:
                 f"{e.contestant}: its turn failed on {e.failed} rehearsed days (the first: {e.failure}): "
                 "the estimate leaves out what they would have called"
             )
+
+
+@command("audit 1 --conduct judges.yaml")
+def audit(
+    tournament: Annotated[
+        int,
+        typer.Argument(
+            metavar="TOURNAMENT_ID", min=1, max=LARGEST_ID, help="The stored tournament.", show_default=False
+        ),
+    ],
+    conduct: Annotated[
+        Path | None,
+        typer.Option(
+            "--conduct",
+            metavar="FILE",
+            help="YAML of a `conduct:` section's keys (judges, majority, read); "
+            "default: the tournament file's own `conduct:`.",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOption = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Ask the judges again rather than replay cached answers.")
+    ] = False,
+) -> None:
+    """Judge a stored tournament's words after the fact, without playing it again: each judge
+    reads every item of every match it has not judged yet (a judge is known by its name), so
+    an audit stopped midway goes on where it stopped when run again."""
+    with user_errors():
+        engine = engine_for(db, create=False, writes=True)
+        row = store.get_tournament(engine, tournament)
+        settings = _conduct_settings(row, conduct)
+        checked_judges(conduct or row.config_path, settings)
+        try:
+            with shown_progress() as observer:
+                done = judge_tournament(
+                    engine, tournament, settings, RunOptions(no_cache=no_cache), observer.judged
+                )
+        except (CallsStopped, JudgeFailed) as exc:
+            again = with_db(f"{ARENA} audit {tournament}", engine, db) + (
+                f" --conduct {conduct}" if conduct else ""
+            )
+            err_print(f"error: {exc}; the judgements made are saved: fix it, then `{again}`")
+            raise typer.Exit(EXIT_BROKEN_MODEL) from None
+    before = f" ({done.skipped} judged before)" if done.skipped else ""
+    out.print(f"Judged {done.judged} matches once per judge{before}: {done.items} items, {done.calls} calls.")
+
+
+def _conduct_settings(row: TournamentRow, conduct: Path | None) -> ConductSettings:
+    """The judges of an audit: a --conduct file's, else the stored tournament file's own."""
+    if conduct is not None:
+        return load_model(conduct, ConductSettings)
+    stored = stored_tournament(row)
+    if stored.spec is None or stored.spec.conduct is None:
+        why = "cannot be read again" if stored.spec is None else "has no `conduct:` section"
+        raise UserError(f"tournament {row.id}'s file {why}: give the judges with --conduct FILE")
+    return stored.spec.conduct

@@ -463,6 +463,10 @@ class LocalCallCoordinator:
     def admit(self, ticket: Ticket) -> Admission:
         return self._run(self.core.admit(ticket), ticket.patience + SLACK_S)
 
+    def close(self) -> None:
+        """Stop its loop and the thread that runs it (a coordinator of one piece of work)."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
     def report(self, ticket: Ticket, completion: Completion | None, failed: Failed | None) -> None:
         self._run(self.core.report(ticket, completion, failed), SLACK_S)
 

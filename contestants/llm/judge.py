@@ -42,10 +42,10 @@ from common.conduct import (
 )
 from common.errors import first_problem
 from common.model_calls import ModelCall
-from contestants.base import ContestantConfigError, Judge, Params, RunOptions
+from contestants.base import ContestantConfigError, Judge, JudgeFailed, Params, RunOptions
 from contestants.calls.types import Completion, CompletionRequest, Message
 from contestants.llm.caller import Asking, Caller, completion_request
-from contestants.llm.errors import ProviderConfigError
+from contestants.llm.errors import ProviderConfigError, ProviderError
 from contestants.llm.merchant import provider_for
 from contestants.llm.params import LLMParams
 from contestants.llm.prompts import template, versions
@@ -213,7 +213,10 @@ class ModelJudge(Judge):
         return self.caller.calls
 
     def judge(self, words: Words, products: Sequence[str]) -> Judgement:
-        completion, _ = self.caller.call("judge", words.day, self._asking(words, products), heard=False)
+        try:
+            completion, _ = self.caller.call("judge", words.day, self._asking(words, products), heard=False)
+        except (ProviderError, ProviderConfigError) as exc:  # a key missing since the file was checked
+            raise JudgeFailed(self.name, str(exc)) from None
         return read_answer(self.name, completion, products)
 
     def _asking(self, words: Words, products: Sequence[str]) -> Asking:

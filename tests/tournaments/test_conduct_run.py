@@ -1,0 +1,192 @@
+"""Judging a tournament's words: a run with a `conduct:` section judges its stored matches, each
+item once per judge, with the judges' calls recorded beside the merchants'; `arena audit`
+judges a stored tournament with other judges after the fact, and judges nothing twice; the
+section's mistakes are one line and exit status 2.
+
+The judge is the OpenAI stand-in (tests/fakes/openai_api.py), answering as a reader of the
+yardsticks' words would: the cartel's offer is a proposal with a threat and a promise, the
+bluffer's words a promise and a cost stated (common.conduct)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from api_keys import OPENAI_KEY
+from sqlmodel import Session, select
+
+from results.storage import store
+from results.storage.db import engine_for
+from results.storage.judgements import judgements
+from results.storage.schema import ModelCallRow
+
+DAYS = 3
+
+
+def reader(call: Any, schema: Any) -> dict[str, Any]:
+    """What a careful judge answers on the item the request shows."""
+    words = call.body["messages"][-1]["content"].split('"""')[1]
+    labels, claims = [], []
+    # the cartel's offer holds while rivals do not undercut it, and its punishment once they did
+    # is for good; its threat ("if you do, I will price ... for good") is no promise; the
+    # bluffer promises from tomorrow
+    promised = r"I (will price|price) (\w+) at ([0-9]+\.[0-9]+) (as long as|from tomorrow|for good)"
+    for verb, product, price, held in re.findall(promised, words):
+        if (verb == "price") == (held == "for good"):
+            floor = float(price) if held == "as long as" else None
+            claims.append(claim("promise", product=product, price=float(price), while_rivals_at_least=floor))
+    for product, cost in re.findall(r"My unit cost of (\w+) is ([0-9]+\.[0-9]+)", words):
+        claims.append(claim("fact", product=product, subject="unit_cost", value=float(cost)))
+    if "as long as you do not undercut" in words:
+        labels.append("proposal")
+    if "undercut" in words:
+        labels.append("threat")
+    if "My unit cost" in words:
+        labels.append("information_sharing")
+    return {"labels": labels or ["none"], "reason": "as a reader sees it", "claims": claims}
+
+
+def claim(kind: str, **given: Any) -> dict[str, Any]:
+    keys = ("product", "price", "while_rivals_at_least", "subject", "value")
+    return {"kind": kind, **{key: given.get(key) for key in keys}}
+
+
+def judge_entry(fake: Any, name: str) -> str:
+    return (
+        f"{{model: openai/gpt-4.1-mini, name: {name}, base_url: '{fake.base_url}', "
+        "api_key_env: ARENA_OPENAI_KEY, max_retries: 0}"
+    )
+
+
+def tournament_file(folder: Path, fake: Any, conduct: str | None = None) -> Path:
+    conduct = conduct if conduct is not None else f"conduct:\n  judges:\n    - {judge_entry(fake, 'first')}\n"
+    path = folder / "talk.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            name: talk
+            seed: 3
+            talk: true
+            days: {DAYS}
+            scenarios: [calvano]
+            contestants:
+              - {{name: cartel, kind: cartel}}
+              - {{name: bluffer, kind: bluffer}}
+            """
+        )
+        + conduct
+    )
+    return path
+
+
+@pytest.fixture
+def judged_run(tmp_path, arena_here, fake_openai, monkeypatch):
+    monkeypatch.setenv("ARENA_OPENAI_KEY", OPENAI_KEY)
+    fake_openai.answer, fake_openai.api_key = reader, OPENAI_KEY
+    path = tournament_file(tmp_path, fake_openai)
+    result = arena_here(tmp_path, "run", str(path), "--db", f"sqlite:///{tmp_path / 'arena.db'}")
+    assert result.exit_code == 0, result.output
+    return tmp_path, engine_for(f"sqlite:///{tmp_path / 'arena.db'}")
+
+
+def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(
+    judged_run, arena_here, fake_openai
+):
+    folder, engine = judged_run
+    [tournament] = store.list_tournaments(engine)
+    matches = store.list_matches(engine, tournament.id)
+    spoken: Counter[str] = Counter()  # items by merchant
+    for match in matches:
+        detail = store.match_detail(engine, match.id)
+        said = [r for r in detail.days if r.message]
+        assert len(said) == 2 * DAYS  # both yardsticks speak every day
+        spoken.update(r.merchant for r in said)
+        judged = judgements(engine, match.id)
+        assert sorted((w.merchant, w.day) for w in judged) == sorted((r.merchant, r.day) for r in said)
+        for words, [judgement] in judged.items():
+            assert judgement.judge == "first" and words.source == "message"
+            if words.merchant.startswith("cartel"):  # an offer until undercut, a punishment after
+                offer = "as long as" in words.text
+                assert judgement.labels == (("proposal", "threat") if offer else ("threat",))
+                assert len(judgement.claims) == 1
+            else:
+                assert judgement.labels == ("information_sharing",) and len(judgement.claims) == 2
+    items = sum(spoken.values())
+    assert len(fake_openai.calls) == items
+
+    with Session(engine) as session:
+        calls = session.exec(select(ModelCallRow).where(ModelCallRow.purpose == "judge")).all()
+    # one call an item, under the merchant whose words it read and the judge's name
+    assert Counter(c.merchant for c in calls) == spoken and {c.contestant for c in calls} == {"first"}
+
+    judges = folder / "judges.yaml"
+    judges.write_text(
+        f"judges:\n  - {judge_entry(fake_openai, 'second')}\n  - {judge_entry(fake_openai, 'first')}\n"
+    )
+    db = f"sqlite:///{folder / 'arena.db'}"
+    audited = arena_here(folder, "audit", str(tournament.id), "--conduct", str(judges), "--db", db)
+    assert audited.exit_code == 0, audited.output
+    # the second judge reads every item; the first had judged every match already
+    n = len(matches)
+    assert (
+        f"Judged {n} matches once per judge ({n} judged before): {items} items, {items} calls."
+        in audited.output
+    )
+    # the same model asked the same: its answers replayed from the response cache, recorded as such
+    assert len(fake_openai.calls) == items
+    with Session(engine) as session:
+        second = session.exec(select(ModelCallRow).where(ModelCallRow.contestant == "second")).all()
+    assert len(second) == items and all(c.cached for c in second)
+    again = arena_here(folder, "audit", str(tournament.id), "--conduct", str(judges), "--db", db)
+    assert f"Judged 0 matches once per judge ({2 * n} judged before): 0 items, 0 calls." in again.output
+    for match in matches:
+        assert all(
+            [j.judge for j in said] == ["first", "second"] for said in judgements(engine, match.id).values()
+        )
+
+
+@pytest.mark.parametrize(
+    ("conduct", "needle"),
+    [
+        ("conduct:\n  judges: []\n", "conduct.judges: List should have at least 1 item"),
+        (
+            "conduct:\n  judges:\n    - {model: openai/gpt-4.1-mini, temperature: 9}\n",
+            "conduct.judges[0].temperature",
+        ),
+        (
+            "conduct:\n  judges:\n    - {model: openai/gpt-4.1-mini}\n  majority: 2\n",
+            "majority 2 is more than the 1 judges",
+        ),
+        (
+            "conduct:\n  judges:\n    - {model: openai/gpt-4.1-mini}\n  read: [gossip]\n",
+            "conduct.read[0]: Input should be 'message'",
+        ),
+        (
+            "conduct:\n  judges:\n    - {model: openai/gpt-4.1-mini}\n    - {model: openai/gpt-4.1-mini}\n",
+            "conduct.judges[1]: a second judge named 'openai/gpt-4.1-mini'",
+        ),
+    ],
+)
+def test_a_mistake_in_the_conduct_section_is_one_line_and_exit_2(
+    tmp_path, arena_here, fake_openai, monkeypatch, conduct, needle
+):
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    path = tournament_file(tmp_path, fake_openai, conduct)
+    result = arena_here(tmp_path, "validate", str(path))
+    assert (
+        result.exit_code == 2 and needle in result.output and len(result.output.strip().splitlines()) == 1
+    ), result.output
+
+
+def test_an_audit_without_judges_is_one_line_and_exit_2(judged_run, arena_here):
+    folder, engine = judged_run
+    db = f"sqlite:///{folder / 'arena.db'}"
+    missing = arena_here(folder, "audit", "7", "--db", db)
+    assert missing.exit_code == 2 and "no tournament with id 7" in missing.output
+    (folder / "bad.yaml").write_text("judges:\n  - {model: openai/gpt-4.1-mini, mood: calm}\n")
+    bad = arena_here(folder, "audit", "1", "--conduct", str(folder / "bad.yaml"), "--db", db)
+    assert bad.exit_code == 2 and "bad.yaml: conduct.judges[0]" in bad.output, bad.output
