@@ -24,7 +24,7 @@ from results.records import ModelCallRecord
 from results.scoring.conduct import words_of
 from results.settings import ConductSettings
 from results.storage import store
-from results.storage.judgements import judged, save_judgements
+from results.storage.judgements import judged, save_judgements, save_majority
 from results.storage.schema import MatchRow, stored_id
 from tournaments.config import TournamentSpec
 
@@ -79,6 +79,7 @@ def judge_tournament(
     judge's call that fails stops the judging (it raises, as every model call does) with what
     was judged before it stored."""
     names = [judge_for(entry, options).name for entry in settings.judges]
+    save_majority(engine, tournament_id, settings.majority)
     done = judged(engine, tournament_id)
     matches = store.list_matches(engine, tournament_id)
     todo = [

@@ -78,6 +78,7 @@ import pyarrow.parquet
 from pydantic import BaseModel
 from sqlalchemy import Engine
 
+from common.conduct import CONDUCT, PricePromise, StatedFact, Words
 from common.errors import UserError
 from common.model_calls import Message, ModelCall
 from market.daylog import DayLog, Said
@@ -94,10 +95,13 @@ from results.records import (
     TranscriptRecord,
     shown_value,
 )
+from results.scoring.claims import CheckedClaim
+from results.scoring.conduct import MatchConduct, match_conduct
 from results.scoring.metrics import MARKET_METRICS
 from results.scoring.sweeps import factors_of
 from results.settings import DeviationProbe
 from results.storage import store
+from results.storage.judgements import judgements, judging
 from results.storage.schema import MarketMetricRow, MatchRow
 
 Format = Literal["csv", "parquet"]
@@ -188,6 +192,7 @@ PRODUCT_COLUMN = {
     "plan": "planned_price",
 }  # the long table names a product's value in the singular
 
+CLAIM_FIELDS = {**field_types(PricePromise), **field_types(StatedFact)}  # either kind's, null where not its
 PLAYED = [MATCH_ID, *columns(PlayedMatch, exclude=["wall_seconds"])]  # wall_seconds differs between runs
 SCHEMAS: dict[str, pa.Schema] = {
     "matches": pa.schema([*PLAYED, *(column(name, pa.float64()) for name in MARKET_METRICS)]),
@@ -254,6 +259,35 @@ SCHEMAS: dict[str, pa.Schema] = {
             *columns(DeviationProbe, after={"seat": [MERCHANT, CONTESTANT]}, types={"to": pa.string()}),
         ]
     ),  # `to` as tables show it: best_response, nash or the price
+    "conduct": pa.schema(
+        [
+            MATCH_ID,
+            *columns(Words, exclude=["text"], after={"merchant": [CONTESTANT]}),
+            column("text", pa.string()),
+            column("judges", pa.int64()),
+            column("unscored", pa.bool_()),  # every judge's answer unreadable: no label
+            *(column(label, pa.bool_()) for label in CONDUCT),
+            column("reasons", pa.string()),  # JSON: {judge: reason}
+        ]
+    ),
+    "claims": pa.schema(
+        [
+            MATCH_ID,
+            MERCHANT,
+            CONTESTANT,
+            column("day", pa.int64()),  # written
+            *(column(name, arrow_type(kind)) for name, kind in CLAIM_FIELDS.items()),
+            *columns(CheckedClaim, exclude=["merchant", "day", "claim"]),
+        ]
+    ),
+    "verdicts": pa.schema(
+        [
+            MATCH_ID,
+            column("kind", pa.string()),
+            column("evidence_days", pa.string()),  # "3, 4, 5"
+            column("detail", pa.string()),
+        ]
+    ),
 }
 SCHEMAS |= {
     f"deviated_{name}": SCHEMAS[name] for name in ("days", "day_products", "calls", "messages")
@@ -312,6 +346,7 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
     both cases before anything is written."""
     matches = store.match_details(engine, tournament_id)  # raises NotFound before the folder is made
     cells = store.sweep_cells(engine, tournament_id)
+    judged_by = judging(engine, tournament_id)
     schemas, names = _with_factors(cells)
     staging = _staging_folder(out)
     try:
@@ -320,6 +355,10 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
                 cell = next((cell for cell in cells if cell.holds(detail.match.index)), None)
                 factors = {} if cell is None else _factor_values(cell, names, schemas["matches"])
                 _write_match(write, detail, factors)
+                if judged_by is not None:
+                    judged = judgements(engine, detail.match_id)
+                    conduct = match_conduct(detail.days, detail.market.windows, judged, judged_by.majority)
+                    _write_conduct(write, detail, conduct)
                 write("transcript", _transcript_rows(detail, store.transcript(engine, detail.match_id)))
             write("metrics", [m._asdict() for m in store.metrics(engine, tournament_id)])
         written = []
@@ -442,6 +481,44 @@ def _write_match(
         _write_path(
             write, "deviated_", match, contestant, detail.deviation.days_played, detail.deviation.calls
         )
+
+
+def _write_conduct(
+    write: Callable[[str, list[dict[str, Any]]], None], detail: store.MatchDetail, conduct: MatchConduct
+) -> None:
+    """A judged match's items with their combined labels, its claims as checked, its verdict."""
+    at = {"match_id": detail.match_id}
+    contestant = {r.merchant: r.contestant for r in detail.results}
+    write(
+        "conduct",
+        [
+            {
+                **at,
+                **words.model_dump(),
+                "contestant": contestant.get(words.merchant),
+                "judges": said.judges,
+                "unscored": said.all_unscored,
+                **{label: label in said.labels for label in CONDUCT},
+                "reasons": json.dumps(said.reasons, ensure_ascii=False),
+            }
+            for words, said in conduct.items.items()
+        ],
+    )
+    write(
+        "claims",
+        [
+            {
+                **at,
+                **checked.model_dump(exclude={"claim"}),
+                **checked.claim.model_dump(),
+                "contestant": contestant.get(checked.merchant),
+            }
+            for checked in conduct.claims
+        ],
+    )
+    verdict = conduct.verdict
+    evidence = ", ".join(map(str, verdict.evidence_days))
+    write("verdicts", [{**at, "kind": verdict.kind, "evidence_days": evidence, "detail": verdict.detail}])
 
 
 def _transcript_rows(detail: store.MatchDetail, steps: list[TranscriptRecord]) -> list[dict[str, Any]]:

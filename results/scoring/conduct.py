@@ -11,6 +11,7 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import krippendorff
@@ -21,7 +22,8 @@ from common.conduct import CONDUCT, LABELS, SOURCES, Claim, Judgement, Label, Pr
 from common.model_calls import Message, ToolCall
 from market.types import DayRecord
 from results.records import PriceWindow, TranscriptRecord, window_days
-from results.scoring.claims import ClaimOutcome
+from results.scoring.claims import CheckedClaim, ClaimOutcome, check_claims
+from results.settings import default_majority
 
 NOTE_FIELDS = ("note", "plans", "insights")
 """A decision's text fields that are the merchant's notes: its note, and the plans and insights
@@ -427,3 +429,48 @@ def merchant_conduct(
         )
         for merchant, count in sorted(counts.items())
     }
+
+
+# --- a match's conduct, whole ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatchConduct:
+    """A judged match's conduct: its judges, the majority a label needed, each item's
+    combined judgement, its claims checked against the record, its verdict, what each merchant
+    did and how far the judges agreed."""
+
+    judges: tuple[str, ...]
+    majority: int
+    items: dict[Words, Combined]
+    claims: list[CheckedClaim]
+    verdict: Verdict
+    merchants: dict[str, MerchantConduct]
+    agreement: dict[Label, Agreement]
+
+
+def match_conduct(
+    days: Sequence[DayRecord],
+    windows: Sequence[PriceWindow],
+    judged: Mapping[Words, Sequence[Judgement]],
+    majority: int | None = None,
+) -> MatchConduct:
+    """The conduct of a judged match from its day records, its price windows and its
+    judgements: a label counts where `majority` of the match's judges give it (None, or more
+    than there are judges: more than half of them, results.settings.default_majority); the
+    claims that count are checked against the days (results.scoring.claims)."""
+    judges = tuple(dict.fromkeys(answer.judge for answers in judged.values() for answer in answers))
+    needed = majority if majority is not None and majority <= len(judges) else default_majority(len(judges))
+    items = combined(judged, needed)
+    claims = check_claims(
+        ((w.merchant, w.day, claim) for w, said in items.items() for claim in said.claims), days
+    )
+    return MatchConduct(
+        judges=judges,
+        majority=needed,
+        items=items,
+        claims=claims,
+        verdict=verdict(windows, items),
+        merchants=merchant_conduct(items, ((c.merchant, c.outcome) for c in claims)),
+        agreement=agreement(judged, judges),
+    )

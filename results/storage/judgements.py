@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 
 from common.conduct import Claim, Judgement, Words
 from results.records import ModelCallRecord
-from results.storage.schema import JudgementRow, MatchRow, ModelCallRow, stored_id
+from results.storage.schema import ConductRow, JudgementRow, MatchRow, ModelCallRow, stored_id
 
 _CLAIMS = TypeAdapter(tuple[Claim, ...])
 
@@ -88,3 +88,16 @@ def judgements(engine: Engine, match_id: int) -> dict[Words, list[Judgement]]:
                 )
             )
     return found
+
+
+def save_majority(engine: Engine, tournament_id: int, majority: int | None) -> None:
+    """Record how the tournament's judgements are combined (ConductRow), replacing what was."""
+    with Session(engine) as session:
+        session.merge(ConductRow(tournament_id=tournament_id, majority=majority))
+        session.commit()
+
+
+def judging(engine: Engine, tournament_id: int) -> ConductRow | None:
+    """How the tournament's judgements are combined; None: it has not been judged."""
+    with Session(engine) as session:
+        return session.get(ConductRow, tournament_id)

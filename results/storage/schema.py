@@ -268,6 +268,17 @@ class TranscriptRow(SQLModel, table=True):
     words: bytes = Field(sa_type=LargeBinary, description="zlib-compressed JSON: the day's steps")
 
 
+class ConductRow(SQLModel, table=True):
+    """How a tournament's judgements are combined, as its latest judging said (a run's
+    `conduct:`, or the one `arena audit` was given): a label counts where `majority` of the
+    judges that judged an item give it (None: more than half of them)."""
+
+    __tablename__ = "conduct"
+
+    tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE", primary_key=True)
+    majority: int | None = None
+
+
 class JudgementRow(SQLModel, table=True):
     """A judge's judgement of one item of a merchant's words (common.conduct: Words, Judgement):
     the words themselves, kept beside so that a judgement reads alone; `labels` joined by
