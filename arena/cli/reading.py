@@ -21,7 +21,8 @@ from arena.cli.selection import Selection, none_stored, scoring, select
 from common.errors import UserError
 from market.daylog import DayLog
 from results import leaderboard
-from results.presentation import views
+from results.presentation import conduct_tables, views
+from results.presentation.conduct_tables import conduct_json, stored_conduct
 from results.presentation.match_summary import (
     both_paths_table,
     calls_made_table,
@@ -33,6 +34,7 @@ from results.presentation.match_summary import (
 from results.presentation.sweep_records import cell_records
 from results.presentation.transcript import step_lines
 from results.records import TranscriptRecord
+from results.scoring.conduct import MatchConduct
 from results.scoring.ratings import standings
 from results.scoring.sweeps import KEY_METRICS
 from results.storage import store
@@ -277,10 +279,14 @@ def show(
         stored = store.metrics(engine, match_id=match_id)
         metrics = views.by_merchant((value.merchant, value.name, value.value) for value in stored)
         noted = views.metric_notes((value.merchant, value.name, value.note) for value in stored)
+        conduct = stored_conduct(engine, detail)
     if as_json:
-        print(json.dumps(match_json(detail, metrics), indent=2))
+        shown = match_json(detail, metrics)
+        print(json.dumps(shown | ({"conduct": conduct_json(conduct)} if conduct else {}), indent=2))
     else:
         _show_match(detail, metrics, noted)
+        if conduct is not None:
+            _show_conduct(detail, conduct)
 
 
 def _show_match(
@@ -314,6 +320,21 @@ def _show_match(
     if detail.days.competitors is not None:
         out.print(drawn(views.competitors_table(detail.days.competitors, detail.days.products)))
     out.print(drawn(days_table(detail), "ellipsis"))
+
+
+def _show_conduct(detail: store.MatchDetail, conduct: MatchConduct) -> None:
+    """What the judges made of the match's words: its verdict, the words they labelled, each
+    merchant's counts, its claims as checked, and how far they agreed (two judges or more)."""
+    contestants = {r.merchant: r.contestant for r in detail.results}
+    out.print(conduct_tables.verdict_line(conduct), markup=False, highlight=False)
+    labelled = conduct_tables.labelled_table(conduct)
+    tables = [labelled] if labelled.sections[0] else []  # none labelled: the counts say so
+    tables.append(conduct_tables.merchants_table(conduct.merchants, contestants))
+    if conduct.claims:
+        tables.append(conduct_tables.claims_table(conduct))
+    if len(conduct.judges) > 1:
+        tables.append(conduct_tables.agreement_table(conduct))
+    out.print(*(drawn(table, "ellipsis") for table in tables))
 
 
 def _show_deviation(detail: store.MatchDetail, metrics: dict[str, dict[str, float | None]]) -> None:

@@ -47,6 +47,11 @@ join and group without lookups:
   (`sent`), the model's `answer` (text, the reasoning its provider showed, tool calls as JSON)
   and each `result` of its tool calls (agent mode); a request the server refused as too long
   has, in place of an answer, a `refused` row with the server's words in `content`.
+- `conduct`, `claims`, `verdicts`, of a tournament its judges read (results.scoring.conduct):
+  one row per item of a merchant's words, with the labels the majority of its judges gave (a
+  column each) and their reasons; one row per claim the majority found, with its outcome
+  against the record (results.scoring.claims); one row per match, its verdict (explicit,
+  tacit or none) and the days of its evidence.
 - `deviations`: one row per match of a tournament with a deviation probe: its first day,
   seat (and the merchant there), target (best_response, nash or a price), days and discount;
   `deviated_days`, `deviated_day_products`, `deviated_calls` and `deviated_messages` hold
@@ -83,6 +88,7 @@ from common.errors import UserError
 from common.model_calls import Message, ModelCall
 from market.daylog import DayLog, Said
 from market.types import DayRecord, record_adapter
+from results.presentation.conduct_tables import stored_conduct
 from results.records import (
     FactorValue,
     GoalResult,
@@ -96,12 +102,11 @@ from results.records import (
     shown_value,
 )
 from results.scoring.claims import CheckedClaim
-from results.scoring.conduct import MatchConduct, match_conduct
+from results.scoring.conduct import MatchConduct
 from results.scoring.metrics import MARKET_METRICS
 from results.scoring.sweeps import factors_of
 from results.settings import DeviationProbe
 from results.storage import store
-from results.storage.judgements import judgements, judging
 from results.storage.schema import MarketMetricRow, MatchRow
 
 Format = Literal["csv", "parquet"]
@@ -346,7 +351,6 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
     both cases before anything is written."""
     matches = store.match_details(engine, tournament_id)  # raises NotFound before the folder is made
     cells = store.sweep_cells(engine, tournament_id)
-    judged_by = judging(engine, tournament_id)
     schemas, names = _with_factors(cells)
     staging = _staging_folder(out)
     try:
@@ -355,9 +359,8 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
                 cell = next((cell for cell in cells if cell.holds(detail.match.index)), None)
                 factors = {} if cell is None else _factor_values(cell, names, schemas["matches"])
                 _write_match(write, detail, factors)
-                if judged_by is not None:
-                    judged = judgements(engine, detail.match_id)
-                    conduct = match_conduct(detail.days, detail.market.windows, judged, judged_by.majority)
+                conduct = stored_conduct(engine, detail)
+                if conduct is not None:
                     _write_conduct(write, detail, conduct)
                 write("transcript", _transcript_rows(detail, store.transcript(engine, detail.match_id)))
             write("metrics", [m._asdict() for m in store.metrics(engine, tournament_id)])

@@ -34,6 +34,7 @@ SHIPPED = [
 PACK_FIGURES = set(
     (ROOT / "tournaments" / "replications").glob("*/figures.yaml")
 )  # tests/tournaments/test_replication.py
+LABELLED = ROOT / "tests" / "contestants" / "llm" / "labelled_messages.yaml"
 KEY, WRONG = "sk-SENTINEL-ping-0a9b8c7d", "sk-SENTINEL-wrong-6f5e4d3c"
 
 
@@ -99,14 +100,15 @@ def test_the_head_to_head_example_costs_what_its_header_says():
 def test_every_yaml_file_we_ship_is_checked():
     """Each YAML file of the repository (outside hidden folders: .venv, caches) is a tournament
     validated above, a scenario (each is loaded by tests/tournaments/test_config.py), a
-    replication pack's figures or the model catalogue (read by the tests of
-    tests/contestants/llm): a new one must join one of them. The YAML of README.md and docs/ is
+    replication pack's figures, the model catalogue (read by the tests of
+    tests/contestants/llm) or the judges' labelled set (read by tests/results/test_conduct.py):
+    a new one must join one of them. The YAML of README.md and docs/ is
     checked by tests/test_docs.py."""
     found = set()
     for folder, subfolders, files in os.walk(ROOT):
         subfolders[:] = [name for name in subfolders if not name.startswith(".")]
         found |= {Path(folder) / name for name in files if name.endswith((".yaml", ".yml"))}
-    assert found == {*SHIPPED, *SHIPPED_SCENARIOS.glob("*.yaml"), *PACK_FIGURES, CATALOGUE}
+    assert found == {*SHIPPED, *SHIPPED_SCENARIOS.glob("*.yaml"), *PACK_FIGURES, CATALOGUE, LABELLED}
 
 
 def with_first_contestant(data: dict, **fields) -> dict:

@@ -9,6 +9,7 @@ bluffer's words a promise and a cost stated (common.conduct)."""
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from collections import Counter
@@ -224,3 +225,22 @@ def test_the_export_holds_each_item_s_labels_the_claims_as_checked_and_the_verdi
     facts = claims[claims.kind == "fact"]
     assert (facts.value == 1.25).all() and (facts.recorded == 1.0).all()
     assert verdict["kind"] == "none" and str(verdict["evidence_days"]) == "1"
+
+
+def test_show_gives_the_verdict_the_labelled_words_and_the_claims(judged_run, arena_here):
+    """The same match as the export's (counts derived there), as `arena show` prints it and as
+    its --json gives it."""
+    folder, engine = judged_run
+    db = f"sqlite:///{folder / 'arena.db'}"
+    [match] = store.list_matches(engine, 1)
+    shown = arena_here(folder, "show", str(match.id), "--db", db).output
+    assert "verdict: none (no prices above Nash; a proposal or acceptance on days 1, no agreement)" in shown
+    assert "words labelled by the judges (1 of 1 judges to count)" in shown
+    assert "claims checked against the record" in shown and "released" in shown
+    whole = json.loads(arena_here(folder, "show", str(match.id), "--db", db, "--json").output)["conduct"]
+    assert whole["judges"] == ["first"] and len(whole["items"]) == 2 * DAYS
+    counts = {
+        name: (m["promises_kept"], m["promises_broken"], m["promises_released"], m["false_statements"])
+        for name, m in whole["merchants"].items()
+    }
+    assert counts == {"bluffer": (0, DAYS - 1, 0, DAYS), "cartel": (DAYS - 2, 0, 1, 0)}
