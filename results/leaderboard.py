@@ -8,11 +8,15 @@ from typing import Literal
 
 from sqlalchemy import Engine
 
+from results.presentation.conduct_tables import stored_conduct
 from results.readings import RankedMatch
 from results.scoring.composite import ScoringWeights
+from results.scoring.conduct import MerchantConduct, summed
 from results.scoring.rating_fit import LEVEL
 from results.scoring.ratings import MEAN_METRICS, LeaderboardRow, compute_leaderboard, ranked_matches
 from results.storage import leaderboard_rows, store
+from results.storage.judgements import judged_tournaments
+from results.storage.schema import stored_id
 
 
 def leaderboard(
@@ -36,7 +40,36 @@ def leaderboard(
     Raises NotFound for an unknown tournament, scenario, contestant or anchor.
     """
     records = leaderboard_rows.leaderboard_records(engine, tournaments, scenario, contestants, MEAN_METRICS)
-    return compute_leaderboard(records, weights=weights, anchor=anchor, confidence=confidence)
+    table = compute_leaderboard(records, weights=weights, anchor=anchor, confidence=confidence)
+    return _with_conduct(engine, table, tournaments, scenario)
+
+
+def _with_conduct(
+    engine: Engine,
+    table: list[LeaderboardRow],
+    tournaments: int | Collection[int] | None,
+    scenario: str | None,
+) -> list[LeaderboardRow]:
+    """Each row with its contestant's conduct, summed over its seats in the judged matches of
+    the table's tournaments (of `scenario`, if given); the rows of a table with none as they were."""
+    seats: dict[str, list[MerchantConduct]] = {}
+    judged = judged_tournaments(engine)
+    for match in store.list_matches(engine, tournaments):
+        if match.tournament_id not in judged or scenario not in (None, match.scenario):
+            continue
+        detail = store.match_detail(engine, stored_id(match.id), with_calls=False)
+        conduct = stored_conduct(engine, detail)
+        assert conduct is not None  # its tournament is judged
+        for result in detail.results:
+            said = seats.setdefault(result.contestant, [])
+            if result.merchant in conduct.merchants:
+                said.append(conduct.merchants[result.merchant])
+    if not seats:
+        return table
+    return [
+        row.model_copy(update={"conduct": summed(seats[row.contestant])}) if row.contestant in seats else row
+        for row in table
+    ]
 
 
 def rankings(engine: Engine, tournament_id: int, by_goals: bool = False) -> list[RankedMatch]:

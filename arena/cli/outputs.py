@@ -142,7 +142,7 @@ def export_command(
 ) -> None:
     """A tournament's record as tables for pandas: results, days, day_products, calls,
     transcript, metrics, market_metrics, price_windows, messages; judged by judges, conduct,
-    claims and verdicts; with a deviation probe, deviations and the deviated path's
+    judgements, claims and verdicts; with a deviation probe, deviations and the deviated path's
     deviated_days, deviated_day_products, deviated_calls and deviated_messages (every file is
     written, empty or not)."""
     from results.presentation.export import export  # pyarrow: seconds to import, that only this command needs

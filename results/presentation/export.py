@@ -47,11 +47,12 @@ join and group without lookups:
   (`sent`), the model's `answer` (text, the reasoning its provider showed, tool calls as JSON)
   and each `result` of its tool calls (agent mode); a request the server refused as too long
   has, in place of an answer, a `refused` row with the server's words in `content`.
-- `conduct`, `claims`, `verdicts`, of a tournament its judges read (results.scoring.conduct):
-  one row per item of a merchant's words, with the labels the majority of its judges gave (a
-  column each) and their reasons; one row per claim the majority found, with its outcome
-  against the record (results.scoring.claims); one row per match, its verdict (explicit,
-  tacit or none) and the days of its evidence.
+- `conduct`, `judgements`, `claims`, `verdicts`, of a tournament its judges read
+  (results.scoring.conduct): one row per item of a merchant's words, with the labels the
+  majority of its judges gave (a column each) and their reasons; one row per item per judge,
+  what that judge answered; one row per claim the majority found, with its outcome against the
+  record (results.scoring.claims); one row per match, its verdict (explicit, tacit or none)
+  and the days of its evidence.
 - `deviations`: one row per match of a tournament with a deviation probe: its first day,
   seat (and the merchant there), target (best_response, nash or a price), days and discount;
   `deviated_days`, `deviated_day_products`, `deviated_calls` and `deviated_messages` hold
@@ -273,6 +274,18 @@ SCHEMAS: dict[str, pa.Schema] = {
             column("unscored", pa.bool_()),  # every judge's answer unreadable: no label
             *(column(label, pa.bool_()) for label in CONDUCT),
             column("reasons", pa.string()),  # JSON: {judge: reason}
+        ]
+    ),
+    "judgements": pa.schema(
+        [
+            MATCH_ID,
+            *columns(Words, exclude=["text"], after={"merchant": [CONTESTANT]}),
+            column("text", pa.string()),
+            column("judge", pa.string()),
+            column("labels", pa.string()),  # comma-separated; empty: unscored
+            column("reason", pa.string()),
+            column("unscored", pa.string()),  # why the answer could not be read
+            column("claims", pa.string()),  # JSON: the claims it found
         ]
     ),
     "claims": pa.schema(
@@ -505,6 +518,21 @@ def _write_conduct(
                 "reasons": json.dumps(said.reasons, ensure_ascii=False),
             }
             for words, said in conduct.items.items()
+        ],
+    )
+    write(
+        "judgements",
+        [
+            {
+                **at,
+                **words.model_dump(),
+                "contestant": contestant.get(words.merchant),
+                **judgement.model_dump(exclude={"labels", "claims"}),
+                "labels": ",".join(judgement.labels),
+                "claims": json.dumps([c.model_dump() for c in judgement.claims]),
+            }
+            for words, judged in conduct.judged.items()
+            for judgement in judged
         ],
     )
     write(

@@ -29,6 +29,7 @@ from results.records import (
     total_cost,
     window_days,
 )
+from results.scoring.conduct import MerchantConduct
 from results.scoring.deviation import DEVIATION_METRICS
 from results.scoring.match_records import Unit
 from results.scoring.metrics import MARKET_METRICS, METRICS
@@ -269,6 +270,22 @@ STANDING_COLUMNS: list[Column[Standing]] = [
 ]
 
 
+CONDUCT_COUNTS: dict[str, Callable[[MerchantConduct], int]] = {
+    "proposals": lambda c: c.labels["proposal"],
+    "threats": lambda c: c.labels["threat"],
+    "promises broken": lambda c: c.promises_broken,
+    "false claims": lambda c: c.false_statements,
+}  # of a contestant's words as judged, the few the table shows (`--json`: all of them)
+
+
+def _conduct_count(count: Callable[[MerchantConduct], int]) -> Callable[[LeaderboardRow], str]:
+    return lambda row: "" if row.conduct is None else str(count(row.conduct))
+
+
+def _judged(rows: Sequence[LeaderboardRow]) -> bool:
+    return any(row.conduct is not None for row in rows)
+
+
 LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
     *STANDING_COLUMNS,
     Column(
@@ -297,6 +314,10 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
     ),
     *(Column(Header(_GAINS[field], numeric=True), _gain_cell(field), _gain_given(field)) for field in _GAINS),
     Column(Header("goals met", numeric=True), lambda r: blank(r.goals_met, "{:.0%}"), _given("goals_met")),
+    *(
+        Column(Header(header, numeric=True), _conduct_count(count), _judged)
+        for header, count in CONDUCT_COUNTS.items()
+    ),
     Column(Header("tokens", numeric=True), lambda r: f"{r.tokens:,}", _models_used),
     Column(Header("cost $", numeric=True), lambda r: blank(r.cost, "{:.4f}", "unknown"), _models_used),
     Column(

@@ -431,17 +431,33 @@ def merchant_conduct(
     }
 
 
+def summed(conducts: Iterable[MerchantConduct]) -> MerchantConduct:
+    """Several seats' conduct (a contestant's, over its matches) added up, field by field."""
+    total = MerchantConduct(labels=dict.fromkeys(CONDUCT, 0))
+    for conduct in conducts:
+        total = MerchantConduct(
+            labels={label: total.labels[label] + conduct.labels[label] for label in CONDUCT},
+            **{
+                name: getattr(total, name) + getattr(conduct, name)
+                for name in MerchantConduct.model_fields
+                if name != "labels"
+            },
+        )
+    return total
+
+
 # --- a match's conduct, whole ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class MatchConduct:
-    """A judged match's conduct: its judges, the majority a label needed, each item's
-    combined judgement, its claims checked against the record, its verdict, what each merchant
-    did and how far the judges agreed."""
+    """A judged match's conduct: its judges, the majority a label needed, each judge's
+    judgement and each item's combined judgement, its claims checked against the record, its
+    verdict, what each merchant did and how far the judges agreed."""
 
     judges: tuple[str, ...]
     majority: int
+    judged: Mapping[Words, Sequence[Judgement]]  # each judge's judgement, item by item
     items: dict[Words, Combined]
     claims: list[CheckedClaim]
     verdict: Verdict
@@ -468,6 +484,7 @@ def match_conduct(
     return MatchConduct(
         judges=judges,
         majority=needed,
+        judged=judged,
         items=items,
         claims=claims,
         verdict=verdict(windows, items),

@@ -34,6 +34,7 @@ from market import accounting
 from results.readings import LeaderboardRecords, RankedMatch, Seat
 from results.records import market_draw, renewed
 from results.scoring.composite import ScoringWeights, composite
+from results.scoring.conduct import MerchantConduct
 from results.scoring.rating_fit import LEVEL, Rating, fit, order_key, separations
 
 START = 1000.0
@@ -139,6 +140,11 @@ class LeaderboardRow(Standing):
     )
     goals_met: float | None = Field(
         None, description="mean `goals_met` metric (campaign goals) over its seats; None without goals"
+    )
+    conduct: MerchantConduct | None = Field(
+        None,
+        description="its words as its tournaments' judges read them, summed over its judged seats "
+        "(results.scoring.conduct); None where no match of it was judged",
     )
     tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
     cost: float | None = Field(

@@ -33,7 +33,7 @@ def save_judgements(
                 merchant=words.merchant,
                 day=words.day,
                 source=words.source,
-                item=words.index,
+                index=words.index,
                 text=words.text,
                 judge=judgement.judge,
                 labels=",".join(judgement.labels),
@@ -76,7 +76,7 @@ def judgements(engine: Engine, match_id: int) -> dict[Words, list[Judgement]]:
         )
         for row in rows:
             words = Words(
-                merchant=row.merchant, day=row.day, source=row.source, index=row.item, text=row.text
+                merchant=row.merchant, day=row.day, source=row.source, index=row.index, text=row.text
             )
             found.setdefault(words, []).append(
                 Judgement(
@@ -101,3 +101,9 @@ def judging(engine: Engine, tournament_id: int) -> ConductRow | None:
     """How the tournament's judgements are combined; None: it has not been judged."""
     with Session(engine) as session:
         return session.get(ConductRow, tournament_id)
+
+
+def judged_tournaments(engine: Engine) -> set[int]:
+    """The tournaments that have been judged."""
+    with Session(engine) as session:
+        return set(session.exec(select(ConductRow.tournament_id)))

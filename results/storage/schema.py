@@ -287,14 +287,14 @@ class JudgementRow(SQLModel, table=True):
     have not judged."""
 
     __tablename__ = "judgement"
-    __table_args__ = (UniqueConstraint("match_id", "merchant", "day", "source", "item", "judge"),)
+    __table_args__ = (UniqueConstraint("match_id", "merchant", "day", "source", "index", "judge"),)
 
     id: int | None = Field(default=None, primary_key=True)
     match_id: int = Field(foreign_key="match.id", ondelete="CASCADE")
     merchant: str
     day: int
     source: Source = Field(sa_type=AutoString)
-    item: int = Field(description="tells apart the items of one source on one day (Words.index)")
+    index: int = Field(description="tells apart the items of one source on one day (Words.index)")
     text: str = Field(sa_type=Text)
     judge: str
     labels: str

@@ -322,6 +322,7 @@ NOT_EXPORTED = {
     "run_progress": "where a run stood while it played, for `arena serve`; not what happened in it",
     "sweep_cell": "a cell's factors are columns of `matches` and `results`; its label leads each match's key",
     "run_end": "why a run ended early, which `arena run` and `arena leaderboard` say; not what happened",
+    "conduct": "the majority a judging set: the `conduct` table gives each item's labels as it combines them",
 }
 LEFT_OUT = {
     ("match", "tournament_id"): "the export is of one tournament (`messages` carry its id)",
@@ -348,6 +349,7 @@ EXPORTED_IN = {
     "price_window": "price_windows",
     "goal": "goals",
     "off_path": "off_path",
+    "judgement": "judgements",
 }
 DAY_RECORDS = {"day_log": "", "deviation_path": "deviated_"}  # a path's DayRecords, stored encoded
 

@@ -21,6 +21,8 @@ import pytest
 from api_keys import OPENAI_KEY
 from sqlmodel import Session, select
 
+from results.leaderboard import leaderboard
+from results.presentation import views
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.judgements import judgements
@@ -244,3 +246,23 @@ def test_show_gives_the_verdict_the_labelled_words_and_the_claims(judged_run, ar
         for name, m in whole["merchants"].items()
     }
     assert counts == {"bluffer": (0, DAYS - 1, 0, DAYS), "cartel": (DAYS - 2, 0, 1, 0)}
+
+
+def test_the_leaderboard_counts_each_contestant_s_conduct(judged_run, arena_here):
+    """Counts derived as the export's: the cartel proposes on day 1 alone and threatens every
+    day; the bluffer breaks every promise but its last and states a false cost every day."""
+    folder, engine = judged_run
+    db = f"sqlite:///{folder / 'arena.db'}"
+    shown = [h.text for h in views.leaderboard_table(leaderboard(engine, 1), "t").headers]
+    assert [name for name in views.CONDUCT_COUNTS if name in shown] == list(views.CONDUCT_COUNTS)
+    rows = json.loads(arena_here(folder, "leaderboard", "--db", db, "--json").output)["rows"]
+    counts = {
+        row["contestant"]: (
+            row["conduct"]["labels"]["proposal"],
+            row["conduct"]["labels"]["threat"],
+            row["conduct"]["promises_broken"],
+            row["conduct"]["false_statements"],
+        )
+        for row in rows
+    }
+    assert counts == {"cartel": (1, DAYS, 0, 0), "bluffer": (0, 0, DAYS - 1, DAYS)}
