@@ -11,16 +11,22 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import textwrap
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 from api_keys import OPENAI_KEY
+from sqlalchemy import Engine
 from sqlmodel import Session, select
+from typer.testing import CliRunner
 
+from arena.cli import app
 from results.leaderboard import leaderboard
 from results.presentation import views
 from results.storage import store
@@ -87,20 +93,36 @@ def tournament_file(folder: Path, fake: Any, conduct: str | None = None) -> Path
     return path
 
 
-@pytest.fixture
-def judged_run(tmp_path, arena_here, fake_openai, monkeypatch):
-    monkeypatch.setenv("ARENA_OPENAI_KEY", OPENAI_KEY)
-    fake_openai.answer, fake_openai.api_key = reader, OPENAI_KEY
-    path = tournament_file(tmp_path, fake_openai)
-    result = arena_here(tmp_path, "run", str(path), "--db", f"sqlite:///{tmp_path / 'arena.db'}")
-    assert result.exit_code == 0, result.output
-    return tmp_path, engine_for(f"sqlite:///{tmp_path / 'arena.db'}")
+@dataclass(frozen=True)
+class JudgedRun:
+    folder: Path
+    engine: Engine
+    fake: Any  # the judge's stand-in, which keeps answering for the module's tests
+
+    @property
+    def db(self) -> str:
+        return f"sqlite:///{self.folder / 'arena.db'}"
 
 
-def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(
-    judged_run, arena_here, fake_openai
-):
-    folder, engine = judged_run
+@pytest.fixture(scope="module")
+def judged_run(ray_local, tmp_path_factory) -> Iterator[JudgedRun]:
+    """One run of the talk tournament, judged by the stand-in, that the module's tests read
+    (a test that writes works on a copy of its database)."""
+    from fakes.openai_api import FakeOpenAI
+
+    folder = tmp_path_factory.mktemp("judged")
+    with FakeOpenAI(api_key=OPENAI_KEY, answer=reader) as fake, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ARENA_OPENAI_KEY", OPENAI_KEY)
+        patch.chdir(folder)
+        run = JudgedRun(folder, engine_for(f"sqlite:///{folder / 'arena.db'}"), fake)
+        result = CliRunner().invoke(app, ["run", str(tournament_file(folder, fake)), "--db", run.db])
+        assert result.exit_code == 0, result.output
+        yield run
+        run.engine.dispose()
+
+
+def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(judged_run, arena_here, tmp_path):
+    engine, fake = judged_run.engine, judged_run.fake
     [tournament] = store.list_tournaments(engine)
     matches = store.list_matches(engine, tournament.id)
     spoken: Counter[str] = Counter()  # items by merchant
@@ -120,19 +142,25 @@ def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(
             else:
                 assert judgement.labels == ("information_sharing",) and len(judgement.claims) == 2
     items = sum(spoken.values())
-    assert len(fake_openai.calls) == items
+    assert len(fake.calls) == items
 
     with Session(engine) as session:
         calls = session.exec(select(ModelCallRow).where(ModelCallRow.purpose == "judge")).all()
     # one call an item, under the merchant whose words it read and the judge's name
     assert Counter(c.merchant for c in calls) == spoken and {c.contestant for c in calls} == {"first"}
 
-    judges = folder / "judges.yaml"
-    judges.write_text(
-        f"judges:\n  - {judge_entry(fake_openai, 'second')}\n  - {judge_entry(fake_openai, 'first')}\n"
-    )
-    db = f"sqlite:///{folder / 'arena.db'}"
-    audited = arena_here(folder, "audit", str(tournament.id), "--conduct", str(judges), "--db", db)
+    # on a copy: the other tests read the run's database (sqlite's backup copies its log too)
+    with (
+        sqlite3.connect(judged_run.folder / "arena.db") as source,
+        sqlite3.connect(tmp_path / "a.db") as copy,
+    ):
+        source.backup(copy)
+    db = f"sqlite:///{tmp_path / 'a.db'}"
+    audited_engine = engine_for(db)
+    judges = tmp_path / "judges.yaml"
+    judges.write_text(f"judges:\n  - {judge_entry(fake, 'second')}\n  - {judge_entry(fake, 'first')}\n")
+    # from the run's folder, whose response cache holds the judge's answers
+    audited = arena_here(judged_run.folder, "audit", str(tournament.id), "--conduct", str(judges), "--db", db)
     assert audited.exit_code == 0, audited.output
     # the second judge reads every item; the first had judged every match already
     n = len(matches)
@@ -141,16 +169,16 @@ def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(
         in audited.output
     )
     # the same model asked the same: its answers replayed from the response cache, recorded as such
-    assert len(fake_openai.calls) == items
-    with Session(engine) as session:
+    assert len(fake.calls) == items
+    with Session(audited_engine) as session:
         second = session.exec(select(ModelCallRow).where(ModelCallRow.contestant == "second")).all()
     assert len(second) == items and all(c.cached for c in second)
-    again = arena_here(folder, "audit", str(tournament.id), "--conduct", str(judges), "--db", db)
+    again = arena_here(judged_run.folder, "audit", str(tournament.id), "--conduct", str(judges), "--db", db)
     assert f"Judged 0 matches once per judge ({2 * n} judged before): 0 items, 0 calls." in again.output
     for match in matches:
-        assert all(
-            [j.judge for j in said] == ["first", "second"] for said in judgements(engine, match.id).values()
-        )
+        judged = judgements(audited_engine, match.id).values()
+        assert all([j.judge for j in said] == ["first", "second"] for said in judged)
+    audited_engine.dispose()
 
 
 @pytest.mark.parametrize(
@@ -187,8 +215,7 @@ def test_a_mistake_in_the_conduct_section_is_one_line_and_exit_2(
 
 
 def test_an_audit_without_judges_is_one_line_and_exit_2(judged_run, arena_here):
-    folder, engine = judged_run
-    db = f"sqlite:///{folder / 'arena.db'}"
+    folder, db = judged_run.folder, judged_run.db
     missing = arena_here(folder, "audit", "7", "--db", db)
     assert missing.exit_code == 2 and "no tournament with id 7" in missing.output
     (folder / "bad.yaml").write_text("judges:\n  - {model: openai/gpt-4.1-mini, mood: calm}\n")
@@ -204,8 +231,7 @@ def test_the_export_holds_each_item_s_labels_the_claims_as_checked_and_the_verdi
     offer is released on day 1; its punishment (Nash "for good") is kept the next day but on
     the last (untested). Three days hold no supra-competitive window (5 days at least), and
     the proposal met no acceptance: the verdict is none, with the proposal's day."""
-    folder, _ = judged_run
-    db = f"sqlite:///{folder / 'arena.db'}"
+    folder, db = judged_run.folder, judged_run.db
     result = arena_here(folder, "export", "1", "--out", str(folder / "out"), "--db", db)
     assert result.exit_code == 0, result.output
     conduct = pd.read_csv(folder / "out" / "conduct.csv")
@@ -232,8 +258,7 @@ def test_the_export_holds_each_item_s_labels_the_claims_as_checked_and_the_verdi
 def test_show_gives_the_verdict_the_labelled_words_and_the_claims(judged_run, arena_here):
     """The same match as the export's (counts derived there), as `arena show` prints it and as
     its --json gives it."""
-    folder, engine = judged_run
-    db = f"sqlite:///{folder / 'arena.db'}"
+    folder, db, engine = judged_run.folder, judged_run.db, judged_run.engine
     [match] = store.list_matches(engine, 1)
     shown = arena_here(folder, "show", str(match.id), "--db", db).output
     assert "verdict: none (no prices above Nash; a proposal or acceptance on days 1, no agreement)" in shown
@@ -251,8 +276,7 @@ def test_show_gives_the_verdict_the_labelled_words_and_the_claims(judged_run, ar
 def test_the_leaderboard_counts_each_contestant_s_conduct(judged_run, arena_here):
     """Counts derived as the export's: the cartel proposes on day 1 alone and threatens every
     day; the bluffer breaks every promise but its last and states a false cost every day."""
-    folder, engine = judged_run
-    db = f"sqlite:///{folder / 'arena.db'}"
+    folder, db, engine = judged_run.folder, judged_run.db, judged_run.engine
     shown = [h.text for h in views.leaderboard_table(leaderboard(engine, 1), "t").headers]
     assert [name for name in views.CONDUCT_COUNTS if name in shown] == list(views.CONDUCT_COUNTS)
     rows = json.loads(arena_here(folder, "leaderboard", "--db", db, "--json").output)["rows"]
