@@ -20,7 +20,7 @@ from contestants.base import ContestantConfigError, Judge, JudgeFailed, RunOptio
 from contestants.calls.budget import Spend
 from contestants.calls.coordinator import CallCoordinatorCore, CallsStopped, LocalCallCoordinator, Status
 from contestants.kinds import judge_for
-from results.records import ModelCallRecord
+from results.records import ModelCallRecord, total_cost
 from results.scoring.conduct import words_of
 from results.settings import ConductSettings
 from results.storage import store
@@ -37,12 +37,20 @@ and the budget are the call coordinator's to keep); the embedded model answers o
 class Judging:
     """What one judging of a tournament did: the (match, judge) pairs it judged and those
     judged before, the items its judges read and the model calls they made (answers from the
-    response cache among them)."""
+    response cache among them), apart from the merchants' own."""
 
     judged: int
     skipped: int
     items: int
-    calls: int
+    calls: list[ModelCallRecord]
+
+    def cost_line(self) -> str:
+        """What the judges' calls took: "12 calls (3,456 tokens, $0.0012; 2 from the cache)"."""
+        tokens = sum(c.input_tokens + c.output_tokens for c in self.calls)
+        cost = total_cost(c for c in self.calls if not c.cached)
+        paid = "cost unknown" if cost is None else f"${cost:.4f}"
+        cached = sum(c.cached for c in self.calls)
+        return f"{len(self.calls)} calls ({tokens:,} tokens, {paid}; {cached} from the cache)"
 
 
 def checked_judges(
@@ -88,9 +96,9 @@ def judge_tournament(
         for k, name in enumerate(names)
         if (stored_id(match.id), name) not in done
     ]
-    items = calls = 0
+    items, calls = 0, list[ModelCallRecord]()
 
-    def judge_one(job: tuple[MatchRow, int]) -> tuple[int, int]:
+    def judge_one(job: tuple[MatchRow, int]) -> tuple[int, list[ModelCallRecord]]:
         match, k = job
         judge = judge_for(settings.judges[k], options)
         detail = store.match_detail(engine, stored_id(match.id), with_calls=False)
@@ -98,7 +106,7 @@ def judge_tournament(
         products = list(dict.fromkeys(p for record in detail.days for p in record.prices))
         judgements, records = _judged(judge, words, products)
         save_judgements(engine, tournament_id, match, judgements, records)
-        return len(words), len(records)
+        return len(words), records
 
     pool = ThreadPoolExecutor(JUDGING_THREADS)
     try:

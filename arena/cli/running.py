@@ -526,7 +526,7 @@ def audit(
             err_print(f"error: {exc}; the judgements made are saved: fix it, then `{again}`")
             raise typer.Exit(EXIT_BROKEN_MODEL) from None
     before = f" ({done.skipped} judged before)" if done.skipped else ""
-    out.print(f"Judged {done.judged} matches once per judge{before}: {done.items} items, {done.calls} calls.")
+    out.print(f"Judged {done.judged} matches once per judge{before}: {done.items} items, {done.cost_line()}.")
 
 
 def _conduct_settings(row: TournamentRow, conduct: Path | None) -> ConductSettings:

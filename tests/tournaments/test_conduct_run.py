@@ -164,17 +164,16 @@ def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(judg
     assert audited.exit_code == 0, audited.output
     # the second judge reads every item; the first had judged every match already
     n = len(matches)
-    assert (
-        f"Judged {n} matches once per judge ({n} judged before): {items} items, {items} calls."
-        in audited.output
-    )
+    said = f"Judged {n} matches once per judge ({n} judged before): {items} items, {items} calls ("
+    assert said in audited.output and f"; {items} from the cache)." in audited.output
     # the same model asked the same: its answers replayed from the response cache, recorded as such
     assert len(fake.calls) == items
     with Session(audited_engine) as session:
         second = session.exec(select(ModelCallRow).where(ModelCallRow.contestant == "second")).all()
     assert len(second) == items and all(c.cached for c in second)
     again = arena_here(judged_run.folder, "audit", str(tournament.id), "--conduct", str(judges), "--db", db)
-    assert f"Judged 0 matches once per judge ({2 * n} judged before): 0 items, 0 calls." in again.output
+    nothing = "0 items, 0 calls (0 tokens, $0.0000; 0 from the cache)."
+    assert f"Judged 0 matches once per judge ({2 * n} judged before): {nothing}" in again.output
     for match in matches:
         judged = judgements(audited_engine, match.id).values()
         assert all([j.judge for j in said] == ["first", "second"] for said in judged)
