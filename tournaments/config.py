@@ -345,7 +345,7 @@ class Tournament(BaseModel):
     def config_hash(self) -> str:
         """Identity of a tournament for --resume: what decides its matches, that is the
         settings (not the budget, which only decides how many are played, nor the scoring
-        weights and prices, which only read the results, nor the failures that stop a run)
+        weights, prices and judges, which only read the results, nor the failures that stop a run)
         and the scenarios. The collusion settings decide how every match is measured, so
         they count, but only when they differ from the defaults: a file without them has the
         identity it had before they existed. Likewise `talk`, which changes how every match
@@ -364,7 +364,7 @@ class Tournament(BaseModel):
         at_default |= {"sampling_repeats"} if self.spec.sampling_repeats == 1 else set()
         # an adaptive schedule rates by the scoring's objective to choose its rounds
         scored = {"scoring"} if self.spec.format != "adaptive" else set()
-        ignored = {"budget", "stop_after_failures", "prices"} | scored | at_default
+        ignored = {"budget", "stop_after_failures", "prices", "conduct"} | scored | at_default
         decisive = self.spec.model_dump(mode="json", exclude=ignored)
         for entry in decisive["contestants"]:
             entry["params"].pop("prices", None)

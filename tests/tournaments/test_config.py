@@ -72,6 +72,13 @@ def test_hash_is_equal_for_identical_files(tmp_path):
     assert len(a.config_hash) == 64
 
 
+def test_judges_are_no_part_of_a_tournament_s_identity(tmp_path):
+    """They read the record and change no match: a file with them resumes one without."""
+    judged = TOURNAMENT + "talk: true\nconduct: {judges: [{model: local/smollm2}]}\n"
+    plain = load_tournament(write(tmp_path / "a", TOURNAMENT + "talk: true\n"))
+    assert load_tournament(write(tmp_path / "b", judged)).config_hash == plain.config_hash
+
+
 def test_a_file_keeps_the_identity_it_had_before_scenarios_could_list_seats(tmp_path):
     """The hash the code before `seats:` (commit 2742552) computed for this file, so a
     tournament stored then is still found by --resume and still read as unchanged."""
