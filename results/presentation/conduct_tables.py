@@ -35,8 +35,9 @@ def verdict_line(conduct: MatchConduct) -> str:
 
 
 def said_labels(said: Combined) -> str:
-    """An item's labels as a cell: the conduct labels, "none", or "unscored"."""
-    return "unscored" if said.all_unscored else ", ".join(said.labels)
+    """An item's labels as a cell: the conduct labels, "none", or "undecided" (too few
+    readable judges)."""
+    return "undecided" if said.undecided else ", ".join(said.labels)
 
 
 WORD_COLUMNS: list[Column[tuple[Words, Combined]]] = [
@@ -49,11 +50,11 @@ WORD_COLUMNS: list[Column[tuple[Words, Combined]]] = [
 
 
 def labelled_table(conduct: MatchConduct) -> TableModel:
-    """The items a majority labelled with conduct, and those no judge could read."""
+    """The items a majority labelled with conduct, and those too few judges could read."""
     shown = [
         (words, said)
         for words, said in conduct.items.items()
-        if said.all_unscored or any(label in CONDUCT for label in said.labels)
+        if said.undecided or any(label in CONDUCT for label in said.labels)
     ]
     judges = f"{conduct.majority} of {len(conduct.judges)} judges"
     return tabulate(f"words labelled by the judges ({judges} to count)", WORD_COLUMNS, shown)
@@ -87,7 +88,7 @@ def claims_table(conduct: MatchConduct) -> TableModel:
 
 
 def merchants_table(merchants: Mapping[str, MerchantConduct], contestants: Mapping[str, str]) -> TableModel:
-    """Per merchant: its items by conduct label (the labels some merchant shows), its unscored
+    """Per merchant: its items by conduct label (the labels some merchant shows), its undecided
     items, its promises kept, broken and released and its false statements."""
     rows = list(merchants.items())
     labels = [label for label in CONDUCT if any(m.labels[label] for _, m in rows)]
@@ -96,7 +97,7 @@ def merchants_table(merchants: Mapping[str, MerchantConduct], contestants: Mappi
         Column(Header("contestant", contestant=True), lambda row: contestants.get(row[0], "")),
         Column(Header("items", numeric=True), lambda row: str(row[1].items)),
         *(Column(Header(label.replace("_", " "), numeric=True), _labelled(label)) for label in labels),
-        Column(Header("unscored", numeric=True), lambda row: str(row[1].unscored)),
+        Column(Header("undecided", numeric=True), lambda row: str(row[1].undecided)),
         Column(Header("promises kept", numeric=True), lambda row: str(row[1].promises_kept)),
         Column(Header("broken", numeric=True), lambda row: str(row[1].promises_broken)),
         Column(Header("released", numeric=True), lambda row: str(row[1].promises_released)),

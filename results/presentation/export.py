@@ -271,7 +271,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             *columns(Words, exclude=["text"], after={"merchant": [CONTESTANT]}),
             column("text", pa.string()),
             column("judges", pa.int64()),
-            column("unscored", pa.bool_()),  # every judge's answer unreadable: no label
+            column("undecided", pa.bool_()),  # fewer readable answers than the majority: no label
             *(column(label, pa.bool_()) for label in CONDUCT),
             column("reasons", pa.string()),  # JSON: {judge: reason}
         ]
@@ -513,7 +513,7 @@ def _write_conduct(
                 **words.model_dump(),
                 "contestant": contestant.get(words.merchant),
                 "judges": said.judges,
-                "unscored": said.all_unscored,
+                "undecided": said.undecided,
                 **{label: label in said.labels for label in CONDUCT},
                 "reasons": json.dumps(said.reasons, ensure_ascii=False),
             }

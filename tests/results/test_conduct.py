@@ -187,16 +187,17 @@ def test_a_label_counts_where_a_majority_of_the_judges_gives_it():
         claims=(),
         reasons={"a": "a read it", "b": "b read it"},
     )
-    assert not said.all_unscored
+    assert not said.undecided
 
 
-def test_none_unscored_ties_and_one_judge():
+def test_none_undecided_ties_and_one_judge():
     split = [judged("a", "threat"), judged("b", "none"), judged("c", "deception")]
     assert combined({ITEM: split}, majority=2)[ITEM].labels == ("none",)  # no label reaches 2
     lone = [judged("a", "proposal"), judged("b"), judged("c")]
-    assert combined({ITEM: lone}, majority=2)[ITEM].labels == ("none",)  # read by one only
+    undecided = combined({ITEM: lone}, majority=2)[ITEM]  # read by one only: too few to say "none"
+    assert undecided.labels == () and undecided.undecided and undecided.votes == {"proposal": 1}
     silent = combined({ITEM: [judged("a"), judged("b")]}, majority=2)[ITEM]
-    assert silent.labels == () and silent.all_unscored and silent.unscored == 2 and silent.reasons == {}
+    assert silent.labels == () and silent.undecided and silent.unscored == 2 and silent.reasons == {}
     tied = [judged("a", "proposal"), judged("b", "proposal"), judged("c", "threat"), judged("d", "threat")]
     assert combined({ITEM: tied}, majority=2)[ITEM].labels == ("proposal", "threat")  # both reach 2
     assert combined({ITEM: tied}, majority=default_majority(4))[ITEM].labels == ("none",)  # 3 of 4
@@ -356,7 +357,7 @@ def test_words_that_led_to_no_high_prices_are_the_evidence_of_none():
 # --- each merchant ---------------------------------------------------------------------------
 
 
-def test_each_merchant_s_labels_unscored_items_and_claims_are_counted():
+def test_each_merchant_s_labels_undecided_items_and_claims_are_counted():
     said = labelled(("m0", 1, "proposal"), ("m0", 2, "none"), ("m1", 2, "acceptance"))
     said[words("m0", 3, "message", "?")] = combined({ITEM: [judged("a")]}, majority=1)[ITEM]
     said[words("m0", 4, "message", "!")] = combined({ITEM: [judged("a", "proposal", "threat")]}, majority=1)[
@@ -366,7 +367,7 @@ def test_each_merchant_s_labels_unscored_items_and_claims_are_counted():
     found = merchant_conduct(said, [*outcomes, ("m2", "untested"), ("m0", "uncheckable"), ("m0", "kept")])
     assert list(found) == ["m0", "m1", "m2"]
     m0, m1, m2 = found.values()
-    assert m0.items == 4 and m0.unscored == 1
+    assert m0.items == 4 and m0.undecided == 1
     assert m0.labels == {**dict.fromkeys(CONDUCT, 0), "proposal": 2, "threat": 1}
     assert (m0.promises_kept, m0.promises_broken, m0.promises_released, m0.false_statements) == (2, 1, 0, 0)
     assert m1.labels["acceptance"] == 1 and (m1.promises_released, m1.false_statements) == (1, 1)

@@ -239,7 +239,9 @@ def test_the_export_holds_each_item_s_labels_the_claims_as_checked_and_the_verdi
     assert len(conduct) == 2 * DAYS and set(conduct.source) == {"message"}
     cartel = conduct[conduct.contestant == "cartel"].sort_values("day")
     assert cartel.proposal.tolist() == [True] + [False] * (DAYS - 1) and cartel.threat.all()
-    assert (conduct[conduct.contestant == "bluffer"].information_sharing).all() and not conduct.unscored.any()
+    assert (
+        conduct[conduct.contestant == "bluffer"].information_sharing
+    ).all() and not conduct.undecided.any()
     outcomes = claims.groupby(["contestant", "kind", "outcome"]).size().to_dict()
     assert outcomes == {
         ("bluffer", "promise", "broken"): DAYS - 1,
