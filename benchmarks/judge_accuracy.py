@@ -36,6 +36,7 @@ from pydantic import TypeAdapter
 from common.conduct import LABELS, Claim, Judgement, Label, Words
 from contestants.base import Judge
 from contestants.kinds import judge_for
+from results.scoring.conduct import same_claim
 
 LABELLED = Path(__file__).resolve().parents[1] / "tests" / "contestants" / "llm" / "labelled_messages.yaml"
 CLAIM = TypeAdapter(Claim)
@@ -51,16 +52,6 @@ class Item:
         self.products: list[str] = entry["products"]
         self.labels: set[Label] = set(entry["labels"])
         self.claims = [CLAIM.validate_python(claim) for claim in entry.get("claims") or []]
-
-
-def claim_key(claim: Claim) -> tuple[Any, ...]:
-    """What makes two claims the same: kind, product, subject, and numbers to the cent."""
-    fields = claim.model_dump()
-    cents = [
-        None if fields.get(name) is None else round(fields[name] * 100)
-        for name in ("price", "while_rivals_at_least", "value")
-    ]
-    return (fields["kind"], fields.get("product"), fields.get("subject"), *cents)
 
 
 def label_scores(items: Sequence[Item], judged: Sequence[Judgement]) -> dict[str, dict[str, Any]]:
@@ -88,8 +79,8 @@ def claim_counts(items: Sequence[Item], judged: Sequence[Judgement]) -> dict[str
     """The claims the set expects, those of them the judge found, and those it found besides."""
     expected = found = extra = 0
     for item, judgement in zip(items, judged, strict=True):
-        wanted = Counter(claim_key(c) for c in item.claims)
-        given = Counter(claim_key(c) for c in judgement.claims)
+        wanted = Counter(same_claim(c) for c in item.claims)
+        given = Counter(same_claim(c) for c in judgement.claims)
         matched = sum((wanted & given).values())
         expected, found, extra = expected + wanted.total(), found + matched, extra + given.total() - matched
     return {"expected": expected, "found": found, "found_besides": extra}

@@ -59,7 +59,8 @@ def _with_conduct(
             continue
         detail = store.match_detail(engine, stored_id(match.id), with_calls=False)
         conduct = stored_conduct(engine, detail)
-        assert conduct is not None  # its tournament is judged
+        if conduct is None:  # not judged by every judge yet
+            continue
         for result in detail.results:
             said = seats.setdefault(result.contestant, [])
             if result.merchant in conduct.merchants:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from common.conduct import SOURCES, Source
+from common.errors import FieldError
 from common.yaml_files import FileModel
 from market.scenario import MAX_DAYS, MAX_MERCHANTS_PER_MATCH, MAX_MONEY, Day
 
@@ -164,13 +165,8 @@ class ConductSettings(FileModel):
     @model_validator(mode="after")
     def _reachable(self) -> ConductSettings:
         if self.majority is not None and self.majority > len(self.judges):
-            raise ValueError(f"majority {self.majority} is more than the {len(self.judges)} judges")
+            raise FieldError("majority", f"{self.majority} is more than the {len(self.judges)} judges")
         return self
-
-    @property
-    def needed(self) -> int:
-        """How many judges must give a label: `majority`, or more than half of them."""
-        return self.majority if self.majority is not None else default_majority(len(self.judges))
 
 
 def default_majority(judges: int) -> int:

@@ -7,7 +7,7 @@ run judges its matches once they are stored; `arena audit` judges a stored tourn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,7 @@ from results.records import ModelCallRecord, total_cost
 from results.scoring.conduct import words_of
 from results.settings import ConductSettings
 from results.storage import store
-from results.storage.judgements import judged, save_judgements, save_majority
+from results.storage.judgements import judged, save_judgements, save_judging
 from results.storage.schema import MatchRow, stored_id
 from tournaments.config import TournamentSpec
 
@@ -54,11 +54,15 @@ class Judging:
 
 
 def checked_judges(
-    path: str | Path, settings: ConductSettings, options: RunOptions = RunOptions()
+    path: str | Path,
+    settings: ConductSettings,
+    contestants: Collection[str],
+    options: RunOptions = RunOptions(),
 ) -> list[Judge]:
     """The judges of `settings` (read from the file at `path`), each checked as a contestant
     is (its settings, then what needs the world outside the file: its API key, a parameter its
-    model refuses); ConfigError naming the judge's field, or two judges of one name."""
+    model refuses); ConfigError naming the judge's field, for two judges of one name, or for a
+    judge named as one of the `contestants` (its calls are recorded under its name)."""
     judges: list[Judge] = []
     for i, entry in enumerate(settings.judges):
         try:
@@ -70,6 +74,12 @@ def checked_judges(
         if judge.name in {other.name for other in judges}:
             raise ConfigError(
                 path, f"conduct.judges[{i}]", f"a second judge named {judge.name!r}: give one a `name`"
+            )
+        if judge.name in contestants:
+            raise ConfigError(
+                path,
+                f"conduct.judges[{i}]",
+                f"judge {judge.name!r} is named as a contestant: give it a `name`",
             )
         judges.append(judge)
     return judges
@@ -87,7 +97,7 @@ def judge_tournament(
     judge's call that fails stops the judging (it raises, as every model call does) with what
     was judged before it stored."""
     names = [judge_for(entry, options).name for entry in settings.judges]
-    save_majority(engine, tournament_id, settings.majority)
+    save_judging(engine, tournament_id, names, settings.majority)
     done = judged(engine, tournament_id)
     matches = store.list_matches(engine, tournament_id)
     todo = [
@@ -105,10 +115,12 @@ def judge_tournament(
         words = words_of(detail.days, store.transcript(engine, stored_id(match.id)), settings.read)
         products = list(dict.fromkeys(p for record in detail.days for p in record.prices))
         judgements, records = _judged(judge, words, products)
-        save_judgements(engine, tournament_id, match, judgements, records)
+        save_judgements(engine, tournament_id, match, judge.name, judgements, records)
         return len(words), records
 
-    pool = ThreadPoolExecutor(JUDGING_THREADS)
+    # the embedded model answers one call at a time: more would only queue, and time out
+    local = any(str(entry.get("model", "")).startswith("local/") for entry in settings.judges)
+    pool = ThreadPoolExecutor(1 if local else JUDGING_THREADS)
     try:
         for n, (read, made) in enumerate(pool.map(judge_one, todo), start=1):
             items, calls = items + read, calls + made
@@ -121,40 +133,43 @@ def judge_tournament(
 def _judged(
     judge: Judge, words: Sequence[Words], products: Sequence[str]
 ) -> tuple[list[tuple[Words, Judgement]], list[ModelCallRecord]]:
-    """`judge`'s judgement of each item, and its calls, each recorded with the merchant whose
-    words it read and the judge's name in place of a contestant's."""
+    """`judge`'s judgement of each item, and its calls, recorded under the judge's name (as
+    merchant and contestant: a judge's calls are its own, apart from the merchants')."""
     judgements, records = [], []
     for item in words:
         made = len(judge.calls)
         judgements.append((item, judge.judge(item, products)))
         records += [
-            ModelCallRecord(**call.model_dump(), merchant=item.merchant, contestant=judge.name)
+            ModelCallRecord(**call.model_dump(), merchant=judge.name, contestant=judge.name)
             for call in judge.calls[made:]
         ]
     return judgements, records
 
 
-def judge_run(
+def judge_under_budget(
     engine: Engine,
     tournament_id: int,
-    spec: TournamentSpec,
+    settings: ConductSettings,
+    spec: TournamentSpec | None,
     options: RunOptions,
     told: Callable[[int, int], None],
-) -> Status | None:
-    """A run's stored matches judged by its file's judges, under what is left of its budget
-    (the judges' calls count against it as the merchants' do); None when they are all judged,
-    else how the calls stopped (the budget spent, or a judge that failed: `broken`)."""
-    assert spec.conduct is not None
-    coordinator = LocalCallCoordinator(
-        CallCoordinatorCore(spec.budget, Spend(*store.spent(engine, tournament_id)), spec.stop_after_failures)
+) -> Judging | Status:
+    """The tournament judged by the judges of `settings` under what is left of the budget of
+    its file's `spec` (the judges' calls count against it as the merchants' do; none where the
+    file cannot be read), at its file's prices: what the judging did, or how its calls stopped
+    (the budget spent, or a judge that failed: `broken`)."""
+    budget, prices, stop_after = (
+        (spec.budget, spec.prices, spec.stop_after_failures) if spec is not None else (None, {}, 3)
     )
-    judging = options.model_copy(update={"call_coordinator": coordinator, "prices": spec.prices})
+    coordinator = LocalCallCoordinator(
+        CallCoordinatorCore(budget, Spend(*store.spent(engine, tournament_id)), stop_after)
+    )
+    judging = options.model_copy(update={"call_coordinator": coordinator, "prices": prices})
     try:
-        judge_tournament(engine, tournament_id, spec.conduct, judging, told)
+        return judge_tournament(engine, tournament_id, settings, judging, told)
     except CallsStopped as exc:
         return Status(str(exc), Spend(*store.spent(engine, tournament_id)), None)
     except JudgeFailed as exc:
         return Status(str(exc), Spend(*store.spent(engine, tournament_id)), exc.judge)
     finally:
         coordinator.close()
-    return None

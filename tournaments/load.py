@@ -64,7 +64,7 @@ def _checked(path: Path, text: str, spec: TournamentSpec, scenario_values: Scena
     checked for running; every scenario with `scenario_values` set in it."""
     check_contestants(path, spec)
     if spec.conduct is not None:
-        checked_judges(path, spec.conduct)
+        checked_judges(path, spec.conduct, [entry.name for entry in spec.contestants])
     if spec.goals is not None:
         check_goals(path, "goals", spec.goals)
     scenarios: dict[str, Scenario] = {}

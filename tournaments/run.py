@@ -39,7 +39,7 @@ from results.storage import store
 from results.storage.schema import RunProgressRow, utcnow
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
-from tournaments.conduct import judge_run
+from tournaments.conduct import judge_under_budget
 from tournaments.config import Tournament
 from tournaments.coordinator_actor import start_call_coordinator
 from tournaments.deviation_paths import DEVIATED_SUFFIX
@@ -152,7 +152,8 @@ def run_tournament(
         finally:
             notes.close()
     if spec.conduct is not None and ending.stopped is None:
-        ending = judge_run(engine, tournament_id, spec, options, observer.judged) or ending
+        judged = judge_under_budget(engine, tournament_id, spec.conduct, spec, options, observer.judged)
+        ending = judged if isinstance(judged, Status) else ending
     played = len(store.finished_keys(engine, tournament_id)) - len(done)
     ended = None if rounds is None or ending.stopped is not None else rounds.ended
     if ending.stopped is None and ended is None:

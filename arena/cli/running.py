@@ -30,15 +30,15 @@ from arena.cli.progress import shown_progress
 from arena.cli.selection import tournament_title
 from common.errors import UserError
 from common.yaml_files import load_model
-from contestants.base import JudgeFailed, RunOptions
-from contestants.calls.coordinator import CallsStopped
+from contestants.base import RunOptions
+from contestants.calls.coordinator import Status
 from contestants.kinds import contestant_class, validate_params
 from results.presentation import views
 from results.settings import ConductSettings
 from results.storage import store
 from results.storage.db import describe_failure, engine_for
 from results.storage.schema import LARGEST_ID, TournamentRow
-from tournaments.conduct import checked_judges, judge_tournament
+from tournaments.conduct import checked_judges, judge_under_budget
 from tournaments.config import MAX_DAYS, MAX_REPETITIONS, Tournament, stored_tournament
 from tournaments.load import load_tournament
 from tournaments.schedule import MatchSpec, schedule
@@ -513,20 +513,26 @@ def audit(
         engine = engine_for(db, create=False, writes=True)
         row = store.get_tournament(engine, tournament)
         settings = _conduct_settings(row, conduct)
-        checked_judges(conduct or row.config_path, settings)
-        try:
-            with shown_progress() as observer:
-                done = judge_tournament(
-                    engine, tournament, settings, RunOptions(no_cache=no_cache), observer.judged
-                )
-        except (CallsStopped, JudgeFailed) as exc:
+        checked_judges(conduct or row.config_path, settings, store.contestant_kinds(engine, tournament))
+        with shown_progress() as observer:
+            done = judge_under_budget(
+                engine,
+                tournament,
+                settings,
+                stored_tournament(row).spec,
+                RunOptions(no_cache=no_cache),
+                observer.judged,
+            )
+        if isinstance(done, Status):
             again = with_db(f"{ARENA} audit {tournament}", engine, db) + (
                 f" --conduct {conduct}" if conduct else ""
             )
-            err_print(f"error: {exc}; the judgements made are saved: fix it, then `{again}`")
-            raise typer.Exit(EXIT_BROKEN_MODEL) from None
-    before = f" ({done.skipped} judged before)" if done.skipped else ""
-    out.print(f"Judged {done.judged} matches once per judge{before}: {done.items} items, {done.cost_line()}.")
+            fix = "fix it" if done.broken else "raise the budget"
+            err_print(f"error: {done.stopped}; the judgements made are saved: {fix}, then `{again}`")
+            raise typer.Exit(EXIT_BROKEN_MODEL if done.broken else EXIT_BUDGET)
+    pairs, before = done.judged + done.skipped, f" ({done.skipped} done before)" if done.skipped else ""
+    said = f"{done.items} items, {done.cost_line()}"
+    out.print(f"Judged {done.judged} of {pairs} (match, judge) pairs{before}: {said}.")
 
 
 def _conduct_settings(row: TournamentRow, conduct: Path | None) -> ConductSettings:

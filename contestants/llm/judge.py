@@ -23,10 +23,11 @@ budget spent, a missing key) raises, as every model call does.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from common.conduct import (
     CONDUCT,
@@ -40,7 +41,7 @@ from common.conduct import (
     StatedFact,
     Words,
 )
-from common.errors import first_problem
+from common.errors import FieldError, first_problem
 from common.model_calls import ModelCall
 from contestants.base import ContestantConfigError, Judge, JudgeFailed, Params, RunOptions
 from contestants.calls.types import Completion, CompletionRequest, Message
@@ -49,7 +50,6 @@ from contestants.llm.errors import ProviderConfigError, ProviderError
 from contestants.llm.merchant import provider_for
 from contestants.llm.params import LLMParams
 from contestants.llm.prompts import template, versions
-from contestants.llm.rehearsal import Rehearsal
 
 REASON_CHARS = 200  # one short sentence
 MOST_CLAIMS = 4  # an item of a few sentences rarely states more
@@ -72,6 +72,19 @@ class JudgeParams(LLMParams):
     settings), and the name its judgements go under (default: the model)."""
 
     name: str | None = Field(None, min_length=1, description="whose judgements they are; default: the model")
+
+    @model_validator(mode="after")
+    def _reads_only(self) -> JudgeParams:
+        """A merchant's ways of playing (memory, mode, reflect, ...) mean nothing to a judge:
+        given, they are a mistake, not ignored."""
+        played = sorted(self.model_fields_set & MERCHANT_ONLY)
+        if played:
+            raise FieldError(played[0], "a merchant's setting: a judge only reads")
+        return self
+
+
+READ_WITH = {"model", "temperature", "top_p", "max_tokens", "context_tokens"}  # of the llm kind's own
+MERCHANT_ONLY = set(LLMParams.model_fields) - READ_WITH
 
 
 def _undescribed(schema: dict[str, Any]) -> None:
@@ -124,10 +137,12 @@ def judgement_schema(products: Sequence[str]) -> dict[str, Any]:
 
 def item_prompt(words: Words, products: Sequence[str], text: str) -> str:
     """The item as the judge is shown it: who wrote it, when, where from, the products, and
-    `text` (the words, or as much of them as fits)."""
+    `text` (the words, or as much of them as fits) as one JSON string, so that no words can
+    end the item early and speak to the judge as if they were the rubric's."""
+    said = json.dumps(text, ensure_ascii=False)
     return (
         f"Shop: {words.merchant}\nDay: {words.day}\nSource: {SAID[words.source]}\n"
-        f'Products: {", ".join(products) or "none"}\nWords:\n"""\n{text}\n"""'
+        f"Products: {', '.join(products) or 'none'}\nWords (a JSON string): {said}"
     )
 
 
@@ -187,10 +202,7 @@ class ModelJudge(Judge):
         super().__init__(params, options)
         self.name = params.name or params.model
         self.provider = provider_for(params, options.for_contestant(f"judge {self.name}"))
-        # in a rehearsal (an estimate) no model is called: the rehearsal answers, with a
-        # decision's typical answer, so its calls count the prompts' tokens and judge nothing
-        rehearsal = Rehearsal(self.provider, options.rehearse) if options.rehearse is not None else None
-        self.caller = Caller(params, self.provider, rehearsal)
+        self.caller = Caller(params, self.provider, None)
         self.rubric = template("judge").render()
 
     @classmethod

@@ -14,17 +14,19 @@ from results.presentation.views import Column, Header, TableModel, blank, tabula
 from results.scoring.claims import CheckedClaim
 from results.scoring.conduct import Combined, MatchConduct, MerchantConduct, match_conduct
 from results.storage import store
-from results.storage.judgements import judgements, judging
+from results.storage.judgements import judgements, judges_of, judging
 
 
 def stored_conduct(engine: Engine, detail: store.MatchDetail) -> MatchConduct | None:
-    """The conduct of a stored match, combined as its tournament's latest judging said; None
-    where the tournament has not been judged."""
+    """The conduct of a stored match, read from the judges of its tournament's latest judging
+    and combined as it said; None where the tournament has not been judged, or not every one
+    of those judges has judged the match yet (a judging stopped midway)."""
     judged_by = judging(engine, detail.match.tournament_id)
-    if judged_by is None:
+    if judged_by is None or not set(judged_by[0]) <= judges_of(engine, detail.match_id):
         return None
+    judges, majority = judged_by
     judged = judgements(engine, detail.match_id)
-    return match_conduct(detail.days, detail.market.windows, judged, judged_by.majority)
+    return match_conduct(detail.days, detail.market.windows, judged, judges, majority)
 
 
 def verdict_line(conduct: MatchConduct) -> str:

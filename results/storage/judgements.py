@@ -1,10 +1,12 @@
 """The judges' judgements of a tournament's matches (the `judgement` table) and the model calls
 that made them: a match's judgements by one judge are written in one transaction with that
-judge's calls, so that judging stopped midway (a crash, a spent budget) resumes at the first
-match a judge has not judged, and no paid call is left unrecorded beside its judgements."""
+judge's calls and the mark that it judged the match (`judged_match`), so that judging stopped
+midway (a crash, a spent budget) resumes at the first match a judge has not judged, and no
+paid call is left unrecorded beside its judgements."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from pydantic import TypeAdapter
@@ -13,7 +15,7 @@ from sqlmodel import Session, col, select
 
 from common.conduct import Claim, Judgement, Words
 from results.records import ModelCallRecord
-from results.storage.schema import ConductRow, JudgementRow, MatchRow, ModelCallRow, stored_id
+from results.storage.schema import ConductRow, JudgedMatchRow, JudgementRow, MatchRow, ModelCallRow, stored_id
 
 _CLAIMS = TypeAdapter(tuple[Claim, ...])
 
@@ -22,10 +24,12 @@ def save_judgements(
     engine: Engine,
     tournament_id: int,
     match: MatchRow,
+    judge: str,
     judged: Sequence[tuple[Words, Judgement]],
     calls: Sequence[ModelCallRecord],
 ) -> None:
-    """Write one judge's judgements of a stored match's words and the calls they took."""
+    """Write `judge`'s judgements of every item of a stored match's words (`judged`, maybe
+    none) and the calls they took."""
     with Session(engine) as session:
         session.add_all(
             JudgementRow(
@@ -43,6 +47,7 @@ def save_judgements(
             )
             for words, judgement in judged
         )
+        session.add(JudgedMatchRow(match_id=stored_id(match.id), judge=judge))
         session.add_all(
             ModelCallRow(
                 **call.model_dump(),
@@ -56,15 +61,20 @@ def save_judgements(
 
 
 def judged(engine: Engine, tournament_id: int) -> set[tuple[int, str]]:
-    """The (match id, judge) pairs of the tournament with judgements stored."""
+    """The (match id, judge) pairs of the tournament that are judged."""
     with Session(engine) as session:
         rows = session.exec(
-            select(JudgementRow.match_id, JudgementRow.judge)
-            .join(MatchRow, col(MatchRow.id) == col(JudgementRow.match_id))
+            select(JudgedMatchRow.match_id, JudgedMatchRow.judge)
+            .join(MatchRow, col(MatchRow.id) == col(JudgedMatchRow.match_id))
             .where(col(MatchRow.tournament_id) == tournament_id)
-            .distinct()
         )
         return {(match_id, judge) for match_id, judge in rows}
+
+
+def judges_of(engine: Engine, match_id: int) -> set[str]:
+    """The judges that have judged a match."""
+    with Session(engine) as session:
+        return set(session.exec(select(JudgedMatchRow.judge).where(col(JudgedMatchRow.match_id) == match_id)))
 
 
 def judgements(engine: Engine, match_id: int) -> dict[Words, list[Judgement]]:
@@ -90,17 +100,22 @@ def judgements(engine: Engine, match_id: int) -> dict[Words, list[Judgement]]:
     return found
 
 
-def save_majority(engine: Engine, tournament_id: int, majority: int | None) -> None:
-    """Record how the tournament's judgements are combined (ConductRow), replacing what was."""
+def save_judging(engine: Engine, tournament_id: int, judges: Sequence[str], majority: int | None) -> None:
+    """Record whose judgements the tournament's conduct is read from (ConductRow), replacing
+    what was."""
     with Session(engine) as session:
-        session.merge(ConductRow(tournament_id=tournament_id, majority=majority))
+        session.merge(
+            ConductRow(tournament_id=tournament_id, judges=json.dumps(list(judges)), majority=majority)
+        )
         session.commit()
 
 
-def judging(engine: Engine, tournament_id: int) -> ConductRow | None:
-    """How the tournament's judgements are combined; None: it has not been judged."""
+def judging(engine: Engine, tournament_id: int) -> tuple[list[str], int | None] | None:
+    """The judges the tournament's conduct is read from and the majority they set (None: more
+    than half of them); None where it has not been judged."""
     with Session(engine) as session:
-        return session.get(ConductRow, tournament_id)
+        row = session.get(ConductRow, tournament_id)
+        return None if row is None else (json.loads(row.judges), row.majority)
 
 
 def judged_tournaments(engine: Engine) -> set[int]:

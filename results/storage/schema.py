@@ -269,14 +269,25 @@ class TranscriptRow(SQLModel, table=True):
 
 
 class ConductRow(SQLModel, table=True):
-    """How a tournament's judgements are combined, as its latest judging said (a run's
-    `conduct:`, or the one `arena audit` was given): a label counts where `majority` of the
-    judges that judged an item give it (None: more than half of them)."""
+    """Whose judgements a tournament's conduct is read from, as its latest judging said (a
+    run's `conduct:`, or the one `arena audit` was given): its judges, by name, and how many
+    of them must give a label for it to count (None: more than half of them)."""
 
     __tablename__ = "conduct"
 
     tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE", primary_key=True)
+    judges: str = Field(sa_type=Text, description="JSON: the judges' names")
     majority: int | None = None
+
+
+class JudgedMatchRow(SQLModel, table=True):
+    """A match a judge has judged, every item of its words (none, for a match without words):
+    written with its judgements, so that judging resumes where it stopped."""
+
+    __tablename__ = "judged_match"
+
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", primary_key=True)
+    judge: str = Field(primary_key=True)
 
 
 class JudgementRow(SQLModel, table=True):

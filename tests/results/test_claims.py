@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from common.conduct import PricePromise, StatedFact
 from market.types import DayRecord
-from results.scoring.claims import CLAIM_OUTCOMES, check_claims
+from results.scoring.claims import check_claims
 from tests.property_examples import examples
 
 
@@ -177,10 +177,6 @@ def test_facts_are_held_against_the_record_of_the_day_they_speak_of(day_record):
         ("true", 2, 520.0),
         *[("uncheckable", None, None)] * 5,
     ]
-
-
-def test_every_outcome_is_named():
-    assert set(CLAIM_OUTCOMES) == {"kept", "broken", "released", "untested", "true", "false", "uncheckable"}
 
 
 # ---- a property -------------------------------------------------------------------------------

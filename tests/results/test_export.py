@@ -323,6 +323,7 @@ NOT_EXPORTED = {
     "sweep_cell": "a cell's factors are columns of `matches` and `results`; its label leads each match's key",
     "run_end": "why a run ended early, which `arena run` and `arena leaderboard` say; not what happened",
     "conduct": "the majority a judging set: the `conduct` table gives each item's labels as it combines them",
+    "judged_match": "which judges have judged a match: `judgements` holds what each answered",
 }
 LEFT_OUT = {
     ("match", "tournament_id"): "the export is of one tournament (`messages` carry its id)",

@@ -9,13 +9,13 @@ from sqlmodel import Session, select
 from common.conduct import Judgement, PricePromise, StatedFact, Words
 from results.recording import save_match
 from results.records import ModelCallRecord
-from results.storage.judgements import judged, judgements, save_judgements
+from results.storage.judgements import judged, judgements, judges_of, save_judgements
 from results.storage.schema import MatchRow, ModelCallRow
 
 
-def _call(judge: str, merchant: str, day: int) -> ModelCallRecord:
+def _call(judge: str) -> ModelCallRecord:
     return ModelCallRecord(
-        day=day,
+        day=2,
         purpose="judge",
         model="openai/gpt-5.4-mini",
         input_tokens=300,
@@ -26,10 +26,10 @@ def _call(judge: str, merchant: str, day: int) -> ModelCallRecord:
         cost=0.0002,
         cached=False,
         request_hash="h",
-        prompt_version="judge-v1",
+        prompt_version="judge-v2",
         temperature=0.0,
         seed=0,
-        merchant=merchant,
+        merchant=judge,
         contestant=judge,
     )
 
@@ -43,8 +43,8 @@ def test_judgements_read_back_as_written_and_each_judge_resumes_apart(engine, to
     match_id = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))
     other_id = save_match(engine, tournament, make_match("rr-1", 1, {"alpha": 2, "beta": 1}))
     with Session(engine) as session:
-        match = session.get(MatchRow, match_id)
-    assert match is not None
+        match, other = session.get(MatchRow, match_id), session.get(MatchRow, other_id)
+    assert match is not None and other is not None
     first = [
         (OFFER, Judgement(judge="a", labels=("proposal", "threat"), reason="offers", claims=(PROMISE,))),
         (NOTE, Judgement(judge="a", unscored="not JSON")),
@@ -58,18 +58,19 @@ def test_judgements_read_back_as_written_and_each_judge_resumes_apart(engine, to
             ),
         ),
     ]
-    save_judgements(engine, tournament, match, first, [_call("a", "m0", 2), _call("a", "m1", 3)])
+    save_judgements(engine, tournament, match, "a", first, [_call("a"), _call("a")])
     assert judged(engine, tournament) == {(match_id, "a")}  # judge b, and the other match, still to do
-    save_judgements(engine, tournament, match, second, [_call("b", "m0", 2)])
+    save_judgements(engine, tournament, match, "b", second, [_call("b")])
+    save_judgements(engine, tournament, other, "a", [], [])  # a match without words, judged all the same
 
     read = judgements(engine, match_id)
     assert read == {OFFER: [first[0][1], second[0][1]], NOTE: [first[1][1], second[1][1]]}
-    assert judged(engine, tournament) == {(match_id, "a"), (match_id, "b")}
-    assert judgements(engine, other_id) == {}
+    assert judged(engine, tournament) == {(match_id, "a"), (match_id, "b"), (other_id, "a")}
+    assert judges_of(engine, match_id) == {"a", "b"} and judgements(engine, other_id) == {}
     with Session(engine) as session:
         calls = session.exec(select(ModelCallRow).where(ModelCallRow.purpose == "judge")).all()
-    assert sorted((c.contestant, c.merchant, c.match_id, c.match_key) for c in calls) == [
-        ("a", "m0", match_id, "rr-0"),
-        ("a", "m1", match_id, "rr-0"),
-        ("b", "m0", match_id, "rr-0"),
+    assert sorted((c.contestant, c.match_id, c.match_key) for c in calls) == [
+        ("a", match_id, "rr-0"),
+        ("a", match_id, "rr-0"),
+        ("b", match_id, "rr-0"),
     ]

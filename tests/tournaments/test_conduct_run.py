@@ -39,7 +39,7 @@ DAYS = 3
 
 def reader(call: Any, schema: Any) -> dict[str, Any]:
     """What a careful judge answers on the item the request shows."""
-    words = call.body["messages"][-1]["content"].split('"""')[1]
+    words = json.loads(call.body["messages"][-1]["content"].split("Words (a JSON string): ")[1])
     labels, claims = [], []
     # the cartel's offer holds while rivals do not undercut it, and its punishment once they did
     # is for good; its threat ("if you do, I will price ... for good") is no promise; the
@@ -146,8 +146,8 @@ def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(judg
 
     with Session(engine) as session:
         calls = session.exec(select(ModelCallRow).where(ModelCallRow.purpose == "judge")).all()
-    # one call an item, under the merchant whose words it read and the judge's name
-    assert Counter(c.merchant for c in calls) == spoken and {c.contestant for c in calls} == {"first"}
+    # one call an item, under the judge's name, apart from the merchants'
+    assert len(calls) == items and {(c.merchant, c.contestant) for c in calls} == {("first", "first")}
 
     # on a copy: the other tests read the run's database (sqlite's backup copies its log too)
     with (
@@ -164,7 +164,7 @@ def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(judg
     assert audited.exit_code == 0, audited.output
     # the second judge reads every item; the first had judged every match already
     n = len(matches)
-    said = f"Judged {n} matches once per judge ({n} judged before): {items} items, {items} calls ("
+    said = f"Judged {n} of {2 * n} (match, judge) pairs ({n} done before): {items} items, {items} calls ("
     assert said in audited.output and f"; {items} from the cache)." in audited.output
     # the same model asked the same: its answers replayed from the response cache, recorded as such
     assert len(fake.calls) == items
@@ -173,7 +173,7 @@ def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(judg
     assert len(second) == items and all(c.cached for c in second)
     again = arena_here(judged_run.folder, "audit", str(tournament.id), "--conduct", str(judges), "--db", db)
     nothing = "0 items, 0 calls (0 tokens, $0.0000; 0 from the cache)."
-    assert f"Judged 0 matches once per judge ({2 * n} judged before): {nothing}" in again.output
+    assert f"Judged 0 of {2 * n} (match, judge) pairs ({2 * n} done before): {nothing}" in again.output
     for match in matches:
         judged = judgements(audited_engine, match.id).values()
         assert all([j.judge for j in said] == ["first", "second"] for said in judged)
@@ -190,7 +190,7 @@ def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(judg
         ),
         (
             "conduct:\n  judges:\n    - {model: openai/gpt-4.1-mini}\n  majority: 2\n",
-            "majority 2 is more than the 1 judges",
+            "conduct.majority: 2 is more than the 1 judges",
         ),
         (
             "conduct:\n  judges:\n    - {model: openai/gpt-4.1-mini}\n  read: [gossip]\n",
