@@ -43,11 +43,11 @@ from common.conduct import (
 )
 from common.errors import FieldError, first_problem
 from common.model_calls import ModelCall
-from contestants.base import ContestantConfigError, Judge, JudgeFailed, Params, RunOptions
+from contestants.base import Judge, JudgeFailed, Params, RunOptions
 from contestants.calls.types import Completion, CompletionRequest, Message
-from contestants.llm.caller import Asking, Caller, completion_request
+from contestants.llm.caller import Asking, Caller
 from contestants.llm.errors import ProviderConfigError, ProviderError
-from contestants.llm.merchant import provider_for
+from contestants.llm.merchant import check_callable, provider_for
 from contestants.llm.params import LLMParams
 from contestants.llm.prompts import template, versions
 
@@ -210,15 +210,7 @@ class ModelJudge(Judge):
         """A missing API key or a request the model would refuse (a temperature it does not
         take, a structured mode it lacks) is a validation error, not a failure at the first item."""
         assert isinstance(params, JudgeParams)
-        try:
-            provider = provider_for(params)
-            provider.check_credentials()
-            ping = (Message(role="user", content="ping"),)
-            provider.check_request(
-                completion_request(params, ping, judgement_schema(()), SCHEMA_NAME, seed=0)
-            )
-        except ProviderConfigError as exc:
-            raise ContestantConfigError(f"judge {exc}", exc.field) from None
+        check_callable(params, judgement_schema(()), SCHEMA_NAME)
 
     @property
     def calls(self) -> list[ModelCall]:

@@ -30,7 +30,7 @@ from contestants.base import (
 )
 from contestants.calls.cache import request_key
 from contestants.calls.coordinator import SLACK_S, CallsStopped
-from contestants.calls.types import Message
+from contestants.calls.types import Message, Tool
 from contestants.llm.agent import END_DAY
 from contestants.llm.agent_mode import AgentMode
 from contestants.llm.caller import Caller, completion_request
@@ -77,17 +77,10 @@ class LLMMerchant(Contestant):
         it does not take, an effort it does not know), is a validation error, not a fault on
         day 1."""
         assert isinstance(params, LLMParams)
-        try:
-            provider = provider_for(params)
-            provider.check_credentials()
-            ping = (Message(role="user", content="ping"),)
-            provider.check_request(
-                completion_request(params, ping, None, "step", seed=0, tools=(END_DAY,))
-                if params.mode == "agent"
-                else completion_request(params, ping, DECISION_SCHEMA, "decision", seed=0)
-            )
-        except ProviderConfigError as exc:
-            raise ContestantConfigError(str(exc), exc.field) from None
+        if params.mode == "agent":
+            check_callable(params, None, "step", (END_DAY,))
+        else:
+            check_callable(params, DECISION_SCHEMA, "decision")
 
     @classmethod
     def ping(cls, params: Params) -> Ping:
@@ -201,6 +194,19 @@ class LLMMerchant(Contestant):
     def reported_metrics(self) -> dict[str, float]:
         """In agent mode, how its days went (AgentMode.reported_metrics); none in decision mode."""
         return self.mode.reported_metrics() if isinstance(self.mode, AgentMode) else {}
+
+
+def check_callable(params: LLMParams, schema: dict | None, name: str, tools: tuple[Tool, ...] = ()) -> None:
+    """ContestantConfigError, before any call, where a model's calls could not be made: a
+    missing API key or model file, or a request of `schema` (or `tools`) that the model would
+    refuse (a temperature it does not take, an effort it does not know)."""
+    try:
+        provider = provider_for(params)
+        provider.check_credentials()
+        ping = (Message(role="user", content="ping"),)
+        provider.check_request(completion_request(params, ping, schema, name, seed=0, tools=tools))
+    except ProviderConfigError as exc:
+        raise ContestantConfigError(str(exc), exc.field) from None
 
 
 def provider_for(params: LLMParams, options: RunOptions = RunOptions()) -> Provider:

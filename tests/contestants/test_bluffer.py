@@ -8,35 +8,23 @@ the scenario's."""
 from __future__ import annotations
 
 import pytest
+import talking_match
+from talking_match import CALVANO  # one product, good, at unit cost 1.00
 
 from common.conduct import PricePromise, StatedFact
 from contestants.base import ContestantConfigError
 from contestants.kinds import contestant_class, create, validate_params
 from market.equilibrium import equilibria
-from market.scenario import Choice, load_scenario
+from market.scenario import Choice
 from results.scoring.claims import check_claims
-from tournaments.config import ContestantEntry
-from tournaments.match import Match, MatchRules, play_here
-from tournaments.plan import plan_contestants
-from tournaments.schedule import MatchSpec
 
-CALVANO = load_scenario("calvano")  # one product, good, at unit cost 1.00
 DAYS = 5
 
 
 def play(talk: bool) -> dict[str, list]:
     """A bluffer (m0) against a fixed price (m1, its default: cost 1.00 + 50%) on calvano: the
     day records by merchant."""
-    entries = {
-        "m0": ContestantEntry(name="m0", kind="bluffer"),
-        "m1": ContestantEntry(name="m1", kind="fixed_price"),
-    }
-    spec = MatchSpec(key="bluff", index=0, scenario="calvano", seed=1, days=DAYS, seats=tuple(entries))
-    played = play_here(
-        [Match(spec, CALVANO, MatchRules(seed=2, talk=talk), plan_contestants(entries.values()))]
-    )[0]
-    assert played.faults == []
-    return {name: [r for r in played.days_played if r.merchant == name] for name in entries}
+    return talking_match.play(["bluffer", "fixed_price"], talk=talk, days=DAYS)
 
 
 def test_the_bluffer_s_promises_are_broken_and_its_cost_false_by_the_record():

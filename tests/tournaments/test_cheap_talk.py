@@ -12,20 +12,15 @@ import textwrap
 import numpy as np
 import pandas as pd
 import pytest
+from talking_match import CALVANO, play
 from typer.testing import CliRunner
 
 from arena.cli import app, printing
 from contestants.kinds import create
 from market.env import MarketEnv
-from market.scenario import load_scenario
 from results.storage import store
 from results.storage.db import engine_for
-from tournaments.config import ContestantEntry
-from tournaments.match import Match, MatchRules, play_here
-from tournaments.plan import plan_contestants
-from tournaments.schedule import MatchSpec
 
-CALVANO = load_scenario("calvano")
 GRID = np.linspace(1.0, 3.0, 200_001)
 
 
@@ -54,17 +49,6 @@ def nash() -> float:
             break
         price = response
     return price
-
-
-def play(kinds: list[str], talk: bool = True, days: int = 20):
-    """One match of `kinds` in seat order (merchants m0, m1, ...): its day records by merchant."""
-    entries = {f"m{i}": ContestantEntry(name=f"m{i}", kind=kind) for i, kind in enumerate(kinds)}
-    spec = MatchSpec(key="talk", index=0, scenario="calvano", seed=1, days=days, seats=tuple(entries))
-    played = play_here(
-        [Match(spec, CALVANO, MatchRules(seed=2, talk=talk), plan_contestants(entries.values()))]
-    )[0]
-    assert played.faults == []
-    return {name: [r for r in played.days_played if r.merchant == name] for name in entries}
 
 
 def prices(records) -> list[float]:
