@@ -140,6 +140,9 @@ class OffPathSettings(FileModel):
         return price
 
 
+MAX_JUDGES = 16  # a panel, not a crowd: each reads every word
+
+
 class ConductSettings(FileModel):
     """The `conduct:` section of a tournament file (and of `arena audit --conduct`): the judges
     that read the merchants' words, how many of them must give a label for it to count, and
@@ -147,9 +150,14 @@ class ConductSettings(FileModel):
     temperature, ...) and an optional `name`; the tournament layer checks them as it checks a
     contestant's, since the record may not know the language models' settings."""
 
-    judges: list[dict[str, Any]] = Field(min_length=1, description="each: the llm kind's params")
+    judges: list[dict[str, Any]] = Field(
+        min_length=1, max_length=MAX_JUDGES, description="each: the llm kind's params"
+    )
     majority: int | None = Field(
-        None, ge=1, description="judges that must give a label for it to count; default: more than half"
+        None,
+        ge=1,
+        le=MAX_JUDGES,
+        description="judges that must give a label for it to count; default: more than half",
     )
     read: list[Source] = Field(
         default_factory=lambda: list(SOURCES),

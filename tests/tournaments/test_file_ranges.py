@@ -77,6 +77,7 @@ TOURNAMENT: dict[str, Any] = {
     "goals": [{"metric": "revenue", "at_least": 1}],
     "interventions": [{"name": "cap", "kind": "price_cap", "start_day": 2, "price": 40}],
     "off_path": {"days": [3], "price": 1.5},
+    "conduct": {"judges": [{"model": "local/smollm2"}], "majority": 1},
 }
 
 
