@@ -2,7 +2,8 @@
 words of each stored match (results.scoring.conduct.words_of) and its judgements are stored a
 match and a judge at a time (results.storage.judgements), so that judging stopped midway
 resumes at the first pair not judged, its calls answered again from the response cache. The
-run judges its matches once they are stored; `arena audit` judges a stored tournament.
+run judges its stored matches once it has played them (tournaments.run); `arena audit` judges
+a stored tournament.
 """
 
 from __future__ import annotations
