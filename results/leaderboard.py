@@ -52,10 +52,14 @@ def _with_conduct(
 ) -> list[LeaderboardRow]:
     """Each row with its contestant's conduct, summed over its seats in the judged matches of
     the table's tournaments (of `scenario`, if given); the rows of a table with none as they were."""
+    judged, chosen = judged_tournaments(engine), store.tournament_ids(tournaments)
+    if chosen is not None:
+        judged &= set(chosen)
+    if not judged:  # the table as it was, without reading a match
+        return table
     seats: dict[str, list[MerchantConduct]] = {}
-    judged = judged_tournaments(engine)
-    for match in store.list_matches(engine, tournaments):
-        if match.tournament_id not in judged or scenario not in (None, match.scenario):
+    for match in store.list_matches(engine, judged):
+        if scenario not in (None, match.scenario):
             continue
         detail = store.match_detail(engine, stored_id(match.id), with_calls=False)
         conduct = stored_conduct(engine, detail)
