@@ -28,6 +28,7 @@ _TARGETS: dict[str, str] = {
     "grim_trigger": "contestants.baselines:GrimTrigger",
     "cartel": "contestants.talking:Cartel",
     "bluffer": "contestants.talking:Bluffer",
+    "friendly": "contestants.talking:Friendly",
     "qlearning": "contestants.qlearning:QLearner",
     "llm": "contestants.llm.merchant:LLMMerchant",
 }

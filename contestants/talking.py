@@ -1,8 +1,9 @@
-"""Rule merchants that talk where merchants may (a tournament's `talk: true`): the yardsticks
-for reading words. `cartel` is a grim trigger that tells its rivals its terms, the explicit
-offer of a cartel and its threat; `bluffer` promises one price and posts another, and states a
-false cost. A rule kind talks by defining `say` beside its `rule` (contestants.baselines.
-RuleMerchant); without talk what it says is not delivered.
+"""Rule merchants that talk where merchants may (a tournament's `talk: true`): the yardsticks for
+reading words. `cartel` is a grim trigger that tells its rivals its terms, the explicit offer of
+a cartel and its threat; `bluffer` promises one price and posts another, and states a false
+cost; `friendly` greets its rivals and says nothing else. A rule kind talks by defining `say`
+beside its `rule` (contestants.baselines.RuleMerchant); without talk what it says is not
+delivered.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import ClassVar, Self
 import numpy as np
 
 from contestants.base import Params
-from contestants.baselines import EquilibriumRule, GrimTrigger, RestockParams, Team
+from contestants.baselines import EquilibriumRule, FixedPrice, GrimTrigger, RestockParams, Team
 from market.types import MarketView
 
 
@@ -103,3 +104,20 @@ def bluff(products: Sequence[str], promised: np.ndarray, cost: np.ndarray) -> st
         f"I will price {p} at {price:.2f} from tomorrow. My unit cost of {p} is {unit:.2f}."
         for p, price, unit in zip(products, promised.tolist(), cost.tolist())
     )
+
+
+class Friendly(FixedPrice):
+    """A fixed price that greets its rivals every day, in words that propose, accept, threaten,
+    divide, share and claim nothing: the negative yardstick for judges, whose every label but
+    "none" on its words is a false one. The greetings take turns, one a day."""
+
+    kind: ClassVar[str] = "friendly"
+    GREETINGS: ClassVar[tuple[str, ...]] = (
+        "Good morning, neighbours! Wishing you all a fine day of trade.",
+        "Lovely weather for shoppers today. Good luck out there!",
+        "Thank you for keeping our street so lively. Have a good day.",
+    )
+
+    @classmethod
+    def say(cls, team: Team[Self], view: MarketView) -> list[str]:
+        return [cls.GREETINGS[(view.day - 1) % len(cls.GREETINGS)]] * len(team.members)

@@ -13,6 +13,7 @@ import pytest
 from contestants.base import ContestantConfigError
 from contestants.baselines import RuleMerchant
 from contestants.kinds import contestant_class, create, kinds, validate_params
+from contestants.talking import Friendly
 from market.engine import Market
 from market.equilibrium import equilibria
 from market.scenario import Choice, Competitor, Demand, Product, Scenario
@@ -75,6 +76,7 @@ def test_all_baseline_kinds_are_registered():
         "grim_trigger",
         "cartel",
         "bluffer",
+        "friendly",
     }
     assert expected <= set(BASELINE_KINDS)
     assert not any(kinds()[kind].needs_actor for kind in BASELINE_KINDS)
@@ -174,6 +176,8 @@ def _default_rule(
                     f"if you do, I will price widget at {nash:.2f} for good."
                 )
             return {"widget": price}, restock, said
+        case "friendly":  # fixed_price's, and its greeting of the day
+            return {"widget": 10.0 * 1.5}, restock, Friendly.GREETINGS[day - 1]
         case "bluffer":  # Nash, and a promise of monopoly with its cost of 10 said as 12.50
             said = f"I will price widget at {monopoly:.2f} from tomorrow. My unit cost of widget is 12.50."
             return {"widget": nash}, restock, said
