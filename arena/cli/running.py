@@ -37,9 +37,9 @@ from results.presentation import views
 from results.settings import ConductSettings
 from results.storage import store
 from results.storage.db import describe_failure, engine_for
-from results.storage.schema import LARGEST_ID, TournamentRow
+from results.storage.schema import LARGEST_ID
 from tournaments.conduct import checked_judges, judge_under_budget
-from tournaments.config import MAX_DAYS, MAX_REPETITIONS, Tournament, stored_tournament
+from tournaments.config import MAX_DAYS, MAX_REPETITIONS, Tournament, TournamentSpec, stored_tournament
 from tournaments.load import load_tournament
 from tournaments.schedule import MatchSpec, schedule
 
@@ -512,17 +512,12 @@ def audit(
     with user_errors():
         engine = engine_for(db, create=False, writes=True)
         row = store.get_tournament(engine, tournament)
-        settings = _conduct_settings(row, conduct)
+        spec = stored_tournament(row).spec  # its budget, prices and, without --conduct, its judges
+        settings = _conduct_settings(tournament, spec, conduct)
         checked_judges(conduct or row.config_path, settings, store.contestant_kinds(engine, tournament))
         with shown_progress() as observer:
-            done = judge_under_budget(
-                engine,
-                tournament,
-                settings,
-                stored_tournament(row).spec,
-                RunOptions(no_cache=no_cache),
-                observer.judged,
-            )
+            options = RunOptions(no_cache=no_cache)
+            done = judge_under_budget(engine, tournament, settings, spec, options, observer.judged)
         if isinstance(done, Status):
             again = with_db(f"{ARENA} audit {tournament}", engine, db) + (
                 f" --conduct {conduct}" if conduct else ""
@@ -535,12 +530,12 @@ def audit(
     out.print(f"Judged {done.judged} of {pairs} (match, judge) pairs{before}: {said}.")
 
 
-def _conduct_settings(row: TournamentRow, conduct: Path | None) -> ConductSettings:
-    """The judges of an audit: a --conduct file's, else the stored tournament file's own."""
+def _conduct_settings(tournament: int, spec: TournamentSpec | None, conduct: Path | None) -> ConductSettings:
+    """The judges of an audit: a --conduct file's, else the stored tournament file's own (`spec`,
+    None where it cannot be read again)."""
     if conduct is not None:
         return load_model(conduct, ConductSettings)
-    stored = stored_tournament(row)
-    if stored.spec is None or stored.spec.conduct is None:
-        why = "cannot be read again" if stored.spec is None else "has no `conduct:` section"
-        raise UserError(f"tournament {row.id}'s file {why}: give the judges with --conduct FILE")
-    return stored.spec.conduct
+    if spec is None or spec.conduct is None:
+        why = "cannot be read again" if spec is None else "has no `conduct:` section"
+        raise UserError(f"tournament {tournament}'s file {why}: give the judges with --conduct FILE")
+    return spec.conduct
