@@ -8,8 +8,9 @@ a stored tournament.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from results.scoring.conduct import words_of
 from results.settings import ConductSettings
 from results.storage import store
 from results.storage.judgements import judged, save_judgements, save_judging
-from results.storage.schema import MatchRow, stored_id
+from results.storage.schema import stored_id
 from tournaments.config import TournamentSpec
 
 JUDGING_THREADS = 4
@@ -86,49 +87,128 @@ def checked_judges(
     return judges
 
 
+class JudgingProgress:
+    """How far a judging is: (match, judge) pairs judged of those to judge, told to `told`
+    after each pair; `planned` pairs from the start (a run's: every match it will play, by
+    every judge), more as more are given than planned."""
+
+    def __init__(self, told: Callable[[int, int], None], planned: int = 0):
+        self.told, self.total, self.done, self.waiting = told, planned, 0, 0
+        self.lock = threading.Lock()
+
+    def given(self, pairs: int) -> None:
+        with self.lock:
+            self.waiting += pairs
+            self.total = max(self.total, self.done + self.waiting)
+
+    def judged(self) -> None:
+        with self.lock:
+            self.done, self.waiting = self.done + 1, self.waiting - 1
+            done, total = self.done, self.total
+        self.told(done, total)
+
+
+class MatchJudging:
+    """The judges of `settings` (checked: `checked_judges`) judging stored matches in a pool of
+    threads, each (match, judge) pair not judged before as it is given (`judge`): a run gives
+    each match as it stores it, a judging of a stored tournament all of them at once. Each
+    pair's judgements are stored as it ends. `finish` waits for the pairs given and raises
+    what stopped a pair (a failed call raises, as every model call does), if one did."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        tournament_id: int,
+        settings: ConductSettings,
+        options: RunOptions,
+        progress: JudgingProgress,
+    ):
+        self.engine, self.tournament_id, self.settings, self.options = (
+            engine,
+            tournament_id,
+            settings,
+            options,
+        )
+        self.progress = progress
+        self.names = [judge_for(entry, options).name for entry in settings.judges]
+        save_judging(engine, tournament_id, self.names, settings.majority)
+        # the embedded model answers one call at a time: more would only queue, and time out
+        local = any(str(entry.get("model", "")).startswith("local/") for entry in settings.judges)
+        self.pool = ThreadPoolExecutor(1 if local else JUDGING_THREADS)
+        self.pairs: list[Future[tuple[int, list[ModelCallRecord]]]] = []
+        self.skipped = 0
+
+    def judge(self, matches: Sequence[tuple[int, str]]) -> None:
+        """Judge the stored matches (id, key) by each judge that has not judged them; none
+        once a pair has failed (they are left for the next judging)."""
+        if self.failed() is not None:
+            return
+        done = judged(self.engine, self.tournament_id)
+        todo = [
+            (match, k)
+            for match in matches
+            for k, name in enumerate(self.names)
+            if (match[0], name) not in done
+        ]
+        self.skipped += len(matches) * len(self.names) - len(todo)
+        self.progress.given(len(todo))
+        for job in todo:
+            pair = self.pool.submit(self._judge_one, *job)
+            pair.add_done_callback(self._ended)
+            self.pairs.append(pair)
+
+    def _ended(self, pair: Future[tuple[int, list[ModelCallRecord]]]) -> None:
+        if not pair.cancelled() and pair.exception() is None:
+            self.progress.judged()
+
+    def failed(self) -> BaseException | None:
+        """What stopped the first pair that failed, of those ended."""
+        ended = [pair for pair in self.pairs if pair.done() and not pair.cancelled()]
+        return next((failure for pair in ended if (failure := pair.exception()) is not None), None)
+
+    def finish(self) -> Judging:
+        """What the pairs given did, once they have ended, or what stopped the first that
+        failed, raised (the pairs not started then are not judged; those in flight end, and
+        are stored)."""
+        try:
+            wait(self.pairs, return_when=FIRST_EXCEPTION)
+        finally:
+            self.pool.shutdown(cancel_futures=True)
+        failed = self.failed()
+        if failed is not None:
+            raise failed
+        ended = [pair.result() for pair in self.pairs]
+        calls = [call for _, made in ended for call in made]
+        return Judging(len(self.pairs), self.skipped, sum(read for read, _ in ended), calls)
+
+    def _judge_one(self, match: tuple[int, str], k: int) -> tuple[int, list[ModelCallRecord]]:
+        """One judge's judgements of a match, stored: the items it read, its calls."""
+        (match_id, key), judge = match, judge_for(self.settings.judges[k], self.options)
+        detail = store.match_detail(self.engine, match_id, with_calls=False)
+        words = words_of(detail.days, store.transcript(self.engine, match_id), self.settings.read)
+        products = list(dict.fromkeys(p for record in detail.days for p in record.prices))
+        judgements, records = _judged(judge, words, products)
+        save_judgements(self.engine, self.tournament_id, match_id, key, judge.name, judgements, records)
+        return len(words), records
+
+
 def judge_tournament(
     engine: Engine,
     tournament_id: int,
     settings: ConductSettings,
     options: RunOptions = RunOptions(),
-    told: Callable[[int, int], None] = lambda done, total: None,
+    progress: JudgingProgress | None = None,
 ) -> Judging:
     """Judge every stored match of the tournament that a judge of `settings` (checked:
-    `checked_judges`) has not judged, telling `told` (pairs done, pairs to do) after each. A
-    judge's call that fails stops the judging (it raises, as every model call does) with what
-    was judged before it stored."""
-    names = [judge_for(entry, options).name for entry in settings.judges]
-    save_judging(engine, tournament_id, names, settings.majority)
-    done = judged(engine, tournament_id)
-    matches = store.list_matches(engine, tournament_id)
-    todo = [
-        (match, k)
-        for match in matches
-        for k, name in enumerate(names)
-        if (stored_id(match.id), name) not in done
-    ]
-    items, calls = 0, list[ModelCallRecord]()
+    `checked_judges`) has not judged, telling `progress` after each pair. A judge's call that
+    fails stops the judging (it raises) with what was judged before it stored."""
+    judging = MatchJudging(engine, tournament_id, settings, options, progress or JudgingProgress(_silent))
+    judging.judge([(stored_id(match.id), match.key) for match in store.list_matches(engine, tournament_id)])
+    return judging.finish()
 
-    def judge_one(job: tuple[MatchRow, int]) -> tuple[int, list[ModelCallRecord]]:
-        match, k = job
-        judge = judge_for(settings.judges[k], options)
-        detail = store.match_detail(engine, stored_id(match.id), with_calls=False)
-        words = words_of(detail.days, store.transcript(engine, stored_id(match.id)), settings.read)
-        products = list(dict.fromkeys(p for record in detail.days for p in record.prices))
-        judgements, records = _judged(judge, words, products)
-        save_judgements(engine, tournament_id, match, judge.name, judgements, records)
-        return len(words), records
 
-    # the embedded model answers one call at a time: more would only queue, and time out
-    local = any(str(entry.get("model", "")).startswith("local/") for entry in settings.judges)
-    pool = ThreadPoolExecutor(1 if local else JUDGING_THREADS)
-    try:
-        for n, (read, made) in enumerate(pool.map(judge_one, todo), start=1):
-            items, calls = items + read, calls + made
-            told(n, len(todo))
-    finally:  # a failed call stops the pairs not started; those in flight end (and are stored)
-        pool.shutdown(cancel_futures=True)
-    return Judging(len(todo), len(matches) * len(names) - len(todo), items, calls)
+def _silent(done: int, total: int) -> None:
+    pass
 
 
 def _judged(
@@ -153,7 +233,7 @@ def judge_under_budget(
     settings: ConductSettings,
     spec: TournamentSpec | None,
     options: RunOptions,
-    told: Callable[[int, int], None],
+    progress: JudgingProgress,
 ) -> Judging | Status:
     """The tournament judged by the judges of `settings` under what is left of the budget of
     its file's `spec` (the judges' calls count against it as the merchants' do; none where the
@@ -167,7 +247,7 @@ def judge_under_budget(
     )
     judging = options.model_copy(update={"call_coordinator": coordinator, "prices": prices})
     try:
-        return judge_tournament(engine, tournament_id, settings, judging, told)
+        return judge_tournament(engine, tournament_id, settings, judging, progress)
     except CallsStopped as exc:
         return Status(str(exc), Spend(*store.spent(engine, tournament_id)), None)
     except JudgeFailed as exc:

@@ -3,8 +3,9 @@
 Finished matches are written as they come back, each whole in one transaction (a group of
 matches played side by side together), so a run killed at any moment loses only the
 matches in flight; `resume=True` continues the latest unfinished tournament made
-from the same files and skips what it already holds. A file's judges (`conduct:`) judge the
-stored matches once they are played, and a resumed run judges what they had not. The Elo
+from the same files and skips what it already holds. A file's judges (`conduct:`) judge each
+match as it is stored, beside the matches still in play, and a resumed run judges what they
+had not. The Elo
 table is computed over matches in schedule order, so it does not depend on which match
 happened to finish first.
 """
@@ -27,19 +28,20 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError, RayTaskError
 from sqlalchemy import Engine
 
-from contestants.base import RunOptions
+from contestants.base import JudgeFailed, RunOptions
 from contestants.calls.budget import Spend
-from contestants.calls.coordinator import Status
+from contestants.calls.coordinator import CallsStopped, Status
 from market.scenario import Scenario
 from results import leaderboard, recording
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch, market_draw
 from results.scoring import deviation
 from results.scoring.ratings import LeaderboardRow
 from results.storage import store
+from results.storage.judgements import judged
 from results.storage.schema import RunProgressRow, utcnow
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
-from tournaments.conduct import judge_under_budget
+from tournaments.conduct import JudgingProgress, MatchJudging, judge_under_budget
 from tournaments.config import Tournament
 from tournaments.coordinator_actor import start_call_coordinator
 from tournaments.deviation_paths import DEVIATED_SUFFIX
@@ -87,10 +89,13 @@ class RunSummary:
     played: int
     skipped: int
     resumed: bool
-    stopped: str | None = None  # why matches were left unplayed (the budget, a broken model), if they were
+    stopped: str | None = (
+        None  # why matches (or their judging) were left (the budget, a broken model), if they were
+    )
     broken: str | None = None  # the contestant whose failing model stopped the run
     table: list[LeaderboardRow] = field(default_factory=list)  # the leaderboard as the run stored it
     ended: str | None = None  # why an adaptive schedule ended (tournaments.adaptive), when it did
+    played_all: bool = True  # every match of the schedule is stored (what a stopped run left is its judging)
 
 
 def run_tournament(
@@ -133,6 +138,14 @@ def run_tournament(
             notes := _ProgressNotes(engine, tournament_id, done_days, total_days),
         )
         progress.note(done_days, 0)  # a resumed run is seen to be alive before its first day
+        judging = (
+            JudgingProgress(
+                observer.judged,
+                len(plan) * len(spec.conduct.judges) - len(judged(engine, tournament_id)),
+            )
+            if spec.conduct is not None
+            else None
+        )
         try:
             for cell in cells:  # one after another: each has its own contestants' settings and scenarios
                 left = [m for m in todo if m.cell == cell.label]
@@ -144,6 +157,7 @@ def run_tournament(
                         engine,
                         tournament_id,
                         progress,
+                        judging,
                         None if rounds is None else rounds.next,
                     )
                     ending = run.play(start, ending.spent, options)
@@ -151,10 +165,13 @@ def run_tournament(
             progress.note(progress.days, 0)
         finally:
             notes.close()
-    if spec.conduct is not None and ending.stopped is None:
-        judged = judge_under_budget(engine, tournament_id, spec.conduct, spec, options, observer.judged)
-        ending = judged if isinstance(judged, Status) else ending
-    played = len(store.finished_keys(engine, tournament_id)) - len(done)
+    if spec.conduct is not None and judging is not None and ending.stopped is None:
+        # the matches stored before a resume, and those whose judging a crash cut short
+        swept = judge_under_budget(engine, tournament_id, spec.conduct, spec, options, judging)
+        ending = swept if isinstance(swept, Status) else ending
+    stored = store.finished_keys(engine, tournament_id)
+    played = len(stored) - len(done)
+    played_all = rounds.ended is not None if rounds is not None else all(m.key in stored for m in plan)
     ended = None if rounds is None or ending.stopped is not None else rounds.ended
     if ending.stopped is None and ended is None:
         observer.advanced(len(plan), total_days)
@@ -168,7 +185,15 @@ def run_tournament(
         reason=ending.stopped or ended,
     )
     return RunSummary(
-        tournament_id, played, len(done), previous is not None, ending.stopped, ending.broken, table, ended
+        tournament_id,
+        played,
+        len(done),
+        previous is not None,
+        ending.stopped,
+        ending.broken,
+        table,
+        ended,
+        played_all,
     )
 
 
@@ -252,11 +277,14 @@ class TournamentRun:
         engine: Engine,
         tournament_id: int,
         progress: _Progress,
+        judging: JudgingProgress | None = None,
         more: Callable[[], list[MatchSpec]] | None = None,
     ):
-        """`more`: the next matches to play once these are stored (an adaptive schedule's)."""
+        """`judging`: how far the judging of the file's `conduct:` is, where it has one;
+        `more`: the next matches to play once these are stored (an adaptive schedule's)."""
         self.tournament, self.plans, self.todo, self.more = tournament, plans, todo, more
         self.engine, self.tournament_id, self.progress = engine, tournament_id, progress
+        self.judging_progress = judging
         self.unsaved: list[tuple[FinishedMatch, Scenario | None]] = []
 
     def play(self, ready: Callable[[], None], spent: Spend, options: RunOptions) -> Status:
@@ -267,19 +295,21 @@ class TournamentRun:
         # an adaptive schedule's later rounds may seat anyone: its run is ready for all of them
         needed = set(self.plans) if self.more is not None else {name for m in self.todo for name in m.seats}
         self.spent = spent
-        self.coordinator = (  # a run whose contestants call no model has no calls to coordinate
+        self.coordinator = (  # a run whose contestants and judges call no model has no calls to coordinate
             start_call_coordinator(spec.budget, spent, spec.stop_after_failures, os.getcwd())
-            if any(self.plans[name].calls_models for name in needed)
+            if any(self.plans[name].calls_models for name in needed) or spec.conduct is not None
             else None
         )
         self.hosts = start_hosts(
             [plan for name, plan in self.plans.items() if name in needed and plan.hosted]
         )
+        calling = options.model_copy(update={"call_coordinator": self.coordinator, "prices": spec.prices})
         # the scenarios' equilibria solved while the hosts start (hosts do not need the rules)
-        self.rules = MatchRules.of(
-            spec,
-            options.model_copy(update={"call_coordinator": self.coordinator, "prices": spec.prices}),
-            self.tournament.scenarios,
+        self.rules = MatchRules.of(spec, calling, self.tournament.scenarios)
+        self.judging = (
+            MatchJudging(self.engine, self.tournament_id, spec.conduct, calling, self.judging_progress)
+            if spec.conduct is not None and self.judging_progress is not None
+            else None
         )
         self.host_processes: dict[str, HostProcess] = {}  # known once the hosts are ready
         hosted_matches = (
@@ -308,6 +338,10 @@ class TournamentRun:
             ready()
             return asyncio.run(self.play_all())
         finally:
+            if (
+                self.judging is not None
+            ):  # (after a failure: the pairs in flight end, on the live coordinator)
+                self.judging.pool.shutdown(cancel_futures=True)
             for actor in [*coordinating, *self.hosts.values(), *self.runners.runners]:
                 ray.kill(actor)
 
@@ -362,10 +396,26 @@ class TournamentRun:
         finally:
             reporting.cancel()
         self.progress.day(await self.runners.days_since())
+        failed = await asyncio.to_thread(self.judged)
         status = await self.calls_status()
+        if failed is not None:  # a judge whose model fails stops the run as a merchant's does
+            return Status(status.stopped or str(failed), status.spent, status.broken or failed.judge)
         if status.stopped is None and self.stopped.reason is not None:  # stopped by the run itself
             return replace(status, stopped=self.stopped.reason)
         return status
+
+    def judged(self) -> JudgeFailed | None:
+        """Once the matches stored have been judged: the judge whose model failed, if one did
+        (a judging stopped with the run's calls is the call coordinator's to tell)."""
+        if self.judging is None:
+            return None
+        try:
+            self.judging.finish()
+        except JudgeFailed as exc:
+            return exc
+        except CallsStopped:
+            pass
+        return None
 
     async def play_hosted(self, match: MatchSpec) -> None:
         for attempt in range(1, LOSSES_ALLOWED + 2):
@@ -439,11 +489,18 @@ class TournamentRun:
         self.stopped.reason = self.stopped.reason or reason
 
     def write(self) -> None:
+        """Store the finished matches, and give them to the judges; a judge that has failed
+        stops the run (no match starts)."""
         batch = self.unsaved[:]
         self.unsaved.clear()
-        recording.save_matches(self.engine, self.tournament_id, batch, self.tournament.spec.collusion)
+        ids = recording.save_matches(self.engine, self.tournament_id, batch, self.tournament.spec.collusion)
         for _ in batch:
             self.progress.match()
+        if self.judging is not None:
+            self.judging.judge([(match_id, match.key) for match_id, (match, _) in zip(ids, batch)])
+            failed = self.judging.failed()
+            if isinstance(failed, JudgeFailed):
+                self.stopped.reason = self.stopped.reason or str(failed)
 
     async def calls_held(self, match: MatchSpec) -> list[ModelCallRecord]:
         """The model calls of a match whose runner died, from its merchants' hosts, which forget

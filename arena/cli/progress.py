@@ -50,7 +50,7 @@ class Bars:
     def judged(self, done: int, total: int) -> None:
         if self.judging is None:
             self.judging = self.progress.add_task(JUDGED, total=total)
-        self.progress.update(self.judging, completed=done)
+        self.progress.update(self.judging, completed=done, total=total)
 
 
 JUDGED = "matches judged (once per judge)"

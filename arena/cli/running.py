@@ -38,7 +38,7 @@ from results.settings import ConductSettings
 from results.storage import store
 from results.storage.db import describe_failure, engine_for
 from results.storage.schema import LARGEST_ID
-from tournaments.conduct import checked_judges, judge_under_budget
+from tournaments.conduct import JudgingProgress, checked_judges, judge_under_budget
 from tournaments.config import MAX_DAYS, MAX_REPETITIONS, Tournament, TournamentSpec, stored_tournament
 from tournaments.load import load_tournament
 from tournaments.schedule import MatchSpec, schedule
@@ -153,8 +153,9 @@ def _again(typed: str, engine: Engine, db: str | None) -> str:
 def _stopped(summary: RunSummary, typed: str, engine: Engine, db: str | None) -> None:
     """Exit with EXIT_BUDGET, saying so, if the budget stopped the run."""
     if summary.stopped:
+        left = "the matches not played are" if not summary.played_all else "the matches not judged are"
         err_print(
-            f"Stopped: {summary.stopped}; the matches not played are left for "
+            f"Stopped: {summary.stopped}; {left} left for "
             f"`{_again(typed, engine, db)}`"
             + (" (raise the budget first)." if "budget" in summary.stopped else ".")
         )
@@ -517,7 +518,9 @@ def audit(
         checked_judges(conduct or row.config_path, settings, store.contestant_kinds(engine, tournament))
         with shown_progress() as observer:
             options = RunOptions(no_cache=no_cache)
-            done = judge_under_budget(engine, tournament, settings, spec, options, observer.judged)
+            done = judge_under_budget(
+                engine, tournament, settings, spec, options, JudgingProgress(observer.judged)
+            )
         if isinstance(done, Status):
             again = with_db(f"{ARENA} audit {tournament}", engine, db) + (
                 f" --conduct {conduct}" if conduct else ""

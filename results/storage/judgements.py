@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 
 from common.conduct import Claim, Judgement, Words
 from results.records import ModelCallRecord
-from results.storage.schema import ConductRow, JudgedMatchRow, JudgementRow, MatchRow, ModelCallRow, stored_id
+from results.storage.schema import ConductRow, JudgedMatchRow, JudgementRow, MatchRow, ModelCallRow
 
 _CLAIMS = TypeAdapter(tuple[Claim, ...])
 
@@ -23,17 +23,18 @@ _CLAIMS = TypeAdapter(tuple[Claim, ...])
 def save_judgements(
     engine: Engine,
     tournament_id: int,
-    match: MatchRow,
+    match_id: int,
+    match_key: str,
     judge: str,
     judged: Sequence[tuple[Words, Judgement]],
     calls: Sequence[ModelCallRecord],
 ) -> None:
     """Write `judge`'s judgements of every item of a stored match's words (`judged`, maybe
-    none) and the calls they took."""
+    none) and the calls they took (the match's id and key)."""
     with Session(engine) as session:
         session.add_all(
             JudgementRow(
-                match_id=stored_id(match.id),
+                match_id=match_id,
                 merchant=words.merchant,
                 day=words.day,
                 source=words.source,
@@ -47,13 +48,13 @@ def save_judgements(
             )
             for words, judgement in judged
         )
-        session.add(JudgedMatchRow(match_id=stored_id(match.id), judge=judge))
+        session.add(JudgedMatchRow(match_id=match_id, judge=judge))
         session.add_all(
             ModelCallRow(
                 **call.model_dump(),
                 tournament_id=tournament_id,
-                match_id=stored_id(match.id),
-                match_key=match.key,
+                match_id=match_id,
+                match_key=match_key,
             )
             for call in calls
         )

@@ -10,7 +10,7 @@ from common.conduct import Judgement, PricePromise, StatedFact, Words
 from results.recording import save_match
 from results.records import ModelCallRecord
 from results.storage.judgements import judged, judgements, judges_of, save_judgements
-from results.storage.schema import MatchRow, ModelCallRow
+from results.storage.schema import ModelCallRow
 
 
 def _call(judge: str) -> ModelCallRecord:
@@ -42,9 +42,6 @@ PROMISE = PricePromise(product="tea", price=5.0, while_rivals_at_least=5.0)
 def test_judgements_read_back_as_written_and_each_judge_resumes_apart(engine, tournament, make_match):
     match_id = save_match(engine, tournament, make_match("rr-0", 0, {"alpha": 1, "beta": 2}))
     other_id = save_match(engine, tournament, make_match("rr-1", 1, {"alpha": 2, "beta": 1}))
-    with Session(engine) as session:
-        match, other = session.get(MatchRow, match_id), session.get(MatchRow, other_id)
-    assert match is not None and other is not None
     first = [
         (OFFER, Judgement(judge="a", labels=("proposal", "threat"), reason="offers", claims=(PROMISE,))),
         (NOTE, Judgement(judge="a", unscored="not JSON")),
@@ -58,10 +55,12 @@ def test_judgements_read_back_as_written_and_each_judge_resumes_apart(engine, to
             ),
         ),
     ]
-    save_judgements(engine, tournament, match, "a", first, [_call("a"), _call("a")])
+    save_judgements(engine, tournament, match_id, "rr-0", "a", first, [_call("a"), _call("a")])
     assert judged(engine, tournament) == {(match_id, "a")}  # judge b, and the other match, still to do
-    save_judgements(engine, tournament, match, "b", second, [_call("b")])
-    save_judgements(engine, tournament, other, "a", [], [])  # a match without words, judged all the same
+    save_judgements(engine, tournament, match_id, "rr-0", "b", second, [_call("b")])
+    save_judgements(
+        engine, tournament, other_id, "rr-1", "a", [], []
+    )  # a match without words, judged all the same
 
     read = judgements(engine, match_id)
     assert read == {OFFER: [first[0][1], second[0][1]], NOTE: [first[1][1], second[1][1]]}

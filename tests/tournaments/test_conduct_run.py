@@ -291,3 +291,48 @@ def test_the_leaderboard_counts_each_contestant_s_conduct(judged_run, arena_here
         for row in rows
     }
     assert counts == {"cartel": (1, DAYS, 0, 0), "bluffer": (0, 0, DAYS - 1, DAYS)}
+
+
+def test_each_match_is_judged_as_it_is_stored_while_the_next_plays(
+    ray_local, tmp_path, arena_here, monkeypatch
+):
+    """Three matches played one after another, each taking its slow merchant's 3 x 0.4 s: the
+    judge, asked what the matches stored so far are as it reads each item, reads the first
+    match's words while the later ones play (judging after the run would see all three)."""
+    from fakes.openai_api import FakeOpenAI
+
+    db = tmp_path / "arena.db"
+    stored_then: list[int] = []
+
+    def counting_reader(call: Any, schema: Any) -> dict[str, Any]:
+        with sqlite3.connect(db) as connection:
+            stored_then.append(connection.execute("SELECT count(*) FROM match").fetchone()[0])
+        return reader(call, schema)
+
+    monkeypatch.setenv("ARENA_OPENAI_KEY", OPENAI_KEY)
+    with FakeOpenAI(api_key=OPENAI_KEY, answer=counting_reader) as fake:
+        path = tmp_path / "slow.yaml"
+        path.write_text(
+            textwrap.dedent(
+                f"""\
+                name: slow talk
+                repetitions: 3
+                talk: true
+                days: {DAYS}
+                scenarios: [calvano]
+                max_concurrent_matches: 1
+                contestants:
+                  - {{name: cartel, kind: cartel}}
+                  - {{name: slow, kind: "tests.doubles:Latency", params: {{latency_s: 0.4}}}}
+                conduct:
+                  judges:
+                    - {judge_entry(fake, "first")}
+                """
+            )
+        )
+        result = arena_here(tmp_path, "run", str(path), "--db", f"sqlite:///{db}", "--no-cache")
+    assert result.exit_code == 0, result.output
+    # the cartel speaks every day, the slow merchant never: DAYS items a match, each asked once
+    # (the matches say the same: without the response cache, each is asked again)
+    assert len(stored_then) == 3 * DAYS and stored_then == sorted(stored_then)
+    assert stored_then[0] < 3, stored_then
