@@ -187,7 +187,14 @@ class MatchJudging:
         detail = store.match_detail(self.engine, match_id, with_calls=False)
         words = words_of(detail.days, store.transcript(self.engine, match_id), self.settings.read)
         products = list(dict.fromkeys(p for record in detail.days for p in record.prices))
-        judgements, records = _judged(judge, words, products)
+        judgements: list[tuple[Words, Judgement]] = []
+        try:
+            for item in words:
+                judgements.append((item, judge.judge(item, products)))
+        except Exception:  # the calls paid before the failure are kept; the pair is judged again
+            save_judgements(self.engine, self.tournament_id, match_id, key, judge.name, None, _records(judge))
+            raise
+        records = _records(judge)
         save_judgements(self.engine, self.tournament_id, match_id, key, judge.name, judgements, records)
         return len(words), records
 
@@ -211,20 +218,13 @@ def _silent(done: int, total: int) -> None:
     pass
 
 
-def _judged(
-    judge: Judge, words: Sequence[Words], products: Sequence[str]
-) -> tuple[list[tuple[Words, Judgement]], list[ModelCallRecord]]:
-    """`judge`'s judgement of each item, and its calls, recorded under the judge's name (as
-    merchant and contestant: a judge's calls are its own, apart from the merchants')."""
-    judgements, records = [], []
-    for item in words:
-        made = len(judge.calls)
-        judgements.append((item, judge.judge(item, products)))
-        records += [
-            ModelCallRecord(**call.model_dump(), merchant=judge.name, contestant=judge.name)
-            for call in judge.calls[made:]
-        ]
-    return judgements, records
+def _records(judge: Judge) -> list[ModelCallRecord]:
+    """`judge`'s calls, recorded under its name (as merchant and contestant: a judge's calls
+    are its own, apart from the merchants')."""
+    return [
+        ModelCallRecord(**call.model_dump(), merchant=judge.name, contestant=judge.name)
+        for call in judge.calls
+    ]
 
 
 def judge_under_budget(

@@ -26,11 +26,12 @@ def save_judgements(
     match_id: int,
     match_key: str,
     judge: str,
-    judged: Sequence[tuple[Words, Judgement]],
+    judged: Sequence[tuple[Words, Judgement]] | None,
     calls: Sequence[ModelCallRecord],
 ) -> None:
     """Write `judge`'s judgements of every item of a stored match's words (`judged`, maybe
-    none) and the calls they took (the match's id and key)."""
+    none) and the calls they took (the match's id and key); with `judged` None (a judging
+    stopped midway), the calls alone: paid, though the match is still to judge."""
     with Session(engine) as session:
         session.add_all(
             JudgementRow(
@@ -46,9 +47,10 @@ def save_judgements(
                 unscored=judgement.unscored,
                 claims=_CLAIMS.dump_json(judgement.claims).decode(),
             )
-            for words, judgement in judged
+            for words, judgement in judged or []
         )
-        session.add(JudgedMatchRow(match_id=match_id, judge=judge))
+        if judged is not None:
+            session.add(JudgedMatchRow(match_id=match_id, judge=judge))
         session.add_all(
             ModelCallRow(
                 **call.model_dump(),

@@ -336,3 +336,36 @@ def test_each_match_is_judged_as_it_is_stored_while_the_next_plays(
     # (the matches say the same: without the response cache, each is asked again)
     assert len(stored_then) == 3 * DAYS and stored_then == sorted(stored_then)
     assert stored_then[0] < 3, stored_then
+
+
+def test_judges_that_spend_the_budget_leave_the_judging_to_resume(
+    ray_local, tmp_path, arena_here, monkeypatch
+):
+    """One match of the talkers, stored whole before a judge is asked (rule matches are stored
+    as they end, together): a budget of one token lets the judge's first call start and no
+    other. The run stops saying that what is left is judging, with that call recorded;
+    `--resume` under no budget judges the match, its first item from the response cache."""
+    from fakes.openai_api import FakeOpenAI
+
+    monkeypatch.setenv("ARENA_OPENAI_KEY", OPENAI_KEY)
+    db = f"sqlite:///{tmp_path / 'arena.db'}"
+    with FakeOpenAI(api_key=OPENAI_KEY, answer=reader) as fake:
+        path = tournament_file(tmp_path, fake)
+        text = path.read_text()
+        path.write_text(text + "budget: {tokens: 1}\n")
+        stopped = arena_here(tmp_path, "run", str(path), "--db", db)
+        assert stopped.exit_code == 3, stopped.output
+        assert "the matches not judged are left for" in stopped.output and "--resume" in stopped.output
+        engine = engine_for(db)
+        with Session(engine) as session:
+            paid = session.exec(select(ModelCallRow).where(ModelCallRow.purpose == "judge")).all()
+        assert len(paid) == 1 and len(fake.calls) == 1 and judgements(engine, 1) == {}
+        path.write_text(text)
+        resumed = arena_here(tmp_path, "run", str(path), "--db", db, "--resume")
+        assert resumed.exit_code == 0, resumed.output
+        with Session(engine) as session:
+            calls = session.exec(select(ModelCallRow).where(ModelCallRow.purpose == "judge")).all()
+        # the match's 2 x DAYS messages, each asked once; the first answered again from the cache
+        assert len(fake.calls) == 2 * DAYS and len(judgements(engine, 1)) == 2 * DAYS
+        assert len(calls) == 1 + 2 * DAYS and sum(call.cached for call in calls) == 1
+        engine.dispose()
