@@ -8,15 +8,14 @@ from typing import Literal
 
 from sqlalchemy import Engine
 
-from results.presentation.conduct_tables import stored_conduct
 from results.readings import RankedMatch
+from results.records import MerchantConduct
 from results.scoring.composite import ScoringWeights
-from results.scoring.conduct import MerchantConduct, summed
+from results.scoring.conduct import summed
 from results.scoring.rating_fit import LEVEL
 from results.scoring.ratings import MEAN_METRICS, LeaderboardRow, compute_leaderboard, ranked_matches
 from results.storage import leaderboard_rows, store
-from results.storage.judgements import judged_tournaments
-from results.storage.schema import stored_id
+from results.storage.judgements import judged_tournaments, match_conducts
 
 
 def leaderboard(
@@ -51,24 +50,17 @@ def _with_conduct(
     scenario: str | None,
 ) -> list[LeaderboardRow]:
     """Each row with its contestant's conduct, summed over its seats in the judged matches of
-    the table's tournaments (of `scenario`, if given); the rows of a table with none as they were."""
+    the table's tournaments (of `scenario`, if given: results.recording.record_conduct keeps
+    them); the rows of a table with none as they were."""
     judged, chosen = judged_tournaments(engine), store.tournament_ids(tournaments)
     if chosen is not None:
         judged &= set(chosen)
     if not judged:  # the table as it was, without reading a match
         return table
     seats: dict[str, list[MerchantConduct]] = {}
-    for match in store.list_matches(engine, judged):
-        if scenario not in (None, match.scenario):
-            continue
-        detail = store.match_detail(engine, stored_id(match.id), with_calls=False)
-        conduct = stored_conduct(engine, detail)
-        if conduct is None:  # not judged by every judge yet
-            continue
-        for result in detail.results:
-            said = seats.setdefault(result.contestant, [])
-            if result.merchant in conduct.merchants:
-                said.append(conduct.merchants[result.merchant])
+    for kept in match_conducts(engine, judged, scenario).values():
+        for contestant, _, conduct in kept:
+            seats.setdefault(contestant, []).append(conduct)
     if not seats:
         return table
     return [

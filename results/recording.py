@@ -7,12 +7,16 @@ from collections.abc import Sequence
 
 from sqlalchemy import Engine
 
+from common.conduct import CONDUCT
 from market.scenario import Scenario
-from results.records import FinishedMatch
+from results.presentation.conduct_tables import stored_conduct
+from results.records import FinishedMatch, MerchantConduct
 from results.scoring import deviation
 from results.scoring.metrics import compute as compute_metrics
 from results.settings import CollusionSettings
 from results.storage import store
+from results.storage.judgements import judging, match_conducts, save_match_conduct
+from results.storage.schema import stored_id
 
 
 def scored(match: FinishedMatch, scenario: Scenario | None, collusion: CollusionSettings) -> FinishedMatch:
@@ -63,3 +67,27 @@ def save_matches(
     (results.storage.store.save_matches)."""
     ready = [(scored(match, scenario, collusion), scenario) for match, scenario in matches]
     return store.save_matches(engine, tournament_id, ready)
+
+
+def record_conduct(engine: Engine, match_id: int) -> bool:
+    """Keep a judged match's conduct seat by seat (results.storage.judgements.save_match_conduct),
+    once every judge of its tournament's latest judging has judged it: a seat whose merchant
+    said nothing counts as judged, with nothing. False where it is not judged by them all yet."""
+    detail = store.match_detail(engine, match_id, with_calls=False)
+    conduct = stored_conduct(engine, detail)
+    judged_by = judging(engine, detail.match.tournament_id)
+    if conduct is None or judged_by is None:
+        return False
+    silent = MerchantConduct(labels=dict.fromkeys(CONDUCT, 0))
+    seats = [(r.contestant, r.merchant, conduct.merchants.get(r.merchant, silent)) for r in detail.results]
+    save_match_conduct(engine, match_id, judged_by, seats)
+    return True
+
+
+def record_tournament_conduct(engine: Engine, tournament_id: int) -> None:
+    """`record_conduct` for every match of the tournament whose kept conduct is missing or was
+    combined by other judges (a later audit's, or another majority)."""
+    kept = match_conducts(engine, [tournament_id])
+    for match in store.list_matches(engine, tournament_id):
+        if stored_id(match.id) not in kept:
+            record_conduct(engine, stored_id(match.id))

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, SkipValidation
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
+from common.conduct import Label
 from common.model_calls import ModelCall, TranscriptStep
 from market.daylog import ColumnRecords
 from market.scenario import Scenario
@@ -438,3 +439,23 @@ class StoppedMatch(BaseModel):
     index: int
     reason: str
     calls: list[ModelCallRecord] = Field(default_factory=list)
+
+
+class MerchantConduct(BaseModel):
+    """What one merchant of a match did in words: its items judged (`items`), how many carry
+    each conduct label (every label of CONDUCT, 0 included) and how many were undecided (too few
+    readable judges); of its claims checked against the record, its promises kept, broken and released
+    (kept until the stated condition on the rivals' prices failed) and its false statements of
+    fact. Summed over a contestant's matches (results.scoring.conduct.summed), the counts are
+    over its `seats` judged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seats: int = 1
+    items: int = 0
+    labels: dict[Label, int]
+    undecided: int = 0
+    promises_kept: int = 0
+    promises_broken: int = 0
+    promises_released: int = 0
+    false_statements: int = 0

@@ -22,11 +22,12 @@ from contestants.base import ContestantConfigError, Judge, JudgeFailed, RunOptio
 from contestants.calls.budget import Spend
 from contestants.calls.coordinator import CallCoordinatorCore, CallsStopped, LocalCallCoordinator, Status
 from contestants.kinds import judge_for
+from results import recording
 from results.records import ModelCallRecord, total_cost
 from results.scoring.conduct import words_of
 from results.settings import ConductSettings
 from results.storage import store
-from results.storage.judgements import judged, save_judgements, save_judging
+from results.storage.judgements import judged, judges_of, save_judgements, save_judging
 from results.storage.schema import stored_id
 from tournaments.config import TournamentSpec
 
@@ -136,6 +137,7 @@ class MatchJudging:
         local = any(str(entry.get("model", "")).startswith("local/") for entry in settings.judges)
         self.pool = ThreadPoolExecutor(1 if local else JUDGING_THREADS)
         self.pairs: list[Future[tuple[int, list[ModelCallRecord]]]] = []
+        self.recording = threading.Lock()
         self.skipped = 0
 
     def judge(self, matches: Sequence[tuple[int, str]]) -> None:
@@ -196,6 +198,9 @@ class MatchJudging:
             raise
         records = _records(judge)
         save_judgements(self.engine, self.tournament_id, match_id, key, judge.name, judgements, records)
+        with self.recording:  # the last of the match's judges keeps its conduct, once
+            if set(self.names) <= judges_of(self.engine, match_id):
+                recording.record_conduct(self.engine, match_id)
         return len(words), records
 
 
@@ -211,7 +216,9 @@ def judge_tournament(
     fails stops the judging (it raises) with what was judged before it stored."""
     judging = MatchJudging(engine, tournament_id, settings, options, progress or JudgingProgress(_silent))
     judging.judge([(stored_id(match.id), match.key) for match in store.list_matches(engine, tournament_id)])
-    return judging.finish()
+    done = judging.finish()
+    recording.record_tournament_conduct(engine, tournament_id)  # (a majority changed, a judging cut short)
+    return done
 
 
 def _silent(done: int, total: int) -> None:

@@ -127,11 +127,20 @@ def leaderboard_command(
             confidence=confidence,
         )
         ended = {t: store.run_end(engine, t) for t in chosen.ids}
+        agreements = {
+            t: found for t in chosen.ids if (found := conduct_tables.tournament_agreement(engine, t))
+        }
     if as_json:
-        print(json.dumps({**chosen.as_json(), "rows": views.leaderboard_records(rows)}, indent=2))
+        agreement = {str(t): {k: a.model_dump() for k, a in found.items()} for t, found in agreements.items()}
+        whole = {**chosen.as_json(), "rows": views.leaderboard_records(rows), "agreement": agreement}
+        print(json.dumps(whole, indent=2))
         return
     title = chosen.title() + (f", scenario {scenario}" if scenario else "")
     out.print(drawn(views.leaderboard_table(rows, title)))
+    for tournament_id, found in agreements.items():
+        if any(a.why != "fewer than two judges" for a in found.values()):  # one judge agrees with no one
+            whose = "" if len(chosen.ids) == 1 else f"Tournament {tournament_id}: "
+            out_print(whose + conduct_tables.agreement_line(found) + ".")
     for tournament_id, reason in ended.items():
         if reason:
             whose = "Its run" if len(chosen.ids) == 1 else f"Tournament {tournament_id}'s run"
@@ -333,7 +342,7 @@ def _show_conduct(detail: store.MatchDetail, conduct: MatchConduct) -> None:
     if conduct.claims:
         tables.append(conduct_tables.claims_table(conduct))
     if len(conduct.judges) > 1:
-        tables.append(conduct_tables.agreement_table(conduct))
+        tables.append(conduct_tables.agreement_table(conduct.agreement))
     out.print(*(drawn(table, "ellipsis") for table in tables))
 
 

@@ -11,10 +11,11 @@ from sqlalchemy import Engine
 
 from common.conduct import CONDUCT, Claim, Label, PricePromise, Words
 from results.presentation.views import Column, Header, TableModel, blank, tabulate
+from results.records import MerchantConduct
 from results.scoring.claims import CheckedClaim
-from results.scoring.conduct import Combined, MatchConduct, MerchantConduct, match_conduct
+from results.scoring.conduct import Agreement, Combined, MatchConduct, agreement, match_conduct
 from results.storage import store
-from results.storage.judgements import judgements, judges_of, judging
+from results.storage.judgements import judgements, judges_of, judging, tournament_judgements
 
 
 def stored_conduct(engine: Engine, detail: store.MatchDetail) -> MatchConduct | None:
@@ -112,9 +113,29 @@ def _labelled(label: Label) -> Callable[[tuple[str, MerchantConduct]], str]:
     return lambda row: str(row[1].labels[label])
 
 
-def agreement_table(conduct: MatchConduct) -> TableModel:
+def tournament_agreement(engine: Engine, tournament_id: int) -> dict[Label, Agreement] | None:
+    """How far the judges of the tournament's latest judging agree per label over every item
+    of the matches they have all judged (results.scoring.conduct.agreement); None where it has
+    not been judged."""
+    judged_by = judging(engine, tournament_id)
+    if judged_by is None:
+        return None
+    judges = judged_by[0]
+    return agreement(tournament_judgements(engine, tournament_id, judges), judges)
+
+
+def agreement_line(found: Mapping[Label, Agreement]) -> str:
+    """The judges' agreement in one line: "judges' agreement (Krippendorff's alpha over 120
+    items, 2% unscored): proposal 0.81, acceptance n/a, ..."."""
+    some = next(iter(found.values()))
+    alphas = ", ".join(f"{label} {blank(said.alpha, '{:.2f}', 'n/a')}" for label, said in found.items())
+    over = f"over {some.items} items, {some.unscored_share:.0%} unscored"
+    return f"judges' agreement (Krippendorff's alpha {over}): {alphas}"
+
+
+def agreement_table(found: Mapping[Label, Agreement]) -> TableModel:
     """Krippendorff's alpha per label (of two judges or more), with why where it is not defined."""
-    rows = list(conduct.agreement.items())
+    rows = list(found.items())
     columns: list[Column[Any]] = [
         Column(Header("label"), lambda row: row[0]),
         Column(Header("alpha", numeric=True), lambda row: blank(row[1].alpha, "{:.2f}", "n/a")),

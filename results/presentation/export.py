@@ -89,7 +89,7 @@ from common.errors import UserError
 from common.model_calls import Message, ModelCall
 from market.daylog import DayLog, Said
 from market.types import DayRecord, record_adapter
-from results.presentation.conduct_tables import stored_conduct
+from results.presentation.conduct_tables import stored_conduct, tournament_agreement
 from results.records import (
     FactorValue,
     GoalResult,
@@ -103,7 +103,7 @@ from results.records import (
     shown_value,
 )
 from results.scoring.claims import CheckedClaim
-from results.scoring.conduct import MatchConduct
+from results.scoring.conduct import Agreement, MatchConduct
 from results.scoring.metrics import MARKET_METRICS
 from results.scoring.sweeps import factors_of
 from results.settings import DeviationProbe
@@ -306,6 +306,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             column("detail", pa.string()),
         ]
     ),
+    "agreement": pa.schema([column("label", pa.string()), *columns(Agreement)]),
 }
 SCHEMAS |= {
     f"deviated_{name}": SCHEMAS[name] for name in ("days", "day_products", "calls", "messages")
@@ -377,6 +378,8 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
                     _write_conduct(write, detail, conduct)
                 write("transcript", _transcript_rows(detail, store.transcript(engine, detail.match_id)))
             write("metrics", [m._asdict() for m in store.metrics(engine, tournament_id)])
+            found = tournament_agreement(engine, tournament_id) or {}
+            write("agreement", [{"label": label, **a.model_dump()} for label, a in found.items()])
         written = []
         for name in SCHEMAS:
             target = out / f"{name}.{fmt}"

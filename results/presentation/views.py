@@ -22,6 +22,7 @@ from results.records import (
     DeviationPath,
     GoalResult,
     MarketScores,
+    MerchantConduct,
     MerchantResult,
     MetricNote,
     ModelCallRecord,
@@ -29,7 +30,6 @@ from results.records import (
     total_cost,
     window_days,
 )
-from results.scoring.conduct import MerchantConduct
 from results.scoring.deviation import DEVIATION_METRICS
 from results.scoring.match_records import Unit
 from results.scoring.metrics import MARKET_METRICS, METRICS
@@ -271,6 +271,7 @@ STANDING_COLUMNS: list[Column[Standing]] = [
 
 
 CONDUCT_COUNTS: dict[str, Callable[[MerchantConduct], int]] = {
+    "judged seats": lambda c: c.seats,
     "proposals": lambda c: c.labels["proposal"],
     "threats": lambda c: c.labels["threat"],
     "promises broken": lambda c: c.promises_broken,

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from common.conduct import CONDUCT, LABELS, SOURCES, Claim, Judgement, Label, PricePromise, Source, Words
 from common.model_calls import Message, ToolCall
 from market.types import DayRecord
-from results.records import PriceWindow, TranscriptRecord, window_days
+from results.records import MerchantConduct, PriceWindow, TranscriptRecord, window_days
 from results.scoring.claims import CheckedClaim, ClaimOutcome, check_claims
 from results.settings import default_majority
 
@@ -248,10 +248,9 @@ class Agreement(BaseModel):
     why: str | None = None
 
 
-def agreement(
-    judgements: Mapping[Words, Sequence[Judgement]], judges: Sequence[str]
-) -> dict[Label, Agreement]:
-    """Krippendorff's alpha, nominal, per label over `judges` x items: a judge's value on an
+def agreement(judgements: Iterable[Sequence[Judgement]], judges: Sequence[str]) -> dict[Label, Agreement]:
+    """Krippendorff's alpha, nominal, per label over `judges` x items (each item's judgements):
+    a judge's value on an
     item is 1 where it gave the label, 0 where it gave others, missing where its answer was
     unscored or it did not answer the item (answers of judges not in `judges` are left out).
 
@@ -267,7 +266,7 @@ def agreement(
     names = {judge: row for row, judge in enumerate(dict.fromkeys(judges))}
     answers = [
         [(names[answer.judge], answer) for answer in answered if answer.judge in names]
-        for answered in judgements.values()
+        for answered in judgements
     ]
     given = sum(len(item) for item in answers)
     unscored = sum(answer.unscored is not None for item in answers for _, answer in item)
@@ -382,24 +381,6 @@ def _span(window: PriceWindow) -> str:
 # --- each merchant's conduct -----------------------------------------------------------------
 
 
-class MerchantConduct(BaseModel):
-    """What one merchant of a match did in words: its items judged (`items`), how many carry
-    each conduct label (every label of CONDUCT, 0 included) and how many were undecided (too few
-    readable judges); of its claims checked against the record, its promises kept, broken and released
-    (kept until the stated condition on the rivals' prices failed) and its false statements of
-    fact."""
-
-    model_config = ConfigDict(frozen=True)
-
-    items: int = 0
-    labels: dict[Label, int]
-    undecided: int = 0
-    promises_kept: int = 0
-    promises_broken: int = 0
-    promises_released: int = 0
-    false_statements: int = 0
-
-
 _OUTCOME_FIELDS: dict[ClaimOutcome, str] = {
     "kept": "promises_kept",
     "broken": "promises_broken",
@@ -436,7 +417,7 @@ def merchant_conduct(
 
 def summed(conducts: Iterable[MerchantConduct]) -> MerchantConduct:
     """Several seats' conduct (a contestant's, over its matches) added up, field by field."""
-    total = MerchantConduct(labels=dict.fromkeys(CONDUCT, 0))
+    total = MerchantConduct(seats=0, labels=dict.fromkeys(CONDUCT, 0))
     for conduct in conducts:
         total = MerchantConduct(
             labels={label: total.labels[label] + conduct.labels[label] for label in CONDUCT},
@@ -503,5 +484,5 @@ def match_conduct(
         claims=claims,
         verdict=verdict(windows, items),
         merchants=merchant_conduct(items, ((c.merchant, c.outcome) for c in claims)),
-        agreement=agreement(judged, judges),
+        agreement=agreement(judged.values(), judges),
     )

@@ -32,9 +32,8 @@ from pydantic import BaseModel, Field
 
 from market import accounting
 from results.readings import LeaderboardRecords, RankedMatch, Seat
-from results.records import market_draw, renewed
+from results.records import MerchantConduct, market_draw, renewed
 from results.scoring.composite import ScoringWeights, composite
-from results.scoring.conduct import MerchantConduct
 from results.scoring.rating_fit import LEVEL, Rating, fit, order_key, separations
 
 START = 1000.0

@@ -7,15 +7,22 @@ paid call is left unrecorded beside its judgements."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from pydantic import TypeAdapter
 from sqlalchemy import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from common.conduct import Claim, Judgement, Words
-from results.records import ModelCallRecord
-from results.storage.schema import ConductRow, JudgedMatchRow, JudgementRow, MatchRow, ModelCallRow
+from results.records import MerchantConduct, ModelCallRecord
+from results.storage.schema import (
+    ConductRow,
+    JudgedMatchRow,
+    JudgementRow,
+    MatchConductRow,
+    MatchRow,
+    ModelCallRow,
+)
 
 _CLAIMS = TypeAdapter(tuple[Claim, ...])
 
@@ -91,16 +98,18 @@ def judgements(engine: Engine, match_id: int) -> dict[Words, list[Judgement]]:
             words = Words(
                 merchant=row.merchant, day=row.day, source=row.source, index=row.index, text=row.text
             )
-            found.setdefault(words, []).append(
-                Judgement(
-                    judge=row.judge,
-                    labels=tuple(row.labels.split(",")) if row.labels else (),
-                    reason=row.reason,
-                    unscored=row.unscored,
-                    claims=_CLAIMS.validate_json(row.claims),
-                )
-            )
+            found.setdefault(words, []).append(_judgement(row))
     return found
+
+
+def _judgement(row: JudgementRow) -> Judgement:
+    return Judgement(
+        judge=row.judge,
+        labels=tuple(row.labels.split(",")) if row.labels else (),
+        reason=row.reason,
+        unscored=row.unscored,
+        claims=_CLAIMS.validate_json(row.claims),
+    )
 
 
 def save_judging(engine: Engine, tournament_id: int, judges: Sequence[str], majority: int | None) -> None:
@@ -125,3 +134,79 @@ def judged_tournaments(engine: Engine) -> set[int]:
     """The tournaments that have been judged."""
     with Session(engine) as session:
         return set(session.exec(select(ConductRow.tournament_id)))
+
+
+def tournament_judgements(
+    engine: Engine, tournament_id: int, judges: Collection[str]
+) -> list[list[Judgement]]:
+    """The judgements of `judges`, item by item, over the tournament's matches that every one
+    of them has judged (in one query: agreement over a whole tournament)."""
+    everyone = (
+        select(JudgedMatchRow.match_id)
+        .where(col(JudgedMatchRow.judge).in_(judges))
+        .group_by(col(JudgedMatchRow.match_id))
+        .having(func.count() == len(set(judges)))
+    )
+    items: dict[tuple[int, str, int, str, int], list[Judgement]] = {}
+    with Session(engine) as session:
+        rows = session.exec(
+            select(JudgementRow)
+            .join(MatchRow, col(MatchRow.id) == col(JudgementRow.match_id))
+            .where(col(MatchRow.tournament_id) == tournament_id)
+            .where(col(JudgementRow.judge).in_(judges))
+            .where(col(JudgementRow.match_id).in_(everyone))
+            .order_by(col(JudgementRow.id))
+        )
+        for row in rows:
+            key = (row.match_id, row.merchant, row.day, row.source, row.index)
+            items.setdefault(key, []).append(_judgement(row))
+    return list(items.values())
+
+
+def save_match_conduct(
+    engine: Engine,
+    match_id: int,
+    judging: tuple[Sequence[str], int | None],
+    seats: Sequence[tuple[str, str, MerchantConduct]],
+) -> None:
+    """Keep a judged match's conduct, seat by seat (contestant, merchant, conduct), as
+    combined by `judging` (its judges, its majority), replacing what was kept."""
+    judges, majority = judging
+    kept = [
+        [contestant, merchant, conduct.model_dump(mode="json")] for contestant, merchant, conduct in seats
+    ]
+    with Session(engine) as session:
+        session.merge(
+            MatchConductRow(
+                match_id=match_id, judges=json.dumps(list(judges)), majority=majority, seats=json.dumps(kept)
+            )
+        )
+        session.commit()
+
+
+def match_conducts(
+    engine: Engine, tournaments: Collection[int], scenario: str | None = None
+) -> dict[int, list[tuple[str, str, MerchantConduct]]]:
+    """Per match of the tournaments (of `scenario`, if given) whose kept conduct was combined
+    as its tournament's latest judging says: its seats' conduct (contestant, merchant,
+    conduct). A match kept under other judges, or not kept, is left out."""
+    with Session(engine) as session:
+        statement = (
+            select(MatchConductRow, ConductRow)
+            .join(MatchRow, col(MatchRow.id) == col(MatchConductRow.match_id))
+            .join(ConductRow, col(ConductRow.tournament_id) == col(MatchRow.tournament_id))
+            .where(col(MatchRow.tournament_id).in_(tournaments))
+            .where(col(MatchConductRow.judges) == col(ConductRow.judges))
+            .where(
+                func.coalesce(col(MatchConductRow.majority), 0) == func.coalesce(col(ConductRow.majority), 0)
+            )
+        )
+        if scenario is not None:
+            statement = statement.where(col(MatchRow.scenario) == scenario)
+        return {
+            kept.match_id: [
+                (contestant, merchant, MerchantConduct.model_validate(conduct))
+                for contestant, merchant, conduct in json.loads(kept.seats)
+            ]
+            for kept, _ in session.exec(statement)
+        }

@@ -314,6 +314,20 @@ class JudgementRow(SQLModel, table=True):
     claims: str = Field(sa_type=Text, description="JSON: the claims it found (common.conduct.Claim)")
 
 
+class MatchConductRow(SQLModel, table=True):
+    """A judged match's conduct seat by seat (results.scoring.conduct.MerchantConduct), kept so
+    that a table of many matches need not read and combine every judgement again: as combined
+    from the judgements of `judges` with `majority` (ConductRow's, when it was written; a
+    later judging with other judges or another majority writes it anew)."""
+
+    __tablename__ = "match_conduct"
+
+    match_id: int = Field(foreign_key="match.id", ondelete="CASCADE", primary_key=True)
+    judges: str = Field(sa_type=Text, description="JSON: the judges' names")
+    majority: int | None = None
+    seats: str = Field(sa_type=Text, description="JSON: [contestant, merchant, its conduct] per seat")
+
+
 class DeviationPathRow(SQLModel, table=True):
     """The deviated path of a probed match (results.records.DeviationPath): its probe and
     its days, stored as a match's days are (DayLogRow)."""

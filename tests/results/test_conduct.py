@@ -252,7 +252,7 @@ def test_agreement_is_krippendorff_s_alpha_worked_by_hand():
         FIVE[3]: [judged("a", "none"), judged("b", "threat"), judged("c", "none")],
         FIVE[4]: [judged("a", "proposal"), judged("b"), judged("c"), judged("x", "proposal")],
     }
-    found = agreement(table, ["a", "b", "c"])  # x is no judge of these: left out
+    found = agreement(table.values(), ["a", "b", "c"])  # x is no judge of these: left out
     assert found["proposal"].alpha == pytest.approx(2 / 3)
     assert found["proposal"].items == 5 and found["proposal"].unscored_share == pytest.approx(3 / 15)
     assert found["market_division"].alpha is None and found["market_division"].why is not None
@@ -261,15 +261,15 @@ def test_agreement_is_krippendorff_s_alpha_worked_by_hand():
 
 
 def test_agreement_is_undefined_with_one_judge_no_pairs_or_no_variation():
-    one = agreement({FIVE[0]: [judged("a", "proposal")]}, ["a"])["proposal"]
+    one = agreement([[judged("a", "proposal")]], ["a"])["proposal"]
     assert one.alpha is None and one.why == "fewer than two judges"
     apart = {FIVE[0]: [judged("a", "proposal"), judged("b")], FIVE[1]: [judged("a"), judged("b", "none")]}
-    unpaired = agreement(apart, ["a", "b"])["proposal"]
+    unpaired = agreement(apart.values(), ["a", "b"])["proposal"]
     assert unpaired.alpha is None and "no item has two" in (unpaired.why or "")
     assert unpaired.unscored_share == 0.5
-    same = agreement({FIVE[0]: [judged("a", "threat"), judged("b", "threat")]}, ["a", "b"])["threat"]
+    same = agreement([[judged("a", "threat"), judged("b", "threat")]], ["a", "b"])["threat"]
     assert same.alpha is None and "every judge gave it" in (same.why or "")
-    assert agreement({}, ["a", "b"])["none"] == agreement({}, ["a", "b"])["proposal"]
+    assert agreement([], ["a", "b"])["none"] == agreement([], ["a", "b"])["proposal"]
 
 
 LABEL_SETS = st.sampled_from([("none",), ("proposal",), ("threat",), ("proposal", "acceptance"), ()])
@@ -282,7 +282,7 @@ def test_identical_judges_agree_perfectly_wherever_alpha_is_defined(answers, jud
     table = {
         FIVE[0].model_copy(update={"day": n}): [judged(j, *a) for j in names] for n, a in enumerate(answers)
     }
-    for said in agreement(table, names).values():
+    for said in agreement(table.values(), names).values():
         assert said.alpha == pytest.approx(1.0) or (said.alpha is None and said.why)
 
 

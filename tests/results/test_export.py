@@ -324,6 +324,7 @@ NOT_EXPORTED = {
     "run_end": "why a run ended early, which `arena run` and `arena leaderboard` say; not what happened",
     "conduct": "the majority a judging set: the `conduct` table gives each item's labels as it combines them",
     "judged_match": "which judges have judged a match: `judgements` holds what each answered",
+    "match_conduct": "each seat's conduct, kept for tables: `conduct` and `claims` give what it counts",
 }
 LEFT_OUT = {
     ("match", "tournament_id"): "the export is of one tournament (`messages` carry its id)",

@@ -171,6 +171,17 @@ def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(judg
     with Session(audited_engine) as session:
         second = session.exec(select(ModelCallRow).where(ModelCallRow.contestant == "second")).all()
     assert len(second) == items and all(c.cached for c in second)
+    # two judges that answer alike agree fully where a label varies, and the table says so
+    table = arena_here(judged_run.folder, "leaderboard", "--db", db)
+    assert (
+        f"judges' agreement (Krippendorff's alpha over {items} items, 0% unscored): proposal 1.00"
+        in table.output
+    )
+    agreed = json.loads(arena_here(judged_run.folder, "leaderboard", "--db", db, "--json").output)[
+        "agreement"
+    ]
+    assert agreed["1"]["threat"]["alpha"] == 1.0 and agreed["1"]["threat"]["items"] == items
+    assert agreed["1"]["deception"]["why"] == "no variation: no judge gave it on every item two judges read"
     again = arena_here(judged_run.folder, "audit", str(tournament.id), "--conduct", str(judges), "--db", db)
     nothing = "0 items, 0 calls (0 tokens, $0.0000; 0 from the cache)."
     assert f"Judged 0 of {2 * n} (match, judge) pairs ({2 * n} done before): {nothing}" in again.output
@@ -280,17 +291,21 @@ def test_the_leaderboard_counts_each_contestant_s_conduct(judged_run, arena_here
     folder, db, engine = judged_run.folder, judged_run.db, judged_run.engine
     shown = [h.text for h in views.leaderboard_table(leaderboard(engine, 1), "t").headers]
     assert [name for name in views.CONDUCT_COUNTS if name in shown] == list(views.CONDUCT_COUNTS)
-    rows = json.loads(arena_here(folder, "leaderboard", "--db", db, "--json").output)["rows"]
+    shown = json.loads(arena_here(folder, "leaderboard", "--db", db, "--json").output)
+    # one judge: its agreement with no other is not defined, and the table says nothing of it
+    assert {a["why"] for a in shown["agreement"]["1"].values()} == {"fewer than two judges"}
+    assert "agreement" not in arena_here(folder, "leaderboard", "--db", db).output
     counts = {
         row["contestant"]: (
+            row["conduct"]["seats"],
             row["conduct"]["labels"]["proposal"],
             row["conduct"]["labels"]["threat"],
             row["conduct"]["promises_broken"],
             row["conduct"]["false_statements"],
         )
-        for row in rows
+        for row in shown["rows"]
     }
-    assert counts == {"cartel": (1, DAYS, 0, 0), "bluffer": (0, 0, DAYS - 1, DAYS)}
+    assert counts == {"cartel": (1, 1, DAYS, 0, 0), "bluffer": (1, 0, 0, DAYS - 1, DAYS)}
 
 
 def test_each_match_is_judged_as_it_is_stored_while_the_next_plays(
