@@ -42,7 +42,7 @@ from results.storage.schema import RunProgressRow, utcnow
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
 from tournaments.conduct import JudgingProgress, MatchJudging, judge_under_budget
-from tournaments.config import Tournament
+from tournaments.config import Tournament, TournamentSpec
 from tournaments.coordinator_actor import start_call_coordinator
 from tournaments.deviation_paths import DEVIATED_SUFFIX
 from tournaments.hosts import HostProcess, start_hosts
@@ -107,10 +107,8 @@ def run_tournament(
     observer: RunObserver | None = None,
     options: RunOptions = RunOptions(),
 ) -> RunSummary:
-    """Play `tournament` (what is left of it with `resume`), saving each match as it finishes.
-
-    `options` (`arena run` flags) reach every contestant's creation, inline or in an actor.
-    """
+    """Play `tournament` (what is left of it with `resume`), saving each match as it finishes;
+    `options` (`arena run` flags) reach every contestant's creation, inline or in an actor."""
     observer = observer or _Silent()
     spec = tournament.spec
     plan = schedule(tournament)  # of an adaptive tournament, the most it may play
@@ -138,14 +136,7 @@ def run_tournament(
             notes := _ProgressNotes(engine, tournament_id, done_days, total_days),
         )
         progress.note(done_days, 0)  # a resumed run is seen to be alive before its first day
-        judging = (
-            JudgingProgress(
-                observer.judged,
-                len(plan) * len(spec.conduct.judges) - len(judged(engine, tournament_id)),
-            )
-            if spec.conduct is not None
-            else None
-        )
+        judging = _judging(engine, tournament_id, spec, len(plan), observer)
         try:
             for cell in cells:  # one after another: each has its own contestants' settings and scenarios
                 left = [m for m in todo if m.cell == cell.label]
@@ -175,15 +166,7 @@ def run_tournament(
     ended = None if rounds is None or ending.stopped is not None else rounds.ended
     if ending.stopped is None and ended is None:
         observer.advanced(len(plan), total_days)
-    status: Literal["finished", "stopped"] = "finished" if ending.stopped is None else "stopped"
-    table = leaderboard.finish_tournament(
-        engine,
-        tournament_id,
-        status,
-        weights=spec.scoring,
-        confidence=spec.confidence,
-        reason=ending.stopped or ended,
-    )
+    table = _finished(engine, tournament_id, spec, ending.stopped, ended)
     return RunSummary(
         tournament_id,
         played,
@@ -194,6 +177,34 @@ def run_tournament(
         table,
         ended,
         played_all,
+    )
+
+
+def _judging(
+    engine: Engine, tournament_id: int, spec: TournamentSpec, matches: int, observer: RunObserver
+) -> JudgingProgress | None:
+    """How far the judging of the file's `conduct:` is, where it has one: of the (match, judge)
+    pairs of the `matches` planned, those not judged before."""
+    if spec.conduct is None:
+        return None
+    return JudgingProgress(
+        observer.judged, matches * len(spec.conduct.judges) - len(judged(engine, tournament_id))
+    )
+
+
+def _finished(
+    engine: Engine, tournament_id: int, spec: TournamentSpec, stopped: str | None, ended: str | None
+) -> list[LeaderboardRow]:
+    """The tournament marked finished, or stopped (why), and its table as stored
+    (results.leaderboard.finish_tournament)."""
+    status: Literal["finished", "stopped"] = "finished" if stopped is None else "stopped"
+    return leaderboard.finish_tournament(
+        engine,
+        tournament_id,
+        status,
+        weights=spec.scoring,
+        confidence=spec.confidence,
+        reason=stopped or ended,
     )
 
 
