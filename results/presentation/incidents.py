@@ -84,7 +84,7 @@ def conduct_incidents(conduct: MatchConduct) -> Iterator[Incident]:
         said_in = told.get((checked.merchant, checked.day))
         recorded = "" if checked.recorded is None else f"{checked.recorded:g}"
         if checked.outcome == "broken" and checked.on_day is not None:
-            text = f"{claim_text(checked.claim)} of day {checked.day}; posted {recorded}"
+            text = f"{claim_text(checked.claim)} (made on day {checked.day}); posted {recorded}"
             yield Incident(checked.on_day, checked.on_day, checked.merchant, "promise broken", text)
         elif checked.outcome == "false":
             text = f"told its rivals {claim_text(checked.claim)}; the record: {recorded}"
