@@ -232,7 +232,7 @@ def match(engine: Engine, match_id: int, page: int, with_calls: bool = True) -> 
     same = store.same_draw(engine, detail.match)
     lineups = store.lineups(engine, [stored_id(m.id) for m in same])
     shown = range(pages.offset + 1, min(pages.offset + PAGE_SIZE, last) + 1)
-    conduct = conduct_part(engine, detail) if with_calls else None  # a chart's data needs none
+    conduct = conduct_part(engine, detail)
     return {
         "title": f"match {match_id}: {detail.match.scenario}",
         "tournament": row,
