@@ -1,6 +1,6 @@
 """`arena report`: a tournament read from the record, its leaderboard and sweep computed, and
 its page rendered (results.presentation.report_page) and written; the viewer shows the same
-sweep section (`sweep_part`)."""
+sweep section (`sweep_part`) and a match's conduct the same way (`conduct_part`)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from sqlalchemy import Engine
 
 from results import leaderboard, sweep_summary
 from results.presentation import report_page
-from results.presentation.report_page import ReportRecord, SweepPart
+from results.presentation.conduct_tables import stored_conduct
+from results.presentation.report_page import ConductPart, ReportRecord, SweepPart
 from results.records import PlayedScenarios
 from results.scoring.composite import ScoringWeights
 from results.scoring.rating_fit import LEVEL
 from results.storage import store
+from results.storage.judgements import judging
 
 
 def write_report(
@@ -64,8 +66,20 @@ def build_report(
             sweep=sweep_part(engine, tournament_id, sweep_metric),
             scenarios=scenarios,
             scenario_notes=scenario_notes,
+            conduct=lambda detail: conduct_part(engine, detail),
         )
     )
+
+
+def conduct_part(engine: Engine, detail: store.MatchDetail) -> ConductPart | None:
+    """A stored match's conduct as the report and the viewer show it: None where its
+    tournament has never been judged (nothing of conduct is shown), "not judged yet"
+    (ConductPart without conduct) where the judges of its latest judging have not all judged
+    the match, else what they made of it (results.presentation.conduct_tables.stored_conduct)."""
+    if judging(engine, detail.match.tournament_id) is None:
+        return None
+    contestants = {r.merchant: r.contestant for r in detail.results}
+    return report_page.conduct_section(stored_conduct(engine, detail), contestants)
 
 
 def sweep_part(engine: Engine, tournament_id: int, metric: str | None = None) -> SweepPart | None:

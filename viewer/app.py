@@ -2,8 +2,9 @@
 
 Pages (each at a URL that can be shared): the tournaments; a tournament's leaderboard, progress
 and matches; a match's charts (plotly.js, served from the plotly package: nothing is fetched
-from elsewhere), incidents and day-by-day table; one day of a match, every merchant's books,
-operations and model calls. The tournaments' page and a tournament's page ask every few
+from elsewhere), incidents, conduct (where it was judged) and day-by-day table; one day of a
+match, every merchant's books, operations and model calls, the words its judges labelled
+marked. The tournaments' page and a tournament's page ask every few
 seconds whether the record changed (`/changes`) and, when it did, read themselves again in
 place, so that they follow a tournament that is running; every page says in a banner when the
 database cannot be read.
@@ -71,6 +72,7 @@ TEMPLATES = Environment(
     lstrip_blocks=True,
 )
 TEMPLATES.globals["step_lines"] = step_lines
+TEMPLATES.globals["marked"] = pages.marked
 
 
 def open_for_reading(url: str | None) -> Engine:

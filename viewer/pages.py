@@ -6,6 +6,7 @@ a match or tournament that is not there raises results.errors.NotFound."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import threading
 from collections.abc import Sequence
@@ -22,7 +23,8 @@ from results.presentation import views
 from results.presentation.incidents import incidents
 from results.presentation.match_charts import Palette, day_series, match_part, price_of, seat_label
 from results.presentation.plotly_charts import line_figure
-from results.report import sweep_part
+from results.presentation.report_page import LabelledWords
+from results.report import conduct_part, sweep_part
 from results.scoring import sweeps
 from results.scoring.composite import ScoringWeights
 from results.scoring.ratings import LeaderboardRow
@@ -230,13 +232,17 @@ def match(engine: Engine, match_id: int, page: int, with_calls: bool = True) -> 
     same = store.same_draw(engine, detail.match)
     lineups = store.lineups(engine, [stored_id(m.id) for m in same])
     shown = range(pages.offset + 1, min(pages.offset + PAGE_SIZE, last) + 1)
+    conduct = conduct_part(engine, detail)
     return {
         "title": f"match {match_id}: {detail.match.scenario}",
         "tournament": row,
         "colors": colors,
         "part": part,
         "notes": notes,
-        "incidents": incidents(detail.days, detail.faults, detail.goals),
+        "conduct": conduct,
+        "incidents": incidents(
+            detail.days, detail.faults, detail.goals, conduct.conduct if conduct is not None else None
+        ),
         "same_draw": [(m, lineups[stored_id(m.id)]) for m in same],
         "days": _days_table(detail.days.records(_rows_of_days(detail.days, shown))),
         "pages": pages,
@@ -314,8 +320,10 @@ def day(engine: Engine, match_id: int, day_number: int) -> dict[str, Any]:
     steps = store.transcript(engine, match_id, day_number)
     contestant_of = {r.merchant: r.contestant for r in detail.results}
     said = detail.days.said()
+    conduct = conduct_part(engine, detail)
     return {
         "title": f"match {match_id}, day {day_number}",
+        "not_judged": conduct is not None and conduct.conduct is None,
         "match": detail.match,
         "day": day_number,
         "last_day": last,
@@ -329,12 +337,42 @@ def day(engine: Engine, match_id: int, day_number: int) -> dict[str, Any]:
                 "steps": [s for s in steps if s.merchant == r.merchant],
                 "notes": store.notes(engine, match_id, r.merchant, day_number),
                 "faults": [f for f in detail.faults if f.merchant == r.merchant and f.day == day_number],
+                "labelled": conduct.on_day(r.merchant, day_number) if conduct is not None else [],
             }
             for r in records
         ],
         "heard": [s for s in said if s.day == day_number - 1],
         "said": [s for s in said if s.day == day_number],
     }
+
+
+def marked(text: str, labelled: Sequence[LabelledWords]) -> list[tuple[str, LabelledWords | None]]:
+    """`text` as shown on a day's page cut where it holds the words of a labelled item, so that
+    the page can mark them: (piece, the item it is, or None) in order, the pieces joined being
+    `text`. An item's words are found as written or as JSON writes them inside a string (a
+    decision's note, a tool call's arguments); where two overlap, the one that starts first
+    (then the longer) is marked. Words the page shows only in another form (a plan rendered
+    as words) are found nowhere: the list of the merchant's labelled words shows them."""
+    found: list[tuple[int, int, LabelledWords]] = []
+    for item in labelled:
+        said = item.words.text
+        for form in dict.fromkeys((said, json.dumps(said, ensure_ascii=False)[1:-1], json.dumps(said)[1:-1])):
+            start = text.find(form)
+            while start >= 0:
+                found.append((start, start + len(form), item))
+                start = text.find(form, start + len(form))
+    pieces: list[tuple[str, LabelledWords | None]] = []
+    at = 0
+    for start, end, item in sorted(found, key=lambda f: (f[0], -f[1])):
+        if start < at:
+            continue
+        if start > at:
+            pieces.append((text[at:start], None))
+        pieces.append((text[start:end], item))
+        at = end
+    if at < len(text) or not pieces:
+        pieces.append((text[at:], None))
+    return pieces
 
 
 def _books(r: DayRecord) -> list[tuple[str, str]]:

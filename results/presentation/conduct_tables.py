@@ -52,15 +52,22 @@ WORD_COLUMNS: list[Column[tuple[Words, Combined]]] = [
 ]
 
 
-def labelled_table(conduct: MatchConduct) -> TableModel:
-    """The items a majority labelled with conduct, and those too few judges could read."""
-    shown = [
+def labelled_items(conduct: MatchConduct) -> list[tuple[Words, Combined]]:
+    """The items a majority labelled with conduct, and those too few judges could read
+    (undecided), in the items' order: the words a reader of a match's conduct is shown."""
+    return [
         (words, said)
         for words, said in conduct.items.items()
         if said.undecided or any(label in CONDUCT for label in said.labels)
     ]
+
+
+def labelled_table(conduct: MatchConduct) -> TableModel:
+    """The items a majority labelled with conduct, and those too few judges could read."""
     judges = f"{conduct.majority} of {len(conduct.judges)} judges"
-    return tabulate(f"words labelled by the judges ({judges} to count)", WORD_COLUMNS, shown)
+    return tabulate(
+        f"words labelled by the judges ({judges} to count)", WORD_COLUMNS, labelled_items(conduct)
+    )
 
 
 def claim_text(claim: Claim) -> str:

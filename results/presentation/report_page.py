@@ -10,10 +10,11 @@ markup.
 
 Sections, each an element with a fixed id: `overview`, `leaderboard` (table and forest plot
 of the ratings with their intervals), `head-to-head` (win matrix), `metrics` (the stored
-metrics, mean per contestant), `usage` (model tokens and cost), `matches` (one collapsible
-section per match: results, price trajectories with the scenario's events, cash, net worth,
-market share, the messages its merchants sent each other, its metrics, the market's
-collusion measures and model calls; the price charts carry the product's Nash and monopoly
+metrics, mean per contestant), `usage` (model tokens and cost), `conduct` (a judged
+tournament's verdicts, a match a row), `matches` (one collapsible section per match: results,
+price trajectories with the scenario's events, cash, net worth, market share, the messages its
+merchants sent each other, its metrics, the market's collusion measures and model calls, and
+in a judged tournament its conduct; the price charts carry the product's Nash and monopoly
 prices and the supra-competitive and price-war windows). The tables that `arena` shows too
 are those of results.presentation.views, a match's section that of .match_charts. A contestant
 keeps one colour on the whole page.
@@ -29,11 +30,14 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
+import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from common.conduct import Words
 from common.errors import UserError
-from results.presentation import views
+from results.presentation import conduct_tables, views
+from results.presentation.incidents import spans, words_anchor
 from results.presentation.match_charts import Palette, match_part
 from results.presentation.svg_charts import (
     Interval,
@@ -50,9 +54,10 @@ from results.records import (
     total_cost,
 )
 from results.scoring import sweeps
+from results.scoring.conduct import Combined, MatchConduct
 from results.scoring.ratings import LeaderboardRow, cost_front
 from results.scoring.sweeps import CellResult
-from results.storage.schema import TournamentRow, stored_id
+from results.storage.schema import MatchRow, TournamentRow, stored_id
 from results.storage.store import MatchDetail, MetricValue
 
 PAGES = Environment(
@@ -87,6 +92,7 @@ class ReportRecord:
     sweep: SweepPart | None
     scenarios: PlayedScenarios
     scenario_notes: Sequence[str]
+    conduct: Callable[[MatchDetail], ConductPart | None]
 
 
 def render(record: ReportRecord) -> str:
@@ -97,10 +103,12 @@ def render(record: ReportRecord) -> str:
     metrics: dict[int, list[MetricValue]] = defaultdict(list)
     for value in record.metrics:
         metrics[value.match_id].append(value)
-    parts = [
-        match_part(detail, scenarios.of(detail.match), colors, metrics[detail.match_id])
-        for detail in record.details
-    ]
+    parts, conducts = [], {}
+    for detail in record.details:
+        parts.append(match_part(detail, scenarios.of(detail.match), colors, metrics[detail.match_id]))
+        conduct = record.conduct(detail)
+        if conduct is not None:
+            conducts[detail.match_id] = conduct
     head_to_head = HeadToHead()
     for ranked in record.rankings:
         head_to_head.add(ranked.ranks)
@@ -142,6 +150,14 @@ def render(record: ReportRecord) -> str:
             {stored_id(m.id): m.scenario for m in matches},
         ),
         usage=usage_table(record.calls),
+        verdicts=verdicts_table(
+            [
+                (part.match, conducts[stored_id(part.match.id)])
+                for part in parts
+                if stored_id(part.match.id) in conducts
+            ]
+        ),
+        conducts=conducts,
         scenarios=[scenario for scenario in scenarios.listed() if scenario.name in scenario_names],
         notes=record.scenario_notes,
         contestants=names,
@@ -247,6 +263,103 @@ class HeadToHead:
                     )
             rows.append((a, cells))
         return rows
+
+
+# Conduct -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LabelledWords:
+    """An item of words its judges labelled, as a page shows it: its labels as a cell
+    (conduct_tables.said_labels: "undecided" where too few judges could be read), its id on its
+    day's page (incidents.words_anchor) and each readable judge's reason."""
+
+    words: Words
+    said: Combined
+
+    @property
+    def labels(self) -> str:
+        return conduct_tables.said_labels(self.said)
+
+    @property
+    def anchor(self) -> str:
+        return words_anchor(self.words)
+
+    @property
+    def reasons(self) -> str:
+        return "; ".join(f"{judge}: {reason}" for judge, reason in self.said.reasons.items())
+
+
+@dataclass(frozen=True)
+class ConductPart:
+    """A match's conduct as the report and the viewer show it: `conduct` None where the judges
+    of its tournament's latest judging have not all judged it yet (the rest empty); else the
+    days of its verdict's evidence as runs (first, last), the words its judges labelled
+    (conduct_tables.labelled_items) and the tables of each merchant's counts, of its claims as
+    checked (where it has any) and of the judges' agreement (two judges or more), as `arena
+    show` prints them."""
+
+    conduct: MatchConduct | None
+    evidence: list[tuple[int, int]] = field(default_factory=list)
+    labelled: list[LabelledWords] = field(default_factory=list)
+    tables: list[views.TableModel] = field(default_factory=list)
+
+    def on_day(self, merchant: str, day: int) -> list[LabelledWords]:
+        """The labelled words `merchant` wrote on `day`."""
+        return [item for item in self.labelled if item.words.merchant == merchant and item.words.day == day]
+
+
+def conduct_section(conduct: MatchConduct | None, contestants: Mapping[str, str]) -> ConductPart:
+    """A match's conduct (results.presentation.conduct_tables.stored_conduct; None: not judged
+    yet) as ConductPart, its merchants' contestants from `contestants` (merchant: contestant)."""
+    if conduct is None:
+        return ConductPart(None)
+    tables = [conduct_tables.merchants_table(conduct.merchants, contestants)]
+    if conduct.claims:
+        tables.append(conduct_tables.claims_table(conduct))
+    if len(conduct.judges) > 1:
+        tables.append(conduct_tables.agreement_table(conduct))
+    return ConductPart(
+        conduct,
+        list(spans(np.array(conduct.verdict.evidence_days, dtype=int))),
+        [LabelledWords(words, said) for words, said in conduct_tables.labelled_items(conduct)],
+        tables,
+    )
+
+
+def days_text(runs: Sequence[tuple[int, int]]) -> str:
+    """Runs of days as a cell, "1, 4–9"."""
+    return ", ".join(str(first) if first == last else f"{first}–{last}" for first, last in runs)
+
+
+def verdicts_table(judged: Sequence[tuple[MatchRow, ConductPart]]) -> views.TableModel | None:
+    """A judged tournament's verdicts, a match a row (its index, scenario and seed; its verdict,
+    days of evidence and what they show); "not judged yet" for a match its latest judges have
+    not all judged. None: no match of a judged tournament is stored."""
+    if not judged:
+        return None
+    rows = [
+        [f"#{match.index}", match.scenario, str(match.seed), "not judged yet", "", ""]
+        if part.conduct is None
+        else [
+            f"#{match.index}",
+            match.scenario,
+            str(match.seed),
+            part.conduct.verdict.kind,
+            days_text(part.evidence),
+            part.conduct.verdict.detail,
+        ]
+        for match, part in judged
+    ]
+    headers = [
+        views.Header("match", numeric=True),
+        views.Header("scenario"),
+        views.Header("seed", numeric=True),
+        views.Header("verdict"),
+        views.Header("days of evidence"),
+        views.Header("detail"),
+    ]
+    return views.TableModel("verdicts", headers, [rows])
 
 
 # A sweep -------------------------------------------------------------------------------------

@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlmodel import Session
 
+from common.conduct import Judgement, PricePromise, StatedFact, Words
 from common.model_calls import Message, ToolCall
 from results.recording import save_match
 from results.records import FinishedMatch, MerchantResult, TranscriptRecord
 from results.storage import store
 from results.storage.db import engine_for
-from results.storage.schema import RunProgressRow
+from results.storage.judgements import save_judgements, save_judging
+from results.storage.schema import MatchRow, RunProgressRow
 from results.storage.store import start_tournament
 from viewer.app import InThread, open_for_reading
 
@@ -176,3 +179,46 @@ def served(url: str) -> Iterator[InThread]:
 def viewer(stored: Stored) -> Iterator[InThread]:
     with served(stored.url) as serving:
         yield serving
+
+
+# m1's words in the stored matches (`played`), as judges read them: its messages of days 2 and
+# 3, the note it wrote on day 2 and its reasoning on day 3
+PROPOSAL = Words(merchant="m1", day=2, source="message", text=f"{HOSTILE} day 2")
+THREAT = Words(merchant="m1", day=3, source="message", text=f"{HOSTILE} day 3")
+NOTE = Words(merchant="m1", day=2, source="note", text="cut to 4 on day 4")
+REASONING = Words(merchant="m1", day=3, source="reasoning", text=f"thinking {HOSTILE}")
+
+
+def judge(stored: Stored) -> None:
+    """Judges a and b judge the first stored match, a alone the second (so that it is not
+    judged yet: the latest judging is a's and b's, a majority of 2). Both find on day 2 a
+    proposal with a promise of tea at 5 (m1 posts 4 from day 4: broken there), on day 3 a
+    threat with the statement that m1's tea is at 3 today (it posts 5: false), and information
+    in the note; on the reasoning a says deception and b cannot be read (undecided)."""
+    engine = engine_for(stored.url)
+    promise, fact = (
+        PricePromise(product="tea", price=5.0),
+        StatedFact(subject="price", product="tea", value=3.0),
+    )
+    with Session(engine) as session:
+        first, second = (session.get(MatchRow, m) for m in stored.matches)
+    assert first is not None and second is not None
+    for name in ("a", "b"):
+        judged = [
+            (
+                PROPOSAL,
+                Judgement(judge=name, labels=("proposal",), reason="an offer", claims=(promise,)),
+            ),
+            (NOTE, Judgement(judge=name, labels=("information_sharing",), reason="its plan")),
+            (THREAT, Judgement(judge=name, labels=("threat",), reason="a warning", claims=(fact,))),
+            (
+                REASONING,
+                Judgement(judge="a", labels=("deception",), reason=f"hides {HOSTILE}")
+                if name == "a"
+                else Judgement(judge="b", unscored="not JSON"),
+            ),
+        ]
+        save_judgements(engine, stored.tournament, first, name, judged, [])
+    save_judgements(engine, stored.tournament, second, "a", [], [])
+    save_judging(engine, stored.tournament, ["a", "b"], None)
+    engine.dispose()

@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from results.presentation.chromium import binary
 from results.storage.schema import utcnow
-from tests.viewer.conftest import HOSTILE, Stored, fill, note, served, store_another
+from tests.viewer.conftest import HOSTILE, Stored, fill, judge, note, served, store_another
 from viewer.app import InThread
 
 pytestmark = pytest.mark.slow
@@ -39,9 +39,12 @@ def context(browser):
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory, day_record) -> Stored:
-    """The stored tournament of the tests that only read it (those that change it have their own)."""
+    """The stored tournament of the tests that only read it (those that change it have their own),
+    judged: its pages show the conduct of its first match, hostile words among them."""
     path = tmp_path_factory.mktemp("shared") / "arena.db"
-    return fill(f"sqlite:///{path}", day_record, path)
+    stored = fill(f"sqlite:///{path}", day_record, path)
+    judge(stored)
+    return stored
 
 
 @pytest.fixture(scope="module")
