@@ -11,10 +11,14 @@ Reading a form checks nothing of its own about numbers: the texts typed go into 
 operations as a model's JSON would carry them, and the market's rules judge them
 (market.operations.judge_day: the operation's schema reads the number, then the ceilings,
 whole units, promotions allowed, and cash in the decision's order), with the message as the
-market delivers it (market.types.delivered). The first operation refused, or the message,
-becomes one `Refusal` naming its field with the market's reason; otherwise the whole decision
-is returned. The one rule of the form itself: a promotion needs both its discount and its
-days, or neither.
+market delivers it (market.types.delivered). The first field at fault in the form's order
+becomes one `Refusal` naming it with the market's reason; otherwise the whole decision is
+returned. The one rule of the form itself: a promotion needs both its discount and its days,
+or neither.
+
+Fields are named for what they fill, the same every day: `collect`, `price.P`, `order.P` (the
+usual supplier), `order.P.S` (supplier S), `advertise`, `promote.P.discount` and
+`promote.P.days`, `message`, `note` (P a product's id, S a supplier's name: neither has a dot).
 """
 
 from __future__ import annotations
@@ -60,11 +64,6 @@ class Slot:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
-
-    @property
-    def identity(self) -> tuple[str | None, ...]:
-        """What tells its operations from others': kind, product, supplier (None: not named)."""
-        return self.operation["op"], self.operation.get("product"), self.operation.get("supplier")
 
 
 @dataclass(frozen=True)
@@ -130,11 +129,11 @@ class DayForm:
         """The fields as they read into `decision`, by name (empty ones left out); raises
         ValueError for what the form has no field for (a second price of one product, a wait,
         a plan, a message where merchants do not talk)."""
-        slots = {slot.identity: slot for slot in self.slots}
+        slots = {_identity(slot.operation): slot for slot in self.slots}
         filled: dict[str, str] = {}
         for index, op in enumerate(decision.operations):
             fields = op.__dict__
-            slot = slots.pop((op.op, fields.get("product"), fields.get("supplier")), None)
+            slot = slots.pop(_identity(fields), None)
             if slot is None:
                 raise ValueError(f"operation {index} ({op.op}) has no field of its own in this form")
             for f in slot.fields:
@@ -235,6 +234,12 @@ def _promotion_slots(scenario: Scenario) -> list[Slot]:
         )
         slots.append(Slot(f"promotion of {p.id}", {"op": "promote", "product": p.id}, (discount, days)))
     return slots
+
+
+def _identity(operation: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """What tells an operation's slot from the others': its kind, product and supplier (None:
+    none named)."""
+    return operation["op"], operation.get("product"), operation.get("supplier")
 
 
 def _words(submitted: Mapping[str, str], field: FormField) -> str | None:
