@@ -24,7 +24,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "results": {"market", "common"},
     "tournaments": {"contestants", "results", "market", "common"},
     "viewer": {"tournaments", "results", "market", "common"},
-    "arena": {"viewer", "tournaments", "contestants", "results", "market", "common"},
+    "seats": {"contestants", "market", "common"},
+    "arena": {"viewer", "seats", "tournaments", "contestants", "results", "market", "common"},
 }
 
 LONGEST_FUNCTION = 80

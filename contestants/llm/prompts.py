@@ -201,7 +201,7 @@ def daily_report(observation: Observation) -> str:
     if o.yesterday is not None:
         lines += _yesterday_lines(o.yesterday)
     lines += _others_lines(o)
-    lines += [_event_line(e) for e in o.events]
+    lines += [event_line(e) for e in o.events]
     return "\n".join(lines)
 
 
@@ -274,7 +274,7 @@ def _others_lines(o: Observation) -> list[str]:
     return lines
 
 
-def _event_line(e: EventNotice) -> str:
+def event_line(e: EventNotice) -> str:
     """The report's line on an event: a regulator's price cap or order, a trend, a shock."""
     target = e.product or "every product"
     effect = "demand" if e.kind == "demand" else "unit cost"
