@@ -318,7 +318,7 @@ def conduct_section(conduct: MatchConduct | None, contestants: Mapping[str, str]
     if conduct.claims:
         tables.append(conduct_tables.claims_table(conduct))
     if len(conduct.judges) > 1:
-        tables.append(conduct_tables.agreement_table(conduct))
+        tables.append(conduct_tables.agreement_table(conduct.agreement))
     return ConductPart(
         conduct,
         list(spans(np.array(conduct.verdict.evidence_days, dtype=int))),
