@@ -19,7 +19,7 @@ from results.records import FinishedMatch, MerchantResult, TranscriptRecord
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.judgements import save_judgements, save_judging
-from results.storage.schema import MatchRow, RunProgressRow
+from results.storage.schema import MatchRow, RunProgressRow, stored_id
 from results.storage.store import start_tournament
 from viewer.app import InThread, open_for_reading
 
@@ -203,6 +203,7 @@ def judge(stored: Stored) -> None:
     with Session(engine) as session:
         first, second = (session.get(MatchRow, m) for m in stored.matches)
     assert first is not None and second is not None
+    first_id, second_id = stored_id(first.id), stored_id(second.id)
     for name in ("a", "b"):
         judged = [
             (
@@ -218,7 +219,7 @@ def judge(stored: Stored) -> None:
                 else Judgement(judge="b", unscored="not JSON"),
             ),
         ]
-        save_judgements(engine, stored.tournament, first, name, judged, [])
-    save_judgements(engine, stored.tournament, second, "a", [], [])
+        save_judgements(engine, stored.tournament, first_id, first.key, name, judged, [])
+    save_judgements(engine, stored.tournament, second_id, second.key, "a", [], [])
     save_judging(engine, stored.tournament, ["a", "b"], None)
     engine.dispose()
