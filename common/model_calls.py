@@ -17,6 +17,14 @@ from pydantic import (
 
 CallPurpose = Literal["decide", "repair", "recall", "off_path", "reflect", "step", "compact", "judge"]
 
+NOTE_TOOL, FORGET_TOOL, PLAN_TOOL = "write_note", "delete_note", "state_plan"
+"""An agent's tools (contestants.llm.agent) whose words results reads back from a transcript:
+the notes it keeps (results.storage.transcript_codec) and what it wrote (results.scoring.conduct)."""
+
+NOTEBOOKS = ("plans", "insights")
+"""A `memory: plans` decision's notebooks (contestants.llm.decision_mode): what the merchant
+writes for itself, which results reads as its notes."""
+
 
 class ToolCall(BaseModel):
     """A tool the model asked to use: the call's id (the provider's, which the result names),

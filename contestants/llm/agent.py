@@ -25,6 +25,7 @@ from typing import Any
 
 from simpleeval import DEFAULT_OPERATORS, InvalidExpression, NumberTooHigh, SimpleEval
 
+from common.model_calls import FORGET_TOOL, NOTE_TOOL, PLAN_TOOL
 from contestants.calls.types import Completion, Message, Tool, ToolCall
 from contestants.llm.prompts import HistoryRow, daily_report, history_row, history_table
 from market.accounting import kept_revenue
@@ -94,7 +95,7 @@ READING_TOOLS = (
         parameters=_object({"expression": {"type": "string", "maxLength": EXPRESSION_CHARS}}),
     ),
     Tool(
-        name="write_note",
+        name=NOTE_TOOL,
         description="Keep a note under a key for the rest of the match (replaces the key's note).",
         parameters=_object(
             {
@@ -109,7 +110,7 @@ READING_TOOLS = (
         parameters=_object({"key": _nullable("string", "null: all notes")}),
     ),
     Tool(
-        name="delete_note",
+        name=FORGET_TOOL,
         description="Delete the note under a key.",
         parameters=_object({"key": {"type": "string"}}),
     ),
@@ -183,7 +184,7 @@ def _added_tools(scenario: Scenario, product: dict[str, Any], talk: bool, plan: 
     if plan:
         tools.append(
             Tool(
-                name="state_plan",
+                name=PLAN_TOOL,
                 description="State the price you intend to hold for a product in the coming days "
                 "(not an operation: it stands until you state another).",
                 parameters=_object({"product": product, "price": {"type": "number"}}),

@@ -46,7 +46,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from common.errors import first_problem
-from common.model_calls import CallPurpose
+from common.model_calls import NOTEBOOKS, CallPurpose
 from contestants.base import OffPathQuestion, RecallQuestion
 from contestants.calls.types import Completion, CompletionRequest, Message
 from contestants.llm.caller import Asking, Caller
@@ -86,7 +86,7 @@ REFLECT_SCHEMA = {
 NOTEBOOK_CHARS = 600  # the most the plans and the insights of plans memory may hold, each
 # Fields the merchant asks the model for on its own account, set aside before the decision goes
 # to the market (market.types.Decision has none of them).
-OWN_FIELDS = ("reasoning", "plans", "insights")
+OWN_FIELDS = ("reasoning", *NOTEBOOKS)
 
 
 def decision_schema(
@@ -104,7 +104,7 @@ def decision_schema(
         del properties["message"]
     if plans_and_insights:
         notebook = {"type": "string", "maxLength": NOTEBOOK_CHARS}
-        properties = {"plans": notebook, "insights": notebook, **properties}
+        properties = {**dict.fromkeys(NOTEBOOKS, notebook), **properties}
     if think:
         properties = {"reasoning": {"type": "string", "maxLength": 800}, **properties}
     return {**DECISION_SCHEMA, "$defs": defs, "properties": properties, "required": list(properties)}

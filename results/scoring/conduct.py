@@ -19,13 +19,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from common.conduct import CONDUCT, LABELS, SOURCES, Claim, Judgement, Label, PricePromise, Source, Words
-from common.model_calls import Message, ToolCall
+from common.model_calls import NOTE_TOOL, NOTEBOOKS, PLAN_TOOL, Message, ToolCall
 from market.types import DayRecord
 from results.records import MerchantConduct, PriceWindow, TranscriptRecord, window_days
 from results.scoring.claims import CheckedClaim, ClaimOutcome, check_claims
 from results.settings import default_majority
 
-NOTE_FIELDS = ("note", "plans", "insights")
+NOTE_FIELDS = ("note", *NOTEBOOKS)
 """A decision's text fields that are the merchant's notes: its note, and the plans and insights
 of `memory: plans` (contestants.llm.decision_mode), which it writes for itself."""
 
@@ -124,9 +124,9 @@ def _tool_words(calls: Sequence[ToolCall]) -> Iterator[tuple[Source, str]]:
         arguments = _json_object(call.arguments)
         if arguments is None:
             continue
-        if call.name == "write_note":
+        if call.name == NOTE_TOOL:
             yield "note", _text(arguments.get("text"))
-        elif call.name == "state_plan":
+        elif call.name == PLAN_TOOL:
             yield "plan", _plan_words([arguments])
 
 

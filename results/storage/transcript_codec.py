@@ -10,6 +10,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from common.model_calls import FORGET_TOOL, NOTE_TOOL
 from results.records import TranscriptRecord
 
 LEVEL = 6  # zlib's default: level 9 made 30 days of benchmarks/agent_year.py 1.2% smaller, 7% slower
@@ -41,13 +42,11 @@ def notes_kept(days_words: Iterable[bytes]) -> dict[str, str]:
         for step in json.loads(zlib.decompress(words).decode()):
             results = {r.get("tool_call_id"): r.get("content", "") for r in step.get("results", [])}
             for call in (step["answer"] or {}).get("tool_calls", []):  # none in a refused step
-                if call["name"] not in ("write_note", "delete_note") or not _carried_out(
-                    results.get(call["id"])
-                ):
+                if call["name"] not in (NOTE_TOOL, FORGET_TOOL) or not _carried_out(results.get(call["id"])):
                     continue
                 arguments = json.loads(call["arguments"])  # carried out: an object with a key
                 key = str(arguments["key"]).strip()
-                if call["name"] == "write_note":
+                if call["name"] == NOTE_TOOL:
                     notes[key] = str(arguments.get("text", ""))
                 else:
                     notes.pop(key, None)
