@@ -164,9 +164,10 @@ def typical_answer(name: str, schema: dict[str, Any], operations: list[dict[str,
         answer = {}
         if "reasoning" in properties:
             answer["reasoning"] = "x" * _chars(properties["reasoning"], REASONING_CHARS)
-        for notebook in ("plans", "insights"):
+        # two texts, as a model's plans and insights are: a judge reads them as two items
+        for notebook, letter in (("plans", "x"), ("insights", "y")):
             if notebook in properties:
-                answer[notebook] = "x" * _chars(properties[notebook], NOTEBOOK_CHARS)
+                answer[notebook] = letter * _chars(properties[notebook], NOTEBOOK_CHARS)
         answer["operations"] = operations[: properties.get("operations", {}).get("maxItems", len(operations))]
         answer["note"] = "x" * _chars(_string_of(properties.get("note", {})), NOTE_CHARS)
         if "plan" in properties:

@@ -133,6 +133,22 @@ def test_reading_only_messages_counts_fewer_items(tmp_path):
     assert 0 < messages.judges[0].input_tokens[0] < every.judges[0].input_tokens[0]
 
 
+def test_a_rehearsed_merchant_writes_the_words_of_its_typical_answers(tmp_path):
+    """By hand, a rehearsed decision (contestants.llm.rehearsal.typical_answer) of a merchant
+    that thinks, states its plan and keeps plans and insights, where merchants talk, writes
+    each day its reasoning, a note, its plans, its insights, its plan and a message (6 items),
+    and reflects from day 2 (a note): over 3 days, 20 items. A rehearsed agent's day is its
+    operations and end_day, and an off-path answer a number: no words."""
+    thinking = "{model: openai/gpt-4.1-mini, memory: plans, think: true, reflect: true, plan: true}"
+    contestants = [
+        f"{{name: talker, kind: llm, params: {thinking}}}",
+        "{name: agent, kind: llm, params: {model: openai/gpt-4.1-mini, mode: agent, max_steps: 2}}",
+    ]
+    path = tournament_file(tmp_path, contestants, 3, conduct="off_path: {days: [2], price: nash}\n")
+    [judge, _] = estimate(load_tournament(path)).judges
+    assert judge.calls == (20, 20)
+
+
 def test_validate_shows_the_judges_apart_and_a_judge_without_a_price_as_such(tmp_path):
     """--json: the judges under `judging`, the merchants' `estimate` unchanged (these rules call
     no model: their total alone, nothing); a model without a price: "no price", null in JSON."""
