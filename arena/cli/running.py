@@ -350,7 +350,8 @@ def validate(
     """Check a tournament file and its scenarios: nothing is played and nothing is written.
 
     --ping checks that every model answers (a key refused, a model that does not exist, a
-    parameter it refuses); --estimate foresees the model calls of the whole tournament.
+    parameter it refuses); --estimate foresees the model calls of the whole tournament, and
+    those of its `conduct:` section's judges apart.
     """
     with user_errors():
         tournament = load_tournament(config)
