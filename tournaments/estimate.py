@@ -63,7 +63,8 @@ Span = tuple[int, int]  # one step a day, the most
 @dataclass
 class Estimate:
     """One contestant's model calls over the whole tournament (or all contestants': "total"),
-    each figure from one step a day to the most (see the module's docstring)."""
+    each figure from one step a day to the most (see the module's docstring); or one judge's
+    (`contestant` its name), from answers of the usual size to the most."""
 
     contestant: str
     model: str

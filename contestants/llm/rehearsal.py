@@ -149,8 +149,8 @@ def typical_answer(name: str, schema: dict[str, Any], operations: list[dict[str,
         answer: dict[str, Any] = {"value": RECALLED}
     elif name == "judgement":  # contestants.llm.judge's schema
         claims = properties.get("claims", {})
-        claim = {key: None for key in _defined(schema, claims.get("items", {})).get("properties", {})}
-        claim.update(kind="promise", product=_products(schema)[0], price=19.99)
+        claim: dict[str, Any] = dict.fromkeys(_defined(schema, claims.get("items", {})).get("properties", {}))
+        claim.update(kind="promise", product=_products(schema)[0], price=19.99)  # the rest null
         answer = {
             "labels": ["none"],
             "reason": "x" * _chars(properties.get("reason", {}), JUDGE_REASON_CHARS),
