@@ -167,6 +167,8 @@ def test_validate_shows_the_judges_apart_and_a_judge_without_a_price_as_such(tmp
     assert printed.exit_code == 0, printed.output
     row = next(line for line in printed.stdout.splitlines() if "unpriced-test" in line)
     assert "18" in row and "no price" in row and "the judges' model calls" in printed.stdout
+    unasked = CliRunner().invoke(app, ["validate", str(path), "--json"])
+    assert unasked.exit_code == 0 and json.loads(unasked.stdout)["judging"] is None  # as `estimate`
 
 
 def test_without_a_conduct_section_validate_shows_no_judges(tmp_path):
