@@ -362,20 +362,20 @@ def validate(
         shown = {
             **_summary(config, tournament, matches),
             "ping": failures if ping else None,
-            "estimate": [asdict(e) for e in estimates.contestants] if estimates else None,
+            "estimate": [asdict(e) for e in estimates.contestants] if estimates is not None else None,
         }
         if tournament.spec.conduct is not None:  # the judges' calls, apart from the merchants'
-            shown["judging"] = [_judging_row(e) for e in estimates.judges] if estimates else None
+            shown["judging"] = [_judging_row(e) for e in estimates.judges] if estimates is not None else None
         print(json.dumps(shown, indent=2))
     else:
         out_print(_ok_line(config, tournament, matches))
         for failure in failures:
             err_print(f"error: {failure['contestant']}: {failure['error']}")
-        if estimates:
+        if estimates is not None:
             out.print(_estimate_table(estimates.contestants))
             if estimates.judges:
                 out.print(_judging_table(estimates.judges))
-    _estimate_warnings(estimates.contestants if estimates else [])
+    _estimate_warnings(estimates.contestants if estimates is not None else [])
     if failures:
         raise typer.Exit(EXIT_BROKEN_MODEL)
 
