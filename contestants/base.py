@@ -345,6 +345,12 @@ class Judge(ABC):
         ContestantConfigError. A hook: a judge that depends on nothing outside checks nothing."""
         return None
 
+    @classmethod
+    def calls_outlook(cls, params: Params, prices: dict[str, Any]) -> CallsOutlook | None:
+        """What its model calls will take, for an estimate (tournaments.estimate), with `prices`
+        the tournament's; None: it calls no model."""
+        return None
+
     @property
     @abstractmethod
     def calls(self) -> list[ModelCall]:

@@ -27,17 +27,30 @@ for the run would stop there too. A rehearsed day on which a merchant's turn fai
 (a fault) is counted and said, as is a bankruptcy: the estimate leaves out what such days would
 have called. What a contestant's calls may take at most is its kind's to say
 (Contestant.calls_outlook).
+
+A tournament with a `conduct:` section has its judges' calls foreseen apart from the
+merchants': each judge reads every item of the words of each rehearsed match (one step a day's
+rehearsal) as the run would read them from the stored match (results.scoring.conduct.words_of,
+narrowed by the section's `read:`), with its real prompts, counted as its provider counts them,
+and a typical judgement as its answer (contestants.llm.rehearsal); the range runs from answers of
+that size to every answer max_tokens long. Words a rehearsal does not write are not foreseen
+(docs/conduct.md, Estimates).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.conduct import Source, Words
 from common.yaml_files import ConfigError
 from contestants.base import CallsOutlook, RehearsedDay, RunOptions
+from contestants.calls.coordinator import CallsStopped
+from contestants.kinds import judge_for
 from results.records import Fault, ModelCallRecord, StoppedMatch, total_cost
+from results.scoring.conduct import words_of
 from tournaments.config import ContestantEntry, Tournament
 from tournaments.deviation_paths import DEVIATED_SUFFIX
 from tournaments.match import Match, MatchRules, play_here
@@ -50,7 +63,8 @@ Span = tuple[int, int]  # one step a day, the most
 @dataclass
 class Estimate:
     """One contestant's model calls over the whole tournament (or all contestants': "total"),
-    each figure from one step a day to the most (see the module's docstring)."""
+    each figure from one step a day to the most (see the module's docstring); or one judge's
+    (`contestant` its name), from answers of the usual size to the most."""
 
     contestant: str
     model: str
@@ -79,20 +93,39 @@ def _sum(a: tuple[Any, Any], b: tuple[Any, Any]) -> Any:
     return (a[0] + b[0], a[1] + b[1])
 
 
-def estimate(tournament: Tournament) -> list[Estimate]:
+@dataclass
+class Estimates:
+    """A tournament's model calls before any is made: its contestants' (one Estimate per
+    contestant that calls a model, then their total) and, apart, its judges' (one per judge of
+    its `conduct:` section, named as its judgements are, then their total; none without one)."""
+
+    contestants: list[Estimate]
+    judges: list[Estimate]
+
+
+def estimate(tournament: Tournament) -> Estimates:
     """Per contestant that calls a model (and model, where a sweep varies it), in the file's
-    order, over every cell of a sweep; then the total."""
-    estimates: dict[tuple[str, str], Estimate] = {}
+    order, and per judge, in the section's order, over every cell of a sweep; each with its
+    total."""
+    contestants: dict[tuple[str, str], Estimate] = {}
+    judges: dict[tuple[str, str], Estimate] = {}
     for cell in tournament.each_cell():
-        for one in _estimate_cell(cell.tournament):
-            estimates.setdefault((one.contestant, one.model), Estimate(one.contestant, one.model)).add(one)
+        merchants, judging = _estimate_cell(cell.tournament)
+        for found, ones in ((contestants, merchants), (judges, judging)):
+            for one in ones:
+                found.setdefault((one.contestant, one.model), Estimate(one.contestant, one.model)).add(one)
+    return Estimates(_with_total(contestants.values()), _with_total(judges.values()) if judges else [])
+
+
+def _with_total(estimates: Collection[Estimate]) -> list[Estimate]:
     total = Estimate("total", "")
-    for one in estimates.values():
+    for one in estimates:
         total.add(one)
-    return [*estimates.values(), total]
+    return [*estimates, total]
 
 
-def _estimate_cell(tournament: Tournament) -> list[Estimate]:
+def _estimate_cell(tournament: Tournament) -> tuple[list[Estimate], list[Estimate]]:
+    """The cell's contestants' estimates and its judges'."""
     spec = tournament.spec
     plans = plan_tournament(spec)
     outlooks = {
@@ -100,11 +133,12 @@ def _estimate_cell(tournament: Tournament) -> list[Estimate]:
         for name, plan in plans.items()
         if (outlook := plan.kind.calls_outlook(plan.params, spec.prices)) is not None
     }
-    one_step = _rehearse(tournament, plans, outlooks, "fewest")
+    read = spec.conduct.read if spec.conduct is not None else ()
+    one_step = _rehearse(tournament, plans, outlooks, "fewest", read)
     # the market plays the same in both rehearsals (an agent's operations are the same either way)
     steps = any(outlook.steps for outlook in outlooks.values())
     longest = _rehearse(tournament, plans, outlooks, "longest").calls if steps else {}
-    return [
+    merchants = [
         _of(
             name,
             outlook,
@@ -115,17 +149,30 @@ def _estimate_cell(tournament: Tournament) -> list[Estimate]:
         )
         for name, outlook in outlooks.items()
     ]
+    return merchants, _judging(tournament, one_step.words)
+
+
+@dataclass(frozen=True)
+class MatchWords:
+    """A rehearsed match's words as its judges would read them: the items, and the products
+    of its market."""
+
+    key: str
+    items: list[Words]
+    products: list[str]
 
 
 @dataclass
 class Rehearsed:
     """Every match of a schedule rehearsed, by contestant: its calls (of a probed match's
     deviated path, those the match did not ask already), in how many matches it went bankrupt,
-    and where and why its turn failed (each day as "day D of MATCH: fault")."""
+    and where and why its turn failed (each day as "day D of MATCH: fault"); and each match's
+    words, of the sources asked for."""
 
     calls: dict[str, list[ModelCallRecord]] = field(default_factory=lambda: defaultdict(list))
     bankrupt: Counter[str] = field(default_factory=Counter)
     failed: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    words: list[MatchWords] = field(default_factory=list)
 
     def fail(self, key: str, faults: list[Fault]) -> None:
         """Count the `faults` of the match (or path) `key`."""
@@ -138,9 +185,11 @@ def _rehearse(
     plans: dict[str, ContestantPlan],
     outlooks: dict[str, CallsOutlook],
     day: RehearsedDay,
+    read: Collection[Source] = (),
 ) -> Rehearsed:
-    """Every match of the schedule rehearsed with agents' days as `day` says. ConfigError, with
-    the run's own line, where a rehearsal stops as the run would."""
+    """Every match of the schedule rehearsed with agents' days as `day` says, and its words of
+    the sources in `read` kept. ConfigError, with the run's own line, where a rehearsal stops
+    as the run would."""
     spec = tournament.spec
     rehearsed = plan_contestants(_rehearsed(entry, plans[entry.name]) for entry in spec.contestants)
     rules = MatchRules.of(spec, RunOptions(rehearse=day, no_cache=True, prices=spec.prices))
@@ -151,6 +200,10 @@ def _rehearse(
         if isinstance(played, StoppedMatch):  # a rehearsal calls no model: only a request that cannot fit
             raise ConfigError(tournament.path, None, f"{played.reason} (rehearsed: match {match.key})")
         found.bankrupt.update(m.contestant for m in played.merchants if m.bankrupt_day is not None)
+        if read:  # the main path's, as the run stores it (a deviated path's words are not judged)
+            days = played.days_played
+            products = list(dict.fromkeys(p for record in days for p in record.prices))  # as the run's
+            found.words.append(MatchWords(match.key, words_of(days, played.transcript, read), products))
         found.fail(match.key, played.faults)
         deviated = played.deviation.calls if played.deviation is not None else []
         if played.deviation is not None:
@@ -199,3 +252,33 @@ def _of(
         len(failed),
         failed[0] if failed else None,
     )
+
+
+def _judging(tournament: Tournament, matches: Sequence[MatchWords]) -> list[Estimate]:
+    """Each judge of the tournament's `conduct:` section, rehearsed, reading every item of
+    `matches` (one call an item): its calls summed into ranges as a contestant's are, from
+    answers of the usual size to every answer max_tokens long. ConfigError, with the run's own
+    line, where an item's request cannot fit the judge's window."""
+    spec = tournament.spec
+    if spec.conduct is None:
+        return []
+    options = RunOptions(rehearse="fewest", no_cache=True, prices=spec.prices)
+    estimates = []
+    for entry in spec.conduct.judges:
+        judge = judge_for(entry, options)
+        outlook = type(judge).calls_outlook(judge.params, spec.prices)
+        if outlook is None:  # a judge that calls no model
+            continue
+        for match in matches:
+            try:
+                for item in match.items:
+                    judge.judge(item, match.products)
+            except CallsStopped as exc:
+                raise ConfigError(
+                    tournament.path, None, f"{exc} (rehearsed: judging match {match.key})"
+                ) from None
+        calls = [
+            ModelCallRecord(**c.model_dump(), merchant=judge.name, contestant=judge.name) for c in judge.calls
+        ]
+        estimates.append(_of(judge.name, outlook, calls, [], 0, []))
+    return estimates

@@ -351,27 +351,32 @@ def validate(
     """Check a tournament file and its scenarios: nothing is played and nothing is written.
 
     --ping checks that every model answers (a key refused, a model that does not exist, a
-    parameter it refuses); --estimate foresees the model calls of the whole tournament.
+    parameter it refuses); --estimate foresees the model calls of the whole tournament, and
+    those of its `conduct:` section's judges apart.
     """
     with user_errors():
         tournament = load_tournament(config)
     matches = schedule(tournament)
     failures = _ping(tournament) if ping else []
-    estimates = _estimate(tournament) if estimate else []
+    estimates = _estimate(tournament) if estimate else None
     if as_json:
         shown = {
             **_summary(config, tournament, matches),
             "ping": failures if ping else None,
-            "estimate": [asdict(e) for e in estimates] if estimate else None,
+            "estimate": [asdict(e) for e in estimates.contestants] if estimates is not None else None,
         }
+        if tournament.spec.conduct is not None:  # the judges' calls, apart from the merchants'
+            shown["judging"] = [_judging_row(e) for e in estimates.judges] if estimates is not None else None
         print(json.dumps(shown, indent=2))
     else:
         out_print(_ok_line(config, tournament, matches))
         for failure in failures:
             err_print(f"error: {failure['contestant']}: {failure['error']}")
-        if estimate:
-            out.print(_estimate_table(estimates))
-    _estimate_warnings(estimates)
+        if estimates is not None:
+            out.print(_estimate_table(estimates.contestants))
+            if estimates.judges:
+                out.print(_judging_table(estimates.judges))
+    _estimate_warnings(estimates.contestants if estimates is not None else [])
     if failures:
         raise typer.Exit(EXIT_BROKEN_MODEL)
 
@@ -427,7 +432,7 @@ def _ping(tournament: Tournament) -> list[dict[str, str]]:
     return failures
 
 
-def _estimate(tournament: Tournament) -> list[Any]:
+def _estimate(tournament: Tournament) -> Any:
     from tournaments.estimate import (
         estimate,
     )  # rehearses matches: imports what plays them, Ray's errors among it
@@ -457,9 +462,47 @@ def _estimate_table(estimates: list[Any]) -> Table:
             ", ".join(f"{purpose} {_span(n)}" for purpose, n in e.by_purpose.items()),
             _span(e.input_tokens),
             _span(e.output_tokens),
-            "no price" if e.cost is None else _span(e.cost, "{:.4f}"),
+            _cost(e),
         )
     return table
+
+
+def _judging_table(estimates: list[Any]) -> Table:
+    """tournaments.estimate.Estimate rows of judges: from answers of the usual size to every
+    answer max_tokens long."""
+    table = Table(
+        "judge",
+        "model",
+        "calls",
+        "input tokens",
+        "output tokens",
+        "cost $",
+        title="the judges' model calls, one an item, apart from the merchants', from answers of the "
+        "usual size to max_tokens each (estimated: see docs/conduct.md, Estimates)",
+    )
+    for e in estimates:
+        table.add_row(
+            e.contestant,
+            escape(e.model),
+            _span(e.calls),
+            _span(e.input_tokens),
+            _span(e.output_tokens),
+            _cost(e),
+        )
+    return table
+
+
+def _judging_row(estimate: Any) -> dict[str, Any]:
+    """A judge's Estimate for --json: what of it applies to a judge."""
+    return {
+        "judge": estimate.contestant,
+        **{k: getattr(estimate, k) for k in ("model", "calls", "input_tokens", "output_tokens", "cost")},
+    }
+
+
+def _cost(estimate: Any) -> str:
+    """An estimate's cost in USD as a range, or "no price" for a model without one."""
+    return "no price" if estimate.cost is None else _span(estimate.cost, "{:.4f}")
 
 
 def _span(span: tuple[float, float], fmt: str = "{:,}") -> str:

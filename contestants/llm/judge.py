@@ -19,6 +19,10 @@ to a claim's kind are ignored; a repeated label counts once; a reason longer tha
 is cut there (strict modes cannot bound a string's length, and a good judgement is not thrown
 away for a long sentence). A call that fails (the provider's errors after its retries, the
 budget spent, a missing key) raises, as every model call does.
+
+Rehearsed (RunOptions.rehearse: `arena validate --estimate`), it builds each item's request as
+in a run and the rehearsal answers it in the provider's place (contestants.llm.rehearsal): the
+prompt counted as the provider counts it, the answer a typical one, nothing called.
 """
 
 from __future__ import annotations
@@ -43,13 +47,14 @@ from common.conduct import (
 )
 from common.errors import FieldError, first_problem
 from common.model_calls import ModelCall
-from contestants.base import Judge, JudgeFailed, Params, RunOptions
+from contestants.base import CallsOutlook, Judge, JudgeFailed, Params, RunOptions
 from contestants.calls.types import Completion, CompletionRequest, Message
 from contestants.llm.caller import Asking, Caller
 from contestants.llm.errors import ProviderConfigError, ProviderError
-from contestants.llm.merchant import check_callable, provider_for
+from contestants.llm.merchant import LLMMerchant, check_callable, provider_for
 from contestants.llm.params import LLMParams
 from contestants.llm.prompts import template, versions
+from contestants.llm.rehearsal import Rehearsal
 
 REASON_CHARS = 200  # one short sentence
 MOST_CLAIMS = 4  # an item of a few sentences rarely states more
@@ -202,7 +207,9 @@ class ModelJudge(Judge):
         super().__init__(params, options)
         self.name = params.name or params.model
         self.provider = provider_for(params, options.for_contestant(f"judge {self.name}"))
-        self.caller = Caller(params, self.provider, None)
+        # in a rehearsal (an estimate) the answers are typical ones, and nothing is called
+        rehearsal = Rehearsal(self.provider, options.rehearse) if options.rehearse is not None else None
+        self.caller = Caller(params, self.provider, rehearsal)
         self.rubric = template("judge").render()
 
     @classmethod
@@ -211,6 +218,13 @@ class ModelJudge(Judge):
         take, a structured mode it lacks) is a validation error, not a failure at the first item."""
         assert isinstance(params, JudgeParams)
         check_callable(params, judgement_schema(()), SCHEMA_NAME)
+
+    @classmethod
+    def calls_outlook(cls, params: Params, prices: dict[str, Any]) -> CallsOutlook:
+        """As a language-model merchant's deciding in one answer: its calls (one per item) at
+        most max_tokens long each, at `prices` under the judge's own; a judge's answer is never
+        repaired (one that cannot be read is unscored)."""
+        return LLMMerchant.calls_outlook(params, prices)
 
     @property
     def calls(self) -> list[ModelCall]:

@@ -15,6 +15,10 @@ stays in business to the match's last day and every day's calls are counted. Mad
 orders that do not fit the scenario's costs, or none at all (fixed costs with no sales), would
 send it bankrupt, and a match cut short would be an estimate cut short. What a real run's calls
 may take at most, beyond what a rehearsal counts, is the merchant's `Outlook`.
+
+A judge (contestants.llm.judge) is rehearsed the same way: it reads the words of the rehearsed
+matches with its real prompts, counted as its provider counts them, and is answered a typical
+judgement.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ MESSAGE_CHARS = 120  # a message to rivals: a price and a condition
 REFLECTION_CHARS = 300
 SUMMARY_CHARS = 1_000  # what an agent's summary of its oldest turns usually holds
 REASONING_CHARS = 400
+JUDGE_REASON_CHARS = 100  # a judge's reason: one short sentence
 NOTEBOOK_CHARS = 200  # what plans and insights (plans memory) usually hold, each
 RECALLED = 1234.56  # a number answered to a recall or off-path question
 
@@ -137,10 +142,20 @@ def typical_answer(name: str, schema: dict[str, Any], operations: list[dict[str,
     """The compact JSON of a usual answer to `schema` (a decision: its reasoning, plans and
     insights where asked for, `operations` (as many as the schema allows), a note, a plan and a
     message where the schema has them; a memory or an off-path answer; a reflection; an agent's
-    summary)."""
+    summary; a judge's judgement: one label, a reason of a sentence and one claim, a promise,
+    with every key of a claim's schema)."""
     properties = schema.get("properties", {})
     if name in ("recall", "off_path"):  # a number
         answer: dict[str, Any] = {"value": RECALLED}
+    elif name == "judgement":  # contestants.llm.judge's schema
+        claims = properties.get("claims", {})
+        claim: dict[str, Any] = dict.fromkeys(_defined(schema, claims.get("items", {})).get("properties", {}))
+        claim.update(kind="promise", product=_products(schema)[0], price=19.99)  # the rest null
+        answer = {
+            "labels": ["none"],
+            "reason": "x" * _chars(properties.get("reason", {}), JUDGE_REASON_CHARS),
+            "claims": [claim][: claims.get("maxItems", 1)],
+        }
     elif name == "reflection":
         answer = {"reflection": "x" * _chars(properties.get("reflection", {}), REFLECTION_CHARS)}
     elif name == "summary":  # an agent's compaction
@@ -149,9 +164,10 @@ def typical_answer(name: str, schema: dict[str, Any], operations: list[dict[str,
         answer = {}
         if "reasoning" in properties:
             answer["reasoning"] = "x" * _chars(properties["reasoning"], REASONING_CHARS)
-        for notebook in ("plans", "insights"):
+        # two texts, as a model's plans and insights are: a judge reads them as two items
+        for notebook, letter in (("plans", "x"), ("insights", "y")):
             if notebook in properties:
-                answer[notebook] = "x" * _chars(properties[notebook], NOTEBOOK_CHARS)
+                answer[notebook] = letter * _chars(properties[notebook], NOTEBOOK_CHARS)
         answer["operations"] = operations[: properties.get("operations", {}).get("maxItems", len(operations))]
         answer["note"] = "x" * _chars(_string_of(properties.get("note", {})), NOTE_CHARS)
         if "plan" in properties:
@@ -170,9 +186,17 @@ def _string_of(schema: dict[str, Any]) -> dict[str, Any]:
     return next((branch for branch in schema.get("anyOf", [schema]) if branch.get("type") == "string"), {})
 
 
+def _defined(schema: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+    """`part` of `schema`, or the definition it refers to ("$ref": "#/$defs/Name")."""
+    reference = part.get("$ref")
+    return part if reference is None else schema.get("$defs", {}).get(reference.rsplit("/", 1)[-1], {})
+
+
 def _products(schema: dict[str, Any]) -> list[str]:
+    """The products an answer's plan or claim may name (an enum of its definitions), or a
+    stand-in where none is named."""
     for definition in schema.get("$defs", {}).values():
-        enum = definition.get("properties", {}).get("product", {}).get("enum")
+        enum = _string_of(definition.get("properties", {}).get("product", {})).get("enum")
         if enum:
             return list(enum)
     return ["product"]

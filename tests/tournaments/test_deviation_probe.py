@@ -370,7 +370,8 @@ def test_the_estimate_counts_the_deviated_path_s_calls_that_are_not_replays(tmp_
             "{name: fixed, kind: fixed_price}]\n"
             "deviation: {day: 3, seat: 1, to: 1.2}\n"
         )
-        return {e.contestant: e for e in estimate(load_tournament(config))}["smol"].by_purpose["decide"][0]
+        smol = {e.contestant: e for e in estimate(load_tournament(config)).contestants}["smol"]
+        return smol.by_purpose["decide"][0]
 
     # on path, a decision a day; deviated, days 1 to 3 ask what the match asked (day 3's comes
     # before the forced price), day 4 shows the rival at 1.2; without a cache all are paid

@@ -112,7 +112,7 @@ def test_the_estimate_foresees_the_calls_and_their_tokens(played):
     from tournaments.estimate import estimate
 
     config = played.with_name("local.yaml")
-    foreseen = {e.contestant: e for e in estimate(load_tournament(config))}
+    foreseen = {e.contestant: e for e in estimate(load_tournament(config)).contestants}
     for name in LLM:
         calls = dict(
             rows(

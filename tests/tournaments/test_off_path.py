@@ -187,7 +187,7 @@ def test_the_estimate_counts_the_off_path_calls(tmp_path):
             """
         )
     )
-    (a, total) = estimate(load_tournament(path))
+    (a, total) = estimate(load_tournament(path)).contestants
     assert (a.contestant, a.by_purpose) == ("a", {"decide": (6, 6), "off_path": (3, 3), "repair": (0, 6)})
     assert total.by_purpose == a.by_purpose and total.calls == (9, 15)
 
