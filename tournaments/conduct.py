@@ -24,7 +24,7 @@ from contestants.calls.coordinator import CallCoordinatorCore, CallsStopped, Loc
 from contestants.kinds import judge_for
 from results import recording
 from results.records import ModelCallRecord, total_cost
-from results.scoring.conduct import words_of
+from results.scoring.conduct import products_of, words_of
 from results.settings import ConductSettings
 from results.storage import store
 from results.storage.judgements import judged, judges_of, save_judgements, save_judging
@@ -188,7 +188,7 @@ class MatchJudging:
         (match_id, key), judge = match, judge_for(self.settings.judges[k], self.options)
         detail = store.match_detail(self.engine, match_id, with_calls=False)
         words = words_of(detail.days, store.transcript(self.engine, match_id), self.settings.read)
-        products = list(dict.fromkeys(p for record in detail.days for p in record.prices))
+        products = products_of(detail.days)
         judgements: list[tuple[Words, Judgement]] = []
         try:
             for item in words:

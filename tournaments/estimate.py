@@ -50,7 +50,7 @@ from contestants.base import CallsOutlook, RehearsedDay, RunOptions
 from contestants.calls.coordinator import CallsStopped
 from contestants.kinds import judge_for
 from results.records import Fault, ModelCallRecord, StoppedMatch, total_cost
-from results.scoring.conduct import words_of
+from results.scoring.conduct import products_of, words_of
 from tournaments.config import ContestantEntry, Tournament
 from tournaments.deviation_paths import DEVIATED_SUFFIX
 from tournaments.match import Match, MatchRules, play_here
@@ -202,8 +202,9 @@ def _rehearse(
         found.bankrupt.update(m.contestant for m in played.merchants if m.bankrupt_day is not None)
         if read:  # the main path's, as the run stores it (a deviated path's words are not judged)
             days = played.days_played
-            products = list(dict.fromkeys(p for record in days for p in record.prices))  # as the run's
-            found.words.append(MatchWords(match.key, words_of(days, played.transcript, read), products))
+            found.words.append(
+                MatchWords(match.key, words_of(days, played.transcript, read), products_of(days))
+            )
         found.fail(match.key, played.faults)
         deviated = played.deviation.calls if played.deviation is not None else []
         if played.deviation is not None:

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from common.model_calls import ModelCall
+from common.model_calls import NOTEBOOKS, ModelCall
 from contestants.base import CallsOutlook, MostCalls, RehearsedDay
 from contestants.baselines import BestResponse, BestResponseParams
 from contestants.calls.budget import Price
@@ -165,7 +165,7 @@ def typical_answer(name: str, schema: dict[str, Any], operations: list[dict[str,
         if "reasoning" in properties:
             answer["reasoning"] = "x" * _chars(properties["reasoning"], REASONING_CHARS)
         # two texts, as a model's plans and insights are: a judge reads them as two items
-        for notebook, letter in (("plans", "x"), ("insights", "y")):
+        for notebook, letter in zip(NOTEBOOKS, "xy"):
             if notebook in properties:
                 answer[notebook] = letter * _chars(properties[notebook], NOTEBOOK_CHARS)
         answer["operations"] = operations[: properties.get("operations", {}).get("maxItems", len(operations))]

@@ -73,6 +73,12 @@ def words_of(
     return items
 
 
+def products_of(days: Sequence[DayRecord]) -> list[str]:
+    """The products a match's days price, in the order first priced: what its judges are told
+    the merchants sell (a claim about another is no claim of this market)."""
+    return list(dict.fromkeys(product for record in days for product in record.prices))
+
+
 def _step_words(step: TranscriptRecord) -> Iterator[tuple[Source, str]]:
     """The words of one step of a merchant's conversation, by source (some may be empty).
 

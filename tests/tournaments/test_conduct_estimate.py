@@ -22,7 +22,7 @@ from contestants.calls.types import Completion, CompletionRequest, TokenUsage
 from contestants.kinds import judge_for
 from contestants.llm.params import LLMParams
 from results.records import FinishedMatch
-from results.scoring.conduct import words_of
+from results.scoring.conduct import products_of, words_of
 from tournaments.estimate import estimate
 from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, play_here
@@ -100,7 +100,7 @@ def test_a_judge_reads_every_message_of_the_talking_rules_as_their_played_record
     items = 0
     for match in played:
         assert isinstance(match, FinishedMatch)
-        products = list(dict.fromkeys(p for record in match.days_played for p in record.prices))
+        products = products_of(match.days_played)
         words = words_of(match.days_played, match.transcript)
         assert {w.source for w in words} == {"message"}
         for item in words:
