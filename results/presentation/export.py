@@ -47,12 +47,13 @@ join and group without lookups:
   (`sent`), the model's `answer` (text, the reasoning its provider showed, tool calls as JSON)
   and each `result` of its tool calls (agent mode); a request the server refused as too long
   has, in place of an answer, a `refused` row with the server's words in `content`.
-- `conduct`, `judgements`, `claims`, `verdicts`, of a tournament its judges read
+- `conduct`, `judgements`, `claims`, `verdicts`, `agreement`, of a tournament its judges read
   (results.scoring.conduct): one row per item of a merchant's words, with the labels the
   majority of its judges gave (a column each) and their reasons; one row per item per judge,
   what that judge answered; one row per claim the majority found, with its outcome against the
   record (results.scoring.claims); one row per match, its verdict (explicit, tacit or none)
-  and the days of its evidence.
+  and the days of its evidence; one row per label, the judges' agreement over the whole
+  tournament (Krippendorff's alpha, its items and unscored share).
 - `deviations`: one row per match of a tournament with a deviation probe: its first day,
   seat (and the merchant there), target (best_response, nash or a price), days and discount;
   `deviated_days`, `deviated_day_products`, `deviated_calls` and `deviated_messages` hold

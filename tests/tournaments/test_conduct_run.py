@@ -27,6 +27,7 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from arena.cli import app
+from common.conduct import LABELS
 from results.leaderboard import leaderboard
 from results.presentation import views
 from results.storage import store
@@ -265,6 +266,9 @@ def test_the_export_holds_each_item_s_labels_the_claims_as_checked_and_the_verdi
     facts = claims[claims.kind == "fact"]
     assert (facts.value == 1.25).all() and (facts.recorded == 1.0).all()
     assert verdict["kind"] == "none" and str(verdict["evidence_days"]) == "1"
+    agreement = pd.read_csv(folder / "out" / "agreement.csv")  # one judge: a label a row, never defined
+    assert sorted(agreement.label) == sorted(LABELS) and set(agreement.why) == {"fewer than two judges"}
+    assert agreement.alpha.isna().all() and (agreement["items"] == 2 * DAYS).all()
 
 
 def test_show_gives_the_verdict_the_labelled_words_and_the_claims(judged_run, arena_here):
