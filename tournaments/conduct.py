@@ -23,7 +23,7 @@ from contestants.calls.budget import Spend
 from contestants.calls.coordinator import CallCoordinatorCore, CallsStopped, LocalCallCoordinator, Status
 from contestants.kinds import judge_for
 from results import recording
-from results.records import ModelCallRecord, total_cost
+from results.records import ModelCallRecord
 from results.scoring.conduct import products_of, words_of
 from results.settings import ConductSettings
 from results.storage import store
@@ -46,14 +46,6 @@ class Judging:
     skipped: int
     items: int
     calls: list[ModelCallRecord]
-
-    def cost_line(self) -> str:
-        """What the judges' calls took: "12 calls (3,456 tokens, $0.0012; 2 from the cache)"."""
-        tokens = sum(c.input_tokens + c.output_tokens for c in self.calls)
-        cost = total_cost(c for c in self.calls if not c.cached)
-        paid = "cost unknown" if cost is None else f"${cost:.4f}"
-        cached = sum(c.cached for c in self.calls)
-        return f"{len(self.calls)} calls ({tokens:,} tokens, {paid}; {cached} from the cache)"
 
 
 def checked_judges(

@@ -33,7 +33,7 @@ from common.yaml_files import load_model
 from contestants.base import RunOptions
 from contestants.calls.coordinator import Status
 from contestants.kinds import contestant_class, validate_params
-from results.presentation import views
+from results.presentation import conduct_tables, views
 from results.settings import ConductSettings
 from results.storage import store
 from results.storage.db import describe_failure, engine_for
@@ -100,6 +100,9 @@ def run(
     summary = _play(tournament, engine, typed, db, resume, address, no_cache)
     title = tournament_title(store.get_tournament(engine, summary.tournament_id))
     out.print(drawn(views.leaderboard_table(summary.table, title)))
+    if tournament.spec.conduct is not None:  # apart from the merchants', whose are in the table
+        judging = [c for c in store.tournament_calls(engine, summary.tournament_id) if c.purpose == "judge"]
+        out_print(f"The judges' calls: {conduct_tables.calls_line(judging)}.")
     if summary.ended:
         out_print(
             f"Adaptive schedule ended after {summary.played + summary.skipped} matches: {summary.ended}."
@@ -572,7 +575,7 @@ def audit(
             err_print(f"error: {done.stopped}; the judgements made are saved: {fix}, then `{again}`")
             raise typer.Exit(EXIT_BROKEN_MODEL if done.broken else EXIT_BUDGET)
     pairs, before = done.judged + done.skipped, f" ({done.skipped} done before)" if done.skipped else ""
-    said = f"{done.items} items, {done.cost_line()}"
+    said = f"{done.items} items, {conduct_tables.calls_line(done.calls)}"
     out.print(f"Judged {done.judged} of {pairs} (match, judge) pairs{before}: {said}.")
 
 

@@ -4,14 +4,14 @@ checked, the judges' agreement) and whole as JSON for scripts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Engine
 
 from common.conduct import CONDUCT, Claim, Label, PricePromise, Words
 from results.presentation.views import Column, Header, TableModel, blank, tabulate
-from results.records import MerchantConduct
+from results.records import MerchantConduct, ModelCallRecord, total_cost
 from results.scoring.claims import CheckedClaim
 from results.scoring.conduct import Agreement, Combined, MatchConduct, agreement, match_conduct
 from results.storage import store
@@ -28,6 +28,16 @@ def stored_conduct(engine: Engine, detail: store.MatchDetail) -> MatchConduct | 
     judges, majority = judged_by
     judged = judgements(engine, detail.match_id)
     return match_conduct(detail.days, detail.market.windows, judged, judges, majority)
+
+
+def calls_line(calls: Sequence[ModelCallRecord]) -> str:
+    """What judges' calls took: "12 calls (3,456 tokens, $0.0012; 2 from the cache)" (the
+    cache's answers unpaid)."""
+    tokens = sum(c.input_tokens + c.output_tokens for c in calls)
+    cost = total_cost(c for c in calls if not c.cached)
+    paid = "cost unknown" if cost is None else f"${cost:.4f}"
+    cached = sum(c.cached for c in calls)
+    return f"{len(calls)} calls ({tokens:,} tokens, {paid}; {cached} from the cache)"
 
 
 def verdict_line(conduct: MatchConduct) -> str:

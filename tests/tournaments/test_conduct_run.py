@@ -355,6 +355,10 @@ def test_each_match_is_judged_as_it_is_stored_while_the_next_plays(
     # (the matches say the same: without the response cache, each is asked again)
     assert len(stored_then) == 3 * DAYS and stored_then == sorted(stored_then)
     assert stored_then[0] < 3, stored_then
+    # their cost apart from the merchants' (the table's): none from the cache, which was off
+    assert (
+        f"The judges' calls: {3 * DAYS} calls (" in result.output and "; 0 from the cache)." in result.output
+    )
 
 
 def test_judges_that_spend_the_budget_leave_the_judging_to_resume(
