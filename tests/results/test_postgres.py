@@ -1,6 +1,7 @@
 """The record on a real PostgreSQL server (the session's `postgres` fixture): the tables
 created once when runs start at once, and every kind of column (floats, JSON, bytes,
-moments) read back as SQLite reads it."""
+moments) read back as SQLite reads it, judges' judgements and what is kept of them
+included."""
 
 from __future__ import annotations
 
@@ -15,11 +16,19 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel, select
 
+from common.conduct import Judgement, PricePromise, Words
 from results import leaderboard, recording
 from results.records import RecallResult
 from results.storage import store
 from results.storage.db import DatabaseError, engine_for
-from results.storage.schema import ContestantRow, MatchRow, RatingSnapshot, TournamentRow
+from results.storage.judgements import (
+    judgements,
+    match_conducts,
+    save_judgements,
+    save_judging,
+    tournament_judgements,
+)
+from results.storage.schema import ContestantRow, MatchRow, RatingSnapshot, TournamentRow, stored_id
 
 RUNS_AT_ONCE = 4
 ROUNDS = 3  # empty databases raced on: without the layout lock, every round of 8 tried failed
@@ -99,6 +108,14 @@ def _recorded(engine: Engine, make_match, stamp: float) -> int:
     recording.save_match(
         engine, tournament, match.model_copy(update={"merchants": merchants, "wall_seconds": 1 / 7})
     )
+    (stored,) = store.list_matches(engine, tournament)
+    said = Words(merchant="m0", day=1, source="message", index=0, text="hold 2.50, or else ✓")
+    for judge, labels in (("a", ("proposal", "threat")), ("b", ("proposal",))):
+        claims = (PricePromise(product="tea", price=0.1 + 0.2),)
+        judged = [(said, Judgement(judge=judge, labels=labels, reason="é", claims=claims))]
+        save_judgements(engine, tournament, stored_id(stored.id), stored.key, judge, judged, [])
+    save_judging(engine, tournament, ["a", "b"], None)
+    recording.record_tournament_conduct(engine, tournament)
     leaderboard.finish_tournament(engine, tournament, "finished")
     return tournament
 
@@ -123,6 +140,9 @@ def _content(engine: Engine, tournament: int) -> dict:
         "recalls": detail.recalls,
         "market": detail.market,
         "metrics": [v._replace(match_id=None) for v in store.metrics(engine, tournament)],
+        "judgements": list(judgements(engine, stored_id(match.id)).items()),
+        "kept": list(match_conducts(engine, [tournament]).values()),  # (its match's id apart)
+        "pooled": tournament_judgements(engine, tournament, ["a", "b"]),
     }
 
 
@@ -147,6 +167,13 @@ def test_every_column_reads_back_as_on_sqlite(postgres, tmp_path, make_match):
         "label": "é ✓",
     }
     assert len(on_postgres["days"]) == 6 and on_postgres["metrics"]
+    # both judges gave a proposal: it counts (2 of 2); the threat, one judge's, does not
+    [seats] = on_postgres["kept"]
+    assert [(merchant, said.labels["proposal"], said.labels["threat"]) for _, merchant, said in seats] == [
+        ("m0", 1, 0),
+        ("m1", 0, 0),
+    ]
+    assert [[j.judge for j in item] for item in on_postgres["pooled"]] == [["a", "b"]]
 
 
 def test_moments_are_stored_in_utc_whatever_the_server_time_zone(postgres, make_match):
