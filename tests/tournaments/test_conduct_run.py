@@ -392,3 +392,29 @@ def test_judges_that_spend_the_budget_leave_the_judging_to_resume(
         assert len(fake.calls) == 2 * DAYS and len(judgements(engine, 1)) == 2 * DAYS
         assert len(calls) == 1 + 2 * DAYS and sum(call.cached for call in calls) == 1
         engine.dispose()
+
+
+def test_a_judge_whose_calls_fail_stops_the_run_in_one_line_and_a_resume_judges(
+    ray_local, tmp_path, arena_here, monkeypatch
+):
+    """The stand-in refuses the judge's first call (a 400, which no retry mends): the run stops
+    with exit status 4 in one line naming the judge, its match stored and judged by no one;
+    `--resume`, the refusal gone, judges it."""
+    from fakes.openai_api import FakeOpenAI
+
+    monkeypatch.setenv("ARENA_OPENAI_KEY", OPENAI_KEY)
+    db = f"sqlite:///{tmp_path / 'arena.db'}"
+    with FakeOpenAI(api_key=OPENAI_KEY, answer=reader) as fake:
+        path = tournament_file(tmp_path, fake)
+        fake.fail(400, times=1)
+        broken = arena_here(tmp_path, "run", str(path), "--db", db)
+        assert broken.exit_code == 4, broken.output
+        [line] = [line for line in broken.output.splitlines() if line.startswith("error:")]
+        assert "first" in line and "finished matches are saved" in line and "--resume" in line
+        engine = engine_for(db)
+        [match] = store.list_matches(engine, 1)
+        assert judgements(engine, match.id) == {}
+        resumed = arena_here(tmp_path, "run", str(path), "--db", db, "--resume")
+        assert resumed.exit_code == 0, resumed.output
+        assert len(judgements(engine, match.id)) == 2 * DAYS
+        engine.dispose()
