@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from contestants.calls.budget import Spend
 from contestants.calls.coordinator import CallCoordinatorCore, CallsStopped, LocalCallCoordinator, Status
 from contestants.kinds import judge_for
 from results import recording
+from results.presentation.conduct_tables import CallsTaken
 from results.records import ModelCallRecord
 from results.scoring.conduct import products_of, words_of
 from results.settings import ConductSettings
@@ -39,13 +40,13 @@ and the budget are the call coordinator's to keep); the embedded model answers o
 @dataclass(frozen=True)
 class Judging:
     """What one judging of a tournament did: the (match, judge) pairs it judged and those
-    judged before, the items its judges read and the model calls they made (answers from the
+    judged before, the items its judges read and what their model calls took (answers from the
     response cache among them), apart from the merchants' own."""
 
     judged: int
     skipped: int
     items: int
-    calls: list[ModelCallRecord]
+    calls: CallsTaken
 
 
 def checked_judges(
@@ -80,6 +81,11 @@ def checked_judges(
     return judges
 
 
+def judge_names(settings: ConductSettings) -> list[str]:
+    """The names the judges of `settings` judge under."""
+    return [judge_for(entry, RunOptions()).name for entry in settings.judges]
+
+
 class JudgingProgress:
     """How far a judging is: (match, judge) pairs judged of those to judge, told to `told`
     after each pair; `planned` pairs from the start (a run's: every match it will play, by
@@ -94,19 +100,24 @@ class JudgingProgress:
             self.waiting += pairs
             self.total = max(self.total, self.done + self.waiting)
 
-    def judged(self) -> None:
-        with self.lock:
+    def one_done(self) -> None:
+        with self.lock:  # told in order, one pair at a time (it draws a bar, writes a line)
             self.done, self.waiting = self.done + 1, self.waiting - 1
-            done, total = self.done, self.total
-        self.told(done, total)
+            self.told(self.done, self.total)
+
+
+class JudgingCutShort(Exception):
+    """A pair stopped between two items, as another pair failed or the run ended."""
 
 
 class MatchJudging:
     """The judges of `settings` (checked: `checked_judges`) judging stored matches in a pool of
     threads, each (match, judge) pair not judged before as it is given (`judge`): a run gives
     each match as it stores it, a judging of a stored tournament all of them at once. Each
-    pair's judgements are stored as it ends. `finish` waits for the pairs given and raises
-    what stopped a pair (a failed call raises, as every model call does), if one did."""
+    pair's judgements are stored as it ends. The first pair that fails stops the others (those
+    queued are not started, those in flight stop before their next item, their paid calls
+    recorded) and no pair is given after it: a judge that fails is not asked again. `finish`
+    waits for the pairs given and raises what stopped the first that failed, if one did."""
 
     def __init__(
         self,
@@ -116,28 +127,27 @@ class MatchJudging:
         options: RunOptions,
         progress: JudgingProgress,
     ):
-        self.engine, self.tournament_id, self.settings, self.options = (
-            engine,
-            tournament_id,
-            settings,
-            options,
-        )
-        self.progress = progress
-        self.names = [judge_for(entry, options).name for entry in settings.judges]
+        self.engine, self.tournament_id, self.settings = engine, tournament_id, settings
+        self.options, self.progress = options, progress
+        self.names = judge_names(settings)
         save_judging(engine, tournament_id, self.names, settings.majority)
         # the embedded model answers one call at a time: more would only queue, and time out
         local = any(str(entry.get("model", "")).startswith("local/") for entry in settings.judges)
         self.pool = ThreadPoolExecutor(1 if local else JUDGING_THREADS)
-        self.pairs: list[Future[tuple[int, list[ModelCallRecord]]]] = []
-        self.recording = threading.Lock()
-        self.skipped = 0
+        self.lock = threading.Lock()  # over what the pairs add up, the first failure, conduct kept
+        self.pending: set[Future[tuple[int, CallsTaken]]] = set()
+        self.failure: BaseException | None = None
+        self.stopping = threading.Event()
+        self.judged, self.skipped, self.items, self.calls = 0, 0, 0, CallsTaken()
 
     def judge(self, matches: Sequence[tuple[int, str]]) -> None:
         """Judge the stored matches (id, key) by each judge that has not judged them; none
         once a pair has failed (they are left for the next judging)."""
-        if self.failed() is not None:
+        if self.stopping.is_set():
             return
-        done = judged(self.engine, self.tournament_id)
+        ids = [match_id for match_id, _ in matches]
+        # (every stored match at once, a long list: the tournament's pairs, all of them)
+        done = judged(self.engine, self.tournament_id, ids if len(ids) <= 500 else None)
         todo = [
             (match, k)
             for match in matches
@@ -148,35 +158,44 @@ class MatchJudging:
         self.progress.given(len(todo))
         for job in todo:
             pair = self.pool.submit(self._judge_one, *job)
+            with self.lock:
+                self.pending.add(pair)
             pair.add_done_callback(self._ended)
-            self.pairs.append(pair)
 
-    def _ended(self, pair: Future[tuple[int, list[ModelCallRecord]]]) -> None:
-        if not pair.cancelled() and pair.exception() is None:
-            self.progress.judged()
+    def _ended(self, pair: Future[tuple[int, CallsTaken]]) -> None:
+        with self.lock:
+            self.pending.discard(pair)
+            if pair.cancelled():
+                return
+            failure = pair.exception()
+            if failure is None:
+                read, taken = pair.result()
+                self.judged, self.items, self.calls = self.judged + 1, self.items + read, self.calls + taken
+            elif self.failure is None and not isinstance(failure, JudgingCutShort):
+                self.failure = failure
+        if failure is None:
+            self.progress.one_done()
+        else:
+            self.stop()
 
-    def failed(self) -> BaseException | None:
-        """What stopped the first pair that failed, of those ended."""
-        ended = [pair for pair in self.pairs if pair.done() and not pair.cancelled()]
-        return next((failure for pair in ended if (failure := pair.exception()) is not None), None)
+    def stop(self) -> None:
+        """No pair starts, and those in flight stop before their next item."""
+        self.stopping.set()
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
     def finish(self) -> Judging:
         """What the pairs given did, once they have ended, or what stopped the first that
-        failed, raised (the pairs not started then are not judged; those in flight end, and
-        are stored)."""
-        try:
-            wait(self.pairs, return_when=FIRST_EXCEPTION)
-        finally:
-            self.pool.shutdown(cancel_futures=True)
-        failed = self.failed()
-        if failed is not None:
-            raise failed
-        ended = [pair.result() for pair in self.pairs]
-        calls = [call for _, made in ended for call in made]
-        return Judging(len(self.pairs), self.skipped, sum(read for read, _ in ended), calls)
+        failed, raised."""
+        with self.lock:
+            pending = list(self.pending)
+        wait(pending)
+        self.pool.shutdown()
+        if self.failure is not None:
+            raise self.failure
+        return Judging(self.judged, self.skipped, self.items, self.calls)
 
-    def _judge_one(self, match: tuple[int, str], k: int) -> tuple[int, list[ModelCallRecord]]:
-        """One judge's judgements of a match, stored: the items it read, its calls."""
+    def _judge_one(self, match: tuple[int, str], k: int) -> tuple[int, CallsTaken]:
+        """One judge's judgements of a match, stored: the items it read, what its calls took."""
         (match_id, key), judge = match, judge_for(self.settings.judges[k], self.options)
         detail = store.match_detail(self.engine, match_id, with_calls=False)
         words = words_of(detail.days, store.transcript(self.engine, match_id), self.settings.read)
@@ -184,16 +203,20 @@ class MatchJudging:
         judgements: list[tuple[Words, Judgement]] = []
         try:
             for item in words:
+                if self.stopping.is_set():
+                    raise JudgingCutShort()
                 judgements.append((item, judge.judge(item, products)))
-        except Exception:  # the calls paid before the failure are kept; the pair is judged again
-            save_judgements(self.engine, self.tournament_id, match_id, key, judge.name, None, _records(judge))
+        except Exception:  # the calls paid before the stop are kept; the pair is judged again
+            save_judgements(
+                self.engine, self.tournament_id, match_id, key, judge.name, None, judge_records(judge)
+            )
             raise
-        records = _records(judge)
+        records = judge_records(judge)
         save_judgements(self.engine, self.tournament_id, match_id, key, judge.name, judgements, records)
-        with self.recording:  # the last of the match's judges keeps its conduct, once
+        with self.lock:  # the last of the match's judges to end keeps its conduct (or both, alike)
             if set(self.names) <= judges_of(self.engine, match_id):
                 recording.record_conduct(self.engine, match_id)
-        return len(words), records
+        return len(words), CallsTaken.of(records)
 
 
 def judge_tournament(
@@ -217,7 +240,7 @@ def _silent(done: int, total: int) -> None:
     pass
 
 
-def _records(judge: Judge) -> list[ModelCallRecord]:
+def judge_records(judge: Judge) -> list[ModelCallRecord]:
     """`judge`'s calls, recorded under its name (as merchant and contestant: a judge's calls
     are its own, apart from the merchants')."""
     return [

@@ -51,6 +51,7 @@ from contestants.calls.coordinator import CallsStopped
 from contestants.kinds import judge_for
 from results.records import Fault, ModelCallRecord, StoppedMatch, total_cost
 from results.scoring.conduct import products_of, words_of
+from tournaments.conduct import judge_records
 from tournaments.config import ContestantEntry, Tournament
 from tournaments.deviation_paths import DEVIATED_SUFFIX
 from tournaments.match import Match, MatchRules, play_here
@@ -278,8 +279,5 @@ def _judging(tournament: Tournament, matches: Sequence[MatchWords]) -> list[Esti
                 raise ConfigError(
                     tournament.path, None, f"{exc} (rehearsed: judging match {match.key})"
                 ) from None
-        calls = [
-            ModelCallRecord(**c.model_dump(), merchant=judge.name, contestant=judge.name) for c in judge.calls
-        ]
-        estimates.append(_of(judge.name, outlook, calls, [], 0, []))
+        estimates.append(_of(judge.name, outlook, judge_records(judge), [], 0, []))
     return estimates

@@ -4,10 +4,9 @@ Finished matches are written as they come back, each whole in one transaction (a
 matches played side by side together), so a run killed at any moment loses only the
 matches in flight; `resume=True` continues the latest unfinished tournament made
 from the same files and skips what it already holds. A file's judges (`conduct:`) judge each
-match as it is stored, beside the matches still in play, and a resumed run judges what they
-had not. The Elo
-table is computed over matches in schedule order, so it does not depend on which match
-happened to finish first.
+match as it is stored, beside the matches still in play; a resumed run first gives them what
+they had not judged. The Elo table is computed over matches in schedule order, so it does not
+depend on which match happened to finish first.
 """
 
 from __future__ import annotations
@@ -38,10 +37,10 @@ from results.scoring import deviation
 from results.scoring.ratings import LeaderboardRow
 from results.storage import store
 from results.storage.judgements import judged
-from results.storage.schema import RunProgressRow, utcnow
+from results.storage.schema import RunProgressRow, stored_id, utcnow
 from tournaments.adaptive import AdaptiveSchedule
 from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
-from tournaments.conduct import JudgingProgress, MatchJudging, judge_under_budget
+from tournaments.conduct import JudgingProgress, MatchJudging, judge_names, judge_under_budget
 from tournaments.config import Tournament, TournamentSpec
 from tournaments.coordinator_actor import start_call_coordinator
 from tournaments.deviation_paths import DEVIATED_SUFFIX
@@ -89,13 +88,13 @@ class RunSummary:
     played: int
     skipped: int
     resumed: bool
-    stopped: str | None = (
-        None  # why matches (or their judging) were left (the budget, a broken model), if they were
-    )
-    broken: str | None = None  # the contestant whose failing model stopped the run
+    # why matches (or their judging) were left (the budget, a broken model), if they were
+    stopped: str | None = None
+    broken: str | None = None  # the contestant (or judge) whose failing model stopped the run
     table: list[LeaderboardRow] = field(default_factory=list)  # the leaderboard as the run stored it
     ended: str | None = None  # why an adaptive schedule ended (tournaments.adaptive), when it did
-    played_all: bool = True  # every match of the schedule is stored (what a stopped run left is its judging)
+    # every match of the schedule is stored: what a stopped run left is its judging
+    played_all: bool = True
 
 
 def run_tournament(
@@ -136,7 +135,7 @@ def run_tournament(
             notes := _ProgressNotes(engine, tournament_id, done_days, total_days),
         )
         progress.note(done_days, 0)  # a resumed run is seen to be alive before its first day
-        judging = _judging(engine, tournament_id, spec, len(plan), observer)
+        judging_progress = _judging_progress(engine, tournament_id, spec, len(plan), observer)
         try:
             for cell in cells:  # one after another: each has its own contestants' settings and scenarios
                 left = [m for m in todo if m.cell == cell.label]
@@ -148,7 +147,7 @@ def run_tournament(
                         engine,
                         tournament_id,
                         progress,
-                        judging,
+                        judging_progress,
                         None if rounds is None else rounds.next,
                     )
                     ending = run.play(start, ending.spent, options)
@@ -156,9 +155,9 @@ def run_tournament(
             progress.note(progress.days, 0)
         finally:
             notes.close()
-    if spec.conduct is not None and judging is not None and ending.stopped is None:
-        # the matches stored before a resume, and those whose judging a crash cut short
-        swept = judge_under_budget(engine, tournament_id, spec.conduct, spec, options, judging)
+    if spec.conduct is not None and judging_progress is not None and ending.stopped is None:
+        # what the run's judging left (a run with nothing left to play judges here)
+        swept = judge_under_budget(engine, tournament_id, spec.conduct, spec, options, judging_progress)
         ending = swept if isinstance(swept, Status) else ending
     stored = store.finished_keys(engine, tournament_id)
     played = len(stored) - len(done)
@@ -180,16 +179,16 @@ def run_tournament(
     )
 
 
-def _judging(
+def _judging_progress(
     engine: Engine, tournament_id: int, spec: TournamentSpec, matches: int, observer: RunObserver
 ) -> JudgingProgress | None:
     """How far the judging of the file's `conduct:` is, where it has one: of the (match, judge)
-    pairs of the `matches` planned, those not judged before."""
+    pairs of the `matches` planned, those its judges have not judged before."""
     if spec.conduct is None:
         return None
-    return JudgingProgress(
-        observer.judged, matches * len(spec.conduct.judges) - len(judged(engine, tournament_id))
-    )
+    names = set(judge_names(spec.conduct))
+    before = sum(judge in names for _, judge in judged(engine, tournament_id))
+    return JudgingProgress(observer.judged, matches * len(names) - before)
 
 
 def _finished(
@@ -288,14 +287,14 @@ class TournamentRun:
         engine: Engine,
         tournament_id: int,
         progress: _Progress,
-        judging: JudgingProgress | None = None,
+        judging_progress: JudgingProgress | None = None,
         more: Callable[[], list[MatchSpec]] | None = None,
     ):
-        """`judging`: how far the judging of the file's `conduct:` is, where it has one;
-        `more`: the next matches to play once these are stored (an adaptive schedule's)."""
+        """`judging_progress`: how far the judging of the file's `conduct:` is, where it has
+        one; `more`: the next matches to play once these are stored (an adaptive schedule's)."""
         self.tournament, self.plans, self.todo, self.more = tournament, plans, todo, more
         self.engine, self.tournament_id, self.progress = engine, tournament_id, progress
-        self.judging_progress = judging
+        self.judging_progress = judging_progress
         self.unsaved: list[tuple[FinishedMatch, Scenario | None]] = []
 
     def play(self, ready: Callable[[], None], spent: Spend, options: RunOptions) -> Status:
@@ -347,12 +346,14 @@ class TournamentRun:
                 ) from None
             self.host_processes = dict(zip(self.hosts, readied))
             ready()
+            if self.judging is not None:  # what was stored before (a resumed run's) and not judged
+                stored = store.list_matches(self.engine, self.tournament_id)
+                self.judging.judge([(stored_id(match.id), match.key) for match in stored])
             return asyncio.run(self.play_all())
         finally:
-            if (
-                self.judging is not None
-            ):  # (after a failure: the pairs in flight end, on the live coordinator)
-                self.judging.pool.shutdown(cancel_futures=True)
+            if self.judging is not None:  # (stopped by a failure, or Ctrl-C)
+                self.judging.stop()  # no pair starts; those in flight stop before their next item
+                self.judging.pool.shutdown()  # while the call coordinator still answers them
             for actor in [*coordinating, *self.hosts.values(), *self.runners.runners]:
                 ray.kill(actor)
 
@@ -407,7 +408,7 @@ class TournamentRun:
         finally:
             reporting.cancel()
         self.progress.day(await self.runners.days_since())
-        failed = await asyncio.to_thread(self.judged)
+        failed = await asyncio.to_thread(self.judging_failure)
         status = await self.calls_status()
         if failed is not None:  # a judge whose model fails stops the run as a merchant's does
             return Status(status.stopped or str(failed), status.spent, status.broken or failed.judge)
@@ -415,7 +416,7 @@ class TournamentRun:
             return replace(status, stopped=self.stopped.reason)
         return status
 
-    def judged(self) -> JudgeFailed | None:
+    def judging_failure(self) -> JudgeFailed | None:
         """Once the matches stored have been judged: the judge whose model failed, if one did
         (a judging stopped with the run's calls is the call coordinator's to tell)."""
         if self.judging is None:
@@ -509,7 +510,7 @@ class TournamentRun:
             self.progress.match()
         if self.judging is not None:
             self.judging.judge([(match_id, match.key) for match_id, (match, _) in zip(ids, batch)])
-            failed = self.judging.failed()
+            failed = self.judging.failure
             if isinstance(failed, JudgeFailed):
                 self.stopped.reason = self.stopped.reason or str(failed)
 

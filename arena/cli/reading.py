@@ -34,7 +34,7 @@ from results.presentation.match_summary import (
 from results.presentation.sweep_records import cell_records
 from results.presentation.transcript import step_lines
 from results.records import TranscriptRecord
-from results.scoring.conduct import MatchConduct
+from results.scoring.conduct import TOO_FEW_JUDGES, MatchConduct
 from results.scoring.ratings import standings
 from results.scoring.sweeps import KEY_METRICS
 from results.storage import store
@@ -138,7 +138,7 @@ def leaderboard_command(
     title = chosen.title() + (f", scenario {scenario}" if scenario else "")
     out.print(drawn(views.leaderboard_table(rows, title)))
     for tournament_id, found in agreements.items():
-        if any(a.why != "fewer than two judges" for a in found.values()):  # one judge agrees with no one
+        if any(a.why != TOO_FEW_JUDGES for a in found.values()):
             whose = "" if len(chosen.ids) == 1 else f"Tournament {tournament_id}: "
             out_print(whose + conduct_tables.agreement_line(found) + ".")
     for tournament_id, reason in ended.items():

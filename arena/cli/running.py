@@ -44,6 +44,7 @@ from tournaments.load import load_tournament
 from tournaments.schedule import MatchSpec, schedule
 
 if TYPE_CHECKING:  # the runner imports Ray, which only a run needs
+    from tournaments.estimate import Estimate, Estimates
     from tournaments.replication import Pack
     from tournaments.run import RunSummary
 
@@ -101,8 +102,8 @@ def run(
     title = tournament_title(store.get_tournament(engine, summary.tournament_id))
     out.print(drawn(views.leaderboard_table(summary.table, title)))
     if tournament.spec.conduct is not None:  # apart from the merchants', whose are in the table
-        judging = [c for c in store.tournament_calls(engine, summary.tournament_id) if c.purpose == "judge"]
-        out_print(f"The judges' calls: {conduct_tables.calls_line(judging)}.")
+        judging = store.tournament_calls(engine, summary.tournament_id, purpose="judge")
+        out_print(f"The judges' calls: {conduct_tables.CallsTaken.of(judging).line()}.")
     if summary.ended:
         out_print(
             f"Adaptive schedule ended after {summary.played + summary.skipped} matches: {summary.ended}."
@@ -378,7 +379,7 @@ def validate(
         if estimates is not None:
             out.print(_estimate_table(estimates.contestants))
             if estimates.judges:
-                out.print(_judging_table(estimates.judges))
+                out.print(_estimate_table(estimates.judges, judges=True))
     _estimate_warnings(estimates.contestants if estimates is not None else [])
     if failures:
         raise typer.Exit(EXIT_BROKEN_MODEL)
@@ -435,7 +436,7 @@ def _ping(tournament: Tournament) -> list[dict[str, str]]:
     return failures
 
 
-def _estimate(tournament: Tournament) -> Any:
+def _estimate(tournament: Tournament) -> Estimates:
     from tournaments.estimate import (
         estimate,
     )  # rehearses matches: imports what plays them, Ray's errors among it
@@ -444,50 +445,28 @@ def _estimate(tournament: Tournament) -> Any:
         return estimate(tournament)
 
 
-def _estimate_table(estimates: list[Any]) -> Table:
-    """tournaments.estimate.Estimate rows: every figure from one step a day to the most."""
-    table = Table(
-        "contestant",
-        "model",
-        "calls",
-        "by purpose",
-        "input tokens",
-        "output tokens",
-        "cost $",
-        title="model calls the tournament will need, from one step a day to the most "
-        "(estimated: see docs/tournaments.md, Before a run)",
+def _estimate_table(estimates: list[Estimate], judges: bool = False) -> Table:
+    """tournaments.estimate.Estimate rows, every figure from one step a day to the most: of the
+    contestants, or of the `judges` (one call an item, from answers of the usual size to every
+    answer max_tokens long)."""
+    title = (
+        "the judges' model calls, one an item, apart from the merchants', from answers of the "
+        "usual size to max_tokens each (estimated: see docs/conduct.md, Estimates)"
+        if judges
+        else "model calls the tournament will need, from one step a day to the most "
+        "(estimated: see docs/tournaments.md, Before a run)"
     )
+    by_purpose = [] if judges else ["by purpose"]
+    table = Table("judge" if judges else "contestant", "model", "calls", *by_purpose, title=title)
+    for header in ("input tokens", "output tokens", "cost $"):
+        table.add_column(header)
     for e in estimates:
+        purposes = [] if judges else [", ".join(f"{p} {_span(n)}" for p, n in e.by_purpose.items())]
         table.add_row(
             e.contestant,
             escape(e.model),
             _span(e.calls),
-            ", ".join(f"{purpose} {_span(n)}" for purpose, n in e.by_purpose.items()),
-            _span(e.input_tokens),
-            _span(e.output_tokens),
-            _cost(e),
-        )
-    return table
-
-
-def _judging_table(estimates: list[Any]) -> Table:
-    """tournaments.estimate.Estimate rows of judges: from answers of the usual size to every
-    answer max_tokens long."""
-    table = Table(
-        "judge",
-        "model",
-        "calls",
-        "input tokens",
-        "output tokens",
-        "cost $",
-        title="the judges' model calls, one an item, apart from the merchants', from answers of the "
-        "usual size to max_tokens each (estimated: see docs/conduct.md, Estimates)",
-    )
-    for e in estimates:
-        table.add_row(
-            e.contestant,
-            escape(e.model),
-            _span(e.calls),
+            *purposes,
             _span(e.input_tokens),
             _span(e.output_tokens),
             _cost(e),
@@ -575,7 +554,7 @@ def audit(
             err_print(f"error: {done.stopped}; the judgements made are saved: {fix}, then `{again}`")
             raise typer.Exit(EXIT_BROKEN_MODEL if done.broken else EXIT_BUDGET)
     pairs, before = done.judged + done.skipped, f" ({done.skipped} done before)" if done.skipped else ""
-    said = f"{done.items} items, {conduct_tables.calls_line(done.calls)}"
+    said = f"{done.items} items, {done.calls.line()}"
     out.print(f"Judged {done.judged} of {pairs} (match, judge) pairs{before}: {said}.")
 
 

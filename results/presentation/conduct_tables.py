@@ -4,7 +4,8 @@ checked, the judges' agreement) and whole as JSON for scripts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine
@@ -30,14 +31,36 @@ def stored_conduct(engine: Engine, detail: store.MatchDetail) -> MatchConduct | 
     return match_conduct(detail.days, detail.market.windows, judged, judges, majority)
 
 
-def calls_line(calls: Sequence[ModelCallRecord]) -> str:
-    """What judges' calls took: "12 calls (3,456 tokens, $0.0012; 2 from the cache)" (the
-    cache's answers unpaid)."""
-    tokens = sum(c.input_tokens + c.output_tokens for c in calls)
-    cost = total_cost(c for c in calls if not c.cached)
-    paid = "cost unknown" if cost is None else f"${cost:.4f}"
-    cached = sum(c.cached for c in calls)
-    return f"{len(calls)} calls ({tokens:,} tokens, {paid}; {cached} from the cache)"
+@dataclass(frozen=True)
+class CallsTaken:
+    """What some model calls took: how many, their tokens, the USD paid (None: a model without a
+    price among them) and how many the response cache answered, unpaid."""
+
+    calls: int = 0
+    tokens: int = 0
+    cost: float | None = 0.0
+    cached: int = 0
+
+    @classmethod
+    def of(cls, calls: Iterable[ModelCallRecord]) -> CallsTaken:
+        made = list(calls)
+        return cls(
+            len(made),
+            sum(c.input_tokens + c.output_tokens for c in made),
+            total_cost(c for c in made if not c.cached),
+            sum(c.cached for c in made),
+        )
+
+    def __add__(self, other: CallsTaken) -> CallsTaken:
+        cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        return CallsTaken(
+            self.calls + other.calls, self.tokens + other.tokens, cost, self.cached + other.cached
+        )
+
+    def line(self) -> str:
+        """ "12 calls (3,456 tokens, $0.0012; 2 from the cache)"."""
+        paid = "cost unknown" if self.cost is None else f"${self.cost:.4f}"
+        return f"{self.calls} calls ({self.tokens:,} tokens, {paid}; {self.cached} from the cache)"
 
 
 def verdict_line(conduct: MatchConduct) -> str:
@@ -142,12 +165,12 @@ def tournament_agreement(engine: Engine, tournament_id: int) -> dict[Label, Agre
 
 
 def agreement_line(found: Mapping[Label, Agreement]) -> str:
-    """The judges' agreement in one line: "judges' agreement (Krippendorff's alpha over 120
-    items, 2% unscored): proposal 0.81, acceptance n/a, ..."."""
+    """The judges' agreement over a whole tournament in one line: "judges' agreement over the
+    tournament (Krippendorff's alpha over 120 items, 2% unscored): proposal 0.81, ..."."""
     some = next(iter(found.values()))
     alphas = ", ".join(f"{label} {blank(said.alpha, '{:.2f}', 'n/a')}" for label, said in found.items())
     over = f"over {some.items} items, {some.unscored_share:.0%} unscored"
-    return f"judges' agreement (Krippendorff's alpha {over}): {alphas}"
+    return f"judges' agreement over the tournament (Krippendorff's alpha {over}): {alphas}"
 
 
 def agreement_table(found: Mapping[Label, Agreement]) -> TableModel:

@@ -497,23 +497,33 @@ USAGE_COLUMNS: list[tuple[str, Callable[[Sequence[ModelCallRecord]], str]]] = [
 
 
 def usage_table(calls: Sequence[ModelCallRecord]) -> views.TableModel | None:
-    """The tournament's model calls by contestant and model, then all of them (None: no call)."""
+    """The tournament's model calls by contestant and model, then all of them; its judges'
+    calls (a `conduct:` section's) apart, by judge and model, then all of theirs (None: no
+    call)."""
     if not calls:
         return None
-    groups: dict[tuple[str, str], list[ModelCallRecord]] = defaultdict(list)
-    for call in calls:
-        groups[call.contestant, call.model].append(call)
-    by_model = [
-        [contestant, model, *(cell(group) for _, cell in USAGE_COLUMNS)]
-        for (contestant, model), group in sorted(groups.items())
-    ]
-    total = [["all", "", *(cell(calls) for _, cell in USAGE_COLUMNS)]]
+    judging = [call for call in calls if call.purpose == "judge"]
+    playing = [call for call in calls if call.purpose != "judge"]
+    sections: list[list[list[str]]] = []
+    for who, made in (("merchants", playing), ("judges", judging)):
+        if made:
+            groups: dict[tuple[str, str], list[ModelCallRecord]] = defaultdict(list)
+            for call in made:
+                groups[call.contestant, call.model].append(call)
+            sections.append(
+                [
+                    [contestant, model, *(cell(group) for _, cell in USAGE_COLUMNS)]
+                    for (contestant, model), group in sorted(groups.items())
+                ]
+            )
+            total = f"all {who}" if judging else "all"
+            sections.append([[total, "", *(cell(made) for _, cell in USAGE_COLUMNS)]])
     headers = [
         views.Header("contestant", contestant=True),
         views.Header("model"),
         *(views.Header(header, numeric=True) for header, _ in USAGE_COLUMNS),
     ]
-    return views.TableModel("model usage", headers, [by_model, total])
+    return views.TableModel("model usage", headers, sections)
 
 
 # Formatting -----------------------------------------------------------------------------------

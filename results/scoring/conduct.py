@@ -289,11 +289,14 @@ def agreement(judgements: Iterable[Sequence[Judgement]], judges: Sequence[str]) 
     return result
 
 
+TOO_FEW_JUDGES = "fewer than two judges"  # why alpha is not defined: one judge agrees with no other
+
+
 def _alpha(values: np.ndarray) -> tuple[float | None, str | None]:
     """Krippendorff's alpha (nominal) of judges x items 0/1 `values` (NaN: missing), or None and
     why it is not defined."""
     if values.shape[0] < 2:
-        return None, "fewer than two judges"
+        return None, TOO_FEW_JUDGES
     pairable = values[:, (~np.isnan(values)).sum(axis=0) >= 2]
     if pairable.size == 0:
         return None, "no item has two judges' readable answers"

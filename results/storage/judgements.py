@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 
 from pydantic import TypeAdapter
 from sqlalchemy import Engine
+from sqlalchemy import select as select_columns
 from sqlmodel import Session, col, func, select
 
 from common.conduct import Claim, Judgement, Words
@@ -70,15 +71,20 @@ def save_judgements(
         session.commit()
 
 
-def judged(engine: Engine, tournament_id: int) -> set[tuple[int, str]]:
-    """The (match id, judge) pairs of the tournament that are judged."""
+def judged(
+    engine: Engine, tournament_id: int, matches: Collection[int] | None = None
+) -> set[tuple[int, str]]:
+    """The (match id, judge) pairs of the tournament that are judged (of `matches` alone, if
+    given)."""
+    statement = (
+        select(JudgedMatchRow.match_id, JudgedMatchRow.judge)
+        .join(MatchRow, col(MatchRow.id) == col(JudgedMatchRow.match_id))
+        .where(col(MatchRow.tournament_id) == tournament_id)
+    )
+    if matches is not None:
+        statement = statement.where(col(JudgedMatchRow.match_id).in_(matches))
     with Session(engine) as session:
-        rows = session.exec(
-            select(JudgedMatchRow.match_id, JudgedMatchRow.judge)
-            .join(MatchRow, col(MatchRow.id) == col(JudgedMatchRow.match_id))
-            .where(col(MatchRow.tournament_id) == tournament_id)
-        )
-        return {(match_id, judge) for match_id, judge in rows}
+        return {(match_id, judge) for match_id, judge in session.exec(statement)}
 
 
 def judges_of(engine: Engine, match_id: int) -> set[str]:
@@ -140,7 +146,8 @@ def tournament_judgements(
     engine: Engine, tournament_id: int, judges: Collection[str]
 ) -> list[list[Judgement]]:
     """The judgements of `judges`, item by item, over the tournament's matches that every one
-    of them has judged (in one query: agreement over a whole tournament)."""
+    of them has judged, in one query: what agreement over a whole tournament reads of them,
+    their labels and whether they were unscored (without their reasons and claims)."""
     everyone = (
         select(JudgedMatchRow.match_id)
         .where(col(JudgedMatchRow.judge).in_(judges))
@@ -149,17 +156,32 @@ def tournament_judgements(
     )
     items: dict[tuple[int, str, int, str, int], list[Judgement]] = {}
     with Session(engine) as session:
-        rows = session.exec(
-            select(JudgementRow)
+        rows = session.execute(
+            select_columns(
+                *(
+                    col(column)
+                    for column in (
+                        JudgementRow.match_id,
+                        JudgementRow.merchant,
+                        JudgementRow.day,
+                        JudgementRow.source,
+                        JudgementRow.index,
+                        JudgementRow.judge,
+                        JudgementRow.labels,
+                        JudgementRow.unscored,
+                    )
+                )
+            )
             .join(MatchRow, col(MatchRow.id) == col(JudgementRow.match_id))
             .where(col(MatchRow.tournament_id) == tournament_id)
             .where(col(JudgementRow.judge).in_(judges))
             .where(col(JudgementRow.match_id).in_(everyone))
             .order_by(col(JudgementRow.id))
         )
-        for row in rows:
-            key = (row.match_id, row.merchant, row.day, row.source, row.index)
-            items.setdefault(key, []).append(_judgement(row))
+        for match_id, merchant, day, source, index, judge, labels, unscored in rows:
+            items.setdefault((match_id, merchant, day, source, index), []).append(
+                Judgement(judge=judge, labels=tuple(labels.split(",")) if labels else (), unscored=unscored)
+            )
     return list(items.values())
 
 

@@ -21,6 +21,7 @@ from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, func, select
 
+from common.model_calls import CallPurpose
 from market.daylog import DayLog
 from market.scenario import Scenario
 from results.errors import NotFound
@@ -518,23 +519,23 @@ def spent(engine: Engine, tournament_id: int) -> tuple[int, float]:
     return tokens, cost
 
 
-def tournament_calls(engine: Engine, tournament_id: int) -> list[ModelCallRecord]:
+def tournament_calls(
+    engine: Engine, tournament_id: int, purpose: CallPurpose | None = None
+) -> list[ModelCallRecord]:
     """Every model call of the tournament's stored matches, on either path of a probed one
-    (not those of matches the run stopped, which are not stored)."""
+    (not those of matches the run stopped, which are not stored); those of `purpose` alone, if
+    given."""
+    played = select(ModelCallRow).where(
+        col(ModelCallRow.tournament_id) == tournament_id, col(ModelCallRow.match_id).is_not(None)
+    )
+    deviated = select(DeviationCallRow).where(col(DeviationCallRow.tournament_id) == tournament_id)
+    if purpose is not None:
+        played = played.where(col(ModelCallRow.purpose) == purpose)
+        deviated = deviated.where(col(DeviationCallRow.purpose) == purpose)
     with Session(engine) as session:
         rows = [
-            *session.exec(
-                select(ModelCallRow)
-                .where(
-                    col(ModelCallRow.tournament_id) == tournament_id, col(ModelCallRow.match_id).is_not(None)
-                )
-                .order_by(col(ModelCallRow.id))
-            ),
-            *session.exec(
-                select(DeviationCallRow)
-                .where(col(DeviationCallRow.tournament_id) == tournament_id)
-                .order_by(col(DeviationCallRow.id))
-            ),
+            *session.exec(played.order_by(col(ModelCallRow.id))),
+            *session.exec(deviated.order_by(col(DeviationCallRow.id))),
         ]
         return [_as_record(call, ModelCallRecord) for call in rows]
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from markupsafe import escape
 
-from results.records import PlayedScenarios
+from results.presentation.report_page import usage_table
+from results.records import ModelCallRecord, PlayedScenarios
 from results.report import build_report
 from results.storage.db import engine_for
 from tests.viewer.conftest import HOSTILE, fill, judge
@@ -45,3 +46,39 @@ def test_a_judged_tournaments_report_has_its_verdicts_and_each_matchs_conduct(
     never = build_report(engine, unjudged.tournament, PlayedScenarios({}), [])
     assert 'id="conduct"' not in never and "judged" not in never and "verdict:" not in never
     engine.dispose()
+
+
+def test_the_judges_calls_are_counted_apart_from_the_merchants_in_the_model_usage():
+    """Two merchants' calls (one model each) and a judge's two: the merchants' total counts 2
+    calls and $0.0030, the judges' 2 and $0.0004 (their costs, added by hand)."""
+
+    def made(contestant: str, purpose: str, cost: float) -> ModelCallRecord:
+        return ModelCallRecord(
+            day=1,
+            purpose=purpose,  # type: ignore[arg-type]  # (a CallPurpose)
+            model="openai/gpt-4.1-mini",
+            input_tokens=100,
+            output_tokens=10,
+            cached_tokens=0,
+            latency=0.5,
+            attempts=1,
+            cost=cost,
+            cached=False,
+            request_hash="h",
+            prompt_version="v",
+            temperature=0.0,
+            seed=0,
+            merchant=contestant,
+            contestant=contestant,
+        )
+
+    table = usage_table(
+        [made("ann", "decide", 0.001), made("bob", "decide", 0.002), made("j", "judge", 0.0002)]
+        + [made("j", "judge", 0.0002)]
+    )
+    assert table is not None
+    totals = [section[-1] for section in table.sections if section[-1][0].startswith("all")]
+    assert [(row[0], row[2], row[-1]) for row in totals] == [
+        ("all merchants", "2", "0.0030"),
+        ("all judges", "2", "0.0004"),
+    ]

@@ -174,10 +174,8 @@ def test_a_run_judges_every_message_once_per_judge_and_an_audit_adds_judges(judg
     assert len(second) == items and all(c.cached for c in second)
     # two judges that answer alike agree fully where a label varies, and the table says so
     table = arena_here(judged_run.folder, "leaderboard", "--db", db)
-    assert (
-        f"judges' agreement (Krippendorff's alpha over {items} items, 0% unscored): proposal 1.00"
-        in table.output
-    )
+    alpha = f"Krippendorff's alpha over {items} items, 0% unscored"
+    assert f"judges' agreement over the tournament ({alpha}): proposal 1.00" in table.output
     agreed = json.loads(arena_here(judged_run.folder, "leaderboard", "--db", db, "--json").output)[
         "agreement"
     ]
