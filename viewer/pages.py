@@ -356,7 +356,8 @@ def marked(text: str, labelled: Sequence[LabelledWords]) -> list[tuple[str, Labe
     found: list[tuple[int, int, LabelledWords]] = []
     for item in labelled:
         said = item.words.text
-        for form in dict.fromkeys((said, json.dumps(said, ensure_ascii=False)[1:-1], json.dumps(said)[1:-1])):
+        forms = (said, json.dumps(said, ensure_ascii=False)[1:-1], json.dumps(said)[1:-1])
+        for form in dict.fromkeys(form for form in forms if form):  # (empty words are found nowhere)
             start = text.find(form)
             while start >= 0:
                 found.append((start, start + len(form), item))

@@ -163,8 +163,7 @@ class DecisionMode:
             asked.messages[-1].content,  # the prompt as sent, its table fitted to the window
             completion.text,
             decision.note if decision else None,
-            completion.text_of("plans"),
-            completion.text_of("insights"),
+            *(completion.text_of(notebook) for notebook in NOTEBOOKS),
         )
         self.last_decision = (day, _as_shown(decision))
         return decision if decision is not None else completion.text
