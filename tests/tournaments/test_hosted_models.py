@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -277,11 +277,11 @@ def test_a_model_that_does_not_exist_stops_the_run_at_once(tmp_path, openai_api,
 
 
 def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
-    """Answers take 0.8 s and a turn may take 0.6 s: every day of the merchant is a timeout
-    fault, and yet the server never has two calls of one merchant at once (a merchant's
-    calls carry its seed): a turn that missed its deadline keeps its merchant until its call
-    ends, and the next turn waits (0.2 s, leaving it time to ask). One match at a time (one
-    match runner): the overlap looked for is within a merchant."""
+    """Answers take 0.8 s and a turn may take 0.6 s: both days of the merchant are timeout
+    faults, and yet the server never has two of its calls at once: a turn that missed its
+    deadline keeps its merchant until its call ends, and the next turn waits (0.2 s, leaving
+    it time to ask). One match (one match runner): the overlap looked for is within a
+    merchant."""
     with FakeOpenAI(api_key=None) as fake:
         fake.delay = 0.8
         config = write(
@@ -290,11 +290,10 @@ def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
             name: slow
             seed: 2
             scenarios: [price_war]
-            seeds: [1, 2]
+            seeds: [1]
             days: 2
             recall_every: 0
             decision_timeout_s: 0.6
-            max_concurrent_matches: 1
             contestants:
               - name: slowpoke
                 kind: llm
@@ -307,12 +306,8 @@ def test_a_slow_server_never_makes_a_merchants_turns_overlap(tmp_path):
         engine = engine_for(f"sqlite:///{tmp_path}/t.db")
         run_tournament(load_tournament(config), engine)
         faults = [f for m in store.list_matches(engine) for f in store.match_detail(engine, m.id).faults]
-        assert len(faults) == 4 and {f.kind for f in faults} == {"timeout"}
-        by_merchant = defaultdict(list)
-        for call in fake.calls:
-            by_merchant[call.body["seed"]].append(call)
-        assert len(by_merchant) == 2 and all(len(calls) >= 2 for calls in by_merchant.values())
-        assert [pair for calls in by_merchant.values() for pair in overlapping(calls)] == []
+        assert len(faults) == 2 and {f.kind for f in faults} == {"timeout"}
+        assert len(fake.calls) >= 2 and overlapping(fake.calls) == []
 
 
 def test_a_storm_of_429s_is_waited_out(tmp_path, monkeypatch):

@@ -493,7 +493,7 @@ SHORT_DAY = [
 
 @pytest.mark.parametrize(
     "server, days",
-    [("vllm", 200), ("openai", 50), ("llama.cpp", 50), ("anthropic", 50)],
+    [("vllm", 100), ("openai", 50), ("llama.cpp", 50), ("anthropic", 50)],
 )
 def test_days_at_a_server_counting_two_characters_a_token_end_every_day_with_few_refusals(
     server: str, days: int, fake_openai: Any, fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch
