@@ -430,7 +430,8 @@ def test_two_processes_replaying_one_cache_make_each_request_once(
         stderr=subprocess.PIPE,
         text=True,
     )
-    while not openai_api.calls and process.poll() is None:
+    patience = time.monotonic() + 600  # as long as the process is given to end
+    while not openai_api.calls and process.poll() is None and time.monotonic() < patience:
         time.sleep(0.05)
     here = arena_here(folders[1], "run", str(configs[1]), "--db", f"sqlite:///{folders[1]}/t.db")
     outputs = [process.communicate(timeout=600), (here.stdout, here.stderr)]
