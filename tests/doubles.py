@@ -1,13 +1,15 @@
 """Contestants that stand in for slow or fragile ones in the tests and benchmarks of the machinery
 (deadlines, hosts, crashes, parallel efficiency), never on a leaderboard: `Latency` is slow on
-purpose, `Chaos` misbehaves on purpose. A tournament names them as any kind of one's own is
-named, by where the class is (LATENCY, CHAOS); every process of a run imports them alike.
+purpose, `Chaos` misbehaves on purpose, `Between` waits between its matches for a file a test
+writes. A tournament names them as any kind of one's own is named, by where the class is
+(LATENCY, CHAOS, BETWEEN); every process of a run imports them alike.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -19,6 +21,7 @@ from market.types import Observation, Operation
 
 LATENCY = "tests.doubles:Latency"
 CHAOS = "tests.doubles:Chaos"
+BETWEEN = "tests.doubles:Between"
 
 
 class LatencyParams(FixedPriceParams):
@@ -42,6 +45,38 @@ class Latency(FixedPrice):
 
     def decide(self, observation: Observation) -> list[Operation] | dict[str, Any]:
         time.sleep(self.params.latency_s)
+        return super().decide(observation)
+
+
+class BetweenParams(FixedPriceParams):
+    played: str = Field(description="a file it writes on the first day it plays")
+    then: str = Field(description="a file it waits for on the first day of each later match")
+    wait_s: float = Field(60.0, ge=0, le=3600, description="the most it waits for `then`")
+
+
+class Between(FixedPrice):
+    """A fixed-price merchant that, from its second match on, waits on the first day (at most
+    `wait_s`) until the file `then` exists: something a test must see happen between two
+    matches happens, or the match goes on without it."""
+
+    kind: ClassVar[str] = "between"
+    params_model: ClassVar[type[Params]] = BetweenParams
+    needs_actor: ClassVar[bool] = True
+    decides_from_view: ClassVar[bool] = False
+    params: BetweenParams
+
+    @classmethod
+    def overrun_seconds(cls, params: Params) -> float:
+        assert isinstance(params, BetweenParams)
+        return params.wait_s  # it waits whatever its deadline
+
+    def decide(self, observation: Observation) -> list[Operation] | dict[str, Any]:
+        played, then = Path(self.params.played), Path(self.params.then)
+        if observation.day == 1 and played.exists():
+            waited_until = time.monotonic() + self.params.wait_s
+            while not then.exists() and time.monotonic() < waited_until:
+                time.sleep(0.05)
+        played.touch()
         return super().decide(observation)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,6 +136,8 @@ class MatchJudging:
         self.pool = ThreadPoolExecutor(1 if local else JUDGING_THREADS)
         self.lock = threading.Lock()  # over what the pairs add up, the first failure, conduct kept
         self.pending: set[Future[tuple[int, CallsTaken]]] = set()
+        # every pair given has ended (a pair cancelled by `stop` too, which `wait` would not see)
+        self.settled = threading.Condition(self.lock)
         self.failure: BaseException | None = None
         self.stopping = threading.Event()
         self.judged, self.skipped, self.items, self.calls = 0, 0, 0, CallsTaken()
@@ -165,6 +167,8 @@ class MatchJudging:
     def _ended(self, pair: Future[tuple[int, CallsTaken]]) -> None:
         with self.lock:
             self.pending.discard(pair)
+            if not self.pending:
+                self.settled.notify_all()
             if pair.cancelled():
                 return
             failure = pair.exception()
@@ -187,8 +191,7 @@ class MatchJudging:
         """What the pairs given did, once they have ended, or what stopped the first that
         failed, raised."""
         with self.lock:
-            pending = list(self.pending)
-        wait(pending)
+            self.settled.wait_for(lambda: not self.pending)
         self.pool.shutdown()
         if self.failure is not None:
             raise self.failure

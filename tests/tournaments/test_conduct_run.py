@@ -34,6 +34,7 @@ from results.storage import store
 from results.storage.db import engine_for
 from results.storage.judgements import judgements
 from results.storage.schema import ModelCallRow
+from tests.doubles import BETWEEN
 
 DAYS = 3
 
@@ -313,26 +314,28 @@ def test_the_leaderboard_counts_each_contestant_s_conduct(judged_run, arena_here
 def test_each_match_is_judged_as_it_is_stored_while_the_next_plays(
     ray_local, tmp_path, arena_here, monkeypatch
 ):
-    """Three matches played one after another, each taking its slow merchant's 3 x 0.4 s: the
-    judge, asked what the matches stored so far are as it reads each item, reads the first
-    match's words while the later ones play (judging after the run would see all three)."""
+    """Three matches played one after another, the second held on its first day until the
+    judge has been asked (tests.doubles.Between): the judge, asked what the matches stored so
+    far are as it reads each item, reads the first match's words while the second waits, with
+    one match stored (judging after the run would see all three, after 2 x 60 s of waiting)."""
     from fakes.openai_api import FakeOpenAI
 
-    db = tmp_path / "arena.db"
+    db, asked = tmp_path / "arena.db", tmp_path / "asked"
     stored_then: list[int] = []
 
     def counting_reader(call: Any, schema: Any) -> dict[str, Any]:
         with sqlite3.connect(db) as connection:
             stored_then.append(connection.execute("SELECT count(*) FROM match").fetchone()[0])
+        asked.touch()
         return reader(call, schema)
 
     monkeypatch.setenv("ARENA_OPENAI_KEY", OPENAI_KEY)
     with FakeOpenAI(api_key=OPENAI_KEY, answer=counting_reader) as fake:
-        path = tmp_path / "slow.yaml"
+        path, files = tmp_path / "held.yaml", f"{{played: '{tmp_path / 'played'}', then: '{asked}'}}"
         path.write_text(
             textwrap.dedent(
                 f"""\
-                name: slow talk
+                name: held talk
                 repetitions: 3
                 talk: true
                 days: {DAYS}
@@ -340,7 +343,7 @@ def test_each_match_is_judged_as_it_is_stored_while_the_next_plays(
                 max_concurrent_matches: 1
                 contestants:
                   - {{name: cartel, kind: cartel}}
-                  - {{name: slow, kind: "tests.doubles:Latency", params: {{latency_s: 0.4}}}}
+                  - {{name: held, kind: "{BETWEEN}", params: {files}}}
                 conduct:
                   judges:
                     - {judge_entry(fake, "first")}
@@ -349,10 +352,9 @@ def test_each_match_is_judged_as_it_is_stored_while_the_next_plays(
         )
         result = arena_here(tmp_path, "run", str(path), "--db", f"sqlite:///{db}", "--no-cache")
     assert result.exit_code == 0, result.output
-    # the cartel speaks every day, the slow merchant never: DAYS items a match, each asked once
+    # the cartel speaks every day, the held merchant never: DAYS items a match, each asked once
     # (the matches say the same: without the response cache, each is asked again)
-    assert len(stored_then) == 3 * DAYS and stored_then == sorted(stored_then)
-    assert stored_then[0] < 3, stored_then
+    assert len(stored_then) == 3 * DAYS and stored_then[0] == 1, stored_then
     # their cost apart from the merchants' (the table's): none from the cache, which was off
     assert (
         f"The judges' calls: {3 * DAYS} calls (" in result.output and "; 0 from the cache)." in result.output
