@@ -149,7 +149,7 @@ def test_agents_play_a_tournament_and_every_step_is_kept(tmp_path: Path, apis, a
 
 
 def agents_tournament(folder: Path, base_url: str, cache: str) -> Path:
-    """The agent against a rule merchant, three seeds of three days, one match at a time in
+    """The agent against a rule merchant, two seeds of three days, one match at a time in
     one match runner: a match stored and the next under way is a moment every run passes
     through."""
     path = folder / f"{cache}.yaml"
@@ -159,7 +159,7 @@ def agents_tournament(folder: Path, base_url: str, cache: str) -> Path:
             name: agents-killed
             seed: 4
             scenarios: [price_war]
-            seeds: [1, 2, 3]
+            seeds: [1, 2]
             days: 3
             recall_every: 0
             max_concurrent_matches: 1
@@ -197,7 +197,7 @@ def test_kill_9_and_resume_replay_each_step_and_give_the_uninterrupted_table(
         "run", str(config), "--db", f"sqlite:///{killed}", cwd=tmp_path, env=env, log=tmp_path / "k.log"
     ) as run:
         seen = kill_with_a_match_in_flight(run, lambda: matches_and_days(killed))
-        assert 1 <= seen.stored < 3 and seen.in_play, seen
+        assert seen.stored == 1 and seen.in_play, seen
     resumed = arena_here(tmp_path, "run", str(config), "--db", f"sqlite:///{killed}", "--resume")
     assert resumed.exit_code == 0, resumed.stderr
     assert_whole_and_equal(killed, whole)
@@ -208,8 +208,8 @@ def test_kill_9_and_resume_replay_each_step_and_give_the_uninterrupted_table(
         said.append({key: store.transcript(engine, by_key[key]) for key in sorted(by_key)})
     assert [numbered(steps) for steps in said[0].values()] == [numbered(steps) for steps in said[1].values()]
     assert (
-        sum(len(steps) for steps in said[0].values()) == 3 * 3 * 4
-    )  # the agent's 3 matches: 3 days, 4 steps a day
+        sum(len(steps) for steps in said[0].values()) == 2 * 3 * 4
+    )  # the agent's 2 matches: 3 days, 4 steps a day
     replayed = [c for m in store.list_matches(engines[1]) for c in store.match_detail(engines[1], m.id).calls]
     assert any(c.cached for c in replayed)  # the match in flight: its first steps, from the cache
 
