@@ -34,6 +34,7 @@ from arena_process import (
     stored_matches,
 )
 from ray_cluster_state import ClusterState, cluster_state
+from unhosted import unhosted
 
 from results.storage.db import engine_for
 from tournaments.load import load_tournament
@@ -229,8 +230,8 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path, ray
     the middle of turns, at different moments of a run, and started again for the next. Each
     run goes on to the end, says which matches it lost (with their runner, or with a host) and
     plays them again, and stores each match once, with the table of an undisturbed run (here,
-    in this process on the tests' own cluster): no turn lost with the node counts as its
-    merchant's fault."""
+    in this process on the tests' own cluster, its merchants unhosted: tests/unhosted.py): no
+    turn lost with the node counts as its merchant's fault."""
     env = {**arena_env(), "HOME": str(tmp_path)}  # no Ray token: a cluster without authentication
     # the runs come from a machine that has a token (any earlier local run writes one): the
     # cluster asks for none, and must get none (a process sending one refuses the cluster's calls)
@@ -253,7 +254,7 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path, ray
             lossy = tmp_path / f"lossy{k}.db"
             with ray_node(*worker_node, env=env, cwd=tmp_path) as worker:
                 if k == 0:  # the undisturbed run, while the first worker starts
-                    run_tournament(load_tournament(config), engine_for(f"sqlite:///{calm}"))
+                    run_tournament(load_tournament(unhosted(config)), engine_for(f"sqlite:///{calm}"))
                 # one listing for both: the new worker working, and what the last run left
                 state = cluster_state(address, nodes=2)
                 assert sorted(state.alive) == [LOOPBACK, WORKER] and state.dead == [WORKER] * k, state

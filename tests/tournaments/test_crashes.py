@@ -25,6 +25,7 @@ from arena_process import (
     stored_matches,
 )
 from typer.testing import CliRunner
+from unhosted import unhosted
 
 from arena.cli import app
 from market.scenario import SHIPPED_SCENARIOS
@@ -50,11 +51,10 @@ def test_kill_9_with_a_match_stored_and_one_in_flight_then_resume_gives_the_unin
 ):
     """Killed on a local Ray of its own, every process of the run ends with it. The resume is
     the command run in this process, on the tests' Ray cluster: what is resumed is the store,
-    not a process (an `arena` process would cost seconds of imports and of joining Ray)."""
+    not a process (an `arena` process would cost seconds of imports and of joining Ray). The
+    uninterrupted run, in this process, plays its merchants unhosted (tests/unhosted.py)."""
     whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
-    run_tournament(
-        load_tournament(slow_tournament), engine_for(f"sqlite:///{whole}")
-    )  # the reference, in this process
+    run_tournament(load_tournament(unhosted(slow_tournament)), engine_for(f"sqlite:///{whole}"))
     planned = stored_matches(whole)
     assert planned == 6
 
@@ -88,13 +88,14 @@ def test_an_adaptive_run_killed_with_a_match_in_flight_resumes_into_the_uninterr
 ):
     """The slow field, adaptive: each round is chosen from the matches stored before it, so
     the run killed mid-round and resumed chooses the same rounds, plays exactly what is
-    missing and ends with the uninterrupted run's matches, table and reason. (The killed run
-    plays on the tests' Ray cluster: what a kill leaves of a local Ray is the first test's.)"""
+    missing and ends with the uninterrupted run's matches, table and reason (that run with its
+    merchants unhosted: tests/unhosted.py). (The killed run plays on the tests' Ray cluster:
+    what a kill leaves of a local Ray is the first test's.)"""
     config = tmp_path / "adaptive.yaml"
     adaptive = "name: slow\nformat: adaptive\nmax_matches: 8\n"
     config.write_text(slow_tournament.read_text().replace("name: slow\n", adaptive, 1))
     whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
-    reference = run_tournament(load_tournament(config), engine_for(f"sqlite:///{whole}"))
+    reference = run_tournament(load_tournament(unhosted(config)), engine_for(f"sqlite:///{whole}"))
     assert reference.ended is not None and stored_matches(whole) >= 4
     with BackgroundRun(
         "run",
