@@ -148,10 +148,11 @@ def test_agents_play_a_tournament_and_every_step_is_kept(tmp_path: Path, apis, a
         assert OPENAI_KEY.encode() not in data and ANTHROPIC_KEY.encode() not in data
 
 
-def agents_tournament(folder: Path, base_url: str, cache: str) -> Path:
+def agents_tournament(folder: Path, base_url: str, cache: str, hosted: bool = True) -> Path:
     """The agent against a rule merchant, two seeds of three days, one match at a time in
     one match runner: a match stored and the next under way is a moment every run passes
-    through."""
+    through. Not `hosted`: the agent plays in its matches' process, with the same results and
+    no actor of its own (for a run that only gives the record to compare with)."""
     path = folder / f"{cache}.yaml"
     path.write_text(
         textwrap.dedent(
@@ -168,6 +169,7 @@ def agents_tournament(folder: Path, base_url: str, cache: str) -> Path:
                 kind: llm
                 params: {{model: openai/gpt-4.1-mini, mode: agent, base_url: "{base_url}",
                          api_key_env: ARENA_OPENAI_KEY, cache_dir: "{folder}/{cache}"}}
+                isolate: {str(hosted).lower()}
               - {{name: fixed, kind: fixed_price}}
             """
         )
@@ -180,14 +182,15 @@ def test_kill_9_and_resume_replay_each_step_and_give_the_uninterrupted_table(
 ):
     """An agent tournament killed with a match in flight, then resumed: the match in flight is
     played again from its start, its steps so far answered from the response cache, and the
-    table and every match's transcript are those of a run never killed. (The API's prompt
+    table and every match's transcript are those of a run never killed (its agent unhosted, in
+    this process). (The API's prompt
     cache is off: a call under way at the kill is made again, and the cache would serve its
     prompt for less the second time, as a real API's would.)"""
     monkeypatch.setattr(openai_fake, "CACHE_MINIMUM", 10**9)
     openai_api, _ = apis
     whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
     run_tournament(
-        load_tournament(agents_tournament(tmp_path, openai_api.base_url, "whole-cache")),
+        load_tournament(agents_tournament(tmp_path, openai_api.base_url, "whole-cache", hosted=False)),
         engine_for(f"sqlite:///{whole}"),
     )
     openai_api.delay = 0.05  # the killed run's agent matches last long enough to be caught in flight
