@@ -109,11 +109,15 @@ def ray_node(*args: str, env: dict[str, str], cwd: Path) -> Iterator[subprocess.
 
 
 def head_node(port: int, env: dict[str, str], cwd: Path, *args: str):
+    """A head node without the autoscaler's monitor (`--no-monitor`, a flag `ray start` keeps
+    out of its help): a test's cluster has no nodes to add or remove, and the monitor is a
+    process (and its CPU at start) on every head. The head finds dead nodes without it."""
     return ray_node(
         "--head",
         f"--port={port}",
         f"--node-ip-address={LOOPBACK}",
         "--include-dashboard=false",
+        "--no-monitor",
         *args,
         env=env,
         cwd=cwd,
