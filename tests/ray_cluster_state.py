@@ -1,6 +1,7 @@
 """What a Ray cluster's control store (GCS) knows, read without joining the cluster as a
-driver (tests/tournaments/test_clusters.py): ray.init would start a job, with workers
-prestarted for it on the cluster's nodes, only to list them. Run as a script
+driver (tests/tournaments/test_clusters.py): ray.init would make the reader a job of the
+cluster, in a Python process of its own (the test's process is a driver of the tests' own
+cluster already), only to list nodes and actors. Run as a script
 (`python -m ray_cluster_state ADDRESS NODES`) for a cluster that asks for a token: Ray reads
 the token a process sends once, when it first needs one, from that process's environment."""
 

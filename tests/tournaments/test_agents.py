@@ -183,9 +183,8 @@ def test_kill_9_and_resume_replay_each_step_and_give_the_uninterrupted_table(
     """An agent tournament killed with a match in flight, then resumed: the match in flight is
     played again from its start, its steps so far answered from the response cache, and the
     table and every match's transcript are those of a run never killed (its agent unhosted, in
-    this process). (The API's prompt
-    cache is off: a call under way at the kill is made again, and the cache would serve its
-    prompt for less the second time, as a real API's would.)"""
+    this process). (The API's prompt cache is off: a call under way at the kill is made again,
+    and the cache would serve its prompt for less the second time, as a real API's would.)"""
     monkeypatch.setattr(openai_fake, "CACHE_MINIMUM", 10**9)
     openai_api, _ = apis
     whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"

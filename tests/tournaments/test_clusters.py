@@ -77,7 +77,7 @@ def token_cluster_state(address: str, home: Path) -> ClusterState:
         timeout=180,
     )
     assert listing.returncode == 0, listing.stderr
-    # Ray may print warnings of its own around it
+    # Ray may print warnings of its own around it (a node found dead, say)
     state = json.loads(next(line for line in listing.stdout.splitlines() if line.startswith("state: "))[7:])
     return ClusterState(state["alive"], state["dead"], [tuple(actor) for actor in state["actors"]])
 
