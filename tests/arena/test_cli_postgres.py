@@ -47,7 +47,7 @@ contestants:
   - {{name: undercut, kind: undercut}}
 """
 
-# Matches with `slow` last 0.6 s each, one at a time: long enough to be killed mid-run. It plays
+# Matches with `slow` last 0.4 s each, one at a time: long enough to be killed mid-run. It plays
 # in an actor of its own, so its matches play in a match runner, whose days the progress lines
 # count as they are played: a match in play shows. One match at a time keeps each run to one
 # match runner (a process); what these tests check, a run stopped between matches with one in
@@ -57,7 +57,7 @@ name: {name}
 seed: 9
 scenarios: [price_war]
 seeds: [1, 2]
-days: 6
+days: 4
 max_concurrent_matches: 1
 contestants:
   - {{name: fixed, kind: fixed_price}}

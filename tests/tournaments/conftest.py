@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture
 def slow_tournament(tmp_path: Path) -> Path:
-    """Three merchants in pairs, two seeds of ten days: the rule merchants' two matches play
+    """Three merchants in pairs, two seeds of five days: the rule merchants' two matches play
     as a Ray task each, the latency merchant's four one at a time in one match runner (a runner is a
     process of its own; a match stored and the next under way is a moment every run passes
     through)."""
@@ -22,7 +22,7 @@ def slow_tournament(tmp_path: Path) -> Path:
             seed: 9
             scenarios: [price_war]
             seeds: [1, 2]
-            days: 10
+            days: 5
             max_concurrent_matches: 1
             contestants:
               - {name: fixed, kind: fixed_price}

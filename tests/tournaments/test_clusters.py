@@ -33,12 +33,15 @@ from arena_process import (
     own_ray_env,
     stored_matches,
 )
+from ray_cluster_state import ClusterState, cluster_state
+from unhosted import unhosted
 
 from results.storage.db import engine_for
 from tournaments.load import load_tournament
 from tournaments.run import run_tournament
 
 ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests"
 
 
 # 127.0.0.2, not 127.0.0.1: Ray rewrites "127.0.0.1" and "localhost" in an address to the
@@ -63,45 +66,14 @@ def _wait_for_port(port: int, process: subprocess.Popen, seconds: float = 180) -
     raise AssertionError(f"the Ray head did not listen on {LOOPBACK}:{port}")
 
 
-CLUSTER_STATE = textwrap.dedent(
-    """
-    import json, sys, time
-    import ray
-    import ray._private.state as state
-    from tournaments.cluster import init_ray
-    init_ray(address=sys.argv[1])
-    deadline = time.monotonic() + 120
-    def working():  # alive, with its CPUs known (a node that has just joined is alive before they are)
-        return sum(node["Alive"] and node["Resources"].get("CPU", 0) > 0 for node in ray.nodes())
-    while working() < int(sys.argv[2]) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    nodes = {node["NodeID"]: node for node in ray.nodes()}
-    mine = ray.get_runtime_context().get_job_id()
-    actors = [(a["JobID"], a["ActorClassName"], nodes[a["Address"]["NodeID"]]["NodeManagerAddress"])
-              for a in state.actors().values() if a["JobID"] != mine and a["Address"]["NodeID"] in nodes]
-    alive = [node["NodeManagerAddress"] for node in nodes.values() if node["Alive"]]
-    dead = [node["NodeManagerAddress"] for node in nodes.values() if not node["Alive"]]
-    print("state:", json.dumps({"alive": alive, "dead": dead, "actors": actors}))
-    """
-)
-
-
-@dataclass(frozen=True)
-class ClusterState:
-    alive: list[str]
-    dead: list[str]
-    actors: list[tuple[str, str, str]]
-
-
-def cluster_state(address: str, env: dict[str, str], nodes: int = 1) -> ClusterState:
-    """The addresses of the cluster's live nodes, once at least `nodes` are alive with their
-    CPUs known to the cluster (as a run counts them), those of its dead nodes, and the actors
-    other jobs started on it: (job, class, node address), those that ended included."""
+def token_cluster_state(address: str, home: Path) -> ClusterState:
+    """`cluster_state` of a cluster that asks for a token, read by a process of its own that
+    sends the token of `home` (Ray reads the token a process sends once, from its environment)."""
     listing = subprocess.run(
-        [sys.executable, "-c", CLUSTER_STATE, address, str(nodes)],
+        [sys.executable, "-m", "ray_cluster_state", address, "1"],
         capture_output=True,
         text=True,
-        env=env,
+        env={**arena_env(), "HOME": str(home), "RAY_AUTH_MODE": "token", "PYTHONPATH": str(TESTS)},
         timeout=180,
     )
     assert listing.returncode == 0, listing.stderr
@@ -137,11 +109,15 @@ def ray_node(*args: str, env: dict[str, str], cwd: Path) -> Iterator[subprocess.
 
 
 def head_node(port: int, env: dict[str, str], cwd: Path, *args: str):
+    """A head node without the autoscaler's monitor (`--no-monitor`, a flag `ray start` keeps
+    out of its help): a test's cluster has no nodes to add or remove, and the monitor is a
+    process (and its CPU at start) on every head. The head finds dead nodes without it."""
     return ray_node(
         "--head",
         f"--port={port}",
         f"--node-ip-address={LOOPBACK}",
         "--include-dashboard=false",
+        "--no-monitor",
         *args,
         env=env,
         cwd=cwd,
@@ -175,11 +151,8 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament, t
     must send the token with no RAY_AUTH_MODE set. Its actors are in the head's state, and it
     started no Ray of its own."""
     home, address, head = token_head.home, token_head.address, token_head.process
-    env = {**arena_env(), "HOME": str(home)}
     brief = tmp_path / "brief.yaml"  # the slow field's three pairs, a seed each, three days
-    brief.write_text(
-        slow_tournament.read_text().replace("seeds: [1, 2]\ndays: 10\n", "seeds: [1]\ndays: 3\n")
-    )
+    brief.write_text(slow_tournament.read_text().replace("seeds: [1, 2]\ndays: 5\n", "seeds: [1]\ndays: 3\n"))
     db = tmp_path / "cluster.db"
     with own_ray_env() as run_env:
         result = arena(
@@ -197,7 +170,7 @@ def test_run_joins_a_plain_ray_head_and_plays_on_it(tmp_path, slow_tournament, t
         assert list(Path(run_env["RAY_TMPDIR"]).rglob("session_*")) == []
     assert stored_matches(db) == 3
     assert head.poll() is None, "the head node must still be up: the run joined it, it did not own it"
-    actors = cluster_state(address, {**env, "RAY_AUTH_MODE": "token"}).actors
+    actors = token_cluster_state(address, home).actors
     counts = Counter(name for _, name, _ in actors)
     # the slow tournament hosts its latency contestant; its matches play in match runners; its
     # contestants call no model, so it has no call coordinator
@@ -228,7 +201,7 @@ TWO_HOSTED = textwrap.dedent(
     seed: 5
     scenarios: [price_war]
     seeds: [1, 2, 3, 4, 5, 6]
-    days: 8
+    days: 6
     max_concurrent_matches: 4
     decision_timeout_s: 2.0
     contestants:
@@ -261,8 +234,8 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path, ray
     the middle of turns, at different moments of a run, and started again for the next. Each
     run goes on to the end, says which matches it lost (with their runner, or with a host) and
     plays them again, and stores each match once, with the table of an undisturbed run (here,
-    in this process on the tests' own cluster): no turn lost with the node counts as its
-    merchant's fault."""
+    in this process on the tests' own cluster, its merchants unhosted: tests/unhosted.py): no
+    turn lost with the node counts as its merchant's fault."""
     env = {**arena_env(), "HOME": str(tmp_path)}  # no Ray token: a cluster without authentication
     # the runs come from a machine that has a token (any earlier local run writes one): the
     # cluster asks for none, and must get none (a process sending one refuses the cluster's calls)
@@ -285,9 +258,9 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path, ray
             lossy = tmp_path / f"lossy{k}.db"
             with ray_node(*worker_node, env=env, cwd=tmp_path) as worker:
                 if k == 0:  # the undisturbed run, while the first worker starts
-                    run_tournament(load_tournament(config), engine_for(f"sqlite:///{calm}"))
+                    run_tournament(load_tournament(unhosted(config)), engine_for(f"sqlite:///{calm}"))
                 # one listing for both: the new worker working, and what the last run left
-                state = cluster_state(address, env, nodes=2)
+                state = cluster_state(address, nodes=2)
                 assert sorted(state.alive) == [LOOPBACK, WORKER] and state.dead == [WORKER] * k, state
                 if k:
                     assert_one_runner_on_each_node_and_the_workers_replaced(state.actors, jobs_before)
@@ -313,7 +286,7 @@ def test_a_worker_node_killed_mid_turn_changes_nothing_but_replays(tmp_path, ray
             assert "Traceback" not in output
             lost += [line.split(" lost, ")[1] for line in output.splitlines() if " lost, " in line]
             assert_whole_and_equal(lossy, calm)
-        state = cluster_state(address, env)
+        state = cluster_state(address)
         assert state.alive == [LOOPBACK] and state.dead == [WORKER] * len(KILL_MOMENTS), state
         assert_one_runner_on_each_node_and_the_workers_replaced(state.actors, jobs_before)
     assert all(line.endswith(": playing it again from its start") for line in lost), lost

@@ -15,7 +15,6 @@ import pytest
 import yaml
 from arena_process import (
     BackgroundRun,
-    arena,
     assert_whole_and_equal,
     keys,
     kill_with_a_match_in_flight,
@@ -26,6 +25,7 @@ from arena_process import (
     stored_matches,
 )
 from typer.testing import CliRunner
+from unhosted import unhosted
 
 from arena.cli import app
 from market.scenario import SHIPPED_SCENARIOS
@@ -47,12 +47,14 @@ def ray_env():
 
 
 def test_kill_9_with_a_match_stored_and_one_in_flight_then_resume_gives_the_uninterrupted_table(
-    tmp_path, slow_tournament, ray_local, ray_env, cluster_env
+    tmp_path, slow_tournament, ray_env, arena_here
 ):
+    """Killed on a local Ray of its own, every process of the run ends with it. The resume is
+    the command run in this process, on the tests' Ray cluster: what is resumed is the store,
+    not a process (an `arena` process would cost seconds of imports and of joining Ray). The
+    uninterrupted run, in this process, plays its merchants unhosted (tests/unhosted.py)."""
     whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
-    run_tournament(
-        load_tournament(slow_tournament), engine_for(f"sqlite:///{whole}")
-    )  # the reference, in this process
+    run_tournament(load_tournament(unhosted(slow_tournament)), engine_for(f"sqlite:///{whole}"))
     planned = stored_matches(whole)
     assert planned == 6
 
@@ -75,10 +77,8 @@ def test_kill_9_with_a_match_stored_and_one_in_flight_then_resume_gives_the_unin
         survivors = run.survivors()
         assert survivors == {}, f"processes of the killed run still alive: {survivors}"
 
-    resumed = arena(  # in a process of its own, as a user resumes, on the tests' Ray cluster
-        "run", str(slow_tournament), "--db", f"sqlite:///{killed}", "--resume", cwd=tmp_path, env=cluster_env
-    )
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = arena_here(tmp_path, "run", str(slow_tournament), "--db", f"sqlite:///{killed}", "--resume")
+    assert resumed.exit_code == 0, resumed.stderr
     assert f"Resumed tournament 1: {seen.stored} matches were already done." in resumed.stdout
     assert_whole_and_equal(killed, whole)
 
@@ -88,13 +88,14 @@ def test_an_adaptive_run_killed_with_a_match_in_flight_resumes_into_the_uninterr
 ):
     """The slow field, adaptive: each round is chosen from the matches stored before it, so
     the run killed mid-round and resumed chooses the same rounds, plays exactly what is
-    missing and ends with the uninterrupted run's matches, table and reason. (The killed run
-    plays on the tests' Ray cluster: what a kill leaves of a local Ray is the first test's.)"""
+    missing and ends with the uninterrupted run's matches, table and reason (that run with its
+    merchants unhosted: tests/unhosted.py). (The killed run plays on the tests' Ray cluster:
+    what a kill leaves of a local Ray is the first test's.)"""
     config = tmp_path / "adaptive.yaml"
     adaptive = "name: slow\nformat: adaptive\nmax_matches: 8\n"
     config.write_text(slow_tournament.read_text().replace("name: slow\n", adaptive, 1))
     whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
-    reference = run_tournament(load_tournament(config), engine_for(f"sqlite:///{whole}"))
+    reference = run_tournament(load_tournament(unhosted(config)), engine_for(f"sqlite:///{whole}"))
     assert reference.ended is not None and stored_matches(whole) >= 4
     with BackgroundRun(
         "run",
@@ -146,9 +147,7 @@ def test_a_kill_inside_the_write_of_several_matches_stores_none_of_them(tmp_path
         assert rows_per_match(killed) == rows_per_match(whole, only=set(held["stored"]))
         assert run.survivors() == {}
 
-    resumed = CliRunner().invoke(
-        app, ["run", str(config), "--db", f"sqlite:///{killed}", "--resume"]
-    )  # here: the first test resumes in a process of its own
+    resumed = CliRunner().invoke(app, ["run", str(config), "--db", f"sqlite:///{killed}", "--resume"])
     assert resumed.exit_code == 0, resumed.output
     assert "Resumed tournament 1: 6 matches were already done." in resumed.stdout
     assert_whole_and_equal(killed, whole)

@@ -88,11 +88,11 @@ def test_faulty_merchants_do_not_stop_the_tournament(tmp_path):
         scenarios: [price_war]
         repetitions: 2
         days: 6
-        decision_timeout_s: 4
+        decision_timeout_s: 2
         contestants:
           - {name: steady, kind: fixed_price}
           - {name: raiser, kind: tests.doubles:Chaos, params: {fault: raise, every: 2}}
-          - {name: hanger, kind: tests.doubles:Chaos, params: {fault: hang, every: 5, hang_s: 4.5}}
+          - {name: hanger, kind: tests.doubles:Chaos, params: {fault: hang, every: 5, hang_s: 2.5}}
           - {name: junk, kind: tests.doubles:Chaos, params: {fault: garbage}}
           - {name: crasher, kind: tests.doubles:Chaos, params: {fault: crash, every: 3}}
         """,
