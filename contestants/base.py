@@ -239,6 +239,8 @@ class Contestant(ABC):
     `decides_from_view` says it decides from the market's MarketView (the rule merchants):
     inline, its merchants decide together (`play_from_view`), and matches of such merchants
     alone are played side by side.
+    `seats_a_person` says a person decides for it and answers its questions, on the pages the
+    run's desk puts before them (RunOptions.desk): a run that plays it needs a desk.
     """
 
     kind: ClassVar[str]
@@ -247,6 +249,7 @@ class Contestant(ABC):
     calls_models: ClassVar[bool] = False
     remembers_the_record: ClassVar[bool] = False
     decides_from_view: ClassVar[bool] = False
+    seats_a_person: ClassVar[bool] = False
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
         """`options`: how this run plays it; a kind that depends on them (a language model's

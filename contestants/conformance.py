@@ -90,8 +90,8 @@ def _decided(contestant: Contestant, observation: Observation) -> Any:
 class Trial:
     """What the checks play: `kind` with `params` in each of SEATS seats of a market of
     `scenario` for `days` days, the market's seed `seed` and seat i's contestant's seed + i,
-    each contestant made with `options` (given no desk, a BlankDesk: a kind that seats a person
-    plays with one who submits every page blank at once)."""
+    each contestant made with `options` (a kind that seats a person, given no desk, plays with a
+    BlankDesk: a person who submits every page blank at once)."""
 
     kind: type[Contestant]
     params: Params
@@ -124,7 +124,7 @@ class Trial:
             chosen = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
             played.check_scenario(validated, chosen, SEATS)
         given = options or RunOptions()
-        if given.desk is None:  # a human seat's person, who submits every page blank at once
+        if played.seats_a_person and given.desk is None:  # a person who submits every page blank at once
             given = given.model_copy(update={"desk": BlankDesk()})
         return cls(played, validated, chosen, days, seed, given)
 

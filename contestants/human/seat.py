@@ -53,6 +53,7 @@ class HumanSeat(Contestant):
     kind: ClassVar[str] = "human"
     params_model: ClassVar[type[Params]] = HumanParams
     needs_actor: ClassVar[bool] = True
+    seats_a_person: ClassVar[bool] = True
     params: HumanParams
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):

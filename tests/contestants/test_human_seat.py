@@ -19,6 +19,7 @@ from contestants.base import (
     DeskAsk,
     DeskKey,
     Handed,
+    OffPathQuestion,
     Question,
     RecallQuestion,
     RunOptions,
@@ -231,6 +232,28 @@ def test_a_deadline_that_passes_is_a_day_of_doing_nothing_with_a_timeout_fault()
     assert [d.operations for d in played.days_played if d.merchant == "away"] == [[], []]
     assert desk.waiting("away", timeout=0) is None  # both pages withdrawn
     assert not desk.submit(DeskKey("away", "away", 1, "day", 0), {"price.widget": "12"})
+
+
+def test_an_off_path_question_is_a_page_of_one_number_asked_on_the_day_after_the_last_decided(observe):
+    desk = LocalDesk()
+    human = create("human", {}, RunOptions(desk=desk, match="m"))
+    human.reset(merchant="me", scenario=PRICE_WAR, seed=1)
+    question = OffPathQuestion(rival="r1", product="widget", price=12.0, posted=15.0)
+    typed = {
+        (1, "day", 0): {"price.widget": "15"},
+        (2, "off_path", 0): {ANSWER: "1e999"},  # a number past any float's range: infinite, refused
+        (2, "off_path", 1): {ANSWER: " 14.5 "},
+    }
+    with people(desk, {"me": lambda asked: typed[asked.key.day, asked.key.asked, asked.key.attempt]}) as seen:
+        human.decide(observe(PRICE_WAR, day=1))
+        answer = human.off_path(question)
+    assert answer == 14.5
+    first, again = seen["me"][1], seen["me"][2]
+    assert first.key == DeskKey("m", "me", 2, "off_path", 0) and first.question == question
+    assert first.observation is None and first.form is None
+    assert (
+        again.refusal is not None and again.refusal.fields == (ANSWER,) and again.typed == {ANSWER: "1e999"}
+    )
 
 
 def test_a_human_seat_needs_a_desk_and_a_positive_deadline():
