@@ -114,16 +114,25 @@ class DeskAsk:
 ANSWER = "answer"  # the one field of a question's page
 
 
+class Submitted(NamedTuple):
+    """What a person submitted on a page: the `fields`, by name, and the `seconds` the page
+    waited for them, from when it was asked to when it was submitted, as the desk measured it
+    (a desk that replays what it kept replays these as they were)."""
+
+    fields: dict[str, str]
+    seconds: float
+
+
 class Desk(ABC):
     """Where the run's human seats put their pages before people and get back what they
     submit: one for the whole run, handed to every contestant by RunOptions.desk, whether the
     contestant plays inline or in an actor (so it must pickle as a handle to the one desk)."""
 
     @abstractmethod
-    def ask(self, asked: DeskAsk, within: float | None) -> dict[str, str] | None:
-        """The fields the person submitted for `asked`, by name, once they submit; None if
-        `within` seconds (None: no limit) pass first, and `asked` is then withdrawn: what is
-        submitted for it later is not taken."""
+    def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
+        """What the person submitted for `asked`, once they submit; None if `within` seconds
+        (None: no limit) pass first, and `asked` is then withdrawn: what is submitted for it
+        later is not taken."""
 
 
 class RunOptions(BaseModel):

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from contestants.base import Desk, DeskAsk, DeskKey
+from contestants.base import Desk, DeskAsk, DeskKey, Submitted
 
 
 class LocalDesk(Desk):
@@ -26,8 +26,9 @@ class LocalDesk(Desk):
         self._open: dict[DeskKey, DeskAsk] = {}  # pages asked and not yet answered, in the order asked
         self._answers: dict[DeskKey, dict[str, str]] = {}
 
-    def ask(self, asked: DeskAsk, within: float | None) -> dict[str, str] | None:
-        due = None if within is None else time.monotonic() + within
+    def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
+        start = time.monotonic()
+        due = None if within is None else start + within
         with self._changed:
             self._open[asked.key] = asked
             self._changed.notify_all()
@@ -37,7 +38,7 @@ class LocalDesk(Desk):
                     del self._open[asked.key]  # withdrawn: a later submit is refused
                     return None
                 self._changed.wait(left)
-            return self._answers.pop(asked.key)
+            return Submitted(self._answers.pop(asked.key), time.monotonic() - start)
 
     def waiting(self, merchant: str, timeout: float | None = None) -> DeskAsk | None:
         """The page of `merchant`'s seat still to be answered, the first asked, once there is
@@ -61,8 +62,9 @@ class LocalDesk(Desk):
 
 
 class BlankDesk(Desk):
-    """A person who submits every page blank at once: a day of waiting, no answer to a
-    question. It holds nothing, so copies of it (a contestant pickled for Ray) are the same desk."""
+    """A person who submits every page blank at once (in no time): a day of waiting, no answer
+    to a question. It holds nothing, so copies of it (a contestant pickled for Ray) are the
+    same desk."""
 
-    def ask(self, asked: DeskAsk, within: float | None) -> dict[str, str] | None:
-        return {}
+    def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
+        return Submitted({}, 0.0)

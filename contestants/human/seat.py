@@ -10,6 +10,10 @@ number: empty is "don't know", a text that is no finite number is refused in the
 A person may be given a deadline (`turn_seconds`): the seat stops waiting then and the turn is
 late (DeadlinePassed), which the match records as any contestant's passed deadline; the
 merchant does nothing that day. Without one, the seat waits as long as the person takes.
+
+What a person takes in place of a model's tokens and cost is time: the seat reports
+`seconds_per_day`, the mean over the days whose form was taken of the seconds that day's pages
+(its question, its form, the forms refused) waited for the person, as the desk measured them.
 """
 
 from __future__ import annotations
@@ -69,6 +73,8 @@ class HumanSeat(Contestant):
         self.form: DayForm | None = None  # made on the match's first day: whether merchants talk shows then
         self.day = 0  # the last day decided
         self.due: float | None = None  # this turn's deadline, as begin_turn told it
+        self.waited: dict[int, float] = {}  # seconds its pages waited for the person, by day
+        self.decided: list[int] = []  # the days whose form was taken
 
     @classmethod
     def turn_seconds(cls, params: Params) -> float | None:
@@ -77,6 +83,7 @@ class HumanSeat(Contestant):
 
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
         self.merchant, self.scenario, self.form, self.day, self.due = merchant, scenario, None, 0, None
+        self.waited, self.decided = {}, []
 
     def begin_turn(self, deadline: float | None) -> None:
         self.due = deadline
@@ -95,6 +102,7 @@ class HumanSeat(Contestant):
             typed = self._asked(DeskAsk(key, observation, self.form, None, typed, refusal), due)
             read = self.form.read(typed, observation)
             if isinstance(read, Decision):
+                self.decided.append(observation.day)
                 return read
             refusal = read
         raise AssertionError("count() never ends")
@@ -128,6 +136,11 @@ class HumanSeat(Contestant):
             refusal = Refusal((ANSWER,), f"answer: {text[:40]!r} is no number (leave it empty: do not know)")
         raise AssertionError("count() never ends")
 
+    def reported_metrics(self) -> dict[str, float]:
+        if not self.decided:
+            return {}
+        return {"seconds_per_day": sum(self.waited[day] for day in self.decided) / len(self.decided)}
+
     def _deadline(self) -> float | None:
         """This turn's deadline: as begin_turn told it (a hosted turn), else `turn_seconds` from
         now; None: none. What begin_turn told serves one turn."""
@@ -144,4 +157,5 @@ class HumanSeat(Contestant):
         submitted = self.desk.ask(asked, within)
         if submitted is None:
             raise DeadlinePassed(f"day {asked.key.day}: nothing submitted in time")
-        return submitted
+        self.waited[asked.key.day] = self.waited.get(asked.key.day, 0.0) + submitted.seconds
+        return submitted.fields

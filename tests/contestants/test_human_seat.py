@@ -16,6 +16,8 @@ import pytest
 from contestants.base import (
     ANSWER,
     ContestantConfigError,
+    DeadlinePassed,
+    Desk,
     DeskAsk,
     DeskKey,
     Handed,
@@ -23,6 +25,7 @@ from contestants.base import (
     Question,
     RecallQuestion,
     RunOptions,
+    Submitted,
 )
 from contestants.human.desk import LocalDesk
 from contestants.human.form import day_form
@@ -191,6 +194,7 @@ def test_two_people_play_a_match_beside_a_rule_merchant_and_their_days_are_what_
     assert isinstance(question, RecallQuestion) and seen["ann"][4].refusal is not None
     assert (recalled["ann"].asked_day, recalled["ann"].fact) == (question.day, question.fact)
     assert (recalled["ann"].answer, recalled["bob"].answer) == (12.5, None)
+    assert played.metrics is not None and "seconds_per_day" in played.metrics["ann"]  # what time took
 
 
 def test_a_refused_form_is_asked_again_with_the_markets_reason_and_the_fields_as_typed():
@@ -256,6 +260,42 @@ def test_an_off_path_question_is_a_page_of_one_number_asked_on_the_day_after_the
     )
 
 
+class Clocked(Desk):
+    """A person who submits at once what `typed` says for each page (by day, what is asked and
+    attempt; a page not in it: never, as if its deadline passed), each page said to have waited
+    10 s for its first attempt, 20 s for the next, and so on."""
+
+    def __init__(self, typed: dict[tuple[int, str, int], dict[str, str]]):
+        self.typed = typed
+
+    def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
+        k = asked.key
+        fields = self.typed.get((k.day, k.asked, k.attempt))
+        return None if fields is None else Submitted(fields, 10.0 * (k.attempt + 1))
+
+
+def test_the_seconds_a_persons_pages_waited_are_reported_per_day_whose_form_was_taken(observe):
+    desk = Clocked(
+        {
+            (1, "day", 0): {"price.widget": "-1"},  # refused: a price must be positive
+            (1, "day", 1): {},
+            (2, "recall", 0): {ANSWER: "3"},
+            (2, "day", 0): {"price.widget": "12"},
+        }
+    )
+    human = create("human", {}, RunOptions(desk=desk))
+    human.reset(merchant="me", scenario=PRICE_WAR, seed=1)
+    human.decide(observe(PRICE_WAR, day=1))
+    assert human.recall(RecallQuestion(day=1, fact="cash")) == 3.0
+    human.decide(observe(PRICE_WAR, day=2))
+    with pytest.raises(DeadlinePassed):
+        human.decide(observe(PRICE_WAR, day=3))  # nothing submitted: not a day taken
+    # day 1: 10 s refused, then 20 s; day 2: 10 s its question, 10 s its form; mean (30 + 20) / 2
+    assert human.reported_metrics() == {"seconds_per_day": 25.0}
+    human.reset(merchant="me", scenario=PRICE_WAR, seed=1)
+    assert human.reported_metrics() == {}
+
+
 def test_a_human_seat_needs_a_desk_and_a_positive_deadline():
     with pytest.raises(ContestantConfigError, match="desk"):
         create("human", {})
@@ -271,7 +311,8 @@ def test_the_desk_shows_each_person_only_their_own_seats_pages():
     answers: dict[str, dict[str, str] | None] = {}
 
     def seat_asks(name: str) -> None:
-        answers[name] = desk.ask(DeskAsk(DeskKey("m", name, 1, "day", 0), None, form), within=None)
+        submitted = desk.ask(DeskAsk(DeskKey("m", name, 1, "day", 0), None, form), within=None)
+        answers[name] = None if submitted is None else submitted.fields
 
     seats = [threading.Thread(target=seat_asks, args=(name,)) for name in ("a", "b")]
     for thread in seats:
