@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from itertools import count
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 from pydantic import Field
 
@@ -41,6 +43,8 @@ from contestants.base import (
 from contestants.human.form import DayForm, Refusal, day_form
 from market.scenario import Scenario
 from market.types import Decision, Observation
+
+T = TypeVar("T")
 
 
 class HumanParams(Params):
@@ -95,17 +99,13 @@ class HumanSeat(Contestant):
         if self.form is None:
             assert self.scenario is not None, "reset before the first day"
             self.form = day_form(self.scenario, talk=observation.messages is not None)
-        typed: dict[str, str] = {}
-        refusal: Refusal | None = None
-        for attempt in count():
-            key = DeskKey(self.match, self.merchant, observation.day, "day", attempt)
-            typed = self._asked(DeskAsk(key, observation, self.form, None, typed, refusal), due)
-            read = self.form.read(typed, observation)
-            if isinstance(read, Decision):
-                self.decided.append(observation.day)
-                return read
-            refusal = read
-        raise AssertionError("count() never ends")
+        form = self.form
+        key = DeskKey(self.match, self.merchant, observation.day, "day", 0)
+        decision = self._taken(
+            DeskAsk(key, observation, form), lambda typed: form.read(typed, observation), due
+        )
+        self.decided.append(observation.day)
+        return decision
 
     def recall(self, question: RecallQuestion) -> float | None:
         return self._answer(question, "recall")
@@ -119,27 +119,27 @@ class HumanSeat(Contestant):
         """The number the person answers `question` with, asked before the day's form (on the
         day after the last decided); empty: None, "don't know"."""
         due = self._deadline()
-        typed: dict[str, str] = {}
-        refusal: Refusal | None = None
-        for attempt in count():
-            key = DeskKey(self.match, self.merchant, self.day + 1, asked, attempt)
-            typed = self._asked(DeskAsk(key, None, None, question, typed, refusal), due)
-            text = typed.get(ANSWER, "").strip()
-            if not text:
-                return None
-            try:
-                number = float(text)
-            except ValueError:
-                number = math.nan
-            if math.isfinite(number):
-                return number
-            refusal = Refusal((ANSWER,), f"answer: {text[:40]!r} is no number (leave it empty: do not know)")
-        raise AssertionError("count() never ends")
+        key = DeskKey(self.match, self.merchant, self.day + 1, asked, 0)
+        return self._taken(DeskAsk(key, question=question), _number, due)
 
     def reported_metrics(self) -> dict[str, float]:
         if not self.decided:
             return {}
         return {"seconds_per_day": sum(self.waited[day] for day in self.decided) / len(self.decided)}
+
+    def _taken(self, first: DeskAsk, read: Callable[[dict[str, str]], T | Refusal], due: float | None) -> T:
+        """What `read` makes of what the person submits on the page `first`, asked again after
+        each refusal (the next attempt) with its reason and the fields as typed."""
+        typed: dict[str, str] = {}
+        refusal: Refusal | None = None
+        for attempt in count():
+            asked = replace(first, key=first.key._replace(attempt=attempt), typed=typed, refusal=refusal)
+            typed = self._asked(asked, due)
+            taken = read(typed)
+            if not isinstance(taken, Refusal):
+                return taken
+            refusal = taken
+        raise AssertionError("count() never ends")
 
     def _deadline(self) -> float | None:
         """This turn's deadline: as begin_turn told it (a hosted turn), else `turn_seconds` from
@@ -159,3 +159,18 @@ class HumanSeat(Contestant):
             raise DeadlinePassed(f"day {asked.key.day}: nothing submitted in time")
         self.waited[asked.key.day] = self.waited.get(asked.key.day, 0.0) + submitted.seconds
         return submitted.fields
+
+
+def _number(typed: Mapping[str, str]) -> float | None | Refusal:
+    """The answer typed on a question's page: a finite number, None if empty ("don't know"),
+    else its refusal."""
+    text = typed.get(ANSWER, "").strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if math.isfinite(number):
+        return number
+    return Refusal((ANSWER,), f"answer: {text[:40]!r} is no number (leave it empty: do not know)")
