@@ -15,8 +15,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, NamedTuple, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +29,9 @@ from contestants.calls.coordinator import CallCoordinator
 from market.daylog import RecallFact
 from market.scenario import Scenario
 from market.types import ArrayDecisions, Decision, MarketView, Observation
+
+if TYPE_CHECKING:  # a person's form is carried to the desk, not read here
+    from contestants.human.form import DayForm, Refusal
 
 
 class ContestantConfigError(UserError):
@@ -80,6 +83,58 @@ RehearsedDay = Literal["fewest", "longest"]
 (its operations and end_day); "longest", every step its day allows without ending it."""
 
 
+class DeskKey(NamedTuple):
+    """What a human seat asks its person, named the same in every run of the tournament, so
+    that a journal of what was submitted can be keyed on it and a resumed run answered at once:
+    the match (its key; None: a run that names none), the seat's merchant, the day, what is
+    asked ("day": the day's decision; "recall" or "off_path": the day's question), and the
+    attempt (0, then one more after each refusal of what was submitted)."""
+
+    match: str | None
+    merchant: str
+    day: int
+    asked: Literal["day", "recall", "off_path"]
+    attempt: int
+
+
+@dataclass(frozen=True, eq=False)
+class DeskAsk:
+    """One page put before a person: `key`; for a day, the seat's `observation` and the `form`
+    to fill (contestants.human.form), or else the `question` to answer with one number (its
+    field: ANSWER); and after a refusal, its reason and the fields as they were typed."""
+
+    key: DeskKey
+    observation: Observation | None = None
+    form: DayForm | None = None
+    question: Question | None = None
+    typed: dict[str, str] = field(default_factory=dict)
+    refusal: Refusal | None = None
+
+
+ANSWER = "answer"  # the one field of a question's page
+
+
+class Submitted(NamedTuple):
+    """What a person submitted on a page: the `fields`, by name, and the `seconds` the page
+    waited for them, from when it was asked to when it was submitted, as the desk measured it
+    (a desk that replays what it kept replays these as they were)."""
+
+    fields: dict[str, str]
+    seconds: float
+
+
+class Desk(ABC):
+    """Where the run's human seats put their pages before people and get back what they
+    submit: one for the whole run, handed to every contestant by RunOptions.desk, whether the
+    contestant plays inline or in an actor (so it must pickle as a handle to the one desk)."""
+
+    @abstractmethod
+    def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
+        """What the person submitted for `asked`, once they submit; None if `within` seconds
+        (None: no limit) pass first, and `asked` is then withdrawn: what is submitted for it
+        later is not taken."""
+
+
 class RunOptions(BaseModel):
     """How this run plays its contestants, apart from what each one's entry says. The same
     options reach every contestant, inline or in an actor, named for it by `for_contestant`.
@@ -94,6 +149,9 @@ class RunOptions(BaseModel):
     that the calls' tokens and cost can be counted beforehand (contestants.llm.rehearsal), an
     agent taking one step a day ("fewest") or every step its days allow ("longest"); None: a
     real run.
+    desk: where human seats ask their people (Desk); None: a run that seats none.
+    match: the key of the match the contestant plays (for_match), which a human seat names
+    what it asks by; None: not said.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -103,9 +161,14 @@ class RunOptions(BaseModel):
     call_coordinator: CallCoordinator | None = None
     contestant: str | None = None
     rehearse: RehearsedDay | None = None
+    desk: Desk | None = None
+    match: str | None = None
 
     def for_contestant(self, name: str) -> RunOptions:
         return self.model_copy(update={"contestant": name})
+
+    def for_match(self, key: str) -> RunOptions:
+        return self.model_copy(update={"match": key})
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,6 +248,8 @@ class Contestant(ABC):
     `decides_from_view` says it decides from the market's MarketView (the rule merchants):
     inline, its merchants decide together (`play_from_view`), and matches of such merchants
     alone are played side by side.
+    `seats_a_person` says a person decides for it and answers its questions, on the pages the
+    run's desk puts before them (RunOptions.desk): a run that plays it needs a desk.
     """
 
     kind: ClassVar[str]
@@ -193,6 +258,7 @@ class Contestant(ABC):
     calls_models: ClassVar[bool] = False
     remembers_the_record: ClassVar[bool] = False
     decides_from_view: ClassVar[bool] = False
+    seats_a_person: ClassVar[bool] = False
 
     def __init__(self, params: Params, options: RunOptions = RunOptions()):
         """`options`: how this run plays it; a kind that depends on them (a language model's

@@ -42,6 +42,7 @@ from pydantic import ValidationError
 
 from common.errors import Problem, first_problem
 from contestants.base import Contestant, ContestantConfigError, DeadlinePassed, Params, RunOptions, Seating
+from contestants.human.desk import BlankDesk
 from contestants.kinds import contestant_class
 from market.env import MarketEnv
 from market.scenario import Scenario, load_scenario, shipped_scenarios
@@ -89,7 +90,8 @@ def _decided(contestant: Contestant, observation: Observation) -> Any:
 class Trial:
     """What the checks play: `kind` with `params` in each of SEATS seats of a market of
     `scenario` for `days` days, the market's seed `seed` and seat i's contestant's seed + i,
-    each contestant made with `options`."""
+    each contestant made with `options` (a kind that seats a person, given no desk, plays with a
+    BlankDesk: a person who submits every page blank at once)."""
 
     kind: type[Contestant]
     params: Params
@@ -121,7 +123,10 @@ class Trial:
         else:
             chosen = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
             played.check_scenario(validated, chosen, SEATS)
-        return cls(played, validated, chosen, days, seed, options or RunOptions())
+        given = options or RunOptions()
+        if played.seats_a_person and given.desk is None:  # a person who submits every page blank at once
+            given = given.model_copy(update={"desk": BlankDesk()})
+        return cls(played, validated, chosen, days, seed, given)
 
     @cached_property
     def reference(self) -> Played:

@@ -31,6 +31,7 @@ _TARGETS: dict[str, str] = {
     "friendly": "contestants.talking:Friendly",
     "qlearning": "contestants.qlearning:QLearner",
     "llm": "contestants.llm.merchant:LLMMerchant",
+    "human": "contestants.human.seat:HumanSeat",
 }
 JUDGE = "contestants.llm.judge:ModelJudge"  # a model reading the words with a rubric
 _CLASSES: dict[str, type[Contestant]] = {}  # the kinds imported so far: a match asks for each of its seats'
