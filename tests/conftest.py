@@ -184,7 +184,8 @@ def shared_ray_address() -> str:
     tests of tokens start clusters of their own), the tests' API keys in its environment
     (tests/api_keys.py) for the hosts to read as they read a user's. Without a log monitor:
     no test reads its workers' output through Ray, and tailing every worker's log for the
-    whole run cost 7.6 CPU-s of a suite's 535."""
+    whole run cost 7.6 CPU-s of a suite's 535; without the autoscaler's monitor (`--no-monitor`,
+    a flag `ray start` keeps hidden), which a fixed cluster never uses."""
     from api_keys import KEYS
     from arena_process import BIN, arena_env, kill_session
 
@@ -199,6 +200,7 @@ def shared_ray_address() -> str:
             head = subprocess.Popen(
                 [str(BIN / "ray"), "start", "--block", "--head", f"--port={port}", "--num-cpus=2"]
                 + ["--include-dashboard=false", "--include-log-monitor=false", "--disable-usage-stats"]
+                + ["--no-monitor"]
                 + [f"--temp-dir={folder / 'ray'}"],
                 env={**arena_env(), **KEYS, "RAY_AUTH_MODE": "disabled"},  # a cluster of this machine's tests
                 stdout=subprocess.DEVNULL,
