@@ -51,7 +51,7 @@ class HumanParams(Params):
     """turn_seconds: how long the person has for each page of a day (its question, then its
     form), from when the page is asked; None: as long as they take."""
 
-    turn_seconds: float | None = Field(default=None, gt=0)
+    turn_seconds: float | None = Field(default=None, gt=0, le=86400)  # a day's page for a day at most
 
 
 class HumanSeat(Contestant):
