@@ -579,6 +579,13 @@ def check_contestants(path: Path, spec: TournamentSpec) -> None:
                 else f"contestants[{i}].params" + (f".{exc.field}" if exc.field else "")
             )
             raise ConfigError(path, field, str(exc)) from None
+        if kind.seats_a_person:  # its pages are not served yet: its every day would be a fault
+            raise ConfigError(
+                path,
+                f"contestants[{i}].kind",
+                f"{entry.kind!r} seats a person, whose pages a run does not serve yet "
+                "(docs/contestants.md, People): a tournament cannot seat one",
+            )
         if unpriced is not None and spec.budget is not None and spec.budget.cost_usd is not None:
             raise ConfigError(
                 path,

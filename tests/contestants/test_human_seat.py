@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from common.yaml_files import ConfigError
 from contestants.base import (
     ANSWER,
     ContestantConfigError,
@@ -36,6 +37,7 @@ from market.scenario import Scenario, load_scenario
 from market.types import Observation
 from results.records import FinishedMatch
 from tournaments.config import ContestantEntry
+from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, inline_seat, play_here
 from tournaments.plan import ContestantPlan, plan_contestants
 from tournaments.schedule import MatchSpec
@@ -357,3 +359,16 @@ def test_the_desk_shows_each_person_only_their_own_seats_pages():
     for thread in seats:
         thread.join()
     assert answers == {"a": {"price.widget": "1a"}, "b": {"price.widget": "1b"}}
+
+
+def test_a_tournament_cannot_seat_a_person_yet_and_says_so_in_one_line(tmp_path):
+    """Its pages are not served by a run: every day of the seat would be a fault, so the file
+    is refused before anything is played."""
+    path = tmp_path / "people.yaml"
+    path.write_text(
+        "name: people\nscenarios: [calvano]\ncontestants:\n"
+        "  - {name: ann, kind: human}\n  - {name: fixed, kind: fixed_price}\n"
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_tournament(path)
+    assert refused.value.field == "contestants[0].kind" and "seats a person" in str(refused.value)
