@@ -8,7 +8,6 @@ import pytest
 
 from contestants.human.form import Refusal, day_form
 from contestants.llm.prompts import event_line
-from market.scenario import Finance, Product, Promotions, Scenario, Supplier
 from market.types import (
     EventNotice,
     Observation,
@@ -19,24 +18,10 @@ from market.types import (
     RivalMessage,
 )
 from seats.pages import day_page
+from tests.contestants.test_human_form import SCENARIO  # a widget with a supplier and a gadget
 from tests.page_reader import Node, parse
 
 HOSTILE = '<script>window.hacked = 1</script><img src=x onerror="window.hacked = 2"> & "quoted"'
-SCENARIO = Scenario(
-    name="page",
-    products=(
-        Product(
-            id="widget",
-            unit_cost=10.0,
-            reference_price=20.0,
-            base_demand=50.0,
-            suppliers=(Supplier(name="acme", unit_cost=8.0, lead_time=3),),
-        ),
-        Product(id="gadget", unit_cost=5.0, reference_price=9.0, base_demand=30.0),
-    ),
-    finance=Finance(credit_share=0.3, credit_days=2),
-    promotions=Promotions(max_discount=0.5, max_days=7),
-)
 FORM = day_form(SCENARIO, talk=True)
 EVENT = EventNotice(name="heat", kind="demand", product="gadget", start_day=3, end_day=5, multiplier=1.5)
 
