@@ -90,14 +90,29 @@ def test_a_reader_follows_links_from_the_tournaments_to_a_merchants_day(
     expect(page.locator("#m1 .steps")).to_contain_text("accepted: tea at 4.0")
 
 
-def test_hostile_words_are_shown_and_never_run(page: Page, shared_viewer: InThread, shared: Stored):
-    match = f"/matches/{shared.matches[0]}"
-    for path in (f"/tournaments/{shared.tournament}", match, f"{match}/days/3"):
-        page.goto(shared_viewer.address + path)
+def test_hostile_words_are_shown_and_never_run_and_two_matches_of_one_draw_share_the_charts(
+    page: Page, shared_viewer: InThread, shared: Stored
+):
+    """On every page that shows a merchant's words, the comparison of the two matches of one
+    draw among them: followed from the first match's page, it draws both on the same charts
+    (the pages with charts are the costly ones for the browser: each is opened once)."""
+    first, second = shared.matches
+    match = f"/matches/{first}"
+    compare = "compare"  # the page the link from the match's page leads to
+    for path in (f"/tournaments/{shared.tournament}", match, compare, f"{match}/days/3"):
+        if path == compare:
+            page.get_by_role("link", name=f"compare with match {second}").click()
+            expect(page.locator("h1")).to_contain_text(f"Match {first} and match {second}")
+            expect(page.locator("#chart-1 .legend .traces")).to_have_count(4)  # two seats of each match
+        else:
+            page.goto(shared_viewer.address + path)
         page.wait_for_load_state("networkidle")
         assert page.evaluate("window.hacked") is None, path
         assert HOSTILE in page.locator("main").inner_text(), path
-        if path == match:  # in the charts too: plotly.js reads links and bold in names, which come escaped
+        if path in (
+            match,
+            compare,
+        ):  # in the charts too: plotly.js reads links and bold in names, which come escaped
             expect(page.locator("#chart-1 .legend").first).to_be_visible()
             assert page.locator(".plot a, .plot b").count() == 0
             assert HOSTILE in (page.locator("#chart-1 .legend").first.text_content() or "")
@@ -133,16 +148,6 @@ def test_a_hundred_pages_at_once_and_a_reader_who_leaves_mid_download(
     with concurrent.futures.ThreadPoolExecutor(max_workers=100) as pool:
         statuses = list(pool.map(load, range(100)))
     assert statuses == [200] * 100
-
-
-def test_two_matches_of_one_draw_are_drawn_on_the_same_charts(
-    page: Page, shared_viewer: InThread, shared: Stored
-):
-    first, second = shared.matches
-    page.goto(f"{shared_viewer.address}/matches/{first}")
-    page.get_by_role("link", name=f"compare with match {second}").click()
-    expect(page.locator("h1")).to_contain_text(f"Match {first} and match {second}")
-    expect(page.locator("#chart-1 .legend .traces")).to_have_count(4)  # two seats of each match
 
 
 def test_a_match_that_is_not_there_and_a_database_that_goes_away(
