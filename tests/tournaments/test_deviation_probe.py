@@ -157,7 +157,10 @@ def test_the_market_caps_a_forced_price_at_the_ceiling_and_keeps_the_day_s_other
 def learners(tmp_path_factory, ray_local):
     """The fifty sessions in two tasks of 25 on the tests' two CPUs (max_concurrent_matches: 50;
     by default, thirteen of four), each group's sessions learnt in one kernel call: the same
-    results (test_probed_matches_side_by_side_come_out_as_each_alone), fewer task round trips."""
+    results (test_probed_matches_side_by_side_come_out_as_each_alone), fewer task round trips.
+    Forty days, the deviation on day 20: the learners have converged before the match, so its
+    days repeat their limit cycle, and the twenty days after the deviation are twice the ten
+    within which the learners are asked to be back."""
     folder = tmp_path_factory.mktemp("impulse")
     config = folder / "impulse.yaml"
     config.write_text(
@@ -168,12 +171,12 @@ def learners(tmp_path_factory, ray_local):
             scenarios: [calvano]
             repetitions: 50
             max_concurrent_matches: 50
-            days: 100
+            days: 40
             recall_every: 0
             contestants:
               - {name: q1, kind: qlearning}
               - {name: q2, kind: qlearning}
-            deviation: {day: 50, seat: 0, to: best_response}
+            deviation: {day: 20, seat: 0, to: best_response}
             """
         )
     )
@@ -217,8 +220,8 @@ def test_learners_punish_a_one_day_deviation_to_the_best_response_and_it_does_no
     detail = store.match_detail(engine, store.list_matches(engine, tournament)[0].id)
     assert (
         detail.deviation is not None
-        and detail.deviation.probe.day == 50
-        and len(detail.deviation.days_played) == 200
+        and detail.deviation.probe.day == 20
+        and len(detail.deviation.days_played) == 80
     )
 
 

@@ -1,13 +1,16 @@
 """A pricing study end to end: a Q-learner, the cartel rule and the embedded language model meet
-in the calvano market through the real runner, talking (talk: true) and probed (a deviation of
-the first seat on day 2). Every match is scored against the market's equilibria and measured
-against its deviated path, whose days before the deviation replay (the model's from the
-response cache), and the report, as headless Chromium renders it, draws the Nash and monopoly
-prices on every price chart, both paths of every match and the cartel's messages.
+in the calvano market through the real runner, the three in one match (group_size: 3),
+talking (talk: true) and probed (a deviation of the first seat, the learner, on day 2). The
+match is scored against the three-seat market's equilibria and measured against its deviated
+path, whose days before the deviation replay (the model's from the response cache), and the
+report, as headless Chromium renders it, draws the Nash and monopoly prices on the price
+chart, both paths of every merchant and the cartel's messages.
 
-The model plays in the run's worker pool (isolate: false), one match at a time: where it is
-hosted is not the point here, and a host of its own and a match runner per match in play
-would be three processes."""
+One match of three rather than the round robin's three pairs: each of the three meets both
+others every day all the same, and the model decides in one match instead of two (its
+decisions are most of the study's CPU). The model plays in the run's worker pool
+(isolate: false): where it is hosted is not the point here, and a host of its own and a match
+runner per match in play would be three processes."""
 
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ pytestmark = pytest.mark.usefixtures("ray_local")
 
 DAYS = 3
 DEVIATION_DAY = 2
+MERCHANTS = ("q", "cartel", "smol")
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +55,7 @@ def study(tmp_path_factory):
             scenarios: [calvano]
             seeds: [1]
             days: {DAYS}
+            group_size: 3
             recall_every: 0
             decision_timeout_s: 600
             max_concurrent_matches: 1
@@ -68,27 +73,20 @@ def study(tmp_path_factory):
     return engine, summary.tournament_id, folder
 
 
-def test_every_pair_plays_every_day_without_faults_and_is_measured_against_the_equilibria(study):
+def test_all_three_play_every_day_without_faults_and_are_measured_against_the_equilibria(study):
     engine, tournament, _ = study
     details = [store.match_detail(engine, m.id) for m in store.list_matches(engine, tournament)]
-    assert sorted(tuple(sorted(r.contestant for r in d.results)) for d in details) == [
-        ("cartel", "q"),
-        ("cartel", "smol"),
-        ("q", "smol"),
-    ]
+    assert [sorted(r.contestant for r in d.results) for d in details] == [sorted(MERCHANTS)]
     by_merchant: dict[str, list[float]] = {}
     for value in store.metrics(engine, tournament):
         if value.name in ("profit_gain", "converged", "learning_periods"):
             by_merchant.setdefault(f"{value.contestant}.{value.name}", []).append(value.value)
     for detail in details:
-        assert detail.faults == [] and len(detail.days) == DAYS * 2
-        playing = {r.contestant for r in detail.results}
-        assert len([c for c in detail.calls if c.purpose == "decide"]) == (
-            DAYS if "smol" in playing else 0
-        )  # the model decided every day
-    # every merchant of every match has a profit gain: two matches each
+        assert detail.faults == [] and len(detail.days) == DAYS * len(MERCHANTS)
+        assert len([c for c in detail.calls if c.purpose == "decide"]) == DAYS  # the model decided every day
+    # every merchant of the match has a profit gain
     assert {name: len(values) for name, values in by_merchant.items() if name.endswith("profit_gain")} == {
-        f"{c}.profit_gain": 2 for c in ("q", "cartel", "smol")
+        f"{c}.profit_gain": 1 for c in MERCHANTS
     }
     assert all(
         math.isfinite(v)
@@ -96,10 +94,9 @@ def test_every_pair_plays_every_day_without_faults_and_is_measured_against_the_e
         if name.endswith("profit_gain")
         for v in values
     )
-    # the learner learnt in self-play before each of its matches and says how long it took
+    # the learner learnt in self-play before its match and says how long it took
     assert (
-        by_merchant["q.converged"] in ([0.0, 0.0], [1.0, 1.0])
-        and 0 < by_merchant["q.learning_periods"][0] <= 200_000
+        by_merchant["q.converged"] in ([0.0], [1.0]) and 0 < by_merchant["q.learning_periods"][0] <= 200_000
     )
 
 
@@ -108,35 +105,33 @@ def test_every_match_is_probed_its_prefix_replayed_and_the_cartel_talks(study):
     for match in store.list_matches(engine, tournament):
         detail = store.match_detail(engine, match.id)
         path = detail.deviation
-        assert path is not None and path.faults == [] and len(path.days_played) == DAYS * 2
+        assert path is not None and path.faults == [] and len(path.days_played) == DAYS * len(MERCHANTS)
         measures = {
             v.merchant: v for v in store.metrics(engine, match_id=match.id) if v.name == "prefix_replayed"
         }
-        assert [m.value for m in measures.values()] == [1.0, 1.0]
+        assert [m.value for m in measures.values()] == [1.0] * len(MERCHANTS)
         # the model's days before the deviation come from the cache: no new call (those of day 2
         # read day 1's messages; the deviation's own day is decided before the price is forced)
         assert [c.cached for c in path.calls if c.day <= DEVIATION_DAY] == [True] * sum(
             1 for c in detail.calls if c.day <= DEVIATION_DAY
         )
-        if "smol" in {r.contestant for r in detail.results}:
-            # on path, a fresh cache: every decision asked; deviated, days 1 and 2 from the cache,
-            # day 3 asked afresh: its report shows the forced price of the rival, who answers it
-            assert [(c.day, c.cached) for c in detail.calls if c.purpose == "decide"] == [
-                (day, False) for day in range(1, DAYS + 1)
-            ]
-            assert [(c.day, c.cached) for c in path.calls if c.purpose == "decide"] == [
-                (1, True),
-                (2, True),
-                (3, False),
-            ]
-            assert "rival_response" in {
-                v.name for v in store.metrics(engine, match_id=match.id) if v.merchant == "smol"
-            }
-        said = {s.merchant for s in detail.days.said()}
-        assert ("cartel" in said) == ("cartel" in {r.contestant for r in detail.results})
+        # on path, a fresh cache: every decision asked; deviated, days 1 and 2 from the cache,
+        # day 3 asked afresh: its report shows the forced price of the rival, who answers it
+        assert [(c.day, c.cached) for c in detail.calls if c.purpose == "decide"] == [
+            (day, False) for day in range(1, DAYS + 1)
+        ]
+        assert [(c.day, c.cached) for c in path.calls if c.purpose == "decide"] == [
+            (1, True),
+            (2, True),
+            (3, False),
+        ]
+        assert "rival_response" in {
+            v.name for v in store.metrics(engine, match_id=match.id) if v.merchant == "smol"
+        }
+        assert "cartel" in {s.merchant for s in detail.days.said()}
 
 
-def test_the_report_draws_the_nash_and_monopoly_prices_on_every_price_chart_in_chromium(study):
+def test_the_report_draws_the_nash_and_monopoly_prices_on_the_price_chart_in_chromium(study):
     engine, tournament, folder = study
     stored = stored_tournament(store.get_tournament(engine, tournament))
     page = folder / "report.html"
@@ -145,7 +140,7 @@ def test_the_report_draws_the_nash_and_monopoly_prices_on_every_price_chart_in_c
         rendered = parse(chromium.dump_dom(page.as_uri()))
     except chromium.ChromiumMissing as exc:
         pytest.fail(str(exc))
-    benchmarks = equilibria(load_scenario("calvano"), 2)["good"]
+    benchmarks = equilibria(load_scenario("calvano"), len(MERCHANTS))["good"]
     for match in store.list_matches(engine, tournament):
         section = rendered.one("details", id=f"match-{match.id}")
         chart = next(
@@ -180,9 +175,7 @@ def test_the_report_draws_the_nash_and_monopoly_prices_on_every_price_chart_in_c
             s.text for s in detail.deviation.days_played.said() if s.day >= DEVIATION_DAY
         ]  # shown in the probe's part too
         assert all(text in paths_part(section) for text in deviated)
-        assert any(r.contestant == "cartel" for r in detail.results) <= bool(
-            said
-        )  # where the cartel plays, there are messages
+        assert said  # the cartel plays: there are messages
 
 
 def paths_part(section) -> str:

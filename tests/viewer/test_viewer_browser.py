@@ -72,35 +72,47 @@ def page(context) -> Iterator[Page]:
     assert problems == []
 
 
-def test_a_reader_follows_links_from_the_tournaments_to_a_merchants_day(
+def shows_hostile_words_without_running_them(page: Page, where: str) -> None:
+    """The page, once loaded, shows the hostile name as words and ran none of its script; in
+    its charts too, where plotly.js would read links and bold in names, which come escaped."""
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("window.hacked") is None, where
+    assert HOSTILE in page.locator("main").inner_text(), where
+    if page.locator(".plot").count():
+        expect(page.locator("#chart-1 .legend").first).to_be_visible()
+        assert page.locator(".plot a, .plot b").count() == 0, where
+        assert HOSTILE in (page.locator("#chart-1 .legend").first.text_content() or ""), where
+
+
+def test_a_reader_follows_links_to_a_merchants_day_and_hostile_words_are_shown_and_never_run(
     page: Page, shared_viewer: InThread, shared: Stored
 ):
+    """From the tournaments to a match, the comparison of the two matches of one draw (both
+    on the same charts) and back, and on to a merchant's day; every page that shows a
+    merchant's words shows the hostile name and runs none of it (the pages with charts are the
+    costly ones for the browser: the reader's path opens each once)."""
+    first, second = shared.matches
     page.goto(shared_viewer.address + "/")
     page.get_by_role("link", name="spring").click()
     expect(page.locator("#leaderboard table")).to_contain_text("steady")
-    page.locator(f'a[href="/matches/{shared.matches[0]}"]').click()
+    shows_hostile_words_without_running_them(page, "the tournament")
+    page.locator(f'a[href="/matches/{first}"]').click()
     expect(page.locator("h1")).to_contain_text("corner-shop")
     expect(page.locator("#chart-1 .main-svg").first).to_be_visible()
     charts = page.locator(".plot").count()
     assert charts >= 5 and page.locator(".plot:has(.main-svg)").count() == charts  # plotly drew each
+    shows_hostile_words_without_running_them(page, "the match")
+    page.get_by_role("link", name=f"compare with match {second}").click()
+    expect(page.locator("h1")).to_contain_text(f"Match {first} and match {second}")
+    expect(page.locator("#chart-1 .legend .traces")).to_have_count(4)  # two seats of each match
+    shows_hostile_words_without_running_them(page, "the comparison")
+    page.go_back()
     page.get_by_role("link", name="day 4").first.click()  # where m1 cut its price
     expect(page.locator("h1")).to_have_text("Day 4 of 6")
     expect(page.locator("#m1 .operations")).to_contain_text('"price": 4.0')
     page.get_by_role("link", name="‹ day 3").click()
     expect(page.locator("#m1 .steps")).to_contain_text("accepted: tea at 4.0")
-
-
-def test_hostile_words_are_shown_and_never_run(page: Page, shared_viewer: InThread, shared: Stored):
-    match = f"/matches/{shared.matches[0]}"
-    for path in (f"/tournaments/{shared.tournament}", match, f"{match}/days/3"):
-        page.goto(shared_viewer.address + path)
-        page.wait_for_load_state("networkidle")
-        assert page.evaluate("window.hacked") is None, path
-        assert HOSTILE in page.locator("main").inner_text(), path
-        if path == match:  # in the charts too: plotly.js reads links and bold in names, which come escaped
-            expect(page.locator("#chart-1 .legend").first).to_be_visible()
-            assert page.locator(".plot a, .plot b").count() == 0
-            assert HOSTILE in (page.locator("#chart-1 .legend").first.text_content() or "")
+    shows_hostile_words_without_running_them(page, "day 3")
 
 
 def test_a_running_tournaments_page_follows_its_progress(
@@ -133,16 +145,6 @@ def test_a_hundred_pages_at_once_and_a_reader_who_leaves_mid_download(
     with concurrent.futures.ThreadPoolExecutor(max_workers=100) as pool:
         statuses = list(pool.map(load, range(100)))
     assert statuses == [200] * 100
-
-
-def test_two_matches_of_one_draw_are_drawn_on_the_same_charts(
-    page: Page, shared_viewer: InThread, shared: Stored
-):
-    first, second = shared.matches
-    page.goto(f"{shared_viewer.address}/matches/{first}")
-    page.get_by_role("link", name=f"compare with match {second}").click()
-    expect(page.locator("h1")).to_contain_text(f"Match {first} and match {second}")
-    expect(page.locator("#chart-1 .legend .traces")).to_have_count(4)  # two seats of each match
 
 
 def test_a_match_that_is_not_there_and_a_database_that_goes_away(
