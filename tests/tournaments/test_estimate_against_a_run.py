@@ -23,7 +23,7 @@ from results.storage.db import engine_for
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
-DAYS = 40
+DAYS = 28
 # four steps a day: its books and a sum, a note, a price and an order, the end of the day
 DAY = [
     [("read_books", {}), ("calculator", {"expression": "round(300 / 16, 2)"})],

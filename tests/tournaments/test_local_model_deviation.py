@@ -39,7 +39,7 @@ def test_with_the_cache_off_the_prefix_is_asked_again(tmp_path):
                 kind: llm
                 isolate: false
                 params:
-                  {{model: local/smollm2, memory: stateless, max_string: 16, max_items: 1, no_cache: true,
+                  {{model: local/smollm2, memory: stateless, max_string: 4, max_items: 1, no_cache: true,
                     cache_dir: {tmp_path / "cache"}}}
               - {{name: fixed, kind: fixed_price, params: {{price: 1.8}}}}
             deviation: {{day: 1, seat: 1, to: 1.2}}

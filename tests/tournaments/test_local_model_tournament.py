@@ -45,7 +45,7 @@ def played(tmp_path_factory):
         )
         + "".join(
             f"  - {{name: {memory}, kind: llm,{isolate} "
-            f"params: {{model: local/smollm2, memory: {memory}, max_string: 16, max_items: 1, "
+            f"params: {{model: local/smollm2, memory: {memory}, max_string: 4, max_items: 1, "
             "no_cache: true}}\n"
             for memory, isolate in zip(LLM, ("", " isolate: false,"), strict=True)
         )

@@ -44,8 +44,7 @@ def study(tmp_path_factory):
     learning = "{beta: 2.0e-4, stable_periods: 2000, max_periods: 200000}"
     # short notes and messages, one operation: every character the model writes is a model step
     smol = (
-        f"{{model: local/smollm2, memory: notes, max_string: 16, max_items: 1, "
-        f"cache_dir: {folder / 'cache'}}}"
+        f"{{model: local/smollm2, memory: notes, max_string: 4, max_items: 1, cache_dir: {folder / 'cache'}}}"
     )
     config.write_text(
         textwrap.dedent(

@@ -332,11 +332,13 @@ def test_an_answer_without_a_call_gets_a_reminder(fake_openai: Any, monkeypatch:
 def test_the_embedded_model_takes_steps_with_the_tools():
     """SmolLM2 under a grammar a step: every step is one call of an offered tool, answered;
     the day's decision is what the market applies."""
-    merchant = create("llm", {"model": "local/smollm2", "mode": "agent", "max_steps": 3, "max_tokens": 120})
+    merchant = create(
+        "llm", {"model": "local/smollm2", "mode": "agent", "max_steps": 2, "max_tokens": 60, "no_cache": True}
+    )
     assert isinstance(merchant, LLMMerchant)
     market = play(merchant, days=1)
     calls = merchant.calls()
-    assert 1 <= len(calls) <= 3 and all(c.purpose == "step" for c in calls)
+    assert 1 <= len(calls) <= 2 and all(c.purpose == "step" for c in calls)
     assert merchant.mode.agent is not None
     tools, conversation = merchant.mode.agent
     turns = [m for _, block in conversation.blocks for m in block]
