@@ -134,7 +134,9 @@ class MatchJudging:
         # the embedded model answers one call at a time: more would only queue, and time out
         local = any(str(entry.get("model", "")).startswith("local/") for entry in settings.judges)
         self.pool = ThreadPoolExecutor(1 if local else JUDGING_THREADS)
-        self.lock = threading.Lock()  # over what the pairs add up, the first failure, conduct kept
+        # over the pairs pending and what they add up, the first failure, the pool's stop and the
+        # conduct kept (reentrant: a stop cancels the pairs queued, whose ends take it again)
+        self.lock = threading.RLock()
         self.pending: set[Future[tuple[int, CallsTaken]]] = set()
         # every pair given has ended (a pair cancelled by `stop` too, which `wait` would not see)
         self.settled = threading.Condition(self.lock)
@@ -159,8 +161,10 @@ class MatchJudging:
         self.skipped += len(matches) * len(self.names) - len(todo)
         self.progress.given(len(todo))
         for job in todo:
-            pair = self.pool.submit(self._judge_one, *job)
-            with self.lock:
+            with self.lock:  # pending before it can end (its end takes the lock)
+                if self.stopping.is_set():  # a pair failed meanwhile: the pool takes no more
+                    return
+                pair = self.pool.submit(self._judge_one, *job)
                 self.pending.add(pair)
             pair.add_done_callback(self._ended)
 
@@ -184,8 +188,9 @@ class MatchJudging:
 
     def stop(self) -> None:
         """No pair starts, and those in flight stop before their next item."""
-        self.stopping.set()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        with self.lock:  # not between `judge`'s look at `stopping` and its pair given
+            self.stopping.set()
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
     def finish(self) -> Judging:
         """What the pairs given did, once they have ended, or what stopped the first that
