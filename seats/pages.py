@@ -29,13 +29,15 @@ TEMPLATES.filters["money"] = lambda value: "hidden" if value is None else f"{val
 TEMPLATES.filters["units"] = lambda value: f"{value:g}"
 
 HEADINGS = {
-    "cash": "Collecting and advertising",
+    "collecting": "Collecting",
     "prices": "Prices",
     "orders": "Orders",
+    "advertising": "Advertising",
     "promotions": "Promotions",
     "words": "Words",
 }
-"""The heading of each group of fields (FormField.group)."""
+"""The heading of each group of fields (FormField.group), in the form's order: the page reads
+top to bottom as the market judges the operations (cash spent in that order)."""
 
 
 def day_page(

@@ -164,7 +164,7 @@ def day_form(scenario: Scenario, talk: bool) -> DayForm:
         if talk
         else None
     )
-    note = FormField("note", "note to yourself", "text", "kept with the day; empty: none", "words")
+    note = FormField("note", "note to yourself", "text", "for you alone: not kept after today", "words")
     return DayForm(scenario, OperationRules(scenario), tuple(slots), message, note)
 
 
@@ -173,7 +173,7 @@ def _spending_slots(scenario: Scenario) -> list[Slot]:
     slots = []
     if scenario.finance.credit_share > 0:
         collect = FormField(
-            "collect", "collect the receivables due", "check", "adds them to cash first", "cash"
+            "collect", "collect the receivables due", "check", "adds them to cash first", "collecting"
         )
         slots.append(Slot("collecting", {"op": "collect"}, (collect,)))
     for p in scenario.products:
@@ -204,7 +204,9 @@ def _spending_slots(scenario: Scenario) -> list[Slot]:
                 "quantity",
             )
             slots.append(Slot(listed.label, {"op": "order", "product": p.id, "supplier": s.name}, (listed,)))
-    ads = FormField("advertise", "amount to spend on advertising", "number", "empty: none", "cash", "amount")
+    ads = FormField(
+        "advertise", "amount to spend on advertising", "number", "empty: none", "advertising", "amount"
+    )
     slots.append(Slot(ads.label, {"op": "advertise"}, (ads,)))
     return slots
 

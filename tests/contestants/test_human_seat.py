@@ -351,13 +351,13 @@ def test_the_desk_shows_each_person_only_their_own_seats_pages():
     for thread in seats:
         thread.start()
     for name in ("b", "a"):  # answered in the other order than asked, each by its own person
-        asked = desk.waiting(name)
+        asked = desk.waiting(name, timeout=60)  # (bounded: a desk that never shows it fails here)
         assert asked is not None and asked.key.merchant == name
-        assert desk.waiting(name) is asked  # shown again until answered, as a page reloaded
+        assert desk.waiting(name, timeout=0) is asked  # shown again until answered, as a page reloaded
         assert desk.submit(asked.key, {"price.widget": f"1{name}"})
         assert not desk.submit(asked.key, {})  # answered once
     for thread in seats:
-        thread.join()
+        thread.join(60)
     assert answers == {"a": {"price.widget": "1a"}, "b": {"price.widget": "1b"}}
 
 
