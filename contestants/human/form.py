@@ -9,12 +9,12 @@ day of waiting.
 
 Reading a form checks nothing of its own about numbers: the texts typed go into the
 operations as a model's JSON would carry them, and the market's rules judge them
-(market.operations.judge_day: the operation's schema reads the number, then the ceilings,
-whole units, promotions allowed, and cash in the decision's order), with the message as the
-market delivers it (market.types.delivered). The first field at fault in the form's order
-becomes one `Refusal` naming it with the market's reason; otherwise the whole decision is
-returned. The one rule of the form itself: a promotion needs both its discount and its days,
-or neither.
+(market.operations.judge_day), with the message as the market delivers it
+(market.types.delivered). The first field at fault in the form's order becomes one `Refusal`
+naming it with the market's reason, but for a text that is no number, which the market words
+for a JSON operation and the form words for a person ("'12,5' is not a number (use a point for
+decimals)"); otherwise the whole decision is returned. The one rule of the form itself: a
+promotion needs both its discount and its days, or neither.
 
 Fields are named for what they fill, the same every day: `collect`, `price.P`, `order.P` (the
 usual supplier), `order.P.S` (supplier S), `advertise`, `promote.P.discount` and
@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
 
 from market.operations import OperationRules, judge_day
 from market.scenario import Scenario
@@ -110,7 +112,7 @@ class DayForm:
             made.append((place, slot))
         judged = judge_day(self.rules, observation, operations)
         faults += [
-            (place, Refusal(slot.names, f"{slot.what}: {refused.reason}"))
+            (place, Refusal(slot.names, _said(slot, submitted) or f"{slot.what}: {refused.reason}"))
             for (place, slot), refused in zip(made, judged.rejections)
             if refused is not None
         ]
@@ -242,6 +244,35 @@ def _identity(operation: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     """What tells an operation's slot from the others': its kind, product and supplier (None:
     none named)."""
     return operation["op"], operation.get("product"), operation.get("supplier")
+
+
+def _said(slot: Slot, submitted: Mapping[str, str]) -> str | None:
+    """A refusal worded for a person where a number field of `slot` holds no number (the
+    market's own words speak of a JSON operation's fields): "price of widget: '12,5' is not a
+    number (use a point for decimals)"; None where every number is one."""
+    for field in slot.fields:
+        text = submitted.get(field.name, "").strip()
+        if field.entry in ("number", "whole") and typed_number(text) is None:
+            return f"{field.label}: {no_number(text)}"
+    return None
+
+
+def typed_number(text: str) -> float | None:
+    """The number a person typed, read as the market reads one in an operation (market.types:
+    "1e3" and "12.5" are, "12,5" and "twelve" are not); None where it is none."""
+    try:
+        return _NUMBER.validate_python(text)
+    except ValidationError:
+        return None
+
+
+def no_number(text: str) -> str:
+    """Why `text` is refused where a number is wanted, in a person's words."""
+    point = " (use a point for decimals)" if "," in text else ""
+    return f"{text[:40]!r} is not a number{point}"
+
+
+_NUMBER = TypeAdapter(float)
 
 
 def _words(submitted: Mapping[str, str], field: FormField) -> str | None:

@@ -40,7 +40,7 @@ from contestants.base import (
     RecallQuestion,
     RunOptions,
 )
-from contestants.human.form import DayForm, Refusal, day_form
+from contestants.human.form import DayForm, Refusal, day_form, no_number, typed_number
 from market.scenario import Scenario
 from market.types import Decision, Observation
 
@@ -167,10 +167,7 @@ def _number(typed: Mapping[str, str]) -> float | None | Refusal:
     text = typed.get(ANSWER, "").strip()
     if not text:
         return None
-    try:
-        number = float(text)
-    except ValueError:
-        number = math.nan
-    if math.isfinite(number):
+    number = typed_number(text)
+    if number is not None and math.isfinite(number):
         return number
-    return Refusal((ANSWER,), f"answer: {text[:40]!r} is no number (leave it empty: do not know)")
+    return Refusal((ANSWER,), f"answer: {no_number(text)} (leave it empty: do not know)")

@@ -153,7 +153,13 @@ def _model_reason(operation: dict[str, Any]) -> str:
         (
             {"price.widget": "twelve"},
             ("price.widget",),
-            "price of widget: " + _model_reason({"op": "set_price", "product": "widget", "price": "twelve"}),
+            "price of widget: 'twelve' is not a number",  # worded for a person, not the market's JSON
+        ),
+        # a decimal comma, as a keyboard of some languages types it
+        (
+            {"price.widget": "12,5"},
+            ("price.widget",),
+            "price of widget: '12,5' is not a number (use a point for decimals)",
         ),
         ({"price.widget": "-3"}, ("price.widget",), "price of widget: price must be a positive number"),
         # the ceiling: reference price 20 times 100
