@@ -42,7 +42,7 @@ from pydantic import ValidationError
 
 from common.errors import Problem, first_problem
 from contestants.base import Contestant, ContestantConfigError, DeadlinePassed, Params, RunOptions, Seating
-from contestants.human.desk import BlankDesk
+from contestants.desk import BlankDesk
 from contestants.kinds import contestant_class
 from market.env import MarketEnv
 from market.scenario import Scenario, load_scenario, shipped_scenarios

@@ -114,9 +114,10 @@ def test_no_circle_between_files():
 
 def test_the_tournament_layer_imports_no_contestant_kind():
     """tournaments/ reaches contestants through their protocol (contestants.base), the registry
-    of kinds and what a run's model calls share (contestants.calls), never through a kind's own
-    module: a kind of one's own plays as arena's do."""
-    shared = ("contestants.base", "contestants.kinds", "contestants.calls")
+    of kinds, what a run's model calls share (contestants.calls) and the desks that carry a
+    person's pages (contestants.desk), never through a kind's own module: a kind of one's own
+    plays as arena's do."""
+    shared = ("contestants.base", "contestants.kinds", "contestants.calls", "contestants.desk")
     crossing = sorted(
         f"{name} imports {target}"
         for name, targets in _graph().items()

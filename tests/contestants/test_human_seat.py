@@ -28,7 +28,7 @@ from contestants.base import (
     RunOptions,
     Submitted,
 )
-from contestants.human.desk import LocalDesk
+from contestants.desk import LocalDesk
 from contestants.human.form import day_form
 from contestants.human.seat import HumanSeat
 from contestants.kinds import create
