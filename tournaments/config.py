@@ -565,7 +565,9 @@ def as_played(path: Path, spec: TournamentSpec, scenario: Scenario) -> Scenario:
 
 def check_contestants(path: Path, spec: TournamentSpec) -> None:
     """ConfigError naming the contestant if its kind refuses its parameters or cannot run here
-    (Contestant.preflight), or if it calls a model of no known price while the budget has a cost."""
+    (Contestant.preflight), if it seats a person where one cannot play (inline, or in matches a
+    deviation probe plays twice), or if it calls a model of no known price while the budget has
+    a cost."""
     for i, entry in enumerate(spec.contestants):
         try:
             kind = contestant_class(entry.kind)
@@ -579,12 +581,18 @@ def check_contestants(path: Path, spec: TournamentSpec) -> None:
                 else f"contestants[{i}].params" + (f".{exc.field}" if exc.field else "")
             )
             raise ConfigError(path, field, str(exc)) from None
-        if kind.seats_a_person:  # its pages are not served yet: its every day would be a fault
+        if kind.seats_a_person and entry.isolate is False:
             raise ConfigError(
                 path,
-                f"contestants[{i}].kind",
-                f"{entry.kind!r} seats a person, whose pages a run does not serve yet "
-                "(docs/contestants.md, People): a tournament cannot seat one",
+                f"contestants[{i}].isolate",
+                "a person is waited for in an actor of their own, so that no other seat waits with them",
+            )
+        if kind.seats_a_person and spec.deviation is not None:
+            raise ConfigError(
+                path,
+                "deviation",
+                f"a deviation probe plays each match again, which {entry.name!r} (a person) would have to "
+                "play twice: seat people in tournaments without one",
             )
         if unpriced is not None and spec.budget is not None and spec.budget.cost_usd is not None:
             raise ConfigError(

@@ -71,10 +71,10 @@ class TurnRequest(NamedTuple):
     observation: Observation
     question: Question | None
     start: Start | None  # given when the merchant needs a fresh state
-    deadline: float
+    deadline: float | None  # None: as long as it takes
 
     @property
-    def wait(self) -> float:
+    def wait(self) -> float | None:
         """How long the match waits for this turn's answer (tournaments.plan.turn_wait)."""
         return turn_wait(self.deadline, self.question is not None, self.start is not None)
 
@@ -137,7 +137,7 @@ class ContestantHost:
         (TurnRequest.wait) leaves this one unasked: it is late."""
         key = (r.match_key, r.merchant)
         turning = self.turning[key]
-        if not turning.acquire(timeout=max(0.0, arrived + r.wait - time.monotonic())):
+        if not _acquired(turning, None if r.wait is None else max(0.0, arrived + r.wait - time.monotonic())):
             return Turn(None, late=True)
         try:
             if r.start is not None:
@@ -155,8 +155,9 @@ class ContestantHost:
         its last turn, waited for at most its plan's longest turn: TurnStuck), and this
         process."""
         turning = self.turning[(match_key, merchant)]
-        if not turning.acquire(timeout=self.plan.longest_turn):
-            raise TurnStuck(stuck(merchant, match_key, self.plan.longest_turn))
+        if not _acquired(turning, longest := self.plan.longest_turn):
+            assert longest is not None  # (without a limit, the lock is waited for as long as it takes)
+            raise TurnStuck(stuck(merchant, match_key, longest))
         try:
             contestant = self.instances.pop((match_key, merchant), None)
         finally:
@@ -165,7 +166,12 @@ class ContestantHost:
         return Handed.of(contestant), self.process
 
 
-def silent(merchant: str, match_key: str, seconds: float) -> str:
+def _acquired(lock: threading.Lock, seconds: float | None) -> bool:
+    """Whether `lock` was taken within `seconds` (None: waited for as long as it takes)."""
+    return lock.acquire(timeout=-1 if seconds is None else seconds)
+
+
+def silent(merchant: str, match_key: str, seconds: float | None) -> str:
     """Why the run stops when a merchant's host does not hand over its match (TurnStuck)."""
     return f"the host of {merchant} did not hand over match {match_key} within {seconds:g} s"
 
@@ -195,15 +201,17 @@ class HostClient(TurnClient):
         address, self.process = await result(self.actor.channel.remote())
         return address
 
-    async def finish(self, match_key: str, merchant: str, longest_turn: float) -> tuple[Handed, HostProcess]:
+    async def finish(
+        self, match_key: str, merchant: str, longest_turn: float | None
+    ) -> tuple[Handed, HostProcess]:
         """ContestantHost.finish, asked over the connection (every match asks it of every
         hosted merchant at its end, so through Ray it would cost a run's last matches tens of
         milliseconds). If the connection fails, asked through Ray, and again while Ray cannot
         reach the host, for up to FINISH_PATIENCE_S: if its node died, the answer then comes
         from the host Ray restarted elsewhere, which Ray does only once it has found the node
         dead. Each ask waits for the merchant's turn under way at most `longest_turn` and
-        SLACK_S more for the answer: TurnStuck."""
-        seconds = longest_turn + SLACK_S
+        SLACK_S more for the answer: TurnStuck (None: as long as it takes)."""
+        seconds = None if longest_turn is None else longest_turn + SLACK_S
         try:
             async with asyncio.timeout(seconds):
                 handed: tuple[Handed, HostProcess] = pickle.loads(
@@ -308,7 +316,7 @@ def hosted_seats(hosts: dict[str, HostClient]) -> Any:
         host = hosts.get(plan.name)
         if host is None:
             return inline_seat(plan, match_key, scenario, seed, options)
-        return HostedSeat(host, match_key, Start(scenario, seed, options), plan)
+        return HostedSeat(host, match_key, Start(scenario, seed, options.for_match(match_key)), plan)
 
     return make_seat
 

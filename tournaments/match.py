@@ -122,7 +122,7 @@ def inline_seat(
     plan: ContestantPlan, match_key: str, scenario: Scenario, seed: int, options: RunOptions
 ) -> Seat:
     """Every merchant in this process (a tournament's runner hosts those that need it)."""
-    return InlineSeat(plan.make(options), plan.name, scenario, seed)
+    return InlineSeat(plan.make(options.for_match(match_key)), plan.name, scenario, seed)
 
 
 class Match:
@@ -154,7 +154,7 @@ class Match:
                 rules.off_path,
                 scenario,
                 spec.seats,
-                [self.plans[name].calls_models for name in spec.seats],
+                [self.plans[name].answers_in_words for name in spec.seats],
                 rules.benchmarks.get(spec.scenario),
             )
             if rules.off_path is not None and self.probe is None  # on path only, as recall questions

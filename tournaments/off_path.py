@@ -30,29 +30,29 @@ Asked = dict[int, tuple[OffPathQuestion, float]]  # by seat: the question, and t
 
 
 class OffPathQuestions:
-    """A match's off-path questions, asked as `settings` say of its merchants that call models
-    (`calls_models`, by seat), and the answers they gave. `benchmarks`: the scenario's price
-    equilibria as the driver solved them for its match size, if it did
-    (tournaments.match.MatchRules)."""
+    """A match's off-path questions, asked as `settings` say of its merchants that answer in
+    words (`answering`, by seat: those that call models and people), and the answers they
+    gave. `benchmarks`: the scenario's price equilibria as the driver solved them for its match
+    size, if it did (tournaments.match.MatchRules)."""
 
     def __init__(
         self,
         settings: OffPathSettings,
         scenario: Scenario,
         merchants: tuple[str, ...],
-        calls_models: Sequence[bool],
+        answering: Sequence[bool],
         benchmarks: SeatBenchmarks | NoBenchmarks | None,
     ):
         self.settings, self.scenario, self.merchants = settings, scenario, merchants
-        self.calls_models, self.benchmarks = calls_models, benchmarks
+        self.answering, self.benchmarks = answering, benchmarks
         self.answers: list[OffPathAnswer] = []
 
     def asks_on(self, day: int) -> bool:
         return day in self.settings.days
 
     def draw(self, market: Market, b: int, asked: list[int]) -> Asked:
-        """Today's question of each merchant `asked` (seats of match b of `market`) that calls a
-        model, with the rival's real price of yesterday: that real price is told where rivals'
+        """Today's question of each merchant `asked` (seats of match b of `market`) that answers
+        in words, with the rival's real price of yesterday: that real price is told where rivals'
         prices are shown (a merchant alone is not asked)."""
         settings = self.settings
         span, seats = market.match_rows[b], len(self.merchants)
@@ -68,7 +68,7 @@ class OffPathQuestions:
         questions = {}
         for s in asked:
             rivals = [r for r in playing if r != s]
-            if not self.calls_models[s] or not rivals:
+            if not self.answering[s] or not rivals:
                 continue
             rival = next((r for r in rivals if r > s), rivals[0])
             if isinstance(settings.price, str):

@@ -21,9 +21,12 @@ DEFAULT_DEADLINE_S = 10.0  # a hosted contestant's turn, when neither the tourna
 START_ALLOWANCE_S = 30.0  # extra wait for a merchant's first turn: making it may load a model
 
 
-def turn_wait(deadline: float, question: bool, start: bool) -> float:
+def turn_wait(deadline: float | None, question: bool, start: bool) -> float | None:
     """How long a match waits for a hosted merchant's turn of `deadline` seconds: twice that on
-    a day it answers a `question` first, and START_ALLOWANCE_S more when it is made first."""
+    a day it answers a `question` first, and START_ALLOWANCE_S more when it is made first;
+    None (as long as it takes) for a turn with no deadline."""
+    if deadline is None:
+        return None
     return deadline * (2 if question else 1) + (START_ALLOWANCE_S if start else 0.0)
 
 
@@ -33,21 +36,23 @@ class ContestantPlan:
 
     `hosted`: it plays in a Ray actor of its own (a ContestantHost), as its entry's `isolate`
     says, else as its kind needs (it holds a model, is slow, or may crash its process);
-    otherwise it plays inside the match loop. `deadline`: seconds a hosted turn may take;
-    `overrun`: how long past it the turn may go on (Contestant.overrun_seconds)."""
+    otherwise it plays inside the match loop. `deadline`: seconds a hosted turn may take
+    (None: as long as it takes, a person's without `turn_seconds`); `overrun`: how long past it
+    the turn may go on (Contestant.overrun_seconds)."""
 
     name: str
     kind: type[Contestant]
     params: Params
     hosted: bool
-    deadline: float
+    deadline: float | None
     overrun: float = 0.0
 
     @property
-    def longest_turn(self) -> float:
+    def longest_turn(self) -> float | None:
         """The longest a hosted turn may go on from when it is asked: the longest a match
-        waits for one (`turn_wait`), then its overrun."""
-        return turn_wait(self.deadline, question=True, start=True) + self.overrun
+        waits for one (`turn_wait`), then its overrun; None: no limit."""
+        wait = turn_wait(self.deadline, question=True, start=True)
+        return None if wait is None else wait + self.overrun
 
     @property
     def decides_from_view(self) -> bool:
@@ -57,6 +62,16 @@ class ContestantPlan:
     @property
     def calls_models(self) -> bool:
         return self.kind.calls_models
+
+    @property
+    def seats_a_person(self) -> bool:
+        return self.kind.seats_a_person
+
+    @property
+    def answers_in_words(self) -> bool:
+        """It is asked the questions a merchant answers in words (off-path prices): a model's
+        merchant, or a person."""
+        return self.kind.calls_models or self.kind.seats_a_person
 
     @property
     def remembers_the_record(self) -> bool:
@@ -73,13 +88,18 @@ def plan_contestants(
 ) -> dict[str, ContestantPlan]:
     """The plans of `entries`, by name. A hosted turn's deadline is `decision_timeout_s` if
     the tournament sets one, else what the contestant's own settings need (a model's
-    retries: Contestant.turn_seconds), else DEFAULT_DEADLINE_S."""
+    retries: Contestant.turn_seconds), else DEFAULT_DEADLINE_S. A person's is their own
+    `turn_seconds` alone, and none without it: the tournament's deadline is for machines."""
     plans = {}
     for entry in entries:
         kind = contestant_class(entry.kind)
         params = validate_params(entry.kind, entry.params)
         hosted = entry.isolate if entry.isolate is not None else kind.needs_actor
-        deadline = decision_timeout_s or kind.turn_seconds(params) or DEFAULT_DEADLINE_S
+        deadline = (
+            kind.turn_seconds(params)
+            if kind.seats_a_person
+            else decision_timeout_s or kind.turn_seconds(params) or DEFAULT_DEADLINE_S
+        )
         plans[entry.name] = ContestantPlan(
             entry.name, kind, params, hosted, deadline, kind.overrun_seconds(params)
         )

@@ -19,7 +19,6 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -30,6 +29,7 @@ from sqlalchemy import Engine
 from contestants.base import JudgeFailed, RunOptions
 from contestants.calls.budget import Spend
 from contestants.calls.coordinator import CallsStopped, Status
+from contestants.desk import PeopleSide
 from market.scenario import Scenario
 from results import leaderboard, recording
 from results.records import FinishedMatch, ModelCallRecord, StoppedMatch, market_draw
@@ -48,6 +48,7 @@ from tournaments.hosts import HostProcess, start_hosts
 from tournaments.instant import group_instant, play_instant_matches, unpickle_matches
 from tournaments.match import LOSSES_ALLOWED, MatchLost, MatchRules, call_records
 from tournaments.match_runners import POLL_SECONDS, RunnerPool, RunnerSetup, start_runner
+from tournaments.people import people_of, people_seated
 from tournaments.plan import ContestantPlan, plan_tournament
 from tournaments.schedule import MatchSpec, schedule, sweep_cells
 
@@ -66,6 +67,9 @@ class RunObserver(Protocol):
     def advanced(self, matches_done: int, days_done: int) -> None: ...
     def lost(self, match_key: str, reason: str) -> None: ...  # a match to be played again (MatchLost)
     def judged(self, done: int, total: int) -> None: ...  # of the (match, judge) pairs to judge
+    # a run that seats people: where their pages are asked and answered (serve them), then each who comes
+    def seated(self, people: PeopleSide, names: list[str]) -> None: ...
+    def joined(self, name: str) -> None: ...
 
 
 class _Silent:
@@ -79,6 +83,12 @@ class _Silent:
         pass
 
     def judged(self, done: int, total: int) -> None:
+        pass
+
+    def seated(self, people: PeopleSide, names: list[str]) -> None:
+        pass
+
+    def joined(self, name: str) -> None:
         pass
 
 
@@ -115,9 +125,17 @@ def run_tournament(
     done = store.finished_keys(engine, previous) if previous is not None else set()
     rounds = _Rounds(AdaptiveSchedule(tournament), engine, previous) if spec.format == "adaptive" else None
     todo = rounds.next() if rounds is not None else [m for m in plan if m.key not in done]
-    with ray_session(address) if todo else nullcontext():
+    with contextlib.ExitStack() as stack:
+        if todo:
+            stack.enter_context(ray_session(address))
         # recorded only once Ray is up, so a bad address leaves nothing behind
         tournament_id = _stored_tournament(engine, tournament, plan, previous)
+        if todo:
+            options = stack.enter_context(
+                people_seated(
+                    engine, tournament_id, people_of(tournament), options, observer.seated, observer.joined
+                )
+            )
         if rounds is not None:
             rounds.tournament_id = tournament_id
         cells = tournament.each_cell()

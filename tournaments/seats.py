@@ -106,7 +106,7 @@ def take_turn(
     contestant: Contestant,
     observation: Any,
     question: Question | None,
-    deadline: float,
+    deadline: float | None,
     arrived: float | None = None,
 ) -> Turn:
     """A hosted contestant's day, asked at `arrived` (time.monotonic(); default: now): its
@@ -115,24 +115,25 @@ def take_turn(
     merchant's previous one has less left), and the contestant is told when its time is up;
     an answer that raises or comes later is none, a decision that comes later is `late` (and
     none is asked for when no time is left, nor waited for once `decide` raises
-    DeadlinePassed); any other exception from `decide` propagates."""
+    DeadlinePassed); any other exception from `decide` propagates. A `deadline` of None: each
+    part as long as it takes."""
     arrived = time.monotonic() if arrived is None else arrived
     recalled = None
     if question is not None:
-        contestant.begin_turn(arrived + deadline)
+        contestant.begin_turn(None if deadline is None else arrived + deadline)
         recalled = recall(contestant, question)
-        if time.monotonic() > arrived + deadline:
+        if deadline is not None and time.monotonic() > arrived + deadline:
             recalled = None
         arrived = time.monotonic()
-    due = arrived + deadline
-    if time.monotonic() >= due:
+    due = None if deadline is None else arrived + deadline
+    if due is not None and time.monotonic() >= due:
         return Turn(None, late=True, recalled=recalled)
     contestant.begin_turn(due)
     try:
         decision = contestant.decide(observation)
     except DeadlinePassed:
         return Turn(None, late=True, recalled=recalled)
-    return Turn(decision, late=time.monotonic() > due, recalled=recalled)
+    return Turn(decision, late=due is not None and time.monotonic() > due, recalled=recalled)
 
 
 def recall(contestant: Contestant, question: Question) -> Any:

@@ -39,7 +39,7 @@ from results.records import FinishedMatch
 from tournaments.config import ContestantEntry
 from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, inline_seat, play_here
-from tournaments.plan import ContestantPlan, plan_contestants
+from tournaments.plan import ContestantPlan, plan_contestants, plan_tournament
 from tournaments.schedule import MatchSpec
 from tournaments.seats import Seat, SeatFault, SeatTurn, take_turn
 
@@ -361,14 +361,33 @@ def test_the_desk_shows_each_person_only_their_own_seats_pages():
     assert answers == {"a": {"price.widget": "1a"}, "b": {"price.widget": "1b"}}
 
 
-def test_a_tournament_cannot_seat_a_person_yet_and_says_so_in_one_line(tmp_path):
-    """Its pages are not served by a run: every day of the seat would be a fault, so the file
-    is refused before anything is played."""
+@pytest.mark.parametrize(
+    ("extra", "entry", "field"),
+    [
+        ("", ", isolate: false", "contestants[0].isolate"),  # waited for inline, it would hold every seat
+        ("deviation: {day: 3, seat: 1, to: best_response}\n", "", "deviation"),  # each match played twice
+    ],
+)
+def test_a_person_where_one_cannot_play_is_refused_in_one_line(tmp_path, extra, entry, field):
     path = tmp_path / "people.yaml"
     path.write_text(
-        "name: people\nscenarios: [calvano]\ncontestants:\n"
-        "  - {name: ann, kind: human}\n  - {name: fixed, kind: fixed_price}\n"
+        f"name: people\nscenarios: [calvano]\ndays: 5\n{extra}contestants:\n"
+        f"  - {{name: ann, kind: human{entry}}}\n  - {{name: fixed, kind: fixed_price}}\n"
     )
     with pytest.raises(ConfigError) as refused:
         load_tournament(path)
-    assert refused.value.field == "contestants[0].kind" and "seats a person" in str(refused.value)
+    assert refused.value.field == field and "person" in str(refused.value)
+
+
+def test_a_tournament_seating_people_loads_and_their_deadline_is_their_own(tmp_path):
+    """decision_timeout_s is the machines' deadline: a person has turn_seconds, or none."""
+    path = tmp_path / "people.yaml"
+    path.write_text(
+        "name: people\nscenarios: [calvano]\ndecision_timeout_s: 3\ncontestants:\n"
+        "  - {name: ann, kind: human}\n  - {name: bob, kind: human, params: {turn_seconds: 90}}\n"
+        "  - {name: fixed, kind: fixed_price, isolate: true}\n"
+    )
+    plans = plan_tournament(load_tournament(path).spec)
+    assert (plans["ann"].deadline, plans["bob"].deadline, plans["fixed"].deadline) == (None, 90, 3)
+    assert plans["ann"].hosted and plans["ann"].longest_turn is None
+    assert plans["ann"].answers_in_words and not plans["fixed"].answers_in_words

@@ -1,0 +1,60 @@
+"""A run that seats people: its desk (tournaments.desk) started before the matches, the pages
+handed to whoever serves them (`arena run`), and the matches held until every person has come
+to their seat, so that nobody's first days pass before they have seen them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine
+
+from contestants.base import RunOptions
+from contestants.desk import PeopleSide
+from tournaments.config import Tournament
+from tournaments.desk import start_desk
+from tournaments.plan import plan_tournament
+
+JOIN_POLL_S = 0.5  # how often the run looks for people who have come, while it waits for them
+
+
+def people_of(tournament: Tournament) -> list[str]:
+    """The contestants a person plays, in the file's order, over every cell of a sweep."""
+    names: dict[str, None] = {}  # (ordered, without repeats)
+    for cell in tournament.each_cell():
+        plans = plan_tournament(cell.tournament.spec)
+        names.update((name, None) for name, plan in plans.items() if plan.seats_a_person)
+    return list(names)
+
+
+@contextmanager
+def people_seated(
+    engine: Engine,
+    tournament_id: int,
+    people: list[str],
+    options: RunOptions,
+    seated: Callable[[PeopleSide, list[str]], None],
+    joined: Callable[[str], None],
+) -> Iterator[RunOptions]:
+    """`options` with the run's desk, once every one of `people` has come (none: as they
+    are). `seated` is given the desk's people's side to serve pages from; `joined` is told
+    each person as they come."""
+    if not people:
+        yield options
+        return
+    desk = start_desk(engine, tournament_id)
+    try:
+        seated(desk.people, people)
+        told: set[str] = set()
+        while True:
+            come = desk.people.joined()
+            for name in [name for name in people if name in come and name not in told]:
+                told.add(name)
+                joined(name)
+            if len(told) == len(people):
+                break
+            time.sleep(JOIN_POLL_S)
+        yield options.model_copy(update={"desk": desk.desk})
+    finally:
+        desk.stop()
