@@ -40,7 +40,7 @@ from market.types import Observation
 from tournaments.channel import Address, HostGone, TurnClient, TurnServer
 from tournaments.cluster import dead_nodes, enter, result, spread
 from tournaments.plan import ContestantPlan, turn_wait
-from tournaments.seats import Seat, SeatFault, SeatLost, SeatTurn, Turn, TurnStuck, describe, take_turn
+from tournaments.seats import Seat, SeatFault, SeatLost, SeatTurn, Turn, TurnStuck, describe, late, take_turn
 
 HOST_THREADS = 64
 FINISH_RETRY_S = 0.5
@@ -258,9 +258,7 @@ class HostedSeat(Seat):
             async with asyncio.timeout(request.wait):  # no task of its own, as wait_for would make
                 reply = await self.host.ask(pickle.dumps(request, pickle.HIGHEST_PROTOCOL))
         except TimeoutError:
-            return await self._failed(
-                asked_of, SeatFault("timeout", f"no decision within {self.deadline:g} s")
-            )
+            return await self._failed(asked_of, late(self.deadline))
         except CallsStopped:
             raise
         except (HostGone, RayActorError, Forgotten):
@@ -273,7 +271,7 @@ class HostedSeat(Seat):
             self.fresh, self.holder = False, self.host.process
         recalled = turn.recalled if question is not None else None
         if turn.late:
-            return SeatTurn(None, recalled, SeatFault("timeout", f"no decision within {self.deadline:g} s"))
+            return SeatTurn(None, recalled, late(self.deadline))
         return SeatTurn(turn.decision, recalled)
 
     async def _failed(self, asked_of: HostProcess | None, fault: SeatFault) -> SeatTurn:

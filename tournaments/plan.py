@@ -37,7 +37,7 @@ class ContestantPlan:
     `hosted`: it plays in a Ray actor of its own (a ContestantHost), as its entry's `isolate`
     says, else as its kind needs (it holds a model, is slow, or may crash its process);
     otherwise it plays inside the match loop. `deadline`: seconds a hosted turn may take
-    (None: as long as it takes, a person's without `turn_seconds`); `overrun`: how long past it
+    (None: as long as it takes, a person's); `overrun`: how long past it
     the turn may go on (Contestant.overrun_seconds)."""
 
     name: str
@@ -88,15 +88,16 @@ def plan_contestants(
 ) -> dict[str, ContestantPlan]:
     """The plans of `entries`, by name. A hosted turn's deadline is `decision_timeout_s` if
     the tournament sets one, else what the contestant's own settings need (a model's
-    retries: Contestant.turn_seconds), else DEFAULT_DEADLINE_S. A person's is their own
-    `turn_seconds` alone, and none without it: the tournament's deadline is for machines."""
+    retries: Contestant.turn_seconds), else DEFAULT_DEADLINE_S. A person's turn has none: the
+    tournament's deadline is for machines, and their seat keeps their own `turn_seconds` page by
+    page with the run's desk, whose word on what came in time is the one kept and replayed."""
     plans = {}
     for entry in entries:
         kind = contestant_class(entry.kind)
         params = validate_params(entry.kind, entry.params)
         hosted = entry.isolate if entry.isolate is not None else kind.needs_actor
         deadline = (
-            kind.turn_seconds(params)
+            None
             if kind.seats_a_person
             else decision_timeout_s or kind.turn_seconds(params) or DEFAULT_DEADLINE_S
         )

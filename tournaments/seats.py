@@ -41,6 +41,13 @@ class SeatTurn(NamedTuple):
     fault: SeatFault | None = None
 
 
+def late(deadline: float | None) -> SeatFault:
+    """The fault of a turn that came too late (its deadline: None for a seat that keeps its own)."""
+    return SeatFault(
+        "timeout", "no decision in time" if deadline is None else f"no decision within {deadline:g} s"
+    )
+
+
 class SeatLost(Exception):
     """The merchant's state, or the process asked for its turn, was lost with its machine:
     not the merchant's doing. Its match is played again from its start."""

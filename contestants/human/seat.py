@@ -7,9 +7,10 @@ refused form goes back to the person with the market's reason and the fields as 
 the seat waits again; nothing of it is applied. Recall and off-path questions are pages of one
 number: empty is "don't know", a text that is no finite number is refused in the same way.
 
-A person may be given a deadline (`turn_seconds`): the seat stops waiting then and the turn is
-late (DeadlinePassed), which the match records as any contestant's passed deadline; the
-merchant does nothing that day. Without one, the seat waits as long as the person takes.
+A person may be given a deadline (`turn_seconds`, each page's own, kept by the seat: a run
+gives a person's turn none of its own): the seat stops waiting then and the turn is late
+(DeadlinePassed), which the match records as any contestant's passed deadline; the merchant
+does nothing that day. Without one, the seat waits as long as the person takes.
 
 What a person takes in place of a model's tokens and cost is time: the seat reports
 `seconds_per_day`, the mean over the days whose form was taken of the seconds that day's pages
@@ -76,21 +77,12 @@ class HumanSeat(Contestant):
         self.scenario: Scenario | None = None
         self.form: DayForm | None = None  # made on the match's first day: whether merchants talk shows then
         self.day = 0  # the last day decided
-        self.due: float | None = None  # this turn's deadline, as begin_turn told it
         self.waited: dict[int, float] = {}  # seconds its pages waited for the person, by day
         self.decided: list[int] = []  # the days whose form was taken
 
-    @classmethod
-    def turn_seconds(cls, params: Params) -> float | None:
-        assert isinstance(params, HumanParams)
-        return params.turn_seconds
-
     def reset(self, *, merchant: str, scenario: Scenario, seed: int) -> None:
-        self.merchant, self.scenario, self.form, self.day, self.due = merchant, scenario, None, 0, None
+        self.merchant, self.scenario, self.form, self.day = merchant, scenario, None, 0
         self.waited, self.decided = {}, []
-
-    def begin_turn(self, deadline: float | None) -> None:
-        self.due = deadline
 
     def decide(self, observation: Observation) -> Decision:
         """The decision of the form the person submits, once it is not refused."""
@@ -142,18 +134,17 @@ class HumanSeat(Contestant):
         raise AssertionError("count() never ends")
 
     def _deadline(self) -> float | None:
-        """This turn's deadline: as begin_turn told it (a hosted turn), else `turn_seconds` from
-        now; None: none. What begin_turn told serves one turn."""
-        due, self.due = self.due, None
-        if due is None and self.params.turn_seconds is not None:
-            due = time.monotonic() + self.params.turn_seconds
-        return due
+        """This page's deadline (its attempts share it): `turn_seconds` from now; None: none."""
+        if self.params.turn_seconds is None:
+            return None
+        return time.monotonic() + self.params.turn_seconds
 
     def _asked(self, asked: DeskAsk, due: float | None) -> dict[str, str]:
-        """What the person submits for `asked`; DeadlinePassed if `due` passes first."""
-        within = None if due is None else due - time.monotonic()
-        if within is not None and within <= 0:
-            raise DeadlinePassed(f"day {asked.key.day}: no time was left to ask")
+        """What the person submits for `asked`; DeadlinePassed if `due` passes first. A page
+        with no time left is asked all the same, to be withdrawn at once by the desk: a desk
+        that keeps what came of each page keeps that too, so that a replay, which takes no
+        time, withdraws it as well."""
+        within = None if due is None else max(0.0, due - time.monotonic())
         submitted = self.desk.ask(asked, within)
         if submitted is None:
             raise DeadlinePassed(f"day {asked.key.day}: nothing submitted in time")

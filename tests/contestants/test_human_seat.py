@@ -30,7 +30,6 @@ from contestants.base import (
 )
 from contestants.desk import LocalDesk
 from contestants.human.form import day_form
-from contestants.human.seat import HumanSeat
 from contestants.kinds import create
 from market.operations import OperationRules, judge_day
 from market.scenario import Scenario, load_scenario
@@ -41,7 +40,7 @@ from tournaments.load import load_tournament
 from tournaments.match import Match, MatchRules, inline_seat, play_here
 from tournaments.plan import ContestantPlan, plan_contestants, plan_tournament
 from tournaments.schedule import MatchSpec
-from tournaments.seats import Seat, SeatFault, SeatTurn, take_turn
+from tournaments.seats import Seat, SeatTurn, late, take_turn
 
 PRICE_WAR = load_scenario("price_war")  # one product, widget: unit cost 10, cash 2,000, no lead time
 Person = Callable[[DeskAsk], dict[str, str]]
@@ -65,9 +64,7 @@ class ThreadSeat(Seat):
             None, take_turn, self.contestant, observation, question, self.deadline
         )
         if turn.late:
-            return SeatTurn(
-                None, turn.recalled, SeatFault("timeout", f"no decision within {self.deadline:g} s")
-            )
+            return SeatTurn(None, turn.recalled, late(self.deadline))
         return SeatTurn(turn.decision, turn.recalled)
 
     async def finish(self) -> Handed:
@@ -334,8 +331,6 @@ def test_a_human_seat_needs_a_desk_and_a_positive_deadline():
         create("human", {})
     with pytest.raises(ContestantConfigError):
         create("human", {"turn_seconds": 0}, RunOptions(desk=LocalDesk()))
-    assert HumanSeat.turn_seconds(HumanSeat.params_model(turn_seconds=30)) == 30
-    assert HumanSeat.turn_seconds(HumanSeat.params_model()) is None
 
 
 def test_the_desk_shows_each_person_only_their_own_seats_pages():
@@ -388,6 +383,29 @@ def test_a_tournament_seating_people_loads_and_their_deadline_is_their_own(tmp_p
         "  - {name: fixed, kind: fixed_price, isolate: true}\n"
     )
     plans = plan_tournament(load_tournament(path).spec)
-    assert (plans["ann"].deadline, plans["bob"].deadline, plans["fixed"].deadline) == (None, 90, 3)
+    # a person's seat keeps their turn_seconds itself, page by page
+    assert (plans["ann"].deadline, plans["bob"].deadline, plans["fixed"].deadline) == (None, None, 3)
     assert plans["ann"].hosted and plans["ann"].longest_turn is None
     assert plans["ann"].answers_in_words and not plans["fixed"].answers_in_words
+
+
+class Withdrawing(Desk):
+    """A desk that withdraws every page at once, noting the seconds each was given."""
+
+    def __init__(self) -> None:
+        self.given: list[tuple[DeskKey, float | None]] = []
+
+    def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
+        self.given.append((asked.key, within))
+        return None
+
+
+def test_a_page_with_no_time_left_is_still_asked_so_a_desk_that_keeps_outcomes_keeps_its_withdrawal(observe):
+    """A replay takes no time: had the seat given up without asking, the replayed page would
+    find time left and be put before the person again."""
+    desk = Withdrawing()
+    human = create("human", {"turn_seconds": 1e-9}, RunOptions(desk=desk, match="m"))
+    human.reset(merchant="me", scenario=PRICE_WAR, seed=1)
+    with pytest.raises(DeadlinePassed):
+        human.decide(observe(PRICE_WAR, day=1))
+    assert desk.given == [(DeskKey("m", "me", 1, "day", 0), 0.0)]
