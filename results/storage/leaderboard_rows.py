@@ -135,6 +135,7 @@ def _leaderboard_records(
         ],
         spent=spent,
         notes=[NoteReading(*row) for row in notes],
+        people=store.people(session, tournament_ids),
     )
 
 
