@@ -26,8 +26,6 @@ from market.daylog import DayLog
 from market.scenario import Scenario
 from results.errors import NotFound
 from results.records import (
-    PERSON_KIND,
-    PERSON_TIME,
     DeviationPath,
     Fault,
     FinishedMatch,
@@ -48,6 +46,7 @@ from results.records import (
 from results.settings import DeviationProbe
 from results.storage.daylog_codec import decode, pack
 from results.storage.db import reconnecting
+from results.storage.person_seats import seated_people
 from results.storage.schema import (
     ContestantRow,
     DayLogRow,
@@ -193,16 +192,6 @@ def contestant_kinds(engine: Engine, tournament_id: int) -> dict[str, str]:
             .order_by(col(ContestantRow.id))
         )
         return dict(rows.all())
-
-
-def people(session: Session, tournament_ids: Collection[int] | None) -> set[str]:
-    """The contestants a person plays (their kind results.records.PERSON_KIND) among those
-    registered for the tournaments (None: for any): a name is a person's if one of its
-    registrations is."""
-    statement = select(ContestantRow.name).where(col(ContestantRow.kind) == PERSON_KIND)
-    if tournament_ids is not None:
-        statement = statement.where(col(ContestantRow.tournament_id).in_(tournament_ids))
-    return set(session.exec(statement))
 
 
 def finished_keys(engine: Engine, tournament_id: int) -> set[str]:
@@ -654,9 +643,7 @@ class MatchDetail:
     goals: list[GoalResult] = field(default_factory=list)  # each merchant's, goal by goal
     notes: list[MetricNote] = field(default_factory=list)  # why its metrics without a value have none
     off_path: list[OffPathAnswer] = field(default_factory=list)  # its merchants' answers, as asked
-    people: dict[str, float | None] = field(
-        default_factory=dict
-    )  # the merchants people played (people), each with its stored PERSON_TIME (None: none)
+    people: dict[str, float | None] = field(default_factory=dict)  # results.storage.person_seats
 
     @property
     def match_id(self) -> int:
@@ -692,27 +679,8 @@ def match_detail(engine: Engine, match_id: int, with_calls: bool = True) -> Matc
             goals=_match_records(session, GoalRow, match_id, GoalResult),
             notes=_match_records(session, MetricNoteRow, match_id, MetricNote),
             off_path=_match_records(session, OffPathRow, match_id, OffPathAnswer),
-            people=_seated_people(session, match, results),
+            people=seated_people(session, match, results),
         )
-
-
-def _seated_people(
-    session: Session, match: MatchRow, results: Sequence[MerchantResult]
-) -> dict[str, float | None]:
-    """The merchants of `results` (a stored match's, in seat order) whose contestant a person
-    plays (people), each with its stored PERSON_TIME (None where it has none: no day's form
-    was taken)."""
-    persons = people(session, [match.tournament_id])
-    seated = [r.merchant for r in results if r.contestant in persons]
-    if not seated:
-        return {}
-    times = session.exec(
-        select(MetricRow.merchant, MetricRow.value).where(
-            col(MetricRow.match_id) == match.id, col(MetricRow.name) == PERSON_TIME
-        )
-    )
-    found = dict(times.all())
-    return {merchant: found.get(merchant) for merchant in seated}
 
 
 def transcript(engine: Engine, match_id: int, day: int | None = None) -> list[TranscriptRecord]:

@@ -95,7 +95,9 @@ def table_rows(shown: str, title: str) -> tuple[list[str], dict[str, list[str]]]
     table = shown.split(title, 1)[1].split("┘", 1)[0]
     header = next(line for line in table.splitlines() if line.startswith("┃"))
     cells = [
-        [cell.strip() for cell in line.split("│")[1:-1]] for line in table.splitlines() if line.startswith("│")
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for line in table.splitlines()
+        if line.startswith("│")
     ]
     return [cell.strip() for cell in header.split("┃")[1:-1]], {row[1]: row for row in cells}
 
