@@ -69,11 +69,12 @@ class CallsSpent(NamedTuple):
 class LeaderboardRecords:
     """What a leaderboard is computed from, as results.storage.store reads it from the stored matches:
     the seats in rating order, the contestants registered to appear whether they played or
-    not, the metric values to average (and why some seats have none) and the model calls to
-    sum."""
+    not, the metric values to average (and why some seats have none), the model calls to
+    sum, and the contestants people play (results.records.PERSON_KIND)."""
 
     seats: Sequence[Seat]
     registered: Collection[str] = ()
     metrics: Sequence[MetricReading] = ()
     spent: Sequence[CallsSpent] = ()
     notes: Sequence[NoteReading] = ()
+    people: Collection[str] = ()

@@ -275,7 +275,7 @@ def compare(engine: Engine, first: int, second: int) -> dict[str, Any]:
         "title": f"matches {first} and {second}",
         "matches": shown,
         "colors": colors,
-        "results": [views.results_table(d.match, d.results) for d in shown],
+        "results": [views.results_table(d.match, d.results, d.people) for d in shown],
         "charts": [
             line_figure(
                 [

@@ -304,7 +304,7 @@ def _show_match(
     """The match's tables, those of views as the report shows them, the rest of its record
     (calls made, recall questions, day by day) cutting a word too long for its column short."""
     contestants = {r.merchant: r.contestant for r in detail.results}
-    out.print(drawn(views.results_table(detail.match, detail.results)))
+    out.print(drawn(views.results_table(detail.match, detail.results, detail.people)))
     if metrics:
         out.print(drawn(views.metrics_table(metrics, contestants, noted)))
     else:

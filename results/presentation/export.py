@@ -10,8 +10,9 @@ join and group without lookups:
   Calvano et al.'s Δ; empty for a scenario without equilibria, and where one is n/a: why is
   in `market_metrics`): what a regression over a sweep's sessions reads, with no join.
 - `results`: one row per merchant per match: the match (key, index, scenario, seed, days),
-  its factors as in `matches`, and the merchant's result (final cash, net worth, profit,
-  rank, market share, ...).
+  its factors as in `matches`, the merchant's result (final cash, net worth, profit,
+  rank, market share, ...), and whether a person played it (`person`; their time per day is
+  the metric `seconds_per_day` in `metrics`).
 - `days`: one row per merchant per day: every scalar field of the day record (revenue,
   cash_start, cash_end, net_worth, reputation, bankrupt, ...) but its message, and the
   day's operations and rejected operations as JSON text.
@@ -203,7 +204,7 @@ CLAIM_FIELDS = {**field_types(PricePromise), **field_types(StatedFact)}  # eithe
 PLAYED = [MATCH_ID, *columns(PlayedMatch, exclude=["wall_seconds"])]  # wall_seconds differs between runs
 SCHEMAS: dict[str, pa.Schema] = {
     "matches": pa.schema([*PLAYED, *(column(name, pa.float64()) for name in MARKET_METRICS)]),
-    "results": pa.schema([*PLAYED, *columns(MerchantResult)]),
+    "results": pa.schema([*PLAYED, *columns(MerchantResult), column("person", pa.bool_())]),
     "days": pa.schema(
         [
             *KEYS,
@@ -447,7 +448,10 @@ def _write_match(
     at = {"match_id": match.id}
     played = {**match.model_dump(include=set(PlayedMatch.model_fields)), **factors}
     write("matches", [{**at, **played, **detail.market.metrics}])
-    write("results", [{**at, **played, **r.model_dump()} for r in detail.results])
+    write(
+        "results",
+        [{**at, **played, **r.model_dump(), "person": r.merchant in detail.people} for r in detail.results],
+    )
     _write_path(write, "", match, contestant, detail.days, detail.calls)
     noted = {n.name: n.note for n in detail.notes if n.merchant is None}
     write(

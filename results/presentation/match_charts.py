@@ -179,7 +179,7 @@ def match_part(
         lineup=[r.contestant for r in results],
         winners=", ".join(r.contestant for r in results if r.rank == 1) if len(results) > 1 else "",
         legend=[(name, color) for name, color, _ in styles.values()],
-        results=views.results_table(detail.match, detail.results),
+        results=views.results_table(detail.match, detail.results, detail.people),
         charts=[
             *price_charts(
                 detail.days, events, styles, levels, detail.market.windows, detail.days.competitors, probed

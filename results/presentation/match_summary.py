@@ -16,10 +16,12 @@ from results.storage.schema import row_json
 
 
 def match_json(detail: store.MatchDetail, metrics: dict[str, dict[str, float | None]]) -> dict[str, Any]:
-    """The match's whole record; `metrics` by merchant and name (views.by_merchant)."""
+    """The match's whole record; `metrics` by merchant and name (views.by_merchant). Each
+    result says whether a person played its seat (`person`; their time is the metric
+    `seconds_per_day`)."""
     return {
         "match": row_json(detail.match),
-        "results": [r.model_dump() for r in detail.results],
+        "results": [r.model_dump() | {"person": r.merchant in detail.people} for r in detail.results],
         "metrics": metrics,
         "market": detail.market.model_dump(),
         "not_applicable": [n.model_dump() for n in detail.notes],

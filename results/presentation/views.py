@@ -18,6 +18,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from market.daylog import CompetitorDays, Said
 from results.records import (
+    PERSON_KIND,
     WINDOW_TITLES,
     DeviationPath,
     GoalResult,
@@ -226,6 +227,17 @@ def _gain_given(field: str) -> Callable[[Sequence[LeaderboardRow]], bool]:
     )
 
 
+def _people_seated(rows: Sequence[LeaderboardRow]) -> bool:
+    return any(row.person for row in rows)
+
+
+PERSON_MARK = "yes"  # the `person` column's cell of a contestant a person plays
+PEOPLE_LEGEND = (
+    f"person: a person played it (kind {PERSON_KIND}); s per day: the mean seconds a day's pages "
+    "waited for them, in place of tokens and cost"
+)  # under a table that seats a person
+
+
 def _models_used(rows: Sequence[LeaderboardRow]) -> bool:
     return any(row.tokens for row in rows)
 
@@ -287,8 +299,15 @@ def _judged(rows: Sequence[LeaderboardRow]) -> bool:
     return any(row.conduct is not None for row in rows)
 
 
+def _unless_person(field: str, fmt: str) -> Callable[[LeaderboardRow], str]:
+    """A cost of the leaderboard: "unknown" where a model has no price, blank for a person."""
+    return lambda row: "" if row.person else blank(getattr(row, field), fmt, "unknown")
+
+
 LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
-    *STANDING_COLUMNS,
+    *STANDING_COLUMNS[:2],
+    Column(Header("person"), lambda r: PERSON_MARK if r.person else "", _people_seated),
+    *STANDING_COLUMNS[2:],
     Column(
         Header("mean profit", numeric=True), lambda r: blank(r.mean_profit, "{:,.2f}"), _given("mean_profit")
     ),
@@ -319,13 +338,10 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
         Column(Header(header, numeric=True), _conduct_count(count), _judged)
         for header, count in CONDUCT_COUNTS.items()
     ),
-    Column(Header("tokens", numeric=True), lambda r: f"{r.tokens:,}", _models_used),
-    Column(Header("cost $", numeric=True), lambda r: blank(r.cost, "{:.4f}", "unknown"), _models_used),
-    Column(
-        Header("$ per match", numeric=True),
-        lambda r: blank(r.cost_per_match, "{:.4f}", "unknown"),
-        _priced,
-    ),
+    Column(Header("s per day", numeric=True), lambda r: blank(r.seconds_per_day, "{:,.1f}"), _people_seated),
+    Column(Header("tokens", numeric=True), lambda r: blank(r.tokens, "{:,}"), _models_used),
+    Column(Header("cost $", numeric=True), _unless_person("cost", "{:.4f}"), _models_used),
+    Column(Header("$ per match", numeric=True), _unless_person("cost_per_match", "{:.4f}"), _priced),
     Column(
         Header("rating per $", numeric=True),
         lambda r: blank(r.rating_per_dollar, "{:,.0f}"),
@@ -336,9 +352,9 @@ LEADERBOARD_COLUMNS: list[Column[LeaderboardRow]] = [
 
 
 def leaderboard_table(rows: Sequence[LeaderboardRow], title: str) -> TableModel:
-    """The leaderboard; columns without a value for anyone (no model used, no metric stored)
-    are left out. Its notes say why a gain is n/a for some seats (a '*' on a mean that leaves
-    them out)."""
+    """The leaderboard; columns without a value for anyone (no model used, no metric stored,
+    no person seated) are left out. Its notes say why a gain is n/a for some seats (a '*' on a
+    mean that leaves them out), and what a person's columns are where one sits (PEOPLE_LEGEND)."""
     table = tabulate(title, LEADERBOARD_COLUMNS, rows)
     noted = [
         (field, header, row, note)
@@ -350,7 +366,11 @@ def leaderboard_table(rows: Sequence[LeaderboardRow], title: str) -> TableModel:
         [(header, row.contestant, note) for _, header, row, note in noted],
         any(getattr(row, field) is not None for field, _, row, _ in noted),
     )
-    return TableModel(table.title, table.headers, table.sections, notes)
+    return TableModel(table.title, table.headers, table.sections, notes + _legend(_people_seated(rows)))
+
+
+def _legend(people: bool) -> list[str]:
+    return [PEOPLE_LEGEND] if people else []
 
 
 def leaderboard_records(rows: Sequence[LeaderboardRow]) -> list[dict[str, Any]]:
@@ -476,9 +496,25 @@ RESULT_COLUMNS: list[Column[MerchantResult]] = [
 ]
 
 
-def results_table(match: MatchRow, results: Sequence[MerchantResult]) -> TableModel:
-    """The match's merchants, best rank first."""
-    return tabulate(f"match {match.id}: {match.key}", RESULT_COLUMNS, sorted(results, key=lambda r: r.rank))
+def results_table(
+    match: MatchRow, results: Sequence[MerchantResult], people: Mapping[str, float | None] | None = None
+) -> TableModel:
+    """The match's merchants, best rank first; where `people` (by merchant: its seconds per
+    day, results.storage.store.MatchDetail.people) sit, a `person` column marks them and an `s
+    per day` column gives their time, explained under the table (PEOPLE_LEGEND)."""
+    seated = people or {}
+    ranked = sorted(results, key=lambda r: r.rank)
+    title = f"match {match.id}: {match.key}"
+    if not seated:
+        return tabulate(title, RESULT_COLUMNS, ranked)
+    columns = [
+        *RESULT_COLUMNS[:2],
+        Column(Header("person"), lambda r: PERSON_MARK if r.merchant in seated else ""),
+        *RESULT_COLUMNS[2:],
+        Column(Header("s per day", numeric=True), lambda r: blank(seated.get(r.merchant), "{:,.1f}")),
+    ]
+    table = tabulate(title, columns, ranked)
+    return TableModel(table.title, table.headers, table.sections, _legend(True))
 
 
 def by_merchant(values: Iterable[tuple[str, str, float | None]]) -> dict[str, dict[str, float | None]]:

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from market import accounting
 from results.readings import LeaderboardRecords, RankedMatch, Seat
-from results.records import MerchantConduct, market_draw, renewed
+from results.records import PERSON_TIME, MerchantConduct, market_draw, renewed
 from results.scoring.composite import ScoringWeights, composite
 from results.scoring.rating_fit import LEVEL, Rating, fit, order_key, separations
 
@@ -43,6 +43,7 @@ MEAN_METRICS = (
     "profit_gain",
     "price_gain",
     "goals_met",
+    PERSON_TIME,
 )  # the metrics the table shows the means of
 SCALE = 400.0
 K = 32.0
@@ -145,14 +146,26 @@ class LeaderboardRow(Standing):
         description="its words as its tournaments' judges read them, summed over its judged seats "
         "(results.scoring.conduct); None where no match of it was judged",
     )
-    tokens: int = Field(0, description="input + output tokens of the contestant's model calls")
+    person: bool = Field(
+        False,
+        description="a person plays it (its kind `human` in the record: results.records.PERSON_KIND); "
+        "its time per day stands in place of tokens and cost, which are None",
+    )
+    seconds_per_day: float | None = Field(
+        None,
+        description="mean `seconds_per_day` over its seats (a person's: the seconds a day's pages "
+        "waited for them); None where no seat reported it",
+    )
+    tokens: int | None = Field(
+        0, description="input + output tokens of the contestant's model calls; None for a person"
+    )
     cost: float | None = Field(
         0.0,
         description="USD at the models' prices for the contestant's calls, replayed ones included; "
-        "None when a model has no price",
+        "None when a model has no price, and for a person",
     )
     cost_per_match: float | None = Field(
-        None, description="cost / matches; None before its first match or without a price"
+        None, description="cost / matches; None before its first match, without a price or for a person"
     )
     rating_per_dollar: float | None = Field(
         None,
@@ -296,7 +309,8 @@ def compute_leaderboard(
     for standing in table:
         name = standing.contestant
         validity, memory_error = _mean(values[name, "validity_rate"]), _mean(values[name, "memory_error"])
-        tokens, cost = usage.get(name, (0, 0.0))
+        person = name in records.people
+        tokens, cost = (None, None) if person else usage.get(name, (0, 0.0))
         draws = [math.fsum(repeats) / len(repeats) for repeats in by_draw[name].values()]
         market = market_share(list(by_draw[name].values()))
         per_match = cost / standing.matches if cost is not None and standing.matches else None
@@ -320,6 +334,8 @@ def compute_leaderboard(
                 price_gain=_mean(values[name, "price_gain"]),
                 not_applicable={metric: sorted(found) for metric, found in sorted(notes[name].items())},
                 goals_met=_mean(values[name, "goals_met"]),
+                person=person,
+                seconds_per_day=_mean(values[name, PERSON_TIME]),
                 tokens=tokens,
                 cost=cost,
                 composite=composite(weights, standing.win_rate, validity, memory_error),

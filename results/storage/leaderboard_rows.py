@@ -16,7 +16,7 @@ from sqlmodel import Session, col, func, select
 from results.errors import NotFound
 from results.readings import CallsSpent, LeaderboardRecords, MetricReading, NoteReading, Seat
 from results.records import repeat_number
-from results.storage import store
+from results.storage import person_seats, store
 from results.storage.schema import (
     ContestantRow,
     DeviationCallRow,
@@ -135,6 +135,7 @@ def _leaderboard_records(
         ],
         spent=spent,
         notes=[NoteReading(*row) for row in notes],
+        people=person_seats.people(session, tournament_ids),
     )
 
 

@@ -46,6 +46,7 @@ from results.records import (
 from results.settings import DeviationProbe
 from results.storage.daylog_codec import decode, pack
 from results.storage.db import reconnecting
+from results.storage.person_seats import seated_people
 from results.storage.schema import (
     ContestantRow,
     DayLogRow,
@@ -642,6 +643,7 @@ class MatchDetail:
     goals: list[GoalResult] = field(default_factory=list)  # each merchant's, goal by goal
     notes: list[MetricNote] = field(default_factory=list)  # why its metrics without a value have none
     off_path: list[OffPathAnswer] = field(default_factory=list)  # its merchants' answers, as asked
+    people: dict[str, float | None] = field(default_factory=dict)  # results.storage.person_seats
 
     @property
     def match_id(self) -> int:
@@ -661,9 +663,10 @@ def match_detail(engine: Engine, match_id: int, with_calls: bool = True) -> Matc
     with Session(engine) as session:
         match = require(session, MatchRow, match_id)
         days = session.get(DayLogRow, match_id)
+        results = _match_records(session, MatchResultRow, match_id, MerchantResult)
         return MatchDetail(
             match=match,
-            results=_match_records(session, MatchResultRow, match_id, MerchantResult),
+            results=results,
             days=decode(days.columns, days.decisions) if days is not None else DayLog.of([]),
             faults=_match_records(session, FaultRow, match_id, Fault),
             recalls=_match_records(session, RecallQuestionRow, match_id, RecallResult),
@@ -676,6 +679,7 @@ def match_detail(engine: Engine, match_id: int, with_calls: bool = True) -> Matc
             goals=_match_records(session, GoalRow, match_id, GoalResult),
             notes=_match_records(session, MetricNoteRow, match_id, MetricNote),
             off_path=_match_records(session, OffPathRow, match_id, OffPathAnswer),
+            people=seated_people(session, match, results),
         )
 
 
