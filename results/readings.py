@@ -70,7 +70,7 @@ class LeaderboardRecords:
     """What a leaderboard is computed from, as results.storage.store reads it from the stored matches:
     the seats in rating order, the contestants registered to appear whether they played or
     not, the metric values to average (and why some seats have none), the model calls to
-    sum, and the contestants people play (results.records.PERSON_KIND)."""
+    sum, and the contestants people play (common.people.PERSON_KIND)."""
 
     seats: Sequence[Seat]
     registered: Collection[str] = ()

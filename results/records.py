@@ -28,15 +28,6 @@ WINDOW_TITLES: dict[WindowKind, str] = {
     "price_war": "price war",
 }  # as tables and the report name them
 
-PERSON_KIND = "human"
-"""The kind of a contestant a person plays, as the tournament file names it and the record keeps
-it (each registered contestant's kind): what the record says of who sat at a seat. Results
-reads the word the record stores, never the kind's class (contestants and results do not
-import each other), as it reads the names of the metrics merchants report of themselves."""
-PERSON_TIME = "seconds_per_day"
-"""The metric a person's seat reports in place of tokens and cost: the mean seconds its day's
-pages waited for the person (contestants/human/seat.py)."""
-
 
 class Fault(BaseModel):
     """A day on which a merchant gave no usable decision and did nothing instead."""

@@ -28,6 +28,7 @@ from typing import ClassVar, Literal, TypeVar
 
 from pydantic import Field
 
+from common.people import PERSON_KIND, PERSON_TIME
 from contestants.base import (
     ANSWER,
     Contestant,
@@ -59,7 +60,7 @@ class HumanSeat(Contestant):
     """A person's seat. It needs an actor of its own (needs_actor) so that waiting for its
     person holds no other seat, and calls no model."""
 
-    kind: ClassVar[str] = "human"
+    kind: ClassVar[str] = PERSON_KIND
     params_model: ClassVar[type[Params]] = HumanParams
     needs_actor: ClassVar[bool] = True
     seats_a_person: ClassVar[bool] = True
@@ -117,7 +118,7 @@ class HumanSeat(Contestant):
     def reported_metrics(self) -> dict[str, float]:
         if not self.decided:
             return {}
-        return {"seconds_per_day": sum(self.waited[day] for day in self.decided) / len(self.decided)}
+        return {PERSON_TIME: sum(self.waited[day] for day in self.decided) / len(self.decided)}
 
     def _taken(self, first: DeskAsk, read: Callable[[dict[str, str]], T | Refusal], due: float | None) -> T:
         """What `read` makes of what the person submits on the page `first`, asked again after

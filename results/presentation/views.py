@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, NamedTuple, TypeVar
 
+from common.people import PERSON_KIND
 from market.daylog import CompetitorDays, Said
 from results.records import (
-    PERSON_KIND,
     WINDOW_TITLES,
     DeviationPath,
     GoalResult,

@@ -30,9 +30,10 @@ from itertools import combinations, groupby
 
 from pydantic import BaseModel, Field
 
+from common.people import PERSON_TIME
 from market import accounting
 from results.readings import LeaderboardRecords, RankedMatch, Seat
-from results.records import PERSON_TIME, MerchantConduct, market_draw, renewed
+from results.records import MerchantConduct, market_draw, renewed
 from results.scoring.composite import ScoringWeights, composite
 from results.scoring.rating_fit import LEVEL, Rating, fit, order_key, separations
 
@@ -148,7 +149,7 @@ class LeaderboardRow(Standing):
     )
     person: bool = Field(
         False,
-        description="a person plays it (its kind `human` in the record: results.records.PERSON_KIND); "
+        description="a person plays it (its kind `human` in the record: common.people.PERSON_KIND); "
         "its time per day stands in place of tokens and cost, which are None",
     )
     seconds_per_day: float | None = Field(

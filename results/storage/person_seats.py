@@ -1,6 +1,6 @@
 """Who the record says people play: the contestants registered with the kind
-results.records.PERSON_KIND, and a stored match's seats they sat at with their time per day
-(results.records.PERSON_TIME)."""
+common.people.PERSON_KIND, and a stored match's seats they sat at with their time per day
+(common.people.PERSON_TIME)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from collections.abc import Collection, Sequence
 
 from sqlmodel import Session, col, select
 
-from results.records import PERSON_KIND, PERSON_TIME, MerchantResult
+from common.people import PERSON_KIND, PERSON_TIME
+from results.records import MerchantResult
 from results.storage.schema import ContestantRow, MatchRow, MetricRow
 
 
 def people(session: Session, tournament_ids: Collection[int] | None) -> set[str]:
-    """The contestants a person plays (their kind results.records.PERSON_KIND) among those
+    """The contestants a person plays (their kind common.people.PERSON_KIND) among those
     registered for the tournaments (None: for any): a name is a person's if one of its
     registrations is."""
     statement = select(ContestantRow.name).where(col(ContestantRow.kind) == PERSON_KIND)

@@ -4,10 +4,10 @@ model: no point on the report's rating-for-cost plot, nor on its front), rated a
 
 from __future__ import annotations
 
+from common.people import PERSON_KIND, PERSON_TIME
 from results.leaderboard import leaderboard
 from results.readings import CallsSpent, LeaderboardRecords, MetricReading, Seat
 from results.recording import save_match
-from results.records import PERSON_KIND, PERSON_TIME
 from results.scoring.ratings import compute_leaderboard, cost_front
 from results.storage.store import match_detail, start_tournament
 
