@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -125,17 +125,8 @@ def run_tournament(
     done = store.finished_keys(engine, previous) if previous is not None else set()
     rounds = _Rounds(AdaptiveSchedule(tournament), engine, previous) if spec.format == "adaptive" else None
     todo = rounds.next() if rounds is not None else [m for m in plan if m.key not in done]
-    with contextlib.ExitStack() as stack:
-        if todo:
-            stack.enter_context(ray_session(address))
-        # recorded only once Ray is up, so a bad address leaves nothing behind
-        tournament_id = _stored_tournament(engine, tournament, plan, previous)
-        if todo:
-            options = stack.enter_context(
-                people_seated(
-                    engine, tournament_id, people_of(tournament), options, observer.seated, observer.joined
-                )
-            )
+    with _ready(tournament, engine, plan, previous, bool(todo), address, observer, options) as ready:
+        tournament_id, options = ready
         if rounds is not None:
             rounds.tournament_id = tournament_id
         cells = tournament.each_cell()
@@ -195,6 +186,32 @@ def run_tournament(
         ended,
         played_all,
     )
+
+
+@contextlib.contextmanager
+def _ready(
+    tournament: Tournament,
+    engine: Engine,
+    plan: list[MatchSpec],
+    previous: int | None,
+    playing: bool,
+    address: str | None,
+    observer: RunObserver,
+    options: RunOptions,
+) -> Iterator[tuple[int, RunOptions]]:
+    """The tournament's id in the record and the options its contestants are made with: Ray
+    joined first if anything is left to play (`playing`), so that a bad address leaves nothing
+    behind, then its people seated (tournaments.people)."""
+    with contextlib.ExitStack() as stack:
+        if playing:
+            stack.enter_context(ray_session(address))
+        tournament_id = _stored_tournament(engine, tournament, plan, previous)
+        if playing:
+            people = people_of(tournament)
+            options = stack.enter_context(
+                people_seated(engine, tournament_id, people, options, observer.seated, observer.joined)
+            )
+        yield tournament_id, options
 
 
 def _judging_progress(
