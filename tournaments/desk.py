@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -32,7 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from contestants.base import Desk, DeskAsk, DeskKey, Submitted
 from contestants.calls.coordinator import SLACK_S, CallsStopped
-from contestants.desk import LocalDesk, OpenPage
+from contestants.desk import LocalDesk, OpenPage, PeopleSide
 from results.errors import DatabaseError
 from results.storage.db import describe_failure, engine_for
 from results.storage.desk_pages import KeptPage, keep_page, kept_pages
@@ -183,7 +184,7 @@ class RemotePeople:
         page: OpenPage | None = _answer(self.actor.page.remote(merchant), SLACK_S)
         return page
 
-    def submit(self, key: DeskKey, fields: dict[str, str]) -> bool:
+    def submit(self, key: DeskKey, fields: Mapping[str, str]) -> bool:
         sent: bool = _answer(self.actor.submit.remote(key, dict(fields)), SLACK_S)
         return sent
 
@@ -195,7 +196,7 @@ class RunDesk:
     def __init__(self, actor: Any):
         self.actor = actor
         self.desk = RemoteDesk(actor)
-        self.people = RemotePeople(actor)
+        self.people: PeopleSide = RemotePeople(actor)
 
     def stop(self) -> None:
         """End the desk's actor: a seat still asking it stops with DeskFailed."""

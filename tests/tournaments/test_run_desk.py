@@ -15,11 +15,11 @@ import ray
 from sqlalchemy import Engine, text
 
 from contestants.base import DeskAsk, DeskKey, Submitted
-from contestants.desk import OpenPage
+from contestants.desk import OpenPage, PeopleSide
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.desk_pages import KeptPage, kept_pages
-from tournaments.desk import GONE, DeskFailed, RemoteDesk, RemotePeople, start_desk
+from tournaments.desk import GONE, DeskFailed, RemoteDesk, start_desk
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -55,7 +55,7 @@ def tournament(engine: Engine) -> int:
     )
 
 
-def shown(people: RemotePeople) -> OpenPage:
+def shown(people: PeopleSide) -> OpenPage:
     """The page ann sees, once her seat has asked it (bounded: a desk that never shows it fails)."""
     for _ in range(6000):
         page = people.page("ann")
