@@ -5,17 +5,23 @@ A desk has two sides. The seats' side is `Desk.ask`, which waits. The people's s
 joined, the page a person's seat has open now, and what they submit for it.
 
 `LocalDesk` holds its open pages in this process (the run's desk holds one of its own in an
-actor, tournaments.desk); `BlankDesk` is a person who submits every page blank at once.
+actor, tournaments.desk), and may keep a journal of every page's outcome; `BlankDesk` is a
+person who submits every page blank at once.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from contestants.base import Desk, DeskAsk, DeskKey, Submitted
+
+Keep = Callable[[DeskKey, Submitted | None], None]
+"""Where a desk keeps a page's outcome as it is settled: what was submitted, or None for a page
+withdrawn when its time was up. Raising says it could not be kept."""
 
 
 class OpenPage(NamedTuple):
@@ -40,34 +46,69 @@ class PeopleSide(Protocol):
 
     def submit(self, key: DeskKey, fields: Mapping[str, str]) -> bool:
         """Answer the page `key` with `fields`, by name; False if it is not open (withdrawn
-        when its time was up, answered already, or never asked)."""
+        when its time was up, answered already, or never asked). Raises what the desk's
+        journal raised if the answer could not be kept: the page stays open, to be sent again."""
+
+
+@dataclass(eq=False)
+class _Page:
+    """A page asked and not yet settled: when it was asked and is due (time.monotonic(); due
+    None: no deadline), and what was submitted for it, once it is."""
+
+    asked: DeskAsk
+    start: float
+    due: float | None
+    submitted: Submitted | None = None
+
+
+def keep_nothing(key: DeskKey, outcome: Submitted | None) -> None:
+    """The journal of a desk that keeps none (the in-process tests', the conformance kit's)."""
 
 
 class LocalDesk(Desk):
     """A desk whose people are in this process (threads, or the pages of a server running
     here). A seat's `ask` waits until its page is answered (`submit`) or its time is up.
-    Thread-safe: every seat and every person may call from a thread of its own."""
+    Thread-safe: every seat and every person may call from a thread of its own.
 
-    def __init__(self) -> None:
+    Each page's outcome is settled once: what is submitted for it first (a later submit is
+    refused), or its withdrawal when its time is up. `keep` is told each outcome under the
+    desk's lock as it is settled, before `submit` returns True (so that "sent" means kept),
+    with the seconds from when the page was asked; if it raises, `submit` raises and the page
+    stays open, and an `ask` whose page was withdrawn raises (the page stays withdrawn: its
+    seat has stopped waiting). `kept` holds what an earlier run of the tournament settled, by
+    key: a key settled there or here is answered at once with its outcome and no page is
+    opened for it (None: withdrawn at once), so that a resumed run, or a match played again,
+    replays what people did, their seconds as they were. A key asked again while its page is
+    open (its seat made afresh after its process died) takes the page over: the earlier ask
+    returns as withdrawn, and nothing is kept for it."""
+
+    def __init__(self, kept: Mapping[DeskKey, Submitted | None] | None = None, keep: Keep = keep_nothing):
         self._changed = threading.Condition()
-        # pages asked and not yet answered, in the order asked, with when they are due (monotonic)
-        self._open: dict[DeskKey, tuple[DeskAsk, float | None]] = {}
-        self._answers: dict[DeskKey, dict[str, str]] = {}
+        self._open: dict[DeskKey, _Page] = {}  # pages asked and not yet settled, in the order asked
+        self._settled: dict[DeskKey, Submitted | None] = dict(kept or {})
+        self._keep = keep
         self._joined: set[str] = set()
 
     def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
+        key = asked.key
         start = time.monotonic()
-        due = None if within is None else start + within
         with self._changed:
-            self._open[asked.key] = (asked, due)
+            if key in self._settled:
+                return self._settled[key]
+            page = _Page(asked, start, None if within is None else start + within)
+            self._open[key] = page
             self._changed.notify_all()
-            while asked.key not in self._answers:
-                left = None if due is None else due - time.monotonic()
+            while page.submitted is None:
+                if self._open.get(key) is not page:
+                    return None  # taken over by a later ask of the same key
+                left = None if page.due is None else page.due - time.monotonic()
                 if left is not None and left <= 0:
-                    del self._open[asked.key]  # withdrawn: a later submit is refused
+                    del self._open[key]  # withdrawn: a later submit is refused
+                    self._keep(key, None)
+                    self._settled[key] = None
                     return None
                 self._changed.wait(left)
-            return Submitted(self._answers.pop(asked.key), time.monotonic() - start)
+            return page.submitted
 
     def join(self, merchant: str) -> None:
         with self._changed:
@@ -82,8 +123,8 @@ class LocalDesk(Desk):
             found = self._first(merchant)
             if found is None:
                 return None
-            asked, due = found
-            return OpenPage(asked, None if due is None else max(0.0, due - time.monotonic()))
+            left = None if found.due is None else max(0.0, found.due - time.monotonic())
+            return OpenPage(found.asked, left)
 
     def waiting(self, merchant: str, timeout: float | None = None) -> DeskAsk | None:
         """The page of `merchant`'s seat still to be answered, the first asked, once there is
@@ -91,18 +132,22 @@ class LocalDesk(Desk):
         this process waiting for their next page)."""
         with self._changed:
             found = self._changed.wait_for(lambda: self._first(merchant), timeout)
-            return found[0] if found else None
+            return found.asked if found else None
 
     def submit(self, key: DeskKey, fields: Mapping[str, str]) -> bool:
         with self._changed:
-            if self._open.pop(key, None) is None:
+            page = self._open.get(key)
+            if page is None:
                 return False
-            self._answers[key] = dict(fields)
+            submitted = Submitted(dict(fields), time.monotonic() - page.start)
+            self._keep(key, submitted)  # raising: the page stays open
+            del self._open[key]
+            self._settled[key] = page.submitted = submitted
             self._changed.notify_all()
             return True
 
-    def _first(self, merchant: str) -> tuple[DeskAsk, float | None] | None:
-        return next((opened for key, opened in self._open.items() if key.merchant == merchant), None)
+    def _first(self, merchant: str) -> _Page | None:
+        return next((page for key, page in self._open.items() if key.merchant == merchant), None)
 
 
 class BlankDesk(Desk):

@@ -425,6 +425,27 @@ class RunEndRow(SQLModel, table=True):
     ended_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
 
 
+class DeskPageRow(SQLModel, table=True):
+    """The outcome of a page put before a person at a human seat, kept as it is settled
+    (results.storage.desk_pages), so that a resumed run answers again at once what people
+    answered: the page's key (its match, merchant, day, what it asked: "day", "recall" or
+    "off_path", and its attempt), what was submitted, by field, and the seconds it waited for
+    it; both None for a page withdrawn when its time was up."""
+
+    __tablename__ = "desk_page"
+    __table_args__ = (UniqueConstraint("tournament_id", "match_key", "merchant", "day", "asked", "attempt"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    tournament_id: int = Field(foreign_key="tournament.id", ondelete="CASCADE")
+    match_key: str
+    merchant: str
+    day: int
+    asked: str
+    attempt: int
+    fields: str | None = Field(default=None, sa_type=Text, description="JSON: field -> text; None: withdrawn")
+    seconds: float | None = None
+
+
 class RatingSnapshot(SQLModel, table=True):
     __tablename__ = "rating_snapshot"
 

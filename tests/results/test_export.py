@@ -325,6 +325,7 @@ NOT_EXPORTED = {
     "conduct": "the majority a judging set: the `conduct` table gives each item's labels as it combines them",
     "judged_match": "which judges have judged a match: `judgements` holds what each answered",
     "match_conduct": "each seat's conduct, kept for tables: `conduct` and `claims` give what it counts",
+    "desk_page": "what people submitted, kept for `--resume`: not exported yet (the days hold what applied)",
 }
 LEFT_OUT = {
     ("match", "tournament_id"): "the export is of one tournament (`messages` carry its id)",

@@ -1,7 +1,7 @@
 """The record on a real PostgreSQL server (the session's `postgres` fixture): the tables
 created once when runs start at once, and every kind of column (floats, JSON, bytes,
-moments) read back as SQLite reads it, judges' judgements and what is kept of them
-included."""
+moments) read back as SQLite reads it, judges' judgements and what is kept of them,
+and the pages people answered, included."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from results import leaderboard, recording
 from results.records import RecallResult
 from results.storage import store
 from results.storage.db import DatabaseError, engine_for
+from results.storage.desk_pages import KeptPage, keep_page, kept_pages
 from results.storage.judgements import (
     judgements,
     match_conducts,
@@ -115,6 +116,8 @@ def _recorded(engine: Engine, make_match, stamp: float) -> int:
         judged = [(said, Judgement(judge=judge, labels=labels, reason="é", claims=claims))]
         save_judgements(engine, tournament, stored_id(stored.id), stored.key, judge, judged, [])
     save_judging(engine, tournament, ["a", "b"], None)
+    keep_page(engine, tournament, KeptPage("m-1", "m0", 1, "day", 0, {"message": "é ✓"}, 0.1 + 0.2))
+    keep_page(engine, tournament, KeptPage("m-1", "m0", 2, "off_path", 1, None, None))
     recording.record_tournament_conduct(engine, tournament)
     leaderboard.finish_tournament(engine, tournament, "finished")
     return tournament
@@ -143,6 +146,7 @@ def _content(engine: Engine, tournament: int) -> dict:
         "judgements": list(judgements(engine, stored_id(match.id)).items()),
         "kept": list(match_conducts(engine, [tournament]).values()),  # (its match's id apart)
         "pooled": tournament_judgements(engine, tournament, ["a", "b"]),
+        "pages": kept_pages(engine, tournament),
     }
 
 
@@ -174,6 +178,7 @@ def test_every_column_reads_back_as_on_sqlite(postgres, tmp_path, make_match):
         ("m1", 0, 0),
     ]
     assert [[j.judge for j in item] for item in on_postgres["pooled"]] == [["a", "b"]]
+    assert [page.seconds for page in on_postgres["pages"]] == [0.1 + 0.2, None]
 
 
 def test_moments_are_stored_in_utc_whatever_the_server_time_zone(postgres, make_match):
