@@ -143,32 +143,6 @@ def bob(asked: DeskAsk) -> dict[str, str]:
     return {} if asked.question is not None else {"price.widget": "19"}
 
 
-class Kept(Desk):
-    """A desk that answers each page at once with what was submitted for its key (`kept`):
-    what a run resumed from a journal of submissions would do; a page never submitted is never
-    answered (None)."""
-
-    def __init__(self, kept: Mapping[DeskKey, Submitted]):
-        self.kept = kept
-
-    def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
-        return self.kept.get(asked.key)
-
-
-class Keeping(LocalDesk):
-    """A LocalDesk that keeps what was submitted, by key."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.kept: dict[DeskKey, Submitted] = {}
-
-    def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
-        submitted = super().ask(asked, within)
-        if submitted is not None:
-            self.kept[asked.key] = submitted
-        return submitted
-
-
 LAB = MatchSpec(key="lab/1", index=0, scenario="price_war", seed=1, days=4, seats=("ann", "bob", "hi"))
 LAB_ENTRIES = [
     ContestantEntry(name=n, kind=k) for n, k in (("ann", "human"), ("bob", "human"), ("hi", "friendly"))
@@ -176,7 +150,8 @@ LAB_ENTRIES = [
 
 
 def test_two_people_play_a_match_beside_a_rule_merchant_and_their_days_are_what_they_submitted():
-    desk = Keeping()
+    kept: dict[DeskKey, Submitted | None] = {}
+    desk = LocalDesk(keep=kept.__setitem__)
     with people(desk, {"ann": ann, "bob": bob}) as seen:
         played = play(LAB, LAB_ENTRIES, desk, talk=True, recall_every=3)
     days = {(d.merchant, d.day): d for d in played.days_played}
@@ -222,8 +197,9 @@ def test_two_people_play_a_match_beside_a_rule_merchant_and_their_days_are_what_
     assert (recalled["ann"].asked_day, recalled["ann"].fact) == (question.day, question.fact)
     assert (recalled["ann"].answer, recalled["bob"].answer) == (12.5, None)
     assert played.metrics is not None and "seconds_per_day" in played.metrics["ann"]  # what time took
-    # answered from what was kept, by the pages' keys, the match is played again as it was
-    again = play(LAB, LAB_ENTRIES, Kept(desk.kept), talk=True, recall_every=3)
+    # answered from what was kept, by the pages' keys, with nobody at the desk, the match is
+    # played again as it was
+    again = play(LAB, LAB_ENTRIES, LocalDesk(kept), talk=True, recall_every=3)
     assert list(again.days_played) == list(played.days_played) and again.recalls == played.recalls
 
 
