@@ -115,7 +115,7 @@ class SeatPages:
             taken = await run_in_threadpool(self.people.submit, opened.asked.key, fields)
         except Exception:
             LOG.exception("a page's answer could not be kept")
-            return page(open_page(opened, request.url.path, UNKEPT), 503)
+            return page(open_page(opened, request.url.path, UNKEPT, fields), 503)
         return said(request, "sent" if taken else "closed")
 
     def seat(self, request: Request) -> str | None:

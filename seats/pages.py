@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
@@ -81,10 +81,15 @@ def key_fields(key: DeskKey) -> dict[str, str]:
     return named if key.match is None else {"page.match": key.match, **named}
 
 
-def open_page(opened: OpenPage, action: str, notice: str | None = None) -> str:
+def open_page(
+    opened: OpenPage, action: str, notice: str | None = None, typed: Mapping[str, str] | None = None
+) -> str:
     """The page `opened` as its person sees it, its form posted to `action`: with its key in
-    hidden fields, its seconds left, rounded up, and a reload when they have run out."""
+    hidden fields, its seconds left, rounded up, and a reload when they have run out. With
+    `typed` (what was sent for it and not taken), its fields as typed there and no refusal."""
     asked = opened.asked
+    if typed is not None:
+        asked = replace(asked, typed=dict(typed), refusal=None)
     left = None if opened.seconds_left is None else math.ceil(opened.seconds_left)
     frame = Frame(
         asked.key.match, notice, left, None if left is None else max(left, 1), key_fields(asked.key)
