@@ -106,11 +106,9 @@ class SeatPages:
         if posted is None:
             return page("<!DOCTYPE html><title>Too large</title><p>That form is too large to take.", 413)
         opened = await run_in_threadpool(self.people.page, merchant)
-        if opened is None or {name: posted[name] for name in KEY_FIELDS if name in posted} != key_fields(
-            opened.asked.key
-        ):
+        if opened is None or not sent_from(opened, posted):
             return said(request, "closed")
-        fields = {name: posted.get(name, "") for name in own_fields(opened) if name in posted}
+        fields = {name: posted[name] for name in own_fields(opened) if name in posted}
         try:
             taken = await run_in_threadpool(self.people.submit, opened.asked.key, fields)
         except Exception:
@@ -124,6 +122,12 @@ class SeatPages:
         token = request.path_params["token"].encode()
         found = [merchant for t, merchant in self.links.items() if secrets.compare_digest(t.encode(), token)]
         return found[0] if found else None
+
+
+def sent_from(opened: OpenPage, posted: Mapping[str, str]) -> bool:
+    """Whether `posted` was sent from the page `opened`: it names that page's key, all of it
+    and nothing else."""
+    return {name: posted[name] for name in KEY_FIELDS if name in posted} == key_fields(opened.asked.key)
 
 
 def own_fields(opened: OpenPage) -> list[str]:
@@ -160,8 +164,7 @@ def nothing_here(request: Request, exc: Exception | None = None) -> Response:
 
 
 def failed(request: Request, exc: Exception) -> Response:
-    """A page that failed (the desk out of reach): said without detail; the log has it."""
-    LOG.error("a seat's page failed", exc_info=exc)
+    """A page that failed (the desk out of reach): said without detail; the server logs it."""
     return page("<!DOCTYPE html><title>Failed</title><p>This page failed just now: load it again.", 500)
 
 

@@ -167,6 +167,14 @@ def test_a_post_answers_the_open_page_with_its_fields_as_typed_and_nothing_else(
             "order.widget": "",
             "message": HOSTILE,
         }
+        # a question's page: its one field, as typed, and no field of a day's form
+        question = RecallQuestion(day=1, fact="price", product="widget")
+        asked = Asking(desk, DeskAsk(DeskKey("m", "ann", 2, "recall", 0), question=question))
+        shown = fetch(serving.links["ann"]).page
+        assert shown.one("label", **{"for": ANSWER}).content() == "your price of widget at the end of day 1"
+        fetch(serving.links["ann"], posted(asked.asked, **{ANSWER: " 12.5 ", "price.widget": "3"}))
+        answered = asked.answer()
+        assert answered is not None and answered.fields == {ANSWER: " 12.5 "}
         after = fetch(serving.links["ann"] + "?said=sent").page
         assert (
             after.one(id="notice").content() == NOTICES["sent"]
@@ -287,6 +295,20 @@ def test_what_cannot_be_kept_leaves_the_page_open_with_the_fields_as_typed_and_a
         assert too_large.status == 413
         assert seat.thread.is_alive() and desk.page("ann") is not None
         LocalDesk.submit(desk, seat.asked.key, {})
+
+
+class Gone(LocalDesk):
+    """A desk out of reach: every call of the people's side fails."""
+
+    def join(self, merchant: str) -> None:
+        raise ConnectionError("the desk at 10.0.0.9 is gone")
+
+
+def test_a_page_that_fails_says_so_without_detail():
+    with served(Gone(), ["ann"]) as serving:
+        failed = fetch(serving.links["ann"])
+    assert failed.status == 500 and "10.0.0.9" not in failed.body and "gone" not in failed.body
+    assert "default-src 'none'" in failed.headers["content-security-policy"]
 
 
 def test_serving_gives_a_link_per_seat_on_loopback_and_one_line_where_the_port_is_taken():
