@@ -17,14 +17,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import socket
-import threading
-import time
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -44,6 +40,8 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
+from common import serving
+from common.serving import LOOPBACK
 from results.errors import DatabaseError, NotFound
 from results.presentation.plotly_charts import figure_csv
 from results.presentation.transcript import step_lines
@@ -52,7 +50,6 @@ from results.storage.db import describe_failure, engine_for
 from results.storage.schema import LARGEST_ID
 from viewer import pages
 
-LOOPBACK = ("127.0.0.1", "localhost")  # the names the viewer answers to where it asks for no token
 PLOTLY_JS = Path(str(files("plotly") / "package_data" / "plotly.min.js"))  # the plotly package ships it
 
 
@@ -289,38 +286,10 @@ class TokenCheck(BaseHTTPMiddleware):
         return JSONResponse({"problem": problem}, status_code=401)
 
 
-def listening(host: str, port: int) -> socket.socket:
-    """A socket on host:port (0: any free one), listening: from then on a browser given its
-    address waits for the server rather than being refused. OSError where it cannot be."""
-    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind((host, port))
-        listener.listen(128)
-    except OSError:
-        listener.close()
-        raise
-    return listener
 
-
-def server(app: Starlette) -> uvicorn.Server:
-    """uvicorn serving `app`, telling only of what fails (the pages asked for are not logged)."""
-    return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-
-
-class InThread:
+class InThread(serving.InThread):
     """The viewer over `engine` on 127.0.0.1 at a free port, in a thread of this process: for
     tests, benchmarks and scripts that look at pages while they work."""
 
     def __init__(self, engine: Engine, token: str | None = None) -> None:
-        listener = listening("127.0.0.1", 0)
-        self.address = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        self.server = server(create_app(engine, token))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [listener]}, daemon=True)
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
+        super().__init__(create_app(engine, token), serving.listening("127.0.0.1", 0))

@@ -16,7 +16,6 @@ from arena.cli.exits import user_errors
 from arena.cli.options import DbOption
 from arena.cli.printing import err, out, out_print
 from arena.cli.selection import scenarios_played, select, stored_file
-from common.errors import UserError
 from results import rescoring
 from results.errors import DatabaseError
 from results.report import write_report
@@ -90,16 +89,12 @@ def serve(
     the leaderboard and progress of each tournament, every match's charts (hover, zoom, PNG
     and CSV downloads) and what happened in it, and each day of a match with every step of
     its merchants' model calls. Stop it with Ctrl+C."""
-    from viewer.app import LOOPBACK, create_app, listening, open_for_reading, server
+    from common.serving import LOOPBACK, address, listening, server
+    from viewer.app import create_app, open_for_reading
 
     with user_errors():
         engine = open_for_reading(db)
-        try:
-            listener = listening(host, port)
-        except OSError as exc:
-            raise UserError(
-                f"--host/--port: cannot listen on {host}:{port} ({exc.strerror or exc})"
-            ) from None
+        listener = listening(host, port)
     token = None if host in LOOPBACK else secrets.token_urlsafe(24)
     err.print("arena serve: computing the leaderboards…", markup=False, highlight=False)
     with user_errors():
@@ -107,9 +102,7 @@ def serve(
             app = create_app(engine, token, warm=True)
         except SQLAlchemyError as exc:
             raise DatabaseError(describe_failure(engine, exc)) from None
-    shown = f"[{host}]" if ":" in host else host
-    address = f"http://{shown}:{listener.getsockname()[1]}/" + (f"?token={token}" if token else "")
-    out_print(f"arena serve: {address}")
+    out_print(f"arena serve: {address(host, listener)}/" + (f"?token={token}" if token else ""))
     if token:
         out_print("(the token is asked for because the viewer listens beyond this machine; it is not stored)")
     server(app).run(sockets=[listener])
