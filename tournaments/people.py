@@ -12,20 +12,9 @@ from sqlalchemy import Engine
 
 from contestants.base import RunOptions
 from contestants.desk import PeopleSide
-from tournaments.config import Tournament
 from tournaments.desk import start_desk
-from tournaments.plan import plan_tournament
 
 JOIN_POLL_S = 0.5  # how often the run looks for people who have come, while it waits for them
-
-
-def people_of(tournament: Tournament) -> list[str]:
-    """The contestants a person plays, in the file's order, over every cell of a sweep."""
-    names: dict[str, None] = {}  # (ordered, without repeats)
-    for cell in tournament.each_cell():
-        plans = plan_tournament(cell.tournament.spec)
-        names.update((name, None) for name, plan in plans.items() if plan.seats_a_person)
-    return list(names)
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from contestants.base import Contestant, Params, RunOptions
 from contestants.kinds import contestant_class, validate_params
 
 if TYPE_CHECKING:  # the hosts and runners that unpickle plans need not import the tournament file's models
-    from tournaments.config import ContestantEntry, TournamentSpec
+    from tournaments.config import ContestantEntry, Tournament, TournamentSpec
 
 DEFAULT_DEADLINE_S = 10.0  # a hosted contestant's turn, when neither the tournament nor its kind says
 START_ALLOWANCE_S = 30.0  # extra wait for a merchant's first turn: making it may load a model
@@ -105,6 +105,15 @@ def plan_contestants(
             entry.name, kind, params, hosted, deadline, kind.overrun_seconds(params)
         )
     return plans
+
+
+def people_of(tournament: Tournament) -> list[str]:
+    """The contestants a person plays, in the file's order, over every cell of a sweep."""
+    names: dict[str, None] = {}  # (ordered, without repeats)
+    for cell in tournament.each_cell():
+        plans = plan_tournament(cell.tournament.spec)
+        names.update((name, None) for name, plan in plans.items() if plan.seats_a_person)
+    return list(names)
 
 
 def plan_tournament(spec: TournamentSpec) -> dict[str, ContestantPlan]:

@@ -48,8 +48,8 @@ from tournaments.hosts import HostProcess, start_hosts
 from tournaments.instant import group_instant, play_instant_matches, unpickle_matches
 from tournaments.match import LOSSES_ALLOWED, MatchLost, MatchRules, call_records
 from tournaments.match_runners import POLL_SECONDS, RunnerPool, RunnerSetup, start_runner
-from tournaments.people import people_of, people_seated
-from tournaments.plan import ContestantPlan, plan_tournament
+from tournaments.people import people_seated
+from tournaments.plan import ContestantPlan, people_of, plan_tournament
 from tournaments.schedule import MatchSpec, schedule, sweep_cells
 
 log = logging.getLogger(__name__)

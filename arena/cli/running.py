@@ -5,6 +5,7 @@ words with judges."""
 from __future__ import annotations
 
 import json
+import socket
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -25,10 +26,12 @@ from arena.cli.exits import (
     user_errors,
 )
 from arena.cli.options import DbOption, JsonOption, with_db
+from arena.cli.people import RunShown
 from arena.cli.printing import drawn, err, err_print, out, out_print, warning
 from arena.cli.progress import shown_progress
 from arena.cli.selection import tournament_title
 from common.errors import UserError
+from common.serving import listening
 from common.yaml_files import load_model
 from contestants.base import RunOptions
 from contestants.calls.coordinator import Status
@@ -41,6 +44,7 @@ from results.storage.schema import LARGEST_ID
 from tournaments.conduct import JudgingProgress, checked_judges, judge_under_budget
 from tournaments.config import MAX_DAYS, MAX_REPETITIONS, Tournament, TournamentSpec, stored_tournament
 from tournaments.load import load_tournament
+from tournaments.plan import people_of
 from tournaments.schedule import MatchSpec, schedule
 
 if TYPE_CHECKING:  # the runner imports Ray, which only a run needs
@@ -85,20 +89,37 @@ def run(
             f"(as `{ARENA} validate --estimate`).",
         ),
     ] = False,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            metavar="ADDR",
+            help="Where people's pages are served, if the file seats people (kind: human): this "
+            "machine alone by default; 0.0.0.0 for every machine that can reach it (a classroom).",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port", metavar="N", min=0, max=65535, help="The people's pages' port (0: any free one)."
+        ),
+    ] = 0,
 ) -> None:
     """Play a tournament and print its table.
 
     Every finished match is saved at once, so an interrupted run loses only the matches in
-    flight: run again with --resume to finish it.
+    flight: run again with --resume to finish it. A file that seats people prints a link for
+    each of them before the first match, and plays once all have opened theirs (docs/people.md).
     """
     if estimate:
         validate(config, estimate=True)
         return
     with user_errors():
         tournament = load_tournament(config)
+        listener = listening(host, port) if people_of(tournament) else None
         engine = engine_for(db)
     typed = f"{ARENA} run {config}"
-    summary = _play(tournament, engine, typed, db, resume, address, no_cache)
+    summary = _play(tournament, engine, typed, db, resume, address, no_cache, listener, host)
     title = tournament_title(store.get_tournament(engine, summary.tournament_id))
     out.print(drawn(views.leaderboard_table(summary.table, title)))
     if tournament.spec.conduct is not None:  # apart from the merchants', whose are in the table
@@ -119,19 +140,29 @@ def _play(
     resume: bool,
     address: str | None,
     no_cache: bool,
+    listener: socket.socket | None = None,
+    host: str = "127.0.0.1",
 ) -> RunSummary:
     """`tournament` played with progress on stderr (`typed` is how the user ran it, to say
-    how to resume); one line and the exit status for an interrupt, a database gone, a broken
-    model."""
+    how to resume), its people's pages served on `listener` (bound on `host`) if it seats
+    people; one line and the exit status for an interrupt, a database gone, a broken model."""
     from tournaments.run import run_tournament  # imports Ray: only when a tournament is really played
 
     again = _again(typed, engine, db)
     try:
-        with user_errors(), shown_progress() as observer:
-            options = RunOptions(no_cache=no_cache)
-            summary = run_tournament(
-                tournament, engine, resume=resume, address=address, observer=observer, options=options
-            )
+        with user_errors(), shown_progress() as progress:
+            observer = RunShown(progress, listener, host)
+            try:
+                summary = run_tournament(
+                    tournament,
+                    engine,
+                    resume=resume,
+                    address=address,
+                    observer=observer,
+                    options=RunOptions(no_cache=no_cache),
+                )
+            finally:
+                observer.stop()
     except KeyboardInterrupt:
         err_print(f"interrupted: finished matches are saved; `{again}` plays the rest")
         raise typer.Exit(130) from None
