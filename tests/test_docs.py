@@ -14,8 +14,6 @@ otherwise (invisible when the page is rendered):
   tournament that plays them on the shipped scenario NAME; `; defaults but KEY, KEY` after NAME
   says that every parameter the entries give is its kind's default but those named, which are
   not;
-- `<!-- fragment: entries -->`: entries of a tournament's `contestants:` whose kinds and
-  parameters are checked alone, of a kind no tournament can seat yet (`human`).
 
 A block of any language after `<!-- copy of PATH -->` (PATH from the repository's root) is that
 file whole: the file the suite runs is the one the page shows.
@@ -123,10 +121,6 @@ def test_every_yaml_block_is_a_valid_file_or_the_fragment_it_says(block: Block):
         schedule(load_tournament(path, yaml.safe_dump(tournament)))
         if match.group(2):
             assert_defaults(data, {key.strip() for key in match.group(2).split(",")})
-        return
-    if marker == "fragment: entries":
-        for entry in yaml.safe_load(block.text):
-            validate_params(entry["kind"], entry.get("params", {}))
         return
     data = parse_yaml(path, block.text)
     if match := re.fullmatch(r"fragment: scenario (\w+)", marker):
