@@ -63,6 +63,9 @@ class Place(NamedTuple):
 
 
 NODE_LABEL = "ray.io/node-id"  # a label Ray gives every node
+# how long a run waits for its processes to start (call coordinator, desk, hosts, match runners:
+# Ray starts a process for each, a few at a time on a busy machine, seconds each)
+READY_SECONDS = 300.0
 
 
 def cluster_cpus() -> int:

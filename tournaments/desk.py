@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError, RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-from sqlalchemy import Engine
+from sqlalchemy import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from contestants.base import Desk, DeskAsk, DeskKey, Submitted
@@ -37,7 +37,7 @@ from contestants.desk import LocalDesk, OpenPage, PeopleSide
 from results.errors import DatabaseError
 from results.storage.db import describe_failure, engine_for
 from results.storage.desk_pages import KeptPage, keep_page, kept_pages
-from tournaments.cluster import enter
+from tournaments.cluster import READY_SECONDS, ClusterError, enter
 
 WAITING_ASKS = 10_000  # asks that may wait for their people at once, a thread each
 PEOPLES_CALLS = 16  # people's calls served at once (none of them waits)
@@ -55,18 +55,24 @@ class DeskFailed(CallsStopped):
 )
 class DeskActor:
     """The run's LocalDesk, journaled in the tournament's database (opened here from `url`,
-    in the folder `arena run` was started in, so that a relative SQLite path means the run's
-    file)."""
+    its password given apart, in the folder `arena run` was started in, so that a relative
+    SQLite path means the run's file).
 
-    def __init__(self, url: str, tournament_id: int, working_dir: str):
+    The password comes through Ray's object store, not among the arguments: Ray keeps an
+    actor's arguments with its description in the cluster's control store, for as long as the
+    cluster lives."""
+
+    def __init__(self, url: str, password: str | None, tournament_id: int, working_dir: str):
         enter(working_dir)
         self.tournament_id = tournament_id
         self.threads = ThreadPoolExecutor(WAITING_ASKS, thread_name_prefix="desk-ask")
+        self.people = ThreadPoolExecutor(PEOPLES_CALLS, thread_name_prefix="desk-people")
         self.failed: str | None = None  # why the desk could not open, for `ready` to say
         self.engine: Engine | None = None
         self.desk = LocalDesk()
         try:
-            self.engine, kept = _journal(url, tournament_id)
+            whole = make_url(url).set(password=password).render_as_string(hide_password=False)
+            self.engine, kept = _journal(whole, tournament_id)
         except DatabaseError as exc:
             self.failed = str(exc)
         else:
@@ -81,21 +87,29 @@ class DeskActor:
     async def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
         return await asyncio.get_running_loop().run_in_executor(self.threads, self.desk.ask, asked, within)
 
+    # An actor with an async method runs its others on their group's event loop: the people's
+    # calls go to a pool of their own, so that one kept in the database holds up no other.
     @ray.method(concurrency_group="people")
-    def join(self, merchant: str) -> None:
-        self.desk.join(merchant)
+    async def join(self, merchant: str) -> None:
+        await self._for_people(self.desk.join, merchant)
 
     @ray.method(concurrency_group="people")
-    def joined(self) -> frozenset[str]:
-        return self.desk.joined()
+    async def joined(self) -> frozenset[str]:
+        joined: frozenset[str] = await self._for_people(self.desk.joined)
+        return joined
 
     @ray.method(concurrency_group="people")
-    def page(self, merchant: str) -> OpenPage | None:
-        return self.desk.page(merchant)
+    async def page(self, merchant: str) -> OpenPage | None:
+        page: OpenPage | None = await self._for_people(self.desk.page, merchant)
+        return page
 
     @ray.method(concurrency_group="people")
-    def submit(self, key: DeskKey, fields: dict[str, str]) -> bool:
-        return self.desk.submit(key, fields)
+    async def submit(self, key: DeskKey, fields: dict[str, str]) -> bool:
+        sent: bool = await self._for_people(self.desk.submit, key, fields)
+        return sent
+
+    async def _for_people(self, call: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.people, call, *args)
 
     def _keep(self, key: DeskKey, outcome: Submitted | None) -> None:
         """Store a page's outcome (the LocalDesk's journal); DeskFailed if it cannot be."""
@@ -206,12 +220,20 @@ class RunDesk:
 def start_desk(engine: Engine, tournament_id: int) -> RunDesk:
     """The desk of tournament `tournament_id`'s run, on this (the driver's) node, journaled in
     `engine`'s database, with what the tournament's earlier runs kept. Raises DatabaseError
-    (one line, no password) if the desk cannot open the database or read what was kept."""
+    (one line, no password) if the desk cannot open the database or read what was kept,
+    ClusterError if it does not start."""
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     actor = DeskActor.options(scheduling_strategy=here).remote(  # type: ignore[attr-defined]  # see @ray.remote above
-        engine.url.render_as_string(hide_password=False), tournament_id, os.getcwd()
+        engine.url.render_as_string(hide_password=True),
+        ray.put(engine.url.password),  # resolved for the actor: its description holds the reference alone
+        tournament_id,
+        os.getcwd(),
     )
-    failed: str | None = _answer(actor.ready.remote(), SLACK_S)
+    try:
+        failed: str | None = _answer(actor.ready.remote(), READY_SECONDS)
+    except DeskFailed as exc:
+        ray.kill(actor)
+        raise ClusterError(f"the run's desk did not start: {exc}") from None
     if failed is not None:
         ray.kill(actor)
         raise DatabaseError(failed)

@@ -26,12 +26,8 @@ def people_seated(
     seated: Callable[[PeopleSide, list[str]], None],
     joined: Callable[[str], None],
 ) -> Iterator[RunOptions]:
-    """`options` with the run's desk, once every one of `people` has come (none: as they
-    are). `seated` is given the desk's people's side to serve pages from; `joined` is told
-    each person as they come."""
-    if not people:
-        yield options
-        return
+    """`options` with the run's desk, once every one of `people` has come. `seated` is given
+    the desk's people's side to serve pages from; `joined` is told each person as they come."""
     desk = start_desk(engine, tournament_id)
     try:
         seated(desk.people, people)

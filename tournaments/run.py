@@ -39,7 +39,7 @@ from results.storage import store
 from results.storage.judgements import judged
 from results.storage.schema import RunProgressRow, stored_id, utcnow
 from tournaments.adaptive import AdaptiveSchedule
-from tournaments.cluster import ClusterError, Place, cluster_cpus, ray_session, result
+from tournaments.cluster import READY_SECONDS, ClusterError, Place, cluster_cpus, ray_session, result
 from tournaments.conduct import JudgingProgress, MatchJudging, judge_names, judge_under_budget
 from tournaments.config import Tournament, TournamentSpec
 from tournaments.coordinator_actor import start_call_coordinator
@@ -54,9 +54,6 @@ from tournaments.schedule import MatchSpec, schedule, sweep_cells
 
 log = logging.getLogger(__name__)
 NOTE_SECONDS = 2.0  # how often, at most, the run writes where it stands to the record (RunProgressRow)
-# how long the run waits for its call coordinator, hosts and match runners to start (Ray starts a
-# process for each, a few at a time on a busy machine: seconds each)
-READY_SECONDS = 300.0
 CLOSE_SECONDS = 15.0  # how long the end of a run waits for its last note to be written
 
 
@@ -206,8 +203,7 @@ def _ready(
         if playing:
             stack.enter_context(ray_session(address))
         tournament_id = _stored_tournament(engine, tournament, plan, previous)
-        if playing:
-            people = people_of(tournament)
+        if playing and (people := people_of(tournament)):
             options = stack.enter_context(
                 people_seated(engine, tournament_id, people, options, observer.seated, observer.joined)
             )

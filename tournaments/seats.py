@@ -149,6 +149,8 @@ def recall(contestant: Contestant, question: Question) -> Any:
         if isinstance(question, OffPathQuestion):
             return contestant.off_path(question)
         return contestant.recall(question)
+    except CallsStopped:  # the run's services stopped (its calls, its desk): not the contestant's doing
+        raise
     except Exception:  # a contestant's bug: no answer
         return None
 

@@ -950,6 +950,7 @@ NOT_THE_USERS = {
     "EquilibriumError": "the solver failed; `arena equilibrium` words it as the scenario's InputFileError",
     "ProviderError": "a model call failed for good: a fault of the merchant, or a stopped run (exit 4)",
     "CallsStopped": "the run's calls stopped (budget, broken model): exits 3 or 4 with its own line",
+    "DeskFailed": "the run's desk failed (gone, silent, its database refusing a page): the run stops, exit 3",
     "JudgeFailed": "a judge's call failed for good: the run or the audit stops with its own line (exit 4)",
     "JudgingCutShort": "a judging stopped between items by another's failure or the run's end: kept inside",
     "DeadlinePassed": "a turn's time ran out before its model call could start: the turn is late",

@@ -9,6 +9,9 @@ import re
 import sqlite3
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from arena.cli import app
 from results.storage.db import engine_for
 from results.storage.store import match_details
 from tests.arena_process import BackgroundRun, kill_session
@@ -109,3 +112,15 @@ def test_two_people_play_in_a_run_that_is_killed_and_resumed_and_lose_nothing_th
     assert days["ann", 1].message == "hi bob" and match.faults == []
     assert sorted(match.people) == ["ann", "bob"]  # their seats marked as people's
     assert len(stored(db, "select * from desk_page")) == 5  # bob's day 2 kept too, nothing twice
+
+
+def test_pages_that_cannot_be_served_where_asked_stop_the_run_before_it_starts(tmp_path):
+    """A host that is no address of this machine: one line, exit 2, no database made."""
+    config, db = tmp_path / "lab.yaml", tmp_path / "lab.db"
+    config.write_text(FILE)
+    result = CliRunner().invoke(app, ["run", str(config), "--db", f"sqlite:///{db}", "--host", "192.0.2.1"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: --host/--port: cannot listen on 192.0.2.1:0 (Cannot assign requested address)"
+    ]
+    assert not db.exists()

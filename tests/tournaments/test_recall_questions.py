@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from arena.cli import app, printing
 from contestants.base import DeadlinePassed, Params, RecallQuestion
 from contestants.baselines import FixedPrice, FixedPriceParams
+from contestants.calls.coordinator import CallsStopped
 from market.env import MarketEnv
 from results.recording import save_match
 from results.storage.db import engine_for
@@ -167,6 +168,8 @@ class Moody(FixedPrice):
         self.asked.append("recall")
         if self.recall_does == "raise":
             raise RuntimeError("no memory")
+        if self.recall_does == "stop":
+            raise CallsStopped("the run's desk is gone")
         if self.recall_does == "dawdle":
             time.sleep(self.pause)
         return 42.0
@@ -236,6 +239,15 @@ def test_a_contestant_that_gives_up_on_the_deadline_is_late_and_any_other_except
     assert turn.late and turn.decision is None and turn.recalled == 42.0
     with pytest.raises(ZeroDivisionError):
         take_turn(moody(scenario, decide_raises=ZeroDivisionError), observation, QUESTION, deadline=5.0)
+
+
+def test_a_question_whose_asking_stops_the_runs_services_stops_the_turn(first_day):
+    """A person's question page whose desk failed is no unanswered question: the run stops."""
+    scenario, observation = first_day
+    contestant = moody(scenario, recall_does="stop")
+    with pytest.raises(CallsStopped):
+        take_turn(contestant, observation, QUESTION, deadline=5.0)
+    assert contestant.asked == ["recall"]
 
 
 @pytest.mark.usefixtures("ray_local")

@@ -127,3 +127,29 @@ def test_what_the_desk_cannot_keep_fails_the_submit_leaving_the_page_open_and_st
     run.stop()
     seat.join(60)
     assert [str(exc) for exc in returned] == [GONE]  # the seat waiting is let go
+
+
+def test_a_desk_over_a_database_with_a_password_keeps_what_a_person_sent(postgres):
+    """The password reaches the desk's process apart from the URL, which is all Ray describes
+    the actor with."""
+    engine = engine_for(postgres.fresh_database())
+    try:
+        tournament = store.start_tournament(
+            engine,
+            name="lab",
+            config_path="lab.yaml",
+            config_text="",
+            config_hash="h",
+            seed=1,
+            planned_matches=1,
+            contestants=[("ann", "human", {})],
+        )
+        run = start_desk(engine, tournament)
+        asked = seat_asks.remote(run.desk, FORM, None)
+        shown(run.people)
+        assert run.people.submit(FORM, {"price.widget": "12"})
+        assert ray.get(asked, timeout=60) is not None
+        run.stop()
+        assert [page.fields for page in kept_pages(engine, tournament)] == [{"price.widget": "12"}]
+    finally:
+        engine.dispose()
