@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from common.errors import UserError
 
 LOOPBACK = ("127.0.0.1", "localhost")  # the names of this machine alone
+ANY_ADDRESS = ("0.0.0.0", "::")  # every address of this machine
 
 
 def listening(host: str, port: int) -> socket.socket:
@@ -31,10 +32,11 @@ def listening(host: str, port: int) -> socket.socket:
 
 
 def address(host: str, listener: socket.socket) -> str:
-    """The address a browser is given for `listener` on `host` (as the user named it):
-    http://HOST:PORT, an IPv6 host in []."""
+    """The address a browser is given for `listener` on `host` (as the user named it, or this
+    machine's name for a server on all its addresses): http://HOST:PORT, an IPv6 host in []."""
     port = listener.getsockname()[1]
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    shown = socket.gethostname() if host in ANY_ADDRESS else host
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
 
 
 def server(app: Starlette) -> uvicorn.Server:

@@ -12,7 +12,8 @@ from sqlalchemy import Engine
 
 from contestants.base import RunOptions
 from contestants.desk import PeopleSide
-from tournaments.desk import start_desk
+from tournaments.cluster import ClusterError
+from tournaments.desk import DeskFailed, start_desk
 
 JOIN_POLL_S = 0.5  # how often the run looks for people who have come, while it waits for them
 
@@ -33,7 +34,10 @@ def people_seated(
         seated(desk.people, people)
         told: set[str] = set()
         while True:
-            come = desk.people.joined()
+            try:
+                come = desk.people.joined()
+            except DeskFailed as exc:  # before any match: nothing to stop but the run
+                raise ClusterError(str(exc)) from None
             for name in [name for name in people if name in come and name not in told]:
                 told.add(name)
                 joined(name)

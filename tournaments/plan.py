@@ -16,6 +16,7 @@ from contestants.kinds import contestant_class, validate_params
 
 if TYPE_CHECKING:  # the hosts and runners that unpickle plans need not import the tournament file's models
     from tournaments.config import ContestantEntry, Tournament, TournamentSpec
+    from tournaments.schedule import MatchSpec
 
 DEFAULT_DEADLINE_S = 10.0  # a hosted contestant's turn, when neither the tournament nor its kind says
 START_ALLOWANCE_S = 30.0  # extra wait for a merchant's first turn: making it may load a model
@@ -107,12 +108,18 @@ def plan_contestants(
     return plans
 
 
-def people_of(tournament: Tournament) -> list[str]:
-    """The contestants a person plays, in the file's order, over every cell of a sweep."""
+def people_of(tournament: Tournament, matches: Iterable[MatchSpec] | None = None) -> list[str]:
+    """The contestants a person plays, in the file's order, over every cell of a sweep; of
+    those seated in `matches` alone, if given (what a resumed run has left to play)."""
+    seated = None if matches is None else {name for match in matches for name in match.seats}
     names: dict[str, None] = {}  # (ordered, without repeats)
     for cell in tournament.each_cell():
         plans = plan_tournament(cell.tournament.spec)
-        names.update((name, None) for name, plan in plans.items() if plan.seats_a_person)
+        names.update(
+            (name, None)
+            for name, plan in plans.items()
+            if plan.seats_a_person and (seated is None or name in seated)
+        )
     return list(names)
 
 

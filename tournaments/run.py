@@ -83,7 +83,9 @@ class _Silent:
         pass
 
     def seated(self, people: PeopleSide, names: list[str]) -> None:
-        pass
+        raise RuntimeError(
+            f"{', '.join(names)} seated: a run that seats people needs an observer serving their pages"
+        )
 
     def joined(self, name: str) -> None:
         pass
@@ -122,7 +124,7 @@ def run_tournament(
     done = store.finished_keys(engine, previous) if previous is not None else set()
     rounds = _Rounds(AdaptiveSchedule(tournament), engine, previous) if spec.format == "adaptive" else None
     todo = rounds.next() if rounds is not None else [m for m in plan if m.key not in done]
-    with _ready(tournament, engine, plan, previous, bool(todo), address, observer, options) as ready:
+    with _ready(tournament, engine, plan, previous, todo, address, observer, options) as ready:
         tournament_id, options = ready
         if rounds is not None:
             rounds.tournament_id = tournament_id
@@ -191,19 +193,20 @@ def _ready(
     engine: Engine,
     plan: list[MatchSpec],
     previous: int | None,
-    playing: bool,
+    todo: list[MatchSpec],
     address: str | None,
     observer: RunObserver,
     options: RunOptions,
 ) -> Iterator[tuple[int, RunOptions]]:
     """The tournament's id in the record and the options its contestants are made with: Ray
-    joined first if anything is left to play (`playing`), so that a bad address leaves nothing
-    behind, then its people seated (tournaments.people)."""
+    joined first if anything is left to play (`todo`), so that a bad address leaves nothing
+    behind, then the people of what is left seated (tournaments.people)."""
     with contextlib.ExitStack() as stack:
-        if playing:
+        if todo:
             stack.enter_context(ray_session(address))
         tournament_id = _stored_tournament(engine, tournament, plan, previous)
-        if playing and (people := people_of(tournament)):
+        adaptive = tournament.spec.format == "adaptive"  # (its later rounds may seat anyone)
+        if todo and (people := people_of(tournament, None if adaptive else todo)):
             options = stack.enter_context(
                 people_seated(engine, tournament_id, people, options, observer.seated, observer.joined)
             )

@@ -14,8 +14,6 @@ from contestants.desk import PeopleSide
 if TYPE_CHECKING:  # the pages' server is imported by a run that seats people alone
     from seats.app import ServedSeats
 
-ANY_ADDRESS = ("0.0.0.0", "::")  # a server on every address of this machine: its links name the machine
-
 
 class RunShown:
     """A run's observer (tournaments.run.RunObserver): its progress as `progress` shows it;
@@ -43,8 +41,7 @@ class RunShown:
         from seats.app import serve_seats
 
         assert self.listener is not None, "a run that seats people is given where to serve their pages"
-        shown = socket.gethostname() if self.host in ANY_ADDRESS else self.host
-        self.served, self.names = serve_seats(people, names, self.listener, shown), names
+        self.served, self.names = serve_seats(people, names, self.listener, self.host), names
         out_print(f"Each person's link to their seat (the matches start once all {len(names)} have come):")
         for name in names:
             out_print(f"  {name}: {self.served.links[name]}")

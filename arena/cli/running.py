@@ -119,7 +119,11 @@ def run(
         listener = listening(host, port) if people_of(tournament) else None
         engine = engine_for(db)
     typed = f"{ARENA} run {config}"
-    summary = _play(tournament, engine, typed, db, resume, address, no_cache, listener, host)
+    try:
+        summary = _play(tournament, engine, typed, db, resume, address, no_cache, listener, host)
+    finally:
+        if listener is not None:
+            listener.close()
     title = tournament_title(store.get_tournament(engine, summary.tournament_id))
     out.print(drawn(views.leaderboard_table(summary.table, title)))
     if tournament.spec.conduct is not None:  # apart from the merchants', whose are in the table

@@ -56,7 +56,10 @@ def test_it_prints_its_address_and_serves_the_record(stored: Stored, tmp_path: P
 def test_beyond_loopback_it_asks_for_the_token_it_printed_once(stored: Stored, tmp_path: Path):
     process, line = started("--db", stored.url, "--port", "0", "--host", "0.0.0.0", cwd=tmp_path)
     try:
-        found = re.fullmatch(r"arena serve: http://0\.0\.0\.0:(\d+)/\?token=(\S+)", line)
+        # the address names this machine: 0.0.0.0 is where it listens, no address to browse to
+        found = re.fullmatch(
+            rf"arena serve: http://{re.escape(socket.gethostname())}:(\d+)/\?token=(\S+)", line
+        )
         assert found, line
         port, token = found[1], found[2]
         assert status_of(f"http://127.0.0.1:{port}/") == 401
