@@ -415,6 +415,7 @@ class TournamentRun:
         """Every match played and recorded; how the run's model calls ended."""
         spec = self.tournament.spec
         self.slots = _Slots(spec.max_concurrent_matches)
+        self.people = _People([name for name, plan in self.plans.items() if plan.seats_a_person])
         self.progress.playing = lambda: spec.max_concurrent_matches - self.slots.free
         self.stopped = _Stop(self.calls_status)
         self.suspects = _Suspects(self.calls_status)
@@ -465,7 +466,10 @@ class TournamentRun:
 
     async def play_hosted(self, match: MatchSpec) -> None:
         for attempt in range(1, LOSSES_ALLOWED + 2):
-            async with self.slots.hold(1):  # a slot is held while the match plays, not while it is recorded
+            # a person plays one match at a time (their page is the first of theirs asked, and the
+            # others' deadlines would pass unseen); a slot is held while the match plays, not
+            # while it is recorded
+            async with self.people.seated(match.seats), self.slots.hold(1):
                 if await self.stopped.now():
                     return  # matches not yet started are left for --resume
                 try:
@@ -639,6 +643,21 @@ class _Slots:
             async with self.changed:
                 self.free += count
                 self.changed.notify_all()
+
+
+class _People:
+    """The people of a run, each at one match at a time: a match takes its people's seats in the
+    order of their names (so two matches never wait on each other), in the order they ask."""
+
+    def __init__(self, names: list[str]):
+        self.free = {name: asyncio.Lock() for name in names}
+
+    @contextlib.asynccontextmanager
+    async def seated(self, seats: tuple[str, ...]) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as taken:
+            for name in sorted(name for name in seats if name in self.free):
+                await taken.enter_async_context(self.free[name])
+            yield
 
 
 class _Once:

@@ -5,6 +5,7 @@ they were, nothing they sent lost; the record is what they sent."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
 from pathlib import Path
@@ -17,6 +18,7 @@ from results.storage.store import match_details
 from tests.arena_process import BackgroundRun, kill_session
 from tests.page_reader import Node
 from tests.seats.test_app import Answer, fetch
+from tournaments.run import _People
 
 FILE = """\
 name: lab
@@ -124,3 +126,31 @@ def test_pages_that_cannot_be_served_where_asked_stop_the_run_before_it_starts(t
         "error: --host/--port: cannot listen on 192.0.2.1:0 (Cannot assign requested address)"
     ]
     assert not db.exists()
+
+
+def test_a_person_plays_one_match_at_a_time_and_others_play_meanwhile():
+    """Four matches started at once: those sharing a person take turns (in the order asked),
+    the one without anyone's person in it plays beside them."""
+    people = _People(["ann", "bob"])
+    playing, started = list[tuple[str, ...]](), list[tuple[str, ...]]()
+    met: list[tuple[tuple[str, ...], ...]] = []  # who was playing together, each time one started
+
+    async def play(seats: tuple[str, ...]) -> None:
+        async with people.seated(seats):
+            playing.append(seats)
+            started.append(seats)
+            met.append(tuple(playing))
+            for _ in range(3):  # others may start meanwhile
+                await asyncio.sleep(0)
+            playing.remove(seats)
+
+    async def all_at_once() -> None:
+        await asyncio.gather(*map(play, [("ann", "x"), ("bob", "ann"), ("y", "z"), ("bob", "w")]))
+
+    asyncio.run(all_at_once())
+    for together in met:
+        for person in ("ann", "bob"):
+            assert sum(person in seats for seats in together) <= 1, together
+    # (bob, ann) waits for ann's seat first (names in order), holding none: (bob, w) goes before it
+    assert started == [("ann", "x"), ("y", "z"), ("bob", "w"), ("bob", "ann")]
+    assert any(len(together) > 1 for together in met)  # matches without a shared person overlap
