@@ -3,9 +3,10 @@ secret token in it, and the app shows that seat's open page (seats.pages) and ta
 for it, over the desk's people's side (contestants.desk.PeopleSide). It reads and writes nothing
 else.
 
-`GET /seat/{token}` marks the seat's person as come (PeopleSide.join) and shows the seat's open
-page, or, with none open, a waiting page of who of the session's people have come.
-`POST /seat/{token}` answers the open page with the fields of its form as typed (the seat reads
+`GET /seat/{token}` shows the seat's open page once its person has come, else, or with none
+open, a waiting page of who of the session's people have come, with a button to take the seat
+until its own person has. `POST /seat/{token}` of that button (COME) marks them come
+(PeopleSide.join); any other answers the open page with the fields of its form as typed (the seat reads
 them, by the market's checks), if the page it was sent from is that page: its key (in hidden
 fields) must be the open page's, and the seat is the link's, never the form's. A post for any
 other page (a stale tab, a second click, a page withdrawn when its time was up, another seat's)
@@ -60,6 +61,9 @@ UNKEPT = (
     "What you sent could not be kept just now, so it was not taken: the page is still open, send it again."
 )
 LARGEST_POST = 1 << 20  # bytes: a form far larger than any a person fills
+COME = {"come": "yes"}
+"""What the waiting page's button posts: its person has come to the seat. Only a person's click
+seats them, never the link's opening: a chat that fetches a link to preview it comes to no seat."""
 
 
 def seats_app(people: PeopleSide, links: Mapping[str, str]) -> Starlette:
@@ -86,14 +90,14 @@ class SeatPages:
         merchant = self.seat(request)
         if merchant is None:
             return nothing_here(request)
-        await run_in_threadpool(self.people.join, merchant)
-        opened = await run_in_threadpool(self.people.page, merchant)
         notice = NOTICES.get(request.query_params.get("said", ""))
-        if opened is not None:
-            return page(open_page(opened, request.url.path, notice))
         joined = await run_in_threadpool(self.people.joined)
+        if merchant in joined:
+            opened = await run_in_threadpool(self.people.page, merchant)
+            if opened is not None:
+                return page(open_page(opened, request.url.path, notice))
         people = [(name, name in joined) for name in self.names]
-        return page(waiting_page(merchant, people, request.url.path, notice))
+        return page(waiting_page(merchant, people, request.url.path, notice, come=merchant in joined))
 
     async def send(self, request: Request) -> Response:
         merchant = self.seat(request)
@@ -102,6 +106,9 @@ class SeatPages:
         posted = await posted_form(request)
         if posted is None:
             return page("<!DOCTYPE html><title>Too large</title><p>That form is too large to take.", 413)
+        if posted == COME:
+            await run_in_threadpool(self.people.join, merchant)
+            return RedirectResponse(request.url.path, 303, headers=HEADERS)
         opened = await run_in_threadpool(self.people.page, merchant)
         if opened is None or not sent_from(opened, posted):
             return said(request, "closed")

@@ -169,11 +169,14 @@ def question_words(question: Question) -> tuple[str, str]:
     return f"From memory, before your decision for today: {label}?", label
 
 
-def waiting_page(merchant: str, people: Sequence[tuple[str, bool]], action: str, notice: str | None) -> str:
+def waiting_page(
+    merchant: str, people: Sequence[tuple[str, bool]], action: str, notice: str | None, come: bool
+) -> str:
     """The page of a seat with nothing to fill now (before its match, between its pages): the
-    session's `people`, each seat's merchant and whether its person has come, in their order;
-    it reloads itself to `action` every LOOK_AGAIN_SECONDS."""
+    session's `people`, each seat's merchant and whether its person has come, in their order,
+    and, until its own person has (`come`), the button that says they have; it reloads itself
+    to `action` every LOOK_AGAIN_SECONDS."""
     frame = Frame(notice=notice, reload=LOOK_AGAIN_SECONDS)
     return TEMPLATES.get_template("waiting.html.j2").render(
-        merchant=merchant, people=people, action=action, frame=frame, refusal=None
+        merchant=merchant, people=people, action=action, frame=frame, refusal=None, come=come
     )

@@ -23,7 +23,7 @@ from contestants.desk import LocalDesk
 from contestants.human.form import Refusal, day_form
 from market.scenario import load_scenario
 from market.types import RivalMessage
-from seats.app import LARGEST_POST, NOTICES, UNKEPT, ServedSeats, serve_seats
+from seats.app import COME, LARGEST_POST, NOTICES, UNKEPT, ServedSeats, serve_seats
 from seats.pages import key_fields
 from tests.contestants.conftest import make_observation
 from tests.page_reader import Node, parse
@@ -92,10 +92,19 @@ def posted(asked: DeskAsk, **fields: str) -> dict[str, str]:
     return {**key_fields(asked.key), **fields}
 
 
+def come(link: str) -> None:
+    """The person of `link` takes their seat, with the waiting page's button."""
+    taken = fetch(link, COME)
+    assert (taken.status, taken.headers["location"]) == (303, urlsplit(link).path)
+
+
 @contextmanager
-def served(desk: LocalDesk, merchants: list[str]) -> Iterator[ServedSeats]:
+def served(desk: LocalDesk, merchants: list[str], seated: bool = True) -> Iterator[ServedSeats]:
+    """The pages of `merchants` over `desk`, each person in their seat unless not `seated`."""
     serving = serve_seats(desk, merchants, listening("127.0.0.1", 0))
     try:
+        for link in serving.links.values() if seated else ():
+            come(link)
         yield serving
     finally:
         serving.stop()
@@ -136,15 +145,23 @@ def test_each_link_shows_its_own_seats_page_and_a_token_of_no_seat_is_answered_a
 
 
 def test_the_waiting_page_shows_who_has_come_and_looks_again():
+    """Opening a link seats nobody (a chat that fetches it for a preview must not): the
+    person's click on the page's button does."""
     desk = LocalDesk()
-    with served(desk, ["ann", "bob", "cal"]) as serving:
+    with served(desk, ["ann", "bob", "cal"], seated=False) as serving:
         links = serving.links
+        asked = Asking(desk, day_asked("ann"))  # her first page, which she sees once seated
         first = fetch(links["ann"]).page
-        assert first.one("h1").content() == "Waiting: ann"
+        assert first.one("h1").content() == "Waiting: ann" and first.one("button").content() == "Take my seat"
         people = [[cell.content() for cell in row.children] for row in first.one(id="people").all("tr")]
-        assert people == [["seat", "here"], ["ann", "joined"], ["bob", "not yet"], ["cal", "not yet"]]
-        fetch(links["cal"])
+        assert people == [["seat", "here"], ["ann", "not yet"], ["bob", "not yet"], ["cal", "not yet"]]
+        assert desk.joined() == set()
+        come(links["ann"])
+        assert fetch(links["ann"]).page.one("h1").content() == "Day 1 of 30: ann"
+        desk.submit(asked.asked.key, {})
+        come(links["cal"])
         again = fetch(links["ann"]).page
+        assert again.all("button") == []
         rows = [[cell.content() for cell in row.children] for row in again.one(id="people").all("tr")]
         assert rows[1:] == [["ann", "joined"], ["bob", "not yet"], ["cal", "joined"]]
         path = urlsplit(links["ann"]).path
@@ -301,12 +318,12 @@ def test_what_cannot_be_kept_leaves_the_page_open_with_the_fields_as_typed_and_a
 class Gone(LocalDesk):
     """A desk out of reach: every call of the people's side fails."""
 
-    def join(self, merchant: str) -> None:
+    def joined(self) -> frozenset[str]:
         raise ConnectionError("the desk at 10.0.0.9 is gone")
 
 
 def test_a_page_that_fails_says_so_without_detail():
-    with served(Gone(), ["ann"]) as serving:
+    with served(Gone(), ["ann"], seated=False) as serving:
         failed = fetch(serving.links["ann"])
     assert failed.status == 500 and "10.0.0.9" not in failed.body and "gone" not in failed.body
     assert "default-src 'none'" in failed.headers["content-security-policy"]

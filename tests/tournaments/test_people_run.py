@@ -17,7 +17,7 @@ from results.storage.db import engine_for
 from results.storage.store import match_details
 from tests.arena_process import BackgroundRun, kill_session
 from tests.page_reader import Node
-from tests.seats.test_app import Answer, fetch
+from tests.seats.test_app import Answer, come, fetch
 from tournaments.run import _People
 
 FILE = """\
@@ -73,6 +73,7 @@ def test_two_people_play_in_a_run_that_is_killed_and_resumed_and_lose_nothing_th
     with BackgroundRun(*args, cwd=tmp_path, env=cluster_env, log=tmp_path / "first.log") as run:
         first = links(run)
         assert first["ann"] != first["bob"]
+        come(first["ann"])
         waiting = fetch(first["ann"]).page  # she has come; bob not yet: the match waits for him
         assert [r.content() for r in waiting.one("table", id="people").all("td")] == [
             "ann",
@@ -80,6 +81,7 @@ def test_two_people_play_in_a_run_that_is_killed_and_resumed_and_lose_nothing_th
             "bob",
             "not yet",
         ]
+        come(first["bob"])
         day = page_of(run, first["bob"], "Day 1 of 2: bob")  # both have come: it starts
         assert send(first["bob"], day, **{"price.widget": "19"}).status == 303
         day = page_of(run, first["ann"], "Day 1 of 2: ann")
@@ -98,7 +100,8 @@ def test_two_people_play_in_a_run_that_is_killed_and_resumed_and_lose_nothing_th
     with BackgroundRun(*args, "--resume", cwd=tmp_path, env=cluster_env, log=tmp_path / "resumed.log") as run:
         second = links(run)
         assert second["ann"] != first["ann"]  # new links: the old tokens went with the process
-        fetch(second["ann"])
+        come(second["ann"])
+        come(second["bob"])
         day = page_of(run, second["bob"], "Day 2 of 2: bob")  # back where he was, her message there
         assert "hi bob" in day.content()
         assert fetch(second["ann"]).page.one("title").content() == "Waiting: ann"  # she had sent hers
