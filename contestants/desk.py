@@ -11,17 +11,14 @@ person who submits every page blank at once.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import NamedTuple, Protocol
 
 from contestants.base import Desk, DeskAsk, DeskKey, Submitted
-
-Keep = Callable[[DeskKey, Submitted | None], None]
-"""Where a desk keeps a page's outcome as it is settled: what was submitted, or None for a page
-withdrawn when its time was up. Raising says it could not be kept."""
 
 
 class OpenPage(NamedTuple):
@@ -56,13 +53,39 @@ class _Page:
     None: no deadline), and what was submitted for it, once it is."""
 
     asked: DeskAsk
+    shown: str  # its page_digest
     start: float
     due: float | None
     submitted: Submitted | None = None
 
 
-def keep_nothing(key: DeskKey, outcome: Submitted | None) -> None:
+class Kept(NamedTuple):
+    """A page's outcome as a desk keeps it: what the page showed (`shown`, its page_digest) and
+    what came of it (None: withdrawn when its time was up)."""
+
+    shown: str
+    outcome: Submitted | None
+
+
+Keep = Callable[[DeskKey, Kept], None]
+"""Where a desk keeps a page's outcome as it is settled. Raising says it could not be kept."""
+
+
+def keep_nothing(key: DeskKey, kept: Kept) -> None:
     """The journal of a desk that keeps none (the in-process tests', the conformance kit's)."""
+
+
+def page_digest(asked: DeskAsk) -> str:
+    """What a page put before its person, as a digest: the day's report or the question (apart
+    from its key, and from the fields typed and the refusal of an earlier attempt, which follow
+    from that attempt's outcome). A page asked again under the same key that shows the same is
+    the same page; one that shows another (a replay gone another way: a model answering afresh)
+    is not."""
+    shown = (
+        None if asked.observation is None else asdict(asked.observation),
+        None if asked.question is None else asked.question.model_dump(),
+    )
+    return hashlib.sha256(repr(shown).encode()).hexdigest()
 
 
 class LocalDesk(Desk):
@@ -76,26 +99,29 @@ class LocalDesk(Desk):
     with the seconds from when the page was asked; if it raises, `submit` raises and the page
     stays open, and an `ask` whose page was withdrawn raises (the page stays withdrawn: its
     seat has stopped waiting). `kept` holds what an earlier run of the tournament settled, by
-    key: a key settled there or here is answered at once with its outcome and no page is
-    opened for it (None: withdrawn at once), so that a resumed run, or a match played again,
-    replays what people did, their seconds as they were. A key asked again while its page is
+    key: a key settled there or here whose page shows the same (page_digest) is answered at
+    once with its outcome and no page is opened for it (None: withdrawn at once), so that a
+    resumed run, or a match played again, replays what people did, their seconds as they were;
+    one whose page shows something else is asked afresh, and its new outcome kept in place of
+    the old. A key asked again while its page is
     open (its seat made afresh after its process died) takes the page over: the earlier ask
     returns as withdrawn, and nothing is kept for it."""
 
-    def __init__(self, kept: Mapping[DeskKey, Submitted | None] | None = None, keep: Keep = keep_nothing):
+    def __init__(self, kept: Mapping[DeskKey, Kept] | None = None, keep: Keep = keep_nothing):
         self._changed = threading.Condition()
         self._open: dict[DeskKey, _Page] = {}  # pages asked and not yet settled, in the order asked
-        self._settled: dict[DeskKey, Submitted | None] = dict(kept or {})
+        self._settled: dict[DeskKey, Kept] = dict(kept or {})
         self._keep = keep
         self._joined: set[str] = set()
 
     def ask(self, asked: DeskAsk, within: float | None) -> Submitted | None:
-        key = asked.key
+        key, shown = asked.key, page_digest(asked)
         start = time.monotonic()
         with self._changed:
-            if key in self._settled:
-                return self._settled[key]
-            page = _Page(asked, start, None if within is None else start + within)
+            settled = self._settled.get(key)
+            if settled is not None and settled.shown == shown:
+                return settled.outcome
+            page = _Page(asked, shown, start, None if within is None else start + within)
             self._open[key] = page
             self._changed.notify_all()
             while page.submitted is None:
@@ -104,8 +130,7 @@ class LocalDesk(Desk):
                 left = None if page.due is None else page.due - time.monotonic()
                 if left is not None and left <= 0:
                     del self._open[key]  # withdrawn: a later submit is refused
-                    self._keep(key, None)
-                    self._settled[key] = None
+                    self._settle(key, Kept(shown, None))
                     return None
                 self._changed.wait(left)
             return page.submitted
@@ -140,11 +165,16 @@ class LocalDesk(Desk):
             if page is None:
                 return False
             submitted = Submitted(dict(fields), time.monotonic() - page.start)
-            self._keep(key, submitted)  # raising: the page stays open
+            self._settle(key, Kept(page.shown, submitted))  # raising: the page stays open
             del self._open[key]
-            self._settled[key] = page.submitted = submitted
+            page.submitted = submitted
             self._changed.notify_all()
             return True
+
+    def _settle(self, key: DeskKey, kept: Kept) -> None:
+        """Keep `kept` (the journal first: if it raises, nothing is settled), then hold it."""
+        self._keep(key, kept)
+        self._settled[key] = kept
 
     def _first(self, merchant: str) -> _Page | None:
         return next((page for key, page in self._open.items() if key.merchant == merchant), None)

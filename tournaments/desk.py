@@ -33,7 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from contestants.base import Desk, DeskAsk, DeskKey, Submitted
 from contestants.calls.coordinator import SLACK_S, CallsStopped
-from contestants.desk import LocalDesk, OpenPage, PeopleSide
+from contestants.desk import Kept, LocalDesk, OpenPage, PeopleSide
 from results.errors import DatabaseError
 from results.storage.db import describe_failure, engine_for
 from results.storage.desk_pages import KeptPage, keep_page, kept_pages
@@ -111,14 +111,16 @@ class DeskActor:
     async def _for_people(self, call: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.people, call, *args)
 
-    def _keep(self, key: DeskKey, outcome: Submitted | None) -> None:
+    def _keep(self, key: DeskKey, kept: Kept) -> None:
         """Store a page's outcome (the LocalDesk's journal); DeskFailed if it cannot be."""
         assert self.engine is not None, "a desk that could not open keeps nothing"
         if key.match is None:
             raise DeskFailed(f"the run's desk cannot keep {_named(key)}: it names no match")
-        fields, seconds = (None, None) if outcome is None else outcome
+        fields, seconds = (None, None) if kept.outcome is None else kept.outcome
         try:
-            page = KeptPage(key.match, key.merchant, key.day, key.asked, key.attempt, fields, seconds)
+            page = KeptPage(
+                key.match, key.merchant, key.day, key.asked, key.attempt, kept.shown, fields, seconds
+            )
             keep_page(self.engine, self.tournament_id, page)
         except SQLAlchemyError as exc:
             raise DeskFailed(
@@ -132,12 +134,12 @@ def _named(key: DeskKey) -> str:
     return f"{key.merchant}'s day {key.day} {what} (attempt {key.attempt}) in match {key.match}"
 
 
-def _journal(url: str, tournament_id: int) -> tuple[Engine, dict[DeskKey, Submitted | None]]:
+def _journal(url: str, tournament_id: int) -> tuple[Engine, dict[DeskKey, Kept]]:
     """The database at `url` and what the tournament's runs kept there, by page; DatabaseError
     (one line, no password) if it cannot be opened or read."""
     engine = engine_for(url)
     try:
-        return engine, {_key(page): _outcome(page) for page in kept_pages(engine, tournament_id)}
+        return engine, {_key(page): _kept(page) for page in kept_pages(engine, tournament_id)}
     except SQLAlchemyError as exc:
         engine.dispose()
         raise DatabaseError(describe_failure(engine, exc)) from None
@@ -147,8 +149,10 @@ def _key(page: KeptPage) -> DeskKey:
     return DeskKey._make(page[:5])  # the same five fields, in the same order
 
 
-def _outcome(page: KeptPage) -> Submitted | None:
-    return None if page.fields is None or page.seconds is None else Submitted(page.fields, page.seconds)
+def _kept(page: KeptPage) -> Kept:
+    if page.fields is None or page.seconds is None:  # withdrawn
+        return Kept(page.shown, None)
+    return Kept(page.shown, Submitted(page.fields, page.seconds))
 
 
 def _answer(ref: Any, seconds: float | None) -> Any:

@@ -166,7 +166,7 @@ def day_form(scenario: Scenario, talk: bool) -> DayForm:
         if talk
         else None
     )
-    note = FormField("note", "note to yourself", "text", "for you alone: not kept after today", "words")
+    note = FormField("note", "note to yourself", "text", "for you alone: no rival sees it", "words")
     return DayForm(scenario, OperationRules(scenario), tuple(slots), message, note)
 
 

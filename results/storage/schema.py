@@ -429,8 +429,9 @@ class DeskPageRow(SQLModel, table=True):
     """The outcome of a page put before a person at a human seat, kept as it is settled
     (results.storage.desk_pages), so that a resumed run answers again at once what people
     answered: the page's key (its match, merchant, day, what it asked: "day", "recall" or
-    "off_path", and its attempt), what was submitted, by field, and the seconds it waited for
-    it; both None for a page withdrawn when its time was up."""
+    "off_path", and its attempt), a digest of what it showed (contestants.desk.page_digest),
+    what was submitted, by field, and the seconds it waited for it; both None for a page
+    withdrawn when its time was up."""
 
     __tablename__ = "desk_page"
     __table_args__ = (UniqueConstraint("tournament_id", "match_key", "merchant", "day", "asked", "attempt"),)
@@ -442,6 +443,7 @@ class DeskPageRow(SQLModel, table=True):
     day: int
     asked: str
     attempt: int
+    shown: str
     fields: str | None = Field(default=None, sa_type=Text, description="JSON: field -> text; None: withdrawn")
     seconds: float | None = None
 

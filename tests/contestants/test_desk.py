@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 import contestants.desk
-from contestants.base import DeskAsk, DeskKey, Submitted
-from contestants.desk import LocalDesk
+from contestants.base import DeskAsk, DeskKey, RecallQuestion, Submitted
+from contestants.desk import Kept, LocalDesk, page_digest
 
 FORM = DeskKey("m", "ann", 1, "day", 0)
 QUESTION = DeskKey("m", "ann", 2, "recall", 0)
@@ -33,23 +33,30 @@ class Journal:
         self.returned: list[Any] = []
         self.kept: list[tuple[DeskKey, Submitted | None, int]] = []
 
-    def __call__(self, key: DeskKey, outcome: Submitted | None) -> None:
+    def __call__(self, key: DeskKey, kept: Kept) -> None:
         if self.failures:
             self.failures -= 1
             raise OSError("disk full")
-        self.kept.append((key, outcome, len(self.returned)))
+        self.kept.append((key, kept.outcome, len(self.returned)))
+
+
+def seat_asking(
+    desk: LocalDesk, key: DeskKey, returned: list[Any], within: float | None = None
+) -> AbstractContextManager[None]:
+    """A seat asking the page `key` (showing nothing) on a thread of its own while the block runs."""
+    return seat_asking_page(desk, DeskAsk(key), returned, within)
 
 
 @contextmanager
-def seat_asking(
-    desk: LocalDesk, key: DeskKey, returned: list[Any], within: float | None = None
+def seat_asking_page(
+    desk: LocalDesk, asked: DeskAsk, returned: list[Any], within: float | None = None
 ) -> Iterator[None]:
-    """A seat asking `key` on a thread of its own while the block runs; what its ask returns
+    """A seat asking `asked` on a thread of its own while the block runs; what its ask returns
     (or raises) is appended to `returned`, which holds it after the block."""
 
     def ask() -> None:
         try:
-            returned.append(desk.ask(DeskAsk(key), within))
+            returned.append(desk.ask(asked, within))
         except Exception as exc:
             returned.append(exc)
 
@@ -99,7 +106,11 @@ def test_a_page_withdrawn_when_its_time_is_up_is_kept_as_none():
 def test_a_desk_made_with_what_was_kept_answers_those_pages_at_once_and_waits_on_the_next():
     sent = Submitted({"answer": "12.5"}, 31.5)
     journal = Journal()
-    desk = LocalDesk({FORM: None, QUESTION: sent}, journal)
+    kept = {
+        FORM: Kept(page_digest(DeskAsk(FORM)), None),
+        QUESTION: Kept(page_digest(DeskAsk(QUESTION)), sent),
+    }
+    desk = LocalDesk(kept, journal)
     # neither ask has a deadline and nobody answers: they return only if no page is opened
     assert desk.ask(DeskAsk(FORM), None) is None
     assert desk.ask(DeskAsk(QUESTION), None) == sent  # its seconds as they were kept
@@ -108,6 +119,22 @@ def test_a_desk_made_with_what_was_kept_answers_those_pages_at_once_and_waits_on
         assert shown(desk) == NEXT
         assert desk.submit(NEXT, {})
     assert [key for key, _, _ in journal.kept] == [NEXT] and journal.returned[0].fields == {}
+
+
+def test_a_kept_page_that_now_shows_something_else_is_asked_afresh_and_kept_anew():
+    """A replay gone another way (a rival's model answering afresh) shows the person another
+    day under the same key: what they sent for the day they saw is not applied to it."""
+    seen = RecallQuestion(day=1, fact="cash")
+    journal = Journal()
+    desk = LocalDesk(
+        {QUESTION: Kept(page_digest(DeskAsk(QUESTION, question=seen)), Submitted({}, 1.0))}, journal
+    )
+    other = DeskAsk(QUESTION, question=RecallQuestion(day=1, fact="inventory", product="widget"))
+    with seat_asking_page(desk, other, journal.returned):
+        assert shown(desk) == QUESTION  # opened for the person: not answered from what was kept
+        assert desk.submit(QUESTION, {"answer": "40"})
+    assert journal.kept == [(QUESTION, Submitted({"answer": "40"}, journal.kept[0][1].seconds), 0)]
+    assert page_digest(other) != page_digest(DeskAsk(QUESTION, question=seen))
 
 
 def test_a_submission_that_cannot_be_kept_fails_and_leaves_the_page_open_to_send_again():

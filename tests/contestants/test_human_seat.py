@@ -28,7 +28,7 @@ from contestants.base import (
     RunOptions,
     Submitted,
 )
-from contestants.desk import LocalDesk
+from contestants.desk import Kept, LocalDesk
 from contestants.human.form import day_form
 from contestants.kinds import create
 from market.operations import OperationRules, judge_day
@@ -150,7 +150,7 @@ LAB_ENTRIES = [
 
 
 def test_two_people_play_a_match_beside_a_rule_merchant_and_their_days_are_what_they_submitted():
-    kept: dict[DeskKey, Submitted | None] = {}
+    kept: dict[DeskKey, Kept] = {}
     desk = LocalDesk(keep=kept.__setitem__)
     with people(desk, {"ann": ann, "bob": bob}) as seen:
         played = play(LAB, LAB_ENTRIES, desk, talk=True, recall_every=3)

@@ -116,8 +116,8 @@ def _recorded(engine: Engine, make_match, stamp: float) -> int:
         judged = [(said, Judgement(judge=judge, labels=labels, reason="é", claims=claims))]
         save_judgements(engine, tournament, stored_id(stored.id), stored.key, judge, judged, [])
     save_judging(engine, tournament, ["a", "b"], None)
-    keep_page(engine, tournament, KeptPage("m-1", "m0", 1, "day", 0, {"message": "é ✓"}, 0.1 + 0.2))
-    keep_page(engine, tournament, KeptPage("m-1", "m0", 2, "off_path", 1, None, None))
+    keep_page(engine, tournament, KeptPage("m-1", "m0", 1, "day", 0, "a1", {"message": "é ✓"}, 0.1 + 0.2))
+    keep_page(engine, tournament, KeptPage("m-1", "m0", 2, "off_path", 1, "b2", None, None))
     recording.record_tournament_conduct(engine, tournament)
     leaderboard.finish_tournament(engine, tournament, "finished")
     return tournament

@@ -17,8 +17,8 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 from common.serving import listening
-from contestants.base import DeskKey, Submitted
-from contestants.desk import LocalDesk
+from contestants.base import DeskKey
+from contestants.desk import Kept, LocalDesk
 from market.operations import OperationRules, judge_day
 from results.presentation.chromium import binary
 from results.records import FinishedMatch
@@ -94,8 +94,8 @@ class Played:
 
 
 @pytest.fixture
-def seated(browser: Browser) -> Iterator[tuple[dict[DeskKey, Submitted | None], LocalDesk, ServedSeats]]:
-    kept: dict[DeskKey, Submitted | None] = {}  # each page's outcome, by its key
+def seated(browser: Browser) -> Iterator[tuple[dict[DeskKey, Kept], LocalDesk, ServedSeats]]:
+    kept: dict[DeskKey, Kept] = {}  # each page's outcome, by its key
     desk = LocalDesk(keep=kept.__setitem__)
     serving = serve_seats(desk, ["ann", "bob"], listening("127.0.0.1", 0))
     yield kept, desk, serving
@@ -190,7 +190,9 @@ def test_two_people_play_a_match_in_their_browsers_and_the_record_is_what_they_c
     assert reason is not None and refused_with == f"price of widget: {reason.reason}"
     # one page a day each, one more for each refused form, taken as sent: the one she left unsent
     # was no page of its own
-    sent = {(k.merchant, k.day, k.attempt): s.fields for k, s in kept.items() if s is not None}
+    sent = {
+        (k.merchant, k.day, k.attempt): s.outcome.fields for k, s in kept.items() if s.outcome is not None
+    }
     assert sorted(sent) == [
         ("ann", 1, 0),
         ("ann", 1, 1),

@@ -15,7 +15,7 @@ import ray
 from sqlalchemy import Engine, text
 
 from contestants.base import DeskAsk, DeskKey, Submitted
-from contestants.desk import OpenPage, PeopleSide
+from contestants.desk import OpenPage, PeopleSide, page_digest
 from results.storage import store
 from results.storage.db import engine_for
 from results.storage.desk_pages import KeptPage, kept_pages
@@ -26,6 +26,7 @@ pytestmark = pytest.mark.usefixtures("ray_local")
 FORM = DeskKey("lab/1", "ann", 1, "day", 0)
 LATE = DeskKey("lab/1", "ann", 2, "day", 0)
 NEXT = DeskKey("lab/1", "ann", 3, "day", 0)
+BLANK = page_digest(DeskAsk(FORM))  # what every page of these shows: nothing
 
 
 @ray.remote(num_cpus=0)
@@ -81,8 +82,8 @@ def test_a_seat_in_another_process_gets_what_a_person_sent_and_a_resumed_desk_an
     assert ray.get(seat_asks.remote(run.desk, LATE, 0.05), timeout=60) is None  # nobody answers in time
     # both kept as they were settled, the form with the seconds its seat was told
     assert kept_pages(engine, tournament) == [
-        KeptPage("lab/1", "ann", 1, "day", 0, {"price.widget": "17.5"}, submitted.seconds),
-        KeptPage("lab/1", "ann", 2, "day", 0, None, None),
+        KeptPage("lab/1", "ann", 1, "day", 0, BLANK, {"price.widget": "17.5"}, submitted.seconds),
+        KeptPage("lab/1", "ann", 2, "day", 0, BLANK, None, None),
     ]
     run.stop()
 
