@@ -192,19 +192,24 @@ class RemotePeople:
         self.actor = actor
 
     def join(self, merchant: str) -> None:
-        _answer(self.actor.join.remote(merchant), SLACK_S)
+        self._call("join", merchant)
 
     def joined(self) -> frozenset[str]:
-        joined: frozenset[str] = _answer(self.actor.joined.remote(), SLACK_S)
+        joined: frozenset[str] = self._call("joined")
         return joined
 
     def page(self, merchant: str) -> OpenPage | None:
-        page: OpenPage | None = _answer(self.actor.page.remote(merchant), SLACK_S)
+        page: OpenPage | None = self._call("page", merchant)
         return page
 
     def submit(self, key: DeskKey, fields: Mapping[str, str]) -> bool:
-        sent: bool = _answer(self.actor.submit.remote(key, dict(fields)), SLACK_S)
+        sent: bool = self._call("submit", key, dict(fields))
         return sent
+
+    def _call(self, method: str, *args: Any) -> Any:
+        if not ray.is_initialized():  # the run has ended: a call would start a Ray of its own
+            raise DeskFailed(GONE)
+        return _answer(getattr(self.actor, method).remote(*args), SLACK_S)
 
 
 class RunDesk:

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -64,8 +65,9 @@ class RunObserver(Protocol):
     def advanced(self, matches_done: int, days_done: int) -> None: ...
     def lost(self, match_key: str, reason: str) -> None: ...  # a match to be played again (MatchLost)
     def judged(self, done: int, total: int) -> None: ...  # of the (match, judge) pairs to judge
-    # a run that seats people: where their pages are asked and answered (serve them), then each who comes
-    def seated(self, people: PeopleSide, names: list[str]) -> None: ...
+    # a run that seats people: their pages served from the desk's people's side while the run
+    # plays (the context's end), then each person told as they come
+    def seated(self, people: PeopleSide, names: list[str]) -> AbstractContextManager[object]: ...
     def joined(self, name: str) -> None: ...
 
 
@@ -82,7 +84,7 @@ class _Silent:
     def judged(self, done: int, total: int) -> None:
         pass
 
-    def seated(self, people: PeopleSide, names: list[str]) -> None:
+    def seated(self, people: PeopleSide, names: list[str]) -> AbstractContextManager[object]:
         raise RuntimeError(
             f"{', '.join(names)} seated: a run that seats people needs an observer serving their pages"
         )

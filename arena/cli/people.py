@@ -5,14 +5,12 @@ person told on stderr as they come."""
 from __future__ import annotations
 
 import socket
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from arena.cli.printing import err_print, out_print
 from arena.cli.progress import Bars, LogLines
 from contestants.desk import PeopleSide
-
-if TYPE_CHECKING:  # the pages' server is imported by a run that seats people alone
-    from seats.app import ServedSeats
 
 
 class RunShown:
@@ -21,7 +19,6 @@ class RunShown:
 
     def __init__(self, progress: Bars | LogLines, listener: socket.socket | None, host: str):
         self.progress, self.listener, self.host = progress, listener, host
-        self.served: ServedSeats | None = None
         self.names: list[str] = []
         self.come = 0
 
@@ -37,20 +34,23 @@ class RunShown:
     def judged(self, done: int, total: int) -> None:
         self.progress.judged(done, total)
 
-    def seated(self, people: PeopleSide, names: list[str]) -> None:
+    @contextmanager
+    def seated(self, people: PeopleSide, names: list[str]) -> Iterator[None]:
+        """Their pages served while the run plays, each person's link printed first."""
         from seats.app import serve_seats
 
         assert self.listener is not None, "a run that seats people is given where to serve their pages"
-        self.served, self.names = serve_seats(people, names, self.listener, self.host), names
-        out_print(f"Each person's link to their seat (the matches start once all {len(names)} have come):")
-        for name in names:
-            out_print(f"  {name}: {self.served.links[name]}")
+        served, self.names = serve_seats(people, names, self.listener, self.host), names
+        try:
+            out_print(
+                f"Each person's link to their seat (the matches start once all {len(names)} have come):"
+            )
+            for name in names:
+                out_print(f"  {name}: {served.links[name]}")
+            yield
+        finally:
+            served.stop()
 
     def joined(self, name: str) -> None:
         self.come += 1
         err_print(f"{name} has come to their seat ({self.come} of {len(self.names)})")
-
-    def stop(self) -> None:
-        """Stop serving the pages (once the run has ended)."""
-        if self.served is not None:
-            self.served.stop()

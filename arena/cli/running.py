@@ -155,18 +155,14 @@ def _play(
     again = _again(typed, engine, db)
     try:
         with user_errors(), shown_progress() as progress:
-            observer = RunShown(progress, listener, host)
-            try:
-                summary = run_tournament(
-                    tournament,
-                    engine,
-                    resume=resume,
-                    address=address,
-                    observer=observer,
-                    options=RunOptions(no_cache=no_cache),
-                )
-            finally:
-                observer.stop()
+            summary = run_tournament(
+                tournament,
+                engine,
+                resume=resume,
+                address=address,
+                observer=RunShown(progress, listener, host),
+                options=RunOptions(no_cache=no_cache),
+            )
     except KeyboardInterrupt:
         err_print(f"interrupted: finished matches are saved; `{again}` plays the rest")
         raise typer.Exit(130) from None
