@@ -44,6 +44,11 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 @pytest.fixture
 def tournament(engine: Engine) -> int:
+    return lab(engine)
+
+
+def lab(engine: Engine) -> int:
+    """A tournament of ann's, in `engine`'s database."""
     return store.start_tournament(
         engine,
         name="lab",
@@ -135,16 +140,7 @@ def test_a_desk_over_a_database_with_a_password_keeps_what_a_person_sent(postgre
     the actor with."""
     engine = engine_for(postgres.fresh_database())
     try:
-        tournament = store.start_tournament(
-            engine,
-            name="lab",
-            config_path="lab.yaml",
-            config_text="",
-            config_hash="h",
-            seed=1,
-            planned_matches=1,
-            contestants=[("ann", "human", {})],
-        )
+        tournament = lab(engine)
         run = start_desk(engine, tournament)
         asked = seat_asks.remote(run.desk, FORM, None)
         shown(run.people)
