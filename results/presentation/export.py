@@ -110,6 +110,7 @@ from results.scoring.metrics import MARKET_METRICS
 from results.scoring.sweeps import factors_of
 from results.settings import DeviationProbe
 from results.storage import store
+from results.storage.desk_pages import KeptPage, kept_pages
 from results.storage.schema import MarketMetricRow, MatchRow
 
 Format = Literal["csv", "parquet"]
@@ -309,6 +310,17 @@ SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
     "agreement": pa.schema([column("label", pa.string()), *columns(Agreement)]),
+    "pages": pa.schema(
+        [
+            column("match_key", pa.string()),
+            MERCHANT,
+            column("day", pa.int64()),
+            column("asked", pa.string()),
+            column("attempt", pa.int64()),
+            column("fields", pa.string()),  # JSON: field -> text as typed; empty: withdrawn
+            column("seconds", pa.float64()),
+        ]
+    ),
 }
 SCHEMAS |= {
     f"deviated_{name}": SCHEMAS[name] for name in ("days", "day_products", "calls", "messages")
@@ -382,6 +394,7 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
             write("metrics", [m._asdict() for m in store.metrics(engine, tournament_id)])
             found = tournament_agreement(engine, tournament_id) or {}
             write("agreement", [{"label": label, **a.model_dump()} for label, a in found.items()])
+            write("pages", [_page_row(page) for page in kept_pages(engine, tournament_id)])
         written = []
         for name in SCHEMAS:
             target = out / f"{name}.{fmt}"
@@ -392,6 +405,20 @@ def export(engine: Engine, tournament_id: int, out: Path, fmt: Format) -> list[P
         raise ExportError(f"{out}: cannot write ({exc.strerror or exc})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _page_row(page: KeptPage) -> dict[str, Any]:
+    """A page put before a person, as the export writes it (what it showed is in `days`)."""
+    fields = None if page.fields is None else json.dumps(page.fields, ensure_ascii=False)
+    return {
+        "match_key": page.match,
+        "merchant": page.merchant,
+        "day": page.day,
+        "asked": page.asked,
+        "attempt": page.attempt,
+        "fields": fields,
+        "seconds": page.seconds,
+    }
 
 
 def _staging_folder(out: Path) -> Path:

@@ -325,7 +325,6 @@ NOT_EXPORTED = {
     "conduct": "the majority a judging set: the `conduct` table gives each item's labels as it combines them",
     "judged_match": "which judges have judged a match: `judgements` holds what each answered",
     "match_conduct": "each seat's conduct, kept for tables: `conduct` and `claims` give what it counts",
-    "desk_page": "what people submitted, kept for `--resume`: not exported yet (the days hold what applied)",
 }
 LEFT_OUT = {
     ("match", "tournament_id"): "the export is of one tournament (`messages` carry its id)",
@@ -339,6 +338,11 @@ LEFT_OUT = {
     ("deviation_call", "tournament_id"): "the export is of one tournament",
     ("transcript", "steps"): "a merchant-day's count of calls: the distinct `step`s of its rows",
     ("transcript", "words"): "the day's steps, compressed: exported a message a row",
+    ("desk_page", "tournament_id"): "the export is of one tournament",
+    (
+        "desk_page",
+        "shown",
+    ): "a digest of what the page showed, for a replay's check; `days` holds what it showed",
 }
 EXPORTED_IN = {
     "match": "results",
@@ -353,6 +357,7 @@ EXPORTED_IN = {
     "goal": "goals",
     "off_path": "off_path",
     "judgement": "judgements",
+    "desk_page": "pages",
 }
 DAY_RECORDS = {"day_log": "", "deviation_path": "deviated_"}  # a path's DayRecords, stored encoded
 

@@ -6,6 +6,8 @@ they were, nothing they sent lost; the record is what they sent."""
 from __future__ import annotations
 
 import asyncio
+import csv
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -13,6 +15,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from arena.cli import app
+from results.presentation.export import export
 from results.storage.db import engine_for
 from results.storage.store import match_details
 from tests.arena_process import BackgroundRun, kill_session
@@ -117,6 +120,19 @@ def test_two_people_play_in_a_run_that_is_killed_and_resumed_and_lose_nothing_th
     assert days["ann", 1].message == "hi bob" and match.faults == []
     assert sorted(match.people) == ["ann", "bob"]  # their seats marked as people's
     assert len(stored(db, "select * from desk_page")) == 5  # bob's day 2 kept too, nothing twice
+    # exported for analysis: every page, attempt by attempt, as typed, in the order settled
+    export(engine_for(f"sqlite:///{db}", create=False), 1, tmp_path / "tables", "csv")
+    with (tmp_path / "tables" / "pages.csv").open() as pages:
+        rows = [
+            (p["merchant"], p["day"], p["attempt"], json.loads(p["fields"])) for p in csv.DictReader(pages)
+        ]
+    assert rows == [
+        ("bob", "1", "0", {"price.widget": "19"}),
+        ("ann", "1", "0", {"price.widget": "12,5"}),
+        ("ann", "1", "1", {"price.widget": "17", "message": "hi bob"}),
+        ("ann", "2", "0", {"price.widget": "16"}),
+        ("bob", "2", "0", {"price.widget": "18"}),
+    ]
 
 
 def test_pages_that_cannot_be_served_where_asked_stop_the_run_before_it_starts(tmp_path):
