@@ -12,11 +12,12 @@ person who submits every page blank at once.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from contestants.base import Desk, DeskAsk, DeskKey, Submitted
 
@@ -50,12 +51,14 @@ class PeopleSide(Protocol):
 @dataclass(eq=False)
 class _Page:
     """A page asked and not yet settled: when it was asked and is due (time.monotonic(); due
-    None: no deadline), and what was submitted for it, once it is."""
+    None: no deadline), whether what was submitted for it is being kept (`keeping`), and what
+    was submitted, once it is settled."""
 
     asked: DeskAsk
     shown: str  # its page_digest
     start: float
     due: float | None
+    keeping: bool = False
     submitted: Submitted | None = None
 
 
@@ -85,7 +88,19 @@ def page_digest(asked: DeskAsk) -> str:
         None if asked.observation is None else asdict(asked.observation),
         None if asked.question is None else asked.question.model_dump(),
     )
-    return hashlib.sha256(repr(shown).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(_rounded(shown), sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _rounded(value: Any) -> Any:
+    """`value` with its floats to 12 significant digits: a digest blind to a number's last bits,
+    which another build of a numeric library (between a run and its resume) may change."""
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, dict):
+        return {str(key): _rounded(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(item) for item in value]
+    return value
 
 
 class LocalDesk(Desk):
@@ -94,10 +109,12 @@ class LocalDesk(Desk):
     Thread-safe: every seat and every person may call from a thread of its own.
 
     Each page's outcome is settled once: what is submitted for it first (a later submit is
-    refused), or its withdrawal when its time is up. `keep` is told each outcome under the
-    desk's lock as it is settled, before `submit` returns True (so that "sent" means kept),
-    with the seconds from when the page was asked; if it raises, `submit` raises and the page
-    stays open, and an `ask` whose page was withdrawn raises (the page stays withdrawn: its
+    refused), or its withdrawal when its time is up. `keep` is told each outcome as it is
+    settled, outside the desk's lock (a slow database holds up no other page), before `submit`
+    returns True (so that "sent" means kept), with the seconds from when the page was asked; a
+    page whose answer is being kept does not run out of time meanwhile (it came in time). If
+    `keep` raises, `submit` raises and the page stays open, and an `ask` whose page was
+    withdrawn raises (the page stays withdrawn: its
     seat has stopped waiting). `kept` holds what an earlier run of the tournament settled, by
     key: a key settled there or here whose page shows the same (page_digest) is answered at
     once with its outcome and no page is opened for it (None: withdrawn at once), so that a
@@ -118,6 +135,8 @@ class LocalDesk(Desk):
         key, shown = asked.key, page_digest(asked)
         start = time.monotonic()
         with self._changed:
+            # a page being kept as this key is asked again decides first
+            self._changed.wait_for(lambda: not (key in self._open and self._open[key].keeping))
             settled = self._settled.get(key)
             if settled is not None and settled.shown == shown:
                 return settled.outcome
@@ -127,13 +146,17 @@ class LocalDesk(Desk):
             while page.submitted is None:
                 if self._open.get(key) is not page:
                     return None  # taken over by a later ask of the same key
-                left = None if page.due is None else page.due - time.monotonic()
+                left = None if page.due is None or page.keeping else page.due - time.monotonic()
                 if left is not None and left <= 0:
                     del self._open[key]  # withdrawn: a later submit is refused
-                    self._settle(key, Kept(shown, None))
-                    return None
+                    break
                 self._changed.wait(left)
-            return page.submitted
+            else:
+                return page.submitted
+        self._keep(key, Kept(shown, None))  # (outside the lock: a slow database holds no other page)
+        with self._changed:
+            self._settled[key] = Kept(shown, None)
+        return None
 
     def join(self, merchant: str) -> None:
         with self._changed:
@@ -162,19 +185,26 @@ class LocalDesk(Desk):
     def submit(self, key: DeskKey, fields: Mapping[str, str]) -> bool:
         with self._changed:
             page = self._open.get(key)
-            if page is None:
+            if page is None or page.keeping:  # (a second send while the first is kept: refused)
                 return False
+            page.keeping = True  # its time does not run out meanwhile: what was sent is in time
             submitted = Submitted(dict(fields), time.monotonic() - page.start)
-            self._settle(key, Kept(page.shown, submitted))  # raising: the page stays open
-            del self._open[key]
+        try:
+            self._keep(
+                key, Kept(page.shown, submitted)
+            )  # outside the lock: a slow database holds no other page
+        except BaseException:
+            with self._changed:
+                page.keeping = False  # still open, to be sent again
+                self._changed.notify_all()
+            raise
+        with self._changed:
+            if self._open.get(key) is page:
+                del self._open[key]
+            self._settled[key] = Kept(page.shown, submitted)
             page.submitted = submitted
             self._changed.notify_all()
             return True
-
-    def _settle(self, key: DeskKey, kept: Kept) -> None:
-        """Keep `kept` (the journal first: if it raises, nothing is settled), then hold it."""
-        self._keep(key, kept)
-        self._settled[key] = kept
 
     def _first(self, merchant: str) -> _Page | None:
         return next((page for key, page in self._open.items() if key.merchant == merchant), None)

@@ -174,9 +174,10 @@ def waiting_page(
 ) -> str:
     """The page of a seat with nothing to fill now (before its match, between its pages): the
     session's `people`, each seat's merchant and whether its person has come, in their order,
-    and, until its own person has (`come`), the button that says they have; it reloads itself
-    to `action` every LOOK_AGAIN_SECONDS."""
-    frame = Frame(notice=notice, reload=LOOK_AGAIN_SECONDS)
+    and, until its own person has (`come`), the button that says they have; once they have, it
+    reloads itself to `action` every LOOK_AGAIN_SECONDS."""
+    # until they have come, no reload: it would race their click on the button
+    frame = Frame(notice=notice, reload=LOOK_AGAIN_SECONDS if come else None)
     return TEMPLATES.get_template("waiting.html.j2").render(
         merchant=merchant, people=people, action=action, frame=frame, refusal=None, come=come
     )

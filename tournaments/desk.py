@@ -234,7 +234,9 @@ def start_desk(engine: Engine, tournament_id: int) -> RunDesk:
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     actor = DeskActor.options(scheduling_strategy=here).remote(  # type: ignore[attr-defined]  # see @ray.remote above
         engine.url.render_as_string(hide_password=True),
-        ray.put(engine.url.password),  # resolved for the actor: its description holds the reference alone
+        # resolved for the actor: its description holds the reference alone (unless a cluster
+        # inlines small objects into tasks, which Ray does not by default)
+        ray.put(engine.url.password),
         tournament_id,
         os.getcwd(),
     )

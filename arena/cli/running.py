@@ -109,14 +109,14 @@ def run(
 
     Every finished match is saved at once, so an interrupted run loses only the matches in
     flight: run again with --resume to finish it. A file that seats people prints a link for
-    each of them before the first match, and plays once all have opened theirs (docs/people.md).
+    each of them before the first match, and plays once all have taken their seats (docs/people.md).
     """
     if estimate:
         validate(config, estimate=True)
         return
     with user_errors():
         tournament = load_tournament(config)
-        listener = listening(host, port) if people_of(tournament) else None
+        listener = listening(host, port) if people_of(tournament) else None  # before the database is made
         engine = engine_for(db)
     typed = f"{ARENA} run {config}"
     try:

@@ -166,7 +166,9 @@ def day_form(scenario: Scenario, talk: bool) -> DayForm:
         if talk
         else None
     )
-    note = FormField("note", "note to yourself", "text", "for you alone: no rival sees it", "words")
+    note = FormField(
+        "note", "note to yourself", "text", "no rival sees it (kept in the session's record)", "words"
+    )
     return DayForm(scenario, OperationRules(scenario), tuple(slots), message, note)
 
 

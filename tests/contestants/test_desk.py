@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import contestants.desk
-from contestants.base import DeskAsk, DeskKey, RecallQuestion, Submitted
+from contestants.base import DeskAsk, DeskKey, OffPathQuestion, RecallQuestion, Submitted
 from contestants.desk import Kept, LocalDesk, page_digest
 
 FORM = DeskKey("m", "ann", 1, "day", 0)
@@ -176,3 +176,47 @@ def test_a_page_asked_again_while_open_is_taken_over_by_the_later_ask():
             assert earlier == [None] and journal.kept == []
             assert desk.submit(FORM, {"price.widget": "16"})
     assert journal.returned[0].fields == {"price.widget": "16"} and len(journal.kept) == 1
+
+
+def test_a_slow_journal_holds_up_no_other_call_and_what_it_keeps_came_in_time():
+    """While a sent page is being kept (a database slow to answer), the other people's calls are
+    answered, a second send is refused, and the page's time running out meanwhile withdraws
+    nothing: what was sent came in time."""
+    keeping, done = threading.Event(), threading.Event()
+    journal = Journal()
+
+    def slow(key: DeskKey, kept: Kept) -> None:
+        keeping.set()
+        done.wait(BOUND_S)
+        journal(key, kept)
+
+    desk = LocalDesk(keep=slow)
+    sent: list[bool] = []
+    with seat_asking(desk, FORM, journal.returned, within=TINY_S * 4):
+        assert shown(desk) == FORM
+        sending = threading.Thread(target=lambda: sent.append(desk.submit(FORM, {"price.widget": "1"})))
+        sending.start()
+        assert keeping.wait(BOUND_S)
+        desk.join("bob")
+        assert desk.joined() == {"bob"} and desk.page("bob") is None  # answered meanwhile
+        assert not desk.submit(FORM, {"price.widget": "2"})  # the first send is being kept
+        threading.Event().wait(TINY_S * 8)  # the page's time runs out while it is kept
+        done.set()
+        sending.join(BOUND_S)
+    assert sent == [True] and [outcome for _, outcome, _ in journal.kept] == [journal.returned[0]]
+    assert journal.returned[0] is not None and journal.returned[0].fields == {"price.widget": "1"}
+
+
+def test_a_pages_digest_is_blind_to_a_numbers_last_bits_and_sees_any_other_change():
+    question = RecallQuestion(day=3, fact="price", product="widget")
+    seen = OffPathQuestion(rival="bob", product="widget", price=1.7, posted=1.8)
+    same = seen.model_copy(update={"price": 1.7 * (1 + 4e-16)})  # another build's last bit
+    assert same.price != seen.price
+    digest = page_digest(DeskAsk(QUESTION, question=seen))
+    assert page_digest(DeskAsk(QUESTION, question=same)) == digest
+    for other in (
+        seen.model_copy(update={"price": 1.71}),
+        seen.model_copy(update={"rival": "cal"}),
+        question,
+    ):
+        assert page_digest(DeskAsk(QUESTION, question=other)) != digest

@@ -153,6 +153,7 @@ def test_the_waiting_page_shows_who_has_come_and_looks_again():
         asked = Asking(desk, day_asked("ann"))  # her first page, which she sees once seated
         first = fetch(links["ann"]).page
         assert first.one("h1").content() == "Waiting: ann" and first.one("button").content() == "Take my seat"
+        assert first.all("meta", **{"http-equiv": "refresh"}) == []  # no reload to race her click
         people = [[cell.content() for cell in row.children] for row in first.one(id="people").all("tr")]
         assert people == [["seat", "here"], ["ann", "not yet"], ["bob", "not yet"], ["cal", "not yet"]]
         assert desk.joined() == set()
