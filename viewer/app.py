@@ -286,7 +286,6 @@ class TokenCheck(BaseHTTPMiddleware):
         return JSONResponse({"problem": problem}, status_code=401)
 
 
-
 class InThread(serving.InThread):
     """The viewer over `engine` on 127.0.0.1 at a free port, in a thread of this process: for
     tests, benchmarks and scripts that look at pages while they work."""
