@@ -385,3 +385,12 @@ def test_a_page_with_no_time_left_is_still_asked_so_a_desk_that_keeps_outcomes_k
     with pytest.raises(DeadlinePassed):
         human.decide(observe(PRICE_WAR, day=1))
     assert desk.given == [(DeskKey("m", "me", 1, "day", 0), 0.0)]
+
+
+def test_a_person_plays_alone_as_a_solo_merchant_does():
+    desk = LocalDesk()
+    spec = MatchSpec(key="solo", index=0, scenario="price_war", seed=1, days=2, seats=("ann",))
+    with people(desk, {"ann": lambda asked: {"price.widget": f"{14 + asked.key.day}"}}):
+        played = play(spec, [ContestantEntry(name="ann", kind="human")], desk)
+    assert [d.prices for d in played.days_played] == [{"widget": 15.0}, {"widget": 16.0}]
+    assert played.faults == [] and [m.contestant for m in played.merchants] == ["ann"]
