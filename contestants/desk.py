@@ -114,15 +114,15 @@ class LocalDesk(Desk):
     returns True (so that "sent" means kept), with the seconds from when the page was asked; a
     page whose answer is being kept does not run out of time meanwhile (it came in time). If
     `keep` raises, `submit` raises and the page stays open, and an `ask` whose page was
-    withdrawn raises (the page stays withdrawn: its
-    seat has stopped waiting). `kept` holds what an earlier run of the tournament settled, by
-    key: a key settled there or here whose page shows the same (page_digest) is answered at
-    once with its outcome and no page is opened for it (None: withdrawn at once), so that a
-    resumed run, or a match played again, replays what people did, their seconds as they were;
-    one whose page shows something else is asked afresh, and its new outcome kept in place of
-    the old. A key asked again while its page is
-    open (its seat made afresh after its process died) takes the page over: the earlier ask
-    returns as withdrawn, and nothing is kept for it."""
+    withdrawn raises (the page stays withdrawn: its seat has stopped waiting).
+
+    `kept` holds what an earlier run of the tournament settled, by key: a key settled there or
+    here whose page shows the same (page_digest) is answered at once with its outcome and no
+    page is opened for it (None: withdrawn at once), so that a resumed run, or a match played
+    again, replays what people did, their seconds as they were; one whose page shows something
+    else is asked afresh, and its new outcome kept in place of the old. A key asked again while
+    its page is open (its seat made afresh after its process died) takes the page over: the
+    earlier ask returns as withdrawn, and nothing is kept for it."""
 
     def __init__(self, kept: Mapping[DeskKey, Kept] | None = None, keep: Keep = keep_nothing):
         self._changed = threading.Condition()
@@ -153,7 +153,7 @@ class LocalDesk(Desk):
                 self._changed.wait(left)
             else:
                 return page.submitted
-        self._keep(key, Kept(shown, None))  # (outside the lock: a slow database holds no other page)
+        self._keep(key, Kept(shown, None))  # outside the lock, as in submit
         with self._changed:
             self._settled[key] = Kept(shown, None)
         return None
@@ -189,10 +189,8 @@ class LocalDesk(Desk):
                 return False
             page.keeping = True  # its time does not run out meanwhile: what was sent is in time
             submitted = Submitted(dict(fields), time.monotonic() - page.start)
-        try:
-            self._keep(
-                key, Kept(page.shown, submitted)
-            )  # outside the lock: a slow database holds no other page
+        try:  # outside the lock: a slow database holds no other page
+            self._keep(key, Kept(page.shown, submitted))
         except BaseException:
             with self._changed:
                 page.keeping = False  # still open, to be sent again

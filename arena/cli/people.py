@@ -37,7 +37,7 @@ class RunShown:
     @contextmanager
     def seated(self, people: PeopleSide, names: list[str]) -> Iterator[None]:
         """Their pages served while the run plays, each person's link printed first."""
-        from seats.app import serve_seats
+        from seats.app import serve_seats  # (Starlette and uvicorn: imported by a run with people alone)
 
         assert self.listener is not None, "a run that seats people is given where to serve their pages"
         served, self.names = serve_seats(people, names, self.listener, self.host), names
