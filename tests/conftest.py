@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import functools
+import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -150,6 +152,36 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         os.environ[SHARED_RAY] = tempfile.mkdtemp(prefix="arenaray", dir="/tmp")  # short: Ray's sockets
         compile_the_learning_kernel()
+        write_the_bytecode()
+
+
+# What every test process imports, and most of what their Ray workers do (2,000 modules)
+IMPORTED_EVERYWHERE = (
+    "arena.cli",
+    "tournaments.run",
+    "tournaments.desk",
+    "viewer.app",
+    "seats.app",
+    "results.presentation.export",
+    "contestants.llm.merchant",
+    "contestants.llm.providers",
+    "openai",
+    "anthropic",
+    "psycopg",
+    "playwright.sync_api",
+    "choix",
+)
+
+
+def write_the_bytecode() -> None:
+    """Import IMPORTED_EVERYWHERE once, before xdist's workers start, where their bytecode is not
+    written yet: in a fresh clone (.ci/run installs without compiling it) three workers and the
+    first Ray workers would each compile the same modules at the same moment."""
+    ray_init = Path(str(importlib.util.find_spec("ray").origin))  # type: ignore[union-attr]  # installed
+    if list(ray_init.parent.glob("__pycache__/__init__.*.pyc")):
+        return
+    for name in IMPORTED_EVERYWHERE:
+        importlib.import_module(name)
 
 
 def compile_the_learning_kernel() -> None:
