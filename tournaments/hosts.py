@@ -171,7 +171,7 @@ def _acquired(lock: threading.Lock, seconds: float | None) -> bool:
     return lock.acquire(timeout=-1 if seconds is None else seconds)
 
 
-def silent(merchant: str, match_key: str, seconds: float | None) -> str:
+def silent(merchant: str, match_key: str, seconds: float) -> str:
     """Why the run stops when a merchant's host does not hand over its match (TurnStuck)."""
     return f"the host of {merchant} did not hand over match {match_key} within {seconds:g} s"
 
@@ -221,6 +221,7 @@ class HostClient(TurnClient):
         except (HostGone, RayActorError):  # its process died, or Ray cannot reach it to ask where it listens
             pass
         except TimeoutError:
+            assert seconds is not None  # (no limit: never timed out)
             raise TurnStuck(silent(merchant, match_key, seconds)) from None
         deadline = time.monotonic() + FINISH_PATIENCE_S
         while True:
@@ -229,6 +230,7 @@ class HostClient(TurnClient):
                     handed = await result(self.actor.finish.remote(match_key, merchant))
                 return handed
             except TimeoutError:
+                assert seconds is not None
                 raise TurnStuck(silent(merchant, match_key, seconds)) from None
             except ActorUnavailableError:
                 if time.monotonic() >= deadline:
